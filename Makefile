@@ -1,0 +1,40 @@
+# xnic build and test entry points. `make test` is what CI runs (.ci/run).
+GO       ?= go
+PKGS     ?= ./...
+STATICCHECK_VERSION ?= 2025.1.1
+
+.PHONY: all build test unit vmtest bench bench-smoke lint generate clean
+
+all: build
+
+build:
+	$(GO) build -o bin/xnic ./cmd/xnic
+
+# Everything CI runs: unit and privileged tests (privileged ones skip with a
+# message when not root), the benchmark smoke run, and the VM tier.
+test: unit bench-smoke vmtest
+
+unit:
+	$(GO) vet $(PKGS)
+	$(GO) test -count=1 -timeout 20m $(PKGS)
+
+# The VM tier: QEMU (TCG) with its igb model, the driver through real VFIO.
+vmtest:
+	$(GO) test -count=1 -timeout 15m -v ./internal/vmtest/ -run . -vmtest
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 -timeout 60m $(PKGS)
+
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m $(PKGS)
+
+lint:
+	$(GO) vet $(PKGS)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+
+# Rebuild the example XDP objects from their C sources (needs clang).
+generate:
+	$(GO) generate $(PKGS)
+
+clean:
+	rm -rf bin

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+)
+
+// command is one subcommand of xnic. Files of this package register theirs in
+// init with register.
+type command struct {
+	name    string // e.g. "list" or "prog run"
+	usage   string // arguments, after the name
+	summary string // one line
+	// run gets the arguments after the command's name, and where to write.
+	run func(args []string, stdout, stderr io.Writer) error
+}
+
+var commands = map[string]*command{}
+
+func register(c *command) { commands[c.name] = c }
+
+// errUsage marks an error in the command line: xnic prints the usage and exits 2.
+var errUsage = errors.New("usage")
+
+// usageErrorf returns an error wrapping errUsage.
+func usageErrorf(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", errUsage, fmt.Sprintf(format, a...))
+}
+
+// newFlags makes a FlagSet that reports errors instead of exiting.
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+// parseInterspersed parses flags that may come before or after positional
+// arguments ("xnic info 0000:03:00.0 --json") and returns the positionals.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, fmt.Errorf("%w: %v", errUsage, err)
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run finds the longest registered command name that prefixes args and runs it.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printHelp(stdout)
+		return 0
+	}
+	var c *command
+	n := 0
+	for i := min(len(args), 3); i >= 1; i-- {
+		if cc, ok := commands[strings.Join(args[:i], " ")]; ok {
+			c, n = cc, i
+			break
+		}
+	}
+	if c == nil {
+		fmt.Fprintf(stderr, "xnic: unknown command %q; run 'xnic help'\n", strings.Join(args, " "))
+		return 2
+	}
+	if err := c.run(args[n:], stdout, stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintf(stderr, "xnic %s: %v\n", c.name, err)
+		if errors.Is(err, errUsage) {
+			fmt.Fprintf(stderr, "usage: xnic %s %s\n", c.name, c.usage)
+			return 2
+		}
+		return 1
+	}
+	return 0
+}
+
+func printHelp(w io.Writer) {
+	fmt.Fprintln(w, "xnic: userspace NIC drivers with XDP programs")
+	fmt.Fprintln(w, "\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-40s %s\n", c.name+" "+c.usage, c.summary)
+	}
+}

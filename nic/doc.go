@@ -1,0 +1,9 @@
+// Package nic is the contract between the three layers of xnic: what a driver is
+// handed (Device: register windows, DMA memory, interrupts, reset), and what a
+// driver gives the dataplane (Port with RX and TX queues, link state, counters).
+//
+// The same driver code runs on a real device through package vfio, on a device
+// model (packages igb/igbsim, dwmac/dwmacsim, fec/fecsim), and inside a VM against
+// QEMU's model; only the Device differs. Drivers know nothing of XDP programs, and
+// the dataplane knows nothing of registers.
+package nic
