@@ -1,0 +1,257 @@
+package kernelxdp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+)
+
+// Bench runs p repeat times on frame with BPF_PROG_TEST_RUN and returns the
+// kernel's own measure of the time per run (the syscall's duration field:
+// total time over repeat, program and test-run loop included, syscall entry
+// excluded) and the verdict of the last run.
+func Bench(p *ebpf.Program, frame []byte, repeat int) (time.Duration, uint32, error) {
+	if repeat < 1 {
+		return 0, 0, fmt.Errorf("kernelxdp: bench repeat %d: want at least 1", repeat)
+	}
+	ret, per, err := p.Benchmark(frame, repeat, nil)
+	if err != nil {
+		return 0, 0, fmt.Errorf("kernelxdp: BPF_PROG_TEST_RUN x%d of %v: %w", repeat, p, err)
+	}
+	return per, ret, nil
+}
+
+// LiveStats is the outcome of a live-frames run.
+type LiveStats struct {
+	// Frames is how many frames the kernel ran the program on.
+	Frames int
+	// Elapsed is the wall time of the BPF_PROG_TEST_RUN call.
+	Elapsed time.Duration
+	// PeerReceived is how many frames the XDP program on the veth peer
+	// saw: the frames an XDP_TX (or a redirect to the veth) delivered.
+	PeerReceived uint64
+}
+
+// NsPerFrame is the wall time per frame.
+func (s LiveStats) NsPerFrame() float64 {
+	if s.Frames == 0 {
+		return 0
+	}
+	return float64(s.Elapsed.Nanoseconds()) / float64(s.Frames)
+}
+
+// LiveBench loads the object at objPath, runs its program prog on n copies of
+// frame through the kernel's real XDP path (BPF_PROG_TEST_RUN with
+// BPF_F_TEST_XDP_LIVE_FRAMES, on one veth of a pair in a private network
+// namespace) and returns the wall time per frame in nanoseconds.
+func LiveBench(objPath, prog string, frame []byte, n int) (float64, error) {
+	obj, err := Load(objPath, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer obj.Close()
+	p, err := obj.Program(prog)
+	if err != nil {
+		return 0, err
+	}
+	st, err := LiveRun(p, frame, n)
+	if err != nil {
+		return 0, err
+	}
+	return st.NsPerFrame(), nil
+}
+
+// liveSeq numbers the namespaces of concurrent live runs.
+var liveSeq atomic.Uint32
+
+// Names inside the private namespace: veth0 receives the test frames, veth1
+// is its peer and drops (and counts) whatever veth0 transmits.
+const (
+	liveDev  = "xnic0"
+	livePeer = "xnic1"
+	// cmdTimeout bounds each ip(8) command.
+	cmdTimeout = 10 * time.Second
+	// peerSettle bounds the wait for the peer's NAPI to drain.
+	peerSettle = time.Second
+)
+
+// LiveRun runs p on n copies of frame with BPF_F_TEST_XDP_LIVE_FRAMES. It
+// creates a network namespace with a veth pair (ip(8) must be installed),
+// attaches a counting XDP_DROP program to the peer and removes everything
+// before it returns.
+func LiveRun(p *ebpf.Program, frame []byte, n int) (LiveStats, error) {
+	if err := Available(); err != nil {
+		return LiveStats{}, err
+	}
+	if n < 1 || n > 1<<31 {
+		return LiveStats{}, fmt.Errorf("kernelxdp: live run of %d frames: want 1..2^31", n)
+	}
+	if len(frame) < 14 {
+		return LiveStats{}, fmt.Errorf("kernelxdp: live run: frame of %d bytes is shorter than an Ethernet header", len(frame))
+	}
+	ns := fmt.Sprintf("xnicbench%d-%d", os.Getpid(), liveSeq.Add(1))
+	if err := ip("netns", "add", ns); err != nil {
+		return LiveStats{}, err
+	}
+	defer ip("netns", "del", ns) //nolint:errcheck // best effort cleanup
+	// No IPv6 in the namespace: router solicitations and DAD would reach the
+	// peer and count as transmitted frames.
+	for _, args := range [][]string{
+		{"netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
+		{"netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"},
+		{"-n", ns, "link", "add", liveDev, "type", "veth", "peer", "name", livePeer},
+		{"-n", ns, "link", "set", "lo", "up"},
+		{"-n", ns, "link", "set", liveDev, "up"},
+		{"-n", ns, "link", "set", livePeer, "up"},
+	} {
+		if err := ip(args...); err != nil {
+			return LiveStats{}, err
+		}
+	}
+
+	counter, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1})
+	if err != nil {
+		return LiveStats{}, fmt.Errorf("kernelxdp: peer counter map: %w", err)
+	}
+	defer counter.Close()
+	peerProg, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.XDP,
+		License: "MIT",
+		Instructions: asm.Instructions{
+			asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+			asm.LoadMapPtr(asm.R1, counter.FD()),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "out"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+			asm.Add.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R0, 1).WithSymbol("out"), // XDP_DROP
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return LiveStats{}, fmt.Errorf("kernelxdp: peer XDP program: %w", err)
+	}
+	defer peerProg.Close()
+
+	type outcome struct {
+		st  LiveStats
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		st, err := liveInNetns(ns, p, peerProg, frame, n)
+		done <- outcome{st, err}
+	}()
+	o := <-done
+	if o.err != nil {
+		return LiveStats{}, o.err
+	}
+	// The peer's NAPI may still be draining: wait until its count settles.
+	deadline := time.Now().Add(peerSettle)
+	var last uint64
+	for {
+		got, err := sumCounter(counter)
+		if err != nil {
+			return LiveStats{}, err
+		}
+		if (got == last && got != 0) || time.Now().After(deadline) {
+			o.st.PeerReceived = got
+			break
+		}
+		last = got
+		time.Sleep(20 * time.Millisecond)
+	}
+	return o.st, nil
+}
+
+// liveInNetns does the namespace-bound part on a locked OS thread: it
+// enters ns, attaches peer to the peer veth and runs p in live mode. The
+// thread goes back to its namespace; if that fails it stays locked, so the
+// Go runtime ends it with the goroutine instead of reusing it.
+func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int) (LiveStats, error) {
+	runtime.LockOSThread()
+	orig, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		return LiveStats{}, fmt.Errorf("kernelxdp: opening this thread's network namespace: %w", err)
+	}
+	defer orig.Close()
+	target, err := os.Open("/run/netns/" + ns)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return LiveStats{}, fmt.Errorf("kernelxdp: opening namespace %s: %w", ns, err)
+	}
+	defer target.Close()
+	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return LiveStats{}, fmt.Errorf("kernelxdp: entering namespace %s: %w", ns, err)
+	}
+	defer func() {
+		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
+			runtime.UnlockOSThread()
+		}
+	}()
+
+	dev, err := net.InterfaceByName(liveDev)
+	if err != nil {
+		return LiveStats{}, fmt.Errorf("kernelxdp: %s in %s: %w", liveDev, ns, err)
+	}
+	peerDev, err := net.InterfaceByName(livePeer)
+	if err != nil {
+		return LiveStats{}, fmt.Errorf("kernelxdp: %s in %s: %w", livePeer, ns, err)
+	}
+	l, err := link.AttachXDP(link.XDPOptions{Program: peer, Interface: peerDev.Index, Flags: link.XDPDriverMode})
+	if err != nil {
+		return LiveStats{}, fmt.Errorf("kernelxdp: attaching the peer program to %s: %w", livePeer, err)
+	}
+	defer l.Close()
+
+	ctx := xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(dev.Index)}
+	opts := ebpf.RunOptions{
+		Data:      frame,
+		Context:   ctx,
+		Repeat:    uint32(n),
+		Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
+		BatchSize: 64,
+	}
+	start := time.Now()
+	if _, err := p.Run(&opts); err != nil {
+		return LiveStats{}, fmt.Errorf("kernelxdp: live-frames run of %v on %s: %w", p, liveDev, err)
+	}
+	return LiveStats{Frames: n, Elapsed: time.Since(start)}, nil
+}
+
+func sumCounter(m *ebpf.Map) (uint64, error) {
+	var vals []uint64
+	if err := m.Lookup(uint32(0), &vals); err != nil {
+		return 0, fmt.Errorf("kernelxdp: reading the peer counter: %w", err)
+	}
+	var sum uint64
+	for _, v := range vals {
+		sum += v
+	}
+	return sum, nil
+}
+
+func ip(args ...string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("kernelxdp: ip %v: %w: %s (is iproute2 installed and are we root?)", args, err, out)
+	}
+	return nil
+}
