@@ -1,0 +1,487 @@
+package traffic
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// DefaultPeerMAC is the host peer's MAC address unless PeerConfig says otherwise
+// (locally administered: 02:"xnic":01).
+var DefaultPeerMAC = net.HardwareAddr{0x02, 0x78, 0x6e, 0x69, 0x63, 0x01}
+
+// PeerConfig configures a Peer. The zero value is usable.
+type PeerConfig struct {
+	// Listen is the UDP address to bind (default "127.0.0.1:0": an ephemeral port).
+	Listen string
+	// Remote is QEMU's end of the -netdev dgram link (its local.host:local.port).
+	// When nil the peer sends to wherever the last datagram came from, so the
+	// guest must speak first (Client.Hello does).
+	Remote *net.UDPAddr
+	// MAC is the peer's Ethernet address (default DefaultPeerMAC).
+	MAC net.HardwareAddr
+	// AckTimeout bounds how long a windowed stream waits for the guest's ack
+	// before it gives up (default 20 s).
+	AckTimeout time.Duration
+	// Logf, when set, receives one line per control message and per problem.
+	Logf func(format string, args ...any)
+}
+
+// Session is what the peer did for one request that moves frames.
+type Session struct {
+	Verb  string // VerbExpect, VerbInject, VerbFlows or VerbLater
+	ID    uint32 // the request's id
+	Seed  int64  // data stream seed (expect, inject, later)
+	Count int    // frames asked for
+	// Done counts, for expect, the frames received byte-exact and in order; for
+	// the others, the frames sent.
+	Done int
+	// Bad counts, for expect, frames of this stream that arrived wrong: altered,
+	// out of order, duplicated or after Count.
+	Bad int
+	// Err is the first problem seen ("" when none).
+	Err string
+	// Reported is true once the guest asked for the report of this expect
+	// session; Finished once a sending session sent everything or gave up.
+	Reported bool
+	Finished bool
+}
+
+// OK reports whether the session moved exactly Count frames without a problem.
+func (s Session) OK() bool { return s.Done == s.Count && s.Bad == 0 && s.Err == "" }
+
+func (s Session) String() string {
+	st := fmt.Sprintf("%s id=%d seed=%d count=%d done=%d bad=%d", s.Verb, s.ID, s.Seed, s.Count, s.Done, s.Bad)
+	if s.Err != "" {
+		st += " err=" + strconv.Quote(s.Err)
+	}
+	return st
+}
+
+// Report is a snapshot of everything a Peer saw.
+type Report struct {
+	Sessions []Session
+	Received int      // datagrams received
+	Sent     int      // datagrams sent
+	Stray    int      // received frames no session wanted
+	Errors   []string // protocol errors (malformed control frames, failed sends)
+	GuestMAC net.HardwareAddr
+}
+
+// Peer is the host side of the wire: it answers a guest's control messages,
+// checks the frames the guest sends and sends the frames the guest asks for.
+// It speaks QEMU's -netdev dgram format: one Ethernet frame per UDP datagram.
+//
+// One goroutine (started by NewPeer) reads the socket and handles control
+// messages and received frames; each sending session runs in a goroutine of
+// its own. All state is guarded by mu.
+type Peer struct {
+	conn       *net.UDPConn // immutable after NewPeer
+	mac        net.HardwareAddr
+	ackTimeout time.Duration
+	logf       func(string, ...any)
+	done       chan struct{}
+	wg         sync.WaitGroup
+
+	mu       sync.Mutex
+	remote   *net.UDPAddr
+	guestMAC net.HardwareAddr
+	expects  map[int64]*expectState // armed expect sessions by seed
+	streams  map[uint32]*streamState
+	sessions []*Session
+	received int
+	sent     int
+	stray    int
+	errs     []string
+	closed   bool
+}
+
+type expectState struct {
+	s    *Session
+	next int // index of the next frame wanted
+}
+
+type streamState struct {
+	s      *Session
+	window int
+	acked  int
+	ackCh  chan struct{} // signalled (non-blocking) when acked grows
+}
+
+// NewPeer binds the UDP socket and starts serving.
+func NewPeer(cfg PeerConfig) (*Peer, error) {
+	listen := cfg.Listen
+	if listen == "" {
+		listen = "127.0.0.1:0"
+	}
+	la, err := net.ResolveUDPAddr("udp4", listen)
+	if err != nil {
+		return nil, fmt.Errorf("traffic: peer address %q: %w", listen, err)
+	}
+	conn, err := net.ListenUDP("udp4", la)
+	if err != nil {
+		return nil, fmt.Errorf("traffic: peer listen on %s: %w", listen, err)
+	}
+	// Bursts from the guest must not overflow the socket while we check frames.
+	_ = conn.SetReadBuffer(8 << 20)
+	_ = conn.SetWriteBuffer(4 << 20)
+	p := &Peer{
+		conn:       conn,
+		mac:        cfg.MAC,
+		ackTimeout: cfg.AckTimeout,
+		logf:       cfg.Logf,
+		done:       make(chan struct{}),
+		remote:     cfg.Remote,
+		expects:    map[int64]*expectState{},
+		streams:    map[uint32]*streamState{},
+	}
+	if p.mac == nil {
+		p.mac = DefaultPeerMAC
+	}
+	if p.ackTimeout <= 0 {
+		p.ackTimeout = 20 * time.Second
+	}
+	if p.logf == nil {
+		p.logf = func(string, ...any) {}
+	}
+	p.wg.Add(1)
+	go p.readLoop()
+	return p, nil
+}
+
+// Addr is the peer's UDP address (QEMU's remote.host:remote.port).
+func (p *Peer) Addr() *net.UDPAddr { return p.conn.LocalAddr().(*net.UDPAddr) }
+
+// MAC is the peer's Ethernet address.
+func (p *Peer) MAC() net.HardwareAddr { return p.mac }
+
+// Close stops the peer and waits for its goroutines. Sending sessions still
+// running are abandoned (and marked so).
+func (p *Peer) Close() error {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+	close(p.done)
+	err := p.conn.Close()
+	p.wg.Wait()
+	return err
+}
+
+// Report returns a snapshot of the sessions and counters.
+func (p *Peer) Report() Report {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	r := Report{Received: p.received, Sent: p.sent, Stray: p.stray,
+		Errors: append([]string(nil), p.errs...), GuestMAC: append(net.HardwareAddr(nil), p.guestMAC...)}
+	for _, s := range p.sessions {
+		r.Sessions = append(r.Sessions, *s)
+	}
+	return r
+}
+
+func (p *Peer) problem(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	p.mu.Lock()
+	p.errs = append(p.errs, msg)
+	p.mu.Unlock()
+	p.logf("peer: %s", msg)
+}
+
+func (p *Peer) readLoop() {
+	defer p.wg.Done()
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := p.conn.ReadFromUDP(buf)
+		if err != nil {
+			select {
+			case <-p.done:
+			default:
+				p.problem("read: %v", err)
+			}
+			return
+		}
+		if !from.IP.IsLoopback() {
+			p.problem("datagram from %s ignored: only loopback is served", from)
+			continue
+		}
+		f := buf[:n]
+		p.mu.Lock()
+		p.received++
+		if p.remote == nil || !p.remote.IP.Equal(from.IP) || p.remote.Port != from.Port {
+			p.remote = from
+		}
+		p.mu.Unlock()
+		switch Classify(f) {
+		case KindControl:
+			p.handleControl(f)
+		case KindData:
+			p.handleData(f)
+		default:
+			p.mu.Lock()
+			p.stray++
+			p.mu.Unlock()
+		}
+	}
+}
+
+// write sends one frame to QEMU. Safe for concurrent use.
+func (p *Peer) write(f []byte) error {
+	p.mu.Lock()
+	to := p.remote
+	p.mu.Unlock()
+	if to == nil {
+		return errors.New("traffic: peer does not know QEMU's address yet (the guest has not spoken)")
+	}
+	if _, err := p.conn.WriteToUDP(f, to); err != nil {
+		return fmt.Errorf("traffic: peer send to %s: %w", to, err)
+	}
+	p.mu.Lock()
+	p.sent++
+	p.mu.Unlock()
+	return nil
+}
+
+func (p *Peer) reply(to net.HardwareAddr, m Msg) {
+	f, err := AppendControl(nil, m, to, p.mac)
+	if err == nil {
+		err = p.write(f)
+	}
+	if err != nil {
+		p.problem("reply %q: %v", m.String(), err)
+	}
+}
+
+func (p *Peer) handleControl(f []byte) {
+	src := append(net.HardwareAddr(nil), f[6:12]...)
+	m, err := ParseControl(f)
+	if err != nil {
+		p.problem("bad control frame from %s: %v", src, err)
+		return
+	}
+	if m.Verb != VerbAck {
+		p.logf("peer: <- %s", m)
+	}
+	p.mu.Lock()
+	p.guestMAC = src
+	p.mu.Unlock()
+	fail := func(format string, args ...any) {
+		p.reply(src, NewMsg(VerbErr, m.ID, "msg", fmt.Sprintf(format, args...)))
+	}
+	switch m.Verb {
+	case VerbHello:
+		p.reply(src, NewMsg(VerbOK, m.ID, "mac", p.mac.String()))
+	case VerbExpect:
+		count, err1 := m.Int("count")
+		seed, err2 := m.Int("seed")
+		if err := errors.Join(err1, err2); err != nil || count < 0 {
+			fail("expect needs count>=0 and seed: %v", err)
+			return
+		}
+		p.mu.Lock()
+		if old, ok := p.expects[seed]; ok && !old.s.Reported {
+			p.mu.Unlock()
+			fail("seed %d is already expected (id %d)", seed, old.s.ID)
+			return
+		}
+		s := &Session{Verb: VerbExpect, ID: m.ID, Seed: seed, Count: int(count)}
+		p.sessions = append(p.sessions, s)
+		p.expects[seed] = &expectState{s: s}
+		p.mu.Unlock()
+		p.reply(src, NewMsg(VerbOK, m.ID))
+	case VerbReport:
+		seed, err := m.Int("seed")
+		if err != nil {
+			fail("%v", err)
+			return
+		}
+		p.mu.Lock()
+		e, ok := p.expects[seed]
+		var s Session
+		if ok {
+			e.s.Reported = true
+			s = *e.s
+		}
+		p.mu.Unlock()
+		if !ok {
+			fail("no expect session for seed %d", seed)
+			return
+		}
+		r := NewMsg(VerbOK, m.ID, "count", strconv.Itoa(s.Count), "got", strconv.Itoa(s.Done), "bad", strconv.Itoa(s.Bad))
+		if s.Err != "" {
+			r.Args["error"] = s.Err
+		}
+		p.reply(src, r)
+	case VerbInject, VerbFlows, VerbLater:
+		p.startStream(src, m, fail)
+	case VerbAck:
+		ref, err1 := m.Int("ref")
+		n, err2 := m.Int("n")
+		if err := errors.Join(err1, err2); err != nil {
+			p.problem("bad ack %q: %v", m.String(), err)
+			return
+		}
+		p.mu.Lock()
+		st, ok := p.streams[uint32(ref)]
+		if ok && int(n) > st.acked {
+			st.acked = int(n)
+			select {
+			case st.ackCh <- struct{}{}:
+			default:
+			}
+		}
+		p.mu.Unlock()
+		if !ok {
+			p.problem("ack for unknown stream %d", ref)
+		}
+	default:
+		fail("unknown verb %q", m.Verb)
+	}
+}
+
+// startStream validates a sending request, replies, and starts the goroutine
+// that sends the frames.
+func (p *Peer) startStream(to net.HardwareAddr, m Msg, fail func(string, ...any)) {
+	var count, seed, window, flows, per, delayMS int64
+	var err error
+	switch m.Verb {
+	case VerbInject:
+		var e1, e2, e3 error
+		count, e1 = m.Int("count")
+		seed, e2 = m.Int("seed")
+		window, e3 = m.Int("window")
+		err = errors.Join(e1, e2, e3)
+	case VerbFlows:
+		var e1, e2, e3 error
+		flows, e1 = m.Int("flows")
+		per, e2 = m.Int("per")
+		window, e3 = m.Int("window")
+		err = errors.Join(e1, e2, e3)
+		count = flows * per
+		if err == nil && (flows <= 0 || flows > 65536 || per <= 0) {
+			err = fmt.Errorf("flows=%d per=%d out of range (flows 1..65536, per >= 1)", flows, per)
+		}
+	case VerbLater:
+		var e1, e2, e3 error
+		delayMS, e1 = m.Int("delay_ms")
+		count, e2 = m.Int("count")
+		seed, e3 = m.Int("seed")
+		err = errors.Join(e1, e2, e3)
+	}
+	if err == nil && (count < 0 || count > 1<<24 || window < 0 || delayMS < 0 || delayMS > 60000) {
+		err = fmt.Errorf("count=%d window=%d delay_ms=%d out of range", count, window, delayMS)
+	}
+	if err != nil {
+		fail("%s: %v", m.Verb, err)
+		return
+	}
+	s := &Session{Verb: m.Verb, ID: m.ID, Seed: seed, Count: int(count)}
+	st := &streamState{s: s, window: int(window), ackCh: make(chan struct{}, 1)}
+	p.mu.Lock()
+	p.sessions = append(p.sessions, s)
+	p.streams[m.ID] = st
+	p.mu.Unlock()
+	p.reply(to, NewMsg(VerbOK, m.ID))
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		err := p.sendStream(to, st, int(flows), time.Duration(delayMS)*time.Millisecond)
+		p.mu.Lock()
+		s.Finished = true
+		if err != nil && s.Err == "" {
+			s.Err = err.Error()
+		}
+		p.mu.Unlock()
+		if err != nil {
+			p.logf("peer: %s id=%d: %v", s.Verb, s.ID, err)
+			// Tell the guest, so its receive fails now rather than at its deadline.
+			p.reply(to, NewMsg(VerbErr, s.ID, "msg", err.Error()))
+		}
+	}()
+}
+
+func (p *Peer) sendStream(to net.HardwareAddr, st *streamState, flows int, delay time.Duration) error {
+	s := st.s
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-p.done:
+			return errors.New("peer closed before the delay passed")
+		}
+	}
+	buf := make([]byte, 0, MaxFrameLen)
+	for i := 0; i < s.Count; i++ {
+		if st.window > 0 {
+			deadline := time.Now().Add(p.ackTimeout)
+			for {
+				p.mu.Lock()
+				acked := st.acked
+				p.mu.Unlock()
+				if i-acked < st.window {
+					break
+				}
+				select {
+				case <-st.ackCh:
+				case <-time.After(time.Until(deadline)):
+					return fmt.Errorf("sent %d frames, guest acknowledged %d; no ack for %v (window %d)", i, acked, p.ackTimeout, st.window)
+				case <-p.done:
+					return fmt.Errorf("peer closed after %d of %d frames", i, s.Count)
+				}
+			}
+		}
+		switch s.Verb {
+		case VerbFlows:
+			// Round-robin over flows so every queue gets work early.
+			buf = AppendFlowFrame(buf[:0], i%flows, i/flows, to, p.mac)
+		default:
+			buf = AppendFrame(buf[:0], s.Seed, i, to, p.mac)
+		}
+		if err := p.write(buf); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		s.Done = i + 1
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// handleData checks a data frame from the guest against its expect session.
+func (p *Peer) handleData(f []byte) {
+	seed, i, _ := ParseData(f)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.expects[seed]
+	if !ok {
+		p.stray++
+		return
+	}
+	s := e.s
+	bad := func(format string, args ...any) {
+		s.Bad++
+		if s.Err == "" {
+			s.Err = fmt.Sprintf(format, args...)
+		}
+	}
+	switch {
+	case e.next >= s.Count:
+		bad("frame %d arrived after all %d expected frames", i, s.Count)
+	case i != e.next:
+		bad("frame %d arrived when frame %d was due (lost, reordered or duplicated)", i, e.next)
+	default:
+		if err := CheckFrame(f, seed, i, p.mac, p.guestMAC); err != nil {
+			bad("%v", err)
+		} else {
+			s.Done++
+		}
+	}
+	if i >= e.next {
+		e.next = i + 1
+	}
+}
