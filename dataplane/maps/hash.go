@@ -1,0 +1,525 @@
+package maps
+
+import (
+	"bytes"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+)
+
+// Hash is BPF_MAP_TYPE_HASH, PERCPU_HASH, LRU_HASH and LRU_PERCPU_HASH
+// (kernel/bpf/hashtab.c): a table of 2^n chained buckets (n the smallest with
+// 2^n >= max_entries), new entries at the head of their chain as the kernel's
+// hlist_nulls_add_head_rcu, so NextKey walks the same way the kernel's
+// htab_map_get_next_key does (bucket by bucket, chain order within one; a key
+// that is not in the map restarts from the first). The bucket a key lands in
+// depends on a per-map random seed, as in the kernel, so the order itself
+// differs from the kernel's.
+//
+// # Memory
+//
+// Unless BPF_F_NO_PREALLOC is set, max_entries (plus a few spares) entries are
+// allocated at creation and recycled through a free list: Update and Delete
+// never allocate. With BPF_F_NO_PREALLOC each insert allocates a fresh entry
+// from the Go heap and a deleted one is left to the garbage collector (what a
+// stale Lookup slice shows then never changes).
+//
+// # Locking
+//
+// Buckets are guarded by striped RWMutexes (stripe = bucket index modulo the
+// stripe count): Lookup holds a read lock for the chain walk only; Update and
+// Delete hold the write lock of the key's stripe. The free list and the live
+// count have their own mutex, always taken after a stripe lock, never before.
+// LRU eviction (evictMu) takes one stripe lock at a time, never while the
+// evicting updater holds one.
+//
+// # LRU
+//
+// The kernel's LRU (kernel/bpf/bpf_lru_list.c) keeps active/inactive lists per
+// CPU or shared. xnic approximates it with a CLOCK (second chance) sweep over
+// the preallocated entries: a program's Lookup sets the entry's reference bit,
+// the sweep clears set bits and evicts the first entry whose bit is clear.
+// Entries recently looked up therefore survive one sweep more than others; it
+// is not an exact LRU order, and which key is evicted differs from the
+// kernel's. As in the kernel, an LRU map never reports E2BIG when full: an
+// insert evicts. Replacing an existing key does not evict (the kernel may).
+type Hash struct {
+	spec     Spec
+	percpu   bool
+	lru      bool
+	prealloc bool
+	elemSize uint64 // value_size rounded up to 8 (per-CPU stride)
+	ncpu     int    // 1 unless per-CPU
+	valLen   uint64 // bytes of value storage per entry: elemSize*ncpu, or value_size
+	seed     maphash.Seed
+
+	mask    uint64   // len(buckets)-1; immutable
+	buckets []*entry // chain heads; element b guarded by stripes[b&stripeMask]
+	stripes []stripe // immutable slice
+	smask   uint64   // len(stripes)-1
+
+	freeMu sync.Mutex
+	free   []*entry // guarded by freeMu; capacity fixed at creation
+	count  uint32   // live entries; guarded by freeMu
+
+	evictMu sync.Mutex
+	slab    []entry // preallocated entries; immutable slice
+	hand    int     // CLOCK hand into slab; guarded by evictMu
+}
+
+type stripe struct {
+	sync.RWMutex
+	_ [64 - 24]byte // keep stripes on separate cache lines
+}
+
+// entry is one key/value pair. key, val and hash are written before the entry
+// is linked into a chain (under its stripe's write lock) and not changed while
+// it is linked; next is guarded by the stripe lock.
+type entry struct {
+	next *entry
+	key  []byte
+	val  []byte
+	hash atomic.Uint64 // read by the LRU sweep without the stripe lock
+	live atomic.Bool   // linked in a chain; written under the stripe lock
+	ref  atomic.Uint32 // LRU reference bit, set by Lookup
+}
+
+const (
+	maxStripes   = 256
+	spareEntries = 16 // preallocated beyond max_entries for replace-in-flight
+)
+
+func newHash(spec Spec) (*Hash, error) {
+	percpu := spec.Type == ebpf.PerCPUHash || spec.Type == ebpf.LRUCPUHash
+	lru := spec.Type == ebpf.LRUHash || spec.Type == ebpf.LRUCPUHash
+	if err := checkFlagMask(spec, hashFlagMask); err != nil {
+		return nil, err
+	}
+	prealloc := spec.Flags&FlagNoPrealloc == 0
+	if !lru && spec.Flags&FlagNoCommonLRU != 0 {
+		return nil, mapErr(spec.Name, syscall.EINVAL, "BPF_F_NO_COMMON_LRU is only for LRU maps")
+	}
+	if lru && !prealloc {
+		return nil, mapErr(spec.Name, ENOTSUPP, "an LRU map cannot be BPF_F_NO_PREALLOC")
+	}
+	if spec.KeySize == 0 || spec.ValueSize == 0 {
+		return nil, mapErr(spec.Name, syscall.EINVAL, "key size %d, value size %d: both must be non-zero", spec.KeySize, spec.ValueSize)
+	}
+	if spec.KeySize > maxBPFStack {
+		return nil, mapErr(spec.Name, syscall.E2BIG, "key size %d is over %d (MAX_BPF_STACK)", spec.KeySize, maxBPFStack)
+	}
+	if spec.ValueSize >= hashValSizeMax {
+		return nil, mapErr(spec.Name, syscall.E2BIG, "value size %d", spec.ValueSize)
+	}
+	elem := roundUp8(spec.ValueSize)
+	if percpu && elem > pcpuMinUnitSize {
+		return nil, mapErr(spec.Name, syscall.E2BIG, "per-CPU value size %d is over %d", spec.ValueSize, pcpuMinUnitSize)
+	}
+	h := &Hash{spec: spec, percpu: percpu, lru: lru, prealloc: prealloc, elemSize: elem, ncpu: 1, seed: maphash.MakeSeed()}
+	if percpu {
+		h.ncpu = spec.NumCPU
+		h.valLen = elem * uint64(h.ncpu)
+	} else {
+		h.spec.NumCPU = 0
+		h.valLen = uint64(spec.ValueSize)
+	}
+	nb := uint64(1)
+	for nb < uint64(spec.MaxEntries) {
+		nb <<= 1
+	}
+	n := uint64(spec.MaxEntries) + spareEntries
+	total := nb*8 + n*(uint64(spec.KeySize)+roundUp8(uint32(h.valLen))+64)
+	if !prealloc {
+		total = nb * 8
+	}
+	if total > maxMapBytes {
+		return nil, mapErr(spec.Name, syscall.ENOMEM, "%d bytes is over xnic's %d-byte cap per map; lower max_entries", total, maxMapBytes)
+	}
+	h.mask = nb - 1
+	h.buckets = make([]*entry, nb)
+	ns := min(nb, maxStripes)
+	h.stripes = make([]stripe, ns)
+	h.smask = ns - 1
+	if prealloc {
+		vstride := roundUp8(uint32(h.valLen))
+		keys := make([]byte, n*uint64(spec.KeySize))
+		vals := make([]byte, n*vstride)
+		h.slab = make([]entry, n)
+		h.free = make([]*entry, 0, n)
+		for i := range h.slab {
+			e := &h.slab[i]
+			k := uint64(i) * uint64(spec.KeySize)
+			e.key = keys[k : k+uint64(spec.KeySize) : k+uint64(spec.KeySize)]
+			v := uint64(i) * vstride
+			e.val = vals[v : v+h.valLen : v+h.valLen]
+		}
+		for i := len(h.slab) - 1; i >= 0; i-- {
+			h.free = append(h.free, &h.slab[i])
+		}
+	}
+	return h, nil
+}
+
+// Spec returns the map's spec (NumCPU filled in for per-CPU maps).
+func (h *Hash) Spec() Spec { return h.spec }
+
+func (h *Hash) hashOf(key []byte) uint64 { return maphash.Bytes(h.seed, key) }
+
+func (h *Hash) stripeOf(hv uint64) *stripe { return &h.stripes[hv&h.mask&h.smask] }
+
+// find walks the chain of hv for key; the caller holds the stripe lock.
+func (h *Hash) find(hv uint64, key []byte) (e, prev *entry) {
+	for e = h.buckets[hv&h.mask]; e != nil; prev, e = e, e.next {
+		if e.hash.Load() == hv && bytes.Equal(e.key, key) {
+			return e, prev
+		}
+	}
+	return nil, nil
+}
+
+// Lookup returns the value of key (CPU slot cpu on per-CPU maps) aliasing the
+// entry, or nil. On LRU maps it marks the entry recently used. It does not
+// allocate.
+func (h *Hash) Lookup(key []byte, cpu int) []byte {
+	if len(key) != int(h.spec.KeySize) {
+		return nil
+	}
+	if h.percpu {
+		if cpu < 0 || cpu >= h.ncpu {
+			return nil
+		}
+	} else {
+		cpu = 0
+	}
+	hv := h.hashOf(key)
+	s := h.stripeOf(hv)
+	s.RLock()
+	e, _ := h.find(hv, key)
+	s.RUnlock()
+	if e == nil {
+		return nil
+	}
+	if h.lru && e.ref.Load() == 0 {
+		e.ref.Store(1)
+	}
+	off := uint64(cpu) * h.elemSize
+	return e.val[off : off+uint64(h.spec.ValueSize) : off+uint64(h.spec.ValueSize)]
+}
+
+// lookupAll returns the whole value storage of key (all CPU slots), for the
+// control plane; nil when absent. It does not mark LRU entries.
+func (h *Hash) lookupAll(key []byte) []byte {
+	if len(key) != int(h.spec.KeySize) {
+		return nil
+	}
+	hv := h.hashOf(key)
+	s := h.stripeOf(hv)
+	s.RLock()
+	defer s.RUnlock()
+	e, _ := h.find(hv, key)
+	if e == nil {
+		return nil
+	}
+	return e.val
+}
+
+// allocNew takes an entry for a new key: ENOMEM-free E2BIG when max_entries
+// are live (the caller of an LRU map evicts instead).
+func (h *Hash) allocNew() *entry {
+	h.freeMu.Lock()
+	defer h.freeMu.Unlock()
+	if h.count >= h.spec.MaxEntries {
+		return nil
+	}
+	e := h.popLocked()
+	if e != nil {
+		h.count++
+	}
+	return e
+}
+
+// allocSpare takes an entry to replace an existing one (the live count does
+// not change); nil when every spare is in flight.
+func (h *Hash) allocSpare() *entry {
+	h.freeMu.Lock()
+	defer h.freeMu.Unlock()
+	return h.popLocked()
+}
+
+func (h *Hash) popLocked() *entry {
+	if !h.prealloc {
+		e := &entry{key: make([]byte, h.spec.KeySize), val: make([]byte, h.valLen)}
+		return e
+	}
+	n := len(h.free)
+	if n == 0 {
+		return nil
+	}
+	e := h.free[n-1]
+	h.free = h.free[:n-1]
+	return e
+}
+
+// release returns an unlinked entry; dec says whether it was counted live.
+func (h *Hash) release(e *entry, dec bool) {
+	h.freeMu.Lock()
+	if dec {
+		h.count--
+	}
+	if h.prealloc {
+		h.free = append(h.free, e)
+	}
+	h.freeMu.Unlock()
+}
+
+// Update stores value under key with the kernel's flag rules: unknown flags
+// EINVAL, BPF_NOEXIST on an existing key EEXIST, BPF_EXIST on a missing key
+// ENOENT, a new key in a full map E2BIG (LRU maps evict instead). cpu selects
+// the slot of a per-CPU map (cpu < 0: all slots from NumCPU 8-byte-rounded
+// values). A new per-CPU entry written for one CPU has the other slots zeroed.
+// It does not allocate on preallocated maps.
+func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
+	if flags&^UpdateLock > UpdateExist || (h.lru && flags > UpdateExist) {
+		return errBadFlags
+	}
+	if flags&UpdateLock != 0 {
+		return errBadFlags // no bpf_spin_lock in xnic's values
+	}
+	if len(key) != int(h.spec.KeySize) {
+		return errBadKeySize
+	}
+	if h.percpu && cpu >= h.ncpu {
+		return errBadFlags
+	}
+	if h.percpu && cpu < 0 {
+		if uint64(len(value)) != h.valLen {
+			return errBadValueSize
+		}
+	} else if len(value) != int(h.spec.ValueSize) {
+		return errBadValueSize
+	}
+	hv := h.hashOf(key)
+	s := h.stripeOf(hv)
+	var evicted *entry
+	for {
+		s.Lock()
+		old, prev := h.find(hv, key)
+		if old != nil && flags == UpdateNoExist {
+			s.Unlock()
+			h.dropEvicted(evicted)
+			return errExists
+		}
+		if old == nil && flags == UpdateExist {
+			s.Unlock()
+			h.dropEvicted(evicted)
+			return errNoEntry
+		}
+		if old != nil && h.percpu {
+			// Per-CPU maps update in place (pcpu_copy_value).
+			h.writeValue(old, value, cpu, false)
+			s.Unlock()
+			h.dropEvicted(evicted)
+			return nil
+		}
+		var e *entry
+		if old != nil {
+			e = h.allocSpare()
+			if e == nil {
+				// Every spare is in flight: write in place rather than fail.
+				h.writeValue(old, value, cpu, false)
+				s.Unlock()
+				h.dropEvicted(evicted)
+				return nil
+			}
+		} else if evicted != nil {
+			e, evicted = evicted, nil
+		} else {
+			e = h.allocNew()
+			if e == nil {
+				if !h.lru {
+					s.Unlock()
+					return errFull
+				}
+				// Evict outside the stripe lock, then look again: another
+				// updater may have inserted key meanwhile.
+				s.Unlock()
+				evicted = h.evict()
+				if evicted == nil {
+					return syscall.ENOMEM
+				}
+				continue
+			}
+		}
+		copy(e.key, key)
+		e.hash.Store(hv)
+		e.ref.Store(0)
+		h.writeValue(e, value, cpu, true)
+		b := &h.buckets[hv&h.mask]
+		if old != nil {
+			// Unlink old, then add the new entry at the head, as the kernel.
+			if prev == nil {
+				*b = old.next
+			} else {
+				prev.next = old.next
+			}
+			old.live.Store(false)
+			old.next = nil
+		}
+		e.next = *b
+		*b = e
+		e.live.Store(true)
+		s.Unlock()
+		if old != nil {
+			h.release(old, false)
+		}
+		h.dropEvicted(evicted)
+		return nil
+	}
+}
+
+// dropEvicted gives back an entry evicted for an insert that did not happen.
+func (h *Hash) dropEvicted(e *entry) {
+	if e != nil {
+		h.release(e, true)
+	}
+}
+
+// writeValue copies value into e; fresh says the entry is new (per-CPU: zero
+// the other slots).
+func (h *Hash) writeValue(e *entry, value []byte, cpu int, fresh bool) {
+	if !h.percpu {
+		copy(e.val, value)
+		return
+	}
+	if cpu < 0 {
+		copy(e.val, value)
+		return
+	}
+	if fresh {
+		clear(e.val)
+	}
+	copy(e.val[uint64(cpu)*h.elemSize:], value)
+}
+
+// evict runs the CLOCK sweep and unlinks one entry, which the caller reuses
+// for its new key (the live count is unchanged). nil if no entry could be
+// taken in three sweeps (every entry being replaced concurrently).
+func (h *Hash) evict() *entry {
+	h.evictMu.Lock()
+	defer h.evictMu.Unlock()
+	// Two sweeps honour reference bits; a third takes the first live entry
+	// whatever its bit (programs may re-reference everything between sweeps;
+	// the kernel's LRU never fails an insert for that reason either).
+	for step := range 3 * len(h.slab) {
+		e := &h.slab[h.hand]
+		h.hand++
+		if h.hand == len(h.slab) {
+			h.hand = 0
+		}
+		if !e.live.Load() {
+			continue
+		}
+		if e.ref.Load() != 0 && step < 2*len(h.slab) {
+			e.ref.Store(0)
+			continue
+		}
+		hv := e.hash.Load()
+		s := h.stripeOf(hv)
+		s.Lock()
+		if !e.live.Load() || e.hash.Load() != hv {
+			s.Unlock()
+			continue
+		}
+		var prev *entry
+		b := &h.buckets[hv&h.mask]
+		cur := *b
+		for cur != nil && cur != e {
+			prev, cur = cur, cur.next
+		}
+		if cur == nil {
+			s.Unlock()
+			continue
+		}
+		if prev == nil {
+			*b = e.next
+		} else {
+			prev.next = e.next
+		}
+		e.next = nil
+		e.live.Store(false)
+		s.Unlock()
+		return e
+	}
+	return nil
+}
+
+// Delete removes key, or returns ENOENT.
+func (h *Hash) Delete(key []byte) error {
+	if len(key) != int(h.spec.KeySize) {
+		return errBadKeySize
+	}
+	hv := h.hashOf(key)
+	s := h.stripeOf(hv)
+	s.Lock()
+	e, prev := h.find(hv, key)
+	if e == nil {
+		s.Unlock()
+		return errNoEntry
+	}
+	if prev == nil {
+		h.buckets[hv&h.mask] = e.next
+	} else {
+		prev.next = e.next
+	}
+	e.next = nil
+	e.live.Store(false)
+	s.Unlock()
+	h.release(e, true)
+	return nil
+}
+
+// NextKey writes the key following key into next: the next one in key's chain,
+// else the first of the following non-empty buckets; a nil or absent key
+// starts from the first. ENOENT after the last.
+func (h *Hash) NextKey(key, next []byte) error {
+	if len(next) < int(h.spec.KeySize) {
+		return errBadKeySize
+	}
+	start := uint64(0)
+	if key != nil && len(key) == int(h.spec.KeySize) {
+		hv := h.hashOf(key)
+		s := h.stripeOf(hv)
+		s.RLock()
+		e, _ := h.find(hv, key)
+		if e != nil {
+			if e.next != nil {
+				copy(next, e.next.key)
+				s.RUnlock()
+				return nil
+			}
+			start = (hv & h.mask) + 1
+		}
+		s.RUnlock()
+	}
+	for b := start; b <= h.mask; b++ {
+		s := &h.stripes[b&h.smask]
+		s.RLock()
+		if e := h.buckets[b]; e != nil {
+			copy(next, e.key)
+			s.RUnlock()
+			return nil
+		}
+		s.RUnlock()
+	}
+	return errNoEntry
+}
+
+// Len returns the number of live entries.
+func (h *Hash) Len() int {
+	h.freeMu.Lock()
+	defer h.freeMu.Unlock()
+	return int(h.count)
+}
