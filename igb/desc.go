@@ -1,0 +1,151 @@
+package igb
+
+import "encoding/binary"
+
+// Advanced descriptors (82576 datasheet 7.1.5 for receive, 7.2.2.3 for transmit;
+// Linux e1000_82575.h union e1000_adv_rx_desc / e1000_adv_tx_desc). Each is 16
+// bytes, little-endian, and has two formats: the one the driver writes ("read",
+// as the device reads it) and the one the device writes back over it.
+
+// descSize is the size of one advanced descriptor. Rings are a multiple of 8 of
+// them (128 bytes), 128-byte aligned.
+const descSize = 16
+
+// Receive descriptor, read format (driver -> device).
+//
+//	 0      8      16
+//	+------+------+
+//	| pkt  | hdr  |   pkt: IOVA of the packet buffer; hdr: header buffer (0: none)
+//	+------+------+
+const (
+	rxdPktAddr = 0 // le64
+	rxdHdrAddr = 8 // le64; bit 0 overlaps DD in the write-back, so 0 keeps DD clear
+)
+
+// Receive descriptor, write-back format (device -> driver).
+//
+//	 0        2        4        8             12       14       16
+//	+--------+--------+--------+-------------+--------+--------+
+//	|pkt_info|hdr_info|  RSS   | status/error| length |  VLAN  |
+//	+--------+--------+--------+-------------+--------+--------+
+const (
+	rxwPktInfo = 0  // le16: RSS type 3:0, packet type 15:4
+	rxwHdrInfo = 2  // le16: header length / split header
+	rxwRSS     = 4  // le32: RSS hash (RXCSUM.PCSD=1) or IP id + checksum
+	rxwStatErr = 8  // le32: status 19:0, extended errors 31:20
+	rxwLength  = 12 // le16: bytes written to the packet buffer
+	rxwVLAN    = 14 // le16: stripped VLAN tag
+)
+
+// Receive status and error bits (E1000_RXD_STAT_*, E1000_RXDEXT_STATERR_*).
+const (
+	rxStatDD    uint32 = 1 << 0 // descriptor done: the device wrote it back
+	rxStatEOP   uint32 = 1 << 1 // end of packet
+	rxStatVP    uint32 = 1 << 3 // 802.1Q packet, tag in VLAN field
+	rxStatUDPCS uint32 = 1 << 4 // UDP checksum computed
+	rxStatL4CS  uint32 = 1 << 5 // TCP/UDP checksum computed
+	rxStatIPCS  uint32 = 1 << 6 // IPv4 checksum computed
+
+	rxErrCE  uint32 = 1 << 24 // CRC or alignment error
+	rxErrSE  uint32 = 1 << 25 // symbol error
+	rxErrSEQ uint32 = 1 << 26 // sequence error
+	rxErrCXE uint32 = 1 << 28 // carrier extension error
+	rxErrL4E uint32 = 1 << 29 // TCP/UDP checksum error
+	rxErrIPE uint32 = 1 << 30 // IPv4 checksum error
+	rxErrRXE uint32 = 1 << 31 // RX data error
+	rxErrHBO uint32 = 1 << 23 // header buffer overflow
+
+)
+
+// rxErrMask are the frame errors: such a frame is dropped.
+const rxErrMask = rxErrCE | rxErrSE | rxErrSEQ | rxErrCXE | rxErrRXE
+
+// rxRSSTypeMask selects the RSS type in pkt_info; zero means no hash was computed.
+const rxRSSTypeMask = 0xF
+
+// Transmit descriptor, read format (driver -> device), advanced data type.
+//
+//	 0             8               12              16
+//	+-------------+---------------+---------------+
+//	| buffer IOVA | cmd_type_len  | olinfo_status |
+//	+-------------+---------------+---------------+
+const (
+	txdAddr       = 0  // le64
+	txdCmdTypeLen = 8  // le32: length 15:0, DTYP 23:20, DCMD 31:24
+	txdOlinfo     = 12 // le32: PAYLEN 31:14, offload options
+)
+
+// Transmit write-back: the device sets DD in the status word, which overlaps
+// olinfo_status (E1000_TXD_STAT_DD). PAYLEN << 14 leaves bit 0 clear, so a freshly
+// written descriptor never shows DD.
+const (
+	txwStatus = 12 // le32
+	txStatDD  = 1 << 0
+)
+
+// cmd_type_len bits (E1000_ADVTXD_*, E1000_TXD_CMD_*).
+const (
+	txLenMask    uint32 = 0xFFFF
+	txDtypData   uint32 = 0x3 << 20 // advanced data descriptor
+	txCmdEOP     uint32 = 1 << 24   // end of packet
+	txCmdIFCS    uint32 = 1 << 25   // insert FCS
+	txCmdRS      uint32 = 1 << 27   // report status: write back DD
+	txCmdDEXT    uint32 = 1 << 29   // extended (advanced) descriptor
+	txCmdVLE     uint32 = 1 << 30   // insert VLAN
+	txPaylenShft        = 14
+)
+
+// Largest frame one TX data descriptor carries here (no TSO): the length field
+// is 16 bits, the device's limit with jumbo frames about 9.5 KiB.
+const txMaxLen = 9728
+
+// minTxLen is the shortest frame TCTL.PSP pads correctly (Linux igb pads to 17).
+const minTxLen = 17
+
+func le16(b []byte) uint16 { return binary.LittleEndian.Uint16(b) }
+func le32(b []byte) uint32 { return binary.LittleEndian.Uint32(b) }
+
+// putRxRead writes a read-format RX descriptor for a buffer at pkt.
+func putRxRead(d []byte, pkt uint64) {
+	_ = d[descSize-1]
+	binary.LittleEndian.PutUint64(d[rxdPktAddr:], pkt)
+	binary.LittleEndian.PutUint64(d[rxdHdrAddr:], 0)
+}
+
+// rxWriteback is a decoded RX write-back descriptor.
+type rxWriteback struct {
+	PktInfo uint16
+	HdrInfo uint16
+	RSS     uint32
+	StatErr uint32
+	Length  uint16
+	VLAN    uint16
+}
+
+// decodeRxWB decodes a 16-byte write-back descriptor. It never panics: a short
+// slice gives ok=false.
+func decodeRxWB(d []byte) (w rxWriteback, ok bool) {
+	if len(d) < descSize {
+		return w, false
+	}
+	w.PktInfo = le16(d[rxwPktInfo:])
+	w.HdrInfo = le16(d[rxwHdrInfo:])
+	w.RSS = le32(d[rxwRSS:])
+	w.StatErr = le32(d[rxwStatErr:])
+	w.Length = le16(d[rxwLength:])
+	w.VLAN = le16(d[rxwVLAN:])
+	return w, true
+}
+
+// txCmd is cmd_type_len for a single-descriptor frame of n bytes.
+func txCmd(n int) uint32 {
+	return txDtypData | txCmdDEXT | txCmdIFCS | txCmdEOP | txCmdRS | uint32(n)&txLenMask
+}
+
+// putTxData writes an advanced data descriptor for one whole frame.
+func putTxData(d []byte, addr uint64, n int) {
+	_ = d[descSize-1]
+	binary.LittleEndian.PutUint64(d[txdAddr:], addr)
+	binary.LittleEndian.PutUint32(d[txdCmdTypeLen:], txCmd(n))
+	binary.LittleEndian.PutUint32(d[txdOlinfo:], uint32(n)<<txPaylenShft)
+}

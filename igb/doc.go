@@ -1,0 +1,27 @@
+// Package igb drives Intel's 82576, I350, I210 and I211 Gigabit Ethernet
+// controllers from user space, through the nic.Device contract: on a real device
+// bound to vfio-pci, on the igbsim device model, or on QEMU's igb model in a VM.
+//
+// Open resets the device, reads the MAC address, restarts autonegotiation over
+// MDIO and sets up one to four RX/TX queue pairs with advanced descriptors, RSS
+// over the RX queues when there is more than one, and optionally MSI-X
+// interrupts (one vector per queue pair, one for link and other causes).
+//
+// Rings: the driver writes the tail registers (RDT, TDT), the device writes the
+// heads (RDH, TDH). The driver never reads a head on the fast path; it follows
+// the DD bit the device writes back into each descriptor. Each burst ends with at
+// most one tail write per ring.
+//
+// Buffers: RX buffers come from a dma.Pool per RX queue; a buffer on an RX ring
+// is OwnerRx, one handed out by Recv is OwnerApp, one on a TX ring is OwnerTx and
+// goes back to its own pool when Reclaim sees its descriptor done. A buffer that
+// did not come from a pool whose memory the device's allocator maps is checked
+// with dma.Allocator.Check before Send writes a descriptor for it, and refused
+// (counted as tx_refused_dma) when the device could not reach it.
+//
+// Threads: each queue belongs to one goroutine, which calls Recv / Send /
+// Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
+// goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
+// tx.go (rings), phy.go (MDIO), driver.go (probe, reset, bring-up), stats.go,
+// dump.go, ids.go (PCI IDs).
+package igb

@@ -1,0 +1,574 @@
+package igb
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Config chooses how Open brings a port up. The zero value is usable.
+type Config struct {
+	// Queues is the number of RX/TX queue pairs, 1-4 (and no more than the MAC
+	// has). With more than one, RSS spreads flows over the RX queues. Default 1.
+	Queues int
+	// RxRingSize and TxRingSize are descriptors per ring: a multiple of 8 from 8
+	// to 4096. Default 512 each.
+	RxRingSize, TxRingSize int
+	// PoolSize is the number of buffers in each RX queue's pool; it must exceed
+	// RxRingSize (the ring holds RxRingSize-1). Default 2*RxRingSize.
+	PoolSize int
+	// FrameSize is the size of one pool buffer: dma.Headroom in front, then at
+	// least 2 KiB for the device (SRRCTL.BSIZEPKT counts whole KiB). Default
+	// 2304.
+	FrameSize int
+	// Interrupts sets up MSI-X: one vector per queue pair and one for link and
+	// other causes. Without it the queues are polled.
+	Interrupts bool
+	// ITR is the minimum interval between two interrupts of one vector (EITR).
+	// Zero: no moderation.
+	ITR time.Duration
+	// Promisc accepts every unicast and multicast frame (RCTL.UPE|MPE).
+	Promisc bool
+	// RSSKey is the 40-byte Toeplitz key; nil picks a random one.
+	RSSKey []byte
+	// LinkTimeout is how long Open waits for the link after restarting
+	// autonegotiation. Open does not fail when the link stays down (WaitLink
+	// does). Zero means 5 s; negative, no wait.
+	LinkTimeout time.Duration
+	// PHYAddr is the MDIO address of the PHY. Zero means 1, the internal PHY.
+	PHYAddr int
+}
+
+const (
+	defaultRingSize    = 512
+	maxRingSize        = 4096
+	defaultFrameSize   = 2304
+	defaultLinkTimeout = 5 * time.Second
+	maxQueues          = 4
+	rssKeyLen          = 40
+	retaEntries        = 128
+)
+
+func (c Config) withDefaults(m Model) (Config, error) {
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
+	if c.Queues < 1 || c.Queues > maxQueues || c.Queues > m.Queues {
+		return c, fmt.Errorf("igb: %d queues: want 1 to %d on the %s", c.Queues, min(maxQueues, m.Queues), m.MAC)
+	}
+	for _, r := range []*int{&c.RxRingSize, &c.TxRingSize} {
+		if *r == 0 {
+			*r = defaultRingSize
+		}
+		if *r < 8 || *r > maxRingSize || *r%8 != 0 {
+			return c, fmt.Errorf("igb: ring of %d descriptors: want a multiple of 8 from 8 to %d (the ring is a multiple of 128 bytes)", *r, maxRingSize)
+		}
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 2 * c.RxRingSize
+	}
+	if c.PoolSize < c.RxRingSize {
+		return c, fmt.Errorf("igb: pool of %d buffers for a ring of %d: want at least the ring size", c.PoolSize, c.RxRingSize)
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = defaultFrameSize
+	}
+	if c.FrameSize < dma.Headroom+2048 || c.FrameSize%64 != 0 {
+		return c, fmt.Errorf("igb: frame size %d: want a multiple of 64 of at least %d (headroom %d + 2 KiB for the device)", c.FrameSize, dma.Headroom+2048, dma.Headroom)
+	}
+	if c.RSSKey != nil && len(c.RSSKey) != rssKeyLen {
+		return c, fmt.Errorf("igb: RSS key of %d bytes: want %d", len(c.RSSKey), rssKeyLen)
+	}
+	if c.LinkTimeout == 0 {
+		c.LinkTimeout = defaultLinkTimeout
+	}
+	if c.PHYAddr == 0 {
+		c.PHYAddr = phyDefIdx
+	}
+	if c.ITR < 0 {
+		c.ITR = 0
+	}
+	return c, nil
+}
+
+// Port is an igb port brought up by Open. It implements nic.Port.
+//
+// Control methods may be called from any goroutine; they serialise on ctl. Each
+// queue belongs to one goroutine (see rxQueue, txQueue). Close must not run while
+// a queue is being polled.
+type Port struct {
+	dev   nic.Device // immutable
+	regs  nic.Regs   // immutable
+	alloc dma.Allocator
+	model Model  // immutable
+	cfg   Config // immutable after Open
+	name  string // immutable
+
+	mac     net.HardwareAddr // immutable after Open
+	phyAddr int              // immutable
+	phyID   uint32           // immutable after Open
+	rssKey  [rssKeyLen]byte  // immutable after Open (zero with one queue)
+
+	rx   []*rxQueue // immutable after Open
+	tx   []*txQueue // immutable after Open
+	irqs []nic.IRQ  // immutable after Open; nil without interrupts
+
+	ctl    sync.Mutex // serialises control register sequences (MDIC, RCTL, MTA)
+	closed bool       // guarded by ctl
+
+	stats stats // has its own lock
+
+	// warnings are non-fatal oddities of the bring-up; immutable after Open.
+	warnings []string
+}
+
+var _ nic.Port = (*Port)(nil)
+
+func (p *Port) r32(r reg) uint32    { return p.regs.Read32(uint32(r)) }
+func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
+
+// Open resets the device, brings the link up and sets up cfg.Queues RX/TX queue
+// pairs. The Device stays the caller's: Close does not close it.
+func Open(dev nic.Device, cfg Config) (*Port, error) {
+	info := dev.Info()
+	model, ok := Lookup(info.Vendor, info.Device)
+	if !ok {
+		return nil, fmt.Errorf("igb: %s: device %04x:%04x is not an 82576, I350, I210 or I211: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+	}
+	cfg, err := cfg.withDefaults(model)
+	if err != nil {
+		return nil, err
+	}
+	regs, err := dev.Regs(0)
+	if err != nil {
+		return nil, fmt.Errorf("igb: %s: mapping BAR 0: %w", info.Name, err)
+	}
+	p := &Port{dev: dev, regs: regs, alloc: dev.DMA(), model: model, cfg: cfg, name: info.Name, phyAddr: cfg.PHYAddr}
+	if err := p.bringUp(); err != nil {
+		p.teardown()
+		return nil, fmt.Errorf("igb: %s: %w", info.Name, err)
+	}
+	return p, nil
+}
+
+func (p *Port) bringUp() error {
+	if v := p.r32(regSTATUS); v == 0xFFFFFFFF {
+		return fmt.Errorf("STATUS reads 0xFFFFFFFF (is the device powered, bound to vfio-pci, and its BAR enabled?): %w", nic.ErrNoDevice)
+	}
+	if err := p.dev.EnableBusMaster(); err != nil {
+		return fmt.Errorf("enabling bus mastering: %w", err)
+	}
+	if err := p.reset(); err != nil {
+		return err
+	}
+	if err := p.readMAC(); err != nil {
+		return err
+	}
+	if err := p.setupLink(); err != nil {
+		return err
+	}
+	p.setupFilters()
+	for i := 0; i < p.cfg.Queues; i++ {
+		rq, err := p.setupRx(i)
+		if err != nil {
+			return fmt.Errorf("RX queue %d: %w", i, err)
+		}
+		p.rx = append(p.rx, rq)
+		tq, err := p.setupTx(i)
+		if err != nil {
+			return fmt.Errorf("TX queue %d: %w", i, err)
+		}
+		p.tx = append(p.tx, tq)
+	}
+	for _, rq := range p.rx {
+		tq := p.tx[rq.idx]
+		tq.trustPool(rq.pool)
+	}
+	if err := p.setupRSS(); err != nil {
+		return err
+	}
+	if p.cfg.Interrupts {
+		if err := p.setupIRQs(); err != nil {
+			return err
+		}
+	}
+	// Receiver and transmitter on (8.10.1, 8.12.1). The queues run already; the
+	// RX tails were written after their RXDCTL.ENABLE read back set.
+	rctl := rctlEN | rctlBAM | rctlSECRC | rctlRDMTSHalf
+	if p.cfg.Promisc {
+		rctl |= rctlUPE | rctlMPE
+	}
+	p.w32(regRCTL, uint32(rctl))
+	p.w32(regTCTL, uint32(tctlEN|tctlPSP|tctlRTLC)|0xF<<tctlCTShift|0x3F<<tctlCOLDShft)
+	p.r32(regSTATUS) // flush posted writes
+	if p.cfg.LinkTimeout > 0 {
+		p.WaitLink(p.cfg.LinkTimeout) //nolint:errcheck // a port with the link down still opens
+	}
+	return nil
+}
+
+// reset performs the software reset of 82576 datasheet 4.2.1.6 / Linux
+// igb_reset_hw_82575: stop DMA, mask interrupts, stop RX/TX, reset, wait for the
+// NVM auto-read, mask again.
+func (p *Port) reset() error {
+	ctrl := p.r32(regCTRL)
+	p.w32(regCTRL, ctrl|uint32(ctrlGIOMasterD))
+	if !p.poll(800*time.Millisecond, func(v uint32) bool { return statusBits(v)&statusGIOMaster == 0 }, regSTATUS) {
+		// Linux carries on as well: the reset below stops the master anyway.
+		p.warnings = append(p.warnings, "GIO master disable: DMA requests still pending after 800ms; resetting anyway")
+	}
+	p.w32(regIMC, 0xFFFFFFFF)
+	p.w32(regEIMC, 0xFFFFFFFF)
+	p.w32(regRCTL, 0)
+	p.w32(regTCTL, uint32(tctlPSP))
+	p.r32(regSTATUS) // flush
+	time.Sleep(10 * time.Millisecond)
+
+	p.w32(regCTRL, p.r32(regCTRL)|uint32(ctrlRST))
+	time.Sleep(2 * time.Millisecond)
+	ok := p.poll(time.Second, func(v uint32) bool { return v != 0xFFFFFFFF && v&eecdAutoRD != 0 }, regEECD)
+	if !ok {
+		if v := p.r32(regSTATUS); v == 0xFFFFFFFF {
+			return fmt.Errorf("device reset: registers read all ones afterwards: %w", nic.ErrNoDevice)
+		}
+		if p.model.MAC == MAC82576 || p.model.MAC == MACI350 {
+			return fmt.Errorf("device reset: EECD.AUTO_RD not set after 1s (NVM auto-read did not finish; check the EEPROM): %w", nic.ErrTimeout)
+		}
+		// Flashless I210/I211 report configuration done elsewhere (EEMNGCTL).
+		p.warnings = append(p.warnings, "EECD.AUTO_RD not set after reset (flashless part?)")
+	}
+	p.w32(regIMC, 0xFFFFFFFF)
+	p.w32(regEIMC, 0xFFFFFFFF)
+	p.r32(regICR) // clear causes latched during reset
+	p.w32(regCTRL_EXT, p.r32(regCTRL_EXT)|ctrlExtDrvLoad)
+	return nil
+}
+
+// poll reads r until cond holds or d passes. It reports whether cond held.
+func (p *Port) poll(d time.Duration, cond func(uint32) bool, r reg) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if cond(p.r32(r)) {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// readMAC takes the address the NVM auto-read loaded into RAL/RAH(0).
+func (p *Port) readMAC() error {
+	lo, hi := p.r32(regRAL0), p.r32(regRAH0)
+	m := macFromRA(lo, hi)
+	if hi&rahAV == 0 || isZero(m) || m[0]&1 != 0 {
+		return fmt.Errorf("no valid MAC address in RAL/RAH(0) (%s, AV=%d): the NVM holds none", m, hi>>31)
+	}
+	p.mac = m
+	return nil
+}
+
+func macFromRA(lo, hi uint32) net.HardwareAddr {
+	return net.HardwareAddr{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// setupLink sets the MAC's link up and (re)starts autonegotiation on the PHY.
+func (p *Port) setupLink() error {
+	ctrl := ctrlBits(p.r32(regCTRL))
+	ctrl &^= ctrlLRST | ctrlPHYRST | ctrlILOS | ctrlFRCSPD | ctrlFRCDPX
+	ctrl |= ctrlSLU
+	p.w32(regCTRL, uint32(ctrl))
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	id, err := p.readPHYID()
+	if err != nil {
+		return fmt.Errorf("reading the PHY ID: %w", err)
+	}
+	p.phyID = id
+	return p.restartAutoneg()
+}
+
+// setupFilters clears the multicast table and keeps RAR(0) valid.
+func (p *Port) setupFilters() {
+	for i := 0; i < 128; i++ {
+		p.w32(regMTA+reg(4*i), 0)
+	}
+	p.w32(regRAH0, p.r32(regRAH0)|rahAV)
+	// Checksum offload reporting on; PCSD puts the RSS hash in the write-back.
+	p.w32(regRXCSUM, rxcsumIPOFLD|rxcsumTUOFLD|rxcsumPCSD)
+}
+
+// setupRSS programs the key, the redirection table and MRQC (82576 7.1.2.8).
+func (p *Port) setupRSS() error {
+	if p.cfg.Queues == 1 {
+		p.w32(regMRQC, 0)
+		return nil
+	}
+	if p.cfg.RSSKey != nil {
+		copy(p.rssKey[:], p.cfg.RSSKey)
+	} else if _, err := rand.Read(p.rssKey[:]); err != nil {
+		return fmt.Errorf("RSS key: %w", err)
+	}
+	for i := 0; i < rssKeyLen/4; i++ {
+		p.w32(regRSSRK+reg(4*i), le32(p.rssKey[4*i:]))
+	}
+	for i := 0; i < retaEntries/4; i++ {
+		var v uint32
+		for j := 0; j < 4; j++ {
+			v |= uint32((4*i+j)%p.cfg.Queues) << (8 * j)
+		}
+		p.w32(regRETA+reg(4*i), v)
+	}
+	p.w32(regMRQC, uint32(mrqcEnableRSS|mrqcHashIPv4|mrqcHashIPv4TCP|mrqcHashIPv4UDP|
+		mrqcHashIPv6|mrqcHashIPv6TCP|mrqcHashIPv6UDP))
+	return nil
+}
+
+// setupIRQs maps queue pair i to MSI-X vector i and link/other causes to the
+// last vector (82576 7.3.1.2; Linux igb_configure_msix).
+func (p *Port) setupIRQs() error {
+	want := p.cfg.Queues + 1
+	irqs, err := p.dev.EnableMSIX(want)
+	if err != nil {
+		return fmt.Errorf("enabling %d MSI-X vectors: %w", want, err)
+	}
+	p.irqs = irqs
+	if len(irqs) < want {
+		return fmt.Errorf("the device gave %d interrupt vectors, the driver needs %d (one per queue and one for link): %w", len(irqs), want, nic.ErrNotSupported)
+	}
+	p.w32(regGPIE, uint32(gpieMSIXMode|gpieEIAME|gpiePBA))
+	var queueMask uint32
+	for i := 0; i < p.cfg.Queues; i++ {
+		p.setIVAR(i, i)
+		p.w32(regEITR(i), p.eitr())
+		queueMask |= 1 << i
+		p.rx[i].irq = irqs[i]
+		p.rx[i].eims = 1 << i
+	}
+	other := p.cfg.Queues
+	p.w32(regIVAR_MISC, (uint32(other)|ivarValid)<<8)
+	p.w32(regEIAC, queueMask)
+	p.w32(regEIAM, queueMask)
+	p.w32(regEIMS, queueMask|1<<other)
+	p.w32(regIMS, icrLSC)
+	return nil
+}
+
+// eitr encodes cfg.ITR for EITR: interval bits 14:2, about 4 per microsecond.
+func (p *Port) eitr() uint32 {
+	us := p.cfg.ITR.Microseconds()
+	v := uint32(us*4) & 0x7FFC
+	if p.model.MAC != MAC82576 {
+		v |= eitrCntIgnr
+	}
+	return v
+}
+
+// setIVAR routes queue q's RX and TX causes to vector v. The 82576 keeps queue q
+// in IVAR(q&7), byte 0/2 for RX and 1/3 for TX; the I350 and I210 keep queue pairs
+// (2q, 2q+1) in IVAR(q>>1) (Linux igb_assign_vector).
+func (p *Port) setIVAR(q, v int) {
+	var idx, off int
+	if p.model.MAC == MAC82576 {
+		idx, off = q&7, (q&8)<<1
+	} else {
+		idx, off = q>>1, (q&1)<<4
+	}
+	r := regIVAR0 + reg(4*idx)
+	val := p.r32(r)
+	val &^= 0xFF<<off | 0xFF<<(off+8)
+	val |= (uint32(v)|ivarValid)<<off | (uint32(v)|ivarValid)<<(off+8)
+	p.w32(r, val)
+}
+
+// Name is the device's name (PCI address or model name).
+func (p *Port) Name() string { return p.name }
+
+// MAC is the port's station address.
+func (p *Port) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), p.mac...) }
+
+// Model is the device's entry in the ID table.
+func (p *Port) Model() Model { return p.model }
+
+// PHYID is PHYID1:PHYID2 as read at bring-up.
+func (p *Port) PHYID() uint32 { return p.phyID }
+
+// Warnings lists non-fatal oddities seen during bring-up.
+func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...) }
+
+// Link decodes STATUS (82576 8.2.2).
+func (p *Port) Link() nic.LinkState {
+	return decodeLink(statusBits(p.r32(regSTATUS)))
+}
+
+func decodeLink(s statusBits) nic.LinkState {
+	if s&statusLU == 0 || uint32(s) == 0xFFFFFFFF {
+		return nic.LinkState{}
+	}
+	l := nic.LinkState{Up: true, FullDuplex: s&statusFD != 0}
+	switch {
+	case s&statusSpeed1000 != 0:
+		l.SpeedMbps = 1000
+	case s&statusSpeed100 != 0:
+		l.SpeedMbps = 100
+	default:
+		l.SpeedMbps = 10
+	}
+	return l
+}
+
+// WaitLink polls STATUS.LU until the link is up or timeout passes.
+func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		l := p.Link()
+		if l.Up {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			return l, fmt.Errorf("igb: %s: no link after %v (cable, peer, or autonegotiation): %w", p.name, timeout, nic.ErrLinkDown)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// NumQueues is the number of RX/TX queue pairs.
+func (p *Port) NumQueues() int { return len(p.rx) }
+
+// RxQueue returns RX queue i, or nil when out of range.
+func (p *Port) RxQueue(i int) nic.RxQueue {
+	if i < 0 || i >= len(p.rx) {
+		return nil
+	}
+	return p.rx[i]
+}
+
+// TxQueue returns TX queue i, or nil when out of range.
+func (p *Port) TxQueue(i int) nic.TxQueue {
+	if i < 0 || i >= len(p.tx) {
+		return nil
+	}
+	return p.tx[i]
+}
+
+// SetPromisc turns unicast and multicast promiscuous mode on or off.
+func (p *Port) SetPromisc(on bool) error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	}
+	v := rctlBits(p.r32(regRCTL))
+	if on {
+		v |= rctlUPE | rctlMPE
+	} else {
+		v &^= rctlUPE | rctlMPE
+	}
+	p.w32(regRCTL, uint32(v))
+	return nil
+}
+
+// mtaHash is the 12-bit multicast table index of a MAC address with RCTL.MO = 0:
+// destination address bits 47:36 (82576 8.10.15; Linux e1000_hash_mc_addr).
+func mtaHash(a net.HardwareAddr) uint32 {
+	return (uint32(a[4])>>4 | uint32(a[5])<<4) & 0xFFF
+}
+
+// SetMulticast replaces the multicast filter with the given group addresses
+// (a hash filter: other groups that hash alike pass too).
+func (p *Port) SetMulticast(addrs []net.HardwareAddr) error {
+	var mta [128]uint32
+	for _, a := range addrs {
+		if len(a) != 6 || a[0]&1 == 0 {
+			return fmt.Errorf("igb: %q is not a multicast MAC address", a)
+		}
+		h := mtaHash(a)
+		mta[h>>5] |= 1 << (h & 31)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	}
+	v := rctlBits(p.r32(regRCTL)) &^ rctlMOMask
+	p.w32(regRCTL, uint32(v))
+	for i, w := range mta {
+		p.w32(regMTA+reg(4*i), w)
+	}
+	return nil
+}
+
+// Close stops the queues, masks interrupts, returns every buffer on the rings to
+// its pool and frees rings and pools. Buffers the caller still holds from this
+// port's pools must not be used afterwards. The Device stays open, and a second
+// Open on it works.
+func (p *Port) Close() error {
+	p.ctl.Lock()
+	if p.closed {
+		p.ctl.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.ctl.Unlock()
+	p.stats.collect(p) // keep the totals: the next reset clears the counters
+	p.stats.stop()
+	return p.teardown()
+}
+
+// teardown undoes whatever part of bring-up happened.
+func (p *Port) teardown() error {
+	var errs []error
+	p.w32(regEIMC, 0xFFFFFFFF)
+	p.w32(regIMC, 0xFFFFFFFF)
+	p.w32(regRCTL, 0)
+	p.w32(regTCTL, uint32(tctlPSP))
+	for _, q := range p.rx {
+		if err := q.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range p.tx {
+		if err := q.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	p.r32(regSTATUS)
+	if p.irqs != nil {
+		p.w32(regGPIE, 0)
+		if err := p.dev.DisableIRQs(); err != nil {
+			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
+		}
+		p.irqs = nil
+	}
+	// TX first: in-flight buffers go back to their pools (perhaps RX pools).
+	for _, q := range p.tx {
+		if err := q.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range p.rx {
+		if err := q.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("igb: %s: close: %w", p.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,212 @@
+package igb
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Dump is a named, decoded snapshot of the registers that describe a port's
+// state. It never includes clear-on-read registers (ICR, statistics), and EICR
+// only when GPIE.NSICR is clear (with NSICR set, reading EICR clears it).
+type Dump struct {
+	Registers []RegValue `json:"registers"`
+}
+
+// RegValue is one register with its decoded fields.
+type RegValue struct {
+	Name   string  `json:"name"`
+	Offset uint32  `json:"offset"`
+	Value  uint32  `json:"value"`
+	Fields []Field `json:"fields,omitempty"`
+}
+
+// Field is one decoded field of a register.
+type Field struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// Reg returns the named register of the dump, and whether it is there.
+func (d *Dump) Reg(name string) (RegValue, bool) {
+	for _, r := range d.Registers {
+		if r.Name == name {
+			return r, true
+		}
+	}
+	return RegValue{}, false
+}
+
+// Field returns the value of a named field, and whether it is there.
+func (r RegValue) Field(name string) (string, bool) {
+	for _, f := range r.Fields {
+		if f.Name == name {
+			return f.Value, true
+		}
+	}
+	return "", false
+}
+
+// String renders the dump one register per line: name, offset, value, fields.
+func (d *Dump) String() string {
+	var b strings.Builder
+	for _, r := range d.Registers {
+		fmt.Fprintf(&b, "%-12s [0x%05x] 0x%08x", r.Name, r.Offset, r.Value)
+		for _, f := range r.Fields {
+			fmt.Fprintf(&b, " %s=%s", f.Name, f.Value)
+		}
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Dump reads the port's registers.
+func (p *Port) Dump() *Dump { return DumpRegs(p.regs, p.NumQueues()) }
+
+func bit(v uint32, n uint) string { return fmt.Sprint(v >> n & 1) }
+
+func field(v uint32, lo, width uint) uint32 { return v >> lo & (1<<width - 1) }
+
+func flags(v uint32, names map[uint]string, order []uint) []Field {
+	fs := make([]Field, 0, len(order))
+	for _, n := range order {
+		fs = append(fs, Field{names[n], bit(v, n)})
+	}
+	return fs
+}
+
+func speedName(code uint32) string {
+	switch code {
+	case 0:
+		return "10"
+	case 1:
+		return "100"
+	}
+	return "1000"
+}
+
+// DumpRegs reads and decodes the registers of a device's BAR 0 and of its first
+// queues (queue blocks 0 to queues-1). It only reads registers whose reads have
+// no side effects.
+func DumpRegs(r nic.Regs, queues int) *Dump {
+	d := &Dump{}
+	add := func(name string, off reg, decode func(uint32) []Field) uint32 {
+		v := r.Read32(uint32(off))
+		rv := RegValue{Name: name, Offset: uint32(off), Value: v}
+		if decode != nil {
+			rv.Fields = decode(v)
+		}
+		d.Registers = append(d.Registers, rv)
+		return v
+	}
+	add("CTRL", regCTRL, func(v uint32) []Field {
+		return append(flags(v, map[uint]string{0: "FD", 2: "GIO_MASTER_DISABLE", 3: "LRST", 5: "ASDE", 6: "SLU",
+			7: "ILOS", 11: "FRCSPD", 12: "FRCDPX", 26: "RST", 27: "RFCE", 28: "TFCE", 30: "VME", 31: "PHY_RST"},
+			[]uint{0, 2, 3, 5, 6, 7, 11, 12, 26, 27, 28, 30, 31}),
+			Field{"SPEED_SEL", speedName(field(v, 8, 2))})
+	})
+	add("STATUS", regSTATUS, func(v uint32) []Field {
+		fs := []Field{{"LU", bit(v, 1)}, {"FD", bit(v, 0)}, {"SPEED", speedName(field(v, 6, 2))},
+			{"FUNC_ID", fmt.Sprint(field(v, 2, 2))}, {"TXOFF", bit(v, 4)}, {"PHYRA", bit(v, 10)},
+			{"GIO_MASTER_ENABLE", bit(v, 19)}}
+		return fs
+	})
+	add("EECD", regEECD, func(v uint32) []Field {
+		return []Field{{"PRES", bit(v, 8)}, {"AUTO_RD", bit(v, 9)}}
+	})
+	add("CTRL_EXT", regCTRL_EXT, func(v uint32) []Field {
+		return []Field{{"DRV_LOAD", bit(v, 28)}}
+	})
+	add("MDIC", regMDIC, func(v uint32) []Field {
+		return []Field{{"DATA", fmt.Sprintf("0x%04x", field(v, 0, 16))}, {"REG", fmt.Sprint(field(v, 16, 5))},
+			{"PHY", fmt.Sprint(field(v, 21, 5))}, {"READY", bit(v, 28)}, {"ERROR", bit(v, 30)}}
+	})
+	add("RCTL", regRCTL, func(v uint32) []Field {
+		return append(flags(v, map[uint]string{1: "EN", 2: "SBP", 3: "UPE", 4: "MPE", 5: "LPE", 15: "BAM", 18: "VFE", 26: "SECRC"},
+			[]uint{1, 2, 3, 4, 5, 15, 18, 26}),
+			Field{"LBM", fmt.Sprint(field(v, 6, 2))}, Field{"MO", fmt.Sprint(field(v, 12, 2))})
+	})
+	add("TCTL", regTCTL, func(v uint32) []Field {
+		return []Field{{"EN", bit(v, 1)}, {"PSP", bit(v, 3)}, {"CT", fmt.Sprint(field(v, 4, 8))},
+			{"COLD", fmt.Sprint(field(v, 12, 10))}, {"RTLC", bit(v, 24)}}
+	})
+	add("RXCSUM", regRXCSUM, func(v uint32) []Field {
+		return []Field{{"IPOFLD", bit(v, 8)}, {"TUOFLD", bit(v, 9)}, {"PCSD", bit(v, 13)}}
+	})
+	add("MRQC", regMRQC, func(v uint32) []Field {
+		var h []string
+		for _, x := range []struct {
+			b    uint32
+			name string
+		}{{uint32(mrqcHashIPv4), "ipv4"}, {uint32(mrqcHashIPv4TCP), "ipv4-tcp"}, {uint32(mrqcHashIPv4UDP), "ipv4-udp"},
+			{uint32(mrqcHashIPv6), "ipv6"}, {uint32(mrqcHashIPv6TCP), "ipv6-tcp"}, {uint32(mrqcHashIPv6UDP), "ipv6-udp"},
+			{uint32(mrqcHashIPv6Ex), "ipv6-ex"}, {uint32(mrqcHashIPv6TCPx), "ipv6-tcp-ex"}, {uint32(mrqcHashIPv6UDPx), "ipv6-udp-ex"}} {
+			if v&x.b != 0 {
+				h = append(h, x.name)
+			}
+		}
+		return []Field{{"MODE", fmt.Sprint(v & uint32(mrqcEnableMask))}, {"HASH", strings.Join(h, ",")}}
+	})
+	lo := add("RAL0", regRAL0, nil)
+	add("RAH0", regRAH0, func(v uint32) []Field {
+		return []Field{{"MAC", macFromRA(lo, v).String()}, {"AV", bit(v, 31)}}
+	})
+	gpie := add("GPIE", regGPIE, func(v uint32) []Field {
+		return []Field{{"NSICR", bit(v, 0)}, {"MSIX_MODE", bit(v, 4)}, {"EIAME", bit(v, 30)}, {"PBA", bit(v, 31)}}
+	})
+	add("IMS", regIMS, func(v uint32) []Field { return []Field{{"LSC", bit(v, 2)}} })
+	add("EIMS", regEIMS, nil)
+	add("EIAC", regEIAC, nil)
+	add("EIAM", regEIAM, nil)
+	if gpieBits(gpie)&gpieNSICR == 0 {
+		add("EICR", regEICR, nil)
+	}
+	add("IVAR0", regIVAR0, ivarFields)
+	add("IVAR1", regIVAR0+4, ivarFields)
+	add("IVAR_MISC", regIVAR_MISC, func(v uint32) []Field {
+		return []Field{{"OTHER", ivarEntry(v >> 8)}}
+	})
+	for q := 0; q < queues; q++ {
+		b := rxBlock(q)
+		ringFields := func(base reg) func(uint32) []Field {
+			bal := r.Read32(uint32(base + qBAL))
+			bah := r.Read32(uint32(base + qBAH))
+			return func(v uint32) []Field {
+				return []Field{{"BASE", fmt.Sprintf("0x%x", uint64(bah)<<32|uint64(bal))}, {"DESCS", fmt.Sprint(v / descSize)}}
+			}
+		}
+		add(fmt.Sprintf("RDLEN%d", q), b+qLEN, ringFields(b))
+		add(fmt.Sprintf("RDH%d", q), b+qHead, nil)
+		add(fmt.Sprintf("RDT%d", q), b+qTail, nil)
+		add(fmt.Sprintf("SRRCTL%d", q), b+qSRRCTL, func(v uint32) []Field {
+			return []Field{{"BSIZEPKT_KB", fmt.Sprint(field(v, 0, 7))}, {"DESCTYPE", fmt.Sprint(field(v, 25, 3))}, {"DROP_EN", bit(v, 31)}}
+		})
+		add(fmt.Sprintf("RXDCTL%d", q), b+qDCTL, dctlFields)
+		t := txBlock(q)
+		add(fmt.Sprintf("TDLEN%d", q), t+qLEN, ringFields(t))
+		add(fmt.Sprintf("TDH%d", q), t+qHead, nil)
+		add(fmt.Sprintf("TDT%d", q), t+qTail, nil)
+		add(fmt.Sprintf("TXDCTL%d", q), t+qDCTL, dctlFields)
+		add(fmt.Sprintf("EITR%d", q), regEITR(q), func(v uint32) []Field {
+			return []Field{{"INTERVAL", fmt.Sprint(field(v, 2, 13))}}
+		})
+	}
+	return d
+}
+
+func dctlFields(v uint32) []Field {
+	return []Field{{"ENABLE", bit(v, 25)}, {"PTHRESH", fmt.Sprint(field(v, 0, 5))},
+		{"HTHRESH", fmt.Sprint(field(v, 8, 5))}, {"WTHRESH", fmt.Sprint(field(v, 16, 5))}}
+}
+
+func ivarEntry(b uint32) string {
+	if b&ivarValid == 0 {
+		return "-"
+	}
+	return fmt.Sprint(b & 0x1F)
+}
+
+func ivarFields(v uint32) []Field {
+	return []Field{{"B0", ivarEntry(v)}, {"B1", ivarEntry(v >> 8)}, {"B2", ivarEntry(v >> 16)}, {"B3", ivarEntry(v >> 24)}}
+}

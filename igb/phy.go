@@ -1,0 +1,76 @@
+package igb
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// PHY access through MDIC (82576 datasheet 8.2.4). One access at a time: the
+// caller holds Port.ctl. The driver writes the command; the device sets READY
+// when the MDIO frame is done, and ERROR when the PHY did not answer.
+
+// mdicTimeout bounds one MDIO access. An MDIO frame takes about 64 us at
+// 2.5 MHz; the datasheet asks to poll READY, Linux gives up after ~12 ms.
+const mdicTimeout = 100 * time.Millisecond
+
+// ErrPHY is wrapped by errors of PHY accesses that the device reported.
+var ErrPHY = fmt.Errorf("igb: PHY access failed")
+
+func (p *Port) mdic(cmd mdicBits, phyReg int) (uint16, error) {
+	p.w32(regMDIC, uint32(cmd)|uint32(phyReg&0x1F)<<mdicRegShift|uint32(p.phyAddr&0x1F)<<mdicPHYShift)
+	deadline := time.Now().Add(mdicTimeout)
+	for {
+		v := mdicBits(p.r32(regMDIC))
+		if uint32(v) == 0xFFFFFFFF {
+			return 0, fmt.Errorf("igb: MDIC reads all ones: %w", nic.ErrNoDevice)
+		}
+		if v&mdicReady != 0 {
+			if v&mdicError != 0 {
+				return 0, fmt.Errorf("%w: MDIC reported ERROR for PHY %d register %d (no PHY at that address, or the register is not implemented)", ErrPHY, p.phyAddr, phyReg)
+			}
+			return uint16(v & mdicDataMask), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("igb: MDIC access to PHY register %d: READY not set after %v: %w", phyReg, mdicTimeout, nic.ErrTimeout)
+		}
+		time.Sleep(20 * time.Microsecond)
+	}
+}
+
+// readPHY reads a clause-22 PHY register.
+func (p *Port) readPHY(r int) (uint16, error) { return p.mdic(mdicOpRead, r) }
+
+// writePHY writes a clause-22 PHY register.
+func (p *Port) writePHY(r int, v uint16) error {
+	_, err := p.mdic(mdicOpWrite|mdicBits(v), r)
+	return err
+}
+
+// restartAutoneg enables and restarts autonegotiation. QEMU's igb brings the link
+// up only after this (and about 500 ms of virtual time); real PHYs renegotiate.
+func (p *Port) restartAutoneg() error {
+	bmcr, err := p.readPHY(phyBMCR)
+	if err != nil {
+		return fmt.Errorf("reading BMCR: %w", err)
+	}
+	bmcr &^= bmcrReset
+	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
+		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// readPHYID returns PHYID1:PHYID2 (OUI, model, revision).
+func (p *Port) readPHYID() (uint32, error) {
+	hi, err := p.readPHY(phyID1)
+	if err != nil {
+		return 0, err
+	}
+	lo, err := p.readPHY(phyID2)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(hi)<<16 | uint32(lo), nil
+}

@@ -1,0 +1,258 @@
+package igb
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// rxQueue is one receive ring (82576 datasheet 7.1).
+//
+// Ring indices: we write the tail (RDT), hardware writes the head (RDH). The
+// device owns the descriptors from its head up to, not including, the tail; it
+// fills them and writes them back with DD set. We own the rest. The driver never
+// reads RDH on the fast path: it follows DD from next, its own copy of where the
+// device will write next.
+//
+// Buffers: a buffer posted on the ring is OwnerRx and sits in slots[i] for its
+// descriptor i. Recv hands filled ones to the caller (OwnerApp) and replaces them
+// with fresh ones from pool. At most n-1 descriptors are posted, so head == tail
+// always means "nothing for the device" and never "all for the device".
+//
+// One goroutine owns the queue: every field below is touched only by it (or by
+// Open and Close, which run when nobody polls), except the counters, which
+// Stats reads atomically.
+type rxQueue struct {
+	port   *Port
+	idx    int
+	regs   nic.Regs
+	alloc  dma.Allocator
+	ring   *dma.Region // n descriptors
+	n      int
+	pool   *dma.Pool
+	bufLen int // bytes the device may write into one buffer (SRRCTL.BSIZEPKT)
+	rdt    uint32
+
+	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
+	scratch []*dma.Buf // refill batch, len n
+	next    int        // next descriptor the device completes; only we write it
+	tail    int        // our copy of RDT: the slot after the last posted
+	posted  int        // descriptors owned by the device
+	discard bool       // dropping the rest of a frame that spanned descriptors
+	stopped bool
+
+	irq  nic.IRQ // nil without interrupts
+	eims uint32  // this queue's vector bit in EIMS
+
+	packets    atomic.Uint64 // frames handed to the caller
+	bytes      atomic.Uint64
+	descErrors atomic.Uint64 // write-backs with error bits, or frames that spanned buffers
+	allocFail  atomic.Uint64 // refills that found the pool short
+}
+
+var _ nic.RxQueue = (*rxQueue)(nil)
+
+func (p *Port) setupRx(i int) (*rxQueue, error) {
+	n := p.cfg.RxRingSize
+	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
+		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n)}
+	var err error
+	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
+		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
+	}
+	if q.pool, err = dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize); err != nil {
+		q.free()
+		return nil, fmt.Errorf("buffer pool: %w", err)
+	}
+	kib := (p.cfg.FrameSize - dma.Headroom) / 1024
+	if kib > int(srrctlBSizePktMask) {
+		kib = int(srrctlBSizePktMask)
+	}
+	q.bufLen = kib * 1024
+
+	b := rxBlock(i)
+	q.rdt = uint32(b + qTail)
+	// RX queue set-up, 82576 datasheet 4.5.9: disable, program, enable, poll.
+	p.w32(b+qDCTL, 0)
+	if !p.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
+		q.free()
+		return nil, fmt.Errorf("RXDCTL.ENABLE still set 100ms after clearing it: %w", nic.ErrTimeout)
+	}
+	p.w32(b+qBAL, uint32(q.ring.IOVA))
+	p.w32(b+qBAH, uint32(q.ring.IOVA>>32))
+	p.w32(b+qLEN, uint32(n*descSize))
+	p.w32(b+qHead, 0)
+	p.w32(b+qTail, 0)
+	p.w32(b+qSRRCTL, uint32(kib)|uint32(srrctlDescAdv1Buf|srrctlDropEn))
+	p.w32(b+qDCTL, uint32(dctlEnable)|8<<dctlPThreshShift|8<<dctlHThreshShift|1<<dctlWThreshShift)
+	if !p.poll(time.Second, func(v uint32) bool { return dctlBits(v)&dctlEnable != 0 }, b+qDCTL) {
+		q.free()
+		return nil, fmt.Errorf("RXDCTL.ENABLE not set 1s after enabling the queue: %w", nic.ErrTimeout)
+	}
+	q.refill()
+	return q, nil
+}
+
+// Recv moves up to len(bufs) received frames into bufs. It reads write-back
+// descriptors from next while DD is set, hands each good frame to the caller
+// (OwnerApp), drops frames with error bits (counted), refills the slots from the
+// pool and writes RDT once.
+func (q *rxQueue) Recv(bufs []*dma.Buf) int {
+	if q.stopped {
+		return 0
+	}
+	got, cleaned := 0, 0
+	var nbytes, errs uint64
+	for got < len(bufs) && q.posted > 0 {
+		off := q.next * descSize
+		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
+		d := q.ring.CPU[off : off+descSize]
+		st := le32(d[rxwStatErr:])
+		if st&rxStatDD == 0 {
+			break
+		}
+		length := int(le16(d[rxwLength:]))
+		b := q.slots[q.next]
+		q.slots[q.next] = nil
+		if q.next++; q.next == q.n {
+			q.next = 0
+		}
+		q.posted--
+		cleaned++
+		if b == nil { // cannot happen unless the ring was corrupted
+			errs++
+			continue
+		}
+		if q.discard || st&rxStatEOP == 0 || st&rxErrMask != 0 || length == 0 || length > q.bufLen {
+			// A frame spread over several buffers (longer than the buffer) is
+			// dropped whole: discard up to and including its EOP descriptor.
+			q.discard = st&rxStatEOP == 0
+			errs++
+			b.Free()
+			continue
+		}
+		b.Off, b.Len, b.Meta = dma.Headroom, length, 0
+		b.Queue = uint16(q.idx)
+		b.Flags, b.RSSHash = 0, 0
+		if pi := le16(d[rxwPktInfo:]); pi&rxRSSTypeMask != 0 {
+			b.RSSHash = le32(d[rxwRSS:])
+			b.Flags |= dma.FlagRSSValid
+		}
+		if st&rxStatVP != 0 {
+			b.Flags |= dma.FlagVLAN
+		}
+		if st&(rxStatIPCS|rxStatL4CS) != 0 && st&(rxErrIPE|rxErrL4E) == 0 {
+			b.Flags |= dma.FlagCsumOK
+		}
+		q.alloc.Sync(q.pool.Region(), int(b.IOVA-q.pool.Region().IOVA)+dma.Headroom, length, dma.ForCPU)
+		b.SetOwner(dma.OwnerApp)
+		bufs[got] = b
+		got++
+		nbytes += uint64(length)
+	}
+	if cleaned > 0 {
+		q.refill()
+	}
+	if got > 0 {
+		q.packets.Add(uint64(got))
+		q.bytes.Add(nbytes)
+	}
+	if errs > 0 {
+		q.descErrors.Add(errs)
+	}
+	return got
+}
+
+// refill posts fresh buffers on every free slot it can and writes RDT once.
+func (q *rxQueue) refill() {
+	want := q.n - 1 - q.posted
+	if want <= 0 {
+		return
+	}
+	k := q.pool.GetBurst(q.scratch[:want])
+	if k < want {
+		q.allocFail.Add(1)
+	}
+	if k == 0 {
+		return
+	}
+	region := q.pool.Region()
+	first := q.tail
+	for i, b := range q.scratch[:k] {
+		q.scratch[i] = nil
+		b.SetOwner(dma.OwnerRx)
+		// Write back any dirty cache lines before the device writes the buffer.
+		q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
+		off := q.tail * descSize
+		putRxRead(q.ring.CPU[off:off+descSize], b.IOVA+dma.Headroom)
+		q.slots[q.tail] = b
+		if q.tail++; q.tail == q.n {
+			q.tail = 0
+		}
+	}
+	syncRing(q.alloc, q.ring, q.n, first, k, dma.ForDevice)
+	q.posted += k
+	q.regs.Write32(q.rdt, uint32(q.tail))
+}
+
+// syncRing syncs count descriptors from first, splitting at the wrap.
+func syncRing(a dma.Allocator, ring *dma.Region, n, first, count int, dir dma.SyncDir) {
+	if first+count <= n {
+		a.Sync(ring, first*descSize, count*descSize, dir)
+		return
+	}
+	a.Sync(ring, first*descSize, (n-first)*descSize, dir)
+	a.Sync(ring, 0, (first+count-n)*descSize, dir)
+}
+
+// Pool is where this ring's buffers come from.
+func (q *rxQueue) Pool() *dma.Pool { return q.pool }
+
+// IRQ is the queue's MSI-X vector, nil without interrupts.
+func (q *rxQueue) IRQ() nic.IRQ { return q.irq }
+
+// ArmIRQ unmasks the queue's vector (EIMS). The vector auto-masks when it fires
+// (EIAM), so the caller arms it again after each poll that found the ring empty.
+func (q *rxQueue) ArmIRQ() {
+	if q.irq != nil && !q.stopped {
+		q.regs.Write32(uint32(regEIMS), q.eims)
+	}
+}
+
+// stop disables the queue and waits for the device to let go of it.
+func (q *rxQueue) stop() error {
+	q.stopped = true
+	b := rxBlock(q.idx)
+	q.regs.Write32(uint32(b+qDCTL), 0)
+	if !q.port.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
+		return fmt.Errorf("RX queue %d: RXDCTL.ENABLE still set 100ms after disabling it: %w", q.idx, nic.ErrTimeout)
+	}
+	return nil
+}
+
+// free returns posted buffers and frees the ring and the pool. The queue must be
+// stopped.
+func (q *rxQueue) free() error {
+	for i, b := range q.slots {
+		if b != nil {
+			b.Free()
+			q.slots[i] = nil
+		}
+	}
+	q.posted = 0
+	var err error
+	if q.ring != nil {
+		err = q.alloc.Free(q.ring)
+		q.ring = nil
+	}
+	if q.pool != nil {
+		if e := q.pool.Close(); e != nil && err == nil {
+			err = e
+		}
+		q.pool = nil
+	}
+	return err
+}

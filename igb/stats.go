@@ -1,0 +1,140 @@
+package igb
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// hwCounter is one clear-on-read statistics register (82576 datasheet 8.19),
+// named as Linux igb's ethtool -S names it. hi is the high half of a 64-bit
+// counter (0 for 32-bit ones): the low half is read first, and reading the high
+// half clears both.
+type hwCounter struct {
+	name   string
+	lo, hi reg
+}
+
+var hwCounters = []hwCounter{
+	{"rx_packets", regGPRC, 0},
+	{"tx_packets", regGPTC, 0},
+	{"rx_bytes", regGORCL, regGORCH},
+	{"tx_bytes", regGOTCL, regGOTCH},
+	{"rx_broadcast", regBPRC, 0},
+	{"tx_broadcast", regBPTC, 0},
+	{"rx_multicast", regMPRC, 0},
+	{"tx_multicast", regMPTC, 0},
+	{"collisions", regCOLC, 0},
+	{"rx_crc_errors", regCRCERRS, 0},
+	{"rx_align_errors", regALGNERR, 0},
+	{"rx_symbol_errors", regSYMERRS, 0},
+	{"rx_errors", regRXERRC, 0},
+	{"rx_no_buffer_count", regRNBC, 0},
+	{"rx_missed_errors", regMPC, 0},
+	{"rx_long_length_errors", regROC, 0},
+	{"rx_short_length_errors", regRUC, 0},
+	{"rx_fragment_errors", regRFC, 0},
+	{"rx_jabber_errors", regRJC, 0},
+	{"rx_length_errors", regRLEC, 0},
+	{"tx_aborted_errors", regECOL, 0},
+	{"tx_window_errors", regLATECOL, 0},
+	{"tx_carrier_errors", regTNCRS, 0},
+	{"tx_single_coll_ok", regSCC, 0},
+	{"tx_multi_coll_ok", regMCC, 0},
+	{"tx_deferred_ok", regDC, 0},
+	{"rx_flow_control_xon", regXONRXC, 0},
+	{"rx_flow_control_xoff", regXOFFRXC, 0},
+	{"tx_flow_control_xon", regXONTXC, 0},
+	{"tx_flow_control_xoff", regXOFFTXC, 0},
+	{"rx_total_packets", regTPR, 0},
+	{"tx_total_packets", regTPT, 0},
+	{"rx_total_bytes", regTORL, regTORH},
+	{"tx_total_bytes", regTOTL, regTOTH},
+}
+
+// stats accumulates the hardware counters into 64-bit totals. 32-bit packet
+// counters wrap after 2^32 frames (about 48 minutes at 1.488 Mpps): call Stats
+// more often than that.
+type stats struct {
+	mu      sync.Mutex
+	total   []uint64 // per hwCounters entry; guarded by mu
+	stopped bool     // guarded by mu: the device is gone, keep the totals
+}
+
+// collect reads every counter once and adds it to the totals.
+func (s *stats) collect(p *Port) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total == nil {
+		s.total = make([]uint64, len(hwCounters))
+	}
+	if s.stopped {
+		return
+	}
+	for i, c := range hwCounters {
+		lo := p.r32(c.lo)
+		if lo == 0xFFFFFFFF && c.hi == 0 && p.r32(regSTATUS) == 0xFFFFFFFF {
+			return // surprise removal: not a counter value
+		}
+		v := uint64(lo)
+		if c.hi != 0 {
+			v |= uint64(p.r32(c.hi)) << 32
+		}
+		s.total[i] += v
+	}
+}
+
+func (s *stats) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+}
+
+// Stats reads the hardware counters (accumulating them: they clear on read) and
+// adds the driver's own counters, per queue and in total.
+func (p *Port) Stats() []nic.Counter {
+	p.stats.collect(p)
+	p.stats.mu.Lock()
+	out := make([]nic.Counter, 0, len(hwCounters)+8+4*len(p.rx))
+	for i, c := range hwCounters {
+		out = append(out, nic.Counter{Name: c.name, Value: p.stats.total[i]})
+	}
+	p.stats.mu.Unlock()
+	var descErr, allocFail, refDMA, refLen uint64
+	for _, q := range p.rx {
+		descErr += q.descErrors.Load()
+		allocFail += q.allocFail.Load()
+	}
+	for _, q := range p.tx {
+		refDMA += q.refusedDMA.Load()
+		refLen += q.refusedLen.Load()
+	}
+	out = append(out,
+		nic.Counter{Name: "rx_desc_errors", Value: descErr},
+		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
+		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
+		nic.Counter{Name: "tx_refused_len", Value: refLen},
+	)
+	for _, q := range p.rx {
+		out = append(out,
+			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_packets", q.idx), Value: q.packets.Load()},
+			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+	}
+	for _, q := range p.tx {
+		out = append(out,
+			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_packets", q.idx), Value: q.packets.Load()},
+			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+	}
+	return out
+}
+
+// Counter returns one named counter from Stats, and whether it exists.
+func Counter(cs []nic.Counter, name string) (uint64, bool) {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
+}

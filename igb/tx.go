@@ -1,0 +1,244 @@
+package igb
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// txQueue is one transmit ring (82576 datasheet 7.2).
+//
+// Ring indices: we write the tail (TDT), hardware writes the head (TDH). The
+// device owns the descriptors from its head up to the tail, sends them, and sets
+// DD in each (RS is set on every descriptor). We own the rest. Reclaim follows DD
+// from clean, our copy of the oldest descriptor not yet known complete; it never
+// reads TDH.
+//
+// Buffers: Send moves each buffer to OwnerTx and keeps it in slots[i] for its
+// descriptor; Reclaim returns it to its own pool (which may be another port's)
+// once DD is set. At most n-1 descriptors are in flight.
+//
+// One goroutine owns the queue; the counters are read atomically by Stats.
+type txQueue struct {
+	port  *Port
+	idx   int
+	regs  nic.Regs
+	alloc dma.Allocator
+	ring  *dma.Region
+	n     int
+	tdt   uint32
+
+	slots    []*dma.Buf // buffer of each in-flight descriptor
+	done     []*dma.Buf // reclaim batch, len n
+	tail     int        // our copy of TDT: next descriptor to fill; only we write it
+	clean    int        // oldest in-flight descriptor
+	inflight int
+	stopped  bool
+
+	// trusted are pools whose whole region Allocator.Check accepted: their
+	// buffers need no per-frame check. Preallocated; never grows past its cap.
+	trusted []*dma.Pool
+
+	packets    atomic.Uint64
+	bytes      atomic.Uint64
+	refusedDMA atomic.Uint64 // buffers outside the device's mapped IOVAs: not sent
+	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
+}
+
+var _ nic.TxQueue = (*txQueue)(nil)
+
+const maxTrustedPools = 16
+
+func (p *Port) setupTx(i int) (*txQueue, error) {
+	n := p.cfg.TxRingSize
+	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
+		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
+		trusted: make([]*dma.Pool, 0, maxTrustedPools)}
+	var err error
+	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
+		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
+	}
+	b := txBlock(i)
+	q.tdt = uint32(b + qTail)
+	p.w32(b+qDCTL, 0)
+	if !p.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
+		q.free()
+		return nil, fmt.Errorf("TXDCTL.ENABLE still set 100ms after clearing it: %w", nic.ErrTimeout)
+	}
+	p.w32(b+qBAL, uint32(q.ring.IOVA))
+	p.w32(b+qBAH, uint32(q.ring.IOVA>>32))
+	p.w32(b+qLEN, uint32(n*descSize))
+	p.w32(b+qHead, 0)
+	p.w32(b+qTail, 0)
+	p.w32(b+qDCTL, uint32(dctlEnable)|8<<dctlPThreshShift|1<<dctlHThreshShift|1<<dctlWThreshShift)
+	if !p.poll(time.Second, func(v uint32) bool { return dctlBits(v)&dctlEnable != 0 }, b+qDCTL) {
+		q.free()
+		return nil, fmt.Errorf("TXDCTL.ENABLE not set 1s after enabling the queue: %w", nic.ErrTimeout)
+	}
+	return q, nil
+}
+
+// trustPool records a pool whose region the allocator maps, so its buffers skip
+// the per-frame Check.
+func (q *txQueue) trustPool(p *dma.Pool) bool {
+	r := p.Region()
+	if r == nil || len(q.trusted) == cap(q.trusted) {
+		return false
+	}
+	if q.alloc.Check(r.IOVA, r.Len()) != nil {
+		return false
+	}
+	q.trusted = append(q.trusted, p)
+	return true
+}
+
+// dmaOK decides whether the device may read b. Buffers from pools whose region
+// the allocator maps are accepted by pool; any other address goes through
+// Allocator.Check, so a DMA address outside the mapped range is refused before
+// the device ever sees it.
+func (q *txQueue) dmaOK(b *dma.Buf) bool {
+	if b == nil || b.Len < minTxLen || b.Len > txMaxLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
+		q.refusedLen.Add(1)
+		return false
+	}
+	if p := b.Pool(); p != nil && p.Region() != nil {
+		for _, t := range q.trusted {
+			if t == p {
+				return true
+			}
+		}
+		if q.trustPool(p) {
+			return true
+		}
+	}
+	if q.alloc.Check(b.DataIOVA(), b.Len) != nil {
+		q.refusedDMA.Add(1)
+		return false
+	}
+	return true
+}
+
+// Send puts a prefix of bufs on the ring and returns how many it took. Each
+// buffer taken is either on the ring (OwnerTx, back to its pool after Reclaim)
+// or was refused (bad length, or memory the device cannot reach): a refused
+// buffer is counted, not sent, and returned to its pool at once. The frames
+// become visible to the device with one TDT write.
+func (q *txQueue) Send(bufs []*dma.Buf) int {
+	if q.stopped {
+		return 0
+	}
+	if q.n-1-q.inflight < len(bufs) {
+		q.Reclaim()
+	}
+	taken, posted := 0, 0
+	first := q.tail
+	var nbytes uint64
+	for _, b := range bufs {
+		if q.inflight == q.n-1 {
+			break
+		}
+		taken++
+		if !q.dmaOK(b) {
+			if b != nil && b.Pool() != nil {
+				b.Free()
+			}
+			continue
+		}
+		if p := b.Pool(); p != nil {
+			if r := p.Region(); r != nil {
+				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
+			}
+		}
+		off := q.tail * descSize
+		putTxData(q.ring.CPU[off:off+descSize], b.DataIOVA(), b.Len)
+		b.SetOwner(dma.OwnerTx)
+		q.slots[q.tail] = b
+		if q.tail++; q.tail == q.n {
+			q.tail = 0
+		}
+		q.inflight++
+		posted++
+		nbytes += uint64(b.Len)
+	}
+	if posted > 0 {
+		syncRing(q.alloc, q.ring, q.n, first, posted, dma.ForDevice)
+		q.regs.Write32(q.tdt, uint32(q.tail))
+		q.packets.Add(uint64(posted))
+		q.bytes.Add(nbytes)
+	}
+	return taken
+}
+
+// Reclaim returns the buffers of completed descriptors (DD set) to their pools,
+// one PutBurst per run of buffers from the same pool, and reports how many.
+func (q *txQueue) Reclaim() int {
+	n := 0
+	for q.inflight > 0 {
+		off := q.clean * descSize
+		q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
+		if le32(q.ring.CPU[off+txwStatus:])&txStatDD == 0 {
+			break
+		}
+		q.done[n] = q.slots[q.clean]
+		q.slots[q.clean] = nil
+		n++
+		if q.clean++; q.clean == q.n {
+			q.clean = 0
+		}
+		q.inflight--
+	}
+	q.putBack(q.done[:n])
+	return n
+}
+
+// putBack returns buffers to their pools in runs.
+func (q *txQueue) putBack(bs []*dma.Buf) {
+	for start := 0; start < len(bs); {
+		p := bs[start].Pool()
+		end := start + 1
+		for end < len(bs) && bs[end].Pool() == p {
+			end++
+		}
+		if p != nil {
+			p.PutBurst(bs[start:end])
+		}
+		start = end
+	}
+	clear(bs)
+}
+
+// Free is the number of descriptors Send can fill now (without reclaiming).
+func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
+
+func (q *txQueue) stop() error {
+	q.stopped = true
+	b := txBlock(q.idx)
+	q.regs.Write32(uint32(b+qDCTL), 0)
+	if !q.port.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
+		return fmt.Errorf("TX queue %d: TXDCTL.ENABLE still set 100ms after disabling it: %w", q.idx, nic.ErrTimeout)
+	}
+	return nil
+}
+
+// free returns in-flight buffers (sent or not) and frees the ring.
+func (q *txQueue) free() error {
+	k := 0
+	for i, b := range q.slots {
+		if b != nil {
+			q.done[k] = b
+			k++
+			q.slots[i] = nil
+		}
+	}
+	q.putBack(q.done[:k])
+	q.inflight = 0
+	if q.ring != nil {
+		err := q.alloc.Free(q.ring)
+		q.ring = nil
+		return err
+	}
+	return nil
+}
