@@ -1,0 +1,37 @@
+// Package sim holds what the device models (igbsim, and later the dwmac and fec
+// models) share: DMA memory seen through an IOMMU-like translation that refuses
+// stray accesses, a fault log, a PCI-like Device base that implements nic.Device,
+// a clause-22 MDIO PHY, and "wires" that carry whole Ethernet frames between a
+// model and the outside (an in-memory pair, UDP datagrams compatible with QEMU's
+// -netdev dgram, and a pcap-recording tap).
+//
+// # Strictness
+//
+// A model that accepts anything proves nothing. Every violation a model detects
+// (a DMA outside a live mapping, DMA while bus mastering is off, an unaligned or
+// out-of-window register access, a Sync outside its region, ...) is recorded as a
+// Fault in a Faults log. The access itself is refused: a refused DMA read yields no
+// data, a refused write changes nothing. Tests end with
+//
+//	require.NoError(t, model.Err())
+//
+// # Memory
+//
+// Memory implements dma.Allocator with Go memory at device addresses (IOVAs) it
+// assigns: by default from 0x1_0000_0000 up, so code that truncates an IOVA to 32
+// bits misses; with Below4G from 0x1000_0000 up with a 4 GiB limit. IOVAs are never
+// reused and mappings are separated by at least one unmapped guard page, so an
+// overrun or a use after Free faults instead of landing in a neighbour.
+//
+// The device side (ReadDMA, WriteDMA, View) never takes a lock and never
+// allocates: mappings are an immutable sorted snapshot swapped atomically on
+// Alloc and Free. In non-coherent mode the device has its own copy of every
+// mapping: Sync(ForDevice) copies the CPU's bytes to it and Sync(ForCPU) copies
+// the device's bytes back, so a driver that forgets a Sync reads stale data.
+//
+// # Concurrency
+//
+// Memory, Faults, Device, IRQ, PHY and the links are safe for concurrent use.
+// A model's register callbacks run on the caller's goroutine; the model serialises
+// them itself.
+package sim

@@ -1,0 +1,452 @@
+package sim
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Clause-22 MII register numbers (IEEE 802.3 clause 22.2.4) and the
+// vendor-specific copper status register of Marvell-style PHYs (the 88E1111 and
+// the Intel I210/82576 internal PHYs: page 0 register 17).
+const (
+	MIIBMCR     = 0  // basic mode control
+	MIIBMSR     = 1  // basic mode status
+	MIIPHYID1   = 2  // PHY identifier, OUI bits 3:18
+	MIIPHYID2   = 3  // PHY identifier, OUI bits 19:24, model, revision
+	MIIANAR     = 4  // autonegotiation advertisement
+	MIIANLPAR   = 5  // link partner ability
+	MIIANER     = 6  // autonegotiation expansion
+	MIICTRL1000 = 9  // 1000BASE-T control
+	MIISTAT1000 = 10 // 1000BASE-T status
+	MIIESTATUS  = 15 // extended status
+	MIIPHYSTAT  = 17 // vendor copper specific status (speed, duplex, resolved, link)
+)
+
+// BMCR bits (IEEE 802.3 22.2.4.1).
+const (
+	BMCRReset     uint16 = 1 << 15 // self-clearing software reset
+	BMCRLoopback  uint16 = 1 << 14
+	BMCRSpeed100  uint16 = 1 << 13 // speed select LSB
+	BMCRANEnable  uint16 = 1 << 12
+	BMCRPowerDown uint16 = 1 << 11
+	BMCRIsolate   uint16 = 1 << 10
+	BMCRANRestart uint16 = 1 << 9 // self-clearing
+	BMCRFullDplx  uint16 = 1 << 8
+	BMCRSpeed1000 uint16 = 1 << 6 // speed select MSB
+)
+
+// BMSR bits (IEEE 802.3 22.2.4.2).
+const (
+	BMSR100FD      uint16 = 1 << 14
+	BMSR100HD      uint16 = 1 << 13
+	BMSR10FD       uint16 = 1 << 12
+	BMSR10HD       uint16 = 1 << 11
+	BMSRExtStatus  uint16 = 1 << 8
+	BMSRMFPreSup   uint16 = 1 << 6
+	BMSRANComplete uint16 = 1 << 5
+	BMSRANAbility  uint16 = 1 << 3
+	BMSRLinkStatus uint16 = 1 << 2 // latched low
+	BMSRExtCap     uint16 = 1 << 0
+)
+
+// ANAR/ANLPAR bits (IEEE 802.3 28.2.1.2) and 1000BASE-T control/status bits
+// (40.5.1.1).
+const (
+	ANAck      uint16 = 1 << 14
+	ANPause    uint16 = 1 << 10
+	AN100FD    uint16 = 1 << 8
+	AN100HD    uint16 = 1 << 7
+	AN10FD     uint16 = 1 << 6
+	AN10HD     uint16 = 1 << 5
+	ANSelector uint16 = 0x0001 // IEEE 802.3
+
+	Ctrl1000FD uint16 = 1 << 9 // advertise 1000BASE-T full duplex
+	Ctrl1000HD uint16 = 1 << 8
+
+	Stat1000LocalRxOK  uint16 = 1 << 13
+	Stat1000RemoteRxOK uint16 = 1 << 12
+	Stat1000LPFD       uint16 = 1 << 11 // partner can 1000BASE-T full duplex
+	Stat1000LPHD       uint16 = 1 << 10
+)
+
+// Copper specific status (register 17) fields of Marvell-style PHYs.
+const (
+	PHYStatSpeedShift        = 14 // 2 bits: 0 = 10, 1 = 100, 2 = 1000 Mb/s
+	PHYStatDuplex     uint16 = 1 << 13
+	PHYStatResolved   uint16 = 1 << 11
+	PHYStatLink       uint16 = 1 << 10 // real time
+)
+
+// Register values after a PHY reset.
+const (
+	bmcrDefault   = BMCRANEnable | BMCRFullDplx | BMCRSpeed1000
+	bmsrBase      = BMSR100FD | BMSR100HD | BMSR10FD | BMSR10HD | BMSRExtStatus | BMSRMFPreSup | BMSRANAbility | BMSRExtCap
+	anarDefault   = AN100FD | AN100HD | AN10FD | AN10HD | ANSelector
+	ctrl1000Def   = Ctrl1000FD | Ctrl1000HD
+	esrDefault    = 0x3000 // 1000BASE-T full and half duplex capable
+	lpDefault     = ANAck | ANPause | AN100FD | AN100HD | AN10FD | AN10HD | ANSelector
+	lp1000Default = Stat1000LPFD | Stat1000LPHD
+)
+
+// DefaultAutonegDelay is how long autonegotiation takes when PHYConfig leaves it 0.
+const DefaultAutonegDelay = 100 * time.Millisecond
+
+// PHYConfig describes a PHY and its link partner.
+type PHYConfig struct {
+	Addr int    // MDIO address (0-31); the MAC model decides what answers
+	ID1  uint16 // PHYID1
+	ID2  uint16 // PHYID2
+	// AutonegDelay is the time from an autonegotiation restart to its completion
+	// (real time). 0: DefaultAutonegDelay.
+	AutonegDelay time.Duration
+	// PartnerAbility is what the link partner advertises (ANLPAR). 0: 10/100
+	// half and full duplex with pause.
+	PartnerAbility uint16
+	// PartnerNo1000 makes the partner unable to do 1000BASE-T.
+	PartnerNo1000 bool
+	// Unplugged starts with no cable (SetConnected(true) plugs it in).
+	Unplugged bool
+	// Faults receives writes to read-only registers; nil: a private log.
+	Faults *Faults
+}
+
+// PHY is a clause-22 copper PHY with autonegotiation.
+//
+// Autonegotiation runs only after software writes BMCR with AN enable and AN
+// restart (a PHY reset alone does not start it, and neither does power-on), and
+// completes AutonegDelay later if the cable is connected and the two sides share
+// a mode; then the link is up at the best common mode (1000 before 100 before 10,
+// full before half duplex). Unplugging drops the link at once; plugging back in
+// restarts autonegotiation if it had been started before. With AN disabled the
+// forced BMCR speed and duplex apply as soon as the cable is connected.
+//
+// BMSR's link status is latched low: after the link drops, the first BMSR read
+// returns 0 even if the link has come back. Safe for concurrent use.
+type PHY struct {
+	cfg    PHYConfig // immutable
+	delay  time.Duration
+	faults *Faults
+
+	up atomic.Bool // link up: read without the lock on fast paths
+
+	mu         sync.Mutex
+	bmcr       uint16
+	anar       uint16
+	ctrl1000   uint16
+	vendor     [32]uint16 // registers 16-31 other than 17: plain storage
+	connected  bool
+	anStarted  bool   // AN has been restarted since the last PHY reset
+	anDone     bool   // AN completed (partner pages received)
+	anGen      uint64 // bumps on every restart/abort; stale timers compare it
+	latchedLow bool   // link dropped since the last BMSR read
+	speed      int
+	full       bool
+	timer      *time.Timer
+	notify     func(nic.LinkState) // called without mu held on link changes
+}
+
+// NewPHY returns a PHY after power-on: registers at their reset values, link down.
+func NewPHY(cfg PHYConfig) *PHY {
+	p := &PHY{cfg: cfg, delay: cfg.AutonegDelay, faults: cfg.Faults}
+	if p.delay <= 0 {
+		p.delay = DefaultAutonegDelay
+	}
+	if p.faults == nil {
+		p.faults = &Faults{}
+	}
+	if p.cfg.PartnerAbility == 0 {
+		p.cfg.PartnerAbility = lpDefault
+	}
+	p.connected = !cfg.Unplugged
+	p.resetLocked()
+	return p
+}
+
+// Addr is the PHY's MDIO address.
+func (p *PHY) Addr() int { return p.cfg.Addr }
+
+// SetNotify registers f to be called (from any goroutine, without the PHY's
+// lock) whenever the link goes up or down.
+func (p *PHY) SetNotify(f func(nic.LinkState)) {
+	p.mu.Lock()
+	p.notify = f
+	p.mu.Unlock()
+}
+
+// LinkUp reports whether the link is up. Lock-free.
+func (p *PHY) LinkUp() bool { return p.up.Load() }
+
+// Link returns the resolved link state.
+func (p *PHY) Link() nic.LinkState {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.stateLocked()
+}
+
+func (p *PHY) stateLocked() nic.LinkState {
+	if !p.up.Load() {
+		return nic.LinkState{}
+	}
+	return nic.LinkState{Up: true, SpeedMbps: p.speed, FullDuplex: p.full}
+}
+
+// resetLocked puts the registers at their reset values and drops the link.
+func (p *PHY) resetLocked() {
+	p.bmcr = bmcrDefault
+	p.anar = anarDefault
+	p.ctrl1000 = ctrl1000Def
+	p.vendor = [32]uint16{}
+	p.anStarted = false
+	p.abortLocked()
+}
+
+// abortLocked stops autonegotiation and drops the link.
+func (p *PHY) abortLocked() {
+	p.anGen++
+	p.anDone = false
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+	}
+	p.setDownLocked()
+}
+
+func (p *PHY) setDownLocked() {
+	if p.up.Load() {
+		p.latchedLow = true
+	}
+	p.up.Store(false)
+	p.speed, p.full = 0, false
+}
+
+// restartLocked starts autonegotiation; it completes after the delay.
+func (p *PHY) restartLocked() {
+	p.abortLocked()
+	p.anStarted = true
+	if !p.connected || p.bmcr&BMCRPowerDown != 0 {
+		return
+	}
+	gen := p.anGen
+	p.timer = time.AfterFunc(p.delay, func() { p.complete(gen) })
+}
+
+func (p *PHY) complete(gen uint64) {
+	p.mu.Lock()
+	if gen != p.anGen || !p.connected {
+		p.mu.Unlock()
+		return
+	}
+	p.timer = nil
+	p.anDone = true
+	lp1000 := !p.cfg.PartnerNo1000
+	lp := p.cfg.PartnerAbility
+	switch {
+	case p.ctrl1000&Ctrl1000FD != 0 && lp1000:
+		p.speed, p.full = 1000, true
+	case p.ctrl1000&Ctrl1000HD != 0 && lp1000:
+		p.speed, p.full = 1000, false
+	case p.anar&lp&AN100FD != 0:
+		p.speed, p.full = 100, true
+	case p.anar&lp&AN100HD != 0:
+		p.speed, p.full = 100, false
+	case p.anar&lp&AN10FD != 0:
+		p.speed, p.full = 10, true
+	case p.anar&lp&AN10HD != 0:
+		p.speed, p.full = 10, false
+	default: // no common mode: negotiation ends, the link stays down
+		p.mu.Unlock()
+		return
+	}
+	p.up.Store(true)
+	st, f := p.stateLocked(), p.notify
+	p.mu.Unlock()
+	if f != nil {
+		f(st)
+	}
+}
+
+// forceLocked applies BMCR's forced speed and duplex (AN disabled).
+func (p *PHY) forceLocked() {
+	p.abortLocked()
+	if !p.connected || p.bmcr&BMCRPowerDown != 0 {
+		return
+	}
+	switch {
+	case p.bmcr&BMCRSpeed1000 != 0 && p.bmcr&BMCRSpeed100 == 0:
+		p.speed = 1000
+	case p.bmcr&BMCRSpeed100 != 0 && p.bmcr&BMCRSpeed1000 == 0:
+		p.speed = 100
+	default:
+		p.speed = 10
+	}
+	p.full = p.bmcr&BMCRFullDplx != 0
+	p.up.Store(true)
+}
+
+// SetConnected plugs the cable in (true) or pulls it (false).
+func (p *PHY) SetConnected(on bool) {
+	p.mu.Lock()
+	wasUp := p.up.Load()
+	p.connected = on
+	switch {
+	case !on:
+		p.abortLocked()
+	case p.bmcr&BMCRANEnable == 0:
+		p.forceLocked()
+	case p.anStarted:
+		p.restartLocked()
+	}
+	st, f := p.stateLocked(), p.notify
+	changed := wasUp != p.up.Load()
+	p.mu.Unlock()
+	if changed && f != nil {
+		f(st)
+	}
+}
+
+// Read returns MII register reg (0-31).
+func (p *PHY) Read(reg int) uint16 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch reg {
+	case MIIBMCR:
+		return p.bmcr
+	case MIIBMSR:
+		v := bmsrBase
+		if p.anDone {
+			v |= BMSRANComplete
+		}
+		if p.up.Load() && !p.latchedLow {
+			v |= BMSRLinkStatus
+		}
+		p.latchedLow = false
+		return v
+	case MIIPHYID1:
+		return p.cfg.ID1
+	case MIIPHYID2:
+		return p.cfg.ID2
+	case MIIANAR:
+		return p.anar
+	case MIIANLPAR:
+		if p.anDone {
+			return p.cfg.PartnerAbility
+		}
+		return 0
+	case MIIANER:
+		if p.anDone {
+			return 1 // link partner autonegotiation able
+		}
+		return 0
+	case MIICTRL1000:
+		return p.ctrl1000
+	case MIISTAT1000:
+		if !p.anDone {
+			return 0
+		}
+		var v uint16
+		if !p.cfg.PartnerNo1000 {
+			v |= lp1000Default
+		}
+		if p.up.Load() {
+			v |= Stat1000LocalRxOK | Stat1000RemoteRxOK
+		}
+		return v
+	case MIIESTATUS:
+		return esrDefault
+	case MIIPHYSTAT:
+		if !p.up.Load() {
+			return 0
+		}
+		v := PHYStatResolved | PHYStatLink
+		switch p.speed {
+		case 1000:
+			v |= 2 << PHYStatSpeedShift
+		case 100:
+			v |= 1 << PHYStatSpeedShift
+		}
+		if p.full {
+			v |= PHYStatDuplex
+		}
+		return v
+	}
+	if reg >= 16 && reg < 32 {
+		return p.vendor[reg]
+	}
+	return 0
+}
+
+// Write sets MII register reg (0-31). Writes to read-only registers are faults.
+func (p *PHY) Write(reg int, val uint16) {
+	p.mu.Lock()
+	wasUp := p.up.Load()
+	switch reg {
+	case MIIBMCR:
+		if val&BMCRReset != 0 {
+			p.resetLocked()
+			break
+		}
+		old := p.bmcr
+		p.bmcr = val &^ BMCRANRestart // restart self-clears
+		switch {
+		case val&BMCRANEnable == 0:
+			if old&BMCRANEnable != 0 || (old^val)&(BMCRSpeed100|BMCRSpeed1000|BMCRFullDplx|BMCRPowerDown) != 0 || !p.up.Load() {
+				p.forceLocked()
+			}
+		case val&BMCRPowerDown != 0:
+			p.abortLocked()
+		case val&BMCRANRestart != 0:
+			p.restartLocked()
+		case old&BMCRPowerDown != 0 && p.anStarted:
+			p.restartLocked() // power back up: negotiation resumes
+		}
+	case MIIANAR:
+		p.anar = val
+	case MIICTRL1000:
+		p.ctrl1000 = val
+	case MIIBMSR, MIIPHYID1, MIIPHYID2, MIIANLPAR, MIIANER, MIISTAT1000, MIIESTATUS, MIIPHYSTAT:
+		p.mu.Unlock()
+		p.faults.Add("mdio-write", miiName(reg), uint64(reg), "write of 0x%04x to a read-only PHY register", val)
+		return
+	default:
+		if reg >= 16 && reg < 32 {
+			p.vendor[reg] = val
+		}
+	}
+	st, f := p.stateLocked(), p.notify
+	changed := wasUp != p.up.Load()
+	p.mu.Unlock()
+	if changed && f != nil {
+		f(st)
+	}
+}
+
+func miiName(reg int) string {
+	switch reg {
+	case MIIBMCR:
+		return "BMCR"
+	case MIIBMSR:
+		return "BMSR"
+	case MIIPHYID1:
+		return "PHYID1"
+	case MIIPHYID2:
+		return "PHYID2"
+	case MIIANAR:
+		return "ANAR"
+	case MIIANLPAR:
+		return "ANLPAR"
+	case MIIANER:
+		return "ANER"
+	case MIICTRL1000:
+		return "CTRL1000"
+	case MIISTAT1000:
+		return "STAT1000"
+	case MIIESTATUS:
+		return "ESTATUS"
+	case MIIPHYSTAT:
+		return "PHYSTAT"
+	}
+	return "MII"
+}

@@ -1,0 +1,128 @@
+package sim
+
+import (
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+const testAN = 5 * time.Millisecond
+
+func waitUp(t *testing.T, p *PHY) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !p.LinkUp() {
+		if time.Now().After(deadline) {
+			t.Fatal("link did not come up within 2s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestPHYIdentityAndDefaults(t *testing.T) {
+	p := NewPHY(PHYConfig{Addr: 1, ID1: 0x0141, ID2: 0x0C00, AutonegDelay: testAN})
+	require.Equal(t, uint16(0x0141), p.Read(MIIPHYID1))
+	require.Equal(t, uint16(0x0C00), p.Read(MIIPHYID2))
+	require.Equal(t, bmcrDefault, p.Read(MIIBMCR))
+	require.Equal(t, anarDefault, p.Read(MIIANAR))
+	bmsr := p.Read(MIIBMSR)
+	require.Zero(t, bmsr&(BMSRLinkStatus|BMSRANComplete))
+	require.NotZero(t, bmsr&BMSRANAbility)
+	require.Equal(t, 1, p.Addr())
+}
+
+func TestPHYAutonegOnlyAfterRestart(t *testing.T) {
+	var notes atomic.Int32
+	p := NewPHY(PHYConfig{AutonegDelay: testAN})
+	p.SetNotify(func(nic.LinkState) { notes.Add(1) })
+	time.Sleep(4 * testAN)
+	require.False(t, p.LinkUp(), "power-on does not negotiate")
+	p.Write(MIIBMCR, BMCRANEnable|BMCRFullDplx|BMCRSpeed1000) // AN enable without restart
+	time.Sleep(4 * testAN)
+	require.False(t, p.LinkUp(), "AN enable alone does not negotiate")
+
+	start := time.Now()
+	p.Write(MIIBMCR, p.Read(MIIBMCR)|BMCRANRestart)
+	require.Zero(t, p.Read(MIIBMCR)&BMCRANRestart, "restart self-clears")
+	require.False(t, p.LinkUp(), "negotiation takes time")
+	waitUp(t, p)
+	require.GreaterOrEqual(t, time.Since(start), testAN)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}, p.Link())
+	bmsr := p.Read(MIIBMSR)
+	require.NotZero(t, bmsr&BMSRANComplete)
+	require.NotZero(t, bmsr&BMSRLinkStatus)
+	require.Equal(t, lpDefault, p.Read(MIIANLPAR))
+	require.NotZero(t, p.Read(MIISTAT1000)&Stat1000LPFD)
+	st := p.Read(MIIPHYSTAT)
+	require.Equal(t, uint16(2), st>>PHYStatSpeedShift)
+	require.NotZero(t, st&PHYStatDuplex)
+	require.Equal(t, int32(1), notes.Load())
+}
+
+func TestPHYLatchedLowAndCable(t *testing.T) {
+	p := NewPHY(PHYConfig{AutonegDelay: testAN})
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	p.SetConnected(false)
+	require.False(t, p.LinkUp())
+	require.Zero(t, p.Read(MIIANLPAR), "partner pages gone with the cable")
+	p.SetConnected(true) // negotiation resumes by itself
+	waitUp(t, p)
+	require.Zero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "first BMSR read after a drop reports the drop")
+	require.NotZero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "second read reports the current state")
+}
+
+func TestPHYResolutionAndReset(t *testing.T) {
+	p := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true})
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+
+	p.Write(MIIANAR, AN10HD|ANSelector)
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 10, FullDuplex: false}, p.Link())
+
+	p.Write(MIIBMCR, BMCRReset)
+	require.Zero(t, p.Read(MIIBMCR)&BMCRReset, "reset self-clears")
+	require.Equal(t, anarDefault, p.Read(MIIANAR), "reset restores defaults")
+	require.False(t, p.LinkUp(), "reset drops the link")
+	time.Sleep(4 * testAN)
+	require.False(t, p.LinkUp(), "reset does not restart negotiation")
+
+	// Forced 100 full duplex.
+	p.Write(MIIBMCR, BMCRSpeed100|BMCRFullDplx)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+	p.Write(MIIBMCR, BMCRSpeed100|BMCRFullDplx|BMCRPowerDown)
+	require.False(t, p.LinkUp())
+}
+
+func TestPHYNoCommonModeAndUnplugged(t *testing.T) {
+	p := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true, PartnerAbility: AN10HD | ANSelector})
+	p.Write(MIIANAR, AN100FD|ANSelector)
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	time.Sleep(6 * testAN)
+	require.False(t, p.LinkUp(), "no common mode: no link")
+
+	q := NewPHY(PHYConfig{AutonegDelay: testAN, Unplugged: true})
+	q.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	time.Sleep(4 * testAN)
+	require.False(t, q.LinkUp())
+	q.SetConnected(true)
+	waitUp(t, q)
+}
+
+func TestPHYReadOnlyWriteFaults(t *testing.T) {
+	f := &Faults{}
+	p := NewPHY(PHYConfig{Faults: f})
+	p.Write(MIIPHYID1, 0x1234)
+	p.Write(MIIBMSR, 0xFFFF)
+	require.Equal(t, 2, f.Count())
+	require.Equal(t, uint16(0), p.Read(MIIPHYID1))
+	p.Write(22, 0xBEEF) // vendor page register: storage
+	require.Equal(t, uint16(0xBEEF), p.Read(22))
+	require.Equal(t, 2, f.Count())
+}
