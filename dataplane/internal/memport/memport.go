@@ -1,0 +1,316 @@
+// Package memport is an in-memory nic.Port for the dataplane's tests: frames are
+// injected on its RX queues by the test (playing the wire and the device) and what
+// the dataplane sends is recorded byte for byte. It checks the contract as a
+// device would: a buffer handed to Send must be owned by the caller, Send takes no
+// more than the ring has room for, and one Send is one tail write.
+package memport
+
+import (
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Alloc is a dma.Allocator of plain Go memory with made-up IOVAs.
+type Alloc struct {
+	mu   sync.Mutex
+	next uint64
+}
+
+func (a *Alloc) Alloc(size, align int) (*dma.Region, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.next == 0 {
+		a.next = 1 << 32
+	}
+	r := &dma.Region{CPU: make([]byte, size), IOVA: a.next}
+	a.next += uint64(size+4095) &^ 4095
+	return r, nil
+}
+func (a *Alloc) Free(*dma.Region) error                  { return nil }
+func (a *Alloc) Sync(*dma.Region, int, int, dma.SyncDir) {}
+func (a *Alloc) Check(uint64, int) error                 { return nil }
+func (a *Alloc) Limit() uint64                           { return 0 }
+
+// Config shapes a Port.
+type Config struct {
+	Name     string
+	Queues   int  // 1 when 0
+	PoolSize int  // buffers per RX queue pool (1024 when 0)
+	RxRing   int  // frames an RX queue holds before dropping (512 when 0)
+	TxRing   int  // TX descriptors per queue (256 when 0)
+	Record   bool // keep a copy of every frame sent (allocates: not for benchmarks)
+	// AutoComplete makes Reclaim complete everything on the ring (true by default
+	// via New; set Hold to keep frames on the ring until Complete).
+	Hold bool
+}
+
+// Port is the in-memory port.
+type Port struct {
+	cfg  Config
+	mac  net.HardwareAddr
+	link atomic.Bool
+	rx   []*RxQueue
+	tx   []*TxQueue
+}
+
+// New makes a port with its link up.
+func New(cfg Config) (*Port, error) {
+	if cfg.Queues <= 0 {
+		cfg.Queues = 1
+	}
+	if cfg.PoolSize <= 0 {
+		cfg.PoolSize = 1024
+	}
+	if cfg.RxRing <= 0 {
+		cfg.RxRing = 512
+	}
+	if cfg.TxRing <= 0 {
+		cfg.TxRing = 256
+	}
+	if cfg.Name == "" {
+		cfg.Name = "mem0"
+	}
+	p := &Port{cfg: cfg, mac: net.HardwareAddr{0x02, 0, 0, 0, 0, byte(len(cfg.Name))}}
+	p.link.Store(true)
+	a := &Alloc{}
+	for i := 0; i < cfg.Queues; i++ {
+		pool, err := dma.NewPool(a, cfg.PoolSize, dma.DefaultFrameSize)
+		if err != nil {
+			return nil, err
+		}
+		p.rx = append(p.rx, &RxQueue{q: i, pool: pool, ring: make([]*dma.Buf, cfg.RxRing), irq: &IRQ{c: make(chan struct{}, 1)}})
+		p.tx = append(p.tx, &TxQueue{port: p, size: cfg.TxRing})
+	}
+	return p, nil
+}
+
+func (p *Port) Name() string              { return p.cfg.Name }
+func (p *Port) MAC() net.HardwareAddr     { return p.mac }
+func (p *Port) NumQueues() int            { return len(p.rx) }
+func (p *Port) RxQueue(i int) nic.RxQueue { return p.rx[i] }
+func (p *Port) TxQueue(i int) nic.TxQueue { return p.tx[i] }
+func (p *Port) Rx(i int) *RxQueue         { return p.rx[i] }
+func (p *Port) Tx(i int) *TxQueue         { return p.tx[i] }
+func (p *Port) SetPromisc(bool) error     { return nil }
+func (p *Port) SetLink(up bool)           { p.link.Store(up) }
+func (p *Port) Link() nic.LinkState {
+	if p.link.Load() {
+		return nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}
+	}
+	return nic.LinkState{}
+}
+func (p *Port) WaitLink(time.Duration) (nic.LinkState, error) { return p.Link(), nil }
+func (p *Port) Stats() []nic.Counter {
+	var nb uint64
+	for _, r := range p.rx {
+		nb += r.noBuf.Load()
+	}
+	return []nic.Counter{{Name: "rx_no_buffer_count", Value: nb}}
+}
+
+// Close frees what the RX rings hold.
+func (p *Port) Close() error {
+	for _, r := range p.rx {
+		r.mu.Lock()
+		for r.n > 0 {
+			r.ring[r.head].Free()
+			r.ring[r.head] = nil
+			r.head = (r.head + 1) % len(r.ring)
+			r.n--
+		}
+		r.mu.Unlock()
+	}
+	return nil
+}
+
+// CheckIdle checks every pool of the port.
+func (p *Port) CheckIdle() error {
+	for i, r := range p.rx {
+		if err := r.pool.CheckIdle(); err != nil {
+			return fmt.Errorf("%s queue %d: %w", p.cfg.Name, i, err)
+		}
+	}
+	return nil
+}
+
+// RxQueue plays the device's receive side.
+type RxQueue struct {
+	q     int
+	pool  *dma.Pool
+	mu    sync.Mutex
+	ring  []*dma.Buf
+	head  int
+	n     int
+	armed atomic.Bool
+	irq   *IRQ
+	noBuf atomic.Uint64
+	full  atomic.Uint64
+}
+
+// Inject receives one frame as the device would. It reports false when the frame
+// was dropped (no buffer or ring full).
+func (r *RxQueue) Inject(frame []byte) bool {
+	b := r.pool.Get()
+	if b == nil {
+		r.noBuf.Add(1)
+		return false
+	}
+	b.Len = copy(b.Mem[b.Off:], frame)
+	b.Queue = uint16(r.q)
+	b.SetOwner(dma.OwnerRx)
+	r.mu.Lock()
+	if r.n == len(r.ring) {
+		r.mu.Unlock()
+		b.SetOwner(dma.OwnerApp)
+		b.Free()
+		r.full.Add(1)
+		return false
+	}
+	r.ring[(r.head+r.n)%len(r.ring)] = b
+	r.n++
+	r.mu.Unlock()
+	if r.armed.Swap(false) {
+		r.irq.fire()
+	}
+	return true
+}
+
+// Pending is the number of frames waiting on the ring.
+func (r *RxQueue) Pending() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+func (r *RxQueue) Recv(bufs []*dma.Buf) int {
+	r.mu.Lock()
+	k := 0
+	for r.n > 0 && k < len(bufs) {
+		b := r.ring[r.head]
+		r.ring[r.head] = nil
+		r.head = (r.head + 1) % len(r.ring)
+		r.n--
+		b.SetOwner(dma.OwnerApp)
+		bufs[k] = b
+		k++
+	}
+	r.mu.Unlock()
+	return k
+}
+func (r *RxQueue) Pool() *dma.Pool { return r.pool }
+func (r *RxQueue) IRQ() nic.IRQ    { return r.irq }
+func (r *RxQueue) ArmIRQ() {
+	r.armed.Store(true)
+	if r.Pending() > 0 && r.armed.Swap(false) {
+		r.irq.fire()
+	}
+}
+
+// IRQ is a channel interrupt.
+type IRQ struct{ c chan struct{} }
+
+func (i *IRQ) fire() {
+	select {
+	case i.c <- struct{}{}:
+	default:
+	}
+}
+func (i *IRQ) Fd() int { return -1 }
+func (i *IRQ) Wait(timeout time.Duration) (bool, error) {
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case <-i.c:
+		return true, nil
+	case <-t.C:
+		return false, nil
+	}
+}
+
+// TxQueue plays the device's transmit side.
+type TxQueue struct {
+	port *Port
+	mu   sync.Mutex
+	size int
+	ring []*dma.Buf // posted, not yet completed
+	done int        // how many of ring the device has completed
+
+	tails   atomic.Uint64 // tail writes (Send calls that took something)
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	bad     atomic.Uint64 // buffers handed over by a non-owner
+	sent    [][]byte      // copies of sent frames when Record; guarded by mu
+}
+
+func (t *TxQueue) Send(bufs []*dma.Buf) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := min(len(bufs), t.size-len(t.ring))
+	for _, b := range bufs[:n] {
+		if b.Owner() == dma.OwnerFree || b.Owner() == dma.OwnerTx || b.Owner() == dma.OwnerRx {
+			t.bad.Add(1)
+		}
+		b.SetOwner(dma.OwnerTx)
+		t.ring = append(t.ring, b)
+		t.packets.Add(1)
+		t.bytes.Add(uint64(b.Len))
+		if t.port.cfg.Record {
+			t.sent = append(t.sent, append([]byte(nil), b.Data()...))
+		}
+	}
+	if n > 0 {
+		t.tails.Add(1)
+	}
+	if !t.port.cfg.Hold {
+		t.done = len(t.ring)
+	}
+	return n
+}
+
+// Complete marks everything on the ring transmitted (with Hold).
+func (t *TxQueue) Complete() {
+	t.mu.Lock()
+	t.done = len(t.ring)
+	t.mu.Unlock()
+}
+
+func (t *TxQueue) Reclaim() int {
+	t.mu.Lock()
+	n := t.done
+	for _, b := range t.ring[:n] {
+		b.SetOwner(dma.OwnerApp)
+		b.Free()
+	}
+	k := copy(t.ring, t.ring[n:])
+	clear(t.ring[k:])
+	t.ring = t.ring[:k]
+	t.done = 0
+	t.mu.Unlock()
+	return n
+}
+
+func (t *TxQueue) Free() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.size - len(t.ring)
+}
+
+// Sent returns copies of the frames sent so far (with Record) and forgets them.
+func (t *TxQueue) Sent() [][]byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.sent
+	t.sent = nil
+	return s
+}
+
+// Counts reports frames and tail writes.
+func (t *TxQueue) Counts() (packets, bytes, tails, bad uint64) {
+	return t.packets.Load(), t.bytes.Load(), t.tails.Load(), t.bad.Load()
+}

@@ -1,0 +1,401 @@
+package dataplane
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// bpfFBroadcast is BPF_F_BROADCAST (include/uapi/linux/bpf.h): redirect to every
+// devmap entry. Not supported: such redirects fail.
+const bpfFBroadcast = 1 << 3
+
+// errBadBounds is the fault of a program that left the frame's offsets outside
+// its buffer (a Runner bug; the interpreter never does).
+var errBadBounds = errors.New("program left data_meta/data/data_end outside the buffer")
+
+// devBulk is a bulk queue of frames for one target TX queue, owned by one poll
+// goroutine or CPU worker (the buffers in it are that goroutine's).
+type devBulk struct {
+	bufs [DevBulk]*dma.Buf
+	n    int
+}
+
+// cpuBulk is a bulk of frames for one CPU worker, owned by one poll goroutine.
+type cpuBulk struct {
+	ents  [CPUBulk]cpuEntry
+	n     int
+	limit int // the entry's qsize when last seen
+}
+
+// poller is one poll goroutine's state: everything in it belongs to that
+// goroutine, except pub (read by Snapshot) and xsks (swapped by BindXSK).
+type poller struct {
+	e     *Engine
+	port  *port
+	queue int
+	slot  int // per-CPU slot of the program
+	rxq   nic.RxQueue
+	pool  *dma.Pool
+	run   Runner
+	dump  Dumper
+
+	frame bpf.Frame
+	bufs  []*dma.Buf // received burst
+	drop  []*dma.Buf // frames to free at the end of the poll (all from pool)
+	tx    []*dma.Buf // XDP_TX frames
+	dev   []devBulk  // per target port
+	cpuq  []cpuBulk  // per CPU worker
+	xdirt []*XSK     // XSKs with unpublished frames
+	key   [4]byte    // scratch map key
+
+	faulted bool       // a frame was aborted during this poll
+	lastAct bpf.Action // the verdict of the last aborted frame of the poll
+	lastErr error      // its fault
+
+	xsks atomic.Pointer[[]*XSK] // XSKs bound to this queue; copy on write
+
+	ctr Counters // rx-side counters; written only by this goroutine
+	pub published
+}
+
+func newPoller(e *Engine, p *port, q int, rq nic.RxQueue, slot int) *poller {
+	pl := &poller{
+		e: e, port: p, queue: q, slot: slot, rxq: rq, pool: rq.Pool(),
+		run:  e.cfg.Program.NewRunner(slot),
+		dump: e.cfg.Dump,
+		bufs: make([]*dma.Buf, e.budget),
+		drop: make([]*dma.Buf, 0, e.budget),
+		tx:   make([]*dma.Buf, 0, e.budget),
+		dev:  make([]devBulk, len(e.cfg.Ports)),
+	}
+	pl.frame.IngressIfindex = p.ifindex
+	pl.frame.RxQueueIndex = uint32(q)
+	empty := []*XSK{}
+	pl.xsks.Store(&empty)
+	return pl
+}
+
+// loop is the poll goroutine of one RX queue. It runs on a locked OS thread,
+// pinned to cpu when cpu >= 0, and reports on ready whether it started.
+func (p *poller) loop(cpu int, ready chan<- error) {
+	defer p.e.wg.Done()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if cpu >= 0 {
+		if err := pinCPU(cpu); err != nil {
+			ready <- fmt.Errorf("dataplane: port %s queue %d: pinning to CPU %d: %w", p.port.p.Name(), p.queue, cpu, err)
+			return
+		}
+	}
+	ready <- nil
+	irq := p.rxq.IRQ()
+	busy := p.e.cfg.BusyPoll
+	idle := 0
+	for !p.e.stop.Load() {
+		if p.poll() > 0 {
+			idle = 0
+			continue
+		}
+		idle++
+		if busy {
+			if idle%64 == 0 {
+				p.reclaimOwn()
+			}
+			continue
+		}
+		p.reclaimOwn()
+		p.rxq.ArmIRQ()
+		if p.poll() > 0 {
+			idle = 0
+			continue
+		}
+		if irq != nil {
+			if _, err := irq.Wait(p.e.idle); err != nil {
+				p.e.fail(fmt.Errorf("dataplane: port %s queue %d: waiting for its interrupt: %w (polling instead)", p.port.p.Name(), p.queue, err))
+				irq = nil
+			}
+			continue
+		}
+		// No interrupt: back off a little.
+		select {
+		case <-p.e.done:
+		case <-time.After(100 * time.Microsecond):
+		}
+	}
+	p.reclaimOwn()
+	if p.faulted {
+		p.recordFault()
+	}
+	p.pub.publish(&p.ctr, &rxSide)
+}
+
+// reclaimOwn hands back what the port's own TX queue has sent.
+func (p *poller) reclaimOwn() {
+	t := p.port.txqs[p.queue%len(p.port.txqs)]
+	t.mu.Lock()
+	t.reclaim()
+	t.mu.Unlock()
+}
+
+// poll takes one burst, runs the program on every frame and acts on the
+// verdicts; every queue it filled is flushed before it returns.
+func (p *poller) poll() int {
+	n := p.rxq.Recv(p.bufs)
+	if n == 0 {
+		return 0
+	}
+	f := &p.frame
+	for i, b := range p.bufs[:n] {
+		p.bufs[i] = nil
+		p.ctr[RxPackets]++
+		p.ctr[RxBytes] += uint64(b.Len)
+		f.Buf = b.Mem
+		f.Data = b.Off
+		f.DataMeta = b.Off - b.Meta
+		f.DataEnd = b.Off + b.Len
+		act := p.run.Run(f)
+		if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(b.Mem) {
+			p.abort(b, act, errBadBounds)
+			continue
+		}
+		b.Off, b.Len, b.Meta = f.Data, f.DataEnd-f.Data, f.Data-f.DataMeta
+		if p.dump != nil && p.dump.Want(act) {
+			p.dump.Dump(p.port.idx, p.queue, act, b.Data())
+		}
+		switch act {
+		case bpf.ActionDrop:
+			p.ctr[RxXDPDrop]++
+			p.drop = append(p.drop, b)
+		case bpf.ActionTX:
+			p.ctr[RxXDPTx]++
+			p.tx = append(p.tx, b)
+		case bpf.ActionRedirect:
+			p.ctr[RxXDPRedirect]++
+			if !p.redirect(b) {
+				p.ctr[RxXDPRedirectErrors]++
+				p.drop = append(p.drop, b)
+			}
+		case bpf.ActionPass:
+			p.ctr[RxXDPPass]++
+			p.pass(b)
+		default:
+			p.abort(b, act, p.run.Fault())
+		}
+	}
+	p.flush()
+	return n
+}
+
+// abort drops a frame whose program aborted or faulted, keeping the reason; the
+// last one of a poll becomes the port's last fault (one record per burst, so a
+// storm of faults costs no allocation per frame).
+func (p *poller) abort(b *dma.Buf, act bpf.Action, err error) {
+	p.ctr[RxXDPAborted]++
+	p.drop = append(p.drop, b)
+	p.faulted, p.lastAct, p.lastErr = true, act, err
+}
+
+// recordFault keeps the last abort of the poll as the port's last fault.
+func (p *poller) recordFault() {
+	what := "XDP_ABORTED"
+	switch {
+	case p.lastErr != nil:
+		what = "program fault"
+	case p.lastAct != bpf.ActionAborted:
+		what = fmt.Sprintf("invalid verdict %d", uint32(p.lastAct))
+	}
+	p.port.fault.Store(&faultRecord{queue: p.queue, err: p.lastErr, what: what})
+	p.faulted, p.lastErr = false, nil
+}
+
+// pass hands the frame to the port's stack and frees it.
+func (p *poller) pass(b *dma.Buf) {
+	if st := p.port.cfg.Stack; st == nil || st.Deliver(b.Data()) != nil {
+		p.ctr[RxXDPPassErrors]++
+	}
+	p.drop = append(p.drop, b)
+}
+
+// redirect queues b for the target of the last XDP_REDIRECT. It reports false
+// when there is no such target; b then stays with the caller.
+func (p *poller) redirect(b *dma.Buf) bool {
+	rd := p.run.Redirect()
+	switch rd.Kind {
+	case bpf.RedirectIfindex, bpf.RedirectDevMap:
+		if rd.Flags&bpfFBroadcast != 0 {
+			return false
+		}
+		t := p.e.portByIfindex(rd.Ifindex)
+		if t == nil {
+			return false
+		}
+		bq := &p.dev[t.idx]
+		b.SetOwner(dma.OwnerQueue)
+		bq.bufs[bq.n] = b
+		bq.n++
+		if bq.n == DevBulk {
+			p.flushDev(t, bq)
+		}
+		return true
+	case bpf.RedirectCPUMap:
+		return p.toCPU(rd, b)
+	case bpf.RedirectXSKMap:
+		return p.toXSK(rd, b)
+	}
+	return false
+}
+
+// flushDev sends a bulk on the target's TX queue with the same index as ours.
+func (p *poller) flushDev(t *port, bq *devBulk) {
+	flushDevBulk(t, p.queue, bq)
+}
+
+// flushDevBulk sends bq on TX queue q (modulo their number) of t; what the ring
+// cannot take, or everything when t's link is down, counts as
+// tx_xdp_xmit_errors and is freed.
+func flushDevBulk(t *port, q int, bq *devBulk) {
+	tq := t.txqs[q%len(t.txqs)]
+	n := bq.n
+	tq.mu.Lock()
+	sent := 0
+	if t.linkUp.Load() {
+		sent = tq.send(bq.bufs[:n])
+	}
+	tq.ctr[TxXDPXmit] += uint64(sent)
+	tq.ctr[TxXDPXmitErrors] += uint64(n - sent)
+	tq.publishTx()
+	tq.mu.Unlock()
+	for i := sent; i < n; i++ {
+		bq.bufs[i].Free()
+	}
+	clear(bq.bufs[:n])
+	bq.n = 0
+}
+
+// publishTx stores the TX-side counters; the caller holds t.mu.
+func (t *txq) publishTx() {
+	t.pub[TxPackets].Store(t.ctr[TxPackets])
+	t.pub[TxBytes].Store(t.ctr[TxBytes])
+	t.pub[TxXDPXmit].Store(t.ctr[TxXDPXmit])
+	t.pub[TxXDPXmitErrors].Store(t.ctr[TxXDPXmitErrors])
+	t.pub[TxStack].Store(t.ctr[TxStack])
+	t.pub[TxStackErrors].Store(t.ctr[TxStackErrors])
+}
+
+// toCPU queues b for the CPU worker of the cpumap entry.
+func (p *poller) toCPU(rd bpf.Redirect, b *dma.Buf) bool {
+	k := int(rd.Key)
+	if rd.Map == nil || k >= len(p.cpuq) {
+		return false
+	}
+	binary.LittleEndian.PutUint32(p.key[:], rd.Key)
+	v := rd.Map.Lookup(p.key[:], p.slot)
+	if len(v) < 4 {
+		return false
+	}
+	qsize := binary.LittleEndian.Uint32(v)
+	if qsize == 0 {
+		return false
+	}
+	var prog uint32
+	if len(v) >= 8 {
+		prog = binary.LittleEndian.Uint32(v[4:])
+	}
+	cb := &p.cpuq[k]
+	b.SetOwner(dma.OwnerQueue)
+	cb.ents[cb.n] = cpuEntry{b: b, port: int32(p.port.idx), prog: prog}
+	cb.n++
+	cb.limit = int(qsize)
+	if cb.n == CPUBulk {
+		p.flushCPU(k)
+	}
+	return true
+}
+
+func (p *poller) flushCPU(k int) {
+	cb := &p.cpuq[k]
+	taken := p.e.workers[k].push(cb.ents[:cb.n], cb.limit)
+	for i := taken; i < cb.n; i++ {
+		cb.ents[i].b.Free()
+	}
+	p.ctr[RingFull] += uint64(cb.n - taken)
+	clear(cb.ents[:cb.n])
+	cb.n = 0
+}
+
+// toXSK puts b on the ring of the XSK bound at the xskmap entry, which must be
+// bound to this port and queue (as the kernel requires).
+func (p *poller) toXSK(rd bpf.Redirect, b *dma.Buf) bool {
+	if rd.Map == nil {
+		return false
+	}
+	var x *XSK
+	for _, c := range *p.xsks.Load() {
+		if c.key == rd.Key && c.mapName == rd.Map.Spec().Name {
+			x = c
+			break
+		}
+	}
+	if x == nil || x.closed.Load() {
+		return false
+	}
+	if !x.produce(b) {
+		p.ctr[RingFull]++
+		p.drop = append(p.drop, b)
+		return true
+	}
+	if !x.dirty {
+		x.dirty = true
+		p.xdirt = append(p.xdirt, x)
+	}
+	return true
+}
+
+// flush empties every queue the poll filled.
+func (p *poller) flush() {
+	if len(p.tx) > 0 {
+		t := p.port.txqs[p.queue%len(p.port.txqs)]
+		t.mu.Lock()
+		sent := t.send(p.tx)
+		t.publishTx()
+		t.mu.Unlock()
+		if sent < len(p.tx) {
+			p.ctr[RxXDPTxErrors] += uint64(len(p.tx) - sent)
+			p.drop = append(p.drop, p.tx[sent:]...)
+		}
+		clear(p.tx)
+		p.tx = p.tx[:0]
+	}
+	for i := range p.dev {
+		if p.dev[i].n > 0 {
+			p.flushDev(p.e.ports[i], &p.dev[i])
+		}
+	}
+	for k := range p.cpuq {
+		if p.cpuq[k].n > 0 {
+			p.flushCPU(k)
+		}
+	}
+	for _, x := range p.xdirt {
+		x.publish()
+	}
+	clear(p.xdirt)
+	p.xdirt = p.xdirt[:0]
+	if len(p.drop) > 0 {
+		p.pool.PutBurst(p.drop)
+		clear(p.drop)
+		p.drop = p.drop[:0]
+	}
+	if p.faulted {
+		p.recordFault()
+	}
+	p.pub.publish(&p.ctr, &rxSide)
+}

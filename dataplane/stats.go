@@ -1,0 +1,171 @@
+package dataplane
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Counter indexes one per-queue counter. Names follow the kernel fec driver's
+// ethtool names where it has one (fec_main.c: rx_xdp_redirect, rx_xdp_pass,
+// rx_xdp_drop, rx_xdp_tx, rx_xdp_tx_errors, tx_xdp_xmit, tx_xdp_xmit_errors).
+type Counter uint8
+
+const (
+	RxPackets           Counter = iota // frames taken from the RX ring
+	RxBytes                            // their bytes as received
+	TxPackets                          // frames put on the TX ring (any source)
+	TxBytes                            // their bytes
+	RxXDPDrop                          // XDP_DROP verdicts
+	RxXDPPass                          // XDP_PASS verdicts
+	RxXDPTx                            // XDP_TX verdicts
+	RxXDPRedirect                      // XDP_REDIRECT verdicts (failed ones included)
+	RxXDPTxErrors                      // XDP_TX frames the TX ring could not take
+	TxXDPXmit                          // redirected frames this queue transmitted
+	TxXDPXmitErrors                    // redirected frames refused (ring full, link down)
+	RxXDPAborted                       // XDP_ABORTED, program faults, unknown verdicts
+	RxXDPRedirectErrors                // redirects to no target (missing entry, bad queue)
+	RxXDPPassErrors                    // XDP_PASS frames the stack refused or no stack
+	RingFull                           // frames dropped on a full software ring (cpumap, XSK)
+	NoBuffer                           // frames lost for want of a buffer (TAP to port)
+	TxStack                            // frames the host stack (TAP) sent out of the port
+	TxStackErrors                      // of those, frames the TX ring could not take
+
+	NumCounters // number of counters
+)
+
+var counterNames = [NumCounters]string{
+	RxPackets:           "rx_packets",
+	RxBytes:             "rx_bytes",
+	TxPackets:           "tx_packets",
+	TxBytes:             "tx_bytes",
+	RxXDPDrop:           "rx_xdp_drop",
+	RxXDPPass:           "rx_xdp_pass",
+	RxXDPTx:             "rx_xdp_tx",
+	RxXDPRedirect:       "rx_xdp_redirect",
+	RxXDPTxErrors:       "rx_xdp_tx_errors",
+	TxXDPXmit:           "tx_xdp_xmit",
+	TxXDPXmitErrors:     "tx_xdp_xmit_errors",
+	RxXDPAborted:        "rx_xdp_aborted",
+	RxXDPRedirectErrors: "rx_xdp_redirect_errors",
+	RxXDPPassErrors:     "rx_xdp_pass_errors",
+	RingFull:            "ring_full_drops",
+	NoBuffer:            "no_buffer_drops",
+	TxStack:             "tx_stack",
+	TxStackErrors:       "tx_stack_errors",
+}
+
+func (c Counter) String() string {
+	if c < NumCounters {
+		return counterNames[c]
+	}
+	return fmt.Sprintf("Counter(%d)", uint8(c))
+}
+
+// Counters is one set of counter values.
+type Counters [NumCounters]uint64
+
+// Get returns the value of counter c (0 for an invalid c).
+func (cs *Counters) Get(c Counter) uint64 {
+	if c >= NumCounters {
+		return 0
+	}
+	return cs[c]
+}
+
+func (cs *Counters) add(o *Counters) {
+	for i := range cs {
+		cs[i] += o[i]
+	}
+}
+
+// Map returns the counters by name, for JSON.
+func (cs *Counters) Map() map[string]uint64 {
+	m := make(map[string]uint64, NumCounters)
+	for i, v := range cs {
+		m[counterNames[i]] = v
+	}
+	return m
+}
+
+// published is a set of counters other goroutines may read while one writer
+// stores to them.
+type published [NumCounters]atomic.Uint64
+
+// publish stores the writer's private counters, the ones in mask only.
+func (p *published) publish(c *Counters, mask *[NumCounters]bool) {
+	for i := range c {
+		if mask[i] {
+			p[i].Store(c[i])
+		}
+	}
+}
+
+func (p *published) load(into *Counters, mask *[NumCounters]bool) {
+	for i := range p {
+		if mask[i] {
+			into[i] += p[i].Load()
+		}
+	}
+}
+
+// Which side writes each counter: rxSide counters belong to the poll goroutine,
+// txSide counters to whoever holds the TX queue's mutex.
+var rxSide, txSide [NumCounters]bool
+
+func init() {
+	for _, c := range []Counter{TxPackets, TxBytes, TxXDPXmit, TxXDPXmitErrors, TxStack, TxStackErrors} {
+		txSide[c] = true
+	}
+	for i := range rxSide {
+		rxSide[i] = !txSide[i]
+	}
+}
+
+// QueueStats are the counters of one queue pair.
+type QueueStats struct {
+	Queue    int      `json:"queue"`
+	Counters Counters `json:"-"`
+}
+
+// PortStats are the counters of one port: the sum of its queues, the device's
+// hardware counters, and the last program fault seen on it.
+type PortStats struct {
+	Name      string        `json:"name"`
+	Ifindex   uint32        `json:"ifindex"`
+	Link      nic.LinkState `json:"link"`
+	Counters  Counters      `json:"-"`
+	Queues    []QueueStats  `json:"-"`
+	Hardware  []nic.Counter `json:"-"`
+	LastFault string        `json:"last_fault,omitempty"`
+}
+
+// WorkerStats are the counters of one cpumap worker.
+type WorkerStats struct {
+	CPU       int    `json:"cpu"`
+	Processed uint64 `json:"processed"`
+	Drop      uint64 `json:"drop"`
+	Pass      uint64 `json:"pass"`
+	Redirect  uint64 `json:"redirect"`
+	Errors    uint64 `json:"errors"`
+	RingFull  uint64 `json:"ring_full"`
+}
+
+// Snapshot is the state of every counter at one time.
+type Snapshot struct {
+	Time    time.Time     `json:"time"`
+	Ports   []PortStats   `json:"ports"`
+	Workers []WorkerStats `json:"cpumap_workers,omitempty"`
+	XSKs    []XSKStats    `json:"xsks,omitempty"`
+}
+
+// Totals sums the counters of every port.
+func (s *Snapshot) Totals() Counters {
+	var t Counters
+	for i := range s.Ports {
+		t.add(&s.Ports[i].Counters)
+	}
+	return t
+}
