@@ -1,0 +1,518 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/cilium/ebpf/asm"
+)
+
+// Load-time check failures. A *LoadError wraps one of them.
+var (
+	ErrEmptyProgram     = errors.New("empty program")
+	ErrTruncated        = errors.New("program length is not a multiple of 8 bytes")
+	ErrUnknownOpcode    = errors.New("unknown or malformed opcode")
+	ErrBadRegister      = errors.New("register number out of range")
+	ErrWriteR10         = errors.New("write to the read-only frame pointer r10")
+	ErrJumpOutOfRange   = errors.New("jump out of range")
+	ErrJumpIntoWide     = errors.New("jump into the middle of a wide (lddw) instruction")
+	ErrFallOffEnd       = errors.New("execution can fall off the end of the program")
+	ErrBadHelper        = errors.New("unknown helper")
+	ErrHelperNotAllowed = errors.New("helper not implemented for XDP programs")
+	ErrUnresolvedMap    = errors.New("unresolved map reference")
+	ErrBadWideLoad      = errors.New("malformed lddw")
+	ErrKfunc            = errors.New("kfunc calls are not supported")
+	ErrTooLarge         = errors.New("program too large")
+)
+
+// maxInsns is the kernel's BPF_COMPLEXITY_LIMIT_INSNS for program size.
+const maxInsns = 1_000_000
+
+// LoadError is a program rejected at load: it names the program, the
+// instruction index (in 8-byte slots) and its disassembly.
+type LoadError struct {
+	Program string
+	Index   int // -1 when the error is about the whole program
+	Insn    string
+	Err     error
+}
+
+func (e *LoadError) Error() string {
+	if e.Index < 0 {
+		return fmt.Sprintf("program %s: %v", e.Program, e.Err)
+	}
+	return fmt.Sprintf("program %s: instruction %d (%s): %v", e.Program, e.Index, e.Insn, e.Err)
+}
+
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// disasmAt formats the instruction at slot i of raw, with cilium/ebpf's
+// disassembler, or as hex when it cannot be decoded.
+func disasmAt(raw []byte, i int) string {
+	if i < 0 || (i+1)*insnSize > len(raw) {
+		return "?"
+	}
+	var ins asm.Instruction
+	if err := ins.Unmarshal(bytes.NewReader(raw[i*insnSize:]), binary.LittleEndian, "linux"); err != nil {
+		return fmt.Sprintf("%x", raw[i*insnSize:(i+1)*insnSize])
+	}
+	s := fmt.Sprint(ins)
+	return strings.TrimSpace(s)
+}
+
+// decodeEnv resolves what an instruction stream refers to outside itself.
+type decodeEnv struct {
+	name string
+	// mapRefs names the map each lddw at a slot index refers to (ELF
+	// relocations); nil for bare programs.
+	mapRefs map[int]string
+	// mapHandle returns the collection's number for a map name.
+	mapHandle func(name string) (int, bool)
+	// mapValue returns the static region number of the value of a map usable
+	// for direct value access, and the value size.
+	mapValue func(name string) (region int, size uint32, ok bool)
+	// helper reports whether helper id is implemented.
+	helper func(id int32) bool
+}
+
+// decodeProgram checks a raw instruction stream and turns it into the
+// interpreter's form. It also returns the set of subprogram entries (targets
+// of local calls and function pointers), for callbacks.
+func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
+	fail := func(i int, err error) error {
+		return &LoadError{Program: env.name, Index: i, Insn: disasmAt(raw, i), Err: err}
+	}
+	if len(raw) == 0 {
+		return nil, nil, &LoadError{Program: env.name, Index: -1, Err: ErrEmptyProgram}
+	}
+	if len(raw)%insnSize != 0 {
+		return nil, nil, &LoadError{Program: env.name, Index: -1, Err: ErrTruncated}
+	}
+	n := len(raw) / insnSize
+	if n > maxInsns {
+		return nil, nil, &LoadError{Program: env.name, Index: -1, Err: ErrTooLarge}
+	}
+	rs := make([]rawInsn, n)
+	wide := make([]bool, n) // second slot of an lddw
+	for i := range n {
+		rs[i] = decodeRaw(raw[i*insnSize:])
+	}
+	for i := 0; i < n; i++ {
+		if rs[i].op == classLD|sizeDW|modeIMM {
+			if i+1 >= n {
+				return nil, nil, fail(i, fmt.Errorf("%w: missing second slot", ErrBadWideLoad))
+			}
+			w := rs[i+1]
+			if w.op != 0 || w.dst != 0 || w.src != 0 || w.off != 0 {
+				return nil, nil, fail(i, fmt.Errorf("%w: second slot must be zero but for its immediate", ErrBadWideLoad))
+			}
+			wide[i+1] = true
+			i++
+		}
+	}
+	code := make([]insn, n)
+	funcs := make([]bool, n)
+	funcs[0] = true
+	target := func(i int, rel int64) (int32, error) {
+		t := int64(i) + 1 + rel
+		if t < 0 || t >= int64(n) {
+			return 0, fail(i, fmt.Errorf("%w: target %d of %d instructions", ErrJumpOutOfRange, t, n))
+		}
+		if wide[t] {
+			return 0, fail(i, fmt.Errorf("%w: target %d", ErrJumpIntoWide, t))
+		}
+		return int32(t), nil
+	}
+	for i := 0; i < n; i++ {
+		r := rs[i]
+		if r.dst > 10 || r.src > 10 {
+			return nil, nil, fail(i, ErrBadRegister)
+		}
+		in := insn{dst: r.dst, src: r.src, off: int32(r.off), imm: int64(r.imm)}
+		class := r.op & 0x07
+		switch class {
+		case classALU, classALU64:
+			o, err := decodeALU(r, class == classALU64)
+			if err != nil {
+				return nil, nil, fail(i, err)
+			}
+			if r.dst == 10 {
+				return nil, nil, fail(i, ErrWriteR10)
+			}
+			in.op = o
+			switch o {
+			case opLsh64K, opRsh64K, opArsh64K:
+				in.imm = int64(r.imm) & 63
+			case opLsh32K, opRsh32K, opArsh32K:
+				in.imm = int64(r.imm) & 31
+			case opAdd32K, opSub32K, opMul32K, opDiv32K, opMod32K, opOr32K, opAnd32K, opXor32K, opMov32K:
+				in.imm = int64(uint32(r.imm))
+			}
+		case classJMP, classJMP32:
+			o, err := decodeJump(r, class == classJMP32)
+			if err != nil {
+				return nil, nil, fail(i, err)
+			}
+			in.op = o
+			switch o {
+			case opExit:
+			case opCall:
+				if !env.helper(r.imm) {
+					if r.imm <= 0 || r.imm > maxKnownHelper {
+						return nil, nil, fail(i, fmt.Errorf("%w: id %d", ErrBadHelper, r.imm))
+					}
+					return nil, nil, fail(i, fmt.Errorf("%w: %s (%d)", ErrHelperNotAllowed, helperName(r.imm), r.imm))
+				}
+				if r.imm == helperTailCall {
+					in.op = opTailCall
+				}
+			case opCallLocal:
+				t, err := target(i, int64(r.imm))
+				if err != nil {
+					return nil, nil, err
+				}
+				in.imm = int64(t)
+				funcs[t] = true
+				if int(t) <= i {
+					in.back = 1
+				}
+			case opCallX:
+				// Target checked at run time.
+			default:
+				rel := int64(r.off)
+				if o == opJA && class == classJMP32 {
+					rel = int64(r.imm)
+				}
+				t, err := target(i, rel)
+				if err != nil {
+					return nil, nil, err
+				}
+				in.off = t
+				if int(t) <= i {
+					in.back = 1
+				}
+				if o32K(o) {
+					in.imm = int64(uint32(r.imm))
+				}
+			}
+		case classLDX:
+			o, err := decodeLoad(r)
+			if err != nil {
+				return nil, nil, fail(i, err)
+			}
+			if r.dst == 10 {
+				return nil, nil, fail(i, ErrWriteR10)
+			}
+			in.op = o
+		case classST, classSTX:
+			o, err := decodeStore(r, class == classSTX)
+			if err != nil {
+				return nil, nil, fail(i, err)
+			}
+			in.op = o
+			if o == opAtomic32 || o == opAtomic64 {
+				if r.imm&atomicFetch != 0 && r.imm != atomicCmpXchg && r.src == 10 {
+					return nil, nil, fail(i, ErrWriteR10)
+				}
+			}
+		case classLD:
+			if r.op != classLD|sizeDW|modeIMM {
+				return nil, nil, fail(i, fmt.Errorf("%w: legacy packet loads (LD_ABS/LD_IND) are not allowed in XDP", ErrUnknownOpcode))
+			}
+			if r.dst == 10 {
+				return nil, nil, fail(i, ErrWriteR10)
+			}
+			hi := rs[i+1].imm
+			imm64 := int64(uint64(uint32(r.imm)) | uint64(uint32(hi))<<32)
+			ref, hasRef := env.mapRefs[i]
+			switch r.src {
+			case 0:
+				in.op, in.imm = opLdImm64, imm64
+			case pseudoMapFD, pseudoMapIdx:
+				if !hasRef || env.mapHandle == nil {
+					return nil, nil, fail(i, ErrUnresolvedMap)
+				}
+				h, ok := env.mapHandle(ref)
+				if !ok {
+					return nil, nil, fail(i, fmt.Errorf("%w: map %q", ErrUnresolvedMap, ref))
+				}
+				in.op, in.imm = opLdMap, int64(h)
+			case pseudoMapValue, pseudoMapIdxValue:
+				if !hasRef || env.mapValue == nil {
+					return nil, nil, fail(i, ErrUnresolvedMap)
+				}
+				reg, size, ok := env.mapValue(ref)
+				if !ok {
+					return nil, nil, fail(i, fmt.Errorf("%w: no direct value access to map %q", ErrUnresolvedMap, ref))
+				}
+				off := uint32(hi)
+				if off >= size {
+					return nil, nil, fail(i, fmt.Errorf("%w: offset %d past the %d-byte value of %q", ErrBadWideLoad, off, size, ref))
+				}
+				in.op, in.imm = opLdMapValue, int64(uint64(reg)<<32|uint64(off))
+			case pseudoFunc:
+				t, err := target(i, int64(r.imm))
+				if err != nil {
+					return nil, nil, err
+				}
+				funcs[t] = true
+				in.op, in.imm = opLdFunc, int64(t)
+			default:
+				return nil, nil, fail(i, fmt.Errorf("%w: source %d", ErrBadWideLoad, r.src))
+			}
+			code[i] = in
+			code[i+1] = insn{op: opNop}
+			i++
+			continue
+		}
+		code[i] = in
+	}
+	// Falling off the end: the last instruction must not continue to the next.
+	last := code[n-1]
+	if wide[n-1] || (last.op != opExit && last.op != opJA) {
+		return nil, nil, fail(n-1, ErrFallOffEnd)
+	}
+	return code, funcs, nil
+}
+
+func o32K(o op) bool {
+	switch o {
+	case opJEQ32K, opJGT32K, opJGE32K, opJSET32K, opJNE32K, opJSGT32K, opJSGE32K,
+		opJLT32K, opJLE32K, opJSLT32K, opJSLE32K:
+		return true
+	}
+	return false
+}
+
+func decodeALU(r rawInsn, is64 bool) (op, error) {
+	x := r.op&srcX != 0
+	code := r.op & 0xf0
+	bad := fmt.Errorf("%w: 0x%02x", ErrUnknownOpcode, r.op)
+	pick := func(k64, x64, k32, x32 op) op {
+		switch {
+		case is64 && x:
+			return x64
+		case is64:
+			return k64
+		case x:
+			return x32
+		}
+		return k32
+	}
+	if r.off != 0 && code != aluDiv && code != aluMod && code != aluMov {
+		return opInvalid, bad
+	}
+	switch code {
+	case aluAdd:
+		return pick(opAdd64K, opAdd64X, opAdd32K, opAdd32X), nil
+	case aluSub:
+		return pick(opSub64K, opSub64X, opSub32K, opSub32X), nil
+	case aluMul:
+		return pick(opMul64K, opMul64X, opMul32K, opMul32X), nil
+	case aluDiv:
+		switch r.off {
+		case 0:
+			return pick(opDiv64K, opDiv64X, opDiv32K, opDiv32X), nil
+		case 1:
+			return pick(opSDiv64K, opSDiv64X, opSDiv32K, opSDiv32X), nil
+		}
+	case aluMod:
+		switch r.off {
+		case 0:
+			return pick(opMod64K, opMod64X, opMod32K, opMod32X), nil
+		case 1:
+			return pick(opSMod64K, opSMod64X, opSMod32K, opSMod32X), nil
+		}
+	case aluOr:
+		return pick(opOr64K, opOr64X, opOr32K, opOr32X), nil
+	case aluAnd:
+		return pick(opAnd64K, opAnd64X, opAnd32K, opAnd32X), nil
+	case aluLsh:
+		return pick(opLsh64K, opLsh64X, opLsh32K, opLsh32X), nil
+	case aluRsh:
+		return pick(opRsh64K, opRsh64X, opRsh32K, opRsh32X), nil
+	case aluArsh:
+		return pick(opArsh64K, opArsh64X, opArsh32K, opArsh32X), nil
+	case aluXor:
+		return pick(opXor64K, opXor64X, opXor32K, opXor32X), nil
+	case aluNeg:
+		if x {
+			return opInvalid, bad
+		}
+		if is64 {
+			return opNeg64, nil
+		}
+		return opNeg32, nil
+	case aluMov:
+		if r.off == 0 {
+			return pick(opMov64K, opMov64X, opMov32K, opMov32X), nil
+		}
+		if !x {
+			return opInvalid, bad
+		}
+		switch {
+		case is64 && r.off == 8:
+			return opMovSX8to64, nil
+		case is64 && r.off == 16:
+			return opMovSX16to64, nil
+		case is64 && r.off == 32:
+			return opMovSX32to64, nil
+		case !is64 && r.off == 8:
+			return opMovSX8to32, nil
+		case !is64 && r.off == 16:
+			return opMovSX16to32, nil
+		}
+	case aluEnd:
+		if is64 && x {
+			return opInvalid, bad
+		}
+		swap := is64 || x // ALU64 bswap, or ALU be (to big endian on this little-endian host)
+		switch r.imm {
+		case 16:
+			if swap {
+				return opSwap16, nil
+			}
+			return opTrunc16, nil
+		case 32:
+			if swap {
+				return opSwap32, nil
+			}
+			return opTrunc32, nil
+		case 64:
+			if swap {
+				return opSwap64, nil
+			}
+			return opNop, nil
+		}
+	}
+	return opInvalid, bad
+}
+
+func decodeJump(r rawInsn, is32 bool) (op, error) {
+	x := r.op&srcX != 0
+	code := r.op & 0xf0
+	bad := fmt.Errorf("%w: 0x%02x", ErrUnknownOpcode, r.op)
+	switch code {
+	case jmpJA:
+		if x {
+			return opInvalid, bad
+		}
+		return opJA, nil
+	case jmpCall:
+		if is32 {
+			return opInvalid, bad
+		}
+		if x {
+			return opCallX, nil
+		}
+		switch r.src {
+		case 0:
+			return opCall, nil
+		case pseudoCall:
+			return opCallLocal, nil
+		case pseudoKfuncCall:
+			return opInvalid, ErrKfunc
+		}
+		return opInvalid, bad
+	case jmpExit:
+		if is32 || x {
+			return opInvalid, bad
+		}
+		return opExit, nil
+	}
+	var base op
+	switch code {
+	case jmpJEQ:
+		base = opJEQ64K
+	case jmpJGT:
+		base = opJGT64K
+	case jmpJGE:
+		base = opJGE64K
+	case jmpJSET:
+		base = opJSET64K
+	case jmpJNE:
+		base = opJNE64K
+	case jmpJSGT:
+		base = opJSGT64K
+	case jmpJSGE:
+		base = opJSGE64K
+	case jmpJLT:
+		base = opJLT64K
+	case jmpJLE:
+		base = opJLE64K
+	case jmpJSLT:
+		base = opJSLT64K
+	case jmpJSLE:
+		base = opJSLE64K
+	default:
+		return opInvalid, bad
+	}
+	if is32 {
+		base += opJEQ32K - opJEQ64K
+	}
+	if x {
+		base++
+	}
+	return base, nil
+}
+
+func decodeLoad(r rawInsn) (op, error) {
+	switch r.op {
+	case classLDX | modeMEM | sizeB:
+		return opLdxB, nil
+	case classLDX | modeMEM | sizeH:
+		return opLdxH, nil
+	case classLDX | modeMEM | sizeW:
+		return opLdxW, nil
+	case classLDX | modeMEM | sizeDW:
+		return opLdxDW, nil
+	case classLDX | modeMEMSX | sizeB:
+		return opLdxSB, nil
+	case classLDX | modeMEMSX | sizeH:
+		return opLdxSH, nil
+	case classLDX | modeMEMSX | sizeW:
+		return opLdxSW, nil
+	}
+	return opInvalid, fmt.Errorf("%w: 0x%02x", ErrUnknownOpcode, r.op)
+}
+
+func decodeStore(r rawInsn, stx bool) (op, error) {
+	bad := fmt.Errorf("%w: 0x%02x", ErrUnknownOpcode, r.op)
+	mode := r.op & 0xe0
+	size := r.op & 0x18
+	if mode == modeATOMIC && stx {
+		switch r.imm {
+		case atomicAdd, atomicOr, atomicAnd, atomicXor,
+			atomicAdd | atomicFetch, atomicOr | atomicFetch, atomicAnd | atomicFetch, atomicXor | atomicFetch,
+			atomicXchg, atomicCmpXchg:
+		default:
+			return opInvalid, fmt.Errorf("%w: atomic operation 0x%x", ErrUnknownOpcode, r.imm)
+		}
+		switch size {
+		case sizeW:
+			return opAtomic32, nil
+		case sizeDW:
+			return opAtomic64, nil
+		}
+		return opInvalid, bad
+	}
+	if mode != modeMEM {
+		return opInvalid, bad
+	}
+	base := opStB
+	if stx {
+		base = opStxB
+	}
+	switch size {
+	case sizeB:
+		return base, nil
+	case sizeH:
+		return base + 1, nil
+	case sizeW:
+		return base + 2, nil
+	}
+	return base + 3, nil
+}

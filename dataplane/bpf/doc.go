@@ -1,0 +1,35 @@
+// Package bpf runs unmodified XDP programs compiled by clang (-target bpf) in an
+// interpreter with the kernel's semantics.
+//
+// Loading: LoadFile reads an ELF object through cilium/ebpf's CollectionSpec
+// (several programs, BTF and legacy maps, global data sections as single-entry
+// array maps with direct value access, bpf-to-bpf calls, program arrays). Every
+// program is checked once at load, in the spirit of the kernel's verifier
+// (unknown opcodes, jumps out of range or into the second half of lddw, falling
+// off the end, writes to r10, unknown or unimplemented helpers, unresolved map
+// references), then pre-decoded into a compact internal form: map and helper
+// references are resolved, jump targets made absolute, and each opcode variant
+// (imm/reg, 32/64-bit, sign-extending forms, sdiv/smod, ...) gets its own
+// internal operation so the hot loop does one switch per instruction.
+//
+// Execution: a Runner (one per poll goroutine; not safe for concurrent use)
+// runs a Program on a Frame (the xdp_buff). Pointers are tagged 64-bit values:
+// the high 32 bits name a region in the Runner's region table (context, stack,
+// packet, a map value, global data, a ring buffer record), the low 32 bits are
+// an offset into it. Every load and store is checked against the bounds of the
+// region it points into, so a program can never touch memory outside its
+// regions; pointer comparisons (data against data_end) and pointer arithmetic
+// work as in the kernel because both pointers carry the same tag. A violation,
+// an over-long run (the instruction budget, counted on backward jumps and calls)
+// or a bad helper argument ends the run with XDP_ABORTED, and Runner.Fault says
+// which instruction and why. The Runner never panics and does not allocate per
+// run.
+//
+// Run's context is the kernel's xdp_md: data, data_end, data_meta,
+// ingress_ifindex, rx_queue_index, egress_ifindex. Helpers respect the limits
+// measured on the kernel (adjust_head, adjust_tail, adjust_meta) and return the
+// kernel's errno values.
+//
+// RunRaw runs a bare instruction stream on a block of memory, as the
+// bpf_conformance suite does (r1 = memory, r2 = its length).
+package bpf

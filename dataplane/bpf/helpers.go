@@ -1,0 +1,613 @@
+package bpf
+
+import (
+	"encoding/binary"
+	"math"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// Helper numbers (include/uapi/linux/bpf.h, enum bpf_func_id / ___BPF_FUNC_MAPPER).
+const (
+	helperMapLookupElem    = 1
+	helperMapUpdateElem    = 2
+	helperMapDeleteElem    = 3
+	helperKtimeGetNs       = 5
+	helperTracePrintk      = 6
+	helperGetPrandomU32    = 7
+	helperGetSmpProcessor  = 8
+	helperTailCall         = 12
+	helperRedirect         = 23
+	helperCsumDiff         = 28
+	helperXdpAdjustHead    = 44
+	helperRedirectMap      = 51
+	helperXdpAdjustMeta    = 54
+	helperXdpAdjustTail    = 65
+	helperKtimeGetBootNs   = 125
+	helperRingbufOutput    = 130
+	helperRingbufReserve   = 131
+	helperRingbufSubmit    = 132
+	helperRingbufDiscard   = 133
+	helperKtimeGetCoarseNs = 160
+	helperLoop             = 181
+	helperXdpGetBuffLen    = 188
+	helperXdpLoadBytes     = 189
+	helperXdpStoreBytes    = 190
+	helperKtimeGetTaiNs    = 208
+
+	// maxKnownHelper is the highest helper number of the kernel this was
+	// written against (6.18: __BPF_FUNC_MAX_ID - 1 = 211).
+	maxKnownHelper = 211
+)
+
+// helperImplemented reports whether xnic implements helper id for XDP.
+func helperImplemented(id int32) bool {
+	switch id {
+	case helperMapLookupElem, helperMapUpdateElem, helperMapDeleteElem,
+		helperKtimeGetNs, helperTracePrintk, helperGetPrandomU32, helperGetSmpProcessor,
+		helperTailCall, helperRedirect, helperCsumDiff, helperXdpAdjustHead,
+		helperRedirectMap, helperXdpAdjustMeta, helperXdpAdjustTail,
+		helperKtimeGetBootNs, helperRingbufOutput, helperRingbufReserve,
+		helperRingbufSubmit, helperRingbufDiscard, helperKtimeGetCoarseNs,
+		helperLoop, helperXdpGetBuffLen, helperXdpLoadBytes, helperXdpStoreBytes,
+		helperKtimeGetTaiNs:
+		return true
+	}
+	return false
+}
+
+// helperName is the helper's name as cilium/ebpf spells it (FnXdpAdjustHead).
+func helperName(id int32) string {
+	return asm.BuiltinFunc(id).String()
+}
+
+// Kernel constants the helpers use.
+const (
+	ethHlen          = 14  // ETH_HLEN
+	xdpFrameSize     = 40  // sizeof(struct xdp_frame): adjust_head/meta floor
+	skbSharedInfo    = 320 // SKB_DATA_ALIGN(sizeof(struct skb_shared_info)), x86-64 and arm64
+	csumDiffMax      = 512 // sizeof(bpf_csum_diff's scratch buffer)
+	loopMax          = 1 << 23
+	flagsActionMask  = 3      // BPF_F_ACTION_MASK: XDP_ABORTED|DROP|PASS|TX
+	flagBroadcast    = 1 << 3 // BPF_F_BROADCAST
+	flagExcludeIngr  = 1 << 4 // BPF_F_EXCLUDE_INGRESS
+	ringbufNoWakeup  = 1 << 0 // BPF_RB_NO_WAKEUP
+	ringbufForceWake = 1 << 1 // BPF_RB_FORCE_WAKEUP
+)
+
+// Helper argument faults, in faultDetail.
+const (
+	argMap = iota + 1
+	argKey
+	argValue
+	argCtx
+	argMem
+	argMapType
+	argFunc
+	argRecord
+	argSize
+)
+
+func helperArgReason(d int64) string {
+	switch d {
+	case argMap:
+		return "not a map"
+	case argKey:
+		return "key not readable for the map's key size"
+	case argValue:
+		return "value not readable for the map's value size"
+	case argCtx:
+		return "not the context"
+	case argMem:
+		return "memory argument outside any region"
+	case argMapType:
+		return "map of the wrong type for this helper"
+	case argFunc:
+		return "not a subprogram pointer"
+	case argRecord:
+		return "not a reserved ring buffer record"
+	case argSize:
+		return "size out of range"
+	}
+	return "?"
+}
+
+func errno(e syscall.Errno) uint64 { return uint64(-int64(e)) }
+
+var bootTime = time.Now()
+
+// ktime is nanoseconds on the monotonic clock since the package started
+// (CLOCK_MONOTONIC has an arbitrary origin too).
+func ktime() uint64 { return uint64(time.Since(bootTime).Nanoseconds()) }
+
+func (r *Runner) argFault(p *Program, pc int, detail int64) uint64 {
+	r.setFault(p, pc, faultHelperArg, 0, 0)
+	r.faultDetail = detail
+	return 0
+}
+
+// mapArg resolves a map handle argument.
+func (r *Runner) mapArg(v uint64) *mapRef {
+	if v>>32 != regionMap || r.coll == nil {
+		return nil
+	}
+	i := uint32(v)
+	if int(i) >= len(r.coll.mapRefs) {
+		return nil
+	}
+	return r.coll.mapRefs[i]
+}
+
+// callHelper runs helper id with the arguments in r1-r5 and returns r0.
+func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
+	switch id {
+	case helperMapLookupElem:
+		m := r.mapArg(reg[1])
+		if m == nil {
+			return r.argFault(p, pc, argMap)
+		}
+		if !m.lookupOK {
+			return r.argFault(p, pc, argMapType)
+		}
+		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
+		if key == nil {
+			return r.argFault(p, pc, argKey)
+		}
+		v := m.m.Lookup(key, r.cpu)
+		if v == nil {
+			return 0
+		}
+		ptr := r.addRegion(v, m.progWritable)
+		if ptr == 0 {
+			r.setFault(p, pc, faultRegions, 0, 0)
+		}
+		return ptr
+	case helperMapUpdateElem:
+		m := r.mapArg(reg[1])
+		if m == nil {
+			return r.argFault(p, pc, argMap)
+		}
+		if !m.updateOK {
+			return r.argFault(p, pc, argMapType)
+		}
+		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
+		if key == nil {
+			return r.argFault(p, pc, argKey)
+		}
+		val := loadSlice(r.regions, reg[3], uint64(m.valueSize))
+		if val == nil {
+			return r.argFault(p, pc, argValue)
+		}
+		return uint64(maps.Errno(m.m.Update(key, val, reg[4], r.cpu)))
+	case helperMapDeleteElem:
+		m := r.mapArg(reg[1])
+		if m == nil {
+			return r.argFault(p, pc, argMap)
+		}
+		if !m.updateOK {
+			return r.argFault(p, pc, argMapType)
+		}
+		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
+		if key == nil {
+			return r.argFault(p, pc, argKey)
+		}
+		return uint64(maps.Errno(m.m.Delete(key)))
+	case helperKtimeGetNs, helperKtimeGetBootNs, helperKtimeGetCoarseNs, helperKtimeGetTaiNs:
+		if id == helperKtimeGetTaiNs {
+			return uint64(time.Now().UnixNano()) + 37e9 // TAI = UTC + 37 s (since 2017)
+		}
+		return ktime()
+	case helperTracePrintk:
+		return r.tracePrintk(p, pc, reg)
+	case helperGetPrandomU32:
+		// xorshift64*: fast, per Runner, not for cryptography (neither is
+		// the kernel's).
+		x := r.rng
+		x ^= x >> 12
+		x ^= x << 25
+		x ^= x >> 27
+		r.rng = x
+		return uint64(uint32((x * 0x2545F4914F6CDD1D) >> 32))
+	case helperGetSmpProcessor:
+		return uint64(uint32(r.cpu))
+	case helperRedirect:
+		// bpf_xdp_redirect: unknown flags abort; the target is recorded.
+		if reg[2] != 0 {
+			return uint64(ActionAborted)
+		}
+		r.redirect = Redirect{Kind: RedirectIfindex, Ifindex: uint32(reg[1])}
+		return uint64(ActionRedirect)
+	case helperRedirectMap:
+		return r.redirectMap(p, pc, reg)
+	case helperCsumDiff:
+		return r.csumDiff(p, pc, reg)
+	case helperXdpAdjustHead:
+		return r.adjustHead(p, pc, reg)
+	case helperXdpAdjustMeta:
+		return r.adjustMeta(p, pc, reg)
+	case helperXdpAdjustTail:
+		return r.adjustTail(p, pc, reg)
+	case helperXdpGetBuffLen:
+		if reg[1] != regionCtx<<32 || r.frame == nil {
+			return r.argFault(p, pc, argCtx)
+		}
+		return uint64(r.frame.DataEnd - r.frame.Data)
+	case helperXdpLoadBytes, helperXdpStoreBytes:
+		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
+	case helperLoop:
+		return r.loop(p, pc, reg)
+	case helperRingbufOutput, helperRingbufReserve, helperRingbufSubmit, helperRingbufDiscard:
+		return r.ringbuf(p, pc, id, reg)
+	}
+	r.setFault(p, pc, faultCallX, uint64(id), 0)
+	return 0
+}
+
+func (r *Runner) redirectMap(p *Program, pc int, reg *[16]uint64) uint64 {
+	m := r.mapArg(reg[1])
+	if m == nil {
+		return r.argFault(p, pc, argMap)
+	}
+	flags := reg[3]
+	var kind RedirectKind
+	allowed := uint64(flagsActionMask)
+	switch m.spec.Type {
+	case ebpf.DevMap, ebpf.DevMapHash:
+		kind = RedirectDevMap
+		allowed |= flagBroadcast | flagExcludeIngr
+	case ebpf.CPUMap:
+		kind = RedirectCPUMap
+	case ebpf.XSKMap:
+		kind = RedirectXSKMap
+	default:
+		return r.argFault(p, pc, argMapType)
+	}
+	if flags&^allowed != 0 {
+		return uint64(ActionAborted)
+	}
+	key := uint32(reg[2])
+	var kb [4]byte
+	binary.LittleEndian.PutUint32(kb[:], key)
+	v := m.m.Lookup(kb[:], r.cpu)
+	if v == nil && flags&flagBroadcast == 0 {
+		r.redirect = Redirect{}
+		return flags & flagsActionMask
+	}
+	r.redirect = Redirect{Kind: kind, Map: m.m, Key: key, Flags: flags}
+	if kind == RedirectDevMap && len(v) >= 4 {
+		r.redirect.Ifindex = binary.LittleEndian.Uint32(v)
+	}
+	return uint64(ActionRedirect)
+}
+
+// csumDiff is bpf_csum_diff: the ones' complement sum of to minus from, added
+// to seed, as the 32-bit unfolded checksum csum_partial returns on x86-64.
+func (r *Runner) csumDiff(p *Program, pc int, reg *[16]uint64) uint64 {
+	fromSize, toSize := reg[2], reg[4]
+	if (fromSize|toSize)&3 != 0 || fromSize+toSize > csumDiffMax || fromSize > csumDiffMax || toSize > csumDiffMax {
+		return errno(syscall.EINVAL)
+	}
+	var from, to []byte
+	if fromSize > 0 {
+		if from = loadSlice(r.regions, reg[1], fromSize); from == nil {
+			return r.argFault(p, pc, argMem)
+		}
+	}
+	if toSize > 0 {
+		if to = loadSlice(r.regions, reg[3], toSize); to == nil {
+			return r.argFault(p, pc, argMem)
+		}
+	}
+	var sum uint64
+	for i := 0; i+4 <= len(from); i += 4 {
+		sum += uint64(^binary.LittleEndian.Uint32(from[i:]))
+	}
+	for i := 0; i+4 <= len(to); i += 4 {
+		sum += uint64(binary.LittleEndian.Uint32(to[i:]))
+	}
+	sum += uint64(uint32(reg[5]))
+	for sum>>32 != 0 {
+		sum = sum&math.MaxUint32 + sum>>32
+	}
+	return sum
+}
+
+// adjustHead is bpf_xdp_adjust_head (net/core/filter.c): moves data by delta,
+// metadata with it; data must stay past the xdp_frame at the start of the
+// buffer and leave at least ETH_HLEN bytes.
+func (r *Runner) adjustHead(p *Program, pc int, reg *[16]uint64) uint64 {
+	if reg[1] != regionCtx<<32 || r.frame == nil {
+		return r.argFault(p, pc, argCtx)
+	}
+	f := r.frame
+	delta := int64(int32(reg[2]))
+	data := int64(f.Data) + delta
+	if data < xdpFrameSize || data > int64(f.DataEnd)-ethHlen {
+		return errno(syscall.EINVAL)
+	}
+	metalen := f.Data - f.DataMeta
+	if metalen > 0 {
+		copy(f.Buf[int64(f.DataMeta)+delta:], f.Buf[f.DataMeta:f.Data])
+	}
+	f.DataMeta += int(delta)
+	f.Data = int(data)
+	r.setPacket(f)
+	return 0
+}
+
+// adjustMeta is bpf_xdp_adjust_meta: metadata length a multiple of 4 (else
+// EACCES), start past the xdp_frame and not past data (else EINVAL).
+func (r *Runner) adjustMeta(p *Program, pc int, reg *[16]uint64) uint64 {
+	if reg[1] != regionCtx<<32 || r.frame == nil {
+		return r.argFault(p, pc, argCtx)
+	}
+	f := r.frame
+	meta := int64(f.DataMeta) + int64(int32(reg[2]))
+	if meta < xdpFrameSize || meta > int64(f.Data) {
+		return errno(syscall.EINVAL)
+	}
+	if (int64(f.Data)-meta)&3 != 0 {
+		return errno(syscall.EACCES)
+	}
+	f.DataMeta = int(meta)
+	r.setPacket(f)
+	return 0
+}
+
+// adjustTail is bpf_xdp_adjust_tail: data_end may grow up to the end of the
+// buffer less the skb_shared_info the kernel keeps there (grown bytes zeroed)
+// and shrink to ETH_HLEN bytes.
+func (r *Runner) adjustTail(p *Program, pc int, reg *[16]uint64) uint64 {
+	if reg[1] != regionCtx<<32 || r.frame == nil {
+		return r.argFault(p, pc, argCtx)
+	}
+	f := r.frame
+	delta := int64(int32(reg[2]))
+	end := int64(f.DataEnd) + delta
+	hard := int64(len(f.Buf)) - skbSharedInfo
+	if end > hard || end < int64(f.Data)+ethHlen {
+		return errno(syscall.EINVAL)
+	}
+	if delta > 0 {
+		clear(f.Buf[f.DataEnd:end])
+	}
+	f.DataEnd = int(end)
+	r.setPacket(f)
+	return 0
+}
+
+// xdpBytes is bpf_xdp_load_bytes / bpf_xdp_store_bytes on the linear frame.
+func (r *Runner) xdpBytes(p *Program, pc int, reg *[16]uint64, store bool) uint64 {
+	if reg[1] != regionCtx<<32 || r.frame == nil {
+		return r.argFault(p, pc, argCtx)
+	}
+	f := r.frame
+	off, n := reg[2]&math.MaxUint32, reg[4]&math.MaxUint32
+	if n == 0 {
+		return r.argFault(p, pc, argSize)
+	}
+	var buf []byte
+	if store {
+		buf = loadSlice(r.regions, reg[3], n)
+	} else {
+		buf = storeSlice(r.regions, reg[3], n)
+	}
+	if buf == nil {
+		return r.argFault(p, pc, argMem)
+	}
+	if off > 0xffff || n > 0xffff {
+		return errno(syscall.EFAULT)
+	}
+	if off+n > uint64(f.DataEnd-f.Data) {
+		return errno(syscall.EINVAL)
+	}
+	pkt := f.Buf[uint64(f.Data)+off : uint64(f.Data)+off+n]
+	if store {
+		copy(pkt, buf)
+	} else {
+		copy(buf, pkt)
+	}
+	return 0
+}
+
+// loop is bpf_loop: calls the callback subprogram with (index, ctx) up to
+// nr times, stopping when it returns 1; returns the number of calls.
+func (r *Runner) loop(p *Program, pc int, reg *[16]uint64) uint64 {
+	nr, fn, ctx, flags := reg[1], reg[2], reg[3], reg[4]
+	if flags != 0 {
+		return errno(syscall.EINVAL)
+	}
+	if nr > loopMax {
+		return errno(syscall.E2BIG)
+	}
+	if fn>>32 != regionFunc || int(uint32(fn)) >= len(p.code) || !p.funcs[uint32(fn)] {
+		return r.argFault(p, pc, argFunc)
+	}
+	target := int(uint32(fn))
+	for i := uint64(0); i < nr; i++ {
+		var cr [16]uint64
+		cr[1], cr[2] = i, ctx
+		cr[10] = reg[10]
+		if !r.pushFrame(p, pc, &cr) {
+			return 0
+		}
+		r.budget -= int64(len(p.code)-target) + 1
+		if r.budget < 0 {
+			r.setFault(p, pc, faultBudget, 0, 0)
+			return 0
+		}
+		ret := r.exec(p, target, &cr)
+		r.depth--
+		if r.faulted {
+			return 0
+		}
+		if ret == 1 {
+			return i + 1
+		}
+	}
+	return nr
+}
+
+// tailCall is bpf_tail_call: on success the caller replaces the running
+// program with the one returned; on failure execution continues.
+func (r *Runner) tailCall(p *Program, pc int, mapv, index uint64) (*Program, bool) {
+	m := r.mapArg(mapv)
+	if m == nil {
+		r.argFault(p, pc, argMap)
+		return nil, false
+	}
+	if m.progs == nil {
+		r.argFault(p, pc, argMapType)
+		return nil, false
+	}
+	idx := uint32(index)
+	if uint64(idx) != index&math.MaxUint32 || int(idx) >= len(m.progs) {
+		return nil, false
+	}
+	if r.tails >= maxTailCalls {
+		return nil, false
+	}
+	np := m.progs[idx].Load()
+	if np == nil {
+		return nil, false
+	}
+	r.tails++
+	return np, true
+}
+
+// tracePrintk formats like bpf_trace_printk (%d %i %u %x %X %ld %lu %lx %lld
+// %llu %llx %p %s %c %%; at most three arguments) and writes one line to
+// Options.Trace. Returns the bytes written, or -EINVAL for a bad format.
+func (r *Runner) tracePrintk(p *Program, pc int, reg *[16]uint64) uint64 {
+	size := reg[2]
+	if size == 0 {
+		return r.argFault(p, pc, argSize)
+	}
+	fmtb := loadSlice(r.regions, reg[1], size)
+	if fmtb == nil {
+		return r.argFault(p, pc, argMem)
+	}
+	if fmtb[len(fmtb)-1] != 0 {
+		return errno(syscall.EINVAL)
+	}
+	fmtb = fmtb[:len(fmtb)-1]
+	out := r.printBuf[:0]
+	args := [3]uint64{reg[3], reg[4], reg[5]}
+	na := 0
+	for i := 0; i < len(fmtb); i++ {
+		c := fmtb[i]
+		if c == 0 {
+			break
+		}
+		if c != '%' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		if i >= len(fmtb) {
+			return errno(syscall.EINVAL)
+		}
+		if fmtb[i] == '%' {
+			out = append(out, '%')
+			continue
+		}
+		// Length modifiers.
+		long := 0
+		for i < len(fmtb) && fmtb[i] == 'l' && long < 2 {
+			long++
+			i++
+		}
+		if i >= len(fmtb) || na >= 3 {
+			return errno(syscall.EINVAL)
+		}
+		v := args[na]
+		na++
+		if long == 0 {
+			v &= math.MaxUint32
+		}
+		switch fmtb[i] {
+		case 'd', 'i':
+			if long == 0 {
+				out = appendInt(out, int64(int32(v)))
+			} else {
+				out = appendInt(out, int64(v))
+			}
+		case 'u':
+			out = appendUint(out, v, 10, false)
+		case 'x':
+			out = appendUint(out, v, 16, false)
+		case 'X':
+			out = appendUint(out, v, 16, true)
+		case 'p':
+			out = append(out, "0x"...)
+			out = appendUint(out, args[na-1], 16, false)
+		case 'c':
+			out = append(out, byte(v))
+		case 's':
+			s := r.cString(args[na-1])
+			out = append(out, s...)
+		default:
+			return errno(syscall.EINVAL)
+		}
+	}
+	r.printBuf = out
+	if r.coll != nil && r.coll.trace != nil {
+		line := append(out, '\n')
+		r.printBuf = line
+		r.coll.traceMu.Lock()
+		_, _ = r.coll.trace.Write(line)
+		r.coll.traceMu.Unlock()
+	}
+	return uint64(len(out))
+}
+
+// cString reads a NUL-terminated string from program memory (up to the end
+// of its region), or "(fault)" as the kernel prints for a bad pointer.
+func (r *Runner) cString(a uint64) []byte {
+	idx := a >> 32
+	if idx >= uint64(len(r.regions)) {
+		return []byte("(fault)")
+	}
+	rg := &r.regions[idx]
+	off := a & math.MaxUint32
+	if off < rg.lo || off >= rg.hi {
+		return []byte("(fault)")
+	}
+	b := rg.buf[off:rg.hi]
+	for i, c := range b {
+		if c == 0 {
+			return b[:i]
+		}
+	}
+	return b
+}
+
+func appendInt(b []byte, v int64) []byte {
+	if v < 0 {
+		b = append(b, '-')
+		return appendUint(b, uint64(-v), 10, false)
+	}
+	return appendUint(b, uint64(v), 10, false)
+}
+
+func appendUint(b []byte, v uint64, base uint64, upper bool) []byte {
+	var tmp [20]byte
+	i := len(tmp)
+	digits := "0123456789abcdef"
+	if upper {
+		digits = "0123456789ABCDEF"
+	}
+	for {
+		i--
+		tmp[i] = digits[v%base]
+		v /= base
+		if v == 0 {
+			break
+		}
+	}
+	return append(b, tmp[i:]...)
+}

@@ -1,0 +1,307 @@
+package bpf
+
+import "encoding/binary"
+
+// Raw instruction encoding (RFC 9669, "BPF Instruction Set Architecture"):
+//
+//	byte 0      opcode: class (bits 2:0), then for ALU/JMP source (bit 3) and
+//	            operation (bits 7:4), for loads/stores size (bits 4:3) and mode
+//	            (bits 7:5)
+//	byte 1      dst register (bits 3:0), src register (bits 7:4)
+//	bytes 2-3   signed 16-bit offset, little-endian
+//	bytes 4-7   signed 32-bit immediate, little-endian
+//
+// lddw (opcode 0x18) takes two slots; the second holds the upper 32 bits of the
+// immediate in bytes 12-15 and must have zeros elsewhere.
+const insnSize = 8
+
+// Instruction classes (RFC 9669 section 3.3).
+const (
+	classLD    = 0x00
+	classLDX   = 0x01
+	classST    = 0x02
+	classSTX   = 0x03
+	classALU   = 0x04
+	classJMP   = 0x05
+	classJMP32 = 0x06
+	classALU64 = 0x07
+)
+
+// Source bit of ALU and JMP opcodes.
+const (
+	srcK = 0x00 // use the 32-bit immediate
+	srcX = 0x08 // use the src register
+)
+
+// ALU operations (bits 7:4).
+const (
+	aluAdd  = 0x00
+	aluSub  = 0x10
+	aluMul  = 0x20
+	aluDiv  = 0x30 // off 1: sdiv
+	aluOr   = 0x40
+	aluAnd  = 0x50
+	aluLsh  = 0x60
+	aluRsh  = 0x70
+	aluNeg  = 0x80
+	aluMod  = 0x90 // off 1: smod
+	aluXor  = 0xa0
+	aluMov  = 0xb0 // off 8/16/32: movsx
+	aluArsh = 0xc0
+	aluEnd  = 0xd0 // ALU: le (src bit 0) / be (src bit 1); ALU64: bswap
+)
+
+// Jump operations (bits 7:4).
+const (
+	jmpJA   = 0x00
+	jmpJEQ  = 0x10
+	jmpJGT  = 0x20
+	jmpJGE  = 0x30
+	jmpJSET = 0x40
+	jmpJNE  = 0x50
+	jmpJSGT = 0x60
+	jmpJSGE = 0x70
+	jmpCall = 0x80
+	jmpExit = 0x90
+	jmpJLT  = 0xa0
+	jmpJLE  = 0xb0
+	jmpJSLT = 0xc0
+	jmpJSLE = 0xd0
+)
+
+// Load/store sizes (bits 4:3) and modes (bits 7:5).
+const (
+	sizeW  = 0x00
+	sizeH  = 0x08
+	sizeB  = 0x10
+	sizeDW = 0x18
+
+	modeIMM    = 0x00
+	modeABS    = 0x20
+	modeIND    = 0x40
+	modeMEM    = 0x60
+	modeMEMSX  = 0x80
+	modeATOMIC = 0xc0
+)
+
+// Atomic operations, in the immediate of STX|ATOMIC (RFC 9669 section 5.3).
+const (
+	atomicAdd     = 0x00
+	atomicOr      = 0x40
+	atomicAnd     = 0x50
+	atomicXor     = 0xa0
+	atomicFetch   = 0x01
+	atomicXchg    = 0xe0 | atomicFetch
+	atomicCmpXchg = 0xf0 | atomicFetch
+	// Linux extensions (load-acquire / store-release, 6.15).
+	atomicLoadAcq  = 0x100
+	atomicStoreRel = 0x110
+)
+
+// Source register values of lddw and call with special meaning (Linux uapi bpf.h).
+const (
+	pseudoMapFD       = 1 // BPF_PSEUDO_MAP_FD: imm names a map
+	pseudoMapValue    = 2 // BPF_PSEUDO_MAP_VALUE: map value address + offset
+	pseudoBTFID       = 3 // BPF_PSEUDO_BTF_ID: kernel variable
+	pseudoFunc        = 4 // BPF_PSEUDO_FUNC: address of a subprogram
+	pseudoMapIdx      = 5 // BPF_PSEUDO_MAP_IDX
+	pseudoMapIdxValue = 6 // BPF_PSEUDO_MAP_IDX_VALUE
+	pseudoCall        = 1 // call: BPF_PSEUDO_CALL, pc-relative local call
+	pseudoKfuncCall   = 2 // call: BPF_PSEUDO_KFUNC_CALL
+)
+
+// rawInsn is one 8-byte slot, unpacked.
+type rawInsn struct {
+	op  uint8
+	dst uint8
+	src uint8
+	off int16
+	imm int32
+}
+
+func decodeRaw(b []byte) rawInsn {
+	return rawInsn{
+		op:  b[0],
+		dst: b[1] & 0x0f,
+		src: b[1] >> 4,
+		off: int16(binary.LittleEndian.Uint16(b[2:4])),
+		imm: int32(binary.LittleEndian.Uint32(b[4:8])),
+	}
+}
+
+// op is an internal operation: one per opcode variant the interpreter
+// distinguishes, so the run loop needs one switch per instruction.
+type op uint8
+
+const (
+	opInvalid op = iota
+
+	// 64-bit ALU. K forms carry the sign-extended immediate in insn.imm.
+	opAdd64K
+	opAdd64X
+	opSub64K
+	opSub64X
+	opMul64K
+	opMul64X
+	opDiv64K
+	opDiv64X
+	opSDiv64K
+	opSDiv64X
+	opMod64K
+	opMod64X
+	opSMod64K
+	opSMod64X
+	opOr64K
+	opOr64X
+	opAnd64K
+	opAnd64X
+	opLsh64K
+	opLsh64X
+	opRsh64K
+	opRsh64X
+	opArsh64K
+	opArsh64X
+	opXor64K
+	opXor64X
+	opMov64K
+	opMov64X
+	opNeg64
+	opMovSX8to64
+	opMovSX16to64
+	opMovSX32to64
+
+	// 32-bit ALU: result zero-extended to 64 bits.
+	opAdd32K
+	opAdd32X
+	opSub32K
+	opSub32X
+	opMul32K
+	opMul32X
+	opDiv32K
+	opDiv32X
+	opSDiv32K
+	opSDiv32X
+	opMod32K
+	opMod32X
+	opSMod32K
+	opSMod32X
+	opOr32K
+	opOr32X
+	opAnd32K
+	opAnd32X
+	opLsh32K
+	opLsh32X
+	opRsh32K
+	opRsh32X
+	opArsh32K
+	opArsh32X
+	opXor32K
+	opXor32X
+	opMov32K
+	opMov32X
+	opNeg32
+	opMovSX8to32
+	opMovSX16to32
+
+	// Byte order. This host order is little-endian (as BPF programs for x86
+	// and arm64 are): le16/le32 truncate, le64 is a no-op, be* and bswap* swap.
+	opTrunc16
+	opTrunc32
+	opNop
+	opSwap16
+	opSwap32
+	opSwap64
+
+	// Jumps; insn.off holds the absolute target index.
+	opJA
+	opJEQ64K
+	opJEQ64X
+	opJGT64K
+	opJGT64X
+	opJGE64K
+	opJGE64X
+	opJSET64K
+	opJSET64X
+	opJNE64K
+	opJNE64X
+	opJSGT64K
+	opJSGT64X
+	opJSGE64K
+	opJSGE64X
+	opJLT64K
+	opJLT64X
+	opJLE64K
+	opJLE64X
+	opJSLT64K
+	opJSLT64X
+	opJSLE64K
+	opJSLE64X
+	opJEQ32K
+	opJEQ32X
+	opJGT32K
+	opJGT32X
+	opJGE32K
+	opJGE32X
+	opJSET32K
+	opJSET32X
+	opJNE32K
+	opJNE32X
+	opJSGT32K
+	opJSGT32X
+	opJSGE32K
+	opJSGE32X
+	opJLT32K
+	opJLT32X
+	opJLE32K
+	opJLE32X
+	opJSLT32K
+	opJSLT32X
+	opJSLE32K
+	opJSLE32X
+
+	// Loads and stores: address = reg[src or dst] + insn.off.
+	opLdxB
+	opLdxH
+	opLdxW
+	opLdxDW
+	opLdxSB
+	opLdxSH
+	opLdxSW
+	opStB
+	opStH
+	opStW
+	opStDW
+	opStxB
+	opStxH
+	opStxW
+	opStxDW
+	opAtomic32 // insn.imm: atomic operation
+	opAtomic64
+
+	// Wide loads.
+	opLdImm64    // dst = imm
+	opLdMap      // dst = handle of map number imm
+	opLdMapValue // dst = pointer to global data imm>>32 (region), offset uint32(imm)
+	opLdFunc     // dst = pointer to the subprogram at index imm
+
+	// Calls.
+	opCall      // helper number imm
+	opTailCall  // bpf_tail_call, handled by the loop itself
+	opCallLocal // local call to index imm
+	opCallX     // call through dst: subprogram pointer or helper number
+	opExit
+
+	numOps
+)
+
+// insn is the pre-decoded form the interpreter runs: 16 bytes.
+type insn struct {
+	op  op
+	dst uint8
+	src uint8
+	// back is set on jumps and calls whose target is at or before the
+	// instruction: they charge the instruction budget.
+	back uint8
+	off  int32 // memory offset, or absolute jump target
+	imm  int64
+}

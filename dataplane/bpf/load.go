@@ -1,0 +1,491 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// Options tune loading and running. The zero value (or nil) is usable.
+type Options struct {
+	// NumCPU is the number of per-CPU map slots: one per Runner (poll
+	// goroutine) that will run the collection's programs. 0 means
+	// runtime.NumCPU (the maps package's default).
+	NumCPU int
+	// InsnBudget bounds one run, counted on backward jumps, calls and
+	// bpf_loop iterations. 0 means DefaultInsnBudget.
+	InsnBudget int
+	// Trace receives bpf_trace_printk lines. nil discards them.
+	Trace io.Writer
+	// NewMap creates the collection's maps; nil means maps.New.
+	NewMap func(maps.Spec) (maps.Map, error)
+}
+
+// ErrNoProgram is returned when a collection has no program of the name,
+// section or type asked for.
+var ErrNoProgram = errors.New("no such program")
+
+// Collection is the programs and maps of one ELF object. Programs may run in
+// many Runners at once; the maps are shared by all of them. Immutable after
+// load but for map contents and program array slots.
+type Collection struct {
+	progs       []*Program // sorted by name
+	byName      map[string]*Program
+	maps        map[string]maps.Map
+	mapRefs     []*mapRef // the map number is the index (map handle values)
+	mapIndex    map[string]int
+	statics     []region // direct-value regions, region number regionStatic+i
+	staticNames []string
+	staticIndex map[string]int
+	skipped     map[string]string // programs not loaded: name -> reason
+	trace       io.Writer
+	traceMu     sync.Mutex
+	closed      atomic.Bool
+}
+
+// mapRef is a map as programs see it: resolved once at load.
+type mapRef struct {
+	name         string
+	m            maps.Map
+	spec         maps.Spec
+	keySize      uint32
+	valueSize    uint32
+	lookupOK     bool // map_lookup_elem allowed
+	updateOK     bool // map_update_elem / map_delete_elem allowed
+	progWritable bool // values writable by programs
+	progs        []atomic.Pointer[Program]
+	ring         RingBuffer
+}
+
+// Program is one loaded, checked and pre-decoded program.
+type Program struct {
+	name    string
+	section string
+	typ     ebpf.ProgramType
+	coll    *Collection
+	code    []insn
+	funcs   []bool // subprogram entries
+	insns   asm.Instructions
+	raw     []byte
+	budget  int64
+}
+
+// Name is the program's function name.
+func (p *Program) Name() string { return p.name }
+
+// Section is the ELF section the program came from.
+func (p *Program) Section() string { return p.section }
+
+// Len is the number of 8-byte instruction slots.
+func (p *Program) Len() int { return len(p.code) }
+
+// Disasm returns the program's disassembly, one instruction a line with its
+// slot index, as cilium/ebpf formats it.
+func (p *Program) Disasm() string {
+	return fmt.Sprintf("%v", p.insns)
+}
+
+// insnString disassembles the instruction at slot pc.
+func (p *Program) insnString(pc int) string {
+	return disasmAt(p.raw, pc)
+}
+
+// LoadFile loads the ELF object at path.
+func LoadFile(path string, opts *Options) (*Collection, error) {
+	spec, err := ebpf.LoadCollectionSpec(path)
+	if err != nil {
+		return nil, fmt.Errorf("read ELF object %s: %w", path, err)
+	}
+	c, err := LoadCollectionSpec(spec, opts)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// LoadBytes loads an ELF object from memory. It never panics, whatever the
+// bytes.
+func LoadBytes(b []byte, opts *Options) (c *Collection, err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			c, err = nil, fmt.Errorf("malformed ELF object: parser failed: %v", e)
+		}
+	}()
+	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(b))
+	if err != nil {
+		return nil, fmt.Errorf("read ELF object: %w", err)
+	}
+	return LoadCollectionSpec(spec, opts)
+}
+
+// isDataSection says whether a map is a global data section (.data, .rodata,
+// .bss and their named variants), which programs access directly.
+func isDataSection(name string) bool {
+	return name == ".bss" || name == ".data" || name == ".rodata" ||
+		strings.HasPrefix(name, ".data.") || strings.HasPrefix(name, ".rodata.")
+}
+
+// LoadCollectionSpec creates the maps of spec and checks and decodes its XDP
+// programs (and programs of unspecified type, for sections the user names).
+func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, error) {
+	if spec == nil {
+		return nil, errors.New("nil collection spec")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.NewMap == nil {
+		o.NewMap = maps.New
+	}
+	budget := int64(o.InsnBudget)
+	if budget <= 0 {
+		budget = DefaultInsnBudget
+	}
+	c := &Collection{
+		byName:      map[string]*Program{},
+		maps:        map[string]maps.Map{},
+		mapIndex:    map[string]int{},
+		staticIndex: map[string]int{},
+		skipped:     map[string]string{},
+		trace:       o.Trace,
+	}
+
+	// Maps, in name order so map numbers are stable.
+	names := make([]string, 0, len(spec.Maps))
+	for n := range spec.Maps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	progContents := map[string][]ebpf.MapKV{}
+	for _, n := range names {
+		ms := spec.Maps[n]
+		if ms == nil {
+			continue
+		}
+		if n == ".kconfig" || strings.HasPrefix(n, ".ksyms") {
+			// Kernel configuration values are not available to xnic;
+			// references to them fail at program load.
+			continue
+		}
+		s := maps.Spec{
+			Name:       n,
+			Type:       ms.Type,
+			KeySize:    ms.KeySize,
+			ValueSize:  ms.ValueSize,
+			MaxEntries: ms.MaxEntries,
+			Flags:      ms.Flags,
+			NumCPU:     o.NumCPU,
+		}
+		m, err := o.NewMap(s)
+		if err != nil {
+			return nil, fmt.Errorf("create map %s (%v): %w", n, ms.Type, err)
+		}
+		s = m.Spec()
+		ref := &mapRef{name: n, m: m, spec: s, keySize: s.KeySize, valueSize: s.ValueSize}
+		switch s.Type {
+		case ebpf.Array, ebpf.PerCPUArray, ebpf.Hash, ebpf.PerCPUHash, ebpf.LRUHash, ebpf.LRUCPUHash, ebpf.LPMTrie:
+			ref.lookupOK, ref.updateOK = true, true
+			ref.progWritable = s.Flags&maps.FlagRdonlyProg == 0
+		case ebpf.DevMap, ebpf.DevMapHash, ebpf.XSKMap, ebpf.CPUMap:
+			ref.lookupOK = true // read-only values, as the kernel's verifier
+		case ebpf.ProgramArray:
+			ref.progs = make([]atomic.Pointer[Program], s.MaxEntries)
+		case ebpf.RingBuf:
+			ref.ring = ringOf(m)
+		}
+		if ms.Type == ebpf.ProgramArray {
+			progContents[n] = ms.Contents
+		} else if err := fillMap(m, ms); err != nil {
+			return nil, fmt.Errorf("initialise map %s: %w", n, err)
+		}
+		c.maps[n] = m
+		c.mapIndex[n] = len(c.mapRefs)
+		c.mapRefs = append(c.mapRefs, ref)
+		// Arrays give programs direct access to their first value (global
+		// data sections are single-entry arrays).
+		if s.Type == ebpf.Array {
+			v := m.Lookup([]byte{0, 0, 0, 0}, 0)
+			if v != nil {
+				rg := region{buf: v, hi: uint64(len(v))}
+				if ref.progWritable {
+					rg.whi = rg.hi
+				}
+				c.staticIndex[n] = len(c.statics)
+				c.statics = append(c.statics, rg)
+				c.staticNames = append(c.staticNames, n)
+			}
+		}
+	}
+
+	env := &decodeEnv{
+		mapHandle: func(name string) (int, bool) {
+			i, ok := c.mapIndex[name]
+			return i, ok
+		},
+		mapValue: func(name string) (int, uint32, bool) {
+			i, ok := c.staticIndex[name]
+			if !ok {
+				return 0, 0, false
+			}
+			return regionStatic + i, uint32(c.statics[i].hi), true
+		},
+		helper: helperImplemented,
+	}
+	pnames := make([]string, 0, len(spec.Programs))
+	for n := range spec.Programs {
+		pnames = append(pnames, n)
+	}
+	sort.Strings(pnames)
+	for _, n := range pnames {
+		ps := spec.Programs[n]
+		if ps.Type != ebpf.XDP && ps.Type != ebpf.UnspecifiedProgram {
+			c.skipped[n] = fmt.Sprintf("section %s: program type %v is not XDP", ps.SectionName, ps.Type)
+			continue
+		}
+		p, err := c.loadProgram(ps, env, budget)
+		if err != nil {
+			return nil, err
+		}
+		c.progs = append(c.progs, p)
+		c.byName[n] = p
+	}
+	// Program arrays declared with initial contents (BTF maps with
+	// __array(values, ...)).
+	for mn, kvs := range progContents {
+		for _, kv := range kvs {
+			k, ok := kv.Key.(uint32)
+			pn, ok2 := kv.Value.(string)
+			if !ok || !ok2 {
+				return nil, fmt.Errorf("program array %s: entry %v=%v is not index=program name", mn, kv.Key, kv.Value)
+			}
+			p := c.byName[pn]
+			if p == nil {
+				return nil, fmt.Errorf("program array %s: slot %d: program %q: %w", mn, k, pn, ErrNoProgram)
+			}
+			if err := c.SetTailCall(mn, k, p); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return c, nil
+}
+
+// fillMap writes a map's initial contents (data sections, BTF maps with
+// values).
+func fillMap(m maps.Map, ms *ebpf.MapSpec) error {
+	for _, kv := range ms.Contents {
+		k, err := kvBytes(kv.Key, ms.KeySize)
+		if err != nil {
+			return fmt.Errorf("key %v: %w", kv.Key, err)
+		}
+		v, err := kvBytes(kv.Value, ms.ValueSize)
+		if err != nil {
+			return fmt.Errorf("value of key %v: %w", kv.Key, err)
+		}
+		if err := m.Update(k, v, maps.UpdateAny, 0); err != nil {
+			return fmt.Errorf("key %x: %w", k, err)
+		}
+	}
+	return nil
+}
+
+func kvBytes(x any, size uint32) ([]byte, error) {
+	var b []byte
+	switch v := x.(type) {
+	case []byte:
+		b = v
+	case uint32:
+		b = binary.LittleEndian.AppendUint32(nil, v)
+	case uint64:
+		b = binary.LittleEndian.AppendUint64(nil, v)
+	case int32:
+		b = binary.LittleEndian.AppendUint32(nil, uint32(v))
+	default:
+		var err error
+		b, err = binary.Append(nil, binary.LittleEndian, x)
+		if err != nil {
+			return nil, fmt.Errorf("cannot encode %T", x)
+		}
+	}
+	if uint32(len(b)) != size {
+		return nil, fmt.Errorf("%d bytes, want %d", len(b), size)
+	}
+	return b, nil
+}
+
+func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget int64) (*Program, error) {
+	insns := make(asm.Instructions, len(ps.Instructions))
+	copy(insns, ps.Instructions)
+	refs := map[int]string{}
+	iter := insns.Iterate()
+	for iter.Next() {
+		if iter.Ins.IsLoadFromMap() && iter.Ins.Reference() != "" {
+			refs[int(iter.Offset)] = iter.Ins.Reference()
+		}
+	}
+	var buf bytes.Buffer
+	if err := insns.Marshal(&buf, binary.LittleEndian); err != nil {
+		return nil, fmt.Errorf("program %s: encode instructions: %w", ps.Name, err)
+	}
+	e := *env
+	e.name = ps.Name
+	e.mapRefs = refs
+	code, funcs, err := decodeProgram(buf.Bytes(), &e)
+	if err != nil {
+		return nil, err
+	}
+	return &Program{
+		name:    ps.Name,
+		section: ps.SectionName,
+		typ:     ps.Type,
+		coll:    c,
+		code:    code,
+		funcs:   funcs,
+		insns:   insns,
+		raw:     buf.Bytes(),
+		budget:  budget,
+	}, nil
+}
+
+// Programs returns the collection's programs, sorted by name.
+func (c *Collection) Programs() []*Program { return append([]*Program(nil), c.progs...) }
+
+// Program returns the program whose function is name.
+func (c *Collection) Program(name string) (*Program, error) {
+	if p := c.byName[name]; p != nil {
+		return p, nil
+	}
+	if why, ok := c.skipped[name]; ok {
+		return nil, fmt.Errorf("program %s: %s: %w", name, why, ErrNoProgram)
+	}
+	return nil, fmt.Errorf("program %q: %w (have %s)", name, ErrNoProgram, c.choices())
+}
+
+// ProgramBySection returns the program of ELF section sec, which must be the
+// only one in it.
+func (c *Collection) ProgramBySection(sec string) (*Program, error) {
+	var found []*Program
+	for _, p := range c.progs {
+		if p.section == sec {
+			found = append(found, p)
+		}
+	}
+	switch len(found) {
+	case 1:
+		return found[0], nil
+	case 0:
+		return nil, fmt.Errorf("section %q: %w (have %s)", sec, ErrNoProgram, c.choices())
+	}
+	return nil, fmt.Errorf("section %q holds %d programs; pick one by name (have %s)", sec, len(found), c.choices())
+}
+
+// DefaultXDP returns the object's only XDP program (section xdp, xdp.frags or
+// xdp/...), or an error listing the choices.
+func (c *Collection) DefaultXDP() (*Program, error) {
+	var found []*Program
+	for _, p := range c.progs {
+		if p.typ == ebpf.XDP {
+			found = append(found, p)
+		}
+	}
+	if len(found) == 1 {
+		return found[0], nil
+	}
+	if len(found) == 0 && len(c.progs) == 1 {
+		return c.progs[0], nil
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("no XDP program: %w (have %s)", ErrNoProgram, c.choices())
+	}
+	return nil, fmt.Errorf("%d XDP programs; pick one with its name or section: %s", len(found), c.choices())
+}
+
+func (c *Collection) choices() string {
+	if len(c.progs) == 0 {
+		return "none"
+	}
+	s := make([]string, len(c.progs))
+	for i, p := range c.progs {
+		s[i] = fmt.Sprintf("%s (section %s)", p.name, p.section)
+	}
+	return strings.Join(s, ", ")
+}
+
+// Map returns the map called name (global data sections by section name:
+// ".data", ".rodata", ".bss").
+func (c *Collection) Map(name string) (maps.Map, error) {
+	if m := c.maps[name]; m != nil {
+		return m, nil
+	}
+	names := make([]string, 0, len(c.maps))
+	for n := range c.maps {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return nil, fmt.Errorf("no map %q in the collection (have %s)", name, strings.Join(names, ", "))
+}
+
+// Maps returns the collection's maps by name. The map is a copy; the maps
+// are shared.
+func (c *Collection) Maps() map[string]maps.Map {
+	out := make(map[string]maps.Map, len(c.maps))
+	for n, m := range c.maps {
+		out[n] = m
+	}
+	return out
+}
+
+// SetTailCall puts p in slot idx of the program array mapName (p nil clears
+// the slot). p must belong to this collection. Safe while programs run.
+func (c *Collection) SetTailCall(mapName string, idx uint32, p *Program) error {
+	i, ok := c.mapIndex[mapName]
+	if !ok {
+		return fmt.Errorf("no map %q in the collection", mapName)
+	}
+	ref := c.mapRefs[i]
+	if ref.progs == nil {
+		return fmt.Errorf("map %s is a %v, not a program array", mapName, ref.spec.Type)
+	}
+	if int(idx) >= len(ref.progs) {
+		return fmt.Errorf("program array %s: index %d out of range (max_entries %d)", mapName, idx, len(ref.progs))
+	}
+	if p != nil && p.coll != c {
+		return fmt.Errorf("program array %s: program %s belongs to another collection", mapName, p.name)
+	}
+	ref.progs[idx].Store(p)
+	return nil
+}
+
+// TailCall returns the program in slot idx of the program array mapName.
+func (c *Collection) TailCall(mapName string, idx uint32) (*Program, error) {
+	i, ok := c.mapIndex[mapName]
+	if !ok || c.mapRefs[i].progs == nil || int(idx) >= len(c.mapRefs[i].progs) {
+		return nil, fmt.Errorf("no program array slot %s[%d]", mapName, idx)
+	}
+	return c.mapRefs[i].progs[idx].Load(), nil
+}
+
+// Close empties the program arrays (as the kernel does when the last user
+// reference goes). Programs already running finish normally.
+func (c *Collection) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	for _, ref := range c.mapRefs {
+		for i := range ref.progs {
+			ref.progs[i].Store(nil)
+		}
+	}
+	return nil
+}

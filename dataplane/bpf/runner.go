@@ -1,0 +1,355 @@
+package bpf
+
+import (
+	"fmt"
+	"time"
+)
+
+// Region numbers: the high 32 bits of a pointer value. Offsets (low 32 bits)
+// index the region's buffer.
+const (
+	regionNone   = 0 // plain numbers: never dereferenceable
+	regionCtx    = 1 // struct xdp_md (or the raw entry's memory)
+	regionStack  = 2 // the Runner's stack, all frames
+	regionPacket = 3 // Frame.Buf; valid bytes are [DataMeta, DataEnd)
+	regionMap    = 4 // map handles (lddw map): offset = map number
+	regionFunc   = 5 // subprogram pointers (lddw func): offset = index
+	regionStatic = 6 // first region of the collection's global data
+
+	// maxRegions caps the region table: each map lookup and ring buffer
+	// reservation in one run adds a region.
+	maxRegions = 1 << 16
+)
+
+// Call frames, as the kernel: MAX_CALL_FRAMES = 8, MAX_BPF_STACK = 512 each.
+const (
+	maxFrames = 8
+	frameSize = 512
+	stackSize = maxFrames * frameSize
+)
+
+// DefaultInsnBudget is the instruction budget of one run when Options leaves
+// it zero.
+const DefaultInsnBudget = 1_000_000
+
+// maxTailCalls is the kernel's MAX_TAIL_CALL_CNT.
+const maxTailCalls = 33
+
+// region is one block of memory a program may address. Loads need
+// lo <= off && off+size <= hi; stores need off+size <= whi as well (whi is 0
+// for read-only data). hi and whi never exceed len(buf).
+type region struct {
+	buf []byte
+	lo  uint64
+	hi  uint64
+	whi uint64
+}
+
+// callFrame is what a local call saves: the kernel's callee-saved registers.
+type callFrame struct {
+	prog  *Program
+	ret   int
+	saved [4]uint64 // r6-r9
+	fp    uint64    // r10
+}
+
+// Runner executes programs for one goroutine. It owns the stack, the region
+// table and the redirect state, and is not safe for concurrent use: make one
+// per poll loop. Its memory is reused from run to run: Run does not allocate.
+type Runner struct {
+	cpu     int
+	regions []region // [0, regionStatic+len(coll.statics)) fixed for coll
+	coll    *Collection
+	frame   *Frame
+	depth   int
+	budget  int64
+	tails   int
+	frames  [maxFrames]callFrame
+	stack   []byte
+
+	redirect Redirect
+
+	// Ring buffer records reserved in this run and not yet submitted.
+	records []ringRecord
+
+	rng uint64
+
+	// Fault state of the last run (built into a *Fault on demand).
+	faulted     bool
+	faultProg   *Program
+	faultPC     int
+	faultKind   faultKind
+	faultAddr   uint64
+	faultSize   uint64
+	faultDetail int64
+
+	// trace_printk output buffer, reused.
+	printBuf []byte
+
+	// Counters.
+	runs    uint64
+	aborted uint64
+}
+
+// NewRunner returns a Runner for one goroutine. cpu is the per-CPU map slot
+// its programs use and what bpf_get_smp_processor_id returns.
+func NewRunner(cpu int) *Runner {
+	r := &Runner{cpu: cpu, rng: uint64(time.Now().UnixNano())*2 + 1}
+	// A separate allocation: 8-byte aligned, for atomics on the stack.
+	r.stack = make([]byte, stackSize)
+	r.regions = make([]region, regionStatic, 64)
+	r.regions[regionStack] = region{buf: r.stack, hi: stackSize, whi: stackSize}
+	r.regions[regionCtx] = region{lo: 1} // never matches: handled by ctxLoad
+	r.regions[regionMap] = region{lo: 1}
+	r.regions[regionFunc] = region{lo: 1}
+	r.records = make([]ringRecord, 0, 8)
+	return r
+}
+
+// CPU returns the per-CPU slot of the Runner.
+func (r *Runner) CPU() int { return r.cpu }
+
+// Runs returns how many runs the Runner made and how many ended in a fault.
+func (r *Runner) Runs() (runs, aborted uint64) { return r.runs, r.aborted }
+
+// Redirect returns where the last run's XDP_REDIRECT sends the frame.
+func (r *Runner) Redirect() Redirect { return r.redirect }
+
+// bind prepares the region table for a program of coll.
+func (r *Runner) bind(coll *Collection) {
+	if r.coll != coll {
+		r.coll = coll
+		r.regions = r.regions[:regionStatic]
+		if coll != nil {
+			r.regions = append(r.regions, coll.statics...)
+		}
+	}
+	n := regionStatic
+	if coll != nil {
+		n += len(coll.statics)
+	}
+	clear(r.regions[n:])
+	r.regions = r.regions[:n]
+}
+
+// setPacket points the packet region at f.
+func (r *Runner) setPacket(f *Frame) {
+	r.regions[regionPacket] = region{buf: f.Buf, lo: uint64(f.DataMeta), hi: uint64(f.DataEnd), whi: uint64(f.DataEnd)}
+}
+
+// addRegion registers b and returns a pointer to its first byte, or 0 when the
+// table is full.
+func (r *Runner) addRegion(b []byte, writable bool) uint64 {
+	n := len(r.regions)
+	// A program that looks the same entry up again gets the same region.
+	for i := n - 1; i >= n-4 && i >= regionStatic; i-- {
+		rg := &r.regions[i]
+		if len(rg.buf) == len(b) && len(b) > 0 && &rg.buf[0] == &b[0] && (rg.whi != 0) == writable {
+			return uint64(i) << 32
+		}
+	}
+	if n >= maxRegions {
+		return 0
+	}
+	w := uint64(0)
+	if writable {
+		w = uint64(len(b))
+	}
+	r.regions = append(r.regions, region{buf: b, hi: uint64(len(b)), whi: w})
+	return uint64(n) << 32
+}
+
+// Run executes p on f, like the kernel's XDP hook: r1 = xdp_md, the verdict is
+// r0. It never panics; a run that faults returns ActionAborted and Fault says
+// why. Frame offsets move when the program calls the adjust helpers.
+func (r *Runner) Run(p *Program, f *Frame) (act Action) {
+	r.runs++
+	r.faulted = false
+	r.redirect = Redirect{}
+	if p == nil || f == nil {
+		r.setFault(nil, -1, faultBadFrame, 0, 0)
+		r.aborted++
+		return ActionAborted
+	}
+	if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
+		r.setFault(p, -1, faultBadFrame, 0, 0)
+		r.aborted++
+		return ActionAborted
+	}
+	defer func() {
+		if e := recover(); e != nil {
+			r.setFault(p, -1, faultInternal, 0, 0)
+			r.faultDetail = 0
+			r.aborted++
+			act = ActionAborted
+		}
+	}()
+	r.bind(p.coll)
+	r.frame = f
+	r.setPacket(f)
+	r.depth = 0
+	r.tails = 0
+	r.budget = p.budget
+	r.records = r.records[:0]
+	var reg [16]uint64
+	reg[1] = regionCtx << 32
+	reg[10] = regionStack<<32 | stackSize
+	ret := r.exec(p, 0, &reg)
+	r.dropRecords()
+	r.frame = nil
+	if r.faulted {
+		r.aborted++
+		return ActionAborted
+	}
+	a := Action(uint32(ret))
+	if a > ActionRedirect || ret>>32 != 0 {
+		r.setFault(p, -1, faultBadAction, 0, 0)
+		r.faultDetail = int64(ret)
+		r.aborted++
+		return ActionAborted
+	}
+	if a != ActionRedirect {
+		r.redirect = Redirect{}
+	}
+	return a
+}
+
+// faultKind says why a run was aborted.
+type faultKind uint8
+
+const (
+	faultNone faultKind = iota
+	faultLoad
+	faultStore
+	faultCtxStore
+	faultBudget
+	faultCallDepth
+	faultHelperArg
+	faultBadAction
+	faultBadFrame
+	faultCallX
+	faultMisaligned
+	faultInternal
+	faultRegions
+	faultNoPC
+)
+
+func (k faultKind) String() string {
+	switch k {
+	case faultLoad:
+		return "load outside any region"
+	case faultStore:
+		return "store outside any writable region"
+	case faultCtxStore:
+		return "store to the read-only context"
+	case faultBudget:
+		return "instruction budget exhausted"
+	case faultCallDepth:
+		return "call stack deeper than 8 frames"
+	case faultHelperArg:
+		return "bad helper argument"
+	case faultBadAction:
+		return "program returned an unknown XDP action"
+	case faultBadFrame:
+		return "invalid frame (offsets out of order or outside the buffer)"
+	case faultCallX:
+		return "callx to something that is neither a subprogram nor a helper"
+	case faultMisaligned:
+		return "misaligned atomic access"
+	case faultInternal:
+		return "internal error in the interpreter"
+	case faultRegions:
+		return "too many map value pointers in one run"
+	case faultNoPC:
+		return "program counter out of range"
+	}
+	return "no fault"
+}
+
+func (r *Runner) setFault(p *Program, pc int, k faultKind, addr, size uint64) {
+	if r.faulted {
+		return
+	}
+	r.faulted = true
+	r.faultProg = p
+	r.faultPC = pc
+	r.faultKind = k
+	r.faultAddr = addr
+	r.faultSize = size
+	r.faultDetail = 0
+}
+
+// Fault describes why the last run was aborted by xnic (not by a program that
+// returned XDP_ABORTED itself).
+type Fault struct {
+	Program string
+	Index   int    // instruction index, -1 when not tied to one
+	Insn    string // its disassembly
+	Reason  string
+}
+
+func (f *Fault) Error() string {
+	if f.Index < 0 {
+		return fmt.Sprintf("program %s: %s", f.Program, f.Reason)
+	}
+	return fmt.Sprintf("program %s: instruction %d (%s): %s", f.Program, f.Index, f.Insn, f.Reason)
+}
+
+// Fault returns why the last run was aborted by xnic, or nil when it was not.
+// It allocates; call it off the fast path.
+func (r *Runner) Fault() error {
+	if !r.faulted {
+		return nil
+	}
+	f := &Fault{Index: r.faultPC, Reason: r.faultKind.String()}
+	if r.faultProg != nil {
+		f.Program = r.faultProg.name
+		if r.faultPC >= 0 {
+			f.Insn = r.faultProg.insnString(r.faultPC)
+		}
+	}
+	switch r.faultKind {
+	case faultLoad, faultStore, faultCtxStore, faultMisaligned:
+		f.Reason += fmt.Sprintf(": %d bytes at %s", r.faultSize, r.describe(r.faultAddr))
+	case faultHelperArg:
+		if r.faultDetail != 0 {
+			f.Reason += fmt.Sprintf(" (%s)", helperArgReason(r.faultDetail))
+		}
+	case faultBadAction:
+		f.Reason += fmt.Sprintf(": %d", r.faultDetail)
+	}
+	return f
+}
+
+// describe names the region a pointer value points into.
+func (r *Runner) describe(a uint64) string {
+	idx := a >> 32
+	off := a & 0xffffffff
+	name := ""
+	switch {
+	case idx == regionNone:
+		return fmt.Sprintf("address 0x%x (not a pointer)", a)
+	case idx == regionCtx:
+		name = "context"
+	case idx == regionStack:
+		return fmt.Sprintf("stack offset %d from the top", int64(off)-stackSize)
+	case idx == regionPacket:
+		rg := r.regions[regionPacket]
+		return fmt.Sprintf("packet offset %d (valid %d..%d)", off, rg.lo, rg.hi)
+	case idx == regionMap:
+		name = "map handle"
+	case idx == regionFunc:
+		name = "function pointer"
+	case r.coll != nil && idx < uint64(regionStatic+len(r.coll.statics)):
+		name = "global data " + r.coll.staticNames[idx-regionStatic]
+	case idx < uint64(len(r.regions)):
+		name = "map value or ring buffer record"
+	default:
+		return fmt.Sprintf("address 0x%x (no such region)", a)
+	}
+	hi := uint64(0)
+	if idx < uint64(len(r.regions)) {
+		hi = r.regions[idx].hi
+	}
+	return fmt.Sprintf("%s offset %d (size %d)", name, off, hi)
+}
