@@ -1,0 +1,248 @@
+package igb_test
+
+// Tests against a real device (QEMU's igb inside the VM tier, or hardware),
+// opened through VFIO. They run only when XNIC_IGB_BDF names the device, which
+// must be bound to vfio-pci, with the traffic peer at the other end of its link.
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/igb"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/vfio"
+)
+
+const vmLinkTimeout = 20 * time.Second
+
+// openVM opens the device named by XNIC_IGB_BDF, or skips.
+func openVM(t *testing.T, cfg igb.Config) (*igb.Port, *vfio.Device) {
+	t.Helper()
+	bdf := os.Getenv("XNIC_IGB_BDF")
+	if bdf == "" {
+		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier sets it)")
+	}
+	dev, err := vfio.Open(bdf)
+	if err != nil {
+		t.Fatalf("vfio.Open(%s): %v", bdf, err)
+	}
+	if cfg.LinkTimeout == 0 {
+		cfg.LinkTimeout = vmLinkTimeout
+	}
+	p, err := igb.Open(dev, cfg)
+	if err != nil {
+		dev.Close()
+		t.Fatalf("igb.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		dev.Close()
+	})
+	if _, err := p.WaitLink(vmLinkTimeout); err != nil {
+		t.Fatalf("%v\n%s", err, p.Dump())
+	}
+	return p, dev
+}
+
+func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *portIO) {
+	t.Helper()
+	io := newPortIO(p)
+	c := traffic.NewClient(p.MAC(), io.send, io.recv)
+	c.Logf = t.Logf
+	if err := c.Hello(30 * time.Second); err != nil {
+		t.Fatalf("no traffic peer: %v", err)
+	}
+	t.Cleanup(io.drain)
+	return c, io
+}
+
+func TestVMLinkAndMAC(t *testing.T) {
+	p, _ := openVM(t, igb.Config{})
+	l := p.Link()
+	if !l.Up || l.SpeedMbps == 0 {
+		t.Fatalf("link %+v", l)
+	}
+	mac := p.MAC()
+	if len(mac) != 6 || mac[0]&1 != 0 || (mac[0]|mac[1]|mac[2]|mac[3]|mac[4]|mac[5]) == 0 {
+		t.Fatalf("MAC %s", mac)
+	}
+	t.Logf("%s: %s MAC %s link %+v PHY %08x", p.Name(), p.Model().Name, mac, l, p.PHYID())
+}
+
+func TestVMTransmit(t *testing.T) {
+	p, _ := openVM(t, igb.Config{})
+	c, _ := vmClient(t, p)
+	rep, err := c.Transmit(10000, 101, 120*time.Second)
+	if err != nil {
+		t.Fatalf("transmit: %v (report %s)", err, rep)
+	}
+	if got := counter(t, p, "tx_queue_0_packets"); got < 10000 {
+		t.Fatalf("tx_queue_0_packets %d", got)
+	}
+}
+
+func TestVMReceive(t *testing.T) {
+	p, _ := openVM(t, igb.Config{})
+	c, _ := vmClient(t, p)
+	s, err := c.Inject(10000, 202, 256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Receive(s, 120*time.Second); err != nil {
+		t.Fatalf("%v\nstats: %v", err, p.Stats())
+	}
+}
+
+func TestVMRSS(t *testing.T) {
+	p, _ := openVM(t, igb.Config{Queues: 4})
+	c, io := vmClient(t, p)
+	const flows, per = 32, 8
+	s, err := c.Flows(flows, per, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queueOf := map[int]int{}
+	perQueue := map[int]int{}
+	got := 0
+	deadline := time.Now().Add(60 * time.Second)
+	for got < flows*per && time.Now().Before(deadline) {
+		f, ok := io.recv()
+		if !ok {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		flow, _, err := traffic.ParseFlow(f)
+		if err != nil {
+			continue
+		}
+		q := int(io.held.Queue)
+		if prev, seen := queueOf[flow]; seen && prev != q {
+			t.Fatalf("flow %d arrived on queues %d and %d", flow, prev, q)
+		}
+		queueOf[flow] = q
+		perQueue[q]++
+		got++
+		if err := s.Ack(got); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got < flows*per {
+		t.Fatalf("received %d of %d flow frames", got, flows*per)
+	}
+	if len(perQueue) < 2 {
+		t.Fatalf("RSS: every flow landed on the same queue: %v", perQueue)
+	}
+	t.Logf("frames per queue: %v", perQueue)
+}
+
+func TestVMInterruptWakesRecv(t *testing.T) {
+	p, _ := openVM(t, igb.Config{Interrupts: true})
+	c, io := vmClient(t, p)
+	io.drain()
+	rq := p.RxQueue(0)
+	if rq.IRQ() == nil {
+		t.Fatal("no IRQ with Config.Interrupts")
+	}
+	if _, err := c.Later(500*time.Millisecond, 1, 303); err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([]*dma.Buf, 8)
+	// Drain, arm, poll once more, then block: the protocol of nic.RxQueue.ArmIRQ.
+	for n := rq.Recv(bufs); n > 0; n = rq.Recv(bufs) {
+		for _, b := range bufs[:n] {
+			b.Free()
+		}
+	}
+	rq.ArmIRQ()
+	n := rq.Recv(bufs)
+	if n == 0 {
+		start := time.Now()
+		fired, err := rq.IRQ().Wait(10 * time.Second)
+		if err != nil || !fired {
+			t.Fatalf("no interrupt within 10s (fired=%v err=%v)\n%s", fired, err, p.Dump())
+		}
+		t.Logf("woken after %v", time.Since(start))
+		n = rq.Recv(bufs)
+	}
+	if n != 1 {
+		t.Fatalf("after the interrupt Recv returned %d frames, want 1", n)
+	}
+	if err := traffic.CheckFrame(bufs[0].Data(), 303, 0, p.MAC(), c.PeerMAC()); err != nil {
+		t.Fatal(err)
+	}
+	bufs[0].Free()
+}
+
+func TestVMRefusesUnmappedDMA(t *testing.T) {
+	p, _ := openVM(t, igb.Config{})
+	testRefusesUnmappedDMA(t, p)
+}
+
+func TestVMCloseReopen(t *testing.T) {
+	bdf := os.Getenv("XNIC_IGB_BDF")
+	if bdf == "" {
+		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier sets it)")
+	}
+	dev, err := vfio.Open(bdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	for round := 0; round < 2; round++ {
+		p, err := igb.Open(dev, igb.Config{LinkTimeout: vmLinkTimeout})
+		if err != nil {
+			t.Fatalf("round %d: Open: %v", round, err)
+		}
+		if _, err := p.WaitLink(vmLinkTimeout); err != nil {
+			p.Close()
+			t.Fatalf("round %d: %v", round, err)
+		}
+		io := newPortIO(p)
+		c := traffic.NewClient(p.MAC(), io.send, io.recv)
+		if err := c.Hello(30 * time.Second); err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if rep, err := c.Transmit(200, int64(400+round), 60*time.Second); err != nil {
+			t.Fatalf("round %d: %v (%s)", round, err, rep)
+		}
+		io.drain()
+		if err := p.Close(); err != nil {
+			t.Fatalf("round %d: Close: %v", round, err)
+		}
+	}
+}
+
+// testRefusesUnmappedDMA sends a buffer whose IOVA the device's allocator never
+// mapped: Send must take it, not write a descriptor or the tail, and count it.
+func testRefusesUnmappedDMA(t *testing.T, p *igb.Port) {
+	t.Helper()
+	far, err := dma.NewPool(&farAllocator{}, 4, dma.DefaultFrameSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := far.Get()
+	b.Len = 100
+	before, _ := p.Dump().Reg("TDT0")
+	tx := p.TxQueue(0)
+	free := tx.Free()
+	if n := tx.Send([]*dma.Buf{b}); n != 1 {
+		t.Fatalf("Send took %d, want 1 (refused and returned)", n)
+	}
+	if got := counter(t, p, "tx_refused_dma"); got != 1 {
+		t.Fatalf("tx_refused_dma %d, want 1", got)
+	}
+	after, _ := p.Dump().Reg("TDT0")
+	if after.Value != before.Value || tx.Free() != free {
+		t.Fatalf("TDT moved %d -> %d (free %d -> %d): the refused buffer reached the ring", before.Value, after.Value, free, tx.Free())
+	}
+	if b.Owner() != dma.OwnerFree {
+		t.Fatalf("refused buffer owned by %v, want back in its pool", b.Owner())
+	}
+	if err := far.CheckIdle(); err != nil {
+		t.Fatal(err)
+	}
+}
