@@ -93,8 +93,8 @@ func (a *Array) Lookup(key []byte, cpu int) []byte {
 // E2BIG; anything else EINVAL. On a per-CPU array, cpu < 0 writes every slot
 // from NumCPU values each rounded up to 8 bytes.
 func (a *Array) Update(key, value []byte, flags uint64, cpu int) error {
-	if flags&^UpdateLock > UpdateExist {
-		return errBadFlags
+	if flags&^UpdateLock > UpdateExist || flags&UpdateLock != 0 {
+		return errBadFlags // BPF_F_LOCK: no bpf_spin_lock in xnic's values
 	}
 	i, ok := keyIndex(key)
 	if !ok {
@@ -105,9 +105,6 @@ func (a *Array) Update(key, value []byte, flags uint64, cpu int) error {
 	}
 	if flags&UpdateNoExist != 0 {
 		return errExists
-	}
-	if flags&UpdateLock != 0 {
-		return errBadFlags // no bpf_spin_lock in xnic's values
 	}
 	if a.ncpu == 1 {
 		if len(value) != int(a.spec.ValueSize) {

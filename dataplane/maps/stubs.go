@@ -6,7 +6,6 @@ func notYet(spec Spec) (Map, error) {
 	return nil, mapErr(spec.Name, syscall.EOPNOTSUPP, "map type %v is not implemented yet", spec.Type)
 }
 
-func newLPM(spec Spec) (Map, error)        { return notYet(spec) }
 func newDevMap(spec Spec) (Map, error)     { return notYet(spec) }
 func newDevMapHash(spec Spec) (Map, error) { return notYet(spec) }
 func newCPUMap(spec Spec) (Map, error)     { return notYet(spec) }

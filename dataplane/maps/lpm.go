@@ -1,0 +1,351 @@
+package maps
+
+import (
+	"math/bits"
+	"sync"
+	"syscall"
+)
+
+// LPMTrie is BPF_MAP_TYPE_LPM_TRIE (kernel/bpf/lpm_trie.c). A key is struct
+// bpf_lpm_trie_key_u8: a host-endian (little-endian here) u32 prefix length
+// followed by key_size-4 data bytes, compared most significant bit first.
+// Lookup returns the value of the longest stored prefix that matches the
+// key's first prefixlen bits; Update and Delete work on exact (prefixlen,
+// data) pairs; NextKey walks the stored keys in post-order (more specific
+// prefixes before the prefixes that contain them).
+//
+// The trie has the kernel's shape: a binary Patricia trie whose intermediate
+// nodes (a branch point that is no key of its own) have exactly two children.
+// Because the shape is the same, NextKey returns keys in the kernel's order,
+// and the data bits past a key's prefix length are stored and returned as the
+// caller gave them, as the kernel does.
+//
+// The map must be created with BPF_F_NO_PREALLOC, as the kernel requires; each
+// insert allocates a node (and sometimes an intermediate node) from the Go
+// heap. Full is ENOSPC, as in the kernel. Update of an existing key installs a
+// new node: a slice from an earlier Lookup keeps showing the old value (the
+// garbage collector keeps it, as RCU does in the kernel).
+//
+// One RWMutex guards the trie: Lookup and NextKey read-lock it, Update and
+// Delete write-lock it.
+type LPMTrie struct {
+	spec     Spec
+	dataSize uint32
+	maxLen   uint32
+
+	mu   sync.RWMutex
+	root *lpmNode // guarded by mu
+	n    uint32   // stored keys (intermediate nodes excluded); guarded by mu
+}
+
+// lpmNode is one trie node. Every field is guarded by LPMTrie.mu; value is
+// written only before the node is linked.
+type lpmNode struct {
+	child     [2]*lpmNode
+	prefixlen uint32
+	im        bool // intermediate: a branch point, not a key
+	data      []byte
+	value     []byte
+}
+
+func newLPM(spec Spec) (*LPMTrie, error) {
+	if spec.Flags&FlagNoPrealloc == 0 {
+		return nil, mapErr(spec.Name, syscall.EINVAL, "an lpm_trie must be created with BPF_F_NO_PREALLOC (the kernel requires it)")
+	}
+	if err := checkFlagMask(spec, lpmFlagMask); err != nil {
+		return nil, err
+	}
+	if spec.KeySize < lpmKeySizeMin || spec.KeySize > lpmKeySizeMax {
+		return nil, mapErr(spec.Name, syscall.EINVAL, "key size %d: lpm_trie keys are a 4-byte prefix length and 1 to %d data bytes", spec.KeySize, lpmDataSizeMax)
+	}
+	if spec.ValueSize < 1 || spec.ValueSize > lpmValSizeMax {
+		return nil, mapErr(spec.Name, syscall.EINVAL, "value size %d", spec.ValueSize)
+	}
+	spec.NumCPU = 0
+	ds := spec.KeySize - 4
+	return &LPMTrie{spec: spec, dataSize: ds, maxLen: ds * 8}, nil
+}
+
+// Spec returns the map's spec.
+func (t *LPMTrie) Spec() Spec { return t.spec }
+
+func extractBit(data []byte, i uint32) int {
+	return int(data[i/8]>>(7-i%8)) & 1
+}
+
+// match is the number of leading bits node and key share, capped at the
+// shorter of the two prefix lengths (the kernel's longest_prefix_match).
+func (t *LPMTrie) match(n *lpmNode, plen uint32, data []byte) uint32 {
+	limit := min(n.prefixlen, plen)
+	var m uint32
+	for i := range t.dataSize {
+		d := n.data[i] ^ data[i]
+		if d != 0 {
+			m += uint32(bits.LeadingZeros8(d))
+			break
+		}
+		m += 8
+		if m >= limit {
+			break
+		}
+	}
+	return min(m, limit)
+}
+
+func (t *LPMTrie) splitKey(key []byte) (uint32, []byte, bool) {
+	if len(key) != int(t.spec.KeySize) {
+		return 0, nil, false
+	}
+	plen, _ := keyIndex(key[:4])
+	return plen, key[4:], true
+}
+
+// Lookup returns the value of the longest prefix matching key, or nil. It
+// does not allocate.
+func (t *LPMTrie) Lookup(key []byte, cpu int) []byte {
+	plen, data, ok := t.splitKey(key)
+	if !ok || plen > t.maxLen {
+		return nil
+	}
+	t.mu.RLock()
+	var found *lpmNode
+	for n := t.root; n != nil; {
+		m := t.match(n, plen, data)
+		if m == t.maxLen {
+			found = n
+			break
+		}
+		if m < n.prefixlen {
+			break
+		}
+		if !n.im {
+			found = n
+		}
+		n = n.child[extractBit(data, n.prefixlen)]
+	}
+	t.mu.RUnlock()
+	if found == nil {
+		return nil
+	}
+	return found.value
+}
+
+func (t *LPMTrie) newNode(plen uint32, data, value []byte) *lpmNode {
+	n := &lpmNode{prefixlen: plen}
+	buf := make([]byte, t.dataSize+t.spec.ValueSize)
+	n.data = buf[:t.dataSize:t.dataSize]
+	copy(n.data, data)
+	if value != nil {
+		n.value = buf[t.dataSize : t.dataSize+t.spec.ValueSize : t.dataSize+t.spec.ValueSize]
+		copy(n.value, value)
+	}
+	return n
+}
+
+// addCheck is the kernel's trie_check_add_elem; the caller holds mu.
+func (t *LPMTrie) addCheck(flags uint64) error {
+	if flags == UpdateExist {
+		return errNoEntry
+	}
+	if t.n == t.spec.MaxEntries {
+		return syscall.ENOSPC
+	}
+	t.n++
+	return nil
+}
+
+// Update stores value under the exact key: BPF_NOEXIST on a stored key is
+// EEXIST, BPF_EXIST on a missing one ENOENT, a new key in a full trie ENOSPC,
+// a prefix length over 8*(key_size-4) EINVAL.
+func (t *LPMTrie) Update(key, value []byte, flags uint64, cpu int) error {
+	if flags > UpdateExist {
+		return errBadFlags
+	}
+	plen, data, ok := t.splitKey(key)
+	if !ok || plen > t.maxLen {
+		return errBadKeySize
+	}
+	if len(value) != int(t.spec.ValueSize) {
+		return errBadValueSize
+	}
+	nn := t.newNode(plen, data, value)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	slot := &t.root
+	var n *lpmNode
+	var m uint32
+	for n = *slot; n != nil; n = *slot {
+		m = t.match(n, plen, data)
+		if n.prefixlen != m || n.prefixlen == plen {
+			break
+		}
+		slot = &n.child[extractBit(data, n.prefixlen)]
+	}
+	if n == nil {
+		if err := t.addCheck(flags); err != nil {
+			return err
+		}
+		*slot = nn
+		return nil
+	}
+	if n.prefixlen == m {
+		// Same prefix: replace the node (a key, or an intermediate node that
+		// becomes a key).
+		if !n.im {
+			if flags == UpdateNoExist {
+				return errExists
+			}
+		} else if err := t.addCheck(flags); err != nil {
+			return err
+		}
+		nn.child = n.child
+		*slot = nn
+		return nil
+	}
+	if err := t.addCheck(flags); err != nil {
+		return err
+	}
+	if m == plen {
+		// The new key is a prefix of n: it becomes n's parent.
+		nn.child[extractBit(n.data, m)] = n
+		*slot = nn
+		return nil
+	}
+	im := t.newNode(m, n.data, nil)
+	im.im = true
+	if extractBit(data, m) == 1 {
+		im.child = [2]*lpmNode{n, nn}
+	} else {
+		im.child = [2]*lpmNode{nn, n}
+	}
+	*slot = im
+	return nil
+}
+
+// Delete removes the exact key, or returns ENOENT (EINVAL for a prefix length
+// over the maximum).
+func (t *LPMTrie) Delete(key []byte) error {
+	plen, data, ok := t.splitKey(key)
+	if !ok || plen > t.maxLen {
+		return errBadKeySize
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	trim := &t.root
+	trim2 := trim
+	var parent, n *lpmNode
+	var m uint32
+	for n = *trim; n != nil; n = *trim {
+		m = t.match(n, plen, data)
+		if n.prefixlen != m || n.prefixlen == plen {
+			break
+		}
+		parent = n
+		trim2 = trim
+		trim = &n.child[extractBit(data, n.prefixlen)]
+	}
+	if n == nil || n.prefixlen != plen || n.prefixlen != m || n.im {
+		return errNoEntry
+	}
+	t.n--
+	switch {
+	case n.child[0] != nil && n.child[1] != nil:
+		n.im = true
+	case parent != nil && parent.im && n.child[0] == nil && n.child[1] == nil:
+		// Drop the now useless intermediate parent too.
+		if parent.child[0] == n {
+			*trim2 = parent.child[1]
+		} else {
+			*trim2 = parent.child[0]
+		}
+	case n.child[0] != nil:
+		*trim = n.child[0]
+	case n.child[1] != nil:
+		*trim = n.child[1]
+	default:
+		*trim = nil
+	}
+	return nil
+}
+
+// NextKey writes the key after key in post-order into next; a nil key, a key
+// with a prefix length over the maximum or a key not stored gives the first
+// (leftmost) key; ENOENT after the last or on an empty trie.
+func (t *LPMTrie) NextKey(key, next []byte) error {
+	if len(next) < int(t.spec.KeySize) {
+		return errBadKeySize
+	}
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	root := t.root
+	if root == nil {
+		return errNoEntry
+	}
+	plen, data, ok := t.splitKey(key)
+	if key == nil || !ok || plen > t.maxLen {
+		t.copyKey(next, leftmost(root))
+		return nil
+	}
+	var stack [lpmDataSizeMax*8 + 1]*lpmNode
+	sp := -1
+	var n *lpmNode
+	var m uint32
+	for n = root; n != nil; {
+		sp++
+		stack[sp] = n
+		m = t.match(n, plen, data)
+		if n.prefixlen != m || n.prefixlen == plen {
+			break
+		}
+		n = n.child[extractBit(data, n.prefixlen)]
+	}
+	if n == nil || n.prefixlen != m || n.im {
+		t.copyKey(next, leftmost(root))
+		return nil
+	}
+	n = stack[sp]
+	for ; sp > 0; sp-- {
+		p := stack[sp-1]
+		if p.child[0] == n && p.child[1] != nil {
+			t.copyKey(next, leftmost(p.child[1]))
+			return nil
+		}
+		if !p.im {
+			t.copyKey(next, p)
+			return nil
+		}
+		n = p
+	}
+	return errNoEntry
+}
+
+// leftmost is the first key in post-order under n: go left (right when there
+// is no left child) to a leaf, remembering the last non-intermediate node.
+func leftmost(n *lpmNode) *lpmNode {
+	var last *lpmNode
+	for n != nil {
+		if n.im {
+			n = n.child[0]
+			continue
+		}
+		last = n
+		if n.child[0] != nil {
+			n = n.child[0]
+		} else {
+			n = n.child[1]
+		}
+	}
+	return last
+}
+
+func (t *LPMTrie) copyKey(dst []byte, n *lpmNode) {
+	putIndex(dst, n.prefixlen)
+	copy(dst[4:t.spec.KeySize], n.data)
+}
+
+// Len returns the number of stored keys.
+func (t *LPMTrie) Len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return int(t.n)
+}
