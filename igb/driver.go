@@ -534,23 +534,35 @@ func (p *Port) Close() error {
 // teardown undoes whatever part of bring-up happened.
 func (p *Port) teardown() error {
 	var errs []error
-	p.w32(regEIMC, 0xFFFFFFFF)
-	p.w32(regIMC, 0xFFFFFFFF)
-	p.w32(regRCTL, 0)
-	p.w32(regTCTL, uint32(tctlPSP))
-	for _, q := range p.rx {
-		if err := q.stop(); err != nil {
-			errs = append(errs, err)
+	// A device that reads all ones is gone: nothing to stop, only memory to free.
+	present := p.r32(regSTATUS) != 0xFFFFFFFF
+	if present {
+		p.w32(regEIMC, 0xFFFFFFFF)
+		p.w32(regIMC, 0xFFFFFFFF)
+		p.w32(regRCTL, 0)
+		p.w32(regTCTL, uint32(tctlPSP))
+		for _, q := range p.rx {
+			if err := q.stop(); err != nil {
+				errs = append(errs, err)
+			}
 		}
+		for _, q := range p.tx {
+			if err := q.stop(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+		p.r32(regSTATUS)
+	}
+	for _, q := range p.rx {
+		q.stopped = true
 	}
 	for _, q := range p.tx {
-		if err := q.stop(); err != nil {
-			errs = append(errs, err)
-		}
+		q.stopped = true
 	}
-	p.r32(regSTATUS)
 	if p.irqs != nil {
-		p.w32(regGPIE, 0)
+		if present {
+			p.w32(regGPIE, 0)
+		}
 		if err := p.dev.DisableIRQs(); err != nil {
 			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
 		}

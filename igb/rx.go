@@ -153,8 +153,8 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		got++
 		nbytes += uint64(length)
 	}
-	if cleaned > 0 {
-		q.refill()
+	if q.posted < q.n-1 {
+		q.refill() // also retries a refill the pool could not serve before
 	}
 	if got > 0 {
 		q.packets.Add(uint64(got))
