@@ -85,11 +85,26 @@ const (
 	peerSettle = time.Second
 )
 
+// LiveOptions adjust a live run.
+type LiveOptions struct {
+	// Prepare, when set, is called inside the namespace after the veth pair
+	// is up and before the run, with the ifindex of the device the frames
+	// arrive on and of its peer: the place to fill a devmap (the kernel
+	// resolves ifindexes in the calling thread's namespace, so it must
+	// happen here), e.g. tx_port[0] = dev to redirect out of the veth.
+	Prepare func(dev, peer int) error
+}
+
 // LiveRun runs p on n copies of frame with BPF_F_TEST_XDP_LIVE_FRAMES. It
 // creates a network namespace with a veth pair (ip(8) must be installed),
 // attaches a counting XDP_DROP program to the peer and removes everything
 // before it returns.
 func LiveRun(p *ebpf.Program, frame []byte, n int) (LiveStats, error) {
+	return LiveRunWith(p, frame, n, LiveOptions{})
+}
+
+// LiveRunWith is LiveRun with options.
+func LiveRunWith(p *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveStats, error) {
 	if err := Available(); err != nil {
 		return LiveStats{}, err
 	}
@@ -152,7 +167,7 @@ func LiveRun(p *ebpf.Program, frame []byte, n int) (LiveStats, error) {
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		st, err := liveInNetns(ns, p, peerProg, frame, n)
+		st, err := liveInNetns(ns, p, peerProg, frame, n, opts)
 		done <- outcome{st, err}
 	}()
 	o := <-done
@@ -181,7 +196,7 @@ func LiveRun(p *ebpf.Program, frame []byte, n int) (LiveStats, error) {
 // enters ns, attaches peer to the peer veth and runs p in live mode. The
 // thread goes back to its namespace; if that fails it stays locked, so the
 // Go runtime ends it with the goroutine instead of reusing it.
-func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int) (LiveStats, error) {
+func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveStats, error) {
 	runtime.LockOSThread()
 	orig, err := os.Open("/proc/thread-self/ns/net")
 	if err != nil {
@@ -218,9 +233,14 @@ func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int) (LiveSta
 		return LiveStats{}, fmt.Errorf("kernelxdp: attaching the peer program to %s: %w", livePeer, err)
 	}
 	defer l.Close()
+	if opts.Prepare != nil {
+		if err := opts.Prepare(dev.Index, peerDev.Index); err != nil {
+			return LiveStats{}, fmt.Errorf("kernelxdp: preparing the live run: %w", err)
+		}
+	}
 
 	ctx := xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(dev.Index)}
-	opts := ebpf.RunOptions{
+	ro := ebpf.RunOptions{
 		Data:      frame,
 		Context:   ctx,
 		Repeat:    uint32(n),
@@ -228,7 +248,7 @@ func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int) (LiveSta
 		BatchSize: 64,
 	}
 	start := time.Now()
-	if _, err := p.Run(&opts); err != nil {
+	if _, err := p.Run(&ro); err != nil {
 		return LiveStats{}, fmt.Errorf("kernelxdp: live-frames run of %v on %s: %w", p, liveDev, err)
 	}
 	return LiveStats{Frames: n, Elapsed: time.Since(start)}, nil
