@@ -118,6 +118,18 @@ func helperArgReason(d int64) string {
 
 func errno(e syscall.Errno) uint64 { return uint64(-int64(e)) }
 
+// errnoOf is the helper return value for a map error: 0, or -errno. A bare
+// syscall.Errno (what maps return on the fast path) needs no allocation.
+func errnoOf(err error) uint64 {
+	if err == nil {
+		return 0
+	}
+	if e, ok := err.(syscall.Errno); ok {
+		return errno(e)
+	}
+	return uint64(maps.Errno(err))
+}
+
 var bootTime = time.Now()
 
 // ktime is nanoseconds on the monotonic clock since the package started
@@ -182,7 +194,7 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		if val == nil {
 			return r.argFault(p, pc, argValue)
 		}
-		return uint64(maps.Errno(m.m.Update(key, val, reg[4], r.cpu)))
+		return errnoOf(m.m.Update(key, val, reg[4], r.cpu))
 	case helperMapDeleteElem:
 		m := r.mapArg(reg[1])
 		if m == nil {
@@ -195,7 +207,7 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		if key == nil {
 			return r.argFault(p, pc, argKey)
 		}
-		return uint64(maps.Errno(m.m.Delete(key)))
+		return errnoOf(m.m.Delete(key))
 	case helperKtimeGetNs, helperKtimeGetBootNs, helperKtimeGetCoarseNs, helperKtimeGetTaiNs:
 		if id == helperKtimeGetTaiNs {
 			return uint64(time.Now().UnixNano()) + 37e9 // TAI = UTC + 37 s (since 2017)
@@ -429,10 +441,15 @@ func (r *Runner) loop(p *Program, pc int, reg *[16]uint64) uint64 {
 	}
 	target := int(uint32(fn))
 	for i := uint64(0); i < nr; i++ {
-		var cr [16]uint64
+		if r.depth+1 >= maxFrames {
+			r.setFault(p, pc, faultCallDepth, 0, 0)
+			return 0
+		}
+		cr := &r.regFiles[r.depth+1]
+		*cr = [16]uint64{}
 		cr[1], cr[2] = i, ctx
 		cr[10] = reg[10]
-		if !r.pushFrame(p, pc, &cr) {
+		if !r.pushFrame(p, pc, cr) {
 			return 0
 		}
 		r.budget -= int64(len(p.code)-target) + 1
@@ -440,7 +457,7 @@ func (r *Runner) loop(p *Program, pc int, reg *[16]uint64) uint64 {
 			r.setFault(p, pc, faultBudget, 0, 0)
 			return 0
 		}
-		ret := r.exec(p, target, &cr)
+		ret := r.exec(p, target, cr)
 		r.depth--
 		if r.faulted {
 			return 0

@@ -188,6 +188,12 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			NumCPU:     o.NumCPU,
 		}
 		m, err := o.NewMap(s)
+		var local *progArrayMap
+		if err != nil && ms.Type == ebpf.ProgramArray {
+			// The program slots live in the collection anyway.
+			local = &progArrayMap{spec: s}
+			m, err = local, nil
+		}
 		if err != nil {
 			return nil, fmt.Errorf("create map %s (%v): %w", n, ms.Type, err)
 		}
@@ -201,6 +207,9 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			ref.lookupOK = true // read-only values, as the kernel's verifier
 		case ebpf.ProgramArray:
 			ref.progs = make([]atomic.Pointer[Program], s.MaxEntries)
+			if local != nil {
+				local.ref = ref
+			}
 		case ebpf.RingBuf:
 			ref.ring = ringOf(m)
 		}

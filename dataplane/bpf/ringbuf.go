@@ -52,7 +52,7 @@ func (r *Runner) ringbuf(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
 			if reg[4]&^(ringbufNoWakeup|ringbufForceWake) != 0 {
 				return errno(syscall.EINVAL)
 			}
-			return uint64(maps.Errno(m.ring.Output(data)))
+			return errnoOf(m.ring.Output(data))
 		}
 		size, flags := reg[2], reg[3]
 		if flags != 0 || size > math.MaxUint32 || size == 0 {

@@ -65,6 +65,9 @@ type Runner struct {
 	budget  int64
 	tails   int
 	frames  [maxFrames]callFrame
+	// Register files: [0] for the program, [d] for a bpf_loop callback
+	// entered at call depth d. Kept here so they never escape to the heap.
+	regFiles [maxFrames + 1][16]uint64
 	stack   []byte
 
 	redirect Redirect
@@ -191,10 +194,11 @@ func (r *Runner) Run(p *Program, f *Frame) (act Action) {
 	r.tails = 0
 	r.budget = p.budget
 	r.records = r.records[:0]
-	var reg [16]uint64
+	reg := &r.regFiles[0]
+	*reg = [16]uint64{}
 	reg[1] = regionCtx << 32
 	reg[10] = regionStack<<32 | stackSize
-	ret := r.exec(p, 0, &reg)
+	ret := r.exec(p, 0, reg)
 	r.dropRecords()
 	r.frame = nil
 	if r.faulted {
