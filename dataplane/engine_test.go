@@ -81,9 +81,7 @@ func TestEveryVerdict(t *testing.T) {
 		frame(bpf.ActionRedirect, rdDevMap, 1, 4, 128),
 		frame(bpf.ActionPass, 0, 0, 5, 70),
 		frame(bpf.ActionAborted, 0, 0, 6, 64),
-		frame(0xEE, 0, 0, 7, 64),
 		frame(bpf.ActionRedirect, rdIfindex, 9, 8, 64), // no port 9
-		frame(7, 0, 0, 9, 64),                          // invalid verdict
 	}
 	for _, f := range in {
 		if !ps[0].Rx(0).Inject(f) {
@@ -94,6 +92,14 @@ func TestEveryVerdict(t *testing.T) {
 		s := e.Snapshot()
 		return s.Ports[0].Counters[RxPackets] == uint64(len(in)) && s.Ports[1].Counters[TxXDPXmit] == 2
 	})
+	if f := e.Snapshot().Ports[0].LastFault; f != "queue 0: XDP_ABORTED" {
+		t.Errorf("last fault %q, want the program's own XDP_ABORTED", f)
+	}
+	// A fault, then an invalid verdict, each in a poll of its own.
+	ps[0].Rx(0).Inject(frame(0xEE, 0, 0, 7, 64))
+	waitFor(t, "fault recorded", func() bool { return strings.Contains(e.Snapshot().Ports[0].LastFault, errTestFault.Error()) })
+	ps[0].Rx(0).Inject(frame(7, 0, 0, 9, 64))
+	waitFor(t, "invalid verdict recorded", func() bool { return strings.Contains(e.Snapshot().Ports[0].LastFault, "invalid verdict 7") })
 	s := e.Snapshot()
 	c := s.Ports[0].Counters
 	want := map[Counter]uint64{
@@ -110,9 +116,6 @@ func TestEveryVerdict(t *testing.T) {
 	}
 	if c1 := s.Ports[1].Counters; c1[TxXDPXmit] != 2 || c1[TxPackets] != 2 || c1[TxBytes] != 64+128 {
 		t.Errorf("port1 xmit %d tx %d bytes %d, want 2 2 192", c1[TxXDPXmit], c1[TxPackets], c1[TxBytes])
-	}
-	if !strings.Contains(s.Ports[0].LastFault, "invalid verdict 7") && !strings.Contains(s.Ports[0].LastFault, errTestFault.Error()) {
-		t.Errorf("last fault %q names neither fault", s.Ports[0].LastFault)
 	}
 	// Byte-exact: the TX frame comes back MAC-swapped, the redirected ones as
 	// they were, the PASS frame reaches port 0's stack only.

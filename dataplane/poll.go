@@ -187,20 +187,27 @@ func (p *poller) poll() int {
 			p.ctr[RxXDPPass]++
 			p.pass(b)
 		default:
-			p.abort(b, act, p.run.Fault())
+			// Fault may allocate (it formats the reason): ask once per poll.
+			var err error
+			if !p.faulted {
+				err = p.run.Fault()
+			}
+			p.abort(b, act, err)
 		}
 	}
 	p.flush()
 	return n
 }
 
-// abort drops a frame whose program aborted or faulted, keeping the reason; the
-// last one of a poll becomes the port's last fault (one record per burst, so a
-// storm of faults costs no allocation per frame).
+// abort drops a frame whose program aborted or faulted. The first abort of a
+// poll becomes the port's last fault at the end of the poll (one record per
+// burst, so a storm of faults costs no allocation per frame).
 func (p *poller) abort(b *dma.Buf, act bpf.Action, err error) {
 	p.ctr[RxXDPAborted]++
 	p.drop = append(p.drop, b)
-	p.faulted, p.lastAct, p.lastErr = true, act, err
+	if !p.faulted {
+		p.faulted, p.lastAct, p.lastErr = true, act, err
+	}
 }
 
 // recordFault keeps the last abort of the poll as the port's last fault.

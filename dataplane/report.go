@@ -1,0 +1,157 @@
+package dataplane
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+)
+
+// Rates is what happened on one port between two snapshots, per second.
+type Rates struct {
+	Port     string  `json:"port"`
+	Seconds  float64 `json:"interval_s"`
+	RxPPS    float64 `json:"rx_pps"`
+	RxBPS    float64 `json:"rx_bps"`
+	TxPPS    float64 `json:"tx_pps"`
+	Drop     float64 `json:"drop_pps"`
+	Pass     float64 `json:"pass_pps"`
+	TX       float64 `json:"tx_pps_xdp"`
+	Redirect float64 `json:"redirect_pps"`
+	Aborted  float64 `json:"aborted_pps"`
+	Xmit     float64 `json:"xmit_pps"`
+	Errors   float64 `json:"errors_pps"` // tx/xmit/redirect/pass errors and ring-full drops
+}
+
+// errorCounters are summed into Rates.Errors.
+var errorCounters = []Counter{RxXDPTxErrors, TxXDPXmitErrors, RxXDPRedirectErrors, RxXDPPassErrors, RingFull, NoBuffer, TxStackErrors}
+
+// RatesBetween computes per-port rates from two snapshots of the same engine.
+func RatesBetween(prev, cur *Snapshot) []Rates {
+	dt := cur.Time.Sub(prev.Time).Seconds()
+	if dt <= 0 {
+		dt = 1e-9
+	}
+	var out []Rates
+	for i := range cur.Ports {
+		c := &cur.Ports[i].Counters
+		var p Counters
+		if i < len(prev.Ports) {
+			p = prev.Ports[i].Counters
+		}
+		d := func(k Counter) float64 { return float64(c[k]-p[k]) / dt }
+		r := Rates{
+			Port: cur.Ports[i].Name, Seconds: dt,
+			RxPPS: d(RxPackets), RxBPS: d(RxBytes) * 8, TxPPS: d(TxPackets),
+			Drop: d(RxXDPDrop), Pass: d(RxXDPPass), TX: d(RxXDPTx), Redirect: d(RxXDPRedirect),
+			Aborted: d(RxXDPAborted), Xmit: d(TxXDPXmit),
+		}
+		for _, k := range errorCounters {
+			r.Errors += d(k)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// FormatRates writes one line per port, like the kernel's XDP samples:
+//
+//	port0  rx 1,487,962 pps  drop 1,487,962  pass 0  tx 0  redirect 0  aborted 0  xmit 0  err 0
+func FormatRates(w io.Writer, rs []Rates) {
+	for _, r := range rs {
+		fmt.Fprintf(w, "%-10s rx %11s pps  drop %11s  pass %9s  tx %11s  redirect %11s  aborted %7s  xmit %11s  err %7s\n",
+			r.Port, Group(r.RxPPS), Group(r.Drop), Group(r.Pass), Group(r.TX), Group(r.Redirect), Group(r.Aborted), Group(r.Xmit), Group(r.Errors))
+	}
+}
+
+// WriteJSON writes one JSON object per line: the rates and the raw counters.
+func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
+	type port struct {
+		Rates
+		Link      bool              `json:"link_up"`
+		Counters  map[string]uint64 `json:"counters"`
+		Hardware  map[string]uint64 `json:"hardware,omitempty"`
+		LastFault string            `json:"last_fault,omitempty"`
+	}
+	out := struct {
+		Time    time.Time     `json:"time"`
+		Ports   []port        `json:"ports"`
+		Workers []WorkerStats `json:"cpumap_workers,omitempty"`
+		XSKs    []XSKStats    `json:"xsks,omitempty"`
+	}{Time: s.Time, Workers: s.Workers, XSKs: s.XSKs}
+	for i := range s.Ports {
+		ps := &s.Ports[i]
+		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault}
+		if i < len(rs) {
+			p.Rates = rs[i]
+		} else {
+			p.Rates.Port = ps.Name
+		}
+		if len(ps.Hardware) > 0 {
+			p.Hardware = map[string]uint64{}
+			for _, h := range ps.Hardware {
+				p.Hardware[h.Name] = h.Value
+			}
+		}
+		out.Ports = append(out.Ports, p)
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return fmt.Errorf("dataplane: stats to JSON: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// Group formats v rounded to an integer with thousands separators.
+func Group(v float64) string {
+	n := int64(math.Round(v))
+	neg := n < 0
+	if neg {
+		n = -n
+	}
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// FormatSummary writes a table of every port's counters (non-zero ones, and the
+// verdict counters always).
+func FormatSummary(w io.Writer, s *Snapshot) {
+	always := map[Counter]bool{RxPackets: true, RxXDPDrop: true, RxXDPPass: true, RxXDPTx: true, RxXDPRedirect: true, RxXDPAborted: true, TxPackets: true, TxXDPXmit: true}
+	fmt.Fprintf(w, "%-24s", "counter")
+	for _, p := range s.Ports {
+		fmt.Fprintf(w, " %16s", p.Name)
+	}
+	fmt.Fprintln(w)
+	for c := Counter(0); c < NumCounters; c++ {
+		show := always[c]
+		for _, p := range s.Ports {
+			show = show || p.Counters[c] != 0
+		}
+		if !show {
+			continue
+		}
+		fmt.Fprintf(w, "%-24s", c)
+		for _, p := range s.Ports {
+			fmt.Fprintf(w, " %16s", Group(float64(p.Counters[c])))
+		}
+		fmt.Fprintln(w)
+	}
+	for _, p := range s.Ports {
+		if p.LastFault != "" {
+			fmt.Fprintf(w, "%s last fault: %s\n", p.Name, p.LastFault)
+		}
+	}
+}
