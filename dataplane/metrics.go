@@ -16,12 +16,12 @@ import (
 // device's hardware counters, xnic_link_up{port}, and the cpumap workers' and
 // XSKs' counters. Register it with a prometheus.Registry.
 type Collector struct {
-	e       *Engine
-	queue   [NumCounters]*prometheus.Desc
-	hw      *prometheus.Desc
-	link    *prometheus.Desc
-	worker  *prometheus.Desc
-	xsk     *prometheus.Desc
+	e      *Engine
+	queue  [NumCounters]*prometheus.Desc
+	hw     *prometheus.Desc
+	link   *prometheus.Desc
+	worker *prometheus.Desc
+	xsk    *prometheus.Desc
 }
 
 // NewCollector makes a Collector for e.
