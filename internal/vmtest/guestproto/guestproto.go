@@ -1,0 +1,60 @@
+// Package guestproto is what the VM harness (package vmtest, on the host) and
+// the guest's /init (command guestinit) agree on: the configuration file the
+// host puts into the initramfs, and the lines /init prints on the console.
+//
+// Console lines from /init all start with Prefix:
+//
+//	@@xnic boot                         /init started
+//	@@xnic step <name> ok|fail <detail> a set-up step (mount, module, bind)
+//	@@xnic start <bin>                  a test binary starts
+//	@@xnic out <bin>| <line>            one line of its output (go test -v)
+//	@@xnic exit <bin> <code> <seconds>  it ended (code -1: killed or not run)
+//	@@xnic dmesg| <line>                kernel log tail, printed at the end
+//	@@xnic done <failures>              everything ran; power-off follows
+//	@@xnic fatal <message>              /init gave up; power-off follows
+//
+// guestinit's own checks are reported as test binary SmokeBinary, in the same
+// "go test -v" format as the real test binaries, so the host treats all
+// alike.
+package guestproto
+
+// ConfigPath is where the host puts the Config (JSON) in the initramfs.
+const ConfigPath = "/vmtest.json"
+
+// Prefix starts every line /init prints for the host.
+const Prefix = "@@xnic "
+
+// SmokeBinary is the name under which /init reports its own checks.
+const SmokeBinary = "guestinit"
+
+// Module is one kernel module to load, in order.
+type Module struct {
+	Path   string `json:"path"`   // in the initramfs
+	Params string `json:"params"` // module parameters ("" for none)
+}
+
+// Test is one test binary to run.
+type Test struct {
+	Name string   `json:"name"` // e.g. "igb"
+	Path string   `json:"path"` // in the initramfs
+	Args []string `json:"args"` // e.g. -test.v -test.timeout=3m
+	// TimeoutSec bounds the run; /init kills the binary after it.
+	TimeoutSec int `json:"timeout_sec"`
+}
+
+// Config tells /init what to do.
+type Config struct {
+	Modules []Module `json:"modules"`
+	// Vendor and Device select the NIC to bind to vfio-pci (first match).
+	Vendor uint16 `json:"vendor"`
+	Device uint16 `json:"device"`
+	// MAC is the address QEMU gave the NIC; the smoke check reads it back from
+	// the device's receive-address registers through VFIO.
+	MAC string `json:"mac"`
+	// Env is added to every test binary's environment. /init adds
+	// XNIC_VFIO_BDF and XNIC_IGB_BDF with the bound device's address.
+	Env   map[string]string `json:"env"`
+	Tests []Test            `json:"tests"`
+	// DmesgLines is how many lines of kernel log to print at the end.
+	DmesgLines int `json:"dmesg_lines"`
+}

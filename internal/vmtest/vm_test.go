@@ -1,0 +1,296 @@
+package vmtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+)
+
+var (
+	flagVM      = flag.Bool("vmtest", false, "run the VM tier: boot QEMU and run the driver tests in the guest (also XNIC_VMTEST=1)")
+	flagPkgs    = flag.String("vmtest.pkgs", "./vfio,./igb", "comma-separated packages whose tests run in the guest")
+	flagRun     = flag.String("vmtest.run", "", "-test.run pattern for the guest test binaries")
+	flagTimeout = flag.Duration("vmtest.timeout", 8*time.Minute, "deadline for the whole guest run (QEMU is killed after it)")
+	flagDir     = flag.String("vmtest.dir", "", "keep the initramfs, console log and pcap in this directory (default: a temporary one, removed)")
+	flagSeed    = flag.Int64("vmtest.seed", 0, "seed for the guest's frame streams (XNIC_VMTEST_SEED; 0: from the clock)")
+)
+
+const (
+	guestMAC      = "52:54:00:12:34:56"
+	igbVendor     = 0x8086
+	igb82576      = 0x10c9
+	guestTestTime = 4 * time.Minute
+)
+
+// lineLogger forwards the console line by line to t.Logf, so a slow or stuck
+// guest shows its progress.
+type lineLogger struct {
+	mu      sync.Mutex
+	t       *testing.T
+	partial []byte
+	done    bool
+}
+
+func (l *lineLogger) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := strings.TrimRight(string(l.partial[:i]), "\r")
+		l.partial = l.partial[i+1:]
+		if !l.done && line != "" {
+			l.t.Logf("guest: %s", line)
+		}
+	}
+	return len(p), nil
+}
+
+func (l *lineLogger) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+func TestVM(t *testing.T) {
+	if !*flagVM && os.Getenv("XNIC_VMTEST") != "1" {
+		t.Skip("VM tier not requested: run `make vmtest` (go test ./internal/vmtest -vmtest, or XNIC_VMTEST=1)")
+	}
+	begin := time.Now()
+	assets, err := Locate()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	root, err := ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := *flagDir
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+	defer cancel()
+
+	// Build /init and the test binaries.
+	initPath := filepath.Join(dir, "init")
+	if err := BuildInit(ctx, root, initPath); err != nil {
+		t.Fatal(err)
+	}
+	var bins []*TestBinary
+	for _, pkg := range strings.Split(*flagPkgs, ",") {
+		pkg = strings.TrimSpace(pkg)
+		if pkg == "" {
+			continue
+		}
+		tb, why, err := BuildTest(ctx, root, pkg, dir)
+		switch {
+		case err != nil:
+			t.Errorf("guest tests of %s cannot run: %v", pkg, err)
+		case tb == nil:
+			t.Logf("NOTE: %s; its guest tests are skipped until it exists", why)
+		default:
+			bins = append(bins, tb)
+		}
+	}
+	t.Logf("built /init and %d test binaries in %v", len(bins), time.Since(begin).Round(time.Millisecond))
+
+	mods, err := ModuleOrder(assets.Modules, VFIOModules)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The host end of the wire.
+	peer, err := traffic.NewPeer(traffic.PeerConfig{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+
+	seed := *flagSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_007
+	}
+	t.Logf("frame stream seed %d (rerun with -vmtest.seed=%d)", seed, seed)
+	cfg := guestproto.Config{
+		Vendor: igbVendor, Device: igb82576, MAC: guestMAC,
+		Env: map[string]string{
+			"XNIC_VMTEST_PEER_MAC": peer.MAC().String(),
+			"XNIC_VMTEST_SEED":     strconv.FormatInt(seed, 10),
+		},
+		DmesgLines: 40,
+	}
+	files := []InitramfsFile{{Name: "init", Src: initPath, Mode: 0o755}}
+	for _, m := range mods {
+		p := "lib/modules/" + filepath.Base(m)
+		files = append(files, InitramfsFile{Name: p, Src: filepath.Join(assets.Modules, m)})
+		cfg.Modules = append(cfg.Modules, guestproto.Module{Path: "/" + p})
+	}
+	for _, b := range bins {
+		p := "tests/" + b.Name + ".test"
+		files = append(files, InitramfsFile{Name: p, Src: b.Path, Mode: 0o755})
+		args := []string{"-test.v", "-test.timeout=" + guestTestTime.String()}
+		if *flagRun != "" {
+			args = append(args, "-test.run="+*flagRun)
+		}
+		cfg.Tests = append(cfg.Tests, guestproto.Test{Name: b.Name, Path: "/" + p, Args: args,
+			TimeoutSec: int(guestTestTime/time.Second) + 30})
+	}
+	cj, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, InitramfsFile{Name: strings.TrimPrefix(guestproto.ConfigPath, "/"), Data: cj})
+	initrd := filepath.Join(dir, "initramfs.cpio")
+	f, err := os.Create(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WriteInitramfs(f, files)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(initrd); err == nil {
+		t.Logf("initramfs %s: %d MiB, modules %v", initrd, st.Size()>>20, mods)
+	}
+
+	// Boot.
+	logger := &lineLogger{t: t}
+	vm := &VM{
+		Assets: assets, Initramfs: initrd, MAC: guestMAC,
+		PeerAddr: peer.Addr().String(),
+		Pcap:     filepath.Join(dir, "igb.pcap"),
+		Console:  logger,
+	}
+	bootAt := time.Now()
+	console, runErr := vm.Run(ctx)
+	logger.stop()
+	_ = os.WriteFile(filepath.Join(dir, "console.log"), []byte(console), 0o644)
+	t.Logf("guest ran %v (QEMU exit: %v); total so far %v; artifacts in %s",
+		time.Since(bootAt).Round(time.Millisecond), runErr, time.Since(begin).Round(time.Millisecond), dir)
+
+	res := ParseConsole(console)
+	switch {
+	case !res.Booted:
+		t.Fatalf("the guest never reached /init (QEMU: %v); console tail:\n%s", runErr, Tail(console, 60))
+	case runErr != nil:
+		t.Errorf("QEMU: %v; console tail:\n%s", runErr, Tail(console, 40))
+	}
+	if res.Fatal != "" {
+		t.Errorf("guest /init gave up: %s\nsteps: %s\nkernel log tail:\n%s", res.Fatal, strings.Join(res.Steps, "\n"), strings.Join(res.Dmesg, "\n"))
+	} else if !res.Done && runErr == nil {
+		t.Errorf("guest powered off without finishing; console tail:\n%s", Tail(console, 40))
+	}
+
+	// One subtest per guest binary and test.
+	expect := append([]*TestBinary{{Name: guestproto.SmokeBinary, Tests: []string{"TestVFIOGroupViable", "TestVFIODeviceAnswers"}}}, bins...)
+	for _, b := range expect {
+		t.Run(b.Name, func(t *testing.T) { checkBinary(t, b, res.Binaries[b.Name], res) })
+	}
+	t.Run("peer", func(t *testing.T) { checkPeer(t, peer.Report()) })
+	t.Logf("VM tier took %v", time.Since(begin).Round(time.Millisecond))
+}
+
+func checkBinary(t *testing.T, tb *TestBinary, br *BinaryResult, res *ConsoleResult) {
+	if br == nil || !br.Started {
+		t.Fatalf("%s never ran in the guest (guest /init: fatal %q, failed steps %q)", tb.Name, res.Fatal, res.Failed)
+	}
+	names := slices.Clone(tb.Tests)
+	if *flagRun != "" && tb.Name != guestproto.SmokeBinary {
+		top := strings.Split(*flagRun, "/")[0]
+		re, err := regexp.Compile(top)
+		if err == nil {
+			names = slices.DeleteFunc(names, func(n string) bool { return !re.MatchString(n) })
+		}
+	}
+	for _, n := range br.Order {
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
+	}
+	anyFailed := false
+	for _, name := range names {
+		tr := br.Tests[name]
+		t.Run(name, func(t *testing.T) {
+			switch {
+			case tr == nil || tr.Status == StatusNotRun:
+				anyFailed = true
+				out := ""
+				if tr != nil {
+					out = strings.Join(tr.Output, "\n")
+				}
+				t.Errorf("never finished in the guest (binary exit %d); its output:\n%s", br.ExitCode, out)
+			case tr.Status == StatusFail:
+				anyFailed = true
+				t.Errorf("failed in the guest (%s):\n%s", tr.Seconds, strings.Join(tr.Output, "\n"))
+			case tr.Status == StatusSkip:
+				t.Skipf("skipped in the guest: %s", strings.Join(tr.Output, " | "))
+			default:
+				t.Logf("passed in the guest (%s)", tr.Seconds)
+			}
+		})
+	}
+	if !br.Exited {
+		t.Errorf("%s did not exit (the VM ended first); output tail:\n%s", tb.Name, strings.Join(lastN(br.Output, 30), "\n"))
+	} else if br.ExitCode != 0 && !anyFailed {
+		t.Errorf("%s exited %d without a failing test (panic, timeout or a TestMain failure); output tail:\n%s",
+			tb.Name, br.ExitCode, strings.Join(lastN(br.Output, 30), "\n"))
+	}
+}
+
+func lastN(s []string, n int) []string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+// checkPeer asserts the host's side of every frame stream the guest started.
+func checkPeer(t *testing.T, r traffic.Report) {
+	t.Logf("peer: %d datagrams received, %d sent, %d stray, guest MAC %s", r.Received, r.Sent, r.Stray, r.GuestMAC)
+	for _, s := range r.Sessions {
+		switch {
+		case s.Verb == traffic.VerbExpect && !s.Reported:
+			t.Errorf("%v: the guest never asked for the report (its test ended early?)", s)
+		case !s.OK():
+			t.Errorf("%v", s)
+		default:
+			t.Logf("%v: ok", s)
+		}
+	}
+	for _, e := range r.Errors {
+		t.Errorf("peer: %s", e)
+	}
+	if len(r.Sessions) == 0 {
+		t.Skip("no guest test used the peer (the driver tests that exchange frames have not run)")
+	}
+}
+
+func ExampleTail() {
+	fmt.Println(Tail("a\nb\nc\n", 2))
+	// Output:
+	// b
+	// c
+}
