@@ -137,4 +137,3 @@ func Tail(s string, n int) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
