@@ -128,13 +128,7 @@ func (d *Device) open(s Sysfs, o options) error {
 	var err error
 	ctrPath := filepath.Join(o.devDir, "vfio")
 	if d.container, err = openFile(ctrPath, unix.O_RDWR); err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%w: %s is missing: load VFIO with `modprobe vfio-pci`", ErrNoVFIO, ctrPath)
-		case errors.Is(err, fs.ErrPermission):
-			return fmt.Errorf("%w: %v (run as root)", ErrPermission, err)
-		}
-		return err
+		return nodeOpenError(ctrPath, false, err)
 	}
 	v, err := ioctlArg(d.container, reqGetAPIVersion, 0)
 	if err != nil {
@@ -153,15 +147,7 @@ func (d *Device) open(s Sysfs, o options) error {
 
 	grpPath := filepath.Join(o.devDir, strconv.Itoa(d.group))
 	if d.groupFD, err = openFile(grpPath, unix.O_RDWR); err != nil {
-		switch {
-		case errors.Is(err, fs.ErrNotExist):
-			return fmt.Errorf("%w: %s is missing although the device is bound to vfio-pci (no-IOMMU groups, /dev/vfio/noiommu-N, are not supported)", ErrNoVFIO, grpPath)
-		case errors.Is(err, fs.ErrPermission):
-			return fmt.Errorf("%w: %v (run as root, or give your user the node: chown $USER %s, and raise ulimit -l)", ErrPermission, err, grpPath)
-		case errnoIs(err, unix.EBUSY):
-			return fmt.Errorf("%w: %s is open in another process (QEMU, DPDK, another xnic?)", ErrBusy, grpPath)
-		}
-		return err
+		return nodeOpenError(grpPath, true, err)
 	}
 	st := make([]byte, sizeGroupStatus)
 	ne.PutUint32(st, sizeGroupStatus)
@@ -227,6 +213,24 @@ func (d *Device) open(s Sysfs, o options) error {
 		return err
 	}
 	d.alloc, err = newType1Allocator(containerMapper{fd: d.container}, info, allocConfig{hugePage: o.hugePage, limit: o.limit, sync: o.sync})
+	return err
+}
+
+// nodeOpenError explains why a VFIO node (the container, or a group when group
+// is true) could not be opened.
+func nodeOpenError(path string, group bool, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && group:
+		return fmt.Errorf("%w: %s is missing although the device is bound to vfio-pci (no-IOMMU groups, /dev/vfio/noiommu-N, are not supported)", ErrNoVFIO, path)
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("%w: %s is missing: load VFIO with `modprobe vfio-pci`", ErrNoVFIO, path)
+	case errors.Is(err, fs.ErrPermission) && group:
+		return fmt.Errorf("%w: %v (run as root, or give your user the node: chown $USER %s, and raise ulimit -l)", ErrPermission, err, path)
+	case errors.Is(err, fs.ErrPermission):
+		return fmt.Errorf("%w: %v (run as root)", ErrPermission, err)
+	case errnoIs(err, unix.EBUSY):
+		return fmt.Errorf("%w: %s is open in another process or another Device (QEMU, DPDK, another xnic?)", ErrBusy, path)
+	}
 	return err
 }
 

@@ -1,0 +1,254 @@
+package vfio
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+)
+
+// Tests against a real device through /dev/vfio. They run when XNIC_VFIO_BDF
+// names a device bound to vfio-pci (the VM harness sets it inside a QEMU guest
+// with intel-iommu and QEMU's igb), and skip otherwise.
+
+const realEnv = "XNIC_VFIO_BDF"
+
+func realBDF(t *testing.T) string {
+	t.Helper()
+	bdf := os.Getenv(realEnv)
+	if bdf == "" {
+		t.Skipf("%s not set: real-VFIO tests need a device bound to vfio-pci (run them in the VM harness, or `xnic bind BDF` and set %s=BDF)", realEnv, realEnv)
+	}
+	return bdf
+}
+
+func openReal(t *testing.T) *Device {
+	t.Helper()
+	d, err := Open(realBDF(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
+func TestRealInfoMatchesSysfs(t *testing.T) {
+	d := openReal(t)
+	pd, err := Default.Device(realBDF(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := d.Info()
+	if info.Name != pd.Addr || info.Bus != "pci" || info.Vendor != pd.Vendor || info.Device != pd.Device ||
+		info.SubVendor != pd.SubVendor || info.SubDevice != pd.SubDevice || info.Revision != pd.Revision {
+		t.Fatalf("Info %+v, sysfs %+v", info, pd)
+	}
+	v, err := d.ReadConfig(0, 2)
+	if err != nil || uint16(v) != pd.Vendor {
+		t.Fatalf("config vendor %#x (%v), sysfs %#x", v, err, pd.Vendor)
+	}
+	dv, err := d.ReadConfig(0, 4)
+	if err != nil || dv != uint32(pd.Device)<<16|uint32(pd.Vendor) {
+		t.Fatalf("config dword 0 %#x (%v)", dv, err)
+	}
+	if d.Group() != pd.IOMMUGroup {
+		t.Fatalf("group %d, sysfs %d", d.Group(), pd.IOMMUGroup)
+	}
+	if err := d.CheckAlive(); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s %04x:%04x group %d", info.Name, info.Vendor, info.Device, d.Group())
+}
+
+func TestRealBAR0(t *testing.T) {
+	d := openReal(t)
+	b, err := d.BAR(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Len() == 0 || b.MappedBytes() == 0 {
+		t.Fatalf("BAR0 of %#x bytes, %#x mapped", b.Len(), b.MappedBytes())
+	}
+	live := false
+	for off := uint32(0); off < 64; off += 4 {
+		if b.Read32(off) != 0xFFFFFFFF {
+			live = true
+		}
+	}
+	if !live {
+		t.Fatal("the first 16 registers of BAR0 all read as ones")
+	}
+	if b.Err() != nil {
+		t.Fatal(b.Err())
+	}
+	if v := b.Read32(uint32(b.Len())); v != 0xFFFFFFFF || !errors.Is(b.Err(), ErrOutOfRange) {
+		t.Fatalf("read past the end: %#x, %v", v, b.Err())
+	}
+	if info := d.Info(); info.Vendor == 0x8086 {
+		// igb family: STATUS (0x0008) is readable and not all ones.
+		t.Logf("STATUS %#08x CTRL %#08x", b.Read32(0x8), b.Read32(0x0))
+	}
+	if err := d.EnableBusMaster(); err != nil {
+		t.Fatal(err)
+	}
+	cmd, err := d.ReadConfig(4, 2)
+	if err != nil || cmd&pciCommandMaster == 0 {
+		t.Fatalf("command %#x %v", cmd, err)
+	}
+}
+
+func TestRealDMA(t *testing.T) {
+	d := openReal(t)
+	a := d.DMA()
+	r, err := a.Alloc(64<<10, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IOVA == 0 || r.IOVA%4096 != 0 || r.Len() != 64<<10 {
+		t.Fatalf("region at %#x of %d", r.IOVA, r.Len())
+	}
+	r.CPU[0], r.CPU[r.Len()-1] = 1, 2
+	if err := a.Check(r.IOVA, r.Len()); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(r.IOVA+uint64(r.Len()), 1); !errors.Is(err, dma.ErrNotMapped) {
+		t.Fatalf("past the end: %v", err)
+	}
+	if err := a.Check(r.IOVA-1, 2); !errors.Is(err, dma.ErrNotMapped) {
+		t.Fatalf("before the start: %v", err)
+	}
+	p, err := dma.NewPool(a, 256, dma.DefaultFrameSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(p.Buf(255).IOVA, dma.DefaultFrameSize); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Free(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Check(r.IOVA, 1); !errors.Is(err, dma.ErrNotMapped) {
+		t.Fatalf("after free: %v", err)
+	}
+	t.Logf("IOVA ranges free: %v, limit %#x", d.Allocator().IOVA().FreeRanges(), a.Limit())
+}
+
+func TestRealMSIX(t *testing.T) {
+	d := openReal(t)
+	info, err := d.IRQInfo(IRQMSIX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.EnableBusMaster(); err != nil {
+		t.Fatal(err)
+	}
+	irqs, err := d.EnableMSIX(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, n := d.IRQKind()
+	if info.Count > 0 {
+		if kind != IRQMSIX || n != min(4, info.Count) || len(irqs) != n {
+			t.Fatalf("device has %d MSI-X vectors; got %d of %v", info.Count, n, kind)
+		}
+	} else if len(irqs) != 1 {
+		t.Fatalf("fallback to %v gave %d vectors", kind, len(irqs))
+	}
+	for i, q := range irqs {
+		if q.Fd() < 0 {
+			t.Fatalf("vector %d has no fd", i)
+		}
+	}
+	// Loopback: the kernel signals the eventfd as the device would.
+	if err := d.TriggerIRQ(len(irqs) - 1); err != nil {
+		t.Fatal(err)
+	}
+	if fired, err := irqs[len(irqs)-1].Wait(2 * time.Second); !fired || err != nil {
+		t.Fatalf("triggered vector did not fire: %v %v", fired, err)
+	}
+	if fired, _ := irqs[0].Wait(0); fired && len(irqs) > 1 {
+		t.Fatal("an untriggered vector fired")
+	}
+	if err := d.DisableIRQs(); err != nil {
+		t.Fatal(err)
+	}
+	if irqs[0].Fd() != -1 {
+		t.Fatal("eventfd still open after DisableIRQs")
+	}
+	// Enabling again works after a disable.
+	if irqs, err = d.EnableMSIX(1); err != nil || len(irqs) != 1 {
+		t.Fatalf("re-enable: %v", err)
+	}
+	t.Logf("%v: %d vectors offered", kind, info.Count)
+}
+
+func TestRealReset(t *testing.T) {
+	d := openReal(t)
+	err := d.Reset()
+	if d.devInfo.Flags&deviceFlagReset == 0 {
+		t.Skipf("device offers no VFIO reset: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.CheckAlive(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRealGroupBusy(t *testing.T) {
+	d := openReal(t)
+	_ = d
+	d2, err := Open(realBDF(t))
+	if err == nil {
+		d2.Close()
+		t.Fatal("a second Open of an open group succeeded")
+	}
+	if !errors.Is(err, ErrBusy) {
+		t.Fatalf("second Open: %v, want ErrBusy", err)
+	}
+}
+
+func TestRealReopenLeaksNothing(t *testing.T) {
+	bdf := realBDF(t)
+	cycle := func() {
+		d, err := Open(bdf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Regs(0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.DMA().Alloc(1<<20, 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.EnableMSIX(2); err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cycle()
+	before := countFDs(t)
+	for range 5 {
+		cycle()
+	}
+	if after := countFDs(t); after != before {
+		t.Fatalf("%d fds before, %d after 5 open/close cycles", before, after)
+	}
+	// And the device still works after all that.
+	d := openReal(t)
+	if err := d.CheckAlive(); err != nil {
+		t.Fatal(err)
+	}
+}
