@@ -191,6 +191,19 @@ func TestVM(t *testing.T) {
 	t.Logf("guest ran %v (QEMU exit: %v); total so far %v; artifacts in %s",
 		time.Since(bootAt).Round(time.Millisecond), runErr, time.Since(begin).Round(time.Millisecond), dir)
 
+	if n, m, err := PcapCount(vm.Pcap); err == nil {
+		t.Logf("pcap %s: %d frames both ways, largest %d bytes", vm.Pcap, n, m)
+	} else {
+		t.Logf("pcap: %v", err)
+	}
+	if *flagDir == "" {
+		defer func() {
+			if t.Failed() {
+				t.Logf("rerun with -vmtest.dir=DIR to keep the initramfs, console log and pcap")
+			}
+		}()
+	}
+
 	res := ParseConsole(console)
 	switch {
 	case !res.Booted:

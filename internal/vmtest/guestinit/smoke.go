@@ -32,6 +32,7 @@ const (
 	vfioPCIConfigIndex    = 7
 	vfioPCINumRegionsMin  = 9 // BAR0-5, ROM, config, VGA
 	igbRegSTATUS          = 0x0008
+	igbRegEECD            = 0x0010
 	igbRegRAL0            = 0x5400
 	igbRegRAH0            = 0x5404
 	igbRAHAddressValid    = 1 << 31
@@ -197,12 +198,13 @@ func smoke(bdf, group string, cfg guestproto.Config) bool {
 		status, err1 := read32(dev, bar0, igbRegSTATUS)
 		ral, err2 := read32(dev, bar0, igbRegRAL0)
 		rah, err3 := read32(dev, bar0, igbRegRAH0)
-		if err1 != nil || err2 != nil || err3 != nil {
-			t.errorf("BAR0 reads: %v %v %v", err1, err2, err3)
+		eecd, err4 := read32(dev, bar0, igbRegEECD)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			t.errorf("BAR0 reads: %v %v %v %v", err1, err2, err3, err4)
 			return
 		}
 		mac := net.HardwareAddr{byte(ral), byte(ral >> 8), byte(ral >> 16), byte(ral >> 24), byte(rah), byte(rah >> 8)}
-		t.logf("BAR0 %d bytes; STATUS %#08x; RAL0 %#08x RAH0 %#08x: MAC %s", bar0.size, status, ral, rah, mac)
+		t.logf("BAR0 %d bytes; STATUS %#08x; EECD %#08x; RAL0 %#08x RAH0 %#08x: MAC %s", bar0.size, status, eecd, ral, rah, mac)
 		if status == 0xffffffff {
 			t.errorf("STATUS reads all ones: the device does not answer")
 		}
