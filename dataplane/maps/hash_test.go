@@ -67,7 +67,6 @@ func TestHashCreateErrors(t *testing.T) {
 		{Spec{Type: ebpf.Hash, KeySize: 0, ValueSize: 4, MaxEntries: 1}, syscall.EINVAL},
 		{Spec{Type: ebpf.Hash, KeySize: 4, ValueSize: 0, MaxEntries: 1}, syscall.EINVAL},
 		{Spec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 0}, syscall.EINVAL},
-		{Spec{Type: ebpf.Hash, KeySize: 513, ValueSize: 4, MaxEntries: 1}, syscall.E2BIG},
 		{Spec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoCommonLRU}, syscall.EINVAL},
 		{Spec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagMmapable}, syscall.EINVAL},
 		{Spec{Type: ebpf.LRUHash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc}, ENOTSUPP},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"slices"
 	"syscall"
@@ -94,7 +95,9 @@ func sortedHex(keys [][]byte) []string {
 type diffCase struct {
 	spec      Spec
 	key       func(r *rand.Rand) []byte
-	sameOrder bool // NextKey order must match, not just the key set
+	val       func(r *rand.Rand) []byte // random bytes when nil
+	sameOrder bool                      // NextKey order must match, not just the key set
+	setup     func(m Map)
 }
 
 func TestKernelDifferential(t *testing.T) {
@@ -116,6 +119,9 @@ func TestKernelDifferential(t *testing.T) {
 		{spec: Spec{Name: "lru_hash", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1024}, key: small(64)},
 		{spec: Spec{Name: "percpu_hash", Type: ebpf.PerCPUHash, KeySize: 4, ValueSize: 4, MaxEntries: 16}, key: small(30)},
 		{spec: Spec{Name: "percpu_array", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 4, MaxEntries: 8}, key: small(10), sameOrder: true},
+		{spec: Spec{Name: "devmap", Type: ebpf.DevMap, KeySize: 4, ValueSize: 8, MaxEntries: 8}, key: small(10), val: devVal, sameOrder: true, setup: devSetup},
+		{spec: Spec{Name: "devmap_hash", Type: ebpf.DevMapHash, KeySize: 4, ValueSize: 4, MaxEntries: 6}, key: small(40), val: devVal, sameOrder: true, setup: devSetup},
+		{spec: Spec{Name: "cpumap", Type: ebpf.CPUMap, KeySize: 4, ValueSize: 8, MaxEntries: uint32(possibleCPUs(t))}, key: small(possibleCPUs(t) + 2), val: cpuVal, sameOrder: true},
 		{spec: Spec{Name: "lpm_trie", Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 40, Flags: FlagNoPrealloc}, key: lpm, sameOrder: true},
 	} {
 		t.Run(c.spec.Name, func(t *testing.T) { runDiff(t, c) })
@@ -131,6 +137,9 @@ func runDiff(t *testing.T, c diffCase) {
 	s := c.spec
 	s.NumCPU = ncpu
 	m := mustNew(t, s)
+	if c.setup != nil {
+		c.setup(m)
+	}
 	percpu := IsPerCPU(s.Type)
 	r := rand.New(rand.NewPCG(uint64(s.Type), 7))
 	for i := range 4000 {
@@ -146,6 +155,9 @@ func runDiff(t *testing.T, c diffCase) {
 			v := make([]byte, s.ValueSize)
 			for j := range v {
 				v[j] = byte(r.Uint32())
+			}
+			if c.val != nil {
+				v = c.val(r)[:s.ValueSize]
 			}
 			what = fmt.Sprintf("update %x flags %d", k, flags)
 			if percpu {
@@ -239,8 +251,132 @@ func compareAll(t *testing.T, km *ebpf.Map, m Map, sameOrder bool, at int) {
 			t.Fatal(err)
 		}
 		ov, err := lookupSyscall(m, k)
+		if kv == nil && errors.Is(err, syscall.ENOENT) {
+			continue // an empty devmap/cpumap slot: both say so
+		}
 		if err != nil || !bytes.Equal(kv, ov) {
 			t.Fatalf("after op %d: value of %x: kernel %x, xnic %x (%v)", at, k, kv, ov, err)
 		}
 	}
+}
+
+func possibleCPUs(t *testing.T) int {
+	n, err := ebpf.PossibleCPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// devVal is a bpf_devmap_val (4 or 8 bytes cut later by the map's size) with
+// ifindex 0 (clear / EINVAL), 1 (lo, exists) or one that does not exist.
+func devVal(r *rand.Rand) []byte {
+	ifx := []uint32{0, 1, 1, 1, 999999}[r.IntN(5)]
+	return append(u32(ifx), u32(0)...)
+}
+
+func devSetup(m Map) {
+	check := func(ifindex uint32) bool {
+		_, err := net.InterfaceByIndex(int(ifindex))
+		return err == nil
+	}
+	switch d := m.(type) {
+	case *DevMap:
+		d.SetIfindexCheck(check)
+	case *DevMapHash:
+		d.SetIfindexCheck(check)
+	}
+}
+
+// cpuVal is a bpf_cpumap_val with qsize 0 (clear), valid, or over 16384.
+func cpuVal(r *rand.Rand) []byte {
+	q := []uint32{0, 1, 64, 16384, 16385}[r.IntN(5)]
+	return append(u32(q), u32(0)...)
+}
+
+// TestKernelCreateDifferential creates the same specs in the kernel and in
+// xnic and requires the same errno (or success from both).
+func TestKernelCreateDifferential(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("differential test against kernel maps needs root (CAP_BPF); skipped")
+	}
+	_ = rlimit.RemoveMemlock()
+	type c = Spec
+	specs := []Spec{
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.Array, KeySize: 8, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 0, MaxEntries: 1},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 0},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagMmapable},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagRdonly | FlagWronly},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagRdonlyProg | FlagWronlyProg},
+		{Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagPreserveElems},
+		{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagMmapable},
+		{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 32768, MaxEntries: 1},
+		{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 32769, MaxEntries: 1},
+		{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.Hash, KeySize: 0, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.Hash, KeySize: 4, ValueSize: 0, MaxEntries: 1},
+		{Type: ebpf.Hash, KeySize: 512, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.Hash, KeySize: 513, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoCommonLRU},
+		{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagMmapable},
+		{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 0},
+		{Type: ebpf.PerCPUHash, KeySize: 4, ValueSize: 32769, MaxEntries: 1},
+		{Type: ebpf.LRUHash, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LRUHash, KeySize: 4, ValueSize: 4, MaxEntries: 8, Flags: FlagNoCommonLRU},
+		{Type: ebpf.LRUCPUHash, KeySize: 4, ValueSize: 4, MaxEntries: 8},
+		{Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.LPMTrie, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LPMTrie, KeySize: 5, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LPMTrie, KeySize: 260, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LPMTrie, KeySize: 261, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 0, MaxEntries: 1, Flags: FlagNoPrealloc},
+		{Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 4, MaxEntries: 1, Flags: FlagNoPrealloc | FlagZeroSeed},
+		{Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 4},
+		{Type: ebpf.DevMap, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: ebpf.DevMap, KeySize: 4, ValueSize: 6, MaxEntries: 4},
+		{Type: ebpf.DevMap, KeySize: 8, ValueSize: 4, MaxEntries: 4},
+		{Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: FlagNoPrealloc},
+		{Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: FlagRdonlyProg},
+		{Type: ebpf.DevMapHash, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: ebpf.DevMapHash, KeySize: 4, ValueSize: 12, MaxEntries: 4},
+		{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 1},
+		{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 8, MaxEntries: 1},
+		{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 12, MaxEntries: 1},
+		{Type: ebpf.CPUMap, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagRdonly},
+		{Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 4},
+		{Type: ebpf.XSKMap, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: ebpf.XSKMap, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: FlagNoPrealloc},
+		{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 4},
+		{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 8, MaxEntries: 4},
+		{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: FlagRdonlyProg},
+		{Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: FlagMmapable},
+		{Type: ebpf.RingBuf, MaxEntries: 4096},
+		{Type: ebpf.RingBuf, MaxEntries: 1 << 16},
+		{Type: ebpf.RingBuf, MaxEntries: 4097},
+		{Type: ebpf.RingBuf, MaxEntries: 2048},
+		{Type: ebpf.RingBuf, MaxEntries: 12288},
+		{Type: ebpf.RingBuf, KeySize: 4, MaxEntries: 4096},
+		{Type: ebpf.RingBuf, MaxEntries: 4096, Flags: FlagNoPrealloc},
+	}
+	ncpu := possibleCPUs(t)
+	for _, s := range specs {
+		km, kerr := ebpf.NewMap(&ebpf.MapSpec{Name: "xnic_create", Type: s.Type, KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Flags: s.Flags})
+		if errors.Is(kerr, syscall.EPERM) {
+			t.Skipf("kernel refuses BPF map creation (%v); skipped", kerr)
+		}
+		if km != nil {
+			km.Close()
+		}
+		s.NumCPU = ncpu
+		_, oerr := New(s)
+		if ke, oe := errnoOf(kerr), errnoOf(oerr); ke != oe {
+			t.Errorf("%v key %d value %d max %d flags 0x%x: kernel %v (%v), xnic %v (%v)", s.Type, s.KeySize, s.ValueSize, s.MaxEntries, s.Flags, ke, kerr, oe, oerr)
+		}
+	}
+	_ = c{}
 }

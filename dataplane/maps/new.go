@@ -45,7 +45,6 @@ const (
 
 // Size limits from the kernel.
 const (
-	maxBPFStack      = 512                  // MAX_BPF_STACK: largest hash key
 	pcpuMinUnitSize  = 32 << 10             // PCPU_MIN_UNIT_SIZE: largest per-CPU value
 	pageSize         = 4096                 // ringbuf size granule on x86-64 and arm64 (4K pages)
 	ringbufMaxDataSz = (1 << 32) - 4096     // RINGBUF_MAX_DATA_SZ is UINT_MAX-PAGE_SIZE-sizeof(ringbuf) rounded; bigger is E2BIG
