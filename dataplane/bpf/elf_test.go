@@ -177,10 +177,21 @@ func TestEventsProgram(t *testing.T) {
 		t.Errorf("trace %q", got)
 	}
 	m, _ := c.Map("events")
-	if tr, ok := m.(*testRing); ok {
-		if len(tr.recs) != 2 || binary.LittleEndian.Uint32(tr.recs[0]) != 64 || binary.LittleEndian.Uint64(tr.recs[1]) != 64 {
-			t.Errorf("ring records %x", tr.recs)
-		}
+	rb, ok := m.(*maps.RingBuf)
+	if !ok {
+		t.Fatalf("events is a %T", m)
+	}
+	buf := make([]byte, 64)
+	n, err := rb.Read(buf)
+	if err != nil || n != 4 || binary.LittleEndian.Uint32(buf) != 64 {
+		t.Errorf("first record %x, %v; want the reserved u32 64", buf[:n], err)
+	}
+	n, err = rb.Read(buf)
+	if err != nil || n != 8 || binary.LittleEndian.Uint64(buf) != 64 {
+		t.Errorf("second record %x, %v; want the output u64 64", buf[:n], err)
+	}
+	if _, err := rb.Read(buf); err == nil {
+		t.Error("a third record")
 	}
 }
 

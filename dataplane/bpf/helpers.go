@@ -481,15 +481,12 @@ func (r *Runner) tailCall(p *Program, pc int, mapv, index uint64) (*Program, boo
 		r.argFault(p, pc, argMapType)
 		return nil, false
 	}
-	idx := uint32(index)
-	if uint64(idx) != index&math.MaxUint32 || int(idx) >= len(m.progs) {
-		return nil, false
-	}
 	if r.tails >= maxTailCalls {
 		return nil, false
 	}
-	np := m.progs[idx].Load()
-	if np == nil {
+	// The index is a u32 in the kernel (the upper half is ignored).
+	np, _ := m.progs.Prog(uint32(index)).(*Program)
+	if np == nil || np.coll != p.coll {
 		return nil, false
 	}
 	r.tails++

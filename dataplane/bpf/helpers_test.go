@@ -3,67 +3,15 @@ package bpf
 import (
 	"encoding/binary"
 	"path/filepath"
-	"sync"
-	"syscall"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
-
-// testRing is a ring buffer for tests, used when the maps package has none.
-type testRing struct {
-	spec maps.Spec
-	mu   sync.Mutex
-	recs [][]byte
-	open int
-}
-
-func (t *testRing) Spec() maps.Spec                                       { return t.spec }
-func (t *testRing) Lookup(key []byte, cpu int) []byte                     { return nil }
-func (t *testRing) Update(key, value []byte, flags uint64, cpu int) error { return syscall.EINVAL }
-func (t *testRing) Delete(key []byte) error                               { return syscall.EINVAL }
-func (t *testRing) NextKey(key, next []byte) error                        { return syscall.EINVAL }
-func (t *testRing) Reserve(size uint32) []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if size > t.spec.MaxEntries {
-		return nil
-	}
-	t.open++
-	return make([]byte, size)
-}
-func (t *testRing) Commit(rec []byte, discard bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.open--
-	if !discard {
-		t.recs = append(t.recs, append([]byte(nil), rec...))
-	}
-}
-func (t *testRing) Output(data []byte) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.recs = append(t.recs, append([]byte(nil), data...))
-	return nil
-}
-
-// testNewMap is maps.New with a test ring buffer when maps has none yet.
-func testNewMap(s maps.Spec) (maps.Map, error) {
-	m, err := maps.New(s)
-	if err != nil && s.Type == ebpf.RingBuf {
-		return &testRing{spec: s}, nil
-	}
-	return m, err
-}
 
 func loadTestdata(t testing.TB, name string, opts *Options) *Collection {
 	t.Helper()
 	if opts == nil {
 		opts = &Options{}
-	}
-	if opts.NewMap == nil {
-		opts.NewMap = testNewMap
 	}
 	if opts.NumCPU == 0 {
 		opts.NumCPU = 2

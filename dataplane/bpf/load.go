@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -63,7 +64,7 @@ type mapRef struct {
 	lookupOK     bool // map_lookup_elem allowed
 	updateOK     bool // map_update_elem / map_delete_elem allowed
 	progWritable bool // values writable by programs
-	progs        []atomic.Pointer[Program]
+	progs        *maps.ProgArray // program arrays: slots hold *Program
 	ring         RingBuffer
 }
 
@@ -78,7 +79,16 @@ type Program struct {
 	insns   asm.Instructions
 	raw     []byte
 	budget  int64
+	id      uint32
 }
+
+// progIDs numbers programs like the kernel's program ids: unique in the
+// process, never 0.
+var progIDs atomic.Uint32
+
+// ID is the program's id, unique in the process. Program arrays accept it
+// where the kernel's syscall takes a program fd (maps.ProgArray.Update).
+func (p *Program) ID() uint32 { return p.id }
 
 // Name is the program's function name.
 func (p *Program) Name() string { return p.name }
@@ -188,12 +198,6 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			NumCPU:     o.NumCPU,
 		}
 		m, err := o.NewMap(s)
-		var local *progArrayMap
-		if err != nil && ms.Type == ebpf.ProgramArray {
-			// The program slots live in the collection anyway.
-			local = &progArrayMap{spec: s}
-			m, err = local, nil
-		}
 		if err != nil {
 			return nil, fmt.Errorf("create map %s (%v): %w", n, ms.Type, err)
 		}
@@ -206,10 +210,14 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		case ebpf.DevMap, ebpf.DevMapHash, ebpf.XSKMap, ebpf.CPUMap:
 			ref.lookupOK = true // read-only values, as the kernel's verifier
 		case ebpf.ProgramArray:
-			ref.progs = make([]atomic.Pointer[Program], s.MaxEntries)
-			if local != nil {
-				local.ref = ref
+			pa, ok := m.(*maps.ProgArray)
+			if !ok {
+				return nil, fmt.Errorf("map %s: program array of type %T; tail calls need a *maps.ProgArray", n, m)
 			}
+			ref.progs = pa
+			// Control-plane updates name programs by id, standing in for
+			// the fd the kernel's syscall takes.
+			pa.SetProgResolver(c.resolveProg)
 		case ebpf.RingBuf:
 			ref.ring = ringOf(m)
 		}
@@ -364,6 +372,7 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 		insns:   insns,
 		raw:     buf.Bytes(),
 		budget:  budget,
+		id:      progIDs.Add(1),
 	}, nil
 }
 
@@ -466,23 +475,40 @@ func (c *Collection) SetTailCall(mapName string, idx uint32, p *Program) error {
 	if ref.progs == nil {
 		return fmt.Errorf("map %s is a %v, not a program array", mapName, ref.spec.Type)
 	}
-	if int(idx) >= len(ref.progs) {
-		return fmt.Errorf("program array %s: index %d out of range (max_entries %d)", mapName, idx, len(ref.progs))
+	if p == nil {
+		if err := ref.progs.Delete(binary.LittleEndian.AppendUint32(nil, idx)); err != nil && !errors.Is(err, syscall.ENOENT) {
+			return fmt.Errorf("program array %s: clear slot %d: %w", mapName, idx, err)
+		}
+		return nil
 	}
-	if p != nil && p.coll != c {
+	if p.coll != c {
 		return fmt.Errorf("program array %s: program %s belongs to another collection", mapName, p.name)
 	}
-	ref.progs[idx].Store(p)
+	if err := ref.progs.SetProg(idx, p, p.id); err != nil {
+		return fmt.Errorf("program array %s: slot %d: %w", mapName, idx, err)
+	}
 	return nil
+}
+
+// resolveProg finds a program of the collection by id, for program array
+// updates through the Map interface.
+func (c *Collection) resolveProg(fd int32) (any, uint32, error) {
+	for _, p := range c.progs {
+		if int32(p.id) == fd {
+			return p, p.id, nil
+		}
+	}
+	return nil, 0, fmt.Errorf("no program with id %d in the collection: %w", fd, syscall.EBADF)
 }
 
 // TailCall returns the program in slot idx of the program array mapName.
 func (c *Collection) TailCall(mapName string, idx uint32) (*Program, error) {
 	i, ok := c.mapIndex[mapName]
-	if !ok || c.mapRefs[i].progs == nil || int(idx) >= len(c.mapRefs[i].progs) {
-		return nil, fmt.Errorf("no program array slot %s[%d]", mapName, idx)
+	if !ok || c.mapRefs[i].progs == nil {
+		return nil, fmt.Errorf("no program array %s", mapName)
 	}
-	return c.mapRefs[i].progs[idx].Load(), nil
+	p, _ := c.mapRefs[i].progs.Prog(idx).(*Program)
+	return p, nil
 }
 
 // Close empties the program arrays (as the kernel does when the last user
@@ -492,8 +518,13 @@ func (c *Collection) Close() error {
 		return nil
 	}
 	for _, ref := range c.mapRefs {
-		for i := range ref.progs {
-			ref.progs[i].Store(nil)
+		if ref.progs == nil {
+			continue
+		}
+		var k [4]byte
+		for i := uint32(0); i < ref.spec.MaxEntries; i++ {
+			binary.LittleEndian.PutUint32(k[:], i)
+			_ = ref.progs.Delete(k[:])
 		}
 	}
 	return nil

@@ -2,25 +2,27 @@ package bpf
 
 import (
 	"math"
-	"syscall"
 
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
-// RingBuffer is what a BPF_MAP_TYPE_RINGBUF map offers the ringbuf helpers.
-// Reserve returns a record of size bytes the program fills in place, or nil
-// when the ring is full; Commit publishes it to the consumer (or drops it when
-// discard is set); Output copies data in as one record.
+// RingBuffer is what a BPF_MAP_TYPE_RINGBUF map offers the ringbuf helpers
+// (maps.RingBuf implements it). Reserve returns a record's payload and the
+// offset naming it, or ok=false when the ring has no room; Submit publishes
+// the record, Discard drops it; Output copies data in as one record.
 type RingBuffer interface {
-	Reserve(size uint32) []byte
-	Commit(rec []byte, discard bool)
-	Output(data []byte) error
+	Reserve(size, flags uint64) (payload []byte, off uint64, ok bool)
+	Submit(off, flags uint64) error
+	Discard(off, flags uint64) error
+	Output(data []byte, flags uint64) error
 }
+
+var _ RingBuffer = (*maps.RingBuf)(nil)
 
 // ringRecord is a record reserved by the running program.
 type ringRecord struct {
 	region uint64
-	rec    []byte
+	off    uint64
 	rb     RingBuffer
 }
 
@@ -49,26 +51,19 @@ func (r *Runner) ringbuf(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
 			if data == nil {
 				return r.argFault(p, pc, argMem)
 			}
-			if reg[4]&^(ringbufNoWakeup|ringbufForceWake) != 0 {
-				return errno(syscall.EINVAL)
-			}
-			return errnoOf(m.ring.Output(data))
+			return errnoOf(m.ring.Output(data, reg[4]))
 		}
-		size, flags := reg[2], reg[3]
-		if flags != 0 || size > math.MaxUint32 || size == 0 {
-			return 0
-		}
-		rec := m.ring.Reserve(uint32(size))
-		if rec == nil {
+		rec, off, ok := m.ring.Reserve(reg[2], reg[3])
+		if !ok {
 			return 0
 		}
 		ptr := r.addRegion(rec, true)
 		if ptr == 0 {
-			m.ring.Commit(rec, true)
+			_ = m.ring.Discard(off, 0)
 			r.setFault(p, pc, faultRegions, 0, 0)
 			return 0
 		}
-		r.records = append(r.records, ringRecord{region: ptr >> 32, rec: rec, rb: m.ring})
+		r.records = append(r.records, ringRecord{region: ptr >> 32, off: off, rb: m.ring})
 		return ptr
 	}
 	// submit / discard: the pointer must be a record reserved in this run.
@@ -76,7 +71,15 @@ func (r *Runner) ringbuf(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
 	for i := range r.records {
 		rc := &r.records[i]
 		if rc.region == ptr>>32 && ptr&math.MaxUint32 == 0 {
-			rc.rb.Commit(rc.rec, id == helperRingbufDiscard)
+			var err error
+			if id == helperRingbufDiscard {
+				err = rc.rb.Discard(rc.off, reg[2])
+			} else {
+				err = rc.rb.Submit(rc.off, reg[2])
+			}
+			if err != nil {
+				return r.argFault(p, pc, argRecord)
+			}
 			// The record is gone: its region no longer gives access.
 			r.regions[rc.region] = region{lo: 1}
 			r.records = append(r.records[:i], r.records[i+1:]...)
@@ -90,7 +93,7 @@ func (r *Runner) ringbuf(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
 // (the kernel's verifier would not have loaded such a program).
 func (r *Runner) dropRecords() {
 	for i := range r.records {
-		r.records[i].rb.Commit(r.records[i].rec, true)
+		_ = r.records[i].rb.Discard(r.records[i].off, 0)
 	}
 	r.records = r.records[:0]
 }
