@@ -61,9 +61,9 @@ type mapRef struct {
 	spec         maps.Spec
 	keySize      uint32
 	valueSize    uint32
-	lookupOK     bool // map_lookup_elem allowed
-	updateOK     bool // map_update_elem / map_delete_elem allowed
-	progWritable bool // values writable by programs
+	lookupOK     bool            // map_lookup_elem allowed
+	updateOK     bool            // map_update_elem / map_delete_elem allowed
+	progWritable bool            // values writable by programs
 	progs        *maps.ProgArray // program arrays: slots hold *Program
 	ring         RingBuffer
 }

@@ -68,7 +68,7 @@ type Runner struct {
 	// Register files: [0] for the program, [d] for a bpf_loop callback
 	// entered at call depth d. Kept here so they never escape to the heap.
 	regFiles [maxFrames + 1][16]uint64
-	stack   []byte
+	stack    []byte
 
 	redirect Redirect
 
