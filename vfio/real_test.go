@@ -3,6 +3,8 @@ package vfio
 import (
 	"errors"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -251,4 +253,92 @@ func TestRealReopenLeaksNothing(t *testing.T) {
 	if err := d.CheckAlive(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+func TestRealHugePages(t *testing.T) {
+	bdf := realBDF(t)
+	const huge = 2 << 20
+	b, err := os.ReadFile("/sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages")
+	if err != nil || strings.TrimSpace(string(b)) == "0" {
+		t.Skipf("no free 2 MiB huge pages (boot with hugepages=N): %v %q", err, b)
+	}
+	d, err := Open(bdf, WithHugePages(huge))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	r, err := d.DMA().Alloc(100<<10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.IOVA%huge != 0 || d.Allocator().PageSize() != huge {
+		t.Fatalf("huge-page region at %#x, page size %d", r.IOVA, d.Allocator().PageSize())
+	}
+	r.CPU[len(r.CPU)-1] = 1
+	if err := d.DMA().Check(r.IOVA, r.Len()); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.DMA().Free(r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRealUnbindRebind takes the device away from vfio-pci through the real
+// sysfs and gives it back, checking Open's verdict in between. It always tries to
+// leave the device bound to vfio-pci, for the tests that follow.
+func TestRealUnbindRebind(t *testing.T) {
+	bdf := realBDF(t)
+	s := Default
+	s.StateDir = t.TempDir()
+	defer func() {
+		if pd, err := s.Device(bdf); err == nil && pd.Driver != vfioDriver {
+			if _, err := s.Bind(bdf); err != nil {
+				t.Errorf("could not give the device back to vfio-pci: %v", err)
+			}
+		}
+	}()
+	before, err := s.Device(bdf)
+	if err != nil || before.Driver != vfioDriver {
+		t.Fatalf("device not on vfio-pci to begin with: %+v %v", before, err)
+	}
+	now, err := s.Unbind(bdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pd, _ := s.Device(bdf)
+	if pd.Driver != now || now == vfioDriver {
+		t.Fatalf("after unbind: Unbind says %q, sysfs says %q", now, pd.Driver)
+	}
+	if ov, _ := os.ReadFile(filepath.Join(s.devDir(mustAddr(t, bdf)), "driver_override")); strings.TrimSpace(string(ov)) != "(null)" {
+		t.Fatalf("driver_override after unbind: %q", ov)
+	}
+	if now == "" {
+		_, err := Open(bdf)
+		if !errors.Is(err, ErrNotBound) || !strings.Contains(err.Error(), "xnic bind") {
+			t.Fatalf("Open of an unbound device: %v", err)
+		}
+	}
+	prev, err := s.Bind(bdf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if prev != now {
+		t.Fatalf("Bind says the device had %q, Unbind left %q", prev, now)
+	}
+	d, err := Open(bdf)
+	if err != nil {
+		t.Fatalf("Open after rebinding: %v", err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func mustAddr(t *testing.T, s string) Addr {
+	t.Helper()
+	a, err := ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }
