@@ -54,11 +54,10 @@ const (
 	pciSubVendor = 0x2C // 16 bits
 	pciSubDevice = 0x2E // 16 bits
 
-	pciCommandMemory  = 1 << 1 // Memory Space Enable
-	pciCommandMaster  = 1 << 2 // Bus Master Enable
-	pciCommandIntxDis = 1 << 10
-	pciBARSpaceIO     = 1 << 0 // BAR bit 0: I/O space
-	pciAllOnes16      = 0xFFFF
+	pciCommandMemory = 1 << 1 // Memory Space Enable
+	pciCommandMaster = 1 << 2 // Bus Master Enable
+	pciBARSpaceIO    = 1 << 0 // BAR bit 0: I/O space
+	pciAllOnes16     = 0xFFFF
 )
 
 // Device is a PCI device opened through VFIO. It implements nic.Device.

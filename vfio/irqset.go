@@ -52,6 +52,20 @@ func (d *Device) irqInfo(i IRQIndex) (IRQInfo, error) {
 // vectors, then MSI with one, then INTx with one, and returns the vectors in
 // order. Interrupts already enabled are torn down first.
 func (d *Device) EnableMSIX(n int) ([]nic.IRQ, error) {
+	return d.enable(n, IRQMSIX, IRQMSI, IRQIntx)
+}
+
+// EnableIRQs sets up interrupts of one kind only: min(n, available) MSI-X
+// vectors, or one MSI or INTx vector. Interrupts already enabled are torn down
+// first.
+func (d *Device) EnableIRQs(kind IRQIndex, n int) ([]nic.IRQ, error) {
+	if kind != IRQMSIX && kind != IRQMSI && kind != IRQIntx {
+		return nil, fmt.Errorf("vfio: %s: %v is not a device interrupt kind: %w", d.addr, kind, ErrOutOfRange)
+	}
+	return d.enable(n, kind)
+}
+
+func (d *Device) enable(n int, kinds ...IRQIndex) ([]nic.IRQ, error) {
 	if n <= 0 {
 		return nil, fmt.Errorf("vfio: %s: %d interrupt vectors requested: %w", d.addr, n, ErrOutOfRange)
 	}
@@ -66,14 +80,14 @@ func (d *Device) EnableMSIX(n int) ([]nic.IRQ, error) {
 		}
 	}
 	var tried []error
-	for _, kind := range []IRQIndex{IRQMSIX, IRQMSI, IRQIntx} {
+	for _, kind := range kinds {
 		info, err := d.irqInfo(kind)
 		if err != nil {
 			tried = append(tried, err)
 			continue
 		}
 		if info.Count == 0 || !info.Eventfd {
-			tried = append(tried, fmt.Errorf("%v: not offered", kind))
+			tried = append(tried, fmt.Errorf("%v: not offered by the device", kind))
 			continue
 		}
 		want := 1

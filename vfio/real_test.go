@@ -342,3 +342,51 @@ func mustAddr(t *testing.T, s string) Addr {
 	}
 	return a
 }
+
+func TestRealEachIRQKind(t *testing.T) {
+	d := openReal(t)
+	if err := d.EnableBusMaster(); err != nil {
+		t.Fatal(err)
+	}
+	ran := 0
+	for _, kind := range []IRQIndex{IRQMSIX, IRQMSI, IRQIntx} {
+		info, err := d.IRQInfo(kind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.Count == 0 {
+			if _, err := d.EnableIRQs(kind, 1); err == nil {
+				t.Errorf("%v: not offered, yet enabled", kind)
+			}
+			continue
+		}
+		irqs, err := d.EnableIRQs(kind, 1)
+		if err != nil {
+			t.Fatalf("%v: %v", kind, err)
+		}
+		if k, n := d.IRQKind(); k != kind || n != 1 {
+			t.Fatalf("%v: kind %v with %d vectors", kind, k, n)
+		}
+		// Twice: a vector keeps working after a Wait consumed it (and, for
+		// INTx, after Wait's unmask).
+		for i := range 2 {
+			if err := d.TriggerIRQ(0); err != nil {
+				t.Fatalf("%v: trigger %d: %v", kind, i, err)
+			}
+			if fired, err := irqs[0].Wait(2 * time.Second); !fired || err != nil {
+				t.Fatalf("%v: firing %d not seen: %v %v", kind, i, fired, err)
+			}
+		}
+		t.Logf("%v: %d vectors, automasked %v", kind, info.Count, info.Automasked)
+		ran++
+	}
+	if ran == 0 {
+		t.Fatal("the device offers no interrupts at all")
+	}
+	if _, err := d.EnableIRQs(IRQErr, 1); !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("ERR index: %v", err)
+	}
+	if err := d.DisableIRQs(); err != nil {
+		t.Fatal(err)
+	}
+}

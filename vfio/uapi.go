@@ -54,8 +54,7 @@ const (
 
 // struct vfio_group_status flags.
 const (
-	groupFlagViable       = 1 << 0 // VFIO_GROUP_FLAGS_VIABLE
-	groupFlagContainerSet = 1 << 1 // VFIO_GROUP_FLAGS_CONTAINER_SET
+	groupFlagViable = 1 << 0 // VFIO_GROUP_FLAGS_VIABLE
 )
 
 // struct vfio_device_info flags.
@@ -80,9 +79,8 @@ const (
 	iommuDMAMapFlagWrite  = 1 << 1 // VFIO_DMA_MAP_FLAG_WRITE
 )
 
-// vfio-pci's fixed region indexes (enum in vfio.h): BAR0-5 are 0-5.
+// vfio-pci's fixed region indexes (enum in vfio.h): BAR0-5 are 0-5, the ROM 6.
 const (
-	pciROMRegion    = 6 // VFIO_PCI_ROM_REGION_INDEX
 	pciConfigRegion = 7 // VFIO_PCI_CONFIG_REGION_INDEX
 	pciNumRegions   = 9 // VFIO_PCI_NUM_REGIONS
 )
@@ -122,9 +120,7 @@ const (
 	irqInfoNoresize   = 1 << 3 // VFIO_IRQ_INFO_NORESIZE
 
 	irqSetDataNone      = 1 << 0 // VFIO_IRQ_SET_DATA_NONE
-	irqSetDataBool      = 1 << 1 // VFIO_IRQ_SET_DATA_BOOL
 	irqSetDataEventfd   = 1 << 2 // VFIO_IRQ_SET_DATA_EVENTFD
-	irqSetActionMask    = 1 << 3 // VFIO_IRQ_SET_ACTION_MASK
 	irqSetActionUnmask  = 1 << 4 // VFIO_IRQ_SET_ACTION_UNMASK
 	irqSetActionTrigger = 1 << 5 // VFIO_IRQ_SET_ACTION_TRIGGER
 )
