@@ -1,7 +1,7 @@
 package dataplane_test
 
 import (
-	"syscall"
+	"runtime"
 	"testing"
 	"time"
 
@@ -9,19 +9,14 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 )
 
-var (
-	errE2BIG  error = syscall.E2BIG
-	errENOENT error = syscall.ENOENT
-)
-
 // memBed is the in-memory bed: Inject is the device receiving, Sent what the
 // TX ring was given.
 type memBed struct{ ps []*memport.Port }
 
-func newMemBed(t *testing.T, n int) bed {
+func newMemBed(t *testing.T, n int, record bool) bed {
 	b := &memBed{}
 	for i := 0; i < n; i++ {
-		p, err := memport.New(memport.Config{Name: "mem" + string(rune('0'+i)), Record: true})
+		p, err := memport.New(memport.Config{Name: "mem" + string(rune('0'+i)), Record: record})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -38,7 +33,19 @@ func (b *memBed) Ports() []nic.Port {
 	return out
 }
 
-func (b *memBed) Inject(i int, f []byte) { b.ps[i].Rx(0).Inject(f) }
+// Inject waits for room on the ring (the device would drop; the tests want
+// every frame in).
+func (b *memBed) Inject(i int, f []byte) {
+	deadline := time.Now().Add(5 * time.Second)
+	for !b.ps[i].Rx(0).Inject(f) && time.Now().Before(deadline) {
+		runtime.Gosched()
+	}
+}
+
+func (b *memBed) SentCount(i int) uint64 {
+	p, _, _, _ := b.ps[i].Tx(0).Counts()
+	return p
+}
 
 func (b *memBed) Sent(t *testing.T, i, want int) [][]byte {
 	var out [][]byte

@@ -10,9 +10,11 @@ import (
 
 // cpuEntry is one frame on its way to a CPU worker.
 type cpuEntry struct {
-	b    *dma.Buf
-	port int32  // index of the ingress port
-	prog uint32 // program id of the cpumap entry (0: none)
+	b     *dma.Buf
+	port  int32  // index of the ingress port
+	prog  uint32 // program id of the cpumap entry (0: none)
+	p     any    // the entry's program handle (a *bpf.Program), when the map has it
+	qsize int    // the entry's queue size
 }
 
 // worker serves one cpumap entry, as the kernel's cpu_map_kthread_run: it takes
@@ -118,17 +120,20 @@ func (w *worker) loop() {
 	}
 }
 
-// runner returns the Runner of program id, made on first use.
-func (w *worker) runner(id uint32) Runner {
-	if id == 0 || w.e.cfg.CPUMapProgram == nil {
-		return nil
-	}
+// runner returns the Runner of the entry's program (by id), made on first
+// use: from the program handle the cpumap holds, else from
+// Config.CPUMapProgram.
+func (w *worker) runner(id uint32, handle any) Runner {
 	if r, ok := w.runners[id]; ok {
 		return r
 	}
 	var r Runner
-	if p, err := w.e.cfg.CPUMapProgram(id); err == nil && p != nil {
-		r = p.NewRunner(w.slot)
+	if bp, ok := handle.(*bpf.Program); ok && bp != nil {
+		r = BPF(bp).NewRunner(w.slot)
+	} else if w.e.cfg.CPUMapProgram != nil {
+		if p, err := w.e.cfg.CPUMapProgram(id); err == nil && p != nil {
+			r = p.NewRunner(w.slot)
+		}
 	}
 	w.runners[id] = r // nil too: do not ask again
 	return r
@@ -142,7 +147,7 @@ func (w *worker) process(en *cpuEntry) {
 	act := bpf.ActionPass
 	var r Runner
 	if en.prog != 0 {
-		r = w.runner(en.prog)
+		r = w.runner(en.prog, en.p)
 		if r == nil {
 			// The entry names a program we cannot run: as the kernel refuses
 			// such an entry, drop.

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
@@ -29,79 +28,26 @@ type bed interface {
 	// Sent returns what port i put on its wire since the last call, waiting
 	// up to 2 s for at least want frames.
 	Sent(t *testing.T, i, want int) [][]byte
+	// SentCount is how many frames port i put on its wire in all.
+	SentCount(i int) uint64
 	// Close stops the ports and checks that every buffer is back in its pool.
 	Close(t *testing.T)
 }
 
-// loadExample loads an example object; maps the interpreter's maps package does
-// not build yet (devmap, cpumap, xskmap) are replaced by plain arrays of the
-// same shape, which is all the dataplane needs of them.
+// loadExample loads an example object with numCPU per-CPU slots.
 func loadExample(t testing.TB, name string, numCPU int) *bpf.Collection {
 	t.Helper()
 	obj, err := examples.Object(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := bpf.LoadBytes(obj, &bpf.Options{NumCPU: numCPU, NewMap: newMapFallback})
+	c, err := bpf.LoadBytes(obj, &bpf.Options{NumCPU: numCPU})
 	if err != nil {
 		t.Fatalf("loading %s: %v", name, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
 }
-
-func newMapFallback(s maps.Spec) (maps.Map, error) {
-	m, err := maps.New(s)
-	if err == nil {
-		return m, nil
-	}
-	switch s.Type {
-	case ebpf.DevMap, ebpf.DevMapHash, ebpf.CPUMap, ebpf.XSKMap:
-		return &plainArray{spec: s, vals: make([][]byte, s.MaxEntries)}, nil
-	}
-	return nil, err
-}
-
-// plainArray stands in for devmap/cpumap/xskmap: key u32 -> value bytes.
-type plainArray struct {
-	spec maps.Spec
-	mu   sync.RWMutex
-	vals [][]byte
-}
-
-func (m *plainArray) Spec() maps.Spec { return m.spec }
-func (m *plainArray) Lookup(key []byte, cpu int) []byte {
-	if len(key) != 4 {
-		return nil
-	}
-	k := binary.LittleEndian.Uint32(key)
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if int(k) >= len(m.vals) {
-		return nil
-	}
-	return m.vals[k]
-}
-func (m *plainArray) Update(key, value []byte, flags uint64, cpu int) error {
-	k := binary.LittleEndian.Uint32(key)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if int(k) >= len(m.vals) {
-		return errE2BIG
-	}
-	m.vals[k] = append([]byte(nil), value...)
-	return nil
-}
-func (m *plainArray) Delete(key []byte) error {
-	k := binary.LittleEndian.Uint32(key)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if int(k) < len(m.vals) {
-		m.vals[k] = nil
-	}
-	return nil
-}
-func (m *plainArray) NextKey(key, next []byte) error { return errENOENT }
 
 func setU32(t testing.TB, m maps.Map, key uint32, vals ...uint32) {
 	t.Helper()
@@ -277,11 +223,23 @@ func TestE2EDropCount(t *testing.T) {
 func TestE2ERedirectMap(t *testing.T) {
 	b := newBed(t, 2)
 	c := loadExample(t, "xdp_redirect_map", 4)
-	setU32(t, mustMap(t, c, "tx_port"), 0, 2) // -> ifindex 2 = port 1
-	e := start(t, dataplane.Config{
+	e, err := dataplane.New(dataplane.Config{
 		Ports:   []dataplane.PortConfig{{Port: b.Ports()[0]}, {Port: b.Ports()[1]}},
 		Program: dataplane.BPF(mustProg(t, c, "xdp_redirect_map")),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.WireMaps(c)
+	var k, v [4]byte
+	binary.LittleEndian.PutUint32(v[:], 7)
+	if err := mustMap(t, c, "tx_port").Update(k[:], v[:], maps.UpdateAny, -1); err == nil {
+		t.Error("devmap accepted ifindex 7, which no port has")
+	}
+	setU32(t, mustMap(t, c, "tx_port"), 0, 2) // -> ifindex 2 = port 1
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
 	in := udpFrames(t, 200, 64)
 	for _, f := range in {
 		b.Inject(0, f)
@@ -319,15 +277,24 @@ func TestE2ECPUMap(t *testing.T) {
 	c := loadExample(t, "xdp_redirect_cpu", nslots)
 	count := mustProg(t, c, "xdp_cpumap_count")
 	cpumap := mustMap(t, c, "cpu_map")
-	setU32(t, cpumap, 0, 256, dataplane.ProgramID(c, count))
-	setU32(t, cpumap, 1, 256, dataplane.ProgramID(c, count))
 	st := &recStack{}
-	e := start(t, dataplane.Config{
+	e, err := dataplane.New(dataplane.Config{
 		Ports:         []dataplane.PortConfig{{Port: b.Ports()[0], Stack: st}},
 		Program:       dataplane.BPF(mustProg(t, c, "xdp_redirect_cpu")),
 		CPUWorkers:    workers,
 		CPUMapProgram: dataplane.CPUMapPrograms(c),
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.WireMaps(c)
+	// As with the kernel's syscall, the value names the program (by id here,
+	// by fd there).
+	setU32(t, cpumap, 0, 256, count.ID())
+	setU32(t, cpumap, 1, 256, count.ID())
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
 	in := udpFrames(t, 64, 100)
 	for _, f := range in {
 		b.Inject(0, f)
@@ -423,7 +390,6 @@ func TestE2EXSK(t *testing.T) {
 	}
 	// Unbound: the program's fallback (XDP_PASS) takes over.
 	x.Close()
-	_ = mustMap(t, c, "xsks").Delete([]byte{0, 0, 0, 0})
 	b.Inject(0, in[0])
 	waitCounter(t, e, 0, dataplane.RxXDPPass, 1)
 	if err := e.Stop(); err != nil {

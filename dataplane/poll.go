@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/maps"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 )
@@ -297,30 +298,41 @@ func (t *txq) publishTx() {
 	t.pub[TxStackErrors].Store(t.ctr[TxStackErrors])
 }
 
-// toCPU queues b for the CPU worker of the cpumap entry.
+// toCPU queues b for the CPU worker of the cpumap entry. The entry comes from a
+// *maps.CPUMap (Target: qsize and program), or from any map whose value is a
+// struct bpf_cpumap_val.
 func (p *poller) toCPU(rd bpf.Redirect, b *dma.Buf) bool {
 	k := int(rd.Key)
 	if rd.Map == nil || k >= len(p.cpuq) {
 		return false
 	}
-	binary.LittleEndian.PutUint32(p.key[:], rd.Key)
-	v := rd.Map.Lookup(p.key[:], p.slot)
-	if len(v) < 4 {
-		return false
+	var en cpuEntry
+	if cm, ok := rd.Map.(*maps.CPUMap); ok {
+		t, ok := cm.Target(rd.Key)
+		if !ok || t.Qsize == 0 {
+			return false
+		}
+		en.qsize, en.prog, en.p = int(t.Qsize), t.ProgID, t.Prog
+	} else {
+		binary.LittleEndian.PutUint32(p.key[:], rd.Key)
+		v := rd.Map.Lookup(p.key[:], p.slot)
+		if len(v) < 4 {
+			return false
+		}
+		en.qsize = int(binary.LittleEndian.Uint32(v))
+		if en.qsize == 0 {
+			return false
+		}
+		if len(v) >= 8 {
+			en.prog = binary.LittleEndian.Uint32(v[4:])
+		}
 	}
-	qsize := binary.LittleEndian.Uint32(v)
-	if qsize == 0 {
-		return false
-	}
-	var prog uint32
-	if len(v) >= 8 {
-		prog = binary.LittleEndian.Uint32(v[4:])
-	}
+	en.b, en.port = b, int32(p.port.idx)
 	cb := &p.cpuq[k]
 	b.SetOwner(dma.OwnerQueue)
-	cb.ents[cb.n] = cpuEntry{b: b, port: int32(p.port.idx), prog: prog}
+	cb.ents[cb.n] = en
 	cb.n++
-	cb.limit = int(qsize)
+	cb.limit = en.qsize
 	if cb.n == CPUBulk {
 		p.flushCPU(k)
 	}
@@ -345,13 +357,20 @@ func (p *poller) toXSK(rd bpf.Redirect, b *dma.Buf) bool {
 		return false
 	}
 	var x *XSK
-	for _, c := range *p.xsks.Load() {
-		if c.key == rd.Key && c.mapName == rd.Map.Spec().Name {
-			x = c
-			break
+	if xm, ok := rd.Map.(*maps.XSKMap); ok {
+		if s, ok := xm.Socket(rd.Key); ok {
+			x, _ = s.Consumer.(*XSK)
+		}
+	} else {
+		name := rd.Map.Spec().Name
+		for _, c := range *p.xsks.Load() {
+			if c.key == rd.Key && c.mapName == name {
+				x = c
+				break
+			}
 		}
 	}
-	if x == nil || x.closed.Load() {
+	if x == nil || x.closed.Load() || x.port != p.port || x.queue != p.queue {
 		return false
 	}
 	if !x.produce(b) {

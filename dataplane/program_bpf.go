@@ -2,8 +2,10 @@ package dataplane
 
 import (
 	"fmt"
+	"syscall"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // BPF runs program p of an interpreter collection; each Runner has its own
@@ -21,26 +23,41 @@ func (b *bpfRunner) Run(f *bpf.Frame) bpf.Action { return b.r.Run(b.p, f) }
 func (b *bpfRunner) Redirect() bpf.Redirect      { return b.r.Redirect() }
 func (b *bpfRunner) Fault() error                { return b.r.Fault() }
 
-// ProgramID is the id xnic gives program p of c in cpumap values (struct
-// bpf_cpumap_val.bpf_prog): its position in c.Programs() plus one. 0 when p is
-// not in c.
-func ProgramID(c *bpf.Collection, p *bpf.Program) uint32 {
-	for i, q := range c.Programs() {
-		if q == p {
-			return uint32(i + 1)
+// CPUMapPrograms resolves program ids (bpf.Program.ID) of c, for
+// Config.CPUMapProgram and for the cpumaps' and devmaps' program resolvers.
+func CPUMapPrograms(c *bpf.Collection) func(id uint32) (Program, error) {
+	return func(id uint32) (Program, error) {
+		for _, p := range c.Programs() {
+			if p.ID() == id {
+				return BPF(p), nil
+			}
 		}
+		return nil, fmt.Errorf("dataplane: no program with id %d in the collection", id)
 	}
-	return 0
 }
 
-// CPUMapPrograms resolves cpumap program ids (see ProgramID) in c, for
-// Config.CPUMapProgram.
-func CPUMapPrograms(c *bpf.Collection) func(id uint32) (Program, error) {
-	progs := c.Programs()
-	return func(id uint32) (Program, error) {
-		if id == 0 || int(id) > len(progs) {
-			return nil, fmt.Errorf("dataplane: no program with id %d in the collection (ids 1..%d)", id, len(progs))
+// WireMaps connects the collection's cpumaps and devmaps to the engine: a
+// program id written into a cpumap value (struct bpf_cpumap_val.bpf_prog, where
+// the kernel takes an fd) names that program of c, and a devmap update to an
+// ifindex that is none of the engine's ports fails (EINVAL, as the kernel's
+// dev_map_update_elem for a missing device).
+func (e *Engine) WireMaps(c *bpf.Collection) {
+	resolve := func(fd int32) (any, uint32, error) {
+		for _, p := range c.Programs() {
+			if int32(p.ID()) == fd {
+				return p, p.ID(), nil
+			}
 		}
-		return BPF(progs[id-1]), nil
+		return nil, 0, fmt.Errorf("no program with id %d: %w", fd, syscall.EBADF)
+	}
+	for _, m := range c.Maps() {
+		switch mm := m.(type) {
+		case *maps.CPUMap:
+			mm.SetProgResolver(resolve)
+		case *maps.DevMap:
+			mm.SetIfindexCheck(func(ifindex uint32) bool { return e.portByIfindex(ifindex) != nil })
+		case *maps.DevMapHash:
+			mm.SetIfindexCheck(func(ifindex uint32) bool { return e.portByIfindex(ifindex) != nil })
+		}
 	}
 }

@@ -39,6 +39,7 @@ type XSK struct {
 	wake  chan struct{} // capacity 1; signalled when prod moves
 
 	closed atomic.Bool
+	xm     *maps.XSKMap // the map bound in, when it is the maps package's; immutable
 
 	rx, ringFull, tx, txErrors atomic.Uint64
 }
@@ -57,8 +58,7 @@ type XSKStats struct {
 
 // BindXSK binds a consumer to entry key of xskmap m, receiving from RX queue
 // queue of port portIdx, with a ring of size frames (a power of two). The entry
-// is written into m so that bpf_redirect_map finds it; its value is the key (the
-// kernel stores a socket's fd there).
+// is bound in m (maps.XSKMap.Bind) so that bpf_redirect_map finds it.
 func (e *Engine) BindXSK(m maps.Map, key uint32, portIdx, queue, size int) (*XSK, error) {
 	if m == nil {
 		return nil, fmt.Errorf("%w: BindXSK without a map", ErrConfig)
@@ -74,12 +74,6 @@ func (e *Engine) BindXSK(m maps.Map, key uint32, portIdx, queue, size int) (*XSK
 		e: e, port: p, queue: queue, mapName: m.Spec().Name, key: key,
 		ring: make([]*dma.Buf, size), mask: uint64(size - 1), wake: make(chan struct{}, 1),
 	}
-	var k, v [4]byte
-	binary.LittleEndian.PutUint32(k[:], key)
-	binary.LittleEndian.PutUint32(v[:], key)
-	if err := m.Update(k[:], v[:], maps.UpdateAny, -1); err != nil {
-		return nil, fmt.Errorf("dataplane: binding XSK to %s[%d]: %w", x.mapName, key, err)
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	pl := p.pollers[queue]
@@ -87,6 +81,22 @@ func (e *Engine) BindXSK(m maps.Map, key uint32, portIdx, queue, size int) (*XSK
 	for _, o := range old {
 		if o.key == key && o.mapName == x.mapName {
 			return nil, fmt.Errorf("%w: %s[%d] already has an XSK", ErrConfig, x.mapName, key)
+		}
+	}
+	if xm, ok := m.(*maps.XSKMap); ok {
+		if err := xm.Bind(key, uint32(queue), x, maps.UpdateNoExist); err != nil {
+			return nil, fmt.Errorf("dataplane: binding XSK to %s[%d]: %w", x.mapName, key, err)
+		}
+		x.xm = xm
+	} else {
+		// Another map implementation: mark the entry so that the program's
+		// bpf_redirect_map finds it (the value is the queue id, as an
+		// xskmap lookup returns).
+		var k, v [4]byte
+		binary.LittleEndian.PutUint32(k[:], key)
+		binary.LittleEndian.PutUint32(v[:], uint32(queue))
+		if err := m.Update(k[:], v[:], maps.UpdateAny, -1); err != nil {
+			return nil, fmt.Errorf("dataplane: binding XSK to %s[%d]: %w", x.mapName, key, err)
 		}
 	}
 	nw := append(append([]*XSK{}, old...), x)
@@ -195,6 +205,9 @@ func (x *XSK) Send(bufs []*dma.Buf) int {
 func (x *XSK) Close() {
 	if x.closed.Swap(true) {
 		return
+	}
+	if x.xm != nil {
+		_ = x.xm.Unbind(x.key)
 	}
 	x.e.mu.Lock()
 	defer x.e.mu.Unlock()
