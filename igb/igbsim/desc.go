@@ -1,0 +1,76 @@
+package igbsim
+
+import "encoding/binary"
+
+// Advanced descriptors, 16 bytes, little endian (82576 datasheet 7.1.5 and 7.2.2.3;
+// Linux e1000_82575.h union e1000_adv_rx_desc / e1000_adv_tx_desc).
+//
+// RX read format (written by software):
+//
+//	0  pkt_addr  u64  packet buffer address
+//	8  hdr_addr  u64  header buffer address (bit 0 must be 0; unused without split)
+//
+// RX write-back format (written by the device):
+//
+//	0  pkt_info      u16  RSS type bits 3:0, packet type bits 16:4 (of the dword)
+//	2  hdr_info      u16  header length / split header (0 here)
+//	4  rss / ip_id+csum   RSS hash when RXCSUM.PCSD, else IP id and checksum (0 here)
+//	8  status_error  u32  DD bit 0, EOP bit 1, errors 31:20
+//	12 length        u16  bytes in this descriptor's buffer
+//	14 vlan          u16  (0 here: no VLAN stripping)
+//
+// TX data descriptor (read):
+//
+//	0  buffer_addr   u64
+//	8  cmd_type_len  u32  DTALEN 15:0, DTYP 23:20, DCMD 31:24
+//	12 olinfo_status u32  STA 3:0, IDX 6:4, POPTS 13:8, PAYLEN 31:14
+//
+// TX write-back: the device sets DD (bit 0) of the dword at offset 12.
+const (
+	descSize = 16
+
+	rxdPktAddr  = 0
+	rxdHdrAddr  = 8
+	rxwPktInfo  = 0
+	rxwRSS      = 4
+	rxwStatus   = 8
+	rxwLength   = 12
+	rxwVLAN     = 14
+	rxStatDD    = 1 << 0
+	rxStatEOP   = 1 << 1
+	pktTypeIPv4 = 0x0010
+	pktTypeIPv6 = 0x0040
+	pktTypeTCP  = 0x0100
+	pktTypeUDP  = 0x0200
+
+	rssTypeNone    = 0
+	rssTypeTCPIPv4 = 1
+	rssTypeIPv4    = 2
+	rssTypeTCPIPv6 = 3
+	rssTypeIPv6    = 5
+	rssTypeUDPIPv4 = 7
+	rssTypeUDPIPv6 = 8
+
+	txdAddr   = 0
+	txdCmd    = 8
+	txdOlinfo = 12
+	txwStatus = 12
+
+	txLenMask        uint32 = 0xFFFF
+	txDTYPMask       uint32 = 0xF << 20
+	txDTYPCtxt       uint32 = 0x2 << 20
+	txDTYPData       uint32 = 0x3 << 20
+	txCmdEOP         uint32 = 1 << 24
+	txCmdIFCS        uint32 = 1 << 25
+	txCmdRS          uint32 = 1 << 27
+	txCmdDEXT        uint32 = 1 << 29
+	txCmdVLE         uint32 = 1 << 30
+	txCmdTSE         uint32 = 1 << 31
+	txPaylenShift           = 14
+	txStatDD         uint32 = 1 << 0
+	maxTxFrame              = 9728 // largest frame the MAC sends (jumbo)
+	minFrameNoFCS           = 60   // 64 bytes on the wire with the FCS
+	maxStdFrameNoFCS        = 1518 // 1522 with FCS (VLAN tagged)
+)
+
+var le = binary.LittleEndian

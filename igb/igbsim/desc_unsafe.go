@@ -1,0 +1,27 @@
+package igbsim
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// hostLittleEndian: the atomic store below writes host order, which is the
+// descriptor's little-endian order only on little-endian hosts.
+var hostLittleEndian = func() bool {
+	x := uint32(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// storeStatus writes a descriptor's status dword as one 32-bit store with release
+// ordering, after the rest of the write-back: a driver polling DD on another
+// goroutine never sees DD before the length and hash. Unaligned slots and
+// big-endian hosts fall back to a plain little-endian store.
+func storeStatus(b []byte, off int, v uint32) {
+	_ = b[off+3]
+	p := (*uint32)(unsafe.Pointer(&b[off]))
+	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
+		le.PutUint32(b[off:], v)
+		return
+	}
+	atomic.StoreUint32(p, v)
+}

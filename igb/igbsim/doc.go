@@ -1,0 +1,63 @@
+// Package igbsim is a strict model of the Intel 82576, I350 and I210/I211
+// Ethernet controllers as a driver sees them through BAR0, for testing the igb
+// driver and the dataplane without hardware.
+//
+// It is written from the datasheet's side (82576 and I210 datasheets, with facts
+// cross-checked against Linux's e1000_regs.h/e1000_defines.h/e1000_82575.h and
+// QEMU's igb model) and never imports the driver: a register map shared between
+// the two would let a wrong offset pass every test.
+//
+// # What is modelled
+//
+//   - Reset: CTRL.RST (and CTRL.DEV_RST) resets every register; the reset lasts
+//     Config.ResetDelay, during which CTRL reads RST, EECD.AUTO_RD reads 0 and
+//     register writes are faults. RAL0/RAH0 come back with the factory MAC and AV.
+//     CTRL.GIO_MASTER_DISABLE clears STATUS.GIO_MASTER_ENABLE at once and blocks
+//     DMA. EERD reads a small NVM image (MAC in words 0-2, checksum 0xBABA).
+//   - PHY and link: MDIC reaches a sim.PHY at address 1 (READY at once; ERROR for
+//     another address). The link comes up only after software restarts
+//     autonegotiation through MDIC and Config.AutonegDelay has passed, and
+//     STATUS.LU also needs CTRL.SLU. Link changes raise ICR.LSC.
+//   - Receive: RCTL (EN, UPE, MPE, BAM, LPE, SECRC, MO), RAL/RAH (24, 32 or 16
+//     entries), MTA, RLPML; queues at 0x2800+0x100n (0-3) and 0xC000+0x40n (all),
+//     advanced one-buffer descriptors only; frames larger than a buffer are split
+//     over several descriptors; frames that find too few free descriptors are
+//     dropped and counted in MPC, RNBC and RQDPC; undersize and oversize frames
+//     count in RUC and ROC. RSS: MRQC (MRQE 2 with RXCSUM.PCSD, as the hardware
+//     needs for the hash to reach the descriptor), RSSRK, RETA; the Toeplitz hash
+//     over IPv4/IPv6 addresses and TCP/UDP ports goes into the write-back.
+//   - Transmit: queues at 0x3800+0x100n and 0xE000+0x40n, advanced data
+//     descriptors (context descriptors are consumed and ignored); TDT starts
+//     transmission synchronously; DD is written back where RS is set; PSP pads
+//     short frames to 60 bytes.
+//   - Interrupts: GPIE (MSIX_MODE, EIAME), IVAR (82576 layout for the 82576,
+//     82580 layout for the I350 and I210), IVAR_MISC, EICR (read clears, write 1
+//     clears), EICS, EIMS/EIMC, EIAC auto-clear, EIAM auto-mask, EITR minimum
+//     interval, ICR/IMS/IMC for link changes; vectors are signalled through the
+//     sim.Device's MSI-X IRQs.
+//   - Statistics at their real offsets (0x4000-0x415C), clear on read; the
+//     64-bit octet counters clear when their high half is read.
+//
+// Queue enables (RXDCTL/TXDCTL.ENABLE) read back set as soon as they are written.
+//
+// # Strictness
+//
+// The model records a fault (see sim.Faults) and refuses the access for: a ring
+// base not 128-byte aligned; a ring length of 0 or not a multiple of 128; a head
+// or tail written beyond the ring; a queue enabled before its base and length
+// were written, or with an unmapped ring, legacy descriptors or a zero buffer
+// size; ring registers changed while the queue is enabled; DMA while bus
+// mastering is off; any descriptor or buffer address outside the mapped memory;
+// a register write during reset; TX descriptors of length 0, frames over 9728
+// bytes, legacy or unknown descriptor types, missing IFCS, a PAYLEN that is not
+// the frame length, TSO or VLAN insertion; an interrupt on a vector that was not
+// enabled; and any access to an offset the model does not implement (reads 0).
+//
+// # Concurrency
+//
+// Register accesses, Inject and transmit are safe from any goroutine: register
+// state is under one mutex, and transmission runs on the goroutine that wrote TDT
+// with that mutex released while frames are on the wire (a second mutex keeps
+// transmissions in order), so two models joined by a synchronous wire cannot
+// deadlock. The per-frame paths (Inject, TDT) do not allocate.
+package igbsim

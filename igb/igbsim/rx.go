@@ -1,0 +1,201 @@
+package igbsim
+
+import (
+	"hash/crc32"
+)
+
+// Receive path (82576 datasheet 7.1). A frame arriving from the wire (Inject, or
+// a wire attached with Attach) passes the size checks and the address filter,
+// picks a queue (RSS or queue 0), and is written by DMA into the buffers of the
+// next descriptors between RDH and RDT, then the descriptors are written back
+// and RDH advances. Frames larger than one buffer (SRRCTL.BSIZEPKT) are split
+// across descriptors as the datasheet does: DD on each, EOP on the last, which
+// alone carries the RSS hash and packet type. A frame that does not fit in the
+// free descriptors is dropped whole and counted in MPC, RNBC and the queue's
+// RQDPC (the model drops whether or not SRRCTL.DROP_EN is set: it has no FIFO
+// to hold the frame until software posts buffers).
+//
+// Ownership: a descriptor in [RDH, RDT) and its buffer belong to the device; the
+// model writes the buffer, then the write-back with the status dword last, then
+// moves RDH past it, handing both back to software.
+
+// Inject delivers frame as if it arrived from the wire: destination MAC to the
+// end of the payload, no preamble, no FCS. It reports whether the frame was
+// written to an RX ring. frame is not kept. It does not allocate.
+func (m *Model) Inject(frame []byte) bool {
+	m.mu.Lock()
+	ok := m.receiveLocked(frame)
+	m.mu.Unlock()
+	return ok
+}
+
+func (m *Model) receiveLocked(frame []byte) bool {
+	if m.rctl&rctlEN == 0 || !m.linkUpLocked() {
+		m.cnt.RxNoLink++
+		return false
+	}
+	n := len(frame)
+	wire := n + 4
+	if n < 14 || wire < 64 {
+		m.incStat(stRUC)
+		m.cnt.RxErrors++
+		return false
+	}
+	maxLen := maxStdFrameNoFCS + 4
+	if m.rctl&rctlLPE != 0 {
+		maxLen = int(m.rlpml)
+	}
+	if wire > maxLen {
+		m.incStat(stROC)
+		m.cnt.RxErrors++
+		return false
+	}
+	mcast := frame[0]&1 != 0
+	bcast := mcast && frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xFF
+	if !m.acceptLocked(frame[:6], mcast, bcast) {
+		m.cnt.RxFiltered++
+		return false
+	}
+	m.incStat(stTPR)
+	m.addStat64(stTORL, wire)
+
+	// Queue selection and the write-back's packet information.
+	q := 0
+	var hash uint32
+	var in [maxHashInput]byte
+	rssOn := m.mrqc&mrqcMRQEMask == mrqcRSS && m.rxcsum&rxcsumPCSD != 0
+	sel := uint32(0)
+	if rssOn {
+		sel = m.mrqc
+	}
+	hn, rssType, pktType := rssInput(frame, sel, &in)
+	if rssOn && hn > 0 {
+		if m.rssDirty || m.rssTab == nil {
+			if m.rssTab == nil {
+				m.rssTab = new(toeplitzTable)
+			}
+			m.rssTab.build(&m.rssKey)
+			m.rssDirty = false
+		}
+		hash = m.rssTab.hash(in[:hn])
+		q = int(m.reta[hash&0x7F] & 0xF)
+		if q >= len(m.rx) {
+			m.faults.Add("rx", "RETA", uint64(hash&0x7F), "RETA entry %d sends a frame to queue %d of %d", hash&0x7F, q, len(m.rx))
+			m.cnt.RxMissed++
+			return false
+		}
+	}
+	r := &m.rx[q]
+	if r.dctl&dctlEnable == 0 {
+		m.missLocked(r, false)
+		return false
+	}
+	if m.ctrl&ctrlGIOMasterDi != 0 {
+		m.cnt.RxNoLink++ // DMA blocked by GIO master disable: nothing reaches memory
+		return false
+	}
+	if !m.mem.DMAEnabled() {
+		m.faults.Add("rx", "", uint64(q), "frame for enabled RX queue %d while bus mastering is off", q)
+		m.cnt.RxMissed++
+		return false
+	}
+
+	data := frame
+	if m.rctl&rctlSECRC == 0 { // the FCS stays in the buffer
+		copy(m.crcBuf, frame)
+		le.PutUint32(m.crcBuf[n:], crc32.ChecksumIEEE(frame))
+		data = m.crcBuf[:n+4]
+	}
+	bsize := int(r.srrctl&srrctlBSizeMask) << 10
+	ndesc := (len(data) + bsize - 1) / bsize
+	size := r.len / descSize
+	if int((r.tail+size-r.head)%size) < ndesc {
+		m.missLocked(r, true)
+		return false
+	}
+	base := r.base()
+	head := r.head
+	for i := 0; i < ndesc; i++ {
+		d, err := m.mem.View("rx-desc", base+uint64(head)*descSize, descSize)
+		if err != nil {
+			m.cnt.RxMissed++
+			return false
+		}
+		chunk := data[i*bsize : min(len(data), (i+1)*bsize)]
+		buf, err := m.mem.View("rx-buffer", le.Uint64(d[rxdPktAddr:]), len(chunk))
+		if err != nil {
+			m.cnt.RxMissed++
+			return false
+		}
+		copy(buf, chunk)
+		status := uint32(rxStatDD)
+		if i == ndesc-1 {
+			status |= rxStatEOP
+			le.PutUint32(d[rxwPktInfo:], uint32(rssType)|uint32(pktType))
+			le.PutUint32(d[rxwRSS:], hash)
+		} else {
+			le.PutUint32(d[rxwPktInfo:], 0)
+			le.PutUint32(d[rxwRSS:], 0)
+		}
+		le.PutUint16(d[rxwLength:], uint16(len(chunk)))
+		le.PutUint16(d[rxwVLAN:], 0)
+		storeStatus(d, rxwStatus, status)
+		head = (head + 1) % size
+	}
+	r.head = head
+
+	m.incStat(stGPRC)
+	m.addStat64(stGORCL, wire)
+	m.incStat(stPRC64 + sizeBucket(wire))
+	if bcast {
+		m.incStat(stBPRC)
+	} else if mcast {
+		m.incStat(stMPRC)
+	}
+	m.cnt.RxFrames++
+	m.cnt.RxBytes += uint64(n)
+	m.raiseQueueLocked(q, false)
+	return true
+}
+
+// missLocked counts a frame dropped for want of a descriptor (noBuf) or because
+// its queue is disabled.
+func (m *Model) missLocked(r *rxQueue, noBuf bool) {
+	m.incStat(stMPC)
+	if noBuf {
+		m.incStat(stRNBC)
+	}
+	if r.rqdpc != ^uint32(0) {
+		r.rqdpc++
+	}
+	m.cnt.RxMissed++
+}
+
+// acceptLocked is the L2 address filter (82576 datasheet 7.1.1.1): promiscuous
+// unicast accepts everything; broadcast needs BAM; multicast needs MPE or its
+// MTA bit; unicast needs a valid receive address register that matches.
+func (m *Model) acceptLocked(dst []byte, mcast, bcast bool) bool {
+	if m.rctl&rctlUPE != 0 {
+		return true
+	}
+	if bcast && m.rctl&rctlBAM != 0 {
+		return true
+	}
+	if mcast && m.rctl&rctlMPE != 0 {
+		return true
+	}
+	lo := le.Uint32(dst[0:4])
+	hi := uint32(le.Uint16(dst[4:6]))
+	for i := 0; i < m.info.rar; i++ {
+		rah := m.rar[i][1]
+		if rah&rahAV != 0 && m.rar[i][0] == lo && rah&0xFFFF == hi {
+			return true
+		}
+	}
+	if mcast && !bcast {
+		shift := [4]uint{4, 3, 2, 0}[(m.rctl>>rctlMOShf)&3]
+		h := (uint32(dst[5])<<8 | uint32(dst[4])) >> shift & 0xFFF
+		return m.mta[h>>5]&(1<<(h&31)) != 0
+	}
+	return false
+}

@@ -1,0 +1,245 @@
+package igbsim
+
+import (
+	"hash/crc32"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/dma"
+)
+
+func TestRxDMAAndStats(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	rx := r.setupRx(0, 8, 2)
+	r.wr(tRDBAL(0)+0x18, 7)
+	r.enableRx(tRctlBAM)
+
+	f := frame(factoryMAC, 100)
+	require.True(t, r.m.Inject(f))
+	status, length, _, _ := rx.desc(0)
+	require.Equal(t, uint32(0x3), status&0x3, "DD and EOP")
+	require.Equal(t, uint32(100), length)
+	require.Equal(t, f, rx.buf(0, 100))
+	require.Equal(t, uint32(1), r.rd(tRDBAL(0)+0x10), "RDH advanced")
+
+	require.True(t, r.m.Inject(frame(bcastMAC, 60)))
+	require.False(t, r.m.Inject(frame([6]byte{0x02, 9, 9, 9, 9, 9}, 60)), "foreign unicast filtered")
+	require.False(t, r.m.Inject(frame([6]byte{0x01, 0, 0x5E, 0, 0, 1}, 60)), "multicast without MPE or MTA bit")
+
+	require.Equal(t, uint32(2), r.rd(tGPRC))
+	require.Equal(t, uint32(0), r.rd(tGPRC), "clear on read")
+	require.Equal(t, uint32(1), r.rd(tBPRC))
+	require.Equal(t, uint32(2), r.rd(tTPR), "filtered frames are not counted")
+	require.Equal(t, uint32(104+64), r.rd(tGORCL), "octets include the FCS")
+	require.Equal(t, uint32(0), r.rd(tGORCH))
+	require.Equal(t, uint32(0), r.rd(tGORCL), "reading the high half cleared both")
+	c := r.m.Counters()
+	require.Equal(t, uint64(2), c.RxFrames)
+	require.Equal(t, uint64(2), c.RxFiltered)
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxFilterModes(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	rx := r.setupRx(0, 32, 2)
+	r.wr(tRDBAL(0)+0x18, 31)
+	mc := [6]byte{0x01, 0x00, 0x5E, 0x7F, 0x12, 0x34}
+	other := [6]byte{0x02, 1, 2, 3, 4, 5}
+
+	r.enableRx(0)
+	require.False(t, r.m.Inject(frame(bcastMAC, 60)), "broadcast needs BAM")
+	// MTA, multicast offset 0: hash = address bits 47:36.
+	h := (uint32(mc[5])<<8 | uint32(mc[4])) >> 4 & 0xFFF
+	r.wr(tMTA+4*(h>>5), 1<<(h&31))
+	require.True(t, r.m.Inject(frame(mc, 60)), "multicast whose MTA bit is set")
+	r.wr(tMTA+4*(h>>5), 0)
+	require.False(t, r.m.Inject(frame(mc, 60)))
+	r.enableRx(tRctlMPE)
+	require.True(t, r.m.Inject(frame(mc, 60)), "MPE accepts all multicast")
+	require.False(t, r.m.Inject(frame(other, 60)))
+	// A second receive address.
+	r.wr(tRAL0+8, 0x03020102)
+	r.wr(tRAH0+8, 0x0504|tRahAV)
+	require.True(t, r.m.Inject(frame(other, 60)), "RAL/RAH(1) match")
+	r.wr(tRAH0+8, 0x0504)
+	require.False(t, r.m.Inject(frame(other, 60)), "without AV the entry does not match")
+	r.enableRx(tRctlUPE)
+	require.True(t, r.m.Inject(frame(other, 60)), "UPE accepts everything")
+	require.Equal(t, uint32(2), r.rd(tMPRC), "two multicast frames: one by MTA, one by MPE")
+	require.Equal(t, uint32(4), r.rd(tGPRC))
+	_ = rx
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxWrapAndRefill(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	const n = 8
+	rx := r.setupRx(0, n, 2)
+	r.enableRx(0)
+	tail := n - 1
+	r.wr(tRDBAL(0)+0x18, uint32(tail))
+	next := 0 // next descriptor software looks at
+	for k := 0; k < 3*n+3; k++ {
+		f := frame(factoryMAC, 60+k)
+		require.True(t, r.m.Inject(f), "frame %d", k)
+		status, length, _, _ := rx.desc(next)
+		require.Equal(t, uint32(3), status&3)
+		require.Equal(t, uint32(len(f)), length)
+		require.Equal(t, f, rx.buf(next, len(f)))
+		// Software takes the descriptor, reposts it, and gives it back by moving
+		// the tail onto it.
+		rx.post(next)
+		r.wr(tRDBAL(0)+0x18, uint32(next))
+		next = (next + 1) % n
+	}
+	require.Equal(t, uint32(next), r.rd(tRDBAL(0)+0x10), "RDH wrapped around the ring")
+	require.Equal(t, uint32(0), r.rd(tMPC))
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxNoDescriptorDrop(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	rx := r.setupRx(0, 8, 2)
+	r.enableRx(0)
+	require.False(t, r.m.Inject(frame(factoryMAC, 64)), "RDH == RDT: no descriptor")
+	status, _, _, _ := rx.desc(0)
+	require.Zero(t, status&1, "nothing written back")
+	r.wr(tRDBAL(0)+0x18, 2) // two descriptors
+	require.True(t, r.m.Inject(frame(factoryMAC, 64)))
+	require.True(t, r.m.Inject(frame(factoryMAC, 64)))
+	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
+	require.Equal(t, uint32(2), r.rd(tMPC))
+	require.Equal(t, uint32(2), r.rd(tRNBC))
+	require.Equal(t, uint32(0), r.rd(tMPC), "clear on read")
+	require.Equal(t, uint32(2), r.rd(0xC030), "RQDPC(0) at its 0xC000 alias")
+	require.Equal(t, uint32(2), r.rd(tGPRC))
+
+	// A disabled queue receives nothing.
+	r.wr(tRDBAL(0)+0x28, 0)
+	r.wr(tRDBAL(0)+0x18, 5)
+	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
+	require.Equal(t, uint32(1), r.rd(tMPC))
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxSizeLimitsAndSplit(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	rx := r.setupRx(0, 16, 1)
+	r.wr(tRDBAL(0)+0x18, 15)
+	r.enableRx(0)
+	require.False(t, r.m.Inject(frame(factoryMAC, 40)), "undersize")
+	require.Equal(t, uint32(1), r.rd(tRUC))
+	require.False(t, r.m.Inject(frame(factoryMAC, 1519)), "oversize without LPE")
+	require.Equal(t, uint32(1), r.rd(tROC))
+	require.True(t, r.m.Inject(frame(factoryMAC, 1518)))
+
+	r.enableRx(tRctlLPE)
+	r.wr(tRLPML, 9018+4)
+	big := frame(factoryMAC, 2500)
+	require.True(t, r.m.Inject(big))
+	// 1518 bytes took descriptors 0-1; the 2500-byte frame takes 2, 3, 4.
+	var got []byte
+	for i := 2; i <= 4; i++ {
+		status, length, _, _ := rx.desc(i)
+		require.NotZero(t, status&1, "DD on every descriptor")
+		require.Equal(t, i == 4, status&2 != 0, "EOP only on the last")
+		got = append(got, rx.buf(i, int(length))...)
+	}
+	require.Equal(t, big, got)
+	require.False(t, r.m.Inject(frame(factoryMAC, 9019)), "over RLPML")
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	rx := r.setupRx(0, 8, 2)
+	r.wr(tRDBAL(0)+0x18, 7)
+	r.wr(tRCTL, tRctlEN) // no SECRC
+	f := frame(factoryMAC, 60)
+	require.True(t, r.m.Inject(f))
+	_, length, _, _ := rx.desc(0)
+	require.Equal(t, uint32(64), length)
+	require.Equal(t, crc32.ChecksumIEEE(f), le.Uint32(rx.buf(0, 64)[60:]), "the FCS follows the frame")
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxStrictDMA(t *testing.T) {
+	t.Run("buffer outside mapped memory", func(t *testing.T) {
+		r := newRig(t, testCfg())
+		r.linkUp()
+		rx := r.setupRx(0, 8, 2)
+		le.PutUint64(rx.ring.CPU[0:], 0x1000) // not mapped
+		r.wr(tRDBAL(0)+0x18, 7)
+		r.enableRx(0)
+		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+		require.Equal(t, 1, r.m.FaultLog().Count())
+		require.Equal(t, "rx-buffer", r.m.Faults()[0].Op)
+	})
+	t.Run("buffer truncated to 32 bits", func(t *testing.T) {
+		r := newRig(t, testCfg())
+		r.linkUp()
+		rx := r.setupRx(0, 8, 2)
+		le.PutUint64(rx.ring.CPU[0:], rx.bufs.IOVA&0xFFFFFFFF)
+		r.wr(tRDBAL(0)+0x18, 7)
+		r.enableRx(0)
+		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+		require.Equal(t, 1, r.m.FaultLog().Count())
+	})
+	t.Run("bus mastering off", func(t *testing.T) {
+		r := newRig(t, testCfg())
+		r.linkUp()
+		r.setupRx(0, 8, 2)
+		r.wr(tRDBAL(0)+0x18, 7)
+		r.enableRx(0)
+		require.NoError(t, r.m.Device().WriteConfig(4, 2, 0x2)) // memory on, bus master off
+		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+		require.Equal(t, 1, r.m.FaultLog().Count())
+	})
+	t.Run("link down drops without fault", func(t *testing.T) {
+		r := newRig(t, testCfg())
+		r.setupRx(0, 8, 2)
+		r.wr(tRDBAL(0)+0x18, 7)
+		r.enableRx(0)
+		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+		require.Equal(t, uint64(1), r.m.Counters().RxNoLink)
+		require.NoError(t, r.m.Err())
+	})
+}
+
+func TestRxNonCoherent(t *testing.T) {
+	cfg := testCfg()
+	cfg.NonCoherent = true
+	r := newRig(t, cfg)
+	r.linkUp()
+	rx := r.setupRx(0, 8, 2) // syncs the ring for the device
+	r.wr(tRDBAL(0)+0x18, 7)
+	r.enableRx(0)
+	f := frame(factoryMAC, 80)
+	require.True(t, r.m.Inject(f))
+	status, _, _, _ := rx.desc(0)
+	require.Zero(t, status, "the CPU sees nothing before Sync(ForCPU)")
+	r.a.Sync(rx.ring, 0, 16, dma.ForCPU)
+	r.a.Sync(rx.bufs, 0, 80, dma.ForCPU)
+	status, length, _, _ := rx.desc(0)
+	require.Equal(t, uint32(3), status&3)
+	require.Equal(t, uint32(80), length)
+	require.Equal(t, f, rx.buf(0, 80))
+
+	// Repost descriptor 1 with a new buffer address but forget Sync(ForDevice):
+	// the device still sees the old one (a stale descriptor).
+	rx.post(1)
+	le.PutUint64(rx.ring.CPU[16:], 0x42)
+	require.True(t, r.m.Inject(f), "the device used the stale, valid address")
+	require.NoError(t, r.m.Err())
+	r.a.Sync(rx.ring, 16*2, 16, dma.ForDevice) // descriptor 2 synced with garbage
+	le.PutUint64(rx.ring.CPU[32:], 0x42)
+	r.a.Sync(rx.ring, 32, 16, dma.ForDevice)
+	require.False(t, r.m.Inject(f))
+	require.Equal(t, 1, r.m.FaultLog().Count(), "the synced bad address faults")
+}

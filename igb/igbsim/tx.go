@@ -1,0 +1,232 @@
+package igbsim
+
+// Transmit path (82576 datasheet 7.2). A write to TDT of an enabled queue (with
+// TCTL.EN) sends the frames in [TDH, TDT) synchronously, on the writer's
+// goroutine: descriptors are read and checked under mu, the frames go to the wire
+// with mu released (txMu keeps transmits in order), then descriptors with RS get
+// DD written back, statistics count and TDH advances. A frame whose EOP
+// descriptor is not yet before TDT waits for a later tail write.
+//
+// Ownership: descriptors in [TDH, TDT) and their buffers belong to the device
+// until TDH moves past them (and DD is set where RS asked for it). The wire sees
+// a frame only during the send call; nothing keeps it.
+//
+// Refused descriptors (legacy format, bad DTYP, length 0, frame over 9728
+// bytes, missing IFCS, wrong PAYLEN, TSO or VLAN insertion, buffers outside the
+// mapped memory) are faults: the frame is not sent, its descriptors are still
+// consumed and written back so the ring keeps moving.
+
+// txFrame is one frame gathered from the ring.
+type txFrame struct {
+	data  []byte // the frame: a view of device memory or a slice of txArena
+	first uint32 // index of its first descriptor
+	ndesc uint32 // descriptors it used
+	send  bool   // false: refused (faulted) or a lone context descriptor
+	bad   bool   // refused
+}
+
+const txBatchMax = 64
+
+var zeroPad [minFrameNoFCS]byte
+
+// transmit runs the TX queues in mask.
+func (m *Model) transmit(mask uint32) {
+	m.txMu.Lock()
+	defer m.txMu.Unlock()
+	for q := 0; mask != 0; q++ {
+		if mask&(1<<q) != 0 {
+			mask &^= 1 << q
+			m.transmitQueue(q)
+		}
+	}
+}
+
+func (m *Model) transmitQueue(q int) {
+	for {
+		m.mu.Lock()
+		x := &m.tx[q]
+		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 {
+			m.mu.Unlock()
+			return
+		}
+		gen := m.gen
+		base, size := x.base(), x.len/descSize
+		head, tail := x.head, x.tail
+		psp := m.tctl&tctlPSP != 0
+		sink := m.sink
+		batch, arena := m.txBatch[:0], m.txArena[:0]
+		for head != tail && len(batch) < txBatchMax {
+			fr, next, complete := m.gatherLocked(base, size, head, tail, &arena, psp)
+			if !complete {
+				break
+			}
+			batch = append(batch, fr)
+			head = next
+		}
+		m.mu.Unlock()
+		if len(batch) == 0 {
+			m.txBatch, m.txArena = batch, arena
+			return
+		}
+
+		if sink != nil {
+			for i := range batch {
+				if batch[i].send {
+					sink(batch[i].data)
+				}
+			}
+		}
+
+		m.mu.Lock()
+		if gen != m.gen || x.dctl&dctlEnable == 0 {
+			// Reset or queue disabled while the frames were on the wire: the ring
+			// is no longer ours to write back.
+			m.mu.Unlock()
+			return
+		}
+		raise := false
+		for i := range batch {
+			fr := &batch[i]
+			idx := fr.first
+			for k := uint32(0); k < fr.ndesc; k++ {
+				d, err := m.mem.View("tx-writeback", base+uint64(idx)*descSize, descSize)
+				if err == nil && le.Uint32(d[txdCmd:])&txCmdRS != 0 {
+					storeStatus(d, txwStatus, txStatDD)
+					raise = true
+				}
+				idx = (idx + 1) % size
+			}
+			switch {
+			case fr.send:
+				wire := len(fr.data) + 4
+				m.incStat(stGPTC)
+				m.incStat(stTPT)
+				m.addStat64(stGOTCL, wire)
+				m.addStat64(stTOTL, wire)
+				m.incStat(stPTC64 + sizeBucket(wire))
+				if fr.data[0]&1 != 0 {
+					if fr.data[0]&fr.data[1]&fr.data[2]&fr.data[3]&fr.data[4]&fr.data[5] == 0xFF {
+						m.incStat(stBPTC)
+					} else {
+						m.incStat(stMPTC)
+					}
+				}
+				m.cnt.TxFrames++
+				m.cnt.TxBytes += uint64(len(fr.data))
+			case fr.bad:
+				m.cnt.TxDropped++
+			}
+		}
+		x.head = head
+		if raise {
+			m.raiseQueueLocked(q, true)
+		}
+		m.txBatch, m.txArena = batch[:0], arena[:0]
+		m.mu.Unlock()
+	}
+}
+
+// gatherLocked reads the frame starting at descriptor head. It reports
+// complete=false when the frame's EOP descriptor is not before tail yet.
+func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte, psp bool) (fr txFrame, next uint32, complete bool) {
+	fr.first = head
+	idx := head
+	total := 0
+	ok := true
+	var paylen uint32
+	var first []byte
+	start := len(*arena)
+	gathered := false
+	for {
+		if idx == tail {
+			return txFrame{}, head, false
+		}
+		addr := base + uint64(idx)*descSize
+		d, err := m.mem.View("tx-desc", addr, descSize)
+		fr.ndesc++
+		idx = (idx + 1) % size
+		if err != nil { // the ring itself is gone: consume one descriptor
+			fr.bad = true
+			return fr, idx, true
+		}
+		cmd := le.Uint32(d[txdCmd:])
+		if cmd&txCmdDEXT == 0 {
+			m.faults.Add("tx-desc", "", addr, "legacy TX descriptor (DEXT clear, cmd 0x%08x): only advanced descriptors are modelled", cmd)
+			ok = false
+		} else if dtyp := cmd & txDTYPMask; dtyp == txDTYPCtxt {
+			if fr.ndesc == 1 { // a context descriptor ahead of a frame: consumed
+				return fr, idx, true
+			}
+			m.faults.Add("tx-desc", "", addr, "context descriptor inside a frame")
+			ok = false
+		} else if dtyp != txDTYPData {
+			m.faults.Add("tx-desc", "", addr, "TX descriptor type DTYP=%d: want 3 (data) or 2 (context)", dtyp>>20)
+			ok = false
+		}
+		ln := int(cmd & txLenMask)
+		if ok && ln == 0 {
+			m.faults.Add("tx-desc", "", addr, "TX data descriptor with length 0")
+			ok = false
+		}
+		if fr.ndesc == 1 && ok {
+			paylen = le.Uint32(d[txdOlinfo:]) >> txPaylenShift
+			switch {
+			case cmd&txCmdTSE != 0:
+				m.faults.Add("tx-desc", "", addr, "TCP segmentation (TSE) is not modelled")
+				ok = false
+			case cmd&txCmdVLE != 0:
+				m.faults.Add("tx-desc", "", addr, "VLAN insertion (VLE) is not modelled")
+				ok = false
+			case cmd&txCmdIFCS == 0:
+				m.faults.Add("tx-desc", "", addr, "TX frame without IFCS: it would leave without an FCS and be dropped by the receiver")
+				ok = false
+			}
+		}
+		if ok {
+			total += ln
+			if total > maxTxFrame {
+				m.faults.Add("tx-desc", "", addr, "TX frame of more than %d bytes", maxTxFrame)
+				ok = false
+			}
+		}
+		if ok {
+			v, err := m.mem.View("tx-buffer", le.Uint64(d[txdAddr:]), ln)
+			switch {
+			case err != nil:
+				ok = false
+			case first == nil && !gathered:
+				first = v
+			default:
+				if !gathered {
+					*arena = append(*arena, first...)
+					gathered = true
+				}
+				*arena = append(*arena, v...)
+			}
+		}
+		if cmd&txCmdEOP != 0 || fr.ndesc >= size {
+			break
+		}
+	}
+	if ok && paylen != uint32(total) {
+		m.faults.Add("tx-desc", "", base+uint64(fr.first)*descSize, "PAYLEN %d in the first descriptor differs from the frame length %d", paylen, total)
+		ok = false
+	}
+	if !ok {
+		fr.bad = true
+		return fr, idx, true
+	}
+	data := first
+	if gathered {
+		data = (*arena)[start:]
+	}
+	if psp && len(data) < minFrameNoFCS {
+		s := len(*arena)
+		*arena = append(*arena, data...)
+		*arena = append(*arena, zeroPad[:minFrameNoFCS-len(data)]...)
+		data = (*arena)[s:]
+	}
+	fr.data = data
+	fr.send = true
+	return fr, idx, true
+}
