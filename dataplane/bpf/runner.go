@@ -163,28 +163,49 @@ func (r *Runner) addRegion(b []byte, writable bool) uint64 {
 }
 
 // Run executes p on f, like the kernel's XDP hook: r1 = xdp_md, the verdict is
-// r0. It never panics; a run that faults returns ActionAborted and Fault says
-// why. Frame offsets move when the program calls the adjust helpers.
-func (r *Runner) Run(p *Program, f *Frame) (act Action) {
+// the low 32 bits of r0. It never panics; a run that faults returns
+// ActionAborted and Fault says why, as does a verdict that is no XDP action
+// (the kernel warns and drops those). Frame offsets move when the program
+// calls the adjust helpers.
+func (r *Runner) Run(p *Program, f *Frame) Action {
+	ret, ok := r.RunFrame(p, f)
+	if !ok {
+		return ActionAborted
+	}
+	a := Action(ret)
+	if a > ActionRedirect {
+		r.setFault(p, -1, faultBadAction, 0, 0)
+		r.faultDetail = int64(ret)
+		r.aborted++
+		return ActionAborted
+	}
+	if a != ActionRedirect {
+		r.redirect = Redirect{}
+	}
+	return a
+}
+
+// RunFrame is Run returning the program's raw 32-bit return value, as
+// BPF_PROG_TEST_RUN reports it; ok is false when the run faulted.
+func (r *Runner) RunFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.runs++
 	r.faulted = false
 	r.redirect = Redirect{}
 	if p == nil || f == nil {
 		r.setFault(nil, -1, faultBadFrame, 0, 0)
 		r.aborted++
-		return ActionAborted
+		return 0, false
 	}
 	if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
 		r.setFault(p, -1, faultBadFrame, 0, 0)
 		r.aborted++
-		return ActionAborted
+		return 0, false
 	}
 	defer func() {
 		if e := recover(); e != nil {
 			r.setFault(p, -1, faultInternal, 0, 0)
-			r.faultDetail = 0
 			r.aborted++
-			act = ActionAborted
+			ret, ok = 0, false
 		}
 	}()
 	r.bind(p.coll)
@@ -198,24 +219,14 @@ func (r *Runner) Run(p *Program, f *Frame) (act Action) {
 	*reg = [16]uint64{}
 	reg[1] = regionCtx << 32
 	reg[10] = regionStack<<32 | stackSize
-	ret := r.exec(p, 0, reg)
+	v := r.exec(p, 0, reg)
 	r.dropRecords()
 	r.frame = nil
 	if r.faulted {
 		r.aborted++
-		return ActionAborted
+		return 0, false
 	}
-	a := Action(uint32(ret))
-	if a > ActionRedirect || ret>>32 != 0 {
-		r.setFault(p, -1, faultBadAction, 0, 0)
-		r.faultDetail = int64(ret)
-		r.aborted++
-		return ActionAborted
-	}
-	if a != ActionRedirect {
-		r.redirect = Redirect{}
-	}
-	return a
+	return uint32(v), true
 }
 
 // faultKind says why a run was aborted.

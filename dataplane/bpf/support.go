@@ -164,7 +164,7 @@ func signExtend(v, n uint64) uint64 {
 }
 
 func (r *Runner) storeFault(p *Program, pc int, a, n uint64) {
-	if a>>32 == regionCtx {
+	if a>>32 == regionCtx && a&math.MaxUint32 < xdpMdSize {
 		r.setFault(p, pc, faultCtxStore, a, n)
 		return
 	}

@@ -1,0 +1,456 @@
+package bpf
+
+import (
+	"encoding/binary"
+	"errors"
+	"math"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// A tiny assembler for byte-vector tests: each line of a test program carries
+// its disassembly as a comment.
+
+func ins(op, dst, src byte, off int16, imm int32) []byte {
+	b := make([]byte, 8)
+	b[0] = op
+	b[1] = src<<4 | dst&0x0f
+	binary.LittleEndian.PutUint16(b[2:], uint16(off))
+	binary.LittleEndian.PutUint32(b[4:], uint32(imm))
+	return b
+}
+
+func lddw(dst, src byte, imm uint64) []byte {
+	b := ins(0x18, dst, src, 0, int32(uint32(imm)))
+	return append(b, ins(0, 0, 0, 0, int32(uint32(imm>>32)))...)
+}
+
+func asmProg(parts ...[]byte) []byte {
+	var out []byte
+	for _, p := range parts {
+		out = append(out, p...)
+	}
+	return out
+}
+
+var exitInsn = ins(0x95, 0, 0, 0, 0) // exit
+
+// runRaw loads and runs a bare program with RunRaw.
+func runRaw(t *testing.T, code, mem []byte) (uint64, error) {
+	t.Helper()
+	p, err := LoadRaw(t.Name(), code, nil)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	return NewRunner(0).RunRaw(p, mem)
+}
+
+func TestALU(t *testing.T) {
+	const minI64 = uint64(1) << 63
+	for _, tc := range []struct {
+		name string
+		code []byte
+		want uint64
+	}{
+		{"div64 by zero is 0", asmProg(
+			ins(0xb7, 0, 0, 0, 7), // r0 = 7
+			ins(0xb7, 1, 0, 0, 0), // r1 = 0
+			ins(0x3f, 0, 1, 0, 0), // r0 /= r1
+			exitInsn), 0},
+		{"mod64 by zero keeps dividend", asmProg(
+			ins(0xb7, 0, 0, 0, 7), // r0 = 7
+			ins(0x97, 0, 0, 0, 0), // r0 %= 0
+			exitInsn), 7},
+		{"mod32 by zero truncates", asmProg(
+			lddw(0, 0, 0x100000007), // r0 = 0x100000007
+			ins(0x94, 0, 0, 0, 0),   // w0 %= 0
+			exitInsn), 7},
+		{"sdiv64 INT_MIN / -1", asmProg(
+			lddw(0, 0, minI64),     // r0 = INT64_MIN
+			ins(0x37, 0, 0, 1, -1), // r0 s/= -1
+			exitInsn), minI64},
+		{"smod64 INT_MIN % -1", asmProg(
+			lddw(0, 0, minI64),     // r0 = INT64_MIN
+			ins(0x97, 0, 0, 1, -1), // r0 s%= -1
+			exitInsn), 0},
+		{"sdiv32 -7 / 2 truncates", asmProg(
+			ins(0xb4, 0, 0, 0, -7), // w0 = -7
+			ins(0x34, 0, 0, 1, 2),  // w0 s/= 2
+			exitInsn), uint64(uint32(0xfffffffd))},
+		{"smod64 -7 % 3 has the dividend's sign", asmProg(
+			ins(0xb7, 0, 0, 0, -7), // r0 = -7
+			ins(0xb7, 1, 0, 0, 3),  // r1 = 3
+			ins(0x9f, 0, 1, 1, 0),  // r0 s%= r1
+			exitInsn), uint64(math.MaxUint64 - 0)},
+		{"alu32 zero-extends", asmProg(
+			ins(0xb7, 0, 0, 0, -1), // r0 = -1
+			ins(0x04, 0, 0, 0, 1),  // w0 += 1
+			exitInsn), 0},
+		{"lsh64 by register masks 63", asmProg(
+			ins(0xb7, 0, 0, 0, 1),  // r0 = 1
+			ins(0xb7, 1, 0, 0, 65), // r1 = 65
+			ins(0x6f, 0, 1, 0, 0),  // r0 <<= r1
+			exitInsn), 2},
+		{"arsh32", asmProg(
+			ins(0xb4, 0, 0, 0, -16), // w0 = -16
+			ins(0xc4, 0, 0, 0, 2),   // w0 s>>= 2
+			exitInsn), uint64(uint32(0xfffffffc))},
+		{"neg64", asmProg(
+			ins(0xb7, 0, 0, 0, 5), // r0 = 5
+			ins(0x87, 0, 0, 0, 0), // r0 = -r0
+			exitInsn), uint64(math.MaxUint64 - 4)},
+		{"movsx8 to 64", asmProg(
+			ins(0xb7, 1, 0, 0, 0x80), // r1 = 0x80
+			ins(0xbf, 0, 1, 8, 0),    // r0 = (s8)r1
+			exitInsn), uint64(math.MaxUint64 - 127)},
+		{"movsx16 to 32", asmProg(
+			ins(0xb7, 1, 0, 0, 0x8000), // r1 = 0x8000
+			ins(0xbc, 0, 1, 16, 0),     // w0 = (s16)w1
+			exitInsn), 0xffff8000},
+		{"movsx32 to 64", asmProg(
+			ins(0xb4, 1, 0, 0, -2), // w1 = -2
+			ins(0xbf, 0, 1, 32, 0), // r0 = (s32)r1
+			exitInsn), uint64(math.MaxUint64 - 1)},
+		{"be16", asmProg(
+			ins(0xb7, 0, 0, 0, 0x11223344), // r0 = 0x11223344
+			ins(0xdc, 0, 0, 0, 16),         // r0 = be16 r0
+			exitInsn), 0x4433},
+		{"le32 truncates", asmProg(
+			lddw(0, 0, 0x1122334455667788), // r0 = 0x1122334455667788
+			ins(0xd4, 0, 0, 0, 32),         // r0 = le32 r0
+			exitInsn), 0x55667788},
+		{"bswap64", asmProg(
+			lddw(0, 0, 0x1122334455667788), // r0 = 0x1122334455667788
+			ins(0xd7, 0, 0, 0, 64),         // r0 = bswap64 r0
+			exitInsn), 0x8877665544332211},
+		{"mul32 wraps", asmProg(
+			ins(0xb4, 0, 0, 0, 0x10000), // w0 = 0x10000
+			ins(0x24, 0, 0, 0, 0x10000), // w0 *= 0x10000
+			exitInsn), 0},
+		{"xor, or, and with immediates", asmProg(
+			ins(0xb7, 0, 0, 0, 0xf0), // r0 = 0xf0
+			ins(0xa7, 0, 0, 0, 0xff), // r0 ^= 0xff
+			ins(0x47, 0, 0, 0, 0x30), // r0 |= 0x30
+			ins(0x57, 0, 0, 0, 0x3c), // r0 &= 0x3c
+			exitInsn), 0x3c},
+	} {
+		got, err := runRaw(t, tc.code, nil)
+		if err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if got != tc.want {
+			t.Errorf("%s: r0 = %#x, want %#x", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestJumps(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code []byte
+		want uint64
+	}{
+		{"jset taken", asmProg(
+			ins(0xb7, 0, 0, 0, 1), // r0 = 1
+			ins(0xb7, 1, 0, 0, 6), // r1 = 6
+			ins(0x45, 1, 0, 1, 4), // if r1 & 4 goto +1
+			ins(0xb7, 0, 0, 0, 0), // r0 = 0
+			exitInsn), 1},
+		{"jslt32 compares low halves signed", asmProg(
+			ins(0xb7, 0, 0, 0, 0),          // r0 = 0
+			lddw(1, 0, 0x00000001ffffffff), // r1 = 0x1ffffffff (w1 = -1)
+			ins(0xc6, 1, 0, 1, 0),          // if w1 s< 0 goto +1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 1), // r0 = 1
+			exitInsn), 1},
+		{"jgt64 unsigned", asmProg(
+			ins(0xb7, 0, 0, 0, 0),  // r0 = 0
+			ins(0xb7, 1, 0, 0, -1), // r1 = -1
+			ins(0x25, 1, 0, 1, 5),  // if r1 > 5 goto +1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 1), // r0 = 1
+			exitInsn), 1},
+		{"gotol (ja32)", asmProg(
+			ins(0xb7, 0, 0, 0, 1), // r0 = 1
+			ins(0x06, 0, 0, 0, 1), // gotol +1
+			ins(0xb7, 0, 0, 0, 2), // r0 = 2
+			exitInsn), 1},
+		{"jsle reg", asmProg(
+			ins(0xb7, 0, 0, 0, 0),  // r0 = 0
+			ins(0xb7, 1, 0, 0, -3), // r1 = -3
+			ins(0xb7, 2, 0, 0, -3), // r2 = -3
+			ins(0xdd, 1, 2, 1, 0),  // if r1 s<= r2 goto +1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 1), // r0 = 1
+			exitInsn), 1},
+	} {
+		got, err := runRaw(t, tc.code, nil)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: r0 = %#x, %v; want %#x", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+func TestMemoryAndAtomics(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		code []byte
+		want uint64
+	}{
+		{"stack store and sign-extending load", asmProg(
+			ins(0x62, 10, 0, -8, -2), // *(u32 *)(r10 - 8) = -2
+			ins(0x81, 0, 10, -8, 0),  // r0 = *(s32 *)(r10 - 8)
+			exitInsn), uint64(math.MaxUint64 - 1)},
+		{"ldxsb", asmProg(
+			ins(0x72, 10, 0, -1, 0x80), // *(u8 *)(r10 - 1) = 0x80
+			ins(0x91, 0, 10, -1, 0),    // r0 = *(s8 *)(r10 - 1)
+			exitInsn), uint64(math.MaxUint64 - 127)},
+		{"atomic fetch_add64", asmProg(
+			ins(0x7a, 10, 0, -8, 40), // *(u64 *)(r10 - 8) = 40
+			ins(0xb7, 1, 0, 0, 2),    // r1 = 2
+			ins(0xdb, 10, 1, -8, 1),  // r1 = atomic_fetch_add((u64 *)(r10 - 8), r1)
+			ins(0x79, 0, 10, -8, 0),  // r0 = *(u64 *)(r10 - 8)
+			ins(0x0f, 0, 1, 0, 0),    // r0 += r1
+			exitInsn), 82},
+		{"atomic cmpxchg32 success", asmProg(
+			ins(0x62, 10, 0, -4, 5),    // *(u32 *)(r10 - 4) = 5
+			ins(0xb7, 0, 0, 0, 5),      // r0 = 5
+			ins(0xb7, 1, 0, 0, 9),      // r1 = 9
+			ins(0xc3, 10, 1, -4, 0xf1), // w0 = cmpxchg((u32 *)(r10 - 4), w0, w1)
+			ins(0x61, 1, 10, -4, 0),    // r1 = *(u32 *)(r10 - 4)
+			ins(0x27, 0, 0, 0, 100),    // r0 *= 100
+			ins(0x0f, 0, 1, 0, 0),      // r0 += r1
+			exitInsn), 509},
+		{"atomic xchg64", asmProg(
+			ins(0x7a, 10, 0, -8, 3),    // *(u64 *)(r10 - 8) = 3
+			ins(0xb7, 1, 0, 0, 4),      // r1 = 4
+			ins(0xdb, 10, 1, -8, 0xe1), // r1 = xchg((u64 *)(r10 - 8), r1)
+			ins(0x79, 0, 10, -8, 0),    // r0 = *(u64 *)(r10 - 8)
+			ins(0x27, 0, 0, 0, 10),     // r0 *= 10
+			ins(0x0f, 0, 1, 0, 0),      // r0 += r1
+			exitInsn), 43},
+		{"atomic or/and/xor32", asmProg(
+			ins(0x62, 10, 0, -4, 0x0f), // *(u32 *)(r10 - 4) = 0x0f
+			ins(0xb7, 1, 0, 0, 0xf0),   // r1 = 0xf0
+			ins(0xc3, 10, 1, -4, 0x40), // lock *(u32 *)(r10 - 4) |= w1
+			ins(0xb7, 1, 0, 0, 0x3c),   // r1 = 0x3c
+			ins(0xc3, 10, 1, -4, 0x50), // lock *(u32 *)(r10 - 4) &= w1
+			ins(0xb7, 1, 0, 0, 0x01),   // r1 = 1
+			ins(0xc3, 10, 1, -4, 0xa1), // w1 = atomic_fetch_xor((u32 *)(r10 - 4), w1)
+			ins(0x61, 0, 10, -4, 0),    // r0 = *(u32 *)(r10 - 4)
+			ins(0x27, 0, 0, 0, 1000),   // r0 *= 1000
+			ins(0x0f, 0, 1, 0, 0),      // r0 += r1
+			exitInsn), 0x3d*1000 + 0x3c},
+	} {
+		got, err := runRaw(t, tc.code, nil)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: r0 = %#x, %v; want %#x", tc.name, got, err, tc.want)
+		}
+	}
+	// Memory from the caller is read and written in place.
+	mem := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	got, err := runRaw(t, asmProg(
+		ins(0x69, 0, 1, 6, 0),      // r0 = *(u16 *)(r1 + 6)
+		ins(0x6a, 1, 0, 0, 0x1234), // *(u16 *)(r1 + 0) = 0x1234
+		exitInsn), mem)
+	if err != nil || got != 0x0807 || mem[0] != 0x34 || mem[1] != 0x12 {
+		t.Errorf("r0 %#x mem %x err %v", got, mem, err)
+	}
+}
+
+// TestMemorySafety: every out-of-region access faults, naming the instruction.
+func TestMemorySafety(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		code   []byte
+		reason string
+		index  int
+	}{
+		{"load past the memory", asmProg(
+			ins(0x79, 0, 1, 4, 0), // r0 = *(u64 *)(r1 + 4)
+			exitInsn), "load outside", 0},
+		{"load before the memory", asmProg(
+			ins(0x71, 0, 1, -1, 0), // r0 = *(u8 *)(r1 - 1)
+			exitInsn), "load outside", 0},
+		{"null pointer", asmProg(
+			ins(0xb7, 1, 0, 0, 0), // r1 = 0
+			ins(0x71, 0, 1, 0, 0), // r0 = *(u8 *)(r1 + 0)
+			exitInsn), "not a pointer", 1},
+		{"pointer forged from a number", asmProg(
+			lddw(1, 0, 0x0000777700000000), // r1 = 0x777700000000
+			ins(0x7b, 1, 1, 0, 0),          // *(u64 *)(r1 + 0) = r1
+			exitInsn), "no such region", 2},
+		{"below the stack", asmProg(
+			ins(0x7a, 10, 0, -4104, 1), // *(u64 *)(r10 - 4104) = 1
+			exitInsn), "store", 0},
+		{"above the stack", asmProg(
+			ins(0x79, 0, 10, 0, 0), // r0 = *(u64 *)(r10 + 0)
+			exitInsn), "load outside", 0},
+		{"pointer arithmetic across regions", asmProg(
+			lddw(2, 0, 1<<32),     // r2 = 1 << 32
+			ins(0x0f, 1, 2, 0, 0), // r1 += r2
+			ins(0x71, 0, 1, 0, 0), // r0 = *(u8 *)(r1 + 0)
+			exitInsn), "load outside", 3},
+		{"misaligned atomic", asmProg(
+			ins(0xb7, 1, 0, 0, 1),     // r1 = 1
+			ins(0xdb, 10, 1, -7, 0x0), // lock *(u64 *)(r10 - 7) += r1
+			exitInsn), "misaligned", 1},
+		{"budget", asmProg(
+			ins(0x05, 0, 0, -1, 0), // goto -1
+			exitInsn), "budget", 0},
+		{"call depth", asmProg(
+			ins(0x85, 0, 1, 0, -1), // call -1 (itself)
+			exitInsn), "deeper than 8", 0},
+	} {
+		p, err := LoadRaw(tc.name, tc.code, &Options{InsnBudget: 10000})
+		if err != nil {
+			t.Errorf("%s: load: %v", tc.name, err)
+			continue
+		}
+		_, err = NewRunner(0).RunRaw(p, make([]byte, 8))
+		var f *Fault
+		if !errors.As(err, &f) {
+			t.Errorf("%s: err %v, want a *Fault", tc.name, err)
+			continue
+		}
+		if !strings.Contains(f.Error(), tc.reason) || f.Index != tc.index || f.Insn == "" {
+			t.Errorf("%s: fault %q (index %d), want %q at %d", tc.name, f.Error(), f.Index, tc.reason, tc.index)
+		}
+	}
+}
+
+func TestCallsAndCallx(t *testing.T) {
+	// A local call gets its own stack frame and keeps r6-r9.
+	got, err := runRaw(t, asmProg(
+		ins(0xb7, 6, 0, 0, 6),   // r6 = 6
+		ins(0x7a, 10, 0, -8, 1), // *(u64 *)(r10 - 8) = 1
+		ins(0x85, 0, 1, 0, 4),   // call +4
+		ins(0x79, 1, 10, -8, 0), // r1 = *(u64 *)(r10 - 8)
+		ins(0x0f, 0, 1, 0, 0),   // r0 += r1
+		ins(0x0f, 0, 6, 0, 0),   // r0 += r6 ; exit follows
+		// func: writes its own frame, clobbers r6
+		// (the exit above belongs to main)
+		exitInsn,
+		ins(0x7a, 10, 0, -8, 50), // *(u64 *)(r10 - 8) = 50
+		ins(0xb7, 6, 0, 0, 0),    // r6 = 0
+		ins(0x79, 0, 10, -8, 0),  // r0 = *(u64 *)(r10 - 8)
+		exitInsn), nil)
+	if err != nil || got != 57 {
+		t.Errorf("local call: r0 = %d, %v; want 50+1+6", got, err)
+	}
+	// callx through a function pointer (lddw src=4), and callx with a helper
+	// number (bpf_get_smp_processor_id).
+	got, err = runRaw(t, asmProg(
+		lddw(2, pseudoFunc, 4), // r2 = &func (+4)
+		ins(0x8d, 2, 0, 0, 0),  // callx r2
+		ins(0xb7, 3, 0, 0, 8),  // r3 = 8
+		exitInsn,               // (r0 from func)
+		ins(0xb7, 0, 0, 0, 42), // func: r0 = 42
+		exitInsn), nil)
+	if err != nil || got != 42 {
+		t.Errorf("callx subprogram: %d, %v", got, err)
+	}
+	got, err = runRaw(t, asmProg(
+		ins(0xb7, 2, 0, 0, 8), // r2 = 8 (get_smp_processor_id)
+		ins(0x8d, 2, 0, 0, 0), // callx r2
+		ins(0x07, 0, 0, 0, 1), // r0 += 1
+		exitInsn), nil)
+	if err != nil || got != 1 {
+		t.Errorf("callx helper: %d, %v", got, err)
+	}
+	_, err = runRaw(t, asmProg(
+		ins(0xb7, 2, 0, 0, 69), // r2 = 69 (fib_lookup: not implemented)
+		ins(0x8d, 2, 0, 0, 0),  // callx r2
+		exitInsn), nil)
+	if err == nil || !strings.Contains(err.Error(), "callx") {
+		t.Errorf("callx to an unimplemented helper: %v", err)
+	}
+}
+
+func TestBPFLoop(t *testing.T) {
+	// r0 = bpf_loop(r1, &cb, r10-8, r4); cb adds its index to *(u64 *)ctx and
+	// stops (returns 1) at index 3.
+	loopProg := func(nr, flags int32) []byte {
+		return asmProg(
+			ins(0x7a, 10, 0, -8, 0),   // *(u64 *)(r10 - 8) = 0
+			ins(0xb7, 1, 0, 0, nr),    // r1 = nr
+			lddw(2, pseudoFunc, 9),    // r2 = &cb (+9)
+			ins(0xbf, 3, 10, 0, 0),    // r3 = r10
+			ins(0x07, 3, 0, 0, -8),    // r3 += -8
+			ins(0xb7, 4, 0, 0, flags), // r4 = flags
+			ins(0x85, 0, 0, 0, 181),   // call bpf_loop
+			ins(0x79, 1, 10, -8, 0),   // r1 = *(u64 *)(r10 - 8)
+			ins(0x27, 0, 0, 0, 100),   // r0 *= 100
+			ins(0x0f, 0, 1, 0, 0),     // r0 += r1
+			exitInsn,
+			// cb(index r1, ctx r2):
+			ins(0x79, 3, 2, 0, 0), // r3 = *(u64 *)(r2 + 0)
+			ins(0x0f, 3, 1, 0, 0), // r3 += r1
+			ins(0x7b, 2, 3, 0, 0), // *(u64 *)(r2 + 0) = r3
+			ins(0xb7, 0, 0, 0, 0), // r0 = 0
+			ins(0x55, 1, 0, 1, 3), // if r1 != 3 goto +1
+			ins(0xb7, 0, 0, 0, 1), // r0 = 1
+			exitInsn)
+	}
+	for _, tc := range []struct {
+		nr, flags int32
+		want      uint64
+	}{
+		{2, 0, 2*100 + 1},
+		{10, 0, 4*100 + 6},
+		{0, 0, 0},
+		{5, 1, errno(syscall.EINVAL) * 100},
+		{1<<23 + 1, 0, errno(syscall.E2BIG) * 100},
+	} {
+		got, err := runRaw(t, loopProg(tc.nr, tc.flags), nil)
+		if err != nil || got != tc.want {
+			t.Errorf("bpf_loop(%d, flags %d): %d, %v; want %d", tc.nr, tc.flags, int64(got), err, int64(tc.want))
+		}
+	}
+}
+
+func TestVerifierRejects(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		code  []byte
+		err   error
+		index int
+	}{
+		{"unknown opcode", asmProg(ins(0xff, 0, 0, 0, 0), exitInsn), ErrUnknownOpcode, 0},
+		{"jump out of range", asmProg(ins(0x05, 0, 0, 5, 0), exitInsn), ErrJumpOutOfRange, 0},
+		{"jump backwards out of range", asmProg(ins(0xb7, 0, 0, 0, 0), ins(0x15, 0, 0, -3, 0), exitInsn), ErrJumpOutOfRange, 1},
+		{"jump into lddw", asmProg(ins(0x05, 0, 0, 1, 0), lddw(0, 0, 1), exitInsn), ErrJumpIntoWide, 0},
+		{"fall off the end", asmProg(ins(0xb7, 0, 0, 0, 0)), ErrFallOffEnd, 0},
+		{"conditional jump last", asmProg(ins(0xb7, 0, 0, 0, 0), ins(0x15, 0, 0, -2, 0)), ErrFallOffEnd, 1},
+		{"write r10", asmProg(ins(0xb7, 10, 0, 0, 0), exitInsn), ErrWriteR10, 0},
+		{"load into r10", asmProg(ins(0x79, 10, 1, 0, 0), exitInsn), ErrWriteR10, 0},
+		{"register 11", asmProg(ins(0xb7, 11, 0, 0, 0), exitInsn), ErrBadRegister, 0},
+		{"unknown helper", asmProg(ins(0x85, 0, 0, 0, 9999), exitInsn), ErrBadHelper, 0},
+		{"helper not for XDP", asmProg(ins(0x85, 0, 0, 0, 69), exitInsn), ErrHelperNotAllowed, 0},
+		{"unresolved map", asmProg(lddw(1, pseudoMapFD, 3), exitInsn), ErrUnresolvedMap, 0},
+		{"lddw without second slot", asmProg(exitInsn, ins(0x18, 0, 0, 0, 0)), ErrBadWideLoad, 1},
+		{"legacy ld_abs", asmProg(ins(0x30, 0, 0, 0, 0), exitInsn), ErrUnknownOpcode, 0},
+		{"kfunc", asmProg(ins(0x85, 0, 2, 0, 5), exitInsn), ErrKfunc, 0},
+		{"bad atomic", asmProg(ins(0xdb, 10, 1, -8, 0x02), exitInsn), ErrUnknownOpcode, 0},
+		{"bad movsx width", asmProg(ins(0xbf, 0, 1, 4, 0), exitInsn), ErrUnknownOpcode, 0},
+		{"empty", nil, ErrEmptyProgram, -1},
+		{"truncated", []byte{0x95, 0, 0}, ErrTruncated, -1},
+	} {
+		_, err := LoadRaw("t", tc.code, nil)
+		if !errors.Is(err, tc.err) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.err)
+			continue
+		}
+		var le *LoadError
+		if !errors.As(err, &le) || le.Index != tc.index || le.Program != "t" || (tc.index >= 0 && le.Insn == "") {
+			t.Errorf("%s: %#v, want index %d with disassembly", tc.name, le, tc.index)
+		}
+	}
+	// The message names the helper.
+	_, err := LoadRaw("t", asmProg(ins(0x85, 0, 0, 0, 69), exitInsn), nil)
+	if err == nil || !strings.Contains(err.Error(), "FnFibLookup") || !strings.Contains(err.Error(), "instruction 0") {
+		t.Errorf("message %v", err)
+	}
+}
