@@ -354,3 +354,28 @@ func TestLiveRedirect(t *testing.T) {
 	}
 	t.Logf("xdp_redirect_map live: %.1f ns/frame, peer received %d", st.NsPerFrame(), st.PeerReceived)
 }
+
+func TestXSKMapEntry(t *testing.T) {
+	needKernel(t)
+	obj, err := Load(example("xdp_xsk"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	sock, err := OpenXDPSocket()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sock.Close()
+	m, _ := obj.Map("xsks")
+	if err := m.Put(uint32(0), uint32(sock.Fd())); err != nil {
+		t.Fatalf("xsks[0] = AF_XDP socket: %v", err)
+	}
+	res, err := obj.Run("xdp_xsk", Input{Frame: udp4(64, 9), IngressIfindex: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != 4 {
+		t.Fatalf("queue 0 with a socket in xsks[0]: verdict %d, want XDP_REDIRECT", res.Verdict)
+	}
+}
