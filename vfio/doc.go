@@ -14,10 +14,26 @@
 // drivers/vfio/pci/vfio_pci_core.c (behaviour), Documentation/driver-api/vfio.rst
 // (the open sequence), and the PCI Local Bus specification for configuration space.
 //
-// Files: uapi.go holds the ioctl numbers and structure layouts, encoded to and from
-// byte slices; caps.go parses capability chains; sys_linux.go and ioctl_unsafe.go
-// are the only places that make system calls on VFIO file descriptors, and
-// regs_unsafe.go the only place that dereferences mapped device memory.
+// Files: device.go opens a device (Open) and serves configuration space, BARs
+// and reset; irqset.go and irq.go set up interrupts on eventfds (EnableMSIX falls
+// back from MSI-X to MSI to INTx); dma_type1.go is the dma.Allocator (pinned
+// memory mapped with VFIO_IOMMU_MAP_DMA) and iova.go the pure IOVA allocator it
+// uses; sysfs.go binds, unbinds and lists devices. uapi.go holds the ioctl numbers
+// and structure layouts, encoded to and from byte slices, and caps.go parses
+// capability chains. sys_linux.go and ioctl_unsafe.go are the only places that
+// make system calls on VFIO file descriptors, and regs_unsafe.go the only place
+// that dereferences mapped device memory.
+//
+// Ownership: a Device owns its container, group and device fds, its BAR
+// mappings, its eventfds and every DMA region; Close releases all of them, in the
+// reverse order of Open. Register access is lock-free; everything else takes the
+// Device's mutex. Close must not race with register access or IRQ waits.
+//
+// Tests: the unit tests run anywhere (fake sysfs with a fake kernel from package
+// vfiotest, a regular file standing in for the device fd, a fake IOMMU for the
+// DMA allocator). The TestReal* tests run against a real device when
+// XNIC_VFIO_BDF names one bound to vfio-pci, as the VM tier (internal/vmtest)
+// does inside a QEMU guest with intel-iommu and QEMU's igb; otherwise they skip.
 //
 // Errors are wrapped sentinels (ErrBadAddress, ErrNoSuchDevice, ErrNotBound,
 // ErrNoIOMMU, ErrGroupNotViable, ErrPermission, ErrDeviceGone, ...) whose messages

@@ -151,3 +151,16 @@ func BenchmarkBARRead32(b *testing.B) {
 	_ = sink
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/access")
 }
+
+func BenchmarkBARWrite32(b *testing.B) {
+	mem := anonMem(b, 4096)
+	bar := newBAR(0, RegionInfo{Size: 4096, Flags: regionFlagRead | regionFlagWrite | regionFlagMmap}, -1, []mapped{{0, mem}})
+	defer bar.unmap()
+	b.ReportAllocs()
+	v := uint32(0)
+	for b.Loop() {
+		bar.Write32(0x18, v)
+		v++
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/access")
+}
