@@ -42,6 +42,8 @@ func (b *memBed) Inject(i int, f []byte) {
 	}
 }
 
+func (b *memBed) SetLink(i int, up bool) { b.ps[i].SetLink(up) }
+
 func (b *memBed) SentCount(i int) uint64 {
 	p, _, _, _ := b.ps[i].Tx(0).Counts()
 	return p

@@ -192,6 +192,12 @@ func (w *worker) process(en *cpuEntry) {
 			return
 		}
 		w.redirect.Add(1)
+		if !t.reaches(b.Pool()) {
+			if b = bounce(t, b); b == nil {
+				w.errs.Add(1)
+				return
+			}
+		}
 		bq := &w.dev[t.idx]
 		b.SetOwner(dma.OwnerQueue)
 		bq.bufs[bq.n] = b

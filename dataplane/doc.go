@@ -15,7 +15,9 @@
 //     a per-target bulk queue of 16 (DevBulk, as the kernel's devmap); a full bulk
 //     and every bulk at the end of the poll are flushed with one Send on the
 //     target's TX queue. Frames the ring cannot take, and frames for a port whose
-//     link is down, are counted in tx_xdp_xmit_errors and freed.
+//     link is down, are counted in tx_xdp_xmit_errors and freed. A target whose
+//     device cannot reach the source's DMA memory (another allocator: another
+//     IOMMU domain or model memory) gets a copy in a buffer of its own pool.
 //   - XDP_REDIRECT to a cpumap entry: the frame joins a per-entry bulk of 8
 //     (CPUBulk) that is pushed onto a bounded ring of a CPU worker goroutine, which
 //     runs the program attached to the entry (or passes the frame to the stack).

@@ -28,6 +28,8 @@ type bed interface {
 	// Sent returns what port i put on its wire since the last call, waiting
 	// up to 2 s for at least want frames.
 	Sent(t *testing.T, i, want int) [][]byte
+	// SetLink plugs or unplugs port i's cable.
+	SetLink(i int, up bool)
 	// SentCount is how many frames port i put on its wire in all.
 	SentCount(i int) uint64
 	// Close stops the ports and checks that every buffer is back in its pool.
@@ -250,21 +252,35 @@ func TestE2ERedirectMap(t *testing.T) {
 	}
 	for i := range in {
 		if !bytes.Equal(out[i], swapped(in[i])) {
-			t.Fatalf("frame %d differs", i)
+			t.Fatalf("frame %d: sent %x, want %x", i, out[i], swapped(in[i]))
 		}
 	}
 	if out0 := b.Sent(t, 0, 0); len(out0) != 0 {
 		t.Errorf("port 0 sent %d frames", len(out0))
 	}
-	// Port 1's link goes down: redirects there count tx_xdp_xmit_errors.
+	// Port 1's link goes down: redirects there count tx_xdp_xmit_errors and
+	// nothing leaves.
+	b.SetLink(1, false)
+	deadline := time.Now().Add(2 * time.Second)
+	for b.Ports()[1].Link().Up && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	e.RefreshLinks()
+	for _, f := range in[:50] {
+		b.Inject(0, f)
+	}
+	waitCounter(t, e, 1, dataplane.TxXDPXmitErrors, 50)
+	if out := b.Sent(t, 1, 0); len(out) != 0 {
+		t.Errorf("port 1 sent %d frames with its link down", len(out))
+	}
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	s := e.Snapshot()
-	if c0, c1 := s.Ports[0].Counters, s.Ports[1].Counters; c0[dataplane.RxXDPRedirect] != 200 || c1[dataplane.TxXDPXmit] != 200 || c1[dataplane.TxXDPXmitErrors] != 0 {
+	if c0, c1 := s.Ports[0].Counters, s.Ports[1].Counters; c0[dataplane.RxXDPRedirect] != 250 || c1[dataplane.TxXDPXmit] != 200 || c1[dataplane.TxXDPXmitErrors] != 50 {
 		t.Errorf("port0 %v port1 %v", c0.Map(), c1.Map())
 	}
-	if n := perCPUSum(t, mustMap(t, c, "rxcnt"), 0); n != 200 {
+	if n := perCPUSum(t, mustMap(t, c, "rxcnt"), 0); n != 250 {
 		t.Errorf("rxcnt = %d", n)
 	}
 	b.Close(t)

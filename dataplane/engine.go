@@ -129,6 +129,7 @@ type port struct {
 	ifindex uint32
 	txqs    []*txq // one per hardware TX queue
 	pollers []*poller
+	alloc   dma.Allocator // the DMA memory the port's device reaches
 	linkUp  atomic.Bool
 	noBuf   atomic.Uint64 // frames from the stack lost for want of a buffer
 	fault   atomic.Pointer[faultRecord]
@@ -209,6 +210,9 @@ func New(cfg Config) (*Engine, error) {
 			p.txqs = append(p.txqs, &txq{q: tq})
 		}
 		p.linkUp.Store(pc.Port.Link().Up)
+		if rq := pc.Port.RxQueue(0); rq != nil && rq.Pool() != nil {
+			p.alloc = rq.Pool().Allocator()
+		}
 		e.ports = append(e.ports, p)
 	}
 	slot := 0
@@ -502,4 +506,25 @@ func (e *Engine) portByIfindex(ifindex uint32) *port {
 		}
 	}
 	return nil
+}
+
+// reaches reports whether port t's device can read buffers of pool: only when
+// they come from the same DMA allocator (one IOMMU domain, one model memory).
+// Otherwise a frame redirected to t is copied into a buffer of t's own.
+func (t *port) reaches(pool *dma.Pool) bool {
+	return pool != nil && t.alloc != nil && pool.Allocator() == t.alloc
+}
+
+// bounce copies b into a buffer of t's RX pool for a target that cannot reach
+// b's memory (see reaches), and frees b. It returns nil, b freed, when t's pool
+// is empty.
+func bounce(t *port, b *dma.Buf) *dma.Buf {
+	nb := t.p.RxQueue(0).Pool().Get()
+	if nb == nil {
+		b.Free()
+		return nil
+	}
+	nb.Len = copy(nb.Mem[nb.Off:], b.Data())
+	b.Free()
+	return nb
 }

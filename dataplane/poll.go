@@ -53,6 +53,7 @@ type poller struct {
 	drop  []*dma.Buf // frames to free at the end of the poll (all from pool)
 	tx    []*dma.Buf // XDP_TX frames
 	dev   []devBulk  // per target port
+	reach []bool     // per target port: its device can read our pool
 	cpuq  []cpuBulk  // per CPU worker
 	xdirt []*XSK     // XSKs with unpublished frames
 	key   [4]byte    // scratch map key
@@ -76,6 +77,9 @@ func newPoller(e *Engine, p *port, q int, rq nic.RxQueue, slot int) *poller {
 		drop: make([]*dma.Buf, 0, e.budget),
 		tx:   make([]*dma.Buf, 0, e.budget),
 		dev:  make([]devBulk, len(e.cfg.Ports)),
+	}
+	for _, t := range e.ports {
+		pl.reach = append(pl.reach, t.reaches(pl.pool))
 	}
 	pl.frame.IngressIfindex = p.ifindex
 	pl.frame.RxQueueIndex = uint32(q)
@@ -244,6 +248,12 @@ func (p *poller) redirect(b *dma.Buf) bool {
 		t := p.e.portByIfindex(rd.Ifindex)
 		if t == nil {
 			return false
+		}
+		if !p.reach[t.idx] {
+			if b = bounce(t, b); b == nil {
+				p.ctr[NoBuffer]++
+				return true
+			}
 		}
 		bq := &p.dev[t.idx]
 		b.SetOwner(dma.OwnerQueue)
