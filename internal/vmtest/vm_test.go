@@ -293,6 +293,15 @@ func checkPeer(t *testing.T, r traffic.Report) {
 			t.Logf("%v: ok", s)
 		}
 	}
+	switch {
+	case r.RemoteDrops > 0:
+		t.Errorf("QEMU's socket dropped %d datagrams from the peer (sent faster than the guest took them)", r.RemoteDrops)
+	case r.RemoteDrops < 0:
+		t.Logf("QEMU's socket drop counter could not be read")
+	}
+	if r.Throttled > 0 {
+		t.Logf("the peer waited %d times for QEMU's socket to drain", r.Throttled)
+	}
 	for _, e := range r.Errors {
 		t.Errorf("peer: %s", e)
 	}

@@ -28,6 +28,10 @@ type PeerConfig struct {
 	AckTimeout time.Duration
 	// Logf, when set, receives one line per control message and per problem.
 	Logf func(format string, args ...any)
+	// MaxBacklog bounds the bytes waiting in QEMU's socket (as /proc/net/udp
+	// counts them) before the peer sends more (default 96 KiB; see backlog.go).
+	// Negative disables the check.
+	MaxBacklog int
 }
 
 // Session is what the peer did for one request that moves frames.
@@ -69,6 +73,11 @@ type Report struct {
 	Stray    int      // received frames no session wanted
 	Errors   []string // protocol errors (malformed control frames, failed sends)
 	GuestMAC net.HardwareAddr
+	// RemoteDrops is how many datagrams QEMU's socket dropped while the peer
+	// was running (-1 when it could not be read: QEMU not on this host).
+	RemoteDrops int
+	// Throttled counts the times the peer waited for QEMU's socket to drain.
+	Throttled int
 }
 
 // Peer is the host side of the wire: it answers a guest's control messages,
@@ -82,6 +91,7 @@ type Peer struct {
 	conn       *net.UDPConn // immutable after NewPeer
 	mac        net.HardwareAddr
 	ackTimeout time.Duration
+	maxBacklog int
 	logf       func(string, ...any)
 	done       chan struct{}
 	wg         sync.WaitGroup
@@ -97,6 +107,11 @@ type Peer struct {
 	stray    int
 	errs     []string
 	closed   bool
+	// dropsAtStart is the drop count of QEMU's socket when the peer first
+	// learned its address (-1: unknown); throttled counts backlog waits.
+	dropsAtStart int
+	lastDrops    int // drop count when last read (-1: never)
+	throttled    int
 }
 
 type expectState struct {
@@ -132,6 +147,7 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 		conn:       conn,
 		mac:        cfg.MAC,
 		ackTimeout: cfg.AckTimeout,
+		maxBacklog: cfg.MaxBacklog,
 		logf:       cfg.Logf,
 		done:       make(chan struct{}),
 		remote:     cfg.Remote,
@@ -143,6 +159,13 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 	}
 	if p.ackTimeout <= 0 {
 		p.ackTimeout = 20 * time.Second
+	}
+	if p.maxBacklog == 0 {
+		p.maxBacklog = 96 << 10
+	}
+	p.dropsAtStart, p.lastDrops = -1, -1
+	if st, ok := remoteSocketStat(p.remote); ok {
+		p.dropsAtStart, p.lastDrops = st.drops, st.drops
 	}
 	if p.logf == nil {
 		p.logf = func(string, ...any) {}
@@ -178,8 +201,14 @@ func (p *Peer) Close() error {
 func (p *Peer) Report() Report {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	r := Report{Received: p.received, Sent: p.sent, Stray: p.stray,
-		Errors: append([]string(nil), p.errs...), GuestMAC: append(net.HardwareAddr(nil), p.guestMAC...)}
+	r := Report{Received: p.received, Sent: p.sent, Stray: p.stray, Throttled: p.throttled,
+		Errors: append([]string(nil), p.errs...), GuestMAC: append(net.HardwareAddr(nil), p.guestMAC...), RemoteDrops: -1}
+	if st, ok := remoteSocketStat(p.remote); ok {
+		p.lastDrops = st.drops
+	}
+	if p.dropsAtStart >= 0 && p.lastDrops >= 0 {
+		r.RemoteDrops = p.lastDrops - p.dropsAtStart
+	}
 	for _, s := range p.sessions {
 		r.Sessions = append(r.Sessions, *s)
 	}
@@ -216,6 +245,10 @@ func (p *Peer) readLoop() {
 		p.received++
 		if p.remote == nil || !p.remote.IP.Equal(from.IP) || p.remote.Port != from.Port {
 			p.remote = from
+			p.dropsAtStart, p.lastDrops = -1, -1
+			if st, ok := remoteSocketStat(from); ok {
+				p.dropsAtStart, p.lastDrops = st.drops, st.drops
+			}
 		}
 		p.mu.Unlock()
 		switch Classify(f) {
@@ -268,6 +301,7 @@ func (p *Peer) handleControl(f []byte) {
 	if m.Verb != VerbAck {
 		p.logf("peer: <- %s", m)
 	}
+	p.sampleRemote()
 	p.mu.Lock()
 	p.guestMAC = src
 	p.mu.Unlock()
@@ -392,12 +426,18 @@ func (p *Peer) startStream(to net.HardwareAddr, m Msg, fail func(string, ...any)
 	go func() {
 		defer p.wg.Done()
 		err := p.sendStream(to, st, int(flows), time.Duration(delayMS)*time.Millisecond)
+		p.sampleRemote()
 		p.mu.Lock()
 		s.Finished = true
 		if err != nil && s.Err == "" {
 			s.Err = err.Error()
 		}
 		p.mu.Unlock()
+		select {
+		case <-p.done:
+			return // closing: nobody is listening any more
+		default:
+		}
 		if err != nil {
 			p.logf("peer: %s id=%d: %v", s.Verb, s.ID, err)
 			// Tell the guest, so its receive fails now rather than at its deadline.
@@ -435,6 +475,9 @@ func (p *Peer) sendStream(to net.HardwareAddr, st *streamState, flows int, delay
 				}
 			}
 		}
+		if err := p.throttle(i); err != nil {
+			return err
+		}
 		switch s.Verb {
 		case VerbFlows:
 			// Round-robin over flows so every queue gets work early.
@@ -448,6 +491,58 @@ func (p *Peer) sendStream(to net.HardwareAddr, st *streamState, flows int, delay
 		p.mu.Lock()
 		s.Done = i + 1
 		p.mu.Unlock()
+	}
+	return nil
+}
+
+// sampleRemote records the drop counter of QEMU's socket while it exists, so
+// Report can still tell after QEMU has exited.
+func (p *Peer) sampleRemote() {
+	p.mu.Lock()
+	to := p.remote
+	p.mu.Unlock()
+	if st, ok := remoteSocketStat(to); ok {
+		p.mu.Lock()
+		p.lastDrops = st.drops
+		p.mu.Unlock()
+	}
+}
+
+// throttle waits, before frame i of a stream, while QEMU's socket holds more
+// than maxBacklog bytes (checked every 8 frames). See backlog.go.
+func (p *Peer) throttle(i int) error {
+	if p.maxBacklog < 0 || i%8 != 0 {
+		return nil
+	}
+	p.mu.Lock()
+	to := p.remote
+	p.mu.Unlock()
+	deadline := time.Now().Add(p.ackTimeout)
+	waited := false
+	for {
+		st, ok := remoteSocketStat(to)
+		if ok {
+			p.mu.Lock()
+			p.lastDrops = st.drops
+			p.mu.Unlock()
+		}
+		if !ok || st.rxQueue <= p.maxBacklog {
+			break
+		}
+		if !waited {
+			waited = true
+			p.mu.Lock()
+			p.throttled++
+			p.mu.Unlock()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("QEMU's socket still holds %d bytes after %v: the guest stopped taking frames", st.rxQueue, p.ackTimeout)
+		}
+		select {
+		case <-p.done:
+			return errors.New("peer closed while QEMU's socket drained")
+		case <-time.After(200 * time.Microsecond):
+		}
 	}
 	return nil
 }
