@@ -129,16 +129,3 @@ func TestArrayLookupAllocs(t *testing.T) {
 		t.Fatalf("array failing Update allocates %v per run", n)
 	}
 }
-
-func BenchmarkArrayLookup(b *testing.B) {
-	m := mustNew(b, Spec{Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 256})
-	k := u32(17)
-	b.ReportAllocs()
-	var n int
-	for b.Loop() {
-		n += len(m.Lookup(k, 0))
-	}
-	if n == 0 {
-		b.Fatal("lookup returned nothing")
-	}
-}

@@ -16,6 +16,9 @@ func Errno(err error) int64 {
 	if err == nil {
 		return 0
 	}
+	if e, ok := err.(syscall.Errno); ok { // the fast path's bare errnos: no allocation
+		return -int64(e)
+	}
 	var e syscall.Errno
 	if errors.As(err, &e) {
 		return -int64(e)

@@ -182,7 +182,13 @@ func (h *Hash) find(hv uint64, key []byte) (e, prev *entry) {
 // Lookup returns the value of key (CPU slot cpu on per-CPU maps) aliasing the
 // entry, or nil. On LRU maps it marks the entry recently used. It does not
 // allocate.
-func (h *Hash) Lookup(key []byte, cpu int) []byte {
+func (h *Hash) Lookup(key []byte, cpu int) []byte { return h.lookup(key, cpu, true) }
+
+// Peek is Lookup without marking an LRU entry used: the control plane's read,
+// as the kernel's syscall lookup of an LRU map.
+func (h *Hash) Peek(key []byte, cpu int) []byte { return h.lookup(key, cpu, false) }
+
+func (h *Hash) lookup(key []byte, cpu int, mark bool) []byte {
 	if len(key) != int(h.spec.KeySize) {
 		return nil
 	}
@@ -201,28 +207,11 @@ func (h *Hash) Lookup(key []byte, cpu int) []byte {
 	if e == nil {
 		return nil
 	}
-	if h.lru && e.ref.Load() == 0 {
+	if mark && h.lru && e.ref.Load() == 0 {
 		e.ref.Store(1)
 	}
 	off := uint64(cpu) * h.elemSize
 	return e.val[off : off+uint64(h.spec.ValueSize) : off+uint64(h.spec.ValueSize)]
-}
-
-// lookupAll returns the whole value storage of key (all CPU slots), for the
-// control plane; nil when absent. It does not mark LRU entries.
-func (h *Hash) lookupAll(key []byte) []byte {
-	if len(key) != int(h.spec.KeySize) {
-		return nil
-	}
-	hv := h.hashOf(key)
-	s := h.stripeOf(hv)
-	s.RLock()
-	defer s.RUnlock()
-	e, _ := h.find(hv, key)
-	if e == nil {
-		return nil
-	}
-	return e.val
 }
 
 // allocNew takes an entry for a new key: ENOMEM-free E2BIG when max_entries

@@ -182,6 +182,13 @@ func TestLRUEvictsUnreferenced(t *testing.T) {
 	for i := range uint32(n) {
 		wantErrno(t, "fill", m.Update(u32(i), u32(i), UpdateNoExist, 0), 0)
 	}
+	// Control-plane reads (Peek) do not count as use, as the kernel's syscall
+	// lookup does not.
+	for j := uint32(1); j < n; j += 2 {
+		if _, err := LookupBytes(m, u32(j)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	// Keep the even keys hot; insert n/2 new keys: the cold odd keys go.
 	for i := range uint32(n / 2) {
 		for j := uint32(0); j < n; j += 2 {
@@ -292,33 +299,6 @@ func TestHashConcurrent(t *testing.T) {
 		}
 		if count != h.Len() {
 			t.Fatalf("%v: All yields %d, Len %d", typ, count, h.Len())
-		}
-	}
-}
-
-func BenchmarkHashLookup(b *testing.B) {
-	m := mustNew(b, Spec{Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 1024})
-	for i := range uint64(1024) {
-		_ = m.Update(u64(i), u64(i), UpdateAny, 0)
-	}
-	k := u64(517)
-	b.ReportAllocs()
-	var n int
-	for b.Loop() {
-		n += len(m.Lookup(k, 0))
-	}
-	if n == 0 {
-		b.Fatal("lookup returned nothing")
-	}
-}
-
-func BenchmarkHashUpdate(b *testing.B) {
-	m := mustNew(b, Spec{Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 1024})
-	k, v := u64(3), u64(4)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := m.Update(k, v, UpdateAny, 0); err != nil {
-			b.Fatal(err)
 		}
 	}
 }

@@ -112,7 +112,17 @@ func TestKernelDifferential(t *testing.T) {
 		d := []byte{byte(r.IntN(3) * 64), byte(r.IntN(2) * 128), byte(r.IntN(256)), byte(r.IntN(256))}
 		return append(u32(plen), d...)
 	}
+	lpm6 := func(r *rand.Rand) []byte {
+		plen := uint32(r.IntN(129))
+		d := make([]byte, 16)
+		d[0], d[1] = 0x20, 0x01
+		for _, i := range []int{2, 7, 8, 15} {
+			d[i] = byte(r.IntN(4) * 64)
+		}
+		return append(u32(plen), d...)
+	}
 	for _, c := range []diffCase{
+		{spec: Spec{Name: "lpm_trie_v6", Type: ebpf.LPMTrie, KeySize: 20, ValueSize: 8, MaxEntries: 64, Flags: FlagNoPrealloc}, key: lpm6, sameOrder: true},
 		{spec: Spec{Name: "array", Type: ebpf.Array, KeySize: 4, ValueSize: 12, MaxEntries: 24}, key: small(30), sameOrder: true},
 		{spec: Spec{Name: "hash", Type: ebpf.Hash, KeySize: 4, ValueSize: 12, MaxEntries: 24}, key: small(40)},
 		{spec: Spec{Name: "hash_noprealloc", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 16, Flags: FlagNoPrealloc}, key: small(30)},

@@ -1,6 +1,7 @@
 package maps
 
 import (
+	"encoding/binary"
 	"math/bits"
 	"sync"
 	"syscall"
@@ -78,16 +79,29 @@ func extractBit(data []byte, i uint32) int {
 func (t *LPMTrie) match(n *lpmNode, plen uint32, data []byte) uint32 {
 	limit := min(n.prefixlen, plen)
 	var m uint32
-	for i := range t.dataSize {
-		d := n.data[i] ^ data[i]
+	nd := n.data
+	i := 0
+	for ; i+8 <= len(nd) && m < limit; i += 8 {
+		d := binary.BigEndian.Uint64(nd[i:]) ^ binary.BigEndian.Uint64(data[i:])
 		if d != 0 {
-			m += uint32(bits.LeadingZeros8(d))
-			break
+			return min(m+uint32(bits.LeadingZeros64(d)), limit)
+		}
+		m += 64
+	}
+	if i+4 <= len(nd) && m < limit {
+		d := binary.BigEndian.Uint32(nd[i:]) ^ binary.BigEndian.Uint32(data[i:])
+		if d != 0 {
+			return min(m+uint32(bits.LeadingZeros32(d)), limit)
+		}
+		m += 32
+		i += 4
+	}
+	for ; i < len(nd) && m < limit; i++ {
+		d := nd[i] ^ data[i]
+		if d != 0 {
+			return min(m+uint32(bits.LeadingZeros8(d)), limit)
 		}
 		m += 8
-		if m >= limit {
-			break
-		}
 	}
 	return min(m, limit)
 }

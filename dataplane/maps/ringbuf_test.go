@@ -253,18 +253,3 @@ func TestRingBufMapOps(t *testing.T) {
 		t.Fatal("lookup or ring size query wrong")
 	}
 }
-
-func BenchmarkRingBufOutput(b *testing.B) {
-	r := newRing(b, 1<<20)
-	msg := make([]byte, 64)
-	buf := make([]byte, 64)
-	b.ReportAllocs()
-	for b.Loop() {
-		if err := r.Output(msg, RingbufNoWakeup); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := r.Read(buf); err != nil {
-			b.Fatal(err)
-		}
-	}
-}

@@ -26,11 +26,24 @@ func LookupBytes(m Map, key []byte) ([]byte, error) {
 	if err := checkKeySize(m, key); err != nil {
 		return nil, err
 	}
-	v := m.Lookup(key, 0)
+	v := peek(m, key, 0)
 	if v == nil {
 		return nil, mapErr(m.Spec().Name, syscall.ENOENT, "no value under key %x", key)
 	}
 	return append([]byte(nil), v...), nil
+}
+
+// peeker is implemented by maps whose Lookup has a side effect for programs
+// (LRU maps mark the entry used) that the control plane should not cause.
+type peeker interface {
+	Peek(key []byte, cpu int) []byte
+}
+
+func peek(m Map, key []byte, cpu int) []byte {
+	if p, ok := m.(peeker); ok {
+		return p.Peek(key, cpu)
+	}
+	return m.Lookup(key, cpu)
 }
 
 // LookupPerCPU returns a copy of every CPU slot of key on a per-CPU map (one
@@ -49,7 +62,7 @@ func LookupPerCPU(m Map, key []byte) ([][]byte, error) {
 	}
 	out := make([][]byte, s.NumCPU)
 	for c := range out {
-		v := m.Lookup(key, c)
+		v := peek(m, key, c)
 		if v == nil {
 			return nil, mapErr(s.Name, syscall.ENOENT, "no value under key %x", key)
 		}
