@@ -8,8 +8,8 @@ import (
 )
 
 // Dump is a named, decoded snapshot of the registers that describe a port's
-// state. It never includes clear-on-read registers (ICR, statistics), and EICR
-// only when GPIE.NSICR is clear (with NSICR set, reading EICR clears it).
+// state. It never reads clear-on-read registers: not ICR, not EICR (which clears
+// on read in MSI-X mode), not the statistics. EIMS shows which vectors are armed.
 type Dump struct {
 	Registers []RegValue `json:"registers"`
 }
@@ -152,16 +152,13 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 	add("RAH0", regRAH0, func(v uint32) []Field {
 		return []Field{{"MAC", macFromRA(lo, v).String()}, {"AV", bit(v, 31)}}
 	})
-	gpie := add("GPIE", regGPIE, func(v uint32) []Field {
+	add("GPIE", regGPIE, func(v uint32) []Field {
 		return []Field{{"NSICR", bit(v, 0)}, {"MSIX_MODE", bit(v, 4)}, {"EIAME", bit(v, 30)}, {"PBA", bit(v, 31)}}
 	})
 	add("IMS", regIMS, func(v uint32) []Field { return []Field{{"LSC", bit(v, 2)}} })
 	add("EIMS", regEIMS, nil)
 	add("EIAC", regEIAC, nil)
 	add("EIAM", regEIAM, nil)
-	if gpieBits(gpie)&gpieNSICR == 0 {
-		add("EICR", regEICR, nil)
-	}
 	add("IVAR0", regIVAR0, ivarFields)
 	add("IVAR1", regIVAR0+4, ivarFields)
 	add("IVAR_MISC", regIVAR_MISC, func(v uint32) []Field {
