@@ -86,12 +86,12 @@ func run() (int, error) {
 			return 0, err
 		}
 	}
-	bdf, err := findDevice(cfg.Vendor, cfg.Device)
+	bdf, err := findDevice(pciDevices, cfg.Vendor, cfg.Device)
 	step("find", err, fmt.Sprintf("%s %04x:%04x", bdf, cfg.Vendor, cfg.Device))
 	if err != nil {
 		return 0, err
 	}
-	group, err := bindVFIO(bdf)
+	group, err := bindVFIO(pciDevices, bdf)
 	step("bind", err, fmt.Sprintf("%s vfio-pci group %s", bdf, group))
 	if err != nil {
 		return 0, err
@@ -163,9 +163,12 @@ func readHex(path string) (uint64, error) {
 	return strconv.ParseUint(strings.TrimPrefix(strings.TrimSpace(string(b)), "0x"), 16, 32)
 }
 
-// findDevice returns the PCI address of the first device with the given IDs.
-func findDevice(vendor, device uint16) (string, error) {
-	const root = "/sys/bus/pci/devices"
+// pciDevices is where sysfs lists PCI devices; drivers_probe is one up.
+const pciDevices = "/sys/bus/pci/devices"
+
+// findDevice returns the PCI address of the first device under root (a sysfs
+// devices directory) with the given IDs.
+func findDevice(root string, vendor, device uint16) (string, error) {
 	ents, err := os.ReadDir(root)
 	if err != nil {
 		return "", err
@@ -185,9 +188,10 @@ func findDevice(vendor, device uint16) (string, error) {
 	return "", fmt.Errorf("no PCI device %04x:%04x; devices: %s", vendor, device, strings.Join(seen, ", "))
 }
 
-// bindVFIO hands the device to vfio-pci and returns its IOMMU group.
-func bindVFIO(bdf string) (string, error) {
-	dev := filepath.Join("/sys/bus/pci/devices", bdf)
+// bindVFIO hands the device to vfio-pci and returns its IOMMU group. root is
+// the sysfs devices directory; drivers_probe is in its parent.
+func bindVFIO(root, bdf string) (string, error) {
+	dev := filepath.Join(root, bdf)
 	g, err := os.Readlink(filepath.Join(dev, "iommu_group"))
 	if err != nil {
 		return "", fmt.Errorf("%s has no IOMMU group (is intel_iommu=on on the kernel command line and QEMU's intel-iommu device present?): %w", bdf, err)
@@ -204,7 +208,7 @@ func bindVFIO(bdf string) (string, error) {
 			return group, fmt.Errorf("unbind from %s: %w", filepath.Base(drv), err)
 		}
 	}
-	if err := os.WriteFile("/sys/bus/pci/drivers_probe", []byte(bdf), 0); err != nil {
+	if err := os.WriteFile(filepath.Join(filepath.Dir(root), "drivers_probe"), []byte(bdf), 0); err != nil {
 		return group, fmt.Errorf("drivers_probe: %w", err)
 	}
 	drv, err := os.Readlink(filepath.Join(dev, "driver"))
@@ -238,6 +242,10 @@ func runTest(t guestproto.Test, env []string) int {
 	cmd.Env = env
 	cmd.Dir = "/tmp"
 	cmd.WaitDelay = 5 * time.Second
+	// Its own process group, killed whole on timeout: a child it left behind
+	// would hold the output pipe open.
+	cmd.SysProcAttr = &unix.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return unix.Kill(-cmd.Process.Pid, unix.SIGKILL) }
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		say("out %s| guestinit: pipe: %v", t.Name, err)
