@@ -12,11 +12,11 @@ const cpumapMaxQsize = 16384
 // CPUTarget is one cpumap entry: the poll goroutine (xnic's "CPU") a frame
 // redirected to key goes to, with its queue size and optional program.
 type CPUTarget struct {
+	val    [8]byte // the value programs see; first, so 8-byte aligned
 	CPU    uint32
 	Qsize  uint32
 	Prog   any // program run on the target CPU (BPF_XDP_CPUMAP), or nil
 	ProgID uint32
-	val    [8]byte
 }
 
 // CPUMap is BPF_MAP_TYPE_CPUMAP (kernel/bpf/cpumap.c): one optional entry per

@@ -15,11 +15,11 @@ type ProgResolver func(fd int32) (prog any, id uint32, err error)
 
 // DevTarget is one devmap entry: where bpf_redirect_map sends the frame.
 type DevTarget struct {
+	val     [8]byte // the value programs see; first, so 8-byte aligned
 	Key     uint32
 	Ifindex uint32
 	Prog    any    // program to run on the frame before transmit (BPF_XDP_DEVMAP), or nil
 	ProgID  uint32 // id reported in the value's second word
-	val     [8]byte
 }
 
 // DevTargets is what the interpreter's bpf_redirect_map needs from a devmap or

@@ -37,6 +37,41 @@
 // allocate nothing either. lpm_trie requires BPF_F_NO_PREALLOC (as the
 // kernel does) and allocates a node per insert.
 //
+// # For the interpreter
+//
+//   - bpf_map_lookup_elem: Map.Lookup(key, cpu); nil is NULL. The slice is the
+//     region the program may read and write (value_size bytes, starting
+//     8-byte aligned). Specs carrying FlagRdonlyProg (devmap, devmap_hash,
+//     cpumap as in the kernel, .rodata) must be exposed read-only; an xskmap
+//     value is read-only too. prog_array and ringbuf Lookup is always nil.
+//   - bpf_map_lookup_percpu_elem: Lookup(key, cpu) with the asked cpu.
+//   - bpf_map_update_elem / delete_elem: Update(key, value, flags, cpu) and
+//     Delete(key); Errno(err) is the helper's return value. These allocate
+//     nothing on array, hash (preallocated) and LRU maps, errors included.
+//   - global data (.data, .rodata, .bss): an Array with one entry;
+//     Array.Bytes() is the storage to map at the section's address.
+//   - bpf_redirect_map: DevTargets.Target (DevMap, DevMapHash), CPUMap.Target,
+//     XSKMap.Socket, all lock-free or read-locked and allocation-free;
+//     DevTargets.Each for BPF_F_BROADCAST.
+//   - bpf_tail_call: ProgArray.Prog(index); nil means fall through.
+//   - bpf_ringbuf_reserve/submit/discard/output/query: RingBuf.Reserve,
+//     Submit, Discard, Output, Query. Reserve returns the record's region and
+//     an offset; the interpreter keeps (map, offset) for the pointer it hands
+//     out and passes the offset back to Submit or Discard.
+//   - Programs the loader resolves from fds in values (prog_array, devmap and
+//     cpumap program fds): SetProgResolver on those maps.
+//
+// # For the control plane
+//
+// LookupValue, LookupValuePerCPU, UpdateValue and DeleteKey encode fixed-size
+// Go keys and values; LookupBytes, LookupPerCPU and All work on bytes (All
+// yields values in the syscall layout: per-CPU maps give NumCPU values each
+// rounded up to 8 bytes). Control-plane reads use Peek where a map has one,
+// so they do not count as use in an LRU map. ParseKV and SplitMapArg parse
+// the CLI's --map NAME:KEY=VALUE. DevMap.Set, CPUMap.Set, XSKMap.Bind/Unbind
+// and ProgArray.SetProg fill the special maps with Go objects. RingBuf.Read
+// and ReadRecord consume ring buffer records (one consumer at a time).
+//
 // # Errors
 //
 // Errors are syscall.Errno values wrapped with context; errors.Is(err,

@@ -239,8 +239,10 @@ func (h *Hash) allocSpare() *entry {
 
 func (h *Hash) popLocked() *entry {
 	if !h.prealloc {
-		e := &entry{key: make([]byte, h.spec.KeySize), val: make([]byte, h.valLen)}
-		return e
+		// Round the value allocation up to 8 bytes: Go packs smaller
+		// pointer-free objects with less alignment.
+		val := make([]byte, roundUp8(uint32(h.valLen)))
+		return &entry{key: make([]byte, h.spec.KeySize), val: val[:h.valLen:h.valLen]}
 	}
 	n := len(h.free)
 	if n == 0 {

@@ -146,11 +146,15 @@ func (t *LPMTrie) Lookup(key []byte, cpu int) []byte {
 
 func (t *LPMTrie) newNode(plen uint32, data, value []byte) *lpmNode {
 	n := &lpmNode{prefixlen: plen}
-	buf := make([]byte, t.dataSize+t.spec.ValueSize)
+	// One allocation: data, then the value at an 8-byte boundary so that a
+	// program's atomic operations on it are aligned.
+	voff := uint32(roundUp8(t.dataSize))
+	buf := make([]byte, roundUp8(voff+t.spec.ValueSize)) // rounded: see Hash.popLocked
 	n.data = buf[:t.dataSize:t.dataSize]
 	copy(n.data, data)
 	if value != nil {
-		n.value = buf[t.dataSize : t.dataSize+t.spec.ValueSize : t.dataSize+t.spec.ValueSize]
+		end := voff + t.spec.ValueSize
+		n.value = buf[voff:end:end]
 		copy(n.value, value)
 	}
 	return n

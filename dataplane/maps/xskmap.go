@@ -9,9 +9,9 @@ import (
 // redirects to the slot are delivered to Consumer (whatever the dataplane
 // defines a consumer to be) for queue QueueID.
 type XSKSocket struct {
+	val      [8]byte // the value programs see (first 4 bytes); 8-byte aligned
 	QueueID  uint32
 	Consumer any
-	val      [4]byte
 }
 
 // XSKMap is BPF_MAP_TYPE_XSKMAP (net/xdp/xskmap.c) with xnic's Go consumers in
@@ -98,7 +98,7 @@ func (x *XSKMap) Lookup(key []byte, cpu int) []byte {
 	if s == nil {
 		return nil
 	}
-	return s.val[:]
+	return s.val[:4:4]
 }
 
 // Update checks flags and index like xsk_map_update_elem (EINVAL, E2BIG) and
