@@ -1,0 +1,290 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/xnic-dev/xnic/igb"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/vfio"
+)
+
+// Commands that open one port and show its state: info, regs, stats. The
+// function that opens a port (openPort) is shared with the commands that run
+// traffic on ports.
+
+func init() {
+	register(&command{name: "info", usage: "BDF | --sim igb [--json]",
+		summary: "open a port and show its model, MAC, link, PHY and queues", run: runInfo})
+	register(&command{name: "regs", usage: "BDF | --sim igb [--json]",
+		summary: "open a port and dump its registers, named and decoded", run: runRegs})
+	register(&command{name: "stats", usage: "BDF | --sim igb [--json]",
+		summary: "open a port and show its counters", run: runStats})
+}
+
+// portOptions are what a command asks of the port it opens.
+type portOptions struct {
+	Sim         string        // "" for a real device; "igb" for the igb model
+	Queues      int           // queue pairs (0: the driver's default)
+	RingSize    int           // RX and TX descriptors per ring (0: default)
+	Interrupts  bool          // set up MSI-X
+	Promisc     bool          // accept every frame
+	LinkTimeout time.Duration // how long bring-up waits for the link (0: default)
+}
+
+// portFlags registers the flags shared by commands that open a port.
+func portFlags(fs *flag.FlagSet, o *portOptions) {
+	fs.StringVar(&o.Sim, "sim", "", "open a simulated device instead of a PCI address (igb)")
+	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
+	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default 512)")
+	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
+}
+
+// openedPort is a port opened for a command with whatever stands behind it (a
+// VFIO device, or a model and its device). Close releases all of it.
+type openedPort struct {
+	nic.Port
+	Family family
+	Device nic.Device
+	IGB    *igb.Port // the driver's own handle, for igb ports
+	Sim    *simPort  // the model behind a --sim port; nil for real devices
+
+	closers []func() error // run last to first by Close
+}
+
+// Close closes the port, then the device and model behind it.
+func (o *openedPort) Close() error {
+	var errs []error
+	if o.Port != nil {
+		errs = append(errs, o.Port.Close())
+	}
+	for i := len(o.closers) - 1; i >= 0; i-- {
+		errs = append(errs, o.closers[i]())
+	}
+	return errors.Join(errs...)
+}
+
+// errNeedDevice is returned when neither a PCI address nor --sim is given.
+var errNeedDevice = errors.New("name a PCI device (e.g. 0000:03:00.0) or a simulated one (--sim igb)")
+
+// openPort opens a port on the PCI device bdf through VFIO (the driver chosen by
+// its vendor and device IDs), or on a simulated device when o.Sim is set. It is
+// the one way commands get a port.
+func openPort(bdf string, o portOptions) (*openedPort, error) {
+	switch {
+	case o.Sim != "" && bdf != "":
+		return nil, usageErrorf("give a PCI address or --sim, not both")
+	case o.Sim != "":
+		return openSimPort(o)
+	case bdf == "":
+		return nil, usageErrorf("%v", errNeedDevice)
+	}
+	dev, err := openPCIDevice(bdf)
+	if err != nil {
+		return nil, err
+	}
+	op, err := openDriver(dev, o)
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	op.closers = append(op.closers, dev.Close)
+	return op, nil
+}
+
+// openDriver picks the driver for dev by its IDs and opens a port on it.
+func openDriver(dev nic.Device, o portOptions) (*openedPort, error) {
+	info := dev.Info()
+	fam, ok := supported(info.Vendor, info.Device)
+	if !ok {
+		return nil, fmt.Errorf("%s: no xnic driver for %04x:%04x: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+	}
+	switch fam {
+	case familyIGB:
+		p, err := igb.Open(dev, igbConfig(o))
+		if err != nil {
+			return nil, err
+		}
+		return &openedPort{Port: p, Family: fam, Device: dev, IGB: p}, nil
+	}
+	return nil, fmt.Errorf("%s: the %s driver is not part of this build yet: %w", info.Name, fam, nic.ErrNotSupported)
+}
+
+func igbConfig(o portOptions) igb.Config {
+	return igb.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
+		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
+}
+
+// parsePortArgs parses a port command's flags and its one optional positional
+// argument, the PCI address.
+func parsePortArgs(name string, args []string, stderr io.Writer, o *portOptions, asJSON *bool) (string, error) {
+	fs := newFlags(name, stderr)
+	portFlags(fs, o)
+	fs.BoolVar(asJSON, "json", false, "print JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return "", err
+	}
+	if len(pos) > 1 {
+		return "", usageErrorf("one device at a time (got %s)", strings.Join(pos, " "))
+	}
+	if len(pos) == 1 {
+		return pos[0], nil
+	}
+	return "", nil
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// portInfo is what `xnic info` shows.
+type portInfo struct {
+	Name      string   `json:"name"`
+	Bus       string   `json:"bus"`
+	Vendor    string   `json:"vendor"`
+	DeviceID  string   `json:"device_id"`
+	Driver    string   `json:"driver"`
+	Model     string   `json:"model"`
+	MAC       string   `json:"mac"`
+	Link      linkInfo `json:"link"`
+	PHYID     string   `json:"phy_id,omitempty"`
+	Queues    int      `json:"queues"`
+	MaxQueues int      `json:"max_queues,omitempty"`
+	Warnings  []string `json:"warnings,omitempty"`
+}
+
+type linkInfo struct {
+	Up         bool `json:"up"`
+	SpeedMbps  int  `json:"speed_mbps"`
+	FullDuplex bool `json:"full_duplex"`
+}
+
+func (l linkInfo) String() string {
+	if !l.Up {
+		return "down"
+	}
+	d := "half"
+	if l.FullDuplex {
+		d = "full"
+	}
+	return fmt.Sprintf("up %d Mb/s %s duplex", l.SpeedMbps, d)
+}
+
+func describePort(op *openedPort) portInfo {
+	di := op.Device.Info()
+	l := op.Link()
+	pi := portInfo{Name: op.Name(), Bus: di.Bus, Vendor: fmt.Sprintf("%04x", di.Vendor), DeviceID: fmt.Sprintf("%04x", di.Device),
+		Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
+		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}}
+	if op.IGB != nil {
+		m := op.IGB.Model()
+		pi.Model, pi.MaxQueues = m.Name, m.Queues
+		pi.PHYID = fmt.Sprintf("0x%08x", op.IGB.PHYID())
+		pi.Warnings = op.IGB.Warnings()
+	}
+	return pi
+}
+
+func runInfo(args []string, stdout, stderr io.Writer) error {
+	var o portOptions
+	var asJSON bool
+	bdf, err := parsePortArgs("info", args, stderr, &o, &asJSON)
+	if err != nil {
+		return err
+	}
+	op, err := openPort(bdf, o)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	pi := describePort(op)
+	if asJSON {
+		return writeJSON(stdout, pi)
+	}
+	fmt.Fprintf(stdout, "device:  %s (%s:%s, %s)\n", pi.Name, pi.Vendor, pi.DeviceID, pi.Bus)
+	fmt.Fprintf(stdout, "driver:  %s\n", pi.Driver)
+	fmt.Fprintf(stdout, "model:   %s\n", pi.Model)
+	fmt.Fprintf(stdout, "mac:     %s\n", pi.MAC)
+	fmt.Fprintf(stdout, "link:    %s\n", pi.Link)
+	if pi.PHYID != "" {
+		fmt.Fprintf(stdout, "phy id:  %s\n", pi.PHYID)
+	}
+	fmt.Fprintf(stdout, "queues:  %d of %d\n", pi.Queues, pi.MaxQueues)
+	for _, w := range pi.Warnings {
+		fmt.Fprintf(stdout, "warning: %s\n", w)
+	}
+	return nil
+}
+
+func runRegs(args []string, stdout, stderr io.Writer) error {
+	var o portOptions
+	var asJSON bool
+	bdf, err := parsePortArgs("regs", args, stderr, &o, &asJSON)
+	if err != nil {
+		return err
+	}
+	op, err := openPort(bdf, o)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	if op.IGB == nil {
+		return fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
+	}
+	d := op.IGB.Dump()
+	if asJSON {
+		return writeJSON(stdout, d)
+	}
+	_, err = io.WriteString(stdout, d.String())
+	return err
+}
+
+func runStats(args []string, stdout, stderr io.Writer) error {
+	var o portOptions
+	var asJSON bool
+	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON)
+	if err != nil {
+		return err
+	}
+	op, err := openPort(bdf, o)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	cs := op.Stats()
+	if asJSON {
+		type kv struct {
+			Name  string `json:"name"`
+			Value uint64 `json:"value"`
+		}
+		out := make([]kv, len(cs))
+		for i, c := range cs {
+			out[i] = kv{c.Name, c.Value}
+		}
+		return writeJSON(stdout, struct {
+			Port     string `json:"port"`
+			Counters []kv   `json:"counters"`
+		}{op.Name(), out})
+	}
+	for _, c := range cs {
+		fmt.Fprintf(stdout, "%-28s %d\n", c.Name, c.Value)
+	}
+	return nil
+}
+
+// openPCIDevice opens a PCI device for a driver.
+func openPCIDevice(bdf string) (nic.Device, error) {
+	dev, err := vfio.Open(bdf)
+	if err != nil {
+		return nil, err
+	}
+	return dev, nil
+}
