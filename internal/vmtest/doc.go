@@ -23,4 +23,21 @@
 // QEMU or the kernel is missing. Each guest test becomes a subtest that fails
 // when the guest test failed or never ran; the peer's sessions are asserted
 // too (every frame byte-exact and in order).
+//
+// Running it:
+//
+//	internal/vmtest/setup.sh          # once, as root (CI: .ci/run does it)
+//	make vmtest                       # go test -v ./internal/vmtest -vmtest
+//
+// Flags (after -vmtest): -vmtest.pkgs=./vfio,./igb picks the packages whose
+// tests run in the guest (missing packages are skipped with a note);
+// -vmtest.run=RE is passed to them as -test.run; -vmtest.timeout bounds the
+// whole guest run; -vmtest.dir=DIR keeps the initramfs, console.log and
+// igb.pcap; -vmtest.seed fixes the frame streams' seed.
+//
+// What the guest tests get in their environment: XNIC_VMTEST=1,
+// XNIC_VFIO_BDF and XNIC_IGB_BDF (the NIC's PCI address, bound to vfio-pci),
+// XNIC_VMTEST_PEER_MAC (the host peer's MAC address) and XNIC_VMTEST_SEED.
+// The NIC is QEMU's igb (82576, 8086:10c9) with MAC 52:54:00:12:34:56; its
+// wire ends in a traffic.Peer on the host, reached with traffic.Client.
 package vmtest

@@ -107,6 +107,12 @@ func run() (int, error) {
 		env = append(env, k+"="+v)
 	}
 	for _, t := range cfg.Tests {
+		// A binary that unbinds the device (to test giving it back) might
+		// leave it so; every binary starts with the device on vfio-pci.
+		if drv, _ := os.Readlink(filepath.Join(pciDevices, bdf, "driver")); filepath.Base(drv) != "vfio-pci" {
+			_, err := bindVFIO(pciDevices, bdf)
+			step("rebind", err, fmt.Sprintf("%s was on %q before %s; back on vfio-pci", bdf, filepath.Base(drv), t.Name))
+		}
 		if code := runTest(t, env); code != 0 {
 			failures++
 		}
