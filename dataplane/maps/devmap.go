@@ -238,7 +238,7 @@ func arrayNextKey(max uint32, key, next []byte) error {
 type DevMapHash struct {
 	spec     Spec
 	mu       sync.RWMutex
-	buckets  [][]*DevTarget // guarded by mu; newest first; entries immutable
+	buckets  [][]*DevTarget // elements guarded by mu; newest first; each bucket slice and entry immutable once stored (copy-on-write)
 	items    uint32         // guarded by mu
 	resolver atomic.Pointer[ProgResolver]
 	ifOK     atomic.Pointer[func(uint32) bool]
@@ -307,18 +307,18 @@ func (d *DevMapHash) Target(key uint32) (DevTarget, bool) {
 	return *e, true
 }
 
-// Each calls fn for every entry in NextKey order until fn returns false. fn
-// runs without the map's lock held.
+// Each calls fn for every entry in NextKey order until fn returns false,
+// without allocating. fn runs without the map's lock: bucket slices are
+// copy-on-write, so each bucket is walked as it was when Each reached it.
 func (d *DevMapHash) Each(fn func(DevTarget) bool) {
-	d.mu.RLock()
-	var all []*DevTarget
-	for _, b := range d.buckets {
-		all = append(all, b...)
-	}
-	d.mu.RUnlock()
-	for _, e := range all {
-		if !fn(*e) {
-			return
+	for bi := range d.buckets {
+		d.mu.RLock()
+		b := d.buckets[bi]
+		d.mu.RUnlock()
+		for _, e := range b {
+			if !fn(*e) {
+				return
+			}
 		}
 	}
 }

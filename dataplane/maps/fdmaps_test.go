@@ -63,6 +63,14 @@ func TestDevMapHash(t *testing.T) {
 	if tg, ok := m.Target(9); !ok || tg.Ifindex != 10 {
 		t.Fatalf("Target(9) = %+v, %v", tg, ok)
 	}
+	count := 0
+	each := func(DevTarget) bool { count++; return true }
+	if n := testing.AllocsPerRun(100, func() { m.Each(each) }); n != 0 {
+		t.Fatalf("Each allocates %v (the broadcast path runs it per frame)", n)
+	}
+	if count != 2*101 {
+		t.Fatalf("Each visited %d entries in 101 runs, want 202", count)
+	}
 	wantErrno(t, "delete", m.Delete(u32(9)), 0)
 	wantErrno(t, "delete missing", m.Delete(u32(9)), syscall.ENOENT)
 }

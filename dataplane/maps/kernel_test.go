@@ -127,6 +127,13 @@ func TestKernelDifferential(t *testing.T) {
 		{spec: Spec{Name: "hash", Type: ebpf.Hash, KeySize: 4, ValueSize: 12, MaxEntries: 24}, key: small(40)},
 		{spec: Spec{Name: "hash_noprealloc", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 16, Flags: FlagNoPrealloc}, key: small(30)},
 		{spec: Spec{Name: "lru_hash", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1024}, key: small(64)},
+		{spec: Spec{Name: "lru_percpu_hash", Type: ebpf.LRUCPUHash, KeySize: 4, ValueSize: 12, MaxEntries: 1024}, key: small(64)},
+		{spec: Spec{Name: "hash_key16", Type: ebpf.Hash, KeySize: 16, ValueSize: 3, MaxEntries: 20}, key: func(r *rand.Rand) []byte {
+			k := make([]byte, 16)
+			k[r.IntN(16)] = byte(r.IntN(3))
+			k[15] = byte(r.IntN(3))
+			return k
+		}},
 		{spec: Spec{Name: "percpu_hash", Type: ebpf.PerCPUHash, KeySize: 4, ValueSize: 4, MaxEntries: 16}, key: small(30)},
 		{spec: Spec{Name: "percpu_array", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 4, MaxEntries: 8}, key: small(10), sameOrder: true},
 		{spec: Spec{Name: "devmap", Type: ebpf.DevMap, KeySize: 4, ValueSize: 8, MaxEntries: 8}, key: small(10), val: devVal, sameOrder: true, setup: devSetup},
