@@ -4,7 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -30,15 +30,16 @@ var procNetUDP = "/proc/net/udp"
 
 // parseProcNetUDP finds the socket bound to addr (IPv4) in the text of
 // /proc/net/udp.
-func parseProcNetUDP(text []byte, addr *net.UDPAddr) (udpSocketStat, bool) {
-	ip4 := addr.IP.To4()
-	if ip4 == nil {
+func parseProcNetUDP(text []byte, addr netip.AddrPort) (udpSocketStat, bool) {
+	a := addr.Addr().Unmap()
+	if !a.Is4() {
 		return udpSocketStat{}, false
 	}
+	ip4 := a.As4()
 	// The kernel prints the address as the hex of its in-memory (network
 	// order) u32 read as a host integer: little-endian on x86 and arm64.
-	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip4[3], ip4[2], ip4[1], ip4[0], addr.Port)
-	wantAny := fmt.Sprintf("00000000:%04X", addr.Port)
+	want := fmt.Sprintf("%02X%02X%02X%02X:%04X", ip4[3], ip4[2], ip4[1], ip4[0], addr.Port())
+	wantAny := fmt.Sprintf("00000000:%04X", addr.Port())
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -62,8 +63,8 @@ func parseProcNetUDP(text []byte, addr *net.UDPAddr) (udpSocketStat, bool) {
 
 // remoteSocketStat reads the receive queue and drop count of the local UDP
 // socket bound to addr; false when it is not on this host or unreadable.
-func remoteSocketStat(addr *net.UDPAddr) (udpSocketStat, bool) {
-	if addr == nil || !addr.IP.IsLoopback() {
+func remoteSocketStat(addr netip.AddrPort) (udpSocketStat, bool) {
+	if !addr.IsValid() || !addr.Addr().Unmap().IsLoopback() {
 		return udpSocketStat{}, false
 	}
 	b, err := os.ReadFile(procNetUDP)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"strconv"
 	"sync"
 	"time"
@@ -97,7 +98,7 @@ type Peer struct {
 	wg         sync.WaitGroup
 
 	mu       sync.Mutex
-	remote   *net.UDPAddr
+	remote   netip.AddrPort // QEMU's socket; invalid until known
 	guestMAC net.HardwareAddr
 	expects  map[int64]*expectState // armed expect sessions by seed
 	streams  map[uint32]*streamState
@@ -150,7 +151,6 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 		maxBacklog: cfg.MaxBacklog,
 		logf:       cfg.Logf,
 		done:       make(chan struct{}),
-		remote:     cfg.Remote,
 		expects:    map[int64]*expectState{},
 		streams:    map[uint32]*streamState{},
 	}
@@ -166,6 +166,9 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 	p.dropsAtStart, p.lastDrops = -1, -1
 	if st, ok := remoteSocketStat(p.remote); ok {
 		p.dropsAtStart, p.lastDrops = st.drops, st.drops
+	}
+	if cfg.Remote != nil {
+		p.remote = cfg.Remote.AddrPort()
 	}
 	if p.logf == nil {
 		p.logf = func(string, ...any) {}
@@ -227,7 +230,7 @@ func (p *Peer) readLoop() {
 	defer p.wg.Done()
 	buf := make([]byte, 65536)
 	for {
-		n, from, err := p.conn.ReadFromUDP(buf)
+		n, from, err := p.conn.ReadFromUDPAddrPort(buf)
 		if err != nil {
 			select {
 			case <-p.done:
@@ -236,14 +239,14 @@ func (p *Peer) readLoop() {
 			}
 			return
 		}
-		if !from.IP.IsLoopback() {
+		if !from.Addr().Unmap().IsLoopback() {
 			p.problem("datagram from %s ignored: only loopback is served", from)
 			continue
 		}
 		f := buf[:n]
 		p.mu.Lock()
 		p.received++
-		if p.remote == nil || !p.remote.IP.Equal(from.IP) || p.remote.Port != from.Port {
+		if p.remote != from {
 			p.remote = from
 			p.dropsAtStart, p.lastDrops = -1, -1
 			if st, ok := remoteSocketStat(from); ok {
@@ -269,10 +272,10 @@ func (p *Peer) write(f []byte) error {
 	p.mu.Lock()
 	to := p.remote
 	p.mu.Unlock()
-	if to == nil {
+	if !to.IsValid() {
 		return errors.New("traffic: peer does not know QEMU's address yet (the guest has not spoken)")
 	}
-	if _, err := p.conn.WriteToUDP(f, to); err != nil {
+	if _, err := p.conn.WriteToUDPAddrPort(f, to); err != nil {
 		return fmt.Errorf("traffic: peer send to %s: %w", to, err)
 	}
 	p.mu.Lock()

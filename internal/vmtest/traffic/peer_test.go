@@ -3,6 +3,7 @@ package traffic
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"os"
 	"strings"
 	"testing"
@@ -269,14 +270,14 @@ func TestParseProcNetUDP(t *testing.T) {
   123: 0100007F:98A3 00000000:0000 07 00000000:00012000 00:00000000 00000000     0        0 12345 2 0000000000000000 17
   124: 00000000:0044 00000000:0000 07 00000000:00000000 00:00000000 00000000     0        0 12346 2 0000000000000000 0
 `)
-	st, ok := parseProcNetUDP(text, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 0x98A3})
+	st, ok := parseProcNetUDP(text, netip.MustParseAddrPort("127.0.0.1:39075"))
 	if !ok || st.rxQueue != 0x12000 || st.drops != 17 {
 		t.Errorf("127.0.0.1:0x98a3: %+v, %v", st, ok)
 	}
-	if st, ok := parseProcNetUDP(text, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 0x44}); !ok || st.rxQueue != 0 {
+	if st, ok := parseProcNetUDP(text, netip.MustParseAddrPort("127.0.0.1:68")); !ok || st.rxQueue != 0 {
 		t.Errorf("wildcard-bound socket: %+v, %v", st, ok)
 	}
-	if _, ok := parseProcNetUDP(text, &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1}); ok {
+	if _, ok := parseProcNetUDP(text, netip.MustParseAddrPort("127.0.0.1:1")); ok {
 		t.Error("found a socket that is not there")
 	}
 	// The live table has our own socket, with its queue.
@@ -288,8 +289,8 @@ func TestParseProcNetUDP(t *testing.T) {
 	if _, err := os.Stat(procNetUDP); err != nil {
 		t.Skipf("no %s here", procNetUDP)
 	}
-	addr := conn.LocalAddr().(*net.UDPAddr)
-	if _, err := conn.WriteToUDP(make([]byte, 1000), addr); err != nil {
+	addr := conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	if _, err := conn.WriteToUDPAddrPort(make([]byte, 1000), addr); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
@@ -329,5 +330,43 @@ func TestPeerThrottlesOnSocketBacklog(t *testing.T) {
 	r := p.Report()
 	if r.RemoteDrops != 0 || r.Throttled == 0 {
 		t.Errorf("socket drops %d (want 0), throttled %d times (want some)", r.RemoteDrops, r.Throttled)
+	}
+}
+
+// The peer's per-frame paths do not allocate: checking a received frame, and
+// the client's generating and sending one.
+func TestNoAllocsPerFrame(t *testing.T) {
+	p, _, c := setup(t, PeerConfig{})
+	if err := c.Expect(1<<20, 77); err != nil {
+		t.Fatal(err)
+	}
+	frames := make([][]byte, 64)
+	for i := range frames {
+		frames[i] = Frame(77, i, DefaultPeerMAC, macA)
+	}
+	// Frames arrive in order; the peer's read goroutine is idle (no traffic).
+	i := 0
+	allocs := testing.AllocsPerRun(len(frames)-1, func() {
+		p.handleData(frames[i])
+		i++
+	})
+	if allocs != 0 {
+		t.Errorf("peer: %v allocations per received frame, want 0", allocs)
+	}
+	r := p.Report()
+	if s := r.Sessions[len(r.Sessions)-1]; s.Done != len(frames) || s.Bad != 0 {
+		t.Fatalf("session after %d frames: %v", len(frames), s)
+	}
+
+	sent := 0
+	quiet := NewClient(macA, func([]byte) error { sent++; return nil }, func() ([]byte, bool) { return nil, false })
+	quiet.peer = DefaultPeerMAC
+	allocs = testing.AllocsPerRun(10, func() {
+		if err := quiet.SendFrames(100, 5, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs/100 > 0.01 || sent < 1000 {
+		t.Errorf("client: %v allocations per 100 frames sent (%d sent), want 0", allocs, sent)
 	}
 }
