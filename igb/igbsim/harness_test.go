@@ -49,13 +49,13 @@ func tTDBAL(q int) uint32 { return 0x3800 + 0x100*uint32(q) }
 
 // rig is a model with a register window and bus mastering on.
 type rig struct {
-	t    *testing.T
+	t    testing.TB
 	m    *Model
 	regs nic.Regs
 	a    dma.Allocator
 }
 
-func newRig(t *testing.T, cfg Config) *rig {
+func newRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	if cfg.AutonegDelay == 0 {
 		cfg.AutonegDelay = 2 * time.Millisecond

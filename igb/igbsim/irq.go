@@ -118,6 +118,9 @@ func (m *Model) eitrExpired(v int) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.eitrArmed[v] = false
+	if m.closed {
+		return
+	}
 	var pend uint32
 	if m.gpie&gpieMSIXMode != 0 {
 		pend = m.eicr & m.eims & (1 << v)

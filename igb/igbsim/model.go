@@ -137,6 +137,7 @@ type Model struct {
 	txArena []byte    // gathered multi-descriptor and padded frames; guarded by txMu
 
 	mu         sync.Mutex
+	closed     bool
 	sink       func([]byte) // where transmitted frames go; nil: nowhere
 	link       sim.Link
 	gen        uint64 // bumps at every reset
@@ -318,6 +319,7 @@ func (m *Model) SetTransmit(f func(frame []byte)) {
 func (m *Model) Close() error {
 	m.Attach(nil)
 	m.mu.Lock()
+	m.closed = true
 	for _, t := range m.eitrTimer {
 		if t != nil {
 			t.Stop()
@@ -407,6 +409,10 @@ func (m *Model) linkUpLocked() bool {
 // linkChanged raises the link status change cause.
 func (m *Model) linkChanged() {
 	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return
+	}
 	m.icr |= icrLSC
 	m.raiseOtherLocked()
 	m.mu.Unlock()
@@ -861,18 +867,17 @@ func (m *Model) checkIVARLocked(off, val uint32) {
 func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 	x := &m.rx[q]
 	enabled := x.dctl&dctlEnable != 0
-	name := regName(off)
 	switch r {
 	case qBAL, qBAH, qLEN, qSRRCTL:
 		if enabled {
-			m.faults.Add("write32", name, uint64(off), "ring configuration changed while RX queue %d is enabled", q)
+			m.faults.Add("write32", regName(off), uint64(off), "ring configuration changed while RX queue %d is enabled", q)
 			return
 		}
 	}
 	switch r {
 	case qBAL:
 		if val%ringAlign != 0 {
-			m.faults.Add("write32", name, uint64(off), "RX ring base 0x%x not 128-byte aligned", val)
+			m.faults.Add("write32", regName(off), uint64(off), "RX ring base 0x%x not 128-byte aligned", val)
 			return
 		}
 		x.bal, x.baSet = val, true
@@ -880,7 +885,7 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		x.bah, x.baSet = val, x.baSet || val != 0
 	case qLEN:
 		if val == 0 || val%ringAlign != 0 || val > maxRingLen {
-			m.faults.Add("write32", name, uint64(off), "RX ring length %d: want a non-zero multiple of 128 up to %d", val, maxRingLen)
+			m.faults.Add("write32", regName(off), uint64(off), "RX ring length %d: want a non-zero multiple of 128 up to %d", val, maxRingLen)
 			return
 		}
 		x.len, x.lenSet = val, true
@@ -888,53 +893,53 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		x.srrctl = val
 	case qHead:
 		if enabled {
-			m.faults.Add("write32", name, uint64(off), "RDH written while RX queue %d is enabled (the device owns the head)", q)
+			m.faults.Add("write32", regName(off), uint64(off), "RDH written while RX queue %d is enabled (the device owns the head)", q)
 			return
 		}
 		if x.len == 0 || val >= x.len/descSize {
-			m.faults.Add("write32", name, uint64(off), "RDH %d outside the ring (%d descriptors)", val, x.len/descSize)
+			m.faults.Add("write32", regName(off), uint64(off), "RDH %d outside the ring (%d descriptors)", val, x.len/descSize)
 			return
 		}
 		x.head = val
 	case qTail:
 		if x.len == 0 || val >= x.len/descSize {
-			m.faults.Add("write32", name, uint64(off), "RDT %d written beyond the ring (%d descriptors)", val, x.len/descSize)
+			m.faults.Add("write32", regName(off), uint64(off), "RDT %d written beyond the ring (%d descriptors)", val, x.len/descSize)
 			return
 		}
 		x.tail = val
 	case qDCA:
 		x.dca = val
 	case qDCTL:
-		if val&dctlEnable != 0 && !enabled && !m.checkRingLocked("RX", q, name, off, x.base(), x.len, x.baSet, x.lenSet) {
+		if val&dctlEnable != 0 && !enabled && !m.checkRingLocked("RX", q, off, x.base(), x.len, x.baSet, x.lenSet) {
 			return
 		}
 		if val&dctlEnable != 0 && !enabled {
 			if x.srrctl&srrctlDescType != srrctlAdvOneBuf {
-				m.faults.Add("write32", name, uint64(off), "RX queue %d enabled with SRRCTL.DESCTYPE %d: only advanced one-buffer (1) is modelled", q, (x.srrctl&srrctlDescType)>>25)
+				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.DESCTYPE %d: only advanced one-buffer (1) is modelled", q, (x.srrctl&srrctlDescType)>>25)
 				return
 			}
 			if x.srrctl&srrctlBSizeMask == 0 {
-				m.faults.Add("write32", name, uint64(off), "RX queue %d enabled with SRRCTL.BSIZEPKT 0", q)
+				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.BSIZEPKT 0", q)
 				return
 			}
 		}
 		x.dctl = val // ENABLE reads back at once
 	case qRQDPC:
-		m.faults.Add("write32", name, uint64(off), "write to a read-only statistics register")
+		m.faults.Add("write32", regName(off), uint64(off), "write to a read-only statistics register")
 	default:
 		m.unimplemented("write32", off)
 	}
 }
 
 // checkRingLocked validates a ring at enable time.
-func (m *Model) checkRingLocked(kind string, q int, name string, off uint32, base uint64, length uint32, baSet, lenSet bool) bool {
+func (m *Model) checkRingLocked(kind string, q int, off uint32, base uint64, length uint32, baSet, lenSet bool) bool {
 	switch {
 	case !baSet || !lenSet:
-		m.faults.Add("write32", name, uint64(off), "%s queue %d enabled before its base and length were set", kind, q)
+		m.faults.Add("write32", regName(off), uint64(off), "%s queue %d enabled before its base and length were set", kind, q)
 	case base%ringAlign != 0:
-		m.faults.Add("write32", name, uint64(off), "%s queue %d ring base 0x%x not 128-byte aligned", kind, q, base)
+		m.faults.Add("write32", regName(off), uint64(off), "%s queue %d ring base 0x%x not 128-byte aligned", kind, q, base)
 	case m.mem.Check(base, int(length)) != nil:
-		m.faults.Add("write32", name, uint64(off), "%s queue %d ring [0x%x, +%d) is not mapped for the device", kind, q, base, length)
+		m.faults.Add("write32", regName(off), uint64(off), "%s queue %d ring [0x%x, +%d) is not mapped for the device", kind, q, base, length)
 	default:
 		return true
 	}
@@ -944,18 +949,17 @@ func (m *Model) checkRingLocked(kind string, q int, name string, off uint32, bas
 func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 	x := &m.tx[q]
 	enabled := x.dctl&dctlEnable != 0
-	name := regName(off)
 	switch r {
 	case qBAL, qBAH, qLEN:
 		if enabled {
-			m.faults.Add("write32", name, uint64(off), "ring configuration changed while TX queue %d is enabled", q)
+			m.faults.Add("write32", regName(off), uint64(off), "ring configuration changed while TX queue %d is enabled", q)
 			return 0
 		}
 	}
 	switch r {
 	case qBAL:
 		if val%ringAlign != 0 {
-			m.faults.Add("write32", name, uint64(off), "TX ring base 0x%x not 128-byte aligned", val)
+			m.faults.Add("write32", regName(off), uint64(off), "TX ring base 0x%x not 128-byte aligned", val)
 			return 0
 		}
 		x.bal, x.baSet = val, true
@@ -963,29 +967,29 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 		x.bah, x.baSet = val, x.baSet || val != 0
 	case qLEN:
 		if val == 0 || val%ringAlign != 0 || val > maxRingLen {
-			m.faults.Add("write32", name, uint64(off), "TX ring length %d: want a non-zero multiple of 128 up to %d", val, maxRingLen)
+			m.faults.Add("write32", regName(off), uint64(off), "TX ring length %d: want a non-zero multiple of 128 up to %d", val, maxRingLen)
 			return 0
 		}
 		x.len, x.lenSet = val, true
 	case qHead:
 		if enabled {
-			m.faults.Add("write32", name, uint64(off), "TDH written while TX queue %d is enabled (the device owns the head)", q)
+			m.faults.Add("write32", regName(off), uint64(off), "TDH written while TX queue %d is enabled (the device owns the head)", q)
 			return 0
 		}
 		if x.len == 0 || val >= x.len/descSize {
-			m.faults.Add("write32", name, uint64(off), "TDH %d outside the ring (%d descriptors)", val, x.len/descSize)
+			m.faults.Add("write32", regName(off), uint64(off), "TDH %d outside the ring (%d descriptors)", val, x.len/descSize)
 			return 0
 		}
 		x.head = val
 	case qTail:
 		if x.len == 0 || val >= x.len/descSize {
-			m.faults.Add("write32", name, uint64(off), "TDT %d written beyond the ring (%d descriptors)", val, x.len/descSize)
+			m.faults.Add("write32", regName(off), uint64(off), "TDT %d written beyond the ring (%d descriptors)", val, x.len/descSize)
 			return 0
 		}
 		x.tail = val
 		if enabled && m.tctl&tctlEN != 0 {
 			if m.ctrl&ctrlGIOMasterDi != 0 {
-				m.faults.Add("write32", name, uint64(off), "TDT written while CTRL.GIO_MASTER_DISABLE blocks DMA")
+				m.faults.Add("write32", regName(off), uint64(off), "TDT written while CTRL.GIO_MASTER_DISABLE blocks DMA")
 				return 0
 			}
 			return 1 << q
@@ -994,7 +998,7 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 		x.dca = val
 	case qDCTL:
 		if val&dctlEnable != 0 && !enabled {
-			if !m.checkRingLocked("TX", q, name, off, x.base(), x.len, x.baSet, x.lenSet) {
+			if !m.checkRingLocked("TX", q, off, x.base(), x.len, x.baSet, x.lenSet) {
 				return 0
 			}
 			x.dctl = val
@@ -1006,7 +1010,7 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 		x.dctl = val
 	case qTDWBAL:
 		if val&tdwbalEnable != 0 {
-			m.faults.Add("write32", name, uint64(off), "TX head write-back is not modelled")
+			m.faults.Add("write32", regName(off), uint64(off), "TX head write-back is not modelled")
 			return 0
 		}
 		x.wbal = val
@@ -1028,23 +1032,28 @@ func (m *Model) pendingTxLocked() (mask uint32) {
 	return mask
 }
 
-// regName names a register for fault messages.
+// regNames are the fixed registers with side effects, for fault messages.
+var regNames = map[uint32]string{
+	regCTRL: "CTRL", regSTATUS: "STATUS", regEECD: "EECD", regEERD: "EERD", regCTRLEXT: "CTRL_EXT",
+	regMDIC: "MDIC", regICR: "ICR", regICS: "ICS", regIMS: "IMS", regIMC: "IMC", regRCTL: "RCTL",
+	regTCTL: "TCTL", regGPIE: "GPIE", regEICS: "EICS", regEIMS: "EIMS", regEIMC: "EIMC",
+	regEIAC: "EIAC", regEIAM: "EIAM", regEICR: "EICR", regIVARMISC: "IVAR_MISC", regRXCSUM: "RXCSUM",
+	regRLPML: "RLPML", regMRQC: "MRQC", regSWSM: "SWSM", regEEMNGCTL: "EEMNGCTL",
+}
+
+var (
+	rxNames = map[uint32]string{qBAL: "RDBAL", qBAH: "RDBAH", qLEN: "RDLEN", qSRRCTL: "SRRCTL", qHead: "RDH", qDCA: "DCA_RXCTRL", qTail: "RDT", qDCTL: "RXDCTL", qRQDPC: "RQDPC"}
+	txNames = map[uint32]string{qBAL: "TDBAL", qBAH: "TDBAH", qLEN: "TDLEN", qHead: "TDH", qDCA: "DCA_TXCTRL", qTail: "TDT", qDCTL: "TXDCTL", qTDWBAL: "TDWBAL", qTDWBAH: "TDWBAH"}
+)
+
+// regName names a register for fault messages (rare path: it allocates).
 func regName(off uint32) string {
-	names := map[uint32]string{
-		regCTRL: "CTRL", regSTATUS: "STATUS", regEECD: "EECD", regEERD: "EERD", regCTRLEXT: "CTRL_EXT",
-		regMDIC: "MDIC", regICR: "ICR", regICS: "ICS", regIMS: "IMS", regIMC: "IMC", regRCTL: "RCTL",
-		regTCTL: "TCTL", regGPIE: "GPIE", regEICS: "EICS", regEIMS: "EIMS", regEIMC: "EIMC",
-		regEIAC: "EIAC", regEIAM: "EIAM", regEICR: "EICR", regIVARMISC: "IVAR_MISC", regRXCSUM: "RXCSUM",
-		regRLPML: "RLPML", regMRQC: "MRQC", regSWSM: "SWSM", regEEMNGCTL: "EEMNGCTL",
-	}
-	if n, ok := names[off]; ok {
+	if n, ok := regNames[off]; ok {
 		return n
 	}
 	if n, ok := plainRegs[off]; ok {
 		return n
 	}
-	rxNames := map[uint32]string{qBAL: "RDBAL", qBAH: "RDBAH", qLEN: "RDLEN", qSRRCTL: "SRRCTL", qHead: "RDH", qDCA: "DCA_RXCTRL", qTail: "RDT", qDCTL: "RXDCTL", qRQDPC: "RQDPC"}
-	txNames := map[uint32]string{qBAL: "TDBAL", qBAH: "TDBAH", qLEN: "TDLEN", qHead: "TDH", qDCA: "DCA_TXCTRL", qTail: "TDT", qDCTL: "TXDCTL", qTDWBAL: "TDWBAL", qTDWBAH: "TDWBAH"}
 	var q, r uint32
 	var tab map[uint32]string
 	switch {

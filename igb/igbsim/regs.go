@@ -270,6 +270,9 @@ var plainRegs = map[reg]string{
 	0x4200: "PCS_CFG0", 0x4208: "PCS_LCTL", 0x420C: "PCS_LSTAT", 0x4218: "PCS_ANADV",
 	0x5838: "IPAV", 0x2408: "QDE", 0x2508: "DMACR", 0x2514: "DMCTLX", 0x3550: "DMCTXTH",
 	0x3500: "DTXSWC", 0x355C: "DTXMXPKTSZ", 0x2170: "FCRTC", 0x5BB8: "PCIEMISC",
+	0x4228: "SCVPC", 0x5DD0: "DMCRTRH", 0x5F50: "TSYNCRXCFG", 0x102C: "I2CPARAMS",
+	0x1048: "FRTIMER", 0x104C: "TCPTIMER", 0x0458: "AIT", 0x0178: "TXCW", 0x5860: "MANC2H",
+	0x8FE0: "B2OSPC", 0x8FE4: "O2BGPTC",
 }
 
 // plainRanges are arrays of storage registers: [start, end).

@@ -30,7 +30,7 @@ func (m *Model) Inject(frame []byte) bool {
 }
 
 func (m *Model) receiveLocked(frame []byte) bool {
-	if m.rctl&rctlEN == 0 || !m.linkUpLocked() {
+	if m.closed || m.rctl&rctlEN == 0 || !m.linkUpLocked() {
 		m.cnt.RxNoLink++
 		return false
 	}

@@ -1,0 +1,121 @@
+package igbsim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// rxLoop plays a driver that reposts each descriptor as soon as the frame is in
+// and moves the tail once per burst of 32.
+type rxLoop struct {
+	r     *rig
+	rx    *rxRing
+	next  int
+	owed  int
+	frame []byte
+}
+
+func newRxLoop(tb testing.TB, r *rig, n int) *rxLoop {
+	r.linkUp()
+	rx := r.setupRx(0, n, 2)
+	r.wr(tRDBAL(0)+0x18, uint32(n-1))
+	r.enableRx(tRctlBAM)
+	return &rxLoop{r: r, rx: rx, frame: frame(factoryMAC, 60)}
+}
+
+func (l *rxLoop) one() bool {
+	ok := l.r.m.Inject(l.frame)
+	l.rx.post(l.next)
+	l.owed++
+	if l.owed == 32 {
+		l.r.wr(tRDBAL(0)+0x18, uint32(l.next))
+		l.owed = 0
+	}
+	l.next = (l.next + 1) % l.rx.n
+	return ok
+}
+
+// txLoop writes bursts of 32 single-descriptor frames and one tail per burst.
+type txLoop struct {
+	r    *rig
+	tx   *txRing
+	sent int
+}
+
+func newTxLoop(tb testing.TB, r *rig, n int) *txLoop {
+	r.linkUp()
+	tx := r.setupTx(0, n)
+	r.wr(tTCTL, tTctlEN|tTctlPSP)
+	f := frame(factoryMAC, 60)
+	for i := 0; i < n; i++ {
+		copy(tx.bufs.CPU[i*txBufSize:], f)
+	}
+	r.m.SetTransmit(func([]byte) {})
+	return &txLoop{r: r, tx: tx}
+}
+
+func (l *txLoop) burst() {
+	for k := 0; k < 32; k++ {
+		i := l.tx.tail
+		l.tx.desc(i, l.tx.bufs.IOVA+uint64(i*txBufSize), 60, tTxEOP|tTxIFCS|tTxRS, 60)
+		l.tx.tail = (l.tx.tail + 1) % l.tx.n
+	}
+	l.r.wr(tTDBAL(0)+0x18, uint32(l.tx.tail))
+	l.sent += 32
+}
+
+func TestPerFrameZeroAlloc(t *testing.T) {
+	r := newRig(t, testCfg())
+	l := newRxLoop(t, r, 256)
+	allocs := testing.AllocsPerRun(2000, func() {
+		if !l.one() {
+			t.Fatal("frame dropped")
+		}
+	})
+	require.Zero(t, allocs, "Inject allocates")
+
+	r2 := newRig(t, testCfg())
+	tl := newTxLoop(t, r2, 256)
+	tl.burst() // first burst sizes the scratch
+	allocs = testing.AllocsPerRun(200, tl.burst)
+	require.Zero(t, allocs, "transmit allocates")
+	require.Equal(t, uint64(tl.sent), r2.m.Counters().TxFrames)
+	require.NoError(t, r.m.Err())
+	require.NoError(t, r2.m.Err())
+}
+
+func BenchmarkInjectReceive(b *testing.B) {
+	r := newRig(b, Config{MAC: factoryMAC[:], AutonegDelay: time.Millisecond})
+	l := newRxLoop(b, r, 1024)
+	b.ReportAllocs()
+	start := time.Now()
+	n := 0
+	for b.Loop() {
+		if !l.one() {
+			b.Fatal("frame dropped")
+		}
+		n++
+	}
+	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "frames/s")
+	if err := r.m.Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkTransmit(b *testing.B) {
+	r := newRig(b, Config{MAC: factoryMAC[:], AutonegDelay: time.Millisecond})
+	l := newTxLoop(b, r, 1024)
+	b.ReportAllocs()
+	start := time.Now()
+	for b.Loop() {
+		l.burst()
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(el.Nanoseconds())/float64(l.sent), "ns/frame")
+	b.ReportMetric(float64(l.sent)/el.Seconds(), "frames/s")
+	if err := r.m.Err(); err != nil {
+		b.Fatal(err)
+	}
+}
