@@ -174,15 +174,16 @@ func LiveRunWith(p *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveSt
 	if o.err != nil {
 		return LiveStats{}, o.err
 	}
-	// The peer's NAPI may still be draining: wait until its count settles.
+	// The peer's NAPI may still be draining: wait until its count holds
+	// still between two reads.
 	deadline := time.Now().Add(peerSettle)
-	var last uint64
+	last := ^uint64(0)
 	for {
 		got, err := sumCounter(counter)
 		if err != nil {
 			return LiveStats{}, err
 		}
-		if (got == last && got != 0) || time.Now().After(deadline) {
+		if got == last || time.Now().After(deadline) {
 			o.st.PeerReceived = got
 			break
 		}
