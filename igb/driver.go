@@ -397,6 +397,28 @@ func (p *Port) setIVAR(q, v int) {
 	p.w32(r, val)
 }
 
+// LinkIRQ is the vector of link changes and other causes (the last one), nil
+// without interrupts. After it fires, call HandleLinkIRQ.
+func (p *Port) LinkIRQ() nic.IRQ {
+	if p.irqs == nil {
+		return nil
+	}
+	return p.irqs[p.cfg.Queues]
+}
+
+// HandleLinkIRQ acknowledges the causes behind LinkIRQ (reading ICR clears them,
+// so the next link change raises the vector again), unmasks the vector and
+// returns the link state now.
+func (p *Port) HandleLinkIRQ() nic.LinkState {
+	p.ctl.Lock()
+	if !p.closed && p.irqs != nil {
+		p.r32(regICR)
+		p.w32(regEIMS, 1<<p.cfg.Queues)
+	}
+	p.ctl.Unlock()
+	return p.Link()
+}
+
 // Name is the device's name (PCI address or model name).
 func (p *Port) Name() string { return p.name }
 
@@ -583,4 +605,12 @@ func (p *Port) teardown() error {
 		return fmt.Errorf("igb: %s: close: %w", p.name, err)
 	}
 	return nil
+}
+
+// RSSKey is the 40-byte Toeplitz key programmed into RSSRK (nil with one queue).
+func (p *Port) RSSKey() []byte {
+	if p.cfg.Queues == 1 {
+		return nil
+	}
+	return append([]byte(nil), p.rssKey[:]...)
 }
