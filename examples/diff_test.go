@@ -80,7 +80,6 @@ var notData = "its values are file descriptors or ids, not data"
 // Interpreter bugs found by this test (see knownBug).
 const (
 	bugVariables = "bpf.LoadCollectionSpec ignores CollectionSpec.Variables: a constant rewritten with VariableSpec.Set keeps its ELF value"
-	bugLPMAlign  = "LPM trie values are not 8-byte aligned, so an 8-byte atomic add on one faults (the kernel runs it)"
 )
 
 var diffCases = []diffCase{
@@ -133,7 +132,7 @@ var diffCases = []diffCase{
 	},
 	{name: "xdp_ipip", prog: "xdp_ipip"},
 	{
-		name: "xdp_lpm_acl", prog: "xdp_lpm_acl", knownBug: bugLPMAlign,
+		name: "xdp_lpm_acl", prog: "xdp_lpm_acl",
 		setup: func(put func(string, []byte, []byte) error) error {
 			zero := make([]byte, 8)
 			for _, k := range [][]byte{
