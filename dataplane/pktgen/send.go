@@ -29,8 +29,7 @@ func (s SendStats) PPS() float64 {
 // stop is closed or deadline passes (zero: no deadline). Buffers the ring does
 // not take are kept for the next try; all of them are freed or on the ring when
 // Send returns.
-func Send(q nic.TxQueue, pool *dma.Pool, frame []byte, count uint64, burst int, deadline time.Time, stop <-chan struct{}) (SendStats, error) {
-	var st SendStats
+func Send(q nic.TxQueue, pool *dma.Pool, frame []byte, count uint64, burst int, deadline time.Time, stop <-chan struct{}) (st SendStats, err error) {
 	if burst <= 0 || burst > 1024 {
 		return st, fmt.Errorf("pktgen: burst %d outside 1..1024", burst)
 	}

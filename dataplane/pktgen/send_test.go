@@ -19,6 +19,9 @@ func TestSend(t *testing.T) {
 		t.Fatal(err)
 	}
 	pk, bytesSent, tails, bad := p.Tx(0).Counts()
+	if st.Elapsed <= 0 || st.PPS() <= 0 {
+		t.Errorf("elapsed %v, pps %v", st.Elapsed, st.PPS())
+	}
 	if st.Sent != 1000 || pk != 1000 || bytesSent != 64000 || st.Bytes != 64000 || bad != 0 {
 		t.Errorf("sent %d (ring saw %d, %d bytes, %d bad)", st.Sent, pk, bytesSent, bad)
 	}

@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/xnic-dev/xnic/dataplane"
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
+	"github.com/xnic-dev/xnic/examples"
+)
+
+// `xnic demo`: the README's main job with no hardware. Two igb models, a link
+// partner on each, and four example programs in turn.
+
+func init() {
+	register(&command{name: "demo", usage: "[--phase D] [--json] [--size N]",
+		summary: "no hardware needed: run drop, MAC-swap TX, port-to-port redirect and adjust_tail on two simulated igb ports", run: dpDemoCmd})
+}
+
+// demoPhase is one program of the demo.
+type demoPhase struct {
+	name    string     // what the phase shows
+	example string     // examples.Object name
+	verdict bpf.Action // the verdict the phase is about
+	icmp    bool       // the partner sends oversized pings instead of UDP
+}
+
+var demoPhases = []demoPhase{
+	{"drop", "xdp_drop_count", bpf.ActionDrop, false},
+	{"tx (MAC swap)", "xdp_macswap_tx", bpf.ActionTX, false},
+	{"redirect port0->port1", "xdp_redirect_map", bpf.ActionRedirect, false},
+	{"adjust_tail ICMP", "xdp_adjust_tail", bpf.ActionTX, true},
+}
+
+// demoResult is one phase's outcome.
+type demoResult struct {
+	Phase      string  `json:"phase"`
+	Program    string  `json:"program"`
+	Verdict    string  `json:"verdict"`
+	Seconds    float64 `json:"seconds"`
+	RxPPS      float64 `json:"rx_pps"`
+	VerdictPPS float64 `json:"verdict_pps"`
+	WirePPS    float64 `json:"wire_out_pps"` // frames the ports put on the wire
+	Rx         uint64  `json:"rx"`
+	Verdicts   uint64  `json:"verdicts"`
+	WireOut    uint64  `json:"wire_out"`
+	Aborted    uint64  `json:"aborted"`
+	Errors     uint64  `json:"errors"`
+}
+
+func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("demo", stderr)
+	phase := fs.Duration("phase", 3*time.Second, "how long each program runs")
+	asJSON := fs.Bool("json", false, "print the results as JSON")
+	size := fs.Int("size", 64, "UDP frame size of the link partner's flow")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("unexpected arguments %q", pos)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	res, err := dpDemo(ctx, *phase, *size, *asJSON, stdout)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeDemoJSON(stdout, res)
+	}
+	fmt.Fprintln(stdout, "\nsummary (two simulated igb ports; pps through RX descriptors -> program -> TX descriptors, model included):")
+	fmt.Fprintf(stdout, "%-24s %-18s %-14s %12s %12s %12s %9s\n", "phase", "program", "verdict", "rx pps", "verdict pps", "wire out pps", "aborted")
+	for _, r := range res {
+		fmt.Fprintf(stdout, "%-24s %-18s %-14s %12s %12s %12s %9s\n", r.Phase, r.Program, r.Verdict,
+			dataplane.Group(r.RxPPS), dataplane.Group(r.VerdictPPS), dataplane.Group(r.WirePPS), dataplane.Group(float64(r.Aborted)))
+	}
+	return nil
+}
+
+func writeDemoJSON(w io.Writer, res []demoResult) error {
+	return dpWriteJSON(w, struct {
+		Phases []demoResult `json:"phases"`
+	}{res})
+}
+
+// dpWriteJSON writes v as indented JSON.
+func dpWriteJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// dpDemo runs every phase for d on two simulated ports.
+func dpDemo(ctx context.Context, d time.Duration, size int, quiet bool, stdout io.Writer) ([]demoResult, error) {
+	o := &dpRunOptions{sim: "igb:2", queues: 1, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
+	ports, err := dpOpenPorts(o)
+	if err != nil {
+		return nil, err
+	}
+	defer dpClosePorts(ports, stdout)
+	var out []demoResult
+	for _, ph := range demoPhases {
+		if ctx.Err() != nil {
+			break
+		}
+		r, err := dpDemoPhase(ctx, ports, ph, d, size, quiet, stdout)
+		if err != nil {
+			return out, fmt.Errorf("phase %s: %w", ph.name, err)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func dpDemoPhase(ctx context.Context, ports []*dpPort, ph demoPhase, d time.Duration, size int, quiet bool, stdout io.Writer) (demoResult, error) {
+	res := demoResult{Phase: ph.name, Program: ph.example, Verdict: ph.verdict.String()}
+	obj, err := examples.Object(ph.example)
+	if err != nil {
+		return res, err
+	}
+	cfg := dataplane.Config{}
+	for _, p := range ports {
+		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: 1})
+	}
+	coll, err := bpf.LoadBytes(obj, &bpf.Options{NumCPU: cfg.NumSlots()})
+	if err != nil {
+		return res, err
+	}
+	defer coll.Close()
+	prog, err := coll.DefaultXDP()
+	if err != nil {
+		return res, err
+	}
+	cfg.Program = dataplane.BPF(prog)
+	e, err := dataplane.New(cfg)
+	if err != nil {
+		return res, err
+	}
+	e.WireMaps(coll)
+	if ph.verdict == bpf.ActionRedirect {
+		if err := dpSetMap(coll, "tx_port:0=2"); err != nil {
+			return res, err
+		}
+	}
+	// The workload: bursts of one 64-byte UDP flow into port 0 (FACTS.md: the
+	// kernel drivers' XDP figures were measured this way), or, for
+	// adjust_tail, bursts of 528-byte pings (500 bytes of payload, DF set) that
+	// the program answers with "fragmentation needed".
+	p0 := ports[0]
+	if ph.icmp {
+		f := pktgen.DefaultFlow()
+		fr, err := pktgen.Echo{SrcMAC: f.SrcMAC, DstMAC: p0.port.MAC(), SrcIP: f.SrcIP, DstIP: netip.AddrFrom4([4]byte{198, 18, 0, 2}),
+			ID: 1, Seq: 1, Payload: 500, DF: true}.Frame()
+		if err != nil {
+			return res, err
+		}
+		p0.partner.frames = [][]byte{fr}
+	} else {
+		f := pktgen.DefaultFlow()
+		f.DstMAC = p0.port.MAC()
+		f.Size = size
+		fr, err := f.UDP()
+		if err != nil {
+			return res, err
+		}
+		p0.partner.frames = [][]byte{fr}
+	}
+	var wire0 uint64
+	for _, p := range ports {
+		wire0 += p.partner.recv.Load()
+	}
+	if err := e.Start(); err != nil {
+		return res, err
+	}
+	if !quiet {
+		fmt.Fprintf(stdout, "== %s: %s (%s) for %v\n", ph.name, ph.example, ph.verdict, d)
+	}
+	p0.partner.start()
+	start := time.Now()
+	prev := e.Snapshot()
+	tick := time.NewTicker(time.Second)
+	timer := time.NewTimer(d)
+	defer tick.Stop()
+	defer timer.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-timer.C:
+			break loop
+		case <-tick.C:
+			cur := e.Snapshot()
+			if !quiet {
+				dataplane.FormatRates(stdout, dataplane.RatesBetween(&prev, &cur))
+			}
+			prev = cur
+		}
+	}
+	p0.partner.stop()
+	el := time.Since(start)
+	// Let the poll loop empty the RX ring before stopping, so that the next
+	// phase starts clean and every frame sent is counted here.
+	drain := time.Now().Add(time.Second)
+	for last := uint64(0); time.Now().Before(drain); {
+		time.Sleep(5 * time.Millisecond)
+		n := e.Snapshot().Ports[0].Counters[dataplane.RxPackets]
+		if n == last {
+			break
+		}
+		last = n
+	}
+	if err := e.Stop(); err != nil {
+		return res, err
+	}
+	s := e.Snapshot()
+	c := s.Ports[0].Counters
+	var wire uint64
+	for _, p := range ports {
+		wire += p.partner.recv.Load()
+	}
+	res.Seconds = el.Seconds()
+	res.Rx = c[dataplane.RxPackets]
+	res.Aborted = c[dataplane.RxXDPAborted]
+	switch ph.verdict {
+	case bpf.ActionDrop:
+		res.Verdicts = c[dataplane.RxXDPDrop]
+	case bpf.ActionTX:
+		res.Verdicts = c[dataplane.RxXDPTx]
+	case bpf.ActionRedirect:
+		res.Verdicts = c[dataplane.RxXDPRedirect]
+	}
+	t := s.Totals()
+	res.Errors = t[dataplane.RxXDPTxErrors] + t[dataplane.TxXDPXmitErrors] + t[dataplane.RxXDPRedirectErrors]
+	res.WireOut = wire - wire0
+	res.RxPPS = float64(res.Rx) / el.Seconds()
+	res.VerdictPPS = float64(res.Verdicts) / el.Seconds()
+	res.WirePPS = float64(res.WireOut) / el.Seconds()
+	return res, nil
+}

@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/xnic-dev/xnic/dataplane"
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
+)
+
+// `xnic pktgen`: bursts of one UDP flow out of a port, like the kernel's
+// pktgen_sample03_burst_single_flow.sh, for bring-up.
+
+func init() {
+	register(&command{name: "pktgen",
+		usage:   "--dev BDF | --sim igb [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D]",
+		summary: "send bursts of one UDP flow out of a port (like the kernel's pktgen burst sample)", run: dpPktgenCmd})
+}
+
+// dpPktgenResult is what a pktgen run did.
+type dpPktgenResult struct {
+	Port    string  `json:"port"`
+	Sent    uint64  `json:"sent"`
+	Bytes   uint64  `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	PPS     float64 `json:"pps"`
+	RingFul uint64  `json:"ring_full"`
+	Wire    uint64  `json:"wire,omitempty"` // frames the model put on the wire (--sim)
+}
+
+func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("pktgen", stderr)
+	dev := fs.String("dev", "", "PCI address of the port")
+	simKind := fs.String("sim", "", "a simulated port instead (igb)")
+	count := fs.Uint64("count", 1_000_000, "frames to send (0: until --duration or interrupted)")
+	size := fs.Int("size", 64, "frame size without FCS")
+	burst := fs.Int("burst", 32, "frames per burst (one tail write each)")
+	srcMAC := fs.String("src-mac", "", "source MAC (default: the port's)")
+	dstMAC := fs.String("dst-mac", "ff:ff:ff:ff:ff:ff", "destination MAC")
+	src := fs.String("src", "198.18.0.1:9", "source IPv4[:port]")
+	dst := fs.String("dst", "198.18.0.2:9", "destination IPv4[:port]")
+	duration := fs.Duration("duration", 0, "stop after this long")
+	asJSON := fs.Bool("json", false, "print JSON")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 1 && *dev == "" && *simKind == "" {
+		*dev = pos[0]
+	} else if len(pos) != 0 {
+		return usageErrorf("unexpected arguments %q", pos)
+	}
+	f := pktgen.DefaultFlow()
+	f.Size = *size
+	if f.DstMAC, err = net.ParseMAC(*dstMAC); err != nil {
+		return usageErrorf("--dst-mac: %v", err)
+	}
+	if f.SrcIP, f.SrcPort, err = dpAddrPort(*src, f.SrcPort); err != nil {
+		return usageErrorf("--src: %v", err)
+	}
+	if f.DstIP, f.DstPort, err = dpAddrPort(*dst, f.DstPort); err != nil {
+		return usageErrorf("--dst: %v", err)
+	}
+	o := &dpRunOptions{dev: *dev, sim: *simKind, queues: 1, peer: "none"}
+	ports, err := dpOpenPorts(o)
+	if err != nil {
+		return err
+	}
+	defer dpClosePorts(ports, stderr)
+	p := ports[0]
+	f.SrcMAC = p.port.MAC()
+	if *srcMAC != "" {
+		if f.SrcMAC, err = net.ParseMAC(*srcMAC); err != nil {
+			return usageErrorf("--src-mac: %v", err)
+		}
+	}
+	frame, err := f.UDP()
+	if err != nil {
+		return usageErrorf("%v", err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	var deadline time.Time
+	if *duration > 0 {
+		deadline = time.Now().Add(*duration)
+	}
+	n := *count
+	if n == 0 {
+		if *duration == 0 {
+			return usageErrorf("--count 0 needs --duration")
+		}
+		n = ^uint64(0)
+	}
+	st, err := pktgen.Send(p.port.TxQueue(0), p.pool, frame, n, *burst, deadline, ctx.Done())
+	if err != nil {
+		return err
+	}
+	// Let the ring finish before counting what reached the wire.
+	for end := time.Now().Add(time.Second); time.Now().Before(end) && p.port.TxQueue(0).Free() < 8; {
+		p.port.TxQueue(0).Reclaim()
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(10 * time.Millisecond)
+	p.port.TxQueue(0).Reclaim()
+	r := dpPktgenResult{Port: p.port.Name(), Sent: st.Sent, Bytes: st.Bytes, Seconds: st.Elapsed.Seconds(), PPS: st.PPS(), RingFul: st.Full}
+	if p.model != nil {
+		r.Wire = p.model.Counters().TxFrames
+	}
+	if *asJSON {
+		return dpWriteJSON(stdout, r)
+	}
+	fmt.Fprintf(stdout, "%s: sent %s frames (%s bytes, %d-byte frames) in %.3f s: %s pps, %.1f Mb/s; ring full %d times\n",
+		r.Port, dataplane.Group(float64(r.Sent)), dataplane.Group(float64(r.Bytes)), len(frame), r.Seconds,
+		dataplane.Group(r.PPS), float64(r.Bytes)*8/r.Seconds/1e6, r.RingFul)
+	if p.model != nil {
+		fmt.Fprintf(stdout, "%s: the model put %s frames on the wire\n", r.Port, dataplane.Group(float64(r.Wire)))
+	}
+	return nil
+}
+
+// dpAddrPort reads "IP" or "IP:PORT".
+func dpAddrPort(s string, defPort uint16) (netip.Addr, uint16, error) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		if !ap.Addr().Is4() {
+			return netip.Addr{}, 0, fmt.Errorf("%s is not IPv4", s)
+		}
+		return ap.Addr(), ap.Port(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil || !a.Is4() {
+		return netip.Addr{}, 0, fmt.Errorf("%q is not an IPv4 address[:port]", s)
+	}
+	return a, defPort, nil
+}

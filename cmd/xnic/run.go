@@ -1,0 +1,784 @@
+package main
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/google/gopacket/pcapgo"
+	"github.com/xnic-dev/xnic/dataplane"
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+	"github.com/xnic-dev/xnic/dataplane/pcapdump"
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
+	"github.com/xnic-dev/xnic/dataplane/tap"
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/igb"
+	"github.com/xnic-dev/xnic/igb/igbsim"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/vfio"
+)
+
+// `xnic run`: the main job. Ports (PCI devices through VFIO, or igb models whose
+// link partner is a built-in traffic generator, a TAP or a pcap file), one XDP
+// program, the dataplane's poll loops, and a line of rates per port per second.
+
+func init() {
+	register(&command{name: "run",
+		usage: "--dev BDF[,BDF...] | --sim igb[:N] --prog OBJ [--sec NAME] [--queues N] [--cpus LIST] " +
+			"[--map NAME:KEY=VALUE ...] [--duration D] [--busy-poll] [--tap NAME|none] [--json] [--metrics ADDR] " +
+			"[--dump F.pcapng [--dump-verdict V]] [--peer gen|tap|pcap:FILE|none]",
+		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
+}
+
+// dpMapFlags collects repeated --map flags.
+type dpMapFlags []string
+
+func (m *dpMapFlags) String() string     { return strings.Join(*m, " ") }
+func (m *dpMapFlags) Set(s string) error { *m = append(*m, s); return nil }
+
+// dpRunOptions are the flags of `xnic run`.
+type dpRunOptions struct {
+	dev, sim         string
+	prog, sec        string
+	queues           int
+	ring             int
+	cpus             string
+	maps             dpMapFlags
+	duration         time.Duration
+	interval         time.Duration
+	busy             bool
+	tap              string
+	json             bool
+	metrics          string
+	dump, dumpFilter string
+	peer             string
+	peerSize         int
+	peerBurst        int
+	peerRate         float64
+	workers          int
+}
+
+func (o *dpRunOptions) flags(fs *flag.FlagSet) {
+	fs.StringVar(&o.dev, "dev", "", "PCI addresses of the ports, comma-separated")
+	fs.StringVar(&o.sim, "sim", "", "simulated ports instead: igb or igb:N (N ports)")
+	fs.StringVar(&o.prog, "prog", "", "XDP object (ELF, clang -target bpf)")
+	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
+	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
+	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
+	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
+	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
+	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
+	fs.DurationVar(&o.interval, "interval", time.Second, "time between two rate lines")
+	fs.BoolVar(&o.busy, "busy-poll", false, "poll without sleeping on interrupts when idle")
+	fs.StringVar(&o.tap, "tap", "xnic%d", "TAP device per port for XDP_PASS (%d: port index; none: no TAP)")
+	fs.BoolVar(&o.json, "json", false, "print one JSON object per interval instead of text")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9101)")
+	fs.StringVar(&o.dump, "dump", "", "write frames with their verdict to this pcapng file")
+	fs.StringVar(&o.dumpFilter, "dump-verdict", "all", "verdicts to dump: all or a list of aborted,drop,pass,tx,redirect")
+	fs.StringVar(&o.peer, "peer", "gen", "with --sim, the ports' link partners: gen (traffic generator), tap, pcap:FILE or none; a comma list gives one per port, the last repeating")
+	fs.IntVar(&o.peerSize, "size", 64, "with --peer gen: frame size in bytes (without FCS)")
+	fs.IntVar(&o.peerBurst, "burst", 64, "with --peer gen: frames per burst")
+	fs.Float64Var(&o.peerRate, "rate", 0, "with --peer gen: frames per second per port (0: as fast as the model takes them)")
+	fs.IntVar(&o.workers, "cpumap-workers", -1, "cpumap entries served (keys 0..N-1); default 2 when the object has a cpumap")
+}
+
+func dpRunCmd(args []string, stdout, stderr io.Writer) error {
+	var o dpRunOptions
+	fs := newFlags("run", stderr)
+	o.flags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: xnic run --dev BDF[,BDF...] | --sim igb[:N] --prog OBJ [flags]")
+		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "\n--map values: KEY and VALUE are integers (VALUE may be a comma list of 32-bit\n"+
+			"fields; a field that is a program name becomes that program's id, for cpumap\n"+
+			"entries: --map cpu_map:0=2048,xdp_cpumap_count). Devmap values are port ifindexes:\n"+
+			"port N (in --dev or --sim order) has ifindex N+1.")
+	}
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 0 {
+		return usageErrorf("unexpected arguments %q", pos)
+	}
+	if o.prog == "" {
+		return usageErrorf("--prog is required")
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if o.duration > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, o.duration)
+		defer c2()
+	}
+	return dpRun(ctx, &o, stdout, stderr)
+}
+
+// dpRun runs until ctx is done.
+func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error {
+	ports, err := dpOpenPorts(o)
+	if err != nil {
+		return err
+	}
+	defer dpClosePorts(ports, stderr)
+
+	spec, err := ebpf.LoadCollectionSpec(o.prog)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", o.prog, err)
+	}
+	workers := o.workers
+	if workers < 0 {
+		workers = 0
+		for _, m := range spec.Maps {
+			if m.Type == ebpf.CPUMap {
+				workers = 2
+			}
+		}
+	}
+	cfg := dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy}
+	if o.cpus != "" {
+		if cfg.CPUs, err = dpParseCPUs(o.cpus); err != nil {
+			return usageErrorf("--cpus: %v", err)
+		}
+	}
+	for _, p := range ports {
+		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.queues})
+	}
+	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1)})
+	if err != nil {
+		return fmt.Errorf("loading %s: %w", o.prog, err)
+	}
+	defer coll.Close()
+	prog, err := dpPickProgram(coll, o.sec)
+	if err != nil {
+		return err
+	}
+	cfg.Program = dataplane.BPF(prog)
+	cfg.CPUMapProgram = dataplane.CPUMapPrograms(coll)
+
+	// TAP devices: the exception path (XDP_PASS) and the stack's way out.
+	if o.tap != "none" && o.tap != "" {
+		for i, p := range ports {
+			name := o.tap
+			if strings.Contains(name, "%d") {
+				name = fmt.Sprintf(name, i)
+			} else if len(ports) > 1 {
+				name = fmt.Sprintf("%s%d", name, i)
+			}
+			t, err := tap.Open(name)
+			if err != nil {
+				fmt.Fprintf(stderr, "xnic run: no TAP for %s, XDP_PASS frames will be dropped: %v\n", p.port.Name(), err)
+				break
+			}
+			p.tap = t
+			if err := t.SetMAC(p.port.MAC()); err != nil {
+				fmt.Fprintf(stderr, "xnic run: %v\n", err)
+			}
+			if err := t.SetUp(true); err != nil {
+				fmt.Fprintf(stderr, "xnic run: %v\n", err)
+			}
+			cfg.Ports[i].Stack = t
+		}
+	}
+	var dump *pcapdump.Writer
+	if o.dump != "" {
+		filter, err := pcapdump.ParseFilter(o.dumpFilter)
+		if err != nil {
+			return usageErrorf("--dump-verdict: %v", err)
+		}
+		var names []string
+		for _, p := range ports {
+			names = append(names, p.port.Name())
+		}
+		if dump, err = pcapdump.Create(o.dump, names, filter); err != nil {
+			return err
+		}
+		defer func() {
+			if err := dump.Close(); err != nil {
+				fmt.Fprintf(stderr, "xnic run: %v\n", err)
+			}
+		}()
+		cfg.Dump = dump
+	}
+	e, err := dataplane.New(cfg)
+	if err != nil {
+		return err
+	}
+	e.WireMaps(coll)
+	for _, m := range o.maps {
+		if err := dpSetMap(coll, m); err != nil {
+			return usageErrorf("--map %s: %v", m, err)
+		}
+	}
+	if err := e.Start(); err != nil {
+		return err
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		return e.Stop()
+	}
+	defer stop()
+	if o.metrics != "" {
+		ms, err := dataplane.ServeMetrics(o.metrics, e)
+		if err != nil {
+			return err
+		}
+		defer ms.Close()
+		fmt.Fprintf(stderr, "xnic run: metrics on http://%s/metrics\n", ms.Addr())
+	}
+	for _, p := range ports {
+		p.startPartner()
+	}
+	if !o.json {
+		fmt.Fprintf(stdout, "running %s (%s) on %d port(s), %d queue(s) each; ifindex 1..%d\n",
+			prog.Name(), o.prog, len(ports), o.queues, len(ports))
+	}
+	prev := e.Snapshot()
+	tick := time.NewTicker(o.interval)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			break loop
+		case <-tick.C:
+			cur := e.Snapshot()
+			rs := dataplane.RatesBetween(&prev, &cur)
+			if o.json {
+				if err := dataplane.WriteJSON(stdout, &cur, rs); err != nil {
+					return err
+				}
+			} else {
+				dataplane.FormatRates(stdout, rs)
+			}
+			prev = cur
+		}
+	}
+	for _, p := range ports {
+		p.stopPartner()
+	}
+	stopErr := stop()
+	final := e.Snapshot()
+	if o.json {
+		if err := dataplane.WriteJSON(stdout, &final, nil); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(stdout)
+		dataplane.FormatSummary(stdout, &final)
+		for _, p := range ports {
+			if p.partner != nil {
+				fmt.Fprintf(stdout, "%s link partner (%s): sent %s, received %s\n", p.port.Name(), p.partner.kind,
+					dataplane.Group(float64(p.partner.sent.Load())), dataplane.Group(float64(p.partner.recv.Load())))
+			}
+		}
+	}
+	return stopErr
+}
+
+// dpPickProgram chooses the program: by section, then by name, else the
+// object's XDP program.
+func dpPickProgram(c *bpf.Collection, sec string) (*bpf.Program, error) {
+	if sec == "" {
+		p, err := c.DefaultXDP()
+		if err != nil {
+			// Objects with a helper program (a cpumap or tail-call target)
+			// usually have one entry point in section "xdp".
+			if q, err2 := c.ProgramBySection("xdp"); err2 == nil {
+				return q, nil
+			}
+		}
+		return p, err
+	}
+	if p, err := c.ProgramBySection(sec); err == nil {
+		return p, nil
+	}
+	return c.Program(sec)
+}
+
+// dpParseCPUs reads "0,2-3".
+func dpParseCPUs(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("bad CPU %q", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("bad CPU range %q", part)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// dpSetMap applies NAME:KEY=VALUE to the collection's maps. KEY is an integer
+// written in the map's key size; VALUE a comma-separated list of integers (32-bit
+// fields, or one field filling the whole value) or program names (their ids).
+// Per-CPU maps get the value in every slot.
+func dpSetMap(c *bpf.Collection, arg string) error {
+	name, kv, ok := strings.Cut(arg, ":")
+	if !ok {
+		return errors.New("want NAME:KEY=VALUE")
+	}
+	ks, vs, ok := strings.Cut(kv, "=")
+	if !ok {
+		return errors.New("want NAME:KEY=VALUE")
+	}
+	m, err := c.Map(name)
+	if err != nil {
+		return err
+	}
+	spec := m.Spec()
+	key, err := dpIntBytes(ks, int(spec.KeySize))
+	if err != nil {
+		return fmt.Errorf("key: %w", err)
+	}
+	fields := strings.Split(vs, ",")
+	var val []byte
+	if len(fields) == 1 {
+		if val, err = dpValueField(c, fields[0], int(spec.ValueSize)); err != nil {
+			return fmt.Errorf("value: %w", err)
+		}
+	} else {
+		for _, f := range fields {
+			b, err := dpValueField(c, f, 4)
+			if err != nil {
+				return fmt.Errorf("value: %w", err)
+			}
+			val = append(val, b...)
+		}
+		if len(val) != int(spec.ValueSize) {
+			return fmt.Errorf("value of %d bytes for a map with %d-byte values", len(val), spec.ValueSize)
+		}
+	}
+	cpu := 0
+	if maps.IsPerCPU(spec.Type) {
+		cpu = -1
+		one := (len(val) + 7) &^ 7
+		all := make([]byte, one*max(spec.NumCPU, 1))
+		for i := 0; i < max(spec.NumCPU, 1); i++ {
+			copy(all[i*one:], val)
+		}
+		val = all
+	}
+	return m.Update(key, val, maps.UpdateAny, cpu)
+}
+
+func dpValueField(c *bpf.Collection, s string, size int) ([]byte, error) {
+	if b, err := dpIntBytes(s, size); err == nil {
+		return b, nil
+	}
+	p, err := c.Program(strings.TrimSpace(s))
+	if err != nil {
+		return nil, fmt.Errorf("%q is neither a number nor a program of the object", s)
+	}
+	return dpIntBytes(strconv.FormatUint(uint64(p.ID()), 10), size)
+}
+
+// dpIntBytes writes the integer s little-endian in size bytes (1, 2, 4 or 8).
+func dpIntBytes(s string, size int) ([]byte, error) {
+	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, size)
+	switch size {
+	case 1:
+		b[0] = byte(v)
+	case 2:
+		binary.LittleEndian.PutUint16(b, uint16(v))
+	case 4:
+		binary.LittleEndian.PutUint32(b, uint32(v))
+	case 8:
+		binary.LittleEndian.PutUint64(b, v)
+	default:
+		return nil, fmt.Errorf("%d-byte integers are not supported", size)
+	}
+	if size < 8 && v>>(8*size) != 0 {
+		return nil, fmt.Errorf("%d does not fit %d bytes", v, size)
+	}
+	return b, nil
+}
+
+// dpPort is one port `xnic run` opened, with what stands behind it.
+type dpPort struct {
+	port    nic.Port
+	pool    *dma.Pool // RX queue 0's pool, checked after the run
+	closers []func() error
+	model   *igbsim.Model // nil for a real device
+	partner *dpPartner    // the model's link partner
+	tap     *tap.Device   // XDP_PASS exception path
+}
+
+func (p *dpPort) startPartner() {
+	if p.partner != nil {
+		p.partner.start()
+	}
+}
+
+func (p *dpPort) stopPartner() {
+	if p.partner != nil {
+		p.partner.stop()
+	}
+}
+
+// dpOpenPorts opens the ports named by --dev or --sim.
+func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
+	if (o.dev == "") == (o.sim == "") {
+		return nil, usageErrorf("give --dev BDF[,BDF...] or --sim igb[:N]")
+	}
+	var ports []*dpPort
+	fail := func(err error) ([]*dpPort, error) {
+		dpClosePorts(ports, io.Discard)
+		return nil, err
+	}
+	if o.dev != "" {
+		for _, bdf := range strings.Split(o.dev, ",") {
+			p, err := dpOpenPCI(strings.TrimSpace(bdf), o)
+			if err != nil {
+				return fail(err)
+			}
+			ports = append(ports, p)
+		}
+		return ports, nil
+	}
+	kind, n, err := dpParseSim(o.sim)
+	if err != nil {
+		return nil, err
+	}
+	if kind != "igb" {
+		return nil, usageErrorf("--sim %s: only igb models are built in", kind)
+	}
+	for i := 0; i < n; i++ {
+		p, err := dpOpenSim(i, o)
+		if err != nil {
+			return fail(err)
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
+}
+
+func dpParseSim(s string) (string, int, error) {
+	kind, ns, hasN := strings.Cut(s, ":")
+	n := 1
+	if hasN {
+		var err error
+		if n, err = strconv.Atoi(ns); err != nil || n < 1 || n > 16 {
+			return "", 0, usageErrorf("--sim %s: want igb:N with N from 1 to 16", s)
+		}
+	}
+	return kind, n, nil
+}
+
+func dpIGBConfig(o *dpRunOptions) igb.Config {
+	return igb.Config{Queues: o.queues, RxRingSize: o.ring, TxRingSize: o.ring, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second}
+}
+
+// dpOpenPCI opens an igb port on a PCI device through VFIO.
+func dpOpenPCI(bdf string, o *dpRunOptions) (*dpPort, error) {
+	dev, err := vfio.Open(bdf)
+	if err != nil {
+		return nil, err
+	}
+	info := dev.Info()
+	if fam, ok := supported(info.Vendor, info.Device); !ok || fam != familyIGB {
+		dev.Close()
+		return nil, fmt.Errorf("%s: %04x:%04x: xnic run drives igb devices only in this build: %w", bdf, info.Vendor, info.Device, nic.ErrNotSupported)
+	}
+	p, err := igb.Open(dev, dpIGBConfig(o))
+	if err != nil {
+		dev.Close()
+		return nil, err
+	}
+	return &dpPort{port: p, pool: p.RxQueue(0).Pool(), closers: []func() error{p.Close, dev.Close}}, nil
+}
+
+// dpOpenSim opens port i on an igb model, with its link partner.
+func dpOpenSim(i int, o *dpRunOptions) (*dpPort, error) {
+	m, err := igbsim.New(igbsim.Config{
+		MAC:          net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)},
+		AutonegDelay: 10 * time.Millisecond,
+		Name:         fmt.Sprintf("igbsim%d", i),
+	})
+	if err != nil {
+		return nil, err
+	}
+	p, err := igb.Open(m.Device(), dpIGBConfig(o))
+	if err != nil {
+		m.Close()
+		return nil, err
+	}
+	dp := &dpPort{port: p, pool: p.RxQueue(0).Pool(), model: m, closers: []func() error{p.Close, m.Close}}
+	if _, err := p.WaitLink(5 * time.Second); err != nil {
+		dpClosePorts([]*dpPort{dp}, io.Discard)
+		return nil, err
+	}
+	part, err := newPartner(m, p.MAC(), i, o)
+	if err != nil {
+		dpClosePorts([]*dpPort{dp}, io.Discard)
+		return nil, err
+	}
+	dp.partner = part
+	return dp, nil
+}
+
+// dpClosePorts closes everything and reports buffers not back in their pools.
+func dpClosePorts(ports []*dpPort, stderr io.Writer) {
+	for _, p := range ports {
+		if p.partner != nil {
+			p.partner.stop()
+			p.partner.close()
+		}
+		if p.tap != nil {
+			p.tap.Close()
+		}
+		for _, c := range p.closers[:1] {
+			if err := c(); err != nil {
+				fmt.Fprintf(stderr, "xnic: closing %s: %v\n", p.port.Name(), err)
+			}
+		}
+		if err := p.pool.CheckIdle(); err != nil {
+			fmt.Fprintf(stderr, "xnic: %s: %v\n", p.port.Name(), err)
+		}
+		for _, c := range p.closers[1:] {
+			c()
+		}
+	}
+}
+
+// dpPartner is the far end of a model's wire: a traffic generator, a TAP (the
+// host's stack), a pcap replay, or nothing. It counts what it sent and what the
+// port put on the wire.
+type dpPartner struct {
+	kind   string
+	m      *igbsim.Model
+	frames [][]byte // generator or pcap frames
+	loop   bool     // repeat frames (generator) or send them once (pcap)
+	burst  int
+	rate   float64
+	tapDev *tap.Device
+
+	sent, missed, recv, recvBytes atomic.Uint64
+
+	mu      sync.Mutex
+	running bool
+	quit    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newPartner(m *igbsim.Model, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*dpPartner, error) {
+	kinds := strings.Split(o.peer, ",")
+	kind := kinds[min(i, len(kinds)-1)]
+	pt := &dpPartner{kind: kind, m: m, burst: max(o.peerBurst, 1), rate: o.peerRate}
+	switch {
+	case kind == "gen":
+		f := pktgen.DefaultFlow()
+		f.DstMAC = portMAC
+		f.Size = o.peerSize
+		b, err := f.UDP()
+		if err != nil {
+			return nil, usageErrorf("--size: %v", err)
+		}
+		pt.frames, pt.loop = [][]byte{b}, true
+	case strings.HasPrefix(kind, "pcap:"):
+		fr, err := dpReadFrames(strings.TrimPrefix(kind, "pcap:"))
+		if err != nil {
+			return nil, err
+		}
+		pt.frames, pt.kind = fr, "pcap"
+	case kind == "tap":
+		t, err := tap.Open(fmt.Sprintf("xpeer%d", i))
+		if err != nil {
+			return nil, fmt.Errorf("--peer tap: %w", err)
+		}
+		if err := t.SetUp(true); err != nil {
+			t.Close()
+			return nil, fmt.Errorf("--peer tap: %w", err)
+		}
+		pt.tapDev = t
+	case kind == "none":
+	default:
+		return nil, usageErrorf("--peer %q: want gen, tap, pcap:FILE or none", kind)
+	}
+	m.SetTransmit(func(f []byte) {
+		pt.recv.Add(1)
+		pt.recvBytes.Add(uint64(len(f)))
+		if pt.tapDev != nil {
+			_ = pt.tapDev.Deliver(f)
+		}
+	})
+	return pt, nil
+}
+
+func (pt *dpPartner) start() {
+	pt.mu.Lock()
+	defer pt.mu.Unlock()
+	if pt.running || (len(pt.frames) == 0 && pt.tapDev == nil) {
+		return
+	}
+	pt.running = true
+	pt.quit = make(chan struct{})
+	pt.wg.Add(1)
+	if pt.tapDev != nil {
+		go pt.fromTAP()
+	} else {
+		go pt.generate()
+	}
+}
+
+func (pt *dpPartner) stop() {
+	pt.mu.Lock()
+	if pt.running {
+		close(pt.quit)
+		pt.running = false
+	}
+	pt.mu.Unlock()
+	pt.wg.Wait()
+}
+
+func (pt *dpPartner) close() {
+	pt.m.SetTransmit(nil)
+	if pt.tapDev != nil {
+		pt.tapDev.Close()
+	}
+}
+
+// generate sends bursts of the partner's frames into the model: each frame is
+// received by the port as from the wire; a full RX ring is a miss, as on a real
+// link, and the generator yields.
+func (pt *dpPartner) generate() {
+	defer pt.wg.Done()
+	start := time.Now()
+	next := 0
+	for {
+		select {
+		case <-pt.quit:
+			return
+		default:
+		}
+		full := false
+		for i := 0; i < pt.burst; i++ {
+			if next == len(pt.frames) {
+				if !pt.loop {
+					return
+				}
+				next = 0
+			}
+			if pt.m.Inject(pt.frames[next]) {
+				pt.sent.Add(1)
+			} else {
+				pt.missed.Add(1)
+				full = true
+			}
+			next++
+		}
+		if pt.rate > 0 {
+			due := start.Add(time.Duration(float64(pt.sent.Load()+pt.missed.Load()) / pt.rate * float64(time.Second)))
+			if d := time.Until(due); d > 0 {
+				select {
+				case <-pt.quit:
+					return
+				case <-time.After(d):
+				}
+			}
+		} else if full {
+			runtime.Gosched()
+		}
+	}
+}
+
+// fromTAP feeds what the host stack sends on the partner TAP into the port.
+func (pt *dpPartner) fromTAP() {
+	defer pt.wg.Done()
+	buf := make([]byte, 9216)
+	for {
+		select {
+		case <-pt.quit:
+			return
+		default:
+		}
+		n, err := pt.tapDev.ReadFrame(buf, 100*time.Millisecond)
+		if err != nil {
+			return
+		}
+		if n > 0 {
+			if pt.m.Inject(buf[:n]) {
+				pt.sent.Add(1)
+			} else {
+				pt.missed.Add(1)
+			}
+		}
+	}
+}
+
+// dpReadFrames reads every frame of a pcap or pcapng file of Ethernet frames.
+func dpReadFrames(path string) ([][]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var magic [4]byte
+	if _, err := io.ReadFull(f, magic[:]); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var next func() ([]byte, error)
+	if binary.LittleEndian.Uint32(magic[:]) == 0x0A0D0D0A {
+		r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		next = func() ([]byte, error) { d, _, err := r.ReadPacketData(); return d, err }
+	} else {
+		r, err := pcapgo.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		next = func() ([]byte, error) { d, _, err := r.ReadPacketData(); return d, err }
+	}
+	var out [][]byte
+	for len(out) < 1<<20 {
+		d, err := next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: frame %d: %w", path, len(out), err)
+		}
+		out = append(out, append([]byte(nil), d...))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no frames", path)
+	}
+	return out, nil
+}
