@@ -1,6 +1,7 @@
 package maps
 
 import (
+	"sync/atomic"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -21,7 +22,16 @@ type Array struct {
 	elemSize uint64 // value_size rounded up to 8
 	ncpu     int    // 1 for a plain array
 	data     []byte // immutable slice header; contents written as above
+	frozen   atomic.Bool
 }
+
+// Freeze makes the map read-only for the control plane (BPF_MAP_FREEZE): the
+// typed helpers then refuse writes with EPERM. Programs keep their access
+// (a loader freezing .rodata also sets BPF_F_RDONLY_PROG, as libbpf does).
+func (a *Array) Freeze() { a.frozen.Store(true) }
+
+// Frozen reports whether Freeze was called.
+func (a *Array) Frozen() bool { return a.frozen.Load() }
 
 func newArray(spec Spec) (*Array, error) {
 	percpu := spec.Type == ebpf.PerCPUArray

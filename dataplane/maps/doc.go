@@ -64,7 +64,9 @@
 // # For the control plane
 //
 // LookupValue, LookupValuePerCPU, UpdateValue and DeleteKey encode fixed-size
-// Go keys and values; LookupBytes, LookupPerCPU and All work on bytes (All
+// Go keys and values; LookupBytes, LookupPerCPU, UpdateBytes and All work on
+// bytes. They apply the syscall-side access rules (BPF_F_RDONLY, BPF_F_WRONLY,
+// Array.Freeze: EPERM), which the Map methods, called by programs, do not. (All
 // yields values in the syscall layout: per-CPU maps give NumCPU values each
 // rounded up to 8 bytes). Control-plane reads use Peek where a map has one,
 // so they do not count as use in an LRU map. ParseKV and SplitMapArg parse

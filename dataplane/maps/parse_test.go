@@ -133,3 +133,30 @@ func FuzzParseKV(f *testing.F) {
 		}
 	})
 }
+
+func TestAccessFlagsAndFreeze(t *testing.T) {
+	ro := mustNew(t, Spec{Name: "ro", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 2, Flags: FlagRdonly})
+	if err := UpdateValue(ro, uint32(1), uint32(2), UpdateAny); Errno(err) != -int64(syscall.EPERM) {
+		t.Fatalf("update of a BPF_F_RDONLY map: %v, want EPERM", err)
+	}
+	// A program may still write it.
+	wantErrno(t, "program update", ro.Update(u32(1), u32(2), UpdateAny, 0), 0)
+	if v, err := LookupValue[uint32, uint32](ro, 1); err != nil || v != 2 {
+		t.Fatalf("control-plane read of a BPF_F_RDONLY map = %d, %v", v, err)
+	}
+	wo := mustNew(t, Spec{Name: "wo", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 2, Flags: FlagWronly})
+	if _, err := LookupBytes(wo, u32(0)); Errno(err) != -int64(syscall.EPERM) {
+		t.Fatalf("read of a BPF_F_WRONLY map: %v, want EPERM", err)
+	}
+	rodata := mustNew(t, Spec{Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1, Flags: FlagRdonlyProg})
+	if err := UpdateBytes(rodata, u32(0), u32(7), UpdateAny); err != nil {
+		t.Fatal(err)
+	}
+	rodata.(*Array).Freeze()
+	if err := UpdateBytes(rodata, u32(0), u32(8), UpdateAny); Errno(err) != -int64(syscall.EPERM) {
+		t.Fatalf("update of a frozen map: %v, want EPERM", err)
+	}
+	if v, _ := LookupValue[uint32, uint32](rodata, 0); v != 7 {
+		t.Fatalf("frozen value = %d, want 7", v)
+	}
+}

@@ -26,6 +26,9 @@ func LookupBytes(m Map, key []byte) ([]byte, error) {
 	if err := checkKeySize(m, key); err != nil {
 		return nil, err
 	}
+	if err := checkSysRead(m); err != nil {
+		return nil, err
+	}
 	v := peek(m, key, 0)
 	if v == nil {
 		return nil, mapErr(m.Spec().Name, syscall.ENOENT, "no value under key %x", key)
@@ -60,6 +63,9 @@ func LookupPerCPU(m Map, key []byte) ([][]byte, error) {
 	if err := checkKeySize(m, key); err != nil {
 		return nil, err
 	}
+	if err := checkSysRead(m); err != nil {
+		return nil, err
+	}
 	out := make([][]byte, s.NumCPU)
 	for c := range out {
 		v := peek(m, key, c)
@@ -89,6 +95,29 @@ func lookupSyscall(m Map, key []byte) ([]byte, error) {
 		copy(out[c*stride:], v)
 	}
 	return out, nil
+}
+
+// checkSysRead and checkSysWrite apply the syscall-side access flags, as the
+// kernel's map_get_sys_perms: BPF_F_WRONLY maps cannot be read from the
+// control plane, BPF_F_RDONLY and frozen maps cannot be written (EPERM).
+// Programs are not affected (their access is BPF_F_RDONLY_PROG /
+// BPF_F_WRONLY_PROG, for the interpreter to enforce).
+func checkSysRead(m Map) error {
+	if s := m.Spec(); s.Flags&FlagWronly != 0 {
+		return mapErr(s.Name, syscall.EPERM, "created BPF_F_WRONLY: the control plane cannot read it")
+	}
+	return nil
+}
+
+func checkSysWrite(m Map) error {
+	s := m.Spec()
+	if s.Flags&FlagRdonly != 0 {
+		return mapErr(s.Name, syscall.EPERM, "created BPF_F_RDONLY: the control plane cannot write it")
+	}
+	if f, ok := m.(interface{ Frozen() bool }); ok && f.Frozen() {
+		return mapErr(s.Name, syscall.EPERM, "frozen: the control plane cannot write it")
+	}
+	return nil
 }
 
 func checkKeySize(m Map, key []byte) error {
@@ -164,11 +193,22 @@ func UpdateValue[K, V any](m Map, key K, val V, flags uint64) error {
 	return updateWrapped(m, kb, replicatePerCPU(s, vb), flags)
 }
 
+// UpdateBytes stores value under key from the control plane, honouring
+// BPF_F_RDONLY and Freeze (EPERM); value is value_size bytes, or on per-CPU
+// maps the syscall layout (NumCPU values each rounded up to 8 bytes), as
+// ParseKV returns it.
+func UpdateBytes(m Map, key, value []byte, flags uint64) error {
+	return updateWrapped(m, key, value, flags)
+}
+
 // DeleteKey removes key.
 func DeleteKey[K any](m Map, key K) error {
 	s := m.Spec()
 	kb, err := encodeFixed(s.Name, "key", key, s.KeySize)
 	if err != nil {
+		return err
+	}
+	if err := checkSysWrite(m); err != nil {
 		return err
 	}
 	if err := m.Delete(kb); err != nil {
@@ -192,6 +232,9 @@ func replicatePerCPU(s Spec, v []byte) []byte {
 }
 
 func updateWrapped(m Map, key, val []byte, flags uint64) error {
+	if err := checkSysWrite(m); err != nil {
+		return err
+	}
 	if err := m.Update(key, val, flags, -1); err != nil {
 		return fmt.Errorf("map %q: update %x: %w", m.Spec().Name, key, err)
 	}
