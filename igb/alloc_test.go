@@ -51,7 +51,12 @@ func (d *plainDevice) Read32(off uint32) uint32 {
 	return d.regs[off/4]
 }
 
-func (d *plainDevice) Write32(off, val uint32) { d.regs[off/4] = val }
+func (d *plainDevice) Write32(off, val uint32) {
+	if off == 0 { // CTRL.RST self-clears
+		val &^= 1 << 26
+	}
+	d.regs[off/4] = val
+}
 
 // deliver plays the RX DMA engine of queue 0: it fills up to n posted
 // descriptors with frame and writes them back (DD|EOP).

@@ -231,17 +231,19 @@ func (p *Port) reset() error {
 	time.Sleep(10 * time.Millisecond)
 
 	p.w32(regCTRL, p.r32(regCTRL)|uint32(ctrlRST))
-	time.Sleep(2 * time.Millisecond)
-	ok := p.poll(time.Second, func(v uint32) bool { return v != 0xFFFFFFFF && v&eecdAutoRD != 0 }, regEECD)
-	if !ok {
-		if v := p.r32(regSTATUS); v == 0xFFFFFFFF {
+	time.Sleep(2 * time.Millisecond) // no register access right after RST (Linux waits too)
+	var last uint32
+	if !p.poll(time.Second, func(v uint32) bool { last = v; return v != 0xFFFFFFFF && ctrlBits(v)&ctrlRST == 0 }, regCTRL) {
+		if last == 0xFFFFFFFF {
 			return fmt.Errorf("device reset: registers read all ones afterwards: %w", nic.ErrNoDevice)
 		}
-		if p.model.MAC == MAC82576 || p.model.MAC == MACI350 {
-			return fmt.Errorf("device reset: EECD.AUTO_RD not set after 1s (NVM auto-read did not finish; check the EEPROM): %w", nic.ErrTimeout)
-		}
-		// Flashless I210/I211 report configuration done elsewhere (EEMNGCTL).
-		p.warnings = append(p.warnings, "EECD.AUTO_RD not set after reset (flashless part?)")
+		return fmt.Errorf("device reset: CTRL.RST still set after 1s (the device is stuck in reset): %w", nic.ErrTimeout)
+	}
+	// The NVM auto-read loads the MAC address and defaults after reset. Linux
+	// waits up to 10 ms and carries on without it (parts without an NVM, and
+	// QEMU's igb, never set AUTO_RD); so do we, with a warning.
+	if !p.poll(50*time.Millisecond, func(v uint32) bool { return v&eecdAutoRD != 0 }, regEECD) {
+		p.warnings = append(p.warnings, "EECD.AUTO_RD not set 50ms after reset (no NVM, or an emulated device); continuing as Linux does")
 	}
 	p.w32(regIMC, 0xFFFFFFFF)
 	p.w32(regEIMC, 0xFFFFFFFF)

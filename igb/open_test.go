@@ -79,17 +79,33 @@ func TestConfigValidation(t *testing.T) {
 	}
 }
 
-// TestResetTimesOut: a device whose NVM auto-read never completes fails Open
-// with ErrTimeout within the deadline, instead of hanging.
+// TestResetTimesOut: a device that never leaves reset (CTRL.RST stays set)
+// fails Open with ErrTimeout within the deadline, instead of hanging.
 func TestResetTimesOut(t *testing.T) {
-	d := &stubDevice{vendor: 0x8086, device: 0x10C9, read: func(off uint32) uint32 { return 0 }}
+	d := &stubDevice{vendor: 0x8086, device: 0x10C9, read: func(off uint32) uint32 {
+		if off == 0 { // CTRL
+			return 1 << 26
+		}
+		return 0
+	}}
 	start := time.Now()
 	_, err := igb.Open(d, igb.Config{})
-	if !errors.Is(err, nic.ErrTimeout) || !strings.Contains(err.Error(), "AUTO_RD") {
-		t.Fatalf("Open: %v, want an AUTO_RD timeout", err)
+	if !errors.Is(err, nic.ErrTimeout) || !strings.Contains(err.Error(), "CTRL.RST") {
+		t.Fatalf("Open: %v, want a reset timeout", err)
 	}
 	if el := time.Since(start); el > 5*time.Second {
 		t.Fatalf("took %v", el)
+	}
+}
+
+// TestNoNVMIsAWarning: like QEMU's igb, a device that never sets EECD.AUTO_RD
+// still opens (as with Linux), with a warning; here it then fails on the
+// missing MAC address, which is the real problem.
+func TestNoNVMIsAWarning(t *testing.T) {
+	d := &stubDevice{vendor: 0x8086, device: 0x10C9, read: func(off uint32) uint32 { return 0 }}
+	_, err := igb.Open(d, igb.Config{})
+	if err == nil || !strings.Contains(err.Error(), "MAC address") {
+		t.Fatalf("Open: %v, want the missing MAC address reported", err)
 	}
 }
 
