@@ -729,6 +729,11 @@ func (pt *dpPartner) fromTAP() {
 			return
 		}
 		if n > 0 {
+			// A MAC pads short frames to the 60-byte minimum; the TAP does not.
+			if n < 60 {
+				clear(buf[n:60])
+				n = 60
+			}
 			if pt.m.Inject(buf[:n]) {
 				pt.sent.Add(1)
 			} else {
