@@ -185,6 +185,7 @@ var diffCases = []diffCase{
 		},
 	},
 	{name: "xdp_reference", prog: "xdp_reference"},
+	{name: "xdp_meta", prog: "xdp_meta"},
 }
 
 func objPath(name string) string { return filepath.Join("xdp", name+".o") }

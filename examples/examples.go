@@ -41,6 +41,7 @@ var All = []Example{
 	{"xdp_globals", "xdp_globals", "state and configuration in .data, .rodata, .bss and .data.stats"},
 	{"xdp_xsk", "xdp_xsk", "redirect to the xskmap entry of the receive queue, else XDP_PASS"},
 	{"xdp_reference", "xdp_reference", "the speed reference: parse Ethernet/IPv4/UDP, drop UDP port 9"},
+	{"xdp_meta", "xdp_meta", "pad short frames (adjust_tail, store_bytes) and leave 8 bytes of metadata (adjust_meta)"},
 }
 
 // Lookup returns the example called name.

@@ -18,3 +18,4 @@ package examples
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_globals.c -o xdp/xdp_globals.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_xsk.c -o xdp/xdp_xsk.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_reference.c -o xdp/xdp_reference.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_meta.c -o xdp/xdp_meta.o

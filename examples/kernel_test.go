@@ -282,3 +282,26 @@ func TestCompareMapsDetectsDifference(t *testing.T) {
 		t.Fatalf("after changing rxcnt[17] on one side: %d differences %v, want 1", len(d), d)
 	}
 }
+
+func TestKernelMeta(t *testing.T) {
+	needKernel(t)
+	o := kload(t, "xdp_meta")
+	g := newFrameGen(6)
+	f := g.ipv4(42, nil, protoUDP, 5, 9)
+	r := krun(t, o, "xdp_meta", f)
+	if r.Verdict != xdpPass || len(r.Frame) != 60 || !bytes.Equal(r.Frame[:42], f) ||
+		!bytes.Equal(r.Frame[42:58], make([]byte, 16)) || !bytes.Equal(r.Frame[58:], []byte{0xbe, 0xef}) {
+		t.Fatalf("42-byte frame: verdict %d, frame %x; want XDP_PASS, zero padding to 60 and beef", r.Verdict, r.Frame)
+	}
+	mark := binary.LittleEndian.Uint32(f[0:4]) ^ 0xA5A5A5A5
+	if len(r.Meta) != 8 || binary.LittleEndian.Uint32(r.Meta) != mark || binary.LittleEndian.Uint32(r.Meta[4:]) != 42 {
+		t.Fatalf("metadata %x, want mark %#x and length 42", r.Meta, mark)
+	}
+	big := g.ipv4(100, nil, protoUDP, 5, 9)
+	if r := krun(t, o, "xdp_meta", big); !bytes.Equal(r.Frame, big) || len(r.Meta) != 8 {
+		t.Fatalf("100-byte frame changed or no metadata: %x / %x", r.Frame, r.Meta)
+	}
+	if c := sumCounter(t, o, "padded", 0); c != 1 {
+		t.Errorf("padded = %d, want 1", c)
+	}
+}
