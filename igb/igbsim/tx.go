@@ -49,6 +49,12 @@ func (m *Model) transmitQueue(q int) {
 			m.mu.Unlock()
 			return
 		}
+		if !m.mem.DMAEnabled() {
+			m.faults.Add("tx", regName(txBlockHigh+uint32(q)*blockHighLn+qTail), uint64(q),
+				"TX queue %d has descriptors to send while bus mastering is off", q)
+			m.mu.Unlock()
+			return
+		}
 		gen := m.gen
 		base, size := x.base(), x.len/descSize
 		head, tail := x.head, x.tail

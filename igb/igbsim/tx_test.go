@@ -3,6 +3,7 @@ package igbsim
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/sim"
@@ -189,6 +190,22 @@ func TestTxGIOMasterDisabledFaults(t *testing.T) {
 	require.Equal(t, 1, r.m.FaultLog().Count())
 }
 
+func TestTxBusMasterOffFaults(t *testing.T) {
+	r, tx, c := txRig(t)
+	require.NoError(t, r.m.Device().WriteConfig(4, 2, 0x2)) // bus master off
+	tx.put(frame(factoryMAC, 60))
+	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	require.Empty(t, c.got())
+	require.Equal(t, 1, r.m.FaultLog().Count())
+	require.Zero(t, r.rd(tTDBAL(0)+0x10), "nothing consumed")
+	r.m.FaultLog().Clear()
+	require.NoError(t, r.m.Device().EnableBusMaster())
+	tx.put(frame(factoryMAC, 60))
+	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	require.Len(t, c.got(), 2, "both go once DMA is allowed")
+	require.NoError(t, r.m.Err())
+}
+
 func TestTwoModelsOverAPair(t *testing.T) {
 	a := newRig(t, Config{MAC: []byte{0x02, 0, 0, 0, 0, 0xA}})
 	b := newRig(t, Config{MAC: []byte{0x02, 0, 0, 0, 0, 0xB}})
@@ -223,4 +240,38 @@ func TestTwoModelsOverAPair(t *testing.T) {
 	require.Equal(t, uint64(1), ea.Stats().Sent)
 	require.NoError(t, a.m.Err())
 	require.NoError(t, b.m.Err())
+}
+
+func TestModelOverUDP(t *testing.T) {
+	r := newRig(t, testCfg())
+	ua, ub, err := sim.NewUDPPair()
+	require.NoError(t, err)
+	defer ub.Close()
+	r.m.Attach(ua)
+	defer ua.Close()
+	got := make(chan []byte, 4)
+	ub.SetReceiver(func(f []byte) { got <- append([]byte(nil), f...) })
+
+	r.linkUp()
+	rx := r.setupRx(0, 8, 2)
+	r.wr(tRDBAL(0)+0x18, 7)
+	r.enableRx(0)
+	tx := r.setupTx(0, 8)
+	r.wr(tTCTL, tTctlEN|tTctlPSP)
+
+	out := frame(bcastMAC, 64)
+	tx.put(out)
+	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	select {
+	case f := <-got:
+		require.Equal(t, out, f, "one frame per datagram")
+	case <-time.After(5 * time.Second):
+		t.Fatal("no datagram within 5s")
+	}
+
+	in := frame(factoryMAC, 70)
+	require.NoError(t, ub.Send(in))
+	r.waitFor("RX write-back", func() bool { return r.rd(tRDBAL(0)+0x10) == 1 })
+	require.Equal(t, in, rx.buf(0, 70))
+	require.NoError(t, r.m.Err())
 }
