@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -27,24 +28,27 @@ import (
 // new node: a slice from an earlier Lookup keeps showing the old value (the
 // garbage collector keeps it, as RCU does in the kernel).
 //
-// One RWMutex guards the trie: Lookup and NextKey read-lock it, Update and
-// Delete write-lock it.
+// Lookup takes no lock, as the kernel's RCU walk: the root and child links are
+// atomic pointers, a node is fully built before it is linked, and an unlinked
+// node stays valid for a reader still on it (the garbage collector frees it).
+// Update, Delete and NextKey hold mu.
 type LPMTrie struct {
 	spec     Spec
 	dataSize uint32
 	maxLen   uint32
 
-	mu   sync.RWMutex
-	root *lpmNode // guarded by mu
-	n    uint32   // stored keys (intermediate nodes excluded); guarded by mu
+	mu   sync.Mutex
+	root atomic.Pointer[lpmNode] // stored under mu, loaded by lock-free readers
+	n    uint32                  // stored keys (intermediate nodes excluded); guarded by mu
 }
 
-// lpmNode is one trie node. Every field is guarded by LPMTrie.mu; value is
-// written only before the node is linked.
+// lpmNode is one trie node. prefixlen, data and value are set before the node
+// is linked and never change (value's bytes belong to programs); child and im
+// are stored under LPMTrie.mu and loaded by lock-free readers.
 type lpmNode struct {
-	child     [2]*lpmNode
+	child     [2]atomic.Pointer[lpmNode]
+	im        atomic.Bool // intermediate: a branch point, not a key
 	prefixlen uint32
-	im        bool // intermediate: a branch point, not a key
 	data      []byte
 	value     []byte
 }
@@ -121,9 +125,8 @@ func (t *LPMTrie) Lookup(key []byte, cpu int) []byte {
 	if !ok || plen > t.maxLen {
 		return nil
 	}
-	t.mu.RLock()
 	var found *lpmNode
-	for n := t.root; n != nil; {
+	for n := t.root.Load(); n != nil; {
 		m := t.match(n, plen, data)
 		if m == t.maxLen {
 			found = n
@@ -132,12 +135,11 @@ func (t *LPMTrie) Lookup(key []byte, cpu int) []byte {
 		if m < n.prefixlen {
 			break
 		}
-		if !n.im {
+		if !n.im.Load() {
 			found = n
 		}
-		n = n.child[extractBit(data, n.prefixlen)]
+		n = n.child[extractBit(data, n.prefixlen)].Load()
 	}
-	t.mu.RUnlock()
 	if found == nil {
 		return nil
 	}
@@ -192,7 +194,7 @@ func (t *LPMTrie) Update(key, value []byte, flags uint64, cpu int) error {
 	slot := &t.root
 	var n *lpmNode
 	var m uint32
-	for n = *slot; n != nil; n = *slot {
+	for n = slot.Load(); n != nil; n = slot.Load() {
 		m = t.match(n, plen, data)
 		if n.prefixlen != m || n.prefixlen == plen {
 			break
@@ -203,21 +205,22 @@ func (t *LPMTrie) Update(key, value []byte, flags uint64, cpu int) error {
 		if err := t.addCheck(flags); err != nil {
 			return err
 		}
-		*slot = nn
+		slot.Store(nn)
 		return nil
 	}
 	if n.prefixlen == m {
 		// Same prefix: replace the node (a key, or an intermediate node that
 		// becomes a key).
-		if !n.im {
+		if !n.im.Load() {
 			if flags == UpdateNoExist {
 				return errExists
 			}
 		} else if err := t.addCheck(flags); err != nil {
 			return err
 		}
-		nn.child = n.child
-		*slot = nn
+		nn.child[0].Store(n.child[0].Load())
+		nn.child[1].Store(n.child[1].Load())
+		slot.Store(nn)
 		return nil
 	}
 	if err := t.addCheck(flags); err != nil {
@@ -225,18 +228,16 @@ func (t *LPMTrie) Update(key, value []byte, flags uint64, cpu int) error {
 	}
 	if m == plen {
 		// The new key is a prefix of n: it becomes n's parent.
-		nn.child[extractBit(n.data, m)] = n
-		*slot = nn
+		nn.child[extractBit(n.data, m)].Store(n)
+		slot.Store(nn)
 		return nil
 	}
 	im := t.newNode(m, n.data, nil)
-	im.im = true
-	if extractBit(data, m) == 1 {
-		im.child = [2]*lpmNode{n, nn}
-	} else {
-		im.child = [2]*lpmNode{nn, n}
-	}
-	*slot = im
+	im.im.Store(true)
+	b := extractBit(data, m)
+	im.child[b].Store(nn)
+	im.child[1-b].Store(n)
+	slot.Store(im)
 	return nil
 }
 
@@ -253,7 +254,7 @@ func (t *LPMTrie) Delete(key []byte) error {
 	trim2 := trim
 	var parent, n *lpmNode
 	var m uint32
-	for n = *trim; n != nil; n = *trim {
+	for n = trim.Load(); n != nil; n = trim.Load() {
 		m = t.match(n, plen, data)
 		if n.prefixlen != m || n.prefixlen == plen {
 			break
@@ -262,26 +263,27 @@ func (t *LPMTrie) Delete(key []byte) error {
 		trim2 = trim
 		trim = &n.child[extractBit(data, n.prefixlen)]
 	}
-	if n == nil || n.prefixlen != plen || n.prefixlen != m || n.im {
+	if n == nil || n.prefixlen != plen || n.prefixlen != m || n.im.Load() {
 		return errNoEntry
 	}
 	t.n--
+	c0, c1 := n.child[0].Load(), n.child[1].Load()
 	switch {
-	case n.child[0] != nil && n.child[1] != nil:
-		n.im = true
-	case parent != nil && parent.im && n.child[0] == nil && n.child[1] == nil:
+	case c0 != nil && c1 != nil:
+		n.im.Store(true)
+	case parent != nil && parent.im.Load() && c0 == nil && c1 == nil:
 		// Drop the now useless intermediate parent too.
-		if parent.child[0] == n {
-			*trim2 = parent.child[1]
+		if parent.child[0].Load() == n {
+			trim2.Store(parent.child[1].Load())
 		} else {
-			*trim2 = parent.child[0]
+			trim2.Store(parent.child[0].Load())
 		}
-	case n.child[0] != nil:
-		*trim = n.child[0]
-	case n.child[1] != nil:
-		*trim = n.child[1]
+	case c0 != nil:
+		trim.Store(c0)
+	case c1 != nil:
+		trim.Store(c1)
 	default:
-		*trim = nil
+		trim.Store(nil)
 	}
 	return nil
 }
@@ -293,9 +295,9 @@ func (t *LPMTrie) NextKey(key, next []byte) error {
 	if len(next) < int(t.spec.KeySize) {
 		return errBadKeySize
 	}
-	t.mu.RLock()
-	defer t.mu.RUnlock()
-	root := t.root
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	root := t.root.Load()
 	if root == nil {
 		return errNoEntry
 	}
@@ -315,20 +317,20 @@ func (t *LPMTrie) NextKey(key, next []byte) error {
 		if n.prefixlen != m || n.prefixlen == plen {
 			break
 		}
-		n = n.child[extractBit(data, n.prefixlen)]
+		n = n.child[extractBit(data, n.prefixlen)].Load()
 	}
-	if n == nil || n.prefixlen != m || n.im {
+	if n == nil || n.prefixlen != m || n.im.Load() {
 		t.copyKey(next, leftmost(root))
 		return nil
 	}
 	n = stack[sp]
 	for ; sp > 0; sp-- {
 		p := stack[sp-1]
-		if p.child[0] == n && p.child[1] != nil {
-			t.copyKey(next, leftmost(p.child[1]))
+		if p.child[0].Load() == n && p.child[1].Load() != nil {
+			t.copyKey(next, leftmost(p.child[1].Load()))
 			return nil
 		}
-		if !p.im {
+		if !p.im.Load() {
 			t.copyKey(next, p)
 			return nil
 		}
@@ -342,15 +344,15 @@ func (t *LPMTrie) NextKey(key, next []byte) error {
 func leftmost(n *lpmNode) *lpmNode {
 	var last *lpmNode
 	for n != nil {
-		if n.im {
-			n = n.child[0]
+		if n.im.Load() {
+			n = n.child[0].Load()
 			continue
 		}
 		last = n
-		if n.child[0] != nil {
-			n = n.child[0]
+		if c := n.child[0].Load(); c != nil {
+			n = c
 		} else {
-			n = n.child[1]
+			n = n.child[1].Load()
 		}
 	}
 	return last
@@ -363,7 +365,7 @@ func (t *LPMTrie) copyKey(dst []byte, n *lpmNode) {
 
 // Len returns the number of stored keys.
 func (t *LPMTrie) Len() int {
-	t.mu.RLock()
-	defer t.mu.RUnlock()
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	return int(t.n)
 }

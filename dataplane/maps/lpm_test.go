@@ -229,3 +229,63 @@ func TestLPMLookupAllocs(t *testing.T) {
 		t.Fatalf("lpm Lookup allocates %v", n)
 	}
 }
+
+// TestLPMConcurrent: lock-free lookups while the control plane inserts and
+// deletes; every answer must be a stored prefix that matches the address.
+// Run with -race.
+func TestLPMConcurrent(t *testing.T) {
+	m := mustNew(t, Spec{Type: ebpf.LPMTrie, KeySize: 8, ValueSize: 8, MaxEntries: 256, Flags: FlagNoPrealloc})
+	// Value: the prefix's first two bytes and its length, so a reader can
+	// check the match.
+	put := func(a, b byte, plen uint32, flags uint64) error {
+		return m.Update(append(u32(plen), a, b, 0, 0), []byte{a, b, byte(plen), 0, 0, 0, 0, 0}, flags, 0)
+	}
+	if err := put(0, 0, 0, UpdateAny); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	errs := make(chan error, 2)
+	for g := range 2 {
+		go func() {
+			r := rand.New(rand.NewPCG(uint64(g), 9))
+			for {
+				select {
+				case <-done:
+					errs <- nil
+					return
+				default:
+				}
+				a, b := byte(r.IntN(4)), byte(r.IntN(256))
+				v := m.Lookup(append(u32(32), a, b, 1, 2), 0)
+				if v == nil {
+					errs <- fmt.Errorf("%d.%d.1.2 matched nothing though /0 is stored", a, b)
+					return
+				}
+				plen := uint32(v[2])
+				got := uint16(v[0])<<8 | uint16(v[1])
+				want := uint16(a)<<8 | uint16(b)
+				if plen > 0 && (got^want)>>(16-plen) != 0 {
+					errs <- fmt.Errorf("%d.%d.1.2 matched %d.%d/%d", a, b, v[0], v[1], plen)
+					return
+				}
+			}
+		}()
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 20000 {
+		plen := uint32(1 + r.IntN(16))
+		x := uint16(r.IntN(1<<10)) << 6
+		x &^= 0xFFFF >> plen
+		if r.IntN(2) == 0 {
+			_ = put(byte(x>>8), byte(x), plen, UpdateAny)
+		} else {
+			_ = m.Delete(append(u32(plen), byte(x>>8), byte(x), 0, 0))
+		}
+	}
+	close(done)
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}
