@@ -19,6 +19,7 @@ package igbsim
 // txFrame is one frame gathered from the ring.
 type txFrame struct {
 	data  []byte // the frame: a view of device memory or a slice of txArena
+	desc  []byte // device view of its first descriptor (nil if unreadable)
 	first uint32 // index of its first descriptor
 	ndesc uint32 // descriptors it used
 	send  bool   // false: refused (faulted) or a lone context descriptor
@@ -95,7 +96,10 @@ func (m *Model) transmitQueue(q int) {
 			fr := &batch[i]
 			idx := fr.first
 			for k := uint32(0); k < fr.ndesc; k++ {
-				d, err := m.mem.View("tx-writeback", base+uint64(idx)*descSize, descSize)
+				d, err := fr.desc, error(nil)
+				if k > 0 || d == nil {
+					d, err = m.mem.View("tx-writeback", base+uint64(idx)*descSize, descSize)
+				}
 				if err == nil && le.Uint32(d[txdCmd:])&txCmdRS != 0 {
 					storeStatus(d, txwStatus, txStatDD)
 					raise = true
@@ -154,6 +158,9 @@ func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte
 		if err != nil { // the ring itself is gone: consume one descriptor
 			fr.bad = true
 			return fr, idx, true
+		}
+		if fr.ndesc == 1 {
+			fr.desc = d
 		}
 		cmd := le.Uint32(d[txdCmd:])
 		if cmd&txCmdDEXT == 0 {
