@@ -21,6 +21,8 @@
 //     entry must exist, so devmap entries need real ifindexes (loopback
 //     works) and cpumap entries a queue size; an empty entry gives the
 //     fallback verdict in the low bits of flags.
+//   - Programs meant for devmap or cpumap entries (sections xdp/devmap,
+//     xdp/cpumap) cannot be test-run: EINVAL.
 //   - A program array empties when the last user-space file descriptor of
 //     its map closes: an [Object] keeps the whole collection open until Close.
 //
