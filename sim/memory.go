@@ -61,6 +61,8 @@ type Memory struct {
 
 	dmaOK atomic.Bool // bus mastering allowed; written by the Device base
 
+	devLock atomic.Pointer[sync.Locker] // held by Sync in non-coherent mode; see SetDeviceLock
+
 	snap atomic.Pointer[[]*mapping] // sorted by iova; replaced whole under mu
 
 	mu     sync.Mutex
@@ -103,6 +105,18 @@ func (m *Memory) Faults() *Faults { return m.faults }
 
 // NonCoherent reports whether the device has its own copy of memory.
 func (m *Memory) NonCoherent() bool { return m.cfg.NonCoherent }
+
+// SetDeviceLock gives the lock the model holds while it accesses memory. In
+// non-coherent mode Sync takes it while copying between the two views, so a Sync
+// never copies bytes the device is writing at that moment (and the race detector
+// sees the ordering). The lock must not be held by the goroutine calling Sync.
+func (m *Memory) SetDeviceLock(l sync.Locker) {
+	if l == nil {
+		m.devLock.Store(nil)
+		return
+	}
+	m.devLock.Store(&l)
+}
 
 // SetDMAEnabled opens or shuts the device's access to memory (bus mastering).
 func (m *Memory) SetDMAEnabled(on bool) { m.dmaOK.Store(on) }
@@ -228,6 +242,10 @@ func (m *Memory) Sync(r *dma.Region, off, n int, dir dma.SyncDir) {
 	if mp == nil || mp.region != r {
 		m.faults.Add("sync", "", r.IOVA, "%s sync of a region that is not live (freed, or from another allocator)", dir)
 		return
+	}
+	if l := m.devLock.Load(); l != nil {
+		(*l).Lock()
+		defer (*l).Unlock()
 	}
 	switch dir {
 	case dma.ForDevice:

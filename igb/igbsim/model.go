@@ -219,6 +219,7 @@ func New(cfg Config) (*Model, error) {
 		Name: cfg.Name, Vendor: 0x8086, Device: cfg.DeviceID, SubVendor: 0x8086, SubDevice: 0x0000,
 		Revision: 1, BARSize: 128 << 10, MSIXVectors: info.vectors,
 	}, m.mem, m)
+	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
