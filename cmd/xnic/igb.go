@@ -37,10 +37,9 @@ func openSimPort(o portOptions) (*openedPort, error) {
 	default:
 		return nil, usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
 	}
-	queues := max(o.Queues, 1)
-	m, err := igbsim.New(igbsim.Config{AutonegDelay: simAutonegDelay, Queues: max(queues, 4)})
+	m, err := newSimIGB(o.Queues)
 	if err != nil {
-		return nil, fmt.Errorf("simulated igb: %w", err)
+		return nil, err
 	}
 	portEnd, peer := sim.NewPair()
 	m.Attach(portEnd)
@@ -61,6 +60,15 @@ func openSimPort(o portOptions) (*openedPort, error) {
 		return m.Close()
 	})
 	return op, nil
+}
+
+// newSimIGB builds an 82576 model with at least the given number of queues.
+func newSimIGB(queues int) (*igbsim.Model, error) {
+	m, err := igbsim.New(igbsim.Config{AutonegDelay: simAutonegDelay, Queues: max(queues, 4)})
+	if err != nil {
+		return nil, fmt.Errorf("simulated igb: %w", err)
+	}
+	return m, nil
 }
 
 var _ nic.Port = (*igb.Port)(nil)

@@ -21,7 +21,7 @@ import (
 func init() {
 	register(&command{name: "info", usage: "BDF | --sim igb [--json]",
 		summary: "open a port and show its model, MAC, link, PHY and queues", run: runInfo})
-	register(&command{name: "regs", usage: "BDF | --sim igb [--json]",
+	register(&command{name: "regs", usage: "BDF | --sim igb [--json] [--raw]",
 		summary: "open a port and dump its registers, named and decoded", run: runRegs})
 	register(&command{name: "stats", usage: "BDF | --sim igb [--json]",
 		summary: "open a port and show its counters", run: runStats})
@@ -226,25 +226,80 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 
 func runRegs(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
-	var asJSON bool
-	bdf, err := parsePortArgs("regs", args, stderr, &o, &asJSON)
+	var asJSON, raw bool
+	fs := newFlags("regs", stderr)
+	portFlags(fs, &o)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	fs.BoolVar(&raw, "raw", false, "read the registers as they are, without bringing the port up (no reset)")
+	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
-	op, err := openPort(bdf, o)
-	if err != nil {
-		return err
+	if len(pos) > 1 {
+		return usageErrorf("one device at a time (got %s)", strings.Join(pos, " "))
 	}
-	defer op.Close()
-	if op.IGB == nil {
-		return fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
+	bdf := ""
+	if len(pos) == 1 {
+		bdf = pos[0]
 	}
-	d := op.IGB.Dump()
+	var d *igb.Dump
+	if raw {
+		if d, err = rawDump(bdf, o); err != nil {
+			return err
+		}
+	} else {
+		op, err := openPort(bdf, o)
+		if err != nil {
+			return err
+		}
+		defer op.Close()
+		if op.IGB == nil {
+			return fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
+		}
+		d = op.IGB.Dump()
+	}
 	if asJSON {
 		return writeJSON(stdout, d)
 	}
 	_, err = io.WriteString(stdout, d.String())
 	return err
+}
+
+// rawDump reads an igb device's registers without touching its state: no
+// reset, no bring-up (a simulated device shows its power-on state).
+func rawDump(bdf string, o portOptions) (*igb.Dump, error) {
+	var dev nic.Device
+	switch {
+	case o.Sim != "" && bdf != "":
+		return nil, usageErrorf("give a PCI address or --sim, not both")
+	case o.Sim == "igb":
+		m, err := newSimIGB(1)
+		if err != nil {
+			return nil, err
+		}
+		defer m.Close()
+		dev = m.Device()
+	case o.Sim != "":
+		return nil, usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
+	case bdf == "":
+		return nil, usageErrorf("%v", errNeedDevice)
+	default:
+		d, err := openPCIDevice(bdf)
+		if err != nil {
+			return nil, err
+		}
+		defer d.Close()
+		dev = d
+	}
+	info := dev.Info()
+	if fam, ok := supported(info.Vendor, info.Device); !ok || fam != familyIGB {
+		return nil, fmt.Errorf("%s: %04x:%04x is not an igb device; --raw knows igb registers only: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+	}
+	regs, err := dev.Regs(0)
+	if err != nil {
+		return nil, err
+	}
+	return igb.DumpRegs(regs, 1), nil
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {

@@ -85,6 +85,27 @@ func TestRegsSim(t *testing.T) {
 	}
 }
 
+// TestRegsRaw: --raw reads without bringing the port up: the receiver is off
+// and the link down, as after power-on.
+func TestRegsRaw(t *testing.T) {
+	rc, out, errs := runPort(t, "regs", "--sim", "igb", "--raw", "--json")
+	if rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errs)
+	}
+	var d igb.Dump
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatal(err)
+	}
+	rctl, _ := d.Reg("RCTL")
+	status, _ := d.Reg("STATUS")
+	if en, _ := rctl.Field("EN"); en != "0" {
+		t.Fatalf("RCTL %+v: the raw dump brought the port up", rctl)
+	}
+	if lu, _ := status.Field("LU"); lu != "0" {
+		t.Fatalf("STATUS %+v", status)
+	}
+}
+
 func TestStatsSim(t *testing.T) {
 	rc, out, errs := runPort(t, "stats", "--sim", "igb", "--json")
 	if rc != 0 {
