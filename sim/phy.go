@@ -80,6 +80,19 @@ const (
 	PHYStatLink       uint16 = 1 << 10 // real time
 )
 
+// PHYStatStyle selects the layout of the vendor status register 17.
+type PHYStatStyle uint8
+
+const (
+	// PHYStatMarvell: Marvell 88E1xxx / Intel I210 copper specific status:
+	// speed bits 15:14 (0 10, 1 100, 2 1000 Mb/s), duplex bit 13, resolved bit
+	// 11, real-time link bit 10.
+	PHYStatMarvell PHYStatStyle = iota
+	// PHYStatIGP: Intel IGP (82576 internal PHY) port status: speed bits 15:14
+	// (1 10, 2 100, 3 1000 Mb/s), link up bit 10, full duplex bit 9.
+	PHYStatIGP
+)
+
 // Register values after a PHY reset.
 const (
 	bmcrDefault   = BMCRANEnable | BMCRFullDplx | BMCRSpeed1000
@@ -111,6 +124,8 @@ type PHYConfig struct {
 	Unplugged bool
 	// Faults receives writes to read-only registers; nil: a private log.
 	Faults *Faults
+	// StatStyle is the layout of register 17.
+	StatStyle PHYStatStyle
 }
 
 // PHY is a clause-22 copper PHY with autonegotiation.
@@ -359,6 +374,21 @@ func (p *PHY) Read(reg int) uint16 {
 	case MIIPHYSTAT:
 		if !p.up.Load() {
 			return 0
+		}
+		if p.cfg.StatStyle == PHYStatIGP {
+			v := uint16(1 << 10) // link up
+			switch p.speed {
+			case 1000:
+				v |= 3 << 14
+			case 100:
+				v |= 2 << 14
+			default:
+				v |= 1 << 14
+			}
+			if p.full {
+				v |= 1 << 9
+			}
+			return v
 		}
 		v := PHYStatResolved | PHYStatLink
 		switch p.speed {

@@ -126,3 +126,15 @@ func TestPHYReadOnlyWriteFaults(t *testing.T) {
 	require.Equal(t, uint16(0xBEEF), p.Read(22))
 	require.Equal(t, 2, f.Count())
 }
+
+func TestPHYStatusStyles(t *testing.T) {
+	p := NewPHY(PHYConfig{AutonegDelay: testAN, StatStyle: PHYStatIGP})
+	require.Zero(t, p.Read(MIIPHYSTAT), "no link: no status")
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	require.Equal(t, uint16(0xC000|0x0400|0x0200), p.Read(MIIPHYSTAT), "IGP: 1000 Mb/s, link, full duplex")
+	q := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true})
+	q.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, q)
+	require.Equal(t, uint16(1<<14|PHYStatDuplex|PHYStatResolved|PHYStatLink), q.Read(MIIPHYSTAT), "Marvell: 100 Mb/s full duplex")
+}

@@ -223,7 +223,7 @@ func New(cfg Config) (*Model, error) {
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
-		Faults: m.faults,
+		Faults: m.faults, StatStyle: phyStyle(info.fam),
 	})
 	// A link change raises LSC; it runs on its own goroutine because the PHY may
 	// report it from inside an MDIC access, with mu held.
@@ -242,6 +242,15 @@ func New(cfg Config) (*Model, error) {
 	m.resetLocked(false)
 	m.mu.Unlock()
 	return m, nil
+}
+
+// phyStyle is the internal PHY's status register layout: IGP on the 82576,
+// Marvell-style on the I350 and I210.
+func phyStyle(f family) sim.PHYStatStyle {
+	if f == fam82576 {
+		return sim.PHYStatIGP
+	}
+	return sim.PHYStatMarvell
 }
 
 // buildNVM fills the EEPROM image: the MAC in words 0-2 and a checksum word
