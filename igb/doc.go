@@ -19,6 +19,13 @@
 // with dma.Allocator.Check before Send writes a descriptor for it, and refused
 // (counted as tx_refused_dma) when the device could not reach it.
 //
+// Devices differ: QEMU's igb (the VM tier) never sets EECD.AUTO_RD after a
+// reset, so its absence is a warning, not an error (Linux carries on too); it
+// brings the link up only after the MDIO autonegotiation restart that Open
+// always does; it ignores EIAM, so a queue's vector keeps firing until masked
+// (ArmIRQ works either way); and it reports the RSS hash only with RXCSUM.PCSD,
+// which Open sets. EICR clears when read in MSI-X mode: Dump never reads it.
+//
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
