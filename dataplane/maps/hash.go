@@ -1,8 +1,9 @@
 package maps
 
 import (
-	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -29,12 +30,17 @@ import (
 //
 // # Locking
 //
-// Buckets are guarded by striped RWMutexes (stripe = bucket index modulo the
-// stripe count): Lookup holds a read lock for the chain walk only; Update and
-// Delete hold the write lock of the key's stripe. The free list and the live
-// count have their own mutex, always taken after a stripe lock, never before.
-// LRU eviction (evictMu) takes one stripe lock at a time, never while the
-// evicting updater holds one.
+// Buckets are guarded by striped mutexes (stripe = bucket index modulo the
+// stripe count), each with a sequence counter that writers make odd while they
+// relink a chain. Lookup takes no lock and writes no shared memory: it reads
+// the sequence, walks the chain through atomic links comparing keys held as
+// atomic 64-bit words, and retries (after a few tries, under the stripe lock)
+// if the sequence moved, as a reader may have followed an entry that was
+// unlinked and reused meanwhile; the kernel's hlist_nulls walk solves the same
+// problem. Update, Delete and NextKey hold the key's stripe lock. The free list
+// and the live count have their own mutex, always taken after a stripe lock,
+// never before. LRU eviction (evictMu) takes one stripe lock at a time, never
+// while the evicting updater holds one.
 //
 // # LRU
 //
@@ -51,15 +57,18 @@ type Hash struct {
 	percpu   bool
 	lru      bool
 	prealloc bool
-	elemSize uint64 // value_size rounded up to 8 (per-CPU stride)
-	ncpu     int    // 1 unless per-CPU
-	valLen   uint64 // bytes of value storage per entry: elemSize*ncpu, or value_size
-	seed     maphash.Seed
+	elemSize uint64       // value_size rounded up to 8 (per-CPU stride)
+	ncpu     int          // 1 unless per-CPU
+	valLen   uint64       // bytes of value storage per entry: elemSize*ncpu, or value_size
+	seed     maphash.Seed // keys over 16 bytes
+	s0, s1   uint64       // keys up to 16 bytes
 
-	mask    uint64   // len(buckets)-1; immutable
-	buckets []*entry // chain heads; element b guarded by stripes[b&stripeMask]
-	stripes []stripe // immutable slice
-	smask   uint64   // len(stripes)-1
+	mask    uint64                  // len(buckets)-1; immutable
+	buckets []atomic.Pointer[entry] // chain heads; stored under stripes[b&smask].mu
+	stripes []stripe                // immutable slice
+	smask   uint64                  // len(stripes)-1
+	nwords  int                     // 64-bit words per key
+	maxWalk int                     // longest chain walk before a reader gives up and locks
 
 	freeMu sync.Mutex
 	free   []*entry // guarded by freeMu; capacity fixed at creation
@@ -71,20 +80,74 @@ type Hash struct {
 }
 
 type stripe struct {
-	sync.RWMutex
-	_ [64 - 24]byte // keep stripes on separate cache lines
+	mu  sync.Mutex
+	seq atomic.Uint64 // odd while a writer (holding mu) relinks one of the stripe's chains
+	_   [64 - 16]byte // keep stripes on separate cache lines
 }
 
-// entry is one key/value pair. key, val and hash are written before the entry
-// is linked into a chain (under its stripe's write lock) and not changed while
-// it is linked; next is guarded by the stripe lock.
+// write runs fn, which relinks chains of the stripe, with the sequence odd;
+// the caller holds s.mu.
+func (s *stripe) write(fn func()) {
+	s.seq.Add(1)
+	fn()
+	s.seq.Add(1)
+}
+
+// entry is one key/value pair. kw (the key as little-endian 64-bit words,
+// zero-padded), val's slice header and hash are set before the entry is
+// linked (kw and hash with atomic stores: a lock-free reader may still be
+// looking at a reused entry) and not changed while it is linked. next is
+// stored under the stripe lock and loaded by lock-free readers.
 type entry struct {
-	next *entry
-	key  []byte
+	next atomic.Pointer[entry]
+	kw   []uint64 // accessed only atomically
 	val  []byte
-	hash atomic.Uint64 // read by the LRU sweep without the stripe lock
+	hash atomic.Uint64 // also read by the LRU sweep without the stripe lock
 	live atomic.Bool   // linked in a chain; written under the stripe lock
 	ref  atomic.Uint32 // LRU reference bit, set by Lookup
+}
+
+// keyWord returns word i of key as stored in entry.kw.
+func keyWord(key []byte, i int) uint64 {
+	off := i * 8
+	switch len(key) - off {
+	case 8, 9, 10, 11, 12, 13, 14, 15, 16:
+		return binary.LittleEndian.Uint64(key[off:])
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(key[off:]))
+	}
+	if off+8 <= len(key) {
+		return binary.LittleEndian.Uint64(key[off:])
+	}
+	var w uint64
+	for j := len(key) - 1; j >= i*8; j-- {
+		w = w<<8 | uint64(key[j])
+	}
+	return w
+}
+
+func (e *entry) keyIs(key []byte) bool {
+	for i := range e.kw {
+		if atomic.LoadUint64(&e.kw[i]) != keyWord(key, i) {
+			return false
+		}
+	}
+	return true
+}
+
+func (e *entry) setKey(key []byte) {
+	for i := range e.kw {
+		atomic.StoreUint64(&e.kw[i], keyWord(key, i))
+	}
+}
+
+// copyKey writes the entry's key (size bytes) into dst.
+func (e *entry) copyKey(dst []byte, size int) {
+	var w [8]byte
+	for i := range e.kw {
+		binary.LittleEndian.PutUint64(w[:], atomic.LoadUint64(&e.kw[i]))
+		copy(dst[i*8:size], w[:])
+	}
 }
 
 const (
@@ -117,7 +180,7 @@ func newHash(spec Spec) (*Hash, error) {
 	if percpu && elem > pcpuMinUnitSize {
 		return nil, mapErr(spec.Name, syscall.E2BIG, "per-CPU value size %d is over %d", spec.ValueSize, pcpuMinUnitSize)
 	}
-	h := &Hash{spec: spec, percpu: percpu, lru: lru, prealloc: prealloc, elemSize: elem, ncpu: 1, seed: maphash.MakeSeed()}
+	h := &Hash{spec: spec, percpu: percpu, lru: lru, prealloc: prealloc, elemSize: elem, ncpu: 1, seed: maphash.MakeSeed(), s0: rand.Uint64(), s1: rand.Uint64()}
 	if percpu {
 		h.ncpu = spec.NumCPU
 		h.valLen = elem * uint64(h.ncpu)
@@ -138,20 +201,23 @@ func newHash(spec Spec) (*Hash, error) {
 		return nil, mapErr(spec.Name, syscall.ENOMEM, "%d bytes is over xnic's %d-byte cap per map; lower max_entries", total, maxMapBytes)
 	}
 	h.mask = nb - 1
-	h.buckets = make([]*entry, nb)
+	h.buckets = make([]atomic.Pointer[entry], nb)
 	ns := min(nb, maxStripes)
 	h.stripes = make([]stripe, ns)
 	h.smask = ns - 1
+	h.nwords = int(spec.KeySize+7) / 8
+	h.maxWalk = int(n) + 1
 	if prealloc {
 		vstride := roundUp8(uint32(h.valLen))
-		keys := make([]byte, n*uint64(spec.KeySize))
+		nw := uint64(h.nwords)
+		keys := make([]uint64, n*nw)
 		vals := make([]byte, n*vstride)
 		h.slab = make([]entry, n)
 		h.free = make([]*entry, 0, n)
 		for i := range h.slab {
 			e := &h.slab[i]
-			k := uint64(i) * uint64(spec.KeySize)
-			e.key = keys[k : k+uint64(spec.KeySize) : k+uint64(spec.KeySize)]
+			k := uint64(i) * nw
+			e.kw = keys[k : k+nw : k+nw]
 			v := uint64(i) * vstride
 			e.val = vals[v : v+h.valLen : v+h.valLen]
 		}
@@ -165,18 +231,77 @@ func newHash(spec Spec) (*Hash, error) {
 // Spec returns the map's spec (NumCPU filled in for per-CPU maps).
 func (h *Hash) Spec() Spec { return h.spec }
 
-func (h *Hash) hashOf(key []byte) uint64 { return maphash.Bytes(h.seed, key) }
+// hashOf hashes a key: keys of up to 16 bytes (nearly every XDP map) with two
+// rounds of the murmur3 finaliser over the seeded key words, longer ones with
+// maphash. Either way the per-map random seed decides the buckets, as jhash's
+// random seed does in the kernel.
+func (h *Hash) hashOf(key []byte) uint64 {
+	switch {
+	case len(key) <= 8:
+		return fmix64(keyWord(key, 0) ^ h.s0)
+	case len(key) <= 16:
+		return fmix64(fmix64(keyWord(key, 0)^h.s0) ^ keyWord(key, 1) ^ h.s1)
+	}
+	return maphash.Bytes(h.seed, key)
+}
+
+// fmix64 is murmur3's 64-bit finaliser: a bijection that spreads every input
+// bit over the whole word.
+func fmix64(x uint64) uint64 {
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
+	x *= 0xc4ceb9fe1a85ec53
+	x ^= x >> 33
+	return x
+}
 
 func (h *Hash) stripeOf(hv uint64) *stripe { return &h.stripes[hv&h.mask&h.smask] }
 
 // find walks the chain of hv for key; the caller holds the stripe lock.
 func (h *Hash) find(hv uint64, key []byte) (e, prev *entry) {
-	for e = h.buckets[hv&h.mask]; e != nil; prev, e = e, e.next {
-		if e.hash.Load() == hv && bytes.Equal(e.key, key) {
+	for e = h.buckets[hv&h.mask].Load(); e != nil; prev, e = e, e.next.Load() {
+		if e.hash.Load() == hv && e.keyIs(key) {
 			return e, prev
 		}
 	}
 	return nil, nil
+}
+
+// findLockFree is find for a reader without the lock: the answer counts only
+// if the stripe's sequence did not move meanwhile (checked by the caller);
+// ok is false when the walk grew longer than any real chain (it followed
+// reused entries round a loop).
+func (h *Hash) findLockFree(hv uint64, key []byte) (e *entry, ok bool) {
+	steps := 0
+	for e = h.buckets[hv&h.mask].Load(); e != nil; e = e.next.Load() {
+		if e.hash.Load() == hv && e.keyIs(key) {
+			return e, true
+		}
+		if steps++; steps > h.maxWalk {
+			return nil, false
+		}
+	}
+	return nil, true
+}
+
+// get finds key without taking the lock when it can (see Locking).
+func (h *Hash) get(hv uint64, key []byte) *entry {
+	s := h.stripeOf(hv)
+	for range 4 {
+		q := s.seq.Load()
+		if q&1 != 0 {
+			continue
+		}
+		e, ok := h.findLockFree(hv, key)
+		if ok && s.seq.Load() == q {
+			return e
+		}
+	}
+	s.mu.Lock()
+	e, _ := h.find(hv, key)
+	s.mu.Unlock()
+	return e
 }
 
 // Lookup returns the value of key (CPU slot cpu on per-CPU maps) aliasing the
@@ -199,11 +324,7 @@ func (h *Hash) lookup(key []byte, cpu int, mark bool) []byte {
 	} else {
 		cpu = 0
 	}
-	hv := h.hashOf(key)
-	s := h.stripeOf(hv)
-	s.RLock()
-	e, _ := h.find(hv, key)
-	s.RUnlock()
+	e := h.get(h.hashOf(key), key)
 	if e == nil {
 		return nil
 	}
@@ -242,7 +363,7 @@ func (h *Hash) popLocked() *entry {
 		// Round the value allocation up to 8 bytes: Go packs smaller
 		// pointer-free objects with less alignment.
 		val := make([]byte, roundUp8(uint32(h.valLen)))
-		return &entry{key: make([]byte, h.spec.KeySize), val: val[:h.valLen:h.valLen]}
+		return &entry{kw: make([]uint64, h.nwords), val: val[:h.valLen:h.valLen]}
 	}
 	n := len(h.free)
 	if n == 0 {
@@ -296,22 +417,22 @@ func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
 	var evicted *entry
 	tries := 0
 	for {
-		s.Lock()
+		s.mu.Lock()
 		old, prev := h.find(hv, key)
 		if old != nil && flags == UpdateNoExist {
-			s.Unlock()
+			s.mu.Unlock()
 			h.dropEvicted(evicted)
 			return errExists
 		}
 		if old == nil && flags == UpdateExist {
-			s.Unlock()
+			s.mu.Unlock()
 			h.dropEvicted(evicted)
 			return errNoEntry
 		}
 		if old != nil && h.percpu {
 			// Per-CPU maps update in place (pcpu_copy_value).
 			h.writeValue(old, value, cpu, false)
-			s.Unlock()
+			s.mu.Unlock()
 			h.dropEvicted(evicted)
 			return nil
 		}
@@ -321,7 +442,7 @@ func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
 			if e == nil {
 				// Every spare is in flight: write in place rather than fail.
 				h.writeValue(old, value, cpu, false)
-				s.Unlock()
+				s.mu.Unlock()
 				h.dropEvicted(evicted)
 				return nil
 			}
@@ -331,12 +452,12 @@ func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
 			e = h.allocNew()
 			if e == nil {
 				if !h.lru {
-					s.Unlock()
+					s.mu.Unlock()
 					return errFull
 				}
 				// Evict outside the stripe lock, then look again: another
 				// updater may have inserted key meanwhile.
-				s.Unlock()
+				s.mu.Unlock()
 				evicted = h.evict()
 				if evicted == nil {
 					// Entries were deleted meanwhile (nothing live to
@@ -349,25 +470,27 @@ func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
 				continue
 			}
 		}
-		copy(e.key, key)
+		e.setKey(key)
 		e.hash.Store(hv)
 		e.ref.Store(0)
 		h.writeValue(e, value, cpu, true)
 		b := &h.buckets[hv&h.mask]
-		if old != nil {
-			// Unlink old, then add the new entry at the head, as the kernel.
-			if prev == nil {
-				*b = old.next
-			} else {
-				prev.next = old.next
+		s.write(func() {
+			if old != nil {
+				// Unlink old, then add the new entry at the head, as the
+				// kernel. old.next stays: a reader on old walks on.
+				if prev == nil {
+					b.Store(old.next.Load())
+				} else {
+					prev.next.Store(old.next.Load())
+				}
+				old.live.Store(false)
 			}
-			old.live.Store(false)
-			old.next = nil
-		}
-		e.next = *b
-		*b = e
-		e.live.Store(true)
-		s.Unlock()
+			e.next.Store(b.Load())
+			b.Store(e)
+			e.live.Store(true)
+		})
+		s.mu.Unlock()
 		if old != nil {
 			h.release(old, false)
 		}
@@ -424,29 +547,30 @@ func (h *Hash) evict() *entry {
 		}
 		hv := e.hash.Load()
 		s := h.stripeOf(hv)
-		s.Lock()
+		s.mu.Lock()
 		if !e.live.Load() || e.hash.Load() != hv {
-			s.Unlock()
+			s.mu.Unlock()
 			continue
 		}
 		var prev *entry
 		b := &h.buckets[hv&h.mask]
-		cur := *b
+		cur := b.Load()
 		for cur != nil && cur != e {
-			prev, cur = cur, cur.next
+			prev, cur = cur, cur.next.Load()
 		}
 		if cur == nil {
-			s.Unlock()
+			s.mu.Unlock()
 			continue
 		}
-		if prev == nil {
-			*b = e.next
-		} else {
-			prev.next = e.next
-		}
-		e.next = nil
-		e.live.Store(false)
-		s.Unlock()
+		s.write(func() {
+			if prev == nil {
+				b.Store(e.next.Load())
+			} else {
+				prev.next.Store(e.next.Load())
+			}
+			e.live.Store(false)
+		})
+		s.mu.Unlock()
 		return e
 	}
 	return nil
@@ -459,20 +583,21 @@ func (h *Hash) Delete(key []byte) error {
 	}
 	hv := h.hashOf(key)
 	s := h.stripeOf(hv)
-	s.Lock()
+	s.mu.Lock()
 	e, prev := h.find(hv, key)
 	if e == nil {
-		s.Unlock()
+		s.mu.Unlock()
 		return errNoEntry
 	}
-	if prev == nil {
-		h.buckets[hv&h.mask] = e.next
-	} else {
-		prev.next = e.next
-	}
-	e.next = nil
-	e.live.Store(false)
-	s.Unlock()
+	s.write(func() {
+		if prev == nil {
+			h.buckets[hv&h.mask].Store(e.next.Load())
+		} else {
+			prev.next.Store(e.next.Load())
+		}
+		e.live.Store(false)
+	})
+	s.mu.Unlock()
 	h.release(e, true)
 	return nil
 }
@@ -488,27 +613,27 @@ func (h *Hash) NextKey(key, next []byte) error {
 	if key != nil && len(key) == int(h.spec.KeySize) {
 		hv := h.hashOf(key)
 		s := h.stripeOf(hv)
-		s.RLock()
+		s.mu.Lock()
 		e, _ := h.find(hv, key)
 		if e != nil {
-			if e.next != nil {
-				copy(next, e.next.key)
-				s.RUnlock()
+			if n := e.next.Load(); n != nil {
+				n.copyKey(next, int(h.spec.KeySize))
+				s.mu.Unlock()
 				return nil
 			}
 			start = (hv & h.mask) + 1
 		}
-		s.RUnlock()
+		s.mu.Unlock()
 	}
 	for b := start; b <= h.mask; b++ {
 		s := &h.stripes[b&h.smask]
-		s.RLock()
-		if e := h.buckets[b]; e != nil {
-			copy(next, e.key)
-			s.RUnlock()
+		s.mu.Lock()
+		if e := h.buckets[b].Load(); e != nil {
+			e.copyKey(next, int(h.spec.KeySize))
+			s.mu.Unlock()
 			return nil
 		}
-		s.RUnlock()
+		s.mu.Unlock()
 	}
 	return errNoEntry
 }

@@ -302,3 +302,29 @@ func TestHashConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// TestHashSpread: sequential keys (the common case: indexes, ports, IPv4
+// addresses) spread over the buckets; no chain grows long.
+func TestHashSpread(t *testing.T) {
+	for _, ks := range []uint32{4, 8, 12, 16, 20} {
+		m := mustNew(t, Spec{Type: ebpf.Hash, KeySize: ks, ValueSize: 4, MaxEntries: 4096}).(*Hash)
+		key := make([]byte, ks)
+		for i := range uint32(4096) {
+			putIndex(key[len(key)-4:], i) // vary the last word (the high bytes of a 12/16/20-byte key)
+			if err := m.Update(key, u32(i), UpdateNoExist, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		longest := 0
+		for b := range m.buckets {
+			n := 0
+			for e := m.buckets[b].Load(); e != nil; e = e.next.Load() {
+				n++
+			}
+			longest = max(longest, n)
+		}
+		if longest > 10 {
+			t.Errorf("key size %d: a chain of %d entries among 4096 buckets", ks, longest)
+		}
+	}
+}
