@@ -339,10 +339,12 @@ func (m *Model) Close() error {
 	return m.dev.Close()
 }
 
-// Reset implements sim.Model: a function-level reset (as CTRL.RST).
+// Reset implements sim.Model: a function-level reset. Registers return to
+// their reset values as with CTRL.RST, but the reset is over when Reset returns,
+// as VFIO_DEVICE_RESET waits for the function to come back.
 func (m *Model) Reset() {
 	m.mu.Lock()
-	m.resetLocked(true)
+	m.resetLocked(false)
 	m.mu.Unlock()
 }
 
