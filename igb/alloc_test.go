@@ -127,3 +127,96 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 		t.Fatalf("only %d frames went round", moved)
 	}
 }
+
+// writeBack plays the device writing one RX write-back at RDH with the given
+// status/error word, length, packet info and RSS hash, and advances RDH.
+func (d *plainDevice) writeBack(t testing.TB, stat uint32, length uint16, pktInfo uint16, rss uint32, payload byte) {
+	base := uint64(d.regs[0x2804/4])<<32 | uint64(d.regs[0x2800/4])
+	size := int(d.regs[0x2808/4] / 16)
+	head, tail := int(d.regs[0x2810/4]), int(d.regs[0x2818/4])
+	if head == tail {
+		t.Fatal("no descriptor posted")
+	}
+	desc, err := d.mem.View("rx", base+uint64(head)*16, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if buf, err := d.mem.View("rx", binary.LittleEndian.Uint64(desc), 64); err == nil {
+		buf[0] = payload
+	}
+	clear(desc)
+	binary.LittleEndian.PutUint16(desc[0:], pktInfo)
+	binary.LittleEndian.PutUint32(desc[4:], rss)
+	binary.LittleEndian.PutUint16(desc[12:], length)
+	binary.LittleEndian.PutUint32(desc[8:], stat)
+	d.regs[0x2810/4] = uint32((head + 1) % size)
+}
+
+// TestHostileWriteback: the driver drops (and counts) what a device or a
+// corrupted ring hands it, and delivers only sane frames.
+func TestHostileWriteback(t *testing.T) {
+	d := newPlainDevice()
+	p, err := igb.Open(d, igb.Config{RxRingSize: 16, TxRingSize: 16, PoolSize: 64, LinkTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	const dd, eop, rxe = 1, 2, 1 << 31
+	d.writeBack(t, dd|eop|rxe, 100, 0, 0, 1)     // frame error
+	d.writeBack(t, dd, 2048, 0, 0, 2)            // first part of a frame spanning buffers...
+	d.writeBack(t, dd|eop, 100, 0, 0, 3)         // ...and its end: both dropped
+	d.writeBack(t, dd|eop, 4000, 0, 0, 4)        // longer than the buffer
+	d.writeBack(t, dd|eop, 0, 0, 0, 5)           // empty
+	d.writeBack(t, dd|eop, 60, 1, 0xCAFEF00D, 6) // good, with an RSS hash (type 1)
+	d.writeBack(t, dd|eop|1<<30, 61, 0, 0, 7)    // IPv4 checksum error only: delivered
+	bufs := make([]*dma.Buf, 16)
+	n := p.RxQueue(0).Recv(bufs)
+	if n != 2 {
+		t.Fatalf("Recv delivered %d frames, want 2", n)
+	}
+	if b := bufs[0]; b.Len != 60 || b.Data()[0] != 6 || b.RSSHash != 0xCAFEF00D || b.Flags&dma.FlagRSSValid == 0 {
+		t.Fatalf("good frame: len %d first byte %d hash %#x flags %#x", b.Len, b.Data()[0], b.RSSHash, b.Flags)
+	}
+	if b := bufs[1]; b.Len != 61 || b.Flags&dma.FlagCsumOK != 0 {
+		t.Fatalf("checksum-error frame: len %d flags %#x", b.Len, b.Flags)
+	}
+	if v := counter(t, p, "rx_desc_errors"); v != 5 {
+		t.Fatalf("rx_desc_errors %d, want 5", v)
+	}
+	// Every consumed slot was refilled and made visible with one tail write.
+	if tail := d.regs[0x2818/4]; tail != (15+7)%16 {
+		t.Fatalf("RDT %d, want %d", tail, (15+7)%16)
+	}
+	for _, b := range bufs[:n] {
+		b.Free()
+	}
+	if s := p.RxQueue(0).Pool().Stats(); s.ByOwner[dma.OwnerRx] != 15 || s.BadPuts != 0 {
+		t.Fatalf("pool accounting %+v", s)
+	}
+	// TX: a device that never completes leaves descriptors in flight; Send
+	// takes only what fits and Reclaim returns nothing.
+	tq := p.TxQueue(0)
+	pool := p.RxQueue(0).Pool()
+	var tx []*dma.Buf
+	for i := 0; i < 20; i++ {
+		b := pool.Get()
+		b.Len = 64
+		tx = append(tx, b)
+	}
+	if k := tq.Send(tx); k != 15 {
+		t.Fatalf("Send took %d into a 16-ring, want 15", k)
+	}
+	if tq.Free() != 0 || tq.Reclaim() != 0 {
+		t.Fatal("descriptors completed that the device never finished")
+	}
+	if k := tq.Send(tx[15:]); k != 0 {
+		t.Fatalf("Send took %d into a full ring", k)
+	}
+	for _, b := range tx[15:] {
+		b.Free()
+	}
+	d.complete(t)
+	if r := tq.Reclaim(); r != 15 || tq.Free() != 15 {
+		t.Fatalf("Reclaim %d, Free %d after completion", r, tq.Free())
+	}
+}
