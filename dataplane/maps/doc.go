@@ -32,7 +32,10 @@
 // # Fast path
 //
 // Lookup on array, percpu_array, hash, percpu_hash, lru maps and lpm_trie
-// allocates nothing. Hash maps preallocate every entry at creation (like the
+// allocates nothing and takes no lock: arrays index their storage, hash maps
+// walk their chains under per-stripe sequence counters, lpm_trie walks atomic
+// links (see each type). Poll goroutines looking up the same entries share
+// cache lines only for reading. Hash maps preallocate every entry at creation (like the
 // kernel's default, non BPF_F_NO_PREALLOC, hash maps), so Update and Delete
 // allocate nothing either. lpm_trie requires BPF_F_NO_PREALLOC (as the
 // kernel does) and allocates a node per insert.
