@@ -12,6 +12,8 @@
 //   - Reset: CTRL.RST (and CTRL.DEV_RST) resets every register; the reset lasts
 //     Config.ResetDelay, during which CTRL reads RST, EECD.AUTO_RD reads 0 and
 //     register writes are faults. RAL0/RAH0 come back with the factory MAC and AV.
+//     A function-level reset (Device().Reset) does the same but is over when it
+//     returns, as VFIO_DEVICE_RESET waits for the function.
 //     CTRL.GIO_MASTER_DISABLE clears STATUS.GIO_MASTER_ENABLE at once and blocks
 //     DMA. EERD reads a small NVM image (MAC in words 0-2, checksum 0xBABA).
 //   - PHY and link: MDIC reaches a sim.PHY at address 1 (READY at once; ERROR for
@@ -23,7 +25,7 @@
 //     advanced one-buffer descriptors only; frames larger than a buffer are split
 //     over several descriptors; frames that find too few free descriptors are
 //     dropped and counted in MPC, RNBC and RQDPC; undersize and oversize frames
-//     count in RUC and ROC. RSS: MRQC (MRQE 2 with RXCSUM.PCSD, as the hardware
+//     count in RUC and ROC; InjectBadFCS counts CRCERRS. RSS: MRQC (MRQE 2 with RXCSUM.PCSD, as the hardware
 //     needs for the hash to reach the descriptor), RSSRK, RETA; the Toeplitz hash
 //     over IPv4/IPv6 addresses and TCP/UDP ports goes into the write-back.
 //   - Transmit: queues at 0x3800+0x100n and 0xE000+0x40n, advanced data

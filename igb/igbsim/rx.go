@@ -29,6 +29,19 @@ func (m *Model) Inject(frame []byte) bool {
 	return ok
 }
 
+// InjectBadFCS delivers frame as if it arrived with a wrong FCS: the MAC drops
+// it and counts it in CRCERRS (when receiving is on and the link is up).
+func (m *Model) InjectBadFCS(frame []byte) {
+	m.mu.Lock()
+	if !m.closed && m.rctl&rctlEN != 0 && m.linkUpLocked() {
+		m.incStat(stCRCERRS)
+		m.cnt.RxErrors++
+	} else {
+		m.cnt.RxNoLink++
+	}
+	m.mu.Unlock()
+}
+
 func (m *Model) receiveLocked(frame []byte) bool {
 	if m.closed || m.rctl&rctlEN == 0 || !m.linkUpLocked() {
 		m.cnt.RxNoLink++

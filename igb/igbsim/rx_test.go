@@ -153,6 +153,9 @@ func TestRxSizeLimitsAndSplit(t *testing.T) {
 	}
 	require.Equal(t, big, got)
 	require.False(t, r.m.Inject(frame(factoryMAC, 9019)), "over RLPML")
+	r.m.InjectBadFCS(frame(factoryMAC, 64))
+	require.Equal(t, uint32(1), r.rd(tCRC), "CRCERRS")
+	require.Equal(t, uint32(0), r.rd(tCRC), "clear on read")
 	require.NoError(t, r.m.Err())
 }
 
