@@ -49,3 +49,30 @@ func TestValueAlignment(t *testing.T) {
 		}
 	}
 }
+
+// TestPerCPUSlotsApart: the CPU slots of one entry sit on different cache
+// lines (CPU-major layout), so counters bumped by different poll goroutines
+// do not false-share.
+func TestPerCPUSlotsApart(t *testing.T) {
+	for _, s := range []Spec{
+		{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 16, NumCPU: 4},
+		{Type: ebpf.PerCPUHash, KeySize: 4, ValueSize: 8, MaxEntries: 16, NumCPU: 4},
+		{Type: ebpf.LRUCPUHash, KeySize: 4, ValueSize: 8, MaxEntries: 16, NumCPU: 4},
+	} {
+		m := mustNew(t, s)
+		if IsPerCPU(s.Type) && s.Type != ebpf.PerCPUArray {
+			if err := m.Update(u32(3), u64(1), UpdateAny, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var addrs []uintptr
+		for c := range 4 {
+			addrs = append(addrs, reflect.ValueOf(m.Lookup(u32(3), c)).Pointer())
+		}
+		for c := 1; c < 4; c++ {
+			if d := addrs[c] - addrs[c-1]; d < 64 {
+				t.Errorf("%v: CPU %d and %d slots %d bytes apart, want a cache line at least", s.Type, c-1, c, d)
+			}
+		}
+	}
+}

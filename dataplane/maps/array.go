@@ -13,7 +13,10 @@ import (
 // Delete is EINVAL and an Update with BPF_NOEXIST is EEXIST.
 //
 // Storage is one slice allocated at creation and owned by the map for its
-// whole life; per-CPU slot c of entry i lives at (i*NumCPU+c)*elemSize.
+// whole life. A per-CPU array keeps each CPU's slots together (slot c of
+// entry i at (c*max_entries+i)*elemSize), so poll goroutines bumping their own
+// counters of the same entry do not share cache lines, as the kernel's
+// per-CPU areas.
 // Update copies into the slot in place without a lock (as the kernel's
 // copy_map_value); readers that race with it may see a mix of old and new
 // bytes, as in the kernel.
@@ -77,7 +80,7 @@ func newArray(spec Spec) (*Array, error) {
 func (a *Array) Spec() Spec { return a.spec }
 
 func (a *Array) slot(i uint32, cpu int) []byte {
-	off := (uint64(i)*uint64(a.ncpu) + uint64(cpu)) * a.elemSize
+	off := (uint64(cpu)*uint64(a.spec.MaxEntries) + uint64(i)) * a.elemSize
 	end := off + uint64(a.spec.ValueSize)
 	return a.data[off:end:end]
 }
@@ -161,7 +164,7 @@ func (a *Array) NextKey(key, next []byte) error {
 }
 
 // Bytes returns the whole value storage (entry i at i*ElemSize() for a plain
-// array): the region global data sections (.data, .rodata, .bss) expose for
+// array, CPU-major for a per-CPU one): the region global data sections (.data, .rodata, .bss) expose for
 // direct value access. It aliases the map.
 func (a *Array) Bytes() []byte { return a.data }
 

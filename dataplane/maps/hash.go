@@ -60,6 +60,7 @@ type Hash struct {
 	elemSize uint64       // value_size rounded up to 8 (per-CPU stride)
 	ncpu     int          // 1 unless per-CPU
 	valLen   uint64       // bytes of value storage per entry: elemSize*ncpu, or value_size
+	pcpu     []byte       // preallocated per-CPU values, CPU-major: slot c of entry idx at (c*len(slab)+idx)*elemSize
 	seed     maphash.Seed // keys over 16 bytes
 	s0, s1   uint64       // keys up to 16 bytes
 
@@ -99,6 +100,7 @@ func (s *stripe) write(fn func()) {
 // looking at a reused entry) and not changed while it is linked. next is
 // stored under the stripe lock and loaded by lock-free readers.
 type entry struct {
+	idx  int // index in the slab (-1: allocated alone, BPF_F_NO_PREALLOC); immutable
 	next atomic.Pointer[entry]
 	kw   []uint64 // accessed only atomically
 	val  []byte
@@ -211,15 +213,25 @@ func newHash(spec Spec) (*Hash, error) {
 		vstride := roundUp8(uint32(h.valLen))
 		nw := uint64(h.nwords)
 		keys := make([]uint64, n*nw)
-		vals := make([]byte, n*vstride)
+		var vals []byte
+		if percpu {
+			// CPU-major, so that CPUs updating the same entry do not share
+			// cache lines (the kernel's per-CPU areas).
+			h.pcpu = make([]byte, n*h.valLen)
+		} else {
+			vals = make([]byte, n*vstride)
+		}
 		h.slab = make([]entry, n)
 		h.free = make([]*entry, 0, n)
 		for i := range h.slab {
 			e := &h.slab[i]
+			e.idx = i
 			k := uint64(i) * nw
 			e.kw = keys[k : k+nw : k+nw]
-			v := uint64(i) * vstride
-			e.val = vals[v : v+h.valLen : v+h.valLen]
+			if !percpu {
+				v := uint64(i) * vstride
+				e.val = vals[v : v+h.valLen : v+h.valLen]
+			}
 		}
 		for i := len(h.slab) - 1; i >= 0; i-- {
 			h.free = append(h.free, &h.slab[i])
@@ -331,8 +343,23 @@ func (h *Hash) lookup(key []byte, cpu int, mark bool) []byte {
 	if mark && h.lru && e.ref.Load() == 0 {
 		e.ref.Store(1)
 	}
-	off := uint64(cpu) * h.elemSize
-	return e.val[off : off+uint64(h.spec.ValueSize) : off+uint64(h.spec.ValueSize)]
+	return h.slot(e, cpu)
+}
+
+// slot is CPU slot cpu of e's value (the value itself on other maps).
+func (h *Hash) slot(e *entry, cpu int) []byte {
+	var off uint64
+	buf := e.val
+	if h.percpu {
+		if e.idx >= 0 {
+			buf = h.pcpu
+			off = (uint64(cpu)*uint64(len(h.slab)) + uint64(e.idx)) * h.elemSize
+		} else {
+			off = uint64(cpu) * h.elemSize
+		}
+	}
+	end := off + uint64(h.spec.ValueSize)
+	return buf[off:end:end]
 }
 
 // allocNew takes an entry for a new key: ENOMEM-free E2BIG when max_entries
@@ -363,7 +390,7 @@ func (h *Hash) popLocked() *entry {
 		// Round the value allocation up to 8 bytes: Go packs smaller
 		// pointer-free objects with less alignment.
 		val := make([]byte, roundUp8(uint32(h.valLen)))
-		return &entry{kw: make([]uint64, h.nwords), val: val[:h.valLen:h.valLen]}
+		return &entry{idx: -1, kw: make([]uint64, h.nwords), val: val[:h.valLen:h.valLen]}
 	}
 	n := len(h.free)
 	if n == 0 {
@@ -513,14 +540,16 @@ func (h *Hash) writeValue(e *entry, value []byte, cpu int, fresh bool) {
 		copy(e.val, value)
 		return
 	}
-	if cpu < 0 {
-		copy(e.val, value)
-		return
+	for c := range h.ncpu {
+		switch {
+		case cpu < 0:
+			copy(h.slot(e, c), value[uint64(c)*h.elemSize:])
+		case c == cpu:
+			copy(h.slot(e, c), value)
+		case fresh:
+			clear(h.slot(e, c))
+		}
 	}
-	if fresh {
-		clear(e.val)
-	}
-	copy(e.val[uint64(cpu)*h.elemSize:], value)
 }
 
 // evict runs the CLOCK sweep and unlinks one entry, which the caller reuses
