@@ -732,3 +732,51 @@ func TestSimZeroAllocs(t *testing.T) {
 	}
 	r.checkModel()
 }
+
+// TestSimControlWhilePolling: control methods run on other goroutines while
+// one goroutine owns the queues (run with -race to check the claim).
+func TestSimControlWhilePolling(t *testing.T) {
+	r := newRigSim(t, igbsim.Config{}, igb.Config{RxRingSize: 64, TxRingSize: 64})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := 0; i < 2; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = r.p.Stats()
+				_ = r.p.Link()
+				_ = r.p.Dump()
+				_ = r.p.SetPromisc(false)
+			}
+		}()
+	}
+	rng := rand.New(rand.NewPCG(21, 22))
+	for round := 0; round < 50; round++ {
+		var in [][]byte
+		for i := 0; i < 10; i++ {
+			f := randFrame(rng, r.p.MAC(), 60+rng.IntN(1454))
+			in = append(in, f)
+			r.wire.Send(f)
+		}
+		got, _ := receive(t, r.p, len(in))
+		for i := range in {
+			if !bytes.Equal(got[i], in[i]) {
+				t.Fatalf("round %d frame %d differs", round, i)
+			}
+		}
+		transmit(t, r.p, 0, in[:3], 3)
+	}
+	close(stop)
+	wg.Wait()
+	reclaimAll(t, r.p, 64)
+	if v := counter(t, r.p, "rx_packets"); v != 500 {
+		t.Fatalf("rx_packets %d, want 500", v)
+	}
+	r.checkModel()
+}
