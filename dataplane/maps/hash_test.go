@@ -2,6 +2,7 @@ package maps
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
@@ -325,6 +326,67 @@ func TestHashSpread(t *testing.T) {
 		}
 		if longest > 10 {
 			t.Errorf("key size %d: a chain of %d entries among 4096 buckets", ks, longest)
+		}
+	}
+}
+
+// TestHashLockFreeReaders: while writers churn other keys through a small map
+// (deletes and inserts reuse entries constantly, in the same chains), readers
+// must always find the stable keys, with their own values: a lock-free walk
+// that strays into a reused entry has to notice and retry. Run with -race.
+func TestHashLockFreeReaders(t *testing.T) {
+	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.LRUHash} {
+		// Room for every key (8 stable, 40 churning): an LRU map must not
+		// evict here, only recycle deleted entries; the hash map is small
+		// enough that churn inserts also hit E2BIG.
+		size := uint32(24)
+		if typ == ebpf.LRUHash {
+			size = 48
+		}
+		m := mustNew(t, Spec{Type: typ, KeySize: 8, ValueSize: 8, MaxEntries: size})
+		for i := range uint64(8) {
+			if err := m.Update(u64(i), u64(i*1000), UpdateNoExist, 0); err != nil {
+				t.Fatal(err)
+			}
+		}
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for g := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := uint64(0); ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					k := u64(100 + (i*7+uint64(g))%40)
+					if i%2 == 0 {
+						_ = m.Update(k, k, UpdateAny, 0)
+					} else {
+						_ = m.Delete(k)
+					}
+				}
+			}()
+		}
+		var bad error
+		for i := range 200000 {
+			k := uint64(i % 8)
+			v := m.Lookup(u64(k), 0)
+			if v == nil {
+				bad = fmt.Errorf("%v: stable key %d not found (lookup %d)", typ, k, i)
+				break
+			}
+			if got := binary.LittleEndian.Uint64(v); got != k*1000 {
+				bad = fmt.Errorf("%v: stable key %d has value %d", typ, k, got)
+				break
+			}
+		}
+		close(stop)
+		wg.Wait()
+		if bad != nil {
+			t.Fatal(bad)
 		}
 	}
 }
