@@ -22,9 +22,11 @@ import (
 //
 // # Memory
 //
-// Unless BPF_F_NO_PREALLOC is set, max_entries (plus a few spares) entries are
+// Unless BPF_F_NO_PREALLOC is set, max_entries (plus a few spares, and one
+// per CPU slot for replacements, like the kernel's extra_elems) entries are
 // allocated at creation and recycled through a free list: Update and Delete
-// never allocate. With BPF_F_NO_PREALLOC each insert allocates a fresh entry
+// never allocate. Replacing a key swaps entries with the caller's per-CPU
+// spare without touching the free list's lock. With BPF_F_NO_PREALLOC each insert allocates a fresh entry
 // from the Go heap and a deleted one is left to the garbage collector (what a
 // stale Lookup slice shows then never changes).
 //
@@ -74,6 +76,8 @@ type Hash struct {
 	freeMu sync.Mutex
 	free   []*entry // guarded by freeMu; capacity fixed at creation
 	count  uint32   // live entries; guarded by freeMu
+
+	extra []atomic.Pointer[entry] // per-CPU spare entries for replacements (prealloc only); immutable slice
 
 	evictMu sync.Mutex
 	slab    []entry // preallocated entries; immutable slice
@@ -194,7 +198,8 @@ func newHash(spec Spec) (*Hash, error) {
 	for nb < uint64(spec.MaxEntries) {
 		nb <<= 1
 	}
-	n := uint64(spec.MaxEntries) + spareEntries
+	nextra := max(spec.NumCPU, 1) // New filled NumCPU in for every type
+	n := uint64(spec.MaxEntries) + spareEntries + uint64(nextra)
 	total := nb*8 + n*(uint64(spec.KeySize)+roundUp8(uint32(h.valLen))+64)
 	if !prealloc {
 		total = nb * 8
@@ -236,8 +241,24 @@ func newHash(spec Spec) (*Hash, error) {
 		for i := len(h.slab) - 1; i >= 0; i-- {
 			h.free = append(h.free, &h.slab[i])
 		}
+		// One spare entry per CPU slot for replacing a key, as the kernel's
+		// per-CPU extra_elems: the replaced entry becomes the slot's next
+		// spare, and neither step touches the free list's lock.
+		h.extra = make([]atomic.Pointer[entry], nextra)
+		for i := range h.extra {
+			h.extra[i].Store(h.popLocked())
+		}
 	}
 	return h, nil
+}
+
+// extraSlot picks the per-CPU spare slot for cpu (any value is safe: slots are
+// swapped atomically).
+func (h *Hash) extraSlot(cpu int) *atomic.Pointer[entry] {
+	if cpu < 0 {
+		cpu = 0
+	}
+	return &h.extra[cpu%len(h.extra)]
 }
 
 // Spec returns the map's spec (NumCPU filled in for per-CPU maps).
@@ -465,7 +486,12 @@ func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
 		}
 		var e *entry
 		if old != nil {
-			e = h.allocSpare()
+			if h.prealloc {
+				e = h.extraSlot(cpu).Swap(nil)
+			}
+			if e == nil {
+				e = h.allocSpare()
+			}
 			if e == nil {
 				// Every spare is in flight: write in place rather than fail.
 				h.writeValue(old, value, cpu, false)
@@ -519,7 +545,9 @@ func (h *Hash) Update(key, value []byte, flags uint64, cpu int) error {
 		})
 		s.mu.Unlock()
 		if old != nil {
-			h.release(old, false)
+			if !h.prealloc || !h.extraSlot(cpu).CompareAndSwap(nil, old) {
+				h.release(old, false)
+			}
 		}
 		h.dropEvicted(evicted)
 		return nil
