@@ -39,12 +39,11 @@ const (
 
 // Receive status and error bits (E1000_RXD_STAT_*, E1000_RXDEXT_STATERR_*).
 const (
-	rxStatDD    uint32 = 1 << 0 // descriptor done: the device wrote it back
-	rxStatEOP   uint32 = 1 << 1 // end of packet
-	rxStatVP    uint32 = 1 << 3 // 802.1Q packet, tag in VLAN field
-	rxStatUDPCS uint32 = 1 << 4 // UDP checksum computed
-	rxStatL4CS  uint32 = 1 << 5 // TCP/UDP checksum computed
-	rxStatIPCS  uint32 = 1 << 6 // IPv4 checksum computed
+	rxStatDD   uint32 = 1 << 0 // descriptor done: the device wrote it back
+	rxStatEOP  uint32 = 1 << 1 // end of packet
+	rxStatVP   uint32 = 1 << 3 // 802.1Q packet, tag in VLAN field
+	rxStatL4CS uint32 = 1 << 5 // TCP/UDP checksum computed
+	rxStatIPCS uint32 = 1 << 6 // IPv4 checksum computed
 
 	rxErrCE  uint32 = 1 << 24 // CRC or alignment error
 	rxErrSE  uint32 = 1 << 25 // symbol error
@@ -53,7 +52,6 @@ const (
 	rxErrL4E uint32 = 1 << 29 // TCP/UDP checksum error
 	rxErrIPE uint32 = 1 << 30 // IPv4 checksum error
 	rxErrRXE uint32 = 1 << 31 // RX data error
-	rxErrHBO uint32 = 1 << 23 // header buffer overflow
 
 )
 
@@ -91,7 +89,6 @@ const (
 	txCmdIFCS    uint32 = 1 << 25   // insert FCS
 	txCmdRS      uint32 = 1 << 27   // report status: write back DD
 	txCmdDEXT    uint32 = 1 << 29   // extended (advanced) descriptor
-	txCmdVLE     uint32 = 1 << 30   // insert VLAN
 	txPaylenShft        = 14
 )
 

@@ -66,15 +66,47 @@ func (p *Port) Dump() *Dump { return DumpRegs(p.regs, p.NumQueues()) }
 
 func bit(v uint32, n uint) string { return fmt.Sprint(v >> n & 1) }
 
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 func field(v uint32, lo, width uint) uint32 { return v >> lo & (1<<width - 1) }
 
-func flags(v uint32, names map[uint]string, order []uint) []Field {
-	fs := make([]Field, 0, len(order))
-	for _, n := range order {
-		fs = append(fs, Field{names[n], bit(v, n)})
-	}
-	return fs
+// flagName names one single-bit field by its mask.
+type flagName struct {
+	mask uint32
+	name string
 }
+
+func flagFields(v uint32, fs []flagName) []Field {
+	out := make([]Field, 0, len(fs))
+	for _, f := range fs {
+		b := "0"
+		if v&f.mask != 0 {
+			b = "1"
+		}
+		out = append(out, Field{f.name, b})
+	}
+	return out
+}
+
+var (
+	ctrlFlags = []flagName{{uint32(ctrlFD), "FD"}, {uint32(ctrlGIOMasterD), "GIO_MASTER_DISABLE"}, {uint32(ctrlLRST), "LRST"},
+		{uint32(ctrlASDE), "ASDE"}, {uint32(ctrlSLU), "SLU"}, {uint32(ctrlILOS), "ILOS"}, {uint32(ctrlFRCSPD), "FRCSPD"},
+		{uint32(ctrlFRCDPX), "FRCDPX"}, {uint32(ctrlRST), "RST"}, {uint32(ctrlRFCE), "RFCE"}, {uint32(ctrlTFCE), "TFCE"},
+		{uint32(ctrlVME), "VME"}, {uint32(ctrlPHYRST), "PHY_RST"}}
+	statusFlags = []flagName{{uint32(statusLU), "LU"}, {uint32(statusFD), "FD"}, {uint32(statusTXOFF), "TXOFF"},
+		{uint32(statusPHYRA), "PHYRA"}, {uint32(statusGIOMaster), "GIO_MASTER_ENABLE"}}
+	rctlFlags = []flagName{{uint32(rctlEN), "EN"}, {uint32(rctlSBP), "SBP"}, {uint32(rctlUPE), "UPE"}, {uint32(rctlMPE), "MPE"},
+		{uint32(rctlLPE), "LPE"}, {uint32(rctlBAM), "BAM"}, {uint32(rctlVFE), "VFE"}, {uint32(rctlSECRC), "SECRC"}}
+	tctlFlags   = []flagName{{uint32(tctlEN), "EN"}, {uint32(tctlPSP), "PSP"}, {uint32(tctlRTLC), "RTLC"}}
+	gpieFlags   = []flagName{{uint32(gpieNSICR), "NSICR"}, {uint32(gpieMSIXMode), "MSIX_MODE"}, {uint32(gpieEIAME), "EIAME"}, {uint32(gpiePBA), "PBA"}}
+	mdicFlags   = []flagName{{uint32(mdicReady), "READY"}, {uint32(mdicError), "ERROR"}}
+	rxcsumFlags = []flagName{{rxcsumIPOFLD, "IPOFLD"}, {rxcsumTUOFLD, "TUOFLD"}, {rxcsumPCSD, "PCSD"}}
+)
 
 func speedName(code uint32) string {
 	switch code {
@@ -101,39 +133,31 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 		return v
 	}
 	add("CTRL", regCTRL, func(v uint32) []Field {
-		return append(flags(v, map[uint]string{0: "FD", 2: "GIO_MASTER_DISABLE", 3: "LRST", 5: "ASDE", 6: "SLU",
-			7: "ILOS", 11: "FRCSPD", 12: "FRCDPX", 26: "RST", 27: "RFCE", 28: "TFCE", 30: "VME", 31: "PHY_RST"},
-			[]uint{0, 2, 3, 5, 6, 7, 11, 12, 26, 27, 28, 30, 31}),
-			Field{"SPEED_SEL", speedName(field(v, 8, 2))})
+		return append(flagFields(v, ctrlFlags), Field{"SPEED_SEL", speedName(field(v, 8, 2))})
 	})
 	add("STATUS", regSTATUS, func(v uint32) []Field {
-		fs := []Field{{"LU", bit(v, 1)}, {"FD", bit(v, 0)}, {"SPEED", speedName(field(v, 6, 2))},
-			{"FUNC_ID", fmt.Sprint(field(v, 2, 2))}, {"TXOFF", bit(v, 4)}, {"PHYRA", bit(v, 10)},
-			{"GIO_MASTER_ENABLE", bit(v, 19)}}
-		return fs
+		return append(flagFields(v, statusFlags),
+			Field{"SPEED", speedName((v & uint32(statusSpeedMask)) >> 6)}, Field{"FUNC_ID", fmt.Sprint(field(v, 2, 2))})
 	})
 	add("EECD", regEECD, func(v uint32) []Field {
-		return []Field{{"PRES", bit(v, 8)}, {"AUTO_RD", bit(v, 9)}}
+		return []Field{{"PRES", bit(v, 8)}, {"AUTO_RD", fmt.Sprint(b2i(v&eecdAutoRD != 0))}}
 	})
 	add("CTRL_EXT", regCTRL_EXT, func(v uint32) []Field {
-		return []Field{{"DRV_LOAD", bit(v, 28)}}
+		return []Field{{"DRV_LOAD", fmt.Sprint(b2i(v&ctrlExtDrvLoad != 0))}}
 	})
 	add("MDIC", regMDIC, func(v uint32) []Field {
-		return []Field{{"DATA", fmt.Sprintf("0x%04x", field(v, 0, 16))}, {"REG", fmt.Sprint(field(v, 16, 5))},
-			{"PHY", fmt.Sprint(field(v, 21, 5))}, {"READY", bit(v, 28)}, {"ERROR", bit(v, 30)}}
+		return append([]Field{{"DATA", fmt.Sprintf("0x%04x", v&uint32(mdicDataMask))}, {"REG", fmt.Sprint(field(v, mdicRegShift, 5))},
+			{"PHY", fmt.Sprint(field(v, mdicPHYShift, 5))}}, flagFields(v, mdicFlags)...)
 	})
 	add("RCTL", regRCTL, func(v uint32) []Field {
-		return append(flags(v, map[uint]string{1: "EN", 2: "SBP", 3: "UPE", 4: "MPE", 5: "LPE", 15: "BAM", 18: "VFE", 26: "SECRC"},
-			[]uint{1, 2, 3, 4, 5, 15, 18, 26}),
-			Field{"LBM", fmt.Sprint(field(v, 6, 2))}, Field{"MO", fmt.Sprint(field(v, 12, 2))})
+		return append(flagFields(v, rctlFlags),
+			Field{"LBM", fmt.Sprint((v & uint32(rctlLBMMask)) >> 6)}, Field{"MO", fmt.Sprint((v & uint32(rctlMOMask)) >> 12)})
 	})
 	add("TCTL", regTCTL, func(v uint32) []Field {
-		return []Field{{"EN", bit(v, 1)}, {"PSP", bit(v, 3)}, {"CT", fmt.Sprint(field(v, 4, 8))},
-			{"COLD", fmt.Sprint(field(v, 12, 10))}, {"RTLC", bit(v, 24)}}
+		return append(flagFields(v, tctlFlags), Field{"CT", fmt.Sprint(field(v, tctlCTShift, 8))},
+			Field{"COLD", fmt.Sprint(field(v, tctlCOLDShft, 10))})
 	})
-	add("RXCSUM", regRXCSUM, func(v uint32) []Field {
-		return []Field{{"IPOFLD", bit(v, 8)}, {"TUOFLD", bit(v, 9)}, {"PCSD", bit(v, 13)}}
-	})
+	add("RXCSUM", regRXCSUM, func(v uint32) []Field { return flagFields(v, rxcsumFlags) })
 	add("MRQC", regMRQC, func(v uint32) []Field {
 		var h []string
 		for _, x := range []struct {
@@ -152,9 +176,7 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 	add("RAH0", regRAH0, func(v uint32) []Field {
 		return []Field{{"MAC", macFromRA(lo, v).String()}, {"AV", bit(v, 31)}}
 	})
-	add("GPIE", regGPIE, func(v uint32) []Field {
-		return []Field{{"NSICR", bit(v, 0)}, {"MSIX_MODE", bit(v, 4)}, {"EIAME", bit(v, 30)}, {"PBA", bit(v, 31)}}
-	})
+	add("GPIE", regGPIE, func(v uint32) []Field { return flagFields(v, gpieFlags) })
 	add("IMS", regIMS, func(v uint32) []Field { return []Field{{"LSC", bit(v, 2)}} })
 	add("EIMS", regEIMS, nil)
 	add("EIAC", regEIAC, nil)
@@ -177,7 +199,8 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 		add(fmt.Sprintf("RDH%d", q), b+qHead, nil)
 		add(fmt.Sprintf("RDT%d", q), b+qTail, nil)
 		add(fmt.Sprintf("SRRCTL%d", q), b+qSRRCTL, func(v uint32) []Field {
-			return []Field{{"BSIZEPKT_KB", fmt.Sprint(field(v, 0, 7))}, {"DESCTYPE", fmt.Sprint(field(v, 25, 3))}, {"DROP_EN", bit(v, 31)}}
+			return []Field{{"BSIZEPKT_KB", fmt.Sprint(v & uint32(srrctlBSizePktMask))},
+				{"DESCTYPE", fmt.Sprint((v & uint32(srrctlDescTypeMask)) >> 25)}, {"DROP_EN", fmt.Sprint(b2i(v&uint32(srrctlDropEn) != 0))}}
 		})
 		add(fmt.Sprintf("RXDCTL%d", q), b+qDCTL, dctlFields)
 		t := txBlock(q)
@@ -193,8 +216,8 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 }
 
 func dctlFields(v uint32) []Field {
-	return []Field{{"ENABLE", bit(v, 25)}, {"PTHRESH", fmt.Sprint(field(v, 0, 5))},
-		{"HTHRESH", fmt.Sprint(field(v, 8, 5))}, {"WTHRESH", fmt.Sprint(field(v, 16, 5))}}
+	return []Field{{"ENABLE", fmt.Sprint(b2i(v&uint32(dctlEnable) != 0))}, {"PTHRESH", fmt.Sprint(field(v, dctlPThreshShift, 5))},
+		{"HTHRESH", fmt.Sprint(field(v, dctlHThreshShift, 5))}, {"WTHRESH", fmt.Sprint(field(v, dctlWThreshShift, 5))}}
 }
 
 func ivarEntry(b uint32) string {

@@ -30,27 +30,23 @@ const (
 const (
 	regRCTL   reg = 0x00100 // Receive Control (8.10.1)
 	regTCTL   reg = 0x00400 // Transmit Control (8.12.1)
-	regTIPG   reg = 0x00410 // Transmit IPG
 	regRXCSUM reg = 0x05000 // Receive Checksum Control (8.10.14)
-	regRLPML  reg = 0x05004 // Receive Long Packet Maximum Length
 	regMTA    reg = 0x05200 // Multicast Table Array, 128 registers (8.10.15)
 	regRAL0   reg = 0x05400 // Receive Address Low 0 (8.10.16)
 	regRAH0   reg = 0x05404 // Receive Address High 0 (8.10.17)
 	regMRQC   reg = 0x05818 // Multiple Receive Queues Command (8.10.18)
 	regRETA   reg = 0x05C00 // Redirection Table, 32 registers of 4 entries (8.10.20)
 	regRSSRK  reg = 0x05C80 // RSS Random Key, 10 registers = 40 bytes (8.10.21)
-	regVFTA   reg = 0x05600 // VLAN Filter Table Array
 )
 
 // Extended (MSI-X) interrupt registers (8.8).
 const (
-	regGPIE      reg = 0x01514 // General Purpose Interrupt Enable (8.8.12)
-	regEICS      reg = 0x01520 // Extended Interrupt Cause Set
-	regEIMS      reg = 0x01524 // Extended Interrupt Mask Set/Read (8.8.6)
-	regEIMC      reg = 0x01528 // Extended Interrupt Mask Clear (8.8.7)
-	regEIAC      reg = 0x0152C // Extended Interrupt Auto Clear (8.8.8)
-	regEIAM      reg = 0x01530 // Extended Interrupt Auto Mask (8.8.9)
-	regEICR      reg = 0x01580 // Extended Interrupt Cause Read (8.8.2)
+	regGPIE reg = 0x01514 // General Purpose Interrupt Enable (8.8.12)
+	regEIMS reg = 0x01524 // Extended Interrupt Mask Set/Read (8.8.6)
+	regEIMC reg = 0x01528 // Extended Interrupt Mask Clear (8.8.7)
+	regEIAC reg = 0x0152C // Extended Interrupt Auto Clear (8.8.8)
+	regEIAM reg = 0x01530 // Extended Interrupt Auto Mask (8.8.9)
+	// EICR (0x01580, 8.8.2) clears when read in MSI-X mode: the driver never reads it.
 	regEITR0     reg = 0x01680 // Extended Interrupt Throttle, one per vector, 4 bytes apart
 	regIVAR0     reg = 0x01700 // Interrupt Vector Allocation, 8 registers (8.8.15)
 	regIVAR_MISC reg = 0x01740 // IVAR for "other" causes (8.8.16)
@@ -178,7 +174,6 @@ const (
 	mdicOpWrite  mdicBits = 1 << 26
 	mdicOpRead   mdicBits = 1 << 27
 	mdicReady    mdicBits = 1 << 28 // set by the device when the access is done
-	mdicIntEn    mdicBits = 1 << 29
 	mdicError    mdicBits = 1 << 30 // the PHY did not answer (read) or refused
 )
 
@@ -228,7 +223,6 @@ const (
 	dctlHThreshShift          = 8       // host threshold
 	dctlWThreshShift          = 16      // write-back threshold
 	dctlEnable       dctlBits = 1 << 25 // queue enable; reads back set once the queue runs
-	dctlSWFlush      dctlBits = 1 << 26 // RX software flush
 )
 
 // rxcsumPCSD (RXCSUM bit 13): the write-back descriptor carries the RSS hash
@@ -283,11 +277,8 @@ const eitrCntIgnr uint32 = 1 << 31
 // PHY registers reached through MDIC (IEEE 802.3 clause 22).
 const (
 	phyBMCR   = 0 // basic mode control
-	phyBMSR   = 1 // basic mode status
 	phyID1    = 2 // PHY identifier, high
 	phyID2    = 3 // PHY identifier, low
-	phyANAR   = 4 // autonegotiation advertisement
-	phyGBCR   = 9 // 1000BASE-T control
 	phyDefIdx = 1 // the internal PHY's address on the MDIO bus
 )
 
@@ -296,6 +287,4 @@ const (
 	bmcrANRestart uint16 = 1 << 9  // restart autonegotiation (self-clearing)
 	bmcrANEnable  uint16 = 1 << 12 // autonegotiation enable
 	bmcrReset     uint16 = 1 << 15
-	bmsrLink      uint16 = 1 << 2 // link status (latched low)
-	bmsrANDone    uint16 = 1 << 5 // autonegotiation complete
 )
