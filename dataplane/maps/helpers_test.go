@@ -5,8 +5,6 @@ import (
 	"errors"
 	"syscall"
 	"testing"
-
-	"github.com/cilium/ebpf"
 )
 
 func mustNew(t testing.TB, s Spec) Map {
@@ -33,5 +31,3 @@ func wantErrno(t testing.TB, what string, err error, want syscall.Errno) {
 		t.Fatalf("%s: got %v, want %v (%d)", what, err, want, int(want))
 	}
 }
-
-var _ = ebpf.Array
