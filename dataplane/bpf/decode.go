@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/cilium/ebpf/asm"
@@ -116,6 +117,7 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 	code := make([]insn, n)
 	funcs := make([]bool, n)
 	funcs[0] = true
+	targets := make([]bool, n) // instructions something jumps or calls to
 	target := func(i int, rel int64) (int32, error) {
 		t := int64(i) + 1 + rel
 		if t < 0 || t >= int64(n) {
@@ -124,6 +126,7 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 		if wide[t] {
 			return 0, fail(i, fmt.Errorf("%w: target %d", ErrJumpIntoWide, t))
 		}
+		targets[t] = true
 		return int32(t), nil
 	}
 	for i := 0; i < n; i++ {
@@ -275,7 +278,38 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 	if wide[n-1] || (last.op != opExit && last.op != opJA) {
 		return nil, nil, fail(n-1, ErrFallOffEnd)
 	}
+	fuse(code, targets)
 	return code, funcs, nil
+}
+
+// fuse rewrites common instruction pairs into one operation. The pair's
+// second instruction stays in place (nothing jumps to it), so instruction
+// indexes, fault reports and disassembly are unchanged.
+func fuse(code []insn, targets []bool) {
+	for i := 0; i+1 < len(code); i++ {
+		a, b := code[i], code[i+1]
+		if targets[i+1] {
+			continue
+		}
+		// rX = rY; rX += K: a pointer plus a constant, before a bounds check.
+		if a.op == opMov64X && b.op == opAdd64K && b.dst == a.dst && a.dst != a.src {
+			code[i] = insn{op: opMovAdd64, dst: a.dst, src: a.src, imm: b.imm}
+			continue
+		}
+		// wX = K (or rX = K, K >= 0); if ... goto: clang sets the return
+		// value before each test.
+		isMovK := a.op == opMov32K || (a.op == opMov64K && a.imm >= 0 && a.imm <= math.MaxUint32)
+		if isMovK && b.op >= opJEQ64K && b.op <= opJSLE32X {
+			f := b
+			f.op = b.op + (opPJEQ64K - opJEQ64K)
+			f.pdst = a.dst
+			f.pimm = uint32(a.imm)
+			if int(f.off) <= i {
+				f.back = 1
+			}
+			code[i] = f
+		}
+	}
 }
 
 func o32K(o op) bool {

@@ -440,16 +440,10 @@ func (r *Runner) loop(p *Program, pc int, reg *[16]uint64) uint64 {
 		return r.argFault(p, pc, argFunc)
 	}
 	target := int(uint32(fn))
+	fp := reg[10]
 	for i := uint64(0); i < nr; i++ {
 		if r.depth+1 >= maxFrames {
 			r.setFault(p, pc, faultCallDepth, 0, 0)
-			return 0
-		}
-		cr := &r.regFiles[r.depth+1]
-		*cr = [16]uint64{}
-		cr[1], cr[2] = i, ctx
-		cr[10] = reg[10]
-		if !r.pushFrame(p, pc, cr) {
 			return 0
 		}
 		r.budget -= int64(len(p.code)-target) + 1
@@ -457,7 +451,9 @@ func (r *Runner) loop(p *Program, pc int, reg *[16]uint64) uint64 {
 			r.setFault(p, pc, faultBudget, 0, 0)
 			return 0
 		}
-		ret := r.exec(p, target, cr)
+		// The callback runs in a new frame below the caller's.
+		r.depth++
+		ret := r.exec(p, target, i, ctx, fp-frameSize)
 		r.depth--
 		if r.faulted {
 			return 0

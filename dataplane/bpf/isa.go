@@ -212,6 +212,10 @@ const (
 	opSwap32
 	opSwap64
 
+	// Fused pair "dst = src; dst += imm" (the second slot is kept, for a
+	// jump that would land on it, but never a target: see fuse).
+	opMovAdd64
+
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K
@@ -259,6 +263,53 @@ const (
 	opJSLE32K
 	opJSLE32X
 
+	// Fused "dst' = imm; conditional jump": the same jumps in the same
+	// order, with a move of insn.pimm into insn.pdst first.
+	opPJEQ64K
+	opPJEQ64X
+	opPJGT64K
+	opPJGT64X
+	opPJGE64K
+	opPJGE64X
+	opPJSET64K
+	opPJSET64X
+	opPJNE64K
+	opPJNE64X
+	opPJSGT64K
+	opPJSGT64X
+	opPJSGE64K
+	opPJSGE64X
+	opPJLT64K
+	opPJLT64X
+	opPJLE64K
+	opPJLE64X
+	opPJSLT64K
+	opPJSLT64X
+	opPJSLE64K
+	opPJSLE64X
+	opPJEQ32K
+	opPJEQ32X
+	opPJGT32K
+	opPJGT32X
+	opPJGE32K
+	opPJGE32X
+	opPJSET32K
+	opPJSET32X
+	opPJNE32K
+	opPJNE32X
+	opPJSGT32K
+	opPJSGT32X
+	opPJSGE32K
+	opPJSGE32X
+	opPJLT32K
+	opPJLT32X
+	opPJLE32K
+	opPJLE32X
+	opPJSLT32K
+	opPJSLT32X
+	opPJSLE32K
+	opPJSLE32X
+
 	// Loads and stores: address = reg[src or dst] + insn.off.
 	opLdxB
 	opLdxH
@@ -294,7 +345,7 @@ const (
 	numOps
 )
 
-// insn is the pre-decoded form the interpreter runs: 16 bytes.
+// insn is the pre-decoded form the interpreter runs: 24 bytes.
 type insn struct {
 	op  op
 	dst uint8
@@ -304,4 +355,7 @@ type insn struct {
 	back uint8
 	off  int32 // memory offset, or absolute jump target
 	imm  int64
+	// pimm and pdst: the move fused in front of an opP* jump.
+	pimm uint32
+	pdst uint8
 }

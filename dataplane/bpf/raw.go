@@ -65,14 +65,11 @@ func (r *Runner) RunRaw(p *Program, mem []byte) (ret uint64, err error) {
 	r.tails = 0
 	r.budget = p.budget
 	r.records = r.records[:0]
-	reg := &r.regFiles[0]
-	*reg = [16]uint64{}
+	var r1 uint64
 	if len(mem) > 0 {
-		reg[1] = regionPacket << 32
+		r1 = regionPacket << 32
 	}
-	reg[2] = uint64(len(mem))
-	reg[10] = regionStack<<32 | stackSize
-	ret = r.exec(p, 0, reg)
+	ret = r.exec(p, 0, r1, uint64(len(mem)), regionStack<<32|stackSize)
 	r.dropRecords()
 	if r.faulted {
 		r.aborted++

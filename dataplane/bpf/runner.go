@@ -65,9 +65,8 @@ type Runner struct {
 	budget  int64
 	tails   int
 	frames  [maxFrames]callFrame
-	// Register files: [0] for the program, [d] for a bpf_loop callback
-	// entered at call depth d. Kept here so they never escape to the heap.
-	regFiles [maxFrames + 1][16]uint64
+	// hreg is the register file as a helper sees it (a copy).
+	hreg [16]uint64
 	stack    []byte
 
 	redirect Redirect
@@ -131,13 +130,21 @@ func (r *Runner) bind(coll *Collection) {
 	if coll != nil {
 		n += len(coll.statics)
 	}
-	clear(r.regions[n:])
-	r.regions = r.regions[:n]
+	if len(r.regions) > n {
+		clear(r.regions[n:])
+		r.regions = r.regions[:n]
+	}
 }
 
 // setPacket points the packet region at f.
 func (r *Runner) setPacket(f *Frame) {
-	r.regions[regionPacket] = region{buf: f.Buf, lo: uint64(f.DataMeta), hi: uint64(f.DataEnd), whi: uint64(f.DataEnd)}
+	// Field by field: building the struct and copying it stalls on store
+	// forwarding.
+	rg := &r.regions[regionPacket]
+	rg.buf = f.Buf
+	rg.lo = uint64(f.DataMeta)
+	rg.hi = uint64(f.DataEnd)
+	rg.whi = uint64(f.DataEnd)
 }
 
 // addRegion registers b and returns a pointer to its first byte, or 0 when the
@@ -179,9 +186,6 @@ func (r *Runner) Run(p *Program, f *Frame) Action {
 		r.aborted++
 		return ActionAborted
 	}
-	if a != ActionRedirect {
-		r.redirect = Redirect{}
-	}
 	return a
 }
 
@@ -190,7 +194,9 @@ func (r *Runner) Run(p *Program, f *Frame) Action {
 func (r *Runner) RunFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.runs++
 	r.faulted = false
-	r.redirect = Redirect{}
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{}
+	}
 	if p == nil || f == nil {
 		r.setFault(nil, -1, faultBadFrame, 0, 0)
 		r.aborted++
@@ -215,11 +221,7 @@ func (r *Runner) RunFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.tails = 0
 	r.budget = p.budget
 	r.records = r.records[:0]
-	reg := &r.regFiles[0]
-	*reg = [16]uint64{}
-	reg[1] = regionCtx << 32
-	reg[10] = regionStack<<32 | stackSize
-	v := r.exec(p, 0, reg)
+	v := r.exec(p, 0, regionCtx<<32, 0, regionStack<<32|stackSize)
 	r.dropRecords()
 	r.frame = nil
 	if r.faulted {
