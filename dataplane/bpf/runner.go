@@ -66,8 +66,8 @@ type Runner struct {
 	tails   int
 	frames  [maxFrames]callFrame
 	// hreg is the register file as a helper sees it (a copy).
-	hreg [16]uint64
-	stack    []byte
+	hreg  [16]uint64
+	stack []byte
 
 	redirect Redirect
 
