@@ -1,7 +1,7 @@
 # xnic build and test entry points. `make test` is what CI runs (.ci/run).
 GO       ?= go
 PKGS     ?= ./...
-STATICCHECK_VERSION ?= 2025.1.1
+STATICCHECK_VERSION ?= v0.8.2
 
 .PHONY: all build test unit vmtest bench bench-smoke lint generate clean
 

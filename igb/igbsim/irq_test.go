@@ -28,7 +28,7 @@ func TestMSIXQueueInterrupts(t *testing.T) {
 
 	r.wr(tGPIE, tGpieMSIX|tGpieEIAME|1<<31)
 	// 82576 IVAR0: byte 0 RX queue 0, byte 1 TX queue 0.
-	r.wr(tIVAR0, (tIVARValid|0)|(tIVARValid|1)<<8)
+	r.wr(tIVAR0, tIVARValid|(tIVARValid|1)<<8) // vector 0, vector 1
 	r.wr(tEIAC, 0x3)
 	r.wr(tEIAM, 0x3)
 	r.wr(tEIMS, 0x3)

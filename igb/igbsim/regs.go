@@ -229,7 +229,7 @@ const (
 
 // Statistics registers, as indexes into the statistics block (offset-0x4000)/4.
 const (
-	stCRCERRS = (0x4000 - 0x4000) / 4
+	stCRCERRS = 0 // 0x4000, the first register of the block
 	stMPC     = (0x4010 - 0x4000) / 4
 	stPRC64   = (0x405C - 0x4000) / 4 // PRC64..PRC1522: six buckets
 	stGPRC    = (0x4074 - 0x4000) / 4
