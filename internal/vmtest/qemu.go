@@ -47,7 +47,11 @@ func (vm *VM) Args() ([]string, error) {
 	if cpus == 0 {
 		cpus = 2
 	}
-	cmdline := "console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=3 hugepages=64 " + vm.Cmdline
+	// loglevel=4: kernel errors (DMAR faults, hung tasks, lockups) show on the
+	// console as they happen, warnings and chatter do not. The hung-task timeout
+	// is short so a task stuck in the kernel is reported before the deadline.
+	cmdline := "console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4 hugepages=64 " +
+		"sysctl.kernel.hung_task_timeout_secs=30 " + vm.Cmdline
 	args := []string{
 		"-nodefaults", "-display", "none", "-serial", "stdio", "-monitor", "none",
 		"-no-reboot",

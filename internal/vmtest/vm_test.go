@@ -24,7 +24,7 @@ var (
 	flagVM      = flag.Bool("vmtest", false, "run the VM tier: boot QEMU and run the driver tests in the guest (also XNIC_VMTEST=1)")
 	flagPkgs    = flag.String("vmtest.pkgs", "./vfio,./igb", "comma-separated packages whose tests run in the guest")
 	flagRun     = flag.String("vmtest.run", "", "-test.run pattern for the guest test binaries")
-	flagTimeout = flag.Duration("vmtest.timeout", 8*time.Minute, "deadline for the whole guest run (QEMU is killed after it)")
+	flagTimeout = flag.Duration("vmtest.timeout", 5*time.Minute, "deadline for building and running the guest (QEMU is killed after it)")
 	flagDir     = flag.String("vmtest.dir", "", "keep the initramfs, console log and pcap in this directory (default: a temporary one, removed)")
 	flagSeed    = flag.Int64("vmtest.seed", 0, "seed for the guest's frame streams (XNIC_VMTEST_SEED; 0: from the clock)")
 )
@@ -33,7 +33,7 @@ const (
 	guestMAC      = "52:54:00:12:34:56"
 	igbVendor     = 0x8086
 	igb82576      = 0x10c9
-	guestTestTime = 4 * time.Minute
+	guestTestTime = 3 * time.Minute // -test.timeout of each guest test binary
 )
 
 // lineLogger forwards the console line by line to t.Logf, so a slow or stuck
