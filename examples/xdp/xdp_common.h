@@ -70,14 +70,20 @@ static __always_inline int parse_eth(void *data, void *data_end, __be16 *proto)
 	return off;
 }
 
-/* swap_macs exchanges the destination and source MAC addresses in place. */
-static __always_inline void swap_macs(struct ethhdr *eth)
+/* swap_macs exchanges the destination and source MAC addresses in place,
+ * 16 bits at a time (the frame starts 2-byte aligned; a byte-wise memcpy
+ * would cost three times the instructions). */
+static __always_inline void swap_macs(void *data)
 {
-	__u8 tmp[ETH_ALEN];
+	__u16 *p = data;
+	__u16 d0 = p[0], d1 = p[1], d2 = p[2];
 
-	__builtin_memcpy(tmp, eth->h_dest, ETH_ALEN);
-	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(eth->h_source, tmp, ETH_ALEN);
+	p[0] = p[3];
+	p[1] = p[4];
+	p[2] = p[5];
+	p[3] = d0;
+	p[4] = d1;
+	p[5] = d2;
 }
 
 /* csum_fold folds a 32-bit one's-complement partial sum (as bpf_csum_diff
