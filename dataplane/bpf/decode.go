@@ -278,8 +278,50 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 	if wide[n-1] || (last.op != opExit && last.op != opJA) {
 		return nil, nil, fail(n-1, ErrFallOffEnd)
 	}
+	specialiseCtx(code, targets)
 	fuse(code, targets)
 	return code, funcs, nil
+}
+
+// specialiseCtx marks the loads of data, data_end and data_meta that read
+// the context through r1 at the start of the program, before anything can
+// have changed r1 (no jump lands there, no call, no write to r1). Clang
+// emits these first in nearly every XDP program. In a bare (conformance) run
+// there is no context and they act as plain loads.
+func specialiseCtx(code []insn, targets []bool) {
+	for i := 0; i < len(code); i++ {
+		if i > 0 && targets[i] {
+			return
+		}
+		in := &code[i]
+		if in.op == opLdxW && in.src == 1 {
+			switch in.off {
+			case xdpMdData:
+				in.op = opLdCtxData
+			case xdpMdDataEnd:
+				in.op = opLdCtxDataEnd
+			case xdpMdDataMeta:
+				in.op = opLdCtxDataMeta
+			}
+		}
+		if writesReg(in.op, in.dst, 1) {
+			return
+		}
+	}
+}
+
+// writesReg says whether an instruction may change register reg, or
+// transfer control (which ends a straight-line scan).
+func writesReg(o op, dst uint8, reg uint8) bool {
+	switch {
+	case o >= opJA && o <= opJSLE32X, o >= opPJEQ64K && o <= opPJSLE32X, o >= opCall && o <= opExit:
+		return true
+	case o == opAtomic32 || o == opAtomic64:
+		return true // fetch forms write src, cmpxchg r0: be conservative
+	case o >= opStB && o <= opStxDW:
+		return false
+	}
+	return dst == reg
 }
 
 // fuse rewrites common instruction pairs into one operation. The pair's

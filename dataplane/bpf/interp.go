@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"encoding/binary"
 	"math/bits"
 )
 
@@ -22,1391 +21,17 @@ import (
 // one instruction on the slow path.
 func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 	base := r.depth
-	code := p.code
 	// The register file is a local array so the compiler keeps it on the
 	// goroutine stack; helpers see a copy in r.hreg.
 	var reg [16]uint64
 	reg[1], reg[2], reg[10] = r1, r2, fp
 	for {
-	fast:
-		for uint(pc) < uint(len(code)) {
-			in := &code[pc]
-			switch in.op {
-			case opAdd64K:
-				reg[in.dst&15] += uint64(in.imm)
-			case opAdd64X:
-				reg[in.dst&15] += reg[in.src&15]
-			case opSub64K:
-				reg[in.dst&15] -= uint64(in.imm)
-			case opSub64X:
-				reg[in.dst&15] -= reg[in.src&15]
-			case opMul64K:
-				reg[in.dst&15] *= uint64(in.imm)
-			case opMul64X:
-				reg[in.dst&15] *= reg[in.src&15]
-			case opOr64K:
-				reg[in.dst&15] |= uint64(in.imm)
-			case opOr64X:
-				reg[in.dst&15] |= reg[in.src&15]
-			case opAnd64K:
-				reg[in.dst&15] &= uint64(in.imm)
-			case opAnd64X:
-				reg[in.dst&15] &= reg[in.src&15]
-			case opXor64K:
-				reg[in.dst&15] ^= uint64(in.imm)
-			case opXor64X:
-				reg[in.dst&15] ^= reg[in.src&15]
-			case opLsh64K:
-				reg[in.dst&15] <<= uint64(in.imm)
-			case opLsh64X:
-				reg[in.dst&15] <<= reg[in.src&15] & 63
-			case opRsh64K:
-				reg[in.dst&15] >>= uint64(in.imm)
-			case opRsh64X:
-				reg[in.dst&15] >>= reg[in.src&15] & 63
-			case opArsh64K:
-				reg[in.dst&15] = uint64(int64(reg[in.dst&15]) >> uint64(in.imm))
-			case opArsh64X:
-				reg[in.dst&15] = uint64(int64(reg[in.dst&15]) >> (reg[in.src&15] & 63))
-			case opMov64K:
-				reg[in.dst&15] = uint64(in.imm)
-			case opMov64X:
-				reg[in.dst&15] = reg[in.src&15]
-			case opNeg64:
-				reg[in.dst&15] = -reg[in.dst&15]
-			case opMovSX8to64:
-				reg[in.dst&15] = uint64(int64(int8(reg[in.src&15])))
-			case opMovSX16to64:
-				reg[in.dst&15] = uint64(int64(int16(reg[in.src&15])))
-			case opMovSX32to64:
-				reg[in.dst&15] = uint64(int64(int32(reg[in.src&15])))
-			case opDiv64K:
-				reg[in.dst&15] = udiv64(reg[in.dst&15], uint64(in.imm))
-			case opDiv64X:
-				reg[in.dst&15] = udiv64(reg[in.dst&15], reg[in.src&15])
-			case opMod64K:
-				reg[in.dst&15] = umod64(reg[in.dst&15], uint64(in.imm))
-			case opMod64X:
-				reg[in.dst&15] = umod64(reg[in.dst&15], reg[in.src&15])
-			case opSDiv64K:
-				reg[in.dst&15] = sdiv64(reg[in.dst&15], uint64(in.imm))
-			case opSDiv64X:
-				reg[in.dst&15] = sdiv64(reg[in.dst&15], reg[in.src&15])
-			case opSMod64K:
-				reg[in.dst&15] = smod64(reg[in.dst&15], uint64(in.imm))
-			case opSMod64X:
-				reg[in.dst&15] = smod64(reg[in.dst&15], reg[in.src&15])
-			case opAdd32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) + uint32(in.imm))
-			case opAdd32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) + uint32(reg[in.src&15]))
-			case opSub32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) - uint32(in.imm))
-			case opSub32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) - uint32(reg[in.src&15]))
-			case opMul32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) * uint32(in.imm))
-			case opMul32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) * uint32(reg[in.src&15]))
-			case opOr32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) | uint32(in.imm))
-			case opOr32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) | uint32(reg[in.src&15]))
-			case opAnd32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) & uint32(in.imm))
-			case opAnd32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) & uint32(reg[in.src&15]))
-			case opXor32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) ^ uint32(in.imm))
-			case opXor32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) ^ uint32(reg[in.src&15]))
-			case opLsh32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) << uint32(in.imm))
-			case opLsh32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) << (uint32(reg[in.src&15]) & 31))
-			case opRsh32K:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) >> uint32(in.imm))
-			case opRsh32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) >> (uint32(reg[in.src&15]) & 31))
-			case opArsh32K:
-				reg[in.dst&15] = uint64(uint32(int32(reg[in.dst&15]) >> uint32(in.imm)))
-			case opArsh32X:
-				reg[in.dst&15] = uint64(uint32(int32(reg[in.dst&15]) >> (uint32(reg[in.src&15]) & 31)))
-			case opMov32K:
-				reg[in.dst&15] = uint64(uint32(in.imm))
-			case opMov32X:
-				reg[in.dst&15] = uint64(uint32(reg[in.src&15]))
-			case opNeg32:
-				reg[in.dst&15] = uint64(-uint32(reg[in.dst&15]))
-			case opMovSX8to32:
-				reg[in.dst&15] = uint64(uint32(int32(int8(reg[in.src&15]))))
-			case opMovSX16to32:
-				reg[in.dst&15] = uint64(uint32(int32(int16(reg[in.src&15]))))
-			case opDiv32K:
-				reg[in.dst&15] = uint64(udiv32(uint32(reg[in.dst&15]), uint32(in.imm)))
-			case opDiv32X:
-				reg[in.dst&15] = uint64(udiv32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
-			case opMod32K:
-				reg[in.dst&15] = uint64(umod32(uint32(reg[in.dst&15]), uint32(in.imm)))
-			case opMod32X:
-				reg[in.dst&15] = uint64(umod32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
-			case opSDiv32K:
-				reg[in.dst&15] = uint64(sdiv32(uint32(reg[in.dst&15]), uint32(in.imm)))
-			case opSDiv32X:
-				reg[in.dst&15] = uint64(sdiv32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
-			case opSMod32K:
-				reg[in.dst&15] = uint64(smod32(uint32(reg[in.dst&15]), uint32(in.imm)))
-			case opSMod32X:
-				reg[in.dst&15] = uint64(smod32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
-
-			case opTrunc16:
-				reg[in.dst&15] = uint64(uint16(reg[in.dst&15]))
-			case opTrunc32:
-				reg[in.dst&15] = uint64(uint32(reg[in.dst&15]))
-			case opNop:
-			case opSwap16:
-				reg[in.dst&15] = uint64(bits.ReverseBytes16(uint16(reg[in.dst&15])))
-			case opSwap32:
-				reg[in.dst&15] = uint64(bits.ReverseBytes32(uint32(reg[in.dst&15])))
-			case opSwap64:
-				reg[in.dst&15] = bits.ReverseBytes64(reg[in.dst&15])
-			case opMovAdd64:
-				// Fused "dst = src; dst += imm" (clang's bounds-check idiom).
-				reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
-				pc += 2
-				continue
-
-			case opJA:
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			case opJEQ64K:
-				if reg[in.dst&15] == uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJEQ64X:
-				if reg[in.dst&15] == reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJEQ32K:
-				if uint32(reg[in.dst&15]) == uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJEQ32X:
-				if uint32(reg[in.dst&15]) == uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGT64K:
-				if reg[in.dst&15] > uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGT64X:
-				if reg[in.dst&15] > reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGT32K:
-				if uint32(reg[in.dst&15]) > uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGT32X:
-				if uint32(reg[in.dst&15]) > uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGE64K:
-				if reg[in.dst&15] >= uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGE64X:
-				if reg[in.dst&15] >= reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGE32K:
-				if uint32(reg[in.dst&15]) >= uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJGE32X:
-				if uint32(reg[in.dst&15]) >= uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJNE64K:
-				if reg[in.dst&15] != uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJNE64X:
-				if reg[in.dst&15] != reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJNE32K:
-				if uint32(reg[in.dst&15]) != uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJNE32X:
-				if uint32(reg[in.dst&15]) != uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLT64K:
-				if reg[in.dst&15] < uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLT64X:
-				if reg[in.dst&15] < reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLT32K:
-				if uint32(reg[in.dst&15]) < uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLT32X:
-				if uint32(reg[in.dst&15]) < uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLE64K:
-				if reg[in.dst&15] <= uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLE64X:
-				if reg[in.dst&15] <= reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLE32K:
-				if uint32(reg[in.dst&15]) <= uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJLE32X:
-				if uint32(reg[in.dst&15]) <= uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGT64K:
-				if int64(reg[in.dst&15]) > in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGT64X:
-				if int64(reg[in.dst&15]) > int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGT32K:
-				if int32(reg[in.dst&15]) > int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGT32X:
-				if int32(reg[in.dst&15]) > int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGE64K:
-				if int64(reg[in.dst&15]) >= in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGE64X:
-				if int64(reg[in.dst&15]) >= int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGE32K:
-				if int32(reg[in.dst&15]) >= int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSGE32X:
-				if int32(reg[in.dst&15]) >= int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLT64K:
-				if int64(reg[in.dst&15]) < in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLT64X:
-				if int64(reg[in.dst&15]) < int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLT32K:
-				if int32(reg[in.dst&15]) < int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLT32X:
-				if int32(reg[in.dst&15]) < int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLE64K:
-				if int64(reg[in.dst&15]) <= in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLE64X:
-				if int64(reg[in.dst&15]) <= int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLE32K:
-				if int32(reg[in.dst&15]) <= int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSLE32X:
-				if int32(reg[in.dst&15]) <= int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSET64K:
-				if reg[in.dst&15]&uint64(in.imm) != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSET64X:
-				if reg[in.dst&15]&reg[in.src&15] != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSET32K:
-				if uint32(reg[in.dst&15])&uint32(in.imm) != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opJSET32X:
-				if uint32(reg[in.dst&15]&reg[in.src&15]) != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-			case opPJEQ64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] == uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJEQ64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] == reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGT64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] > uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGT64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] > reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGE64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] >= uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGE64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] >= reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSET64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15]&uint64(in.imm) != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSET64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15]&reg[in.src&15] != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJNE64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] != uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJNE64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] != reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGT64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) > in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGT64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) > int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGE64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) >= in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGE64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) >= int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLT64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] < uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLT64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] < reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLE64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] <= uint64(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLE64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if reg[in.dst&15] <= reg[in.src&15] {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLT64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) < in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLT64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) < int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLE64K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) <= in.imm {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLE64X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int64(reg[in.dst&15]) <= int64(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJEQ32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) == uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJEQ32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) == uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGT32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) > uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGT32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) > uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGE32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) >= uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJGE32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) >= uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSET32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15])&uint32(in.imm) != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSET32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]&reg[in.src&15]) != 0 {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJNE32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) != uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJNE32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) != uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGT32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) > int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGT32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) > int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGE32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) >= int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSGE32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) >= int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLT32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) < uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLT32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) < uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLE32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) <= uint32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJLE32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if uint32(reg[in.dst&15]) <= uint32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLT32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) < int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLT32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) < int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLE32K:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) <= int32(in.imm) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opPJSLE32X:
-				reg[in.pdst&15] = uint64(in.pimm)
-				if int32(reg[in.dst&15]) <= int32(reg[in.src&15]) {
-					if in.back != 0 {
-						r.budget -= int64(pc-int(in.off)) + 1
-						if r.budget < 0 {
-							break fast
-						}
-					}
-					pc = int(in.off)
-					continue
-				}
-				pc += 2
-				continue
-			case opLdxB:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 1)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = uint64(b[0])
-			case opLdxH:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 2)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = uint64(binary.LittleEndian.Uint16(b))
-			case opLdxW:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 4)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = uint64(binary.LittleEndian.Uint32(b))
-			case opLdxDW:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 8)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = binary.LittleEndian.Uint64(b)
-			case opLdxSB:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 1)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = uint64(int64(int8(b[0])))
-			case opLdxSH:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 2)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = uint64(int64(int16(binary.LittleEndian.Uint16(b))))
-			case opLdxSW:
-				b := loadSlice(r.regions, reg[in.src&15]+uint64(int64(in.off)), 4)
-				if b == nil {
-					break fast
-				}
-				reg[in.dst&15] = uint64(int64(int32(binary.LittleEndian.Uint32(b))))
-			case opStB:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 1)
-				if b == nil {
-					break fast
-				}
-				b[0] = byte(uint64(in.imm))
-			case opStxB:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 1)
-				if b == nil {
-					break fast
-				}
-				b[0] = byte(reg[in.src&15])
-			case opStH:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 2)
-				if b == nil {
-					break fast
-				}
-				binary.LittleEndian.PutUint16(b, uint16(uint64(in.imm)))
-			case opStxH:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 2)
-				if b == nil {
-					break fast
-				}
-				binary.LittleEndian.PutUint16(b, uint16(reg[in.src&15]))
-			case opStW:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 4)
-				if b == nil {
-					break fast
-				}
-				binary.LittleEndian.PutUint32(b, uint32(uint64(in.imm)))
-			case opStxW:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 4)
-				if b == nil {
-					break fast
-				}
-				binary.LittleEndian.PutUint32(b, uint32(reg[in.src&15]))
-			case opStDW:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 8)
-				if b == nil {
-					break fast
-				}
-				binary.LittleEndian.PutUint64(b, uint64(in.imm))
-			case opStxDW:
-				b := storeSlice(r.regions, reg[in.dst&15]+uint64(int64(in.off)), 8)
-				if b == nil {
-					break fast
-				}
-				binary.LittleEndian.PutUint64(b, reg[in.src&15])
-
-			case opLdImm64, opLdMapValue:
-				reg[in.dst&15] = uint64(in.imm)
-				pc += 2
-				continue
-			case opLdMap:
-				reg[in.dst&15] = regionMap<<32 | uint64(in.imm)
-				pc += 2
-				continue
-			case opLdFunc:
-				reg[in.dst&15] = regionFunc<<32 | uint64(in.imm)
-				pc += 2
-				continue
-
-			case opExit:
-				if r.depth == base {
-					return reg[0]
-				}
-				r.depth--
-				f := &r.frames[r.depth]
-				reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
-				reg[10] = f.fp
-				p = f.prog
-				code = p.code
-				pc = f.ret
-				continue
-			default:
-				break fast
-			}
-			pc++
+		var done bool
+		pc, p, done = r.fast(p, pc, base, &reg)
+		if done {
+			return reg[0]
 		}
-
+		code := p.code
 		// Slow path: the instruction at pc.
 		if uint(pc) >= uint(len(code)) {
 			r.setFault(p, pc, faultNoPC, 0, 0)
@@ -1414,7 +39,8 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 		}
 		in := &code[pc]
 		switch in.op {
-		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
+		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
+			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
 			n, signed := loadSize(in.op)
 			a := reg[in.src&15] + uint64(int64(in.off))
 			if b := loadSlice(r.regions, a, n); b != nil {
@@ -1427,6 +53,53 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 				return 0
 			}
 			reg[in.dst&15] = v
+		// Division and shifts by a register, kept off the fast path: on amd64
+		// they need fixed registers (DX:AX, CL), which would make the
+		// compiler spill the fast loop's state on every instruction.
+		case opDiv64K:
+			reg[in.dst&15] = udiv64(reg[in.dst&15], uint64(in.imm))
+		case opDiv64X:
+			reg[in.dst&15] = udiv64(reg[in.dst&15], reg[in.src&15])
+		case opMod64K:
+			reg[in.dst&15] = umod64(reg[in.dst&15], uint64(in.imm))
+		case opMod64X:
+			reg[in.dst&15] = umod64(reg[in.dst&15], reg[in.src&15])
+		case opSDiv64K:
+			reg[in.dst&15] = sdiv64(reg[in.dst&15], uint64(in.imm))
+		case opSDiv64X:
+			reg[in.dst&15] = sdiv64(reg[in.dst&15], reg[in.src&15])
+		case opSMod64K:
+			reg[in.dst&15] = smod64(reg[in.dst&15], uint64(in.imm))
+		case opSMod64X:
+			reg[in.dst&15] = smod64(reg[in.dst&15], reg[in.src&15])
+		case opLsh64X:
+			reg[in.dst&15] <<= reg[in.src&15] & 63
+		case opRsh64X:
+			reg[in.dst&15] >>= reg[in.src&15] & 63
+		case opArsh64X:
+			reg[in.dst&15] = uint64(int64(reg[in.dst&15]) >> (reg[in.src&15] & 63))
+		case opDiv32K:
+			reg[in.dst&15] = uint64(udiv32(uint32(reg[in.dst&15]), uint32(in.imm)))
+		case opDiv32X:
+			reg[in.dst&15] = uint64(udiv32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+		case opMod32K:
+			reg[in.dst&15] = uint64(umod32(uint32(reg[in.dst&15]), uint32(in.imm)))
+		case opMod32X:
+			reg[in.dst&15] = uint64(umod32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+		case opSDiv32K:
+			reg[in.dst&15] = uint64(sdiv32(uint32(reg[in.dst&15]), uint32(in.imm)))
+		case opSDiv32X:
+			reg[in.dst&15] = uint64(sdiv32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+		case opSMod32K:
+			reg[in.dst&15] = uint64(smod32(uint32(reg[in.dst&15]), uint32(in.imm)))
+		case opSMod32X:
+			reg[in.dst&15] = uint64(smod32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+		case opLsh32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) << (uint32(reg[in.src&15]) & 31))
+		case opRsh32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) >> (uint32(reg[in.src&15]) & 31))
+		case opArsh32X:
+			reg[in.dst&15] = uint64(uint32(int32(reg[in.dst&15]) >> (uint32(reg[in.src&15]) & 31)))
 		case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
 			n := storeSize(in.op)
 			r.storeFault(p, pc, reg[in.dst&15]+uint64(int64(in.off)), n)
@@ -1534,10 +207,10 @@ func loadSize(o op) (uint64, bool) {
 		return 1, false
 	case opLdxH:
 		return 2, false
-	case opLdxW:
-		return 4, false
 	case opLdxDW:
 		return 8, false
+	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
+		return 4, false
 	case opLdxSB:
 		return 1, true
 	case opLdxSH:
@@ -1567,4 +240,1346 @@ func storeSize(o op) uint64 {
 		return 4
 	}
 	return 8
+}
+
+// fast runs the common instructions from pc until one needs the slow path
+// (or the frame exec started in exits: done). It calls no function, so the
+// compiler keeps its state in registers. It returns where to go on and the
+// program running there.
+func (r *Runner) fast(p *Program, pc, base int, reg *[16]uint64) (int, *Program, bool) {
+	code := p.code
+fast:
+	for uint(pc) < uint(len(code)) {
+		in := &code[pc]
+		switch in.op {
+		case opAdd64K:
+			reg[in.dst&15] += uint64(in.imm)
+		case opAdd64X:
+			reg[in.dst&15] += reg[in.src&15]
+		case opSub64K:
+			reg[in.dst&15] -= uint64(in.imm)
+		case opSub64X:
+			reg[in.dst&15] -= reg[in.src&15]
+		case opMul64K:
+			reg[in.dst&15] *= uint64(in.imm)
+		case opMul64X:
+			reg[in.dst&15] *= reg[in.src&15]
+		case opOr64K:
+			reg[in.dst&15] |= uint64(in.imm)
+		case opOr64X:
+			reg[in.dst&15] |= reg[in.src&15]
+		case opAnd64K:
+			reg[in.dst&15] &= uint64(in.imm)
+		case opAnd64X:
+			reg[in.dst&15] &= reg[in.src&15]
+		case opXor64K:
+			reg[in.dst&15] ^= uint64(in.imm)
+		case opXor64X:
+			reg[in.dst&15] ^= reg[in.src&15]
+		case opLsh64K:
+			reg[in.dst&15] <<= uint64(in.imm)
+		case opRsh64K:
+			reg[in.dst&15] >>= uint64(in.imm)
+		case opArsh64K:
+			reg[in.dst&15] = uint64(int64(reg[in.dst&15]) >> uint64(in.imm))
+		case opMov64K:
+			reg[in.dst&15] = uint64(in.imm)
+		case opMov64X:
+			reg[in.dst&15] = reg[in.src&15]
+		case opNeg64:
+			reg[in.dst&15] = -reg[in.dst&15]
+		case opMovSX8to64:
+			reg[in.dst&15] = uint64(int64(int8(reg[in.src&15])))
+		case opMovSX16to64:
+			reg[in.dst&15] = uint64(int64(int16(reg[in.src&15])))
+		case opMovSX32to64:
+			reg[in.dst&15] = uint64(int64(int32(reg[in.src&15])))
+		case opAdd32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) + uint32(in.imm))
+		case opAdd32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) + uint32(reg[in.src&15]))
+		case opSub32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) - uint32(in.imm))
+		case opSub32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) - uint32(reg[in.src&15]))
+		case opMul32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) * uint32(in.imm))
+		case opMul32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) * uint32(reg[in.src&15]))
+		case opOr32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) | uint32(in.imm))
+		case opOr32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) | uint32(reg[in.src&15]))
+		case opAnd32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) & uint32(in.imm))
+		case opAnd32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) & uint32(reg[in.src&15]))
+		case opXor32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) ^ uint32(in.imm))
+		case opXor32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) ^ uint32(reg[in.src&15]))
+		case opLsh32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) << uint32(in.imm))
+		case opRsh32K:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) >> uint32(in.imm))
+		case opArsh32K:
+			reg[in.dst&15] = uint64(uint32(int32(reg[in.dst&15]) >> uint32(in.imm)))
+		case opMov32K:
+			reg[in.dst&15] = uint64(uint32(in.imm))
+		case opMov32X:
+			reg[in.dst&15] = uint64(uint32(reg[in.src&15]))
+		case opNeg32:
+			reg[in.dst&15] = uint64(-uint32(reg[in.dst&15]))
+		case opMovSX8to32:
+			reg[in.dst&15] = uint64(uint32(int32(int8(reg[in.src&15]))))
+		case opMovSX16to32:
+			reg[in.dst&15] = uint64(uint32(int32(int16(reg[in.src&15]))))
+
+		case opTrunc16:
+			reg[in.dst&15] = uint64(uint16(reg[in.dst&15]))
+		case opTrunc32:
+			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]))
+		case opNop:
+		case opSwap16:
+			reg[in.dst&15] = uint64(bits.ReverseBytes16(uint16(reg[in.dst&15])))
+		case opSwap32:
+			reg[in.dst&15] = uint64(bits.ReverseBytes32(uint32(reg[in.dst&15])))
+		case opSwap64:
+			reg[in.dst&15] = bits.ReverseBytes64(reg[in.dst&15])
+		case opMovAdd64:
+			// Fused "dst = src; dst += imm" (clang's bounds-check idiom).
+			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
+			pc += 2
+			continue
+
+		case opJA:
+			if in.back != 0 {
+				r.budget -= int64(pc-int(in.off)) + 1
+				if r.budget < 0 {
+					break fast
+				}
+			}
+			pc = int(in.off)
+			continue
+		case opJEQ64K:
+			if reg[in.dst&15] == uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJEQ64X:
+			if reg[in.dst&15] == reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJEQ32K:
+			if uint32(reg[in.dst&15]) == uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJEQ32X:
+			if uint32(reg[in.dst&15]) == uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGT64K:
+			if reg[in.dst&15] > uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGT64X:
+			if reg[in.dst&15] > reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGT32K:
+			if uint32(reg[in.dst&15]) > uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGT32X:
+			if uint32(reg[in.dst&15]) > uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGE64K:
+			if reg[in.dst&15] >= uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGE64X:
+			if reg[in.dst&15] >= reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGE32K:
+			if uint32(reg[in.dst&15]) >= uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJGE32X:
+			if uint32(reg[in.dst&15]) >= uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJNE64K:
+			if reg[in.dst&15] != uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJNE64X:
+			if reg[in.dst&15] != reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJNE32K:
+			if uint32(reg[in.dst&15]) != uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJNE32X:
+			if uint32(reg[in.dst&15]) != uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLT64K:
+			if reg[in.dst&15] < uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLT64X:
+			if reg[in.dst&15] < reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLT32K:
+			if uint32(reg[in.dst&15]) < uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLT32X:
+			if uint32(reg[in.dst&15]) < uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLE64K:
+			if reg[in.dst&15] <= uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLE64X:
+			if reg[in.dst&15] <= reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLE32K:
+			if uint32(reg[in.dst&15]) <= uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJLE32X:
+			if uint32(reg[in.dst&15]) <= uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGT64K:
+			if int64(reg[in.dst&15]) > in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGT64X:
+			if int64(reg[in.dst&15]) > int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGT32K:
+			if int32(reg[in.dst&15]) > int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGT32X:
+			if int32(reg[in.dst&15]) > int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGE64K:
+			if int64(reg[in.dst&15]) >= in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGE64X:
+			if int64(reg[in.dst&15]) >= int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGE32K:
+			if int32(reg[in.dst&15]) >= int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSGE32X:
+			if int32(reg[in.dst&15]) >= int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLT64K:
+			if int64(reg[in.dst&15]) < in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLT64X:
+			if int64(reg[in.dst&15]) < int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLT32K:
+			if int32(reg[in.dst&15]) < int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLT32X:
+			if int32(reg[in.dst&15]) < int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLE64K:
+			if int64(reg[in.dst&15]) <= in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLE64X:
+			if int64(reg[in.dst&15]) <= int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLE32K:
+			if int32(reg[in.dst&15]) <= int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSLE32X:
+			if int32(reg[in.dst&15]) <= int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSET64K:
+			if reg[in.dst&15]&uint64(in.imm) != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSET64X:
+			if reg[in.dst&15]&reg[in.src&15] != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSET32K:
+			if uint32(reg[in.dst&15])&uint32(in.imm) != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opJSET32X:
+			if uint32(reg[in.dst&15]&reg[in.src&15]) != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+		case opPJEQ64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] == uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJEQ64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] == reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGT64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] > uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGT64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] > reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGE64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] >= uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGE64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] >= reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSET64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15]&uint64(in.imm) != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSET64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15]&reg[in.src&15] != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJNE64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] != uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJNE64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] != reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGT64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) > in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGT64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) > int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGE64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) >= in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGE64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) >= int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLT64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] < uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLT64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] < reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLE64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] <= uint64(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLE64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] <= reg[in.src&15] {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLT64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) < in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLT64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) < int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLE64K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) <= in.imm {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLE64X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int64(reg[in.dst&15]) <= int64(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJEQ32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) == uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJEQ32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) == uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGT32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) > uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGT32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) > uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGE32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) >= uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJGE32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) >= uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSET32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15])&uint32(in.imm) != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSET32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]&reg[in.src&15]) != 0 {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJNE32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) != uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJNE32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) != uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGT32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) > int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGT32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) > int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGE32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) >= int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSGE32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) >= int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLT32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) < uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLT32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) < uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLE32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) <= uint32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJLE32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if uint32(reg[in.dst&15]) <= uint32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLT32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) < int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLT32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) < int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLE32K:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) <= int32(in.imm) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opPJSLE32X:
+			reg[in.pdst&15] = uint64(in.pimm)
+			if int32(reg[in.dst&15]) <= int32(reg[in.src&15]) {
+				if in.back != 0 {
+					r.budget -= int64(pc-int(in.off)) + 1
+					if r.budget < 0 {
+						break fast
+					}
+				}
+				pc = int(in.off)
+				continue
+			}
+			pc += 2
+			continue
+		case opLdxB:
+			v, ok := load8(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = v
+		case opLdxH:
+			v, ok := load16(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = v
+		case opLdxW:
+			v, ok := load32(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = v
+		case opLdxDW:
+			v, ok := load64(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = v
+		case opLdxSB:
+			v, ok := load8(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = uint64(int64(int8(v)))
+		case opLdxSH:
+			v, ok := load16(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = uint64(int64(int16(v)))
+		case opLdxSW:
+			v, ok := load32(r.regions, reg[in.src&15]+uint64(int64(in.off)))
+			if !ok {
+				break fast
+			}
+			reg[in.dst&15] = uint64(int64(int32(v)))
+		case opStB:
+			if !store8(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+				break fast
+			}
+		case opStxB:
+			if !store8(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+				break fast
+			}
+		case opStH:
+			if !store16(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+				break fast
+			}
+		case opStxH:
+			if !store16(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+				break fast
+			}
+		case opStW:
+			if !store32(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+				break fast
+			}
+		case opStxW:
+			if !store32(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+				break fast
+			}
+		case opStDW:
+			if !store64(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+				break fast
+			}
+		case opStxDW:
+			if !store64(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+				break fast
+			}
+
+		case opLdCtxData:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst&15] = regionPacket<<32 | uint64(r.frame.Data)
+		case opLdCtxDataEnd:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst&15] = regionPacket<<32 | uint64(r.frame.DataEnd)
+		case opLdCtxDataMeta:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst&15] = regionPacket<<32 | uint64(r.frame.DataMeta)
+		case opLdImm64, opLdMapValue:
+			reg[in.dst&15] = uint64(in.imm)
+			pc += 2
+			continue
+		case opLdMap:
+			reg[in.dst&15] = regionMap<<32 | uint64(in.imm)
+			pc += 2
+			continue
+		case opLdFunc:
+			reg[in.dst&15] = regionFunc<<32 | uint64(in.imm)
+			pc += 2
+			continue
+
+		case opExit:
+			if r.depth == base {
+				return pc, p, true
+			}
+			r.depth--
+			f := &r.frames[r.depth]
+			reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
+			reg[10] = f.fp
+			p = f.prog
+			code = p.code
+			pc = f.ret
+			continue
+		default:
+			break fast
+		}
+		pc++
+	}
+	return pc, p, false
 }

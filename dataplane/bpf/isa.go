@@ -212,6 +212,12 @@ const (
 	opSwap32
 	opSwap64
 
+	// Loads of xdp_md.data, data_end and data_meta through r1 while r1 is
+	// still the context (see specialiseCtx).
+	opLdCtxData
+	opLdCtxDataEnd
+	opLdCtxDataMeta
+
 	// Fused pair "dst = src; dst += imm" (the second slot is kept, for a
 	// jump that would land on it, but never a target: see fuse).
 	opMovAdd64

@@ -454,3 +454,35 @@ func TestVerifierRejects(t *testing.T) {
 		t.Errorf("message %v", err)
 	}
 }
+
+// TestContextSpecialisation: loads of data/data_end through r1 at the start
+// become direct context reads; once r1 may have changed they stay plain
+// loads.
+func TestContextSpecialisation(t *testing.T) {
+	code := asmProg(
+		ins(0x61, 2, 1, 0, 0),  // r2 = *(u32 *)(r1 + 0)  ; ctx->data
+		ins(0x61, 3, 1, 4, 0),  // r3 = *(u32 *)(r1 + 4)  ; ctx->data_end
+		ins(0xbf, 1, 10, 0, 0), // r1 = r10
+		ins(0x07, 1, 0, 0, -8), // r1 += -8
+		ins(0x7a, 1, 0, 0, 77), // *(u64 *)(r1 + 0) = 77
+		ins(0x61, 0, 1, 0, 0),  // r0 = *(u32 *)(r1 + 0)  ; the stack, not ctx
+		exitInsn)
+	p, err := LoadRaw("ctx", code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.code[0].op != opLdCtxData || p.code[1].op != opLdCtxDataEnd || p.code[5].op != opLdxW {
+		t.Fatalf("ops %v %v %v", p.code[0].op, p.code[1].op, p.code[5].op)
+	}
+	r := NewRunner(0)
+	got, ok := r.RunFrame(p, newFrame(udpFrame(1)))
+	if !ok || got != 77 {
+		t.Errorf("r0 = %d ok %v (%v), want 77 from the stack", got, ok, r.Fault())
+	}
+	// As a bare program the first loads read the memory block.
+	mem := make([]byte, 8)
+	binary.LittleEndian.PutUint32(mem, 5)
+	if v, err := r.RunRaw(p, mem); err != nil || v != 77 {
+		t.Errorf("raw: %d, %v", v, err)
+	}
+}
