@@ -208,7 +208,7 @@ func TestParseConsole(t *testing.T) {
 
 func TestVMArgs(t *testing.T) {
 	vm := &VM{Assets: Assets{QEMU: "q", Kernel: "/k"}, Initramfs: "/i", MAC: "52:54:00:12:34:56",
-		PeerAddr: "127.0.0.1:4000", LocalPort: 4001, Pcap: "/p.pcap"}
+		PeerAddr: "127.0.0.1:4000", LocalPort: 4001, Pcap: "/p.pcap", Results: "/r.log"}
 	args, err := vm.Args()
 	if err != nil {
 		t.Fatal(err)
@@ -216,7 +216,8 @@ func TestVMArgs(t *testing.T) {
 	line := strings.Join(args, " ")
 	for _, want := range []string{"-accel tcg", "q35", "intel-iommu,intremap=on", "igb,netdev=n0,mac=52:54:00:12:34:56",
 		"local.port=4001", "remote.host=127.0.0.1,remote.port=4000", "filter-dump,id=dump0,netdev=n0,file=/p.pcap",
-		"intel_iommu=on", "console=ttyS0", "-no-reboot", "-kernel /k", "-initrd /i"} {
+		"intel_iommu=on", "console=ttyS0", "-no-reboot", "-kernel /k", "-initrd /i",
+		"-serial stdio", "-chardev file,id=results,path=/r.log -serial chardev:results"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("QEMU args lack %q: %s", want, line)
 		}

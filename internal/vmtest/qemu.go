@@ -30,6 +30,9 @@ type VM struct {
 	PeerAddr  string
 	// Pcap, when set, records the NIC's traffic both ways (filter-dump).
 	Pcap string
+	// Results, when set, is a file that receives the guest's second serial
+	// port (guestproto.ResultsTTY): /init's lines without kernel messages.
+	Results string
 	// Console receives the serial console as it arrives (may be nil).
 	Console io.Writer
 }
@@ -66,6 +69,9 @@ func (vm *VM) Args() ([]string, error) {
 		"-kernel", vm.Assets.Kernel,
 		"-initrd", vm.Initramfs,
 		"-append", strings.TrimSpace(cmdline),
+	}
+	if vm.Results != "" {
+		args = append(args, "-chardev", "file,id=results,path="+vm.Results, "-serial", "chardev:results")
 	}
 	if vm.Pcap != "" {
 		args = append(args, "-object", "filter-dump,id=dump0,netdev=n0,file="+vm.Pcap)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,17 +22,41 @@ import (
 
 var (
 	outMu sync.Mutex
-	out   = bufio.NewWriterSize(os.Stdout, 64<<10)
+	// out is the console (ttyS0), for people; the kernel prints there too.
+	out = bufio.NewWriterSize(os.Stdout, 64<<10)
+	// res is guestproto.ResultsTTY, the host's channel: nothing else writes
+	// there, so no kernel message can split a line. nil until opened; lines
+	// said before that wait in early.
+	res   io.Writer
+	early []byte
 )
 
-// say prints one console line for the host.
+// say prints one line for the host, on the results port and the console.
 func say(format string, args ...any) {
+	line := guestproto.Prefix + fmt.Sprintf(format, args...) + "\n"
 	outMu.Lock()
 	defer outMu.Unlock()
-	out.WriteString(guestproto.Prefix)
-	fmt.Fprintf(out, format, args...)
-	out.WriteByte('\n')
+	out.WriteString(line)
 	out.Flush()
+	if res != nil {
+		io.WriteString(res, line)
+	} else {
+		early = append(early, line...)
+	}
+}
+
+// openResults opens the results port and sends it what was said before.
+func openResults(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return err
+	}
+	outMu.Lock()
+	defer outMu.Unlock()
+	res = f
+	_, err = f.Write(early)
+	early = nil
+	return err
 }
 
 func main() {
@@ -70,6 +95,8 @@ func run() (int, error) {
 	if err := mountAll(); err != nil {
 		return 0, err
 	}
+	err := openResults(guestproto.ResultsTTY)
+	step("results", err, guestproto.ResultsTTY)
 	b, err := os.ReadFile(guestproto.ConfigPath)
 	if err != nil {
 		return 0, fmt.Errorf("read config: %w", err)

@@ -18,6 +18,11 @@
 // alike.
 package guestproto
 
+// ResultsTTY is the serial port (QEMU's second -serial) that carries only
+// /init's lines, so kernel messages on the console cannot split them. /init
+// prints the same lines on the console too, for people.
+const ResultsTTY = "/dev/ttyS1"
+
 // ConfigPath is where the host puts the Config (JSON) in the initramfs.
 const ConfigPath = "/vmtest.json"
 
