@@ -20,6 +20,10 @@ func benchFrame(name string) []byte {
 		return g.ipv4(542, nil, protoICMP, 5, 0)
 	case "xdp_tailcall":
 		return g.ipv4(64, nil, protoTCP, 5, 80)
+	case "xdp_events":
+		f := g.ipv4(64, nil, protoTCP, 5, 80)
+		f[47] = 0x02 // SYN: an event each run until the ring buffer is full
+		return f
 	}
 	f := g.ipv4(64, nil, protoUDP, 5, 9)
 	copy(f[26:30], []byte{10, 1, 2, 3}) // matched by xdp_lpm_acl's 10.1/16

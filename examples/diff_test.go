@@ -6,13 +6,16 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
@@ -190,6 +193,7 @@ var diffCases = []diffCase{
 	},
 	{name: "xdp_reference", prog: "xdp_reference"},
 	{name: "xdp_meta", prog: "xdp_meta"},
+	{name: "xdp_events", prog: "xdp_events"},
 }
 
 func objPath(name string) string { return filepath.Join("xdp", name+".o") }
@@ -226,6 +230,8 @@ type pair struct {
 	buf  []byte
 	dc   diffCase
 	maps []string // maps compared
+	// rings are the ring buffers, compared record by record after each frame.
+	rings []ringPair
 	// fuzzRuns counts FuzzDifferential inputs run on this pair.
 	fuzzRuns int
 }
@@ -275,7 +281,11 @@ func loadPair(t testing.TB, dc diffCase) *pair {
 	if dc.prepare != nil {
 		dc.prepare(t, k, x)
 	}
-	for name := range k.Coll.Maps {
+	for name, km := range k.Coll.Maps {
+		if km.Type() == ebpf.RingBuf {
+			p.rings = append(p.rings, openRingPair(t, name, km, x))
+			continue
+		}
 		if _, skip := dc.skipMaps[name]; !skip {
 			p.maps = append(p.maps, name)
 		}
@@ -531,6 +541,12 @@ func TestDifferential(t *testing.T) {
 				// It passes on its merits; the note is only stale.
 				t.Logf("%s now agrees with the kernel: its knownBug note is stale, remove it (%s)", sub, dc.knownBug)
 			}
+			for _, rp := range p.rings {
+				if *rp.seen == 0 {
+					t.Errorf("ring buffer %s: no records at all, so the comparison proved nothing", rp.name)
+				}
+				t.Logf("ring buffer %s: %d records alike", rp.name, *rp.seen)
+			}
 			t.Logf("%s: %d frames, kernel verdicts %v", dc.name, len(frames), verdicts)
 		})
 	}
@@ -561,7 +577,81 @@ func (p *pair) check(frame, meta []byte) (uint32, []string, error) {
 			diffs = append(diffs, d)
 		}
 	}
+	for _, rp := range p.rings {
+		diffs = append(diffs, rp.compare()...)
+	}
 	return kr.Verdict, diffs, nil
+}
+
+// ringPair is one ring buffer on both sides.
+type ringPair struct {
+	name string
+	k    *ringbuf.Reader
+	x    *maps.RingBuf
+	buf  []byte
+	// seen counts the records both sides agreed on.
+	seen *int
+}
+
+func openRingPair(t testing.TB, name string, km *ebpf.Map, x *bpf.Collection) ringPair {
+	t.Helper()
+	rd, err := ringbuf.NewReader(km)
+	if err != nil {
+		t.Fatalf("kernel ring buffer %s: %v", name, err)
+	}
+	t.Cleanup(func() { rd.Close() })
+	xm, err := x.Map(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xr, ok := xm.(*maps.RingBuf)
+	if !ok {
+		t.Fatalf("xnic %s is a %T, want *maps.RingBuf", name, xm)
+	}
+	return ringPair{name: name, k: rd, x: xr, buf: make([]byte, 1<<16), seen: new(int)}
+}
+
+// drain reads every committed record of both sides.
+func (rp ringPair) drain() (kernel, xnic [][]byte, err error) {
+	for {
+		rp.k.SetDeadline(time.Now())
+		rec, err := rp.k.Read()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("kernel ring buffer %s: %w", rp.name, err)
+		}
+		kernel = append(kernel, rec.RawSample)
+	}
+	for {
+		n, err := rp.x.Read(rp.buf)
+		if maps.IsNoRecord(err) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("xnic ring buffer %s: %w", rp.name, err)
+		}
+		xnic = append(xnic, slices.Clone(rp.buf[:n]))
+	}
+	return kernel, xnic, nil
+}
+
+func (rp ringPair) compare() []string {
+	k, x, err := rp.drain()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	if len(k) != len(x) {
+		return []string{fmt.Sprintf("ring buffer %s: kernel %d records %x, xnic %d records %x", rp.name, len(k), k, len(x), x)}
+	}
+	for i := range k {
+		if !bytes.Equal(k[i], x[i]) {
+			return []string{fmt.Sprintf("ring buffer %s record %d:\n  kernel %x\n  xnic   %x", rp.name, i, k[i], x[i])}
+		}
+	}
+	*rp.seen += len(k)
+	return nil
 }
 
 // checkRedirect checks the interpreter's redirect target against what the

@@ -29,6 +29,8 @@
 //	xdp_xsk           bpf_redirect_map(&xsks, rx_queue_index, XDP_PASS)
 //	xdp_reference     the speed reference (FACTS.md): Ethernet/IPv4/UDP parse
 //	xdp_meta          tail growth, load/store_bytes, get_buff_len and metadata
+//	xdp_events        ring buffer events (reserve/submit/discard, output) and
+//	                  bpf_loop
 //
 // The tests prove them against the kernel (root; skipped with a message
 // otherwise): diff_test.go runs each program on thousands of random and

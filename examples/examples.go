@@ -42,6 +42,7 @@ var All = []Example{
 	{"xdp_xsk", "xdp_xsk", "redirect to the xskmap entry of the receive queue, else XDP_PASS"},
 	{"xdp_reference", "xdp_reference", "the speed reference: parse Ethernet/IPv4/UDP, drop UDP port 9"},
 	{"xdp_meta", "xdp_meta", "pad short frames (adjust_tail, store_bytes) and leave 8 bytes of metadata (adjust_meta)"},
+	{"xdp_events", "xdp_events", "ring buffer events for TCP SYNs (reserve/submit/discard, bpf_loop) and ICMP (output)"},
 }
 
 // Lookup returns the example called name.

@@ -19,3 +19,4 @@ package examples
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_xsk.c -o xdp/xdp_xsk.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_reference.c -o xdp/xdp_reference.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_meta.c -o xdp/xdp_meta.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_events.c -o xdp/xdp_events.o

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
 
 	"github.com/xnic-dev/xnic/dataplane/maps"
 	"github.com/xnic-dev/xnic/internal/kernelxdp"
@@ -303,5 +305,56 @@ func TestKernelMeta(t *testing.T) {
 	}
 	if c := sumCounter(t, o, "padded", 0); c != 1 {
 		t.Errorf("padded = %d, want 1", c)
+	}
+}
+
+func TestKernelEvents(t *testing.T) {
+	needKernel(t)
+	o := kload(t, "xdp_events")
+	km, _ := o.Map("events")
+	rd, err := ringbuf.NewReader(km)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rd.Close()
+	records := func() [][]byte {
+		var out [][]byte
+		for {
+			rd.SetDeadline(time.Now())
+			rec, err := rd.Read()
+			if err != nil {
+				return out
+			}
+			out = append(out, rec.RawSample)
+		}
+	}
+	g := newFrameGen(8)
+	syn := g.ipv4(80, nil, protoTCP, 5, 443)
+	syn[47] = 0x02 // SYN
+	krun(t, o, "xdp_events", syn)
+	recs := records()
+	if len(recs) != 1 || len(recs[0]) != 36 {
+		t.Fatalf("SYN: records %x, want one 36-byte syn_event", recs)
+	}
+	r := recs[0]
+	var sum uint32
+	for _, b := range syn[:16] {
+		sum = (sum<<5 | sum>>27) + uint32(b)
+	}
+	if binary.LittleEndian.Uint32(r[0:]) != 80 || !bytes.Equal(r[4:12], syn[26:34]) ||
+		!bytes.Equal(r[12:16], syn[34:38]) || binary.LittleEndian.Uint32(r[16:]) != sum || !bytes.Equal(r[20:], syn[:16]) {
+		t.Errorf("syn_event %x: want len 80, addresses, ports, sum %#x and the first 16 bytes", r, sum)
+	}
+
+	syn[47] = 0x06 // SYN+RST: reserved, then discarded
+	krun(t, o, "xdp_events", syn)
+	if recs := records(); len(recs) != 0 {
+		t.Errorf("SYN+RST: records %x, want none (discarded)", recs)
+	}
+
+	icmp := g.ipv4(98, nil, protoICMP, 5, 0)
+	krun(t, o, "xdp_events", icmp)
+	if recs := records(); len(recs) != 1 || !bytes.Equal(recs[0], []byte{98, 0, 0, 0, 8, 0, 0, 0}) {
+		t.Errorf("ICMP echo: records %x, want one icmp_event {98, type 8, code 0}", recs)
 	}
 }
