@@ -216,7 +216,7 @@ func TestVMArgs(t *testing.T) {
 	line := strings.Join(args, " ")
 	for _, want := range []string{"-accel tcg", "q35", "intel-iommu,intremap=on", "igb,netdev=n0,mac=52:54:00:12:34:56",
 		"local.port=4001", "remote.host=127.0.0.1,remote.port=4000", "filter-dump,id=dump0,netdev=n0,file=/p.pcap",
-		"intel_iommu=on", "console=ttyS0", "-no-reboot", "-kernel /k", "-initrd /i",
+		"intel_iommu=on", "no_timer_check", "console=ttyS0", "-no-reboot", "-kernel /k", "-initrd /i",
 		"-serial stdio", "-chardev file,id=results,path=/r.log -serial chardev:results"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("QEMU args lack %q: %s", want, line)

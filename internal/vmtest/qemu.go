@@ -50,10 +50,14 @@ func (vm *VM) Args() ([]string, error) {
 	if cpus == 0 {
 		cpus = 2
 	}
+	// no_timer_check: under TCG on a busy host the kernel's check that the
+	// timer interrupt comes through the interrupt-remapped IO-APIC can time
+	// out, and the kernel panics ("timer doesn't work through
+	// Interrupt-remapped IO-APIC"); seen here.
 	// loglevel=4: kernel errors (DMAR faults, hung tasks, lockups) show on the
 	// console as they happen, warnings and chatter do not. The hung-task timeout
 	// is short so a task stuck in the kernel is reported before the deadline.
-	cmdline := "console=ttyS0 intel_iommu=on panic=-1 quiet loglevel=4 hugepages=64 " +
+	cmdline := "console=ttyS0 intel_iommu=on no_timer_check panic=-1 quiet loglevel=4 hugepages=64 " +
 		"sysctl.kernel.hung_task_timeout_secs=30 " + vm.Cmdline
 	args := []string{
 		"-nodefaults", "-display", "none", "-serial", "stdio", "-monitor", "none",
