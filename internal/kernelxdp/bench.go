@@ -1,13 +1,7 @@
 package kernelxdp
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"os"
-	"os/exec"
-	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -71,19 +65,8 @@ func LiveBench(objPath, prog string, frame []byte, n int) (float64, error) {
 	return st.NsPerFrame(), nil
 }
 
-// liveSeq numbers the namespaces of concurrent live runs.
-var liveSeq atomic.Uint32
-
-// Names inside the private namespace: veth0 receives the test frames, veth1
-// is its peer and drops (and counts) whatever veth0 transmits.
-const (
-	liveDev  = "xnic0"
-	livePeer = "xnic1"
-	// cmdTimeout bounds each ip(8) command.
-	cmdTimeout = 10 * time.Second
-	// peerSettle bounds the wait for the peer's NAPI to drain.
-	peerSettle = time.Second
-)
+// peerSettle bounds the wait for the peer's NAPI to drain after a live run.
+const peerSettle = time.Second
 
 // LiveOptions adjust a live run.
 type LiveOptions struct {
@@ -95,10 +78,10 @@ type LiveOptions struct {
 	Prepare func(dev, peer int) error
 }
 
-// LiveRun runs p on n copies of frame with BPF_F_TEST_XDP_LIVE_FRAMES. It
-// creates a network namespace with a veth pair (ip(8) must be installed),
-// attaches a counting XDP_DROP program to the peer and removes everything
-// before it returns.
+// LiveRun runs p on n copies of frame with BPF_F_TEST_XDP_LIVE_FRAMES, as
+// received on NetnsDev of a fresh Netns (ip(8) must be installed); a
+// counting XDP_DROP program on NetnsPeer receives what p transmits (XDP_TX,
+// or a redirect to NetnsDev). Everything is removed before it returns.
 func LiveRun(p *ebpf.Program, frame []byte, n int) (LiveStats, error) {
 	return LiveRunWith(p, frame, n, LiveOptions{})
 }
@@ -114,25 +97,11 @@ func LiveRunWith(p *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveSt
 	if len(frame) < 14 {
 		return LiveStats{}, fmt.Errorf("kernelxdp: live run: frame of %d bytes is shorter than an Ethernet header", len(frame))
 	}
-	ns := fmt.Sprintf("xnicbench%d-%d", os.Getpid(), liveSeq.Add(1))
-	if err := ip("netns", "add", ns); err != nil {
+	ns, err := OpenNetns(1)
+	if err != nil {
 		return LiveStats{}, err
 	}
-	defer ip("netns", "del", ns) //nolint:errcheck // best effort cleanup
-	// No IPv6 in the namespace: router solicitations and DAD would reach the
-	// peer and count as transmitted frames.
-	for _, args := range [][]string{
-		{"netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"},
-		{"netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"},
-		{"-n", ns, "link", "add", liveDev, "type", "veth", "peer", "name", livePeer},
-		{"-n", ns, "link", "set", "lo", "up"},
-		{"-n", ns, "link", "set", liveDev, "up"},
-		{"-n", ns, "link", "set", livePeer, "up"},
-	} {
-		if err := ip(args...); err != nil {
-			return LiveStats{}, err
-		}
-	}
+	defer ns.Close()
 
 	counter, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1})
 	if err != nil {
@@ -161,18 +130,14 @@ func LiveRunWith(p *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveSt
 	}
 	defer peerProg.Close()
 
-	type outcome struct {
-		st  LiveStats
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		st, err := liveInNetns(ns, p, peerProg, frame, n, opts)
-		done <- outcome{st, err}
-	}()
-	o := <-done
-	if o.err != nil {
-		return LiveStats{}, o.err
+	var st LiveStats
+	err = ns.Do(func() error {
+		var err error
+		st, err = liveInNetns(ns, p, peerProg, frame, n, opts)
+		return err
+	})
+	if err != nil {
+		return LiveStats{}, err
 	}
 	// The peer's NAPI may still be draining: wait until its count holds
 	// still between two reads.
@@ -184,63 +149,30 @@ func LiveRunWith(p *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveSt
 			return LiveStats{}, err
 		}
 		if got == last || time.Now().After(deadline) {
-			o.st.PeerReceived = got
+			st.PeerReceived = got
 			break
 		}
 		last = got
 		time.Sleep(20 * time.Millisecond)
 	}
-	return o.st, nil
+	return st, nil
 }
 
-// liveInNetns does the namespace-bound part on a locked OS thread: it
-// enters ns, attaches peer to the peer veth and runs p in live mode. The
-// thread goes back to its namespace; if that fails it stays locked, so the
-// Go runtime ends it with the goroutine instead of reusing it.
-func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveStats, error) {
-	runtime.LockOSThread()
-	orig, err := os.Open("/proc/thread-self/ns/net")
+// liveInNetns is the namespace-bound part, run by ns.Do: it attaches peer
+// to the peer veth and runs p in live mode on the other.
+func liveInNetns(ns *Netns, p, peer *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveStats, error) {
+	l, err := link.AttachXDP(link.XDPOptions{Program: peer, Interface: ns.PeerIndex, Flags: link.XDPDriverMode})
 	if err != nil {
-		runtime.UnlockOSThread()
-		return LiveStats{}, fmt.Errorf("kernelxdp: opening this thread's network namespace: %w", err)
-	}
-	defer orig.Close()
-	target, err := os.Open("/run/netns/" + ns)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return LiveStats{}, fmt.Errorf("kernelxdp: opening namespace %s: %w", ns, err)
-	}
-	defer target.Close()
-	if err := unix.Setns(int(target.Fd()), unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return LiveStats{}, fmt.Errorf("kernelxdp: entering namespace %s: %w", ns, err)
-	}
-	defer func() {
-		if unix.Setns(int(orig.Fd()), unix.CLONE_NEWNET) == nil {
-			runtime.UnlockOSThread()
-		}
-	}()
-
-	dev, err := net.InterfaceByName(liveDev)
-	if err != nil {
-		return LiveStats{}, fmt.Errorf("kernelxdp: %s in %s: %w", liveDev, ns, err)
-	}
-	peerDev, err := net.InterfaceByName(livePeer)
-	if err != nil {
-		return LiveStats{}, fmt.Errorf("kernelxdp: %s in %s: %w", livePeer, ns, err)
-	}
-	l, err := link.AttachXDP(link.XDPOptions{Program: peer, Interface: peerDev.Index, Flags: link.XDPDriverMode})
-	if err != nil {
-		return LiveStats{}, fmt.Errorf("kernelxdp: attaching the peer program to %s: %w", livePeer, err)
+		return LiveStats{}, fmt.Errorf("kernelxdp: attaching the peer program to %s: %w", NetnsPeer, err)
 	}
 	defer l.Close()
 	if opts.Prepare != nil {
-		if err := opts.Prepare(dev.Index, peerDev.Index); err != nil {
+		if err := opts.Prepare(ns.DevIndex, ns.PeerIndex); err != nil {
 			return LiveStats{}, fmt.Errorf("kernelxdp: preparing the live run: %w", err)
 		}
 	}
 
-	ctx := xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(dev.Index)}
+	ctx := xdpMD{DataEnd: uint32(len(frame)), IngressIfindex: uint32(ns.DevIndex)}
 	ro := ebpf.RunOptions{
 		Data:      frame,
 		Context:   ctx,
@@ -250,7 +182,7 @@ func liveInNetns(ns string, p, peer *ebpf.Program, frame []byte, n int, opts Liv
 	}
 	start := time.Now()
 	if _, err := p.Run(&ro); err != nil {
-		return LiveStats{}, fmt.Errorf("kernelxdp: live-frames run of %v on %s: %w", p, liveDev, err)
+		return LiveStats{}, fmt.Errorf("kernelxdp: live-frames run of %v on %s: %w", p, NetnsDev, err)
 	}
 	return LiveStats{Frames: n, Elapsed: time.Since(start)}, nil
 }
@@ -265,14 +197,4 @@ func sumCounter(m *ebpf.Map) (uint64, error) {
 		sum += v
 	}
 	return sum, nil
-}
-
-func ip(args ...string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), cmdTimeout)
-	defer cancel()
-	out, err := exec.CommandContext(ctx, "ip", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("kernelxdp: ip %v: %w: %s (is iproute2 installed and are we root?)", args, err, out)
-	}
-	return nil
 }

@@ -417,3 +417,28 @@ func BenchmarkKernelLive(b *testing.B) {
 		})
 	}
 }
+
+func TestNetnsQueues(t *testing.T) {
+	needKernel(t)
+	ns, err := OpenNetns(4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	p := metaProg(t)
+	// Queue 3 exists on the namespace's veth but not on loopback here.
+	err = ns.Do(func() error {
+		_, err := Run(p, Input{Frame: udp4(64, 9), IngressIfindex: uint32(ns.DevIndex), RxQueueIndex: 3})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("queue 3 of %s inside the namespace: %v", NetnsDev, err)
+	}
+	err = ns.Do(func() error {
+		_, err := Run(p, Input{Frame: udp4(64, 9), IngressIfindex: uint32(ns.DevIndex), RxQueueIndex: 4})
+		return err
+	})
+	if err == nil {
+		t.Fatal("queue 4 of a 4-queue device: want an error")
+	}
+}
