@@ -60,6 +60,9 @@ type diffCase struct {
 	setup func(put func(m string, key, value []byte) error) error
 	// constants rewrites globals (volatile const) before load, both sides.
 	constants map[string]any
+	// queues, when above 1, runs the kernel side in a private namespace on
+	// a veth with that many queues and cycles rx_queue_index over them.
+	queues int
 	// knownBug names an interpreter bug that makes this case disagree with
 	// the kernel (reported to its owners). The case then skips, saying so
 	// and showing the first mismatch, instead of failing; once the bug is
@@ -191,8 +194,35 @@ var diffCases = []diffCase{
 			}
 		},
 	},
+	{
+		name: "xdp_xsk", variant: "queues", prog: "xdp_xsk", queues: 4,
+		skipMaps: map[string]string{"xsks": notData},
+		prepare: func(t testing.TB, k *kernelxdp.Object, x *bpf.Collection) {
+			// Queues 0 and 2 of a 4-queue veth bound, 1 and 3 not.
+			km, _ := k.Map("xsks")
+			xm, _ := x.Map("xsks")
+			xsk, ok := xm.(*maps.XSKMap)
+			if !ok {
+				t.Fatalf("xnic xsks is a %T, want *maps.XSKMap", xm)
+			}
+			for _, q := range []uint32{0, 2} {
+				sock, err := kernelxdp.OpenXDPSocket()
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { sock.Close() })
+				if err := km.Put(q, uint32(sock.Fd())); err != nil {
+					t.Fatalf("kernel xsks[%d]: %v", q, err)
+				}
+				if err := xsk.Bind(q, q, "test consumer", maps.UpdateAny); err != nil {
+					t.Fatalf("xnic xsks[%d]: %v", q, err)
+				}
+			}
+		},
+	},
 	{name: "xdp_reference", prog: "xdp_reference"},
 	{name: "xdp_meta", prog: "xdp_meta"},
+	{name: "xdp_meta", variant: "queues", prog: "xdp_meta", queues: 3}, // the mark has the queue in it
 	{name: "xdp_events", prog: "xdp_events"},
 }
 
@@ -230,6 +260,10 @@ type pair struct {
 	buf  []byte
 	dc   diffCase
 	maps []string // maps compared
+	// ns, when set, is the namespace the kernel side runs in, and ifindex
+	// the device both sides see (loopback without a namespace).
+	ns      *kernelxdp.Netns
+	ifindex uint32
 	// rings are the ring buffers, compared record by record after each frame.
 	rings []ringPair
 	// fuzzRuns counts FuzzDifferential inputs run on this pair.
@@ -255,7 +289,15 @@ func loadPair(t testing.TB, dc diffCase) *pair {
 	if err != nil {
 		t.Fatalf("%s: xnic: %v", dc.name, err)
 	}
-	p := &pair{k: k, x: x, xp: xp, kp: kp, r: bpf.NewRunner(0), buf: make([]byte, bufSize), dc: dc}
+	p := &pair{k: k, x: x, xp: xp, kp: kp, r: bpf.NewRunner(0), buf: make([]byte, bufSize), dc: dc, ifindex: ingressIfindex}
+	if dc.queues > 1 {
+		ns, err := kernelxdp.OpenNetns(dc.queues)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Close() })
+		p.ns, p.ifindex = ns, uint32(ns.DevIndex)
+	}
 	if dc.setup != nil {
 		put := func(m string, key, value []byte) error {
 			km, err := k.Map(m)
@@ -306,7 +348,7 @@ type xnicResult struct {
 // runXnic runs the interpreter on frame with meta in front, in a zeroed
 // page-sized slot with the frame at the 256-byte headroom, as the kernel's
 // test run lays it out.
-func (p *pair) runXnic(frame, meta []byte) xnicResult {
+func (p *pair) runXnic(frame, meta []byte, queue uint32) xnicResult {
 	clear(p.buf)
 	copy(p.buf[headroom-len(meta):], meta)
 	copy(p.buf[headroom:], frame)
@@ -315,7 +357,8 @@ func (p *pair) runXnic(frame, meta []byte) xnicResult {
 		DataMeta:       headroom - len(meta),
 		Data:           headroom,
 		DataEnd:        headroom + len(frame),
-		IngressIfindex: ingressIfindex,
+		IngressIfindex: p.ifindex,
+		RxQueueIndex:   queue,
 	}
 	act := p.r.Run(p.xp, &f)
 	res := xnicResult{verdict: uint32(act), redirect: p.r.Redirect()}
@@ -510,7 +553,7 @@ func TestDifferential(t *testing.T) {
 				if fi%7 == 3 {
 					meta = g.bytes(4 * (1 + g.r.IntN(8))) // metadata left by an earlier program
 				}
-				verdict, diffs, err := p.check(frame, meta)
+				verdict, diffs, err := p.check(frame, meta, uint32(fi%max(dc.queues, 1)))
 				if err != nil {
 					t.Fatalf("%s frame %d: %v", dc.name, fi, err)
 				}
@@ -555,12 +598,23 @@ func TestDifferential(t *testing.T) {
 // check runs frame (with meta in front) on both sides and returns the
 // kernel's verdict and every difference between the two. err is the
 // kernel refusing the input.
-func (p *pair) check(frame, meta []byte) (uint32, []string, error) {
-	kr, err := p.k.Run(p.dc.prog, kernelxdp.Input{Frame: frame, Meta: meta, IngressIfindex: ingressIfindex})
+func (p *pair) check(frame, meta []byte, queue uint32) (uint32, []string, error) {
+	in := kernelxdp.Input{Frame: frame, Meta: meta, IngressIfindex: p.ifindex, RxQueueIndex: queue}
+	var kr kernelxdp.Result
+	var err error
+	if p.ns != nil {
+		err = p.ns.Do(func() error {
+			var err error
+			kr, err = p.k.Run(p.dc.prog, in)
+			return err
+		})
+	} else {
+		kr, err = p.k.Run(p.dc.prog, in)
+	}
 	if err != nil {
 		return 0, nil, err
 	}
-	xr := p.runXnic(frame, meta)
+	xr := p.runXnic(frame, meta, queue)
 	var diffs []string
 	switch {
 	case xr.verdict != kr.Verdict:
@@ -573,7 +627,7 @@ func (p *pair) check(frame, meta []byte) (uint32, []string, error) {
 		diffs = append(diffs, fmt.Sprintf("metadata differs: kernel %x, xnic %x", kr.Meta, xr.meta))
 	}
 	if kr.Verdict == uint32(bpf.ActionRedirect) {
-		if d := p.checkRedirect(xr.redirect); d != "" {
+		if d := p.checkRedirect(xr.redirect, queue); d != "" {
 			diffs = append(diffs, d)
 		}
 	}
@@ -656,7 +710,7 @@ func (rp ringPair) compare() []string {
 
 // checkRedirect checks the interpreter's redirect target against what the
 // example sets up (the kernel's test run does not say where it would go).
-func (p *pair) checkRedirect(rd bpf.Redirect) string {
+func (p *pair) checkRedirect(rd bpf.Redirect, queue uint32) string {
 	switch p.dc.name {
 	case "xdp_redirect_map":
 		if rd.Kind != bpf.RedirectDevMap || rd.Key != 0 || rd.Ifindex != 1 {
@@ -667,8 +721,8 @@ func (p *pair) checkRedirect(rd bpf.Redirect) string {
 			return fmt.Sprintf("redirect target %+v, want cpumap key 0", rd)
 		}
 	case "xdp_xsk":
-		if rd.Kind != bpf.RedirectXSKMap || rd.Key != 0 {
-			return fmt.Sprintf("redirect target %+v, want xskmap key 0", rd)
+		if rd.Kind != bpf.RedirectXSKMap || rd.Key != queue {
+			return fmt.Sprintf("redirect target %+v, want xskmap key %d (the queue)", rd, queue)
 		}
 	}
 	return ""
@@ -702,7 +756,7 @@ func FuzzDifferential(f *testing.F) {
 		for i := range meta {
 			meta[i] = in[1] + byte(i)
 		}
-		_, diffs, err := p.check(in[2:], meta)
+		_, diffs, err := p.check(in[2:], meta, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
