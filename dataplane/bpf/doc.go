@@ -30,6 +30,14 @@
 // measured on the kernel (adjust_head, adjust_tail, adjust_meta) and return the
 // kernel's errno values.
 //
-// RunRaw runs a bare instruction stream on a block of memory, as the
-// bpf_conformance suite does (r1 = memory, r2 = its length).
+// RunRaw (and RunProgram) run a bare instruction stream on a block of memory,
+// as the bpf_conformance suite does (r1 = memory, r2 = its length).
+//
+// Speed: the run loop has a fast level that calls no function (ALU, jumps,
+// loads and stores that hit their region, returns) and a slow level for
+// helpers, calls, atomics, division, shifts by a register and faults. At
+// load, common pairs are fused ("rX = rY; rX += K"; "wX = K; if ... goto")
+// and the context loads at the start of a program read the frame directly.
+// Map lookups return a region for the value, so a program's further accesses
+// need no helper. BenchmarkReference measures the reference parser.
 package bpf

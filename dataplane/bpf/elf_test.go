@@ -251,3 +251,30 @@ func BenchmarkFeaturesMain(b *testing.B) {
 	pkt := udpFrame(53)
 	cpuBench(b, func() { resetFrame(f, pkt); r.Run(p, f) })
 }
+
+func TestProgramSelection(t *testing.T) {
+	c := loadTestdata(t, "parse.o", nil)
+	p, err := c.ProgramBySection("xdp")
+	if err != nil || p.Name() != "xdp_parse" {
+		t.Fatalf("ProgramBySection(xdp): %v %v", p, err)
+	}
+	if _, err := c.ProgramBySection("tc"); !errors.Is(err, ErrNoProgram) {
+		t.Errorf("ProgramBySection(tc): %v", err)
+	}
+	f := loadTestdata(t, "features.o", nil)
+	if _, err := f.ProgramBySection("xdp"); err == nil || !strings.Contains(err.Error(), "xdp_main") {
+		t.Errorf("several programs in section xdp: %v", err)
+	}
+	if len(f.Programs()) != 6 {
+		t.Errorf("%d programs", len(f.Programs()))
+	}
+	if _, err := f.Map("nope"); err == nil || !strings.Contains(err.Error(), "counters") {
+		t.Errorf("Map(nope): %v", err)
+	}
+	if m := f.Maps(); len(m) < 7 || m["jumps"] == nil {
+		t.Errorf("Maps: %v", m)
+	}
+	if p, _ := f.Program("xdp_main"); p.ID() == 0 {
+		t.Error("program id 0")
+	}
+}

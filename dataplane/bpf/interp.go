@@ -173,7 +173,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 				if !r.pushFrame(p, pc, &reg) {
 					return 0
 				}
-				if !r.charge(p, pc, target) {
+				if target <= pc && !r.charge(p, pc, target) {
 					return 0
 				}
 				pc = target

@@ -77,3 +77,13 @@ func (r *Runner) RunRaw(p *Program, mem []byte) (ret uint64, err error) {
 	}
 	return ret, nil
 }
+
+// RunProgram loads code as a bare program and runs it once on mem: the
+// conformance suite's entry (program bytes and memory in, r0 out).
+func RunProgram(code, mem []byte, opts *Options) (uint64, error) {
+	p, err := LoadRaw("program", code, opts)
+	if err != nil {
+		return 0, err
+	}
+	return NewRunner(0).RunRaw(p, mem)
+}
