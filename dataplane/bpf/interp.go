@@ -252,6 +252,9 @@ fast:
 	for uint(pc) < uint(len(code)) {
 		in := &code[pc]
 		switch in.op {
+		case opInvalid:
+			// Never decoded; listed so the jump table starts at 0.
+			break fast
 		case opAdd64K:
 			reg[in.dst&15] += uint64(in.imm)
 		case opAdd64X:
