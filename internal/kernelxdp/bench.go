@@ -12,8 +12,9 @@ import (
 
 // Bench runs p repeat times on frame with BPF_PROG_TEST_RUN and returns the
 // kernel's own measure of the time per run (the syscall's duration field:
-// total time over repeat, program and test-run loop included, syscall entry
-// excluded) and the verdict of the last run.
+// the time of the whole repeat loop, program and loop overhead included,
+// divided by repeat in whole nanoseconds) and the verdict of the last run.
+// Each run sees the frame as the previous run left it, as in the kernel.
 func Bench(p *ebpf.Program, frame []byte, repeat int) (time.Duration, uint32, error) {
 	if repeat < 1 {
 		return 0, 0, fmt.Errorf("kernelxdp: bench repeat %d: want at least 1", repeat)
@@ -47,7 +48,9 @@ func (s LiveStats) NsPerFrame() float64 {
 // LiveBench loads the object at objPath, runs its program prog on n copies of
 // frame through the kernel's real XDP path (BPF_PROG_TEST_RUN with
 // BPF_F_TEST_XDP_LIVE_FRAMES, on one veth of a pair in a private network
-// namespace) and returns the wall time per frame in nanoseconds.
+// namespace) and returns the wall time per frame in nanoseconds. It suits
+// programs that need no map set up (XDP_DROP, XDP_TX); for a devmap redirect
+// use LiveRunWith and fill the map in LiveOptions.Prepare.
 func LiveBench(objPath, prog string, frame []byte, n int) (float64, error) {
 	obj, err := Load(objPath, nil)
 	if err != nil {
