@@ -8,7 +8,7 @@
 // permits the bpf() syscall. [Available] says whether it does; tests call it
 // and skip with its message otherwise. Nothing here is used on a fast path.
 //
-// What the kernel does, as measured on 6.18 (see ../../../shared/FACTS.md):
+// What the kernel does, as measured on 6.18 (the project's FACTS.md notes):
 //   - Input frames shorter than 14 bytes are refused with EINVAL.
 //   - The context's ingress_ifindex must name a real device in the caller's
 //     network namespace (or be 0, when the program sees the loopback device,
@@ -21,6 +21,9 @@
 //     entry must exist, so devmap entries need real ifindexes (loopback
 //     works) and cpumap entries a queue size; an empty entry gives the
 //     fallback verdict in the low bits of flags.
+//     [Netns] gives a private namespace with a veth of several queues for
+//     other ifindexes and queues; [OpenXDPSocket] an AF_XDP socket for
+//     xskmap entries (no rings or binding needed since Linux 5.9).
 //   - Programs meant for devmap or cpumap entries (sections xdp/devmap,
 //     xdp/cpumap) cannot be test-run: EINVAL.
 //   - A program array empties when the last user-space file descriptor of
