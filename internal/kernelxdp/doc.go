@@ -13,17 +13,16 @@
 //   - The context's ingress_ifindex must name a real device in the caller's
 //     network namespace (or be 0, when the program sees the loopback device,
 //     ifindex 1) and rx_queue_index must be below its number of RX queues;
-//     egress_ifindex must be 0.
+//     egress_ifindex must be 0. [Netns] gives a private namespace with a
+//     veth of several queues for other ifindexes and queues.
 //   - Metadata in front of the frame is passed in and out as the first
 //     xdp_md.data bytes of the data buffer: [Result.Meta] holds it.
 //   - A redirect only records its target: the verdict is XDP_REDIRECT and
 //     nothing is sent. For bpf_redirect_map to return XDP_REDIRECT the map
 //     entry must exist, so devmap entries need real ifindexes (loopback
 //     works) and cpumap entries a queue size; an empty entry gives the
-//     fallback verdict in the low bits of flags.
-//     [Netns] gives a private namespace with a veth of several queues for
-//     other ifindexes and queues; [OpenXDPSocket] an AF_XDP socket for
-//     xskmap entries (no rings or binding needed since Linux 5.9).
+//     fallback verdict in the low bits of flags. [OpenXDPSocket] makes an
+//     AF_XDP socket for xskmap entries (no rings or binding needed).
 //   - Programs meant for devmap or cpumap entries (sections xdp/devmap,
 //     xdp/cpumap) cannot be test-run: EINVAL.
 //   - A program array empties when the last user-space file descriptor of
