@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
@@ -276,5 +277,33 @@ func TestProgramSelection(t *testing.T) {
 	}
 	if p, _ := f.Program("xdp_main"); p.ID() == 0 {
 		t.Error("program id 0")
+	}
+}
+
+// TestVariables: constants and globals changed in the spec before loading
+// (VariableSpec.Set) are what the program sees.
+func TestVariables(t *testing.T) {
+	spec, err := ebpf.LoadCollectionSpec("testdata/features.o")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Variables["cfg_action"].Set(uint32(ActionTX)); err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.Variables["magic"].Set(uint32(0x4321)); err != nil {
+		t.Fatal(err)
+	}
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Program("xdp_main")
+	r := NewRunner(0)
+	if got := r.Run(p, newFrame(udpFrame(1))); got != ActionTX {
+		t.Errorf("cfg_action set to XDP_TX: %v", got)
+	}
+	counters, _ := c.Map("counters")
+	if got := mapU64(t, counters, 3); got != 0x4321 {
+		t.Errorf("magic %#x, want 0x4321", got)
 	}
 }

@@ -282,9 +282,10 @@ func (r *Runner) redirectMap(p *Program, pc int, reg *[16]uint64) uint64 {
 		return uint64(ActionAborted)
 	}
 	key := uint32(reg[2])
-	var kb [4]byte
-	binary.LittleEndian.PutUint32(kb[:], key)
-	v := m.m.Lookup(kb[:], r.cpu)
+	// The key lives in the Runner: a local array would escape through the
+	// interface call and cost an allocation per redirect.
+	binary.LittleEndian.PutUint32(r.key[:], key)
+	v := m.m.Lookup(r.key[:], r.cpu)
 	if v == nil && flags&flagBroadcast == 0 {
 		r.redirect = Redirect{}
 		return flags & flagsActionMask

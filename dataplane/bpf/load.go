@@ -221,10 +221,23 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		case ebpf.RingBuf:
 			ref.ring = ringOf(m)
 		}
-		if ms.Type == ebpf.ProgramArray {
+		switch {
+		case ms.Type == ebpf.ProgramArray:
 			progContents[n] = ms.Contents
-		} else if err := fillMap(m, ms); err != nil {
-			return nil, fmt.Errorf("initialise map %s: %w", n, err)
+		case isDataSection(n):
+			// Global data: the section's bytes with the variables the
+			// caller may have changed (VariableSpec.Set) laid over them.
+			data, err := dataSection(ms, n, spec.Variables)
+			if err != nil {
+				return nil, fmt.Errorf("global data %s: %w", n, err)
+			}
+			if err := m.Update([]byte{0, 0, 0, 0}, data, maps.UpdateAny, 0); err != nil {
+				return nil, fmt.Errorf("initialise global data %s: %w", n, err)
+			}
+		default:
+			if err := fillMap(m, ms); err != nil {
+				return nil, fmt.Errorf("initialise map %s: %w", n, err)
+			}
 		}
 		c.maps[n] = m
 		c.mapIndex[n] = len(c.mapRefs)
@@ -315,6 +328,34 @@ func fillMap(m maps.Map, ms *ebpf.MapSpec) error {
 		}
 	}
 	return nil
+}
+
+// dataSection returns the initial value of a global data section: its bytes
+// from the object (zeros for .bss) with every variable of the section that
+// the caller set through CollectionSpec.Variables copied over them.
+func dataSection(ms *ebpf.MapSpec, section string, vars map[string]*ebpf.VariableSpec) ([]byte, error) {
+	data := make([]byte, ms.ValueSize)
+	if len(ms.Contents) > 0 {
+		b, ok := ms.Contents[0].Value.([]byte)
+		if !ok || len(ms.Contents) != 1 {
+			return nil, fmt.Errorf("contents are not one block of bytes")
+		}
+		if len(b) > len(data) {
+			return nil, fmt.Errorf("%d bytes of contents in a %d-byte section", len(b), len(data))
+		}
+		copy(data, b)
+	}
+	for name, v := range vars {
+		if v == nil || v.SectionName != section || v.Value == nil {
+			continue
+		}
+		end := uint64(v.Offset) + uint64(len(v.Value))
+		if end > uint64(len(data)) {
+			return nil, fmt.Errorf("variable %s (offset %d, %d bytes) runs past the section's %d bytes", name, v.Offset, len(v.Value), len(data))
+		}
+		copy(data[v.Offset:end], v.Value)
+	}
+	return data, nil
 }
 
 func kvBytes(x any, size uint32) ([]byte, error) {

@@ -66,7 +66,9 @@ type Runner struct {
 	tails   int
 	frames  [maxFrames]callFrame
 	// hreg is the register file as a helper sees it (a copy).
-	hreg  [16]uint64
+	hreg [16]uint64
+	// key is scratch space for helpers that build a map key.
+	key   [4]byte
 	stack []byte
 
 	redirect Redirect

@@ -310,3 +310,24 @@ func TestHashMapThroughProgram(t *testing.T) {
 		t.Errorf("lookup with r1 = 0: ok %v, %v", ok, r.Fault())
 	}
 }
+
+func TestRedirectMapNoAlloc(t *testing.T) {
+	c, prog := mapSpecCollection(t, map[string]*ebpf.MapSpec{
+		"tx": {Name: "tx", Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 4},
+	}, asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference("tx"),
+		asm.Mov.Imm(asm.R2, 1),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRedirectMap.Call(),
+		asm.Return(),
+	})
+	tx, _ := c.Map("tx")
+	if err := tx.Update(u32key(1), u32key(7), maps.UpdateAny, 0); err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(0)
+	f := newFrame(udpFrame(1))
+	if n := testing.AllocsPerRun(1000, func() { r.Run(prog, f) }); n != 0 {
+		t.Errorf("redirect_map: %v allocations per run", n)
+	}
+}
