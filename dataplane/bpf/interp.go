@@ -1465,79 +1465,170 @@ fast:
 			pc += 2
 			continue
 		case opLdxB:
-			v, ok := load8(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = v
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = uint64(*ptr)
 		case opLdxH:
-			v, ok := load16(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = v
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = rd16(ptr)
 		case opLdxW:
-			v, ok := load32(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = v
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = rd32(ptr)
 		case opLdxDW:
-			v, ok := load64(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = v
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = rd64(ptr)
 		case opLdxSB:
-			v, ok := load8(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = uint64(int64(int8(v)))
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = uint64(int64(int8(*ptr)))
 		case opLdxSH:
-			v, ok := load16(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = uint64(int64(int16(v)))
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = uint64(int64(int16(rd16(ptr))))
 		case opLdxSW:
-			v, ok := load32(r.regions, reg[in.src&15]+uint64(int64(in.off)))
-			if !ok {
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
-			reg[in.dst&15] = uint64(int64(int32(v)))
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			reg[in.dst&15] = uint64(int64(int32(rd32(ptr))))
 		case opStB:
-			if !store8(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			*ptr = byte(uint64(in.imm))
 		case opStxB:
-			if !store8(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			*ptr = byte(reg[in.src&15])
 		case opStH:
-			if !store16(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			wr16(ptr, uint64(in.imm))
 		case opStxH:
-			if !store16(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			wr16(ptr, reg[in.src&15])
 		case opStW:
-			if !store32(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			wr32(ptr, uint64(in.imm))
 		case opStxW:
-			if !store32(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			wr32(ptr, reg[in.src&15])
 		case opStDW:
-			if !store64(r.regions, reg[in.dst&15]+uint64(int64(in.off)), uint64(in.imm)) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			wr64(ptr, uint64(in.imm))
 		case opStxDW:
-			if !store64(r.regions, reg[in.dst&15]+uint64(int64(in.off)), reg[in.src&15]) {
+			a := reg[in.dst&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			wr64(ptr, reg[in.src&15])
 
 		case opLdCtxData:
 			if r.frame == nil {

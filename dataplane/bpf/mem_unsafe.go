@@ -5,95 +5,53 @@ import (
 	"unsafe"
 )
 
-// Loads and stores of the interpreter's fast path. Each checks that the n
-// bytes at pointer a lie inside the region a names (lo <= off, off+n <= hi,
-// or whi for stores), exactly as loadSlice and storeSlice do, and then
-// accesses them without Go's second bounds check. hi and whi never exceed
-// len(buf) (the region table's invariant, kept by every writer of a region),
-// so the access stays inside buf. Unaligned accesses are fine on amd64 and
-// arm64, the targets of xnic.
+// Loads and stores of the interpreter's fast path. loadAt and storeAt check
+// that the n bytes at pointer a lie inside the region a names (lo <= off,
+// off+n <= hi, or whi for stores), exactly as loadSlice and storeSlice do,
+// and return the address of the first byte; the rd/wr functions then access
+// them without Go's second bounds check. hi and whi never exceed len(buf) (the
+// region table's invariant, kept by every writer of a region), so the access
+// stays inside buf. Unaligned accesses are fine on amd64 and arm64, the
+// targets of xnic. The fast loop, too big for the compiler to inline loadAt
+// into, spells the bounds check out itself and uses at and the rd/wr
+// functions, which are small enough to inline anywhere.
 
-func regionAt(regs []region, a, n uint64, write bool) unsafe.Pointer {
+func loadAt(regs []region, a, n uint64) *byte {
 	idx := a >> 32
 	if idx >= uint64(len(regs)) {
 		return nil
 	}
 	rg := &regs[idx]
 	off := a & math.MaxUint32
-	end := rg.hi
-	if write {
-		end = rg.whi
-	}
-	if off < rg.lo || off+n > end {
+	if off < rg.lo || off+n > rg.hi {
 		return nil
 	}
-	return unsafe.Add(unsafe.Pointer(unsafe.SliceData(rg.buf)), off)
+	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rg.buf)), off))
 }
 
-func load8(regs []region, a uint64) (uint64, bool) {
-	p := regionAt(regs, a, 1, false)
-	if p == nil {
-		return 0, false
+func storeAt(regs []region, a, n uint64) *byte {
+	idx := a >> 32
+	if idx >= uint64(len(regs)) {
+		return nil
 	}
-	return uint64(*(*uint8)(p)), true
+	rg := &regs[idx]
+	off := a & math.MaxUint32
+	if off < rg.lo || off+n > rg.whi {
+		return nil
+	}
+	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rg.buf)), off))
 }
 
-func load16(regs []region, a uint64) (uint64, bool) {
-	p := regionAt(regs, a, 2, false)
-	if p == nil {
-		return 0, false
-	}
-	return uint64(*(*uint16)(p)), true
+// at is the address of byte off of rg's buffer; the caller has checked off
+// against the region's bounds.
+func at(rg *region, off uint64) *byte {
+	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rg.buf)), off))
 }
 
-func load32(regs []region, a uint64) (uint64, bool) {
-	p := regionAt(regs, a, 4, false)
-	if p == nil {
-		return 0, false
-	}
-	return uint64(*(*uint32)(p)), true
-}
+func rd16(p *byte) uint64 { return uint64(*(*uint16)(unsafe.Pointer(p))) }
+func rd32(p *byte) uint64 { return uint64(*(*uint32)(unsafe.Pointer(p))) }
+func rd64(p *byte) uint64 { return *(*uint64)(unsafe.Pointer(p)) }
 
-func load64(regs []region, a uint64) (uint64, bool) {
-	p := regionAt(regs, a, 8, false)
-	if p == nil {
-		return 0, false
-	}
-	return *(*uint64)(p), true
-}
-
-func store8(regs []region, a, v uint64) bool {
-	p := regionAt(regs, a, 1, true)
-	if p == nil {
-		return false
-	}
-	*(*uint8)(p) = uint8(v)
-	return true
-}
-
-func store16(regs []region, a, v uint64) bool {
-	p := regionAt(regs, a, 2, true)
-	if p == nil {
-		return false
-	}
-	*(*uint16)(p) = uint16(v)
-	return true
-}
-
-func store32(regs []region, a, v uint64) bool {
-	p := regionAt(regs, a, 4, true)
-	if p == nil {
-		return false
-	}
-	*(*uint32)(p) = uint32(v)
-	return true
-}
-
-func store64(regs []region, a, v uint64) bool {
-	p := regionAt(regs, a, 8, true)
-	if p == nil {
-		return false
-	}
-	*(*uint64)(p) = v
-	return true
-}
+func wr16(p *byte, v uint64) { *(*uint16)(unsafe.Pointer(p)) = uint16(v) }
+func wr32(p *byte, v uint64) { *(*uint32)(unsafe.Pointer(p)) = uint32(v) }
+func wr64(p *byte, v uint64) { *(*uint64)(unsafe.Pointer(p)) = v }
