@@ -331,7 +331,7 @@ func (r *Runner) csumDiff(p *Program, pc int, reg *[16]uint64) uint64 {
 
 // adjustHead is bpf_xdp_adjust_head (net/core/filter.c): moves data by delta,
 // metadata with it; data must stay past the xdp_frame at the start of the
-// buffer and leave at least ETH_HLEN bytes.
+// buffer plus the metadata, and leave at least ETH_HLEN bytes.
 func (r *Runner) adjustHead(p *Program, pc int, reg *[16]uint64) uint64 {
 	if reg[1] != regionCtx<<32 || r.frame == nil {
 		return r.argFault(p, pc, argCtx)
@@ -339,10 +339,11 @@ func (r *Runner) adjustHead(p *Program, pc int, reg *[16]uint64) uint64 {
 	f := r.frame
 	delta := int64(int32(reg[2]))
 	data := int64(f.Data) + delta
-	if data < xdpFrameSize || data > int64(f.DataEnd)-ethHlen {
+	metalen := f.Data - f.DataMeta
+	// The metadata moves with data and must stay past the xdp_frame too.
+	if data < xdpFrameSize+int64(metalen) || data > int64(f.DataEnd)-ethHlen {
 		return errno(syscall.EINVAL)
 	}
-	metalen := f.Data - f.DataMeta
 	if metalen > 0 {
 		copy(f.Buf[int64(f.DataMeta)+delta:], f.Buf[f.DataMeta:f.Data])
 	}

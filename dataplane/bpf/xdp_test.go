@@ -97,6 +97,20 @@ func TestAdjustLimits(t *testing.T) {
 	if !ok || f.Data != 252 || f.DataMeta != 244 || f.Buf[244] != 0x5a {
 		t.Errorf("meta with head: ok %v (%v) meta %d data %d byte %#x", ok, r.Fault(), f.DataMeta, f.Data, f.Buf[244])
 	}
+	// With 216 bytes of metadata the head cannot move at all: the metadata
+	// would run into the xdp_frame (the kernel's data_start check).
+	f = newFrame(udpFrame(1))
+	got, ok, r := runXDP(t, asmProg(
+		ins(0xbf, 6, 1, 0, 0),    // r6 = r1
+		ins(0xb7, 2, 0, 0, -216), // r2 = -216
+		ins(0x85, 0, 0, 0, 54),   // call xdp_adjust_meta
+		ins(0xbf, 1, 6, 0, 0),    // r1 = r6
+		ins(0xb7, 2, 0, 0, -4),   // r2 = -4
+		ins(0x85, 0, 0, 0, 44),   // call xdp_adjust_head
+		exitInsn), f)
+	if !ok || got != eINVAL || f.Data != 256 || f.DataMeta != 40 {
+		t.Errorf("head push under full metadata: %d ok %v (%v) meta %d data %d", int32(got), ok, r.Fault(), f.DataMeta, f.Data)
+	}
 }
 
 func TestContextFields(t *testing.T) {
