@@ -26,6 +26,8 @@ var (
 	flagRun     = flag.String("vmtest.run", "", "-test.run pattern for the guest test binaries")
 	flagTimeout = flag.Duration("vmtest.timeout", 5*time.Minute, "deadline for building and running the guest (QEMU is killed after it)")
 	flagDir     = flag.String("vmtest.dir", "", "keep the initramfs, console log and pcap in this directory (default: a temporary one, removed)")
+	flagCPUs    = flag.Int("vmtest.smp", 2, "guest vCPUs")
+	flagThread  = flag.String("vmtest.tcg-thread", "single", "QEMU tcg thread=: single (default; see VM.TCGThread) or multi")
 	flagSeed    = flag.Int64("vmtest.seed", 0, "seed for the guest's frame streams (XNIC_VMTEST_SEED; 0: from the clock)")
 )
 
@@ -183,7 +185,8 @@ func TestVM(t *testing.T) {
 		PeerAddr: peer.Addr().String(),
 		Pcap:     filepath.Join(dir, "igb.pcap"),
 		Results:  filepath.Join(dir, "results.log"),
-		Console:  logger,
+		CPUs:     *flagCPUs, TCGThread: *flagThread,
+		Console: logger,
 	}
 	bootAt := time.Now()
 	console, runErr := vm.Run(ctx)
