@@ -516,6 +516,11 @@ func craftedFrames(g *frameGen) [][]byte {
 		append(make([]byte, 12), 0x08, 0x00),
 		append(make([]byte, 12), 0x81, 0x00, 0, 100),
 		append(make([]byte, 12), 0x81, 0x00, 0, 100, 0x08),
+		// Jumbo frames, up to the largest one-buffer test run (a 4 KiB page
+		// less 256 bytes of headroom and 320 of skb_shared_info).
+		g.ipv4(2000, nil, protoICMP, 5, 0),
+		g.ipv4(3520, nil, protoUDP, 5, 9),
+		g.ipv4(3520, []uint16{ethVLAN}, protoTCP, 5, 80),
 	)
 	return out
 }
