@@ -278,51 +278,114 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 	if wide[n-1] || (last.op != opExit && last.op != opJA) {
 		return nil, nil, fail(n-1, ErrFallOffEnd)
 	}
-	specialiseCtx(code, targets)
 	fuse(code, targets)
+	specialiseCtx(code, funcs)
 	return code, funcs, nil
 }
 
-// specialiseCtx marks the loads of data, data_end and data_meta that read
-// the context through r1 at the start of the program, before anything can
-// have changed r1 (no jump lands there, no call, no write to r1). Clang
-// emits these first in nearly every XDP program. In a bare (conformance) run
-// there is no context and they act as plain loads.
-func specialiseCtx(code []insn, targets []bool) {
-	for i := 0; i < len(code); i++ {
-		if i > 0 && targets[i] {
+// specialiseCtx turns loads of data, data_end and data_meta through a
+// register that holds the context on every path into direct reads of the
+// frame. Which registers hold the context is a forward must-analysis over the
+// control flow: r1 at entry; copies (rX = rY) carry it; helper and local
+// calls clobber r0-r5 and keep r6-r9 (the kernel's calling convention);
+// other writes end it; subprogram entries start with none. Clang keeps the
+// context in r6 and reloads data/data_end after every helper call, so this
+// covers most context loads. In a bare (conformance) run there is no frame
+// and the loads act as plain loads.
+func specialiseCtx(code []insn, funcs []bool) {
+	n := len(code)
+	const all = uint16(1<<11 - 1)
+	in := make([]uint16, n) // registers holding ctx on entry to each insn
+	seen := make([]bool, n)
+	for i := range in {
+		in[i] = all
+	}
+	work := []int{0}
+	in[0], seen[0] = 1<<1, true
+	for _, c := range code {
+		if (c.op == opCallLocal || c.op == opLdFunc) && c.imm == 0 {
+			in[0] = 0 // the entry is also called as a subprogram
+		}
+	}
+	for i := 1; i < n; i++ {
+		if funcs[i] {
+			in[i], seen[i] = 0, true
+			work = append(work, i)
+		}
+	}
+	flow := func(to int, set uint16) {
+		if to < 0 || to >= n {
 			return
 		}
-		in := &code[i]
-		if in.op == opLdxW && in.src == 1 {
-			switch in.off {
-			case xdpMdData:
-				in.op = opLdCtxData
-			case xdpMdDataEnd:
-				in.op = opLdCtxDataEnd
-			case xdpMdDataMeta:
-				in.op = opLdCtxDataMeta
+		if !seen[to] {
+			in[to], seen[to] = set, true
+			work = append(work, to)
+			return
+		}
+		if m := in[to] & set; m != in[to] {
+			in[to] = m
+			work = append(work, to)
+		}
+	}
+	for len(work) > 0 {
+		i := work[len(work)-1]
+		work = work[:len(work)-1]
+		c := &code[i]
+		set := in[i]
+		bit := uint16(1) << (c.dst & 15)
+		switch {
+		case c.op == opExit:
+			continue
+		case c.op == opJA:
+			flow(int(c.off), set)
+			continue
+		case c.op >= opJEQ64K && c.op <= opJSLE32X:
+			flow(int(c.off), set)
+			flow(i+1, set)
+			continue
+		case c.op >= opPJEQ64K && c.op <= opPJSLE32X:
+			set &^= 1 << (c.pdst & 15)
+			flow(int(c.off), set)
+			flow(i+2, set)
+			continue
+		case c.op == opCall || c.op == opTailCall || c.op == opCallLocal || c.op == opCallX:
+			set &^= 0x3f // r0-r5
+		case c.op == opMov64X:
+			if set&(1<<(c.src&15)) != 0 {
+				set |= bit
+			} else {
+				set &^= bit
 			}
+		case c.op == opAtomic32 || c.op == opAtomic64:
+			set &^= 1<<(c.src&15) | 1
+		case c.op >= opStB && c.op <= opStxDW:
+		case c.op == opLdImm64 || c.op == opLdMap || c.op == opLdMapValue || c.op == opLdFunc:
+			flow(i+2, set&^bit)
+			continue
+		case c.op == opMovAdd64:
+			flow(i+2, set&^bit)
+			continue
+		default:
+			set &^= bit
 		}
-		if writesReg(in.op, in.dst, 1) {
-			return
+		flow(i+1, set)
+	}
+	for i := range code {
+		c := &code[i]
+		if c.op != opLdxW || !seen[i] || in[i]&(1<<(c.src&15)) == 0 {
+			continue
+		}
+		switch c.off {
+		case xdpMdData:
+			c.op = opLdCtxData
+		case xdpMdDataEnd:
+			c.op = opLdCtxDataEnd
+		case xdpMdDataMeta:
+			c.op = opLdCtxDataMeta
 		}
 	}
 }
 
-// writesReg says whether an instruction may change register reg, or
-// transfer control (which ends a straight-line scan).
-func writesReg(o op, dst uint8, reg uint8) bool {
-	switch {
-	case o >= opJA && o <= opJSLE32X, o >= opPJEQ64K && o <= opPJSLE32X, o >= opCall && o <= opExit:
-		return true
-	case o == opAtomic32 || o == opAtomic64:
-		return true // fetch forms write src, cmpxchg r0: be conservative
-	case o >= opStB && o <= opStxDW:
-		return false
-	}
-	return dst == reg
-}
 
 // fuse rewrites common instruction pairs into one operation. The pair's
 // second instruction stays in place (nothing jumps to it), so instruction

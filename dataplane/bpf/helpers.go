@@ -482,6 +482,12 @@ func (r *Runner) tailCall(p *Program, pc int, mapv, index uint64) (*Program, boo
 	if r.tails >= maxTailCalls {
 		return nil, false
 	}
+	// The kernel's verifier requires r1 = ctx: the new program starts
+	// with it there.
+	if r.hreg[1] != regionCtx<<32 {
+		r.argFault(p, pc, argCtx)
+		return nil, false
+	}
 	// The index is a u32 in the kernel (the upper half is ignored).
 	np, _ := m.progs.Prog(uint32(index)).(*Program)
 	if np == nil || np.coll != p.coll {

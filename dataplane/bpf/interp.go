@@ -142,6 +142,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 				return 0
 			}
 		case opTailCall:
+			r.hreg = reg
 			np, ok := r.tailCall(p, pc, reg[2], reg[3])
 			if r.faulted {
 				return 0

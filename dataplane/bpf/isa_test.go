@@ -479,6 +479,24 @@ func TestContextSpecialisation(t *testing.T) {
 	if !ok || got != 77 {
 		t.Errorf("r0 = %d ok %v (%v), want 77 from the stack", got, ok, r.Fault())
 	}
+	// Through r6 after a helper call, and not through r2 once clobbered.
+	p2, err := LoadRaw("ctx6", asmProg(
+		ins(0xbf, 6, 1, 0, 0), // r6 = r1
+		ins(0xbf, 2, 1, 0, 0), // r2 = r1
+		ins(0x85, 0, 0, 0, 8), // call get_smp_processor_id
+		ins(0x15, 0, 0, 1, 5), // if r0 == 5 goto +1
+		ins(0x61, 7, 6, 4, 0), // r7 = *(u32 *)(r6 + 4) ; ctx->data_end on every path
+		ins(0x61, 8, 6, 0, 0), // r8 = *(u32 *)(r6 + 0) ; ctx->data
+		ins(0xbf, 0, 7, 0, 0), // r0 = r7
+		ins(0x1f, 0, 8, 0, 0), // r0 -= r8
+		ins(0x61, 3, 2, 0, 0), // r3 = *(u32 *)(r2 + 0) ; r2 was clobbered by the call
+		exitInsn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p2.code[4].op != opLdCtxDataEnd || p2.code[5].op != opLdCtxData || p2.code[8].op != opLdxW {
+		t.Errorf("ops %v %v %v", p2.code[4].op, p2.code[5].op, p2.code[8].op)
+	}
 	// As a bare program the first loads read the memory block.
 	mem := make([]byte, 8)
 	binary.LittleEndian.PutUint32(mem, 5)
