@@ -110,7 +110,9 @@ func (b *igbBed) Sent(t *testing.T, i, want int) [][]byte {
 	return out
 }
 
-func (b *igbBed) Close(t *testing.T) {
+func (b *igbBed) Close(t *testing.T) { b.closeTB(t) }
+
+func (b *igbBed) closeTB(t testing.TB) {
 	for i, p := range b.ports {
 		if err := p.Close(); err != nil {
 			t.Errorf("closing port %d: %v", i, err)

@@ -316,11 +316,13 @@ func (e *Engine) Err() error {
 // second) for the TX rings to hand back what they hold, so that afterwards every
 // buffer is in its pool or on an RX ring. XSK consumers must have released their
 // frames. It returns the first error a goroutine hit, or a drain timeout.
+//
+// Stop on an engine that was never started (driven by PollOnce) only drains.
 func (e *Engine) Stop() error {
 	e.mu.Lock()
-	if e.state != 1 {
+	if e.state == 2 {
 		e.mu.Unlock()
-		return fmt.Errorf("%w: Stop on an engine that is not running", ErrState)
+		return fmt.Errorf("%w: Stop on a stopped engine", ErrState)
 	}
 	e.state = 2
 	e.mu.Unlock()
@@ -356,6 +358,23 @@ func (e *Engine) Stop() error {
 		}
 	}
 	return e.Err()
+}
+
+// PollOnce runs one poll of RX queue q of port i on the calling goroutine, with
+// every verdict handled and every queue flushed, and returns how many frames it
+// took. It is for an engine that was never started: tests and benchmarks drive
+// the loop by hand with it. CPU workers do not run; Stop drains them.
+func (e *Engine) PollOnce(i, q int) (int, error) {
+	e.mu.Lock()
+	st := e.state
+	e.mu.Unlock()
+	if st != 0 {
+		return 0, fmt.Errorf("%w: PollOnce on a started engine", ErrState)
+	}
+	if i < 0 || i >= len(e.ports) || q < 0 || q >= len(e.ports[i].pollers) {
+		return 0, fmt.Errorf("%w: port %d queue %d", ErrNoQueue, i, q)
+	}
+	return e.ports[i].pollers[q].poll(), nil
 }
 
 // RefreshLinks reads every port's link state now (the engine also does every

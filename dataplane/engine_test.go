@@ -191,9 +191,6 @@ func TestRedirectBulkAndErrors(t *testing.T) {
 	}
 	ps[0].Tx(0).Complete()
 	ps[1].Tx(0).Complete()
-	e.state = 1 // never started: let Stop drain
-	close(e.done)
-	e.done = make(chan struct{})
 	if err := e.Stop(); err != nil {
 		t.Fatal(err)
 	}

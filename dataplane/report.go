@@ -150,6 +150,15 @@ func FormatSummary(w io.Writer, s *Snapshot) {
 		fmt.Fprintln(w)
 	}
 	for _, p := range s.Ports {
+		var hw []string
+		for _, h := range p.Hardware {
+			if h.Value != 0 {
+				hw = append(hw, fmt.Sprintf("%s %s", h.Name, Group(float64(h.Value))))
+			}
+		}
+		if len(hw) > 0 {
+			fmt.Fprintf(w, "%s hardware: %s\n", p.Name, strings.Join(hw, ", "))
+		}
 		if p.LastFault != "" {
 			fmt.Fprintf(w, "%s last fault: %s\n", p.Name, p.LastFault)
 		}

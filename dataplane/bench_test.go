@@ -1,0 +1,306 @@
+package dataplane_test
+
+import (
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dataplane"
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/internal/memport"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+	"github.com/xnic-dev/xnic/examples"
+	"github.com/xnic-dev/xnic/internal/kernelxdp"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// The benchmarks drive one poll loop by hand on one goroutine (one core): each
+// iteration puts a burst of 64 frames (one 64-byte UDP flow, FACTS.md's
+// workload) on the wire of port 0, and one poll takes them through the whole
+// path: RX descriptors -> program -> verdict -> TX descriptors (tail write,
+// the model transmits) -> reclaim. The same runs on the in-memory port give
+// the dataplane-and-program cost alone; the difference is the igb driver and
+// model's share. The injection itself (the model writing descriptors and
+// frames as the device's DMA would) is timed apart and reported as model_rx.
+
+const benchBurst = 64
+
+type benchCase struct {
+	name, example string
+	verdict       dataplane.Counter
+}
+
+var benchCases = []benchCase{
+	{"drop", "xdp_drop_count", dataplane.RxXDPDrop},
+	{"tx_macswap", "xdp_macswap_tx", dataplane.RxXDPTx},
+	{"redirect_devmap", "xdp_redirect_map", dataplane.RxXDPRedirect},
+}
+
+// benchRig is two ports (igb on igbsim, or in-memory) and an engine driven by
+// PollOnce.
+type benchRig struct {
+	e      *dataplane.Engine
+	inject func(f []byte) bool
+	close  func(testing.TB)
+}
+
+// goRunner is the verdict of a case written in Go: it measures the dataplane,
+// driver and model without the interpreter.
+type goRunner struct{ bc benchCase }
+
+func (g *goRunner) Run(f *bpf.Frame) bpf.Action {
+	switch g.bc.verdict {
+	case dataplane.RxXDPTx:
+		d := f.Buf[f.Data:f.DataEnd]
+		var t [6]byte
+		copy(t[:], d[0:6])
+		copy(d[0:6], d[6:12])
+		copy(d[6:12], t[:])
+		return bpf.ActionTX
+	case dataplane.RxXDPRedirect:
+		return bpf.ActionRedirect
+	}
+	return bpf.ActionDrop
+}
+func (g *goRunner) Redirect() bpf.Redirect {
+	return bpf.Redirect{Kind: bpf.RedirectIfindex, Ifindex: 2}
+}
+func (g *goRunner) Fault() error { return nil }
+
+func newBenchRig(tb testing.TB, kind string, bc benchCase) *benchRig {
+	return newBenchRigProg(tb, kind, bc, false)
+}
+
+func newBenchRigProg(tb testing.TB, kind string, bc benchCase, goProg bool) *benchRig {
+	tb.Helper()
+	var ports []nic.Port
+	r := &benchRig{}
+	switch kind {
+	case "igb":
+		b := newIGBBed(tb, 2, false)
+		for _, p := range b.ports {
+			ports = append(ports, p)
+		}
+		r.inject = b.models[0].Inject
+		r.close = b.closeTB
+	case "mem":
+		var mps []*memport.Port
+		for i := 0; i < 2; i++ {
+			p, err := memport.New(memport.Config{Name: fmt.Sprintf("mem%d", i), TxRing: 4096, RxRing: 1024, PoolSize: 4096})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			mps = append(mps, p)
+			ports = append(ports, p)
+		}
+		r.inject = mps[0].Rx(0).Inject
+		r.close = func(tb testing.TB) {
+			for _, p := range mps {
+				p.Close()
+				if err := p.CheckIdle(); err != nil {
+					tb.Error(err)
+				}
+			}
+		}
+	}
+	cfg := dataplane.Config{Ports: []dataplane.PortConfig{{Port: ports[0]}, {Port: ports[1]}}}
+	if goProg {
+		cfg.Program = dataplane.ProgramFunc(func(int) dataplane.Runner { return &goRunner{bc} })
+		e, err := dataplane.New(cfg)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		r.e = e
+		return r
+	}
+	c := loadExample(tb, bc.example, 2)
+	cfg.Program = dataplane.BPF(mustProg(tb, c, bc.example))
+	e, err := dataplane.New(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	e.WireMaps(c)
+	if bc.verdict == dataplane.RxXDPRedirect {
+		setU32(tb, mustMap(tb, c, "tx_port"), 0, 2)
+	}
+	r.e = e
+	return r
+}
+
+// run pushes n bursts through and returns the time spent injecting.
+func (r *benchRig) burst(tb testing.TB, frame []byte) time.Duration {
+	t0 := time.Now()
+	for i := 0; i < benchBurst; i++ {
+		if !r.inject(frame) {
+			tb.Fatalf("the RX ring refused frame %d of a burst: the poll did not keep up", i)
+		}
+	}
+	d := time.Since(t0)
+	if n, err := r.e.PollOnce(0, 0); err != nil || n != benchBurst {
+		tb.Fatalf("poll took %d (%v), want %d", n, err, benchBurst)
+	}
+	return d
+}
+
+func benchPath(b *testing.B, kind string, bc benchCase) float64 {
+	return benchPathProg(b, kind, bc, false)
+}
+
+func benchPathProg(b *testing.B, kind string, bc benchCase, goProg bool) float64 {
+	r := newBenchRigProg(b, kind, bc, goProg)
+	frame := udpFrames(b, 1, 64)[0]
+	var injected time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		injected += r.burst(b, frame)
+	}
+	b.StopTimer()
+	n := float64(b.N * benchBurst)
+	el := b.Elapsed()
+	ns := float64(el.Nanoseconds()) / n
+	b.ReportMetric(ns, "ns/pkt")
+	b.ReportMetric(1e3/ns, "Mpps")
+	b.ReportMetric(float64(injected.Nanoseconds())/n, "model_rx_ns/pkt")
+	s := r.e.Snapshot()
+	if got := s.Ports[0].Counters[bc.verdict]; got != uint64(b.N*benchBurst) {
+		b.Fatalf("%s = %d, want %d", bc.verdict, got, b.N*benchBurst)
+	}
+	if err := r.e.Stop(); err != nil {
+		b.Fatal(err)
+	}
+	r.close(b)
+	return ns
+}
+
+// BenchmarkPath: Mpps per verdict on one core through the whole path.
+func BenchmarkPath(b *testing.B) {
+	for _, bc := range benchCases {
+		for _, kind := range []string{"igb", "mem"} {
+			b.Run(bc.name+"/"+kind, func(b *testing.B) { benchPath(b, kind, bc) })
+		}
+	}
+}
+
+// BenchmarkPathGo is the same path with the verdict decided in Go instead of
+// by the interpreter: what the dataplane, the driver and the model cost.
+func BenchmarkPathGo(b *testing.B) {
+	for _, bc := range benchCases {
+		for _, kind := range []string{"igb", "mem"} {
+			b.Run(bc.name+"/"+kind, func(b *testing.B) { benchPathProg(b, kind, bc, true) })
+		}
+	}
+}
+
+// BenchmarkProgram is the interpreter alone on the same frame.
+func BenchmarkProgram(b *testing.B) {
+	for _, bc := range benchCases {
+		b.Run(bc.name, func(b *testing.B) {
+			c := loadExample(b, bc.example, 1)
+			if bc.verdict == dataplane.RxXDPRedirect {
+				var k, v [4]byte
+				v[0] = 1
+				if err := mustMap(b, c, "tx_port").Update(k[:], v[:], maps.UpdateAny, -1); err != nil {
+					b.Fatal(err)
+				}
+			}
+			p := mustProg(b, c, bc.example)
+			r := bpf.NewRunner(0)
+			frame := udpFrames(b, 1, 64)[0]
+			buf := make([]byte, 2048)
+			f := &bpf.Frame{Buf: buf}
+			b.ReportAllocs()
+			for b.Loop() {
+				copy(buf[256:], frame)
+				f.Data, f.DataMeta, f.DataEnd = 256, 256, 256+len(frame)
+				r.Run(p, f)
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/pkt")
+		})
+	}
+}
+
+// BenchmarkVsKernel measures the kernel's own XDP path for the same programs
+// (BPF_PROG_TEST_RUN with live frames on a veth pair; root only) and xnic's
+// path on the igb model and on the in-memory port, and prints the ratios.
+func BenchmarkVsKernel(b *testing.B) {
+	if err := kernelxdp.Available(); err != nil {
+		b.Skipf("kernel XDP path not measurable here: %v", err)
+	}
+	dir := b.TempDir()
+	frame := udpFrames(b, 1, 64)[0]
+	const frames = 1_000_000
+	for _, bc := range benchCases {
+		b.Run(bc.name, func(b *testing.B) {
+			path, err := examples.WriteObject(dir, bc.example)
+			if err != nil {
+				b.Fatal(err)
+			}
+			var kernNs float64
+			for b.Loop() {
+				kernNs = kernelLive(b, path, bc, frame, frames)
+			}
+			// testing.Benchmark cannot run inside a benchmark (it takes the
+			// benchmark lock): time a fixed number of bursts instead.
+			igbNs, igbRx := timePath(b, "igb", bc, 4000)
+			memNs, _ := timePath(b, "mem", bc, 4000)
+			b.ReportMetric(kernNs, "kernel_ns/pkt")
+			b.ReportMetric(igbNs, "xnic_igbsim_ns/pkt")
+			b.ReportMetric(memNs, "xnic_mem_ns/pkt")
+			if kernNs > 0 {
+				b.ReportMetric(igbNs/kernNs, "igbsim/kernel")
+				b.ReportMetric(memNs/kernNs, "mem/kernel")
+			}
+			fmt.Fprintf(os.Stderr, "%-16s kernel %6.1f ns (%5.2f Mpps) | xnic+igbsim %6.1f ns (%5.2f Mpps, x%.2f; model rx %.1f ns) | xnic dataplane alone %6.1f ns (%5.2f Mpps, x%.2f)\n",
+				bc.name, kernNs, 1e3/kernNs, igbNs, 1e3/igbNs, igbNs/kernNs, igbRx, memNs, 1e3/memNs, memNs/kernNs)
+		})
+	}
+}
+
+// timePath pushes bursts bursts through the path and returns the ns per
+// packet, and of those the model's RX (injection) share.
+func timePath(tb testing.TB, kind string, bc benchCase, bursts int) (ns, rxNs float64) {
+	r := newBenchRig(tb, kind, bc)
+	frame := udpFrames(tb, 1, 64)[0]
+	for i := 0; i < 100; i++ { // warm up
+		r.burst(tb, frame)
+	}
+	var injected time.Duration
+	t0 := time.Now()
+	for i := 0; i < bursts; i++ {
+		injected += r.burst(tb, frame)
+	}
+	el := time.Since(t0)
+	if err := r.e.Stop(); err != nil {
+		tb.Fatal(err)
+	}
+	r.close(tb)
+	n := float64(bursts * benchBurst)
+	return float64(el.Nanoseconds()) / n, float64(injected.Nanoseconds()) / n
+}
+
+func kernelLive(b *testing.B, path string, bc benchCase, frame []byte, n int) float64 {
+	obj, err := kernelxdp.Load(path, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer obj.Close()
+	p, err := obj.Program(bc.example)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var opts kernelxdp.LiveOptions
+	if bc.verdict == dataplane.RxXDPRedirect {
+		m, err := obj.Map("tx_port")
+		if err != nil {
+			b.Fatal(err)
+		}
+		opts.Prepare = func(dev, _ int) error { return m.Put(uint32(0), uint32(dev)) }
+	}
+	st, err := kernelxdp.LiveRunWith(p, frame, n, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return st.NsPerFrame()
+}
