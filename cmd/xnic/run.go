@@ -87,7 +87,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.busy, "busy-poll", false, "poll without sleeping on interrupts when idle")
 	fs.StringVar(&o.tap, "tap", "xnic%d", "TAP device per port for XDP_PASS (%d: port index; none: no TAP)")
 	fs.BoolVar(&o.json, "json", false, "print one JSON object per interval instead of text")
-	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (e.g. 127.0.0.1:9101)")
+	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (PORT or :PORT mean 127.0.0.1:PORT; name a host to expose them)")
 	fs.StringVar(&o.dump, "dump", "", "write frames with their verdict to this pcapng file")
 	fs.StringVar(&o.dumpFilter, "dump-verdict", "all", "verdicts to dump: all or a list of aborted,drop,pass,tx,redirect")
 	fs.StringVar(&o.peer, "peer", "gen", "with --sim, the ports' link partners: gen (traffic generator), tap, pcap:FILE or none; a comma list gives one per port, the last repeating")
@@ -238,7 +238,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	}
 	defer stop()
 	if o.metrics != "" {
-		ms, err := dataplane.ServeMetrics(o.metrics, e)
+		ms, err := dataplane.ServeMetrics(dpMetricsAddr(o.metrics), e)
 		if err != nil {
 			return err
 		}
@@ -293,6 +293,18 @@ loop:
 		}
 	}
 	return stopErr
+}
+
+// dpMetricsAddr binds to loopback unless the user names a host: "9101" and
+// ":9101" mean 127.0.0.1:9101.
+func dpMetricsAddr(s string) string {
+	if _, err := strconv.Atoi(s); err == nil {
+		return "127.0.0.1:" + s
+	}
+	if strings.HasPrefix(s, ":") {
+		return "127.0.0.1" + s
+	}
+	return s
 }
 
 // dpPickProgram chooses the program: by section, then by name, else the

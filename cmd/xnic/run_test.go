@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/gopacket/pcapgo"
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/pcapdump"
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
 )
 
 func examplePath(t *testing.T, name string) string {
@@ -131,6 +135,51 @@ func TestRunErrors(t *testing.T) {
 		maps: dpMapFlags{"tx_port:0=9"}, workers: -1}
 	if err := dpRun(ctx, o, &out, &errOut); err == nil || !strings.Contains(err.Error(), "tx_port:0=9") {
 		t.Errorf("devmap entry for a missing ifindex: %v", err)
+	}
+}
+
+func TestRunPcapPeerAndMetrics(t *testing.T) {
+	dir := t.TempDir()
+	pcap := filepath.Join(dir, "in.pcapng")
+	w, err := pcapdump.Create(pcap, []string{"x"}, pcapdump.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := pktgen.DefaultFlow()
+	f.DstMAC = net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, 1}
+	for i := 0; i < 10; i++ {
+		f.Size = 64 + i*10
+		fr, _ := f.UDP()
+		w.Dump(0, 0, bpf.ActionPass, fr)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
+		tap: "none", peer: "pcap:" + pcap, workers: -1, metrics: "127.0.0.1:0", json: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var final struct {
+		Ports []struct {
+			Counters map[string]uint64 `json:"counters"`
+		} `json:"ports"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil {
+		t.Fatal(err)
+	}
+	if c := final.Ports[0].Counters; c["rx_packets"] != 10 || c["rx_xdp_drop"] != 10 || c["rx_bytes"] != 10*64+450 {
+		t.Errorf("counters %v: want the 10 frames of the pcap dropped", c)
+	}
+	if !strings.Contains(errOut.String(), "metrics on http://127.0.0.1:") {
+		t.Errorf("stderr %q", errOut.String())
+	}
+	if dpMetricsAddr("9101") != "127.0.0.1:9101" || dpMetricsAddr(":9101") != "127.0.0.1:9101" || dpMetricsAddr("0.0.0.0:1") != "0.0.0.0:1" {
+		t.Error("metrics address defaults")
 	}
 }
 
