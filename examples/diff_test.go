@@ -83,11 +83,6 @@ func lpmKey(prefix uint32, a, b, c, d byte) []byte {
 
 var notData = "its values are file descriptors or ids, not data"
 
-// Interpreter bugs found by this test (see knownBug).
-const (
-	bugVariables = "bpf.LoadCollectionSpec ignores CollectionSpec.Variables: a constant rewritten with VariableSpec.Set keeps its ELF value"
-)
-
 // diffCases: every example's entry program, plus variants. Not covered:
 // xdp_cpumap_count (SEC xdp/cpumap), which the kernel refuses to test-run
 // (EINVAL). No example reads the clock or random numbers, so every map is
@@ -115,14 +110,13 @@ var diffCases = []diffCase{
 	{
 		name: "xdp_redirect_cpu", variant: "one-cpu", prog: "xdp_redirect_cpu",
 		constants: map[string]any{"nr_cpus": uint32(1)},
-		knownBug:  bugVariables,
 		setup: func(put func(string, []byte, []byte) error) error {
 			return put("cpu_map", u32le(0), append(u32le(192), u32le(0)...))
 		},
 		skipMaps: map[string]string{"cpu_map": notData},
 	},
 	{name: "xdp_adjust_tail", prog: "xdp_adjust_tail"},
-	{name: "xdp_adjust_tail", variant: "max1000", prog: "xdp_adjust_tail", constants: map[string]any{"max_pcktsz": uint32(1000)}, knownBug: bugVariables},
+	{name: "xdp_adjust_tail", variant: "max1000", prog: "xdp_adjust_tail", constants: map[string]any{"max_pcktsz": uint32(1000)}},
 	{name: "xdp_vlan", prog: "xdp_vlan"},
 	{
 		// .bss starts with vlan_mode (zero-initialised, so in .bss).
@@ -163,7 +157,7 @@ var diffCases = []diffCase{
 	{name: "xdp_tailcall", prog: "xdp_tailcall", skipMaps: map[string]string{"jmp_table": notData}},
 	{name: "xdp_tailcall", variant: "udp-direct", prog: "xdp_tc_udp", skipMaps: map[string]string{"jmp_table": notData}},
 	{name: "xdp_globals", prog: "xdp_globals"},
-	{name: "xdp_globals", variant: "port53", prog: "xdp_globals", constants: map[string]any{"drop_port": uint16(53)}, knownBug: bugVariables},
+	{name: "xdp_globals", variant: "port53", prog: "xdp_globals", constants: map[string]any{"drop_port": uint16(53)}},
 	{name: "xdp_xsk", prog: "xdp_xsk", skipMaps: map[string]string{
 		"xsks": notData + "; it stays empty (no AF_XDP socket), so every frame takes the XDP_PASS fallback"}},
 	{
