@@ -32,8 +32,12 @@
 // Flags (after -vmtest): -vmtest.pkgs=./vfio,./igb picks the packages whose
 // tests run in the guest (missing packages are skipped with a note);
 // -vmtest.run=RE is passed to them as -test.run; -vmtest.timeout bounds the
-// whole guest run; -vmtest.dir=DIR keeps the initramfs, console.log and
-// igb.pcap; -vmtest.seed fixes the frame streams' seed.
+// whole run (default 5 min; QEMU is killed after it); -vmtest.dir=DIR keeps
+// the initramfs, console.log (serial console), results.log (/init's lines from
+// the second serial port, which the harness parses) and igb.pcap (the NIC's
+// traffic both ways); -vmtest.seed fixes the frame streams' seed;
+// -vmtest.smp and -vmtest.tcg-thread change the vCPUs (default 2, TCG
+// thread=single: see VM.TCGThread).
 //
 // What the guest tests get in their environment: XNIC_VMTEST=1,
 // XNIC_VFIO_BDF and XNIC_IGB_BDF (the NIC's PCI address, bound to vfio-pci),
