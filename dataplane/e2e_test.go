@@ -469,3 +469,30 @@ func TestE2EAdjustTail(t *testing.T) {
 	}
 	b.Close(t)
 }
+
+// TestE2EIdleSleepsOnIRQ: an idle loop sleeps on the queue's MSI-X vector
+// (re-armed, then polled once more) and the device's interrupt wakes it well
+// before the idle timeout.
+func TestE2EIdleSleepsOnIRQ(t *testing.T) {
+	b := newIGBBed(t, 1, true)
+	c := loadExample(t, "xdp_macswap_tx", 2)
+	e := start(t, dataplane.Config{Ports: []dataplane.PortConfig{{Port: b.Ports()[0]}}, Program: dataplane.BPF(mustProg(t, c, "xdp_macswap_tx")),
+		IdleTimeout: time.Second})
+	if b.Ports()[0].RxQueue(0).IRQ() == nil {
+		t.Fatal("the igb port has no RX interrupt")
+	}
+	in := udpFrames(t, 3, 64)
+	for i, f := range in {
+		time.Sleep(50 * time.Millisecond) // idle: asleep on the IRQ
+		t0 := time.Now()
+		b.Inject(0, f)
+		out := b.Sent(t, 0, 1)
+		if d := time.Since(t0); len(out) != 1 || d > 300*time.Millisecond {
+			t.Fatalf("frame %d: %d frames out after %v: the interrupt did not wake the loop", i, len(out), d)
+		}
+	}
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	b.Close(t)
+}
