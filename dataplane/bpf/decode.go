@@ -386,7 +386,6 @@ func specialiseCtx(code []insn, funcs []bool) {
 	}
 }
 
-
 // fuse rewrites common instruction pairs into one operation. The pair's
 // second instruction stays in place (nothing jumps to it), so instruction
 // indexes, fault reports and disassembly are unchanged.

@@ -35,9 +35,12 @@
 //
 // Speed: the run loop has a fast level that calls no function (ALU, jumps,
 // loads and stores that hit their region, returns) and a slow level for
-// helpers, calls, atomics, division, shifts by a register and faults. At
-// load, common pairs are fused ("rX = rY; rX += K"; "wX = K; if ... goto")
-// and the context loads at the start of a program read the frame directly.
+// helpers, calls, atomics, division, shifts by a register and faults. The
+// fast level calls no function, so the compiler keeps its state in registers
+// (its bounds checks are spelled out for that reason). At load, common pairs
+// are fused ("rX = rY; rX += K"; "wX = K; if ... goto"), and loads of data,
+// data_end and data_meta through a register that holds the context on every
+// path (a small dataflow analysis) read the frame directly.
 // Map lookups return a region for the value, so a program's further accesses
 // need no helper. BenchmarkReference measures the reference parser.
 package bpf
