@@ -395,6 +395,18 @@ func fuse(code []insn, targets []bool) {
 		if targets[i+1] {
 			continue
 		}
+		if i+3 < len(code) && !targets[i+2] && !targets[i+3] {
+			c, d := code[i+2], code[i+3]
+			A, P, B := a.dst, a.src, c.dst
+			if a.op == opLdxB && (b.op == opLsh64K || b.op == opLsh32K) && b.dst == A && b.imm == 8 &&
+				c.op == opLdxB && c.src == P && int64(c.off) == int64(a.off)-1 &&
+				(d.op == opOr64X || d.op == opOr32X) && d.dst == A && d.src == B &&
+				A != P && B != P && A != B {
+				code[i] = insn{op: opLdxB16, dst: A, src: P, off: a.off, pdst: B}
+				i += 3
+				continue
+			}
+		}
 		// rX = rY; rX += K: a pointer plus a constant, before a bounds check.
 		if a.op == opMov64X && b.op == opAdd64K && b.dst == a.dst && a.dst != a.src {
 			code[i] = insn{op: opMovAdd64, dst: a.dst, src: a.src, imm: b.imm}

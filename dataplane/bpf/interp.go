@@ -40,7 +40,9 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 		in := &code[pc]
 		switch in.op {
 		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
-			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
+			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16:
+			// opLdxB16 runs as its first load alone; the three other
+			// instructions of the group follow unchanged.
 			n, signed := loadSize(in.op)
 			a := reg[in.src&15] + uint64(int64(in.off))
 			if b := loadSlice(r.regions, a, n); b != nil {
@@ -204,7 +206,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 
 func loadSize(o op) (uint64, bool) {
 	switch o {
-	case opLdxB:
+	case opLdxB, opLdxB16:
 		return 1, false
 	case opLdxH:
 		return 2, false
@@ -1631,6 +1633,21 @@ fast:
 			ptr := at(rg, a&0xffffffff)
 			wr64(ptr, reg[in.src&15])
 
+		case opLdxB16:
+			// The u16 at P+K; its low byte also goes to B.
+			a := reg[in.src&15] + uint64(int64(in.off)) - 1
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			v := rd16(at(rg, a&0xffffffff))
+			reg[in.dst&15] = v
+			reg[in.pdst&15] = v & 0xff
+			pc += 4
+			continue
 		case opLdCtxData:
 			if r.frame == nil {
 				break fast

@@ -218,6 +218,12 @@ const (
 	opLdCtxDataEnd
 	opLdCtxDataMeta
 
+	// Fused "A = *(u8 *)(P + K+1); A <<= 8; B = *(u8 *)(P + K); A |= B":
+	// clang's byte-wise load of an unaligned little-endian u16. dst = A,
+	// src = P, off = K+1 (the first load, which the slow path runs alone),
+	// pdst = B.
+	opLdxB16
+
 	// Fused pair "dst = src; dst += imm" (the second slot is kept, for a
 	// jump that would land on it, but never a target: see fuse).
 	opMovAdd64

@@ -504,3 +504,44 @@ func TestContextSpecialisation(t *testing.T) {
 		t.Errorf("raw: %d, %v", v, err)
 	}
 }
+
+// TestFusedByteLoads: clang's byte-wise u16 load runs as one operation, and
+// when the pair straddles a region's edge the first load runs alone and the
+// fault names the instruction that really faults.
+func TestFusedByteLoads(t *testing.T) {
+	code := asmProg(
+		ins(0x71, 2, 1, 1, 0),  // r2 = *(u8 *)(r1 + 1)
+		ins(0x67, 2, 0, 0, 8),  // r2 <<= 8
+		ins(0x71, 3, 1, 0, 0),  // r3 = *(u8 *)(r1 + 0)
+		ins(0x4f, 2, 3, 0, 0),  // r2 |= r3
+		ins(0xbf, 0, 2, 0, 0),  // r0 = r2
+		ins(0x67, 0, 0, 0, 16), // r0 <<= 16
+		ins(0x0f, 0, 3, 0, 0),  // r0 += r3
+		exitInsn)
+	p, err := LoadRaw("b16", code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.code[0].op != opLdxB16 {
+		t.Fatalf("not fused: %v", p.code[0].op)
+	}
+	got, err := NewRunner(0).RunRaw(p, []byte{0x11, 0x22, 0x33})
+	if err != nil || got != 0x2211<<16|0x11 {
+		t.Errorf("r0 = %#x, %v", got, err)
+	}
+	edge := asmProg(
+		ins(0x71, 2, 1, 0, 0),  // r2 = *(u8 *)(r1 + 0)
+		ins(0x67, 2, 0, 0, 8),  // r2 <<= 8
+		ins(0x71, 3, 1, -1, 0), // r3 = *(u8 *)(r1 - 1) ; before the memory
+		ins(0x4f, 2, 3, 0, 0),  // r2 |= r3
+		exitInsn)
+	p, err = LoadRaw("edge", edge, nil)
+	if err != nil || p.code[0].op != opLdxB16 {
+		t.Fatalf("%v %v", err, p.code[0].op)
+	}
+	_, err = NewRunner(0).RunRaw(p, []byte{1, 2})
+	var f *Fault
+	if !errors.As(err, &f) || f.Index != 2 || !strings.Contains(f.Reason, "load outside") {
+		t.Errorf("fault %v, want a load fault at instruction 2", err)
+	}
+}
