@@ -304,3 +304,22 @@ func kernelLive(b *testing.B, path string, bc benchCase, frame []byte, n int) fl
 	}
 	return st.NsPerFrame()
 }
+
+// TestPathNoAllocs: the whole path, igb driver and model and interpreter
+// included, allocates nothing per burst for each verdict.
+func TestPathNoAllocs(t *testing.T) {
+	for _, bc := range benchCases {
+		for _, kind := range []string{"igb", "mem"} {
+			r := newBenchRig(t, kind, bc)
+			frame := udpFrames(t, 1, 64)[0]
+			r.burst(t, frame)
+			if a := testing.AllocsPerRun(100, func() { r.burst(t, frame) }); a != 0 {
+				t.Errorf("%s on %s: %.1f allocations per burst of %d", bc.name, kind, a, benchBurst)
+			}
+			if err := r.e.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			r.close(t)
+		}
+	}
+}
