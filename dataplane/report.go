@@ -68,10 +68,15 @@ func FormatRates(w io.Writer, rs []Rates) {
 
 // WriteJSON writes one JSON object per line: the rates and the raw counters.
 func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
+	type queue struct {
+		Queue    int               `json:"queue"`
+		Counters map[string]uint64 `json:"counters"`
+	}
 	type port struct {
 		Rates
 		Link      bool              `json:"link_up"`
 		Counters  map[string]uint64 `json:"counters"`
+		Queues    []queue           `json:"queues,omitempty"`
 		Hardware  map[string]uint64 `json:"hardware,omitempty"`
 		LastFault string            `json:"last_fault,omitempty"`
 	}
@@ -84,6 +89,11 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 	for i := range s.Ports {
 		ps := &s.Ports[i]
 		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault}
+		if len(ps.Queues) > 1 {
+			for _, q := range ps.Queues {
+				p.Queues = append(p.Queues, queue{Queue: q.Queue, Counters: q.Counters.Map()})
+			}
+		}
 		if i < len(rs) {
 			p.Rates = rs[i]
 		} else {
