@@ -2,6 +2,7 @@ package dataplane_test
 
 import (
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -125,9 +126,55 @@ func TestSoak(t *testing.T) {
 	if st.n.Load() != uint64(n) {
 		t.Errorf("stack got %d, want %d", st.n.Load(), n)
 	}
+	if !strings.Contains(s.Ports[0].LastFault, "XDP_ABORTED") {
+		t.Errorf("last fault %q, want the program's XDP_ABORTED", s.Ports[0].LastFault)
+	}
 	b.Close(t)
 }
 
 type countStack struct{ n atomic.Uint64 }
 
 func (s *countStack) Deliver([]byte) error { s.n.Add(1); return nil }
+
+// TestE2EProgramFault: a program that reads past data_end is stopped by the
+// interpreter; the frame is dropped as XDP_ABORTED, counted, and the fault is
+// kept as the port's last fault.
+func TestE2EProgramFault(t *testing.T) {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), // data
+		asm.LoadMem(asm.R0, asm.R2, 4000, asm.Byte),
+		asm.Mov.Imm(asm.R0, int32(bpf.ActionPass)),
+		asm.Return(),
+	}
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{
+		"xdp_oob": {Name: "xdp_oob", Type: ebpf.XDP, SectionName: "xdp", Instructions: insns, License: "MIT"},
+	}, Maps: map[string]*ebpf.MapSpec{}}
+	c, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p, err := c.Program("xdp_oob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBed(t, 1)
+	st := &countStack{}
+	e := start(t, dataplane.Config{Ports: []dataplane.PortConfig{{Port: b.Ports()[0], Stack: st}}, Program: dataplane.BPF(p)})
+	for _, f := range udpFrames(t, 100, 64) {
+		b.Inject(0, f)
+	}
+	waitCounter(t, e, 0, dataplane.RxXDPAborted, 100)
+	if err := e.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	s := e.Snapshot().Ports[0]
+	if s.Counters[dataplane.RxPackets] != 100 || s.Counters[dataplane.RxXDPPass] != 0 || st.n.Load() != 0 {
+		t.Errorf("counters %v, stack %d: want all 100 aborted", s.Counters.Map(), st.n.Load())
+	}
+	if !strings.Contains(s.LastFault, "program fault") || !strings.Contains(s.LastFault, "xdp_oob") {
+		t.Errorf("last fault %q: want the interpreter's reason", s.LastFault)
+	}
+	t.Logf("last fault: %s", s.LastFault)
+	b.Close(t)
+}
