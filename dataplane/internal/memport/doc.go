@@ -1,0 +1,6 @@
+// Package memport is an in-memory nic.Port for the dataplane's tests: frames are
+// injected on its RX queues by the test (playing the wire and the device) and what
+// the dataplane sends is recorded byte for byte. It checks the contract as a
+// device would: a buffer handed to Send must be owned by the caller, Send takes no
+// more than the ring has room for, and one Send is one tail write.
+package memport
