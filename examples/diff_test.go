@@ -460,6 +460,13 @@ func (p *pair) compareMaps() []string {
 			diffs = append(diffs, fmt.Sprintf("map %s: xnic: %v", name, err))
 			continue
 		}
+		if (km.Type() == ebpf.LRUHash || km.Type() == ebpf.LRUCPUHash) && 2*uint32(max(len(ks), len(xs))) > km.MaxEntries() {
+			// Past half full the kernel may start evicting (its free
+			// nodes sit on per-CPU lists), and which entry goes is its
+			// own business: contents are no longer comparable. The
+			// differential test stays far below; a long fuzz run may not.
+			continue
+		}
 		keys := map[string]bool{}
 		for k := range ks {
 			keys[k] = true
