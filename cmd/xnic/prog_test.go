@@ -206,7 +206,12 @@ func TestConformancePluginInProcess(t *testing.T) {
 // TestConformancePluginExec builds xnic and runs it as the suite's runner
 // does, for a few corpus entries.
 func TestConformancePluginExec(t *testing.T) {
-	corpus := "/work/shared/conformance/corpus.jsonl"
+	// shared/ sits beside the checkout (../shared from the module root, as in
+	// CI), or at /work/shared; XNIC_CONFORMANCE overrides both.
+	corpus := "../../../shared/conformance/corpus.jsonl"
+	if _, err := os.Stat(corpus); err != nil {
+		corpus = "/work/shared/conformance/corpus.jsonl"
+	}
 	if d := os.Getenv("XNIC_CONFORMANCE"); d != "" {
 		corpus = filepath.Join(d, "corpus.jsonl")
 	}

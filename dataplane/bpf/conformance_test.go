@@ -9,13 +9,21 @@ import (
 	"testing"
 )
 
-// conformanceDir is where the bpf_conformance corpus lives (see
-// /work/shared/conformance/README.md); XNIC_CONFORMANCE overrides it.
+// conformanceDir is where the bpf_conformance corpus lives: the project's
+// shared/ folder sits beside the checkout (../shared from the module root, as
+// in CI), or /work/shared; XNIC_CONFORMANCE overrides both.
 func conformanceDir() string {
 	if d := os.Getenv("XNIC_CONFORMANCE"); d != "" {
 		return d
 	}
-	return "/work/shared/conformance"
+	// Tests run in the package directory, dataplane/bpf: three levels below
+	// the folder that holds both the checkout and shared/.
+	for _, d := range []string{"../../../shared/conformance", "/work/shared/conformance"} {
+		if _, err := os.Stat(filepath.Join(d, "corpus.jsonl")); err == nil {
+			return d
+		}
+	}
+	return "../../../shared/conformance"
 }
 
 type conformanceCase struct {
