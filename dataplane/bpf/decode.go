@@ -362,7 +362,9 @@ func specialiseCtx(code []insn, funcs []bool) {
 		case c.op == opLdImm64 || c.op == opLdMap || c.op == opLdMapValue || c.op == opLdFunc:
 			flow(i+2, set&^bit)
 			continue
-		case c.op == opMovAdd64:
+		case c.op == opMovAdd64 || c.op == opBound || c.op == opPBound:
+			// The fused bounds checks go on through their later slots,
+			// which are unchanged.
 			flow(i+2, set&^bit)
 			continue
 		default:
@@ -406,6 +408,17 @@ func fuse(code []insn, targets []bool) {
 				i += 3
 				continue
 			}
+			// The low byte first: B = *(u8 *)(P + K); A = *(u8 *)(P + K+1);
+			// A <<= 8; A |= B.
+			B, A = a.dst, b.dst
+			if a.op == opLdxB && b.op == opLdxB && b.src == P && int64(b.off) == int64(a.off)+1 &&
+				(c.op == opLsh64K || c.op == opLsh32K) && c.dst == A && c.imm == 8 &&
+				(d.op == opOr64X || d.op == opOr32X) && d.dst == A && d.src == B &&
+				A != P && B != P && A != B {
+				code[i] = insn{op: opLdxB16L, dst: B, src: P, off: a.off, pdst: A}
+				i += 3
+				continue
+			}
 		}
 		// rX = rY; rX += K: a pointer plus a constant, before a bounds check.
 		if a.op == opMov64X && b.op == opAdd64K && b.dst == a.dst && a.dst != a.src {
@@ -424,6 +437,26 @@ func fuse(code []insn, targets []bool) {
 				f.back = 1
 			}
 			code[i] = f
+		}
+	}
+	// "dst = src; dst += K" then a forward "if dst > x goto" (with or
+	// without a fused move in front): the packet bounds check. The jump's
+	// slot is not a target (fuse made the pair only then, and the P form
+	// only when its jump is not one either).
+	for i := 0; i+2 < len(code); i++ {
+		a := code[i]
+		if a.op != opMovAdd64 || targets[i+2] {
+			continue
+		}
+		j := code[i+2]
+		if j.back != 0 || j.dst != a.dst {
+			continue
+		}
+		switch j.op {
+		case opJGT64X:
+			code[i] = insn{op: opBound, dst: a.dst, src: a.src, imm: a.imm, off: j.off, x: j.src}
+		case opPJGT64X:
+			code[i] = insn{op: opPBound, dst: a.dst, src: a.src, imm: a.imm, off: j.off, x: j.src, pdst: j.pdst, pimm: j.pimm}
 		}
 	}
 }

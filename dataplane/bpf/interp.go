@@ -40,8 +40,8 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 		in := &code[pc]
 		switch in.op {
 		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
-			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16:
-			// opLdxB16 runs as its first load alone; the three other
+			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L:
+			// opLdxB16 and opLdxB16L run as their first load alone; the three other
 			// instructions of the group follow unchanged.
 			n, signed := loadSize(in.op)
 			a := reg[in.src&15] + uint64(int64(in.off))
@@ -206,7 +206,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 
 func loadSize(o op) (uint64, bool) {
 	switch o {
-	case opLdxB, opLdxB16:
+	case opLdxB, opLdxB16, opLdxB16L:
 		return 1, false
 	case opLdxH:
 		return 2, false
@@ -356,6 +356,25 @@ fast:
 			// Fused "dst = src; dst += imm" (clang's bounds-check idiom).
 			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
 			pc += 2
+			continue
+		case opBound:
+			// Fused "dst = src; dst += imm; if dst > x goto off", forward.
+			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
+			if reg[in.dst&15] > reg[in.x&15] {
+				pc = int(in.off)
+				continue
+			}
+			pc += 3
+			continue
+		case opPBound:
+			// The same with "pdst = pimm" before the jump.
+			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] > reg[in.x&15] {
+				pc = int(in.off)
+				continue
+			}
+			pc += 4
 			continue
 
 		case opJA:
@@ -1646,6 +1665,21 @@ fast:
 			v := rd16(at(rg, a&0xffffffff))
 			reg[in.dst&15] = v
 			reg[in.pdst&15] = v & 0xff
+			pc += 4
+			continue
+		case opLdxB16L:
+			// The u16 at P+K to A (pdst); its low byte to B (dst).
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			v := rd16(at(rg, a&0xffffffff))
+			reg[in.dst&15] = v & 0xff
+			reg[in.pdst&15] = v
 			pc += 4
 			continue
 		case opLdCtxData:

@@ -224,9 +224,22 @@ const (
 	// pdst = B.
 	opLdxB16
 
+	// The same group in the order clang also emits:
+	// "B = *(u8 *)(P + K); A = *(u8 *)(P + K+1); A <<= 8; A |= B". dst = B
+	// and off = K (the first load, which the slow path runs alone), pdst = A.
+	opLdxB16L
+
 	// Fused pair "dst = src; dst += imm" (the second slot is kept, for a
 	// jump that would land on it, but never a target: see fuse).
 	opMovAdd64
+
+	// Fused packet bounds check "dst = src; dst += imm; if dst > x goto off"
+	// (opMovAdd64 followed by a forward JGT64X on dst), and the same with
+	// the move of pimm into pdst that clang puts before the jump
+	// ("dst = src; dst += imm; pdst = pimm; if dst > x goto off"). The
+	// slots after the first stay as they were.
+	opBound
+	opPBound
 
 	// Jumps; insn.off holds the absolute target index.
 	opJA
@@ -370,4 +383,6 @@ type insn struct {
 	// pimm and pdst: the move fused in front of an opP* jump.
 	pimm uint32
 	pdst uint8
+	// x is the register a fused bounds check compares with (opBound).
+	x uint8
 }

@@ -545,3 +545,182 @@ func TestFusedByteLoads(t *testing.T) {
 		t.Errorf("fault %v, want a load fault at instruction 2", err)
 	}
 }
+
+// TestFusedByteLoadsLowFirst: the same u16 group with the low byte loaded
+// first runs as one operation; at a region's edge the first load runs alone
+// and the fault names the load that really faults.
+func TestFusedByteLoadsLowFirst(t *testing.T) {
+	code := asmProg(
+		ins(0x71, 3, 1, 0, 0),  // r3 = *(u8 *)(r1 + 0)
+		ins(0x71, 2, 1, 1, 0),  // r2 = *(u8 *)(r1 + 1)
+		ins(0x64, 2, 0, 0, 8),  // w2 <<= 8
+		ins(0x4c, 2, 3, 0, 0),  // w2 |= w3
+		ins(0xbf, 0, 2, 0, 0),  // r0 = r2
+		ins(0x67, 0, 0, 0, 16), // r0 <<= 16
+		ins(0x0f, 0, 3, 0, 0),  // r0 += r3
+		exitInsn)
+	p, err := LoadRaw("b16l", code, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.code[0].op != opLdxB16L {
+		t.Fatalf("not fused: %v", p.code[0].op)
+	}
+	got, err := NewRunner(0).RunRaw(p, []byte{0x11, 0x22, 0x33})
+	if err != nil || got != 0x2211<<16|0x11 {
+		t.Errorf("r0 = %#x, %v", got, err)
+	}
+	// The second byte is past the end: the first load succeeds alone, the
+	// second faults at its own index.
+	_, err = NewRunner(0).RunRaw(p, []byte{0x11})
+	var f *Fault
+	if !errors.As(err, &f) || f.Index != 1 || !strings.Contains(f.Reason, "load outside") {
+		t.Errorf("fault %v, want a load fault at instruction 1", err)
+	}
+	// A register that is both the pointer and a destination is not fused.
+	alias := asmProg(
+		ins(0x71, 3, 1, 0, 0), // r3 = *(u8 *)(r1 + 0)
+		ins(0x71, 1, 1, 1, 0), // r1 = *(u8 *)(r1 + 1)
+		ins(0x64, 1, 0, 0, 8), // w1 <<= 8
+		ins(0x4c, 1, 3, 0, 0), // w1 |= w3
+		ins(0xbf, 0, 1, 0, 0), // r0 = r1
+		exitInsn)
+	p, err = LoadRaw("alias", alias, nil)
+	if err != nil || p.code[0].op == opLdxB16L {
+		t.Fatalf("%v %v", err, p.code[0].op)
+	}
+	if got, err := NewRunner(0).RunRaw(p, []byte{0x11, 0x22}); err != nil || got != 0x2211 {
+		t.Errorf("r0 = %#x, %v", got, err)
+	}
+}
+
+// TestFusedBoundsCheck: "rX = rY; rX += K; [rZ = imm;] if rX > rE goto"
+// runs as one operation with the result of the three or four instructions,
+// including when the registers alias, and is not fused when the jump goes
+// backwards (the budget must see it) or is a jump target.
+func TestFusedBoundsCheck(t *testing.T) {
+	cases := []struct {
+		name string
+		code []byte
+		fop  op
+		mem  int
+		want uint64
+	}{
+		{"taken", asmProg(
+			ins(0xbf, 4, 1, 0, 0),  // r4 = r1
+			ins(0x07, 4, 0, 0, 10), // r4 += 10
+			ins(0xbf, 3, 1, 0, 0),  // r3 = r1
+			ins(0x07, 3, 0, 0, 14), // r3 += 14
+			ins(0x2d, 3, 4, 2, 0),  // if r3 > r4 goto +2
+			ins(0xb7, 0, 0, 0, 1),  // r0 = 1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 7), // r0 = 7
+			exitInsn), opBound, 16, 7},
+		{"not taken", asmProg(
+			ins(0xbf, 4, 1, 0, 0),  // r4 = r1
+			ins(0x07, 4, 0, 0, 20), // r4 += 20
+			ins(0xbf, 3, 1, 0, 0),  // r3 = r1
+			ins(0x07, 3, 0, 0, 14), // r3 += 14
+			ins(0x2d, 3, 4, 2, 0),  // if r3 > r4 goto +2
+			ins(0xbf, 0, 3, 0, 0),  // r0 = r3
+			ins(0x1f, 0, 1, 0, 0),  // r0 -= r1
+			exitInsn), opBound, 16, 14},
+		{"fused move", asmProg(
+			ins(0xbf, 4, 1, 0, 0),  // r4 = r1
+			ins(0x07, 4, 0, 0, 20), // r4 += 20
+			ins(0xbf, 3, 1, 0, 0),  // r3 = r1
+			ins(0x07, 3, 0, 0, 14), // r3 += 14
+			ins(0xb4, 0, 0, 0, 5),  // w0 = 5
+			ins(0x2d, 3, 4, 1, 0),  // if r3 > r4 goto +1
+			ins(0x07, 0, 0, 0, 1),  // r0 += 1
+			exitInsn), opPBound, 16, 6},
+		{"move clobbers the end", asmProg(
+			ins(0xbf, 4, 1, 0, 0),   // r4 = r1
+			ins(0x07, 4, 0, 0, 100), // r4 += 100 (past r3 until the move)
+			ins(0xbf, 3, 1, 0, 0),   // r3 = r1
+			ins(0x07, 3, 0, 0, 14),  // r3 += 14
+			ins(0xb4, 4, 0, 0, 1),   // w4 = 1 (a number: below any pointer)
+			ins(0x2d, 3, 4, 2, 0),   // if r3 > r4 goto +2
+			ins(0xb7, 0, 0, 0, 1),   // r0 = 1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 9), // r0 = 9
+			exitInsn), opPBound, 16, 9},
+		{"move clobbers the pointer", asmProg(
+			ins(0xbf, 3, 1, 0, 0),  // r3 = r1
+			ins(0x07, 3, 0, 0, 14), // r3 += 14
+			ins(0xb4, 3, 0, 0, 1),  // w3 = 1
+			ins(0x2d, 3, 2, 2, 0),  // if r3 > r2 goto +2 (1 > 16: no)
+			ins(0xb7, 0, 0, 0, 1),  // r0 = 1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 9), // r0 = 9
+			exitInsn), opPBound, 16, 1},
+		{"compare with itself", asmProg(
+			ins(0xbf, 3, 1, 0, 0),  // r3 = r1
+			ins(0x07, 3, 0, 0, 14), // r3 += 14
+			ins(0x2d, 3, 3, 2, 0),  // if r3 > r3 goto +2
+			ins(0xb7, 0, 0, 0, 1),  // r0 = 1
+			exitInsn,
+			ins(0xb7, 0, 0, 0, 9), // r0 = 9
+			exitInsn), opBound, 16, 1},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, c.code, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fused := false
+		for _, in := range p.code {
+			if in.op == c.fop {
+				fused = true
+			}
+		}
+		if !fused {
+			t.Errorf("%s: no fused bounds check (op %v)", c.name, c.fop)
+		}
+		got, err := NewRunner(0).RunRaw(p, make([]byte, c.mem))
+		if err != nil || got != c.want {
+			t.Errorf("%s: r0 = %d, %v; want %d", c.name, got, err, c.want)
+		}
+	}
+	// A backward jump is left alone: it charges the budget.
+	back := asmProg(
+		ins(0xb7, 0, 0, 0, 0),  // r0 = 0
+		ins(0xbf, 3, 1, 0, 0),  // loop: r3 = r1
+		ins(0x07, 3, 0, 0, 1),  // r3 += 1
+		ins(0x2d, 3, 1, -4, 0), // if r3 > r1 goto loop
+		exitInsn)
+	p, err := LoadRaw("back", back, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, in := range p.code {
+		if in.op == opBound || in.op == opPBound {
+			t.Errorf("backward bounds check fused at %d", i)
+		}
+	}
+	r := NewRunner(0)
+	if _, err := r.RunRaw(p, make([]byte, 4)); err == nil || !strings.Contains(err.Error(), "budget") {
+		t.Errorf("endless loop: %v, want a budget fault", err)
+	}
+	// A jump into the middle (onto the compare) keeps the parts separate.
+	into := asmProg(
+		ins(0xb7, 3, 0, 0, 100), // r3 = 100
+		ins(0x55, 2, 0, 2, 0),   // if r2 != 0 goto +2 (to the compare)
+		ins(0xbf, 3, 1, 0, 0),   // r3 = r1
+		ins(0x07, 3, 0, 0, 1),   // r3 += 1
+		ins(0x2d, 3, 2, 2, 0),   // if r3 > r2 goto +2
+		ins(0xb7, 0, 0, 0, 1),   // r0 = 1
+		exitInsn,
+		ins(0xb7, 0, 0, 0, 9), // r0 = 9
+		exitInsn)
+	p, err = LoadRaw("into", into, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.code[2].op == opBound {
+		t.Errorf("bounds check fused across a jump target")
+	}
+	if got, err := NewRunner(0).RunRaw(p, make([]byte, 4)); err != nil || got != 9 {
+		t.Errorf("r0 = %d, %v; want 9 (100 > 4)", got, err)
+	}
+}
