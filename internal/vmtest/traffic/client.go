@@ -376,3 +376,76 @@ func (c *Client) Later(delay time.Duration, count int, seed int64) (*Stream, err
 	}
 	return &Stream{c: c, ID: id, Count: count, Seed: seed}, nil
 }
+
+// EchoRequest asks the peer for an echo stream: Count echo frames (EchoFrame)
+// of stream Seed, all Size bytes long (0: pseudo-random sizes), sent after
+// Delay. With Back, every frame must come back with its Ethernet addresses
+// swapped and byte-exact otherwise, in order (an XDP MAC swap); without, none
+// may come back (an XDP drop). The peer sends without a window (the guest may
+// not be able to ack while a dataplane owns the port), paced only by QEMU's
+// socket backlog.
+type EchoRequest struct {
+	Count int
+	Seed  int64
+	Size  int
+	Back  bool
+	Delay time.Duration
+}
+
+// Echo starts an echo stream. The frames are not for the Client: the program
+// under test receives them; EchoReport says what came back.
+func (c *Client) Echo(r EchoRequest) (*Stream, error) {
+	if err := c.needPeer(); err != nil {
+		return nil, err
+	}
+	back := "0"
+	if r.Back {
+		back = "1"
+	}
+	id := c.newID()
+	_, err := c.request(NewMsg(VerbEcho, id, "count", strconv.Itoa(r.Count), "seed", strconv.FormatInt(r.Seed, 10),
+		"size", strconv.Itoa(r.Size), "back", back, "delay_ms", strconv.FormatInt(r.Delay.Milliseconds(), 10)), c.peer, 0)
+	if err != nil {
+		return nil, err
+	}
+	return &Stream{c: c, ID: id, Count: r.Count, Seed: r.Seed}, nil
+}
+
+// EchoReport is what the peer saw of an echo stream.
+type EchoReport struct {
+	Count int    // frames asked for
+	Sent  int    // frames the peer sent
+	Back  int    // frames that came back intact and in order
+	Bad   int    // frames that came back wrong (or at all, when none should)
+	Error string // the first problem, "" when none
+}
+
+func (r EchoReport) String() string {
+	s := fmt.Sprintf("peer sent %d of %d echo frames, %d came back intact and in order, %d bad", r.Sent, r.Count, r.Back, r.Bad)
+	if r.Error != "" {
+		s += "; first problem: " + r.Error
+	}
+	return s
+}
+
+// EchoReport asks the peer what came back of echo stream s. Every frame the
+// guest sent before the request has reached the peer by the time it answers.
+func (c *Client) EchoReport(s *Stream) (EchoReport, error) {
+	if err := c.needPeer(); err != nil {
+		return EchoReport{}, err
+	}
+	r, err := c.request(NewMsg(VerbReport, c.newID(), "ref", strconv.FormatUint(uint64(s.ID), 10)), c.peer, 0)
+	if err != nil {
+		return EchoReport{}, err
+	}
+	var rep EchoReport
+	n1, e1 := r.Int("count")
+	n2, e2 := r.Int("sent")
+	n3, e3 := r.Int("back")
+	n4, e4 := r.Int("bad")
+	if err := errors.Join(e1, e2, e3, e4); err != nil {
+		return rep, fmt.Errorf("traffic: malformed echo report: %w", err)
+	}
+	rep.Count, rep.Sent, rep.Back, rep.Bad, rep.Error = int(n1), int(n2), int(n3), int(n4), r.Get("error")
+	return rep, nil
+}

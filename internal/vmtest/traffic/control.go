@@ -31,6 +31,7 @@ const (
 	VerbInject = "inject"
 	VerbFlows  = "flows"
 	VerbLater  = "later"
+	VerbEcho   = "echo"
 	VerbAck    = "ack"
 	VerbOK     = "ok"
 	VerbErr    = "err"
@@ -191,6 +192,7 @@ const (
 	KindData
 	KindFlow
 	KindControl
+	KindEcho
 )
 
 func (k Kind) String() string {
@@ -201,6 +203,8 @@ func (k Kind) String() string {
 		return "flow"
 	case KindControl:
 		return "control"
+	case KindEcho:
+		return "echo"
 	}
 	return "other"
 }
@@ -222,6 +226,9 @@ func Classify(f []byte) Kind {
 	case EtherTypeIPv4:
 		if _, _, err := ParseFlow(f); err == nil {
 			return KindFlow
+		}
+		if _, _, err := ParseEcho(f); err == nil {
+			return KindEcho
 		}
 	}
 	return KindOther

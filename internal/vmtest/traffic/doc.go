@@ -40,6 +40,18 @@
 //	                               0..N-1 of stream S.
 //	ack ref=ID n=K                 the guest has taken K frames of the stream
 //	                               started by request ID (no answer).
+//	echo count=N seed=S size=Z back=B delay_ms=D
+//	                               peer waits D ms, then sends echo frames
+//	                               0..N-1 of stream S (Z bytes each; 0:
+//	                               pseudo-random sizes), no window. With
+//	                               back=1 each must come back MAC-swapped,
+//	                               byte-exact otherwise and in order; with
+//	                               back=0 none may come back.
+//	report ref=ID                  for echo stream ID: ok count=N sent=D
+//	                               back=K bad=B [error="first problem"].
+//
+// The peer never answers a reply (ok, err) that reaches it: a program bouncing
+// every frame back would otherwise start an endless exchange.
 //
 // When a windowed stream gets no ack for PeerConfig.AckTimeout the peer stops
 // it and sends "err id=<stream id> msg=...", which ends the guest's Receive.

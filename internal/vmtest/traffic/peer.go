@@ -37,7 +37,7 @@ type PeerConfig struct {
 
 // Session is what the peer did for one request that moves frames.
 type Session struct {
-	Verb  string // VerbExpect, VerbInject, VerbFlows or VerbLater
+	Verb  string // VerbExpect, VerbInject, VerbFlows, VerbLater or VerbEcho
 	ID    uint32 // the request's id
 	Seed  int64  // data stream seed (expect, inject, later)
 	Count int    // frames asked for
@@ -45,21 +45,46 @@ type Session struct {
 	// the others, the frames sent.
 	Done int
 	// Bad counts, for expect, frames of this stream that arrived wrong: altered,
-	// out of order, duplicated or after Count.
+	// out of order, duplicated or after Count; for echo, frames that came back
+	// wrong, or at all when none should.
 	Bad int
+	// Size is an echo stream's frame size (0: pseudo-random sizes). WantBack
+	// says whether its frames must come back, MAC-swapped; Back counts those
+	// that did, byte-exact and in order.
+	Size     int
+	WantBack bool
+	Back     int
 	// Err is the first problem seen ("" when none).
 	Err string
-	// Reported is true once the guest asked for the report of this expect
-	// session; Finished once a sending session sent everything or gave up.
+	// Reported is true once the guest asked for the report of this expect or
+	// echo session; Finished once a sending session sent everything or gave up.
 	Reported bool
 	Finished bool
 }
 
-// OK reports whether the session moved exactly Count frames without a problem.
-func (s Session) OK() bool { return s.Done == s.Count && s.Bad == 0 && s.Err == "" }
+// OK reports whether the session moved exactly Count frames without a problem
+// (and, for echo, whether exactly the frames due back came back).
+func (s Session) OK() bool {
+	ok := s.Done == s.Count && s.Bad == 0 && s.Err == ""
+	if s.Verb == VerbEcho {
+		ok = ok && s.Back == s.wantBack()
+	}
+	return ok
+}
+
+// wantBack is how many frames of an echo session must come back.
+func (s Session) wantBack() int {
+	if s.WantBack {
+		return s.Count
+	}
+	return 0
+}
 
 func (s Session) String() string {
 	st := fmt.Sprintf("%s id=%d seed=%d count=%d done=%d bad=%d", s.Verb, s.ID, s.Seed, s.Count, s.Done, s.Bad)
+	if s.Verb == VerbEcho {
+		st += fmt.Sprintf(" size=%d back=%d/%d", s.Size, s.Back, s.wantBack())
+	}
 	if s.Err != "" {
 		st += " err=" + strconv.Quote(s.Err)
 	}
@@ -101,6 +126,7 @@ type Peer struct {
 	remote   netip.AddrPort // QEMU's socket; invalid until known
 	guestMAC net.HardwareAddr
 	expects  map[int64]*expectState // armed expect sessions by seed
+	echoes   map[int64]*echoState   // echo sessions by seed
 	streams  map[uint32]*streamState
 	sessions []*Session
 	received int
@@ -118,6 +144,13 @@ type Peer struct {
 type expectState struct {
 	s    *Session
 	next int // index of the next frame wanted
+}
+
+// echoState follows the frames of an echo session coming back.
+type echoState struct {
+	s     *Session
+	guest net.HardwareAddr // where the frames went (their destination)
+	next  int              // index of the next frame due back
 }
 
 type streamState struct {
@@ -152,6 +185,7 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 		logf:       cfg.Logf,
 		done:       make(chan struct{}),
 		expects:    map[int64]*expectState{},
+		echoes:     map[int64]*echoState{},
 		streams:    map[uint32]*streamState{},
 	}
 	if p.mac == nil {
@@ -259,6 +293,8 @@ func (p *Peer) readLoop() {
 			p.handleControl(f)
 		case KindData:
 			p.handleData(f)
+		case KindEcho:
+			p.handleEcho(f)
 		default:
 			p.mu.Lock()
 			p.stray++
@@ -333,6 +369,10 @@ func (p *Peer) handleControl(f []byte) {
 		p.mu.Unlock()
 		p.reply(src, NewMsg(VerbOK, m.ID))
 	case VerbReport:
+		if _, ok := m.Args["ref"]; ok {
+			p.reportEcho(src, m, fail)
+			return
+		}
 		seed, err := m.Int("seed")
 		if err != nil {
 			fail("%v", err)
@@ -355,7 +395,7 @@ func (p *Peer) handleControl(f []byte) {
 			r.Args["error"] = s.Err
 		}
 		p.reply(src, r)
-	case VerbInject, VerbFlows, VerbLater:
+	case VerbInject, VerbFlows, VerbLater, VerbEcho:
 		p.startStream(src, m, fail)
 	case VerbAck:
 		ref, err1 := m.Int("ref")
@@ -377,15 +417,49 @@ func (p *Peer) handleControl(f []byte) {
 		if !ok {
 			p.problem("ack for unknown stream %d", ref)
 		}
+	case VerbOK, VerbErr:
+		// A reply is never answered: answering one that came back (a program
+		// bouncing frames, say) would start an endless exchange.
+		p.problem("the guest sent a reply %q; ignored", m.String())
 	default:
 		fail("unknown verb %q", m.Verb)
 	}
 }
 
+// reportEcho answers "report ref=ID" for echo session ID.
+func (p *Peer) reportEcho(to net.HardwareAddr, m Msg, fail func(string, ...any)) {
+	ref, err := m.Int("ref")
+	if err != nil {
+		fail("%v", err)
+		return
+	}
+	var s Session
+	found := false
+	p.mu.Lock()
+	for _, e := range p.echoes {
+		if e.s.ID == uint32(ref) {
+			e.s.Reported = true
+			s, found = *e.s, true
+			break
+		}
+	}
+	p.mu.Unlock()
+	if !found {
+		fail("no echo session with id %d", ref)
+		return
+	}
+	r := NewMsg(VerbOK, m.ID, "count", strconv.Itoa(s.Count), "sent", strconv.Itoa(s.Done),
+		"back", strconv.Itoa(s.Back), "bad", strconv.Itoa(s.Bad))
+	if s.Err != "" {
+		r.Args["error"] = s.Err
+	}
+	p.reply(to, r)
+}
+
 // startStream validates a sending request, replies, and starts the goroutine
 // that sends the frames.
 func (p *Peer) startStream(to net.HardwareAddr, m Msg, fail func(string, ...any)) {
-	var count, seed, window, flows, per, delayMS int64
+	var count, seed, window, flows, per, delayMS, size, back int64
 	var err error
 	switch m.Verb {
 	case VerbInject:
@@ -410,6 +484,17 @@ func (p *Peer) startStream(to net.HardwareAddr, m Msg, fail func(string, ...any)
 		count, e2 = m.Int("count")
 		seed, e3 = m.Int("seed")
 		err = errors.Join(e1, e2, e3)
+	case VerbEcho:
+		var e1, e2, e3, e4, e5 error
+		count, e1 = m.Int("count")
+		seed, e2 = m.Int("seed")
+		size, e3 = m.Int("size")
+		back, e4 = m.Int("back")
+		delayMS, e5 = m.Int("delay_ms")
+		err = errors.Join(e1, e2, e3, e4, e5)
+		if err == nil && (size != 0 && (size < MinFrameLen || size > MaxFrameLen) || back < 0 || back > 1) {
+			err = fmt.Errorf("size=%d back=%d out of range (size 0 or %d..%d, back 0 or 1)", size, back, MinFrameLen, MaxFrameLen)
+		}
 	}
 	if err == nil && (count < 0 || count > 1<<24 || window < 0 || delayMS < 0 || delayMS > 60000) {
 		err = fmt.Errorf("count=%d window=%d delay_ms=%d out of range", count, window, delayMS)
@@ -418,9 +503,17 @@ func (p *Peer) startStream(to net.HardwareAddr, m Msg, fail func(string, ...any)
 		fail("%s: %v", m.Verb, err)
 		return
 	}
-	s := &Session{Verb: m.Verb, ID: m.ID, Seed: seed, Count: int(count)}
+	s := &Session{Verb: m.Verb, ID: m.ID, Seed: seed, Count: int(count), Size: int(size), WantBack: back == 1}
 	st := &streamState{s: s, window: int(window), ackCh: make(chan struct{}, 1)}
 	p.mu.Lock()
+	if m.Verb == VerbEcho {
+		if old, ok := p.echoes[seed]; ok {
+			p.mu.Unlock()
+			fail("echo: seed %d is already in use (id %d)", seed, old.s.ID)
+			return
+		}
+		p.echoes[seed] = &echoState{s: s, guest: append(net.HardwareAddr(nil), to...)}
+	}
 	p.sessions = append(p.sessions, s)
 	p.streams[m.ID] = st
 	p.mu.Unlock()
@@ -485,6 +578,8 @@ func (p *Peer) sendStream(to net.HardwareAddr, st *streamState, flows int, delay
 		case VerbFlows:
 			// Round-robin over flows so every queue gets work early.
 			buf = AppendFlowFrame(buf[:0], i%flows, i/flows, to, p.mac)
+		case VerbEcho:
+			buf = AppendEchoFrame(buf[:0], s.Seed, i, s.Size, to, p.mac)
 		default:
 			buf = AppendFrame(buf[:0], s.Seed, i, to, p.mac)
 		}
@@ -577,6 +672,45 @@ func (p *Peer) handleData(f []byte) {
 			bad("%v", err)
 		} else {
 			s.Done++
+		}
+	}
+	if i >= e.next {
+		e.next = i + 1
+	}
+}
+
+// handleEcho checks a frame of an echo stream coming back: it must be the next
+// frame of its stream with the Ethernet addresses swapped, byte-exact
+// otherwise, and only if the stream's frames are due back at all.
+func (p *Peer) handleEcho(f []byte) {
+	seed, i, _ := ParseEcho(f)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.echoes[seed]
+	if !ok {
+		p.stray++
+		return
+	}
+	s := e.s
+	bad := func(format string, args ...any) {
+		s.Bad++
+		if s.Err == "" {
+			s.Err = fmt.Sprintf(format, args...)
+		}
+	}
+	switch {
+	case !s.WantBack:
+		bad("echo frame %d of seed %d came back, and none should have (dropped by the guest)", i, seed)
+	case e.next >= s.Count:
+		bad("echo frame %d came back after all %d frames had", i, s.Count)
+	case i != e.next:
+		bad("echo frame %d came back when frame %d was due (lost, reordered or duplicated)", i, e.next)
+	default:
+		// Sent from the peer to the guest; back from the guest to the peer.
+		if err := CheckEcho(f, seed, i, s.Size, p.mac, e.guest); err != nil {
+			bad("%v", err)
+		} else {
+			s.Back++
 		}
 	}
 	if i >= e.next {
