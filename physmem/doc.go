@@ -1,0 +1,43 @@
+// Package physmem is the physical-memory path of xnic, for SoCs whose Ethernet
+// MACs sit behind no IOMMU (NXP i.MX8M Plus, Mini, Quad: neither the FEC nor
+// the EQOS has an IOMMU or is cache coherent, and Debian's arm64 kernels build
+// neither VFIO_PLATFORM nor VFIO_NOIOMMU).
+//
+// Two pieces, each usable alone:
+//
+//   - Allocator, a dma.Allocator whose device address (IOVA) is the physical
+//     address: memory comes from huge pages (MAP_HUGETLB), locked (mlock) and
+//     populated, whose physical address is read from /proc/self/pagemap (PFN in
+//     bits 0-54, present in bit 63). Reading PFNs needs CAP_SYS_ADMIN: without
+//     it the kernel reports PFN 0 and Alloc fails saying so. A Limit (4 GiB for
+//     the FEC, whose descriptors carry 32-bit addresses) is enforced: a huge
+//     page that lands above it is released and Alloc fails with dma.ErrTooHigh
+//     and a hint (boot with mem=, or reserve memory low). Sync performs cache
+//     maintenance on arm64 (DC CVAC for the device, DC CIVAC for the CPU, each
+//     followed by DSB SY); on amd64 it does nothing.
+//
+//   - Device, a nic.Device for a platform device: its register windows are
+//     mapped from /dev/mem (the path is configurable, so tests use a plain
+//     file). Every register access is one aligned 32-bit atomic load or store.
+//     There is no configuration space (ReadConfig returns nic.ErrNotSupported),
+//     no bus reset, and no interrupts: without UIO or VFIO a user process
+//     cannot receive a platform device's IRQ, so EnableMSIX returns
+//     nic.ErrNotSupported and drivers poll.
+//
+// Ownership: the Allocator owns the mappings and frees them on Free or Close;
+// the caller owns the contents of a Region. The Device owns its register
+// mappings and the file descriptor of /dev/mem; Close unmaps them, and a Regs
+// window used after Close reads all ones and drops writes.
+//
+// Errors say what to do: a range a kernel driver has claimed (mmap of /dev/mem
+// fails with EPERM once, say, fec binds: unbind the kernel driver first), a
+// kernel built with STRICT_DEVMEM that refuses the range, no huge pages
+// reserved (boot with hugepages=N or write /proc/sys/vm/nr_hugepages), or a
+// process without the privileges (root, CAP_SYS_RAWIO for /dev/mem,
+// CAP_SYS_ADMIN for pagemap PFNs, CAP_IPC_LOCK or RLIMIT_MEMLOCK for mlock).
+//
+// Files: alloc.go (the allocator), pagemap.go (the pagemap format), device.go
+// and regs.go (the platform device), hugepages.go (the real page source),
+// sys_linux.go (system calls), *_unsafe.go (the only pointer arithmetic),
+// sync_arm64.s (cache maintenance).
+package physmem
