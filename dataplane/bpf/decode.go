@@ -439,6 +439,38 @@ func fuse(code []insn, targets []bool) {
 			code[i] = f
 		}
 	}
+	// A byte or u16 load, then a forward "if dst ==/!= K goto" on what it
+	// loaded (with or without a fused move in front).
+	for i := 0; i+1 < len(code); i++ {
+		a := code[i]
+		if (a.op != opLdxB && a.op != opLdxH) || targets[i+1] {
+			continue
+		}
+		j := code[i+1]
+		if j.back != 0 || j.dst != a.dst {
+			continue
+		}
+		var f op
+		switch j.op {
+		case opJEQ64K, opJEQ32K:
+			f = opLdBJEQ
+		case opJNE64K, opJNE32K:
+			f = opLdBJNE
+		case opPJEQ64K, opPJEQ32K:
+			f = opLdBPJEQ
+		case opPJNE64K, opPJNE32K:
+			f = opLdBPJNE
+		default:
+			continue
+		}
+		if a.op == opLdxH {
+			f += opLdHJEQ - opLdBJEQ
+		}
+		// A 32-bit jump's constant is already zero-extended (decode), a
+		// 64-bit jump's sign-extended: compared with the zero-extended
+		// load as 64-bit values, both give the jump's result.
+		code[i] = insn{op: f, dst: a.dst, src: a.src, off: a.off, imm: j.imm, t: j.off, pdst: j.pdst, pimm: j.pimm}
+	}
 	// "dst = src; dst += K" then a forward "if dst > x goto" (with or
 	// without a fused move in front): the packet bounds check. The jump's
 	// slot is not a target (fuse made the pair only then, and the P form

@@ -40,8 +40,10 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 		in := &code[pc]
 		switch in.op {
 		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
-			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L:
-			// opLdxB16 and opLdxB16L run as their first load alone; the three other
+			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
+			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE:
+			// opLdxB16 and opLdxB16L run as their first load alone, the
+			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
 			n, signed := loadSize(in.op)
 			a := reg[in.src&15] + uint64(int64(in.off))
@@ -206,9 +208,9 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 
 func loadSize(o op) (uint64, bool) {
 	switch o {
-	case opLdxB, opLdxB16, opLdxB16L:
+	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE:
 		return 1, false
-	case opLdxH:
+	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE:
 		return 2, false
 	case opLdxDW:
 		return 8, false
@@ -1666,6 +1668,138 @@ fast:
 			reg[in.dst&15] = v
 			reg[in.pdst&15] = v & 0xff
 			pc += 4
+			continue
+		case opLdBJEQ:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
+			if reg[in.dst&15] == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 2
+			continue
+		case opLdBJNE:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
+			if reg[in.dst&15] != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 2
+			continue
+		case opLdBPJEQ:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opLdBPJNE:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opLdHJEQ:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
+			if reg[in.dst&15] == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 2
+			continue
+		case opLdHJNE:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
+			if reg[in.dst&15] != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 2
+			continue
+		case opLdHPJEQ:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opLdHPJNE:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
+			reg[in.pdst&15] = uint64(in.pimm)
+			if reg[in.dst&15] != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
 			continue
 		case opLdxB16L:
 			// The u16 at P+K to A (pdst); its low byte to B (dst).

@@ -241,6 +241,21 @@ const (
 	opBound
 	opPBound
 
+	// Fused "dst = *(u8 or u16 *)(src + off); if dst == / != imm goto t"
+	// and the same with a move of pimm into pdst before the jump (the P
+	// forms). Only forward jumps; the slots after the load stay as they
+	// were, and the slow path runs the load alone. imm is the jump's
+	// constant as a 64-bit value (the loaded value is zero-extended, so the
+	// 32-bit and 64-bit jumps compare alike).
+	opLdBJEQ
+	opLdBJNE
+	opLdHJEQ
+	opLdHJNE
+	opLdBPJEQ
+	opLdBPJNE
+	opLdHPJEQ
+	opLdHPJNE
+
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K
@@ -370,7 +385,7 @@ const (
 	numOps
 )
 
-// insn is the pre-decoded form the interpreter runs: 24 bytes.
+// insn is the pre-decoded form the interpreter runs: 32 bytes.
 type insn struct {
 	op  op
 	dst uint8
@@ -385,4 +400,6 @@ type insn struct {
 	pdst uint8
 	// x is the register a fused bounds check compares with (opBound).
 	x uint8
+	// t is the jump target of a fused load and jump (opLdBJEQ...).
+	t int32
 }

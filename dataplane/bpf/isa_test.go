@@ -724,3 +724,115 @@ func TestFusedBoundsCheck(t *testing.T) {
 		t.Errorf("r0 = %d, %v; want 9 (100 > 4)", got, err)
 	}
 }
+
+// TestFusedLoadJump: a byte or u16 load followed by "if ==/!= K goto" (also
+// with a move in front of the jump) runs as one operation and gives the
+// result of the separate instructions, for 32-bit and 64-bit jumps with
+// negative constants, aliasing registers and a load that faults.
+func TestFusedLoadJump(t *testing.T) {
+	mem := []byte{0xff, 0xff, 0x34, 0x12}
+	type tc struct {
+		name string
+		code []byte
+		fop  op
+		want uint64
+	}
+	var cases []tc
+	for _, ld := range []struct {
+		name string
+		op   byte
+		off  int16
+		fop  op
+		v    int32 // the value it loads from mem
+	}{{"b", 0x71, 2, opLdBJEQ, 0x34}, {"h", 0x69, 2, opLdHJEQ, 0x1234}, {"hff", 0x69, 0, opLdHJEQ, 0xffff}} {
+		for _, j := range []struct {
+			name string
+			op   byte
+			fop  op
+			k    int32
+			took bool
+		}{
+			{"jeq hit", 0x15, 0, ld.v, true},
+			{"jeq miss", 0x15, 0, ld.v + 1, false},
+			{"jne hit", 0x55, 1, ld.v, false},
+			{"jne miss", 0x55, 1, 7, true},
+			{"jeq32 hit", 0x16, 0, ld.v, true},
+			{"jne32 miss", 0x56, 1, 7, true},
+			{"jeq -1", 0x15, 0, -1, false},   // 64-bit: 0xffff...ffff never equals a u16
+			{"jeq32 -1", 0x16, 0, -1, false}, // 32-bit: 0xffffffff
+			{"jne -1", 0x55, 1, -1, true},
+		} {
+			for _, withMove := range []bool{false, true} {
+				name := ld.name + " " + j.name
+				code := [][]byte{ins(ld.op, 3, 1, ld.off, 0)} // r3 = *(size *)(r1 + off)
+				fop := ld.fop + j.fop
+				ret := uint64(1)
+				if withMove {
+					name += " move"
+					code = append(code, ins(0xb4, 0, 0, 0, 5)) // w0 = 5
+					fop += opLdBPJEQ - opLdBJEQ
+					ret = 5
+				} else {
+					code = append(code, ins(0xb7, 0, 0, 0, 1)) // r0 = 1, not fusable after the jump
+					code[0], code[1] = code[1], code[0]
+				}
+				code = append(code,
+					ins(j.op, 3, 0, 1, j.k), // if r3 op k goto +1
+					ins(0x07, 0, 0, 0, 10),  // r0 += 10
+					ins(0x0f, 0, 3, 0, 0),   // r0 += r3
+					exitInsn)
+				want := ret + uint64(uint32(ld.v))
+				if !j.took {
+					want += 10
+				}
+				cases = append(cases, tc{name, asmProg(code...), fop, want})
+			}
+		}
+	}
+	// The move writes the loaded register itself: the jump sees the move.
+	cases = append(cases, tc{"move onto dst", asmProg(
+		ins(0x71, 0, 1, 2, 0),  // r0 = *(u8 *)(r1 + 2)
+		ins(0xb4, 0, 0, 0, 9),  // w0 = 9
+		ins(0x55, 0, 0, 1, 9),  // if r0 != 9 goto +1
+		ins(0x07, 0, 0, 0, 10), // r0 += 10
+		exitInsn), opLdBPJNE, 19})
+	// The pointer register is the destination.
+	cases = append(cases, tc{"dst is src", asmProg(
+		ins(0xbf, 0, 1, 0, 0),      // r0 = r1
+		ins(0x69, 0, 0, 2, 0),      // r0 = *(u16 *)(r0 + 2)
+		ins(0x15, 0, 0, 1, 0x1234), // if r0 == 0x1234 goto +1
+		ins(0x07, 0, 0, 0, 10),     // r0 += 10
+		exitInsn), opLdHJEQ, 0x1234})
+	for _, c := range cases {
+		p, err := LoadRaw("lj", c.code, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		fused := false
+		for _, in := range p.code {
+			fused = fused || in.op == c.fop
+		}
+		if !fused {
+			t.Errorf("%s: not fused into %v", c.name, c.fop)
+		}
+		got, err := NewRunner(0).RunRaw(p, mem)
+		if err != nil || got != c.want {
+			t.Errorf("%s: r0 = %#x, %v; want %#x", c.name, got, err, c.want)
+		}
+	}
+	// A fused load past the end faults at the load.
+	p, err := LoadRaw("oob", asmProg(
+		ins(0xb7, 0, 0, 0, 1),  // r0 = 1
+		ins(0x69, 3, 1, 3, 0),  // r3 = *(u16 *)(r1 + 3): one byte past
+		ins(0x15, 3, 0, 1, 0),  // if r3 == 0 goto +1
+		ins(0x07, 0, 0, 0, 10), // r0 += 10
+		exitInsn), nil)
+	if err != nil || p.code[1].op != opLdHJEQ {
+		t.Fatalf("%v, op %v", err, p.code[1].op)
+	}
+	_, err = NewRunner(0).RunRaw(p, mem)
+	var f *Fault
+	if !errors.As(err, &f) || f.Index != 1 || !strings.Contains(f.Reason, "load outside") {
+		t.Errorf("fault %v, want a load fault at instruction 1", err)
+	}
+}
