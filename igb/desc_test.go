@@ -2,6 +2,7 @@ package igb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"net"
@@ -151,4 +152,26 @@ func FuzzRxWriteback(f *testing.F) {
 			t.Fatal("length mismatch")
 		}
 	})
+}
+
+// TestLoadLE32: the atomic status load reads the descriptor's little-endian
+// dword (not host order) at every dword of an aligned ring, and ringAligned
+// refuses a ring whose CPU view is not 16-byte aligned.
+func TestLoadLE32(t *testing.T) {
+	buf := make([]byte, 2*descSize+descSize)
+	ring := buf
+	for !ringAligned(ring) {
+		ring = ring[1:]
+	}
+	ring = ring[:2*descSize]
+	for off := 0; off < len(ring); off += 4 {
+		v := uint32(0x01020304) * uint32(off+1)
+		binary.LittleEndian.PutUint32(ring[off:], v)
+		if got := loadLE32(ring, off); got != v {
+			t.Errorf("loadLE32 at %d = %#x, want %#x", off, got, v)
+		}
+	}
+	if ringAligned(ring[4:]) || ringAligned(nil) {
+		t.Error("ringAligned accepted a misaligned or empty ring")
+	}
 }

@@ -9,8 +9,11 @@
 //
 // Rings: the driver writes the tail registers (RDT, TDT), the device writes the
 // heads (RDH, TDH). The driver never reads a head on the fast path; it follows
-// the DD bit the device writes back into each descriptor. Each burst ends with at
-// most one tail write per ring.
+// the DD bit the device writes back into each descriptor, reading the status
+// dword with one atomic 32-bit load and the rest of the write-back only after it
+// (desc_unsafe.go; the kernel's dma_rmb()). Each burst ends with at most one tail
+// write per ring. Descriptors are little-endian; big-endian hosts swap after the
+// atomic load (endian_*.go), and a GOARCH in neither list does not build.
 //
 // Buffers: RX buffers come from a dma.Pool per RX queue; a buffer on an RX ring
 // is OwnerRx, one handed out by Recv is OwnerApp, one on a TX ring is OwnerTx and
@@ -30,5 +33,5 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
 // tx.go (rings), phy.go (MDIO), driver.go (probe, reset, bring-up), stats.go,
-// dump.go, ids.go (PCI IDs).
+// dump.go, ids.go (PCI IDs), desc_unsafe.go (atomic status loads).
 package igb

@@ -1,6 +1,7 @@
 package igb
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -63,6 +64,10 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
 	}
+	if !ringAligned(q.ring.CPU) {
+		q.free()
+		return nil, errors.New("RX descriptor ring: CPU view not 16-byte aligned (the allocator must align its memory)")
+	}
 	if q.pool, err = dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize); err != nil {
 		q.free()
 		return nil, fmt.Errorf("buffer pool: %w", err)
@@ -110,7 +115,9 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		off := q.next * descSize
 		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
 		d := q.ring.CPU[off : off+descSize]
-		st := le32(d[rxwStatErr:])
+		// One atomic load of status_error; only after it shows DD are the
+		// other write-back fields read (desc_unsafe.go).
+		st := loadLE32(d, rxwStatErr)
 		if st&rxStatDD == 0 {
 			break
 		}

@@ -1,6 +1,7 @@
 package igb
 
 import (
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -60,6 +61,10 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 	var err error
 	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
+	}
+	if !ringAligned(q.ring.CPU) {
+		q.free()
+		return nil, errors.New("TX descriptor ring: CPU view not 16-byte aligned (the allocator must align its memory)")
 	}
 	b := txBlock(i)
 	q.tdt = uint32(b + qTail)
@@ -179,7 +184,7 @@ func (q *txQueue) Reclaim() int {
 	for q.inflight > 0 {
 		off := q.clean * descSize
 		q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
-		if le32(q.ring.CPU[off+txwStatus:])&txStatDD == 0 {
+		if loadLE32(q.ring.CPU, off+txwStatus)&txStatDD == 0 { // one atomic load (desc_unsafe.go)
 			break
 		}
 		q.done[n] = q.slots[q.clean]

@@ -17,8 +17,8 @@ var hostLittleEndian = func() bool {
 // goroutine never sees DD before the length and hash. Unaligned slots and
 // big-endian hosts fall back to a plain little-endian store.
 func storeStatus(b []byte, off int, v uint32) {
-	_ = b[off+3]
-	p := (*uint32)(unsafe.Pointer(&b[off]))
+	w := b[off : off+4 : off+4] // bounds check without reading the dword
+	p := (*uint32)(unsafe.Pointer(&w[0]))
 	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
 		le.PutUint32(b[off:], v)
 		return
