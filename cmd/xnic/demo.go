@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/netip"
@@ -87,17 +86,9 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 }
 
 func writeDemoJSON(w io.Writer, res []demoResult) error {
-	return dpWriteJSON(w, struct {
+	return writeJSON(w, struct {
 		Phases []demoResult `json:"phases"`
 	}{res})
-}
-
-// dpWriteJSON writes v as indented JSON.
-func dpWriteJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
 }
 
 // dpDemo runs every phase for d on two simulated ports.

@@ -37,12 +37,16 @@ func openSimPort(o portOptions) (*openedPort, error) {
 	default:
 		return nil, usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
 	}
-	m, err := newSimIGB(o.Queues)
+	m, err := newSimIGB(o)
 	if err != nil {
 		return nil, err
 	}
-	portEnd, peer := sim.NewPair()
-	m.Attach(portEnd)
+	var peer *sim.PairEnd
+	if !o.SimDetached {
+		var portEnd *sim.PairEnd
+		portEnd, peer = sim.NewPair()
+		m.Attach(portEnd)
+	}
 	if o.LinkTimeout == 0 {
 		o.LinkTimeout = 3 * time.Second
 	}
@@ -59,12 +63,17 @@ func openSimPort(o portOptions) (*openedPort, error) {
 		}
 		return m.Close()
 	})
+	if err := checkLink(op, o); err != nil {
+		op.Close()
+		return nil, err
+	}
 	return op, nil
 }
 
-// newSimIGB builds an 82576 model with at least the given number of queues.
-func newSimIGB(queues int) (*igbsim.Model, error) {
-	m, err := igbsim.New(igbsim.Config{AutonegDelay: simAutonegDelay, Queues: max(queues, 4)})
+// newSimIGB builds an 82576 model with at least o.Queues queues (4 at least),
+// and o's factory MAC and name when given.
+func newSimIGB(o portOptions) (*igbsim.Model, error) {
+	m, err := igbsim.New(igbsim.Config{AutonegDelay: simAutonegDelay, Queues: max(o.Queues, 4), MAC: o.SimMAC, Name: o.SimName})
 	if err != nil {
 		return nil, fmt.Errorf("simulated igb: %w", err)
 	}

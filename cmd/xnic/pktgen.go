@@ -114,7 +114,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 		r.Wire = p.model.Counters().TxFrames
 	}
 	if *asJSON {
-		return dpWriteJSON(stdout, r)
+		return writeJSON(stdout, r)
 	}
 	fmt.Fprintf(stdout, "%s: sent %s frames (%s bytes, %d-byte frames) in %.3f s: %s pps, %.1f Mb/s; ring full %d times\n",
 		r.Port, dataplane.Group(float64(r.Sent)), dataplane.Group(float64(r.Bytes)), len(frame), r.Seconds,

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"time"
 
@@ -35,6 +36,16 @@ type portOptions struct {
 	Interrupts  bool          // set up MSI-X
 	Promisc     bool          // accept every frame
 	LinkTimeout time.Duration // how long bring-up waits for the link (0: default)
+	RequireLink bool          // fail unless the link is up after bring-up
+
+	// Simulated ports only.
+	SimMAC  net.HardwareAddr // the model's factory MAC (nil: the model's default)
+	SimName string           // the model's device name ("": the model's default)
+	// SimDetached leaves the model's wire unattached: the caller is the link
+	// partner and drives the model directly (Inject, SetTransmit), as run, demo
+	// and pktgen do. Otherwise an in-memory wire is attached, its far end in
+	// openedPort.Sim.Peer.
+	SimDetached bool
 }
 
 // portFlags registers the flags shared by commands that open a port.
@@ -59,14 +70,23 @@ type openedPort struct {
 
 // Close closes the port, then the device and model behind it.
 func (o *openedPort) Close() error {
-	var errs []error
-	if o.Port != nil {
-		errs = append(errs, o.Port.Close())
-	}
+	errs := []error{o.closePort()}
 	for i := len(o.closers) - 1; i >= 0; i-- {
 		errs = append(errs, o.closers[i]())
 	}
 	return errors.Join(errs...)
+}
+
+// closePort closes the driver's port alone and leaves the device and model
+// open, for checks that need the port gone but the memory still there (pool
+// accounting). Close closes the rest afterwards.
+func (o *openedPort) closePort() error {
+	if o.Port == nil {
+		return nil
+	}
+	err := o.Port.Close()
+	o.Port = nil
+	return err
 }
 
 // errNeedDevice is returned when neither a PCI address nor --sim is given.
@@ -76,13 +96,11 @@ var errNeedDevice = errors.New("name a PCI device (e.g. 0000:03:00.0) or a simul
 // its vendor and device IDs), or on a simulated device when o.Sim is set. It is
 // the one way commands get a port.
 func openPort(bdf string, o portOptions) (*openedPort, error) {
-	switch {
-	case o.Sim != "" && bdf != "":
-		return nil, usageErrorf("give a PCI address or --sim, not both")
-	case o.Sim != "":
+	if err := checkTarget(bdf, o); err != nil {
+		return nil, err
+	}
+	if o.Sim != "" {
 		return openSimPort(o)
-	case bdf == "":
-		return nil, usageErrorf("%v", errNeedDevice)
 	}
 	dev, err := openPCIDevice(bdf)
 	if err != nil {
@@ -94,7 +112,37 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 		return nil, err
 	}
 	op.closers = append(op.closers, dev.Close)
+	if err := checkLink(op, o); err != nil {
+		op.Close()
+		return nil, err
+	}
 	return op, nil
+}
+
+// checkTarget checks that a command names exactly one device: a PCI address or
+// a simulated device of a known kind.
+func checkTarget(bdf string, o portOptions) error {
+	switch {
+	case o.Sim != "" && bdf != "":
+		return usageErrorf("give a PCI address or --sim, not both")
+	case o.Sim != "" && o.Sim != "igb":
+		return usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
+	case o.Sim == "" && bdf == "":
+		return usageErrorf("%v", errNeedDevice)
+	}
+	return nil
+}
+
+// checkLink fails when o.RequireLink is set and the link did not come up during
+// bring-up (the driver waits o.LinkTimeout for it).
+func checkLink(op *openedPort, o portOptions) error {
+	if !o.RequireLink {
+		return nil
+	}
+	if !op.Link().Up {
+		return fmt.Errorf("%s: link still down after bring-up waited for it (cable, peer, or autonegotiation; --link-timeout): %w", op.Name(), nic.ErrLinkDown)
+	}
+	return nil
 }
 
 // openDriver picks the driver for dev by its IDs and opens a port on it.
@@ -120,12 +168,16 @@ func igbConfig(o portOptions) igb.Config {
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
 }
 
-// parsePortArgs parses a port command's flags and its one optional positional
-// argument, the PCI address.
-func parsePortArgs(name string, args []string, stderr io.Writer, o *portOptions, asJSON *bool) (string, error) {
+// parsePortArgs parses a port command's flags (the shared ones, --json, and
+// those extra registers) and its one optional positional argument, the PCI
+// address.
+func parsePortArgs(name string, args []string, stderr io.Writer, o *portOptions, asJSON *bool, extra func(*flag.FlagSet)) (string, error) {
 	fs := newFlags(name, stderr)
 	portFlags(fs, o)
 	fs.BoolVar(asJSON, "json", false, "print JSON")
+	if extra != nil {
+		extra(fs)
+	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return "", err
@@ -139,9 +191,11 @@ func parsePortArgs(name string, args []string, stderr io.Writer, o *portOptions,
 	return "", nil
 }
 
+// writeJSON writes v as indented JSON, with <, > and & as they are.
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
 
@@ -194,9 +248,16 @@ func describePort(op *openedPort) portInfo {
 }
 
 func runInfo(args []string, stdout, stderr io.Writer) error {
+	return withPort("info", args, stderr, func(op *openedPort, asJSON bool) error {
+		return printInfo(stdout, describePort(op), asJSON)
+	})
+}
+
+// withPort parses a port command's arguments, opens the port and runs f on it.
+func withPort(name string, args []string, stderr io.Writer, f func(op *openedPort, asJSON bool) error) error {
 	var o portOptions
 	var asJSON bool
-	bdf, err := parsePortArgs("info", args, stderr, &o, &asJSON)
+	bdf, err := parsePortArgs(name, args, stderr, &o, &asJSON, nil)
 	if err != nil {
 		return err
 	}
@@ -205,7 +266,10 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer op.Close()
-	pi := describePort(op)
+	return f(op, asJSON)
+}
+
+func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 	if asJSON {
 		return writeJSON(stdout, pi)
 	}
@@ -227,20 +291,11 @@ func runInfo(args []string, stdout, stderr io.Writer) error {
 func runRegs(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON, raw bool
-	fs := newFlags("regs", stderr)
-	portFlags(fs, &o)
-	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	fs.BoolVar(&raw, "raw", false, "read the registers as they are, without bringing the port up (no reset)")
-	pos, err := parseInterspersed(fs, args)
+	bdf, err := parsePortArgs("regs", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) {
+		fs.BoolVar(&raw, "raw", false, "read the registers as they are, without bringing the port up (no reset)")
+	})
 	if err != nil {
 		return err
-	}
-	if len(pos) > 1 {
-		return usageErrorf("one device at a time (got %s)", strings.Join(pos, " "))
-	}
-	bdf := ""
-	if len(pos) == 1 {
-		bdf = pos[0]
 	}
 	var d *igb.Dump
 	if raw {
@@ -268,22 +323,18 @@ func runRegs(args []string, stdout, stderr io.Writer) error {
 // rawDump reads an igb device's registers without touching its state: no
 // reset, no bring-up (a simulated device shows its power-on state).
 func rawDump(bdf string, o portOptions) (*igb.Dump, error) {
+	if err := checkTarget(bdf, o); err != nil {
+		return nil, err
+	}
 	var dev nic.Device
-	switch {
-	case o.Sim != "" && bdf != "":
-		return nil, usageErrorf("give a PCI address or --sim, not both")
-	case o.Sim == "igb":
-		m, err := newSimIGB(1)
+	if o.Sim != "" {
+		m, err := newSimIGB(portOptions{Queues: 1})
 		if err != nil {
 			return nil, err
 		}
 		defer m.Close()
 		dev = m.Device()
-	case o.Sim != "":
-		return nil, usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
-	case bdf == "":
-		return nil, usageErrorf("%v", errNeedDevice)
-	default:
+	} else {
 		d, err := openPCIDevice(bdf)
 		if err != nil {
 			return nil, err
@@ -303,18 +354,12 @@ func rawDump(bdf string, o portOptions) (*igb.Dump, error) {
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
-	var o portOptions
-	var asJSON bool
-	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON)
-	if err != nil {
-		return err
-	}
-	op, err := openPort(bdf, o)
-	if err != nil {
-		return err
-	}
-	defer op.Close()
-	cs := op.Stats()
+	return withPort("stats", args, stderr, func(op *openedPort, asJSON bool) error {
+		return printStats(stdout, op.Name(), op.Stats(), asJSON)
+	})
+}
+
+func printStats(stdout io.Writer, name string, cs []nic.Counter, asJSON bool) error {
 	if asJSON {
 		type kv struct {
 			Name  string `json:"name"`
@@ -327,7 +372,7 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 		return writeJSON(stdout, struct {
 			Port     string `json:"port"`
 			Counters []kv   `json:"counters"`
-		}{op.Name(), out})
+		}{name, out})
 	}
 	for _, c := range cs {
 		fmt.Fprintf(stdout, "%-28s %d\n", c.Name, c.Value)

@@ -27,10 +27,8 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/dataplane/tap"
 	"github.com/xnic-dev/xnic/dma"
-	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/nic"
-	"github.com/xnic-dev/xnic/vfio"
 )
 
 // `xnic run`: the main job. Ports (PCI devices through VFIO, or igb models whose
@@ -440,9 +438,9 @@ func dpIntBytes(s string, size int) ([]byte, error) {
 
 // dpPort is one port `xnic run` opened, with what stands behind it.
 type dpPort struct {
-	port    nic.Port
-	pool    *dma.Pool // RX queue 0's pool, checked after the run
-	closers []func() error
+	op      *openedPort   // the port and the device or model behind it
+	port    nic.Port      // op.Port, kept for messages after op.closePort
+	pool    *dma.Pool     // RX queue 0's pool, checked after the run
 	model   *igbsim.Model // nil for a real device
 	partner *dpPartner    // the model's link partner
 	tap     *tap.Device   // XDP_PASS exception path
@@ -460,7 +458,10 @@ func (p *dpPort) stopPartner() {
 	}
 }
 
-// dpOpenPorts opens the ports named by --dev or --sim.
+// dpOpenPorts opens the ports named by --dev or --sim through openPort, the one
+// way commands get a port: interrupts on, promiscuous, and for simulated ports
+// a link that must come up, a MAC and name per port (02:1b:5e:00:00:N+1,
+// igbsimN) and a link partner that drives the model.
 func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 	if (o.dev == "") == (o.sim == "") {
 		return nil, usageErrorf("give --dev BDF[,BDF...] or --sim igb[:N]")
@@ -470,29 +471,42 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 		dpClosePorts(ports, io.Discard)
 		return nil, err
 	}
+	var bdfs []string
+	kind := ""
 	if o.dev != "" {
-		for _, bdf := range strings.Split(o.dev, ",") {
-			p, err := dpOpenPCI(strings.TrimSpace(bdf), o)
-			if err != nil {
-				return fail(err)
-			}
-			ports = append(ports, p)
+		bdfs = strings.Split(o.dev, ",")
+	} else {
+		var n int
+		var err error
+		if kind, n, err = dpParseSim(o.sim); err != nil {
+			return nil, err
 		}
-		return ports, nil
+		if kind != "igb" {
+			return nil, usageErrorf("--sim %s: only igb models are built in", kind)
+		}
+		bdfs = make([]string, n)
 	}
-	kind, n, err := dpParseSim(o.sim)
-	if err != nil {
-		return nil, err
-	}
-	if kind != "igb" {
-		return nil, usageErrorf("--sim %s: only igb models are built in", kind)
-	}
-	for i := 0; i < n; i++ {
-		p, err := dpOpenSim(i, o)
+	for i, bdf := range bdfs {
+		po := portOptions{Sim: kind, Queues: o.queues, RingSize: o.ring, Interrupts: true, Promisc: true,
+			LinkTimeout: 5 * time.Second, RequireLink: kind != ""}
+		if kind != "" {
+			po.SimMAC = net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
+			po.SimName = fmt.Sprintf("igbsim%d", i)
+			po.SimDetached = true
+		}
+		op, err := openPort(strings.TrimSpace(bdf), po)
 		if err != nil {
 			return fail(err)
 		}
+		p := &dpPort{op: op, port: op.Port, pool: op.RxQueue(0).Pool()}
 		ports = append(ports, p)
+		if op.Sim == nil {
+			continue
+		}
+		p.model = op.Sim.IGB
+		if p.partner, err = newPartner(p.model, op.MAC(), i, o); err != nil {
+			return fail(err)
+		}
 	}
 	return ports, nil
 }
@@ -509,59 +523,8 @@ func dpParseSim(s string) (string, int, error) {
 	return kind, n, nil
 }
 
-func dpIGBConfig(o *dpRunOptions) igb.Config {
-	return igb.Config{Queues: o.queues, RxRingSize: o.ring, TxRingSize: o.ring, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second}
-}
-
-// dpOpenPCI opens an igb port on a PCI device through VFIO.
-func dpOpenPCI(bdf string, o *dpRunOptions) (*dpPort, error) {
-	dev, err := vfio.Open(bdf)
-	if err != nil {
-		return nil, err
-	}
-	info := dev.Info()
-	if fam, ok := supported(info.Vendor, info.Device); !ok || fam != familyIGB {
-		dev.Close()
-		return nil, fmt.Errorf("%s: %04x:%04x: xnic run drives igb devices only in this build: %w", bdf, info.Vendor, info.Device, nic.ErrNotSupported)
-	}
-	p, err := igb.Open(dev, dpIGBConfig(o))
-	if err != nil {
-		dev.Close()
-		return nil, err
-	}
-	return &dpPort{port: p, pool: p.RxQueue(0).Pool(), closers: []func() error{p.Close, dev.Close}}, nil
-}
-
-// dpOpenSim opens port i on an igb model, with its link partner.
-func dpOpenSim(i int, o *dpRunOptions) (*dpPort, error) {
-	m, err := igbsim.New(igbsim.Config{
-		MAC:          net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)},
-		AutonegDelay: 10 * time.Millisecond,
-		Name:         fmt.Sprintf("igbsim%d", i),
-	})
-	if err != nil {
-		return nil, err
-	}
-	p, err := igb.Open(m.Device(), dpIGBConfig(o))
-	if err != nil {
-		m.Close()
-		return nil, err
-	}
-	dp := &dpPort{port: p, pool: p.RxQueue(0).Pool(), model: m, closers: []func() error{p.Close, m.Close}}
-	if _, err := p.WaitLink(5 * time.Second); err != nil {
-		dpClosePorts([]*dpPort{dp}, io.Discard)
-		return nil, err
-	}
-	part, err := newPartner(m, p.MAC(), i, o)
-	if err != nil {
-		dpClosePorts([]*dpPort{dp}, io.Discard)
-		return nil, err
-	}
-	dp.partner = part
-	return dp, nil
-}
-
-// dpClosePorts closes everything and reports buffers not back in their pools.
+// dpClosePorts closes everything and reports buffers not back in their pools,
+// and faults the models recorded.
 func dpClosePorts(ports []*dpPort, stderr io.Writer) {
 	for _, p := range ports {
 		if p.partner != nil {
@@ -571,16 +534,15 @@ func dpClosePorts(ports []*dpPort, stderr io.Writer) {
 		if p.tap != nil {
 			p.tap.Close()
 		}
-		for _, c := range p.closers[:1] {
-			if err := c(); err != nil {
-				fmt.Fprintf(stderr, "xnic: closing %s: %v\n", p.port.Name(), err)
-			}
+		name := p.port.Name()
+		if err := p.op.closePort(); err != nil {
+			fmt.Fprintf(stderr, "xnic: closing %s: %v\n", name, err)
 		}
 		if err := p.pool.CheckIdle(); err != nil {
-			fmt.Fprintf(stderr, "xnic: %s: %v\n", p.port.Name(), err)
+			fmt.Fprintf(stderr, "xnic: %s: %v\n", name, err)
 		}
-		for _, c := range p.closers[1:] {
-			c()
+		if err := p.op.Close(); err != nil {
+			fmt.Fprintf(stderr, "xnic: closing %s: %v\n", name, err)
 		}
 	}
 }

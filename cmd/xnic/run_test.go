@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -202,5 +203,37 @@ func TestParseHelpers(t *testing.T) {
 	}
 	if k, n, err := dpParseSim("igb:3"); err != nil || k != "igb" || n != 3 {
 		t.Errorf("sim %s %d %v", k, n, err)
+	}
+}
+
+// TestDpOpenPortsThroughOpenPort: the ports `xnic run` opens come from
+// openPort (the one open path): each simulated port has its own MAC and name,
+// interrupts, promiscuous mode, a link that is up, no in-memory wire (the link
+// partner drives the model), and closing them reports nothing.
+func TestDpOpenPortsThroughOpenPort(t *testing.T) {
+	o := &dpRunOptions{sim: "igb:2", queues: 1, peer: "none"}
+	ports, err := dpOpenPorts(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range ports {
+		wantMAC := net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
+		if p.op == nil || p.op.Sim == nil || p.model != p.op.Sim.IGB || p.op.Sim.Peer != nil {
+			t.Fatalf("port %d: not opened by openPort as a detached model: %+v", i, p.op)
+		}
+		if p.port.MAC().String() != wantMAC.String() || p.op.Device.Info().Name != "igbsim"+string(rune('0'+i)) {
+			t.Errorf("port %d: MAC %s name %s", i, p.port.MAC(), p.op.Device.Info().Name)
+		}
+		if !p.port.Link().Up || p.port.RxQueue(0).IRQ() == nil || p.pool != p.port.RxQueue(0).Pool() {
+			t.Errorf("port %d: link %v irq %v: want the link up and MSI-X set up", i, p.port.Link(), p.port.RxQueue(0).IRQ())
+		}
+	}
+	var errOut bytes.Buffer
+	dpClosePorts(ports, &errOut)
+	if errOut.Len() != 0 {
+		t.Errorf("closing: %q", errOut.String())
+	}
+	if _, err := dpOpenPorts(&dpRunOptions{sim: "igb", dev: "0000:00:00.0"}); !errors.Is(err, errUsage) {
+		t.Errorf("--dev and --sim: %v", err)
 	}
 }
