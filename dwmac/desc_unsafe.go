@@ -1,0 +1,40 @@
+package dwmac
+
+import (
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// DES3 is the word the DMA and the driver hand a descriptor over with (OWN). On
+// real hardware the DMA may write it back while the CPU reads it, so it is read
+// and written as one aligned 32-bit atomic access, never byte by byte: the
+// driver sees either the old word or the whole new one. Descriptors are
+// little-endian; on a big-endian host the word is byte-swapped after the load.
+
+// hostLE is true on little-endian hosts (all the targets this driver runs on).
+var hostLE = func() bool {
+	x := uint16(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// loadDES3 atomically reads the little-endian word at d[12:16]. d must be a
+// descriptor inside a ring whose base is at least 4-byte aligned.
+func loadDES3(d []byte) uint32 {
+	_ = d[descSize-1]
+	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&d[des3])))
+	if !hostLE {
+		v = bits.ReverseBytes32(v)
+	}
+	return v
+}
+
+// storeDES3 atomically writes v as the little-endian word at d[12:16]: the last
+// store of a descriptor, the one that hands it over when it sets OWN.
+func storeDES3(d []byte, v uint32) {
+	_ = d[descSize-1]
+	if !hostLE {
+		v = bits.ReverseBytes32(v)
+	}
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&d[des3])), v)
+}

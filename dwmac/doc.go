@@ -1,0 +1,59 @@
+// Package dwmac drives the Synopsys DesignWare Ethernet QoS MAC, versions 4.x and
+// 5.x (Linux stmmac's "dwmac4"), from user space through the nic.Device contract,
+// in two integrations:
+//
+//   - Intel mGbE on Elkhart Lake, Tiger Lake, Alder Lake and Raptor Lake: a PCI
+//     function (BAR 0), cache-coherent, one MSI/MSI-X vector per DMA channel and
+//     direction (RX channel i on vector 2i, TX channel i on 2i+1).
+//   - The i.MX8M Plus EQOS: a platform device ("nxp,imx8mp-dwmac-eqos", memory
+//     resource 0), not cache-coherent, 34-bit DMA, one interrupt line.
+//
+// Open follows stmmac's bring-up order: it reads MAC_Version and
+// MAC_HW_Feature0-3 and clamps queues, FIFO sizes and the DMA address width to
+// them; enables bus mastering (PCI); resets the DMA (DMA_Mode.SWR, polled in
+// 10 ms steps for 1 s: a reset that never completes means the PHY's RX clock is
+// missing, and the error says so); sets the system bus mode (EAME when the DMA
+// address width exceeds 32 bits); sets up each DMA channel (PBL, RBSZ, ring
+// bases and lengths, tail pointers); the MTL queues (TX enabled, store and
+// forward both ways, FIFO split evenly); MAC_RxQ_Ctrl0; MAC_Address0; the MMC
+// counters (reset on read); finds the PHY on MDIO and restarts clause-22
+// autonegotiation, waiting a bounded time; programs MAC_Configuration with the
+// resolved speed and duplex; writes the packet filter; and starts the RX
+// channels, then the TX channels.
+//
+// Rings: the driver writes the tail pointers; the DMA keeps its current
+// descriptor pointers. Ownership of each descriptor is its DES3.OWN bit, which
+// the driver reads and writes as one atomic 32-bit access (desc_unsafe.go). RX
+// descriptors are posted with OWN|BUF1V|IOC; Recv follows OWN == 0 and takes
+// frames that fit one descriptor (FD and LD) without an error summary (ES); the
+// others are dropped and counted. TX frames take one descriptor each; in a burst
+// the first descriptor's OWN is set last. Each Recv and each Send ends with at
+// most one tail-pointer write.
+//
+// FCS: Open sets MAC_Configuration ACS and CST (strip the FCS of every frame) and
+// reads the register back: a MAC that keeps them strips the FCS and PL is the
+// frame length; otherwise the driver subtracts the 4 FCS bytes itself.
+//
+// DMA reach: the driver refuses (dma.ErrTooHigh) rings and pools above the
+// device's DMA address width (HW_FEATURE1.ADDR64, narrowed to 34 bits on the
+// i.MX8MP, and by Config.AddrBits), and TX buffers that Allocator.Check does not
+// accept or that lie above it (counted as tx_refused_dma). Cache maintenance:
+// every point where stmmac calls dma_sync_* calls Allocator.Sync (a no-op on
+// coherent platforms); on the i.MX8MP, descriptor rings belong in non-cached
+// memory, as the kernel's coherent allocations are.
+//
+// The link comes from the PHY: Link reads BMSR (and the advertisement registers)
+// over MDIO and reprograms MAC_Configuration's speed and duplex when they change,
+// as phylink does. Intel SGMII boards reach the PHY through an xPCS at MDIO
+// address 0x16, which this driver does not program (the BIOS does on Alder Lake).
+//
+// Buffers: RX buffers come from a dma.Pool per RX queue; a buffer on an RX ring
+// is OwnerRx, one handed out by Recv is OwnerApp, one on a TX ring is OwnerTx
+// and goes back to its own pool when Reclaim sees its descriptor done.
+//
+// Threads: each queue belongs to one goroutine, which calls Recv / Send /
+// Reclaim; control methods (Link, Stats, SetPromisc, SetMulticast, Dump) may run
+// on any goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
+// (descriptor layouts and the atomic DES3 access), rx.go, tx.go (rings), phy.go
+// (MDIO), driver.go (probe, reset, bring-up), stats.go, dump.go, ids.go.
+package dwmac

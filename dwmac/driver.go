@@ -1,0 +1,818 @@
+package dwmac
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"math/bits"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Config chooses how Open brings a port up. The zero value is usable.
+type Config struct {
+	// Queues is the number of RX/TX queue pairs (DMA channels), from 1 to what
+	// the integration and HW_FEATURE2 allow. Default 1. Without RSS the MAC
+	// steers untagged traffic to RX queue 0; the others see VLAN-priority
+	// traffic only.
+	Queues int
+	// RxRingSize and TxRingSize are descriptors per ring, 4 to 1024 (the ring
+	// length registers hold 10 bits). Default 512 each.
+	RxRingSize, TxRingSize int
+	// PoolSize is the number of buffers in each RX queue's pool; at least
+	// RxRingSize (the ring holds RxRingSize-1). Default 2*RxRingSize.
+	PoolSize int
+	// FrameSize is the size of one pool buffer: dma.Headroom in front, then at
+	// least 1536 bytes for the DMA (a 1522-byte frame and its FCS). Default
+	// dma.DefaultFrameSize.
+	FrameSize int
+	// Interrupts sets up per-channel interrupts: on Intel one MSI/MSI-X vector
+	// per DMA channel and direction (RX i on vector 2i, TX i on 2i+1); with a
+	// single vector (i.MX8MP's macirq, or an MSI fallback) one queue only.
+	// Without it the queues are polled.
+	Interrupts bool
+	// Promisc accepts every frame (MAC_Packet_Filter.PR).
+	Promisc bool
+	// MAC is the station address to program. Nil: the address already in
+	// MAC_Address0 (left there by firmware), else a random locally
+	// administered one (with a warning).
+	MAC net.HardwareAddr
+	// PHYAddr is the PHY's MDIO address (1-31). Zero: scan the bus.
+	PHYAddr int
+	// LinkTimeout is how long Open waits for autonegotiation before it programs
+	// the MAC's speed. Open does not fail when the link stays down; Link and
+	// WaitLink report it. Zero means 5 s; negative, no wait.
+	LinkTimeout time.Duration
+	// CSRClockMHz is the MAC's CSR clock (it sets the MDC divider and
+	// MAC_1US_Tic). Zero: the integration's (Intel 250, i.MX8MP 266).
+	CSRClockMHz int
+	// AddrBits narrows the DMA address width below what the MAC and the
+	// integration allow (for boards with fewer address lines). Zero: no change.
+	AddrBits int
+}
+
+const (
+	defaultRingSize    = 512
+	minRingSize        = 4
+	maxRingSize        = 1024
+	defaultLinkTimeout = 5 * time.Second
+	minRxBuf           = 1536
+	maxRxBuf           = 0x3ff0 // RBSZ is 14 bits; kept a multiple of 16
+	swrPollStep        = 10 * time.Millisecond
+	swrTimeout         = time.Second
+	linkPollStep       = 10 * time.Millisecond
+	intelPBL           = 32 // dwmac-intel.c: PBL 32 with PBLx8
+	defaultPBL         = 8
+)
+
+func (c Config) withDefaults() (Config, error) {
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
+	if c.Queues < 1 {
+		return c, fmt.Errorf("dwmac: %d queues: want at least 1", c.Queues)
+	}
+	for _, r := range []*int{&c.RxRingSize, &c.TxRingSize} {
+		if *r == 0 {
+			*r = defaultRingSize
+		}
+		if *r < minRingSize || *r > maxRingSize {
+			return c, fmt.Errorf("dwmac: ring of %d descriptors: want %d to %d", *r, minRingSize, maxRingSize)
+		}
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 2 * c.RxRingSize
+	}
+	if c.PoolSize < c.RxRingSize {
+		return c, fmt.Errorf("dwmac: pool of %d buffers for a ring of %d: want at least the ring size", c.PoolSize, c.RxRingSize)
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = dma.DefaultFrameSize
+	}
+	if c.FrameSize < dma.Headroom+minRxBuf || c.FrameSize%64 != 0 {
+		return c, fmt.Errorf("dwmac: frame size %d: want a multiple of 64 of at least %d (headroom %d + %d for the DMA)",
+			c.FrameSize, dma.Headroom+minRxBuf, dma.Headroom, minRxBuf)
+	}
+	if c.MAC != nil && (len(c.MAC) != 6 || c.MAC[0]&1 != 0 || isZero(c.MAC)) {
+		return c, fmt.Errorf("dwmac: %q is not a unicast MAC address", c.MAC)
+	}
+	if c.PHYAddr < 0 || c.PHYAddr > 31 {
+		return c, fmt.Errorf("dwmac: PHY address %d: want 1-31, or 0 to scan", c.PHYAddr)
+	}
+	if c.LinkTimeout == 0 {
+		c.LinkTimeout = defaultLinkTimeout
+	}
+	if c.CSRClockMHz < 0 || c.CSRClockMHz > 800 {
+		return c, fmt.Errorf("dwmac: CSR clock %d MHz: want up to 800", c.CSRClockMHz)
+	}
+	if c.AddrBits != 0 && (c.AddrBits < 32 || c.AddrBits > 64) {
+		return c, fmt.Errorf("dwmac: %d address bits: want 32 to 64", c.AddrBits)
+	}
+	return c, nil
+}
+
+// HWInfo is what the MAC says about itself (MAC_Version, MAC_HW_Feature0-3),
+// decoded, and what the driver chose from it.
+type HWInfo struct {
+	Version            uint8 // SNPSVER: 0x40 = 4.00 ... 0x52 = 5.20
+	UserVersion        uint8 // USERVER
+	Features           [4]uint32
+	RxFIFO, TxFIFO     int // bytes
+	RxQueues, TxQueues int // MTL queues
+	RxChans, TxChans   int // DMA channels
+	AddrBits           int // HW_FEATURE1.ADDR64: 32, 40 or 48
+	HashBins           int // multicast hash table bins (0: none)
+	MMC                bool
+}
+
+// VersionString renders SNPSVER as the databook does ("5.10").
+func (h HWInfo) VersionString() string {
+	return fmt.Sprintf("%d.%d0", h.Version>>4, h.Version&0xf)
+}
+
+func decodeHW(ver uint32, f [4]uint32) HWInfo {
+	h := HWInfo{Version: uint8(ver), UserVersion: uint8(ver >> 8), Features: f}
+	h.RxFIFO = 128 << (f[1] >> hwf1RxFIFOShift & hwf1FIFOMask)
+	h.TxFIFO = 128 << (f[1] >> hwf1TxFIFOShift & hwf1FIFOMask)
+	h.RxQueues = int(f[2]>>hwf2RxQShift&hwf2CntMask) + 1
+	h.TxQueues = int(f[2]>>hwf2TxQShift&hwf2CntMask) + 1
+	h.RxChans = int(f[2]>>hwf2RxChShift&hwf2CntMask) + 1
+	h.TxChans = int(f[2]>>hwf2TxChShift&hwf2CntMask) + 1
+	switch f[1] >> hwf1ADDR64Shift & hwf1ADDR64Mask {
+	case 0:
+		h.AddrBits = 32
+	case 1:
+		h.AddrBits = 40
+	default:
+		h.AddrBits = 48
+	}
+	if n := f[1] >> hwf1HashSizeShift & hwf1HashSizeMask; n != 0 {
+		h.HashBins = 32 << n
+	}
+	h.MMC = f[0]&hwf0MMC != 0
+	return h
+}
+
+// Port is a DWC Ethernet QoS port brought up by Open. It implements nic.Port.
+//
+// Control methods may be called from any goroutine; they serialise on ctl. Each
+// queue belongs to one goroutine (see rxQueue, txQueue). Close must not run
+// while a queue is being polled.
+type Port struct {
+	dev   nic.Device    // immutable
+	regs  nic.Regs      // immutable
+	alloc dma.Allocator // immutable
+	model Model         // immutable
+	cfg   Config        // immutable after Open
+	name  string        // immutable
+	hw    HWInfo        // immutable after Open
+
+	mac      net.HardwareAddr // immutable after Open
+	phyAddr  int              // immutable after Open
+	phyID    uint32           // immutable after Open
+	mdioCR   uint32           // immutable after Open
+	addrBits int              // DMA address width in use; immutable after Open
+	// dmaLimit is 1 << addrBits; dmaBounded is true when the allocator's Limit
+	// already keeps every region below it. Immutable after Open.
+	dmaLimit   uint64
+	dmaBounded bool
+	stripFCS   bool       // MAC_Configuration kept ACS|CST: PL excludes the FCS; immutable after Open
+	ieNIE      chStatBits // NIE bit of this core version; immutable
+	rxFIFOq    int        // MTL FIFO bytes per RX queue; immutable after Open
+	txFIFOq    int
+
+	rx        []*rxQueue // immutable after Open
+	tx        []*txQueue // immutable after Open
+	irqs      []nic.IRQ  // immutable after Open; nil without interrupts
+	perChanIR bool       // INTM = 1: one vector per channel and direction
+
+	ctl       sync.Mutex    // serialises MDIO, MAC_Configuration and the filter
+	closed    bool          // guarded by ctl
+	link      nic.LinkState // last link programmed into MAC_Configuration; guarded by ctl
+	lastBMSR  uint16        // guarded by ctl
+	lastLinkE error         // last MDIO error seen by Link; guarded by ctl
+	filter    pktFilterBits // MAC_Packet_Filter as written; guarded by ctl
+
+	stats stats // has its own lock
+
+	warnings []string // non-fatal oddities of the bring-up; immutable after Open
+}
+
+var _ nic.Port = (*Port)(nil)
+
+func (p *Port) r32(r reg) uint32    { return p.regs.Read32(uint32(r)) }
+func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
+
+// Open brings up a DWC Ethernet QoS MAC: an Intel mGbE PCI function or the
+// i.MX8M Plus EQOS platform device. The Device stays the caller's: Close does not
+// close it.
+func Open(dev nic.Device, cfg Config) (*Port, error) {
+	info := dev.Info()
+	var model Model
+	var ok bool
+	if info.Bus == "platform" || info.Compatible != "" {
+		model, ok = LookupCompatible(info.Compatible)
+		if !ok {
+			return nil, fmt.Errorf("dwmac: %s: platform device %q is not one this driver knows (want %q): %w",
+				info.Name, info.Compatible, CompatibleIMX8MP, nic.ErrNotSupported)
+		}
+	} else {
+		model, ok = Lookup(info.Vendor, info.Device)
+		if !ok {
+			return nil, fmt.Errorf("dwmac: %s: PCI device %04x:%04x is not an Intel mGbE: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+		}
+	}
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	regs, err := dev.Regs(0)
+	if err != nil {
+		return nil, fmt.Errorf("dwmac: %s: mapping register window 0: %w", info.Name, err)
+	}
+	p := &Port{dev: dev, regs: regs, alloc: dev.DMA(), model: model, cfg: cfg, name: info.Name}
+	if err := p.bringUp(); err != nil {
+		p.teardown()
+		return nil, fmt.Errorf("dwmac: %s: %w", info.Name, err)
+	}
+	return p, nil
+}
+
+// bringUp follows stmmac's order (stmmac_hw_setup and the dwmac4 callbacks):
+// identify, reset the DMA, bus mode, channels, MTL, MAC address, PHY and MAC
+// speed, filter, start RX then TX.
+func (p *Port) bringUp() error {
+	// 1. Identify: MAC_Version and the feature registers.
+	ver := p.r32(regMACVersion)
+	if ver == 0xFFFFFFFF {
+		return fmt.Errorf("MAC_Version reads 0xFFFFFFFF (is the device powered and clocked, bound to vfio-pci or mapped at the right address?): %w", nic.ErrNoDevice)
+	}
+	var f [4]uint32
+	for i := range f {
+		f[i] = p.r32(regMACHWFeature0 + reg(4*i))
+	}
+	p.hw = decodeHW(ver, f)
+	if v := p.hw.Version; v < coreVersion400 || v >= 0x60 {
+		return fmt.Errorf("MAC_Version SNPSVER 0x%02x: not a DWC Ethernet QoS 4.x/5.x core (this driver wants 0x40-0x5f): %w", v, nic.ErrNotSupported)
+	}
+	if p.hw.Version >= coreVersion410 {
+		p.ieNIE = ieNIE410
+	} else {
+		p.ieNIE = ieNIE400
+	}
+	maxQ := min(p.model.RxQueues, p.model.TxQueues, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans)
+	if p.cfg.Queues > maxQ {
+		return fmt.Errorf("%d queues: the %s has %d (MTL %d RX / %d TX, DMA %d RX / %d TX channels)",
+			p.cfg.Queues, p.model.Name, maxQ, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans)
+	}
+	p.rxFIFOq = fifoPerQueue(p.hw.RxFIFO, p.cfg.Queues, p.model.FIFOPerQueue)
+	p.txFIFOq = fifoPerQueue(p.hw.TxFIFO, p.cfg.Queues, p.model.FIFOPerQueue)
+	if p.rxFIFOq < 256 || p.txFIFOq < 256 {
+		return fmt.Errorf("MTL FIFOs of %d RX / %d TX bytes cannot be split into %d queues of at least 256 bytes", p.hw.RxFIFO, p.hw.TxFIFO, p.cfg.Queues)
+	}
+	p.addrBits = p.hw.AddrBits
+	if p.model.AddrBits != 0 && p.model.AddrBits < p.addrBits {
+		p.addrBits = p.model.AddrBits
+	}
+	if p.cfg.AddrBits != 0 && p.cfg.AddrBits < p.addrBits {
+		p.addrBits = p.cfg.AddrBits
+	}
+	p.dmaLimit = uint64(1) << p.addrBits
+	if l := p.alloc.Limit(); l != 0 && l <= p.dmaLimit {
+		p.dmaBounded = true
+	}
+	mhz := p.cfg.CSRClockMHz
+	if mhz == 0 {
+		mhz = p.model.CSRClockMHz
+	}
+	p.mdioCR = mdioCR(mhz)
+
+	// 2. Bus mastering (PCI only: a platform device masters the bus as is).
+	if p.model.Integration == IntegrationIntel {
+		if err := p.dev.EnableBusMaster(); err != nil {
+			return fmt.Errorf("enabling bus mastering: %w", err)
+		}
+	}
+
+	// 3. DMA software reset (dwmac4_dma_reset): SWR self-clears once the reset
+	// has gone through every clock domain, the PHY's RX clock included.
+	if err := p.dmaReset(); err != nil {
+		return err
+	}
+
+	// 4. Interrupt vectors, before the channels that use them.
+	if p.cfg.Interrupts {
+		if err := p.setupIRQs(); err != nil {
+			return err
+		}
+	}
+
+	// 5. DMA bus mode (dwmac4_dma_init, dwmac4_dma_axi).
+	sys := sysBusBLEN4 | sysBusBLEN8 | sysBusBLEN16
+	if p.addrBits > 32 {
+		sys |= sysBusEAME
+	}
+	p.w32(regDMASysBusMode, uint32(sys))
+	bm := busModeBits(p.r32(regDMABusMode)) &^ (busModeINTMMask | busModeSWR)
+	if p.perChanIR {
+		bm |= busModeINTMPerCh
+	}
+	if p.model.Integration == IntegrationIntel && p.hw.Version >= coreVersion520 {
+		bm |= busModeDCHE
+	}
+	p.w32(regDMABusMode, uint32(bm))
+
+	// 6. Per-channel set-up: rings, buffer size, tails.
+	for i := 0; i < p.cfg.Queues; i++ {
+		rq, err := p.setupRx(i)
+		if err != nil {
+			return fmt.Errorf("RX channel %d: %w", i, err)
+		}
+		p.rx = append(p.rx, rq)
+		tq, err := p.setupTx(i)
+		if err != nil {
+			return fmt.Errorf("TX channel %d: %w", i, err)
+		}
+		p.tx = append(p.tx, tq)
+	}
+	for _, rq := range p.rx {
+		p.tx[rq.idx].trustPool(rq.pool)
+	}
+	if p.irqs != nil {
+		p.wireIRQs()
+	}
+
+	// 7. MTL queues (dwmac4_dma_rx_chan_op_mode / _tx_chan_op_mode): store and
+	// forward both ways, TX queues enabled, FIFO split evenly; RX queue q to DMA
+	// channel q.
+	var map0, map1 uint32
+	for q := 0; q < p.cfg.Queues; q++ {
+		tqs := uint32(min(p.txFIFOq/mtlTxTQSUnit-1, mtlTxTQSMaxVal))
+		p.w32(mtlQ(q, mtlQTxOpMode), uint32(mtlTxTSF|mtlTxQEnabled)|tqs<<mtlTxTQSShift)
+		rqs := uint32(min(p.rxFIFOq/mtlRxRQSUnit-1, mtlRxRQSMax))
+		p.w32(mtlQ(q, mtlQRxOpMode), uint32(mtlRxRSF)|rqs<<mtlRxRQSShift)
+		if q < 4 {
+			map0 |= uint32(q) << (8 * q)
+		} else {
+			map1 |= uint32(q) << (8 * (q - 4))
+		}
+	}
+	p.w32(regMTLRxQDMAMap0, map0)
+	if p.cfg.Queues > 4 {
+		p.w32(regMTLRxQDMAMap1, map1)
+	}
+	var rxq uint32
+	for q := 0; q < p.cfg.Queues; q++ {
+		rxq |= rxqGeneric << (2 * q)
+	}
+	p.w32(regMACRxQCtrl0, rxq)
+
+	// 8. Station address.
+	if err := p.setupMAC(); err != nil {
+		return err
+	}
+
+	// 9. Counters: reset, reset-on-read, interrupts masked (dwmac_mmc_ctrl,
+	// dwmac_mmc_intr_all_mask). MAC interrupts off: the link comes from the PHY.
+	if p.hw.MMC {
+		p.w32(regMMCRxIntrMask, 0xFFFFFFFF)
+		p.w32(regMMCTxIntrMask, 0xFFFFFFFF)
+		p.w32(regMMCIPCIntrMask, 0xFFFFFFFF)
+		p.w32(regMMCControl, uint32(mmcCtrlReset|mmcCtrlResetOnRead))
+	}
+	p.w32(regMACIntEnable, 0)
+	p.w32(regMAC1usTic, uint32(mhz-1))
+
+	// 10. PHY: find it, restart autonegotiation, wait for it (bounded).
+	p.ctl.Lock()
+	err := p.setupPHY()
+	p.ctl.Unlock()
+	if err != nil {
+		return err
+	}
+
+	// 11. MAC_Configuration with the resolved speed and duplex, receiver and
+	// transmitter on.
+	p.ctl.Lock()
+	p.programMAC(p.link)
+	p.ctl.Unlock()
+
+	// 12. Packet filter.
+	p.filter = 0
+	if p.cfg.Promisc {
+		p.filter = pfPR
+	}
+	p.w32(regMACPktFilter, uint32(p.filter))
+
+	// 13. Start every RX channel, then every TX channel (stmmac_start_all_dma).
+	for _, q := range p.rx {
+		q.start()
+	}
+	for _, q := range p.tx {
+		q.start()
+	}
+	return nil
+}
+
+// fifoPerQueue splits a FIFO of total bytes over n queues, no larger than the
+// integration's per-queue size (0: no cap), rounded down to 256 bytes.
+func fifoPerQueue(total, n, perQueue int) int {
+	v := total / n
+	if perQueue > 0 && perQueue < v {
+		v = perQueue
+	}
+	return v &^ 255
+}
+
+// dmaReset sets DMA_Mode.SWR and polls it in 10 ms steps for up to 1 s.
+func (p *Port) dmaReset() error {
+	p.w32(regDMABusMode, p.r32(regDMABusMode)|uint32(busModeSWR))
+	deadline := time.Now().Add(swrTimeout)
+	for {
+		time.Sleep(swrPollStep)
+		v := p.r32(regDMABusMode)
+		if v == 0xFFFFFFFF {
+			return fmt.Errorf("DMA software reset: DMA_Mode reads all ones: %w", nic.ErrNoDevice)
+		}
+		if busModeBits(v)&busModeSWR == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("DMA software reset: DMA_Mode.SWR still set after %v: the PHY's RX clock is missing "+
+				"(the DMA reset completes only with the receive clock running: check that the PHY is powered and out of reset, "+
+				"that its reference clock runs, and that the interface mode (RGMII/RMII/SGMII) matches the board): %w", swrTimeout, nic.ErrTimeout)
+		}
+	}
+}
+
+// setupIRQs asks for the vectors: on Intel two per channel (RX i on 2i, TX i on
+// 2i+1, dwmac-intel.c) with per-channel interrupt mode; otherwise, or when the
+// device gives a single vector, one shared vector for a single queue.
+func (p *Port) setupIRQs() error {
+	want := 1
+	if p.model.Integration == IntegrationIntel {
+		want = 2 * p.cfg.Queues
+	}
+	irqs, err := p.dev.EnableMSIX(want)
+	if err != nil {
+		return fmt.Errorf("enabling %d interrupt vectors: %w", want, err)
+	}
+	p.irqs = irqs
+	switch {
+	case p.model.Integration == IntegrationIntel && len(irqs) >= want:
+		p.perChanIR = true
+	case len(irqs) >= 1 && p.cfg.Queues == 1:
+		p.perChanIR = false
+	default:
+		return fmt.Errorf("the device gave %d interrupt vectors; %d queues with interrupts need %d (use one queue, or polling): %w",
+			len(irqs), p.cfg.Queues, want, nic.ErrNotSupported)
+	}
+	return nil
+}
+
+// wireIRQs hands each RX queue its vector and enables its receive interrupt.
+func (p *Port) wireIRQs() {
+	for i, q := range p.rx {
+		if p.perChanIR {
+			q.irq = p.irqs[2*i]
+		} else {
+			q.irq = p.irqs[0]
+		}
+		q.ie = p.ieNIE | chStatRI
+		p.w32(chReg(i, chIntrEnable), uint32(q.ie))
+	}
+}
+
+// setupMAC programs MAC_Address0: cfg.MAC, else what firmware left there, else
+// a random locally administered address.
+func (p *Port) setupMAC() error {
+	switch {
+	case p.cfg.MAC != nil:
+		p.mac = append(net.HardwareAddr(nil), p.cfg.MAC...)
+	default:
+		hi, lo := p.r32(regMACAddrHigh0), p.r32(regMACAddrLow0)
+		m := macFromRegs(hi, lo)
+		if isZero(m) || m[0]&1 != 0 || (hi&0xFFFF == 0xFFFF && lo == 0xFFFFFFFF) {
+			m = make(net.HardwareAddr, 6)
+			if _, err := rand.Read(m); err != nil {
+				return fmt.Errorf("random MAC address: %w", err)
+			}
+			m[0] = m[0]&^1 | 2 // unicast, locally administered
+			p.warnings = append(p.warnings, fmt.Sprintf("no valid MAC address in MAC_Address0 (firmware left none): using random %s; set Config.MAC", m))
+		}
+		p.mac = m
+	}
+	hi, lo := macToRegs(p.mac)
+	p.w32(regMACAddrHigh0, hi|addrHighAE)
+	p.w32(regMACAddrLow0, lo)
+	return nil
+}
+
+func macFromRegs(hi, lo uint32) net.HardwareAddr {
+	return net.HardwareAddr{byte(lo), byte(lo >> 8), byte(lo >> 16), byte(lo >> 24), byte(hi), byte(hi >> 8)}
+}
+
+func macToRegs(m net.HardwareAddr) (hi, lo uint32) {
+	lo = uint32(m[0]) | uint32(m[1])<<8 | uint32(m[2])<<16 | uint32(m[3])<<24
+	hi = uint32(m[4]) | uint32(m[5])<<8
+	return hi, lo
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// setupPHY finds the PHY, restarts autonegotiation and waits up to
+// cfg.LinkTimeout for the link. Caller holds ctl.
+func (p *Port) setupPHY() error {
+	a, id, err := p.findPHY()
+	if err != nil {
+		return err
+	}
+	p.phyAddr, p.phyID = a, id
+	if err := p.restartAutoneg(); err != nil {
+		return err
+	}
+	if p.cfg.LinkTimeout < 0 {
+		return nil
+	}
+	deadline := time.Now().Add(p.cfg.LinkTimeout)
+	for {
+		l, bmsr, err := p.phyLink()
+		p.lastBMSR = bmsr
+		if err != nil {
+			return fmt.Errorf("reading the link from PHY %d: %w", p.phyAddr, err)
+		}
+		if l.Up {
+			p.link = l
+			return nil
+		}
+		if time.Now().After(deadline) {
+			p.warnings = append(p.warnings, fmt.Sprintf("link down after %v of autonegotiation (PHY %d BMSR 0x%04x); the MAC starts at 1000/full and follows the PHY when Link sees it up",
+				p.cfg.LinkTimeout, p.phyAddr, bmsr))
+			return nil
+		}
+		time.Sleep(linkPollStep)
+	}
+}
+
+// macSpeedBits encodes a link's speed and duplex for MAC_Configuration (FACTS:
+// 10M PS, 100M PS|FES, 1G neither, 2.5G FES). A link that is down programs
+// 1000/full.
+func macSpeedBits(l nic.LinkState) macCfgBits {
+	var v macCfgBits
+	switch l.SpeedMbps {
+	case 10:
+		v = macCfgPS
+	case 100:
+		v = macCfgPS | macCfgFES
+	case 2500:
+		v = macCfgFES
+	}
+	if l.FullDuplex || !l.Up {
+		v |= macCfgDM
+	}
+	return v
+}
+
+// programMAC writes MAC_Configuration for link l with the receiver and
+// transmitter on, and learns from the read-back whether the MAC strips the FCS.
+// Caller holds ctl.
+func (p *Port) programMAC(l nic.LinkState) {
+	v := macCfgRE | macCfgTE | macCfgBE | macCfgDCRS | macCfgACS | macCfgCST | macSpeedBits(l)
+	p.w32(regMACConfig, uint32(v))
+	back := macCfgBits(p.r32(regMACConfig))
+	p.stripFCS = back&(macCfgACS|macCfgCST) == macCfgACS|macCfgCST
+	for _, q := range p.rx {
+		q.stripFCS = p.stripFCS
+	}
+}
+
+// Name is the device's name (PCI address, platform name, or model name).
+func (p *Port) Name() string { return p.name }
+
+// MAC is the port's station address.
+func (p *Port) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), p.mac...) }
+
+// Model is the device's entry in the ID tables.
+func (p *Port) Model() Model { return p.model }
+
+// HW is what the MAC reported about itself at bring-up.
+func (p *Port) HW() HWInfo { return p.hw }
+
+// AddrBits is the DMA address width in use (EAME is set above 32).
+func (p *Port) AddrBits() int { return p.addrBits }
+
+// StripsFCS reports whether the MAC strips the FCS of received frames (the
+// driver then takes PL as the frame length; otherwise it subtracts 4).
+func (p *Port) StripsFCS() bool { return p.stripFCS }
+
+// Warnings lists non-fatal oddities seen during bring-up.
+func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...) }
+
+// Link reads the link from the PHY over MDIO and, when it changed, programs the
+// MAC's speed and duplex to match (what phylink's mac_link_up does in Linux).
+func (p *Port) Link() nic.LinkState {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return nic.LinkState{}
+	}
+	l, bmsr, err := p.phyLink()
+	p.lastBMSR, p.lastLinkE = bmsr, err
+	if err != nil {
+		return nic.LinkState{}
+	}
+	if l.Up && l != p.link {
+		p.programMAC(l)
+	}
+	if l.Up || p.link.Up {
+		p.link = l
+	}
+	return l
+}
+
+// WaitLink polls the PHY until the link is up or timeout passes.
+func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		l := p.Link()
+		if l.Up {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			p.ctl.Lock()
+			bmsr, lerr := p.lastBMSR, p.lastLinkE
+			p.ctl.Unlock()
+			if lerr != nil {
+				return l, fmt.Errorf("dwmac: %s: no link after %v: the PHY could not be read (%v): %w", p.name, timeout, lerr, nic.ErrLinkDown)
+			}
+			an := "not complete"
+			if bmsr&bmsrANComplete != 0 {
+				an = "complete"
+			}
+			return l, fmt.Errorf("dwmac: %s: no link after %v: PHY %d BMSR 0x%04x (link status 0, autonegotiation %s); check the cable and the link partner: %w",
+				p.name, timeout, p.phyAddr, bmsr, an, nic.ErrLinkDown)
+		}
+		time.Sleep(linkPollStep)
+	}
+}
+
+// NumQueues is the number of RX/TX queue pairs.
+func (p *Port) NumQueues() int { return len(p.rx) }
+
+// RxQueue returns RX queue i, or nil when out of range.
+func (p *Port) RxQueue(i int) nic.RxQueue {
+	if i < 0 || i >= len(p.rx) {
+		return nil
+	}
+	return p.rx[i]
+}
+
+// TxQueue returns TX queue i, or nil when out of range.
+func (p *Port) TxQueue(i int) nic.TxQueue {
+	if i < 0 || i >= len(p.tx) {
+		return nil
+	}
+	return p.tx[i]
+}
+
+// SetPromisc turns promiscuous mode (MAC_Packet_Filter.PR) on or off.
+func (p *Port) SetPromisc(on bool) error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
+	if on {
+		p.filter |= pfPR
+	} else {
+		p.filter &^= pfPR
+	}
+	p.w32(regMACPktFilter, uint32(p.filter))
+	return nil
+}
+
+// SetMulticast replaces the multicast filter with the given group addresses: a
+// hash filter when the MAC has a hash table (other groups that hash alike pass
+// too), otherwise pass-all-multicast. An empty list accepts no multicast.
+func (p *Port) SetMulticast(addrs []net.HardwareAddr) error {
+	for _, a := range addrs {
+		if len(a) != 6 || a[0]&1 == 0 {
+			return fmt.Errorf("dwmac: %q is not a multicast MAC address", a)
+		}
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
+	p.filter &^= pfHMC | pfPM
+	bins := p.hw.HashBins
+	switch {
+	case len(addrs) == 0:
+	case bins == 0:
+		p.filter |= pfPM
+	default:
+		table := make([]uint32, bins/32)
+		for _, a := range addrs {
+			h := mcHash(a, bins)
+			table[h>>5] |= 1 << (h & 31)
+		}
+		for i, w := range table {
+			p.w32(regMACHashTable0+reg(4*i), w)
+		}
+		p.filter |= pfHMC
+	}
+	p.w32(regMACPktFilter, uint32(p.filter))
+	return nil
+}
+
+// mcHash is the hash bin of a multicast address (dwmac4_set_filter): the top
+// log2(bins) bits of bitrev32(~crc32_le(~0, addr)), where ~crc32_le(~0, addr) is
+// the standard IEEE CRC-32 of the address.
+func mcHash(a net.HardwareAddr, bins int) uint32 {
+	return bits.Reverse32(crc32.ChecksumIEEE(a)) >> (32 - bits.Len(uint(bins)-1))
+}
+
+// Close stops the DMA channels and the MAC, returns every buffer on the rings
+// to its pool and frees rings and pools. Buffers the caller still holds from
+// this port's pools must not be used afterwards. The Device stays open, and a
+// second Open on it works.
+func (p *Port) Close() error {
+	p.ctl.Lock()
+	if p.closed {
+		p.ctl.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.ctl.Unlock()
+	p.stats.collect(p) // keep the totals: the next reset clears the counters
+	p.stats.stop()
+	return p.teardown()
+}
+
+// teardown undoes whatever part of bring-up happened (stmmac_stop_all_dma, then
+// the MAC off).
+func (p *Port) teardown() error {
+	var errs []error
+	present := p.r32(regMACVersion) != 0xFFFFFFFF
+	if present {
+		for _, q := range p.tx {
+			q.stop()
+		}
+		for _, q := range p.rx {
+			q.stop()
+		}
+		p.w32(regMACConfig, p.r32(regMACConfig)&^uint32(macCfgRE|macCfgTE))
+	}
+	for _, q := range p.rx {
+		q.stopped = true
+	}
+	for _, q := range p.tx {
+		q.stopped = true
+	}
+	if p.irqs != nil {
+		if err := p.dev.DisableIRQs(); err != nil {
+			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
+		}
+		p.irqs = nil
+	}
+	// TX first: in-flight buffers go back to their pools (perhaps RX pools).
+	for _, q := range p.tx {
+		if err := q.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range p.rx {
+		if err := q.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dwmac: %s: close: %w", p.name, err)
+	}
+	return nil
+}
+
+// reach refuses a region the device cannot address: above its DMA width, or
+// crossing a 4 GiB boundary (the tail pointer registers hold the low 32 bits
+// only, with the high bits from the ring base).
+func (p *Port) reach(what string, iova uint64, n int) error {
+	end := iova + uint64(n)
+	if !p.dmaBounded && end > p.dmaLimit {
+		return fmt.Errorf("%s at 0x%x-0x%x lies above the device's %d-bit DMA reach (0x%x): give the device memory below it: %w",
+			what, iova, end, p.addrBits, p.dmaLimit, dma.ErrTooHigh)
+	}
+	return nil
+}

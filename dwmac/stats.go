@@ -1,0 +1,150 @@
+package dwmac
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// hwCounter is one MMC counter (mmc_core.c offsets inside the MMC block at
+// +0x700), named as Linux stmmac's ethtool -S names it. Open sets MMC_Control
+// reset-on-read, so each read returns the count since the last one.
+type hwCounter struct {
+	name string
+	off  reg // offset inside the MMC block
+}
+
+var hwCounters = []hwCounter{
+	{"mmc_tx_octetcount_gb", 0x14},
+	{"mmc_tx_framecount_gb", 0x18},
+	{"mmc_tx_broadcastframe_g", 0x1c},
+	{"mmc_tx_multicastframe_g", 0x20},
+	{"mmc_tx_underflow_error", 0x48},
+	{"mmc_tx_singlecol_g", 0x4c},
+	{"mmc_tx_multicol_g", 0x50},
+	{"mmc_tx_deferred", 0x54},
+	{"mmc_tx_latecol", 0x58},
+	{"mmc_tx_exesscol", 0x5c},
+	{"mmc_tx_carrier_error", 0x60},
+	{"mmc_tx_octetcount_g", 0x64},
+	{"mmc_tx_framecount_g", 0x68},
+	{"mmc_tx_pause_frame", 0x70},
+	{"mmc_rx_framecount_gb", 0x80},
+	{"mmc_rx_octetcount_gb", 0x84},
+	{"mmc_rx_octetcount_g", 0x88},
+	{"mmc_rx_broadcastframe_g", 0x8c},
+	{"mmc_rx_multicastframe_g", 0x90},
+	{"mmc_rx_crc_error", 0x94},
+	{"mmc_rx_align_error", 0x98},
+	{"mmc_rx_run_error", 0x9c},
+	{"mmc_rx_jabber_error", 0xa0},
+	{"mmc_rx_undersize_g", 0xa4},
+	{"mmc_rx_oversize_g", 0xa8},
+	{"mmc_rx_unicast_g", 0xc4},
+	{"mmc_rx_length_error", 0xc8},
+	{"mmc_rx_pause_frames", 0xd0},
+	{"mmc_rx_fifo_overflow", 0xd4},
+	{"mmc_rx_watchdog_error", 0xdc},
+}
+
+// stats accumulates the 32-bit reset-on-read MMC counters into 64-bit totals.
+// Octet counters wrap after 4 GiB (about 34 s at 1 Gb/s): call Stats more often
+// than that to keep them exact.
+type stats struct {
+	mu      sync.Mutex
+	total   []uint64 // per hwCounters entry; guarded by mu
+	stopped bool     // guarded by mu: the device is closed or gone, keep the totals
+}
+
+// collect reads every counter once and adds it to the totals.
+func (s *stats) collect(p *Port) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total == nil {
+		s.total = make([]uint64, len(hwCounters))
+	}
+	if s.stopped || !p.hw.MMC {
+		return
+	}
+	if p.r32(regMACVersion) == 0xFFFFFFFF {
+		return // surprise removal: no counter values to read
+	}
+	for i, c := range hwCounters {
+		s.total[i] += uint64(p.r32(regMMCBase + c.off))
+	}
+}
+
+func (s *stats) stop() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+}
+
+// Stats reads the MMC counters (accumulating them: they clear on read) and adds
+// the driver's own counters, per queue and in total. rx_packets, rx_bytes,
+// tx_packets and tx_bytes are the driver's (frames handed over and taken);
+// the MMC's own totals keep their mmc_ names.
+func (p *Port) Stats() []nic.Counter {
+	p.stats.collect(p)
+	out := make([]nic.Counter, 0, len(hwCounters)+12+4*len(p.rx))
+	p.stats.mu.Lock()
+	if p.hw.MMC {
+		for i, c := range hwCounters {
+			out = append(out, nic.Counter{Name: c.name, Value: p.stats.total[i]})
+		}
+	}
+	p.stats.mu.Unlock()
+	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, allocFail, txErr, refDMA, refLen uint64
+	for _, q := range p.rx {
+		rxp += q.packets.Load()
+		rxb += q.bytes.Load()
+		esum += q.errSum.Load()
+		split += q.split.Load()
+		ctxt += q.ctxt.Load()
+		badLen += q.badLen.Load()
+		allocFail += q.allocFail.Load()
+	}
+	for _, q := range p.tx {
+		txp += q.packets.Load()
+		txb += q.bytes.Load()
+		txErr += q.errors.Load()
+		refDMA += q.refusedDMA.Load()
+		refLen += q.refusedLen.Load()
+	}
+	out = append(out,
+		nic.Counter{Name: "rx_packets", Value: rxp},
+		nic.Counter{Name: "rx_bytes", Value: rxb},
+		nic.Counter{Name: "tx_packets", Value: txp},
+		nic.Counter{Name: "tx_bytes", Value: txb},
+		nic.Counter{Name: "rx_desc_errors", Value: esum},
+		nic.Counter{Name: "rx_split_frames", Value: split},
+		nic.Counter{Name: "rx_context_desc", Value: ctxt},
+		nic.Counter{Name: "rx_length_errors", Value: badLen},
+		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
+		nic.Counter{Name: "tx_errors", Value: txErr},
+		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
+		nic.Counter{Name: "tx_refused_len", Value: refLen},
+	)
+	for _, q := range p.rx {
+		out = append(out,
+			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_packets", q.idx), Value: q.packets.Load()},
+			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+	}
+	for _, q := range p.tx {
+		out = append(out,
+			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_packets", q.idx), Value: q.packets.Load()},
+			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+	}
+	return out
+}
+
+// Counter returns one named counter from Stats, and whether it exists.
+func Counter(cs []nic.Counter, name string) (uint64, bool) {
+	for _, c := range cs {
+		if c.Name == name {
+			return c.Value, true
+		}
+	}
+	return 0, false
+}

@@ -1,0 +1,278 @@
+package dwmac
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// txQueue is one transmit DMA channel and its ring.
+//
+// Ring indices: we write the tail pointer (DMA_CHx_TxDesc_Tail_Pointer, the
+// address just past the last descriptor we prepared); the DMA keeps its current
+// descriptor and sends up to the tail. TDES3.OWN says who holds a descriptor: we
+// set it, the DMA clears it in the write-back when the frame has left the FIFO.
+// Reclaim follows OWN from clean, our copy of the oldest descriptor in flight;
+// it never reads the current-descriptor register.
+//
+// Buffers: Send moves each buffer to OwnerTx and keeps it in slots[i] for its
+// descriptor; Reclaim returns it to its own pool (which may be another port's)
+// once OWN is clear. At most n-1 descriptors are in flight.
+//
+// One goroutine owns the queue; the counters are read atomically by Stats.
+type txQueue struct {
+	port    *Port
+	idx     int
+	regs    nic.Regs
+	alloc   dma.Allocator
+	ring    *dma.Region
+	n       int
+	tailReg uint32
+
+	slots    []*dma.Buf // buffer of each in-flight descriptor
+	done     []*dma.Buf // reclaim batch, len n
+	tail     int        // next descriptor to fill (what the tail pointer names); only we write it
+	clean    int        // oldest in-flight descriptor
+	inflight int
+	stopped  bool
+
+	// trusted are pools whose whole region Allocator.Check accepted and the
+	// device can reach: their buffers need no per-frame check. Preallocated;
+	// never grows past its cap.
+	trusted []*dma.Pool
+
+	packets    atomic.Uint64
+	bytes      atomic.Uint64
+	errors     atomic.Uint64 // write-backs with ES (underflow, carrier, collisions, jabber)
+	refusedDMA atomic.Uint64 // buffers outside the device's mapped or reachable memory: not sent
+	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
+}
+
+var _ nic.TxQueue = (*txQueue)(nil)
+
+const maxTrustedPools = 16
+
+func (p *Port) setupTx(i int) (*txQueue, error) {
+	n := p.cfg.TxRingSize
+	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
+		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
+		trusted: make([]*dma.Pool, 0, maxTrustedPools),
+		tailReg: uint32(chReg(i, chTxTail))}
+	var err error
+	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
+		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
+	}
+	if err := p.reach("TX descriptor ring", q.ring.IOVA, q.ring.Len()); err != nil {
+		q.free()
+		return nil, err
+	}
+	if q.ring.IOVA>>32 != (q.ring.IOVA+uint64(q.ring.Len())-1)>>32 {
+		q.free()
+		return nil, fmt.Errorf("TX descriptor ring at 0x%x crosses a 4 GiB boundary (the tail pointer holds 32 bits)", q.ring.IOVA)
+	}
+	pbl := uint32(defaultPBL)
+	if p.model.Integration == IntegrationIntel {
+		pbl = intelPBL
+	}
+	// dwmac4_dma_init_tx_chan, _set_tx_ring_len; the tail starts at the base
+	// (nothing to send).
+	p.w32(chReg(i, chTxControl), pbl<<chTxPBLShift)
+	if p.addrBits > 32 {
+		p.w32(chReg(i, chTxBaseHi), uint32(q.ring.IOVA>>32))
+	}
+	p.w32(chReg(i, chTxBaseLo), uint32(q.ring.IOVA))
+	p.w32(chReg(i, chTxRingLen), uint32(n-1))
+	p.w32(q.reg(chTxTail), uint32(q.ring.IOVA))
+	return q, nil
+}
+
+func (q *txQueue) reg(r reg) reg { return chReg(q.idx, r) }
+
+// start sets ST.
+func (q *txQueue) start() {
+	r := uint32(q.reg(chTxControl))
+	q.regs.Write32(r, q.regs.Read32(r)|uint32(chTxST))
+}
+
+// trustPool records a pool whose region the allocator maps and the device
+// reaches, so its buffers skip the per-frame checks.
+func (q *txQueue) trustPool(p *dma.Pool) bool {
+	r := p.Region()
+	if r == nil || len(q.trusted) == cap(q.trusted) {
+		return false
+	}
+	if q.alloc.Check(r.IOVA, r.Len()) != nil || q.port.reach("pool", r.IOVA, r.Len()) != nil {
+		return false
+	}
+	q.trusted = append(q.trusted, p)
+	return true
+}
+
+// dmaOK decides whether the device may read b. Buffers from trusted pools pass;
+// any other address goes through Allocator.Check and the device's address
+// width, so memory the device cannot (or must not) read is refused before a
+// descriptor carries it.
+func (q *txQueue) dmaOK(b *dma.Buf) bool {
+	if b == nil || b.Len < txMinLen || b.Len > txMaxLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
+		q.refusedLen.Add(1)
+		return false
+	}
+	if p := b.Pool(); p != nil && p.Region() != nil {
+		for _, t := range q.trusted {
+			if t == p {
+				return true
+			}
+		}
+		if q.trustPool(p) {
+			return true
+		}
+	}
+	if q.alloc.Check(b.DataIOVA(), b.Len) != nil || q.port.reach("buffer", b.DataIOVA(), b.Len) != nil {
+		q.refusedDMA.Add(1)
+		return false
+	}
+	return true
+}
+
+// Send puts a prefix of bufs on the ring and returns how many it took. Each
+// buffer taken is either on the ring (OwnerTx, back to its pool after Reclaim)
+// or was refused (bad length, or memory the device cannot reach): a refused
+// buffer is counted, not sent, and returned to its pool at once.
+//
+// Each frame takes one descriptor (FD|LD). The descriptors after the first are
+// written whole, OWN included; the first one's TDES3 (with OWN) is stored last,
+// so a DMA that is still running never starts on a half-written burst. Then the
+// descriptors are synced for the device and the tail pointer written once.
+func (q *txQueue) Send(bufs []*dma.Buf) int {
+	if q.stopped {
+		return 0
+	}
+	if q.n-1-q.inflight < len(bufs) {
+		q.Reclaim()
+	}
+	taken, posted := 0, 0
+	first := q.tail
+	var firstDES3 uint32
+	var nbytes uint64
+	for _, b := range bufs {
+		if q.inflight == q.n-1 {
+			break
+		}
+		taken++
+		if !q.dmaOK(b) {
+			if b != nil && b.Pool() != nil {
+				b.Free()
+			}
+			continue
+		}
+		if p := b.Pool(); p != nil {
+			if r := p.Region(); r != nil {
+				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
+			}
+		}
+		off := q.tail * descSize
+		d := q.ring.CPU[off : off+descSize]
+		d3 := putTxRead(d, b.DataIOVA(), b.Len, false)
+		if posted == 0 {
+			firstDES3 = d3
+		} else {
+			storeDES3(d, d3)
+		}
+		b.SetOwner(dma.OwnerTx)
+		q.slots[q.tail] = b
+		if q.tail++; q.tail == q.n {
+			q.tail = 0
+		}
+		q.inflight++
+		posted++
+		nbytes += uint64(b.Len)
+	}
+	if posted > 0 {
+		off := first * descSize
+		storeDES3(q.ring.CPU[off:off+descSize], firstDES3)
+		syncRing(q.alloc, q.ring, q.n, first, posted, dma.ForDevice)
+		q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*descSize))
+		q.packets.Add(uint64(posted))
+		q.bytes.Add(nbytes)
+	}
+	return taken
+}
+
+// Reclaim returns the buffers of completed descriptors (OWN clear) to their
+// pools, one PutBurst per run of buffers from the same pool, and reports how
+// many.
+func (q *txQueue) Reclaim() int {
+	n := 0
+	var errs uint64
+	for q.inflight > 0 {
+		off := q.clean * descSize
+		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
+		st := loadDES3(q.ring.CPU[off : off+descSize])
+		if st&desOWN != 0 {
+			break
+		}
+		if st&twb3ES != 0 {
+			errs++
+		}
+		q.done[n] = q.slots[q.clean]
+		q.slots[q.clean] = nil
+		n++
+		if q.clean++; q.clean == q.n {
+			q.clean = 0
+		}
+		q.inflight--
+	}
+	if errs != 0 {
+		q.errors.Add(errs)
+	}
+	q.putBack(q.done[:n])
+	return n
+}
+
+// putBack returns buffers to their pools in runs.
+func (q *txQueue) putBack(bs []*dma.Buf) {
+	for start := 0; start < len(bs); {
+		p := bs[start].Pool()
+		end := start + 1
+		for end < len(bs) && bs[end].Pool() == p {
+			end++
+		}
+		if p != nil {
+			p.PutBurst(bs[start:end])
+		}
+		start = end
+	}
+	clear(bs)
+}
+
+// Free is the number of descriptors Send can fill now (without reclaiming).
+func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
+
+// stop clears ST: the DMA finishes the frame it is on and stops.
+func (q *txQueue) stop() {
+	q.stopped = true
+	r := uint32(q.reg(chTxControl))
+	q.regs.Write32(r, q.regs.Read32(r)&^uint32(chTxST))
+}
+
+// free returns in-flight buffers (sent or not) and frees the ring.
+func (q *txQueue) free() error {
+	k := 0
+	for i, b := range q.slots {
+		if b != nil {
+			q.done[k] = b
+			k++
+			q.slots[i] = nil
+		}
+	}
+	q.putBack(q.done[:k])
+	q.inflight = 0
+	if q.ring != nil {
+		err := q.alloc.Free(q.ring)
+		q.ring = nil
+		return err
+	}
+	return nil
+}
