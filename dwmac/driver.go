@@ -398,9 +398,16 @@ func (p *Port) bringUp() error {
 
 	// 11. MAC_Configuration with the resolved speed and duplex, receiver and
 	// transmitter on.
+	// The read-back says whether the MAC kept ACS|CST, that is whether it strips
+	// the FCS; decided once, before any queue runs.
 	p.ctl.Lock()
 	p.programMAC(p.link)
 	p.ctl.Unlock()
+	back := macCfgBits(p.r32(regMACConfig))
+	p.stripFCS = back&(macCfgACS|macCfgCST) == macCfgACS|macCfgCST
+	for _, q := range p.rx {
+		q.stripFCS = p.stripFCS
+	}
 
 	// 12. Packet filter.
 	p.filter = 0
@@ -586,16 +593,10 @@ func macSpeedBits(l nic.LinkState) macCfgBits {
 }
 
 // programMAC writes MAC_Configuration for link l with the receiver and
-// transmitter on, and learns from the read-back whether the MAC strips the FCS.
-// Caller holds ctl.
+// transmitter on. Caller holds ctl.
 func (p *Port) programMAC(l nic.LinkState) {
 	v := macCfgRE | macCfgTE | macCfgBE | macCfgDCRS | macCfgACS | macCfgCST | macSpeedBits(l)
 	p.w32(regMACConfig, uint32(v))
-	back := macCfgBits(p.r32(regMACConfig))
-	p.stripFCS = back&(macCfgACS|macCfgCST) == macCfgACS|macCfgCST
-	for _, q := range p.rx {
-		q.stripFCS = p.stripFCS
-	}
 }
 
 // Name is the device's name (PCI address, platform name, or model name).
