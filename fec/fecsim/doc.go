@@ -1,0 +1,112 @@
+// Package fecsim is a strict model of the NXP FEC/ENET Ethernet MAC as a driver
+// sees it through its register window: the multi-queue ENET of the i.MX8M Plus
+// ("fsl,imx8mp-fec": three RX and three TX rings, gigabit, enhanced BDs) and the
+// single-ring i.MX6/7-class ENET ("fsl,imx6q-fec"). It exists to test the fec
+// driver and the dataplane without hardware.
+//
+// It is written from the reference manual's side (facts in FACTS-DWMAC-FEC.md,
+// cross-checked against Linux's fec.h/fec_main.c and QEMU's hw/net/imx_fec.c)
+// and never imports the driver: a register map shared between the two would let
+// a wrong offset pass every test.
+//
+// # The device
+//
+// Model.Device is a platform nic.Device: Info().Bus is "platform" with the
+// devicetree compatible; ReadConfig/WriteConfig return nic.ErrNotSupported;
+// EnableBusMaster does nothing (there is no bus-master bit: DMA is always on);
+// EnableMSIX hands out the interrupt lines (4 on the i.MX8MP, GIC SPI 118-121;
+// 1 on the i.MX6). The register window is 16 KiB and takes aligned 32-bit
+// accesses only: the window's Read8/16/64 and Write8/16/64 exist only to be
+// refused. DMA memory (sim.Memory) lies below 4 GiB (legacy BDs hold 32-bit
+// addresses) and is non-coherent unless Config.Coherent: the device sees only
+// what the driver synced, as on the i.MX8, whose ENET is not cache-coherent.
+// Config.HighMemory places memory above 4 GiB instead, as on a board whose
+// hugepages landed high: every BD address then misses.
+//
+// # What is modelled
+//
+//   - Reset values as QEMU's imx8mp reports them (ECR 0xf0000000, MIBC
+//     0xc0000000, RCR 0x05ee0001 with LOOP set, OPD 0x00010000, FTRL 0x7ff,
+//     PALR/PAUR holding Config.MAC). ECR.RESET resets every register, the
+//     rings and the MIB at once, on both variants (Linux avoids it on
+//     multi-queue parts and writes ECR = 0 instead, which just clears
+//     ETHEREN). Device().Reset does the same.
+//   - ECR: ETHEREN (its rising edge checks RCR.MII_MODE and that RCR's
+//     RGMII/RMII selection matches the board, else it is refused; clearing it
+//     stops both directions and moves every ring back to RDSR/TDSR), SPEED,
+//     DBSWP (little-endian BDs when set, big-endian otherwise: a
+//     little-endian driver that forgets it sees no empty or ready BD), EN1588
+//     (32-byte enhanced BDs instead of 8-byte ones).
+//   - MDIO: MMFR clause-22 frames (ST 01, OP 01 write / 10 read, PA, RA, TA
+//     10) reach a sim.PHY at Config.PHYAddr and complete within the write with
+//     EIR.MII; other addresses read 0xffff. Clause 45 on the i.MX8MP completes
+//     with nothing answering. MSCR[7:0] must be non-zero for a frame to go out;
+//     the write of MSCR from 0 while MMFR is non-zero raises a spurious MII
+//     event, as the hardware does (Linux FEC_QUIRK_CLEAR_SETUP_MII).
+//   - Rings: RDSR/TDSR/MRBR per ring (rings 1-2 only on the i.MX8MP),
+//     RDAR/TDAR per ring. RX: E/L/W, length including the 4-byte FCS and
+//     the 2 SHIFT16 bytes (RACC.SHIFT16), frames spanning BDs of MRBR bytes,
+//     BC/MC/M/LG/TR flags, RCR.CRCFWD/PADEN stripping the FCS, FTRL
+//     truncation, address filter (PALR/PAUR, IAUR/IALR and GAUR/GALR hashes,
+//     PROM, BC_REJ), VLAN-priority classification into rings 1-2 by
+//     RCMR1/RCMR2. RDAR reads set while the next BD is empty; when the ring
+//     runs out it clears and frames are dropped and counted in IEEE_R_DROP
+//     until RDAR is written again. TX: R/L/TC/ABC/W, frames spanning BDs,
+//     TACC.SHIFT16, TCR.ADDINS, synchronous transmission on the TDAR write
+//     with R cleared after sending, TCR.GTS holding transmission and raising
+//     EIR.GRA, RCR.LOOP looping frames back into the receiver. Enhanced BDs:
+//     esc.INT gates the RXB/RXF/TXB/TXF events, BDU is written, RX gets a
+//     timestamp and the VLAN flag, TX esc.TS timestamps (ATSTMP, EIR.TS_AVAIL),
+//     esc.IINS/PINS insert IPv4 and TCP/UDP checksums (needs TFWR.STRFWD).
+//   - Interrupts: EIR (write 1 to clear) and EIMR with per-ring RXF/TXF/RXB/TXB
+//     (ring 1 bits 1/3/0/2, ring 2 bits 5/7/4/6), MII, GRA, BABT, UN,
+//     TS_AVAIL; lines signalled as described in irq.go. Coalescing registers
+//     (TXIC/RXIC) are stored and have no effect.
+//   - MIB counters at 0x200-0x2e0 (packets, octets, broadcast, multicast,
+//     size buckets, undersize, oversize, CRC, IEEE_R_DROP, frame OK): they
+//     count only while MIBC.MIB_DIS is clear (it is set at reset), never
+//     clear on read, may be written only while MIB_DIS is set, and read 0 while
+//     MIBC.MIB_CLEAR is set.
+//   - The 1588 timer (ATCR EN/CAPTURE/RESTART, ATVR) counts real nanoseconds.
+//
+// Not modelled: RX checksum checking (prot is written 0), pause frames, EEE,
+// credit-based shaping, wake-on-LAN, half-duplex collisions, the FIFO
+// thresholds (stored only), interrupt coalescing timers, errata ERR006358 and
+// ERR007885 (a TDAR write is never lost here; a driver's ERR007885 work-around
+// of reading TDAR up to four times is harmless), MDIO timing (a frame
+// completes within the MMFR write).
+//
+// # Strictness
+//
+// The model records a fault (see sim.Faults) and refuses the access or command
+// for: a register access after Close, not 32 bits wide, unaligned or outside
+// the window; an offset the variant does not have (reads 0); a write to a
+// read-only register (ATSTMP) or to a MIB counter while the MIB counts;
+// RDSR/TDSR not 8-byte aligned or written while ETHEREN is set; MRBR zero, not
+// a multiple of 16 or written while ETHEREN is set; ETHEREN with a bad RCR
+// (above); EN1588/DBSWP/SPEED changed while ETHEREN is set; TDAR or RDAR
+// written while ETHEREN is clear; RDAR with MRBR unset; TDAR1/2 with the
+// ring's DMA_CFG.DMA_CLASS_EN clear; an MMFR frame with MSCR's MII_SPEED 0, TA
+// other than 10b, a bad ST or OP; a BD or buffer the device cannot reach
+// (outside every mapping, above 4 GiB, freed, or not synced — the last shows
+// as stale data, not a fault); an RX buffer not 16-byte aligned; a TX BD of
+// length 0; a TX frame longer than RCR.MAX_FL (EIR.BABT); a frame without TC
+// whose last 4 bytes are not its FCS; a frame continuing into a BD that is
+// not ready without TFWR.STRFWD (EIR.UN); checksum insertion without
+// TFWR.STRFWD; a MAC speed (ECR.SPEED, RCR.RMII_10T) other than the PHY's or
+// TCR.FDEN other than the PHY's duplex when a frame passes; and a BD that is
+// empty or ready only in the other byte order when RDAR/TDAR is written (a
+// forgotten or wrong ECR.DBSWP). An RDAR write that finds no empty BD is not a
+// fault: RDAR just reads back clear, as on the hardware.
+//
+// # Concurrency and ownership
+//
+// Register accesses, Inject and transmission are safe from any goroutine:
+// register state is under one mutex; transmission runs on the goroutine that
+// wrote TDAR, reading and writing back each frame's BDs under the mutex and
+// handing the frame to the wire with it released (a second mutex keeps frames
+// in order), so two models joined by a synchronous wire cannot deadlock. The
+// driver owns a BD while E (RX) or R (TX) is clear; the device owns it, with its
+// buffer, while the bit is set, and the device alone moves the current BD
+// pointers. The per-frame paths (Inject, TDAR) do not allocate.
+package fecsim

@@ -1,0 +1,334 @@
+package fecsim
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// Variant selects the ENET generation modelled.
+type Variant uint8
+
+const (
+	// IMX8MP is the i.MX8M Plus ENET ("fsl,imx8mp-fec"): three RX and three TX
+	// rings, gigabit, enhanced BDs, interrupt coalescing, four interrupt lines
+	// (GIC SPI 118-121).
+	IMX8MP Variant = iota
+	// IMX6 is the single-ring i.MX6/7-class ENET ("fsl,imx6q-fec"): one RX and
+	// one TX ring, gigabit, enhanced BDs, no coalescing, one interrupt line.
+	IMX6
+)
+
+func (v Variant) String() string {
+	switch v {
+	case IMX8MP:
+		return "imx8mp"
+	case IMX6:
+		return "imx6"
+	}
+	return fmt.Sprintf("Variant(%d)", uint8(v))
+}
+
+// variantInfo is what differs between the variants.
+type variantInfo struct {
+	rings      int
+	lines      int // interrupt lines
+	compatible string
+	coalesce   bool
+	c45        bool
+	phyID      uint32
+}
+
+var variants = [...]variantInfo{
+	IMX8MP: {rings: 3, lines: 4, compatible: "fsl,imx8mp-fec", coalesce: true, c45: true, phyID: 0x001CC916}, // RTL8211F on the EVK
+	IMX6:   {rings: 1, lines: 1, compatible: "fsl,imx6q-fec", phyID: 0x004DD074},                               // AR8031 on SabreSD
+}
+
+// Config describes the modelled device and its board.
+type Config struct {
+	// Variant is the ENET generation. Default IMX8MP.
+	Variant Variant
+	// MAC is the address loaded into PALR/PAUR at reset (as QEMU does; on
+	// hardware it comes from the fuses through the boot loader).
+	// nil: 02:00:00:00:00:01.
+	MAC net.HardwareAddr
+	// PHYID is the PHY's identifier (PHYID1<<16 | PHYID2). 0: the variant's
+	// board PHY.
+	PHYID uint32
+	// PHYAddr is the PHY's MDIO address (0-31). 0: 1.
+	PHYAddr int
+	// AutonegDelay is the time from an autonegotiation restart to link up.
+	// 0: sim.DefaultAutonegDelay.
+	AutonegDelay time.Duration
+	// Coherent makes DMA cache-coherent. The default (false) is what the i.MX
+	// parts are: the device sees only what the driver synced (see sim.Memory).
+	Coherent bool
+	// HighMemory places DMA memory above 4 GiB with no limit, as a board whose
+	// RAM the FEC cannot reach: every 32-bit BD address then misses. For
+	// testing that a driver refuses such memory.
+	HighMemory bool
+	// RMII wires the MAC to the PHY through RMII (10/100) instead of RGMII.
+	RMII bool
+	// Unplugged starts with no cable.
+	Unplugged bool
+	// PartnerNo1000 makes the link partner 10/100 only.
+	PartnerNo1000 bool
+	// Name is the device name in nic.DeviceInfo. "": "fecsim".
+	Name string
+}
+
+// Counters are the model's own totals (independent of the MIB registers).
+type Counters struct {
+	RxFrames   uint64 // frames written to an RX ring
+	RxBytes    uint64 // their bytes as received (without FCS or SHIFT16 pad)
+	RxFiltered uint64 // dropped by the address filter
+	RxNoBD     uint64 // dropped: ring not active (RDAR clear) or out of empty BDs
+	RxOff      uint64 // arrived while ETHEREN was clear, the link down, or closed
+	RxErrors   uint64 // undersize, bad FCS, speed mismatch, DMA fault
+	TxFrames   uint64 // frames put on the wire (or looped back)
+	TxBytes    uint64 // their bytes without FCS
+	TxDropped  uint64 // completed but not delivered: fault, link down, bad FCS
+	MDIOFrames uint64 // MMFR frames completed
+	IRQs       uint64 // interrupt lines signalled (and delivered)
+}
+
+// ring is one RX/TX ring pair's registers and DMA state. The driver writes
+// RDSR/TDSR/MRBR and the E/R bits; the device owns the current BD pointers
+// (rxCur/txCur), which only ETHEREN (and a reset) move back to the start.
+type ring struct {
+	rdsr, tdsr, mrbr uint32
+	rxCur, txCur     uint32 // device-owned: address of the next BD
+	rdar, tdar       bool   // RDAR/TDAR active bits
+}
+
+// Model is the ENET as a driver sees it through its 16 KiB register window.
+// Register state is guarded by mu. Transmission runs on the goroutine that
+// wrote TDAR (or cleared TCR.GTS): each frame's BDs are read, copied and written
+// back under mu, then the frame goes to the wire with mu released; txMu (taken
+// before mu) keeps frames in order and guards txScratch.
+type Model struct {
+	cfg    Config      // immutable after New
+	info   variantInfo // immutable
+	mac    [6]byte     // immutable factory address
+	sd     *sim.Device // immutable: IRQ lines and memory lifetime
+	dev    *Device     // immutable: the platform nic.Device
+	mem    *sim.Memory // immutable
+	faults *sim.Faults // immutable
+	phy    *sim.PHY    // immutable
+	epoch  time.Time   // immutable: origin of the 1588 timer
+
+	txMu      sync.Mutex
+	txScratch []byte // one gathered TX frame; guarded by txMu
+
+	closed atomic.Bool // set once by Close
+
+	mu        sync.Mutex
+	sink      func([]byte)
+	link      sim.Link
+	gen       uint64 // bumps at every reset and ETHEREN clear
+	rxScratch []byte // one RX frame with pad and FCS; guarded by mu
+
+	eir, eimr          uint32
+	linePend           [4]uint32 // pending-and-enabled bits last signalled, per line
+	lineFired          [4]uint64 // signals raised per line
+	ecr, mmfr, mscr    uint32
+	mibc, rcr, tcr     uint32
+	palr, paur, opd    uint32
+	txic, rxic         [3]uint32
+	iaur, ialr         uint32
+	gaur, galr         uint32
+	tfwr, ftrl         uint32
+	fifo               [8]uint32 // RSFL..TIPG
+	tacc, racc         uint32
+	rcmr, dmacfg       [2]uint32
+	qos, lpiSlp, lpiWk uint32
+	atcr, atvr, atoff  uint32
+	atper, atcor       uint32
+	atinc, atstmp      uint32
+	timerBase          int64 // ns added to the time since epoch
+	tc                 [8]uint32
+	mib                [nMIB]uint32
+	rings              [3]ring
+	cnt                Counters
+}
+
+// ErrConfig is wrapped by New for a configuration the model cannot build.
+var ErrConfig = errors.New("fecsim: bad configuration")
+
+// New builds a model in its power-on state (registers at their reset values,
+// link down until software restarts autonegotiation through MDIO).
+func New(cfg Config) (*Model, error) {
+	if int(cfg.Variant) >= len(variants) {
+		return nil, fmt.Errorf("fecsim: variant %d: want IMX8MP or IMX6: %w", cfg.Variant, ErrConfig)
+	}
+	info := variants[cfg.Variant]
+	m := &Model{cfg: cfg, info: info, epoch: time.Now()}
+	switch {
+	case cfg.MAC == nil:
+		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
+	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
+		return nil, fmt.Errorf("fecsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
+	default:
+		copy(m.mac[:], cfg.MAC)
+	}
+	if cfg.PHYID == 0 {
+		cfg.PHYID = info.phyID
+	}
+	if cfg.PHYAddr == 0 {
+		cfg.PHYAddr = 1
+	}
+	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 {
+		return nil, fmt.Errorf("fecsim: PHY address %d: want 0-31: %w", cfg.PHYAddr, ErrConfig)
+	}
+	if cfg.Name == "" {
+		cfg.Name = "fecsim"
+	}
+	m.cfg = cfg
+	m.faults = &sim.Faults{}
+	mc := sim.MemoryConfig{Below4G: true, NonCoherent: !cfg.Coherent}
+	if cfg.HighMemory {
+		mc = sim.MemoryConfig{NonCoherent: !cfg.Coherent}
+	}
+	m.mem = sim.NewMemory(mc, m.faults)
+	m.mem.SetDeviceLock(&m.mu) // every device-side access happens under mu
+	m.phy = sim.NewPHY(sim.PHYConfig{
+		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
+		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000 || cfg.RMII,
+		Unplugged: cfg.Unplugged, Faults: m.faults,
+	})
+	m.sd = sim.NewDevice(sim.DeviceConfig{Name: cfg.Name, BARSize: WindowSize, MSIXVectors: info.lines}, m.mem, m)
+	// A platform device has no bus-master bit: its DMA is always on.
+	if err := m.sd.EnableBusMaster(); err != nil {
+		return nil, fmt.Errorf("fecsim: open DMA: %w", err)
+	}
+	m.dev = &Device{m: m}
+	m.txScratch = make([]byte, maxFrameModel+8)
+	m.rxScratch = make([]byte, maxFrameModel+8)
+	m.resetLocked()
+	return m, nil
+}
+
+// Device is the model as a platform nic.Device, for a driver.
+func (m *Model) Device() *Device { return m.dev }
+
+// Memory is the model's DMA memory.
+func (m *Model) Memory() *sim.Memory { return m.mem }
+
+// PHY is the board's PHY (plug and unplug the cable with it).
+func (m *Model) PHY() *sim.PHY { return m.phy }
+
+// MAC is the factory address.
+func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
+
+// Variant is the modelled generation.
+func (m *Model) Variant() Variant { return m.cfg.Variant }
+
+// Rings is the number of RX (and TX) rings of the variant.
+func (m *Model) Rings() int { return m.info.rings }
+
+// Faults returns the violations recorded so far.
+func (m *Model) Faults() []sim.Fault { return m.faults.List() }
+
+// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
+func (m *Model) FaultLog() *sim.Faults { return m.faults }
+
+// Err is nil when the model recorded no fault.
+func (m *Model) Err() error { return m.faults.Err() }
+
+// Counters returns the model's own totals.
+func (m *Model) Counters() Counters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cnt
+}
+
+// IRQFired counts the signals raised on interrupt line i (0-based; on the
+// i.MX8MP lines 0-3 are GIC SPI 118-121), whether or not the driver enabled it.
+func (m *Model) IRQFired(i int) uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if i < 0 || i >= len(m.linePend) {
+		return 0
+	}
+	return m.lineFired[i]
+}
+
+// Attach connects the model to a wire: frames arriving on link are received,
+// frames transmitted go out on it. nil detaches.
+func (m *Model) Attach(link sim.Link) {
+	m.mu.Lock()
+	old := m.link
+	m.link = link
+	if link != nil {
+		m.sink = func(f []byte) { _ = link.Send(f) }
+	} else {
+		m.sink = nil
+	}
+	m.mu.Unlock()
+	if old != nil && old != link {
+		old.SetReceiver(nil)
+	}
+	if link != nil {
+		link.SetReceiver(func(f []byte) { m.Inject(f) })
+	}
+}
+
+// SetTransmit sends transmitted frames (without FCS) to f instead of a wire
+// (nil: drop them). f runs on the goroutine that wrote TDAR, without the
+// model's lock; the frame is valid only during the call.
+func (m *Model) SetTransmit(f func(frame []byte)) {
+	m.mu.Lock()
+	m.sink = f
+	m.mu.Unlock()
+}
+
+// Close detaches the wire and closes the device (memory unmapped, IRQs torn
+// down). Register accesses afterwards are faults.
+func (m *Model) Close() error {
+	m.Attach(nil)
+	m.closed.Store(true)
+	return m.sd.Close()
+}
+
+// Reset implements sim.Model: the SoC-level reset of the block (reset
+// controller or power domain cycle). Same effect as ECR.RESET.
+func (m *Model) Reset() {
+	m.mu.Lock()
+	m.resetLocked()
+	m.mu.Unlock()
+}
+
+// resetLocked puts every register at its reset value (QEMU imx8mp values).
+// The PHY is a separate chip and keeps its state.
+func (m *Model) resetLocked() {
+	m.gen++
+	m.eir, m.eimr = 0, 0
+	m.linePend = [4]uint32{}
+	m.ecr, m.mmfr, m.mscr = ecrReset, 0, 0
+	m.mibc, m.rcr, m.tcr = mibcReset, rcrReset, 0
+	m.palr = uint32(m.mac[0])<<24 | uint32(m.mac[1])<<16 | uint32(m.mac[2])<<8 | uint32(m.mac[3])
+	m.paur = uint32(m.mac[4])<<24 | uint32(m.mac[5])<<16 | paurType
+	m.opd = opdReset
+	m.txic, m.rxic = [3]uint32{}, [3]uint32{}
+	m.iaur, m.ialr, m.gaur, m.galr = 0, 0, 0, 0
+	m.tfwr, m.ftrl = 0, ftrlReset
+	m.fifo = [8]uint32{}
+	m.fifo[(regRAEM-regRSFL)/4] = raemReset
+	m.fifo[(regRAFL-regRSFL)/4] = raflReset
+	m.fifo[(regTAEM-regRSFL)/4] = taemReset
+	m.fifo[(regTAFL-regRSFL)/4] = taflReset
+	m.fifo[(regTIPG-regRSFL)/4] = tipgReset
+	m.tacc, m.racc = 0, 0
+	m.rcmr, m.dmacfg = [2]uint32{}, [2]uint32{}
+	m.qos, m.lpiSlp, m.lpiWk = 0, 0, 0
+	m.atcr, m.atvr, m.atoff, m.atper, m.atcor, m.atinc, m.atstmp = 0, 0, 0, atperRst, 0, 0, 0
+	m.timerBase = 0
+	m.tc = [8]uint32{}
+	m.mib = [nMIB]uint32{}
+	m.rings = [3]ring{}
+}

@@ -1,0 +1,351 @@
+package fecsim
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+)
+
+// Transmit path (RM "Transmit buffer descriptors"; fec_main.c
+// fec_enet_txq_submit_skb and fec_enet_tx_queue). A write to TDAR(q) while
+// ETHEREN is set (and TCR.GTS clear) sends, synchronously on the writer's
+// goroutine, every complete frame from the ring's current BD on: BDs with R
+// set, up to the one with L. For each frame the device
+//
+//   - reads the BDs and copies their buffers (a first buffer shifted by 2 with
+//     TACC.SHIFT16), refusing a BD of length 0, a buffer it cannot reach, and a
+//     frame longer than RCR.MAX_FL (EIR.BABT);
+//   - appends the FCS where the last BD has TC (ABC: a wrong one); without TC
+//     the last 4 bytes must already be the FCS;
+//   - with enhanced BDs honours esc.TS (timestamp into the BD and ATSTMP,
+//     EIR.TS_AVAIL) and esc.IINS/PINS (checksum insertion, which needs
+//     TFWR.STRFWD), and writes BDU;
+//   - clears R on each BD (one 32-bit store of length and status, last), sets
+//     EIR.TXB per BD and EIR.TXF for the frame (with enhanced BDs only where
+//     esc.INT is set), moves past W to the ring start;
+//   - puts the frame on the wire (without FCS) with the lock released, or back
+//     into its own receiver when RCR.LOOP is set.
+//
+// When the BD at the current position has R clear the ring is drained and TDAR
+// clears. A frame whose later BDs are not ready yet waits (with TFWR.STRFWD; the
+// model treats a missing STRFWD there as an underrun fault).
+//
+// Ownership: a BD with R set and its buffer belong to the device until it clears
+// R. The wire sees the frame only during the send call.
+
+// transmit runs the TX rings in mask.
+func (m *Model) transmit(mask uint32) {
+	m.txMu.Lock()
+	defer m.txMu.Unlock()
+	for q := 0; q < 3; q++ {
+		if mask&(1<<q) == 0 {
+			continue
+		}
+		for {
+			m.mu.Lock()
+			frame, sink, deliver, loop, more := m.txOneLocked(q)
+			m.mu.Unlock()
+			if deliver {
+				if loop {
+					m.mu.Lock()
+					m.receiveLocked(frame, true, false)
+					m.mu.Unlock()
+				} else if sink != nil {
+					sink(frame)
+				}
+			}
+			if !more {
+				break
+			}
+		}
+	}
+}
+
+// txOneLocked handles the frame at ring q's current BD. more is false when the
+// ring is drained or stopped. The frame (a slice of txScratch) is to be
+// delivered when deliver is true.
+func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, loop, more bool) {
+	r := &m.rings[q]
+	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || !r.tdar || m.tcr&tcrGTS != 0 {
+		return nil, nil, false, false, false
+	}
+	ext := m.ecr&ecrEN1588 != 0
+	le := m.ecr&ecrDBSWP != 0
+	size := uint32(bdSizeLeg)
+	if ext {
+		size = bdSizeExt
+	}
+	// Pass 1: find the frame's BDs; all must be ready.
+	cur := r.txCur
+	nbd := 0
+	var lastSC uint16
+	var lastESC uint32
+	total := 0
+	bad := false
+	for {
+		d, err := m.mem.View("tx-desc", uint64(cur), int(size))
+		if err != nil {
+			r.tdar = false
+			return nil, nil, false, false, false
+		}
+		b := bdView{d, le}
+		sc := b.sc()
+		if sc&txR == 0 {
+			if nbd == 0 {
+				r.tdar = false
+				if b.otherOrderSC()&txR != 0 {
+					m.faults.Add("tx", "TDAR", uint64(cur), "TX BD at 0x%08x is ready only in the other byte order: ECR.DBSWP is %v (set it for little-endian descriptors)", cur, le)
+				}
+			} else if m.tfwr&tfwrSTRFWD == 0 {
+				m.faults.Add("tx", "TDAR", uint64(cur), "frame continues into BD 0x%08x that is not ready (R clear) without TFWR.STRFWD: the FIFO underruns (EIR.UN)", cur)
+				m.raiseLocked(eirUN)
+			}
+			return nil, nil, false, false, false
+		}
+		l := int(b.length())
+		if l == 0 {
+			m.faults.Add("tx", "", uint64(cur), "TX BD at 0x%08x has length 0", cur)
+			bad = true
+		}
+		total += l
+		nbd++
+		if sc&txL != 0 {
+			lastSC = sc
+			if ext {
+				lastESC = b.esc()
+			}
+			break
+		}
+		cur = m.nextBD(r.tdsr, cur, sc, size)
+		if nbd > 4096 {
+			m.faults.Add("tx", "", uint64(r.txCur), "TX frame spans more than 4096 BDs without L")
+			r.tdar = false
+			return nil, nil, false, false, false
+		}
+	}
+
+	// Pass 2: copy the buffers.
+	skip := 0
+	if m.tacc&tacc16 != 0 {
+		skip = 2
+	}
+	maxFL := int(m.rcr&rcrMaxFLMask) >> rcrMaxFLShift
+	tc := lastSC&txTC != 0
+	wire := total - skip
+	if tc {
+		wire += 4
+	}
+	if !bad && wire > maxFL {
+		m.faults.Add("tx", "RCR", uint64(r.txCur), "TX frame of %d bytes on the wire (FCS included) is longer than RCR.MAX_FL %d: babbling transmit (EIR.BABT)", wire, maxFL)
+		m.raiseLocked(eirBABT)
+		bad = true
+	}
+	if !bad && total > len(m.txScratch) {
+		bad = true
+	}
+	data := m.txScratch[:0]
+	cur = r.txCur
+	var events uint32
+	ts := m.timerNowLocked()
+	for i := 0; i < nbd; i++ {
+		d, _ := m.mem.View("tx-desc", uint64(cur), int(size))
+		b := bdView{d, le}
+		sc := b.sc()
+		if !bad {
+			l := int(b.length())
+			buf, err := m.mem.View("tx-buffer", uint64(b.addr()), l)
+			if err != nil {
+				bad = true
+			} else {
+				data = append(data, buf...)
+			}
+		}
+		raise := true
+		if ext {
+			esc := b.esc()
+			raise = esc&txeINT != 0
+			if esc&txeTS != 0 && i == nbd-1 {
+				b.put32(bdTS, ts)
+			}
+			b.put32(bdBDU, bduDone)
+		}
+		b.writeHead(b.length(), sc&^txR)
+		if raise {
+			events |= eirTXBq[q]
+			if i == nbd-1 {
+				events |= eirTXFq[q]
+			}
+		}
+		cur = m.nextBD(r.tdsr, cur, sc, size)
+	}
+	r.txCur = cur
+	if ext && lastESC&txeTS != 0 {
+		m.atstmp = ts
+		events |= eirTSAVAIL
+	}
+	if events != 0 {
+		m.raiseLocked(events)
+	}
+	if bad {
+		m.cnt.TxDropped++
+		return nil, nil, false, false, true
+	}
+	if len(data) < skip {
+		m.faults.Add("tx", "TACC", uint64(r.txCur), "TACC.SHIFT16 with a %d-byte frame", len(data))
+		m.cnt.TxDropped++
+		return nil, nil, false, false, true
+	}
+	data = data[skip:]
+	if !tc {
+		// The driver supplied the FCS: check it, then strip it for the wire.
+		if len(data) < 4 || crc32.ChecksumIEEE(data[:len(data)-4]) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
+			m.faults.Add("tx", "", uint64(r.txCur), "TX frame without TC whose last 4 bytes are not its FCS: the partner drops it (set TC to let the MAC append the CRC)")
+			m.cnt.TxDropped++
+			return nil, nil, false, false, true
+		}
+		data = data[:len(data)-4]
+	} else if lastSC&txABC != 0 {
+		m.cnt.TxDropped++ // sent with a bad CRC on purpose: the partner drops it
+		m.countTxLocked(data)
+		return nil, nil, false, false, true
+	}
+	if ext && lastESC&(txeIINS|txePINS) != 0 {
+		if m.tfwr&tfwrSTRFWD == 0 {
+			m.faults.Add("tx", "TFWR", uint64(r.txCur), "checksum insertion (esc IINS/PINS) without TFWR.STRFWD: the reference manual requires store and forward")
+			m.cnt.TxDropped++
+			return nil, nil, false, false, true
+		}
+		insertChecksums(data, lastESC&txeIINS != 0, lastESC&txePINS != 0)
+	}
+	if m.tcr&tcrADDINS != 0 && len(data) >= 12 {
+		binary.BigEndian.PutUint32(data[6:], m.palr)
+		binary.BigEndian.PutUint16(data[10:], uint16(m.paur>>16))
+	}
+	if len(data) < 14 {
+		m.faults.Add("tx", "", uint64(r.txCur), "TX frame of %d bytes is shorter than an Ethernet header", len(data))
+		m.cnt.TxDropped++
+		return nil, nil, false, false, true
+	}
+	loop = m.rcr&rcrLOOP != 0
+	if !loop {
+		if !m.phy.LinkUp() {
+			m.cnt.TxDropped++ // the MAC sends into a dead link
+			m.countTxLocked(data)
+			return nil, nil, false, false, true
+		}
+		if mac, phy, bad := m.speedMismatchLocked(); bad {
+			m.faults.Add("tx", "ECR", uint64(regECR), "frame sent with the MAC at %d Mb/s and the PHY at %d Mb/s (ECR.SPEED / RCR.RMII_10T): the partner receives garbage", mac, phy)
+			m.cnt.TxDropped++
+			return nil, nil, false, false, true
+		}
+		if st := m.phy.Link(); st.FullDuplex != (m.tcr&tcrFDEN != 0) {
+			m.faults.Add("tx", "TCR", uint64(regTCR), "duplex mismatch: PHY full duplex %v, TCR.FDEN %v (late collisions and drops on hardware)", st.FullDuplex, m.tcr&tcrFDEN != 0)
+			m.cnt.TxDropped++
+			return nil, nil, false, false, true
+		}
+	}
+	m.countTxLocked(data)
+	m.cnt.TxFrames++
+	m.cnt.TxBytes += uint64(len(data))
+	return data, m.sink, true, loop, true
+}
+
+func (m *Model) countTxLocked(data []byte) {
+	n := len(data) + 4
+	m.mibInc(regRMONTPackets)
+	m.mibAdd(regRMONTOctets, n)
+	m.mibInc(regIEEETFrameOK)
+	m.mibAdd(regIEEETOctetsOK, n)
+	m.mibInc(regRMONTP64 + 4*sizeBucket(n))
+	if data[0]&1 != 0 {
+		if data[0]&data[1]&data[2]&data[3]&data[4]&data[5] == 0xFF {
+			m.mibInc(regRMONTBC)
+		} else {
+			m.mibInc(regRMONTMC)
+		}
+	}
+}
+
+// insertChecksums fills the IPv4 header checksum (ip) and the TCP/UDP checksum
+// (proto) of an untagged IPv4 or IPv6 frame, as the ENET's TX accelerator
+// does. The driver zeroes the fields first (Linux fec_enet_clear_csum);
+// frames of other kinds are left alone.
+func insertChecksums(f []byte, ip, proto bool) {
+	if len(f) < 14 {
+		return
+	}
+	et := binary.BigEndian.Uint16(f[12:])
+	p := f[14:]
+	var l4 []byte
+	var l4proto byte
+	var pseudo uint32
+	switch et {
+	case 0x0800:
+		if len(p) < 20 {
+			return
+		}
+		ihl := int(p[0]&0xF) * 4
+		tot := int(binary.BigEndian.Uint16(p[2:]))
+		if ihl < 20 || len(p) < ihl || tot < ihl || tot > len(p) {
+			return
+		}
+		if ip {
+			binary.BigEndian.PutUint16(p[10:], 0)
+			binary.BigEndian.PutUint16(p[10:], ^fold(sum16(p[:ihl], 0)))
+		}
+		l4proto = p[9]
+		l4 = p[ihl:tot]
+		pseudo = sum16(p[12:20], 0) + uint32(l4proto) + uint32(len(l4))
+	case 0x86DD:
+		if len(p) < 40 {
+			return
+		}
+		pl := int(binary.BigEndian.Uint16(p[4:]))
+		if 40+pl > len(p) {
+			return
+		}
+		l4proto = p[6]
+		l4 = p[40 : 40+pl]
+		pseudo = sum16(p[8:40], 0) + uint32(l4proto) + uint32(len(l4))
+	default:
+		return
+	}
+	if !proto {
+		return
+	}
+	var off int
+	switch l4proto {
+	case 6:
+		off = 16
+	case 17:
+		off = 6
+	default:
+		return
+	}
+	if len(l4) < off+2 {
+		return
+	}
+	binary.BigEndian.PutUint16(l4[off:], 0)
+	c := ^fold(sum16(l4, pseudo))
+	if l4proto == 17 && c == 0 {
+		c = 0xFFFF
+	}
+	binary.BigEndian.PutUint16(l4[off:], c)
+}
+
+func sum16(b []byte, s uint32) uint32 {
+	for len(b) >= 2 {
+		s += uint32(binary.BigEndian.Uint16(b))
+		b = b[2:]
+	}
+	if len(b) == 1 {
+		s += uint32(b[0]) << 8
+	}
+	return s
+}
+
+func fold(s uint32) uint16 {
+	for s>>16 != 0 {
+		s = s&0xFFFF + s>>16
+	}
+	return uint16(s)
+}
