@@ -33,3 +33,40 @@ func BenchmarkALULoop(b *testing.B) {
 	f := newFrame(udpFrame(1))
 	cpuBench(b, func() { r.Run(p, f) })
 }
+
+// BenchmarkReferenceBurst is BenchmarkReference through RunBurst, 32 frames a
+// burst; cpu-ns/run is per frame.
+func BenchmarkReferenceBurst(b *testing.B) {
+	c := loadTestdata(b, "parse.o", nil)
+	p, err := c.DefaultXDP()
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := NewRunner(0)
+	const burst = 32
+	frames := make([]Frame, burst)
+	for i := range frames {
+		frames[i] = *newFrame(udpFrame(53))
+	}
+	verdicts := make([]Action, burst)
+	if n, first := r.RunBurst(p, frames, verdicts, nil); n != burst || first >= 0 || verdicts[0] != ActionPass {
+		b.Fatal("wrong verdicts")
+	}
+	cpuBenchN(b, burst, func() { r.RunBurst(p, frames, verdicts, nil) })
+}
+
+// BenchmarkRunOverheadBurst is BenchmarkRunOverhead through RunBurst.
+func BenchmarkRunOverheadBurst(b *testing.B) {
+	p, err := LoadRaw("pass", asmProg(ins(0xb7, 0, 0, 0, 2), exitInsn), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := NewRunner(0)
+	const burst = 32
+	frames := make([]Frame, burst)
+	for i := range frames {
+		frames[i] = *newFrame(udpFrame(1))
+	}
+	verdicts := make([]Action, burst)
+	cpuBenchN(b, burst, func() { r.RunBurst(p, frames, verdicts, nil) })
+}

@@ -19,7 +19,10 @@ func threadCPU() time.Duration {
 }
 
 // cpuBench runs fn n times on a locked thread and reports CPU ns per call.
-func cpuBench(b *testing.B, fn func()) {
+func cpuBench(b *testing.B, fn func()) { cpuBenchN(b, 1, fn) }
+
+// cpuBenchN is cpuBench for an fn that makes runs runs: it reports per run.
+func cpuBenchN(b *testing.B, runs int, fn func()) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ReportAllocs()
@@ -27,7 +30,7 @@ func cpuBench(b *testing.B, fn func()) {
 	n := 0
 	for b.Loop() {
 		fn()
-		n++
+		n += runs
 	}
 	cpu := threadCPU() - start
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(n), "ns/run")

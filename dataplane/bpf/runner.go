@@ -86,6 +86,8 @@ type Runner struct {
 	faultAddr   uint64
 	faultSize   uint64
 	faultDetail int64
+	// The first fault of a burst, kept while later frames run.
+	saved savedFault
 
 	// trace_printk output buffer, reused.
 	printBuf []byte
@@ -176,8 +178,19 @@ func (r *Runner) addRegion(b []byte, writable bool) uint64 {
 // ActionAborted and Fault says why, as does a verdict that is no XDP action
 // (the kernel warns and drops those). Frame offsets move when the program
 // calls the adjust helpers.
-func (r *Runner) Run(p *Program, f *Frame) Action {
-	ret, ok := r.RunFrame(p, f)
+func (r *Runner) Run(p *Program, f *Frame) (a Action) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.internalFault(p)
+			a = ActionAborted
+		}
+	}()
+	return r.run(p, f)
+}
+
+// run is Run without the recover.
+func (r *Runner) run(p *Program, f *Frame) Action {
+	ret, ok := r.runFrame(p, f)
 	if !ok {
 		return ActionAborted
 	}
@@ -194,6 +207,85 @@ func (r *Runner) Run(p *Program, f *Frame) Action {
 // RunFrame is Run returning the program's raw 32-bit return value, as
 // BPF_PROG_TEST_RUN reports it; ok is false when the run faulted.
 func (r *Runner) RunFrame(p *Program, f *Frame) (ret uint32, ok bool) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.internalFault(p)
+			ret, ok = 0, false
+		}
+	}()
+	return r.runFrame(p, f)
+}
+
+// internalFault records a panic of the interpreter (a bug in xnic, never the
+// program's doing) as the run's fault.
+func (r *Runner) internalFault(p *Program) {
+	r.setFault(p, -1, faultInternal, 0, 0)
+	r.aborted++
+	r.frame = nil
+	r.depth = 0
+}
+
+// RunBurst runs p on frames[0], frames[1], ... in turn, as Run would on
+// each, and stores the verdicts in verdicts; for a frame whose verdict is
+// ActionRedirect it also stores where it goes (Redirect) in redirects[i],
+// when redirects is not nil (other entries are left as they are). It runs
+// n = min(len(frames), len(verdicts)) frames (and no more than
+// len(redirects) when redirects is not nil) and returns n and the index of
+// the first frame whose run xnic aborted (a fault or an unknown verdict),
+// or -1: afterwards Fault describes that first fault of the burst, where
+// after Run it describes the last run. It never panics and does not
+// allocate.
+//
+// The result is the same as calling Run on each frame, but the safety net
+// that turns an internal panic into ActionAborted is set up once per burst
+// instead of once per frame.
+func (r *Runner) RunBurst(p *Program, frames []Frame, verdicts []Action, redirects []Redirect) (n, firstFault int) {
+	n = min(len(frames), len(verdicts))
+	if redirects != nil {
+		n = min(n, len(redirects))
+	}
+	firstFault = -1
+	for i := 0; i < n; {
+		i = r.burst(p, frames[:n], verdicts, redirects, i, &firstFault)
+	}
+	if firstFault >= 0 {
+		r.loadFault()
+	}
+	return n, firstFault
+}
+
+// burst runs frames[i:] until the end or an internal panic, which aborts that
+// one frame; it returns where to go on.
+func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects []Redirect, i int, firstFault *int) (next int) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.internalFault(p)
+			if next < len(frames) && next < len(verdicts) {
+				verdicts[next] = ActionAborted
+			}
+			if *firstFault < 0 {
+				*firstFault = next
+				r.saveFault()
+			}
+			next++
+		}
+	}()
+	for next = i; next < len(frames) && next < len(verdicts); next++ {
+		a := r.run(p, &frames[next])
+		verdicts[next] = a
+		if a == ActionRedirect && next < len(redirects) {
+			redirects[next] = r.redirect
+		}
+		if r.faulted && *firstFault < 0 {
+			*firstFault = next
+			r.saveFault()
+		}
+	}
+	return next
+}
+
+// runFrame is RunFrame without the recover.
+func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.runs++
 	r.faulted = false
 	if r.redirect.Kind != RedirectNone {
@@ -209,13 +301,6 @@ func (r *Runner) RunFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 		r.aborted++
 		return 0, false
 	}
-	defer func() {
-		if e := recover(); e != nil {
-			r.setFault(p, -1, faultInternal, 0, 0)
-			r.aborted++
-			ret, ok = 0, false
-		}
-	}()
 	r.bind(p.coll)
 	r.frame = f
 	r.setPacket(f)
@@ -224,7 +309,9 @@ func (r *Runner) RunFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.budget = p.budget
 	r.records = r.records[:0]
 	v := r.exec(p, 0, regionCtx<<32, 0, regionStack<<32|stackSize)
-	r.dropRecords()
+	if len(r.records) != 0 {
+		r.dropRecords()
+	}
 	r.frame = nil
 	if r.faulted {
 		r.aborted++
@@ -296,6 +383,26 @@ func (r *Runner) setFault(p *Program, pc int, k faultKind, addr, size uint64) {
 	r.faultAddr = addr
 	r.faultSize = size
 	r.faultDetail = 0
+}
+
+// savedFault is a copy of a run's fault state.
+type savedFault struct {
+	prog   *Program
+	pc     int
+	kind   faultKind
+	addr   uint64
+	size   uint64
+	detail int64
+}
+
+func (r *Runner) saveFault() {
+	r.saved = savedFault{r.faultProg, r.faultPC, r.faultKind, r.faultAddr, r.faultSize, r.faultDetail}
+}
+
+func (r *Runner) loadFault() {
+	s := &r.saved
+	r.faulted = true
+	r.faultProg, r.faultPC, r.faultKind, r.faultAddr, r.faultSize, r.faultDetail = s.prog, s.pc, s.kind, s.addr, s.size, s.detail
 }
 
 // Fault describes why the last run was aborted by xnic (not by a program that
