@@ -1,0 +1,38 @@
+package dwmacsim
+
+import (
+	"sync/atomic"
+	"unsafe"
+)
+
+// hostLittleEndian: the atomic store below writes host order, which is the
+// descriptor's little-endian order only on little-endian hosts.
+var hostLittleEndian = func() bool {
+	x := uint32(1)
+	return *(*byte)(unsafe.Pointer(&x)) == 1
+}()
+
+// storeDES3 writes a descriptor's DES3 (the word that carries OWN) as one
+// 32-bit store with release ordering, after the rest of the write-back: a
+// driver polling OWN on another goroutine never sees OWN clear before the
+// length and status. Unaligned slots and big-endian hosts fall back to a plain
+// little-endian store.
+func storeDES3(d []byte, v uint32) {
+	_ = d[des3+3]
+	p := (*uint32)(unsafe.Pointer(&d[des3]))
+	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
+		le.PutUint32(d[des3:], v)
+		return
+	}
+	atomic.StoreUint32(p, v)
+}
+
+// loadDES3 reads DES3 with acquire ordering (the driver sets OWN last).
+func loadDES3(d []byte) uint32 {
+	_ = d[des3+3]
+	p := (*uint32)(unsafe.Pointer(&d[des3]))
+	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
+		return le.Uint32(d[des3:])
+	}
+	return atomic.LoadUint32(p)
+}

@@ -1,0 +1,345 @@
+package dwmacsim
+
+import "time"
+
+// DMA channels (databook "DMA channel registers"; stmmac dwmac4_dma.c and
+// dwmac4_lib.c for the order a driver programs them).
+//
+// Ring indices: software writes the tail pointer (the address of the
+// descriptor after the last one it handed over); the model alone moves the
+// current descriptor pointer (cur), which DMA_CH_Current_App_*Desc reports.
+// The DMA works on descriptors from cur onwards and stops (suspends) when cur
+// reaches the tail pointer or finds a descriptor whose OWN bit is clear. A
+// tail-pointer write, and starting the channel, resume it: the descriptor at
+// cur is then fetched even when the tail equals cur, which is how a driver
+// that refilled the whole ring says so (stmmac writes RX tail = base +
+// dirty*16, equal to cur when every descriptor is the device's). The ring
+// wraps after Ring_Length + 1 descriptors; a tail of base + N*16 is the same
+// position as base.
+
+// ring is one direction of a DMA channel.
+type ring struct {
+	baseHi, baseLo uint32
+	baseSet        bool // low word written since reset
+	lenReg         uint32
+	lenSet         bool
+	tail           uint32 // low 32 bits of the tail address, as written
+	tailIdx        uint32 // tail as a descriptor index (mod n)
+	tailSet        bool
+	cur            uint32 // next descriptor the DMA looks at; written only by the model
+	kicked         bool   // resumed by a tail write or a start since the DMA last stopped
+	kickSeq        uint32 // counts tail writes and starts (TX: a kick during a send survives it)
+	run            bool   // ST / SR set and the process not stopped by an error
+	susp           bool   // suspended: stopped at the tail or at a descriptor without OWN
+	curBuf         uint64 // last buffer address used (Current_App_*Buffer)
+}
+
+func (r *ring) n() uint32 { return r.lenReg + 1 }
+
+// channel is one DMA channel's registers.
+type channel struct {
+	control, txCtrl, rxCtrl uint32
+	intEn, status           uint32
+	rxWdt, slot             uint32
+	missed                  uint32 // DMA_CH_Miss_Frame_Cnt
+	tx, rx                  ring
+	wdt                     *time.Timer // RX interrupt watchdog; immutable after New
+	wdtArmed                bool
+}
+
+// pendingLocked is the set of enabled causes that hold the interrupt line:
+// NIS with NIE or AIS with AIE.
+func (ch *channel) pendingLocked(nie, aie uint32) uint32 {
+	var groups uint32
+	if ch.intEn&nie != 0 {
+		groups |= stNormal
+	}
+	if ch.intEn&aie != 0 {
+		groups |= stAbnormal
+	}
+	return ch.status & ch.intEn & groups
+}
+
+func (m *Model) ringBase(r *ring) uint64 {
+	if m.eame() {
+		return uint64(r.baseHi)<<32 | uint64(r.baseLo)
+	}
+	return uint64(r.baseLo)
+}
+
+func (m *Model) readChanLocked(c int, r, off uint32) uint32 {
+	if c >= m.nch {
+		m.unimplemented("read32", off)
+		return 0
+	}
+	ch := &m.ch[c]
+	switch r {
+	case chControl:
+		return ch.control
+	case chTxControl:
+		return ch.txCtrl
+	case chRxControl:
+		return ch.rxCtrl
+	case chTxBaseHi:
+		return ch.tx.baseHi
+	case chTxBaseLo:
+		return ch.tx.baseLo
+	case chRxBaseHi:
+		return ch.rx.baseHi
+	case chRxBaseLo:
+		return ch.rx.baseLo
+	case chTxTail:
+		return ch.tx.tail
+	case chRxTail:
+		return ch.rx.tail
+	case chTxRingLen:
+		return ch.tx.lenReg
+	case chRxRingLen:
+		return ch.rx.lenReg
+	case chIntEn:
+		return ch.intEn
+	case chRxWdt:
+		return ch.rxWdt
+	case chSlot:
+		return ch.slot
+	case chCurTxDesc:
+		return ch.tx.baseLo + ch.tx.cur*descSize
+	case chCurRxDesc:
+		return ch.rx.baseLo + ch.rx.cur*descSize
+	case chCurTxBufH:
+		return uint32(ch.tx.curBuf >> 32)
+	case chCurTxBuf:
+		return uint32(ch.tx.curBuf)
+	case chCurRxBufH:
+		return uint32(ch.rx.curBuf >> 32)
+	case chCurRxBuf:
+		return uint32(ch.rx.curBuf)
+	case chStatus:
+		return ch.status
+	case chMissFrame:
+		v := min(ch.missed, 0x7ff)
+		if ch.missed > 0x7ff {
+			v |= 1 << 15 // MFCO: counter overflowed
+		}
+		ch.missed = 0
+		return v
+	}
+	m.unimplemented("read32", off)
+	return 0
+}
+
+func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
+	if c >= m.nch {
+		m.unimplemented("write32", off)
+		return 0
+	}
+	ch := &m.ch[c]
+	switch r {
+	case chControl:
+		if val&ctlDSLMask != 0 {
+			m.faults.Add("write32", regName(off), uint64(off), "DSL=%d (descriptor skip) is not modelled: descriptors are packed", (val&ctlDSLMask)>>ctlDSLShift)
+			return 0
+		}
+		if val&ctlSPH != 0 {
+			m.faults.Add("write32", regName(off), uint64(off), "split header (SPH) is not modelled")
+			return 0
+		}
+		ch.control = val
+	case chTxControl:
+		return m.writeTxControlLocked(c, ch, off, val)
+	case chRxControl:
+		m.writeRxControlLocked(c, ch, off, val)
+	case chTxBaseHi, chTxBaseLo, chRxBaseHi, chRxBaseLo, chTxRingLen, chRxRingLen:
+		m.writeRingRegLocked(c, ch, r, off, val)
+	case chTxTail:
+		if m.writeTailLocked("TX", c, &ch.tx, off, val) && ch.tx.run {
+			return 1 << c
+		}
+	case chRxTail:
+		m.writeTailLocked("RX", c, &ch.rx, off, val)
+	case chIntEn:
+		m.writeIntEnLocked(c, ch, off, val)
+	case chRxWdt:
+		ch.rxWdt = val
+	case chSlot:
+		ch.slot = val
+	case chStatus:
+		ch.status &^= val & stW1C
+		if val&stFBE != 0 {
+			ch.status &^= stTEB | stREB
+		}
+	case chCurTxDesc, chCurRxDesc, chCurTxBufH, chCurTxBuf, chCurRxBufH, chCurRxBuf, chMissFrame:
+		m.readOnly(off, val)
+	default:
+		m.unimplemented("write32", off)
+	}
+	return 0
+}
+
+// writeRingRegLocked stores a base or length register. The databook forbids
+// changing them while the direction runs; writing the base (low word) or the
+// length moves the current pointer back to the base.
+func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
+	x, kind := &ch.tx, "TX"
+	if r == chRxBaseHi || r == chRxBaseLo || r == chRxRingLen {
+		x, kind = &ch.rx, "RX"
+	}
+	if x.run {
+		bit := "ST"
+		if kind == "RX" {
+			bit = "SR"
+		}
+		m.faults.Add("write32", regName(off), uint64(off), "%s ring of channel %d reprogrammed while the channel runs (clear %s first)", kind, c, bit)
+		return
+	}
+	switch r {
+	case chTxBaseHi, chRxBaseHi:
+		x.baseHi = val
+	case chTxBaseLo, chRxBaseLo:
+		if val%descSize != 0 {
+			m.faults.Add("write32", regName(off), uint64(off), "%s descriptor list address 0x%08x not 16-byte aligned (the DMA ignores the low bits of a 128-bit bus)", kind, val)
+			return
+		}
+		x.baseLo, x.baseSet, x.cur = val, true, 0
+	case chTxRingLen, chRxRingLen:
+		if val&^ringLenMask != 0 {
+			m.faults.Add("write32", regName(off), uint64(off), "%s ring length register 0x%x: the field is 10 bits (at most 1024 descriptors)", kind, val)
+			return
+		}
+		x.lenReg, x.lenSet, x.cur = val, true, 0
+	}
+	x.susp, x.kicked = false, false
+}
+
+// writeTailLocked checks and stores a tail pointer. It reports whether the
+// write resumed the DMA.
+func (m *Model) writeTailLocked(kind string, c int, x *ring, off, val uint32) bool {
+	if !x.baseSet || !x.lenSet {
+		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer of channel %d written before its ring base and length", kind, c)
+		return false
+	}
+	n := x.n()
+	d := val - x.baseLo
+	if val < x.baseLo || d%descSize != 0 || d/descSize > n {
+		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer 0x%08x outside the ring [0x%08x, 0x%08x] of channel %d or not on a descriptor boundary", kind, val, x.baseLo, x.baseLo+n*descSize, c)
+		return false
+	}
+	x.tail, x.tailIdx, x.tailSet = val, (d/descSize)%n, true
+	x.kicked = true
+	x.kickSeq++
+	x.susp = false
+	return true
+}
+
+// checkStartLocked validates a ring when its direction starts.
+func (m *Model) checkStartLocked(kind string, c int, x *ring, off uint32) bool {
+	base := m.ringBase(x)
+	switch {
+	case !x.baseSet || !x.lenSet:
+		m.faults.Add("write32", regName(off), uint64(off), "%s DMA of channel %d started before its descriptor list address and ring length were set", kind, c)
+	case x.baseHi != 0 && !m.eame():
+		m.faults.Add("write32", regName(off), uint64(off), "%s ring of channel %d has high address bits 0x%x but DMA_SysBus_Mode.EAME is off: the DMA would use only the low 32 bits", kind, c, x.baseHi)
+	case uint64(x.baseLo)+uint64(x.n())*descSize > 1<<32:
+		m.faults.Add("write32", regName(off), uint64(off), "%s ring of channel %d crosses a 4 GiB boundary (the tail pointer holds only the low 32 bits)", kind, c)
+	case m.mem.Check(base, int(x.n())*descSize) != nil:
+		m.faults.Add("write32", regName(off), uint64(off), "%s ring [0x%x, +%d) of channel %d is not mapped for the device", kind, base, x.n()*descSize, c)
+	default:
+		return true
+	}
+	return false
+}
+
+func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick uint32) {
+	if val&txcTSE != 0 || val&txcEDSE != 0 {
+		m.faults.Add("write32", regName(off), uint64(off), "TSO (TSE) and enhanced descriptors (EDSE) are not modelled")
+		return 0
+	}
+	was := ch.txCtrl & txcST
+	if val&txcST != 0 && was == 0 && !m.checkStartLocked("TX", c, &ch.tx, off) {
+		val &^= txcST
+	}
+	ch.txCtrl = val
+	switch {
+	case val&txcST != 0 && was == 0:
+		ch.tx.run, ch.tx.kicked, ch.tx.susp = true, true, false
+		ch.tx.kickSeq++
+		return 1 << c
+	case val&txcST == 0 && was != 0:
+		ch.tx.run, ch.tx.kicked, ch.tx.susp = false, false, false
+		m.raiseLocked(c, stTPS)
+	}
+	return 0
+}
+
+func (m *Model) writeRxControlLocked(c int, ch *channel, off, val uint32) {
+	was := ch.rxCtrl & rxcSR
+	if val&rxcSR != 0 && was == 0 {
+		bs := (val & rxcRBSZMask) >> 1
+		switch {
+		case !m.checkStartLocked("RX", c, &ch.rx, off):
+			val &^= rxcSR
+		case bs == 0 || bs%16 != 0:
+			m.faults.Add("write32", regName(off), uint64(off), "RX DMA of channel %d started with RBSZ %d: want a non-zero multiple of 16 bytes", c, bs)
+			val &^= rxcSR
+		}
+	} else if was != 0 && (ch.rxCtrl^val)&rxcRBSZMask != 0 {
+		m.faults.Add("write32", regName(off), uint64(off), "RBSZ of channel %d changed while the RX DMA runs", c)
+		val = val&^rxcRBSZMask | ch.rxCtrl&rxcRBSZMask
+	}
+	ch.rxCtrl = val
+	switch {
+	case val&rxcSR != 0 && was == 0:
+		ch.rx.run, ch.rx.kicked, ch.rx.susp = true, true, false
+	case val&rxcSR == 0 && was != 0:
+		ch.rx.run, ch.rx.kicked, ch.rx.susp = false, false, false
+		m.raiseLocked(c, stRPS)
+	}
+}
+
+// writeIntEnLocked stores the interrupt enables, refusing the other version's
+// summary bit positions, and re-signals causes that are still pending (the
+// line is a level: enabling a pending cause raises it).
+func (m *Model) writeIntEnLocked(c int, ch *channel, off, val uint32) {
+	valid := ieCauses | m.ieNIE | m.ieAIE
+	if bad := val &^ valid; bad != 0 {
+		layout := "4.10 and later: NIE bit 15, AIE bit 14"
+		if m.cfg.SNPSVER < 0x41 {
+			layout = "4.00: NIE bit 16, AIE bit 15"
+		}
+		m.faults.Add("write32", regName(off), uint64(off), "interrupt enable 0x%08x sets reserved bits 0x%x for SNPSVER 0x%02x (%s)", val, bad, m.cfg.SNPSVER, layout)
+		val &= valid
+	}
+	old := ch.pendingLocked(m.ieNIE, m.ieAIE)
+	ch.intEn = val
+	if now := ch.pendingLocked(m.ieNIE, m.ieAIE); now&^old != 0 {
+		m.signalLocked(c, now&^old)
+	}
+}
+
+// pendingTxLocked is the mask of running TX channels (to resume after TE or
+// TXQEN is set).
+func (m *Model) pendingTxLocked() (mask uint32) {
+	for c := 0; c < m.nch; c++ {
+		if m.ch[c].tx.run {
+			mask |= 1 << c
+		}
+	}
+	return mask
+}
+
+// dmaErrorLocked handles a refused DMA access (unmapped address, bus
+// mastering off): a fatal bus error stops the direction, as the hardware's
+// FBE does, and the driver must restart the channel.
+func (m *Model) dmaErrorLocked(c int, tx bool) {
+	ch := &m.ch[c]
+	// TEB/REB bit 0 is 1 for a read transfer, 0 for a write (databook
+	// DMA_CH_Status): TX reads memory, RX writes it.
+	if tx {
+		ch.tx.run = false
+		ch.status = ch.status&^stTEB | 1<<16
+	} else {
+		ch.rx.run = false
+		ch.status &^= stREB
+	}
+	m.raiseLocked(c, stFBE)
+}

@@ -1,0 +1,91 @@
+// Package dwmacsim is a strict model of the Synopsys DesignWare Ethernet QoS
+// 4.x/5.x MAC (dwmac4/5) as a driver sees it through its register window, in
+// two integrations: the Intel mGbE (a PCI function, e.g. Alder Lake-S
+// 8086:7AAC) and the NXP i.MX8M Plus EQOS (a platform device,
+// "nxp,imx8mp-dwmac-eqos", not cache-coherent). It is for testing the dwmac
+// driver and the dataplane without hardware.
+//
+// It is written from the databook's side (register and descriptor layouts as
+// Linux's stmmac dwmac4*.h reflect them, see FACTS-DWMAC-FEC) and never imports
+// the driver: a register map shared between the two would let a wrong offset
+// pass every test.
+//
+// # What is modelled
+//
+//   - Identity: MAC_Version (SNPSVER configurable: 0x52 for ADL, 0x51 for the
+//     i.MX8MP), HW_FEATURE0-3 (MII/GMII, MDIO, MMC, 3 extra MAC addresses;
+//     FIFO sizes; ADDR64 = 40 bits; a 64-bin hash table; queue and channel
+//     counts). No checksum offload, timestamping, TSO, split header, VLAN or
+//     L3/L4 filtering is advertised, and using them is a fault.
+//   - Reset: DMA_Mode.SWR resets every MAC, MTL, DMA and MMC register (the
+//     MAC address registers become all ones: read the firmware's address from
+//     MAC_Address0 before the reset). SWR reads 1 until Config.ResetDelay has
+//     passed and the PHY's RX clock runs; with Config.NoRxClock, or the PHY in
+//     power-down (BMCR.PDOWN), it never clears, the well-known bring-up
+//     failure. While it is set, every access but a read of DMA_Mode is a fault.
+//     Device().Reset (FLR) resets the same registers at once and restores the
+//     firmware's MAC address.
+//   - PHY and MDIO: a sim.PHY answers clause 22 at Config.PHYAddr through
+//     MAC_MDIO_Address/Data (GB stays set for one read: poll it); other
+//     addresses read 0xFFFF. The Intel variant has an xPCS at 0x16 (clause 45:
+//     ID 0x7996ced0 in MMD 31, soft reset, AN status mirroring the PHY). The
+//     link is up only after software restarts autonegotiation, and the MAC
+//     passes frames only when MAC_Configuration's PS/FES match the PHY's speed.
+//   - Receive: MAC_Configuration.RE; size checks (60 to 1514 bytes without
+//     FCS, +4 tagged, 1996 with 2K, 9014 with JE); the address filter
+//     (MAC_Packet_Filter PR, RA, PM, DBF, HMC with the 64-bin hash, HPF;
+//     perfect match on MAC_Address0-3 with AE; the pair latches on the low
+//     word's write); MAC_RxQ_Ctrl0 queue enables (a frame for a disabled queue
+//     is dropped and counted); MTL_RxQ_DMA_Map; RX DMA into the channel's ring
+//     with write-back (see rx.go), RBU when out of descriptors, RI on IOC or
+//     the RX watchdog. The FCS stays in the buffer and RDES3.PL unless
+//     MAC_Configuration.CST (type frames) or ACS (length frames) strips it:
+//     stmmac leaves both clear and strips the 4 bytes itself.
+//   - Transmit: tail-pointer driven TX DMA (see tx.go) through MTL TX queue c
+//     (TXQEN must be 2), MAC_Configuration.TE, padding to 60 bytes.
+//   - DMA channels at 0x1100 + 0x80*n: Control, Tx/Rx_Control (ST, SR, RBSZ),
+//     descriptor list addresses (high words only with DMA_SysBus_Mode.EAME),
+//     tail pointers, ring lengths (N-1), Interrupt_Enable (NIE/AIE at bits
+//     16/15 before 4.10, 15/14 from 4.10), Rx watchdog, current descriptor and
+//     buffer registers, Status (write 1 to clear), Miss_Frame_Cnt;
+//     DMA_Interrupt_Status and DMA_Debug_Status0/1 derived from them.
+//   - Interrupts: per-channel vectors with DMA_Mode.INTM = 1 on the Intel
+//     variant (RX channel i on MSI-X vector 2i, TX on 2i+1), one vector
+//     otherwise (see irq.go).
+//   - MMC counters at 0x700 (frame, octet, cast and size counters both ways;
+//     MMC_Control reset, reset-on-read, freeze, stop-at-max).
+//   - Memory: sim.Memory with IOVAs above 4 GiB (so a driver that forgets EAME
+//     or truncates to 32 bits points the device at nothing), limited to 40
+//     address bits (34 on the i.MX8MP); Config.NonCoherent gives the device its
+//     own copy of memory, reconciled only by Sync, as the i.MX8MP needs.
+//
+// # Strictness
+//
+// The model records a fault (see sim.Faults) and refuses the access for:
+// register access while SWR is in progress; starting a channel (ST/SR) before
+// its descriptor list address and ring length are set, with a ring that is
+// not mapped, crosses 4 GiB, or has high address bits while EAME is off; an RX
+// start with RBSZ 0 or not a multiple of 16; a descriptor list address not
+// 16-byte aligned (the databook ignores the low 2, 3 or 4 bits for a 32-, 64-
+// or 128-bit bus: the model takes the strictest, 16, which is also the
+// descriptor size); ring registers or RBSZ changed while the direction runs;
+// EAME changed while a channel runs; a tail pointer outside [base, base+N*16]
+// or off a descriptor boundary, or written before the ring; a TX or RX buffer
+// address with high bits while EAME is off; DMA outside the mapped IOVAs or
+// while bus mastering is off (PCI), which also stops the channel with FBE;
+// descriptors the model refuses (see tx.go and rx.go: OWN without FD or BUF1V,
+// buffer length 0, FL mismatch, unmodelled features); TX with TXQEN not 2;
+// TXQEN 1 (AV); INTM = 1 on the i.MX8MP (only macirq is wired); interrupt
+// enable bits of the other core version's layout; MDIO accesses while GB is
+// set; an interrupt on a vector EnableMSIX did not set up; writes to
+// read-only registers; and any access to a register the model does not
+// implement (reads 0).
+//
+// # Concurrency
+//
+// Register accesses, Inject and transmission are safe from any goroutine:
+// register state is under one mutex, and transmission runs on the goroutine
+// that wrote the tail pointer with that mutex released while frames are on
+// the wire (a second mutex keeps transmissions in order). The per-frame paths
+// (Inject, TX tail writes) do not allocate.
+package dwmacsim

@@ -1,0 +1,89 @@
+package dwmacsim
+
+import (
+	"fmt"
+	"time"
+)
+
+// Interrupts (databook "Interrupts"; stmmac dwmac4_lib.c, dwmac-intel.c).
+//
+// A DMA event sets its bit in DMA_CH_Status. If its enable bit is set in
+// DMA_CH_Interrupt_Enable, the summary bit of its group is set too: NIS for TI,
+// TBU, RI, ERI; AIS for TPS, RPS, RBU, RWT, ETI, FBE, CDE. The channel's line
+// is asserted while NIS&NIE or AIS&AIE hold for an enabled cause. The model
+// sends one message for every event that asserts the line, and another when an
+// Interrupt_Enable write enables a cause that is still pending (a level line
+// seen through MSI): software that clears the status before re-enabling gets
+// no stale interrupt, software that does not gets one at once.
+//
+// Where it goes: with DMA_Mode.INTM = 0 everything is on vector 0 (the
+// sbd_intr_o line: Intel's single-vector fallback, i.MX8MP's macirq); with
+// INTM = 1 (Intel only) RX-side causes of channel i go to vector 2i and
+// TX-side causes (and FBE/CDE) to vector 2i+1, as dwmac-intel assigns them.
+
+// raiseLocked records events ev on channel c and signals what they enable.
+func (m *Model) raiseLocked(c int, ev uint32) {
+	ch := &m.ch[c]
+	ch.status |= ev
+	if ev&ch.intEn&stNormal != 0 {
+		ch.status |= stNIS
+	}
+	if ev&ch.intEn&stAbnormal != 0 {
+		ch.status |= stAIS
+	}
+	if fire := ev & ch.pendingLocked(m.ieNIE, m.ieAIE); fire != 0 {
+		m.signalLocked(c, fire)
+	}
+}
+
+// signalLocked sends the message(s) for enabled causes on channel c.
+func (m *Model) signalLocked(c int, causes uint32) {
+	if m.closed {
+		return
+	}
+	if m.busMode&busINTMMask != busINTMPerCh {
+		m.sendLocked(0, "DMA channel interrupt (INTM=0)")
+		return
+	}
+	if causes&stRxSide != 0 {
+		m.sendLocked(2*c, "RX channel interrupt (INTM=1)")
+	}
+	if causes&stTxSide != 0 {
+		m.sendLocked(2*c+1, "TX channel interrupt (INTM=1)")
+	}
+}
+
+func (m *Model) sendLocked(v int, what string) {
+	if m.base.Signal(v) {
+		m.cnt.IRQs++
+		return
+	}
+	m.faults.Add("irq", fmt.Sprintf("vector %d", v), uint64(v),
+		"%s on vector %d, which EnableMSIX did not set up (%d vectors enabled)", what, v, m.base.VectorsEnabled())
+}
+
+// armWatchdogLocked starts the RX interrupt watchdog of channel c after a frame
+// completed without IOC: when it expires, RI is set (DMA_CH_Rx_Interrupt_
+// Watchdog_Timer: RWT units of 256 << RWTU clock cycles; the model counts 4 ns
+// per cycle, a 250 MHz CSR clock).
+func (m *Model) armWatchdogLocked(c int) {
+	ch := &m.ch[c]
+	rwt := ch.rxWdt & wdtRWTMask
+	if rwt == 0 || ch.wdtArmed {
+		return
+	}
+	cycles := uint64(rwt) * (256 << (ch.rxWdt >> wdtRWTUSh & 3))
+	ch.wdtArmed = true
+	ch.wdt.Reset(time.Duration(cycles*4) * time.Nanosecond)
+}
+
+func (m *Model) watchdogExpired(c int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ch := &m.ch[c]
+	if !ch.wdtArmed || m.closed {
+		return
+	}
+	ch.wdtArmed = false
+	m.raiseLocked(c, stRI)
+}

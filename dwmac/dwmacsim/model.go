@@ -1,0 +1,748 @@
+package dwmacsim
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// Variant is the integration of the IP the model presents.
+type Variant uint8
+
+const (
+	// IntelMGbE is the Intel mGbE (Alder Lake-S 8086:7AAC by default): a PCI
+	// function with bus mastering, 32 MSI-X vectors (RX channel i on 2i, TX
+	// channel i on 2i+1 with DMA_Mode.INTM = 1), an xPCS at MDIO address 0x16.
+	IntelMGbE Variant = iota
+	// IMX8MP is the NXP i.MX8M Plus EQOS: a platform device
+	// ("nxp,imx8mp-dwmac-eqos") with no PCI configuration space, one interrupt
+	// line (macirq), 34 address bits and, on the real SoC, no cache coherency.
+	IMX8MP
+)
+
+func (v Variant) String() string {
+	switch v {
+	case IntelMGbE:
+		return "Intel mGbE"
+	case IMX8MP:
+		return "i.MX8MP EQOS"
+	}
+	return fmt.Sprintf("Variant(%d)", uint8(v))
+}
+
+// Config describes the modelled device. The zero value is an Alder Lake-S mGbE.
+type Config struct {
+	Variant Variant
+	// SNPSVER is MAC_Version[7:0]: 0x40 (4.00) ... 0x52 (5.20). 0: 0x52 on
+	// IntelMGbE, 0x51 on IMX8MP. Below 0x41 the interrupt enable register has
+	// the 4.00 layout (NIE bit 16, AIE bit 15).
+	SNPSVER uint8
+	// PCIDevice is the PCI device ID (vendor 8086) of an IntelMGbE. 0: 0x7AAC.
+	PCIDevice uint16
+	// MAC is the address firmware left in MAC_Address0 at power-on (a DMA
+	// software reset clears it to all ones). nil: 02:00:00:00:00:01.
+	MAC net.HardwareAddr
+	// Channels is the number of DMA channels and MTL queues each way (1-8).
+	// 0: 4 on IntelMGbE (the ADL-S has 4 TX queues), 5 on IMX8MP.
+	Channels int
+	// PHYID is the PHY's identifier (PHYID1<<16 | PHYID2). 0: a Marvell 88E1512
+	// (0x01410DD0) on IntelMGbE, a Realtek RTL8211F (0x001CC916) on IMX8MP.
+	PHYID uint32
+	// PHYAddr is the PHY's MDIO address (1-31; 0 selects 1).
+	PHYAddr int
+	// AutonegDelay is the PHY's autonegotiation time. 0: sim.DefaultAutonegDelay.
+	AutonegDelay time.Duration
+	// ResetDelay is how long a DMA software reset takes once the RX clock runs.
+	// 0: 200 µs; negative: over at the next access.
+	ResetDelay time.Duration
+	// NonCoherent gives the device its own copy of memory, reconciled only by
+	// Sync (the i.MX8MP EQOS is not cache-coherent).
+	NonCoherent bool
+	// NoRxClock models a PHY that provides no RX clock (powered down, in reset,
+	// or a SerDes not powered): DMA_Mode.SWR then never clears.
+	NoRxClock bool
+	// NoXPCS removes the xPCS an IntelMGbE has at MDIO address 0x16.
+	NoXPCS bool
+	// Unplugged starts with no cable; PartnerNo1000 makes the partner 10/100.
+	Unplugged     bool
+	PartnerNo1000 bool
+	// Name is nic.DeviceInfo.Name. "": "dwmacsim".
+	Name string
+}
+
+// Counters are the model's own totals (never cleared by register reads).
+type Counters struct {
+	RxFrames     uint64 // frames written to an RX ring
+	RxBytes      uint64 // their bytes as written (FCS included unless stripped)
+	RxFiltered   uint64 // dropped by the address filter
+	RxNoDesc     uint64 // dropped: no descriptor owned by the DMA (RBU)
+	RxOverflow   uint64 // dropped: RX queue not enabled, channel stopped, DMA refused
+	RxNoLink     uint64 // arrived while link down, RE clear, in reset or speed mismatch
+	RxErrors     uint64 // runt or oversize
+	TxFrames     uint64 // frames put on the wire
+	TxBytes      uint64
+	TxDropped    uint64 // refused descriptors, speed mismatch or link down
+	TxDescErrors uint64 // frames written back with DE (descriptor faults)
+	IRQs         uint64 // interrupt messages sent
+}
+
+// ErrConfig is wrapped by New for a configuration the model cannot build.
+var ErrConfig = errors.New("dwmacsim: bad configuration")
+
+// Model is a DWC Ethernet QoS 4.x/5.x as a driver sees it through its register
+// window. Register state is guarded by mu. Transmission is serialised by txMu,
+// taken before mu and held while frames go out with mu released, so a wire
+// that delivers synchronously into another model (or back into this one)
+// cannot deadlock.
+type Model struct {
+	cfg    Config      // immutable after New
+	mac    [6]byte     // immutable factory address
+	dev    *device     // immutable
+	base   *sim.Device // immutable
+	mem    *sim.Memory // immutable
+	faults *sim.Faults // immutable
+	phy    *sim.PHY    // immutable
+	nch    int         // immutable: channels each way
+	ieNIE  uint32      // immutable: NIE bit for this SNPSVER
+	ieAIE  uint32      // immutable
+
+	txMu    sync.Mutex
+	txBatch []txFrame // guarded by txMu
+	txArena []byte    // guarded by txMu: gathered multi-descriptor frames
+
+	mu   sync.Mutex
+	gen  uint64 // bumps at every reset; guarded by mu
+	sink func([]byte)
+	link sim.Link
+
+	closed     bool
+	swr        bool      // a DMA software reset is in progress
+	swrUntil   time.Time // earliest end of the reset
+	macConfig  uint32
+	pktFilter  uint32
+	hash       [hashTableRegs]uint32
+	addrHi     [nMACAddr]uint32 // as written
+	addrLo     [nMACAddr]uint32
+	addrEffHi  [nMACAddr]uint32 // latched on the low-word write
+	addrEffLo  [nMACAddr]uint32
+	rxqCtrl0   uint32
+	mdioAddr   uint32
+	mdioData   uint32
+	mdioBusy   int // reads of MAC_MDIO_Address left that still show GB
+	busMode    uint32
+	sysBusMode uint32
+	mtlRxqMap  [2]uint32
+	mtlq       [maxChannels]mtlQueue
+	ch         [maxChannels]channel
+	plain      map[reg]uint32
+	mmcCntrl   uint32
+	mmcMasks   [3]uint32
+	mmc        [mmcRegs]uint32
+	xpcs       map[uint32]uint16
+	cnt        Counters
+}
+
+// mtlQueue is one MTL TX/RX queue pair's registers.
+type mtlQueue struct {
+	txOp, rxOp, intCtrl uint32
+	rxMissed, rxOvf     uint32 // MTL_RxQ_Missed_Packet_Overflow_Cnt counters
+	regs                [16]uint32
+}
+
+// New builds a model in its power-on state: firmware's MAC in MAC_Address0, no
+// reset in progress, link down (the PHY negotiates only after software restarts
+// autonegotiation), bus mastering off on the PCI variant.
+func New(cfg Config) (*Model, error) {
+	m := &Model{}
+	switch cfg.Variant {
+	case IntelMGbE:
+		if cfg.SNPSVER == 0 {
+			cfg.SNPSVER = 0x52
+		}
+		if cfg.PCIDevice == 0 {
+			cfg.PCIDevice = 0x7AAC
+		}
+		if cfg.Channels == 0 {
+			cfg.Channels = 4
+		}
+		if cfg.PHYID == 0 {
+			cfg.PHYID = 0x01410DD0
+		}
+	case IMX8MP:
+		if cfg.SNPSVER == 0 {
+			cfg.SNPSVER = 0x51
+		}
+		if cfg.Channels == 0 {
+			cfg.Channels = 5
+		}
+		if cfg.PHYID == 0 {
+			cfg.PHYID = 0x001CC916
+		}
+		cfg.NoXPCS = true
+	default:
+		return nil, fmt.Errorf("dwmacsim: variant %d: want IntelMGbE or IMX8MP: %w", cfg.Variant, ErrConfig)
+	}
+	if cfg.SNPSVER < 0x40 || cfg.SNPSVER > 0x5f {
+		return nil, fmt.Errorf("dwmacsim: SNPSVER 0x%02x is not a 4.x or 5.x core: %w", cfg.SNPSVER, ErrConfig)
+	}
+	if cfg.Channels < 1 || cfg.Channels > maxChannels {
+		return nil, fmt.Errorf("dwmacsim: %d channels: want 1 to %d: %w", cfg.Channels, maxChannels, ErrConfig)
+	}
+	switch {
+	case cfg.MAC == nil:
+		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
+	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
+		return nil, fmt.Errorf("dwmacsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
+	default:
+		copy(m.mac[:], cfg.MAC)
+	}
+	if cfg.PHYAddr == 0 {
+		cfg.PHYAddr = 1
+	}
+	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 || (!cfg.NoXPCS && cfg.PHYAddr == xpcsAddr) {
+		return nil, fmt.Errorf("dwmacsim: PHY address %d: want 1-31, not the xPCS's 0x16: %w", cfg.PHYAddr, ErrConfig)
+	}
+	if cfg.ResetDelay == 0 {
+		cfg.ResetDelay = 200 * time.Microsecond
+	}
+	if cfg.Name == "" {
+		cfg.Name = "dwmacsim"
+	}
+	m.cfg = cfg
+	m.nch = cfg.Channels
+	if cfg.SNPSVER >= 0x41 {
+		m.ieNIE, m.ieAIE = ieNIE410, ieAIE410
+	} else {
+		m.ieNIE, m.ieAIE = ieNIE400, ieAIE400
+	}
+	m.faults = &sim.Faults{}
+	mcfg := sim.MemoryConfig{NonCoherent: cfg.NonCoherent}
+	if cfg.Variant == IMX8MP {
+		mcfg.Limit = 1 << 34 // the SoC wires 34 address bits (imx8mp_dwmac_data.addr_width)
+	} else {
+		mcfg.Limit = 1 << 40 // HW_FEATURE1.ADDR64 = 40 bits
+	}
+	m.mem = sim.NewMemory(mcfg, m.faults)
+	dc := sim.DeviceConfig{Name: cfg.Name, BARSize: 64 << 10, MSIXVectors: 1}
+	if cfg.Variant == IntelMGbE {
+		dc.Vendor, dc.Device, dc.SubVendor, dc.Revision = 0x8086, cfg.PCIDevice, 0x8086, 0x11
+		dc.MSIXVectors = 32
+	}
+	m.base = sim.NewDevice(dc, m.mem, m)
+	m.dev = newDevice(m.base, cfg)
+	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
+	m.phy = sim.NewPHY(sim.PHYConfig{
+		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
+		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
+		Faults: m.faults,
+	})
+	m.txBatch = make([]txFrame, 0, txBatchMax)
+	m.txArena = make([]byte, 0, 64<<10)
+	for i := range m.ch {
+		c := i
+		m.ch[i].wdt = time.AfterFunc(time.Hour, func() { m.watchdogExpired(c) })
+		m.ch[i].wdt.Stop()
+	}
+	m.mu.Lock()
+	m.resetLocked(false)
+	m.mu.Unlock()
+	return m, nil
+}
+
+// Device is the model as a nic.Device, for a driver.
+func (m *Model) Device() nic.Device { return m.dev }
+
+// SimDevice is the Device base (bus-master state, interrupt vectors).
+func (m *Model) SimDevice() *sim.Device { return m.base }
+
+// Memory is the model's DMA memory.
+func (m *Model) Memory() *sim.Memory { return m.mem }
+
+// PHY is the model's PHY (plug and unplug the cable with it).
+func (m *Model) PHY() *sim.PHY { return m.phy }
+
+// MAC is the factory address.
+func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
+
+// Channels is the number of DMA channels each way.
+func (m *Model) Channels() int { return m.nch }
+
+// Faults returns the violations recorded so far.
+func (m *Model) Faults() []sim.Fault { return m.faults.List() }
+
+// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
+func (m *Model) FaultLog() *sim.Faults { return m.faults }
+
+// Err is nil when the model recorded no fault.
+func (m *Model) Err() error { return m.faults.Err() }
+
+// Counters returns the model's own totals.
+func (m *Model) Counters() Counters {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.cnt
+}
+
+// Attach connects the model to a wire: frames arriving on link are received
+// (into MTL RX queue 0), frames transmitted go out on it. nil detaches.
+func (m *Model) Attach(link sim.Link) {
+	m.mu.Lock()
+	old := m.link
+	m.link = link
+	if link != nil {
+		m.sink = func(f []byte) { _ = link.Send(f) }
+	} else {
+		m.sink = nil
+	}
+	m.mu.Unlock()
+	if old != nil && old != link {
+		old.SetReceiver(nil)
+	}
+	if link != nil {
+		link.SetReceiver(func(f []byte) { m.Inject(f) })
+	}
+}
+
+// SetTransmit sends transmitted frames to f instead of a wire (nil: drop them).
+// f runs on the goroutine that wrote the tail pointer; the frame is valid only
+// during the call.
+func (m *Model) SetTransmit(f func(frame []byte)) {
+	m.mu.Lock()
+	m.sink = f
+	m.mu.Unlock()
+}
+
+// Close detaches the wire and closes the device (memory unmapped, vectors torn down).
+func (m *Model) Close() error {
+	m.Attach(nil)
+	m.mu.Lock()
+	m.closed = true
+	for i := range m.ch {
+		m.ch[i].wdt.Stop()
+	}
+	m.mu.Unlock()
+	return m.base.Close()
+}
+
+// Reset implements sim.Model: a function-level reset. Every register returns
+// to its reset value and MAC_Address0 to the firmware's address, and the reset
+// is over when Reset returns.
+func (m *Model) Reset() {
+	m.mu.Lock()
+	m.resetLocked(false)
+	m.mu.Unlock()
+}
+
+// resetLocked puts every MAC, MTL, DMA and MMC register at its reset value.
+// swr: a DMA software reset (MAC_Address0 becomes all ones, and the reset lasts
+// until ResetDelay has passed with the RX clock running); otherwise power-on or
+// FLR (MAC_Address0 holds the firmware's address).
+func (m *Model) resetLocked(swr bool) {
+	m.gen++
+	m.macConfig, m.pktFilter = 0, 0
+	m.hash = [hashTableRegs]uint32{}
+	for i := range m.addrHi {
+		m.addrHi[i], m.addrLo[i] = 0x0000ffff, 0xffffffff
+	}
+	m.addrHi[0] |= addrAE
+	if !swr {
+		m.addrHi[0] = addrAE | uint32(m.mac[5])<<8 | uint32(m.mac[4])
+		m.addrLo[0] = uint32(m.mac[3])<<24 | uint32(m.mac[2])<<16 | uint32(m.mac[1])<<8 | uint32(m.mac[0])
+	}
+	m.addrEffHi, m.addrEffLo = m.addrHi, m.addrLo
+	m.rxqCtrl0 = 0
+	m.mdioAddr, m.mdioData, m.mdioBusy = 0, 0, 0
+	m.busMode, m.sysBusMode = 0, 0
+	m.mtlRxqMap = [2]uint32{}
+	m.mtlq = [maxChannels]mtlQueue{}
+	for i := range m.ch {
+		w := m.ch[i].wdt
+		w.Stop()
+		m.ch[i] = channel{wdt: w}
+	}
+	m.plain = map[reg]uint32{}
+	m.mmcCntrl, m.mmcMasks = 0, [3]uint32{}
+	m.mmc = [mmcRegs]uint32{}
+	m.xpcs = map[uint32]uint16{}
+	m.swr = false
+	if swr {
+		m.swr = true
+		m.swrUntil = time.Now().Add(max(m.cfg.ResetDelay, 0))
+	}
+}
+
+// rxClockLocked reports whether the PHY drives the RX clock: not with
+// Config.NoRxClock, and not while the PHY is powered down (BMCR.PDOWN).
+func (m *Model) rxClockLocked() bool {
+	if m.cfg.NoRxClock {
+		return false
+	}
+	return m.phy.Read(sim.MIIBMCR)&sim.BMCRPowerDown == 0
+}
+
+// inResetLocked reports whether a DMA software reset is in progress, ending it
+// once its time has passed and the RX clock runs.
+func (m *Model) inResetLocked() bool {
+	if !m.swr {
+		return false
+	}
+	if time.Now().Before(m.swrUntil) || !m.rxClockLocked() {
+		return true
+	}
+	m.swr = false
+	return false
+}
+
+// Read32 implements sim.Model.
+func (m *Model) Read32(off uint32) uint32 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.inResetLocked() {
+		if off == regDMABusMode {
+			return m.busMode | busSWR
+		}
+		m.faults.Add("read32", regName(off), uint64(off), "register read while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)")
+		return 0
+	}
+	return m.readLocked(off)
+}
+
+// Write32 implements sim.Model.
+func (m *Model) Write32(off, val uint32) {
+	m.mu.Lock()
+	if m.inResetLocked() {
+		m.mu.Unlock()
+		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
+		return
+	}
+	kick := m.writeLocked(off, val)
+	m.mu.Unlock()
+	if kick != 0 {
+		m.transmit(kick)
+	}
+}
+
+func (m *Model) unimplemented(op string, off uint32) {
+	m.faults.Add(op, regName(off), uint64(off), "register not implemented by the model")
+}
+
+func (m *Model) readOnly(off, val uint32) {
+	m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x to a read-only register", val)
+}
+
+// plainRegs are registers the model stores without side effects.
+var plainRegs = map[reg]string{
+	regMACExtConfig: "MAC_Ext_Configuration", regMACWdtTo: "MAC_Watchdog_Timeout",
+	regMACVLANTag: "MAC_VLAN_Tag", regMACVLANHash: "MAC_VLAN_Hash_Table", regMACVLANIncl: "MAC_VLAN_Incl",
+	regMACRxFlow: "MAC_Rx_Flow_Ctrl", regMACTxqPrty0: "MAC_TxQ_Prty_Map0", regMACTxqPrty1: "MAC_TxQ_Prty_Map1",
+	regMACRxqCtrl1: "MAC_RxQ_Ctrl1", regMACRxqCtrl2: "MAC_RxQ_Ctrl2", regMACRxqCtrl3: "MAC_RxQ_Ctrl3",
+	regMACIntEn: "MAC_Interrupt_Enable", regMACPMT: "MAC_PMT_Control_Status",
+	regMACLPICtrl: "MAC_LPI_Control_Status", regMACLPITimer: "MAC_LPI_Timers_Control",
+	regMAC1USTic: "MAC_1US_Tic_Counter", regMACPHYIFCtrl: "MAC_PHYIF_Control_Status",
+	regMTLOpMode: "MTL_Operation_Mode", regDMAAXILPI: "DMA_AXI_LPI_Entry_Interval", regDMATBSCtrl: "DMA_TBS_CTRL",
+}
+
+// readLocked returns register off with the side effects reads have.
+func (m *Model) readLocked(off uint32) uint32 {
+	switch {
+	case off >= regDMAChBase && off < regDMAChBase+maxChannels*dmaChStride:
+		return m.readChanLocked(int(off-regDMAChBase)/dmaChStride, (off-regDMAChBase)%dmaChStride, off)
+	case off >= regMTLQBase && off < regMTLQBase+maxChannels*mtlQStride:
+		return m.readMTLQLocked(int(off-regMTLQBase)/mtlQStride, (off-regMTLQBase)%mtlQStride, off)
+	case off >= regMMCBase && off < regMMCBase+mmcEnd:
+		return m.readMMCLocked(off - regMMCBase)
+	case off >= regMACHashTab0 && off < regMACHashTab0+4*hashTableRegs:
+		return m.hash[(off-regMACHashTab0)/4]
+	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+4*uint32(m.nch):
+		return m.plain[off]
+	case off >= regMACAddrHigh0 && off < regMACAddrHigh0+8*nMACAddr:
+		n := (off - regMACAddrHigh0) / 8
+		if off&4 == 0 {
+			return m.addrHi[n]
+		}
+		return m.addrLo[n]
+	}
+	switch off {
+	case regMACConfig:
+		return m.macConfig
+	case regMACPktFilter:
+		return m.pktFilter
+	case regMACRxqCtrl0:
+		return m.rxqCtrl0
+	case regMACIntStatus, regMACRxTxStat, regMACDebug, regMTLIntStatus:
+		return 0
+	case regMACVersion:
+		return versionUSERVER | uint32(m.cfg.SNPSVER)
+	case regMACHWFeat0:
+		return hw0MIISEL | hw0GMIISEL | hw0SMASEL | hw0MMCSEL | (nMACAddr-1)<<hw0ADDMACShift
+	case regMACHWFeat1:
+		return fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
+			addr64Bits40<<hw1ADDR64Shift | hashTblSz64<<hw1HashShift
+	case regMACHWFeat2:
+		n := uint32(m.nch - 1)
+		return n<<hw2RXQShift | n<<hw2TXQShift | n<<hw2RXCHShift | n<<hw2TXCHShift
+	case regMACHWFeat3:
+		return 0
+	case regMACMDIOAddr:
+		return m.readMDIOAddrLocked()
+	case regMACMDIOData:
+		if m.mdioAddr&mdioGB != 0 {
+			m.faults.Add("read32", "MAC_MDIO_Data", uint64(off), "MDIO data read while MAC_MDIO_Address.GB is still set (poll GB first)")
+		}
+		return m.mdioData
+	case regMTLRxqDMAMap, regMTLRxqDMAMap + 4:
+		return m.mtlRxqMap[(off-regMTLRxqDMAMap)/4]
+	case regDMABusMode:
+		return m.busMode
+	case regDMASysBusMode:
+		return m.sysBusMode
+	case regDMAIntStatus:
+		var v uint32
+		for c := 0; c < m.nch; c++ {
+			if m.ch[c].pendingLocked(m.ieNIE, m.ieAIE) != 0 {
+				v |= 1 << c
+			}
+		}
+		return v
+	case regDMADebug0, regDMADebug1:
+		return m.debugStatusLocked(off)
+	}
+	if _, ok := plainRegs[off]; ok {
+		return m.plain[off]
+	}
+	m.unimplemented("read32", off)
+	return 0
+}
+
+// fifoBits is the HW_FEATURE1 FIFO size code: 128 << n bytes (Intel: 32 KiB,
+// i.MX8MP: 8 KiB each way).
+func fifoBits(v Variant) uint32 {
+	if v == IMX8MP {
+		return 6
+	}
+	return 8
+}
+
+// writeLocked applies a register write. It returns a bit mask of TX channels to
+// run (outside mu).
+func (m *Model) writeLocked(off, val uint32) (kick uint32) {
+	switch {
+	case off >= regDMAChBase && off < regDMAChBase+maxChannels*dmaChStride:
+		return m.writeChanLocked(int(off-regDMAChBase)/dmaChStride, (off-regDMAChBase)%dmaChStride, off, val)
+	case off >= regMTLQBase && off < regMTLQBase+maxChannels*mtlQStride:
+		return m.writeMTLQLocked(int(off-regMTLQBase)/mtlQStride, (off-regMTLQBase)%mtlQStride, off, val)
+	case off >= regMMCBase && off < regMMCBase+mmcEnd:
+		m.writeMMCLocked(off-regMMCBase, val)
+		return 0
+	case off >= regMACHashTab0 && off < regMACHashTab0+4*hashTableRegs:
+		m.hash[(off-regMACHashTab0)/4] = val
+		return 0
+	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+4*uint32(m.nch):
+		m.plain[off] = val
+		return 0
+	case off >= regMACAddrHigh0 && off < regMACAddrHigh0+8*nMACAddr:
+		n := (off - regMACAddrHigh0) / 8
+		if off&4 == 0 {
+			if n == 0 {
+				val |= addrAE // address 0 is always enabled
+			} else if val&(addrSA|addrMBCMask) != 0 {
+				m.faults.Add("write32", regName(off), uint64(off), "MAC_Address%d_High 0x%08x uses SA or MBC (source address / byte masking), which the model does not implement", n, val)
+				return 0
+			}
+			m.addrHi[n] = val
+		} else {
+			// The pair takes effect when the low word is written (the databook's
+			// synchronisation rule: write high, then low).
+			m.addrLo[n] = val
+			m.addrEffHi[n], m.addrEffLo[n] = m.addrHi[n], val
+		}
+		return 0
+	}
+	switch off {
+	case regMACConfig:
+		return m.writeMACConfigLocked(val)
+	case regMACPktFilter:
+		if val&pfUnmodelled != 0 {
+			m.faults.Add("write32", "MAC_Packet_Filter", uint64(off), "filter mode 0x%08x uses HUC, DAIF, VTFE or IPFE, which the model does not implement", val&pfUnmodelled)
+			return 0
+		}
+		m.pktFilter = val
+		return 0
+	case regMACRxqCtrl0:
+		m.rxqCtrl0 = val
+		return 0
+	case regMACMDIOAddr:
+		m.writeMDIOAddrLocked(val)
+		return 0
+	case regMACMDIOData:
+		if m.mdioAddr&mdioGB != 0 {
+			m.faults.Add("write32", "MAC_MDIO_Data", uint64(off), "MDIO data written while a frame is in progress (GB set)")
+			return 0
+		}
+		m.mdioData = val
+		return 0
+	case regMTLRxqDMAMap, regMTLRxqDMAMap + 4:
+		m.mtlRxqMap[(off-regMTLRxqDMAMap)/4] = val
+		return 0
+	case regDMABusMode:
+		return m.writeBusModeLocked(val)
+	case regDMASysBusMode:
+		return m.writeSysBusModeLocked(val)
+	case regMACVersion, regMACHWFeat0, regMACHWFeat1, regMACHWFeat2, regMACHWFeat3, regMACDebug,
+		regMACIntStatus, regMACRxTxStat, regMTLIntStatus, regDMAIntStatus, regDMADebug0, regDMADebug1:
+		m.readOnly(off, val)
+		return 0
+	}
+	if _, ok := plainRegs[off]; ok {
+		m.plain[off] = val
+		return 0
+	}
+	m.unimplemented("write32", off)
+	return 0
+}
+
+func (m *Model) writeMACConfigLocked(val uint32) (kick uint32) {
+	if val&cfgLM != 0 {
+		m.faults.Add("write32", "MAC_Configuration", uint64(regMACConfig), "loopback (LM) is not modelled")
+		val &^= cfgLM
+	}
+	val &^= cfgIPC // RO 0: HW_FEATURE0.RXCOESEL is not advertised
+	was := m.macConfig
+	m.macConfig = val
+	if was&cfgTE == 0 && val&cfgTE != 0 {
+		return m.pendingTxLocked()
+	}
+	return 0
+}
+
+func (m *Model) writeBusModeLocked(val uint32) (kick uint32) {
+	if val&busSWR != 0 {
+		m.resetLocked(true)
+		return 0
+	}
+	if val&busINTMMask == busINTMPerCh && m.cfg.Variant == IMX8MP {
+		m.faults.Add("write32", "DMA_Mode", uint64(regDMABusMode), "INTM=1 (per-channel interrupt lines) on the i.MX8MP, whose EQOS has only macirq wired: every DMA interrupt would be lost")
+		return 0
+	}
+	if v := val & busINTMMask; v > busINTMPerCh {
+		m.faults.Add("write32", "DMA_Mode", uint64(regDMABusMode), "INTM=%d is not modelled: use 0 (one line) or 1 (per channel)", v>>busINTMShift)
+		return 0
+	}
+	m.busMode = val
+	return 0
+}
+
+func (m *Model) writeSysBusModeLocked(val uint32) (kick uint32) {
+	if (m.sysBusMode^val)&sysEAME != 0 {
+		for c := 0; c < m.nch; c++ {
+			if m.ch[c].tx.run || m.ch[c].rx.run {
+				m.faults.Add("write32", "DMA_SysBus_Mode", uint64(regDMASysBusMode), "EAME changed while DMA channel %d runs", c)
+				return 0
+			}
+		}
+	}
+	m.sysBusMode = val
+	return 0
+}
+
+func (m *Model) eame() bool { return m.sysBusMode&sysEAME != 0 }
+
+// debugStatusLocked builds DMA_Debug_Status0/1 from the channels' process
+// states (databook encodings: RX 0 stopped, 3 running waiting for a packet,
+// 4 suspended; TX 0 stopped, 1 running fetching, 6 suspended).
+func (m *Model) debugStatusLocked(off uint32) uint32 {
+	first, shift := 0, 8
+	if off == regDMADebug1 {
+		first, shift = 3, 0
+	}
+	var v uint32
+	for c := first; c < m.nch && shift < 32; c++ {
+		var rps, tps uint32
+		if r := &m.ch[c].rx; r.run {
+			rps = 3
+			if r.susp {
+				rps = 4
+			}
+		}
+		if t := &m.ch[c].tx; t.run {
+			tps = 1
+			if t.susp {
+				tps = 6
+			}
+		}
+		v |= rps<<shift | tps<<(shift+4)
+		shift += 8
+	}
+	return v
+}
+
+// mtlQueue registers.
+func (m *Model) readMTLQLocked(q int, r, off uint32) uint32 {
+	if q >= m.nch {
+		m.unimplemented("read32", off)
+		return 0
+	}
+	x := &m.mtlq[q]
+	switch r {
+	case mtlTxOpMode:
+		return x.txOp
+	case mtlRxOpMode:
+		return x.rxOp
+	case mtlIntCtrl:
+		return x.intCtrl
+	case mtlRxMissed:
+		v := x.rxOvf | x.rxMissed<<mtlMissShift
+		if x.rxOvf > mtlCntMax {
+			v = mtlCntMax | mtlOvfOvf | v&^(mtlCntMax|mtlOvfOvf)
+		}
+		if x.rxMissed > mtlCntMax {
+			v = v&0xffff | mtlCntMax<<mtlMissShift | mtlMissOvf
+		}
+		x.rxOvf, x.rxMissed = 0, 0
+		return v
+	case mtlTxUnderfl, mtlTxDebug, mtlRxDebug:
+		return 0
+	case mtlTxETSCtrl, mtlTxETSStat, mtlTxQuantum, mtlTxSSCred, mtlTxHiCred, mtlTxLoCred, mtlRxCtrl:
+		return x.regs[r/4]
+	}
+	m.unimplemented("read32", off)
+	return 0
+}
+
+func (m *Model) writeMTLQLocked(q int, r, off, val uint32) (kick uint32) {
+	if q >= m.nch {
+		m.unimplemented("write32", off)
+		return 0
+	}
+	x := &m.mtlq[q]
+	switch r {
+	case mtlTxOpMode:
+		val &^= mtlFTQ // the flush completes at once: nothing is queued in the model's FIFO
+		if en := val & mtlTXQENMask; en != 0 && en != mtlTXQENOn {
+			m.faults.Add("write32", regName(off), uint64(off), "TXQEN=%d for TX queue %d: only 2 (enabled, non-AV) is modelled", en>>mtlTXQENShift, q)
+			val &^= mtlTXQENMask
+		}
+		was := x.txOp
+		x.txOp = val
+		if was&mtlTXQENMask != mtlTXQENOn && val&mtlTXQENMask == mtlTXQENOn && m.ch[q].tx.run {
+			return 1 << q
+		}
+	case mtlRxOpMode:
+		x.rxOp = val
+	case mtlIntCtrl:
+		status := x.intCtrl & (mtlRXOVFIS | mtlTXUNFIS) &^ val // status bits are W1C
+		x.intCtrl = status | val&(mtlRXOIE|mtlTXUIE)
+	case mtlTxETSCtrl, mtlTxETSStat, mtlTxQuantum, mtlTxSSCred, mtlTxHiCred, mtlTxLoCred, mtlRxCtrl:
+		x.regs[r/4] = val
+	case mtlTxUnderfl, mtlTxDebug, mtlRxDebug, mtlRxMissed:
+		m.readOnly(off, val)
+	default:
+		m.unimplemented("write32", off)
+	}
+	return 0
+}

@@ -1,0 +1,180 @@
+package dwmacsim
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+func TestIdentityIntel(t *testing.T) {
+	r := newRig(t, testCfg())
+	info := r.m.Device().Info()
+	require.Equal(t, "pci", info.Bus)
+	require.Equal(t, uint16(0x8086), info.Vendor)
+	require.Equal(t, uint16(0x7AAC), info.Device)
+	v, err := r.m.Device().ReadConfig(0, 4)
+	require.NoError(t, err)
+	require.Equal(t, uint32(0x7AAC8086), v)
+	cmd, err := r.m.Device().ReadConfig(4, 2)
+	require.NoError(t, err)
+	require.NotZero(t, cmd&4, "EnableBusMaster sets PCI command bit 2")
+
+	require.Equal(t, uint32(0x52), r.rd(tVersion)&0xff)
+	require.NotZero(t, r.rd(tHWF0)&(1<<8), "MMC advertised")
+	require.Zero(t, r.rd(tHWF0)&(1<<14|1<<16), "no checksum offload advertised")
+	f1 := r.rd(tHWF1)
+	require.Equal(t, uint32(1), f1>>14&3, "ADDR64 = 40 bits")
+	require.Equal(t, 32768, 128<<(f1&0x1f), "RX FIFO")
+	require.Equal(t, uint32(1), f1>>24&3, "64-bin hash table")
+	f2 := r.rd(tHWF2)
+	require.Equal(t, uint32(3), f2&0xf, "4 RX queues")
+	require.Equal(t, uint32(3), f2>>6&0xf, "4 TX queues")
+	require.Equal(t, uint32(3), f2>>12&0xf, "4 RX channels")
+	require.Equal(t, uint32(3), f2>>18&0xf, "4 TX channels")
+	require.Zero(t, r.rd(tHWF3))
+
+	// Firmware's MAC is in MAC_Address0 at power-on.
+	require.Equal(t, uint32(1<<31|0x55<<8|0x44), r.rd(tAddrHi0))
+	require.Equal(t, uint32(0x33221102), r.rd(tAddrLo0))
+	require.NoError(t, r.m.Err())
+}
+
+func TestIdentityIMX8MP(t *testing.T) {
+	cfg := testCfg()
+	cfg.Variant = IMX8MP
+	m, err := New(cfg)
+	require.NoError(t, err)
+	defer m.Close()
+	d := m.Device()
+	info := d.Info()
+	require.Equal(t, "platform", info.Bus)
+	require.Equal(t, "nxp,imx8mp-dwmac-eqos", info.Compatible)
+	require.Zero(t, info.Vendor)
+	_, err = d.ReadConfig(0, 4)
+	require.True(t, errors.Is(err, nic.ErrNotSupported), "ReadConfig on a platform device: %v", err)
+	require.True(t, errors.Is(d.WriteConfig(4, 2, 4), nic.ErrNotSupported))
+	require.NoError(t, d.EnableBusMaster())
+	regs, err := d.Regs(0)
+	require.NoError(t, err)
+	require.Equal(t, uint32(0x51), regs.Read32(tVersion)&0xff)
+	require.Equal(t, uint32(4), regs.Read32(tHWF2)&0xf, "5 RX queues")
+	require.Equal(t, uint64(1<<34), d.DMA().Limit())
+	// One interrupt line only.
+	irqs, err := d.EnableMSIX(8)
+	require.NoError(t, err)
+	require.Len(t, irqs, 1)
+	require.NoError(t, m.Err())
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, cfg := range []Config{
+		{Variant: 7},
+		{Channels: 9},
+		{SNPSVER: 0x37},
+		{MAC: []byte{1, 2, 3, 4, 5, 6}},
+		{PHYAddr: 0x16},
+	} {
+		_, err := New(cfg)
+		require.ErrorIs(t, err, ErrConfig, "%+v", cfg)
+	}
+}
+
+func TestSoftwareResetWithClock(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.wr(tMACConfig, tRE|tTE)
+	r.wr(tBusMode, tSWR)
+	require.NotZero(t, r.rd(tBusMode)&tSWR, "SWR reads 1 right after the write")
+	r.waitFor("SWR", func() bool { return r.rd(tBusMode)&tSWR == 0 })
+	require.Zero(t, r.rd(tMACConfig), "SWR resets MAC_Configuration")
+	require.Equal(t, uint32(0x8000ffff), r.rd(tAddrHi0), "SWR clears the MAC address to all ones")
+	require.Equal(t, uint32(0xffffffff), r.rd(tAddrLo0))
+	require.NoError(t, r.m.Err())
+
+	// FLR brings back firmware's address.
+	require.NoError(t, r.m.Device().Reset())
+	require.Equal(t, uint32(0x33221102), r.rd(tAddrLo0))
+}
+
+func TestSoftwareResetNoRxClock(t *testing.T) {
+	cfg := testCfg()
+	cfg.NoRxClock = true
+	r := newRig(t, cfg)
+	r.wr(tBusMode, tSWR)
+	deadline := time.Now().Add(20 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		require.NotZero(t, r.rd(tBusMode)&tSWR, "SWR must never clear without an RX clock")
+		time.Sleep(time.Millisecond)
+	}
+	require.NoError(t, r.m.Err(), "polling DMA_Mode is allowed")
+	r.wr(tMACConfig, tRE)
+	r.expectFault("SWR is in progress")
+	r.rd(tVersion)
+	r.expectFault("SWR is in progress")
+}
+
+func TestSoftwareResetPHYPowerDown(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.phyWrite(1, 0, 1<<11) // BMCR power down: the PHY stops its RX clock
+	r.wr(tBusMode, tSWR)
+	time.Sleep(2 * time.Millisecond)
+	require.NotZero(t, r.rd(tBusMode)&tSWR)
+	// Powering the PHY up is not possible through the MAC now (MDIO registers
+	// are in reset); the PHY model itself can be woken.
+	r.m.PHY().Write(sim.MIIBMCR, 1<<12)
+	r.waitFor("SWR after PHY power-up", func() bool { return r.rd(tBusMode)&tSWR == 0 })
+	require.NoError(t, r.m.Err())
+}
+
+func TestMDIO(t *testing.T) {
+	r := newRig(t, testCfg())
+	require.Equal(t, uint16(0x0141), r.phyRead(1, 2))
+	require.Equal(t, uint16(0x0DD0), r.phyRead(1, 3))
+	require.Equal(t, uint16(0xffff), r.phyRead(7, 2), "nothing at address 7")
+	r.phyWrite(1, 4, 0x01e1)
+	require.Equal(t, uint16(0x01e1), r.phyRead(1, 4))
+
+	// GB is busy on the first read after the command.
+	r.wr(tMDIOAddr, 1<<21|2<<16|tGOCRd|tGB)
+	require.NotZero(t, r.rd(tMDIOAddr)&tGB)
+	require.Zero(t, r.rd(tMDIOAddr)&tGB)
+	require.Equal(t, uint32(0x0141), r.rd(tMDIOData)&0xffff)
+	require.NoError(t, r.m.Err())
+
+	// Reading data while busy, or a second command while busy, are faults.
+	r.wr(tMDIOAddr, 1<<21|2<<16|tGOCRd|tGB)
+	r.rd(tMDIOData)
+	r.expectFault("GB is still set")
+	r.wr(tMDIOAddr, 1<<21|3<<16|tGOCRd|tGB)
+	r.expectFault("previous one is busy")
+	r.rd(tMDIOAddr)
+	r.rd(tMDIOAddr)
+
+	// xPCS at 0x16, clause 45, MMD 31.
+	r.wr(tMDIOData, 2<<16)
+	id1 := r.mdio(0x16<<21 | 31<<16 | tGOCRd | tC45E)
+	r.wr(tMDIOData, 3<<16)
+	id2 := r.mdio(0x16<<21 | 31<<16 | tGOCRd | tC45E)
+	require.Equal(t, uint32(0x7996ced0), (id1&0xffff)<<16|id2&0xffff)
+	r.wr(tMDIOData, 0x8002<<16)
+	require.Zero(t, r.mdio(0x16<<21|31<<16|tGOCRd|tC45E)&(1<<4), "xPCS link down before AN")
+	r.linkUp()
+	r.wr(tMDIOData, 0x8002<<16)
+	sts := r.mdio(0x16<<21|31<<16|tGOCRd|tC45E) & 0xffff
+	require.Equal(t, uint32(1<<4|2<<2|1<<1), sts, "xPCS: link, 1000, full duplex")
+	require.NoError(t, r.m.Err())
+}
+
+func TestUnimplementedAndReadOnly(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.rd(0x0b00) // PTP block: not modelled
+	r.expectFault("not implemented")
+	r.wr(tVersion, 0x40)
+	r.expectFault("read-only")
+	require.Equal(t, uint32(0x52), r.rd(tVersion)&0xff)
+	r.rd(tCh(4) + tStatus) // channel 4 of a 4-channel model
+	r.expectFault("not implemented")
+}

@@ -1,0 +1,333 @@
+package dwmacsim
+
+import (
+	"hash/crc32"
+	"math/bits"
+)
+
+// Receive path (databook "Receive DMA" and "MAC receive"). A frame from the
+// wire (Inject, or an attached sim.Link) is checked for size, passes the
+// address filter, enters an MTL RX queue (0 unless InjectQueue names another:
+// the model has no classifier), which MTL_RxQ_DMA_Map sends to a DMA channel.
+// The MAC keeps the 4-byte FCS in the buffer and in RDES3.PL, as stmmac
+// expects (it strips the FCS itself), unless MAC_Configuration.CST (type
+// frames) or ACS (802.3 length frames) strips it.
+//
+// The channel's RX DMA writes the frame into the buffers of the descriptors
+// from its current pointer on: RBSZ bytes per descriptor, BUF1V only. It needs
+// every one of them owned by the DMA (OWN) and not beyond the tail pointer;
+// otherwise it sets RBU, suspends until the next tail write, and the frame is
+// dropped whole and counted (Counters.RxNoDesc, MTL_RxQ missed packets,
+// DMA_CH_Miss_Frame_Cnt). (The real MTL would hold the frame in its FIFO for a
+// while; the model has no FIFO.) Then it writes back each descriptor, DES3
+// last with OWN clear: FD on the first, LD and the total length on the last,
+// and sets RI if the last descriptor asked for IOC (else the RX watchdog
+// does, when programmed).
+//
+// Ownership: a descriptor with OWN set, from the current pointer up to the
+// tail, and its buffer belong to the device; the write-back hands both back.
+
+// Inject delivers frame as if it arrived from the wire (destination MAC to the
+// end of the payload, no preamble, no FCS) into MTL RX queue 0. It reports
+// whether the frame was written to an RX ring. frame is not kept. It does not
+// allocate.
+func (m *Model) Inject(frame []byte) bool { return m.InjectQueue(0, frame) }
+
+// InjectQueue is Inject into MTL RX queue q, as if the MAC's classifier
+// (VLAN priority, RSS, ...) had steered the frame there.
+func (m *Model) InjectQueue(q int, frame []byte) bool {
+	m.mu.Lock()
+	ok := m.receiveLocked(q, frame)
+	m.mu.Unlock()
+	return ok
+}
+
+// speedMatchLocked reports whether MAC_Configuration's PS/FES select the speed
+// the PHY negotiated (10: PS; 100: PS|FES; 1000: neither; 2500: FES). With a
+// mismatch the MAC samples the interface at the wrong rate: frames are garbled.
+func (m *Model) speedMatchLocked() bool {
+	st := m.phy.Link()
+	var want uint32
+	switch st.SpeedMbps {
+	case 10:
+		want = cfgPS
+	case 100:
+		want = cfgPS | cfgFES
+	case 2500:
+		want = cfgFES
+	}
+	return m.macConfig&(cfgPS|cfgFES) == want
+}
+
+func (m *Model) receiveLocked(q int, frame []byte) bool {
+	if m.closed || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() {
+		m.cnt.RxNoLink++
+		return false
+	}
+	if q < 0 || q >= m.nch {
+		m.faults.Add("rx", "", uint64(q), "frame injected into MTL RX queue %d; the model has %d", q, m.nch)
+		return false
+	}
+	n := len(frame)
+	if n < minFrame {
+		m.mmcInc(mmcRxFramesGB, 1)
+		m.mmcInc(mmcRxUndersize, 1)
+		m.cnt.RxErrors++
+		return false
+	}
+	etype := uint16(frame[12])<<8 | uint16(frame[13])
+	limit := maxStdFrame
+	switch {
+	case m.macConfig&cfgJE != 0:
+		limit = maxJumboFrame
+	case m.macConfig&cfg2K != 0:
+		limit = max2KFrame
+	}
+	if etype == 0x8100 || etype == 0x88a8 {
+		limit += vlanLen
+	}
+	wire := n + fcsLen
+	m.mmcInc(mmcRxFramesGB, 1)
+	m.mmcInc(mmcRxOctetsGB, uint32(wire))
+	if n > limit {
+		m.mmcInc(mmcRxOversize, 1)
+		m.cnt.RxErrors++
+		return false
+	}
+	m.mmcInc(mmcRx64+mmcBucket(wire), 1)
+	m.mmcInc(mmcRxOctetsG, uint32(wire))
+	mcast := frame[0]&1 != 0
+	bcast := mcast && frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xff
+	switch {
+	case bcast:
+		m.mmcInc(mmcRxBcastG, 1)
+	case mcast:
+		m.mmcInc(mmcRxMcastG, 1)
+	default:
+		m.mmcInc(mmcRxUcastG, 1)
+	}
+	if !m.acceptLocked(frame[:6], mcast, bcast) {
+		m.cnt.RxFiltered++
+		return false
+	}
+
+	mq := &m.mtlq[q]
+	if m.rxqCtrl0>>(2*q)&rxqEnMask == 0 {
+		m.overflowLocked(mq)
+		return false
+	}
+	c := int(m.mtlRxqMap[q/4] >> (rxqDMAMapWidth * (q % 4)) & 0xf)
+	if c >= m.nch {
+		m.faults.Add("rx", regName(regMTLRxqDMAMap+uint32(q/4)*4), uint64(q), "MTL RX queue %d is mapped to DMA channel %d; the model has %d", q, c, m.nch)
+		m.overflowLocked(mq)
+		return false
+	}
+	ch := &m.ch[c]
+	r := &ch.rx
+	if !r.run {
+		m.overflowLocked(mq)
+		return false
+	}
+
+	strip := (etype >= 0x600 && m.macConfig&cfgCST != 0) || (etype < 0x600 && m.macConfig&cfgACS != 0)
+	total := n
+	if !strip {
+		total += fcsLen
+	}
+	bs := int(ch.rxCtrl&rxcRBSZMask) >> 1
+	ndesc := uint32((total + bs - 1) / bs)
+	size := r.n()
+	base := m.ringBase(r)
+	eame := m.eame()
+
+	// Pass 1: every descriptor the frame needs must be the device's.
+	idx := r.cur
+	for k := uint32(0); k < ndesc; k++ {
+		if k >= size || (idx == r.tailIdx && !(k == 0 && r.kicked)) {
+			return m.noDescLocked(c, mq)
+		}
+		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		if err != nil {
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return false
+		}
+		d3 := loadDES3(d)
+		if d3&d3OWN == 0 {
+			return m.noDescLocked(c, mq)
+		}
+		if bad := m.checkRxDescLocked(d, d3, eame, base+uint64(idx)*descSize); bad {
+			// A malformed descriptor: written back with DE and skipped.
+			le.PutUint32(d[des0:], 0)
+			le.PutUint32(d[des1:], 0)
+			le.PutUint32(d[des2:], 0)
+			storeDES3(d, rw3DE|rw3ES|d3FD|d3LD)
+			r.cur = (idx + 1) % size
+			r.kicked = false
+			m.cnt.RxErrors++
+			return false
+		}
+		idx = (idx + 1) % size
+	}
+
+	// Pass 2: the buffers.
+	var crc [fcsLen]byte
+	if !strip {
+		le.PutUint32(crc[:], crc32.ChecksumIEEE(frame))
+	}
+	idx = r.cur
+	done := 0
+	var last uint64
+	for k := uint32(0); k < ndesc; k++ {
+		d, _ := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		addr := descAddr(d, eame)
+		chunk := min(bs, total-done)
+		buf, err := m.mem.View("rx-buffer", addr, chunk)
+		if err != nil {
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return false
+		}
+		copyWithFCS(buf, frame, crc[:], done)
+		done += chunk
+		last = addr
+		idx = (idx + 1) % size
+	}
+
+	// Pass 3: write-back, DES3 last in each descriptor.
+	lt := lengthType(etype, frame)
+	idx = r.cur
+	done = 0
+	var ioc bool
+	for k := uint32(0); k < ndesc; k++ {
+		d, _ := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		chunk := min(bs, total-done)
+		done += chunk
+		w3 := uint32(done) & rw3PLMask
+		if k == 0 {
+			w3 |= d3FD
+		}
+		if k == ndesc-1 {
+			w3 |= d3LD | lt<<rw3LTShift
+			ioc = le.Uint32(d[des3:])&rd3IOC != 0
+		}
+		le.PutUint32(d[des0:], 0)
+		le.PutUint32(d[des1:], 0)
+		le.PutUint32(d[des2:], 0)
+		storeDES3(d, w3)
+		idx = (idx + 1) % size
+	}
+	r.cur, r.kicked, r.curBuf = idx, false, last
+	m.cnt.RxFrames++
+	m.cnt.RxBytes += uint64(total)
+	if ioc {
+		m.raiseLocked(c, stRI)
+	} else {
+		m.armWatchdogLocked(c)
+	}
+	return true
+}
+
+// checkRxDescLocked reports a malformed RX descriptor (with a fault).
+func (m *Model) checkRxDescLocked(d []byte, d3 uint32, eame bool, at uint64) bool {
+	switch {
+	case d3&rd3BUF1V == 0:
+		m.faults.Add("rx-desc", "", at, "RX descriptor owned by the DMA without BUF1V (DES3 0x%08x)", d3)
+	case d3&rd3BUF2V != 0:
+		m.faults.Add("rx-desc", "", at, "RX descriptor with BUF2V: buffer 2 is not modelled")
+	case !eame && le.Uint32(d[des1:]) != 0:
+		m.faults.Add("rx-desc", "", at, "RX buffer address high word 0x%x in DES1 with DMA_SysBus_Mode.EAME off: the DMA would use only DES0", le.Uint32(d[des1:]))
+	default:
+		return false
+	}
+	return true
+}
+
+// noDescLocked drops a frame for want of a descriptor: RBU, the DMA suspends.
+func (m *Model) noDescLocked(c int, mq *mtlQueue) bool {
+	ch := &m.ch[c]
+	ch.rx.susp, ch.rx.kicked = true, false
+	ch.missed++
+	mq.rxMissed++
+	m.cnt.RxNoDesc++
+	m.raiseLocked(c, stRBU)
+	return false
+}
+
+// overflowLocked drops a frame the MTL cannot pass to a DMA channel.
+func (m *Model) overflowLocked(mq *mtlQueue) {
+	mq.rxOvf++
+	mq.intCtrl |= mtlRXOVFIS
+	m.mmcInc(mmcRxFIFOOverfl, 1)
+	m.cnt.RxOverflow++
+}
+
+// copyWithFCS copies bytes [off, off+len(dst)) of frame followed by fcs into dst.
+func copyWithFCS(dst, frame, fcs []byte, off int) {
+	if off < len(frame) {
+		k := copy(dst, frame[off:])
+		copy(dst[k:], fcs)
+		return
+	}
+	copy(dst, fcs[off-len(frame):])
+}
+
+// lengthType is RDES3.LT for a frame with this EtherType/length field.
+func lengthType(etype uint16, frame []byte) uint32 {
+	switch {
+	case etype < 0x600:
+		return ltLength
+	case etype == 0x0806:
+		return ltARP
+	case etype == 0x8100 || etype == 0x88a8:
+		if len(frame) >= 18 {
+			inner := uint16(frame[16])<<8 | uint16(frame[17])
+			if inner == 0x8100 || inner == 0x88a8 {
+				return ltDVLAN
+			}
+		}
+		return ltVLAN
+	case etype == 0x8808:
+		return ltMACCtl
+	}
+	return ltType
+}
+
+// acceptLocked is the MAC's destination address filter (databook "MAC
+// receive filtering"): RA and PR pass everything; broadcast passes unless DBF;
+// multicast passes with PM, with its hash bit when HMC (the 64-bin hash: the
+// top 6 bits of the bit-reversed CRC-32 of the address), or a perfect match
+// when HMC is clear or HPF set; unicast needs a perfect match with an enabled
+// MAC_Address register (HUC is not modelled).
+func (m *Model) acceptLocked(dst []byte, mcast, bcast bool) bool {
+	pf := m.pktFilter
+	if pf&(pfRA|pfPR) != 0 {
+		return true
+	}
+	if bcast {
+		return pf&pfDBF == 0
+	}
+	lo := uint32(dst[0]) | uint32(dst[1])<<8 | uint32(dst[2])<<16 | uint32(dst[3])<<24
+	hi := uint32(dst[4]) | uint32(dst[5])<<8
+	perfect := false
+	for i := 0; i < nMACAddr; i++ {
+		if m.addrEffHi[i]&addrAE != 0 && m.addrEffLo[i] == lo && m.addrEffHi[i]&0xffff == hi {
+			perfect = true
+			break
+		}
+	}
+	if !mcast {
+		return perfect
+	}
+	if pf&pfPM != 0 {
+		return true
+	}
+	if pf&pfHMC != 0 {
+		h := bits.Reverse32(crc32.ChecksumIEEE(dst)) >> (32 - 6)
+		if m.hash[h>>5]&(1<<(h&31)) != 0 {
+			return true
+		}
+		return pf&pfHPF != 0 && perfect
+	}
+	return perfect
+}

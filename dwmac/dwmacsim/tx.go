@@ -1,0 +1,326 @@
+package dwmacsim
+
+// Transmit path (databook "Transmit DMA"). A tail-pointer write (or ST, or TE
+// or TXQEN becoming set) resumes the channel's TX DMA, which runs synchronously
+// on the writer's goroutine: descriptors from the current pointer up to the
+// tail are read and checked under mu, the frames go to the wire with mu
+// released (txMu keeps transmissions in order), then every descriptor of each
+// frame is written back with OWN clear (FD/LD as in the frame, the status in
+// the last one) and TI is set when a descriptor of the frame asked for IOC.
+// The DMA stops at the tail (suspended, no status) or at a descriptor without
+// OWN (TBU). A frame whose LD descriptor is not before the tail waits for a
+// later tail write. The MAC pads frames shorter than 60 bytes and appends the
+// FCS (CPC = 0). With MAC_Configuration.TE clear the MTL holds the frames: the
+// DMA waits.
+//
+// Ownership: descriptors with OWN set from the current pointer up to the tail,
+// and their buffers, belong to the device until the write-back clears OWN. The
+// wire sees a frame only during the send call.
+//
+// Refused descriptors (FD missing at the start of a frame, FD inside one,
+// buffer length 0, FL not the sum of the buffer lengths, context descriptors,
+// TSO, checksum insertion, VLAN insertion, timestamps, buffer 2, CPC != 0, a
+// buffer address with high bits while EAME is off, frames over 9022 bytes) are
+// faults: the frame is not sent and its descriptors are written back with DE
+// and ES so the ring keeps moving.
+
+// txFrame is one frame gathered from the ring.
+type txFrame struct {
+	data  []byte // the frame: a view of device memory or a slice of txArena
+	first uint32 // index of its first descriptor
+	ndesc uint32 // descriptors it used
+	bad   bool   // refused: written back with DE|ES
+	ioc   bool
+}
+
+// gatherResult says why gathering a frame stopped.
+type gatherResult uint8
+
+const (
+	gatherOK         gatherResult = iota
+	gatherNotOwned                // a descriptor without OWN: TBU
+	gatherIncomplete              // the frame's LD is not before the tail yet
+	gatherDMAError                // the ring or a buffer is not reachable
+)
+
+const txBatchMax = 64
+
+var zeroPad [minFrame]byte
+
+// transmit runs the TX channels in mask.
+func (m *Model) transmit(mask uint32) {
+	m.txMu.Lock()
+	defer m.txMu.Unlock()
+	for c := 0; mask != 0; c++ {
+		if mask&(1<<c) != 0 {
+			mask &^= 1 << c
+			m.transmitChannel(c)
+		}
+	}
+}
+
+func (m *Model) transmitChannel(c int) {
+	for {
+		m.mu.Lock()
+		ch := &m.ch[c]
+		r := &ch.tx
+		if m.closed || !r.run || r.susp || m.macConfig&cfgTE == 0 {
+			m.mu.Unlock()
+			return
+		}
+		if !(r.cur != r.tailIdx || r.kicked) {
+			r.susp = true // caught up with the tail
+			m.mu.Unlock()
+			return
+		}
+		if m.mtlq[c].txOp&mtlTXQENMask != mtlTXQENOn {
+			m.faults.Add("tx", regName(regMTLQBase+uint32(c)*mtlQStride+mtlTxOpMode), uint64(c),
+				"TX DMA of channel %d has descriptors to send but MTL TX queue %d is not enabled (TXQEN must be 2)", c, c)
+			m.mu.Unlock()
+			return
+		}
+		gen, seq := m.gen, r.kickSeq
+		base, size, eame := m.ringBase(r), r.n(), m.eame()
+		batch, arena := m.txBatch[:0], m.txArena[:0]
+		cur, kicked := r.cur, r.kicked
+		res := gatherOK
+		for len(batch) < txBatchMax && (cur != r.tailIdx || kicked) {
+			var fr txFrame
+			var next uint32
+			fr, next, res = m.gatherLocked(base, size, cur, r.tailIdx, &arena, eame)
+			if res != gatherOK {
+				break
+			}
+			batch = append(batch, fr)
+			cur, kicked = next, false
+		}
+		if res == gatherDMAError {
+			m.dmaErrorLocked(c, true)
+		}
+		if len(batch) == 0 {
+			if res == gatherNotOwned {
+				r.susp, r.kicked = true, false
+				m.raiseLocked(c, stTBU)
+			}
+			m.txBatch, m.txArena = batch, arena
+			m.mu.Unlock()
+			return
+		}
+		linkOK := m.phy.LinkUp() && m.speedMatchLocked()
+		sink := m.sink
+		m.mu.Unlock()
+
+		if sink != nil && linkOK {
+			for i := range batch {
+				if !batch[i].bad {
+					sink(batch[i].data)
+				}
+			}
+		}
+
+		m.mu.Lock()
+		if gen != m.gen || !r.run {
+			// Reset or channel stopped while the frames were on the wire: the
+			// ring is no longer the DMA's to write back.
+			m.txBatch, m.txArena = batch[:0], arena[:0]
+			m.mu.Unlock()
+			return
+		}
+		ioc := false
+		for i := range batch {
+			fr := &batch[i]
+			idx := fr.first
+			for k := uint32(0); k < fr.ndesc; k++ {
+				d, err := m.mem.View("tx-writeback", base+uint64(idx)*descSize, descSize)
+				if err == nil {
+					var w3 uint32
+					if k == 0 {
+						w3 |= d3FD
+					}
+					if k == fr.ndesc-1 {
+						w3 |= d3LD
+						if fr.bad {
+							w3 |= tw3DE | tw3ES
+						}
+					}
+					storeDES3(d, w3)
+				}
+				idx = (idx + 1) % size
+			}
+			ioc = ioc || fr.ioc
+			if fr.bad {
+				m.cnt.TxDescErrors++
+				m.cnt.TxDropped++
+				continue
+			}
+			m.countTxLocked(fr.data, linkOK)
+		}
+		r.cur = cur
+		if r.kickSeq == seq {
+			r.kicked = false
+		}
+		if ioc {
+			m.raiseLocked(c, stTI)
+		}
+		if res == gatherNotOwned {
+			r.susp, r.kicked = true, false
+			m.raiseLocked(c, stTBU)
+		}
+		m.txBatch, m.txArena = batch[:0], arena[:0]
+		m.mu.Unlock()
+		if res != gatherOK {
+			return
+		}
+	}
+}
+
+func (m *Model) countTxLocked(f []byte, linkOK bool) {
+	wire := len(f) + fcsLen
+	m.mmcInc(mmcTxFramesGB, 1)
+	m.mmcInc(mmcTxFramesG, 1)
+	m.mmcInc(mmcTxOctetsGB, uint32(wire))
+	m.mmcInc(mmcTxOctetsG, uint32(wire))
+	m.mmcInc(mmcTx64+mmcBucket(wire), 1)
+	switch {
+	case f[0]&f[1]&f[2]&f[3]&f[4]&f[5] == 0xff:
+		m.mmcInc(mmcTxBcastG, 1)
+		m.mmcInc(mmcTxBcastGB, 1)
+	case f[0]&1 != 0:
+		m.mmcInc(mmcTxMcastG, 1)
+		m.mmcInc(mmcTxMcastGB, 1)
+	default:
+		m.mmcInc(mmcTxUcastGB, 1)
+	}
+	if !linkOK {
+		m.cnt.TxDropped++ // sent into a dead link or at the wrong speed
+		return
+	}
+	m.cnt.TxFrames++
+	m.cnt.TxBytes += uint64(len(f))
+}
+
+// gatherLocked reads the frame whose first descriptor is at start.
+func (m *Model) gatherLocked(base uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
+	fr.first = start
+	idx := start
+	total := uint32(0)
+	var fl uint32
+	ok := true
+	var first []byte
+	gathered := false
+	mark := len(*arena)
+	for k := uint32(0); ; k++ {
+		if k > 0 && idx == tail {
+			return txFrame{}, start, gatherIncomplete
+		}
+		if k == size {
+			m.faults.Add("tx-desc", "", base+uint64(start)*descSize, "TX frame without LD spans the whole ring of %d descriptors", size)
+			fr.bad = true
+			return fr, idx, gatherOK
+		}
+		at := base + uint64(idx)*descSize
+		d, err := m.mem.View("tx-desc", at, descSize)
+		if err != nil {
+			return txFrame{}, start, gatherDMAError
+		}
+		d3 := loadDES3(d)
+		if d3&d3OWN == 0 {
+			return txFrame{}, start, gatherNotOwned
+		}
+		fr.ndesc++
+		d2 := le.Uint32(d[des2:])
+		if ok {
+			ok = m.checkTxDescLocked(d, d2, d3, k == 0, eame, at)
+		}
+		if k == 0 {
+			fl = d3 & td3FLMask
+		}
+		ln := d2 & td2B1LMask
+		if ok {
+			total += ln
+			if total > maxTxFrame {
+				m.faults.Add("tx-desc", "", at, "TX frame of more than %d bytes", maxTxFrame)
+				ok = false
+			}
+		}
+		if ok {
+			addr := descAddr(d, eame)
+			v, err := m.mem.View("tx-buffer", addr, int(ln))
+			if err != nil {
+				return txFrame{}, start, gatherDMAError
+			}
+			switch {
+			case first == nil && !gathered:
+				first = v
+			default:
+				if !gathered {
+					*arena = append(*arena, first...)
+					gathered = true
+				}
+				*arena = append(*arena, v...)
+			}
+		}
+		if d2&td2IOC != 0 {
+			fr.ioc = true
+		}
+		idx = (idx + 1) % size
+		if d3&d3LD != 0 {
+			break
+		}
+	}
+	if ok && fl != total {
+		m.faults.Add("tx-desc", "", base+uint64(start)*descSize, "TDES3.FL %d in the first descriptor differs from the frame's buffer lengths %d", fl, total)
+		ok = false
+	}
+	if !ok {
+		*arena = (*arena)[:mark]
+		fr.bad = true
+		return fr, idx, gatherOK
+	}
+	data := first
+	if gathered {
+		data = (*arena)[mark:]
+	}
+	if len(data) < minFrame { // the MAC pads (CPC = 0)
+		s := len(*arena)
+		*arena = append(*arena, data...)
+		*arena = append(*arena, zeroPad[:minFrame-len(data)]...)
+		data = (*arena)[s:]
+	}
+	fr.data = data
+	return fr, idx, gatherOK
+}
+
+// checkTxDescLocked reports whether a TX read descriptor is one the model
+// accepts, recording a fault otherwise.
+func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool, at uint64) bool {
+	var why string
+	switch {
+	case d3&d3CTXT != 0:
+		why = "context descriptor (CTXT): VLAN/TSO/timestamp contexts are not modelled"
+	case firstDesc && d3&d3FD == 0:
+		why = "descriptor owned by the DMA at the start of a frame without FD"
+	case !firstDesc && d3&d3FD != 0:
+		why = "FD inside a frame: the previous descriptor had no LD"
+	case d2&td2B1LMask == 0:
+		why = "TX descriptor with buffer 1 length 0"
+	case d2&td2B2LMask != 0:
+		why = "TX descriptor with a buffer 2 length: buffer 2 is not modelled"
+	case d2&td2TTSE != 0:
+		why = "TX timestamp (TTSE) is not modelled"
+	case d2&td2VTIR != 0:
+		why = "VLAN tag insertion (VTIR) is not modelled"
+	case firstDesc && d3&td3TSE != 0:
+		why = "TSO (TSE) is not modelled"
+	case firstDesc && d3&td3CICMask != 0:
+		why = "checksum insertion (CIC) requested, but HW_FEATURE0.TXCOESEL is not advertised"
+	case firstDesc && d3&td3CPCMask != 0:
+		why = "CPC other than 0 (CRC/pad insertion control) is not modelled"
+	case !eame && le.Uint32(d[des1:]) != 0:
+		why = "buffer address high word in DES1 with DMA_SysBus_Mode.EAME off: the DMA would use only DES0"
+	default:
+		return true
+	}
+	m.faults.Add("tx-desc", "", at, "%s (DES2 0x%08x DES3 0x%08x)", why, d2, d3)
+	return false
+}
