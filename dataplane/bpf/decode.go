@@ -439,6 +439,27 @@ func fuse(code []insn, targets []bool) {
 			code[i] = f
 		}
 	}
+	// Load, add a constant, store back to the same place: a counter.
+	for i := 0; i+2 < len(code); i++ {
+		a, b, c := code[i], code[i+1], code[i+2]
+		if targets[i+1] || targets[i+2] || a.dst == a.src ||
+			b.dst != a.dst || c.dst != a.src || c.src != a.dst || c.off != a.off {
+			continue
+		}
+		var f op
+		switch {
+		case a.op == opLdxDW && b.op == opAdd64K && c.op == opStxDW:
+			f = opLdAddStDW
+		case a.op == opLdxW && b.op == opAdd32K && c.op == opStxW:
+			f = opLdAddStW
+		case a.op == opLdxW && b.op == opAdd64K && c.op == opStxW:
+			f = opLdAddStW64
+		default:
+			continue
+		}
+		code[i] = insn{op: f, dst: a.dst, src: a.src, off: a.off, imm: b.imm}
+		i += 2
+	}
 	// A byte or u16 load, then a forward "if dst ==/!= K goto" on what it
 	// loaded (with or without a fused move in front).
 	for i := 0; i+1 < len(code); i++ {

@@ -41,7 +41,8 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 		switch in.op {
 		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
 			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
-			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE:
+			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE,
+			opLdAddStDW, opLdAddStW, opLdAddStW64:
 			// opLdxB16 and opLdxB16L run as their first load alone, the
 			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
@@ -212,9 +213,9 @@ func loadSize(o op) (uint64, bool) {
 		return 1, false
 	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE:
 		return 2, false
-	case opLdxDW:
+	case opLdxDW, opLdAddStDW:
 		return 8, false
-	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
+	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64:
 		return 4, false
 	case opLdxSB:
 		return 1, true
@@ -1799,6 +1800,51 @@ fast:
 				pc = int(in.t)
 				continue
 			}
+			pc += 3
+			continue
+		case opLdAddStDW:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.hi || a&0xffffffff+8 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			v := rd64(ptr) + uint64(in.imm)
+			reg[in.dst&15] = v
+			wr64(ptr, v)
+			pc += 3
+			continue
+		case opLdAddStW:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi || a&0xffffffff+4 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			v := uint64(uint32(rd32(ptr)) + uint32(in.imm))
+			reg[in.dst&15] = v
+			wr32(ptr, v)
+			pc += 3
+			continue
+		case opLdAddStW64:
+			a := reg[in.src&15] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi || a&0xffffffff+4 > rg.whi {
+				break fast
+			}
+			ptr := at(rg, a&0xffffffff)
+			v := rd32(ptr) + uint64(in.imm)
+			reg[in.dst&15] = v
+			wr32(ptr, v)
 			pc += 3
 			continue
 		case opLdxB16L:

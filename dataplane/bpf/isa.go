@@ -256,6 +256,15 @@ const (
 	opLdHPJEQ
 	opLdHPJNE
 
+	// Fused "dst = *(size *)(src + off); dst += imm; *(size *)(src + off) =
+	// dst": a counter update. DW with a 64-bit add, W with a 32-bit add
+	// (opLdAddStW) or a 64-bit add (opLdAddStW64). The slow path runs the
+	// load alone; a region the load may read but the store may not write
+	// goes there too, so the fault names the store.
+	opLdAddStDW
+	opLdAddStW
+	opLdAddStW64
+
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K

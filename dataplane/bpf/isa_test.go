@@ -836,3 +836,75 @@ func TestFusedLoadJump(t *testing.T) {
 		t.Errorf("fault %v, want a load fault at instruction 1", err)
 	}
 }
+
+// TestFusedCounter: "r = *p; r += K; *p = r" runs as one operation with the
+// register and memory results of the three instructions (DW, W with a
+// 32-bit add, W with a 64-bit add), and a region the program may read but
+// not write faults at the store, leaving the memory unchanged.
+func TestFusedCounter(t *testing.T) {
+	cases := []struct {
+		name  string
+		ld    byte
+		add   byte
+		st    byte
+		fop   op
+		k     int32
+		mem   uint64 // initial little-endian contents
+		want  uint64 // memory afterwards (8 bytes)
+		wantR uint64 // r2 afterwards
+	}{
+		{"dw", 0x79, 0x07, 0x7b, opLdAddStDW, 1, 41, 42, 42},
+		{"dw negative", 0x79, 0x07, 0x7b, opLdAddStDW, -2, 1, 1<<64 - 1, 1<<64 - 1},
+		{"w add32 wraps", 0x61, 0x04, 0x63, opLdAddStW, 2, 0xaa_ffffffff, 0xaa_00000001, 1},
+		{"w add64 carries", 0x61, 0x07, 0x63, opLdAddStW64, 2, 0xaa_ffffffff, 0xaa_00000001, 0x1_00000001},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, asmProg(
+			ins(c.ld, 2, 1, 8, 0),    // r2 = *(size *)(r1 + 8)
+			ins(c.add, 2, 0, 0, c.k), // r2 += k
+			ins(c.st, 1, 2, 8, 0),    // *(size *)(r1 + 8) = r2
+			ins(0xbf, 0, 2, 0, 0),    // r0 = r2
+			exitInsn), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if p.code[0].op != c.fop {
+			t.Errorf("%s: op %v, want %v", c.name, p.code[0].op, c.fop)
+		}
+		mem := make([]byte, 16)
+		binary.LittleEndian.PutUint64(mem[8:], c.mem)
+		got, err := NewRunner(0).RunRaw(p, mem)
+		if err != nil || got != c.wantR {
+			t.Errorf("%s: r2 = %#x, %v; want %#x", c.name, got, err, c.wantR)
+		}
+		if m := binary.LittleEndian.Uint64(mem[8:]); m != c.want {
+			t.Errorf("%s: memory %#x, want %#x", c.name, m, c.want)
+		}
+		// Past the end: the load faults, at its own index.
+		if _, err := NewRunner(0).RunRaw(p, mem[:11]); err == nil || !strings.Contains(err.Error(), "instruction 0") {
+			t.Errorf("%s: short memory: %v, want a fault at instruction 0", c.name, err)
+		}
+		// A read-only region: the store faults, at its own index.
+		r := NewRunner(0)
+		r.bind(nil)
+		r.budget = p.budget
+		ro := make([]byte, 16)
+		ptr := r.addRegion(ro, false)
+		r.exec(p, 0, ptr, 0, regionStack<<32|stackSize)
+		if !r.faulted || r.faultKind != faultStore || r.faultPC != 2 {
+			t.Errorf("%s: read-only: faulted %v kind %v pc %d, want a store fault at 2", c.name, r.faulted, r.faultKind, r.faultPC)
+		}
+		if binary.LittleEndian.Uint64(ro[8:]) != 0 {
+			t.Errorf("%s: read-only memory written", c.name)
+		}
+	}
+	// The pointer is the destination: not fused, still right.
+	p, err := LoadRaw("alias", asmProg(
+		ins(0x79, 1, 1, 0, 0), // r1 = *(u64 *)(r1 + 0)
+		ins(0x07, 1, 0, 0, 1), // r1 += 1
+		ins(0xb7, 0, 0, 0, 3), // r0 = 3
+		exitInsn), nil)
+	if err != nil || p.code[0].op != opLdxDW {
+		t.Fatalf("%v %v", err, p.code[0].op)
+	}
+}
