@@ -1,0 +1,38 @@
+package fec
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The descriptor word at offset 0 (datlen | sc << 16) is shared with the device:
+// it is read and written with one atomic, aligned 32-bit access, never as two
+// 16-bit halves and never merged with its neighbours by the compiler. Rings are
+// allocated 64-byte aligned and descriptors are 8 or 32 bytes, so every word 0
+// is 4-byte aligned.
+
+// hostBigEndian is true on big-endian hosts, where the atomic load returns the
+// bytes the other way round from the little-endian descriptor layout.
+var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
+
+// loadWord0 reads the little-endian word at d[0:4] atomically.
+func loadWord0(d []byte) uint32 {
+	_ = d[3]
+	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&d[0])))
+	if hostBigEndian {
+		v = bits.ReverseBytes32(v)
+	}
+	return v
+}
+
+// storeWord0 writes the little-endian word at d[0:4] atomically: the last store
+// of a descriptor, which hands it to the device.
+func storeWord0(d []byte, v uint32) {
+	_ = d[3]
+	if hostBigEndian {
+		v = bits.ReverseBytes32(v)
+	}
+	atomic.StoreUint32((*uint32)(unsafe.Pointer(&d[0])), v)
+}

@@ -1,0 +1,67 @@
+// Package fec drives NXP's FEC / ENET Ethernet MAC from user space through the
+// nic.Device contract: i.MX8M Plus, Mini, Nano and Quad (three rings, enhanced
+// descriptors, gigabit), i.MX6SX/7D, and the single-ring i.MX6Q/6UL class. The
+// device is a physmem.Device (registers from /dev/mem, DMA memory from huge
+// pages at physical addresses: these SoCs have no IOMMU for the MAC), the
+// fecsim model, or QEMU's imx.enet on the imx8mp-evk machine.
+//
+// Open follows Linux's fec_restart: reset (ECR = 0 on multi-queue parts, ECR.RESET
+// otherwise), MDIO set-up (MSCR from Config.ModuleClockHz; MMFR cleared first
+// on CLEAR_SETUP_MII parts), PHY ID and autonegotiation restart over clause-22
+// MDIO (completion seen as EIR.MII, with a deadline), a wait for the link, then
+// MAC address into PALR/PAUR, EIR cleared, rings prepared (every RX descriptor
+// empty with a buffer, W on the last), RDSR/TDSR/MRBR, TCR.FDEN, RACC, FTRL,
+// RCR (MAX_FL, MII_MODE, RGMII/RMII), TFWR.STRFWD, the hash filters, MIBC,
+// ECR (ETHEREN, DBSWP for little-endian descriptors, EN1588 with enhanced
+// descriptors, SPEED at 1000 Mb/s), RDAR of each ring, and EIMR.
+//
+// DMA: the descriptors carry 32-bit buffer addresses. Open refuses an allocator
+// whose Limit is 0 or above 4 GiB (dma.ErrTooHigh), and every ring and pool is
+// checked to lie below 4 GiB. The MAC is not cache coherent on i.MX8: the
+// driver calls Allocator.Sync wherever Linux calls dma_sync_* (or relies on
+// coherent memory): before reading a descriptor (ForCPU), after writing one
+// (ForDevice), on each RX buffer before posting it (ForDevice) and before
+// handing it out (ForCPU), on each TX buffer before posting it (ForDevice).
+//
+// Rings: there are no head or tail registers. Ownership is a bit in each
+// descriptor: E on RX, R on TX, set by the driver (stored last, with one
+// atomic 32-bit store of the word holding datlen and sc), cleared by the
+// device. The driver follows the bits from its own indices, which only it
+// writes; RDAR and TDAR only wake the device. Recv writes RDAR at most once
+// (when it posted buffers), Send writes TDAR at most once, under ERR007885
+// only when one of four reads of TDAR returns 0; Reclaim re-kicks a ring that
+// went idle with descriptors ready. Received frames carry their 4-byte FCS in
+// the buffer; Recv cuts it off.
+//
+// Buffers: RX buffers come from a dma.Pool per ring; a buffer on an RX ring is
+// OwnerRx, one handed out by Recv is OwnerApp, one on a TX ring is OwnerTx and
+// goes back to its own pool when Reclaim sees R clear. A buffer that did not
+// come from a pool the device's allocator maps is checked with
+// dma.Allocator.Check and refused (tx_refused_dma) when the device could not
+// reach it. A frame whose start is not 16-byte aligned (the ENET's TX DMA
+// needs it) is moved down inside its own buffer first (tx_realigned).
+//
+// Interrupts: none on the physical path (physmem has no way to deliver a
+// platform IRQ to a process): queues are polled. With Config.Interrupts and a
+// Device that offers one (the model), ring 0's RXF raises it; ArmIRQ clears
+// RXF so the next frame raises it again.
+//
+// Statistics: the MIB counters do not clear when read; Stats accumulates the
+// difference between readings, plus the driver's own counters per ring.
+//
+// Not done: the kernel keeps descriptors in uncached (coherent) memory; here
+// they are in cached memory with explicit maintenance, and an 8-byte
+// descriptor shares its cache line with its neighbours, so on real i.MX8
+// hardware a clean of a line the driver wrote can overwrite a neighbour the
+// device updated meanwhile. Rings should live in uncached memory there (not
+// available through physmem yet). Link changes after Open are not followed
+// (speed and duplex are programmed once); no checksum offload, VLAN
+// classification beyond RCMR, coalescing, timestamps or multicast filters.
+//
+// Threads: each queue belongs to one goroutine, which calls Recv / Send /
+// Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
+// goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
+// (descriptor layouts and the atomic word), rx.go, tx.go (rings), phy.go
+// (MDIO), driver.go (probe, reset, bring-up), stats.go, dump.go, ids.go
+// (compatible strings and quirks).
+package fec

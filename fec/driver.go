@@ -1,0 +1,583 @@
+package fec
+
+import (
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// Interface is the MAC-PHY interface (RCR.RGMII / RCR.RMII; MII otherwise).
+type Interface uint8
+
+const (
+	DefaultInterface Interface = iota // RGMII on gigabit parts, RMII otherwise
+	RGMII
+	RMII
+	MII
+)
+
+func (i Interface) String() string {
+	switch i {
+	case RGMII:
+		return "rgmii"
+	case RMII:
+		return "rmii"
+	case MII:
+		return "mii"
+	}
+	return "default"
+}
+
+// Config chooses how Open brings a port up. The zero value is usable on QEMU's
+// imx8mp-evk; real boards need ModuleClockHz and PHYAddr.
+type Config struct {
+	// Queues is the number of RX/TX ring pairs: 1 to 3 on multi-queue parts
+	// (rings 1 and 2 receive frames whose VLAN priority is 0-3 and 4-7,
+	// classified by RCMR1/2; everything else lands on ring 0). Default 1.
+	Queues int
+	// RxRingSize and TxRingSize are descriptors per ring, 4 to 4096. Default
+	// 256 each.
+	RxRingSize, TxRingSize int
+	// PoolSize is the number of buffers of each RX ring's pool, at least
+	// RxRingSize. Default 2*RxRingSize.
+	PoolSize int
+	// FrameSize is the size of one pool buffer: dma.Headroom, then at least
+	// 2 KiB for the device. A multiple of 64. Default 2304.
+	FrameSize int
+	// MAC is the station address. nil: the one PALR/PAUR hold (set by the boot
+	// loader or the model), else a random locally administered one.
+	MAC net.HardwareAddr
+	// Interface is the MAC-PHY interface. Default RGMII on gigabit parts.
+	Interface Interface
+	// ModuleClockHz is the ENET's module (ipg) clock, from which MSCR's MDC
+	// divider is computed. Default 66 MHz (the i.MX8M's ENET ipg clock in
+	// NXP's device trees); check the board's clock tree.
+	ModuleClockHz uint64
+	// PHYAddr is the PHY's MDIO address. 0 means 1 (QEMU's imx8mp-evk); for a
+	// PHY at address 0 set PHYAddrZero.
+	PHYAddr     int
+	PHYAddrZero bool
+	// LegacyBD uses 8-byte descriptors even on parts with enhanced ones.
+	LegacyBD bool
+	// Promisc accepts every frame (RCR.PROM).
+	Promisc bool
+	// Interrupts asks the Device for one interrupt (EnableMSIX), raised on ring
+	// 0's RXF. Devices reached through /dev/mem have none: leave it off and
+	// poll.
+	Interrupts bool
+	// LinkTimeout is how long Open waits for the link after restarting
+	// autonegotiation; speed and duplex are programmed from what the PHY then
+	// reports (default 1000/full on gigabit parts, 100/full otherwise, when the
+	// link is still down). Open does not fail on a link that stays down. Zero
+	// means 5 s; negative, no wait.
+	LinkTimeout time.Duration
+}
+
+const (
+	defaultRingSize    = 256
+	maxRingSize        = 4096
+	defaultFrameSize   = 2304
+	defaultLinkTimeout = 5 * time.Second
+	defaultModuleClock = 66_000_000
+)
+
+func (c Config) withDefaults(v Variant) (Config, error) {
+	if c.Queues == 0 {
+		c.Queues = 1
+	}
+	if c.Queues < 1 || c.Queues > v.Queues {
+		return c, fmt.Errorf("fec: %d queues: the %s has %d", c.Queues, v.Name, v.Queues)
+	}
+	for _, r := range []*int{&c.RxRingSize, &c.TxRingSize} {
+		if *r == 0 {
+			*r = defaultRingSize
+		}
+		if *r < 4 || *r > maxRingSize {
+			return c, fmt.Errorf("fec: ring of %d descriptors: want 4 to %d", *r, maxRingSize)
+		}
+	}
+	if c.PoolSize == 0 {
+		c.PoolSize = 2 * c.RxRingSize
+	}
+	if c.PoolSize < c.RxRingSize {
+		return c, fmt.Errorf("fec: pool of %d buffers for a ring of %d: want at least the ring size", c.PoolSize, c.RxRingSize)
+	}
+	if c.FrameSize == 0 {
+		c.FrameSize = defaultFrameSize
+	}
+	if c.FrameSize < dma.Headroom+maxMRBR || c.FrameSize%64 != 0 {
+		return c, fmt.Errorf("fec: frame size %d: want a multiple of 64 of at least %d (headroom %d + 2 KiB for the device)", c.FrameSize, dma.Headroom+maxMRBR, dma.Headroom)
+	}
+	if c.MAC != nil && (len(c.MAC) != 6 || c.MAC[0]&1 != 0 || isZero(c.MAC)) {
+		return c, fmt.Errorf("fec: MAC address %s: want a unicast 6-byte address", c.MAC)
+	}
+	if c.Interface == DefaultInterface {
+		c.Interface = RMII
+		if v.Quirks&QuirkGBIT != 0 {
+			c.Interface = RGMII
+		}
+	}
+	if c.Interface == RGMII && v.Quirks&QuirkGBIT == 0 {
+		return c, fmt.Errorf("fec: the %s has no RGMII (not a gigabit MAC)", v.Name)
+	}
+	if c.ModuleClockHz == 0 {
+		c.ModuleClockHz = defaultModuleClock
+	}
+	if c.LinkTimeout == 0 {
+		c.LinkTimeout = defaultLinkTimeout
+	}
+	if c.PHYAddr == 0 && !c.PHYAddrZero {
+		c.PHYAddr = defPHYAddr
+	}
+	if c.PHYAddr < 0 || c.PHYAddr > 31 {
+		return c, fmt.Errorf("fec: PHY address %d: want 0 to 31", c.PHYAddr)
+	}
+	return c, nil
+}
+
+// Port is a FEC port brought up by Open. It implements nic.Port.
+//
+// Control methods may be called from any goroutine; they serialise on ctl
+// (MDIO and RCR sequences). Each queue belongs to one goroutine. Close must not
+// run while a queue is being polled.
+type Port struct {
+	dev     nic.Device // immutable
+	regs    nic.Regs   // immutable
+	alloc   dma.Allocator
+	variant Variant  // immutable
+	cfg     Config   // immutable after Open
+	name    string   // immutable
+	bd      bdLayout // immutable
+	mscr    uint32   // immutable
+	phyAddr int      // immutable
+
+	mac   net.HardwareAddr // immutable after Open
+	phyID uint32           // immutable after Open
+	link  nic.LinkState    // what the MAC was programmed for; immutable after Open
+
+	rx  []*rxQueue // immutable after Open
+	tx  []*txQueue // immutable after Open
+	irq nic.IRQ    // nil without interrupts
+
+	ctl    sync.Mutex
+	closed bool // guarded by ctl
+
+	stats stats // has its own lock
+
+	warnings []string // immutable after Open
+}
+
+var _ nic.Port = (*Port)(nil)
+
+func (p *Port) r32(r reg) uint32    { return p.regs.Read32(uint32(r)) }
+func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
+
+// Open resets the MAC, talks to the PHY, programs the rings and starts them,
+// following Linux's fec_restart. The Device stays the caller's: Close does not
+// close it, and a second Open on it works.
+func Open(dev nic.Device, cfg Config) (*Port, error) {
+	info := dev.Info()
+	v, ok := LookupCompatible(info.Compatible)
+	if !ok {
+		return nil, fmt.Errorf("fec: %s: compatible %q is not a supported FEC/ENET (see fec.Variants): %w", info.Name, info.Compatible, nic.ErrNotSupported)
+	}
+	cfg, err := cfg.withDefaults(v)
+	if err != nil {
+		return nil, err
+	}
+	alloc := dev.DMA()
+	if alloc == nil {
+		return nil, fmt.Errorf("fec: %s: the device has no DMA allocator", info.Name)
+	}
+	if lim := alloc.Limit(); lim == 0 || lim > 1<<32 {
+		return nil, fmt.Errorf("fec: %s: the DMA allocator's limit is %#x: %w: the FEC's descriptors carry 32-bit "+
+			"addresses, so its memory must lie below 4 GiB; use an allocator limited to 4 GiB "+
+			"(physmem.Config{Limit: 1 << 32}) with memory reserved low (mem=, reserved-memory, CMA)", info.Name, lim, dma.ErrTooHigh)
+	}
+	mscr, err := mscrValue(cfg.ModuleClockHz)
+	if err != nil {
+		return nil, err
+	}
+	regs, err := dev.Regs(0)
+	if err != nil {
+		return nil, fmt.Errorf("fec: %s: mapping the register window: %w", info.Name, err)
+	}
+	p := &Port{dev: dev, regs: regs, alloc: alloc, variant: v, cfg: cfg, name: info.Name, bd: legacyBD,
+		mscr: mscr, phyAddr: cfg.PHYAddr}
+	if v.Quirks&QuirkBufDescEx != 0 && !cfg.LegacyBD {
+		p.bd = extBD
+	}
+	if err := p.bringUp(); err != nil {
+		p.teardown()
+		return nil, fmt.Errorf("fec: %s: %w", info.Name, err)
+	}
+	return p, nil
+}
+
+func (p *Port) bringUp() error {
+	if v := p.r32(regECR); v == 0xFFFFFFFF {
+		return fmt.Errorf("ECR reads 0xFFFFFFFF (is the ENET clocked and powered, and the register window right?): %w", nic.ErrNoDevice)
+	}
+	p.pickMAC()
+	if err := p.reset(); err != nil {
+		return err
+	}
+	p.mdioSetup()
+	p.ctl.Lock()
+	id, err := p.readPHYID()
+	if err == nil {
+		p.phyID = id
+		err = p.restartAutoneg()
+	}
+	p.ctl.Unlock()
+	if err != nil {
+		return fmt.Errorf("PHY: %w", err)
+	}
+	link := nic.LinkState{SpeedMbps: 100, FullDuplex: true}
+	if p.cfg.Interface == RGMII {
+		link.SpeedMbps = 1000
+	}
+	if p.cfg.LinkTimeout > 0 {
+		if l, err := p.WaitLink(p.cfg.LinkTimeout); err == nil {
+			link = l
+		} else {
+			p.warnings = append(p.warnings, fmt.Sprintf("link down after %v: MAC programmed for %d Mb/s full duplex", p.cfg.LinkTimeout, link.SpeedMbps))
+		}
+	}
+	p.link = link
+	for i := 0; i < p.cfg.Queues; i++ {
+		rq, err := p.newRx(i)
+		if err != nil {
+			return fmt.Errorf("ring %d: %w", i, err)
+		}
+		p.rx = append(p.rx, rq)
+		tq, err := p.newTx(i)
+		if err != nil {
+			return fmt.Errorf("ring %d: %w", i, err)
+		}
+		p.tx = append(p.tx, tq)
+	}
+	for _, tq := range p.tx {
+		for _, rq := range p.rx {
+			tq.trustPool(rq.pool)
+		}
+	}
+	if p.cfg.Interrupts {
+		irqs, err := p.dev.EnableMSIX(1)
+		if err != nil {
+			return fmt.Errorf("enabling the interrupt (set Config.Interrupts false to poll): %w", err)
+		}
+		if len(irqs) == 0 {
+			return fmt.Errorf("the device gave no interrupt: %w", nic.ErrNotSupported)
+		}
+		p.irq = irqs[0]
+		p.rx[0].irq = p.irq
+		if p.bd.ext {
+			p.rx[0].esc = rxESCInt
+		}
+	}
+	p.start()
+	p.stats.baseline(p)
+	return nil
+}
+
+// pickMAC takes Config.MAC, else a valid address already in PALR/PAUR (boot
+// loader, model), else a random locally administered one.
+func (p *Port) pickMAC() {
+	if p.cfg.MAC != nil {
+		p.mac = append(net.HardwareAddr(nil), p.cfg.MAC...)
+		return
+	}
+	lo, hi := p.r32(regPALR), p.r32(regPAUR)
+	m := net.HardwareAddr{byte(lo >> 24), byte(lo >> 16), byte(lo >> 8), byte(lo), byte(hi >> 24), byte(hi >> 16)}
+	if !isZero(m) && m[0]&1 == 0 && !(lo == 0xFFFFFFFF && hi>>16 == 0xFFFF) {
+		p.mac = m
+		return
+	}
+	m = make(net.HardwareAddr, 6)
+	rand.Read(m) //nolint:errcheck // crypto/rand.Read never fails on Linux
+	m[0] = m[0]&^1 | 2
+	p.mac = m
+	p.warnings = append(p.warnings, fmt.Sprintf("no MAC address in PALR/PAUR or Config.MAC: using random %s", m))
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// reset stops and resets the MAC (fec_restart): multi-queue parts by writing
+// ECR = 0 (ECR.RESET would also reset their AVB state), others with ECR.RESET,
+// which clears itself.
+func (p *Port) reset() error {
+	if p.variant.MultiQueue() {
+		p.w32(regECR, 0)
+		return nil
+	}
+	p.w32(regECR, uint32(ecrRESET))
+	time.Sleep(10 * time.Microsecond)
+	deadline := time.Now().Add(10 * time.Millisecond)
+	for {
+		v := p.r32(regECR)
+		if v == 0xFFFFFFFF {
+			return fmt.Errorf("ECR reads all ones after reset: %w", nic.ErrNoDevice)
+		}
+		if ecrBits(v)&ecrRESET == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("ECR.RESET still set 10ms after a reset (the MAC's clocks may be off): %w", nic.ErrTimeout)
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+}
+
+// start programs the MAC after a reset and starts the rings, in Linux
+// fec_restart's order.
+func (p *Port) start() {
+	m := p.mac
+	p.w32(regPALR, uint32(m[0])<<24|uint32(m[1])<<16|uint32(m[2])<<8|uint32(m[3]))
+	p.w32(regPAUR, uint32(m[4])<<24|uint32(m[5])<<16|0x8808)
+	p.w32(regEIR, 0xFFFFFFFF)
+	// Rings: RX all empty with a buffer each, W on the last; TX all ours.
+	for _, q := range p.rx {
+		q.reset()
+		q.refill(false)
+	}
+	for _, q := range p.tx {
+		q.reset()
+		q.esc = 0
+		if p.irq != nil && p.bd.ext {
+			q.esc = txESCInt
+		}
+	}
+	for i := range p.rx {
+		rr := rings[i]
+		p.w32(rr.rdsr, uint32(p.rx[i].ring.IOVA))
+		p.w32(rr.mrbr, uint32(p.rx[i].bufLen))
+		p.w32(rr.tdsr, uint32(p.tx[i].ring.IOVA))
+		switch i {
+		case 1:
+			p.w32(regRCMR1, rcmrMatchEn|rcmrCmp(0, 1, 2, 3))
+			p.w32(regDMA1, dmaClassEn|dmaIdleSlope)
+		case 2:
+			p.w32(regRCMR2, rcmrMatchEn|rcmrCmp(4, 5, 6, 7))
+			p.w32(regDMA2, dmaClassEn|dmaIdleSlope)
+		}
+	}
+	var tcr tcrBits
+	if p.link.FullDuplex {
+		tcr |= tcrFDEN
+	}
+	p.w32(regTCR, uint32(tcr))
+	p.mdioSetup()
+	if p.variant.Quirks&QuirkRACC != 0 {
+		p.w32(regRACC, 0) // no SHIFT16: frames start at the buffer; no checksum discard
+	}
+	p.w32(regFTRL, maxFrameLen)
+	p.w32(regRCR, uint32(p.rcr(p.cfg.Promisc)))
+	if p.variant.Quirks&QuirkENETMAC != 0 {
+		p.w32(regTFWR, tfwrSTRFWD)
+	}
+	p.w32(regIAUR, 0)
+	p.w32(regIALR, 0)
+	p.w32(regGAUR, 0)
+	p.w32(regGALR, 0)
+	p.w32(regMIBC, 0)
+	ecr := ecrETHEREN
+	if p.variant.Quirks&QuirkENETMAC != 0 {
+		ecr |= ecrDBSWP
+	}
+	if p.bd.ext {
+		ecr |= ecrEN1588
+	}
+	if p.link.SpeedMbps == 1000 && p.variant.Quirks&QuirkGBIT != 0 {
+		ecr |= ecrSPEED
+	}
+	p.w32(regECR, uint32(ecr))
+	for i := range p.rx {
+		p.w32(rings[i].rdar, rdarActive)
+	}
+	var eimr eirBits
+	if p.irq != nil {
+		eimr = eirRXF
+	}
+	p.w32(regEIMR, uint32(eimr))
+}
+
+// rcr computes RCR for the interface, link and promiscuous mode.
+func (p *Port) rcr(promisc bool) rcrBits {
+	v := rcrBits(maxFrameLen)<<rcrMaxFLSft | rcrMIIMODE
+	switch p.cfg.Interface {
+	case RGMII:
+		v |= rcrRGMII
+	case RMII:
+		v |= rcrRMII
+		if p.link.SpeedMbps == 10 {
+			v |= rcrRMII10T
+		}
+	}
+	if !p.link.FullDuplex {
+		v |= rcrDRT
+	}
+	if promisc {
+		v |= rcrPROM
+	}
+	return v
+}
+
+// Name is the device's name.
+func (p *Port) Name() string { return p.name }
+
+// MAC is the port's station address.
+func (p *Port) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), p.mac...) }
+
+// Variant is the FEC generation Open found.
+func (p *Port) Variant() Variant { return p.variant }
+
+// Extended reports whether the rings use 32-byte enhanced descriptors.
+func (p *Port) Extended() bool { return p.bd.ext }
+
+// PHYID is PHYID1:PHYID2 as read at bring-up.
+func (p *Port) PHYID() uint32 { return p.phyID }
+
+// ProgrammedLink is the speed and duplex the MAC was set up for at Open.
+func (p *Port) ProgrammedLink() nic.LinkState { return p.link }
+
+// Warnings lists non-fatal oddities of the bring-up.
+func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...) }
+
+// Link asks the PHY (the FEC has no link status register of its own). A PHY
+// that does not answer reads as link down.
+func (p *Port) Link() nic.LinkState {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return nic.LinkState{}
+	}
+	l, err := p.phyLink()
+	if err != nil {
+		return nic.LinkState{}
+	}
+	return l
+}
+
+// WaitLink polls the PHY until the link is up or timeout passes.
+func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		l := p.Link()
+		if l.Up {
+			return l, nil
+		}
+		if time.Now().After(deadline) {
+			return l, fmt.Errorf("fec: %s: no link after %v (cable, peer, PHY address %d, or autonegotiation): %w", p.name, timeout, p.phyAddr, nic.ErrLinkDown)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// NumQueues is the number of RX/TX ring pairs.
+func (p *Port) NumQueues() int { return len(p.rx) }
+
+// RxQueue returns RX ring i, or nil when out of range.
+func (p *Port) RxQueue(i int) nic.RxQueue {
+	if i < 0 || i >= len(p.rx) {
+		return nil
+	}
+	return p.rx[i]
+}
+
+// TxQueue returns TX ring i, or nil when out of range.
+func (p *Port) TxQueue(i int) nic.TxQueue {
+	if i < 0 || i >= len(p.tx) {
+		return nil
+	}
+	return p.tx[i]
+}
+
+// SetPromisc turns promiscuous mode (RCR.PROM) on or off.
+func (p *Port) SetPromisc(on bool) error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	}
+	p.w32(regRCR, uint32(p.rcr(on)))
+	return nil
+}
+
+// Close stops the MAC (graceful transmit stop, then reset), returns every
+// buffer on the rings to its pool and frees rings and pools. The Device stays
+// open; Open works on it again.
+func (p *Port) Close() error {
+	p.ctl.Lock()
+	if p.closed {
+		p.ctl.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.ctl.Unlock()
+	p.stats.collect(p) // keep the totals
+	p.stats.stop()
+	return p.teardown()
+}
+
+// gracefulStopTimeout bounds the wait for EIR.GRA after TCR.GTS.
+const gracefulStopTimeout = 100 * time.Millisecond
+
+// teardown undoes whatever part of bring-up happened.
+func (p *Port) teardown() error {
+	var errs []error
+	present := p.r32(regECR) != 0xFFFFFFFF
+	if present {
+		p.w32(regEIMR, 0)
+		if ecrBits(p.r32(regECR))&ecrETHEREN != 0 {
+			// Graceful stop: the frame being sent completes, then EIR.GRA.
+			p.w32(regTCR, p.r32(regTCR)|uint32(tcrGTS))
+			deadline := time.Now().Add(gracefulStopTimeout)
+			for eirBits(p.r32(regEIR))&eirGRA == 0 {
+				if time.Now().After(deadline) {
+					errs = append(errs, fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout))
+					break
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}
+		if err := p.reset(); err != nil {
+			errs = append(errs, err)
+		}
+		p.w32(regEIR, 0xFFFFFFFF)
+	}
+	if p.irq != nil {
+		if err := p.dev.DisableIRQs(); err != nil {
+			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
+		}
+		p.irq = nil
+	}
+	// TX first: in-flight buffers go back to their pools (perhaps RX pools).
+	for _, q := range p.tx {
+		if err := q.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, q := range p.rx {
+		if err := q.free(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("fec: %s: close: %w", p.name, err)
+	}
+	return nil
+}

@@ -1,0 +1,177 @@
+package fec
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// MDIO through MMFR (clause 22 only). One access at a time: callers hold
+// Port.ctl. The driver clears EIR.MII, writes the frame to MMFR; the MAC clocks
+// it out on MDC and sets EIR.MII when done (the read data is then in MMFR
+// 15:0). Nothing completes while MSCR's divider is 0 or the module clock is
+// off: the timeout error says so.
+
+// mdioTimeout bounds one MDIO frame: 64 bits at 2.5 MHz take about 26 us; Linux
+// waits up to 30 ms (FEC_MII_TIMEOUT).
+const mdioTimeout = 30 * time.Millisecond
+
+// mscrValue computes MSCR for a module (ipg) clock of clkHz (fec_main.c
+// fec_enet_mii_init): MII_SPEED = ceil(clk / 5 MHz) - 1 keeps MDC at or below
+// 2.5 MHz; HOLDTIME = ceil(clk / 100 MHz) - 1 keeps MDIO hold at least 10 ns.
+func mscrValue(clkHz uint64) (uint32, error) {
+	speed := (clkHz+4_999_999)/5_000_000 - 1
+	if clkHz == 0 || speed > mscrSpeedMax {
+		return 0, fmt.Errorf("fec: module clock of %d Hz: the MDC divider (MSCR.MII_SPEED, max %d) cannot bring MDC to 2.5 MHz", clkHz, mscrSpeedMax)
+	}
+	if speed == 0 {
+		speed = 1 // a divider of 0 turns MDC off
+	}
+	hold := (clkHz+99_999_999)/100_000_000 - 1
+	hold = min(hold, mscrHoldMax)
+	return uint32(speed)<<mscrSpeedShift | uint32(hold)<<mscrHoldShift, nil
+}
+
+// mdioSetup programs MSCR (fec_enet_mii_init). The MAC raises a spurious
+// EIR.MII when MSCR goes from 0 to non-zero while MMFR holds a frame; on
+// QuirkClearSetupMII parts MMFR is cleared first in that case (and only then:
+// a write to MMFR with MDC running sends a frame). Any pending EIR.MII is
+// cleared afterwards.
+func (p *Port) mdioSetup() {
+	cur := p.r32(regMSCR)
+	if cur == p.mscr {
+		return
+	}
+	if cur == 0 && p.variant.Quirks&QuirkClearSetupMII != 0 && p.r32(regMMFR) != 0 {
+		p.w32(regMMFR, 0)
+	}
+	p.w32(regMSCR, p.mscr)
+	p.w32(regEIR, uint32(eirMII))
+}
+
+// mdio runs one clause-22 frame and returns MMFR's data bits.
+func (p *Port) mdio(op uint32, phyReg int, val uint16) (uint16, error) {
+	p.w32(regEIR, uint32(eirMII))
+	p.w32(regMMFR, mmfrST22|op|uint32(p.phyAddr&0x1F)<<mmfrPAShift|uint32(phyReg&0x1F)<<mmfrRAShift|mmfrTA|uint32(val))
+	deadline := time.Now().Add(mdioTimeout)
+	for {
+		v := p.r32(regEIR)
+		if v == 0xFFFFFFFF {
+			return 0, fmt.Errorf("EIR reads all ones during an MDIO access: %w", nic.ErrNoDevice)
+		}
+		if eirBits(v)&eirMII != 0 {
+			p.w32(regEIR, uint32(eirMII))
+			return uint16(p.r32(regMMFR) & mmfrData), nil
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("MDIO access to PHY %d register %d: EIR.MII not set after %v "+
+				"(is the ENET's module clock running, and is Config.ModuleClockHz right? MSCR = %#x from %d Hz; "+
+				"a wrong MSCR, a gated clock or a PHY held in reset never completes): %w",
+				p.phyAddr, phyReg, mdioTimeout, p.mscr, p.cfg.ModuleClockHz, nic.ErrTimeout)
+		}
+		time.Sleep(10 * time.Microsecond)
+	}
+}
+
+func (p *Port) readPHY(r int) (uint16, error) { return p.mdio(mmfrOpRead, r, 0) }
+
+func (p *Port) writePHY(r int, v uint16) error {
+	_, err := p.mdio(mmfrOpWrite, r, v)
+	return err
+}
+
+// readPHYID returns PHYID1:PHYID2. An ID of all ones means nothing answered at
+// that address (MDIO pulled up).
+func (p *Port) readPHYID() (uint32, error) {
+	hi, err := p.readPHY(phyID1)
+	if err != nil {
+		return 0, err
+	}
+	lo, err := p.readPHY(phyID2)
+	if err != nil {
+		return 0, err
+	}
+	id := uint32(hi)<<16 | uint32(lo)
+	if id == 0xFFFFFFFF || id == 0 {
+		return id, fmt.Errorf("no PHY answers at MDIO address %d (ID %#08x): set Config.PHYAddr to the board's PHY address", p.phyAddr, id)
+	}
+	return id, nil
+}
+
+// restartAutoneg advertises what the MAC can do and restarts autonegotiation.
+func (p *Port) restartAutoneg() error {
+	bmcr, err := p.readPHY(phyBMCR)
+	if err != nil {
+		return fmt.Errorf("reading BMCR: %w", err)
+	}
+	if err := p.writePHY(phyBMCR, (bmcr&^bmcrReset)|bmcrANEnable|bmcrANRestart); err != nil {
+		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// phyLink reads the PHY's view of the link: BMSR (twice, the link bit latches
+// low), then the resolved speed and duplex from the advertisements (or BMCR
+// when autonegotiation is off).
+func (p *Port) phyLink() (nic.LinkState, error) {
+	if _, err := p.readPHY(phyBMSR); err != nil {
+		return nic.LinkState{}, err
+	}
+	bmsr, err := p.readPHY(phyBMSR)
+	if err != nil {
+		return nic.LinkState{}, err
+	}
+	if bmsr&bmsrLinkUp == 0 {
+		return nic.LinkState{}, nil
+	}
+	bmcr, err := p.readPHY(phyBMCR)
+	if err != nil {
+		return nic.LinkState{}, err
+	}
+	l := nic.LinkState{Up: true}
+	if bmcr&bmcrANEnable == 0 {
+		l.FullDuplex = bmcr&bmcrFullDup != 0
+		switch {
+		case bmcr&bmcrSpeed1000 != 0 && p.variant.Quirks&QuirkGBIT != 0:
+			l.SpeedMbps = 1000
+		case bmcr&bmcrSpeed100 != 0:
+			l.SpeedMbps = 100
+		default:
+			l.SpeedMbps = 10
+		}
+		return l, nil
+	}
+	if p.variant.Quirks&QuirkGBIT != 0 && p.cfg.Interface == RGMII {
+		gbcr, err1 := p.readPHY(phyGBCR)
+		gbsr, err2 := p.readPHY(phyGBSR)
+		if err1 == nil && err2 == nil {
+			if gbcr&gbcr1000FD != 0 && gbsr&gbsr1000FD != 0 {
+				return nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}, nil
+			}
+			if gbcr&gbcr1000HD != 0 && gbsr&gbsr1000HD != 0 {
+				return nic.LinkState{Up: true, SpeedMbps: 1000}, nil
+			}
+		}
+	}
+	anar, err := p.readPHY(phyANAR)
+	if err != nil {
+		return nic.LinkState{}, err
+	}
+	lpa, err := p.readPHY(phyANLPAR)
+	if err != nil {
+		return nic.LinkState{}, err
+	}
+	common := anar & lpa
+	switch {
+	case common&adv100FD != 0:
+		l.SpeedMbps, l.FullDuplex = 100, true
+	case common&adv100HD != 0:
+		l.SpeedMbps = 100
+	case common&adv10FD != 0:
+		l.SpeedMbps, l.FullDuplex = 10, true
+	default:
+		l.SpeedMbps = 10
+	}
+	return l, nil
+}

@@ -1,0 +1,310 @@
+package fec
+
+import (
+	"fmt"
+	"sync/atomic"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// txQueue is one transmit ring (i.MX8M Plus RM "Transmit buffer descriptor").
+//
+// Ownership of descriptors: R (ready) set means the device owns the descriptor
+// and will send its buffer; it clears R when done. tail, the next descriptor
+// to fill, and clean, the oldest one in flight, are ours alone; the device's
+// position is internal. A write to TDAR tells the device that ready descriptors
+// exist; one per Send. ERR007885 (i.MX6SX, 7, 8M): a TDAR write while the ring
+// is being processed can be lost or corrupt the DMA, so TDAR is read up to four
+// times and written only if one read returns 0 (the ring idle): a ring still
+// running picks the new descriptors up by itself. Reclaim re-kicks a ring that
+// went idle with descriptors still ready (the ERR006358 workaround).
+//
+// Buffers: Send moves each buffer to OwnerTx and keeps it in slots for its
+// descriptor; Reclaim returns it to its own pool once R is clear. At most n-1
+// descriptors are in flight.
+//
+// One goroutine owns the queue; the counters are read atomically by Stats.
+type txQueue struct {
+	port     *Port
+	idx      int
+	regs     nic.Regs
+	alloc    dma.Allocator
+	bd       bdLayout
+	ring     *dma.Region
+	n        int
+	tdar     uint32
+	esc      uint32 // extended status/control of each descriptor (INT with interrupts)
+	erratum  bool   // QuirkERR007885
+	rekick   bool   // QuirkERR007885 or QuirkERR006358: Reclaim re-kicks an idle ring
+	slots    []*dma.Buf
+	done     []*dma.Buf // reclaim batch, len n
+	tail     int        // next descriptor to fill; only we write it
+	clean    int        // oldest in-flight descriptor; only we write it
+	inflight int
+	stopped  bool
+
+	// trusted are pools whose whole region Allocator.Check accepted: their
+	// buffers need no per-frame check. Preallocated; never grows past its cap.
+	trusted []*dma.Pool
+
+	packets    atomic.Uint64
+	bytes      atomic.Uint64
+	refusedDMA atomic.Uint64 // buffers outside the device's memory: not sent
+	refusedLen atomic.Uint64 // bad length or offset
+	realigned  atomic.Uint64 // frames moved down to a 16-byte boundary
+	kicks      atomic.Uint64 // TDAR writes
+	kickSkips  atomic.Uint64 // TDAR writes skipped (ERR007885: ring busy)
+}
+
+var _ nic.TxQueue = (*txQueue)(nil)
+
+const (
+	maxTrustedPools = 16
+	// txAlign: the ENET's TX DMA on i.MX needs 16-byte aligned buffers (Linux
+	// fec_main.c tx_align); Send moves a misaligned frame down inside its own
+	// buffer.
+	txAlign = 16
+	// minTxLen is the shortest frame put on the wire (ETH_ZLEN); shorter ones
+	// are padded with zeros.
+	minTxLen = 60
+)
+
+func (p *Port) newTx(i int) (*txQueue, error) {
+	n := p.cfg.TxRingSize
+	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n,
+		tdar:    uint32(rings[i].tdar),
+		erratum: p.variant.Quirks&QuirkERR007885 != 0,
+		rekick:  p.variant.Quirks&(QuirkERR007885|QuirkERR006358) != 0,
+		slots:   make([]*dma.Buf, n), done: make([]*dma.Buf, n),
+		trusted: make([]*dma.Pool, 0, maxTrustedPools)}
+	var err error
+	if q.ring, err = p.alloc.Alloc(n*q.bd.size, 64); err != nil {
+		return nil, fmt.Errorf("TX descriptor ring of %d: %w", n, err)
+	}
+	if err := checkBelow(q.ring, "TX ring"); err != nil {
+		q.free()
+		return nil, err
+	}
+	return q, nil
+}
+
+// reset gives every descriptor back to us, W on the last one.
+func (q *txQueue) reset() {
+	q.free0()
+	clear(q.ring.CPU)
+	storeWord0(q.ring.CPU[(q.n-1)*q.bd.size:], bdWord0(txW, 0))
+	q.alloc.Sync(q.ring, 0, q.ring.Len(), dma.ForDevice)
+	q.tail, q.clean, q.inflight, q.stopped = 0, 0, 0, false
+}
+
+// trustPool records a pool whose region the allocator maps.
+func (q *txQueue) trustPool(p *dma.Pool) bool {
+	r := p.Region()
+	if r == nil || len(q.trusted) == cap(q.trusted) {
+		return false
+	}
+	if q.alloc.Check(r.IOVA, r.Len()) != nil || r.IOVA+uint64(r.Len()) > 1<<32 {
+		return false
+	}
+	q.trusted = append(q.trusted, p)
+	return true
+}
+
+// dmaOK decides whether the device may read b: sane length and offset, and
+// memory the device's allocator handed out (below 4 GiB: the allocator's limit
+// was checked at Open).
+func (q *txQueue) dmaOK(b *dma.Buf) bool {
+	if b == nil || b.Len < ethHdrLen || b.Len > maxFrameLen-fcsLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
+		q.refusedLen.Add(1)
+		return false
+	}
+	if p := b.Pool(); p != nil && p.Region() != nil {
+		for _, t := range q.trusted {
+			if t == p {
+				return true
+			}
+		}
+		if q.trustPool(p) {
+			return true
+		}
+	}
+	if q.alloc.Check(b.DataIOVA(), b.Len) != nil || b.DataIOVA()+uint64(b.Len) > 1<<32 {
+		q.refusedDMA.Add(1)
+		return false
+	}
+	return true
+}
+
+// Send puts a prefix of bufs on the ring and returns how many it took. Each
+// buffer taken is on the ring (OwnerTx, back to its pool after Reclaim) or was
+// refused (bad length, or memory the device cannot reach): refused buffers are
+// counted, not sent, and returned to their pool at once. R|L|TC is stored last
+// in each descriptor; the frames become visible with at most one TDAR write.
+func (q *txQueue) Send(bufs []*dma.Buf) int {
+	if q.stopped {
+		return 0
+	}
+	if q.n-1-q.inflight < len(bufs) {
+		q.Reclaim()
+	}
+	taken, posted := 0, 0
+	first := q.tail
+	var nbytes uint64
+	for _, b := range bufs {
+		if q.inflight == q.n-1 {
+			break
+		}
+		taken++
+		if !q.dmaOK(b) {
+			if b != nil && b.Pool() != nil {
+				b.Free()
+			}
+			continue
+		}
+		if b.Len < minTxLen {
+			// Pad to the Ethernet minimum (60 bytes before the FCS) with zeros
+			// inside the buffer, as the kernel's eth_skb_pad does.
+			if b.Off+minTxLen > len(b.Mem) {
+				q.refusedLen.Add(1)
+				if b.Pool() != nil {
+					b.Free()
+				}
+				continue
+			}
+			clear(b.Mem[b.Off+b.Len : b.Off+minTxLen])
+			b.Len = minTxLen
+		}
+		if mis := int(b.DataIOVA() & (txAlign - 1)); mis != 0 {
+			if b.Off < mis {
+				q.refusedLen.Add(1)
+				if b.Pool() != nil {
+					b.Free()
+				}
+				continue
+			}
+			copy(b.Mem[b.Off-mis:], b.Mem[b.Off:b.Off+b.Len])
+			b.Off -= mis
+			b.Meta = 0
+			q.realigned.Add(1)
+		}
+		if p := b.Pool(); p != nil {
+			if r := p.Region(); r != nil {
+				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
+			}
+		}
+		off := q.tail * q.bd.size
+		d := q.ring.CPU[off : off+q.bd.size]
+		q.bd.put(d, uint32(b.DataIOVA()), q.esc)
+		sc := txR | txL | txTC
+		if q.tail == q.n-1 {
+			sc |= txW
+		}
+		storeWord0(d, bdWord0(sc, uint16(b.Len)))
+		b.SetOwner(dma.OwnerTx)
+		q.slots[q.tail] = b
+		if q.tail++; q.tail == q.n {
+			q.tail = 0
+		}
+		q.inflight++
+		posted++
+		nbytes += uint64(b.Len)
+	}
+	if posted > 0 {
+		syncRing(q.alloc, q.ring, q.bd.size, q.n, first, posted, dma.ForDevice)
+		q.kick()
+		q.packets.Add(uint64(posted))
+		q.bytes.Add(nbytes)
+	}
+	return taken
+}
+
+// kick writes TDAR, following ERR007885 where the MAC has it.
+func (q *txQueue) kick() {
+	if q.erratum {
+		idle := false
+		for i := 0; i < 4 && !idle; i++ {
+			idle = q.regs.Read32(q.tdar) == 0
+		}
+		if !idle {
+			q.kickSkips.Add(1)
+			return
+		}
+	}
+	q.regs.Write32(q.tdar, tdarActive)
+	q.kicks.Add(1)
+}
+
+// Reclaim returns the buffers of completed descriptors (R clear) to their
+// pools, one PutBurst per run of buffers from the same pool, and reports how
+// many. If descriptors are still ready but TDAR reads 0 (the device stopped, or
+// a kick was skipped under ERR007885), it writes TDAR again.
+func (q *txQueue) Reclaim() int {
+	n := 0
+	for q.inflight > 0 {
+		off := q.clean * q.bd.size
+		q.alloc.Sync(q.ring, off, 4, dma.ForCPU)
+		sc, _ := splitWord0(loadWord0(q.ring.CPU[off:]))
+		if sc&txR != 0 {
+			break
+		}
+		q.done[n] = q.slots[q.clean]
+		q.slots[q.clean] = nil
+		n++
+		if q.clean++; q.clean == q.n {
+			q.clean = 0
+		}
+		q.inflight--
+	}
+	q.putBack(q.done[:n])
+	if q.rekick && q.inflight > 0 && !q.stopped && q.regs.Read32(q.tdar) == 0 {
+		q.regs.Write32(q.tdar, tdarActive)
+		q.kicks.Add(1)
+	}
+	return n
+}
+
+// putBack returns buffers to their pools in runs.
+func (q *txQueue) putBack(bs []*dma.Buf) {
+	for start := 0; start < len(bs); {
+		p := bs[start].Pool()
+		end := start + 1
+		for end < len(bs) && bs[end].Pool() == p {
+			end++
+		}
+		if p != nil {
+			p.PutBurst(bs[start:end])
+		}
+		start = end
+	}
+	clear(bs)
+}
+
+// Free is the number of descriptors Send can fill now (without reclaiming).
+func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
+
+// free0 returns in-flight buffers (sent or not) to their pools.
+func (q *txQueue) free0() {
+	k := 0
+	for i, b := range q.slots {
+		if b != nil {
+			q.done[k] = b
+			k++
+			q.slots[i] = nil
+		}
+	}
+	q.putBack(q.done[:k])
+	q.inflight = 0
+}
+
+// free returns in-flight buffers and frees the ring. The MAC must be stopped.
+func (q *txQueue) free() error {
+	q.stopped = true
+	q.free0()
+	if q.ring != nil {
+		err := q.alloc.Free(q.ring)
+		q.ring = nil
+		return err
+	}
+	return nil
+}
