@@ -21,13 +21,21 @@ import (
 // one instruction on the slow path.
 func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 	base := r.depth
-	// The register file is a local array so the compiler keeps it on the
-	// goroutine stack; helpers see a copy in r.hreg.
-	var reg [16]uint64
+	if uint(base) >= uint(len(r.regs)) {
+		r.setFault(p, pc, faultCallDepth, 0, 0)
+		return 0
+	}
+	// The register file: one per nesting level of exec (a callback runs
+	// in a deeper one), 256 entries so that an instruction's register
+	// fields (uint8) index it with no mask or bounds check; decode allows
+	// r0-r10 only. Helpers see its first 16 as an array.
+	reg := &r.regs[base]
+	clear(reg[:16])
+	h := (*[16]uint64)(reg[:16])
 	reg[1], reg[2], reg[10] = r1, r2, fp
 	for {
 		var done bool
-		pc, p, done = r.fast(p, pc, base, &reg)
+		pc, p, done = r.fast(p, pc, base, reg)
 		if done {
 			return reg[0]
 		}
@@ -47,67 +55,67 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
 			n, signed := loadSize(in.op)
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if b := loadSlice(r.regions, a, n); b != nil {
 				// The fast path refused it; cannot happen, but be exact.
-				reg[in.dst&15] = loadValue(b, signed)
+				reg[in.dst] = loadValue(b, signed)
 				break
 			}
 			v, ok := r.slowLoad(p, pc, a, n, signed)
 			if !ok {
 				return 0
 			}
-			reg[in.dst&15] = v
+			reg[in.dst] = v
 		// Division and shifts by a register, kept off the fast path: on amd64
 		// they need fixed registers (DX:AX, CL), which would make the
 		// compiler spill the fast loop's state on every instruction.
 		case opDiv64K:
-			reg[in.dst&15] = udiv64(reg[in.dst&15], uint64(in.imm))
+			reg[in.dst] = udiv64(reg[in.dst], uint64(in.imm))
 		case opDiv64X:
-			reg[in.dst&15] = udiv64(reg[in.dst&15], reg[in.src&15])
+			reg[in.dst] = udiv64(reg[in.dst], reg[in.src])
 		case opMod64K:
-			reg[in.dst&15] = umod64(reg[in.dst&15], uint64(in.imm))
+			reg[in.dst] = umod64(reg[in.dst], uint64(in.imm))
 		case opMod64X:
-			reg[in.dst&15] = umod64(reg[in.dst&15], reg[in.src&15])
+			reg[in.dst] = umod64(reg[in.dst], reg[in.src])
 		case opSDiv64K:
-			reg[in.dst&15] = sdiv64(reg[in.dst&15], uint64(in.imm))
+			reg[in.dst] = sdiv64(reg[in.dst], uint64(in.imm))
 		case opSDiv64X:
-			reg[in.dst&15] = sdiv64(reg[in.dst&15], reg[in.src&15])
+			reg[in.dst] = sdiv64(reg[in.dst], reg[in.src])
 		case opSMod64K:
-			reg[in.dst&15] = smod64(reg[in.dst&15], uint64(in.imm))
+			reg[in.dst] = smod64(reg[in.dst], uint64(in.imm))
 		case opSMod64X:
-			reg[in.dst&15] = smod64(reg[in.dst&15], reg[in.src&15])
+			reg[in.dst] = smod64(reg[in.dst], reg[in.src])
 		case opLsh64X:
-			reg[in.dst&15] <<= reg[in.src&15] & 63
+			reg[in.dst] <<= reg[in.src] & 63
 		case opRsh64X:
-			reg[in.dst&15] >>= reg[in.src&15] & 63
+			reg[in.dst] >>= reg[in.src] & 63
 		case opArsh64X:
-			reg[in.dst&15] = uint64(int64(reg[in.dst&15]) >> (reg[in.src&15] & 63))
+			reg[in.dst] = uint64(int64(reg[in.dst]) >> (reg[in.src] & 63))
 		case opDiv32K:
-			reg[in.dst&15] = uint64(udiv32(uint32(reg[in.dst&15]), uint32(in.imm)))
+			reg[in.dst] = uint64(udiv32(uint32(reg[in.dst]), uint32(in.imm)))
 		case opDiv32X:
-			reg[in.dst&15] = uint64(udiv32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+			reg[in.dst] = uint64(udiv32(uint32(reg[in.dst]), uint32(reg[in.src])))
 		case opMod32K:
-			reg[in.dst&15] = uint64(umod32(uint32(reg[in.dst&15]), uint32(in.imm)))
+			reg[in.dst] = uint64(umod32(uint32(reg[in.dst]), uint32(in.imm)))
 		case opMod32X:
-			reg[in.dst&15] = uint64(umod32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+			reg[in.dst] = uint64(umod32(uint32(reg[in.dst]), uint32(reg[in.src])))
 		case opSDiv32K:
-			reg[in.dst&15] = uint64(sdiv32(uint32(reg[in.dst&15]), uint32(in.imm)))
+			reg[in.dst] = uint64(sdiv32(uint32(reg[in.dst]), uint32(in.imm)))
 		case opSDiv32X:
-			reg[in.dst&15] = uint64(sdiv32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+			reg[in.dst] = uint64(sdiv32(uint32(reg[in.dst]), uint32(reg[in.src])))
 		case opSMod32K:
-			reg[in.dst&15] = uint64(smod32(uint32(reg[in.dst&15]), uint32(in.imm)))
+			reg[in.dst] = uint64(smod32(uint32(reg[in.dst]), uint32(in.imm)))
 		case opSMod32X:
-			reg[in.dst&15] = uint64(smod32(uint32(reg[in.dst&15]), uint32(reg[in.src&15])))
+			reg[in.dst] = uint64(smod32(uint32(reg[in.dst]), uint32(reg[in.src])))
 		case opLsh32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) << (uint32(reg[in.src&15]) & 31))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) << (uint32(reg[in.src]) & 31))
 		case opRsh32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) >> (uint32(reg[in.src&15]) & 31))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) >> (uint32(reg[in.src]) & 31))
 		case opArsh32X:
-			reg[in.dst&15] = uint64(uint32(int32(reg[in.dst&15]) >> (uint32(reg[in.src&15]) & 31)))
+			reg[in.dst] = uint64(uint32(int32(reg[in.dst]) >> (uint32(reg[in.src]) & 31)))
 		case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
 			n := storeSize(in.op)
-			r.storeFault(p, pc, reg[in.dst&15]+uint64(int64(in.off)), n)
+			r.storeFault(p, pc, reg[in.dst]+uint64(int64(in.off)), n)
 			return 0
 		case opJA, opJEQ64K, opJEQ64X, opJGT64K, opJGT64X, opJGE64K, opJGE64X, opJSET64K, opJSET64X,
 			opJNE64K, opJNE64X, opJSGT64K, opJSGT64X, opJSGE64K, opJSGE64X, opJLT64K, opJLT64X,
@@ -119,35 +127,34 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 			r.setFault(p, pc, faultBudget, 0, 0)
 			return 0
 		case opAtomic32:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			b := storeSlice(r.regions, a, 4)
 			if b == nil {
 				r.storeFault(p, pc, a, 4)
 				return 0
 			}
-			if !atomic32(b, in.imm, &reg, in.src&15) {
+			if !atomic32(b, in.imm, h, in.src&15) {
 				r.setFault(p, pc, faultMisaligned, a, 4)
 				return 0
 			}
 		case opAtomic64:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			b := storeSlice(r.regions, a, 8)
 			if b == nil {
 				r.storeFault(p, pc, a, 8)
 				return 0
 			}
-			if !atomic64(b, in.imm, &reg, in.src&15) {
+			if !atomic64(b, in.imm, h, in.src&15) {
 				r.setFault(p, pc, faultMisaligned, a, 8)
 				return 0
 			}
 		case opCall:
-			r.hreg = reg
-			reg[0] = r.callHelper(p, pc, int32(in.imm), &r.hreg)
+			reg[0] = r.callHelper(p, pc, int32(in.imm), h)
 			if r.faulted {
 				return 0
 			}
 		case opTailCall:
-			r.hreg = reg
+			r.hreg = h
 			np, ok := r.tailCall(p, pc, reg[2], reg[3])
 			if r.faulted {
 				return 0
@@ -160,7 +167,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 				continue
 			}
 		case opCallLocal:
-			if !r.pushFrame(p, pc, &reg) {
+			if !r.pushFrame(p, pc, h) {
 				return 0
 			}
 			if in.back != 0 && !r.charge(p, pc, int(in.imm)) {
@@ -169,14 +176,14 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 			pc = int(in.imm)
 			continue
 		case opCallX:
-			t := reg[in.dst&15]
+			t := reg[in.dst]
 			if t>>32 == regionFunc {
 				target := int(uint32(t))
 				if target >= len(code) || !p.funcs[target] {
 					r.setFault(p, pc, faultCallX, t, 0)
 					return 0
 				}
-				if !r.pushFrame(p, pc, &reg) {
+				if !r.pushFrame(p, pc, h) {
 					return 0
 				}
 				if target <= pc && !r.charge(p, pc, target) {
@@ -189,8 +196,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 				r.setFault(p, pc, faultCallX, t, 0)
 				return 0
 			}
-			r.hreg = reg
-			reg[0] = r.callHelper(p, pc, int32(t), &r.hreg)
+			reg[0] = r.callHelper(p, pc, int32(t), h)
 			if r.faulted {
 				return 0
 			}
@@ -252,7 +258,7 @@ func storeSize(o op) uint64 {
 // (or the frame exec started in exits: done). It calls no function, so the
 // compiler keeps its state in registers. It returns where to go on and the
 // program running there.
-func (r *Runner) fast(p *Program, pc, base int, reg *[16]uint64) (int, *Program, bool) {
+func (r *Runner) fast(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
 	code := p.code
 fast:
 	for uint(pc) < uint(len(code)) {
@@ -262,108 +268,108 @@ fast:
 			// Never decoded; listed so the jump table starts at 0.
 			break fast
 		case opAdd64K:
-			reg[in.dst&15] += uint64(in.imm)
+			reg[in.dst] += uint64(in.imm)
 		case opAdd64X:
-			reg[in.dst&15] += reg[in.src&15]
+			reg[in.dst] += reg[in.src]
 		case opSub64K:
-			reg[in.dst&15] -= uint64(in.imm)
+			reg[in.dst] -= uint64(in.imm)
 		case opSub64X:
-			reg[in.dst&15] -= reg[in.src&15]
+			reg[in.dst] -= reg[in.src]
 		case opMul64K:
-			reg[in.dst&15] *= uint64(in.imm)
+			reg[in.dst] *= uint64(in.imm)
 		case opMul64X:
-			reg[in.dst&15] *= reg[in.src&15]
+			reg[in.dst] *= reg[in.src]
 		case opOr64K:
-			reg[in.dst&15] |= uint64(in.imm)
+			reg[in.dst] |= uint64(in.imm)
 		case opOr64X:
-			reg[in.dst&15] |= reg[in.src&15]
+			reg[in.dst] |= reg[in.src]
 		case opAnd64K:
-			reg[in.dst&15] &= uint64(in.imm)
+			reg[in.dst] &= uint64(in.imm)
 		case opAnd64X:
-			reg[in.dst&15] &= reg[in.src&15]
+			reg[in.dst] &= reg[in.src]
 		case opXor64K:
-			reg[in.dst&15] ^= uint64(in.imm)
+			reg[in.dst] ^= uint64(in.imm)
 		case opXor64X:
-			reg[in.dst&15] ^= reg[in.src&15]
+			reg[in.dst] ^= reg[in.src]
 		case opLsh64K:
-			reg[in.dst&15] <<= uint64(in.imm)
+			reg[in.dst] <<= uint64(in.imm)
 		case opRsh64K:
-			reg[in.dst&15] >>= uint64(in.imm)
+			reg[in.dst] >>= uint64(in.imm)
 		case opArsh64K:
-			reg[in.dst&15] = uint64(int64(reg[in.dst&15]) >> uint64(in.imm))
+			reg[in.dst] = uint64(int64(reg[in.dst]) >> uint64(in.imm))
 		case opMov64K:
-			reg[in.dst&15] = uint64(in.imm)
+			reg[in.dst] = uint64(in.imm)
 		case opMov64X:
-			reg[in.dst&15] = reg[in.src&15]
+			reg[in.dst] = reg[in.src]
 		case opNeg64:
-			reg[in.dst&15] = -reg[in.dst&15]
+			reg[in.dst] = -reg[in.dst]
 		case opMovSX8to64:
-			reg[in.dst&15] = uint64(int64(int8(reg[in.src&15])))
+			reg[in.dst] = uint64(int64(int8(reg[in.src])))
 		case opMovSX16to64:
-			reg[in.dst&15] = uint64(int64(int16(reg[in.src&15])))
+			reg[in.dst] = uint64(int64(int16(reg[in.src])))
 		case opMovSX32to64:
-			reg[in.dst&15] = uint64(int64(int32(reg[in.src&15])))
+			reg[in.dst] = uint64(int64(int32(reg[in.src])))
 		case opAdd32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) + uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) + uint32(in.imm))
 		case opAdd32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) + uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) + uint32(reg[in.src]))
 		case opSub32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) - uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) - uint32(in.imm))
 		case opSub32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) - uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) - uint32(reg[in.src]))
 		case opMul32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) * uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) * uint32(in.imm))
 		case opMul32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) * uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) * uint32(reg[in.src]))
 		case opOr32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) | uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) | uint32(in.imm))
 		case opOr32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) | uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) | uint32(reg[in.src]))
 		case opAnd32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) & uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) & uint32(in.imm))
 		case opAnd32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) & uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) & uint32(reg[in.src]))
 		case opXor32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) ^ uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) ^ uint32(in.imm))
 		case opXor32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) ^ uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) ^ uint32(reg[in.src]))
 		case opLsh32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) << uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) << uint32(in.imm))
 		case opRsh32K:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]) >> uint32(in.imm))
+			reg[in.dst] = uint64(uint32(reg[in.dst]) >> uint32(in.imm))
 		case opArsh32K:
-			reg[in.dst&15] = uint64(uint32(int32(reg[in.dst&15]) >> uint32(in.imm)))
+			reg[in.dst] = uint64(uint32(int32(reg[in.dst]) >> uint32(in.imm)))
 		case opMov32K:
-			reg[in.dst&15] = uint64(uint32(in.imm))
+			reg[in.dst] = uint64(uint32(in.imm))
 		case opMov32X:
-			reg[in.dst&15] = uint64(uint32(reg[in.src&15]))
+			reg[in.dst] = uint64(uint32(reg[in.src]))
 		case opNeg32:
-			reg[in.dst&15] = uint64(-uint32(reg[in.dst&15]))
+			reg[in.dst] = uint64(-uint32(reg[in.dst]))
 		case opMovSX8to32:
-			reg[in.dst&15] = uint64(uint32(int32(int8(reg[in.src&15]))))
+			reg[in.dst] = uint64(uint32(int32(int8(reg[in.src]))))
 		case opMovSX16to32:
-			reg[in.dst&15] = uint64(uint32(int32(int16(reg[in.src&15]))))
+			reg[in.dst] = uint64(uint32(int32(int16(reg[in.src]))))
 
 		case opTrunc16:
-			reg[in.dst&15] = uint64(uint16(reg[in.dst&15]))
+			reg[in.dst] = uint64(uint16(reg[in.dst]))
 		case opTrunc32:
-			reg[in.dst&15] = uint64(uint32(reg[in.dst&15]))
+			reg[in.dst] = uint64(uint32(reg[in.dst]))
 		case opNop:
 		case opSwap16:
-			reg[in.dst&15] = uint64(bits.ReverseBytes16(uint16(reg[in.dst&15])))
+			reg[in.dst] = uint64(bits.ReverseBytes16(uint16(reg[in.dst])))
 		case opSwap32:
-			reg[in.dst&15] = uint64(bits.ReverseBytes32(uint32(reg[in.dst&15])))
+			reg[in.dst] = uint64(bits.ReverseBytes32(uint32(reg[in.dst])))
 		case opSwap64:
-			reg[in.dst&15] = bits.ReverseBytes64(reg[in.dst&15])
+			reg[in.dst] = bits.ReverseBytes64(reg[in.dst])
 		case opMovAdd64:
 			// Fused "dst = src; dst += imm" (clang's bounds-check idiom).
-			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
+			reg[in.dst] = reg[in.src] + uint64(in.imm)
 			pc += 2
 			continue
 		case opBound:
 			// Fused "dst = src; dst += imm; if dst > x goto off", forward.
-			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
-			if reg[in.dst&15] > reg[in.x&15] {
+			reg[in.dst] = reg[in.src] + uint64(in.imm)
+			if reg[in.dst] > reg[in.x] {
 				pc = int(in.off)
 				continue
 			}
@@ -371,9 +377,9 @@ fast:
 			continue
 		case opPBound:
 			// The same with "pdst = pimm" before the jump.
-			reg[in.dst&15] = reg[in.src&15] + uint64(in.imm)
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] > reg[in.x&15] {
+			reg[in.dst] = reg[in.src] + uint64(in.imm)
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] > reg[in.x] {
 				pc = int(in.off)
 				continue
 			}
@@ -390,7 +396,7 @@ fast:
 			pc = int(in.off)
 			continue
 		case opJEQ64K:
-			if reg[in.dst&15] == uint64(in.imm) {
+			if reg[in.dst] == uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -401,7 +407,7 @@ fast:
 				continue
 			}
 		case opJEQ64X:
-			if reg[in.dst&15] == reg[in.src&15] {
+			if reg[in.dst] == reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -412,7 +418,7 @@ fast:
 				continue
 			}
 		case opJEQ32K:
-			if uint32(reg[in.dst&15]) == uint32(in.imm) {
+			if uint32(reg[in.dst]) == uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -423,7 +429,7 @@ fast:
 				continue
 			}
 		case opJEQ32X:
-			if uint32(reg[in.dst&15]) == uint32(reg[in.src&15]) {
+			if uint32(reg[in.dst]) == uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -434,7 +440,7 @@ fast:
 				continue
 			}
 		case opJGT64K:
-			if reg[in.dst&15] > uint64(in.imm) {
+			if reg[in.dst] > uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -445,7 +451,7 @@ fast:
 				continue
 			}
 		case opJGT64X:
-			if reg[in.dst&15] > reg[in.src&15] {
+			if reg[in.dst] > reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -456,7 +462,7 @@ fast:
 				continue
 			}
 		case opJGT32K:
-			if uint32(reg[in.dst&15]) > uint32(in.imm) {
+			if uint32(reg[in.dst]) > uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -467,7 +473,7 @@ fast:
 				continue
 			}
 		case opJGT32X:
-			if uint32(reg[in.dst&15]) > uint32(reg[in.src&15]) {
+			if uint32(reg[in.dst]) > uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -478,7 +484,7 @@ fast:
 				continue
 			}
 		case opJGE64K:
-			if reg[in.dst&15] >= uint64(in.imm) {
+			if reg[in.dst] >= uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -489,7 +495,7 @@ fast:
 				continue
 			}
 		case opJGE64X:
-			if reg[in.dst&15] >= reg[in.src&15] {
+			if reg[in.dst] >= reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -500,7 +506,7 @@ fast:
 				continue
 			}
 		case opJGE32K:
-			if uint32(reg[in.dst&15]) >= uint32(in.imm) {
+			if uint32(reg[in.dst]) >= uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -511,7 +517,7 @@ fast:
 				continue
 			}
 		case opJGE32X:
-			if uint32(reg[in.dst&15]) >= uint32(reg[in.src&15]) {
+			if uint32(reg[in.dst]) >= uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -522,7 +528,7 @@ fast:
 				continue
 			}
 		case opJNE64K:
-			if reg[in.dst&15] != uint64(in.imm) {
+			if reg[in.dst] != uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -533,7 +539,7 @@ fast:
 				continue
 			}
 		case opJNE64X:
-			if reg[in.dst&15] != reg[in.src&15] {
+			if reg[in.dst] != reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -544,7 +550,7 @@ fast:
 				continue
 			}
 		case opJNE32K:
-			if uint32(reg[in.dst&15]) != uint32(in.imm) {
+			if uint32(reg[in.dst]) != uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -555,7 +561,7 @@ fast:
 				continue
 			}
 		case opJNE32X:
-			if uint32(reg[in.dst&15]) != uint32(reg[in.src&15]) {
+			if uint32(reg[in.dst]) != uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -566,7 +572,7 @@ fast:
 				continue
 			}
 		case opJLT64K:
-			if reg[in.dst&15] < uint64(in.imm) {
+			if reg[in.dst] < uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -577,7 +583,7 @@ fast:
 				continue
 			}
 		case opJLT64X:
-			if reg[in.dst&15] < reg[in.src&15] {
+			if reg[in.dst] < reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -588,7 +594,7 @@ fast:
 				continue
 			}
 		case opJLT32K:
-			if uint32(reg[in.dst&15]) < uint32(in.imm) {
+			if uint32(reg[in.dst]) < uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -599,7 +605,7 @@ fast:
 				continue
 			}
 		case opJLT32X:
-			if uint32(reg[in.dst&15]) < uint32(reg[in.src&15]) {
+			if uint32(reg[in.dst]) < uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -610,7 +616,7 @@ fast:
 				continue
 			}
 		case opJLE64K:
-			if reg[in.dst&15] <= uint64(in.imm) {
+			if reg[in.dst] <= uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -621,7 +627,7 @@ fast:
 				continue
 			}
 		case opJLE64X:
-			if reg[in.dst&15] <= reg[in.src&15] {
+			if reg[in.dst] <= reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -632,7 +638,7 @@ fast:
 				continue
 			}
 		case opJLE32K:
-			if uint32(reg[in.dst&15]) <= uint32(in.imm) {
+			if uint32(reg[in.dst]) <= uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -643,7 +649,7 @@ fast:
 				continue
 			}
 		case opJLE32X:
-			if uint32(reg[in.dst&15]) <= uint32(reg[in.src&15]) {
+			if uint32(reg[in.dst]) <= uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -654,7 +660,7 @@ fast:
 				continue
 			}
 		case opJSGT64K:
-			if int64(reg[in.dst&15]) > in.imm {
+			if int64(reg[in.dst]) > in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -665,7 +671,7 @@ fast:
 				continue
 			}
 		case opJSGT64X:
-			if int64(reg[in.dst&15]) > int64(reg[in.src&15]) {
+			if int64(reg[in.dst]) > int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -676,7 +682,7 @@ fast:
 				continue
 			}
 		case opJSGT32K:
-			if int32(reg[in.dst&15]) > int32(in.imm) {
+			if int32(reg[in.dst]) > int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -687,7 +693,7 @@ fast:
 				continue
 			}
 		case opJSGT32X:
-			if int32(reg[in.dst&15]) > int32(reg[in.src&15]) {
+			if int32(reg[in.dst]) > int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -698,7 +704,7 @@ fast:
 				continue
 			}
 		case opJSGE64K:
-			if int64(reg[in.dst&15]) >= in.imm {
+			if int64(reg[in.dst]) >= in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -709,7 +715,7 @@ fast:
 				continue
 			}
 		case opJSGE64X:
-			if int64(reg[in.dst&15]) >= int64(reg[in.src&15]) {
+			if int64(reg[in.dst]) >= int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -720,7 +726,7 @@ fast:
 				continue
 			}
 		case opJSGE32K:
-			if int32(reg[in.dst&15]) >= int32(in.imm) {
+			if int32(reg[in.dst]) >= int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -731,7 +737,7 @@ fast:
 				continue
 			}
 		case opJSGE32X:
-			if int32(reg[in.dst&15]) >= int32(reg[in.src&15]) {
+			if int32(reg[in.dst]) >= int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -742,7 +748,7 @@ fast:
 				continue
 			}
 		case opJSLT64K:
-			if int64(reg[in.dst&15]) < in.imm {
+			if int64(reg[in.dst]) < in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -753,7 +759,7 @@ fast:
 				continue
 			}
 		case opJSLT64X:
-			if int64(reg[in.dst&15]) < int64(reg[in.src&15]) {
+			if int64(reg[in.dst]) < int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -764,7 +770,7 @@ fast:
 				continue
 			}
 		case opJSLT32K:
-			if int32(reg[in.dst&15]) < int32(in.imm) {
+			if int32(reg[in.dst]) < int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -775,7 +781,7 @@ fast:
 				continue
 			}
 		case opJSLT32X:
-			if int32(reg[in.dst&15]) < int32(reg[in.src&15]) {
+			if int32(reg[in.dst]) < int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -786,7 +792,7 @@ fast:
 				continue
 			}
 		case opJSLE64K:
-			if int64(reg[in.dst&15]) <= in.imm {
+			if int64(reg[in.dst]) <= in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -797,7 +803,7 @@ fast:
 				continue
 			}
 		case opJSLE64X:
-			if int64(reg[in.dst&15]) <= int64(reg[in.src&15]) {
+			if int64(reg[in.dst]) <= int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -808,7 +814,7 @@ fast:
 				continue
 			}
 		case opJSLE32K:
-			if int32(reg[in.dst&15]) <= int32(in.imm) {
+			if int32(reg[in.dst]) <= int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -819,7 +825,7 @@ fast:
 				continue
 			}
 		case opJSLE32X:
-			if int32(reg[in.dst&15]) <= int32(reg[in.src&15]) {
+			if int32(reg[in.dst]) <= int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -830,7 +836,7 @@ fast:
 				continue
 			}
 		case opJSET64K:
-			if reg[in.dst&15]&uint64(in.imm) != 0 {
+			if reg[in.dst]&uint64(in.imm) != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -841,7 +847,7 @@ fast:
 				continue
 			}
 		case opJSET64X:
-			if reg[in.dst&15]&reg[in.src&15] != 0 {
+			if reg[in.dst]&reg[in.src] != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -852,7 +858,7 @@ fast:
 				continue
 			}
 		case opJSET32K:
-			if uint32(reg[in.dst&15])&uint32(in.imm) != 0 {
+			if uint32(reg[in.dst])&uint32(in.imm) != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -863,7 +869,7 @@ fast:
 				continue
 			}
 		case opJSET32X:
-			if uint32(reg[in.dst&15]&reg[in.src&15]) != 0 {
+			if uint32(reg[in.dst]&reg[in.src]) != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -874,8 +880,8 @@ fast:
 				continue
 			}
 		case opPJEQ64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] == uint64(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] == uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -888,8 +894,8 @@ fast:
 			pc += 2
 			continue
 		case opPJEQ64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] == reg[in.src&15] {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] == reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -902,8 +908,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGT64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] > uint64(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] > uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -916,8 +922,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGT64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] > reg[in.src&15] {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] > reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -930,8 +936,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGE64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] >= uint64(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] >= uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -944,8 +950,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGE64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] >= reg[in.src&15] {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] >= reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -958,8 +964,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSET64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15]&uint64(in.imm) != 0 {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst]&uint64(in.imm) != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -972,8 +978,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSET64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15]&reg[in.src&15] != 0 {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst]&reg[in.src] != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -986,8 +992,8 @@ fast:
 			pc += 2
 			continue
 		case opPJNE64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] != uint64(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] != uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1000,8 +1006,8 @@ fast:
 			pc += 2
 			continue
 		case opPJNE64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] != reg[in.src&15] {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] != reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1014,8 +1020,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGT64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) > in.imm {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) > in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1028,8 +1034,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGT64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) > int64(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) > int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1042,8 +1048,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGE64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) >= in.imm {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) >= in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1056,8 +1062,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGE64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) >= int64(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) >= int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1070,8 +1076,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLT64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] < uint64(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] < uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1084,8 +1090,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLT64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] < reg[in.src&15] {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] < reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1098,8 +1104,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLE64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] <= uint64(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] <= uint64(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1112,8 +1118,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLE64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] <= reg[in.src&15] {
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] <= reg[in.src] {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1126,8 +1132,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLT64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) < in.imm {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) < in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1140,8 +1146,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLT64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) < int64(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) < int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1154,8 +1160,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLE64K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) <= in.imm {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) <= in.imm {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1168,8 +1174,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLE64X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int64(reg[in.dst&15]) <= int64(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int64(reg[in.dst]) <= int64(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1182,8 +1188,8 @@ fast:
 			pc += 2
 			continue
 		case opPJEQ32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) == uint32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) == uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1196,8 +1202,8 @@ fast:
 			pc += 2
 			continue
 		case opPJEQ32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) == uint32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) == uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1210,8 +1216,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGT32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) > uint32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) > uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1224,8 +1230,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGT32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) > uint32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) > uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1238,8 +1244,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGE32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) >= uint32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) >= uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1252,8 +1258,8 @@ fast:
 			pc += 2
 			continue
 		case opPJGE32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) >= uint32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) >= uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1266,8 +1272,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSET32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15])&uint32(in.imm) != 0 {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst])&uint32(in.imm) != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1280,8 +1286,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSET32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]&reg[in.src&15]) != 0 {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]&reg[in.src]) != 0 {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1294,8 +1300,8 @@ fast:
 			pc += 2
 			continue
 		case opPJNE32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) != uint32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) != uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1308,8 +1314,8 @@ fast:
 			pc += 2
 			continue
 		case opPJNE32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) != uint32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) != uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1322,8 +1328,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGT32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) > int32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) > int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1336,8 +1342,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGT32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) > int32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) > int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1350,8 +1356,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGE32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) >= int32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) >= int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1364,8 +1370,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSGE32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) >= int32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) >= int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1378,8 +1384,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLT32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) < uint32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) < uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1392,8 +1398,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLT32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) < uint32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) < uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1406,8 +1412,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLE32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) <= uint32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) <= uint32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1420,8 +1426,8 @@ fast:
 			pc += 2
 			continue
 		case opPJLE32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if uint32(reg[in.dst&15]) <= uint32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if uint32(reg[in.dst]) <= uint32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1434,8 +1440,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLT32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) < int32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) < int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1448,8 +1454,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLT32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) < int32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) < int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1462,8 +1468,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLE32K:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) <= int32(in.imm) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) <= int32(in.imm) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1476,8 +1482,8 @@ fast:
 			pc += 2
 			continue
 		case opPJSLE32X:
-			reg[in.pdst&15] = uint64(in.pimm)
-			if int32(reg[in.dst&15]) <= int32(reg[in.src&15]) {
+			reg[in.pdst] = uint64(in.pimm)
+			if int32(reg[in.dst]) <= int32(reg[in.src]) {
 				if in.back != 0 {
 					r.budget -= int64(pc-int(in.off)) + 1
 					if r.budget < 0 {
@@ -1490,7 +1496,7 @@ fast:
 			pc += 2
 			continue
 		case opLdxB:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1499,9 +1505,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = uint64(*ptr)
+			reg[in.dst] = uint64(*ptr)
 		case opLdxH:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1510,9 +1516,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = rd16(ptr)
+			reg[in.dst] = rd16(ptr)
 		case opLdxW:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1521,9 +1527,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = rd32(ptr)
+			reg[in.dst] = rd32(ptr)
 		case opLdxDW:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1532,9 +1538,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = rd64(ptr)
+			reg[in.dst] = rd64(ptr)
 		case opLdxSB:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1543,9 +1549,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = uint64(int64(int8(*ptr)))
+			reg[in.dst] = uint64(int64(int8(*ptr)))
 		case opLdxSH:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1554,9 +1560,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = uint64(int64(int16(rd16(ptr))))
+			reg[in.dst] = uint64(int64(int16(rd16(ptr))))
 		case opLdxSW:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1565,9 +1571,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			reg[in.dst&15] = uint64(int64(int32(rd32(ptr))))
+			reg[in.dst] = uint64(int64(int32(rd32(ptr))))
 		case opStB:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1578,7 +1584,7 @@ fast:
 			ptr := at(rg, a&0xffffffff)
 			*ptr = byte(uint64(in.imm))
 		case opStxB:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1587,9 +1593,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			*ptr = byte(reg[in.src&15])
+			*ptr = byte(reg[in.src])
 		case opStH:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1600,7 +1606,7 @@ fast:
 			ptr := at(rg, a&0xffffffff)
 			wr16(ptr, uint64(in.imm))
 		case opStxH:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1609,9 +1615,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			wr16(ptr, reg[in.src&15])
+			wr16(ptr, reg[in.src])
 		case opStW:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1622,7 +1628,7 @@ fast:
 			ptr := at(rg, a&0xffffffff)
 			wr32(ptr, uint64(in.imm))
 		case opStxW:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1631,9 +1637,9 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			wr32(ptr, reg[in.src&15])
+			wr32(ptr, reg[in.src])
 		case opStDW:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1644,7 +1650,7 @@ fast:
 			ptr := at(rg, a&0xffffffff)
 			wr64(ptr, uint64(in.imm))
 		case opStxDW:
-			a := reg[in.dst&15] + uint64(int64(in.off))
+			a := reg[in.dst] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1653,11 +1659,11 @@ fast:
 				break fast
 			}
 			ptr := at(rg, a&0xffffffff)
-			wr64(ptr, reg[in.src&15])
+			wr64(ptr, reg[in.src])
 
 		case opLdxB16:
 			// The u16 at P+K; its low byte also goes to B.
-			a := reg[in.src&15] + uint64(int64(in.off)) - 1
+			a := reg[in.src] + uint64(int64(in.off)) - 1
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1666,12 +1672,12 @@ fast:
 				break fast
 			}
 			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst&15] = v
-			reg[in.pdst&15] = v & 0xff
+			reg[in.dst] = v
+			reg[in.pdst] = v & 0xff
 			pc += 4
 			continue
 		case opLdBJEQ:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1679,15 +1685,15 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
-			if reg[in.dst&15] == uint64(in.imm) {
+			reg[in.dst] = uint64(*at(rg, a&0xffffffff))
+			if reg[in.dst] == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 2
 			continue
 		case opLdBJNE:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1695,15 +1701,15 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
-			if reg[in.dst&15] != uint64(in.imm) {
+			reg[in.dst] = uint64(*at(rg, a&0xffffffff))
+			if reg[in.dst] != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 2
 			continue
 		case opLdBPJEQ:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1711,16 +1717,16 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] == uint64(in.imm) {
+			reg[in.dst] = uint64(*at(rg, a&0xffffffff))
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 3
 			continue
 		case opLdBPJNE:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1728,16 +1734,16 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = uint64(*at(rg, a&0xffffffff))
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] != uint64(in.imm) {
+			reg[in.dst] = uint64(*at(rg, a&0xffffffff))
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 3
 			continue
 		case opLdHJEQ:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1745,15 +1751,15 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
-			if reg[in.dst&15] == uint64(in.imm) {
+			reg[in.dst] = rd16(at(rg, a&0xffffffff))
+			if reg[in.dst] == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 2
 			continue
 		case opLdHJNE:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1761,15 +1767,15 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
-			if reg[in.dst&15] != uint64(in.imm) {
+			reg[in.dst] = rd16(at(rg, a&0xffffffff))
+			if reg[in.dst] != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 2
 			continue
 		case opLdHPJEQ:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1777,16 +1783,16 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] == uint64(in.imm) {
+			reg[in.dst] = rd16(at(rg, a&0xffffffff))
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 3
 			continue
 		case opLdHPJNE:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1794,16 +1800,16 @@ fast:
 			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
 				break fast
 			}
-			reg[in.dst&15] = rd16(at(rg, a&0xffffffff))
-			reg[in.pdst&15] = uint64(in.pimm)
-			if reg[in.dst&15] != uint64(in.imm) {
+			reg[in.dst] = rd16(at(rg, a&0xffffffff))
+			reg[in.pdst] = uint64(in.pimm)
+			if reg[in.dst] != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
 			pc += 3
 			continue
 		case opLdAddStDW:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1813,12 +1819,12 @@ fast:
 			}
 			ptr := at(rg, a&0xffffffff)
 			v := rd64(ptr) + uint64(in.imm)
-			reg[in.dst&15] = v
+			reg[in.dst] = v
 			wr64(ptr, v)
 			pc += 3
 			continue
 		case opLdAddStW:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1828,12 +1834,12 @@ fast:
 			}
 			ptr := at(rg, a&0xffffffff)
 			v := uint64(uint32(rd32(ptr)) + uint32(in.imm))
-			reg[in.dst&15] = v
+			reg[in.dst] = v
 			wr32(ptr, v)
 			pc += 3
 			continue
 		case opLdAddStW64:
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1843,13 +1849,13 @@ fast:
 			}
 			ptr := at(rg, a&0xffffffff)
 			v := rd32(ptr) + uint64(in.imm)
-			reg[in.dst&15] = v
+			reg[in.dst] = v
 			wr32(ptr, v)
 			pc += 3
 			continue
 		case opLdxB16L:
 			// The u16 at P+K to A (pdst); its low byte to B (dst).
-			a := reg[in.src&15] + uint64(int64(in.off))
+			a := reg[in.src] + uint64(int64(in.off))
 			if a>>32 >= uint64(len(r.regions)) {
 				break fast
 			}
@@ -1858,35 +1864,35 @@ fast:
 				break fast
 			}
 			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst&15] = v & 0xff
-			reg[in.pdst&15] = v
+			reg[in.dst] = v & 0xff
+			reg[in.pdst] = v
 			pc += 4
 			continue
 		case opLdCtxData:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst&15] = regionPacket<<32 | uint64(r.frame.Data)
+			reg[in.dst] = regionPacket<<32 | uint64(r.frame.Data)
 		case opLdCtxDataEnd:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst&15] = regionPacket<<32 | uint64(r.frame.DataEnd)
+			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataEnd)
 		case opLdCtxDataMeta:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst&15] = regionPacket<<32 | uint64(r.frame.DataMeta)
+			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataMeta)
 		case opLdImm64, opLdMapValue:
-			reg[in.dst&15] = uint64(in.imm)
+			reg[in.dst] = uint64(in.imm)
 			pc += 2
 			continue
 		case opLdMap:
-			reg[in.dst&15] = regionMap<<32 | uint64(in.imm)
+			reg[in.dst] = regionMap<<32 | uint64(in.imm)
 			pc += 2
 			continue
 		case opLdFunc:
-			reg[in.dst&15] = regionFunc<<32 | uint64(in.imm)
+			reg[in.dst] = regionFunc<<32 | uint64(in.imm)
 			pc += 2
 			continue
 

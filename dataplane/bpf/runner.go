@@ -65,8 +65,10 @@ type Runner struct {
 	budget  int64
 	tails   int
 	frames  [maxFrames]callFrame
-	// hreg is the register file as a helper sees it (a copy).
-	hreg [16]uint64
+	// regs holds the register files, one per nesting level of exec (see
+	// exec); hreg is the one of the tail call in progress.
+	regs [maxFrames][256]uint64
+	hreg *[16]uint64
 	// key is scratch space for helpers that build a map key.
 	key   [4]byte
 	stack []byte
