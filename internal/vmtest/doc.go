@@ -29,9 +29,12 @@
 //	internal/vmtest/setup.sh          # once, as root (CI: .ci/run does it)
 //	make vmtest                       # go test -v ./internal/vmtest -vmtest
 //
-// Flags (after -vmtest): -vmtest.pkgs=./vfio,./igb picks the packages whose
-// tests run in the guest (missing packages are skipped with a note);
-// -vmtest.run=RE is passed to them as -test.run; -vmtest.timeout bounds the
+// Flags (after -vmtest): -vmtest.pkgs=./vfio,./igb,./dataplane picks the
+// packages whose tests run in the guest (missing packages are skipped with a
+// note); -vmtest.run=RE is passed to them as -test.run (by default every test
+// of vfio and igb runs, and of dataplane only its TestVM* tests: the engine on
+// the real device with the example XDP programs, which the test binary embeds
+// through package examples); -vmtest.timeout bounds the
 // whole run (default 5 min; QEMU is killed after it); -vmtest.dir=DIR keeps
 // the initramfs, console.log (serial console), results.log (/init's lines from
 // the second serial port, which the harness parses) and igb.pcap (the NIC's

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -22,8 +23,8 @@ import (
 
 var (
 	flagVM      = flag.Bool("vmtest", false, "run the VM tier: boot QEMU and run the driver tests in the guest (also XNIC_VMTEST=1)")
-	flagPkgs    = flag.String("vmtest.pkgs", "./vfio,./igb", "comma-separated packages whose tests run in the guest")
-	flagRun     = flag.String("vmtest.run", "", "-test.run pattern for the guest test binaries")
+	flagPkgs    = flag.String("vmtest.pkgs", "./vfio,./igb,./dataplane", "comma-separated packages whose tests run in the guest")
+	flagRun     = flag.String("vmtest.run", "", "-test.run pattern for the guest test binaries (default: guestRun's, else all)")
 	flagTimeout = flag.Duration("vmtest.timeout", 5*time.Minute, "deadline for building and running the guest (QEMU is killed after it)")
 	flagDir     = flag.String("vmtest.dir", "", "keep the initramfs, console log and pcap in this directory (default: a temporary one, removed)")
 	flagCPUs    = flag.Int("vmtest.smp", 2, "guest vCPUs")
@@ -37,6 +38,20 @@ const (
 	igb82576      = 0x10c9
 	guestTestTime = 3 * time.Minute // -test.timeout of each guest test binary
 )
+
+// guestRun is the -test.run pattern of a package's binary in the guest when
+// -vmtest.run does not set one. The dataplane's other tests run it on device
+// models, which the unit tier does already (and much faster than TCG); in the
+// guest only the tests against the device run.
+var guestRun = map[string]string{"./dataplane": "^TestVM"}
+
+// runPattern is the -test.run pattern for pkg's binary ("" runs everything).
+func runPattern(pkg string) string {
+	if *flagRun != "" {
+		return *flagRun
+	}
+	return guestRun["./"+strings.TrimPrefix(path.Clean(pkg), "./")]
+}
 
 // lineLogger forwards the console line by line to t.Logf, so a slow or stuck
 // guest shows its progress.
@@ -151,8 +166,8 @@ func TestVM(t *testing.T) {
 		p := "tests/" + b.Name + ".test"
 		files = append(files, InitramfsFile{Name: p, Src: b.Path, Mode: 0o755})
 		args := []string{"-test.v", "-test.timeout=" + guestTestTime.String()}
-		if *flagRun != "" {
-			args = append(args, "-test.run="+*flagRun)
+		if re := runPattern(b.Pkg); re != "" {
+			args = append(args, "-test.run="+re)
 		}
 		cfg.Tests = append(cfg.Tests, guestproto.Test{Name: b.Name, Path: "/" + p, Args: args,
 			TimeoutSec: int(guestTestTime/time.Second) + 30})
@@ -242,8 +257,8 @@ func checkBinary(t *testing.T, tb *TestBinary, br *BinaryResult, res *ConsoleRes
 		t.Fatalf("%s never ran in the guest (guest /init: fatal %q, failed steps %q)", tb.Name, res.Fatal, res.Failed)
 	}
 	names := slices.Clone(tb.Tests)
-	if *flagRun != "" && tb.Name != guestproto.SmokeBinary {
-		top := strings.Split(*flagRun, "/")[0]
+	if run := runPattern(tb.Pkg); run != "" && tb.Name != guestproto.SmokeBinary {
+		top := strings.Split(run, "/")[0]
 		re, err := regexp.Compile(top)
 		if err == nil {
 			names = slices.DeleteFunc(names, func(n string) bool { return !re.MatchString(n) })
@@ -296,7 +311,7 @@ func checkPeer(t *testing.T, r traffic.Report) {
 	t.Logf("peer: %d datagrams received, %d sent, %d stray, guest MAC %s", r.Received, r.Sent, r.Stray, r.GuestMAC)
 	for _, s := range r.Sessions {
 		switch {
-		case s.Verb == traffic.VerbExpect && !s.Reported:
+		case (s.Verb == traffic.VerbExpect || s.Verb == traffic.VerbEcho) && !s.Reported:
 			t.Errorf("%v: the guest never asked for the report (its test ended early?)", s)
 		case !s.OK():
 			t.Errorf("%v", s)
@@ -309,6 +324,12 @@ func checkPeer(t *testing.T, r traffic.Report) {
 		t.Errorf("QEMU's socket dropped %d datagrams from the peer (sent faster than the guest took them)", r.RemoteDrops)
 	case r.RemoteDrops < 0:
 		t.Logf("QEMU's socket drop counter could not be read")
+	}
+	switch {
+	case r.LocalDrops > 0:
+		t.Errorf("the peer's own socket dropped %d datagrams from QEMU (the peer was descheduled while the guest sent a burst)", r.LocalDrops)
+	case r.LocalDrops < 0:
+		t.Logf("the peer's socket drop counter could not be read")
 	}
 	if r.Throttled > 0 {
 		t.Logf("the peer waited %d times for QEMU's socket to drain", r.Throttled)

@@ -434,7 +434,7 @@ func (c *Client) EchoReport(s *Stream) (EchoReport, error) {
 	if err := c.needPeer(); err != nil {
 		return EchoReport{}, err
 	}
-	r, err := c.request(NewMsg(VerbReport, c.newID(), "ref", strconv.FormatUint(uint64(s.ID), 10)), c.peer, 0)
+	r, err := c.request(NewMsg(VerbReport, c.newID(), "echo", strconv.FormatInt(s.Seed, 10)), c.peer, 0)
 	if err != nil {
 		return EchoReport{}, err
 	}

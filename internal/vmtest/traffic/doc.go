@@ -47,8 +47,8 @@
 //	                               back=1 each must come back MAC-swapped,
 //	                               byte-exact otherwise and in order; with
 //	                               back=0 none may come back.
-//	report ref=ID                  for echo stream ID: ok count=N sent=D
-//	                               back=K bad=B [error="first problem"].
+//	report echo=S                  for the echo stream of seed S: ok count=N
+//	                               sent=D back=K bad=B [error="first problem"].
 //
 // The peer never answers a reply (ok, err) that reaches it: a program bouncing
 // every frame back would otherwise start an endless exchange.

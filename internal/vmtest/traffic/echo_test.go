@@ -167,6 +167,9 @@ func TestPeerEcho(t *testing.T) {
 	if echo != 2 {
 		t.Errorf("%d echo sessions, want 2", echo)
 	}
+	if r.LocalDrops != 0 {
+		t.Errorf("the peer's socket dropped %d datagrams (-1: unreadable)", r.LocalDrops)
+	}
 }
 
 func TestPeerEchoCatchesMistakes(t *testing.T) {
@@ -218,7 +221,7 @@ func TestPeerEchoCatchesMistakes(t *testing.T) {
 			t.Errorf("session %v passes", s)
 		}
 	}
-	if _, err := c.EchoReport(&Stream{ID: 999}); err == nil {
+	if _, err := c.EchoReport(&Stream{ID: 999, Seed: 999}); err == nil {
 		t.Error("report of an unknown echo session answered")
 	}
 	if _, err := c.Echo(EchoRequest{Count: 1, Seed: 33, Size: 20}); err == nil {

@@ -104,6 +104,10 @@ type Report struct {
 	RemoteDrops int
 	// Throttled counts the times the peer waited for QEMU's socket to drain.
 	Throttled int
+	// LocalDrops is how many datagrams from QEMU the peer's own socket dropped
+	// (its receive buffer overflowed while the peer was descheduled); -1 when
+	// it could not be read.
+	LocalDrops int
 }
 
 // Peer is the host side of the wire: it answers a guest's control messages,
@@ -139,6 +143,9 @@ type Peer struct {
 	dropsAtStart int
 	lastDrops    int // drop count when last read (-1: never)
 	throttled    int
+	// localDropsAtStart is the drop count of the peer's own socket at NewPeer
+	// (-1: unknown). Immutable.
+	localDropsAtStart int
 }
 
 type expectState struct {
@@ -197,6 +204,10 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 	if p.maxBacklog == 0 {
 		p.maxBacklog = 96 << 10
 	}
+	p.localDropsAtStart = -1
+	if st, ok := remoteSocketStat(p.Addr().AddrPort()); ok {
+		p.localDropsAtStart = st.drops
+	}
 	p.dropsAtStart, p.lastDrops = -1, -1
 	if st, ok := remoteSocketStat(p.remote); ok {
 		p.dropsAtStart, p.lastDrops = st.drops, st.drops
@@ -245,6 +256,10 @@ func (p *Peer) Report() Report {
 	}
 	if p.dropsAtStart >= 0 && p.lastDrops >= 0 {
 		r.RemoteDrops = p.lastDrops - p.dropsAtStart
+	}
+	r.LocalDrops = -1
+	if st, ok := remoteSocketStat(p.Addr().AddrPort()); ok && p.localDropsAtStart >= 0 {
+		r.LocalDrops = st.drops - p.localDropsAtStart
 	}
 	for _, s := range p.sessions {
 		r.Sessions = append(r.Sessions, *s)
@@ -369,7 +384,7 @@ func (p *Peer) handleControl(f []byte) {
 		p.mu.Unlock()
 		p.reply(src, NewMsg(VerbOK, m.ID))
 	case VerbReport:
-		if _, ok := m.Args["ref"]; ok {
+		if _, ok := m.Args["echo"]; ok {
 			p.reportEcho(src, m, fail)
 			return
 		}
@@ -426,26 +441,24 @@ func (p *Peer) handleControl(f []byte) {
 	}
 }
 
-// reportEcho answers "report ref=ID" for echo session ID.
+// reportEcho answers "report echo=S" for the echo session of seed S. (Seeds,
+// unlike request ids, are unique across the guest's clients.)
 func (p *Peer) reportEcho(to net.HardwareAddr, m Msg, fail func(string, ...any)) {
-	ref, err := m.Int("ref")
+	seed, err := m.Int("echo")
 	if err != nil {
 		fail("%v", err)
 		return
 	}
 	var s Session
-	found := false
 	p.mu.Lock()
-	for _, e := range p.echoes {
-		if e.s.ID == uint32(ref) {
-			e.s.Reported = true
-			s, found = *e.s, true
-			break
-		}
+	e, found := p.echoes[seed]
+	if found {
+		e.s.Reported = true
+		s = *e.s
 	}
 	p.mu.Unlock()
 	if !found {
-		fail("no echo session with id %d", ref)
+		fail("no echo session for seed %d", seed)
 		return
 	}
 	r := NewMsg(VerbOK, m.ID, "count", strconv.Itoa(s.Count), "sent", strconv.Itoa(s.Done),

@@ -1,0 +1,448 @@
+package dataplane_test
+
+// The dataplane against a real device: QEMU's igb inside the VM tier (or
+// hardware), opened through VFIO, with the traffic peer at the other end of its
+// link. These tests run only when XNIC_IGB_BDF names the device, bound to
+// vfio-pci (make vmtest sets it up; see internal/vmtest).
+//
+// Each test talks to the peer through the port directly (hello, the echo
+// request), hands the port to an Engine for the run, and talks to the peer
+// again after Stop (the report): while the engine runs it owns the port's
+// queues, so the peer's echo streams start after a delay and need no acks.
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dataplane"
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/igb"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/vfio"
+)
+
+const (
+	vmLinkTimeout = 20 * time.Second
+	// vmEchoDelay is how long the peer waits before an echo stream: time for
+	// the test to drain the port and start the engine.
+	vmEchoDelay = time.Second
+	// vmRunTimeout bounds one engine run (TCG is slow, but not this slow).
+	vmRunTimeout = 90 * time.Second
+	// vmFrameSize is one buffer per 4 KiB page. QEMU's igb maps a TX buffer
+	// with pci_dma_map and drops the frame, silently, when the mapping comes
+	// back shorter than the buffer (hw/net/net_tx_pkt.c,
+	// net_tx_pkt_add_raw_fragment_pci): behind the emulated intel-iommu that
+	// happens whenever the buffer crosses a 4 KiB page. With the default
+	// 2304-byte frames some RX buffers do, and XDP_TX sends from RX buffers:
+	// about one random-size frame in ten vanished before this setting. Real
+	// hardware reads across pages; the driver could split such a buffer over
+	// two descriptors instead (see the report of issue 4).
+	vmFrameSize = 4096
+)
+
+// vmSeed is the base of this run's stream seeds (XNIC_VMTEST_SEED, else 1).
+func vmSeed() int64 {
+	s, err := strconv.ParseInt(os.Getenv("XNIC_VMTEST_SEED"), 10, 64)
+	if err != nil {
+		return 1
+	}
+	return s
+}
+
+// vmOpen opens the igb device named by XNIC_IGB_BDF through VFIO, or skips.
+// The port is closed at cleanup (vmClose closes it earlier to check the pool).
+func vmOpen(t *testing.T, cfg igb.Config) (*igb.Port, *vfio.Device) {
+	t.Helper()
+	bdf := os.Getenv("XNIC_IGB_BDF")
+	if bdf == "" {
+		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier, make vmtest, sets it)")
+	}
+	dev, err := vfio.Open(bdf)
+	if err != nil {
+		t.Fatalf("vfio.Open(%s): %v", bdf, err)
+	}
+	if cfg.LinkTimeout == 0 {
+		cfg.LinkTimeout = vmLinkTimeout
+	}
+	p, err := igb.Open(dev, cfg)
+	if err != nil {
+		dev.Close()
+		t.Fatalf("igb.Open: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+		dev.Close()
+	})
+	if _, err := p.WaitLink(vmLinkTimeout); err != nil {
+		t.Fatalf("%v\n%s", err, p.Dump())
+	}
+	return p, dev
+}
+
+// vmIO adapts the port's queue 0 to traffic.Client while no engine runs.
+// Frames sent are copied into buffers of RX queue 0's pool; the frame recv
+// returned last is owned by vmIO until the next call (or drain).
+type vmIO struct {
+	p       nic.Port
+	held    *dma.Buf
+	burst   []*dma.Buf
+	pending []*dma.Buf
+	stray   int // frames drop() threw away
+}
+
+func (io *vmIO) send(frame []byte) error {
+	tx := io.p.TxQueue(0)
+	tx.Reclaim()
+	b := io.p.RxQueue(0).Pool().Get()
+	if b == nil {
+		return fmt.Errorf("pool empty: %w", traffic.ErrFull)
+	}
+	b.Len = copy(b.Mem[b.Off:], frame)
+	if tx.Send([]*dma.Buf{b}) != 1 {
+		b.Free()
+		return fmt.Errorf("tx ring full: %w", traffic.ErrFull)
+	}
+	return nil
+}
+
+func (io *vmIO) recv() ([]byte, bool) {
+	if io.held != nil {
+		io.held.Free()
+		io.held = nil
+	}
+	if len(io.pending) == 0 {
+		n := io.p.RxQueue(0).Recv(io.burst)
+		io.pending = append(io.pending[:0], io.burst[:n]...)
+	}
+	if len(io.pending) == 0 {
+		return nil, false
+	}
+	io.held = io.pending[0]
+	io.pending = io.pending[1:]
+	return io.held.Data(), true
+}
+
+func (io *vmIO) drain() {
+	if io.held != nil {
+		io.held.Free()
+		io.held = nil
+	}
+	for _, b := range io.pending {
+		b.Free()
+	}
+	io.pending = io.pending[:0]
+}
+
+// quiesce hands the port over to an engine: it throws away what arrives until
+// the wire has been quiet for 100 ms (late replies to repeated hellos), and
+// waits until the TX ring has sent and given back everything the client put
+// on it, so the engine starts with empty rings it accounts for itself.
+func (io *vmIO) quiesce(t *testing.T, ringSize int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	quietSince := time.Now()
+	for time.Since(quietSince) < 100*time.Millisecond {
+		if time.Now().After(deadline) {
+			t.Fatalf("the wire never went quiet for 100 ms within 5 s (%d frames thrown away)", io.stray)
+		}
+		if _, ok := io.recv(); ok {
+			io.stray++
+			quietSince = time.Now()
+			continue
+		}
+		time.Sleep(time.Millisecond)
+	}
+	io.drain()
+	tx := io.p.TxQueue(0)
+	for tx.Reclaim(); tx.Free() < ringSize-1; tx.Reclaim() {
+		if time.Now().After(deadline) {
+			t.Fatalf("TX ring: %d descriptors still in flight", ringSize-1-tx.Free())
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *vmIO) {
+	t.Helper()
+	io := &vmIO{p: p, burst: make([]*dma.Buf, 32)}
+	c := traffic.NewClient(p.MAC(), io.send, io.recv)
+	c.Logf = t.Logf
+	if err := c.Hello(30 * time.Second); err != nil {
+		t.Fatalf("no traffic peer: %v", err)
+	}
+	t.Cleanup(io.drain)
+	return c, io
+}
+
+// vmRate follows one counter of port 0 while an engine runs: it returns when
+// the counter reaches want, with the times it first moved and reached want.
+func vmRate(t *testing.T, e *dataplane.Engine, c dataplane.Counter, want uint64, timeout time.Duration) (first, last time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		got := e.Snapshot().Ports[0].Counters[c]
+		now := time.Now()
+		if got > 0 && first.IsZero() {
+			first = now
+		}
+		if got >= want {
+			return first, now
+		}
+		if err := e.Err(); err != nil {
+			t.Fatalf("engine failed with %s = %d of %d: %v", c, got, want, err)
+		}
+		if now.After(deadline) {
+			t.Fatalf("%s = %d after %v, want %d; counters %v", c, got, timeout, want, e.Snapshot().Ports[0].Counters.Map())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func pps(n uint64, first, last time.Time) float64 {
+	d := last.Sub(first).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(n) / d
+}
+
+// vmClose closes the port and checks that every buffer of its pool came home:
+// nothing leaked on any verdict path of the run.
+func vmClose(t *testing.T, p *igb.Port, io *vmIO) {
+	t.Helper()
+	io.drain()
+	pool := p.RxQueue(0).Pool()
+	if err := p.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := pool.CheckIdle(); err != nil {
+		t.Fatalf("after the run: %v", err)
+	}
+}
+
+// vmRun starts e and returns the function that stops it (failing the test on
+// any error the engine saw); if the test ends before calling it, cleanup stops
+// the engine before the port closes.
+func vmRun(t *testing.T, e *dataplane.Engine, dev *vfio.Device) (stop func()) {
+	t.Helper()
+	var once sync.Once
+	var stopErr error
+	do := func() error {
+		once.Do(func() { stopErr = stopWoken(e, dev) })
+		return stopErr
+	}
+	t.Cleanup(func() { _ = do() })
+	if err := e.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		t.Helper()
+		if err := do(); err != nil {
+			t.Fatalf("Stop: %v", err)
+		}
+	}
+}
+
+// stopWoken stops e. A poll goroutine asleep on its interrupt notices Stop only
+// when it wakes, so while Stop waits every vector of the device is fired by
+// VFIO's loopback trigger, as the device would.
+func stopWoken(e *dataplane.Engine, dev *vfio.Device) error {
+	stopped := make(chan error, 1)
+	go func() { stopped <- e.Stop() }()
+	_, vectors := dev.IRQKind()
+	deadline := time.After(10 * time.Second)
+	for {
+		for v := 0; v < vectors; v++ {
+			if err := dev.TriggerIRQ(v); err != nil {
+				return fmt.Errorf("waking the poll goroutines: TriggerIRQ(%d): %w", v, err)
+			}
+		}
+		select {
+		case err := <-stopped:
+			return err
+		case <-time.After(50 * time.Millisecond):
+		case <-deadline:
+			return fmt.Errorf("Stop did not return within 10 s although every one of %d vectors was triggered", vectors)
+		}
+	}
+}
+
+// TestVMMacSwapTX runs xdp_macswap_tx on the real device: the peer sends a
+// 64-byte UDP flow and a stream of pseudo-random sizes, every frame must come
+// back with its addresses swapped and byte-exact otherwise, in order.
+func TestVMMacSwapTX(t *testing.T) {
+	const ring = 512
+	p, dev := vmOpen(t, igb.Config{RxRingSize: ring, TxRingSize: ring, FrameSize: vmFrameSize})
+	c, io := vmClient(t, p)
+	col := loadExample(t, "xdp_macswap_tx", 1)
+	e, err := dataplane.New(dataplane.Config{Ports: []dataplane.PortConfig{{Port: p}},
+		Program: dataplane.BPF(mustProg(t, col, "xdp_macswap_tx")), BusyPoll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const per = 1000
+	base := vmSeed()*10 + 1
+	reqs := []traffic.EchoRequest{
+		{Count: per, Seed: base, Size: 64, Back: true, Delay: vmEchoDelay},
+		{Count: per, Seed: base + 1, Size: 0, Back: true, Delay: vmEchoDelay},
+	}
+	var wantBytes uint64
+	var streams []*traffic.Stream
+	for _, r := range reqs {
+		s, err := c.Echo(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams = append(streams, s)
+		for i := 0; i < r.Count; i++ {
+			wantBytes += uint64(traffic.EchoLen(r.Seed, i, r.Size))
+		}
+	}
+	io.quiesce(t, ring)
+	stop := vmRun(t, e, dev)
+	const n = 2 * per
+	first, last := vmRate(t, e, dataplane.RxXDPTx, n, vmRunTimeout)
+	// Frames beyond the streams would show up here: give them a moment.
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	cs := e.Snapshot().Ports[0].Counters
+	t.Logf("XDP_TX of %d frames (%d bytes) through VFIO: %.0f pps, %.1f Mbit/s from first to last frame (%v); counters %v",
+		n, wantBytes, pps(n, first, last), float64(wantBytes)*8/last.Sub(first).Seconds()/1e6, last.Sub(first).Round(time.Millisecond), cs.Map())
+	for _, ck := range []struct {
+		c    dataplane.Counter
+		want uint64
+	}{
+		{dataplane.RxPackets, n}, {dataplane.RxBytes, wantBytes}, {dataplane.RxXDPTx, n},
+		{dataplane.TxPackets, n}, {dataplane.TxBytes, wantBytes},
+		{dataplane.RxXDPTxErrors, 0}, {dataplane.RxXDPAborted, 0}, {dataplane.RxXDPDrop, 0},
+	} {
+		if got := cs[ck.c]; got != ck.want {
+			t.Errorf("%s = %d, want %d", ck.c, got, ck.want)
+		}
+	}
+	if got := perCPUSum(t, mustMap(t, col, "rxcnt"), pktgen.ProtoUDP); got != n {
+		t.Errorf("rxcnt[UDP] = %d, want %d", got, n)
+	}
+	for i, s := range streams {
+		rep, err := c.EchoReport(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Sent != per || rep.Back != per || rep.Bad != 0 || rep.Error != "" {
+			t.Errorf("stream %d (size %d): %v", i, reqs[i].Size, rep)
+		}
+	}
+	vmClose(t, p, io)
+}
+
+// TestVMDropCount runs xdp_drop_count: every frame is dropped and counted as
+// UDP, and nothing comes back to the peer.
+func TestVMDropCount(t *testing.T) {
+	const ring = 512
+	p, dev := vmOpen(t, igb.Config{RxRingSize: ring, TxRingSize: ring, FrameSize: vmFrameSize})
+	c, io := vmClient(t, p)
+	col := loadExample(t, "xdp_drop_count", 1)
+	e, err := dataplane.New(dataplane.Config{Ports: []dataplane.PortConfig{{Port: p}},
+		Program: dataplane.BPF(mustProg(t, col, "xdp_drop_count")), BusyPoll: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 2000
+	s, err := c.Echo(traffic.EchoRequest{Count: n, Seed: vmSeed()*10 + 3, Size: 64, Delay: vmEchoDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.quiesce(t, ring)
+	stop := vmRun(t, e, dev)
+	first, last := vmRate(t, e, dataplane.RxXDPDrop, n, vmRunTimeout)
+	// The silence window: nothing may leave while the engine keeps running.
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	cs := e.Snapshot().Ports[0].Counters
+	t.Logf("XDP_DROP of %d 64-byte frames through VFIO: %.0f pps from first to last frame (%v); counters %v",
+		n, pps(n, first, last), last.Sub(first).Round(time.Millisecond), cs.Map())
+	for _, ck := range []struct {
+		c    dataplane.Counter
+		want uint64
+	}{
+		{dataplane.RxPackets, n}, {dataplane.RxXDPDrop, n}, {dataplane.TxPackets, 0},
+		{dataplane.RxXDPTx, 0}, {dataplane.RxXDPAborted, 0},
+	} {
+		if got := cs[ck.c]; got != ck.want {
+			t.Errorf("%s = %d, want %d", ck.c, got, ck.want)
+		}
+	}
+	rxcnt := mustMap(t, col, "rxcnt")
+	if got := perCPUSum(t, rxcnt, pktgen.ProtoUDP); got != n {
+		t.Errorf("rxcnt[UDP] = %d, want %d", got, n)
+	}
+	if got := perCPUSum(t, rxcnt, 0); got != 0 {
+		t.Errorf("rxcnt[0] = %d: frames that were not UDP/IPv4 reached the program", got)
+	}
+	rep, err := c.EchoReport(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sent != n || rep.Back != 0 || rep.Bad != 0 || rep.Error != "" {
+		t.Errorf("peer: %v", rep)
+	}
+	vmClose(t, p, io)
+}
+
+// TestVMIdleWakesOnInterrupt: with BusyPoll off and an idle sleep far longer
+// than the test, the poll goroutine sleeps on the queue's MSI-X eventfd; a
+// frame the peer sends after a delay must wake it and come back at once.
+func TestVMIdleWakesOnInterrupt(t *testing.T) {
+	const (
+		ring  = 512
+		idle  = 60 * time.Second // one sleep; only the interrupt ends it sooner
+		delay = 2 * time.Second
+	)
+	p, dev := vmOpen(t, igb.Config{RxRingSize: ring, TxRingSize: ring, FrameSize: vmFrameSize, Interrupts: true})
+	if p.RxQueue(0).IRQ() == nil {
+		t.Fatal("no IRQ on RX queue 0 with Config.Interrupts")
+	}
+	c, io := vmClient(t, p)
+	col := loadExample(t, "xdp_macswap_tx", 1)
+	e, err := dataplane.New(dataplane.Config{Ports: []dataplane.PortConfig{{Port: p}},
+		Program: dataplane.BPF(mustProg(t, col, "xdp_macswap_tx")), IdleTimeout: idle})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Echo(traffic.EchoRequest{Count: 1, Seed: vmSeed()*10 + 5, Size: 64, Back: true, Delay: delay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := time.Now()
+	io.quiesce(t, ring)
+	start := time.Now()
+	stop := vmRun(t, e, dev)
+	_, woke := vmRate(t, e, dataplane.RxXDPTx, 1, idle/2)
+	t.Logf("engine started %v after the request; the frame went out %v after the start (peer's delay %v, idle sleep %v)",
+		start.Sub(asked).Round(time.Millisecond), woke.Sub(start).Round(time.Millisecond), delay, idle)
+	if woke.Sub(asked) < delay/2 {
+		t.Fatalf("the frame was handled %v after the request, before the peer's %v delay could pass: the loop may not have slept", woke.Sub(asked), delay)
+	}
+	// The goroutine is asleep for up to a minute again: vmStop wakes it.
+	stop()
+	cs := e.Snapshot().Ports[0].Counters
+	if cs[dataplane.RxPackets] != 1 || cs[dataplane.RxXDPTx] != 1 || cs[dataplane.TxPackets] != 1 {
+		t.Errorf("counters %v, want one frame received and sent back", cs.Map())
+	}
+	rep, err := c.EchoReport(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sent != 1 || rep.Back != 1 || rep.Bad != 0 {
+		t.Errorf("peer: %v", rep)
+	}
+	vmClose(t, p, io)
+}
