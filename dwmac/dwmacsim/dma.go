@@ -8,14 +8,26 @@ import "time"
 // Ring indices: software writes the tail pointer (the address of the
 // descriptor after the last one it handed over); the model alone moves the
 // current descriptor pointer (cur), which DMA_CH_Current_App_*Desc reports.
-// The DMA works on descriptors from cur onwards and stops (suspends) when cur
-// reaches the tail pointer or finds a descriptor whose OWN bit is clear. A
-// tail-pointer write, and starting the channel, resume it: the descriptor at
-// cur is then fetched even when the tail equals cur, which is how a driver
-// that refilled the whole ring says so (stmmac writes RX tail = base +
-// dirty*16, equal to cur when every descriptor is the device's). The ring
-// wraps after Ring_Length + 1 descriptors; a tail of base + N*16 is the same
-// position as base.
+// Following the databook: descriptors from cur up to one before the tail are
+// the DMA's; the DMA processes them until cur == tail, then suspends, and a
+// tail write that moves the tail away from cur resumes it. It also suspends,
+// with TBU or RBU, at a descriptor whose OWN bit is clear, and any tail write
+// resumes it then (the write is the "poll demand" that refetches the
+// descriptor). The comparison is on addresses: a tail of base + N*16 (what
+// stmmac writes at RX init, the ring wholly the device's) never equals cur,
+// which wraps from base + (N-1)*16 to base after Ring_Length + 1 descriptors.
+// A channel started with cur == tail is suspended at once (the TX init case).
+
+// Suspension states of a ring.
+const (
+	suspNone uint8 = iota // running: the descriptor at cur may be used
+	suspTail              // cur reached the tail pointer
+	suspOwn               // the descriptor at cur was not the DMA's (TBU/RBU)
+)
+
+// noTail is tailRaw when the tail pointer does not lie in the ring (never
+// written): it never equals cur.
+const noTail = ^uint32(0)
 
 // ring is one direction of a DMA channel.
 type ring struct {
@@ -24,17 +36,34 @@ type ring struct {
 	lenReg         uint32
 	lenSet         bool
 	tail           uint32 // low 32 bits of the tail address, as written
-	tailIdx        uint32 // tail as a descriptor index (mod n)
+	tailRaw        uint32 // the tail as a descriptor offset from base, 0..N (N: past the end), or noTail
 	tailSet        bool
 	cur            uint32 // next descriptor the DMA looks at; written only by the model
-	kicked         bool   // resumed by a tail write or a start since the DMA last stopped
-	kickSeq        uint32 // counts tail writes and starts (TX: a kick during a send survives it)
+	seq            uint32 // counts tail writes (a TX write during a send resumes after it)
 	run            bool   // ST / SR set and the process not stopped by an error
-	susp           bool   // suspended: stopped at the tail or at a descriptor without OWN
+	susp           uint8  // suspNone, suspTail or suspOwn
 	curBuf         uint64 // last buffer address used (Current_App_*Buffer)
 }
 
 func (r *ring) n() uint32 { return r.lenReg + 1 }
+
+// advance moves cur past k descriptors, suspending at the tail.
+func (r *ring) advance(k uint32) {
+	r.cur = (r.cur + k) % r.n()
+	if r.cur == r.tailRaw {
+		r.susp = suspTail
+	}
+}
+
+// retail recomputes tailRaw after the base or the length changed.
+func (r *ring) retail() {
+	r.tailRaw = noTail
+	if r.tailSet && r.baseSet && r.lenSet && r.tail >= r.baseLo {
+		if d := r.tail - r.baseLo; d%descSize == 0 && d/descSize <= r.n() {
+			r.tailRaw = d / descSize
+		}
+	}
+}
 
 // channel is one DMA channel's registers.
 type channel struct {
@@ -201,14 +230,16 @@ func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 			return
 		}
 		x.baseLo, x.baseSet, x.cur = val, true, 0
+		x.retail()
 	case chTxRingLen, chRxRingLen:
 		if val&^ringLenMask != 0 {
 			m.faults.Add("write32", regName(off), uint64(off), "%s ring length register 0x%x: the field is 10 bits (at most 1024 descriptors)", kind, val)
 			return
 		}
 		x.lenReg, x.lenSet, x.cur = val, true, 0
+		x.retail()
 	}
-	x.susp, x.kicked = false, false
+	x.susp = suspNone
 }
 
 // writeTailLocked checks and stores a tail pointer. It reports whether the
@@ -224,11 +255,23 @@ func (m *Model) writeTailLocked(kind string, c int, x *ring, off, val uint32) bo
 		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer 0x%08x outside the ring [0x%08x, 0x%08x] of channel %d or not on a descriptor boundary", kind, val, x.baseLo, x.baseLo+n*descSize, c)
 		return false
 	}
-	x.tail, x.tailIdx, x.tailSet = val, (d/descSize)%n, true
-	x.kicked = true
-	x.kickSeq++
-	x.susp = false
-	return true
+	x.tail, x.tailRaw, x.tailSet = val, d/descSize, true
+	x.seq++
+	switch {
+	case x.susp == suspOwn:
+		x.susp = suspNone // poll demand: refetch the descriptor at cur
+	case x.susp == suspTail && x.cur != x.tailRaw:
+		x.susp = suspNone
+	}
+	return x.susp == suspNone
+}
+
+// start starts the direction at cur: suspended at once when cur is the tail.
+func (r *ring) start() {
+	r.run, r.susp = true, suspNone
+	if r.cur == r.tailRaw {
+		r.susp = suspTail
+	}
 }
 
 // checkStartLocked validates a ring when its direction starts.
@@ -261,11 +304,10 @@ func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick 
 	ch.txCtrl = val
 	switch {
 	case val&txcST != 0 && was == 0:
-		ch.tx.run, ch.tx.kicked, ch.tx.susp = true, true, false
-		ch.tx.kickSeq++
+		ch.tx.start()
 		return 1 << c
 	case val&txcST == 0 && was != 0:
-		ch.tx.run, ch.tx.kicked, ch.tx.susp = false, false, false
+		ch.tx.run, ch.tx.susp = false, suspNone
 		m.raiseLocked(c, stTPS)
 	}
 	return 0
@@ -289,9 +331,9 @@ func (m *Model) writeRxControlLocked(c int, ch *channel, off, val uint32) {
 	ch.rxCtrl = val
 	switch {
 	case val&rxcSR != 0 && was == 0:
-		ch.rx.run, ch.rx.kicked, ch.rx.susp = true, true, false
+		ch.rx.start()
 	case val&rxcSR == 0 && was != 0:
-		ch.rx.run, ch.rx.kicked, ch.rx.susp = false, false, false
+		ch.rx.run, ch.rx.susp = false, suspNone
 		m.raiseLocked(c, stRPS)
 	}
 }

@@ -63,6 +63,9 @@ type Config struct {
 	// NonCoherent gives the device its own copy of memory, reconciled only by
 	// Sync (the i.MX8MP EQOS is not cache-coherent).
 	NonCoherent bool
+	// Below4G places DMA memory below 4 GiB (IOVAs from 0x1000_0000), for
+	// drivers or tests that run without DMA_SysBus_Mode.EAME.
+	Below4G bool
 	// NoRxClock models a PHY that provides no RX clock (powered down, in reset,
 	// or a SerDes not powered): DMA_Mode.SWR then never clears.
 	NoRxClock bool
@@ -221,10 +224,12 @@ func New(cfg Config) (*Model, error) {
 		m.ieNIE, m.ieAIE = ieNIE400, ieAIE400
 	}
 	m.faults = &sim.Faults{}
-	mcfg := sim.MemoryConfig{NonCoherent: cfg.NonCoherent}
-	if cfg.Variant == IMX8MP {
+	mcfg := sim.MemoryConfig{NonCoherent: cfg.NonCoherent, Below4G: cfg.Below4G}
+	switch {
+	case cfg.Below4G:
+	case cfg.Variant == IMX8MP:
 		mcfg.Limit = 1 << 34 // the SoC wires 34 address bits (imx8mp_dwmac_data.addr_width)
-	} else {
+	default:
 		mcfg.Limit = 1 << 40 // HW_FEATURE1.ADDR64 = 40 bits
 	}
 	m.mem = sim.NewMemory(mcfg, m.faults)
@@ -364,6 +369,7 @@ func (m *Model) resetLocked(swr bool) {
 		w := m.ch[i].wdt
 		w.Stop()
 		m.ch[i] = channel{wdt: w}
+		m.ch[i].tx.tailRaw, m.ch[i].rx.tailRaw = noTail, noTail
 	}
 	m.plain = map[reg]uint32{}
 	m.mmcCntrl, m.mmcMasks = 0, [3]uint32{}
@@ -665,13 +671,13 @@ func (m *Model) debugStatusLocked(off uint32) uint32 {
 		var rps, tps uint32
 		if r := &m.ch[c].rx; r.run {
 			rps = 3
-			if r.susp {
+			if r.susp != suspNone {
 				rps = 4
 			}
 		}
 		if t := &m.ch[c].tx; t.run {
 			tps = 1
-			if t.susp {
+			if t.susp != suspNone {
 				tps = 6
 			}
 		}

@@ -141,10 +141,13 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	eame := m.eame()
 
 	// Pass 1: every descriptor the frame needs must be the device's.
+	if r.susp != suspNone {
+		return m.noDescLocked(c, mq, false)
+	}
 	idx := r.cur
 	for k := uint32(0); k < ndesc; k++ {
-		if k >= size || (idx == r.tailIdx && !(k == 0 && r.kicked)) {
-			return m.noDescLocked(c, mq)
+		if k >= size || (k > 0 && idx == r.tailRaw) {
+			return m.noDescLocked(c, mq, false)
 		}
 		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
 		if err != nil {
@@ -154,16 +157,12 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		}
 		d3 := loadDES3(d)
 		if d3&d3OWN == 0 {
-			return m.noDescLocked(c, mq)
+			return m.noDescLocked(c, mq, k == 0)
 		}
 		if bad := m.checkRxDescLocked(d, d3, eame, base+uint64(idx)*descSize); bad {
-			// A malformed descriptor: written back with DE and skipped.
-			le.PutUint32(d[des0:], 0)
-			le.PutUint32(d[des1:], 0)
-			le.PutUint32(d[des2:], 0)
-			storeDES3(d, rw3DE|rw3ES|d3FD|d3LD)
-			r.cur = (idx + 1) % size
-			r.kicked = false
+			// A malformed descriptor: the frame is dropped, the descriptors
+			// up to this one are written back with DE and skipped.
+			m.rxDescErrorLocked(r, base, k+1)
 			m.cnt.RxErrors++
 			return false
 		}
@@ -217,7 +216,8 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		storeDES3(d, w3)
 		idx = (idx + 1) % size
 	}
-	r.cur, r.kicked, r.curBuf = idx, false, last
+	r.advance(ndesc)
+	r.curBuf = last
 	m.cnt.RxFrames++
 	m.cnt.RxBytes += uint64(total)
 	if ioc {
@@ -226,6 +226,29 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		m.armWatchdogLocked(c)
 	}
 	return true
+}
+
+// rxDescErrorLocked writes back k descriptors from cur with DE and ES and
+// moves past them.
+func (m *Model) rxDescErrorLocked(r *ring, base uint64, k uint32) {
+	idx := r.cur
+	for j := uint32(0); j < k; j++ {
+		if d, err := m.mem.View("rx-writeback", base+uint64(idx)*descSize, descSize); err == nil {
+			w3 := rw3DE | rw3ES
+			if j == 0 {
+				w3 |= d3FD
+			}
+			if j == k-1 {
+				w3 |= d3LD
+			}
+			le.PutUint32(d[des0:], 0)
+			le.PutUint32(d[des1:], 0)
+			le.PutUint32(d[des2:], 0)
+			storeDES3(d, w3)
+		}
+		idx = (idx + 1) % r.n()
+	}
+	r.advance(k)
 }
 
 // checkRxDescLocked reports a malformed RX descriptor (with a fault).
@@ -243,10 +266,13 @@ func (m *Model) checkRxDescLocked(d []byte, d3 uint32, eame bool, at uint64) boo
 	return true
 }
 
-// noDescLocked drops a frame for want of a descriptor: RBU, the DMA suspends.
-func (m *Model) noDescLocked(c int, mq *mtlQueue) bool {
+// noDescLocked drops a frame for want of a descriptor: RBU; ownSusp: the
+// descriptor at cur was not the DMA's, which suspends it until a tail write.
+func (m *Model) noDescLocked(c int, mq *mtlQueue, ownSusp bool) bool {
 	ch := &m.ch[c]
-	ch.rx.susp, ch.rx.kicked = true, false
+	if ownSusp {
+		ch.rx.susp = suspOwn
+	}
 	ch.missed++
 	mq.rxMissed++
 	m.cnt.RxNoDesc++

@@ -64,12 +64,7 @@ func (m *Model) transmitChannel(c int) {
 		m.mu.Lock()
 		ch := &m.ch[c]
 		r := &ch.tx
-		if m.closed || !r.run || r.susp || m.macConfig&cfgTE == 0 {
-			m.mu.Unlock()
-			return
-		}
-		if !(r.cur != r.tailIdx || r.kicked) {
-			r.susp = true // caught up with the tail
+		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 {
 			m.mu.Unlock()
 			return
 		}
@@ -79,29 +74,36 @@ func (m *Model) transmitChannel(c int) {
 			m.mu.Unlock()
 			return
 		}
-		gen, seq := m.gen, r.kickSeq
+		gen, seq := m.gen, r.seq
 		base, size, eame := m.ringBase(r), r.n(), m.eame()
 		batch, arena := m.txBatch[:0], m.txArena[:0]
-		cur, kicked := r.cur, r.kicked
-		res := gatherOK
-		for len(batch) < txBatchMax && (cur != r.tailIdx || kicked) {
+		cur, consumed := r.cur, uint32(0)
+		res, stop := gatherOK, suspNone
+		for len(batch) < txBatchMax {
 			var fr txFrame
 			var next uint32
-			fr, next, res = m.gatherLocked(base, size, cur, r.tailIdx, &arena, eame)
+			fr, next, res = m.gatherLocked(base, size, cur, r.tailRaw, &arena, eame)
 			if res != gatherOK {
 				break
 			}
 			batch = append(batch, fr)
-			cur, kicked = next, false
+			consumed += fr.ndesc
+			cur = next
+			if cur == r.tailRaw {
+				stop = suspTail
+				break
+			}
 		}
-		if res == gatherDMAError {
+		switch res {
+		case gatherNotOwned:
+			stop = suspOwn
+		case gatherIncomplete:
+			stop = suspTail // the frame continues beyond the tail: wait there
+		case gatherDMAError:
 			m.dmaErrorLocked(c, true)
 		}
 		if len(batch) == 0 {
-			if res == gatherNotOwned {
-				r.susp, r.kicked = true, false
-				m.raiseLocked(c, stTBU)
-			}
+			m.settleTxLocked(c, r, stop, seq)
 			m.txBatch, m.txArena = batch, arena
 			m.mu.Unlock()
 			return
@@ -155,21 +157,32 @@ func (m *Model) transmitChannel(c int) {
 			}
 			m.countTxLocked(fr.data, linkOK)
 		}
-		r.cur = cur
-		if r.kickSeq == seq {
-			r.kicked = false
-		}
+		r.cur = (r.cur + consumed) % size
 		if ioc {
 			m.raiseLocked(c, stTI)
 		}
-		if res == gatherNotOwned {
-			r.susp, r.kicked = true, false
-			m.raiseLocked(c, stTBU)
-		}
+		m.settleTxLocked(c, r, stop, seq)
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
-		if res != gatherOK {
+		if res == gatherDMAError {
 			return
+		}
+	}
+}
+
+// settleTxLocked applies where the TX DMA stopped, taking into account tail
+// writes made while the frames were on the wire (seq changed): they resume a
+// suspension the DMA would otherwise have entered.
+func (m *Model) settleTxLocked(c int, r *ring, stop uint8, seq uint32) {
+	switch stop {
+	case suspOwn:
+		if r.seq == seq {
+			r.susp = suspOwn
+		}
+		m.raiseLocked(c, stTBU)
+	case suspTail:
+		if r.cur == r.tailRaw || r.seq == seq {
+			r.susp = suspTail
 		}
 	}
 }
@@ -264,8 +277,8 @@ func (m *Model) gatherLocked(base uint64, size, start, tail uint32, arena *[]byt
 			fr.ioc = true
 		}
 		idx = (idx + 1) % size
-		if d3&d3LD != 0 {
-			break
+		if d3&d3LD != 0 || (k == 0 && d3&d3CTXT != 0) {
+			break // a context descriptor stands alone
 		}
 	}
 	if ok && fl != total {
