@@ -140,7 +140,10 @@ func (r *rig) linkUp() {
 // bringUp is the stmmac order: reset, bus mode, queues, link.
 func (r *rig) bringUp() {
 	r.t.Helper()
+	hi, lo := r.rd(tAddrHi0), r.rd(tAddrLo0) // firmware's address, before the reset clears it
 	r.swr()
+	r.wr(tAddrHi0, hi)
+	r.wr(tAddrLo0, lo)
 	r.wr(tSysBus, tEAME)
 	r.wr(tRxqCtrl0, 2) // queue 0 generic
 	for c := 0; c < r.m.Channels(); c++ {

@@ -1,0 +1,230 @@
+package dwmacsim
+
+import (
+	"encoding/binary"
+	"hash/crc32"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestRxWriteBackWithFCS(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	rx := r.setupRx(0, 8, 1536)
+	f := frame(factoryMAC, 100)
+	require.True(t, r.m.Inject(f))
+	d3 := rx.des3(0)
+	require.Zero(t, d3&tOWN, "OWN cleared")
+	require.Equal(t, uint32(tFD|tLD), d3&(tFD|tLD|tES))
+	require.Equal(t, uint32(104), d3&0x7fff, "PL counts the 4-byte FCS (ACS/CST clear)")
+	require.Equal(t, uint32(1), d3>>16&7, "LT: type frame")
+	got := rx.buf(0, 104)
+	require.Equal(t, f, got[:100])
+	require.Equal(t, crc32.ChecksumIEEE(f), binary.LittleEndian.Uint32(got[100:]), "the FCS follows the frame")
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRI, "IOC sets RI")
+	require.Equal(t, uint32(rx.ring.IOVA)+16, r.rd(tCh(0)+tCurRx))
+
+	// CST strips the FCS of type frames.
+	r.wr(tMACConfig, r.rd(tMACConfig)|tCST)
+	require.True(t, r.m.Inject(f))
+	require.Equal(t, uint32(100), rx.des3(1)&0x7fff)
+	require.Equal(t, uint32(2), r.rd(tMMC+tMMCRxUcast), "MMC unicast counter")
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxRBUAndResume(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	rx := r.setupRx(0, 4, 1536)
+	f := frame(factoryMAC, 60)
+	for i := 0; i < 4; i++ {
+		require.True(t, r.m.Inject(f), "frame %d", i)
+	}
+	// The ring is full of frames software has not taken back: RBU, dropped.
+	require.False(t, r.m.Inject(f))
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
+	require.Equal(t, uint64(1), r.m.Counters().RxNoDesc)
+	require.Equal(t, uint32(1), r.rd(tCh(0)+tMissFrame)&0x7ff, "DMA_CH_Miss_Frame_Cnt")
+	require.Equal(t, uint32(1), r.rd(tMTLMissed0)>>16&0x7ff, "MTL missed packets")
+	require.Zero(t, r.rd(tMTLMissed0), "clear on read")
+	// Still suspended until a tail write, even once a descriptor is posted.
+	rx.post(0)
+	require.False(t, r.m.Inject(f))
+	rx.tailTo(1)
+	require.True(t, r.m.Inject(f), "the tail write resumes the DMA")
+	require.Zero(t, rx.des3(0)&tOWN)
+	// Now cur (1) == tail (1): the DMA suspends at the tail.
+	require.False(t, r.m.Inject(f))
+	r.wr(tCh(0)+tStatus, tRBU|tRI|tNIS|tAIS)
+	require.Zero(t, r.rd(tCh(0)+tStatus)&(tRBU|tRI), "W1C")
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxWrapLikeStmmac(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	const n = 8
+	rx := r.setupRx(0, n, 1536)
+	// Receive 5 rings' worth, refilling each descriptor as soon as it is
+	// read and writing tail = base + dirty*16 (stmmac_rx_refill).
+	next := 0
+	for i := 0; i < 5*n; i++ {
+		f := frame(factoryMAC, 60+i)
+		require.True(t, r.m.Inject(f), "frame %d", i)
+		d3 := rx.des3(next)
+		require.Zero(t, d3&tOWN)
+		require.Equal(t, uint32(60+i+4), d3&0x7fff)
+		require.Equal(t, f, rx.buf(next, 60+i))
+		rx.post(next)
+		next = (next + 1) % n
+		rx.tailTo(next)
+	}
+	require.Equal(t, uint64(5*n), r.m.Counters().RxFrames)
+	require.Equal(t, uint32(5*n), r.rd(tMMC+tMMCRxFrGB))
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxMultiDescriptor(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	rx := r.setupRx(0, 8, 512)
+	f := frame(factoryMAC, 1200) // 1204 with FCS: 512 + 512 + 180
+	require.True(t, r.m.Inject(f))
+	require.Equal(t, uint32(tFD), rx.des3(0)&(tFD|tLD|tOWN))
+	require.Equal(t, uint32(0), rx.des3(1)&(tFD|tLD|tOWN))
+	d3 := rx.des3(2)
+	require.Equal(t, uint32(tLD), d3&(tFD|tLD|tOWN))
+	require.Equal(t, uint32(1204), d3&0x7fff, "PL on the last descriptor is the whole frame")
+	got := append(append(append([]byte{}, rx.buf(0, 512)...), rx.buf(1, 512)...), rx.buf(2, 180)...)
+	require.Equal(t, f, got[:1200])
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxQueueDisabledAndStopped(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.wr(tRxqCtrl0, 0) // queue 0 not enabled
+	r.setupRx(0, 4, 1536)
+	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.Equal(t, uint64(1), r.m.Counters().RxOverflow)
+	require.Equal(t, uint32(1), r.rd(tMTLMissed0)&0x7ff, "MTL overflow count")
+	require.Equal(t, uint32(1), r.rd(tMMC+tMMCRxFIFOOvf))
+	r.wr(tRxqCtrl0, 1) // AV mode also enables it
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	// Stopping SR raises RPS and drops.
+	r.wr(tCh(0)+tRxCtrl, 1536<<1)
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRPS)
+	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxQueueMapAndLinkGates(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.wr(tRxqCtrl0, 2|2<<2)   // queues 0 and 1
+	r.wr(tRxqDMAMap0, 0|1<<8) // queue 1 to channel 1
+	rx1 := r.setupRx(1, 4, 1536)
+	require.True(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
+	require.Zero(t, rx1.des3(0)&tOWN)
+	require.False(t, r.m.Inject(frame(factoryMAC, 60)), "channel 0 has no ring")
+
+	// Speed mismatch: the MAC at 100 Mb/s, the PHY at 1000.
+	r.wr(tMACConfig, tRE|tTE|tDM|tPS|tFES)
+	before := r.m.Counters().RxNoLink
+	require.False(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
+	require.Equal(t, before+1, r.m.Counters().RxNoLink)
+	// RE clear.
+	r.wr(tMACConfig, tTE|tDM)
+	require.False(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxFilter(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.setupRx(0, 16, 1536)
+	other := []byte{0x02, 0, 0, 0, 0, 9}
+	mc := []byte{0x01, 0x00, 0x5e, 0x00, 0x00, 0x01}
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)), "own unicast")
+	require.True(t, r.m.Inject(frame(bcast, 60)), "broadcast")
+	require.False(t, r.m.Inject(frame(other, 60)), "other unicast")
+	require.False(t, r.m.Inject(frame(mc, 60)), "multicast not in the hash")
+	require.Equal(t, uint64(2), r.m.Counters().RxFiltered)
+
+	// Hash filter: bit = top 6 bits of the bit-reversed CRC-32 of the address.
+	crc := crc32.ChecksumIEEE(mc)
+	var rev uint32
+	for i := 0; i < 32; i++ {
+		rev |= (crc >> i & 1) << (31 - i)
+	}
+	h := rev >> 26
+	r.wr(tHash0+4*(h>>5), 1<<(h&31))
+	r.wr(tPktFilter, tHMC)
+	require.True(t, r.m.Inject(frame(mc, 60)), "multicast with its hash bit")
+	r.wr(tPktFilter, tPM)
+	require.True(t, r.m.Inject(frame([]byte{0x01, 0, 0x5e, 1, 2, 3}, 60)), "pass all multicast")
+	r.wr(tPktFilter, tDBF)
+	require.False(t, r.m.Inject(frame(bcast, 60)), "broadcast disabled")
+	r.wr(tPktFilter, tPR)
+	require.True(t, r.m.Inject(frame(other, 60)), "promiscuous")
+
+	// A new address takes effect when its low word is written.
+	r.wr(tPktFilter, 0)
+	r.wr(tAddrHi0, 0x0900)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)), "old address until the low word")
+	r.wr(tAddrLo0, 0x00000002)
+	require.True(t, r.m.Inject(frame(other, 60)), "new address")
+	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxSizes(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.setupRx(0, 8, 2048-16)
+	require.False(t, r.m.Inject(frame(factoryMAC, 40)), "runt")
+	require.True(t, r.m.Inject(frame(factoryMAC, 1514)))
+	require.False(t, r.m.Inject(frame(factoryMAC, 1515)), "oversize without JE")
+	require.Equal(t, uint64(2), r.m.Counters().RxErrors)
+	require.NoError(t, r.m.Err())
+}
+
+func TestRxDescriptorFaults(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	rx := r.setupRx(0, 4, 1536)
+	binary.LittleEndian.PutUint32(rx.ring.CPU[12:], tOWN|tRxIOC) // no BUF1V
+	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+	r.expectFault("without BUF1V")
+	d3 := rx.des3(0)
+	require.Zero(t, d3&tOWN, "handed back")
+	require.NotZero(t, d3&(1<<19), "RDES3.DE")
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)), "the next descriptor is used")
+	require.NoError(t, r.m.Err())
+}
+
+func TestNonCoherent(t *testing.T) {
+	cfg := testCfg()
+	cfg.Variant = IMX8MP
+	cfg.NonCoherent = true
+	r := newRig(t, cfg)
+	r.bringUp()
+	rx := r.setupRx(0, 4, 1536) // posts with Sync(ForDevice)
+	f := frame(factoryMAC, 60)
+	require.True(t, r.m.Inject(f))
+	// Without Sync(ForCPU) the CPU still sees its own descriptor (OWN set).
+	raw := binary.LittleEndian.Uint32(rx.ring.CPU[12:])
+	require.NotZero(t, raw&tOWN, "the CPU's copy is stale until synced")
+	require.Zero(t, rx.des3(0)&tOWN, "after Sync(ForCPU) the write-back is visible")
+
+	// A descriptor written without Sync(ForDevice) is not seen by the device.
+	binary.LittleEndian.PutUint32(rx.ring.CPU[16+12:], 0) // software takes it back...
+	rx.r.a.Sync(rx.ring, 16, 16, 1)                       // (ForDevice)
+	d := rx.ring.CPU[16:32]
+	binary.LittleEndian.PutUint32(d[12:], tOWN|tBUF1V|tRxIOC) // ...and re-posts it without Sync
+	rx.tailTo(2)
+	require.False(t, r.m.Inject(f), "the device still sees OWN clear")
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
+	require.NoError(t, r.m.Err())
+}
