@@ -137,7 +137,11 @@ func (r *Runner) bind(coll *Collection) {
 		n += len(coll.statics)
 	}
 	if len(r.regions) > n {
-		clear(r.regions[n:])
+		// Not cleared: entries past the length are never addressed (every
+		// access checks the region number against it), and addRegion
+		// reuses the one a lookup of the same entry left there in the last
+		// run. They only keep map values from being collected, which live
+		// as long as their maps anyway.
 		r.regions = r.regions[:n]
 	}
 }
@@ -170,6 +174,15 @@ func (r *Runner) addRegion(b []byte, writable bool) uint64 {
 	w := uint64(0)
 	if writable {
 		w = uint64(len(b))
+	}
+	// The same lookup in the last run left this very region past the end.
+	if n < cap(r.regions) && len(b) > 0 {
+		next := r.regions[:n+1]
+		rg := &next[n]
+		if len(rg.buf) == len(b) && &rg.buf[0] == &b[0] && rg.lo == 0 && rg.hi == uint64(len(b)) && rg.whi == w {
+			r.regions = next
+			return uint64(n) << 32
+		}
 	}
 	r.regions = append(r.regions, region{buf: b, hi: uint64(len(b)), whi: w})
 	return uint64(n) << 32
