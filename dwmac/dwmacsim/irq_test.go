@@ -1,0 +1,184 @@
+package dwmacsim
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+func fired(t *testing.T, q nic.IRQ) bool {
+	t.Helper()
+	ok, err := q.Wait(0)
+	require.NoError(t, err)
+	return ok
+}
+
+func TestPerChannelVectors(t *testing.T) {
+	cfg := testCfg()
+	cfg.Channels = 2
+	r := newRig(t, cfg)
+	r.bringUp()
+	irqs, err := r.m.Device().EnableMSIX(32)
+	require.NoError(t, err)
+	require.Len(t, irqs, 32)
+	r.wr(tBusMode, tINTM1)
+	r.wr(tRxqCtrl0, 2|2<<2)
+	r.wr(tRxqDMAMap0, 0|1<<8)
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	for c := 0; c < 2; c++ {
+		r.wr(tCh(c)+tIntEn, tNIE|tAIE|tRI|tTI|1<<12)
+	}
+	r.setupRx(0, 4, 1536)
+	r.setupRx(1, 4, 1536)
+	tx1 := r.setupTx(1, 4)
+
+	require.True(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
+	require.True(t, fired(t, irqs[2]), "RX channel 1 on vector 2")
+	for _, v := range []int{0, 1, 3} {
+		require.False(t, fired(t, irqs[v]), "vector %d", v)
+	}
+	require.Equal(t, uint32(1<<1), r.rd(tDMAIntStatus)&3, "DC1IS")
+	st := r.rd(tCh(1) + tStatus)
+	require.Equal(t, uint32(tRI|tNIS), st&(tRI|tNIS|tAIS))
+
+	tx1.queue(frame(peerMAC, 60), true)
+	tx1.kick()
+	require.True(t, fired(t, irqs[3]), "TX channel 1 on vector 3")
+	require.False(t, fired(t, irqs[2]))
+
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.True(t, fired(t, irqs[0]), "RX channel 0 on vector 0")
+
+	// Clearing the status drops the summary; re-enabling with nothing
+	// pending sends nothing; re-enabling with RI pending sends at once.
+	r.wr(tCh(0)+tStatus, tRI|tNIS)
+	require.Zero(t, r.rd(tDMAIntStatus)&1)
+	r.wr(tCh(0)+tIntEn, tNIE|tAIE|tTI)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.False(t, fired(t, irqs[0]), "RI masked")
+	r.wr(tCh(0)+tIntEn, tNIE|tAIE|tTI|tRI)
+	require.True(t, fired(t, irqs[0]), "enabling a pending cause raises the line")
+	require.NoError(t, r.m.Err())
+}
+
+func TestSingleVector(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	irqs, err := r.m.Device().EnableMSIX(1)
+	require.NoError(t, err)
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	r.wr(tCh(0)+tIntEn, tNIE|tRI|tTI)
+	r.setupRx(0, 4, 1536)
+	tx := r.setupTx(0, 4)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.True(t, fired(t, irqs[0]))
+	tx.queue(frame(peerMAC, 60), true)
+	tx.kick()
+	require.True(t, fired(t, irqs[0]))
+	require.Equal(t, uint64(2), irqs[0].(*sim.IRQ).Fired())
+
+	// RBU is abnormal: it needs AIE, not NIE.
+	r.wr(tCh(0)+tIntEn, tNIE|tRI|tTI|tRBU)
+	for i := 0; i < 4; i++ {
+		r.m.Inject(frame(factoryMAC, 60))
+	}
+	fired(t, irqs[0])
+	r.wr(tCh(0)+tStatus, 0xffff)
+	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tAIS, "RBU is enabled: AIS summarises it")
+	require.False(t, fired(t, irqs[0]), "but without AIE the line stays low")
+	r.wr(tCh(0)+tIntEn, tNIE|tAIE|tRI|tTI|tRBU)
+	require.True(t, fired(t, irqs[0]), "AIE with RBU pending raises it")
+	require.NoError(t, r.m.Err())
+}
+
+func TestInterruptEnableLayout400(t *testing.T) {
+	cfg := testCfg()
+	cfg.SNPSVER = 0x40
+	r := newRig(t, cfg)
+	r.bringUp()
+	irqs, err := r.m.Device().EnableMSIX(1)
+	require.NoError(t, err)
+	r.wr(tCh(0)+tIntEn, tNIE400|tRI)
+	r.setupRx(0, 4, 1536)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.True(t, fired(t, irqs[0]), "4.00: NIE is bit 16")
+	require.NoError(t, r.m.Err())
+
+	// The 4.10 layout on a 4.00 core sets a reserved bit (14).
+	r.wr(tCh(0)+tIntEn, tNIE|tAIE|tRI)
+	r.expectFault("reserved bits")
+	// And the 4.00 layout on a 5.x core sets bit 16.
+	r2 := newRig(t, testCfg())
+	r2.wr(tCh(0)+tIntEn, tNIE400|tRI)
+	r2.expectFault("4.10 and later")
+}
+
+func TestInterruptOnVectorNotSetUp(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.wr(tCh(0)+tIntEn, tNIE|tRI)
+	r.setupRx(0, 4, 1536)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	r.expectFault("EnableMSIX did not set up")
+}
+
+func TestIMX8MPRefusesPerChannelMode(t *testing.T) {
+	cfg := testCfg()
+	cfg.Variant = IMX8MP
+	r := newRig(t, cfg)
+	r.wr(tBusMode, tINTM1)
+	r.expectFault("macirq")
+}
+
+func TestRxWatchdog(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	irqs, err := r.m.Device().EnableMSIX(1)
+	require.NoError(t, err)
+	r.wr(tCh(0)+tIntEn, tNIE|tRI)
+	r.wr(tCh(0)+tRxWdt, 0x20) // 32 * 256 cycles: about 33 µs
+	rx := r.setupRx(0, 4, 1536)
+	// Post descriptor 0 without IOC.
+	d := rx.ring.CPU[0:16]
+	d[15] &^= 0x40 // clear IOC (bit 30 of DES3)
+	r.a.Sync(rx.ring, 0, 16, 1)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.Zero(t, r.rd(tCh(0)+tStatus)&tRI, "no IOC: no RI yet")
+	ok, err := irqs[0].Wait(time.Second)
+	require.NoError(t, err)
+	require.True(t, ok, "the watchdog raises RI")
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRI)
+	require.NoError(t, r.m.Err())
+}
+
+func TestMMCResetOnRead(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.setupRx(0, 8, 1536)
+	for i := 0; i < 3; i++ {
+		require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	}
+	require.Equal(t, uint32(3), r.rd(tMMC+tMMCRxFrGB))
+	require.Equal(t, uint32(3), r.rd(tMMC+tMMCRxFrGB), "not reset on read by default")
+	require.Equal(t, uint32(3*64), r.rd(tMMC+tMMCRxOc))
+	r.wr(tMMC, tMMCRstOnRd)
+	require.Equal(t, uint32(3), r.rd(tMMC+tMMCRxFrGB))
+	require.Zero(t, r.rd(tMMC+tMMCRxFrGB), "reset on read")
+	require.True(t, r.m.Inject(frame(bcast, 60)))
+	require.Equal(t, uint32(1), r.rd(tMMC+tMMCRxBcast))
+	require.Zero(t, r.rd(tMMC+tMMCRxBcast))
+	// Counter reset (bit 0) clears everything and self-clears.
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	r.wr(tMMC, tMMCRstOnRd|1)
+	require.Equal(t, uint32(tMMCRstOnRd), r.rd(tMMC))
+	require.Zero(t, r.rd(tMMC+tMMCRxFrGB))
+	r.wr(tMMC+tMMCRxFrGB, 5)
+	r.expectFault("read-only")
+}
