@@ -157,7 +157,7 @@ func (b *bed) linkUp() {
 	deadline := time.Now().Add(2 * time.Second)
 	for !b.m.PHY().LinkUp() {
 		require.True(b.t, time.Now().Before(deadline), "link did not come up")
-		time.Sleep(time.Millisecond)
+		time.Sleep(50 * time.Microsecond)
 	}
 }
 

@@ -46,7 +46,7 @@ type variantInfo struct {
 
 var variants = [...]variantInfo{
 	IMX8MP: {rings: 3, lines: 4, compatible: "fsl,imx8mp-fec", coalesce: true, c45: true, phyID: 0x001CC916}, // RTL8211F on the EVK
-	IMX6:   {rings: 1, lines: 1, compatible: "fsl,imx6q-fec", phyID: 0x004DD074},                               // AR8031 on SabreSD
+	IMX6:   {rings: 1, lines: 1, compatible: "fsl,imx6q-fec", phyID: 0x004DD074},                             // AR8031 on SabreSD
 }
 
 // Config describes the modelled device and its board.

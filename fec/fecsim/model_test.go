@@ -17,9 +17,9 @@ import (
 
 func TestPlatformDevice(t *testing.T) {
 	for _, tc := range []struct {
-		v     Variant
+		v      Variant
 		compat string
-		lines int
+		lines  int
 	}{{IMX8MP, "fsl,imx8mp-fec", 4}, {IMX6, "fsl,imx6q-fec", 1}} {
 		m, err := New(Config{Variant: tc.v})
 		require.NoError(t, err)
