@@ -45,6 +45,18 @@ func BuildInit(ctx context.Context, root, out string) error {
 	return nil
 }
 
+// BuildCommand builds the command pkg (relative to root, e.g. "./cmd/xnic")
+// for the guest into out.
+func BuildCommand(ctx context.Context, root, pkg, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = goEnv()
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %w\n%s", pkg, err, b)
+	}
+	return nil
+}
+
 // TestBinary is a test binary built for the guest.
 type TestBinary struct {
 	Name  string   // binary name in the guest ("igb")

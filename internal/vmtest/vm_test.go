@@ -45,6 +45,20 @@ const (
 // guest only the tests against the device run.
 var guestRun = map[string]string{"./dataplane": "^TestVM"}
 
+// guestCommands are commands the guest tests of a package run: built when the
+// package's tests are, put in the initramfs at Path and named to the tests by
+// the environment variable Env. The dataplane's tests run `xnic run --dev` on
+// the NIC.
+var guestCommands = map[string][]guestCommand{
+	"./dataplane": {{Pkg: "./cmd/xnic", Path: "bin/xnic", Env: "XNIC_BIN"}},
+}
+
+type guestCommand struct {
+	Pkg  string // to build, relative to the module root
+	Path string // in the initramfs
+	Env  string // variable holding "/"+Path in the tests' environment
+}
+
 // runPattern is the -test.run pattern for pkg's binary ("" runs everything).
 func runPattern(pkg string) string {
 	if *flagRun != "" {
@@ -129,7 +143,20 @@ func TestVM(t *testing.T) {
 			bins = append(bins, tb)
 		}
 	}
-	t.Logf("built /init and %d test binaries in %v", len(bins), time.Since(begin).Round(time.Millisecond))
+	var cmds []guestCommand
+	for _, b := range bins {
+		for _, gc := range guestCommands["./"+strings.TrimPrefix(path.Clean(b.Pkg), "./")] {
+			if slices.Contains(cmds, gc) {
+				continue
+			}
+			if err := BuildCommand(ctx, root, gc.Pkg, filepath.Join(dir, filepath.Base(gc.Path))); err != nil {
+				t.Errorf("the guest tests of %s need %s: %v", b.Pkg, gc.Pkg, err)
+				continue
+			}
+			cmds = append(cmds, gc)
+		}
+	}
+	t.Logf("built /init, %d test binaries and %d commands in %v", len(bins), len(cmds), time.Since(begin).Round(time.Millisecond))
 
 	mods, err := ModuleOrder(assets.Modules, VFIOModules)
 	if err != nil {
@@ -161,6 +188,10 @@ func TestVM(t *testing.T) {
 		p := "lib/modules/" + filepath.Base(m)
 		files = append(files, InitramfsFile{Name: p, Src: filepath.Join(assets.Modules, m)})
 		cfg.Modules = append(cfg.Modules, guestproto.Module{Path: "/" + p})
+	}
+	for _, gc := range cmds {
+		files = append(files, InitramfsFile{Name: gc.Path, Src: filepath.Join(dir, filepath.Base(gc.Path)), Mode: 0o755})
+		cfg.Env[gc.Env] = "/" + gc.Path
 	}
 	for _, b := range bins {
 		p := "tests/" + b.Name + ".test"
