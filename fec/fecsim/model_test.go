@@ -742,3 +742,26 @@ func TestFaultMessagesName(t *testing.T) {
 	require.True(t, errors.Is(m.Err(), sim.ErrFault))
 	require.True(t, strings.Contains(fs[0].Detail, "aligned"))
 }
+
+func TestRXBufferSmallerThanMRBR(t *testing.T) {
+	b := newBed(t, bedOpts{})
+	// The last buffer of the region, 64 bytes in: only 1984 bytes remain
+	// mapped, less than MRBR (2048).
+	last := b.n - 1
+	b.putBD(b.rx[0], 0, 0, rxE, uint32(b.rxBuf[0].IOVA)+uint32(last*bufSize)+64, 0)
+	b.syncAll(0)
+	require.False(t, b.m.Inject(testFrame(b.m, 64, 0)))
+	require.Contains(t, b.m.Err().Error(), "not inside a live mapping")
+}
+
+func TestShortFramePadded(t *testing.T) {
+	b := newBed(t, bedOpts{})
+	f := testFrame(b.m, 60, 0)[:42]
+	b.queueTX(0, 0, f, txR|txL|txTC, 0)
+	b.r.Write32(regTDAR, darActive)
+	require.Len(t, b.sent, 1)
+	require.Len(t, b.sent[0], 60, "the MAC pads to the minimum frame")
+	require.Equal(t, f, b.sent[0][:42])
+	require.Equal(t, make([]byte, 18), b.sent[0][42:])
+	b.noFaults()
+}

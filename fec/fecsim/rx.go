@@ -191,7 +191,9 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 			r.rdar = false
 			return false
 		}
-		buf, err := m.mem.View("rx-buffer", uint64(addr), len(chunk))
+		// The device may write up to MRBR bytes into any buffer: all of them
+		// must be the device's.
+		buf, err := m.mem.View("rx-buffer", uint64(addr), bufSize)
 		if err != nil {
 			m.cnt.RxErrors++
 			r.rdar = false

@@ -14,8 +14,9 @@ import (
 //   - reads the BDs and copies their buffers (a first buffer shifted by 2 with
 //     TACC.SHIFT16), refusing a BD of length 0, a buffer it cannot reach, and a
 //     frame longer than RCR.MAX_FL (EIR.BABT);
-//   - appends the FCS where the last BD has TC (ABC: a wrong one); without TC
-//     the last 4 bytes must already be the FCS;
+//   - appends the FCS where the last BD has TC (ABC: a wrong one), padding
+//     frames shorter than 60 bytes first; without TC the last 4 bytes must
+//     already be the FCS;
 //   - with enhanced BDs honours esc.TS (timestamp into the BD and ATSTMP,
 //     EIR.TS_AVAIL) and esc.IINS/PINS (checksum insertion, which needs
 //     TFWR.STRFWD), and writes BDU;
@@ -215,6 +216,13 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 			return nil, nil, false, false, true
 		}
 		insertChecksums(data, lastESC&txeIINS != 0, lastESC&txePINS != 0)
+	}
+	if tc && len(data) < 60 {
+		// The MAC pads short frames to the 64-byte minimum when it appends
+		// the CRC (txScratch has the room).
+		k := len(data)
+		data = data[:60]
+		clear(data[k:])
 	}
 	if m.tcr&tcrADDINS != 0 && len(data) >= 12 {
 		binary.BigEndian.PutUint32(data[6:], m.palr)
