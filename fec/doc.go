@@ -49,14 +49,20 @@
 // Statistics: the MIB counters do not clear when read; Stats accumulates the
 // difference between readings, plus the driver's own counters per ring.
 //
-// Not done: the kernel keeps descriptors in uncached (coherent) memory; here
-// they are in cached memory with explicit maintenance, and an 8-byte
-// descriptor shares its cache line with its neighbours, so on real i.MX8
-// hardware a clean of a line the driver wrote can overwrite a neighbour the
-// device updated meanwhile. Rings should live in uncached memory there (not
-// available through physmem yet). Link changes after Open are not followed
-// (speed and duplex are programmed once); no checksum offload, VLAN
-// classification beyond RCMR, coalescing, timestamps or multicast filters.
+// Cache lines: the kernel keeps descriptors in uncached (coherent) memory;
+// here they are in cached memory with explicit maintenance, and one cache line
+// holds several descriptors (eight legacy, two enhanced in 64 bytes), so
+// cleaning a line the driver wrote would also write back stale copies of
+// neighbours the device updated meanwhile. With a cache line configured
+// (Config.CacheLine, or the allocator's CacheLine method: physmem reports
+// CTR_EL0.CWG on arm64), the rings work in whole lines: RX buffers are posted
+// one line at a time once the device is done with all of it, and TX never
+// writes a line that holds a descriptor in flight. This costs up to a line
+// less one of RX descriptors, and serialises TX bursts smaller than a line.
+//
+// Not done: link changes after Open are not followed (speed and duplex are
+// programmed once); no checksum offload, coalescing, timestamps, multicast
+// filters or clause-45 MDIO. Not run on real i.MX8 hardware.
 //
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any

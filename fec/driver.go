@@ -71,6 +71,13 @@ type Config struct {
 	// 0's RXF. Devices reached through /dev/mem have none: leave it off and
 	// poll.
 	Interrupts bool
+	// CacheLine is the CPU's cache write-back granule for DMA memory that is
+	// not coherent. Descriptors are smaller than a line, so the rings then
+	// post RX buffers and fill TX descriptors in whole lines (see rx.go, tx.go)
+	// and ring sizes must be multiples of line/descriptor size. 0: what the
+	// allocator reports through a CacheLine() int method (physmem does), else
+	// none.
+	CacheLine int
 	// LinkTimeout is how long Open waits for the link after restarting
 	// autonegotiation; speed and duplex are programmed from what the PHY then
 	// reports (default 1000/full on gigabit parts, 100/full otherwise, when the
@@ -155,6 +162,7 @@ type Port struct {
 	name    string   // immutable
 	bd      bdLayout // immutable
 	mscr    uint32   // immutable
+	lineBDs int      // descriptors per cache line, 1 when coherent; immutable
 	phyAddr int      // immutable
 
 	mac   net.HardwareAddr // immutable after Open
@@ -212,6 +220,22 @@ func Open(dev nic.Device, cfg Config) (*Port, error) {
 		mscr: mscr, phyAddr: cfg.PHYAddr}
 	if v.Quirks&QuirkBufDescEx != 0 && !cfg.LegacyBD {
 		p.bd = extBD
+	}
+	line := cfg.CacheLine
+	if cl, ok := alloc.(interface{ CacheLine() int }); ok && line == 0 {
+		line = cl.CacheLine()
+	}
+	if line < 0 || line&(line-1) != 0 {
+		return nil, fmt.Errorf("fec: cache line of %d bytes: want a power of two", line)
+	}
+	if p.lineBDs = 1; line > p.bd.size {
+		p.lineBDs = line / p.bd.size
+		for _, n := range []int{cfg.RxRingSize, cfg.TxRingSize} {
+			if n%p.lineBDs != 0 || n < 2*p.lineBDs {
+				return nil, fmt.Errorf("fec: ring of %d descriptors: with %d-byte cache lines and %d-byte descriptors, want a multiple of %d of at least %d",
+					n, line, p.bd.size, p.lineBDs, 2*p.lineBDs)
+			}
+		}
 	}
 	if err := p.bringUp(); err != nil {
 		p.teardown()

@@ -501,3 +501,76 @@ func TestStatsDeltas(t *testing.T) {
 		t.Fatalf("rx_packets moved after Close: %#x", v)
 	}
 }
+
+// TestCacheLineRings: with 64-byte cache lines and 8-byte descriptors, RX
+// buffers are posted eight at a time (whole lines the device no longer owns)
+// and TX never writes a line holding a descriptor in flight.
+func TestCacheLineRings(t *testing.T) {
+	d := newPlainFEC("fsl,imx8mp-fec")
+	if _, err := fec.Open(d, fec.Config{RxRingSize: 12, TxRingSize: 16, LegacyBD: true, CacheLine: 64, LinkTimeout: -1}); err == nil {
+		t.Fatal("a ring of 12 accepted with 8 descriptors per line")
+	}
+	p, err := fec.Open(d, fec.Config{RxRingSize: 16, TxRingSize: 16, PoolSize: 64, LegacyBD: true, CacheLine: 64, LinkTimeout: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	frame := make([]byte, 64)
+	for i := 0; i < 3; i++ {
+		d.deliver(t, frame, 1<<11)
+	}
+	d.record = true
+	bufs := make([]*dma.Buf, 16)
+	if n := p.RxQueue(0).Recv(bufs); n != 3 || d.count(oRDAR) != 0 {
+		t.Fatalf("3 frames: Recv %d, %d RDAR writes (a partial line must not be refilled)", n, d.count(oRDAR))
+	}
+	bd, _ := d.mem.View("t", uint64(d.regs[oRDSR/4]), 8)
+	if binary.LittleEndian.Uint16(bd[2:])&0x8000 != 0 {
+		t.Fatal("descriptor 0 refilled while its line is still the device's")
+	}
+	for i := 0; i < 5; i++ {
+		d.deliver(t, frame, 1<<11)
+	}
+	if n := p.RxQueue(0).Recv(bufs[3:]); n != 5 || d.count(oRDAR) != 1 {
+		t.Fatalf("5 more: Recv %d, %d RDAR writes", n, d.count(oRDAR))
+	}
+	for i := 0; i < 8; i++ {
+		bd, _ := d.mem.View("t", uint64(d.regs[oRDSR/4])+uint64(8*i), 8)
+		if binary.LittleEndian.Uint16(bd[2:])&0x8000 == 0 {
+			t.Fatalf("descriptor %d of the first line not refilled", i)
+		}
+	}
+	for _, b := range bufs[:8] {
+		b.Free()
+	}
+	tx := p.TxQueue(0)
+	pool := p.RxQueue(0).Pool()
+	get := func() *dma.Buf { b := pool.Get(); b.Len = 60; return b }
+	if k := tx.Send([]*dma.Buf{get()}); k != 1 {
+		t.Fatal("first frame not taken")
+	}
+	b := get()
+	if k := tx.Send([]*dma.Buf{b}); k != 0 || tx.Free() != 0 {
+		t.Fatalf("second frame taken (%d) into the line of a descriptor in flight; Free %d", k, tx.Free())
+	}
+	d.complete(t)
+	if k := tx.Send([]*dma.Buf{b}); k != 1 {
+		t.Fatal("frame not taken after the line's descriptor completed")
+	}
+	d.complete(t)
+	tx.Reclaim()
+	// Descriptors 2-7 (the rest of line 0) with nothing in flight: allowed
+	// mid-line. Then line 0 is in flight: only line 1 may be written.
+	var burst []*dma.Buf
+	for i := 0; i < 6; i++ {
+		burst = append(burst, get())
+	}
+	if k := tx.Send(burst); k != 6 { // descriptors 2-7: nothing in flight, so mid-line is fine
+		t.Fatalf("took %d of 6", k)
+	}
+	if tx.Free() != 8 {
+		t.Fatalf("Free %d with line 0 in flight and line 1 free, want 8", tx.Free())
+	}
+	d.complete(t)
+	tx.Reclaim()
+}

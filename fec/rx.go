@@ -39,6 +39,7 @@ type rxQueue struct {
 	bufLen int    // MRBR: bytes the device may write into one buffer
 	rdar   uint32 // offset of this ring's RDAR
 	esc    uint32 // extended status/control of posted descriptors (INT with interrupts)
+	line   int    // descriptors per cache line (1: no constraint); see refill
 
 	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
 	scratch []*dma.Buf // refill batch, len n
@@ -68,7 +69,7 @@ var _ nic.RxQueue = (*rxQueue)(nil)
 // ring is started later, by start (RDAR).
 func (p *Port) newRx(i int) (*rxQueue, error) {
 	n := p.cfg.RxRingSize
-	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n,
+	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n, line: p.lineBDs,
 		rdar: uint32(rings[i].rdar), rxf: rxfBit[i],
 		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n)}
 	var err error
@@ -197,14 +198,28 @@ func (q *rxQueue) countError(sc scBits) {
 // refill posts fresh buffers on every unposted descriptor it can, E stored
 // last in each, syncs them for the device and, when kick is set, writes RDAR
 // once.
+//
+// With cached, non-coherent descriptors (line > 1), a cache line holds several
+// descriptors and cleaning it writes all of them back: refill then posts whole
+// lines only, when every descriptor of the line is ours (consumed), so a clean
+// never overwrites a descriptor the device is writing. tail stays on a line
+// boundary.
 func (q *rxQueue) refill(kick bool) {
 	want := q.n - q.posted
+	if q.line > 1 {
+		want -= want % q.line
+	}
 	if want <= 0 {
 		return
 	}
 	k := q.pool.GetBurst(q.scratch[:want])
 	if k < want {
 		q.allocFail.Add(1)
+	}
+	if q.line > 1 && k%q.line != 0 {
+		q.pool.PutBurst(q.scratch[k-k%q.line : k])
+		clear(q.scratch[k-k%q.line : k])
+		k -= k % q.line
 	}
 	if k == 0 {
 		return

@@ -37,6 +37,7 @@ type txQueue struct {
 	esc      uint32 // extended status/control of each descriptor (INT with interrupts)
 	erratum  bool   // QuirkERR007885
 	rekick   bool   // QuirkERR007885 or QuirkERR006358: Reclaim re-kicks an idle ring
+	line     int    // descriptors per cache line (1: no constraint); see writable
 	slots    []*dma.Buf
 	done     []*dma.Buf // reclaim batch, len n
 	tail     int        // next descriptor to fill; only we write it
@@ -72,7 +73,7 @@ const (
 
 func (p *Port) newTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
-	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n,
+	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n, line: p.lineBDs,
 		tdar:    uint32(rings[i].tdar),
 		erratum: p.variant.Quirks&QuirkERR007885 != 0,
 		rekick:  p.variant.Quirks&(QuirkERR007885|QuirkERR006358) != 0,
@@ -145,14 +146,15 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.stopped {
 		return 0
 	}
-	if q.n-1-q.inflight < len(bufs) {
+	if q.writable() < len(bufs) {
 		q.Reclaim()
 	}
 	taken, posted := 0, 0
 	first := q.tail
+	room := q.writable()
 	var nbytes uint64
 	for _, b := range bufs {
-		if q.inflight == q.n-1 {
+		if posted == room {
 			break
 		}
 		taken++
@@ -219,6 +221,25 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	return taken
 }
 
+// writable is how many descriptors from tail Send may fill now: every free one
+// but one (n-1 in flight at most). With cached, non-coherent descriptors
+// (line > 1) a cache line holds several descriptors, and cleaning a line
+// writes all of them back, over a completion (R cleared) the device may just
+// have written into a neighbour still in flight. So a line is written only
+// when none of its descriptors is in flight: not at all while the line of
+// tail has one in flight, and never into the line of clean.
+func (q *txQueue) writable() int {
+	free := q.n - 1 - q.inflight
+	if q.line <= 1 || q.inflight == 0 {
+		return free
+	}
+	if q.tail%q.line != 0 {
+		return 0 // tail-1, in this line, is in flight
+	}
+	upTo := q.clean - q.clean%q.line // first descriptor of clean's line
+	return min(free, (upTo-q.tail+q.n)%q.n)
+}
+
 // kick writes TDAR, following ERR007885 where the MAC has it.
 func (q *txQueue) kick() {
 	if q.erratum {
@@ -281,7 +302,7 @@ func (q *txQueue) putBack(bs []*dma.Buf) {
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
-func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
+func (q *txQueue) Free() int { return q.writable() }
 
 // free0 returns in-flight buffers (sent or not) to their pools.
 func (q *txQueue) free0() {

@@ -38,6 +38,9 @@ type Config struct {
 	// SyncFunc replaces the cache maintenance Sync performs (tests count calls
 	// with it). nil: DC CVAC / DC CIVAC on arm64, nothing on amd64.
 	SyncFunc func(b []byte, dir dma.SyncDir)
+	// CacheLine overrides the cache write-back granule CacheLine reports. 0:
+	// the CPU's (CTR_EL0.CWG on arm64, 0 on amd64).
+	CacheLine int
 	// ContigTries is how many times Alloc asks for a fresh run of pages when a
 	// region larger than one page came back physically scattered. 0: 4.
 	ContigTries int
@@ -56,6 +59,7 @@ type Allocator struct {
 	limit   uint64                          // immutable
 	syncFn  func(b []byte, dir dma.SyncDir) // immutable; nil when coherent
 	retries int                             // immutable
+	line    int                             // immutable; see CacheLine
 
 	mu      sync.Mutex
 	chunks  []*chunk // live chunks; guarded by mu
@@ -104,12 +108,21 @@ func NewAllocator(cfg Config) (*Allocator, error) {
 	}
 	if !cfg.Coherent {
 		a.syncFn = cfg.SyncFunc
+		a.line = cfg.CacheLine
 		if a.syncFn == nil {
 			a.syncFn = archSync
+			if a.line == 0 {
+				a.line = writebackGranule
+			}
 		}
 	}
 	return a, nil
 }
+
+// CacheLine is the granule in which the CPU's caches write memory back (0 when
+// the memory is coherent): a driver keeping several descriptors in one line
+// must not clean a line while the device may write another descriptor in it.
+func (a *Allocator) CacheLine() int { return a.line }
 
 // PageSize is the size of the pages regions are carved from.
 func (a *Allocator) PageSize() int { return a.page }

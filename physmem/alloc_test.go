@@ -265,3 +265,19 @@ func TestSyncAllocs(t *testing.T) {
 		t.Fatalf("%v allocations per Sync", n)
 	}
 }
+
+func TestCacheLine(t *testing.T) {
+	src := newFakePages(fakePage)
+	a, _ := NewAllocator(Config{Source: src, CacheLine: 64})
+	if a.CacheLine() != 64 {
+		t.Fatalf("CacheLine %d, want the configured 64", a.CacheLine())
+	}
+	c, _ := NewAllocator(Config{Source: src, Coherent: true, CacheLine: 64})
+	if c.CacheLine() != 0 {
+		t.Fatalf("coherent allocator reports a %d-byte line: no line is ever written back over the device", c.CacheLine())
+	}
+	d, _ := NewAllocator(Config{Source: src})
+	if d.CacheLine() != writebackGranule {
+		t.Fatalf("default CacheLine %d, want the CPU's %d", d.CacheLine(), writebackGranule)
+	}
+}

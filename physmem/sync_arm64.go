@@ -34,6 +34,16 @@ func readCTR() uint64
 // 19:16, log2 of the number of 4-byte words).
 var dcacheLine = uintptr(4) << (readCTR() >> 16 & 0xF)
 
+// writebackGranule is the largest block a cache write-back may cover:
+// 4 << CTR_EL0.CWG (bits 27:24), or 128 bytes when the CPU does not say (as
+// Linux's cache_line_size_of_cpu assumes, ARCH_DMA_MINALIGN).
+var writebackGranule = func() int {
+	if cwg := readCTR() >> 24 & 0xF; cwg != 0 {
+		return 4 << cwg
+	}
+	return 128
+}()
+
 func archSync(b []byte, dir dma.SyncDir) {
 	if len(b) == 0 {
 		return

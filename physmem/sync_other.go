@@ -8,3 +8,7 @@ import "github.com/xnic-dev/xnic/dma"
 // architectures would need their own cache maintenance; xnic's physical path
 // targets arm64 SoCs.)
 func archSync([]byte, dma.SyncDir) {}
+
+// writebackGranule is 0: DMA snoops the caches, no line is ever written back
+// over the device's data.
+const writebackGranule = 0
