@@ -280,6 +280,7 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 	}
 	fuse(code, targets)
 	specialiseCtx(code, funcs)
+	fuseLate(code, targets)
 	return code, funcs, nil
 }
 
@@ -510,6 +511,51 @@ func fuse(code []insn, targets []bool) {
 			code[i] = insn{op: opBound, dst: a.dst, src: a.src, imm: a.imm, off: j.off, x: j.src}
 		case opPJGT64X:
 			code[i] = insn{op: opPBound, dst: a.dst, src: a.src, imm: a.imm, off: j.off, x: j.src, pdst: j.pdst, pimm: j.pimm}
+		}
+	}
+}
+
+// fuseLate fuses what needs specialiseCtx's result, and groups that contain
+// earlier fusions.
+func fuseLate(code []insn, targets []bool) {
+	for i := 0; i+1 < len(code); i++ {
+		a, b := code[i], code[i+1]
+		// The two context loads clang puts at the start of every program.
+		if !targets[i+1] && a.dst != b.dst {
+			switch {
+			case a.op == opLdCtxDataEnd && b.op == opLdCtxData:
+				code[i] = insn{op: opLdCtxEndData, dst: a.dst, src: a.src, off: a.off, pdst: b.dst}
+				i++
+				continue
+			case a.op == opLdCtxData && b.op == opLdCtxDataEnd:
+				code[i] = insn{op: opLdCtxDataEnd2, dst: a.dst, src: a.src, off: a.off, pdst: b.dst}
+				i++
+				continue
+			}
+		}
+		// The u16 load (four slots) and the test of its value.
+		if a.op == opLdxB16L && i+5 < len(code) && !targets[i+4] {
+			j := code[i+4]
+			if j.back != 0 || j.dst != a.pdst {
+				continue
+			}
+			f := a
+			f.imm, f.t = j.imm, j.off
+			switch j.op {
+			case opJEQ64K, opJEQ32K:
+				f.op = opB16LJEQ
+			case opJNE64K, opJNE32K:
+				f.op = opB16LJNE
+			case opPJEQ64K, opPJEQ32K:
+				f.op, f.x, f.pimm = opB16LPJEQ, j.pdst, j.pimm
+			case opPJNE64K, opPJNE32K:
+				f.op, f.x, f.pimm = opB16LPJNE, j.pdst, j.pimm
+			default:
+				continue
+			}
+			// A u16 compared as 32 or 64 bits: the jump's constant as
+			// decode extended it (see the fused byte loads and jumps).
+			code[i] = f
 		}
 	}
 }

@@ -50,7 +50,8 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
 			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
 			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE,
-			opLdAddStDW, opLdAddStW, opLdAddStW64:
+			opLdAddStDW, opLdAddStW, opLdAddStW64, opLdCtxEndData, opLdCtxDataEnd2,
+			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
 			// opLdxB16 and opLdxB16L run as their first load alone, the
 			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
@@ -215,13 +216,15 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 
 func loadSize(o op) (uint64, bool) {
 	switch o {
-	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE:
+	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE,
+		opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
 		return 1, false
 	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE:
 		return 2, false
 	case opLdxDW, opLdAddStDW:
 		return 8, false
-	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64:
+	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64,
+		opLdCtxEndData, opLdCtxDataEnd2:
 		return 4, false
 	case opLdxSB:
 		return 1, true
@@ -1852,6 +1855,96 @@ fast:
 			reg[in.dst] = v
 			wr32(ptr, v)
 			pc += 3
+			continue
+		case opLdCtxEndData:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataEnd)
+			reg[in.pdst] = regionPacket<<32 | uint64(r.frame.Data)
+			pc += 2
+			continue
+		case opLdCtxDataEnd2:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = regionPacket<<32 | uint64(r.frame.Data)
+			reg[in.pdst] = regionPacket<<32 | uint64(r.frame.DataEnd)
+			pc += 2
+			continue
+		case opB16LJEQ:
+			a := reg[in.src] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			v := rd16(at(rg, a&0xffffffff))
+			reg[in.dst] = v & 0xff
+			reg[in.pdst] = v
+			if reg[in.pdst] == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 5
+			continue
+		case opB16LJNE:
+			a := reg[in.src] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			v := rd16(at(rg, a&0xffffffff))
+			reg[in.dst] = v & 0xff
+			reg[in.pdst] = v
+			if reg[in.pdst] != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 5
+			continue
+		case opB16LPJEQ:
+			a := reg[in.src] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			v := rd16(at(rg, a&0xffffffff))
+			reg[in.dst] = v & 0xff
+			reg[in.pdst] = v
+			reg[in.x] = uint64(in.pimm)
+			if reg[in.pdst] == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 6
+			continue
+		case opB16LPJNE:
+			a := reg[in.src] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			v := rd16(at(rg, a&0xffffffff))
+			reg[in.dst] = v & 0xff
+			reg[in.pdst] = v
+			reg[in.x] = uint64(in.pimm)
+			if reg[in.pdst] != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 6
 			continue
 		case opLdxB16L:
 			// The u16 at P+K to A (pdst); its low byte to B (dst).

@@ -265,6 +265,21 @@ const (
 	opLdAddStW
 	opLdAddStW64
 
+	// Fused "dst = ctx->data_end; pdst = ctx->data" (opLdCtxEndData) and
+	// "dst = ctx->data; pdst = ctx->data_end" (opLdCtxDataEnd2), both
+	// already specialised (specialiseCtx); src and off are the first
+	// load's, which the slow path runs alone.
+	opLdCtxEndData
+	opLdCtxDataEnd2
+
+	// opLdxB16L followed by a forward "if A ==/!= imm goto t" on the u16
+	// it loaded (A = pdst), and the P forms with a move of pimm into x
+	// before the jump.
+	opB16LJEQ
+	opB16LJNE
+	opB16LPJEQ
+	opB16LPJNE
+
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K

@@ -471,7 +471,8 @@ func TestContextSpecialisation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.code[0].op != opLdCtxData || p.code[1].op != opLdCtxDataEnd || p.code[5].op != opLdxW {
+	// The pair is fused (opLdCtxDataEnd2); its second slot stays specialised.
+	if p.code[0].op != opLdCtxDataEnd2 || p.code[1].op != opLdCtxDataEnd || p.code[5].op != opLdxW {
 		t.Fatalf("ops %v %v %v", p.code[0].op, p.code[1].op, p.code[5].op)
 	}
 	r := NewRunner(0)
@@ -494,6 +495,7 @@ func TestContextSpecialisation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Not fused: the jump lands on the second load.
 	if p2.code[4].op != opLdCtxDataEnd || p2.code[5].op != opLdCtxData || p2.code[8].op != opLdxW {
 		t.Errorf("ops %v %v %v", p2.code[4].op, p2.code[5].op, p2.code[8].op)
 	}
@@ -906,5 +908,112 @@ func TestFusedCounter(t *testing.T) {
 		exitInsn), nil)
 	if err != nil || p.code[0].op != opLdxDW {
 		t.Fatalf("%v %v", err, p.code[0].op)
+	}
+}
+
+// TestFusedContextPair: the two context loads at a program's start run as
+// one operation in both orders; as a bare program (no frame) they read the
+// memory block one at a time.
+func TestFusedContextPair(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		a, b int16 // offsets of the first and second load
+		fop  op
+	}{{"end, data", 4, 0, opLdCtxEndData}, {"data, end", 0, 4, opLdCtxDataEnd2}} {
+		p, err := LoadRaw(c.name, asmProg(
+			ins(0x61, 2, 1, c.a, 0), // r2 = ctx field a
+			ins(0x61, 3, 1, c.b, 0), // r3 = ctx field b
+			ins(0xbf, 0, 2, 0, 0),   // r0 = r2
+			ins(0x1f, 0, 3, 0, 0),   // r0 -= r3
+			exitInsn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.code[0].op != c.fop {
+			t.Errorf("%s: op %v, want %v", c.name, p.code[0].op, c.fop)
+		}
+		f := newFrame(udpFrame(1))
+		got, ok := NewRunner(0).RunFrame(p, f)
+		want := uint32(f.DataEnd - f.Data)
+		if c.a == 0 {
+			want = -want
+		}
+		if !ok || got != want {
+			t.Errorf("%s: r0 = %d, %v; want %d", c.name, int32(got), ok, int32(want))
+		}
+		mem := make([]byte, 8)
+		binary.LittleEndian.PutUint32(mem[0:], 100)
+		binary.LittleEndian.PutUint32(mem[4:], 130)
+		v, err := NewRunner(0).RunRaw(p, mem)
+		if want := uint64(int64(int32(binary.LittleEndian.Uint32(mem[c.a:]))) - int64(binary.LittleEndian.Uint32(mem[c.b:]))); err != nil || v != want {
+			t.Errorf("%s raw: %d, %v; want %d", c.name, int64(v), err, int64(want))
+		}
+	}
+}
+
+// TestFusedU16Jump: the low-byte-first u16 load followed by a test of the
+// u16 runs as one operation, with and without a move before the jump.
+func TestFusedU16Jump(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		jop  byte
+		k    int32
+		move bool
+		fop  op
+		took bool
+	}{
+		{"jeq hit", 0x15, 0x2211, false, opB16LJEQ, true},
+		{"jeq miss", 0x15, 0x1122, false, opB16LJEQ, false},
+		{"jne hit", 0x55, 0x2211, false, opB16LJNE, false},
+		{"jne32 miss", 0x56, 7, false, opB16LJNE, true},
+		{"p jeq hit", 0x15, 0x2211, true, opB16LPJEQ, true},
+		{"p jne miss", 0x55, 5, true, opB16LPJNE, true},
+		{"p jeq32 -1", 0x16, -1, true, opB16LPJEQ, false},
+	} {
+		code := [][]byte{
+			ins(0x71, 3, 1, 0, 0), // r3 = *(u8 *)(r1 + 0)
+			ins(0x71, 2, 1, 1, 0), // r2 = *(u8 *)(r1 + 1)
+			ins(0x64, 2, 0, 0, 8), // w2 <<= 8
+			ins(0x4c, 2, 3, 0, 0), // w2 |= w3
+		}
+		base := uint64(0)
+		if c.move {
+			code = append(code, ins(0xb4, 4, 0, 0, 1000)) // w4 = 1000
+			base = 1000
+		} else {
+			code = append(code, ins(0xb7, 4, 0, 0, 0)) // r4 = 0 (then swapped below)
+			code[4], code[3], code[2], code[1], code[0] = code[3], code[2], code[1], code[0], code[4]
+		}
+		code = append(code,
+			ins(c.jop, 2, 0, 1, c.k), // if r2 op k goto +1
+			ins(0x07, 4, 0, 0, 10),   // r4 += 10
+			ins(0xbf, 0, 2, 0, 0),    // r0 = r2
+			ins(0x0f, 0, 3, 0, 0),    // r0 += r3
+			ins(0x0f, 0, 4, 0, 0),    // r0 += r4
+			exitInsn)
+		p, err := LoadRaw(c.name, asmProg(code...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, in := range p.code {
+			found = found || in.op == c.fop
+		}
+		if !found {
+			t.Errorf("%s: not fused into %v", c.name, c.fop)
+		}
+		want := base + 0x2211 + 0x11
+		if !c.took {
+			want += 10
+		}
+		got, err := NewRunner(0).RunRaw(p, []byte{0x11, 0x22})
+		if err != nil || got != want {
+			t.Errorf("%s: r0 = %#x, %v; want %#x", c.name, got, err, want)
+		}
+		// One byte only: the first load runs alone, the second faults.
+		var f *Fault
+		if _, err := NewRunner(0).RunRaw(p, []byte{0x11}); !errors.As(err, &f) || !strings.Contains(f.Insn, "off: 1") {
+			t.Errorf("%s: short: %v", c.name, err)
+		}
 	}
 }
