@@ -172,15 +172,18 @@ type Port struct {
 	name  string        // immutable
 	hw    HWInfo        // immutable after Open
 
-	mac      net.HardwareAddr // immutable after Open
-	phyAddr  int              // immutable after Open
-	phyID    uint32           // immutable after Open
-	mdioCR   uint32           // immutable after Open
-	addrBits int              // DMA address width in use; immutable after Open
+	mac net.HardwareAddr // immutable after Open
+	// fwAddrHi/Lo are MAC_Address0 as found before the reset; immutable after Open.
+	fwAddrHi, fwAddrLo uint32
+	phyAddr            int    // immutable after Open
+	phyID              uint32 // immutable after Open
+	mdioCR             uint32 // immutable after Open
+	addrBits           int    // DMA address width in use; immutable after Open
 	// dmaLimit is 1 << addrBits; dmaBounded is true when the allocator's Limit
 	// already keeps every region below it. Immutable after Open.
 	dmaLimit   uint64
 	dmaBounded bool
+	resetDone  bool       // the DMA software reset completed; immutable after Open
 	stripFCS   bool       // MAC_Configuration kept ACS|CST: PL excludes the FCS; immutable after Open
 	ieNIE      chStatBits // NIE bit of this core version; immutable
 	rxFIFOq    int        // MTL FIFO bytes per RX queue; immutable after Open
@@ -286,6 +289,9 @@ func (p *Port) bringUp() error {
 	if l := p.alloc.Limit(); l != 0 && l <= p.dmaLimit {
 		p.dmaBounded = true
 	}
+	// The address firmware left in MAC_Address0: a DMA software reset sets the
+	// address registers to their reset value (all ones), so read it now.
+	p.fwAddrHi, p.fwAddrLo = p.r32(regMACAddrHigh0), p.r32(regMACAddrLow0)
 	mhz := p.cfg.CSRClockMHz
 	if mhz == 0 {
 		mhz = p.model.CSRClockMHz
@@ -304,6 +310,7 @@ func (p *Port) bringUp() error {
 	if err := p.dmaReset(); err != nil {
 		return err
 	}
+	p.resetDone = true
 
 	// 4. Interrupt vectors, before the channels that use them.
 	if p.cfg.Interrupts {
@@ -495,14 +502,14 @@ func (p *Port) wireIRQs() {
 	}
 }
 
-// setupMAC programs MAC_Address0: cfg.MAC, else what firmware left there, else
-// a random locally administered address.
+// setupMAC programs MAC_Address0: cfg.MAC, else what firmware left there
+// (read before the DMA reset), else a random locally administered address.
 func (p *Port) setupMAC() error {
 	switch {
 	case p.cfg.MAC != nil:
 		p.mac = append(net.HardwareAddr(nil), p.cfg.MAC...)
 	default:
-		hi, lo := p.r32(regMACAddrHigh0), p.r32(regMACAddrLow0)
+		hi, lo := p.fwAddrHi, p.fwAddrLo
 		m := macFromRegs(hi, lo)
 		if isZero(m) || m[0]&1 != 0 || (hi&0xFFFF == 0xFFFF && lo == 0xFFFFFFFF) {
 			m = make(net.HardwareAddr, 6)
@@ -767,7 +774,10 @@ func (p *Port) Close() error {
 // the MAC off).
 func (p *Port) teardown() error {
 	var errs []error
-	present := p.r32(regMACVersion) != 0xFFFFFFFF
+	// A device whose reset never finished takes no register access but reads of
+	// DMA_Mode; one that reads all ones is gone. Either way there is nothing to
+	// stop, only memory to free.
+	present := p.resetDone && p.r32(regMACVersion) != 0xFFFFFFFF
 	if present {
 		for _, q := range p.tx {
 			q.stop()
