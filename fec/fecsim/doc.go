@@ -52,7 +52,7 @@
 //     RCMR1/RCMR2. RDAR reads set while the next BD is empty; when the ring
 //     runs out it clears and frames are dropped and counted in IEEE_R_DROP
 //     until RDAR is written again. TX: R/L/TC/ABC/W, frames spanning BDs,
-//     TACC.SHIFT16, TCR.ADDINS, synchronous transmission on the TDAR write
+//     TACC.SHIFT16, TCR.ADDINS, padding of short frames to 60 bytes with TC, synchronous transmission on the TDAR write
 //     with R cleared after sending, TCR.GTS holding transmission and raising
 //     EIR.GRA, RCR.LOOP looping frames back into the receiver. Enhanced BDs:
 //     esc.INT gates the RXB/RXF/TXB/TXF events, BDU is written, RX gets a
@@ -89,7 +89,8 @@
 // ring's DMA_CFG.DMA_CLASS_EN clear; an MMFR frame with MSCR's MII_SPEED 0, TA
 // other than 10b, a bad ST or OP; a BD or buffer the device cannot reach
 // (outside every mapping, above 4 GiB, freed, or not synced — the last shows
-// as stale data, not a fault); an RX buffer not 16-byte aligned; a TX BD of
+// as stale data, not a fault); an RX buffer not 16-byte aligned or with fewer
+// than MRBR bytes mapped behind it (the device may write that many); a TX BD of
 // length 0; a TX frame longer than RCR.MAX_FL (EIR.BABT); a frame without TC
 // whose last 4 bytes are not its FCS; a frame continuing into a BD that is
 // not ready without TFWR.STRFWD (EIR.UN); checksum insertion without

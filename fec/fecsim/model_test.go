@@ -765,3 +765,125 @@ func TestShortFramePadded(t *testing.T) {
 	require.Equal(t, make([]byte, 18), b.sent[0][42:])
 	b.noFaults()
 }
+
+func TestRegisterReadback(t *testing.T) {
+	m, err := New(Config{})
+	require.NoError(t, err)
+	defer m.Close()
+	r, _ := m.Device().Regs(0)
+	cases := []struct {
+		off       reg
+		val, want uint32
+	}{
+		{regEIMR, 0xFFFFFFFF, eirImplemented},
+		{regMSCR, 0xFFFFFFFF, mscrWritable},
+		{regTCR, 0xFFFFFFFF, tcrWritable},
+		{regOPD, 0xFFFF1234, 0x00011234},
+		{regIAUR, 1, 1}, {regIALR, 2, 2}, {regGAUR, 3, 3}, {regGALR, 4, 4},
+		{regTFWR, 0xFFFFFFFF, tfwrSTRFWD | 0x3F},
+		{regFTRL, 0xFFFFFFFF, 0x3FFF},
+		{regTACC, 0xFFFFFFFF, tacc16 | taccIPCHK | taccPROCHK},
+		{regRACC, 0xFFFFFFFF, raccPADREM | raccIPDIS | raccPRODIS | raccLINEDIS | racc16},
+		{regTXIC0 + 8, 0x8F000100, 0x8F000100},
+		{regRXIC0 + 4, 0xC0100200, 0xC0100200},
+		{regRCMR2, rcmrMatchEn | 0x7654, rcmrMatchEn | 0x7654},
+		{regDMACFG2, dmaClassEn | 0x300, dmaClassEn | 0x300},
+		{regQOS, 5, 5}, {regLPISLP, 6, 6}, {regLPIWAKE, 7, 7},
+		{regRSFL, 0x30, 0x30}, {regTIPG, 0xD, 0xD},
+		{regATOFF, 9, 9}, {regATPER, 1e9, 1e9}, {regATCOR, 11, 11}, {regATINC, 0x808, 0x808},
+		{regTCSR0, 0x44, 0x44},
+		{regRDSR2, 0x1000_0008, 0x1000_0008}, {regTDSR1, 0x1000_0010, 0x1000_0010}, {regMRBR1, 1984, 1984},
+	}
+	for _, c := range cases {
+		r.Write32(c.off, c.val)
+		require.Equal(t, c.want, r.Read32(c.off), "register 0x%03x", c.off)
+	}
+	// The 1588 timer: set, run, capture.
+	r.Write32(regATVR, 1000)
+	r.Write32(regATCR, atcrEN)
+	time.Sleep(time.Millisecond)
+	r.Write32(regATCR, atcrEN|atcrCapture)
+	v := r.Read32(regATVR)
+	require.Greater(t, v, uint32(1000+500_000), "timer counts nanoseconds")
+	require.Equal(t, atcrEN, r.Read32(regATCR), "CAPTURE self-clears")
+	r.Write32(regATCR, 0)
+	stopped := r.Read32(regATVR)
+	time.Sleep(time.Millisecond)
+	r.Write32(regATCR, atcrCapture)
+	require.Equal(t, stopped, r.Read32(regATVR), "stopped timer holds")
+	require.Equal(t, "imx8mp", m.Variant().String())
+	require.NoError(t, m.Err())
+}
+
+func TestRMIIBoard(t *testing.T) {
+	// RMII board: 100 Mb/s, ECR.SPEED clear; at 10 Mb/s RCR.RMII_10T.
+	b := newBed(t, bedOpts{cfg: Config{RMII: true, Variant: IMX6}, rcr: 1984<<16 | rcrMIIMODE | rcrRMII})
+	require.NotZero(t, b.r.Read32(regECR)&ecrETHEREN)
+	f := testFrame(b.m, 64, 0)
+	require.True(t, b.m.Inject(f))
+	b.queueTX(0, 0, f, txR|txL|txTC, 0)
+	b.r.Write32(regTDAR, darActive)
+	require.Len(t, b.sent, 1)
+	b.noFaults()
+	// Force the PHY to 10 Mb/s full duplex: the MAC must follow with RMII_10T.
+	b.mdioWrite(1, 0, 0x0100)
+	require.False(t, b.m.Inject(f))
+	require.Contains(t, b.m.Err().Error(), "10 Mb/s with the MAC set to 100")
+	b.m.FaultLog().Clear()
+	b.r.Write32(regRCR, 1984<<16|rcrMIIMODE|rcrRMII|rcrRMII10T)
+	b.giveRX(0, 1)
+	require.True(t, b.m.Inject(f))
+	b.noFaults()
+	// SPEED on RMII is refused at ETHEREN.
+	b.r.Write32(regECR, 0)
+	b.r.Write32(regECR, ecrETHEREN|ecrSPEED|ecrDBSWP)
+	require.Zero(t, b.r.Read32(regECR)&ecrETHEREN)
+	require.Contains(t, b.m.Err().Error(), "RMII")
+}
+
+func TestBadFCSAndUndersize(t *testing.T) {
+	b := newBed(t, bedOpts{cfg: Config{Variant: IMX6}})
+	require.False(t, b.m.InjectBadFCS(testFrame(b.m, 64, 0)))
+	require.Equal(t, uint32(1), b.mib(regIEEERCRC))
+	require.False(t, b.m.Inject(testFrame(b.m, 60, 0)[:40]))
+	require.Equal(t, uint32(1), b.mib(regRMONRUndersize))
+	require.Equal(t, uint64(2), b.m.Counters().RxErrors)
+	_, sc, _ := b.rxBD(0, 0)
+	require.NotZero(t, sc&rxE, "nothing written")
+	b.noFaults()
+}
+
+func TestRDARWithoutMRBR(t *testing.T) {
+	m, err := New(Config{})
+	require.NoError(t, err)
+	defer m.Close()
+	r, _ := m.Device().Regs(0)
+	r.Write32(regRCR, defaultRCR())
+	r.Write32(regECR, ecrETHEREN|ecrSPEED|ecrDBSWP)
+	r.Write32(regRDAR1, darActive)
+	require.Contains(t, m.Err().Error(), "MRBR1 unset")
+}
+
+func TestChecksumInsertionTCPv6(t *testing.T) {
+	b := newBed(t, bedOpts{ext: true})
+	f := make([]byte, 14+40+20+10)
+	copy(f, b.m.MAC())
+	f[12], f[13] = 0x86, 0xDD
+	ip := f[14:]
+	ip[0] = 0x60
+	binary.BigEndian.PutUint16(ip[4:], 30)
+	ip[6], ip[7] = 6, 64
+	ip[23], ip[39] = 1, 2
+	tcp := ip[40:]
+	tcp[12] = 5 << 4
+	for i := 20; i < 30; i++ {
+		tcp[i] = byte(i * 3)
+	}
+	b.queueTX(0, 0, f, txR|txL|txTC, txeINT|txePINS)
+	b.r.Write32(regTDAR, darActive)
+	require.Len(t, b.sent, 1)
+	out := b.sent[0][14:]
+	ps := sum16(out[8:40], 0) + 6 + 30
+	require.Equal(t, uint16(0xFFFF), fold(sum16(out[40:70], ps)), "TCP checksum verifies")
+	b.noFaults()
+}
