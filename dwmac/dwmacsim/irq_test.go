@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
@@ -148,7 +149,7 @@ func TestRxWatchdog(t *testing.T) {
 	// Post descriptor 0 without IOC.
 	d := rx.ring.CPU[0:16]
 	d[15] &^= 0x40 // clear IOC (bit 30 of DES3)
-	r.a.Sync(rx.ring, 0, 16, 1)
+	r.a.Sync(rx.ring, 0, 16, dma.ForDevice)
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
 	require.Zero(t, r.rd(tCh(0)+tStatus)&tRI, "no IOC: no RI yet")
 	ok, err := irqs[0].Wait(time.Second)

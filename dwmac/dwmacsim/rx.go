@@ -43,10 +43,14 @@ func (m *Model) InjectQueue(q int, frame []byte) bool {
 }
 
 // speedMatchLocked reports whether MAC_Configuration's PS/FES select the speed
-// the PHY negotiated (10: PS; 100: PS|FES; 1000: neither; 2500: FES). With a
-// mismatch the MAC samples the interface at the wrong rate: frames are garbled.
+// the PHY negotiated (10: PS; 100: PS|FES; 1000: neither; 2500: FES) and DM its
+// duplex. With a mismatch the MAC samples the interface at the wrong rate, or
+// sees collisions on a full-duplex link: frames are lost.
 func (m *Model) speedMatchLocked() bool {
 	st := m.phy.Link()
+	if st.FullDuplex != (m.macConfig&cfgDM != 0) {
+		return false
+	}
 	var want uint32
 	switch st.SpeedMbps {
 	case 10:

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/dma"
 )
 
 func TestRxWriteBackWithFCS(t *testing.T) {
@@ -220,7 +221,7 @@ func TestNonCoherent(t *testing.T) {
 
 	// A descriptor written without Sync(ForDevice) is not seen by the device.
 	binary.LittleEndian.PutUint32(rx.ring.CPU[16+12:], 0) // software takes it back...
-	rx.r.a.Sync(rx.ring, 16, 16, 1)                       // (ForDevice)
+	rx.r.a.Sync(rx.ring, 16, 16, dma.ForDevice)
 	d := rx.ring.CPU[16:32]
 	binary.LittleEndian.PutUint32(d[12:], tOWN|tBUF1V|tRxIOC) // ...and re-posts it without Sync
 	rx.tailTo(2)
