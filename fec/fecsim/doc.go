@@ -23,6 +23,13 @@
 // Config.HighMemory places memory above 4 GiB instead, as on a board whose
 // hugepages landed high: every BD address then misses.
 //
+// A Sync(ForDevice) copies the whole range it names, so a driver that cleans a
+// whole ring after writing a few BDs overwrites the BDs the device wrote since
+// with its own stale copies. On the i.MX8 the same happens to BDs that share a
+// dirty cache line with the CPU's writes (eight legacy BDs per 64-byte line),
+// which is why Linux keeps FEC rings in uncached memory: sync exactly the BDs
+// written, or use uncached ring memory.
+//
 // # What is modelled
 //
 //   - Reset values as QEMU's imx8mp reports them (ECR 0xf0000000, MIBC
