@@ -485,3 +485,51 @@ func TestModelCacheLines(t *testing.T) {
 		checkModel(t, pr.mb)
 	}
 }
+
+// TestModelLinkLater: a cable plugged in after Open: Open warns and programs
+// the MAC for 1000/full, the link comes up, frames pass.
+func TestModelLinkLater(t *testing.T) {
+	m := newModel(t, fecsim.Config{Unplugged: true})
+	p := openPort(t, m.Device(), fec.Config{RxRingSize: 8, TxRingSize: 8, LinkTimeout: 30 * time.Millisecond})
+	if len(p.Warnings()) == 0 || p.Link().Up {
+		t.Fatalf("no warning for a link that stayed down (warnings %q, link %+v)", p.Warnings(), p.Link())
+	}
+	if _, err := p.WaitLink(10 * time.Millisecond); !errors.Is(err, nic.ErrLinkDown) {
+		t.Fatalf("WaitLink with no cable: %v", err)
+	}
+	m.PHY().SetConnected(true)
+	if _, err := p.WaitLink(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var sent [][]byte
+	m.SetTransmit(func(f []byte) { sent = append(sent, append([]byte(nil), f...)) })
+	f := frameTo([]byte{2, 1, 1, 1, 1, 1}, p.MAC(), 100, 1)
+	sendFrame(t, p, 0, f)
+	if len(sent) != 1 || !bytes.Equal(sent[0], f) {
+		t.Fatalf("%d frames sent after the link came up", len(sent))
+	}
+	checkModel(t, m)
+}
+
+// TestModelPromisc: frames to another address are filtered until SetPromisc.
+func TestModelPromisc(t *testing.T) {
+	m := newModel(t, fecsim.Config{})
+	p := openPort(t, m.Device(), fec.Config{RxRingSize: 8, TxRingSize: 8})
+	other := frameTo([]byte{2, 7, 7, 7, 7, 7}, []byte{2, 9, 9, 9, 9, 9}, 64, 0)
+	m.Inject(other)
+	if n := p.RxQueue(0).Recv(make([]*dma.Buf, 4)); n != 0 || m.Counters().RxFiltered != 1 {
+		t.Fatalf("a frame to another address was received (%d) or not filtered (%d)", n, m.Counters().RxFiltered)
+	}
+	if err := p.SetPromisc(true); err != nil {
+		t.Fatal(err)
+	}
+	m.Inject(other)
+	if got := recvFrames(t, p, 1); !bytes.Equal(got[0], other) {
+		t.Fatal("promiscuous frame differs")
+	}
+	p.Close()
+	if err := p.SetPromisc(false); !errors.Is(err, nic.ErrClosed) {
+		t.Fatalf("SetPromisc after Close: %v", err)
+	}
+	checkModel(t, m)
+}
