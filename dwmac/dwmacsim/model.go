@@ -702,12 +702,13 @@ func (m *Model) readMTLQLocked(q int, r, off uint32) uint32 {
 	case mtlIntCtrl:
 		return x.intCtrl
 	case mtlRxMissed:
-		v := x.rxOvf | x.rxMissed<<mtlMissShift
+		// OVFPKTCNT 10:0 and MISPKTCNT 26:16 saturate and flag the overflow.
+		v := min(x.rxOvf, mtlCntMax) | min(x.rxMissed, mtlCntMax)<<mtlMissShift
 		if x.rxOvf > mtlCntMax {
-			v = mtlCntMax | mtlOvfOvf | v&^(mtlCntMax|mtlOvfOvf)
+			v |= mtlOvfOvf
 		}
 		if x.rxMissed > mtlCntMax {
-			v = v&0xffff | mtlCntMax<<mtlMissShift | mtlMissOvf
+			v |= mtlMissOvf
 		}
 		x.rxOvf, x.rxMissed = 0, 0
 		return v

@@ -178,3 +178,16 @@ func TestUnimplementedAndReadOnly(t *testing.T) {
 	r.rd(tCh(4) + tStatus) // channel 4 of a 4-channel model
 	r.expectFault("not implemented")
 }
+
+func TestPHYAddressAndExtraMACAddress(t *testing.T) {
+	cfg := testCfg()
+	cfg.PHYAddr = 5
+	cfg.Variant = IMX8MP
+	r := newRig(t, cfg)
+	require.Equal(t, uint16(0x001C), r.phyRead(5, 2))
+	require.Equal(t, uint16(0xC916), r.phyRead(5, 3))
+	require.Equal(t, uint16(0xffff), r.phyRead(1, 2))
+	r.wr(tMDIOData, 2<<16)
+	require.Equal(t, uint32(0xffff), r.mdio(0x16<<21|31<<16|tGOCRd|tC45E)&0xffff, "no xPCS on the i.MX8MP")
+	require.NoError(t, r.m.Err())
+}

@@ -295,3 +295,36 @@ func TestBackToBack(t *testing.T) {
 	require.NoError(t, a.m.Err())
 	require.NoError(t, b.m.Err())
 }
+
+func TestTxNonCoherentNeedsSync(t *testing.T) {
+	cfg := testCfg()
+	cfg.Variant = IMX8MP
+	cfg.NonCoherent = true
+	r := newRig(t, cfg)
+	r.bringUp()
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	tx := r.setupTx(0, 4)
+	// A descriptor written without Sync(ForDevice): the device reads its own,
+	// stale copy (OWN clear) and reports TBU.
+	f := frame(peerMAC, 60)
+	copy(tx.bufs.CPU, f)
+	d := tx.ring.CPU[0:16]
+	binary.LittleEndian.PutUint32(d[0:], uint32(tx.bufAddr(0)))
+	binary.LittleEndian.PutUint32(d[4:], uint32(tx.bufAddr(0)>>32))
+	binary.LittleEndian.PutUint32(d[8:], 60)
+	binary.LittleEndian.PutUint32(d[12:], tOWN|tFD|tLD|60)
+	tx.tail = 1
+	tx.kick()
+	require.Empty(t, cap.frames)
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tTBU)
+	// Synced (buffer and descriptor), the same tail write sends it.
+	tx.put(0, 60, 0, tOWN|tFD|tLD, 60)
+	tx.kick()
+	require.Len(t, cap.frames, 1)
+	require.Equal(t, f, cap.frames[0])
+	// Without Sync(ForCPU) the CPU's copy still shows OWN.
+	require.NotZero(t, binary.LittleEndian.Uint32(tx.ring.CPU[12:])&tOWN)
+	require.Zero(t, tx.des3(0)&tOWN)
+	require.NoError(t, r.m.Err())
+}
