@@ -60,8 +60,13 @@
 // writes a line that holds a descriptor in flight. This costs up to a line
 // less one of RX descriptors, and serialises TX bursts smaller than a line.
 //
-// Not done: link changes after Open are not followed (speed and duplex are
-// programmed once); no checksum offload, coalescing, timestamps, multicast
+// Link: the FEC has no link register; Link asks the PHY over MDIO. Open
+// programs speed and duplex from what the PHY resolved (or 1000/full on RGMII,
+// 100/full otherwise, when the link is still down). A later change (a cable
+// plugged into a 100 Mb/s partner) needs AdjustLink, which restarts the MAC;
+// nothing calls it by itself.
+//
+// Not done: no checksum offload, coalescing, timestamps, multicast
 // filters or clause-45 MDIO. Not run on real i.MX8 hardware.
 //
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /

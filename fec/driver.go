@@ -560,28 +560,66 @@ func (p *Port) Close() error {
 // gracefulStopTimeout bounds the wait for EIR.GRA after TCR.GTS.
 const gracefulStopTimeout = 100 * time.Millisecond
 
+// stopMAC masks interrupts, lets the frame being sent finish (TCR.GTS, then
+// EIR.GRA) and resets the MAC, which stops both DMA engines.
+func (p *Port) stopMAC() error {
+	var errs []error
+	p.w32(regEIMR, 0)
+	if ecrBits(p.r32(regECR))&ecrETHEREN != 0 {
+		p.w32(regTCR, p.r32(regTCR)|uint32(tcrGTS))
+		deadline := time.Now().Add(gracefulStopTimeout)
+		for eirBits(p.r32(regEIR))&eirGRA == 0 {
+			if time.Now().After(deadline) {
+				errs = append(errs, fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout))
+				break
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	if err := p.reset(); err != nil {
+		errs = append(errs, err)
+	}
+	p.w32(regEIR, 0xFFFFFFFF)
+	return errors.Join(errs...)
+}
+
+// AdjustLink follows a change of the link, as Linux's fec_enet_adjust_link: it
+// asks the PHY, and when the link is up at a speed or duplex other than the
+// MAC's, stops the MAC and brings it up again for the new ones (fec_restart).
+// The rings start over: frames not yet received or sent are dropped, their
+// buffers go back to their pools. It reports the link and whether it
+// restarted. It must not run while a queue is being polled: call it from the
+// goroutine that polls, between bursts (say, when Link changes).
+func (p *Port) AdjustLink() (nic.LinkState, bool, error) {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return nic.LinkState{}, false, fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	}
+	l, err := p.phyLink()
+	if err != nil {
+		return l, false, fmt.Errorf("fec: %s: reading the link: %w", p.name, err)
+	}
+	if !l.Up || (l.SpeedMbps == p.link.SpeedMbps && l.FullDuplex == p.link.FullDuplex) {
+		return l, false, nil
+	}
+	p.stats.collect(p) // a reset may clear the MIB: keep what it counted
+	if err := p.stopMAC(); err != nil {
+		return l, false, fmt.Errorf("fec: %s: stopping for a link change: %w", p.name, err)
+	}
+	p.link = l
+	p.start()
+	p.stats.rebase(p)
+	return l, true, nil
+}
+
 // teardown undoes whatever part of bring-up happened.
 func (p *Port) teardown() error {
 	var errs []error
-	present := p.r32(regECR) != 0xFFFFFFFF
-	if present {
-		p.w32(regEIMR, 0)
-		if ecrBits(p.r32(regECR))&ecrETHEREN != 0 {
-			// Graceful stop: the frame being sent completes, then EIR.GRA.
-			p.w32(regTCR, p.r32(regTCR)|uint32(tcrGTS))
-			deadline := time.Now().Add(gracefulStopTimeout)
-			for eirBits(p.r32(regEIR))&eirGRA == 0 {
-				if time.Now().After(deadline) {
-					errs = append(errs, fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout))
-					break
-				}
-				time.Sleep(50 * time.Microsecond)
-			}
-		}
-		if err := p.reset(); err != nil {
+	if p.r32(regECR) != 0xFFFFFFFF {
+		if err := p.stopMAC(); err != nil {
 			errs = append(errs, err)
 		}
-		p.w32(regEIR, 0xFFFFFFFF)
 	}
 	if p.irq != nil {
 		if err := p.dev.DisableIRQs(); err != nil {

@@ -533,3 +533,45 @@ func TestModelPromisc(t *testing.T) {
 	}
 	checkModel(t, m)
 }
+
+// TestModelAdjustLink: the cable goes into a 10/100 partner after Open
+// programmed 1000/full; AdjustLink restarts the MAC at 100 and frames pass
+// (the model faults a frame at the wrong speed, so checkModel would catch a
+// restart that did not take).
+func TestModelAdjustLink(t *testing.T) {
+	m := newModel(t, fecsim.Config{Unplugged: true, PartnerNo1000: true})
+	p := openPort(t, m.Device(), fec.Config{RxRingSize: 8, TxRingSize: 8, LinkTimeout: 20 * time.Millisecond})
+	if l := p.ProgrammedLink(); l.SpeedMbps != 1000 {
+		t.Fatalf("programmed %+v with the link down, want the 1000 Mb/s default", l)
+	}
+	if _, restarted, err := p.AdjustLink(); restarted || err != nil {
+		t.Fatalf("AdjustLink with the link down: restarted %v, %v", restarted, err)
+	}
+	m.PHY().SetConnected(true)
+	if _, err := p.WaitLink(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	l, restarted, err := p.AdjustLink()
+	if err != nil || !restarted || l.SpeedMbps != 100 || p.ProgrammedLink().SpeedMbps != 100 {
+		t.Fatalf("AdjustLink: %+v restarted %v err %v", l, restarted, err)
+	}
+	if _, again, _ := p.AdjustLink(); again {
+		t.Fatal("a second AdjustLink restarted again")
+	}
+	var sent [][]byte
+	m.SetTransmit(func(f []byte) { sent = append(sent, append([]byte(nil), f...)) })
+	f := frameTo([]byte{2, 1, 1, 1, 1, 1}, p.MAC(), 100, 1)
+	sendFrame(t, p, 0, f)
+	g := frameTo(p.MAC(), []byte{2, 9, 9, 9, 9, 9}, 80, 2)
+	m.Inject(g)
+	if got := recvFrames(t, p, 1); !bytes.Equal(got[0], g) {
+		t.Fatal("received frame differs after the restart")
+	}
+	if len(sent) != 1 || !bytes.Equal(sent[0], f) {
+		t.Fatalf("%d frames sent after the restart", len(sent))
+	}
+	if s := p.RxQueue(0).Pool().Stats(); s.ByOwner[dma.OwnerRx] != 8 || s.ByOwner[dma.OwnerApp] != 0 {
+		t.Fatalf("pool after restart %+v", s)
+	}
+	checkModel(t, m)
+}

@@ -95,6 +95,19 @@ func (s *stats) baseline(p *Port) {
 	}
 }
 
+// rebase takes a new reference reading without touching the totals (after a
+// restart that may have cleared the counters).
+func (s *stats) rebase(p *Port) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.last == nil {
+		return
+	}
+	for i, c := range mibCounters {
+		s.last[i] = p.r32(c.off)
+	}
+}
+
 // collect adds the difference since the last reading to the totals.
 func (s *stats) collect(p *Port) {
 	s.mu.Lock()
