@@ -245,8 +245,20 @@ func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 // writeTailLocked checks and stores a tail pointer. It reports whether the
 // write resumed the DMA.
 func (m *Model) writeTailLocked(kind string, c int, x *ring, off, val uint32) bool {
-	if !x.baseSet || !x.lenSet {
-		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer of channel %d written before its ring base and length", kind, c)
+	if !x.baseSet {
+		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer of channel %d written before its descriptor list address", kind, c)
+		return false
+	}
+	if !x.lenSet {
+		// stmmac writes the tail pointers before the ring lengths: the check
+		// waits for the length (and the start).
+		if val%descSize != 0 || val < x.baseLo {
+			m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer 0x%08x below the ring base 0x%08x of channel %d or not on a descriptor boundary", kind, val, x.baseLo, c)
+			return false
+		}
+		x.tail, x.tailSet = val, true
+		x.retail()
+		x.seq++
 		return false
 	}
 	n := x.n()
@@ -280,6 +292,8 @@ func (m *Model) checkStartLocked(kind string, c int, x *ring, off uint32) bool {
 	switch {
 	case !x.baseSet || !x.lenSet:
 		m.faults.Add("write32", regName(off), uint64(off), "%s DMA of channel %d started before its descriptor list address and ring length were set", kind, c)
+	case x.tailSet && x.tailRaw == noTail:
+		m.faults.Add("write32", regName(off), uint64(off), "%s DMA of channel %d started with its tail pointer 0x%08x outside the ring [0x%08x, 0x%08x]", kind, c, x.tail, x.baseLo, x.baseLo+x.n()*descSize)
 	case x.baseHi != 0 && !m.eame():
 		m.faults.Add("write32", regName(off), uint64(off), "%s ring of channel %d has high address bits 0x%x but DMA_SysBus_Mode.EAME is off: the DMA would use only the low 32 bits", kind, c, x.baseHi)
 	case uint64(x.baseLo)+uint64(x.n())*descSize > 1<<32:

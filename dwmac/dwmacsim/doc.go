@@ -54,6 +54,11 @@
 //     otherwise (see irq.go).
 //   - MMC counters at 0x700 (frame, octet, cast and size counters both ways;
 //     MMC_Control reset, reset-on-read, freeze, stop-at-max).
+//   - Tail pointers: the databook's rule (descriptors from the current pointer
+//     up to one before the tail are the DMA's; it suspends when the current
+//     pointer reaches the tail, or at a descriptor without OWN with TBU/RBU;
+//     a tail write resumes it), compared as addresses so that stmmac's RX
+//     init tail of base + N*16 hands over the whole ring (see dma.go).
 //   - Memory: sim.Memory with IOVAs above 4 GiB (so a driver that forgets EAME
 //     or truncates to 32 bits points the device at nothing), limited to 40
 //     address bits (34 on the i.MX8MP); Config.NonCoherent gives the device its
@@ -70,14 +75,17 @@
 // or 128-bit bus: the model takes the strictest, 16, which is also the
 // descriptor size); ring registers or RBSZ changed while the direction runs;
 // EAME changed while a channel runs; a tail pointer outside [base, base+N*16]
-// or off a descriptor boundary, or written before the ring; a TX or RX buffer
+// or off a descriptor boundary, or written before the descriptor list address
+// (a tail written before the ring length, as stmmac does, is checked when the
+// length is written and when the channel starts); a TX or RX buffer
 // address with high bits while EAME is off; DMA outside the mapped IOVAs or
 // while bus mastering is off (PCI), which also stops the channel with FBE;
 // descriptors the model refuses (see tx.go and rx.go: OWN without FD or BUF1V,
 // buffer length 0, FL mismatch, unmodelled features); TX with TXQEN not 2;
 // TXQEN 1 (AV); INTM = 1 on the i.MX8MP (only macirq is wired); interrupt
 // enable bits of the other core version's layout; MDIO accesses while GB is
-// set; an interrupt on a vector EnableMSIX did not set up; writes to
+// set; an interrupt on a vector EnableMSIX did not set up (when none is set
+// up, as for a polling driver, messages go nowhere without a fault); writes to
 // read-only registers; and any access to a register the model does not
 // implement (reads 0).
 //

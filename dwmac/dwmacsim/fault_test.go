@@ -57,7 +57,17 @@ func TestStrictness(t *testing.T) {
 			x := r.setupTx(0, 4)
 			r.wr(tCh(0)+tTxBaseLo, uint32(x.ring.IOVA)+0x100)
 		}, "reprogrammed while the channel runs", nil},
-		{"tail before ring", func(r *rig) { r.wr(tCh(2)+tRxTail, 0x1000) }, "before its ring base", nil},
+		{"tail before ring", func(r *rig) { r.wr(tCh(2)+tRxTail, 0x1000) }, "before its descriptor list address", nil},
+		{"tail before length, outside at start", func(r *rig) {
+			ring, err := r.a.Alloc(64, 0)
+			require.NoError(r.t, err)
+			r.wr(tCh(1)+tTxBaseHi, uint32(ring.IOVA>>32))
+			r.wr(tCh(1)+tTxBaseLo, uint32(ring.IOVA))
+			r.wr(tCh(1)+tTxTail, uint32(ring.IOVA)+5*16) // stmmac order: tail, then length
+			r.wr(tCh(1)+tTxLen, 3)
+			require.NoError(r.t, r.m.Err())
+			r.wr(tCh(1)+tTxCtrl, tST)
+		}, "started with its tail pointer", nil},
 		{"tail outside ring", func(r *rig) {
 			x := r.setupRx(0, 4, 1536)
 			r.wr(tCh(0)+tRxTail, uint32(x.ring.IOVA)+5*16)

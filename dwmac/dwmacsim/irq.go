@@ -20,6 +20,9 @@ import (
 // sbd_intr_o line: Intel's single-vector fallback, i.MX8MP's macirq); with
 // INTM = 1 (Intel only) RX-side causes of channel i go to vector 2i and
 // TX-side causes (and FBE/CDE) to vector 2i+1, as dwmac-intel assigns them.
+// A polling driver that leaves causes enabled without setting up any vector
+// is not at fault (the messages go nowhere); enabling vectors and then raising
+// a cause on one that was not set up is.
 
 // raiseLocked records events ev on channel c and signals what they enable.
 func (m *Model) raiseLocked(c int, ev uint32) {
@@ -53,9 +56,16 @@ func (m *Model) signalLocked(c int, causes uint32) {
 	}
 }
 
+// sendLocked sends vector v. With no vector set up at all (a polling driver),
+// the message goes nowhere, as with MSI-X disabled on the device: not a
+// fault. With vectors set up, a message on one that is not is a routing
+// mistake (INTM, or too few vectors requested): a fault.
 func (m *Model) sendLocked(v int, what string) {
 	if m.base.Signal(v) {
 		m.cnt.IRQs++
+		return
+	}
+	if m.base.VectorsEnabled() == 0 {
 		return
 	}
 	m.faults.Add("irq", fmt.Sprintf("vector %d", v), uint64(v),

@@ -127,6 +127,15 @@ func TestInterruptOnVectorNotSetUp(t *testing.T) {
 	r.wr(tCh(0)+tIntEn, tNIE|tRI)
 	r.setupRx(0, 4, 1536)
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.NoError(t, r.m.Err(), "polling with no vector set up: the message goes nowhere")
+	_, err := r.m.Device().EnableMSIX(1)
+	require.NoError(t, err)
+	r.wr(tBusMode, tINTM1) // TX channel 0 now goes to vector 1, which is not set up
+	r.wr(tCh(0)+tIntEn, tNIE|tTI)
+	tx := r.setupTx(0, 4)
+	r.m.SetTransmit(func([]byte) {})
+	tx.queue(frame(peerMAC, 60), true)
+	tx.kick()
 	r.expectFault("EnableMSIX did not set up")
 }
 

@@ -229,3 +229,45 @@ func TestNonCoherent(t *testing.T) {
 	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
 	require.NoError(t, r.m.Err())
 }
+
+// TestStmmacOrder programs the channel in stmmac's order (stmmac_init_dma_engine
+// then stmmac_set_rings_length, stmmac_set_dma_bfsize, start): the tail
+// pointers before the ring lengths, RBSZ before SR.
+func TestStmmacOrder(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	const n = 16
+	rxr, err := r.a.Alloc(n*16, 0)
+	require.NoError(t, err)
+	bufs, err := r.a.Alloc(n*bufSize, 0)
+	require.NoError(t, err)
+	x := &rxRing{r: r, c: 0, ring: rxr, bufs: bufs, n: n, bsz: 1536}
+	for i := 0; i < n; i++ {
+		x.post(i)
+	}
+	txr, err := r.a.Alloc(n*16, 0)
+	require.NoError(t, err)
+	b := tCh(0)
+	r.wr(b+tChCtrl, 1<<16)                   // PBLx8
+	r.wr(b+tRxCtrl, 32<<16)                  // RxPBL
+	r.wr(b+tRxBaseHi, uint32(rxr.IOVA>>32))  // init_rx_chan
+	r.wr(b+tRxBaseLo, uint32(rxr.IOVA))      //
+	r.wr(b+tRxTail, uint32(rxr.IOVA)+n*16)   // rx_tail_addr = base + n*16
+	r.wr(b+tTxCtrl, 32<<16)                  // TxPBL
+	r.wr(b+tTxBaseHi, uint32(txr.IOVA>>32))  // init_tx_chan
+	r.wr(b+tTxBaseLo, uint32(txr.IOVA))      //
+	r.wr(b+tTxTail, uint32(txr.IOVA))        // tx_tail_addr = base
+	r.wr(b+tIntEn, tNIE|tAIE|tRI|tTI|1<<12)  // DMA_CHAN_INTR_DEFAULT_MASK_4_10
+	r.wr(b+tTxLen, n-1)                      // set_rings_length
+	r.wr(b+tRxLen, n-1)                      //
+	r.wr(b+tRxCtrl, r.rd(b+tRxCtrl)|1536<<1) // set_bfsize
+	r.wr(b+tRxCtrl, r.rd(b+tRxCtrl)|tSR)     // start_rx
+	r.wr(b+tTxCtrl, r.rd(b+tTxCtrl)|tST)     // start_tx
+	require.Zero(t, r.rd(tCh(0)+tStatus)&tTBU, "TX started at its tail: suspended without a fetch")
+	for i := 0; i < 2*n; i++ {
+		require.True(t, r.m.Inject(frame(factoryMAC, 60)), "frame %d", i)
+		x.post(i % n)
+		x.tailTo((i + 1) % n) // tail = base + dirty*16 == cur: the DMA keeps running
+	}
+	require.NoError(t, r.m.Err())
+}
