@@ -46,11 +46,11 @@ type DeviceConfig struct {
 // Device is a platform device reached through /dev/mem. It implements
 // nic.Device, without interrupts: a driver on it polls. Safe for concurrent use.
 type Device struct {
-	cfg   DeviceConfig // immutable
-	fd    int          // /dev/mem; immutable until Close
-	wins  []*Regs      // immutable until Close
-	mu    sync.Mutex
-	close bool // guarded by mu
+	cfg    DeviceConfig // immutable
+	fd     int          // /dev/mem; immutable until Close
+	wins   []*Regs      // immutable until Close
+	mu     sync.Mutex
+	closed bool // guarded by mu
 }
 
 var _ nic.Device = (*Device)(nil)
@@ -177,7 +177,7 @@ func (d *Device) Info() nic.DeviceInfo {
 func (d *Device) Regs(n int) (nic.Regs, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.close {
+	if d.closed {
 		return nil, fmt.Errorf("physmem: %s: %w", d.cfg.Name, nic.ErrClosed)
 	}
 	if n < 0 || n >= len(d.wins) {
@@ -223,10 +223,10 @@ func (d *Device) Reset() error {
 func (d *Device) Close() error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if d.close {
+	if d.closed {
 		return nil
 	}
-	d.close = true
+	d.closed = true
 	var errs []error
 	for _, w := range d.wins {
 		if err := w.unmap(); err != nil {

@@ -14,7 +14,10 @@
 //     page that lands above it is released and Alloc fails with dma.ErrTooHigh
 //     and a hint (boot with mem=, or reserve memory low). Sync performs cache
 //     maintenance on arm64 (DC CVAC for the device, DC CIVAC for the CPU, each
-//     followed by DSB SY); on amd64 it does nothing.
+//     followed by DSB SY); on amd64 it does nothing. CacheLine reports the
+//     cache write-back granule (CTR_EL0.CWG), so a driver whose descriptors
+//     share a line can avoid writing back a neighbour the device owns (the
+//     memory is cached: there is no uncached mapping of RAM from user space).
 //
 //   - Device, a nic.Device for a platform device: its register windows are
 //     mapped from /dev/mem (the path is configurable, so tests use a plain
