@@ -42,6 +42,10 @@
 // coherent platforms); on the i.MX8MP, descriptor rings belong in non-cached
 // memory, as the kernel's coherent allocations are.
 //
+// Fatal DMA conditions (DMA_CHx_Status FBE, TPS, RPS) are not recovered from
+// automatically as stmmac does: CheckDMA reports them, and Close and Open
+// recover.
+//
 // The link comes from the PHY: Link reads BMSR (and the advertisement registers)
 // over MDIO and reprograms MAC_Configuration's speed and duplex when they change,
 // as phylink does. Intel SGMII boards reach the PHY through an xPCS at MDIO

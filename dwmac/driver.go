@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"math/bits"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -824,6 +825,47 @@ func (p *Port) reach(what string, iova uint64, n int) error {
 	if !p.dmaBounded && end > p.dmaLimit {
 		return fmt.Errorf("%s at 0x%x-0x%x lies above the device's %d-bit DMA reach (0x%x): give the device memory below it: %w",
 			what, iova, end, p.addrBits, p.dmaLimit, dma.ErrTooHigh)
+	}
+	return nil
+}
+
+// ErrDMAStopped is wrapped by CheckDMA when a channel stopped on a fatal error.
+var ErrDMAStopped = errors.New("dwmac: DMA channel stopped")
+
+// CheckDMA reads every channel's DMA_CHx_Status (reading does not clear it) and
+// returns an error naming the channels a fatal condition stopped: FBE (a bus
+// error, with the TEB/REB detail: usually a descriptor or buffer address the
+// device could not reach) or TPS/RPS (the process stopped). stmmac restarts
+// such a channel; this driver reports it, and a Close and Open recovers.
+func (p *Port) CheckDMA() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
+	var errs []error
+	for i := range p.rx {
+		v := chStatBits(p.r32(chReg(i, chStatus)))
+		if uint32(v) == 0xFFFFFFFF {
+			return fmt.Errorf("dwmac: %s: DMA_CH%d_Status reads all ones: %w", p.name, i, nic.ErrNoDevice)
+		}
+		if v&(chStatFBE|chStatTPS|chStatRPS) == 0 {
+			continue
+		}
+		var what []string
+		if v&chStatFBE != 0 {
+			what = append(what, fmt.Sprintf("FBE (fatal bus error, TEB=%d REB=%d)", uint32(v)>>chStatTEBShift&7, uint32(v)>>chStatREBShift&7))
+		}
+		if v&chStatTPS != 0 {
+			what = append(what, "TPS (transmit process stopped)")
+		}
+		if v&chStatRPS != 0 {
+			what = append(what, "RPS (receive process stopped)")
+		}
+		errs = append(errs, fmt.Errorf("channel %d: %s: %w", i, strings.Join(what, ", "), ErrDMAStopped))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
 	return nil
 }

@@ -31,7 +31,8 @@ type fakeDev struct {
 	phy       *sim.PHY // nil: nothing answers on MDIO
 	busMaster bool
 	irqs      []nic.IRQ
-	noLog     bool // do not log writes (allocation tests)
+	noLog     bool   // do not log writes (allocation tests)
+	rdes3Clr  uint32 // bits deliver clears from its write-back (hostile cases)
 }
 
 type write struct{ off, val uint32 }
@@ -124,6 +125,10 @@ func (d *fakeDev) Write32(off, val uint32) {
 	if d.allOnes {
 		return
 	}
+	if off >= fCh0 && off < fCh0+8*0x80 && (off-fCh0)%0x80 == fChStatus {
+		d.regs[off] &^= val // write 1 to clear
+		return
+	}
 	d.regs[off] = val
 	if off == fMDIOAddr && val&1 != 0 && !d.mdioStuck {
 		pa, rda, goc := int(val>>21&31), int(val>>16&31), val>>2&3
@@ -208,7 +213,7 @@ func (d *fakeDev) deliver(t testing.TB, st *rxState, frame []byte, count int, rd
 			pl += 4
 		}
 		clear(desc)
-		binary.LittleEndian.PutUint32(desc[12:], 1<<29|1<<28|pl|rdes3Extra)
+		binary.LittleEndian.PutUint32(desc[12:], (1<<29|1<<28|pl|rdes3Extra)&^d.rdes3Clr)
 		st.cur = (st.cur + 1) % n
 	}
 	return done

@@ -418,3 +418,18 @@ func TestDumpDecodes(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckDMAReportsFatalBusError(t *testing.T) {
+	d := newFakeDev(t)
+	p := openFake(t, d, Config{})
+	if err := p.CheckDMA(); err != nil {
+		t.Fatalf("CheckDMA on a healthy channel: %v", err)
+	}
+	d.mu.Lock()
+	d.regs[fCh0+fChStatus] = 1<<12 | 1<<14 | 2<<16 // FBE | AIS, TEB = 2
+	d.mu.Unlock()
+	err := p.CheckDMA()
+	if !errors.Is(err, ErrDMAStopped) || !strings.Contains(err.Error(), "channel 0") || !strings.Contains(err.Error(), "TEB=2") {
+		t.Fatalf("CheckDMA with FBE: %v", err)
+	}
+}

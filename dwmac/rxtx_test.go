@@ -61,20 +61,28 @@ func TestFakeRxDropsBadDescriptors(t *testing.T) {
 	d.deliver(t, &st, frame, 1, 1<<15|1<<24) // ES | CE
 	d.deliver(t, &st, frame, 1, 0)           // good
 	d.deliver(t, &st, frame, 1, 1<<30)       // context descriptor
+	d.deliver(t, &st, frame, 1, 0x7000)      // hostile: PL beyond the buffer
+	d.rdes3Clr = 1 << 28
+	d.deliver(t, &st, frame, 1, 0) // FD without LD: a frame split over buffers
+	d.rdes3Clr = 0
 	bufs := make([]*dma.Buf, 8)
 	if n := p.RxQueue(0).Recv(bufs); n != 1 || bufs[0].Len != 64 {
 		t.Fatalf("Recv %d (want only the good frame)", n)
 	}
 	bufs[0].Free()
 	s := p.Stats()
-	for name, want := range map[string]uint64{"rx_desc_errors": 1, "rx_context_desc": 1, "rx_packets": 1} {
+	for name, want := range map[string]uint64{"rx_desc_errors": 1, "rx_context_desc": 1, "rx_packets": 1,
+		"rx_length_errors": 1, "rx_split_frames": 1} {
 		if v, _ := Counter(s, name); v != want {
 			t.Errorf("%s = %d, want %d", name, v, want)
 		}
 	}
 	// The dropped buffers went back to the pool and the ring is full again.
-	if tail := d.reg(fCh0 + fChRxTail); tail != uint32(p.rx[0].ring.IOVA)+uint32((3+7)%8*16) {
-		t.Fatalf("RX tail 0x%x after refilling three", tail)
+	if tail := d.reg(fCh0 + fChRxTail); tail != uint32(p.rx[0].ring.IOVA)+uint32((5+7)%8*16) {
+		t.Fatalf("RX tail 0x%x after refilling five", tail)
+	}
+	if pool := p.RxQueue(0).Pool(); pool.Stats().ByOwner[dma.OwnerRx] != 7 {
+		t.Fatalf("%d buffers on the ring, want 7", pool.Stats().ByOwner[dma.OwnerRx])
 	}
 }
 

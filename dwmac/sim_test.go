@@ -262,6 +262,9 @@ func TestSimFramesBothWaysIntel(t *testing.T) {
 	if n := counter(t, r.p, "rx_packets"); n != 300 {
 		t.Fatalf("rx_packets %d", n)
 	}
+	if err := r.p.CheckDMA(); err != nil {
+		t.Fatalf("CheckDMA after traffic: %v", err)
+	}
 	r.checkModel()
 }
 
