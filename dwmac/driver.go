@@ -670,8 +670,8 @@ func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 			if bmsr&bmsrANComplete != 0 {
 				an = "complete"
 			}
-			return l, fmt.Errorf("dwmac: %s: no link after %v: PHY %d BMSR 0x%04x (link status 0, autonegotiation %s); check the cable and the link partner: %w",
-				p.name, timeout, p.phyAddr, bmsr, an, nic.ErrLinkDown)
+			return l, fmt.Errorf("dwmac: %s: no link after %v: PHY %d BMSR 0x%04x (link status %d, autonegotiation %s); check the cable and the link partner: %w",
+				p.name, timeout, p.phyAddr, bmsr, bmsr&bmsrLinkStatus>>2, an, nic.ErrLinkDown)
 		}
 		time.Sleep(linkPollStep)
 	}
