@@ -191,3 +191,16 @@ func TestPHYAddressAndExtraMACAddress(t *testing.T) {
 	require.Equal(t, uint32(0xffff), r.mdio(0x16<<21|31<<16|tGOCRd|tC45E)&0xffff, "no xPCS on the i.MX8MP")
 	require.NoError(t, r.m.Err())
 }
+
+func TestDump(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	r.setupRx(0, 8, 1536)
+	s := r.m.Dump()
+	require.Contains(t, s, "MAC_Configuration")
+	require.Contains(t, s, "RE|TE|DM")
+	require.Contains(t, s, "RX: base 0x1")
+	require.Contains(t, s, "8 descriptors, cur 0, tail")
+	require.Contains(t, s, "RBSZ 1536")
+	require.NoError(t, r.m.Err())
+}

@@ -182,7 +182,12 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	done := 0
 	var last uint64
 	for k := uint32(0); k < ndesc; k++ {
-		d, _ := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		if err != nil { // freed under the DMA's feet
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return false
+		}
 		addr := descAddr(d, eame)
 		chunk := min(bs, total-done)
 		buf, err := m.mem.View("rx-buffer", addr, chunk)
@@ -203,7 +208,12 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	done = 0
 	var ioc bool
 	for k := uint32(0); k < ndesc; k++ {
-		d, _ := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		d, err := m.mem.View("rx-writeback", base+uint64(idx)*descSize, descSize)
+		if err != nil {
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return false
+		}
 		chunk := min(bs, total-done)
 		done += chunk
 		w3 := uint32(done) & rw3PLMask
