@@ -99,10 +99,11 @@ func (m *Model) transmitChannel(c int) {
 			stop = suspOwn
 		case gatherIncomplete:
 			stop = suspTail // the frame continues beyond the tail: wait there
-		case gatherDMAError:
-			m.dmaErrorLocked(c, true)
 		}
 		if len(batch) == 0 {
+			if res == gatherDMAError {
+				m.dmaErrorLocked(c, true)
+			}
 			m.settleTxLocked(c, r, stop, seq)
 			m.txBatch, m.txArena = batch, arena
 			m.mu.Unlock()
@@ -162,6 +163,11 @@ func (m *Model) transmitChannel(c int) {
 			m.raiseLocked(c, stTI)
 		}
 		m.settleTxLocked(c, r, stop, seq)
+		if res == gatherDMAError {
+			// The frames before the refused access went out and are written
+			// back; the refused one stops the channel.
+			m.dmaErrorLocked(c, true)
+		}
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
 		if res == gatherDMAError {

@@ -328,3 +328,24 @@ func TestTxNonCoherentNeedsSync(t *testing.T) {
 	require.Zero(t, tx.des3(0)&tOWN)
 	require.NoError(t, r.m.Err())
 }
+
+// TestTxDMAErrorAfterGoodFrames: frames before an unmapped buffer are sent and
+// written back; the refused one stops the channel with FBE.
+func TestTxDMAErrorAfterGoodFrames(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	tx := r.setupTx(0, 8)
+	tx.queue(frame(peerMAC, 60), false)
+	tx.queue(frame(peerMAC, 61), false)
+	i := tx.queue(frame(peerMAC, 62), false)
+	binary.LittleEndian.PutUint32(tx.ring.CPU[i*16+4:], 0x99) // DES1: nowhere
+	tx.kick()
+	require.Len(t, cap.frames, 2)
+	require.Zero(t, tx.des3(0)&tOWN)
+	require.Zero(t, tx.des3(1)&tOWN)
+	require.NotZero(t, tx.des3(2)&tOWN, "the refused descriptor stays the device's")
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tFBE)
+	r.expectFault("not inside a live mapping")
+}
