@@ -306,9 +306,23 @@ func (m *Model) checkStartLocked(kind string, c int, x *ring, off uint32) bool {
 	return false
 }
 
+// checkPBL refuses a programmable burst length other than 1, 2, 4, 8, 16 or
+// 32 beats (TxPBL/RxPBL 21:16; 0 is left alone as a not-yet-programmed value).
+func (m *Model) checkPBL(off, val uint32) bool {
+	pbl := val & pblMask >> pblShift
+	if pbl != 0 && pbl&(pbl-1) != 0 {
+		m.faults.Add("write32", regName(off), uint64(off), "PBL %d: the burst length must be 1, 2, 4, 8, 16 or 32 beats", pbl)
+		return false
+	}
+	return true
+}
+
 func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick uint32) {
 	if val&txcTSE != 0 || val&txcEDSE != 0 {
 		m.faults.Add("write32", regName(off), uint64(off), "TSO (TSE) and enhanced descriptors (EDSE) are not modelled")
+		return 0
+	}
+	if !m.checkPBL(off, val) {
 		return 0
 	}
 	was := ch.txCtrl & txcST
@@ -328,6 +342,9 @@ func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick 
 }
 
 func (m *Model) writeRxControlLocked(c int, ch *channel, off, val uint32) {
+	if !m.checkPBL(off, val) {
+		return
+	}
 	was := ch.rxCtrl & rxcSR
 	if val&rxcSR != 0 && was == 0 {
 		bs := (val & rxcRBSZMask) >> 1

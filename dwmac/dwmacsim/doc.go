@@ -82,7 +82,10 @@
 // while bus mastering is off (PCI), which also stops the channel with FBE;
 // descriptors the model refuses (see tx.go and rx.go: OWN without FD or BUF1V,
 // buffer length 0, FL mismatch, unmodelled features); TX with TXQEN not 2;
-// TXQEN 1 (AV); INTM = 1 on the i.MX8MP (only macirq is wired); interrupt
+// TXQEN 1 (AV); a TxPBL/RxPBL other than 1, 2, 4, 8, 16 or 32; descriptor
+// skip (DSL), split header, TSO or enhanced descriptors in the channel
+// controls; HUC, DAIF, VTFE or IPFE in the packet filter, SA/MBC in a MAC
+// address, loopback (LM); INTM = 1 on the i.MX8MP (only macirq is wired); interrupt
 // enable bits of the other core version's layout; MDIO accesses while GB is
 // set; an interrupt on a vector EnableMSIX did not set up (when none is set
 // up, as for a polling driver, messages go nowhere without a fault); writes to

@@ -233,6 +233,8 @@ const (
 	txcEDSE     uint32 = 1 << 28 // enhanced descriptors (not modelled: a fault)
 	rxcSR       uint32 = 1 << 0
 	rxcRBSZMask uint32 = 0x3fff << 1 // RBSZ 14:1, in bytes
+	pblShift           = 16
+	pblMask     uint32 = 0x3f << pblShift // TxPBL / RxPBL 21:16
 	ringLenMask uint32 = 0x3ff
 	wdtRWTMask  uint32 = 0xff
 	wdtRWTUSh          = 16
