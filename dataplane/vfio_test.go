@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -188,9 +189,11 @@ func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *vmIO) {
 	return c, io
 }
 
-// vmRate follows one counter of port 0 while an engine runs: it returns when
-// the counter reaches want, with the times it first moved and reached want.
-func vmRate(t *testing.T, e *dataplane.Engine, c dataplane.Counter, want uint64, timeout time.Duration) (first, last time.Time) {
+// vmRate follows one counter of port 0 while an engine runs, reading it every
+// period: it returns when the counter reaches want, with the times it first
+// moved and reached want. Each read costs: Snapshot reads the device's
+// statistics registers, slow MMIO under TCG that holds QEMU's big lock.
+func vmRate(t *testing.T, e *dataplane.Engine, c dataplane.Counter, want uint64, timeout, period time.Duration) (first, last time.Time) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -208,8 +211,18 @@ func vmRate(t *testing.T, e *dataplane.Engine, c dataplane.Counter, want uint64,
 		if now.After(deadline) {
 			t.Fatalf("%s = %d after %v, want %d; counters %v", c, got, timeout, want, e.Snapshot().Ports[0].Counters.Map())
 		}
-		time.Sleep(2 * time.Millisecond)
+		time.Sleep(period)
 	}
+}
+
+// cpuTime is the CPU time (user and system) the process has used.
+func cpuTime(t *testing.T) time.Duration {
+	t.Helper()
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func pps(n uint64, first, last time.Time) float64 {
@@ -315,7 +328,7 @@ func TestVMMacSwapTX(t *testing.T) {
 	io.quiesce(t, ring)
 	stop := vmRun(t, e, dev)
 	const n = 2 * per
-	first, last := vmRate(t, e, dataplane.RxXDPTx, n, vmRunTimeout)
+	first, last := vmRate(t, e, dataplane.RxXDPTx, n, vmRunTimeout, 5*time.Millisecond)
 	// Frames beyond the streams would show up here: give them a moment.
 	time.Sleep(100 * time.Millisecond)
 	stop()
@@ -361,14 +374,14 @@ func TestVMDropCount(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 2000
+	const n = 10000 // more than the MAC swap's: a steadier rate to report
 	s, err := c.Echo(traffic.EchoRequest{Count: n, Seed: vmSeed()*10 + 3, Size: 64, Delay: vmEchoDelay})
 	if err != nil {
 		t.Fatal(err)
 	}
 	io.quiesce(t, ring)
 	stop := vmRun(t, e, dev)
-	first, last := vmRate(t, e, dataplane.RxXDPDrop, n, vmRunTimeout)
+	first, last := vmRate(t, e, dataplane.RxXDPDrop, n, vmRunTimeout, 5*time.Millisecond)
 	// The silence window: nothing may leave while the engine keeps running.
 	time.Sleep(300 * time.Millisecond)
 	stop()
@@ -430,10 +443,17 @@ func TestVMIdleWakesOnInterrupt(t *testing.T) {
 	asked := time.Now()
 	io.quiesce(t, ring)
 	start := time.Now()
+	cpu0 := cpuTime(t)
 	stop := vmRun(t, e, dev)
-	_, woke := vmRate(t, e, dataplane.RxXDPTx, 1, idle/2)
-	t.Logf("engine started %v after the request; the frame went out %v after the start (peer's delay %v, idle sleep %v)",
-		start.Sub(asked).Round(time.Millisecond), woke.Sub(start).Round(time.Millisecond), delay, idle)
+	_, woke := vmRate(t, e, dataplane.RxXDPTx, 1, idle/2, 25*time.Millisecond)
+	busy := (cpuTime(t) - cpu0).Seconds() / woke.Sub(start).Seconds()
+	t.Logf("engine started %v after the request; the frame went out %v after the start (peer's delay %v, idle sleep %v); the process used %.0f%% of one CPU meanwhile",
+		start.Sub(asked).Round(time.Millisecond), woke.Sub(start).Round(time.Millisecond), delay, idle, 100*busy)
+	// A poll goroutine that spun instead of sleeping would use a whole CPU;
+	// this test's own counter reads cost a few per cent.
+	if busy > 0.5 {
+		t.Errorf("the process used %.0f%% of a CPU while the engine was idle: the poll loop did not sleep", 100*busy)
+	}
 	if woke.Sub(asked) < delay/2 {
 		t.Fatalf("the frame was handled %v after the request, before the peer's %v delay could pass: the loop may not have slept", woke.Sub(asked), delay)
 	}

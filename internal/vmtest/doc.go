@@ -44,7 +44,9 @@
 //
 // What the guest tests get in their environment: XNIC_VMTEST=1,
 // XNIC_VFIO_BDF and XNIC_IGB_BDF (the NIC's PCI address, bound to vfio-pci),
-// XNIC_VMTEST_PEER_MAC (the host peer's MAC address) and XNIC_VMTEST_SEED.
+// XNIC_VMTEST_PEER_MAC (the host peer's MAC address) and XNIC_VMTEST_SEED;
+// when the dataplane's tests run, XNIC_BIN too: cmd/xnic, built for the guest
+// and put in the initramfs, for the test of `xnic run --dev`.
 // The NIC is QEMU's igb (82576, 8086:10c9) with MAC 52:54:00:12:34:56; its
 // wire ends in a traffic.Peer on the host, reached with traffic.Client.
 package vmtest
