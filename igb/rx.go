@@ -36,6 +36,10 @@ type rxQueue struct {
 	pool   *dma.Pool
 	bufLen int // bytes the device may write into one buffer (SRRCTL.BSIZEPKT)
 	rdt    uint32
+	// coherent: alloc's memory needs no Sync (coherent.go); then the fast path
+	// skips the Sync calls. Set once by setupRx.
+	coherent bool
+	region   *dma.Region // pool's memory, for Sync; set once by setupRx
 
 	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
 	scratch []*dma.Buf // refill batch, len n
@@ -72,6 +76,8 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 		q.free()
 		return nil, fmt.Errorf("buffer pool: %w", err)
 	}
+	q.coherent = isCoherent(p.alloc)
+	q.region = q.pool.Region()
 	kib := (p.cfg.FrameSize - dma.Headroom) / 1024
 	if kib > int(srrctlBSizePktMask) {
 		kib = int(srrctlBSizePktMask)
@@ -113,7 +119,9 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 	var nbytes, errs uint64
 	for got < len(bufs) && q.posted > 0 {
 		off := q.next * descSize
-		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
+		if !q.coherent {
+			q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
+		}
 		d := q.ring.CPU[off : off+descSize]
 		// One atomic load of status_error; only after it shows DD are the
 		// other write-back fields read (desc_unsafe.go).
@@ -154,7 +162,9 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		if st&(rxStatIPCS|rxStatL4CS) != 0 && st&(rxErrIPE|rxErrL4E) == 0 {
 			b.Flags |= dma.FlagCsumOK
 		}
-		q.alloc.Sync(q.pool.Region(), int(b.IOVA-q.pool.Region().IOVA)+dma.Headroom, length, dma.ForCPU)
+		if !q.coherent {
+			q.alloc.Sync(q.region, int(b.IOVA-q.region.IOVA)+dma.Headroom, length, dma.ForCPU)
+		}
 		b.SetOwner(dma.OwnerApp)
 		bufs[got] = b
 		got++
@@ -186,21 +196,26 @@ func (q *rxQueue) refill() {
 	if k == 0 {
 		return
 	}
-	region := q.pool.Region()
+	region := q.region
 	first := q.tail
+	ring := q.ring.CPU
 	for i, b := range q.scratch[:k] {
 		q.scratch[i] = nil
 		b.SetOwner(dma.OwnerRx)
-		// Write back any dirty cache lines before the device writes the buffer.
-		q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
+		if !q.coherent {
+			// Write back any dirty cache lines before the device writes the buffer.
+			q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
+		}
 		off := q.tail * descSize
-		putRxRead(q.ring.CPU[off:off+descSize], b.IOVA+dma.Headroom)
+		putRxRead(ring[off:off+descSize], b.IOVA+dma.Headroom)
 		q.slots[q.tail] = b
 		if q.tail++; q.tail == q.n {
 			q.tail = 0
 		}
 	}
-	syncRing(q.alloc, q.ring, q.n, first, k, dma.ForDevice)
+	if !q.coherent {
+		syncRing(q.alloc, q.ring, q.n, first, k, dma.ForDevice)
+	}
 	q.posted += k
 	q.regs.Write32(q.rdt, uint32(q.tail))
 }

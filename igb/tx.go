@@ -39,9 +39,15 @@ type txQueue struct {
 	inflight int
 	stopped  bool
 
+	// coherent: alloc's memory (the ring) needs no Sync (coherent.go). Set once.
+	coherent bool
+
 	// trusted are pools whose whole region Allocator.Check accepted: their
 	// buffers need no per-frame check. Preallocated; never grows past its cap.
-	trusted []*dma.Pool
+	// last is the entry the previous frame matched (frames come in runs from
+	// one pool), nil before the first.
+	trusted []trustedPool
+	last    *trustedPool
 
 	packets    atomic.Uint64
 	bytes      atomic.Uint64
@@ -53,11 +59,20 @@ var _ nic.TxQueue = (*txQueue)(nil)
 
 const maxTrustedPools = 16
 
+// trustedPool is a pool whose region the device may read, with what Send needs
+// to sync its buffers, looked up once when the pool is first seen.
+type trustedPool struct {
+	pool     *dma.Pool
+	region   *dma.Region
+	alloc    dma.Allocator // the pool's own allocator (maybe another port's)
+	coherent bool          // alloc needs no Sync
+}
+
 func (p *Port) setupTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
 	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
 		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
-		trusted: make([]*dma.Pool, 0, maxTrustedPools)}
+		trusted: make([]trustedPool, 0, maxTrustedPools), coherent: isCoherent(p.alloc)}
 	var err error
 	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
@@ -87,43 +102,51 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 }
 
 // trustPool records a pool whose region the allocator maps, so its buffers skip
-// the per-frame Check.
-func (q *txQueue) trustPool(p *dma.Pool) bool {
+// the per-frame Check; nil when the region is not mapped or the table is full.
+func (q *txQueue) trustPool(p *dma.Pool) *trustedPool {
 	r := p.Region()
 	if r == nil || len(q.trusted) == cap(q.trusted) {
-		return false
+		return nil
 	}
 	if q.alloc.Check(r.IOVA, r.Len()) != nil {
-		return false
+		return nil
 	}
-	q.trusted = append(q.trusted, p)
-	return true
+	a := p.Allocator()
+	q.trusted = append(q.trusted, trustedPool{pool: p, region: r, alloc: a, coherent: a == nil || isCoherent(a)})
+	return &q.trusted[len(q.trusted)-1]
 }
 
 // dmaOK decides whether the device may read b. Buffers from pools whose region
-// the allocator maps are accepted by pool; any other address goes through
-// Allocator.Check, so a DMA address outside the mapped range is refused before
-// the device ever sees it.
-func (q *txQueue) dmaOK(b *dma.Buf) bool {
+// the allocator maps are accepted by pool (t is the pool's entry); any other
+// address goes through Allocator.Check, so a DMA address outside the mapped
+// range is refused before the device ever sees it (then t is nil).
+func (q *txQueue) dmaOK(b *dma.Buf) (t *trustedPool, ok bool) {
 	if b == nil || b.Len < minTxLen || b.Len > txMaxLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
 		q.refusedLen.Add(1)
-		return false
+		return nil, false
 	}
-	if p := b.Pool(); p != nil && p.Region() != nil {
-		for _, t := range q.trusted {
-			if t == p {
-				return true
-			}
+	if p := b.Pool(); p != nil {
+		if q.last != nil && q.last.pool == p {
+			return q.last, true
 		}
-		if q.trustPool(p) {
-			return true
+		if p.Region() != nil {
+			for i := range q.trusted {
+				if q.trusted[i].pool == p {
+					q.last = &q.trusted[i]
+					return q.last, true
+				}
+			}
+			if t := q.trustPool(p); t != nil {
+				q.last = t
+				return t, true
+			}
 		}
 	}
 	if q.alloc.Check(b.DataIOVA(), b.Len) != nil {
 		q.refusedDMA.Add(1)
-		return false
+		return nil, false
 	}
-	return true
+	return nil, true
 }
 
 // Send puts a prefix of bufs on the ring and returns how many it took. Each
@@ -146,19 +169,26 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			break
 		}
 		taken++
-		if !q.dmaOK(b) {
+		t, ok := q.dmaOK(b)
+		if !ok {
 			if b != nil && b.Pool() != nil {
 				b.Free()
 			}
 			continue
 		}
-		if p := b.Pool(); p != nil {
-			if r := p.Region(); r != nil {
-				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
+		iova := b.DataIOVA()
+		switch {
+		case t != nil:
+			if !t.coherent {
+				t.alloc.Sync(t.region, int(iova-t.region.IOVA), b.Len, dma.ForDevice)
+			}
+		case b.Pool() != nil:
+			if p := b.Pool(); p.Region() != nil {
+				p.Allocator().Sync(p.Region(), int(iova-p.Region().IOVA), b.Len, dma.ForDevice)
 			}
 		}
 		off := q.tail * descSize
-		putTxData(q.ring.CPU[off:off+descSize], b.DataIOVA(), b.Len)
+		putTxData(q.ring.CPU[off:off+descSize], iova, b.Len)
 		b.SetOwner(dma.OwnerTx)
 		q.slots[q.tail] = b
 		if q.tail++; q.tail == q.n {
@@ -169,7 +199,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		nbytes += uint64(b.Len)
 	}
 	if posted > 0 {
-		syncRing(q.alloc, q.ring, q.n, first, posted, dma.ForDevice)
+		if !q.coherent {
+			syncRing(q.alloc, q.ring, q.n, first, posted, dma.ForDevice)
+		}
 		q.regs.Write32(q.tdt, uint32(q.tail))
 		q.packets.Add(uint64(posted))
 		q.bytes.Add(nbytes)
@@ -183,7 +215,9 @@ func (q *txQueue) Reclaim() int {
 	n := 0
 	for q.inflight > 0 {
 		off := q.clean * descSize
-		q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
+		if !q.coherent {
+			q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
+		}
 		if loadLE32(q.ring.CPU, off+txwStatus)&txStatDD == 0 { // one atomic load (desc_unsafe.go)
 			break
 		}

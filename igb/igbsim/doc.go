@@ -62,4 +62,10 @@
 // with that mutex released while frames are on the wire (a second mutex keeps
 // transmissions in order), so two models joined by a synchronous wire cannot
 // deadlock. The per-frame paths (Inject, TDT) do not allocate.
+//
+// Translation: a TDT pass translates the whole descriptor ring once (like an
+// IOTLB filled for the pass) when all of it is mapped, and otherwise each
+// descriptor on its own, so an unmapped descriptor faults as before. Buffers and
+// RX descriptors are translated per access: sim.Memory has no unmap signal that
+// would let a translation outlive one pass safely.
 package igbsim

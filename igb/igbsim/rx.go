@@ -120,9 +120,19 @@ func (m *Model) receiveLocked(frame []byte) bool {
 		data = m.crcBuf[:n+4]
 	}
 	bsize := int(r.srrctl&srrctlBSizeMask) << 10
-	ndesc := (len(data) + bsize - 1) / bsize
+	ndesc := 1
+	if len(data) > bsize {
+		ndesc = (len(data) + bsize - 1) / bsize
+	}
 	size := r.len / descSize
-	if int((r.tail+size-r.head)%size) < ndesc {
+	free := r.tail - r.head // descriptors [RDH, RDT) are the device's
+	if r.tail < r.head {
+		free += size
+	}
+	if r.head >= size || r.tail >= size { // stale after a ring resize
+		free = (r.tail + size - r.head) % size
+	}
+	if int(free) < ndesc {
 		m.missLocked(r, true)
 		return false
 	}
@@ -153,7 +163,9 @@ func (m *Model) receiveLocked(frame []byte) bool {
 		le.PutUint16(d[rxwLength:], uint16(len(chunk)))
 		le.PutUint16(d[rxwVLAN:], 0)
 		storeStatus(d, rxwStatus, status)
-		head = (head + 1) % size
+		if head++; head >= size { // (head+1) % size without a division
+			head %= size
+		}
 	}
 	r.head = head
 

@@ -62,12 +62,17 @@ func (m *Model) transmitQueue(q int) {
 		psp := m.tctl&tctlPSP != 0
 		sink := m.sink
 		batch, arena := m.txBatch[:0], m.txArena[:0]
+		// Translate the whole ring once per pass (an IOTLB hit for every
+		// descriptor after the first), when all of it is mapped; otherwise
+		// each descriptor is translated, and faulted, on its own.
+		ring := m.ringView(base, size)
 		for head != tail && len(batch) < txBatchMax {
-			fr, next, complete := m.gatherLocked(base, size, head, tail, &arena, psp)
+			batch = append(batch, txFrame{})
+			next, complete := m.gatherLocked(&batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
 			if !complete {
+				batch = batch[:len(batch)-1]
 				break
 			}
-			batch = append(batch, fr)
 			head = next
 		}
 		m.mu.Unlock()
@@ -98,13 +103,15 @@ func (m *Model) transmitQueue(q int) {
 			for k := uint32(0); k < fr.ndesc; k++ {
 				d, err := fr.desc, error(nil)
 				if k > 0 || d == nil {
-					d, err = m.mem.View("tx-writeback", base+uint64(idx)*descSize, descSize)
+					d, err = m.descView(ring, "tx-writeback", base, idx)
 				}
 				if err == nil && le.Uint32(d[txdCmd:])&txCmdRS != 0 {
 					storeStatus(d, txwStatus, txStatDD)
 					raise = true
 				}
-				idx = (idx + 1) % size
+				if idx++; idx >= size {
+					idx %= size
+				}
 			}
 			switch {
 			case fr.send:
@@ -136,9 +143,36 @@ func (m *Model) transmitQueue(q int) {
 	}
 }
 
-// gatherLocked reads the frame starting at descriptor head. It reports
-// complete=false when the frame's EOP descriptor is not before tail yet.
-func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte, psp bool) (fr txFrame, next uint32, complete bool) {
+// ringView is the device's view of a whole descriptor ring of size
+// descriptors at base, or nil when part of it is not mapped (then descView
+// translates, and faults, descriptor by descriptor, as before). Valid for one
+// pass under mu: the driver frees a ring only after disabling its queue.
+func (m *Model) ringView(base uint64, size uint32) []byte {
+	n := int(size) * descSize
+	if m.mem.Check(base, n) != nil {
+		return nil
+	}
+	v, err := m.mem.View("tx-desc", base, n)
+	if err != nil {
+		return nil
+	}
+	return v
+}
+
+// descView is descriptor idx of the ring at base: a slice of ring when the
+// ring was translated whole (and idx is inside it), else its own translation (a
+// fault named op when unmapped).
+func (m *Model) descView(ring []byte, op string, base uint64, idx uint32) ([]byte, error) {
+	if o := int(idx) * descSize; o+descSize <= len(ring) {
+		return ring[o : o+descSize : o+descSize], nil
+	}
+	return m.mem.View(op, base+uint64(idx)*descSize, descSize)
+}
+
+// gatherLocked reads the frame starting at descriptor head into *fr (zeroed by
+// the caller). It reports complete=false when the frame's EOP descriptor is not
+// before tail yet. ring is the ring's view from ringView, or nil.
+func (m *Model) gatherLocked(fr *txFrame, ring []byte, base uint64, size, head, tail uint32, arena *[]byte, psp bool) (next uint32, complete bool) {
 	fr.first = head
 	idx := head
 	total := 0
@@ -149,15 +183,17 @@ func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte
 	gathered := false
 	for {
 		if idx == tail {
-			return txFrame{}, head, false
+			return head, false
 		}
 		addr := base + uint64(idx)*descSize
-		d, err := m.mem.View("tx-desc", addr, descSize)
+		d, err := m.descView(ring, "tx-desc", base, idx)
 		fr.ndesc++
-		idx = (idx + 1) % size
+		if idx++; idx >= size { // (idx+1) % size without a division
+			idx %= size
+		}
 		if err != nil { // the ring itself is gone: consume one descriptor
 			fr.bad = true
-			return fr, idx, true
+			return idx, true
 		}
 		if fr.ndesc == 1 {
 			fr.desc = d
@@ -168,7 +204,7 @@ func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte
 			ok = false
 		} else if dtyp := cmd & txDTYPMask; dtyp == txDTYPCtxt {
 			if fr.ndesc == 1 { // a context descriptor ahead of a frame: consumed
-				return fr, idx, true
+				return idx, true
 			}
 			m.faults.Add("tx-desc", "", addr, "context descriptor inside a frame")
 			ok = false
@@ -227,7 +263,7 @@ func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte
 	}
 	if !ok {
 		fr.bad = true
-		return fr, idx, true
+		return idx, true
 	}
 	data := first
 	if gathered {
@@ -241,5 +277,5 @@ func (m *Model) gatherLocked(base uint64, size, head, tail uint32, arena *[]byte
 	}
 	fr.data = data
 	fr.send = true
-	return fr, idx, true
+	return idx, true
 }
