@@ -472,6 +472,10 @@ func fuse(code []insn, targets []bool) {
 		if j.back != 0 || j.dst != a.dst {
 			continue
 		}
+		// The fused jump tests the loaded value: no fused move onto it.
+		if j.op >= opPJEQ64K && j.op <= opPJSLE32X && j.pdst == a.dst {
+			continue
+		}
 		var f op
 		switch j.op {
 		case opJEQ64K, opJEQ32K:
@@ -503,7 +507,12 @@ func fuse(code []insn, targets []bool) {
 			continue
 		}
 		j := code[i+2]
-		if j.back != 0 || j.dst != a.dst {
+		// The fused jump compares the computed value: neither the compared
+		// register nor a fused move may be its destination.
+		if j.back != 0 || j.dst != a.dst || j.src == a.dst {
+			continue
+		}
+		if j.op == opPJGT64X && (j.pdst == a.dst || j.pdst == j.src) {
 			continue
 		}
 		switch j.op {
@@ -536,7 +545,9 @@ func fuseLate(code []insn, targets []bool) {
 		// The u16 load (four slots) and the test of its value.
 		if a.op == opLdxB16L && i+5 < len(code) && !targets[i+4] {
 			j := code[i+4]
-			if j.back != 0 || j.dst != a.pdst {
+			// The move must not be onto A: the fused test compares the
+			// loaded value.
+			if j.back != 0 || j.dst != a.pdst || (j.op >= opPJEQ64K && j.op <= opPJSLE32X && j.pdst == a.pdst) {
 				continue
 			}
 			f := a

@@ -407,6 +407,9 @@ const (
 	opExit
 
 	numOps
+
+	// opLast is the largest value an op can hold; no operation has it.
+	opLast op = 255
 )
 
 // insn is the pre-decoded form the interpreter runs: 32 bytes.
