@@ -121,3 +121,35 @@ func TestRunBurstRecovers(t *testing.T) {
 		t.Errorf("after repair: %d %d %v", n, first, verdicts)
 	}
 }
+
+// TestRegistersClearedBetweenRuns: the Runner's register files are reused,
+// but a run never sees the registers an earlier run (of another program)
+// left: r0 and r3-r9 start at zero.
+func TestRegistersClearedBetweenRuns(t *testing.T) {
+	var set [][]byte
+	for reg := byte(0); reg <= 9; reg++ {
+		set = append(set, ins(0xb7, reg, 0, 0, 77)) // rN = 77
+	}
+	writer, err := LoadRaw("writer", asmProg(append(set, exitInsn)...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum [][]byte
+	sum = append(sum, ins(0xbf, 1, 0, 0, 0)) // r1 = r0 (r0 before any write)
+	for reg := byte(3); reg <= 9; reg++ {
+		sum = append(sum, ins(0x0f, 1, reg, 0, 0)) // r1 += rN
+	}
+	sum = append(sum, ins(0xbf, 0, 1, 0, 0), exitInsn) // r0 = r1
+	reader, err := LoadRaw("reader", asmProg(sum...), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewRunner(0)
+	f := newFrame(udpFrame(9))
+	if ret, ok := r.RunFrame(writer, f); !ok || ret != 77 {
+		t.Fatalf("writer: %d %v", ret, ok)
+	}
+	if ret, ok := r.RunFrame(reader, f); !ok || ret != 0 {
+		t.Errorf("reader saw %d from the last run's registers, want 0", ret)
+	}
+}
