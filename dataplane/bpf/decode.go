@@ -542,6 +542,18 @@ func fuseLate(code []insn, targets []bool) {
 				continue
 			}
 		}
+		// A map lookup with a key on the stack and the null test.
+		if a.op == opMovAdd64 && a.dst == 2 && a.src == 10 && i+5 < len(code) &&
+			!targets[i+2] && !targets[i+4] && !targets[i+5] {
+			m, c, j := code[i+2], code[i+4], code[i+5]
+			if m.op == opLdMap && m.dst == 1 && m.imm >= 0 && m.imm <= math.MaxUint32 &&
+				c.op == opCall && c.imm == helperMapLookupElem &&
+				j.op == opJEQ64K && j.dst == 0 && j.imm == 0 && j.back == 0 {
+				code[i] = insn{op: opLookup, dst: 2, src: 10, imm: a.imm, pimm: uint32(m.imm), t: j.off}
+				i += 5
+				continue
+			}
+		}
 		// The u16 load (four slots) and the test of its value.
 		if a.op == opLdxB16L && i+5 < len(code) && !targets[i+4] {
 			j := code[i+4]

@@ -154,6 +154,19 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 			if r.faulted {
 				return 0
 			}
+		case opLookup:
+			reg[2] = reg[10] + uint64(in.imm)
+			reg[1] = regionMap<<32 | uint64(in.pimm)
+			reg[0] = r.callHelper(p, pc+4, helperMapLookupElem, h)
+			if r.faulted {
+				return 0
+			}
+			if reg[0] == 0 {
+				pc = int(in.t)
+				continue
+			}
+			pc += 6
+			continue
 		case opTailCall:
 			r.hreg = h
 			np, ok := r.tailCall(p, pc, reg[2], reg[3])

@@ -280,6 +280,11 @@ const (
 	opB16LPJEQ
 	opB16LPJNE
 
+	// Fused map lookup, clang's "r2 = r10; r2 += imm; r1 = map pimm; call
+	// bpf_map_lookup_elem; if r0 == 0 goto t" (six slots). It runs on the
+	// slow path, as the call does; a fault names the call.
+	opLookup
+
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K

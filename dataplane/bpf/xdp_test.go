@@ -3,6 +3,7 @@ package bpf
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,5 +344,61 @@ func TestRedirectMapNoAlloc(t *testing.T) {
 	f := newFrame(udpFrame(1))
 	if n := testing.AllocsPerRun(1000, func() { r.Run(prog, f) }); n != 0 {
 		t.Errorf("redirect_map: %v allocations per run", n)
+	}
+}
+
+// TestFusedLookup: clang's lookup sequence ("r2 = r10; r2 += K; r1 = map;
+// call map_lookup_elem; if r0 == 0 goto") runs as one operation with the
+// registers and result of the six slots, on a hit and a miss, and a bad key
+// pointer faults at the call.
+func TestFusedLookup(t *testing.T) {
+	prog := func(keyOff int32) asm.Instructions {
+		return asm.Instructions{
+			asm.StoreImm(asm.RFP, -4, 3, asm.Word),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, keyOff),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("a"),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "miss"),
+			asm.LoadMem(asm.R0, asm.R0, 0, asm.Word),
+			asm.Add.Reg(asm.R0, asm.R1), // r1 is still the map handle: its low half is 0
+			asm.Return(),
+			asm.Mov.Imm(asm.R0, 99).WithSymbol("miss"),
+			asm.Add.Reg(asm.R0, asm.R2), // r2 is still the key pointer
+			asm.Return(),
+		}
+	}
+	specs := map[string]*ebpf.MapSpec{"a": {Name: "a", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 4}}
+	c, p := mapSpecCollection(t, specs, prog(-4))
+	fused := false
+	for _, in := range p.code {
+		fused = fused || in.op == opLookup
+	}
+	if !fused {
+		t.Fatal("lookup sequence not fused")
+	}
+	r := NewRunner(0)
+	f := newFrame(udpFrame(1))
+	// Miss: r0 = 99 + r2 (the stack pointer fp-4).
+	ret, ok := r.RunFrame(p, f)
+	if want := uint32(99 + stackSize - 4); !ok || ret != want {
+		t.Errorf("miss: %d %v, want %d", ret, ok, want)
+	}
+	m, _ := c.Map("a")
+	if err := m.Update(u32key(3), u32key(40), maps.UpdateAny, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Hit: r0 = 40 + low half of r1 (the map handle: region in the high half).
+	if ret, ok := r.RunFrame(p, f); !ok || ret != 40 {
+		t.Errorf("hit: %d %v", ret, ok)
+	}
+	// A key above the top of the stack: the call faults, at its own index.
+	_, bad := mapSpecCollection(t, specs, prog(8))
+	if _, ok := r.RunFrame(bad, f); ok {
+		t.Fatal("bad key did not fault")
+	}
+	var fe *Fault
+	if err := r.Fault(); !errors.As(err, &fe) || fe.Index != 5 || !strings.Contains(fe.Insn, "Call") {
+		t.Errorf("fault %v, want one at the call (slot 5)", err)
 	}
 }
