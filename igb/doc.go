@@ -32,7 +32,8 @@
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
-// tx.go (rings), phy.go (MDIO), driver.go (probe, reset, bring-up), stats.go,
-// dump.go, ids.go (PCI IDs), desc_unsafe.go (atomic status loads), coherent.go
-// (Sync skipped on the fast path for allocators that say they are coherent).
+// tx.go (rings), ring.go (their shared set-up), phy.go (MDIO), driver.go
+// (probe, reset, bring-up), stats.go, dump.go, ids.go (PCI IDs), desc_unsafe.go
+// (atomic status loads), coherent.go (Sync skipped on the fast path for
+// allocators that say they are coherent).
 package igb

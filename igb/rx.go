@@ -1,10 +1,8 @@
 package igb
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
@@ -65,12 +63,8 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
 		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n)}
 	var err error
-	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
-		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
-	}
-	if !ringAligned(q.ring.CPU) {
-		q.free()
-		return nil, errors.New("RX descriptor ring: CPU view not 16-byte aligned (the allocator must align its memory)")
+	if q.ring, err = p.allocRing("RX", n); err != nil {
+		return nil, err
 	}
 	if q.pool, err = dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize); err != nil {
 		q.free()
@@ -86,22 +80,10 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 
 	b := rxBlock(i)
 	q.rdt = uint32(b + qTail)
-	// RX queue set-up, 82576 datasheet 4.5.9: disable, program, enable, poll.
-	p.w32(b+qDCTL, 0)
-	if !p.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
+	srrctl := func() { p.w32(b+qSRRCTL, uint32(kib)|uint32(srrctlDescAdv1Buf|srrctlDropEn)) }
+	if err := p.enableRing("RX", b, q.ring, n, srrctl, uint32(dctlEnable)|8<<dctlPThreshShift|8<<dctlHThreshShift|1<<dctlWThreshShift); err != nil {
 		q.free()
-		return nil, fmt.Errorf("RXDCTL.ENABLE still set 100ms after clearing it: %w", nic.ErrTimeout)
-	}
-	p.w32(b+qBAL, uint32(q.ring.IOVA))
-	p.w32(b+qBAH, uint32(q.ring.IOVA>>32))
-	p.w32(b+qLEN, uint32(n*descSize))
-	p.w32(b+qHead, 0)
-	p.w32(b+qTail, 0)
-	p.w32(b+qSRRCTL, uint32(kib)|uint32(srrctlDescAdv1Buf|srrctlDropEn))
-	p.w32(b+qDCTL, uint32(dctlEnable)|8<<dctlPThreshShift|8<<dctlHThreshShift|1<<dctlWThreshShift)
-	if !p.poll(time.Second, func(v uint32) bool { return dctlBits(v)&dctlEnable != 0 }, b+qDCTL) {
-		q.free()
-		return nil, fmt.Errorf("RXDCTL.ENABLE not set 1s after enabling the queue: %w", nic.ErrTimeout)
+		return nil, err
 	}
 	q.refill()
 	return q, nil
@@ -247,10 +229,8 @@ func (q *rxQueue) ArmIRQ() {
 // stop disables the queue and waits for the device to let go of it.
 func (q *rxQueue) stop() error {
 	q.stopped = true
-	b := rxBlock(q.idx)
-	q.regs.Write32(uint32(b+qDCTL), 0)
-	if !q.port.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
-		return fmt.Errorf("RX queue %d: RXDCTL.ENABLE still set 100ms after disabling it: %w", q.idx, nic.ErrTimeout)
+	if err := q.port.disableQueue("RX", rxBlock(q.idx)); err != nil {
+		return fmt.Errorf("RX queue %d: %w", q.idx, err)
 	}
 	return nil
 }

@@ -1,10 +1,8 @@
 package igb
 
 import (
-	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
@@ -74,29 +72,14 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
 		trusted: make([]trustedPool, 0, maxTrustedPools), coherent: isCoherent(p.alloc)}
 	var err error
-	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
-		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
-	}
-	if !ringAligned(q.ring.CPU) {
-		q.free()
-		return nil, errors.New("TX descriptor ring: CPU view not 16-byte aligned (the allocator must align its memory)")
+	if q.ring, err = p.allocRing("TX", n); err != nil {
+		return nil, err
 	}
 	b := txBlock(i)
 	q.tdt = uint32(b + qTail)
-	p.w32(b+qDCTL, 0)
-	if !p.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
+	if err := p.enableRing("TX", b, q.ring, n, nil, uint32(dctlEnable)|8<<dctlPThreshShift|1<<dctlHThreshShift|1<<dctlWThreshShift); err != nil {
 		q.free()
-		return nil, fmt.Errorf("TXDCTL.ENABLE still set 100ms after clearing it: %w", nic.ErrTimeout)
-	}
-	p.w32(b+qBAL, uint32(q.ring.IOVA))
-	p.w32(b+qBAH, uint32(q.ring.IOVA>>32))
-	p.w32(b+qLEN, uint32(n*descSize))
-	p.w32(b+qHead, 0)
-	p.w32(b+qTail, 0)
-	p.w32(b+qDCTL, uint32(dctlEnable)|8<<dctlPThreshShift|1<<dctlHThreshShift|1<<dctlWThreshShift)
-	if !p.poll(time.Second, func(v uint32) bool { return dctlBits(v)&dctlEnable != 0 }, b+qDCTL) {
-		q.free()
-		return nil, fmt.Errorf("TXDCTL.ENABLE not set 1s after enabling the queue: %w", nic.ErrTimeout)
+		return nil, err
 	}
 	return q, nil
 }
@@ -254,10 +237,8 @@ func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
 
 func (q *txQueue) stop() error {
 	q.stopped = true
-	b := txBlock(q.idx)
-	q.regs.Write32(uint32(b+qDCTL), 0)
-	if !q.port.poll(100*time.Millisecond, func(v uint32) bool { return dctlBits(v)&dctlEnable == 0 }, b+qDCTL) {
-		return fmt.Errorf("TX queue %d: TXDCTL.ENABLE still set 100ms after disabling it: %w", q.idx, nic.ErrTimeout)
+	if err := q.port.disableQueue("TX", txBlock(q.idx)); err != nil {
+		return fmt.Errorf("TX queue %d: %w", q.idx, err)
 	}
 	return nil
 }
