@@ -651,27 +651,33 @@ func (pt *dpPartner) generate() {
 	defer pt.wg.Done()
 	start := time.Now()
 	next := 0
+	burst := make([][]byte, 0, pt.burst)
 	for {
 		select {
 		case <-pt.quit:
 			return
 		default:
 		}
-		full := false
-		for i := 0; i < pt.burst; i++ {
+		burst = burst[:0]
+		done := false
+		for len(burst) < pt.burst {
 			if next == len(pt.frames) {
 				if !pt.loop {
-					return
+					done = true
+					break
 				}
 				next = 0
 			}
-			if pt.m.Inject(pt.frames[next]) {
-				pt.sent.Add(1)
-			} else {
-				pt.missed.Add(1)
-				full = true
-			}
+			burst = append(burst, pt.frames[next])
 			next++
+		}
+		// One InjectBurst: the frames arrive back to back, as a burst on the wire.
+		n := pt.m.InjectBurst(burst)
+		pt.sent.Add(uint64(n))
+		pt.missed.Add(uint64(len(burst) - n))
+		full := n < len(burst)
+		if done {
+			return
 		}
 		if pt.rate > 0 {
 			due := start.Add(time.Duration(float64(pt.sent.Load()+pt.missed.Load()) / pt.rate * float64(time.Second)))

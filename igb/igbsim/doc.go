@@ -63,9 +63,10 @@
 // transmissions in order), so two models joined by a synchronous wire cannot
 // deadlock. The per-frame paths (Inject, TDT) do not allocate.
 //
-// Translation: a TDT pass translates the whole descriptor ring once (like an
-// IOTLB filled for the pass) when all of it is mapped, and otherwise each
-// descriptor on its own, so an unmapped descriptor faults as before. Buffers and
-// RX descriptors are translated per access: sim.Memory has no unmap signal that
-// would let a translation outlive one pass safely.
+// Translation: a TDT pass, and an InjectBurst, translates each descriptor ring
+// it uses once (like an IOTLB filled for the pass) when all of the ring is
+// mapped, and otherwise each descriptor on its own, so an unmapped descriptor
+// faults as before. Inject translates its RX descriptor alone, and buffers are
+// translated per access: sim.Memory has no unmap signal that would let a
+// translation outlive one pass safely.
 package igbsim

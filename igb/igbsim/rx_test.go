@@ -1,6 +1,7 @@
 package igbsim
 
 import (
+	"bytes"
 	"hash/crc32"
 	"testing"
 	"time"
@@ -284,4 +285,65 @@ func TestRxNonCoherentConcurrentSync(t *testing.T) {
 	require.Equal(t, n-1, <-done)
 	require.Equal(t, n-1, seen)
 	require.NoError(t, r.m.Err())
+}
+
+// TestInjectBurstMatchesInject: a burst does what the same frames injected one
+// by one do: the same frames accepted, the same bytes in buffers and
+// write-backs, the same statistics, counters and faults (a descriptor whose
+// buffer is unmapped, a runt, a ring that fills up mid-burst).
+func TestInjectBurstMatchesInject(t *testing.T) {
+	frames := [][]byte{frame(factoryMAC, 64), frame(factoryMAC, 20), frame(factoryMAC, 1514),
+		frame(factoryMAC, 60), frame(factoryMAC, 100), frame(factoryMAC, 64), frame(factoryMAC, 64), frame(factoryMAC, 64)}
+	type result struct {
+		accepted int
+		ring     []byte
+		bufs     []byte
+		stats    []uint32
+		cnt      Counters
+		faults   []string
+	}
+	run := func(burst, badDesc bool) result {
+		r := newRig(t, testCfg())
+		r.linkUp()
+		rx := r.setupRx(0, 8, 2)
+		if badDesc {
+			le.PutUint64(rx.ring.CPU[3*16:], 0x1000) // descriptor 3: buffer not mapped
+		}
+		r.wr(tRDBAL(0)+0x18, 6) // six descriptors for eight frames
+		r.enableRx(0)
+		var res result
+		if burst {
+			res.accepted = r.m.InjectBurst(frames)
+		} else {
+			for _, f := range frames {
+				if r.m.Inject(f) {
+					res.accepted++
+				}
+			}
+		}
+		res.ring = bytes.Clone(rx.ring.CPU)
+		res.bufs = bytes.Clone(rx.bufs.CPU)
+		for _, off := range []uint32{tGPRC, tMPC, tRNBC, tRUC, tTPR} {
+			res.stats = append(res.stats, r.rd(off))
+		}
+		res.cnt = r.m.Counters()
+		for _, f := range r.m.Faults() {
+			res.faults = append(res.faults, f.Op)
+		}
+		return res
+	}
+	full, fullBurst := run(false, false), run(true, false)
+	require.Equal(t, full, fullBurst)
+	require.Equal(t, 6, full.accepted, "seven good frames for six descriptors: the ring fills up")
+	require.NotZero(t, full.cnt.RxMissed)
+	require.Empty(t, full.faults)
+
+	one, burst := run(false, true), run(true, true)
+	require.Equal(t, one, burst)
+	require.NotEmpty(t, one.faults, "the unmapped buffer faults in both")
+	for _, op := range one.faults {
+		require.Equal(t, "rx-buffer", op)
+	}
+	require.NotZero(t, one.cnt.RxMissed, "frames missed")
+	require.NotZero(t, one.cnt.RxFrames)
 }

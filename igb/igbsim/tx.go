@@ -65,7 +65,7 @@ func (m *Model) transmitQueue(q int) {
 		// Translate the whole ring once per pass (an IOTLB hit for every
 		// descriptor after the first), when all of it is mapped; otherwise
 		// each descriptor is translated, and faulted, on its own.
-		ring := m.ringView(base, size)
+		ring := m.ringView("tx-desc", base, size)
 		for head != tail && len(batch) < txBatchMax {
 			batch = append(batch, txFrame{})
 			next, complete := m.gatherLocked(&batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
@@ -145,14 +145,14 @@ func (m *Model) transmitQueue(q int) {
 
 // ringView is the device's view of a whole descriptor ring of size
 // descriptors at base, or nil when part of it is not mapped (then descView
-// translates, and faults, descriptor by descriptor, as before). Valid for one
-// pass under mu: the driver frees a ring only after disabling its queue.
-func (m *Model) ringView(base uint64, size uint32) []byte {
+// translates, and faults, descriptor by descriptor, as before). Kept for one
+// TDT pass or one InjectBurst, never longer: sim.Memory has no unmap signal.
+func (m *Model) ringView(op string, base uint64, size uint32) []byte {
 	n := int(size) * descSize
 	if m.mem.Check(base, n) != nil {
 		return nil
 	}
-	v, err := m.mem.View("tx-desc", base, n)
+	v, err := m.mem.View(op, base, n)
 	if err != nil {
 		return nil
 	}
