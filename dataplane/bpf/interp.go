@@ -31,13 +31,25 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 	// r0-r10 only. Helpers see its first 16 as an array.
 	reg := &r.regs[base]
 	clear(reg[:16])
-	h := (*[16]uint64)(reg[:16])
 	reg[1], reg[2], reg[10] = r1, r2, fp
-	for {
-		var done bool
-		pc, p, done = r.fast(p, pc, base, reg)
-		if done {
-			return reg[0]
+	pc, p, done := r.fast(p, pc, base, reg)
+	if done {
+		return reg[0]
+	}
+	return r.slow(p, pc, base, reg)
+}
+
+// slow runs the instruction at pc that fast left (see exec), then goes on
+// with fast, in turn, until the frame exec started in exits.
+func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
+	h := (*[16]uint64)(reg[:16])
+	for first := true; ; first = false {
+		if !first {
+			var done bool
+			pc, p, done = r.fast(p, pc, base, reg)
+			if done {
+				return reg[0]
+			}
 		}
 		code := p.code
 		// Slow path: the instruction at pc.

@@ -323,7 +323,16 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.tails = 0
 	r.budget = p.budget
 	r.records = r.records[:0]
-	v := r.exec(p, 0, regionCtx<<32, 0, regionStack<<32|stackSize)
+	// exec, unrolled for the top frame: most runs never leave fast.
+	reg := &r.regs[0]
+	clear(reg[:16])
+	reg[1], reg[10] = regionCtx<<32, regionStack<<32|stackSize
+	var v uint64
+	if pc, q, done := r.fast(p, 0, 0, reg); done {
+		v = reg[0]
+	} else {
+		v = r.slow(q, pc, 0, reg)
+	}
 	if len(r.records) != 0 {
 		r.dropRecords()
 	}
