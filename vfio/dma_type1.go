@@ -26,6 +26,7 @@ type Type1Allocator struct {
 	hugeShift int                             // log2 of the huge page size, 0 without; immutable
 	limit     uint64                          // exclusive IOVA limit, 0 none; immutable
 	syncFn    func(b []byte, dir dma.SyncDir) // immutable
+	ownSync   bool                            // the caller supplied syncFn (WithSync); immutable
 
 	mu     sync.Mutex
 	maps   []*mapping // sorted by IOVA; guarded by mu
@@ -106,7 +107,8 @@ func newType1Allocator(m dmaMapper, info iommuInfo, cfg allocConfig) (*Type1Allo
 	if fn == nil {
 		fn = archSync
 	}
-	return &Type1Allocator{mapper: m, iova: ia, page: page, hugeShift: shift, limit: cfg.limit, syncFn: fn}, nil
+	return &Type1Allocator{mapper: m, iova: ia, page: page, hugeShift: shift, limit: cfg.limit, syncFn: fn,
+		ownSync: cfg.sync != nil}, nil
 }
 
 // PageSize is the unit in which memory is allocated and mapped.
@@ -219,6 +221,16 @@ func (a *Type1Allocator) Sync(r *dma.Region, off, n int, dir dma.SyncDir) {
 	}
 	a.syncFn(r.CPU[off:off+n], dir)
 }
+
+// Coherent reports that Sync may be skipped: VFIO type1 memory is cache
+// coherent on every architecture, because the kernel admits a device to a type1
+// container only when its IOMMU domain reports IOMMU_CAP_CACHE_COHERENCY
+// (drivers/vfio: the group is refused otherwise, and every mapping is made with
+// IOMMU_CACHE). Drivers probe for this method (igb.Coherent) and then leave the
+// Sync calls out of their fast paths. An allocator built with WithSync, whose
+// caller asked for cache maintenance of its own, reports false so that its
+// function still runs.
+func (a *Type1Allocator) Coherent() bool { return !a.ownSync }
 
 // Check implements dma.Allocator.
 func (a *Type1Allocator) Check(iova uint64, n int) error {

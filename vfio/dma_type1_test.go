@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/igb"
 )
 
 // fakeIOMMU records MAP_DMA and UNMAP_DMA as the container would, refusing
@@ -292,5 +293,20 @@ func TestType1WithPool(t *testing.T) {
 	}
 	if a.Mapped() != 0 {
 		t.Fatal("pool close left memory mapped")
+	}
+}
+
+// TestType1Coherent checks the coherence probe drivers use (igb.Coherent): the
+// default type1 allocator says Sync may be skipped, one with a caller's own
+// cache maintenance (WithSync) says it may not.
+func TestType1Coherent(t *testing.T) {
+	// The igb driver probes for exactly this interface.
+	var probe igb.Coherent = newTestAllocator(t, newFakeIOMMU(), x86Info, allocConfig{})
+	if !probe.Coherent() {
+		t.Fatal("default type1 allocator: Coherent() = false, want true")
+	}
+	own := newTestAllocator(t, newFakeIOMMU(), x86Info, allocConfig{sync: func([]byte, dma.SyncDir) {}})
+	if own.Coherent() {
+		t.Fatal("type1 allocator with its own sync function: Coherent() = true, want false")
 	}
 }
