@@ -139,6 +139,21 @@ func txCmd(n int) uint32 {
 	return txDtypData | txCmdDEXT | txCmdIFCS | txCmdEOP | txCmdRS | uint32(n)&txLenMask
 }
 
+// putTxSeg writes one data descriptor of a frame of total bytes spread over
+// several: seg bytes at addr; EOP and RS only on the last, where the device
+// reports DD (82576 datasheet 7.2.2.3). PAYLEN is the whole frame in every one
+// (the device reads it from the first).
+func putTxSeg(d []byte, addr uint64, seg, total int, last bool) {
+	_ = d[descSize-1]
+	cmd := txDtypData | txCmdDEXT | txCmdIFCS | uint32(seg)&txLenMask
+	if last {
+		cmd |= txCmdEOP | txCmdRS
+	}
+	binary.LittleEndian.PutUint64(d[txdAddr:], addr)
+	binary.LittleEndian.PutUint32(d[txdCmdTypeLen:], cmd)
+	binary.LittleEndian.PutUint32(d[txdOlinfo:], uint32(total)<<txPaylenShft)
+}
+
 // putTxData writes an advanced data descriptor for one whole frame.
 func putTxData(d []byte, addr uint64, n int) {
 	_ = d[descSize-1]

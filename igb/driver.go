@@ -25,7 +25,10 @@ type Config struct {
 	PoolSize int
 	// FrameSize is the size of one pool buffer: dma.Headroom in front, then at
 	// least 2 KiB for the device (SRRCTL.BSIZEPKT counts whole KiB). Default
-	// 2304.
+	// 4096: one page per buffer, as the kernel's XDP page_pool (256 bytes of
+	// headroom, 3 KiB for the device, room for adjust_tail to grow a frame), and
+	// no buffer crosses a page, so a frame sent from it (XDP_TX) takes one TX
+	// descriptor.
 	FrameSize int
 	// Interrupts sets up MSI-X: one vector per queue pair and one for link and
 	// other causes. Without it the queues are polled.
@@ -48,7 +51,7 @@ type Config struct {
 const (
 	defaultRingSize    = 512
 	maxRingSize        = 4096
-	defaultFrameSize   = 2304
+	defaultFrameSize   = 4096
 	defaultLinkTimeout = 5 * time.Second
 	maxQueues          = 4
 	rssKeyLen          = 40

@@ -181,7 +181,7 @@ func TestSimBringUp(t *testing.T) {
 	for _, c := range []struct{ reg, field, want string }{
 		{"CTRL", "SLU", "1"}, {"STATUS", "LU", "1"}, {"STATUS", "SPEED", "1000"}, {"RCTL", "EN", "1"},
 		{"RCTL", "SECRC", "1"}, {"TCTL", "EN", "1"}, {"TCTL", "PSP", "1"}, {"RXDCTL0", "ENABLE", "1"},
-		{"SRRCTL0", "DESCTYPE", "1"}, {"SRRCTL0", "BSIZEPKT_KB", "2"}, {"SRRCTL0", "DROP_EN", "1"},
+		{"SRRCTL0", "DESCTYPE", "1"}, {"SRRCTL0", "BSIZEPKT_KB", "3"}, {"SRRCTL0", "DROP_EN", "1"},
 		{"RAH0", "MAC", mac.String()}, {"RAH0", "AV", "1"}, {"EECD", "AUTO_RD", "1"},
 	} {
 		reg, ok := d.Reg(c.reg)

@@ -96,12 +96,12 @@ func (s *stats) stop() {
 func (p *Port) Stats() []nic.Counter {
 	p.stats.collect(p)
 	p.stats.mu.Lock()
-	out := make([]nic.Counter, 0, len(hwCounters)+8+4*len(p.rx))
+	out := make([]nic.Counter, 0, len(hwCounters)+9+4*len(p.rx))
 	for i, c := range hwCounters {
 		out = append(out, nic.Counter{Name: c.name, Value: p.stats.total[i]})
 	}
 	p.stats.mu.Unlock()
-	var descErr, allocFail, refDMA, refLen uint64
+	var descErr, allocFail, refDMA, refLen, split uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
 		allocFail += q.allocFail.Load()
@@ -109,12 +109,14 @@ func (p *Port) Stats() []nic.Counter {
 	for _, q := range p.tx {
 		refDMA += q.refusedDMA.Load()
 		refLen += q.refusedLen.Load()
+		split += q.split.Load()
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_desc_errors", Value: descErr},
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
+		nic.Counter{Name: "tx_split_frames", Value: split},
 	)
 	for _, q := range p.rx {
 		out = append(out,

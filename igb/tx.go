@@ -12,13 +12,22 @@ import (
 //
 // Ring indices: we write the tail (TDT), hardware writes the head (TDH). The
 // device owns the descriptors from its head up to the tail, sends them, and sets
-// DD in each (RS is set on every descriptor). We own the rest. Reclaim follows DD
-// from clean, our copy of the oldest descriptor not yet known complete; it never
-// reads TDH.
+// DD in the last descriptor of each frame (the one with EOP and RS). We own the
+// rest. Reclaim follows DD from clean, our copy of the first descriptor of the
+// oldest frame not yet known complete; it never reads TDH.
 //
-// Buffers: Send moves each buffer to OwnerTx and keeps it in slots[i] for its
-// descriptor; Reclaim returns it to its own pool (which may be another port's)
-// once DD is set. At most n-1 descriptors are in flight.
+// A frame normally takes one descriptor. One whose bytes cross a 4 KiB boundary
+// of the IOVA space takes one descriptor per page it touches (splitTx): QEMU's
+// igb behind an emulated IOMMU maps each descriptor's buffer within one page and
+// silently drops a frame whose buffer does not fit. Real hardware does not need
+// it; the datasheet allows a frame over several data descriptors (7.2.2.3: EOP
+// and RS on the last, PAYLEN the whole frame in the first; we write it in each,
+// as Linux igb_tx_map does).
+//
+// Buffers: Send moves each buffer to OwnerTx and keeps it in slots[i] for the
+// first descriptor i of its frame, with span[i] its descriptor count; Reclaim
+// returns it to its own pool (which may be another port's) once the frame's last
+// descriptor shows DD. At most n-1 descriptors are in flight.
 //
 // One goroutine owns the queue; the counters are read atomically by Stats.
 type txQueue struct {
@@ -30,7 +39,8 @@ type txQueue struct {
 	n     int
 	tdt   uint32
 
-	slots    []*dma.Buf // buffer of each in-flight descriptor
+	slots    []*dma.Buf // buffer of each in-flight frame, at its first descriptor
+	span     []uint8    // descriptors of the frame starting at each slot (1 to txMaxSegs)
 	done     []*dma.Buf // reclaim batch, len n
 	tail     int        // our copy of TDT: next descriptor to fill; only we write it
 	clean    int        // oldest in-flight descriptor
@@ -51,6 +61,20 @@ type txQueue struct {
 	bytes      atomic.Uint64
 	refusedDMA atomic.Uint64 // buffers outside the device's mapped IOVAs: not sent
 	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
+	split      atomic.Uint64 // frames sent over more than one descriptor (page crossing)
+}
+
+// txPage is the boundary a descriptor's buffer must not cross (see txQueue).
+const txPage = 4096
+
+// txMaxSegs is the most descriptors one frame can take: txMaxLen bytes touch at
+// most this many 4 KiB pages.
+const txMaxSegs = (txMaxLen+txPage-2)/txPage + 1
+
+// txSegs is the number of descriptors a frame of n bytes at iova takes: one per
+// 4 KiB page it touches.
+func txSegs(iova uint64, n int) int {
+	return int((iova+uint64(n)-1)/txPage-iova/txPage) + 1
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -69,7 +93,7 @@ type trustedPool struct {
 func (p *Port) setupTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
 	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
-		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
+		slots: make([]*dma.Buf, n), span: make([]uint8, n), done: make([]*dma.Buf, n),
 		trusted: make([]trustedPool, 0, maxTrustedPools), coherent: isCoherent(p.alloc)}
 	var err error
 	if q.ring, err = p.allocRing("TX", n); err != nil {
@@ -144,12 +168,21 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.n-1-q.inflight < len(bufs) {
 		q.Reclaim()
 	}
-	taken, posted := 0, 0
+	taken, frames, posted := 0, 0, 0
 	first := q.tail
 	var nbytes uint64
 	for _, b := range bufs {
 		if q.inflight == q.n-1 {
 			break
+		}
+		segs := 1
+		if b != nil && b.Len > 0 && b.Len <= txMaxLen {
+			if iova := b.DataIOVA(); iova%txPage+uint64(b.Len) > txPage {
+				segs = txSegs(iova, b.Len)
+				if q.n-1-q.inflight < segs {
+					break // no room for all its descriptors: the next Send takes it
+				}
+			}
 		}
 		taken++
 		t, ok := q.dmaOK(b)
@@ -170,15 +203,22 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 				p.Allocator().Sync(p.Region(), int(iova-p.Region().IOVA), b.Len, dma.ForDevice)
 			}
 		}
-		off := q.tail * descSize
-		putTxData(q.ring.CPU[off:off+descSize], iova, b.Len)
 		b.SetOwner(dma.OwnerTx)
 		q.slots[q.tail] = b
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		q.span[q.tail] = uint8(segs)
+		if segs == 1 {
+			off := q.tail * descSize
+			putTxData(q.ring.CPU[off:off+descSize], iova, b.Len)
+			if q.tail++; q.tail == q.n {
+				q.tail = 0
+			}
+		} else {
+			q.splitTx(iova, b.Len)
+			q.split.Add(1)
 		}
-		q.inflight++
-		posted++
+		q.inflight += segs
+		frames++
+		posted += segs
 		nbytes += uint64(b.Len)
 	}
 	if posted > 0 {
@@ -186,10 +226,26 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			syncRing(q.alloc, q.ring, q.n, first, posted, dma.ForDevice)
 		}
 		q.regs.Write32(q.tdt, uint32(q.tail))
-		q.packets.Add(uint64(posted))
+		q.packets.Add(uint64(frames))
 		q.bytes.Add(nbytes)
 	}
 	return taken
+}
+
+// splitTx writes a frame of n bytes at iova as one data descriptor per 4 KiB
+// page it touches, from q.tail on, and moves q.tail past them. The caller has
+// checked there is room.
+func (q *txQueue) splitTx(iova uint64, n int) {
+	for left := n; left > 0; {
+		seg := min(left, int(txPage-iova%txPage))
+		left -= seg
+		off := q.tail * descSize
+		putTxSeg(q.ring.CPU[off:off+descSize], iova, seg, n, left == 0)
+		iova += uint64(seg)
+		if q.tail++; q.tail == q.n {
+			q.tail = 0
+		}
+	}
 }
 
 // Reclaim returns the buffers of completed descriptors (DD set) to their pools,
@@ -197,7 +253,12 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 func (q *txQueue) Reclaim() int {
 	n := 0
 	for q.inflight > 0 {
-		off := q.clean * descSize
+		segs := int(q.span[q.clean])
+		last := q.clean + segs - 1
+		if last >= q.n {
+			last -= q.n
+		}
+		off := last * descSize
 		if !q.coherent {
 			q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
 		}
@@ -207,10 +268,10 @@ func (q *txQueue) Reclaim() int {
 		q.done[n] = q.slots[q.clean]
 		q.slots[q.clean] = nil
 		n++
-		if q.clean++; q.clean == q.n {
+		if q.clean = last + 1; q.clean == q.n {
 			q.clean = 0
 		}
-		q.inflight--
+		q.inflight -= segs
 	}
 	q.putBack(q.done[:n])
 	return n
