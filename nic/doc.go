@@ -6,4 +6,9 @@
 // model (packages igb/igbsim, dwmac/dwmacsim, fec/fecsim), and inside a VM against
 // QEMU's model; only the Device differs. Drivers know nothing of XDP programs, and
 // the dataplane knows nothing of registers.
+//
+// It also holds the helpers every driver needs in the same shape and that carry
+// no register knowledge: decoded register dumps (RegDump, RegValue, Field,
+// FlagFields), counter lookup and per-queue counter names (CounterValue,
+// AppendQueueCounters), and waits with deadlines (Poll, PollReg, WaitLinkUp).
 package nic
