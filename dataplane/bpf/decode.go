@@ -440,6 +440,45 @@ func fuse(code []insn, targets []bool) {
 			code[i] = f
 		}
 	}
+	// An and with a constant and the ==/!= test of the result.
+	for i := 0; i+1 < len(code); i++ {
+		a, j := code[i], code[i+1]
+		if (a.op != opAnd32K && a.op != opAnd64K) || targets[i+1] || j.back != 0 || j.dst != a.dst {
+			continue
+		}
+		isP := j.op >= opPJEQ64K && j.op <= opPJSLE32X
+		if isP && j.pdst == a.dst {
+			continue // the fused test compares the and's result
+		}
+		var f op
+		switch j.op {
+		case opJEQ64K, opPJEQ64K:
+			f = opAnd32JEQ
+		case opJNE64K, opPJNE64K:
+			f = opAnd32JNE
+		case opJEQ32K, opPJEQ32K:
+			if a.op == opAnd64K {
+				continue
+			}
+			f = opAnd32JEQ
+		case opJNE32K, opPJNE32K:
+			if a.op == opAnd64K {
+				continue
+			}
+			f = opAnd32JNE
+		default:
+			continue
+		}
+		if a.op == opAnd64K {
+			f += opAnd64JEQ - opAnd32JEQ
+		}
+		if isP {
+			f += opAnd32PJEQ - opAnd32JEQ
+		}
+		// a.imm: zero-extended for And32K, sign-extended for And64K; both
+		// fit the int32 off (the 32-bit one as its bit pattern).
+		code[i] = insn{op: f, dst: a.dst, off: int32(a.imm), imm: j.imm, t: j.off, pdst: j.pdst, pimm: j.pimm}
+	}
 	// Load, add a constant, store back to the same place: a counter.
 	for i := 0; i+2 < len(code); i++ {
 		a, b, c := code[i], code[i+1], code[i+2]

@@ -285,6 +285,20 @@ const (
 	// slow path, as the call does; a fault names the call.
 	opLookup
 
+	// Fused "dst &= K; if dst ==/!= imm goto t" (the flag tests of
+	// parsers), forward jumps only. K is in off: zero-extended for the
+	// 32-bit and (the And32 forms, any jump width: the result fits 32 bits),
+	// sign-extended for the 64-bit and (the And64 forms, 64-bit jumps
+	// only). The P forms move pimm into pdst before the jump.
+	opAnd32JEQ
+	opAnd32JNE
+	opAnd64JEQ
+	opAnd64JNE
+	opAnd32PJEQ
+	opAnd32PJNE
+	opAnd64PJEQ
+	opAnd64PJNE
+
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K

@@ -1022,3 +1022,84 @@ func TestFusedU16Jump(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedAndJump: "r &= K; if r ==/!= imm goto" runs as one operation
+// with the result of the two (or three, with a move) instructions, for
+// 32-bit and 64-bit ands and jumps, where sign extension of K and of imm
+// and the truncation of the 32-bit and all matter.
+func TestFusedAndJump(t *testing.T) {
+	val := uint64(0xffffffff_000000f0)
+	lddw := ins(0x18, 3, 0, 0, int32(uint32(val)))
+	hi := ins(0, 0, 0, 0, int32(uint32(val>>32)))
+	for _, c := range []struct {
+		name  string
+		and   byte // 0x54 and32 K, 0x57 and64 K
+		mask  int32
+		jop   byte
+		k     int32
+		move  bool
+		fused bool
+	}{
+		{"and32 jeq64", 0x54, -1, 0x15, 0xf0, false, true},
+		{"and32 jne64", 0x54, -1, 0x55, 0xf0, false, true},
+		{"and32 jeq32", 0x54, -1, 0x16, 0xf0, false, true},
+		{"and32 jeq64 -1", 0x54, -1, 0x15, -1, false, true},
+		{"and32 jeq32 -1", 0x54, -1, 0x16, -1, false, true},
+		{"and64 jeq64", 0x57, -1, 0x15, 0xf0, false, true},
+		{"and64 jne64", 0x57, -1, 0x55, 0xf0, false, true},
+		{"and64 jeq32 (not fused)", 0x57, -1, 0x16, 0xf0, false, false},
+		{"and64 small mask", 0x57, 0xff, 0x15, 0xf0, false, true},
+		{"and32 jne32 move", 0x54, 0xf0, 0x56, 0, true, true},
+		{"and64 jeq64 move", 0x57, -16, 0x15, 0xf0, true, true},
+	} {
+		code := [][]byte{lddw, hi}
+		if c.move {
+			code = append(code, ins(c.and, 3, 0, 0, c.mask), ins(0xb4, 0, 0, 0, 100)) // w0 = 100
+		} else {
+			code = append(code, ins(0xb7, 0, 0, 0, 100), ins(c.and, 3, 0, 0, c.mask))
+		}
+		code = append(code,
+			ins(c.jop, 3, 0, 1, c.k), // if r3 op k goto +1
+			ins(0x07, 0, 0, 0, 1),    // r0 += 1
+			ins(0x77, 3, 0, 0, 32),   // r3 >>= 32
+			ins(0x0f, 0, 3, 0, 0),    // r0 += r3 (the and's upper half)
+			exitInsn)
+		p, err := LoadRaw(c.name, asmProg(code...), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fused := false
+		for _, in := range p.code {
+			fused = fused || (in.op >= opAnd32JEQ && in.op <= opAnd64PJNE)
+		}
+		if fused != c.fused {
+			t.Errorf("%s: fused %v, want %v", c.name, fused, c.fused)
+		}
+		// What the two instructions compute.
+		var v uint64
+		if c.and == 0x54 {
+			v = uint64(uint32(val) & uint32(c.mask))
+		} else {
+			v = val & uint64(int64(c.mask))
+		}
+		var took bool
+		switch c.jop {
+		case 0x15:
+			took = v == uint64(int64(c.k))
+		case 0x55:
+			took = v != uint64(int64(c.k))
+		case 0x16:
+			took = uint32(v) == uint32(c.k)
+		case 0x56:
+			took = uint32(v) != uint32(c.k)
+		}
+		want := 100 + v>>32
+		if !took {
+			want++
+		}
+		got, err := NewRunner(0).RunRaw(p, make([]byte, 8))
+		if err != nil || got != want {
+			t.Errorf("%s: r0 = %#x, %v; want %#x", c.name, got, err, want)
+		}
+	}
+}
