@@ -2,7 +2,6 @@ package fec
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/xnic-dev/xnic/nic"
 )
@@ -10,72 +9,23 @@ import (
 // Dump is a named, decoded snapshot of the registers that describe a port's
 // state. Reading FEC registers has no side effect (EIR clears on write, the MIB
 // counters do not clear on read), so every register listed is safe to dump.
-type Dump struct {
-	Registers []RegValue `json:"registers"`
-}
+type Dump = nic.RegDump
 
 // RegValue is one register with its decoded fields.
-type RegValue struct {
-	Name   string  `json:"name"`
-	Offset uint32  `json:"offset"`
-	Value  uint32  `json:"value"`
-	Fields []Field `json:"fields,omitempty"`
-}
+type RegValue = nic.RegValue
 
 // Field is one decoded field.
-type Field struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
+type Field = nic.Field
 
-// Reg returns the named register, and whether the dump has it.
-func (d *Dump) Reg(name string) (RegValue, bool) {
-	for _, r := range d.Registers {
-		if r.Name == name {
-			return r, true
-		}
-	}
-	return RegValue{}, false
-}
-
-// Field returns the value of a named field, and whether it is there.
-func (r RegValue) Field(name string) (string, bool) {
-	for _, f := range r.Fields {
-		if f.Name == name {
-			return f.Value, true
-		}
-	}
-	return "", false
-}
-
-// String renders one register per line: name, offset, value, fields.
-func (d *Dump) String() string {
-	var b strings.Builder
-	for _, r := range d.Registers {
-		fmt.Fprintf(&b, "%-8s [0x%03x] 0x%08x", r.Name, r.Offset, r.Value)
-		for _, f := range r.Fields {
-			fmt.Fprintf(&b, " %s=%s", f.Name, f.Value)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+// Dump.String's layout: names padded to 8 characters, offsets in three hex
+// digits (the registers dumped lie below 0x1000).
+const (
+	dumpNameWidth    = 8
+	dumpOffsetDigits = 3
+)
 
 // Dump reads the port's registers.
 func (p *Port) Dump() *Dump { return DumpRegs(p.regs, p.NumQueues()) }
-
-type flag struct {
-	mask uint32
-	name string
-}
-
-func flags(v uint32, fs []flag) []Field {
-	out := make([]Field, 0, len(fs))
-	for _, f := range fs {
-		out = append(out, Field{f.name, fmt.Sprint(b2i(v&f.mask != 0))})
-	}
-	return out
-}
 
 func b2i(b bool) int {
 	if b {
@@ -85,67 +35,67 @@ func b2i(b bool) int {
 }
 
 var (
-	ecrFlags = []flag{{uint32(ecrRESET), "RESET"}, {uint32(ecrETHEREN), "ETHEREN"}, {uint32(ecrMAGICEN), "MAGICEN"},
-		{uint32(ecrSLEEP), "SLEEP"}, {uint32(ecrEN1588), "EN1588"}, {uint32(ecrSPEED), "SPEED1000"},
-		{uint32(ecrDBGEN), "DBGEN"}, {uint32(ecrDBSWP), "DBSWP"}}
-	eirFlags = []flag{{uint32(eirHBERR), "HBERR"}, {uint32(eirBABR), "BABR"}, {uint32(eirBABT), "BABT"},
-		{uint32(eirGRA), "GRA"}, {uint32(eirTXF), "TXF"}, {uint32(eirTXB), "TXB"}, {uint32(eirRXF), "RXF"},
-		{uint32(eirRXB), "RXB"}, {uint32(eirMII), "MII"}, {uint32(eirEBERR), "EBERR"}, {uint32(eirLC), "LC"},
-		{uint32(eirRL), "RL"}, {uint32(eirUN), "UN"}, {uint32(eirPLR), "PLR"}, {uint32(eirWAKEUP), "WAKEUP"},
-		{uint32(eirTSAV), "TS_AVAIL"}, {uint32(eirTSTMR), "TS_TIMER"}, {uint32(eirRXF1), "RXF1"},
-		{uint32(eirTXF1), "TXF1"}, {uint32(eirRXF2), "RXF2"}, {uint32(eirTXF2), "TXF2"}}
-	rcrFlags = []flag{{uint32(rcrLOOP), "LOOP"}, {uint32(rcrDRT), "DRT"}, {uint32(rcrMIIMODE), "MII_MODE"},
-		{uint32(rcrPROM), "PROM"}, {uint32(rcrBCREJ), "BC_REJ"}, {uint32(rcrFCE), "FCE"},
-		{uint32(rcrRGMII), "RGMII"}, {uint32(rcrRMII), "RMII"}, {uint32(rcrRMII10T), "RMII_10T"}, {uint32(rcrNLC), "NLC"}}
+	ecrFlags = []nic.Flag{{Mask: uint32(ecrRESET), Name: "RESET"}, {Mask: uint32(ecrETHEREN), Name: "ETHEREN"}, {Mask: uint32(ecrMAGICEN), Name: "MAGICEN"},
+		{Mask: uint32(ecrSLEEP), Name: "SLEEP"}, {Mask: uint32(ecrEN1588), Name: "EN1588"}, {Mask: uint32(ecrSPEED), Name: "SPEED1000"},
+		{Mask: uint32(ecrDBGEN), Name: "DBGEN"}, {Mask: uint32(ecrDBSWP), Name: "DBSWP"}}
+	eirFlags = []nic.Flag{{Mask: uint32(eirHBERR), Name: "HBERR"}, {Mask: uint32(eirBABR), Name: "BABR"}, {Mask: uint32(eirBABT), Name: "BABT"},
+		{Mask: uint32(eirGRA), Name: "GRA"}, {Mask: uint32(eirTXF), Name: "TXF"}, {Mask: uint32(eirTXB), Name: "TXB"}, {Mask: uint32(eirRXF), Name: "RXF"},
+		{Mask: uint32(eirRXB), Name: "RXB"}, {Mask: uint32(eirMII), Name: "MII"}, {Mask: uint32(eirEBERR), Name: "EBERR"}, {Mask: uint32(eirLC), Name: "LC"},
+		{Mask: uint32(eirRL), Name: "RL"}, {Mask: uint32(eirUN), Name: "UN"}, {Mask: uint32(eirPLR), Name: "PLR"}, {Mask: uint32(eirWAKEUP), Name: "WAKEUP"},
+		{Mask: uint32(eirTSAV), Name: "TS_AVAIL"}, {Mask: uint32(eirTSTMR), Name: "TS_TIMER"}, {Mask: uint32(eirRXF1), Name: "RXF1"},
+		{Mask: uint32(eirTXF1), Name: "TXF1"}, {Mask: uint32(eirRXF2), Name: "RXF2"}, {Mask: uint32(eirTXF2), Name: "TXF2"}}
+	rcrFlags = []nic.Flag{{Mask: uint32(rcrLOOP), Name: "LOOP"}, {Mask: uint32(rcrDRT), Name: "DRT"}, {Mask: uint32(rcrMIIMODE), Name: "MII_MODE"},
+		{Mask: uint32(rcrPROM), Name: "PROM"}, {Mask: uint32(rcrBCREJ), Name: "BC_REJ"}, {Mask: uint32(rcrFCE), Name: "FCE"},
+		{Mask: uint32(rcrRGMII), Name: "RGMII"}, {Mask: uint32(rcrRMII), Name: "RMII"}, {Mask: uint32(rcrRMII10T), Name: "RMII_10T"}, {Mask: uint32(rcrNLC), Name: "NLC"}}
 )
 
 // DumpRegs reads and decodes the registers of a FEC with queues rings (1-3),
 // for tools that have a register window but no Port.
 func DumpRegs(r nic.Regs, queues int) *Dump {
-	d := &Dump{}
+	d := &Dump{NameWidth: dumpNameWidth, OffsetDigits: dumpOffsetDigits}
 	add := func(name string, off reg, fields func(v uint32) []Field) {
-		v := r.Read32(uint32(off))
-		rv := RegValue{Name: name, Offset: uint32(off), Value: v}
-		if fields != nil && v != 0xFFFFFFFF {
-			rv.Fields = fields(v)
-		}
-		d.Registers = append(d.Registers, rv)
+		d.Read(r, name, uint32(off), func(v uint32) []Field {
+			if fields == nil || v == 0xFFFFFFFF {
+				return nil // no fields to decode, or no device to decode them from
+			}
+			return fields(v)
+		})
 	}
-	add("ECR", regECR, func(v uint32) []Field { return flags(v, ecrFlags) })
-	add("EIR", regEIR, func(v uint32) []Field { return flags(v, eirFlags) })
-	add("EIMR", regEIMR, func(v uint32) []Field { return flags(v, eirFlags) })
+	add("ECR", regECR, func(v uint32) []Field { return nic.FlagFields(v, ecrFlags) })
+	add("EIR", regEIR, func(v uint32) []Field { return nic.FlagFields(v, eirFlags) })
+	add("EIMR", regEIMR, func(v uint32) []Field { return nic.FlagFields(v, eirFlags) })
 	add("RCR", regRCR, func(v uint32) []Field {
-		return append(flags(v, rcrFlags), Field{"MAX_FL", fmt.Sprint(v >> rcrMaxFLSft & 0x3FFF)})
+		return append(nic.FlagFields(v, rcrFlags), Field{Name: "MAX_FL", Value: fmt.Sprint(v >> rcrMaxFLSft & 0x3FFF)})
 	})
 	add("TCR", regTCR, func(v uint32) []Field {
-		return []Field{{"GTS", fmt.Sprint(v & 1)}, {"FDEN", fmt.Sprint(v >> 2 & 1)}}
+		return []Field{{Name: "GTS", Value: fmt.Sprint(v & 1)}, {Name: "FDEN", Value: fmt.Sprint(v >> 2 & 1)}}
 	})
 	add("MSCR", regMSCR, func(v uint32) []Field {
-		return []Field{{"MII_SPEED", fmt.Sprint(v >> mscrSpeedShift & mscrSpeedMax)},
-			{"DIS_PRE", fmt.Sprint(v >> 7 & 1)}, {"HOLDTIME", fmt.Sprint(v >> mscrHoldShift & mscrHoldMax)}}
+		return []Field{{Name: "MII_SPEED", Value: fmt.Sprint(v >> mscrSpeedShift & mscrSpeedMax)},
+			{Name: "DIS_PRE", Value: fmt.Sprint(v >> 7 & 1)}, {Name: "HOLDTIME", Value: fmt.Sprint(v >> mscrHoldShift & mscrHoldMax)}}
 	})
 	add("MMFR", regMMFR, func(v uint32) []Field {
-		return []Field{{"OP", fmt.Sprint(v >> 28 & 3)}, {"PA", fmt.Sprint(v >> mmfrPAShift & 0x1F)},
-			{"RA", fmt.Sprint(v >> mmfrRAShift & 0x1F)}, {"DATA", fmt.Sprintf("%#04x", v&mmfrData)}}
+		return []Field{{Name: "OP", Value: fmt.Sprint(v >> 28 & 3)}, {Name: "PA", Value: fmt.Sprint(v >> mmfrPAShift & 0x1F)},
+			{Name: "RA", Value: fmt.Sprint(v >> mmfrRAShift & 0x1F)}, {Name: "DATA", Value: fmt.Sprintf("%#04x", v&mmfrData)}}
 	})
 	add("MIBC", regMIBC, func(v uint32) []Field {
-		return []Field{{"DIS", fmt.Sprint(v >> 31)}, {"IDLE", fmt.Sprint(v >> 30 & 1)}}
+		return []Field{{Name: "DIS", Value: fmt.Sprint(v >> 31)}, {Name: "IDLE", Value: fmt.Sprint(v >> 30 & 1)}}
 	})
 	mac := func(lo, hi uint32) string {
 		return fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", lo>>24, lo>>16&0xFF, lo>>8&0xFF, lo&0xFF, hi>>24, hi>>16&0xFF)
 	}
 	palr, paur := r.Read32(uint32(regPALR)), r.Read32(uint32(regPAUR))
 	d.Registers = append(d.Registers,
-		RegValue{Name: "PALR", Offset: uint32(regPALR), Value: palr, Fields: []Field{{"MAC", mac(palr, paur)}}},
-		RegValue{Name: "PAUR", Offset: uint32(regPAUR), Value: paur, Fields: []Field{{"TYPE", fmt.Sprintf("%#04x", paur&0xFFFF)}}})
+		RegValue{Name: "PALR", Offset: uint32(regPALR), Value: palr, Fields: []Field{{Name: "MAC", Value: mac(palr, paur)}}},
+		RegValue{Name: "PAUR", Offset: uint32(regPAUR), Value: paur, Fields: []Field{{Name: "TYPE", Value: fmt.Sprintf("%#04x", paur&0xFFFF)}}})
 	add("OPD", regOPD, nil)
 	add("TFWR", regTFWR, func(v uint32) []Field {
-		return []Field{{"STRFWD", fmt.Sprint(v >> 8 & 1)}, {"TFWR", fmt.Sprint(v & 0x3F)}}
+		return []Field{{Name: "STRFWD", Value: fmt.Sprint(v >> 8 & 1)}, {Name: "TFWR", Value: fmt.Sprint(v & 0x3F)}}
 	})
 	add("FTRL", regFTRL, nil)
 	add("RACC", regRACC, func(v uint32) []Field {
-		return []Field{{"PADREM", fmt.Sprint(b2i(v&raccPADREM != 0))}, {"IPDIS", fmt.Sprint(b2i(v&raccIPDIS != 0))},
-			{"PRODIS", fmt.Sprint(b2i(v&raccPRODIS != 0))}, {"SHIFT16", fmt.Sprint(b2i(v&raccSHIFT16 != 0))}}
+		return []Field{{Name: "PADREM", Value: fmt.Sprint(b2i(v&raccPADREM != 0))}, {Name: "IPDIS", Value: fmt.Sprint(b2i(v&raccIPDIS != 0))},
+			{Name: "PRODIS", Value: fmt.Sprint(b2i(v&raccPRODIS != 0))}, {Name: "SHIFT16", Value: fmt.Sprint(b2i(v&raccSHIFT16 != 0))}}
 	})
 	queues = max(1, min(queues, len(rings)))
 	for i := 0; i < queues; i++ {
@@ -154,7 +104,7 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 		if i > 0 {
 			sfx = fmt.Sprint(i)
 		}
-		active := func(v uint32) []Field { return []Field{{"ACTIVE", fmt.Sprint(b2i(v&rdarActive != 0))}} }
+		active := func(v uint32) []Field { return []Field{{Name: "ACTIVE", Value: fmt.Sprint(b2i(v&rdarActive != 0))}} }
 		add("RDSR"+sfx, rr.rdsr, nil)
 		add("TDSR"+sfx, rr.tdsr, nil)
 		add("MRBR"+sfx, rr.mrbr, nil)
