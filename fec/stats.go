@@ -1,7 +1,6 @@
 package fec
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/xnic-dev/xnic/nic"
@@ -177,24 +176,13 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_doorbells_skipped", Value: skips},
 	)
 	for _, q := range p.rx {
-		out = append(out,
-			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_packets", q.idx), Value: q.packets.Load()},
-			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())
 	}
 	for _, q := range p.tx {
-		out = append(out,
-			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_packets", q.idx), Value: q.packets.Load()},
-			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+		out = nic.AppendQueueCounters(out, "tx", q.idx, q.packets.Load(), q.bytes.Load())
 	}
 	return out
 }
 
 // Counter returns one named counter from Stats, and whether it exists.
-func Counter(cs []nic.Counter, name string) (uint64, bool) {
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Value, true
-		}
-	}
-	return 0, false
-}
+func Counter(cs []nic.Counter, name string) (uint64, bool) { return nic.CounterValue(cs, name) }
