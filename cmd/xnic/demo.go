@@ -16,12 +16,13 @@ import (
 	"github.com/xnic-dev/xnic/examples"
 )
 
-// `xnic demo`: the README's main job with no hardware. Two igb models, a link
-// partner on each, and four example programs in turn.
+// `xnic demo`: the README's main job with no hardware. Two models of one driver
+// family (igb by default; dwmac or fec with --family), a link partner on each,
+// and four example programs in turn.
 
 func init() {
-	register(&command{name: "demo", usage: "[--phase D] [--json] [--size N]",
-		summary: "no hardware needed: run drop, MAC-swap TX, port-to-port redirect and adjust_tail on two simulated igb ports", run: dpDemoCmd})
+	register(&command{name: "demo", usage: "[--family igb|dwmac|fec[:VARIANT]] [--phase D] [--json] [--size N]",
+		summary: "no hardware needed: run drop, MAC-swap TX, port-to-port redirect and adjust_tail on two simulated ports", run: dpDemoCmd})
 }
 
 // demoPhase is one program of the demo.
@@ -60,6 +61,7 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	phase := fs.Duration("phase", 3*time.Second, "how long each program runs")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	size := fs.Int("size", 64, "UDP frame size of the link partner's flow")
+	fam := fs.String("family", "igb", "the driver family of the two simulated ports: KIND[:VARIANT], "+simChoices())
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -69,14 +71,21 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	res, err := dpDemo(ctx, *phase, *size, *asJSON, stdout)
+	spec, err := parseSim(*fam)
+	if err != nil {
+		return fmt.Errorf("--family: %w", err)
+	}
+	if spec.N != 1 {
+		return usageErrorf("--family %s: the demo always uses two ports", *fam)
+	}
+	res, err := dpDemo(ctx, spec, *phase, *size, *asJSON, stdout)
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		return writeDemoJSON(stdout, res)
 	}
-	fmt.Fprintln(stdout, "\nsummary (two simulated igb ports; pps through RX descriptors -> program -> TX descriptors, model included):")
+	fmt.Fprintf(stdout, "\nsummary (two simulated %s ports; pps through RX descriptors -> program -> TX descriptors, model included):\n", spec)
 	fmt.Fprintf(stdout, "%-24s %-18s %-14s %12s %12s %12s %9s\n", "phase", "program", "verdict", "rx pps", "verdict pps", "wire out pps", "aborted")
 	for _, r := range res {
 		fmt.Fprintf(stdout, "%-24s %-18s %-14s %12s %12s %12s %9s\n", r.Phase, r.Program, r.Verdict,
@@ -91,9 +100,10 @@ func writeDemoJSON(w io.Writer, res []demoResult) error {
 	}{res})
 }
 
-// dpDemo runs every phase for d on two simulated ports.
-func dpDemo(ctx context.Context, d time.Duration, size int, quiet bool, stdout io.Writer) ([]demoResult, error) {
-	o := &dpRunOptions{sim: "igb:2", queues: 1, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
+// dpDemo runs every phase for d on two simulated ports of the model spec
+// names.
+func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet bool, stdout io.Writer) ([]demoResult, error) {
+	o := &dpRunOptions{sim: spec.String() + ":2", queues: 1, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		return nil, err

@@ -9,19 +9,14 @@ const (
 	familyFEC   family = "fec"
 )
 
-// supported reports which xnic driver family, if any, drives a PCI device.
-// The igb table comes from the igb driver itself; dwmac (Intel mGbE) is listed so
-// `xnic list` can name it.
+// supported reports which xnic driver family, if any, drives a PCI device. Each
+// driver's own ID table decides (igb.Lookup, dwmac.Lookup). The fec driver has
+// no PCI devices: its MACs are platform devices (--platform).
 func supported(vendor, device uint16) (family, bool) {
-	if vendor != 0x8086 {
-		return "", false
-	}
-	if igbSupported(vendor, device) {
+	switch {
+	case igbSupported(vendor, device):
 		return familyIGB, true
-	}
-	switch device {
-	case 0x7aac, 0x7aad, 0x54ac, 0x51ac, 0xa0ac, 0x43ac, 0x43a2,
-		0x4b30, 0x4b31, 0x4b32, 0x4ba0, 0x4ba1, 0x4ba2, 0x4bb0, 0x4bb1, 0x4bb2:
+	case dwmacSupported(vendor, device):
 		return familyDWMAC, true
 	}
 	return "", false

@@ -2,12 +2,10 @@ package main
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/nic"
-	"github.com/xnic-dev/xnic/sim"
 )
 
 // igbSupported reports whether the igb driver claims a PCI device: its own ID
@@ -17,57 +15,9 @@ func igbSupported(vendor, device uint16) bool {
 	return ok
 }
 
-// simAutonegDelay is how long the simulated PHY takes to bring the link up:
-// short, so commands on --sim ports answer at once.
-const simAutonegDelay = 20 * time.Millisecond
-
-// simPort is what stands behind a --sim port: the model, and the far end of an
-// in-memory wire attached to it (frames the port sends arrive there; frames
-// sent there arrive at the port).
-type simPort struct {
-	IGB  *igbsim.Model
-	Peer *sim.PairEnd
-}
-
-// openSimPort builds a simulated device of the named family and opens its
-// driver on it.
-func openSimPort(o portOptions) (*openedPort, error) {
-	switch o.Sim {
-	case "igb":
-	default:
-		return nil, usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
-	}
-	m, err := newSimIGB(o)
-	if err != nil {
-		return nil, err
-	}
-	var peer *sim.PairEnd
-	if !o.SimDetached {
-		var portEnd *sim.PairEnd
-		portEnd, peer = sim.NewPair()
-		m.Attach(portEnd)
-	}
-	if o.LinkTimeout == 0 {
-		o.LinkTimeout = 3 * time.Second
-	}
-	op, err := openDriver(m.Device(), o)
-	if err != nil {
-		m.Close()
-		return nil, fmt.Errorf("simulated igb: %w (model faults: %v)", err, m.Err())
-	}
-	op.Sim = &simPort{IGB: m, Peer: peer}
-	op.closers = append(op.closers, func() error {
-		if err := m.Err(); err != nil {
-			m.Close()
-			return fmt.Errorf("the igb model recorded faults: %w", err)
-		}
-		return m.Close()
-	})
-	if err := checkLink(op, o); err != nil {
-		op.Close()
-		return nil, err
-	}
-	return op, nil
+func igbConfig(o portOptions) igb.Config {
+	return igb.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
+		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
 }
 
 // newSimIGB builds an 82576 model with at least o.Queues queues (4 at least),
@@ -79,5 +29,11 @@ func newSimIGB(o portOptions) (*igbsim.Model, error) {
 	}
 	return m, nil
 }
+
+// igbModel adapts the igb model to simModel.
+type igbModel struct{ *igbsim.Model }
+
+func (m igbModel) NICDevice() nic.Device { return m.Device() }
+func (m igbModel) WireFrames() uint64    { return m.Counters().TxFrames }
 
 var _ nic.Port = (*igb.Port)(nil)

@@ -20,7 +20,7 @@ import (
 
 func init() {
 	register(&command{name: "pktgen",
-		usage:   "--dev BDF | --sim igb [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D]",
+		usage:   "--dev BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D]",
 		summary: "send bursts of one UDP flow out of a port (like the kernel's pktgen burst sample)", run: dpPktgenCmd})
 }
 
@@ -38,7 +38,8 @@ type dpPktgenResult struct {
 func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("pktgen", stderr)
 	dev := fs.String("dev", "", "PCI address of the port")
-	simKind := fs.String("sim", "", "a simulated port instead (igb)")
+	simKind := fs.String("sim", "", "a "+simHelp())
+	platform := fs.String("platform", "", "an i.MX8 platform device instead: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
 	count := fs.Uint64("count", 1_000_000, "frames to send (0: until --duration or interrupted)")
 	size := fs.Int("size", 64, "frame size without FCS")
 	burst := fs.Int("burst", 32, "frames per burst (one tail write each)")
@@ -52,7 +53,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) == 1 && *dev == "" && *simKind == "" {
+	if len(pos) == 1 && *dev == "" && *simKind == "" && *platform == "" {
 		*dev = pos[0]
 	} else if len(pos) != 0 {
 		return usageErrorf("unexpected arguments %q", pos)
@@ -69,6 +70,9 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 		return usageErrorf("--dst: %v", err)
 	}
 	o := &dpRunOptions{dev: *dev, sim: *simKind, queues: 1, peer: "none"}
+	if *platform != "" {
+		o.platforms = dpMapFlags{*platform}
+	}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		return err
@@ -111,7 +115,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	p.port.TxQueue(0).Reclaim()
 	r := dpPktgenResult{Port: p.port.Name(), Sent: st.Sent, Bytes: st.Bytes, Seconds: st.Elapsed.Seconds(), PPS: st.PPS(), RingFul: st.Full}
 	if p.model != nil {
-		r.Wire = p.model.Counters().TxFrames
+		r.Wire = p.model.WireFrames()
 	}
 	if *asJSON {
 		return writeJSON(stdout, r)

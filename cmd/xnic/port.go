@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xnic-dev/xnic/dwmac"
+	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
@@ -20,17 +22,21 @@ import (
 // traffic on ports.
 
 func init() {
-	register(&command{name: "info", usage: "BDF | --sim igb [--json]",
+	register(&command{name: "info", usage: portUsage + " [--json]",
 		summary: "open a port and show its model, MAC, link, PHY and queues", run: runInfo})
-	register(&command{name: "regs", usage: "BDF | --sim igb [--json] [--raw]",
+	register(&command{name: "regs", usage: portUsage + " [--json] [--raw]",
 		summary: "open a port and dump its registers, named and decoded", run: runRegs})
-	register(&command{name: "stats", usage: "BDF | --sim igb [--json]",
+	register(&command{name: "stats", usage: portUsage + " [--json]",
 		summary: "open a port and show its counters", run: runStats})
 }
 
+// portUsage names the ways to give a port.
+const portUsage = "BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR"
+
 // portOptions are what a command asks of the port it opens.
 type portOptions struct {
-	Sim         string        // "" for a real device; "igb" for the igb model
+	Sim         string        // "" for a real device; else KIND[:VARIANT] of a model (see parseSim)
+	Platform    string        // a platform device, NAME@ADDR (see parsePlatform)
 	Queues      int           // queue pairs (0: the driver's default)
 	RingSize    int           // RX and TX descriptors per ring (0: default)
 	Interrupts  bool          // set up MSI-X
@@ -50,7 +56,8 @@ type portOptions struct {
 
 // portFlags registers the flags shared by commands that open a port.
 func portFlags(fs *flag.FlagSet, o *portOptions) {
-	fs.StringVar(&o.Sim, "sim", "", "open a simulated device instead of a PCI address (igb)")
+	fs.StringVar(&o.Sim, "sim", "", "open a "+simHelp())
+	fs.StringVar(&o.Platform, "platform", "", "open an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
 	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default 512)")
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
@@ -62,7 +69,9 @@ type openedPort struct {
 	nic.Port
 	Family family
 	Device nic.Device
-	IGB    *igb.Port // the driver's own handle, for igb ports
+	IGB    *igb.Port   // the driver's own handle, for igb ports
+	DWMAC  *dwmac.Port // for dwmac ports
+	FEC    *fec.Port   // for fec ports
 	Sim    *simPort  // the model behind a --sim port; nil for real devices
 
 	closers []func() error // run last to first by Close
@@ -90,11 +99,12 @@ func (o *openedPort) closePort() error {
 }
 
 // errNeedDevice is returned when neither a PCI address nor --sim is given.
-var errNeedDevice = errors.New("name a PCI device (e.g. 0000:03:00.0) or a simulated one (--sim igb)")
+var errNeedDevice = errors.New("name a PCI device (e.g. 0000:03:00.0), a simulated one (--sim igb, --sim fec:imx6) or a platform one (--platform fec@0x30be0000)")
 
 // openPort opens a port on the PCI device bdf through VFIO (the driver chosen by
-// its vendor and device IDs), or on a simulated device when o.Sim is set. It is
-// the one way commands get a port.
+// its vendor and device IDs), on a platform device through /dev/mem when
+// o.Platform is set (the driver chosen by its compatible string), or on a
+// simulated device when o.Sim is set. It is the one way commands get a port.
 func openPort(bdf string, o portOptions) (*openedPort, error) {
 	if err := checkTarget(bdf, o); err != nil {
 		return nil, err
@@ -102,16 +112,41 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 	if o.Sim != "" {
 		return openSimPort(o)
 	}
-	dev, err := openPCIDevice(bdf)
+	var (
+		dev     nic.Device
+		closeFn func() error
+		fam     family
+	)
+	if o.Platform != "" {
+		spec, err := parsePlatform(o.Platform)
+		if err != nil {
+			return nil, err
+		}
+		if dev, closeFn, err = openPlatformDevice(spec); err != nil {
+			return nil, fmt.Errorf("--platform %s: %w", o.Platform, err)
+		}
+		// No interrupts reach a process from a platform device: poll.
+		fam, o.Interrupts = spec.Fam, false
+	} else {
+		d, err := openPCIDevice(bdf)
+		if err != nil {
+			return nil, err
+		}
+		dev, closeFn = d, d.Close
+		info := dev.Info()
+		f, ok := supported(info.Vendor, info.Device)
+		if !ok {
+			closeFn()
+			return nil, fmt.Errorf("%s: no xnic driver for %04x:%04x: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+		}
+		fam = f
+	}
+	op, err := openDriver(dev, fam, o)
 	if err != nil {
+		closeFn()
 		return nil, err
 	}
-	op, err := openDriver(dev, o)
-	if err != nil {
-		dev.Close()
-		return nil, err
-	}
-	op.closers = append(op.closers, dev.Close)
+	op.closers = append(op.closers, closeFn)
 	if err := checkLink(op, o); err != nil {
 		op.Close()
 		return nil, err
@@ -119,16 +154,31 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 	return op, nil
 }
 
-// checkTarget checks that a command names exactly one device: a PCI address or
-// a simulated device of a known kind.
+// checkTarget checks that a command names exactly one device: a PCI address, a
+// platform device, or a simulated device of a known kind.
 func checkTarget(bdf string, o portOptions) error {
+	n := 0
+	for _, s := range []string{bdf, o.Sim, o.Platform} {
+		if s != "" {
+			n++
+		}
+	}
 	switch {
-	case o.Sim != "" && bdf != "":
-		return usageErrorf("give a PCI address or --sim, not both")
-	case o.Sim != "" && o.Sim != "igb":
-		return usageErrorf("--sim %q: the simulated devices are: igb", o.Sim)
-	case o.Sim == "" && bdf == "":
+	case n > 1:
+		return usageErrorf("give one of a PCI address, --sim or --platform, not several")
+	case n == 0:
 		return usageErrorf("%v", errNeedDevice)
+	case o.Sim != "":
+		spec, err := parseSim(o.Sim)
+		if err != nil {
+			return err
+		}
+		if spec.N != 1 {
+			return usageErrorf("--sim %s: this command opens one port", o.Sim)
+		}
+	case o.Platform != "":
+		_, err := parsePlatform(o.Platform)
+		return err
 	}
 	return nil
 }
@@ -145,13 +195,10 @@ func checkLink(op *openedPort, o portOptions) error {
 	return nil
 }
 
-// openDriver picks the driver for dev by its IDs and opens a port on it.
-func openDriver(dev nic.Device, o portOptions) (*openedPort, error) {
-	info := dev.Info()
-	fam, ok := supported(info.Vendor, info.Device)
-	if !ok {
-		return nil, fmt.Errorf("%s: no xnic driver for %04x:%04x: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
-	}
+// openDriver opens a port on dev with the driver of family fam. Each driver
+// takes its variant (and quirks) from the device: igb and dwmac from PCI IDs,
+// dwmac and fec from the compatible string of a platform device.
+func openDriver(dev nic.Device, fam family, o portOptions) (*openedPort, error) {
 	switch fam {
 	case familyIGB:
 		p, err := igb.Open(dev, igbConfig(o))
@@ -159,13 +206,20 @@ func openDriver(dev nic.Device, o portOptions) (*openedPort, error) {
 			return nil, err
 		}
 		return &openedPort{Port: p, Family: fam, Device: dev, IGB: p}, nil
+	case familyDWMAC:
+		p, err := dwmac.Open(dev, dwmacConfig(o))
+		if err != nil {
+			return nil, err
+		}
+		return &openedPort{Port: p, Family: fam, Device: dev, DWMAC: p}, nil
+	case familyFEC:
+		p, err := fec.Open(dev, fecConfig(o))
+		if err != nil {
+			return nil, err
+		}
+		return &openedPort{Port: p, Family: fam, Device: dev, FEC: p}, nil
 	}
-	return nil, fmt.Errorf("%s: the %s driver is not part of this build yet: %w", info.Name, fam, nic.ErrNotSupported)
-}
-
-func igbConfig(o portOptions) igb.Config {
-	return igb.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
-		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
+	return nil, fmt.Errorf("%s: no %q driver in xnic: %w", dev.Info().Name, fam, nic.ErrNotSupported)
 }
 
 // parsePortArgs parses a port command's flags (the shared ones, --json, and
@@ -207,6 +261,7 @@ type portInfo struct {
 	DeviceID  string   `json:"device_id"`
 	Driver    string   `json:"driver"`
 	Model     string   `json:"model"`
+	Variant   string   `json:"variant,omitempty"`
 	MAC       string   `json:"mac"`
 	Link      linkInfo `json:"link"`
 	PHYID     string   `json:"phy_id,omitempty"`
@@ -238,11 +293,25 @@ func describePort(op *openedPort) portInfo {
 	pi := portInfo{Name: op.Name(), Bus: di.Bus, Vendor: fmt.Sprintf("%04x", di.Vendor), DeviceID: fmt.Sprintf("%04x", di.Device),
 		Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
 		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}}
-	if op.IGB != nil {
+	switch {
+	case op.IGB != nil:
 		m := op.IGB.Model()
 		pi.Model, pi.MaxQueues = m.Name, m.Queues
 		pi.PHYID = fmt.Sprintf("0x%08x", op.IGB.PHYID())
 		pi.Warnings = op.IGB.Warnings()
+	case op.DWMAC != nil:
+		m, hw := op.DWMAC.Model(), op.DWMAC.HW()
+		pi.Model = m.Name
+		pi.Variant = fmt.Sprintf("%s, DWC EQoS %s, %d-bit DMA", m.Integration, hw.VersionString(), op.DWMAC.AddrBits())
+		pi.MaxQueues = min(m.RxQueues, m.TxQueues, hw.RxQueues, hw.TxQueues)
+		pi.PHYID = fmt.Sprintf("0x%08x", op.DWMAC.PHYID())
+		pi.Warnings = op.DWMAC.Warnings()
+	case op.FEC != nil:
+		v := op.FEC.Variant()
+		pi.Model, pi.MaxQueues = v.Name+" ENET", v.Queues
+		pi.Variant = v.Compatible
+		pi.PHYID = fmt.Sprintf("0x%08x", op.FEC.PHYID())
+		pi.Warnings = op.FEC.Warnings()
 	}
 	return pi
 }
@@ -276,6 +345,9 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 	fmt.Fprintf(stdout, "device:  %s (%s:%s, %s)\n", pi.Name, pi.Vendor, pi.DeviceID, pi.Bus)
 	fmt.Fprintf(stdout, "driver:  %s\n", pi.Driver)
 	fmt.Fprintf(stdout, "model:   %s\n", pi.Model)
+	if pi.Variant != "" {
+		fmt.Fprintf(stdout, "variant: %s\n", pi.Variant)
+	}
 	fmt.Fprintf(stdout, "mac:     %s\n", pi.MAC)
 	fmt.Fprintf(stdout, "link:    %s\n", pi.Link)
 	if pi.PHYID != "" {
@@ -297,7 +369,7 @@ func runRegs(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var d *igb.Dump
+	var d regDump
 	if raw {
 		if d, err = rawDump(bdf, o); err != nil {
 			return err
@@ -308,10 +380,9 @@ func runRegs(args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 		defer op.Close()
-		if op.IGB == nil {
-			return fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
+		if d, err = portDump(op); err != nil {
+			return err
 		}
-		d = op.IGB.Dump()
 	}
 	if asJSON {
 		return writeJSON(stdout, d)
@@ -320,37 +391,90 @@ func runRegs(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// rawDump reads an igb device's registers without touching its state: no
-// reset, no bring-up (a simulated device shows its power-on state).
-func rawDump(bdf string, o portOptions) (*igb.Dump, error) {
+// regDump is a driver's named, decoded register dump (igb.Dump, dwmac.Dump,
+// fec.Dump): String renders it one register per line, and it encodes as JSON.
+type regDump interface{ String() string }
+
+// portDump reads the registers of an open port with its driver's dump.
+func portDump(op *openedPort) (regDump, error) {
+	switch {
+	case op.IGB != nil:
+		return op.IGB.Dump(), nil
+	case op.DWMAC != nil:
+		return op.DWMAC.Dump(), nil
+	case op.FEC != nil:
+		return op.FEC.Dump(), nil
+	}
+	return nil, fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
+}
+
+// dumpRegs decodes register window regs with family fam's dump, for queues
+// queues. None of the dumps reads a register whose read has a side effect.
+func dumpRegs(fam family, regs nic.Regs, queues int) (regDump, error) {
+	switch fam {
+	case familyIGB:
+		return igb.DumpRegs(regs, queues), nil
+	case familyDWMAC:
+		return dwmac.DumpRegs(regs, queues), nil
+	case familyFEC:
+		return fec.DumpRegs(regs, queues), nil
+	}
+	return nil, fmt.Errorf("no register dump for family %q: %w", fam, nic.ErrNotSupported)
+}
+
+// rawDump reads a device's registers without touching its state: no reset,
+// no bring-up (a simulated device shows its power-on state).
+func rawDump(bdf string, o portOptions) (regDump, error) {
 	if err := checkTarget(bdf, o); err != nil {
 		return nil, err
 	}
-	var dev nic.Device
-	if o.Sim != "" {
-		m, err := newSimIGB(portOptions{Queues: 1})
+	var (
+		dev nic.Device
+		fam family
+	)
+	switch {
+	case o.Sim != "":
+		spec, err := parseSim(o.Sim)
+		if err != nil {
+			return nil, err
+		}
+		m, err := newSimModel(spec, portOptions{Queues: 1})
 		if err != nil {
 			return nil, err
 		}
 		defer m.Close()
-		dev = m.Device()
-	} else {
+		dev, fam = m.NICDevice(), spec.Fam
+	case o.Platform != "":
+		spec, err := parsePlatform(o.Platform)
+		if err != nil {
+			return nil, err
+		}
+		d, closeFn, err := openPlatformDevice(spec)
+		if err != nil {
+			return nil, fmt.Errorf("--platform %s: %w", o.Platform, err)
+		}
+		defer closeFn()
+		dev, fam = d, spec.Fam
+	default:
 		d, err := openPCIDevice(bdf)
 		if err != nil {
 			return nil, err
 		}
 		defer d.Close()
 		dev = d
-	}
-	info := dev.Info()
-	if fam, ok := supported(info.Vendor, info.Device); !ok || fam != familyIGB {
-		return nil, fmt.Errorf("%s: %04x:%04x is not an igb device; --raw knows igb registers only: %w", info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+		info := dev.Info()
+		f, ok := supported(info.Vendor, info.Device)
+		if !ok {
+			return nil, fmt.Errorf("%s: %04x:%04x is no device xnic drives; --raw decodes the registers of igb and dwmac (Intel mGbE) PCI devices: %w",
+				info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+		}
+		fam = f
 	}
 	regs, err := dev.Regs(0)
 	if err != nil {
 		return nil, err
 	}
-	return igb.DumpRegs(regs, 1), nil
+	return dumpRegs(fam, regs, 1)
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {

@@ -144,7 +144,7 @@ func TestPortCommandErrors(t *testing.T) {
 	}{
 		{[]string{"info"}, 2, "--sim igb"},
 		{[]string{"info", "--sim", "e1000"}, 2, "igb"},
-		{[]string{"info", "0000:03:00.0", "--sim", "igb"}, 2, "not both"},
+		{[]string{"info", "0000:03:00.0", "--sim", "igb"}, 2, "not several"},
 		{[]string{"stats", "a", "b"}, 2, "one device"},
 		{[]string{"regs", "not-a-bdf"}, 1, ""},
 	} {

@@ -27,17 +27,17 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/dataplane/tap"
 	"github.com/xnic-dev/xnic/dma"
-	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/nic"
 )
 
-// `xnic run`: the main job. Ports (PCI devices through VFIO, or igb models whose
-// link partner is a built-in traffic generator, a TAP or a pcap file), one XDP
+// `xnic run`: the main job. Ports (PCI devices through VFIO, i.MX8 platform
+// devices through /dev/mem, or models of igb, dwmac or fec whose link partner
+// is a built-in traffic generator, a TAP or a pcap file), one XDP
 // program, the dataplane's poll loops, and a line of rates per port per second.
 
 func init() {
 	register(&command{name: "run",
-		usage: "--dev BDF[,BDF...] | --sim igb[:N] --prog OBJ [--sec NAME] [--queues N] [--cpus LIST] " +
+		usage: "--dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [--sec NAME] [--queues N] [--cpus LIST] " +
 			"[--map NAME:KEY=VALUE ...] [--duration D] [--busy-poll] [--tap NAME|none] [--json] [--metrics ADDR] " +
 			"[--dump F.pcapng [--dump-verdict V]] [--peer gen|tap|pcap:FILE|none]",
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
@@ -52,6 +52,7 @@ func (m *dpMapFlags) Set(s string) error { *m = append(*m, s); return nil }
 // dpRunOptions are the flags of `xnic run`.
 type dpRunOptions struct {
 	dev, sim         string
+	platforms        dpMapFlags // --platform, repeatable
 	prog, sec        string
 	queues           int
 	ring             int
@@ -73,7 +74,8 @@ type dpRunOptions struct {
 
 func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.dev, "dev", "", "PCI addresses of the ports, comma-separated")
-	fs.StringVar(&o.sim, "sim", "", "simulated ports instead: igb or igb:N (N ports)")
+	fs.StringVar(&o.sim, "sim", "", simHelp())
+	fs.Var(&o.platforms, "platform", "an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (repeatable; root)")
 	fs.StringVar(&o.prog, "prog", "", "XDP object (ELF, clang -target bpf)")
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
 	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
@@ -100,7 +102,7 @@ func dpRunCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("run", stderr)
 	o.flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: xnic run --dev BDF[,BDF...] | --sim igb[:N] --prog OBJ [flags]")
+		fmt.Fprintln(stderr, "usage: xnic run --dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [flags]")
 		fs.PrintDefaults()
 		fmt.Fprintln(stderr, "\n--map values: KEY and VALUE are integers (VALUE may be a comma list of 32-bit\n"+
 			"fields; a field that is a program name becomes that program's id, for cpumap\n"+
@@ -438,12 +440,12 @@ func dpIntBytes(s string, size int) ([]byte, error) {
 
 // dpPort is one port `xnic run` opened, with what stands behind it.
 type dpPort struct {
-	op      *openedPort   // the port and the device or model behind it
-	port    nic.Port      // op.Port, kept for messages after op.closePort
-	pool    *dma.Pool     // RX queue 0's pool, checked after the run
-	model   *igbsim.Model // nil for a real device
-	partner *dpPartner    // the model's link partner
-	tap     *tap.Device   // XDP_PASS exception path
+	op      *openedPort // the port and the device or model behind it
+	port    nic.Port    // op.Port, kept for messages after op.closePort
+	pool    *dma.Pool   // RX queue 0's pool, checked after the run
+	model   simModel    // nil for a real device
+	partner *dpPartner  // the model's link partner
+	tap     *tap.Device // XDP_PASS exception path
 }
 
 func (p *dpPort) startPartner() {
@@ -458,43 +460,58 @@ func (p *dpPort) stopPartner() {
 	}
 }
 
-// dpOpenPorts opens the ports named by --dev or --sim through openPort, the one
-// way commands get a port: interrupts on, promiscuous, and for simulated ports
-// a link that must come up, a MAC and name per port (02:1b:5e:00:00:N+1,
-// igbsimN) and a link partner that drives the model.
+// dpOpenPorts opens the ports named by --dev, --platform or --sim through
+// openPort, the one way commands get a port: interrupts on (where the device
+// has them), promiscuous, and for simulated ports a link that must come up, a
+// MAC and name per port (02:1b:5e:00:00:N+1, KINDsimN) and a link partner that
+// drives the model.
 func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
-	if (o.dev == "") == (o.sim == "") {
-		return nil, usageErrorf("give --dev BDF[,BDF...] or --sim igb[:N]")
+	given := 0
+	for _, set := range []bool{o.dev != "", o.sim != "", len(o.platforms) > 0} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return nil, usageErrorf("give one of --dev BDF[,BDF...], --sim KIND[:VARIANT][:N] or --platform NAME@ADDR")
+	}
+	var targets []portOptions
+	base := portOptions{Queues: o.queues, RingSize: o.ring, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second}
+	var bdfs []string
+	switch {
+	case o.dev != "":
+		for _, bdf := range strings.Split(o.dev, ",") {
+			bdfs = append(bdfs, strings.TrimSpace(bdf))
+			targets = append(targets, base)
+		}
+	case len(o.platforms) > 0:
+		for _, pl := range o.platforms {
+			t := base
+			t.Platform = pl
+			bdfs = append(bdfs, "")
+			targets = append(targets, t)
+		}
+	default:
+		spec, err := parseSim(o.sim)
+		if err != nil {
+			return nil, err
+		}
+		for i := range spec.N {
+			t := base
+			t.Sim, t.RequireLink, t.SimDetached = spec.String(), true, true
+			t.SimMAC = net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
+			t.SimName = fmt.Sprintf("%ssim%d", spec.Fam, i)
+			bdfs = append(bdfs, "")
+			targets = append(targets, t)
+		}
 	}
 	var ports []*dpPort
 	fail := func(err error) ([]*dpPort, error) {
 		dpClosePorts(ports, io.Discard)
 		return nil, err
 	}
-	var bdfs []string
-	kind := ""
-	if o.dev != "" {
-		bdfs = strings.Split(o.dev, ",")
-	} else {
-		var n int
-		var err error
-		if kind, n, err = dpParseSim(o.sim); err != nil {
-			return nil, err
-		}
-		if kind != "igb" {
-			return nil, usageErrorf("--sim %s: only igb models are built in", kind)
-		}
-		bdfs = make([]string, n)
-	}
-	for i, bdf := range bdfs {
-		po := portOptions{Sim: kind, Queues: o.queues, RingSize: o.ring, Interrupts: true, Promisc: true,
-			LinkTimeout: 5 * time.Second, RequireLink: kind != ""}
-		if kind != "" {
-			po.SimMAC = net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
-			po.SimName = fmt.Sprintf("igbsim%d", i)
-			po.SimDetached = true
-		}
-		op, err := openPort(strings.TrimSpace(bdf), po)
+	for i, po := range targets {
+		op, err := openPort(bdfs[i], po)
 		if err != nil {
 			return fail(err)
 		}
@@ -503,24 +520,12 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 		if op.Sim == nil {
 			continue
 		}
-		p.model = op.Sim.IGB
+		p.model = op.Sim.Model
 		if p.partner, err = newPartner(p.model, op.MAC(), i, o); err != nil {
 			return fail(err)
 		}
 	}
 	return ports, nil
-}
-
-func dpParseSim(s string) (string, int, error) {
-	kind, ns, hasN := strings.Cut(s, ":")
-	n := 1
-	if hasN {
-		var err error
-		if n, err = strconv.Atoi(ns); err != nil || n < 1 || n > 16 {
-			return "", 0, usageErrorf("--sim %s: want igb:N with N from 1 to 16", s)
-		}
-	}
-	return kind, n, nil
 }
 
 // dpClosePorts closes everything and reports buffers not back in their pools,
@@ -552,7 +557,7 @@ func dpClosePorts(ports []*dpPort, stderr io.Writer) {
 // port put on the wire.
 type dpPartner struct {
 	kind   string
-	m      *igbsim.Model
+	m      simModel
 	frames [][]byte // generator or pcap frames
 	loop   bool     // repeat frames (generator) or send them once (pcap)
 	burst  int
@@ -567,7 +572,7 @@ type dpPartner struct {
 	wg      sync.WaitGroup
 }
 
-func newPartner(m *igbsim.Model, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*dpPartner, error) {
+func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*dpPartner, error) {
 	kinds := strings.Split(o.peer, ",")
 	kind := kinds[min(i, len(kinds)-1)]
 	pt := &dpPartner{kind: kind, m: m, burst: max(o.peerBurst, 1), rate: o.peerRate}

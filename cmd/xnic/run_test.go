@@ -201,8 +201,8 @@ func TestParseHelpers(t *testing.T) {
 	if _, err := dpIntBytes("300", 1); err == nil {
 		t.Error("300 fits a byte?")
 	}
-	if k, n, err := dpParseSim("igb:3"); err != nil || k != "igb" || n != 3 {
-		t.Errorf("sim %s %d %v", k, n, err)
+	if s, err := parseSim("igb:3"); err != nil || s.Fam != familyIGB || s.N != 3 {
+		t.Errorf("sim %+v %v", s, err)
 	}
 }
 
@@ -218,7 +218,7 @@ func TestDpOpenPortsThroughOpenPort(t *testing.T) {
 	}
 	for i, p := range ports {
 		wantMAC := net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
-		if p.op == nil || p.op.Sim == nil || p.model != p.op.Sim.IGB || p.op.Sim.Peer != nil {
+		if p.op == nil || p.op.Sim == nil || p.model != p.op.Sim.Model || p.op.Sim.Peer != nil {
 			t.Fatalf("port %d: not opened by openPort as a detached model: %+v", i, p.op)
 		}
 		if p.port.MAC().String() != wantMAC.String() || p.op.Device.Info().Name != "igbsim"+string(rune('0'+i)) {

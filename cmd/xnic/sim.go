@@ -1,0 +1,186 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// Simulated ports: --sim KIND[:VARIANT][:N] names a model of one of the driver
+// families (and how many ports, for run, pktgen and demo).
+
+// simAutonegDelay is how long the simulated PHY takes to bring the link up:
+// short, so commands on --sim ports answer at once.
+const simAutonegDelay = 20 * time.Millisecond
+
+// simKinds lists each family's models: the first variant is the default.
+var simKinds = []struct {
+	fam      family
+	variants []string
+	what     []string // what each variant models
+}{
+	{familyIGB, []string{"82576"}, []string{"Intel 82576"}},
+	{familyDWMAC, []string{"intel", "imx8mp"}, []string{"Intel mGbE (Alder Lake-S, PCI)", "i.MX8M Plus EQOS (platform, not coherent)"}},
+	{familyFEC, []string{"imx8mp", "imx6"}, []string{"i.MX8M Plus ENET (3 rings)", "i.MX6 ENET (1 ring)"}},
+}
+
+// simChoices describes the --sim values, for help and error messages.
+func simChoices() string {
+	var parts []string
+	for _, k := range simKinds {
+		parts = append(parts, string(k.fam)+" ("+strings.Join(k.variants, ", ")+")")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// simHelp is the --sim flag's description.
+func simHelp() string {
+	return "simulated port(s): KIND[:VARIANT][:N], KIND and its variants (the first the default) " + simChoices() +
+		"; N ports for run and pktgen (e.g. igb:2, fec:imx6, dwmac:imx8mp:2)"
+}
+
+// simSpec is a parsed --sim value.
+type simSpec struct {
+	Fam     family
+	Variant string // never empty after parseSim
+	N       int    // ports, 1 unless given
+}
+
+func (s simSpec) String() string { return string(s.Fam) + ":" + s.Variant }
+
+// parseSim reads KIND[:VARIANT][:N] (a '/' before the variant is accepted
+// too): "igb", "igb:2", "fec:imx6", "dwmac/imx8mp:2". A part that names one of
+// the kind's variants is the variant (igb's "82576" too); a number after it is
+// N.
+func parseSim(s string) (simSpec, error) {
+	parts := strings.FieldsFunc(s, func(r rune) bool { return r == ':' || r == '/' })
+	if len(parts) == 0 || len(parts) > 3 {
+		return simSpec{}, usageErrorf("--sim %q: want KIND[:VARIANT][:N]; the kinds and variants are: %s", s, simChoices())
+	}
+	for _, k := range simKinds {
+		if string(k.fam) != parts[0] {
+			continue
+		}
+		spec := simSpec{Fam: k.fam, Variant: k.variants[0], N: 1}
+		rest := parts[1:]
+		if len(rest) > 0 && slices.Contains(k.variants, rest[0]) {
+			spec.Variant, rest = rest[0], rest[1:]
+		}
+		switch len(rest) {
+		case 0:
+			return spec, nil
+		case 1:
+			n, err := strconv.Atoi(rest[0])
+			if err != nil {
+				return simSpec{}, usageErrorf("--sim %s: no %s variant %q; the variants are: %s (and :N, a number of ports)",
+					s, k.fam, rest[0], strings.Join(k.variants, ", "))
+			}
+			if n < 1 || n > 16 {
+				return simSpec{}, usageErrorf("--sim %s: want N from 1 to 16 ports", s)
+			}
+			spec.N = n
+			return spec, nil
+		}
+		return simSpec{}, usageErrorf("--sim %q: want KIND[:VARIANT][:N]; the %s variants are: %s", s, k.fam, strings.Join(k.variants, ", "))
+	}
+	return simSpec{}, usageErrorf("--sim %q: no simulated %q; the kinds and variants are: %s", s, parts[0], simChoices())
+}
+
+// simModel is what the CLI asks of a model of any family: its device, its
+// wire, and the link partner's side of it (Inject, SetTransmit).
+type simModel interface {
+	NICDevice() nic.Device
+	// Attach connects the model's wire to one end of a link.
+	Attach(sim.Link)
+	// Inject delivers one frame from the wire; false when the port dropped it.
+	Inject(frame []byte) bool
+	// InjectBurst delivers frames back to back and returns how many the port took.
+	InjectBurst(frames [][]byte) int
+	// SetTransmit sets what receives the frames the port puts on the wire.
+	SetTransmit(func(frame []byte))
+	// WireFrames counts frames the model put on the wire.
+	WireFrames() uint64
+	// Err reports the faults the model recorded (a driver's misuse).
+	Err() error
+	Close() error
+}
+
+// simPort is what stands behind a --sim port: the model, and the far end of an
+// in-memory wire attached to it (frames the port sends arrive there; frames
+// sent there arrive at the port) unless the port was opened detached.
+type simPort struct {
+	Spec  simSpec
+	Model simModel
+	Peer  *sim.PairEnd
+}
+
+// newSimModel builds the model spec names.
+func newSimModel(spec simSpec, o portOptions) (simModel, error) {
+	switch spec.Fam {
+	case familyIGB:
+		m, err := newSimIGB(o)
+		if err != nil {
+			return nil, err
+		}
+		return igbModel{m}, nil
+	case familyDWMAC:
+		m, err := newSimDWMAC(spec.Variant, o)
+		if err != nil {
+			return nil, err
+		}
+		return dwmacModel{m}, nil
+	case familyFEC:
+		m, err := newSimFEC(spec.Variant, o)
+		if err != nil {
+			return nil, err
+		}
+		return fecModel{m}, nil
+	}
+	return nil, usageErrorf("--sim %s: no such model; the kinds and variants are: %s", spec, simChoices())
+}
+
+// openSimPort builds the simulated device o.Sim names and opens its driver on
+// it.
+func openSimPort(o portOptions) (*openedPort, error) {
+	spec, err := parseSim(o.Sim)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newSimModel(spec, o)
+	if err != nil {
+		return nil, err
+	}
+	var peer *sim.PairEnd
+	if !o.SimDetached {
+		var portEnd *sim.PairEnd
+		portEnd, peer = sim.NewPair()
+		m.Attach(portEnd)
+	}
+	if o.LinkTimeout == 0 {
+		o.LinkTimeout = 3 * time.Second
+	}
+	op, err := openDriver(m.NICDevice(), spec.Fam, o)
+	if err != nil {
+		ferr := m.Err()
+		m.Close()
+		return nil, fmt.Errorf("simulated %s: %w (model faults: %v)", spec, err, ferr)
+	}
+	op.Sim = &simPort{Spec: spec, Model: m, Peer: peer}
+	op.closers = append(op.closers, func() error {
+		if err := m.Err(); err != nil {
+			m.Close()
+			return fmt.Errorf("the %s model recorded faults: %w", spec, err)
+		}
+		return m.Close()
+	})
+	if err := checkLink(op, o); err != nil {
+		op.Close()
+		return nil, err
+	}
+	return op, nil
+}
