@@ -1103,3 +1103,57 @@ func TestFusedAndJump(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedCopy: "r = *(size *)(a + o1); *(size *)(b + o2) = r" runs as one
+// operation for every size; a store the region does not allow faults at
+// the store, and a store through the loaded register is not fused.
+func TestFusedCopy(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		ld, st byte
+		fop    op
+		n      int
+	}{{"b", 0x71, 0x73, opLdStB, 1}, {"h", 0x69, 0x6b, opLdStH, 2}, {"w", 0x61, 0x63, opLdStW, 4}, {"dw", 0x79, 0x7b, opLdStDW, 8}} {
+		p, err := LoadRaw(c.name, asmProg(
+			ins(0xbf, 4, 1, 0, 0),  // r4 = r1
+			ins(c.ld, 2, 1, 3, 0),  // r2 = *(size *)(r1 + 3)
+			ins(c.st, 4, 2, 16, 0), // *(size *)(r4 + 16) = r2
+			ins(0xbf, 0, 2, 0, 0),  // r0 = r2
+			exitInsn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.code[1].op != c.fop {
+			t.Errorf("%s: op %v, want %v", c.name, p.code[1].op, c.fop)
+		}
+		mem := make([]byte, 32)
+		for i := range mem {
+			mem[i] = byte(i + 1)
+		}
+		got, err := NewRunner(0).RunRaw(p, mem)
+		var want uint64
+		for i := c.n - 1; i >= 0; i-- {
+			want = want<<8 | uint64(4+i)
+		}
+		if err != nil || got != want {
+			t.Errorf("%s: r0 = %#x, %v; want %#x", c.name, got, err, want)
+		}
+		for i := 0; i < c.n; i++ {
+			if mem[16+i] != byte(4+i) {
+				t.Errorf("%s: byte %d of the copy is %d", c.name, i, mem[16+i])
+			}
+		}
+		// The store past the end: it faults as itself (slot 2).
+		var f *Fault
+		if _, err := NewRunner(0).RunRaw(p, mem[:16+c.n-1]); !errors.As(err, &f) || f.Index != 2 || !strings.Contains(f.Reason, "store") {
+			t.Errorf("%s: short: %v, want a store fault at 2", c.name, err)
+		}
+	}
+	p, err := LoadRaw("alias", asmProg(
+		ins(0x79, 2, 1, 0, 0), // r2 = *(u64 *)(r1 + 0)
+		ins(0x7b, 2, 2, 0, 0), // *(u64 *)(r2 + 0) = r2
+		exitInsn), nil)
+	if err != nil || p.code[0].op == opLdStDW {
+		t.Fatalf("%v, op %v", err, p.code[0].op)
+	}
+}
