@@ -447,22 +447,19 @@ func fifoPerQueue(total, n, perQueue int) int {
 // dmaReset sets DMA_Mode.SWR and polls it in 10 ms steps for up to 1 s.
 func (p *Port) dmaReset() error {
 	p.w32(regDMABusMode, p.r32(regDMABusMode)|uint32(busModeSWR))
-	deadline := time.Now().Add(swrTimeout)
-	for {
-		time.Sleep(swrPollStep)
-		v := p.r32(regDMABusMode)
-		if v == 0xFFFFFFFF {
-			return fmt.Errorf("DMA software reset: DMA_Mode reads all ones: %w", nic.ErrNoDevice)
-		}
-		if busModeBits(v)&busModeSWR == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("DMA software reset: DMA_Mode.SWR still set after %v: the PHY's RX clock is missing "+
-				"(the DMA reset completes only with the receive clock running: check that the PHY is powered and out of reset, "+
-				"that its reference clock runs, and that the interface mode (RGMII/RMII/SGMII) matches the board): %w", swrTimeout, nic.ErrTimeout)
-		}
+	time.Sleep(swrPollStep) // the first read comes one step after the write
+	_, err := nic.PollReg(p.regs, uint32(regDMABusMode), swrTimeout, swrPollStep, func(v uint32) bool {
+		return busModeBits(v)&busModeSWR == 0
+	})
+	switch {
+	case errors.Is(err, nic.ErrNoDevice):
+		return fmt.Errorf("DMA software reset: DMA_Mode reads all ones: %w", err)
+	case err != nil:
+		return fmt.Errorf("DMA software reset: DMA_Mode.SWR still set after %v: the PHY's RX clock is missing "+
+			"(the DMA reset completes only with the receive clock running: check that the PHY is powered and out of reset, "+
+			"that its reference clock runs, and that the interface mode (RGMII/RMII/SGMII) matches the board): %w", swrTimeout, err)
 	}
+	return nil
 }
 
 // setupIRQs asks for the vectors: on Intel two per channel (RX i on 2i, TX i on
@@ -561,24 +558,25 @@ func (p *Port) setupPHY() error {
 	if p.cfg.LinkTimeout < 0 {
 		return nil
 	}
-	deadline := time.Now().Add(p.cfg.LinkTimeout)
-	for {
-		l, bmsr, err := p.phyLink()
+	var (
+		l    nic.LinkState
+		bmsr uint16
+	)
+	nic.Poll(p.cfg.LinkTimeout, linkPollStep, func() bool {
+		l, bmsr, err = p.phyLink()
 		p.lastBMSR = bmsr
-		if err != nil {
-			return fmt.Errorf("reading the link from PHY %d: %w", p.phyAddr, err)
-		}
-		if l.Up {
-			p.link = l
-			return nil
-		}
-		if time.Now().After(deadline) {
-			p.warnings = append(p.warnings, fmt.Sprintf("link down after %v of autonegotiation (PHY %d BMSR 0x%04x); the MAC starts at 1000/full and follows the PHY when Link sees it up",
-				p.cfg.LinkTimeout, p.phyAddr, bmsr))
-			return nil
-		}
-		time.Sleep(linkPollStep)
+		return err != nil || l.Up
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("reading the link from PHY %d: %w", p.phyAddr, err)
+	case l.Up:
+		p.link = l
+	default:
+		p.warnings = append(p.warnings, fmt.Sprintf("link down after %v of autonegotiation (PHY %d BMSR 0x%04x); the MAC starts at 1000/full and follows the PHY when Link sees it up",
+			p.cfg.LinkTimeout, p.phyAddr, bmsr))
 	}
+	return nil
 }
 
 // macSpeedBits encodes a link's speed and duplex for MAC_Configuration (FACTS:
@@ -653,28 +651,22 @@ func (p *Port) Link() nic.LinkState {
 
 // WaitLink polls the PHY until the link is up or timeout passes.
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		l := p.Link()
-		if l.Up {
-			return l, nil
-		}
-		if time.Now().After(deadline) {
-			p.ctl.Lock()
-			bmsr, lerr := p.lastBMSR, p.lastLinkE
-			p.ctl.Unlock()
-			if lerr != nil {
-				return l, fmt.Errorf("dwmac: %s: no link after %v: the PHY could not be read (%v): %w", p.name, timeout, lerr, nic.ErrLinkDown)
-			}
-			an := "not complete"
-			if bmsr&bmsrANComplete != 0 {
-				an = "complete"
-			}
-			return l, fmt.Errorf("dwmac: %s: no link after %v: PHY %d BMSR 0x%04x (link status %d, autonegotiation %s); check the cable and the link partner: %w",
-				p.name, timeout, p.phyAddr, bmsr, bmsr&bmsrLinkStatus>>2, an, nic.ErrLinkDown)
-		}
-		time.Sleep(linkPollStep)
+	l, up := nic.WaitLinkUp(timeout, linkPollStep, p.Link)
+	if up {
+		return l, nil
 	}
+	p.ctl.Lock()
+	bmsr, lerr := p.lastBMSR, p.lastLinkE
+	p.ctl.Unlock()
+	if lerr != nil {
+		return l, fmt.Errorf("dwmac: %s: no link after %v: the PHY could not be read (%v): %w", p.name, timeout, lerr, nic.ErrLinkDown)
+	}
+	an := "not complete"
+	if bmsr&bmsrANComplete != 0 {
+		an = "complete"
+	}
+	return l, fmt.Errorf("dwmac: %s: no link after %v: PHY %d BMSR 0x%04x (link status %d, autonegotiation %s); check the cable and the link partner: %w",
+		p.name, timeout, p.phyAddr, bmsr, bmsr&bmsrLinkStatus>>2, an, nic.ErrLinkDown)
 }
 
 // NumQueues is the number of RX/TX queue pairs.

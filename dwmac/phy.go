@@ -45,27 +45,21 @@ func mdioCR(mhz int) uint32 {
 	return 7
 }
 
-// mdioWaitIdle polls GB until it clears or mdioTimeout passes. A final read
-// after the deadline keeps a descheduled poller from reporting a false timeout.
+// mdioWaitIdle polls GB until it clears or mdioTimeout passes. The read that
+// decides a timeout comes after the deadline (nic.PollReg), so a descheduled
+// poller does not report a false one.
 func (p *Port) mdioWaitIdle(what string) error {
-	deadline := time.Now().Add(mdioTimeout)
-	for {
-		v := p.r32(regMACMDIOAddr)
-		if v == 0xFFFFFFFF {
-			return fmt.Errorf("MDIO %s: MAC_MDIO_Address reads all ones: %w", what, nic.ErrNoDevice)
-		}
-		if mdioAddrBits(v)&mdioGB == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			if mdioAddrBits(p.r32(regMACMDIOAddr))&mdioGB == 0 {
-				return nil
-			}
-			return fmt.Errorf("MDIO %s: MAC_MDIO_Address.GB still set after %v (is the CSR clock running and CR=%d right for it?): %w",
-				what, mdioTimeout, p.mdioCR, nic.ErrTimeout)
-		}
-		time.Sleep(20 * time.Microsecond)
+	_, err := nic.PollReg(p.regs, uint32(regMACMDIOAddr), mdioTimeout, 20*time.Microsecond, func(v uint32) bool {
+		return mdioAddrBits(v)&mdioGB == 0
+	})
+	switch {
+	case errors.Is(err, nic.ErrNoDevice):
+		return fmt.Errorf("MDIO %s: MAC_MDIO_Address reads all ones: %w", what, err)
+	case err != nil:
+		return fmt.Errorf("MDIO %s: MAC_MDIO_Address.GB still set after %v (is the CSR clock running and CR=%d right for it?): %w",
+			what, mdioTimeout, p.mdioCR, err)
 	}
+	return nil
 }
 
 func (p *Port) mdioCmd(phy, r int, op mdioAddrBits) uint32 {
