@@ -69,8 +69,9 @@ type Config struct {
 	// BusyPoll keeps polling when the rings are empty instead of sleeping on the
 	// queue's interrupt.
 	BusyPoll bool
-	// IdleTimeout bounds one sleep on an interrupt (10 ms when 0); it is how soon
-	// Stop is noticed by an idle goroutine.
+	// IdleTimeout bounds one sleep on an interrupt (10 ms when 0). Stop wakes a
+	// goroutine asleep on an interrupt with a file descriptor (VFIO's eventfd)
+	// at once; on one without (models) it is how soon Stop is noticed.
 	IdleTimeout time.Duration
 	// CPUWorkers is the number of cpumap entries served (keys 0..CPUWorkers-1),
 	// each by its own goroutine. 0: none; a redirect to a cpumap then fails.
@@ -324,10 +325,18 @@ func (e *Engine) Stop() error {
 		e.mu.Unlock()
 		return fmt.Errorf("%w: Stop on a stopped engine", ErrState)
 	}
+	running := e.state == 1
 	e.state = 2
 	e.mu.Unlock()
 	e.stop.Store(true)
 	close(e.done)
+	if running {
+		// Pollers asleep on their queue's interrupt: wake those whose IRQ can
+		// be woken, so Stop does not wait out IdleTimeout (see wakeIRQ).
+		for _, pl := range e.pollers {
+			wakeIRQ(pl.rxq.IRQ())
+		}
+	}
 	e.wg.Wait()
 	// Nothing runs now: the rest is single-threaded.
 	for _, w := range e.workers {
