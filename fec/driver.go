@@ -350,20 +350,16 @@ func (p *Port) reset() error {
 	}
 	p.w32(regECR, uint32(ecrRESET))
 	time.Sleep(10 * time.Microsecond)
-	deadline := time.Now().Add(10 * time.Millisecond)
-	for {
-		v := p.r32(regECR)
-		if v == 0xFFFFFFFF {
-			return fmt.Errorf("ECR reads all ones after reset: %w", nic.ErrNoDevice)
-		}
-		if ecrBits(v)&ecrRESET == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("ECR.RESET still set 10ms after a reset (the MAC's clocks may be off): %w", nic.ErrTimeout)
-		}
-		time.Sleep(10 * time.Microsecond)
+	_, err := nic.PollReg(p.regs, uint32(regECR), 10*time.Millisecond, 10*time.Microsecond, func(v uint32) bool {
+		return ecrBits(v)&ecrRESET == 0
+	})
+	switch {
+	case errors.Is(err, nic.ErrNoDevice):
+		return fmt.Errorf("ECR reads all ones after reset: %w", err)
+	case err != nil:
+		return fmt.Errorf("ECR.RESET still set 10ms after a reset (the MAC's clocks may be off): %w", err)
 	}
+	return nil
 }
 
 // start programs the MAC after a reset and starts the rings, in Linux
@@ -498,17 +494,11 @@ func (p *Port) Link() nic.LinkState {
 
 // WaitLink polls the PHY until the link is up or timeout passes.
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		l := p.Link()
-		if l.Up {
-			return l, nil
-		}
-		if time.Now().After(deadline) {
-			return l, fmt.Errorf("fec: %s: no link after %v (cable, peer, PHY address %d, or autonegotiation): %w", p.name, timeout, p.phyAddr, nic.ErrLinkDown)
-		}
-		time.Sleep(5 * time.Millisecond)
+	l, up := nic.WaitLinkUp(timeout, 5*time.Millisecond, p.Link)
+	if !up {
+		return l, fmt.Errorf("fec: %s: no link after %v (cable, peer, PHY address %d, or autonegotiation): %w", p.name, timeout, p.phyAddr, nic.ErrLinkDown)
 	}
+	return l, nil
 }
 
 // NumQueues is the number of RX/TX ring pairs.
@@ -567,13 +557,8 @@ func (p *Port) stopMAC() error {
 	p.w32(regEIMR, 0)
 	if ecrBits(p.r32(regECR))&ecrETHEREN != 0 {
 		p.w32(regTCR, p.r32(regTCR)|uint32(tcrGTS))
-		deadline := time.Now().Add(gracefulStopTimeout)
-		for eirBits(p.r32(regEIR))&eirGRA == 0 {
-			if time.Now().After(deadline) {
-				errs = append(errs, fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout))
-				break
-			}
-			time.Sleep(50 * time.Microsecond)
+		if !nic.Poll(gracefulStopTimeout, 50*time.Microsecond, func() bool { return eirBits(p.r32(regEIR))&eirGRA != 0 }) {
+			errs = append(errs, fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout))
 		}
 	}
 	if err := p.reset(); err != nil {

@@ -1,6 +1,7 @@
 package fec
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -54,24 +55,20 @@ func (p *Port) mdioSetup() {
 func (p *Port) mdio(op uint32, phyReg int, val uint16) (uint16, error) {
 	p.w32(regEIR, uint32(eirMII))
 	p.w32(regMMFR, mmfrST22|op|uint32(p.phyAddr&0x1F)<<mmfrPAShift|uint32(phyReg&0x1F)<<mmfrRAShift|mmfrTA|uint32(val))
-	deadline := time.Now().Add(mdioTimeout)
-	for {
-		v := p.r32(regEIR)
-		if v == 0xFFFFFFFF {
-			return 0, fmt.Errorf("EIR reads all ones during an MDIO access: %w", nic.ErrNoDevice)
-		}
-		if eirBits(v)&eirMII != 0 {
-			p.w32(regEIR, uint32(eirMII))
-			return uint16(p.r32(regMMFR) & mmfrData), nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("MDIO access to PHY %d register %d: EIR.MII not set after %v "+
-				"(is the ENET's module clock running, and is Config.ModuleClockHz right? MSCR = %#x from %d Hz; "+
-				"a wrong MSCR, a gated clock or a PHY held in reset never completes): %w",
-				p.phyAddr, phyReg, mdioTimeout, p.mscr, p.cfg.ModuleClockHz, nic.ErrTimeout)
-		}
-		time.Sleep(10 * time.Microsecond)
+	_, err := nic.PollReg(p.regs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, func(v uint32) bool {
+		return eirBits(v)&eirMII != 0
+	})
+	switch {
+	case errors.Is(err, nic.ErrNoDevice):
+		return 0, fmt.Errorf("EIR reads all ones during an MDIO access: %w", err)
+	case err != nil:
+		return 0, fmt.Errorf("MDIO access to PHY %d register %d: EIR.MII not set after %v "+
+			"(is the ENET's module clock running, and is Config.ModuleClockHz right? MSCR = %#x from %d Hz; "+
+			"a wrong MSCR, a gated clock or a PHY held in reset never completes): %w",
+			p.phyAddr, phyReg, mdioTimeout, p.mscr, p.cfg.ModuleClockHz, err)
 	}
+	p.w32(regEIR, uint32(eirMII))
+	return uint16(p.r32(regMMFR) & mmfrData), nil
 }
 
 func (p *Port) readPHY(r int) (uint16, error) { return p.mdio(mmfrOpRead, r, 0) }
