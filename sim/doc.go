@@ -3,7 +3,8 @@
 // stray accesses, a fault log, a PCI-like Device base that implements nic.Device,
 // a clause-22 MDIO PHY, and "wires" that carry whole Ethernet frames between a
 // model and the outside (an in-memory pair, UDP datagrams compatible with QEMU's
-// -netdev dgram, and a pcap-recording tap).
+// -netdev dgram, and a pcap-recording tap), with Wire, a model's Attach and
+// SetTransmit plumbing onto them.
 //
 // # Strictness
 //
@@ -32,6 +33,7 @@
 // # Concurrency
 //
 // Memory, Faults, Device, IRQ, PHY and the links are safe for concurrent use.
+// Wire is guarded by the model's own lock.
 // A model's register callbacks run on the caller's goroutine; the model serialises
 // them itself.
 package sim

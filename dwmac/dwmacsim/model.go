@@ -119,9 +119,8 @@ type Model struct {
 	txArena []byte    // guarded by txMu: gathered multi-descriptor frames
 
 	mu   sync.Mutex
-	gen  uint64 // bumps at every reset; guarded by mu
-	sink func([]byte)
-	link sim.Link
+	gen  uint64   // bumps at every reset; guarded by mu
+	wire sim.Wire // guarded by mu: where transmitted frames go
 
 	closed     bool
 	swr        bool      // a DMA software reset is in progress
@@ -296,31 +295,13 @@ func (m *Model) Counters() Counters {
 // Attach connects the model to a wire: frames arriving on link are received
 // (into MTL RX queue 0), frames transmitted go out on it. nil detaches.
 func (m *Model) Attach(link sim.Link) {
-	m.mu.Lock()
-	old := m.link
-	m.link = link
-	if link != nil {
-		m.sink = func(f []byte) { _ = link.Send(f) }
-	} else {
-		m.sink = nil
-	}
-	m.mu.Unlock()
-	if old != nil && old != link {
-		old.SetReceiver(nil)
-	}
-	if link != nil {
-		link.SetReceiver(func(f []byte) { m.Inject(f) })
-	}
+	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
 }
 
 // SetTransmit sends transmitted frames to f instead of a wire (nil: drop them).
 // f runs on the goroutine that wrote the tail pointer; the frame is valid only
 // during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) {
-	m.mu.Lock()
-	m.sink = f
-	m.mu.Unlock()
-}
+func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
 
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {

@@ -110,7 +110,7 @@ func (m *Model) transmitChannel(c int) {
 			return
 		}
 		linkOK := m.phy.LinkUp() && m.speedMatchLocked()
-		sink := m.sink
+		sink := m.wire.Sink()
 		m.mu.Unlock()
 
 		if sink != nil && linkOK {

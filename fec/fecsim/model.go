@@ -128,10 +128,9 @@ type Model struct {
 	closed atomic.Bool // set once by Close
 
 	mu        sync.Mutex
-	sink      func([]byte)
-	link      sim.Link
-	gen       uint64 // bumps at every reset and ETHEREN clear
-	rxScratch []byte // one RX frame with pad and FCS; guarded by mu
+	wire      sim.Wire // guarded by mu: where transmitted frames go
+	gen       uint64   // bumps at every reset and ETHEREN clear
+	rxScratch []byte   // one RX frame with pad and FCS; guarded by mu
 
 	eir, eimr          uint32
 	linePend           [4]uint32 // pending-and-enabled bits last signalled, per line
@@ -261,31 +260,13 @@ func (m *Model) IRQFired(i int) uint64 {
 // Attach connects the model to a wire: frames arriving on link are received,
 // frames transmitted go out on it. nil detaches.
 func (m *Model) Attach(link sim.Link) {
-	m.mu.Lock()
-	old := m.link
-	m.link = link
-	if link != nil {
-		m.sink = func(f []byte) { _ = link.Send(f) }
-	} else {
-		m.sink = nil
-	}
-	m.mu.Unlock()
-	if old != nil && old != link {
-		old.SetReceiver(nil)
-	}
-	if link != nil {
-		link.SetReceiver(func(f []byte) { m.Inject(f) })
-	}
+	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
 }
 
 // SetTransmit sends transmitted frames (without FCS) to f instead of a wire
 // (nil: drop them). f runs on the goroutine that wrote TDAR, without the
 // model's lock; the frame is valid only during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) {
-	m.mu.Lock()
-	m.sink = f
-	m.mu.Unlock()
-}
+func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
 
 // Close detaches the wire and closes the device (memory unmapped, IRQs torn
 // down). Register accesses afterwards are faults.

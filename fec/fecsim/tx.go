@@ -254,7 +254,7 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 	m.countTxLocked(data)
 	m.cnt.TxFrames++
 	m.cnt.TxBytes += uint64(len(data))
-	return data, m.sink, true, loop, true
+	return data, m.wire.Sink(), true, loop, true
 }
 
 func (m *Model) countTxLocked(data []byte) {
