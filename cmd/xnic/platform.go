@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -34,6 +36,8 @@ var (
 	platformMemPath string
 	// platformPages replaces the huge page source of the DMA allocator.
 	platformPages physmem.PageSource
+	// platformEUID replaces os.Geteuid.
+	platformEUID = os.Geteuid
 )
 
 // platformSpec is a parsed --platform value.
@@ -95,6 +99,9 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 	})
 	if err != nil {
 		alloc.Close()
+		if uid := platformEUID(); uid != 0 && (errors.Is(err, physmem.ErrNoPermission) || errors.Is(err, physmem.ErrDevMemDenied)) {
+			err = fmt.Errorf("%w (xnic runs as uid %d; run it as root, e.g. with sudo)", err, uid)
+		}
 		return nil, nil, fmt.Errorf("%s at %#x: %w", spec.Compatible, spec.Phys, err)
 	}
 	return dev, func() error {

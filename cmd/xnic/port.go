@@ -72,7 +72,7 @@ type openedPort struct {
 	IGB    *igb.Port   // the driver's own handle, for igb ports
 	DWMAC  *dwmac.Port // for dwmac ports
 	FEC    *fec.Port   // for fec ports
-	Sim    *simPort  // the model behind a --sim port; nil for real devices
+	Sim    *simPort    // the model behind a --sim port; nil for real devices
 
 	closers []func() error // run last to first by Close
 }
@@ -255,19 +255,21 @@ func writeJSON(w io.Writer, v any) error {
 
 // portInfo is what `xnic info` shows.
 type portInfo struct {
-	Name      string   `json:"name"`
-	Bus       string   `json:"bus"`
-	Vendor    string   `json:"vendor"`
-	DeviceID  string   `json:"device_id"`
-	Driver    string   `json:"driver"`
-	Model     string   `json:"model"`
-	Variant   string   `json:"variant,omitempty"`
-	MAC       string   `json:"mac"`
-	Link      linkInfo `json:"link"`
-	PHYID     string   `json:"phy_id,omitempty"`
-	Queues    int      `json:"queues"`
-	MaxQueues int      `json:"max_queues,omitempty"`
-	Warnings  []string `json:"warnings,omitempty"`
+	Name     string `json:"name"`
+	Bus      string `json:"bus"`
+	Vendor   string `json:"vendor"`
+	DeviceID string `json:"device_id"`
+	// Compatible is a platform device's devicetree compatible string.
+	Compatible string   `json:"compatible,omitempty"`
+	Driver     string   `json:"driver"`
+	Model      string   `json:"model"`
+	Variant    string   `json:"variant,omitempty"`
+	MAC        string   `json:"mac"`
+	Link       linkInfo `json:"link"`
+	PHYID      string   `json:"phy_id,omitempty"`
+	Queues     int      `json:"queues"`
+	MaxQueues  int      `json:"max_queues,omitempty"`
+	Warnings   []string `json:"warnings,omitempty"`
 }
 
 type linkInfo struct {
@@ -292,7 +294,7 @@ func describePort(op *openedPort) portInfo {
 	l := op.Link()
 	pi := portInfo{Name: op.Name(), Bus: di.Bus, Vendor: fmt.Sprintf("%04x", di.Vendor), DeviceID: fmt.Sprintf("%04x", di.Device),
 		Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
-		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}}
+		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}, Compatible: di.Compatible}
 	switch {
 	case op.IGB != nil:
 		m := op.IGB.Model()
@@ -342,7 +344,11 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 	if asJSON {
 		return writeJSON(stdout, pi)
 	}
-	fmt.Fprintf(stdout, "device:  %s (%s:%s, %s)\n", pi.Name, pi.Vendor, pi.DeviceID, pi.Bus)
+	if pi.Compatible != "" {
+		fmt.Fprintf(stdout, "device:  %s (%s, %s)\n", pi.Name, pi.Compatible, pi.Bus)
+	} else {
+		fmt.Fprintf(stdout, "device:  %s (%s:%s, %s)\n", pi.Name, pi.Vendor, pi.DeviceID, pi.Bus)
+	}
 	fmt.Fprintf(stdout, "driver:  %s\n", pi.Driver)
 	fmt.Fprintf(stdout, "model:   %s\n", pi.Model)
 	if pi.Variant != "" {
