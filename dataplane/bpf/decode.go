@@ -479,28 +479,6 @@ func fuse(code []insn, targets []bool) {
 		// fit the int32 off (the 32-bit one as its bit pattern).
 		code[i] = insn{op: f, dst: a.dst, off: int32(a.imm), imm: j.imm, t: j.off, pdst: j.pdst, pimm: j.pimm}
 	}
-	// A load and the store of what it loaded: a copy.
-	for i := 0; i+1 < len(code); i++ {
-		a, b := code[i], code[i+1]
-		if targets[i+1] || b.src != a.dst || b.dst == a.dst {
-			continue
-		}
-		var f op
-		switch {
-		case a.op == opLdxB && b.op == opStxB:
-			f = opLdStB
-		case a.op == opLdxH && b.op == opStxH:
-			f = opLdStH
-		case a.op == opLdxW && b.op == opStxW:
-			f = opLdStW
-		case a.op == opLdxDW && b.op == opStxDW:
-			f = opLdStDW
-		default:
-			continue
-		}
-		code[i] = insn{op: f, dst: a.dst, src: a.src, off: a.off, x: b.dst, imm: int64(b.off)}
-		i++
-	}
 	// Load, add a constant, store back to the same place: a counter.
 	for i := 0; i+2 < len(code); i++ {
 		a, b, c := code[i], code[i+1], code[i+2]

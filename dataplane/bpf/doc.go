@@ -45,8 +45,7 @@
 // ("if rX > data_end goto", with or without "r0 = verdict" in between), a
 // move before a conditional jump, the byte-wise u16 load (both byte orders)
 // and the test of its value, a byte or u16 load and the ==/!= test of it,
-// an and with a constant and the ==/!= test of the result, a load and the
-// store of the loaded value (header rewrites), the counter
+// an and with a constant and the ==/!= test of the result, the counter
 // update "r = *p; r += K; *p = r", the map lookup with its key on the stack
 // and its null test (one slow-path operation), and the two context loads
 // at the start. Loads of data, data_end and data_meta through a register

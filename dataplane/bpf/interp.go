@@ -63,7 +63,7 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
 			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE,
 			opLdAddStDW, opLdAddStW, opLdAddStW64, opLdCtxEndData, opLdCtxDataEnd2,
-			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE, opLdStB, opLdStH, opLdStW, opLdStDW:
+			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
 			// opLdxB16 and opLdxB16L run as their first load alone, the
 			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
@@ -242,14 +242,14 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 func loadSize(o op) (uint64, bool) {
 	switch o {
 	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE,
-		opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE, opLdStB:
+		opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
 		return 1, false
-	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE, opLdStH:
+	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE:
 		return 2, false
-	case opLdxDW, opLdAddStDW, opLdStDW:
+	case opLdxDW, opLdAddStDW:
 		return 8, false
 	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64,
-		opLdCtxEndData, opLdCtxDataEnd2, opLdStW:
+		opLdCtxEndData, opLdCtxDataEnd2:
 		return 4, false
 	case opLdxSB:
 		return 1, true
@@ -2064,86 +2064,6 @@ fast:
 				continue
 			}
 			pc += 3
-			continue
-		case opLdStB:
-			a := reg[in.src] + uint64(int64(in.off))
-			b := reg[in.x] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) || b>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
-				break fast
-			}
-			wg := &r.regions[b>>32]
-			if b&0xffffffff < wg.lo || b&0xffffffff+1 > wg.whi {
-				break fast
-			}
-			p1, p2 := at(rg, a&0xffffffff), at(wg, b&0xffffffff)
-			v := uint64(*p1)
-			reg[in.dst] = v
-			*p2 = byte(v)
-			pc += 2
-			continue
-		case opLdStH:
-			a := reg[in.src] + uint64(int64(in.off))
-			b := reg[in.x] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) || b>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			wg := &r.regions[b>>32]
-			if b&0xffffffff < wg.lo || b&0xffffffff+2 > wg.whi {
-				break fast
-			}
-			p1, p2 := at(rg, a&0xffffffff), at(wg, b&0xffffffff)
-			v := rd16(p1)
-			reg[in.dst] = v
-			wr16(p2, v)
-			pc += 2
-			continue
-		case opLdStW:
-			a := reg[in.src] + uint64(int64(in.off))
-			b := reg[in.x] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) || b>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi {
-				break fast
-			}
-			wg := &r.regions[b>>32]
-			if b&0xffffffff < wg.lo || b&0xffffffff+4 > wg.whi {
-				break fast
-			}
-			p1, p2 := at(rg, a&0xffffffff), at(wg, b&0xffffffff)
-			v := rd32(p1)
-			reg[in.dst] = v
-			wr32(p2, v)
-			pc += 2
-			continue
-		case opLdStDW:
-			a := reg[in.src] + uint64(int64(in.off))
-			b := reg[in.x] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) || b>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.hi {
-				break fast
-			}
-			wg := &r.regions[b>>32]
-			if b&0xffffffff < wg.lo || b&0xffffffff+8 > wg.whi {
-				break fast
-			}
-			p1, p2 := at(rg, a&0xffffffff), at(wg, b&0xffffffff)
-			v := rd64(p1)
-			reg[in.dst] = v
-			wr64(p2, v)
-			pc += 2
 			continue
 		case opLdxB16L:
 			// The u16 at P+K to A (pdst); its low byte to B (dst).

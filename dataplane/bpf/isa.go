@@ -299,14 +299,6 @@ const (
 	opAnd64PJEQ
 	opAnd64PJNE
 
-	// Fused copy "dst = *(size *)(src + off); *(size *)(x + imm) = dst"
-	// (x is not dst): the header rewrites of MAC swaps. The slow path
-	// runs the load alone, so a store that would fault faults as itself.
-	opLdStB
-	opLdStH
-	opLdStW
-	opLdStDW
-
 	// Jumps; insn.off holds the absolute target index.
 	opJA
 	opJEQ64K
