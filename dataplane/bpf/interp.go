@@ -286,6 +286,12 @@ func storeSize(o op) uint64 {
 // (or the frame exec started in exits: done). It calls no function, so the
 // compiler keeps its state in registers. It returns where to go on and the
 // program running there.
+//
+// Keep every case cheap in registers: one case that needs many values at
+// once (two region lookups, say) makes the compiler spill loop state on
+// every instruction. After a change, check that the dispatch sequence
+// (go tool objdump -s 'Runner..fast$') has no stack stores and that the
+// function has no frame (no SUBQ ..., SP).
 func (r *Runner) fast(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
 	code := p.code
 	// One nil check of reg here spares one in every case below.
