@@ -24,6 +24,7 @@ type Model interface {
 // DeviceConfig describes the PCI function a Device presents.
 type DeviceConfig struct {
 	Name      string // nic.DeviceInfo.Name; "sim" when empty
+	Bus       string // nic.DeviceInfo.Bus; "sim" when empty ("pci" to look like a PCI function)
 	Vendor    uint16
 	Device    uint16
 	SubVendor uint16
@@ -82,6 +83,9 @@ func NewDevice(cfg DeviceConfig, mem *Memory, model Model) *Device {
 	if cfg.Name == "" {
 		cfg.Name = "sim"
 	}
+	if cfg.Bus == "" {
+		cfg.Bus = "sim"
+	}
 	if cfg.Class == 0 {
 		cfg.Class = 0x020000
 	}
@@ -108,7 +112,7 @@ func NewDevice(cfg DeviceConfig, mem *Memory, model Model) *Device {
 // Info implements nic.Device.
 func (d *Device) Info() nic.DeviceInfo {
 	return nic.DeviceInfo{
-		Name: d.cfg.Name, Bus: "sim", Vendor: d.cfg.Vendor, Device: d.cfg.Device,
+		Name: d.cfg.Name, Bus: d.cfg.Bus, Vendor: d.cfg.Vendor, Device: d.cfg.Device,
 		SubVendor: d.cfg.SubVendor, SubDevice: d.cfg.SubDevice, Revision: d.cfg.Revision,
 	}
 }

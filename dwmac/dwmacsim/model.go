@@ -105,7 +105,7 @@ var ErrConfig = errors.New("dwmacsim: bad configuration")
 type Model struct {
 	cfg    Config      // immutable after New
 	mac    [6]byte     // immutable factory address
-	dev    *device     // immutable
+	dev    nic.Device  // immutable: base, or base as a platform device
 	base   *sim.Device // immutable
 	mem    *sim.Memory // immutable
 	faults *sim.Faults // immutable
@@ -232,13 +232,19 @@ func New(cfg Config) (*Model, error) {
 		mcfg.Limit = 1 << 40 // HW_FEATURE1.ADDR64 = 40 bits
 	}
 	m.mem = sim.NewMemory(mcfg, m.faults)
+	// The Intel mGbE is a PCI function (configuration space, bus mastering off
+	// until enabled); the i.MX8MP EQOS a platform device (no configuration
+	// space, DMA never gated).
 	dc := sim.DeviceConfig{Name: cfg.Name, BARSize: 64 << 10, MSIXVectors: 1}
 	if cfg.Variant == IntelMGbE {
-		dc.Vendor, dc.Device, dc.SubVendor, dc.Revision = 0x8086, cfg.PCIDevice, 0x8086, 0x11
+		dc.Bus, dc.Vendor, dc.Device, dc.SubVendor, dc.Revision = "pci", 0x8086, cfg.PCIDevice, 0x8086, 0x11
 		dc.MSIXVectors = 32
 	}
 	m.base = sim.NewDevice(dc, m.mem, m)
-	m.dev = newDevice(m.base, cfg)
+	m.dev = m.base
+	if cfg.Variant == IMX8MP {
+		m.dev = sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos")
+	}
 	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),

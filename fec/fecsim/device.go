@@ -3,7 +3,6 @@ package fecsim
 import (
 	"fmt"
 
-	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
@@ -12,14 +11,15 @@ import (
 // ethernet@30be0000 on the i.MX8MP): one 16 KiB register window taking 32-bit
 // accesses only, DMA memory below 4 GiB, up to four interrupt lines, and no PCI
 // configuration space. Safe for concurrent use.
+//
+// Info, DMA, the (absent) configuration space, bus mastering (always on) and the
+// interrupt lines (4 on the i.MX8MP, GIC SPI 118-121; 1 on the i.MX6, in line
+// order through EnableMSIX) are sim.PlatformDevice's; the register window,
+// Reset and Close are the model's own.
 type Device struct {
+	*sim.PlatformDevice
 	m    *Model // immutable
 	regs regWindow
-}
-
-// Info implements nic.Device: Bus "platform" and the devicetree compatible.
-func (d *Device) Info() nic.DeviceInfo {
-	return nic.DeviceInfo{Name: d.m.cfg.Name, Bus: "platform", Compatible: d.m.info.compatible}
 }
 
 // Regs implements nic.Device: window 0 is the ENET's registers.
@@ -33,35 +33,6 @@ func (d *Device) Regs(n int) (nic.Regs, error) {
 	d.regs.m = d.m
 	return &d.regs, nil
 }
-
-// DMA implements nic.Device.
-func (d *Device) DMA() dma.Allocator { return d.m.mem }
-
-// ReadConfig implements nic.Device: a platform device has no configuration space.
-func (d *Device) ReadConfig(off, size int) (uint32, error) {
-	return 0, fmt.Errorf("fecsim: config read at 0x%x: a platform device has no PCI configuration space: %w", off, nic.ErrNotSupported)
-}
-
-// WriteConfig implements nic.Device: a platform device has no configuration space.
-func (d *Device) WriteConfig(off, size int, val uint32) error {
-	return fmt.Errorf("fecsim: config write at 0x%x: a platform device has no PCI configuration space: %w", off, nic.ErrNotSupported)
-}
-
-// EnableBusMaster implements nic.Device. The ENET has no bus-master bit: its
-// DMA is always on, so this does nothing.
-func (d *Device) EnableBusMaster() error {
-	if d.m.isClosed() {
-		return fmt.Errorf("fecsim: enable bus master: %w", nic.ErrClosed)
-	}
-	return nil
-}
-
-// EnableMSIX implements nic.Device with the variant's interrupt lines (4 on the
-// i.MX8MP, GIC SPI 118-121; 1 on the i.MX6), in line order.
-func (d *Device) EnableMSIX(n int) ([]nic.IRQ, error) { return d.m.sd.EnableMSIX(n) }
-
-// DisableIRQs implements nic.Device.
-func (d *Device) DisableIRQs() error { return d.m.sd.DisableIRQs() }
 
 // Reset implements nic.Device: a reset of the block through the SoC's reset
 // controller, with the effect of ECR.RESET.

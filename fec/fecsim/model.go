@@ -201,11 +201,7 @@ func New(cfg Config) (*Model, error) {
 		Unplugged: cfg.Unplugged, Faults: m.faults,
 	})
 	m.sd = sim.NewDevice(sim.DeviceConfig{Name: cfg.Name, BARSize: WindowSize, MSIXVectors: info.lines}, m.mem, m)
-	// A platform device has no bus-master bit: its DMA is always on.
-	if err := m.sd.EnableBusMaster(); err != nil {
-		return nil, fmt.Errorf("fecsim: open DMA: %w", err)
-	}
-	m.dev = &Device{m: m}
+	m.dev = &Device{PlatformDevice: sim.NewPlatformDevice(m.sd, info.compatible), m: m} // DMA always on
 	m.txScratch = make([]byte, maxFrameModel+8)
 	m.rxScratch = make([]byte, maxFrameModel+8)
 	m.resetLocked()
