@@ -17,10 +17,14 @@ import (
 // reached through physmem (registers from /dev/mem, DMA memory from huge pages
 // at physical addresses). --platform NAME@ADDR names one.
 
-// platformWindow is the size of the register window of both i.MX8M Plus MACs
-// (imx8mp.dtsi: fec ethernet@30be0000 and eqos ethernet@30bf0000, reg size
-// 0x10000).
-const platformWindow = 0x10000
+// The register windows mapped for each family: the ENET's registers fit in
+// 16 KiB (imx6qdl.dtsi gives ethernet@2188000 0x4000; imx8mp.dtsi reserves
+// 0x10000 at 30be0000, of which the same 16 KiB hold registers), the EQOS's
+// take 64 KiB (imx8mp.dtsi ethernet@30bf0000, reg size 0x10000).
+const (
+	fecWindow   = 0x4000
+	dwmacWindow = 0x10000
+)
 
 // platformAliases are the short names --platform takes for the i.MX8M Plus
 // MACs; any compatible string fec or dwmac knows works too.
@@ -82,9 +86,9 @@ func parsePlatform(s string) (platformSpec, error) {
 // (32 bits for the FEC, 34 for the EQOS). The allocator is not cache coherent:
 // neither MAC is. Close releases both.
 func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
-	limit := uint64(1) << 32
+	limit, size := uint64(1)<<32, fecWindow
 	if spec.Fam == familyDWMAC {
-		limit = 1 << 34
+		limit, size = 1<<34, dwmacWindow
 	}
 	alloc, err := physmem.NewAllocator(physmem.Config{Source: platformPages, Limit: limit})
 	if err != nil {
@@ -93,7 +97,7 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 	dev, err := physmem.OpenDevice(physmem.DeviceConfig{
 		Name:       fmt.Sprintf("%x.ethernet", spec.Phys),
 		Compatible: spec.Compatible,
-		Windows:    []physmem.Window{{Phys: spec.Phys, Size: platformWindow}},
+		Windows:    []physmem.Window{{Phys: spec.Phys, Size: size}},
 		DMA:        alloc,
 		MemPath:    platformMemPath,
 	})

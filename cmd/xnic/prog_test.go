@@ -137,7 +137,7 @@ func TestProgRunText(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 	// A fault is reported with the verdict.
-	stdout, _, code = progCmd(t, "prog", "run", featuresObj, "--sec", "xdp", "--prog", "xdp_oob", "--in", in)
+	_, _, code = progCmd(t, "prog", "run", featuresObj, "--sec", "xdp", "--prog", "xdp_oob", "--in", in)
 	if code != 2 {
 		t.Errorf("--sec with --prog: exit %d, want usage error 2", code)
 	}
