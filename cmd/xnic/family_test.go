@@ -12,7 +12,9 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/physmem"
+	"github.com/xnic-dev/xnic/vfio/vfiotest"
 )
 
 // famCase is one simulated model and what its commands must show.
@@ -338,7 +340,8 @@ func TestFamilyUsageErrors(t *testing.T) {
 	}
 	var help bytes.Buffer
 	run([]string{"help"}, &help, &bytes.Buffer{})
-	if !strings.Contains(help.String(), "--sim KIND[:VARIANT]") || !strings.Contains(help.String(), "--platform NAME@ADDR") {
+	if !strings.Contains(help.String(), "--sim KIND[:VARIANT]") || !strings.Contains(help.String(), "--platform NAME@ADDR") ||
+		!strings.Contains(help.String(), "igb (82576); dwmac (intel, imx8mp); fec (imx8mp, imx6)") {
 		t.Errorf("help does not document --sim KIND[:VARIANT] and --platform:\n%s", help.String())
 	}
 }
@@ -454,6 +457,42 @@ func TestPlatformPicksDriver(t *testing.T) {
 		rc, _, errs := runPort(t, "info", "--platform", c.dev, "--link-timeout", "10ms")
 		if rc != 1 || !strings.Contains(errs, c.want) {
 			t.Errorf("%s: rc %d, stderr %q, want %q", c.dev, rc, errs, c.want)
+		}
+	}
+}
+
+// TestListMarksDWMAC: list names the family of Intel mGbE functions from the
+// dwmac driver's own table, and not of Intel IDs absent from it.
+func TestListMarksDWMAC(t *testing.T) {
+	f := vfiotest.New(t)
+	f.AddDriver("vfio-pci", "intel-eth-pci")
+	f.AddDevice(vfiotest.Device{Addr: "0000:00:1e.4", Vendor: 0x8086, Device: 0x7aac, Class: 0x020000, Driver: "intel-eth-pci", Group: 4})
+	f.AddDevice(vfiotest.Device{Addr: "0000:00:1e.5", Vendor: 0x8086, Device: 0x4b31, Class: 0x020000, Driver: "intel-eth-pci", Group: 5})
+	f.AddDevice(vfiotest.Device{Addr: "0000:00:1e.6", Vendor: 0x8086, Device: 0x4b33, Class: 0x020000, Group: 6})
+	rc, out, errs := runCmd("list", "--json", "--sysfs", f.Root)
+	if rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errs)
+	}
+	var es []listEntry
+	if err := json.Unmarshal([]byte(out), &es); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range es {
+		got[e.Address] = e.Xnic
+	}
+	want := map[string]string{"0000:00:1e.4": "dwmac", "0000:00:1e.5": "dwmac", "0000:00:1e.6": ""}
+	for a, w := range want {
+		if got[a] != w {
+			t.Errorf("%s: xnic %q, want %q (all: %v)", a, got[a], w, got)
+		}
+	}
+	for _, m := range dwmac.Models() {
+		if m.Device == 0 {
+			continue
+		}
+		if fam, ok := supported(dwmac.VendorIntel, m.Device); !ok || fam != familyDWMAC {
+			t.Errorf("%04x (%s): supported = %q %v", m.Device, m.Name, fam, ok)
 		}
 	}
 }

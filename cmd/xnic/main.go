@@ -45,6 +45,9 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err // the FlagSet printed the usage: exit 0
+			}
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
 		args = fs.Args()
@@ -107,4 +110,10 @@ func printHelp(w io.Writer) {
 		c := commands[n]
 		fmt.Fprintf(w, "  %-40s %s\n", c.name+" "+c.usage, c.summary)
 	}
+	fmt.Fprintln(w, "\nports:")
+	fmt.Fprintln(w, "  BDF                        a PCI device bound to vfio-pci (driver by PCI ID: igb, or dwmac for Intel mGbE)")
+	fmt.Fprintln(w, "  --sim KIND[:VARIANT][:N]   a device model, N ports (run, pktgen); KIND (VARIANTs, first the default):")
+	fmt.Fprintln(w, "                             "+simChoices()+"; e.g. igb:2, dwmac:imx8mp, fec:imx6")
+	fmt.Fprintln(w, "  --platform NAME@ADDR       an i.MX8 MAC through /dev/mem and huge pages (root): fec@0x30be0000,")
+	fmt.Fprintln(w, "                             eqos@0x30bf0000, or COMPATIBLE@ADDR (fsl,imx8mm-fec@0x30be0000)")
 }

@@ -38,7 +38,7 @@ type dpPktgenResult struct {
 func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("pktgen", stderr)
 	dev := fs.String("dev", "", "PCI address of the port")
-	simKind := fs.String("sim", "", "a "+simHelp())
+	simKind := fs.String("sim", "", simHelp(false))
 	platform := fs.String("platform", "", "an i.MX8 platform device instead: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
 	count := fs.Uint64("count", 1_000_000, "frames to send (0: until --duration or interrupted)")
 	size := fs.Int("size", 64, "frame size without FCS")

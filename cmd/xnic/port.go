@@ -56,10 +56,10 @@ type portOptions struct {
 
 // portFlags registers the flags shared by commands that open a port.
 func portFlags(fs *flag.FlagSet, o *portOptions) {
-	fs.StringVar(&o.Sim, "sim", "", "open a "+simHelp())
+	fs.StringVar(&o.Sim, "sim", "", simHelp(false))
 	fs.StringVar(&o.Platform, "platform", "", "open an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
 	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
-	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default 512)")
+	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
 }
 

@@ -74,7 +74,7 @@ type dpRunOptions struct {
 
 func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.dev, "dev", "", "PCI addresses of the ports, comma-separated")
-	fs.StringVar(&o.sim, "sim", "", simHelp())
+	fs.StringVar(&o.sim, "sim", "", simHelp(true))
 	fs.Var(&o.platforms, "platform", "an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (repeatable; root)")
 	fs.StringVar(&o.prog, "prog", "", "XDP object (ELF, clang -target bpf)")
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")

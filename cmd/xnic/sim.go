@@ -38,10 +38,15 @@ func simChoices() string {
 	return strings.Join(parts, "; ")
 }
 
-// simHelp is the --sim flag's description.
-func simHelp() string {
-	return "simulated port(s): KIND[:VARIANT][:N], KIND and its variants (the first the default) " + simChoices() +
-		"; N ports for run and pktgen (e.g. igb:2, fec:imx6, dwmac:imx8mp:2)"
+// simHelp is the --sim flag's description; multi for commands that open
+// several ports.
+func simHelp(multi bool) string {
+	if multi {
+		return "simulated ports: KIND[:VARIANT][:N], N ports of a model; KIND (VARIANTs, the first the default): " +
+			simChoices() + " (e.g. igb:2, fec:imx6, dwmac:imx8mp:2)"
+	}
+	return "a simulated port: KIND[:VARIANT]; KIND (VARIANTs, the first the default): " + simChoices() +
+		" (e.g. igb, fec:imx6, dwmac:imx8mp)"
 }
 
 // simSpec is a parsed --sim value.
