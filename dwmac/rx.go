@@ -213,19 +213,9 @@ func (q *rxQueue) refill() {
 			q.tail = 0
 		}
 	}
-	syncRing(q.alloc, q.ring, q.n, first, k, dma.ForDevice)
+	nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, k, dma.ForDevice)
 	q.posted += k
 	q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*descSize))
-}
-
-// syncRing syncs count descriptors from first, splitting at the wrap.
-func syncRing(a dma.Allocator, ring *dma.Region, n, first, count int, dir dma.SyncDir) {
-	if first+count <= n {
-		a.Sync(ring, first*descSize, count*descSize, dir)
-		return
-	}
-	a.Sync(ring, first*descSize, (n-first)*descSize, dir)
-	a.Sync(ring, 0, (first+count-n)*descSize, dir)
 }
 
 // Pool is where this ring's buffers come from.

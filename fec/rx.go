@@ -244,21 +244,11 @@ func (q *rxQueue) refill(kick bool) {
 			q.tail = 0
 		}
 	}
-	syncRing(q.alloc, q.ring, q.bd.size, q.n, first, k, dma.ForDevice)
+	nic.SyncRing(q.alloc, q.ring, q.bd.size, q.n, first, k, dma.ForDevice)
 	q.posted += k
 	if kick {
 		q.regs.Write32(q.rdar, rdarActive)
 	}
-}
-
-// syncRing syncs count descriptors of size bytes from first, split at the wrap.
-func syncRing(a dma.Allocator, ring *dma.Region, size, n, first, count int, dir dma.SyncDir) {
-	if first+count <= n {
-		a.Sync(ring, first*size, count*size, dir)
-		return
-	}
-	a.Sync(ring, first*size, (n-first)*size, dir)
-	a.Sync(ring, 0, (first+count-n)*size, dir)
 }
 
 // Pool is where this ring's buffers come from.

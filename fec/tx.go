@@ -213,7 +213,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		nbytes += uint64(b.Len)
 	}
 	if posted > 0 {
-		syncRing(q.alloc, q.ring, q.bd.size, q.n, first, posted, dma.ForDevice)
+		nic.SyncRing(q.alloc, q.ring, q.bd.size, q.n, first, posted, dma.ForDevice)
 		q.kick()
 		q.packets.Add(uint64(posted))
 		q.bytes.Add(nbytes)
@@ -277,28 +277,12 @@ func (q *txQueue) Reclaim() int {
 		}
 		q.inflight--
 	}
-	q.putBack(q.done[:n])
+	nic.PutBufs(q.done[:n])
 	if q.rekick && q.inflight > 0 && !q.stopped && q.regs.Read32(q.tdar) == 0 {
 		q.regs.Write32(q.tdar, tdarActive)
 		q.kicks.Add(1)
 	}
 	return n
-}
-
-// putBack returns buffers to their pools in runs.
-func (q *txQueue) putBack(bs []*dma.Buf) {
-	for start := 0; start < len(bs); {
-		p := bs[start].Pool()
-		end := start + 1
-		for end < len(bs) && bs[end].Pool() == p {
-			end++
-		}
-		if p != nil {
-			p.PutBurst(bs[start:end])
-		}
-		start = end
-	}
-	clear(bs)
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
@@ -314,7 +298,7 @@ func (q *txQueue) free0() {
 			q.slots[i] = nil
 		}
 	}
-	q.putBack(q.done[:k])
+	nic.PutBufs(q.done[:k])
 	q.inflight = 0
 }
 

@@ -10,5 +10,6 @@
 // It also holds the helpers every driver needs in the same shape and that carry
 // no register knowledge: decoded register dumps (RegDump, RegValue, Field,
 // FlagFields), counter lookup and per-queue counter names (CounterValue,
-// AppendQueueCounters), and waits with deadlines (Poll, PollReg, WaitLinkUp).
+// AppendQueueCounters), waits with deadlines (Poll, PollReg, WaitLinkUp), and
+// ring chores (SyncRing across the wrap, PutBufs back to their pools).
 package nic
