@@ -20,10 +20,18 @@ func igbConfig(o portOptions) igb.Config {
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
 }
 
-// newSimIGB builds an 82576 model with at least o.Queues queues (4 at least),
-// and o's factory MAC and name when given.
-func newSimIGB(o portOptions) (*igbsim.Model, error) {
-	m, err := igbsim.New(igbsim.Config{AutonegDelay: simAutonegDelay, Queues: max(o.Queues, 4), MAC: o.SimMAC, Name: o.SimName})
+// igbSimDevices are the PCI device IDs of the igb model's variants.
+var igbSimDevices = map[string]uint16{"82576": 0x10C9, "i350": 0x1521, "i210": 0x1533, "i211": 0x1539}
+
+// newSimIGB builds an igb model of the variant (82576, i350, i210, i211; ""
+// is 82576) with the model's default queues (4; 2 on the I211) or o.Queues
+// when more, and o's factory MAC and name when given.
+func newSimIGB(variant string, o portOptions) (*igbsim.Model, error) {
+	cfg := igbsim.Config{DeviceID: igbSimDevices[variant], AutonegDelay: simAutonegDelay, MAC: o.SimMAC, Name: o.SimName}
+	if o.Queues > 4 {
+		cfg.Queues = o.Queues
+	}
+	m, err := igbsim.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("simulated igb: %w", err)
 	}

@@ -22,11 +22,10 @@ const simAutonegDelay = 20 * time.Millisecond
 var simKinds = []struct {
 	fam      family
 	variants []string
-	what     []string // what each variant models
 }{
-	{familyIGB, []string{"82576"}, []string{"Intel 82576"}},
-	{familyDWMAC, []string{"intel", "imx8mp"}, []string{"Intel mGbE (Alder Lake-S, PCI)", "i.MX8M Plus EQOS (platform, not coherent)"}},
-	{familyFEC, []string{"imx8mp", "imx6"}, []string{"i.MX8M Plus ENET (3 rings)", "i.MX6 ENET (1 ring)"}},
+	{familyIGB, []string{"82576", "i350", "i210", "i211"}},
+	{familyDWMAC, []string{"intel", "imx8mp"}},
+	{familyFEC, []string{"imx8mp", "imx6"}},
 }
 
 // simChoices describes the --sim values, for help and error messages.
@@ -128,7 +127,7 @@ type simPort struct {
 func newSimModel(spec simSpec, o portOptions) (simModel, error) {
 	switch spec.Fam {
 	case familyIGB:
-		m, err := newSimIGB(o)
+		m, err := newSimIGB(spec.Variant, o)
 		if err != nil {
 			return nil, err
 		}
