@@ -2,10 +2,10 @@ package dwmac
 
 import (
 	"bytes"
-	"fmt"
 	"testing"
 
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 // The fake plays the DMA: frames go into RX descriptors and come out of TX
@@ -86,28 +86,10 @@ func TestFakeRxDropsBadDescriptors(t *testing.T) {
 	}
 }
 
-// farAllocator hands out memory at IOVAs no device maps.
-type farAllocator struct{ next uint64 }
-
-func (a *farAllocator) Alloc(size, align int) (*dma.Region, error) {
-	if a.next == 0 {
-		a.next = 1 << 40
-	}
-	r := &dma.Region{CPU: make([]byte, size), IOVA: a.next}
-	a.next += uint64(size+4095) &^ 4095
-	return r, nil
-}
-func (a *farAllocator) Free(*dma.Region) error                  { return nil }
-func (a *farAllocator) Sync(*dma.Region, int, int, dma.SyncDir) {}
-func (a *farAllocator) Check(iova uint64, n int) error {
-	return fmt.Errorf("far: %#x: %w", iova, dma.ErrNotMapped)
-}
-func (a *farAllocator) Limit() uint64 { return 0 }
-
 func TestFakeTxRefusesUnmappedAndBadLength(t *testing.T) {
 	d := newFakeDev(t)
 	p := openFake(t, d, Config{TxRingSize: 8})
-	far, err := dma.NewPool(&farAllocator{}, 4, 2048)
+	far, err := dma.NewPool(&nictest.FarAllocator{}, 4, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -129,52 +130,13 @@ func transmit(t *testing.T, p nic.Port, frames [][]byte, burst int) {
 // receive collects n frames from the port's RX queues.
 func receive(t *testing.T, p nic.Port, n int) [][]byte {
 	t.Helper()
-	var got [][]byte
-	bufs := make([]*dma.Buf, 32)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(got) < n {
-		progress := false
-		for q := 0; q < p.NumQueues(); q++ {
-			k := p.RxQueue(q).Recv(bufs)
-			for _, b := range bufs[:k] {
-				if int(b.Queue) != q || b.Owner() != dma.OwnerApp {
-					t.Fatalf("buffer from queue %d says Queue=%d, owner %v", q, b.Queue, b.Owner())
-				}
-				got = append(got, bytes.Clone(b.Data()))
-				b.Free()
-			}
-			progress = progress || k > 0
-		}
-		if !progress {
-			if time.Now().After(deadline) {
-				t.Fatalf("received %d of %d frames", len(got), n)
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
-	return got
+	return nictest.RecvFrames(t, p, n, 10*time.Second)
 }
 
-// reclaimAll waits until every TX descriptor of queue 0 is complete.
+// reclaimAll waits until every TX descriptor of the port is complete.
 func reclaimAll(t *testing.T, p nic.Port, ringSize int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	tx := p.TxQueue(0)
-	for tx.Reclaim(); tx.Free() < ringSize-1; tx.Reclaim() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d TX descriptors still in flight after 5s", ringSize-1-tx.Free())
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
-func counter(t *testing.T, p *dwmac.Port, name string) uint64 {
-	t.Helper()
-	v, ok := dwmac.Counter(p.Stats(), name)
-	if !ok {
-		t.Fatalf("no counter %q", name)
-	}
-	return v
+	nictest.ReclaimAll(t, p, ringSize, 5*time.Second)
 }
 
 // exchange sends n random frames each way and checks them byte for byte.
@@ -259,7 +221,7 @@ func TestSimBringUpIntel(t *testing.T) {
 func TestSimFramesBothWaysIntel(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{})
 	exchange(t, r, rand.New(rand.NewPCG(1, 2)), 300, 32)
-	if n := counter(t, r.p, "rx_packets"); n != 300 {
+	if n := nictest.Counter(t, r.p, "rx_packets"); n != 300 {
 		t.Fatalf("rx_packets %d", n)
 	}
 	if err := r.p.CheckDMA(); err != nil {
@@ -491,7 +453,7 @@ func TestSimDMARefusal(t *testing.T) {
 	// TX buffers the device's allocator did not map are refused before any
 	// descriptor carries them.
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{TxRingSize: 16})
-	far, err := dma.NewPool(&farAllocator{}, 4, 2048)
+	far, err := dma.NewPool(&nictest.FarAllocator{}, 4, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -500,7 +462,7 @@ func TestSimDMARefusal(t *testing.T) {
 	if k := r.p.TxQueue(0).Send([]*dma.Buf{b}); k != 1 {
 		t.Fatalf("Send took %d", k)
 	}
-	if n := counter(t, r.p, "tx_refused_dma"); n != 1 {
+	if n := nictest.Counter(t, r.p, "tx_refused_dma"); n != 1 {
 		t.Fatalf("tx_refused_dma %d", n)
 	}
 	if len(r.sent()) != 0 {
@@ -511,23 +473,6 @@ func TestSimDMARefusal(t *testing.T) {
 	}
 	r.checkModel()
 }
-
-type farAllocator struct{ next uint64 }
-
-func (a *farAllocator) Alloc(size, align int) (*dma.Region, error) {
-	if a.next == 0 {
-		a.next = 1 << 40
-	}
-	r := &dma.Region{CPU: make([]byte, size), IOVA: a.next}
-	a.next += uint64(size+4095) &^ 4095
-	return r, nil
-}
-func (a *farAllocator) Free(*dma.Region) error                  { return nil }
-func (a *farAllocator) Sync(*dma.Region, int, int, dma.SyncDir) {}
-func (a *farAllocator) Check(iova uint64, n int) error {
-	return fmt.Errorf("far: %#x: %w", iova, dma.ErrNotMapped)
-}
-func (a *farAllocator) Limit() uint64 { return 0 }
 
 func TestSimCloseAndReopen(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{RxRingSize: 16, TxRingSize: 16})
@@ -568,23 +513,23 @@ func TestSimStats(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{})
 	rng := rand.New(rand.NewPCG(13, 14))
 	exchange(t, r, rng, 40, 8)
-	s1 := counter(t, r.p, "mmc_rx_framecount_gb")
-	t1 := counter(t, r.p, "mmc_tx_framecount_gb")
+	s1 := nictest.Counter(t, r.p, "mmc_rx_framecount_gb")
+	t1 := nictest.Counter(t, r.p, "mmc_tx_framecount_gb")
 	if s1 != 40 || t1 != 40 {
 		t.Fatalf("MMC frames rx %d tx %d, want 40 each", s1, t1)
 	}
 	// Reset on read: a second read adds nothing, and more traffic adds on top.
-	if s2 := counter(t, r.p, "mmc_rx_framecount_gb"); s2 != 40 {
+	if s2 := nictest.Counter(t, r.p, "mmc_rx_framecount_gb"); s2 != 40 {
 		t.Fatalf("MMC rx frames %d after a second read, want 40 (accumulated)", s2)
 	}
 	exchange(t, r, rng, 10, 8)
-	if s3 := counter(t, r.p, "mmc_rx_framecount_gb"); s3 != 50 {
+	if s3 := nictest.Counter(t, r.p, "mmc_rx_framecount_gb"); s3 != 50 {
 		t.Fatalf("MMC rx frames %d, want 50", s3)
 	}
-	if n := counter(t, r.p, "tx_packets"); n != 50 {
+	if n := nictest.Counter(t, r.p, "tx_packets"); n != 50 {
 		t.Fatalf("tx_packets %d", n)
 	}
-	if n := counter(t, r.p, "rx_queue_0_packets"); n != 50 {
+	if n := nictest.Counter(t, r.p, "rx_queue_0_packets"); n != 50 {
 		t.Fatalf("rx_queue_0_packets %d", n)
 	}
 	r.checkModel()
@@ -681,7 +626,7 @@ func TestSimZeroAllocs(t *testing.T) {
 	if allocs != 0 {
 		t.Fatalf("%.1f allocations per burst of 16", allocs)
 	}
-	if n := counter(t, r.p, "rx_packets"); n < 16*200 {
+	if n := nictest.Counter(t, r.p, "rx_packets"); n < 16*200 {
 		t.Fatalf("rx_packets %d: the loop did not move frames", n)
 	}
 	r.checkModel()

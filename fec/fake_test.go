@@ -9,6 +9,7 @@ import (
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -351,7 +352,7 @@ func TestRxTxAgainstScript(t *testing.T) {
 	}
 	for name, want := range map[string]uint64{"rx_desc_crc_errors": 1, "rx_desc_length_errors": 1,
 		"rx_desc_fifo_errors": 1, "rx_desc_errors": 6, "rx_queue_0_packets": 2, "rx_queue_0_bytes": 90} {
-		if got := counter(t, p, name); got != want {
+		if got := nictest.Counter(t, p, name); got != want {
 			t.Errorf("%s = %d, want %d", name, got, want)
 		}
 	}
@@ -408,7 +409,7 @@ func TestRxTxAgainstScript(t *testing.T) {
 	d.regs[oTDAR/4] = 0
 	d.writes = nil
 	tx.Send([]*dma.Buf{b})
-	if d.count(oTDAR) != 0 || counter(t, p, "tx_doorbells_skipped") != 1 {
+	if d.count(oTDAR) != 0 || nictest.Counter(t, p, "tx_doorbells_skipped") != 1 {
 		t.Fatalf("TDAR written %d times while busy", d.count(oTDAR))
 	}
 	tx.Reclaim()
@@ -423,7 +424,7 @@ func TestRxTxAgainstScript(t *testing.T) {
 	b.Off = dma.Headroom + 3
 	b.Mem[b.Off] = 0xAB
 	tx.Send([]*dma.Buf{b})
-	if b.Len != 60 || b.Off != dma.Headroom || b.Mem[b.Off] != 0xAB || counter(t, p, "tx_realigned") != 1 {
+	if b.Len != 60 || b.Off != dma.Headroom || b.Mem[b.Off] != 0xAB || nictest.Counter(t, p, "tx_realigned") != 1 {
 		t.Fatalf("short misaligned frame: len %d off %d first %#x", b.Len, b.Off, b.Mem[b.Off])
 	}
 	d.complete(t)
@@ -477,27 +478,27 @@ func TestStatsDeltas(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer p.Close()
-	if v := counter(t, p, "rx_packets"); v != 0 {
+	if v := nictest.Counter(t, p, "rx_packets"); v != 0 {
 		t.Fatalf("rx_packets %d right after Open", v)
 	}
 	d.regs[rxPackets/4] = 1010
-	if v := counter(t, p, "rx_packets"); v != 10 {
+	if v := nictest.Counter(t, p, "rx_packets"); v != 10 {
 		t.Fatalf("rx_packets %d, want 10", v)
 	}
-	if v := counter(t, p, "rx_packets"); v != 10 {
+	if v := nictest.Counter(t, p, "rx_packets"); v != 10 {
 		t.Fatalf("rx_packets %d on a second read, want 10", v)
 	}
 	d.regs[rxPackets/4] = 0xFFFFFFF0
-	counter(t, p, "rx_packets")
+	nictest.Counter(t, p, "rx_packets")
 	d.regs[rxPackets/4] = 0x10
-	if v := counter(t, p, "rx_packets"); v != 0xFFFFFFF0-1000+0x20 {
+	if v := nictest.Counter(t, p, "rx_packets"); v != 0xFFFFFFF0-1000+0x20 {
 		t.Fatalf("rx_packets %#x across a wrap, want %#x", v, 0xFFFFFFF0-1000+0x20)
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)
 	}
 	d.regs[rxPackets/4] = 0x50
-	if v := counter(t, p, "rx_packets"); v != 0xFFFFFFF0-1000+0x20 {
+	if v := nictest.Counter(t, p, "rx_packets"); v != 0xFFFFFFF0-1000+0x20 {
 		t.Fatalf("rx_packets moved after Close: %#x", v)
 	}
 }

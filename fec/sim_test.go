@@ -10,6 +10,7 @@ import (
 	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/fec/fecsim"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -169,16 +170,16 @@ func TestModelFramesBothWays(t *testing.T) {
 					if s := p.RxQueue(0).Pool().Stats(); s.ByOwner[dma.OwnerRx] != ring || s.ByOwner[dma.OwnerApp] != 0 || s.BadPuts != 0 {
 						t.Fatalf("pool accounting %+v", s)
 					}
-					if got := counter(t, p, "tx_packets"); got != uint64(seq/2) {
+					if got := nictest.Counter(t, p, "tx_packets"); got != uint64(seq/2) {
 						t.Errorf("MIB tx_packets %d, want %d", got, seq/2)
 					}
-					if got := counter(t, p, "rx_packets"); got != uint64(seq/2) {
+					if got := nictest.Counter(t, p, "rx_packets"); got != uint64(seq/2) {
 						t.Errorf("MIB rx_packets %d, want %d", got, seq/2)
 					}
-					if got := counter(t, p, "rx_queue_0_packets"); got != uint64(seq/2) {
+					if got := nictest.Counter(t, p, "rx_queue_0_packets"); got != uint64(seq/2) {
 						t.Errorf("rx_queue_0_packets %d, want %d", got, seq/2)
 					}
-					if got := counter(t, p, "rx_desc_errors"); got != 0 {
+					if got := nictest.Counter(t, p, "rx_desc_errors"); got != 0 {
 						t.Errorf("rx_desc_errors %d", got)
 					}
 				}
@@ -284,7 +285,7 @@ func TestModelDMARefusal(t *testing.T) {
 	var sent int
 	m.SetTransmit(func([]byte) { sent++ })
 	p := openPort(t, m.Device(), fec.Config{RxRingSize: 8, TxRingSize: 8})
-	far, err := dma.NewPool(&farAllocator{}, 4, 2304)
+	far, err := dma.NewPool(&nictest.FarAllocator{}, 4, 2304)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,8 +294,8 @@ func TestModelDMARefusal(t *testing.T) {
 	if k := p.TxQueue(0).Send([]*dma.Buf{b}); k != 1 {
 		t.Fatalf("Send took %d", k)
 	}
-	if sent != 0 || counter(t, p, "tx_refused_dma") != 1 || b.Owner() != dma.OwnerFree {
-		t.Fatalf("foreign buffer: sent %d, refused %d, owner %s", sent, counter(t, p, "tx_refused_dma"), b.Owner())
+	if sent != 0 || nictest.Counter(t, p, "tx_refused_dma") != 1 || b.Owner() != dma.OwnerFree {
+		t.Fatalf("foreign buffer: sent %d, refused %d, owner %s", sent, nictest.Counter(t, p, "tx_refused_dma"), b.Owner())
 	}
 	checkModel(t, m)
 }
@@ -337,7 +338,7 @@ func TestModelCloseReopen(t *testing.T) {
 			t.Fatal("frame to the reopened port differs")
 		}
 	}
-	if got := counter(t, a2, "tx_packets"); got != 3 {
+	if got := nictest.Counter(t, a2, "tx_packets"); got != 3 {
 		t.Fatalf("MIB tx_packets after reopen %d, want 3 (counts from before the reopen excluded)", got)
 	}
 	checkModel(t, pr.ma)
@@ -355,20 +356,20 @@ func TestModelStats(t *testing.T) {
 	}
 	m.InjectBadFCS(f)
 	recvFrames(t, p, 5)
-	s1 := counter(t, p, "rx_packets")
+	s1 := nictest.Counter(t, p, "rx_packets")
 	if s1 < 5 {
 		t.Fatalf("rx_packets %d after 5 good frames", s1)
 	}
-	if c := counter(t, p, "IEEE_rx_crc"); c != 1 {
+	if c := nictest.Counter(t, p, "IEEE_rx_crc"); c != 1 {
 		t.Fatalf("IEEE_rx_crc %d, want 1", c)
 	}
-	if s2 := counter(t, p, "rx_packets"); s2 != s1 {
+	if s2 := nictest.Counter(t, p, "rx_packets"); s2 != s1 {
 		t.Fatalf("rx_packets moved from %d to %d without traffic (counted twice?)", s1, s2)
 	}
-	if got := counter(t, p, "IEEE_rx_frame_ok"); got != 5 {
+	if got := nictest.Counter(t, p, "IEEE_rx_frame_ok"); got != 5 {
 		t.Fatalf("IEEE_rx_frame_ok %d, want 5", got)
 	}
-	if got := counter(t, p, "rx_queue_0_bytes"); got != 500 {
+	if got := nictest.Counter(t, p, "rx_queue_0_bytes"); got != 500 {
 		t.Fatalf("rx_queue_0_bytes %d, want 500 (FCS cut off)", got)
 	}
 	checkModel(t, m)
@@ -453,7 +454,7 @@ func TestModelHostileLength(t *testing.T) {
 	if !bytes.Equal(got[0], ok) {
 		t.Fatalf("got a %d-byte frame, want the 70-byte one", len(got[0]))
 	}
-	if e := counter(t, p, "rx_desc_errors"); e == 0 && m.Counters().RxErrors == 0 {
+	if e := nictest.Counter(t, p, "rx_desc_errors"); e == 0 && m.Counters().RxErrors == 0 {
 		t.Fatal("the oversized frame was neither counted by the driver nor dropped by the model")
 	}
 }

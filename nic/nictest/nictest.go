@@ -1,0 +1,103 @@
+package nictest
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// FarAllocator hands out ordinary Go memory at IOVAs no device allocator maps
+// (1 TiB up, so above 4 GiB too), and its Check refuses every address: buffers
+// from its pools are what a buggy caller would pass to Send, and a driver must
+// refuse them before a descriptor carries them. The zero value is ready.
+type FarAllocator struct{ next uint64 }
+
+// Alloc implements dma.Allocator.
+func (a *FarAllocator) Alloc(size, align int) (*dma.Region, error) {
+	if a.next == 0 {
+		a.next = 1 << 40
+	}
+	r := &dma.Region{CPU: make([]byte, size), IOVA: a.next}
+	a.next += uint64(size+4095) &^ 4095
+	return r, nil
+}
+
+// Free implements dma.Allocator.
+func (a *FarAllocator) Free(*dma.Region) error { return nil }
+
+// Sync implements dma.Allocator.
+func (a *FarAllocator) Sync(*dma.Region, int, int, dma.SyncDir) {}
+
+// Check implements dma.Allocator: no address is mapped for a device.
+func (a *FarAllocator) Check(iova uint64, n int) error {
+	return fmt.Errorf("far allocator: %#x: %w", iova, dma.ErrNotMapped)
+}
+
+// Limit implements dma.Allocator.
+func (a *FarAllocator) Limit() uint64 { return 0 }
+
+var _ dma.Allocator = (*FarAllocator)(nil)
+
+// Counter returns the named counter of p.Stats, and fails the test when there
+// is none.
+func Counter(t testing.TB, p nic.Port, name string) uint64 {
+	t.Helper()
+	v, ok := nic.CounterValue(p.Stats(), name)
+	if !ok {
+		t.Fatalf("no counter %q", name)
+	}
+	return v
+}
+
+// RecvFrames polls every RX queue of p until n frames arrived, and returns
+// copies of them in arrival order per poll round; the buffers go back to their
+// pools. It fails the test when a buffer does not name the queue it came from
+// or is not the caller's (OwnerApp), or when timeout passes without progress.
+func RecvFrames(t testing.TB, p nic.Port, n int, timeout time.Duration) [][]byte {
+	t.Helper()
+	var got [][]byte
+	bufs := make([]*dma.Buf, 32)
+	deadline := time.Now().Add(timeout)
+	for len(got) < n {
+		progress := false
+		for q := 0; q < p.NumQueues(); q++ {
+			k := p.RxQueue(q).Recv(bufs)
+			for _, b := range bufs[:k] {
+				if int(b.Queue) != q || b.Owner() != dma.OwnerApp {
+					t.Fatalf("buffer from RX queue %d says Queue=%d, owner %v", q, b.Queue, b.Owner())
+				}
+				got = append(got, bytes.Clone(b.Data()))
+				b.Free()
+			}
+			progress = progress || k > 0
+		}
+		if !progress {
+			if time.Now().After(deadline) {
+				t.Fatalf("received %d of %d frames in %v", len(got), n, timeout)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+	return got
+}
+
+// ReclaimAll reclaims every TX queue of p until all its descriptors are free
+// (ringSize-1 of them: a ring never fills its last one), and fails the test
+// when timeout passes first.
+func ReclaimAll(t testing.TB, p nic.Port, ringSize int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for q := 0; q < p.NumQueues(); q++ {
+		tx := p.TxQueue(q)
+		for tx.Reclaim(); tx.Free() < ringSize-1; tx.Reclaim() {
+			if time.Now().After(deadline) {
+				t.Fatalf("TX queue %d: %d descriptors still in flight after %v", q, ringSize-1-tx.Free(), timeout)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
