@@ -7,6 +7,7 @@ package igb_test
 import (
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,6 +102,16 @@ func TestVMReceive(t *testing.T) {
 func TestVMRSS(t *testing.T) {
 	p, _ := openVM(t, igb.Config{Queues: 4})
 	c, io := vmClient(t, p)
+	checkRSS(t, p, c, io)
+}
+
+// checkRSS has the peer send 8 frames of each of 32 UDP flows with a window of
+// 64 unacknowledged frames, takes them off all four queues, and checks every
+// frame arrives, each flow on one queue, and the flows on more than one queue.
+// On a shortfall it reports the driver's and the device's counters (where a
+// frame was lost: no buffer, missed) and the peer's own complaint, if any.
+func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *portIO) {
+	t.Helper()
 	const flows, per = 32, 8
 	s, err := c.Flows(flows, per, 64)
 	if err != nil {
@@ -108,7 +119,17 @@ func TestVMRSS(t *testing.T) {
 	}
 	queueOf := map[int]int{}
 	perQueue := map[int]int{}
-	got := 0
+	got, other := 0, 0
+	// Counters of the frames the device took, to tell lost from not sent.
+	diag := func() string {
+		var b strings.Builder
+		for _, name := range []string{"rx_packets", "rx_no_buffer_count", "rx_missed_errors", "rx_errors", "rx_desc_errors", "rx_alloc_failed",
+			"rx_queue_0_packets", "rx_queue_1_packets", "rx_queue_2_packets", "rx_queue_3_packets"} {
+			v, _ := igb.Counter(p.Stats(), name)
+			fmt.Fprintf(&b, " %s=%d", name, v)
+		}
+		return fmt.Sprintf("per queue %v, %d other frames;%s", perQueue, other, b.String())
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for got < flows*per && time.Now().Before(deadline) {
 		f, ok := io.recv()
@@ -118,6 +139,12 @@ func TestVMRSS(t *testing.T) {
 		}
 		flow, _, err := traffic.ParseFlow(f)
 		if err != nil {
+			if traffic.Classify(f) == traffic.KindControl {
+				if m, err := traffic.ParseControl(f); err == nil && m.Verb == traffic.VerbErr && m.ID == s.ID {
+					t.Fatalf("the peer gave up the flows after %d frames received: %s; %s", got, m.Get("msg"), diag())
+				}
+			}
+			other++
 			continue
 		}
 		q := int(io.held.Queue)
@@ -132,7 +159,7 @@ func TestVMRSS(t *testing.T) {
 		}
 	}
 	if got < flows*per {
-		t.Fatalf("received %d of %d flow frames", got, flows*per)
+		t.Fatalf("received %d of %d flow frames; %s", got, flows*per, diag())
 	}
 	if len(perQueue) < 2 {
 		t.Fatalf("RSS: every flow landed on the same queue: %v", perQueue)

@@ -268,6 +268,21 @@ type Stream struct {
 	acked  int
 }
 
+// start sends a windowed stream's first ack (n=0): the peer sends no frame of
+// it before, so none can reach the guest while its client still waits for the
+// ok and would throw the frame away (with several RX queues a frame can
+// overtake the ok). A no-op without a window.
+func (s *Stream) start() error {
+	if s.window == 0 {
+		return nil
+	}
+	m := NewMsg(VerbAck, s.c.newID(), "ref", strconv.FormatUint(uint64(s.ID), 10), "n", "0")
+	if err := s.c.sendMsg(m, s.c.peer, time.Now().Add(s.c.Timeout)); err != nil {
+		return fmt.Errorf("traffic: starting stream %d: %w", s.ID, err)
+	}
+	return nil
+}
+
 // Ack tells the peer that received frames of the stream have been taken. It
 // only sends when a quarter of the window has been taken since the last ack,
 // or at the end; it is a no-op for streams without a window.
@@ -296,7 +311,8 @@ func (c *Client) Inject(count int, seed int64, window int) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{c: c, ID: id, Count: count, Seed: seed, window: window}, nil
+	st := &Stream{c: c, ID: id, Count: count, Seed: seed, window: window}
+	return st, st.start()
 }
 
 // Receive takes the frames of an injected stream through recv and checks each
@@ -359,7 +375,8 @@ func (c *Client) Flows(flows, perFlow, window int) (*Stream, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Stream{c: c, ID: id, Count: flows * perFlow, window: window}, nil
+	st := &Stream{c: c, ID: id, Count: flows * perFlow, window: window}
+	return st, st.start()
 }
 
 // Later asks the peer to wait delay and then send frames 0..count-1 of stream

@@ -39,7 +39,12 @@
 //	later delay_ms=D count=N seed=S  peer waits D ms, then sends frames
 //	                               0..N-1 of stream S.
 //	ack ref=ID n=K                 the guest has taken K frames of the stream
-//	                               started by request ID (no answer).
+//	                               started by request ID (no answer). A
+//	                               windowed stream (inject, flows with W>0)
+//	                               starts only at the first ack (n=0 right
+//	                               after the ok): with several RX queues a
+//	                               frame could otherwise overtake the ok and
+//	                               be thrown away by the waiting client.
 //	echo count=N seed=S size=Z back=B delay_ms=D
 //	                               peer waits D ms, then sends echo frames
 //	                               0..N-1 of stream S (Z bytes each; 0:

@@ -164,7 +164,12 @@ type streamState struct {
 	s      *Session
 	window int
 	acked  int
-	ackCh  chan struct{} // signalled (non-blocking) when acked grows
+	// started: the guest has sent its first ack (n=0 at the latest), after it
+	// took the ok for this stream. A windowed stream sends nothing before: a
+	// frame overtaking the ok on another RX queue would be thrown away by the
+	// guest's client while it still waits for the ok.
+	started bool
+	ackCh   chan struct{} // signalled (non-blocking) when acked grows or the stream starts
 }
 
 // NewPeer binds the UDP socket and starts serving.
@@ -421,8 +426,9 @@ func (p *Peer) handleControl(f []byte) {
 		}
 		p.mu.Lock()
 		st, ok := p.streams[uint32(ref)]
-		if ok && int(n) > st.acked {
-			st.acked = int(n)
+		if ok && (int(n) > st.acked || !st.started) {
+			st.started = true
+			st.acked = max(st.acked, int(n))
 			select {
 			case st.ackCh <- struct{}{}:
 			default:
@@ -564,6 +570,11 @@ func (p *Peer) sendStream(to net.HardwareAddr, st *streamState, flows int, delay
 			return errors.New("peer closed before the delay passed")
 		}
 	}
+	if st.window > 0 {
+		if err := p.awaitStart(st); err != nil {
+			return err
+		}
+	}
 	buf := make([]byte, 0, MaxFrameLen)
 	for i := 0; i < s.Count; i++ {
 		if st.window > 0 {
@@ -596,14 +607,40 @@ func (p *Peer) sendStream(to net.HardwareAddr, st *streamState, flows int, delay
 		default:
 			buf = AppendFrame(buf[:0], s.Seed, i, to, p.mac)
 		}
-		if err := p.write(buf); err != nil {
-			return err
-		}
+		// Count the frame before it leaves: the guest may answer it (and ask
+		// for a report) before this goroutine runs again.
 		p.mu.Lock()
 		s.Done = i + 1
 		p.mu.Unlock()
+		if err := p.write(buf); err != nil {
+			p.mu.Lock()
+			s.Done = i
+			p.mu.Unlock()
+			return err
+		}
 	}
 	return nil
+}
+
+// awaitStart waits for the guest's first ack of a windowed stream (see
+// streamState.started), for up to the ack timeout.
+func (p *Peer) awaitStart(st *streamState) error {
+	deadline := time.After(p.ackTimeout)
+	for {
+		p.mu.Lock()
+		started := st.started
+		p.mu.Unlock()
+		if started {
+			return nil
+		}
+		select {
+		case <-st.ackCh:
+		case <-deadline:
+			return fmt.Errorf("the guest never started the stream: no ack (n=0 after the ok) within %v", p.ackTimeout)
+		case <-p.done:
+			return errors.New("peer closed before the stream started")
+		}
+	}
 }
 
 // sampleRemote records the drop counter of QEMU's socket while it exists, so

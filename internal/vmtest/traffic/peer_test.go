@@ -370,3 +370,62 @@ func TestNoAllocsPerFrame(t *testing.T) {
 		t.Errorf("client: %v allocations per 100 frames sent (%d sent), want 0", allocs, sent)
 	}
 }
+
+// TestWindowedStreamWaitsForStart: a windowed stream sends nothing until the
+// guest's first ack (n=0), which Client.Inject and Client.Flows send once they
+// have the ok, so no frame of it can reach the guest while its client still
+// waits for the ok (with several RX queues one could overtake it and be
+// thrown away). Without the start ack the peer gives up after AckTimeout.
+func TestWindowedStreamWaitsForStart(t *testing.T) {
+	p, nic, c := setup(t, PeerConfig{AckTimeout: 300 * time.Millisecond})
+	id := c.newID()
+	if _, err := c.request(NewMsg(VerbFlows, id, "flows", "4", "per", "2", "window", "4"), c.peer, 0); err != nil {
+		t.Fatal(err)
+	}
+	// No start ack: nothing may come, and the peer gives up.
+	flowsSeen, gaveUp := 0, false
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && !gaveUp {
+		f, ok := nic.recv()
+		if !ok {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		switch Classify(f) {
+		case KindFlow:
+			flowsSeen++
+		case KindControl:
+			m, err := ParseControl(f)
+			gaveUp = err == nil && m.Verb == VerbErr && m.ID == id
+		}
+	}
+	if flowsSeen != 0 || !gaveUp {
+		t.Fatalf("without the start ack: %d flow frames came (want 0), peer gave up: %v", flowsSeen, gaveUp)
+	}
+	if s := p.Report().Sessions; len(s) != 1 || !strings.Contains(s[0].Err, "never started") {
+		t.Fatalf("sessions %v", s)
+	}
+	// Through the client, the stream starts and every frame comes.
+	s, err := c.Flows(4, 2, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	deadline = time.Now().Add(5 * time.Second)
+	for got < 8 && time.Now().Before(deadline) {
+		f, ok := nic.recv()
+		if !ok {
+			time.Sleep(time.Millisecond)
+			continue
+		}
+		if Classify(f) == KindFlow {
+			got++
+			if err := s.Ack(got); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if got != 8 {
+		t.Fatalf("started stream: %d of 8 flow frames", got)
+	}
+}
