@@ -202,7 +202,7 @@ type Port struct {
 	lastLinkE error         // last MDIO error seen by Link; guarded by ctl
 	filter    pktFilterBits // MAC_Packet_Filter as written; guarded by ctl
 
-	stats stats // has its own lock
+	stats nic.CounterTotals // MMC totals, per hwCounters entry; has its own lock
 
 	warnings []string // non-fatal oddities of the bring-up; immutable after Open
 }
@@ -758,8 +758,8 @@ func (p *Port) Close() error {
 	}
 	p.closed = true
 	p.ctl.Unlock()
-	p.stats.collect(p) // keep the totals: the next reset clears the counters
-	p.stats.stop()
+	p.collectStats() // keep the totals: the next reset clears the counters
+	p.stats.Stop()
 	return p.teardown()
 }
 

@@ -1,7 +1,6 @@
 package dwmac
 
 import (
-	"sync"
 
 	"github.com/xnic-dev/xnic/nic"
 )
@@ -47,37 +46,22 @@ var hwCounters = []hwCounter{
 	{"mmc_rx_watchdog_error", 0xdc},
 }
 
-// stats accumulates the 32-bit reset-on-read MMC counters into 64-bit totals.
-// Octet counters wrap after 4 GiB (about 34 s at 1 Gb/s): call Stats more often
-// than that to keep them exact.
-type stats struct {
-	mu      sync.Mutex
-	total   []uint64 // per hwCounters entry; guarded by mu
-	stopped bool     // guarded by mu: the device is closed or gone, keep the totals
-}
-
-// collect reads every counter once and adds it to the totals.
-func (s *stats) collect(p *Port) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.total == nil {
-		s.total = make([]uint64, len(hwCounters))
-	}
-	if s.stopped || !p.hw.MMC {
-		return
-	}
-	if p.r32(regMACVersion) == 0xFFFFFFFF {
-		return // surprise removal: no counter values to read
-	}
-	for i, c := range hwCounters {
-		s.total[i] += uint64(p.r32(regMMCBase + c.off))
-	}
-}
-
-func (s *stats) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
+// collectStats reads every MMC counter once and adds it to the totals (the
+// counters reset on read). They are 32 bits wide: octet counters wrap after
+// 4 GiB (about 34 s at 1 Gb/s), so call Stats more often than that to keep them
+// exact.
+func (p *Port) collectStats() {
+	p.stats.Collect(len(hwCounters), func(total []uint64) {
+		if !p.hw.MMC {
+			return
+		}
+		if p.r32(regMACVersion) == 0xFFFFFFFF {
+			return // surprise removal: no counter values to read
+		}
+		for i, c := range hwCounters {
+			total[i] += uint64(p.r32(regMMCBase + c.off))
+		}
+	})
 }
 
 // Stats reads the MMC counters (accumulating them: they clear on read) and adds
@@ -85,15 +69,11 @@ func (s *stats) stop() {
 // tx_packets and tx_bytes are the driver's (frames handed over and taken);
 // the MMC's own totals keep their mmc_ names.
 func (p *Port) Stats() []nic.Counter {
-	p.stats.collect(p)
+	p.collectStats()
 	out := make([]nic.Counter, 0, len(hwCounters)+12+4*len(p.rx))
-	p.stats.mu.Lock()
 	if p.hw.MMC {
-		for i, c := range hwCounters {
-			out = append(out, nic.Counter{Name: c.name, Value: p.stats.total[i]})
-		}
+		out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
 	}
-	p.stats.mu.Unlock()
 	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, allocFail, txErr, refDMA, refLen uint64
 	for _, q := range p.rx {
 		rxp += q.packets.Load()

@@ -543,7 +543,7 @@ func (p *Port) Close() error {
 	p.closed = true
 	p.ctl.Unlock()
 	p.stats.collect(p) // keep the totals
-	p.stats.stop()
+	p.stats.totals.Stop()
 	return p.teardown()
 }
 

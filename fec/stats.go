@@ -1,8 +1,6 @@
 package fec
 
 import (
-	"sync"
-
 	"github.com/xnic-dev/xnic/nic"
 )
 
@@ -75,33 +73,32 @@ var mibCounters = []mibCounter{
 // between readings. A 32-bit counter wraps after 2^32 events (octet counters
 // after 4 GiB, about 34 s at 1 Gb/s): call Stats more often than that.
 type stats struct {
-	mu      sync.Mutex
-	last    []uint32 // previous raw reading per counter; guarded by mu
-	total   []uint64 // guarded by mu
-	stopped bool     // guarded by mu: the MAC is gone, keep the totals
+	totals nic.CounterTotals // per mibCounters entry; has its own lock
+	last   []uint32          // previous raw reading per counter; guarded by totals' lock
 }
 
 // baseline takes the first reading after the MIB was enabled at Open; counts
 // from before (another owner, an earlier Open) are not ours. Totals of an
 // earlier Open of the same Port do not exist: a Port is opened once.
 func (s *stats) baseline(p *Port) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.last = make([]uint32, len(mibCounters))
-	s.total = make([]uint64, len(mibCounters))
-	for i, c := range mibCounters {
-		s.last[i] = p.r32(c.off)
-	}
+	s.totals.Collect(len(mibCounters), func([]uint64) {
+		s.last = make([]uint32, len(mibCounters))
+		s.read(p)
+	})
 }
 
 // rebase takes a new reference reading without touching the totals (after a
 // restart that may have cleared the counters).
 func (s *stats) rebase(p *Port) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.last == nil {
-		return
-	}
+	s.totals.Collect(len(mibCounters), func([]uint64) {
+		if s.last != nil {
+			s.read(p)
+		}
+	})
+}
+
+// read takes a reference reading into last. Caller holds totals' lock.
+func (s *stats) read(p *Port) {
 	for i, c := range mibCounters {
 		s.last[i] = p.r32(c.off)
 	}
@@ -109,25 +106,19 @@ func (s *stats) rebase(p *Port) {
 
 // collect adds the difference since the last reading to the totals.
 func (s *stats) collect(p *Port) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.stopped || s.last == nil {
-		return
-	}
-	if p.r32(regECR) == 0xFFFFFFFF {
-		return // surprise removal: not counter values
-	}
-	for i, c := range mibCounters {
-		v := p.r32(c.off)
-		s.total[i] += uint64(v - s.last[i])
-		s.last[i] = v
-	}
-}
-
-func (s *stats) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
+	s.totals.Collect(len(mibCounters), func(total []uint64) {
+		if s.last == nil {
+			return
+		}
+		if p.r32(regECR) == 0xFFFFFFFF {
+			return // surprise removal: not counter values
+		}
+		for i, c := range mibCounters {
+			v := p.r32(c.off)
+			total[i] += uint64(v - s.last[i])
+			s.last[i] = v
+		}
+	})
 }
 
 // Stats reads the MIB counters (accumulating their increments) and adds the
@@ -135,15 +126,7 @@ func (s *stats) stop() {
 func (p *Port) Stats() []nic.Counter {
 	p.stats.collect(p)
 	out := make([]nic.Counter, 0, len(mibCounters)+16+4*len(p.rx))
-	p.stats.mu.Lock()
-	for i, c := range mibCounters {
-		var v uint64
-		if p.stats.total != nil {
-			v = p.stats.total[i]
-		}
-		out = append(out, nic.Counter{Name: c.name, Value: v})
-	}
-	p.stats.mu.Unlock()
+	out = p.stats.totals.Append(out, len(mibCounters), func(i int) string { return mibCounters[i].name })
 	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, realign, kicks, skips uint64
 	for _, q := range p.rx {
 		lg += q.errLG.Load()

@@ -163,3 +163,36 @@ func TestWaitLinkUp(t *testing.T) {
 		t.Fatalf("WaitLinkUp reported %+v, %v for a link that stays down", l, up)
 	}
 }
+
+func TestCounterTotals(t *testing.T) {
+	var c CounterTotals
+	names := []string{"a", "b"}
+	name := func(i int) string { return names[i] }
+	cs := c.Append(nil, 2, name)
+	if len(cs) != 2 || cs[0] != (Counter{"a", 0}) || cs[1] != (Counter{"b", 0}) {
+		t.Fatalf("before any reading: %+v", cs)
+	}
+	calls := 0
+	read := func(total []uint64) {
+		calls++
+		if len(total) != 2 {
+			t.Fatalf("read got %d totals, want 2", len(total))
+		}
+		total[0] += 3
+		total[1] += 1 << 33
+	}
+	c.Collect(2, read)
+	c.Collect(2, read)
+	cs = c.Append([]Counter{{"x", 1}}, 2, name)
+	if len(cs) != 3 || cs[1] != (Counter{"a", 6}) || cs[2] != (Counter{"b", 1 << 34}) {
+		t.Fatalf("after two readings: %+v", cs)
+	}
+	c.Stop()
+	c.Collect(2, read)
+	if calls != 2 {
+		t.Fatalf("read called %d times, want 2 (none after Stop)", calls)
+	}
+	if cs = c.Append(nil, 2, name); cs[0].Value != 6 {
+		t.Fatalf("Stop lost the totals: %+v", cs)
+	}
+}
