@@ -505,20 +505,10 @@ func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 func (p *Port) NumQueues() int { return len(p.rx) }
 
 // RxQueue returns RX ring i, or nil when out of range.
-func (p *Port) RxQueue(i int) nic.RxQueue {
-	if i < 0 || i >= len(p.rx) {
-		return nil
-	}
-	return p.rx[i]
-}
+func (p *Port) RxQueue(i int) nic.RxQueue { return nic.RxQueueAt(p.rx, i) }
 
 // TxQueue returns TX ring i, or nil when out of range.
-func (p *Port) TxQueue(i int) nic.TxQueue {
-	if i < 0 || i >= len(p.tx) {
-		return nil
-	}
-	return p.tx[i]
-}
+func (p *Port) TxQueue(i int) nic.TxQueue { return nic.TxQueueAt(p.tx, i) }
 
 // SetPromisc turns promiscuous mode (RCR.PROM) on or off.
 func (p *Port) SetPromisc(on bool) error {

@@ -9,7 +9,8 @@
 //
 // It also holds the helpers every driver needs in the same shape and that carry
 // no register knowledge: decoded register dumps (RegDump, RegValue, Field,
-// FlagFields), counter lookup and per-queue counter names (CounterValue,
+// FlagFields), counters (CounterTotals for hardware totals, CounterValue,
 // AppendQueueCounters), waits with deadlines (Poll, PollReg, WaitLinkUp), and
-// ring chores (SyncRing across the wrap, PutBufs back to their pools).
+// queue and ring chores (RxQueueAt, TxQueueAt, SyncRing across the wrap,
+// PutBufs back to their pools). Package nictest has the matching test helpers.
 package nic

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/dma"
 )
 
 // mapRegs is a register window backed by a map; reads count per offset.
@@ -194,5 +196,42 @@ func TestCounterTotals(t *testing.T) {
 	}
 	if cs = c.Append(nil, 2, name); cs[0].Value != 6 {
 		t.Fatalf("Stop lost the totals: %+v", cs)
+	}
+}
+
+type nopRx struct{ id int }
+
+func (*nopRx) Recv([]*dma.Buf) int { return 0 }
+func (*nopRx) Pool() *dma.Pool     { return nil }
+func (*nopRx) IRQ() IRQ            { return nil }
+func (*nopRx) ArmIRQ()             {}
+
+type nopTx struct{ id int }
+
+func (*nopTx) Send([]*dma.Buf) int { return 0 }
+func (*nopTx) Reclaim() int        { return 0 }
+func (*nopTx) Free() int           { return 0 }
+
+func TestQueueAt(t *testing.T) {
+	rx := []*nopRx{{0}, {1}}
+	tx := []*nopTx{{0}, {1}, {2}}
+	if q, ok := RxQueueAt(rx, 1).(*nopRx); !ok || q.id != 1 {
+		t.Fatalf("RxQueueAt(1) = %v", q)
+	}
+	if q, ok := TxQueueAt(tx, 2).(*nopTx); !ok || q.id != 2 {
+		t.Fatalf("TxQueueAt(2) = %v", q)
+	}
+	for _, i := range []int{-1, 2, 100} {
+		if q := RxQueueAt(rx, i); q != nil {
+			t.Errorf("RxQueueAt(%d) = %#v, want a nil interface", i, q)
+		}
+	}
+	for _, i := range []int{-1, 3} {
+		if q := TxQueueAt(tx, i); q != nil {
+			t.Errorf("TxQueueAt(%d) = %#v, want a nil interface", i, q)
+		}
+	}
+	if q := RxQueueAt([]*nopRx(nil), 0); q != nil {
+		t.Errorf("RxQueueAt on no queues = %#v", q)
 	}
 }

@@ -33,3 +33,22 @@ func PutBufs(bs []*dma.Buf) {
 	}
 	clear(bs)
 }
+
+// RxQueueAt returns qs[i] as a RxQueue, or nil when i is out of range (a true
+// nil, never an interface holding a nil pointer). It is the body of every
+// driver's Port.RxQueue.
+func RxQueueAt[Q RxQueue](qs []Q, i int) RxQueue {
+	if i < 0 || i >= len(qs) {
+		return nil
+	}
+	return qs[i]
+}
+
+// TxQueueAt returns qs[i] as a TxQueue, or nil when i is out of range, as
+// RxQueueAt does.
+func TxQueueAt[Q TxQueue](qs []Q, i int) TxQueue {
+	if i < 0 || i >= len(qs) {
+		return nil
+	}
+	return qs[i]
+}
