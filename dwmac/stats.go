@@ -1,7 +1,6 @@
 package dwmac
 
 import (
-
 	"github.com/xnic-dev/xnic/nic"
 )
 
