@@ -2,13 +2,12 @@ package dwmac_test
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"testing"
 	"time"
 
-	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 const benchBurst = 32
@@ -41,42 +40,20 @@ func BenchmarkSimRxTx(b *testing.B) {
 			}
 			defer p.Close()
 			frame := randFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 64)
-			rq, tq := p.RxQueue(0), p.TxQueue(0)
-			bufs := make([]*dma.Buf, benchBurst)
-			var injectTime time.Duration
-			pkts, got := 0, 0
-			b.ReportAllocs()
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			b.ResetTimer()
-			for b.Loop() {
-				if pkts%benchBurst == 0 {
-					t0 := time.Now()
-					for i := 0; i < benchBurst; i++ {
-						m.Inject(frame)
-					}
-					injectTime += time.Since(t0)
-					n := rq.Recv(bufs)
-					got += n
-					k := tq.Send(bufs[:n])
-					for _, x := range bufs[k:n] {
-						x.Free()
-					}
-					tq.Reclaim()
+			c := nictest.BenchRxTx(b, p.RxQueue(0), p.TxQueue(0), benchBurst, func() {
+				for i := 0; i < benchBurst; i++ {
+					m.Inject(frame)
 				}
-				pkts++
-			}
-			b.StopTimer()
-			runtime.ReadMemStats(&ms1)
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(pkts, 1)), "allocs/pkt")
+			}, nil)
+			b.ReportMetric(c.PerPacket(float64(c.Mallocs)), "allocs/pkt")
 			if err := m.Err(); err != nil {
 				b.Fatal(err)
 			}
-			if got < pkts-benchBurst {
-				b.Fatalf("received %d of %d frames", got, pkts)
+			if c.Received < c.Packets-benchBurst {
+				b.Fatalf("received %d of %d frames", c.Received, c.Packets)
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(pkts, 1)), "ns/pkt")
-			b.ReportMetric(float64(injectTime.Nanoseconds())/float64(max(pkts, 1)), "model-rx-ns/pkt")
+			b.ReportMetric(c.PerPacket(float64(b.Elapsed().Nanoseconds())), "ns/pkt")
+			b.ReportMetric(c.PerPacket(float64(c.Inject.Nanoseconds())), "model-rx-ns/pkt")
 		})
 	}
 }

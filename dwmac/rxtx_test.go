@@ -160,11 +160,7 @@ func TestFakeZeroAllocs(t *testing.T) {
 	d.noLog = true // the fake's write log would allocate; the fake's DMA side (View) does not
 	allocs := testing.AllocsPerRun(200, func() {
 		d.deliver(t, &rst, frame, 16, 0)
-		n := rq.Recv(bufs)
-		k := tq.Send(bufs[:n])
-		for _, b := range bufs[k:n] {
-			b.Free()
-		}
+		nictest.Bounce(rq, tq, bufs)
 		d.complete(t, &tst, nil)
 		tq.Reclaim()
 	})
@@ -189,21 +185,8 @@ func BenchmarkFakeRxTx(b *testing.B) {
 	var tst txState
 	frame := make([]byte, 64)
 	const burst = 32
-	bufs := make([]*dma.Buf, burst)
-	pkts := 0
-	b.ReportAllocs()
-	for b.Loop() {
-		if pkts%burst == 0 {
-			d.deliver(b, &rst, frame, burst, 0)
-			n := rq.Recv(bufs)
-			k := tq.Send(bufs[:n])
-			for _, x := range bufs[k:n] {
-				x.Free()
-			}
-			d.complete(b, &tst, nil)
-			tq.Reclaim()
-		}
-		pkts++
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(pkts, 1)), "ns/pkt")
+	c := nictest.BenchRxTx(b, rq, tq, burst,
+		func() { d.deliver(b, &rst, frame, burst, 0) },
+		func() { d.complete(b, &tst, nil) })
+	b.ReportMetric(c.PerPacket(float64(b.Elapsed().Nanoseconds())), "ns/pkt")
 }

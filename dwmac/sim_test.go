@@ -616,11 +616,7 @@ func TestSimZeroAllocs(t *testing.T) {
 		for i := 0; i < 16; i++ {
 			r.m.Inject(frame)
 		}
-		n := rq.Recv(bufs)
-		k := tq.Send(bufs[:n])
-		for _, b := range bufs[k:n] {
-			b.Free()
-		}
+		nictest.Bounce(rq, tq, bufs)
 		tq.Reclaim()
 	})
 	if allocs != 0 {

@@ -1,13 +1,11 @@
 package fec_test
 
 import (
-	"runtime"
 	"testing"
-	"time"
 
-	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/fec/fecsim"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 const benchBurst = 32
@@ -24,43 +22,21 @@ func BenchmarkSimRxTx(b *testing.B) {
 			m.SetTransmit(nil)
 			p := openPort(b, m.Device(), fec.Config{RxRingSize: 256, TxRingSize: 256, LegacyBD: legacy})
 			frame := frameTo(p.MAC(), []byte{2, 9, 9, 9, 9, 9}, 64, 1)
-			rq, tq := p.RxQueue(0), p.TxQueue(0)
-			bufs := make([]*dma.Buf, benchBurst)
-			var injectTime time.Duration
-			pkts, moved := 0, 0
-			b.ReportAllocs()
-			var ms0, ms1 runtime.MemStats
-			runtime.ReadMemStats(&ms0)
-			b.ResetTimer()
-			for b.Loop() {
-				if pkts%benchBurst == 0 {
-					t0 := time.Now()
-					for i := 0; i < benchBurst; i++ {
-						m.Inject(frame)
-					}
-					injectTime += time.Since(t0)
-					n := rq.Recv(bufs)
-					k := tq.Send(bufs[:n])
-					for _, x := range bufs[k:n] {
-						x.Free()
-					}
-					tq.Reclaim()
-					moved += k
+			c := nictest.BenchRxTx(b, p.RxQueue(0), p.TxQueue(0), benchBurst, func() {
+				for i := 0; i < benchBurst; i++ {
+					m.Inject(frame)
 				}
-				pkts++
-			}
-			b.StopTimer()
-			runtime.ReadMemStats(&ms1)
+			}, nil)
 			if err := m.Err(); err != nil {
 				b.Fatal(err)
 			}
-			if moved < pkts-benchBurst {
-				b.Fatalf("only %d of %d frames went round", moved, pkts)
+			if c.Sent < c.Packets-benchBurst {
+				b.Fatalf("only %d of %d frames went round", c.Sent, c.Packets)
 			}
-			b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(pkts, 1)), "allocs/pkt")
-			b.ReportMetric(float64(injectTime.Nanoseconds())/float64(max(pkts, 1)), "model-rx-ns/pkt")
+			b.ReportMetric(c.PerPacket(float64(c.Mallocs)), "allocs/pkt")
+			b.ReportMetric(c.PerPacket(float64(c.Inject.Nanoseconds())), "model-rx-ns/pkt")
 			if el := b.Elapsed(); el > 0 {
-				b.ReportMetric(float64(pkts)/el.Seconds(), "pkts/s")
+				b.ReportMetric(float64(c.Packets)/el.Seconds(), "pkts/s")
 			}
 		})
 	}
@@ -76,28 +52,12 @@ func BenchmarkDriverRxTx(b *testing.B) {
 	}
 	defer p.Close()
 	frame := make([]byte, 68)
-	rq, tq := p.RxQueue(0), p.TxQueue(0)
-	bufs := make([]*dma.Buf, benchBurst)
-	pkts := 0
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		if pkts%benchBurst == 0 {
-			for i := 0; i < benchBurst; i++ {
-				d.deliver(b, frame, 1<<11)
-			}
-			n := rq.Recv(bufs)
-			k := tq.Send(bufs[:n])
-			for _, x := range bufs[k:n] {
-				x.Free()
-			}
-			d.complete(b)
-			tq.Reclaim()
+	c := nictest.BenchRxTx(b, p.RxQueue(0), p.TxQueue(0), benchBurst, func() {
+		for i := 0; i < benchBurst; i++ {
+			d.deliver(b, frame, 1<<11)
 		}
-		pkts++
-	}
-	b.StopTimer()
+	}, func() { d.complete(b) })
 	if el := b.Elapsed(); el > 0 {
-		b.ReportMetric(float64(pkts)/el.Seconds(), "pkts/s")
+		b.ReportMetric(float64(c.Packets)/el.Seconds(), "pkts/s")
 	}
 }
