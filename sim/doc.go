@@ -1,6 +1,7 @@
 // Package sim holds what the device models (igbsim, and later the dwmac and fec
 // models) share: DMA memory seen through an IOMMU-like translation that refuses
-// stray accesses, a fault log, a PCI-like Device base that implements nic.Device,
+// stray accesses, a fault log, a PCI-like Device base that implements nic.Device
+// (PlatformDevice presents it as a devicetree platform device),
 // a clause-22 MDIO PHY, and "wires" that carry whole Ethernet frames between a
 // model and the outside (an in-memory pair, UDP datagrams compatible with QEMU's
 // -netdev dgram, and a pcap-recording tap), with Wire, a model's Attach and
