@@ -10,56 +10,13 @@ import (
 // Dump is a named, decoded snapshot of the registers that describe a port's
 // state. It never reads clear-on-read registers: not ICR, not EICR (which clears
 // on read in MSI-X mode), not the statistics. EIMS shows which vectors are armed.
-type Dump struct {
-	Registers []RegValue `json:"registers"`
-}
+type Dump = nic.RegDump
 
 // RegValue is one register with its decoded fields.
-type RegValue struct {
-	Name   string  `json:"name"`
-	Offset uint32  `json:"offset"`
-	Value  uint32  `json:"value"`
-	Fields []Field `json:"fields,omitempty"`
-}
+type RegValue = nic.RegValue
 
 // Field is one decoded field of a register.
-type Field struct {
-	Name  string `json:"name"`
-	Value string `json:"value"`
-}
-
-// Reg returns the named register of the dump, and whether it is there.
-func (d *Dump) Reg(name string) (RegValue, bool) {
-	for _, r := range d.Registers {
-		if r.Name == name {
-			return r, true
-		}
-	}
-	return RegValue{}, false
-}
-
-// Field returns the value of a named field, and whether it is there.
-func (r RegValue) Field(name string) (string, bool) {
-	for _, f := range r.Fields {
-		if f.Name == name {
-			return f.Value, true
-		}
-	}
-	return "", false
-}
-
-// String renders the dump one register per line: name, offset, value, fields.
-func (d *Dump) String() string {
-	var b strings.Builder
-	for _, r := range d.Registers {
-		fmt.Fprintf(&b, "%-12s [0x%05x] 0x%08x", r.Name, r.Offset, r.Value)
-		for _, f := range r.Fields {
-			fmt.Fprintf(&b, " %s=%s", f.Name, f.Value)
-		}
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
+type Field = nic.Field
 
 // Dump reads the port's registers.
 func (p *Port) Dump() *Dump { return DumpRegs(p.regs, p.NumQueues()) }
@@ -75,37 +32,19 @@ func b2i(b bool) int {
 
 func field(v uint32, lo, width uint) uint32 { return v >> lo & (1<<width - 1) }
 
-// flagName names one single-bit field by its mask.
-type flagName struct {
-	mask uint32
-	name string
-}
-
-func flagFields(v uint32, fs []flagName) []Field {
-	out := make([]Field, 0, len(fs))
-	for _, f := range fs {
-		b := "0"
-		if v&f.mask != 0 {
-			b = "1"
-		}
-		out = append(out, Field{f.name, b})
-	}
-	return out
-}
-
 var (
-	ctrlFlags = []flagName{{uint32(ctrlFD), "FD"}, {uint32(ctrlGIOMasterD), "GIO_MASTER_DISABLE"}, {uint32(ctrlLRST), "LRST"},
-		{uint32(ctrlASDE), "ASDE"}, {uint32(ctrlSLU), "SLU"}, {uint32(ctrlILOS), "ILOS"}, {uint32(ctrlFRCSPD), "FRCSPD"},
-		{uint32(ctrlFRCDPX), "FRCDPX"}, {uint32(ctrlRST), "RST"}, {uint32(ctrlRFCE), "RFCE"}, {uint32(ctrlTFCE), "TFCE"},
-		{uint32(ctrlVME), "VME"}, {uint32(ctrlPHYRST), "PHY_RST"}}
-	statusFlags = []flagName{{uint32(statusLU), "LU"}, {uint32(statusFD), "FD"}, {uint32(statusTXOFF), "TXOFF"},
-		{uint32(statusPHYRA), "PHYRA"}, {uint32(statusGIOMaster), "GIO_MASTER_ENABLE"}}
-	rctlFlags = []flagName{{uint32(rctlEN), "EN"}, {uint32(rctlSBP), "SBP"}, {uint32(rctlUPE), "UPE"}, {uint32(rctlMPE), "MPE"},
-		{uint32(rctlLPE), "LPE"}, {uint32(rctlBAM), "BAM"}, {uint32(rctlVFE), "VFE"}, {uint32(rctlSECRC), "SECRC"}}
-	tctlFlags   = []flagName{{uint32(tctlEN), "EN"}, {uint32(tctlPSP), "PSP"}, {uint32(tctlRTLC), "RTLC"}}
-	gpieFlags   = []flagName{{uint32(gpieNSICR), "NSICR"}, {uint32(gpieMSIXMode), "MSIX_MODE"}, {uint32(gpieEIAME), "EIAME"}, {uint32(gpiePBA), "PBA"}}
-	mdicFlags   = []flagName{{uint32(mdicReady), "READY"}, {uint32(mdicError), "ERROR"}}
-	rxcsumFlags = []flagName{{rxcsumIPOFLD, "IPOFLD"}, {rxcsumTUOFLD, "TUOFLD"}, {rxcsumPCSD, "PCSD"}}
+	ctrlFlags = []nic.Flag{{Mask: uint32(ctrlFD), Name: "FD"}, {Mask: uint32(ctrlGIOMasterD), Name: "GIO_MASTER_DISABLE"}, {Mask: uint32(ctrlLRST), Name: "LRST"},
+		{Mask: uint32(ctrlASDE), Name: "ASDE"}, {Mask: uint32(ctrlSLU), Name: "SLU"}, {Mask: uint32(ctrlILOS), Name: "ILOS"}, {Mask: uint32(ctrlFRCSPD), Name: "FRCSPD"},
+		{Mask: uint32(ctrlFRCDPX), Name: "FRCDPX"}, {Mask: uint32(ctrlRST), Name: "RST"}, {Mask: uint32(ctrlRFCE), Name: "RFCE"}, {Mask: uint32(ctrlTFCE), Name: "TFCE"},
+		{Mask: uint32(ctrlVME), Name: "VME"}, {Mask: uint32(ctrlPHYRST), Name: "PHY_RST"}}
+	statusFlags = []nic.Flag{{Mask: uint32(statusLU), Name: "LU"}, {Mask: uint32(statusFD), Name: "FD"}, {Mask: uint32(statusTXOFF), Name: "TXOFF"},
+		{Mask: uint32(statusPHYRA), Name: "PHYRA"}, {Mask: uint32(statusGIOMaster), Name: "GIO_MASTER_ENABLE"}}
+	rctlFlags = []nic.Flag{{Mask: uint32(rctlEN), Name: "EN"}, {Mask: uint32(rctlSBP), Name: "SBP"}, {Mask: uint32(rctlUPE), Name: "UPE"}, {Mask: uint32(rctlMPE), Name: "MPE"},
+		{Mask: uint32(rctlLPE), Name: "LPE"}, {Mask: uint32(rctlBAM), Name: "BAM"}, {Mask: uint32(rctlVFE), Name: "VFE"}, {Mask: uint32(rctlSECRC), Name: "SECRC"}}
+	tctlFlags   = []nic.Flag{{Mask: uint32(tctlEN), Name: "EN"}, {Mask: uint32(tctlPSP), Name: "PSP"}, {Mask: uint32(tctlRTLC), Name: "RTLC"}}
+	gpieFlags   = []nic.Flag{{Mask: uint32(gpieNSICR), Name: "NSICR"}, {Mask: uint32(gpieMSIXMode), Name: "MSIX_MODE"}, {Mask: uint32(gpieEIAME), Name: "EIAME"}, {Mask: uint32(gpiePBA), Name: "PBA"}}
+	mdicFlags   = []nic.Flag{{Mask: uint32(mdicReady), Name: "READY"}, {Mask: uint32(mdicError), Name: "ERROR"}}
+	rxcsumFlags = []nic.Flag{{Mask: rxcsumIPOFLD, Name: "IPOFLD"}, {Mask: rxcsumTUOFLD, Name: "TUOFLD"}, {Mask: rxcsumPCSD, Name: "PCSD"}}
 )
 
 func speedName(code uint32) string {
@@ -122,42 +61,36 @@ func speedName(code uint32) string {
 // queues (queue blocks 0 to queues-1). It only reads registers whose reads have
 // no side effects.
 func DumpRegs(r nic.Regs, queues int) *Dump {
-	d := &Dump{}
+	d := &Dump{NameWidth: 12, OffsetDigits: 5}
 	add := func(name string, off reg, decode func(uint32) []Field) uint32 {
-		v := r.Read32(uint32(off))
-		rv := RegValue{Name: name, Offset: uint32(off), Value: v}
-		if decode != nil {
-			rv.Fields = decode(v)
-		}
-		d.Registers = append(d.Registers, rv)
-		return v
+		return d.Read(r, name, uint32(off), decode)
 	}
 	add("CTRL", regCTRL, func(v uint32) []Field {
-		return append(flagFields(v, ctrlFlags), Field{"SPEED_SEL", speedName(field(v, 8, 2))})
+		return append(nic.FlagFields(v, ctrlFlags), Field{Name: "SPEED_SEL", Value: speedName(field(v, 8, 2))})
 	})
 	add("STATUS", regSTATUS, func(v uint32) []Field {
-		return append(flagFields(v, statusFlags),
-			Field{"SPEED", speedName((v & uint32(statusSpeedMask)) >> 6)}, Field{"FUNC_ID", fmt.Sprint(field(v, 2, 2))})
+		return append(nic.FlagFields(v, statusFlags),
+			Field{Name: "SPEED", Value: speedName((v & uint32(statusSpeedMask)) >> 6)}, Field{Name: "FUNC_ID", Value: fmt.Sprint(field(v, 2, 2))})
 	})
 	add("EECD", regEECD, func(v uint32) []Field {
-		return []Field{{"PRES", bit(v, 8)}, {"AUTO_RD", fmt.Sprint(b2i(v&eecdAutoRD != 0))}}
+		return []Field{{Name: "PRES", Value: bit(v, 8)}, {Name: "AUTO_RD", Value: fmt.Sprint(b2i(v&eecdAutoRD != 0))}}
 	})
 	add("CTRL_EXT", regCTRL_EXT, func(v uint32) []Field {
-		return []Field{{"DRV_LOAD", fmt.Sprint(b2i(v&ctrlExtDrvLoad != 0))}}
+		return []Field{{Name: "DRV_LOAD", Value: fmt.Sprint(b2i(v&ctrlExtDrvLoad != 0))}}
 	})
 	add("MDIC", regMDIC, func(v uint32) []Field {
-		return append([]Field{{"DATA", fmt.Sprintf("0x%04x", v&uint32(mdicDataMask))}, {"REG", fmt.Sprint(field(v, mdicRegShift, 5))},
-			{"PHY", fmt.Sprint(field(v, mdicPHYShift, 5))}}, flagFields(v, mdicFlags)...)
+		return append([]Field{{Name: "DATA", Value: fmt.Sprintf("0x%04x", v&uint32(mdicDataMask))}, {Name: "REG", Value: fmt.Sprint(field(v, mdicRegShift, 5))},
+			{Name: "PHY", Value: fmt.Sprint(field(v, mdicPHYShift, 5))}}, nic.FlagFields(v, mdicFlags)...)
 	})
 	add("RCTL", regRCTL, func(v uint32) []Field {
-		return append(flagFields(v, rctlFlags),
-			Field{"LBM", fmt.Sprint((v & uint32(rctlLBMMask)) >> 6)}, Field{"MO", fmt.Sprint((v & uint32(rctlMOMask)) >> 12)})
+		return append(nic.FlagFields(v, rctlFlags),
+			Field{Name: "LBM", Value: fmt.Sprint((v & uint32(rctlLBMMask)) >> 6)}, Field{Name: "MO", Value: fmt.Sprint((v & uint32(rctlMOMask)) >> 12)})
 	})
 	add("TCTL", regTCTL, func(v uint32) []Field {
-		return append(flagFields(v, tctlFlags), Field{"CT", fmt.Sprint(field(v, tctlCTShift, 8))},
-			Field{"COLD", fmt.Sprint(field(v, tctlCOLDShft, 10))})
+		return append(nic.FlagFields(v, tctlFlags), Field{Name: "CT", Value: fmt.Sprint(field(v, tctlCTShift, 8))},
+			Field{Name: "COLD", Value: fmt.Sprint(field(v, tctlCOLDShft, 10))})
 	})
-	add("RXCSUM", regRXCSUM, func(v uint32) []Field { return flagFields(v, rxcsumFlags) })
+	add("RXCSUM", regRXCSUM, func(v uint32) []Field { return nic.FlagFields(v, rxcsumFlags) })
 	add("MRQC", regMRQC, func(v uint32) []Field {
 		var h []string
 		for _, x := range []struct {
@@ -170,21 +103,21 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 				h = append(h, x.name)
 			}
 		}
-		return []Field{{"MODE", fmt.Sprint(v & uint32(mrqcEnableMask))}, {"HASH", strings.Join(h, ",")}}
+		return []Field{{Name: "MODE", Value: fmt.Sprint(v & uint32(mrqcEnableMask))}, {Name: "HASH", Value: strings.Join(h, ",")}}
 	})
 	lo := add("RAL0", regRAL0, nil)
 	add("RAH0", regRAH0, func(v uint32) []Field {
-		return []Field{{"MAC", macFromRA(lo, v).String()}, {"AV", bit(v, 31)}}
+		return []Field{{Name: "MAC", Value: macFromRA(lo, v).String()}, {Name: "AV", Value: bit(v, 31)}}
 	})
-	add("GPIE", regGPIE, func(v uint32) []Field { return flagFields(v, gpieFlags) })
-	add("IMS", regIMS, func(v uint32) []Field { return []Field{{"LSC", bit(v, 2)}} })
+	add("GPIE", regGPIE, func(v uint32) []Field { return nic.FlagFields(v, gpieFlags) })
+	add("IMS", regIMS, func(v uint32) []Field { return []Field{{Name: "LSC", Value: bit(v, 2)}} })
 	add("EIMS", regEIMS, nil)
 	add("EIAC", regEIAC, nil)
 	add("EIAM", regEIAM, nil)
 	add("IVAR0", regIVAR0, ivarFields)
 	add("IVAR1", regIVAR0+4, ivarFields)
 	add("IVAR_MISC", regIVAR_MISC, func(v uint32) []Field {
-		return []Field{{"OTHER", ivarEntry(v >> 8)}}
+		return []Field{{Name: "OTHER", Value: ivarEntry(v >> 8)}}
 	})
 	for q := 0; q < queues; q++ {
 		b := rxBlock(q)
@@ -192,15 +125,15 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 			bal := r.Read32(uint32(base + qBAL))
 			bah := r.Read32(uint32(base + qBAH))
 			return func(v uint32) []Field {
-				return []Field{{"BASE", fmt.Sprintf("0x%x", uint64(bah)<<32|uint64(bal))}, {"DESCS", fmt.Sprint(v / descSize)}}
+				return []Field{{Name: "BASE", Value: fmt.Sprintf("0x%x", uint64(bah)<<32|uint64(bal))}, {Name: "DESCS", Value: fmt.Sprint(v / descSize)}}
 			}
 		}
 		add(fmt.Sprintf("RDLEN%d", q), b+qLEN, ringFields(b))
 		add(fmt.Sprintf("RDH%d", q), b+qHead, nil)
 		add(fmt.Sprintf("RDT%d", q), b+qTail, nil)
 		add(fmt.Sprintf("SRRCTL%d", q), b+qSRRCTL, func(v uint32) []Field {
-			return []Field{{"BSIZEPKT_KB", fmt.Sprint(v & uint32(srrctlBSizePktMask))},
-				{"DESCTYPE", fmt.Sprint((v & uint32(srrctlDescTypeMask)) >> 25)}, {"DROP_EN", fmt.Sprint(b2i(v&uint32(srrctlDropEn) != 0))}}
+			return []Field{{Name: "BSIZEPKT_KB", Value: fmt.Sprint(v & uint32(srrctlBSizePktMask))},
+				{Name: "DESCTYPE", Value: fmt.Sprint((v & uint32(srrctlDescTypeMask)) >> 25)}, {Name: "DROP_EN", Value: fmt.Sprint(b2i(v&uint32(srrctlDropEn) != 0))}}
 		})
 		add(fmt.Sprintf("RXDCTL%d", q), b+qDCTL, dctlFields)
 		t := txBlock(q)
@@ -209,15 +142,15 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 		add(fmt.Sprintf("TDT%d", q), t+qTail, nil)
 		add(fmt.Sprintf("TXDCTL%d", q), t+qDCTL, dctlFields)
 		add(fmt.Sprintf("EITR%d", q), regEITR(q), func(v uint32) []Field {
-			return []Field{{"INTERVAL", fmt.Sprint(field(v, 2, 13))}}
+			return []Field{{Name: "INTERVAL", Value: fmt.Sprint(field(v, 2, 13))}}
 		})
 	}
 	return d
 }
 
 func dctlFields(v uint32) []Field {
-	return []Field{{"ENABLE", fmt.Sprint(b2i(v&uint32(dctlEnable) != 0))}, {"PTHRESH", fmt.Sprint(field(v, dctlPThreshShift, 5))},
-		{"HTHRESH", fmt.Sprint(field(v, dctlHThreshShift, 5))}, {"WTHRESH", fmt.Sprint(field(v, dctlWThreshShift, 5))}}
+	return []Field{{Name: "ENABLE", Value: fmt.Sprint(b2i(v&uint32(dctlEnable) != 0))}, {Name: "PTHRESH", Value: fmt.Sprint(field(v, dctlPThreshShift, 5))},
+		{Name: "HTHRESH", Value: fmt.Sprint(field(v, dctlHThreshShift, 5))}, {Name: "WTHRESH", Value: fmt.Sprint(field(v, dctlWThreshShift, 5))}}
 }
 
 func ivarEntry(b uint32) string {
@@ -228,5 +161,5 @@ func ivarEntry(b uint32) string {
 }
 
 func ivarFields(v uint32) []Field {
-	return []Field{{"B0", ivarEntry(v)}, {"B1", ivarEntry(v >> 8)}, {"B2", ivarEntry(v >> 16)}, {"B3", ivarEntry(v >> 24)}}
+	return []Field{{Name: "B0", Value: ivarEntry(v)}, {Name: "B1", Value: ivarEntry(v >> 8)}, {Name: "B2", Value: ivarEntry(v >> 16)}, {Name: "B3", Value: ivarEntry(v >> 24)}}
 }
