@@ -125,7 +125,7 @@ type Port struct {
 	ctl    sync.Mutex // serialises control register sequences (MDIC, RCTL, MTA)
 	closed bool       // guarded by ctl
 
-	stats stats // has its own lock
+	stats nic.CounterTotals // hwCounters totals; has its own lock
 
 	// warnings are non-fatal oddities of the bring-up; immutable after Open.
 	warnings []string
@@ -553,8 +553,8 @@ func (p *Port) Close() error {
 	}
 	p.closed = true
 	p.ctl.Unlock()
-	p.stats.collect(p) // keep the totals: the next reset clears the counters
-	p.stats.stop()
+	p.collectStats() // keep the totals: the next reset clears the counters
+	p.stats.Stop()
 	return p.teardown()
 }
 

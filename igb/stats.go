@@ -1,11 +1,6 @@
 package igb
 
-import (
-	"fmt"
-	"sync"
-
-	"github.com/xnic-dev/xnic/nic"
-)
+import "github.com/xnic-dev/xnic/nic"
 
 // hwCounter is one clear-on-read statistics register (82576 datasheet 8.19),
 // named as Linux igb's ethtool -S names it. hi is the high half of a 64-bit
@@ -53,54 +48,31 @@ var hwCounters = []hwCounter{
 	{"tx_total_bytes", regTOTL, regTOTH},
 }
 
-// stats accumulates the hardware counters into 64-bit totals. 32-bit packet
-// counters wrap after 2^32 frames (about 48 minutes at 1.488 Mpps): call Stats
-// more often than that.
-type stats struct {
-	mu      sync.Mutex
-	total   []uint64 // per hwCounters entry; guarded by mu
-	stopped bool     // guarded by mu: the device is gone, keep the totals
-}
-
-// collect reads every counter once and adds it to the totals.
-func (s *stats) collect(p *Port) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.total == nil {
-		s.total = make([]uint64, len(hwCounters))
-	}
-	if s.stopped {
-		return
-	}
-	for i, c := range hwCounters {
-		lo := p.r32(c.lo)
-		if lo == 0xFFFFFFFF && c.hi == 0 && p.r32(regSTATUS) == 0xFFFFFFFF {
-			return // surprise removal: not a counter value
+// collectStats reads every hardware counter once and adds it to the totals
+// (p.stats). 32-bit packet counters wrap after 2^32 frames (about 48 minutes at
+// 1.488 Mpps): call Stats more often than that.
+func (p *Port) collectStats() {
+	p.stats.Collect(len(hwCounters), func(total []uint64) {
+		for i, c := range hwCounters {
+			lo := p.r32(c.lo)
+			if lo == 0xFFFFFFFF && c.hi == 0 && p.r32(regSTATUS) == 0xFFFFFFFF {
+				return // surprise removal: not a counter value
+			}
+			v := uint64(lo)
+			if c.hi != 0 {
+				v |= uint64(p.r32(c.hi)) << 32
+			}
+			total[i] += v
 		}
-		v := uint64(lo)
-		if c.hi != 0 {
-			v |= uint64(p.r32(c.hi)) << 32
-		}
-		s.total[i] += v
-	}
-}
-
-func (s *stats) stop() {
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
+	})
 }
 
 // Stats reads the hardware counters (accumulating them: they clear on read) and
 // adds the driver's own counters, per queue and in total.
 func (p *Port) Stats() []nic.Counter {
-	p.stats.collect(p)
-	p.stats.mu.Lock()
+	p.collectStats()
 	out := make([]nic.Counter, 0, len(hwCounters)+9+4*len(p.rx))
-	for i, c := range hwCounters {
-		out = append(out, nic.Counter{Name: c.name, Value: p.stats.total[i]})
-	}
-	p.stats.mu.Unlock()
+	out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
 	var descErr, allocFail, refDMA, refLen, split uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
@@ -119,24 +91,13 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_split_frames", Value: split},
 	)
 	for _, q := range p.rx {
-		out = append(out,
-			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_packets", q.idx), Value: q.packets.Load()},
-			nic.Counter{Name: fmt.Sprintf("rx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())
 	}
 	for _, q := range p.tx {
-		out = append(out,
-			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_packets", q.idx), Value: q.packets.Load()},
-			nic.Counter{Name: fmt.Sprintf("tx_queue_%d_bytes", q.idx), Value: q.bytes.Load()})
+		out = nic.AppendQueueCounters(out, "tx", q.idx, q.packets.Load(), q.bytes.Load())
 	}
 	return out
 }
 
 // Counter returns one named counter from Stats, and whether it exists.
-func Counter(cs []nic.Counter, name string) (uint64, bool) {
-	for _, c := range cs {
-		if c.Name == name {
-			return c.Value, true
-		}
-	}
-	return 0, false
-}
+func Counter(cs []nic.Counter, name string) (uint64, bool) { return nic.CounterValue(cs, name) }
