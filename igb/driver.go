@@ -255,18 +255,10 @@ func (p *Port) reset() error {
 	return nil
 }
 
-// poll reads r until cond holds or d passes. It reports whether cond held.
+// poll reads r every 100 us until cond holds or d passes (nic.Poll's timing).
+// It reports whether cond held. cond sees every value, all ones included.
 func (p *Port) poll(d time.Duration, cond func(uint32) bool, r reg) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if cond(p.r32(r)) {
-			return true
-		}
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
+	return nic.Poll(d, 100*time.Microsecond, func() bool { return cond(p.r32(r)) })
 }
 
 // readMAC takes the address the NVM auto-read loaded into RAL/RAH(0).
@@ -460,39 +452,23 @@ func decodeLink(s statusBits) nic.LinkState {
 	return l
 }
 
-// WaitLink polls STATUS.LU until the link is up or timeout passes.
+// WaitLink polls STATUS.LU every 5 ms until the link is up or timeout passes.
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		l := p.Link()
-		if l.Up {
-			return l, nil
-		}
-		if time.Now().After(deadline) {
-			return l, fmt.Errorf("igb: %s: no link after %v (cable, peer, or autonegotiation): %w", p.name, timeout, nic.ErrLinkDown)
-		}
-		time.Sleep(5 * time.Millisecond)
+	l, up := nic.WaitLinkUp(timeout, 5*time.Millisecond, p.Link)
+	if !up {
+		return l, fmt.Errorf("igb: %s: no link after %v (cable, peer, or autonegotiation): %w", p.name, timeout, nic.ErrLinkDown)
 	}
+	return l, nil
 }
 
 // NumQueues is the number of RX/TX queue pairs.
 func (p *Port) NumQueues() int { return len(p.rx) }
 
 // RxQueue returns RX queue i, or nil when out of range.
-func (p *Port) RxQueue(i int) nic.RxQueue {
-	if i < 0 || i >= len(p.rx) {
-		return nil
-	}
-	return p.rx[i]
-}
+func (p *Port) RxQueue(i int) nic.RxQueue { return nic.RxQueueAt(p.rx, i) }
 
 // TxQueue returns TX queue i, or nil when out of range.
-func (p *Port) TxQueue(i int) nic.TxQueue {
-	if i < 0 || i >= len(p.tx) {
-		return nil
-	}
-	return p.tx[i]
-}
+func (p *Port) TxQueue(i int) nic.TxQueue { return nic.TxQueueAt(p.tx, i) }
 
 // SetPromisc turns unicast and multicast promiscuous mode on or off.
 func (p *Port) SetPromisc(on bool) error {

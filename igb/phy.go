@@ -1,6 +1,7 @@
 package igb
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -20,23 +21,16 @@ var ErrPHY = fmt.Errorf("igb: PHY access failed")
 
 func (p *Port) mdic(cmd mdicBits, phyReg int) (uint16, error) {
 	p.w32(regMDIC, uint32(cmd)|uint32(phyReg&0x1F)<<mdicRegShift|uint32(p.phyAddr&0x1F)<<mdicPHYShift)
-	deadline := time.Now().Add(mdicTimeout)
-	for {
-		v := mdicBits(p.r32(regMDIC))
-		if uint32(v) == 0xFFFFFFFF {
-			return 0, fmt.Errorf("igb: MDIC reads all ones: %w", nic.ErrNoDevice)
-		}
-		if v&mdicReady != 0 {
-			if v&mdicError != 0 {
-				return 0, fmt.Errorf("%w: MDIC reported ERROR for PHY %d register %d (no PHY at that address, or the register is not implemented)", ErrPHY, p.phyAddr, phyReg)
-			}
-			return uint16(v & mdicDataMask), nil
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("igb: MDIC access to PHY register %d: READY not set after %v: %w", phyReg, mdicTimeout, nic.ErrTimeout)
-		}
-		time.Sleep(20 * time.Microsecond)
+	v, err := nic.PollReg(p.regs, uint32(regMDIC), mdicTimeout, 20*time.Microsecond, func(v uint32) bool { return mdicBits(v)&mdicReady != 0 })
+	switch {
+	case errors.Is(err, nic.ErrNoDevice):
+		return 0, fmt.Errorf("igb: MDIC reads all ones: %w", nic.ErrNoDevice)
+	case err != nil:
+		return 0, fmt.Errorf("igb: MDIC access to PHY register %d: READY not set after %v: %w", phyReg, mdicTimeout, nic.ErrTimeout)
+	case mdicBits(v)&mdicError != 0:
+		return 0, fmt.Errorf("%w: MDIC reported ERROR for PHY %d register %d (no PHY at that address, or the register is not implemented)", ErrPHY, p.phyAddr, phyReg)
 	}
+	return uint16(mdicBits(v) & mdicDataMask), nil
 }
 
 // readPHY reads a clause-22 PHY register.

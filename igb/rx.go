@@ -196,20 +196,10 @@ func (q *rxQueue) refill() {
 		}
 	}
 	if !q.coherent {
-		syncRing(q.alloc, q.ring, q.n, first, k, dma.ForDevice)
+		nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, k, dma.ForDevice)
 	}
 	q.posted += k
 	q.regs.Write32(q.rdt, uint32(q.tail))
-}
-
-// syncRing syncs count descriptors from first, splitting at the wrap.
-func syncRing(a dma.Allocator, ring *dma.Region, n, first, count int, dir dma.SyncDir) {
-	if first+count <= n {
-		a.Sync(ring, first*descSize, count*descSize, dir)
-		return
-	}
-	a.Sync(ring, first*descSize, (n-first)*descSize, dir)
-	a.Sync(ring, 0, (first+count-n)*descSize, dir)
 }
 
 // Pool is where this ring's buffers come from.

@@ -225,7 +225,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	}
 	if posted > 0 {
 		if !q.coherent {
-			syncRing(q.alloc, q.ring, q.n, first, posted, dma.ForDevice)
+			nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, posted, dma.ForDevice)
 		}
 		q.regs.Write32(q.tdt, uint32(q.tail))
 		q.packets.Add(uint64(frames))
@@ -275,24 +275,8 @@ func (q *txQueue) Reclaim() int {
 		}
 		q.inflight -= segs
 	}
-	q.putBack(q.done[:n])
+	nic.PutBufs(q.done[:n])
 	return n
-}
-
-// putBack returns buffers to their pools in runs.
-func (q *txQueue) putBack(bs []*dma.Buf) {
-	for start := 0; start < len(bs); {
-		p := bs[start].Pool()
-		end := start + 1
-		for end < len(bs) && bs[end].Pool() == p {
-			end++
-		}
-		if p != nil {
-			p.PutBurst(bs[start:end])
-		}
-		start = end
-	}
-	clear(bs)
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
@@ -316,7 +300,7 @@ func (q *txQueue) free() error {
 			q.slots[i] = nil
 		}
 	}
-	q.putBack(q.done[:k])
+	nic.PutBufs(q.done[:k])
 	q.inflight = 0
 	if q.ring != nil {
 		err := q.alloc.Free(q.ring)
