@@ -7,6 +7,7 @@ import (
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -111,11 +112,7 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 	moved := 0
 	allocs := testing.AllocsPerRun(500, func() {
 		d.deliver(t, frame, 16)
-		n := rq.Recv(bufs)
-		k := tq.Send(bufs[:n])
-		for _, b := range bufs[k:n] {
-			b.Free()
-		}
+		_, k := nictest.Bounce(rq, tq, bufs)
 		d.complete(t)
 		tq.Reclaim()
 		moved += k
@@ -180,7 +177,7 @@ func TestHostileWriteback(t *testing.T) {
 	if b := bufs[1]; b.Len != 61 || b.Flags&dma.FlagCsumOK != 0 {
 		t.Fatalf("checksum-error frame: len %d flags %#x", b.Len, b.Flags)
 	}
-	if v := counter(t, p, "rx_desc_errors"); v != 5 {
+	if v := nictest.Counter(t, p, "rx_desc_errors"); v != 5 {
 		t.Fatalf("rx_desc_errors %d, want 5", v)
 	}
 	// Every consumed slot was refilled and made visible with one tail write.

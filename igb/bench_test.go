@@ -2,13 +2,12 @@ package igb_test
 
 import (
 	"math/rand/v2"
-	"runtime"
 	"testing"
 	"time"
 
-	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/igb/igbsim"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 const benchBurst = 32
@@ -38,47 +37,27 @@ func benchSimRxTx(b *testing.B, burstInject bool) {
 	}
 	defer p.Close()
 	frame := randFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 64)
-	rq, tq := p.RxQueue(0), p.TxQueue(0)
-	bufs := make([]*dma.Buf, benchBurst)
 	frames := make([][]byte, benchBurst)
 	for i := range frames {
 		frames[i] = frame
 	}
-	var injectTime time.Duration
-	pkts := 0
-	b.ReportAllocs()
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	b.ResetTimer()
-	for b.Loop() {
-		if pkts%benchBurst == 0 {
-			t0 := time.Now()
-			if burstInject {
-				m.InjectBurst(frames)
-			} else {
-				for i := 0; i < benchBurst; i++ {
-					m.Inject(frame)
-				}
-			}
-			injectTime += time.Since(t0)
-			n := rq.Recv(bufs)
-			k := tq.Send(bufs[:n])
-			for _, x := range bufs[k:n] {
-				x.Free()
-			}
-			tq.Reclaim()
+	inject := func() {
+		for i := 0; i < benchBurst; i++ {
+			m.Inject(frame)
 		}
-		pkts++
 	}
-	b.StopTimer()
-	runtime.ReadMemStats(&ms1)
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(pkts, 1)), "allocs/pkt")
+	if burstInject {
+		inject = func() { m.InjectBurst(frames) }
+	}
+	c := nictest.BenchRxTx(b, p.RxQueue(0), p.TxQueue(0), benchBurst, inject, nil)
+	b.ReportMetric(c.PerPacket(float64(c.Mallocs)), "allocs/pkt")
 	if err := m.Err(); err != nil {
 		b.Fatal(err)
 	}
-	if pkts > 0 {
-		b.ReportMetric(float64(injectTime.Nanoseconds())/float64(pkts), "model-rx-ns/pkt")
+	if c.Received < c.Packets-benchBurst {
+		b.Fatalf("received %d of %d frames", c.Received, c.Packets)
 	}
+	b.ReportMetric(c.PerPacket(float64(c.Inject.Nanoseconds())), "model-rx-ns/pkt")
 }
 
 // BenchmarkDriverRxTx is the same loop on a plain register array whose DMA side
@@ -91,27 +70,11 @@ func BenchmarkDriverRxTx(b *testing.B) {
 	}
 	defer p.Close()
 	frame := make([]byte, 64)
-	rq, tq := p.RxQueue(0), p.TxQueue(0)
-	bufs := make([]*dma.Buf, benchBurst)
-	pkts := 0
-	b.ReportAllocs()
-	var ms0, ms1 runtime.MemStats
-	runtime.ReadMemStats(&ms0)
-	b.ResetTimer()
-	for b.Loop() {
-		if pkts%benchBurst == 0 {
-			d.deliver(b, frame, benchBurst)
-			n := rq.Recv(bufs)
-			k := tq.Send(bufs[:n])
-			for _, x := range bufs[k:n] {
-				x.Free()
-			}
-			d.complete(b)
-			tq.Reclaim()
-		}
-		pkts++
+	c := nictest.BenchRxTx(b, p.RxQueue(0), p.TxQueue(0), benchBurst,
+		func() { d.deliver(b, frame, benchBurst) },
+		func() { d.complete(b) })
+	b.ReportMetric(c.PerPacket(float64(c.Mallocs)), "allocs/pkt")
+	if c.Received < c.Packets-benchBurst {
+		b.Fatalf("received %d of %d frames", c.Received, c.Packets)
 	}
-	b.StopTimer()
-	runtime.ReadMemStats(&ms1)
-	b.ReportMetric(float64(ms1.Mallocs-ms0.Mallocs)/float64(max(pkts, 1)), "allocs/pkt")
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 // stubDevice is a nic.Device whose registers are a function: enough to drive
@@ -23,7 +24,7 @@ func (d *stubDevice) Info() nic.DeviceInfo {
 	return nic.DeviceInfo{Name: "stub", Bus: "sim", Vendor: d.vendor, Device: d.device}
 }
 func (d *stubDevice) Regs(n int) (nic.Regs, error)                { return stubRegs{d}, nil }
-func (d *stubDevice) DMA() dma.Allocator                          { return &farAllocator{} }
+func (d *stubDevice) DMA() dma.Allocator                          { return &nictest.FarAllocator{} }
 func (d *stubDevice) ReadConfig(off, size int) (uint32, error)    { return 0, nic.ErrNotSupported }
 func (d *stubDevice) WriteConfig(off, size int, val uint32) error { return nic.ErrNotSupported }
 func (d *stubDevice) EnableBusMaster() error                      { return nil }

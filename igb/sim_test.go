@@ -16,6 +16,7 @@ import (
 	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -225,7 +226,7 @@ func TestSimTrafficByteExact(t *testing.T) {
 				frames[i] = randFrame(rng, net.HardwareAddr{0x02, 0x99, 0, 0, 0, 1}, 60+rng.IntN(1514-60+1))
 			}
 			transmit(t, r.p, 0, frames, 16)
-			reclaimAll(t, r.p, 32)
+			nictest.ReclaimAll(t, r.p, 32, 5*time.Second)
 			out := r.sent()
 			if len(out) != n {
 				t.Fatalf("wire carried %d frames, want %d", len(out), n)
@@ -275,7 +276,7 @@ func TestSimRingWrapTiny(t *testing.T) {
 		frames[i] = randFrame(rng, net.HardwareAddr{0x02, 1, 2, 3, 4, 5}, 60+rng.IntN(200))
 	}
 	transmit(t, r.p, 0, frames, 7)
-	reclaimAll(t, r.p, 8)
+	nictest.ReclaimAll(t, r.p, 8, 5*time.Second)
 	if out := r.sent(); len(out) != len(frames) || !bytes.Equal(out[199], frames[199]) {
 		t.Fatalf("wire carried %d frames", len(out))
 	}
@@ -356,7 +357,7 @@ func TestSimRSSSpreadsFlows(t *testing.T) {
 	if used < 3 {
 		t.Fatalf("flows on %d queues only: %v", used, perQueue)
 	}
-	if v := counter(t, r.p, "rx_queue_3_packets"); v != uint64(perQueue[3]) {
+	if v := nictest.Counter(t, r.p, "rx_queue_3_packets"); v != uint64(perQueue[3]) {
 		t.Fatalf("rx_queue_3_packets %d, want %d", v, perQueue[3])
 	}
 	r.checkModel()
@@ -425,8 +426,8 @@ func TestSimNoBufferDrops(t *testing.T) {
 	if len(got) != 7 {
 		t.Fatalf("received %d", len(got))
 	}
-	missed := counter(t, r.p, "rx_missed_errors")
-	nobuf := counter(t, r.p, "rx_no_buffer_count")
+	missed := nictest.Counter(t, r.p, "rx_missed_errors")
+	nobuf := nictest.Counter(t, r.p, "rx_no_buffer_count")
 	if missed != 13 && nobuf != 13 {
 		t.Fatalf("rx_missed_errors %d, rx_no_buffer_count %d: want 13 drops counted", missed, nobuf)
 	}
@@ -443,14 +444,14 @@ func TestSimNoBufferDrops(t *testing.T) {
 		t.Fatalf("Recv %d", n)
 	}
 	held := bufs[:n]
-	if v := counter(t, r.p, "rx_alloc_failed"); v == 0 {
+	if v := nictest.Counter(t, r.p, "rx_alloc_failed"); v == 0 {
 		t.Fatal("rx_alloc_failed not counted with the pool empty")
 	}
 	// The refill found one buffer: one frame gets in, the next finds no buffer.
 	first := randFrame(rng, r.p.MAC(), 64)
 	r.wire.Send(first)
 	r.wire.Send(randFrame(rng, r.p.MAC(), 64))
-	if v := counter(t, r.p, "rx_missed_errors") + counter(t, r.p, "rx_no_buffer_count"); v != missed+nobuf+2 {
+	if v := nictest.Counter(t, r.p, "rx_missed_errors") + nictest.Counter(t, r.p, "rx_no_buffer_count"); v != missed+nobuf+2 {
 		t.Fatalf("drop counters %d, want %d", v, missed+nobuf+2)
 	}
 	for _, b := range held {
@@ -479,7 +480,7 @@ func TestSimRefusesUnmappedDMA(t *testing.T) {
 	// A frame too short or beyond its buffer is refused too.
 	b := r.p.RxQueue(0).Pool().Get()
 	b.Len = 10
-	if r.p.TxQueue(0).Send([]*dma.Buf{b}) != 1 || counter(t, r.p, "tx_refused_len") != 1 {
+	if r.p.TxQueue(0).Send([]*dma.Buf{b}) != 1 || nictest.Counter(t, r.p, "tx_refused_len") != 1 {
 		t.Fatal("a 10-byte frame was not refused")
 	}
 	// A buffer from another pool of the same device memory is fine.
@@ -492,7 +493,7 @@ func TestSimRefusesUnmappedDMA(t *testing.T) {
 	if r.p.TxQueue(0).Send([]*dma.Buf{ob}) != 1 {
 		t.Fatal("Send refused a mapped buffer")
 	}
-	reclaimAll(t, r.p, 512)
+	nictest.ReclaimAll(t, r.p, 512, 5*time.Second)
 	if err := own.CheckIdle(); err != nil {
 		t.Fatal(err)
 	}
@@ -551,19 +552,19 @@ func TestSimStatsAccumulate(t *testing.T) {
 		receive(t, r.p, 10)
 		frames := [][]byte{randFrame(rng, net.HardwareAddr{2, 1, 1, 1, 1, 1}, 100)}
 		transmit(t, r.p, 0, frames, 1)
-		reclaimAll(t, r.p, 512)
+		nictest.ReclaimAll(t, r.p, 512, 5*time.Second)
 		// Dump in between must not eat the clear-on-read counters.
 		_ = r.p.Dump()
-		if v := counter(t, r.p, "rx_packets"); v != uint64(10*round) {
+		if v := nictest.Counter(t, r.p, "rx_packets"); v != uint64(10*round) {
 			t.Fatalf("round %d: rx_packets %d, want %d", round, v, 10*round)
 		}
-		if v := counter(t, r.p, "rx_bytes"); v != rxBytes {
+		if v := nictest.Counter(t, r.p, "rx_bytes"); v != rxBytes {
 			t.Fatalf("round %d: rx_bytes %d, want %d", round, v, rxBytes)
 		}
-		if v := counter(t, r.p, "tx_packets"); v != uint64(round) {
+		if v := nictest.Counter(t, r.p, "tx_packets"); v != uint64(round) {
 			t.Fatalf("round %d: tx_packets %d", round, v)
 		}
-		if v := counter(t, r.p, "tx_queue_0_packets"); v != uint64(round) {
+		if v := nictest.Counter(t, r.p, "tx_queue_0_packets"); v != uint64(round) {
 			t.Fatalf("round %d: tx_queue_0_packets %d", round, v)
 		}
 	}
@@ -716,11 +717,7 @@ func TestSimZeroAllocs(t *testing.T) {
 		for i := 0; i < 16; i++ {
 			r.m.Inject(frame)
 		}
-		n := rq.Recv(bufs)
-		k := tq.Send(bufs[:n])
-		for _, b := range bufs[k:n] {
-			b.Free()
-		}
+		_, k := nictest.Bounce(rq, tq, bufs)
 		tq.Reclaim()
 		moved += k
 	})
@@ -774,8 +771,8 @@ func TestSimControlWhilePolling(t *testing.T) {
 	}
 	close(stop)
 	wg.Wait()
-	reclaimAll(t, r.p, 64)
-	if v := counter(t, r.p, "rx_packets"); v != 500 {
+	nictest.ReclaimAll(t, r.p, 64, 5*time.Second)
+	if v := nictest.Counter(t, r.p, "rx_packets"); v != 500 {
 		t.Fatalf("rx_packets %d, want 500", v)
 	}
 	r.checkModel()

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/igb/igbsim"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 // TestSimTxSplitsPageCrossing: a frame whose bytes cross a 4 KiB IOVA boundary
@@ -68,7 +70,7 @@ func TestSimTxSplitsPageCrossing(t *testing.T) {
 			t.Fatalf("Send stopped at frame %d (%d descriptors) with %d of %d free left", next, cases[next].segs, free-used, free)
 		}
 		sent += k
-		reclaimAll(t, r.p, ring)
+		nictest.ReclaimAll(t, r.p, ring, 5*time.Second)
 	}
 	if err := pool.CheckIdle(); err != nil {
 		t.Fatal("buffers not returned after Reclaim:", err)
@@ -88,7 +90,7 @@ func TestSimTxSplitsPageCrossing(t *testing.T) {
 			splits++
 		}
 	}
-	if v := counter(t, r.p, "tx_split_frames"); v != splits {
+	if v := nictest.Counter(t, r.p, "tx_split_frames"); v != splits {
 		t.Fatalf("tx_split_frames %d, want %d", v, splits)
 	}
 	r.checkModel()

@@ -14,6 +14,7 @@ import (
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/vfio"
 )
 
@@ -82,7 +83,7 @@ func TestVMTransmit(t *testing.T) {
 	if err != nil {
 		t.Fatalf("transmit: %v (report %s)", err, rep)
 	}
-	if got := counter(t, p, "tx_queue_0_packets"); got < 10000 {
+	if got := nictest.Counter(t, p, "tx_queue_0_packets"); got < 10000 {
 		t.Fatalf("tx_queue_0_packets %d", got)
 	}
 }
@@ -264,7 +265,7 @@ func TestVMCloseReopen(t *testing.T) {
 // mapped: Send must take it, not write a descriptor or the tail, and count it.
 func testRefusesUnmappedDMA(t *testing.T, p *igb.Port) {
 	t.Helper()
-	far, err := dma.NewPool(&farAllocator{}, 4, dma.DefaultFrameSize)
+	far, err := dma.NewPool(&nictest.FarAllocator{}, 4, dma.DefaultFrameSize)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +277,7 @@ func testRefusesUnmappedDMA(t *testing.T, p *igb.Port) {
 	if n := tx.Send([]*dma.Buf{b}); n != 1 {
 		t.Fatalf("Send took %d, want 1 (refused and returned)", n)
 	}
-	if got := counter(t, p, "tx_refused_dma"); got != 1 {
+	if got := nictest.Counter(t, p, "tx_refused_dma"); got != 1 {
 		t.Fatalf("tx_refused_dma %d, want 1", got)
 	}
 	after, _ := p.Dump().Reg("TDT0")
@@ -305,7 +306,7 @@ func TestVMTxPageCrossing(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
-		reclaimAll(t, p, 512)
+		nictest.ReclaimAll(t, p, 512, 5*time.Second)
 		if err := pool.CheckIdle(); err != nil {
 			t.Error(err)
 		}
@@ -344,7 +345,7 @@ func TestVMTxPageCrossing(t *testing.T) {
 	if err != nil {
 		t.Fatalf("page-crossing frames: %v (report %s)\nstats: %v", err, rep, p.Stats())
 	}
-	if v := counter(t, p, "tx_split_frames"); v != uint64(crossing) || v < n {
+	if v := nictest.Counter(t, p, "tx_split_frames"); v != uint64(crossing) || v < n {
 		t.Fatalf("tx_split_frames %d, want %d (every frame sent, at least the %d data frames)", v, crossing, n)
 	}
 }
