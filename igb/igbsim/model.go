@@ -138,9 +138,8 @@ type Model struct {
 
 	mu         sync.Mutex
 	closed     bool
-	sink       func([]byte) // where transmitted frames go; nil: nowhere
-	link       sim.Link
-	gen        uint64 // bumps at every reset
+	wire       sim.Wire // guarded by mu: where transmitted frames go
+	gen        uint64   // bumps at every reset
 	resetting  bool
 	resetUntil time.Time
 
@@ -300,30 +299,12 @@ func (m *Model) Counters() Counters {
 // Attach connects the model to a wire: frames arriving on link are received,
 // frames transmitted go out on it. nil detaches.
 func (m *Model) Attach(link sim.Link) {
-	m.mu.Lock()
-	old := m.link
-	m.link = link
-	if link != nil {
-		m.sink = func(f []byte) { _ = link.Send(f) }
-	} else {
-		m.sink = nil
-	}
-	m.mu.Unlock()
-	if old != nil && old != link {
-		old.SetReceiver(nil)
-	}
-	if link != nil {
-		link.SetReceiver(func(f []byte) { m.Inject(f) })
-	}
+	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
 }
 
 // SetTransmit sends transmitted frames to f instead of a wire (nil: drop them).
 // f runs on the goroutine that wrote TDT; the frame is valid only during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) {
-	m.mu.Lock()
-	m.sink = f
-	m.mu.Unlock()
-}
+func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
 
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {
