@@ -45,18 +45,20 @@ type poller struct {
 	slot  int // per-CPU slot of the program
 	rxq   nic.RxQueue
 	pool  *dma.Pool
-	run   Runner
+	run   BurstRunner
 	dump  Dumper
 
-	frame bpf.Frame
-	bufs  []*dma.Buf // received burst
-	drop  []*dma.Buf // frames to free at the end of the poll (all from pool)
-	tx    []*dma.Buf // XDP_TX frames
-	dev   []devBulk  // per target port
-	reach []bool     // per target port: its device can read our pool
-	cpuq  []cpuBulk  // per CPU worker
-	xdirt []*XSK     // XSKs with unpublished frames
-	key   [4]byte    // scratch map key
+	frames    []bpf.Frame    // the received burst as the program sees it
+	verdicts  []bpf.Action   // verdicts[i] is frames[i]'s
+	redirects []bpf.Redirect // where frames[i] goes when its verdict is REDIRECT
+	bufs      []*dma.Buf     // received burst
+	drop      []*dma.Buf     // frames to free at the end of the poll (all from pool)
+	tx        []*dma.Buf     // XDP_TX frames
+	dev       []devBulk      // per target port
+	reach     []bool         // per target port: its device can read our pool
+	cpuq      []cpuBulk      // per CPU worker
+	xdirt     []*XSK         // XSKs with unpublished frames
+	key       [4]byte        // scratch map key
 
 	faulted bool       // a frame was aborted during this poll
 	lastAct bpf.Action // the verdict of the last aborted frame of the poll
@@ -71,18 +73,23 @@ type poller struct {
 func newPoller(e *Engine, p *port, q int, rq nic.RxQueue, slot int) *poller {
 	pl := &poller{
 		e: e, port: p, queue: q, slot: slot, rxq: rq, pool: rq.Pool(),
-		run:  e.cfg.Program.NewRunner(slot),
-		dump: e.cfg.Dump,
-		bufs: make([]*dma.Buf, e.budget),
-		drop: make([]*dma.Buf, 0, e.budget),
-		tx:   make([]*dma.Buf, 0, e.budget),
-		dev:  make([]devBulk, len(e.cfg.Ports)),
+		run:       burstRunner(e.cfg.Program.NewRunner(slot)),
+		dump:      e.cfg.Dump,
+		frames:    make([]bpf.Frame, e.budget),
+		verdicts:  make([]bpf.Action, e.budget),
+		redirects: make([]bpf.Redirect, e.budget),
+		bufs:      make([]*dma.Buf, e.budget),
+		drop:      make([]*dma.Buf, 0, e.budget),
+		tx:        make([]*dma.Buf, 0, e.budget),
+		dev:       make([]devBulk, len(e.cfg.Ports)),
 	}
 	for _, t := range e.ports {
 		pl.reach = append(pl.reach, t.reaches(pl.pool))
 	}
-	pl.frame.IngressIfindex = p.ifindex
-	pl.frame.RxQueueIndex = uint32(q)
+	for i := range pl.frames {
+		pl.frames[i].IngressIfindex = p.ifindex
+		pl.frames[i].RxQueueIndex = uint32(q)
+	}
 	empty := []*XSK{}
 	pl.xsks.Store(&empty)
 	return pl
@@ -150,23 +157,32 @@ func (p *poller) reclaimOwn() {
 	t.mu.Unlock()
 }
 
-// poll takes one burst, runs the program on every frame and acts on the
-// verdicts; every queue it filled is flushed before it returns.
+// poll takes one burst, runs the program on the whole burst at once and then
+// acts on each verdict in frame order; every queue it filled is flushed before
+// it returns.
 func (p *poller) poll() int {
 	n := p.rxq.Recv(p.bufs)
 	if n == 0 {
 		return 0
 	}
-	f := &p.frame
 	for i, b := range p.bufs[:n] {
-		p.bufs[i] = nil
 		p.ctr[RxPackets]++
 		p.ctr[RxBytes] += uint64(b.Len)
+		f := &p.frames[i]
 		f.Buf = b.Mem
 		f.Data = b.Off
 		f.DataMeta = b.Off - b.Meta
 		f.DataEnd = b.Off + b.Len
-		act := p.run.Run(f)
+	}
+	ran, firstFault := p.run.RunBurst(p.frames[:n], p.verdicts[:n], p.redirects[:n])
+	for i := ran; i < n; i++ {
+		// A Runner that ran short of the burst: its frames are aborted.
+		p.verdicts[i] = bpf.ActionAborted
+	}
+	for i, b := range p.bufs[:n] {
+		p.bufs[i] = nil
+		f := &p.frames[i]
+		act := p.verdicts[i]
 		if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(b.Mem) {
 			p.abort(b, act, errBadBounds)
 			continue
@@ -184,7 +200,7 @@ func (p *poller) poll() int {
 			p.tx = append(p.tx, b)
 		case bpf.ActionRedirect:
 			p.ctr[RxXDPRedirect]++
-			if !p.redirect(b) {
+			if !p.redirect(p.redirects[i], b) {
 				p.ctr[RxXDPRedirectErrors]++
 				p.drop = append(p.drop, b)
 			}
@@ -192,9 +208,11 @@ func (p *poller) poll() int {
 			p.ctr[RxXDPPass]++
 			p.pass(b)
 		default:
-			// Fault may allocate (it formats the reason): ask once per poll.
+			// Fault may allocate (it formats the reason): ask once per poll,
+			// and only for the frame it describes (an earlier aborted frame
+			// had no fault: its program returned XDP_ABORTED).
 			var err error
-			if !p.faulted {
+			if !p.faulted && i == firstFault {
 				err = p.run.Fault()
 			}
 			p.abort(b, act, err)
@@ -236,10 +254,9 @@ func (p *poller) pass(b *dma.Buf) {
 	p.drop = append(p.drop, b)
 }
 
-// redirect queues b for the target of the last XDP_REDIRECT. It reports false
+// redirect queues b for rd, the target of its XDP_REDIRECT. It reports false
 // when there is no such target; b then stays with the caller.
-func (p *poller) redirect(b *dma.Buf) bool {
-	rd := p.run.Redirect()
+func (p *poller) redirect(rd bpf.Redirect, b *dma.Buf) bool {
 	switch rd.Kind {
 	case bpf.RedirectIfindex, bpf.RedirectDevMap:
 		if rd.Flags&bpfFBroadcast != 0 {

@@ -23,6 +23,12 @@ func (b *bpfRunner) Run(f *bpf.Frame) bpf.Action { return b.r.Run(b.p, f) }
 func (b *bpfRunner) Redirect() bpf.Redirect      { return b.r.Redirect() }
 func (b *bpfRunner) Fault() error                { return b.r.Fault() }
 
+// RunBurst runs the burst under one recover (bpf.Runner.RunBurst); Fault
+// afterwards describes the first fault of the burst.
+func (b *bpfRunner) RunBurst(frames []bpf.Frame, verdicts []bpf.Action, redirects []bpf.Redirect) (n, firstFault int) {
+	return b.r.RunBurst(b.p, frames, verdicts, redirects)
+}
+
 // CPUMapPrograms resolves program ids (bpf.Program.ID) of c, for
 // Config.CPUMapProgram and for the cpumaps' and devmaps' program resolvers.
 func CPUMapPrograms(c *bpf.Collection) func(id uint32) (Program, error) {
