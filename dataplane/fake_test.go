@@ -81,7 +81,6 @@ func (r *scriptRunner) Fault() error           { return r.fault }
 // arrayMap is a minimal array map for tests.
 type arrayMap struct {
 	spec maps.Spec
-	mu   sync.Mutex
 	vals [][]byte
 }
 

@@ -46,7 +46,7 @@ func (h *heap) Free(r *dma.Region) error {
 }
 
 func (h *heap) Sync(*dma.Region, int, int, dma.SyncDir) {}
-func (h *heap) Limit() uint64                          { return 0 }
+func (h *heap) Limit() uint64                           { return 0 }
 func (h *heap) Check(iova uint64, n int) error {
 	for _, r := range h.live {
 		if r.Contains(iova, n) {

@@ -58,12 +58,6 @@ const (
 	rdes3CE     uint32 = 1 << 24 // CRC error
 	rdes3RS0V   uint32 = 1 << 25 // RDES0 valid
 	rdes3RS1V   uint32 = 1 << 26 // RDES1 valid
-
-	rdes1IPHE uint32 = 1 << 3 // IP header error
-	rdes1IPV4 uint32 = 1 << 4
-	rdes1IPV6 uint32 = 1 << 5
-	rdes1IPCE uint32 = 1 << 7 // IP payload (TCP/UDP/ICMP) checksum error
-	rdes1TSA  uint32 = 1 << 14
 )
 
 // Transmit descriptor, read format (driver -> DMA).

@@ -82,8 +82,6 @@ const (
 	txESCTS   uint32 = 1 << 29 // timestamp the frame
 	txESCPINS uint32 = 1 << 28 // insert the protocol checksum
 	txESCIINS uint32 = 1 << 27 // insert the IP header checksum
-
-	bduBit uint32 = 1 << 31
 )
 
 // bdWord0 packs datlen and sc as the 32-bit word at offset 0.

@@ -99,7 +99,6 @@ const (
 // rxfBit and txfBit are each ring's frame-done events.
 var (
 	rxfBit = [3]eirBits{eirRXF, eirRXF1, eirRXF2}
-	txfBit = [3]eirBits{eirTXF, eirTXF1, eirTXF2}
 )
 
 // ecrBits are the bits of ECR (fec_main.c FEC_ECR_*; reset value 0xF0000000).
@@ -153,12 +152,6 @@ const (
 	raccIPDIS   uint32 = 1 << 1
 	raccPRODIS  uint32 = 1 << 2
 	raccSHIFT16 uint32 = 1 << 7
-)
-
-// mibcDIS (MIBC bit 31) disables the MIB counters; bit 30 reads IDLE.
-const (
-	mibcDIS  uint32 = 1 << 31
-	mibcIDLE uint32 = 1 << 30
 )
 
 // MSCR fields (fec_main.c fec_enet_mii_init): MII_SPEED bits 6:1, DIS_PRE bit 7,

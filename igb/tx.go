@@ -69,10 +69,6 @@ type txQueue struct {
 // txPage is the boundary a descriptor's buffer must not cross (see txQueue).
 const txPage = 4096
 
-// txMaxSegs is the most descriptors one frame can take: txMaxLen bytes touch at
-// most this many 4 KiB pages.
-const txMaxSegs = (txMaxLen+txPage-2)/txPage + 1
-
 // txSegs is the number of descriptors a frame of n bytes at iova takes: one per
 // 4 KiB page it touches.
 func txSegs(iova uint64, n int) int {

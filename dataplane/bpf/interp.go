@@ -188,7 +188,6 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 			if ok {
 				// The new program replaces the current one in this frame.
 				p = np
-				code = p.code
 				pc = 0
 				continue
 			}

@@ -93,9 +93,6 @@ const (
 	atomicFetch   = 0x01
 	atomicXchg    = 0xe0 | atomicFetch
 	atomicCmpXchg = 0xf0 | atomicFetch
-	// Linux extensions (load-acquire / store-release, 6.15).
-	atomicLoadAcq  = 0x100
-	atomicStoreRel = 0x110
 )
 
 // Source register values of lddw and call with special meaning (Linux uapi bpf.h).
@@ -424,8 +421,6 @@ const (
 	opCallLocal // local call to index imm
 	opCallX     // call through dst: subprogram pointer or helper number
 	opExit
-
-	numOps
 
 	// opLast is the largest value an op can hold; no operation has it.
 	opLast op = 255

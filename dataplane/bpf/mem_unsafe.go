@@ -1,46 +1,18 @@
 package bpf
 
 import (
-	"math"
 	"unsafe"
 )
 
-// Loads and stores of the interpreter's fast path. loadAt and storeAt check
-// that the n bytes at pointer a lie inside the region a names (lo <= off,
-// off+n <= hi, or whi for stores), exactly as loadSlice and storeSlice do,
-// and return the address of the first byte; the rd/wr functions then access
-// them without Go's second bounds check. hi and whi never exceed len(buf) (the
-// region table's invariant, kept by every writer of a region), so the access
-// stays inside buf. Unaligned accesses are fine on amd64 and arm64, the
-// targets of xnic. The fast loop, too big for the compiler to inline loadAt
-// into, spells the bounds check out itself and uses at and the rd/wr
-// functions, which are small enough to inline anywhere.
-
-func loadAt(regs []region, a, n uint64) *byte {
-	idx := a >> 32
-	if idx >= uint64(len(regs)) {
-		return nil
-	}
-	rg := &regs[idx]
-	off := a & math.MaxUint32
-	if off < rg.lo || off+n > rg.hi {
-		return nil
-	}
-	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rg.buf)), off))
-}
-
-func storeAt(regs []region, a, n uint64) *byte {
-	idx := a >> 32
-	if idx >= uint64(len(regs)) {
-		return nil
-	}
-	rg := &regs[idx]
-	off := a & math.MaxUint32
-	if off < rg.lo || off+n > rg.whi {
-		return nil
-	}
-	return (*byte)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(rg.buf)), off))
-}
+// Loads and stores of the interpreter's fast path. The fast loop checks that
+// the n bytes at pointer a lie inside the region a names (lo <= off,
+// off+n <= hi, or whi for stores), exactly as loadSlice and storeSlice do, then
+// uses at and the rd/wr functions to access them without Go's second bounds
+// check. hi and whi never exceed len(buf) (the region table's invariant, kept by
+// every writer of a region), so the access stays inside buf. Unaligned accesses
+// are fine on amd64 and arm64, the targets of xnic. The fast loop is too big for
+// the compiler to inline a checking helper into, so it spells the check out
+// itself; at and rd/wr are small enough to inline anywhere.
 
 // at is the address of byte off of rg's buffer; the caller has checked off
 // against the region's bounds.
