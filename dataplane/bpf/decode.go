@@ -395,7 +395,24 @@ func specialiseCtx(code []insn, funcs []bool) {
 func fuse(code []insn, targets []bool) {
 	for i := 0; i+1 < len(code); i++ {
 		a, b := code[i], code[i+1]
+		// r0 = K; exit: the exit may be a target (its slot runs alone
+		// then), and the group cannot fault.
+		if b.op == opExit && a.dst == 0 && (a.op == opMov32K || a.op == opMov64K) {
+			v := a.imm
+			if a.op == opMov32K {
+				v = int64(uint32(a.imm))
+			}
+			code[i] = insn{op: opMovExit, dst: 0, imm: v}
+			i++
+			continue
+		}
 		if targets[i+1] {
+			continue
+		}
+		// A big-endian u16 field: the load and its byte swap.
+		if a.op == opLdxH && b.op == opSwap16 && b.dst == a.dst {
+			code[i] = insn{op: opLdxHBE, dst: a.dst, src: a.src, off: a.off}
+			i++
 			continue
 		}
 		if i+3 < len(code) && !targets[i+2] && !targets[i+3] {

@@ -63,7 +63,7 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
 			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE,
 			opLdAddStDW, opLdAddStW, opLdAddStW64, opLdCtxEndData, opLdCtxDataEnd2,
-			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
+			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE, opLdxHBE:
 			// opLdxB16 and opLdxB16L run as their first load alone, the
 			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
@@ -243,7 +243,7 @@ func loadSize(o op) (uint64, bool) {
 	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE,
 		opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
 		return 1, false
-	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE:
+	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE, opLdxHBE:
 		return 2, false
 	case opLdxDW, opLdAddStDW:
 		return 8, false
@@ -2113,6 +2113,24 @@ fast:
 			pc += 2
 			continue
 
+		case opLdxHBE:
+			a := reg[in.src] + uint64(int64(in.off))
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+				break fast
+			}
+			reg[in.dst] = uint64(bits.ReverseBytes16(uint16(rd16(at(rg, a&0xffffffff)))))
+			pc += 2
+			continue
+		case opMovExit:
+			reg[in.dst] = uint64(in.imm)
+			if r.depth == base {
+				return pc + 1, p, true
+			}
+			// A local call's exit: the exit's own slot pops the frame.
 		case opExit:
 			if r.depth == base {
 				return pc, p, true

@@ -422,6 +422,13 @@ const (
 	opCallX     // call through dst: subprogram pointer or helper number
 	opExit
 
+	// Fused "dst = *(u16 *)(src + off); dst = be16 dst": a big-endian u16
+	// field (the slow path runs the load alone; the swap keeps its slot).
+	opLdxHBE
+	// Fused "dst = imm; exit" (dst is r0; imm already extended as the move
+	// did): the exit keeps its slot, which jumps may target.
+	opMovExit
+
 	// opLast is the largest value an op can hold; no operation has it.
 	opLast op = 255
 )

@@ -1103,3 +1103,102 @@ func TestFusedAndJump(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedBE16Load: a u16 load and the be16 of its result run as one
+// operation; at a region's edge the load alone faults and names itself.
+func TestFusedBE16Load(t *testing.T) {
+	cases := []struct {
+		name string
+		code []byte
+		want uint64
+	}{
+		{"plain", asmProg(
+			ins(0x69, 0, 1, 1, 0),  // r0 = *(u16 *)(r1 + 1)
+			ins(0xdc, 0, 0, 0, 16), // r0 = be16 r0
+			exitInsn), 0x1234},
+		{"pointer is destination", asmProg(
+			ins(0x69, 1, 1, 1, 0),  // r1 = *(u16 *)(r1 + 1)
+			ins(0xdc, 1, 0, 0, 16), // r1 = be16 r1
+			ins(0xbf, 0, 1, 0, 0),  // r0 = r1
+			exitInsn), 0x1234},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, c.code, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.code[0].op != opLdxHBE {
+			t.Fatalf("%s: not fused: %v", c.name, p.code[0].op)
+		}
+		if got, err := NewRunner(0).RunRaw(p, []byte{0xff, 0x12, 0x34, 0xff}); err != nil || got != c.want {
+			t.Errorf("%s: r0 = %#x, %v, want %#x", c.name, got, err, c.want)
+		}
+		_, err = NewRunner(0).RunRaw(p, []byte{0xff, 0x12})
+		var f *Fault
+		if !errors.As(err, &f) || f.Index != 0 || !strings.Contains(f.Reason, "load outside") {
+			t.Errorf("%s: fault %v, want a load fault at instruction 0", c.name, err)
+		}
+	}
+	// A swap of another register is not fused.
+	other := asmProg(
+		ins(0x69, 0, 1, 0, 0),  // r0 = *(u16 *)(r1 + 0)
+		ins(0xdc, 2, 0, 0, 16), // r2 = be16 r2
+		exitInsn)
+	p, err := LoadRaw("other", other, nil)
+	if err != nil || p.code[0].op == opLdxHBE {
+		t.Fatalf("%v %v", err, p.code[0].op)
+	}
+	if got, err := NewRunner(0).RunRaw(p, []byte{0x12, 0x34}); err != nil || got != 0x3412 {
+		t.Errorf("r0 = %#x, %v", got, err)
+	}
+}
+
+// TestFusedMoveExit: "r0 = K; exit" runs as one operation with the move's
+// extension, also as a subprogram's return and when a jump lands on the
+// exit alone.
+func TestFusedMoveExit(t *testing.T) {
+	cases := []struct {
+		name  string
+		code  []byte
+		at    int
+		mem   []byte
+		want  uint64
+		fused bool
+	}{
+		{"mov32", asmProg(ins(0xb4, 0, 0, 0, -1), exitInsn), 0, nil, 0xffffffff, true},
+		{"mov64", asmProg(ins(0xb7, 0, 0, 0, -1), exitInsn), 0, nil, 0xffffffffffffffff, true},
+		{"other register", asmProg(ins(0xb7, 0, 0, 0, 4), ins(0xb7, 1, 0, 0, 5), exitInsn), 1, nil, 4, false},
+		{"jump onto the exit", asmProg(
+			ins(0x71, 2, 1, 0, 0), // r2 = *(u8 *)(r1 + 0)
+			ins(0x15, 2, 0, 1, 5), // if r2 == 5 goto exit
+			ins(0xb4, 0, 0, 0, 7), // w0 = 7
+			exitInsn), 2, []byte{5}, 0, true},
+		{"fall into the move", asmProg(
+			ins(0x71, 2, 1, 0, 0), // r2 = *(u8 *)(r1 + 0)
+			ins(0x15, 2, 0, 1, 5), // if r2 == 5 goto exit
+			ins(0xb4, 0, 0, 0, 7), // w0 = 7
+			exitInsn), 2, []byte{6}, 7, true},
+		{"subprogram", asmProg(
+			ins(0x85, 0, 1, 0, 2), // call +2
+			ins(0x07, 0, 0, 0, 1), // r0 += 1
+			exitInsn,
+			ins(0xb4, 0, 0, 0, 41), // w0 = 41
+			exitInsn), 3, nil, 42, true},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, c.code, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if (p.code[c.at].op == opMovExit) != c.fused {
+			t.Errorf("%s: op %v at %d, fused want %v", c.name, p.code[c.at].op, c.at, c.fused)
+		}
+		mem := c.mem
+		if mem == nil {
+			mem = []byte{0}
+		}
+		if got, err := NewRunner(0).RunRaw(p, mem); err != nil || got != c.want {
+			t.Errorf("%s: r0 = %#x, %v, want %#x", c.name, got, err, c.want)
+		}
+	}
+}
