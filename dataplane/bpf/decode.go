@@ -610,6 +610,14 @@ func fuseLate(code []insn, targets []bool) {
 				continue
 			}
 		}
+		// Two loads or two stores through the same pointer.
+		if !targets[i+1] && a.op == b.op && (a.op == opLdxH || a.op == opLdxW || a.op == opStxH || a.op == opStxW) {
+			if f, ok := fusePair(a, b); ok {
+				code[i] = f
+				i++
+				continue
+			}
+		}
 		// The u16 load (four slots) and the test of its value.
 		if a.op == opLdxB16L && i+5 < len(code) && !targets[i+4] {
 			j := code[i+4]
@@ -637,6 +645,44 @@ func fuseLate(code []insn, targets []bool) {
 			code[i] = f
 		}
 	}
+}
+
+// fusePair fuses a and b, two loads or two stores of the same size, when
+// they go through the same pointer register within a short span (and a
+// load does not overwrite its pointer before the second).
+func fusePair(a, b insn) (insn, bool) {
+	var f op
+	var n int64
+	switch a.op {
+	case opLdxH:
+		f, n = opLdxHH, 2
+	case opLdxW:
+		f, n = opLdxWW, 4
+	case opStxH:
+		f, n = opStxHH, 2
+	case opStxW:
+		f, n = opStxWW, 4
+	default:
+		return insn{}, false
+	}
+	load := a.op == opLdxH || a.op == opLdxW
+	p, bv := a.dst, b.src
+	if load {
+		p, bv = a.src, b.dst
+		if b.src != p || a.dst == p {
+			return insn{}, false
+		}
+	} else if b.dst != p {
+		return insn{}, false
+	}
+	o1, o2 := int64(a.off), int64(b.off)
+	lo := min(o1, o2)
+	d1, d2 := o1-lo, o2-lo
+	if max(d1, d2) > 64 {
+		return insn{}, false
+	}
+	return insn{op: f, dst: a.dst, src: a.src, off: a.off, pdst: bv, imm: lo,
+		x: uint8(d1), pimm: uint32(d2), t: int32(max(d1, d2) + n)}, true
 }
 
 func o32K(o op) bool {

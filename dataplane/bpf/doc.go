@@ -47,8 +47,10 @@
 // and the test of its value, a byte or u16 load and the ==/!= test of it,
 // an and with a constant and the ==/!= test of the result, the counter
 // update "r = *p; r += K; *p = r", the map lookup with its key on the stack
-// and its null test (one slow-path operation), and the two context loads
-// at the start. Loads of data, data_end and data_meta through a register
+// and its null test (one slow-path operation), the two context loads
+// at the start, a u16 load and the be16 of it, "r0 = K; exit", and two
+// u16 or u32 loads (or stores) in a row through the same pointer, checked
+// as one span (header rewrites such as MAC swaps). Loads of data, data_end and data_meta through a register
 // that holds the context on every path (a small dataflow analysis) read the
 // frame directly. A fused group keeps its later slots unchanged, is never
 // the target of a jump, jumps only forward, and on any fault falls back to

@@ -63,7 +63,7 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
 			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE,
 			opLdAddStDW, opLdAddStW, opLdAddStW64, opLdCtxEndData, opLdCtxDataEnd2,
-			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE, opLdxHBE:
+			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE, opLdxHBE, opLdxHH, opLdxWW:
 			// opLdxB16 and opLdxB16L run as their first load alone, the
 			// fused loads and jumps as their load; the three other
 			// instructions of the group follow unchanged.
@@ -126,6 +126,23 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 			reg[in.dst] = uint64(uint32(reg[in.dst]) >> (uint32(reg[in.src]) & 31))
 		case opArsh32X:
 			reg[in.dst] = uint64(uint32(int32(reg[in.dst]) >> (uint32(reg[in.src]) & 31)))
+		case opStxHH, opStxWW:
+			// The first store alone; the second keeps its slot.
+			n := uint64(2)
+			if in.op == opStxWW {
+				n = 4
+			}
+			a := reg[in.dst] + uint64(int64(in.off))
+			b := storeSlice(r.regions, a, n)
+			if b == nil {
+				r.storeFault(p, pc, a, n)
+				return 0
+			}
+			if n == 2 {
+				wr16(&b[0], reg[in.src])
+			} else {
+				wr32(&b[0], reg[in.src])
+			}
 		case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
 			n := storeSize(in.op)
 			r.storeFault(p, pc, reg[in.dst]+uint64(int64(in.off)), n)
@@ -243,11 +260,11 @@ func loadSize(o op) (uint64, bool) {
 	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE,
 		opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
 		return 1, false
-	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE, opLdxHBE:
+	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE, opLdxHBE, opLdxHH:
 		return 2, false
 	case opLdxDW, opLdAddStDW:
 		return 8, false
-	case opLdxW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64,
+	case opLdxW, opLdxWW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64,
 		opLdCtxEndData, opLdCtxDataEnd2:
 		return 4, false
 	case opLdxSB:
@@ -2123,6 +2140,62 @@ fast:
 				break fast
 			}
 			reg[in.dst] = uint64(bits.ReverseBytes16(uint16(rd16(at(rg, a&0xffffffff)))))
+			pc += 2
+			continue
+		case opLdxHH:
+			a := reg[in.src] + uint64(in.imm)
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.hi {
+				break fast
+			}
+			o := a & 0xffffffff
+			reg[in.dst] = rd16(at(rg, o+uint64(in.x)))
+			reg[in.pdst] = rd16(at(rg, o+uint64(in.pimm)))
+			pc += 2
+			continue
+		case opLdxWW:
+			a := reg[in.src] + uint64(in.imm)
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.hi {
+				break fast
+			}
+			o := a & 0xffffffff
+			reg[in.dst] = rd32(at(rg, o+uint64(in.x)))
+			reg[in.pdst] = rd32(at(rg, o+uint64(in.pimm)))
+			pc += 2
+			continue
+		case opStxHH:
+			a := reg[in.dst] + uint64(in.imm)
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.whi {
+				break fast
+			}
+			o := a & 0xffffffff
+			wr16(at(rg, o+uint64(in.x)), reg[in.src])
+			wr16(at(rg, o+uint64(in.pimm)), reg[in.pdst])
+			pc += 2
+			continue
+		case opStxWW:
+			a := reg[in.dst] + uint64(in.imm)
+			if a>>32 >= uint64(len(r.regions)) {
+				break fast
+			}
+			rg := &r.regions[a>>32]
+			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.whi {
+				break fast
+			}
+			o := a & 0xffffffff
+			wr32(at(rg, o+uint64(in.x)), reg[in.src])
+			wr32(at(rg, o+uint64(in.pimm)), reg[in.pdst])
 			pc += 2
 			continue
 		case opMovExit:

@@ -429,6 +429,18 @@ const (
 	// did): the exit keeps its slot, which jumps may target.
 	opMovExit
 
+	// Two loads (or two stores) of the same size through the same pointer
+	// register P with no other instruction between, checked as one span:
+	// "A = *(P + off); B = *(P + off2)" (dst = A, src = P) and
+	// "*(P + off) = A; *(P + off2) = B" (dst = P, src = A). dst, src and off
+	// are the first instruction's (the slow path runs it alone); pdst = B,
+	// imm = min(off, off2), x and pimm the two offsets past imm, t the
+	// span's length. Loads need A != P.
+	opLdxHH
+	opLdxWW
+	opStxHH
+	opStxWW
+
 	// opLast is the largest value an op can hold; no operation has it.
 	opLast op = 255
 )

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"math"
@@ -1199,6 +1200,110 @@ func TestFusedMoveExit(t *testing.T) {
 		}
 		if got, err := NewRunner(0).RunRaw(p, mem); err != nil || got != c.want {
 			t.Errorf("%s: r0 = %#x, %v, want %#x", c.name, got, err, c.want)
+		}
+	}
+}
+
+// TestFusedPairs: two loads or two stores of the same size through one
+// pointer run as one operation checked as one span; when the span is not
+// all inside the region, the first runs alone and the fault names the one
+// that really faults (a first store then has taken effect, as it would
+// unfused).
+func TestFusedPairs(t *testing.T) {
+	cases := []struct {
+		name   string
+		code   []byte
+		fop    op // op at 0, or opInvalid for not fused
+		mem    []byte
+		want   uint64
+		after  []byte // memory after the run, when not nil
+		faultI int    // instruction that faults, or -1
+	}{
+		{"u16 loads", asmProg(
+			ins(0x69, 2, 1, 4, 0),  // r2 = *(u16 *)(r1 + 4)
+			ins(0x69, 3, 1, 0, 0),  // r3 = *(u16 *)(r1 + 0)
+			ins(0xbf, 0, 2, 0, 0),  // r0 = r2
+			ins(0x67, 0, 0, 0, 16), // r0 <<= 16
+			ins(0x4f, 0, 3, 0, 0),  // r0 |= r3
+			exitInsn), opLdxHH, []byte{1, 2, 3, 4, 5, 6}, 0x06050201, nil, -1},
+		{"u16 loads, second out", asmProg(
+			ins(0x69, 2, 1, 0, 0), // r2 = *(u16 *)(r1 + 0)
+			ins(0x69, 3, 1, 4, 0), // r3 = *(u16 *)(r1 + 4)
+			ins(0xbf, 0, 2, 0, 0), // r0 = r2
+			exitInsn), opLdxHH, []byte{1, 2, 3, 4, 5}, 0, nil, 1},
+		{"u16 loads, first out", asmProg(
+			ins(0x69, 2, 1, 4, 0), // r2 = *(u16 *)(r1 + 4)
+			ins(0x69, 3, 1, 0, 0), // r3 = *(u16 *)(r1 + 0)
+			ins(0xbf, 0, 2, 0, 0), // r0 = r2
+			exitInsn), opLdxHH, []byte{1, 2, 3, 4, 5}, 0, nil, 0},
+		{"second load onto the pointer", asmProg(
+			ins(0x69, 2, 1, 0, 0), // r2 = *(u16 *)(r1 + 0)
+			ins(0x69, 1, 1, 2, 0), // r1 = *(u16 *)(r1 + 2)
+			ins(0xbf, 0, 1, 0, 0), // r0 = r1
+			ins(0x0f, 0, 2, 0, 0), // r0 += r2
+			exitInsn), opLdxHH, []byte{1, 0, 2, 0}, 3, nil, -1},
+		{"first load onto the pointer", asmProg(
+			ins(0x69, 1, 1, 0, 0), // r1 = *(u16 *)(r1 + 0)
+			ins(0x69, 2, 1, 2, 0), // r2 = *(u16 *)(r1 + 2): r1 is a number now
+			ins(0xbf, 0, 2, 0, 0), // r0 = r2
+			exitInsn), opInvalid, []byte{1, 0, 2, 0}, 0, nil, 1},
+		{"u32 loads, same register", asmProg(
+			ins(0xbf, 3, 1, 0, 0),  // r3 = r1
+			ins(0x07, 3, 0, 0, 8),  // r3 += 8 (loads through the context are context loads)
+			ins(0x61, 0, 3, -8, 0), // r0 = *(u32 *)(r3 - 8)
+			ins(0x61, 0, 3, -4, 0), // r0 = *(u32 *)(r3 - 4)
+			exitInsn), opLdxWW, []byte{1, 0, 0, 0, 2, 0, 0, 0}, 2, nil, -1},
+		{"loads too far apart", asmProg(
+			ins(0x69, 2, 1, 0, 0),  // r2 = *(u16 *)(r1 + 0)
+			ins(0x69, 3, 1, 70, 0), // r3 = *(u16 *)(r1 + 70)
+			ins(0xbf, 0, 3, 0, 0),  // r0 = r3
+			exitInsn), opInvalid, make([]byte, 72), 0, nil, -1},
+		{"u16 stores", asmProg(
+			ins(0xb7, 2, 0, 0, 0x1122), // r2 = 0x1122
+			ins(0xb7, 3, 0, 0, 0x3344), // r3 = 0x3344
+			ins(0x6b, 1, 2, 4, 0),      // *(u16 *)(r1 + 4) = r2
+			ins(0x6b, 1, 3, 0, 0),      // *(u16 *)(r1 + 0) = r3
+			ins(0xb7, 0, 0, 0, 1),      // r0 = 1
+			exitInsn), opStxHH, make([]byte, 6), 1, []byte{0x44, 0x33, 0, 0, 0x22, 0x11}, -1},
+		{"u16 stores, second out", asmProg(
+			ins(0xb7, 2, 0, 0, 0x1122), // r2 = 0x1122
+			ins(0x6b, 1, 2, 0, 0),      // *(u16 *)(r1 + 0) = r2
+			ins(0x6b, 1, 2, 4, 0),      // *(u16 *)(r1 + 4) = r2
+			ins(0xb7, 0, 0, 0, 1),      // r0 = 1
+			exitInsn), opStxHH, make([]byte, 5), 0, []byte{0x22, 0x11, 0, 0, 0}, 2},
+		{"u32 stores overlapping", asmProg(
+			ins(0xb7, 2, 0, 0, 0x11223344), // r2 = 0x11223344
+			ins(0xb7, 3, 0, 0, 0x55667788), // r3 = 0x55667788
+			ins(0x63, 1, 2, 0, 0),          // *(u32 *)(r1 + 0) = r2
+			ins(0x63, 1, 3, 2, 0),          // *(u32 *)(r1 + 2) = r3
+			ins(0xb7, 0, 0, 0, 1),          // r0 = 1
+			exitInsn), opStxWW, make([]byte, 6), 1, []byte{0x44, 0x33, 0x88, 0x77, 0x66, 0x55}, -1},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, c.code, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		// The first instruction of the pair.
+		at := map[string]int{"u32 loads, same register": 2, "u16 stores": 2,
+			"u16 stores, second out": 1, "u32 stores overlapping": 2}[c.name]
+		if c.fop != opInvalid && p.code[at].op != c.fop {
+			t.Errorf("%s: op %v at %d, want %v", c.name, p.code[at].op, at, c.fop)
+		}
+		if c.fop == opInvalid && (p.code[0].op == opLdxHH || p.code[0].op == opLdxWW) {
+			t.Errorf("%s: fused", c.name)
+		}
+		got, err := NewRunner(0).RunRaw(p, c.mem)
+		var f *Fault
+		if c.faultI >= 0 {
+			if !errors.As(err, &f) || f.Index != c.faultI {
+				t.Errorf("%s: fault %v, want one at instruction %d", c.name, err, c.faultI)
+			}
+		} else if err != nil || got != c.want {
+			t.Errorf("%s: r0 = %#x, %v, want %#x", c.name, got, err, c.want)
+		}
+		if c.after != nil && !bytes.Equal(c.mem, c.after) {
+			t.Errorf("%s: memory % x, want % x", c.name, c.mem, c.after)
 		}
 	}
 }
