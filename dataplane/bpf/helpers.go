@@ -169,7 +169,12 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		if key == nil {
 			return r.argFault(p, pc, argKey)
 		}
-		v := m.m.Lookup(key, r.cpu)
+		var v []byte
+		if m.arr != nil {
+			v = m.arrayValue(uint32(key[0])|uint32(key[1])<<8|uint32(key[2])<<16|uint32(key[3])<<24, r.cpu)
+		} else {
+			v = m.m.Lookup(key, r.cpu)
+		}
 		if v == nil {
 			return 0
 		}

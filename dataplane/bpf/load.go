@@ -66,6 +66,53 @@ type mapRef struct {
 	progWritable bool            // values writable by programs
 	progs        *maps.ProgArray // program arrays: slots hold *Program
 	ring         RingBuffer
+	// Arrays and per-CPU arrays of maps.Array: their storage, for lookups
+	// without the interface call (see arrayValue). nil for other maps.
+	arr     []byte
+	arrElem uint64 // stride between slots (value size rounded up to 8)
+	arrMax  uint64 // max_entries
+	arrNCPU uint64 // CPU slots: 1 for a plain array
+}
+
+// arrayValue is maps.Array.Lookup for m's storage: the value of entry i for
+// CPU cpu, or nil when i or cpu is out of range (as Lookup). m.arr is not
+// nil.
+func (m *mapRef) arrayValue(i uint32, cpu int) []byte {
+	if uint64(i) >= m.arrMax {
+		return nil
+	}
+	c := uint64(0)
+	if m.arrNCPU != 1 {
+		if cpu < 0 || uint64(cpu) >= m.arrNCPU {
+			return nil
+		}
+		c = uint64(cpu)
+	}
+	off := (c*m.arrMax + uint64(i)) * m.arrElem
+	end := off + uint64(m.valueSize)
+	if end > uint64(len(m.arr)) {
+		return nil // cannot happen: setArray checked the storage's size
+	}
+	return m.arr[off:end:end]
+}
+
+// setArray enables arrayValue for m when its map is a maps.Array laid out as
+// its documentation says.
+func (m *mapRef) setArray() {
+	a, ok := m.m.(*maps.Array)
+	if !ok || (m.spec.Type != ebpf.Array && m.spec.Type != ebpf.PerCPUArray) || m.keySize != 4 {
+		return
+	}
+	ncpu := uint64(1)
+	if m.spec.Type == ebpf.PerCPUArray {
+		ncpu = uint64(m.spec.NumCPU)
+	}
+	elem := uint64(a.ElemSize())
+	data := a.Bytes()
+	if ncpu == 0 || elem < uint64(m.valueSize) || uint64(len(data)) != elem*uint64(m.spec.MaxEntries)*ncpu {
+		return
+	}
+	m.arr, m.arrElem, m.arrMax, m.arrNCPU = data, elem, uint64(m.spec.MaxEntries), ncpu
 }
 
 // Program is one loaded, checked and pre-decoded program.
@@ -207,6 +254,7 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		case ebpf.Array, ebpf.PerCPUArray, ebpf.Hash, ebpf.PerCPUHash, ebpf.LRUHash, ebpf.LRUCPUHash, ebpf.LPMTrie:
 			ref.lookupOK, ref.updateOK = true, true
 			ref.progWritable = s.Flags&maps.FlagRdonlyProg == 0
+			ref.setArray()
 		case ebpf.DevMap, ebpf.DevMapHash, ebpf.XSKMap, ebpf.CPUMap:
 			ref.lookupOK = true // read-only values, as the kernel's verifier
 		case ebpf.ProgramArray:

@@ -402,3 +402,57 @@ func TestFusedLookup(t *testing.T) {
 		t.Errorf("fault %v, want one at the call (slot 5)", err)
 	}
 }
+
+// TestArrayLookupMatchesMap: the interpreter's own array lookup gives the
+// same slot as maps.Array.Lookup for every index and CPU, in range or not,
+// and a program's lookup through it sees and writes the map's storage.
+func TestArrayLookupMatchesMap(t *testing.T) {
+	for _, typ := range []ebpf.MapType{ebpf.Array, ebpf.PerCPUArray} {
+		c, p := mapSpecCollection(t, map[string]*ebpf.MapSpec{
+			"a": {Name: "a", Type: typ, KeySize: 4, ValueSize: 12, MaxEntries: 5},
+		}, asm.Instructions{
+			asm.StoreImm(asm.RFP, -4, 3, asm.Word),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -4),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("a"),
+			asm.FnMapLookupElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, "miss"),
+			asm.LoadMem(asm.R1, asm.R0, 8, asm.Word),
+			asm.Add.Imm(asm.R1, 1),
+			asm.StoreMem(asm.R0, 8, asm.R1, asm.Word),
+			asm.Mov.Reg(asm.R0, asm.R1),
+			asm.Return(),
+			asm.Mov.Imm(asm.R0, 99).WithSymbol("miss"),
+			asm.Return(),
+		})
+		ref := c.mapRefs[0]
+		if ref.arr == nil {
+			t.Fatalf("%v: no direct array access", typ)
+		}
+		for cpu := -1; cpu <= 3; cpu++ {
+			for i := uint32(0); i <= 6; i++ {
+				want := ref.m.Lookup(u32key(i), cpu)
+				got := ref.arrayValue(i, cpu)
+				if (want == nil) != (got == nil) || (want != nil && (&want[0] != &got[0] || len(want) != len(got))) {
+					t.Errorf("%v: entry %d cpu %d: slot differs from the map's", typ, i, cpu)
+				}
+			}
+		}
+		for cpu := 0; cpu <= 2; cpu++ {
+			r := NewRunner(cpu)
+			ret, ok := r.RunFrame(p, newFrame(udpFrame(1)))
+			want := uint32(1)
+			if typ == ebpf.PerCPUArray && cpu >= 2 {
+				want = 99 // no slot for this CPU (the collection has 2)
+			} else if typ == ebpf.Array && cpu > 0 {
+				want = uint32(cpu + 1) // one slot shared by all CPUs
+			}
+			if !ok || ret != want {
+				t.Errorf("%v cpu %d: %d %v, want %d", typ, cpu, ret, ok, want)
+			}
+			if v := ref.m.Lookup(u32key(3), cpu); v != nil && ret != 99 && binary.LittleEndian.Uint32(v[8:]) != ret {
+				t.Errorf("%v cpu %d: map holds %d, program wrote %d", typ, cpu, binary.LittleEndian.Uint32(v[8:]), ret)
+			}
+		}
+	}
+}
