@@ -409,6 +409,12 @@ func fuse(code []insn, targets []bool) {
 		if targets[i+1] {
 			continue
 		}
+		// dst <<= K; dst |= src: joining loaded parts.
+		if a.op == opLsh64K && b.op == opOr64X && b.dst == a.dst && b.src != a.dst {
+			code[i] = insn{op: opLshOr64, dst: a.dst, src: b.src, imm: a.imm}
+			i++
+			continue
+		}
 		// A big-endian u16 field: the load and its byte swap.
 		if a.op == opLdxH && b.op == opSwap16 && b.dst == a.dst {
 			code[i] = insn{op: opLdxHBE, dst: a.dst, src: a.src, off: a.off}

@@ -436,6 +436,10 @@ const (
 	// are the first instruction's (the slow path runs it alone); pdst = B,
 	// imm = min(off, off2), x and pimm the two offsets past imm, t the
 	// span's length. Loads need A != P.
+	// Fused "dst <<= imm; dst |= src" (64-bit, dst != src): the joining
+	// of byte-wise loads into wider values.
+	opLshOr64
+
 	opLdxHH
 	opLdxWW
 	opStxHH

@@ -1307,3 +1307,59 @@ func TestFusedPairs(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedShiftOr: "dst <<= K; dst |= src" runs as one operation with the
+// pair's result; with dst == src, or a 32-bit shift, it is not fused.
+func TestFusedShiftOr(t *testing.T) {
+	cases := []struct {
+		name  string
+		code  []byte
+		want  uint64
+		fused bool
+	}{
+		{"join", asmProg(
+			lddw(2, 0, 0x7_00000012), // r2 = 0x7_00000012
+			ins(0xb7, 3, 0, 0, 0x34), // r3 = 0x34
+			ins(0x67, 2, 0, 0, 8),    // r2 <<= 8
+			ins(0x4f, 2, 3, 0, 0),    // r2 |= r3
+			ins(0xbf, 0, 2, 0, 0),    // r0 = r2
+			exitInsn), 0x700_00001234, true},
+		{"shift 63", asmProg(
+			ins(0xb7, 2, 0, 0, 3),  // r2 = 3
+			ins(0xb7, 3, 0, 0, 1),  // r3 = 1
+			ins(0x67, 2, 0, 0, 63), // r2 <<= 63
+			ins(0x4f, 2, 3, 0, 0),  // r2 |= r3
+			ins(0xbf, 0, 2, 0, 0),  // r0 = r2
+			exitInsn), 1<<63 | 1, true},
+		{"same register", asmProg(
+			ins(0xb7, 2, 0, 0, 3), // r2 = 3
+			ins(0xb7, 3, 0, 0, 1), // r3 = 1
+			ins(0x67, 2, 0, 0, 4), // r2 <<= 4
+			ins(0x4f, 2, 2, 0, 0), // r2 |= r2
+			ins(0xbf, 0, 2, 0, 0), // r0 = r2
+			exitInsn), 0x30, false},
+		{"32-bit shift", asmProg(
+			ins(0xb7, 2, 0, 0, 3),  // r2 = 3
+			ins(0xb7, 3, 0, 0, 1),  // r3 = 1
+			ins(0x64, 2, 0, 0, 31), // w2 <<= 31
+			ins(0x4f, 2, 3, 0, 0),  // r2 |= r3
+			ins(0xbf, 0, 2, 0, 0),  // r0 = r2
+			exitInsn), 1<<31 | 1, false},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, c.code, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		at := 2
+		if c.name == "join" {
+			at = 3
+		}
+		if (p.code[at].op == opLshOr64) != c.fused {
+			t.Errorf("%s: op %v at %d, fused want %v", c.name, p.code[at].op, at, c.fused)
+		}
+		if got, err := NewRunner(0).RunRaw(p, []byte{0}); err != nil || got != c.want {
+			t.Errorf("%s: r0 = %#x, %v, want %#x", c.name, got, err, c.want)
+		}
+	}
+}
