@@ -97,14 +97,19 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 	if q.stopped {
 		return 0
 	}
-	got, cleaned := 0, 0
+	got := 0
 	var nbytes, errs uint64
-	for got < len(bufs) && q.posted > 0 {
-		off := q.next * descSize
+	// The ring state lives in locals for the loop (stores into buffers would
+	// otherwise make the compiler reload every q field per frame); next and
+	// posted are written back after it.
+	ring, slots := q.ring.CPU, q.slots
+	nd, next, posted, bufLen, idx := q.n, q.next, q.posted, q.bufLen, uint16(q.idx)
+	for got < len(bufs) && posted > 0 {
+		off := next * descSize
 		if !q.coherent {
 			q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
 		}
-		d := q.ring.CPU[off : off+descSize]
+		d := ring[off : off+descSize]
 		// One atomic load of status_error; only after it shows DD are the
 		// other write-back fields read (desc_unsafe.go).
 		st := loadLE32(d, rxwStatErr)
@@ -112,18 +117,17 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 			break
 		}
 		length := int(le16(d[rxwLength:]))
-		b := q.slots[q.next]
-		q.slots[q.next] = nil
-		if q.next++; q.next == q.n {
-			q.next = 0
+		b := slots[next]
+		slots[next] = nil
+		if next++; next == nd {
+			next = 0
 		}
-		q.posted--
-		cleaned++
+		posted--
 		if b == nil { // cannot happen unless the ring was corrupted
 			errs++
 			continue
 		}
-		if q.discard || st&rxStatEOP == 0 || st&rxErrMask != 0 || length == 0 || length > q.bufLen {
+		if q.discard || st&rxStatEOP == 0 || st&rxErrMask != 0 || length == 0 || length > bufLen {
 			// A frame spread over several buffers (longer than the buffer) is
 			// dropped whole: discard up to and including its EOP descriptor.
 			q.discard = st&rxStatEOP == 0
@@ -132,7 +136,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 			continue
 		}
 		b.Off, b.Len, b.Meta = dma.Headroom, length, 0
-		b.Queue = uint16(q.idx)
+		b.Queue = idx
 		b.Flags, b.RSSHash = 0, 0
 		if pi := le16(d[rxwPktInfo:]); pi&rxRSSTypeMask != 0 {
 			b.RSSHash = le32(d[rxwRSS:])
@@ -152,6 +156,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		got++
 		nbytes += uint64(length)
 	}
+	q.next, q.posted = next, posted
 	if q.posted < q.n-1 {
 		q.refill() // also retries a refill the pool could not serve before
 	}
@@ -178,23 +183,25 @@ func (q *rxQueue) refill() {
 	if k == 0 {
 		return
 	}
-	region := q.region
-	first := q.tail
-	ring := q.ring.CPU
-	for i, b := range q.scratch[:k] {
-		q.scratch[i] = nil
+	// Ring state in locals for the loop; q.tail is written back after it.
+	region, ring, slots, scratch := q.region, q.ring.CPU, q.slots, q.scratch[:k]
+	nd, tail, coherent := q.n, q.tail, q.coherent
+	first := tail
+	for i, b := range scratch {
+		scratch[i] = nil
 		b.SetOwner(dma.OwnerRx)
-		if !q.coherent {
+		if !coherent {
 			// Write back any dirty cache lines before the device writes the buffer.
 			q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
 		}
-		off := q.tail * descSize
+		off := tail * descSize
 		putRxRead(ring[off:off+descSize], b.IOVA+dma.Headroom)
-		q.slots[q.tail] = b
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		slots[tail] = b
+		if tail++; tail == nd {
+			tail = 0
 		}
 	}
+	q.tail = tail
 	if !q.coherent {
 		nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, k, dma.ForDevice)
 	}

@@ -166,31 +166,44 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.n-1-q.inflight < len(bufs) {
 		q.Reclaim()
 	}
+	// The ring state lives in locals for the loop (stores into slots and the
+	// ring would otherwise make the compiler reload every q field per frame);
+	// q.tail and q.inflight are written back before splitTx and at the end.
 	taken, frames, posted := 0, 0, 0
-	first := q.tail
+	ring, slots, span := q.ring.CPU, q.slots, q.span
+	nd, tail, inflight, last := q.n, q.tail, q.inflight, q.last
+	first := tail
 	var nbytes uint64
 	for _, b := range bufs {
-		if q.inflight == q.n-1 {
+		if inflight == nd-1 {
 			break
 		}
 		segs := 1
+		var iova uint64
 		if b != nil && b.Len > 0 && b.Len <= txMaxLen {
-			if iova := b.DataIOVA(); iova%txPage+uint64(b.Len) > txPage {
+			if iova = b.DataIOVA(); iova%txPage+uint64(b.Len) > txPage {
 				segs = txSegs(iova, b.Len)
-				if q.n-1-q.inflight < segs {
+				if nd-1-inflight < segs {
 					break // no room for all its descriptors: the next Send takes it
 				}
 			}
 		}
 		taken++
-		t, ok := q.dmaOK(b)
-		if !ok {
-			if b != nil && b.Pool() != nil {
-				b.Free()
+		var t *trustedPool
+		if last != nil && b != nil && b.Pool() == last.pool && b.Len >= minTxLen && b.Len <= txMaxLen && b.Off >= 0 && b.Off+b.Len <= len(b.Mem) {
+			// dmaOK's common case inline: a good length, from the pool the
+			// previous frame came from.
+			t = last
+		} else {
+			var ok bool
+			if t, ok = q.dmaOK(b); !ok {
+				if b != nil && b.Pool() != nil {
+					b.Free()
+				}
+				continue
 			}
-			continue
+			last, iova = q.last, b.DataIOVA()
 		}
-		iova := b.DataIOVA()
 		switch {
 		case t != nil:
 			if !t.coherent {
@@ -202,28 +215,31 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			}
 		}
 		b.SetOwner(dma.OwnerTx)
-		q.slots[q.tail] = b
-		q.span[q.tail] = uint8(segs)
+		slots[tail] = b
+		span[tail] = uint8(segs)
 		if segs == 1 {
-			off := q.tail * descSize
-			putTxData(q.ring.CPU[off:off+descSize], iova, b.Len)
-			if q.tail++; q.tail == q.n {
-				q.tail = 0
+			off := tail * descSize
+			putTxData(ring[off:off+descSize], iova, b.Len)
+			if tail++; tail == nd {
+				tail = 0
 			}
 		} else {
+			q.tail = tail
 			q.splitTx(iova, b.Len)
+			tail = q.tail
 			q.split.Add(1)
 		}
-		q.inflight += segs
+		inflight += segs
 		frames++
 		posted += segs
 		nbytes += uint64(b.Len)
 	}
+	q.tail, q.inflight = tail, inflight
 	if posted > 0 {
 		if !q.coherent {
 			nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, posted, dma.ForDevice)
 		}
-		q.regs.Write32(q.tdt, uint32(q.tail))
+		q.regs.Write32(q.tdt, uint32(tail))
 		q.packets.Add(uint64(frames))
 		q.bytes.Add(nbytes)
 	}
@@ -249,29 +265,34 @@ func (q *txQueue) splitTx(iova uint64, n int) {
 // Reclaim returns the buffers of completed descriptors (DD set) to their pools,
 // one PutBurst per run of buffers from the same pool, and reports how many.
 func (q *txQueue) Reclaim() int {
+	// The ring state lives in locals for the loop (stores into slots would
+	// otherwise make the compiler reload every q field per frame).
+	ring, slots, span, done := q.ring.CPU, q.slots, q.span, q.done
+	nd, clean, inflight, coherent := q.n, q.clean, q.inflight, q.coherent
 	n := 0
-	for q.inflight > 0 {
-		segs := int(q.span[q.clean])
-		last := q.clean + segs - 1
-		if last >= q.n {
-			last -= q.n
+	for inflight > 0 && n < len(done) {
+		segs := int(span[clean])
+		last := clean + segs - 1
+		if last >= nd {
+			last -= nd
 		}
 		off := last * descSize
-		if !q.coherent {
+		if !coherent {
 			q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
 		}
-		if loadLE32(q.ring.CPU, off+txwStatus)&txStatDD == 0 { // one atomic load (desc_unsafe.go)
+		if loadLE32(ring, off+txwStatus)&txStatDD == 0 { // one atomic load (desc_unsafe.go)
 			break
 		}
-		q.done[n] = q.slots[q.clean]
-		q.slots[q.clean] = nil
+		done[n] = slots[clean]
+		slots[clean] = nil
 		n++
-		if q.clean = last + 1; q.clean == q.n {
-			q.clean = 0
+		if clean = last + 1; clean == nd {
+			clean = 0
 		}
-		q.inflight -= segs
+		inflight -= segs
 	}
-	nic.PutBufs(q.done[:n])
+	q.clean, q.inflight = clean, inflight
+	nic.PutBufs(done[:n])
 	return n
 }
 
