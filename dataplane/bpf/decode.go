@@ -409,6 +409,12 @@ func fuse(code []insn, targets []bool) {
 		if targets[i+1] {
 			continue
 		}
+		// dst = src; dst >>= K: splitting a value to store.
+		if a.op == opMov64X && b.op == opRsh64K && b.dst == a.dst && a.dst != a.src {
+			code[i] = insn{op: opMovRsh64, dst: a.dst, src: a.src, imm: b.imm}
+			i++
+			continue
+		}
 		// dst <<= K; dst |= src: joining loaded parts.
 		if a.op == opLsh64K && b.op == opOr64X && b.dst == a.dst && b.src != a.dst {
 			code[i] = insn{op: opLshOr64, dst: a.dst, src: b.src, imm: a.imm}

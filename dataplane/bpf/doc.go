@@ -48,7 +48,8 @@
 // an and with a constant and the ==/!= test of the result, the counter
 // update "r = *p; r += K; *p = r", the map lookup with its key on the stack
 // and its null test (one slow-path operation), the two context loads
-// at the start, a u16 load and the be16 of it, "r0 = K; exit", and two
+// at the start, a u16 load and the be16 of it, "r0 = K; exit",
+// "r = s; r >>= K" and "r <<= K; r |= s" (byte-wise stores and loads), and two
 // u16 or u32 loads (or stores) in a row through the same pointer, checked
 // as one span (header rewrites such as MAC swaps). Loads of data, data_end and data_meta through a register
 // that holds the context on every path (a small dataflow analysis) read the

@@ -2142,6 +2142,10 @@ fast:
 			reg[in.dst] = uint64(bits.ReverseBytes16(uint16(rd16(at(rg, a&0xffffffff)))))
 			pc += 2
 			continue
+		case opMovRsh64:
+			reg[in.dst] = reg[in.src] >> (uint64(in.imm) & 63)
+			pc += 2
+			continue
 		case opLshOr64:
 			reg[in.dst] = reg[in.dst]<<(uint64(in.imm)&63) | reg[in.src]
 			pc += 2

@@ -439,6 +439,9 @@ const (
 	// Fused "dst <<= imm; dst |= src" (64-bit, dst != src): the joining
 	// of byte-wise loads into wider values.
 	opLshOr64
+	// Fused "dst = src; dst >>= imm" (64-bit, dst != src): a part of a
+	// value to store byte-wise.
+	opMovRsh64
 
 	opLdxHH
 	opLdxWW

@@ -1363,3 +1363,40 @@ func TestFusedShiftOr(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedMoveShift: "dst = src; dst >>= K" runs as one operation; with
+// dst == src it is not fused.
+func TestFusedMoveShift(t *testing.T) {
+	cases := []struct {
+		name  string
+		code  []byte
+		want  uint64
+		fused bool
+	}{
+		{"split", asmProg(
+			lddw(2, 0, 0x8000_0000_0000_1234), // r2 = 0x8000000000001234
+			ins(0xbf, 3, 2, 0, 0),             // r3 = r2
+			ins(0x77, 3, 0, 0, 8),             // r3 >>= 8
+			ins(0xbf, 0, 3, 0, 0),             // r0 = r3
+			ins(0x0f, 0, 2, 0, 0),             // r0 += r2 (r2 unchanged)
+			exitInsn), 0x0080_0000_0000_0012 + 0x8000_0000_0000_1234, true},
+		{"same register", asmProg(
+			ins(0xb7, 2, 0, 0, 0x1234), // r2 = 0x1234
+			ins(0xbf, 2, 2, 0, 0),      // r2 = r2
+			ins(0x77, 2, 0, 0, 4),      // r2 >>= 4
+			ins(0xbf, 0, 2, 0, 0),      // r0 = r2
+			exitInsn), 0x123, false},
+	}
+	for _, c := range cases {
+		p, err := LoadRaw(c.name, c.code, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if (p.code[1].op == opMovRsh64 || p.code[2].op == opMovRsh64) != c.fused {
+			t.Errorf("%s: fused want %v", c.name, c.fused)
+		}
+		if got, err := NewRunner(0).RunRaw(p, []byte{0}); err != nil || got != c.want {
+			t.Errorf("%s: r0 = %#x, %v, want %#x", c.name, got, err, c.want)
+		}
+	}
+}
