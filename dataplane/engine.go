@@ -412,12 +412,18 @@ func (e *Engine) linkMonitor() {
 // many the ring took; the rest stay with the caller. It counts tx_packets and
 // tx_bytes.
 func (t *txq) send(bufs []*dma.Buf) int {
-	if t.outstanding > 0 {
-		t.outstanding -= t.q.Reclaim()
-	}
 	var bytes uint64
 	for _, b := range bufs {
 		bytes += uint64(b.Len)
+	}
+	return t.sendBytes(bufs, bytes)
+}
+
+// sendBytes is send for a caller that already knows bytes, the sum of the
+// lengths of bufs (the poll loop counts them as it queues XDP_TX frames).
+func (t *txq) sendBytes(bufs []*dma.Buf, bytes uint64) int {
+	if t.outstanding > 0 {
+		t.outstanding -= t.q.Reclaim()
 	}
 	n := t.q.Send(bufs)
 	for _, b := range bufs[n:] {

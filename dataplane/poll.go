@@ -54,6 +54,7 @@ type poller struct {
 	bufs      []*dma.Buf     // received burst
 	drop      []*dma.Buf     // frames to free at the end of the poll (all from pool)
 	tx        []*dma.Buf     // XDP_TX frames
+	txBytes   uint64         // the sum of their lengths
 	dev       []devBulk      // per target port
 	reach     []bool         // per target port: its device can read our pool
 	cpuq      []cpuBulk      // per CPU worker
@@ -165,15 +166,18 @@ func (p *poller) poll() int {
 	if n == 0 {
 		return 0
 	}
+	frames := p.frames[:n]
+	var rxBytes uint64
 	for i, b := range p.bufs[:n] {
-		p.ctr[RxPackets]++
-		p.ctr[RxBytes] += uint64(b.Len)
-		f := &p.frames[i]
+		rxBytes += uint64(b.Len)
+		f := &frames[i]
 		f.Buf = b.Mem
 		f.Data = b.Off
 		f.DataMeta = b.Off - b.Meta
 		f.DataEnd = b.Off + b.Len
 	}
+	p.ctr[RxPackets] += uint64(n)
+	p.ctr[RxBytes] += rxBytes
 	ran, firstFault := p.run.RunBurst(p.frames[:n], p.verdicts[:n], p.redirects[:n])
 	for i := ran; i < n; i++ {
 		// A Runner that ran short of the burst: its frames are aborted.
@@ -198,6 +202,7 @@ func (p *poller) poll() int {
 		case bpf.ActionTX:
 			p.ctr[RxXDPTx]++
 			p.tx = append(p.tx, b)
+			p.txBytes += uint64(b.Len)
 		case bpf.ActionRedirect:
 			p.ctr[RxXDPRedirect]++
 			if !p.redirect(p.redirects[i], b) {
@@ -316,13 +321,9 @@ func flushDevBulk(t *port, q int, bq *devBulk) {
 }
 
 // publishTx stores the TX-side counters; the caller holds t.mu.
+// Only the ones that changed are stored (see published.publish).
 func (t *txq) publishTx() {
-	t.pub[TxPackets].Store(t.ctr[TxPackets])
-	t.pub[TxBytes].Store(t.ctr[TxBytes])
-	t.pub[TxXDPXmit].Store(t.ctr[TxXDPXmit])
-	t.pub[TxXDPXmitErrors].Store(t.ctr[TxXDPXmitErrors])
-	t.pub[TxStack].Store(t.ctr[TxStack])
-	t.pub[TxStackErrors].Store(t.ctr[TxStackErrors])
+	t.pub.publish(&t.ctr, &txSide)
 }
 
 // toCPU queues b for the CPU worker of the cpumap entry. The entry comes from a
@@ -417,7 +418,8 @@ func (p *poller) flush() {
 	if len(p.tx) > 0 {
 		t := p.port.txqs[p.queue%len(p.port.txqs)]
 		t.mu.Lock()
-		sent := t.send(p.tx)
+		sent := t.sendBytes(p.tx, p.txBytes)
+		p.txBytes = 0
 		t.publishTx()
 		t.mu.Unlock()
 		if sent < len(p.tx) {

@@ -95,9 +95,14 @@ func (cs *Counters) Map() map[string]uint64 {
 type published [NumCounters]atomic.Uint64
 
 // publish stores the writer's private counters, the ones in mask only.
+//
+// Only counters that changed since the last publish are stored: the writer is
+// the only one that stores, so the load sees its own last store, and an atomic
+// store (a full barrier on amd64) costs far more than the load. A poll that
+// moved 4 counters pays 4 stores, not 12.
 func (p *published) publish(c *Counters, mask *[NumCounters]bool) {
 	for i := range c {
-		if mask[i] {
+		if mask[i] && p[i].Load() != c[i] {
 			p[i].Store(c[i])
 		}
 	}
