@@ -45,7 +45,8 @@
 // ("if rX > data_end goto", with or without "r0 = verdict" in between), a
 // move before a conditional jump, the byte-wise u16 load (both byte orders)
 // and the test of its value, a byte or u16 load and the ==/!= test of it,
-// an and with a constant and the ==/!= test of the result, the counter
+// an and with a constant (of a moved copy, or in place) and the ==/!= test
+// of the result, the counter
 // update "r = *p; r += K; *p = r", the map lookup with its key on the stack
 // and its null test (one slow-path operation), the two context loads
 // at the start, a u16 load and the be16 of it, "r0 = K; exit",

@@ -2012,80 +2012,80 @@ fast:
 			pc += 6
 			continue
 		case opAnd32JEQ:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
 			reg[in.dst] = v
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 2
+			pc += int(in.x)
 			continue
 		case opAnd32JNE:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
 			reg[in.dst] = v
 			if v != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 2
+			pc += int(in.x)
 			continue
 		case opAnd32PJEQ:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 3
+			pc += int(in.x)
 			continue
 		case opAnd32PJNE:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
 			if v != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 3
+			pc += int(in.x)
 			continue
 		case opAnd64JEQ:
-			v := reg[in.dst] & uint64(int64(in.off))
+			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 2
+			pc += int(in.x)
 			continue
 		case opAnd64JNE:
-			v := reg[in.dst] & uint64(int64(in.off))
+			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			if v != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 2
+			pc += int(in.x)
 			continue
 		case opAnd64PJEQ:
-			v := reg[in.dst] & uint64(int64(in.off))
+			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 3
+			pc += int(in.x)
 			continue
 		case opAnd64PJNE:
-			v := reg[in.dst] & uint64(int64(in.off))
+			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
 			if v != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += 3
+			pc += int(in.x)
 			continue
 		case opLdxB16L:
 			// The u16 at P+K to A (pdst); its low byte to B (dst).

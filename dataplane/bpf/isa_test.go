@@ -1400,3 +1400,84 @@ func TestFusedMoveShift(t *testing.T) {
 		}
 	}
 }
+
+// TestFusedMoveAndJump: "dst = src; dst &= K; [r = imm;] if dst ==/!= K2
+// goto" runs as one operation from the move: dst gets the and-ed copy, src
+// keeps its value; when a jump lands on the and, the move stays alone.
+func TestFusedMoveAndJump(t *testing.T) {
+	prog := func(jop byte, withMove bool) []byte {
+		parts := [][]byte{
+			ins(0x71, 3, 1, 0, 0),   // r3 = *(u8 *)(r1 + 0)
+			ins(0xbf, 4, 3, 0, 0),   // r4 = r3
+			ins(0x57, 4, 0, 0, 240), // r4 &= 240
+		}
+		if withMove {
+			parts = append(parts, ins(0xb7, 0, 0, 0, 7)) // r0 = 7
+		}
+		parts = append(parts,
+			ins(jop, 4, 0, 2, 64),  // if r4 ==/!= 64 goto +2
+			ins(0xbf, 0, 4, 0, 0),  // r0 = r4
+			ins(0x05, 0, 0, 1, 0),  // goto +1
+			ins(0x0f, 0, 3, 0, 0),  // r0 += r3
+			ins(0x67, 4, 0, 0, 16), // r4 <<= 16
+			ins(0x0f, 0, 4, 0, 0),  // r0 += r4
+			exitInsn)
+		return asmProg(parts...)
+	}
+	// ref computes what the program returns for byte b.
+	ref := func(jeq, withMove bool, b uint64) uint64 {
+		r3, r4 := b, b&240
+		r0 := uint64(0)
+		if withMove {
+			r0 = 7
+		}
+		if (r4 == 64) == jeq {
+			r0 += r3
+		} else {
+			r0 = r4
+		}
+		return r0 + r4<<16
+	}
+	for _, jeq := range []bool{true, false} {
+		for _, withMove := range []bool{false, true} {
+			jop := byte(0x55)
+			if jeq {
+				jop = 0x15
+			}
+			p, err := LoadRaw("movand", prog(jop, withMove), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o := p.code[1].op; o < opAnd32JEQ || o > opAnd64PJNE || p.code[1].src != 3 {
+				t.Errorf("jeq %v move %v: slot 1 is %v (src r%d), want a fused move, and and test", jeq, withMove, o, p.code[1].src)
+			}
+			for _, b := range []byte{0x45, 0x46, 0x60, 0x4f, 0xff} {
+				got, err := NewRunner(0).RunRaw(p, []byte{b})
+				if want := ref(jeq, withMove, uint64(b)); err != nil || got != want {
+					t.Errorf("jeq %v move %v byte %#x: r0 = %#x, %v, want %#x", jeq, withMove, b, got, err, want)
+				}
+			}
+		}
+	}
+	// A jump lands on the and: the move runs alone.
+	inside := asmProg(
+		ins(0x71, 3, 1, 0, 0),   // r3 = *(u8 *)(r1 + 0)
+		ins(0xb7, 4, 0, 0, 64),  // r4 = 64
+		ins(0x55, 3, 0, 1, 0),   // if r3 != 0 goto the and
+		ins(0xbf, 4, 3, 0, 0),   // r4 = r3
+		ins(0x57, 4, 0, 0, 240), // r4 &= 240
+		ins(0x55, 4, 0, 1, 64),  // if r4 != 64 goto +1
+		ins(0xb7, 0, 0, 0, 1),   // r0 = 1
+		exitInsn)
+	p, err := LoadRaw("inside", inside, nil)
+	if err != nil || p.code[3].op != opMov64X {
+		t.Fatalf("%v %v", err, p.code[3].op)
+	}
+	for b, want := range map[byte]uint64{0: 0, 0x05: 1, 0x45: 1} {
+		// b != 0 jumps onto the and with r4 = 64: r0 = 1; b == 0 moves
+		// 0 to r4: r0 stays 0.
+		if got, err := NewRunner(0).RunRaw(p, []byte{b}); err != nil || got != want {
+			t.Errorf("inside, byte %#x: r0 = %d, %v, want %d", b, got, err, want)
+		}
+	}
+}
