@@ -506,18 +506,13 @@ func fuse(code []insn, targets []bool) {
 		}
 		// a.imm: zero-extended for And32K, sign-extended for And64K; both
 		// fit the int32 off (the 32-bit one as its bit pattern).
-		// src is the register and-ed (dst here, a moved register below),
-		// x the group's length.
-		n := uint8(2)
-		if isP {
-			n = 3
-		}
-		code[i] = insn{op: f, dst: a.dst, src: a.dst, off: int32(a.imm), imm: j.imm, t: j.off, pdst: j.pdst, pimm: j.pimm, x: n}
+		code[i] = insn{op: f, dst: a.dst, off: int32(a.imm), imm: j.imm, t: j.off, pdst: j.pdst, pimm: j.pimm}
 		// "dst = src" in front (a copy and-ed, the source kept): one
-		// operation from the move on.
+		// operation from the move on, whose and reads src.
 		if i > 0 && !targets[i] && code[i-1].op == opMov64X && code[i-1].dst == a.dst && code[i-1].src != a.dst {
 			m := code[i]
-			m.src, m.x = code[i-1].src, n+1
+			m.op += opMovAnd32JEQ - opAnd32JEQ
+			m.src = code[i-1].src
 			code[i-1] = m
 		}
 	}

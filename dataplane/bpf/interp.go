@@ -2012,34 +2012,110 @@ fast:
 			pc += 6
 			continue
 		case opAnd32JEQ:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
+			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
 			reg[in.dst] = v
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 2
 			continue
 		case opAnd32JNE:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
+			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
 			reg[in.dst] = v
 			if v != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 2
 			continue
 		case opAnd32PJEQ:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
+			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 3
 			continue
 		case opAnd32PJNE:
+			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
+			reg[in.dst] = v
+			reg[in.pdst] = uint64(in.pimm)
+			if v != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opAnd64JEQ:
+			v := reg[in.dst] & uint64(int64(in.off))
+			reg[in.dst] = v
+			if v == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 2
+			continue
+		case opAnd64JNE:
+			v := reg[in.dst] & uint64(int64(in.off))
+			reg[in.dst] = v
+			if v != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 2
+			continue
+		case opAnd64PJEQ:
+			v := reg[in.dst] & uint64(int64(in.off))
+			reg[in.dst] = v
+			reg[in.pdst] = uint64(in.pimm)
+			if v == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opAnd64PJNE:
+			v := reg[in.dst] & uint64(int64(in.off))
+			reg[in.dst] = v
+			reg[in.pdst] = uint64(in.pimm)
+			if v != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opMovAnd32JEQ:
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
+			reg[in.dst] = v
+			if v == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opMovAnd32JNE:
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
+			reg[in.dst] = v
+			if v != uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 3
+			continue
+		case opMovAnd32PJEQ:
+			v := uint64(uint32(reg[in.src]) & uint32(in.off))
+			reg[in.dst] = v
+			reg[in.pdst] = uint64(in.pimm)
+			if v == uint64(in.imm) {
+				pc = int(in.t)
+				continue
+			}
+			pc += 4
+			continue
+		case opMovAnd32PJNE:
 			v := uint64(uint32(reg[in.src]) & uint32(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
@@ -2047,27 +2123,27 @@ fast:
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 4
 			continue
-		case opAnd64JEQ:
+		case opMovAnd64JEQ:
 			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			if v == uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 3
 			continue
-		case opAnd64JNE:
+		case opMovAnd64JNE:
 			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			if v != uint64(in.imm) {
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 3
 			continue
-		case opAnd64PJEQ:
+		case opMovAnd64PJEQ:
 			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
@@ -2075,9 +2151,9 @@ fast:
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 4
 			continue
-		case opAnd64PJNE:
+		case opMovAnd64PJNE:
 			v := reg[in.src] & uint64(int64(in.off))
 			reg[in.dst] = v
 			reg[in.pdst] = uint64(in.pimm)
@@ -2085,7 +2161,7 @@ fast:
 				pc = int(in.t)
 				continue
 			}
-			pc += int(in.x)
+			pc += 4
 			continue
 		case opLdxB16L:
 			// The u16 at P+K to A (pdst); its low byte to B (dst).

@@ -295,6 +295,16 @@ const (
 	opAnd32PJNE
 	opAnd64PJEQ
 	opAnd64PJNE
+	// The same with "dst = src" in front: the and reads src (in the same
+	// order as above).
+	opMovAnd32JEQ
+	opMovAnd32JNE
+	opMovAnd64JEQ
+	opMovAnd64JNE
+	opMovAnd32PJEQ
+	opMovAnd32PJNE
+	opMovAnd64PJEQ
+	opMovAnd64PJNE
 
 	// Jumps; insn.off holds the absolute target index.
 	opJA

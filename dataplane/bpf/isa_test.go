@@ -1448,7 +1448,7 @@ func TestFusedMoveAndJump(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if o := p.code[1].op; o < opAnd32JEQ || o > opAnd64PJNE || p.code[1].src != 3 {
+			if o := p.code[1].op; o < opMovAnd32JEQ || o > opMovAnd64PJNE || p.code[1].src != 3 {
 				t.Errorf("jeq %v move %v: slot 1 is %v (src r%d), want a fused move, and and test", jeq, withMove, o, p.code[1].src)
 			}
 			for _, b := range []byte{0x45, 0x46, 0x60, 0x4f, 0xff} {
