@@ -3,6 +3,7 @@ package nictest
 import (
 	"flag"
 	"testing"
+	"time"
 
 	"github.com/xnic-dev/xnic/dma"
 )
@@ -92,5 +93,22 @@ func TestBenchRxTx(t *testing.T) {
 	}
 	if got := c.PerPacket(float64(c.Packets)); got != 1 {
 		t.Fatalf("PerPacket(Packets) = %v", got)
+	}
+}
+
+func TestTimedAddsEachCall(t *testing.T) {
+	var total time.Duration
+	calls := 0
+	f := Timed(&total, func() {
+		calls++
+		time.Sleep(2 * time.Millisecond)
+	})
+	f()
+	f()
+	if calls != 2 {
+		t.Fatalf("wrapped function ran %d times, want 2", calls)
+	}
+	if total < 4*time.Millisecond {
+		t.Fatalf("Timed recorded %v for two calls of at least 2ms", total)
 	}
 }
