@@ -39,7 +39,7 @@ func BenchmarkSimRxTx(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer p.Close()
-			frame := randFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 64)
+			frame := nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 64)
 			var modelRx time.Duration
 			c := nictest.BenchRxTx(b, p.RxQueue(0), p.TxQueue(0), benchBurst, nictest.Timed(&modelRx, func() {
 				for i := 0; i < benchBurst; i++ {

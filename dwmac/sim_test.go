@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,9 +25,7 @@ type rig struct {
 	m    *dwmacsim.Model
 	p    *dwmac.Port
 	wire *sim.PairEnd // the test's end
-
-	mu  sync.Mutex
-	out [][]byte // frames the port transmitted, in order; guarded by mu
+	rec  sim.Recorder // frames the port transmitted, in order
 }
 
 func newRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
@@ -43,11 +40,7 @@ func newRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
 	portEnd, testEnd := sim.NewPair()
 	m.Attach(portEnd)
 	r := &rig{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(func(f []byte) {
-		r.mu.Lock()
-		r.out = append(r.out, bytes.Clone(f))
-		r.mu.Unlock()
-	})
+	testEnd.SetReceiver(r.rec.Receive)
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
 	}
@@ -78,22 +71,7 @@ func (r *rig) checkModel() {
 	}
 }
 
-func (r *rig) sent() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.out
-}
-
-// randFrame is a unicast frame to dst of n bytes with random payload.
-func randFrame(rng *rand.Rand, dst net.HardwareAddr, n int) []byte {
-	f := make([]byte, n)
-	for i := range f {
-		f[i] = byte(rng.Uint32())
-	}
-	copy(f, dst)
-	f[6] = 0x02 // locally administered unicast source
-	return f
-}
+func (r *rig) sent() [][]byte { return r.rec.Frames() }
 
 // transmit sends frames through TX queue 0 in bursts, reclaiming as it goes.
 func transmit(t *testing.T, p nic.Port, frames [][]byte, burst int) {
@@ -144,7 +122,7 @@ func exchange(t *testing.T, r *rig, rng *rand.Rand, n, burst int) {
 	t.Helper()
 	in := make([][]byte, n)
 	for i := range in {
-		in[i] = randFrame(rng, r.p.MAC(), 60+rng.IntN(1514-60+1))
+		in[i] = nictest.RandFrame(rng, r.p.MAC(), 60+rng.IntN(1514-60+1))
 	}
 	// Wire -> port, interleaved with receiving so small rings do not overflow.
 	var got [][]byte
@@ -166,7 +144,7 @@ func exchange(t *testing.T, r *rig, rng *rand.Rand, n, burst int) {
 	before := len(r.sent())
 	out := make([][]byte, n)
 	for i := range out {
-		out[i] = randFrame(rng, net.HardwareAddr{0x02, 9, 9, 9, 9, 9}, 60+rng.IntN(1514-60+1))
+		out[i] = nictest.RandFrame(rng, net.HardwareAddr{0x02, 9, 9, 9, 9, 9}, 60+rng.IntN(1514-60+1))
 	}
 	transmit(t, r.p, out, burst)
 	deadline := time.Now().Add(5 * time.Second)
@@ -328,7 +306,7 @@ func TestSimInterruptWakesReceiver(t *testing.T) {
 				if n := rq.Recv(bufs); n != 0 {
 					t.Fatalf("frames before injecting: %d", n)
 				}
-				frame := randFrame(rand.New(rand.NewPCG(uint64(round), 1)), r.p.MAC(), 100)
+				frame := nictest.RandFrame(rand.New(rand.NewPCG(uint64(round), 1)), r.p.MAC(), 100)
 				woke := make(chan error, 1)
 				go func() {
 					ok, err := rq.IRQ().Wait(5 * time.Second)
@@ -382,7 +360,7 @@ func TestSimNonCoherentMissingSyncFails(t *testing.T) {
 			t.Fatal(err)
 		}
 		// The device never saw the posted descriptors: it has nowhere to write.
-		frame := randFrame(rand.New(rand.NewPCG(9, 9)), p.MAC(), 200)
+		frame := nictest.RandFrame(rand.New(rand.NewPCG(9, 9)), p.MAC(), 200)
 		took := m.Inject(frame)
 		bufs := make([]*dma.Buf, 4)
 		n := p.RxQueue(0).Recv(bufs)
@@ -422,7 +400,7 @@ func TestSimNonCoherentMissingSyncFails(t *testing.T) {
 	if _, err := p2.WaitLink(2 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	frame := randFrame(rand.New(rand.NewPCG(9, 9)), p2.MAC(), 200)
+	frame := nictest.RandFrame(rand.New(rand.NewPCG(9, 9)), p2.MAC(), 200)
 	if !m2.Inject(frame) {
 		t.Fatal("model refused the frame with Sync in place")
 	}
@@ -458,7 +436,7 @@ func TestSimDMARefusal(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := far.Get()
-	b.Len = copy(b.Mem[b.Off:], randFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 100))
+	b.Len = copy(b.Mem[b.Off:], nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 100))
 	if k := r.p.TxQueue(0).Send([]*dma.Buf{b}); k != 1 {
 		t.Fatalf("Send took %d", k)
 	}
@@ -480,7 +458,7 @@ func TestSimCloseAndReopen(t *testing.T) {
 	exchange(t, r, rng, 20, 8)
 	// Leave frames in flight on both rings, then close.
 	for i := 0; i < 5; i++ {
-		r.m.Inject(randFrame(rng, r.p.MAC(), 80))
+		r.m.Inject(nictest.RandFrame(rng, r.p.MAC(), 80))
 	}
 	if err := r.p.Close(); err != nil {
 		t.Fatal(err)
@@ -543,7 +521,7 @@ func TestSimMultiQueue(t *testing.T) {
 	rng := rand.New(rand.NewPCG(15, 16))
 	bufs := make([]*dma.Buf, 8)
 	for q := 0; q < 4; q++ {
-		f := randFrame(rng, r.p.MAC(), 64+q)
+		f := nictest.RandFrame(rng, r.p.MAC(), 64+q)
 		if !r.m.InjectQueue(q, f) {
 			t.Fatalf("queue %d: model refused the frame", q)
 		}
@@ -556,7 +534,7 @@ func TestSimMultiQueue(t *testing.T) {
 	// TX on every channel reaches the wire.
 	for q := 0; q < 4; q++ {
 		b := r.p.RxQueue(0).Pool().Get()
-		b.Len = copy(b.Mem[b.Off:], randFrame(rng, net.HardwareAddr{2, 0, 0, 0, 0, 1}, 70+q))
+		b.Len = copy(b.Mem[b.Off:], nictest.RandFrame(rng, net.HardwareAddr{2, 0, 0, 0, 0, 1}, 70+q))
 		if r.p.TxQueue(q).Send([]*dma.Buf{b}) != 1 {
 			t.Fatalf("TX queue %d refused", q)
 		}
@@ -574,7 +552,7 @@ func TestSimMultiQueue(t *testing.T) {
 func TestSimPromiscAndFilter(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{})
 	rng := rand.New(rand.NewPCG(17, 18))
-	other := randFrame(rng, net.HardwareAddr{0x02, 1, 2, 3, 4, 5}, 100)
+	other := nictest.RandFrame(rng, net.HardwareAddr{0x02, 1, 2, 3, 4, 5}, 100)
 	if r.m.Inject(other) {
 		t.Fatal("a frame for another station passed the filter")
 	}
@@ -589,7 +567,7 @@ func TestSimPromiscAndFilter(t *testing.T) {
 	if err := r.p.SetPromisc(false); err != nil {
 		t.Fatal(err)
 	}
-	mc := randFrame(rng, group, 100)
+	mc := nictest.RandFrame(rng, group, 100)
 	copy(mc, group)
 	if r.m.Inject(mc) {
 		t.Fatal("multicast passed with no group joined")
@@ -609,7 +587,7 @@ func TestSimPromiscAndFilter(t *testing.T) {
 func TestSimZeroAllocs(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{RxRingSize: 128, TxRingSize: 128})
 	r.m.SetTransmit(nil)
-	frame := randFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64)
+	frame := nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64)
 	rq, tq := r.p.RxQueue(0), r.p.TxQueue(0)
 	bufs := make([]*dma.Buf, 16)
 	allocs := testing.AllocsPerRun(200, func() {

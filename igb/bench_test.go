@@ -36,7 +36,7 @@ func benchSimRxTx(b *testing.B, burstInject bool) {
 		b.Fatal(err)
 	}
 	defer p.Close()
-	frame := randFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 64)
+	frame := nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 64)
 	frames := make([][]byte, benchBurst)
 	for i := range frames {
 		frames[i] = frame

@@ -27,9 +27,7 @@ type rigSim struct {
 	m    *igbsim.Model
 	p    *igb.Port
 	wire *sim.PairEnd // the test's end
-
-	mu  sync.Mutex
-	out [][]byte // frames the port transmitted, in order; guarded by mu
+	rec  sim.Recorder // frames the port transmitted, in order
 }
 
 func newRigSim(t *testing.T, mcfg igbsim.Config, cfg igb.Config) *rigSim {
@@ -44,11 +42,7 @@ func newRigSim(t *testing.T, mcfg igbsim.Config, cfg igb.Config) *rigSim {
 	portEnd, testEnd := sim.NewPair()
 	m.Attach(portEnd)
 	r := &rigSim{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(func(f []byte) {
-		r.mu.Lock()
-		r.out = append(r.out, bytes.Clone(f))
-		r.mu.Unlock()
-	})
+	testEnd.SetReceiver(r.rec.Receive)
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
 	}
@@ -80,22 +74,7 @@ func (r *rigSim) checkModel() {
 	}
 }
 
-func (r *rigSim) sent() [][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.out
-}
-
-// randFrame is a unicast frame to dst of n bytes with random payload.
-func randFrame(rng *rand.Rand, dst net.HardwareAddr, n int) []byte {
-	f := make([]byte, n)
-	for i := range f {
-		f[i] = byte(rng.Uint32())
-	}
-	copy(f, dst)
-	f[6] = 0x02 // locally administered unicast source
-	return f
-}
+func (r *rigSim) sent() [][]byte { return r.rec.Frames() }
 
 // transmit sends frames through TX queue q in bursts of up to burst, reclaiming
 // as it goes, and returns when every frame has been taken.
@@ -223,7 +202,7 @@ func TestSimTrafficByteExact(t *testing.T) {
 			const n = 3000
 			frames := make([][]byte, n)
 			for i := range frames {
-				frames[i] = randFrame(rng, net.HardwareAddr{0x02, 0x99, 0, 0, 0, 1}, 60+rng.IntN(1514-60+1))
+				frames[i] = nictest.RandFrame(rng, net.HardwareAddr{0x02, 0x99, 0, 0, 0, 1}, 60+rng.IntN(1514-60+1))
 			}
 			transmit(t, r.p, 0, frames, 16)
 			nictest.ReclaimAll(t, r.p, 32, 5*time.Second)
@@ -239,7 +218,7 @@ func TestSimTrafficByteExact(t *testing.T) {
 			// Receive: the peer sends, in bursts smaller than the ring.
 			in := make([][]byte, n)
 			for i := range in {
-				in[i] = randFrame(rng, r.p.MAC(), 60+rng.IntN(1514-60+1))
+				in[i] = nictest.RandFrame(rng, r.p.MAC(), 60+rng.IntN(1514-60+1))
 			}
 			var got [][]byte
 			for i := 0; i < n; i += 20 {
@@ -273,7 +252,7 @@ func TestSimRingWrapTiny(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	frames := make([][]byte, 200)
 	for i := range frames {
-		frames[i] = randFrame(rng, net.HardwareAddr{0x02, 1, 2, 3, 4, 5}, 60+rng.IntN(200))
+		frames[i] = nictest.RandFrame(rng, net.HardwareAddr{0x02, 1, 2, 3, 4, 5}, 60+rng.IntN(200))
 	}
 	transmit(t, r.p, 0, frames, 7)
 	nictest.ReclaimAll(t, r.p, 8, 5*time.Second)
@@ -283,7 +262,7 @@ func TestSimRingWrapTiny(t *testing.T) {
 	for round := 0; round < 30; round++ {
 		var in [][]byte
 		for i := 0; i < 7; i++ {
-			f := randFrame(rng, r.p.MAC(), 60+rng.IntN(1454))
+			f := nictest.RandFrame(rng, r.p.MAC(), 60+rng.IntN(1454))
 			in = append(in, f)
 			r.wire.Send(f)
 		}
@@ -383,7 +362,7 @@ func TestSimInterruptWakesReceiver(t *testing.T) {
 		if k := rq.Recv(bufs); k != 0 {
 			t.Fatalf("round %d: %d frames before anything was sent", round, k)
 		}
-		frame := randFrame(rand.New(rand.NewPCG(uint64(round), 0)), r.p.MAC(), 100)
+		frame := nictest.RandFrame(rand.New(rand.NewPCG(uint64(round), 0)), r.p.MAC(), 100)
 		go func() {
 			time.Sleep(20 * time.Millisecond)
 			r.wire.Send(frame)
@@ -403,7 +382,7 @@ func TestSimInterruptWakesReceiver(t *testing.T) {
 		bufs[0].Free()
 	}
 	// Without ArmIRQ the vector stays masked (EIAM): a frame does not fire it.
-	r.wire.Send(randFrame(rand.New(rand.NewPCG(9, 9)), r.p.MAC(), 100))
+	r.wire.Send(nictest.RandFrame(rand.New(rand.NewPCG(9, 9)), r.p.MAC(), 100))
 	if fired, _ := rq.IRQ().Wait(50 * time.Millisecond); fired {
 		t.Fatal("interrupt fired while the vector should be auto-masked")
 	}
@@ -420,7 +399,7 @@ func TestSimNoBufferDrops(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{}, igb.Config{RxRingSize: 8, PoolSize: 8})
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 20; i++ {
-		r.wire.Send(randFrame(rng, r.p.MAC(), 64))
+		r.wire.Send(nictest.RandFrame(rng, r.p.MAC(), 64))
 	}
 	got, _ := receive(t, r.p, 7)
 	if len(got) != 7 {
@@ -437,7 +416,7 @@ func TestSimNoBufferDrops(t *testing.T) {
 		t.Fatalf("Recv %d from an empty ring", k)
 	}
 	for i := 0; i < 7; i++ {
-		r.wire.Send(randFrame(rng, r.p.MAC(), 64))
+		r.wire.Send(nictest.RandFrame(rng, r.p.MAC(), 64))
 	}
 	n := r.p.RxQueue(0).Recv(bufs)
 	if n != 7 {
@@ -448,9 +427,9 @@ func TestSimNoBufferDrops(t *testing.T) {
 		t.Fatal("rx_alloc_failed not counted with the pool empty")
 	}
 	// The refill found one buffer: one frame gets in, the next finds no buffer.
-	first := randFrame(rng, r.p.MAC(), 64)
+	first := nictest.RandFrame(rng, r.p.MAC(), 64)
 	r.wire.Send(first)
-	r.wire.Send(randFrame(rng, r.p.MAC(), 64))
+	r.wire.Send(nictest.RandFrame(rng, r.p.MAC(), 64))
 	if v := nictest.Counter(t, r.p, "rx_missed_errors") + nictest.Counter(t, r.p, "rx_no_buffer_count"); v != missed+nobuf+2 {
 		t.Fatalf("drop counters %d, want %d", v, missed+nobuf+2)
 	}
@@ -461,7 +440,7 @@ func TestSimNoBufferDrops(t *testing.T) {
 		t.Fatalf("Recv %d, want the one frame that found a buffer", k)
 	}
 	bufs[0].Free()
-	last := randFrame(rng, r.p.MAC(), 64)
+	last := nictest.RandFrame(rng, r.p.MAC(), 64)
 	r.wire.Send(last)
 	g, _ := receive(t, r.p, 1)
 	if !bytes.Equal(g[0], last) {
@@ -489,7 +468,7 @@ func TestSimRefusesUnmappedDMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	ob := own.Get()
-	ob.Len = copy(ob.Mem[ob.Off:], randFrame(rand.New(rand.NewPCG(1, 1)), net.HardwareAddr{2, 0, 0, 0, 0, 2}, 80))
+	ob.Len = copy(ob.Mem[ob.Off:], nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), net.HardwareAddr{2, 0, 0, 0, 0, 2}, 80))
 	if r.p.TxQueue(0).Send([]*dma.Buf{ob}) != 1 {
 		t.Fatal("Send refused a mapped buffer")
 	}
@@ -506,7 +485,7 @@ func TestSimRefusesUnmappedDMA(t *testing.T) {
 func TestSimCloseReopen(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{Queues: 2}, igb.Config{Queues: 2, Interrupts: true})
 	rng := rand.New(rand.NewPCG(7, 8))
-	f := randFrame(rng, r.p.MAC(), 300)
+	f := nictest.RandFrame(rng, r.p.MAC(), 300)
 	r.wire.Send(f)
 	receive(t, r.p, 1)
 	transmit(t, r.p, 1, [][]byte{f}, 1) // leaves a buffer in flight for Close
@@ -530,7 +509,7 @@ func TestSimCloseReopen(t *testing.T) {
 	if _, err := p2.WaitLink(2 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	g := randFrame(rng, p2.MAC(), 1514)
+	g := nictest.RandFrame(rng, p2.MAC(), 1514)
 	r.wire.Send(g)
 	got, _ := receive(t, p2, 1)
 	if !bytes.Equal(got[0], g) {
@@ -545,12 +524,12 @@ func TestSimStatsAccumulate(t *testing.T) {
 	var rxBytes uint64
 	for round := 1; round <= 3; round++ {
 		for i := 0; i < 10; i++ {
-			f := randFrame(rng, r.p.MAC(), 60+rng.IntN(1000))
+			f := nictest.RandFrame(rng, r.p.MAC(), 60+rng.IntN(1000))
 			rxBytes += uint64(len(f)) + 4 // the counters include the FCS
 			r.wire.Send(f)
 		}
 		receive(t, r.p, 10)
-		frames := [][]byte{randFrame(rng, net.HardwareAddr{2, 1, 1, 1, 1, 1}, 100)}
+		frames := [][]byte{nictest.RandFrame(rng, net.HardwareAddr{2, 1, 1, 1, 1, 1}, 100)}
 		transmit(t, r.p, 0, frames, 1)
 		nictest.ReclaimAll(t, r.p, 512, 5*time.Second)
 		// Dump in between must not eat the clear-on-read counters.
@@ -574,9 +553,9 @@ func TestSimStatsAccumulate(t *testing.T) {
 func TestSimPromiscAndMulticast(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{}, igb.Config{})
 	rng := rand.New(rand.NewPCG(11, 12))
-	other := randFrame(rng, net.HardwareAddr{0x02, 7, 7, 7, 7, 7}, 80)
+	other := nictest.RandFrame(rng, net.HardwareAddr{0x02, 7, 7, 7, 7, 7}, 80)
 	group := net.HardwareAddr{0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb}
-	mc := randFrame(rng, group, 80)
+	mc := nictest.RandFrame(rng, group, 80)
 	r.wire.Send(other)
 	r.wire.Send(mc)
 	if k := r.p.RxQueue(0).Recv(make([]*dma.Buf, 4)); k != 0 {
@@ -647,7 +626,7 @@ func TestSimInterruptsPerMAC(t *testing.T) {
 				// gets a UDP flow whose hash the RETA maps to it.
 				var f []byte
 				if q == 0 {
-					f = randFrame(rand.New(rand.NewPCG(uint64(dev), 1)), r.p.MAC(), 90)
+					f = nictest.RandFrame(rand.New(rand.NewPCG(uint64(dev), 1)), r.p.MAC(), 90)
 					f[12], f[13] = 0x88, 0xB6
 				} else {
 					for flow := 0; ; flow++ {
@@ -709,7 +688,7 @@ func TestSimLinkInterrupt(t *testing.T) {
 func TestSimZeroAllocs(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{}, igb.Config{RxRingSize: 64, TxRingSize: 64})
 	r.wire.SetReceiver(nil) // transmitted frames go nowhere
-	frame := randFrame(rand.New(rand.NewPCG(1, 3)), r.p.MAC(), 512)
+	frame := nictest.RandFrame(rand.New(rand.NewPCG(1, 3)), r.p.MAC(), 512)
 	rq, tq := r.p.RxQueue(0), r.p.TxQueue(0)
 	bufs := make([]*dma.Buf, 16)
 	moved := 0
@@ -757,7 +736,7 @@ func TestSimControlWhilePolling(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		var in [][]byte
 		for i := 0; i < 10; i++ {
-			f := randFrame(rng, r.p.MAC(), 60+rng.IntN(1454))
+			f := nictest.RandFrame(rng, r.p.MAC(), 60+rng.IntN(1454))
 			in = append(in, f)
 			r.wire.Send(f)
 		}

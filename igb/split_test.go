@@ -46,7 +46,7 @@ func TestSimTxSplitsPageCrossing(t *testing.T) {
 		}
 		// Off puts the frame's first byte at offset c.at of a page.
 		b.Off = int((uint64(4096+c.at) - b.IOVA%4096) % 4096)
-		f := randFrame(rng, r.p.MAC(), c.n)
+		f := nictest.RandFrame(rng, r.p.MAC(), c.n)
 		b.Len = copy(b.Mem[b.Off:], f)
 		if b.Len != c.n || int(b.DataIOVA()%4096) != c.at {
 			t.Fatalf("set-up: frame of %d at page offset %d", b.Len, b.DataIOVA()%4096)
