@@ -48,7 +48,9 @@ type Collection struct {
 	statics     []region // direct-value regions, region number regionStatic+i
 	staticNames []string
 	staticIndex map[string]int
-	skipped     map[string]string // programs not loaded: name -> reason
+	skipped     map[string]string            // programs not loaded: name -> reason
+	skippedSpec map[string]*ebpf.ProgramSpec // programs not loaded
+	mapErrs     map[string]error             // maps that could not be created: name -> why
 	trace       io.Writer
 	traceMu     sync.Mutex
 	closed      atomic.Bool
@@ -215,6 +217,8 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		mapIndex:    map[string]int{},
 		staticIndex: map[string]int{},
 		skipped:     map[string]string{},
+		skippedSpec: map[string]*ebpf.ProgramSpec{},
+		mapErrs:     map[string]error{},
 		trace:       o.Trace,
 	}
 
@@ -246,7 +250,10 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		}
 		m, err := o.NewMap(s)
 		if err != nil {
-			return nil, fmt.Errorf("create map %s (%v): %w", n, ms.Type, err)
+			// Lazy loading: only the programs that use the map are
+			// refused (loadProgram names the map and the reason).
+			c.mapErrs[n] = fmt.Errorf("create map %s (%v): %w", n, ms.Type, err)
+			continue
 		}
 		s = m.Spec()
 		ref := &mapRef{name: n, m: m, spec: s, keySize: s.KeySize, valueSize: s.ValueSize}
@@ -328,16 +335,20 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 	for _, n := range pnames {
 		ps := spec.Programs[n]
 		if ps.Type != ebpf.XDP && ps.Type != ebpf.UnspecifiedProgram {
-			c.skipped[n] = fmt.Sprintf("section %s: program type %v is not XDP", ps.SectionName, ps.Type)
+			c.refuse(ps, fmt.Sprintf("section %s: program type %v is not XDP", ps.SectionName, ps.Type))
 			continue
 		}
 		p, err := c.loadProgram(ps, env, budget)
 		if err != nil {
-			return nil, err
+			// Lazy loading: a program xnic cannot run does not stop the
+			// others; picking it returns the reason.
+			c.refuse(ps, err.Error())
+			continue
 		}
 		c.progs = append(c.progs, p)
 		c.byName[n] = p
 	}
+	c.refuseTailCallers(progContents)
 	// Program arrays declared with initial contents (BTF maps with
 	// __array(values, ...)).
 	for mn, kvs := range progContents {
@@ -349,6 +360,9 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			}
 			p := c.byName[pn]
 			if p == nil {
+				if _, refused := c.skipped[pn]; refused {
+					continue // its callers were refused by refuseTailCallers
+				}
 				return nil, fmt.Errorf("program array %s: slot %d: program %q: %w", mn, k, pn, ErrNoProgram)
 			}
 			if err := c.SetTailCall(mn, k, p); err != nil {
@@ -437,7 +451,11 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 	iter := insns.Iterate()
 	for iter.Next() {
 		if iter.Ins.IsLoadFromMap() && iter.Ins.Reference() != "" {
-			refs[int(iter.Offset)] = iter.Ins.Reference()
+			ref := iter.Ins.Reference()
+			if err := c.mapErrs[ref]; err != nil {
+				return nil, fmt.Errorf("program %s uses map %s, which xnic cannot create: %w", ps.Name, ref, err)
+			}
+			refs[int(iter.Offset)] = ref
 		}
 	}
 	var buf bytes.Buffer
@@ -474,7 +492,7 @@ func (c *Collection) Program(name string) (*Program, error) {
 		return p, nil
 	}
 	if why, ok := c.skipped[name]; ok {
-		return nil, fmt.Errorf("program %s: %s: %w", name, why, ErrNoProgram)
+		return nil, fmt.Errorf("program %s refused: %s: %w", name, why, ErrNoProgram)
 	}
 	return nil, fmt.Errorf("program %q: %w (have %s)", name, ErrNoProgram, c.choices())
 }
@@ -492,6 +510,9 @@ func (c *Collection) ProgramBySection(sec string) (*Program, error) {
 	case 1:
 		return found[0], nil
 	case 0:
+		if err := c.refusedInSection(sec); err != nil {
+			return nil, err
+		}
 		return nil, fmt.Errorf("section %q: %w (have %s)", sec, ErrNoProgram, c.choices())
 	}
 	return nil, fmt.Errorf("section %q holds %d programs; pick one by name (have %s)", sec, len(found), c.choices())
@@ -505,6 +526,9 @@ func (c *Collection) DefaultXDP() (*Program, error) {
 		if p.typ == ebpf.XDP {
 			found = append(found, p)
 		}
+	}
+	if err := c.refusedXDP(len(found)); err != nil {
+		return nil, err
 	}
 	if len(found) == 1 {
 		return found[0], nil
