@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# `make test`: installs what the tiers need (scripts/setup.sh; as root only),
+# then runs every tier in turn and ends with one line per tier: passed,
+# FAILED, or not run and why. Exits non-zero when a tier failed, or when a
+# tier that root could have run was not run. Tiers (each also a make target):
+#
+#   tidy         go mod tidy changes nothing
+#   lint         go vet + staticcheck
+#   unit         go test ./... (unit tier; as root also the privileged tier:
+#                kernel-differential, TAP and netns tests)
+#   bench-smoke  every benchmark once (-benchtime 1x)
+#   arm64        unit tests of the arm64 code as arm64 binaries under qemu-user
+#   vmtest       the VM tiers (QEMU TCG guests; see internal/vmtest)
+#
+# XNIC_TEST_TIERS="unit lint" runs only those.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+MAKE=${MAKE:-make}
+tiers=${XNIC_TEST_TIERS:-tidy lint unit bench-smoke arm64 vmtest}
+
+root=0
+[ "$(id -u)" = 0 ] && root=1
+if [ "$root" = 1 ]; then
+	bash scripts/setup.sh || { echo "test: scripts/setup.sh failed: the tiers that need what it installs will fail" >&2; }
+fi
+
+declare -a summary
+failed=0
+note() { summary+=("$(printf '%-12s %s' "$1" "$2")"); }
+
+# why_not TIER prints why TIER cannot run here, or nothing when it can.
+why_not() {
+	case $1 in
+	arm64)
+		command -v qemu-aarch64-static >/dev/null || echo "qemu-aarch64-static missing (apt-get install qemu-user-static, as root: make test installs it)"
+		;;
+	vmtest)
+		if [ "$root" != 1 ]; then
+			echo "needs root (QEMU and guest kernels installed by scripts/setup.sh; the guests' /dev/kvm-less TCG runs need no more)"
+		fi
+		;;
+	esac
+}
+
+for t in $tiers; do
+	reason=$(why_not "$t")
+	if [ -n "$reason" ]; then
+		note "$t" "not run: $reason"
+		[ "$root" = 1 ] && failed=1
+		continue
+	fi
+	echo "=== tier $t" >&2
+	start=$SECONDS
+	if "$MAKE" --no-print-directory "$t"; then
+		note "$t" "passed ($((SECONDS - start)) s)"
+	else
+		note "$t" "FAILED ($((SECONDS - start)) s)"
+		failed=1
+	fi
+done
+
+echo
+echo "tiers:"
+for s in "${summary[@]}"; do echo "  $s"; done
+exit "$failed"
