@@ -313,17 +313,20 @@ func (w *regWindow) check(op string, off uint32) bool {
 	return false
 }
 
-// Read32 implements nic.Regs. A refused read returns all ones, as a master abort.
+// Read32 implements nic.Regs. With the cache model each access is a moment
+// (see cache.go) before the model sees it. A refused read returns all ones, as a master abort.
 func (w *regWindow) Read32(off uint32) uint32 {
 	if !w.check("read32", off) {
 		return 0xFFFFFFFF
 	}
+	w.d.mem.cpuMoment()
 	return w.d.model.Read32(off)
 }
 
 // Write32 implements nic.Regs.
 func (w *regWindow) Write32(off uint32, val uint32) {
 	if w.check("write32", off) {
+		w.d.mem.cpuMoment()
 		w.d.model.Write32(off, val)
 	}
 }

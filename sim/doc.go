@@ -30,6 +30,11 @@
 // Alloc and Free. In non-coherent mode the device has its own copy of every
 // mapping: Sync(ForDevice) copies the CPU's bytes to it and Sync(ForCPU) copies
 // the device's bytes back, so a driver that forgets a Sync reads stale data.
+// MemoryConfig.Cache replaces that byte-exact copying with a model of a CPU
+// cache (cache.go): whole lines cleaned and invalidated, dirty lines evicted
+// and clean ones refetched at seeded random moments, so a driver whose CPU
+// write-back of a line can overwrite what the device wrote fails. AllocUncached
+// gives memory the CPU maps non-cacheable: one copy, seen by both sides.
 //
 // # Concurrency
 //

@@ -41,6 +41,11 @@ type MemoryConfig struct {
 	MaxBytes int
 	// NonCoherent gives the device its own copy of memory, reconciled only by Sync.
 	NonCoherent bool
+	// Cache, when set, makes the non-coherent mode a CPU cache model (see
+	// cache.go) instead of copying exactly the bytes each Sync names. It
+	// implies NonCoherent. An invalid one is recorded as a fault and the
+	// Memory runs byte-exact; check it first with CacheConfig.Validate.
+	Cache *CacheConfig
 }
 
 // mapping is one live Region as the device sees it. Immutable once published.
@@ -49,7 +54,10 @@ type mapping struct {
 	end    uint64 // iova + len(cpu)
 	cpu    []byte // the CPU's view (the Region's bytes)
 	dev    []byte // the device's view: cpu itself when coherent, a copy otherwise
+	shadow []byte // cache model: the CPU's view as last known clean; nil otherwise
 	region *dma.Region
+
+	uncached bool // from AllocUncached: dev is cpu in every mode
 }
 
 // Memory is DMA memory for a device model: an allocator on the CPU side and an
@@ -58,6 +66,7 @@ type Memory struct {
 	cfg    MemoryConfig
 	limit  uint64
 	faults *Faults // immutable; shared with the model
+	cache  *cache  // immutable; nil unless the cache model is on
 
 	dmaOK atomic.Bool // bus mastering allowed; written by the Device base
 
@@ -79,6 +88,14 @@ func NewMemory(cfg MemoryConfig, faults *Faults) *Memory {
 		faults = &Faults{}
 	}
 	m := &Memory{cfg: cfg, faults: faults}
+	if cfg.Cache != nil {
+		c, err := newCache(*cfg.Cache)
+		if err != nil {
+			faults.Add("config", "", 0, "%v: running without the cache model", err)
+		}
+		m.cache = c
+		m.cfg.NonCoherent = true
+	}
 	base := cfg.Base
 	if base == 0 {
 		base = DefaultBase
@@ -126,6 +143,10 @@ func (m *Memory) DMAEnabled() bool { return m.dmaOK.Load() }
 
 // Alloc implements dma.Allocator.
 func (m *Memory) Alloc(size, align int) (*dma.Region, error) {
+	return m.alloc(size, align, false)
+}
+
+func (m *Memory) alloc(size, align int, uncached bool) (*dma.Region, error) {
 	if size <= 0 {
 		return nil, fmt.Errorf("sim: alloc of %d bytes: size must be positive", size)
 	}
@@ -152,9 +173,12 @@ func (m *Memory) Alloc(size, align int) (*dma.Region, error) {
 		return nil, fmt.Errorf("sim: alloc of %d bytes at 0x%x would pass the limit 0x%x: %w", size, iova, m.limit, dma.ErrNoMemory)
 	}
 	cpu := make([]byte, size)
-	mp := &mapping{iova: iova, end: end, cpu: cpu, dev: cpu}
-	if m.cfg.NonCoherent {
+	mp := &mapping{iova: iova, end: end, cpu: cpu, dev: cpu, uncached: uncached}
+	if m.cfg.NonCoherent && !uncached {
 		mp.dev = make([]byte, size)
+		if m.cache != nil {
+			mp.shadow = make([]byte, size)
+		}
 	}
 	mp.region = &dma.Region{CPU: cpu, IOVA: iova}
 	// Leave at least one unmapped guard page after every region.
@@ -243,9 +267,23 @@ func (m *Memory) Sync(r *dma.Region, off, n int, dir dma.SyncDir) {
 		m.faults.Add("sync", "", r.IOVA, "%s sync of a region that is not live (freed, or from another allocator)", dir)
 		return
 	}
-	if l := m.devLock.Load(); l != nil {
-		(*l).Lock()
-		defer (*l).Unlock()
+	if dir != dma.ForDevice && dir != dma.ForCPU {
+		m.faults.Add("sync", "", r.IOVA, "unknown sync direction %s", dir)
+		return
+	}
+	if l := m.lockDevice(); l != nil {
+		defer l.Unlock()
+	}
+	if m.cache != nil {
+		if mp.uncached {
+			m.momentLocked()
+		} else {
+			m.cacheSync(mp, off, n, dir)
+		}
+		return
+	}
+	if mp.uncached {
+		return
 	}
 	switch dir {
 	case dma.ForDevice:
