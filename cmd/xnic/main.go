@@ -52,10 +52,10 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 		}
 		args = fs.Args()
 		if len(args) == 0 {
-			return pos, nil
+			return pos, checkFlagValues(fs)
 		}
 		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+			return append(pos, args[1:]...), checkFlagValues(fs)
 		}
 		pos = append(pos, args[0])
 		args = args[1:]
