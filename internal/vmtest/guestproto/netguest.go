@@ -1,0 +1,23 @@
+package guestproto
+
+// The guest tier that runs Linux's own drivers (internal/vmtest/netinit as
+// /init) reads these from Config.Env.
+const (
+	// NetBinary is the name under which netinit reports its checks.
+	NetBinary = "linux"
+	// EnvNetDriver is the PCI driver that must bind the device, as
+	// /sys/bus/pci/devices/X/driver names it ("intel-eth-pci", "igb").
+	EnvNetDriver = "XNIC_NET_DRIVER"
+	// EnvNetAddr is the guest's IPv4 address with prefix ("10.0.2.15/24").
+	EnvNetAddr = "XNIC_NET_ADDR"
+	// EnvNetPeerIP is the host peer's IPv4 address, which answers ARP and ICMP
+	// echo and pings the guest.
+	EnvNetPeerIP = "XNIC_NET_PEER_IP"
+	// EnvNetFrames is how many frames of random sizes go each way.
+	EnvNetFrames = "XNIC_NET_FRAMES"
+	// EnvNetSeed seeds the two frame streams (the second uses seed+1).
+	EnvNetSeed = "XNIC_NET_SEED"
+	// StatsLine starts netinit's line with the interface's statistics:
+	// "netstats rx_packets=N tx_packets=N ...".
+	StatsLine = "netstats"
+)

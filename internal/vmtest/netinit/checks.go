@@ -1,0 +1,222 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+)
+
+// check reports one named check in "go test -v" form under NetBinary.
+type check struct {
+	failed bool
+}
+
+func (c *check) logf(format string, args ...any) {
+	say("out %s|     netinit: %s", guestproto.NetBinary, fmt.Sprintf(format, args...))
+}
+
+func (c *check) errorf(format string, args ...any) {
+	c.failed = true
+	c.logf("error: "+format, args...)
+}
+
+// runT runs fn as the check name; it reports whether it passed.
+func runT(name string, fn func(c *check)) bool {
+	c := &check{}
+	begin := time.Now()
+	say("out %s| === RUN   %s", guestproto.NetBinary, name)
+	fn(c)
+	verdict := "PASS"
+	if c.failed {
+		verdict = "FAIL"
+	}
+	say("out %s| --- %s: %s (%.2fs)", guestproto.NetBinary, verdict, name, time.Since(begin).Seconds())
+	return !c.failed
+}
+
+// runChecks runs the checks in order, each only if the ones it needs passed,
+// and returns how many failed (a check not run for want of an earlier one is
+// not reported, so the host sees it as never finished).
+func runChecks(p *plan) int {
+	failed := 0
+	count := func(ok bool) bool {
+		if !ok {
+			failed++
+		}
+		return ok
+	}
+	var ifname string
+	var mac net.HardwareAddr
+	if !count(runT("TestProbe", func(c *check) { ifname, mac = probe(c, p) })) {
+		return failed
+	}
+	if !count(runT("TestLinkUp", func(c *check) { linkUp(c, p, ifname) })) {
+		return failed
+	}
+	count(runT("TestPing", func(c *check) { ping(c, p, 5) }))
+	sock, err := openPacket(ifname)
+	if err != nil {
+		count(runT("TestFramesOut", func(c *check) { c.errorf("AF_PACKET socket on %s: %v", ifname, err) }))
+		return failed
+	}
+	cl := traffic.NewClient(mac, sock.send, sock.recv)
+	cl.Timeout = 30 * time.Second
+	count(runT("TestFramesOut", func(c *check) { framesOut(c, p, cl) }))
+	count(runT("TestFramesIn", func(c *check) { framesIn(c, p, cl) }))
+	sock.close()
+	count(runT("TestStats", func(c *check) { stats(c, ifname) }))
+	return failed
+}
+
+// probe waits for the driver to bind the device and register an interface.
+func probe(c *check, p *plan) (string, net.HardwareAddr) {
+	bdf, err := findDevice(p.cfg.Vendor, p.cfg.Device)
+	if err != nil {
+		c.errorf("%v", err)
+		return "", nil
+	}
+	dev := filepath.Join("/sys/bus/pci/devices", bdf)
+	deadline := time.Now().Add(60 * time.Second)
+	var ifname string
+	for ifname == "" {
+		if ents, err := os.ReadDir(filepath.Join(dev, "net")); err == nil && len(ents) > 0 {
+			ifname = ents[0].Name()
+			break
+		}
+		if time.Now().After(deadline) {
+			drv, _ := os.Readlink(filepath.Join(dev, "driver"))
+			c.errorf("%s has no network interface after 60 s (driver %q)", bdf, filepath.Base(drv))
+			return "", nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	drv, _ := os.Readlink(filepath.Join(dev, "driver"))
+	if filepath.Base(drv) != p.driver {
+		c.errorf("%s is bound to %q, want %q", bdf, filepath.Base(drv), p.driver)
+	}
+	macText := readSys(filepath.Join("/sys/class/net", ifname, "address"))
+	mac, err := net.ParseMAC(macText)
+	if err != nil {
+		c.errorf("%s address %q: %v", ifname, macText, err)
+		return "", nil
+	}
+	if p.cfg.MAC != "" && !strings.EqualFold(mac.String(), p.cfg.MAC) {
+		c.errorf("%s has MAC %s, want %s (the device's)", ifname, mac, p.cfg.MAC)
+	}
+	c.logf("%s %04x:%04x driver %s interface %s MAC %s", bdf, p.cfg.Vendor, p.cfg.Device, filepath.Base(drv), ifname, mac)
+	return ifname, mac
+}
+
+func findDevice(vendor, device uint16) (string, error) {
+	ents, err := os.ReadDir("/sys/bus/pci/devices")
+	if err != nil {
+		return "", err
+	}
+	var seen []string
+	for _, e := range ents {
+		d := filepath.Join("/sys/bus/pci/devices", e.Name())
+		v, err1 := strconv.ParseUint(strings.TrimPrefix(readSys(d+"/vendor"), "0x"), 16, 16)
+		id, err2 := strconv.ParseUint(strings.TrimPrefix(readSys(d+"/device"), "0x"), 16, 16)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		seen = append(seen, fmt.Sprintf("%s %04x:%04x", e.Name(), v, id))
+		if uint16(v) == vendor && uint16(id) == device {
+			return e.Name(), nil
+		}
+	}
+	return "", fmt.Errorf("no PCI device %04x:%04x; devices: %s", vendor, device, strings.Join(seen, ", "))
+}
+
+func readSys(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// linkUp gives the interface its address, brings it up and waits for carrier.
+func linkUp(c *check, p *plan, ifname string) {
+	if err := setAddr(ifname, p.addr, p.prefix); err != nil {
+		c.errorf("%v", err)
+		return
+	}
+	if err := setUp(ifname, true); err != nil {
+		c.errorf("%v", err)
+		return
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for readSys(filepath.Join("/sys/class/net", ifname, "carrier")) != "1" {
+		if time.Now().After(deadline) {
+			c.errorf("%s: no carrier 60 s after IFF_UP (operstate %s)", ifname,
+				readSys(filepath.Join("/sys/class/net", ifname, "operstate")))
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.logf("%s up: %d.%d.%d.%d/%d, speed %s duplex %s", ifname, p.addr[0], p.addr[1], p.addr[2], p.addr[3], p.prefix,
+		readSys(filepath.Join("/sys/class/net", ifname, "speed")), readSys(filepath.Join("/sys/class/net", ifname, "duplex")))
+}
+
+func framesOut(c *check, p *plan, cl *traffic.Client) {
+	if err := cl.Hello(30 * time.Second); err != nil {
+		c.errorf("hello: %v", err)
+		return
+	}
+	rep, err := cl.Transmit(p.frames, p.seed, 120*time.Second)
+	if err != nil {
+		c.errorf("%d frames to the peer: %v", p.frames, err)
+		return
+	}
+	c.logf("peer got %s", rep)
+}
+
+func framesIn(c *check, p *plan, cl *traffic.Client) {
+	if cl.PeerMAC() == nil {
+		c.errorf("no peer (hello failed)")
+		return
+	}
+	st, err := cl.Inject(p.frames, p.seed+1, 128)
+	if err != nil {
+		c.errorf("inject: %v", err)
+		return
+	}
+	if err := cl.Receive(st, 120*time.Second); err != nil {
+		c.errorf("%v", err)
+		return
+	}
+	c.logf("received %d frames byte-exact and in order (%d stray)", p.frames, cl.Stray)
+}
+
+// statNames are the /sys/class/net/X/statistics files the host compares.
+var statNames = []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_errors", "tx_errors",
+	"rx_dropped", "tx_dropped", "rx_crc_errors", "rx_length_errors", "rx_over_errors", "rx_missed_errors", "multicast"}
+
+// stats takes the interface down (nothing more goes on the wire) and prints
+// its statistics on one StatsLine line.
+func stats(c *check, ifname string) {
+	if err := setUp(ifname, false); err != nil {
+		c.errorf("%v", err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	var b strings.Builder
+	b.WriteString(guestproto.StatsLine)
+	for _, n := range statNames {
+		v := readSys(filepath.Join("/sys/class/net", ifname, "statistics", n))
+		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
+			c.errorf("statistics/%s = %q", n, v)
+			continue
+		}
+		fmt.Fprintf(&b, " %s=%s", n, v)
+	}
+	say("%s", b.String())
+	c.logf("%s", b.String())
+}
