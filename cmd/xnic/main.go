@@ -36,6 +36,13 @@ func usageErrorf(format string, a ...any) error {
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		if c, ok := commands[name]; ok {
+			fmt.Fprintf(stderr, "usage: %s\n  %s\n", strings.TrimSpace("xnic "+c.name+" "+c.usage), c.summary)
+		}
+		fmt.Fprintln(stderr, "flags:")
+		fs.PrintDefaults()
+	}
 	return fs
 }
 
@@ -68,7 +75,10 @@ func main() {
 
 // run finds the longest registered command name that prefixes args and runs it.
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || isHelp(args[0]) {
+		if len(args) > 1 && args[0] == "help" {
+			return run(append(args[1:], "-h"), stdout, stderr)
+		}
 		printHelp(stdout)
 		return 0
 	}
@@ -81,6 +91,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if c == nil {
+		if group := groupOf(args); group != "" {
+			// "xnic prog", "xnic prog -h": the group's subcommands.
+			w, code := stdout, 0
+			if len(args) > 1 && !isHelp(args[1]) {
+				fmt.Fprintf(stderr, "xnic: unknown command %q\n", strings.Join(args, " "))
+				w, code = stderr, 2
+			}
+			printCommands(w, group+" ")
+			return code
+		}
 		fmt.Fprintf(stderr, "xnic: unknown command %q; run 'xnic help'\n", strings.Join(args, " "))
 		return 2
 	}
@@ -100,20 +120,49 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "xnic: userspace NIC drivers with XDP programs")
-	fmt.Fprintln(w, "\ncommands:")
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		c := commands[n]
-		fmt.Fprintf(w, "  %-40s %s\n", c.name+" "+c.usage, c.summary)
-	}
+	fmt.Fprintln(w, "\ncommands (xnic help COMMAND or xnic COMMAND -h for its flags):")
+	printCommands(w, "")
 	fmt.Fprintln(w, "\nports:")
 	fmt.Fprintln(w, "  BDF                        a PCI device bound to vfio-pci (driver by PCI ID: igb, or dwmac for Intel mGbE)")
 	fmt.Fprintln(w, "  --sim KIND[:VARIANT][:N]   a device model, N ports (run, pktgen); KIND (VARIANTs, first the default):")
 	fmt.Fprintln(w, "                             "+simChoices()+"; e.g. igb:2, dwmac:imx8mp, fec:imx6")
 	fmt.Fprintln(w, "  --platform NAME@ADDR       an i.MX8 MAC through /dev/mem and huge pages (root): fec@0x30be0000,")
 	fmt.Fprintln(w, "                             eqos@0x30bf0000, or COMPATIBLE@ADDR (fsl,imx8mm-fec@0x30be0000)")
+}
+
+func isHelp(a string) bool { return a == "help" || a == "-h" || a == "--help" || a == "-help" }
+
+// groupOf is "prog" when args start with a word that only prefixes commands
+// ("prog run", "prog bench", ...), else "".
+func groupOf(args []string) string {
+	for n := range commands {
+		if g, _, ok := strings.Cut(n, " "); ok && g == args[0] {
+			return g
+		}
+	}
+	return ""
+}
+
+// printCommands lists the commands whose names start with prefix: the name and
+// summary on one line, the arguments indented below, so columns stay aligned
+// however long a usage is.
+func printCommands(w io.Writer, prefix string) {
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		if strings.HasPrefix(n, prefix) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	width := 0
+	for _, n := range names {
+		width = max(width, len(n))
+	}
+	for _, n := range names {
+		c := commands[n]
+		fmt.Fprintf(w, "  %-*s  %s\n", width, c.name, c.summary)
+		if c.usage != "" {
+			fmt.Fprintf(w, "  %-*s    %s %s\n", width, "", c.name, c.usage)
+		}
+	}
 }
