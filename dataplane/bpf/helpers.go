@@ -302,38 +302,6 @@ func (r *Runner) redirectMap(p *Program, pc int, reg *[16]uint64) uint64 {
 	return uint64(ActionRedirect)
 }
 
-// csumDiff is bpf_csum_diff: the ones' complement sum of to minus from, added
-// to seed, as the 32-bit unfolded checksum csum_partial returns on x86-64.
-func (r *Runner) csumDiff(p *Program, pc int, reg *[16]uint64) uint64 {
-	fromSize, toSize := reg[2], reg[4]
-	if (fromSize|toSize)&3 != 0 || fromSize+toSize > csumDiffMax || fromSize > csumDiffMax || toSize > csumDiffMax {
-		return errno(syscall.EINVAL)
-	}
-	var from, to []byte
-	if fromSize > 0 {
-		if from = loadSlice(r.regions, reg[1], fromSize); from == nil {
-			return r.argFault(p, pc, argMem)
-		}
-	}
-	if toSize > 0 {
-		if to = loadSlice(r.regions, reg[3], toSize); to == nil {
-			return r.argFault(p, pc, argMem)
-		}
-	}
-	var sum uint64
-	for i := 0; i+4 <= len(from); i += 4 {
-		sum += uint64(^binary.LittleEndian.Uint32(from[i:]))
-	}
-	for i := 0; i+4 <= len(to); i += 4 {
-		sum += uint64(binary.LittleEndian.Uint32(to[i:]))
-	}
-	sum += uint64(uint32(reg[5]))
-	for sum>>32 != 0 {
-		sum = sum&math.MaxUint32 + sum>>32
-	}
-	return sum
-}
-
 // adjustHead is bpf_xdp_adjust_head (net/core/filter.c): moves data by delta,
 // metadata with it; data must stay past the xdp_frame at the start of the
 // buffer plus the metadata, and leave at least ETH_HLEN bytes.
