@@ -1,0 +1,129 @@
+package vfiouser
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// msgConn reads and writes whole vfio-user messages with their file descriptors
+// on a stream socket. Reads happen on the session goroutine only; writes are
+// serialised by wmu.
+type msgConn struct {
+	c       *net.UnixConn // immutable
+	maxSize uint32        // immutable: largest message accepted
+	maxFds  int           // immutable: descriptors accepted per message
+
+	wmu sync.Mutex // serialises writes: a message goes out whole
+}
+
+// errClosed is returned by readMsg when the peer closed the connection cleanly
+// (at a message boundary).
+var errClosed = errors.New("vfiouser: client disconnected")
+
+// readMsg reads one message. The header's descriptors come in the ancillary
+// data of the bytes that carry it; they are returned in the Request (the caller
+// owns them, even with an error when the Request is non-nil).
+func (m *msgConn) readMsg() (*Request, error) {
+	var hb [HeaderSize]byte
+	oob := make([]byte, unix.CmsgSpace(4*m.maxFds))
+	n, oobn, flags, _, err := m.c.ReadMsgUnix(hb[:], oob)
+	fds, ferr := parseFds(oob[:oobn])
+	req := &Request{Fds: fds}
+	if err != nil {
+		if n == 0 && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
+			return req, errClosed
+		}
+		return req, fmt.Errorf("vfiouser: read message header: %w", err)
+	}
+	if n == 0 {
+		return req, errClosed
+	}
+	if ferr != nil {
+		return req, ferr
+	}
+	if flags&unix.MSG_CTRUNC != 0 {
+		return req, fmt.Errorf("%w: more file descriptors than the %d negotiated (ancillary data truncated)", ErrMessage, m.maxFds)
+	}
+	if n < HeaderSize {
+		if _, err := io.ReadFull(m.c, hb[n:]); err != nil {
+			return req, fmt.Errorf("vfiouser: short message header (%d bytes): %w", n, err)
+		}
+	}
+	h, err := ParseHeader(hb[:], m.maxSize)
+	req.Header = h
+	if err != nil {
+		return req, err
+	}
+	body := make([]byte, h.Size-HeaderSize)
+	if _, err := io.ReadFull(m.c, body); err != nil {
+		return req, fmt.Errorf("vfiouser: %s id %d: read %d-byte payload: %w", h.Command, h.ID, len(body), err)
+	}
+	req.Payload = body
+	return req, nil
+}
+
+// parseFds extracts SCM_RIGHTS descriptors from ancillary data.
+func parseFds(oob []byte) ([]int, error) {
+	if len(oob) == 0 {
+		return nil, nil
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("%w: ancillary data: %v", ErrMessage, err)
+	}
+	var fds []int
+	var bad error
+	for i := range msgs {
+		got, err := unix.ParseUnixRights(&msgs[i])
+		if err != nil {
+			bad = fmt.Errorf("%w: ancillary data that is not SCM_RIGHTS", ErrMessage)
+			continue
+		}
+		fds = append(fds, got...)
+	}
+	return fds, bad
+}
+
+// writeMsg sends one message: the header, then the parts, with fds attached.
+func (m *msgConn) writeMsg(h Header, fds []int, parts ...[]byte) error {
+	size := HeaderSize
+	for _, p := range parts {
+		size += len(p)
+	}
+	buf := make([]byte, size)
+	h.Size = uint32(size)
+	PutHeader(buf, h)
+	at := HeaderSize
+	for _, p := range parts {
+		at += copy(buf[at:], p)
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	n, _, err := m.c.WriteMsgUnix(buf, oob, nil)
+	if err != nil {
+		return fmt.Errorf("vfiouser: send %s id %d: %w", h.Command, h.ID, err)
+	}
+	if n < len(buf) { // a stream socket may take a large message in parts
+		if _, err := m.c.Write(buf[n:]); err != nil {
+			return fmt.Errorf("vfiouser: send %s id %d: %d of %d bytes sent: %w", h.Command, h.ID, n, len(buf), err)
+		}
+	}
+	return nil
+}
+
+func closeFds(fds []int) {
+	for _, fd := range fds {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}

@@ -1,0 +1,219 @@
+package vfiouser
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/sim"
+	"golang.org/x/sys/unix"
+)
+
+// DMA. A DMA_MAP with a file descriptor (guest RAM as a shared memfd) is mapped
+// into the server (mmap of the descriptor at the given offset, then the
+// descriptor is closed: the mapping keeps the memory) and handed to the model's
+// sim.Memory with MapExternal at the client's IOVA, so the model's descriptor and
+// buffer accesses reach guest memory directly and an access outside every mapped
+// range is refused and logged as an IOMMU fault. A DMA_MAP without a descriptor
+// is recorded too: the server can reach it only with DMA_READ and DMA_WRITE
+// messages (Session.ReadGuest and WriteGuest), which a model's direct accesses
+// cannot use, so the model faults on it as on unmapped memory.
+
+type dmaRange struct {
+	iova, size uint64
+	flags      uint32
+	mem        []byte // the mmap, or nil for a message-only range
+}
+
+// dmaTable is the session's DMA ranges. mu guards everything.
+type dmaTable struct {
+	mem *sim.Memory // immutable
+
+	mu       sync.Mutex
+	ranges   []dmaRange
+	deferred [][]byte // unmapped from the model but not yet munmapped (no device lock)
+	closed   bool
+}
+
+func newDMATable(mem *sim.Memory) *dmaTable { return &dmaTable{mem: mem} }
+
+func (t *dmaTable) overlapLocked(iova, size uint64) *dmaRange {
+	for i := range t.ranges {
+		r := &t.ranges[i]
+		if r.iova < iova+size && iova < r.iova+r.size {
+			return r
+		}
+	}
+	return nil
+}
+
+func (t *dmaTable) mapRange(m DMAMap, fd int) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return fail(unix.ENODEV, "DMA_MAP after the session ended")
+	}
+	if len(t.ranges) >= maxDMAMaps {
+		return fail(unix.ENOSPC, "DMA_MAP: %d ranges mapped already", len(t.ranges))
+	}
+	if o := t.overlapLocked(m.Address, m.Size); o != nil {
+		return fail(unix.EEXIST, "DMA_MAP [0x%x, +0x%x) overlaps [0x%x, +0x%x)", m.Address, m.Size, o.iova, o.size)
+	}
+	r := dmaRange{iova: m.Address, size: m.Size, flags: m.Flags}
+	if fd >= 0 {
+		if m.Offset%pageSize != 0 {
+			return fail(unix.EINVAL, "DMA_MAP file offset 0x%x is not page-aligned", m.Offset)
+		}
+		if m.Size > 1<<40 || m.Offset > 1<<62 {
+			return fail(unix.EINVAL, "DMA_MAP of 0x%x bytes at file offset 0x%x: too large", m.Size, m.Offset)
+		}
+		// A range the client does not let the device write is mapped privately:
+		// device writes then stay in the server, as writes to ROM go nowhere.
+		flags := unix.MAP_SHARED
+		if m.Flags&DMAFlagWrite == 0 {
+			flags = unix.MAP_PRIVATE
+		}
+		b, err := unix.Mmap(fd, int64(m.Offset), int(m.Size), unix.PROT_READ|unix.PROT_WRITE, flags)
+		if err != nil {
+			no := unix.EINVAL
+			var e unix.Errno
+			if errors.As(err, &e) {
+				no = e
+			}
+			return fail(no, "DMA_MAP: mmap of 0x%x bytes at file offset 0x%x: %v", m.Size, m.Offset, err)
+		}
+		if m.Flags&DMAFlagRead != 0 || m.Flags&DMAFlagWrite != 0 {
+			if err := t.mem.MapExternal(m.Address, b); err != nil {
+				unix.Munmap(b)
+				if errors.Is(err, sim.ErrExternalOverlap) {
+					return fail(unix.EEXIST, "DMA_MAP: %v", err)
+				}
+				return fail(unix.EINVAL, "DMA_MAP: %v", err)
+			}
+		}
+		r.mem = b
+	}
+	t.ranges = append(t.ranges, r)
+	return nil
+}
+
+func (t *dmaTable) unmapRange(iova, size uint64) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i, r := range t.ranges {
+		if r.iova != iova || r.size != size {
+			continue
+		}
+		t.ranges = append(t.ranges[:i], t.ranges[i+1:]...)
+		t.releaseLocked(r)
+		return nil
+	}
+	return fail(unix.EINVAL, "DMA_UNMAP [0x%x, +0x%x): no mapping with exactly that address and size", iova, size)
+}
+
+// releaseLocked takes r away from the model and unmaps it once no device access
+// can be in flight.
+func (t *dmaTable) releaseLocked(r dmaRange) {
+	if r.mem == nil {
+		return
+	}
+	quiesced := true
+	if r.flags&(DMAFlagRead|DMAFlagWrite) != 0 {
+		var err error
+		_, quiesced, err = t.mem.UnmapExternal(r.iova, r.size)
+		if err != nil && !errors.Is(err, dma.ErrNotMapped) {
+			quiesced = false
+		}
+	}
+	if quiesced {
+		unix.Munmap(r.mem)
+	} else {
+		t.deferred = append(t.deferred, r.mem)
+	}
+}
+
+func (t *dmaTable) close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for _, r := range t.ranges {
+		t.releaseLocked(r)
+	}
+	t.ranges = nil
+	// Without a device lock the model may still hold a view: keep those
+	// mappings (they cost address space, not memory the guest does not own).
+}
+
+// find returns the range holding [iova, iova+n).
+func (t *dmaTable) find(iova uint64, n int) (dmaRange, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, r := range t.ranges {
+		if iova >= r.iova && uint64(n) <= r.size && iova-r.iova <= r.size-uint64(n) {
+			return r, true
+		}
+	}
+	return dmaRange{}, false
+}
+
+// ReadGuest reads client memory at iova into p, as the device would: through
+// the mapping when the client passed a descriptor, else with DMA_READ messages
+// of at most the client's max_data_xfer_size. An address the client did not map
+// is refused and logged in the model's fault log. It must not be called from
+// the session's own goroutine (the loop that delivers the replies).
+func (s *Session) ReadGuest(iova uint64, p []byte) error {
+	return s.guestRW(iova, p, false)
+}
+
+// WriteGuest writes p to client memory at iova; see ReadGuest.
+func (s *Session) WriteGuest(iova uint64, p []byte) error {
+	return s.guestRW(iova, p, true)
+}
+
+func (s *Session) guestRW(iova uint64, p []byte, write bool) error {
+	op, cmd, need := "dma-read", CmdDMARead, DMAFlagRead
+	if write {
+		op, cmd, need = "dma-write", CmdDMAWrite, DMAFlagWrite
+	}
+	r, ok := s.dma.find(iova, len(p))
+	if !ok || r.flags&need == 0 {
+		s.dev.Faults().Add(op, "", iova, "%d-byte guest access not inside a range the client mapped for it", len(p))
+		return fmt.Errorf("vfiouser: %s of %d bytes at 0x%x: %w", op, len(p), iova, dma.ErrNotMapped)
+	}
+	if r.mem != nil {
+		b := r.mem[iova-r.iova:]
+		if write {
+			copy(b, p)
+		} else {
+			copy(p, b)
+		}
+		return nil
+	}
+	chunk := int(min(s.peerMaxXfer.Load(), uint32(s.opts.MaxDataXfer)))
+	le := binary.LittleEndian
+	for len(p) > 0 {
+		n := min(len(p), chunk)
+		var fixed [dmaRWFixed]byte
+		le.PutUint64(fixed[0:], iova)
+		le.PutUint64(fixed[8:], uint64(n))
+		if write {
+			if _, err := s.call(cmd, fixed[:], p[:n]); err != nil {
+				return err
+			}
+		} else {
+			rep, err := s.call(cmd, fixed[:])
+			if err != nil {
+				return err
+			}
+			if len(rep.Payload) != dmaRWFixed+n {
+				return fmt.Errorf("%w: DMA_READ reply of %d bytes for %d", ErrMessage, len(rep.Payload), dmaRWFixed+n)
+			}
+			copy(p, rep.Payload[dmaRWFixed:])
+		}
+		iova += uint64(n)
+		p = p[n:]
+	}
+	return nil
+}
