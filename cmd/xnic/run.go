@@ -21,6 +21,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane"
+	"github.com/xnic-dev/xnic/dataplane/metrics"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
@@ -238,7 +239,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	}
 	defer stop()
 	if o.metrics != "" {
-		ms, err := dataplane.ServeMetrics(dpMetricsAddr(o.metrics), e)
+		ms, err := metrics.Serve(dpMetricsAddr(o.metrics), e)
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package dataplane
+package metrics
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/xnic-dev/xnic/dataplane"
 )
 
 // Collector exports an engine's counters as Prometheus metrics:
@@ -16,8 +17,8 @@ import (
 // device's hardware counters, xnic_link_up{port}, and the cpumap workers' and
 // XSKs' counters. Register it with a prometheus.Registry.
 type Collector struct {
-	e      *Engine
-	queue  [NumCounters]*prometheus.Desc
+	e      *dataplane.Engine
+	queue  [dataplane.NumCounters]*prometheus.Desc
 	hw     *prometheus.Desc
 	link   *prometheus.Desc
 	worker *prometheus.Desc
@@ -25,9 +26,9 @@ type Collector struct {
 }
 
 // NewCollector makes a Collector for e.
-func NewCollector(e *Engine) *Collector {
+func NewCollector(e *dataplane.Engine) *Collector {
 	c := &Collector{e: e}
-	for i := Counter(0); i < NumCounters; i++ {
+	for i := dataplane.Counter(0); i < dataplane.NumCounters; i++ {
 		c.queue[i] = prometheus.NewDesc("xnic_"+i.String()+"_total", "xnic per-queue counter "+i.String()+".", []string{"port", "queue"}, nil)
 	}
 	c.hw = prometheus.NewDesc("xnic_hw_counter", "The device's hardware counters (accumulated).", []string{"port", "name"}, nil)
@@ -59,7 +60,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.link, prometheus.GaugeValue, up, p.Name)
 		for _, q := range p.Queues {
 			qs := strconv.Itoa(q.Queue)
-			for i := Counter(0); i < NumCounters; i++ {
+			for i := dataplane.Counter(0); i < dataplane.NumCounters; i++ {
 				ch <- prometheus.MustNewConstMetric(c.queue[i], prometheus.CounterValue, float64(q.Counters[i]), p.Name, qs)
 			}
 		}
@@ -81,33 +82,33 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// MetricsServer serves an engine's metrics over HTTP at /metrics.
-type MetricsServer struct {
+// Server serves an engine's metrics over HTTP at /metrics.
+type Server struct {
 	srv *http.Server
 	ln  net.Listener
 }
 
-// ServeMetrics listens on addr (host:port; port 0 picks one) and serves e's
+// Serve listens on addr (host:port; port 0 picks one) and serves e's
 // metrics until Close. Pass a loopback address unless the metrics are meant to
 // be reachable from other hosts.
-func ServeMetrics(addr string, e *Engine) (*MetricsServer, error) {
+func Serve(addr string, e *dataplane.Engine) (*Server, error) {
 	reg := prometheus.NewRegistry()
 	if err := reg.Register(NewCollector(e)); err != nil {
-		return nil, fmt.Errorf("dataplane: registering metrics: %w", err)
+		return nil, fmt.Errorf("metrics: registering: %w", err)
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("dataplane: metrics on %s: %w", addr, err)
+		return nil, fmt.Errorf("metrics: listening on %s: %w", addr, err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	m := &MetricsServer{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
+	m := &Server{srv: &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}, ln: ln}
 	go func() { _ = m.srv.Serve(ln) }()
 	return m, nil
 }
 
 // Addr is the address the server listens on.
-func (m *MetricsServer) Addr() net.Addr { return m.ln.Addr() }
+func (m *Server) Addr() net.Addr { return m.ln.Addr() }
 
 // Close stops the server.
-func (m *MetricsServer) Close() error { return m.srv.Close() }
+func (m *Server) Close() error { return m.srv.Close() }
