@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math"
 	"syscall"
-	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -130,12 +129,6 @@ func errnoOf(err error) uint64 {
 	return uint64(maps.Errno(err))
 }
 
-var bootTime = time.Now()
-
-// ktime is nanoseconds on the monotonic clock since the package started
-// (CLOCK_MONOTONIC has an arbitrary origin too).
-func ktime() uint64 { return uint64(time.Since(bootTime).Nanoseconds()) }
-
 func (r *Runner) argFault(p *Program, pc int, detail int64) uint64 {
 	r.setFault(p, pc, faultHelperArg, 0, 0)
 	r.faultDetail = detail
@@ -213,11 +206,12 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 			return r.argFault(p, pc, argKey)
 		}
 		return errnoOf(m.m.Delete(key))
-	case helperKtimeGetNs, helperKtimeGetBootNs, helperKtimeGetCoarseNs, helperKtimeGetTaiNs:
-		if id == helperKtimeGetTaiNs {
-			return uint64(time.Now().UnixNano()) + 37e9 // TAI = UTC + 37 s (since 2017)
-		}
-		return ktime()
+	case helperKtimeGetNs, helperKtimeGetCoarseNs:
+		return ktimeMono() // helpers_time.go
+	case helperKtimeGetBootNs:
+		return ktimeBoot()
+	case helperKtimeGetTaiNs:
+		return ktimeTai()
 	case helperTracePrintk:
 		return r.tracePrintk(p, pc, reg)
 	case helperGetPrandomU32:
