@@ -2,7 +2,6 @@ package vmtest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 	"github.com/u-root/u-root/pkg/cpio"
 )
 
@@ -230,15 +232,14 @@ func TestVMArgs(t *testing.T) {
 
 func TestPcapCount(t *testing.T) {
 	var b bytes.Buffer
-	gh := make([]byte, 24)
-	binary.LittleEndian.PutUint32(gh, 0xa1b2c3d4)
-	b.Write(gh)
+	w := pcapgo.NewWriter(&b)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
 	for _, n := range []int{60, 1514, 100} {
-		rh := make([]byte, 16)
-		binary.LittleEndian.PutUint32(rh[8:], uint32(n))
-		binary.LittleEndian.PutUint32(rh[12:], uint32(n))
-		b.Write(rh)
-		b.Write(make([]byte, n))
+		if err := w.WritePacket(gopacket.CaptureInfo{CaptureLength: n, Length: n}, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	p := filepath.Join(t.TempDir(), "x.pcap")
 	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
