@@ -39,8 +39,11 @@
 // i.MX8MP, and by Config.AddrBits), and TX buffers that Allocator.Check does not
 // accept or that lie above it (counted as tx_refused_dma). Cache maintenance:
 // every point where stmmac calls dma_sync_* calls Allocator.Sync (a no-op on
-// coherent platforms); on the i.MX8MP, descriptor rings belong in non-cached
-// memory, as the kernel's coherent allocations are.
+// coherent platforms). On a non-coherent platform (the i.MX8MP) the descriptor
+// rings live in uncached memory from the allocator's AllocUncached, as
+// stmmac's dma_alloc_coherent rings do, and Open refuses an allocator that
+// has none (ErrCachedRings): four descriptors share a cache line, and a CPU
+// write-back of that line would overwrite the DMA's write-backs (ringmem.go).
 //
 // Fatal DMA conditions (DMA_CHx_Status FBE, TPS, RPS) are not recovered from
 // automatically as stmmac does: CheckDMA reports them, and Close and Open
@@ -59,5 +62,6 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, SetMulticast, Dump) may run
 // on any goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
 // (descriptor layouts and the atomic DES3 access), rx.go, tx.go (rings), phy.go
-// (MDIO), driver.go (probe, reset, bring-up), stats.go, dump.go, ids.go.
+// (MDIO), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
+// stats.go, dump.go, ids.go.
 package dwmac

@@ -55,6 +55,11 @@ type Config struct {
 	// AddrBits narrows the DMA address width below what the MAC and the
 	// integration allow (for boards with fewer address lines). Zero: no change.
 	AddrBits int
+
+	// cachedRings lets rings live in cached memory on a non-coherent
+	// allocator without uncached memory: the broken layout ringmem.go
+	// explains, for the test that shows the cache model catches it.
+	cachedRings bool
 }
 
 const (
@@ -173,6 +178,8 @@ type Port struct {
 	name  string        // immutable
 	hw    HWInfo        // immutable after Open
 
+	uncachedRings bool // rings from AllocUncached (see ringmem.go); immutable
+
 	mac net.HardwareAddr // immutable after Open
 	// fwAddrHi/Lo are MAC_Address0 as found before the reset; immutable after Open.
 	fwAddrHi, fwAddrLo uint32
@@ -240,6 +247,9 @@ func Open(dev nic.Device, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("dwmac: %s: mapping register window 0: %w", info.Name, err)
 	}
 	p := &Port{dev: dev, regs: regs, alloc: dev.DMA(), model: model, cfg: cfg, name: info.Name}
+	if err := p.chooseRingMemory(); err != nil {
+		return nil, fmt.Errorf("dwmac: %s: %w", info.Name, err)
+	}
 	if err := p.bringUp(); err != nil {
 		p.teardown()
 		return nil, fmt.Errorf("dwmac: %s: %w", info.Name, err)

@@ -65,7 +65,7 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n),
 		tailReg: uint32(chReg(i, chRxTail))}
 	var err error
-	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
+	if q.ring, err = p.allocRing(n * descSize); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
 	}
 	if err := p.reach("RX descriptor ring", q.ring.IOVA, q.ring.Len()); err != nil {

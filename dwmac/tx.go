@@ -61,7 +61,7 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 		trusted: make([]*dma.Pool, 0, maxTrustedPools),
 		tailReg: uint32(chReg(i, chTxTail))}
 	var err error
-	if q.ring, err = p.alloc.Alloc(n*descSize, 128); err != nil {
+	if q.ring, err = p.allocRing(n * descSize); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
 	}
 	if err := p.reach("TX descriptor ring", q.ring.IOVA, q.ring.Len()); err != nil {

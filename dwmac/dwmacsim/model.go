@@ -63,6 +63,9 @@ type Config struct {
 	// NonCoherent gives the device its own copy of memory, reconciled only by
 	// Sync (the i.MX8MP EQOS is not cache-coherent).
 	NonCoherent bool
+	// Cache, when set, makes the non-coherent memory sim's CPU cache model
+	// (whole lines, seeded evictions; implies NonCoherent).
+	Cache *sim.CacheConfig
 	// Below4G places DMA memory below 4 GiB (IOVAs from 0x1000_0000), for
 	// drivers or tests that run without DMA_SysBus_Mode.EAME.
 	Below4G bool
@@ -223,7 +226,12 @@ func New(cfg Config) (*Model, error) {
 		m.ieNIE, m.ieAIE = ieNIE400, ieAIE400
 	}
 	m.faults = &sim.Faults{}
-	mcfg := sim.MemoryConfig{NonCoherent: cfg.NonCoherent, Below4G: cfg.Below4G}
+	if cfg.Cache != nil {
+		if err := cfg.Cache.Validate(); err != nil {
+			return nil, fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
+		}
+	}
+	mcfg := sim.MemoryConfig{NonCoherent: cfg.NonCoherent, Below4G: cfg.Below4G, Cache: cfg.Cache}
 	switch {
 	case cfg.Below4G:
 	case cfg.Variant == IMX8MP:

@@ -1,0 +1,322 @@
+package dwmac_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/dwmac"
+	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// Tests of the i.MX8MP variant under sim's CPU cache model (whole lines,
+// seeded evictions and refetches), next to the byte-exact non-coherent tests
+// in sim_test.go.
+
+var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
+
+// cacheSeeds are the seeds every cache-model test runs with.
+func cacheSeeds() []uint64 {
+	if *cacheSeed != 0 {
+		return []uint64{*cacheSeed}
+	}
+	return []uint64{1, 2, 3, 4, 5, 6, 7, 8}
+}
+
+// cacheConfigs are the cache models a driver must pass: both ForCPU
+// operations, 64- and 128-byte lines, for every seed.
+func cacheConfigs() []sim.CacheConfig {
+	var cs []sim.CacheConfig
+	for i, s := range cacheSeeds() {
+		c := sim.CacheConfig{Seed: s}
+		if i%2 == 1 {
+			c.ForCPU = sim.ForCPUInvalidate
+		}
+		if i%4 == 3 {
+			c.Line = 128
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func cacheName(c sim.CacheConfig) string {
+	line := c.Line
+	if line == 0 {
+		line = sim.DefaultCacheLine
+	}
+	return fmt.Sprintf("seed=%d/line=%d/%s", c.Seed, line, c.ForCPU)
+}
+
+// reportSeed makes a failing test say how to rerun it.
+func reportSeed(t *testing.T, c sim.CacheConfig) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cache model seed %d: rerun with -run '%s' -cacheseed=%d", c.Seed, t.Name(), c.Seed)
+		}
+	})
+}
+
+func imx8mpCached(c sim.CacheConfig) dwmacsim.Config {
+	return dwmacsim.Config{Variant: dwmacsim.IMX8MP, NonCoherent: true, Cache: &c}
+}
+
+// TestCacheModelFramesBothWays: the i.MX8MP port passes byte-exact traffic
+// both ways under the cache model, with the default rings and with rings
+// small enough to wrap many times, for every seed.
+func TestCacheModelFramesBothWays(t *testing.T) {
+	for _, c := range cacheConfigs() {
+		t.Run(cacheName(c), func(t *testing.T) {
+			reportSeed(t, c)
+			for _, small := range []bool{false, true} {
+				cfg := dwmac.Config{}
+				if small {
+					cfg = dwmac.Config{RxRingSize: 8, TxRingSize: 8, PoolSize: 16}
+				}
+				r := newRig(t, imx8mpCached(c), cfg)
+				if !r.p.UncachedRings() {
+					t.Fatal("rings in cached memory on a non-coherent model")
+				}
+				exchange(t, r, rand.New(rand.NewPCG(c.Seed, 4)), 120, 7)
+				ring := cfg.TxRingSize
+				if ring == 0 {
+					ring = 512 // the default
+				}
+				reclaimAll(t, r.p, ring)
+				r.checkModel()
+				s := r.m.Memory().CacheStats()
+				if s.Moments == 0 || s.Cleaned == 0 || s.Invalidate == 0 || s.Evictions+s.Refetches == 0 {
+					t.Fatalf("the cache model was not exercised: %+v", s)
+				}
+			}
+		})
+	}
+}
+
+// hideUncached is the allocator of a platform that offers no uncached memory:
+// everything else (Sync, NonCoherent, CacheLine) passes through.
+type hideUncached struct{ m *sim.Memory }
+
+func (a hideUncached) Alloc(size, align int) (*dma.Region, error) { return a.m.Alloc(size, align) }
+func (a hideUncached) Free(r *dma.Region) error                   { return a.m.Free(r) }
+func (a hideUncached) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
+	a.m.Sync(r, off, n, d)
+}
+func (a hideUncached) Check(iova uint64, n int) error { return a.m.Check(iova, n) }
+func (a hideUncached) Limit() uint64                  { return a.m.Limit() }
+func (a hideUncached) NonCoherent() bool              { return a.m.NonCoherent() }
+func (a hideUncached) CacheLine() int                 { return a.m.CacheLine() }
+
+type allocDevice struct {
+	nic.Device
+	a dma.Allocator
+}
+
+func (d allocDevice) DMA() dma.Allocator { return d.a }
+
+// cachedRingPort opens the port on m with the rings in cached memory (the
+// broken layout) and small rings, so descriptors in flight share lines with
+// descriptors the driver writes.
+func cachedRingPort(t *testing.T, m *dwmacsim.Model, allow bool) (*dwmac.Port, error) {
+	t.Helper()
+	cfg := dwmac.Config{RxRingSize: 8, TxRingSize: 8, PoolSize: 16, LinkTimeout: 2 * time.Second}
+	if allow {
+		dwmac.AllowCachedRings(&cfg)
+	}
+	p, err := dwmac.Open(allocDevice{Device: m.Device(), a: hideUncached{m.Memory()}}, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if p.UncachedRings() {
+		t.Fatal("uncached rings from an allocator without uncached memory")
+	}
+	if _, err := p.WaitLink(2 * time.Second); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p, nil
+}
+
+// trafficErr sends n frames from the port one per Send, reclaiming only when
+// the ring is full (as a sender that batches its reclaims does), then receives
+// n, and returns the first thing that went wrong instead of failing the test.
+func trafficErr(m *dwmacsim.Model, p *dwmac.Port, wire *sim.PairEnd, rec *sim.Recorder, rng *rand.Rand, n int) error {
+	tx := p.TxQueue(0)
+	pool := p.RxQueue(0).Pool()
+	out := make([][]byte, n)
+	deadline := time.Now().Add(250 * time.Millisecond) // a working ring turns over in microseconds
+	for i := 0; i < n; {
+		if out[i] == nil {
+			out[i] = nictest.RandFrame(rng, net.HardwareAddr{2, 9, 9, 9, 9, 9}, 60+rng.IntN(400))
+		}
+		b := pool.Get()
+		if b == nil {
+			return fmt.Errorf("TX frame %d: the pool ran dry (buffers never reclaimed)", i)
+		}
+		b.Len = copy(b.Mem[b.Off:], out[i])
+		if tx.Send([]*dma.Buf{b}) == 1 {
+			i++
+			continue
+		}
+		b.Free()
+		if tx.Reclaim() == 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("TX stuck at frame %d of %d: descriptors never came back", i, n)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	deadline = time.Now().Add(time.Second)
+	for len(rec.Frames()) < n && time.Now().Before(deadline) {
+		tx.Reclaim()
+		time.Sleep(50 * time.Microsecond)
+	}
+	sent := rec.Frames()
+	if len(sent) != n {
+		return fmt.Errorf("%d frames on the wire, want %d", len(sent), n)
+	}
+	for i := range out {
+		if !bytes.Equal(sent[i], out[i]) {
+			return fmt.Errorf("TX frame %d differs on the wire", i)
+		}
+	}
+	bufs := make([]*dma.Buf, 1)
+	for i := 0; i < n; i++ {
+		f := nictest.RandFrame(rng, p.MAC(), 60+rng.IntN(400))
+		if err := wire.Send(f); err != nil {
+			return err
+		}
+		deadline := time.Now().Add(time.Second)
+		for p.RxQueue(0).Recv(bufs) == 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("RX frame %d never arrived", i)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+		ok := bytes.Equal(bufs[0].Data(), f)
+		bufs[0].Free()
+		if !ok {
+			return fmt.Errorf("RX frame %d corrupted", i)
+		}
+	}
+	return m.Err()
+}
+
+// TestCacheModelCatchesCachedRings: descriptor rings in cached memory, four
+// descriptors per line, no ring discipline. The byte-exact model passes it
+// (its Syncs copy exactly the 16 bytes named); the cache model must fail it
+// for every seed, because the clean of the line holding a new TX descriptor
+// writes the CPU's stale copy of its neighbours (OWN still set) over the DMA's
+// write-backs, so the driver never sees them complete.
+// Open refuses the layout unless the test forces it.
+func TestCacheModelCatchesCachedRings(t *testing.T) {
+	run := func(t *testing.T, mc dwmacsim.Config) error {
+		mc.AutonegDelay = 5 * time.Millisecond
+		m, err := dwmacsim.New(mc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer m.Close()
+		if _, err := cachedRingPort(t, m, false); err == nil {
+			t.Fatal("Open accepted cached rings on a non-coherent allocator without uncached memory")
+		} else if !bytes.Contains([]byte(err.Error()), []byte("reserved-memory")) {
+			t.Fatalf("the refusal does not say what the board must provide: %v", err)
+		}
+		portEnd, testEnd := sim.NewPair()
+		m.Attach(portEnd)
+		var rec sim.Recorder
+		testEnd.SetReceiver(rec.Receive)
+		p, err := cachedRingPort(t, m, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		var seed uint64
+		if mc.Cache != nil {
+			seed = mc.Cache.Seed
+		}
+		return trafficErr(m, p, testEnd, &rec, rand.New(rand.NewPCG(seed, 7)), 40)
+	}
+	t.Run("byte-exact", func(t *testing.T) {
+		if err := run(t, dwmacsim.Config{Variant: dwmacsim.IMX8MP, NonCoherent: true, Cache: nil}); err != nil {
+			t.Fatalf("byte-exact non-coherent model (the control): %v", err)
+		}
+	})
+	for _, c := range cacheConfigs() {
+		t.Run(cacheName(c), func(t *testing.T) {
+			reportSeed(t, c)
+			err := run(t, imx8mpCached(c))
+			if err == nil {
+				t.Fatal("cached rings with four descriptors per line passed the cache model")
+			}
+			t.Logf("caught: %v", err)
+		})
+	}
+}
+
+// syncDrop drops the Syncs of one direction on cached memory: a driver
+// that forgets dma_sync_single_for_device (or _for_cpu) on packet buffers.
+type syncDrop struct {
+	hideUncached
+	dir dma.SyncDir
+}
+
+func (a syncDrop) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
+	if d == a.dir && !a.m.Uncached(r) {
+		return
+	}
+	a.m.Sync(r, off, n, d)
+}
+
+func (a syncDrop) AllocUncached(size, align int) (*dma.Region, error) {
+	return a.m.AllocUncached(size, align)
+}
+
+// TestCacheModelMissingBufferSyncFails: with uncached rings, a driver that
+// skips the packet-buffer Syncs of one direction loses frames under the
+// cache model, for every seed.
+func TestCacheModelMissingBufferSyncFails(t *testing.T) {
+	for _, dir := range []dma.SyncDir{dma.ForDevice, dma.ForCPU} {
+		for _, c := range cacheConfigs()[:4] {
+			t.Run(dir.String()+"/"+cacheName(c), func(t *testing.T) {
+				reportSeed(t, c)
+				mc := imx8mpCached(c)
+				mc.AutonegDelay = 5 * time.Millisecond
+				m, err := dwmacsim.New(mc)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer m.Close()
+				portEnd, testEnd := sim.NewPair()
+				m.Attach(portEnd)
+				var rec sim.Recorder
+				testEnd.SetReceiver(rec.Receive)
+				p, err := dwmac.Open(allocDevice{Device: m.Device(), a: syncDrop{hideUncached{m.Memory()}, dir}},
+					dwmac.Config{RxRingSize: 8, TxRingSize: 8, PoolSize: 16, LinkTimeout: 2 * time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer p.Close()
+				if !p.UncachedRings() {
+					t.Fatal("rings not uncached")
+				}
+				if _, err := p.WaitLink(2 * time.Second); err != nil {
+					t.Fatal(err)
+				}
+				err = trafficErr(m, p, testEnd, &rec, rand.New(rand.NewPCG(c.Seed, 9)), 10)
+				if err == nil {
+					t.Fatalf("frames went through with every %s Sync of packet buffers missing", dir)
+				}
+				t.Logf("caught: %v", err)
+			})
+		}
+	}
+}
