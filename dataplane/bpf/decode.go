@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf/asm"
@@ -77,6 +78,12 @@ type decodeEnv struct {
 	mapValue func(name string) (region int, size uint32, ok bool)
 	// helper reports whether helper id is implemented.
 	helper func(id int32) bool
+	// engine is the engine programs will run in (Options.Engine).
+	engine Engine
+
+	// plain is set by decodeProgram: the decoded program before fusion
+	// (with context loads specialised), what the JIT compiles.
+	plain []insn
 }
 
 // decodeProgram checks a raw instruction stream and turns it into the
@@ -277,6 +284,10 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 	last := code[n-1]
 	if wide[n-1] || (last.op != opExit && last.op != opJA) {
 		return nil, nil, fail(n-1, ErrFallOffEnd)
+	}
+	if env.engine != EngineInterp {
+		env.plain = slices.Clone(code)
+		specialiseCtx(env.plain, funcs)
 	}
 	fuse(code, targets)
 	specialiseCtx(code, funcs)

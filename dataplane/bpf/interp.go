@@ -32,7 +32,7 @@ func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 	reg := &r.regs[base]
 	clear(reg[:16])
 	reg[1], reg[2], reg[10] = r1, r2, fp
-	pc, p, done := r.fast(p, pc, base, reg)
+	pc, p, done := r.step(p, pc, base, reg)
 	if done {
 		return reg[0]
 	}
@@ -46,7 +46,7 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 	for first := true; ; first = false {
 		if !first {
 			var done bool
-			pc, p, done = r.fast(p, pc, base, reg)
+			pc, p, done = r.step(p, pc, base, reg)
 			if done {
 				return reg[0]
 			}

@@ -30,6 +30,9 @@ type Options struct {
 	Trace io.Writer
 	// NewMap creates the collection's maps; nil means maps.New.
 	NewMap func(maps.Spec) (maps.Map, error)
+	// Engine runs the programs: EngineDefault (the JIT where available),
+	// EngineInterp or EngineJIT (see jit.go).
+	Engine Engine
 }
 
 // ErrNoProgram is returned when a collection has no program of the name,
@@ -129,6 +132,7 @@ type Program struct {
 	raw     []byte
 	budget  int64
 	id      uint32
+	jit     atomic.Pointer[jitProg] // native code, nil in the interpreter
 }
 
 // progIDs numbers programs like the kernel's program ids: unique in the
@@ -326,6 +330,7 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			return regionStatic + i, uint32(c.statics[i].hi), true
 		},
 		helper: helperImplemented,
+		engine: o.Engine,
 	}
 	pnames := make([]string, 0, len(spec.Programs))
 	for n := range spec.Programs {
@@ -469,7 +474,7 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 	if err != nil {
 		return nil, err
 	}
-	return &Program{
+	p := &Program{
 		name:    ps.Name,
 		section: ps.SectionName,
 		typ:     ps.Type,
@@ -480,7 +485,11 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 		raw:     buf.Bytes(),
 		budget:  budget,
 		id:      progIDs.Add(1),
-	}, nil
+	}
+	if err := p.compile(e.plain, e.engine); err != nil {
+		return nil, err
+	}
+	return p, nil
 }
 
 // Programs returns the collection's programs, sorted by name.
@@ -630,6 +639,7 @@ func (c *Collection) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	defer c.releaseJIT()
 	for _, ref := range c.mapRefs {
 		if ref.progs == nil {
 			continue

@@ -20,7 +20,7 @@ func LoadRaw(name string, code []byte, opts *Options) (*Program, error) {
 	if budget <= 0 {
 		budget = DefaultInsnBudget
 	}
-	env := &decodeEnv{name: name, helper: helperImplemented}
+	env := &decodeEnv{name: name, helper: helperImplemented, engine: o.Engine}
 	dec, funcs, err := decodeProgram(code, env)
 	if err != nil {
 		return nil, err
@@ -32,6 +32,9 @@ func LoadRaw(name string, code []byte, opts *Options) (*Program, error) {
 	}
 	c := &Collection{trace: o.Trace}
 	p := &Program{name: name, section: "raw", coll: c, code: dec, funcs: funcs, insns: insns, raw: raw, budget: budget}
+	if err := p.compile(env.plain, o.Engine); err != nil {
+		return nil, err
+	}
 	c.progs = []*Program{p}
 	c.byName = map[string]*Program{name: p}
 	return p, nil

@@ -97,6 +97,9 @@ type Runner struct {
 	// Counters.
 	runs    uint64
 	aborted uint64
+
+	// jit is what native code writes (jit.go).
+	jit jitState
 }
 
 // NewRunner returns a Runner for one goroutine. cpu is the per-CPU map slot
@@ -328,7 +331,7 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	clear(reg[:16])
 	reg[1], reg[10] = regionCtx<<32, regionStack<<32|stackSize
 	var v uint64
-	if pc, q, done := r.fast(p, 0, 0, reg); done {
+	if pc, q, done := r.step(p, 0, 0, reg); done {
 		v = reg[0]
 	} else {
 		v = r.slow(q, pc, 0, reg)

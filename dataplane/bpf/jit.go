@@ -1,0 +1,204 @@
+package bpf
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+)
+
+// Engine selects how programs run: the JIT (native code) or the interpreter.
+type Engine uint8
+
+const (
+	// EngineDefault is the JIT where xnic has a backend for the platform
+	// (JITAvailable), the interpreter elsewhere.
+	EngineDefault Engine = iota
+	// EngineInterp is the interpreter: the reference, on every platform.
+	EngineInterp
+	// EngineJIT is the JIT; loading fails where it is not available.
+	EngineJIT
+)
+
+func (e Engine) String() string {
+	switch e {
+	case EngineDefault:
+		return "default"
+	case EngineInterp:
+		return "interp"
+	case EngineJIT:
+		return "jit"
+	}
+	return fmt.Sprintf("Engine(%d)", uint8(e))
+}
+
+// ParseEngine reads an engine name: "interp", "jit" or "default" (or "").
+func ParseEngine(s string) (Engine, error) {
+	switch s {
+	case "", "default", "auto":
+		return EngineDefault, nil
+	case "interp", "interpreter":
+		return EngineInterp, nil
+	case "jit":
+		return EngineJIT, nil
+	}
+	return EngineDefault, fmt.Errorf("unknown engine %q (want interp or jit)", s)
+}
+
+// ErrNoJIT is returned when EngineJIT is asked for on a platform without a
+// JIT backend.
+var ErrNoJIT = errors.New("no JIT for this platform (" + runtime.GOOS + "/" + runtime.GOARCH + ")")
+
+// JITAvailable reports whether xnic compiles programs to native code on this
+// platform.
+func JITAvailable() bool { return jitArch }
+
+// Exit codes of native code (jitState.exit): the low 8 bits say why it
+// returned, the rest is the instruction index.
+const (
+	jitExitDone = 1 // an exit instruction at pc: Go pops the frame or ends
+	jitExitSlow = 2 // the interpreter's slow path runs the instruction at pc
+)
+
+// jitState is the part of the Runner that native code reads and writes (at
+// offsets fixed when the code is generated, see jitOffsets). It holds no Go
+// pointer of its own.
+type jitState struct {
+	exit uint32 // why the native code returned (jitExit* | pc<<8)
+	_    uint32
+}
+
+// jitProg is a program's native code: one executable mapping, with the entry
+// offset of every instruction slot.
+type jitProg struct {
+	mu    sync.Mutex
+	mem   []byte   // the mapping (read and execute once sealed)
+	entry []uint32 // offset into mem of each instruction slot
+	base  uintptr  // address of mem[0]
+	freed bool
+}
+
+// addr is the native address where instruction pc starts.
+func (j *jitProg) addr(pc int) uintptr { return j.base + uintptr(j.entry[pc]) }
+
+// release unmaps the code; the program runs in the interpreter afterwards.
+func (j *jitProg) release() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.freed {
+		return
+	}
+	j.freed = true
+	_ = unmapCode(j.mem)
+	j.mem = nil
+}
+
+// compileFor compiles code (the plain, unfused instruction stream) for the
+// engine asked for: nil, nil means the interpreter runs the program.
+func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
+	switch e {
+	case EngineInterp:
+		return nil, nil
+	case EngineJIT:
+		if !jitArch {
+			return nil, ErrNoJIT
+		}
+	case EngineDefault:
+		if !jitArch {
+			return nil, nil
+		}
+	default:
+		return nil, fmt.Errorf("program %s: unknown engine %d", name, e)
+	}
+	j, err := compileNative(plain, fused)
+	if err != nil {
+		if e == EngineDefault {
+			// The interpreter runs it: same results, only slower.
+			return nil, nil
+		}
+		return nil, fmt.Errorf("program %s: jit: %w", name, err)
+	}
+	return j, nil
+}
+
+// compile gives p native code for engine e (plain is its instruction stream
+// before fusion, as decodeProgram left it in decodeEnv.plain).
+func (p *Program) compile(plain []insn, e Engine) error {
+	j, err := compileFor(p.name, plain, p.code, e)
+	if err != nil {
+		return err
+	}
+	p.setJIT(j)
+	return nil
+}
+
+// setJIT attaches j to p and arranges for the code to be unmapped when p is
+// no longer reachable (Collection.Close unmaps it explicitly before that).
+func (p *Program) setJIT(j *jitProg) {
+	if j == nil {
+		return
+	}
+	p.jit.Store(j)
+	runtime.AddCleanup(p, func(j *jitProg) { j.release() }, j)
+}
+
+// releaseJIT detaches and unmaps p's native code.
+func (p *Program) releaseJIT() {
+	if j := p.jit.Swap(nil); j != nil {
+		j.release()
+	}
+}
+
+// Engine reports which engine runs p: EngineJIT or EngineInterp.
+func (p *Program) Engine() Engine {
+	if p.jit.Load() != nil {
+		return EngineJIT
+	}
+	return EngineInterp
+}
+
+// step runs from pc until an instruction needs the interpreter's slow path,
+// in native code when p has it (fastJIT), else in the interpreter's fast
+// loop; same contract as fast.
+func (r *Runner) step(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
+	if j := p.jit.Load(); j != nil {
+		return r.fastJIT(j, p, pc, base, reg)
+	}
+	return r.fast(p, pc, base, reg)
+}
+
+// fastJIT is fast for native code: it enters p's code at pc and, when the
+// code returns, pops the frame of an exit (as fast does) and goes on in the
+// caller's code, or hands the instruction that needs Go to the slow path.
+func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
+	for {
+		if uint(pc) >= uint(len(j.entry)) {
+			return pc, p, false // slow reports it
+		}
+		jitRun(r, reg, j.addr(pc))
+		e := r.jit.exit
+		pc = int(e >> 8)
+		if e&0xff != jitExitDone {
+			return pc, p, false
+		}
+		if r.depth == base {
+			return pc, p, true
+		}
+		r.depth--
+		f := &r.frames[r.depth]
+		reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
+		reg[10] = f.fp
+		p = f.prog
+		pc = f.ret
+		if j = p.jit.Load(); j == nil {
+			return r.fast(p, pc, base, reg)
+		}
+	}
+}
+
+// releaseJIT unmaps the native code of every program of c.
+func (c *Collection) releaseJIT() {
+	for _, p := range c.progs {
+		p.releaseJIT()
+	}
+}

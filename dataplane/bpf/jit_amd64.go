@@ -1,0 +1,596 @@
+//go:build linux && amd64
+
+package bpf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+)
+
+// The amd64 backend. BPF registers live in machine registers for the whole
+// run, assigned as the kernel's x86-64 JIT does for the argument registers
+// (arch/x86/net/bpf_jit_comp.c): r0 = RAX, r1 = RDI, r2 = RSI, r3 = RDX,
+// r4 = RCX, r5 = R8, r6 = RBX, r7 = R13, r8 = R14, r9 = R15, r10 = R12. R11
+// holds the Runner, R9 and R10 are scratch; RSP and RBP are never touched.
+// The code uses no stack: it runs inside jitEnter's call and returns to it
+// with RET after writing the exit code (see jitState).
+
+const (
+	jitArch  = true
+	trapByte = 0xcc // int3
+)
+
+// flushCode is a no-op: amd64 keeps instruction and data caches coherent.
+func flushCode([]byte) {}
+
+// x86 register numbers.
+const (
+	xAX  = 0
+	xCX  = 1
+	xDX  = 2
+	xBX  = 3
+	xSI  = 6
+	xDI  = 7
+	xR8  = 8
+	xR9  = 9
+	xR10 = 10
+	xR11 = 11
+	xR12 = 12
+	xR13 = 13
+	xR14 = 14
+	xR15 = 15
+
+	xS1  = xR9  // scratch: address, offset
+	xS2  = xR10 // scratch: region, buffer
+	xCtx = xR11 // the Runner
+)
+
+// amd64Regs maps BPF registers to x86 registers.
+var amd64Regs = [11]uint8{xAX, xDI, xSI, xDX, xCX, xR8, xBX, xR13, xR14, xR15, xR12}
+
+// x86 condition codes (the low nibble of Jcc).
+const (
+	ccB  = 0x2
+	ccAE = 0x3
+	ccE  = 0x4
+	ccNE = 0x5
+	ccBE = 0x6
+	ccA  = 0x7
+	ccS  = 0x8
+	ccL  = 0xc
+	ccGE = 0xd
+	ccLE = 0xe
+	ccG  = 0xf
+)
+
+// jumpCC is the condition of each BPF jump, in the order of the op values
+// (JEQ, JGT, JGE, JSET, JNE, JSGT, JSGE, JLT, JLE, JSLT, JSLE).
+var jumpCC = [11]uint8{ccE, ccA, ccAE, ccNE, ccNE, ccG, ccGE, ccB, ccBE, ccL, ccLE}
+
+// xmem is a memory operand [base + index + disp]; index < 0 means none.
+type xmem struct {
+	base  uint8
+	index int8
+	disp  int32
+}
+
+// x86asm accumulates machine code.
+type x86asm struct {
+	b []byte
+}
+
+func (a *x86asm) byte1(v ...byte) { a.b = append(a.b, v...) }
+func (a *x86asm) imm32(v int32)   { a.b = binary.LittleEndian.AppendUint32(a.b, uint32(v)) }
+
+// rex emits a REX prefix when one is needed (or forced, for byte registers
+// SIL/DIL).
+func (a *x86asm) rex(w bool, reg, index, base uint8, force bool) {
+	v := byte(0x40)
+	if w {
+		v |= 8
+	}
+	v |= (reg >> 3 & 1) << 2
+	v |= (index >> 3 & 1) << 1
+	v |= base >> 3 & 1
+	if v != 0x40 || force {
+		a.b = append(a.b, v)
+	}
+}
+
+// rr emits opc with a register-direct ModRM (reg field reg, r/m field rm).
+func (a *x86asm) rr(p66, w bool, opc []byte, reg, rm uint8, byteOp bool) {
+	if p66 {
+		a.b = append(a.b, 0x66)
+	}
+	a.rex(w, reg, 0, rm, byteOp)
+	a.b = append(a.b, opc...)
+	a.b = append(a.b, 0xc0|(reg&7)<<3|rm&7)
+}
+
+// rm emits opc with a memory ModRM.
+func (a *x86asm) rm(p66, w bool, opc []byte, reg uint8, m xmem, byteOp bool) {
+	if p66 {
+		a.b = append(a.b, 0x66)
+	}
+	idx := uint8(0)
+	if m.index >= 0 {
+		idx = uint8(m.index)
+	}
+	a.rex(w, reg, idx, m.base, byteOp)
+	a.b = append(a.b, opc...)
+	var mod byte
+	switch {
+	case m.disp == 0 && m.base&7 != 5:
+		mod = 0
+	case m.disp >= math.MinInt8 && m.disp <= math.MaxInt8:
+		mod = 1
+	default:
+		mod = 2
+	}
+	if m.index < 0 && m.base&7 != 4 {
+		a.b = append(a.b, mod<<6|(reg&7)<<3|m.base&7)
+	} else {
+		sib := byte(4 << 3) // no index
+		if m.index >= 0 {
+			sib = (idx & 7) << 3
+		}
+		a.b = append(a.b, mod<<6|(reg&7)<<3|4, sib|m.base&7)
+	}
+	switch mod {
+	case 1:
+		a.b = append(a.b, byte(int8(m.disp)))
+	case 2:
+		a.imm32(m.disp)
+	}
+}
+
+func fits8(v int32) bool { return v >= math.MinInt8 && v <= math.MaxInt8 }
+
+// aluRR: dst op= src for the "r/m, r" opcodes (ADD 01, OR 09, AND 21,
+// SUB 29, XOR 31, CMP 39, TEST 85, MOV 89).
+func (a *x86asm) aluRR(w bool, opc byte, dst, src uint8) {
+	a.rr(false, w, []byte{opc}, src, dst, false)
+}
+
+// aluRI: dst op= imm (group 1: ADD 0, OR 1, AND 4, SUB 5, XOR 6, CMP 7).
+func (a *x86asm) aluRI(w bool, ext uint8, dst uint8, imm int32) {
+	if fits8(imm) {
+		a.rr(false, w, []byte{0x83}, ext, dst, false)
+		a.byte1(byte(int8(imm)))
+		return
+	}
+	a.rr(false, w, []byte{0x81}, ext, dst, false)
+	a.imm32(imm)
+}
+
+func (a *x86asm) testRI(w bool, dst uint8, imm int32) {
+	a.rr(false, w, []byte{0xf7}, 0, dst, false)
+	a.imm32(imm)
+}
+
+// movRI sets dst to the 64-bit value v with the shortest encoding.
+func (a *x86asm) movRI(dst uint8, v int64) {
+	switch {
+	case v >= 0 && v <= math.MaxUint32:
+		a.rex(false, 0, 0, dst, false)
+		a.byte1(0xb8 | dst&7)
+		a.imm32(int32(uint32(v)))
+	case v >= math.MinInt32 && v <= math.MaxInt32:
+		a.rr(false, true, []byte{0xc7}, 0, dst, false)
+		a.imm32(int32(v))
+	default:
+		a.rex(true, 0, 0, dst, false)
+		a.byte1(0xb8 | dst&7)
+		a.b = binary.LittleEndian.AppendUint64(a.b, uint64(v))
+	}
+}
+
+// shiftI: dst shifted by n (group 2: SHL 4, SHR 5, SAR 7).
+func (a *x86asm) shiftI(w bool, ext, dst uint8, n uint8) {
+	a.rr(false, w, []byte{0xc1}, ext, dst, false)
+	a.byte1(n)
+}
+
+// shiftX: dst shifted by src (masked to the operand width by the CPU, as
+// BPF masks it), through CL.
+func (a *x86asm) shiftX(w bool, ext, dst, src uint8) {
+	if src == xCX && dst != xCX {
+		a.rr(false, w, []byte{0xd3}, ext, dst, false)
+		return
+	}
+	a.aluRR(true, 0x89, xS1, xCX) // save r4
+	if src != xCX {
+		a.aluRR(true, 0x89, xCX, src)
+	}
+	if dst == xCX {
+		a.rr(false, w, []byte{0xd3}, ext, xS1, false)
+		a.aluRR(true, 0x89, xCX, xS1)
+		return
+	}
+	a.rr(false, w, []byte{0xd3}, ext, dst, false)
+	a.aluRR(true, 0x89, xCX, xS1)
+}
+
+// jcc emits a conditional jump with a 32-bit displacement to be patched and
+// returns the displacement's position.
+func (a *x86asm) jcc(cc uint8) int {
+	a.byte1(0x0f, 0x80|cc)
+	a.imm32(0)
+	return len(a.b) - 4
+}
+
+func (a *x86asm) jmp() int {
+	a.byte1(0xe9)
+	a.imm32(0)
+	return len(a.b) - 4
+}
+
+// patch points the 32-bit displacement at pos to target.
+func (a *x86asm) patch(pos, target int) {
+	binary.LittleEndian.PutUint32(a.b[pos:], uint32(int32(target-(pos+4))))
+}
+
+// amd64Compiler turns one program into amd64 code.
+type amd64Compiler struct {
+	x86asm
+	plain, fused []insn
+	entry        []uint32
+	jumps        []jitFixup // to instruction starts
+	slows        []jitFixup // to slow-path exits, by instruction
+}
+
+// jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
+type jitFixup struct {
+	pos int
+	pc  int
+}
+
+func compileNative(plain, fused []insn) (*jitProg, error) {
+	if len(plain) != len(fused) || len(plain) == 0 {
+		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
+	}
+	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain))}
+	c.b = make([]byte, 0, 24*len(plain)+64)
+	for pc := range plain {
+		c.entry[pc] = uint32(len(c.b))
+		if err := c.insn(pc); err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range c.jumps {
+		c.patch(f.pos, int(c.entry[f.pc]))
+	}
+	// One exit stub per instruction that may need the slow path.
+	stubs := map[int]int{}
+	for _, f := range c.slows {
+		at, ok := stubs[f.pc]
+		if !ok {
+			at = len(c.b)
+			stubs[f.pc] = at
+			c.exit(f.pc, jitExitSlow)
+		}
+		c.patch(f.pos, at)
+	}
+	if len(c.b) >= math.MaxInt32 {
+		return nil, fmt.Errorf("code too large")
+	}
+	mem, base, err := mapCode(c.b)
+	if err != nil {
+		return nil, err
+	}
+	return &jitProg{mem: mem, entry: c.entry, base: base}, nil
+}
+
+// exit writes the exit code for pc and returns to jitEnter.
+func (c *amd64Compiler) exit(pc int, kind uint32) {
+	c.rm(false, false, []byte{0xc7}, 0, xmem{base: xCtx, index: -1, disp: offExit}, false)
+	c.imm32(int32(uint32(pc)<<8 | kind))
+	c.byte1(0xc3)
+}
+
+// slowIf jumps to pc's slow-path exit when cc holds.
+func (c *amd64Compiler) slowIf(cc uint8, pc int) {
+	c.slows = append(c.slows, jitFixup{c.jcc(cc), pc})
+}
+
+func reg(r uint8) uint8 { return amd64Regs[r] }
+
+func (c *amd64Compiler) insn(pc int) error {
+	in := c.plain[pc]
+	dst, src := reg(in.dst&15%11), reg(in.src&15%11)
+	k := int32(in.imm)
+	switch in.op {
+	case opAdd64K:
+		c.aluRI(true, 0, dst, k)
+	case opAdd64X:
+		c.aluRR(true, 0x01, dst, src)
+	case opSub64K:
+		c.aluRI(true, 5, dst, k)
+	case opSub64X:
+		c.aluRR(true, 0x29, dst, src)
+	case opOr64K:
+		c.aluRI(true, 1, dst, k)
+	case opOr64X:
+		c.aluRR(true, 0x09, dst, src)
+	case opAnd64K:
+		c.aluRI(true, 4, dst, k)
+	case opAnd64X:
+		c.aluRR(true, 0x21, dst, src)
+	case opXor64K:
+		c.aluRI(true, 6, dst, k)
+	case opXor64X:
+		c.aluRR(true, 0x31, dst, src)
+	case opMul64K:
+		c.rr(false, true, []byte{0x69}, dst, dst, false)
+		c.imm32(k)
+	case opMul64X:
+		c.rr(false, true, []byte{0x0f, 0xaf}, dst, src, false)
+	case opLsh64K:
+		c.shiftI(true, 4, dst, uint8(in.imm))
+	case opRsh64K:
+		c.shiftI(true, 5, dst, uint8(in.imm))
+	case opArsh64K:
+		c.shiftI(true, 7, dst, uint8(in.imm))
+	case opLsh64X:
+		c.shiftX(true, 4, dst, src)
+	case opRsh64X:
+		c.shiftX(true, 5, dst, src)
+	case opArsh64X:
+		c.shiftX(true, 7, dst, src)
+	case opMov64K:
+		c.movRI(dst, in.imm)
+	case opMov64X:
+		c.aluRR(true, 0x89, dst, src)
+	case opNeg64:
+		c.rr(false, true, []byte{0xf7}, 3, dst, false)
+	case opMovSX8to64:
+		c.rr(false, true, []byte{0x0f, 0xbe}, dst, src, true)
+	case opMovSX16to64:
+		c.rr(false, true, []byte{0x0f, 0xbf}, dst, src, false)
+	case opMovSX32to64:
+		c.rr(false, true, []byte{0x63}, dst, src, false)
+
+	case opAdd32K:
+		c.aluRI(false, 0, dst, k)
+	case opAdd32X:
+		c.aluRR(false, 0x01, dst, src)
+	case opSub32K:
+		c.aluRI(false, 5, dst, k)
+	case opSub32X:
+		c.aluRR(false, 0x29, dst, src)
+	case opOr32K:
+		c.aluRI(false, 1, dst, k)
+	case opOr32X:
+		c.aluRR(false, 0x09, dst, src)
+	case opAnd32K:
+		c.aluRI(false, 4, dst, k)
+	case opAnd32X:
+		c.aluRR(false, 0x21, dst, src)
+	case opXor32K:
+		c.aluRI(false, 6, dst, k)
+	case opXor32X:
+		c.aluRR(false, 0x31, dst, src)
+	case opMul32K:
+		c.rr(false, false, []byte{0x69}, dst, dst, false)
+		c.imm32(k)
+	case opMul32X:
+		c.rr(false, false, []byte{0x0f, 0xaf}, dst, src, false)
+	case opLsh32K:
+		c.shiftI(false, 4, dst, uint8(in.imm))
+	case opRsh32K:
+		c.shiftI(false, 5, dst, uint8(in.imm))
+	case opArsh32K:
+		c.shiftI(false, 7, dst, uint8(in.imm))
+	case opLsh32X:
+		c.shiftX(false, 4, dst, src)
+	case opRsh32X:
+		c.shiftX(false, 5, dst, src)
+	case opArsh32X:
+		c.shiftX(false, 7, dst, src)
+	case opMov32K:
+		c.movRI(dst, int64(uint32(in.imm)))
+	case opMov32X:
+		c.aluRR(false, 0x89, dst, src)
+	case opNeg32:
+		c.rr(false, false, []byte{0xf7}, 3, dst, false)
+	case opMovSX8to32:
+		c.rr(false, false, []byte{0x0f, 0xbe}, dst, src, true)
+	case opMovSX16to32:
+		c.rr(false, false, []byte{0x0f, 0xbf}, dst, src, false)
+
+	case opTrunc16:
+		c.rr(false, false, []byte{0x0f, 0xb7}, dst, dst, false)
+	case opTrunc32:
+		c.aluRR(false, 0x89, dst, dst)
+	case opNop:
+	case opSwap16:
+		c.rex(false, 0, 0, dst, false)
+		c.byte1(0x0f, 0xc8|dst&7)
+		c.shiftI(false, 5, dst, 16)
+	case opSwap32:
+		c.rex(false, 0, 0, dst, false)
+		c.byte1(0x0f, 0xc8|dst&7)
+	case opSwap64:
+		c.rex(true, 0, 0, dst, false)
+		c.byte1(0x0f, 0xc8|dst&7)
+
+	case opLdImm64, opLdMapValue:
+		c.movRI(dst, in.imm)
+	case opLdMap:
+		c.movRI(dst, int64(regionMap<<32|uint64(uint32(in.imm))))
+	case opLdFunc:
+		c.movRI(dst, int64(regionFunc<<32|uint64(uint32(in.imm))))
+
+	case opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
+		off := offData
+		switch in.op {
+		case opLdCtxDataEnd:
+			off = offDataEnd
+		case opLdCtxDataMeta:
+			off = offDataMeta
+		}
+		c.rm(false, true, []byte{0x8b}, xS1, xmem{base: xCtx, index: -1, disp: offFrame}, false)
+		c.aluRR(true, 0x85, xS1, xS1)
+		c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
+		c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
+		c.movRI(xS2, int64(regionPacket<<32))
+		c.aluRR(true, 0x09, dst, xS2)
+
+	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
+		n, signed := loadSize(in.op)
+		m := c.check(pc, src, in.off, int32(n), false)
+		switch {
+		case n == 1 && !signed:
+			c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false)
+		case n == 1:
+			c.rm(false, true, []byte{0x0f, 0xbe}, dst, m, false)
+		case n == 2 && !signed:
+			c.rm(false, false, []byte{0x0f, 0xb7}, dst, m, false)
+		case n == 2:
+			c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
+		case n == 4 && !signed:
+			c.rm(false, false, []byte{0x8b}, dst, m, false)
+		case n == 4:
+			c.rm(false, true, []byte{0x63}, dst, m, false)
+		default:
+			c.rm(false, true, []byte{0x8b}, dst, m, false)
+		}
+	case opStB, opStH, opStW, opStDW:
+		n := storeSize(in.op)
+		m := c.check(pc, dst, in.off, int32(n), true)
+		switch n {
+		case 1:
+			c.rm(false, false, []byte{0xc6}, 0, m, false)
+			c.byte1(byte(in.imm))
+		case 2:
+			c.rm(true, false, []byte{0xc7}, 0, m, false)
+			c.b = binary.LittleEndian.AppendUint16(c.b, uint16(in.imm))
+		case 4:
+			c.rm(false, false, []byte{0xc7}, 0, m, false)
+			c.imm32(k)
+		default:
+			c.rm(false, true, []byte{0xc7}, 0, m, false)
+			c.imm32(k)
+		}
+	case opStxB, opStxH, opStxW, opStxDW:
+		n := storeSize(in.op)
+		m := c.check(pc, dst, in.off, int32(n), true)
+		switch n {
+		case 1:
+			c.rm(false, false, []byte{0x88}, src, m, true)
+		case 2:
+			c.rm(true, false, []byte{0x89}, src, m, false)
+		case 4:
+			c.rm(false, false, []byte{0x89}, src, m, false)
+		default:
+			c.rm(false, true, []byte{0x89}, src, m, false)
+		}
+
+	case opJA:
+		c.branch(pc, in, 0xff)
+	case opExit:
+		c.exit(pc, jitExitDone)
+	default:
+		if in.op >= opJEQ64K && in.op <= opJSLE32X {
+			c.condJump(pc, in, dst, src)
+			return nil
+		}
+		// Division (a zero divisor, INT_MIN / -1), calls, tail calls,
+		// atomics: the interpreter's slow path runs them and comes back.
+		c.exit(pc, jitExitSlow)
+	}
+	return nil
+}
+
+// check emits the region check of an n-byte access at reg(base)+off (the
+// interpreter's: region number below the table's length, lo <= offset,
+// offset+n <= hi, or whi for a store) and returns the operand that
+// addresses the checked bytes. Anything else goes to the slow path, which
+// loads from the context or reports the fault.
+func (c *amd64Compiler) check(pc int, base uint8, off, n int32, write bool) xmem {
+	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: base, index: -1, disp: off}, false) // lea
+	c.aluRR(true, 0x89, xS2, xS1)
+	c.shiftI(true, 5, xS2, 32)
+	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
+	c.slowIf(ccAE, pc)
+	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	c.aluRR(false, 0x89, xS1, xS1) // the offset: low 32 bits
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offRegionLo}, false)
+	c.slowIf(ccB, pc)
+	c.aluRI(true, 0, xS1, n)
+	hi := offRegionHi
+	if write {
+		hi = offRegionWhi
+	}
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: hi}, false)
+	c.slowIf(ccA, pc)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	return xmem{base: xS2, index: xS1, disp: -n}
+}
+
+// condJump compares and jumps as BPF jump in does.
+func (c *amd64Compiler) condJump(pc int, in insn, dst, src uint8) {
+	idx := int(in.op - opJEQ64K)
+	w := idx < 22
+	kind := idx % 22 / 2
+	isX := idx%2 == 1
+	isSet := kind == 3
+	switch {
+	case isX && isSet:
+		c.aluRR(w, 0x85, dst, src)
+	case isX:
+		c.aluRR(w, 0x39, dst, src)
+	case isSet:
+		c.testRI(w, dst, int32(in.imm))
+	default:
+		c.aluRI(w, 7, dst, int32(in.imm))
+	}
+	c.branch(pc, in, jumpCC[kind])
+}
+
+// branch jumps to in.off when cc holds (0xff: always). A backward jump
+// charges the instruction budget first, as the interpreter does: the
+// distance back plus one, counted from the fused move in front when the
+// interpreter fused one with the jump (then a fault names the move's slot).
+func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
+	target := int(in.off)
+	if in.back == 0 {
+		if cc == 0xff {
+			c.jumps = append(c.jumps, jitFixup{c.jmp(), target})
+		} else {
+			c.jumps = append(c.jumps, jitFixup{c.jcc(cc), target})
+		}
+		return
+	}
+	at := pc
+	if pc > 0 {
+		if f := c.fused[pc-1]; f.op >= opPJEQ64K && f.op <= opPJSLE32X {
+			at = pc - 1
+		}
+	}
+	skip := -1
+	if cc != 0xff {
+		c.byte1(0x70|cc^1, 0)
+		skip = len(c.b)
+	}
+	charge := int64(at-target) + 1
+	if charge > math.MaxInt32 {
+		charge = math.MaxInt32
+	}
+	// sub qword [ctx+budget], charge; js slow
+	if fits8(int32(charge)) {
+		c.rm(false, true, []byte{0x83}, 5, xmem{base: xCtx, index: -1, disp: offBudget}, false)
+		c.byte1(byte(charge))
+	} else {
+		c.rm(false, true, []byte{0x81}, 5, xmem{base: xCtx, index: -1, disp: offBudget}, false)
+		c.imm32(int32(charge))
+	}
+	c.slowIf(ccS, at)
+	c.jumps = append(c.jumps, jitFixup{c.jmp(), target})
+	if skip >= 0 {
+		c.b[skip-1] = byte(len(c.b) - skip)
+	}
+}

@@ -1,0 +1,40 @@
+//go:build linux
+
+#include "textflag.h"
+
+// func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
+//
+// Loads BPF r0-r10 from reg into the registers the amd64 backend gives them
+// (see jit_amd64.go), calls the native code at entry with R11 = r, and stores
+// r0-r10 back when it returns. The native code uses no stack but the return
+// address of this call, and clobbers every general register but SP and BP;
+// the ABI wrapper that calls this ABI0 function restores R14 (g) and X15.
+TEXT ·jitEnter(SB), NOSPLIT, $8-24
+	MOVQ r+0(FP), R11
+	MOVQ reg+8(FP), R10
+	MOVQ entry+16(FP), R9
+	MOVQ 0(R10), AX
+	MOVQ 8(R10), DI
+	MOVQ 16(R10), SI
+	MOVQ 24(R10), DX
+	MOVQ 32(R10), CX
+	MOVQ 40(R10), R8
+	MOVQ 48(R10), BX
+	MOVQ 56(R10), R13
+	MOVQ 64(R10), R14
+	MOVQ 72(R10), R15
+	MOVQ 80(R10), R12
+	CALL R9
+	MOVQ reg+8(FP), R10
+	MOVQ AX, 0(R10)
+	MOVQ DI, 8(R10)
+	MOVQ SI, 16(R10)
+	MOVQ DX, 24(R10)
+	MOVQ CX, 32(R10)
+	MOVQ R8, 40(R10)
+	MOVQ BX, 48(R10)
+	MOVQ R13, 56(R10)
+	MOVQ R14, 64(R10)
+	MOVQ R15, 72(R10)
+	MOVQ R12, 80(R10)
+	RET

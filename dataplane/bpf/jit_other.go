@@ -1,0 +1,15 @@
+//go:build !linux || !amd64
+
+package bpf
+
+// No JIT backend for this platform: programs run in the interpreter.
+
+const jitArch = false
+
+func compileNative(plain, fused []insn) (*jitProg, error) { return nil, ErrNoJIT }
+
+func unmapCode([]byte) error { return nil }
+
+func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
+	panic("bpf: no JIT on this platform") // unreachable: no program has native code
+}

@@ -1,0 +1,78 @@
+//go:build linux && amd64
+
+package bpf
+
+import (
+	"fmt"
+	"syscall"
+	"unsafe"
+)
+
+// Offsets of what native code reads and writes, fixed when it is generated.
+// Native code addresses the Runner (a Go heap object, which the Go collector
+// does not move) through one register, the region table through the slice
+// header in it (re-read at every access: helpers run in Go may grow the
+// table), and the Frame through Runner.frame.
+var (
+	offExit       = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.exit))
+	offBudget     = int32(unsafe.Offsetof(Runner{}.budget))
+	offRegions    = int32(unsafe.Offsetof(Runner{}.regions))
+	offRegionsLen = offRegions + int32(unsafe.Sizeof(uintptr(0)))
+	offFrame      = int32(unsafe.Offsetof(Runner{}.frame))
+
+	offData     = int32(unsafe.Offsetof(Frame{}.Data))
+	offDataEnd  = int32(unsafe.Offsetof(Frame{}.DataEnd))
+	offDataMeta = int32(unsafe.Offsetof(Frame{}.DataMeta))
+
+	offRegionBuf = int32(unsafe.Offsetof(region{}.buf))
+	offRegionLo  = int32(unsafe.Offsetof(region{}.lo))
+	offRegionHi  = int32(unsafe.Offsetof(region{}.hi))
+	offRegionWhi = int32(unsafe.Offsetof(region{}.whi))
+	regionSize   = int32(unsafe.Sizeof(region{}))
+)
+
+// mapCode copies code into a new private mapping, written while it is
+// read-write and then sealed read-execute (never writable and executable at
+// once), and returns the mapping and its address.
+func mapCode(code []byte) ([]byte, uintptr, error) {
+	if len(code) == 0 {
+		return nil, 0, fmt.Errorf("no code")
+	}
+	page := syscall.Getpagesize()
+	n := (len(code) + page - 1) / page * page
+	mem, err := syscall.Mmap(-1, 0, n, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		return nil, 0, fmt.Errorf("mmap %d bytes: %w", n, err)
+	}
+	copy(mem, code)
+	// Fill the rest of the page with a trapping pattern (int3 on amd64,
+	// udf on arm64 is 0): a wild jump there cannot run leftover bytes.
+	for i := len(code); i < n; i++ {
+		mem[i] = trapByte
+	}
+	flushCode(mem)
+	if err := syscall.Mprotect(mem, syscall.PROT_READ|syscall.PROT_EXEC); err != nil {
+		_ = syscall.Munmap(mem)
+		return nil, 0, fmt.Errorf("mprotect: %w", err)
+	}
+	return mem, uintptr(unsafe.Pointer(unsafe.SliceData(mem))), nil
+}
+
+// unmapCode releases a mapping made by mapCode.
+func unmapCode(mem []byte) error {
+	if mem == nil {
+		return nil
+	}
+	return syscall.Munmap(mem)
+}
+
+// jitRun enters native code at entry with the Runner's state: see the
+// package documentation for the protocol.
+func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
+	jitEnter(unsafe.Pointer(r), reg, entry)
+}
+
+// jitEnter is the assembly trampoline (jit_amd64.s, jit_arm64.s).
+//
+//go:noescape
+func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
