@@ -69,6 +69,16 @@ func (t *dmaTable) mapRange(m DMAMap, fd int) error {
 		if m.Size > 1<<40 || m.Offset > 1<<62 {
 			return fail(unix.EINVAL, "DMA_MAP of 0x%x bytes at file offset 0x%x: too large", m.Size, m.Offset)
 		}
+		// A mapping past the end of the file would fault (SIGBUS) on access.
+		// (A client that shrinks the file after DMA_MAP can still do that: the
+		// protocol trusts the client with its own memory file.)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return fail(unix.EBADF, "DMA_MAP: fstat of the descriptor: %v", err)
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && uint64(st.Size) < m.Offset+m.Size {
+			return fail(unix.EINVAL, "DMA_MAP of 0x%x bytes at file offset 0x%x: the file has only 0x%x bytes", m.Size, m.Offset, st.Size)
+		}
 		// A range the client does not let the device write is mapped privately:
 		// device writes then stay in the server, as writes to ROM go nowhere.
 		flags := unix.MAP_SHARED
