@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/vfiouser"
 	"github.com/xnic-dev/xnic/vfiouser/vfiousertest"
 	"golang.org/x/sys/unix"
