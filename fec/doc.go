@@ -49,8 +49,10 @@
 // Statistics: the MIB counters do not clear when read; Stats accumulates the
 // difference between readings, plus the driver's own counters per ring.
 //
-// Cache lines: the kernel keeps descriptors in uncached (coherent) memory;
-// here they are in cached memory with explicit maintenance, and one cache line
+// Cache lines: the kernel keeps descriptors in uncached (coherent) memory,
+// and so does this driver when the allocator is not coherent and offers
+// AllocUncached (ringmem.go). Without it the rings are in cached memory with
+// explicit maintenance, and one cache line
 // holds several descriptors (eight legacy, two enhanced in 64 bytes), so
 // cleaning a line the driver wrote would also write back stale copies of
 // neighbours the device updated meanwhile. With a cache line configured
@@ -73,6 +75,6 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
 // (descriptor layouts and the atomic word), rx.go, tx.go (rings), phy.go
-// (MDIO), driver.go (probe, reset, bring-up), stats.go, dump.go, ids.go
-// (compatible strings and quirks).
+// (MDIO), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
+// stats.go, dump.go, ids.go (compatible strings and quirks).
 package fec

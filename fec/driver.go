@@ -76,7 +76,7 @@ type Config struct {
 	// post RX buffers and fill TX descriptors in whole lines (see rx.go, tx.go)
 	// and ring sizes must be multiples of line/descriptor size. 0: what the
 	// allocator reports through a CacheLine() int method (physmem does), else
-	// none.
+	// none. Ignored when the rings are in uncached memory (ringmem.go).
 	CacheLine int
 	// LinkTimeout is how long Open waits for the link after restarting
 	// autonegotiation; speed and duplex are programmed from what the PHY then
@@ -165,6 +165,8 @@ type Port struct {
 	lineBDs int      // descriptors per cache line, 1 when coherent; immutable
 	phyAddr int      // immutable
 
+	uncachedRings bool // the rings come from AllocUncached (ringmem.go); immutable
+
 	mac   net.HardwareAddr // immutable after Open
 	phyID uint32           // immutable after Open
 	link  nic.LinkState    // what the MAC was programmed for; immutable after Open
@@ -224,6 +226,9 @@ func Open(dev nic.Device, cfg Config) (*Port, error) {
 	line := cfg.CacheLine
 	if cl, ok := alloc.(interface{ CacheLine() int }); ok && line == 0 {
 		line = cl.CacheLine()
+	}
+	if p.uncachedRings = ringsUncached(alloc); p.uncachedRings {
+		line = 0 // no line is ever written back over the device's (ringmem.go)
 	}
 	if line < 0 || line&(line-1) != 0 {
 		return nil, fmt.Errorf("fec: cache line of %d bytes: want a power of two", line)

@@ -73,7 +73,7 @@ func (p *Port) newRx(i int) (*rxQueue, error) {
 		rdar: uint32(rings[i].rdar), rxf: rxfBit[i],
 		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n)}
 	var err error
-	if q.ring, err = p.alloc.Alloc(n*q.bd.size, 64); err != nil {
+	if q.ring, err = p.allocRing(n * q.bd.size); err != nil {
 		return nil, fmt.Errorf("RX descriptor ring of %d: %w", n, err)
 	}
 	if q.pool, err = dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize); err != nil {

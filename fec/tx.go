@@ -80,7 +80,7 @@ func (p *Port) newTx(i int) (*txQueue, error) {
 		slots:   make([]*dma.Buf, n), done: make([]*dma.Buf, n),
 		trusted: make([]*dma.Pool, 0, maxTrustedPools)}
 	var err error
-	if q.ring, err = p.alloc.Alloc(n*q.bd.size, 64); err != nil {
+	if q.ring, err = p.allocRing(n * q.bd.size); err != nil {
 		return nil, fmt.Errorf("TX descriptor ring of %d: %w", n, err)
 	}
 	if err := checkBelow(q.ring, "TX ring"); err != nil {

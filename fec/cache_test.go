@@ -1,0 +1,294 @@
+package fec_test
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/fec"
+	"github.com/xnic-dev/xnic/fec/fecsim"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// Tests of the FEC under sim's CPU cache model (whole lines, seeded
+// evictions and refetches): every variant and descriptor format, with the
+// rings uncached (what Open picks when the allocator offers it) and cached
+// with the line discipline (the fallback), and the discipline switched off,
+// which the model must catch.
+
+var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
+
+// cacheConfigs are the cache models the driver must pass: both ForCPU
+// operations, 64- and 128-byte lines, one per seed.
+func cacheConfigs(n int) []sim.CacheConfig {
+	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}[:n]
+	if *cacheSeed != 0 {
+		seeds = []uint64{*cacheSeed}
+	}
+	var cs []sim.CacheConfig
+	for _, s := range seeds {
+		c := sim.CacheConfig{Seed: s}
+		if s%2 == 0 {
+			c.ForCPU = sim.ForCPUInvalidate
+		}
+		if s%4 == 0 {
+			c.Line = 128
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func cacheName(c sim.CacheConfig) string {
+	line := c.Line
+	if line == 0 {
+		line = sim.DefaultCacheLine
+	}
+	return fmt.Sprintf("seed=%d/line=%d/%s", c.Seed, line, c.ForCPU)
+}
+
+// reportSeed makes a failing test say how to rerun it.
+func reportSeed(t *testing.T, c sim.CacheConfig) {
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cache model seed %d: rerun with -run '%s' -cacheseed=%d", c.Seed, t.Name(), c.Seed)
+		}
+	})
+}
+
+// ringMode is where the test makes the driver keep its rings.
+type ringMode int
+
+const (
+	ringsUncached   ringMode = iota // the allocator offers AllocUncached
+	ringsDiscipline                 // cached rings, the driver told the cache line
+	ringsNaive                      // cached rings, the driver believes DMA is coherent
+)
+
+func (r ringMode) String() string {
+	return [...]string{"uncached", "line-discipline", "naive"}[r]
+}
+
+// cachedAlloc is the model's memory without AllocUncached; with naive it
+// also hides NonCoherent and CacheLine, so the driver takes the memory for
+// coherent and applies no discipline.
+type cachedAlloc struct {
+	m     *sim.Memory
+	naive bool
+}
+
+func (a cachedAlloc) Alloc(size, align int) (*dma.Region, error) { return a.m.Alloc(size, align) }
+func (a cachedAlloc) Free(r *dma.Region) error                   { return a.m.Free(r) }
+func (a cachedAlloc) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
+	a.m.Sync(r, off, n, d)
+}
+func (a cachedAlloc) Check(iova uint64, n int) error { return a.m.Check(iova, n) }
+func (a cachedAlloc) Limit() uint64                  { return a.m.Limit() }
+func (a cachedAlloc) NonCoherent() bool              { return !a.naive && a.m.NonCoherent() }
+func (a cachedAlloc) CacheLine() int {
+	if a.naive {
+		return 0
+	}
+	return a.m.CacheLine()
+}
+
+type cachedDevice struct {
+	*fecsim.Device
+	a cachedAlloc
+}
+
+func (d *cachedDevice) DMA() dma.Allocator { return d.a }
+
+// cachePort is a model with the given cache (nil: byte-exact non-coherent)
+// and the driver on it with its rings as mode says.
+type cachePort struct {
+	m *fecsim.Model
+	p *fec.Port
+}
+
+func openCachePort(t *testing.T, v fecsim.Variant, c *sim.CacheConfig, mode ringMode, cfg fec.Config, mac byte) cachePort {
+	t.Helper()
+	m, err := fecsim.New(fecsim.Config{Variant: v, Cache: c, AutonegDelay: time.Millisecond, MAC: []byte{2, 0, 0, 0, 0, mac}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	var dev nic.Device = m.Device()
+	if mode != ringsUncached {
+		dev = &cachedDevice{Device: m.Device(), a: cachedAlloc{m: m.Memory(), naive: mode == ringsNaive}}
+	}
+	if cfg.LinkTimeout == 0 {
+		cfg.LinkTimeout = 2 * time.Second
+	}
+	p, err := fec.Open(dev, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if p.UncachedRings() != (mode == ringsUncached) {
+		t.Fatalf("rings uncached %v in mode %s", p.UncachedRings(), mode)
+	}
+	wantLine := 1
+	if mode == ringsDiscipline && c != nil {
+		wantLine = m.Memory().CacheLine() / map[bool]int{true: 8, false: 32}[cfg.LegacyBD]
+	}
+	if p.LineDescriptors() != wantLine {
+		t.Fatalf("%d descriptors per line in mode %s, want %d", p.LineDescriptors(), mode, wantLine)
+	}
+	return cachePort{m: m, p: p}
+}
+
+// cacheTraffic sends frames a -> b and b -> a, rounds times per direction,
+// each frame in its own Send and reclaiming only when the ring is full (as a
+// sender that batches its reclaims does), and checks what arrives. It
+// returns the first thing that went wrong instead of failing the test.
+func cacheTraffic(a, b cachePort, ring, rounds int) error {
+	sizes := []int{60, 64, 61, 128, 1514, 1000, 1980, 333}
+	seq := 0
+	rx := make([]*dma.Buf, 32)
+	for round := 0; round < rounds; round++ {
+		for dir := 0; dir < 2; dir++ {
+			src, dst := a.p, b.p
+			if dir == 1 {
+				src, dst = b.p, a.p
+			}
+			var want [][]byte
+			deadline := time.Now().Add(250 * time.Millisecond) // a working ring turns over in microseconds
+			for len(want) < ring/2+1 {
+				f := frameTo(dst.MAC(), src.MAC(), sizes[seq%len(sizes)], seq)
+				buf := src.RxQueue(0).Pool().Get()
+				if buf == nil {
+					return fmt.Errorf("round %d dir %d: the pool ran dry", round, dir)
+				}
+				buf.Len = copy(buf.Mem[buf.Off:], f)
+				if src.TxQueue(0).Send([]*dma.Buf{buf}) == 1 {
+					want = append(want, f)
+					seq++
+					continue
+				}
+				buf.Free()
+				if src.TxQueue(0).Reclaim() == 0 {
+					if time.Now().After(deadline) {
+						return fmt.Errorf("round %d dir %d: TX stuck after %d frames: descriptors never came back", round, dir, len(want))
+					}
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+			var got [][]byte
+			for len(got) < len(want) {
+				k := dst.RxQueue(0).Recv(rx)
+				for _, b := range rx[:k] {
+					got = append(got, bytes.Clone(b.Data()))
+					b.Free()
+				}
+				if k == 0 {
+					if time.Now().After(deadline) {
+						return fmt.Errorf("round %d dir %d: %d of %d frames arrived", round, dir, len(got), len(want))
+					}
+					src.TxQueue(0).Reclaim()
+					time.Sleep(50 * time.Microsecond)
+				}
+			}
+			for i := range want {
+				if !bytes.Equal(got[i], want[i]) {
+					return fmt.Errorf("round %d dir %d: frame %d differs (%d bytes, want %d)", round, dir, i, len(got[i]), len(want[i]))
+				}
+			}
+		}
+	}
+	for _, p := range []cachePort{a, b} {
+		if err := p.m.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestCacheModelFramesBothWays: every variant and descriptor format moves
+// frames intact under the cache model for several seeds, with uncached rings
+// and with cached rings under the line discipline.
+func TestCacheModelFramesBothWays(t *testing.T) {
+	const ring = 32 // a multiple of descriptors per 128-byte line, legacy included
+	for _, v := range variants {
+		for _, legacy := range []bool{false, true} {
+			for _, mode := range []ringMode{ringsUncached, ringsDiscipline} {
+				for _, c := range cacheConfigs(4) {
+					name := fmt.Sprintf("%s/%s/%s/%s", v.name, map[bool]string{false: "extended", true: "legacy"}[legacy], mode, cacheName(c))
+					t.Run(name, func(t *testing.T) {
+						reportSeed(t, c)
+						cfg := fec.Config{RxRingSize: ring, TxRingSize: ring, PoolSize: 2 * ring, LegacyBD: legacy}
+						ca, cb := c, c
+						cb.Seed += 1000
+						a := openCachePort(t, v.v, &ca, mode, cfg, 0xA)
+						b := openCachePort(t, v.v, &cb, mode, cfg, 0xB)
+						wa, wb := sim.NewPair()
+						a.m.Attach(wa)
+						b.m.Attach(wb)
+						if err := cacheTraffic(a, b, ring, 6); err != nil {
+							t.Fatal(err)
+						}
+						for _, p := range []cachePort{a, b} {
+							reclaimAll(t, p.p, ring)
+							if s := p.p.RxQueue(0).Pool().Stats(); s.ByOwner[dma.OwnerApp] != 0 || s.BadPuts != 0 {
+								t.Fatalf("pool accounting %+v", s)
+							}
+							s := p.m.Memory().CacheStats()
+							if s.Moments == 0 || s.Cleaned == 0 || s.Invalidate == 0 || s.Evictions+s.Refetches == 0 {
+								t.Fatalf("the cache model was not exercised: %+v", s)
+							}
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+// TestCacheModelCatchesNaiveRings: cached rings with several descriptors per
+// line and no discipline (the driver told the DMA is coherent, while it
+// still Syncs). The byte-exact model passes it, as it copies exactly the
+// bytes each Sync names; the cache model must fail it for every seed.
+func TestCacheModelCatchesNaiveRings(t *testing.T) {
+	const ring = 32
+	for _, legacy := range []bool{false, true} {
+		cfg := fec.Config{RxRingSize: ring, TxRingSize: ring, PoolSize: 2 * ring, LegacyBD: legacy}
+		format := map[bool]string{false: "extended", true: "legacy"}[legacy]
+		pair := func(t *testing.T, c *sim.CacheConfig) (cachePort, cachePort) {
+			var cb *sim.CacheConfig
+			if c != nil {
+				cc := *c
+				cc.Seed += 1000
+				cb = &cc
+			}
+			a := openCachePort(t, fecsim.IMX8MP, c, ringsNaive, cfg, 0xA)
+			b := openCachePort(t, fecsim.IMX8MP, cb, ringsNaive, cfg, 0xB)
+			wa, wb := sim.NewPair()
+			a.m.Attach(wa)
+			b.m.Attach(wb)
+			return a, b
+		}
+		t.Run(format+"/byte-exact", func(t *testing.T) {
+			a, b := pair(t, nil)
+			if err := cacheTraffic(a, b, ring, 6); err != nil {
+				t.Fatalf("byte-exact non-coherent model (the control): %v", err)
+			}
+		})
+		for _, c := range cacheConfigs(8) {
+			t.Run(format+"/"+cacheName(c), func(t *testing.T) {
+				reportSeed(t, c)
+				a, b := pair(t, &c)
+				err := cacheTraffic(a, b, ring, 6)
+				if err == nil {
+					t.Fatal("cached rings without a line discipline passed the cache model")
+				}
+				t.Logf("caught: %v", err)
+				a.m.FaultLog().Clear()
+				b.m.FaultLog().Clear()
+			})
+		}
+	}
+}
