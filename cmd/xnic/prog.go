@@ -24,9 +24,9 @@ import (
 // disasm, maps, and the bpf_conformance plugin.
 
 func init() {
-	register(&command{name: "prog run", usage: "OBJ [--prog NAME | --sec SECTION] --in IN.pcap [--out OUT.pcap] [--json] [--ifindex N] [--queue N]",
+	register(&command{name: "prog run", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--out OUT.pcap] [--json] [--ifindex N] [--queue N]",
 		summary: "run an XDP program on each frame of a pcap and show the verdicts", run: runProgRun})
-	register(&command{name: "prog bench", usage: "OBJ [--prog NAME | --sec SECTION] --in IN.pcap [--repeat N]",
+	register(&command{name: "prog bench", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--repeat N]",
 		summary: "time an XDP program on the frames of a pcap (median ns per run)", run: runProgBench})
 	register(&command{name: "prog disasm", usage: "OBJ [--prog NAME]",
 		summary: "disassemble the programs of an ELF object", run: runProgDisasm})
@@ -47,14 +47,40 @@ const (
 	maxTestRunFrame = testRunBufSize - testRunHeadroom - testRunTailroom
 )
 
-// progSelect is how a command picks a program.
+// progSelect is how a command picks a program, and the engine it runs in.
 type progSelect struct {
 	name, section string
+	engine        engineFlag
 }
 
 func (s *progSelect) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.name, "prog", "", "program by function name")
 	fs.StringVar(&s.section, "sec", "", "program by ELF section")
+	fs.Var(&s.engine, "engine", engineHelp)
+}
+
+// engineFlag is --engine: interp or jit.
+type engineFlag struct{ e bpf.Engine }
+
+const engineHelp = "run programs in the interpreter (interp) or as native code (jit; default where available)"
+
+func (f *engineFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return f.e.String()
+}
+
+func (f *engineFlag) Set(s string) error {
+	e, err := bpf.ParseEngine(s)
+	if err != nil {
+		return err
+	}
+	if e == bpf.EngineJIT && !bpf.JITAvailable() {
+		return bpf.ErrNoJIT
+	}
+	f.e = e
+	return nil
 }
 
 func (s *progSelect) pick(c *bpf.Collection) (*bpf.Program, error) {
@@ -262,7 +288,7 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 
 // loadProg loads OBJ and picks the program; bpf_trace_printk goes to stderr.
 func loadProg(path string, sel *progSelect, trace io.Writer) (*bpf.Collection, *bpf.Program, error) {
-	c, err := bpf.LoadFile(path, &bpf.Options{NumCPU: 1, Trace: trace})
+	c, err := bpf.LoadFile(path, &bpf.Options{NumCPU: 1, Trace: trace, Engine: sel.engine.e})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -339,7 +365,7 @@ func runProgBench(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "round %d: %.1f ns/run\n", round, ns)
 	}
 	sort.Float64s(perRun)
-	fmt.Fprintf(stdout, "%s: %d frames x %d runs, median %.1f ns/run\n", p.Name(), len(ps), *repeat, perRun[len(perRun)/2])
+	fmt.Fprintf(stdout, "%s (%s): %d frames x %d runs, median %.1f ns/run\n", p.Name(), p.Engine(), len(ps), *repeat, perRun[len(perRun)/2])
 	return nil
 }
 

@@ -38,7 +38,7 @@ import (
 
 func init() {
 	register(&command{name: "run",
-		usage: "--dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [--sec NAME] [--queues N] [--cpus LIST] " +
+		usage: "--dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [--sec NAME] [--engine interp|jit] [--queues N] [--cpus LIST] " +
 			"[--map NAME:KEY=VALUE ...] [--duration D] [--busy-poll] [--tap NAME|none] [--json] [--metrics ADDR] " +
 			"[--dump F.pcapng [--dump-verdict V]] [--peer gen|tap|pcap:FILE|none]",
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
@@ -71,6 +71,7 @@ type dpRunOptions struct {
 	peerBurst        int
 	peerRate         float64
 	workers          int
+	engine           engineFlag
 }
 
 func (o *dpRunOptions) flags(fs *flag.FlagSet) {
@@ -79,6 +80,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.Var(&o.platforms, "platform", "an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (repeatable; root)")
 	fs.StringVar(&o.prog, "prog", "", "XDP object (ELF, clang -target bpf)")
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
+	fs.Var(&o.engine, "engine", engineHelp)
 	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
@@ -160,7 +162,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	for _, p := range ports {
 		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.queues})
 	}
-	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1)})
+	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1), Engine: o.engine.e})
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", o.prog, err)
 	}
