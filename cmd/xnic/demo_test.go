@@ -10,7 +10,7 @@ import (
 
 func TestDemo(t *testing.T) {
 	var out bytes.Buffer
-	res, err := dpDemo(context.Background(), simSpec{Fam: familyIGB, Variant: "82576", N: 1}, 250*time.Millisecond, 64, false, &out)
+	res, err := dpDemo(context.Background(), simSpec{Fam: family("igb"), Variant: "82576", N: 1}, 250*time.Millisecond, 64, false, &out)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,23 +1,152 @@
 package main
 
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
 // family names a driver family xnic supports.
 type family string
 
-const (
-	familyIGB   family = "igb"
-	familyDWMAC family = "dwmac"
-	familyFEC   family = "fec"
-)
+// familyDriver is everything the CLI knows of one driver family. Each family's
+// file (igb.go, dwmac.go, fec.go) defines one and adds it to families in init;
+// nothing else in the CLI names a family, so adding one touches one file.
+type familyDriver struct {
+	name  family
+	order int // families are listed by it (help, errors, --sim choices)
 
-// supported reports which xnic driver family, if any, drives a PCI device. Each
-// driver's own ID table decides (igb.Lookup, dwmac.Lookup). The fec driver has
-// no PCI devices: its MACs are platform devices (--platform).
+	// claimsPCI reports whether the driver drives a PCI device (its own ID
+	// table decides); nil for a family with no PCI devices.
+	claimsPCI func(vendor, device uint16) bool
+
+	// Platform devices (nil knowsCompatible: none): the compatible strings
+	// the driver takes its variant from, short names for some, the size of
+	// the register window mapped from /dev/mem, and the exclusive upper bound
+	// of the physical addresses the MAC's DMA reaches.
+	knowsCompatible func(compatible string) bool
+	compatibles     func() []string
+	aliases         map[string]string
+	window          int
+	dmaLimit        uint64
+
+	// simVariants are the model's variants, the default first; newSim builds
+	// one.
+	simVariants []string
+	newSim      func(variant string, o portOptions) (simModel, error)
+
+	// open brings up the driver on dev; dumpRegs decodes a register window
+	// without touching the device's state.
+	open     func(dev nic.Device, o portOptions) (familyPort, error)
+	dumpRegs func(regs nic.Regs, queues int) regDump
+}
+
+// familyPort is a driver's port with what the CLI shows of it beyond
+// nic.Port.
+type familyPort interface {
+	nic.Port
+	// Dump reads and decodes the port's registers.
+	Dump() regDump
+	// Describe fills in the family's own part of info: model, variant, PHY
+	// ID, queue limit, warnings.
+	Describe(info *portInfo)
+}
+
+// regDump is a driver's named, decoded register dump (igb.Dump, dwmac.Dump,
+// fec.Dump): String renders it one register per line, and it encodes as JSON.
+type regDump interface{ String() string }
+
+// families lists the driver families in the order help and errors name them.
+var families []*familyDriver
+
+func registerFamily(f *familyDriver) {
+	families = append(families, f)
+	slices.SortFunc(families, func(a, b *familyDriver) int { return a.order - b.order })
+}
+
+// familyByName is the family called name, or nil.
+func familyByName(name family) *familyDriver {
+	for _, f := range families {
+		if f.name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// supported reports which xnic driver family, if any, drives a PCI device.
 func supported(vendor, device uint16) (family, bool) {
-	switch {
-	case igbSupported(vendor, device):
-		return familyIGB, true
-	case dwmacSupported(vendor, device):
-		return familyDWMAC, true
+	for _, f := range families {
+		if f.claimsPCI != nil && f.claimsPCI(vendor, device) {
+			return f.name, true
+		}
 	}
 	return "", false
+}
+
+// platformFamily is the family whose driver knows the compatible string (or
+// the short name) name, with the compatible string it stands for.
+func platformFamily(name string) (*familyDriver, string, bool) {
+	for _, f := range families {
+		if f.knowsCompatible == nil {
+			continue
+		}
+		compat := name
+		if c, ok := f.aliases[name]; ok {
+			compat = c
+		}
+		if f.knowsCompatible(compat) {
+			return f, compat, true
+		}
+	}
+	return nil, "", false
+}
+
+// platformNames lists the short names and compatible strings --platform takes.
+func platformNames() (aliases, compatibles []string) {
+	for _, f := range families {
+		for a := range f.aliases {
+			aliases = append(aliases, a)
+		}
+		if f.compatibles != nil {
+			compatibles = append(compatibles, f.compatibles()...)
+		}
+	}
+	slices.Sort(aliases)
+	return aliases, compatibles
+}
+
+// openDriver opens a port on dev with the driver of family fam.
+func openDriver(dev nic.Device, fam family, o portOptions) (*openedPort, error) {
+	f := familyByName(fam)
+	if f == nil {
+		return nil, fmt.Errorf("%s: no %q driver in xnic: %w", dev.Info().Name, fam, nic.ErrNotSupported)
+	}
+	p, err := f.open(dev, o)
+	if err != nil {
+		return nil, err
+	}
+	return &openedPort{Port: p, Family: fam, Device: dev, driver: p}, nil
+}
+
+// dumpRegs decodes register window regs with family fam's dump, for queues
+// queues. None of the dumps reads a register whose read has a side effect.
+func dumpRegs(fam family, regs nic.Regs, queues int) (regDump, error) {
+	if f := familyByName(fam); f != nil && f.dumpRegs != nil {
+		return f.dumpRegs(regs, queues), nil
+	}
+	return nil, fmt.Errorf("no register dump for family %q: %w", fam, nic.ErrNotSupported)
+}
+
+// pciFamilies names the families that have PCI devices, for messages.
+func pciFamilies() string {
+	var names []string
+	for _, f := range families {
+		if f.claimsPCI != nil {
+			names = append(names, string(f.name))
+		}
+	}
+	return strings.Join(names, " and ")
 }

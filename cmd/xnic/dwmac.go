@@ -8,16 +8,62 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 )
 
-// dwmacSupported reports whether the dwmac driver claims a PCI device (Intel
-// mGbE): its own ID table decides.
-func dwmacSupported(vendor, device uint16) bool {
-	_, ok := dwmac.Lookup(vendor, device)
-	return ok
+// The dwmac family: Synopsys DWC Ethernet QoS, as Intel mGbE on PCI and as the
+// i.MX8M Plus EQOS platform device.
+func init() {
+	registerFamily(&familyDriver{
+		name:  "dwmac",
+		order: 2,
+		claimsPCI: func(vendor, device uint16) bool {
+			_, ok := dwmac.Lookup(vendor, device)
+			return ok
+		},
+		knowsCompatible: func(c string) bool {
+			_, ok := dwmac.LookupCompatible(c)
+			return ok
+		},
+		compatibles: func() []string { return []string{dwmac.CompatibleIMX8MP} },
+		aliases:     map[string]string{"eqos": dwmac.CompatibleIMX8MP, "dwmac": dwmac.CompatibleIMX8MP},
+		// imx8mp.dtsi ethernet@30bf0000 has a 64 KiB register window; the EQOS
+		// masters 34-bit addresses.
+		window:      0x10000,
+		dmaLimit:    1 << 34,
+		simVariants: []string{"intel", "imx8mp"},
+		newSim: func(variant string, o portOptions) (simModel, error) {
+			m, err := newSimDWMAC(variant, o)
+			if err != nil {
+				return nil, err
+			}
+			return dwmacModel{m}, nil
+		},
+		open: func(dev nic.Device, o portOptions) (familyPort, error) {
+			p, err := dwmac.Open(dev, dwmacConfig(o))
+			if err != nil {
+				return nil, err
+			}
+			return dwmacPort{p}, nil
+		},
+		dumpRegs: func(regs nic.Regs, queues int) regDump { return dwmac.DumpRegs(regs, queues) },
+	})
 }
 
 func dwmacConfig(o portOptions) dwmac.Config {
 	return dwmac.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
+}
+
+// dwmacPort is the dwmac driver's port as the CLI shows it.
+type dwmacPort struct{ *dwmac.Port }
+
+func (p dwmacPort) Dump() regDump { return p.Port.Dump() }
+
+func (p dwmacPort) Describe(pi *portInfo) {
+	m, hw := p.Model(), p.HW()
+	pi.Model = m.Name
+	pi.Variant = fmt.Sprintf("%s, DWC EQoS %s, %d-bit DMA", m.Integration, hw.VersionString(), p.AddrBits())
+	pi.MaxQueues = min(m.RxQueues, m.TxQueues, hw.RxQueues, hw.TxQueues)
+	pi.PHYID = fmt.Sprintf("0x%08x", p.PHYID())
+	pi.Warnings = p.Warnings()
 }
 
 // newSimDWMAC builds a DWC EQoS model: an Alder Lake-S mGbE (variant "intel")
@@ -45,14 +91,6 @@ func (m dwmacModel) NICDevice() nic.Device { return m.Device() }
 func (m dwmacModel) WireFrames() uint64    { return m.Counters().TxFrames }
 
 // InjectBurst delivers frames back to back; it returns how many the port took.
-func (m dwmacModel) InjectBurst(frames [][]byte) int {
-	n := 0
-	for _, f := range frames {
-		if m.Inject(f) {
-			n++
-		}
-	}
-	return n
-}
+func (m dwmacModel) InjectBurst(frames [][]byte) int { return injectEach(m.Inject, frames) }
 
-var _ nic.Port = (*dwmac.Port)(nil)
+var _ familyPort = dwmacPort{}

@@ -353,15 +353,15 @@ func TestParseSim(t *testing.T) {
 		in   string
 		want simSpec
 	}{
-		{"igb", simSpec{familyIGB, "82576", 1}},
-		{"igb:2", simSpec{familyIGB, "82576", 2}},
-		{"igb:82576:3", simSpec{familyIGB, "82576", 3}},
-		{"igb:i211", simSpec{familyIGB, "i211", 1}},
-		{"dwmac", simSpec{familyDWMAC, "intel", 1}},
-		{"dwmac:imx8mp", simSpec{familyDWMAC, "imx8mp", 1}},
-		{"dwmac/imx8mp:2", simSpec{familyDWMAC, "imx8mp", 2}},
-		{"fec", simSpec{familyFEC, "imx8mp", 1}},
-		{"fec:imx6:4", simSpec{familyFEC, "imx6", 4}},
+		{"igb", simSpec{family("igb"), "82576", 1}},
+		{"igb:2", simSpec{family("igb"), "82576", 2}},
+		{"igb:82576:3", simSpec{family("igb"), "82576", 3}},
+		{"igb:i211", simSpec{family("igb"), "i211", 1}},
+		{"dwmac", simSpec{family("dwmac"), "intel", 1}},
+		{"dwmac:imx8mp", simSpec{family("dwmac"), "imx8mp", 1}},
+		{"dwmac/imx8mp:2", simSpec{family("dwmac"), "imx8mp", 2}},
+		{"fec", simSpec{family("fec"), "imx8mp", 1}},
+		{"fec:imx6:4", simSpec{family("fec"), "imx6", 4}},
 	} {
 		got, err := parseSim(c.in)
 		if err != nil || got != c.want {
@@ -494,7 +494,7 @@ func TestListMarksDWMAC(t *testing.T) {
 		if m.Device == 0 {
 			continue
 		}
-		if fam, ok := supported(dwmac.VendorIntel, m.Device); !ok || fam != familyDWMAC {
+		if fam, ok := supported(dwmac.VendorIntel, m.Device); !ok || fam != family("dwmac") {
 			t.Errorf("%04x (%s): supported = %q %v", m.Device, m.Name, fam, ok)
 		}
 	}

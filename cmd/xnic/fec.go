@@ -8,9 +8,65 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 )
 
+// The fec family: NXP FEC/ENET platform devices of i.MX8M, i.MX7, i.MX6 and
+// Vybrid.
+func init() {
+	registerFamily(&familyDriver{
+		name:  "fec",
+		order: 3,
+		knowsCompatible: func(c string) bool {
+			_, ok := fec.LookupCompatible(c)
+			return ok
+		},
+		compatibles: func() []string {
+			var cs []string
+			for _, v := range fec.Variants() {
+				cs = append(cs, v.Compatible)
+			}
+			return cs
+		},
+		aliases: map[string]string{"fec": "fsl,imx8mp-fec"},
+		// The ENET's registers fit in 16 KiB (imx6qdl.dtsi gives
+		// ethernet@2188000 0x4000; imx8mp.dtsi reserves 0x10000 at 30be0000,
+		// of which the same 16 KiB hold registers); its buffer descriptors
+		// carry 32-bit addresses.
+		window:      0x4000,
+		dmaLimit:    1 << 32,
+		simVariants: []string{"imx8mp", "imx6"},
+		newSim: func(variant string, o portOptions) (simModel, error) {
+			m, err := newSimFEC(variant, o)
+			if err != nil {
+				return nil, err
+			}
+			return fecModel{m}, nil
+		},
+		open: func(dev nic.Device, o portOptions) (familyPort, error) {
+			p, err := fec.Open(dev, fecConfig(o))
+			if err != nil {
+				return nil, err
+			}
+			return fecPort{p}, nil
+		},
+		dumpRegs: func(regs nic.Regs, queues int) regDump { return fec.DumpRegs(regs, queues) },
+	})
+}
+
 func fecConfig(o portOptions) fec.Config {
 	return fec.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
+}
+
+// fecPort is the fec driver's port as the CLI shows it.
+type fecPort struct{ *fec.Port }
+
+func (p fecPort) Dump() regDump { return p.Port.Dump() }
+
+func (p fecPort) Describe(pi *portInfo) {
+	v := p.Variant()
+	pi.Model, pi.MaxQueues = v.Name+" ENET", v.Queues
+	pi.Variant = v.Compatible
+	pi.PHYID = fmt.Sprintf("0x%08x", p.PHYID())
+	pi.Warnings = p.Warnings()
 }
 
 // newSimFEC builds an ENET model: the i.MX8M Plus (variant "imx8mp", three
@@ -35,14 +91,6 @@ func (m fecModel) NICDevice() nic.Device { return m.Device() }
 func (m fecModel) WireFrames() uint64    { return m.Counters().TxFrames }
 
 // InjectBurst delivers frames back to back; it returns how many the port took.
-func (m fecModel) InjectBurst(frames [][]byte) int {
-	n := 0
-	for _, f := range frames {
-		if m.Inject(f) {
-			n++
-		}
-	}
-	return n
-}
+func (m fecModel) InjectBurst(frames [][]byte) int { return injectEach(m.Inject, frames) }
 
-var _ nic.Port = (*fec.Port)(nil)
+var _ familyPort = fecPort{}

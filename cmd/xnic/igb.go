@@ -8,16 +8,49 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 )
 
-// igbSupported reports whether the igb driver claims a PCI device: its own ID
-// table decides.
-func igbSupported(vendor, device uint16) bool {
-	_, ok := igb.Lookup(vendor, device)
-	return ok
+// The igb family: Intel 82576, I350, I210, I211 on PCI.
+func init() {
+	registerFamily(&familyDriver{
+		name:  "igb",
+		order: 1,
+		claimsPCI: func(vendor, device uint16) bool {
+			_, ok := igb.Lookup(vendor, device)
+			return ok
+		},
+		simVariants: []string{"82576", "i350", "i210", "i211"},
+		newSim: func(variant string, o portOptions) (simModel, error) {
+			m, err := newSimIGB(variant, o)
+			if err != nil {
+				return nil, err
+			}
+			return igbModel{m}, nil
+		},
+		open: func(dev nic.Device, o portOptions) (familyPort, error) {
+			p, err := igb.Open(dev, igbConfig(o))
+			if err != nil {
+				return nil, err
+			}
+			return igbPort{p}, nil
+		},
+		dumpRegs: func(regs nic.Regs, queues int) regDump { return igb.DumpRegs(regs, queues) },
+	})
 }
 
 func igbConfig(o portOptions) igb.Config {
 	return igb.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
+}
+
+// igbPort is the igb driver's port as the CLI shows it.
+type igbPort struct{ *igb.Port }
+
+func (p igbPort) Dump() regDump { return p.Port.Dump() }
+
+func (p igbPort) Describe(pi *portInfo) {
+	m := p.Model()
+	pi.Model, pi.MaxQueues = m.Name, m.Queues
+	pi.PHYID = fmt.Sprintf("0x%08x", p.PHYID())
+	pi.Warnings = p.Warnings()
 }
 
 // igbSimDevices are the PCI device IDs of the igb model's variants.
@@ -44,4 +77,4 @@ type igbModel struct{ *igbsim.Model }
 func (m igbModel) NICDevice() nic.Device { return m.Device() }
 func (m igbModel) WireFrames() uint64    { return m.Counters().TxFrames }
 
-var _ nic.Port = (*igb.Port)(nil)
+var _ familyPort = igbPort{}

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/xnic-dev/xnic/dwmac"
-	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/physmem"
 )
@@ -16,23 +14,6 @@ import (
 // Platform devices: the MACs of i.MX8 SoCs, which sit behind no IOMMU and are
 // reached through physmem (registers from /dev/mem, DMA memory from huge pages
 // at physical addresses). --platform NAME@ADDR names one.
-
-// The register windows mapped for each family: the ENET's registers fit in
-// 16 KiB (imx6qdl.dtsi gives ethernet@2188000 0x4000; imx8mp.dtsi reserves
-// 0x10000 at 30be0000, of which the same 16 KiB hold registers), the EQOS's
-// take 64 KiB (imx8mp.dtsi ethernet@30bf0000, reg size 0x10000).
-const (
-	fecWindow   = 0x4000
-	dwmacWindow = 0x10000
-)
-
-// platformAliases are the short names --platform takes for the i.MX8M Plus
-// MACs; any compatible string fec or dwmac knows works too.
-var platformAliases = map[string]string{
-	"fec":   "fsl,imx8mp-fec",
-	"eqos":  dwmac.CompatibleIMX8MP,
-	"dwmac": dwmac.CompatibleIMX8MP,
-}
 
 // Test hooks: nil/"" for the real thing.
 var (
@@ -63,33 +44,24 @@ func parsePlatform(s string) (platformSpec, error) {
 	if err != nil || phys == 0 || phys%4 != 0 {
 		return platformSpec{}, usageErrorf("--platform %s: %q is not a register window address (want e.g. 0x30be0000)", s, addr)
 	}
-	compat := name
-	if c, ok := platformAliases[name]; ok {
-		compat = c
+	if f, compat, ok := platformFamily(name); ok {
+		return platformSpec{Fam: f.name, Compatible: compat, Phys: phys}, nil
 	}
-	if _, ok := fec.LookupCompatible(compat); ok {
-		return platformSpec{Fam: familyFEC, Compatible: compat, Phys: phys}, nil
-	}
-	if _, ok := dwmac.LookupCompatible(compat); ok {
-		return platformSpec{Fam: familyDWMAC, Compatible: compat, Phys: phys}, nil
-	}
-	var fecs []string
-	for _, v := range fec.Variants() {
-		fecs = append(fecs, v.Compatible)
-	}
-	return platformSpec{}, usageErrorf("--platform %s: %q is no device xnic drives; use fec, eqos, or one of %s, %s",
-		s, name, strings.Join(fecs, ", "), dwmac.CompatibleIMX8MP)
+	aliases, compats := platformNames()
+	return platformSpec{}, usageErrorf("--platform %s: %q is no device xnic drives; use %s, or one of %s",
+		s, name, strings.Join(aliases, ", "), strings.Join(compats, ", "))
 }
 
 // openPlatformDevice maps the register window of the device spec names from
 // /dev/mem, with a huge page DMA allocator limited to what the MAC reaches
-// (32 bits for the FEC, 34 for the EQOS). The allocator is not cache coherent:
-// neither MAC is. Close releases both.
+// (familyDriver.dmaLimit). The allocator is not cache coherent: no i.MX8 MAC
+// is. Close releases both.
 func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
-	limit, size := uint64(1)<<32, fecWindow
-	if spec.Fam == familyDWMAC {
-		limit, size = 1<<34, dwmacWindow
+	f := familyByName(spec.Fam)
+	if f == nil || f.knowsCompatible == nil {
+		return nil, nil, fmt.Errorf("%s: the %s driver has no platform devices: %w", spec.Compatible, spec.Fam, nic.ErrNotSupported)
 	}
+	limit, size := f.dmaLimit, f.window
 	alloc, err := physmem.NewAllocator(physmem.Config{Source: platformPages, Limit: limit})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DMA memory for %s: %w", spec.Compatible, err)

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/xnic-dev/xnic/dwmac"
-	"github.com/xnic-dev/xnic/fec"
-	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -69,10 +66,9 @@ type openedPort struct {
 	nic.Port
 	Family family
 	Device nic.Device
-	IGB    *igb.Port   // the driver's own handle, for igb ports
-	DWMAC  *dwmac.Port // for dwmac ports
-	FEC    *fec.Port   // for fec ports
-	Sim    *simPort    // the model behind a --sim port; nil for real devices
+	Sim    *simPort // the model behind a --sim port; nil for real devices
+
+	driver familyPort // the driver's port (Port until closePort)
 
 	closers []func() error // run last to first by Close
 }
@@ -94,7 +90,7 @@ func (o *openedPort) closePort() error {
 		return nil
 	}
 	err := o.Port.Close()
-	o.Port = nil
+	o.Port, o.driver = nil, nil
 	return err
 }
 
@@ -195,33 +191,6 @@ func checkLink(op *openedPort, o portOptions) error {
 	return nil
 }
 
-// openDriver opens a port on dev with the driver of family fam. Each driver
-// takes its variant (and quirks) from the device: igb and dwmac from PCI IDs,
-// dwmac and fec from the compatible string of a platform device.
-func openDriver(dev nic.Device, fam family, o portOptions) (*openedPort, error) {
-	switch fam {
-	case familyIGB:
-		p, err := igb.Open(dev, igbConfig(o))
-		if err != nil {
-			return nil, err
-		}
-		return &openedPort{Port: p, Family: fam, Device: dev, IGB: p}, nil
-	case familyDWMAC:
-		p, err := dwmac.Open(dev, dwmacConfig(o))
-		if err != nil {
-			return nil, err
-		}
-		return &openedPort{Port: p, Family: fam, Device: dev, DWMAC: p}, nil
-	case familyFEC:
-		p, err := fec.Open(dev, fecConfig(o))
-		if err != nil {
-			return nil, err
-		}
-		return &openedPort{Port: p, Family: fam, Device: dev, FEC: p}, nil
-	}
-	return nil, fmt.Errorf("%s: no %q driver in xnic: %w", dev.Info().Name, fam, nic.ErrNotSupported)
-}
-
 // parsePortArgs parses a port command's flags (the shared ones, --json, and
 // those extra registers) and its one optional positional argument, the PCI
 // address.
@@ -295,25 +264,8 @@ func describePort(op *openedPort) portInfo {
 	pi := portInfo{Name: op.Name(), Bus: di.Bus, Vendor: fmt.Sprintf("%04x", di.Vendor), DeviceID: fmt.Sprintf("%04x", di.Device),
 		Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
 		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}, Compatible: di.Compatible}
-	switch {
-	case op.IGB != nil:
-		m := op.IGB.Model()
-		pi.Model, pi.MaxQueues = m.Name, m.Queues
-		pi.PHYID = fmt.Sprintf("0x%08x", op.IGB.PHYID())
-		pi.Warnings = op.IGB.Warnings()
-	case op.DWMAC != nil:
-		m, hw := op.DWMAC.Model(), op.DWMAC.HW()
-		pi.Model = m.Name
-		pi.Variant = fmt.Sprintf("%s, DWC EQoS %s, %d-bit DMA", m.Integration, hw.VersionString(), op.DWMAC.AddrBits())
-		pi.MaxQueues = min(m.RxQueues, m.TxQueues, hw.RxQueues, hw.TxQueues)
-		pi.PHYID = fmt.Sprintf("0x%08x", op.DWMAC.PHYID())
-		pi.Warnings = op.DWMAC.Warnings()
-	case op.FEC != nil:
-		v := op.FEC.Variant()
-		pi.Model, pi.MaxQueues = v.Name+" ENET", v.Queues
-		pi.Variant = v.Compatible
-		pi.PHYID = fmt.Sprintf("0x%08x", op.FEC.PHYID())
-		pi.Warnings = op.FEC.Warnings()
+	if op.driver != nil {
+		op.driver.Describe(&pi)
 	}
 	return pi
 }
@@ -397,35 +349,12 @@ func runRegs(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-// regDump is a driver's named, decoded register dump (igb.Dump, dwmac.Dump,
-// fec.Dump): String renders it one register per line, and it encodes as JSON.
-type regDump interface{ String() string }
-
 // portDump reads the registers of an open port with its driver's dump.
 func portDump(op *openedPort) (regDump, error) {
-	switch {
-	case op.IGB != nil:
-		return op.IGB.Dump(), nil
-	case op.DWMAC != nil:
-		return op.DWMAC.Dump(), nil
-	case op.FEC != nil:
-		return op.FEC.Dump(), nil
+	if op.driver == nil {
+		return nil, fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
 	}
-	return nil, fmt.Errorf("%s: no register dump for the %s driver: %w", op.Name(), op.Family, nic.ErrNotSupported)
-}
-
-// dumpRegs decodes register window regs with family fam's dump, for queues
-// queues. None of the dumps reads a register whose read has a side effect.
-func dumpRegs(fam family, regs nic.Regs, queues int) (regDump, error) {
-	switch fam {
-	case familyIGB:
-		return igb.DumpRegs(regs, queues), nil
-	case familyDWMAC:
-		return dwmac.DumpRegs(regs, queues), nil
-	case familyFEC:
-		return fec.DumpRegs(regs, queues), nil
-	}
-	return nil, fmt.Errorf("no register dump for family %q: %w", fam, nic.ErrNotSupported)
+	return op.driver.Dump(), nil
 }
 
 // rawDump reads a device's registers without touching its state: no reset,
@@ -471,8 +400,8 @@ func rawDump(bdf string, o portOptions) (regDump, error) {
 		info := dev.Info()
 		f, ok := supported(info.Vendor, info.Device)
 		if !ok {
-			return nil, fmt.Errorf("%s: %04x:%04x is no device xnic drives; --raw decodes the registers of igb and dwmac (Intel mGbE) PCI devices: %w",
-				info.Name, info.Vendor, info.Device, nic.ErrNotSupported)
+			return nil, fmt.Errorf("%s: %04x:%04x is no device xnic drives; --raw decodes the registers of the PCI devices of %s: %w",
+				info.Name, info.Vendor, info.Device, pciFamilies(), nic.ErrNotSupported)
 		}
 		fam = f
 	}

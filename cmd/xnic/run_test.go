@@ -201,7 +201,7 @@ func TestParseHelpers(t *testing.T) {
 	if _, err := dpIntBytes("300", 1); err == nil {
 		t.Error("300 fits a byte?")
 	}
-	if s, err := parseSim("igb:3"); err != nil || s.Fam != familyIGB || s.N != 3 {
+	if s, err := parseSim("igb:3"); err != nil || s.Fam != family("igb") || s.N != 3 {
 		t.Errorf("sim %+v %v", s, err)
 	}
 }

@@ -18,21 +18,11 @@ import (
 // short, so commands on --sim ports answer at once.
 const simAutonegDelay = 20 * time.Millisecond
 
-// simKinds lists each family's models: the first variant is the default.
-var simKinds = []struct {
-	fam      family
-	variants []string
-}{
-	{familyIGB, []string{"82576", "i350", "i210", "i211"}},
-	{familyDWMAC, []string{"intel", "imx8mp"}},
-	{familyFEC, []string{"imx8mp", "imx6"}},
-}
-
 // simChoices describes the --sim values, for help and error messages.
 func simChoices() string {
 	var parts []string
-	for _, k := range simKinds {
-		parts = append(parts, string(k.fam)+" ("+strings.Join(k.variants, ", ")+")")
+	for _, f := range families {
+		parts = append(parts, string(f.name)+" ("+strings.Join(f.simVariants, ", ")+")")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -66,13 +56,13 @@ func parseSim(s string) (simSpec, error) {
 	if len(parts) == 0 || len(parts) > 3 {
 		return simSpec{}, usageErrorf("--sim %q: want KIND[:VARIANT][:N]; the kinds and variants are: %s", s, simChoices())
 	}
-	for _, k := range simKinds {
-		if string(k.fam) != parts[0] {
+	for _, f := range families {
+		if string(f.name) != parts[0] || f.newSim == nil {
 			continue
 		}
-		spec := simSpec{Fam: k.fam, Variant: k.variants[0], N: 1}
+		spec := simSpec{Fam: f.name, Variant: f.simVariants[0], N: 1}
 		rest := parts[1:]
-		if len(rest) > 0 && slices.Contains(k.variants, rest[0]) {
+		if len(rest) > 0 && slices.Contains(f.simVariants, rest[0]) {
 			spec.Variant, rest = rest[0], rest[1:]
 		}
 		switch len(rest) {
@@ -82,7 +72,7 @@ func parseSim(s string) (simSpec, error) {
 			n, err := strconv.Atoi(rest[0])
 			if err != nil {
 				return simSpec{}, usageErrorf("--sim %s: no %s variant %q; the variants are: %s (and :N, a number of ports)",
-					s, k.fam, rest[0], strings.Join(k.variants, ", "))
+					s, f.name, rest[0], strings.Join(f.simVariants, ", "))
 			}
 			if n < 1 || n > 16 {
 				return simSpec{}, usageErrorf("--sim %s: want N from 1 to 16 ports", s)
@@ -90,7 +80,7 @@ func parseSim(s string) (simSpec, error) {
 			spec.N = n
 			return spec, nil
 		}
-		return simSpec{}, usageErrorf("--sim %q: want KIND[:VARIANT][:N]; the %s variants are: %s", s, k.fam, strings.Join(k.variants, ", "))
+		return simSpec{}, usageErrorf("--sim %q: want KIND[:VARIANT][:N]; the %s variants are: %s", s, f.name, strings.Join(f.simVariants, ", "))
 	}
 	return simSpec{}, usageErrorf("--sim %q: no simulated %q; the kinds and variants are: %s", s, parts[0], simChoices())
 }
@@ -125,27 +115,22 @@ type simPort struct {
 
 // newSimModel builds the model spec names.
 func newSimModel(spec simSpec, o portOptions) (simModel, error) {
-	switch spec.Fam {
-	case familyIGB:
-		m, err := newSimIGB(spec.Variant, o)
-		if err != nil {
-			return nil, err
-		}
-		return igbModel{m}, nil
-	case familyDWMAC:
-		m, err := newSimDWMAC(spec.Variant, o)
-		if err != nil {
-			return nil, err
-		}
-		return dwmacModel{m}, nil
-	case familyFEC:
-		m, err := newSimFEC(spec.Variant, o)
-		if err != nil {
-			return nil, err
-		}
-		return fecModel{m}, nil
+	if f := familyByName(spec.Fam); f != nil && f.newSim != nil {
+		return f.newSim(spec.Variant, o)
 	}
 	return nil, usageErrorf("--sim %s: no such model; the kinds and variants are: %s", spec, simChoices())
+}
+
+// injectEach delivers frames one by one with inject, for models without a
+// burst injection of their own; it returns how many the port took.
+func injectEach(inject func([]byte) bool, frames [][]byte) int {
+	n := 0
+	for _, f := range frames {
+		if inject(f) {
+			n++
+		}
+	}
+	return n
 }
 
 // openSimPort builds the simulated device o.Sim names and opens its driver on
