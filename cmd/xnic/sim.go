@@ -157,7 +157,10 @@ func openSimPort(o portOptions) (*openedPort, error) {
 	if err != nil {
 		ferr := m.Err()
 		m.Close()
-		return nil, fmt.Errorf("simulated %s: %w (model faults: %v)", spec, err, ferr)
+		if ferr != nil {
+			return nil, fmt.Errorf("simulated %s: %w (the model recorded: %v)", spec, err, ferr)
+		}
+		return nil, fmt.Errorf("simulated %s: %w", spec, err)
 	}
 	op.Sim = &simPort{Spec: spec, Model: m, Peer: peer}
 	op.closers = append(op.closers, func() error {
