@@ -10,7 +10,7 @@ import (
 )
 
 // sendFrame copies frame into a buffer of RX ring 0's pool and sends it on TX
-// ring q.
+// ring q, reclaiming while the ring is full (the device sends on its own time).
 func sendFrame(t testing.TB, p nic.Port, q int, frame []byte) {
 	t.Helper()
 	tx := p.TxQueue(q)
@@ -20,9 +20,14 @@ func sendFrame(t testing.TB, p nic.Port, q int, frame []byte) {
 		t.Fatal("pool empty")
 	}
 	b.Len = copy(b.Mem[b.Off:], frame)
-	if tx.Send([]*dma.Buf{b}) != 1 {
-		b.Free()
-		t.Fatal("TX ring full")
+	deadline := time.Now().Add(2 * time.Second)
+	for tx.Send([]*dma.Buf{b}) != 1 {
+		if time.Now().After(deadline) {
+			b.Free()
+			t.Fatal("TX ring full for 2 s")
+		}
+		time.Sleep(10 * time.Microsecond)
+		tx.Reclaim()
 	}
 }
 

@@ -1,6 +1,9 @@
 package fecsim
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // ringRegs maps a ring register offset to its ring and kind.
 type ringKind uint8
@@ -35,20 +38,38 @@ func (m *Model) ringReg(off reg) (q int, k ringKind, ok bool) {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
+	m.sched.Poll()
 	m.mu.Lock()
-	v := m.readLocked(off)
+	var v uint32
+	if !m.inResetLocked("read32", off) {
+		v = m.readLocked(off)
+	}
 	m.mu.Unlock()
 	return v
 }
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
+	m.sched.Poll()
 	m.mu.Lock()
-	kick := m.writeLocked(off, val)
-	m.mu.Unlock()
-	if kick != 0 {
-		m.transmit(kick)
+	if !m.inResetLocked("write32", off) && m.writeLocked(off, val) != 0 {
+		m.txT.Arm()
 	}
+	m.mu.Unlock()
+	if m.sched.Synchronous() {
+		m.sched.Poll()
+	}
+}
+
+// inResetLocked reports (and records as a fault) an access made while
+// ECR.RESET is in progress; reading ECR to see RESET clear is the one access
+// allowed. The access is refused: reads return 0, writes are lost.
+func (m *Model) inResetLocked(op string, off uint32) bool {
+	if !m.resetting || op == "read32" && off == regECR {
+		return false
+	}
+	m.faults.Add(op, regName(off), uint64(off), "register access while ECR.RESET is in progress: the MAC is in reset and the access is lost; poll ECR until RESET reads 0 (Linux fec_restart waits 10 us)")
+	return true
 }
 
 func (m *Model) unimplemented(op string, off uint32) {
@@ -275,7 +296,12 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 // ring's current BD back to RDSR/TDSR; setting it checks the MAC configuration.
 func (m *Model) writeECRLocked(val uint32) {
 	if val&ecrRESET != 0 {
-		m.resetLocked() // RESET self-clears; ETHEREN ends clear
+		// Every register takes its reset value now; RESET reads set until
+		// the sequence ends (resetDone), a few microseconds later.
+		m.resetLocked()
+		m.resetting = true
+		m.ecr |= ecrRESET
+		m.resetT.ArmAfter(m.sched.Between(resetMin, resetMax))
 		return
 	}
 	was := m.ecr
@@ -291,6 +317,7 @@ func (m *Model) writeECRLocked(val uint32) {
 			r := &m.rings[i]
 			r.rxCur, r.txCur = r.rdsr, r.tdsr
 			r.rdar, r.tdar = false, false
+			r.txClearing, r.txHung = false, false
 		}
 	}
 	if was&ecrETHEREN != 0 && nv&ecrETHEREN != 0 && (was^nv)&(ecrEN1588|ecrDBSWP|ecrSPEED) != 0 {
@@ -307,6 +334,7 @@ func (m *Model) stopLocked() {
 		r := &m.rings[i]
 		r.rxCur, r.txCur = r.rdsr, r.tdsr
 		r.rdar, r.tdar = false, false
+		r.txClearing, r.txHung = false, false
 	}
 }
 
@@ -331,6 +359,23 @@ func (m *Model) checkEnableLocked(ecr uint32) bool {
 	}
 	m.faults.Add("write32", "ECR", uint64(regECR), "ETHEREN set but %s: the MAC would pass no frames; ETHEREN refused", why)
 	return false
+}
+
+// resetMin and resetMax bound how long ECR.RESET stays set: a few
+// microseconds, within the 10 us Linux's fec_restart waits after writing it.
+const (
+	resetMin = time.Microsecond
+	resetMax = 8 * time.Microsecond
+)
+
+// resetDone ends ECR.RESET (the resetT timer).
+func (m *Model) resetDone() {
+	m.mu.Lock()
+	if m.resetting {
+		m.resetting = false
+		m.ecr &^= ecrRESET
+	}
+	m.mu.Unlock()
 }
 
 func (m *Model) writeTCRLocked(val uint32) (kick uint32) {
@@ -391,8 +436,16 @@ func (m *Model) writeRingLocked(q int, k ringKind, off, val uint32) (kick uint32
 			m.faults.Add("write32", regName(off), uint64(off), "TDAR%d written with DMA_CFG%d.DMA_CLASS_EN clear: ring %d is never serviced", q, q, q)
 			return 0
 		}
+		switch {
+		case r.tdar && m.info.err007885:
+			m.faults.Add("write32", regName(off), uint64(off), "ERR007885: TDAR%d written while it reads 1 (the ring is running): a write that meets the uDMA clearing TDAR hangs the transmit state machines; read TDAR up to four times and write only when it reads 0 (Linux FEC_QUIRK_ERR007885)", q)
+			r.txHung = true
+			return 0
+		case r.txClearing:
+			return 0 // ERR006358: lost; the device clears TDAR anyway
+		}
 		r.tdar = true
-		if m.tcr&tcrGTS != 0 {
+		if m.tcr&tcrGTS != 0 || r.txHung {
 			return 0 // held until GTS is cleared
 		}
 		return 1 << q

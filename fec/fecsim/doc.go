@@ -45,8 +45,8 @@
 //     little-endian driver that forgets it sees no empty or ready BD), EN1588
 //     (32-byte enhanced BDs instead of 8-byte ones).
 //   - MDIO: MMFR clause-22 frames (ST 01, OP 01 write / 10 read, PA, RA, TA
-//     10) reach a sim.PHY at Config.PHYAddr and complete within the write with
-//     EIR.MII; other addresses read 0xffff. Clause 45 on the i.MX8MP completes
+//     10) reach a sim.PHY at Config.PHYAddr and complete on the device side's
+//     time (see below) with EIR.MII; other addresses read 0xffff. Clause 45 on the i.MX8MP completes
 //     with nothing answering. MSCR[7:0] must be non-zero for a frame to go out;
 //     the write of MSCR from 0 while MMFR is non-zero raises a spurious MII
 //     event, as the hardware does (Linux FEC_QUIRK_CLEAR_SETUP_MII).
@@ -59,8 +59,9 @@
 //     RCMR1/RCMR2. RDAR reads set while the next BD is empty; when the ring
 //     runs out it clears and frames are dropped and counted in IEEE_R_DROP
 //     until RDAR is written again. TX: R/L/TC/ABC/W, frames spanning BDs,
-//     TACC.SHIFT16, TCR.ADDINS, padding of short frames to 60 bytes with TC, synchronous transmission on the TDAR write
-//     with R cleared after sending, TCR.GTS holding transmission and raising
+//     TACC.SHIFT16, TCR.ADDINS, padding of short frames to 60 bytes with TC,
+//     transmission on the device side's time after the TDAR write with R
+//     cleared after sending (a running ring picks up BDs made ready meanwhile), TCR.GTS holding transmission and raising
 //     EIR.GRA, RCR.LOOP looping frames back into the receiver. Enhanced BDs:
 //     esc.INT gates the RXB/RXF/TXB/TXF events, BDU is written, RX gets a
 //     timestamp and the VLAN flag, TX esc.TS timestamps (ATSTMP, EIR.TS_AVAIL),
@@ -76,12 +77,41 @@
 //     MIBC.MIB_CLEAR is set.
 //   - The 1588 timer (ATCR EN/CAPTURE/RESTART, ATVR) counts real nanoseconds.
 //
+// # The device's time
+//
+// The device side runs on a sim.Sched (Config.Sched): a TDAR write, an MMFR
+// frame and ECR.RESET finish a few microseconds later (seeded random
+// latencies), on a background goroutine or at the driver's next register
+// access after that time, never inside the write. So the model catches what a
+// model that works inside the write lets pass:
+//
+//   - R set before the rest of a BD is written: a running ring fetches the BD
+//     when it gets to it (a fault for the address, or the wrong bytes sent);
+//   - a TX buffer reused before R clears: the device reads it later, and the
+//     new bytes go on the wire;
+//   - MMFR written while the last frame is still clocked out (EIR.MII not yet
+//     set): a fault, the write is refused;
+//   - any register access but a read of ECR while ECR.RESET is in progress
+//     (1-8 us, inside the 10 us Linux waits): a fault, the access is lost;
+//   - ERR007885 (i.MX8MP; Linux FEC_QUIRK_ERR007885): a TDAR write while TDAR
+//     reads 1 is the erratum's race with the uDMA clearing it, which hangs
+//     the transmit state machines: a fault, and the ring stops until ETHEREN
+//     clears. The work-around (write only after a read returns 0) is exact;
+//   - ERR006358 (i.MX6; Linux FEC_QUIRK_ERR006358): once the device found no
+//     ready BD it clears TDAR at its next step even if TDAR was written
+//     meanwhile, so the frame waits until a driver that sees TDAR read 0 with
+//     BDs ready writes it again.
+//
+// Interrupts follow EIR: a bit left set raises no new signal when its event
+// recurs. Model.Settle finishes all pending device work at once (tests);
+// Config.Sched.Sync finishes it inside each register access (benchmarks).
+// Model.Err names the schedule's seed (XNIC_SIM_SEED reruns it).
+//
 // Not modelled: RX checksum checking (prot is written 0), pause frames, EEE,
 // credit-based shaping, wake-on-LAN, half-duplex collisions, the FIFO
-// thresholds (stored only), interrupt coalescing timers, errata ERR006358 and
-// ERR007885 (a TDAR write is never lost here; a driver's ERR007885 work-around
-// of reading TDAR up to four times is harmless), MDIO timing (a frame
-// completes within the MMFR write).
+// thresholds (stored only), interrupt coalescing timers. Reception runs on
+// the goroutine that delivers the frame (the wire's), at the moment it
+// arrives.
 //
 // # Strictness
 //
@@ -110,9 +140,10 @@
 // # Concurrency and ownership
 //
 // Register accesses, Inject and transmission are safe from any goroutine:
-// register state is under one mutex; transmission runs on the goroutine that
-// wrote TDAR, reading and writing back each frame's BDs under the mutex and
-// handing the frame to the wire with it released (a second mutex keeps frames
+// register state is under one mutex; transmission runs on the device side
+// (its goroutine, or a register access's), reading and writing back each
+// frame's BDs under the mutex and handing the frame to the wire with it
+// released (a second mutex keeps frames
 // in order), so two models joined by a synchronous wire cannot deadlock. The
 // driver owns a BD while E (RX) or R (TX) is clear; the device owns it, with its
 // buffer, while the bit is set, and the device alone moves the current BD

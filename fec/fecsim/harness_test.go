@@ -21,7 +21,8 @@ const bufSize = 2048
 type bed struct {
 	t     testing.TB
 	m     *Model
-	r     nic.Regs
+	r     nic.Regs // settles the device side after every write
+	raw   nic.Regs // the window itself: the device runs on its own time
 	alloc dma.Allocator
 	ext   bool // enhanced BDs
 	le    bool // BD byte order the "driver" writes
@@ -68,8 +69,13 @@ func newBed(t testing.TB, o bedOpts) *bed {
 	if o.n == 0 {
 		o.n = 8
 	}
-	b := &bed{t: t, m: m, r: r, alloc: m.Device().DMA(), ext: o.ext, le: !o.bigEnd, n: o.n}
+	b := &bed{t: t, m: m, r: settledRegs{r, m}, raw: r, alloc: m.Device().DMA(), ext: o.ext, le: !o.bigEnd, n: o.n}
 	m.SetTransmit(func(f []byte) { b.sent = append(b.sent, append([]byte(nil), f...)) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%v", m.Sched())
+		}
+	})
 	if !o.noLink {
 		b.linkUp()
 	}
@@ -285,4 +291,28 @@ func testFrame(m *Model, n int, seed byte) []byte {
 		f[i] = byte(i) + seed
 	}
 	return f
+}
+
+// settledRegs lets the device finish what a write asked for before the write
+// returns (Model.Settle), so the functional tests can check the wire, the BDs
+// and EIR right after a doorbell. The device side still runs on its own
+// goroutine; the timing tests use bed.raw.
+type settledRegs struct {
+	nic.Regs
+	m *Model
+}
+
+func (s settledRegs) Write32(off, val uint32) {
+	s.Regs.Write32(off, val)
+	s.m.Settle()
+}
+
+// waitResetDone polls ECR until RESET reads 0, as a driver must.
+func waitResetDone(t testing.TB, r nic.Regs) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for r.Read32(regECR)&ecrRESET != 0 {
+		require.True(t, time.Now().Before(deadline), "ECR.RESET still set after 1 s")
+		time.Sleep(time.Microsecond)
+	}
 }

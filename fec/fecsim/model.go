@@ -42,11 +42,17 @@ type variantInfo struct {
 	coalesce   bool
 	c45        bool
 	phyID      uint32
+	// err007885: a TDAR write while the ring runs can hang the transmit
+	// state machines (Linux FEC_QUIRK_ERR007885: i.MX6SX, i.MX8M).
+	err007885 bool
+	// err006358: once the device saw a BD without R it clears TDAR later
+	// even if TDAR was written meanwhile (Linux FEC_QUIRK_ERR006358: i.MX6Q).
+	err006358 bool
 }
 
 var variants = [...]variantInfo{
-	IMX8MP: {rings: 3, lines: 4, compatible: "fsl,imx8mp-fec", coalesce: true, c45: true, phyID: 0x001CC916}, // RTL8211F on the EVK
-	IMX6:   {rings: 1, lines: 1, compatible: "fsl,imx6q-fec", phyID: 0x004DD074},                             // AR8031 on SabreSD
+	IMX8MP: {rings: 3, lines: 4, compatible: "fsl,imx8mp-fec", coalesce: true, c45: true, phyID: 0x001CC916, err007885: true}, // RTL8211F on the EVK
+	IMX6:   {rings: 1, lines: 1, compatible: "fsl,imx6q-fec", phyID: 0x004DD074, err006358: true},                             // AR8031 on SabreSD
 }
 
 // Config describes the modelled device and its board.
@@ -68,9 +74,6 @@ type Config struct {
 	// Coherent makes DMA cache-coherent. The default (false) is what the i.MX
 	// parts are: the device sees only what the driver synced (see sim.Memory).
 	Coherent bool
-	// Cache, when set, makes the non-coherent memory sim's CPU cache model
-	// (whole lines, seeded evictions). Ignored with Coherent.
-	Cache *sim.CacheConfig
 	// HighMemory places DMA memory above 4 GiB with no limit, as a board whose
 	// RAM the FEC cannot reach: every 32-bit BD address then misses. For
 	// testing that a driver refuses such memory.
@@ -83,6 +86,10 @@ type Config struct {
 	PartnerNo1000 bool
 	// Name is the device name in nic.DeviceInfo. "": "fecsim".
 	Name string
+	// Sched sets the device side's latencies and seed (see sim.Sched). The
+	// zero value runs the device asynchronously with random latencies; Sync
+	// finishes every command inside the register write (benchmarks).
+	Sched sim.SchedConfig
 }
 
 // Counters are the model's own totals (independent of the MIB registers).
@@ -107,6 +114,12 @@ type ring struct {
 	rdsr, tdsr, mrbr uint32
 	rxCur, txCur     uint32 // device-owned: address of the next BD
 	rdar, tdar       bool   // RDAR/TDAR active bits
+	// txClearing (ERR006358): the device found the ring drained and will
+	// clear TDAR at its next step whatever is written meanwhile.
+	txClearing bool
+	// txHung (ERR007885): a TDAR write met the ring running; the transmit
+	// state machine is stuck until ETHEREN clears or the MAC is reset.
+	txHung bool
 }
 
 // Model is the ENET as a driver sees it through its 16 KiB register window.
@@ -117,6 +130,10 @@ type ring struct {
 type Model struct {
 	cfg    Config      // immutable after New
 	info   variantInfo // immutable
+	sched  *sim.Sched  // immutable: the device side's clock
+	txT    *sim.Timer  // immutable: the transmit engine's next step
+	mdioT  *sim.Timer  // immutable: the end of the running MDIO frame
+	resetT *sim.Timer  // immutable: the end of ECR.RESET
 	mac    [6]byte     // immutable factory address
 	sd     *sim.Device // immutable: IRQ lines and memory lifetime
 	dev    *Device     // immutable: the platform nic.Device
@@ -134,6 +151,9 @@ type Model struct {
 	wire      sim.Wire // guarded by mu: where transmitted frames go
 	gen       uint64   // bumps at every reset and ETHEREN clear
 	rxScratch []byte   // one RX frame with pad and FCS; guarded by mu
+	mdioBusy  bool     // an MDIO frame is being clocked out; guarded by mu
+	mdioFrame uint32   // the MMFR value of that frame; guarded by mu
+	resetting bool     // ECR.RESET in progress; guarded by mu
 
 	eir, eimr          uint32
 	linePend           [4]uint32 // pending-and-enabled bits last signalled, per line
@@ -196,12 +216,6 @@ func New(cfg Config) (*Model, error) {
 	if cfg.HighMemory {
 		mc = sim.MemoryConfig{NonCoherent: !cfg.Coherent}
 	}
-	if cfg.Cache != nil && !cfg.Coherent {
-		if err := cfg.Cache.Validate(); err != nil {
-			return nil, fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
-		}
-		mc.Cache = cfg.Cache
-	}
 	m.mem = sim.NewMemory(mc, m.faults)
 	m.mem.SetDeviceLock(&m.mu) // every device-side access happens under mu
 	m.phy = sim.NewPHY(sim.PHYConfig{
@@ -213,6 +227,10 @@ func New(cfg Config) (*Model, error) {
 	m.dev = &Device{PlatformDevice: sim.NewPlatformDevice(m.sd, info.compatible), m: m} // DMA always on
 	m.txScratch = make([]byte, maxFrameModel+8)
 	m.rxScratch = make([]byte, maxFrameModel+8)
+	m.sched = sim.NewSched(cfg.Sched)
+	m.txT = m.sched.NewTimer(m.txRun)
+	m.mdioT = m.sched.NewTimer(m.mdioDone)
+	m.resetT = m.sched.NewTimer(m.resetDone)
 	m.resetLocked()
 	return m, nil
 }
@@ -241,8 +259,22 @@ func (m *Model) Faults() []sim.Fault { return m.faults.List() }
 // FaultLog is the fault log itself (to Clear it in tests that provoke faults).
 func (m *Model) FaultLog() *sim.Faults { return m.faults }
 
-// Err is nil when the model recorded no fault.
-func (m *Model) Err() error { return m.faults.Err() }
+// Err is nil when the model recorded no fault; otherwise it names the device
+// schedule's seed too, to rerun the same latencies.
+func (m *Model) Err() error {
+	if err := m.faults.Err(); err != nil {
+		return fmt.Errorf("%w (%v)", err, m.sched)
+	}
+	return nil
+}
+
+// Sched is the device side (its seed, for a test's failure message).
+func (m *Model) Sched() *sim.Sched { return m.sched }
+
+// Settle lets the device finish everything it was asked to do (transmits,
+// MDIO frames, a reset) now, as if its latencies had passed. For tests that
+// check the wire right after a doorbell.
+func (m *Model) Settle() { m.sched.Settle() }
 
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
@@ -278,6 +310,7 @@ func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f)
 func (m *Model) Close() error {
 	m.Attach(nil)
 	m.closed.Store(true)
+	m.sched.Close()
 	return m.sd.Close()
 }
 
@@ -293,6 +326,8 @@ func (m *Model) Reset() {
 // The PHY is a separate chip and keeps its state.
 func (m *Model) resetLocked() {
 	m.gen++
+	m.mdioBusy = false // a frame being clocked out is cut off
+	m.resetting = false
 	m.eir, m.eimr = 0, 0
 	m.linePend = [4]uint32{}
 	m.ecr, m.mmfr, m.mscr = ecrReset, 0, 0

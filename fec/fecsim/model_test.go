@@ -81,6 +81,7 @@ func TestResetValues(t *testing.T) {
 	r.Write32(regEIMR, 0xFFFFFFFF)
 	r.Write32(regMRBR, 2048)
 	r.Write32(regECR, ecrRESET)
+	waitResetDone(t, r)
 	check()
 	r.Write32(regRCR, 0x1234)
 	require.NoError(t, m.Device().Reset())
@@ -124,6 +125,7 @@ func TestRegisterAccessFaults(t *testing.T) {
 	for _, c := range cases {
 		m.FaultLog().Clear()
 		c.do()
+		m.Settle() // MDIO frames are checked as they are clocked out
 		fs := m.Faults()
 		require.NotEmpty(t, fs, c.name)
 		require.Contains(t, fs[0].String(), c.want, c.name)
@@ -323,7 +325,10 @@ func TestTransmitHeldFrame(t *testing.T) {
 	require.NotZero(t, sc&txR, "first BD still the device's")
 	b.putBD(b.tx[0], 1, 60, txR|txL|txTC, uint32(b.txBuf[0].IOVA)+60, 0)
 	b.syncAll(0)
-	b.r.Write32(regTDAR, darActive)
+	// TDAR still reads 1: the running ring picks the BD up by itself (and a
+	// write now would be ERR007885's hazard).
+	require.Equal(t, uint32(darActive), b.r.Read32(regTDAR))
+	b.m.Settle()
 	require.Len(t, b.sent, 1)
 	require.Equal(t, f, b.sent[0])
 	b.noFaults()
@@ -576,6 +581,7 @@ func TestHighMemory(t *testing.T) {
 	r.Write32(regRCR, defaultRCR())
 	r.Write32(regECR, ecrETHEREN|ecrSPEED|ecrDBSWP)
 	r.Write32(regTDAR, darActive)
+	m.Settle()
 	require.Error(t, m.Err())
 	require.Contains(t, m.Err().Error(), "not inside a live mapping")
 }

@@ -33,17 +33,34 @@ import (
 // Ownership: a BD with R set and its buffer belong to the device until it clears
 // R. The wire sees the frame only during the send call.
 
-// transmit runs the TX rings in mask.
-func (m *Model) transmit(mask uint32) {
+// txRun is one step of the transmit engine (the device side's txT timer,
+// armed by a TDAR write or GTS clearing): on every running ring it sends up to
+// a few frames (all of them on a synchronous device side), then re-arms itself
+// while a ring still has frames or a TDAR clear is pending (ERR006358).
+func (m *Model) txRun() {
 	m.txMu.Lock()
 	defer m.txMu.Unlock()
-	for q := 0; q < 3; q++ {
-		if mask&(1<<q) == 0 {
-			continue
+	budget := 1 << 30
+	if !m.sched.Synchronous() {
+		budget = 1 + m.sched.IntN(txBurstMax)
+	}
+	again, held := false, false
+	m.mu.Lock()
+	for q := range m.rings {
+		if r := &m.rings[q]; r.txClearing {
+			r.txClearing, r.tdar = false, false
 		}
-		for {
+	}
+	m.mu.Unlock()
+	for q := 0; q < m.info.rings; q++ {
+		for i := 0; ; i++ {
+			if i == budget {
+				again = true
+				break
+			}
 			m.mu.Lock()
 			frame, sink, deliver, loop, more := m.txOneLocked(q)
+			again = again || m.rings[q].txClearing
 			m.mu.Unlock()
 			if deliver {
 				if loop {
@@ -55,18 +72,37 @@ func (m *Model) transmit(mask uint32) {
 				}
 			}
 			if !more {
+				m.mu.Lock()
+				held = held || m.txHeldLocked(q)
+				m.mu.Unlock()
 				break
 			}
 		}
 	}
+	switch {
+	case again:
+		m.txT.Arm()
+	case held:
+		m.txT.ArmIdle() // the running ring looks again for the frame's rest
+	}
 }
+
+// txHeldLocked: ring q runs (TDAR set) but its frame waits for a later BD to
+// become ready.
+func (m *Model) txHeldLocked(q int) bool {
+	r := &m.rings[q]
+	return r.tdar && !r.txClearing && !r.txHung && m.ecr&ecrETHEREN != 0 && m.tcr&tcrGTS == 0 && !m.closed.Load()
+}
+
+// txBurstMax bounds the frames one engine step sends per ring.
+const txBurstMax = 8
 
 // txOneLocked handles the frame at ring q's current BD. more is false when the
 // ring is drained or stopped. The frame (a slice of txScratch) is to be
 // delivered when deliver is true.
 func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, loop, more bool) {
 	r := &m.rings[q]
-	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || !r.tdar || m.tcr&tcrGTS != 0 {
+	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || !r.tdar || m.tcr&tcrGTS != 0 || r.txHung || r.txClearing {
 		return nil, nil, false, false, false
 	}
 	ext := m.ecr&ecrEN1588 != 0
@@ -92,7 +128,11 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 		sc := b.sc()
 		if sc&txR == 0 {
 			if nbd == 0 {
-				r.tdar = false
+				if m.info.err006358 {
+					r.txClearing = true // TDAR clears at the next step
+				} else {
+					r.tdar = false
+				}
 				if b.otherOrderSC()&txR != 0 {
 					m.faults.Add("tx", "TDAR", uint64(cur), "TX BD at 0x%08x is ready only in the other byte order: ECR.DBSWP is %v (set it for little-endian descriptors)", cur, le)
 				}

@@ -1,0 +1,305 @@
+package fecsim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/xnic-dev/xnic/dma"
+)
+
+// Deliberately broken drivers: each test drives the model through b.raw (the
+// device runs on its own time) the way a wrong driver would and requires the
+// model to catch it, as a fault or a visibly wrong frame; the same steps done
+// right must pass. Races a test cannot force are retried a bounded number of
+// times.
+
+const tries = 30
+
+// deviceTime lets real time pass with register accesses in between (each one
+// runs the device side's due work), longer than the idle poll of a running
+// ring.
+func (b *bed) deviceTime() {
+	for i := 0; i < 3; i++ {
+		time.Sleep(700 * time.Microsecond)
+		b.raw.Read32(regEIR)
+	}
+}
+
+// kick writes TDAR the ERR007885 way: only if one of four reads returns 0
+// (a running ring picks new BDs up by itself).
+func (b *bed) kick() {
+	for i := 0; i < 4; i++ {
+		if b.raw.Read32(regTDAR) == 0 {
+			b.raw.Write32(regTDAR, darActive)
+			return
+		}
+	}
+}
+
+func faulted(b *bed, want string) bool {
+	for _, f := range b.m.Faults() {
+		if strings.Contains(f.String(), want) {
+			return true
+		}
+	}
+	return false
+}
+
+// holdRing starts a frame whose first BD (0) is ready and whose last (1) is
+// not: ring 0 runs (TDAR stays set) waiting for the rest.
+func (b *bed) holdRing(first []byte) {
+	b.queueTX(0, 0, first, txR, 0)
+	b.raw.Write32(regTDAR, darActive)
+	b.deviceTime()
+	require.Equal(b.t, uint32(darActive), b.raw.Read32(regTDAR), "ring runs, waiting for the frame's last BD")
+}
+
+// TestBrokenDriverReadyBeforeBD: setting R before the buffer address is
+// written lets the running ring fetch the BD in between.
+func TestBrokenDriverReadyBeforeBD(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		b := newBed(t, bedOpts{})
+		f := testFrame(b.m, 200, 1)
+		b.holdRing(f[:100])
+		off := bufSize
+		copy(b.txBuf[0].CPU[off:], f[100:])
+		b.alloc.Sync(b.txBuf[0], off, 100, dma.ForDevice)
+		d := b.tx[0].CPU[b.bdSize():]
+		syncBD := func() { b.alloc.Sync(b.tx[0], b.bdSize(), b.bdSize(), dma.ForDevice) }
+		addr := uint32(b.txBuf[0].IOVA) + uint32(off)
+		if broken {
+			b.u16(d[bdLen:], 100)
+			b.u16(d[bdSC:], txR|txL|txTC)
+			syncBD()
+			b.deviceTime() // the device gets to the BD now
+			b.u32(d[bdAddr:], addr)
+			syncBD()
+		} else {
+			b.u32(d[bdAddr:], addr)
+			b.u16(d[bdLen:], 100)
+			syncBD()
+			b.deviceTime()
+			b.u16(d[bdSC:], txR|txL|txTC)
+			syncBD()
+		}
+		b.m.Settle()
+		good := len(b.sent) == 1 && bytes.Equal(b.sent[0], f)
+		if broken {
+			require.True(t, b.m.Err() != nil || !good, "R set before the address: the device must have fetched the half-written BD")
+		} else {
+			require.True(t, good, "frame written in order: sent %d frames", len(b.sent))
+			b.noFaults()
+		}
+	}
+}
+
+// TestBrokenDriverReclaimEarly: reusing a TX buffer right after the doorbell,
+// before the device clears R, puts the new bytes on the wire in place of the
+// frame queued.
+func TestBrokenDriverReclaimEarly(t *testing.T) {
+	b := newBed(t, bedOpts{})
+	caught := false
+	for i := 0; i < tries && !caught; i++ {
+		slot := i % (b.n - 1)
+		f := testFrame(b.m, 100, byte(i))
+		g := testFrame(b.m, 100, byte(i)+100)
+		b.sent = nil
+		b.queueTX(0, slot, f, txR|txL|txTC, 0)
+		b.raw.Write32(regTDAR, darActive)
+		copy(b.txBuf[0].CPU[slot*bufSize:], g) // "done": reuse the buffer
+		b.alloc.Sync(b.txBuf[0], slot*bufSize, len(g), dma.ForDevice)
+		b.m.Settle()
+		require.Len(t, b.sent, 1)
+		caught = bytes.Equal(b.sent[0], g)
+		if !caught {
+			require.Equal(t, f, b.sent[0])
+		}
+		for b.raw.Read32(regTDAR) != 0 {
+			b.m.Settle()
+		}
+	}
+	require.True(t, caught, "in %d tries the device never read a TX buffer after the doorbell returned", tries)
+
+	// Done right: wait for R to clear before reusing the buffer.
+	b = newBed(t, bedOpts{})
+	for i := 0; i < 5; i++ {
+		f := testFrame(b.m, 100, byte(i))
+		b.sent = nil
+		b.queueTX(0, i, f, txR|txL|txTC, 0)
+		b.kick()
+		deadline := time.Now().Add(time.Second)
+		for {
+			if _, sc, _ := b.txBD(0, i); sc&txR == 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "R never cleared (try %d, TDAR %x, faults %v)", i, b.raw.Read32(regTDAR), b.m.Faults())
+			time.Sleep(10 * time.Microsecond)
+		}
+		copy(b.txBuf[0].CPU[i*bufSize:], testFrame(b.m, 100, 0xEE))
+		require.Len(t, b.sent, 1)
+		require.Equal(t, f, b.sent[0])
+	}
+	b.noFaults()
+}
+
+// TestBrokenDriverMDIOBusy: a management frame started while the last one is
+// still being clocked out is refused with a fault; waiting for EIR.MII works.
+func TestBrokenDriverMDIOBusy(t *testing.T) {
+	b := newBed(t, bedOpts{})
+	read := uint32(1<<30 | 2<<28 | 1<<23 | 2<<18 | 2<<16) // PHYID1 of PHY 1
+	caught := false
+	for i := 0; i < tries && !caught; i++ {
+		b.raw.Write32(regEIR, eirMII)
+		b.raw.Write32(regMMFR, read)
+		b.raw.Write32(regMMFR, read) // no wait for EIR.MII
+		caught = faulted(b, "still being clocked out")
+		b.m.Settle()
+	}
+	require.True(t, caught, "a second MMFR write right after the first was never refused")
+	b.m.FaultLog().Clear()
+	for i := 0; i < 5; i++ {
+		b.raw.Write32(regEIR, eirMII)
+		b.raw.Write32(regMMFR, read)
+		deadline := time.Now().Add(time.Second)
+		for b.raw.Read32(regEIR)&eirMII == 0 {
+			require.True(t, time.Now().Before(deadline), "EIR.MII never set")
+		}
+		require.Equal(t, uint16(b.m.cfg.PHYID>>16), uint16(b.raw.Read32(regMMFR)))
+	}
+	b.noFaults()
+}
+
+// TestBrokenDriverTouchDuringReset: a register write right after ECR.RESET,
+// without waiting for RESET to read 0, is lost and recorded.
+func TestBrokenDriverTouchDuringReset(t *testing.T) {
+	b := newBed(t, bedOpts{noEnable: true})
+	caught := false
+	for i := 0; i < tries && !caught; i++ {
+		b.raw.Write32(regECR, ecrRESET)
+		b.raw.Write32(regRCR, defaultRCR())
+		caught = faulted(b, "while ECR.RESET is in progress")
+		waitResetDone(t, b.raw)
+	}
+	require.True(t, caught, "a write right after ECR.RESET was never refused")
+	require.Equal(t, uint32(rcrReset), b.raw.Read32(regRCR), "the write during reset is lost")
+	b.m.FaultLog().Clear()
+	b.raw.Write32(regECR, ecrRESET)
+	waitResetDone(t, b.raw)
+	b.raw.Write32(regRCR, defaultRCR())
+	require.Equal(t, defaultRCR(), b.raw.Read32(regRCR))
+	b.noFaults()
+}
+
+// TestBrokenDriverERR007885: on the i.MX8MP, writing TDAR while it reads 1 is
+// the erratum's hazard: a fault, and the ring hangs. The work-around (read
+// TDAR, write only when it reads 0) lets the running ring pick the BD up. The
+// i.MX6 has no such erratum.
+func TestBrokenDriverERR007885(t *testing.T) {
+	for _, tc := range []struct {
+		v          Variant
+		workaround bool
+	}{{IMX8MP, false}, {IMX8MP, true}, {IMX6, false}} {
+		b := newBed(t, bedOpts{cfg: Config{Variant: tc.v}})
+		f := testFrame(b.m, 200, 3)
+		b.holdRing(f[:100])
+		copy(b.txBuf[0].CPU[bufSize:], f[100:])
+		b.alloc.Sync(b.txBuf[0], bufSize, 100, dma.ForDevice)
+		b.putBD(b.tx[0], 1, 100, txR|txL|txTC, uint32(b.txBuf[0].IOVA)+bufSize, 0)
+		b.alloc.Sync(b.tx[0], b.bdSize(), b.bdSize(), dma.ForDevice)
+		idle := false
+		if tc.workaround {
+			for i := 0; i < 4 && !idle; i++ {
+				idle = b.raw.Read32(regTDAR) == 0
+			}
+		}
+		if !tc.workaround || idle {
+			b.raw.Write32(regTDAR, darActive)
+		}
+		b.m.Settle()
+		b.deviceTime()
+		if tc.v == IMX8MP && !tc.workaround {
+			require.True(t, faulted(b, "ERR007885"), "TDAR written while set")
+			require.Empty(t, b.sent, "the hung ring sends nothing")
+			continue
+		}
+		require.Len(t, b.sent, 1, "%v workaround %v", tc.v, tc.workaround)
+		require.Equal(t, f, b.sent[0])
+		b.noFaults()
+	}
+}
+
+// TestBrokenDriverERR006358: on the i.MX6, a TDAR write after the device
+// found the ring drained but before it cleared TDAR is lost: the frame stays
+// ready until a driver that follows the work-around (TDAR reads 0 with BDs
+// still ready: write it again) kicks the ring.
+func TestBrokenDriverERR006358(t *testing.T) {
+	b := newBed(t, bedOpts{cfg: Config{Variant: IMX6}})
+	caught := false
+	slot := 0
+	for i := 0; i < tries && !caught; i++ {
+		f := testFrame(b.m, 100, byte(i))
+		g := testFrame(b.m, 100, byte(i)+50)
+		b.sent = nil
+		b.queueTX(0, slot, f, txR|txL|txTC, 0)
+		b.raw.Write32(regTDAR, darActive)
+		deadline := time.Now().Add(time.Second)
+		for {
+			if _, sc, _ := b.txBD(0, slot); sc&txR == 0 {
+				break
+			}
+			require.True(t, time.Now().Before(deadline), "R never cleared")
+			time.Sleep(5 * time.Microsecond)
+			b.raw.Read32(regEIR)
+		}
+		// The test knows when the device has looked at the next BD and not
+		// cleared TDAR yet (a driver cannot): write TDAR then.
+		b.m.mu.Lock()
+		window := b.m.rings[0].txClearing
+		b.m.mu.Unlock()
+		next := (slot + 1) % b.n
+		slot = (next + 1) % b.n
+		b.queueTX(0, next, g, txR|txL|txTC, 0)
+		if !window {
+			b.kick()
+			b.m.Settle()
+			continue
+		}
+		b.raw.Write32(regTDAR, darActive) // without looking at TDAR
+		b.m.Settle()
+		_, sc, _ := b.txBD(0, next)
+		caught = sc&txR != 0 && len(b.sent) == 1
+		if caught {
+			require.Zero(t, b.raw.Read32(regTDAR), "TDAR cleared with a BD still ready")
+			b.raw.Write32(regTDAR, darActive) // the work-around: kick again
+			b.m.Settle()
+			require.Len(t, b.sent, 2, "sent after the second kick")
+			require.Equal(t, g, b.sent[1])
+		}
+	}
+	require.True(t, caught, "in %d tries no TDAR write fell in the window ERR006358 loses", tries)
+	b.noFaults()
+}
+
+// TestLatchedEventRaisesNoInterrupt: an EIR bit the driver leaves set does not
+// signal again when the event recurs; clearing it does.
+func TestLatchedEventRaisesNoInterrupt(t *testing.T) {
+	b := newBed(t, bedOpts{ext: true})
+	b.r.Write32(regEIMR, eirTXFq[0])
+	send := func(i int) {
+		b.queueTX(0, i, testFrame(b.m, 80, byte(i)), txR|txL|txTC, txeINT)
+		b.r.Write32(regTDAR, darActive)
+	}
+	send(0)
+	require.Equal(t, uint64(1), b.m.IRQFired(0))
+	send(1) // TXF still set: no new message
+	require.Len(t, b.sent, 2)
+	require.Equal(t, uint64(1), b.m.IRQFired(0), "a latched EIR.TXF raised another interrupt")
+	b.r.Write32(regEIR, eirTXFq[0])
+	send(2)
+	require.Equal(t, uint64(2), b.m.IRQFired(0), "cleared TXF, new frame: a new interrupt")
+	b.noFaults()
+}
