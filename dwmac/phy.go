@@ -225,8 +225,12 @@ func (p *Port) PHYAddr() int { return p.phyAddr }
 // PHYID is PHYID1:PHYID2 as read at bring-up.
 func (p *Port) PHYID() uint32 { return p.phyID }
 
-// ReadPHY reads a clause-22 register of the port's PHY (for diagnostics).
+// ReadPHY reads a clause-22 register of the port's PHY (for diagnostics;
+// nic.PHYAccess).
 func (p *Port) ReadPHY(r int) (uint16, error) {
+	if err := nic.CheckPHYReg(r); err != nil {
+		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
+	}
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
 	if p.closed {
@@ -237,4 +241,21 @@ func (p *Port) ReadPHY(r int) (uint16, error) {
 		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
 	return v, nil
+}
+
+// WritePHY writes a clause-22 register of the port's PHY (for diagnostics;
+// nic.PHYAccess).
+func (p *Port) WritePHY(r int, v uint16) error {
+	if err := nic.CheckPHYReg(r); err != nil {
+		return fmt.Errorf("dwmac: %s: %w", p.name, err)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
+	if err := p.mdioWrite(p.phyAddr, r, v); err != nil {
+		return fmt.Errorf("dwmac: %s: %w", p.name, err)
+	}
+	return nil
 }

@@ -172,3 +172,41 @@ func (p *Port) phyLink() (nic.LinkState, error) {
 	}
 	return l, nil
 }
+
+// PHYAddr is the MDIO address of the PHY the port drives.
+func (p *Port) PHYAddr() int { return p.phyAddr }
+
+// ReadPHY reads clause-22 register r of the port's PHY through MMFR (for
+// diagnostics; nic.PHYAccess).
+func (p *Port) ReadPHY(r int) (uint16, error) {
+	if err := nic.CheckPHYReg(r); err != nil {
+		return 0, fmt.Errorf("fec: %s: %w", p.name, err)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return 0, fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	}
+	v, err := p.readPHY(r)
+	if err != nil {
+		return 0, fmt.Errorf("fec: %s: %w", p.name, err)
+	}
+	return v, nil
+}
+
+// WritePHY writes clause-22 register r of the port's PHY through MMFR (for
+// diagnostics; nic.PHYAccess).
+func (p *Port) WritePHY(r int, v uint16) error {
+	if err := nic.CheckPHYReg(r); err != nil {
+		return fmt.Errorf("fec: %s: %w", p.name, err)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	}
+	if err := p.writePHY(r, v); err != nil {
+		return fmt.Errorf("fec: %s: %w", p.name, err)
+	}
+	return nil
+}

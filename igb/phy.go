@@ -68,3 +68,42 @@ func (p *Port) readPHYID() (uint32, error) {
 	}
 	return uint32(hi)<<16 | uint32(lo), nil
 }
+
+// PHYAddr is the MDIO address of the PHY the port drives.
+func (p *Port) PHYAddr() int { return p.phyAddr }
+
+// ReadPHY reads clause-22 register r of the port's PHY through MDIC (for
+// diagnostics; nic.PHYAccess).
+func (p *Port) ReadPHY(r int) (uint16, error) {
+	if err := nic.CheckPHYReg(r); err != nil {
+		return 0, fmt.Errorf("igb: %s: %w", p.name, err)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return 0, fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	}
+	v, err := p.readPHY(r)
+	if err != nil {
+		return 0, fmt.Errorf("igb: %s: %w", p.name, err)
+	}
+	return v, nil
+}
+
+// WritePHY writes clause-22 register r of the port's PHY through MDIC (for
+// diagnostics; nic.PHYAccess). MDIC carries clause-22 frames only (82576
+// 8.2.4): there is no clause-45 access.
+func (p *Port) WritePHY(r int, v uint16) error {
+	if err := nic.CheckPHYReg(r); err != nil {
+		return fmt.Errorf("igb: %s: %w", p.name, err)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	}
+	if err := p.writePHY(r, v); err != nil {
+		return fmt.Errorf("igb: %s: %w", p.name, err)
+	}
+	return nil
+}
