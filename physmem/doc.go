@@ -19,6 +19,13 @@
 //     share a line can avoid writing back a neighbour the device owns (the
 //     memory is cached: there is no uncached mapping of RAM from user space).
 //
+//   - Uncached, memory the CPU maps non-cacheable, for descriptor rings: a
+//     physical range reserved from the kernel (a reserved-memory node, with
+//     no-map or not, or RAM above mem=) mapped from /dev/mem with O_SYNC
+//     (uncached.go says which memory type arm64 then uses and what the kernel
+//     must allow). WithUncached combines it with an Allocator: the dwmac and
+//     fec drivers take their rings from its AllocUncached.
+//
 //   - Device, a nic.Device for a platform device: its register windows are
 //     mapped from /dev/mem (the path is configurable, so tests use a plain
 //     file). Every register access is one aligned 32-bit atomic load or store.
@@ -39,7 +46,7 @@
 // process without the privileges (root, CAP_SYS_RAWIO for /dev/mem,
 // CAP_SYS_ADMIN for pagemap PFNs, CAP_IPC_LOCK or RLIMIT_MEMLOCK for mlock).
 //
-// Files: alloc.go (the allocator), pagemap.go (the pagemap format), device.go
+// Files: alloc.go (the allocator), uncached.go (uncached memory), pagemap.go (the pagemap format), device.go
 // and regs.go (the platform device), hugepages.go (the real page source),
 // sys_linux.go (system calls), *_unsafe.go (the only pointer arithmetic),
 // sync_arm64.s (cache maintenance).
