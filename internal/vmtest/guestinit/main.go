@@ -95,8 +95,6 @@ func run() (int, error) {
 	if err := mountAll(); err != nil {
 		return 0, err
 	}
-	err := openResults(guestproto.ResultsTTY)
-	step("results", err, guestproto.ResultsTTY)
 	b, err := os.ReadFile(guestproto.ConfigPath)
 	if err != nil {
 		return 0, fmt.Errorf("read config: %w", err)
@@ -105,7 +103,16 @@ func run() (int, error) {
 	if err := json.Unmarshal(b, &cfg); err != nil {
 		return 0, fmt.Errorf("parse %s: %w", guestproto.ConfigPath, err)
 	}
+	tty := guestproto.ResultsTTY
+	if cfg.ResultsTTY != "" {
+		tty = cfg.ResultsTTY
+	}
+	err = openResults(tty)
+	step("results", err, tty)
 	defer dmesgTail(cfg.DmesgLines)
+	if cfg.Vendor == 0 && cfg.Device == 0 {
+		return runPlatform(cfg), nil
+	}
 	for _, m := range cfg.Modules {
 		err := loadModule(m)
 		step("module", err, filepath.Base(m.Path))

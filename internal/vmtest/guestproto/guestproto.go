@@ -33,8 +33,14 @@ type Test struct {
 type Config struct {
 	Modules []Module `json:"modules"`
 	// Vendor and Device select the NIC to bind to vfio-pci (first match).
+	// Both zero: no PCI device (a platform guest, e.g. the arm64 imx8mp-evk
+	// whose MAC the tests reach through /dev/mem); /init then binds nothing,
+	// skips its VFIO smoke checks and just runs the tests.
 	Vendor uint16 `json:"vendor"`
 	Device uint16 `json:"device"`
+	// ResultsTTY replaces the default ResultsTTY (another machine's UARTs
+	// have other names: ttymxc2 on the i.MX8M Plus).
+	ResultsTTY string `json:"results_tty,omitempty"`
 	// MAC is the address QEMU gave the NIC; the smoke check reads it back from
 	// the device's receive-address registers through VFIO.
 	MAC string `json:"mac"`

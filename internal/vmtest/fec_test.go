@@ -1,0 +1,269 @@
+package vmtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/gopacket/pcapgo"
+
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
+	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+)
+
+// The arm64 tier: the fec driver's guest tests (fec/vm_test.go, TestVM*) and
+// the CLI against QEMU's imx.enet on the imx8mp-evk machine, once per ENET
+// variant. QEMU's model is the same for all three; the compatible string
+// picks the driver's quirks: the i.MX8M Plus (enhanced 32-byte descriptors,
+// three rings of which the driver uses one), the i.MX6UL (enhanced, one ring)
+// and the Vybrid mvf600 (legacy 8-byte descriptors, no ENET MAC quirks).
+var fecVariants = []struct{ Name, Compatible string }{
+	{"imx8mp", "fsl,imx8mp-fec"},
+	{"imx6", "fsl,imx6ul-fec"},
+	{"mvf600", "fsl,mvf600-fec"},
+}
+
+const (
+	// fecPhys is the ENET's register window on the i.MX8M Plus (imx8mp.dtsi
+	// ethernet@30be0000), where QEMU's imx8mp-evk maps its imx.enet.
+	fecPhys     = 0x30be0000
+	fecGuestMAC = "52:54:00:12:34:57"
+	// The pktgen check: this many frames of this size to the peer.
+	fecPktgenCount = 300
+	fecPktgenSize  = 128
+	fecGuestTime   = 4 * time.Minute // -test.timeout of the guest binary
+)
+
+// TestFECQEMU boots the imx8mp-evk once per variant and runs the fec guest
+// tests there; each becomes a subtest, and the host checks what the wire
+// carried: the peer's sessions (byte-exact both ways, the MAC-swapped echo
+// replies) and, in the capture, every pktgen frame against the one built here.
+func TestFECQEMU(t *testing.T) {
+	if !*flagVM && os.Getenv("XNIC_VMTEST") != "1" {
+		t.Skip("VM tier not requested: run `make vmtest` (go test ./internal/vmtest -vmtest, or XNIC_VMTEST=1)")
+	}
+	begin := time.Now()
+	assets, err := LocateARM64()
+	if err != nil {
+		t.Fatalf("%v", err)
+	}
+	root, err := ModuleRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := *flagDir
+	if dir == "" {
+		dir = t.TempDir()
+	} else if dir = filepath.Join(dir, "fec"); os.MkdirAll(dir, 0o755) != nil {
+		t.Fatalf("cannot create %s", dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+
+	// Build /init, the fec test binary and xnic for arm64.
+	initPath := filepath.Join(dir, "init")
+	if err := BuildARM64(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
+		t.Fatal(err)
+	}
+	xnicPath := filepath.Join(dir, "xnic")
+	if err := BuildARM64(ctx, root, "./cmd/xnic", xnicPath); err != nil {
+		t.Fatal(err)
+	}
+	tb, err := BuildTestARM64(ctx, root, "./fec", "^TestVM", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tb.Tests) == 0 {
+		t.Fatal("the fec package lists no TestVM* tests")
+	}
+	obj := filepath.Join(root, "examples", "xdp", "xdp_macswap_tx.o")
+	if !isFile(obj) {
+		t.Fatalf("no %s", obj)
+	}
+	t.Logf("built /init, fec.test (%d guest tests) and xnic for arm64 in %v", len(tb.Tests), time.Since(begin).Round(time.Millisecond))
+
+	seed := *flagSeed
+	if seed == 0 {
+		seed = time.Now().UnixNano() % 1_000_000_007
+	}
+	t.Logf("frame stream seed %d (rerun with -vmtest.seed=%d)", seed, seed)
+	for _, v := range fecVariants {
+		t.Run(v.Name, func(t *testing.T) {
+			runFECVariant(ctx, t, assets, filepath.Join(dir, v.Name), v.Compatible, seed, tb, initPath, xnicPath, obj)
+		})
+	}
+	t.Logf("arm64 fec tier took %v", time.Since(begin).Round(time.Millisecond))
+}
+
+func runFECVariant(ctx context.Context, t *testing.T, assets ARM64Assets, dir, compatible string, seed int64,
+	tb *TestBinary, initPath, xnicPath, obj string) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	peer, err := traffic.NewPeer(traffic.PeerConfig{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	cfg := guestproto.Config{
+		ResultsTTY: IMXResultsTTY,
+		Env: map[string]string{
+			"XNIC_FEC_PLATFORM":        fmt.Sprintf("%s@%#x", compatible, fecPhys),
+			"XNIC_VMTEST_MAC":          fecGuestMAC,
+			"XNIC_VMTEST_PEER_MAC":     peer.MAC().String(),
+			"XNIC_VMTEST_SEED":         strconv.FormatInt(seed, 10),
+			"XNIC_VMTEST_PKTGEN_COUNT": strconv.Itoa(fecPktgenCount),
+			"XNIC_VMTEST_PKTGEN_SIZE":  strconv.Itoa(fecPktgenSize),
+			"XNIC_BIN":                 "/bin/xnic",
+			"XNIC_XDP_MACSWAP":         "/xdp/xdp_macswap_tx.o",
+		},
+		Tests: []guestproto.Test{{Name: tb.Name, Path: "/tests/fec.test",
+			Args:       []string{"-test.v", "-test.timeout=" + fecGuestTime.String(), "-test.run=^TestVM"},
+			TimeoutSec: int(fecGuestTime/time.Second) + 30}},
+		DmesgLines: 30,
+	}
+	cj, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	initrd := filepath.Join(dir, "initramfs.cpio")
+	f, err := os.Create(initrd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = WriteInitramfs(f, []InitramfsFile{
+		{Name: "init", Src: initPath, Mode: 0o755},
+		{Name: "bin/xnic", Src: xnicPath, Mode: 0o755},
+		{Name: "tests/fec.test", Src: tb.Path, Mode: 0o755},
+		{Name: "xdp/xdp_macswap_tx.o", Src: obj},
+		{Name: strings.TrimPrefix(guestproto.ConfigPath, "/"), Data: cj},
+	})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	logger := &lineLogger{t: t}
+	vm := &IMXVM{
+		Assets: assets, Initramfs: initrd, MAC: fecGuestMAC,
+		PeerAddr: peer.Addr().String(),
+		Pcap:     filepath.Join(dir, "fec.pcap"),
+		Results:  filepath.Join(dir, "results.log"),
+		Console:  logger,
+	}
+	bootAt := time.Now()
+	vctx, cancel := context.WithTimeout(ctx, fecGuestTime+time.Minute)
+	defer cancel()
+	console, runErr := vm.Run(vctx)
+	logger.stop()
+	_ = os.WriteFile(filepath.Join(dir, "console.log"), []byte(console), 0o644)
+	t.Logf("guest ran %v (QEMU exit: %v); artifacts in %s", time.Since(bootAt).Round(time.Millisecond), runErr, dir)
+
+	results, err := os.ReadFile(vm.Results)
+	if err != nil || !bytes.Contains(results, []byte(guestproto.Prefix+"boot")) {
+		t.Logf("no results from the guest's third UART (%v); parsing the console", err)
+		results = []byte(console)
+	}
+	res := ParseConsole(string(results))
+	switch {
+	case !res.Booted:
+		t.Fatalf("the guest never reached /init (QEMU: %v); console tail:\n%s", runErr, Tail(console, 60))
+	case runErr != nil:
+		t.Errorf("QEMU: %v; console tail:\n%s", runErr, Tail(console, 40))
+	}
+	if res.Fatal != "" {
+		t.Errorf("guest /init gave up: %s\nsteps: %s\nkernel log tail:\n%s", res.Fatal, strings.Join(res.Steps, "\n"), strings.Join(res.Dmesg, "\n"))
+	} else if !res.Done && runErr == nil {
+		t.Errorf("guest powered off without finishing; console tail:\n%s", Tail(console, 40))
+	}
+	t.Run("guest", func(t *testing.T) { checkBinary(t, tb, res.Binaries[tb.Name], res) })
+	t.Run("peer", func(t *testing.T) { checkPeer(t, peer.Report()) })
+	t.Run("pktgen", func(t *testing.T) {
+		checkPktgen(t, vm.Pcap, fecGuestMAC, peer.MAC().String(), fecPktgenCount, fecPktgenSize)
+	})
+}
+
+// checkPktgen finds in the capture the frames `xnic pktgen` sent (the default
+// UDP flow from the ENET to the peer) and compares every one, byte for byte,
+// with the frame pktgen.Flow builds for the same parameters.
+func checkPktgen(t *testing.T, pcap, srcMAC, dstMAC string, count, size int) {
+	f := pktgen.DefaultFlow()
+	f.Size = size
+	var err error
+	if f.SrcMAC, err = net.ParseMAC(srcMAC); err != nil {
+		t.Fatal(err)
+	}
+	if f.DstMAC, err = net.ParseMAC(dstMAC); err != nil {
+		t.Fatal(err)
+	}
+	want, err := f.UDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames, err := readPcap(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The flow's frames: IPv4 from the ENET to the peer between the flow's
+	// addresses (the echo replies are IPv4 too, between others).
+	src, dst := f.SrcIP.As4(), f.DstIP.As4()
+	same, other := 0, 0
+	var firstBad []byte
+	for _, fr := range frames {
+		if len(fr) < 34 || !bytes.Equal(fr[0:6], f.DstMAC) || !bytes.Equal(fr[6:12], f.SrcMAC) || fr[12] != 0x08 || fr[13] != 0x00 ||
+			!bytes.Equal(fr[26:30], src[:]) || !bytes.Equal(fr[30:34], dst[:]) {
+			continue
+		}
+		if bytes.Equal(fr, want) {
+			same++
+			continue
+		}
+		other++
+		if firstBad == nil {
+			firstBad = fr
+		}
+	}
+	if same != count || other != 0 {
+		t.Errorf("capture has %d pktgen frames identical to the expected %d-byte frame and %d that differ, want %d and 0; first different: % x\nwant: % x",
+			same, len(want), other, count, firstBad, want)
+		return
+	}
+	t.Logf("all %d pktgen frames (%d bytes) on the wire byte-exact", same, len(want))
+}
+
+// readPcap returns the frames of a classic pcap file.
+func readPcap(path string) ([][]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	r, err := pcapgo.NewReader(fh)
+	if err != nil {
+		return nil, fmt.Errorf("pcap %s: %w", path, err)
+	}
+	var out [][]byte
+	for {
+		data, _, err := r.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("pcap %s: record %d: %w", path, len(out), err)
+		}
+		out = append(out, data)
+	}
+}
