@@ -26,12 +26,14 @@ const (
 	helperRedirectMap      = 51
 	helperXdpAdjustMeta    = 54
 	helperXdpAdjustTail    = 65
+	helperFibLookup        = 69
 	helperKtimeGetBootNs   = 125
 	helperRingbufOutput    = 130
 	helperRingbufReserve   = 131
 	helperRingbufSubmit    = 132
 	helperRingbufDiscard   = 133
 	helperKtimeGetCoarseNs = 160
+	helperCheckMtu         = 163
 	helperLoop             = 181
 	helperXdpGetBuffLen    = 188
 	helperXdpLoadBytes     = 189
@@ -53,7 +55,7 @@ func helperImplemented(id int32) bool {
 		helperKtimeGetBootNs, helperRingbufOutput, helperRingbufReserve,
 		helperRingbufSubmit, helperRingbufDiscard, helperKtimeGetCoarseNs,
 		helperLoop, helperXdpGetBuffLen, helperXdpLoadBytes, helperXdpStoreBytes,
-		helperKtimeGetTaiNs:
+		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu:
 		return true
 	}
 	return false
@@ -251,6 +253,10 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
 	case helperLoop:
 		return r.loop(p, pc, reg)
+	case helperFibLookup:
+		return r.fibLookup(p, pc, reg) // helpers_fib.go
+	case helperCheckMtu:
+		return r.checkMTU(p, pc, reg)
 	case helperRingbufOutput, helperRingbufReserve, helperRingbufSubmit, helperRingbufDiscard:
 		return r.ringbuf(p, pc, id, reg)
 	}

@@ -54,6 +54,7 @@ type Collection struct {
 	skipped     map[string]string            // programs not loaded: name -> reason
 	skippedSpec map[string]*ebpf.ProgramSpec // programs not loaded
 	mapErrs     map[string]error             // maps that could not be created: name -> why
+	fib         atomic.Pointer[fibTable]     // bpf_fib_lookup's table (SetFIB)
 	trace       io.Writer
 	traceMu     sync.Mutex
 	closed      atomic.Bool
