@@ -1,5 +1,6 @@
-// Package bpf runs unmodified XDP programs compiled by clang (-target bpf) in an
-// interpreter with the kernel's semantics.
+// Package bpf runs unmodified XDP programs compiled by clang (-target bpf) with
+// the kernel's semantics: as native code (the JIT, on linux/amd64) or in an
+// interpreter, which is the reference and runs everywhere.
 //
 // Loading: LoadFile reads an ELF object through cilium/ebpf's CollectionSpec
 // (several programs, BTF and legacy maps, global data sections as single-entry
@@ -68,7 +69,68 @@
 // boundary (Go aligns functions to 32 bytes) the sequence straddles two
 // 64-byte lines and every instruction costs about 0.5 ns more (ALU loop 2.1
 // against 1.6 ns per instruction, the reference program 53 against 43 ns).
-// Binaries that run programs should be linked with -ldflags=-funcalign=64.
+// Binaries that run programs in the interpreter should be linked with
+// -ldflags=-funcalign=64; the JIT's speed does not depend on it (its code is
+// in its own mapping, page-aligned).
+//
+// # JIT
+//
+// Options.Engine picks the engine: EngineDefault (the JIT where
+// JITAvailable, else the interpreter), EngineInterp or EngineJIT. With the
+// JIT, every program is compiled at load from its decoded instruction
+// stream before fusion (decodeProgram keeps it; context loads specialised
+// as for the interpreter) to machine code for the platform; the front end
+// (jit.go) is common, the backend is a file set per architecture
+// (jit_amd64.go and jit_amd64.s). The code goes into its own mapping,
+// written while read-write and then sealed read-execute with mprotect, so it
+// is never writable and executable at once; Collection.Close unmaps it (the
+// programs then run in the interpreter), and so does a cleanup
+// (runtime.AddCleanup) when a Program is no longer reachable. Close must not
+// race with runs of the collection's programs: stop the poll loops first.
+//
+// The native code has exactly the interpreter's semantics and safety, and
+// trusts nothing the program's compiler did: BPF registers live in machine
+// registers; every load and store computes its tagged address and checks it
+// against the region table in the Runner (region number below the table's
+// length, lo <= offset, offset+size <= hi, or whi for stores), exactly as
+// the interpreter's fast path, inline for the region guessed (the stack
+// through r10, else the packet) and out of line for the others; backward
+// jumps charge the instruction budget by the same amounts (from the fused
+// move where the interpreter fuses "wX = K" with the jump, so a budget
+// fault names the same slot). Everything else (helpers, map operations,
+// bpf-to-bpf calls and their depth, tail calls and their limit, callx,
+// atomics, division and modulo, loads from the context that are not
+// specialised, any access that fails its check) returns to Go with the
+// instruction's index, and the interpreter's slow path runs that one
+// instruction with its own code (the same helper table, so helpers added
+// later work in the JIT unchanged) and re-enters the native code at the
+// next one. Exits return to Go too, which pops a subprogram's frame as the
+// interpreter does. Faults are therefore the interpreter's, with the same
+// reason and instruction.
+//
+// The native code never calls Go, so it needs nothing from the Go runtime.
+// It runs inside jitEnter, a NOSPLIT assembly function that loads r0-r10
+// from the Runner's register file, CALLs the code and stores them back when
+// it returns; the code uses no stack but that call's return address (it
+// never moves SP and never touches BP), so it stays within jitEnter's frame
+// and the stack the linker checked for it. It returns with RET after
+// writing an exit code (done, or "slow path at instruction N") into the
+// Runner. While it runs it holds pointers only to memory the Go collector
+// does not move: the Runner (a heap object), its region table and the
+// buffers in it (heap objects or mappings, reachable from the Runner) are
+// read through the Runner's register at each access, so a helper that grows
+// the table between two entries is seen at once; nothing of Go's is
+// written but pointer-free bytes (packet, stack, map values, the register
+// file, the exit code), which need no write barrier. No garbage collection
+// stop can catch the goroutine inside the code: a signal that lands there
+// (async preemption, profiling) finds a PC outside any Go function, and the
+// runtime's isAsyncSafePoint refuses to preempt at a PC without function
+// data (runtime/preempt.go: findfunc fails), so the goroutine is preempted
+// at its next safe point in Go instead, at the latest when the run ends or
+// returns for a helper (the instruction budget bounds a run). Signal
+// handlers run on the signal stack, never on the goroutine's. The ABI
+// wrapper that calls jitEnter (an ABI0 function) re-establishes the g
+// register (R14) and X15 afterwards, which the code clobbers.
 //
 // The stack is not cleared between runs (the registers are). Like the
 // kernel, whose verifier rejects reads of stack slots not written before, a

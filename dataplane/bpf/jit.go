@@ -196,6 +196,25 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 	}
 }
 
+// resumeJIT goes on with a top-level run (base 0) whose first native round
+// returned exit code e (see runFrame).
+func (r *Runner) resumeJIT(j *jitProg, p *Program, e uint32, reg *[256]uint64) uint64 {
+	pc := int(e >> 8)
+	if e&0xff == jitExitDone {
+		// A subprogram's exit (depth > 0): pop as fastJIT does.
+		r.depth--
+		f := &r.frames[r.depth]
+		reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
+		reg[10] = f.fp
+		p, pc = f.prog, f.ret
+		var done bool
+		if pc, p, done = r.step(p, pc, 0, reg); done {
+			return reg[0]
+		}
+	}
+	return r.slow(p, pc, 0, reg)
+}
+
 // releaseJIT unmaps the native code of every program of c.
 func (c *Collection) releaseJIT() {
 	for _, p := range c.progs {

@@ -238,6 +238,7 @@ type amd64Compiler struct {
 	entry        []uint32
 	jumps        []jitFixup // to instruction starts
 	slows        []jitFixup // to slow-path exits, by instruction
+	generic      []jitGeneric
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -260,6 +261,9 @@ func compileNative(plain, fused []insn) (*jitProg, error) {
 	}
 	for _, f := range c.jumps {
 		c.patch(f.pos, int(c.entry[f.pc]))
+	}
+	for _, g := range c.generic {
+		c.emitGeneric(g)
 	}
 	// One exit stub per instruction that may need the slow path.
 	stubs := map[int]int{}
@@ -508,27 +512,63 @@ func (c *amd64Compiler) insn(pc int) error {
 // offset+n <= hi, or whi for a store) and returns the operand that
 // addresses the checked bytes. Anything else goes to the slow path, which
 // loads from the context or reports the fault.
+//
+// The inline code guesses the region (the stack for r10, else the packet)
+// and checks against that entry of the table, whose loads do not depend on
+// the address; another region number goes to the full check out of line
+// (generic), which comes back with the same registers. Both regions exist
+// in every Runner's table (it never has fewer than regionStatic entries).
 func (c *amd64Compiler) check(pc int, base uint8, off, n int32, write bool) xmem {
-	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: base, index: -1, disp: off}, false) // lea
-	c.aluRR(true, 0x89, xS2, xS1)
-	c.shiftI(true, 5, xS2, 32)
-	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
-	c.slowIf(ccAE, pc)
-	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
-	c.imm32(regionSize)
-	c.rm(false, true, []byte{0x03}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
-	c.aluRR(false, 0x89, xS1, xS1) // the offset: low 32 bits
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offRegionLo}, false)
-	c.slowIf(ccB, pc)
-	c.aluRI(true, 0, xS1, n)
+	guess := int32(regionPacket)
+	if base == amd64Regs[10] {
+		guess = regionStack
+	}
 	hi := offRegionHi
 	if write {
 		hi = offRegionWhi
 	}
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: hi}, false)
+	e := guess * regionSize
+	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: base, index: -1, disp: off}, false) // lea
+	c.aluRR(true, 0x89, xS2, xS1)
+	c.shiftI(true, 5, xS2, 32)
+	c.aluRI(false, 7, xS2, guess)
+	other := c.jcc(ccNE)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	c.aluRR(false, 0x89, xS1, xS1) // the offset: low 32 bits
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: e + offRegionLo}, false)
+	c.slowIf(ccB, pc)
+	c.aluRI(true, 0, xS1, n)
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: e + hi}, false)
 	c.slowIf(ccA, pc)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: e + offRegionBuf}, false)
+	c.generic = append(c.generic, jitGeneric{from: other, resume: len(c.b), pc: pc, n: n, hi: hi})
 	return xmem{base: xS2, index: xS1, disp: -n}
+}
+
+// jitGeneric is the out-of-line full check of an access whose region was
+// not the one guessed: entered with the address in S1 and its region number
+// in S2, it leaves the offset plus n in S1 and the buffer in S2 and jumps
+// back to resume.
+type jitGeneric struct {
+	from, resume, pc int
+	n, hi            int32
+}
+
+func (c *amd64Compiler) emitGeneric(g jitGeneric) {
+	c.patch(g.from, len(c.b))
+	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
+	c.slowIf(ccAE, g.pc)
+	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	c.aluRR(false, 0x89, xS1, xS1)
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offRegionLo}, false)
+	c.slowIf(ccB, g.pc)
+	c.aluRI(true, 0, xS1, g.n)
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: g.hi}, false)
+	c.slowIf(ccA, g.pc)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	c.patch(c.jmp(), g.resume)
 }
 
 // condJump compares and jumps as BPF jump in does.

@@ -331,7 +331,15 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	clear(reg[:16])
 	reg[1], reg[10] = regionCtx<<32, regionStack<<32|stackSize
 	var v uint64
-	if pc, q, done := r.step(p, 0, 0, reg); done {
+	if j := p.jit.Load(); j != nil {
+		// fastJIT's first round, inline: most runs end in one.
+		jitRun(r, reg, j.base)
+		if e := r.jit.exit; e&0xff == jitExitDone && r.depth == 0 {
+			v = reg[0]
+		} else {
+			v = r.resumeJIT(j, p, e, reg)
+		}
+	} else if pc, q, done := r.fast(p, 0, 0, reg); done {
 		v = reg[0]
 	} else {
 		v = r.slow(q, pc, 0, reg)
