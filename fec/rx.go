@@ -113,7 +113,7 @@ func (q *rxQueue) reset() {
 			q.slots[i] = nil
 		}
 	}
-	clear(q.ring.CPU)
+	clearRing(q.ring.CPU)
 	q.alloc.Sync(q.ring, 0, q.ring.Len(), dma.ForDevice)
 	q.next, q.tail, q.posted, q.discard, q.stopped = 0, 0, 0, false, false
 }

@@ -93,7 +93,7 @@ func (p *Port) newTx(i int) (*txQueue, error) {
 // reset gives every descriptor back to us, W on the last one.
 func (q *txQueue) reset() {
 	q.free0()
-	clear(q.ring.CPU)
+	clearRing(q.ring.CPU)
 	storeWord0(q.ring.CPU[(q.n-1)*q.bd.size:], bdWord0(txW, 0))
 	q.alloc.Sync(q.ring, 0, q.ring.Len(), dma.ForDevice)
 	q.tail, q.clean, q.inflight, q.stopped = 0, 0, 0, false

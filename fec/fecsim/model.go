@@ -74,6 +74,9 @@ type Config struct {
 	// Coherent makes DMA cache-coherent. The default (false) is what the i.MX
 	// parts are: the device sees only what the driver synced (see sim.Memory).
 	Coherent bool
+	// Cache, when set, makes the non-coherent memory sim's CPU cache model
+	// (whole lines, seeded evictions). Ignored with Coherent.
+	Cache *sim.CacheConfig
 	// HighMemory places DMA memory above 4 GiB with no limit, as a board whose
 	// RAM the FEC cannot reach: every 32-bit BD address then misses. For
 	// testing that a driver refuses such memory.
@@ -215,6 +218,12 @@ func New(cfg Config) (*Model, error) {
 	mc := sim.MemoryConfig{Below4G: true, NonCoherent: !cfg.Coherent}
 	if cfg.HighMemory {
 		mc = sim.MemoryConfig{NonCoherent: !cfg.Coherent}
+	}
+	if cfg.Cache != nil && !cfg.Coherent {
+		if err := cfg.Cache.Validate(); err != nil {
+			return nil, fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
+		}
+		mc.Cache = cfg.Cache
 	}
 	m.mem = sim.NewMemory(mc, m.faults)
 	m.mem.SetDeviceLock(&m.mu) // every device-side access happens under mu
