@@ -666,8 +666,11 @@ func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 		return l, nil
 	}
 	p.ctl.Lock()
-	bmsr, lerr := p.lastBMSR, p.lastLinkE
+	bmsr, lerr, closed := p.lastBMSR, p.lastLinkE, p.closed
 	p.ctl.Unlock()
+	if closed { // Link answers "down" on a closed port
+		return l, fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
 	if lerr != nil {
 		return l, fmt.Errorf("dwmac: %s: no link after %v: the PHY could not be read (%v): %w", p.name, timeout, lerr, nic.ErrLinkDown)
 	}

@@ -204,6 +204,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 // pools, one PutBurst per run of buffers from the same pool, and reports how
 // many.
 func (q *txQueue) Reclaim() int {
+	if q.stopped { // the port is closed: the ring is gone
+		return 0
+	}
 	n := 0
 	var errs uint64
 	for q.inflight > 0 {
@@ -232,7 +235,13 @@ func (q *txQueue) Reclaim() int {
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
-func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
+// It is 0 once the port is closed.
+func (q *txQueue) Free() int {
+	if q.stopped {
+		return 0
+	}
+	return q.n - 1 - q.inflight
+}
 
 // stop clears ST: the DMA finishes the frame it is on and stops.
 func (q *txQueue) stop() {

@@ -501,6 +501,12 @@ func (p *Port) Link() nic.LinkState {
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 	l, up := nic.WaitLinkUp(timeout, 5*time.Millisecond, p.Link)
 	if !up {
+		p.ctl.Lock()
+		closed := p.closed
+		p.ctl.Unlock()
+		if closed {
+			return l, fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+		}
 		return l, fmt.Errorf("fec: %s: no link after %v (cable, peer, PHY address %d, or autonegotiation): %w", p.name, timeout, p.phyAddr, nic.ErrLinkDown)
 	}
 	return l, nil

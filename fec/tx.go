@@ -261,6 +261,9 @@ func (q *txQueue) kick() {
 // many. If descriptors are still ready but TDAR reads 0 (the device stopped, or
 // a kick was skipped under ERR007885), it writes TDAR again.
 func (q *txQueue) Reclaim() int {
+	if q.stopped { // the port is closed: the ring is gone
+		return 0
+	}
 	n := 0
 	for q.inflight > 0 {
 		off := q.clean * q.bd.size
@@ -286,7 +289,13 @@ func (q *txQueue) Reclaim() int {
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
-func (q *txQueue) Free() int { return q.writable() }
+// It is 0 once the port is closed.
+func (q *txQueue) Free() int {
+	if q.stopped {
+		return 0
+	}
+	return q.writable()
+}
 
 // free0 returns in-flight buffers (sent or not) to their pools.
 func (q *txQueue) free0() {

@@ -432,8 +432,19 @@ func (p *Port) PHYID() uint32 { return p.phyID }
 func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...) }
 
 // Link decodes STATUS (82576 8.2.2).
+// A closed port's link is down.
 func (p *Port) Link() nic.LinkState {
+	if p.isClosed() {
+		return nic.LinkState{}
+	}
 	return decodeLink(statusBits(p.r32(regSTATUS)))
+}
+
+// isClosed reports whether Close has run.
+func (p *Port) isClosed() bool {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	return p.closed
 }
 
 func decodeLink(s statusBits) nic.LinkState {
@@ -454,6 +465,9 @@ func decodeLink(s statusBits) nic.LinkState {
 
 // WaitLink polls STATUS.LU every 5 ms until the link is up or timeout passes.
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
+	if p.isClosed() {
+		return nic.LinkState{}, fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	}
 	l, up := nic.WaitLinkUp(timeout, 5*time.Millisecond, p.Link)
 	if !up {
 		return l, fmt.Errorf("igb: %s: no link after %v (cable, peer, or autonegotiation): %w", p.name, timeout, nic.ErrLinkDown)

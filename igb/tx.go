@@ -265,6 +265,9 @@ func (q *txQueue) splitTx(iova uint64, n int) {
 // Reclaim returns the buffers of completed descriptors (DD set) to their pools,
 // one PutBurst per run of buffers from the same pool, and reports how many.
 func (q *txQueue) Reclaim() int {
+	if q.stopped { // the port is closed: the ring is gone
+		return 0
+	}
 	// The ring state lives in locals for the loop (stores into slots would
 	// otherwise make the compiler reload every q field per frame).
 	ring, slots, span, done := q.ring.CPU, q.slots, q.span, q.done
@@ -297,7 +300,13 @@ func (q *txQueue) Reclaim() int {
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
-func (q *txQueue) Free() int { return q.n - 1 - q.inflight }
+// It is 0 once the port is closed.
+func (q *txQueue) Free() int {
+	if q.stopped {
+		return 0
+	}
+	return q.n - 1 - q.inflight
+}
 
 func (q *txQueue) stop() error {
 	q.stopped = true

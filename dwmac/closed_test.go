@@ -1,0 +1,25 @@
+package dwmac_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dwmac"
+	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
+)
+
+func TestClosedPortContract(t *testing.T) {
+	m, err := dwmacsim.New(dwmacsim.Config{AutonegDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	nictest.ClosedPort(t, func() (nic.Port, error) {
+		return dwmac.Open(m.Device(), dwmac.Config{Queues: 1, LinkTimeout: 2 * time.Second})
+	})
+	if err := m.Err(); err != nil {
+		t.Errorf("model faults: %v", err)
+	}
+}
