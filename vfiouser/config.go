@@ -8,9 +8,11 @@ import (
 	"github.com/xnic-dev/xnic/sim"
 )
 
-// The configuration space the server presents (region 7, 256 bytes: a
-// conventional-PCI-sized space; the capabilities sit in the first 256 bytes as
-// PCI Local Bus 3.0, 6.7 requires). The type 0 header comes from the model's
+// The configuration space the server presents (region 7, 4096 bytes, as a PCI
+// Express function has: QEMU's vfio-pci treats a 256-byte space as conventional
+// PCI and drops the Express capability. The capabilities sit in the first 256
+// bytes as PCI Local Bus 3.0, 6.7 requires; the extended space from 0x100 is an
+// empty extended capability list, a zero header (PCIe 3.0, 7.9.1), read-only). The type 0 header comes from the model's
 // sim.Device (IDs, class, revision; the command register is the Device's own, so
 // the Memory Space and Bus Master bits gate the model as today); the BARs, the
 // interrupt pin and the capability list are the server's:
@@ -40,6 +42,7 @@ const (
 	cfgPCIe       = 0xA0
 	cfgPCIeLen    = 0x3C
 	cfgStatusCaps = 1 << 4 // status register: capabilities list present
+	configSize    = 4096
 
 	capIDPM   = 0x01
 	capIDMSI  = 0x05
@@ -63,8 +66,8 @@ type configSpace struct {
 	vectors  int         // immutable: MSI-X table size
 
 	mu    sync.Mutex
-	img   [256]byte // guarded by mu: everything but the command register
-	wmask [256]byte // immutable after newConfigSpace: writable bits
+	img   [configSize]byte // guarded by mu: everything but the command register
+	wmask [configSize]byte // immutable after newConfigSpace: writable bits
 }
 
 func pow2(n uint32) uint32 {

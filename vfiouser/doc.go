@@ -12,7 +12,7 @@
 //     becomes the model's Read32/Write32 (see region.go for how 1-, 2- and 8-byte
 //     accesses are split or refused);
 //   - region 3, BAR3: the MSI-X table and PBA;
-//   - region 7: a 256-byte configuration space with the model's IDs and
+//   - region 7: a 4096-byte configuration space with the model's IDs and
 //     command register and the capabilities Linux looks for: power management,
 //     MSI, MSI-X, PCI Express (see config.go);
 //   - IRQ indexes INTx (automasked), MSI (1 vector) and MSI-X (the model's

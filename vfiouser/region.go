@@ -24,7 +24,7 @@ import (
 //     read side effects (ICR is clear-on-read) changes the device's state;
 //   - anything else (unaligned, crossing a dword) is refused.
 //
-// Configuration space takes any access inside its 256 bytes, byte by byte.
+// Configuration space takes any access inside its 4096 bytes, byte by byte.
 
 func (s *Session) regionRead(req *Request) ([][]byte, error) {
 	rw, err := ParseRegionRW(req)
@@ -46,7 +46,7 @@ func (s *Session) regionRead(req *Request) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.Stats.RegionReads.Add(1)
+	s.stats.RegionReads.Add(1)
 	return [][]byte{req.Payload[:regionRWFixed], data}, nil
 }
 
@@ -75,7 +75,7 @@ func (s *Session) writeOne(rw RegionRW) error {
 		err = s.msix.write(uint32(rw.Offset), rw.Data)
 	}
 	if err == nil {
-		s.Stats.RegionWrites.Add(1)
+		s.stats.RegionWrites.Add(1)
 	}
 	return err
 }

@@ -36,6 +36,9 @@ type Options struct {
 	Logf func(format string, args ...any)
 	// Once makes ListenAndServe return after its first client disconnects.
 	Once bool
+	// Stats, when set, is where sessions count what they do (shared by the
+	// sessions of one ListenAndServe); nil gives each session its own.
+	Stats *Stats
 }
 
 func (o Options) withDefaults() Options {
@@ -60,7 +63,7 @@ type Stats struct {
 	DMAMaps      atomic.Uint64
 	DMAUnmaps    atomic.Uint64
 	IRQsSent     atomic.Uint64 // eventfd signals written
-	IRQsPending  atomic.Uint64 // signals held back by a mask or a missing eventfd
+	IRQsPending  atomic.Uint64 // signals held back by a mask or a missing eventfd ("irqs_held")
 }
 
 // Session is one client connection serving one model. Its loop (Run) runs on
@@ -75,8 +78,7 @@ type Session struct {
 	dma  *dmaTable    // immutable
 	regs nic.Regs     // immutable: the model's BAR0
 
-	// Stats of the session.
-	Stats Stats
+	stats *Stats // immutable pointer: Options.Stats or the session's own
 
 	// Written by the session goroutine during VERSION, read after it.
 	negotiated   atomic.Bool
@@ -110,12 +112,19 @@ func NewSession(conn *net.UnixConn, dev *sim.Device, opts Options) (*Session, er
 		msix:    newMSIXBAR(cfg.vectors),
 		pending: map[uint16]chan *Request{},
 	}
-	s.irq = newIRQState(dev, cfg.vectors, &s.Stats)
+	s.stats = opts.Stats
+	if s.stats == nil {
+		s.stats = &Stats{}
+	}
+	s.irq = newIRQState(dev, cfg.vectors, s.stats)
 	s.msix.pending = s.irq.pendingBit
 	s.dma = newDMATable(dev.Memory())
 	s.peerMaxXfer.Store(DefaultMaxDataXfer)
 	return s, nil
 }
+
+// Stats is what the session counted (Options.Stats when that was set).
+func (s *Session) Stats() *Stats { return s.stats }
 
 // Serve runs one session for dev on conn until the client disconnects (nil),
 // ctx is done (ctx.Err()) or the connection fails. Everything the client passed
@@ -232,7 +241,7 @@ func fail(no unix.Errno, format string, args ...any) error {
 // handle answers one command. It returns an error only when the session must
 // end (a protocol violation it cannot answer, or a failed send).
 func (s *Session) handle(req *Request) error {
-	s.Stats.Messages.Add(1)
+	s.stats.Messages.Add(1)
 	if !s.negotiated.Load() && req.Command != CmdVersion {
 		closeFds(req.Fds)
 		_ = s.replyErr(req, unix.EINVAL)
@@ -273,7 +282,7 @@ func (s *Session) handle(req *Request) error {
 	closeFds(req.Fds)
 	req.Fds = nil
 	if err != nil {
-		s.Stats.Errors.Add(1)
+		s.stats.Errors.Add(1)
 		no := unix.EINVAL
 		var e *errno
 		if errors.As(err, &e) {
@@ -470,7 +479,7 @@ func (s *Session) dmaMap(req *Request) error {
 	if err := s.dma.mapRange(m, fd); err != nil {
 		return err
 	}
-	s.Stats.DMAMaps.Add(1)
+	s.stats.DMAMaps.Add(1)
 	return nil
 }
 
@@ -482,7 +491,7 @@ func (s *Session) dmaUnmap(req *Request) ([][]byte, error) {
 	if err := s.dma.unmapRange(u.Address, u.Size); err != nil {
 		return nil, err
 	}
-	s.Stats.DMAUnmaps.Add(1)
+	s.stats.DMAUnmaps.Add(1)
 	return [][]byte{req.Payload[:dmaUnmapSize]}, nil
 }
 
@@ -533,4 +542,11 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 		return nil, fmt.Errorf("vfiouser: %s: client answered errno %d (%v)", cmd, r.Error, unix.Errno(r.Error))
 	}
 	return r, nil
+}
+
+// String lists the counts, "name=value" separated by spaces.
+func (st *Stats) String() string {
+	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d",
+		st.Messages.Load(), st.Errors.Load(), st.RegionReads.Load(), st.RegionWrites.Load(),
+		st.DMAMaps.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load())
 }

@@ -187,7 +187,7 @@ func TestDeviceAndRegionInfo(t *testing.T) {
 	want := map[uint32]struct {
 		size  uint64
 		flags uint32
-	}{0: {128 << 10, rw}, 1: {}, 2: {}, 3: {0x4000, rw}, 4: {}, 5: {}, 6: {}, 7: {256, rw}, 8: {}}
+	}{0: {128 << 10, rw}, 1: {}, 2: {}, 3: {0x4000, rw}, 4: {}, 5: {}, 6: {}, 7: {4096, rw}, 8: {}}
 	for idx, w := range want {
 		ri, err := s.c.RegionInfo(idx)
 		require.NoError(t, err, "region %d", idx)
@@ -231,7 +231,7 @@ func caps(t *testing.T, cfg []byte) map[byte]int {
 
 func TestConfigSpace(t *testing.T) {
 	s := negotiated(t, igbsim.Config{})
-	cfg, err := s.c.ReadRegion(vfiouser.RegionConfig, 0, 256) // QEMU reads it whole
+	cfg, err := s.c.ReadRegion(vfiouser.RegionConfig, 0, 4096) // QEMU reads it whole
 	require.NoError(t, err)
 	require.Equal(t, uint16(0x8086), le.Uint16(cfg[0:]))
 	require.Equal(t, uint16(0x10C9), le.Uint16(cfg[2:]), "82576 copper")
@@ -272,7 +272,12 @@ func TestConfigSpace(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []byte{0x06, 0x00}, b)
 
-	_, err = s.c.ReadRegion(vfiouser.RegionConfig, 250, 8)
+	require.Equal(t, make([]byte, 4096-256), cfg[256:], "an empty extended capability list")
+	require.NoError(t, s.c.WriteRegion(vfiouser.RegionConfig, 0x100, []byte{1, 0, 1, 0}))
+	b, err = s.c.ReadRegion(vfiouser.RegionConfig, 0x100, 4)
+	require.NoError(t, err)
+	require.Equal(t, make([]byte, 4), b, "extended space is read-only")
+	_, err = s.c.ReadRegion(vfiouser.RegionConfig, 4090, 8)
 	require.Equal(t, unix.EINVAL, errnoOf(err), "past the end of config space")
 	_, err = s.c.ReadRegion(1, 0, 4)
 	require.Equal(t, unix.EINVAL, errnoOf(err), "BAR1 does not exist")
