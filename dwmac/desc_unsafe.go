@@ -11,6 +11,9 @@ import (
 // and written as one aligned 32-bit atomic access, never byte by byte: the
 // driver sees either the old word or the whole new one. Descriptors are
 // little-endian; on a big-endian host the word is byte-swapped after the load.
+// On arm64 the store is STLR, the dma_wmb before OWN (DES0-DES2 stored before
+// it are observed first), and the load LDAR, the dma_rmb after reading OWN
+// (DES0-DES2 of a write-back are read after it). See nic/ring.go.
 
 // hostLE is true on little-endian hosts (all the targets this driver runs on).
 var hostLE = func() bool {

@@ -11,7 +11,11 @@ import (
 // it is read and written with one atomic, aligned 32-bit access, never as two
 // 16-bit halves and never merged with its neighbours by the compiler. Rings are
 // allocated 64-byte aligned and descriptors are 8 or 32 bytes, so every word 0
-// is 4-byte aligned.
+// is 4-byte aligned. On arm64 the load is LDAR and the store STLR: the store,
+// last of the descriptor, is the dma_wmb before handing it to the device (the
+// address and extended fields stored before it are observed first); the load
+// is the dma_rmb after reading E/R (the fields read after it are not read
+// before it). See nic/ring.go for the whole handover.
 
 // hostBigEndian is true on big-endian hosts, where the atomic load returns the
 // bytes the other way round from the little-endian descriptor layout.

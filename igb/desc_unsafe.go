@@ -13,6 +13,10 @@ import (
 // DD set: the load orders them, as the kernel's dma_rmb() after reading DD does.
 // The model stores the status dword last with an atomic store, so the pair also
 // gives the Go memory model (and the race detector) its happens-before edge.
+// On arm64 the load is LDAR (acquire). igb hands descriptors over with the tail
+// register, not an owner bit: the driver's plain stores to a descriptor are
+// ordered before the RDT/TDT write by that register store's release semantics
+// (see nic/ring.go).
 //
 // Descriptor rings are 128-byte aligned (setupRx/setupTx check the CPU address
 // too, see ringAligned), so every dword in them is 4-byte aligned.

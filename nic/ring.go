@@ -2,6 +2,33 @@ package nic
 
 import "github.com/xnic-dev/xnic/dma"
 
+// Ordering of a descriptor handover, and where each of Linux's barriers is in
+// xnic's drivers (igb, dwmac, fec). The word that hands a descriptor over (igb
+// status with DD, dwmac DES3 with OWN, fec word 0 with E/R) and every device
+// register are accessed with one aligned 32-bit sync/atomic operation (the
+// drivers' desc_unsafe.go, physmem's and vfio's regs): never split, merged or
+// elided by the compiler, as readl/writel and READ_ONCE/WRITE_ONCE are not in
+// the kernel. On arm64 these are LDAR (load-acquire) and STLR (store-release)
+// of a W register; on amd64 a MOVL load and an XCHGL store.
+//
+//   - dma_wmb before handing a descriptor over: the owner word is stored last,
+//     with the release store, so the buffer address and length stored before it
+//     are observed first.
+//   - wmb before the tail/doorbell write (igb RDT/TDT, dwmac tail pointers, fec
+//     RDAR/TDAR): on memory the device does not snoop, the descriptors and
+//     buffers are cleaned with Allocator.Sync(ForDevice) first, which on arm64
+//     ends with DSB SY (physmem), so the clean is complete before the register
+//     store; the register store is itself a release, ordered after every
+//     earlier store (Linux's arm64 writel puts a DMB OSHST before a plain STR).
+//   - dma_rmb after reading an owner bit: the owner word is read with the
+//     acquire load before any other field of the descriptor, and the other
+//     fields only once it shows the device is done; on non-snooping memory
+//     Sync(ForCPU) (DC CIVAC, DSB SY) runs before that load.
+//
+// Other descriptor fields are plain loads and stores: the driver writes them
+// only while it owns the descriptor and reads them only after the acquire load
+// said the device gave it back, so their width does not matter.
+
 // SyncRing syncs count descriptors of size bytes each, starting at descriptor
 // first of a ring of n held in region ring, in direction dir: one Sync call,
 // or two when the range wraps past the end of the ring. It is called once per

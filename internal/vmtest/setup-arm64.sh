@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs what xnic's arm64 VM tier (TestFECQEMU in make vmtest) needs,
-# without touching the system's apt configuration:
+# Installs what xnic's arm64 tiers need (TestFECQEMU in make vmtest, and
+# arm64-unit.sh), without touching the system's apt configuration:
 #
 #   - qemu-system-arm (qemu-system-aarch64 with the imx8mp-evk machine and its
 #     imx.enet model) from Debian bookworm-backports, installed system-wide
@@ -9,7 +9,8 @@
 #   - Debian's generic arm64 kernel from bookworm-backports
 #     (linux-image-6.12.*-arm64; the cloud-arm64 flavour has no i.MX support),
 #     downloaded and unpacked with dpkg -x into the cache; the device tree the
-#     guest boots is that package's own freescale/imx8mp-evk.dtb.
+#     guest boots is that package's own freescale/imx8mp-evk.dtb;
+#   - qemu-user-static >= 10 from bookworm-backports, for arm64-unit.sh.
 #
 # Idempotent: a second run only checks. Network steps are retried.
 #
@@ -129,6 +130,24 @@ else
 	have_imx_qemu || die "installed QEMU has no imx8mp-evk machine: $(qemu-system-aarch64 --version | head -n1)"
 fi
 QEMU=$(command -v qemu-system-aarch64)
+
+# 1b. qemu-user-static >= 10 for arm64-unit.sh (bookworm's 7.2 cannot map huge
+# pages for the emulated program: mmap with MAP_HUGETLB fails with EINVAL).
+user_major() {
+	local q
+	q=$(command -v qemu-aarch64-static) || { echo 0; return; }
+	"$q" --version | sed -n '1s/.*version \([0-9][0-9]*\)\..*/\1/p'
+}
+if [ "$(user_major)" -ge 10 ] 2>/dev/null; then
+	log "qemu-user-static already installed: $(qemu-aarch64-static --version | head -n1)"
+else
+	update_lists
+	log "installing qemu-user-static from $BACKPORTS"
+	retry "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y "${APT_OPTS[@]}" \
+		install --no-install-recommends -t "$BACKPORTS" qemu-user-static ||
+		die "apt-get install qemu-user-static from $BACKPORTS failed"
+	[ "$(user_major)" -ge 10 ] 2>/dev/null || die "qemu-aarch64-static is still older than 10: $(qemu-aarch64-static --version | head -n1)"
+fi
 
 # 2. The generic arm64 kernel, unpacked under $CACHE/kernel-arm64/<package>.
 KDIR="$CACHE/kernel-arm64"
