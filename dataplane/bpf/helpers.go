@@ -21,6 +21,7 @@ const (
 	helperGetSmpProcessor  = 8
 	helperTailCall         = 12
 	helperRedirect         = 23
+	helperPerfEventOutput  = 25
 	helperCsumDiff         = 28
 	helperXdpAdjustHead    = 44
 	helperRedirectMap      = 51
@@ -55,7 +56,8 @@ func helperImplemented(id int32) bool {
 		helperKtimeGetBootNs, helperRingbufOutput, helperRingbufReserve,
 		helperRingbufSubmit, helperRingbufDiscard, helperKtimeGetCoarseNs,
 		helperLoop, helperXdpGetBuffLen, helperXdpLoadBytes, helperXdpStoreBytes,
-		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu:
+		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu,
+		helperPerfEventOutput:
 		return true
 	}
 	return false
@@ -253,6 +255,8 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
 	case helperLoop:
 		return r.loop(p, pc, reg)
+	case helperPerfEventOutput:
+		return r.perfEventOutput(p, pc, reg) // helpers_perf.go
 	case helperFibLookup:
 		return r.fibLookup(p, pc, reg) // helpers_fib.go
 	case helperCheckMtu:

@@ -63,7 +63,7 @@ const (
 // ENOTSUPP (a combination the kernel refuses that way) or
 // syscall.EOPNOTSUPP (a map type xnic does not implement).
 func New(spec Spec) (Map, error) {
-	if spec.MaxEntries == 0 {
+	if spec.MaxEntries == 0 && spec.Type != ebpf.PerfEventArray { // perf: one slot per CPU
 		return nil, mapErr(spec.Name, syscall.EINVAL, "max_entries is 0; every map type needs at least one entry")
 	}
 	if err := checkAccessFlags(spec); err != nil {
@@ -91,6 +91,8 @@ func New(spec Spec) (Map, error) {
 		return ifOK(newProgArray(spec))
 	case ebpf.RingBuf:
 		return ifOK(newRingBuf(spec))
+	case ebpf.PerfEventArray:
+		return ifOK(newPerfEventArray(spec))
 	}
 	return nil, mapErr(spec.Name, syscall.EOPNOTSUPP, "map type %v is not implemented by xnic (use array, hash, lru_hash, lpm_trie, devmap, cpumap, xskmap, prog_array or ringbuf and their per-CPU forms)", spec.Type)
 }
