@@ -38,6 +38,10 @@ import "encoding/binary"
 //	      RS0V 25, RS1V 26, RS2V 27, LD 28, FD 29, CTXT 30, OWN 31
 const (
 	descSize = 16
+	// enhDescSize is the enhanced TX descriptor (EDSE): TDES4-7, then TDES0-3.
+	enhDescSize = 32
+	// tdes4LTV is TDES4 bit 31 of an enhanced descriptor: launch time valid.
+	tdes4LTV uint32 = 1 << 31
 
 	des0 = 0
 	des1 = 4

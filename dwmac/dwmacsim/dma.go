@@ -43,9 +43,21 @@ type ring struct {
 	run            bool   // ST / SR set and the process not stopped by an error
 	susp           uint8  // suspNone, suspTail or suspOwn
 	curBuf         uint64 // last buffer address used (Current_App_*Buffer)
+	// enhanced: TX descriptors are the 32-byte enhanced format
+	// (DMA_CH_Tx_Control.EDSE, for time-based scheduling): TDES4-7 (launch
+	// time) then the normal TDES0-3. Set only while the channel is stopped.
+	enhanced bool
 }
 
 func (r *ring) n() uint32 { return r.lenReg + 1 }
+
+// ds is the ring's descriptor size in bytes (its stride).
+func (r *ring) ds() uint32 {
+	if r.enhanced {
+		return enhDescSize
+	}
+	return descSize
+}
 
 // advance moves cur past k descriptors, suspending at the tail.
 func (r *ring) advance(k uint32) {
@@ -59,8 +71,8 @@ func (r *ring) advance(k uint32) {
 func (r *ring) retail() {
 	r.tailRaw = noTail
 	if r.tailSet && r.baseSet && r.lenSet && r.tail >= r.baseLo {
-		if d := r.tail - r.baseLo; d%descSize == 0 && d/descSize <= r.n() {
-			r.tailRaw = d / descSize
+		if d := r.tail - r.baseLo; d%r.ds() == 0 && d/r.ds() <= r.n() {
+			r.tailRaw = d / r.ds()
 		}
 	}
 }
@@ -132,7 +144,7 @@ func (m *Model) readChanLocked(c int, r, off uint32) uint32 {
 	case chSlot:
 		return ch.slot
 	case chCurTxDesc:
-		return ch.tx.baseLo + ch.tx.cur*descSize
+		return ch.tx.baseLo + ch.tx.cur*ch.tx.ds()
 	case chCurRxDesc:
 		return ch.rx.baseLo + ch.rx.cur*descSize
 	case chCurTxBufH:
@@ -252,7 +264,7 @@ func (m *Model) writeTailLocked(kind string, c int, x *ring, off, val uint32) bo
 	if !x.lenSet {
 		// stmmac writes the tail pointers before the ring lengths: the check
 		// waits for the length (and the start).
-		if val%descSize != 0 || val < x.baseLo {
+		if (val-x.baseLo)%x.ds() != 0 || val < x.baseLo {
 			m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer 0x%08x below the ring base 0x%08x of channel %d or not on a descriptor boundary", kind, val, x.baseLo, c)
 			return false
 		}
@@ -263,11 +275,11 @@ func (m *Model) writeTailLocked(kind string, c int, x *ring, off, val uint32) bo
 	}
 	n := x.n()
 	d := val - x.baseLo
-	if val < x.baseLo || d%descSize != 0 || d/descSize > n {
-		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer 0x%08x outside the ring [0x%08x, 0x%08x] of channel %d or not on a descriptor boundary", kind, val, x.baseLo, x.baseLo+n*descSize, c)
+	if val < x.baseLo || d%x.ds() != 0 || d/x.ds() > n {
+		m.faults.Add("write32", regName(off), uint64(off), "%s tail pointer 0x%08x outside the ring [0x%08x, 0x%08x] of channel %d or not on a descriptor boundary", kind, val, x.baseLo, x.baseLo+n*x.ds(), c)
 		return false
 	}
-	x.tail, x.tailRaw, x.tailSet = val, d/descSize, true
+	x.tail, x.tailRaw, x.tailSet = val, d/x.ds(), true
 	x.seq++
 	switch {
 	case x.susp == suspOwn:
@@ -293,13 +305,13 @@ func (m *Model) checkStartLocked(kind string, c int, x *ring, off uint32) bool {
 	case !x.baseSet || !x.lenSet:
 		m.faults.Add("write32", regName(off), uint64(off), "%s DMA of channel %d started before its descriptor list address and ring length were set", kind, c)
 	case x.tailSet && x.tailRaw == noTail:
-		m.faults.Add("write32", regName(off), uint64(off), "%s DMA of channel %d started with its tail pointer 0x%08x outside the ring [0x%08x, 0x%08x]", kind, c, x.tail, x.baseLo, x.baseLo+x.n()*descSize)
+		m.faults.Add("write32", regName(off), uint64(off), "%s DMA of channel %d started with its tail pointer 0x%08x outside the ring [0x%08x, 0x%08x]", kind, c, x.tail, x.baseLo, x.baseLo+x.n()*x.ds())
 	case x.baseHi != 0 && !m.eame():
 		m.faults.Add("write32", regName(off), uint64(off), "%s ring of channel %d has high address bits 0x%x but DMA_SysBus_Mode.EAME is off: the DMA would use only the low 32 bits", kind, c, x.baseHi)
-	case uint64(x.baseLo)+uint64(x.n())*descSize > 1<<32:
+	case uint64(x.baseLo)+uint64(x.n())*uint64(x.ds()) > 1<<32:
 		m.faults.Add("write32", regName(off), uint64(off), "%s ring of channel %d crosses a 4 GiB boundary (the tail pointer holds only the low 32 bits)", kind, c)
-	case m.mem.Check(base, int(x.n())*descSize) != nil:
-		m.faults.Add("write32", regName(off), uint64(off), "%s ring [0x%x, +%d) of channel %d is not mapped for the device", kind, base, x.n()*descSize, c)
+	case m.mem.Check(base, int(x.n()*x.ds())) != nil:
+		m.faults.Add("write32", regName(off), uint64(off), "%s ring [0x%x, +%d) of channel %d is not mapped for the device", kind, base, x.n()*x.ds(), c)
 	default:
 		return true
 	}
@@ -318,9 +330,23 @@ func (m *Model) checkPBL(off, val uint32) bool {
 }
 
 func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick uint32) {
-	if val&txcTSE != 0 || val&txcEDSE != 0 {
-		m.faults.Add("write32", regName(off), uint64(off), "TSO (TSE) and enhanced descriptors (EDSE) are not modelled")
+	if val&txcTSE != 0 {
+		m.faults.Add("write32", regName(off), uint64(off), "TSO (TSE) is not modelled (HW_FEATURE1.TSOEN is 0)")
 		return 0
+	}
+	if edse := val&txcEDSE != 0; edse != ch.tx.enhanced {
+		switch {
+		case edse && !m.hasTBS():
+			// Without TBS the bit is reserved: it reads back 0 (stmmac's
+			// dwmac4_enable_tbs checks that).
+			val &^= txcEDSE
+		case ch.txCtrl&txcST != 0 || val&txcST != 0:
+			m.faults.Add("write32", regName(off), uint64(off), "EDSE changed on TX channel %d while it runs or in the write that starts it: the descriptor size must be set while the channel is stopped", c)
+			return 0
+		default:
+			ch.tx.enhanced = edse
+			ch.tx.retail()
+		}
 	}
 	if !m.checkPBL(off, val) {
 		return 0

@@ -136,6 +136,7 @@ type Model struct {
 	addrEffHi  [nMACAddr]uint32 // latched on the low-word write
 	addrEffLo  [nMACAddr]uint32
 	rxqCtrl0   uint32
+	gpo        uint32 // MAC_GPIO_Status GPO 31:16 (Intel mGbE)
 	mdioAddr   uint32
 	mdioData   uint32
 	mdioBusy   int // reads of MAC_MDIO_Address left that still show GB
@@ -488,6 +489,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 		n := uint32(m.nch - 1)
 		return n<<hw2RXQShift | n<<hw2TXQShift | n<<hw2RXCHShift | n<<hw2TXCHShift
 	case regMACHWFeat3:
+		if m.hasTBS() {
+			return hw3TBSSEL
+		}
 		return 0
 	case regMACMDIOAddr:
 		return m.readMDIOAddrLocked()
@@ -515,6 +519,12 @@ func (m *Model) readLocked(off uint32) uint32 {
 	}
 	if _, ok := plainRegs[off]; ok {
 		return m.plain[off]
+	}
+	if m.reservedLocked("read32", off, 0) {
+		if off == regMACGPIOStatus {
+			return m.gpo
+		}
+		return 0
 	}
 	m.unimplemented("read32", off)
 	return 0
@@ -603,8 +613,45 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		m.plain[off] = val
 		return 0
 	}
+	if m.reservedLocked("write32", off, val) {
+		return 0
+	}
 	m.unimplemented("write32", off)
 	return 0
+}
+
+// Reserved locations the model knows drivers touch (databook: reserved bits and
+// registers read 0 and ignore writes).
+const (
+	// macAddrEnd ends the MAC_Address0..127 block (0x300 + 8n). A core has
+	// HW_FEATURE0.ADDMACADRSEL + 1 of them; the rest are reserved. stmmac's
+	// dwmac4_set_filter clears all 128 (GMAC_MAX_PERFECT_ADDRESSES) whatever
+	// the core has.
+	macAddrEnd = regMACAddrHigh0 + 8*128
+)
+
+// reservedLocked handles an access to a reserved location that is not an
+// error: MAC address entries beyond the core's (a write must not enable one,
+// as that address would then silently never match), and MAC_GPIO_Status on
+// the Intel mGbE. It reports whether off was such a location.
+func (m *Model) reservedLocked(op string, off, val uint32) bool {
+	switch {
+	case off >= regMACAddrHigh0+8*nMACAddr && off < macAddrEnd:
+		if op == "write32" && off&4 == 0 && val&addrAE != 0 {
+			m.faults.Add(op, regName(off), uint64(off), "AE set in MAC address entry %d, but the core has %d entries (HW_FEATURE0.ADDMACADRSEL): the address would never match",
+				(off-regMACAddrHigh0)/8, nMACAddr)
+		}
+		return true
+	case off == regMACGPIOStatus && m.cfg.Variant == IntelMGbE:
+		// GPIS 15:0 (inputs, none wired) read 0; GPO 31:16 hold what is
+		// written: dwmac-intel's intel_mgbe_ptp_clk_freq_config selects the
+		// PTP clock with them.
+		if op == "write32" {
+			m.gpo = val &^ 0xffff
+		}
+		return true
+	}
+	return false
 }
 
 func (m *Model) writeMACConfigLocked(val uint32) (kick uint32) {
@@ -652,6 +699,27 @@ func (m *Model) writeSysBusModeLocked(val uint32) (kick uint32) {
 }
 
 func (m *Model) eame() bool { return m.sysBusMode&sysEAME != 0 }
+
+// hasTBS reports whether the core has time-based scheduling (HW_FEATURE3.TBSSEL)
+// and with it the enhanced TX descriptor format: the Intel mGbE does (its
+// glue, dwmac-intel's intel_mgbe_common_data, sets tbs_en on TX queues 1 and
+// up, and stmmac then uses enhanced descriptors there); the i.MX8MP EQOS is
+// modelled without.
+func (m *Model) hasTBS() bool { return m.cfg.Variant == IntelMGbE }
+
+// checkLaunchLocked checks TDES4 of the enhanced descriptor whose normal part
+// is at at: a launch time (LTV, bit 31) is not modelled.
+func (m *Model) checkLaunchLocked(at uint64) bool {
+	d, err := m.mem.View("tx-desc", at-descSize, 4)
+	if err != nil {
+		return true // the ring check already covered it; the normal part is read next
+	}
+	if le.Uint32(d)&tdes4LTV != 0 {
+		m.faults.Add("tx-desc", "", at-descSize, "TDES4.LTV: a launch time (time-based scheduling) is not modelled")
+		return false
+	}
+	return true
+}
 
 // debugStatusLocked builds DMA_Debug_Status0/1 from the channels' process
 // states (databook encodings: RX 0 stopped, 3 running waiting for a packet,

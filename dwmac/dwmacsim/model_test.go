@@ -35,7 +35,7 @@ func TestIdentityIntel(t *testing.T) {
 	require.Equal(t, uint32(3), f2>>6&0xf, "4 TX queues")
 	require.Equal(t, uint32(3), f2>>12&0xf, "4 RX channels")
 	require.Equal(t, uint32(3), f2>>18&0xf, "4 TX channels")
-	require.Zero(t, r.rd(tHWF3))
+	require.Equal(t, uint32(1<<27), r.rd(tHWF3), "HW_FEATURE3: TBSSEL alone (time-based scheduling, enhanced TX descriptors)")
 
 	// Firmware's MAC is in MAC_Address0 at power-on.
 	require.Equal(t, uint32(1<<31|0x55<<8|0x44), r.rd(tAddrHi0))

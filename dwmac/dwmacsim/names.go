@@ -61,7 +61,7 @@ func regName(off uint32) string {
 		return fmt.Sprintf("MAC_Hash_Table_Reg%d", (off-regMACHashTab0)/4)
 	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+0x20:
 		return fmt.Sprintf("MAC_Q%d_Tx_Flow_Ctrl", (off-regMACQ0TxFlow)/4)
-	case off >= regMACAddrHigh0 && off < regMACAddrHigh0+0x100:
+	case off >= regMACAddrHigh0 && off < regMACAddrHigh0+0x400:
 		n := (off - regMACAddrHigh0) / 8
 		if off&4 == 0 {
 			return fmt.Sprintf("MAC_Address%d_High", n)

@@ -230,7 +230,7 @@ const (
 	ctlSPH      uint32 = 1 << 24          // split header (not modelled: a fault)
 	txcST       uint32 = 1 << 0
 	txcTSE      uint32 = 1 << 12 // TSO (not modelled: a fault)
-	txcEDSE     uint32 = 1 << 28 // enhanced descriptors (not modelled: a fault)
+	txcEDSE     uint32 = 1 << 28 // enhanced (32-byte) TX descriptors, with TBS
 	rxcSR       uint32 = 1 << 0
 	rxcRBSZMask uint32 = 0x3fff << 1 // RBSZ 14:1, in bytes
 	pblShift           = 16
@@ -338,4 +338,11 @@ const (
 	xpcsStsSpd1000 = 2 << 2
 	xpcsStsSpd100  = 1 << 2
 	xpcsStsFD      = 1 << 1
+)
+
+// Registers and bits the Linux drivers showed the model needed (see
+// linux_rules_test.go).
+const (
+	regMACGPIOStatus reg    = 0x020c  // MAC_GPIO_Status: GPIS 15:0, GPO 31:16
+	hw3TBSSEL        uint32 = 1 << 27 // HW_FEATURE3: time-based scheduling
 )

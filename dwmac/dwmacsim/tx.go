@@ -75,14 +75,17 @@ func (m *Model) transmitChannel(c int) {
 			return
 		}
 		gen, seq := m.gen, r.seq
-		base, size, eame := m.ringBase(r), r.n(), m.eame()
+		// base is the normal descriptor of entry 0 (after TDES4-7 in the
+		// enhanced format), stride the descriptor size.
+		base, size, eame := m.ringBase(r)+uint64(r.ds()-descSize), r.n(), m.eame()
+		stride := uint64(r.ds())
 		batch, arena := m.txBatch[:0], m.txArena[:0]
 		cur, consumed := r.cur, uint32(0)
 		res, stop := gatherOK, suspNone
 		for len(batch) < txBatchMax {
 			var fr txFrame
 			var next uint32
-			fr, next, res = m.gatherLocked(base, size, cur, r.tailRaw, &arena, eame)
+			fr, next, res = m.gatherLocked(base, stride, size, cur, r.tailRaw, &arena, eame)
 			if res != gatherOK {
 				break
 			}
@@ -134,7 +137,7 @@ func (m *Model) transmitChannel(c int) {
 			fr := &batch[i]
 			idx := fr.first
 			for k := uint32(0); k < fr.ndesc; k++ {
-				d, err := m.mem.View("tx-writeback", base+uint64(idx)*descSize, descSize)
+				d, err := m.mem.View("tx-writeback", base+uint64(idx)*stride, descSize)
 				if err == nil {
 					var w3 uint32
 					if k == 0 {
@@ -219,7 +222,7 @@ func (m *Model) countTxLocked(f []byte, linkOK bool) {
 }
 
 // gatherLocked reads the frame whose first descriptor is at start.
-func (m *Model) gatherLocked(base uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
+func (m *Model) gatherLocked(base, stride uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
 	fr.first = start
 	idx := start
 	total := uint32(0)
@@ -233,14 +236,17 @@ func (m *Model) gatherLocked(base uint64, size, start, tail uint32, arena *[]byt
 			return txFrame{}, start, gatherIncomplete
 		}
 		if k == size {
-			m.faults.Add("tx-desc", "", base+uint64(start)*descSize, "TX frame without LD spans the whole ring of %d descriptors", size)
+			m.faults.Add("tx-desc", "", base+uint64(start)*stride, "TX frame without LD spans the whole ring of %d descriptors", size)
 			fr.bad = true
 			return fr, idx, gatherOK
 		}
-		at := base + uint64(idx)*descSize
+		at := base + uint64(idx)*stride
 		d, err := m.mem.View("tx-desc", at, descSize)
 		if err != nil {
 			return txFrame{}, start, gatherDMAError
+		}
+		if stride != descSize && k == 0 && !m.checkLaunchLocked(at) {
+			ok = false
 		}
 		d3 := loadDES3(d)
 		if d3&d3OWN == 0 {
@@ -288,7 +294,7 @@ func (m *Model) gatherLocked(base uint64, size, start, tail uint32, arena *[]byt
 		}
 	}
 	if ok && fl != total {
-		m.faults.Add("tx-desc", "", base+uint64(start)*descSize, "TDES3.FL %d in the first descriptor differs from the frame's buffer lengths %d", fl, total)
+		m.faults.Add("tx-desc", "", base+uint64(start)*stride, "TDES3.FL %d in the first descriptor differs from the frame's buffer lengths %d", fl, total)
 		ok = false
 	}
 	if !ok {

@@ -1,0 +1,127 @@
+package dwmacsim
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/dma"
+)
+
+// Rules that running Linux's stmmac (dwmac-intel) against the model showed
+// were missing; each test also keeps the model failing a wrong driver.
+
+const (
+	tEDSE    = 1 << 28
+	tLTV     = 1 << 31
+	tGPIO    = 0x20c
+	tTBSSEL  = 1 << 27
+	tAddrAE  = 1 << 31
+	tEnhDesc = 32
+)
+
+// TestTxEnhancedDescriptors: with DMA_CH_Tx_Control.EDSE the channel reads
+// 32-byte descriptors, TDES4-7 (launch time) first, as stmmac sets up the TX
+// queues dwmac-intel marks tbs_en (1 and up).
+func TestTxEnhancedDescriptors(t *testing.T) {
+	r := newRig(t, testCfg())
+	require.Equal(t, uint32(tTBSSEL), r.rd(tHWF3)&tTBSSEL, "the Intel mGbE advertises TBS")
+	r.bringUp()
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	const n = 4
+	ring, err := r.a.Alloc(n*tEnhDesc, 0)
+	require.NoError(t, err)
+	bufs, err := r.a.Alloc(n*bufSize, 0)
+	require.NoError(t, err)
+	b := tCh(1)
+	r.wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
+	r.wr(b+tTxBaseLo, uint32(ring.IOVA))
+	r.wr(b+tTxLen, n-1)
+	r.wr(b+tTxTail, uint32(ring.IOVA))
+	r.wr(b+tTxCtrl, tEDSE)
+	require.Equal(t, uint32(tEDSE), r.rd(b+tTxCtrl)&tEDSE, "EDSE reads back set (dwmac4_enable_tbs checks it)")
+	r.wr(b+tTxCtrl, tEDSE|tST)
+	put := func(i, ln int, des4 uint32) {
+		d := ring.CPU[i*tEnhDesc : (i+1)*tEnhDesc]
+		clear(d)
+		binary.LittleEndian.PutUint32(d[0:], des4)
+		a := bufs.IOVA + uint64(i*bufSize)
+		f := frame(peerMAC, ln)
+		copy(bufs.CPU[i*bufSize:], f)
+		binary.LittleEndian.PutUint32(d[16:], uint32(a))
+		binary.LittleEndian.PutUint32(d[20:], uint32(a>>32))
+		binary.LittleEndian.PutUint32(d[24:], uint32(ln))
+		binary.LittleEndian.PutUint32(d[28:], tOWN|tFD|tLD|uint32(ln))
+		r.a.Sync(bufs, i*bufSize, ln, dma.ForDevice)
+		r.a.Sync(ring, i*tEnhDesc, tEnhDesc, dma.ForDevice)
+	}
+	put(0, 60, 0)
+	put(1, 333, 0)
+	r.wr(b+tTxTail, uint32(ring.IOVA)+2*tEnhDesc)
+	require.Len(t, cap.frames, 2)
+	require.Equal(t, frame(peerMAC, 60), cap.frames[0])
+	require.Equal(t, frame(peerMAC, 333), cap.frames[1])
+	require.Equal(t, uint32(ring.IOVA)+2*tEnhDesc, r.rd(b+tCurTx), "the current descriptor moves 32 bytes a frame")
+	r.a.Sync(ring, 0, n*tEnhDesc, dma.ForCPU)
+	require.Zero(t, binary.LittleEndian.Uint32(ring.CPU[28:])&tOWN, "OWN cleared in TDES3 of the normal part")
+	require.NoError(t, r.m.Err())
+
+	// A 16-byte stride tail is not on a descriptor boundary any more.
+	r.wr(b+tTxTail, uint32(ring.IOVA)+2*tEnhDesc+16)
+	require.Error(t, r.m.Err(), "tail between enhanced descriptors accepted")
+	r.m.FaultLog().Clear()
+
+	// A launch time is not modelled: the frame is refused, not sent early.
+	put(2, 100, tLTV|5)
+	r.wr(b+tTxTail, uint32(ring.IOVA)+3*tEnhDesc)
+	require.Len(t, cap.frames, 2, "a frame with a launch time went out")
+	require.ErrorContains(t, r.m.Err(), "launch time")
+	r.m.FaultLog().Clear()
+
+	// EDSE may not change while the channel runs.
+	r.wr(b+tTxCtrl, tST)
+	require.ErrorContains(t, r.m.Err(), "EDSE changed")
+}
+
+// TestEDSEReservedWithoutTBS: on a core without TBS (the i.MX8MP model) EDSE
+// is reserved and reads back 0, so stmmac's check sees it did not take.
+func TestEDSEReservedWithoutTBS(t *testing.T) {
+	cfg := testCfg()
+	cfg.Variant = IMX8MP
+	r := newRig(t, cfg)
+	require.Zero(t, r.rd(tHWF3)&tTBSSEL)
+	r.wr(tCh(0)+tTxCtrl, tEDSE)
+	require.Zero(t, r.rd(tCh(0)+tTxCtrl)&tEDSE)
+	require.NoError(t, r.m.Err())
+}
+
+// TestReservedMACAddressEntries: stmmac clears all 128 MAC address entries;
+// entries beyond the core's read 0 and ignore writes, but enabling one (AE) is
+// a fault: that address would never match.
+func TestReservedMACAddressEntries(t *testing.T) {
+	r := newRig(t, testCfg())
+	n := r.rd(tHWF0)>>18&0x1f + 1
+	for e := n; e < 128; e++ {
+		r.wr(tAddrHi0+8*e, 0)
+		r.wr(tAddrLo0+8*e, 0)
+	}
+	require.NoError(t, r.m.Err())
+	require.Zero(t, r.rd(tAddrHi0+8*n))
+	r.wr(tAddrHi0+8*n, tAddrAE|0x1234)
+	require.ErrorContains(t, r.m.Err(), "never match")
+}
+
+// TestGPIOStatus: dwmac-intel selects the PTP clock through MAC_GPIO_Status
+// GPO bits (31:16); the input bits (15:0) are read-only.
+func TestGPIOStatus(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.wr(tGPIO, 0x00a5_ffff)
+	require.Equal(t, uint32(0x00a5_0000), r.rd(tGPIO))
+	require.NoError(t, r.m.Err())
+	cfg := testCfg()
+	cfg.Variant = IMX8MP
+	r2 := newRig(t, cfg)
+	r2.rd(tGPIO)
+	require.Error(t, r2.m.Err(), "the i.MX8MP model has no GPIO register")
+}
