@@ -273,6 +273,10 @@ var plainRegs = map[reg]string{
 	0x4228: "SCVPC", 0x5DD0: "DMCRTRH", 0x5F50: "TSYNCRXCFG", 0x102C: "I2CPARAMS",
 	0x1048: "FRTIMER", 0x104C: "TCPTIMER", 0x0458: "AIT", 0x0178: "TXCW", 0x5860: "MANC2H",
 	0x8FE0: "B2OSPC", 0x8FE4: "O2BGPTC",
+	// RPLOLR (82576 datasheet 8.10, "Replication Offload"): igb_vmm_control
+	// sets STRVLAN on the 82576 with or without VFs; it acts only on
+	// replicated (VMDq) packets, which the model does not make.
+	0x5AF0: "RPLOLR",
 }
 
 // plainRanges are arrays of storage registers: [start, end).
