@@ -48,6 +48,8 @@ type txQueue struct {
 	errors     atomic.Uint64 // write-backs with ES (underflow, carrier, collisions, jabber)
 	refusedDMA atomic.Uint64 // buffers outside the device's mapped or reachable memory: not sent
 	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
+
+	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -150,7 +152,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		return 0
 	}
 	if q.n-1-q.inflight < len(bufs) {
-		q.Reclaim()
+		q.unreported += q.reclaim() // reported by the next Reclaim
 	}
 	taken, posted := 0, 0
 	first := q.tail
@@ -204,6 +206,13 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 // pools, one PutBurst per run of buffers from the same pool, and reports how
 // many.
 func (q *txQueue) Reclaim() int {
+	n := q.reclaim() + q.unreported
+	q.unreported = 0
+	return n
+}
+
+// reclaim is Reclaim without the buffers Send reclaimed earlier.
+func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}

@@ -56,6 +56,8 @@ type txQueue struct {
 	realigned  atomic.Uint64 // frames moved down to a 16-byte boundary
 	kicks      atomic.Uint64 // TDAR writes
 	kickSkips  atomic.Uint64 // TDAR writes skipped (ERR007885: ring busy)
+
+	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -147,7 +149,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		return 0
 	}
 	if q.writable() < len(bufs) {
-		q.Reclaim()
+		q.unreported += q.reclaim() // reported by the next Reclaim
 	}
 	taken, posted := 0, 0
 	first := q.tail
@@ -261,6 +263,13 @@ func (q *txQueue) kick() {
 // many. If descriptors are still ready but TDAR reads 0 (the device stopped, or
 // a kick was skipped under ERR007885), it writes TDAR again.
 func (q *txQueue) Reclaim() int {
+	n := q.reclaim() + q.unreported
+	q.unreported = 0
+	return n
+}
+
+// reclaim is Reclaim without the buffers Send reclaimed earlier.
+func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}

@@ -64,6 +64,8 @@ type txQueue struct {
 	refusedDMA atomic.Uint64 // buffers outside the device's mapped IOVAs: not sent
 	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
 	split      atomic.Uint64 // frames sent over more than one descriptor (page crossing)
+
+	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
 }
 
 // txPage is the boundary a descriptor's buffer must not cross (see txQueue).
@@ -164,7 +166,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		return 0
 	}
 	if q.n-1-q.inflight < len(bufs) {
-		q.Reclaim()
+		q.unreported += q.reclaim() // reported by the next Reclaim
 	}
 	// The ring state lives in locals for the loop (stores into slots and the
 	// ring would otherwise make the compiler reload every q field per frame);
@@ -265,6 +267,13 @@ func (q *txQueue) splitTx(iova uint64, n int) {
 // Reclaim returns the buffers of completed descriptors (DD set) to their pools,
 // one PutBurst per run of buffers from the same pool, and reports how many.
 func (q *txQueue) Reclaim() int {
+	n := q.reclaim() + q.unreported
+	q.unreported = 0
+	return n
+}
+
+// reclaim is Reclaim without the buffers Send reclaimed earlier.
+func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}

@@ -133,7 +133,9 @@ type TxQueue interface {
 	// pass to the ring (OwnerTx) and come back to their pools when the device is
 	// done (Reclaim). The rest stay with the caller. One tail write per call.
 	Send(bufs []*dma.Buf) int
-	// Reclaim returns completed buffers to their pools and reports how many.
+	// Reclaim returns completed buffers to their pools and reports how many,
+	// counting those Send reclaimed to make room since the last Reclaim (so
+	// sent minus reclaimed is what the ring holds).
 	Reclaim() int
 	// Free is the number of descriptors available to Send.
 	Free() int
