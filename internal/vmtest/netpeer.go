@@ -47,7 +47,11 @@ type IPPeerReport struct {
 	PingsSent          int    // echo requests sent to the guest
 	PingsAnswered      int    // and the guest's replies that matched
 	Forwarded          int    // frames from the model passed to the traffic peer
-	Errors             []string
+	// ARPFromModel counts ARP frames from the guest: 42 bytes of ARP that the
+	// MAC pads to the 60-byte minimum (18 bytes the guest's tx_bytes do not
+	// count but the wire, and the model, do).
+	ARPFromModel int
+	Errors       []string
 }
 
 // NewIPPeer returns a peer with address ip and mac that forwards other frames
@@ -85,6 +89,12 @@ func (p *IPPeer) Send(frame []byte) error {
 	}
 	switch binary.BigEndian.Uint16(frame[12:]) {
 	case 0x0806:
+		p.mu.Lock()
+		p.rep.ARPFromModel++
+		p.mu.Unlock()
+		if len(frame) != 60 {
+			p.problem("ARP frame of %d bytes from the model: want 42 padded to 60", len(frame))
+		}
 		if p.arp(frame) {
 			return nil
 		}

@@ -124,7 +124,7 @@ func TestIPPeer(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	rep := p.Report()
-	if rep.ARPAnswered != 1 || rep.EchoAnswered != 1 || rep.PingsSent != 2 || rep.PingsAnswered != 2 || rep.Forwarded != 1 || len(rep.Errors) != 0 {
+	if rep.ARPAnswered != 1 || rep.EchoAnswered != 1 || rep.PingsSent != 2 || rep.PingsAnswered != 2 || rep.Forwarded != 1 || rep.ARPFromModel != 2 || len(rep.Errors) != 0 {
 		t.Fatalf("report %+v", rep)
 	}
 	// A reply that does not match a ping is an error.

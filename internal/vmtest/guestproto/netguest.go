@@ -17,6 +17,8 @@ const (
 	EnvNetFrames = "XNIC_NET_FRAMES"
 	// EnvNetSeed seeds the two frame streams (the second uses seed+1).
 	EnvNetSeed = "XNIC_NET_SEED"
+	// NetPings is how many ICMP echo requests each side sends the other.
+	NetPings = 5
 	// StatsLine starts netinit's line with the interface's statistics:
 	// "netstats rx_packets=N tx_packets=N ...".
 	StatsLine = "netstats"

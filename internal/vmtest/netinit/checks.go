@@ -60,7 +60,8 @@ func runChecks(p *plan) int {
 	if !count(runT("TestLinkUp", func(c *check) { linkUp(c, p, ifname) })) {
 		return failed
 	}
-	count(runT("TestPing", func(c *check) { ping(c, p, 5) }))
+	count(runT("TestPing", func(c *check) { ping(c, p, guestproto.NetPings) }))
+	count(runT("TestPingFromPeer", func(c *check) { pingedBy(c, guestproto.NetPings) }))
 	sock, err := openPacket(ifname)
 	if err != nil {
 		count(runT("TestFramesOut", func(c *check) { c.errorf("AF_PACKET socket on %s: %v", ifname, err) }))
@@ -194,6 +195,55 @@ func framesIn(c *check, p *plan, cl *traffic.Client) {
 		return
 	}
 	c.logf("received %d frames byte-exact and in order (%d stray)", p.frames, cl.Stray)
+}
+
+// pingedBy waits until the kernel has answered n echo requests (the host
+// peer's, which start when it sees the guest's ARP request), from the
+// Icmp OutEchoReps counter of /proc/net/snmp.
+func pingedBy(c *check, n int) {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		reps, err := icmpCounter("OutEchoReps")
+		if err != nil {
+			c.errorf("%v", err)
+			return
+		}
+		if reps >= n {
+			c.logf("answered %d echo requests from the peer", reps)
+			return
+		}
+		if time.Now().After(deadline) {
+			c.errorf("answered %d echo requests from the peer within 20 s, want %d", reps, n)
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// icmpCounter reads one Icmp counter from /proc/net/snmp (a header line of
+// names, then a line of values).
+func icmpCounter(name string) (int, error) {
+	b, err := os.ReadFile("/proc/net/snmp")
+	if err != nil {
+		return 0, err
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Icmp:" {
+			continue
+		}
+		if names == nil {
+			names = f
+			continue
+		}
+		for i := 1; i < len(f) && i < len(names); i++ {
+			if names[i] == name {
+				return strconv.Atoi(f[i])
+			}
+		}
+	}
+	return 0, fmt.Errorf("/proc/net/snmp has no Icmp %s", name)
 }
 
 // statNames are the /sys/class/net/X/statistics files the host compares.

@@ -1,0 +1,198 @@
+package vmtest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+)
+
+// ErrNoVFIOUserAssets says the guest tier's QEMU or kernel is missing.
+var ErrNoVFIOUserAssets = errors.New("guest tier assets missing: run internal/vmtest/setup-vfiouser.sh (as root) for QEMU >= 10.1 with vfio-user-pci and Debian's generic kernel")
+
+// LocateVFIOUser finds the guest tier's QEMU (>= 10.1, with vfio-user-pci),
+// the generic kernel and its modules: the XNIC_VFIOUSER_QEMU,
+// XNIC_VFIOUSER_KERNEL and XNIC_VFIOUSER_MODULES variables first, then the
+// vfiouser.env that setup-vfiouser.sh writes in its cache directory.
+func LocateVFIOUser() (Assets, error) {
+	a := Assets{
+		QEMU:    os.Getenv("XNIC_VFIOUSER_QEMU"),
+		Kernel:  os.Getenv("XNIC_VFIOUSER_KERNEL"),
+		Modules: os.Getenv("XNIC_VFIOUSER_MODULES"),
+	}
+	for _, dir := range CacheDirs() {
+		env, err := readEnvFile(filepath.Join(dir, "vfiouser.env"))
+		if err != nil {
+			continue
+		}
+		a.QEMU = cmp(a.QEMU, env["XNIC_VFIOUSER_QEMU"])
+		a.Kernel = cmp(a.Kernel, env["XNIC_VFIOUSER_KERNEL"])
+		a.Modules = cmp(a.Modules, env["XNIC_VFIOUSER_MODULES"])
+		break
+	}
+	var missing []string
+	if a.QEMU == "" || !isFile(a.QEMU) {
+		missing = append(missing, "QEMU (XNIC_VFIOUSER_QEMU)")
+	}
+	if a.Kernel == "" || !isFile(a.Kernel) {
+		missing = append(missing, "kernel (XNIC_VFIOUSER_KERNEL)")
+	}
+	if a.Modules == "" || !isFile(filepath.Join(a.Modules, "modules.dep")) {
+		missing = append(missing, "modules with modules.dep (XNIC_VFIOUSER_MODULES)")
+	}
+	if len(missing) > 0 {
+		return a, fmt.Errorf("%w (missing: %s)", ErrNoVFIOUserAssets, strings.Join(missing, ", "))
+	}
+	return a, nil
+}
+
+func cmp(have, alt string) string {
+	if have != "" {
+		return have
+	}
+	return alt
+}
+
+// UserVM is a guest whose NIC is a device model served over vfio-user: guest
+// RAM is a shared memfd (so the server can map what the guest's driver hands
+// the device) and the NIC is QEMU's vfio-user-pci client on Socket.
+type UserVM struct {
+	Assets    Assets
+	Initramfs string
+	Socket    string // the vfio-user server's Unix socket
+	Cmdline   string // appended to the harness's kernel command line
+	MemMB     int    // default 512
+	CPUs      int    // default 1
+	IOMMU     bool   // add intel-iommu (and intel_iommu=on)
+	Results   string // file for the guest's second serial port
+	Console   io.Writer
+}
+
+// Args returns QEMU's command line.
+func (vm *UserVM) Args() ([]string, error) {
+	if vm.Socket == "" || vm.Initramfs == "" {
+		return nil, errors.New("vmtest: UserVM needs a socket and an initramfs")
+	}
+	mem, cpus := vm.MemMB, vm.CPUs
+	if mem == 0 {
+		mem = 512
+	}
+	if cpus == 0 {
+		cpus = 1
+	}
+	// See VM.Args for no_timer_check and the log level.
+	cmdline := "console=ttyS0 no_timer_check panic=-1 quiet loglevel=4 sysctl.kernel.hung_task_timeout_secs=30 "
+	machine := "q35,memory-backend=ram0"
+	if vm.IOMMU {
+		cmdline += "intel_iommu=on "
+		machine += ",kernel-irqchip=split"
+	}
+	dev, err := json.Marshal(map[string]any{
+		"driver": "vfio-user-pci",
+		"socket": map[string]string{"type": "unix", "path": vm.Socket},
+	})
+	if err != nil {
+		return nil, err
+	}
+	args := []string{
+		"-nodefaults", "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
+		"-machine", machine,
+		"-accel", "tcg,thread=single",
+		"-smp", strconv.Itoa(cpus),
+		"-m", strconv.Itoa(mem),
+		"-object", fmt.Sprintf("memory-backend-memfd,id=ram0,size=%dM,share=on", mem),
+	}
+	if vm.IOMMU {
+		args = append(args, "-device", "intel-iommu,intremap=on")
+	}
+	args = append(args,
+		"-device", string(dev),
+		"-kernel", vm.Assets.Kernel,
+		"-initrd", vm.Initramfs,
+		"-append", strings.TrimSpace(cmdline+vm.Cmdline),
+	)
+	if vm.Results != "" {
+		args = append(args, "-chardev", "file,id=results,path="+vm.Results, "-serial", "chardev:results")
+	}
+	return args, nil
+}
+
+// Run boots the VM and waits until QEMU exits or ctx ends (QEMU is then killed
+// and Run returns ErrVMTimeout); it returns the console output either way.
+func (vm *UserVM) Run(ctx context.Context) (string, error) {
+	args, err := vm.Args()
+	if err != nil {
+		return "", err
+	}
+	return runQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
+}
+
+func runQEMU(ctx context.Context, qemu string, args []string, console io.Writer) (string, error) {
+	cmd := exec.Command(qemu, args...)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	w := io.Writer(&lockedWriter{mu: &mu, w: &buf})
+	if console != nil {
+		w = io.MultiWriter(w, console)
+	}
+	cmd.Stdout, cmd.Stderr = w, w
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("start %s: %w", qemu, err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var runErr error
+	select {
+	case err := <-done:
+		if err != nil {
+			runErr = fmt.Errorf("qemu: %w", err)
+		}
+	case <-ctx.Done():
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-done:
+			runErr = ErrVMTimeout
+		case <-time.After(10 * time.Second):
+			runErr = fmt.Errorf("qemu (pid %d) did not die after SIGKILL", cmd.Process.Pid)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return buf.String(), runErr
+}
+
+// ParseNetStats reads netinit's guestproto.StatsLine line ("netstats k=v ...")
+// from the results; ok is false when there is none.
+func ParseNetStats(results string) (map[string]uint64, bool, error) {
+	prefix := guestproto.Prefix + guestproto.StatsLine + " "
+	for _, line := range strings.Split(results, "\n") {
+		line = strings.TrimRight(line, "\r")
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		m := map[string]uint64{}
+		for _, kv := range strings.Fields(line[len(prefix):]) {
+			k, v, ok := strings.Cut(kv, "=")
+			n, err := strconv.ParseUint(v, 10, 64)
+			if !ok || err != nil {
+				return nil, true, fmt.Errorf("netstats field %q", kv)
+			}
+			m[k] = n
+		}
+		return m, true, nil
+	}
+	return nil, false, nil
+}
