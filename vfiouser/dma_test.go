@@ -292,7 +292,10 @@ func TestIRQForwarding(t *testing.T) {
 	// Malformed sets.
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(trig, vfiouser.IRQMSIX, 24, 2, nil)), "past the 25 vectors")
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(trig|vfiouser.IRQSetDataBool, vfiouser.IRQMSIX, 0, 1, []byte{1})), "two data flags")
-	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(vfiouser.IRQSetDataNone|vfiouser.IRQSetActionTrigger, vfiouser.IRQErr, 0, 1, nil)), "ERR has no interrupts")
+	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(vfiouser.IRQSetDataNone|vfiouser.IRQSetActionTrigger, vfiouser.IRQErr, 0, 1, nil)), "ERR takes eventfds only")
+	require.NoError(t, s.c.SetIRQs(trig, vfiouser.IRQErr, 0, 1, nil, int(msix[0])), "QEMU's error notifier")
+	require.NoError(t, s.c.SetIRQs(trig, vfiouser.IRQReq, 0, 1, nil, int(msix[1])), "QEMU's request notifier")
+	require.Equal(t, 1, s.dev.VectorsEnabled(), "notifications take no model vector")
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(trig, vfiouser.IRQMSIX, 0, 2, nil, fds[0])), "1 eventfd for count 2")
 	require.Equal(t, unix.ENOTSUP, errnoOf(s.c.SetIRQs(vfiouser.IRQSetDataEventfd|vfiouser.IRQSetActionUnmask, vfiouser.IRQIntx, 0, 1, nil, fds[0])), "unmask eventfds (KVM resamplefd)")
 }

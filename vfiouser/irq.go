@@ -44,6 +44,8 @@ func newIRQState(dev *sim.Device, msixVectors int, stats *Stats) *irqState {
 	q.vecs[IRQIntx] = make([]irqVec, 1)
 	q.vecs[IRQMSI] = make([]irqVec, 1)
 	q.vecs[IRQMSIX] = make([]irqVec, msixVectors)
+	q.vecs[IRQErr] = make([]irqVec, 1) // AER error and device request
+	q.vecs[IRQReq] = make([]irqVec, 1) // notifications: kept, never signalled
 	for i := range q.vecs {
 		for j := range q.vecs[i] {
 			q.vecs[i][j].fd = -1
@@ -53,14 +55,18 @@ func newIRQState(dev *sim.Device, msixVectors int, stats *Stats) *irqState {
 	return q
 }
 
-// info is DEVICE_GET_IRQ_INFO's flags and count for an index; ERR and REQ have
-// none.
+// info is DEVICE_GET_IRQ_INFO's flags and count for an index. ERR and REQ
+// have one eventfd each, as the kernel's vfio-pci gives a PCIe function; the
+// server keeps them and never signals them: a model has no AER errors and is
+// never asked to be unplugged.
 func (q *irqState) info(idx int) (flags uint32, count int) {
 	switch idx {
 	case IRQIntx:
 		return IRQInfoEventfd | IRQInfoMaskable | IRQInfoAutomasked, 1
 	case IRQMSI, IRQMSIX:
 		return IRQInfoEventfd | IRQInfoNoResize, len(q.vecs[idx])
+	case IRQErr, IRQReq:
+		return IRQInfoEventfd, 1
 	}
 	return 0, 0
 }
@@ -94,7 +100,21 @@ func (q *irqState) set(s IRQSet, fds []int) (err error) {
 		return fail(unix.EINVAL, "SET_IRQS index %d sub-indexes [%d, +%d): it has %d", idx, s.Start, s.Count, len(vecs))
 	}
 	sel := func(i uint32) bool { return data != IRQSetDataBool || s.Bools[i] != 0 }
+	notify := idx == IRQErr || idx == IRQReq
 	switch {
+	case notify && (data != IRQSetDataEventfd || action != IRQSetActionTrigger):
+		return fail(unix.EINVAL, "SET_IRQS index %d (a notification) takes only DATA_EVENTFD|ACTION_TRIGGER", idx)
+	case notify:
+		if len(fds) > 1 {
+			return fail(unix.EINVAL, "SET_IRQS index %d: %d eventfds for count 1", idx, len(fds))
+		}
+		if vecs[0].fd >= 0 {
+			unix.Close(vecs[0].fd)
+		}
+		vecs[0].fd = -1
+		if len(fds) == 1 {
+			vecs[0].fd, fds = fds[0], nil
+		}
 	case data == IRQSetDataEventfd && action != IRQSetActionTrigger:
 		return fail(unix.ENOTSUP, "SET_IRQS index %d: eventfds for mask/unmask events are not supported", idx)
 	case data == IRQSetDataEventfd:

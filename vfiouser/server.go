@@ -60,7 +60,8 @@ type Stats struct {
 	Errors       atomic.Uint64 // commands answered with an error
 	RegionReads  atomic.Uint64
 	RegionWrites atomic.Uint64
-	DMAMaps      atomic.Uint64
+	DMAMaps      atomic.Uint64 // all DMA_MAPs
+	DMAMapsFd    atomic.Uint64 // those with a descriptor (direct access by the model)
 	DMAUnmaps    atomic.Uint64
 	IRQsSent     atomic.Uint64 // eventfd signals written
 	IRQsPending  atomic.Uint64 // signals held back by a mask or a missing eventfd ("irqs_held")
@@ -480,6 +481,9 @@ func (s *Session) dmaMap(req *Request) error {
 		return err
 	}
 	s.stats.DMAMaps.Add(1)
+	if fd >= 0 {
+		s.stats.DMAMapsFd.Add(1)
+	}
 	return nil
 }
 
@@ -546,7 +550,7 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 
 // String lists the counts, "name=value" separated by spaces.
 func (st *Stats) String() string {
-	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d",
+	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_maps_fd=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d",
 		st.Messages.Load(), st.Errors.Load(), st.RegionReads.Load(), st.RegionWrites.Load(),
-		st.DMAMaps.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load())
+		st.DMAMaps.Load(), st.DMAMapsFd.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load())
 }

@@ -203,8 +203,8 @@ func TestDeviceAndRegionInfo(t *testing.T) {
 		vfiouser.IRQIntx: {vfiouser.IRQInfoEventfd | vfiouser.IRQInfoMaskable | vfiouser.IRQInfoAutomasked, 1},
 		vfiouser.IRQMSI:  {vfiouser.IRQInfoEventfd | vfiouser.IRQInfoNoResize, 1},
 		vfiouser.IRQMSIX: {vfiouser.IRQInfoEventfd | vfiouser.IRQInfoNoResize, 25}, // 82576: 25 MSI-X vectors (datasheet 7.3.1)
-		vfiouser.IRQErr:  {0, 0},
-		vfiouser.IRQReq:  {0, 0},
+		vfiouser.IRQErr:  {vfiouser.IRQInfoEventfd, 1},
+		vfiouser.IRQReq:  {vfiouser.IRQInfoEventfd, 1},
 	} {
 		flags, count, err := s.c.IRQInfo(idx)
 		require.NoError(t, err)
