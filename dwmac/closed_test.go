@@ -23,3 +23,20 @@ func TestClosedPortContract(t *testing.T) {
 		t.Errorf("model faults: %v", err)
 	}
 }
+
+func TestSendRefusesABufferItHolds(t *testing.T) {
+	m, err := dwmacsim.New(dwmacsim.Config{AutonegDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	p, err := dwmac.Open(m.Device(), dwmac.Config{Queues: 1, LinkTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	nictest.SendTwice(t, p)
+	if err := m.Err(); err != nil {
+		t.Errorf("model faults: %v", err)
+	}
+}

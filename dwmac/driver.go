@@ -204,6 +204,7 @@ type Port struct {
 
 	ctl       sync.Mutex    // serialises MDIO, MAC_Configuration and the filter
 	closed    bool          // guarded by ctl
+	release   func()        // ends Open's claim on dev (nic.Claim); set once by Open
 	link      nic.LinkState // last link programmed into MAC_Configuration; guarded by ctl
 	lastBMSR  uint16        // guarded by ctl
 	lastLinkE error         // last MDIO error seen by Link; guarded by ctl
@@ -223,6 +224,21 @@ func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
 // i.MX8M Plus EQOS platform device. The Device stays the caller's: Close does not
 // close it.
 func Open(dev nic.Device, cfg Config) (*Port, error) {
+	release, err := nic.Claim(dev, "dwmac")
+	if err != nil {
+		return nil, err
+	}
+	p, err := open(dev, cfg)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	p.release = release
+	return p, nil
+}
+
+// open brings the port up on a device Open has claimed.
+func open(dev nic.Device, cfg Config) (*Port, error) {
 	info := dev.Info()
 	var model Model
 	var ok bool
@@ -763,7 +779,9 @@ func (p *Port) Close() error {
 	p.ctl.Unlock()
 	p.collectStats() // keep the totals: the next reset clears the counters
 	p.stats.Stop()
-	return p.teardown()
+	err := p.teardown()
+	p.release() // the device may be opened again
+	return err
 }
 
 // teardown undoes whatever part of bring-up happened (stmmac_stop_all_dma, then

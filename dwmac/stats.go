@@ -73,7 +73,7 @@ func (p *Port) Stats() []nic.Counter {
 	if p.hw.MMC {
 		out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
 	}
-	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, allocFail, txErr, refDMA, refLen uint64
+	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, allocFail, txErr, refDMA, refLen, refOwner uint64
 	for _, q := range p.rx {
 		rxp += q.packets.Load()
 		rxb += q.bytes.Load()
@@ -89,6 +89,7 @@ func (p *Port) Stats() []nic.Counter {
 		txErr += q.errors.Load()
 		refDMA += q.refusedDMA.Load()
 		refLen += q.refusedLen.Load()
+		refOwner += q.refusedOwner.Load()
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_packets", Value: rxp},
@@ -103,6 +104,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_errors", Value: txErr},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
+		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
 	)
 	for _, q := range p.rx {
 		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())

@@ -49,7 +49,8 @@ type txQueue struct {
 	refusedDMA atomic.Uint64 // buffers outside the device's mapped or reachable memory: not sent
 	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
 
-	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
+	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
+	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -163,6 +164,10 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			break
 		}
 		taken++
+		if nic.HeldElsewhere(b) {
+			q.refusedOwner.Add(1)
+			continue
+		}
 		if !q.dmaOK(b) {
 			if b != nil && b.Pool() != nil {
 				b.Free()

@@ -178,6 +178,8 @@ type Port struct {
 	ctl    sync.Mutex
 	closed bool // guarded by ctl
 
+	release func() // ends Open's claim on dev (nic.Claim); set once by Open
+
 	stats stats // has its own lock
 
 	warnings []string // immutable after Open
@@ -192,6 +194,21 @@ func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
 // following Linux's fec_restart. The Device stays the caller's: Close does not
 // close it, and a second Open on it works.
 func Open(dev nic.Device, cfg Config) (*Port, error) {
+	release, err := nic.Claim(dev, "fec")
+	if err != nil {
+		return nil, err
+	}
+	p, err := open(dev, cfg)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	p.release = release
+	return p, nil
+}
+
+// open brings the port up on a device Open has claimed.
+func open(dev nic.Device, cfg Config) (*Port, error) {
 	info := dev.Info()
 	v, ok := LookupCompatible(info.Compatible)
 	if !ok {
@@ -545,7 +562,9 @@ func (p *Port) Close() error {
 	p.ctl.Unlock()
 	p.stats.collect(p) // keep the totals
 	p.stats.totals.Stop()
-	return p.teardown()
+	err := p.teardown()
+	p.release() // the device may be opened again
+	return err
 }
 
 // gracefulStopTimeout bounds the wait for EIR.GRA after TCR.GTS.

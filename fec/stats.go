@@ -127,7 +127,7 @@ func (p *Port) Stats() []nic.Counter {
 	p.stats.collect(p)
 	out := make([]nic.Counter, 0, len(mibCounters)+16+4*len(p.rx))
 	out = p.stats.totals.Append(out, len(mibCounters), func(i int) string { return mibCounters[i].name })
-	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, realign, kicks, skips uint64
+	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, refOwner, realign, kicks, skips uint64
 	for _, q := range p.rx {
 		lg += q.errLG.Load()
 		no += q.errNO.Load()
@@ -140,6 +140,7 @@ func (p *Port) Stats() []nic.Counter {
 	for _, q := range p.tx {
 		refDMA += q.refusedDMA.Load()
 		refLen += q.refusedLen.Load()
+		refOwner += q.refusedOwner.Load()
 		realign += q.realigned.Load()
 		kicks += q.kicks.Load()
 		skips += q.kickSkips.Load()
@@ -154,6 +155,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
+		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
 		nic.Counter{Name: "tx_realigned", Value: realign},
 		nic.Counter{Name: "tx_doorbells", Value: kicks},
 		nic.Counter{Name: "tx_doorbells_skipped", Value: skips},

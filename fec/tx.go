@@ -57,7 +57,8 @@ type txQueue struct {
 	kicks      atomic.Uint64 // TDAR writes
 	kickSkips  atomic.Uint64 // TDAR writes skipped (ERR007885: ring busy)
 
-	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
+	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
+	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -160,6 +161,10 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			break
 		}
 		taken++
+		if nic.HeldElsewhere(b) {
+			q.refusedOwner.Add(1)
+			continue
+		}
 		if !q.dmaOK(b) {
 			if b != nil && b.Pool() != nil {
 				b.Free()

@@ -125,6 +125,8 @@ type Port struct {
 	ctl    sync.Mutex // serialises control register sequences (MDIC, RCTL, MTA)
 	closed bool       // guarded by ctl
 
+	release func() // ends Open's claim on dev (nic.Claim); set once by Open
+
 	stats nic.CounterTotals // hwCounters totals; has its own lock
 
 	// warnings are non-fatal oddities of the bring-up; immutable after Open.
@@ -139,6 +141,21 @@ func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
 // Open resets the device, brings the link up and sets up cfg.Queues RX/TX queue
 // pairs. The Device stays the caller's: Close does not close it.
 func Open(dev nic.Device, cfg Config) (*Port, error) {
+	release, err := nic.Claim(dev, "igb")
+	if err != nil {
+		return nil, err
+	}
+	p, err := open(dev, cfg)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	p.release = release
+	return p, nil
+}
+
+// open brings the port up on a device Open has claimed.
+func open(dev nic.Device, cfg Config) (*Port, error) {
 	info := dev.Info()
 	model, ok := Lookup(info.Vendor, info.Device)
 	if !ok {
@@ -545,7 +562,9 @@ func (p *Port) Close() error {
 	p.ctl.Unlock()
 	p.collectStats() // keep the totals: the next reset clears the counters
 	p.stats.Stop()
-	return p.teardown()
+	err := p.teardown()
+	p.release() // the device may be opened again
+	return err
 }
 
 // teardown undoes whatever part of bring-up happened.

@@ -73,7 +73,7 @@ func (p *Port) Stats() []nic.Counter {
 	p.collectStats()
 	out := make([]nic.Counter, 0, len(hwCounters)+9+4*len(p.rx))
 	out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
-	var descErr, allocFail, refDMA, refLen, split uint64
+	var descErr, allocFail, refDMA, refLen, refOwner, split uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
 		allocFail += q.allocFail.Load()
@@ -81,6 +81,7 @@ func (p *Port) Stats() []nic.Counter {
 	for _, q := range p.tx {
 		refDMA += q.refusedDMA.Load()
 		refLen += q.refusedLen.Load()
+		refOwner += q.refusedOwner.Load()
 		split += q.split.Load()
 	}
 	out = append(out,
@@ -88,6 +89,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
+		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
 		nic.Counter{Name: "tx_split_frames", Value: split},
 	)
 	for _, q := range p.rx {

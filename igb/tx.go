@@ -65,7 +65,8 @@ type txQueue struct {
 	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
 	split      atomic.Uint64 // frames sent over more than one descriptor (page crossing)
 
-	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
+	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
+	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
 }
 
 // txPage is the boundary a descriptor's buffer must not cross (see txQueue).
@@ -191,6 +192,10 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			}
 		}
 		taken++
+		if nic.HeldElsewhere(b) {
+			q.refusedOwner.Add(1)
+			continue
+		}
 		var t *trustedPool
 		if last != nil && b != nil && b.Pool() == last.pool && b.Len >= minTxLen && b.Len <= txMaxLen && b.Off >= 0 && b.Off+b.Len <= len(b.Mem) {
 			// dmaOK's common case inline: a good length, from the pool the

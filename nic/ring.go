@@ -79,3 +79,19 @@ func TxQueueAt[Q TxQueue](qs []Q, i int) TxQueue {
 	}
 	return qs[i]
 }
+
+// HeldElsewhere reports whether a TX queue must refuse b because the caller
+// handing it over does not own it: it is on a TX ring already (given twice,
+// in one Send or while still in flight), posted on an RX ring, or back on its
+// pool's free list. Send counts such a buffer and neither sends nor frees it:
+// it belongs to someone else.
+func HeldElsewhere(b *dma.Buf) bool {
+	if b == nil {
+		return false
+	}
+	switch b.Owner() {
+	case dma.OwnerTx, dma.OwnerRx, dma.OwnerFree:
+		return true
+	}
+	return false
+}
