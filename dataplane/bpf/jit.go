@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"sync"
 )
@@ -12,7 +13,9 @@ type Engine uint8
 
 const (
 	// EngineDefault is the JIT where xnic has a backend for the platform
-	// (JITAvailable), the interpreter elsewhere.
+	// (JITAvailable), the interpreter elsewhere. The environment variable
+	// XNIC_ENGINE=interp (or jit) overrides it for the whole process: a
+	// switch for tests and benchmarks that load programs with the default.
 	EngineDefault Engine = iota
 	// EngineInterp is the interpreter: the reference, on every platform.
 	EngineInterp
@@ -104,6 +107,12 @@ func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
 			return nil, ErrNoJIT
 		}
 	case EngineDefault:
+		switch envEngine() {
+		case EngineInterp:
+			return nil, nil
+		case EngineJIT:
+			return compileFor(name, plain, fused, EngineJIT)
+		}
 		if !jitArch {
 			return nil, nil
 		}
@@ -120,6 +129,15 @@ func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
 	}
 	return j, nil
 }
+
+// envEngine is XNIC_ENGINE, read once (EngineDefault when unset or unknown).
+var envEngine = sync.OnceValue(func() Engine {
+	e, err := ParseEngine(os.Getenv("XNIC_ENGINE"))
+	if err != nil {
+		return EngineDefault
+	}
+	return e
+})
 
 // compile gives p native code for engine e (plain is its instruction stream
 // before fusion, as decodeProgram left it in decodeEnv.plain).
