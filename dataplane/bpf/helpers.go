@@ -145,6 +145,9 @@ func (r *Runner) mapArg(v uint64) *mapRef {
 		return nil
 	}
 	i := uint32(v)
+	if i&innerHandle != 0 {
+		return r.coll.innerRef(i&^innerHandle, nil) // load_mapinmap.go
+	}
 	if int(i) >= len(r.coll.mapRefs) {
 		return nil
 	}
@@ -165,6 +168,9 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
 		if key == nil {
 			return r.argFault(p, pc, argKey)
+		}
+		if m.outer != nil {
+			return r.innerLookup(m, key)
 		}
 		var v []byte
 		if m.arr != nil {

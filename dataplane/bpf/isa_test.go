@@ -362,8 +362,8 @@ func TestCallsAndCallx(t *testing.T) {
 		t.Errorf("callx helper: %d, %v", got, err)
 	}
 	_, err = runRaw(t, asmProg(
-		ins(0xb7, 2, 0, 0, 69), // r2 = 69 (fib_lookup: not implemented)
-		ins(0x8d, 2, 0, 0, 0),  // callx r2
+		ins(0xb7, 2, 0, 0, 9), // r2 = 9 (skb_store_bytes: not for XDP)
+		ins(0x8d, 2, 0, 0, 0), // callx r2
 		exitInsn), nil)
 	if err == nil || !strings.Contains(err.Error(), "callx") {
 		t.Errorf("callx to an unimplemented helper: %v", err)
@@ -429,7 +429,7 @@ func TestVerifierRejects(t *testing.T) {
 		{"load into r10", asmProg(ins(0x79, 10, 1, 0, 0), exitInsn), ErrWriteR10, 0},
 		{"register 11", asmProg(ins(0xb7, 11, 0, 0, 0), exitInsn), ErrBadRegister, 0},
 		{"unknown helper", asmProg(ins(0x85, 0, 0, 0, 9999), exitInsn), ErrBadHelper, 0},
-		{"helper not for XDP", asmProg(ins(0x85, 0, 0, 0, 69), exitInsn), ErrHelperNotAllowed, 0},
+		{"helper not for XDP", asmProg(ins(0x85, 0, 0, 0, 9), exitInsn), ErrHelperNotAllowed, 0},
 		{"unresolved map", asmProg(lddw(1, pseudoMapFD, 3), exitInsn), ErrUnresolvedMap, 0},
 		{"lddw without second slot", asmProg(exitInsn, ins(0x18, 0, 0, 0, 0)), ErrBadWideLoad, 1},
 		{"legacy ld_abs", asmProg(ins(0x30, 0, 0, 0, 0), exitInsn), ErrUnknownOpcode, 0},
@@ -450,8 +450,8 @@ func TestVerifierRejects(t *testing.T) {
 		}
 	}
 	// The message names the helper.
-	_, err := LoadRaw("t", asmProg(ins(0x85, 0, 0, 0, 69), exitInsn), nil)
-	if err == nil || !strings.Contains(err.Error(), "FnFibLookup") || !strings.Contains(err.Error(), "instruction 0") {
+	_, err := LoadRaw("t", asmProg(ins(0x85, 0, 0, 0, 9), exitInsn), nil)
+	if err == nil || !strings.Contains(err.Error(), "FnSkbStoreBytes") || !strings.Contains(err.Error(), "instruction 0") {
 		t.Errorf("message %v", err)
 	}
 }

@@ -55,6 +55,7 @@ type Collection struct {
 	skippedSpec map[string]*ebpf.ProgramSpec // programs not loaded
 	mapErrs     map[string]error             // maps that could not be created: name -> why
 	fib         atomic.Pointer[fibTable]     // bpf_fib_lookup's table (SetFIB)
+	inner       innerRefs                    // inner maps of maps of maps (load_mapinmap.go)
 	trace       io.Writer
 	traceMu     sync.Mutex
 	closed      atomic.Bool
@@ -72,6 +73,7 @@ type mapRef struct {
 	progWritable bool            // values writable by programs
 	progs        *maps.ProgArray // program arrays: slots hold *Program
 	ring         RingBuffer
+	outer        *maps.MapOfMaps // maps of maps: lookups give inner maps
 	// Arrays and per-CPU arrays of maps.Array: their storage, for lookups
 	// without the interface call (see arrayValue). nil for other maps.
 	arr     []byte
@@ -234,6 +236,7 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 	}
 	sort.Strings(names)
 	progContents := map[string][]ebpf.MapKV{}
+	innerContents := map[string][]ebpf.MapKV{}
 	for _, n := range names {
 		ms := spec.Maps[n]
 		if ms == nil {
@@ -252,6 +255,7 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			MaxEntries: ms.MaxEntries,
 			Flags:      ms.Flags,
 			NumCPU:     o.NumCPU,
+			InnerMap:   innerSpec(ms.InnerMap, o.NumCPU), // load_mapinmap.go
 		}
 		m, err := o.NewMap(s)
 		if err != nil {
@@ -280,10 +284,15 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			pa.SetProgResolver(c.resolveProg)
 		case ebpf.RingBuf:
 			ref.ring = ringOf(m)
+		case ebpf.ArrayOfMaps, ebpf.HashOfMaps:
+			ref.outer, _ = m.(*maps.MapOfMaps)
+			ref.lookupOK = ref.outer != nil // lookups return the inner map
 		}
 		switch {
 		case ms.Type == ebpf.ProgramArray:
 			progContents[n] = ms.Contents
+		case ms.Type == ebpf.ArrayOfMaps || ms.Type == ebpf.HashOfMaps:
+			innerContents[n] = ms.Contents // filled once every map exists
 		case isDataSection(n):
 			// Global data: the section's bytes with the variables the
 			// caller may have changed (VariableSpec.Set) laid over them.
@@ -316,6 +325,10 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 				c.staticNames = append(c.staticNames, n)
 			}
 		}
+	}
+
+	if err := c.fillMapsOfMaps(innerContents); err != nil {
+		return nil, err
 	}
 
 	env := &decodeEnv{

@@ -15,6 +15,9 @@ type Spec struct {
 	// NumCPU is the number of per-CPU slots for per-CPU maps (one per poll
 	// goroutine); ignored by other types.
 	NumCPU int
+	// InnerMap is the inner map template of a map of maps (array_of_maps,
+	// hash_of_maps); nil for other types.
+	InnerMap *Spec
 }
 
 // Update flags, as BPF_ANY, BPF_NOEXIST and BPF_EXIST.

@@ -93,6 +93,8 @@ func New(spec Spec) (Map, error) {
 		return ifOK(newRingBuf(spec))
 	case ebpf.PerfEventArray:
 		return ifOK(newPerfEventArray(spec))
+	case ebpf.ArrayOfMaps, ebpf.HashOfMaps:
+		return ifOK(newMapOfMaps(spec))
 	}
 	return nil, mapErr(spec.Name, syscall.EOPNOTSUPP, "map type %v is not implemented by xnic (use array, hash, lru_hash, lpm_trie, devmap, cpumap, xskmap, prog_array or ringbuf and their per-CPU forms)", spec.Type)
 }
