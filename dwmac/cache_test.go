@@ -152,7 +152,10 @@ func trafficErr(m *dwmacsim.Model, p *dwmac.Port, wire *sim.PairEnd, rec *sim.Re
 	tx := p.TxQueue(0)
 	pool := p.RxQueue(0).Pool()
 	out := make([][]byte, n)
-	deadline := time.Now().Add(250 * time.Millisecond) // a working ring turns over in microseconds
+	// A working ring makes progress every few microseconds (milliseconds under
+	// the race detector): 250 ms without any is a stuck ring.
+	const patience = 250 * time.Millisecond
+	deadline := time.Now().Add(patience)
 	for i := 0; i < n; {
 		if out[i] == nil {
 			out[i] = nictest.RandFrame(rng, net.HardwareAddr{2, 9, 9, 9, 9, 9}, 60+rng.IntN(400))
@@ -164,10 +167,13 @@ func trafficErr(m *dwmacsim.Model, p *dwmac.Port, wire *sim.PairEnd, rec *sim.Re
 		b.Len = copy(b.Mem[b.Off:], out[i])
 		if tx.Send([]*dma.Buf{b}) == 1 {
 			i++
+			deadline = time.Now().Add(patience)
 			continue
 		}
 		b.Free()
-		if tx.Reclaim() == 0 {
+		if tx.Reclaim() > 0 {
+			deadline = time.Now().Add(patience)
+		} else {
 			if time.Now().After(deadline) {
 				return fmt.Errorf("TX stuck at frame %d of %d: descriptors never came back", i, n)
 			}

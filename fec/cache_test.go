@@ -157,7 +157,10 @@ func cacheTraffic(a, b cachePort, ring, rounds int) error {
 				src, dst = b.p, a.p
 			}
 			var want [][]byte
-			deadline := time.Now().Add(250 * time.Millisecond) // a working ring turns over in microseconds
+			// A working ring makes progress every few microseconds (milliseconds
+			// under the race detector): 250 ms without any is a stuck ring.
+			const patience = 250 * time.Millisecond
+			deadline := time.Now().Add(patience)
 			for len(want) < ring/2+1 {
 				f := frameTo(dst.MAC(), src.MAC(), sizes[seq%len(sizes)], seq)
 				buf := src.RxQueue(0).Pool().Get()
@@ -168,10 +171,13 @@ func cacheTraffic(a, b cachePort, ring, rounds int) error {
 				if src.TxQueue(0).Send([]*dma.Buf{buf}) == 1 {
 					want = append(want, f)
 					seq++
+					deadline = time.Now().Add(patience)
 					continue
 				}
 				buf.Free()
-				if src.TxQueue(0).Reclaim() == 0 {
+				if src.TxQueue(0).Reclaim() > 0 {
+					deadline = time.Now().Add(patience)
+				} else {
 					if time.Now().After(deadline) {
 						return fmt.Errorf("round %d dir %d: TX stuck after %d frames: descriptors never came back", round, dir, len(want))
 					}
@@ -185,7 +191,9 @@ func cacheTraffic(a, b cachePort, ring, rounds int) error {
 					got = append(got, bytes.Clone(b.Data()))
 					b.Free()
 				}
-				if k == 0 {
+				if k > 0 {
+					deadline = time.Now().Add(patience)
+				} else {
 					if time.Now().After(deadline) {
 						return fmt.Errorf("round %d dir %d: %d of %d frames arrived", round, dir, len(got), len(want))
 					}

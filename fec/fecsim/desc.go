@@ -108,8 +108,18 @@ func (b bdView) put32(off int, v uint32) {
 	}
 }
 
-func (b bdView) length() uint16 { return b.u16(bdLen) }
-func (b bdView) sc() uint16     { return b.u16(bdSC) }
+// head reads length and status as one 32-bit load (the word the driver
+// hands a BD over with).
+func (b bdView) head() (length, sc uint16) {
+	w := loadWord(b.d, 0)
+	if b.le {
+		return binary.LittleEndian.Uint16(w[0:]), binary.LittleEndian.Uint16(w[2:])
+	}
+	return binary.BigEndian.Uint16(w[0:]), binary.BigEndian.Uint16(w[2:])
+}
+
+func (b bdView) length() uint16 { l, _ := b.head(); return l }
+func (b bdView) sc() uint16     { _, s := b.head(); return s }
 func (b bdView) addr() uint32   { return b.u32(bdAddr) }
 func (b bdView) esc() uint32    { return b.u32(bdESC) }
 
@@ -131,8 +141,9 @@ func (b bdView) writeHead(length, sc uint16) {
 // otherOrderSC is the status word as the other byte order would read it (used
 // to recognise a driver that forgot ECR.DBSWP).
 func (b bdView) otherOrderSC() uint16 {
+	w := loadWord(b.d, 0)
 	if b.le {
-		return binary.BigEndian.Uint16(b.d[bdSC:])
+		return binary.BigEndian.Uint16(w[bdSC:])
 	}
-	return binary.LittleEndian.Uint16(b.d[bdSC:])
+	return binary.LittleEndian.Uint16(w[bdSC:])
 }
