@@ -183,6 +183,7 @@ type Port struct {
 	stats stats // has its own lock
 
 	warnings []string // immutable after Open
+	mib      bool     // the MIB counters exist (probeMIB); immutable after Open
 }
 
 var _ nic.Port = (*Port)(nil)
@@ -328,7 +329,14 @@ func (p *Port) bringUp() error {
 			p.rx[0].esc = rxESCInt
 		}
 	}
+	if p.mib = p.probeMIB(); !p.mib {
+		p.warnings = append(p.warnings, "no MIB counters: a value written to RMON_T_PACKETS with the MIB disabled read back as 0 "+
+			"(QEMU's imx.enet has none); Stats reports the driver's own counters and mib_unavailable")
+	}
 	p.start()
+	if err := p.checkRxRings(); err != nil {
+		return err
+	}
 	p.stats.baseline(p)
 	return nil
 }

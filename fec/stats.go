@@ -124,9 +124,14 @@ func (s *stats) collect(p *Port) {
 // Stats reads the MIB counters (accumulating their increments) and adds the
 // driver's own counters, in total and per ring.
 func (p *Port) Stats() []nic.Counter {
-	p.stats.collect(p)
 	out := make([]nic.Counter, 0, len(mibCounters)+16+4*len(p.rx))
-	out = p.stats.totals.Append(out, len(mibCounters), func(i int) string { return mibCounters[i].name })
+	if p.mib {
+		p.stats.collect(p)
+		out = p.stats.totals.Append(out, len(mibCounters), func(i int) string { return mibCounters[i].name })
+	} else {
+		// No MIB (probeMIB): its counters would read 0 whatever happened.
+		out = append(out, nic.Counter{Name: "mib_unavailable", Value: 1})
+	}
 	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, refOwner, realign, kicks, skips uint64
 	for _, q := range p.rx {
 		lg += q.errLG.Load()
