@@ -95,8 +95,11 @@
 // # Concurrency
 //
 // Register accesses, Inject and transmission are safe from any goroutine:
-// register state is under one mutex, and transmission runs on the goroutine
-// that wrote the tail pointer with that mutex released while frames are on
-// the wire (a second mutex keeps transmissions in order). The per-frame paths
+// register state is under one mutex, and transmission runs on the device side
+// (a sim.Sched, Config.Sched) a few microseconds after the tail write, never
+// inside it, with that mutex released while frames are on the wire (a second
+// mutex keeps transmissions in order). So a TX buffer reused before the
+// write-back clears OWN goes out with its new bytes. Model.Settle finishes the
+// pending transmissions at once (tests); Model.Err names the schedule's seed. The per-frame paths
 // (Inject, TX tail writes) do not allocate.
 package dwmacsim

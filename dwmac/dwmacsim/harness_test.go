@@ -80,7 +80,11 @@ func newRig(t testing.TB, cfg Config) *rig {
 }
 
 func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) { r.regs.Write32(off, v) }
+func (r *rig) wr(off uint32, v uint32) { r.regs.Write32(off, v); r.m.Settle() }
+
+// wrRaw writes without letting the device finish first: the TX DMA runs on
+// its own time (the timing tests).
+func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }
 
 // waitFor polls cond for up to 2 s.
 func (r *rig) waitFor(what string, cond func() bool) {

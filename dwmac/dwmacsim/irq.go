@@ -11,10 +11,12 @@ import (
 // DMA_CH_Interrupt_Enable, the summary bit of its group is set too: NIS for TI,
 // TBU, RI, ERI; AIS for TPS, RPS, RBU, RWT, ETI, FBE, CDE. The channel's line
 // is asserted while NIS&NIE or AIS&AIE hold for an enabled cause. The model
-// sends one message for every event that asserts the line, and another when an
-// Interrupt_Enable write enables a cause that is still pending (a level line
-// seen through MSI): software that clears the status before re-enabling gets
-// no stale interrupt, software that does not gets one at once.
+// sends a message when an event asserts a line that was not asserted (a level
+// line seen through MSI: an event whose line is still held by a cause the
+// driver left set in DMA_CH_Status raises no new message), and another when an
+// Interrupt_Enable write enables a cause that is still pending: software that
+// clears the status before re-enabling gets no stale interrupt, software that
+// does not gets one at once.
 //
 // Where it goes: with DMA_Mode.INTM = 0 everything is on vector 0 (the
 // sbd_intr_o line: Intel's single-vector fallback, i.MX8MP's macirq); with
@@ -27,6 +29,7 @@ import (
 // raiseLocked records events ev on channel c and signals what they enable.
 func (m *Model) raiseLocked(c int, ev uint32) {
 	ch := &m.ch[c]
+	held := m.assertedLocked(c)
 	ch.status |= ev
 	if ev&ch.intEn&stNormal != 0 {
 		ch.status |= stNIS
@@ -34,9 +37,32 @@ func (m *Model) raiseLocked(c int, ev uint32) {
 	if ev&ch.intEn&stAbnormal != 0 {
 		ch.status |= stAIS
 	}
-	if fire := ev & ch.pendingLocked(m.ieNIE, m.ieAIE); fire != 0 {
+	if fire := ev & ch.pendingLocked(m.ieNIE, m.ieAIE) &^ held; fire != 0 {
 		m.signalLocked(c, fire)
 	}
+}
+
+// assertedLocked is the set of channel c's causes whose line is asserted now:
+// with INTM = 0 one line for every channel (all causes, if any channel has one
+// pending), with INTM = 1 the channel's RX line and TX line.
+func (m *Model) assertedLocked(c int) uint32 {
+	if m.busMode&busINTMMask != busINTMPerCh {
+		for i := range m.ch[:m.nch] {
+			if m.ch[i].pendingLocked(m.ieNIE, m.ieAIE) != 0 {
+				return stRxSide | stTxSide
+			}
+		}
+		return 0
+	}
+	var held uint32
+	p := m.ch[c].pendingLocked(m.ieNIE, m.ieAIE)
+	if p&stRxSide != 0 {
+		held |= stRxSide
+	}
+	if p&stTxSide != 0 {
+		held |= stTxSide
+	}
+	return held
 }
 
 // signalLocked sends the message(s) for enabled causes on channel c.

@@ -78,6 +78,13 @@ func TestSingleVector(t *testing.T) {
 	tx := r.setupTx(0, 4)
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
 	require.True(t, fired(t, irqs[0]))
+	// RI left set holds the line: TI raises no new message.
+	tx.queue(frame(peerMAC, 60), true)
+	tx.kick()
+	require.False(t, fired(t, irqs[0]), "a cause left set in the status holds the line: no new message")
+	require.NotZero(t, r.rd(tCh(0)+tStatus)&tTI)
+	// Cleared, the next event raises one.
+	r.wr(tCh(0)+tStatus, tRI|tTI|tNIS)
 	tx.queue(frame(peerMAC, 60), true)
 	tx.kick()
 	require.True(t, fired(t, irqs[0]))

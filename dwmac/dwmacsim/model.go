@@ -79,6 +79,10 @@ type Config struct {
 	PartnerNo1000 bool
 	// Name is nic.DeviceInfo.Name. "": "dwmacsim".
 	Name string
+	// Sched sets the device side's latencies and seed (see sim.Sched): the
+	// zero value runs the TX DMA asynchronously, a few microseconds after the
+	// tail write; Sync runs it inside the write (benchmarks).
+	Sched sim.SchedConfig
 }
 
 // Counters are the model's own totals (never cleared by register reads).
@@ -117,6 +121,9 @@ type Model struct {
 	ieNIE  uint32      // immutable: NIE bit for this SNPSVER
 	ieAIE  uint32      // immutable
 
+	sched *sim.Sched // immutable: the device side's clock
+	txT   *sim.Timer // immutable: the TX DMA's next step
+
 	txMu    sync.Mutex
 	txBatch []txFrame // guarded by txMu
 	txArena []byte    // guarded by txMu: gathered multi-descriptor frames
@@ -126,6 +133,7 @@ type Model struct {
 	wire sim.Wire // guarded by mu: where transmitted frames go
 
 	closed     bool
+	txPend     uint32    // TX channels the DMA has to look at
 	swr        bool      // a DMA software reset is in progress
 	swrUntil   time.Time // earliest end of the reset
 	macConfig  uint32
@@ -250,6 +258,8 @@ func New(cfg Config) (*Model, error) {
 		dc.MSIXVectors = 32
 	}
 	m.base = sim.NewDevice(dc, m.mem, m)
+	m.sched = sim.NewSched(cfg.Sched)
+	m.txT = m.sched.NewTimer(m.txRun)
 	m.dev = m.base
 	if cfg.Variant == IMX8MP {
 		m.dev = sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos")
@@ -297,8 +307,21 @@ func (m *Model) Faults() []sim.Fault { return m.faults.List() }
 // FaultLog is the fault log itself (to Clear it in tests that provoke faults).
 func (m *Model) FaultLog() *sim.Faults { return m.faults }
 
-// Err is nil when the model recorded no fault.
-func (m *Model) Err() error { return m.faults.Err() }
+// Err is nil when the model recorded no fault; otherwise it names the device
+// schedule's seed too, to rerun the same latencies.
+func (m *Model) Err() error {
+	if err := m.faults.Err(); err != nil {
+		return fmt.Errorf("%w (%v)", err, m.sched)
+	}
+	return nil
+}
+
+// Sched is the device side (its seed, for a test's failure message).
+func (m *Model) Sched() *sim.Sched { return m.sched }
+
+// Settle lets the TX DMA finish what it was asked to do now, as if its
+// latency had passed. For tests that check the wire right after a tail write.
+func (m *Model) Settle() { m.sched.Settle() }
 
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
@@ -327,6 +350,7 @@ func (m *Model) Close() error {
 		m.ch[i].wdt.Stop()
 	}
 	m.mu.Unlock()
+	m.sched.Close()
 	return m.base.Close()
 }
 
@@ -402,6 +426,7 @@ func (m *Model) inResetLocked() bool {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
+	m.sched.Poll()
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.inResetLocked() {
@@ -416,16 +441,20 @@ func (m *Model) Read32(off uint32) uint32 {
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
+	m.sched.Poll()
 	m.mu.Lock()
 	if m.inResetLocked() {
 		m.mu.Unlock()
 		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
 		return
 	}
-	kick := m.writeLocked(off, val)
+	if kick := m.writeLocked(off, val); kick != 0 {
+		m.txPend |= kick
+		m.txT.Arm()
+	}
 	m.mu.Unlock()
-	if kick != 0 {
-		m.transmit(kick)
+	if m.sched.Synchronous() {
+		m.sched.Poll()
 	}
 }
 

@@ -1,8 +1,10 @@
 package dwmacsim
 
 // Transmit path (databook "Transmit DMA"). A tail-pointer write (or ST, or TE
-// or TXQEN becoming set) resumes the channel's TX DMA, which runs synchronously
-// on the writer's goroutine: descriptors from the current pointer up to the
+// or TXQEN becoming set) resumes the channel's TX DMA, which runs on the device
+// side's time (sim.Sched: a few microseconds later, a few frames per step, on
+// the background goroutine or at a later register access; inside the write
+// with Config.Sched.Sync): descriptors from the current pointer up to the
 // tail are read and checked under mu, the frames go to the wire with mu
 // released (txMu keeps transmissions in order), then every descriptor of each
 // frame is written back with OWN clear (FD/LD as in the frame, the status in
@@ -47,32 +49,58 @@ const txBatchMax = 64
 
 var zeroPad [minFrame]byte
 
-// transmit runs the TX channels in mask.
-func (m *Model) transmit(mask uint32) {
+// txRun is one step of the TX DMA (the device side's txT timer, armed by a
+// tail write, ST, TE or TXQEN): each channel with work sends up to a few
+// frames (everything on a synchronous device side) and the step re-arms
+// itself while a channel has more.
+func (m *Model) txRun() {
 	m.txMu.Lock()
 	defer m.txMu.Unlock()
+	budget := txBatchMax
+	if !m.sched.Synchronous() {
+		budget = 1 + m.sched.IntN(txStepMax)
+	}
+	m.mu.Lock()
+	mask := m.txPend
+	m.txPend = 0
+	m.mu.Unlock()
+	var more uint32
 	for c := 0; mask != 0; c++ {
 		if mask&(1<<c) != 0 {
 			mask &^= 1 << c
-			m.transmitChannel(c)
+			if m.transmitChannel(c, budget) {
+				more |= 1 << c
+			}
 		}
+	}
+	if more != 0 {
+		m.mu.Lock()
+		m.txPend |= more
+		m.txT.Arm()
+		m.mu.Unlock()
 	}
 }
 
-func (m *Model) transmitChannel(c int) {
+// txStepMax bounds the frames one asynchronous TX step sends per channel.
+const txStepMax = 8
+
+// transmitChannel sends frames of channel c in batches of up to budget; on an
+// asynchronous device side it stops after one batch and reports whether the
+// channel has more to send.
+func (m *Model) transmitChannel(c, budget int) (more bool) {
 	for {
 		m.mu.Lock()
 		ch := &m.ch[c]
 		r := &ch.tx
 		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 {
 			m.mu.Unlock()
-			return
+			return false
 		}
 		if m.mtlq[c].txOp&mtlTXQENMask != mtlTXQENOn {
 			m.faults.Add("tx", regName(regMTLQBase+uint32(c)*mtlQStride+mtlTxOpMode), uint64(c),
 				"TX DMA of channel %d has descriptors to send but MTL TX queue %d is not enabled (TXQEN must be 2)", c, c)
 			m.mu.Unlock()
-			return
+			return false
 		}
 		gen, seq := m.gen, r.seq
 		// base is the normal descriptor of entry 0 (after TDES4-7 in the
@@ -82,7 +110,7 @@ func (m *Model) transmitChannel(c int) {
 		batch, arena := m.txBatch[:0], m.txArena[:0]
 		cur, consumed := r.cur, uint32(0)
 		res, stop := gatherOK, suspNone
-		for len(batch) < txBatchMax {
+		for len(batch) < budget {
 			var fr txFrame
 			var next uint32
 			fr, next, res = m.gatherLocked(base, stride, size, cur, r.tailRaw, &arena, eame)
@@ -110,7 +138,7 @@ func (m *Model) transmitChannel(c int) {
 			m.settleTxLocked(c, r, stop, seq)
 			m.txBatch, m.txArena = batch, arena
 			m.mu.Unlock()
-			return
+			return false
 		}
 		linkOK := m.phy.LinkUp() && m.speedMatchLocked()
 		sink := m.wire.Sink()
@@ -130,7 +158,7 @@ func (m *Model) transmitChannel(c int) {
 			// ring is no longer the DMA's to write back.
 			m.txBatch, m.txArena = batch[:0], arena[:0]
 			m.mu.Unlock()
-			return
+			return false
 		}
 		ioc := false
 		for i := range batch {
@@ -174,7 +202,10 @@ func (m *Model) transmitChannel(c int) {
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
 		if res == gatherDMAError {
-			return
+			return false
+		}
+		if stop == suspNone && !m.sched.Synchronous() {
+			return true // the next step goes on
 		}
 	}
 }
