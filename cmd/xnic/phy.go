@@ -216,6 +216,8 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&req.Force, "force", false, "write a register IEEE 802.3 defines as read-only")
 	fs.IntVar(&req.Addr, "addr", -1, "MDIO address of a clause-45 access (default: the port's PHY)")
+	var ctl string
+	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -226,6 +228,11 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 	}
 	if req.Addr != -1 && !req.Reg.C45 {
 		return usageErrorf("--addr is for clause-45 accesses (DEV.REG); clause-22 accesses go to the port's PHY")
+	}
+	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+		return err
+	} else if ok {
+		return phyViaControl(path, req, asJSON, stdout)
 	}
 	op, err := openPort(bdf, o)
 	if err != nil {
@@ -417,4 +424,20 @@ func printPHYDecode(w io.Writer, d phyDecodeOut, asJSON bool) error {
 		fmt.Fprintln(w, r)
 	}
 	return nil
+}
+
+// phyViaControl asks the run holding the port to run req on its PHY.
+func phyViaControl(path string, req phyReq, asJSON bool, w io.Writer) error {
+	resp, err := controlCall(path, ctlRequest{Cmd: "phy", PHY: &req, Force: req.Force})
+	switch {
+	case err != nil:
+		return err
+	case req.Op == "write":
+		return nil
+	case resp.PHY != nil && resp.PHY.Decode != nil:
+		return printPHYDecode(w, *resp.PHY.Decode, asJSON)
+	case resp.PHY != nil && resp.PHY.Reg != nil:
+		return printPHYReg(w, *resp.PHY.Reg, asJSON)
+	}
+	return fmt.Errorf("the run holding %s sent no PHY registers", resp.Port)
 }

@@ -321,11 +321,18 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 func runRegs(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON, raw bool
+	var ctl string
 	bdf, err := parsePortArgs("regs", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) {
 		fs.BoolVar(&raw, "raw", false, "read the registers as they are, without bringing the port up (no reset)")
+		controlFlag(fs, &ctl)
 	})
 	if err != nil {
 		return err
+	}
+	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+		return err
+	} else if ok { // a run holds the port: ask it (control.go)
+		return controlRegs(path, asJSON, stdout)
 	}
 	var d regDump
 	if raw {
@@ -413,9 +420,24 @@ func rawDump(bdf string, o portOptions) (regDump, error) {
 }
 
 func runStats(args []string, stdout, stderr io.Writer) error {
-	return withPort("stats", args, stderr, func(op *openedPort, asJSON bool) error {
-		return printStats(stdout, op.Name(), op.Stats(), asJSON)
-	})
+	var o portOptions
+	var asJSON bool
+	var ctl string
+	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) { controlFlag(fs, &ctl) })
+	if err != nil {
+		return err
+	}
+	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+		return err
+	} else if ok { // a run holds the port: ask it (control.go)
+		return controlStats(path, asJSON, stdout)
+	}
+	op, err := openPort(bdf, o)
+	if err != nil {
+		return err
+	}
+	defer op.Close()
+	return printStats(stdout, op.Name(), op.Stats(), asJSON)
 }
 
 func printStats(stdout io.Writer, name string, cs []nic.Counter, asJSON bool) error {

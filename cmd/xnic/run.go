@@ -21,9 +21,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane"
-	"github.com/xnic-dev/xnic/dataplane/metrics"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
+	"github.com/xnic-dev/xnic/dataplane/metrics"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/dataplane/tap"
@@ -240,6 +240,11 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return e.Stop()
 	}
 	defer stop()
+	cs, err := serveControl(ports, coll, e, stderr) // control.go: stats, regs, maps while running
+	if err != nil {
+		return err
+	}
+	defer cs.Close()
 	if o.metrics != "" {
 		ms, err := metrics.Serve(dpMetricsAddr(o.metrics), e)
 		if err != nil {

@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/pcapdump"
+	"github.com/xnic-dev/xnic/dataplane/pktgen"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// TestMain gives the package's tests a control socket directory of their
+// own: every test that runs `xnic run` serves sockets, and none may land in
+// the machine's /run/xnic or collide with another test process's.
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "xnic-control-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("XDG_RUNTIME_DIR", dir)
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// writeUDPPcap writes n UDP frames to dst's MAC into a pcapng file.
+func writeUDPPcap(t *testing.T, n int, dst net.HardwareAddr) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "in.pcapng")
+	w, err := pcapdump.Create(path, []string{"x"}, pcapdump.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := pktgen.DefaultFlow()
+	f.DstMAC = dst
+	for i := 0; i < n; i++ {
+		f.Size = 64 + i%7*10
+		fr, err := f.UDP()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Dump(0, 0, bpf.ActionPass, fr)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// cliJSON runs an xnic command and decodes its JSON output into v.
+func cliJSON(t *testing.T, v any, args ...string) {
+	t.Helper()
+	rc, out, errs := runPort(t, args...)
+	if rc != 0 {
+		t.Fatalf("%q: rc %d: %s", args, rc, errs)
+	}
+	if err := json.Unmarshal([]byte(out), v); err != nil {
+		t.Fatalf("%q: %v in %s", args, err, out)
+	}
+}
+
+// TestControlDuringRun runs `xnic run` on each family's model with a pcap
+// peer (a known number of frames, then silence) and checks what the other
+// commands read through its control socket: the stats equal the run's own
+// final counters, the register dump is the running port's (a write made
+// through the socket shows in it), the PHY is the running port's, and the
+// program's map counts exactly the frames sent, and takes an update.
+func TestControlDuringRun(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	const frames = 300
+	for _, v := range []string{"igb", "dwmac", "fec"} {
+		t.Run(v, func(t *testing.T) {
+			pcap := writeUDPPcap(t, frames, net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, 1})
+			o := &dpRunOptions{sim: v, prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
+				tap: "none", peer: "pcap:" + pcap, peerRate: 5000, workers: -1, json: true}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var out, errOut bytes.Buffer
+			done := make(chan error, 1)
+			go func() { done <- dpRun(ctx, o, &out, &errOut) }()
+			name := v + "sim0"
+			path := controlPath(name)
+			waitFor(t, "the control socket", func() bool { return controlAlive(path) })
+			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Fatalf("socket mode: %v %v", fi.Mode(), err)
+			}
+			waitFor(t, "the frames", func() bool {
+				r, err := controlCall(path, ctlRequest{Cmd: "stats"})
+				return err == nil && r.Verdicts["rx_packets"] == frames
+			})
+
+			var st struct {
+				Port     string `json:"port"`
+				Counters []ctlCounter
+			}
+			cliJSON(t, &st, "stats", "--control", name, "--json")
+
+			var dump nic.RegDump
+			rw := regRW[family(v)]
+			cliJSON(t, new([]nic.RegValue), "reg", "--control", name, fmt.Sprintf("%s=%#x", rw.name, rw.val), "--force", "--json")
+			cliJSON(t, &dump, "regs", "--control", name, "--json")
+			if r, ok := dump.Reg(rw.name); !ok || r.Value != rw.val {
+				t.Errorf("regs through the socket: %s = %+v, want the %#x written through it", rw.name, r, rw.val)
+			}
+			if rc, _, errs := runPort(t, "reg", "--control", name, rw.name+"=0"); rc != 1 || !strings.Contains(errs, "owns the port") {
+				t.Errorf("unforced write to a running port: rc %d %s", rc, errs)
+			}
+
+			var anar phyRegValue
+			runPort(t, "phy", "--control", name, "write", "anar", "0x5e1", "--force")
+			cliJSON(t, &anar, "phy", "--control", name, "read", "anar", "--json")
+			if anar.Value != 0x5e1 {
+				t.Errorf("PHY through the socket: ANAR 0x%04x after writing 0x05e1", anar.Value)
+			}
+
+			var ms []ctlMap
+			cliJSON(t, &ms, "prog", "map", "dump", "--control", name, "rxcnt", "--json")
+			if got := perCPUSum(t, ms, 17); got != frames {
+				t.Errorf("rxcnt[17 (UDP)] sums to %d over the CPUs, want the %d frames", got, frames)
+			}
+			if rc, _, errs := runPort(t, "prog", "map", "update", "--control", name, "rxcnt", "key", "hex", "2a000000", "value", "7", "0", "0", "0", "0", "0", "0", "0"); rc != 0 {
+				t.Fatalf("map update: rc %d %s", rc, errs)
+			}
+			cliJSON(t, &ms, "prog", "map", "dump", "--control", name, "rxcnt", "--json")
+			if got := perCPUSum(t, ms, 42); got != 7*uint64(len(ms[0].Entries[42].Values)) {
+				t.Errorf("rxcnt[42] after setting 7 in every slot: %d", got)
+			}
+
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run: %v\n%s", err, errOut.String())
+			}
+			if _, err := os.Stat(path); !os.IsNotExist(err) {
+				t.Errorf("the socket outlives the run: %v", err)
+			}
+			if !strings.Contains(errOut.String(), "control socket for "+name+": "+path) {
+				t.Errorf("the run did not print its socket: %s", errOut.String())
+			}
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			var final struct {
+				Ports []struct {
+					Hardware map[string]uint64 `json:"hardware"`
+				} `json:"ports"`
+			}
+			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil {
+				t.Fatal(err)
+			}
+			hw := final.Ports[0].Hardware
+			if st.Port != name || len(st.Counters) == 0 || len(st.Counters) != len(hw) {
+				t.Fatalf("socket stats %+v, the run's own %v", st, hw)
+			}
+			for _, c := range st.Counters {
+				if want, ok := hw[c.Name]; !ok || want != c.Value {
+					t.Errorf("%s: %d through the socket, the run's own %d (%v)", c.Name, c.Value, want, ok)
+				}
+			}
+		})
+	}
+}
+
+func perCPUSum(t *testing.T, ms []ctlMap, key int) uint64 {
+	t.Helper()
+	if len(ms) != 1 || len(ms[0].Entries) != 256 {
+		t.Fatalf("rxcnt dump: %d maps", len(ms))
+	}
+	var sum uint64
+	for _, v := range ms[0].Entries[key].Values {
+		b, err := hexDecode(strings.Join(trim0x(v.Value), " "))
+		if err != nil || len(b) != 8 {
+			t.Fatalf("value %v: %v", v.Value, err)
+		}
+		for i := 7; i >= 0; i-- {
+			sum += uint64(b[i]) << (8 * i)
+		}
+	}
+	return sum
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s after 10s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestControlErrors: requests a run cannot answer come back as errors, and
+// without a run --control says where it looked.
+func TestControlErrors(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	rc, _, errs := runPort(t, "stats", "--control", "nosuch0")
+	if rc != 1 || !strings.Contains(errs, filepath.Join(os.Getenv("XDG_RUNTIME_DIR"), "xnic", "nosuch0.sock")) {
+		t.Fatalf("no run: rc %d %s", rc, errs)
+	}
+	if rc, _, _ := runPort(t, "stats", "--control", "x", "--sim", "igb"); rc != 2 {
+		t.Fatalf("--control with --sim: rc %d", rc)
+	}
+	for _, bad := range [][]string{
+		{"prog", "map", "dump"},
+		{"prog", "map", "update", "--control", "x", "m", "key", "1"},
+		{"prog", "map", "update", "--control", "x", "m", "key", "300", "value", "1"},
+		{"prog", "map", "update", "--control", "x", "m", "key", "hex", "abc", "value", "1"},
+	} {
+		if rc, _, _ := runPort(t, bad...); rc != 2 {
+			t.Errorf("%q: rc %d, want 2", bad, rc)
+		}
+	}
+}
+
+func TestParseBytes(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want []byte
+	}{{"0x0a 10 012", []byte{10, 10, 10}}, {"hex 0a000001 ff", []byte{10, 0, 0, 1, 255}}, {"hex 0x0a0b", []byte{10, 11}}} {
+		got, rest, err := parseBytes(strings.Fields(c.in), "value")
+		if err != nil || !bytes.Equal(got, c.want) || len(rest) != 0 {
+			t.Errorf("%q: %v %v %v", c.in, got, rest, err)
+		}
+	}
+	got, rest, err := parseBytes([]string{"1", "2", "value", "3"}, "value")
+	if err != nil || !bytes.Equal(got, []byte{1, 2}) || strings.Join(rest, " ") != "value 3" {
+		t.Errorf("stop word: %v %v %v", got, rest, err)
+	}
+}
