@@ -58,3 +58,10 @@ generate:
 
 clean:
 	rm -rf bin
+
+# The driver-side unit tests (dma, physmem, sim, nic, igb, dwmac, fec,
+# dataplane, dataplane/bpf) as linux/arm64 binaries under qemu-user, -short;
+# internal/vmtest/setup-arm64.sh installs qemu-user-static >= 10.
+.PHONY: arm64test
+arm64test:
+	internal/vmtest/arm64-unit.sh
