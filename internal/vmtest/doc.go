@@ -49,4 +49,21 @@
 // and put in the initramfs, for the test of `xnic run --dev`.
 // The NIC is QEMU's igb (82576, 8086:10c9) with MAC 52:54:00:12:34:56; its
 // wire ends in a traffic.Peer on the host, reached with traffic.Client.
+//
+// # The arm64 tier
+//
+// TestFECQEMU (also run by make vmtest) boots QEMU's imx8mp-evk machine
+// (qemu-system-aarch64, TCG, 1 GiB, hugepages=32) on Debian's generic arm64
+// kernel with that package's own freescale/imx8mp-evk.dtb (setup-arm64.sh
+// installs both; LocateARM64 finds them), once per ENET variant: imx8mp
+// (fsl,imx8mp-fec), imx6 (fsl,imx6ul-fec) and mvf600 (fsl,mvf600-fec, legacy
+// descriptors). /init, the fec package's test binary and cmd/xnic are built
+// for linux/arm64; the guest tests (fec/vm_test.go, TestVM*) reach QEMU's
+// imx.enet at 0x30be0000 as on a board, registers through /dev/mem and DMA
+// memory from huge pages below 4 GiB, and get XNIC_FEC_PLATFORM
+// (COMPATIBLE@ADDR), XNIC_VMTEST_MAC, XNIC_BIN, XNIC_XDP_MACSWAP and the
+// pktgen parameters. The host asserts the peer's sessions and compares every
+// `xnic pktgen` frame in the capture with the one package pktgen builds.
+// /init's lines come on the third UART (ttymxc2), the console on the second.
+// With -vmtest.dir the artifacts are under DIR/fec/VARIANT.
 package vmtest
