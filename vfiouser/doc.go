@@ -22,7 +22,9 @@
 // in order. Guest memory passed with DMA_MAP as a file descriptor is mapped into
 // the model's sim.Memory at the client's IOVAs (sim.Memory.MapExternal), so the
 // model refuses and logs DMA outside what the guest mapped, as it does for a
-// driver in the same process. Memory passed without a descriptor is reachable
+// driver in the same process. DMA_UNMAP removes every mapping inside the range
+// it names (or all, with VFIO_DMA_UNMAP_FLAG_ALL), as the kernel's type1 IOMMU
+// does, which QEMU's vIOMMU path relies on. Memory passed without a descriptor is reachable
 // only by DMA_READ/DMA_WRITE messages (Session.ReadGuest/WriteGuest), not by the
 // model's own direct accesses. Not implemented: migration (not offered in the
 // capabilities), twin sockets, DEVICE_FEATURE, REGION_IO_FDS, dirty page

@@ -85,6 +85,9 @@ func fuzzSeeds() [][]byte {
 		cat(ver, u32s(0x00020002, 8, 0, 0)),
 		cat(ver, u32s(0x00090003, 0x7FFFFFFF, 0, 0)),
 		msg(1, vfiouser.CmdVersion, 0, append(u32s(0), `{"capabilities":{"max_data_xfer_size":"x"}}`...)),
+		cat(ver, msg(2, vfiouser.CmdDMAMap, 0, dmaMap(0x1000, 0x1000)), msg(3, vfiouser.CmdDMAMap, 0, dmaMap(0x3000, 0x1000)),
+			msg(4, vfiouser.CmdDMAUnmap, 0, dmaUnmap(0x1800, 0x1000)), msg(5, vfiouser.CmdDMAUnmap, 0, dmaUnmap(0, 0x10000)),
+			msg(6, vfiouser.CmdDMAUnmap, 0, append(u32s(24, 2), make([]byte, 16)...))),
 	}
 }
 

@@ -159,6 +159,11 @@ const (
 
 	DMAFlagRead  uint32 = 1 << 0
 	DMAFlagWrite uint32 = 1 << 1
+
+	// DMAUnmapFlagAll unmaps every range (linux/vfio.h
+	// VFIO_DMA_UNMAP_FLAG_ALL; QEMU's vfio-user container sends it with
+	// address and size 0).
+	DMAUnmapFlagAll uint32 = 1 << 1
 )
 
 // Fixed payload sizes (after the header).
@@ -234,8 +239,14 @@ func ParseDMAUnmap(r *Request) (DMAUnmap, error) {
 	le := binary.LittleEndian
 	p := r.Payload
 	u := DMAUnmap{Flags: le.Uint32(p[4:]), Address: le.Uint64(p[8:]), Size: le.Uint64(p[16:])}
-	if u.Flags != 0 {
-		return u, fmt.Errorf("%w: DMA_UNMAP flags 0x%x: none are defined (no dirty bitmap, no unmap-all)", ErrMessage, u.Flags)
+	switch {
+	case u.Flags == DMAUnmapFlagAll && (u.Address != 0 || u.Size != 0):
+		return u, fmt.Errorf("%w: DMA_UNMAP of all ranges with address 0x%x size 0x%x: want both 0", ErrMessage, u.Address, u.Size)
+	case u.Flags == DMAUnmapFlagAll:
+	case u.Flags != 0:
+		return u, fmt.Errorf("%w: DMA_UNMAP flags 0x%x: only unmap-all (0x%x) is supported (no dirty bitmap)", ErrMessage, u.Flags, DMAUnmapFlagAll)
+	case u.Size == 0 || u.Address+u.Size < u.Address:
+		return u, fmt.Errorf("%w: DMA_UNMAP of 0x%x bytes at 0x%x", ErrMessage, u.Size, u.Address)
 	}
 	return u, nil
 }

@@ -62,7 +62,7 @@ type Stats struct {
 	RegionWrites atomic.Uint64
 	DMAMaps      atomic.Uint64 // all DMA_MAPs
 	DMAMapsFd    atomic.Uint64 // those with a descriptor (direct access by the model)
-	DMAUnmaps    atomic.Uint64
+	DMAUnmaps    atomic.Uint64 // ranges unmapped
 	IRQsSent     atomic.Uint64 // eventfd signals written
 	IRQsPending  atomic.Uint64 // signals held back by a mask or a missing eventfd ("irqs_held")
 }
@@ -492,10 +492,11 @@ func (s *Session) dmaUnmap(req *Request) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.dma.unmapRange(u.Address, u.Size); err != nil {
+	n, err := s.dma.unmapRange(u.Address, u.Size, u.Flags == DMAUnmapFlagAll)
+	if err != nil {
 		return nil, err
 	}
-	s.stats.DMAUnmaps.Add(1)
+	s.stats.DMAUnmaps.Add(uint64(n))
 	return [][]byte{req.Payload[:dmaUnmapSize]}, nil
 }
 

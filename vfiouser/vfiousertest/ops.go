@@ -171,10 +171,14 @@ func (c *Client) DMAMap(iova, size, off uint64, fd int, flags uint32) error {
 	return err
 }
 
-// DMAUnmap unmaps the range mapped at exactly [iova, iova+size).
-func (c *Client) DMAUnmap(iova, size uint64) error {
+// DMAUnmap unmaps the ranges inside [iova, iova+size).
+func (c *Client) DMAUnmap(iova, size uint64) error { return c.DMAUnmapFlags(iova, size, 0) }
+
+// DMAUnmapFlags sends DMA_UNMAP with flags (vfiouser.DMAUnmapFlagAll).
+func (c *Client) DMAUnmapFlags(iova, size uint64, flags uint32) error {
 	p := make([]byte, 24)
 	le.PutUint32(p, 24)
+	le.PutUint32(p[4:], flags)
 	le.PutUint64(p[8:], iova)
 	le.PutUint64(p[16:], size)
 	r, err := c.Call(vfiouser.CmdDMAUnmap, p)
