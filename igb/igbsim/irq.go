@@ -12,6 +12,10 @@ import (
 // interval; firing clears the EICR bits named in EIAC and, with GPIE.EIAME, the
 // EIMS bits named in EIAM. Without MSI-X mode EICR bits are per queue (RX n at
 // bit n, TX n at bit 8+n, other causes at bit 31) and everything goes to vector 0.
+//
+// An event fires only causes it newly sets: a cause left set in EICR (no EIAC
+// auto-clear, not cleared by software) raises no new message when its event
+// recurs. An EICS write, or an EIMS write enabling a pending cause, fires it.
 
 // ivarEntryLocked returns the IVAR byte of queue q's RX or TX cause.
 func (m *Model) ivarEntryLocked(q int, isTX bool) uint32 {
@@ -42,13 +46,19 @@ func (m *Model) raiseQueueLocked(q int, isTX bool) {
 		if e&ivarValid == 0 {
 			return // cause not mapped: no interrupt
 		}
-		m.eicr |= 1 << (e & ivarVecMask)
+		m.setCauseLocked(1 << (e & ivarVecMask))
 	} else if isTX {
-		m.eicr |= eicrTxQ0 << q
+		m.setCauseLocked(eicrTxQ0 << q)
 	} else {
-		m.eicr |= 1 << q
+		m.setCauseLocked(1 << q)
 	}
-	m.evaluateLocked()
+}
+
+// setCauseLocked sets EICR bits for an event and fires those that were clear.
+func (m *Model) setCauseLocked(b uint32) {
+	nb := b &^ m.eicr
+	m.eicr |= b
+	m.evaluateLocked(nb)
 }
 
 // raiseOtherLocked forwards enabled ICR causes (link status change) to the
@@ -62,16 +72,16 @@ func (m *Model) raiseOtherLocked() {
 		if e&ivarValid == 0 {
 			return
 		}
-		m.eicr |= 1 << (e & ivarVecMask)
+		m.setCauseLocked(1 << (e & ivarVecMask))
 	} else {
-		m.eicr |= eicrOther
+		m.setCauseLocked(eicrOther)
 	}
-	m.evaluateLocked()
 }
 
-// evaluateLocked fires every vector whose cause is set and enabled.
-func (m *Model) evaluateLocked() {
-	pend := m.eicr & m.eims
+// evaluateLocked fires the vectors of the causes in which that are set and
+// enabled.
+func (m *Model) evaluateLocked(which uint32) {
+	pend := m.eicr & m.eims & which
 	if pend == 0 {
 		return
 	}

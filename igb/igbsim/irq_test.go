@@ -110,6 +110,7 @@ func TestLinkChangeInterrupt(t *testing.T) {
 	r.wr(tGPIE, tGpieMSIX)
 	r.wr(tIVARMSC, (tIVARValid|1)<<8) // other causes -> vector 1
 	r.wr(tIMS, 1<<2)                  // LSC
+	r.wr(tEIAC, 1<<1)                 // auto-clear, as Linux's igb_irq_enable sets it
 	r.wr(tEIMS, 1<<1)
 	r.linkUp()
 	require.True(t, fired(t, irqs[1], time.Second), "link up raises LSC on the other vector")
@@ -153,5 +154,30 @@ func TestLegacyModeUsesVectorZero(t *testing.T) {
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
 	require.True(t, fired(t, irqs[0], time.Second))
 	require.Equal(t, uint32(1), r.rd(tEICR)&0x1, "RX queue 0 cause in EICR bit 0 without MSI-X mode")
+	require.NoError(t, r.m.Err())
+}
+
+// TestLatchedCauseRaisesNoMessage: an EICR cause the driver neither clears nor
+// has auto-cleared (EIAC) raises no new MSI-X message when its event recurs;
+// cleared, the next event raises one.
+func TestLatchedCauseRaisesNoMessage(t *testing.T) {
+	r := newRig(t, testCfg())
+	irqs, err := r.m.Device().EnableMSIX(1)
+	require.NoError(t, err)
+	r.linkUp()
+	r.setupRx(0, 8, 2)
+	r.wr(tRDBAL(0)+0x18, 7)
+	r.enableRx(0)
+	r.wr(tGPIE, tGpieMSIX|1<<31)
+	r.wr(tIVAR0, tIVARValid) // RX queue 0 -> vector 0; no EIAC
+	r.wr(tEIMS, 0x1)
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.True(t, fired(t, irqs[0], time.Second))
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.False(t, fired(t, irqs[0], 10*time.Millisecond), "EICR bit 0 left set: no new message")
+	r.wr(tEICR, 0x1) // write 1 clears
+	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+	require.True(t, fired(t, irqs[0], time.Second), "cleared: the next frame raises one")
+	require.Equal(t, uint64(2), r.m.Counters().IRQs)
 	require.NoError(t, r.m.Err())
 }

@@ -709,11 +709,11 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		return 0
 	case regEICS:
 		m.eicr |= val
-		m.evaluateLocked()
+		m.evaluateLocked(val)
 		return 0
 	case regEIMS:
 		m.eims |= val
-		m.evaluateLocked()
+		m.evaluateLocked(val)
 		return 0
 	case regEIMC:
 		m.eims &^= val
