@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/xnic-dev/xnic/dma"
@@ -306,4 +309,42 @@ func (m *Memory) cacheSync(mp *mapping, off, n int, dir dma.SyncDir) {
 	c.stats.Discarded += discarded
 	c.stats.Invalidate += inval
 	c.mu.Unlock()
+}
+
+// CacheEnv names the environment variable that puts every non-coherent
+// Memory made without MemoryConfig.Cache under the cache model, so a whole
+// test suite of a non-coherent driver runs there: "SEED", "SEED,LINE" or
+// "SEED,LINE,invalidate" (ForCPUInvalidate), e.g. XNIC_SIM_CACHE=3,128.
+const CacheEnv = "XNIC_SIM_CACHE"
+
+// CacheFromEnv parses CacheEnv: nil when it is unset or empty.
+func CacheFromEnv() (*CacheConfig, error) {
+	v := os.Getenv(CacheEnv)
+	if v == "" {
+		return nil, nil
+	}
+	parts := strings.Split(v, ",")
+	if len(parts) > 3 {
+		return nil, fmt.Errorf("sim: %s=%q: want SEED[,LINE[,invalidate]]", CacheEnv, v)
+	}
+	seed, err := strconv.ParseUint(parts[0], 0, 64)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %s=%q: seed: %w", CacheEnv, v, err)
+	}
+	c := &CacheConfig{Seed: seed}
+	if len(parts) > 1 {
+		if c.Line, err = strconv.Atoi(parts[1]); err != nil {
+			return nil, fmt.Errorf("sim: %s=%q: line: %w", CacheEnv, v, err)
+		}
+	}
+	if len(parts) > 2 {
+		if parts[2] != "invalidate" {
+			return nil, fmt.Errorf("sim: %s=%q: the third field may only be \"invalidate\"", CacheEnv, v)
+		}
+		c.ForCPU = ForCPUInvalidate
+	}
+	if err := c.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: %s=%q: %w", CacheEnv, v, err)
+	}
+	return c, nil
 }

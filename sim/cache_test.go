@@ -217,3 +217,29 @@ func TestCacheSyncZeroAlloc(t *testing.T) {
 	})
 	require.Zero(t, allocs)
 }
+
+func TestCacheFromEnv(t *testing.T) {
+	for v, want := range map[string]*CacheConfig{
+		"":                   nil,
+		"7":                  {Seed: 7},
+		"3,128":              {Seed: 3, Line: 128},
+		"0x10,64,invalidate": {Seed: 16, Line: 64, ForCPU: ForCPUInvalidate},
+	} {
+		t.Setenv(CacheEnv, v)
+		got, err := CacheFromEnv()
+		require.NoError(t, err, v)
+		require.Equal(t, want, got, v)
+	}
+	for _, v := range []string{"x", "1,48", "1,64,clean", "1,2,3,4"} {
+		t.Setenv(CacheEnv, v)
+		_, err := CacheFromEnv()
+		require.Error(t, err, v)
+		m := NewMemory(MemoryConfig{NonCoherent: true}, nil)
+		require.Error(t, m.Faults().Err(), v)
+	}
+	t.Setenv(CacheEnv, "5")
+	m := NewMemory(MemoryConfig{NonCoherent: true}, nil)
+	require.Equal(t, uint64(5), m.CacheSeed())
+	require.Equal(t, DefaultCacheLine, m.CacheLine())
+	require.Zero(t, NewMemory(MemoryConfig{}, nil).CacheLine(), "coherent memory stays coherent")
+}

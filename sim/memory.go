@@ -44,7 +44,8 @@ type MemoryConfig struct {
 	// Cache, when set, makes the non-coherent mode a CPU cache model (see
 	// cache.go) instead of copying exactly the bytes each Sync names. It
 	// implies NonCoherent. An invalid one is recorded as a fault and the
-	// Memory runs byte-exact; check it first with CacheConfig.Validate.
+	// Memory runs byte-exact; check it first with CacheConfig.Validate. nil
+	// with NonCoherent: byte-exact, unless CacheEnv is set.
 	Cache *CacheConfig
 }
 
@@ -86,6 +87,13 @@ type Memory struct {
 func NewMemory(cfg MemoryConfig, faults *Faults) *Memory {
 	if faults == nil {
 		faults = &Faults{}
+	}
+	if cfg.NonCoherent && cfg.Cache == nil {
+		c, err := CacheFromEnv()
+		if err != nil {
+			faults.Add("config", "", 0, "%v", err)
+		}
+		cfg.Cache = c
 	}
 	m := &Memory{cfg: cfg, faults: faults}
 	if cfg.Cache != nil {
