@@ -57,7 +57,7 @@ func helperImplemented(id int32) bool {
 		helperRingbufSubmit, helperRingbufDiscard, helperKtimeGetCoarseNs,
 		helperLoop, helperXdpGetBuffLen, helperXdpLoadBytes, helperXdpStoreBytes,
 		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu,
-		helperPerfEventOutput:
+		helperPerfEventOutput, helperSpinLock, helperSpinUnlock:
 		return true
 	}
 	return false
@@ -261,6 +261,10 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
 	case helperLoop:
 		return r.loop(p, pc, reg)
+	case helperSpinLock:
+		return r.spinLock(p, pc, reg) // helpers_spin.go
+	case helperSpinUnlock:
+		return r.spinUnlock(p, pc, reg)
 	case helperPerfEventOutput:
 		return r.perfEventOutput(p, pc, reg) // helpers_perf.go
 	case helperFibLookup:

@@ -56,6 +56,7 @@ type Collection struct {
 	mapErrs     map[string]error             // maps that could not be created: name -> why
 	fib         atomic.Pointer[fibTable]     // bpf_fib_lookup's table (SetFIB)
 	inner       innerRefs                    // inner maps of maps of maps (load_mapinmap.go)
+	spinMaps    map[string]bool              // maps whose values hold a bpf_spin_lock
 	trace       io.Writer
 	traceMu     sync.Mutex
 	closed      atomic.Bool
@@ -237,9 +238,15 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 	sort.Strings(names)
 	progContents := map[string][]ebpf.MapKV{}
 	innerContents := map[string][]ebpf.MapKV{}
+	spinOK, spinBad := spinLockMaps(spec) // helpers_spin.go
+	c.spinMaps = spinOK
 	for _, n := range names {
 		ms := spec.Maps[n]
 		if ms == nil {
+			continue
+		}
+		if why, bad := spinBad[n]; bad {
+			c.mapErrs[n] = errors.New(why)
 			continue
 		}
 		if n == ".kconfig" || strings.HasPrefix(n, ".ksyms") {
@@ -486,6 +493,9 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 	e.mapRefs = refs
 	code, funcs, err := decodeProgram(buf.Bytes(), &e)
 	if err != nil {
+		return nil, err
+	}
+	if err := c.checkSpin(ps.Name, buf.Bytes(), refs); err != nil {
 		return nil, err
 	}
 	p := &Program{
