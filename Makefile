@@ -42,6 +42,13 @@ ARM64_PKGS ?= ./dma/... ./physmem/... ./sim/... ./nic/... ./igb/... ./dwmac/... 
 arm64:
 	GOARCH=arm64 $(GO) test -count=1 -timeout 20m -exec qemu-aarch64-static $(ARM64_PKGS)
 
+# The non-coherent drivers' whole test suites under sim's CPU cache model
+# (sim.CacheEnv), one run per seed: both ForCPU operations, 64/128-byte lines.
+CACHE_SEEDS ?= 1 2,128 3,64,invalidate 4,128,invalidate
+.PHONY: cachemodel
+cachemodel:
+	for s in $(CACHE_SEEDS); do echo "XNIC_SIM_CACHE=$$s"; XNIC_SIM_CACHE=$$s $(GO) test -count=1 -timeout 10m ./dwmac ./fec || exit 1; done
+
 bench:
 	$(GO) test -ldflags=$(LDFLAGS) -run '^$$' -bench . -benchmem -count 5 -timeout 60m $(PKGS)
 
