@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // Rates is what happened on one port between two snapshots, per second.
@@ -23,6 +25,37 @@ type Rates struct {
 	Aborted  float64 `json:"aborted_pps"`
 	Xmit     float64 `json:"xmit_pps"`
 	Errors   float64 `json:"errors_pps"` // tx/xmit/redirect/pass errors and ring-full drops
+	// HWDrop is frames the device dropped before the program saw them (its
+	// missed, no-buffer, length and FIFO counters: HardwareDrops).
+	HWDrop float64 `json:"hw_drop_pps"`
+}
+
+// hwDropCounters name the device counters of frames that reached the port
+// but never a receive buffer: the ring was empty (missed, no buffer), the
+// FIFO overflowed, or the frame was longer or shorter than the port takes.
+// The names are the drivers' (igb, dwmac, fec), after ethtool's.
+var hwDropCounters = map[string]bool{
+	"rx_missed_errors": true, "rx_no_buffer_count": true, "rx_long_length_errors": true,
+	"rx_short_length_errors": true, "rx_oversize": true, "rx_undersize": true,
+	"rx_fifo_errors": true, "rx_overflow": true, "rx_desc_fifo_errors": true,
+	"rx_desc_length_errors": true, "rx_length_errors": true, "rx_jabber_errors": true,
+	"rx_jabber": true, "rx_fragment": true, "rx_fragment_errors": true,
+	"rx_crc_errors":    true,
+	"mmc_rx_crc_error": true, "mmc_rx_run_error": true, "mmc_rx_jabber_error": true,
+	"mmc_rx_undersize_g": true, "mmc_rx_oversize_g": true, "mmc_rx_length_error": true,
+	"mmc_rx_fifo_overflow": true, "mmc_rx_watchdog_error": true,
+}
+
+// HardwareDrops sums a port's device counters of frames dropped before a
+// receive buffer (hwDropCounters), and lists those that are not zero.
+func HardwareDrops(p *PortStats) (total uint64, nonzero []nic.Counter) {
+	for _, h := range p.Hardware {
+		if hwDropCounters[h.Name] && h.Value != 0 {
+			total += h.Value
+			nonzero = append(nonzero, h)
+		}
+	}
+	return total, nonzero
 }
 
 // errorCounters are summed into Rates.Errors.
@@ -51,6 +84,14 @@ func RatesBetween(prev, cur *Snapshot) []Rates {
 		for _, k := range errorCounters {
 			r.Errors += d(k)
 		}
+		now, _ := HardwareDrops(&cur.Ports[i])
+		var before uint64
+		if i < len(prev.Ports) {
+			before, _ = HardwareDrops(&prev.Ports[i])
+		}
+		if now >= before {
+			r.HWDrop = float64(now-before) / dt
+		}
 		out = append(out, r)
 	}
 	return out
@@ -58,11 +99,14 @@ func RatesBetween(prev, cur *Snapshot) []Rates {
 
 // FormatRates writes one line per port, like the kernel's XDP samples:
 //
-//	port0  rx 1,487,962 pps  drop 1,487,962  pass 0  tx 0  redirect 0  aborted 0  xmit 0  err 0
+//	port0  rx 1,487,962 pps  drop 1,487,962  pass 0  tx 0  redirect 0  aborted 0  xmit 0  err 0  hwdrop 0
+//
+// hwdrop is frames the device dropped before the program (Rates.HWDrop): a
+// dataplane that does not keep up shows here.
 func FormatRates(w io.Writer, rs []Rates) {
 	for _, r := range rs {
-		fmt.Fprintf(w, "%-10s rx %11s pps  drop %11s  pass %9s  tx %11s  redirect %11s  aborted %7s  xmit %11s  err %7s\n",
-			r.Port, Group(r.RxPPS), Group(r.Drop), Group(r.Pass), Group(r.TX), Group(r.Redirect), Group(r.Aborted), Group(r.Xmit), Group(r.Errors))
+		fmt.Fprintf(w, "%-10s rx %11s pps  drop %11s  pass %9s  tx %11s  redirect %11s  aborted %7s  xmit %11s  err %7s  hwdrop %9s\n",
+			r.Port, Group(r.RxPPS), Group(r.Drop), Group(r.Pass), Group(r.TX), Group(r.Redirect), Group(r.Aborted), Group(r.Xmit), Group(r.Errors), Group(r.HWDrop))
 	}
 }
 

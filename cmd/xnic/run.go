@@ -293,10 +293,12 @@ loop:
 	} else {
 		fmt.Fprintln(stdout)
 		dataplane.FormatSummary(stdout, &final)
-		for _, p := range ports {
+		for i, p := range ports {
 			if p.partner != nil {
-				fmt.Fprintf(stdout, "%s link partner (%s): sent %s, received %s\n", p.port.Name(), p.partner.kind,
-					dataplane.Group(float64(p.partner.sent.Load())), dataplane.Group(float64(p.partner.recv.Load())))
+				p.partner.summarize(stdout, p.port.Name())
+			}
+			if i < len(final.Ports) {
+				dpReportHWDrops(stdout, &final.Ports[i])
 			}
 		}
 	}
@@ -779,4 +781,32 @@ func dpReadFrames(path string) ([][]byte, error) {
 		return nil, fmt.Errorf("%s: no frames", path)
 	}
 	return out, nil
+}
+
+// summarize says what the link partner offered the port and what the port
+// took: a frame the port refused (its RX ring full, or a frame it cannot
+// carry) is offered but not taken.
+func (pt *dpPartner) summarize(w io.Writer, port string) {
+	sent, missed := pt.sent.Load(), pt.missed.Load()
+	fmt.Fprintf(w, "%s link partner (%s): offered %s, taken by the port %s", port, pt.kind,
+		dataplane.Group(float64(sent+missed)), dataplane.Group(float64(sent)))
+	if missed > 0 {
+		fmt.Fprintf(w, " (refused %s: RX ring full, or frames the port does not take)", dataplane.Group(float64(missed)))
+	}
+	fmt.Fprintf(w, ", received from the port %s\n", dataplane.Group(float64(pt.recv.Load())))
+}
+
+// dpReportHWDrops names the device counters of frames dropped before the
+// program saw them, when there are any: a frame too long for the port, or a
+// dataplane that did not keep up, shows there and nowhere else.
+func dpReportHWDrops(w io.Writer, ps *dataplane.PortStats) {
+	total, nonzero := dataplane.HardwareDrops(ps)
+	if total == 0 {
+		return
+	}
+	var parts []string
+	for _, c := range nonzero {
+		parts = append(parts, c.Name+" "+dataplane.Group(float64(c.Value)))
+	}
+	fmt.Fprintf(w, "%s: the device dropped %s frames before the program: %s\n", ps.Name, dataplane.Group(float64(total)), strings.Join(parts, ", "))
 }

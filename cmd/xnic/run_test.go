@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -114,7 +115,7 @@ func TestRunSimCPUMapText(t *testing.T) {
 	}
 	// Without a TAP the cpumap workers' XDP_PASS frames have nowhere to go: the
 	// summary still counts every redirect.
-	if !strings.Contains(s, "link partner (gen): sent") {
+	if !strings.Contains(s, "link partner (gen): offered") {
 		t.Errorf("no partner line:\n%s", s)
 	}
 }
@@ -235,5 +236,28 @@ func TestDpOpenPortsThroughOpenPort(t *testing.T) {
 	}
 	if _, err := dpOpenPorts(&dpRunOptions{sim: "igb", dev: "0000:00:00.0"}); !errors.Is(err, errUsage) {
 		t.Errorf("--dev and --sim: %v", err)
+	}
+}
+
+// Frames longer than the port takes are not lost silently: the per-second
+// line counts them as hardware drops, and the summary names the counter and
+// says the partner offered frames the port did not take.
+func TestRunReportsFramesThePortRefuses(t *testing.T) {
+	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 100 * time.Millisecond,
+		tap: "none", peer: "gen", peerSize: 1600, peerBurst: 16, peerRate: 20000, workers: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"taken by the port 0 (refused", "the device dropped", "rx_long_length_errors"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if !regexp.MustCompile(`hwdrop +[1-9]`).MatchString(s) {
+		t.Errorf("no hardware drops in the rate lines:\n%s", s)
 	}
 }
