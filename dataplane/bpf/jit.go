@@ -67,8 +67,9 @@ const (
 // offsets fixed when the code is generated, see jitOffsets). It holds no Go
 // pointer of its own.
 type jitState struct {
-	exit uint32 // why the native code returned (jitExit* | pc<<8)
-	_    uint32
+	// exit is why the native code returned: jitExit* | pc<<8 in the low 32
+	// bits (amd64 writes those alone, arm64 the whole word).
+	exit uint64
 }
 
 // jitProg is a program's native code: one executable mapping, with the entry
@@ -194,7 +195,7 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 			return pc, p, false // slow reports it
 		}
 		jitRun(r, reg, j.addr(pc))
-		e := r.jit.exit
+		e := uint32(r.jit.exit)
 		pc = int(e >> 8)
 		if e&0xff != jitExitDone {
 			return pc, p, false
@@ -231,6 +232,31 @@ func (r *Runner) resumeJIT(j *jitProg, p *Program, e uint32, reg *[256]uint64) u
 		}
 	}
 	return r.slow(p, pc, 0, reg)
+}
+
+// backJump is what a backward jump at pc to target charges to the budget
+// and the slot a budget fault names: the interpreter's amounts, counted from
+// the "wX = K" in front when the interpreter fused it with the jump (fused
+// is the program as the interpreter runs it).
+func backJump(fused []insn, pc, target int) (at int, charge int64) {
+	at = pc
+	if pc > 0 {
+		if f := fused[pc-1]; f.op >= opPJEQ64K && f.op <= opPJSLE32X {
+			at = pc - 1
+		}
+	}
+	return at, int64(at-target) + 1
+}
+
+// guessRegion is the region a load or store through BPF register base is
+// checked against inline (others are checked out of line): the stack for
+// r10, else the packet. Both exist in every Runner's table, which never has
+// fewer than regionStatic entries.
+func guessRegion(base uint8) int32 {
+	if base == 10 {
+		return regionStack
+	}
+	return regionPacket
 }
 
 // releaseJIT unmaps the native code of every program of c.

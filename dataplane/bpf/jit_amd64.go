@@ -443,7 +443,7 @@ func (c *amd64Compiler) insn(pc int) error {
 
 	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
 		n, signed := loadSize(in.op)
-		m := c.check(pc, src, in.off, int32(n), false)
+		m := c.check(pc, in.src, in.off, int32(n), false)
 		switch {
 		case n == 1 && !signed:
 			c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false)
@@ -462,7 +462,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		}
 	case opStB, opStH, opStW, opStDW:
 		n := storeSize(in.op)
-		m := c.check(pc, dst, in.off, int32(n), true)
+		m := c.check(pc, in.dst, in.off, int32(n), true)
 		switch n {
 		case 1:
 			c.rm(false, false, []byte{0xc6}, 0, m, false)
@@ -479,7 +479,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		}
 	case opStxB, opStxH, opStxW, opStxDW:
 		n := storeSize(in.op)
-		m := c.check(pc, dst, in.off, int32(n), true)
+		m := c.check(pc, in.dst, in.off, int32(n), true)
 		switch n {
 		case 1:
 			c.rm(false, false, []byte{0x88}, src, m, true)
@@ -518,11 +518,9 @@ func (c *amd64Compiler) insn(pc int) error {
 // the address; another region number goes to the full check out of line
 // (generic), which comes back with the same registers. Both regions exist
 // in every Runner's table (it never has fewer than regionStatic entries).
-func (c *amd64Compiler) check(pc int, base uint8, off, n int32, write bool) xmem {
-	guess := int32(regionPacket)
-	if base == amd64Regs[10] {
-		guess = regionStack
-	}
+func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) xmem {
+	guess := guessRegion(bpfBase)
+	base := reg(bpfBase)
 	hi := offRegionHi
 	if write {
 		hi = offRegionWhi
@@ -605,18 +603,12 @@ func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
 		}
 		return
 	}
-	at := pc
-	if pc > 0 {
-		if f := c.fused[pc-1]; f.op >= opPJEQ64K && f.op <= opPJSLE32X {
-			at = pc - 1
-		}
-	}
+	at, charge := backJump(c.fused, pc, target)
 	skip := -1
 	if cc != 0xff {
 		c.byte1(0x70|cc^1, 0)
 		skip = len(c.b)
 	}
-	charge := int64(at-target) + 1
 	if charge > math.MaxInt32 {
 		charge = math.MaxInt32
 	}

@@ -334,7 +334,7 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	if j := p.jit.Load(); j != nil {
 		// fastJIT's first round, inline: most runs end in one.
 		jitRun(r, reg, j.base)
-		if e := r.jit.exit; e&0xff == jitExitDone && r.depth == 0 {
+		if e := uint32(r.jit.exit); e&0xff == jitExitDone && r.depth == 0 {
 			v = reg[0]
 		} else {
 			v = r.resumeJIT(j, p, e, reg)

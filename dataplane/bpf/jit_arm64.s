@@ -1,0 +1,74 @@
+//go:build linux
+
+#include "textflag.h"
+
+// func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
+//
+// Loads BPF r0-r10 from reg into X0-X5 and X19-X23 (see jit_arm64.go),
+// calls the native code at entry with X24 = r (BL: the link register is
+// saved in this frame by the prologue), and stores r0-r10 back when it
+// returns. The native code uses no stack and leaves X18, X28 (g), X29 and
+// SP alone.
+TEXT ·jitEnter(SB), NOSPLIT, $16-24
+	MOVD r+0(FP), R24
+	MOVD reg+8(FP), R8
+	MOVD entry+16(FP), R9
+	MOVD 0(R8), R0
+	MOVD 8(R8), R1
+	MOVD 16(R8), R2
+	MOVD 24(R8), R3
+	MOVD 32(R8), R4
+	MOVD 40(R8), R5
+	MOVD 48(R8), R19
+	MOVD 56(R8), R20
+	MOVD 64(R8), R21
+	MOVD 72(R8), R22
+	MOVD 80(R8), R23
+	CALL (R9)
+	MOVD reg+8(FP), R8
+	MOVD R0, 0(R8)
+	MOVD R1, 8(R8)
+	MOVD R2, 16(R8)
+	MOVD R3, 24(R8)
+	MOVD R4, 32(R8)
+	MOVD R5, 40(R8)
+	MOVD R19, 48(R8)
+	MOVD R20, 56(R8)
+	MOVD R21, 64(R8)
+	MOVD R22, 72(R8)
+	MOVD R23, 80(R8)
+	RET
+
+// func jitFlush(p *byte, n uintptr)
+//
+// Cleans the data cache and invalidates the instruction cache over
+// [p, p+n) by line (sizes from CTR_EL0), then synchronises.
+TEXT ·jitFlush(SB), NOSPLIT, $0-16
+	MOVD p+0(FP), R0
+	MOVD n+8(FP), R1
+	ADD R0, R1, R1
+	WORD $0xd53b0022 // mrs x2, ctr_el0
+	// D line: 4 << CTR_EL0.DminLine (bits 19:16); I line: 4 << IminLine (3:0).
+	UBFX $16, R2, $4, R3
+	MOVD $4, R4
+	LSL R3, R4, R3
+	AND $15, R2, R5
+	LSL R5, R4, R5
+	SUB $1, R3, R6
+	BIC R6, R0, R7
+dloop:
+	WORD $0xd50b7b27 // dc cvau, x7
+	ADD R3, R7, R7
+	CMP R1, R7
+	BLO dloop
+	WORD $0xd5033b9f // dsb ish
+	SUB $1, R5, R6
+	BIC R6, R0, R7
+iloop:
+	WORD $0xd50b7527 // ic ivau, x7
+	ADD R5, R7, R7
+	CMP R1, R7
+	BLO iloop
+	WORD $0xd5033b9f // dsb ish
+	WORD $0xd5033fdf // isb
+	RET
