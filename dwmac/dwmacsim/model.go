@@ -684,10 +684,6 @@ func (m *Model) reservedLocked(op string, off, val uint32) bool {
 }
 
 func (m *Model) writeMACConfigLocked(val uint32) (kick uint32) {
-	if val&cfgLM != 0 {
-		m.faults.Add("write32", "MAC_Configuration", uint64(regMACConfig), "loopback (LM) is not modelled")
-		val &^= cfgLM
-	}
 	val &^= cfgIPC // RO 0: HW_FEATURE0.RXCOESEL is not advertised
 	was := m.macConfig
 	m.macConfig = val

@@ -56,7 +56,7 @@ const (
 	cfgRE   uint32 = 1 << 0  // receiver enable
 	cfgTE   uint32 = 1 << 1  // transmitter enable
 	cfgDCRS uint32 = 1 << 9  // disable carrier sense during transmission
-	cfgLM   uint32 = 1 << 12 // loopback (not modelled: a fault)
+	cfgLM   uint32 = 1 << 12 // MAC loopback (loopback.go)
 	cfgDM   uint32 = 1 << 13 // full duplex
 	cfgFES  uint32 = 1 << 14 // speed: with PS 100 Mb/s, without 2.5 Gb/s (1 Gb/s when both clear)
 	cfgPS   uint32 = 1 << 15 // port select: MII (10/100)

@@ -141,7 +141,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			return false
 		}
 		linkOK := m.phy.LinkUp() && m.speedMatchLocked()
-		sink := m.wire.Sink()
+		sink := m.loopSinkLocked(m.wire.Sink()) // loopback.go
 		m.mu.Unlock()
 
 		if sink != nil && linkOK {

@@ -294,7 +294,7 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 	m.countTxLocked(data)
 	m.cnt.TxFrames++
 	m.cnt.TxBytes += uint64(len(data))
-	return data, m.wire.Sink(), true, loop, true
+	return data, m.phyLoopSinkLocked(m.wire.Sink()), true, loop, true // loopback.go
 }
 
 func (m *Model) countTxLocked(data []byte) {
