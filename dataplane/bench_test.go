@@ -16,8 +16,8 @@ import (
 )
 
 // The benchmarks drive one poll loop by hand on one goroutine (one core): each
-// iteration puts a burst of 64 frames (one 64-byte UDP flow, FACTS.md's
-// workload) on the wire of port 0, and one poll takes them through the whole
+// iteration puts a burst of 64 frames (one 64-byte UDP flow, the
+// workload the kernel's XDP figures use) on the wire of port 0, and one poll takes them through the whole
 // path: RX descriptors -> program -> verdict -> TX descriptors (tail write,
 // the model transmits) -> reclaim. The same runs on the in-memory port give
 // the dataplane-and-program cost alone; the difference is the igb driver and

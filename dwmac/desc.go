@@ -2,8 +2,8 @@ package dwmac
 
 import "encoding/binary"
 
-// Normal descriptors of the DWC Ethernet QoS DMA (Linux stmmac/dwmac4_descs.h;
-// FACTS-DWMAC-FEC.md "Descriptors"). Each is 16 bytes: four little-endian 32-bit
+// Normal descriptors of the DWC Ethernet QoS DMA (Linux
+// stmmac/dwmac4_descs.h). Each is 16 bytes: four little-endian 32-bit
 // words DES0..DES3. Each has the format the driver writes ("read", as the DMA
 // reads it) and the format the DMA writes back over it. DES3 bit 31 (OWN) says
 // who holds the descriptor: 1 the DMA, 0 software. Rings are packed (DSL = 0).

@@ -605,8 +605,8 @@ func (p *Port) setupPHY() error {
 	return nil
 }
 
-// macSpeedBits encodes a link's speed and duplex for MAC_Configuration (FACTS:
-// 10M PS, 100M PS|FES, 1G neither, 2.5G FES). A link that is down programs
+// macSpeedBits encodes a link's speed and duplex for MAC_Configuration (stmmac
+// dwmac4.h GMAC_CONFIG_PS/FES and dwmac4_core.c: 10M PS, 100M PS|FES, 1G neither, 2.5G FES). A link that is down programs
 // 1000/full.
 func macSpeedBits(l nic.LinkState) macCfgBits {
 	var v macCfgBits

@@ -11,7 +11,8 @@ import (
 )
 
 // fakeDev is a tiny scripted DWC EQoS register file for bring-up tests. Its
-// offsets and bits are written here from FACTS-DWMAC-FEC.md as literals, not
+// offsets and bits are written here from stmmac's dwmac4.h and dwmac4_dma.h as
+// literals, not
 // taken from regs.go, so a wrong constant in the driver shows up as a failed
 // expectation rather than passing on both sides.
 //
@@ -37,7 +38,7 @@ type fakeDev struct {
 
 type write struct{ off, val uint32 }
 
-// Literal offsets (FACTS-DWMAC-FEC.md).
+// Literal offsets (Linux stmmac dwmac4.h, dwmac4_dma.h).
 const (
 	fMACConfig  = 0x000
 	fPktFilter  = 0x008

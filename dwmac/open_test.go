@@ -109,7 +109,8 @@ func TestQueuesClampedToHardware(t *testing.T) {
 }
 
 // TestBringUpSequence checks the order and values of the bring-up against
-// FACTS-DWMAC-FEC.md "Bring-up order".
+// stmmac's (stmmac_hw_setup and the dwmac4 callbacks: the DMA reset first,
+// the channels started last, RX before TX).
 func TestBringUpSequence(t *testing.T) {
 	d := newFakeDev(t)
 	mac := net.HardwareAddr{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}

@@ -22,7 +22,8 @@ const mdioTimeout = 10 * time.Millisecond
 // ErrNoPHY is wrapped when no PHY answers on the MDIO bus.
 var ErrNoPHY = errors.New("dwmac: no PHY on the MDIO bus")
 
-// mdioCR returns the CR field for a CSR clock (FACTS: 0 60-100 MHz, 1 100-150,
+// mdioCR returns the CR field for a CSR clock (stmmac's STMMAC_CSR_* in
+// include/linux/stmmac.h: 0 60-100 MHz, 1 100-150,
 // 2 20-35, 3 35-60, 4 150-250, 5 250-300, 6 300-500, 7 500-800), so that MDC stays
 // at or below 2.5 MHz.
 func mdioCR(mhz int) uint32 {

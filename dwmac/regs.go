@@ -5,7 +5,7 @@ package dwmac
 //
 // Offsets and bits come from Linux drivers/net/ethernet/stmicro/stmmac/
 // dwmac4.h (MAC and MTL), dwmac4_dma.h (DMA and channels), mmc_core.c (MMC) and
-// stmmac_mdio.c (MDIO), and the notes in FACTS-DWMAC-FEC.md. Every access is one
+// stmmac_mdio.c (MDIO), and dwmac-intel.c (the Intel integration). Every access is one
 // aligned 32-bit load or store through nic.Regs.
 
 // reg is the byte offset of a 32-bit register in the MAC's register window.

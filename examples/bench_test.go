@@ -11,7 +11,7 @@ import (
 const kernelRepeat = 1_000_000
 
 // benchFrame is the frame each example is measured on: the 64-byte UDP
-// frame of FACTS.md (port 9, so xdp_reference drops it), or what exercises
+// frame of the speed reference (port 9, so xdp_reference drops it), or what exercises
 // the example's main path.
 func benchFrame(name string) []byte {
 	g := newFrameGen(7)

@@ -27,7 +27,7 @@
 //	                  statically in the object
 //	xdp_globals       .data, .rodata, .bss and a named .data.stats section
 //	xdp_xsk           bpf_redirect_map(&xsks, rx_queue_index, XDP_PASS)
-//	xdp_reference     the speed reference (FACTS.md): Ethernet/IPv4/UDP parse
+//	xdp_reference     the speed reference: Ethernet/IPv4/UDP parse
 //	xdp_meta          tail growth, load/store_bytes, get_buff_len and metadata
 //	xdp_events        ring buffer events (reserve/submit/discard, output) and
 //	                  bpf_loop

@@ -153,8 +153,8 @@ func dpDemoPhase(ctx context.Context, ports []*dpPort, ph demoPhase, d time.Dura
 			return res, err
 		}
 	}
-	// The workload: bursts of one 64-byte UDP flow into port 0 (FACTS.md: the
-	// kernel drivers' XDP figures were measured this way), or, for
+	// The workload: bursts of one 64-byte UDP flow into port 0 (the
+	// workload of the kernel's XDP figures: samples/bpf xdp1/xdp2 with pktgen), or, for
 	// adjust_tail, bursts of 528-byte pings (500 bytes of payload, DF set) that
 	// the program answers with "fragmentation needed".
 	p0 := ports[0]

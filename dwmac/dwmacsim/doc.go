@@ -6,7 +6,8 @@
 // driver and the dataplane without hardware.
 //
 // It is written from the databook's side (register and descriptor layouts as
-// Linux's stmmac dwmac4*.h reflect them, see FACTS-DWMAC-FEC) and never imports
+// Linux's stmmac dwmac4.h, dwmac4_dma.h and dwmac4_descs.h reflect them) and
+// never imports
 // the driver: a register map shared between the two would let a wrong offset
 // pass every test.
 //

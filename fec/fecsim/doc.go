@@ -4,8 +4,8 @@
 // single-ring i.MX6/7-class ENET ("fsl,imx6q-fec"). It exists to test the fec
 // driver and the dataplane without hardware.
 //
-// It is written from the reference manual's side (facts in FACTS-DWMAC-FEC.md,
-// cross-checked against Linux's fec.h/fec_main.c and QEMU's hw/net/imx_fec.c)
+// It is written from the reference manual's side (the i.MX 8M Plus and i.MX 6
+// reference manuals' ENET chapter, cross-checked against Linux's fec.h/fec_main.c and QEMU's hw/net/imx_fec.c)
 // and never imports the driver: a register map shared between the two would let
 // a wrong offset pass every test.
 //

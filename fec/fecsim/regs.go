@@ -1,8 +1,8 @@
 package fecsim
 
 // The model's own register map of the NXP FEC/ENET, written from the device's
-// side: the i.MX8M Plus and i.MX6 reference manuals' ENET chapter as summarised in
-// FACTS-DWMAC-FEC.md, with offsets and bits cross-checked against Linux
+// side: the i.MX8M Plus and i.MX6 reference manuals' ENET chapter, with offsets
+// and bits cross-checked against Linux
 // drivers/net/ethernet/freescale/fec.h and QEMU hw/net/imx_fec.c. Deliberately
 // not shared with the driver (a shared constant would let a wrong offset pass
 // every test).

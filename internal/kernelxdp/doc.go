@@ -8,7 +8,7 @@
 // permits the bpf() syscall. [Available] says whether it does; tests call it
 // and skip with its message otherwise. Nothing here is used on a fast path.
 //
-// What the kernel does, as measured on 6.18 (the project's FACTS.md notes):
+// What the kernel does, as measured on 6.18 with this package's tests:
 //   - Input frames shorter than 14 bytes are refused with EINVAL.
 //   - The context's ingress_ifindex must name a real device in the caller's
 //     network namespace (or be 0, when the program sees the loopback device,
