@@ -11,40 +11,59 @@ import (
 )
 
 // msgConn reads and writes whole vfio-user messages with their file descriptors
-// on a stream socket. Reads happen on the session goroutine only; writes are
-// serialised by wmu.
+// on a stream socket. Reads happen on the session goroutine only and reuse one
+// buffer; writes are serialised by wmu and reuse another.
 type msgConn struct {
 	c       *net.UnixConn // immutable
 	maxSize uint32        // immutable: largest message accepted
 	maxFds  int           // immutable: descriptors accepted per message
 
-	wmu sync.Mutex // serialises writes: a message goes out whole
+	// Owned by the reading goroutine: the last message read, valid until the
+	// next readMsg.
+	req  Request
+	hb   [HeaderSize]byte
+	oob  []byte
+	body []byte
+
+	wmu  sync.Mutex // serialises writes: a message goes out whole
+	wbuf []byte     // guarded by wmu
+}
+
+func newMsgConn(c *net.UnixConn, maxSize uint32, maxFds int) *msgConn {
+	return &msgConn{c: c, maxSize: maxSize, maxFds: maxFds, oob: make([]byte, unix.CmsgSpace(4*maxFds))}
 }
 
 // errClosed is returned by readMsg when the peer closed the connection cleanly
 // (at a message boundary).
 var errClosed = errors.New("vfiouser: client disconnected")
 
-// readMsg reads one message. The header's descriptors come in the ancillary
-// data of the bytes that carry it; they are returned in the Request (the caller
-// owns them, even with an error when the Request is non-nil).
+// readMsg reads one message into the connection's Request, valid until the next
+// readMsg (the payload aliases the read buffer). The header's descriptors come
+// in the ancillary data of the bytes that carry it; they are in the Request's
+// Fds, owned by the caller even when an error is returned.
 func (m *msgConn) readMsg() (*Request, error) {
-	var hb [HeaderSize]byte
-	oob := make([]byte, unix.CmsgSpace(4*m.maxFds))
-	n, oobn, flags, _, err := m.c.ReadMsgUnix(hb[:], oob)
-	fds, ferr := parseFds(oob[:oobn])
-	req := &Request{Fds: fds}
+	req := &m.req
+	*req = Request{}
+	hb := m.hb[:]
+	n, oobn, flags, _, err := m.c.ReadMsgUnix(hb, m.oob)
+	if oobn > 0 {
+		fds, ferr := parseFds(m.oob[:oobn])
+		req.Fds = fds
+		if ferr != nil && err == nil {
+			err = ferr
+		}
+	}
 	if err != nil {
 		if n == 0 && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
 			return req, errClosed
+		}
+		if errors.Is(err, ErrMessage) {
+			return req, err
 		}
 		return req, fmt.Errorf("vfiouser: read message header: %w", err)
 	}
 	if n == 0 {
 		return req, errClosed
-	}
-	if ferr != nil {
-		return req, ferr
 	}
 	if flags&unix.MSG_CTRUNC != 0 {
 		return req, fmt.Errorf("%w: more file descriptors than the %d negotiated (ancillary data truncated)", ErrMessage, m.maxFds)
@@ -54,12 +73,16 @@ func (m *msgConn) readMsg() (*Request, error) {
 			return req, fmt.Errorf("vfiouser: short message header (%d bytes): %w", n, err)
 		}
 	}
-	h, err := ParseHeader(hb[:], m.maxSize)
+	h, err := ParseHeader(hb, m.maxSize)
 	req.Header = h
 	if err != nil {
 		return req, err
 	}
-	body := make([]byte, h.Size-HeaderSize)
+	size := int(h.Size - HeaderSize)
+	if cap(m.body) < size {
+		m.body = make([]byte, size)
+	}
+	body := m.body[:size]
 	if _, err := io.ReadFull(m.c, body); err != nil {
 		return req, fmt.Errorf("vfiouser: %s id %d: read %d-byte payload: %w", h.Command, h.ID, len(body), err)
 	}
@@ -95,7 +118,12 @@ func (m *msgConn) writeMsg(h Header, fds []int, parts ...[]byte) error {
 	for _, p := range parts {
 		size += len(p)
 	}
-	buf := make([]byte, size)
+	m.wmu.Lock()
+	defer m.wmu.Unlock()
+	if cap(m.wbuf) < size {
+		m.wbuf = make([]byte, size)
+	}
+	buf := m.wbuf[:size]
 	h.Size = uint32(size)
 	PutHeader(buf, h)
 	at := HeaderSize
@@ -106,8 +134,6 @@ func (m *msgConn) writeMsg(h Header, fds []int, parts ...[]byte) error {
 	if len(fds) > 0 {
 		oob = unix.UnixRights(fds...)
 	}
-	m.wmu.Lock()
-	defer m.wmu.Unlock()
 	n, _, err := m.c.WriteMsgUnix(buf, oob, nil)
 	if err != nil {
 		return fmt.Errorf("vfiouser: send %s id %d: %w", h.Command, h.ID, err)

@@ -34,7 +34,7 @@ func (s *Session) regionRead(req *Request) ([][]byte, error) {
 	if err := s.checkRegion(rw.Region, rw.Offset, rw.Count); err != nil {
 		return nil, err
 	}
-	data := make([]byte, rw.Count)
+	data := s.scratchBuf(int(rw.Count))
 	switch rw.Region {
 	case RegionConfig:
 		err = s.cfg.read(int(rw.Offset), data)
@@ -47,7 +47,7 @@ func (s *Session) regionRead(req *Request) ([][]byte, error) {
 		return nil, err
 	}
 	s.stats.RegionReads.Add(1)
-	return [][]byte{req.Payload[:regionRWFixed], data}, nil
+	return s.reply(req.Payload[:regionRWFixed], data), nil
 }
 
 func (s *Session) regionWrite(req *Request) ([][]byte, error) {
@@ -58,7 +58,7 @@ func (s *Session) regionWrite(req *Request) ([][]byte, error) {
 	if err := s.writeOne(rw); err != nil {
 		return nil, err
 	}
-	return [][]byte{req.Payload[:regionRWFixed]}, nil
+	return s.reply(req.Payload[:regionRWFixed]), nil
 }
 
 func (s *Session) writeOne(rw RegionRW) error {

@@ -1,6 +1,7 @@
 package vfiouser
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -87,6 +88,11 @@ type Session struct {
 	writeMulti   atomic.Bool
 	versionMinor uint16
 
+	// Owned by the session goroutine: the parts of the reply being built and
+	// scratch for read data (writeMsg copies both out before the next message).
+	out     [][]byte
+	scratch []byte
+
 	pmu     sync.Mutex
 	nextID  uint16                   // guarded by pmu: ID of the next server request
 	pending map[uint16]chan *Request // guarded by pmu: server requests awaiting replies
@@ -109,7 +115,7 @@ func NewSession(conn *net.UnixConn, dev *sim.Device, opts Options) (*Session, er
 	}
 	s := &Session{
 		dev: dev, opts: opts, cfg: cfg, regs: regs,
-		conn:    &msgConn{c: conn, maxSize: uint32(HeaderSize + regionRWFixed + opts.MaxDataXfer), maxFds: opts.MaxMsgFds},
+		conn:    newMsgConn(conn, uint32(HeaderSize+regionRWFixed+opts.MaxDataXfer), opts.MaxMsgFds),
 		msix:    newMSIXBAR(cfg.vectors),
 		pending: map[uint16]chan *Request{},
 	}
@@ -497,13 +503,28 @@ func (s *Session) dmaUnmap(req *Request) ([][]byte, error) {
 		return nil, err
 	}
 	s.stats.DMAUnmaps.Add(uint64(n))
-	return [][]byte{req.Payload[:dmaUnmapSize]}, nil
+	return s.reply(req.Payload[:dmaUnmapSize]), nil
 }
 
-// deliverReply hands a reply to the server request waiting for it.
-func (s *Session) deliverReply(r *Request) {
-	closeFds(r.Fds)
-	r.Fds = nil
+// reply collects the parts of a reply in the session's own slice.
+func (s *Session) reply(parts ...[]byte) [][]byte {
+	s.out = append(s.out[:0], parts...)
+	return s.out
+}
+
+// scratchBuf is n bytes of the session's scratch, valid until the next message.
+func (s *Session) scratchBuf(n int) []byte {
+	if cap(s.scratch) < n {
+		s.scratch = make([]byte, n)
+	}
+	return s.scratch[:n]
+}
+
+// deliverReply hands a reply to the server request waiting for it (a copy: r
+// is the connection's, reused by the next read).
+func (s *Session) deliverReply(in *Request) {
+	closeFds(in.Fds)
+	r := &Request{Header: in.Header, Payload: bytes.Clone(in.Payload)}
 	s.pmu.Lock()
 	ch, ok := s.pending[r.ID]
 	delete(s.pending, r.ID)
