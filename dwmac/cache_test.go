@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -328,5 +329,30 @@ func TestCacheModelMissingBufferSyncFails(t *testing.T) {
 				t.Logf("caught: %v", err)
 			})
 		}
+	}
+}
+
+// TestCacheModelBufferLines: a frame size that lets two pool buffers share a
+// cache line is refused on a non-coherent allocator, accepted on one whose
+// lines it fits.
+func TestCacheModelBufferLines(t *testing.T) {
+	for _, c := range []struct {
+		line, frame int
+		ok          bool
+	}{{128, 2112, false}, {64, 2112, true}, {128, 2176, true}} {
+		m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IMX8MP, Cache: &sim.CacheConfig{Line: c.line}, AutonegDelay: 5 * time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := dwmac.Open(m.Device(), dwmac.Config{FrameSize: c.frame, LinkTimeout: -1})
+		if (err == nil) != c.ok {
+			t.Errorf("line %d, frame %d: Open error %v, want ok=%v", c.line, c.frame, err, c.ok)
+		}
+		if err == nil {
+			p.Close()
+		} else if !strings.Contains(err.Error(), "cache line") {
+			t.Errorf("the refusal does not name the cache line: %v", err)
+		}
+		m.Close()
 	}
 }

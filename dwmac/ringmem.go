@@ -68,6 +68,9 @@ func (p *Port) chooseRingMemory() error {
 	if !allocatorNonCoherent(p.alloc) {
 		return nil
 	}
+	if err := checkBufferLines(p.alloc, p.cfg.FrameSize); err != nil {
+		return err
+	}
 	if _, ok := p.alloc.(uncachedAllocator); ok {
 		p.uncachedRings = true
 		return nil
@@ -96,3 +99,18 @@ const ringAlign = 128
 // UncachedRings reports whether the descriptor rings are in uncached memory
 // (the DMA is not coherent and the allocator provided it).
 func (p *Port) UncachedRings() bool { return p.uncachedRings }
+
+// checkBufferLines refuses a pool frame size that would let two buffers share
+// a cache line of a's (a CacheLine() int method): the clean or invalidate of
+// one buffer would then act on its neighbour, which another owner may hold.
+// The headroom is a whole number of lines for lines up to dma.Headroom.
+func checkBufferLines(a dma.Allocator, frameSize int) error {
+	cl, ok := a.(interface{ CacheLine() int })
+	if !ok || cl.CacheLine() <= 0 {
+		return nil
+	}
+	if l := cl.CacheLine(); frameSize%l != 0 || dma.Headroom%l != 0 {
+		return fmt.Errorf("frame size %d (headroom %d): want a multiple of the %d-byte cache line, so no two buffers share a line", frameSize, dma.Headroom, l)
+	}
+	return nil
+}

@@ -245,6 +245,9 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 	if cl, ok := alloc.(interface{ CacheLine() int }); ok && line == 0 {
 		line = cl.CacheLine()
 	}
+	if err := checkBufferLines(alloc, cfg.FrameSize); err != nil {
+		return nil, err
+	}
 	if p.uncachedRings = ringsUncached(alloc); p.uncachedRings {
 		line = 0 // no line is ever written back over the device's (ringmem.go)
 	}

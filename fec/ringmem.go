@@ -1,6 +1,10 @@
 package fec
 
-import "github.com/xnic-dev/xnic/dma"
+import (
+	"fmt"
+
+	"github.com/xnic-dev/xnic/dma"
+)
 
 // Ring memory.
 //
@@ -78,3 +82,18 @@ func (p *Port) UncachedRings() bool { return p.uncachedRings }
 // descriptors per cache line with cached rings on a non-coherent platform, 1
 // otherwise.
 func (p *Port) LineDescriptors() int { return p.lineBDs }
+
+// checkBufferLines refuses a pool frame size that would let two buffers share
+// a cache line of a's (a CacheLine() int method): the clean or invalidate of
+// one buffer would then act on its neighbour, which another owner may hold.
+// The headroom is a whole number of lines for lines up to dma.Headroom.
+func checkBufferLines(a dma.Allocator, frameSize int) error {
+	cl, ok := a.(interface{ CacheLine() int })
+	if !ok || cl.CacheLine() <= 0 {
+		return nil
+	}
+	if l := cl.CacheLine(); frameSize%l != 0 || dma.Headroom%l != 0 {
+		return fmt.Errorf("fec: frame size %d (headroom %d): want a multiple of the %d-byte cache line, so no two buffers share a line", frameSize, dma.Headroom, l)
+	}
+	return nil
+}
