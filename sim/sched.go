@@ -21,8 +21,8 @@ import (
 // seeded generator (Config.MinLatency..MaxLatency) and then runs, on whichever
 // goroutine gets to it first:
 //
-//   - a background goroutine that sleeps until the earliest due timer (it exists
-//     only while a timer is armed), or
+//   - a background goroutine that sleeps until the earliest due timer (started
+//     by the first Arm, parked while nothing is armed, ended by Close), or
 //   - Poll, which the model calls at every register access before handling it
 //     (with its lock released): a driver that reads a register after waiting
 //     long enough always finds the device has moved on, whatever the Go
@@ -51,7 +51,8 @@ type Sched struct {
 	mu      sync.Mutex
 	rng     *rand.Rand
 	timers  []*Timer
-	worker  bool          // the background goroutine runs
+	worker  bool          // the background goroutine was started
+	done    chan struct{} // closed by Close: the worker ends
 	wake    chan struct{} // pokes the worker when an earlier timer is armed
 	idle    *sync.Cond    // signalled when a timer finishes running
 	running int           // timers running now
@@ -124,7 +125,8 @@ func NewSched(cfg SchedConfig) *Sched {
 		hi = lo
 	}
 	s := &Sched{seed: seed, sync: cfg.Sync, min: lo, span: int64(hi - lo),
-		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), wake: make(chan struct{}, 1)}
+		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), wake: make(chan struct{}, 1),
+		done: make(chan struct{})}
 	s.idle = sync.NewCond(&s.mu)
 	return s
 }
@@ -251,6 +253,11 @@ func (t *Timer) arm(d time.Duration, idle bool) {
 	if s.sync {
 		return
 	}
+	s.wakeLocked()
+}
+
+// wakeLocked starts the worker or pokes it to look at the timers again.
+func (s *Sched) wakeLocked() {
 	if !s.worker {
 		s.worker = true
 		go s.work()
@@ -298,9 +305,13 @@ func (s *Sched) Settle() {
 	}
 }
 
-// Close disarms every timer; later Arms do nothing.
+// Close disarms every timer and ends the background goroutine; later Arms do
+// nothing.
 func (s *Sched) Close() {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	for _, t := range s.timers {
 		s.setDisarmed(t)
@@ -348,9 +359,8 @@ func (s *Sched) runDue(all bool) {
 		if t.again && !s.closed {
 			t.again = false
 			s.setArmed(t, t.idle)
-			if !s.sync && !s.worker {
-				s.worker = true
-				go s.work()
+			if !s.sync {
+				s.wakeLocked()
 			}
 		}
 		s.idle.Broadcast()
@@ -359,7 +369,7 @@ func (s *Sched) runDue(all bool) {
 }
 
 // work is the background goroutine: it sleeps until the earliest due timer,
-// runs what is due, and exits when nothing is armed.
+// runs what is due, parks while nothing is armed and ends at Close.
 func (s *Sched) work() {
 	var sleeper *time.Timer
 	for {
@@ -371,12 +381,19 @@ func (s *Sched) work() {
 				next, found = t.due, true
 			}
 		}
-		if !found || s.closed {
-			s.worker = false
-			s.mu.Unlock()
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
 			return
 		}
-		s.mu.Unlock()
+		if !found {
+			select {
+			case <-s.wake:
+			case <-s.done:
+				return
+			}
+			continue
+		}
 		if d := time.Until(next); d > 0 && d < spinBelow {
 			// Go's timers sleep for about a millisecond whatever they are
 			// asked: yield until the few microseconds have passed.
@@ -394,6 +411,8 @@ func (s *Sched) work() {
 			case <-s.wake:
 				sleeper.Stop()
 				continue
+			case <-s.done:
+				return
 			}
 		}
 		s.runDue(false)

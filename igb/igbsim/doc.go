@@ -16,8 +16,9 @@
 //     returns, as VFIO_DEVICE_RESET waits for the function.
 //     CTRL.GIO_MASTER_DISABLE clears STATUS.GIO_MASTER_ENABLE at once and blocks
 //     DMA. EERD reads a small NVM image (MAC in words 0-2, checksum 0xBABA).
-//   - PHY and link: MDIC reaches a sim.PHY at address 1 (READY at once; ERROR for
-//     another address). The link comes up only after software restarts
+//   - PHY and link: MDIC reaches a sim.PHY at address 1 (READY after the device
+//     side's latency; ERROR for another address; an MDIC write before READY is
+//     a fault). The link comes up only after software restarts
 //     autonegotiation through MDIC and Config.AutonegDelay has passed, and
 //     STATUS.LU also needs CTRL.SLU. Link changes raise ICR.LSC.
 //   - Receive: RCTL (EN, UPE, MPE, BAM, LPE, SECRC, MO), RAL/RAH (24, 32 or 16
@@ -30,8 +31,8 @@
 //     over IPv4/IPv6 addresses and TCP/UDP ports goes into the write-back.
 //   - Transmit: queues at 0x3800+0x100n and 0xE000+0x40n, advanced data
 //     descriptors (context descriptors are consumed and ignored); TDT starts
-//     transmission synchronously; DD is written back where RS is set; PSP pads
-//     short frames to 60 bytes.
+//     transmission on the device side's time (below); DD is written back where
+//     RS is set; PSP pads short frames to 60 bytes.
 //   - Interrupts: GPIE (MSIX_MODE, EIAME), IVAR (82576 layout for the 82576,
 //     82580 layout for the I350 and I210), IVAR_MISC, EICR (read clears, write 1
 //     clears), EICS, EIMS/EIMC, EIAC auto-clear, EIAM auto-mask, EITR minimum
@@ -57,9 +58,19 @@
 //
 // # Concurrency
 //
+// The device side runs on a sim.Sched (Config.Sched): transmission and MDI
+// cycles finish a few microseconds after the register write that asked for
+// them (seeded random latencies, on a background goroutine or at a later
+// register access), never inside it, so a TX buffer reused before DD goes out
+// with its new bytes and an MDIC command before READY is caught. An event fires
+// only the EICR causes it newly sets: a cause left set (no EIAC, not cleared)
+// raises no new message. Model.Settle finishes the pending work at once
+// (tests); Config.Sched.Sync runs it inside the write (benchmarks); Model.Err
+// names the schedule's seed.
+//
 // Register accesses, Inject and transmit are safe from any goroutine: register
-// state is under one mutex, and transmission runs on the goroutine that wrote TDT
-// with that mutex released while frames are on the wire (a second mutex keeps
+// state is under one mutex, and transmission runs on the device side with that
+// mutex released while frames are on the wire (a second mutex keeps
 // transmissions in order), so two models joined by a synchronous wire cannot
 // deadlock. The per-frame paths (Inject, TDT) do not allocate.
 //

@@ -69,10 +69,13 @@ func newRig(t testing.TB, cfg Config) *rig {
 	return &rig{t: t, m: m, regs: regs, a: m.Device().DMA()}
 }
 
-func (r *rig) rd(off uint32) uint32     { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32)  { r.regs.Write32(off, v) }
-func (r *rig) mdic(v uint32) uint32     { r.wr(tMDIC, v); return r.rd(tMDIC) }
-func (r *rig) phyWrite(reg, val uint32) { r.mdic(tMDICWrite | 1<<21 | reg<<16 | val) }
+func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
+func (r *rig) wr(off uint32, v uint32) { r.regs.Write32(off, v); r.m.Settle() }
+
+// wrRaw writes without letting the device finish first (the timing tests).
+func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }
+func (r *rig) mdic(v uint32) uint32       { r.wr(tMDIC, v); return r.rd(tMDIC) }
+func (r *rig) phyWrite(reg, val uint32)   { r.mdic(tMDICWrite | 1<<21 | reg<<16 | val) }
 func (r *rig) phyRead(reg uint32) uint32 {
 	return r.mdic(tMDICRead|1<<21|reg<<16) & 0xFFFF
 }

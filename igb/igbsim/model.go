@@ -80,6 +80,10 @@ type Config struct {
 	PartnerNo1000 bool
 	// Name is the device name in nic.DeviceInfo. "": "igbsim".
 	Name string
+	// Sched sets the device side's latencies and seed (see sim.Sched): the
+	// zero value runs transmission and MDI cycles a few microseconds after the
+	// register write; Sync runs them inside it (benchmarks).
+	Sched sim.SchedConfig
 }
 
 // Counters are the model's own totals (never cleared by register reads).
@@ -132,6 +136,10 @@ type Model struct {
 	phy    *sim.PHY    // immutable
 	nvm    [nvmWords]uint16
 
+	sched *sim.Sched // immutable: the device side's clock
+	txT   *sim.Timer // immutable: the transmit engine's next step
+	mdiT  *sim.Timer // immutable: the end of the running MDI cycle
+
 	txMu    sync.Mutex
 	txBatch []txFrame // scratch of transmit; guarded by txMu
 	txArena []byte    // gathered multi-descriptor and padded frames; guarded by txMu
@@ -142,6 +150,8 @@ type Model struct {
 	gen        uint64   // bumps at every reset
 	resetting  bool
 	resetUntil time.Time
+	txPend     uint32 // TX queues the engine has to look at
+	mdiBusy    bool   // an MDI cycle runs (MDIC.READY clear)
 
 	ctrl, ctrlExt, status, eecd, eerd, mdic uint32
 	rctl, tctl, rxcsum, rlpml, mrqc         uint32
@@ -219,6 +229,9 @@ func New(cfg Config) (*Model, error) {
 		Revision: 1, BARSize: 128 << 10, MSIXVectors: info.vectors,
 	}, m.mem, m)
 	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
+	m.sched = sim.NewSched(cfg.Sched)
+	m.txT = m.sched.NewTimer(m.txRun)
+	m.mdiT = m.sched.NewTimer(m.mdiDone)
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
@@ -287,7 +300,20 @@ func (m *Model) Faults() []sim.Fault { return m.faults.List() }
 func (m *Model) FaultLog() *sim.Faults { return m.faults }
 
 // Err is nil when the model recorded no fault.
-func (m *Model) Err() error { return m.faults.Err() }
+func (m *Model) Err() error {
+	if err := m.faults.Err(); err != nil {
+		return fmt.Errorf("%w (%v)", err, m.sched)
+	}
+	return nil
+}
+
+// Sched is the device side (its seed, for a test's failure message).
+func (m *Model) Sched() *sim.Sched { return m.sched }
+
+// Settle lets the device finish what it was asked to do (transmissions, an
+// MDI cycle) now, as if its latencies had passed. For tests that check the
+// wire right after a tail write.
+func (m *Model) Settle() { m.sched.Settle() }
 
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
@@ -317,6 +343,7 @@ func (m *Model) Close() error {
 		}
 	}
 	m.mu.Unlock()
+	m.sched.Close()
 	return m.dev.Close()
 }
 
@@ -340,7 +367,7 @@ func (m *Model) resetLocked(delay bool) {
 	if m.info.fam == famI210 {
 		m.eecd |= eecdFlashI210
 	}
-	m.eerd, m.mdic = 0, mdicReady
+	m.eerd, m.mdic, m.mdiBusy = 0, mdicReady, false
 	m.rctl, m.tctl = 0, tctlDefault
 	m.rxcsum, m.rlpml, m.mrqc = 0, rlpmlDefault, 0
 	m.swsm = 0
@@ -413,6 +440,7 @@ func (m *Model) linkChanged() {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
+	m.sched.Poll()
 	m.mu.Lock()
 	v := m.readLocked(off)
 	m.mu.Unlock()
@@ -421,16 +449,20 @@ func (m *Model) Read32(off uint32) uint32 {
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
+	m.sched.Poll()
 	m.mu.Lock()
 	if m.inResetLocked() {
 		m.mu.Unlock()
 		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while the device is in reset (wait for EECD.AUTO_RD)", val)
 		return
 	}
-	kick := m.writeLocked(off, val)
+	if kick := m.writeLocked(off, val); kick != 0 {
+		m.txPend |= kick
+		m.txT.Arm()
+	}
 	m.mu.Unlock()
-	if kick != 0 {
-		m.transmit(kick)
+	if m.sched.Synchronous() {
+		m.sched.Poll()
 	}
 }
 
@@ -823,9 +855,34 @@ func (m *Model) writeEERDLocked(val uint32) {
 	m.eerd = uint32(m.nvm[addr])<<eerdDataShift | addr<<eerdAddrShift | eerdDone
 }
 
-// writeMDICLocked runs an MDIO cycle at once: READY is set when the write
-// returns. A PHY address other than the internal PHY's answers with ERROR.
+// writeMDICLocked starts an MDI cycle; it completes (mdiDone) after the
+// device side's latency, with READY (on the hardware some 64 MDC cycles). A
+// write while a cycle runs is refused: software polls READY first (Linux
+// igb_read_phy_reg_mdic). A PHY address other than the internal PHY's answers
+// with ERROR.
 func (m *Model) writeMDICLocked(val uint32) {
+	if m.mdiBusy {
+		m.faults.Add("write32", "MDIC", uint64(regMDIC), "MDIC 0x%08x written while the previous MDI cycle is still running (READY clear): poll MDIC.READY first; the write is refused", val)
+		return
+	}
+	m.mdiBusy = true
+	m.mdic = val &^ (mdicReady | mdicError)
+	m.mdiT.Arm()
+}
+
+// mdiDone ends the MDI cycle MDIC holds (the mdiT timer).
+func (m *Model) mdiDone() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.mdiBusy {
+		return // cut off by a reset
+	}
+	m.mdiBusy = false
+	m.mdiCycleLocked(m.mdic)
+}
+
+// mdiCycleLocked performs the MDI cycle val and sets READY.
+func (m *Model) mdiCycleLocked(val uint32) {
 	phyAddr := int(val>>mdicPHYShift) & 0x1F
 	regNum := int(val>>mdicRegShift) & 0x1F
 	op := val & mdicOpMask

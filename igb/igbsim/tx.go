@@ -31,30 +31,53 @@ const txBatchMax = 64
 var zeroPad [minFrameNoFCS]byte
 
 // transmit runs the TX queues in mask.
-func (m *Model) transmit(mask uint32) {
+func (m *Model) txRun() {
 	m.txMu.Lock()
 	defer m.txMu.Unlock()
+	budget := txBatchMax
+	if !m.sched.Synchronous() {
+		budget = 1 + m.sched.IntN(txStepMax)
+	}
+	m.mu.Lock()
+	mask := m.txPend
+	m.txPend = 0
+	m.mu.Unlock()
+	var more uint32
 	for q := 0; mask != 0; q++ {
 		if mask&(1<<q) != 0 {
 			mask &^= 1 << q
-			m.transmitQueue(q)
+			if m.transmitQueue(q, budget) {
+				more |= 1 << q
+			}
 		}
+	}
+	if more != 0 {
+		m.mu.Lock()
+		m.txPend |= more
+		m.txT.Arm()
+		m.mu.Unlock()
 	}
 }
 
-func (m *Model) transmitQueue(q int) {
+// txStepMax bounds the frames one asynchronous transmit step sends per queue.
+const txStepMax = 8
+
+// transmitQueue sends queue q's frames in batches of up to budget; on an
+// asynchronous device side it stops after one batch and reports whether the
+// queue has more.
+func (m *Model) transmitQueue(q, budget int) (more bool) {
 	for {
 		m.mu.Lock()
 		x := &m.tx[q]
 		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 {
 			m.mu.Unlock()
-			return
+			return false
 		}
 		if !m.mem.DMAEnabled() {
 			m.faults.Add("tx", regName(txBlockHigh+uint32(q)*blockHighLn+qTail), uint64(q),
 				"TX queue %d has descriptors to send while bus mastering is off", q)
 			m.mu.Unlock()
-			return
+			return false
 		}
 		gen := m.gen
 		base, size := x.base(), x.len/descSize
@@ -66,7 +89,7 @@ func (m *Model) transmitQueue(q int) {
 		// descriptor after the first), when all of it is mapped; otherwise
 		// each descriptor is translated, and faulted, on its own.
 		ring := m.ringView("tx-desc", base, size)
-		for head != tail && len(batch) < txBatchMax {
+		for head != tail && len(batch) < budget {
 			batch = append(batch, txFrame{})
 			next, complete := m.gatherLocked(&batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
 			if !complete {
@@ -78,7 +101,7 @@ func (m *Model) transmitQueue(q int) {
 		m.mu.Unlock()
 		if len(batch) == 0 {
 			m.txBatch, m.txArena = batch, arena
-			return
+			return false
 		}
 
 		if sink != nil {
@@ -94,7 +117,7 @@ func (m *Model) transmitQueue(q int) {
 			// Reset or queue disabled while the frames were on the wire: the ring
 			// is no longer ours to write back.
 			m.mu.Unlock()
-			return
+			return false
 		}
 		raise := false
 		for i := range batch {
@@ -138,8 +161,12 @@ func (m *Model) transmitQueue(q int) {
 		if raise {
 			m.raiseQueueLocked(q, true)
 		}
+		more := head != x.tail
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
+		if more && !m.sched.Synchronous() {
+			return true // the next step goes on
+		}
 	}
 }
 

@@ -1,0 +1,86 @@
+package igbsim
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Deliberately broken drivers against the device's own time: each must be
+// caught (a fault or a visibly wrong frame) while the same steps done right
+// pass. A register write during CTRL.RST is in TestResetSequence; a cause left
+// set in EICR in TestLatchedCauseRaisesNoMessage.
+
+// TestBrokenDriverReclaimEarly: a TX buffer reused right after the TDT write,
+// before the device writes DD back, goes out with the new bytes.
+func TestBrokenDriverReclaimEarly(t *testing.T) {
+	r, tx, c := txRig(t)
+	caught := false
+	for i := 0; i < 30 && !caught; i++ {
+		f, g := frame(bcastMAC, 100), frame(bcastMAC, 100)
+		f[20], g[20] = byte(i), byte(i)+100
+		before := len(c.got())
+		k := tx.put(f)
+		r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+		copy(tx.bufs.CPU[k*txBufSize:], g) // "done": reuse the buffer
+		r.m.Settle()
+		got := c.got()
+		require.Len(t, got, before+1)
+		caught = bytes.Equal(got[before], g)
+		if !caught {
+			require.Equal(t, f, got[before])
+		}
+	}
+	require.True(t, caught, "the device never read a TX buffer after the TDT write returned")
+
+	// Done right: wait for DD before reusing the buffer.
+	for i := 0; i < 5; i++ {
+		f := frame(bcastMAC, 100)
+		f[20] = byte(i)
+		before := len(c.got())
+		k := tx.put(f)
+		r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+		deadline := time.Now().Add(time.Second)
+		for !tx.dd(k) {
+			require.True(t, time.Now().Before(deadline), "DD never set")
+			time.Sleep(10 * time.Microsecond)
+			r.rd(tSTATUS)
+		}
+		copy(tx.bufs.CPU[k*txBufSize:], frame(bcastMAC, 100))
+		got := c.got()
+		require.Len(t, got, before+1)
+		require.Equal(t, f, got[before])
+	}
+	require.NoError(t, r.m.Err())
+}
+
+// TestBrokenDriverMDICBusy: an MDIC command written while the last one has not
+// set READY is refused with a fault; polling READY works.
+func TestBrokenDriverMDICBusy(t *testing.T) {
+	r := newRig(t, testCfg())
+	read := uint32(tMDICRead | 1<<21 | 2<<16)
+	caught := false
+	for i := 0; i < 30 && !caught; i++ {
+		r.wrRaw(tMDIC, read)
+		r.wrRaw(tMDIC, read) // no wait for READY
+		for _, f := range r.m.Faults() {
+			caught = caught || strings.Contains(f.String(), "previous MDI cycle is still running")
+		}
+		r.m.Settle()
+	}
+	require.True(t, caught, "a second MDIC write right after the first was never refused")
+	r.m.FaultLog().Clear()
+	for i := 0; i < 5; i++ {
+		r.wrRaw(tMDIC, read)
+		deadline := time.Now().Add(time.Second)
+		var v uint32
+		for v = r.rd(tMDIC); v&tMDICReady == 0; v = r.rd(tMDIC) {
+			require.True(t, time.Now().Before(deadline), "READY never set")
+		}
+		require.Equal(t, uint32(0x02A8), v&0xFFFF, "82576 internal PHY ID1")
+	}
+	require.NoError(t, r.m.Err())
+}
