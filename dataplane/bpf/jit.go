@@ -186,52 +186,65 @@ func (r *Runner) step(p *Program, pc, base int, reg *[256]uint64) (int, *Program
 	return r.fast(p, pc, base, reg)
 }
 
-// fastJIT is fast for native code: it enters p's code at pc and, when the
-// code returns, pops the frame of an exit (as fast does) and goes on in the
-// caller's code, or hands the instruction that needs Go to the slow path.
+// fastJIT is fast for native code: it enters p's code at pc and goes on
+// as jitAfter says.
 func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
+	if uint(pc) >= uint(len(j.entry)) {
+		return pc, p, false // slow reports it
+	}
+	jitRun(r, reg, j.addr(pc))
+	return r.jitAfter(j, p, uint32(r.jit.exit), base, reg)
+}
+
+// jitAfter handles the native code's exit e, then re-enters it, until the
+// frame exec started in (base) exits or an instruction needs the slow path:
+// an exit pops a subprogram's frame as fast does, a helper call runs the
+// helper as the slow path would (reg[0] = its result) and goes on at the
+// next instruction. A helper that faults ends the run: done, r0 = 0, and
+// the callers see r.faulted.
+func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]uint64) (int, *Program, bool) {
 	for {
-		if uint(pc) >= uint(len(j.entry)) {
-			return pc, p, false // slow reports it
-		}
-		jitRun(r, reg, j.addr(pc))
-		e := uint32(r.jit.exit)
-		pc = int(e >> 8)
+		pc := int(e >> 8)
 		if e&0xff != jitExitDone {
+			if uint(pc) >= uint(len(p.code)) || p.code[pc].op != opCall {
+				return pc, p, false
+			}
+			reg[0] = r.callHelper(p, pc, int32(p.code[pc].imm), (*[16]uint64)(reg[:16]))
+			if r.faulted {
+				reg[0] = 0
+				return pc, p, true
+			}
+			pc++
+		} else {
+			if r.depth == base {
+				return pc, p, true
+			}
+			r.depth--
+			f := &r.frames[r.depth]
+			reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
+			reg[10] = f.fp
+			p = f.prog
+			pc = f.ret
+			if j = p.jit.Load(); j == nil {
+				return r.fast(p, pc, base, reg)
+			}
+		}
+		if uint(pc) >= uint(len(j.entry)) {
 			return pc, p, false
 		}
-		if r.depth == base {
-			return pc, p, true
-		}
-		r.depth--
-		f := &r.frames[r.depth]
-		reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
-		reg[10] = f.fp
-		p = f.prog
-		pc = f.ret
-		if j = p.jit.Load(); j == nil {
-			return r.fast(p, pc, base, reg)
-		}
+		jitRun(r, reg, j.addr(pc))
+		e = uint32(r.jit.exit)
 	}
 }
 
 // resumeJIT goes on with a top-level run (base 0) whose first native round
 // returned exit code e (see runFrame).
 func (r *Runner) resumeJIT(j *jitProg, p *Program, e uint32, reg *[256]uint64) uint64 {
-	pc := int(e >> 8)
-	if e&0xff == jitExitDone {
-		// A subprogram's exit (depth > 0): pop as fastJIT does.
-		r.depth--
-		f := &r.frames[r.depth]
-		reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
-		reg[10] = f.fp
-		p, pc = f.prog, f.ret
-		var done bool
-		if pc, p, done = r.step(p, pc, 0, reg); done {
-			return reg[0]
-		}
+	pc, q, done := r.jitAfter(j, p, e, 0, reg)
+	if done {
+		return reg[0]
 	}
-	return r.slow(p, pc, 0, reg)
+	return r.slow(q, pc, 0, reg)
 }
 
 // backJump is what a backward jump at pc to target charges to the budget

@@ -379,3 +379,23 @@ func BenchmarkOverheadEngines(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHelperEngines is the cost of a helper call in each engine: a
+// program of 4 calls of bpf_get_smp_processor_id (per run).
+func BenchmarkHelperEngines(b *testing.B) {
+	for _, e := range []Engine{EngineInterp, EngineJIT} {
+		b.Run(e.String(), func(b *testing.B) {
+			if e == EngineJIT {
+				needJIT(b)
+			}
+			call := ins(0x85, 0, 0, 0, helperGetSmpProcessor)
+			p, err := LoadRaw("calls", asmProg(call, call, call, call, ins(0xb7, 0, 0, 0, 2), exitInsn), &Options{Engine: e})
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := NewRunner(0)
+			f := newFrame(udpFrame(1))
+			cpuBench(b, func() { r.Run(p, f) })
+		})
+	}
+}
