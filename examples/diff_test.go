@@ -218,6 +218,21 @@ var diffCases = []diffCase{
 	{name: "xdp_meta", prog: "xdp_meta"},
 	{name: "xdp_meta", variant: "queues", prog: "xdp_meta", queues: 3}, // the mark has the queue in it
 	{name: "xdp_events", prog: "xdp_events"},
+	{
+		// Block three of the frame generator's pooled sources on port 1
+		// (the ingress ifindex of both sides).
+		name: "xdp_mapinmap_acl", prog: "xdp_mapinmap_acl",
+		setup: func(put func(string, []byte, []byte) error) error {
+			for _, a := range [][]byte{{10, 1, 2, 3}, {172, 16, 0, 2}, {8, 8, 8, 8}} {
+				if err := put("acl_port1", a, []byte{1}); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+		skipMaps: map[string]string{"port_acls": "its values are inner map ids, not data"},
+	},
+	{name: "xdp_spinlock_stats", prog: "xdp_spinlock_stats"},
 }
 
 func objPath(name string) string { return filepath.Join("xdp", name+".o") }

@@ -31,6 +31,11 @@
 //	xdp_meta          tail growth, load/store_bytes, get_buff_len and metadata
 //	xdp_events        ring buffer events (reserve/submit/discard, output) and
 //	                  bpf_loop
+//	xdp_fib_router    IPv4 forwarding with bpf_fib_lookup and bpf_redirect
+//	                  (xdp_fwd); the FIB is bpf.Collection.SetFIB's
+//	xdp_perf_sample   frame samples to a perf event array (xdpdump)
+//	xdp_mapinmap_acl  per-port block lists in an array of hash maps
+//	xdp_spinlock_stats per-protocol stats updated under a bpf_spin_lock
 //
 // The tests prove them against the kernel (root; skipped with a message
 // otherwise): diff_test.go runs each program on thousands of random and

@@ -43,6 +43,10 @@ var All = []Example{
 	{"xdp_reference", "xdp_reference", "the speed reference: parse Ethernet/IPv4/UDP, drop UDP port 9"},
 	{"xdp_meta", "xdp_meta", "pad short frames (adjust_tail, store_bytes) and leave 8 bytes of metadata (adjust_meta)"},
 	{"xdp_events", "xdp_events", "ring buffer events for TCP SYNs (reserve/submit/discard, bpf_loop) and ICMP (output)"},
+	{"xdp_fib_router", "xdp_fib_router", "IPv4 forwarding through bpf_fib_lookup: TTL, MACs, bpf_redirect to the egress port, like xdp_fwd"},
+	{"xdp_perf_sample", "xdp_perf_sample", "the first 128 bytes of every frame to a perf event array (bpf_perf_event_output with frame bytes), like xdpdump"},
+	{"xdp_mapinmap_acl", "xdp_mapinmap_acl", "per-port source block lists: an array of maps indexed by ingress_ifindex, hash inner maps"},
+	{"xdp_spinlock_stats", "xdp_spinlock_stats", "packets, bytes and largest frame per IP protocol, updated together under a bpf_spin_lock"},
 }
 
 // Lookup returns the example called name.

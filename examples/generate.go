@@ -20,3 +20,7 @@ package examples
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_reference.c -o xdp/xdp_reference.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_meta.c -o xdp/xdp_meta.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_events.c -o xdp/xdp_events.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_fib_router.c -o xdp/xdp_fib_router.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_perf_sample.c -o xdp/xdp_perf_sample.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_mapinmap_acl.c -o xdp/xdp_mapinmap_acl.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_spinlock_stats.c -o xdp/xdp_spinlock_stats.o
