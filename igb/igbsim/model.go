@@ -116,6 +116,12 @@ type txQueue struct {
 	head, tail, dctl, dca uint32
 	wbal, wbah            uint32
 	baSet, lenSet         bool
+	// fetched holds each descriptor as the device fetched it when a TDT
+	// write handed it over (fetchedOK marks which); a descriptor that differs
+	// when the device processes it was written after the tail. Sized when the
+	// queue is enabled.
+	fetched   []byte
+	fetchedOK []bool
 }
 
 func (q *rxQueue) base() uint64 { return uint64(q.bah)<<32 | uint64(q.bal) }
@@ -1036,7 +1042,11 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 			m.faults.Add("write32", regName(off), uint64(off), "TDT %d written beyond the ring (%d descriptors)", val, x.len/descSize)
 			return 0
 		}
+		old := x.tail
 		x.tail = val
+		if enabled {
+			m.fetchTxLocked(x, old, val)
+		}
 		if enabled && m.tctl&tctlEN != 0 {
 			if m.ctrl&ctrlGIOMasterDi != 0 {
 				m.faults.Add("write32", regName(off), uint64(off), "TDT written while CTRL.GIO_MASTER_DISABLE blocks DMA")
@@ -1050,6 +1060,11 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 		if val&dctlEnable != 0 && !enabled {
 			if !m.checkRingLocked("TX", q, off, x.base(), x.len, x.baSet, x.lenSet) {
 				return 0
+			}
+			if n := int(x.len / descSize); len(x.fetchedOK) != n {
+				x.fetched, x.fetchedOK = make([]byte, n*descSize), make([]bool, n)
+			} else {
+				clear(x.fetchedOK)
 			}
 			x.dctl = val
 			if m.tctl&tctlEN != 0 && x.head != x.tail {

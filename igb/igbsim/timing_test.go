@@ -84,3 +84,34 @@ func TestBrokenDriverMDICBusy(t *testing.T) {
 	}
 	require.NoError(t, r.m.Err())
 }
+
+// TestBrokenDriverTailBeforeDescriptor: moving TDT before writing the
+// descriptor hands the device a descriptor it fetches at once; finishing it
+// afterwards is a fault even when the device gets to the frame later.
+func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		r, tx, c := txRig(t)
+		f := frame(bcastMAC, 100)
+		i := tx.tail
+		copy(tx.bufs.CPU[i*txBufSize:], f)
+		addr := tx.bufs.IOVA + uint64(i*txBufSize)
+		if broken {
+			tx.desc(i, 0, 0, 0, 0) // stale: nothing written yet
+			tx.tail = (tx.tail + 1) % tx.n
+			r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+			tx.desc(i, addr, uint32(len(f)), tTxEOP|tTxIFCS|tTxRS, uint32(len(f)))
+		} else {
+			tx.desc(i, addr, uint32(len(f)), tTxEOP|tTxIFCS|tTxRS, uint32(len(f)))
+			tx.tail = (tx.tail + 1) % tx.n
+			r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+		}
+		r.m.Settle()
+		if broken {
+			require.Error(t, r.m.Err(), "descriptor written after the tail")
+			require.Contains(t, r.m.Err().Error(), "changed after the TDT write")
+			continue
+		}
+		require.Equal(t, [][]byte{f}, c.got())
+		require.NoError(t, r.m.Err())
+	}
+}

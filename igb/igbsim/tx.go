@@ -1,8 +1,12 @@
 package igbsim
 
+import "bytes"
+
 // Transmit path (82576 datasheet 7.2). A write to TDT of an enabled queue (with
-// TCTL.EN) sends the frames in [TDH, TDT) synchronously, on the writer's
-// goroutine: descriptors are read and checked under mu, the frames go to the wire
+// TCTL.EN) fetches the descriptors it hands over at once (a descriptor changed
+// after that is a fault) and sends the frames in [TDH, TDT) on the device
+// side's time (Model.txRun, a few frames per step): descriptors are read and
+// checked under mu, the frames go to the wire
 // with mu released (txMu keeps transmits in order), then descriptors with RS get
 // DD written back, statistics count and TDH advances. A frame whose EOP
 // descriptor is not yet before TDT waits for a later tail write.
@@ -91,7 +95,7 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		ring := m.ringView("tx-desc", base, size)
 		for head != tail && len(batch) < budget {
 			batch = append(batch, txFrame{})
-			next, complete := m.gatherLocked(&batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
+			next, complete := m.gatherLocked(x, &batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
 			if !complete {
 				batch = batch[:len(batch)-1]
 				break
@@ -199,7 +203,7 @@ func (m *Model) descView(ring []byte, op string, base uint64, idx uint32) ([]byt
 // gatherLocked reads the frame starting at descriptor head into *fr (zeroed by
 // the caller). It reports complete=false when the frame's EOP descriptor is not
 // before tail yet. ring is the ring's view from ringView, or nil.
-func (m *Model) gatherLocked(fr *txFrame, ring []byte, base uint64, size, head, tail uint32, arena *[]byte, psp bool) (next uint32, complete bool) {
+func (m *Model) gatherLocked(x *txQueue, fr *txFrame, ring []byte, base uint64, size, head, tail uint32, arena *[]byte, psp bool) (next uint32, complete bool) {
 	fr.first = head
 	idx := head
 	total := 0
@@ -225,6 +229,7 @@ func (m *Model) gatherLocked(fr *txFrame, ring []byte, base uint64, size, head, 
 		if fr.ndesc == 1 {
 			fr.desc = d
 		}
+		m.checkFetchedLocked(x, (idx+size-1)%size, d, addr)
 		cmd := le.Uint32(d[txdCmd:])
 		if cmd&txCmdDEXT == 0 {
 			m.faults.Add("tx-desc", "", addr, "legacy TX descriptor (DEXT clear, cmd 0x%08x): only advanced descriptors are modelled", cmd)
@@ -305,4 +310,39 @@ func (m *Model) gatherLocked(fr *txFrame, ring []byte, base uint64, size, head, 
 	fr.data = data
 	fr.send = true
 	return idx, true
+}
+
+// fetchTxLocked is the descriptor fetch a TDT write starts: the device reads
+// descriptors [from, to) at once (the 82576 prefetches on a tail update), so
+// their content is fixed then; gatherLocked checks that it still is.
+func (m *Model) fetchTxLocked(x *txQueue, from, to uint32) {
+	size := uint32(len(x.fetchedOK))
+	if size == 0 || x.len/descSize != size || !m.mem.DMAEnabled() {
+		return
+	}
+	ring := m.ringView("tx-fetch", x.base(), size)
+	if ring == nil {
+		return // faulted per descriptor when processed
+	}
+	for i := from; i != to; {
+		o := int(i) * descSize
+		copy(x.fetched[o:o+descSize], ring[o:o+descSize])
+		x.fetchedOK[i] = true
+		if i++; i == size {
+			i = 0
+		}
+	}
+}
+
+// checkFetchedLocked reports descriptor idx changed since the TDT write that
+// handed it over: the driver wrote it after moving the tail.
+func (m *Model) checkFetchedLocked(x *txQueue, idx uint32, d []byte, addr uint64) {
+	if int(idx) >= len(x.fetchedOK) || !x.fetchedOK[idx] {
+		return
+	}
+	x.fetchedOK[idx] = false
+	o := int(idx) * descSize
+	if !bytes.Equal(x.fetched[o:o+descSize], d[:descSize]) {
+		m.faults.Add("tx-desc", "TDT", addr, "TX descriptor %d changed after the TDT write handed it to the device (the device fetched it then): write descriptors before moving the tail", idx)
+	}
 }
