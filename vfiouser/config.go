@@ -61,9 +61,12 @@ const (
 
 // configSpace is the server's configuration space. Safe for concurrent use.
 type configSpace struct {
-	dev      *sim.Device // immutable
-	bar0Size uint32      // immutable: power of two, >= the model's window
-	vectors  int         // immutable: MSI-X table size
+	dev *sim.Device // immutable
+	// onCommand runs after a write reached the command register; set once by
+	// NewSession.
+	onCommand func()
+	bar0Size  uint32 // immutable: power of two, >= the model's window
+	vectors   int    // immutable: MSI-X table size
 
 	mu    sync.Mutex
 	img   [configSize]byte // guarded by mu: everything but the command register
@@ -180,12 +183,17 @@ func (c *configSpace) write(off int, p []byte) error {
 		c.img[o] = c.img[o]&^c.wmask[o] | b&c.wmask[o]
 	}
 	c.mu.Unlock()
+	cmd := false
 	for i, b := range p {
 		if o := off + i; o == sim.PCICommand || o == sim.PCICommand+1 {
 			if err := c.dev.WriteConfig(o, 1, uint32(b)); err != nil {
 				return err
 			}
+			cmd = true
 		}
+	}
+	if cmd && c.onCommand != nil {
+		c.onCommand()
 	}
 	return nil
 }

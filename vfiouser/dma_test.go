@@ -116,7 +116,7 @@ func TestGuestRxDMAAndMSIX(t *testing.T) {
 	g.wr(rRXDCTL, rxdctlEnable)
 	g.wr(rRDT0, nDesc-1)
 	g.wr(rGPIE, gpieMSIX)
-	g.wr(rIVAR0, ivarValid|0) // RX queue 0 -> vector 0
+	g.wr(rIVAR0, ivarValid) // RX queue 0 -> vector 0 (byte 0: valid, vector number 0)
 	g.wr(rEIMS, 1)
 	g.wr(rRCTL, rctlEN|rctlSECRC)
 
@@ -264,6 +264,14 @@ func TestIRQForwarding(t *testing.T) {
 	waitFired(intx, true, "the unmask delivers the held signal")
 	require.NoError(t, s.c.SetIRQs(unmask, vfiouser.IRQIntx, 0, 1, nil))
 	waitFired(intx, false, "nothing more was pending")
+
+	// The command register's Interrupt Disable holds INTx back (PCI 3.0, 6.2.2).
+	require.NoError(t, s.c.WriteRegion(vfiouser.RegionConfig, 4, []byte{0x02, 0x04}))
+	require.True(t, s.dev.Signal(0))
+	waitFired(intx, false, "INTx disabled in the command register")
+	require.NoError(t, s.c.WriteRegion(vfiouser.RegionConfig, 4, []byte{0x02, 0x00}))
+	waitFired(intx, true, "clearing the disable delivers it")
+	require.NoError(t, s.c.SetIRQs(unmask, vfiouser.IRQIntx, 0, 1, nil))
 
 	// One index at a time.
 	msix := make([]vfiousertest.Eventfd, 3)

@@ -153,7 +153,7 @@ func (q *irqState) set(s IRQSet, fds []int) (err error) {
 			v := &vecs[s.Start+i]
 			if sel(i) && v.masked {
 				v.masked = false
-				if v.pending && idx == q.active {
+				if v.pending && idx == q.active && (idx != IRQIntx || !q.intxDisabled()) {
 					q.fireLocked(idx, int(s.Start+i))
 				}
 			}
@@ -245,12 +245,32 @@ func (q *irqState) deliver(v int) {
 		return
 	}
 	vec := &q.vecs[q.active][v]
-	if vec.masked || vec.fd < 0 {
+	if vec.masked || vec.fd < 0 || (q.active == IRQIntx && q.intxDisabled()) {
 		vec.pending = true
 		q.stats.IRQsPending.Add(1)
 		return
 	}
 	q.fireLocked(q.active, v)
+}
+
+// intxDisabled reports the command register's Interrupt Disable bit (PCI 3.0,
+// 6.2.2: the function must not assert INTx while it is set).
+func (q *irqState) intxDisabled() bool {
+	cmd, err := q.dev.ReadConfig(sim.PCICommand, 2)
+	return err != nil || uint16(cmd)&sim.PCICommandINTxDisable != 0
+}
+
+// commandWritten runs after a write to the command register: clearing
+// Interrupt Disable delivers an INTx the disable held back.
+func (q *irqState) commandWritten() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.active != IRQIntx || q.intxDisabled() {
+		return
+	}
+	if v := &q.vecs[IRQIntx][0]; v.pending && !v.masked {
+		q.fireLocked(IRQIntx, 0)
+	}
 }
 
 // fireLocked writes the eventfd of idx's sub-index v (or leaves it pending).

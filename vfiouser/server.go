@@ -124,6 +124,7 @@ func NewSession(conn *net.UnixConn, dev *sim.Device, opts Options) (*Session, er
 		s.stats = &Stats{}
 	}
 	s.irq = newIRQState(dev, cfg.vectors, s.stats)
+	cfg.onCommand = s.irq.commandWritten
 	s.msix.pending = s.irq.pendingBit
 	s.dma = newDMATable(dev.Memory())
 	s.peerMaxXfer.Store(DefaultMaxDataXfer)
