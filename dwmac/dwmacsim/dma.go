@@ -47,6 +47,11 @@ type ring struct {
 	// (DMA_CH_Tx_Control.EDSE, for time-based scheduling): TDES4-7 (launch
 	// time) then the normal TDES0-3. Set only while the channel is stopped.
 	enhanced bool
+	// fetched (TX) holds the normal descriptors a tail write handed to the
+	// running DMA as it fetched them then (fetchedOK marks which); one that
+	// differs when the DMA processes it was written after the tail.
+	fetched   []byte
+	fetchedOK []bool
 }
 
 func (r *ring) n() uint32 { return r.lenReg + 1 }
@@ -193,7 +198,9 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 	case chTxBaseHi, chTxBaseLo, chRxBaseHi, chRxBaseLo, chTxRingLen, chRxRingLen:
 		m.writeRingRegLocked(c, ch, r, off, val)
 	case chTxTail:
+		old := ch.tx.tailRaw
 		if m.writeTailLocked("TX", c, &ch.tx, off, val) && ch.tx.run {
+			m.fetchTxLocked(&ch.tx, old)
 			return 1 << c
 		}
 	case chRxTail:

@@ -3,6 +3,7 @@ package dwmacsim
 import (
 	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,5 +114,43 @@ func TestBrokenDriverRxOwnFirst(t *testing.T) {
 			require.Equal(t, second, got, "refilled in order: the frame lands in the new buffer")
 			require.NoError(t, r.m.Err())
 		}
+	}
+}
+
+// TestBrokenDriverTailBeforeDescriptor: moving the TX tail before writing the
+// descriptor hands the running DMA a descriptor it fetches at once; finishing
+// it afterwards is a fault even when the DMA gets to the frame later.
+func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		r := newRig(t, testCfg())
+		r.bringUp()
+		var cap capture
+		r.m.SetTransmit(cap.fn)
+		tx := r.setupTx(0, 8)
+		f := frame(peerMAC, 100)
+		i := tx.tail
+		copy(tx.bufs.CPU[i*bufSize:], f)
+		tail := func() {
+			tx.tail = (tx.tail + 1) % tx.n
+			tx.r.wrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
+		}
+		if broken {
+			tail()
+			tx.put(i, len(f), 0, tOWN|tFD|tLD, len(f))
+		} else {
+			tx.put(i, len(f), 0, tOWN|tFD|tLD, len(f))
+			tail()
+		}
+		r.m.Settle()
+		if broken {
+			// Either the DMA fetched the unwritten descriptor (no OWN: TBU,
+			// the frame never goes) or the one it fetched changed: a fault.
+			lost := len(cap.frames) == 0 && r.rd(tCh(0)+tStatus)&tTBU != 0
+			require.True(t, lost || r.m.Err() != nil && strings.Contains(r.m.Err().Error(), "changed after the tail write"),
+				"descriptor written after the tail: sent %d frames, faults %v", len(cap.frames), r.m.Faults())
+			continue
+		}
+		require.Equal(t, [][]byte{f}, cap.frames)
+		require.NoError(t, r.m.Err())
 	}
 }

@@ -1,5 +1,7 @@
 package dwmacsim
 
+import "bytes"
+
 // Transmit path (databook "Transmit DMA"). A tail-pointer write (or ST, or TE
 // or TXQEN becoming set) resumes the channel's TX DMA, which runs on the device
 // side's time (sim.Sched: a few microseconds later, a few frames per step, on
@@ -113,7 +115,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		for len(batch) < budget {
 			var fr txFrame
 			var next uint32
-			fr, next, res = m.gatherLocked(base, stride, size, cur, r.tailRaw, &arena, eame)
+			fr, next, res = m.gatherLocked(r, base, stride, size, cur, r.tailRaw, &arena, eame)
 			if res != gatherOK {
 				break
 			}
@@ -253,7 +255,7 @@ func (m *Model) countTxLocked(f []byte, linkOK bool) {
 }
 
 // gatherLocked reads the frame whose first descriptor is at start.
-func (m *Model) gatherLocked(base, stride uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
+func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
 	fr.first = start
 	idx := start
 	total := uint32(0)
@@ -279,6 +281,7 @@ func (m *Model) gatherLocked(base, stride uint64, size, start, tail uint32, aren
 		if stride != descSize && k == 0 && !m.checkLaunchLocked(at) {
 			ok = false
 		}
+		m.checkFetchedLocked(r, idx, d, at)
 		d3 := loadDES3(d)
 		if d3&d3OWN == 0 {
 			return txFrame{}, start, gatherNotOwned
@@ -379,4 +382,46 @@ func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool,
 	}
 	m.faults.Add("tx-desc", "", at, "%s (DES2 0x%08x DES3 0x%08x)", why, d2, d3)
 	return false
+}
+
+// fetchTxLocked is the descriptor fetch a tail write starts on a running TX
+// DMA: the descriptors from the old tail up to the new one are read at once,
+// so their content is fixed then; gatherLocked checks that it still is.
+func (m *Model) fetchTxLocked(r *ring, from uint32) {
+	n := r.n()
+	if from == noTail || r.tailRaw == noTail || !m.mem.DMAEnabled() {
+		return
+	}
+	if uint32(len(r.fetchedOK)) != n {
+		r.fetched, r.fetchedOK = make([]byte, int(n)*descSize), make([]bool, n)
+	}
+	base, stride := m.ringBase(r)+uint64(r.ds()-descSize), uint64(r.ds())
+	for i, k := from%n, uint32(0); i != r.tailRaw%n && k < n; k++ {
+		at := base + uint64(i)*stride
+		if m.mem.Check(at, descSize) != nil {
+			return // faulted when the DMA gets there
+		}
+		d, err := m.mem.View("tx-fetch", at, descSize)
+		if err != nil {
+			return
+		}
+		copy(r.fetched[int(i)*descSize:], d)
+		r.fetchedOK[i] = true
+		if i++; i == n {
+			i = 0
+		}
+	}
+}
+
+// checkFetchedLocked reports descriptor idx changed since the tail write that
+// handed it over: the driver wrote it after moving the tail.
+func (m *Model) checkFetchedLocked(r *ring, idx uint32, d []byte, at uint64) {
+	if int(idx) >= len(r.fetchedOK) || !r.fetchedOK[idx] {
+		return
+	}
+	r.fetchedOK[idx] = false
+	o := int(idx) * descSize
+	if !bytes.Equal(r.fetched[o:o+descSize], d[:descSize]) {
+		m.faults.Add("tx-desc", "TxDesc_Tail", at, "TX descriptor %d changed after the tail write handed it to the running DMA (which fetched it then): write descriptors before moving the tail", idx)
+	}
 }
