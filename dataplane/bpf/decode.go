@@ -28,6 +28,8 @@ var (
 	ErrBadWideLoad      = errors.New("malformed lddw")
 	ErrKfunc            = errors.New("kfunc calls are not supported")
 	ErrTooLarge         = errors.New("program too large")
+	ErrStackBounds      = errors.New("stack access outside the 512-byte frame")
+	ErrStackAlign       = errors.New("misaligned stack access")
 )
 
 // maxInsns is the kernel's BPF_COMPLEXITY_LIMIT_INSNS for program size.
@@ -216,11 +218,21 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 			if r.dst == 10 {
 				return nil, nil, fail(i, ErrWriteR10)
 			}
+			if r.src == 10 {
+				if err := checkStackOff(r); err != nil {
+					return nil, nil, fail(i, err)
+				}
+			}
 			in.op = o
 		case classST, classSTX:
 			o, err := decodeStore(r, class == classSTX)
 			if err != nil {
 				return nil, nil, fail(i, err)
+			}
+			if r.dst == 10 {
+				if err := checkStackOff(r); err != nil {
+					return nil, nil, fail(i, err)
+				}
 			}
 			in.op = o
 			if o == opAtomic32 || o == opAtomic64 {
@@ -953,4 +965,31 @@ func decodeStore(r rawInsn, stx bool) (op, error) {
 		return base + 2, nil
 	}
 	return base + 3, nil
+}
+
+// checkStackOff refuses, at load, a load or store through r10 itself that the
+// kernel's verifier refuses statically (check_stack_access_within_bounds and
+// check_ptr_alignment, which is always strict for the stack): the access must
+// lie inside the 512-byte frame below r10 and be aligned to its size. An
+// access through a copy of r10 is checked at run time, as every access is.
+func checkStackOff(r rawInsn) error {
+	var size int
+	switch r.op & 0x18 {
+	case sizeB:
+		size = 1
+	case sizeH:
+		size = 2
+	case sizeW:
+		size = 4
+	default:
+		size = 8
+	}
+	off := int(r.off)
+	if off < -frameSize || off+size > 0 {
+		return fmt.Errorf("%w: r10%+d, %d bytes", ErrStackBounds, off, size)
+	}
+	if off%size != 0 {
+		return fmt.Errorf("%w: r10%+d, %d bytes", ErrStackAlign, off, size)
+	}
+	return nil
 }

@@ -132,6 +132,37 @@
 // wrapper that calls jitEnter (an ABI0 function) re-establishes the g
 // register (R14) and X15 afterwards, which the code clobbers.
 //
+// What of the kernel's verifier xnic enforces, and when. A program that
+// loads in the kernel loads in xnic; the reverse holds for the rules checked
+// at load, and the rules checked only at run time make xnic end the run
+// where the kernel would have refused the program.
+//
+// At load (a LoadError naming the program and instruction): opcodes and
+// their fields (including LD_ABS/LD_IND, refused in XDP as by the kernel),
+// register numbers, writes to r10, jumps and calls in range and not into
+// the second half of an lddw, no path falling off the end, the program
+// size (BPF_COMPLEXITY_LIMIT_INSNS), known helpers allowed for XDP, map
+// references resolved, and loads and stores through r10 itself inside the
+// 512-byte frame and aligned to their size (check_stack_access_within_bounds,
+// and check_ptr_alignment, always strict for the stack).
+//
+// At run time (XDP_ABORTED, Runner.Fault naming the instruction): every load
+// and store inside the region its pointer points into (packet, stack through
+// a copy of r10, context, map values, global data, ring-buffer records),
+// only pointers dereferenced (a number is no pointer), no stores to the
+// context, null map values, atomics aligned, the instruction budget
+// (where the kernel bounds loops statically), call depth (8 frames) and
+// tail calls (33), helper arguments, and the XDP action returned.
+//
+// Not at all: reads of registers or stack slots not written before (the
+// kernel refuses them; here registers read as 0 and the stack holds what
+// was there, see below), packet accesses without a compare against
+// data_end first (the kernel refuses them; xnic checks each access, so such
+// a program runs here and would not load there), pointers stored into maps
+// or returned (the kernel refuses pointer leaks for unprivileged loaders),
+// and the types the kernel's BTF-based checks give helper arguments beyond
+// what the helpers check themselves.
+//
 // The stack is not cleared between runs (the registers are). Like the
 // kernel, whose verifier rejects reads of stack slots not written before, a
 // program should write before it reads; one that reads uninitialised stack

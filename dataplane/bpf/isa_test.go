@@ -283,12 +283,15 @@ func TestMemorySafety(t *testing.T) {
 			lddw(1, 0, 0x0000777700000000), // r1 = 0x777700000000
 			ins(0x7b, 1, 1, 0, 0),          // *(u64 *)(r1 + 0) = r1
 			exitInsn), "no such region", 2},
+		// Through a copy of r10 (r10 itself is checked at load: TestVerifierRejects).
 		{"below the stack", asmProg(
-			ins(0x7a, 10, 0, -4104, 1), // *(u64 *)(r10 - 4104) = 1
-			exitInsn), "store", 0},
+			ins(0xbf, 2, 10, 0, 0),    // r2 = r10
+			ins(0x7a, 2, 0, -4104, 1), // *(u64 *)(r2 - 4104) = 1
+			exitInsn), "store", 1},
 		{"above the stack", asmProg(
-			ins(0x79, 0, 10, 0, 0), // r0 = *(u64 *)(r10 + 0)
-			exitInsn), "load outside", 0},
+			ins(0xbf, 2, 10, 0, 0), // r2 = r10
+			ins(0x79, 0, 2, 0, 0),  // r0 = *(u64 *)(r2 + 0)
+			exitInsn), "load outside", 1},
 		{"pointer arithmetic across regions", asmProg(
 			lddw(2, 0, 1<<32),     // r2 = 1 << 32
 			ins(0x0f, 1, 2, 0, 0), // r1 += r2
@@ -296,8 +299,9 @@ func TestMemorySafety(t *testing.T) {
 			exitInsn), "load outside", 3},
 		{"misaligned atomic", asmProg(
 			ins(0xb7, 1, 0, 0, 1),     // r1 = 1
-			ins(0xdb, 10, 1, -7, 0x0), // lock *(u64 *)(r10 - 7) += r1
-			exitInsn), "misaligned", 1},
+			ins(0xbf, 2, 10, 0, 0),    // r2 = r10
+			ins(0xdb, 2, 1, -15, 0x0), // lock *(u64 *)(r2 - 15) += r1
+			exitInsn), "misaligned", 2},
 		{"budget", asmProg(
 			ins(0x05, 0, 0, -1, 0), // goto -1
 			exitInsn), "budget", 0},
@@ -435,6 +439,11 @@ func TestVerifierRejects(t *testing.T) {
 		{"legacy ld_abs", asmProg(ins(0x30, 0, 0, 0, 0), exitInsn), ErrUnknownOpcode, 0},
 		{"kfunc", asmProg(ins(0x85, 0, 2, 0, 5), exitInsn), ErrKfunc, 0},
 		{"bad atomic", asmProg(ins(0xdb, 10, 1, -8, 0x02), exitInsn), ErrUnknownOpcode, 0},
+		{"stack store below the frame", asmProg(ins(0x7a, 10, 0, -520, 1), exitInsn), ErrStackBounds, 0},
+		{"stack load at r10", asmProg(ins(0x79, 0, 10, 0, 0), exitInsn), ErrStackBounds, 0},
+		{"stack load straddling r10", asmProg(ins(0x61, 0, 10, -2, 0), exitInsn), ErrStackBounds, 0},
+		{"misaligned stack store", asmProg(ins(0x63, 10, 1, -6, 0), exitInsn), ErrStackAlign, 0},
+		{"misaligned stack atomic", asmProg(ins(0xdb, 10, 1, -12, 0), exitInsn), ErrStackAlign, 0},
 		{"bad movsx width", asmProg(ins(0xbf, 0, 1, 4, 0), exitInsn), ErrUnknownOpcode, 0},
 		{"empty", nil, ErrEmptyProgram, -1},
 		{"truncated", []byte{0x95, 0, 0}, ErrTruncated, -1},
@@ -1478,6 +1487,21 @@ func TestFusedMoveAndJump(t *testing.T) {
 		// 0 to r4: r0 stays 0.
 		if got, err := NewRunner(0).RunRaw(p, []byte{b}); err != nil || got != want {
 			t.Errorf("inside, byte %#x: r0 = %d, %v, want %d", b, got, err, want)
+		}
+	}
+}
+
+// The stack's edges load: the whole 512-byte frame below r10 is the
+// program's, aligned accesses of every size.
+func TestStackEdgesLoad(t *testing.T) {
+	for _, code := range [][]byte{
+		asmProg(ins(0x7a, 10, 0, -512, 1), exitInsn), // *(u64 *)(r10 - 512) = 1
+		asmProg(ins(0x71, 0, 10, -1, 0), exitInsn),   // r0 = *(u8 *)(r10 - 1)
+		asmProg(ins(0x69, 0, 10, -2, 0), exitInsn),   // r0 = *(u16 *)(r10 - 2)
+		asmProg(ins(0x61, 0, 10, -4, 0), exitInsn),   // r0 = *(u32 *)(r10 - 4)
+	} {
+		if _, err := LoadRaw("edge", code, nil); err != nil {
+			t.Errorf("% x: %v", code[:8], err)
 		}
 	}
 }
