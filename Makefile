@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # when the linker happens to place it across a 64-byte boundary.
 LDFLAGS  ?= -funcalign=64
 
-.PHONY: all build setup test tidy unit arm64 vmtest bench bench-smoke lint generate clean
+.PHONY: all build setup test tidy unit arm64 cachemodel vmtest bench bench-smoke lint generate clean
 
 all: build
 
@@ -37,15 +37,16 @@ vmtest:
 	$(GO) test -count=1 -timeout 15m -v ./internal/vmtest/ -run . -vmtest
 
 # The arm64 code paths (cache maintenance, barriers, single-width register and
-# descriptor accesses) run as arm64 binaries under qemu-user.
-ARM64_PKGS ?= ./dma/... ./physmem/... ./sim/... ./nic/... ./igb/... ./dwmac/... ./fec/... ./dataplane/ ./dataplane/bpf/...
+# descriptor accesses) run as arm64 binaries under qemu-user: the unit tests
+# of dma, physmem, sim, nic, igb, dwmac, fec, dataplane and dataplane/bpf,
+# -short (internal/vmtest/arm64-unit.sh; setup-arm64.sh installs
+# qemu-user-static >= 10).
 arm64:
-	GOARCH=arm64 $(GO) test -count=1 -timeout 20m -exec qemu-aarch64-static $(ARM64_PKGS)
+	bash internal/vmtest/arm64-unit.sh
 
 # The non-coherent drivers' whole test suites under sim's CPU cache model
 # (sim.CacheEnv), one run per seed: both ForCPU operations, 64/128-byte lines.
 CACHE_SEEDS ?= 1 2,128 3,64,invalidate 4,128,invalidate
-.PHONY: cachemodel
 cachemodel:
 	for s in $(CACHE_SEEDS); do echo "XNIC_SIM_CACHE=$$s"; XNIC_SIM_CACHE=$$s $(GO) test -count=1 -timeout 10m ./dwmac ./fec || exit 1; done
 
@@ -65,10 +66,3 @@ generate:
 
 clean:
 	rm -rf bin
-
-# The driver-side unit tests (dma, physmem, sim, nic, igb, dwmac, fec,
-# dataplane, dataplane/bpf) as linux/arm64 binaries under qemu-user, -short;
-# internal/vmtest/setup-arm64.sh installs qemu-user-static >= 10.
-.PHONY: arm64test
-arm64test:
-	internal/vmtest/arm64-unit.sh

@@ -3,11 +3,10 @@
 #
 #   - from Debian's own archive: clang and llvm (the example XDP objects and the
 #     kernel-differential tests), libbpf-dev (bpf_helpers.h), iproute2 and
-#     iputils-ping (network-namespace tests), qemu-user-static (arm64 test
-#     binaries), kmod (depmod);
-#   - the VM tiers' QEMU builds and guest kernels: internal/vmtest/setup*.sh,
-#     each cached under /var/cache/xnic-vmtest and leaving the system's apt
-#     sources alone.
+#     iputils-ping (network-namespace tests), kmod (depmod);
+#   - internal/vmtest/setup*.sh: the VM tiers' QEMU builds and guest kernels,
+#     and qemu-user-static >= 10 for the arm64 tier, each cached under
+#     /var/cache/xnic-vmtest and leaving the system's apt sources alone.
 #
 # Idempotent: what is installed already is only checked, so a second run costs
 # seconds. Without root it installs nothing and says so (exit 0): `make test`
@@ -38,7 +37,6 @@ command -v llvm-objdump >/dev/null || need+=(llvm)
 [ -e /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
 command -v ip >/dev/null || need+=(iproute2)
 command -v ping >/dev/null || need+=(iputils-ping)
-command -v qemu-aarch64-static >/dev/null || need+=(qemu-user-static)
 command -v depmod >/dev/null || [ -x /usr/sbin/depmod ] || need+=(kmod)
 if [ ${#need[@]} -gt 0 ]; then
 	log "installing ${need[*]}"

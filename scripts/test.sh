@@ -9,6 +9,7 @@
 #   unit         go test ./... (unit tier; as root also the privileged tier:
 #                kernel-differential, TAP and netns tests)
 #   bench-smoke  every benchmark once (-benchtime 1x)
+#   cachemodel   the dwmac and fec suites under sim's CPU cache model, 4 seeds
 #   arm64        unit tests of the arm64 code as arm64 binaries under qemu-user
 #   vmtest       the VM tiers (QEMU TCG guests; see internal/vmtest)
 #
@@ -16,7 +17,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
-tiers=${XNIC_TEST_TIERS:-tidy lint unit bench-smoke arm64 vmtest}
+tiers=${XNIC_TEST_TIERS:-tidy lint unit cachemodel bench-smoke arm64 vmtest}
 
 root=0
 [ "$(id -u)" = 0 ] && root=1
@@ -32,7 +33,7 @@ note() { summary+=("$(printf '%-12s %s' "$1" "$2")"); }
 why_not() {
 	case $1 in
 	arm64)
-		command -v qemu-aarch64-static >/dev/null || echo "qemu-aarch64-static missing (apt-get install qemu-user-static, as root: make test installs it)"
+		command -v qemu-aarch64-static >/dev/null || echo "qemu-aarch64-static missing (internal/vmtest/setup-arm64.sh installs it; make test runs it as root)"
 		;;
 	vmtest)
 		if [ "$root" != 1 ]; then
