@@ -53,7 +53,7 @@ type cpuValue struct {
 	Value []string `json:"value"`
 }
 
-func hexBytes(b []byte) []string {
+func dumpByteStrings(b []byte) []string {
 	out := make([]string, len(b))
 	for i, c := range b {
 		out[i] = fmt.Sprintf("0x%02x", c)
@@ -109,15 +109,15 @@ func dumpMap(name string, m maps.Map) ctlMap {
 			return cm
 		}
 		key = append(key[:0], next...)
-		e := ctlEntry{Key: hexBytes(key)}
+		e := ctlEntry{Key: dumpByteStrings(key)}
 		if isPerCPU(s.Type) {
 			for cpu := range max(s.NumCPU, 1) {
 				if v := m.Lookup(key, cpu); v != nil {
-					e.Values = append(e.Values, cpuValue{CPU: cpu, Value: hexBytes(v)})
+					e.Values = append(e.Values, cpuValue{CPU: cpu, Value: dumpByteStrings(v)})
 				}
 			}
 		} else if v := m.Lookup(key, 0); v != nil {
-			e.Value = hexBytes(v)
+			e.Value = dumpByteStrings(v)
 		} else {
 			continue // deleted between NextKey and Lookup, or no readable value
 		}
