@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/physmem"
 )
@@ -23,6 +24,8 @@ var (
 	platformPages physmem.PageSource
 	// platformEUID replaces os.Geteuid.
 	platformEUID = os.Geteuid
+	// platformIOMemPath replaces /proc/iomem (the uncached range's check).
+	platformIOMemPath string
 )
 
 // platformSpec is a parsed --platform value.
@@ -30,12 +33,39 @@ type platformSpec struct {
 	Fam        family
 	Compatible string
 	Phys       uint64
+	// UncachedPhys and UncachedSize are the ,uncached=PHYS+SIZE range for
+	// the descriptor rings (Size 0: none).
+	UncachedPhys uint64
+	UncachedSize int
 }
 
 // parsePlatform reads NAME@ADDR: NAME is fec, eqos (or dwmac), or a devicetree
 // compatible string of the fec or dwmac driver; ADDR the register window's
 // physical address ("0x30be0000").
+//
+// A suffix ,uncached=PHYS+SIZE names reserved RAM for the descriptor rings
+// (physmem.Uncached: a reserved-memory node, or RAM above mem=), which the
+// EQOS needs and the FEC prefers over its cache-line ring discipline.
 func parsePlatform(s string) (platformSpec, error) {
+	s, unc, hasUnc := strings.Cut(s, ",uncached=")
+	var uphys uint64
+	var usize int
+	if hasUnc {
+		p, n, ok := strings.Cut(unc, "+")
+		var e1, e2 error
+		uphys, e1 = strconv.ParseUint(p, 0, 64)
+		size, e2 := strconv.ParseUint(n, 0, 31)
+		if !ok || e1 != nil || e2 != nil || size == 0 {
+			return platformSpec{}, usageErrorf("--platform ...,uncached=%s: want PHYS+SIZE, e.g. uncached=0x50000000+0x100000 (reserved RAM for the rings)", unc)
+		}
+		usize = int(size)
+	}
+	spec, err := parsePlatformDevice(s)
+	spec.UncachedPhys, spec.UncachedSize = uphys, usize
+	return spec, err
+}
+
+func parsePlatformDevice(s string) (platformSpec, error) {
 	name, addr, ok := strings.Cut(s, "@")
 	if !ok || name == "" || addr == "" {
 		return platformSpec{}, usageErrorf("--platform %q: want NAME@ADDR, e.g. fec@0x30be0000 or eqos@0x30bf0000 (NAME: fec, eqos, or a compatible string such as fsl,imx8mp-fec)", s)
@@ -66,15 +96,34 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("DMA memory for %s: %w", spec.Compatible, err)
 	}
+	var dmaAlloc interface {
+		dma.Allocator
+		Close() error
+	} = alloc
+	if spec.UncachedSize > 0 {
+		u, err := physmem.OpenUncached(physmem.UncachedConfig{Phys: spec.UncachedPhys, Size: spec.UncachedSize, Limit: limit,
+			MemPath: platformMemPath, IOMemPath: platformIOMemPath})
+		if err != nil {
+			alloc.Close()
+			return nil, nil, fmt.Errorf("uncached ring memory for %s: %w", spec.Compatible, err)
+		}
+		w, err := physmem.NewWithUncached(alloc, u)
+		if err != nil {
+			u.Close()
+			alloc.Close()
+			return nil, nil, fmt.Errorf("uncached ring memory for %s: %w", spec.Compatible, err)
+		}
+		dmaAlloc = w
+	}
 	dev, err := physmem.OpenDevice(physmem.DeviceConfig{
 		Name:       fmt.Sprintf("%x.ethernet", spec.Phys),
 		Compatible: spec.Compatible,
 		Windows:    []physmem.Window{{Phys: spec.Phys, Size: size}},
-		DMA:        alloc,
+		DMA:        dmaAlloc,
 		MemPath:    platformMemPath,
 	})
 	if err != nil {
-		alloc.Close()
+		dmaAlloc.Close()
 		if uid := platformEUID(); uid != 0 && (errors.Is(err, physmem.ErrNoPermission) || errors.Is(err, physmem.ErrDevMemDenied)) {
 			err = fmt.Errorf("%w (xnic runs as uid %d; run it as root, e.g. with sudo)", err, uid)
 		}
@@ -82,7 +131,7 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 	}
 	return dev, func() error {
 		err := dev.Close()
-		if e := alloc.Close(); err == nil {
+		if e := dmaAlloc.Close(); err == nil {
 			err = e
 		}
 		return err
