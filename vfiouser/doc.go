@@ -15,8 +15,10 @@
 //   - region 7: a 4096-byte configuration space with the model's IDs and
 //     command register and the capabilities Linux looks for: power management,
 //     MSI, MSI-X, PCI Express (see config.go);
-//   - IRQ indexes INTx (automasked), MSI (1 vector) and MSI-X (the model's
-//     vectors), signalled through the eventfds SET_IRQS passes.
+//   - IRQ indexes INTx (automasked, and held while the command register's
+//     Interrupt Disable is set), MSI (1 vector) and MSI-X (the model's vectors),
+//     signalled through the eventfds SET_IRQS passes; ERR and REQ take one
+//     eventfd each, never signalled.
 //
 // No region is mmappable: every register access reaches the model as a message,
 // in order. Guest memory passed with DMA_MAP as a file descriptor is mapped into
@@ -35,7 +37,7 @@
 // In Go: build a model, then serve its device on a socket:
 //
 //	m, _ := igbsim.New(igbsim.Config{})
-//	err := vfiouser.ListenAndServe(ctx, "/tmp/igb.sock", m.Device(), vfiouser.Options{Once: true})
+//	err := vfiouser.ListenAndServe(ctx, "/tmp/igb.sock", m.SimDevice(), vfiouser.Options{Once: true})
 //
 // or run "xnic serve --sim igb:82576 --vfio-user /tmp/igb.sock". Then start QEMU
 // (10.1 or newer has vfio-user-pci) with its guest RAM in a shared memfd, so
