@@ -51,12 +51,14 @@ const (
 type progSelect struct {
 	name, section string
 	engine        engineFlag
+	mapFile       string // --maps (mapfile.go)
 }
 
 func (s *progSelect) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.name, "prog", "", "program by function name")
 	fs.StringVar(&s.section, "sec", "", "program by ELF section")
 	fs.Var(&s.engine, "engine", engineHelp)
+	fs.StringVar(&s.mapFile, "maps", "", "preload maps from FILE: bpftool map dump JSON or hex lines (see mapfile.go)")
 }
 
 // engineFlag is --engine: interp or jit.
@@ -293,10 +295,14 @@ func loadProg(path string, sel *progSelect, trace io.Writer) (*bpf.Collection, *
 		return nil, nil, err
 	}
 	p, err := sel.pick(c)
+	if err == nil {
+		err = preloadMaps(c, sel.mapFile)
+	}
 	if err != nil {
 		c.Close()
 		return nil, nil, err
 	}
+	reportRefused(c, trace)
 	return c, p, nil
 }
 

@@ -59,6 +59,7 @@ type dpRunOptions struct {
 	ring             int
 	cpus             string
 	maps             dpMapFlags
+	mapFile          string // --maps (mapfile.go)
 	duration         time.Duration
 	interval         time.Duration
 	busy             bool
@@ -85,6 +86,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
+	fs.StringVar(&o.mapFile, "maps", "", "preload maps from FILE before the --map entries: bpftool map dump JSON or hex lines")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "time between two rate lines")
 	fs.BoolVar(&o.busy, "busy-poll", false, "poll without sleeping on interrupts when idle")
@@ -223,6 +225,10 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	e.WireMaps(coll)
+	if err := preloadMaps(coll, o.mapFile); err != nil {
+		return err
+	}
+	reportRefused(coll, stderr)
 	for _, m := range o.maps {
 		if err := dpSetMap(coll, m); err != nil {
 			return usageErrorf("--map %s: %v", m, err)
