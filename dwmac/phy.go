@@ -260,3 +260,56 @@ func (p *Port) WritePHY(r int, v uint16) error {
 	}
 	return nil
 }
+
+// mdioC45 runs one clause-45 frame to MMD dev, register r of the device at
+// MDIO address phy (stmmac_mdio_read_c45 / stmmac_mdio_write_c45): the
+// register number goes in MAC_MDIO_Data 31:16 (with the data to write in
+// 15:0), the MMD in RDA, and C45E marks the frame.
+func (p *Port) mdioC45(phy, dev, r int, write bool, v uint16) (uint16, error) {
+	what := fmt.Sprintf("clause-45 access to MDIO %d MMD %d register %#x", phy, dev, r)
+	if err := p.mdioWaitIdle(what); err != nil {
+		return 0, err
+	}
+	op := mdioGOCRead
+	if write {
+		op = mdioGOCWrite
+	}
+	p.w32(regMACMDIOData, uint32(r&0xffff)<<16|uint32(v))
+	p.w32(regMACMDIOAddr, uint32(mdioC45E)|p.mdioCmd(phy, dev, op))
+	if err := p.mdioWaitIdle(what); err != nil {
+		return 0, err
+	}
+	if write {
+		return 0, nil
+	}
+	return uint16(p.r32(regMACMDIOData) & mdioDataMask), nil
+}
+
+// ReadPHYC45 reads clause-45 register r of MMD dev at MDIO address addr (a
+// PHY, or the xPCS of Intel's mGbE at 0x16; nic.PHYAccessC45).
+func (p *Port) ReadPHYC45(addr, dev, r int) (uint16, error) {
+	return p.phyC45(addr, dev, r, false, 0)
+}
+
+// WritePHYC45 writes clause-45 register r of MMD dev at MDIO address addr
+// (nic.PHYAccessC45).
+func (p *Port) WritePHYC45(addr, dev, r int, v uint16) error {
+	_, err := p.phyC45(addr, dev, r, true, v)
+	return err
+}
+
+func (p *Port) phyC45(addr, dev, r int, write bool, v uint16) (uint16, error) {
+	if err := nic.CheckPHYC45(addr, dev, r); err != nil {
+		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
+	}
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return 0, fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
+	got, err := p.mdioC45(addr, dev, r, write, v)
+	if err != nil {
+		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
+	}
+	return got, nil
+}

@@ -191,3 +191,47 @@ func TestParsePHYReg(t *testing.T) {
 		t.Errorf("CheckPHYReg(32): %v", err)
 	}
 }
+
+// TestPHYClause45: dwmac's MDIO sends clause-45 frames: the Intel mGbE's
+// xPCS at 0x16 answers with Synopsys' ID (Linux xpcs.h DW_XPCS_ID
+// 0x7996ced0), a write to one of its registers reads back, and the i.MX8MP,
+// which has no xPCS, reads the bus pull-up.
+func TestPHYClause45(t *testing.T) {
+	op, err := openPort("", portOptions{Sim: "dwmac"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	c45 := func(args ...string) phyRegValue {
+		req := phyReq{Addr: 0x16}
+		if _, err := parsePHYArgs(args, &req); err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := phyExec(op, req, true, &out); err != nil {
+			t.Fatalf("%q: %v", args, err)
+		}
+		var rv phyRegValue
+		if req.Op == "read" {
+			if err := json.Unmarshal(out.Bytes(), &rv); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return rv
+	}
+	id1, id2 := c45("read", "31.2"), c45("read", "31.3")
+	if id1.Value != 0x7996 || id2.Value != 0xced0 || id1.MMD == nil || *id1.MMD != 31 || id1.Addr != 0x16 {
+		t.Fatalf("xPCS ID %+v %+v", id1, id2)
+	}
+	c45("write", "3.0x8010", "0x1234")
+	if got := c45("read", "3.0x8010"); got.Value != 0x1234 {
+		t.Fatalf("xPCS register after writing 0x1234: %+v", got)
+	}
+	rc, out, errs := runPort(t, "phy", "--sim", "dwmac:imx8mp", "--addr", "0x16", "read", "31.2")
+	if rc != 0 || !strings.Contains(out, "0xffff") {
+		t.Fatalf("no xPCS on the i.MX8MP: rc %d %q %s", rc, out, errs)
+	}
+	if rc, _, errs := runPort(t, "phy", "--sim", "dwmac", "--addr", "32", "read", "31.2"); rc != 1 || !strings.Contains(errs, "want 0 to 31") {
+		t.Fatalf("address 32: rc %d %s", rc, errs)
+	}
+}
