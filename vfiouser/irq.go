@@ -72,94 +72,99 @@ func (q *irqState) info(idx int) (flags uint32, count int) {
 }
 
 // set applies one SET_IRQS. It owns fds (closes those it does not keep).
-func (q *irqState) set(s IRQSet, fds []int) (err error) {
-	defer func() {
-		if err != nil {
-			closeFds(fds)
-		}
-	}()
+func (q *irqState) set(s IRQSet, fds []int) error {
+	kept, err := q.apply(s, fds)
+	if !kept {
+		closeFds(fds)
+	}
+	return err
+}
+
+// apply checks and applies s; kept reports that the eventfds were taken.
+func (q *irqState) apply(s IRQSet, fds []int) (kept bool, err error) {
 	if s.Index >= NumIRQIdx {
-		return fail(unix.EINVAL, "SET_IRQS index %d: the device has %d", s.Index, NumIRQIdx)
+		return false, fail(unix.EINVAL, "SET_IRQS index %d: the device has %d", s.Index, NumIRQIdx)
 	}
 	idx := int(s.Index)
 	data, action := s.Flags&irqSetDataMask, s.Flags&irqSetActionMask
 	if data != IRQSetDataEventfd && len(fds) > 0 {
-		return fail(unix.EINVAL, "SET_IRQS with %d descriptors but no DATA_EVENTFD", len(fds))
+		return false, fail(unix.EINVAL, "SET_IRQS with %d descriptors but no DATA_EVENTFD", len(fds))
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return fail(unix.ENODEV, "SET_IRQS after the session ended")
+		return false, fail(unix.ENODEV, "SET_IRQS after the session ended")
 	}
-	vecs := q.vecs[idx]
 	if data == IRQSetDataNone && action == IRQSetActionTrigger && s.Count == 0 {
 		q.disableLocked(idx)
-		return nil
+		return false, nil
 	}
-	if uint64(s.Start)+uint64(s.Count) > uint64(len(vecs)) || s.Count == 0 {
-		return fail(unix.EINVAL, "SET_IRQS index %d sub-indexes [%d, +%d): it has %d", idx, s.Start, s.Count, len(vecs))
+	if n := len(q.vecs[idx]); uint64(s.Start)+uint64(s.Count) > uint64(n) || s.Count == 0 {
+		return false, fail(unix.EINVAL, "SET_IRQS index %d sub-indexes [%d, +%d): it has %d", idx, s.Start, s.Count, n)
 	}
-	sel := func(i uint32) bool { return data != IRQSetDataBool || s.Bools[i] != 0 }
-	notify := idx == IRQErr || idx == IRQReq
 	switch {
-	case notify && (data != IRQSetDataEventfd || action != IRQSetActionTrigger):
-		return fail(unix.EINVAL, "SET_IRQS index %d (a notification) takes only DATA_EVENTFD|ACTION_TRIGGER", idx)
-	case notify:
-		if len(fds) > 1 {
-			return fail(unix.EINVAL, "SET_IRQS index %d: %d eventfds for count 1", idx, len(fds))
+	case idx == IRQErr || idx == IRQReq:
+		if data != IRQSetDataEventfd || action != IRQSetActionTrigger || len(fds) > 1 {
+			return false, fail(unix.EINVAL, "SET_IRQS index %d (a notification) takes one eventfd with DATA_EVENTFD|ACTION_TRIGGER", idx)
 		}
-		if vecs[0].fd >= 0 {
-			unix.Close(vecs[0].fd)
-		}
-		vecs[0].fd = -1
-		if len(fds) == 1 {
-			vecs[0].fd, fds = fds[0], nil
-		}
+		q.assignLocked(idx, 0, 1, fds)
+		return true, nil
 	case data == IRQSetDataEventfd && action != IRQSetActionTrigger:
-		return fail(unix.ENOTSUP, "SET_IRQS index %d: eventfds for mask/unmask events are not supported", idx)
+		return false, fail(unix.ENOTSUP, "SET_IRQS index %d: eventfds for mask/unmask events are not supported", idx)
 	case data == IRQSetDataEventfd:
 		if len(fds) != 0 && len(fds) != int(s.Count) {
-			return fail(unix.EINVAL, "SET_IRQS index %d: %d eventfds for count %d", idx, len(fds), s.Count)
+			return false, fail(unix.EINVAL, "SET_IRQS index %d: %d eventfds for count %d", idx, len(fds), s.Count)
 		}
 		if len(fds) > 0 && q.active >= 0 && q.active != idx {
-			return fail(unix.EINVAL, "SET_IRQS index %d while index %d is active: disable it first", idx, q.active)
+			return false, fail(unix.EINVAL, "SET_IRQS index %d while index %d is active: disable it first", idx, q.active)
 		}
-		for i := uint32(0); i < s.Count; i++ {
-			v := &vecs[s.Start+i]
-			if v.fd >= 0 {
-				unix.Close(v.fd)
-			}
-			v.fd = -1
-			if len(fds) > 0 {
-				v.fd = fds[i]
-			}
-		}
-		fds = nil // kept
+		q.assignLocked(idx, s.Start, s.Count, fds)
 		q.activeLocked(idx)
-	case action == IRQSetActionTrigger:
-		for i := uint32(0); i < s.Count; i++ {
-			if sel(i) && idx == q.active {
-				q.fireLocked(idx, int(s.Start+i))
-			}
-		}
-	case action == IRQSetActionMask:
-		for i := uint32(0); i < s.Count; i++ {
-			if sel(i) {
-				vecs[s.Start+i].masked = true
-			}
-		}
-	case action == IRQSetActionUnmask:
-		for i := uint32(0); i < s.Count; i++ {
-			v := &vecs[s.Start+i]
-			if sel(i) && v.masked {
-				v.masked = false
-				if v.pending && idx == q.active && (idx != IRQIntx || !q.intxDisabled()) {
-					q.fireLocked(idx, int(s.Start+i))
-				}
-			}
+		return true, nil
+	}
+	for i := uint32(0); i < s.Count; i++ {
+		if data != IRQSetDataBool || s.Bools[i] != 0 {
+			q.actLocked(idx, int(s.Start+i), action)
 		}
 	}
-	return nil
+	return false, nil
+}
+
+// assignLocked gives sub-indexes [start, start+count) of idx the eventfds fds
+// (none: de-assigned), closing the ones they had.
+func (q *irqState) assignLocked(idx int, start, count uint32, fds []int) {
+	for i := uint32(0); i < count; i++ {
+		v := &q.vecs[idx][start+i]
+		if v.fd >= 0 {
+			unix.Close(v.fd)
+		}
+		v.fd = -1
+		if len(fds) > 0 {
+			v.fd = fds[i]
+		}
+	}
+}
+
+// actLocked applies a client's trigger, mask or unmask to sub-index v of idx.
+// An unmask delivers a signal held meanwhile.
+func (q *irqState) actLocked(idx, v int, action uint32) {
+	vec := &q.vecs[idx][v]
+	switch action {
+	case IRQSetActionTrigger:
+		if idx == q.active {
+			q.fireLocked(idx, v)
+		}
+	case IRQSetActionMask:
+		vec.masked = true
+	case IRQSetActionUnmask:
+		if !vec.masked {
+			return
+		}
+		vec.masked = false
+		if vec.pending && idx == q.active && (idx != IRQIntx || !q.intxDisabled()) {
+			q.fireLocked(idx, v)
+		}
+	}
 }
 
 // disableLocked drops every eventfd of idx and its masks.
