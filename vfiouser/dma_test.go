@@ -354,3 +354,22 @@ func TestSessionClosesEveryDescriptor(t *testing.T) {
 	require.Eventually(t, func() bool { return openFds(t) == before }, 2*time.Second, time.Millisecond,
 		"descriptors open: %d before, now %d", before, openFds(t))
 }
+
+func TestMSIForwarding(t *testing.T) {
+	s := negotiated(t, igbsim.Config{})
+	ev, err := vfiousertest.NewEventfd()
+	require.NoError(t, err)
+	defer ev.Close()
+	require.NoError(t, s.c.SetIRQs(vfiouser.IRQSetDataEventfd|vfiouser.IRQSetActionTrigger, vfiouser.IRQMSI, 0, 1, nil, int(ev)))
+	require.Equal(t, 1, s.dev.VectorsEnabled(), "MSI: one model vector")
+	require.True(t, s.dev.Signal(0))
+	n, err := ev.Wait(2 * time.Second)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n)
+	require.False(t, s.dev.Signal(1), "one MSI message: the model's vector 1 is not enabled")
+	require.True(t, s.dev.Signal(0))
+	n, err = ev.Wait(2 * time.Second)
+	require.NoError(t, err)
+	require.Equal(t, uint64(1), n, "MSI is not automasked")
+	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(vfiouser.IRQSetDataEventfd|vfiouser.IRQSetActionTrigger, vfiouser.IRQMSI, 0, 2, nil)), "MSI has one vector")
+}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
 	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/sim"
 	"github.com/xnic-dev/xnic/vfiouser"
@@ -469,4 +470,35 @@ func TestListenAndServe(t *testing.T) {
 	}
 	_, err = os.Stat(path)
 	require.True(t, os.IsNotExist(err), "socket file removed")
+}
+
+// TestServesDWMACIntel: the Intel mGbE variant of dwmacsim is served the same
+// way: its IDs, a 64 KiB BAR0 onto the DWC EQoS registers, 32 MSI-X vectors.
+func TestServesDWMACIntel(t *testing.T) {
+	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: 0x4b30}) // Elkhart Lake RGMII
+	require.NoError(t, err)
+	defer m.Close()
+	sc, cc, err := vfiousertest.Pair()
+	require.NoError(t, err)
+	errc := make(chan error, 1)
+	go func() { errc <- vfiouser.Serve(context.Background(), sc, m.SimDevice(), vfiouser.Options{}) }()
+	c := vfiousertest.New(cc)
+	_, _, err = c.Version(0, nil)
+	require.NoError(t, err)
+	cfg, err := c.ReadRegion(vfiouser.RegionConfig, 0, 256)
+	require.NoError(t, err)
+	require.Equal(t, uint32(0x4b308086), le.Uint32(cfg))
+	msix := caps(t, cfg)[0x11]
+	require.NotZero(t, msix)
+	require.Equal(t, uint16(31), le.Uint16(cfg[msix+2:])&0x7FF, "32 vectors")
+	ri, err := c.RegionInfo(0)
+	require.NoError(t, err)
+	require.Equal(t, uint64(64<<10), ri.Size)
+	require.NoError(t, c.WriteRegion(vfiouser.RegionConfig, 4, []byte{0x02, 0}))
+	ver, err := c.Read32(0x110) // MAC_Version (Linux dwmac4.h GMAC_VERSION): SNPSVER in bits 7:0
+	require.NoError(t, err)
+	require.NotZero(t, ver&0xFF, "the model's version register answers through BAR0")
+	require.NoError(t, m.Err())
+	c.Close()
+	require.NoError(t, <-errc)
 }
