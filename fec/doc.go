@@ -64,9 +64,13 @@
 //
 // Link: the FEC has no link register; Link asks the PHY over MDIO. Open
 // programs speed and duplex from what the PHY resolved (or 1000/full on RGMII,
-// 100/full otherwise, when the link is still down). A later change (a cable
-// plugged into a 100 Mb/s partner) needs AdjustLink, which restarts the MAC;
-// nothing calls it by itself.
+// 100/full otherwise, when the link is still down). A later change of speed
+// or duplex (a cable moved to a 100 Mb/s partner) is not followed while the
+// port is open: Link reports the PHY's state and ProgrammedLink what the MAC
+// was set up for. The reference manual lets TCR.FDEN and the RCR speed bits
+// change only while ECR.ETHEREN is clear, which resets the rings, so following
+// a change is a restart (Linux: fec_enet_adjust_link calls fec_restart with
+// NAPI and TX stopped); here that is closing and reopening the port.
 //
 // Not done: no checksum offload, coalescing, timestamps, multicast
 // filters or clause-45 MDIO. Not run on real i.MX8 hardware.
