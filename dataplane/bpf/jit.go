@@ -67,8 +67,8 @@ const (
 // offsets fixed when the code is generated, see jitOffsets). It holds no Go
 // pointer of its own.
 type jitState struct {
-	// exit is why the native code returned: jitExit* | pc<<8 in the low 32
-	// bits (amd64 writes those alone, arm64 the whole word).
+	// exit is why the native code returned: jitExit* | pc<<8 (the high 32
+	// bits are zero).
 	exit uint64
 }
 

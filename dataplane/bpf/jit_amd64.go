@@ -286,9 +286,12 @@ func compileNative(plain, fused []insn) (*jitProg, error) {
 	return &jitProg{mem: mem, entry: c.entry, base: base}, nil
 }
 
-// exit writes the exit code for pc and returns to jitEnter.
+// exit writes the exit code for pc and returns to jitEnter. The store is
+// 64-bit (the immediate is below 2^31, so sign extension gives zero high
+// bits) because Go reads the whole word: a narrower store could not be
+// forwarded to that load.
 func (c *amd64Compiler) exit(pc int, kind uint32) {
-	c.rm(false, false, []byte{0xc7}, 0, xmem{base: xCtx, index: -1, disp: offExit}, false)
+	c.rm(false, true, []byte{0xc7}, 0, xmem{base: xCtx, index: -1, disp: offExit}, false)
 	c.imm32(int32(uint32(pc)<<8 | kind))
 	c.byte1(0xc3)
 }

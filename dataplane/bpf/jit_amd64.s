@@ -38,3 +38,36 @@ TEXT ·jitEnter(SB), NOSPLIT, $8-24
 	MOVQ R15, 72(R10)
 	MOVQ R12, 80(R10)
 	RET
+
+// func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+//
+// jitEnter for the start of a run: r0-r9 zero but r1, r10 as given (reg is
+// not read), r0-r10 stored into reg on return.
+TEXT ·jitEnterFresh(SB), NOSPLIT, $8-40
+	MOVQ r+0(FP), R11
+	MOVQ entry+16(FP), R9
+	MOVQ r1+24(FP), DI
+	MOVQ r10+32(FP), R12
+	XORL AX, AX
+	XORL SI, SI
+	XORL DX, DX
+	XORL CX, CX
+	XORL R8, R8
+	XORL BX, BX
+	XORL R13, R13
+	XORL R14, R14
+	XORL R15, R15
+	CALL R9
+	MOVQ reg+8(FP), R10
+	MOVQ AX, 0(R10)
+	MOVQ DI, 8(R10)
+	MOVQ SI, 16(R10)
+	MOVQ DX, 24(R10)
+	MOVQ CX, 32(R10)
+	MOVQ R8, 40(R10)
+	MOVQ BX, 48(R10)
+	MOVQ R13, 56(R10)
+	MOVQ R14, 64(R10)
+	MOVQ R15, 72(R10)
+	MOVQ R12, 80(R10)
+	RET

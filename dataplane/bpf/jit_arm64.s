@@ -39,6 +39,39 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-24
 	MOVD R23, 80(R8)
 	RET
 
+// func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+//
+// jitEnter for the start of a run: r0-r9 zero but r1, r10 as given (reg is
+// not read), r0-r10 stored into reg on return.
+TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
+	MOVD r+0(FP), R24
+	MOVD entry+16(FP), R9
+	MOVD r1+24(FP), R1
+	MOVD r10+32(FP), R23
+	MOVD ZR, R0
+	MOVD ZR, R2
+	MOVD ZR, R3
+	MOVD ZR, R4
+	MOVD ZR, R5
+	MOVD ZR, R19
+	MOVD ZR, R20
+	MOVD ZR, R21
+	MOVD ZR, R22
+	CALL (R9)
+	MOVD reg+8(FP), R8
+	MOVD R0, 0(R8)
+	MOVD R1, 8(R8)
+	MOVD R2, 16(R8)
+	MOVD R3, 24(R8)
+	MOVD R4, 32(R8)
+	MOVD R5, 40(R8)
+	MOVD R19, 48(R8)
+	MOVD R20, 56(R8)
+	MOVD R21, 64(R8)
+	MOVD R22, 72(R8)
+	MOVD R23, 80(R8)
+	RET
+
 // func jitFlush(p *byte, n uintptr)
 //
 // Cleans the data cache and invalidates the instruction cache over

@@ -13,3 +13,7 @@ func unmapCode([]byte) error { return nil }
 func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
 	panic("bpf: no JIT on this platform") // unreachable: no program has native code
 }
+
+func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) {
+	panic("bpf: no JIT on this platform")
+}

@@ -76,3 +76,14 @@ func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
 //
 //go:noescape
 func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
+
+// jitEnterFresh is jitEnter for the start of a run: it does not read reg
+// but sets r1 and r10 and zeroes the other registers.
+//
+//go:noescape
+func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+
+// jitStart enters p's code at its first instruction for a new run.
+func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) {
+	jitEnterFresh(unsafe.Pointer(r), reg, entry, r1, r10)
+}

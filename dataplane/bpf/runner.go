@@ -328,21 +328,25 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	r.records = r.records[:0]
 	// exec, unrolled for the top frame: most runs never leave fast.
 	reg := &r.regs[0]
-	clear(reg[:16])
-	reg[1], reg[10] = regionCtx<<32, regionStack<<32|stackSize
 	var v uint64
 	if j := p.jit.Load(); j != nil {
-		// fastJIT's first round, inline: most runs end in one.
-		jitRun(r, reg, j.base)
+		// fastJIT's first round, inline: most runs end in one. The
+		// trampoline sets the registers as below and stores them into reg
+		// (r11-r15 are never used: decode allows r0-r10).
+		jitStart(r, reg, j.base, regionCtx<<32, regionStack<<32|stackSize)
 		if e := uint32(r.jit.exit); e&0xff == jitExitDone && r.depth == 0 {
 			v = reg[0]
 		} else {
 			v = r.resumeJIT(j, p, e, reg)
 		}
-	} else if pc, q, done := r.fast(p, 0, 0, reg); done {
-		v = reg[0]
 	} else {
-		v = r.slow(q, pc, 0, reg)
+		clear(reg[:16])
+		reg[1], reg[10] = regionCtx<<32, regionStack<<32|stackSize
+		if pc, q, done := r.fast(p, 0, 0, reg); done {
+			v = reg[0]
+		} else {
+			v = r.slow(q, pc, 0, reg)
+		}
 	}
 	if len(r.records) != 0 {
 		r.dropRecords()
