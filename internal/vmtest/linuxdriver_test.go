@@ -199,9 +199,11 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 	os.Remove(sock)
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	srvDone := make(chan error, 1)
+	stats := &vfiouser.Stats{}
 	go func() {
-		srvDone <- vfiouser.ListenAndServe(srvCtx, sock, m.dev, vfiouser.Options{Once: true, Logf: t.Logf})
+		srvDone <- vfiouser.ListenAndServe(srvCtx, sock, m.dev, vfiouser.Options{Once: true, Logf: t.Logf, Stats: stats})
 	}()
+	defer func() { t.Logf("vfio-user server: %s", stats) }()
 	defer func() {
 		stopSrv()
 		select {

@@ -115,7 +115,11 @@ func (vm *UserVM) Args() ([]string, error) {
 		"-object", fmt.Sprintf("memory-backend-memfd,id=ram0,size=%dM,share=on", mem),
 	}
 	if vm.IOMMU {
-		args = append(args, "-device", "intel-iommu,intremap=on")
+		// caching-mode=on: QEMU's VFIO devices, vfio-user-pci among them,
+		// refuse a vIOMMU without it ("requires caching mode"); with it the
+		// guest's IOTLB invalidations tell QEMU of every new mapping, which
+		// it passes to the server as DMA_MAP with the guest's IOVA.
+		args = append(args, "-device", "intel-iommu,intremap=on,caching-mode=on")
 	}
 	args = append(args,
 		"-device", string(dev),
@@ -126,6 +130,9 @@ func (vm *UserVM) Args() ([]string, error) {
 	if vm.Results != "" {
 		args = append(args, "-chardev", "file,id=results,path="+vm.Results, "-serial", "chardev:results")
 	}
+	// XNIC_VFIOUSER_QEMU_ARGS adds arguments for debugging (e.g.
+	// "-trace vfio_user_dma_map"), split at spaces.
+	args = append(args, strings.Fields(os.Getenv("XNIC_VFIOUSER_QEMU_ARGS"))...)
 	return args, nil
 }
 

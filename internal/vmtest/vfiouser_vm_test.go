@@ -25,7 +25,7 @@ func TestUserVMArgs(t *testing.T) {
 	vm.IOMMU, vm.MemMB = true, 768
 	args, _ = vm.Args()
 	line = strings.Join(args, " ")
-	for _, want := range []string{"intel-iommu,intremap=on", "intel_iommu=on", "kernel-irqchip=split", "size=768M", "-m 768"} {
+	for _, want := range []string{"intel-iommu,intremap=on,caching-mode=on", "intel_iommu=on", "kernel-irqchip=split", "size=768M", "-m 768"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("QEMU args with IOMMU lack %q: %s", want, line)
 		}

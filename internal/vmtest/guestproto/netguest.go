@@ -5,6 +5,10 @@ package guestproto
 const (
 	// NetBinary is the name under which netinit reports its checks.
 	NetBinary = "linux"
+	// EnvNetMode selects netinit's plan: "" runs the Linux driver checks;
+	// "vfio" binds the device to vfio-pci and runs Config.Tests against it
+	// (with XNIC_VFIO_BDF and XNIC_DWMAC_BDF set), as guestinit does for igb.
+	EnvNetMode = "XNIC_NET_MODE"
 	// EnvNetDriver is the PCI driver that must bind the device, as
 	// /sys/bus/pci/devices/X/driver names it ("intel-eth-pci", "igb").
 	EnvNetDriver = "XNIC_NET_DRIVER"

@@ -11,11 +11,17 @@
 //     interface with the expected MAC;
 //   - TestLinkUp: carrier within 60 s;
 //   - TestPing: ICMP echo to the host peer and its replies (raw socket);
+//   - TestPingFromPeer: the kernel answered the host peer's echo requests;
 //   - TestFramesOut and TestFramesIn: N frames of random sizes each way,
 //     byte-exact and in order (traffic.Client over an AF_PACKET socket);
 //
 // then takes the interface down and prints its /sys/class/net statistics on a
 // guestproto.StatsLine line for the host to compare with the model's counters.
+// With guestproto.EnvNetMode set to "vfio" it instead binds the device to
+// vfio-pci and runs the test binaries in Config.Tests against it (XNIC_VFIO_BDF
+// and XNIC_DWMAC_BDF name it), relaying their output: TestVFIOUser runs
+// dwmac's TestVM* tests that way.
+//
 // It reports over the same line protocol as guestinit (guestproto.Prefix,
 // guestproto.ResultsTTY) and powers the VM off at the end.
 package main

@@ -81,6 +81,7 @@ func main() {
 // plan is what the host asked for, from guestproto.Config and its Env.
 type plan struct {
 	cfg    guestproto.Config
+	mode   string // guestproto.EnvNetMode: "" (Linux's driver) or "vfio"
 	driver string
 	addr   [4]byte
 	prefix int
@@ -99,6 +100,9 @@ func readPlan() (*plan, error) {
 		return nil, fmt.Errorf("parse %s: %w", guestproto.ConfigPath, err)
 	}
 	env := p.cfg.Env
+	if p.mode = env[guestproto.EnvNetMode]; p.mode == "vfio" {
+		return p, nil // the rest is for the Linux-driver plan
+	}
 	p.driver = env[guestproto.EnvNetDriver]
 	if p.driver == "" {
 		return nil, fmt.Errorf("config has no %s", guestproto.EnvNetDriver)
@@ -158,6 +162,9 @@ func run() (int, error) {
 		if err != nil {
 			return 0, err
 		}
+	}
+	if p.mode == "vfio" {
+		return runVFIO(p)
 	}
 	say("start %s", guestproto.NetBinary)
 	begin := time.Now()
