@@ -476,9 +476,11 @@ func (p *Port) rcr(promisc bool) rcrBits {
 		v |= rcrRGMII
 	case RMII:
 		v |= rcrRMII
-		if p.link.SpeedMbps == 10 {
-			v |= rcrRMII10T
-		}
+	}
+	// RMII_10T selects 10 Mb/s for RMII and RGMII alike (Linux fec_restart
+	// sets it at 10 Mb/s whatever the interface).
+	if p.link.SpeedMbps == 10 {
+		v |= rcrRMII10T
 	}
 	if !p.link.FullDuplex {
 		v |= rcrDRT
