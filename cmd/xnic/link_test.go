@@ -1,0 +1,147 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// carries checks that a frame from the wire reaches RX queue 0 and one sent
+// on TX queue 0 reaches the wire: the MAC runs at the PHY's speed and duplex
+// (dwmacsim drops frames on a mismatch, fecsim refuses to send).
+func carries(t *testing.T, op *openedPort) {
+	t.Helper()
+	var wire atomic.Int32
+	op.Sim.Peer.SetReceiver(func([]byte) { wire.Add(1) })
+	defer op.Sim.Peer.SetReceiver(nil)
+	f := selftestFrame(op.MAC(), 64, 99)
+	if err := op.Sim.Peer.Send(f); err != nil {
+		t.Fatal(err)
+	}
+	bufs := make([]*dma.Buf, 4)
+	got := 0
+	for deadline := time.Now().Add(2 * time.Second); got == 0 && time.Now().Before(deadline); {
+		got = op.RxQueue(0).Recv(bufs)
+		time.Sleep(time.Millisecond)
+	}
+	if got != 1 || !bytes.Equal(bufs[0].Data(), f) {
+		t.Fatalf("a frame from the wire: %d received", got)
+	}
+	if op.TxQueue(0).Send(bufs[:1]) != 1 {
+		t.Fatal("TX refused the frame")
+	}
+	for deadline := time.Now().Add(2 * time.Second); wire.Load() == 0 && time.Now().Before(deadline); {
+		op.TxQueue(0).Reclaim()
+		time.Sleep(time.Millisecond)
+	}
+	op.TxQueue(0).Reclaim()
+	if wire.Load() != 1 {
+		t.Fatalf("a frame sent: %d on the wire", wire.Load())
+	}
+}
+
+// TestLinkSettingsReachModel: on every model, advertising 100 Mb/s full
+// duplex only renegotiates to 100 full and forcing 10 Mb/s half duplex
+// forces it (both seen in the model's PHY and through the driver), the
+// registers hold what ethtool -s semantics ask, and frames still pass both
+// ways afterwards: the MAC followed the PHY.
+func TestLinkSettingsReachModel(t *testing.T) {
+	for _, v := range simVariants {
+		t.Run(v, func(t *testing.T) {
+			op, err := openPort("", portOptions{Sim: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.Close()
+			phy := modelPHY(t, op)
+			set := func(words ...string) linkSettings {
+				t.Helper()
+				req, err := parseLinkWords(words)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ls, err := linkExec(op, req, 3*time.Second)
+				if err != nil {
+					t.Fatalf("%q: %v", words, err)
+				}
+				return ls
+			}
+			ls := set()
+			if len(ls.Supported) != 6 || len(ls.Advertised) != 6 || !ls.Autoneg || ls.Link.SpeedMbps != 1000 {
+				t.Fatalf("initial %+v", ls)
+			}
+
+			ls = set("speed", "100", "duplex", "full")
+			want := nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}
+			if phy.Link() != want || op.Link() != want || strings.Join(ls.Advertised, ",") != "100baseT/Full" {
+				t.Fatalf("advertise 100 full: model %+v driver %+v settings %+v", phy.Link(), op.Link(), ls)
+			}
+			if a, c := phy.Read(sim.MIIANAR)&0x1E0, phy.Read(sim.MIICTRL1000)&0x300; a != sim.AN100FD || c != 0 {
+				t.Fatalf("ADVERTISE %#x CTRL1000 %#x", a, c)
+			}
+			carries(t, op)
+
+			ls = set("autoneg", "off", "speed", "10", "duplex", "half")
+			want = nic.LinkState{Up: true, SpeedMbps: 10}
+			if phy.Link() != want || op.Link() != want || ls.Autoneg || ls.Forced != "10/half" {
+				t.Fatalf("forced 10 half: model %+v driver %+v settings %+v", phy.Link(), op.Link(), ls)
+			}
+			if phy.Read(sim.MIIBMCR)&(sim.BMCRANEnable|sim.BMCRSpeed100|sim.BMCRSpeed1000|sim.BMCRFullDplx) != 0 {
+				t.Fatalf("BMCR %#x", phy.Read(sim.MIIBMCR))
+			}
+			carries(t, op)
+
+			ls = set("autoneg", "on", "advertise", "0x20")
+			want = nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}
+			if phy.Link() != want || strings.Join(ls.Advertised, ",") != "1000baseT/Full" {
+				t.Fatalf("back to 1000 full: %+v %+v", phy.Link(), ls)
+			}
+			carries(t, op)
+			if err := op.Close(); err != nil {
+				t.Fatalf("model faults: %v", err)
+			}
+		})
+	}
+}
+
+func TestLinkCommand(t *testing.T) {
+	var ls linkSettings
+	cliJSON(t, &ls, "link", "--sim", "fec:imx6", "speed", "100", "--json")
+	if ls.Link.SpeedMbps != 100 || !ls.Link.FullDuplex || strings.Join(ls.Advertised, ",") != "100baseT/Half,100baseT/Full" {
+		t.Fatalf("%+v", ls)
+	}
+	rc, out, _ := runPort(t, "link", "--sim", "igb")
+	if rc != 0 || !strings.Contains(out, "link:        up 1000 Mb/s full duplex") {
+		t.Fatalf("rc %d\n%s", rc, out)
+	}
+	for _, bad := range [][]string{
+		{"link", "--sim", "igb", "speed"},
+		{"link", "--sim", "igb", "speed", "33"},
+		{"link", "--sim", "igb", "duplex", "x"},
+		{"link", "--sim", "igb", "autoneg", "maybe"},
+		{"link", "--sim", "igb", "advertise", "0x40"},
+		{"link", "--sim", "igb", "advertise", "10baseT/Quarter"},
+		{"link", "--sim", "igb", "mtu", "9000"},
+		{"link", "--sim", "igb", "autoneg", "off", "speed", "1000"},
+	} {
+		if rc, _, _ := runPort(t, bad...); rc != 2 {
+			t.Errorf("%q: rc %d, want 2", bad, rc)
+		}
+	}
+	var modes []linkMode
+	modes, err := parseModes("100baseT/Full,1000baseT/Full")
+	if err != nil || len(modes) != 2 || modes[0].Ethtool != 0x08 || modes[1].Ethtool != 0x20 {
+		t.Fatalf("%+v %v", modes, err)
+	}
+	b, _ := json.Marshal(ls)
+	if !bytes.Contains(b, []byte(`"autoneg":true`)) {
+		t.Fatalf("%s", b)
+	}
+}
