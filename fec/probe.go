@@ -14,8 +14,8 @@ const mibcDIS = 1 << 31
 // mibProbe is the counter and value probeMIB writes: RMON_T_PACKETS, a value
 // that fits in the narrowest MIB counter field (16 bits).
 const (
-	mibProbe      reg = 0x204
-	mibProbeValue     = 0x5A
+	mibProbe      reg    = 0x204
+	mibProbeValue uint32 = 0x5A
 )
 
 // probeMIB reports whether the MIB holds what is written to it while it is
