@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/sim"
@@ -16,7 +17,9 @@ import (
 // descriptor is closed: the mapping keeps the memory) and handed to the model's
 // sim.Memory with MapExternal at the client's IOVA, so the model's descriptor and
 // buffer accesses reach guest memory directly and an access outside every mapped
-// range is refused and logged as an IOMMU fault. A DMA_MAP without a descriptor
+// range is refused and logged as an IOMMU fault. DMA_UNMAP takes the range from
+// the model, then swaps its pages for zeros before replying and unmaps them a
+// grace period later (releaseLocked). A DMA_MAP without a descriptor
 // is recorded too: the server can reach it only with DMA_READ and DMA_WRITE
 // messages (Session.ReadGuest and WriteGuest), which a model's direct accesses
 // cannot use, so the model faults on it as on unmapped memory.
@@ -31,11 +34,25 @@ type dmaRange struct {
 type dmaTable struct {
 	mem *sim.Memory // immutable
 
-	mu       sync.Mutex
-	ranges   []dmaRange
-	deferred [][]byte // unmapped from the model but not yet munmapped (no device lock)
-	closed   bool
+	mu     sync.Mutex
+	ranges []dmaRange
+	graves []grave // released mappings waiting out unmapGrace
+	closed bool
 }
+
+// grave is a released mapping, zero-filled, to be unmapped after unmapGrace.
+type grave struct {
+	mem []byte
+	at  time.Time
+}
+
+// unmapGrace is how long a released mapping stays (as zero pages) before it is
+// unmapped. The models take their device lock for descriptor and buffer
+// accesses, which UnmapExternal waits for, but a transmitted frame may be a view
+// of guest memory that the wire reads after the lock is released (igbsim and
+// dwmacsim send with only their transmit lock held), and ReadGuest copies
+// without the table's lock; those accesses take microseconds.
+const unmapGrace = 100 * time.Millisecond
 
 func newDMATable(mem *sim.Memory) *dmaTable { return &dmaTable{mem: mem} }
 
@@ -139,27 +156,41 @@ func (t *dmaTable) unmapRange(iova, size uint64, all bool) (int, error) {
 	return n, nil
 }
 
-// releaseLocked takes r away from the model and unmaps it once no device access
-// can be in flight.
+// releaseLocked takes r away from the model (UnmapExternal also waits for the
+// model's device lock), replaces its pages with zeros at once, so the guest's
+// memory is out of reach when DMA_UNMAP is answered (vfio-user.rst: "release
+// all references ... before replying"), and unmaps the replacement once
+// unmapGrace has passed.
 func (t *dmaTable) releaseLocked(r dmaRange) {
 	if r.mem == nil {
 		return
 	}
-	quiesced := true
 	if r.flags&(DMAFlagRead|DMAFlagWrite) != 0 {
-		var err error
-		_, quiesced, err = t.mem.UnmapExternal(r.iova, r.size)
-		if err != nil && !errors.Is(err, dma.ErrNotMapped) {
-			quiesced = false
-		}
+		_, _, _ = t.mem.UnmapExternal(r.iova, r.size) // not mapped: the model was closed
 	}
-	if quiesced {
-		unix.Munmap(r.mem)
-	} else {
-		t.deferred = append(t.deferred, r.mem)
+	now := time.Now()
+	if err := zeroFill(r.mem); err != nil {
+		now = now.Add(unmapGrace) // keep it longer: the guest's pages are still behind it
 	}
+	t.graves = append(t.graves, grave{mem: r.mem, at: now})
+	t.sweepLocked(time.Now(), false)
 }
 
+// sweepLocked unmaps the graves older than unmapGrace, or all with all.
+func (t *dmaTable) sweepLocked(now time.Time, all bool) {
+	kept := t.graves[:0]
+	for _, g := range t.graves {
+		if all || now.Sub(g.at) >= unmapGrace {
+			unix.Munmap(g.mem)
+			continue
+		}
+		kept = append(kept, g)
+	}
+	clear(t.graves[len(kept):])
+	t.graves = kept
+}
+
+// close releases every range and, after the grace of the youngest, unmaps them.
 func (t *dmaTable) close() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -168,8 +199,16 @@ func (t *dmaTable) close() {
 		t.releaseLocked(r)
 	}
 	t.ranges = nil
-	// Without a device lock the model may still hold a view: keep those
-	// mappings (they cost address space, not memory the guest does not own).
+	var youngest time.Time
+	for _, g := range t.graves {
+		if g.at.After(youngest) {
+			youngest = g.at
+		}
+	}
+	if wait := unmapGrace - time.Since(youngest); len(t.graves) > 0 && wait > 0 {
+		time.Sleep(wait)
+	}
+	t.sweepLocked(time.Now(), true)
 }
 
 // find returns the range holding [iova, iova+n).

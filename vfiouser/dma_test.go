@@ -373,3 +373,24 @@ func TestMSIForwarding(t *testing.T) {
 	require.Equal(t, uint64(1), n, "MSI is not automasked")
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.SetIRQs(vfiouser.IRQSetDataEventfd|vfiouser.IRQSetActionTrigger, vfiouser.IRQMSI, 0, 2, nil)), "MSI has one vector")
 }
+
+// TestUnmapWhileViewHeld: a device access still holding a view of guest memory
+// when DMA_UNMAP arrives (a frame the wire is sending) reads zeros afterwards
+// and cannot reach the guest's memory any more; nothing faults in the process.
+func TestUnmapWhileViewHeld(t *testing.T) {
+	s := negotiated(t, igbsim.Config{})
+	ram, err := vfiousertest.NewMemfd(1 << 16)
+	require.NoError(t, err)
+	defer ram.Close()
+	copy(ram.Mem, "guest data")
+	require.NoError(t, s.c.DMAMap(0x4000_0000, 1<<16, 0, ram.Fd, vfiouser.DMAFlagRead|vfiouser.DMAFlagWrite))
+	require.NoError(t, s.dev.EnableBusMaster())
+	v, err := s.dev.Memory().View("tx-buffer", 0x4000_0000, 64)
+	require.NoError(t, err)
+	require.Equal(t, "guest data", string(v[:10]))
+	require.NoError(t, s.c.DMAUnmap(0x4000_0000, 1<<16))
+	require.Equal(t, make([]byte, 64), bytes.Clone(v), "the stale view reads zeros")
+	v[0] = 'X'
+	require.Equal(t, "guest data", string(ram.Mem[:10]), "and writes through it miss the guest")
+	require.NoError(t, s.end())
+}
