@@ -63,11 +63,14 @@ func (m *Memory) MapExternal(iova uint64, b []byte) error {
 }
 
 // UnmapExternal removes the external range mapped at exactly [iova, iova+size)
-// and returns its bytes. When the model has set a device lock (SetDeviceLock),
-// UnmapExternal takes it once after the removal, so no device access that found
-// the range is still in flight when it returns and quiesced is true; the caller
-// may then release the bytes. Without a device lock quiesced is false: the
-// caller must keep the bytes valid until the model is stopped.
+// and returns its bytes; the device's later accesses there fault. When the model
+// has set a device lock (SetDeviceLock), UnmapExternal takes it once after the
+// removal, so every access made under that lock has ended when it returns and
+// quiesced is true. A model may still use a view after releasing its lock (the
+// models hand a transmitted frame, a view of the buffer, to the wire with only
+// their transmit lock held), so the caller should keep the bytes readable a
+// little longer (vfiouser replaces them with zero pages for a grace period).
+// Without a device lock quiesced is false.
 func (m *Memory) UnmapExternal(iova, size uint64) (b []byte, quiesced bool, err error) {
 	m.mu.Lock()
 	old := *m.snap.Load()
