@@ -1,5 +1,6 @@
 // Package bpf runs unmodified XDP programs compiled by clang (-target bpf) with
-// the kernel's semantics: as native code (the JIT, on linux/amd64) or in an
+// the kernel's semantics: as native code (the JIT, on linux/amd64 and
+// linux/arm64) or in an
 // interpreter, which is the reference and runs everywhere.
 //
 // Loading: LoadFile reads an ELF object through cilium/ebpf's CollectionSpec
@@ -80,8 +81,11 @@
 // JIT, every program is compiled at load from its decoded instruction
 // stream before fusion (decodeProgram keeps it; context loads specialised
 // as for the interpreter) to machine code for the platform; the front end
-// (jit.go) is common, the backend is a file set per architecture
-// (jit_amd64.go and jit_amd64.s). The code goes into its own mapping,
+// (jit.go: exits, budget charges, region guesses) is common, the backend is
+// a file set per architecture (jit_amd64.go and .s, jit_arm64.go and .s;
+// arm64 also cleans and invalidates the caches over the code before sealing
+// it). XNIC_ENGINE=interp or jit in the environment overrides
+// EngineDefault for the process. The code goes into its own mapping,
 // written while read-write and then sealed read-execute with mprotect, so it
 // is never writable and executable at once; Collection.Close unmaps it (the
 // programs then run in the interpreter), and so does a cleanup
@@ -109,11 +113,14 @@
 // reason and instruction.
 //
 // The native code never calls Go, so it needs nothing from the Go runtime.
-// It runs inside jitEnter, a NOSPLIT assembly function that loads r0-r10
-// from the Runner's register file, CALLs the code and stores them back when
-// it returns; the code uses no stack but that call's return address (it
-// never moves SP and never touches BP), so it stays within jitEnter's frame
-// and the stack the linker checked for it. It returns with RET after
+// It runs inside jitEnter (or jitEnterFresh at the start of a run), a
+// NOSPLIT assembly function that loads r0-r10 from the Runner's register
+// file, calls the code and stores them back when it returns; the code uses
+// no stack but the return address of that call on amd64 (none on arm64,
+// where BL puts it in the link register, which the prologue saved), never
+// moves SP and never touches the frame pointer (BP, X29), so it stays
+// within jitEnter's frame and the stack the linker checked for it; on
+// arm64 it also leaves X18 and g (X28) alone. It returns with RET after
 // writing an exit code (done, or "slow path at instruction N") into the
 // Runner. While it runs it holds pointers only to memory the Go collector
 // does not move: the Runner (a heap object), its region table and the
@@ -130,7 +137,7 @@
 // returns for a helper (the instruction budget bounds a run). Signal
 // handlers run on the signal stack, never on the goroutine's. The ABI
 // wrapper that calls jitEnter (an ABI0 function) re-establishes the g
-// register (R14) and X15 afterwards, which the code clobbers.
+// register (R14) and X15 afterwards on amd64, which the code clobbers.
 //
 // What of the kernel's verifier xnic enforces, and when. A program that
 // loads in the kernel loads in xnic; the reverse holds for the rules checked
