@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/nic"
@@ -156,21 +157,22 @@ func controlCall(path string, req ctlRequest) (ctlResponse, error) {
 
 // controlServer serves the control sockets of a run's ports.
 type controlServer struct {
-	engine *dataplane.Engine  // immutable
-	coll   *bpf.Collection    // immutable; nil: no program
-	lns    []net.Listener     // immutable after serveControl
-	paths  []string           // immutable after serveControl
-	wg     sync.WaitGroup     // accept loops and connections
-	mu     sync.Mutex         // serialises register and PHY writes
-	ports  map[string]*dpPort // by name; immutable
+	engine *dataplane.Engine        // immutable
+	coll   *bpf.Collection          // immutable; nil: no program
+	specs  map[string]*ebpf.MapSpec // immutable: the object's maps, with their BTF
+	lns    []net.Listener           // immutable after serveControl
+	paths  []string                 // immutable after serveControl
+	wg     sync.WaitGroup           // accept loops and connections
+	mu     sync.Mutex               // serialises register and PHY writes
+	ports  map[string]*dpPort       // by name; immutable
 }
 
 // serveControl listens on a control socket for each port and prints the
 // paths to w. A socket left by a run that is gone is replaced; a port name a
 // live run already serves (two runs of the same --sim kind) gets the socket
 // PORT.PID.sock instead.
-func serveControl(ports []*dpPort, coll *bpf.Collection, e *dataplane.Engine, w io.Writer) (*controlServer, error) {
-	s := &controlServer{engine: e, coll: coll, ports: map[string]*dpPort{}}
+func serveControl(ports []*dpPort, coll *bpf.Collection, specs map[string]*ebpf.MapSpec, e *dataplane.Engine, w io.Writer) (*controlServer, error) {
+	s := &controlServer{engine: e, coll: coll, specs: specs, ports: map[string]*dpPort{}}
 	dir := controlDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("control socket directory: %w", err)
@@ -279,7 +281,7 @@ func (s *controlServer) handle(p *dpPort, req ctlRequest, resp *ctlResponse) err
 	case "phy":
 		return s.phy(p, req, resp)
 	case "maps":
-		ms, err := dumpMaps(s.coll, req.Map)
+		ms, err := dumpMaps(s.coll, s.specs, req.Map)
 		resp.Maps = ms
 		return err
 	case "map-update":

@@ -128,6 +128,18 @@ func TestControlDuringRun(t *testing.T) {
 			if got := perCPUSum(t, ms, 17); got != frames {
 				t.Errorf("rxcnt[17 (UDP)] sums to %d over the CPUs, want the %d frames", got, frames)
 			}
+			// The object has BTF (__u32 keys, __u64 values): decoded too.
+			if f := ms[0].Entries[17].Formatted; f == nil || f.Key != float64(17) || len(f.Values) == 0 {
+				t.Errorf("rxcnt[17] by BTF: %+v", f)
+			} else {
+				var sum float64
+				for _, v := range f.Values {
+					sum += v.Value.(float64)
+				}
+				if sum != frames {
+					t.Errorf("rxcnt[17] by BTF sums to %v", sum)
+				}
+			}
 			if rc, _, errs := runPort(t, "prog", "map", "update", "--control", name, "rxcnt", "key", "hex", "2a000000", "value", "7", "0", "0", "0", "0", "0", "0", "0"); rc != 0 {
 				t.Fatalf("map update: rc %d %s", rc, errs)
 			}

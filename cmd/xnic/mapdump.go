@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,20 @@ type ctlEntry struct {
 	Key    []string   `json:"key"`
 	Value  []string   `json:"value,omitempty"`
 	Values []cpuValue `json:"values,omitempty"` // per-CPU maps
+	// Formatted is the entry decoded by the object's BTF (btfvalue.go).
+	Formatted *btfEntry `json:"formatted,omitempty"`
+}
+
+// btfEntry is an entry decoded by BTF, as bpftool prints it.
+type btfEntry struct {
+	Key    any      `json:"key"`
+	Value  any      `json:"value,omitempty"`
+	Values []btfCPU `json:"values,omitempty"`
+}
+
+type btfCPU struct {
+	CPU   int `json:"cpu"`
+	Value any `json:"value"`
 }
 
 type cpuValue struct {
@@ -65,8 +80,9 @@ func isPerCPU(t ebpf.MapType) bool {
 	return t == ebpf.PerCPUArray || t == ebpf.PerCPUHash || t == ebpf.LRUCPUHash
 }
 
-// dumpMaps dumps every map of c (name "") or the one called name.
-func dumpMaps(c *bpf.Collection, name string) ([]ctlMap, error) {
+// dumpMaps dumps every map of c (name "") or the one called name; entries
+// of maps whose spec has BTF key and value types are decoded too.
+func dumpMaps(c *bpf.Collection, specs map[string]*ebpf.MapSpec, name string) ([]ctlMap, error) {
 	if c == nil {
 		return nil, errors.New("the run has no program")
 	}
@@ -85,12 +101,12 @@ func dumpMaps(c *bpf.Collection, name string) ([]ctlMap, error) {
 	sort.Strings(names)
 	out := make([]ctlMap, 0, len(names))
 	for _, n := range names {
-		out = append(out, dumpMap(n, all[n]))
+		out = append(out, dumpMap(n, all[n], specs[n]))
 	}
 	return out, nil
 }
 
-func dumpMap(name string, m maps.Map) ctlMap {
+func dumpMap(name string, m maps.Map, ms *ebpf.MapSpec) ctlMap {
 	s := m.Spec()
 	cm := ctlMap{Name: name, Type: s.Type.String(), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Entries: []ctlEntry{}}
 	var key []byte
@@ -121,8 +137,47 @@ func dumpMap(name string, m maps.Map) ctlMap {
 		} else {
 			continue // deleted between NextKey and Lookup, or no readable value
 		}
+		e.Formatted = formatEntry(ms, key, e)
 		cm.Entries = append(cm.Entries, e)
 	}
+}
+
+// formatEntry decodes an entry by the map's BTF, or returns nil when the
+// spec has no value type or the bytes do not fit it.
+func formatEntry(ms *ebpf.MapSpec, key []byte, e ctlEntry) *btfEntry {
+	if ms == nil || ms.Value == nil {
+		return nil
+	}
+	var f btfEntry
+	var err error
+	if ms.Key != nil {
+		if f.Key, err = btfValue(ms.Key, key); err != nil {
+			return nil
+		}
+	} else {
+		f.Key = btfUint(key)
+	}
+	val := func(hexes []string) (any, error) {
+		b, err := hexDecode(strings.Join(trim0x(hexes), " "))
+		if err != nil {
+			return nil, err
+		}
+		return btfValue(ms.Value, b)
+	}
+	if e.Values != nil {
+		for _, cv := range e.Values {
+			v, err := val(cv.Value)
+			if err != nil {
+				return nil
+			}
+			f.Values = append(f.Values, btfCPU{cv.CPU, v})
+		}
+		return &f
+	}
+	if f.Value, err = val(e.Value); err != nil {
+		return nil
+	}
+	return &f
 }
 
 // updateMap sets key to value in the map called name; key and value are
@@ -266,6 +321,10 @@ func printMapDump(w io.Writer, ms []ctlMap) {
 			continue
 		}
 		for _, e := range m.Entries {
+			if f := e.Formatted; f != nil {
+				printFormatted(w, f)
+				continue
+			}
 			if e.Values != nil {
 				fmt.Fprintf(w, "key:\n%s\n", strings.Join(trim0x(e.Key), " "))
 				for _, v := range e.Values {
@@ -325,4 +384,19 @@ func runMapUpdate(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = controlCall(path, ctlRequest{Cmd: "map-update", Map: pos[0], Key: hexString(key), Value: hexString(val)})
 	return err
+}
+
+// printFormatted prints a BTF-decoded entry on one line per value.
+func printFormatted(w io.Writer, f *btfEntry) {
+	k, _ := json.Marshal(f.Key)
+	if f.Values != nil {
+		fmt.Fprintf(w, "key: %s\n", k)
+		for _, cv := range f.Values {
+			v, _ := json.Marshal(cv.Value)
+			fmt.Fprintf(w, "value (CPU %02d): %s\n", cv.CPU, v)
+		}
+		return
+	}
+	v, _ := json.Marshal(f.Value)
+	fmt.Fprintf(w, "key: %s  value: %s\n", k, v)
 }

@@ -246,7 +246,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return e.Stop()
 	}
 	defer stop()
-	cs, err := serveControl(ports, coll, e, stderr) // control.go: stats, regs, maps while running
+	cs, err := serveControl(ports, coll, spec.Maps, e, stderr) // control.go: stats, regs, maps while running
 	if err != nil {
 		return err
 	}
