@@ -57,7 +57,9 @@ func helperImplemented(id int32) bool {
 		helperRingbufSubmit, helperRingbufDiscard, helperKtimeGetCoarseNs,
 		helperLoop, helperXdpGetBuffLen, helperXdpLoadBytes, helperXdpStoreBytes,
 		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu,
-		helperPerfEventOutput, helperSpinLock, helperSpinUnlock:
+		helperPerfEventOutput, helperSpinLock, helperSpinUnlock,
+		helperGetNumaNodeID, helperRingbufQuery, helperForEachMapElem,
+		helperStrncmp, helperLookupPercpuElem:
 		return true
 	}
 	return false
@@ -261,6 +263,16 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
 	case helperLoop:
 		return r.loop(p, pc, reg)
+	case helperGetNumaNodeID:
+		return 0 // helpers_misc.go
+	case helperStrncmp:
+		return r.strncmp(p, pc, reg)
+	case helperLookupPercpuElem:
+		return r.lookupPercpuElem(p, pc, reg)
+	case helperRingbufQuery:
+		return r.ringbufQuery(p, pc, reg)
+	case helperForEachMapElem:
+		return r.forEachMapElem(p, pc, reg)
 	case helperSpinLock:
 		return r.spinLock(p, pc, reg) // helpers_spin.go
 	case helperSpinUnlock:

@@ -493,7 +493,7 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 	e.mapRefs = refs
 	code, funcs, err := decodeProgram(buf.Bytes(), &e)
 	if err != nil {
-		return nil, err
+		return nil, explainRefusal(err) // helpers_refuse.go
 	}
 	if err := c.checkSpin(ps.Name, buf.Bytes(), refs); err != nil {
 		return nil, err
