@@ -201,4 +201,3 @@ func (r *Runner) callback4(p *Program, pc int, target uint32, r1, r2, r3, r4, fp
 	r.depth--
 	return ret, !r.faulted
 }
-
