@@ -125,3 +125,25 @@ func TestGPIOStatus(t *testing.T) {
 	r2.rd(tGPIO)
 	require.Error(t, r2.m.Err(), "the i.MX8MP model has no GPIO register")
 }
+
+// TestSerDes: dwmac-intel reads the SGMII SerDes at MDIO 0x15 for its link
+// mode (1G here: 2.5G would make phylink refuse the PHY) and, on TGL/EHL SGMII,
+// powers it up by setting GCR0 bits and polling GSR0 for them. Without the
+// xPCS (NoXPCS) there is no SerDes either.
+func TestSerDes(t *testing.T) {
+	const pa, gcr, gsr0, gcr0 = 0x15, 0x0, 0x5, 0xb
+	r := newRig(t, testCfg())
+	require.Equal(t, uint16(0x2), r.phyRead(pa, gcr)>>1&0x3, "1G link mode left by firmware")
+	require.Equal(t, uint16(0x5), r.phyRead(pa, gsr0)&0x77, "PLL clock and lane up, power state P0")
+	r.phyWrite(pa, gcr0, r.phyRead(pa, gcr0)&^0x5|0x30) // power down: P3, no clock, lane reset
+	require.Equal(t, uint16(0x30), r.phyRead(pa, gsr0)&0x77, "GSR0 follows GCR0")
+	require.Equal(t, uint16(0xffff), r.phyRead(pa, 0x3), "an unknown SerDes register")
+	require.NoError(t, r.m.Err())
+
+	cfg := testCfg()
+	cfg.NoXPCS = true
+	r2 := newRig(t, cfg)
+	require.Equal(t, uint16(0xffff), r2.phyRead(pa, gcr), "no SerDes without the xPCS")
+	_, err := New(Config{PHYAddr: 0x15})
+	require.ErrorIs(t, err, ErrConfig, "a PHY on the SerDes's address")
+}

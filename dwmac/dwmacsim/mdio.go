@@ -57,6 +57,8 @@ func (m *Model) writeMDIOAddrLocked(val uint32) {
 		} else {
 			res = uint32(m.phy.Read(int(rda)))
 		}
+	case !c45 && pa == serdesAddr && !m.cfg.NoXPCS:
+		res = m.serdesAccessLocked(rda, write, data)
 	case c45 && pa == xpcsAddr && !m.cfg.NoXPCS:
 		res = m.xpcsAccessLocked(rda, m.mdioData>>mdioRAShift, write, data)
 	}

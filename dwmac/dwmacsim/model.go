@@ -158,6 +158,7 @@ type Model struct {
 	mmcMasks   [3]uint32
 	mmc        [mmcRegs]uint32
 	xpcs       map[uint32]uint16
+	serdes     serdes // Intel SGMII SerDes at MDIO 0x15 (serdes.go)
 	cnt        Counters
 }
 
@@ -218,8 +219,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.PHYAddr == 0 {
 		cfg.PHYAddr = 1
 	}
-	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 || (!cfg.NoXPCS && cfg.PHYAddr == xpcsAddr) {
-		return nil, fmt.Errorf("dwmacsim: PHY address %d: want 1-31, not the xPCS's 0x16: %w", cfg.PHYAddr, ErrConfig)
+	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 || (!cfg.NoXPCS && (cfg.PHYAddr == xpcsAddr || cfg.PHYAddr == serdesAddr)) {
+		return nil, fmt.Errorf("dwmacsim: PHY address %d: want 1-31, not the xPCS's 0x16 or the SerDes's 0x15: %w", cfg.PHYAddr, ErrConfig)
 	}
 	if cfg.ResetDelay == 0 {
 		cfg.ResetDelay = 200 * time.Microsecond
@@ -265,6 +266,7 @@ func New(cfg Config) (*Model, error) {
 		m.dev = sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos")
 	}
 	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
+	m.serdes = poweredSerdes()
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
