@@ -23,7 +23,7 @@ var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
 
 // loadWord0 reads the little-endian word at d[0:4] atomically.
 func loadWord0(d []byte) uint32 {
-	_ = d[3]
+	d = d[:4:4] // a bounds check that, unlike _ = d[3], is no read for the race detector
 	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&d[0])))
 	if hostBigEndian {
 		v = bits.ReverseBytes32(v)
@@ -34,7 +34,7 @@ func loadWord0(d []byte) uint32 {
 // storeWord0 writes the little-endian word at d[0:4] atomically: the last store
 // of a descriptor, which hands it to the device.
 func storeWord0(d []byte, v uint32) {
-	_ = d[3]
+	d = d[:4:4] // a bounds check that, unlike _ = d[3], is no read for the race detector
 	if hostBigEndian {
 		v = bits.ReverseBytes32(v)
 	}

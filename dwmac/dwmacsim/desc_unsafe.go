@@ -18,7 +18,7 @@ var hostLittleEndian = func() bool {
 // length and status. Unaligned slots and big-endian hosts fall back to a plain
 // little-endian store.
 func storeDES3(d []byte, v uint32) {
-	_ = d[des3+3]
+	d = d[: des3+4 : des3+4] // a bounds check that, unlike _ = d[des3+3], is no read for the race detector
 	p := (*uint32)(unsafe.Pointer(&d[des3]))
 	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
 		le.PutUint32(d[des3:], v)
@@ -29,7 +29,7 @@ func storeDES3(d []byte, v uint32) {
 
 // loadDES3 reads DES3 with acquire ordering (the driver sets OWN last).
 func loadDES3(d []byte) uint32 {
-	_ = d[des3+3]
+	d = d[: des3+4 : des3+4] // a bounds check that, unlike _ = d[des3+3], is no read for the race detector
 	p := (*uint32)(unsafe.Pointer(&d[des3]))
 	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
 		return le.Uint32(d[des3:])

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Deliberately broken drivers against the device's own time: each must be
@@ -21,7 +22,12 @@ import (
 // TestBrokenDriverReclaimEarly: a TX buffer reused right after the tail write,
 // before the write-back clears OWN, puts the new bytes on the wire.
 func TestBrokenDriverReclaimEarly(t *testing.T) {
-	r := newRig(t, testCfg())
+	// A long latency: the overwrite certainly comes first, and Settle runs the
+	// DMA on this goroutine (the race detector would rightly flag the broken
+	// driver's write racing the DMA's read otherwise).
+	cfg := testCfg()
+	cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
+	r := newRig(t, cfg)
 	r.bringUp()
 	var cap capture
 	r.m.SetTransmit(cap.fn)
@@ -45,6 +51,10 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 	require.True(t, caught, "the device never read a TX buffer after the tail write returned")
 
 	// Done right: wait for OWN to clear before reusing the buffer.
+	r = newRig(t, testCfg())
+	r.bringUp()
+	r.m.SetTransmit(cap.fn)
+	tx = r.setupTx(0, 8)
 	for i := 0; i < 5; i++ {
 		f := frame(peerMAC, 100)
 		f[20] = byte(i)

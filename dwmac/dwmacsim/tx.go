@@ -165,6 +165,11 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		ioc := false
 		for i := range batch {
 			fr := &batch[i]
+			if !fr.bad {
+				// The counters read the frame (a view of the buffer):
+				// before the write-back hands the buffer back.
+				m.countTxLocked(fr.data, linkOK)
+			}
 			idx := fr.first
 			for k := uint32(0); k < fr.ndesc; k++ {
 				d, err := m.mem.View("tx-writeback", base+uint64(idx)*stride, descSize)
@@ -187,9 +192,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			if fr.bad {
 				m.cnt.TxDescErrors++
 				m.cnt.TxDropped++
-				continue
 			}
-			m.countTxLocked(fr.data, linkOK)
 		}
 		r.cur = (r.cur + consumed) % size
 		if ioc {

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Deliberately broken drivers against the device's own time: each must be
@@ -17,7 +19,12 @@ import (
 // TestBrokenDriverReclaimEarly: a TX buffer reused right after the TDT write,
 // before the device writes DD back, goes out with the new bytes.
 func TestBrokenDriverReclaimEarly(t *testing.T) {
-	r, tx, c := txRig(t)
+	// A long latency: the overwrite certainly comes first, and Settle runs the
+	// device on this goroutine (the race detector would rightly flag the
+	// broken driver's write racing the device's read otherwise).
+	cfg := testCfg()
+	cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
+	r, tx, c := txRigCfg(t, cfg)
 	caught := false
 	for i := 0; i < 30 && !caught; i++ {
 		f, g := frame(bcastMAC, 100), frame(bcastMAC, 100)
@@ -37,6 +44,7 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 	require.True(t, caught, "the device never read a TX buffer after the TDT write returned")
 
 	// Done right: wait for DD before reusing the buffer.
+	r, tx, c = txRig(t)
 	for i := 0; i < 5; i++ {
 		f := frame(bcastMAC, 100)
 		f[20] = byte(i)

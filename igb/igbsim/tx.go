@@ -126,20 +126,8 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		raise := false
 		for i := range batch {
 			fr := &batch[i]
-			idx := fr.first
-			for k := uint32(0); k < fr.ndesc; k++ {
-				d, err := fr.desc, error(nil)
-				if k > 0 || d == nil {
-					d, err = m.descView(ring, "tx-writeback", base, idx)
-				}
-				if err == nil && le.Uint32(d[txdCmd:])&txCmdRS != 0 {
-					storeStatus(d, txwStatus, txStatDD)
-					raise = true
-				}
-				if idx++; idx >= size {
-					idx %= size
-				}
-			}
+			// Statistics read the frame (a view of the buffer): before the
+			// write-back, after which the buffer is the driver's again.
 			switch {
 			case fr.send:
 				wire := len(fr.data) + 4
@@ -159,6 +147,20 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 				m.cnt.TxBytes += uint64(len(fr.data))
 			case fr.bad:
 				m.cnt.TxDropped++
+			}
+			idx := fr.first
+			for k := uint32(0); k < fr.ndesc; k++ {
+				d, err := fr.desc, error(nil)
+				if k > 0 || d == nil {
+					d, err = m.descView(ring, "tx-writeback", base, idx)
+				}
+				if err == nil && le.Uint32(d[txdCmd:])&txCmdRS != 0 {
+					storeStatus(d, txwStatus, txStatDD)
+					raise = true
+				}
+				if idx++; idx >= size {
+					idx %= size
+				}
 			}
 		}
 		x.head = head

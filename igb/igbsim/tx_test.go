@@ -27,8 +27,10 @@ func (c *capture) got() [][]byte {
 	return append([][]byte(nil), c.frames...)
 }
 
-func txRig(t *testing.T) (*rig, *txRing, *capture) {
-	r := newRig(t, testCfg())
+func txRig(t *testing.T) (*rig, *txRing, *capture) { return txRigCfg(t, testCfg()) }
+
+func txRigCfg(t *testing.T, cfg Config) (*rig, *txRing, *capture) {
+	r := newRig(t, cfg)
 	r.linkUp()
 	tx := r.setupTx(0, 8)
 	r.wr(tTCTL, tTctlEN|tTctlPSP)
