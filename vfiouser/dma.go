@@ -135,10 +135,10 @@ func (t *dmaTable) mapRange(m DMAMap, fd int) error {
 func (t *dmaTable) unmapRange(iova, size uint64, all bool) (int, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	end := iova + size
-	inside := func(r dmaRange) bool { return all || (r.iova >= iova && r.iova+r.size <= end) }
+	last := iova + (size - 1) // inclusive: the range may end at 2^64
+	inside := func(r dmaRange) bool { return all || (r.iova >= iova && r.iova+(r.size-1) <= last) }
 	for _, r := range t.ranges {
-		if !inside(r) && r.iova < end && iova < r.iova+r.size {
+		if !inside(r) && r.iova <= last && iova <= r.iova+(r.size-1) {
 			return 0, fail(unix.EINVAL, "DMA_UNMAP [0x%x, +0x%x) cuts the mapping [0x%x, +0x%x)", iova, size, r.iova, r.size)
 		}
 	}

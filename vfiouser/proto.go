@@ -245,7 +245,7 @@ func ParseDMAUnmap(r *Request) (DMAUnmap, error) {
 	case u.Flags == DMAUnmapFlagAll:
 	case u.Flags != 0:
 		return u, fmt.Errorf("%w: DMA_UNMAP flags 0x%x: only unmap-all (0x%x) is supported (no dirty bitmap)", ErrMessage, u.Flags, DMAUnmapFlagAll)
-	case u.Size == 0 || u.Address+u.Size < u.Address:
+	case u.Size == 0 || u.Address+(u.Size-1) < u.Address: // may end at 2^64 (QEMU's vIOMMU does)
 		return u, fmt.Errorf("%w: DMA_UNMAP of 0x%x bytes at 0x%x", ErrMessage, u.Size, u.Address)
 	}
 	return u, nil
