@@ -3,7 +3,6 @@ package bpf
 import (
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -269,5 +268,5 @@ func TestJITMapsRandom(t *testing.T) {
 	if loaded < n/2 {
 		t.Fatalf("only %d of %d generated programs load", loaded, n)
 	}
-	t.Log(fmt.Sprintf("%d of %d generated programs loaded", loaded, n))
+	t.Logf("%d of %d generated programs loaded", loaded, n)
 }
