@@ -21,10 +21,10 @@ import (
 func init() {
 	register(&command{name: "info", usage: portUsage + " [--json]",
 		summary: "open a port and show its model, MAC, link, PHY and queues", run: runInfo})
-	register(&command{name: "regs", usage: portUsage + " [--json] [--raw]",
-		summary: "open a port and dump its registers, named and decoded", run: runRegs})
-	register(&command{name: "stats", usage: portUsage + " [--json]",
-		summary: "open a port and show its counters", run: runStats})
+	register(&command{name: "regs", usage: portUsage + " [--json] [--raw] [--control PORT|PATH]",
+		summary: "dump a port's registers, named and decoded (a running port's through its run)", run: runRegs})
+	register(&command{name: "stats", usage: portUsage + " [--json] [--control PORT|PATH]",
+		summary: "show a port's counters (a running port's through its run)", run: runStats})
 }
 
 // portUsage names the ways to give a port.
