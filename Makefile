@@ -45,8 +45,9 @@ arm64:
 	bash internal/vmtest/arm64-unit.sh
 
 # The non-coherent drivers' whole test suites under sim's CPU cache model
-# (sim.CacheEnv), one run per seed: both ForCPU operations, 64/128-byte lines.
-CACHE_SEEDS ?= 1 2,128 3,64,invalidate 4,128,invalidate
+# (sim.CacheEnv), one run per seed: both ForCPU operations, 64/128-byte lines,
+# with and without refetches of clean lines.
+CACHE_SEEDS ?= 1,refetch 2,128 3,64,invalidate,refetch 4,128,invalidate
 cachemodel:
 	for s in $(CACHE_SEEDS); do echo "XNIC_SIM_CACHE=$$s"; XNIC_SIM_CACHE=$$s $(GO) test -count=1 -timeout 10m ./dwmac ./fec || exit 1; done
 

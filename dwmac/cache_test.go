@@ -34,11 +34,12 @@ func cacheSeeds() []uint64 {
 }
 
 // cacheConfigs are the cache models a driver must pass: both ForCPU
-// operations, 64- and 128-byte lines, for every seed.
+// operations, 64- and 128-byte lines, for every seed, with refetches (the
+// tests drive each port from one goroutine).
 func cacheConfigs() []sim.CacheConfig {
 	var cs []sim.CacheConfig
 	for i, s := range cacheSeeds() {
-		c := sim.CacheConfig{Seed: s}
+		c := sim.CacheConfig{Seed: s, Refetch: true} // one goroutine drives the port
 		if i%2 == 1 {
 			c.ForCPU = sim.ForCPUInvalidate
 		}

@@ -33,7 +33,7 @@ func cacheConfigs(n int) []sim.CacheConfig {
 	}
 	var cs []sim.CacheConfig
 	for _, s := range seeds {
-		c := sim.CacheConfig{Seed: s}
+		c := sim.CacheConfig{Seed: s, Refetch: true} // one goroutine drives the ports
 		if s%2 == 0 {
 			c.ForCPU = sim.ForCPUInvalidate
 		}

@@ -43,8 +43,9 @@ import (
 //     re-read from memory.
 //
 // Moments. At unpredictable moments a dirty line is evicted (written back
-// whole, then clean) and a clean line is refetched (the cache dropped it and
-// the CPU read it again, so its view now shows memory). A moment happens at
+// whole, then clean) and, with CacheConfig.Refetch, a clean line is refetched
+// (the cache dropped it and the CPU read it again, so its view now shows
+// memory). A moment happens at
 // every register access through the Device base and at every Sync, before the
 // Sync's own work; at each, every cached mapping has probability
 // CacheConfig.Rate of losing one line chosen at random. The choices come from a
@@ -63,11 +64,18 @@ import (
 //     hides a bug; it never invents one.
 //   - Moments are not taken at device DMA accesses: the device side may run
 //     on a goroutine of its own (an asynchronous model, a wire's receiver),
-//     and a moment reads and writes the CPU's view, which only the driver's
-//     goroutine may touch. For the same reason the model expects the driver's
-//     accesses to cached DMA memory to be ordered with its register accesses
-//     and Syncs (one goroutine driving the queues, as the driver tests do);
-//     the race detector reports a test that breaks this.
+//     and a moment reads (and with Refetch writes) the CPU's view, which
+//     only the driver's goroutines touch.
+//   - Refetch is off by default. Refreshing the CPU's view of a clean line
+//     writes bytes another goroutine may be storing to at that moment (a
+//     buffer the dataplane owns on another port's goroutine), which would
+//     lose its store: no cache does that. Tests that drive the memory from
+//     one goroutine turn it on. Without it a stale clean line stays stale
+//     until an invalidate, the case a driver must handle anyway.
+//   - An eviction reads the CPU's view of a dirty line; with several
+//     goroutines writing cached memory the race detector reports that read
+//     (the result is still right: a torn copy goes to memory and to the
+//     shadow alike, and the rest of the line stays dirty).
 //   - Speculative prefetch into lines the CPU never touches and the order of
 //     write-backs within one moment are not modelled beyond what a refetch of
 //     a clean line already shows.
@@ -116,6 +124,10 @@ type CacheConfig struct {
 	Rate float64
 	// ForCPU is what Sync(ForCPU) does. The zero value is clean+invalidate.
 	ForCPU ForCPUOp
+	// Refetch lets moments refresh clean lines from memory too. Only for
+	// tests whose cached memory one goroutine at a time touches (see the
+	// limits above).
+	Refetch bool
 }
 
 // Validate returns the error a Memory would record for cfg, nil when it is
@@ -137,10 +149,11 @@ type CacheStats struct {
 
 // cache is the state of the cache model shared by a Memory's mappings.
 type cache struct {
-	line   int      // immutable
-	rate   float64  // immutable; <= 0: no moments
-	seed   uint64   // immutable
-	forCPU ForCPUOp // immutable
+	line    int      // immutable
+	rate    float64  // immutable; <= 0: no moments
+	refetch bool     // immutable
+	seed    uint64   // immutable
+	forCPU  ForCPUOp // immutable
 
 	mu    sync.Mutex // guards rng and stats; taken inside the device lock
 	rng   *rand.Rand
@@ -166,7 +179,7 @@ func newCache(cfg CacheConfig) (*cache, error) {
 	if cfg.ForCPU > ForCPUInvalidate {
 		return nil, fmt.Errorf("sim: cache ForCPU operation %s: unknown", cfg.ForCPU)
 	}
-	return &cache{line: line, rate: rate, seed: cfg.Seed, forCPU: cfg.ForCPU,
+	return &cache{line: line, rate: rate, seed: cfg.Seed, forCPU: cfg.ForCPU, refetch: cfg.Refetch,
 		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}, nil
 }
 
@@ -260,8 +273,11 @@ func (m *Memory) momentLocked() {
 		hi := min(lo+c.line, len(mp.cpu))
 		if !bytes.Equal(mp.cpu[lo:hi], mp.shadow[lo:hi]) {
 			copy(mp.dev[lo:hi], mp.cpu[lo:hi])
-			copy(mp.shadow[lo:hi], mp.cpu[lo:hi])
+			copy(mp.shadow[lo:hi], mp.dev[lo:hi]) // what went to memory, even if the view changed meanwhile
 			c.stats.Evictions++
+			continue
+		}
+		if !c.refetch {
 			continue
 		}
 		copy(mp.cpu[lo:hi], mp.dev[lo:hi])
@@ -313,8 +329,9 @@ func (m *Memory) cacheSync(mp *mapping, off, n int, dir dma.SyncDir) {
 
 // CacheEnv names the environment variable that puts every non-coherent
 // Memory made without MemoryConfig.Cache under the cache model, so a whole
-// test suite of a non-coherent driver runs there: "SEED", "SEED,LINE" or
-// "SEED,LINE,invalidate" (ForCPUInvalidate), e.g. XNIC_SIM_CACHE=3,128.
+// test suite of a non-coherent driver runs there: "SEED" followed by any of
+// ",LINE", ",invalidate" (ForCPUInvalidate) and ",refetch" (Refetch), e.g.
+// XNIC_SIM_CACHE=3,128,refetch.
 const CacheEnv = "XNIC_SIM_CACHE"
 
 // CacheFromEnv parses CacheEnv: nil when it is unset or empty.
@@ -324,24 +341,24 @@ func CacheFromEnv() (*CacheConfig, error) {
 		return nil, nil
 	}
 	parts := strings.Split(v, ",")
-	if len(parts) > 3 {
-		return nil, fmt.Errorf("sim: %s=%q: want SEED[,LINE[,invalidate]]", CacheEnv, v)
-	}
 	seed, err := strconv.ParseUint(parts[0], 0, 64)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s=%q: seed: %w", CacheEnv, v, err)
 	}
 	c := &CacheConfig{Seed: seed}
-	if len(parts) > 1 {
-		if c.Line, err = strconv.Atoi(parts[1]); err != nil {
-			return nil, fmt.Errorf("sim: %s=%q: line: %w", CacheEnv, v, err)
+	for _, f := range parts[1:] {
+		switch {
+		case f == "invalidate":
+			c.ForCPU = ForCPUInvalidate
+		case f == "refetch":
+			c.Refetch = true
+		case c.Line == 0 && f != "" && f[0] >= '0' && f[0] <= '9':
+			if c.Line, err = strconv.Atoi(f); err != nil {
+				return nil, fmt.Errorf("sim: %s=%q: line: %w", CacheEnv, v, err)
+			}
+		default:
+			return nil, fmt.Errorf("sim: %s=%q: want SEED[,LINE][,invalidate][,refetch]", CacheEnv, v)
 		}
-	}
-	if len(parts) > 2 {
-		if parts[2] != "invalidate" {
-			return nil, fmt.Errorf("sim: %s=%q: the third field may only be \"invalidate\"", CacheEnv, v)
-		}
-		c.ForCPU = ForCPUInvalidate
 	}
 	if err := c.Validate(); err != nil {
 		return nil, fmt.Errorf("sim: %s=%q: %w", CacheEnv, v, err)

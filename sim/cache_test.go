@@ -139,7 +139,7 @@ func TestCacheUncached(t *testing.T) {
 }
 
 func TestCacheMomentsEvictAndRefetch(t *testing.T) {
-	m, r := cached(t, CacheConfig{Rate: 1, Seed: 42}, 64)
+	m, r := cached(t, CacheConfig{Rate: 1, Seed: 42, Refetch: true}, 64)
 	// Rate 1 and one line: every moment evicts the dirty line or refetches
 	// the clean one.
 	r.CPU[0] = 0xC0
@@ -171,7 +171,7 @@ func (nopModel) Reset()                 {}
 // run does the same CPU writes and moments on a fresh cached memory and
 // returns what the device saw after each moment.
 func momentTrace(t *testing.T, seed uint64) ([]byte, CacheStats) {
-	m, r := cached(t, CacheConfig{Rate: 0.5, Seed: seed}, 16*64)
+	m, r := cached(t, CacheConfig{Rate: 0.5, Seed: seed, Refetch: true}, 16*64)
 	var trace []byte
 	for i := 0; i < 200; i++ {
 		r.CPU[(i*37)%len(r.CPU)] = byte(i)
@@ -224,13 +224,14 @@ func TestCacheFromEnv(t *testing.T) {
 		"7":                  {Seed: 7},
 		"3,128":              {Seed: 3, Line: 128},
 		"0x10,64,invalidate": {Seed: 16, Line: 64, ForCPU: ForCPUInvalidate},
+		"9,refetch,128":      {Seed: 9, Line: 128, Refetch: true},
 	} {
 		t.Setenv(CacheEnv, v)
 		got, err := CacheFromEnv()
 		require.NoError(t, err, v)
 		require.Equal(t, want, got, v)
 	}
-	for _, v := range []string{"x", "1,48", "1,64,clean", "1,2,3,4"} {
+	for _, v := range []string{"x", "1,48", "1,64,clean", "1,64,128", "1,refetch,x"} {
 		t.Setenv(CacheEnv, v)
 		_, err := CacheFromEnv()
 		require.Error(t, err, v)
@@ -242,4 +243,19 @@ func TestCacheFromEnv(t *testing.T) {
 	require.Equal(t, uint64(5), m.CacheSeed())
 	require.Equal(t, DefaultCacheLine, m.CacheLine())
 	require.Zero(t, NewMemory(MemoryConfig{}, nil).CacheLine(), "coherent memory stays coherent")
+}
+
+// TestCacheNoRefetchByDefault: without Refetch a moment never writes the
+// CPU's view (a clean line stays as it was, stale or not); dirty lines are
+// still evicted.
+func TestCacheNoRefetchByDefault(t *testing.T) {
+	m, r := cached(t, CacheConfig{Rate: 1, Seed: 42}, 64)
+	require.NoError(t, m.WriteDMA(r.IOVA+1, []byte{0xD1}))
+	for i := 0; i < 20; i++ {
+		m.cpuMoment()
+	}
+	require.Zero(t, r.CPU[1], "a moment refreshed a clean line without Refetch")
+	r.CPU[0] = 0xC0
+	m.cpuMoment()
+	require.Equal(t, []byte{0xC0, 0}, devRead(t, m, r.IOVA, 2), "the evicted line went back whole: the CPU's stale byte 1 over the device's")
 }
