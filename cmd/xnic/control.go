@@ -177,13 +177,22 @@ func serveControl(ports []*dpPort, coll *bpf.Collection, specs map[string]*ebpf.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("control socket directory: %w", err)
 	}
+	if err := os.Chmod(dir, 0o700); err != nil { // one made before with wider permissions
+		return nil, fmt.Errorf("control socket directory: %w", err)
+	}
 	for _, p := range ports {
 		name := p.port.Name()
 		path := controlPath(name)
 		if controlAlive(path) {
 			path = strings.TrimSuffix(path, ".sock") + fmt.Sprintf(".%d.sock", os.Getpid())
 		}
-		_ = os.Remove(path) // stale: nobody answers there
+		if fi, err := os.Lstat(path); err == nil {
+			if fi.Mode()&os.ModeSocket == 0 {
+				s.Close()
+				return nil, fmt.Errorf("control socket for %s: %s exists and is no socket", name, path)
+			}
+			_ = os.Remove(path) // a socket nobody answers on: a run that is gone
+		}
 		ln, err := listenOwnerOnly(path)
 		if err != nil {
 			s.Close()

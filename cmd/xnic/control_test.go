@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -245,5 +246,70 @@ func TestParseBytes(t *testing.T) {
 	got, rest, err := parseBytes([]string{"1", "2", "value", "3"}, "value")
 	if err != nil || !bytes.Equal(got, []byte{1, 2}) || strings.Join(rest, " ") != "value 3" {
 		t.Errorf("stop word: %v %v %v", got, rest, err)
+	}
+}
+
+// TestControlSocketPaths: a socket left by a run that is gone is replaced, a
+// name a live run serves gets PORT.PID.sock, a file that is no socket is
+// left alone and refused, and the directory is owner-only.
+func TestControlSocketPaths(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	op, err := openPort("", portOptions{Sim: "igb", SimName: "pathsim0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	ports := []*dpPort{{op: op, port: op.Port}}
+	path := controlPath("pathsim0")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A stale socket: bound, then its listener gone without removing it.
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln.(*net.UnixListener).SetUnlinkOnClose(false)
+	ln.Close()
+	var out bytes.Buffer
+	a, err := serveControl(ports, nil, nil, nil, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if !controlAlive(path) || !strings.Contains(out.String(), path) {
+		t.Fatalf("the stale socket was not replaced: %s", out.String())
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("directory %v %v", fi.Mode(), err)
+	}
+	out.Reset()
+	b, err := serveControl(ports, nil, nil, nil, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pidPath := strings.TrimSuffix(path, ".sock") + fmt.Sprintf(".%d.sock", os.Getpid())
+	if !strings.Contains(out.String(), pidPath) || !controlAlive(pidPath) {
+		t.Fatalf("second server: %s", out.String())
+	}
+	b.Close()
+	if _, err := controlCall(path, ctlRequest{Cmd: "maps"}); err == nil || !strings.Contains(err.Error(), "no program") {
+		t.Fatalf("maps without a program: %v", err)
+	}
+	if _, err := controlCall(path, ctlRequest{Cmd: "bogus"}); err == nil || !strings.Contains(err.Error(), "unknown control request") {
+		t.Fatalf("unknown request: %v", err)
+	}
+	a.Close()
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("socket after Close: %v", err)
+	}
+	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := serveControl(ports, nil, nil, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "no socket") {
+		t.Fatalf("a regular file in the way: %v", err)
+	}
+	if b, _ := os.ReadFile(path); string(b) != "x" {
+		t.Fatal("the file was touched")
 	}
 }
