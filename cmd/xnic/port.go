@@ -44,6 +44,11 @@ type portOptions struct {
 	// Simulated ports only.
 	SimMAC  net.HardwareAddr // the model's factory MAC (nil: the model's default)
 	SimName string           // the model's device name ("": the model's default)
+	// SimAsync runs the model's device side on its own time (sim.Sched): DMA,
+	// MDIO and reset finish microseconds after the register write, as in the
+	// drivers' test suites. Off, the device finishes inside the write, so the
+	// model is as fast as the dataplane and the figures are the dataplane's.
+	SimAsync bool
 	// SimDetached leaves the model's wire unattached: the caller is the link
 	// partner and drives the model directly (Inject, SetTransmit), as run, demo
 	// and pktgen do. Otherwise an in-memory wire is attached, its far end in
@@ -58,6 +63,7 @@ func portFlags(fs *flag.FlagSet, o *portOptions) {
 	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
+	fs.BoolVar(&o.SimAsync, "sim-async", false, simAsyncHelp)
 }
 
 // openedPort is a port opened for a command with whatever stands behind it (a

@@ -56,6 +56,7 @@ type dpRunOptions struct {
 	platforms        dpMapFlags // --platform, repeatable
 	prog, sec        string
 	queues           int
+	simAsync         bool // --sim-async
 	ring             int
 	cpus             string
 	maps             dpMapFlags
@@ -83,6 +84,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
 	fs.Var(&o.engine, "engine", engineHelp)
 	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
+	fs.BoolVar(&o.simAsync, "sim-async", false, simAsyncHelp)
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
@@ -492,7 +494,7 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 		return nil, usageErrorf("give one of --dev BDF[,BDF...], --sim KIND[:VARIANT][:N] or --platform NAME@ADDR")
 	}
 	var targets []portOptions
-	base := portOptions{Queues: o.queues, RingSize: o.ring, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second}
+	base := portOptions{Queues: o.queues, RingSize: o.ring, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second, SimAsync: o.simAsync}
 	var bdfs []string
 	switch {
 	case o.dev != "":

@@ -75,7 +75,9 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	if _, err := os.Stat(o.socket); err == nil {
 		return usageErrorf("--vfio-user %s: the file exists (remove it, or pick another path)", o.socket)
 	}
-	m, err := newSimModel(spec, portOptions{})
+	// The device side on its own time: a driver served the model meets the
+	// hardware's latencies (descriptor fetch, transmit, MDIO, reset).
+	m, err := newSimModel(spec, portOptions{SimAsync: true})
 	if err != nil {
 		return err
 	}

@@ -113,6 +113,12 @@ type simPort struct {
 	Peer  *sim.PairEnd
 }
 
+// simAsyncHelp describes --sim-async.
+const simAsyncHelp = "with --sim: the model's device side runs on its own time (DMA, MDIO and reset finish microseconds after the register write, as in the driver tests); default: inside the write, so the model keeps up with the dataplane"
+
+// schedFor is the device side a CLI model gets: synchronous unless asked.
+func schedFor(o portOptions) sim.SchedConfig { return sim.SchedConfig{Sync: !o.SimAsync} }
+
 // newSimModel builds the model spec names.
 func newSimModel(spec simSpec, o portOptions) (simModel, error) {
 	if f := familyByName(spec.Fam); f != nil && f.newSim != nil {
