@@ -32,6 +32,7 @@ const (
 	linuxPeerIP    = "10.0.2.2"
 	linuxPings     = guestproto.NetPings // echo requests each way
 	ehlRGMII1G     = 0x4b30
+	adlsSGMII1G0   = 0x7aac
 	// MMC counters of the DWC EQoS (databook "MMC registers", stmmac mmc.h:
 	// MMC_TX_FRAMECOUNT_GB 0x18, MMC_RX_FRAMECOUNT_GB 0x80 from 0x700).
 	mmcTxFramesGB = 0x700 + 0x18
@@ -59,13 +60,25 @@ type servedModel struct {
 func newDWMACIntel(t *testing.T) *servedModel {
 	// Elkhart Lake's PCH mGbE in RGMII mode (dwmac-intel's ehl_rgmii1g_info):
 	// 8 RX and 8 TX queues, a PHY on MDIO, no SerDes to power up.
-	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: ehlRGMII1G, Channels: 8,
-		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, 0x01}, Name: "dwmacsim-ehl"})
+	return newDWMACServed(t, "dwmac-intel", ehlRGMII1G, 8, 0x01)
+}
+
+func newDWMACIntelADLS(t *testing.T) *servedModel {
+	// Alder Lake-S mGbE 0 (adls_sgmii1g_phy0_info): SGMII through the xPCS
+	// at MDIO address 0x16 (pcs-xpcs drives it), 6 RX and 4 TX queues (the
+	// model has as many channels each way: 6); the
+	// SerDes is the firmware's to power up.
+	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 6, 0x04)
+}
+
+func newDWMACServed(t *testing.T, name string, device uint16, channels int, macLow byte) *servedModel {
+	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device, Channels: channels,
+		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &servedModel{
-		name: "dwmac-intel", dev: m.SimDevice(), mac: m.MAC(), vendor: 0x8086, device: ehlRGMII1G,
+		name: name, dev: m.SimDevice(), mac: m.MAC(), vendor: 0x8086, device: device,
 		attach: m.Attach, faults: m.Faults, close: m.Close,
 		modules: []string{"dwmac-intel"}, driver: "intel-eth-pci",
 		compare: func(t *testing.T, g map[string]uint64, arp int) {
@@ -158,7 +171,7 @@ func TestLinuxDriver(t *testing.T) {
 	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
-	for _, mk := range []func(*testing.T) *servedModel{newDWMACIntel, newIGB} {
+	for _, mk := range []func(*testing.T) *servedModel{newDWMACIntel, newIGB, newDWMACIntelADLS} {
 		m := mk(t)
 		t.Run(m.name, func(t *testing.T) { runLinuxDriver(ctx, t, assets, initPath, m) })
 	}

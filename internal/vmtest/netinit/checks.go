@@ -177,7 +177,7 @@ func framesOut(c *check, p *plan, cl *traffic.Client) {
 		c.errorf("%d frames to the peer: %v", p.frames, err)
 		return
 	}
-	c.logf("peer got %s", rep)
+	c.logf("%s", rep)
 }
 
 func framesIn(c *check, p *plan, cl *traffic.Client) {
