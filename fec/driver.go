@@ -184,6 +184,7 @@ type Port struct {
 
 	warnings []string // immutable after Open
 	mib      bool     // the MIB counters exist (probeMIB); immutable after Open
+	mdioLate bool     // the last MDIO frame timed out and may still run (phy.go); guarded by ctl
 }
 
 var _ nic.Port = (*Port)(nil)
@@ -382,6 +383,7 @@ func (p *Port) reset() error {
 		return nil
 	}
 	p.w32(regECR, uint32(ecrRESET))
+	p.mdioLate = false // the reset cuts off a frame still being clocked out
 	time.Sleep(10 * time.Microsecond)
 	_, err := nic.PollReg(p.regs, uint32(regECR), 10*time.Millisecond, 10*time.Microsecond, func(v uint32) bool {
 		return ecrBits(v)&ecrRESET == 0

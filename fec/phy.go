@@ -51,17 +51,32 @@ func (p *Port) mdioSetup() {
 	p.w32(regEIR, uint32(eirMII))
 }
 
+func miiDone(v uint32) bool { return eirBits(v)&eirMII != 0 }
+
 // mdio runs one clause-22 frame and returns MMFR's data bits.
+//
+// A frame that timed out may still be clocking out: writing MMFR during a
+// frame corrupts it (the MAC starts the new one over it). So after a timeout
+// (mdioLate) the next access first waits for that frame's EIR.MII, and fails
+// without writing MMFR if it still does not come. A device model on a loaded
+// host (an arm64 test binary under qemu-user) can complete a frame later than
+// the timeout; on hardware a timeout means MDIO is not running at all.
 func (p *Port) mdio(op uint32, phyReg int, val uint16) (uint16, error) {
+	if p.mdioLate {
+		if _, err := nic.PollReg(p.regs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, miiDone); err != nil {
+			return 0, fmt.Errorf("MDIO access to PHY %d register %d: the previous frame timed out and has still not completed "+
+				"after another %v, so no new frame is started over it: %w", p.phyAddr, phyReg, mdioTimeout, err)
+		}
+		p.mdioLate = false
+	}
 	p.w32(regEIR, uint32(eirMII))
 	p.w32(regMMFR, mmfrST22|op|uint32(p.phyAddr&0x1F)<<mmfrPAShift|uint32(phyReg&0x1F)<<mmfrRAShift|mmfrTA|uint32(val))
-	_, err := nic.PollReg(p.regs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, func(v uint32) bool {
-		return eirBits(v)&eirMII != 0
-	})
+	_, err := nic.PollReg(p.regs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, miiDone)
 	switch {
 	case errors.Is(err, nic.ErrNoDevice):
 		return 0, fmt.Errorf("EIR reads all ones during an MDIO access: %w", err)
 	case err != nil:
+		p.mdioLate = true
 		return 0, fmt.Errorf("MDIO access to PHY %d register %d: EIR.MII not set after %v "+
 			"(is the ENET's module clock running, and is Config.ModuleClockHz right? MSCR = %#x from %d Hz; "+
 			"a wrong MSCR, a gated clock or a PHY held in reset never completes): %w",
