@@ -97,6 +97,11 @@ const (
 // whose config leaves Seed 0.
 const SeedEnv = "XNIC_SIM_SEED"
 
+// SyncEnv set to 1 makes every Sched synchronous (SchedConfig.Sync), to
+// measure what the asynchronous device sides cost; the tests of the device's
+// own time then fail, as they should.
+const SyncEnv = "XNIC_SIM_SYNC"
+
 var seedCounter atomic.Uint64
 
 // spinBelow is the shortest wait the background goroutine sleeps for; shorter
@@ -124,7 +129,7 @@ func NewSched(cfg SchedConfig) *Sched {
 	if hi < lo {
 		hi = lo
 	}
-	s := &Sched{seed: seed, sync: cfg.Sync, min: lo, span: int64(hi - lo),
+	s := &Sched{seed: seed, sync: cfg.Sync || os.Getenv(SyncEnv) == "1", min: lo, span: int64(hi - lo),
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), wake: make(chan struct{}, 1),
 		done: make(chan struct{})}
 	s.idle = sync.NewCond(&s.mu)

@@ -108,4 +108,11 @@ func TestSchedSeedReproducible(t *testing.T) {
 	if s := NewSched(SchedConfig{}); s.Seed() != 99 {
 		t.Fatalf("%s=99: seed %d", SeedEnv, s.Seed())
 	}
+	if NewSched(SchedConfig{}).Synchronous() {
+		t.Fatal("synchronous without being asked")
+	}
+	t.Setenv(SyncEnv, "1")
+	if !NewSched(SchedConfig{}).Synchronous() {
+		t.Fatalf("%s=1: not synchronous", SyncEnv)
+	}
 }
