@@ -70,6 +70,8 @@ type jitState struct {
 	// exit is why the native code returned: jitExit* | pc<<8 (the high 32
 	// bits are zero).
 	exit uint64
+	// spill is scratch for a register the code must free (amd64 division).
+	spill uint64
 }
 
 // jitProg is a program's native code: one executable mapping, with the entry

@@ -494,6 +494,9 @@ func (c *amd64Compiler) insn(pc int) error {
 			c.rm(false, true, []byte{0x89}, src, m, false)
 		}
 
+	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
+		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
+		c.div(in, dst, src)
 	case opJA:
 		c.branch(pc, in, 0xff)
 	case opExit:
@@ -508,6 +511,87 @@ func (c *amd64Compiler) insn(pc int) error {
 		c.exit(pc, jitExitSlow)
 	}
 	return nil
+}
+
+// div emits the division or modulo in with the interpreter's results
+// (udiv64 ... smod32): a zero divisor gives 0 (div) or leaves dst (mod, 32
+// bits zero-extended), a signed division by -1 negates (INT_MIN stays) and
+// its modulo is 0; the CPU's divide, which traps on those, runs only for
+// the other divisors. DIV needs RAX and RDX (r0 and r3): they are saved in
+// R10 and jitState.spill around it.
+func (c *amd64Compiler) div(in insn, dst, src uint8) {
+	o := in.op
+	w := o < opAdd32K
+	isX := (o-opDiv64K)%2 == 1
+	if !w {
+		isX = (o-opDiv32K)%2 == 1
+	}
+	var signed, mod bool
+	switch o {
+	case opSDiv64K, opSDiv64X, opSDiv32K, opSDiv32X:
+		signed = true
+	case opMod64K, opMod64X, opMod32K, opMod32X:
+		mod = true
+	case opSMod64K, opSMod64X, opSMod32K, opSMod32X:
+		signed, mod = true, true
+	}
+	if isX {
+		c.aluRR(true, 0x89, xS1, src)
+	} else if w {
+		c.movRI(xS1, in.imm)
+	} else {
+		c.movRI(xS1, int64(uint32(in.imm)))
+	}
+	c.aluRR(w, 0x85, xS1, xS1)
+	zero := c.jcc(ccE)
+	minus := -1
+	if signed {
+		c.aluRI(w, 7, xS1, -1)
+		minus = c.jcc(ccE)
+	}
+	c.aluRR(true, 0x89, xS2, xAX)
+	c.rm(false, true, []byte{0x89}, xDX, xmem{base: xCtx, index: -1, disp: offSpill}, false)
+	c.aluRR(w, 0x89, xAX, dst)
+	switch {
+	case signed && w:
+		c.byte1(0x48, 0x99) // cqo
+	case signed:
+		c.byte1(0x99) // cdq
+	default:
+		c.aluRR(false, 0x31, xDX, xDX)
+	}
+	ext := uint8(6) // div
+	if signed {
+		ext = 7 // idiv
+	}
+	c.rr(false, w, []byte{0xf7}, ext, xS1, false)
+	res := uint8(xAX)
+	if mod {
+		res = xDX
+	}
+	c.aluRR(true, 0x89, xS1, res)
+	c.aluRR(true, 0x89, xAX, xS2)
+	c.rm(false, true, []byte{0x8b}, xDX, xmem{base: xCtx, index: -1, disp: offSpill}, false)
+	c.aluRR(true, 0x89, dst, xS1)
+	done := []int{c.jmp()}
+	c.patch(zero, len(c.b))
+	if !mod {
+		c.movRI(dst, 0)
+	} else if !w {
+		c.aluRR(false, 0x89, dst, dst)
+	}
+	if signed {
+		done = append(done, c.jmp())
+		c.patch(minus, len(c.b))
+		if mod {
+			c.movRI(dst, 0)
+		} else {
+			c.rr(false, w, []byte{0xf7}, 3, dst, false) // neg
+		}
+	}
+	for _, d := range done {
+		c.patch(d, len(c.b))
+	}
 }
 
 // check emits the region check of an n-byte access at reg(base)+off (the

@@ -422,6 +422,9 @@ func (c *arm64Compiler) insn(pc int) {
 		}
 		c.w(op | aS1<<16 | aS2<<5 | v)
 
+	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
+		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
+		c.div(in, d, s)
 	case opJA:
 		c.jump(pc, in, aAL)
 	case opExit:
@@ -434,6 +437,53 @@ func (c *arm64Compiler) insn(pc int) {
 		// Division, calls, tail calls, atomics: the slow path.
 		c.exit(pc, jitExitSlow)
 	}
+}
+
+// div emits the division or modulo in: UDIV and SDIV give the
+// interpreter's results for every divisor (0 for a zero divisor, INT_MIN
+// for INT_MIN / -1) and do not trap; the modulo is dst - q*divisor (MSUB),
+// which leaves dst for a zero divisor and gives 0 for -1, as udiv64 ...
+// smod32 do. 32-bit forms work on W registers (zero-extended results).
+func (c *arm64Compiler) div(in insn, d, s uint32) {
+	o := in.op
+	is64 := o < opAdd32K
+	isX := (o-opDiv64K)%2 == 1
+	if !is64 {
+		isX = (o-opDiv32K)%2 == 1
+	}
+	var signed, mod bool
+	switch o {
+	case opSDiv64K, opSDiv64X, opSDiv32K, opSDiv32X:
+		signed = true
+	case opMod64K, opMod64X, opMod32K, opMod32X:
+		mod = true
+	case opSMod64K, opSMod64X, opSMod32K, opSMod32X:
+		signed, mod = true, true
+	}
+	m := s
+	if !isX {
+		v := uint64(in.imm)
+		if !is64 {
+			v = uint64(uint32(in.imm))
+		}
+		c.movImm(aS3, v)
+		m = aS3
+	}
+	op := uint32(0x9ac00800) // udiv
+	if signed {
+		op = 0x9ac00c00 // sdiv
+	}
+	msub := uint32(0x9b008000)
+	if !is64 {
+		op &^= a64W
+		msub &^= a64W
+	}
+	if !mod {
+		c.rrr(op, d, d, m)
+		return
+	}
+	c.rrr(op, aS4, d, m)
+	c.w(msub | m<<16 | d<<10 | aS4<<5 | d) // d = d - q*m
 }
 
 // a64AluOp is the A64 opcode (64-bit form) of a BPF ALU operation.
