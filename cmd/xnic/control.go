@@ -54,6 +54,7 @@ type ctlRequest struct {
 type ctlResponse struct {
 	Error    string            `json:"error,omitempty"`
 	Port     string            `json:"port"`
+	Family   string            `json:"family"`
 	Counters []ctlCounter      `json:"counters,omitempty"`  // the port's hardware and driver counters
 	Verdicts map[string]uint64 `json:"dataplane,omitempty"` // the dataplane's counters of the port
 	Regs     *nic.RegDump      `json:"regs,omitempty"`
@@ -254,7 +255,7 @@ func (s *controlServer) serve(c net.Conn, p *dpPort) {
 	_ = c.SetDeadline(time.Now().Add(controlTimeout))
 	r := bufio.NewReader(io.LimitReader(c, controlMaxRequest))
 	line, err := r.ReadBytes('\n')
-	resp := ctlResponse{Port: p.port.Name()}
+	resp := ctlResponse{Port: p.port.Name(), Family: string(p.op.Family)}
 	var req ctlRequest
 	if err == nil {
 		err = json.Unmarshal(line, &req)

@@ -117,6 +117,15 @@ func TestControlDuringRun(t *testing.T) {
 				t.Errorf("unforced write to a running port: rc %d %s", rc, errs)
 			}
 
+			if v == "igb" { // moderation changes under traffic, through the run
+				var co coalesceOut
+				cliJSON(t, &co, "coalesce", "--control", name, "rx-usecs", "77", "--json")
+				cliJSON(t, &dump, "regs", "--control", name, "--json")
+				if r, _ := dump.Reg("EITR0"); len(co.Queues) != 1 || co.Queues[0].RxUsecs != 77 || r.Value&eitrIntervalMask != 77<<2 {
+					t.Errorf("coalesce through the socket: %+v, EITR0 %#x", co, r.Value)
+				}
+			}
+
 			var anar phyRegValue
 			runPort(t, "phy", "--control", name, "write", "anar", "0x5e1", "--force")
 			cliJSON(t, &anar, "phy", "--control", name, "read", "anar", "--json")

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/vfio"
+)
+
+// xnic coalesce: ethtool -c / -C rx-usecs, on an open port or, through its
+// control socket, on a running one (the moderation registers may be written
+// while traffic runs). igb only: EITR's interval (bits 14:2, in microseconds;
+// 82576 datasheet 8.8.12) is the minimum time between two interrupts of a
+// vector. dwmac and fec have no moderation xnic's drivers use: the dwmac
+// driver asks for an interrupt per frame (IOC), which the RX watchdog (RIWT)
+// does not delay, and the fec driver leaves RXIC off.
+
+func init() {
+	register(&command{name: "coalesce", usage: portUsage + " [rx-usecs N] [--control PORT|PATH] [--json]",
+		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR), also on a running port", run: runCoalesce})
+}
+
+// eitrIntervalMask is EITR's interval field (bits 14:2), microseconds.
+const (
+	eitrIntervalMask  = 0x7FFC
+	eitrIntervalShift = 2
+	maxRxUsecs        = eitrIntervalMask >> eitrIntervalShift
+)
+
+// noModeration says why a family has no rx-usecs.
+var noModeration = map[family]string{
+	"dwmac": "the dwmac driver asks for an interrupt per received frame (RDES3.IOC), which the RX watchdog (RIWT) does not delay",
+	"fec":   "the fec driver leaves RX interrupt coalescing (RXIC) off",
+}
+
+// coalesceQueue is one queue's setting.
+type coalesceQueue struct {
+	Queue   int `json:"queue"`
+	RxUsecs int `json:"rx_usecs"`
+}
+
+type coalesceOut struct {
+	Port   string          `json:"port"`
+	Queues []coalesceQueue `json:"queues"`
+}
+
+// coalesceRegs names the moderation register of each queue in the table.
+func coalesceRegs(fam family, d *nic.RegDump) ([]nic.RegValue, error) {
+	if why, ok := noModeration[fam]; ok {
+		return nil, fmt.Errorf("%s: %w", why, nic.ErrNotSupported)
+	}
+	if fam != "igb" {
+		return nil, fmt.Errorf("no interrupt moderation known for the %s family: %w", fam, nic.ErrNotSupported)
+	}
+	var rs []nic.RegValue
+	for q := 0; ; q++ {
+		r, ok := d.Reg(fmt.Sprintf("EITR%d", q))
+		if !ok {
+			break
+		}
+		rs = append(rs, r)
+	}
+	if len(rs) == 0 {
+		return nil, errors.New("no EITR registers in the igb table")
+	}
+	return rs, nil
+}
+
+func coalesceShow(rs []nic.RegValue) []coalesceQueue {
+	out := make([]coalesceQueue, len(rs))
+	for i, r := range rs {
+		out[i] = coalesceQueue{Queue: i, RxUsecs: int(r.Value&eitrIntervalMask) >> eitrIntervalShift}
+	}
+	return out
+}
+
+// coalesceOps are the register writes that set every queue to usecs.
+func coalesceOps(rs []nic.RegValue, usecs int) []regOp {
+	ops := make([]regOp, len(rs))
+	for i, r := range rs {
+		v := r.Value&^eitrIntervalMask | uint32(usecs)<<eitrIntervalShift&eitrIntervalMask
+		ops[i] = regOp{Reg: r.Name, Value: &v}
+	}
+	return ops
+}
+
+// coalesceExec sets (usecs >= 0) and reads the setting of a port's queues.
+func coalesceExec(t regTarget, usecs int) ([]coalesceQueue, error) {
+	d, err := t.dump()
+	if err != nil {
+		return nil, err
+	}
+	rs, err := coalesceRegs(t.fam, d)
+	if err != nil {
+		return nil, err
+	}
+	if usecs > maxRxUsecs {
+		return nil, fmt.Errorf("rx-usecs %d: EITR's interval holds at most %d", usecs, maxRxUsecs)
+	}
+	if usecs >= 0 {
+		if rs, err = regExec(t, coalesceOps(rs, usecs), true); err != nil {
+			return nil, err
+		}
+	}
+	return coalesceShow(rs), nil
+}
+
+func parseCoalesceWords(ws []string) (int, error) {
+	switch {
+	case len(ws) == 0:
+		return -1, nil
+	case len(ws) == 2 && ws[0] == "rx-usecs":
+		n, err := strconv.Atoi(ws[1])
+		if err != nil || n < 0 || n > maxRxUsecs {
+			return 0, usageErrorf("rx-usecs %q: want 0 (no moderation) to %d", ws[1], maxRxUsecs)
+		}
+		return n, nil
+	}
+	return 0, usageErrorf("want rx-usecs N, got %q", ws)
+}
+
+func runCoalesce(args []string, stdout, stderr io.Writer) error {
+	var o portOptions
+	var asJSON bool
+	var ctl string
+	fs := newFlags("coalesce", stderr)
+	portFlags(fs, &o)
+	fs.BoolVar(&asJSON, "json", false, "print JSON")
+	controlFlag(fs, &ctl)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	bdf := ""
+	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && ctl == "" {
+		if _, err := vfio.ParseAddr(pos[0]); err == nil {
+			bdf, pos = pos[0], pos[1:]
+		}
+	}
+	usecs, err := parseCoalesceWords(pos)
+	if err != nil {
+		return err
+	}
+	var out coalesceOut
+	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+		return err
+	} else if ok {
+		if out, err = coalesceViaControl(path, usecs); err != nil {
+			return err
+		}
+	} else {
+		op, err := openPort(bdf, o)
+		if err != nil {
+			return err
+		}
+		t, err := portRegTarget(op, false)
+		if err == nil {
+			out.Port = op.Name()
+			out.Queues, err = coalesceExec(t, usecs)
+		}
+		if err = errors.Join(err, op.Close()); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return writeJSON(stdout, out)
+	}
+	for _, q := range out.Queues {
+		fmt.Fprintf(stdout, "%s queue %d: rx-usecs %d\n", out.Port, q.Queue, q.RxUsecs)
+	}
+	return nil
+}
+
+// coalesceViaControl reads (and sets) a running port's moderation through
+// its run: a dump, then the writes as one forced reg request (moderation may
+// change under traffic).
+func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
+	resp, err := controlCall(path, ctlRequest{Cmd: "regs"})
+	if err != nil {
+		return coalesceOut{}, err
+	}
+	if resp.Regs == nil {
+		return coalesceOut{}, fmt.Errorf("the run holding %s sent no registers", resp.Port)
+	}
+	rs, err := coalesceRegs(family(resp.Family), resp.Regs)
+	if err != nil {
+		return coalesceOut{}, err
+	}
+	if usecs >= 0 {
+		resp, err = controlCall(path, ctlRequest{Cmd: "reg", Ops: coalesceOps(rs, usecs), Force: true})
+		if err != nil {
+			return coalesceOut{}, err
+		}
+		rs = resp.Regs.Registers
+	}
+	return coalesceOut{Port: resp.Port, Queues: coalesceShow(rs)}, nil
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestCoalesceHoldsInterrupts: rx-usecs lands in the model's EITR, and the
+// model then holds a second RX interrupt back for that long; 0 lets it
+// through at once.
+func TestCoalesceHoldsInterrupts(t *testing.T) {
+	op, err := openPort("", portOptions{Sim: "igb", Interrupts: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	tg, err := portRegTarget(op, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := coalesceExec(tg, 8000)
+	if err != nil || len(qs) != 1 || qs[0].RxUsecs != 8000 {
+		t.Fatalf("%+v %v", qs, err)
+	}
+	regs, _ := op.Sim.Model.NICDevice().Regs(0)
+	off, _ := regOffset(tg, "EITR0")
+	if got := regs.Read32(off) & eitrIntervalMask >> eitrIntervalShift; got != 8000 {
+		t.Fatalf("the model's EITR0 interval is %d", got)
+	}
+	st := &selftester{op: op}
+	rxq := op.RxQueue(0)
+	irq := rxq.IRQ()
+	frame := func() {
+		st.seq++
+		if err := op.Sim.Peer.Send(selftestFrame(op.MAC(), 64, st.seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	arm := func() {
+		st.drain()
+		for f, _ := irq.Wait(0); f; f, _ = irq.Wait(0) {
+		}
+		rxq.ArmIRQ()
+	}
+	arm()
+	frame()
+	if f, _ := irq.Wait(time.Second); !f {
+		t.Fatal("the first frame raised no interrupt")
+	}
+	t0 := time.Now() // no earlier than that interrupt
+	arm()
+	frame()
+	if f, _ := irq.Wait(time.Second); !f {
+		t.Fatal("the held interrupt never came")
+	}
+	// EITR keeps 8 ms between the two messages; t0 may be late by the
+	// wake-up of the first Wait, hence the slack.
+	if d := time.Since(t0); d < 5*time.Millisecond {
+		t.Fatalf("the second interrupt came %v after the first, with EITR at 8 ms", d)
+	}
+	if _, err := coalesceExec(tg, maxRxUsecs+1); err == nil {
+		t.Fatal("an interval EITR cannot hold was taken")
+	}
+	if _, err := coalesceExec(tg, 0); err != nil {
+		t.Fatal(err)
+	}
+	arm()
+	frame()
+	if f, _ := irq.Wait(time.Second); !f {
+		t.Fatal("no interrupt with rx-usecs 0")
+	}
+}
+
+func TestCoalesceCommand(t *testing.T) {
+	var out coalesceOut
+	cliJSON(t, &out, "coalesce", "--sim", "igb:i350", "--queues", "2", "rx-usecs", "125", "--json")
+	if len(out.Queues) != 2 || out.Queues[0].RxUsecs != 125 || out.Queues[1].RxUsecs != 125 {
+		t.Fatalf("%+v", out)
+	}
+	for _, v := range []string{"dwmac", "fec"} {
+		if rc, _, errs := runPort(t, "coalesce", "--sim", v); rc != 1 || !strings.Contains(errs, "not supported") {
+			t.Errorf("%s: rc %d %s", v, rc, errs)
+		}
+	}
+	for _, bad := range [][]string{{"coalesce", "--sim", "igb", "rx-usecs", "8192"}, {"coalesce", "--sim", "igb", "tx-usecs", "1"}, {"coalesce", "--sim", "igb", "rx-usecs"}} {
+		if rc, _, _ := runPort(t, bad...); rc != 2 {
+			t.Errorf("%q: rc %d", bad, rc)
+		}
+	}
+}
