@@ -20,8 +20,13 @@ type Config struct {
 	// Queues is the number of RX/TX queue pairs (DMA channels), from 1 to what
 	// the integration and HW_FEATURE2 allow. Default 1. Without RSS the MAC
 	// steers untagged traffic to RX queue 0; the others see VLAN-priority
-	// traffic only.
+	// traffic only (VLANPriorityQueues).
 	Queues int
+	// VLANPriorityQueues steers C-VLAN tagged frames by priority (PCP): p to
+	// RX queue p mod Queues, through MAC_RxQ_Ctrl2/3's PSRQ bytes (databook
+	// "MAC_RxQ_Ctrl2"; stmmac's dwmac4_rx_queue_priority with the queues'
+	// snps,priority masks). Untagged frames stay on queue 0.
+	VLANPriorityQueues bool
 	// RxRingSize and TxRingSize are descriptors per ring, 4 to 1024 (the ring
 	// length registers hold 10 bits). Default 512 each.
 	RxRingSize, TxRingSize int
@@ -405,6 +410,11 @@ func (p *Port) bringUp() error {
 		rxq |= rxqGeneric << (2 * q)
 	}
 	p.w32(regMACRxQCtrl0, rxq)
+	if p.cfg.VLANPriorityQueues {
+		ctrl2, ctrl3 := vlanPriorityMasks(p.cfg.Queues)
+		p.w32(regMACRxQCtrl2, ctrl2)
+		p.w32(regMACRxQCtrl3, ctrl3)
+	}
 
 	// 8. Station address.
 	if err := p.setupMAC(); err != nil {
@@ -881,4 +891,15 @@ func (p *Port) CheckDMA() error {
 		return fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
 	return nil
+}
+
+// vlanPriorityMasks returns MAC_RxQ_Ctrl2 and 3 routing VLAN priority p to RX
+// queue p mod queues: byte n of the pair (PSRQn) has bit p set for each p the
+// queue takes, and every priority is in exactly one byte.
+func vlanPriorityMasks(queues int) (ctrl2, ctrl3 uint32) {
+	var both uint64
+	for prio := 0; prio < 8; prio++ {
+		both |= 1 << (8*uint(prio%queues) + uint(prio))
+	}
+	return uint32(both), uint32(both >> 32)
 }

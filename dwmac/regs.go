@@ -20,6 +20,8 @@ const (
 	regMACQ0TxFlow   reg = 0x070 // MAC_Q0_Tx_Flow_Ctrl
 	regMACRxFlow     reg = 0x090 // MAC_Rx_Flow_Ctrl
 	regMACRxQCtrl0   reg = 0x0a0 // MAC_RxQ_Ctrl0: queue enables, 2 bits per queue
+	regMACRxQCtrl2   reg = 0x0a8 // MAC_RxQ_Ctrl2: PSRQ0-3, a byte per queue: the VLAN priorities it takes
+	regMACRxQCtrl3   reg = 0x0ac // MAC_RxQ_Ctrl3: PSRQ4-7
 	regMACIntStatus  reg = 0x0b0 // MAC_Interrupt_Status (bits clear when their source is read)
 	regMACIntEnable  reg = 0x0b4 // MAC_Interrupt_Enable
 	regMAC1usTic     reg = 0x0dc // MAC_1US_Tic_Counter: CSR clock MHz - 1

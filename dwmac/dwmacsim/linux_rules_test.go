@@ -147,3 +147,29 @@ func TestSerDes(t *testing.T) {
 	_, err := New(Config{PHYAddr: 0x15})
 	require.ErrorIs(t, err, ErrConfig, "a PHY on the SerDes's address")
 }
+
+// TestVLANPrioritySteering: MAC_RxQ_Ctrl2/3 PSRQn route a C-VLAN priority to
+// queue n; a priority two queues select is a fault.
+func TestVLANPrioritySteering(t *testing.T) {
+	const tRxqCtrl2, tRxqCtrl3 = 0xa8, 0xac
+	r := newRig(t, testCfg())
+	m := r.m
+	tag := func(prio byte) []byte {
+		f := make([]byte, 64)
+		f[12], f[13], f[14] = 0x81, 0x00, prio<<5
+		return f
+	}
+	r.wr(tRxqCtrl2, 1<<(8*2+5)) // priority 5 to queue 2
+	r.wr(tRxqCtrl3, 1<<(8*0+7)) // priority 7 to queue 4 (Channels is 4: no queue 4)
+	m.mu.Lock()
+	got := []int{m.steerLocked(tag(5)), m.steerLocked(tag(3)), m.steerLocked(tag(7)), m.steerLocked(make([]byte, 64))}
+	m.mu.Unlock()
+	require.Equal(t, []int{2, 0, 0, 0}, got, "priority 5, unselected 3, 7 beyond the queues, untagged")
+	require.NoError(t, m.Err())
+	r.wr(tRxqCtrl2, 1<<(8*2+5)|1<<(8*1+5))
+	m.mu.Lock()
+	q := m.steerLocked(tag(5))
+	m.mu.Unlock()
+	require.Equal(t, 1, q, "the lower queue wins")
+	require.ErrorContains(t, m.Err(), "selected by RX queues 1 and 2")
+}

@@ -28,10 +28,42 @@ import (
 // tail, and its buffer belong to the device; the write-back hands both back.
 
 // Inject delivers frame as if it arrived from the wire (destination MAC to the
-// end of the payload, no preamble, no FCS) into MTL RX queue 0. It reports
+// end of the payload, no preamble, no FCS) into the MTL RX queue the MAC's
+// classifier picks: queue 0, or for a C-VLAN tagged frame (TPID 0x8100) the
+// queue whose MAC_RxQ_Ctrl2/3 PSRQ byte selects its priority (PCP). It reports
 // whether the frame was written to an RX ring. frame is not kept. It does not
 // allocate.
-func (m *Model) Inject(frame []byte) bool { return m.InjectQueue(0, frame) }
+func (m *Model) Inject(frame []byte) bool {
+	m.mu.Lock()
+	ok := m.receiveLocked(m.steerLocked(frame), frame)
+	m.mu.Unlock()
+	return ok
+}
+
+// steerLocked is the MAC's RX queue for frame by VLAN priority (databook
+// "MAC_RxQ_Ctrl2/3": PSRQn, bit p set routes priority p to queue n; stmmac's
+// dwmac4_rx_queue_priority programs it). Untagged frames and priorities no
+// queue selects go to queue 0. A priority selected by two queues is a
+// programming error the databook rules out: a fault, and the lower queue wins.
+func (m *Model) steerLocked(frame []byte) int {
+	if len(frame) < 16 || frame[12] != 0x81 || frame[13] != 0x00 {
+		return 0
+	}
+	prio := frame[14] >> 5
+	ctrl := uint64(m.plain[regMACRxqCtrl3])<<32 | uint64(m.plain[regMACRxqCtrl2])
+	q := -1
+	for n := 0; n < m.nch; n++ {
+		if ctrl>>(8*uint(n)+uint(prio))&1 == 0 {
+			continue
+		}
+		if q >= 0 {
+			m.faults.Add("rx", "MAC_RxQ_Ctrl2", uint64(regMACRxqCtrl2), "VLAN priority %d is selected by RX queues %d and %d (PSRQ): each priority must select one queue", prio, q, n)
+			break
+		}
+		q = n
+	}
+	return max(q, 0)
+}
 
 // InjectQueue is Inject into MTL RX queue q, as if the MAC's classifier
 // (VLAN priority, RSS, ...) had steered the frame there.
