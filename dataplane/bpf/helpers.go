@@ -59,7 +59,8 @@ func helperImplemented(id int32) bool {
 		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu,
 		helperPerfEventOutput, helperSpinLock, helperSpinUnlock,
 		helperGetNumaNodeID, helperRingbufQuery, helperForEachMapElem,
-		helperStrncmp, helperLookupPercpuElem:
+		helperStrncmp, helperLookupPercpuElem,
+		helperMapPushElem, helperMapPopElem, helperMapPeekElem:
 		return true
 	}
 	return false
@@ -263,6 +264,8 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
 	case helperLoop:
 		return r.loop(p, pc, reg)
+	case helperMapPushElem, helperMapPopElem, helperMapPeekElem:
+		return r.pushPop(p, pc, id, reg) // helpers_queue.go
 	case helperGetNumaNodeID:
 		return 0 // helpers_misc.go
 	case helperStrncmp:

@@ -263,6 +263,7 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			Flags:      ms.Flags,
 			NumCPU:     o.NumCPU,
 			InnerMap:   innerSpec(ms.InnerMap, o.NumCPU), // load_mapinmap.go
+			MapExtra:   ms.MapExtra,
 		}
 		m, err := o.NewMap(s)
 		if err != nil {

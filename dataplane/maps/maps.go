@@ -15,6 +15,8 @@ type Spec struct {
 	// NumCPU is the number of per-CPU slots for per-CPU maps (one per poll
 	// goroutine); ignored by other types.
 	NumCPU int
+	// MapExtra is map_extra (bloom filters: the number of hash functions).
+	MapExtra uint64
 	// InnerMap is the inner map template of a map of maps (array_of_maps,
 	// hash_of_maps); nil for other types.
 	InnerMap *Spec

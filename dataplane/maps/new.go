@@ -95,6 +95,10 @@ func New(spec Spec) (Map, error) {
 		return ifOK(newPerfEventArray(spec))
 	case ebpf.ArrayOfMaps, ebpf.HashOfMaps:
 		return ifOK(newMapOfMaps(spec))
+	case ebpf.Queue, ebpf.Stack:
+		return ifOK(newQueue(spec))
+	case ebpf.BloomFilter:
+		return ifOK(newBloomFilter(spec))
 	}
 	return nil, mapErr(spec.Name, syscall.EOPNOTSUPP, "map type %v is not implemented by xnic (use array, hash, lru_hash, lpm_trie, devmap, cpumap, xskmap, prog_array or ringbuf and their per-CPU forms)", spec.Type)
 }
