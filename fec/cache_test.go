@@ -144,11 +144,21 @@ func openCachePort(t *testing.T, v fecsim.Variant, c *sim.CacheConfig, mode ring
 	return cachePort{m: m, p: p}
 }
 
+// How long the traffic helpers wait without progress before they call a ring
+// stuck. A working ring makes progress every few microseconds, but a loaded
+// shared machine can stall a test for a good fraction of a second: runs that
+// must pass wait long. Runs that must fail (a broken layout) wait short: a
+// stuck ring is stuck, waiting longer only costs time.
+const (
+	workingPatience = 3 * time.Second
+	brokenPatience  = 250 * time.Millisecond
+)
+
 // cacheTraffic sends frames a -> b and b -> a, rounds times per direction,
 // each frame in its own Send and reclaiming only when the ring is full (as a
 // sender that batches its reclaims does), and checks what arrives. It
 // returns the first thing that went wrong instead of failing the test.
-func cacheTraffic(a, b cachePort, ring, rounds int) error {
+func cacheTraffic(a, b cachePort, ring, rounds int, patience time.Duration) error {
 	sizes := []int{60, 64, 61, 128, 1514, 1000, 1980, 333}
 	seq := 0
 	rx := make([]*dma.Buf, 32)
@@ -159,10 +169,7 @@ func cacheTraffic(a, b cachePort, ring, rounds int) error {
 				src, dst = b.p, a.p
 			}
 			var want [][]byte
-			// A working ring makes progress every few microseconds (milliseconds
-			// under the race detector): 250 ms without any is a stuck ring.
-			const patience = 250 * time.Millisecond
-			deadline := time.Now().Add(patience)
+			deadline := time.Now().Add(patience) // patience without progress: a stuck ring
 			for len(want) < ring/2+1 {
 				f := frameTo(dst.MAC(), src.MAC(), sizes[seq%len(sizes)], seq)
 				buf := src.RxQueue(0).Pool().Get()
@@ -238,7 +245,7 @@ func TestCacheModelFramesBothWays(t *testing.T) {
 						wa, wb := sim.NewPair()
 						a.m.Attach(wa)
 						b.m.Attach(wb)
-						if err := cacheTraffic(a, b, ring, 6); err != nil {
+						if err := cacheTraffic(a, b, ring, 6, workingPatience); err != nil {
 							t.Fatal(err)
 						}
 						for _, p := range []cachePort{a, b} {
@@ -286,7 +293,7 @@ func TestCacheModelCatchesNaiveRings(t *testing.T) {
 				t.Skipf("%s is set: no byte-exact memory in this run (the default run has the control)", sim.CacheEnv)
 			}
 			a, b := pair(t, nil)
-			if err := cacheTraffic(a, b, ring, 6); err != nil {
+			if err := cacheTraffic(a, b, ring, 6, workingPatience); err != nil {
 				t.Fatalf("byte-exact non-coherent model (the control): %v", err)
 			}
 		})
@@ -294,7 +301,7 @@ func TestCacheModelCatchesNaiveRings(t *testing.T) {
 			t.Run(format+"/"+cacheName(c), func(t *testing.T) {
 				reportSeed(t, c)
 				a, b := pair(t, &c)
-				err := cacheTraffic(a, b, ring, 6)
+				err := cacheTraffic(a, b, ring, 6, brokenPatience)
 				if err == nil {
 					t.Fatal("cached rings without a line discipline passed the cache model")
 				}
