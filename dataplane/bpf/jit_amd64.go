@@ -497,6 +497,8 @@ func (c *amd64Compiler) insn(pc int) error {
 	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
 		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
 		c.div(in, dst, src)
+	case opAtomic32, opAtomic64:
+		c.atomic(pc, in, src)
 	case opJA:
 		c.branch(pc, in, 0xff)
 	case opExit:
@@ -592,6 +594,46 @@ func (c *amd64Compiler) div(in insn, dst, src uint8) {
 	for _, d := range done {
 		c.patch(d, len(c.b))
 	}
+}
+
+// atomic emits the atomic operations that map to one locked instruction
+// (add, or, and, xor; fetch-add as XADD; exchange as XCHG) after the
+// store check of the region and a check of the natural alignment the
+// interpreter requires (atomic32/atomic64); a failed check, and the other
+// forms (fetch-or/and/xor, cmpxchg), go to the slow path, which reports the
+// same fault or runs the operation.
+func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
+	w := in.op == opAtomic64
+	n := int32(4)
+	if w {
+		n = 8
+	}
+	var opc []byte
+	switch in.imm {
+	case atomicAdd:
+		opc = []byte{0x01}
+	case atomicOr:
+		opc = []byte{0x09}
+	case atomicAnd:
+		opc = []byte{0x21}
+	case atomicXor:
+		opc = []byte{0x31}
+	case atomicAdd | atomicFetch:
+		opc = []byte{0x0f, 0xc1} // xadd
+	case atomicXchg:
+		opc = []byte{0x87} // xchg (locked without the prefix)
+	default:
+		c.exit(pc, jitExitSlow)
+		return
+	}
+	m := c.check(pc, in.dst, in.off, n, true)
+	c.rm(false, true, []byte{0x8d}, xS2, m, false) // lea: the address
+	c.testRI(true, xS2, n-1)
+	c.slowIf(ccNE, pc)
+	if in.imm != atomicXchg {
+		c.byte1(0xf0) // lock
+	}
+	c.rm(false, w, opc, src, xmem{base: xS2, index: -1}, false)
 }
 
 // check emits the region check of an n-byte access at reg(base)+off (the
