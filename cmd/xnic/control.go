@@ -161,6 +161,8 @@ type controlServer struct {
 	engine *dataplane.Engine        // immutable
 	coll   *bpf.Collection          // immutable; nil: no program
 	specs  map[string]*ebpf.MapSpec // immutable: the object's maps, with their BTF
+	trace  *traceHub                // immutable; nil: bpf_printk output is not kept
+	stop   chan struct{}            // closed by Close: ends trace streams
 	lns    []net.Listener           // immutable after serveControl
 	paths  []string                 // immutable after serveControl
 	wg     sync.WaitGroup           // accept loops and connections
@@ -172,8 +174,8 @@ type controlServer struct {
 // paths to w. A socket left by a run that is gone is replaced; a port name a
 // live run already serves (two runs of the same --sim kind) gets the socket
 // PORT.PID.sock instead.
-func serveControl(ports []*dpPort, coll *bpf.Collection, specs map[string]*ebpf.MapSpec, e *dataplane.Engine, w io.Writer) (*controlServer, error) {
-	s := &controlServer{engine: e, coll: coll, specs: specs, ports: map[string]*dpPort{}}
+func serveControl(ports []*dpPort, coll *bpf.Collection, specs map[string]*ebpf.MapSpec, trace *traceHub, e *dataplane.Engine, w io.Writer) (*controlServer, error) {
+	s := &controlServer{engine: e, coll: coll, specs: specs, trace: trace, stop: make(chan struct{}), ports: map[string]*dpPort{}}
 	dir := controlDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("control socket directory: %w", err)
@@ -224,6 +226,11 @@ func listenOwnerOnly(path string) (net.Listener, error) {
 
 // Close stops serving and removes the sockets.
 func (s *controlServer) Close() error {
+	select {
+	case <-s.stop:
+	default:
+		close(s.stop)
+	}
 	var errs []error
 	for i, ln := range s.lns {
 		errs = append(errs, ln.Close())
@@ -259,6 +266,13 @@ func (s *controlServer) serve(c net.Conn, p *dpPort) {
 	var req ctlRequest
 	if err == nil {
 		err = json.Unmarshal(line, &req)
+	}
+	if err == nil && req.Cmd == "trace" && s.trace != nil {
+		s.trace.streamTrace(c, s.stop)
+		return
+	}
+	if err == nil && req.Cmd == "trace" {
+		err = errors.New("the run keeps no bpf_printk output")
 	}
 	if err == nil {
 		err = s.handle(p, req, &resp)

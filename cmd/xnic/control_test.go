@@ -281,7 +281,7 @@ func TestControlSocketPaths(t *testing.T) {
 	ln.(*net.UnixListener).SetUnlinkOnClose(false)
 	ln.Close()
 	var out bytes.Buffer
-	a, err := serveControl(ports, nil, nil, nil, &out)
+	a, err := serveControl(ports, nil, nil, nil, nil, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -293,7 +293,7 @@ func TestControlSocketPaths(t *testing.T) {
 		t.Fatalf("directory %v %v", fi.Mode(), err)
 	}
 	out.Reset()
-	b, err := serveControl(ports, nil, nil, nil, &out)
+	b, err := serveControl(ports, nil, nil, nil, nil, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +315,7 @@ func TestControlSocketPaths(t *testing.T) {
 	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := serveControl(ports, nil, nil, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "no socket") {
+	if _, err := serveControl(ports, nil, nil, nil, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "no socket") {
 		t.Fatalf("a regular file in the way: %v", err)
 	}
 	if b, _ := os.ReadFile(path); string(b) != "x" {

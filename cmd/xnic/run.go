@@ -166,7 +166,8 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	for _, p := range ports {
 		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.queues})
 	}
-	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1), Engine: o.engine.e})
+	trace := newTraceHub() // trace.go: bpf_printk lines for `xnic prog trace`
+	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1), Engine: o.engine.e, Trace: trace})
 	if err != nil {
 		return fmt.Errorf("loading %s: %w", o.prog, err)
 	}
@@ -248,7 +249,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return e.Stop()
 	}
 	defer stop()
-	cs, err := serveControl(ports, coll, spec.Maps, e, stderr) // control.go: stats, regs, maps while running
+	cs, err := serveControl(ports, coll, spec.Maps, trace, e, stderr) // control.go: stats, regs, maps while running
 	if err != nil {
 		return err
 	}
