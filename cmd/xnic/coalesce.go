@@ -194,6 +194,9 @@ func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
 		if err != nil {
 			return coalesceOut{}, err
 		}
+		if resp.Regs == nil {
+			return coalesceOut{}, fmt.Errorf("the run holding %s sent no registers", resp.Port)
+		}
 		rs = resp.Regs.Registers
 	}
 	return coalesceOut{Port: resp.Port, Queues: coalesceShow(rs)}, nil

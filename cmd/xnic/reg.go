@@ -216,6 +216,9 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if resp.Regs == nil {
+			return fmt.Errorf("the run holding %s sent no registers", resp.Port)
+		}
 		return printRegValues(stdout, resp.Regs.Registers, asJSON)
 	}
 	op, err := openPort(bdf, o)
