@@ -45,9 +45,13 @@
 // has none (ErrCachedRings): four descriptors share a cache line, and a CPU
 // write-back of that line would overwrite the DMA's write-backs (ringmem.go).
 //
-// Fatal DMA conditions (DMA_CHx_Status FBE, TPS, RPS) are not recovered from
-// automatically as stmmac does: CheckDMA reports them, and Close and Open
-// recover.
+// Fatal DMA conditions (DMA_CHx_Status FBE, TPS, RPS) are recovered from by
+// the queues themselves, as stmmac restarts a channel: an idle Recv, or a
+// Reclaim with frames in flight and none done, reads the channel's status
+// every 256 such polls, and on a fatal bit the RX and TX sides each reset
+// their ring (buffers back to their pools, in-flight frames counted as
+// tx_errors) and restart, counted in rx_dma_recoveries and tx_dma_recoveries
+// (fatal.go). CheckDMA reports a stopped channel to a caller that asks.
 //
 // The link comes from the PHY: Link reads BMSR (and the advertisement registers)
 // over MDIO and reprograms MAC_Configuration's speed and duplex when they change,

@@ -175,6 +175,10 @@ func decodeHW(ver uint32, f [4]uint32) HWInfo {
 // queue belongs to one goroutine (see rxQueue, txQueue). Close must not run
 // while a queue is being polled.
 type Port struct {
+	// fatal is each channel's fatal-error generation (fatal.go); atomic. 16
+	// covers HW_FEATURE2's 4-bit channel counts.
+	fatal [16]chanFatal
+
 	dev   nic.Device    // immutable
 	regs  nic.Regs      // immutable
 	alloc dma.Allocator // immutable

@@ -55,6 +55,8 @@ type rxQueue struct {
 	ctxt      atomic.Uint64 // context descriptors (not expected: timestamps are off)
 	badLen    atomic.Uint64 // PL of 0 or beyond the buffer
 	allocFail atomic.Uint64 // refills that found the pool short
+
+	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
 }
 
 var _ nic.RxQueue = (*rxQueue)(nil)
@@ -169,6 +171,9 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 	}
 	if q.posted < q.n-1 {
 		q.refill() // also retries a refill the pool could not serve before
+	}
+	if got == 0 {
+		q.checkFatal()
 	}
 	if got > 0 {
 		q.packets.Add(uint64(got))

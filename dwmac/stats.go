@@ -83,6 +83,13 @@ func (p *Port) Stats() []nic.Counter {
 		badLen += q.badLen.Load()
 		allocFail += q.allocFail.Load()
 	}
+	var rxRec, txRec uint64
+	for _, q := range p.rx {
+		rxRec += q.fatal.recoveries.Load()
+	}
+	for _, q := range p.tx {
+		txRec += q.fatal.recoveries.Load()
+	}
 	for _, q := range p.tx {
 		txp += q.packets.Load()
 		txb += q.bytes.Load()
@@ -105,6 +112,8 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
 		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
+		nic.Counter{Name: "rx_dma_recoveries", Value: rxRec},
+		nic.Counter{Name: "tx_dma_recoveries", Value: txRec},
 	)
 	for _, q := range p.rx {
 		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())

@@ -51,6 +51,8 @@ type txQueue struct {
 
 	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
 	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
+
+	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -245,6 +247,9 @@ func (q *txQueue) reclaim() int {
 		q.errors.Add(errs)
 	}
 	nic.PutBufs(q.done[:n])
+	if n == 0 {
+		n = q.checkFatal()
+	}
 	return n
 }
 
