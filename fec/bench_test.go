@@ -7,6 +7,7 @@ import (
 	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/fec/fecsim"
 	"github.com/xnic-dev/xnic/nic/nictest"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 const benchBurst = 32
@@ -19,7 +20,7 @@ const benchBurst = 32
 func BenchmarkSimRxTx(b *testing.B) {
 	for _, legacy := range []bool{false, true} {
 		b.Run(map[bool]string{false: "extended", true: "legacy"}[legacy], func(b *testing.B) {
-			m := newModel(b, fecsim.Config{})
+			m := newModel(b, fecsim.Config{Sched: sim.SchedConfig{Sync: true}}) // device work inside the writes: comparable figures
 			m.SetTransmit(nil)
 			p := openPort(b, m.Device(), fec.Config{RxRingSize: 256, TxRingSize: 256, LegacyBD: legacy})
 			frame := frameTo(p.MAC(), []byte{2, 9, 9, 9, 9, 9}, 64, 1)

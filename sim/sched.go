@@ -228,15 +228,15 @@ func (t *Timer) arm(d time.Duration, idle bool) {
 	if s.closed {
 		return
 	}
-	if d < 0 {
-		d = s.min
-		if s.span > 0 {
-			d += time.Duration(s.rng.Int64N(s.span + 1))
+	var due time.Time // synchronous: due at once (and no clock read: it is slow on some VMs)
+	if !s.sync {
+		if d < 0 {
+			d = s.min
+			if s.span > 0 {
+				d += time.Duration(s.rng.Int64N(s.span + 1))
+			}
 		}
-	}
-	due := time.Now().Add(d)
-	if s.sync {
-		due = time.Time{}
+		due = time.Now().Add(d)
 	}
 	if t.running {
 		if !t.again || due.Before(t.due) {
@@ -338,7 +338,10 @@ func (s *Sched) runDue(all bool) {
 	s.mu.Unlock()
 	for {
 		s.mu.Lock()
-		now := time.Now()
+		var now time.Time
+		if !all && !s.sync {
+			now = time.Now()
+		}
 		var t *Timer
 		for _, c := range s.timers {
 			if c.armed && !c.running && c.pass != pass && (all || s.sync || !c.due.After(now)) {

@@ -79,8 +79,13 @@ func newRig(t testing.TB, cfg Config) *rig {
 	return &rig{t: t, m: m, regs: regs, a: m.Device().DMA()}
 }
 
-func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) { r.regs.Write32(off, v); r.m.Settle() }
+func (r *rig) rd(off uint32) uint32 { return r.regs.Read32(off) }
+func (r *rig) wr(off uint32, v uint32) {
+	r.regs.Write32(off, v)
+	if !r.m.sched.Synchronous() {
+		r.m.Settle()
+	}
+}
 
 // wrRaw writes without letting the device finish first: the TX DMA runs on
 // its own time (the timing tests).

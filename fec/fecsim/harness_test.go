@@ -304,7 +304,9 @@ type settledRegs struct {
 
 func (s settledRegs) Write32(off, val uint32) {
 	s.Regs.Write32(off, val)
-	s.m.Settle()
+	if !s.m.sched.Synchronous() {
+		s.m.Settle()
+	}
 }
 
 // waitResetDone polls ECR until RESET reads 0, as a driver must.

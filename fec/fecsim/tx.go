@@ -45,14 +45,20 @@ func (m *Model) txRun() {
 		budget = 1 + m.sched.IntN(txBurstMax)
 	}
 	again, held := false, false
+	var active [3]bool
 	m.mu.Lock()
 	for q := range m.rings {
-		if r := &m.rings[q]; r.txClearing {
+		r := &m.rings[q]
+		if r.txClearing {
 			r.txClearing, r.tdar = false, false
 		}
+		active[q] = r.tdar
 	}
 	m.mu.Unlock()
 	for q := 0; q < m.info.rings; q++ {
+		if !active[q] {
+			continue
+		}
 		for i := 0; ; i++ {
 			if i == budget {
 				again = true
