@@ -186,6 +186,7 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 	sel.flags(fs)
 	in := fs.String("in", "", "input pcap (Ethernet)")
 	out := fs.String("out", "", "write the frames after the program to this pcap")
+	perfPcap := fs.String("perf-pcap", "", "write the frame bytes of perf event samples (bpf_perf_event_output) to this pcapng; samples are printed on stderr either way")
 	asJSON := fs.Bool("json", false, "one JSON object per frame")
 	ifindex := fs.Uint("ifindex", 1, "ingress_ifindex of the context")
 	queue := fs.Uint("queue", 0, "rx_queue_index of the context")
@@ -204,6 +205,11 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
+	perf, err := openPerfSink(c, stderr, *perfPcap) // perfout.go
+	if err != nil {
+		return err
+	}
+	defer perf.close()
 	frames, err := readPcap(*in)
 	if err != nil {
 		return err
@@ -234,6 +240,9 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 			errs++
 		} else {
 			act := r.Run(p, f)
+			if err := perf.drain(i, fr.ci.Timestamp); err != nil {
+				return err
+			}
 			counts[act]++
 			res.Verdict = act.String()
 			outb := f.Buf[f.DataMeta:f.DataEnd]

@@ -171,7 +171,11 @@ func (a *PerfEventArray) Output(index uint64, cpu int, meta, pkt []byte) error {
 		r.lost = 0
 	}
 	var hdr [perfHeaderSize + 4]byte
-	binary.LittleEndian.PutUint32(hdr[0:], perfRecordSample)
+	// type, misc, size as perf_event_header; xnic keeps the frame bytes'
+	// length in type's upper half and the data's in misc (the consumer's
+	// FrameOffset/FrameLen; the kernel's sample does not say).
+	binary.LittleEndian.PutUint32(hdr[0:], perfRecordSample|uint32(min(len(pkt), 0xffff))<<16)
+	binary.LittleEndian.PutUint16(hdr[4:], uint16(min(len(meta), 0xffff)))
 	binary.LittleEndian.PutUint16(hdr[6:], uint16(total))
 	binary.LittleEndian.PutUint32(hdr[8:], uint32(raw))
 	r.put(hdr[:])
@@ -228,6 +232,9 @@ type PerfRecord struct {
 	// RawSample is the sample's data (meta then packet bytes, then the
 	// kernel's zero padding); nil for a loss record.
 	RawSample []byte
+	// FrameOffset and FrameLen locate the frame bytes the program asked
+	// for (BPF_F_CTXLEN_MASK) in RawSample, after its own data.
+	FrameOffset, FrameLen int
 	// LostSamples is the number of samples refused (ring full) before this
 	// point, in a loss record (which comes just before the next sample
 	// that fitted, as in the kernel's ring).
@@ -267,6 +274,9 @@ func (p *PerfReader) Read(ctx context.Context) (PerfRecord, error) {
 		}
 	}
 }
+
+// Poll returns the next record if one is waiting, without blocking.
+func (p *PerfReader) Poll() (PerfRecord, bool) { return p.poll() }
 
 // poll takes one record (or loss report) from any ring.
 func (p *PerfReader) poll() (PerfRecord, bool) {
@@ -309,7 +319,8 @@ func (r *perfRing) take() (PerfRecord, bool) {
 	}
 	var hdr [perfHeaderSize]byte
 	r.get(hdr[:])
-	if binary.LittleEndian.Uint32(hdr[:]) == perfRecordLost {
+	typ := binary.LittleEndian.Uint32(hdr[:])
+	if typ == perfRecordLost {
 		var rest [perfLostSize - perfHeaderSize]byte
 		r.get(rest[:])
 		return PerfRecord{CPU: r.cpu, LostSamples: binary.LittleEndian.Uint64(rest[8:])}, true
@@ -318,5 +329,9 @@ func (r *perfRing) take() (PerfRecord, bool) {
 	r.get(size[:])
 	raw := make([]byte, binary.LittleEndian.Uint32(size[:]))
 	r.get(raw)
-	return PerfRecord{CPU: r.cpu, RawSample: raw}, true
+	meta, pkt := int(binary.LittleEndian.Uint16(hdr[4:])), int(typ>>16)
+	if meta+pkt > len(raw) {
+		meta, pkt = len(raw), 0
+	}
+	return PerfRecord{CPU: r.cpu, RawSample: raw, FrameOffset: meta, FrameLen: pkt}, true
 }
