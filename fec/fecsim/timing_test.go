@@ -303,3 +303,45 @@ func TestLatchedEventRaisesNoInterrupt(t *testing.T) {
 	require.Equal(t, uint64(2), b.m.IRQFired(0), "cleared TXF, new frame: a new interrupt")
 	b.noFaults()
 }
+
+// TestBrokenDriverEmptyBeforeAddress: a refill that sets E before writing the
+// buffer address hands the BD over at once: a frame arriving in between (the
+// wire does not wait) lands at the old address, and the new buffer stays empty.
+func TestBrokenDriverEmptyBeforeAddress(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		b := newBed(t, bedOpts{n: 2})
+		// Both BDs take a frame; the ring wraps back to BD 0.
+		for i := 0; i < 2; i++ {
+			require.True(t, b.m.Inject(testFrame(b.m, 80, byte(i))))
+		}
+		// The driver refills BD 0 with a new buffer: BD 1's, as it happens
+		// (BD 1 stays the driver's). The old address is BD 0's buffer.
+		d := b.rx[0].CPU[0:]
+		newAddr := uint32(b.rxBuf[0].IOVA) + bufSize
+		syncBD := func() { b.alloc.Sync(b.rx[0], 0, b.bdSize(), dma.ForDevice) }
+		f := testFrame(b.m, 90, 0x5a)
+		if broken {
+			b.u16(d[bdSC:], rxE)
+			syncBD()
+		} else {
+			b.u32(d[bdAddr:], newAddr)
+			syncBD()
+			b.u16(d[bdSC:], rxE)
+			syncBD()
+		}
+		b.r.Write32(regRDAR, darActive)
+		delivered := b.m.Inject(f) // arrives now
+		if broken {
+			b.u32(d[bdAddr:], newAddr)
+			syncBD()
+		}
+		got := b.rxData(0, 1, len(f))
+		if broken {
+			require.False(t, delivered && bytes.Equal(got, f), "E before the address: the frame must not land in the new buffer")
+			continue
+		}
+		require.True(t, delivered)
+		require.Equal(t, f, got, "refilled in order: the frame lands in the new buffer")
+		b.noFaults()
+	}
+}
