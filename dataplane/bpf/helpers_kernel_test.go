@@ -54,8 +54,9 @@ func csumDiffSpec(from, to int32) *ebpf.CollectionSpec {
 }
 
 // diffRun runs the program prog of spec on every frame in the kernel and in
-// xnic and fails on the first frames whose verdict or bytes differ. It
-// returns the number of frames compared.
+// xnic, in the interpreter and in the JIT where there is one (helpers are
+// the same calls from both), and fails on the first frames whose verdict or
+// bytes differ. It returns the number of frames compared.
 func diffRun(t *testing.T, spec *ebpf.CollectionSpec, prog string, frames [][]byte) int {
 	t.Helper()
 	k, err := kernelxdp.LoadSpec(spec.Copy(), nil)
@@ -63,29 +64,42 @@ func diffRun(t *testing.T, spec *ebpf.CollectionSpec, prog string, frames [][]by
 		t.Fatalf("kernel load: %v", err)
 	}
 	defer k.Close()
-	c, err := LoadCollectionSpec(spec.Copy(), &Options{NumCPU: 1})
-	if err != nil {
-		t.Fatalf("xnic load: %v", err)
+	type engine struct {
+		name string
+		p    *Program
+		r    *Runner
 	}
-	defer c.Close()
-	p, err := c.Program(prog)
-	if err != nil {
-		t.Fatal(err)
+	var engines []engine
+	for _, e := range []Engine{EngineInterp, EngineJIT} {
+		c, err := LoadCollectionSpec(spec.Copy(), &Options{NumCPU: 1, Engine: e})
+		if e == EngineJIT && err != nil {
+			continue // no JIT on this platform
+		}
+		if err != nil {
+			t.Fatalf("xnic load: %v", err)
+		}
+		defer c.Close()
+		p, err := c.Program(prog)
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, engine{map[Engine]string{EngineInterp: "interp", EngineJIT: "jit"}[e], p, NewRunner(0)})
 	}
-	r := NewRunner(0)
 	bad := 0
 	for _, fr := range frames {
 		kr, err := k.Run(prog, kernelxdp.Input{Frame: fr})
 		if err != nil {
 			t.Fatalf("kernel run: %v", err)
 		}
-		f := newFrame(fr)
-		got := r.Run(p, f)
-		out := f.Buf[f.Data:f.DataEnd]
-		if uint32(got) != kr.Verdict || !bytes.Equal(out, kr.Frame) {
-			t.Errorf("frame %x:\n kernel %v %x\n xnic   %v %x (fault %v)", fr, kr.Verdict, kr.Frame, got, out, r.Fault())
-			if bad++; bad > 5 {
-				t.FailNow()
+		for _, e := range engines {
+			f := newFrame(fr)
+			got := e.r.Run(e.p, f)
+			out := f.Buf[f.Data:f.DataEnd]
+			if uint32(got) != kr.Verdict || !bytes.Equal(out, kr.Frame) {
+				t.Errorf("frame %x:\n kernel      %v %x\n xnic %-6s %v %x (fault %v)", fr, kr.Verdict, kr.Frame, e.name, got, out, e.r.Fault())
+				if bad++; bad > 5 {
+					t.FailNow()
+				}
 			}
 		}
 	}
