@@ -36,10 +36,19 @@
 // write-back of a line can overwrite what the device wrote fails. AllocUncached
 // gives memory the CPU maps non-cacheable: one copy, seen by both sides.
 //
+// # The device's time
+//
+// Sched (sched.go) is a model's device side: work a register write asks for
+// (a transmit, an MDIO frame, the end of a reset) becomes due after a seeded
+// random latency and runs on a background goroutine or at a later register
+// access, never inside the write, so the device can observe memory between
+// any two of the driver's accesses. Sync mode (and XNIC_SIM_SYNC=1) runs it at
+// the end of the write instead, for benchmarks; XNIC_SIM_SEED fixes the seed.
+//
 // # Concurrency
 //
-// Memory, Faults, Device, IRQ, PHY and the links are safe for concurrent use.
-// Wire is guarded by the model's own lock.
+// Memory, Faults, Device, IRQ, PHY, Sched and the links are safe for concurrent
+// use. Wire is guarded by the model's own lock.
 // A model's register callbacks run on the caller's goroutine; the model serialises
 // them itself.
 package sim
