@@ -64,6 +64,9 @@
 // (COMPATIBLE@ADDR), XNIC_VMTEST_MAC, XNIC_BIN, XNIC_XDP_MACSWAP and the
 // pktgen parameters. The host asserts the peer's sessions and compares every
 // `xnic pktgen` frame in the capture with the one package pktgen builds.
-// /init's lines come on the third UART (ttymxc2), the console on the second.
-// With -vmtest.dir the artifacts are under DIR/fec/VARIANT.
+// A fourth boot, above4G, gives the guest 6 GiB so that its huge pages lie
+// above 4 GiB, and checks that the driver's memory is refused there
+// (TestHighMemVM). /init's lines come on the third UART (ttymxc2), the
+// console on the second. With -vmtest.dir the artifacts are under
+// DIR/fec/VARIANT.
 package vmtest
