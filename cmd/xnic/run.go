@@ -114,7 +114,8 @@ func dpRunCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stderr, "\n--map values: KEY and VALUE are integers (VALUE may be a comma list of 32-bit\n"+
 			"fields; a field that is a program name becomes that program's id, for cpumap\n"+
 			"entries: --map cpu_map:0=2048,xdp_cpumap_count). Devmap values are port ifindexes:\n"+
-			"port N (in --dev or --sim order) has ifindex N+1.")
+			"port N (in --dev or --sim order) has ifindex N+1. KEY and VALUE may also be bpftool\n"+
+			"byte lists of any size: \"24 0 0 0 10 1 2 0\" (C notation) or \"hex 0a000001\".")
 	}
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -422,6 +423,9 @@ func dpSetMap(c *bpf.Collection, arg string) error {
 }
 
 func dpValueField(c *bpf.Collection, s string, size int) ([]byte, error) {
+	if _, ok, err := mapArgBytes(s, size); ok && err != nil { // maphex.go
+		return nil, err
+	}
 	if b, err := dpIntBytes(s, size); err == nil {
 		return b, nil
 	}
@@ -434,6 +438,9 @@ func dpValueField(c *bpf.Collection, s string, size int) ([]byte, error) {
 
 // dpIntBytes writes the integer s little-endian in size bytes (1, 2, 4 or 8).
 func dpIntBytes(s string, size int) ([]byte, error) {
+	if b, ok, err := mapArgBytes(s, size); ok { // maphex.go: bpftool-style byte lists
+		return b, err
+	}
 	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
 	if err != nil {
 		return nil, err
