@@ -173,12 +173,15 @@ func (t *fibTable) lookup4(prm []byte, flags uint32) uint64 {
 }
 
 func (t *fibTable) lookup6(prm []byte, flags uint32) uint64 {
+	dst := netip.AddrFrom16([16]byte(prm[fibDst : fibDst+16]))
+	src := netip.AddrFrom16([16]byte(prm[fibSrc : fibSrc+16]))
+	// rt6_need_strict: multicast, link-local and loopback addresses are
+	// never forwarded, checked before the device.
+	if needStrict6(dst) || needStrict6(src) {
+		return fibRetNotFwded
+	}
 	if _, ret, ok := t.fibStart(prm, true); !ok {
 		return ret
-	}
-	dst := netip.AddrFrom16([16]byte(prm[fibDst : fibDst+16]))
-	if dst.Is4In6() {
-		dst = netip.AddrFrom16(dst.As16()) // keep it IPv6: no unmapping
 	}
 	e, ret, ok := t.routeFor(prm, dst, flags)
 	if !ok {
@@ -305,4 +308,8 @@ func (r *Runner) checkMTU(p *Program, pc int, reg *[16]uint64) uint64 {
 	}
 	binary.LittleEndian.PutUint32(ml, mtu)
 	return ret
+}
+
+func needStrict6(a netip.Addr) bool {
+	return a.IsMulticast() || a.IsLinkLocalUnicast() || a.IsLoopback()
 }

@@ -331,3 +331,133 @@ func TestCheckMTUMatchesKernel(t *testing.T) {
 		}
 	}
 }
+
+// fibNetns6 configures IPv6 in the namespace (no link-local addresses, no
+// DAD) and returns the same configuration as an xnic FIB.
+func fibNetns6(t *testing.T, ns *kernelxdp.Netns) *FIB {
+	dev, peer := uint32(ns.DevIndex), uint32(ns.PeerIndex)
+	for _, kv := range []string{"net.ipv6.conf.all.disable_ipv6=0", "net.ipv6.conf.default.addr_gen_mode=1", "net.ipv6.conf.default.accept_dad=0"} {
+		nsSysctl(t, ns, kv)
+	}
+	for _, d := range []string{kernelxdp.NetnsDev, kernelxdp.NetnsPeer} {
+		nsSysctl(t, ns, "net.ipv6.conf."+d+".addr_gen_mode=1")
+		nsSysctl(t, ns, "net.ipv6.conf."+d+".accept_dad=0")
+		nsSysctl(t, ns, "net.ipv6.conf."+d+".disable_ipv6=0")
+	}
+	nsIP(t, ns, "link", "set", kernelxdp.NetnsDev, "address", "02:00:00:00:00:01")
+	nsIP(t, ns, "link", "set", kernelxdp.NetnsPeer, "address", "02:00:00:00:00:02")
+	nsIP(t, ns, "link", "set", kernelxdp.NetnsPeer, "mtu", "1400")
+	nsIP(t, ns, "-6", "addr", "add", "2001:db8:1::1/64", "dev", kernelxdp.NetnsDev, "nodad")
+	nsIP(t, ns, "-6", "addr", "add", "2001:db8:2::1/64", "dev", kernelxdp.NetnsPeer, "nodad")
+	nsSysctl(t, ns, "net.ipv6.conf."+kernelxdp.NetnsDev+".forwarding=1")
+	for _, r := range [][]string{
+		{"2001:db8:100::/48", "via", "2001:db8:2::2", "dev", kernelxdp.NetnsPeer, "metric", "5"},
+		{"2001:db8:100:7::/64", "via", "2001:db8:1::9", "dev", kernelxdp.NetnsDev},
+		{"blackhole", "2001:db8:dead::/48"},
+		{"unreachable", "2001:db8:beef::/48"},
+		{"prohibit", "2001:db8:bad::/48"},
+		{"2001:db8:300::/48", "dev", kernelxdp.NetnsPeer, "mtu", "lock", "1300"},
+		{"2001:db8:400::/48", "via", "2001:db8:2::3", "dev", kernelxdp.NetnsPeer},
+	} {
+		nsIP(t, ns, append([]string{"-6", "route", "add"}, r...)...)
+	}
+	f := &FIB{
+		Interfaces: []FIBInterface{
+			{Ifindex: dev, MAC: macDev, MTU: 1500, Forwarding6: true, Addrs: []netip.Prefix{netip.MustParsePrefix("2001:db8:1::1/64")}},
+			{Ifindex: peer, MAC: macPeer, MTU: 1400, Addrs: []netip.Prefix{netip.MustParsePrefix("2001:db8:2::1/64")}},
+		},
+		Routes: []FIBRoute{
+			{Dst: netip.MustParsePrefix("2001:db8:100::/48"), Gateway: netip.MustParseAddr("2001:db8:2::2"), Ifindex: peer, Metric: 5},
+			{Dst: netip.MustParsePrefix("2001:db8:100:7::/64"), Gateway: netip.MustParseAddr("2001:db8:1::9"), Ifindex: dev, Metric: 1024},
+			{Dst: netip.MustParsePrefix("2001:db8:dead::/48"), Type: RouteBlackhole, Metric: 1024},
+			{Dst: netip.MustParsePrefix("2001:db8:beef::/48"), Type: RouteUnreachable, Metric: 1024},
+			{Dst: netip.MustParsePrefix("2001:db8:bad::/48"), Type: RouteProhibit, Metric: 1024},
+			{Dst: netip.MustParsePrefix("2001:db8:300::/48"), Ifindex: peer, MTU: 1300, Metric: 1024},
+			{Dst: netip.MustParsePrefix("2001:db8:400::/48"), Gateway: netip.MustParseAddr("2001:db8:2::3"), Ifindex: peer, Metric: 1024},
+		},
+	}
+	for _, n := range []struct {
+		idx  uint32
+		name string
+		ip   string
+		mac  [6]byte
+	}{
+		{peer, kernelxdp.NetnsPeer, "2001:db8:2::2", [6]byte{2, 0xbb, 0, 0, 0, 2}},
+		{dev, kernelxdp.NetnsDev, "2001:db8:1::9", [6]byte{2, 0xbb, 0, 0, 0, 9}},
+		{dev, kernelxdp.NetnsDev, "2001:db8:1::5", [6]byte{2, 0xbb, 0, 0, 0, 5}},
+		{peer, kernelxdp.NetnsPeer, "2001:db8:300::7", [6]byte{2, 0xbb, 0, 0, 3, 7}},
+	} {
+		mac := fmt.Sprintf("%02x:%02x:%02x:%02x:%02x:%02x", n.mac[0], n.mac[1], n.mac[2], n.mac[3], n.mac[4], n.mac[5])
+		nsIP(t, ns, "-6", "neigh", "add", n.ip, "lladdr", mac, "dev", n.name, "nud", "permanent")
+		f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: n.idx, IP: netip.MustParseAddr(n.ip), MAC: n.mac})
+	}
+	return f
+}
+
+func TestFIBLookup6MatchesKernel(t *testing.T) {
+	needKernel(t)
+	ns, err := kernelxdp.OpenNetns(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	fib := fibNetns6(t, ns)
+	var k *kernelxdp.Object
+	if err := ns.Do(func() (err error) { k, err = kernelxdp.LoadSpec(fibSpec(), nil); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	c, err := LoadCollectionSpec(fibSpec(), &Options{NumCPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetFIB(fib); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := c.Program("fib")
+	r := NewRunner(0)
+	rng := rand.New(rand.NewPCG(21, 22))
+	dsts := []string{"2001:db8:1::1", "2001:db8:1::", "2001:db8:1::5", "2001:db8:1::6", "2001:db8:2::2", "2001:db8:2::9",
+		"2001:db8:100::1", "2001:db8:100:7::1", "2001:db8:dead::1", "2001:db8:beef::1", "2001:db8:bad::1",
+		"2001:db8:300::7", "2001:db8:300::8", "2001:db8:400::1", "2001:db8:999::1", "::", "::1"}
+	ifs := []uint32{uint32(ns.DevIndex), uint32(ns.DevIndex), uint32(ns.PeerIndex), 99}
+	totLens := []uint16{0, 0, 1280, 1300, 1301, 1400, 1401, 1500, 1501}
+	rets := map[int64]int{}
+	for range 3000 {
+		fr := make([]byte, 80)
+		for i := range fr {
+			fr[i] = byte(rng.Uint32())
+		}
+		flags := rng.Uint32() & fibLookupMask &^ fibLookupTBID // tables other than main: none here
+		binary.LittleEndian.PutUint32(fr, flags)
+		prm := fr[8:72]
+		prm[fibFamily] = afInet6
+		binary.LittleEndian.PutUint16(prm[fibTotLen:], totLens[rng.IntN(len(totLens))])
+		binary.LittleEndian.PutUint32(prm[fibIfindex:], ifs[rng.IntN(len(ifs))])
+		dst := netip.MustParseAddr(dsts[rng.IntN(len(dsts))]).As16()
+		copy(prm[fibDst:], dst[:])
+		var kr kernelxdp.Result
+		if err := ns.Do(func() (err error) {
+			kr, err = k.Run("fib", kernelxdp.Input{Frame: fr, IngressIfindex: uint32(ns.DevIndex)})
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		f := newFrame(fr)
+		r.Run(p, f)
+		out := f.Buf[f.Data:f.DataEnd]
+		ret := int64(binary.LittleEndian.Uint64(kr.Frame[72:]))
+		rets[ret]++
+		if !bytes.Equal(out, kr.Frame) {
+			t.Fatalf("flags %#x dst %v in %x\n kernel ret %d %x\n xnic   ret %d %x", flags, netip.AddrFrom16(dst), fr[8:72],
+				ret, kr.Frame[8:72], int64(binary.LittleEndian.Uint64(out[72:])), out[8:72])
+		}
+	}
+	t.Logf("kernel return codes %v", rets)
+	for _, want := range []int64{fibRetSuccess, fibRetBlackhole, fibRetUnreachable, fibRetProhibit, fibRetNotFwded,
+		fibRetFwdDisabled, fibRetNoNeigh, fibRetFragNeeded, -int64(syscall.ENODEV)} {
+		if rets[want] == 0 {
+			t.Errorf("no lookup returned %d", want)
+		}
+	}
+}

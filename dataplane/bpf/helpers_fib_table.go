@@ -36,7 +36,9 @@ type FIBInterface struct {
 	// Addrs are the port's addresses with their prefix lengths. Like the
 	// kernel, each adds a local entry (the address and, for IPv4 prefixes
 	// shorter than /31, the subnet's broadcast address: not forwarded;
-	// the network address is an ordinary host, as measured on 6.18) and a connected route to the prefix through the port
+	// the network address is an ordinary host, as measured on 6.18; for
+	// IPv6 prefixes shorter than /127 the subnet-router anycast address)
+	// and a connected route to the prefix through the port
 	// with the address as preferred source (metric 0 for IPv4, 256 for
 	// IPv6).
 	Addrs []netip.Prefix
@@ -133,7 +135,7 @@ type fibTable struct {
 
 // compileFIB checks f and builds its tables.
 func compileFIB(f *FIB) (*fibTable, error) {
-	t := &fibTable{ifaces: map[uint32]*fibIface{}, tables: map[uint32][]fibEntry{TableMain: nil}, neigh: map[neighKey][6]byte{}}
+	t := &fibTable{ifaces: map[uint32]*fibIface{}, tables: map[uint32][]fibEntry{TableMain: nil, TableLocal: nil}, neigh: map[neighKey][6]byte{}}
 	for _, in := range f.Interfaces {
 		if in.Ifindex == 0 {
 			return nil, fmt.Errorf("fib: interface with ifindex 0")
@@ -190,7 +192,14 @@ func (t *fibTable) addConnected(ifindex uint32, a netip.Prefix) {
 	if addr.Is4() && a.Bits() < 31 {
 		local = append(local, fibEntry{dst: netip.PrefixFrom(broadcast4(a), 32), kind: kindLocal, ifindex: ifindex})
 	}
-	t.tables[TableMain] = append(t.tables[TableMain], local...) // merged: see route
+	if addr.Is6() && a.Bits() < 127 { // the subnet-router anycast address (RFC 4291)
+		local = append(local, fibEntry{dst: netip.PrefixFrom(a.Masked().Addr(), 128), kind: kindLocal, ifindex: ifindex})
+	}
+	if addr.Is4() {
+		t.tables[TableMain] = append(t.tables[TableMain], local...) // merged: see route
+	} else {
+		t.tables[TableLocal] = append(t.tables[TableLocal], local...)
+	}
 	metric := uint32(0)
 	if addr.Is6() {
 		metric = 256
@@ -212,8 +221,8 @@ func (t *fibTable) routeEntry(r FIBRoute) (fibEntry, uint32, error) {
 		return fibEntry{}, 0, fmt.Errorf("invalid destination")
 	}
 	table := r.Table
-	if table == 0 || table == TableLocal {
-		table = TableMain
+	if table == 0 || table == TableLocal && r.Dst.Addr().Unmap().Is4() {
+		table = TableMain // IPv4's local and main are one (see route)
 	}
 	dst := netip.PrefixFrom(r.Dst.Addr().Unmap(), r.Dst.Bits()).Masked()
 	e := fibEntry{dst: dst, gw: r.Gateway.Unmap(), ifindex: r.Ifindex, metric: r.Metric, mtu: r.MTU, src: r.Src.Unmap()}
@@ -241,6 +250,9 @@ func (t *fibTable) routeEntry(r FIBRoute) (fibEntry, uint32, error) {
 // not through oif when oif is not 0.
 func (t *fibTable) lookup(table uint32, dst netip.Addr, oif uint32) *fibEntry {
 	es := t.tables[table]
+	if dst.Is6() {
+		return lookup6(es, dst, oif)
+	}
 	for i := range es {
 		e := &es[i]
 		if !e.dst.Contains(dst) {
@@ -255,13 +267,39 @@ func (t *fibTable) lookup(table uint32, dst netip.Addr, oif uint32) *fibEntry {
 	return nil
 }
 
+// lookup6 is the IPv6 choice: the longest prefix, then the lowest metric;
+// the lookup's interface (params->ifindex, with or without OUTPUT) only
+// breaks ties between routes of equal metric (rt6_score_route without
+// RT6_LOOKUP_F_IFACE), it does not exclude routes as IPv4's oif does.
+func lookup6(es []fibEntry, dst netip.Addr, oif uint32) *fibEntry {
+	var best *fibEntry
+	for i := range es {
+		e := &es[i]
+		if !e.dst.Contains(dst) {
+			continue
+		}
+		if best == nil {
+			best = e
+			continue
+		}
+		if e.dst.Bits() != best.dst.Bits() || e.metric != best.metric {
+			break // sorted: no better candidate follows
+		}
+		if best.ifindex != oif && e.ifindex == oif {
+			best = e
+		}
+	}
+	return best
+}
+
 // route is the FIB lookup proper: the default rules (local, main, default)
 // or one table (DIRECT). ok is false when the table does not exist. Without
-// custom rules (xnic has none) the kernel keeps the local and main tables in
-// one trie (fib_new_table aliases local to main), so a lookup in either sees
-// both: local entries answer DIRECT lookups in main too.
+// custom rules (xnic has none) the kernel keeps IPv4's local and main tables
+// in one trie (fib_new_table aliases local to main), so a lookup in either
+// sees both: local entries answer DIRECT lookups in main too. IPv6's tables
+// stay apart.
 func (t *fibTable) route(dst netip.Addr, oif uint32, direct bool, tbid uint32) (e *fibEntry, ok bool) {
-	if tbid == TableLocal {
+	if tbid == TableLocal && dst.Is4() {
 		tbid = TableMain
 	}
 	if direct {
@@ -270,7 +308,8 @@ func (t *fibTable) route(dst netip.Addr, oif uint32, direct bool, tbid uint32) (
 		}
 		return t.lookup(tbid, dst, oif), true
 	}
-	for _, tb := range [...]uint32{TableMain, TableDefault} {
+	// IPv6 keeps local and main apart (the rules visit local first).
+	for _, tb := range [...]uint32{TableLocal, TableMain, TableDefault} {
 		if e := t.lookup(tb, dst, oif); e != nil {
 			return e, true
 		}
