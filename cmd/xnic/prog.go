@@ -24,7 +24,7 @@ import (
 // disasm, maps, and the bpf_conformance plugin.
 
 func init() {
-	register(&command{name: "prog run", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--out OUT.pcap] [--json] [--ifindex N] [--queue N]",
+	register(&command{name: "prog run", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap|IN.pcapng [--out OUT.pcap] [--json] [--ifindex N] [--queue N]",
 		summary: "run an XDP program on each frame of a pcap and show the verdicts", run: runProgRun})
 	register(&command{name: "prog bench", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--repeat N]",
 		summary: "time an XDP program on the frames of a pcap (median ns per run)", run: runProgBench})
@@ -104,6 +104,9 @@ type inputFrame struct {
 }
 
 func readPcap(path string) ([]inputFrame, error) {
+	if frames, ok, err := readPcapng(path); ok { // pcapng.go: what run --dump writes
+		return frames, err
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
