@@ -70,7 +70,7 @@ func openPerfSink(c *bpf.Collection, text io.Writer, pcapPath string) (*perfSink
 }
 
 // drain prints and captures every waiting record; frame is the input frame's
-// index, ts its capture time.
+// index (negative: not known), ts the capture time to record.
 func (s *perfSink) drain(frame int, ts time.Time) error {
 	for i, rd := range s.readers {
 		for {
@@ -84,7 +84,11 @@ func (s *perfSink) drain(frame int, ts time.Time) error {
 			}
 			data := rec.RawSample[:rec.FrameOffset]
 			pkt := rec.RawSample[rec.FrameOffset : rec.FrameOffset+rec.FrameLen]
-			fmt.Fprintf(s.text, "perf %s cpu %d frame %d: data %s", s.names[i], rec.CPU, frame, hex.EncodeToString(data))
+			where := ""
+			if frame >= 0 {
+				where = fmt.Sprintf(" frame %d", frame)
+			}
+			fmt.Fprintf(s.text, "perf %s cpu %d%s: data %s", s.names[i], rec.CPU, where, hex.EncodeToString(data))
 			if len(pkt) > 0 {
 				fmt.Fprintf(s.text, " + %d frame bytes", len(pkt))
 			}

@@ -2,10 +2,12 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/gopacket/pcapgo"
 )
@@ -46,5 +48,43 @@ func TestProgRunPerfSamples(t *testing.T) {
 		if want := fr[:min(len(fr), 128)]; !bytes.Equal(data, want) {
 			t.Errorf("packet %d: %x, want %x", i, data, want)
 		}
+	}
+}
+
+// TestRunPerfSamples: `xnic run` on a simulated port with xdp_perf_sample
+// prints the samples and captures their frame bytes.
+func TestRunPerfSamples(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "run.pcapng")
+	o := &dpRunOptions{sim: "igb:1", prog: examplePath(t, "xdp_perf_sample"), queues: 1, interval: 100 * time.Millisecond,
+		tap: "none", json: true, perfPcap: out, peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 2000, workers: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	if err := dpRun(ctx, o, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\n%s", err, stderr.String())
+	}
+	lines := strings.Count(stderr.String(), "perf events cpu 0: data deda40004000")
+	f, err := os.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for {
+		data, _, err := r.ReadPacketData()
+		if err != nil {
+			break
+		}
+		if len(data) != 64 {
+			t.Fatalf("captured %d bytes, want the 64-byte frames", len(data))
+		}
+		n++
+	}
+	if n == 0 || n != lines {
+		t.Errorf("%d samples printed, %d captured: want the same, more than 0", lines, n)
 	}
 }

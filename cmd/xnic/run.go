@@ -61,6 +61,7 @@ type dpRunOptions struct {
 	cpus             string
 	maps             dpMapFlags
 	mapFile          string // --maps (mapfile.go)
+	perfPcap         string // --perf-pcap (perfout.go)
 	duration         time.Duration
 	interval         time.Duration
 	busy             bool
@@ -88,6 +89,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
+	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
 	fs.StringVar(&o.mapFile, "maps", "", "preload maps from FILE before the --map entries: bpftool map dump JSON or hex lines")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "time between two rate lines")
@@ -255,6 +257,11 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer cs.Close()
+	perf, err := openPerfSink(coll, stderr, o.perfPcap) // perfout.go: bpf_perf_event_output records
+	if err != nil {
+		return err
+	}
+	defer perf.close()
 	if o.metrics != "" {
 		ms, err := metrics.Serve(dpMetricsAddr(o.metrics), e)
 		if err != nil {
@@ -279,6 +286,9 @@ loop:
 		case <-ctx.Done():
 			break loop
 		case <-tick.C:
+			if err := perf.drain(-1, time.Now()); err != nil {
+				return err
+			}
 			cur := e.Snapshot()
 			rs := dataplane.RatesBetween(&prev, &cur)
 			if o.json {
@@ -295,6 +305,9 @@ loop:
 		p.stopPartner()
 	}
 	stopErr := stop()
+	if err := perf.drain(-1, time.Now()); err != nil {
+		return err
+	}
 	final := e.Snapshot()
 	if o.json {
 		if err := dataplane.WriteJSON(stdout, &final, nil); err != nil {
