@@ -107,6 +107,10 @@ type rxQueue struct {
 	head, tail, dctl, dca uint32
 	rqdpc                 uint32
 	baSet, lenSet         bool
+	// fetched holds each descriptor as the device fetched it when an RDT
+	// write handed it over (fetchedOK marks which), as for TX.
+	fetched   []byte
+	fetchedOK []bool
 }
 
 // txQueue is one transmit ring's registers. The driver writes the tail (TDT),
@@ -962,7 +966,11 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 			m.faults.Add("write32", regName(off), uint64(off), "RDT %d written beyond the ring (%d descriptors)", val, x.len/descSize)
 			return
 		}
+		old := x.tail
 		x.tail = val
+		if enabled {
+			m.fetchLocked(x.fetched, x.fetchedOK, x.base(), x.len, old, val)
+		}
 	case qDCA:
 		x.dca = val
 	case qDCTL:
@@ -977,6 +985,11 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 			if x.srrctl&srrctlBSizeMask == 0 {
 				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.BSIZEPKT 0", q)
 				return
+			}
+			if n := int(x.len / descSize); len(x.fetchedOK) != n {
+				x.fetched, x.fetchedOK = make([]byte, n*descSize), make([]bool, n)
+			} else {
+				clear(x.fetchedOK)
 			}
 		}
 		x.dctl = val // ENABLE reads back at once

@@ -186,6 +186,9 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 			m.cnt.RxMissed++
 			return false
 		}
+		if changedLocked(r.fetched, r.fetchedOK, head, d) {
+			m.faults.Add("rx-desc", "RDT", base+uint64(head)*descSize, "RX descriptor %d changed after the RDT write handed it to the device (which may fetch it at once): write descriptors before moving the tail", head)
+		}
 		chunk := data[i*bsize : min(len(data), (i+1)*bsize)]
 		buf, err := m.mem.View("rx-buffer", le.Uint64(d[rxdPktAddr:]), len(chunk))
 		if err != nil {

@@ -127,3 +127,39 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 		require.NoError(t, r.m.Err())
 	}
 }
+
+// TestBrokenDriverRxTailBeforeDescriptor: an RX refill that moves RDT before
+// writing the descriptor hands over one the device may fetch at once;
+// finishing it afterwards is a fault even if no frame arrived in between.
+func TestBrokenDriverRxTailBeforeDescriptor(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		r := newRig(t, testCfg())
+		r.linkUp()
+		rx := r.setupRx(0, 8, 2)
+		r.wr(tRDBAL(0)+0x18, 6) // descriptors 0-5 the device's, 6 and 7 ours
+		r.enableRx(0)
+		// Descriptor 6 (written by setupRx) was ours; the driver gives it
+		// a new buffer (descriptor 7's) and moves RDT past it.
+		newBuf := rx.bufs.IOVA + uint64(7*rx.bsize)
+		d := rx.ring.CPU[6*16:]
+		le.PutUint64(d[0:], 0) // the old contents: a write-back, say
+		if broken {
+			r.wr(tRDBAL(0)+0x18, 7)
+			le.PutUint64(d[0:], newBuf)
+		} else {
+			le.PutUint64(d[0:], newBuf)
+			r.wr(tRDBAL(0)+0x18, 7)
+		}
+		f := frame(factoryMAC, 80)
+		for i := 0; i < 7; i++ {
+			require.True(t, r.m.Inject(f), "frame %d", i)
+		}
+		if broken {
+			require.Error(t, r.m.Err())
+			require.Contains(t, r.m.Err().Error(), "changed after the RDT write")
+			continue
+		}
+		require.Equal(t, f, rx.buf(7, 80), "the refilled descriptor's frame is in the new buffer")
+		require.NoError(t, r.m.Err())
+	}
+}

@@ -318,33 +318,45 @@ func (m *Model) gatherLocked(x *txQueue, fr *txFrame, ring []byte, base uint64, 
 // descriptors [from, to) at once (the 82576 prefetches on a tail update), so
 // their content is fixed then; gatherLocked checks that it still is.
 func (m *Model) fetchTxLocked(x *txQueue, from, to uint32) {
-	size := uint32(len(x.fetchedOK))
-	if size == 0 || x.len/descSize != size || !m.mem.DMAEnabled() {
+	m.fetchLocked(x.fetched, x.fetchedOK, x.base(), x.len, from, to)
+}
+
+// fetchLocked copies descriptors [from, to) of the ring at base (len bytes)
+// from the device's view into fetched and marks them in ok.
+func (m *Model) fetchLocked(fetched []byte, ok []bool, base uint64, len32, from, to uint32) {
+	size := uint32(len(ok))
+	if size == 0 || len32/descSize != size || !m.mem.DMAEnabled() {
 		return
 	}
-	ring := m.ringView("tx-fetch", x.base(), size)
+	ring := m.ringView("fetch", base, size)
 	if ring == nil {
-		return // faulted per descriptor when processed
+		return // faulted per descriptor when used
 	}
 	for i := from; i != to; {
 		o := int(i) * descSize
-		copy(x.fetched[o:o+descSize], ring[o:o+descSize])
-		x.fetchedOK[i] = true
+		copy(fetched[o:o+descSize], ring[o:o+descSize])
+		ok[i] = true
 		if i++; i == size {
 			i = 0
 		}
 	}
 }
 
+// changedLocked reports (and forgets) whether descriptor idx differs from its
+// copy in fetched.
+func changedLocked(fetched []byte, ok []bool, idx uint32, d []byte) bool {
+	if int(idx) >= len(ok) || !ok[idx] {
+		return false
+	}
+	ok[idx] = false
+	o := int(idx) * descSize
+	return !bytes.Equal(fetched[o:o+descSize], d[:descSize])
+}
+
 // checkFetchedLocked reports descriptor idx changed since the TDT write that
 // handed it over: the driver wrote it after moving the tail.
 func (m *Model) checkFetchedLocked(x *txQueue, idx uint32, d []byte, addr uint64) {
-	if int(idx) >= len(x.fetchedOK) || !x.fetchedOK[idx] {
-		return
-	}
-	x.fetchedOK[idx] = false
-	o := int(idx) * descSize
-	if !bytes.Equal(x.fetched[o:o+descSize], d[:descSize]) {
+	if changedLocked(x.fetched, x.fetchedOK, idx, d) {
 		m.faults.Add("tx-desc", "TDT", addr, "TX descriptor %d changed after the TDT write handed it to the device (the device fetched it then): write descriptors before moving the tail", idx)
 	}
 }
