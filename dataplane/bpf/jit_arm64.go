@@ -40,6 +40,7 @@ const (
 	aS3  = 11 // loaded bounds, immediates
 	aS4  = 12 // offset + size
 	aS5  = 13 // large field offsets, store immediates
+	aS6  = 14 // store-exclusive status
 	aCtx = 24 // the Runner
 	aZR  = 31
 )
@@ -425,6 +426,8 @@ func (c *arm64Compiler) insn(pc int) {
 	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
 		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
 		c.div(in, d, s)
+	case opAtomic32, opAtomic64:
+		c.atomic(pc, in, s)
 	case opJA:
 		c.jump(pc, in, aAL)
 	case opExit:
@@ -484,6 +487,88 @@ func (c *arm64Compiler) div(in insn, d, s uint32) {
 	}
 	c.rrr(op, aS4, d, m)
 	c.w(msub | m<<16 | d<<10 | aS4<<5 | d) // d = d - q*m
+}
+
+// atomic emits an atomic operation as a load-acquire/store-release
+// exclusive loop (LDAXR/STLXR, what sync/atomic uses on cores without LSE,
+// such as the i.MX8's Cortex-A53), after the store check of the region and
+// the natural-alignment check the interpreter requires; a failed check goes
+// to the slow path, which reports the same fault.
+func (c *arm64Compiler) atomic(pc int, in insn, s uint32) {
+	is64 := in.op == opAtomic64
+	n := int32(4)
+	ldaxr, stlxr := uint32(0x885ffc00), uint32(0x8800fc00)
+	cmp := uint32(0x6b00001f)
+	if is64 {
+		n = 8
+		ldaxr, stlxr = 0xc85ffc00, 0xc800fc00
+		cmp = 0xeb00001f
+	}
+	var op uint32
+	switch in.imm &^ atomicFetch {
+	case atomicAdd:
+		op = a64Add
+	case atomicOr:
+		op = a64Orr
+	case atomicAnd:
+		op = a64And
+	case atomicXor:
+		op = a64Eor
+	case atomicXchg &^ atomicFetch, atomicCmpXchg &^ atomicFetch:
+	default:
+		c.exit(pc, jitExitSlow)
+		return
+	}
+	if !is64 {
+		op &^= a64W
+	}
+	c.check(pc, in.dst, in.off, n, true)
+	c.rrr(a64Add, aS2, aS2, aS1) // the address
+	c.movImm(aS3, uint64(n-1))
+	c.rrr(0xea00001f, 0, aS2, aS3) // tst
+	c.slowIf(aNE, pc)
+	loop := len(c.b)
+	c.w(ldaxr | aS2<<5 | aS4)
+	switch in.imm {
+	case atomicCmpXchg:
+		c.rrr(cmp, 0, aS4, 0) // cmp old, r0
+		ne := c.branchShort(aNE)
+		c.w(stlxr | aS6<<16 | aS2<<5 | s)
+		c.cbnzLoop(loop)
+		c.patch(ne, len(c.b))
+		c.rrr(a64Orr&^a64W|boolW(is64), 0, aZR, aS4) // r0 = old
+		return
+	case atomicXchg:
+		c.w(stlxr | aS6<<16 | aS2<<5 | s)
+	default:
+		c.rrr(op, aS5, aS4, s)
+		c.w(stlxr | aS6<<16 | aS2<<5 | aS5)
+	}
+	c.cbnzLoop(loop)
+	if in.imm&atomicFetch != 0 {
+		c.rrr(a64Orr&^a64W|boolW(is64), s, aZR, aS4) // src = old
+	}
+}
+
+// boolW is the sf bit when is64.
+func boolW(is64 bool) uint32 {
+	if is64 {
+		return a64W
+	}
+	return 0
+}
+
+// branchShort is a B.cond (imm19) to be patched, whatever c.long says: for
+// targets a few instructions away.
+func (c *arm64Compiler) branchShort(cond uint32) a64Fixup {
+	c.w(0x54000000 | cond)
+	return a64Fixup{pos: len(c.b) - 4, cond: true}
+}
+
+// cbnzLoop branches back to loop while the store-exclusive status is not 0.
+func (c *arm64Compiler) cbnzLoop(loop int) {
+	d := int32(loop-len(c.b)) / 4
+	c.w(0x35000000 | (uint32(d)&0x7ffff)<<5 | aS6)
 }
 
 // a64AluOp is the A64 opcode (64-bit form) of a BPF ALU operation.
