@@ -62,6 +62,7 @@ type dpRunOptions struct {
 	maps             dpMapFlags
 	mapFile          string // --maps (mapfile.go)
 	perfPcap         string // --perf-pcap (perfout.go)
+	fibFile          string // --fib (fibfile.go)
 	duration         time.Duration
 	interval         time.Duration
 	busy             bool
@@ -90,6 +91,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
+	fs.StringVar(&o.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu: ports (by ifindex, 1..N), routes and neighbours in JSON (fibfile.go)")
 	fs.StringVar(&o.mapFile, "maps", "", "preload maps from FILE before the --map entries: bpftool map dump JSON or hex lines")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "time between two rate lines")
@@ -232,6 +234,14 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	}
 	e.WireMaps(coll)
 	if err := preloadMaps(coll, o.mapFile); err != nil {
+		return err
+	}
+	if err := loadFIBFile(coll, o.fibFile, func(ifindex uint32) net.HardwareAddr {
+		if ifindex < 1 || int(ifindex) > len(ports) {
+			return nil
+		}
+		return ports[ifindex-1].port.MAC()
+	}); err != nil {
 		return err
 	}
 	reportRefused(coll, stderr)

@@ -1,0 +1,166 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/xnic-dev/xnic/dataplane/bpf"
+)
+
+// FIB files (--fib FILE) give bpf_fib_lookup and bpf_check_mtu their table
+// (bpf.FIB): xnic's ports, routes and neighbours, in JSON:
+//
+//	{"interfaces": [{"ifindex": 1, "mac": "02:00:00:00:00:01", "mtu": 1500,
+//	                 "forwarding": true, "addrs": ["10.1.0.1/24"]}],
+//	 "routes": [{"dst": "198.18.0.0/15", "gateway": "10.2.0.2", "ifindex": 2},
+//	            {"dst": "203.0.113.0/24", "type": "blackhole"}],
+//	 "neighbours": [{"ifindex": 2, "ip": "10.2.0.2", "mac": "02:47:57:00:00:02"}]}
+//
+// Route types: unicast (default), blackhole, unreachable, prohibit; "table",
+// "metric", "mtu" (a locked route MTU) and "src" are optional, as are an
+// interface's "mtu" (1500), "forwarding6" and, with xnic run, its "mac" (the
+// port's). The host's own tables are not used: xnic's ports are not the
+// host's interfaces.
+
+type fibFile struct {
+	Interfaces []struct {
+		Ifindex     uint32   `json:"ifindex"`
+		MAC         string   `json:"mac"`
+		MTU         uint32   `json:"mtu"`
+		Forwarding  bool     `json:"forwarding"`
+		Forwarding6 bool     `json:"forwarding6"`
+		Addrs       []string `json:"addrs"`
+	} `json:"interfaces"`
+	Routes []struct {
+		Table   uint32 `json:"table"`
+		Dst     string `json:"dst"`
+		Type    string `json:"type"`
+		Gateway string `json:"gateway"`
+		Ifindex uint32 `json:"ifindex"`
+		Metric  uint32 `json:"metric"`
+		MTU     uint32 `json:"mtu"`
+		Src     string `json:"src"`
+	} `json:"routes"`
+	Neighbours []struct {
+		Ifindex uint32 `json:"ifindex"`
+		IP      string `json:"ip"`
+		MAC     string `json:"mac"`
+	} `json:"neighbours"`
+}
+
+// loadFIBFile reads path into c's FIB (nothing when path is empty). portMAC
+// gives the MAC of an interface the file names without one (nil: none).
+func loadFIBFile(c *bpf.Collection, path string, portMAC func(ifindex uint32) net.HardwareAddr) error {
+	if path == "" {
+		return nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	f, err := parseFIBFile(b, portMAC)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if err := c.SetFIB(f); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+func parseFIBFile(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, error) {
+	var ff fibFile
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&ff); err != nil {
+		return nil, fmt.Errorf("JSON: %w", err)
+	}
+	var f bpf.FIB
+	for i, in := range ff.Interfaces {
+		fi := bpf.FIBInterface{Ifindex: in.Ifindex, MTU: in.MTU, Forwarding: in.Forwarding, Forwarding6: in.Forwarding6}
+		mac, err := fibMAC(in.MAC, in.Ifindex, portMAC)
+		if err != nil {
+			return nil, fmt.Errorf("interface %d: %w", i, err)
+		}
+		fi.MAC = mac
+		for _, a := range in.Addrs {
+			p, err := netip.ParsePrefix(a)
+			if err != nil {
+				return nil, fmt.Errorf("interface %d: address %q: %w", i, a, err)
+			}
+			fi.Addrs = append(fi.Addrs, p)
+		}
+		f.Interfaces = append(f.Interfaces, fi)
+	}
+	for i, r := range ff.Routes {
+		fr := bpf.FIBRoute{Table: r.Table, Ifindex: r.Ifindex, Metric: r.Metric, MTU: r.MTU}
+		var err error
+		if fr.Dst, err = netip.ParsePrefix(r.Dst); err != nil {
+			return nil, fmt.Errorf("route %d: dst: %w", i, err)
+		}
+		switch r.Type {
+		case "", "unicast":
+		case "blackhole":
+			fr.Type = bpf.RouteBlackhole
+		case "unreachable":
+			fr.Type = bpf.RouteUnreachable
+		case "prohibit":
+			fr.Type = bpf.RouteProhibit
+		default:
+			return nil, fmt.Errorf("route %d: type %q (want unicast, blackhole, unreachable or prohibit)", i, r.Type)
+		}
+		for _, a := range []struct {
+			s   string
+			dst *netip.Addr
+		}{{r.Gateway, &fr.Gateway}, {r.Src, &fr.Src}} {
+			if a.s == "" {
+				continue
+			}
+			if *a.dst, err = netip.ParseAddr(a.s); err != nil {
+				return nil, fmt.Errorf("route %d: %w", i, err)
+			}
+		}
+		f.Routes = append(f.Routes, fr)
+	}
+	for i, n := range ff.Neighbours {
+		ip, err := netip.ParseAddr(n.IP)
+		if err != nil {
+			return nil, fmt.Errorf("neighbour %d: %w", i, err)
+		}
+		if n.MAC == "" {
+			return nil, fmt.Errorf("neighbour %d: no mac", i)
+		}
+		mac, err := fibMAC(n.MAC, 0, nil)
+		if err != nil {
+			return nil, fmt.Errorf("neighbour %d: %w", i, err)
+		}
+		f.Neighbours = append(f.Neighbours, bpf.FIBNeighbour{Ifindex: n.Ifindex, IP: ip, MAC: mac})
+	}
+	return &f, nil
+}
+
+func fibMAC(s string, ifindex uint32, portMAC func(uint32) net.HardwareAddr) ([6]byte, error) {
+	var out [6]byte
+	var hw net.HardwareAddr
+	switch {
+	case s != "":
+		var err error
+		if hw, err = net.ParseMAC(s); err != nil {
+			return out, err
+		}
+	case portMAC != nil:
+		hw = portMAC(ifindex)
+	}
+	if hw == nil {
+		return out, fmt.Errorf("no mac (and no port with ifindex %d)", ifindex)
+	}
+	if len(hw) != 6 {
+		return out, fmt.Errorf("mac %v is not 6 bytes", hw)
+	}
+	copy(out[:], hw)
+	return out, nil
+}
