@@ -40,7 +40,7 @@ func init() {
 	register(&command{name: "run",
 		usage: "--dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [--sec NAME] [--engine interp|jit] [--queues N] [--cpus LIST] " +
 			"[--map NAME:KEY=VALUE ...] [--duration D] [--busy-poll] [--tap NAME|none] [--json] [--metrics ADDR] " +
-			"[--dump F.pcapng [--dump-verdict V]] [--peer gen|tap|pcap:FILE|none]",
+			"[--dump F.pcapng [--dump-verdict V] [--dump-count N] [--dump-size MB [--dump-files W]]] [--peer gen|tap|pcap:FILE|none]",
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
 }
 
@@ -70,6 +70,7 @@ type dpRunOptions struct {
 	json             bool
 	metrics          string
 	dump, dumpFilter string
+	dumpLimits       dumpLimits
 	peer             string
 	peerSize         int
 	peerBurst        int
@@ -101,6 +102,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.metrics, "metrics", "", "serve Prometheus metrics on this address (PORT or :PORT mean 127.0.0.1:PORT; name a host to expose them)")
 	fs.StringVar(&o.dump, "dump", "", "write frames with their verdict to this pcapng file")
 	fs.StringVar(&o.dumpFilter, "dump-verdict", "all", "verdicts to dump: all or a list of aborted,drop,pass,tx,redirect")
+	dumpLimitFlags(fs, &o.dumpLimits)
 	fs.StringVar(&o.peer, "peer", "gen", "with --sim, the ports' link partners: gen (traffic generator), tap, pcap:FILE or none; a comma list gives one per port, the last repeating")
 	fs.IntVar(&o.peerSize, "size", 64, "with --peer gen: frame size in bytes (without FCS)")
 	fs.IntVar(&o.peerBurst, "burst", 64, "with --peer gen: frames per burst")
@@ -208,7 +210,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 			cfg.Ports[i].Stack = t
 		}
 	}
-	var dump *pcapdump.Writer
+	var dump *rotatingDump // dumplimit.go: --dump-count, --dump-size, --dump-files
 	if o.dump != "" {
 		filter, err := pcapdump.ParseFilter(o.dumpFilter)
 		if err != nil {
@@ -218,7 +220,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		for _, p := range ports {
 			names = append(names, p.port.Name())
 		}
-		if dump, err = pcapdump.Create(o.dump, names, filter); err != nil {
+		if dump, err = newRotatingDump(o.dump, names, filter, o.dumpLimits); err != nil {
 			return err
 		}
 		defer func() {
