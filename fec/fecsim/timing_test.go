@@ -140,6 +140,7 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 			time.Sleep(10 * time.Microsecond)
 		}
 		copy(b.txBuf[0].CPU[i*bufSize:], testFrame(b.m, 100, 0xEE))
+		b.m.Settle() // the wire gets the frame just after R clears: wait for that step
 		require.Len(t, b.sent, 1)
 		require.Equal(t, f, b.sent[0])
 	}
