@@ -15,12 +15,12 @@
 #     firmware. No chroot and no bind mounts are needed at run time: QEMU sees
 #     the host's file system (sockets in /tmp, memfd backends, the kernel and
 #     initramfs) as any host program does, runs as the calling user, and the
-#     root is only a library and firmware tree. Building it once took
-#     20-70 s and 185 MiB here (2 cores, deb.debian.org; the kernel
-#     another 70 MB download and 430 MiB unpacked); later runs only
-#     check. The alternatives were worse: building QEMU from source takes
-#     longer than the whole VM tier, and installing trixie packages into a
-#     bookworm system would replace its libc.
+#     root is only a library and firmware tree. A cold run of this script
+#     took 2 min 37 s here (2 shared cores, deb.debian.org: the root about
+#     2 min and 185 MiB, the kernel a 70 MB download, 430 MiB unpacked); a
+#     warm one 0.4 s. The alternatives were worse: building QEMU from
+#     source takes longer than the whole VM tier, and installing trixie
+#     packages into a bookworm system would replace its libc.
 #   - Debian's generic amd64 kernel (the package bookworm's linux-image-amd64
 #     points at), unpacked with dpkg -x under $CACHE/kernel-generic and
 #     depmod'ed. Unlike the cloud kernel setup.sh fetches it has stmmac,
@@ -28,7 +28,9 @@
 #     stmmac-pci; dwmac-intel is the Intel mGbE's PCI glue), as well as igb
 #     and vfio-pci.
 #
-# Idempotent: a second run only checks. Network steps are retried.
+# Idempotent: a second run only checks. Network steps are retried. Missing
+# tools (mmdebstrap, kmod's depmod) come from bookworm through the same
+# private package lists.
 #
 # Environment (as setup.sh):
 #   XNIC_VMTEST_CACHE   cache directory (default /var/cache/xnic-vmtest as root)
@@ -65,6 +67,37 @@ mkdir -p "$CACHE"
 # version_ge A B: is QEMU version A >= B (dotted numbers)?
 version_ge() { [ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" = "$2" ]; }
 
+# Private package lists for bookworm (the kernel, and mmdebstrap and kmod if
+# missing), as setup.sh keeps its own: the system's sources stay untouched.
+KDIR="$CACHE/kernel-generic"
+APTDIR="$KDIR/apt"
+mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$KDIR/debs"
+signed=""
+[ -r "$KEYRING" ] && signed="[signed-by=$KEYRING] "
+echo "deb ${signed}${MIRROR} ${KSUITE} main" >"$APTDIR/sources.list"
+APT_OPTS=(
+	-o "Dir::Etc::sourcelist=$APTDIR/sources.list"
+	-o "Dir::Etc::sourceparts=-"
+	-o "Dir::State::Lists=$APTDIR/lists"
+	-o "Dir::Cache=$APTDIR/cache"
+	-o "APT::Get::List-Cleanup=0"
+	-o "Acquire::Retries=3"
+)
+lists_fresh=0
+update_lists() {
+	[ "$lists_fresh" = 1 ] && return 0
+	log "updating private package lists ($KSUITE)"
+	retry apt-get -q "${APT_OPTS[@]}" update || die "apt-get update against $MIRROR failed"
+	lists_fresh=1
+}
+need_tool() { # need_tool COMMAND PACKAGE
+	command -v "$1" >/dev/null || [ -x "/usr/sbin/$1" ] || [ -x "/sbin/$1" ] && return 0
+	update_lists
+	log "installing $2"
+	retry env DEBIAN_FRONTEND=noninteractive apt-get -q -y "${APT_OPTS[@]}" \
+		install --no-install-recommends "$2" || die "apt-get install $2 failed"
+}
+
 # 1. QEMU >= 10.1 in a trixie root.
 QDIR="$CACHE/qemu-trixie"
 QROOT="$QDIR/root"
@@ -100,7 +133,7 @@ qemu_ok() {
 if [ "$REFRESH" != 1 ] && qemu_ok; then
 	log "QEMU with vfio-user-pci already there: $("$WRAPPER" --version | head -n1)"
 else
-	command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (apt-get install mmdebstrap)"
+	need_tool mmdebstrap mmdebstrap
 	rm -rf "$QROOT.tmp"
 	mkdir -p "$QDIR"
 	signed=""
@@ -129,29 +162,14 @@ fi
 write_wrapper # cheap; keeps the wrapper in step with this script
 
 # 2. Debian's generic kernel, unpacked under $CACHE/kernel-generic/<package>.
-KDIR="$CACHE/kernel-generic"
-APTDIR="$KDIR/apt"
-mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$KDIR/debs"
+need_tool depmod kmod
 DEPMOD=$(command -v depmod || echo /usr/sbin/depmod)
-[ -x "$DEPMOD" ] || die "depmod not found (run setup.sh first: it installs kmod)"
 
 if [ -L "$KDIR/current" ] && [ "$REFRESH" != 1 ] &&
 	compgen -G "$KDIR/current/boot/vmlinuz-*" >/dev/null; then
 	log "generic kernel already unpacked: $(readlink "$KDIR/current")"
 else
-	signed=""
-	[ -r "$KEYRING" ] && signed="[signed-by=$KEYRING] "
-	echo "deb ${signed}${MIRROR} ${KSUITE} main" >"$APTDIR/sources.list"
-	APT_OPTS=(
-		-o "Dir::Etc::sourcelist=$APTDIR/sources.list"
-		-o "Dir::Etc::sourceparts=-"
-		-o "Dir::State::Lists=$APTDIR/lists"
-		-o "Dir::Cache=$APTDIR/cache"
-		-o "APT::Get::List-Cleanup=0"
-		-o "Acquire::Retries=3"
-	)
-	log "updating private package lists ($KSUITE)"
-	retry apt-get -q "${APT_OPTS[@]}" update || die "apt-get update against $MIRROR failed"
+	update_lists
 	pkg=$(apt-cache "${APT_OPTS[@]}" depends linux-image-amd64 |
 		awk '$1 == "Depends:" && $2 ~ /^linux-image-/ { print $2; exit }')
 	[ -n "$pkg" ] || die "apt-cache depends linux-image-amd64 named no kernel package"
