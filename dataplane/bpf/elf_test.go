@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -305,5 +307,35 @@ func TestVariables(t *testing.T) {
 	counters, _ := c.Map("counters")
 	if got := mapU64(t, counters, 3); got != 0x4321 {
 		t.Errorf("magic %#x, want 0x4321", got)
+	}
+}
+
+// A file that is no complete ELF object gets a sentence, not the reader's
+// bare "EOF", and wraps ErrNotELF.
+func TestNotAnELFObject(t *testing.T) {
+	obj, err := os.ReadFile(filepath.Join("testdata", "parse.o"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	cases := map[string][]byte{
+		"empty":     {},
+		"text":      []byte("garbage\n"),
+		"bad magic": bytes.Repeat([]byte{'x'}, 128),
+		"header":    obj[:64],
+		"half":      obj[:len(obj)/2],
+	}
+	for name, b := range cases {
+		_, err := LoadBytes(b, nil)
+		if !errors.Is(err, ErrNotELF) || strings.HasSuffix(err.Error(), "EOF") {
+			t.Errorf("%s: LoadBytes: %v", name, err)
+		}
+		path := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".o")
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadFile(path, nil); !errors.Is(err, ErrNotELF) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: LoadFile: %v", name, err)
+		}
 	}
 }

@@ -2,10 +2,12 @@ package bpf
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"sync"
@@ -167,17 +169,36 @@ func (p *Program) insnString(pc int) string {
 	return disasmAt(p.raw, pc)
 }
 
-// LoadFile loads the ELF object at path.
+// ErrNotELF is wrapped when the bytes given as an object are no complete
+// ELF object.
+var ErrNotELF = errors.New("not a complete ELF object")
+
+// LoadFile loads the ELF object at path. It never panics, whatever the file
+// holds.
 func LoadFile(path string, opts *Options) (*Collection, error) {
-	spec, err := ebpf.LoadCollectionSpec(path)
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, fmt.Errorf("read ELF object %s: %w", path, err)
+		return nil, fmt.Errorf("read ELF object: %w", err)
 	}
-	c, err := LoadCollectionSpec(spec, opts)
+	c, err := LoadBytes(b, opts)
 	if err != nil {
-		return nil, fmt.Errorf("load %s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return c, nil
+}
+
+// describeELFError says in words what the ELF reader's error means for a
+// file that is no complete object (its own error for a truncated file is
+// a bare "EOF").
+func describeELFError(err error, size int) error {
+	var fe *elf.FormatError
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return fmt.Errorf("%w: the file ends early, after %d bytes (truncated, or not an ELF object at all)", ErrNotELF, size)
+	case errors.As(err, &fe):
+		return fmt.Errorf("%w: %v", ErrNotELF, fe)
+	}
+	return fmt.Errorf("read ELF object: %w", err)
 }
 
 // LoadBytes loads an ELF object from memory. It never panics, whatever the
@@ -190,7 +211,7 @@ func LoadBytes(b []byte, opts *Options) (c *Collection, err error) {
 	}()
 	spec, err := ebpf.LoadCollectionSpecFromReader(bytes.NewReader(b))
 	if err != nil {
-		return nil, fmt.Errorf("read ELF object: %w", err)
+		return nil, describeELFError(err, len(b))
 	}
 	return LoadCollectionSpec(spec, opts)
 }
