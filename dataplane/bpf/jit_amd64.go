@@ -597,10 +597,11 @@ func (c *amd64Compiler) div(in insn, dst, src uint8) {
 }
 
 // atomic emits the atomic operations that map to one locked instruction
-// (add, or, and, xor; fetch-add as XADD; exchange as XCHG) after the
+// (add, or, and, xor; fetch-add as XADD; exchange as XCHG; compare and
+// exchange as CMPXCHG, whose implicit RAX is r0) after the
 // store check of the region and a check of the natural alignment the
 // interpreter requires (atomic32/atomic64); a failed check, and the other
-// forms (fetch-or/and/xor, cmpxchg), go to the slow path, which reports the
+// forms (fetch-or/and/xor), go to the slow path, which reports the
 // same fault or runs the operation.
 func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
 	w := in.op == opAtomic64
@@ -622,6 +623,8 @@ func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
 		opc = []byte{0x0f, 0xc1} // xadd
 	case atomicXchg:
 		opc = []byte{0x87} // xchg (locked without the prefix)
+	case atomicCmpXchg:
+		opc = []byte{0x0f, 0xb1} // cmpxchg: compares with and loads RAX (r0)
 	default:
 		c.exit(pc, jitExitSlow)
 		return
@@ -634,6 +637,11 @@ func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
 		c.byte1(0xf0) // lock
 	}
 	c.rm(false, w, opc, src, xmem{base: xS2, index: -1}, false)
+	if in.imm == atomicCmpXchg && !w {
+		// A 32-bit cmpxchg that succeeds leaves RAX as it was: r0 is the
+		// old value, zero-extended, as the interpreter has it.
+		c.aluRR(false, 0x89, xAX, xAX)
+	}
 }
 
 // check emits the region check of an n-byte access at reg(base)+off (the

@@ -481,14 +481,14 @@ func TestJITAtomics(t *testing.T) {
 		for _, op := range ops {
 			for _, off := range []int16{-16, -24, -15, -12, -4, -2, 0, 8} {
 				for _, src := range []byte{0, 3, 5} {
-					for _, r0 := range []int32{0x0f0f, 0x5a5a5a5a} {
+					for _, r0 := range []int64{0x0f0f, 0x5a5a5a5a, 0x112233445a5a5a5a, 0x777777775a5a5a5a} {
+						setR0 := asmProg(ins(0x18, 0, 0, 0, int32(uint32(r0))), ins(0, 0, 0, 0, int32(uint32(uint64(r0)>>32))))
 						code := asmProg(
 							ins(0x18, 1, 0, 0, 0x5a5a5a5a), ins(0, 0, 0, 0, 0x11223344),
 							ins(0x7b, 10, 1, -16, 0), ins(0x7b, 10, 1, -24, 0), ins(0x7b, 10, 1, -8, 0),
-							ins(0xb7, src, 0, 0, 0x0ff00ff0), ins(0xb7, 0, 0, 0, r0),
 							ins(0xb7, 3, 0, 0, 0x3333), ins(0xb7, 5, 0, 0, 0x5555),
 							ins(0xb7, src, 0, 0, 0x0ff00ff0),
-							ins(0xb7, 0, 0, 0, r0),
+							setR0,
 							// Through r2 = r10 + off: the loader cannot see the alignment.
 							ins(0xbf, 2, 10, 0, 0), ins(0x07, 2, 0, 0, int32(off)),
 							ins(size, 2, src, 0, op),
