@@ -1,8 +1,11 @@
 // Package maps implements the BPF maps xnic's XDP interpreter and its control
 // plane share: array, percpu_array, hash, percpu_hash, lru_hash,
-// lru_percpu_hash, lpm_trie, devmap, devmap_hash, cpumap, xskmap, prog_array
-// and ringbuf, with the kernel's creation checks, update flags and errnos
-// (kernel/bpf/{arraymap,hashtab,lpm_trie,devmap,cpumap,ringbuf}.c,
+// lru_percpu_hash, lpm_trie, devmap, devmap_hash, cpumap, xskmap, prog_array,
+// ringbuf, perf_event_array (perf.go), array_of_maps and hash_of_maps
+// (mapinmap.go), queue, stack and bloom_filter (queue.go), with the kernel's
+// creation checks, update flags and errnos
+// (kernel/bpf/{arraymap,hashtab,lpm_trie,devmap,cpumap,ringbuf,map_in_map,
+// queue_stack_maps,bloom_filter}.c, kernel/trace/bpf_trace.c,
 // net/xdp/xskmap.c).
 //
 // # Who calls what
