@@ -50,3 +50,31 @@ func TestRunFIBFile(t *testing.T) {
 		}
 	}
 }
+
+// TestProgRunFIBFile: prog run with a FIB file: xdp_fib_router redirects
+// the frame to 198.18.0.2 to ifindex 2 with the neighbour's MAC, and drops
+// the one to the blackhole.
+func TestProgRunFIBFile(t *testing.T) {
+	fib := writeFile(t, "fib.json", `{
+		"interfaces": [{"ifindex": 1, "mac": "02:00:00:00:00:01", "forwarding": true, "addrs": ["10.1.0.1/24"]},
+		               {"ifindex": 2, "mac": "02:00:00:00:00:02", "addrs": ["10.2.0.1/24"]}],
+		"routes": [{"dst": "198.18.0.0/24", "gateway": "10.2.0.2", "ifindex": 2},
+		           {"dst": "203.0.113.0/24", "type": "blackhole"}],
+		"neighbours": [{"ifindex": 2, "ip": "10.2.0.2", "mac": "02:47:57:00:00:02"}]}`)
+	to := func(a, b, c, d byte) []byte {
+		f := progUDPFrame(9)
+		f[22] = 64 // TTL
+		copy(f[30:34], []byte{a, b, c, d})
+		return f
+	}
+	in := writeTestPcap(t, to(198, 18, 0, 2), to(203, 0, 113, 1))
+	stdout, stderr, code := progCmd(t, "prog", "run", "../../examples/xdp/xdp_fib_router.o", "--in", in, "--json", "--fib", fib)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "XDP_REDIRECT") || !strings.Contains(lines[0], `"hex":"024757000002020000000002`) ||
+		!strings.Contains(lines[1], "XDP_DROP") {
+		t.Errorf("%q: want the first frame redirected with the next hop's and port 2's MACs, the second dropped", stdout)
+	}
+}

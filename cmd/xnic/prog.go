@@ -52,6 +52,7 @@ type progSelect struct {
 	name, section string
 	engine        engineFlag
 	mapFile       string // --maps (mapfile.go)
+	fibFile       string // --fib (fibfile.go)
 }
 
 func (s *progSelect) flags(fs *flag.FlagSet) {
@@ -59,6 +60,7 @@ func (s *progSelect) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.section, "sec", "", "program by ELF section")
 	fs.Var(&s.engine, "engine", engineHelp)
 	fs.StringVar(&s.mapFile, "maps", "", "preload maps from FILE: bpftool map dump JSON or hex lines (see mapfile.go)")
+	fs.StringVar(&s.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu in JSON (see fibfile.go)")
 }
 
 // engineFlag is --engine: interp or jit.
@@ -309,6 +311,9 @@ func loadProg(path string, sel *progSelect, trace io.Writer) (*bpf.Collection, *
 	p, err := sel.pick(c)
 	if err == nil {
 		err = preloadMaps(c, sel.mapFile)
+	}
+	if err == nil {
+		err = loadFIBFile(c, sel.fibFile, nil)
 	}
 	if err != nil {
 		c.Close()
