@@ -123,11 +123,7 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 		r.m.Settle()
 		if broken {
 			require.Error(t, r.m.Err(), "descriptor written after the tail")
-			// The device side runs on its own time: when it processed the
-			// stale descriptor before the test rewrote it (an arm64 binary
-			// under qemu-user: about 1 run in 3), the fault is the stale
-			// descriptor's length 0 instead; both catch the broken order.
-			require.Regexp(t, "changed after the TDT write|TX data descriptor with length 0", r.m.Err().Error())
+			require.Contains(t, r.m.Err().Error(), "changed after the TDT write")
 			continue
 		}
 		require.Equal(t, [][]byte{f}, c.got())
