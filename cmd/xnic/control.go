@@ -224,8 +224,11 @@ func listenOwnerOnly(path string) (net.Listener, error) {
 	return ln, nil
 }
 
-// Close stops serving and removes the sockets.
+// Close stops serving and removes the sockets. A nil server is closed.
 func (s *controlServer) Close() error {
+	if s == nil {
+		return nil
+	}
 	select {
 	case <-s.stop:
 	default:

@@ -322,3 +322,23 @@ func TestControlSocketPaths(t *testing.T) {
 		t.Fatal("the file was touched")
 	}
 }
+
+// TestRunWithoutControlDir: a run whose control directory cannot be made
+// still runs, and says why it has no socket.
+func TestRunWithoutControlDir(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "xnic"), nil, 0o600); err != nil { // a file where the directory goes
+		t.Fatal(err)
+	}
+	t.Setenv("XDG_RUNTIME_DIR", dir)
+	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: time.Second, tap: "none", peer: "none", workers: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if !strings.Contains(errOut.String(), "no control socket") {
+		t.Fatalf("stderr %q", errOut.String())
+	}
+}

@@ -266,7 +266,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	defer stop()
 	cs, err := serveControl(ports, coll, spec.Maps, trace, e, stderr) // control.go: stats, regs, maps while running
 	if err != nil {
-		return err
+		fmt.Fprintf(stderr, "xnic run: no control socket (set XDG_RUNTIME_DIR to a directory of yours): %v\n", err)
 	}
 	defer cs.Close()
 	perf, err := openPerfSink(coll, stderr, o.perfPcap) // perfout.go: bpf_perf_event_output records
