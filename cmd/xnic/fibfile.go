@@ -20,7 +20,7 @@ import (
 //	            {"dst": "203.0.113.0/24", "type": "blackhole"}],
 //	 "neighbours": [{"ifindex": 2, "ip": "10.2.0.2", "mac": "02:47:57:00:00:02"}]}
 //
-// Route types: unicast (default), blackhole, unreachable, prohibit; "table",
+// Route types: unicast (default), blackhole, unreachable, prohibit, local; "table",
 // "metric", "mtu" (a locked route MTU) and "src" are optional, as are an
 // interface's "mtu" (1500), "forwarding6" and, with xnic run, its "mac" (the
 // port's). The host's own tables are not used: xnic's ports are not the
@@ -110,8 +110,10 @@ func parseFIBFile(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, er
 			fr.Type = bpf.RouteUnreachable
 		case "prohibit":
 			fr.Type = bpf.RouteProhibit
+		case "local":
+			fr.Type = bpf.RouteLocal
 		default:
-			return nil, fmt.Errorf("route %d: type %q (want unicast, blackhole, unreachable or prohibit)", i, r.Type)
+			return nil, fmt.Errorf("route %d: type %q (want unicast, blackhole, unreachable, prohibit or local)", i, r.Type)
 		}
 		for _, a := range []struct {
 			s   string

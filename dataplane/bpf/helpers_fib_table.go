@@ -53,6 +53,10 @@ const (
 	RouteBlackhole
 	RouteUnreachable
 	RouteProhibit
+	// RouteLocal is a local route (ip route add local PREFIX dev X, as
+	// the kernel's 127.0.0.0/8 on lo): addresses of this host, not
+	// forwarded.
+	RouteLocal
 )
 
 // Kernel routing table numbers (include/uapi/linux/rtnetlink.h).
@@ -240,6 +244,8 @@ func (t *fibTable) routeEntry(r FIBRoute) (fibEntry, uint32, error) {
 		e.kind = kindUnreachable
 	case RouteProhibit:
 		e.kind = kindProhibit
+	case RouteLocal:
+		e.kind = kindLocal
 	default:
 		return e, 0, fmt.Errorf("unknown route type %d", r.Type)
 	}
