@@ -524,7 +524,10 @@ func TestVMXnicRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	const n = 1000
-	req := traffic.EchoRequest{Count: n, Seed: vmSeed()*10 + 7, Size: 64, Back: true, Delay: 3 * time.Second}
+	// The stream starts 8 s after the request: xnic run must be up by then
+	// (a process start and a bring-up took up to 9 s on a loaded 2-core host
+	// under TCG, so 3 s lost frames), and --duration covers the stream.
+	req := traffic.EchoRequest{Count: n, Seed: vmSeed()*10 + 7, Size: 64, Back: true, Delay: 8 * time.Second}
 
 	// talk opens the port, greets the peer, runs f and closes the port again.
 	talk := func(f func(c *traffic.Client, io *vmIO)) {
@@ -560,7 +563,7 @@ func TestVMXnicRun(t *testing.T) {
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--dev", bdf, "--prog", obj, "--duration", "6s", "--json", "--tap", "none")
+	cmd := exec.CommandContext(ctx, bin, "run", "--dev", bdf, "--prog", obj, "--duration", "14s", "--json", "--tap", "none")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	began := time.Now()
