@@ -130,3 +130,28 @@ func TestSetFIBRejectsBadConfig(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFIBLookup: one program run doing a successful IPv4 lookup (route,
+// neighbour, MACs), the struct copied to and from the stack.
+func BenchmarkFIBLookup(b *testing.B) {
+	c, err := LoadCollectionSpec(fibSpec(), &Options{NumCPU: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.SetFIB(testFIB()); err != nil {
+		b.Fatal(err)
+	}
+	p, _ := c.Program("fib")
+	r := NewRunner(0)
+	fr := make([]byte, 80)
+	copy(fr[8:], fibParams(afInet, 2, netip.MustParseAddr("10.0.1.7"), 0))
+	f := newFrame(fr)
+	b.ReportAllocs()
+	for b.Loop() {
+		resetFrame(f, fr)
+		r.Run(p, f)
+	}
+	if ret := binary.LittleEndian.Uint64(f.Buf[f.Data+72:]); ret != fibRetSuccess {
+		b.Fatalf("lookup returned %d", int64(ret))
+	}
+}
