@@ -147,11 +147,19 @@ type PHY struct {
 
 	up atomic.Bool // link up: read without the lock on fast paths
 
-	mu         sync.Mutex
-	bmcr       uint16
-	anar       uint16
-	ctrl1000   uint16
-	vendor     [32]uint16 // registers 16-31 other than 17: plain storage
+	mu       sync.Mutex
+	bmcr     uint16
+	anar     uint16
+	ctrl1000 uint16
+	vendor   [32]uint16 // registers 16-31 other than 17: plain storage
+	// page is the Marvell page address (register 22, PHYStatMarvell): on a
+	// page other than 0, registers 16-29 are that page's (paged, plain
+	// storage) and 17 is not the copper status. Linux's marvell driver
+	// (88E1510 family) writes LED, errata and RGMII-delay registers there.
+	// Registers 0-15 read and write the copper ones on every page (the
+	// 88E151x's page 1 fiber/SGMII registers are not modelled).
+	page       uint16 // register 22 as written; the page is its low byte
+	paged      map[uint32]uint16
 	connected  bool
 	anStarted  bool   // AN has been restarted since the last PHY reset
 	anDone     bool   // AN completed (partner pages received)
@@ -322,10 +330,24 @@ func (p *PHY) SetConnected(on bool) {
 	}
 }
 
+// marvellPage is register 22, the page address of PHYStatMarvell PHYs.
+const marvellPage = 22
+
+// pagedLocked reports whether reg is one of the current page's own registers.
+func (p *PHY) pagedLocked(reg int) bool {
+	return p.cfg.StatStyle == PHYStatMarvell && p.page&0xff != 0 && reg >= 16 && reg < 30 && reg != marvellPage
+}
+
 // Read returns MII register reg (0-31).
 func (p *PHY) Read(reg int) uint16 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.pagedLocked(reg) {
+		return p.paged[uint32(p.page&0xff)<<5|uint32(reg)]
+	}
+	if reg == marvellPage && p.cfg.StatStyle == PHYStatMarvell {
+		return p.page
+	}
 	switch reg {
 	case MIIBMCR:
 		return p.bmcr
@@ -411,6 +433,19 @@ func (p *PHY) Read(reg int) uint16 {
 // Write sets MII register reg (0-31). Writes to read-only registers are faults.
 func (p *PHY) Write(reg int, val uint16) {
 	p.mu.Lock()
+	if p.pagedLocked(reg) {
+		if p.paged == nil {
+			p.paged = map[uint32]uint16{}
+		}
+		p.paged[uint32(p.page&0xff)<<5|uint32(reg)] = val
+		p.mu.Unlock()
+		return
+	}
+	if reg == marvellPage && p.cfg.StatStyle == PHYStatMarvell {
+		p.page = val
+		p.mu.Unlock()
+		return
+	}
 	wasUp := p.up.Load()
 	switch reg {
 	case MIIBMCR:

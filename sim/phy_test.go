@@ -138,3 +138,34 @@ func TestPHYStatusStyles(t *testing.T) {
 	waitUp(t, q)
 	require.Equal(t, uint16(1<<14|PHYStatDuplex|PHYStatResolved|PHYStatLink), q.Read(MIIPHYSTAT), "Marvell: 100 Mb/s full duplex")
 }
+
+// TestPHYMarvellPages: on a page other than 0 (register 22), registers 16-29
+// are that page's own storage, so Linux's marvell driver can write page 0xFF's
+// errata registers and page 3's LED registers; register 17 on page 0 stays the
+// read-only copper status, and registers 0-15 are the copper ones on any page.
+func TestPHYMarvellPages(t *testing.T) {
+	f := &Faults{}
+	p := NewPHY(PHYConfig{Faults: f, ID1: 0x0141, ID2: 0x0dd0})
+	p.Write(22, 0xff)
+	p.Write(17, 0x214b)
+	p.Write(16, 0x2144)
+	p.Write(22, 3)
+	p.Write(16, 0x1177)
+	require.Equal(t, uint16(0x0141), p.Read(MIIPHYID1), "registers 0-15 on page 3")
+	p.Write(22, 3)
+	p.Write(22, 0xff)
+	require.Equal(t, uint16(0x214b), p.Read(17))
+	require.Equal(t, uint16(0x2144), p.Read(16))
+	p.Write(22, 3)
+	require.Equal(t, uint16(0x1177), p.Read(16))
+	require.Equal(t, 0, f.Count())
+	p.Write(22, 0)
+	p.Write(17, 0x1234)
+	require.Equal(t, 1, f.Count(), "register 17 on page 0 is read-only")
+	require.Zero(t, p.Read(16), "page 0's register 16 is its own")
+	// The IGP layout has no such page register: 22 is plain storage there.
+	q := NewPHY(PHYConfig{Faults: f, StatStyle: PHYStatIGP})
+	q.Write(22, 3)
+	q.Write(17, 1)
+	require.Equal(t, 2, f.Count())
+}
