@@ -23,19 +23,6 @@ func init() {
 		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR), also on a running port", run: runCoalesce})
 }
 
-// eitrIntervalMask is EITR's interval field (bits 14:2), microseconds.
-const (
-	eitrIntervalMask  = 0x7FFC
-	eitrIntervalShift = 2
-	maxRxUsecs        = eitrIntervalMask >> eitrIntervalShift
-)
-
-// noModeration says why a family has no rx-usecs.
-var noModeration = map[family]string{
-	"dwmac": "the dwmac driver asks for an interrupt per received frame (RDES3.IOC), which the RX watchdog (RIWT) does not delay",
-	"fec":   "the fec driver leaves RX interrupt coalescing (RXIC) off",
-}
-
 // coalesceQueue is one queue's setting.
 type coalesceQueue struct {
 	Queue   int `json:"queue"`
@@ -47,41 +34,45 @@ type coalesceOut struct {
 	Queues []coalesceQueue `json:"queues"`
 }
 
-// coalesceRegs names the moderation register of each queue in the table.
-func coalesceRegs(fam family, d *nic.RegDump) ([]nic.RegValue, error) {
-	if why, ok := noModeration[fam]; ok {
-		return nil, fmt.Errorf("%s: %w", why, nic.ErrNotSupported)
-	}
-	if fam != "igb" {
-		return nil, fmt.Errorf("no interrupt moderation known for the %s family: %w", fam, nic.ErrNotSupported)
+// coalesceRegs names the moderation register of each queue in the table,
+// with the family's interval field.
+func coalesceRegs(fam family, d *nic.RegDump) (*interruptModeration, []nic.RegValue, error) {
+	f := familyByName(fam)
+	switch {
+	case f == nil:
+		return nil, nil, fmt.Errorf("no %s family: %w", fam, nic.ErrNotSupported)
+	case f.moderation == nil && f.noModeration != "":
+		return nil, nil, fmt.Errorf("%s: %w", f.noModeration, nic.ErrNotSupported)
+	case f.moderation == nil:
+		return nil, nil, fmt.Errorf("no interrupt moderation known for the %s family: %w", fam, nic.ErrNotSupported)
 	}
 	var rs []nic.RegValue
 	for q := 0; ; q++ {
-		r, ok := d.Reg(fmt.Sprintf("EITR%d", q))
+		r, ok := d.Reg(fmt.Sprintf(f.moderation.reg, q))
 		if !ok {
 			break
 		}
 		rs = append(rs, r)
 	}
 	if len(rs) == 0 {
-		return nil, errors.New("no EITR registers in the igb table")
+		return nil, nil, fmt.Errorf("no %s registers in the %s table", fmt.Sprintf(f.moderation.reg, 0), fam)
 	}
-	return rs, nil
+	return f.moderation, rs, nil
 }
 
-func coalesceShow(rs []nic.RegValue) []coalesceQueue {
+func coalesceShow(m *interruptModeration, rs []nic.RegValue) []coalesceQueue {
 	out := make([]coalesceQueue, len(rs))
 	for i, r := range rs {
-		out[i] = coalesceQueue{Queue: i, RxUsecs: int(r.Value&eitrIntervalMask) >> eitrIntervalShift}
+		out[i] = coalesceQueue{Queue: i, RxUsecs: m.usecs(r.Value)}
 	}
 	return out
 }
 
 // coalesceOps are the register writes that set every queue to usecs.
-func coalesceOps(rs []nic.RegValue, usecs int) []regOp {
+func coalesceOps(m *interruptModeration, rs []nic.RegValue, usecs int) []regOp {
 	ops := make([]regOp, len(rs))
 	for i, r := range rs {
-		v := r.Value&^eitrIntervalMask | uint32(usecs)<<eitrIntervalShift&eitrIntervalMask
+		v := m.with(r.Value, usecs)
 		ops[i] = regOp{Reg: r.Name, Value: &v}
 	}
 	return ops
@@ -93,19 +84,19 @@ func coalesceExec(t regTarget, usecs int) ([]coalesceQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	rs, err := coalesceRegs(t.fam, d)
+	m, rs, err := coalesceRegs(t.fam, d)
 	if err != nil {
 		return nil, err
 	}
-	if usecs > maxRxUsecs {
-		return nil, fmt.Errorf("rx-usecs %d: EITR's interval holds at most %d", usecs, maxRxUsecs)
+	if usecs > m.max() {
+		return nil, usageErrorf("rx-usecs %d: the %s family's interval holds at most %d", usecs, t.fam, m.max())
 	}
 	if usecs >= 0 {
-		if rs, err = regExec(t, coalesceOps(rs, usecs), true); err != nil {
+		if rs, err = regExec(t, coalesceOps(m, rs, usecs), true); err != nil {
 			return nil, err
 		}
 	}
-	return coalesceShow(rs), nil
+	return coalesceShow(m, rs), nil
 }
 
 func parseCoalesceWords(ws []string) (int, error) {
@@ -114,8 +105,8 @@ func parseCoalesceWords(ws []string) (int, error) {
 		return -1, nil
 	case len(ws) == 2 && ws[0] == "rx-usecs":
 		n, err := strconv.Atoi(ws[1])
-		if err != nil || n < 0 || n > maxRxUsecs {
-			return 0, usageErrorf("rx-usecs %q: want 0 (no moderation) to %d", ws[1], maxRxUsecs)
+		if err != nil || n < 0 {
+			return 0, usageErrorf("rx-usecs %q: want a number of microseconds, 0 for no moderation", ws[1])
 		}
 		return n, nil
 	}
@@ -185,12 +176,15 @@ func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
 	if resp.Regs == nil {
 		return coalesceOut{}, fmt.Errorf("the run holding %s sent no registers", resp.Port)
 	}
-	rs, err := coalesceRegs(family(resp.Family), resp.Regs)
+	m, rs, err := coalesceRegs(family(resp.Family), resp.Regs)
 	if err != nil {
 		return coalesceOut{}, err
 	}
+	if usecs > m.max() {
+		return coalesceOut{}, usageErrorf("rx-usecs %d: the %s family's interval holds at most %d", usecs, resp.Family, m.max())
+	}
 	if usecs >= 0 {
-		resp, err = controlCall(path, ctlRequest{Cmd: "reg", Ops: coalesceOps(rs, usecs), Force: true})
+		resp, err = controlCall(path, ctlRequest{Cmd: "reg", Ops: coalesceOps(m, rs, usecs), Force: true})
 		if err != nil {
 			return coalesceOut{}, err
 		}
@@ -199,5 +193,5 @@ func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
 		}
 		rs = resp.Regs.Registers
 	}
-	return coalesceOut{Port: resp.Port, Queues: coalesceShow(rs)}, nil
+	return coalesceOut{Port: resp.Port, Queues: coalesceShow(m, rs)}, nil
 }

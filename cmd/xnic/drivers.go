@@ -41,6 +41,36 @@ type familyDriver struct {
 	// without touching the device's state.
 	open     func(dev nic.Device, o portOptions) (familyPort, error)
 	dumpRegs func(regs nic.Regs, queues int) regDump
+
+	// Bring-up tooling. readOnly names the registers of the dump that the
+	// datasheet makes read-only (xnic reg refuses writes to them), with the
+	// source; selftest the registers xnic selftest exercises; moderation the
+	// per-queue RX interrupt interval (xnic coalesce), or nil and
+	// noModeration saying why the family has none.
+	readOnly     map[string]string
+	selftest     selftestFamily
+	moderation   *interruptModeration
+	noModeration string
+}
+
+// interruptModeration is a family's per-queue RX interrupt interval: queue
+// q's register is fmt.Sprintf(reg, q) in the dump, the interval in
+// microseconds the field mask >> shift of it.
+type interruptModeration struct {
+	reg   string
+	mask  uint32
+	shift uint
+}
+
+// max is the longest interval the field holds.
+func (m *interruptModeration) max() int { return int(m.mask >> m.shift) }
+
+// usecs is the interval register value v sets.
+func (m *interruptModeration) usecs(v uint32) int { return int(v & m.mask >> m.shift) }
+
+// with is v with its interval set to usecs.
+func (m *interruptModeration) with(v uint32, usecs int) uint32 {
+	return v&^m.mask | uint32(usecs)<<m.shift&m.mask
 }
 
 // familyPort is a driver's port with what the CLI shows of it beyond

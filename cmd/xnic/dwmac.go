@@ -44,6 +44,20 @@ func init() {
 			return dwmacPort{p}, nil
 		},
 		dumpRegs: func(regs nic.Regs, queues int) regDump { return dwmac.DumpRegs(regs, queues) },
+		// DWC EQoS databook (Linux dwmac4.h GMAC_VERSION, GMAC_HW_FEATURE0-3,
+		// GMAC_DEBUG, DMA_DEBUG_STATUS_0): identification, capability and
+		// debug status registers are read-only.
+		readOnly: map[string]string{
+			"MAC_VERSION": "DWC EQoS databook", "MAC_HW_FEATURE0": "DWC EQoS databook",
+			"MAC_HW_FEATURE1": "DWC EQoS databook", "MAC_HW_FEATURE2": "DWC EQoS databook",
+			"MAC_HW_FEATURE3": "DWC EQoS databook", "MAC_DEBUG": "DWC EQoS databook",
+			"DMA_DEBUG_STATUS0": "DWC EQoS databook",
+		},
+		// MAC_Address0_High/Low (15:0 and 31:0), restored after the test;
+		// MAC loopback is MAC_Configuration.LM (bit 12).
+		selftest: selftestFamily{patterns: []regPattern{{"MAC_ADDR0_LOW", 0xFFFFFFFF}, {"MAC_ADDR0_HIGH", 0x0000FFFF}},
+			loopReg: "MAC_CONFIG", loopMask: 1 << 12, loopOn: 1 << 12},
+		noModeration: "the dwmac driver asks for an interrupt per received frame (RDES3.IOC), which the RX watchdog (RIWT) does not delay",
 	})
 }
 

@@ -48,6 +48,11 @@ func init() {
 			return fecPort{p}, nil
 		},
 		dumpRegs: func(regs nic.Regs, queues int) regDump { return fec.DumpRegs(regs, queues) },
+		// i.MX ENET FTRL (TRUNC_FL 13:0) and OPD (PAUSE_DUR 15:0), restored
+		// after the test; MAC loopback is RCR.LOOP (bit 0).
+		selftest: selftestFamily{patterns: []regPattern{{"FTRL", 0x00003FFF}, {"OPD", 0x0000FFFF}},
+			loopReg: "RCR", loopMask: 1, loopOn: 1},
+		noModeration: "the fec driver leaves RX interrupt coalescing (RXIC) off",
 	})
 }
 

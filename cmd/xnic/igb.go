@@ -33,6 +33,15 @@ func init() {
 			return igbPort{p}, nil
 		},
 		dumpRegs: func(regs nic.Regs, queues int) regDump { return igb.DumpRegs(regs, queues) },
+		// None of the dump's registers is read-only (STATUS has PHYRA, which
+		// software clears). The pattern test uses address filter and
+		// moderation storage, restored after the test: 82576 datasheet
+		// 8.10.13/8.10.14 (RAL; RAH 15:0 address bits) and 8.8.12 (EITR
+		// interval 14:2); MAC loopback is RCTL.LBM (7:6) = 01b.
+		selftest: selftestFamily{patterns: []regPattern{{"RAL0", 0xFFFFFFFF}, {"RAH0", 0x0000FFFF}, {"EITR0", 0x00007FFC}},
+			loopReg: "RCTL", loopMask: 3 << 6, loopOn: 1 << 6},
+		// EITR's interval field, bits 14:2, in microseconds (82576 8.8.12).
+		moderation: &interruptModeration{reg: "EITR%d", mask: 0x7FFC, shift: 2},
 	})
 }
 

@@ -27,23 +27,6 @@ type regOp struct {
 	Value *uint32 `json:"value,omitempty"` // nil: read
 }
 
-// regReadOnly lists, per family, the registers of the family's table that the
-// datasheet defines as read-only (a write is ignored by the hardware). (It
-// could move into familyDriver; it is here to keep the family files
-// untouched.)
-var regReadOnly = map[family]map[string]string{
-	// igb: none of the table (STATUS has PHYRA, which software clears).
-	// DWC Ethernet QoS databook (Linux dwmac4.h GMAC_VERSION, GMAC_HW_FEATURE0-3,
-	// GMAC_DEBUG, DMA_DEBUG_STATUS_0): identification, capability and debug
-	// status registers are read-only.
-	"dwmac": {
-		"MAC_VERSION": "DWC EQoS databook", "MAC_HW_FEATURE0": "DWC EQoS databook",
-		"MAC_HW_FEATURE1": "DWC EQoS databook", "MAC_HW_FEATURE2": "DWC EQoS databook",
-		"MAC_HW_FEATURE3": "DWC EQoS databook", "MAC_DEBUG": "DWC EQoS databook",
-		"DMA_DEBUG_STATUS0": "DWC EQoS databook",
-	},
-}
-
 // parseRegOps reads the register arguments.
 func parseRegOps(args []string) ([]regOp, error) {
 	if len(args) == 0 {
@@ -169,7 +152,7 @@ func regCheck(t regTarget, d *nic.RegDump, op regOp, force bool) error {
 	case t.owned:
 		return fmt.Errorf("%s: a running `xnic run` owns the port: a write changes what its driver set up under it; --force writes anyway", r.Name)
 	}
-	if why, ro := regReadOnly[t.fam][r.Name]; ro {
+	if why, ro := familyReadOnly(t.fam)[r.Name]; ro {
 		return fmt.Errorf("%s is read-only (%s): the hardware ignores the write; --force sends it anyway", r.Name, why)
 	}
 	return nil
@@ -234,4 +217,12 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 		err = printRegValues(stdout, rs, asJSON)
 	}
 	return errors.Join(err, op.Close())
+}
+
+// familyReadOnly is the read-only registers of family fam's table.
+func familyReadOnly(fam family) map[string]string {
+	if f := familyByName(fam); f != nil {
+		return f.readOnly
+	}
+	return nil
 }

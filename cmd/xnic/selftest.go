@@ -59,20 +59,6 @@ type regPattern struct {
 	mask uint32
 }
 
-// selftestFamilies are keyed by family name. The registers are address
-// filter and interrupt moderation storage, restored after the test:
-// 82576 datasheet 8.10.13/8.10.14 (RAL/RAH: RAH 15:0 address bits) and 8.8.12
-// (EITR interval 14:2); DWC EQoS MAC_Address0_High/Low (15:0 and 31:0); i.MX
-// ENET FTRL (TRUNC_FL 13:0) and OPD (PAUSE_DUR 15:0).
-var selftestFamilies = map[family]selftestFamily{
-	"igb": {patterns: []regPattern{{"RAL0", 0xFFFFFFFF}, {"RAH0", 0x0000FFFF}, {"EITR0", 0x00007FFC}},
-		loopReg: "RCTL", loopMask: 3 << 6, loopOn: 1 << 6},
-	"dwmac": {patterns: []regPattern{{"MAC_ADDR0_LOW", 0xFFFFFFFF}, {"MAC_ADDR0_HIGH", 0x0000FFFF}},
-		loopReg: "MAC_CONFIG", loopMask: 1 << 12, loopOn: 1 << 12},
-	"fec": {patterns: []regPattern{{"FTRL", 0x00003FFF}, {"OPD", 0x0000FFFF}},
-		loopReg: "RCR", loopMask: 1, loopOn: 1},
-}
-
 // selftestSizes are the frame lengths (without FCS) the loopback tests send.
 var selftestSizes = []int{60, 61, 127, 128, 512, 1514}
 
@@ -165,12 +151,12 @@ func (st *selftester) run(name string, f func() (string, error)) selftestResult 
 }
 
 func (st *selftester) family() (selftestFamily, regTarget, error) {
-	f, ok := selftestFamilies[st.op.Family]
-	if !ok {
-		return f, regTarget{}, fmt.Errorf("no self-test registers for the %s family: %w", st.op.Family, nic.ErrNotSupported)
+	fd := familyByName(st.op.Family)
+	if fd == nil || len(fd.selftest.patterns) == 0 {
+		return selftestFamily{}, regTarget{}, fmt.Errorf("no self-test registers for the %s family: %w", st.op.Family, nic.ErrNotSupported)
 	}
 	t, err := portRegTarget(st.op, false)
-	return f, t, err
+	return fd.selftest, t, err
 }
 
 func (st *selftester) link() (string, error) {

@@ -63,13 +63,10 @@ func TestSelftestCatchesLoss(t *testing.T) {
 	modelPHY(t, op).SetConnected(true)
 
 	// A register that drops a bit: the pattern test names it.
-	f := selftestFamilies["dwmac"]
-	f.patterns = []regPattern{{"MAC_VERSION", 0xFF}}
-	selftestFamilies["dwmac"] = f
-	defer func() {
-		f.patterns = []regPattern{{"MAC_ADDR0_LOW", 0xFFFFFFFF}, {"MAC_ADDR0_HIGH", 0x0000FFFF}}
-		selftestFamilies["dwmac"] = f
-	}()
+	fd := familyByName("dwmac")
+	saved := fd.selftest.patterns
+	fd.selftest.patterns = []regPattern{{"MAC_VERSION", 0xFF}}
+	defer func() { fd.selftest.patterns = saved }()
 	if _, err := st.registers(); err == nil || !strings.Contains(err.Error(), "MAC_VERSION") {
 		t.Fatalf("a read-only register in the pattern test: %v", err)
 	}
