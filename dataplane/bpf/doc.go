@@ -101,15 +101,20 @@
 // through r10, else the packet) and out of line for the others; backward
 // jumps charge the instruction budget by the same amounts (from the fused
 // move where the interpreter fuses "wX = K" with the jump, so a budget
-// fault names the same slot). Everything else (helpers, map operations,
-// bpf-to-bpf calls and their depth, tail calls and their limit, callx,
-// atomics, division and modulo, loads from the context that are not
-// specialised, any access that fails its check) returns to Go with the
-// instruction's index, and the interpreter's slow path runs that one
-// instruction with its own code (the same helper table, so helpers added
-// later work in the JIT unchanged) and re-enters the native code at the
-// next one. Exits return to Go too, which pops a subprogram's frame as the
-// interpreter does. Faults are therefore the interpreter's, with the same
+// fault names the same slot); division and modulo give the interpreter's
+// results for a zero divisor and INT_MIN / -1 (amd64 branches around DIV,
+// arm64's UDIV/SDIV never trap); atomics check the region and the natural
+// alignment the interpreter requires, then use locked instructions (amd64;
+// fetch-or/and/xor excepted) or exclusive load/store loops (arm64).
+// Everything else (helpers, map operations, bpf-to-bpf calls and their
+// depth, tail calls and their limit, callx, loads from the context that are
+// not specialised, any access or atomic that fails its check) returns to Go
+// with the instruction's index, and the interpreter's slow path runs that
+// one instruction with its own code (the same helper table, so helpers
+// added later work in the JIT unchanged; a plain helper call is run
+// directly from the exit loop, jitAfter) and re-enters the native code at
+// the next one. Exits return to Go too, which pops a subprogram's frame as
+// the interpreter does. Faults are therefore the interpreter's, with the same
 // reason and instruction.
 //
 // The native code never calls Go, so it needs nothing from the Go runtime.
