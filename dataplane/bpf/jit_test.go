@@ -516,3 +516,65 @@ func TestJITAtomics(t *testing.T) {
 	}
 	t.Logf("%d atomic programs agree", n)
 }
+
+// TestJITLargeProgram: programs past the size where arm64 switches to long
+// branches (4000 slots), with jumps, budget checks, slow-path exits and
+// out-of-line region checks thousands of instructions away.
+func TestJITLargeProgram(t *testing.T) {
+	needJIT(t)
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, n := range []int{3000, 4500, 9000} {
+		var parts [][]byte
+		parts = append(parts, ins(0xbf, 6, 1, 0, 0), ins(0xb7, 7, 0, 0, 3)) // r6 = mem, r7 = loop count
+		body := n - 8
+		loopTop := len(parts)
+		for i := 0; len(parts) < body; i++ {
+			switch rng.IntN(8) {
+			case 0:
+				parts = append(parts, ins(0x07, byte(rng.IntN(6)), 0, 0, int32(rng.Uint32())))
+			case 1:
+				parts = append(parts, ins(0x2f, byte(rng.IntN(6)), byte(rng.IntN(6)), 0, 0))
+			case 2: // stack store and load
+				off := -8 * int16(1+rng.IntN(60))
+				parts = append(parts, ins(0x7b, 10, byte(rng.IntN(6)), off, 0), ins(0x79, byte(rng.IntN(6)), 10, off, 0))
+			case 3: // memory load (in range: the program runs to its end)
+				parts = append(parts, ins(0x71, byte(rng.IntN(6)), 6, int16(rng.IntN(64)), 0))
+			case 4: // forward jump over up to 2000 slots
+				skip := rng.IntN(2000)
+				if len(parts)+1+skip >= body {
+					skip = 0
+				}
+				parts = append(parts, ins(0x25, byte(rng.IntN(6)), 0, int16(skip), int32(rng.Uint32())))
+			case 5:
+				parts = append(parts, ins(0x3f, byte(rng.IntN(6)), byte(rng.IntN(6)), 0, 0)) // div
+			case 6:
+				parts = append(parts, ins(0x85, 0, 0, 0, helperGetSmpProcessor))
+			default:
+				parts = append(parts, ins(0xaf, 0, byte(1+rng.IntN(5)), 0, 0))
+			}
+		}
+		// Loop back to the top three times: a backward jump of ~n slots;
+		// then a load out of range, whose fault is far from the code's
+		// start, when r0 is odd.
+		parts = append(parts, ins(0x07, 7, 0, 0, -1), ins(0x55, 7, 0, int16(loopTop-len(parts)-2), 0),
+			ins(0x45, 0, 0, 1, 1), exitInsn, ins(0x71, 1, 6, 64, 0), exitInsn)
+		code := asmProg(parts...)
+		for _, budget := range []int{0, 5000} {
+			pi, pj, err := loadPair(t, "large", code, budget)
+			if err != nil {
+				t.Fatalf("%d slots: %v", n, err)
+			}
+			mem := make([]byte, 64)
+			for i := range mem {
+				mem[i] = byte(i * 7)
+			}
+			mi, mj := bytes.Clone(mem), bytes.Clone(mem)
+			gi, ei := NewRunner(0).RunRaw(pi, mi)
+			gj, ej := NewRunner(0).RunRaw(pj, mj)
+			if gi != gj || errString(ei) != errString(ej) || !bytes.Equal(mi, mj) {
+				t.Fatalf("%d slots, budget %d: interpreter %#x (%v), JIT %#x (%v)", n, budget, gi, ei, gj, ej)
+			}
+			t.Logf("%d slots, budget %d: %#x, %v", n, budget, gj, ej)
+		}
+	}
+}
