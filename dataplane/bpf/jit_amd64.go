@@ -596,13 +596,12 @@ func (c *amd64Compiler) div(in insn, dst, src uint8) {
 	}
 }
 
-// atomic emits the atomic operations that map to one locked instruction
-// (add, or, and, xor; fetch-add as XADD; exchange as XCHG; compare and
-// exchange as CMPXCHG, whose implicit RAX is r0) after the
-// store check of the region and a check of the natural alignment the
-// interpreter requires (atomic32/atomic64); a failed check, and the other
-// forms (fetch-or/and/xor), go to the slow path, which reports the
-// same fault or runs the operation.
+// atomic emits the atomic operations as locked instructions (add, or, and,
+// xor; fetch-add as XADD; exchange as XCHG; compare and exchange as
+// CMPXCHG, whose implicit RAX is r0; fetch-or/and/xor as a CMPXCHG loop)
+// after the store check of the region and a check of the natural alignment
+// the interpreter requires (atomic32/atomic64); a failed check goes to the
+// slow path, which reports the same fault.
 func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
 	w := in.op == opAtomic64
 	n := int32(4)
@@ -625,6 +624,9 @@ func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
 		opc = []byte{0x87} // xchg (locked without the prefix)
 	case atomicCmpXchg:
 		opc = []byte{0x0f, 0xb1} // cmpxchg: compares with and loads RAX (r0)
+	case atomicOr | atomicFetch, atomicAnd | atomicFetch, atomicXor | atomicFetch:
+		c.atomicFetchLoop(pc, in, src, w, n)
+		return
 	default:
 		c.exit(pc, jitExitSlow)
 		return
@@ -641,6 +643,44 @@ func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
 		// A 32-bit cmpxchg that succeeds leaves RAX as it was: r0 is the
 		// old value, zero-extended, as the interpreter has it.
 		c.aluRR(false, 0x89, xAX, xAX)
+	}
+}
+
+// atomicFetchLoop emits fetch-or/and/xor as a CMPXCHG loop (no single x86
+// instruction returns the old value): RAX (r0) is saved in jitState.spill,
+// loaded with the old value, the new one computed in S1 and swapped in until
+// no other writer got between; src gets the old value, zero-extended for 32
+// bits, and RAX is restored unless src is r0.
+func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n int32) {
+	var opc byte
+	switch in.imm &^ atomicFetch {
+	case atomicOr:
+		opc = 0x0b // or r, r/m
+	case atomicAnd:
+		opc = 0x23
+	default:
+		opc = 0x33 // xor
+	}
+	m := c.check(pc, in.dst, in.off, n, true)
+	c.rm(false, true, []byte{0x8d}, xS2, m, false) // lea: the address
+	c.testRI(true, xS2, n-1)
+	c.slowIf(ccNE, pc)
+	spill := xmem{base: xCtx, index: -1, disp: offSpill}
+	c.rm(false, true, []byte{0x89}, xAX, spill, false)
+	loop := len(c.b)
+	c.rm(false, w, []byte{0x8b}, xAX, xmem{base: xS2, index: -1}, false) // old
+	c.aluRR(true, 0x89, xS1, xAX)
+	if src == xAX {
+		c.rm(false, w, []byte{opc}, xS1, spill, false) // the value was r0
+	} else {
+		c.rr(false, w, []byte{opc}, xS1, src, false)
+	}
+	c.byte1(0xf0) // lock
+	c.rm(false, w, []byte{0x0f, 0xb1}, xS1, xmem{base: xS2, index: -1}, false)
+	c.byte1(0x75, byte(int8(loop-(len(c.b)+2)))) // jnz loop
+	if src != xAX {
+		c.aluRR(w, 0x89, src, xAX)
+		c.rm(false, true, []byte{0x8b}, xAX, spill, false)
 	}
 }
 
