@@ -126,8 +126,10 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "  BDF                        a PCI device bound to vfio-pci (driver by PCI ID: igb, or dwmac for Intel mGbE)")
 	fmt.Fprintln(w, "  --sim KIND[:VARIANT][:N]   a device model, N ports (run, pktgen); KIND (VARIANTs, first the default):")
 	fmt.Fprintln(w, "                             "+simChoices()+"; e.g. igb:2, dwmac:imx8mp, fec:imx6")
-	fmt.Fprintln(w, "  --platform NAME@ADDR       an i.MX8 MAC through /dev/mem and huge pages (root): fec@0x30be0000,")
-	fmt.Fprintln(w, "                             eqos@0x30bf0000, or COMPATIBLE@ADDR (fsl,imx8mm-fec@0x30be0000)")
+	fmt.Fprintln(w, "  --platform NAME@ADDR[,uncached=PHYS+SIZE]")
+	fmt.Fprintln(w, "                             an i.MX8 MAC through /dev/mem and huge pages (root): fec@0x30be0000,")
+	fmt.Fprintln(w, "                             eqos@0x30bf0000, or COMPATIBLE@ADDR (fsl,imx8mm-fec@0x30be0000);")
+	fmt.Fprintln(w, "                             uncached= names reserved RAM for the descriptor rings (needed by the EQOS)")
 }
 
 func isHelp(a string) bool { return a == "help" || a == "-h" || a == "--help" || a == "-help" }
