@@ -104,8 +104,9 @@
 // fault names the same slot); division and modulo give the interpreter's
 // results for a zero divisor and INT_MIN / -1 (amd64 branches around DIV,
 // arm64's UDIV/SDIV never trap); atomics check the region and the natural
-// alignment the interpreter requires, then use locked instructions (amd64;
-// fetch-or/and/xor excepted) or exclusive load/store loops (arm64).
+// alignment the interpreter requires, then use locked instructions (amd64,
+// a CMPXCHG loop for fetch-or/and/xor) or exclusive load/store loops
+// (arm64).
 // Everything else (helpers, map operations, bpf-to-bpf calls and their
 // depth, tail calls and their limit, callx, loads from the context that are
 // not specialised, any access or atomic that fails its check) returns to Go
