@@ -8,6 +8,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -577,4 +578,70 @@ func TestJITLargeProgram(t *testing.T) {
 			t.Logf("%d slots, budget %d: %#x, %v", n, budget, gj, ej)
 		}
 	}
+}
+
+// TestJITUnderGCAndPreemption runs long native loops (about a million
+// instructions a run, with helper calls and map-value-free stack traffic)
+// on several goroutines while others force garbage collections, allocate
+// and ask for preemption: results stay the interpreter's and nothing
+// crashes (signals that land in native code are not async safe points, so
+// the runtime preempts the goroutine at its next Go safe point instead).
+func TestJITUnderGCAndPreemption(t *testing.T) {
+	needJIT(t)
+	code := asmProg(
+		ins(0xb7, 6, 0, 0, 200000), // r6 = iterations
+		ins(0xb7, 7, 0, 0, 0),
+		ins(0x7b, 10, 6, -8, 0), // loop: *(u64 *)(r10-8) = r6
+		ins(0x79, 1, 10, -8, 0), // r1 = *(u64 *)(r10-8)
+		ins(0x0f, 7, 1, 0, 0),   // r7 += r1
+		ins(0x07, 6, 0, 0, -1),  // r6--
+		ins(0x55, 6, 0, -5, 0),  // if r6 != 0 goto loop
+		ins(0x85, 0, 0, 0, helperGetSmpProcessor),
+		ins(0x0f, 0, 7, 0, 0),
+		exitInsn)
+	pi, pj, err := loadPair(t, "long", code, 2_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := NewRunner(0).RunRaw(pi, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan error, 4)
+	for g := 0; g < 3; g++ {
+		go func() {
+			r := NewRunner(0)
+			for i := 0; i < 100; i++ {
+				got, err := r.RunRaw(pj, nil)
+				if err != nil || got != want {
+					done <- fmt.Errorf("run %d: %#x (%v), want %#x", i, got, err, want)
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	go func() {
+		var keep [][]byte
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			runtime.GC()
+			keep = append(keep, make([]byte, 1<<12))
+			if len(keep) > 256 {
+				keep = keep[:0]
+			}
+			runtime.Gosched()
+		}
+	}()
+	for g := 0; g < 3; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+	close(stop)
 }
