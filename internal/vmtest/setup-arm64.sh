@@ -27,53 +27,12 @@
 # are unset.
 set -euo pipefail
 
-log() { echo "vmtest-setup-arm64: $*" >&2; }
-die() { log "error: $*"; exit 1; }
-retry() {
-	local n
-	for n in 1 2 3 4; do
-		"$@" && return 0
-		log "attempt $n failed: $*"
-		sleep $((n * 5))
-	done
-	return 1
-}
-
-if [ "$(id -u)" = 0 ]; then
-	SUDO=()
-	default_cache=/var/cache/xnic-vmtest
-else
-	command -v sudo >/dev/null || die "installing QEMU needs root (or sudo)"
-	SUDO=(sudo)
-	default_cache="${XDG_CACHE_HOME:-$HOME/.cache}/xnic-vmtest"
-fi
-CACHE="${XNIC_VMTEST_CACHE:-$default_cache}"
-SUITE=bookworm
-BACKPORTS=bookworm-backports
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+SETUP_NAME=vmtest-setup-arm64
+# shellcheck source=internal/vmtest/setuplib.bash
+. "$(dirname "$0")/setuplib.bash"
 # The kernel: the newest linux-image-6.12.*-arm64 (not -cloud-, not -rt-,
 # not -dbg) that the backports lists have.
 KPATTERN='^linux-image-6\.12\.[0-9.+~a-z-]*-arm64$'
-
-detect_mirror() {
-	local f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -r "$f" ] || continue
-		uri=$(awk -v s="$SUITE" '
-			/^[[:space:]]*$/ { if (u != "" && ok) { print u; exit } u=""; ok=0; next }
-			/^URIs:/ { u=$2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) ok=1 }
-			END { if (u != "" && ok) print u }' "$f" | head -n1)
-		if [ -n "$uri" ]; then echo "$uri"; return; fi
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -r "$f" ] || continue
-		uri=$(awk -v s="$SUITE" '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($(i+1) == s) print $i; break } }' "$f" | head -n1)
-		if [ -n "$uri" ]; then echo "$uri"; return; fi
-	done
-	echo http://deb.debian.org/debian
-}
-MIRROR="${XNIC_DEBIAN_MIRROR:-$(detect_mirror)}"
 
 # Private apt state. The arm64 lists live beside setup.sh's amd64 ones
 # (apt-get update with APT::Architectures adds them), so both scripts can

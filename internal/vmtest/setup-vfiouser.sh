@@ -34,7 +34,7 @@
 #
 # Environment (as setup.sh):
 #   XNIC_VMTEST_CACHE   cache directory (default /var/cache/xnic-vmtest as root)
-#   XNIC_DEBIAN_MIRROR  Debian mirror URI (default http://deb.debian.org/debian)
+#   XNIC_DEBIAN_MIRROR  Debian mirror URI (default: the system's, as setup.sh)
 #   XNIC_VMTEST_REFRESH=1  rebuild the QEMU root and re-download the kernel
 #
 # On success it writes $CACHE/vfiouser.env with XNIC_VFIOUSER_QEMU,
@@ -42,22 +42,11 @@
 # when those variables are not set in its environment.
 set -euo pipefail
 
-log() { echo "vmtest-setup-vfiouser: $*" >&2; }
-die() { log "error: $*"; exit 1; }
-retry() {
-	local n
-	for n in 1 2 3 4; do
-		"$@" && return 0
-		log "attempt $n failed: $*"
-		sleep $((n * 5))
-	done
-	return 1
-}
+SETUP_NAME=vmtest-setup-vfiouser
+# shellcheck source=internal/vmtest/setuplib.bash
+. "$(dirname "$0")/setuplib.bash"
 
 [ "$(id -u)" = 0 ] || die "run as root: mmdebstrap's root mode and the cache in /var/cache need it"
-CACHE="${XNIC_VMTEST_CACHE:-/var/cache/xnic-vmtest}"
-MIRROR="${XNIC_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
 REFRESH="${XNIC_VMTEST_REFRESH:-0}"
 QSUITE=trixie
 QBACKPORTS=trixie-backports

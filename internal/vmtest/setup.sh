@@ -22,52 +22,9 @@
 # (XNIC_VMTEST_QEMU, XNIC_VMTEST_KERNEL, XNIC_VMTEST_MODULES) are unset.
 set -euo pipefail
 
-log() { echo "vmtest-setup: $*" >&2; }
-die() { log "error: $*"; exit 1; }
-retry() {
-	local n
-	for n in 1 2 3 4; do
-		"$@" && return 0
-		log "attempt $n failed: $*"
-		sleep $((n * 5))
-	done
-	return 1
-}
-
-if [ "$(id -u)" = 0 ]; then
-	SUDO=()
-	default_cache=/var/cache/xnic-vmtest
-else
-	command -v sudo >/dev/null || die "installing QEMU needs root (or sudo)"
-	SUDO=(sudo)
-	default_cache="${XDG_CACHE_HOME:-$HOME/.cache}/xnic-vmtest"
-fi
-CACHE="${XNIC_VMTEST_CACHE:-$default_cache}"
-SUITE=bookworm
-BACKPORTS=bookworm-backports
-KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
-
-# The mirror the system already uses for Debian's main archive.
-detect_mirror() {
-	local f uri
-	for f in /etc/apt/sources.list.d/*.sources; do
-		[ -r "$f" ] || continue
-		# deb822: take the URIs line of a stanza whose Suites include bookworm.
-		uri=$(awk -v s="$SUITE" '
-			/^[[:space:]]*$/ { if (u != "" && ok) { print u; exit } u=""; ok=0; next }
-			/^URIs:/ { u=$2 }
-			/^Suites:/ { for (i = 2; i <= NF; i++) if ($i == s) ok=1 }
-			END { if (u != "" && ok) print u }' "$f" | head -n1)
-		if [ -n "$uri" ]; then echo "$uri"; return; fi
-	done
-	for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-		[ -r "$f" ] || continue
-		uri=$(awk -v s="$SUITE" '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { if ($(i+1) == s) print $i; break } }' "$f" | head -n1)
-		if [ -n "$uri" ]; then echo "$uri"; return; fi
-	done
-	echo http://deb.debian.org/debian
-}
-MIRROR="${XNIC_DEBIAN_MIRROR:-$(detect_mirror)}"
+SETUP_NAME=vmtest-setup
+# shellcheck source=internal/vmtest/setuplib.bash
+. "$(dirname "$0")/setuplib.bash"
 
 APTDIR="$CACHE/apt"
 mkdir -p "$APTDIR/lists/partial" "$APTDIR/cache/archives/partial" "$CACHE/kernel"
