@@ -28,9 +28,12 @@ setup:
 tidy:
 	$(GO) mod tidy -diff
 
+# The JIT is the default engine on amd64 and arm64; the end-to-end and
+# kernel-differential suites run once more on the interpreter, the reference.
 unit:
 	$(GO) vet $(PKGS)
 	$(GO) test -count=1 -timeout 20m $(PKGS)
+	XNIC_ENGINE=interp $(GO) test -count=1 -timeout 10m ./examples ./dataplane
 
 # The VM tier: QEMU (TCG) with its igb model, the driver through real VFIO.
 vmtest:
