@@ -86,13 +86,6 @@ type bdView struct {
 	le bool
 }
 
-func (b bdView) u16(off int) uint16 {
-	if b.le {
-		return binary.LittleEndian.Uint16(b.d[off:])
-	}
-	return binary.BigEndian.Uint16(b.d[off:])
-}
-
 func (b bdView) u32(off int) uint32 {
 	if b.le {
 		return binary.LittleEndian.Uint32(b.d[off:])
