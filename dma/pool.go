@@ -53,10 +53,15 @@ type Buf struct {
 	Len  int    // length of the frame
 	Meta int    // bytes of metadata in front of Off (XDP data_meta)
 
-	// Filled in by the receiving driver, read by the dataplane.
-	Queue   uint16 // RX queue the frame arrived on
-	RSSHash uint32 // the device's RSS hash, when it computes one
-	Flags   uint16 // driver-neutral RX flags (see Flag*)
+	// Filled in by the receiving driver, read by the dataplane (what the
+	// kernel's XDP metadata kfuncs report; see Flag*).
+	Queue     uint16 // RX queue the frame arrived on
+	RSSHash   uint32 // the device's RSS hash, with FlagRSSValid
+	HashType  uint32 // the hash's enum xdp_rss_hash_type (L3/L4 bits), with FlagRSSValid
+	Flags     uint16 // driver-neutral RX flags (see Flag*)
+	VLANProto uint16 // the stripped tag's TPID (0x8100, 0x88a8), with FlagVLAN
+	VLANTCI   uint16 // the stripped tag's TCI (PCP, DEI, VID), with FlagVLAN
+	Timestamp uint64 // the device clock's RX timestamp in ns, with FlagTimestamp
 
 	pool  *Pool
 	index uint32
@@ -65,9 +70,10 @@ type Buf struct {
 
 // RX flags a driver may set on a received Buf.
 const (
-	FlagRSSValid uint16 = 1 << iota // RSSHash holds the device's hash
-	FlagVLAN                        // the device stripped or saw a VLAN tag
-	FlagCsumOK                      // the device verified the L3/L4 checksums
+	FlagRSSValid  uint16 = 1 << iota // RSSHash and HashType hold the device's hash
+	FlagVLAN                         // the device stripped or saw a VLAN tag
+	FlagCsumOK                       // the device verified the L3/L4 checksums
+	FlagTimestamp                    // Timestamp holds the device's RX timestamp
 )
 
 // Data returns the frame's bytes. The slice aliases the buffer and is valid while
