@@ -36,6 +36,8 @@
 //	xdp_perf_sample   frame samples to a perf event array (xdpdump)
 //	xdp_mapinmap_acl  per-port block lists in an array of hash maps
 //	xdp_spinlock_stats per-protocol stats updated under a bpf_spin_lock
+//	xdp_hw_meta       the XDP metadata kfuncs (rx_timestamp, rx_hash,
+//	                  rx_vlan_tag) written before the frame for AF_XDP
 //
 // The tests prove them against the kernel (root; skipped with a message
 // otherwise): diff_test.go runs each program on thousands of random and

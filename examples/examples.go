@@ -47,6 +47,7 @@ var All = []Example{
 	{"xdp_perf_sample", "xdp_perf_sample", "the first 128 bytes of every frame to a perf event array (bpf_perf_event_output with frame bytes), like xdpdump"},
 	{"xdp_mapinmap_acl", "xdp_mapinmap_acl", "per-port source block lists: an array of maps indexed by ingress_ifindex, hash inner maps"},
 	{"xdp_spinlock_stats", "xdp_spinlock_stats", "packets, bytes and largest frame per IP protocol, updated together under a bpf_spin_lock"},
+	{"xdp_hw_meta", "xdp_hw_meta", "RX timestamp, hash and VLAN from the metadata kfuncs in front of UDP frames to meta_port, redirected to the xskmap"},
 }
 
 // Lookup returns the example called name.

@@ -24,3 +24,4 @@ package examples
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_perf_sample.c -o xdp/xdp_perf_sample.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_mapinmap_acl.c -o xdp/xdp_mapinmap_acl.o
 //go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_spinlock_stats.c -o xdp/xdp_spinlock_stats.o
+//go:generate clang -O2 -g -Wall -Werror -target bpf -I/usr/include/x86_64-linux-gnu -c xdp/xdp_hw_meta.c -o xdp/xdp_hw_meta.o
