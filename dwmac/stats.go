@@ -126,3 +126,9 @@ func (p *Port) Stats() []nic.Counter {
 
 // Counter returns one named counter from Stats, and whether it exists.
 func Counter(cs []nic.Counter, name string) (uint64, bool) { return nic.CounterValue(cs, name) }
+
+// RingSizes reports the descriptors of each RX and TX ring and the most a
+// ring may have (what ethtool -g shows). Sizes are set at Open (Config).
+func (p *Port) RingSizes() (rx, tx, max int) {
+	return p.cfg.RxRingSize, p.cfg.TxRingSize, maxRingSize
+}

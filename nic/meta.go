@@ -37,3 +37,9 @@ type PHC interface {
 type PHCPort interface {
 	PHC() (PHC, error)
 }
+
+// RingSizer is a Port that reports its ring sizes (ethtool -g): descriptors
+// per RX and TX ring, and the most a ring may have.
+type RingSizer interface {
+	RingSizes() (rx, tx, max int)
+}

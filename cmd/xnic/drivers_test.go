@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
@@ -48,5 +49,33 @@ func TestFamilyRegistry(t *testing.T) {
 	}
 	if _, err := parseSim("nosuch"); err == nil || !strings.Contains(err.Error(), simChoices()) {
 		t.Errorf("unknown --sim kind: %v", err)
+	}
+}
+
+// xnic info shows each ring's size (ethtool -g), and --rx-ring/--tx-ring
+// (ethtool -G, at open) reach the driver of every family.
+func TestRingSizes(t *testing.T) {
+	for _, f := range families {
+		op, err := openPort("", portOptions{Sim: string(f.name), RxRing: 64, TxRing: 128})
+		if err != nil {
+			t.Fatalf("%s: %v", f.name, err)
+		}
+		pi := describePort(op)
+		if pi.RxRing != 64 || pi.TxRing != 128 || pi.MaxRing < 128 {
+			t.Errorf("%s: rings rx %d tx %d max %d, want 64, 128 and a maximum", f.name, pi.RxRing, pi.TxRing, pi.MaxRing)
+		}
+		if free := op.TxQueue(0).Free(); free != 127 {
+			t.Errorf("%s: TX queue has %d free descriptors, want 127 of 128", f.name, free)
+		}
+		if err := op.Close(); err != nil {
+			t.Errorf("%s: %v", f.name, err)
+		}
+	}
+	var out, errOut bytes.Buffer
+	if code := run([]string{"info", "--sim", "igb", "--rx-ring", "256", "--tx-ring", "1024"}, &out, &errOut); code != 0 {
+		t.Fatalf("info: exit %d: %s", code, errOut.String())
+	}
+	if !strings.Contains(out.String(), "rings:   rx 256, tx 1024 descriptors") {
+		t.Errorf("info does not show the rings:\n%s", out.String())
 	}
 }

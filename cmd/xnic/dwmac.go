@@ -62,7 +62,8 @@ func init() {
 }
 
 func dwmacConfig(o portOptions) dwmac.Config {
-	return dwmac.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
+	rx, tx := o.rings()
+	return dwmac.Config{Queues: o.Queues, RxRingSize: rx, TxRingSize: tx,
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
 }
 

@@ -57,7 +57,8 @@ func init() {
 }
 
 func fecConfig(o portOptions) fec.Config {
-	return fec.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
+	rx, tx := o.rings()
+	return fec.Config{Queues: o.Queues, RxRingSize: rx, TxRingSize: tx,
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
 }
 

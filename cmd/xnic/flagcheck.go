@@ -32,6 +32,8 @@ var flagRules = []flagRule{
 	{flag: "queues", cmds: []string{"run"}, check: intBetween(1, 64)},
 	{flag: "queues", check: intBetween(0, 64)},
 	{flag: "ring", check: intBetween(0, 1<<16)},
+	{flag: "rx-ring", check: intBetween(0, 1<<16)},
+	{flag: "tx-ring", check: intBetween(0, 1<<16)},
 	{flag: "rate", check: finiteAtLeast(0)},
 	{flag: "cpumap-workers", check: intBetween(-1, 1024)},
 }

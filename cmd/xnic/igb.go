@@ -46,7 +46,8 @@ func init() {
 }
 
 func igbConfig(o portOptions) igb.Config {
-	return igb.Config{Queues: o.Queues, RxRingSize: o.RingSize, TxRingSize: o.RingSize,
+	rx, tx := o.rings()
+	return igb.Config{Queues: o.Queues, RxRingSize: rx, TxRingSize: tx,
 		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
 }
 

@@ -36,6 +36,8 @@ type portOptions struct {
 	Platform    string        // a platform device, NAME@ADDR (see parsePlatform)
 	Queues      int           // queue pairs (0: the driver's default)
 	RingSize    int           // RX and TX descriptors per ring (0: default)
+	RxRing      int           // RX descriptors per ring, overriding RingSize (0: RingSize)
+	TxRing      int           // TX descriptors per ring, overriding RingSize (0: RingSize)
 	Interrupts  bool          // set up MSI-X
 	Promisc     bool          // accept every frame
 	LinkTimeout time.Duration // how long bring-up waits for the link (0: default)
@@ -62,6 +64,8 @@ func portFlags(fs *flag.FlagSet, o *portOptions) {
 	fs.StringVar(&o.Platform, "platform", "", "open an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
 	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
+	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
+	fs.IntVar(&o.TxRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
 	fs.BoolVar(&o.SimAsync, "sim-async", false, simAsyncHelp)
 }
@@ -244,7 +248,12 @@ type portInfo struct {
 	PHYID      string   `json:"phy_id,omitempty"`
 	Queues     int      `json:"queues"`
 	MaxQueues  int      `json:"max_queues,omitempty"`
-	Warnings   []string `json:"warnings,omitempty"`
+	// Rings are the descriptors per RX and TX ring and the most a ring may
+	// have (ethtool -g); zero when the driver does not say.
+	RxRing   int      `json:"rx_ring,omitempty"`
+	TxRing   int      `json:"tx_ring,omitempty"`
+	MaxRing  int      `json:"max_ring,omitempty"`
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type linkInfo struct {
@@ -272,6 +281,9 @@ func describePort(op *openedPort) portInfo {
 		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}, Compatible: di.Compatible}
 	if op.driver != nil {
 		op.driver.Describe(&pi)
+	}
+	if rs, ok := op.Port.(nic.RingSizer); ok {
+		pi.RxRing, pi.TxRing, pi.MaxRing = rs.RingSizes()
 	}
 	return pi
 }
@@ -318,6 +330,9 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 		fmt.Fprintf(stdout, "phy id:  %s\n", pi.PHYID)
 	}
 	fmt.Fprintf(stdout, "queues:  %d of %d\n", pi.Queues, pi.MaxQueues)
+	if pi.RxRing > 0 {
+		fmt.Fprintf(stdout, "rings:   rx %d, tx %d descriptors (at most %d each; --rx-ring, --tx-ring)\n", pi.RxRing, pi.TxRing, pi.MaxRing)
+	}
 	for _, w := range pi.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)
 	}
@@ -474,4 +489,16 @@ func openPCIDevice(bdf string) (nic.Device, error) {
 		return nil, err
 	}
 	return dev, nil
+}
+
+// rings is the RX and TX ring sizes o asks for (0: the driver's default).
+func (o portOptions) rings() (rx, tx int) {
+	rx, tx = o.RingSize, o.RingSize
+	if o.RxRing != 0 {
+		rx = o.RxRing
+	}
+	if o.TxRing != 0 {
+		tx = o.TxRing
+	}
+	return rx, tx
 }
