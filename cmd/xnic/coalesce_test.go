@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -87,5 +88,29 @@ func TestCoalesceCommand(t *testing.T) {
 		if rc, _, _ := runPort(t, bad...); rc != 2 {
 			t.Errorf("%q: rc %d", bad, rc)
 		}
+	}
+}
+
+// --rx-usecs sets the moderation at open (ethtool -C at open) where the
+// family has it, and is a usage error where it has not.
+func TestRxUsecsAtOpen(t *testing.T) {
+	rc, out, errs := runPort(t, "coalesce", "--sim", "igb", "--rx-usecs", "250", "--json")
+	if rc != 0 {
+		t.Fatalf("rc %d: %s", rc, errs)
+	}
+	var got coalesceOut
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v in %s", err, out)
+	}
+	if len(got.Queues) == 0 || got.Queues[0].RxUsecs != 250 {
+		t.Errorf("after --rx-usecs 250 at open: %+v", got)
+	}
+	for _, v := range []string{"dwmac", "fec"} {
+		if rc, _, errs := runPort(t, "info", "--sim", v, "--rx-usecs", "10"); rc != 2 || !strings.Contains(errs, "rx-usecs") {
+			t.Errorf("%s --rx-usecs: rc %d %s", v, rc, errs)
+		}
+	}
+	if rc, _, _ := runPort(t, "info", "--sim", "igb", "--rx-usecs", "99999"); rc != 2 {
+		t.Errorf("--rx-usecs beyond EITR's field: rc %d, want 2", rc)
 	}
 }

@@ -154,6 +154,12 @@ func openDriver(dev nic.Device, fam family, o portOptions) (*openedPort, error) 
 	if f == nil {
 		return nil, fmt.Errorf("%s: no %q driver in xnic: %w", dev.Info().Name, fam, nic.ErrNotSupported)
 	}
+	if err := f.checkModeration(o.RxUsecs); err != nil {
+		return nil, err
+	}
+	if o.RxUsecs > 0 {
+		o.Interrupts = true // moderation is of interrupts: set them up
+	}
 	p, err := f.open(dev, o)
 	if err != nil {
 		return nil, err
@@ -179,4 +185,19 @@ func pciFamilies() string {
 		}
 	}
 	return strings.Join(names, " and ")
+}
+
+// checkModeration refuses an RX interrupt interval the family cannot set.
+func (f *familyDriver) checkModeration(usecs int) error {
+	switch {
+	case usecs == 0:
+		return nil
+	case f.moderation == nil && f.noModeration != "":
+		return usageErrorf("--rx-usecs %d: %s", usecs, f.noModeration)
+	case f.moderation == nil:
+		return usageErrorf("--rx-usecs %d: no interrupt moderation known for the %s family", usecs, f.name)
+	case usecs > f.moderation.max():
+		return usageErrorf("--rx-usecs %d: the %s family's interval holds at most %d", usecs, f.name, f.moderation.max())
+	}
+	return nil
 }

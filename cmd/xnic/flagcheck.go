@@ -34,6 +34,7 @@ var flagRules = []flagRule{
 	{flag: "ring", check: intBetween(0, 1<<16)},
 	{flag: "rx-ring", check: intBetween(0, 1<<16)},
 	{flag: "tx-ring", check: intBetween(0, 1<<16)},
+	{flag: "rx-usecs", check: intBetween(0, 1<<20)},
 	{flag: "rate", check: finiteAtLeast(0)},
 	{flag: "cpumap-workers", check: intBetween(-1, 1024)},
 }

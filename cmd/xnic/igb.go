@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/igb/igbsim"
@@ -48,7 +49,8 @@ func init() {
 func igbConfig(o portOptions) igb.Config {
 	rx, tx := o.rings()
 	return igb.Config{Queues: o.Queues, RxRingSize: rx, TxRingSize: tx,
-		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout}
+		Interrupts: o.Interrupts, Promisc: o.Promisc, LinkTimeout: o.LinkTimeout,
+		ITR: time.Duration(o.RxUsecs) * time.Microsecond}
 }
 
 // igbPort is the igb driver's port as the CLI shows it.

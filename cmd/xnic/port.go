@@ -37,6 +37,7 @@ type portOptions struct {
 	Queues      int           // queue pairs (0: the driver's default)
 	RingSize    int           // RX and TX descriptors per ring (0: default)
 	RxRing      int           // RX descriptors per ring, overriding RingSize (0: RingSize)
+	RxUsecs     int           // least microseconds between two RX interrupts of a queue (0: none)
 	TxRing      int           // TX descriptors per ring, overriding RingSize (0: RingSize)
 	Interrupts  bool          // set up MSI-X
 	Promisc     bool          // accept every frame
@@ -66,6 +67,7 @@ func portFlags(fs *flag.FlagSet, o *portOptions) {
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.TxRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
+	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb)")
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
 	fs.BoolVar(&o.SimAsync, "sim-async", false, simAsyncHelp)
 }

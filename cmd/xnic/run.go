@@ -59,6 +59,7 @@ type dpRunOptions struct {
 	simAsync         bool // --sim-async
 	ring             int
 	rxRing, txRing   int // --rx-ring, --tx-ring
+	rxUsecs          int // --rx-usecs
 	cpus             string
 	maps             dpMapFlags
 	mapFile          string // --maps (mapfile.go)
@@ -92,6 +93,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.IntVar(&o.rxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.txRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
+	fs.IntVar(&o.rxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
@@ -530,7 +532,7 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 		return nil, usageErrorf("give one of --dev BDF[,BDF...], --sim KIND[:VARIANT][:N] or --platform NAME@ADDR")
 	}
 	var targets []portOptions
-	base := portOptions{Queues: o.queues, RingSize: o.ring, RxRing: o.rxRing, TxRing: o.txRing, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second, SimAsync: o.simAsync}
+	base := portOptions{Queues: o.queues, RingSize: o.ring, RxRing: o.rxRing, TxRing: o.txRing, RxUsecs: o.rxUsecs, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second, SimAsync: o.simAsync}
 	var bdfs []string
 	switch {
 	case o.dev != "":
