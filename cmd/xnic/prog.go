@@ -28,7 +28,7 @@ func init() {
 		summary: "run an XDP program on each frame of a pcap and show the verdicts", run: runProgRun})
 	register(&command{name: "prog bench", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--repeat N]",
 		summary: "time an XDP program on the frames of a pcap (median ns per run)", run: runProgBench})
-	register(&command{name: "prog disasm", usage: "OBJ [--prog NAME]",
+	register(&command{name: "prog disasm", usage: "OBJ [--cilium [--prog NAME]]",
 		summary: "disassemble the programs of an ELF object", run: runProgDisasm})
 	register(&command{name: "prog maps", usage: "OBJ",
 		summary: "list the maps of an ELF object", run: runProgMaps})
@@ -394,13 +394,22 @@ func runProgBench(args []string, stdout, stderr io.Writer) error {
 
 func runProgDisasm(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("prog disasm", stderr)
-	name := fs.String("prog", "", "only this program (function name)")
+	name := fs.String("prog", "", "only this program (function name; with --cilium)")
+	cilium := fs.Bool("cilium", false, "cilium/ebpf's instruction listing with source lines, of the programs xnic loads")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
 		return usageErrorf("want one ELF object, got %d arguments", len(pos))
+	}
+	if !*cilium {
+		if *name != "" {
+			return usageErrorf("--prog picks a program of the --cilium listing; the default listing shows every section")
+		}
+		// The syntax of llvm-objdump -d and bpftool, every program, and why
+		// xnic refuses the ones it cannot run.
+		return runProgObjdump(append([]string{"--no-show-raw-insn"}, pos...), stdout, stderr)
 	}
 	c, err := bpf.LoadFile(pos[0], &bpf.Options{NumCPU: 1})
 	if err != nil {

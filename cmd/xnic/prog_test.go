@@ -165,9 +165,17 @@ func TestProgBench(t *testing.T) {
 }
 
 func TestProgDisasmAndMaps(t *testing.T) {
-	stdout, stderr, code := progCmd(t, "prog", "disasm", testObj)
+	stdout, stderr, code := progCmd(t, "prog", "disasm", "--cilium", testObj)
 	if code != 0 || !strings.Contains(stdout, "program xdp_parse, section xdp") || !strings.Contains(strings.ToLower(stdout), "exit") {
+		t.Errorf("disasm --cilium exit %d: %q %q", code, stdout, stderr)
+	}
+	// By default the syntax of llvm-objdump and bpftool.
+	stdout, stderr, code = progCmd(t, "prog", "disasm", testObj)
+	if code != 0 || !strings.Contains(stdout, "<xdp_parse>:") || !strings.Contains(stdout, "\texit") || !strings.Contains(stdout, " = *(u32 *)(r1 + ") {
 		t.Errorf("disasm exit %d: %q %q", code, stdout, stderr)
+	}
+	if _, _, code := progCmd(t, "prog", "disasm", "--prog", "xdp_parse", testObj); code != 2 {
+		t.Errorf("--prog without --cilium: exit %d, want 2", code)
 	}
 	stdout, stderr, code = progCmd(t, "prog", "maps", featuresObj)
 	if code != 0 {
