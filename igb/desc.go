@@ -61,6 +61,35 @@ const rxErrMask = rxErrCE | rxErrSE | rxErrSEQ | rxErrCXE | rxErrRXE
 // rxRSSTypeMask selects the RSS type in pkt_info; zero means no hash was computed.
 const rxRSSTypeMask = 0xF
 
+// enum xdp_rss_hash_type bits (Linux include/net/xdp.h).
+const (
+	xdpRSSL3IPv4  = 1 << 0
+	xdpRSSL3IPv6  = 1 << 1
+	xdpRSSDynHdr  = 1 << 2 // IPv6 extension headers were parsed
+	xdpRSSL4      = 1 << 3
+	xdpRSSL4TCP   = 1 << 4
+	xdpRSSL4UDP   = 1 << 5
+	xdpRSSIPv6Ex  = xdpRSSL3IPv6 | xdpRSSDynHdr
+	xdpRSSTCPIPv4 = xdpRSSL3IPv4 | xdpRSSL4 | xdpRSSL4TCP
+	xdpRSSUDPIPv4 = xdpRSSL3IPv4 | xdpRSSL4 | xdpRSSL4UDP
+)
+
+// rssHashType maps the write-back's RSS type (82576 datasheet 7.1.5.2, Linux
+// E1000_RXDADV_RSSTYPE_*) to enum xdp_rss_hash_type, as the kernel's igc
+// table igc_xdp_rss_type does for the same encoding. Reserved types map to
+// XDP_RSS_TYPE_NONE.
+var rssHashType = [16]uint32{
+	1: xdpRSSTCPIPv4,
+	2: xdpRSSL3IPv4,
+	3: xdpRSSL3IPv6 | xdpRSSL4 | xdpRSSL4TCP,
+	4: xdpRSSIPv6Ex,
+	5: xdpRSSL3IPv6,
+	6: xdpRSSIPv6Ex | xdpRSSL4 | xdpRSSL4TCP,
+	7: xdpRSSUDPIPv4,
+	8: xdpRSSL3IPv6 | xdpRSSL4 | xdpRSSL4UDP,
+	9: xdpRSSIPv6Ex | xdpRSSL4 | xdpRSSL4UDP,
+}
+
 // Transmit descriptor, read format (driver -> device), advanced data type.
 //
 //	 0             8               12              16

@@ -46,6 +46,13 @@ type Config struct {
 	LinkTimeout time.Duration
 	// PHYAddr is the MDIO address of the PHY. Zero means 1, the internal PHY.
 	PHYAddr int
+	// VLANStrip has the MAC strip 802.1Q tags (CTRL.VME) and report them in
+	// dma.Buf.VLANProto/VLANTCI with dma.FlagVLAN; without it tags stay in
+	// the frame and none is reported.
+	VLANStrip bool
+	// RxTimestamp timestamps every received frame with the port's clock
+	// (dma.Buf.Timestamp with dma.FlagTimestamp; see PHC). I210 and I211 only.
+	RxTimestamp bool
 }
 
 const (
@@ -93,6 +100,9 @@ func (c Config) withDefaults(m Model) (Config, error) {
 	}
 	if c.PHYAddr == 0 {
 		c.PHYAddr = phyDefIdx
+	}
+	if c.RxTimestamp && !hasI210Clock(m.MAC) {
+		return c, fmt.Errorf("igb: RX timestamps on the %s: supported on the I210 and I211 only", m.MAC)
 	}
 	if c.ITR < 0 {
 		c.ITR = 0
@@ -194,6 +204,7 @@ func (p *Port) bringUp() error {
 		return err
 	}
 	p.setupFilters()
+	p.setupPTP()
 	for i := 0; i < p.cfg.Queues; i++ {
 		rq, err := p.setupRx(i)
 		if err != nil {
@@ -307,6 +318,11 @@ func (p *Port) setupLink() error {
 	ctrl := ctrlBits(p.r32(regCTRL))
 	ctrl &^= ctrlLRST | ctrlPHYRST | ctrlILOS | ctrlFRCSPD | ctrlFRCDPX
 	ctrl |= ctrlSLU
+	if p.cfg.VLANStrip {
+		ctrl |= ctrlVME
+	} else {
+		ctrl &^= ctrlVME
+	}
 	p.w32(regCTRL, uint32(ctrl))
 	p.ctl.Lock()
 	defer p.ctl.Unlock()

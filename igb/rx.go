@@ -80,7 +80,11 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 
 	b := rxBlock(i)
 	q.rdt = uint32(b + qTail)
-	srrctl := func() { p.w32(b+qSRRCTL, uint32(kib)|uint32(srrctlDescAdv1Buf|srrctlDropEn)) }
+	srr := uint32(kib) | uint32(srrctlDescAdv1Buf|srrctlDropEn)
+	if p.cfg.RxTimestamp {
+		srr |= uint32(srrctlTimestamp)
+	}
+	srrctl := func() { p.w32(b+qSRRCTL, srr) }
 	if err := p.enableRing("RX", b, q.ring, n, srrctl, uint32(dctlEnable)|8<<dctlPThreshShift|8<<dctlHThreshShift|1<<dctlWThreshShift); err != nil {
 		q.free()
 		return nil, err
@@ -140,9 +144,12 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		b.Flags, b.RSSHash = 0, 0
 		if pi := le16(d[rxwPktInfo:]); pi&rxRSSTypeMask != 0 {
 			b.RSSHash = le32(d[rxwRSS:])
+			b.HashType = rssHashType[pi&rxRSSTypeMask]
 			b.Flags |= dma.FlagRSSValid
 		}
 		if st&rxStatVP != 0 {
+			// CTRL.VME stripped the tag (VET: 802.1Q).
+			b.VLANProto, b.VLANTCI = 0x8100, le16(d[rxwVLAN:])
 			b.Flags |= dma.FlagVLAN
 		}
 		if st&(rxStatIPCS|rxStatL4CS) != 0 && st&(rxErrIPE|rxErrL4E) == 0 {
@@ -150,6 +157,19 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		}
 		if !q.coherent {
 			q.alloc.Sync(q.region, int(b.IOVA-q.region.IOVA)+dma.Headroom, length, dma.ForCPU)
+		}
+		if st&rxStatTSIP != 0 {
+			// The receive time comes first in the buffer (I210 7.8.2.4):
+			// SYSTIML, SYSTIMH at 8; the frame follows it.
+			if length <= tsHdrLen {
+				errs++
+				b.Free()
+				continue
+			}
+			h := b.Mem[dma.Headroom : dma.Headroom+tsHdrLen]
+			b.Timestamp = uint64(le32(h[12:]))*nsPerSec + uint64(le32(h[8:]))
+			b.Off, b.Len = dma.Headroom+tsHdrLen, length-tsHdrLen
+			b.Flags |= dma.FlagTimestamp
 		}
 		b.SetOwner(dma.OwnerApp)
 		bufs[got] = b

@@ -17,7 +17,7 @@ import "encoding/binary"
 //	4  rss / ip_id+csum   RSS hash when RXCSUM.PCSD, else IP id and checksum (0 here)
 //	8  status_error  u32  DD bit 0, EOP bit 1, errors 31:20
 //	12 length        u16  bytes in this descriptor's buffer
-//	14 vlan          u16  (0 here: no VLAN stripping)
+//	14 vlan          u16  stripped 802.1Q TCI, with VP (status bit 3), when CTRL.VME
 //
 // TX data descriptor (read):
 //
@@ -38,6 +38,7 @@ const (
 	rxwVLAN     = 14
 	rxStatDD    = 1 << 0
 	rxStatEOP   = 1 << 1
+	rxStatVP    = 1 << 3
 	pktTypeIPv4 = 0x0010
 	pktTypeIPv6 = 0x0040
 	pktTypeTCP  = 0x0100

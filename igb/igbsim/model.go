@@ -186,6 +186,7 @@ type Model struct {
 	stats                                   [nStats]uint32
 	cnt                                     Counters
 	crcBuf                                  []byte // RX scratch for frames with their FCS kept
+	ptp                                     ptpState
 }
 
 // ErrConfig is wrapped by New for a configuration the model cannot build.
@@ -257,7 +258,7 @@ func New(cfg Config) (*Model, error) {
 	m.lastFire = make([]time.Time, info.vectors)
 	m.eitrTimer = make([]*time.Timer, info.vectors)
 	m.eitrArmed = make([]bool, info.vectors)
-	m.crcBuf = make([]byte, maxTxFrame+4)
+	m.crcBuf = make([]byte, tsHdrLen+maxTxFrame+4)
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
 	m.mu.Lock()
@@ -401,6 +402,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.reta = [128]byte{}
 	m.rssKey = [rssKeyLen]byte{}
 	m.rssDirty = true
+	m.ptp.reset(m.info.fam == famI210)
 	for i := range m.rx {
 		m.rx[i] = rxQueue{srrctl: srrctlDefault}
 	}
@@ -485,6 +487,9 @@ func (m *Model) unimplemented(op string, off uint32) {
 func (m *Model) readLocked(off uint32) uint32 {
 	if q, r, isRX, ok := m.queueReg(off); ok {
 		return m.readQueueLocked(q, r, isRX, off)
+	}
+	if v, ok := m.readPTPLocked(off); ok {
+		return v
 	}
 	switch off {
 	case regCTRL:
@@ -700,6 +705,9 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 			return 0
 		}
 		return m.writeTxQueueLocked(q, r, off, val)
+	}
+	if m.writePTPLocked(off, val) {
+		return 0
 	}
 	switch off {
 	case regCTRL:
@@ -980,6 +988,10 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		if val&dctlEnable != 0 && !enabled {
 			if x.srrctl&srrctlDescType != srrctlAdvOneBuf {
 				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.DESCTYPE %d: only advanced one-buffer (1) is modelled", q, (x.srrctl&srrctlDescType)>>25)
+				return
+			}
+			if x.srrctl&srrctlTimestamp != 0 && !m.ptp.hasClock {
+				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.TIMESTAMP: the 82576 has no timestamp in the buffer, and the I350's clock is not modelled", q)
 				return
 			}
 			if x.srrctl&srrctlBSizeMask == 0 {

@@ -115,6 +115,7 @@ const (
 	ctrlSLU         uint32 = 1 << 6 // set link up
 	ctrlSpeed1000   uint32 = 2 << 8
 	ctrlRST         uint32 = 1 << 26 // device reset, self-clearing
+	ctrlVME         uint32 = 1 << 30 // VLAN mode: strip 802.1Q tags (VET 0x8100) into the write-back
 	ctrlDEVRST      uint32 = 1 << 29 // I350/I210 device reset, self-clearing
 	ctrlPHYRST      uint32 = 1 << 31 // PHY reset, self-clearing here
 )

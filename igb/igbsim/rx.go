@@ -155,11 +155,32 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		return false
 	}
 
+	// What reaches the buffer (82576 datasheet 7.4.3.3, I210 7.8.2.4): the
+	// receive timestamp header first when the queue asks for it; the frame
+	// without its 802.1Q tag when CTRL.VME strips it (the tag goes to the
+	// write-back, VP set); the FCS last unless RCTL.SECRC strips it.
+	var vlanTCI uint16
+	strip := m.ctrl&ctrlVME != 0 && n >= 18 && frame[12] == 0x81 && frame[13] == 0x00
+	ts := m.ptp.rxTimestamping(r.srrctl)
 	data := frame
-	if m.rctl&rctlSECRC == 0 { // the FCS stays in the buffer
-		copy(m.crcBuf, frame)
-		le.PutUint32(m.crcBuf[n:], crc32.ChecksumIEEE(frame))
-		data = m.crcBuf[:n+4]
+	if strip || ts || m.rctl&rctlSECRC == 0 {
+		k := 0
+		if ts {
+			m.ptp.putTimestamp(m.crcBuf[:tsHdrLen])
+			k = tsHdrLen
+		}
+		if strip {
+			vlanTCI = uint16(frame[14])<<8 | uint16(frame[15])
+			k += copy(m.crcBuf[k:], frame[:12])
+			k += copy(m.crcBuf[k:], frame[16:])
+		} else {
+			k += copy(m.crcBuf[k:], frame)
+		}
+		if m.rctl&rctlSECRC == 0 { // the FCS of the frame as it was on the wire
+			le.PutUint32(m.crcBuf[k:], crc32.ChecksumIEEE(frame))
+			k += 4
+		}
+		data = m.crcBuf[:k]
 	}
 	bsize := int(r.srrctl&srrctlBSizeMask) << 10
 	ndesc := 1
@@ -197,8 +218,16 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		}
 		copy(buf, chunk)
 		status := uint32(rxStatDD)
+		if i == 0 && ts {
+			status |= rxStatTSIP
+		}
+		var tag uint16
 		if i == ndesc-1 {
 			status |= rxStatEOP
+			if strip {
+				status |= rxStatVP
+				tag = vlanTCI
+			}
 			le.PutUint32(d[rxwPktInfo:], uint32(rssType)|uint32(pktType))
 			le.PutUint32(d[rxwRSS:], hash)
 		} else {
@@ -206,7 +235,7 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 			le.PutUint32(d[rxwRSS:], 0)
 		}
 		le.PutUint16(d[rxwLength:], uint16(len(chunk)))
-		le.PutUint16(d[rxwVLAN:], 0)
+		le.PutUint16(d[rxwVLAN:], tag)
 		storeStatus(d, rxwStatus, status)
 		if head++; head >= size { // (head+1) % size without a division
 			head %= size

@@ -1,0 +1,160 @@
+package igbsim
+
+import "github.com/xnic-dev/xnic/sim"
+
+// IEEE 1588 time sync of the I210 (I210 datasheet 7.8; Linux igb_ptp.c,
+// igb_ptp_read_i210, igb_ptp_write_i210, igb_ptp_adjfine_82580,
+// igb_ptp_rx_pktstamp). The clock is SYSTIMH seconds and SYSTIML nanoseconds
+// (0 to 10^9-1) with the sub-nanosecond residue in SYSTIMR. Every 8 ns period
+// it advances 8 ns plus TIMINCA.INCVALUE*2^-32 ns (ISGN: minus). Here it runs
+// with the host's clock, scaled by TIMINCA (sim.PHClock).
+//
+// Reading SYSTIMR latches the whole clock; SYSTIML and SYSTIMH then return the
+// latched value. Writing SYSTIML holds the nanoseconds; writing SYSTIMH sets
+// the clock to both.
+//
+// With TSYNCRXCTL.EN and TYPE "all packets", a queue whose SRRCTL.TIMESTAMP is
+// set gets each frame's receive time in a 16-byte header before it in the
+// buffer (8 reserved bytes, then SYSTIML and SYSTIMH as they were when the
+// frame arrived), counted in the write-back length, and TSIP in the status.
+//
+// The 82576 and I350 keep their clocks in other formats (a 64-bit counter of
+// TIMINCA increments): the model does not implement them; their time sync
+// registers stay plain storage, and SRRCTL.TIMESTAMP on them is a fault.
+const (
+	regSYSTIML    reg = 0x0B600
+	regSYSTIMH    reg = 0x0B604
+	regTIMINCA    reg = 0x0B608
+	regTSYNCRXCTL reg = 0x0B620
+	regSYSTIMR    reg = 0x0B6F8
+
+	timincaISGN     uint32 = 1 << 31
+	timincaIncValue uint32 = 0x7FFFFFFF
+
+	tsyncRxValid   uint32 = 1 << 0 // a timestamp is latched in RXSTMPL/H (read-only)
+	tsyncRxTypeMsk uint32 = 7 << 1
+	tsyncRxTypeAll uint32 = 4 << 1 // all packets
+	tsyncRxEnabled uint32 = 1 << 4
+
+	srrctlTimestamp uint32 = 1 << 30 // timestamp in the buffer (I210/I350)
+
+	rxStatTSIP = 1 << 15 // timestamp in packet
+
+	tsHdrLen = 16
+	nsPerSec = 1_000_000_000
+)
+
+// ptpState is the I210 time sync unit; guarded by Model.mu.
+type ptpState struct {
+	clock    *sim.PHClock
+	latch    int64  // value latched by the last SYSTIMR read
+	pendL    uint32 // SYSTIML written, waiting for SYSTIMH
+	timinca  uint32
+	tsyncRx  uint32
+	hasClock bool // the device is an I210 (the clock format modelled)
+}
+
+func (p *ptpState) reset(i210 bool) {
+	if p.clock == nil {
+		p.clock = sim.NewPHClock()
+	}
+	p.clock.Set(0)
+	p.clock.SetRate(0)
+	p.latch, p.pendL, p.timinca, p.tsyncRx, p.hasClock = 0, 0, 0, 0, i210
+}
+
+// rxTimestamping reports whether frames get a timestamp header on a queue
+// with SRRCTL srrctl.
+func (p *ptpState) rxTimestamping(srrctl uint32) bool {
+	return p.hasClock && srrctl&srrctlTimestamp != 0 &&
+		p.tsyncRx&tsyncRxEnabled != 0 && p.tsyncRx&tsyncRxTypeMsk == tsyncRxTypeAll
+}
+
+// putTimestamp writes the header for a frame arriving now.
+func (p *ptpState) putTimestamp(h []byte) {
+	ns := p.clock.Now()
+	clear(h[:8])
+	sec, frac := splitNS(ns)
+	le.PutUint32(h[8:], frac)
+	le.PutUint32(h[12:], sec)
+}
+
+// splitNS is SYSTIMH and SYSTIML for a clock value (seconds wrap at 2^32, a
+// clock before 0 reads as 0).
+func splitNS(ns int64) (sec, frac uint32) {
+	if ns < 0 {
+		return 0, 0
+	}
+	return uint32(ns / nsPerSec), uint32(ns % nsPerSec)
+}
+
+// readPTPLocked handles the time sync registers the model implements.
+func (m *Model) readPTPLocked(off uint32) (uint32, bool) {
+	p := &m.ptp
+	if !p.hasClock {
+		return 0, false
+	}
+	switch reg(off) {
+	case regSYSTIMR:
+		p.latch = p.clock.Now()
+		return 0, true // sub-nanosecond residue: the model keeps whole ns
+	case regSYSTIML:
+		_, frac := splitNS(p.latch)
+		return frac, true
+	case regSYSTIMH:
+		sec, _ := splitNS(p.latch)
+		return sec, true
+	case regTIMINCA:
+		return p.timinca, true
+	case regTSYNCRXCTL:
+		return p.tsyncRx &^ tsyncRxValid, true // RXSTMPL/H latching is not modelled
+	}
+	return 0, false
+}
+
+// writePTPLocked handles the time sync registers the model implements.
+func (m *Model) writePTPLocked(off, val uint32) bool {
+	p := &m.ptp
+	if !p.hasClock {
+		return false
+	}
+	switch reg(off) {
+	case regSYSTIMR:
+		return true // residue: whole nanoseconds only
+	case regSYSTIML:
+		if val >= nsPerSec {
+			m.faults.Add("write32", "SYSTIML", uint64(off), "SYSTIML %d: nanoseconds must be below 10^9", val)
+			return true
+		}
+		p.pendL = val
+	case regSYSTIMH:
+		p.clock.Set(int64(val)*nsPerSec + int64(p.pendL))
+	case regTIMINCA:
+		p.timinca = val
+		// INCVALUE*2^-32 ns per 8 ns period is INCVALUE*2^-35 ns per ns.
+		r := int64(val&timincaIncValue) << (sim.PHClockRateShift - 35)
+		if val&timincaISGN != 0 {
+			r = -r
+		}
+		p.clock.SetRate(r)
+	case regTSYNCRXCTL:
+		if val&tsyncRxEnabled != 0 && val&tsyncRxTypeMsk != tsyncRxTypeAll {
+			m.faults.Add("write32", "TSYNCRXCTL", uint64(off), "TSYNCRXCTL type %d: only all packets (4) is modelled", (val&tsyncRxTypeMsk)>>1)
+		}
+		p.tsyncRx = val &^ tsyncRxValid
+	default:
+		return false
+	}
+	return true
+}
+
+// Clock is the model's I210 clock in nanoseconds, as SYSTIMH:SYSTIML would
+// read now (for tests); ok is false on devices whose clock is not modelled.
+func (m *Model) Clock() (ns int64, ok bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.ptp.hasClock {
+		return 0, false
+	}
+	return m.ptp.clock.Now(), true
+}
