@@ -44,6 +44,11 @@ type Frame struct {
 	DataEnd        int
 	IngressIfindex uint32
 	RxQueueIndex   uint32
+	// Meta is what the NIC reported about the frame, for the RX metadata
+	// kfuncs (kfunc.go); nil means the port reports none (every kfunc
+	// returns -EOPNOTSUPP). Whoever fills it owns it: the Runner only reads
+	// it. Only programs whose UsesRxMeta is true look at it.
+	Meta *RxMeta
 }
 
 // RedirectKind says what a REDIRECT verdict points at.

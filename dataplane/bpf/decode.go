@@ -26,7 +26,7 @@ var (
 	ErrHelperNotAllowed = errors.New("helper not implemented for XDP programs")
 	ErrUnresolvedMap    = errors.New("unresolved map reference")
 	ErrBadWideLoad      = errors.New("malformed lddw")
-	ErrKfunc            = errors.New("kfunc calls are not supported")
+	ErrKfunc            = errors.New("unsupported kfunc")
 	ErrTooLarge         = errors.New("program too large")
 	ErrStackBounds      = errors.New("stack access outside the 512-byte frame")
 	ErrStackAlign       = errors.New("misaligned stack access")
@@ -73,6 +73,9 @@ type decodeEnv struct {
 	// mapRefs names the map each lddw at a slot index refers to (ELF
 	// relocations); nil for bare programs.
 	mapRefs map[int]string
+	// kfuncRefs names the kfunc each call at a slot index refers to (the
+	// extern's ELF symbol); nil for bare programs, whose kfunc calls fail.
+	kfuncRefs map[int]string
 	// mapHandle returns the collection's number for a map name.
 	mapHandle func(name string) (int, bool)
 	// mapValue returns the static region number of the value of a map usable
@@ -121,6 +124,21 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 			}
 			wide[i+1] = true
 			i++
+		}
+	}
+	// Kfunc calls the loader can resolve become helper calls with the
+	// kfunc's number (kfunc.go); the others fail here, naming the kfunc.
+	kfunc := make([]bool, n)
+	for i := range n {
+		if rs[i].op == classJMP|jmpCall && rs[i].src == pseudoKfuncCall && !wide[i] {
+			if env.kfuncRefs == nil {
+				return nil, nil, fail(i, ErrKfunc)
+			}
+			id, err := resolveKfunc(env.kfuncRefs[i])
+			if err != nil {
+				return nil, nil, fail(i, err)
+			}
+			rs[i].src, rs[i].imm, kfunc[i] = 0, id, true
 		}
 	}
 	code := make([]insn, n)
@@ -172,7 +190,7 @@ func decodeProgram(raw []byte, env *decodeEnv) ([]insn, []bool, error) {
 			switch o {
 			case opExit:
 			case opCall:
-				if !env.helper(r.imm) {
+				if !kfunc[i] && !env.helper(r.imm) {
 					if r.imm <= 0 || r.imm > maxKnownHelper {
 						return nil, nil, fail(i, fmt.Errorf("%w: id %d", ErrBadHelper, r.imm))
 					}

@@ -288,6 +288,8 @@ func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint6
 		return r.checkMTU(p, pc, reg)
 	case helperRingbufOutput, helperRingbufReserve, helperRingbufSubmit, helperRingbufDiscard:
 		return r.ringbuf(p, pc, id, reg)
+	case kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag:
+		return r.callKfunc(p, pc, id, reg) // kfunc.go
 	}
 	r.setFault(p, pc, faultCallX, uint64(id), 0)
 	return 0

@@ -62,6 +62,7 @@ type Collection struct {
 	trace       io.Writer
 	traceMu     sync.Mutex
 	closed      atomic.Bool
+	rxMeta      bool // a program calls an RX metadata kfunc: Program.UsesRxMeta
 }
 
 // mapRef is a map as programs see it: resolved once at load.
@@ -139,6 +140,7 @@ type Program struct {
 	budget  int64
 	id      uint32
 	jit     atomic.Pointer[jitProg] // native code, nil in the interpreter
+	rxMeta  bool                    // calls an RX metadata kfunc (kfunc.go)
 }
 
 // progIDs numbers programs like the kernel's program ids: unique in the
@@ -395,6 +397,7 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		}
 		c.progs = append(c.progs, p)
 		c.byName[n] = p
+		c.rxMeta = c.rxMeta || p.rxMeta
 	}
 	c.refuseTailCallers(progContents)
 	// Program arrays declared with initial contents (BTF maps with
@@ -496,8 +499,12 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 	insns := make(asm.Instructions, len(ps.Instructions))
 	copy(insns, ps.Instructions)
 	refs := map[int]string{}
+	kfuncs := map[int]string{}
 	iter := insns.Iterate()
 	for iter.Next() {
+		if iter.Ins.IsKfuncCall() {
+			kfuncs[int(iter.Offset)] = iter.Ins.Reference()
+		}
 		if iter.Ins.IsLoadFromMap() && iter.Ins.Reference() != "" {
 			ref := iter.Ins.Reference()
 			if err := c.mapErrs[ref]; err != nil {
@@ -513,6 +520,7 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 	e := *env
 	e.name = ps.Name
 	e.mapRefs = refs
+	e.kfuncRefs = kfuncs
 	code, funcs, err := decodeProgram(buf.Bytes(), &e)
 	if err != nil {
 		return nil, explainRefusal(err) // helpers_refuse.go
@@ -531,6 +539,7 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 		raw:     buf.Bytes(),
 		budget:  budget,
 		id:      progIDs.Add(1),
+		rxMeta:  usesKfunc(code),
 	}
 	if err := p.compile(e.plain, e.engine); err != nil {
 		return nil, err
