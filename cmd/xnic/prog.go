@@ -51,8 +51,9 @@ const (
 type progSelect struct {
 	name, section string
 	engine        engineFlag
-	mapFile       string // --maps (mapfile.go)
-	fibFile       string // --fib (fibfile.go)
+	mapFile       string     // --maps (mapfile.go)
+	fibFile       string     // --fib (fibfile.go)
+	maps          dpMapFlags // --map NAME:KEY=VALUE, after --maps
 }
 
 func (s *progSelect) flags(fs *flag.FlagSet) {
@@ -61,6 +62,7 @@ func (s *progSelect) flags(fs *flag.FlagSet) {
 	fs.Var(&s.engine, "engine", engineHelp)
 	fs.StringVar(&s.mapFile, "maps", "", "preload maps from FILE: bpftool map dump JSON or hex lines (see mapfile.go)")
 	fs.StringVar(&s.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu in JSON (see fibfile.go)")
+	fs.Var(&s.maps, "map", "set a map entry before running: NAME:KEY=VALUE, numbers or bpftool byte lists (repeatable; after --maps)")
 }
 
 // engineFlag is --engine: interp or jit.
@@ -311,6 +313,14 @@ func loadProg(path string, sel *progSelect, trace io.Writer) (*bpf.Collection, *
 	p, err := sel.pick(c)
 	if err == nil {
 		err = preloadMaps(c, sel.mapFile)
+	}
+	for _, m := range sel.maps {
+		if err != nil {
+			break
+		}
+		if err = dpSetMap(c, m); err != nil {
+			err = usageErrorf("--map %s: %v", m, err)
+		}
 	}
 	if err == nil {
 		err = loadFIBFile(c, sel.fibFile, nil)

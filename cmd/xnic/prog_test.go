@@ -288,3 +288,23 @@ func fmtSscanHex(s string, v *uint64) (int, error) {
 	*v = x
 	return len(b), nil
 }
+
+// prog run --map preloads an entry, as run --map does: an LPM key of bytes
+// (prefix length 24, 10.1.2.0) makes the ACL drop a source it passed before.
+func TestProgRunMap(t *testing.T) {
+	f := progUDPFrame(53)
+	copy(f[14+12:], []byte{10, 1, 2, 3}) // source address
+	in := writeTestPcap(t, f)
+	obj := filepath.Join("..", "..", "examples", "xdp", "xdp_lpm_acl.o")
+	out, errs, code := progCmd(t, "prog", "run", obj, "--in", in)
+	if code != 0 || !strings.Contains(out, "XDP_PASS") {
+		t.Fatalf("without the entry: exit %d %q %q", code, out, errs)
+	}
+	out, errs, code = progCmd(t, "prog", "run", obj, "--in", in, "--map", "acl_v4:24 0 0 0 10 1 2 0=1")
+	if code != 0 || !strings.Contains(out, "XDP_DROP") {
+		t.Fatalf("with acl_v4 10.1.2.0/24: exit %d %q %q", code, out, errs)
+	}
+	if _, _, code := progCmd(t, "prog", "run", obj, "--in", in, "--map", "nosuch:1=1"); code != 2 {
+		t.Errorf("--map of a map the object lacks: exit %d, want 2", code)
+	}
+}
