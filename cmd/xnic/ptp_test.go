@@ -20,10 +20,11 @@ func allSimVariants() []string {
 	return out
 }
 
-// hasPHC opens the variant and says whether its driver offers a clock (the
-// capability the ptp command goes by), so the tests hold whichever drivers
-// have one yet.
-func hasPHC(t *testing.T, sim string) bool {
+// portClock opens the variant and says whether its driver offers a clock
+// (the capability the ptp command goes by) and, when it does, the error its
+// PHC gave (a variant of the family without one), so the tests hold
+// whichever drivers have one yet.
+func portClock(t *testing.T, sim string) (bool, error) {
 	t.Helper()
 	op, err := openPort("", portOptions{Sim: sim})
 	if err != nil {
@@ -32,10 +33,10 @@ func hasPHC(t *testing.T, sim string) bool {
 	defer op.Close()
 	pp, ok := op.Port.(nic.PHCPort)
 	if !ok {
-		return false
+		return false, nil
 	}
-	c, err := pp.PHC()
-	return err == nil && c != nil
+	_, err = pp.PHC()
+	return true, err
 }
 
 // TestPTPClockOps: on every variant whose driver has a clock, a set, a step
@@ -56,6 +57,15 @@ func TestPTPClockOps(t *testing.T) {
 				if !errors.Is(err, errNoPHC) || !errors.Is(err, nic.ErrNotSupported) ||
 					!strings.Contains(err.Error(), "the "+string(op.Family)+" driver has no hardware clock") {
 					t.Fatalf("a port without a clock: %v", err)
+				}
+				return
+			}
+			if _, perr := op.Port.(nic.PHCPort).PHC(); perr != nil {
+				// This variant has no clock the driver drives: the
+				// command passes the driver's reason on.
+				_, err := ptpExec(op, ptpOp{Op: "get"})
+				if err == nil || !strings.Contains(err.Error(), "the "+string(op.Family)+" driver's clock: "+perr.Error()) {
+					t.Fatalf("PHC said %v; ptp said %v", perr, err)
 				}
 				return
 			}
@@ -106,11 +116,17 @@ func TestPTPCommand(t *testing.T) {
 	for _, sim := range allSimVariants() {
 		t.Run(sim, func(t *testing.T) {
 			fam, _, _ := strings.Cut(sim, ":")
-			phc := hasPHC(t, sim)
+			phc, perr := portClock(t, sim)
 			rc, out, errs := runPort(t, "ptp", "--sim", sim, "adj", "time", "-500", "--json")
 			if !phc {
 				if rc != 1 || !strings.Contains(errs, "the "+fam+" driver has no hardware clock") {
 					t.Fatalf("rc %d: %s %s", rc, out, errs)
+				}
+				return
+			}
+			if perr != nil {
+				if rc != 1 || !strings.Contains(errs, "the "+fam+" driver's clock: "+perr.Error()) {
+					t.Fatalf("PHC said %v; rc %d: %s %s", perr, rc, out, errs)
 				}
 				return
 			}

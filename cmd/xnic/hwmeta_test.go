@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// portRxMeta opens the variant and returns what its driver says it reports
+// (0 without nic.RxMetaPort), so the tests hold whatever the drivers do yet.
+func portRxMeta(t *testing.T, sim string) nic.RxMetaCaps {
+	t.Helper()
+	op, err := openPort("", portOptions{Sim: sim})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if mp, ok := op.Port.(nic.RxMetaPort); ok {
+		return mp.RxMeta()
+	}
+	return 0
+}
+
+// decodeFrames reads hwmeta's JSON lines.
+func decodeFrames(t *testing.T, out string) []hwMetaFrame {
+	t.Helper()
+	var fs []hwMetaFrame
+	dec := json.NewDecoder(strings.NewReader(out))
+	for {
+		var f hwMetaFrame
+		if err := dec.Decode(&f); err == io.EOF {
+			return fs
+		} else if err != nil {
+			t.Fatalf("%v in %s", err, out)
+		}
+		fs = append(fs, f)
+	}
+}
+
+// TestHWMetaCommand: on every variant hwmeta prints one record per frame the
+// simulated partner sent to the UDP port, and each kfunc result is what the
+// driver's capabilities allow: -EOPNOTSUPP for what it does not report; for
+// what it does, the timestamps never run backwards and precede the device
+// clock's read at the consumer, hashes are IPv4 hashes that differ between
+// the flows, and a VLAN tag is the one that frame was sent with. While the
+// loader refuses the kfuncs, the command must say so.
+func TestHWMetaCommand(t *testing.T) {
+	const n, udpPort = 12, 4242
+	loads := true
+	if coll, _, err := loadHWMetaProgram(udpPort, 1); err != nil {
+		loads = false
+		t.Logf("the bundled program does not load here: %v", err)
+	} else {
+		coll.Close()
+	}
+	for _, sim := range allSimVariants() {
+		t.Run(sim, func(t *testing.T) {
+			rc, out, errs := runPort(t, "hwmeta", "--sim", sim, "--count", "12", "--udp-port", "4242", "--json")
+			if !loads {
+				if rc != 1 || !strings.Contains(errs, "loading the bundled xdp_hw_meta") {
+					t.Fatalf("rc %d: %s %s", rc, out, errs)
+				}
+				return
+			}
+			if rc != 0 {
+				t.Fatalf("rc %d: %s", rc, errs)
+			}
+			caps := portRxMeta(t, sim)
+			fs := decodeFrames(t, out)
+			if len(fs) != n {
+				t.Fatalf("%d records for %d frames: %s", len(fs), n, out)
+			}
+			// What the partner sent, by UDP source port.
+			type sent struct {
+				i   int
+				tci uint16
+				len int
+			}
+			bySrc := map[uint16]sent{}
+			for i := 0; i < n; i++ {
+				fr, tci, err := hwMetaFlow(make([]byte, 6), udpPort, i)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bySrc[udpSrcPort(fr)] = sent{i, tci, len(fr)}
+			}
+			seen := map[uint16]bool{}
+			hashes := map[uint32]bool{}
+			lastTS := map[int]uint64{}
+			want := func(bit nic.RxMetaCaps, got string) {
+				t.Helper()
+				if caps&bit == 0 && got != "-EOPNOTSUPP" {
+					t.Fatalf("the driver does not report %v, the kfunc returned %s", bit, got)
+				}
+				if caps&bit != 0 && got != "ok" && got != "-ENODATA" {
+					t.Fatalf("the driver reports %v, the kfunc returned %s", bit, got)
+				}
+			}
+			for k, f := range fs {
+				s, ok := bySrc[f.SrcPort]
+				if f.Seq != k+1 || !ok || seen[f.SrcPort] {
+					t.Fatalf("record %d: %+v (sent: %v)", k, f, bySrc)
+				}
+				seen[f.SrcPort] = true
+				want(nic.RxMetaTimestamp, f.TimestampResult)
+				want(nic.RxMetaHash, f.HashResult)
+				want(nic.RxMetaVLAN, f.VLANResult)
+				if f.TimestampResult == "ok" {
+					if f.Timestamp < lastTS[f.Queue] {
+						t.Fatalf("queue %d: timestamp %d after %d", f.Queue, f.Timestamp, lastTS[f.Queue])
+					}
+					lastTS[f.Queue] = f.Timestamp
+					if f.DelayPHCNs != nil && *f.DelayPHCNs < 0 {
+						t.Fatalf("frame %d stamped %d ns after the clock's read at the consumer", f.Seq, -*f.DelayPHCNs)
+					}
+				}
+				if f.HashResult == "ok" {
+					if f.HashType&1 == 0 || f.HashType&2 != 0 {
+						t.Fatalf("an IPv4 frame's hash type %s", f.HashTypeName)
+					}
+					hashes[f.Hash] = true
+				}
+				switch {
+				case f.VLANResult == "ok" && (s.tci == 0 || f.VLANProto != 0x8100 || f.VLANTCI != s.tci):
+					t.Fatalf("frame %d sent with TCI %#x: the kfunc gave proto %#x TCI %#x", s.i, s.tci, f.VLANProto, f.VLANTCI)
+				case f.VLANResult != "ok" && f.Len != s.len:
+					t.Fatalf("frame %d: %d bytes sent, %d seen with its tag not reported", s.i, s.len, f.Len)
+				}
+			}
+			if caps&nic.RxMetaHash != 0 && len(hashes) < 2 {
+				t.Fatalf("%d flows, hashes %v", n, hashes)
+			}
+		})
+	}
+}
+
+// TestHWMetaText: the text form names each kfunc's answer per frame, and the
+// port's capabilities on stderr.
+func TestHWMetaText(t *testing.T) {
+	if coll, _, err := loadHWMetaProgram(9091, 1); err != nil {
+		t.Skipf("the bundled program does not load here (TestHWMetaCommand checks the error): %v", err)
+	} else {
+		coll.Close()
+	}
+	rc, out, errs := runPort(t, "hwmeta", "--sim", "igb", "--count", "2")
+	if rc != 0 || !strings.Contains(out, "frame 2: queue ") || strings.Count(out, "  rx_hash: ") != 2 ||
+		strings.Count(out, "  rx_timestamp: ") != 2 || strings.Count(out, "  rx_vlan: ") != 2 ||
+		!strings.Contains(errs, "UDP port 9091") || !strings.Contains(errs, "the driver reports ") {
+		t.Fatalf("rc %d: %s %s", rc, out, errs)
+	}
+}
+
+func TestHWMetaErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"hwmeta", "--sim", "igb", "--udp-port", "0"},
+		{"hwmeta", "--sim", "igb", "--udp-port", "65536"},
+		{"hwmeta", "--sim", "igb", "--count", "-1"},
+		{"hwmeta"},
+	} {
+		if rc, out, errs := runPort(t, args...); rc != 2 || !strings.Contains(errs, "usage: xnic hwmeta") {
+			t.Errorf("%q: rc %d: %s %s", args, rc, out, errs)
+		}
+	}
+	// Frames that cannot all come in time are an error that says how many did.
+	rc, _, errs := runPort(t, "hwmeta", "--sim", "fec", "--timeout", "1ns")
+	if rc != 1 || !(strings.Contains(errs, "0 of 10 frames") || strings.Contains(errs, "loading the bundled xdp_hw_meta")) {
+		t.Fatalf("rc %d: %s", rc, errs)
+	}
+}
+
+// TestDecodeHWMeta: struct hw_meta as the program lays it out, vlan_proto in
+// network order, and a wrong length refused.
+func TestDecodeHWMeta(t *testing.T) {
+	b := make([]byte, hwMetaLen)
+	le := binary.LittleEndian
+	le.PutUint64(b[0:], 123456789)
+	le.PutUint32(b[8:], 0)
+	le.PutUint32(b[12:], 0xdeadbeef)
+	le.PutUint32(b[16:], 1|1<<3|1<<5)
+	le.PutUint32(b[20:], 0)
+	binary.BigEndian.PutUint16(b[24:], 0x88a8)
+	le.PutUint16(b[26:], 0x2064)
+	var enodata int32 = kfuncENODATA
+	le.PutUint32(b[28:], uint32(enodata))
+	m, err := decodeHWMeta(b)
+	if err != nil || m.Timestamp != 123456789 || m.Hash != 0xdeadbeef || m.VLANProto != 0x88a8 || m.VLANTCI != 0x2064 ||
+		kfuncResult(m.VLANErr) != "-ENODATA" || kfuncResult(m.TimestampErr) != "ok" {
+		t.Fatalf("%+v %v", m, err)
+	}
+	if s := rssHashTypeString(m.HashType); s != "L3_IPV4|L4|L4_UDP" {
+		t.Fatal(s)
+	}
+	if s := rssHashTypeString(0); s != "L2" {
+		t.Fatal(s)
+	}
+	if s := rssHashTypeString(1<<1 | 1<<12); s != "L3_IPV6|0x1000" {
+		t.Fatal(s)
+	}
+	if kfuncResult(-95) != "-EOPNOTSUPP" || kfuncResult(-22) != "-22" {
+		t.Fatal("kfunc results")
+	}
+	if _, err := decodeHWMeta(bytes.Repeat([]byte{0}, 16)); err == nil {
+		t.Fatal("16 bytes of metadata decoded")
+	}
+}
+
+// TestHWMetaFlowTags: every other partner frame carries the 802.1Q tag it
+// claims, and udpSrcPort finds the UDP header behind it.
+func TestHWMetaFlowTags(t *testing.T) {
+	for i := 0; i < 4; i++ {
+		fr, tci, err := hwMetaFlow([]byte{2, 0, 0, 0, 0, 9}, 7, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tagged := binary.BigEndian.Uint16(fr[12:]) == 0x8100
+		if tagged != (i%2 == 1) || (tagged && binary.BigEndian.Uint16(fr[14:]) != tci) || (!tagged && tci != 0) {
+			t.Fatalf("frame %d: tci %#x % x", i, tci, fr[:20])
+		}
+		if got, want := udpSrcPort(fr), uint16(10000+i*7919%50000); got != want {
+			t.Fatalf("frame %d: source port %d, want %d", i, got, want)
+		}
+	}
+}
