@@ -49,6 +49,7 @@ type poller struct {
 	dump  Dumper
 
 	frames    []bpf.Frame    // the received burst as the program sees it
+	metas     []bpf.RxMeta   // frames[i].Meta, when the program reads it (rxmeta.go)
 	verdicts  []bpf.Action   // verdicts[i] is frames[i]'s
 	redirects []bpf.Redirect // where frames[i] goes when its verdict is REDIRECT
 	bufs      []*dma.Buf     // received burst
@@ -91,6 +92,7 @@ func newPoller(e *Engine, p *port, q int, rq nic.RxQueue, slot int) *poller {
 		pl.frames[i].IngressIfindex = p.ifindex
 		pl.frames[i].RxQueueIndex = uint32(q)
 	}
+	pl.initRxMeta(e.cfg.Program, p.p)
 	empty := []*XSK{}
 	pl.xsks.Store(&empty)
 	return pl
@@ -175,6 +177,9 @@ func (p *poller) poll() int {
 		f.Data = b.Off
 		f.DataMeta = b.Off - b.Meta
 		f.DataEnd = b.Off + b.Len
+	}
+	if p.metas != nil {
+		p.fillRxMeta(p.bufs[:n])
 	}
 	p.ctr[RxPackets] += uint64(n)
 	p.ctr[RxBytes] += rxBytes

@@ -9,10 +9,14 @@ import (
 )
 
 // BPF runs program p of an interpreter collection; each Runner has its own
-// bpf.Runner (its per-CPU slot is the Runner's cpu).
-func BPF(p *bpf.Program) Program {
-	return ProgramFunc(func(cpu int) Runner { return &bpfRunner{p: p, r: bpf.NewRunner(cpu)} })
-}
+// bpf.Runner (its per-CPU slot is the Runner's cpu). It is an RxMetaProgram:
+// the frames carry RX metadata when p calls the metadata kfuncs.
+func BPF(p *bpf.Program) Program { return bpfProgram{p} }
+
+type bpfProgram struct{ p *bpf.Program }
+
+func (b bpfProgram) NewRunner(cpu int) Runner { return &bpfRunner{p: b.p, r: bpf.NewRunner(cpu)} }
+func (b bpfProgram) UsesRxMeta() bool         { return b.p.UsesRxMeta() }
 
 type bpfRunner struct {
 	p *bpf.Program

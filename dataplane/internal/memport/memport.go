@@ -43,6 +43,9 @@ type Config struct {
 	// AutoComplete makes Reclaim complete everything on the ring (true by default
 	// via New; set Hold to keep frames on the ring until Complete).
 	Hold bool
+	// RxMeta is the RX metadata the port reports (nic.RxMetaPort); frames
+	// carry it when injected with InjectMeta.
+	RxMeta nic.RxMetaCaps
 }
 
 // Port is the in-memory port.
@@ -79,7 +82,7 @@ func New(cfg Config) (*Port, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.rx = append(p.rx, &RxQueue{q: i, pool: pool, ring: make([]*dma.Buf, cfg.RxRing), irq: &IRQ{c: make(chan struct{}, 1)}})
+		p.rx = append(p.rx, &RxQueue{q: i, caps: cfg.RxMeta, pool: pool, ring: make([]*dma.Buf, cfg.RxRing), irq: &IRQ{c: make(chan struct{}, 1)}})
 		p.tx = append(p.tx, &TxQueue{port: p, size: cfg.TxRing})
 	}
 	return p, nil
@@ -93,6 +96,7 @@ func (p *Port) TxQueue(i int) nic.TxQueue { return p.tx[i] }
 func (p *Port) Rx(i int) *RxQueue         { return p.rx[i] }
 func (p *Port) Tx(i int) *TxQueue         { return p.tx[i] }
 func (p *Port) SetPromisc(bool) error     { return nil }
+func (p *Port) RxMeta() nic.RxMetaCaps    { return p.cfg.RxMeta }
 func (p *Port) SetLink(up bool)           { p.link.Store(up) }
 func (p *Port) Link() nic.LinkState {
 	if p.link.Load() {
@@ -137,6 +141,7 @@ func (p *Port) CheckIdle() error {
 // RxQueue plays the device's receive side.
 type RxQueue struct {
 	q     int
+	caps  nic.RxMetaCaps // Config.RxMeta; immutable
 	pool  *dma.Pool
 	mu    sync.Mutex
 	ring  []*dma.Buf
@@ -151,6 +156,42 @@ type RxQueue struct {
 // Inject receives one frame as the device would. It reports false when the frame
 // was dropped (no buffer or ring full).
 func (r *RxQueue) Inject(frame []byte) bool {
+	return r.inject(frame, nil)
+}
+
+// Meta is the RX metadata a device reports with a frame: the dma.Buf fields
+// of the same names, valid as Flags says (dma.FlagTimestamp, FlagRSSValid,
+// FlagVLAN).
+type Meta struct {
+	Flags     uint16
+	Timestamp uint64
+	RSSHash   uint32
+	HashType  uint32
+	VLANProto uint16
+	VLANTCI   uint16
+}
+
+// InjectMeta receives one frame with metadata. Metadata the port does not
+// report (Config.RxMeta) is an error, as no device hands over what it cannot
+// produce; otherwise it reports whether the frame was received, as Inject.
+func (r *RxQueue) InjectMeta(frame []byte, m Meta) (bool, error) {
+	var need nic.RxMetaCaps
+	if m.Flags&dma.FlagTimestamp != 0 {
+		need |= nic.RxMetaTimestamp
+	}
+	if m.Flags&dma.FlagRSSValid != 0 {
+		need |= nic.RxMetaHash
+	}
+	if m.Flags&dma.FlagVLAN != 0 {
+		need |= nic.RxMetaVLAN
+	}
+	if miss := need &^ r.caps; miss != 0 {
+		return false, fmt.Errorf("memport: queue %d: metadata %#x the port does not report (it reports %#x)", r.q, miss, r.caps)
+	}
+	return r.inject(frame, &m), nil
+}
+
+func (r *RxQueue) inject(frame []byte, m *Meta) bool {
 	b := r.pool.Get()
 	if b == nil {
 		r.noBuf.Add(1)
@@ -158,6 +199,12 @@ func (r *RxQueue) Inject(frame []byte) bool {
 	}
 	b.Len = copy(b.Mem[b.Off:], frame)
 	b.Queue = uint16(r.q)
+	b.Timestamp, b.HashType, b.VLANProto, b.VLANTCI = 0, 0, 0, 0
+	if m != nil {
+		b.Flags = m.Flags
+		b.Timestamp, b.RSSHash, b.HashType = m.Timestamp, m.RSSHash, m.HashType
+		b.VLANProto, b.VLANTCI = m.VLANProto, m.VLANTCI
+	}
 	b.SetOwner(dma.OwnerRx)
 	r.mu.Lock()
 	if r.n == len(r.ring) {
