@@ -44,5 +44,7 @@
 // crafted frames with BPF_PROG_TEST_RUN (internal/kernelxdp) and in xnic's
 // interpreter (dataplane/bpf) and requires the same verdict, output bytes,
 // metadata and map contents; the benchmarks measure both and report the
-// ratio.
+// ratio. xdp_hw_meta is the exception: the kernel runs the metadata kfuncs
+// only in device-bound programs, which BPF_PROG_TEST_RUN does not take, so
+// dataplane's tests run it against ports that report metadata instead.
 package examples

@@ -32,6 +32,14 @@
 // measured on the kernel (adjust_head, adjust_tail, adjust_meta) and return the
 // kernel's errno values.
 //
+// Kfuncs: the XDP RX metadata kfuncs bpf_xdp_metadata_rx_timestamp,
+// bpf_xdp_metadata_rx_hash and bpf_xdp_metadata_rx_vlan_tag, resolved by the
+// extern's name, answer from Frame.Meta (0 and the value, -ENODATA when the
+// frame has none, -EOPNOTSUPP when the port cannot or Meta is nil); calls of
+// any other kfunc refuse the program at load, naming it. The kernel only
+// runs them in device-bound programs, so they have no BPF_PROG_TEST_RUN
+// counterpart to compare with.
+//
 // RunRaw (and RunProgram) run a bare instruction stream on a block of memory,
 // as the bpf_conformance suite does (r1 = memory, r2 = its length).
 //
