@@ -190,7 +190,7 @@ func runHWMeta(args []string, stdout, stderr io.Writer) (err error) {
 		}
 		o.SimDetached = true // hwmeta is the link partner
 	}
-	o.Promisc = true
+	o.Promisc, o.RxMeta = true, true
 	op, err := openPort(bdf, o)
 	if err != nil {
 		return err

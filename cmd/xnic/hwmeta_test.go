@@ -2,20 +2,24 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/nic"
 )
 
-// portRxMeta opens the variant and returns what its driver says it reports
-// (0 without nic.RxMetaPort), so the tests hold whatever the drivers do yet.
-func portRxMeta(t *testing.T, sim string) nic.RxMetaCaps {
+// portRxMeta opens the variant as hwmeta does and returns what its driver
+// says it reports (0 without nic.RxMetaPort), so the tests hold whatever the
+// drivers do yet.
+func portRxMeta(t *testing.T, sim string, queues int) nic.RxMetaCaps {
 	t.Helper()
-	op, err := openPort("", portOptions{Sim: sim})
+	op, err := openPort("", portOptions{Sim: sim, Queues: queues, RxMeta: true, Promisc: true, SimDetached: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,9 +62,20 @@ func TestHWMetaCommand(t *testing.T) {
 	} else {
 		coll.Close()
 	}
+	type tc struct {
+		sim    string
+		queues int
+	}
+	var cases []tc
 	for _, sim := range allSimVariants() {
-		t.Run(sim, func(t *testing.T) {
-			rc, out, errs := runPort(t, "hwmeta", "--sim", sim, "--count", "12", "--udp-port", "4242", "--json")
+		cases = append(cases, tc{sim, 1})
+	}
+	// Several queues: igb then hashes (RSS).
+	cases = append(cases, tc{"igb:i210", 2}, tc{"igb:82576", 4})
+	for _, c := range cases {
+		sim := c.sim
+		t.Run(fmt.Sprintf("%s/%dq", sim, c.queues), func(t *testing.T) {
+			rc, out, errs := runPort(t, "hwmeta", "--sim", sim, "--queues", fmt.Sprint(c.queues), "--count", "12", "--udp-port", "4242", "--json")
 			if !loads {
 				if rc != 1 || !strings.Contains(errs, "loading the bundled xdp_hw_meta") {
 					t.Fatalf("rc %d: %s %s", rc, out, errs)
@@ -70,7 +85,7 @@ func TestHWMetaCommand(t *testing.T) {
 			if rc != 0 {
 				t.Fatalf("rc %d: %s", rc, errs)
 			}
-			caps := portRxMeta(t, sim)
+			caps := portRxMeta(t, sim, c.queues)
 			fs := decodeFrames(t, out)
 			if len(fs) != n {
 				t.Fatalf("%d records for %d frames: %s", len(fs), n, out)
@@ -223,6 +238,56 @@ func TestHWMetaFlowTags(t *testing.T) {
 		}
 		if got, want := udpSrcPort(fr), uint16(10000+i*7919%50000); got != want {
 			t.Fatalf("frame %d: source port %d, want %d", i, got, want)
+		}
+	}
+}
+
+// TestHWMetaHashIsTheModels: on igb with RSS the hash each frame reports is
+// the model's: the Toeplitz hash (82576 datasheet 7.1.1.7) of the flow's
+// addresses and UDP ports with the key the driver wrote to RSSRK.
+func TestHWMetaHashIsTheModels(t *testing.T) {
+	op, err := openPort("", portOptions{Sim: "igb:i210", Queues: 2, RxMeta: true, Promisc: true, SimDetached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if mp, ok := op.Port.(nic.RxMetaPort); !ok || mp.RxMeta()&nic.RxMetaHash == 0 {
+		t.Skip("the igb driver reports no hash yet (TestHWMetaCommand checks the -EOPNOTSUPP)")
+	}
+	regs, err := op.Sim.Model.NICDevice().Regs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 40)
+	for i := 0; i < 10; i++ {
+		binary.LittleEndian.PutUint32(key[4*i:], regs.Read32(uint32(0x5C80+4*i))) // RSSRK[i]: key bytes 4i..4i+3, LSB first
+	}
+	const n, udpPort = 8, 5353
+	var fs []hwMetaFrame
+	err = hwMetaRun(context.Background(), op, hwMetaOptions{udpPort: udpPort, count: n, asJSON: true},
+		func(f hwMetaFrame) error { fs = append(fs, f); return nil }, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[uint16]uint32{}
+	for i := 0; i < n; i++ {
+		fr, tci, err := hwMetaFlow(op.MAC(), udpPort, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ip := 14
+		if tci != 0 {
+			ip += 4
+		}
+		in := append(append([]byte{}, fr[ip+12:ip+20]...), fr[ip+20:ip+24]...) // addresses, then ports
+		want[udpSrcPort(fr)] = igbsim.Toeplitz(key, in)
+	}
+	if len(fs) != n {
+		t.Fatalf("%d frames", len(fs))
+	}
+	for _, f := range fs {
+		if f.HashResult != "ok" || f.Hash != want[f.SrcPort] || f.HashTypeName != "L3_IPV4|L4|L4_UDP" {
+			t.Fatalf("frame from port %d: %s %#x %s; the model's hash %#x", f.SrcPort, f.HashResult, f.Hash, f.HashTypeName, want[f.SrcPort])
 		}
 	}
 }

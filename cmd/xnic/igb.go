@@ -27,7 +27,17 @@ func init() {
 			return igbModel{m}, nil
 		},
 		open: func(dev nic.Device, o portOptions) (familyPort, error) {
-			p, err := igb.Open(dev, igbConfig(o))
+			cfg := igbConfig(o)
+			if o.RxMeta {
+				// Timestamps on the parts with the I210's clock (I210
+				// datasheet 7.8); tags stripped into the descriptor.
+				cfg.VLANStrip = true
+				info := dev.Info()
+				if m, ok := igb.Lookup(info.Vendor, info.Device); ok && (m.MAC == igb.MACI210 || m.MAC == igb.MACI211) {
+					cfg.RxTimestamp = true
+				}
+			}
+			p, err := igb.Open(dev, cfg)
 			if err != nil {
 				return nil, err
 			}

@@ -43,6 +43,10 @@ type portOptions struct {
 	Promisc     bool          // accept every frame
 	LinkTimeout time.Duration // how long bring-up waits for the link (0: default)
 	RequireLink bool          // fail unless the link is up after bring-up
+	// RxMeta asks the driver for the per-frame RX metadata the port can
+	// report (timestamps, stripped VLAN tags), for the XDP metadata kfuncs
+	// (xnic hwmeta). Off, a port costs nothing for metadata.
+	RxMeta bool
 
 	// Simulated ports only.
 	SimMAC  net.HardwareAddr // the model's factory MAC (nil: the model's default)
