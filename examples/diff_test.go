@@ -85,7 +85,8 @@ var notData = "its values are file descriptors or ids, not data"
 
 // diffCases: every example's entry program, plus variants. Not covered:
 // xdp_cpumap_count (SEC xdp/cpumap), which the kernel refuses to test-run
-// (EINVAL). No example reads the clock or random numbers, so every map is
+// (EINVAL), and xdp_hw_meta, whose kfuncs need a device-bound program
+// (hwmeta_test.go checks it against a model instead). No example reads the clock or random numbers, so every map is
 // compared; the ones skipped hold descriptors, not data.
 var diffCases = []diffCase{
 	{name: "xdp_drop_count", prog: "xdp_drop_count"},
