@@ -326,8 +326,12 @@ func TestTransmitHeldFrame(t *testing.T) {
 	b.putBD(b.tx[0], 1, 60, txR|txL|txTC, uint32(b.txBuf[0].IOVA)+60, 0)
 	b.syncAll(0)
 	// TDAR still reads 1: the running ring picks the BD up by itself (and a
-	// write now would be ERR007885's hazard).
-	require.Equal(t, uint32(darActive), b.r.Read32(regTDAR))
+	// write now would be ERR007885's hazard). The device side runs on its own
+	// time, so it may have done so already: then the frame is out and the
+	// ring idle.
+	if b.r.Read32(regTDAR) != darActive {
+		require.Len(t, b.sent, 1, "TDAR reads 0 before the frame went out")
+	}
 	b.m.Settle()
 	require.Len(t, b.sent, 1)
 	require.Equal(t, f, b.sent[0])

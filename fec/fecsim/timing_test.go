@@ -204,33 +204,57 @@ func TestBrokenDriverERR007885(t *testing.T) {
 		v          Variant
 		workaround bool
 	}{{IMX8MP, false}, {IMX8MP, true}, {IMX6, false}} {
-		b := newBed(t, bedOpts{cfg: Config{Variant: tc.v}})
-		f := testFrame(b.m, 200, 3)
-		b.holdRing(f[:100])
-		copy(b.txBuf[0].CPU[bufSize:], f[100:])
-		b.alloc.Sync(b.txBuf[0], bufSize, 100, dma.ForDevice)
-		b.putBD(b.tx[0], 1, 100, txR|txL|txTC, uint32(b.txBuf[0].IOVA)+bufSize, 0)
-		b.alloc.Sync(b.tx[0], b.bdSize(), b.bdSize(), dma.ForDevice)
-		idle := false
-		if tc.workaround {
-			for i := 0; i < 4 && !idle; i++ {
-				idle = b.raw.Read32(regTDAR) == 0
+		// The device side may pick the last BD up by itself before the
+		// driver's TDAR write, and then the write is harmless; the hazard
+		// must be caught every time it happens, and here it happens on
+		// most tries.
+		hazards := 0
+		for try := 0; try < 10; try++ {
+			if erratumTry(t, tc.v, tc.workaround) {
+				hazards++
 			}
 		}
-		if !tc.workaround || idle {
-			b.raw.Write32(regTDAR, darActive)
+		if tc.v == IMX8MP && !tc.workaround && hazards == 0 {
+			t.Fatal("TDAR written while set on 10 tries and never a fault")
 		}
-		b.m.Settle()
-		b.deviceTime()
-		if tc.v == IMX8MP && !tc.workaround {
-			require.True(t, faulted(b, "ERR007885"), "TDAR written while set")
-			require.Empty(t, b.sent, "the hung ring sends nothing")
-			continue
+		if (tc.workaround || tc.v != IMX8MP) && hazards != 0 {
+			t.Fatalf("%v workaround %v: %d faults", tc.v, tc.workaround, hazards)
 		}
-		require.Len(t, b.sent, 1, "%v workaround %v", tc.v, tc.workaround)
-		require.Equal(t, f, b.sent[0])
-		b.noFaults()
 	}
+}
+
+// erratumTry holds a ring on a frame's first BD, hands over the last one and
+// writes TDAR as a driver with or without ERR007885's work-around does. It
+// reports whether the model faulted (and then sent nothing); otherwise the
+// frame went out once, byte-exact.
+func erratumTry(t *testing.T, v Variant, workaround bool) bool {
+	b := newBed(t, bedOpts{cfg: Config{Variant: v}})
+	f := testFrame(b.m, 200, 3)
+	b.holdRing(f[:100])
+	copy(b.txBuf[0].CPU[bufSize:], f[100:])
+	b.alloc.Sync(b.txBuf[0], bufSize, 100, dma.ForDevice)
+	b.putBD(b.tx[0], 1, 100, txR|txL|txTC, uint32(b.txBuf[0].IOVA)+bufSize, 0)
+	b.alloc.Sync(b.tx[0], b.bdSize(), b.bdSize(), dma.ForDevice)
+	idle := false
+	if workaround {
+		for i := 0; i < 4 && !idle; i++ {
+			idle = b.raw.Read32(regTDAR) == 0
+		}
+	}
+	if !workaround || idle {
+		b.raw.Write32(regTDAR, darActive)
+	}
+	b.m.Settle()
+	b.deviceTime()
+	if faulted(b, "ERR007885") {
+		require.Empty(t, b.sent, "the hung ring sends nothing")
+		b.m.FaultLog().Clear()
+		return true
+	}
+	require.Len(t, b.sent, 1, "%v workaround %v", v, workaround)
+	require.Equal(t, f, b.sent[0])
+	b.noFaults()
+	return false
 }
 
 // TestBrokenDriverERR006358: on the i.MX6, a TDAR write after the device
