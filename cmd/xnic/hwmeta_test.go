@@ -130,8 +130,8 @@ func TestHWMetaCommand(t *testing.T) {
 						t.Fatalf("queue %d: timestamp %d after %d", f.Queue, f.Timestamp, lastTS[f.Queue])
 					}
 					lastTS[f.Queue] = f.Timestamp
-					if f.DelayPHCNs != nil && *f.DelayPHCNs < 0 {
-						t.Fatalf("frame %d stamped %d ns after the clock's read at the consumer", f.Seq, -*f.DelayPHCNs)
+					if f.DelayPHCNs != nil && (*f.DelayPHCNs < 0 || *f.DelayPHCNs > 5e9) {
+						t.Fatalf("frame %d stamped %d ns before the clock's read at the consumer", f.Seq, *f.DelayPHCNs)
 					}
 				}
 				if f.HashResult == "ok" {
@@ -242,18 +242,22 @@ func TestHWMetaFlowTags(t *testing.T) {
 	}
 }
 
-// TestHWMetaHashIsTheModels: on igb with RSS the hash each frame reports is
-// the model's: the Toeplitz hash (82576 datasheet 7.1.1.7) of the flow's
-// addresses and UDP ports with the key the driver wrote to RSSRK.
-func TestHWMetaHashIsTheModels(t *testing.T) {
+// TestHWMetaMatchesTheModel: on an I210 with RSS the hash each frame reports
+// is the model's, the Toeplitz hash (82576 datasheet 7.1.1.7) of the flow's
+// addresses and UDP ports with the key the driver wrote to RSSRK; and each
+// timestamp lies between the device clock's reads before the first frame
+// was sent and after the last was printed.
+func TestHWMetaMatchesTheModel(t *testing.T) {
 	op, err := openPort("", portOptions{Sim: "igb:i210", Queues: 2, RxMeta: true, Promisc: true, SimDetached: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	if mp, ok := op.Port.(nic.RxMetaPort); !ok || mp.RxMeta()&nic.RxMetaHash == 0 {
+	mp, ok := op.Port.(nic.RxMetaPort)
+	if !ok || mp.RxMeta()&nic.RxMetaHash == 0 {
 		t.Skip("the igb driver reports no hash yet (TestHWMetaCommand checks the -EOPNOTSUPP)")
 	}
+	stamps := 0
 	regs, err := op.Sim.Model.NICDevice().Regs(0)
 	if err != nil {
 		t.Fatal(err)
@@ -263,6 +267,13 @@ func TestHWMetaHashIsTheModels(t *testing.T) {
 		binary.LittleEndian.PutUint32(key[4*i:], regs.Read32(uint32(0x5C80+4*i))) // RSSRK[i]: key bytes 4i..4i+3, LSB first
 	}
 	const n, udpPort = 8, 5353
+	clock, clockErr := portPHC(op)
+	var before int64
+	if clockErr == nil {
+		if before, err = clock.Time(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	var fs []hwMetaFrame
 	err = hwMetaRun(context.Background(), op, hwMetaOptions{udpPort: udpPort, count: n, asJSON: true},
 		func(f hwMetaFrame) error { fs = append(fs, f); return nil }, io.Discard)
@@ -285,9 +296,24 @@ func TestHWMetaHashIsTheModels(t *testing.T) {
 	if len(fs) != n {
 		t.Fatalf("%d frames", len(fs))
 	}
+	after := before
+	if clockErr == nil {
+		if after, err = clock.Time(); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, f := range fs {
+		if f.TimestampResult == "ok" {
+			stamps++
+		}
+		if clockErr == nil && f.TimestampResult == "ok" && (int64(f.Timestamp) < before || int64(f.Timestamp) > after) {
+			t.Fatalf("frame from port %d stamped %d, outside the clock's reads %d..%d", f.SrcPort, f.Timestamp, before, after)
+		}
 		if f.HashResult != "ok" || f.Hash != want[f.SrcPort] || f.HashTypeName != "L3_IPV4|L4|L4_UDP" {
 			t.Fatalf("frame from port %d: %s %#x %s; the model's hash %#x", f.SrcPort, f.HashResult, f.Hash, f.HashTypeName, want[f.SrcPort])
 		}
+	}
+	if mp.RxMeta()&nic.RxMetaTimestamp != 0 && (clockErr != nil || stamps != n) {
+		t.Fatalf("the driver reports timestamps: %d of %d frames stamped (clock: %v)", stamps, n, clockErr)
 	}
 }
