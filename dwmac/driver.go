@@ -60,6 +60,19 @@ type Config struct {
 	// AddrBits narrows the DMA address width below what the MAC and the
 	// integration allow (for boards with fewer address lines). Zero: no change.
 	AddrBits int
+	// VLANStrip has the MAC strip the outer C-VLAN tag (0x8100) of received
+	// frames into RDES0 (MAC_VLAN_Tag EVLS, EVLRXS), reported in
+	// dma.Buf.VLANProto/VLANTCI with dma.FlagVLAN. Without it tags stay in
+	// the frame and none is reported.
+	VLANStrip bool
+	// RxTimestamp timestamps every received frame with the port's clock
+	// (MAC_Timestamp_Control.TSENALL; dma.Buf.Timestamp with
+	// dma.FlagTimestamp). Each frame then takes a second descriptor (the
+	// context descriptor with its timestamp).
+	RxTimestamp bool
+	// PTPClockHz is the PTP reference clock. Zero: the integration's (Intel
+	// 200 MHz, i.MX8MP 100 MHz).
+	PTPClockHz int
 
 	// cachedRings lets rings live in cached memory on a non-coherent
 	// allocator without uncached memory: the broken layout ringmem.go
@@ -213,6 +226,7 @@ type Port struct {
 
 	ctl       sync.Mutex    // serialises MDIO, MAC_Configuration and the filter
 	closed    bool          // guarded by ctl
+	phc       phcState      // set once by Open
 	release   func()        // ends Open's claim on dev (nic.Claim); set once by Open
 	link      nic.LinkState // last link programmed into MAC_Configuration; guarded by ctl
 	lastBMSR  uint16        // guarded by ctl
@@ -464,7 +478,13 @@ func (p *Port) bringUp() error {
 	}
 	p.w32(regMACPktFilter, uint32(p.filter))
 
-	// 13. Start every RX channel, then every TX channel (stmmac_start_all_dma).
+	// 13. VLAN tags and the IEEE 1588 clock.
+	p.setupVLAN()
+	if err := p.setupPTP(); err != nil {
+		return err
+	}
+
+	// 14. Start every RX channel, then every TX channel (stmmac_start_all_dma).
 	for _, q := range p.rx {
 		q.start()
 	}

@@ -45,6 +45,9 @@ type Model struct {
 	// FIFOPerQueue is the MTL FIFO size per queue and direction the glue driver
 	// uses (0: the MAC's FIFO split evenly).
 	FIFOPerQueue int
+	// PTPClockHz is the PTP reference clock the glue driver reports
+	// (clk_ptp_rate; 0: unknown).
+	PTPClockHz int
 }
 
 // VendorIntel is the PCI vendor of the Intel mGbE functions.
@@ -57,7 +60,7 @@ const CompatibleIMX8MP = "nxp,imx8mp-dwmac-eqos"
 // FIFO per queue each way, and EHL 8/8, TGL and ADL 6 RX / 4 TX queues.
 func intel(dev uint16, name string, rxq, txq int) Model {
 	return Model{Integration: IntegrationIntel, Device: dev, Name: name, RxQueues: rxq, TxQueues: txq,
-		CSRClockMHz: 250, FIFOPerQueue: 4096}
+		CSRClockMHz: 250, FIFOPerQueue: 4096, PTPClockHz: 200_000_000}
 }
 
 // models is the PCI ID table (dwmac-intel.c). Quark X1000 (8086:0937) is left
@@ -84,7 +87,8 @@ var models = []Model{
 // imx8mp is the i.MX8M Plus EQOS (imx8mp.dtsi ethernet@30bf0000, dwmac-imx.c):
 // five queues each way, 34-bit DMA, CSR clock from the 266 MHz ENET AXI root.
 var imx8mp = Model{Integration: IntegrationIMX8MP, Compatible: CompatibleIMX8MP,
-	Name: "i.MX8M Plus EQOS", RxQueues: 5, TxQueues: 5, AddrBits: 34, CSRClockMHz: 266}
+	Name: "i.MX8M Plus EQOS", RxQueues: 5, TxQueues: 5, AddrBits: 34, CSRClockMHz: 266,
+	PTPClockHz: 100_000_000} // ENET_QOS_TIMER, assigned 100 MHz in imx8mp.dtsi
 
 // Lookup finds the model of a PCI device, and reports whether this driver
 // supports it.

@@ -37,6 +37,7 @@ type rxQueue struct {
 	bufLen   int    // bytes the DMA may write into one buffer (RBSZ)
 	tailReg  uint32 // offset of the tail pointer register
 	stripFCS bool   // PL excludes the FCS
+	ts       bool   // frames are timestamped (TSENALL): a context descriptor follows each
 
 	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
 	scratch []*dma.Buf // refill batch, len n
@@ -52,7 +53,7 @@ type rxQueue struct {
 	bytes     atomic.Uint64
 	errSum    atomic.Uint64 // write-backs with ES (CRC, overflow, giant, watchdog, PHY error)
 	split     atomic.Uint64 // descriptors of frames that did not fit one buffer (not FD&&LD)
-	ctxt      atomic.Uint64 // context descriptors (not expected: timestamps are off)
+	ctxt      atomic.Uint64 // context descriptors not after a timestamped frame
 	badLen    atomic.Uint64 // PL of 0 or beyond the buffer
 	allocFail atomic.Uint64 // refills that found the pool short
 
@@ -63,7 +64,7 @@ var _ nic.RxQueue = (*rxQueue)(nil)
 
 func (p *Port) setupRx(i int) (*rxQueue, error) {
 	n := p.cfg.RxRingSize
-	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n, stripFCS: p.stripFCS,
+	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n, stripFCS: p.stripFCS, ts: p.cfg.RxTimestamp,
 		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n),
 		tailReg: uint32(chReg(i, chRxTail))}
 	var err error
@@ -133,10 +134,50 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		if st&desOWN != 0 {
 			break
 		}
+		d := q.ring.CPU[off : off+descSize]
+		var stamp uint64
+		stamped, skipCtx := false, false
+		if q.ts && st&(desCTXT|desLD) == desLD && le32(d[des1:])&rdes1TSA != 0 {
+			// The timestamp is in the next descriptor, a context descriptor
+			// the DMA writes after this one (dwmac4_rx_check_timestamp):
+			// wait for it before taking the frame.
+			if q.posted < 2 {
+				break
+			}
+			c := q.next + 1
+			if c == q.n {
+				c = 0
+			}
+			coff := c * descSize
+			q.alloc.Sync(q.ring, coff, descSize, dma.ForCPU)
+			cd := q.ring.CPU[coff : coff+descSize]
+			c3 := loadDES3(cd)
+			if c3&desOWN != 0 {
+				break
+			}
+			if c3&desCTXT != 0 {
+				ns, sec := le32(cd[des0:]), le32(cd[des1:])
+				if ns != 0xFFFFFFFF || sec != 0xFFFFFFFF { // all ones: no valid timestamp
+					stamp, stamped = uint64(sec)*nsPerSec+uint64(ns), true
+				}
+				// The context descriptor's buffer goes back to the pool.
+				if cb := q.slots[c]; cb != nil {
+					q.slots[c] = nil
+					cb.Free()
+				}
+				q.posted--
+				skipCtx = true
+			}
+		}
 		b := q.slots[q.next]
 		q.slots[q.next] = nil
 		if q.next++; q.next == q.n {
 			q.next = 0
+		}
+		if skipCtx {
+			if q.next++; q.next == q.n {
+				q.next = 0
+			}
 		}
 		q.posted--
 		if b == nil { // cannot happen unless the ring was corrupted
@@ -149,7 +190,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		}
 		switch {
 		case st&desCTXT != 0:
-			ctxt++
+			ctxt++ // one not after a timestamped frame
 		case st&(desFD|desLD) != desFD|desLD:
 			split++
 		case st&rdes3ES != 0:
@@ -160,6 +201,15 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 			b.Off, b.Len, b.Meta = dma.Headroom, length, 0
 			b.Queue = uint16(q.idx)
 			b.Flags, b.RSSHash = 0, 0
+			if st&rdes3RS0V != 0 {
+				// The outer VLAN tag the MAC took (MAC_VLAN_Tag EVLRXS).
+				b.VLANProto, b.VLANTCI = 0x8100, uint16(le32(d[des0:]))
+				b.Flags |= dma.FlagVLAN
+			}
+			if stamped {
+				b.Timestamp = stamp
+				b.Flags |= dma.FlagTimestamp
+			}
 			q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, length, dma.ForCPU)
 			b.SetOwner(dma.OwnerApp)
 			bufs[got] = b

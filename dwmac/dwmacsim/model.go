@@ -74,6 +74,10 @@ type Config struct {
 	NoRxClock bool
 	// NoXPCS removes the xPCS an IntelMGbE has at MDIO address 0x16.
 	NoXPCS bool
+	// PTPClockHz is the PTP reference clock (clk_ptp_ref). 0: 200 MHz on
+	// IntelMGbE (dwmac-intel's clk_ptp_rate), 100 MHz on IMX8MP (the
+	// ENET_QOS_TIMER rate imx8mp.dtsi assigns).
+	PTPClockHz int
 	// Unplugged starts with no cable; PartnerNo1000 makes the partner 10/100.
 	Unplugged     bool
 	PartnerNo1000 bool
@@ -160,6 +164,8 @@ type Model struct {
 	xpcs       map[uint32]uint16
 	serdes     serdes // Intel SGMII SerDes at MDIO 0x15 (serdes.go)
 	cnt        Counters
+	ptp        ptpState
+	vlanBuf    []byte // RX scratch for frames whose tag is stripped
 }
 
 // mtlQueue is one MTL TX/RX queue pair's registers.
@@ -188,6 +194,9 @@ func New(cfg Config) (*Model, error) {
 		if cfg.PHYID == 0 {
 			cfg.PHYID = 0x01410DD0
 		}
+		if cfg.PTPClockHz == 0 {
+			cfg.PTPClockHz = 200_000_000
+		}
 	case IMX8MP:
 		if cfg.SNPSVER == 0 {
 			cfg.SNPSVER = 0x51
@@ -198,12 +207,18 @@ func New(cfg Config) (*Model, error) {
 		if cfg.PHYID == 0 {
 			cfg.PHYID = 0x001CC916
 		}
+		if cfg.PTPClockHz == 0 {
+			cfg.PTPClockHz = 100_000_000
+		}
 		cfg.NoXPCS = true
 	default:
 		return nil, fmt.Errorf("dwmacsim: variant %d: want IntelMGbE or IMX8MP: %w", cfg.Variant, ErrConfig)
 	}
 	if cfg.SNPSVER < 0x40 || cfg.SNPSVER > 0x5f {
 		return nil, fmt.Errorf("dwmacsim: SNPSVER 0x%02x is not a 4.x or 5.x core: %w", cfg.SNPSVER, ErrConfig)
+	}
+	if cfg.PTPClockHz < 0 {
+		return nil, fmt.Errorf("dwmacsim: PTP clock of %d Hz: %w", cfg.PTPClockHz, ErrConfig)
 	}
 	if cfg.Channels < 1 || cfg.Channels > maxChannels {
 		return nil, fmt.Errorf("dwmacsim: %d channels: want 1 to %d: %w", cfg.Channels, maxChannels, ErrConfig)
@@ -371,6 +386,7 @@ func (m *Model) Reset() {
 // FLR (MAC_Address0 holds the firmware's address).
 func (m *Model) resetLocked(swr bool) {
 	m.gen++
+	m.ptp.reset(m.cfg.PTPClockHz)
 	m.macConfig, m.pktFilter = 0, 0
 	m.hash = [hashTableRegs]uint32{}
 	for i := range m.addrHi {
@@ -482,6 +498,9 @@ var plainRegs = map[reg]string{
 
 // readLocked returns register off with the side effects reads have.
 func (m *Model) readLocked(off uint32) uint32 {
+	if v, ok := m.readPTPLocked(off); ok {
+		return v
+	}
 	switch {
 	case off >= regDMAChBase && off < regDMAChBase+maxChannels*dmaChStride:
 		return m.readChanLocked(int(off-regDMAChBase)/dmaChStride, (off-regDMAChBase)%dmaChStride, off)
@@ -512,7 +531,7 @@ func (m *Model) readLocked(off uint32) uint32 {
 	case regMACVersion:
 		return versionUSERVER | uint32(m.cfg.SNPSVER)
 	case regMACHWFeat0:
-		return hw0MIISEL | hw0GMIISEL | hw0SMASEL | hw0MMCSEL | (nMACAddr-1)<<hw0ADDMACShift
+		return hw0MIISEL | hw0GMIISEL | hw0SMASEL | hw0MMCSEL | hw0TSSEL | (nMACAddr-1)<<hw0ADDMACShift
 	case regMACHWFeat1:
 		return fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
 			addr64Bits40<<hw1ADDR64Shift | hashTblSz64<<hw1HashShift
@@ -573,6 +592,13 @@ func fifoBits(v Variant) uint32 {
 // writeLocked applies a register write. It returns a bit mask of TX channels to
 // run (outside mu).
 func (m *Model) writeLocked(off, val uint32) (kick uint32) {
+	if m.writePTPLocked(off, val) {
+		return 0
+	}
+	if off == regMACVLANTag {
+		m.writeVLANTagLocked(val)
+		return 0
+	}
 	switch {
 	case off >= regDMAChBase && off < regDMAChBase+maxChannels*dmaChStride:
 		return m.writeChanLocked(int(off-regDMAChBase)/dmaChStride, (off-regDMAChBase)%dmaChStride, off, val)

@@ -170,7 +170,7 @@ func TestMDIO(t *testing.T) {
 
 func TestUnimplementedAndReadOnly(t *testing.T) {
 	r := newRig(t, testCfg())
-	r.rd(0x0b00) // PTP block: not modelled
+	r.rd(0x0b20) // MAC_Timestamp_Status: not modelled
 	r.expectFault("not implemented")
 	r.wr(tVersion, 0x40)
 	r.expectFault("read-only")

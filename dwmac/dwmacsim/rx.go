@@ -166,6 +166,30 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	}
 
 	strip := (etype >= 0x600 && m.macConfig&cfgCST != 0) || (etype < 0x600 && m.macConfig&cfgACS != 0)
+	// The outer C-VLAN tag (MAC_VLAN_Tag EVLRXS: into RDES0 with RS0V; EVLS
+	// always-strip: out of the frame). The FCS in the buffer stays the one
+	// the frame had on the wire.
+	wireFrame := frame
+	vt := m.plain[regMACVLANTag]
+	var tci uint32
+	reportTag := etype == 0x8100 && n >= 18 && vt&vlanEVLRXS != 0
+	if reportTag {
+		tci = uint32(frame[14])<<8 | uint32(frame[15])
+	}
+	if etype == 0x8100 && n >= 18 && vt&vlanEVLSMask == vlanEVLSAlways {
+		if m.vlanBuf == nil {
+			m.vlanBuf = make([]byte, maxTxFrame+vlanLen)
+		}
+		k := copy(m.vlanBuf, frame[:12])
+		k += copy(m.vlanBuf[k:], frame[16:])
+		frame = m.vlanBuf[:k]
+		n = k
+	}
+	ts := m.ptp.rxTimestamping()
+	ctxt := uint32(0) // a context descriptor after the frame, for its timestamp
+	if ts {
+		ctxt = 1
+	}
 	total := n
 	if !strip {
 		total += fcsLen
@@ -181,7 +205,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		return m.noDescLocked(c, mq, false)
 	}
 	idx := r.cur
-	for k := uint32(0); k < ndesc; k++ {
+	for k := uint32(0); k < ndesc+ctxt; k++ {
 		if k >= size || (k > 0 && idx == r.tailRaw) {
 			return m.noDescLocked(c, mq, false)
 		}
@@ -208,7 +232,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	// Pass 2: the buffers.
 	var crc [fcsLen]byte
 	if !strip {
-		le.PutUint32(crc[:], crc32.ChecksumIEEE(frame))
+		le.PutUint32(crc[:], crc32.ChecksumIEEE(wireFrame))
 	}
 	idx = r.cur
 	done := 0
@@ -235,7 +259,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	}
 
 	// Pass 3: write-back, DES3 last in each descriptor.
-	lt := lengthType(etype, frame)
+	lt := lengthType(etype, wireFrame)
 	idx = r.cur
 	done = 0
 	var ioc bool
@@ -252,17 +276,36 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		if k == 0 {
 			w3 |= d3FD
 		}
+		var w0, w1 uint32
 		if k == ndesc-1 {
 			w3 |= d3LD | lt<<rw3LTShift
 			ioc = le.Uint32(d[des3:])&rd3IOC != 0
+			if reportTag {
+				w0, w3 = tci, w3|rw3RS0V
+			}
+			if ts {
+				w1 = rd1TSA
+			}
 		}
-		le.PutUint32(d[des0:], 0)
-		le.PutUint32(d[des1:], 0)
+		le.PutUint32(d[des0:], w0)
+		le.PutUint32(d[des1:], w1)
 		le.PutUint32(d[des2:], 0)
 		storeDES3(d, w3)
 		idx = (idx + 1) % size
 	}
-	r.advance(ndesc)
+	if ts {
+		d, err := m.mem.View("rx-writeback", base+uint64(idx)*descSize, descSize)
+		if err != nil {
+			m.dmaErrorLocked(c, false)
+			return false
+		}
+		sec, ns := m.ptp.now()
+		le.PutUint32(d[des0:], ns)
+		le.PutUint32(d[des1:], sec)
+		le.PutUint32(d[des2:], 0)
+		storeDES3(d, d3CTXT)
+	}
+	r.advance(ndesc + ctxt)
 	r.curBuf = last
 	m.cnt.RxFrames++
 	m.cnt.RxBytes += uint64(total)

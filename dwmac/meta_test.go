@@ -1,0 +1,185 @@
+package dwmac_test
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/dwmac"
+	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
+)
+
+func recvOne(t *testing.T, p nic.Port) *dma.Buf {
+	t.Helper()
+	bufs := make([]*dma.Buf, 1)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if p.RxQueue(0).Recv(bufs) == 1 {
+			return bufs[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no frame received")
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+func withTag(f []byte, tci uint16) []byte {
+	out := append([]byte(nil), f[:12]...)
+	out = append(out, 0x81, 0x00, byte(tci>>8), byte(tci))
+	return append(out, f[12:]...)
+}
+
+func TestSimRxVLAN(t *testing.T) {
+	rng := rand.New(rand.NewPCG(2, 9))
+	for _, strip := range []bool{false, true} {
+		r := newRig(t, dwmacsim.Config{}, dwmac.Config{VLANStrip: strip})
+		if got := r.p.RxMeta()&nic.RxMetaVLAN != 0; got != strip {
+			t.Fatalf("strip %v: RxMeta VLAN %v", strip, got)
+		}
+		for i := 0; i < 4; i++ {
+			inner := nictest.RandFrame(rng, r.p.MAC(), 200)
+			inner[12], inner[13] = 0x08, 0x00
+			tci := uint16(rng.Uint32())
+			f := withTag(inner, tci)
+			r.m.Inject(f)
+			b := recvOne(t, r.p)
+			switch {
+			case !strip && (b.Flags&dma.FlagVLAN != 0 || !bytes.Equal(b.Data(), f)):
+				t.Fatalf("no strip: flags %#x, frame changed %v", b.Flags, !bytes.Equal(b.Data(), f))
+			case strip && (b.Flags&dma.FlagVLAN == 0 || b.VLANProto != 0x8100 || b.VLANTCI != tci):
+				t.Fatalf("strip: flags %#x proto %#x tci %#x, want 0x8100 %#x", b.Flags, b.VLANProto, b.VLANTCI, tci)
+			case strip && !bytes.Equal(b.Data(), inner):
+				t.Fatalf("strip: frame is not the untagged frame")
+			}
+			b.Free()
+		}
+		r.checkModel()
+	}
+}
+
+func TestSimRxTimestampsAndPHC(t *testing.T) {
+	for _, v := range []dwmacsim.Variant{dwmacsim.IntelMGbE, dwmacsim.IMX8MP} {
+		r := newRig(t, dwmacsim.Config{Variant: v}, dwmac.Config{RxTimestamp: true, RxRingSize: 16})
+		if r.p.RxMeta()&nic.RxMetaTimestamp == 0 {
+			t.Fatal("RxMeta without timestamps")
+		}
+		phc, err := r.p.PHC()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := r.m.Clock() - time.Now().UnixNano(); d > int64(time.Second) || d < -int64(time.Second) {
+			t.Fatalf("variant %v: the clock is %d ns off the host's after Open", v, d)
+		}
+		const t0 = 1_800_000_000_987_654_321
+		if err := phc.SetTime(t0); err != nil {
+			t.Fatal(err)
+		}
+		if c := r.m.Clock(); c < t0 || c > t0+int64(time.Second) {
+			t.Fatalf("model clock %d after SetTime(%d)", c, int64(t0))
+		}
+		rng := rand.New(rand.NewPCG(3, 3))
+		var prev uint64
+		// More frames than the ring: context descriptors wrap with it.
+		for i := 0; i < 40; i++ {
+			f := nictest.RandFrame(rng, r.p.MAC(), 60+rng.IntN(1400))
+			before := r.m.Clock()
+			if !r.m.Inject(f) {
+				t.Fatalf("frame %d not received by the model", i)
+			}
+			after := r.m.Clock()
+			b := recvOne(t, r.p)
+			if b.Flags&dma.FlagTimestamp == 0 {
+				t.Fatalf("frame %d: no timestamp", i)
+			}
+			if ts := int64(b.Timestamp); ts < before || ts > after || b.Timestamp <= prev {
+				t.Fatalf("frame %d: timestamp %d outside [%d, %d] or not after %d", i, ts, before, after, prev)
+			}
+			prev = b.Timestamp
+			if !bytes.Equal(b.Data(), f) {
+				t.Fatalf("frame %d: data differs", i)
+			}
+			b.Free()
+		}
+
+		for _, step := range []int64{-2_500_000_001, 1_000_000_007, -999} {
+			a := r.m.Clock()
+			if err := phc.AdjTime(step); err != nil {
+				t.Fatal(err)
+			}
+			if d := r.m.Clock() - a; d < step || d > step+int64(50*time.Millisecond) {
+				t.Fatalf("AdjTime(%d) moved the model clock by %d", step, d)
+			}
+		}
+		for _, ppb := range []int64{40_000_000, -40_000_000} {
+			if err := phc.AdjFreq(ppb); err != nil {
+				t.Fatal(err)
+			}
+			h0, c0 := time.Now(), r.m.Clock()
+			time.Sleep(30 * time.Millisecond)
+			c1, h1 := r.m.Clock(), time.Now()
+			rate := float64(c1-c0) / float64(h1.Sub(h0))
+			if want := 1 + float64(ppb)/1e9; rate < want-0.005 || rate > want+0.005 {
+				t.Fatalf("AdjFreq(%d): model clock rate %.4f, want %.4f", ppb, rate, want)
+			}
+			got, err := phc.Time()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if m := r.m.Clock(); got > m || got < m-int64(50*time.Millisecond) {
+				t.Fatalf("PHC.Time %d, model %d", got, m)
+			}
+		}
+		r.checkModel()
+	}
+}
+
+func TestSimNoTimestampsByDefault(t *testing.T) {
+	r := newRig(t, dwmacsim.Config{}, dwmac.Config{})
+	if r.p.RxMeta() != 0 {
+		t.Fatalf("RxMeta %b without options", r.p.RxMeta())
+	}
+	f := nictest.RandFrame(rand.New(rand.NewPCG(1, 2)), r.p.MAC(), 100)
+	r.m.Inject(f)
+	b := recvOne(t, r.p)
+	if b.Flags&dma.FlagTimestamp != 0 || !bytes.Equal(b.Data(), f) {
+		t.Fatalf("flags %#x", b.Flags)
+	}
+	b.Free()
+	if _, err := r.p.PHC(); err != nil {
+		t.Fatalf("the clock runs without RX timestamps too: %v", err)
+	}
+	r.checkModel()
+}
+
+func TestSimZeroAllocsWithMeta(t *testing.T) {
+	r := newRig(t, dwmacsim.Config{}, dwmac.Config{RxRingSize: 128, TxRingSize: 128, RxTimestamp: true, VLANStrip: true})
+	r.m.SetTransmit(nil)
+	frame := withTag(nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64), 0x0042)
+	rq := r.p.RxQueue(0)
+	bufs := make([]*dma.Buf, 16)
+	got := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		for i := 0; i < 16; i++ {
+			r.m.Inject(frame)
+		}
+		k := rq.Recv(bufs)
+		for _, b := range bufs[:k] {
+			if b.Flags&(dma.FlagTimestamp|dma.FlagVLAN) == dma.FlagTimestamp|dma.FlagVLAN {
+				got++
+			}
+			b.Free()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per burst of 16 with metadata", allocs)
+	}
+	if got < 16*200 {
+		t.Fatalf("%d frames with metadata, want %d", got, 16*200)
+	}
+	r.checkModel()
+}
