@@ -242,32 +242,49 @@ func TestHWMetaFlowTags(t *testing.T) {
 	}
 }
 
-// TestHWMetaMatchesTheModel: on an I210 with RSS the hash each frame reports
-// is the model's, the Toeplitz hash (82576 datasheet 7.1.1.7) of the flow's
-// addresses and UDP ports with the key the driver wrote to RSSRK; and each
-// timestamp lies between the device clock's reads before the first frame
-// was sent and after the last was printed.
+// TestHWMetaMatchesTheModel: on every variant, what the driver says it
+// reports is what each frame gets. With timestamps, every frame is stamped
+// between the device clock's reads before the first frame was sent and after
+// the last was printed. With VLAN tags, a tagged frame's is the one sent (and
+// it left the frame), an untagged frame's -ENODATA. On igb with RSS the hash
+// is the model's: the Toeplitz hash (82576 datasheet 7.1.1.7) of the flow's
+// addresses and UDP ports with the key the driver wrote to RSSRK.
 func TestHWMetaMatchesTheModel(t *testing.T) {
-	op, err := openPort("", portOptions{Sim: "igb:i210", Queues: 2, RxMeta: true, Promisc: true, SimDetached: true})
+	for _, sim := range allSimVariants() {
+		t.Run(sim, func(t *testing.T) { checkHWMetaAgainstModel(t, sim) })
+	}
+}
+
+func checkHWMetaAgainstModel(t *testing.T, sim string) {
+	queues := 1
+	if strings.HasPrefix(sim, "igb:") {
+		queues = 2 // RSS, hence hashes
+	}
+	op, err := openPort("", portOptions{Sim: sim, Queues: queues, RxMeta: true, Promisc: true, SimDetached: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer op.Close()
-	mp, ok := op.Port.(nic.RxMetaPort)
-	if !ok || mp.RxMeta()&nic.RxMetaHash == 0 {
-		t.Skip("the igb driver reports no hash yet (TestHWMetaCommand checks the -EOPNOTSUPP)")
+	var caps nic.RxMetaCaps
+	if mp, ok := op.Port.(nic.RxMetaPort); ok {
+		caps = mp.RxMeta()
 	}
-	stamps := 0
-	regs, err := op.Sim.Model.NICDevice().Regs(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := make([]byte, 40)
-	for i := 0; i < 10; i++ {
-		binary.LittleEndian.PutUint32(key[4*i:], regs.Read32(uint32(0x5C80+4*i))) // RSSRK[i]: key bytes 4i..4i+3, LSB first
+	var key []byte // igb's RSS key, when it hashes
+	if op.Family == "igb" && caps&nic.RxMetaHash != 0 {
+		regs, err := op.Sim.Model.NICDevice().Regs(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key = make([]byte, 40)
+		for i := 0; i < 10; i++ {
+			binary.LittleEndian.PutUint32(key[4*i:], regs.Read32(uint32(0x5C80+4*i))) // RSSRK[i]: key bytes 4i..4i+3, LSB first
+		}
 	}
 	const n, udpPort = 8, 5353
 	clock, clockErr := portPHC(op)
+	if caps&nic.RxMetaTimestamp != 0 && clockErr != nil {
+		t.Fatalf("timestamps without a clock: %v", clockErr)
+	}
 	var before int64
 	if clockErr == nil {
 		if before, err = clock.Time(); err != nil {
@@ -280,40 +297,64 @@ func TestHWMetaMatchesTheModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[uint16]uint32{}
-	for i := 0; i < n; i++ {
-		fr, tci, err := hwMetaFlow(op.MAC(), udpPort, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ip := 14
-		if tci != 0 {
-			ip += 4
-		}
-		in := append(append([]byte{}, fr[ip+12:ip+20]...), fr[ip+20:ip+24]...) // addresses, then ports
-		want[udpSrcPort(fr)] = igbsim.Toeplitz(key, in)
-	}
-	if len(fs) != n {
-		t.Fatalf("%d frames", len(fs))
-	}
 	after := before
 	if clockErr == nil {
 		if after, err = clock.Time(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, f := range fs {
-		if f.TimestampResult == "ok" {
-			stamps++
-		}
-		if clockErr == nil && f.TimestampResult == "ok" && (int64(f.Timestamp) < before || int64(f.Timestamp) > after) {
-			t.Fatalf("frame from port %d stamped %d, outside the clock's reads %d..%d", f.SrcPort, f.Timestamp, before, after)
-		}
-		if f.HashResult != "ok" || f.Hash != want[f.SrcPort] || f.HashTypeName != "L3_IPV4|L4|L4_UDP" {
-			t.Fatalf("frame from port %d: %s %#x %s; the model's hash %#x", f.SrcPort, f.HashResult, f.Hash, f.HashTypeName, want[f.SrcPort])
-		}
+	type sent struct {
+		hash uint32
+		tci  uint16
+		len  int
 	}
-	if mp.RxMeta()&nic.RxMetaTimestamp != 0 && (clockErr != nil || stamps != n) {
-		t.Fatalf("the driver reports timestamps: %d of %d frames stamped (clock: %v)", stamps, n, clockErr)
+	bySrc := map[uint16]sent{}
+	for i := 0; i < n; i++ {
+		fr, tci, err := hwMetaFlow(op.MAC(), udpPort, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sent{tci: tci, len: len(fr)}
+		if key != nil {
+			ip := 14
+			if tci != 0 {
+				ip += 4
+			}
+			in := append(append([]byte{}, fr[ip+12:ip+20]...), fr[ip+20:ip+24]...) // addresses, then ports
+			s.hash = igbsim.Toeplitz(key, in)
+		}
+		bySrc[udpSrcPort(fr)] = s
+	}
+	if len(fs) != n {
+		t.Fatalf("%d frames", len(fs))
+	}
+	for _, f := range fs {
+		s, ok := bySrc[f.SrcPort]
+		if !ok {
+			t.Fatalf("a frame from port %d, not sent", f.SrcPort)
+		}
+		if caps&nic.RxMetaTimestamp != 0 {
+			if f.TimestampResult != "ok" || int64(f.Timestamp) < before || int64(f.Timestamp) > after {
+				t.Fatalf("frame from port %d: timestamp %s %d, outside the clock's reads %d..%d", f.SrcPort, f.TimestampResult, f.Timestamp, before, after)
+			}
+		} else if f.TimestampResult != "-EOPNOTSUPP" {
+			t.Fatalf("no timestamps reported, the kfunc said %s", f.TimestampResult)
+		}
+		if caps&nic.RxMetaVLAN != 0 {
+			switch {
+			case s.tci != 0 && (f.VLANResult != "ok" || f.VLANProto != 0x8100 || f.VLANTCI != s.tci || f.Len != s.len-4):
+				t.Fatalf("frame from port %d sent with TCI %#x: %s proto %#x TCI %#x, %d of %d bytes", f.SrcPort, s.tci, f.VLANResult, f.VLANProto, f.VLANTCI, f.Len, s.len)
+			case s.tci == 0 && f.VLANResult != "-ENODATA":
+				t.Fatalf("an untagged frame: VLAN %s", f.VLANResult)
+			}
+		} else if f.VLANResult != "-EOPNOTSUPP" {
+			t.Fatalf("no VLAN reported, the kfunc said %s", f.VLANResult)
+		}
+		switch {
+		case caps&nic.RxMetaHash == 0 && f.HashResult != "-EOPNOTSUPP":
+			t.Fatalf("no hash reported, the kfunc said %s", f.HashResult)
+		case key != nil && (f.HashResult != "ok" || f.Hash != s.hash || f.HashTypeName != "L3_IPV4|L4|L4_UDP"):
+			t.Fatalf("frame from port %d: %s %#x %s; the model's hash %#x", f.SrcPort, f.HashResult, f.Hash, f.HashTypeName, s.hash)
+		}
 	}
 }
