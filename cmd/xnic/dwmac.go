@@ -37,7 +37,13 @@ func init() {
 			return dwmacModel{m}, nil
 		},
 		open: func(dev nic.Device, o portOptions) (familyPort, error) {
-			p, err := dwmac.Open(dev, dwmacConfig(o))
+			cfg := dwmacConfig(o)
+			if o.RxMeta {
+				// Tags stripped into RDES0, every frame timestamped
+				// (MAC_Timestamp_Control.TSENALL).
+				cfg.VLANStrip, cfg.RxTimestamp = true, true
+			}
+			p, err := dwmac.Open(dev, cfg)
 			if err != nil {
 				return nil, err
 			}
