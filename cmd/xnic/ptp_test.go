@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/xnic-dev/xnic/nic"
 )
@@ -102,6 +103,28 @@ func TestPTPClockOps(t *testing.T) {
 					t.Fatalf("adj freq %d: %d then %d", ppb, t1, t2)
 				}
 				t1 = t2
+			}
+			// The frequency: over 200 ms of host time the clock runs
+			// ppb faster; the bounds are host reads on either side of
+			// each clock read.
+			c, _ := portPHC(op)
+			for _, ppb := range []int64{10_000_000, -10_000_000, 0} {
+				do(ptpOp{Op: "adj freq", Value: ppb})
+				h0a := time.Now()
+				d0, err := c.Time()
+				h0b := time.Now()
+				time.Sleep(200 * time.Millisecond)
+				h1a := time.Now()
+				d1, err1 := c.Time()
+				h1b := time.Now()
+				if err != nil || err1 != nil {
+					t.Fatal(err, err1)
+				}
+				rate := 1 + float64(ppb)/1e9
+				lo, hi := float64(h1a.Sub(h0b))*rate-50e3, float64(h1b.Sub(h0a))*rate+50e3
+				if got := float64(d1 - d0); got < lo || got > hi {
+					t.Fatalf("adj freq %d: the clock ran %.0f ns while the host ran %v..%v", ppb, got, h1a.Sub(h0b), h1b.Sub(h0a))
+				}
 			}
 			if err := op.Sim.Model.Err(); err != nil {
 				t.Fatalf("the model recorded: %v", err)
