@@ -40,6 +40,11 @@ type Options struct {
 	// Stats, when set, is where sessions count what they do (shared by the
 	// sessions of one ListenAndServe); nil gives each session its own.
 	Stats *Stats
+	// Listening, when set, is called by ListenAndServe once the socket
+	// accepts connections. The socket file appears a moment earlier (bind
+	// comes before listen), so a client that only waits for the file may be
+	// refused.
+	Listening func()
 }
 
 func (o Options) withDefaults() Options {
@@ -157,6 +162,9 @@ func ListenAndServe(ctx context.Context, path string, dev *sim.Device, opts Opti
 		return fmt.Errorf("vfiouser: listen: %w", err)
 	}
 	l.SetUnlinkOnClose(true)
+	if opts.Listening != nil {
+		opts.Listening()
+	}
 	stop := context.AfterFunc(ctx, func() { l.Close() })
 	defer stop()
 	defer l.Close()

@@ -92,27 +92,13 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	}
 	stats := &vfiouser.Stats{}
 	fmt.Fprintf(stdout, "serving simulated %s (%04x:%04x) on %s\n", spec, dev.Info().Vendor, dev.Info().Device, o.socket)
-	if o.ready != nil {
-		go waitSocket(ctx, o.socket, o.ready)
-	}
-	serr := vfiouser.ListenAndServe(ctx, o.socket, dev, vfiouser.Options{Once: o.once, Logf: o.logf, Stats: stats})
+	serr := vfiouser.ListenAndServe(ctx, o.socket, dev, vfiouser.Options{Once: o.once, Logf: o.logf, Stats: stats, Listening: o.ready})
 	werr := closeWire()
 	if errors.Is(serr, context.Canceled) {
 		serr = nil // interrupted: the normal end
 	}
 	printServeReport(stdout, m, dev, stats)
 	return errors.Join(serr, werr)
-}
-
-// waitSocket calls ready once path exists.
-func waitSocket(ctx context.Context, path string, ready func()) {
-	for ctx.Err() == nil {
-		if _, err := os.Stat(path); err == nil {
-			ready()
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 func printServeReport(w io.Writer, m simModel, dev *sim.Device, st *vfiouser.Stats) {

@@ -217,8 +217,10 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	srvDone := make(chan error, 1)
 	stats := &vfiouser.Stats{}
+	listening := make(chan struct{})
 	go func() {
-		srvDone <- vfiouser.ListenAndServe(srvCtx, sock, m.dev, vfiouser.Options{Once: true, Logf: t.Logf, Stats: stats})
+		srvDone <- vfiouser.ListenAndServe(srvCtx, sock, m.dev, vfiouser.Options{Once: true, Logf: t.Logf, Stats: stats,
+			Listening: func() { close(listening) }})
 	}()
 	defer func() { t.Logf("vfio-user server: %s", stats) }()
 	defer func() {
@@ -232,7 +234,7 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 			t.Errorf("vfio-user server did not stop")
 		}
 	}()
-	if err := waitSocket(sock, 5*time.Second); err != nil {
+	if err := waitListening(listening, srvDone, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
@@ -336,16 +338,17 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 	t.Logf("%s took %v", m.name, time.Since(begin).Round(time.Millisecond))
 }
 
-func waitSocket(path string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		if st, err := os.Stat(path); err == nil && st.Mode()&os.ModeSocket != 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("vfio-user socket %s did not appear within %v", path, d)
-		}
-		time.Sleep(10 * time.Millisecond)
+// waitListening waits until the server's socket accepts connections (the
+// socket file exists a moment before that).
+func waitListening(listening <-chan struct{}, srvDone chan error, d time.Duration) error {
+	select {
+	case <-listening:
+		return nil
+	case err := <-srvDone:
+		srvDone <- err // for the deferred check
+		return fmt.Errorf("vfio-user server ended before listening: %v", err)
+	case <-time.After(d):
+		return fmt.Errorf("vfio-user server not listening within %v", d)
 	}
 }
 

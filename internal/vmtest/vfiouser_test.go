@@ -94,8 +94,10 @@ func runVFIOUserDWMAC(t *testing.T, assets Assets, root string) {
 	srvCtx, stopSrv := context.WithCancel(ctx)
 	srvDone := make(chan error, 1)
 	stats := &vfiouser.Stats{}
+	listening := make(chan struct{})
 	go func() {
-		srvDone <- vfiouser.ListenAndServe(srvCtx, sock, m.SimDevice(), vfiouser.Options{Once: true, Logf: t.Logf, Stats: stats})
+		srvDone <- vfiouser.ListenAndServe(srvCtx, sock, m.SimDevice(), vfiouser.Options{Once: true, Logf: t.Logf, Stats: stats,
+			Listening: func() { close(listening) }})
 	}()
 	defer func() { t.Logf("vfio-user server: %s", stats) }()
 	defer func() {
@@ -109,7 +111,7 @@ func runVFIOUserDWMAC(t *testing.T, assets Assets, root string) {
 			t.Errorf("vfio-user server did not stop")
 		}
 	}()
-	if err := waitSocket(sock, 5*time.Second); err != nil {
+	if err := waitListening(listening, srvDone, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 
