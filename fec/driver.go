@@ -65,6 +65,13 @@ type Config struct {
 	PHYAddrZero bool
 	// LegacyBD uses 8-byte descriptors even on parts with enhanced ones.
 	LegacyBD bool
+	// RxTimestamp reports each received frame's 1588 timer value
+	// (dma.Buf.Timestamp with dma.FlagTimestamp; see PHC). Needs the
+	// enhanced BDs.
+	RxTimestamp bool
+	// PTPClockHz is the 1588 timer's clock (a whole number of ns per
+	// cycle, at most 127). Zero: 100 MHz, the ENET_TIMER rate of imx8mp.dtsi.
+	PTPClockHz int
 	// Promisc accepts every frame (RCR.PROM).
 	Promisc bool
 	// Interrupts asks the Device for one interrupt (EnableMSIX), raised on ring
@@ -180,7 +187,8 @@ type Port struct {
 
 	release func() // ends Open's claim on dev (nic.Claim); set once by Open
 
-	stats stats // has its own lock
+	stats stats    // has its own lock
+	ptp   ptpClock // the 1588 timer's software side (ptp.go); has its own lock
 
 	warnings []string // immutable after Open
 	mib      bool     // the MIB counters exist (probeMIB); immutable after Open
@@ -264,10 +272,15 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 			}
 		}
 	}
+	if err := p.initPTP(); err != nil {
+		p.teardown()
+		return nil, err
+	}
 	if err := p.bringUp(); err != nil {
 		p.teardown()
 		return nil, fmt.Errorf("fec: %s: %w", info.Name, err)
 	}
+	p.startKeeper()
 	return p, nil
 }
 
@@ -460,6 +473,7 @@ func (p *Port) start() {
 		ecr |= ecrSPEED
 	}
 	p.w32(regECR, uint32(ecr))
+	p.setupTimer()
 	for i := range p.rx {
 		p.w32(rings[i].rdar, rdarActive)
 	}
@@ -575,6 +589,7 @@ func (p *Port) Close() error {
 	}
 	p.closed = true
 	p.ctl.Unlock()
+	p.stopKeeper()
 	p.stats.collect(p) // keep the totals
 	p.stats.totals.Stop()
 	err := p.teardown()

@@ -20,7 +20,7 @@ import (
 // measure the driver alone. Offsets are written out here from the reference
 // manual, not taken from the driver.
 type plainFEC struct {
-	regs     [0x400 / 4]uint32
+	regs     [0x800 / 4]uint32 // up to the 1588 timer (0x400-0x414)
 	mem      *sim.Memory
 	alloc    dma.Allocator // what DMA returns; mem unless replaced
 	compat   string

@@ -39,6 +39,7 @@ type rxQueue struct {
 	bufLen int    // MRBR: bytes the device may write into one buffer
 	rdar   uint32 // offset of this ring's RDAR
 	esc    uint32 // extended status/control of posted descriptors (INT with interrupts)
+	ts     bool   // convert the BDs' timestamps (Config.RxTimestamp); set once by Open
 	line   int    // descriptors per cache line (1: no constraint); see refill
 
 	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
@@ -69,7 +70,7 @@ var _ nic.RxQueue = (*rxQueue)(nil)
 // ring is started later, by start (RDAR).
 func (p *Port) newRx(i int) (*rxQueue, error) {
 	n := p.cfg.RxRingSize
-	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n, line: p.lineBDs,
+	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n, line: p.lineBDs, ts: p.cfg.RxTimestamp && p.ptp.on,
 		rdar: uint32(rings[i].rdar), rxf: rxfBit[i],
 		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n)}
 	var err error
@@ -128,6 +129,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 	}
 	got := 0
 	var nbytes uint64
+	var ref rxRef // taken at the first timestamped frame of this call
 	region := q.pool.Region()
 	for got < len(bufs) && q.posted > 0 {
 		off := q.next * q.bd.size
@@ -159,10 +161,20 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		b.Off, b.Len, b.Meta = dma.Headroom, length, 0
 		b.Queue = uint16(q.idx)
 		b.Flags, b.RSSHash = 0, 0
-		if q.bd.ext && binary.LittleEndian.Uint32(d[bdESC:])&rxESCVLAN != 0 {
-			b.Flags |= dma.FlagVLAN
-		}
 		q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, length, dma.ForCPU)
+		if q.bd.ext && binary.LittleEndian.Uint32(d[bdESC:])&rxESCVLAN != 0 {
+			if proto, tci, ok := vlanFromFrame(b.Mem[dma.Headroom : dma.Headroom+length]); ok {
+				b.VLANProto, b.VLANTCI = proto, tci
+				b.Flags |= dma.FlagVLAN
+			}
+		}
+		if q.ts {
+			if !ref.ok {
+				ref.take(q.port)
+			}
+			b.Timestamp = uint64(ref.at(binary.LittleEndian.Uint32(d[bdTS:]) & counterMask))
+			b.Flags |= dma.FlagTimestamp
+		}
 		b.SetOwner(dma.OwnerApp)
 		bufs[got] = b
 		got++

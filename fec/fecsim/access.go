@@ -256,7 +256,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 	case regATCR:
 		m.writeATCRLocked(val)
 	case regATVR:
-		m.timerBase = int64(val) - int64(m.timerNowLocked()) + m.timerBase
+		m.setTimerLocked(val)
 		m.atvr = val
 	case regATOFF:
 		m.atoff = val
@@ -264,8 +264,10 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		m.atper = val
 	case regATCOR:
 		m.atcor = val
+		m.retimeLocked()
 	case regATINC:
 		m.atinc = val
+		m.retimeLocked()
 	case regATSTMP:
 		m.faults.Add("write32", "ATSTMP", uint64(off), "write to a read-only register")
 	default:

@@ -75,7 +75,8 @@
 //     count only while MIBC.MIB_DIS is clear (it is set at reset), never
 //     clear on read, may be written only while MIB_DIS is set, and read 0 while
 //     MIBC.MIB_CLEAR is set.
-//   - The 1588 timer (ATCR EN/CAPTURE/RESTART, ATVR) counts real nanoseconds.
+//   - The 1588 timer (ATCR EN/PEREN/CAPTURE/RESTART, ATVR, ATPER, ATINC with
+//     the ATCOR correction) runs in model time at the timer clock (timer.go).
 //
 // # The device's time
 //

@@ -87,6 +87,9 @@ type Config struct {
 	Unplugged bool
 	// PartnerNo1000 makes the link partner 10/100 only.
 	PartnerNo1000 bool
+	// PTPClockHz is the 1588 timer's clock. 0: 100 MHz (imx8mp.dtsi's
+	// ENET_TIMER rate).
+	PTPClockHz int
 	// Name is the device name in nic.DeviceInfo. "": "fecsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched). The
@@ -143,7 +146,6 @@ type Model struct {
 	mem    *sim.Memory // immutable
 	faults *sim.Faults // immutable
 	phy    *sim.PHY    // immutable
-	epoch  time.Time   // immutable: origin of the 1588 timer
 
 	txMu      sync.Mutex
 	txScratch []byte // one gathered TX frame; guarded by txMu
@@ -175,7 +177,7 @@ type Model struct {
 	atcr, atvr, atoff  uint32
 	atper, atcor       uint32
 	atinc, atstmp      uint32
-	timerBase          int64 // ns added to the time since epoch
+	timer              *sim.PHClock // the 1588 counter while ATCR.EN (timer.go)
 	tc                 [8]uint32
 	mib                [nMIB]uint32
 	rings              [3]ring
@@ -192,7 +194,7 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("fecsim: variant %d: want IMX8MP or IMX6: %w", cfg.Variant, ErrConfig)
 	}
 	info := variants[cfg.Variant]
-	m := &Model{cfg: cfg, info: info, epoch: time.Now()}
+	m := &Model{cfg: cfg, info: info}
 	switch {
 	case cfg.MAC == nil:
 		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
@@ -357,7 +359,8 @@ func (m *Model) resetLocked() {
 	m.rcmr, m.dmacfg = [2]uint32{}, [2]uint32{}
 	m.qos, m.lpiSlp, m.lpiWk = 0, 0, 0
 	m.atcr, m.atvr, m.atoff, m.atper, m.atcor, m.atinc, m.atstmp = 0, 0, 0, atperRst, 0, 0, 0
-	m.timerBase = 0
+	m.setTimerLocked(0)
+	m.retimeLocked()
 	m.tc = [8]uint32{}
 	m.mib = [nMIB]uint32{}
 	m.rings = [3]ring{}

@@ -487,6 +487,7 @@ func TestForgottenDBSWP(t *testing.T) {
 
 func TestEnhancedBDs(t *testing.T) {
 	b := newBed(t, bedOpts{ext: true})
+	b.r.Write32(regATINC, 10) // 10 ns per cycle of the 100 MHz timer clock
 	b.r.Write32(regATCR, atcrEN)
 	f := testFrame(b.m, 90, 1)
 	f[12], f[13] = 0x81, 0x00 // VLAN tag
