@@ -41,7 +41,11 @@ func init() {
 			return fecModel{m}, nil
 		},
 		open: func(dev nic.Device, o portOptions) (familyPort, error) {
-			p, err := fec.Open(dev, fecConfig(o))
+			cfg := fecConfig(o)
+			// Every frame's 1588 timer value in the enhanced BD; the
+			// VLAN tag the enhanced BD reports without asking.
+			cfg.RxTimestamp = o.RxMeta
+			p, err := fec.Open(dev, cfg)
 			if err != nil {
 				return nil, err
 			}
