@@ -126,7 +126,7 @@ type Port struct {
 	mac     net.HardwareAddr // immutable after Open
 	phyAddr int              // immutable
 	phyID   uint32           // immutable after Open
-	rssKey  [rssKeyLen]byte  // immutable after Open (zero with one queue)
+	rssKey  [rssKeyLen]byte  // immutable after Open
 
 	rx   []*rxQueue // immutable after Open
 	tx   []*txQueue // immutable after Open
@@ -345,11 +345,9 @@ func (p *Port) setupFilters() {
 }
 
 // setupRSS programs the key, the redirection table and MRQC (82576 7.1.2.8).
+// With one queue too, as Linux's igb_setup_mrqc: the write-back then carries
+// the hash for every port (RxMeta), the table sending everything to queue 0.
 func (p *Port) setupRSS() error {
-	if p.cfg.Queues == 1 {
-		p.w32(regMRQC, 0)
-		return nil
-	}
 	if p.cfg.RSSKey != nil {
 		copy(p.rssKey[:], p.cfg.RSSKey)
 	} else if _, err := rand.Read(p.rssKey[:]); err != nil {
@@ -637,10 +635,7 @@ func (p *Port) teardown() error {
 	return nil
 }
 
-// RSSKey is the 40-byte Toeplitz key programmed into RSSRK (nil with one queue).
+// RSSKey is the 40-byte Toeplitz key programmed into RSSRK.
 func (p *Port) RSSKey() []byte {
-	if p.cfg.Queues == 1 {
-		return nil
-	}
 	return append([]byte(nil), p.rssKey[:]...)
 }

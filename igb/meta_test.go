@@ -43,9 +43,15 @@ func TestSimRxHashType(t *testing.T) {
 	for i := range key {
 		key[i] = byte(i*29 + 3)
 	}
-	r := newRigSim(t, igbsim.Config{Queues: 2}, igb.Config{Queues: 2, RSSKey: key})
+	for _, queues := range []int{1, 2} {
+		testRxHashType(t, key, queues)
+	}
+}
+
+func testRxHashType(t *testing.T, key []byte, queues int) {
+	r := newRigSim(t, igbsim.Config{Queues: 2}, igb.Config{Queues: queues, RSSKey: key})
 	if c := r.p.RxMeta(); c&nic.RxMetaHash == 0 {
-		t.Fatalf("RxMeta %b without the hash on 2 queues", c)
+		t.Fatalf("RxMeta %b without the hash on %d queues", c, queues)
 	}
 	peer := net.HardwareAddr{2, 0, 0, 0, 0, 9}
 	for f := 0; f < 8; f++ {

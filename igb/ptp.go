@@ -141,13 +141,10 @@ func timinca(ppb int64) uint32 {
 }
 
 // RxMeta is the per-frame metadata the port reports (nic.RxMetaPort): the RSS
-// hash with several queues, the stripped VLAN tag with Config.VLANStrip,
-// the receive timestamp with Config.RxTimestamp.
+// hash (for IPv4/IPv6 frames, TCP and UDP ports included), the stripped VLAN
+// tag with Config.VLANStrip, the receive timestamp with Config.RxTimestamp.
 func (p *Port) RxMeta() nic.RxMetaCaps {
-	var c nic.RxMetaCaps
-	if p.cfg.Queues > 1 {
-		c |= nic.RxMetaHash
-	}
+	c := nic.RxMetaHash
 	if p.cfg.VLANStrip {
 		c |= nic.RxMetaVLAN
 	}
