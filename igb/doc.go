@@ -4,8 +4,16 @@
 //
 // Open resets the device, reads the MAC address, restarts autonegotiation over
 // MDIO and sets up one to four RX/TX queue pairs with advanced descriptors, RSS
-// over the RX queues when there is more than one, and optionally MSI-X
-// interrupts (one vector per queue pair, one for link and other causes).
+// (spreading flows over the RX queues when there is more than one; the hash is
+// in every write-back), and optionally MSI-X interrupts (one vector per queue
+// pair, one for link and other causes).
+//
+// RX metadata (nic.RxMetaPort, for the XDP metadata kfuncs): the RSS hash and
+// its enum xdp_rss_hash_type on every port; the 802.1Q tag with
+// Config.VLANStrip (CTRL.VME); the receive timestamp with Config.RxTimestamp on
+// the I210/I211, whose clock the port also exposes as a nic.PHC (ptp.go). The
+// 82576 and I350 get no timestamps and no PHC here: their SYSTIM is a raw
+// counter (the 82576 also has no timestamp in the buffer).
 //
 // Rings: the driver writes the tail registers (RDT, TDT), the device writes the
 // heads (RDH, TDH). The driver never reads a head on the fast path; it follows
@@ -33,7 +41,8 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
 // tx.go (rings), ring.go (their shared set-up), phy.go (MDIO), driver.go
-// (probe, reset, bring-up), stats.go, dump.go, ids.go (PCI IDs), desc_unsafe.go
+// (probe, reset, bring-up), ptp.go (clock and metadata), stats.go, dump.go,
+// ids.go (PCI IDs), desc_unsafe.go
 // (atomic status loads), coherent.go (Sync skipped on the fast path for
 // allocators that say they are coherent).
 package igb

@@ -18,8 +18,7 @@ const (
 	regTSYNCRXCTL reg = 0x0B620 // RX time sync control
 	regSYSTIMR    reg = 0x0B6F8 // residue; reading it latches SYSTIML/H (I210)
 
-	timincaISGN    uint32 = 1 << 31
-	timincaMaxIncV        = 0x7FFFFFFF
+	timincaISGN uint32 = 1 << 31
 
 	tsyncRxTypeAll uint32 = 4 << 1 // HWTSTAMP_FILTER_ALL
 	tsyncRxEnabled uint32 = 1 << 4
