@@ -72,8 +72,13 @@
 // a change is a restart (Linux: fec_enet_adjust_link calls fec_restart with
 // NAPI and TX stopped); here that is closing and reopening the port.
 //
-// Not done: no checksum offload, coalescing, timestamps, multicast
-// filters or clause-45 MDIO. Not run on real i.MX8 hardware.
+// RX metadata (nic.RxMetaPort) with enhanced BDs: the VLAN tag the esc VLAN
+// bit flags (read from the frame, which keeps it) and, with
+// Config.RxTimestamp, each frame's 1588 timer value extended to 64 bits; the
+// timer is the port's nic.PHC (ptp.go).
+//
+// Not done: no checksum offload, coalescing, multicast filters or clause-45
+// MDIO. Not run on real i.MX8 hardware.
 //
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any

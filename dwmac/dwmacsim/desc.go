@@ -31,8 +31,8 @@ import "encoding/binary"
 //
 // RX write-back (the device writes, DES3 last, OWN clear):
 //
-//	DES0  outer/inner VLAN tags (0 here: no stripping)
-//	DES1  PT 2:0, IPHE 3, IPV4 4, IPV6 5, IPCE 7, ... TSA 14 (0 here: no COE, no timestamps)
+//	DES0  outer VLAN tag 15:0 (with RS0V: MAC_VLAN_Tag.EVLRXS)
+//	DES1  PT 2:0, IPHE 3, IPV4 4, IPV6 5, IPCE 7 (0 here: no COE), TSA 14 (timestamp in the next descriptor)
 //	DES2  header length and filter results (0 here)
 //	DES3  PL 14:0, ES 15, LT 18:16, DE 19, RE 20, OE 21, RWT 22, GP 23, CE 24,
 //	      RS0V 25, RS1V 26, RS2V 27, LD 28, FD 29, CTXT 30, OWN 31

@@ -16,8 +16,12 @@
 //   - Identity: MAC_Version (SNPSVER configurable: 0x52 for ADL, 0x51 for the
 //     i.MX8MP), HW_FEATURE0-3 (MII/GMII, MDIO, MMC, 3 extra MAC addresses;
 //     FIFO sizes; ADDR64 = 40 bits; a 64-bin hash table; queue and channel
-//     counts). No checksum offload, timestamping, TSO, split header, VLAN or
-//     L3/L4 filtering is advertised, and using them is a fault.
+//     counts; IEEE 1588 timestamps). No checksum offload, TSO, split header,
+//     VLAN or L3/L4 filtering is advertised, and using them is a fault.
+//   - IEEE 1588 (ptp.go): the system time at 0xb00 in model time, and with
+//     TSENALL a context descriptor with every received frame's timestamp;
+//     MAC_VLAN_Tag EVLRXS/EVLS-always report and strip the outer C-VLAN tag
+//     into RDES0 (RS0V).
 //   - Reset: DMA_Mode.SWR resets every MAC, MTL, DMA and MMC register (the
 //     MAC address registers become all ones: read the firmware's address from
 //     MAC_Address0 before the reset). SWR reads 1 until Config.ResetDelay has
