@@ -129,6 +129,9 @@ func TestSimRxTimestampsAndPHC(t *testing.T) {
 		}
 		return ns
 	}
+	if d := model() - time.Now().UnixNano(); d > int64(time.Second) || d < -int64(time.Second) {
+		t.Fatalf("the clock is %d ns off the host's after Open", d)
+	}
 	const t0 = 1_700_000_000_123_456_789
 	if err := phc.SetTime(t0); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package igb
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/xnic-dev/xnic/nic"
 )
@@ -39,13 +40,17 @@ const (
 // hasI210Clock reports whether the MAC has the clock format driven here.
 func hasI210Clock(m MAC) bool { return m == MACI210 || m == MACI211 }
 
-// setupPTP starts the clock at the host's time at the nominal rate and, with
-// Config.RxTimestamp, timestamps every received frame (per queue, SRRCTL).
+// setupPTP starts the clock at the host's time at the nominal rate (as
+// igb_ptp_reset does on the I210) and, with Config.RxTimestamp, timestamps
+// every received frame (per queue, SRRCTL).
 func (p *Port) setupPTP() {
 	if !hasI210Clock(p.model.MAC) {
 		return
 	}
 	p.w32(regTIMINCA, 0)
+	now := time.Now().UnixNano()
+	p.w32(regSYSTIML, uint32(now%nsPerSec))
+	p.w32(regSYSTIMH, uint32(now/nsPerSec))
 	if p.cfg.RxTimestamp {
 		p.w32(regTSYNCRXCTL, tsyncRxEnabled|tsyncRxTypeAll)
 	}
