@@ -481,7 +481,14 @@ func (p *Port) bringUp() error {
 	// 13. VLAN tags and the IEEE 1588 clock.
 	p.setupVLAN()
 	if err := p.setupPTP(); err != nil {
-		return err
+		if p.cfg.RxTimestamp {
+			return err
+		}
+		// The clock is an extra: a port that did not ask for timestamps
+		// opens without it (no PHC).
+		p.phc = phcState{}
+		p.w32(regPTPTCR, 0)
+		p.warnings = append(p.warnings, fmt.Sprintf("IEEE 1588 clock not started (%v): no PHC", err))
 	}
 
 	// 14. Start every RX channel, then every TX channel (stmmac_start_all_dma).
