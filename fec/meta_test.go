@@ -11,6 +11,7 @@ import (
 	"github.com/xnic-dev/xnic/fec/fecsim"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 const mask31 = 1<<31 - 1
@@ -102,10 +103,8 @@ func TestModelRxTimestampsAndPHC(t *testing.T) {
 		if err := phc.AdjFreq(ppb); err != nil {
 			t.Fatal(err)
 		}
-		h0, c0 := time.Now(), m.Timer()
-		time.Sleep(30 * time.Millisecond)
-		c1, h1 := m.Timer(), time.Now()
-		rate := float64((c1-c0)&mask31) / float64(h1.Sub(h0))
+		start := m.Timer()
+		rate := sim.MeasureRate(func() int64 { return int64((m.Timer() - start) & mask31) }, 30*time.Millisecond)
 		if want := 1 + float64(ppb)/1e9; rate < want-0.005 || rate > want+0.005 {
 			t.Fatalf("AdjFreq(%d): model timer rate %.4f, want %.4f", ppb, rate, want)
 		}

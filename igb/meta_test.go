@@ -13,6 +13,7 @@ import (
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // enum xdp_rss_hash_type (include/net/xdp.h), transcribed for the tests.
@@ -173,10 +174,7 @@ func TestSimRxTimestampsAndPHC(t *testing.T) {
 		if err := phc.AdjFreq(ppb); err != nil {
 			t.Fatal(err)
 		}
-		h0, c0 := time.Now(), model()
-		time.Sleep(30 * time.Millisecond)
-		c1, h1 := model(), time.Now()
-		rate := float64(c1-c0) / float64(h1.Sub(h0))
+		rate := sim.MeasureRate(model, 30*time.Millisecond)
 		if want := 1 + float64(ppb)/1e9; rate < want-0.005 || rate > want+0.005 {
 			t.Fatalf("AdjFreq(%d): model clock rate %.4f, want %.4f", ppb, rate, want)
 		}

@@ -73,3 +73,27 @@ func (c *PHClock) SetRate(rate int64) {
 
 // Rate is the rate SetRate last set.
 func (c *PHClock) Rate() int64 { return c.rate }
+
+// MeasureRate estimates how fast a clock runs against the host's: it reads
+// it twice, window apart, each read bracketed by host time, and divides the
+// clock's advance by the host time between the brackets' midpoints. Of three
+// tries it keeps the one with the narrowest brackets, so a test on a loaded
+// machine is not misled by a read that was preempted. read returns the
+// clock's advance from its first call (callers unwrap counters that wrap).
+func MeasureRate(read func() int64, window time.Duration) float64 {
+	best, bestW := 0.0, time.Duration(1<<62)
+	for i := 0; i < 3; i++ {
+		a := time.Now()
+		c0 := read()
+		b := time.Now()
+		time.Sleep(window)
+		d := time.Now()
+		c1 := read()
+		e := time.Now()
+		if w := b.Sub(a) + e.Sub(d); w < bestW {
+			host := d.Add(e.Sub(d) / 2).Sub(a.Add(b.Sub(a) / 2))
+			best, bestW = float64(c1-c0)/float64(host), w
+		}
+	}
+	return best
+}

@@ -30,3 +30,11 @@ func TestPHClockRateAndSet(t *testing.T) {
 		t.Fatalf("Set(-7) reads %d", got)
 	}
 }
+
+func TestMeasureRate(t *testing.T) {
+	t0 := time.Now()
+	double := func() int64 { return 2 * int64(time.Since(t0)) }
+	if r := MeasureRate(double, 5*time.Millisecond); r < 1.99 || r > 2.01 {
+		t.Fatalf("a clock at twice the host's rate measured %.4f", r)
+	}
+}

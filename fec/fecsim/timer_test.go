@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 func TestTimerRateAndPeriod(t *testing.T) {
@@ -17,10 +18,8 @@ func TestTimerRateAndPeriod(t *testing.T) {
 		return r.Read32(regATVR)
 	}
 	rate := func() float64 {
-		h0, c0 := time.Now(), capture()
-		time.Sleep(20 * time.Millisecond)
-		c1, h1 := capture(), time.Now()
-		return float64(c1-c0) / float64(h1.Sub(h0))
+		start := capture()
+		return sim.MeasureRate(func() int64 { return int64(capture() - start) }, 20*time.Millisecond)
 	}
 	r.Write32(regATCR, atcrEN)
 	v := capture()
