@@ -157,6 +157,12 @@ func TestControlDuringRun(t *testing.T) {
 			if got := perCPUSum(t, ms, 42); got != 7*uint64(len(ms[0].Entries[42].Values)) {
 				t.Errorf("rxcnt[42] after setting 7 in every slot: %d", got)
 			}
+			// prog maps --control is the same dump.
+			var ms2 []ctlMap
+			cliJSON(t, &ms2, "prog", "maps", "--control", name, "rxcnt", "--json")
+			if got := perCPUSum(t, ms2, 42); got != 7*uint64(len(ms2[0].Entries[42].Values)) {
+				t.Errorf("prog maps --control: rxcnt[42] %d", got)
+			}
 
 			cancel()
 			if err := <-done; err != nil {

@@ -30,8 +30,8 @@ func init() {
 		summary: "time an XDP program on the frames of a pcap (median ns per run)", run: runProgBench})
 	register(&command{name: "prog disasm", usage: "OBJ [--cilium [--prog NAME]]",
 		summary: "disassemble the programs of an ELF object", run: runProgDisasm})
-	register(&command{name: "prog maps", usage: "OBJ",
-		summary: "list the maps of an ELF object", run: runProgMaps})
+	register(&command{name: "prog maps", usage: "OBJ | --control PORT [NAME] [--json]",
+		summary: "list the maps of an ELF object, or dump a running program's (as prog map dump)", run: runProgMaps})
 	register(&command{name: "prog conformance-plugin", usage: "[MEMHEX]",
 		summary: "bpf_conformance plugin: program hex on stdin, r0 in hex on stdout", run: runProgConformance})
 }
@@ -445,6 +445,12 @@ func runProgDisasm(args []string, stdout, stderr io.Writer) error {
 }
 
 func runProgMaps(args []string, stdout, stderr io.Writer) error {
+	for _, a := range args {
+		if a == "--control" || a == "-control" || strings.HasPrefix(a, "--control=") || strings.HasPrefix(a, "-control=") {
+			// A running program's maps: prog map dump.
+			return runMapDump(args, stdout, stderr)
+		}
+	}
 	fs := newFlags("prog maps", stderr)
 	asJSON := fs.Bool("json", false, "one JSON object per map")
 	pos, err := parseInterspersed(fs, args)
