@@ -622,6 +622,10 @@ type dpPartner struct {
 
 	sent, missed, recv, recvBytes atomic.Uint64
 
+	// Of a pcap's frames: padded to the Ethernet minimum, and left out for
+	// being shorter than an Ethernet header. Immutable after newPartner.
+	padded, skipped int
+
 	mu      sync.Mutex
 	running bool
 	quit    chan struct{}
@@ -647,7 +651,11 @@ func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*
 		if err != nil {
 			return nil, err
 		}
-		pt.frames, pt.kind = fr, "pcap"
+		pt.frames, pt.padded, pt.skipped = padRunts(fr)
+		if len(pt.frames) == 0 {
+			return nil, fmt.Errorf("--peer %s: no frame of at least an Ethernet header (14 bytes)", kind)
+		}
+		pt.kind = "pcap"
 	case kind == "tap":
 		t, err := tap.Open(fmt.Sprintf("xpeer%d", i))
 		if err != nil {
@@ -840,6 +848,30 @@ func (pt *dpPartner) summarize(w io.Writer, port string) {
 		fmt.Fprintf(w, " (refused %s: RX ring full, or frames the port does not take)", dataplane.Group(float64(missed)))
 	}
 	fmt.Fprintf(w, ", received from the port %s\n", dataplane.Group(float64(pt.recv.Load())))
+	if pt.padded > 0 || pt.skipped > 0 {
+		fmt.Fprintf(w, "%s link partner (%s): padded %d frames shorter than 60 bytes with zeros, as a sending MAC does; left out %d shorter than an Ethernet header\n",
+			port, pt.kind, pt.padded, pt.skipped)
+	}
+}
+
+// padRunts makes a capture's frames what a link partner's MAC would send:
+// frames shorter than the Ethernet minimum (60 bytes before the FCS) padded
+// with zeros, frames shorter than an Ethernet header (14 bytes, zero-length
+// records among them) left out as no frame at all.
+func padRunts(in [][]byte) (out [][]byte, padded, skipped int) {
+	out = in[:0]
+	for _, f := range in {
+		switch {
+		case len(f) < 14:
+			skipped++
+			continue
+		case len(f) < 60:
+			f = append(f, make([]byte, 60-len(f))...)
+			padded++
+		}
+		out = append(out, f)
+	}
+	return out, padded, skipped
 }
 
 // dpReportHWDrops names the device counters of frames dropped before the

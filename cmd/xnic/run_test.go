@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
@@ -259,5 +261,49 @@ func TestRunReportsFramesThePortRefuses(t *testing.T) {
 	}
 	if !regexp.MustCompile(`hwdrop +[1-9]`).MatchString(s) {
 		t.Errorf("no hardware drops in the rate lines:\n%s", s)
+	}
+}
+
+// A capture's runts reach the port padded, as a sending MAC pads them, and
+// records shorter than an Ethernet header are left out; the summary says so.
+func TestRunPadsRuntsFromPcap(t *testing.T) {
+	pcap := filepath.Join(t.TempDir(), "odd.pcap")
+	file, err := os.Create(pcap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := pcapgo.NewWriter(file)
+	if err := w.WriteFileHeader(65535, layers.LinkTypeEthernet); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, 10, 20, 42, 60, 100} {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = 0xff // broadcast, so the port takes them
+		}
+		if err := w.WritePacket(gopacket.CaptureInfo{CaptureLength: n, Length: n}, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file.Close()
+	if out, n, skipped := padRunts([][]byte{{}, make([]byte, 13), make([]byte, 14), make([]byte, 61)}); len(out) != 2 || len(out[0]) != 60 || len(out[1]) != 61 || n != 1 || skipped != 2 {
+		t.Errorf("padRunts: %d frames, padded %d, skipped %d", len(out), n, skipped)
+	}
+	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
+		tap: "none", peer: "pcap:" + pcap, workers: -1}
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"offered 4, taken by the port 4", "padded 2 frames shorter than 60 bytes", "left out 2 shorter than an Ethernet header"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("summary lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "rx_short_length_errors") {
+		t.Errorf("a padded runt was dropped by the port:\n%s", s)
 	}
 }
