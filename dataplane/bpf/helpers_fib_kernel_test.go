@@ -179,19 +179,22 @@ func fibInputs(rng *rand.Rand, dev, peer uint32, n int) [][]byte {
 	return out
 }
 
-func TestFIBLookupMatchesKernel(t *testing.T) {
-	needKernel(t)
-	ns, err := kernelxdp.OpenNetns(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	fib := fibNetns(t, ns)
+// fibRig is the fib program loaded in the kernel (inside the namespace) and
+// in xnic with the FIB that mirrors the namespace's tables.
+type fibRig struct {
+	ns *kernelxdp.Netns
+	k  *kernelxdp.Object
+	p  *Program
+	r  *Runner
+}
+
+func newFIBRig(t *testing.T, ns *kernelxdp.Netns, fib *FIB) *fibRig {
+	t.Helper()
 	var k *kernelxdp.Object
 	if err := ns.Do(func() (err error) { k, err = kernelxdp.LoadSpec(fibSpec(), nil); return err }); err != nil {
 		t.Fatal(err)
 	}
-	defer k.Close()
+	t.Cleanup(func() { k.Close() })
 	c, err := LoadCollectionSpec(fibSpec(), &Options{NumCPU: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -199,32 +202,50 @@ func TestFIBLookupMatchesKernel(t *testing.T) {
 	if err := c.SetFIB(fib); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := c.Program("fib")
-	r := NewRunner(0)
+	p, err := c.Program("fib")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &fibRig{ns: ns, k: k, p: p, r: NewRunner(0)}
+}
+
+// run runs one lookup frame in both, arriving on the namespace's device, and
+// returns the kernel's return code with the frames each left.
+func (g *fibRig) run(t *testing.T, in []byte) (ret int64, out, kernel []byte) {
+	t.Helper()
+	var kr kernelxdp.Result
+	if err := g.ns.Do(func() (err error) {
+		kr, err = g.k.Run("fib", kernelxdp.Input{Frame: in, IngressIfindex: uint32(g.ns.DevIndex)})
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f := newFrame(in)
+	f.IngressIfindex = uint32(g.ns.DevIndex)
+	if got := g.r.Run(g.p, f); got != ActionPass {
+		t.Fatalf("xnic: %v (%v)", got, g.r.Fault())
+	}
+	return int64(binary.LittleEndian.Uint64(kr.Frame[72:])), f.Buf[f.Data:f.DataEnd], kr.Frame
+}
+
+func TestFIBLookupMatchesKernel(t *testing.T) {
+	needKernel(t)
+	ns, err := kernelxdp.OpenNetns(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	fr := newFIBRig(t, ns, fibNetns(t, ns))
 	rng := rand.New(rand.NewPCG(5, 6))
 	frames := fibInputs(rng, uint32(ns.DevIndex), uint32(ns.PeerIndex), 4000)
 	rets := map[int64]int{}
 	bad := 0
-	for _, fr := range frames {
-		var kr kernelxdp.Result
-		err := ns.Do(func() (err error) {
-			kr, err = k.Run("fib", kernelxdp.Input{Frame: fr, IngressIfindex: uint32(ns.DevIndex)})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := newFrame(fr)
-		f.IngressIfindex = uint32(ns.DevIndex)
-		if got := r.Run(p, f); got != ActionPass {
-			t.Fatalf("xnic: %v (%v)", got, r.Fault())
-		}
-		out := f.Buf[f.Data:f.DataEnd]
-		ret := int64(binary.LittleEndian.Uint64(kr.Frame[72:]))
+	for _, in := range frames {
+		ret, out, kout := fr.run(t, in)
 		rets[ret]++
-		if !bytes.Equal(out, kr.Frame) {
-			t.Errorf("flags %#x in  %x\n kernel ret %d %x\n xnic   ret %d %x", binary.LittleEndian.Uint32(fr), fr[8:72],
-				ret, kr.Frame[8:72], int64(binary.LittleEndian.Uint64(out[72:])), out[8:72])
+		if !bytes.Equal(out, kout) {
+			t.Errorf("flags %#x in  %x\n kernel ret %d %x\n xnic   ret %d %x", binary.LittleEndian.Uint32(in), in[8:72],
+				ret, kout[8:72], int64(binary.LittleEndian.Uint64(out[72:])), out[8:72])
 			if bad++; bad >= 8 {
 				t.FailNow()
 			}
@@ -401,21 +422,7 @@ func TestFIBLookup6MatchesKernel(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ns.Close()
-	fib := fibNetns6(t, ns)
-	var k *kernelxdp.Object
-	if err := ns.Do(func() (err error) { k, err = kernelxdp.LoadSpec(fibSpec(), nil); return err }); err != nil {
-		t.Fatal(err)
-	}
-	defer k.Close()
-	c, err := LoadCollectionSpec(fibSpec(), &Options{NumCPU: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.SetFIB(fib); err != nil {
-		t.Fatal(err)
-	}
-	p, _ := c.Program("fib")
-	r := NewRunner(0)
+	fr6 := newFIBRig(t, ns, fibNetns6(t, ns))
 	rng := rand.New(rand.NewPCG(21, 22))
 	dsts := []string{"2001:db8:1::1", "2001:db8:1::", "2001:db8:1::5", "2001:db8:1::6", "2001:db8:2::2", "2001:db8:2::9",
 		"2001:db8:100::1", "2001:db8:100:7::1", "2001:db8:dead::1", "2001:db8:beef::1", "2001:db8:bad::1",
@@ -436,21 +443,11 @@ func TestFIBLookup6MatchesKernel(t *testing.T) {
 		binary.LittleEndian.PutUint32(prm[fibIfindex:], ifs[rng.IntN(len(ifs))])
 		dst := netip.MustParseAddr(dsts[rng.IntN(len(dsts))]).As16()
 		copy(prm[fibDst:], dst[:])
-		var kr kernelxdp.Result
-		if err := ns.Do(func() (err error) {
-			kr, err = k.Run("fib", kernelxdp.Input{Frame: fr, IngressIfindex: uint32(ns.DevIndex)})
-			return err
-		}); err != nil {
-			t.Fatal(err)
-		}
-		f := newFrame(fr)
-		r.Run(p, f)
-		out := f.Buf[f.Data:f.DataEnd]
-		ret := int64(binary.LittleEndian.Uint64(kr.Frame[72:]))
+		ret, out, kout := fr6.run(t, fr)
 		rets[ret]++
-		if !bytes.Equal(out, kr.Frame) {
+		if !bytes.Equal(out, kout) {
 			t.Fatalf("flags %#x dst %v in %x\n kernel ret %d %x\n xnic   ret %d %x", flags, netip.AddrFrom16(dst), fr[8:72],
-				ret, kr.Frame[8:72], int64(binary.LittleEndian.Uint64(out[72:])), out[8:72])
+				ret, kout[8:72], int64(binary.LittleEndian.Uint64(out[72:])), out[8:72])
 		}
 	}
 	t.Logf("kernel return codes %v", rets)
