@@ -10,8 +10,9 @@
 //     cloud kernel under /var/cache/xnic-vmtest (see the script); Locate finds
 //     them again (XNIC_VMTEST_QEMU, XNIC_VMTEST_KERNEL, XNIC_VMTEST_MODULES, or
 //     the cache's vmtest.env).
-//   - Build compiles the guest's /init (command guestinit) and the test binaries
-//     of the driver packages (go test -c, static), and lists their tests.
+//   - Build compiles the guest's /init (command guestinit; netinit for the
+//     Linux-driver guests, both on package guestrt) and the test binaries of
+//     the driver packages (go test -c, static), and lists their tests.
 //   - ModuleOrder resolves the vfio modules and their dependencies from the
 //     kernel's modules.dep; WriteInitramfs writes the cpio (newc) archive.
 //   - Boot runs QEMU with a deadline, capturing the serial console.

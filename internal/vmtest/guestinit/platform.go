@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/guestrt"
 )
 
 // runPlatform runs the tests of a guest without a PCI device to bind (the
@@ -16,7 +17,7 @@ func runPlatform(cfg guestproto.Config) int {
 	}
 	failures := 0
 	for _, t := range cfg.Tests {
-		if code := runTest(t, env); code != 0 {
+		if code := guestrt.RunTest(t, env); code != 0 {
 			failures++
 		}
 	}

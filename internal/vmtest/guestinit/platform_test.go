@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/guestrt"
 )
 
 // TestRunPlatform: a Config without a PCI device runs its tests directly with
@@ -15,7 +17,8 @@ func TestRunPlatform(t *testing.T) {
 	if err != nil {
 		t.Skip("no sh to stand in for a test binary")
 	}
-	buf := captureOut(t)
+	var buf bytes.Buffer
+	defer guestrt.SetConsole(&buf)()
 	cfg := guestproto.Config{
 		Env: map[string]string{"XNIC_FEC_PLATFORM": "fsl,imx8mp-fec@0x30be0000"},
 		Tests: []guestproto.Test{

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/guestrt"
 )
 
 // VFIO ioctls (include/uapi/linux/vfio.h): _IO(VFIO_TYPE ';', VFIO_BASE 100 + n).
@@ -49,18 +50,18 @@ type goTest struct {
 
 func runT(name string, fn func(t *goTest)) bool {
 	t := &goTest{name: name, start: time.Now()}
-	say("out %s| === RUN   %s", guestproto.SmokeBinary, name)
+	guestrt.Say("out %s| === RUN   %s", guestproto.SmokeBinary, name)
 	fn(t)
 	verdict := "PASS"
 	if t.failed {
 		verdict = "FAIL"
 	}
-	say("out %s| --- %s: %s (%.2fs)", guestproto.SmokeBinary, verdict, name, time.Since(t.start).Seconds())
+	guestrt.Say("out %s| --- %s: %s (%.2fs)", guestproto.SmokeBinary, verdict, name, time.Since(t.start).Seconds())
 	return !t.failed
 }
 
 func (t *goTest) logf(format string, args ...any) {
-	say("out %s|     smoke: %s", guestproto.SmokeBinary, fmt.Sprintf(format, args...))
+	guestrt.Say("out %s|     smoke: %s", guestproto.SmokeBinary, fmt.Sprintf(format, args...))
 }
 
 func (t *goTest) errorf(format string, args ...any) {
@@ -95,7 +96,7 @@ func read32(dev int, r regionInfo, off uint64) (uint32, error) {
 // smoke proves the path the driver tests take: the vfio stack is loaded, the
 // group is viable, the device opens and answers through config space and BAR0.
 func smoke(bdf, group string, cfg guestproto.Config) bool {
-	say("start %s", guestproto.SmokeBinary)
+	guestrt.Say("start %s", guestproto.SmokeBinary)
 	begin := time.Now()
 	var container, grp, dev = -1, -1, -1
 	defer func() {
@@ -215,10 +216,10 @@ func smoke(bdf, group string, cfg guestproto.Config) bool {
 	code := 0
 	if !ok {
 		code = 1
-		say("out %s| FAIL", guestproto.SmokeBinary)
+		guestrt.Say("out %s| FAIL", guestproto.SmokeBinary)
 	} else {
-		say("out %s| PASS", guestproto.SmokeBinary)
+		guestrt.Say("out %s| PASS", guestproto.SmokeBinary)
 	}
-	say("exit %s %d %.2f", guestproto.SmokeBinary, code, time.Since(begin).Seconds())
+	guestrt.Say("exit %s %d %.2f", guestproto.SmokeBinary, code, time.Since(begin).Seconds())
 	return ok
 }

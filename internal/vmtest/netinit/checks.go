@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/guestrt"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 )
 
@@ -19,7 +20,7 @@ type check struct {
 }
 
 func (c *check) logf(format string, args ...any) {
-	say("out %s|     netinit: %s", guestproto.NetBinary, fmt.Sprintf(format, args...))
+	guestrt.Say("out %s|     netinit: %s", guestproto.NetBinary, fmt.Sprintf(format, args...))
 }
 
 func (c *check) errorf(format string, args ...any) {
@@ -31,13 +32,13 @@ func (c *check) errorf(format string, args ...any) {
 func runT(name string, fn func(c *check)) bool {
 	c := &check{}
 	begin := time.Now()
-	say("out %s| === RUN   %s", guestproto.NetBinary, name)
+	guestrt.Say("out %s| === RUN   %s", guestproto.NetBinary, name)
 	fn(c)
 	verdict := "PASS"
 	if c.failed {
 		verdict = "FAIL"
 	}
-	say("out %s| --- %s: %s (%.2fs)", guestproto.NetBinary, verdict, name, time.Since(begin).Seconds())
+	guestrt.Say("out %s| --- %s: %s (%.2fs)", guestproto.NetBinary, verdict, name, time.Since(begin).Seconds())
 	return !c.failed
 }
 
@@ -78,7 +79,7 @@ func runChecks(p *plan) int {
 
 // probe waits for the driver to bind the device and register an interface.
 func probe(c *check, p *plan) (string, net.HardwareAddr) {
-	bdf, err := findDevice(p.cfg.Vendor, p.cfg.Device)
+	bdf, err := guestrt.FindDevice(guestrt.PCIDevices, p.cfg.Vendor, p.cfg.Device)
 	if err != nil {
 		c.errorf("%v", err)
 		return "", nil
@@ -113,27 +114,6 @@ func probe(c *check, p *plan) (string, net.HardwareAddr) {
 	}
 	c.logf("%s %04x:%04x driver %s interface %s MAC %s", bdf, p.cfg.Vendor, p.cfg.Device, filepath.Base(drv), ifname, mac)
 	return ifname, mac
-}
-
-func findDevice(vendor, device uint16) (string, error) {
-	ents, err := os.ReadDir("/sys/bus/pci/devices")
-	if err != nil {
-		return "", err
-	}
-	var seen []string
-	for _, e := range ents {
-		d := filepath.Join("/sys/bus/pci/devices", e.Name())
-		v, err1 := strconv.ParseUint(strings.TrimPrefix(readSys(d+"/vendor"), "0x"), 16, 16)
-		id, err2 := strconv.ParseUint(strings.TrimPrefix(readSys(d+"/device"), "0x"), 16, 16)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		seen = append(seen, fmt.Sprintf("%s %04x:%04x", e.Name(), v, id))
-		if uint16(v) == vendor && uint16(id) == device {
-			return e.Name(), nil
-		}
-	}
-	return "", fmt.Errorf("no PCI device %04x:%04x; devices: %s", vendor, device, strings.Join(seen, ", "))
 }
 
 func readSys(p string) string {
@@ -267,6 +247,6 @@ func stats(c *check, ifname string) {
 		}
 		fmt.Fprintf(&b, " %s=%s", n, v)
 	}
-	say("%s", b.String())
+	guestrt.Say("%s", b.String())
 	c.logf("%s", b.String())
 }

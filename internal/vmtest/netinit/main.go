@@ -1,81 +1,28 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/guestrt"
 )
-
-var (
-	outMu sync.Mutex
-	out   = bufio.NewWriterSize(os.Stdout, 64<<10) // the console, for people
-	res   io.Writer                                // guestproto.ResultsTTY, for the host
-	early []byte                                   // lines said before res opened
-)
-
-// say prints one line for the host on the results port and the console.
-func say(format string, args ...any) {
-	line := guestproto.Prefix + fmt.Sprintf(format, args...) + "\n"
-	outMu.Lock()
-	defer outMu.Unlock()
-	out.WriteString(line)
-	out.Flush()
-	if res != nil {
-		io.WriteString(res, line)
-	} else {
-		early = append(early, line...)
-	}
-}
-
-func openResults(path string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|unix.O_NOCTTY, 0)
-	if err != nil {
-		return err
-	}
-	outMu.Lock()
-	defer outMu.Unlock()
-	res = f
-	_, err = f.Write(early)
-	early = nil
-	return err
-}
-
-func step(name string, err error, detailOK string) {
-	if err != nil {
-		say("step %s fail %v", name, err)
-		return
-	}
-	say("step %s ok %s", name, detailOK)
-}
 
 func main() {
-	say("boot")
+	guestrt.Program = "netinit"
+	guestrt.Say("boot")
 	failures, err := run()
 	if err != nil {
-		say("fatal %v", err)
+		guestrt.Say("fatal %v", err)
 	} else {
-		say("done %d", failures)
+		guestrt.Say("done %d", failures)
 	}
-	outMu.Lock()
-	out.Flush()
-	outMu.Unlock()
-	unix.Sync()
-	if err := unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF); err != nil {
-		fmt.Fprintf(os.Stderr, "netinit: power off: %v\n", err)
-	}
-	select {} // returning from PID 1 panics the kernel; panic=-1 ends the VM too
+	guestrt.PowerOff()
 }
 
 // plan is what the host asked for, from guestproto.Config and its Env.
@@ -143,22 +90,22 @@ func parseIPv4(s string) ([4]byte, error) {
 }
 
 func run() (int, error) {
-	if err := mountAll(); err != nil {
+	if err := guestrt.MountAll(guestrt.BaseMounts); err != nil {
 		return 0, err
 	}
-	step("results", openResults(guestproto.ResultsTTY), guestproto.ResultsTTY)
+	guestrt.Step("results", guestrt.OpenResults(guestproto.ResultsTTY), guestproto.ResultsTTY)
 	p, err := readPlan()
 	if err != nil {
 		return 0, err
 	}
-	defer dmesgTail(p.cfg.DmesgLines)
+	defer guestrt.DmesgTail(p.cfg.DmesgLines)
 	// No IPv6 on the interface: router and neighbour solicitations would put
 	// frames on the wire that neither side's checks expect (they would still
 	// be counted alike, but the frame streams stay alone on the wire).
-	step("sysctl", os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0), "ipv6 off")
+	guestrt.Step("sysctl", os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0), "ipv6 off")
 	for _, m := range p.cfg.Modules {
-		err := loadModule(m)
-		step("module", err, filepath.Base(m.Path))
+		err := guestrt.LoadModule(m)
+		guestrt.Step("module", err, filepath.Base(m.Path))
 		if err != nil {
 			return 0, err
 		}
@@ -166,70 +113,13 @@ func run() (int, error) {
 	if p.mode == "vfio" {
 		return runVFIO(p)
 	}
-	say("start %s", guestproto.NetBinary)
+	guestrt.Say("start %s", guestproto.NetBinary)
 	begin := time.Now()
 	failed := runChecks(p)
 	code := 0
 	if failed > 0 {
 		code = 1
 	}
-	say("exit %s %d %.2f", guestproto.NetBinary, code, time.Since(begin).Seconds())
+	guestrt.Say("exit %s %d %.2f", guestproto.NetBinary, code, time.Since(begin).Seconds())
 	return failed, nil
-}
-
-func mountAll() error {
-	for _, m := range []struct{ src, dst, fstype, data string }{
-		{"proc", "/proc", "proc", ""},
-		{"sysfs", "/sys", "sysfs", ""},
-		{"devtmpfs", "/dev", "devtmpfs", ""},
-		{"tmpfs", "/tmp", "tmpfs", "mode=1777"},
-	} {
-		if err := os.MkdirAll(m.dst, 0o755); err != nil {
-			return fmt.Errorf("mkdir %s: %w", m.dst, err)
-		}
-		err := unix.Mount(m.src, m.dst, m.fstype, 0, m.data)
-		if errors.Is(err, unix.EBUSY) {
-			err = nil // devtmpfs may be automounted
-		}
-		step("mount", err, m.dst)
-		if err != nil {
-			return fmt.Errorf("mount %s on %s: %w", m.fstype, m.dst, err)
-		}
-	}
-	return nil
-}
-
-func loadModule(m guestproto.Module) error {
-	f, err := os.Open(m.Path)
-	if err != nil {
-		return fmt.Errorf("open module: %w", err)
-	}
-	defer f.Close()
-	err = unix.FinitModule(int(f.Fd()), m.Params, 0)
-	if errors.Is(err, unix.EEXIST) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("finit_module %s: %w", m.Path, err)
-	}
-	return nil
-}
-
-func dmesgTail(n int) {
-	if n <= 0 {
-		return
-	}
-	buf := make([]byte, 1<<20)
-	k, err := unix.Klogctl(unix.SYSLOG_ACTION_READ_ALL, buf)
-	if err != nil {
-		say("dmesg| (klogctl: %v)", err)
-		return
-	}
-	lines := strings.Split(strings.TrimRight(string(buf[:k]), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	for _, l := range lines {
-		say("dmesg| %s", l)
-	}
 }

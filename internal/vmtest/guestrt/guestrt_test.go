@@ -1,7 +1,6 @@
-package main
+package guestrt
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"path/filepath"
@@ -11,12 +10,10 @@ import (
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
 )
 
-// captureOut redirects say() into a buffer for the test.
+// captureOut redirects Say into a buffer for the test.
 func captureOut(t *testing.T) *bytes.Buffer {
 	var buf bytes.Buffer
-	old := out
-	out = bufio.NewWriter(&buf)
-	t.Cleanup(func() { out = old })
+	t.Cleanup(SetConsole(&buf))
 	return &buf
 }
 
@@ -42,11 +39,11 @@ func TestFindDevice(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "devices")
 	fakeDevice(t, root, "0000:00:00.0", "0x8086", "0x29c0", "0")
 	fakeDevice(t, root, "0000:00:01.0", "0x8086", "0x10c9", "1")
-	bdf, err := findDevice(root, 0x8086, 0x10c9)
+	bdf, err := FindDevice(root, 0x8086, 0x10c9)
 	if err != nil || bdf != "0000:00:01.0" {
 		t.Fatalf("findDevice = %q, %v", bdf, err)
 	}
-	_, err = findDevice(root, 0x8086, 0x1533)
+	_, err = FindDevice(root, 0x8086, 0x1533)
 	if err == nil || !strings.Contains(err.Error(), "0000:00:01.0 8086:10c9") {
 		t.Fatalf("absent device: %v, want an error listing what is there", err)
 	}
@@ -55,7 +52,7 @@ func TestFindDevice(t *testing.T) {
 func TestBindVFIOErrors(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "devices")
 	fakeDevice(t, root, "0000:00:02.0", "0x8086", "0x10c9", "")
-	if _, err := bindVFIO(root, "0000:00:02.0"); err == nil || !strings.Contains(err.Error(), "intel_iommu=on") {
+	if _, err := BindVFIO(root, "0000:00:02.0"); err == nil || !strings.Contains(err.Error(), "intel_iommu=on") {
 		t.Errorf("device without IOMMU group: %v, want a hint about intel_iommu=on", err)
 	}
 	d := fakeDevice(t, root, "0000:00:03.0", "0x8086", "0x10c9", "7")
@@ -63,7 +60,7 @@ func TestBindVFIOErrors(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(root), "drivers_probe"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	group, err := bindVFIO(root, "0000:00:03.0")
+	group, err := BindVFIO(root, "0000:00:03.0")
 	if group != "7" || err == nil || !strings.Contains(err.Error(), "not bound to vfio-pci") {
 		t.Errorf("bind that does not take: group %q, %v", group, err)
 	}
@@ -78,7 +75,7 @@ func TestRunTestRelaysOutputAndExitCode(t *testing.T) {
 		t.Skip("no /bin/sh")
 	}
 	buf := captureOut(t)
-	code := runTest(guestproto.Test{Name: "fake", Path: sh, Args: []string{"-c", "echo '--- PASS: TestX (0.01s)'; echo oops >&2; exit 3"}}, nil)
+	code := RunTest(guestproto.Test{Name: "fake", Path: sh, Args: []string{"-c", "echo '--- PASS: TestX (0.01s)'; echo oops >&2; exit 3"}}, nil)
 	if code != 3 {
 		t.Errorf("exit code %d, want 3", code)
 	}
@@ -90,13 +87,13 @@ func TestRunTestRelaysOutputAndExitCode(t *testing.T) {
 	}
 
 	buf.Reset()
-	code = runTest(guestproto.Test{Name: "slow", Path: sh, Args: []string{"-c", "sleep 30"}, TimeoutSec: 1}, nil)
+	code = RunTest(guestproto.Test{Name: "slow", Path: sh, Args: []string{"-c", "sleep 30"}, TimeoutSec: 1}, nil)
 	if code != -1 || !strings.Contains(buf.String(), "killed after 1s") {
 		t.Errorf("timeout: code %d, console:\n%s", code, buf.String())
 	}
 
 	buf.Reset()
-	if code := runTest(guestproto.Test{Name: "missing", Path: "/nonexistent/x.test"}, nil); code != -1 {
+	if code := RunTest(guestproto.Test{Name: "missing", Path: "/nonexistent/x.test"}, nil); code != -1 {
 		t.Errorf("missing binary: code %d", code)
 	}
 	if !strings.Contains(buf.String(), "@@xnic exit missing -1") {
