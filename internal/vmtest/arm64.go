@@ -1,7 +1,6 @@
 package vmtest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,9 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 )
 
 // The arm64 tier: QEMU's imx8mp-evk machine (TCG) with its imx.enet model,
@@ -205,42 +201,5 @@ func (vm *IMXVM) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return runIMXQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
-}
-
-// runIMXQEMU runs QEMU in its own process group, collecting its output, until it
-// exits or ctx ends (then it is killed: ErrVMTimeout).
-func runIMXQEMU(ctx context.Context, qemu string, args []string, console io.Writer) (string, error) {
-	cmd := exec.Command(qemu, args...)
-	var out bytes.Buffer
-	var mu sync.Mutex
-	w := io.Writer(&lockedWriter{mu: &mu, w: &out})
-	if console != nil {
-		w = io.MultiWriter(w, console)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", qemu, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var runErr error
-	select {
-	case err := <-done:
-		if err != nil {
-			runErr = fmt.Errorf("qemu: %w", err)
-		}
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-done:
-			runErr = ErrVMTimeout
-		case <-time.After(10 * time.Second):
-			runErr = fmt.Errorf("qemu (pid %d) did not die after SIGKILL", cmd.Process.Pid)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return out.String(), runErr
+	return runQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
 }

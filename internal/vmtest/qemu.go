@@ -106,19 +106,25 @@ func (vm *VM) Run(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command(vm.Assets.QEMU, args...)
-	var console bytes.Buffer
+	return runQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
+}
+
+// runQEMU runs QEMU in its own process group (so nothing it starts outlives
+// the test), with no standard input, collecting its output (and copying it to
+// console when set), until it exits or ctx ends; then it is killed and the
+// error is ErrVMTimeout. It returns the output either way.
+func runQEMU(ctx context.Context, qemu string, args []string, console io.Writer) (string, error) {
+	cmd := exec.Command(qemu, args...)
+	var buf bytes.Buffer
 	var mu sync.Mutex
-	w := io.Writer(&lockedWriter{mu: &mu, w: &console})
-	if vm.Console != nil {
-		w = io.MultiWriter(w, vm.Console)
+	w := io.Writer(&lockedWriter{mu: &mu, w: &buf})
+	if console != nil {
+		w = io.MultiWriter(w, console)
 	}
 	cmd.Stdout, cmd.Stderr = w, w
-	cmd.Stdin = nil // /dev/null
-	// Its own process group, so nothing it might start outlives the test.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", vm.Assets.QEMU, err)
+		return "", fmt.Errorf("start %s: %w", qemu, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -132,16 +138,14 @@ func (vm *VM) Run(ctx context.Context) (string, error) {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		select {
 		case <-done:
+			runErr = ErrVMTimeout
 		case <-time.After(10 * time.Second):
 			runErr = fmt.Errorf("qemu (pid %d) did not die after SIGKILL", cmd.Process.Pid)
-		}
-		if runErr == nil {
-			runErr = ErrVMTimeout
 		}
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	return console.String(), runErr
+	return buf.String(), runErr
 }
 
 type lockedWriter struct {

@@ -1,20 +1,15 @@
 package vmtest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
 )
@@ -144,41 +139,6 @@ func (vm *UserVM) Run(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return runQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
-}
-
-func runQEMU(ctx context.Context, qemu string, args []string, console io.Writer) (string, error) {
-	cmd := exec.Command(qemu, args...)
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	w := io.Writer(&lockedWriter{mu: &mu, w: &buf})
-	if console != nil {
-		w = io.MultiWriter(w, console)
-	}
-	cmd.Stdout, cmd.Stderr = w, w
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start %s: %w", qemu, err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	var runErr error
-	select {
-	case err := <-done:
-		if err != nil {
-			runErr = fmt.Errorf("qemu: %w", err)
-		}
-	case <-ctx.Done():
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		select {
-		case <-done:
-			runErr = ErrVMTimeout
-		case <-time.After(10 * time.Second):
-			runErr = fmt.Errorf("qemu (pid %d) did not die after SIGKILL", cmd.Process.Pid)
-		}
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	return buf.String(), runErr
 }
 
 // ParseNetStats reads netinit's guestproto.StatsLine line ("netstats k=v ...")
