@@ -63,6 +63,14 @@ type Buf struct {
 	VLANTCI   uint16 // the stripped tag's TCI (PCP, DEI, VID), with FlagVLAN
 	Timestamp uint64 // the device clock's RX timestamp in ns, with FlagTimestamp
 
+	// Set by the sender, read by the transmitting driver: what the frame asks
+	// of the NIC, as AF_XDP's struct xsk_tx_metadata (see TxFlag*, and
+	// nic.TxMetaQueue). Zero asks for nothing, and costs nothing.
+	TxFlags    uint8
+	CsumStart  uint16 // TxFlagChecksum: the L4 sum starts here, from the frame's first byte
+	CsumOffset uint16 // TxFlagChecksum: the checksum goes here, from CsumStart
+	LaunchTime uint64 // TxFlagLaunchTime: device-clock ns before which the frame must not leave
+
 	pool  *Pool
 	index uint32
 	owner Owner
@@ -74,6 +82,14 @@ const (
 	FlagVLAN                         // the device stripped or saw a VLAN tag
 	FlagCsumOK                       // the device verified the L3/L4 checksums
 	FlagTimestamp                    // Timestamp holds the device's RX timestamp
+)
+
+// TX requests a sender may set in Buf.TxFlags, with the values of the kernel's
+// XDP_TXMD_FLAGS_* (linux/if_xdp.h).
+const (
+	TxFlagTimestamp  uint8 = 1 << 0 // XDP_TXMD_FLAGS_TIMESTAMP: report when the frame left
+	TxFlagChecksum   uint8 = 1 << 1 // XDP_TXMD_FLAGS_CHECKSUM: insert the L4 checksum
+	TxFlagLaunchTime uint8 = 1 << 2 // XDP_TXMD_FLAGS_LAUNCH_TIME: hold until LaunchTime
 )
 
 // Data returns the frame's bytes. The slice aliases the buffer and is valid while
@@ -100,6 +116,7 @@ func (b *Buf) Index() int { return int(b.index) }
 func (b *Buf) Reset() {
 	b.Off, b.Len, b.Meta = Headroom, 0, 0
 	b.Queue, b.RSSHash, b.Flags = 0, 0, 0
+	b.TxFlags = 0
 }
 
 // Free returns the buffer to its pool. The caller gives up ownership.
