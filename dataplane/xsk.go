@@ -8,6 +8,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane/maps"
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // XSK is the in-process counterpart of an AF_XDP socket: a Go consumer bound to
@@ -42,6 +43,8 @@ type XSK struct {
 	xm     *maps.XSKMap // the map bound in, when it is the maps package's; immutable
 
 	rx, ringFull, tx, txErrors atomic.Uint64
+
+	stamps [16]nic.TxStamp // TxCompletions' scratch (consumer goroutine)
 }
 
 // XSKStats are one XSK's counters.
@@ -181,12 +184,13 @@ func (x *XSK) Alloc() *dma.Buf {
 // Send transmits frames on the bound port's TX queue with one tail write and
 // returns how many the ring took; those belong to the ring now, the rest stay with
 // the caller (the AF_XDP TX ring's backpressure). Nothing is sent while the link
-// is down.
+// is down. A frame with TX metadata the queue cannot carry out stops the batch
+// there (SendMeta says why).
 func (x *XSK) Send(bufs []*dma.Buf) int {
 	if len(bufs) == 0 || x.closed.Load() {
 		return 0
 	}
-	t := x.port.txqs[x.queue%len(x.port.txqs)]
+	t := x.txq()
 	t.mu.Lock()
 	n := 0
 	if x.port.linkUp.Load() {

@@ -154,6 +154,9 @@ type hwMetaFrame struct {
 	VLANResult string `json:"rx_vlan_result"`
 	VLANProto  uint16 `json:"vlan_proto,omitempty"`
 	VLANTCI    uint16 `json:"vlan_tci,omitempty"`
+
+	// Reply is what the answer to the frame did (absent with --no-reply).
+	Reply *hwMetaReply `json:"reply,omitempty"`
 }
 
 // hwMetaOptions are hwmeta's own flags.
@@ -162,6 +165,7 @@ type hwMetaOptions struct {
 	count   int
 	timeout time.Duration
 	asJSON  bool
+	noReply bool
 }
 
 func runHWMeta(args []string, stdout, stderr io.Writer) (err error) {
@@ -171,6 +175,7 @@ func runHWMeta(args []string, stdout, stderr io.Writer) (err error) {
 		fs.IntVar(&ho.udpPort, "udp-port", 9091, "the UDP destination port whose frames get metadata")
 		fs.IntVar(&ho.count, "count", 0, "stop after N frames (0: until interrupted; with --sim 10)")
 		fs.DurationVar(&ho.timeout, "timeout", 0, "give up when the frames have not all come by then (0: never; with --sim 10s)")
+		fs.BoolVar(&ho.noReply, "no-reply", false, "do not answer each frame with one asking for a TX checksum and timestamp")
 	})
 	if err != nil {
 		return err
@@ -294,8 +299,19 @@ func hwMetaRun(ctx context.Context, op *openedPort, ho hwMetaOptions, emit func(
 		caps = rxMetaCapsString(mp.RxMeta())
 	}
 	if !ho.asJSON {
-		fmt.Fprintf(stderr, "xnic hwmeta: %s (%s): UDP port %d, %d queues; the driver reports %s\n",
-			op.Name(), op.Family, ho.udpPort, len(xsks), caps)
+		fmt.Fprintf(stderr, "xnic hwmeta: %s (%s): UDP port %d, %d queues; the driver reports %s; TX metadata: %s\n",
+			op.Name(), op.Family, ho.udpPort, len(xsks), caps, xsks[0].TxMeta())
+	}
+	var wire chan []byte
+	if op.Sim != nil && !ho.noReply {
+		// The simulated partner checks each answer's checksum on the wire.
+		wire = make(chan []byte, 16)
+		op.Sim.Model.SetTransmit(func(f []byte) {
+			select {
+			case wire <- append([]byte(nil), f...):
+			default:
+			}
+		})
 	}
 	if err := e.Start(); err != nil {
 		return err
@@ -329,6 +345,11 @@ func hwMetaRun(ctx context.Context, op *openedPort, ho hwMetaOptions, emit func(
 					continue
 				}
 				f, err := hwMetaDescribe(b, q, clock)
+				if err == nil && !ho.noReply {
+					var rep hwMetaReply
+					rep, err = answer(x, b.Data(), f.Timestamp, wire)
+					f.Reply = &rep
+				}
 				x.Release(b)
 				if err != nil {
 					x.Release(bufs[i+1 : n]...)
@@ -500,5 +521,20 @@ func printHWMetaFrame(w io.Writer, f hwMetaFrame) {
 		fmt.Fprintf(w, "  rx_vlan: proto 0x%04x tci 0x%04x (VID %d, PCP %d)\n", f.VLANProto, f.VLANTCI, f.VLANTCI&0xFFF, f.VLANTCI>>13)
 	} else {
 		fmt.Fprintf(w, "  rx_vlan: %s\n", f.VLANResult)
+	}
+	if r := f.Reply; r != nil {
+		fmt.Fprintf(w, "  reply: checksum %s", r.Checksum)
+		if r.WireChecksum != nil {
+			fmt.Fprintf(w, " (on the wire: %s)", *r.WireChecksum)
+		}
+		if r.TimestampResult == "ok" {
+			fmt.Fprintf(w, "; tx_timestamp: %d ns", r.Timestamp)
+			if r.RxToTxNs != nil {
+				fmt.Fprintf(w, ", %.3f us after the RX timestamp", float64(*r.RxToTxNs)/1e3)
+			}
+		} else {
+			fmt.Fprintf(w, "; tx_timestamp: %s", r.TimestampResult)
+		}
+		fmt.Fprintln(w)
 	}
 }

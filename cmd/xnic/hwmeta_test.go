@@ -12,6 +12,7 @@ import (
 
 	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // portRxMeta opens the variant as hwmeta does and returns what its driver
@@ -28,6 +29,49 @@ func portRxMeta(t *testing.T, sim string, queues int) nic.RxMetaCaps {
 		return mp.RxMeta()
 	}
 	return 0
+}
+
+// portTxMeta is what TX queue 0 of the variant does with TX metadata (0
+// without nic.TxMetaQueue).
+func portTxMeta(t *testing.T, sim string, queues int) nic.TxMetaCaps {
+	t.Helper()
+	op, err := openPort("", portOptions{Sim: sim, Queues: queues, RxMeta: true, Promisc: true, SimDetached: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	if q, ok := op.Port.TxQueue(0).(nic.TxMetaQueue); ok {
+		return q.TxMeta()
+	}
+	return 0
+}
+
+// checkReply holds one frame's answer to what the TX queue offers: the
+// checksum offloaded where the queue inserts checksums (software
+// elsewhere) and right on the simulated wire either way; a TX timestamp in
+// the completion where the queue takes them, never before the frame's RX
+// timestamp.
+func checkReply(t *testing.T, f hwMetaFrame, caps nic.TxMetaCaps) {
+	t.Helper()
+	r := f.Reply
+	if r == nil {
+		t.Fatalf("frame %d: no reply", f.Seq)
+	}
+	wantCsum := "software"
+	if caps&nic.TxMetaChecksum != 0 {
+		wantCsum = "offload"
+	}
+	if r.Checksum != wantCsum || r.WireChecksum == nil || *r.WireChecksum != "ok" {
+		t.Fatalf("frame %d: reply checksum %q, on the wire %v; want %s and ok", f.Seq, r.Checksum, r.WireChecksum, wantCsum)
+	}
+	switch {
+	case caps&nic.TxMetaTimestamp == 0 && r.TimestampResult != "-EOPNOTSUPP":
+		t.Fatalf("frame %d: no TX timestamps offered, result %q", f.Seq, r.TimestampResult)
+	case caps&nic.TxMetaTimestamp != 0 && r.TimestampResult != "ok":
+		t.Fatalf("frame %d: TX timestamp result %q", f.Seq, r.TimestampResult)
+	case r.TimestampResult == "ok" && f.TimestampResult == "ok" && (r.RxToTxNs == nil || *r.RxToTxNs < 0 || *r.RxToTxNs > 5e9):
+		t.Fatalf("frame %d: TX timestamp %d against RX %d", f.Seq, r.Timestamp, f.Timestamp)
+	}
 }
 
 // decodeFrames reads hwmeta's JSON lines.
@@ -86,6 +130,7 @@ func TestHWMetaCommand(t *testing.T) {
 				t.Fatalf("rc %d: %s", rc, errs)
 			}
 			caps := portRxMeta(t, sim, c.queues)
+			txCaps := portTxMeta(t, sim, c.queues)
 			fs := decodeFrames(t, out)
 			if len(fs) != n {
 				t.Fatalf("%d records for %d frames: %s", len(fs), n, out)
@@ -134,6 +179,7 @@ func TestHWMetaCommand(t *testing.T) {
 						t.Fatalf("frame %d stamped %d ns before the clock's read at the consumer", f.Seq, *f.DelayPHCNs)
 					}
 				}
+				checkReply(t, f, txCaps)
 				if f.HashResult == "ok" {
 					if f.HashType&1 == 0 || f.HashType&2 != 0 {
 						t.Fatalf("an IPv4 frame's hash type %s", f.HashTypeName)
@@ -366,5 +412,34 @@ func checkHWMetaAgainstModel(t *testing.T, sim string, async bool) {
 		case key != nil && (f.HashResult != "ok" || f.Hash != s.hash || f.HashTypeName != "L3_IPV4|L4|L4_UDP"):
 			t.Fatalf("frame from port %d: %s %#x %s; the model's hash %#x", f.SrcPort, f.HashResult, f.Hash, f.HashTypeName, s.hash)
 		}
+	}
+}
+
+// TestBuildReply: the answer swaps addresses and ports, and its checksum
+// field holds either the pseudo-header's sum (which a CHECKSUM_PARTIAL
+// engine completes into the right checksum) or the full checksum.
+func TestBuildReply(t *testing.T) {
+	in, _, err := hwMetaFlow([]byte{2, 0, 0, 0, 0, 9}, 4242, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, len(in))
+	l4, ok := buildReply(out, in, true)
+	if !ok || !udpChecksumValid(out) || binary.BigEndian.Uint16(out[l4+2:]) != udpSrcPort(in) ||
+		!bytes.Equal(out[0:6], in[6:12]) || !bytes.Equal(out[ipv4Start(out)+12:][:4], in[ipv4Start(in)+16:][:4]) {
+		t.Fatalf("software reply %x to %x", out, in)
+	}
+	if _, ok := buildReply(out, in, false); !ok || udpChecksumValid(out) {
+		t.Fatal("a partial checksum passed as a full one")
+	}
+	if err := sim.InsertPartial(out, l4, 6); err != nil || !udpChecksumValid(out) {
+		t.Fatalf("partial checksum completed by the engine: %v, valid %v", err, udpChecksumValid(out))
+	}
+	out[len(out)-1] ^= 1
+	if udpChecksumValid(out) {
+		t.Fatal("a corrupted frame passed")
+	}
+	if _, ok := buildReply(out, make([]byte, 60), true); ok {
+		t.Fatal("a non-UDP frame answered")
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Alloc is a dma.Allocator of plain Go memory with made-up IOVAs.
@@ -46,6 +47,11 @@ type Config struct {
 	// RxMeta is the RX metadata the port reports (nic.RxMetaPort); frames
 	// carry it when injected with InjectMeta.
 	RxMeta nic.RxMetaCaps
+	// TxMeta is what the TX queues do with TX requests (nic.TxMetaQueue):
+	// checksums inserted as CHECKSUM_PARTIAL hardware does, timestamps from
+	// TxClock at completion, launch times recorded (the port keeps no time).
+	TxMeta  nic.TxMetaCaps
+	TxClock func() uint64 // the device clock for TX timestamps; a counter when nil
 }
 
 // Port is the in-memory port.
@@ -288,13 +294,20 @@ type TxQueue struct {
 	bytes   atomic.Uint64
 	bad     atomic.Uint64 // buffers handed over by a non-owner
 	sent    [][]byte      // copies of sent frames when Record; guarded by mu
+	stamps  nic.StampRing // completions of timestamped frames; guarded by mu
+	clock   uint64        // the counter clock when Config.TxClock is nil; guarded by mu
+	launch  []uint64      // launch times asked for, when Record; guarded by mu
 }
 
 func (t *TxQueue) Send(bufs []*dma.Buf) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := min(len(bufs), t.size-len(t.ring))
-	for _, b := range bufs[:n] {
+	for i, b := range bufs[:n] {
+		if b.TxFlags != 0 && !t.request(b) {
+			n = i
+			break
+		}
 		if b.Owner() == dma.OwnerFree || b.Owner() == dma.OwnerTx || b.Owner() == dma.OwnerRx {
 			t.bad.Add(1)
 		}
@@ -326,6 +339,9 @@ func (t *TxQueue) Reclaim() int {
 	t.mu.Lock()
 	n := t.done
 	for _, b := range t.ring[:n] {
+		if b.TxFlags&dma.TxFlagTimestamp != 0 {
+			t.stamps.Push(nic.TxStamp{Addr: b.DataIOVA(), Time: t.now(), OK: true})
+		}
 		b.SetOwner(dma.OwnerApp)
 		b.Free()
 	}
@@ -355,4 +371,51 @@ func (t *TxQueue) Sent() [][]byte {
 // Counts reports frames and tail writes.
 func (t *TxQueue) Counts() (packets, bytes, tails, bad uint64) {
 	return t.packets.Load(), t.bytes.Load(), t.tails.Load(), t.bad.Load()
+}
+
+// TxMeta, CheckTxMeta and TxStamps make the queue a nic.TxMetaQueue.
+func (t *TxQueue) TxMeta() nic.TxMetaCaps { return t.port.cfg.TxMeta }
+
+func (t *TxQueue) CheckTxMeta(b *dma.Buf) error { return nic.CheckTxRequest(t.port.cfg.TxMeta, b) }
+
+func (t *TxQueue) TxStamps(out []nic.TxStamp) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.stamps.Pop(out)
+}
+
+// request carries out b's TX requests as the frame goes on the ring, or
+// reports false when the port cannot (the frame stays with the caller).
+// Called with t.mu held.
+func (t *TxQueue) request(b *dma.Buf) bool {
+	if t.CheckTxMeta(b) != nil {
+		return false
+	}
+	if b.TxFlags&dma.TxFlagChecksum != 0 &&
+		sim.InsertPartial(b.Data(), int(b.CsumStart), int(b.CsumOffset)) != nil {
+		return false
+	}
+	if b.TxFlags&dma.TxFlagLaunchTime != 0 && t.port.cfg.Record {
+		t.launch = append(t.launch, b.LaunchTime)
+	}
+	return true
+}
+
+// now reads the TX clock.
+func (t *TxQueue) now() uint64 {
+	if c := t.port.cfg.TxClock; c != nil {
+		return c()
+	}
+	t.clock += 1000
+	return t.clock
+}
+
+// LaunchTimes returns the launch times frames asked for (with Record) and
+// forgets them.
+func (t *TxQueue) LaunchTimes() []uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	l := t.launch
+	t.launch = nil
+	return l
 }
