@@ -18,8 +18,8 @@ import (
 	"github.com/xnic-dev/xnic/sim"
 )
 
-// wireModel is what modelBed needs of a device model: the dwmac and fec
-// models (each with its device side on its own time).
+// wireModel is what modelBed needs of a device model: igbsim, dwmacsim and
+// fecsim.
 type wireModel interface {
 	Inject(frame []byte) bool
 	SetTransmit(func(frame []byte))
@@ -28,8 +28,8 @@ type wireModel interface {
 	Close() error
 }
 
-// modelBed is ports of a driver on its model, like igbBed: Inject is a frame
-// arriving from the wire, Sent what the model put on the wire.
+// modelBed is ports of a driver on its model: Inject is a frame arriving
+// from the wire, Sent what the model put on the wire.
 type modelBed struct {
 	models []wireModel
 	ports  []nic.Port
@@ -150,7 +150,9 @@ func (b *modelBed) Sent(t *testing.T, i, want int) [][]byte {
 	return out
 }
 
-func (b *modelBed) Close(t *testing.T) {
+func (b *modelBed) Close(t *testing.T) { b.closeTB(t) }
+
+func (b *modelBed) closeTB(t testing.TB) {
 	for i, p := range b.ports {
 		if err := p.Close(); err != nil {
 			t.Errorf("closing port %d: %v", i, err)
