@@ -58,6 +58,12 @@
 // as phylink does. Intel SGMII boards reach the PHY through an xPCS at MDIO
 // address 0x16, which this driver does not program (the BIOS does on Alder Lake).
 //
+// RX queues: the EQoS core has no RSS (a DWC XGMAC feature: Linux's
+// rss_configure exists for dwxgmac2 only, and the EQoS feature registers
+// have no RSSEN), so untagged frames land on RX queue 0 and no frame carries
+// an RSS hash (RxMeta never reports nic.RxMetaHash). More than one queue
+// receives through VLAN priorities (Config.VLANPriorityQueues: MAC_RxQ_Ctrl2/3).
+//
 // Buffers: RX buffers come from a dma.Pool per RX queue; a buffer on an RX ring
 // is OwnerRx, one handed out by Recv is OwnerApp, one on a TX ring is OwnerTx
 // and goes back to its own pool when Reclaim sees its descriptor done.

@@ -18,8 +18,10 @@ import (
 // Config chooses how Open brings a port up. The zero value is usable.
 type Config struct {
 	// Queues is the number of RX/TX queue pairs (DMA channels), from 1 to what
-	// the integration and HW_FEATURE2 allow. Default 1. Without RSS the MAC
-	// steers untagged traffic to RX queue 0; the others see VLAN-priority
+	// the integration and HW_FEATURE2 allow. Default 1. The EQoS core has no
+	// RSS (only the DWC XGMAC does: Linux implements rss_configure for
+	// dwxgmac2 alone, and dwmac4's feature registers have no RSSEN), so the
+	// MAC steers untagged traffic to RX queue 0; the others see VLAN-priority
 	// traffic only (VLANPriorityQueues).
 	Queues int
 	// VLANPriorityQueues steers C-VLAN tagged frames by priority (PCP): p to

@@ -226,7 +226,9 @@ func (c phc) AdjFreq(ppb int64) error {
 
 // RxMeta is the per-frame metadata the port reports (nic.RxMetaPort): the
 // VLAN tag with Config.VLANStrip and the timestamp with Config.RxTimestamp.
-// The core computes no RSS hash here.
+// Never RxMetaHash: the EQoS core computes no RSS hash (its RX write-back has
+// no hash field, dwmac4_descs.h, and stmmac sets NETIF_F_RXHASH only with
+// dma_cap.rssen, which only the XGMAC's feature registers report).
 func (p *Port) RxMeta() nic.RxMetaCaps {
 	var c nic.RxMetaCaps
 	if p.cfg.VLANStrip {

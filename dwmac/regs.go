@@ -316,7 +316,11 @@ const (
 	hwf0ADDMAC = 1 << 18 // more than one MAC address register
 )
 
-// hwFeature1 fields (MAC_HW_Feature1).
+// hwFeature1 fields (MAC_HW_Feature1). Bit 20 is AVSEL here (dwmac4.h
+// GMAC_HW_FEAT_AVSEL), not the XGMAC's RSSEN: no EQoS feature field announces
+// RSS, and 0xc80-0xc8c, the XGMAC's RSS registers, are MTL_EST_GCL_Control,
+// MTL_EST_GCL_Data and reserved words on this core (dwmac5.h). The driver
+// never touches them.
 const (
 	hwf1RxFIFOShift   = 0 // RXFIFOSIZE 4:0: 128 << n bytes
 	hwf1TxFIFOShift   = 6 // TXFIFOSIZE 10:6

@@ -18,6 +18,10 @@
 //     FIFO sizes; ADDR64 = 40 bits; a 64-bin hash table; queue and channel
 //     counts; IEEE 1588 timestamps). No checksum offload, TSO, split header,
 //     VLAN or L3/L4 filtering is advertised, and using them is a fault.
+//   - No RSS, because the EQoS core has none (rss.go): RSS is a DWC XGMAC
+//     block, whose registers at 0xc80-0xc8c are the EST gate-control list and
+//     reserved words here. Any access there is a fault saying so, and the
+//     model hashes and steers nothing: untagged frames go to RX queue 0.
 //   - IEEE 1588 (ptp.go): the system time at 0xb00 in model time, and with
 //     TSENALL a context descriptor with every received frame's timestamp;
 //     MAC_VLAN_Tag EVLRXS/EVLS-always report and strip the outer C-VLAN tag

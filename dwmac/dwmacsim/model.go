@@ -570,6 +570,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 	if _, ok := plainRegs[off]; ok {
 		return m.plain[off]
 	}
+	if m.estRSSLocked("read32", off, 0) {
+		return 0
+	}
 	if m.reservedLocked("read32", off, 0) {
 		if off == regMACGPIOStatus {
 			return m.gpo
@@ -670,7 +673,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		m.plain[off] = val
 		return 0
 	}
-	if m.reservedLocked("write32", off, val) {
+	if m.estRSSLocked("write32", off, val) || m.reservedLocked("write32", off, val) {
 		return 0
 	}
 	m.unimplemented("write32", off)

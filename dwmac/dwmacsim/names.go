@@ -13,6 +13,7 @@ var regNames = map[reg]string{
 	regMTLRxqDMAMap: "MTL_RxQ_DMA_Map0", regMTLRxqDMAMap + 4: "MTL_RxQ_DMA_Map1",
 	regDMABusMode: "DMA_Mode", regDMASysBusMode: "DMA_SysBus_Mode", regDMAIntStatus: "DMA_Interrupt_Status",
 	regDMADebug0: "DMA_Debug_Status0", regDMADebug1: "DMA_Debug_Status1",
+	regMTLESTBase: "MTL_EST_Control", regMTLESTGCLCtrl: "MTL_EST_GCL_Control", regMTLESTGCLData: "MTL_EST_GCL_Data",
 }
 
 var chanNames = map[uint32]string{
