@@ -72,6 +72,14 @@ type Config struct {
 	// PTPClockHz is the 1588 timer's clock (a whole number of ns per
 	// cycle, at most 127). Zero: 100 MHz, the ENET_TIMER rate of imx8mp.dtsi.
 	PTPClockHz int
+	// RxCoalesce holds each ring's RX interrupt until RxCoalesceFrames
+	// frames have arrived or RxCoalesce has passed since the first (RXICn;
+	// coalesce.go). Zero: an interrupt per frame. Multi-queue ENETs only.
+	RxCoalesce       time.Duration
+	RxCoalesceFrames int // 1 to 255; 0: DefaultCoalesceFrames
+	// SystemClockHz is the ENET system (ahb) clock, which times RxCoalesce.
+	// 0: DefaultSystemClockHz.
+	SystemClockHz uint64
 	// Promisc accepts every frame (RCR.PROM).
 	Promisc bool
 	// Interrupts asks the Device for one interrupt (EnableMSIX), raised on ring
@@ -151,6 +159,12 @@ func (c Config) withDefaults(v Variant) (Config, error) {
 	}
 	if c.PHYAddr < 0 || c.PHYAddr > 31 {
 		return c, fmt.Errorf("fec: PHY address %d: want 0 to 31", c.PHYAddr)
+	}
+	if c.RxCoalesce != 0 && v.Quirks&QuirkCoalesce == 0 {
+		return c, fmt.Errorf("fec: RX coalescing of %v: the %s has no interrupt coalescing", c.RxCoalesce, v.Name)
+	}
+	if _, err := c.rxicValue(); err != nil {
+		return c, err
 	}
 	return c, nil
 }
@@ -345,6 +359,9 @@ func (p *Port) bringUp() error {
 		if p.bd.ext {
 			p.rx[0].esc = rxESCInt
 		}
+	}
+	if err := p.setupCoalesce(); err != nil {
+		return err
 	}
 	if p.mib = p.probeMIB(); !p.mib {
 		p.warnings = append(p.warnings, "no MIB counters: a value written to RMON_T_PACKETS with the MIB disabled read back as 0 "+

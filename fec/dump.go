@@ -24,8 +24,26 @@ const (
 	dumpOffsetDigits = 3
 )
 
-// Dump reads the port's registers.
-func (p *Port) Dump() *Dump { return DumpRegs(p.regs, p.NumQueues()) }
+// Dump reads the port's registers, with the RX coalescing registers of
+// every ring on the ENETs that have them.
+func (p *Port) Dump() *Dump {
+	d := DumpRegs(p.regs, p.NumQueues())
+	if p.variant.Quirks&QuirkCoalesce != 0 {
+		for q := 0; q < p.variant.Queues; q++ {
+			off := regRXIC0 + reg(4*q)
+			d.Read(p.regs, fmt.Sprintf("RXIC%d", q), uint32(off), func(v uint32) []Field { return coalesceFields(v, p.cfg.SystemClockHz) })
+		}
+	}
+	return d
+}
+
+// coalesceFields decodes RXICn/TXICn.
+func coalesceFields(v uint32, hz uint64) []Field {
+	d, _ := CoalesceSetting(v, hz)
+	return []Field{{Name: "ICEN", Value: fmt.Sprint(v >> 31)}, {Name: "ICCS", Value: fmt.Sprint(v >> 30 & 1)},
+		{Name: "ICFT", Value: fmt.Sprint(v & icFTMask >> icFTShift)}, {Name: "ICTT", Value: fmt.Sprint(v & icTTMask)},
+		{Name: "interval", Value: d.String()}}
+}
 
 func b2i(b bool) int {
 	if b {
@@ -50,7 +68,8 @@ var (
 )
 
 // DumpRegs reads and decodes the registers of a FEC with queues rings (1-3),
-// for tools that have a register window but no Port.
+// for tools that have a register window but no Port. It leaves out what
+// only some ENETs have (RXICn: Port.Dump has them).
 func DumpRegs(r nic.Regs, queues int) *Dump {
 	d := &Dump{NameWidth: dumpNameWidth, OffsetDigits: dumpOffsetDigits}
 	add := func(name string, off reg, fields func(v uint32) []Field) {

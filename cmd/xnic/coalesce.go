@@ -12,15 +12,15 @@ import (
 
 // xnic coalesce: ethtool -c / -C rx-usecs, on an open port or, through its
 // control socket, on a running one (the moderation registers may be written
-// while traffic runs). igb only: EITR's interval (bits 14:2, in microseconds;
+// while traffic runs). igb: EITR's interval (bits 14:2, in microseconds;
 // 82576 datasheet 8.8.12) is the minimum time between two interrupts of a
-// vector. dwmac and fec have no moderation xnic's drivers use: the dwmac
-// driver asks for an interrupt per frame (IOC), which the RX watchdog (RIWT)
-// does not delay, and the fec driver leaves RXIC off.
+// vector. fec: RXICn holds a ring's RX interrupt for up to the interval, or
+// until its frame threshold (fec/coalesce.go); the i.MX6 ENET has none.
+// dwmac: see the family's noModeration.
 
 func init() {
 	register(&command{name: "coalesce", usage: portUsage + " [rx-usecs N] [--control PORT|PATH] [--json]",
-		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR), also on a running port", run: runCoalesce})
+		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR, fec RXIC), also on a running port", run: runCoalesce})
 }
 
 // coalesceQueue is one queue's setting.
@@ -55,7 +55,7 @@ func coalesceRegs(fam family, d *nic.RegDump) (*interruptModeration, []nic.RegVa
 		rs = append(rs, r)
 	}
 	if len(rs) == 0 {
-		return nil, nil, fmt.Errorf("no %s registers in the %s table", fmt.Sprintf(f.moderation.reg, 0), fam)
+		return nil, nil, fmt.Errorf("this %s port has no %s register, so no interrupt moderation: %w", fam, fmt.Sprintf(f.moderation.reg, 0), nic.ErrNotSupported)
 	}
 	return f.moderation, rs, nil
 }

@@ -79,7 +79,12 @@ func TestCoalesceCommand(t *testing.T) {
 	if len(out.Queues) != 2 || out.Queues[0].RxUsecs != 125 || out.Queues[1].RxUsecs != 125 {
 		t.Fatalf("%+v", out)
 	}
-	for _, v := range []string{"dwmac", "fec"} {
+	// fec: RXIC of all three rings of the i.MX8MP ENET, in the model.
+	cliJSON(t, &out, "coalesce", "--sim", "fec", "rx-usecs", "500", "--json")
+	if len(out.Queues) != 3 || out.Queues[0].RxUsecs != 500 || out.Queues[2].RxUsecs != 500 {
+		t.Fatalf("fec: %+v", out)
+	}
+	for _, v := range []string{"dwmac", "fec:imx6"} {
 		if rc, _, errs := runPort(t, "coalesce", "--sim", v); rc != 1 || !strings.Contains(errs, "not supported") {
 			t.Errorf("%s: rc %d %s", v, rc, errs)
 		}
@@ -105,10 +110,20 @@ func TestRxUsecsAtOpen(t *testing.T) {
 	if len(got.Queues) == 0 || got.Queues[0].RxUsecs != 250 {
 		t.Errorf("after --rx-usecs 250 at open: %+v", got)
 	}
-	for _, v := range []string{"dwmac", "fec"} {
+	rc, out, errs = runPort(t, "coalesce", "--sim", "fec", "--rx-usecs", "40", "--json")
+	if err := json.Unmarshal([]byte(out), &got); rc != 0 || err != nil || got.Queues[0].RxUsecs != 40 {
+		t.Errorf("fec after --rx-usecs 40 at open: rc %d %+v %s", rc, got, errs)
+	}
+	for _, v := range []string{"dwmac"} {
 		if rc, _, errs := runPort(t, "info", "--sim", v, "--rx-usecs", "10"); rc != 2 || !strings.Contains(errs, "rx-usecs") {
 			t.Errorf("%s --rx-usecs: rc %d %s", v, rc, errs)
 		}
+	}
+	if rc, _, errs := runPort(t, "info", "--sim", "fec:imx6", "--rx-usecs", "10"); rc == 0 || !strings.Contains(errs, "no interrupt coalescing") {
+		t.Errorf("fec:imx6 --rx-usecs: rc %d %s", rc, errs)
+	}
+	if rc, _, _ := runPort(t, "info", "--sim", "fec", "--rx-usecs", "16000"); rc != 2 {
+		t.Errorf("--rx-usecs beyond ICTT's field: rc %d, want 2", rc)
 	}
 	if rc, _, _ := runPort(t, "info", "--sim", "igb", "--rx-usecs", "99999"); rc != 2 {
 		t.Errorf("--rx-usecs beyond EITR's field: rc %d, want 2", rc)

@@ -54,24 +54,25 @@ type familyDriver struct {
 }
 
 // interruptModeration is a family's per-queue RX interrupt interval: queue
-// q's register is fmt.Sprintf(reg, q) in the dump, the interval in
-// microseconds the field mask >> shift of it.
+// q's register is fmt.Sprintf(reg, q) in the dump; usecs reads the interval
+// a register value sets and with sets it (0: off), within maxUsecs.
 type interruptModeration struct {
-	reg   string
-	mask  uint32
-	shift uint
+	reg      string
+	maxUsecs int
+	usecs    func(v uint32) int
+	with     func(v uint32, usecs int) uint32
 }
 
-// max is the longest interval the field holds.
-func (m *interruptModeration) max() int { return int(m.mask >> m.shift) }
-
-// usecs is the interval register value v sets.
-func (m *interruptModeration) usecs(v uint32) int { return int(v & m.mask >> m.shift) }
-
-// with is v with its interval set to usecs.
-func (m *interruptModeration) with(v uint32, usecs int) uint32 {
-	return v&^m.mask | uint32(usecs)<<m.shift&m.mask
+// fieldModeration is a moderation whose interval is a register field in
+// microseconds (igb's EITR).
+func fieldModeration(reg string, mask uint32, shift uint) *interruptModeration {
+	return &interruptModeration{reg: reg, maxUsecs: int(mask >> shift),
+		usecs: func(v uint32) int { return int(v & mask >> shift) },
+		with:  func(v uint32, usecs int) uint32 { return v&^mask | uint32(usecs)<<shift&mask }}
 }
+
+// max is the longest interval the register holds.
+func (m *interruptModeration) max() int { return m.maxUsecs }
 
 // familyPort is a driver's port with what the CLI shows of it beyond
 // nic.Port.

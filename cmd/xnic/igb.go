@@ -52,7 +52,7 @@ func init() {
 		selftest: selftestFamily{patterns: []regPattern{{"RAL0", 0xFFFFFFFF}, {"RAH0", 0x0000FFFF}, {"EITR0", 0x00007FFC}},
 			loopReg: "RCTL", loopMask: 3 << 6, loopOn: 1 << 6},
 		// EITR's interval field, bits 14:2, in microseconds (82576 8.8.12).
-		moderation: &interruptModeration{reg: "EITR%d", mask: 0x7FFC, shift: 2},
+		moderation: fieldModeration("EITR%d", 0x7FFC, 2),
 	})
 }
 

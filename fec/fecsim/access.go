@@ -272,6 +272,9 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		m.faults.Add("write32", "ATSTMP", uint64(off), "write to a read-only register")
 	default:
 		if p := m.mqReg(off); p != nil {
+			if isCoalesceReg(off) {
+				val &= icImplement
+			}
 			*p = val
 			return 0
 		}
@@ -338,6 +341,7 @@ func (m *Model) stopLocked() {
 		r.rdar, r.tdar = false, false
 		r.txClearing, r.txHung = false, false
 	}
+	m.resetCoalescersLocked()
 }
 
 // checkEnableLocked validates the configuration at ETHEREN's rising edge.

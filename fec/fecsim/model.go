@@ -90,6 +90,9 @@ type Config struct {
 	// PTPClockHz is the 1588 timer's clock. 0: 100 MHz (imx8mp.dtsi's
 	// ENET_TIMER rate).
 	PTPClockHz int
+	// SystemClockHz is the ENET system clock, which times interrupt
+	// coalescing (RXIC/TXIC with ICCS). 0: 266 MHz (imx8mp.dtsi).
+	SystemClockHz int
 	// Name is the device name in nic.DeviceInfo. "": "fecsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched). The
@@ -167,6 +170,7 @@ type Model struct {
 	mibc, rcr, tcr     uint32
 	palr, paur, opd    uint32
 	txic, rxic         [3]uint32
+	rxCoal, txCoal     [3]coalescer // held frame events (coalesce.go)
 	iaur, ialr         uint32
 	gaur, galr         uint32
 	tfwr, ftrl         uint32
@@ -242,6 +246,7 @@ func New(cfg Config) (*Model, error) {
 	m.txT = m.sched.NewTimer(m.txRun)
 	m.mdioT = m.sched.NewTimer(m.mdioDone)
 	m.resetT = m.sched.NewTimer(m.resetDone)
+	m.newCoalescers()
 	m.resetLocked()
 	return m, nil
 }
@@ -322,6 +327,7 @@ func (m *Model) Close() error {
 	m.Attach(nil)
 	m.closed.Store(true)
 	m.sched.Close()
+	m.stopCoalescers()
 	return m.sd.Close()
 }
 
@@ -347,6 +353,7 @@ func (m *Model) resetLocked() {
 	m.paur = uint32(m.mac[4])<<24 | uint32(m.mac[5])<<16 | paurType
 	m.opd = opdReset
 	m.txic, m.rxic = [3]uint32{}, [3]uint32{}
+	m.resetCoalescersLocked()
 	m.iaur, m.ialr, m.gaur, m.galr = 0, 0, 0, 0
 	m.tfwr, m.ftrl = 0, ftrlReset
 	m.fifo = [8]uint32{}

@@ -238,7 +238,7 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 	m.mibAdd(regIEEEROctetsOK, n+4)
 	m.cnt.RxFrames++
 	m.cnt.RxBytes += uint64(n)
-	if events != 0 {
+	if events = m.coalesceLocked(q, events); events != 0 {
 		m.raiseLocked(events)
 	}
 	return true

@@ -229,7 +229,7 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 		m.atstmp = ts
 		events |= eirTSAVAIL
 	}
-	if events != 0 {
+	if events = m.coalesceLocked(q, events); events != 0 {
 		m.raiseLocked(events)
 	}
 	if bad {
