@@ -35,6 +35,7 @@ const (
 	tSWR, tINTM1, tEAME            = 1 << 0, 1 << 16, 1 << 11
 	tST, tSR                       = 1 << 0, 1 << 0
 	tTXQEN, tTSF, tRSF             = 2 << 2, 1 << 1, 1 << 5
+	tTQS4K                         = (4096/256 - 1) << 16 // MTL_TxQ_Operation_Mode.TQS
 	tGB, tC45E, tGOCWrite, tGOCRd  = 1 << 0, 1 << 1, 1 << 2, 3 << 2
 	tPR, tHMC, tPM, tDBF, tRA      = 1 << 0, 1 << 2, 1 << 4, 1 << 5, 1 << 31
 
@@ -156,7 +157,7 @@ func (r *rig) bringUp() {
 	r.wr(tSysBus, tEAME)
 	r.wr(tRxqCtrl0, 2) // queue 0 generic
 	for c := 0; c < r.m.Channels(); c++ {
-		r.wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF)
+		r.wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF|tTQS4K) // a 4 KiB queue, as stmmac splits the FIFO
 		r.wr(tMTLRxOp0+0x40*uint32(c), tRSF)
 	}
 	r.linkUp()
