@@ -316,6 +316,11 @@ const (
 	hwf0ADDMAC = 1 << 18 // more than one MAC address register
 )
 
+// hwFeature3 bits (MAC_HW_Feature3; stmmac dwmac4.h GMAC_HW_FEAT_TBSSEL).
+const (
+	hwf3TBSSEL = 1 << 27 // time-based scheduling: enhanced TX descriptors with a launch time
+)
+
 // hwFeature1 fields (MAC_HW_Feature1).
 const (
 	hwf1RxFIFOShift   = 0 // RXFIFOSIZE 4:0: 128 << n bytes

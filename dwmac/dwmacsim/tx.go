@@ -421,6 +421,13 @@ func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool,
 // fetchTxLocked is the descriptor fetch a tail write starts on a running TX
 // DMA: the descriptors from the old tail up to the new one are read at once,
 // so their content is fixed then; gatherLocked checks that it still is.
+//
+// A descriptor without OWN followed by one with OWN among them is a fault:
+// the DMA suspends at the first (TBU) and the frames after it wait, though
+// the tail says they are the DMA's. A driver that hands descriptors over in
+// order never leaves such a hole; one that writes 32-byte enhanced
+// descriptors on a channel without EDSE does (ETDES4-7 read as a descriptor
+// without OWN, the normal part after it as one with).
 func (m *Model) fetchTxLocked(r *ring, from uint32) {
 	n := r.n()
 	if from == noTail || r.tailRaw == noTail || !m.mem.DMAEnabled() {
@@ -430,6 +437,7 @@ func (m *Model) fetchTxLocked(r *ring, from uint32) {
 		r.fetched, r.fetchedOK = make([]byte, int(n)*descSize), make([]bool, n)
 	}
 	base, stride := m.ringBase(r)+uint64(r.ds()-descSize), uint64(r.ds())
+	hole := noTail
 	for i, k := from%n, uint32(0); i != r.tailRaw%n && k < n; k++ {
 		at := base + uint64(i)*stride
 		if m.mem.Check(at, descSize) != nil {
@@ -441,6 +449,13 @@ func (m *Model) fetchTxLocked(r *ring, from uint32) {
 		}
 		copy(r.fetched[int(i)*descSize:], d)
 		r.fetchedOK[i] = true
+		switch own := loadDES3(d)&d3OWN != 0; {
+		case !own && hole == noTail:
+			hole = i
+		case own && hole != noTail:
+			m.faults.Add("tx-desc", "TxDesc_Tail", at, "TX descriptor %d without OWN before descriptor %d with OWN, both before the tail: the DMA stops at the first (on a channel without EDSE, enhanced descriptors look like this)", hole, i)
+			hole = n // once per tail write
+		}
 		if i++; i == n {
 			i = 0
 		}

@@ -425,3 +425,41 @@ func TestTxMetaVariants(t *testing.T) {
 	r = newRig(t, cfg)
 	require.Zero(t, r.rd(tHWF0)&(1<<14))
 }
+
+// TestTxHoleBeforeTail: descriptors handed over by the tail with one lacking
+// OWN before an owned one are a fault; here the wrong driver wrote 32-byte
+// enhanced descriptors on a channel without EDSE.
+func TestTxHoleBeforeTail(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	ring, err := r.a.Alloc(8*tEnhDesc, 0)
+	require.NoError(t, err)
+	bufs, err := r.a.Alloc(bufSize, 0)
+	require.NoError(t, err)
+	b := tCh(1)
+	r.wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
+	r.wr(b+tTxBaseLo, uint32(ring.IOVA))
+	r.wr(b+tTxLen, 8-1)
+	r.wr(b+tTxTail, uint32(ring.IOVA))
+	r.wr(b+tTxCtrl, tST) // EDSE forgotten: 16-byte descriptors
+	x := &enhRing{r: r, c: 1, ring: ring, bufs: bufs, n: 8}
+	x.queue(frame(peerMAC, 60), 0, 0)
+	x.kick()
+	r.m.Settle()
+	r.expectFault("without OWN before descriptor 1 with OWN")
+	require.Empty(t, cap.frames, "the DMA stopped at the hole")
+	require.NotZero(t, r.rd(b+tStatus)&tTBU)
+
+	// The same slots on a channel with EDSE are fine.
+	r2 := newRig(t, testCfg())
+	r2.bringUp()
+	r2.m.SetTransmit(cap.fn)
+	x2 := r2.setupEnhTx(1, 8)
+	x2.queue(frame(peerMAC, 60), 0, 0)
+	x2.kick()
+	r2.m.Settle()
+	require.Len(t, cap.frames, 1)
+	require.NoError(t, r2.m.Err())
+}
