@@ -427,14 +427,20 @@ func TestSimTxMetaWrongDriverCaught(t *testing.T) {
 	dwmac.UncheckedTxMeta(&cfg)
 	r := newRig(t, dwmacsim.Config{}, cfg)
 	q := metaQueue(t, r.p, 0)
-	b := bufFor(t, r.p, bytes.Repeat([]byte{0x02}, 100)) // ethertype 0x0202: not IP
-	b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, 34, 16
+	ref, l4, off := l4Frame(t, false, true, false, make([]byte, 64))
+	b := bufFor(t, r.p, ref)
+	binary.BigEndian.PutUint16(b.Data()[16:], 1400) // an IPv4 total length beyond the frame
+	b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(l4), uint16(off)
 	sendAll(t, q, []*dma.Buf{b})
 	r.waitSent(1)
+	reclaimAll(t, r.p, 512)
 	if err := r.m.Err(); err == nil {
-		t.Fatal("CIC on a non-IP frame: no model fault")
+		t.Fatal("CIC with an IP length beyond the frame: no model fault")
 	} else {
 		t.Logf("caught: %v", err)
+	}
+	if n := counter(t, r.p, "tx_errors"); n != 1 {
+		t.Fatalf("tx_errors %d: the write-back's PCE|ES not counted", n)
 	}
 	r.m.FaultLog().Clear()
 

@@ -19,18 +19,21 @@ import (
 //	3  the IPv4 header checksum and the full TCP/UDP checksum, pseudo-header
 //	   computed by the engine whatever the field held (stmmac's TX_CIC_FULL)
 //
-// The engine parses Ethernet (one VLAN tag), IPv4 or IPv6, then TCP or UDP.
-// It needs the whole frame in the queue before it can start sending:
-// store-and-forward (MTL_TxQ_Operation_Mode.TSF), and a frame no larger than
-// the queue's FIFO (TQS). What it cannot do is reported in the write-back, in
-// the frame's last descriptor: IHE (with ES) for a malformed IP header, PCE
-// (with ES) when it inserted no L4 checksum (a frame beyond the FIFO, a
-// length the IP header does not cover); the frame then leaves without that
-// checksum. A correct driver never meets these, so each is also a fault, as
-// is CIC on a queue without TSF (stmmac_dma_operation_mode uses
-// store-and-forward whenever TX COE is on), and CIC on a frame that is not
-// IPv4 or IPv6 (which the engine passes unchanged; stmmac computes those in
-// software, stmmac_has_ip_ethertype). ICMP checksums are not modelled.
+// The engine parses Ethernet (one VLAN tag), IPv4 or IPv6, then TCP, UDP or
+// ICMP (ICMPv4 without, ICMPv6 with the pseudo-header). Frames it does not
+// parse (not IPv4/IPv6, or another IP protocol) pass unchanged without an
+// error: Linux relies on that, its XDP transmit path sets CIC on every frame
+// (stmmac_xdp_xmit_xdpf), and its stack checksums such frames in software
+// because the engine leaves them alone (stmmac_has_ip_ethertype). It needs
+// the whole frame in the queue before it can start sending: store-and-forward
+// (MTL_TxQ_Operation_Mode.TSF), and a frame no larger than the queue's FIFO
+// (TQS). What it cannot do is reported in the write-back, in the frame's last
+// descriptor: IHE (with ES) for a malformed IP header, PCE (with ES) when it
+// inserted no L4 checksum (a frame beyond the FIFO, a length the IP header
+// does not cover); the frame then leaves without that checksum. A correct
+// driver never meets these, so each is also a fault, as is CIC on a queue
+// without TSF (stmmac_dma_operation_mode uses store-and-forward whenever TX
+// COE is on) and on IPv6 with extension headers (not modelled).
 
 // coeLocked runs the engine on f, the frame of TX channel c whose first
 // descriptor is at at, as cic asks, and returns the write-back error bits.
@@ -49,7 +52,7 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 	ip, ok := parseIP(f)
 	switch {
 	case !ok && ip.l3 == 0:
-		return fault(0, "checksum insertion on a frame that is neither IPv4 nor IPv6: the engine passes it unchanged")
+		return 0 // not IP: passed unchanged
 	case !ok:
 		return fault(tw3IHE|tw3ES, "malformed IP header at %d: IP header error", ip.l3)
 	case ip.end > len(f):
@@ -64,15 +67,21 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 		return 0
 	}
 	var err error
+	field := map[byte]int{6: 16, 17: 6, 1: 2, 58: 2}[ip.proto]
 	switch {
-	case ip.proto != 6 && ip.proto != 17:
-		return fault(0, "IP protocol %d: only TCP and UDP checksums are modelled", ip.proto)
-	case cic == 2:
-		field := 16
-		if ip.proto == 17 {
-			field = 6
+	case !ip.v4 && ipv6ExtHeader(ip.proto):
+		return fault(0, "IPv6 extension header %d: the engine's parsing of extension headers is not modelled", ip.proto)
+	case field == 0:
+		return 0 // another protocol: no L4 checksum
+	case ip.l4+field+2 > ip.end:
+		return fault(tw3PCE|tw3ES, "payload checksum error: the IP length leaves no room for the %d-byte header up to the checksum", field+2)
+	case cic == 2 || ip.proto == 1:
+		if cic == 3 { // ICMPv4: no pseudo-header, and CIC 3 ignores the field
+			binary.BigEndian.PutUint16(f[ip.l4+field:], 0)
 		}
 		err = sim.InsertPartial(f[:ip.end], ip.l4, field)
+	case ip.proto == 58:
+		err = insertICMPv6(f, ip)
 	default:
 		err = sim.InsertFull(f, true)
 	}
@@ -80,6 +89,27 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 		return fault(tw3PCE|tw3ES, "payload checksum error: %v", err)
 	}
 	return 0
+}
+
+// ipv6ExtHeader reports the IPv6 extension headers (RFC 8200: hop-by-hop,
+// routing, fragment, destination options).
+func ipv6ExtHeader(next byte) bool { return next == 0 || next == 43 || next == 44 || next == 60 }
+
+// insertICMPv6 inserts the ICMPv6 checksum, pseudo-header included (RFC
+// 4443 2.3).
+func insertICMPv6(f []byte, ip ipInfo) error {
+	seg := f[ip.l4:ip.end]
+	binary.BigEndian.PutUint16(seg[2:], 0)
+	var s uint32
+	for _, b := range [][]byte{f[ip.l3+8 : ip.l3+40], seg} {
+		s += uint32(foldSum(b))
+	}
+	s += 58 + uint32(len(seg))
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	binary.BigEndian.PutUint16(seg[2:], ^uint16(s))
+	return nil
 }
 
 // ipInfo is where a frame's IP header lies, as the engine parses it.

@@ -182,6 +182,8 @@ func TestTxChecksumEngine(t *testing.T) {
 // without the checksum.
 func TestTxChecksumRefusals(t *testing.T) {
 	good := refFrame(t, false, true, false, make([]byte, 400))
+	v6hbh := refFrame(t, true, true, false, make([]byte, 400))
+	v6hbh[20] = 0 // next header: hop-by-hop options
 	same := func(f []byte) []byte { return f }
 	const sf = tTXQEN | tTSF | tTQS4K
 	cases := []struct {
@@ -191,10 +193,9 @@ func TestTxChecksumRefusals(t *testing.T) {
 		status uint32
 		fault  string
 	}{
-		{"not IP", func(f []byte) []byte { f[12], f[13] = 0x88, 0xb5; return f }, sf, 0, "neither IPv4 nor IPv6"},
+		{"IPv6 hop-by-hop", func(f []byte) []byte { return v6hbh }, sf, 0, "extension header 0"},
 		{"IHL 4", func(f []byte) []byte { f[14] = 0x44; return f }, sf, tIHE | tES, "malformed IP header"},
 		{"IP length beyond the frame", func(f []byte) []byte { binary.BigEndian.PutUint16(f[16:], 1000); return f }, sf, tPCE | tES, "beyond the"},
-		{"ICMP", func(f []byte) []byte { f[23] = 1; return f }, sf, 0, "only TCP and UDP"},
 		{"threshold mode", same, tTXQEN | tTQS4K, tPCE | tES, "store-and-forward"},
 		{"frame beyond the queue's FIFO", same, tTXQEN | tTSF, tPCE | tES, "256-byte FIFO"},
 	}
@@ -462,4 +463,68 @@ func TestTxHoleBeforeTail(t *testing.T) {
 	r2.m.Settle()
 	require.Len(t, cap.frames, 1)
 	require.NoError(t, r2.m.Err())
+}
+
+// TestTxChecksumPassesOthers: CIC on frames the engine does not parse (not
+// IP, or an IP protocol without a checksum it knows) leaves them unchanged
+// and is no error: Linux's XDP transmit path sets CIC on every frame. ICMP
+// (v4 without, v6 with the pseudo-header) gets its checksum.
+func TestTxChecksumPassesOthers(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.bringUp()
+	var cap capture
+	r.m.SetTransmit(cap.fn)
+	tx := r.setupTx(0, 8)
+	send := func(f []byte) []byte {
+		idx := tx.queue(f, false)
+		tx.put(idx, len(f), 0, tOWN|tFD|tLD|3<<tCICShift, len(f))
+		tx.kick()
+		require.Len(t, cap.frames, 1)
+		require.Zero(t, tx.des3(idx)&(tES|tIHE|tPCE))
+		got := cap.frames[0]
+		cap.frames = nil
+		return got[:len(f)]
+	}
+	arp := frame(bcast, 60)
+	arp[12], arp[13] = 0x08, 0x06
+	require.Equal(t, arp, send(arp), "ARP")
+	gre := refFrame(t, false, false, false, []byte("whatever"))
+	gre[23] = 47 // GRE: no L4 checksum the engine knows
+	binary.BigEndian.PutUint16(gre[24:], 0)
+	binary.BigEndian.PutUint16(gre[24:], ^foldSum(gre[14:34]))
+	require.Equal(t, gre, send(gre), "IPv4/GRE")
+
+	for _, v6 := range []bool{false, true} {
+		want := icmpFrame(t, v6, []byte("ping payload 0123456789"))
+		f := append([]byte(nil), want...)
+		ck := 34 + 2
+		if v6 {
+			ck = 54 + 2
+		}
+		f[ck] ^= 0xa5
+		require.Equal(t, want, send(f), "ICMP v6=%v", v6)
+	}
+	require.NoError(t, r.m.Err())
+}
+
+// icmpFrame is an ICMPv4 or ICMPv6 echo request with gopacket's checksum.
+func icmpFrame(t *testing.T, v6 bool, payload []byte) []byte {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr(peerMAC), EthernetType: layers.EthernetTypeIPv4}
+	buf := gopacket.NewSerializeBuffer()
+	opts := gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}
+	var err error
+	if v6 {
+		eth.EthernetType = layers.EthernetTypeIPv6
+		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: layers.IPProtocolICMPv6, SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
+		icmp := &layers.ICMPv6{TypeCode: layers.CreateICMPv6TypeCode(layers.ICMPv6TypeEchoRequest, 0)}
+		require.NoError(t, icmp.SetNetworkLayerForChecksum(ip))
+		err = gopacket.SerializeLayers(buf, opts, eth, ip, icmp, gopacket.Payload(payload))
+	} else {
+		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+		icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 1, Seq: 2}
+		err = gopacket.SerializeLayers(buf, opts, eth, ip, icmp, gopacket.Payload(payload))
+	}
+	require.NoError(t, err)
+	return append([]byte(nil), buf.Bytes()...)
 }
