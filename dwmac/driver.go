@@ -78,6 +78,11 @@ type Config struct {
 	// (HW_FEATURE3.TBSSEL) and a running IEEE 1588 clock, the time base of
 	// launch times.
 	LaunchTimeQueues uint32
+	// NoTxCOEQueues has bit q set for each TX queue q whose core was
+	// synthesized without the checksum engine (the devicetree's
+	// "snps,coe-unsupported"; no register says so): those queues do not
+	// offer nic.TxMetaChecksum. The Intel mGbE has it on every queue.
+	NoTxCOEQueues uint32
 	// PTPClockHz is the PTP reference clock. Zero: the integration's (Intel
 	// 200 MHz, i.MX8MP 100 MHz).
 	PTPClockHz int

@@ -41,10 +41,7 @@ type txQueue struct {
 	// each slot. Immutable.
 	dsz, doff int
 	caps      nic.TxMetaCaps // what TxFlags this queue carries out; immutable after Open
-
-	stamps       nic.StampRing // timestamps of reclaimed frames, until TxStamps takes them
-	stampDropped atomic.Uint64 // stamps.Dropped, for Stats
-	stampSkipped atomic.Uint64 // frames that asked for a timestamp and got none (no TTSS)
+	stampsOut int            // frames in flight that asked for a timestamp: reclaim looks only then
 
 	slots    []*dma.Buf // buffer of each in-flight descriptor
 	done     []*dma.Buf // reclaim batch, len n
@@ -68,6 +65,11 @@ type txQueue struct {
 	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
 
 	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
+
+	// Last: 6 KiB that frames without requests never touch.
+	stamps       nic.StampRing // timestamps of reclaimed frames, until TxStamps takes them
+	stampDropped atomic.Uint64 // stamps.Dropped, for Stats
+	stampSkipped atomic.Uint64 // frames that asked for a timestamp and got none (no TTSS)
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -271,8 +273,10 @@ func (q *txQueue) reclaim() int {
 		if st&twb3ES != 0 {
 			errs++
 		}
-		if b := q.slots[q.clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
-			q.pushStamp(b, d, st)
+		if q.stampsOut != 0 {
+			if b := q.slots[q.clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
+				q.pushStamp(b, d, st)
+			}
 		}
 		q.done[n] = q.slots[q.clean]
 		q.slots[q.clean] = nil
@@ -319,7 +323,7 @@ func (q *txQueue) free() error {
 		}
 	}
 	nic.PutBufs(q.done[:k])
-	q.inflight = 0
+	q.inflight, q.stampsOut = 0, 0
 	if q.ring != nil {
 		err := q.alloc.Free(q.ring)
 		q.ring = nil

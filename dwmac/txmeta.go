@@ -46,7 +46,7 @@ func (p *Port) txCaps(q *txQueue) nic.TxMetaCaps {
 			c |= nic.TxMetaLaunchTime
 		}
 	}
-	if p.hw.Features[0]&hwf0TXCOE != 0 {
+	if p.hw.Features[0]&hwf0TXCOE != 0 && p.cfg.NoTxCOEQueues&(1<<uint(q.idx)) == 0 {
 		c |= nic.TxMetaChecksum
 	}
 	return c
@@ -132,6 +132,7 @@ func (q *txQueue) putMeta(off int, d []byte, d3 uint32, b *dma.Buf) uint32 {
 	}
 	if b.TxFlags&dma.TxFlagTimestamp != 0 {
 		binary.LittleEndian.PutUint32(d[des2:], le32(d[des2:])|tdes2TTSE)
+		q.stampsOut++
 	}
 	return d3
 }
@@ -139,6 +140,7 @@ func (q *txQueue) putMeta(off int, d []byte, d3 uint32, b *dma.Buf) uint32 {
 // pushStamp records the completion of b, which asked for a timestamp: its
 // write-back d with TDES3 st.
 func (q *txQueue) pushStamp(b *dma.Buf, d []byte, st uint32) {
+	q.stampsOut--
 	s := nic.TxStamp{Addr: b.DataIOVA()}
 	if st&twb3TTSS != 0 {
 		s.Time, s.OK = txTimestamp(d), true

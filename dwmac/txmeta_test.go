@@ -165,6 +165,8 @@ func TestSimTxMetaCaps(t *testing.T) {
 		{"TGL launch time on 1", dwmacsim.Config{PCIDevice: 0xa0ac}, dwmac.Config{Queues: 2, LaunchTimeQueues: 0b10},
 			[]nic.TxMetaCaps{all, all | nic.TxMetaLaunchTime}, false},
 		{"no TX COE", dwmacsim.Config{NoTxCOE: true}, dwmac.Config{}, []nic.TxMetaCaps{nic.TxMetaTimestamp}, false},
+		{"no COE on queue 1", dwmacsim.Config{Variant: dwmacsim.IMX8MP, NoTxCOEQueues: 0b10}, dwmac.Config{Queues: 3, NoTxCOEQueues: 0b10},
+			[]nic.TxMetaCaps{all, nic.TxMetaTimestamp, all}, false},
 		{"i.MX8MP", dwmacsim.Config{Variant: dwmacsim.IMX8MP}, dwmac.Config{Queues: 3}, []nic.TxMetaCaps{all, all, all}, false},
 		{"i.MX8MP has no TBS", dwmacsim.Config{Variant: dwmacsim.IMX8MP}, dwmac.Config{Queues: 2, LaunchTimeQueues: 0b10}, nil, true},
 		{"launch time beyond the queues", dwmacsim.Config{}, dwmac.Config{Queues: 1, LaunchTimeQueues: 0b10}, nil, true},

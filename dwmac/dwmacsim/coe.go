@@ -42,6 +42,9 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 		m.faults.Add("tx-csum", "", at, "CIC=%d: "+format, append([]any{cic}, args...)...)
 		return bits
 	}
+	if m.cfg.NoTxCOEQueues&(1<<c) != 0 {
+		return fault(0, "checksum insertion on TX queue %d, which has no checksum engine (Config.NoTxCOEQueues, snps,coe-unsupported): the frame leaves without it", c)
+	}
 	txOp := m.mtlq[c].txOp
 	if txOp&mtlTSF == 0 {
 		return fault(tw3PCE|tw3ES, "checksum insertion on TX queue %d without store-and-forward (MTL_TxQ_Operation_Mode.TSF): the MTL would forward the frame before its checksum is known", c)

@@ -79,6 +79,12 @@ type Config struct {
 	// checksum insertion (TDES3.CIC) is a fault. Both variants have it
 	// (stmmac's dma_cap.tx_coe on the Intel mGbE and the i.MX8MP EQOS).
 	NoTxCOE bool
+	// NoTxCOEQueues has bit q set for each TX queue q synthesized without
+	// the checksum engine, as a devicetree's "snps,coe-unsupported" says of
+	// some cores (stmmac_mtl_setup; stmmac_xmit then checksums in
+	// software). CIC on such a queue is a fault: the frame leaves without
+	// the checksum.
+	NoTxCOEQueues uint32
 	// PTPClockHz is the PTP reference clock (clk_ptp_ref). 0: 200 MHz on
 	// IntelMGbE (dwmac-intel's clk_ptp_rate), 100 MHz on IMX8MP (the
 	// ENET_QOS_TIMER rate imx8mp.dtsi assigns).

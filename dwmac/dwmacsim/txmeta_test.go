@@ -198,10 +198,15 @@ func TestTxChecksumRefusals(t *testing.T) {
 		{"IP length beyond the frame", func(f []byte) []byte { binary.BigEndian.PutUint16(f[16:], 1000); return f }, sf, tPCE | tES, "beyond the"},
 		{"threshold mode", same, tTXQEN | tTQS4K, tPCE | tES, "store-and-forward"},
 		{"frame beyond the queue's FIFO", same, tTXQEN | tTSF, tPCE | tES, "256-byte FIFO"},
+		{"queue without the engine", same, 0, 0, "no checksum engine"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			r := newRig(t, testCfg())
+			cfg := testCfg()
+			if tc.txOp == 0 {
+				cfg.NoTxCOEQueues, tc.txOp = 1, sf
+			}
+			r := newRig(t, cfg)
 			r.bringUp()
 			r.wr(tMTLTxOp0, tc.txOp)
 			var cap capture
