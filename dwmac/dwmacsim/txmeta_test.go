@@ -326,7 +326,11 @@ func (x *enhRing) kick() {
 func (x *enhRing) wb(i int) (uint32, int64) {
 	x.r.a.Sync(x.ring, i*tEnhDesc, tEnhDesc, dma.ForCPU)
 	d := x.ring.CPU[i*tEnhDesc+16:]
-	return binary.LittleEndian.Uint32(d[12:]), int64(binary.LittleEndian.Uint32(d[4:]))*1e9 + int64(binary.LittleEndian.Uint32(d[0:]))
+	d3 := loadDES3(d) // atomic: the device may be writing it back now
+	if d3&tOWN != 0 {
+		return d3, 0 // DES0/DES1 are the device's until OWN clears
+	}
+	return d3, int64(binary.LittleEndian.Uint32(d[4:]))*1e9 + int64(binary.LittleEndian.Uint32(d[0:]))
 }
 
 func launchFields(ns int64) (uint32, uint32) {
