@@ -155,12 +155,12 @@ func putTxRead(d []byte, addr uint64, n int, ioc bool) uint32 {
 	return desOWN | desFD | desLD | uint32(n)&tdes3FLMask
 }
 
-// putLaunch writes ETDES4..7, the prefix e of an enhanced descriptor: a
-// launch time of ns (PHC nanoseconds), or with ns < 0 none (LTV clear).
-func putLaunch(e []byte, ns int64) {
+// putLaunch writes ETDES4..7, the prefix e of an enhanced descriptor: with
+// on, a launch time of ns (PHC nanoseconds); otherwise none (LTV clear).
+func putLaunch(e []byte, ns uint64, on bool) {
 	_ = e[enhPrefix-1]
 	var d4, d5 uint32
-	if ns >= 0 {
+	if on {
 		d4 = etdes4LTV | uint32(ns/nsPerSec)&etdes4LTSec
 		d5 = uint32(ns%nsPerSec) & etdes5LTNs
 	}

@@ -63,11 +63,17 @@ func (q *txQueue) CheckTxMeta(b *dma.Buf) error {
 	if err := nic.CheckTxRequest(q.caps, b); err != nil {
 		return err
 	}
+	if b.TxFlags&dma.TxFlagLaunchTime != 0 && b.LaunchTime >= maxSystemTime {
+		return fmt.Errorf("%w: launch time %d ns lies beyond the system time's 32-bit seconds", nic.ErrTxMeta, b.LaunchTime)
+	}
 	if b.TxFlags&dma.TxFlagChecksum != 0 && !q.port.cfg.uncheckedTxMeta {
 		return q.checkCsum(b)
 	}
 	return nil
 }
+
+// maxSystemTime is where MAC_System_Time_Seconds (32 bits) ends, in ns.
+const maxSystemTime = 1 << 32 * nsPerSec
 
 // checkCsum refuses a checksum request the parsing engine would not carry out
 // as asked.
@@ -121,11 +127,7 @@ func l4Name(proto uint8) string {
 // in it), d3 the TDES3 to be stored. It returns the new TDES3.
 func (q *txQueue) putMeta(off int, d []byte, d3 uint32, b *dma.Buf) uint32 {
 	if q.doff != 0 {
-		lt := int64(-1)
-		if b.TxFlags&dma.TxFlagLaunchTime != 0 {
-			lt = int64(b.LaunchTime)
-		}
-		putLaunch(q.ring.CPU[off-enhPrefix:off], lt)
+		putLaunch(q.ring.CPU[off-enhPrefix:off], b.LaunchTime, b.TxFlags&dma.TxFlagLaunchTime != 0)
 	}
 	if b.TxFlags&dma.TxFlagChecksum != 0 {
 		d3 |= tdes3CICFull

@@ -289,6 +289,10 @@ func TestSimTxMetaRefused(t *testing.T) {
 	if err := q.CheckTxMeta(b); !errors.Is(err, nic.ErrTxMeta) {
 		t.Fatalf("launch time on queue 0: %v", err)
 	}
+	b.LaunchTime = 1 << 63
+	if err := metaQueue(t, r.p, 1).CheckTxMeta(b); !errors.Is(err, nic.ErrTxMeta) {
+		t.Fatalf("launch time beyond the clock's range: %v", err)
+	}
 	b.Free()
 	reclaimAll(t, r.p, 512)
 	r.checkModel()
