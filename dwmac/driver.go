@@ -519,7 +519,7 @@ func (p *Port) bringUp() error {
 		return fmt.Errorf("launch time queues %#x: no IEEE 1588 clock to time them (HW_FEATURE0.TSSEL clear or PTP reference clock unknown): %w", p.cfg.LaunchTimeQueues, nic.ErrNotSupported)
 	}
 	for _, q := range p.tx {
-		q.caps = p.txCaps(q)
+		q.caps, q.fifo, q.unchecked = p.txCaps(q), p.txFIFOq, p.cfg.uncheckedTxMeta
 	}
 
 	// 14. Start every RX channel, then every TX channel (stmmac_start_all_dma).

@@ -41,6 +41,8 @@ type txQueue struct {
 	// each slot. Immutable.
 	dsz, doff int
 	caps      nic.TxMetaCaps // what TxFlags this queue carries out; immutable after Open
+	fifo      int            // the MTL TX queue's FIFO bytes (Port.txFIFOq); immutable after Open
+	unchecked bool           // Config.uncheckedTxMeta (tests); immutable
 	stampsOut int            // frames in flight that asked for a timestamp: reclaim looks only then
 
 	slots    []*dma.Buf // buffer of each in-flight descriptor

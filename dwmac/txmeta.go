@@ -66,7 +66,7 @@ func (q *txQueue) CheckTxMeta(b *dma.Buf) error {
 	if b.TxFlags&dma.TxFlagLaunchTime != 0 && b.LaunchTime >= maxSystemTime {
 		return fmt.Errorf("%w: launch time %d ns lies beyond the system time's 32-bit seconds", nic.ErrTxMeta, b.LaunchTime)
 	}
-	if b.TxFlags&dma.TxFlagChecksum != 0 && !q.port.cfg.uncheckedTxMeta {
+	if b.TxFlags&dma.TxFlagChecksum != 0 && !q.unchecked {
 		return q.checkCsum(b)
 	}
 	return nil
@@ -92,8 +92,8 @@ func (q *txQueue) checkCsum(b *dma.Buf) error {
 		return fmt.Errorf("%w: the IP header's length (%d bytes of IP from offset %d) does not cover the %s header or exceeds the %d-byte frame: "+
 			"the engine sums what the IP length says", nic.ErrTxMeta, end-c.L3Off, c.L3Off, l4Name(c.Proto), len(f))
 	}
-	if b.Len > q.port.txFIFOq {
-		return fmt.Errorf("%w: a %d-byte frame does not fit the queue's %d-byte TX FIFO, where the engine must hold it whole", nic.ErrTxMeta, b.Len, q.port.txFIFOq)
+	if b.Len > q.fifo {
+		return fmt.Errorf("%w: a %d-byte frame does not fit the queue's %d-byte TX FIFO, where the engine must hold it whole", nic.ErrTxMeta, b.Len, q.fifo)
 	}
 	return nil
 }
