@@ -223,9 +223,11 @@ func (x *txRing) kick() {
 	x.r.wr(tCh(x.c)+tTxTail, uint32(x.ring.IOVA)+uint32(x.tail*16))
 }
 
+// des3 reads TDES3 of descriptor i atomically, as a driver does: the device
+// side may be writing it back at that moment.
 func (x *txRing) des3(i int) uint32 {
 	x.r.a.Sync(x.ring, i*16, 16, dma.ForCPU)
-	return binary.LittleEndian.Uint32(x.ring.CPU[i*16+12:])
+	return loadDES3(x.ring.CPU[i*16 : i*16+16])
 }
 
 // rxRing is an RX ring posted like stmmac posts it.
