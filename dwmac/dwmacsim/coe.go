@@ -70,7 +70,7 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 		return 0
 	}
 	var err error
-	field := map[byte]int{6: 16, 17: 6, 1: 2, 58: 2}[ip.proto]
+	field := l4Field(ip.proto)
 	switch {
 	case !ip.v4 && ipv6ExtHeader(ip.proto):
 		return fault(0, "IPv6 extension header %d: the engine's parsing of extension headers is not modelled", ip.proto)
@@ -94,6 +94,20 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 	return 0
 }
 
+// l4Field is where the engine puts the checksum of IP protocol proto, from
+// the L4 header: TCP 16, UDP 6, ICMP and ICMPv6 2; 0 for others.
+func l4Field(proto byte) int {
+	switch proto {
+	case 6:
+		return 16
+	case 17:
+		return 6
+	case 1, 58:
+		return 2
+	}
+	return 0
+}
+
 // ipv6ExtHeader reports the IPv6 extension headers (RFC 8200: hop-by-hop,
 // routing, fragment, destination options).
 func ipv6ExtHeader(next byte) bool { return next == 0 || next == 43 || next == 44 || next == 60 }
@@ -103,11 +117,7 @@ func ipv6ExtHeader(next byte) bool { return next == 0 || next == 43 || next == 4
 func insertICMPv6(f []byte, ip ipInfo) error {
 	seg := f[ip.l4:ip.end]
 	binary.BigEndian.PutUint16(seg[2:], 0)
-	var s uint32
-	for _, b := range [][]byte{f[ip.l3+8 : ip.l3+40], seg} {
-		s += uint32(foldSum(b))
-	}
-	s += 58 + uint32(len(seg))
+	s := uint32(foldSum(f[ip.l3+8:ip.l3+40])) + uint32(foldSum(seg)) + 58 + uint32(len(seg))
 	for s>>16 != 0 {
 		s = s&0xffff + s>>16
 	}
