@@ -72,6 +72,11 @@ const (
 	tdes2IOC     uint32 = 1 << 31 // raise TI when this descriptor completes
 	tdes3FLMask  uint32 = 0x7fff  // frame length
 	tdes3CICMask uint32 = 3 << 16 // checksum insertion control: 0 = none
+	// tdes3CICFull is CIC = 3: the engine inserts the IPv4 header checksum and
+	// the TCP/UDP checksum, pseudo-header included, computing all of it from
+	// the frame (databook "Transmit Checksum Offload Engine"; stmmac's
+	// TX_CIC_FULL in dwmac4_rd_prepare_tx_desc).
+	tdes3CICFull uint32 = 3 << 16
 	tdes3CPCMask uint32 = 3 << 26 // CRC/pad control: 0 = insert both
 )
 
@@ -88,6 +93,22 @@ const (
 	twb3JT   uint32 = 1 << 14 // jabber timeout
 	twb3ES   uint32 = 1 << 15 // error summary
 	twb3TTSS uint32 = 1 << 17 // timestamp status (TDES0/1 hold it)
+)
+
+// Enhanced TX descriptors (DMA_CHx_Tx_Control.EDSE, with time-based
+// scheduling, HW_FEATURE3.TBSSEL): 32 bytes, four words ETDES4..ETDES7 in
+// front of the normal TDES0..TDES3 (Linux struct dma_edesc). Only the first
+// descriptor of a frame carries a launch time (stmmac's dwmac4_set_tbs):
+//
+//	ETDES4 LTV 31 | GSN 11:8 (EST gate slot, 0 here) | LT seconds 7:0
+//	ETDES5 LT nanoseconds 31:8 (the low 8 bits of the nanoseconds are dropped)
+//	ETDES6, ETDES7 reserved: 0
+const (
+	enhDescSize = 32      // an enhanced descriptor
+	enhPrefix   = 16      // ETDES4..7 before the normal part
+	etdes4LTV   = 1 << 31 // launch time valid
+	etdes4LTSec = 0xff    // launch time seconds, low 8 bits
+	etdes5LTNs  = 0xffffff00
 )
 
 // Frame limits of one TX descriptor here (no TSO, no jumbo frames): the DMA
@@ -132,6 +153,27 @@ func putTxRead(d []byte, addr uint64, n int, ioc bool) uint32 {
 	}
 	binary.LittleEndian.PutUint32(d[des2:], t2)
 	return desOWN | desFD | desLD | uint32(n)&tdes3FLMask
+}
+
+// putLaunch writes ETDES4..7, the prefix e of an enhanced descriptor: with
+// on, a launch time of ns (PHC nanoseconds); otherwise none (LTV clear).
+func putLaunch(e []byte, ns uint64, on bool) {
+	_ = e[enhPrefix-1]
+	var d4, d5 uint32
+	if on {
+		d4 = etdes4LTV | uint32(ns/nsPerSec)&etdes4LTSec
+		d5 = uint32(ns%nsPerSec) & etdes5LTNs
+	}
+	binary.LittleEndian.PutUint32(e[0:], d4)
+	binary.LittleEndian.PutUint32(e[4:], d5)
+	binary.LittleEndian.PutUint32(e[8:], 0)
+	binary.LittleEndian.PutUint32(e[12:], 0)
+}
+
+// txTimestamp reads the timestamp a TX write-back with TTSS carries: TDES0
+// nanoseconds, TDES1 seconds (dwmac4_get_timestamp).
+func txTimestamp(d []byte) uint64 {
+	return uint64(le32(d[des1:]))*nsPerSec + uint64(le32(d[des0:]))
 }
 
 // rxWriteback is a decoded RX write-back descriptor, for tests and dumps.

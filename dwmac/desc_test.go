@@ -2,6 +2,7 @@ package dwmac
 
 import (
 	"bytes"
+	"encoding/binary"
 	"testing"
 )
 
@@ -123,5 +124,30 @@ func TestLookup(t *testing.T) {
 	}
 	if _, ok := LookupCompatible("snps,dwmac-5.10a"); ok {
 		t.Error("the generic snps compatible matched: its glue (clocks, interface mode) is unknown")
+	}
+}
+
+// TestPutLaunch: ETDES4 LTV | seconds 7:0, ETDES5 nanoseconds 31:8, ETDES6/7
+// zero (dwmac4_set_tbs), and nothing but zeros without a launch time.
+func TestPutLaunch(t *testing.T) {
+	e := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}
+	putLaunch(e, 0x1234*1_000_000_000+999_999_999, true)
+	want := []uint32{1<<31 | 0x34, 999_999_999 &^ 0xff, 0, 0}
+	for i, w := range want {
+		if got := binary.LittleEndian.Uint32(e[4*i:]); got != w {
+			t.Errorf("ETDES%d = %#x, want %#x", 4+i, got, w)
+		}
+	}
+	putLaunch(e, 5, false)
+	for i := range want {
+		if got := binary.LittleEndian.Uint32(e[4*i:]); got != 0 {
+			t.Errorf("no launch time: ETDES%d = %#x", 4+i, got)
+		}
+	}
+	d := make([]byte, 16)
+	binary.LittleEndian.PutUint32(d[0:], 123_456_789)
+	binary.LittleEndian.PutUint32(d[4:], 7)
+	if got := txTimestamp(d); got != 7_123_456_789 {
+		t.Errorf("txTimestamp %d, want TDES1 s + TDES0 ns = 7123456789", got)
 	}
 }

@@ -30,6 +30,17 @@
 // the first descriptor's OWN is set last. Each Recv and each Send ends with at
 // most one tail-pointer write.
 //
+// TX requests (txmeta.go): each TX queue is a nic.TxMetaQueue. A frame's
+// dma.Buf.TxFlags may ask for the L4 checksum (TDES3.CIC = 3, the MAC's
+// parsing checksum engine: only where nic.ParseL4 finds the checksum, on
+// cores with HW_FEATURE0.TXCOESEL and queues not in Config.NoTxCOEQueues),
+// a TX timestamp (TDES2.TTSE; the write-back's TDES0/TDES1 in the PHC's time
+// base, collected with TxStamps) and, on queues in Config.LaunchTimeQueues
+// (enhanced 32-byte descriptors, DMA_CHx_Tx_Control.EDSE, with
+// HW_FEATURE3.TBSSEL), a launch time (ETDES4/5). Send stops at the first frame
+// CheckTxMeta refuses; frames that ask for nothing cost one test of TxFlags.
+// Stats adds tx_hwtstamp_dropped and tx_hwtstamp_skipped.
+//
 // FCS: Open sets MAC_Configuration ACS and CST (strip the FCS of every frame) and
 // reads the register back: a MAC that keeps them strips the FCS and PL is the
 // frame length; otherwise the driver subtracts the 4 FCS bytes itself.
@@ -73,5 +84,6 @@
 // on any goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
 // (descriptor layouts and the atomic DES3 access), rx.go, tx.go (rings), phy.go
 // (MDIO), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
-// stats.go, dump.go, ids.go.
+// txmeta.go (TX requests), ptp.go (the IEEE 1588 clock), stats.go, dump.go,
+// ids.go.
 package dwmac

@@ -72,6 +72,19 @@ type Config struct {
 	// dma.FlagTimestamp). Each frame then takes a second descriptor (the
 	// context descriptor with its timestamp).
 	RxTimestamp bool
+	// LaunchTimeQueues has bit q set for each TX queue q that honours
+	// dma.Buf.LaunchTime (nic.TxMetaLaunchTime): time-based scheduling
+	// through enhanced descriptors (DMA_CHx_Tx_Control.EDSE; stmmac's
+	// per-queue "tbs", which dwmac-intel enables on queues 1 and up). Those
+	// rings take 32-byte descriptors. The MAC must have TBS
+	// (HW_FEATURE3.TBSSEL) and a running IEEE 1588 clock, the time base of
+	// launch times.
+	LaunchTimeQueues uint32
+	// NoTxCOEQueues has bit q set for each TX queue q whose core was
+	// synthesized without the checksum engine (the devicetree's
+	// "snps,coe-unsupported"; no register says so): those queues do not
+	// offer nic.TxMetaChecksum. The Intel mGbE has it on every queue.
+	NoTxCOEQueues uint32
 	// PTPClockHz is the PTP reference clock. Zero: the integration's (Intel
 	// 200 MHz, i.MX8MP 100 MHz).
 	PTPClockHz int
@@ -80,6 +93,11 @@ type Config struct {
 	// allocator without uncached memory: the broken layout ringmem.go
 	// explains, for the test that shows the cache model catches it.
 	cachedRings bool
+	// uncheckedTxMeta has CheckTxMeta skip the hardware's own limits (only
+	// nic.CheckTxRequest remains), and noEDSE has a launch-time queue lay out
+	// enhanced descriptors without setting EDSE: wrong drivers, for the tests
+	// that show the model catches them.
+	uncheckedTxMeta, noEDSE bool
 }
 
 const (
@@ -138,6 +156,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.AddrBits != 0 && (c.AddrBits < 32 || c.AddrBits > 64) {
 		return c, fmt.Errorf("dwmac: %d address bits: want 32 to 64", c.AddrBits)
+	}
+	if c.LaunchTimeQueues>>uint(c.Queues) != 0 {
+		return c, fmt.Errorf("dwmac: launch time queues %#x name queues beyond the %d configured", c.LaunchTimeQueues, c.Queues)
 	}
 	return c, nil
 }
@@ -320,6 +341,9 @@ func (p *Port) bringUp() error {
 	} else {
 		p.ieNIE = ieNIE400
 	}
+	if p.cfg.LaunchTimeQueues != 0 && p.hw.Features[3]&hwf3TBSSEL == 0 {
+		return fmt.Errorf("launch time queues %#x: the MAC has no time-based scheduling (HW_FEATURE3.TBSSEL clear): %w", p.cfg.LaunchTimeQueues, nic.ErrNotSupported)
+	}
 	maxQ := min(p.model.RxQueues, p.model.TxQueues, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans)
 	if p.cfg.Queues > maxQ {
 		return fmt.Errorf("%d queues: the %s has %d (MTL %d RX / %d TX, DMA %d RX / %d TX channels)",
@@ -483,7 +507,7 @@ func (p *Port) bringUp() error {
 	// 13. VLAN tags and the IEEE 1588 clock.
 	p.setupVLAN()
 	if err := p.setupPTP(); err != nil {
-		if p.cfg.RxTimestamp {
+		if p.cfg.RxTimestamp || p.cfg.LaunchTimeQueues != 0 {
 			return err
 		}
 		// The clock is an extra: a port that did not ask for timestamps
@@ -491,6 +515,13 @@ func (p *Port) bringUp() error {
 		p.phc = phcState{}
 		p.w32(regPTPTCR, 0)
 		p.warnings = append(p.warnings, fmt.Sprintf("IEEE 1588 clock not started (%v): no PHC", err))
+	}
+
+	if p.cfg.LaunchTimeQueues != 0 && !p.phc.on {
+		return fmt.Errorf("launch time queues %#x: no IEEE 1588 clock to time them (HW_FEATURE0.TSSEL clear or PTP reference clock unknown): %w", p.cfg.LaunchTimeQueues, nic.ErrNotSupported)
+	}
+	for _, q := range p.tx {
+		q.caps, q.fifo, q.unchecked = p.txCaps(q), p.txFIFOq, p.cfg.uncheckedTxMeta
 	}
 
 	// 14. Start every RX channel, then every TX channel (stmmac_start_all_dma).

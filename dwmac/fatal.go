@@ -133,9 +133,9 @@ func (q *txQueue) recover() int {
 	}
 	nic.PutBufs(q.done[:k])
 	q.errors.Add(uint64(k))
-	q.inflight, q.clean, q.tail = 0, 0, 0
+	q.inflight, q.clean, q.tail, q.stampsOut = 0, 0, 0, 0
 	clear(q.ring.CPU)
-	nic.SyncRing(q.alloc, q.ring, descSize, q.n, 0, q.n, dma.ForDevice)
+	nic.SyncRing(q.alloc, q.ring, q.dsz, q.n, 0, q.n, dma.ForDevice)
 	if q.port.addrBits > 32 {
 		q.regs.Write32(uint32(q.reg(chTxBaseHi)), uint32(q.ring.IOVA>>32))
 	}

@@ -316,6 +316,11 @@ const (
 	hwf0ADDMAC = 1 << 18 // more than one MAC address register
 )
 
+// hwFeature3 bits (MAC_HW_Feature3; stmmac dwmac4.h GMAC_HW_FEAT_TBSSEL).
+const (
+	hwf3TBSSEL = 1 << 27 // time-based scheduling: enhanced TX descriptors with a launch time
+)
+
 // hwFeature1 fields (MAC_HW_Feature1). Bit 20 is AVSEL here (dwmac4.h
 // GMAC_HW_FEAT_AVSEL), not the XGMAC's RSSEN: no EQoS feature field announces
 // RSS, and 0xc80-0xc8c, the XGMAC's RSS registers, are MTL_EST_GCL_Control,

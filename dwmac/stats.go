@@ -83,7 +83,7 @@ func (p *Port) Stats() []nic.Counter {
 		badLen += q.badLen.Load()
 		allocFail += q.allocFail.Load()
 	}
-	var rxRec, txRec uint64
+	var rxRec, txRec, tsDropped, tsSkipped uint64
 	for _, q := range p.rx {
 		rxRec += q.fatal.recoveries.Load()
 	}
@@ -97,6 +97,8 @@ func (p *Port) Stats() []nic.Counter {
 		refDMA += q.refusedDMA.Load()
 		refLen += q.refusedLen.Load()
 		refOwner += q.refusedOwner.Load()
+		tsDropped += q.stampDropped.Load()
+		tsSkipped += q.stampSkipped.Load()
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_packets", Value: rxp},
@@ -114,6 +116,11 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
 		nic.Counter{Name: "rx_dma_recoveries", Value: rxRec},
 		nic.Counter{Name: "tx_dma_recoveries", Value: txRec},
+		// TX timestamps: completions lost because TxStamps was not called
+		// (the StampRing was full), and frames that asked for a timestamp
+		// whose write-back had no TTSS.
+		nic.Counter{Name: "tx_hwtstamp_dropped", Value: tsDropped},
+		nic.Counter{Name: "tx_hwtstamp_skipped", Value: tsSkipped},
 	)
 	for _, q := range p.rx {
 		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())

@@ -21,6 +21,12 @@ import (
 // descriptor; Reclaim returns it to its own pool (which may be another port's)
 // once OWN is clear. At most n-1 descriptors are in flight.
 //
+// Frames may carry per-frame requests (dma.Buf.TxFlags, see txmeta.go): a
+// checksum (TDES3.CIC), a timestamp (TDES2.TTSE, read back from the write-back
+// at reclaim into stamps) and, on a queue in Config.LaunchTimeQueues, a launch
+// time (the enhanced descriptor's ETDES4/5). Frames that ask for nothing take
+// the same path as before, at the cost of one test of TxFlags.
+//
 // One goroutine owns the queue; the counters are read atomically by Stats.
 type txQueue struct {
 	port    *Port
@@ -30,6 +36,14 @@ type txQueue struct {
 	ring    *dma.Region
 	n       int
 	tailReg uint32
+	// dsz is the ring's stride: descSize, or enhDescSize on a launch-time
+	// queue, whose normal descriptor then starts at doff (enhPrefix) within
+	// each slot. Immutable.
+	dsz, doff int
+	caps      nic.TxMetaCaps // what TxFlags this queue carries out; immutable after Open
+	fifo      int            // the MTL TX queue's FIFO bytes (Port.txFIFOq); immutable after Open
+	unchecked bool           // Config.uncheckedTxMeta (tests); immutable
+	stampsOut int            // frames in flight that asked for a timestamp: reclaim looks only then
 
 	slots    []*dma.Buf // buffer of each in-flight descriptor
 	done     []*dma.Buf // reclaim batch, len n
@@ -53,6 +67,11 @@ type txQueue struct {
 	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
 
 	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
+
+	// Last: 6 KiB that frames without requests never touch.
+	stamps       nic.StampRing // timestamps of reclaimed frames, until TxStamps takes them
+	stampDropped atomic.Uint64 // stamps.Dropped, for Stats
+	stampSkipped atomic.Uint64 // frames that asked for a timestamp and got none (no TTSS)
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -64,9 +83,13 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
 		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
 		trusted: make([]*dma.Pool, 0, maxTrustedPools),
-		tailReg: uint32(chReg(i, chTxTail))}
+		tailReg: uint32(chReg(i, chTxTail)), dsz: descSize}
+	tbs := p.cfg.LaunchTimeQueues&(1<<uint(i)) != 0
+	if tbs {
+		q.dsz, q.doff = enhDescSize, enhPrefix
+	}
 	var err error
-	if q.ring, err = p.allocRing(n * descSize); err != nil {
+	if q.ring, err = p.allocRing(n * q.dsz); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
 	}
 	if err := p.reach("TX descriptor ring", q.ring.IOVA, q.ring.Len()); err != nil {
@@ -83,7 +106,17 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 	}
 	// dwmac4_dma_init_tx_chan, _set_tx_ring_len; the tail starts at the base
 	// (nothing to send).
-	p.w32(chReg(i, chTxControl), pbl<<chTxPBLShift)
+	ctl := pbl << chTxPBLShift
+	if tbs && !p.cfg.noEDSE {
+		// dwmac4_enable_tbs: EDSE with the channel stopped, and read back:
+		// a channel without TBS keeps the bit 0.
+		ctl |= uint32(chTxEDSE)
+	}
+	p.w32(chReg(i, chTxControl), ctl)
+	if tbs && !p.cfg.noEDSE && p.r32(chReg(i, chTxControl))&uint32(chTxEDSE) == 0 {
+		q.free()
+		return nil, fmt.Errorf("DMA_CH%d_Tx_Control.EDSE does not stay set: this channel has no enhanced descriptors for launch times: %w", i, nic.ErrNotSupported)
+	}
 	if p.addrBits > 32 {
 		p.w32(chReg(i, chTxBaseHi), uint32(q.ring.IOVA>>32))
 	}
@@ -165,6 +198,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		if q.inflight == q.n-1 {
 			break
 		}
+		if b != nil && b.TxFlags != 0 && q.CheckTxMeta(b) != nil {
+			break // it and the rest stay with the caller
+		}
 		taken++
 		if nic.HeldElsewhere(b) {
 			q.refusedOwner.Add(1)
@@ -181,9 +217,12 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
 			}
 		}
-		off := q.tail * descSize
+		off := q.tail*q.dsz + q.doff
 		d := q.ring.CPU[off : off+descSize]
 		d3 := putTxRead(d, b.DataIOVA(), b.Len, false)
+		if q.doff != 0 || b.TxFlags != 0 {
+			d3 = q.putMeta(off, d, d3, b)
+		}
 		if posted == 0 {
 			firstDES3 = d3
 		} else {
@@ -199,10 +238,10 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		nbytes += uint64(b.Len)
 	}
 	if posted > 0 {
-		off := first * descSize
+		off := first*q.dsz + q.doff
 		storeDES3(q.ring.CPU[off:off+descSize], firstDES3)
-		nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, posted, dma.ForDevice)
-		q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*descSize))
+		nic.SyncRing(q.alloc, q.ring, q.dsz, q.n, first, posted, dma.ForDevice)
+		q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*q.dsz))
 		q.packets.Add(uint64(posted))
 		q.bytes.Add(nbytes)
 	}
@@ -226,14 +265,20 @@ func (q *txQueue) reclaim() int {
 	n := 0
 	var errs uint64
 	for q.inflight > 0 {
-		off := q.clean * descSize
+		off := q.clean*q.dsz + q.doff
 		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
-		st := loadDES3(q.ring.CPU[off : off+descSize])
+		d := q.ring.CPU[off : off+descSize]
+		st := loadDES3(d)
 		if st&desOWN != 0 {
 			break
 		}
 		if st&twb3ES != 0 {
 			errs++
+		}
+		if q.stampsOut != 0 {
+			if b := q.slots[q.clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
+				q.pushStamp(b, d, st)
+			}
 		}
 		q.done[n] = q.slots[q.clean]
 		q.slots[q.clean] = nil
@@ -280,7 +325,7 @@ func (q *txQueue) free() error {
 		}
 	}
 	nic.PutBufs(q.done[:k])
-	q.inflight = 0
+	q.inflight, q.stampsOut = 0, 0
 	if q.ring != nil {
 		err := q.alloc.Free(q.ring)
 		q.ring = nil

@@ -68,8 +68,18 @@ const (
 	td3CPCMask  uint32 = 3 << 26
 
 	// TX write-back.
-	tw3ES uint32 = 1 << 15 // error summary
-	tw3DE uint32 = 1 << 23 // descriptor error
+	tw3IHE  uint32 = 1 << 0  // IP header error: the checksum engine found the IP header malformed
+	tw3PCE  uint32 = 1 << 12 // payload checksum error: the engine inserted no L4 checksum
+	tw3ES   uint32 = 1 << 15 // error summary
+	tw3TTSS uint32 = 1 << 17 // timestamp status: DES0 nanoseconds, DES1 seconds
+	tw3DE   uint32 = 1 << 23 // descriptor error
+
+	// Enhanced descriptor launch time (stmmac dwmac4_set_tbs): ETDES4 LTV 31,
+	// GSN 11:8 (the EST gate slot), LT seconds 7:0; ETDES5 LT nanoseconds
+	// 31:8 (bits 7:0 reserved); ETDES6/7 reserved.
+	tdes4GSNMask  uint32 = 0xf << 8
+	tdes4LTSecs   uint32 = 0xff
+	tdes5LTNsMask uint32 = 0xffffff00
 
 	// RX read.
 	rd3BUF1V uint32 = 1 << 24

@@ -16,8 +16,15 @@
 //   - Identity: MAC_Version (SNPSVER configurable: 0x52 for ADL, 0x51 for the
 //     i.MX8MP), HW_FEATURE0-3 (MII/GMII, MDIO, MMC, 3 extra MAC addresses;
 //     FIFO sizes; ADDR64 = 40 bits; a 64-bin hash table; queue and channel
-//     counts; IEEE 1588 timestamps). No checksum offload, TSO, split header,
-//     VLAN or L3/L4 filtering is advertised, and using them is a fault.
+//     counts; IEEE 1588 timestamps; the TX checksum engine, TXCOESEL, unless
+//     Config.NoTxCOE; time-based scheduling, TBSSEL, on the Intel variant).
+//     No RX checksum offload, TSO, split header, VLAN or L3/L4 filtering is
+//     advertised, and using them is a fault.
+//   - TX requests per frame: checksum insertion (TDES3.CIC 1-3, coe.go) on a
+//     copy of the frame, with the IHE/PCE write-back errors; TX timestamps
+//     (TDES2.TTSE, written back with TTSS in DES0/DES1 from the system
+//     time); launch times in enhanced descriptors (DMA_CH_Tx_Control.EDSE,
+//     ETDES4/5), the frame held until the system time reaches them (tbs.go).
 //   - No RSS, because the EQoS core has none (rss.go): RSS is a DWC XGMAC
 //     block, whose registers at 0xc80-0xc8c are the EST gate-control list and
 //     reserved words here. Any access there is a fault saying so, and the
@@ -90,10 +97,12 @@
 // address with high bits while EAME is off; DMA outside the mapped IOVAs or
 // while bus mastering is off (PCI), which also stops the channel with FBE;
 // descriptors the model refuses (see tx.go and rx.go: OWN without FD or BUF1V,
-// buffer length 0, FL mismatch, unmodelled features); TX with TXQEN not 2;
+// buffer length 0, FL mismatch, unmodelled features, launch times it cannot
+// honour); checksum insertion the engine cannot carry out (coe.go: no TSF,
+// a frame beyond the queue's FIFO, not IP, a malformed IP header or length); TX with TXQEN not 2;
 // TXQEN 1 (AV); a TxPBL/RxPBL other than 1, 2, 4, 8, 16 or 32; descriptor
-// skip (DSL), split header, TSO or enhanced descriptors in the channel
-// controls; HUC, DAIF, VTFE or IPFE in the packet filter, SA/MBC in a MAC
+// skip (DSL), split header or TSO in the channel controls; EDSE changed
+// while the channel runs; HUC, DAIF, VTFE or IPFE in the packet filter, SA/MBC in a MAC
 // address, loopback (LM); INTM = 1 on the i.MX8MP (only macirq is wired); interrupt
 // enable bits of the other core version's layout; MDIO accesses while GB is
 // set; an interrupt on a vector EnableMSIX did not set up (when none is set

@@ -35,6 +35,7 @@ const (
 	tSWR, tINTM1, tEAME            = 1 << 0, 1 << 16, 1 << 11
 	tST, tSR                       = 1 << 0, 1 << 0
 	tTXQEN, tTSF, tRSF             = 2 << 2, 1 << 1, 1 << 5
+	tTQS4K                         = (4096/256 - 1) << 16 // MTL_TxQ_Operation_Mode.TQS
 	tGB, tC45E, tGOCWrite, tGOCRd  = 1 << 0, 1 << 1, 1 << 2, 3 << 2
 	tPR, tHMC, tPM, tDBF, tRA      = 1 << 0, 1 << 2, 1 << 4, 1 << 5, 1 << 31
 
@@ -156,7 +157,7 @@ func (r *rig) bringUp() {
 	r.wr(tSysBus, tEAME)
 	r.wr(tRxqCtrl0, 2) // queue 0 generic
 	for c := 0; c < r.m.Channels(); c++ {
-		r.wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF)
+		r.wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF|tTQS4K) // a 4 KiB queue, as stmmac splits the FIFO
 		r.wr(tMTLRxOp0+0x40*uint32(c), tRSF)
 	}
 	r.linkUp()
@@ -222,9 +223,11 @@ func (x *txRing) kick() {
 	x.r.wr(tCh(x.c)+tTxTail, uint32(x.ring.IOVA)+uint32(x.tail*16))
 }
 
+// des3 reads TDES3 of descriptor i atomically, as a driver does: the device
+// side may be writing it back at that moment.
 func (x *txRing) des3(i int) uint32 {
 	x.r.a.Sync(x.ring, i*16, 16, dma.ForCPU)
-	return binary.LittleEndian.Uint32(x.ring.CPU[i*16+12:])
+	return loadDES3(x.ring.CPU[i*16 : i*16+16])
 }
 
 // rxRing is an RX ring posted like stmmac posts it.

@@ -74,6 +74,17 @@ type Config struct {
 	NoRxClock bool
 	// NoXPCS removes the xPCS an IntelMGbE has at MDIO address 0x16.
 	NoXPCS bool
+	// NoTxCOE models a core synthesized without the TX checksum offload
+	// engine: HW_FEATURE0.TXCOESEL reads 0 and a descriptor asking for
+	// checksum insertion (TDES3.CIC) is a fault. Both variants have it
+	// (stmmac's dma_cap.tx_coe on the Intel mGbE and the i.MX8MP EQOS).
+	NoTxCOE bool
+	// NoTxCOEQueues has bit q set for each TX queue q synthesized without
+	// the checksum engine, as a devicetree's "snps,coe-unsupported" says of
+	// some cores (stmmac_mtl_setup; stmmac_xmit then checksums in
+	// software). CIC on such a queue is a fault: the frame leaves without
+	// the checksum.
+	NoTxCOEQueues uint32
 	// PTPClockHz is the PTP reference clock (clk_ptp_ref). 0: 200 MHz on
 	// IntelMGbE (dwmac-intel's clk_ptp_rate), 100 MHz on IMX8MP (the
 	// ENET_QOS_TIMER rate imx8mp.dtsi assigns).
@@ -127,6 +138,7 @@ type Model struct {
 
 	sched *sim.Sched // immutable: the device side's clock
 	txT   *sim.Timer // immutable: the TX DMA's next step
+	tbsT  *sim.Timer // immutable: looks again at channels holding a frame for its launch time
 
 	txMu    sync.Mutex
 	txBatch []txFrame // guarded by txMu
@@ -138,6 +150,7 @@ type Model struct {
 
 	closed     bool
 	txPend     uint32    // TX channels the DMA has to look at
+	tbsWait    uint32    // TX channels holding a frame until its launch time (tbs.go)
 	swr        bool      // a DMA software reset is in progress
 	swrUntil   time.Time // earliest end of the reset
 	macConfig  uint32
@@ -276,6 +289,7 @@ func New(cfg Config) (*Model, error) {
 	m.base = sim.NewDevice(dc, m.mem, m)
 	m.sched = sim.NewSched(cfg.Sched)
 	m.txT = m.sched.NewTimer(m.txRun)
+	m.tbsT = m.sched.NewTimer(m.launchDue)
 	m.dev = m.base
 	if cfg.Variant == IMX8MP {
 		m.dev = sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos")
@@ -414,6 +428,7 @@ func (m *Model) resetLocked(swr bool) {
 	m.mmc = [mmcRegs]uint32{}
 	m.xpcs = map[uint32]uint16{}
 	m.swr = false
+	m.tbsWait = 0
 	if swr {
 		m.swr = true
 		m.swrUntil = time.Now().Add(max(m.cfg.ResetDelay, 0))
@@ -531,7 +546,11 @@ func (m *Model) readLocked(off uint32) uint32 {
 	case regMACVersion:
 		return versionUSERVER | uint32(m.cfg.SNPSVER)
 	case regMACHWFeat0:
-		return hw0MIISEL | hw0GMIISEL | hw0SMASEL | hw0MMCSEL | hw0TSSEL | (nMACAddr-1)<<hw0ADDMACShift
+		v := hw0MIISEL | hw0GMIISEL | hw0SMASEL | hw0MMCSEL | hw0TSSEL | (nMACAddr-1)<<hw0ADDMACShift
+		if !m.cfg.NoTxCOE {
+			v |= hw0TXCOESEL
+		}
+		return v
 	case regMACHWFeat1:
 		return fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
 			addr64Bits40<<hw1ADDR64Shift | hashTblSz64<<hw1HashShift
@@ -762,20 +781,6 @@ func (m *Model) eame() bool { return m.sysBusMode&sysEAME != 0 }
 // up, and stmmac then uses enhanced descriptors there); the i.MX8MP EQOS is
 // modelled without.
 func (m *Model) hasTBS() bool { return m.cfg.Variant == IntelMGbE }
-
-// checkLaunchLocked checks TDES4 of the enhanced descriptor whose normal part
-// is at at: a launch time (LTV, bit 31) is not modelled.
-func (m *Model) checkLaunchLocked(at uint64) bool {
-	d, err := m.mem.View("tx-desc", at-descSize, 4)
-	if err != nil {
-		return true // the ring check already covered it; the normal part is read next
-	}
-	if le.Uint32(d)&tdes4LTV != 0 {
-		m.faults.Add("tx-desc", "", at-descSize, "TDES4.LTV: a launch time (time-based scheduling) is not modelled")
-		return false
-	}
-	return true
-}
 
 // debugStatusLocked builds DMA_Debug_Status0/1 from the channels' process
 // states (databook encodings: RX 0 stopped, 3 running waiting for a packet,

@@ -120,15 +120,16 @@ const (
 	hw0GMIISEL      uint32 = 1 << 1
 	hw0SMASEL       uint32 = 1 << 5 // MDIO (station management)
 	hw0MMCSEL       uint32 = 1 << 8
-	hw0ADDMACShift         = 18 // ADDMACADRSEL 22:18: extra MAC address registers
-	hw1RXFIFOShift         = 0  // RXFIFOSIZE 4:0: 128 << n bytes
-	hw1TXFIFOShift         = 6  // TXFIFOSIZE 10:6
-	hw1ADDR64Shift         = 14 // ADDR64 15:14: 0 32-bit, 1 40-bit, 2 48-bit
-	hw1HashShift           = 24 // HASHTBLSZ 25:24: 1 = 64 bins
-	hw2RXQShift            = 0  // RXQCNT 3:0 (count - 1)
-	hw2TXQShift            = 6  // TXQCNT 9:6
-	hw2RXCHShift           = 12 // RXCHCNT 15:12
-	hw2TXCHShift           = 18 // TXCHCNT 21:18
+	hw0TXCOESEL     uint32 = 1 << 14 // TX checksum offload engine (TDES3.CIC)
+	hw0ADDMACShift         = 18      // ADDMACADRSEL 22:18: extra MAC address registers
+	hw1RXFIFOShift         = 0       // RXFIFOSIZE 4:0: 128 << n bytes
+	hw1TXFIFOShift         = 6       // TXFIFOSIZE 10:6
+	hw1ADDR64Shift         = 14      // ADDR64 15:14: 0 32-bit, 1 40-bit, 2 48-bit
+	hw1HashShift           = 24      // HASHTBLSZ 25:24: 1 = 64 bins
+	hw2RXQShift            = 0       // RXQCNT 3:0 (count - 1)
+	hw2TXQShift            = 6       // TXQCNT 9:6
+	hw2RXCHShift           = 12      // RXCHCNT 15:12
+	hw2TXCHShift           = 18      // TXCHCNT 21:18
 	addr64Bits40    uint32 = 1
 	hashTblSz64     uint32 = 1
 	hashBins               = 64
@@ -161,7 +162,9 @@ const (
 	mtlRxCtrl    = 0x3c // MTL_RxQ_Control (storage)
 
 	mtlTSF         uint32 = 1 << 1 // TX store and forward
-	mtlTXQENShift         = 2      // TXQEN 3:2: 0 off, 1 AV, 2 enabled
+	mtlTQSShift           = 16     // TQS 24:16: the queue's TX FIFO, in 256-byte blocks minus one
+	mtlTQSMask     uint32 = 0x1ff << mtlTQSShift
+	mtlTXQENShift         = 2 // TXQEN 3:2: 0 off, 1 AV, 2 enabled
 	mtlTXQENMask   uint32 = 3 << mtlTXQENShift
 	mtlTXQENOn     uint32 = 2 << mtlTXQENShift
 	mtlFTQ         uint32 = 1 << 0 // flush TX queue (self-clearing)

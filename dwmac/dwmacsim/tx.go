@@ -21,12 +21,21 @@ import "bytes"
 // and their buffers, belong to the device until the write-back clears OWN. The
 // wire sees a frame only during the send call.
 //
+// Per-frame requests: TDES3.CIC runs the checksum engine on a copy of the
+// frame (coe.go); TDES2.TTSE in any of the frame's descriptors, with
+// MAC_Timestamp_Control.TSENA, timestamps it as it leaves: the write-back of
+// its last descriptor then has TTSS and the system time (ptp.go) in DES0
+// (nanoseconds) and DES1 (seconds), written before DES3. Without TSENA no
+// timestamp is taken (TTSS clear). On an enhanced ring a launch time holds the
+// frame, and those behind it, until the system time reaches it (tbs.go).
+//
 // Refused descriptors (FD missing at the start of a frame, FD inside one,
 // buffer length 0, FL not the sum of the buffer lengths, context descriptors,
-// TSO, checksum insertion, VLAN insertion, timestamps, buffer 2, CPC != 0, a
-// buffer address with high bits while EAME is off, frames over 9022 bytes) are
-// faults: the frame is not sent and its descriptors are written back with DE
-// and ES so the ring keeps moving.
+// TSO, checksum insertion on a core without TXCOESEL, VLAN insertion, buffer
+// 2, CPC != 0, a buffer address with high bits while EAME is off, frames over
+// 9022 bytes, a launch time the model refuses) are faults: the frame is not
+// sent and its descriptors are written back with DE and ES so the ring keeps
+// moving.
 
 // txFrame is one frame gathered from the ring.
 type txFrame struct {
@@ -35,6 +44,12 @@ type txFrame struct {
 	ndesc uint32 // descriptors it used
 	bad   bool   // refused: written back with DE|ES
 	ioc   bool
+	ttse  bool   // a descriptor asked for a timestamp
+	cic   uint32 // TDES3.CIC of the first descriptor, shifted down
+	at    uint64 // the first descriptor's IOVA (for faults)
+	wb    uint32 // write-back status of the last descriptor (checksum errors)
+	// padded is how many zero bytes the MAC added to reach 60.
+	padded int
 }
 
 // gatherResult says why gathering a frame stopped.
@@ -45,6 +60,7 @@ const (
 	gatherNotOwned                // a descriptor without OWN: TBU
 	gatherIncomplete              // the frame's LD is not before the tail yet
 	gatherDMAError                // the ring or a buffer is not reachable
+	gatherHold                    // the frame's launch time has not come
 )
 
 const txBatchMax = 64
@@ -119,6 +135,9 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			if res != gatherOK {
 				break
 			}
+			if fr.cic != 0 && !fr.bad {
+				m.coeFrameLocked(c, &fr, &arena)
+			}
 			batch = append(batch, fr)
 			consumed += fr.ndesc
 			cur = next
@@ -136,6 +155,9 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		if len(batch) == 0 {
 			if res == gatherDMAError {
 				m.dmaErrorLocked(c, true)
+			}
+			if res == gatherHold {
+				m.holdLocked(c)
 			}
 			m.settleTxLocked(c, r, stop, seq)
 			m.txBatch, m.txArena = batch, arena
@@ -179,10 +201,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 						w3 |= d3FD
 					}
 					if k == fr.ndesc-1 {
-						w3 |= d3LD
-						if fr.bad {
-							w3 |= tw3DE | tw3ES
-						}
+						w3 |= d3LD | m.txStatusLocked(fr, d)
 					}
 					storeDES3(d, w3)
 				}
@@ -207,6 +226,12 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
 		if res == gatherDMAError {
+			return false
+		}
+		if res == gatherHold {
+			m.mu.Lock()
+			m.holdLocked(c)
+			m.mu.Unlock()
 			return false
 		}
 		if stop == suspNone && !m.sched.Synchronous() {
@@ -281,13 +306,18 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 		if err != nil {
 			return txFrame{}, start, gatherDMAError
 		}
-		if stride != descSize && k == 0 && !m.checkLaunchLocked(at) {
-			ok = false
-		}
 		m.checkFetchedLocked(r, idx, d, at)
 		d3 := loadDES3(d)
 		if d3&d3OWN == 0 {
 			return txFrame{}, start, gatherNotOwned
+		}
+		if stride != descSize && k == 0 {
+			switch m.launchLocked(at) {
+			case launchHold:
+				return txFrame{}, start, gatherHold
+			case launchBad:
+				ok = false
+			}
 		}
 		fr.ndesc++
 		d2 := le.Uint32(d[des2:])
@@ -296,7 +326,9 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 		}
 		if k == 0 {
 			fl = d3 & td3FLMask
+			fr.cic, fr.at = (d3&td3CICMask)>>td3CICShift, at
 		}
+		fr.ttse = fr.ttse || d2&td2TTSE != 0
 		ln := d2 & td2B1LMask
 		if ok {
 			total += ln
@@ -344,6 +376,7 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 		data = (*arena)[mark:]
 	}
 	if len(data) < minFrame { // the MAC pads (CPC = 0)
+		fr.padded = minFrame - len(data)
 		s := len(*arena)
 		*arena = append(*arena, data...)
 		*arena = append(*arena, zeroPad[:minFrame-len(data)]...)
@@ -368,13 +401,11 @@ func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool,
 		why = "TX descriptor with buffer 1 length 0"
 	case d2&td2B2LMask != 0:
 		why = "TX descriptor with a buffer 2 length: buffer 2 is not modelled"
-	case d2&td2TTSE != 0:
-		why = "TX timestamp (TTSE) is not modelled"
 	case d2&td2VTIR != 0:
 		why = "VLAN tag insertion (VTIR) is not modelled"
 	case firstDesc && d3&td3TSE != 0:
 		why = "TSO (TSE) is not modelled"
-	case firstDesc && d3&td3CICMask != 0:
+	case firstDesc && d3&td3CICMask != 0 && m.cfg.NoTxCOE:
 		why = "checksum insertion (CIC) requested, but HW_FEATURE0.TXCOESEL is not advertised"
 	case firstDesc && d3&td3CPCMask != 0:
 		why = "CPC other than 0 (CRC/pad insertion control) is not modelled"
@@ -390,6 +421,13 @@ func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool,
 // fetchTxLocked is the descriptor fetch a tail write starts on a running TX
 // DMA: the descriptors from the old tail up to the new one are read at once,
 // so their content is fixed then; gatherLocked checks that it still is.
+//
+// A descriptor without OWN followed by one with OWN among them is a fault:
+// the DMA suspends at the first (TBU) and the frames after it wait, though
+// the tail says they are the DMA's. A driver that hands descriptors over in
+// order never leaves such a hole; one that writes 32-byte enhanced
+// descriptors on a channel without EDSE does (ETDES4-7 read as a descriptor
+// without OWN, the normal part after it as one with).
 func (m *Model) fetchTxLocked(r *ring, from uint32) {
 	n := r.n()
 	if from == noTail || r.tailRaw == noTail || !m.mem.DMAEnabled() {
@@ -399,6 +437,7 @@ func (m *Model) fetchTxLocked(r *ring, from uint32) {
 		r.fetched, r.fetchedOK = make([]byte, int(n)*descSize), make([]bool, n)
 	}
 	base, stride := m.ringBase(r)+uint64(r.ds()-descSize), uint64(r.ds())
+	hole := noTail
 	for i, k := from%n, uint32(0); i != r.tailRaw%n && k < n; k++ {
 		at := base + uint64(i)*stride
 		if m.mem.Check(at, descSize) != nil {
@@ -410,6 +449,13 @@ func (m *Model) fetchTxLocked(r *ring, from uint32) {
 		}
 		copy(r.fetched[int(i)*descSize:], d)
 		r.fetchedOK[i] = true
+		switch own := loadDES3(d)&d3OWN != 0; {
+		case !own && hole == noTail:
+			hole = i
+		case own && hole != noTail:
+			m.faults.Add("tx-desc", "TxDesc_Tail", at, "TX descriptor %d without OWN before descriptor %d with OWN, both before the tail: the DMA stops at the first (on a channel without EDSE, enhanced descriptors look like this)", hole, i)
+			hole = n // once per tail write
+		}
 		if i++; i == n {
 			i = 0
 		}
@@ -427,4 +473,38 @@ func (m *Model) checkFetchedLocked(r *ring, idx uint32, d []byte, at uint64) {
 	if !bytes.Equal(r.fetched[o:o+descSize], d[:descSize]) {
 		m.faults.Add("tx-desc", "TxDesc_Tail", at, "TX descriptor %d changed after the tail write handed it to the running DMA (which fetched it then): write descriptors before moving the tail", idx)
 	}
+}
+
+// coeFrameLocked runs the checksum engine on fr for TX channel c: on a copy
+// of the frame in the arena (the engine works in the MTL's FIFO, never on the
+// buffer in memory).
+func (m *Model) coeFrameLocked(c int, fr *txFrame, arena *[]byte) {
+	s := len(*arena)
+	*arena = append(*arena, fr.data...)
+	f := (*arena)[s:]
+	// Padding is the MAC's, after the engine: run it on the frame as the
+	// descriptors gave it.
+	n := len(f)
+	if fr.padded > 0 {
+		n -= fr.padded
+	}
+	fr.wb = m.coeLocked(c, f[:n], fr.cic, fr.at)
+	fr.data = f
+}
+
+// txStatusLocked is the write-back status of fr's last descriptor d, with the
+// timestamp written into d when the frame asked for one and the timestamp
+// unit runs.
+func (m *Model) txStatusLocked(fr *txFrame, d []byte) uint32 {
+	if fr.bad {
+		return tw3DE | tw3ES
+	}
+	w := fr.wb
+	if fr.ttse && m.ptp.tcr&tcrTSENA != 0 {
+		sec, ns := m.ptp.now()
+		le.PutUint32(d[des0:], ns)
+		le.PutUint32(d[des1:], sec)
+		w |= tw3TTSS
+	}
+	return w
 }
