@@ -171,11 +171,11 @@ func TestChecksumFaults(t *testing.T) {
 		}, txTC, 0, "fragment", func(t *testing.T, wire []byte) {
 			require.Zero(t, binary.BigEndian.Uint16(wire[l4Sum:]), "a fragment got a checksum")
 		}},
-		{"ICMP", func() []byte {
+		{"GRE", func() []byte {
 			f := append([]byte(nil), good...)
-			f[23] = 1
+			f[23] = 47
 			return f
-		}, txTC, 0, "neither TCP nor UDP", nil},
+		}, txTC, 0, "not TCP, UDP or (IPv4) ICMP", nil},
 		{"IP length beyond the frame", func() []byte {
 			f := append([]byte(nil), good...)
 			binary.BigEndian.PutUint16(f[16:], 1400)
@@ -255,5 +255,26 @@ func TestTxTimestampFromTimer(t *testing.T) {
 		require.Equal(t, ts, b.r.Read32(regATSTMP))
 		prev = ts
 	}
+	b.noFaults()
+}
+
+// TestChecksumICMPv4: the accelerator also knows ICMP over IPv4 (the RM's
+// checksum calculation: over the ICMP message, no pseudo header); the wire
+// carries gopacket's ICMP and IPv4 header checksums.
+func TestChecksumICMPv4(t *testing.T) {
+	b := newBed(t, bedOpts{ext: true})
+	ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: layers.IPProtocolICMPv4, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+	icmp := &layers.ICMPv4{TypeCode: layers.CreateICMPv4TypeCode(layers.ICMPv4TypeEchoRequest, 0), Id: 7, Seq: 9}
+	buf := gopacket.NewSerializeBuffer()
+	require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
+		&layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0xAA, 0, 0, 0, 1}, DstMAC: b.m.MAC(), EthernetType: layers.EthernetTypeIPv4},
+		ip, icmp, gopacket.Payload(randPayload(rand.New(rand.NewPCG(5, 5)), 101))))
+	want := buf.Bytes()
+	f := append([]byte(nil), want...)
+	f[24], f[25], f[36], f[37] = 0, 0, 0, 0
+	b.queueTX(0, 0, f, txR|txL|txTC, txeINT|txePINS|txeIINS)
+	b.r.Write32(regTDAR, darActive)
+	require.Len(t, b.sent, 1)
+	require.Equal(t, want, b.sent[0])
 	b.noFaults()
 }
