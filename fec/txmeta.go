@@ -55,6 +55,9 @@ func (q *txQueue) CheckTxMeta(b *dma.Buf) error {
 	if b == nil {
 		return fmt.Errorf("fec: %w: no buffer", nic.ErrTxMeta)
 	}
+	if b.Off < 0 || b.Len < 0 || b.Off+b.Len > len(b.Mem) {
+		return fmt.Errorf("fec: %s: %w: frame of %d bytes at %d does not fit its %d-byte buffer", q.port.name, nic.ErrTxMeta, b.Len, b.Off, len(b.Mem))
+	}
 	if b.TxFlags&dma.TxFlagLaunchTime != 0 {
 		return fmt.Errorf("fec: %s: %w: the ENET has no launch time (no time-based transmission; "+
 			"on the i.MX 8M Plus the EQOS, package dwmac, has it)", q.port.name, nic.ErrTxMeta)

@@ -236,6 +236,10 @@ func TestModelTxMetaRefused(t *testing.T) {
 		{"IPv6 extension header", func() []byte { f := tcp6.partial(); f[20] = 0; return f }(), csum(tcp6, tcp6.l4, 16)},
 		{"launch time", udp4.want, func(b *dma.Buf) { b.TxFlags, b.LaunchTime = dma.TxFlagLaunchTime, 1 }},
 		{"unknown flag", udp4.want, func(b *dma.Buf) { b.TxFlags = 1 << 5 }},
+		{"length beyond the buffer", udp4.partial(), func(b *dma.Buf) {
+			csum(udp4, udp4.l4, 6)(b)
+			b.Len = len(b.Mem) - b.Off + 1
+		}},
 	}
 	for _, c := range cases {
 		b := bufWith(t, p, c.frame)
