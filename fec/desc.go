@@ -82,6 +82,8 @@ const (
 	txESCTS   uint32 = 1 << 29 // timestamp the frame
 	txESCPINS uint32 = 1 << 28 // insert the protocol checksum
 	txESCIINS uint32 = 1 << 27 // insert the IP header checksum
+
+	bduDone uint32 = 1 << 31 // bdu word: the device has updated this BD (fec.h BD_ENET_RX_BDU)
 )
 
 // bdWord0 packs datlen and sc as the 32-bit word at offset 0.

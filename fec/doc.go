@@ -77,13 +77,23 @@
 // Config.RxTimestamp, each frame's 1588 timer value extended to 64 bits; the
 // timer is the port's nic.PHC (ptp.go).
 //
-// Not done: no checksum offload, coalescing, multicast filters or clause-45
-// MDIO. Not run on real i.MX8 hardware.
+// TX metadata (nic.TxMetaQueue, txmeta.go) with enhanced BDs: per-frame TX
+// timestamps (esc.TS; the BD's ts word in the PHC's time base, through
+// TxStamps) and L4 checksum insertion (esc.PINS, on variants with the
+// accelerator): the ENET finds the TCP or UDP checksum itself, so a request
+// must name exactly that field (nic.ParseL4), and Send zeroes the field first
+// as Linux's fec_enet_clear_csum does. No launch time: the ENET has none.
+// Legacy BDs carry no requests. Stats adds tx_hwtstamp_dropped and
+// tx_hwtstamp_skipped.
+//
+// Not done: no RX checksum offload, coalescing, multicast filters or
+// clause-45 MDIO. Not run on real i.MX8 hardware.
 //
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
 // (descriptor layouts and the atomic word), rx.go, tx.go (rings), phy.go
 // (MDIO), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
-// stats.go, dump.go, ids.go (compatible strings and quirks).
+// txmeta.go (per-frame TX requests), ptp.go (the 1588 timer), stats.go,
+// dump.go, ids.go (compatible strings and quirks).
 package fec

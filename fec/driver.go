@@ -469,6 +469,13 @@ func (p *Port) start() {
 	if p.variant.Quirks&QuirkRACC != 0 {
 		p.w32(regRACC, 0) // no SHIFT16: frames start at the buffer; no checksum discard
 	}
+	if p.variant.Quirks&QuirkENETMAC != 0 {
+		// TACC (RM "Transmit Accelerator Function Configuration"): no
+		// SHIFT16, and no PROCHK/IPCHK, which would checksum every IP frame
+		// whether it asked or not (a boot loader may leave them set). Frames
+		// ask per BD (esc.PINS, txmeta.go).
+		p.w32(regTACC, 0)
+	}
 	p.w32(regFTRL, maxFrameLen)
 	p.w32(regRCR, uint32(p.rcr(p.cfg.Promisc)))
 	if p.variant.Quirks&QuirkENETMAC != 0 {

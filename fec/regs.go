@@ -34,6 +34,7 @@ const (
 	regGALR  reg = 0x124 // Group hash, lower
 	regTFWR  reg = 0x144 // Transmit FIFO Watermark
 	regFTRL  reg = 0x1B0 // Frame Truncation Length
+	regTACC  reg = 0x1C0 // Transmit Accelerator Function Configuration (txmeta.go)
 	regRACC  reg = 0x1C4 // Receive Accelerator Function Configuration
 	regRCMR1 reg = 0x1C8 // Receive Classification Match, ring 1 (AVB parts)
 	regRCMR2 reg = 0x1CC // Receive Classification Match, ring 2

@@ -132,7 +132,7 @@ func (p *Port) Stats() []nic.Counter {
 		// No MIB (probeMIB): its counters would read 0 whatever happened.
 		out = append(out, nic.Counter{Name: "mib_unavailable", Value: 1})
 	}
-	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, refOwner, realign, kicks, skips uint64
+	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, refOwner, realign, kicks, skips, tsDrop, tsSkip uint64
 	for _, q := range p.rx {
 		lg += q.errLG.Load()
 		no += q.errNO.Load()
@@ -149,6 +149,8 @@ func (p *Port) Stats() []nic.Counter {
 		realign += q.realigned.Load()
 		kicks += q.kicks.Load()
 		skips += q.kickSkips.Load()
+		tsDrop += q.stampsDropped.Load()
+		tsSkip += q.stampsSkipped.Load()
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_desc_length_errors", Value: lg},
@@ -164,6 +166,11 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_realigned", Value: realign},
 		nic.Counter{Name: "tx_doorbells", Value: kicks},
 		nic.Counter{Name: "tx_doorbells_skipped", Value: skips},
+		// TX timestamps lost because TxStamps was not called in time, and
+		// requests completed without a time (refused, dropped by a ring
+		// reset, or BDU not set), as ethtool's tx_hwtstamp_dropped/skipped.
+		nic.Counter{Name: "tx_hwtstamp_dropped", Value: tsDrop},
+		nic.Counter{Name: "tx_hwtstamp_skipped", Value: tsSkip},
 	)
 	for _, q := range p.rx {
 		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())

@@ -49,6 +49,9 @@ type txQueue struct {
 	// buffers need no per-frame check. Preallocated; never grows past its cap.
 	trusted []*dma.Pool
 
+	caps   nic.TxMetaCaps // what per-frame requests the queue does (txmeta.go); immutable
+	stamps nic.StampRing  // completions of timestamped frames: Reclaim pushes, TxStamps pops
+
 	packets    atomic.Uint64
 	bytes      atomic.Uint64
 	refusedDMA atomic.Uint64 // buffers outside the device's memory: not sent
@@ -59,6 +62,9 @@ type txQueue struct {
 
 	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
 	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
+
+	stampsDropped atomic.Uint64 // stamps.Dropped, for Stats (tx_hwtstamp_dropped)
+	stampsSkipped atomic.Uint64 // timestamp requests completed without a time (tx_hwtstamp_skipped)
 }
 
 var _ nic.TxQueue = (*txQueue)(nil)
@@ -81,7 +87,8 @@ func (p *Port) newTx(i int) (*txQueue, error) {
 		erratum: p.variant.Quirks&QuirkERR007885 != 0,
 		rekick:  p.variant.Quirks&(QuirkERR007885|QuirkERR006358) != 0,
 		slots:   make([]*dma.Buf, n), done: make([]*dma.Buf, n),
-		trusted: make([]*dma.Pool, 0, maxTrustedPools)}
+		trusted: make([]*dma.Pool, 0, maxTrustedPools),
+		caps:    p.txMetaCaps()}
 	var err error
 	if q.ring, err = p.allocRing(n * q.bd.size); err != nil {
 		return nil, fmt.Errorf("TX descriptor ring of %d: %w", n, err)
@@ -140,11 +147,27 @@ func (q *txQueue) dmaOK(b *dma.Buf) bool {
 	return true
 }
 
+// drop returns a refused buffer to its pool (a timestamp it asked for
+// completes without a time).
+func (q *txQueue) drop(b *dma.Buf) {
+	if b == nil {
+		return
+	}
+	q.unstamped(b)
+	if b.Pool() != nil {
+		b.Free()
+	}
+}
+
 // Send puts a prefix of bufs on the ring and returns how many it took. Each
 // buffer taken is on the ring (OwnerTx, back to its pool after Reclaim) or was
 // refused (bad length, or memory the device cannot reach): refused buffers are
 // counted, not sent, and returned to their pool at once. R|L|TC is stored last
 // in each descriptor; the frames become visible with at most one TDAR write.
+//
+// A frame with requests (TxFlags != 0) is taken only if CheckTxMeta accepts
+// it: Send stops at the first it does not, which stays with the caller with
+// the rest. Frames without requests pay one predictable branch.
 func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.stopped {
 		return 0
@@ -160,15 +183,16 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		if posted == room {
 			break
 		}
+		if b != nil && b.TxFlags != 0 && q.CheckTxMeta(b) != nil {
+			break
+		}
 		taken++
 		if nic.HeldElsewhere(b) {
 			q.refusedOwner.Add(1)
 			continue
 		}
 		if !q.dmaOK(b) {
-			if b != nil && b.Pool() != nil {
-				b.Free()
-			}
+			q.drop(b)
 			continue
 		}
 		if b.Len < minTxLen {
@@ -176,9 +200,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			// inside the buffer, as the kernel's eth_skb_pad does.
 			if b.Off+minTxLen > len(b.Mem) {
 				q.refusedLen.Add(1)
-				if b.Pool() != nil {
-					b.Free()
-				}
+				q.drop(b)
 				continue
 			}
 			clear(b.Mem[b.Off+b.Len : b.Off+minTxLen])
@@ -187,15 +209,17 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		if mis := int(b.DataIOVA() & (txAlign - 1)); mis != 0 {
 			if b.Off < mis {
 				q.refusedLen.Add(1)
-				if b.Pool() != nil {
-					b.Free()
-				}
+				q.drop(b)
 				continue
 			}
 			copy(b.Mem[b.Off-mis:], b.Mem[b.Off:b.Off+b.Len])
 			b.Off -= mis
 			b.Meta = 0
 			q.realigned.Add(1)
+		}
+		esc := q.esc
+		if b.TxFlags != 0 {
+			esc |= metaESC(b)
 		}
 		if p := b.Pool(); p != nil {
 			if r := p.Region(); r != nil {
@@ -204,7 +228,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		}
 		off := q.tail * q.bd.size
 		d := q.ring.CPU[off : off+q.bd.size]
-		q.bd.put(d, uint32(b.DataIOVA()), q.esc)
+		q.bd.put(d, uint32(b.DataIOVA()), esc)
 		sc := txR | txL | txTC
 		if q.tail == q.n-1 {
 			sc |= txW
@@ -279,12 +303,16 @@ func (q *txQueue) reclaim() int {
 		return 0
 	}
 	n := 0
+	var ref rxRef // read at the first timestamp (txmeta.go)
 	for q.inflight > 0 {
 		off := q.clean * q.bd.size
 		q.alloc.Sync(q.ring, off, 4, dma.ForCPU)
 		sc, _ := splitWord0(loadWord0(q.ring.CPU[off:]))
 		if sc&txR != 0 {
 			break
+		}
+		if b := q.slots[q.clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
+			q.stamp(b, off, &ref)
 		}
 		q.done[n] = q.slots[q.clean]
 		q.slots[q.clean] = nil
@@ -316,6 +344,7 @@ func (q *txQueue) free0() {
 	k := 0
 	for i, b := range q.slots {
 		if b != nil {
+			q.unstamped(b)
 			q.done[k] = b
 			k++
 			q.slots[i] = nil

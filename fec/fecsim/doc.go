@@ -64,8 +64,14 @@
 //     cleared after sending (a running ring picks up BDs made ready meanwhile), TCR.GTS holding transmission and raising
 //     EIR.GRA, RCR.LOOP looping frames back into the receiver. Enhanced BDs:
 //     esc.INT gates the RXB/RXF/TXB/TXF events, BDU is written, RX gets a
-//     timestamp and the VLAN flag, TX esc.TS timestamps (ATSTMP, EIR.TS_AVAIL),
-//     esc.IINS/PINS insert IPv4 and TCP/UDP checksums (needs TFWR.STRFWD).
+//     timestamp and the VLAN flag, TX esc.TS timestamps (the 1588 counter
+//     in the BD's ts word and ATSTMP, EIR.TS_AVAIL).
+//   - The TX checksum accelerator (csum.go): esc.PINS/IINS per frame, or
+//     TACC.PROCHK/IPCHK for every frame, insert the TCP/UDP and IPv4 header
+//     checksums into the frame on the wire (sim.InsertFull), for Ethernet
+//     with at most one VLAN tag, IPv4 (no fragment) or IPv6 without
+//     extension headers; it needs TFWR.STRFWD and TC, and adds a field not
+//     cleared into its sum, as the RM warns.
 //   - Interrupts: EIR (write 1 to clear) and EIMR with per-ring RXF/TXF/RXB/TXB
 //     (ring 1 bits 1/3/0/2, ring 2 bits 5/7/4/6), MII, GRA, BABT, UN,
 //     TS_AVAIL; lines signalled as described in irq.go. Coalescing registers
@@ -132,7 +138,9 @@
 // length 0; a TX frame longer than RCR.MAX_FL (EIR.BABT); a frame without TC
 // whose last 4 bytes are not its FCS; a frame continuing into a BD that is
 // not ready without TFWR.STRFWD (EIR.UN); checksum insertion without
-// TFWR.STRFWD; a MAC speed (ECR.SPEED, RCR.RMII_10T) other than the PHY's or
+// TFWR.STRFWD or with TC clear (the driver's FCS no longer matches); esc.PINS
+// or IINS on a frame the accelerator cannot parse (sent without the
+// checksum) or with a checksum field not cleared (sent with a wrong one); a MAC speed (ECR.SPEED, RCR.RMII_10T) other than the PHY's or
 // TCR.FDEN other than the PHY's duplex when a frame passes; and a BD that is
 // empty or ready only in the other byte order when RDAR/TDAR is written (a
 // forgotten or wrong ECR.DBSWP). An RDAR write that finds no empty BD is not a

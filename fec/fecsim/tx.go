@@ -17,9 +17,10 @@ import (
 //   - appends the FCS where the last BD has TC (ABC: a wrong one), padding
 //     frames shorter than 60 bytes first; without TC the last 4 bytes must
 //     already be the FCS;
-//   - with enhanced BDs honours esc.TS (timestamp into the BD and ATSTMP,
-//     EIR.TS_AVAIL) and esc.IINS/PINS (checksum insertion, which needs
-//     TFWR.STRFWD), and writes BDU;
+//   - with enhanced BDs honours esc.TS (the 1588 counter at transmission into
+//     the BD's ts word and ATSTMP, EIR.TS_AVAIL) and writes BDU;
+//   - runs the checksum accelerator where the last BD's esc.IINS/PINS or
+//     TACC.IPCHK/PROCHK ask (csum.go; needs TFWR.STRFWD and TC);
 //   - clears R on each BD (one 32-bit store of length and status, last), sets
 //     EIR.TXB per BD and EIR.TXF for the frame (with enhanced BDs only where
 //     esc.INT is set), moves past W to the ring start;
@@ -255,13 +256,9 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 		m.countTxLocked(data)
 		return nil, nil, false, false, true
 	}
-	if ext && lastESC&(txeIINS|txePINS) != 0 {
-		if m.tfwr&tfwrSTRFWD == 0 {
-			m.faults.Add("tx", "TFWR", uint64(r.txCur), "checksum insertion (esc IINS/PINS) without TFWR.STRFWD: the reference manual requires store and forward")
-			m.cnt.TxDropped++
-			return nil, nil, false, false, true
-		}
-		insertChecksums(data, lastESC&txeIINS != 0, lastESC&txePINS != 0)
+	if !m.accelerateLocked(data, tc, ext, lastESC, r.txCur) {
+		m.cnt.TxDropped++
+		return nil, nil, false, false, true
 	}
 	if tc && len(data) < 60 {
 		// The MAC pads short frames to the 64-byte minimum when it appends
@@ -319,87 +316,23 @@ func (m *Model) countTxLocked(data []byte) {
 	}
 }
 
-// insertChecksums fills the IPv4 header checksum (ip) and the TCP/UDP checksum
-// (proto) of an untagged IPv4 or IPv6 frame, as the ENET's TX accelerator
-// does. The driver zeroes the fields first (Linux fec_enet_clear_csum);
-// frames of other kinds are left alone.
-func insertChecksums(f []byte, ip, proto bool) {
-	if len(f) < 14 {
-		return
+// accelerateLocked runs the checksum accelerator over a frame in the FIFO
+// (csum.go) when its BD or TACC asks, and reports whether the frame may go.
+func (m *Model) accelerateLocked(data []byte, tc, ext bool, esc uint32, at uint32) bool {
+	perFrame := ext && esc&(txeIINS|txePINS) != 0
+	ip := m.tacc&taccIPCHK != 0 || ext && esc&txeIINS != 0
+	l4 := m.tacc&taccPROCHK != 0 || ext && esc&txePINS != 0
+	if !ip && !l4 {
+		return true
 	}
-	et := binary.BigEndian.Uint16(f[12:])
-	p := f[14:]
-	var l4 []byte
-	var l4proto byte
-	var pseudo uint32
-	switch et {
-	case 0x0800:
-		if len(p) < 20 {
-			return
-		}
-		ihl := int(p[0]&0xF) * 4
-		tot := int(binary.BigEndian.Uint16(p[2:]))
-		if ihl < 20 || len(p) < ihl || tot < ihl || tot > len(p) {
-			return
-		}
-		if ip {
-			binary.BigEndian.PutUint16(p[10:], 0)
-			binary.BigEndian.PutUint16(p[10:], ^fold(sum16(p[:ihl], 0)))
-		}
-		l4proto = p[9]
-		l4 = p[ihl:tot]
-		pseudo = sum16(p[12:20], 0) + uint32(l4proto) + uint32(len(l4))
-	case 0x86DD:
-		if len(p) < 40 {
-			return
-		}
-		pl := int(binary.BigEndian.Uint16(p[4:]))
-		if 40+pl > len(p) {
-			return
-		}
-		l4proto = p[6]
-		l4 = p[40 : 40+pl]
-		pseudo = sum16(p[8:40], 0) + uint32(l4proto) + uint32(len(l4))
-	default:
-		return
+	if m.tfwr&tfwrSTRFWD == 0 {
+		m.faults.Add("tx", "TFWR", uint64(at), "checksum insertion (esc IINS/PINS or TACC) without TFWR.STRFWD: the reference manual requires store and forward")
+		return false
 	}
-	if !proto {
-		return
+	if !tc {
+		m.faults.Add("tx", "TxBD", uint64(at), "checksum insertion into a frame whose FCS the driver supplied (TC clear): the FCS no longer matches and the partner drops it")
+		return false
 	}
-	var off int
-	switch l4proto {
-	case 6:
-		off = 16
-	case 17:
-		off = 6
-	default:
-		return
-	}
-	if len(l4) < off+2 {
-		return
-	}
-	binary.BigEndian.PutUint16(l4[off:], 0)
-	c := ^fold(sum16(l4, pseudo))
-	if l4proto == 17 && c == 0 {
-		c = 0xFFFF
-	}
-	binary.BigEndian.PutUint16(l4[off:], c)
-}
-
-func sum16(b []byte, s uint32) uint32 {
-	for len(b) >= 2 {
-		s += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	return s
-}
-
-func fold(s uint32) uint16 {
-	for s>>16 != 0 {
-		s = s&0xFFFF + s>>16
-	}
-	return uint16(s)
+	m.checksumLocked(data, ip, l4, perFrame, at)
+	return true
 }
