@@ -204,11 +204,13 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 				}
 			}
 		}
-		var req txReq
+		ctx, meta := 0, false // a context descriptor ahead; the frame has requests
 		if b != nil && (b.TxFlags != 0 || timed) {
-			if q.prepare(b, &req, &clock) != nil || nd-1-inflight < segs+req.ctx {
+			r := &q.meta.req
+			if q.prepare(b, r, &clock) != nil || nd-1-inflight < segs+r.ctx {
 				break // refused or no room: it and the rest stay with the caller
 			}
+			ctx, meta = r.ctx, true
 		}
 		taken++
 		if nic.HeldElsewhere(b) {
@@ -244,10 +246,10 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		}
 		b.SetOwner(dma.OwnerTx)
 		slots[tail] = b
-		span[tail] = uint8(segs + req.ctx)
-		if req.any {
+		span[tail] = uint8(segs + ctx)
+		if meta {
 			q.tail = tail
-			q.putReq(b, iova, segs, &req)
+			q.putReq(b, iova, segs, &q.meta.req)
 			tail = q.tail
 			if segs > 1 {
 				q.split.Add(1)
@@ -264,9 +266,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			tail = q.tail
 			q.split.Add(1)
 		}
-		inflight += segs + req.ctx
+		inflight += segs + ctx
 		frames++
-		posted += segs + req.ctx
+		posted += segs + ctx
 		nbytes += uint64(b.Len)
 	}
 	q.tail, q.inflight = tail, inflight

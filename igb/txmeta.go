@@ -75,6 +75,7 @@ type txMetaState struct {
 	waitSince time.Time
 
 	stamps nic.StampRing
+	req    txReq // Send's scratch for the frame at hand (prepare, putReq)
 
 	skipped  atomic.Uint64 // tx_hwtstamp_skipped
 	timeouts atomic.Uint64 // tx_hwtstamp_timeouts
@@ -104,7 +105,6 @@ func (m *txMetaState) init(p *Port, q, n int) {
 
 // txReq is what Send writes for one frame beyond a plain data descriptor.
 type txReq struct {
-	any    bool   // anything at all: the frame goes through putReq
 	ctx    int    // 1: a context descriptor goes ahead of the data
 	slot   int    // the context slot
 	c      txCtx  // what the context loads
@@ -135,6 +135,7 @@ func (q *txQueue) CheckTxMeta(b *dma.Buf) error {
 // device clock in ns once read (-1 before), read at most once per Send burst,
 // and only for launch times.
 func (q *txQueue) prepare(b *dma.Buf, r *txReq, clock *int64) error {
+	*r = txReq{}
 	if err := nic.CheckTxRequest(q.meta.caps, b); err != nil {
 		return err
 	}
@@ -151,7 +152,6 @@ func (q *txQueue) prepare(b *dma.Buf, r *txReq, clock *int64) error {
 		r.ctx = 0 // the slot holds this context already
 	}
 	r.stamp = b.TxFlags&dma.TxFlagTimestamp != 0
-	r.any = true
 	return nil
 }
 
