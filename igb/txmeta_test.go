@@ -28,9 +28,19 @@ type csumFrame struct {
 	start, offset int
 }
 
-func buildCsumFrame(t testing.TB, rng *rand.Rand, v6, tcp, vlan bool, payload int) csumFrame {
+// csumPort is the destination port of buildCsumFrame's frames ("XC"), by
+// which the VM tier's host side finds them in QEMU's pcap.
+const csumPort = 0x5843
+
+// buildCsumFrame builds a frame of payload random bytes, starting with mark
+// when given.
+func buildCsumFrame(t testing.TB, rng *rand.Rand, v6, tcp, vlan bool, payload int, mark ...byte) csumFrame {
 	t.Helper()
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}
+	if len(mark) >= 12 { // a mark starts with the addresses to send between
+		eth.DstMAC, eth.SrcMAC = mark[0:6], mark[6:12]
+		mark = mark[12:]
+	}
 	var ls []gopacket.SerializableLayer
 	ls = append(ls, eth)
 	et := layers.EthernetTypeIPv4
@@ -59,18 +69,19 @@ func buildCsumFrame(t testing.TB, rng *rand.Rand, v6, tcp, vlan bool, payload in
 		ls, netl = append(ls, ip), ip
 	}
 	if tcp {
-		l4 := &layers.TCP{SrcPort: layers.TCPPort(rng.Uint32()), DstPort: 80, Seq: rng.Uint32(), Ack: rng.Uint32(), ACK: true, Window: 512}
+		l4 := &layers.TCP{SrcPort: layers.TCPPort(rng.Uint32()), DstPort: csumPort, Seq: rng.Uint32(), Ack: rng.Uint32(), ACK: true, Window: 512}
 		_ = l4.SetNetworkLayerForChecksum(netl)
 		ls = append(ls, l4)
 	} else {
-		l4 := &layers.UDP{SrcPort: layers.UDPPort(rng.Uint32()), DstPort: 4789}
+		l4 := &layers.UDP{SrcPort: layers.UDPPort(rng.Uint32()), DstPort: csumPort}
 		_ = l4.SetNetworkLayerForChecksum(netl)
 		ls = append(ls, l4)
 	}
-	pl := make([]byte, payload)
+	pl := make([]byte, max(payload, len(mark)))
 	for i := range pl {
 		pl[i] = byte(rng.Uint32())
 	}
+	copy(pl, mark)
 	ls = append(ls, gopacket.Payload(pl))
 	buf := gopacket.NewSerializeBuffer()
 	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true, FixLengths: true}, ls...); err != nil {
