@@ -385,6 +385,10 @@ func TestSimTxTimestamps(t *testing.T) {
 		}
 		prev = s.Time
 	}
+	// The clock was set from the host's at Open (igb_ptp_reset does the same).
+	if d := int64(prev) - time.Now().UnixNano(); d > int64(2*time.Second) || d < -int64(2*time.Second) {
+		t.Fatalf("TX timestamps %v off the host's clock", time.Duration(d))
+	}
 	// A burst of four: the first takes the latch, the others are skipped.
 	var reqs []txReq
 	for i := 0; i < 4; i++ {
