@@ -51,7 +51,8 @@ import (
 
 // txStampTimeout is how long Reclaim waits for the latch after the frame's DD
 // before completing it with OK false (counted in tx_hwtstamp_timeouts). Linux
-// waits IGB_PTP_TX_TIMEOUT, 15 s; the latch is set within a frame time.
+// waits IGB_PTP_TX_TIMEOUT, 15 s; the MAC latches the time as the frame
+// leaves, so a second is already far beyond it.
 const txStampTimeout = time.Second
 
 // launchAhead is the furthest ahead a launch time may lie (I210 7.2.2.2.3).
@@ -125,6 +126,9 @@ func (q *txQueue) TxStamps(out []nic.TxStamp) int { return q.meta.stamps.Pop(out
 func (q *txQueue) CheckTxMeta(b *dma.Buf) error {
 	if b == nil {
 		return fmt.Errorf("%w: no buffer", nic.ErrTxMeta)
+	}
+	if q.stopped {
+		return fmt.Errorf("%w: igb: %s: %w", nic.ErrTxMeta, q.port.name, nic.ErrClosed)
 	}
 	clock := int64(-1)
 	var r txReq

@@ -511,6 +511,17 @@ func TestSimTxLaunchTime(t *testing.T) {
 	}
 	nictest.ReclaimAll(t, r.p, 32, 5*time.Second)
 	r.checkModel()
+	// A closed port refuses requests without touching the clock.
+	b = r.p.RxQueue(0).Pool().Get()
+	b.Len = 60
+	if err := r.p.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r.p = nil
+	if err := tx.CheckTxMeta(b); !errors.Is(err, nic.ErrTxMeta) || !errors.Is(err, nic.ErrClosed) {
+		t.Fatalf("CheckTxMeta after Close: %v", err)
+	}
+	r.checkModel()
 }
 
 // TestSimTxLaunchTimeConfig: launch time is refused where the hardware has
