@@ -32,15 +32,18 @@ type csumFrame struct {
 // which the VM tier's host side finds them in QEMU's pcap.
 const csumPort = 0x5843
 
-// buildCsumFrame builds a frame of payload random bytes, starting with mark
-// when given.
-func buildCsumFrame(t testing.TB, rng *rand.Rand, v6, tcp, vlan bool, payload int, mark ...byte) csumFrame {
+// buildCsumFrame builds a frame of payload random bytes between two made-up
+// addresses.
+func buildCsumFrame(t testing.TB, rng *rand.Rand, v6, tcp, vlan bool, payload int) csumFrame {
 	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}}
-	if len(mark) >= 12 { // a mark starts with the addresses to send between
-		eth.DstMAC, eth.SrcMAC = mark[0:6], mark[6:12]
-		mark = mark[12:]
-	}
+	return buildCsumFrameTo(t, rng, net.HardwareAddr{2, 0, 0, 0, 0, 2}, net.HardwareAddr{2, 0, 0, 0, 0, 1}, v6, tcp, vlan, payload, nil)
+}
+
+// buildCsumFrameTo builds a frame from src to dst whose payload of random
+// bytes starts with mark.
+func buildCsumFrameTo(t testing.TB, rng *rand.Rand, dst, src net.HardwareAddr, v6, tcp, vlan bool, payload int, mark []byte) csumFrame {
+	t.Helper()
+	eth := &layers.Ethernet{SrcMAC: src, DstMAC: dst}
 	var ls []gopacket.SerializableLayer
 	ls = append(ls, eth)
 	et := layers.EthernetTypeIPv4

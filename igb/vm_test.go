@@ -371,9 +371,8 @@ func TestVMTxChecksum(t *testing.T) {
 	const n = 200
 	reqs := make([]txReq, n)
 	for i := range reqs {
-		mark := append(append(append([]byte(nil), c.PeerMAC()...), p.MAC()...), "xnic-csum"...)
-		mark = binary.BigEndian.AppendUint32(mark, uint32(i))
-		f := buildCsumFrame(t, rng, i&1 != 0, i&2 != 0, rng.IntN(4) == 0, 20+rng.IntN(1400), mark...)
+		mark := binary.BigEndian.AppendUint32([]byte("xnic-csum"), uint32(i))
+		f := buildCsumFrameTo(t, rng, c.PeerMAC(), p.MAC(), i&1 != 0, i&2 != 0, rng.IntN(4) == 0, 20+rng.IntN(1400), mark)
 		reqs[i] = txReq{frame: f.req, flags: dma.TxFlagChecksum, start: f.start, off: f.offset}
 	}
 	sendReqs(t, p, 0, reqs, 8)
