@@ -18,7 +18,7 @@ const (
 	regTIMINCA    reg = 0x0B608 // increment: INCVALUE 30:0 in 2^-32 ns per 8 ns, ISGN 31
 	regTSYNCRXCTL reg = 0x0B620 // RX time sync control
 	regSYSTIMR    reg = 0x0B6F8 // residue; reading it latches SYSTIML/H (I210)
-	regTSYNCTXCTL reg = 0x0B614 // TX time sync control (I210 8.16.3)
+	regTSYNCTXCTL reg = 0x0B614 // TX time sync control (e1000_regs.h E1000_TSYNCTXCTL)
 	regTXSTMPL    reg = 0x0B618 // TX timestamp, nanoseconds (latched)
 	regTXSTMPH    reg = 0x0B61C // TX timestamp, seconds; reading it frees the latch
 

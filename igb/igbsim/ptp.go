@@ -21,8 +21,9 @@ import "github.com/xnic-dev/xnic/sim"
 // With TSYNCTXCTL.EN, a frame whose first data descriptor has MAC.TSTAMP
 // latches its transmit time (SYSTIML/H as it leaves) in TXSTMPL/H and sets
 // TSYNCTXCTL.VALID, unless VALID is set already: the latch holds one
-// timestamp until software reads TXSTMPH (I210 7.8.2.x; Linux
-// igb_ptp_tx_hwtstamp), and a frame sent meanwhile gets none.
+// timestamp until software reads TXSTMPH (Linux e1000_defines.h
+// E1000_TSYNCTXCTL_*, igb_ptp.c igb_ptp_tx_hwtstamp; QEMU igb_core.c does
+// the same), and a frame sent meanwhile gets none.
 //
 // The 82576 and I350 keep their clocks in other formats (a 64-bit counter of
 // TIMINCA increments): the model does not implement them; their time sync
