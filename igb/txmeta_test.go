@@ -498,8 +498,9 @@ func TestSimTxLaunchTime(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	// Frames leave in order; each at or after its launch time (the ones after
-	// a held frame at or after that frame's), and not much later.
-	due := int64(0)
+	// a held frame at or after that frame's), and not a cycle later.
+	due, worst := int64(0), int64(0)
+	defer func() { t.Logf("latest frame left %v after its launch time", time.Duration(worst)) }()
 	for i, a := range arr {
 		if !bytes.Equal(a.frame, reqs[i].frame) {
 			t.Fatalf("frame %d out of order or changed", i)
@@ -508,7 +509,10 @@ func TestSimTxLaunchTime(t *testing.T) {
 		if a.at < due {
 			t.Fatalf("frame %d left at %d, %d ns before its launch time %d", i, a.at, due-a.at, due)
 		}
-		if late := a.at - due; late > int64(30*time.Millisecond) {
+		worst = max(worst, a.at-due)
+		// Lateness is the host's scheduling (tens of ms seen with a load of 13
+		// on 2 cores); a wrong cycle arithmetic would hold a frame ~0.5-1 s.
+		if late := a.at - due; late > int64(400*time.Millisecond) {
 			t.Fatalf("frame %d left %v after its launch time", i, time.Duration(late))
 		}
 	}
