@@ -171,16 +171,17 @@ func txCmd(n int) uint32 {
 // putTxSeg writes one data descriptor of a frame of total bytes spread over
 // several: seg bytes at addr; EOP and RS only on the last, where the device
 // reports DD (82576 datasheet 7.2.2.3). PAYLEN is the whole frame in every one
-// (the device reads it from the first).
-func putTxSeg(d []byte, addr uint64, seg, total int, last bool) {
+// (the device reads it from the first). xcmd (TSTAMP) goes into every one, as
+// Linux igb_tx_map does; xolinfo (TXSM, IDX) is read from the first.
+func putTxSeg(d []byte, addr uint64, seg, total int, last bool, xcmd, xolinfo uint32) {
 	_ = d[descSize-1]
-	cmd := txDtypData | txCmdDEXT | txCmdIFCS | uint32(seg)&txLenMask
+	cmd := txDtypData | txCmdDEXT | txCmdIFCS | xcmd | uint32(seg)&txLenMask
 	if last {
 		cmd |= txCmdEOP | txCmdRS
 	}
 	binary.LittleEndian.PutUint64(d[txdAddr:], addr)
 	binary.LittleEndian.PutUint32(d[txdCmdTypeLen:], cmd)
-	binary.LittleEndian.PutUint32(d[txdOlinfo:], uint32(total)<<txPaylenShft)
+	binary.LittleEndian.PutUint32(d[txdOlinfo:], uint32(total)<<txPaylenShft|xolinfo)
 }
 
 // putTxData writes an advanced data descriptor for one whole frame.
@@ -189,4 +190,79 @@ func putTxData(d []byte, addr uint64, n int) {
 	binary.LittleEndian.PutUint64(d[txdAddr:], addr)
 	binary.LittleEndian.PutUint32(d[txdCmdTypeLen:], txCmd(n))
 	binary.LittleEndian.PutUint32(d[txdOlinfo:], uint32(n)<<txPaylenShft)
+}
+
+// Advanced transmit context descriptor (82576 datasheet 7.2.2.2, I210
+// datasheet 7.2.2.2, Table 7-29; Linux e1000_82575.h struct
+// e1000_adv_tx_context_desc). It carries no data: it loads one of the queue's
+// two context slots (IDX), which later data descriptors name in their own IDX
+// to have the checksum engine use it.
+//
+//	 0                4               8                12              16
+//	+----------------+---------------+----------------+---------------+
+//	| vlan_macip_lens| launch time   | type_tucmd_mlhl| mss_l4len_idx |
+//	+----------------+---------------+----------------+---------------+
+//
+// vlan_macip_lens: IPLEN 8:0, MACLEN 15:9, VLAN 31:16. The second dword is
+// LaunchTime 24:0 on the I210 (32 ns units, 7.2.2.2.3), reserved elsewhere.
+// type_tucmd_mlhl: TUCMD 19:9 (SNAP 9, IPV4 10, L4T 12:11), DTYP 23:20 = 2,
+// DEXT 29. mss_l4len_idx: IDX 6:4, L4LEN 15:8, MSS 31:16.
+const (
+	txcMacIPLens = 0
+	txcLaunch    = 4
+	txcTypeTucmd = 8
+	txcMssIdx    = 12
+
+	txcIPLenMask     uint32 = 0x1FF
+	txcMACLenShift          = 9
+	txDtypCtxt       uint32 = 0x2 << 20 // advanced context descriptor
+	tucmdIPv4        uint32 = 1 << 10   // E1000_ADVTXD_TUCMD_IPV4
+	tucmdL4TCP       uint32 = 1 << 11   // L4T = 01b (TCP); 00b is UDP
+	txcIdxShift             = 4
+	txcLaunchMask    uint32 = 0x1FFFFFF // LaunchTime is 25 bits
+	launchTimeUnitNS        = 32
+
+	// The limits the datasheet puts on the lengths when an offload is asked
+	// (I210 7.2.2.2.1-2): MACLEN 14 to 127, IPLEN 20 to 511.
+	minMACLen, maxMACLen = 14, 127
+	minIPLen, maxIPLen   = 20, 511
+)
+
+// olinfo_status fields of a data descriptor (82576 datasheet 7.2.2.3; Linux
+// igb_tx_olinfo_status): IDX 6:4 names the context slot, POPTS 13:8 asks for
+// offloads (IXSM bit 8: IPv4 header checksum, TXSM bit 9: TCP/UDP checksum).
+const (
+	txoIdxShift        = 4
+	txoTXSM     uint32 = 1 << 9 // E1000_TXD_POPTS_TXSM << 8
+)
+
+// txCmdTSTAMP (cmd_type_len bit 19, E1000_ADVTXD_MAC_TSTAMP) asks the MAC to
+// latch the frame's transmit time in TXSTMPL/H.
+const txCmdTSTAMP uint32 = 1 << 19
+
+// txCtx is what a context descriptor loads into a slot; two equal txCtx need
+// not be sent twice (the slot keeps it, 82576 datasheet 7.2.2.2: contexts
+// stay until overwritten).
+type txCtx struct {
+	macIPLens uint32
+	tucmd     uint32
+	launch    uint32
+}
+
+// putTxCtx writes a context descriptor loading c into slot idx.
+func putTxCtx(d []byte, c txCtx, idx int) {
+	_ = d[descSize-1]
+	binary.LittleEndian.PutUint32(d[txcMacIPLens:], c.macIPLens)
+	binary.LittleEndian.PutUint32(d[txcLaunch:], c.launch)
+	binary.LittleEndian.PutUint32(d[txcTypeTucmd:], txDtypCtxt|txCmdDEXT|c.tucmd)
+	binary.LittleEndian.PutUint32(d[txcMssIdx:], uint32(idx)<<txcIdxShift)
+}
+
+// putTxMeta writes the data descriptor of a one-descriptor frame that asks for
+// offloads: cmd bits (TSTAMP) and olinfo bits (TXSM, IDX) added to putTxData's.
+func putTxMeta(d []byte, addr uint64, n int, cmd, olinfo uint32) {
+	_ = d[descSize-1]
+	binary.LittleEndian.PutUint64(d[txdAddr:], addr)
+	binary.LittleEndian.PutUint32(d[txdCmdTypeLen:], txCmd(n)|cmd)
+	binary.LittleEndian.PutUint32(d[txdOlinfo:], uint32(n)<<txPaylenShft|olinfo)
 }

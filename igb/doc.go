@@ -15,6 +15,15 @@
 // 82576 and I350 get no timestamps and no PHC here: their SYSTIM is a raw
 // counter (the 82576 also has no timestamp in the buffer).
 //
+// TX metadata (nic.TxMetaQueue, AF_XDP's xsk_tx_metadata; txmeta.go): every
+// TX queue inserts TCP/UDP checksums for CHECKSUM_PARTIAL requests through
+// context descriptors (CsumOffset 16 or 6, CsumStart 34 to 638); the I210/I211
+// report TX timestamps in the PHC's time base (one latch per port: frames
+// asking while one is in flight complete without, tx_hwtstamp_skipped); the
+// I210's queues 0 and 1 hold frames until their launch time with
+// Config.LaunchTime (Qav mode, qav.go). Frames that ask for nothing take the
+// plain path.
+//
 // Rings: the driver writes the tail registers (RDT, TDT), the device writes the
 // heads (RDH, TDH). The driver never reads a head on the fast path; it follows
 // the DD bit the device writes back into each descriptor, reading the status
@@ -41,7 +50,8 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
 // tx.go (rings), ring.go (their shared set-up), phy.go (MDIO), driver.go
-// (probe, reset, bring-up), ptp.go (clock and metadata), stats.go, dump.go,
+// (probe, reset, bring-up), ptp.go (clock and metadata), txmeta.go and qav.go
+// (TX requests), stats.go, dump.go,
 // ids.go (PCI IDs), desc_unsafe.go
 // (atomic status loads), coherent.go (Sync skipped on the fast path for
 // allocators that say they are coherent).

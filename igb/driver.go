@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xnic-dev/xnic/dma"
@@ -53,6 +54,13 @@ type Config struct {
 	// RxTimestamp timestamps every received frame with the port's clock
 	// (dma.Buf.Timestamp with dma.FlagTimestamp; see PHC). I210 and I211 only.
 	RxTimestamp bool
+	// LaunchTime sets up TX queue q for launch times (nic.TxMetaLaunchTime)
+	// when bit q is set: the I210's Qav mode with the queue as a stream
+	// reservation queue holding each frame until the clock reaches its
+	// dma.Buf.LaunchTime (I210 datasheet 7.2.7.5; Linux igb_setup_tx_mode,
+	// igb_config_tx_modes). I210 only, queues 0 and 1. Every frame on such a
+	// queue takes a context descriptor, and a burst reads the clock once.
+	LaunchTime uint8
 }
 
 const (
@@ -107,6 +115,12 @@ func (c Config) withDefaults(m Model) (Config, error) {
 	if c.ITR < 0 {
 		c.ITR = 0
 	}
+	if c.LaunchTime != 0 && m.MAC != MACI210 {
+		return c, fmt.Errorf("igb: launch time on the %s: only the I210 has it (Qav mode)", m.MAC)
+	}
+	if c.LaunchTime&^3 != 0 || c.LaunchTime>>c.Queues != 0 {
+		return c, fmt.Errorf("igb: launch time on TX queues %#b: only queues 0 and 1 (the I210's stream reservation queues) of the %d set up", c.LaunchTime, c.Queues)
+	}
 	return c, nil
 }
 
@@ -138,6 +152,11 @@ type Port struct {
 	release func() // ends Open's claim on dev (nic.Claim); set once by Open
 
 	stats nic.CounterTotals // hwCounters totals; has its own lock
+
+	// txStampBusy: a frame holding the port's one TX timestamp latch is in
+	// flight (txmeta.go). Set by the queue that sends it, cleared by the queue
+	// that completes it (the same one).
+	txStampBusy atomic.Bool
 
 	// warnings are non-fatal oddities of the bring-up; immutable after Open.
 	warnings []string
@@ -205,6 +224,7 @@ func (p *Port) bringUp() error {
 	}
 	p.setupFilters()
 	p.setupPTP()
+	p.setupQav()
 	for i := 0; i < p.cfg.Queues; i++ {
 		rq, err := p.setupRx(i)
 		if err != nil {

@@ -18,6 +18,12 @@ const (
 	regTIMINCA    reg = 0x0B608 // increment: INCVALUE 30:0 in 2^-32 ns per 8 ns, ISGN 31
 	regTSYNCRXCTL reg = 0x0B620 // RX time sync control
 	regSYSTIMR    reg = 0x0B6F8 // residue; reading it latches SYSTIML/H (I210)
+	regTSYNCTXCTL reg = 0x0B614 // TX time sync control (e1000_regs.h E1000_TSYNCTXCTL)
+	regTXSTMPL    reg = 0x0B618 // TX timestamp, nanoseconds (latched)
+	regTXSTMPH    reg = 0x0B61C // TX timestamp, seconds; reading it frees the latch
+
+	tsyncTxValid   uint32 = 1 << 0 // TXSTMPL/H hold a timestamp (E1000_TSYNCTXCTL_VALID)
+	tsyncTxEnabled uint32 = 1 << 4 // timestamp frames whose descriptor asks (E1000_TSYNCTXCTL_ENABLED)
 
 	timincaISGN uint32 = 1 << 31
 
@@ -54,6 +60,10 @@ func (p *Port) setupPTP() {
 	if p.cfg.RxTimestamp {
 		p.w32(regTSYNCRXCTL, tsyncRxEnabled|tsyncRxTypeAll)
 	}
+	// TX timestamps only for frames that ask (the descriptor's TSTAMP), so
+	// enabling them costs nothing: on at every open.
+	p.w32(regTSYNCTXCTL, tsyncTxEnabled)
+	p.r32(regTXSTMPH) // free the latch of a timestamp left from before
 }
 
 // phc is the port's nic.PHC; its register sequences serialise on Port.ctl.

@@ -223,6 +223,7 @@ const (
 	dctlHThreshShift          = 8       // host threshold
 	dctlWThreshShift          = 16      // write-back threshold
 	dctlEnable       dctlBits = 1 << 25 // queue enable; reads back set once the queue runs
+	dctlPriority     dctlBits = 1 << 27 // TXDCTL (I210): high descriptor fetch priority (E1000_TXDCTL_PRIORITY)
 )
 
 // rxcsumPCSD (RXCSUM bit 13): the write-back descriptor carries the RSS hash

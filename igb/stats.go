@@ -71,9 +71,9 @@ func (p *Port) collectStats() {
 // adds the driver's own counters, per queue and in total.
 func (p *Port) Stats() []nic.Counter {
 	p.collectStats()
-	out := make([]nic.Counter, 0, len(hwCounters)+9+4*len(p.rx))
+	out := make([]nic.Counter, 0, len(hwCounters)+12+4*len(p.rx))
 	out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
-	var descErr, allocFail, refDMA, refLen, refOwner, split uint64
+	var descErr, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
 		allocFail += q.allocFail.Load()
@@ -83,6 +83,9 @@ func (p *Port) Stats() []nic.Counter {
 		refLen += q.refusedLen.Load()
 		refOwner += q.refusedOwner.Load()
 		split += q.split.Load()
+		tsSkip += q.meta.skipped.Load()
+		tsDrop += q.meta.dropped.Load()
+		tsTimeout += q.meta.timeouts.Load()
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_desc_errors", Value: descErr},
@@ -91,6 +94,11 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
 		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
 		nic.Counter{Name: "tx_split_frames", Value: split},
+		// Linux igb's ethtool names; dropped: completions TxStamps was not
+		// called for in time (nic.StampRing).
+		nic.Counter{Name: "tx_hwtstamp_skipped", Value: tsSkip},
+		nic.Counter{Name: "tx_hwtstamp_timeouts", Value: tsTimeout},
+		nic.Counter{Name: "tx_hwtstamp_dropped", Value: tsDrop},
 	)
 	for _, q := range p.rx {
 		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())

@@ -67,6 +67,8 @@ type txQueue struct {
 
 	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
 	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
+
+	meta txMetaState // per-frame TX requests (txmeta.go)
 }
 
 // txPage is the boundary a descriptor's buffer must not cross (see txQueue).
@@ -96,13 +98,18 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
 		slots: make([]*dma.Buf, n), span: make([]uint8, n), done: make([]*dma.Buf, n),
 		trusted: make([]trustedPool, 0, maxTrustedPools), coherent: isCoherent(p.alloc)}
+	q.meta.init(p, i, n)
 	var err error
 	if q.ring, err = p.allocRing("TX", n); err != nil {
 		return nil, err
 	}
 	b := txBlock(i)
 	q.tdt = uint32(b + qTail)
-	if err := p.enableRing("TX", b, q.ring, n, nil, uint32(dctlEnable)|8<<dctlPThreshShift|1<<dctlHThreshShift|1<<dctlWThreshShift); err != nil {
+	dctl := uint32(dctlEnable) | 8<<dctlPThreshShift | 1<<dctlHThreshShift | 1<<dctlWThreshShift
+	if q.meta.timed {
+		dctl |= uint32(dctlPriority) // high descriptor fetch priority (Linux set_tx_desc_fetch_prio)
+	}
+	if err := p.enableRing("TX", b, q.ring, n, nil, dctl); err != nil {
 		q.free()
 		return nil, err
 	}
@@ -162,6 +169,10 @@ func (q *txQueue) dmaOK(b *dma.Buf) (t *trustedPool, ok bool) {
 // or was refused (bad length, or memory the device cannot reach): a refused
 // buffer is counted, not sent, and returned to its pool at once. The frames
 // become visible to the device with one TDT write.
+//
+// A frame with TxFlags (or any frame on a queue set up for launch time) goes
+// through txmeta.go: Send stops at the first one CheckTxMeta refuses, and such
+// a frame may take one more descriptor, for its context (see txMetaState).
 func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.stopped {
 		return 0
@@ -176,6 +187,8 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	ring, slots, span := q.ring.CPU, q.slots, q.span
 	nd, tail, inflight, last := q.n, q.tail, q.inflight, q.last
 	first := tail
+	timed := q.meta.timed
+	clock := int64(-1) // the device clock, read at most once per burst (txmeta.go)
 	var nbytes uint64
 	for _, b := range bufs {
 		if inflight == nd-1 {
@@ -191,9 +204,18 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 				}
 			}
 		}
+		ctx, meta := 0, false // a context descriptor ahead; the frame has requests
+		if b != nil && (b.TxFlags != 0 || timed) {
+			r := &q.meta.req
+			if q.prepare(b, r, &clock) != nil || nd-1-inflight < segs+r.ctx {
+				break // refused or no room: it and the rest stay with the caller
+			}
+			ctx, meta = r.ctx, true
+		}
 		taken++
 		if nic.HeldElsewhere(b) {
 			q.refusedOwner.Add(1)
+			q.meta.refused(b)
 			continue
 		}
 		var t *trustedPool
@@ -204,6 +226,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		} else {
 			var ok bool
 			if t, ok = q.dmaOK(b); !ok {
+				q.meta.refused(b)
 				if b != nil && b.Pool() != nil {
 					b.Free()
 				}
@@ -223,8 +246,15 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		}
 		b.SetOwner(dma.OwnerTx)
 		slots[tail] = b
-		span[tail] = uint8(segs)
-		if segs == 1 {
+		span[tail] = uint8(segs + ctx)
+		if meta {
+			q.tail = tail
+			q.putReq(b, iova, segs, &q.meta.req)
+			tail = q.tail
+			if segs > 1 {
+				q.split.Add(1)
+			}
+		} else if segs == 1 {
 			off := tail * descSize
 			putTxData(ring[off:off+descSize], iova, b.Len)
 			if tail++; tail == nd {
@@ -232,13 +262,13 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			}
 		} else {
 			q.tail = tail
-			q.splitTx(iova, b.Len)
+			q.splitTx(iova, b.Len, 0, 0)
 			tail = q.tail
 			q.split.Add(1)
 		}
-		inflight += segs
+		inflight += segs + ctx
 		frames++
-		posted += segs
+		posted += segs + ctx
 		nbytes += uint64(b.Len)
 	}
 	q.tail, q.inflight = tail, inflight
@@ -255,13 +285,13 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 
 // splitTx writes a frame of n bytes at iova as one data descriptor per 4 KiB
 // page it touches, from q.tail on, and moves q.tail past them. The caller has
-// checked there is room.
-func (q *txQueue) splitTx(iova uint64, n int) {
+// checked there is room. cmd and olinfo are putTxSeg's extra bits.
+func (q *txQueue) splitTx(iova uint64, n int, cmd, olinfo uint32) {
 	for left := n; left > 0; {
 		seg := min(left, int(txPage-iova%txPage))
 		left -= seg
 		off := q.tail * descSize
-		putTxSeg(q.ring.CPU[off:off+descSize], iova, seg, n, left == 0)
+		putTxSeg(q.ring.CPU[off:off+descSize], iova, seg, n, left == 0, cmd, olinfo)
 		iova += uint64(seg)
 		if q.tail++; q.tail == q.n {
 			q.tail = 0
@@ -286,6 +316,7 @@ func (q *txQueue) reclaim() int {
 	// otherwise make the compiler reload every q field per frame).
 	ring, slots, span, done := q.ring.CPU, q.slots, q.span, q.done
 	nd, clean, inflight, coherent := q.n, q.clean, q.inflight, q.coherent
+	stamps := q.meta.inflight // frames in flight that asked for a timestamp
 	n := 0
 	for inflight > 0 && n < len(done) {
 		segs := int(span[clean])
@@ -299,6 +330,12 @@ func (q *txQueue) reclaim() int {
 		}
 		if loadLE32(ring, off+txwStatus)&txStatDD == 0 { // one atomic load (desc_unsafe.go)
 			break
+		}
+		if stamps != 0 && q.meta.asked[clean] != 0 {
+			if !q.meta.complete(clean, slots[clean]) {
+				break // its timestamp is not latched yet: the next Reclaim looks again
+			}
+			stamps--
 		}
 		done[n] = slots[clean]
 		slots[clean] = nil
@@ -342,6 +379,7 @@ func (q *txQueue) free() error {
 	}
 	nic.PutBufs(q.done[:k])
 	q.inflight = 0
+	q.meta.release()
 	if q.ring != nil {
 		err := q.alloc.Free(q.ring)
 		q.ring = nil

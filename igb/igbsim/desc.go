@@ -75,3 +75,44 @@ const (
 )
 
 var le = binary.LittleEndian
+
+// TX context descriptor (82576 datasheet 7.2.2.2; I210 datasheet 7.2.2.2,
+// Table 7-29), read by the device only:
+//
+//	0  vlan_macip_lens  u32  IPLEN 8:0, MACLEN 15:9, VLAN 31:16
+//	4  launch_time      u32  I210: LaunchTime 24:0 (32 ns units); else reserved
+//	8  type_tucmd_mlhl  u32  TUCMD 19:9 (SNAP 9, IPV4 10, L4T 12:11, reserved
+//	                         19:13), DTYP 23:20 = 0010b, DEXT 29, the rest reserved
+//	12 mss_l4len_idx    u32  IDX 6:4 (two slots: bit 4; 6:5 reserved), L4LEN
+//	                         15:8, MSS 31:16
+//
+// In a data descriptor, olinfo_status carries IDX 6:4 (the context slot) and
+// POPTS 13:8 (IXSM bit 8, TXSM bit 9), cmd_type_len MAC.TSTAMP bit 19.
+const (
+	ctxMacIPLens = 0
+	ctxLaunch    = 4
+	ctxTypeTucmd = 8
+	ctxMssIdx    = 12
+
+	ctxIPLenMask     uint32 = 0x1FF
+	ctxMACLenShift          = 9
+	ctxMACLenMask    uint32 = 0x7F
+	ctxL4TShift             = 11
+	ctxL4TMask       uint32 = 3
+	ctxL4TUDP               = 0
+	ctxL4TTCP               = 1
+	ctxTucmdResvd    uint32 = 0x7F << 13               // TUCMD bits 10:4
+	ctxCmdResvd      uint32 = 1<<31 | 1<<30 | 0x1F<<24 // bits 31:30, 28:24
+	ctxIdxShift             = 4
+	ctxIdxResvd      uint32 = 3 << 5
+	ctxLaunchMask    uint32 = 0x1FFFFFF
+	ctxLaunchResvd   uint32 = ^ctxLaunchMask
+	launchUnitNS            = 32
+	txoIdxShift             = 4
+	txoIdxResvd      uint32 = 3 << 5
+	txoIXSM          uint32 = 1 << 8
+	txoTXSM          uint32 = 1 << 9
+	txCmdTSTAMP      uint32 = 1 << 19
+	minMACLenOffload        = 14 // I210 7.2.2.2.2
+	minIPLenOffload         = 20 // I210 7.2.2.2.1
+)

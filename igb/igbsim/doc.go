@@ -30,9 +30,14 @@
 //     needs for the hash to reach the descriptor), RSSRK, RETA; the Toeplitz hash
 //     over IPv4/IPv6 addresses and TCP/UDP ports goes into the write-back.
 //   - Transmit: queues at 0x3800+0x100n and 0xE000+0x40n, advanced data
-//     descriptors (context descriptors are consumed and ignored); TDT starts
-//     transmission on the device side's time (below); DD is written back where
-//     RS is set; PSP pads short frames to 60 bytes.
+//     descriptors; TDT starts transmission on the device side's time (below);
+//     DD is written back where RS is set; PSP pads short frames to 60 bytes.
+//     Context descriptors load the queue's two context slots; POPTS.TXSM has
+//     the frame leave with its TCP/UDP checksum summed from the context's
+//     MACLEN+IPLEN (the buffer itself is not written); MAC.TSTAMP latches the
+//     transmit time in TXSTMPL/H (I210 clock); the I210's Qav SR queues with
+//     TQAVCTRL.DataTranTIM hold each frame until SYSTIML reaches its context's
+//     LaunchTime (txoffload.go, qav.go).
 //   - Interrupts: GPIE (MSIX_MODE, EIAME), IVAR (82576 layout for the 82576,
 //     82580 layout for the I350 and I210), IVAR_MISC, EICR (read clears, write 1
 //     clears), EICS, EIMS/EIMC, EIAC auto-clear, EIAM auto-mask, EITR minimum
@@ -53,7 +58,8 @@
 // mastering is off; any descriptor or buffer address outside the mapped memory;
 // a register write during reset; TX descriptors of length 0, frames over 9728
 // bytes, legacy or unknown descriptor types, missing IFCS, a PAYLEN that is not
-// the frame length, TSO or VLAN insertion; an interrupt on a vector that was not
+// the frame length, TSO or VLAN insertion; context descriptors and offload
+// requests the hardware refuses or would get wrong (see txoffload.go); an interrupt on a vector that was not
 // enabled; and any access to an offset the model does not implement (reads 0).
 //
 // # Concurrency

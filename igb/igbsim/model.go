@@ -126,6 +126,16 @@ type txQueue struct {
 	// queue is enabled.
 	fetched   []byte
 	fetchedOK []bool
+
+	// The context slots (IDX 0 and 1) as context descriptors loaded them,
+	// cleared when the queue is enabled (txoffload.go). ahead: the descriptor
+	// consumed last was a context, whose LaunchTime is aheadLT (what a timed
+	// frame on an SR queue launches at). hold: gatherLocked found the frame at
+	// TDH waiting for its launch time, this much longer.
+	ctx     [2]txContext
+	ahead   bool
+	aheadLT uint32
+	hold    time.Duration
 }
 
 func (q *rxQueue) base() uint64 { return uint64(q.bah)<<32 | uint64(q.bal) }
@@ -187,6 +197,7 @@ type Model struct {
 	cnt                                     Counters
 	crcBuf                                  []byte // RX scratch for frames with their FCS kept
 	ptp                                     ptpState
+	qav                                     qavState
 }
 
 // ErrConfig is wrapped by New for a configuration the model cannot build.
@@ -403,6 +414,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.rssKey = [rssKeyLen]byte{}
 	m.rssDirty = true
 	m.ptp.reset(m.info.fam == famI210)
+	m.qav = qavState{}
 	for i := range m.rx {
 		m.rx[i] = rxQueue{srrctl: srrctlDefault}
 	}
@@ -489,6 +501,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 		return m.readQueueLocked(q, r, isRX, off)
 	}
 	if v, ok := m.readPTPLocked(off); ok {
+		return v
+	}
+	if v, ok := m.readQavLocked(off); ok {
 		return v
 	}
 	switch off {
@@ -706,7 +721,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		}
 		return m.writeTxQueueLocked(q, r, off, val)
 	}
-	if m.writePTPLocked(off, val) {
+	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) {
 		return 0
 	}
 	switch off {
@@ -1091,6 +1106,7 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 			} else {
 				clear(x.fetchedOK)
 			}
+			x.ctx, x.ahead, x.hold = [2]txContext{}, false, 0 // contexts must be loaded again
 			x.dctl = val
 			if m.tctl&tctlEN != 0 && x.head != x.tail {
 				return 1 << q

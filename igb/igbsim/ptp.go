@@ -18,6 +18,13 @@ import "github.com/xnic-dev/xnic/sim"
 // buffer (8 reserved bytes, then SYSTIML and SYSTIMH as they were when the
 // frame arrived), counted in the write-back length, and TSIP in the status.
 //
+// With TSYNCTXCTL.EN, a frame whose first data descriptor has MAC.TSTAMP
+// latches its transmit time (SYSTIML/H as it leaves) in TXSTMPL/H and sets
+// TSYNCTXCTL.VALID, unless VALID is set already: the latch holds one
+// timestamp until software reads TXSTMPH (Linux e1000_defines.h
+// E1000_TSYNCTXCTL_*, igb_ptp.c igb_ptp_tx_hwtstamp; QEMU igb_core.c does
+// the same), and a frame sent meanwhile gets none.
+//
 // The 82576 and I350 keep their clocks in other formats (a 64-bit counter of
 // TIMINCA increments): the model does not implement them; their time sync
 // registers stay plain storage, and SRRCTL.TIMESTAMP on them is a fault.
@@ -27,6 +34,12 @@ const (
 	regTIMINCA    reg = 0x0B608
 	regTSYNCRXCTL reg = 0x0B620
 	regSYSTIMR    reg = 0x0B6F8
+	regTSYNCTXCTL reg = 0x0B614
+	regTXSTMPL    reg = 0x0B618
+	regTXSTMPH    reg = 0x0B61C
+
+	tsyncTxValid   uint32 = 1 << 0 // TXSTMPL/H hold a timestamp (read-only)
+	tsyncTxEnabled uint32 = 1 << 4
 
 	timincaISGN     uint32 = 1 << 31
 	timincaIncValue uint32 = 0x7FFFFFFF
@@ -51,7 +64,9 @@ type ptpState struct {
 	pendL    uint32 // SYSTIML written, waiting for SYSTIMH
 	timinca  uint32
 	tsyncRx  uint32
-	hasClock bool // the device is an I210 (the clock format modelled)
+	tsyncTx  uint32 // EN and VALID
+	txStamp  int64  // the latched TX timestamp, with VALID
+	hasClock bool   // the device is an I210 (the clock format modelled)
 }
 
 func (p *ptpState) reset(i210 bool) {
@@ -61,6 +76,7 @@ func (p *ptpState) reset(i210 bool) {
 	p.clock.Set(0)
 	p.clock.SetRate(0)
 	p.latch, p.pendL, p.timinca, p.tsyncRx, p.hasClock = 0, 0, 0, 0, i210
+	p.tsyncTx, p.txStamp = 0, 0
 }
 
 // rxTimestamping reports whether frames get a timestamp header on a queue
@@ -108,6 +124,15 @@ func (m *Model) readPTPLocked(off uint32) (uint32, bool) {
 		return p.timinca, true
 	case regTSYNCRXCTL:
 		return p.tsyncRx &^ tsyncRxValid, true // RXSTMPL/H latching is not modelled
+	case regTSYNCTXCTL:
+		return p.tsyncTx, true
+	case regTXSTMPL:
+		_, frac := splitNS(p.txStamp)
+		return frac, true
+	case regTXSTMPH:
+		sec, _ := splitNS(p.txStamp)
+		p.tsyncTx &^= tsyncTxValid // reading the high half frees the latch
+		return sec, true
 	}
 	return 0, false
 }
@@ -142,6 +167,10 @@ func (m *Model) writePTPLocked(off, val uint32) bool {
 			m.faults.Add("write32", "TSYNCRXCTL", uint64(off), "TSYNCRXCTL type %d: only all packets (4) is modelled", (val&tsyncRxTypeMsk)>>1)
 		}
 		p.tsyncRx = val &^ tsyncRxValid
+	case regTSYNCTXCTL:
+		p.tsyncTx = p.tsyncTx&tsyncTxValid | val&tsyncTxEnabled
+	case regTXSTMPL, regTXSTMPH:
+		m.faults.Add("write32", regName(off), uint64(off), "write to a read-only TX timestamp register")
 	default:
 		return false
 	}
@@ -157,4 +186,29 @@ func (m *Model) Clock() (ns int64, ok bool) {
 		return 0, false
 	}
 	return m.ptp.clock.Now(), true
+}
+
+// stampOKLocked checks a data descriptor's MAC.TSTAMP at addr: the clock is
+// modelled and TX timestamping is on, else a fault.
+func (m *Model) stampOKLocked(addr uint64) bool {
+	switch {
+	case !m.ptp.hasClock:
+		m.faults.Add("tx-desc", "", addr, "MAC.TSTAMP on the %s: its clock is not modelled", m.info.name)
+	case m.ptp.tsyncTx&tsyncTxEnabled == 0:
+		m.faults.Add("tx-desc", "", addr, "MAC.TSTAMP with TSYNCTXCTL.EN clear: no timestamp would be taken")
+	default:
+		return true
+	}
+	return false
+}
+
+// latchTxLocked takes the transmit timestamp of a frame leaving now, if the
+// latch is free.
+func (m *Model) latchTxLocked() {
+	p := &m.ptp
+	if p.tsyncTx&tsyncTxEnabled == 0 || p.tsyncTx&tsyncTxValid != 0 {
+		return
+	}
+	p.txStamp = p.clock.Now()
+	p.tsyncTx |= tsyncTxValid
 }

@@ -1,6 +1,9 @@
 package igbsim
 
-import "bytes"
+import (
+	"bytes"
+	"time"
+)
 
 // Transmit path (82576 datasheet 7.2). A write to TDT of an enabled queue (with
 // TCTL.EN) fetches the descriptors it hands over at once (a descriptor changed
@@ -28,6 +31,7 @@ type txFrame struct {
 	ndesc uint32 // descriptors it used
 	send  bool   // false: refused (faulted) or a lone context descriptor
 	bad   bool   // refused
+	stamp bool   // latch its transmit time (MAC.TSTAMP)
 }
 
 const txBatchMax = 64
@@ -93,14 +97,18 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		// descriptor after the first), when all of it is mapped; otherwise
 		// each descriptor is translated, and faulted, on its own.
 		ring := m.ringView("tx-desc", base, size)
+		x.hold = 0
 		for head != tail && len(batch) < budget {
 			batch = append(batch, txFrame{})
-			next, complete := m.gatherLocked(x, &batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
+			next, complete := m.gatherLocked(q, x, &batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
 			if !complete {
 				batch = batch[:len(batch)-1]
 				break
 			}
 			head = next
+		}
+		if x.hold > 0 {
+			m.holdLocked(q, x.hold) // the frame at head waits for its launch time
 		}
 		m.mu.Unlock()
 		if len(batch) == 0 {
@@ -126,6 +134,9 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		raise := false
 		for i := range batch {
 			fr := &batch[i]
+			if fr.send && fr.stamp {
+				m.latchTxLocked() // it has left: before its DD
+			}
 			// Statistics read the frame (a view of the buffer): before the
 			// write-back, after which the buffer is the driver's again.
 			switch {
@@ -168,8 +179,12 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 			m.raiseQueueLocked(q, true)
 		}
 		more := head != x.tail
+		held := x.hold > 0
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
+		if held {
+			return false // holdLocked has armed the timer
+		}
 		if more && !m.sched.Synchronous() {
 			return true // the next step goes on
 		}
@@ -205,15 +220,23 @@ func (m *Model) descView(ring []byte, op string, base uint64, idx uint32) ([]byt
 // gatherLocked reads the frame starting at descriptor head into *fr (zeroed by
 // the caller). It reports complete=false when the frame's EOP descriptor is not
 // before tail yet. ring is the ring's view from ringView, or nil.
-func (m *Model) gatherLocked(x *txQueue, fr *txFrame, ring []byte, base uint64, size, head, tail uint32, arena *[]byte, psp bool) (next uint32, complete bool) {
+//
+// On a queue that launches on time, a frame whose launch time has not come is
+// left where it is: complete is false and x.hold says how long it waits.
+func (m *Model) gatherLocked(q int, x *txQueue, fr *txFrame, ring []byte, base uint64, size, head, tail uint32, arena *[]byte, psp bool) (next uint32, complete bool) {
 	fr.first = head
 	idx := head
 	total := 0
 	ok := true
 	var paylen uint32
 	var first []byte
+	var off offload
 	start := len(*arena)
 	gathered := false
+	if w := m.launchHoldLocked(q, x, ring, base, head); w > 0 {
+		x.hold = time.Duration(w)
+		return head, false
+	}
 	for {
 		if idx == tail {
 			return head, false
@@ -237,7 +260,8 @@ func (m *Model) gatherLocked(x *txQueue, fr *txFrame, ring []byte, base uint64, 
 			m.faults.Add("tx-desc", "", addr, "legacy TX descriptor (DEXT clear, cmd 0x%08x): only advanced descriptors are modelled", cmd)
 			ok = false
 		} else if dtyp := cmd & txDTYPMask; dtyp == txDTYPCtxt {
-			if fr.ndesc == 1 { // a context descriptor ahead of a frame: consumed
+			if fr.ndesc == 1 { // a context descriptor ahead of a frame: loaded and consumed
+				m.loadContextLocked(q, x, d, addr)
 				return idx, true
 			}
 			m.faults.Add("tx-desc", "", addr, "context descriptor inside a frame")
@@ -263,6 +287,8 @@ func (m *Model) gatherLocked(x *txQueue, fr *txFrame, ring []byte, base uint64, 
 			case cmd&txCmdIFCS == 0:
 				m.faults.Add("tx-desc", "", addr, "TX frame without IFCS: it would leave without an FCS and be dropped by the receiver")
 				ok = false
+			default:
+				ok = m.dataOffloadLocked(q, x, cmd, le.Uint32(d[txdOlinfo:]), addr, &off)
 			}
 		}
 		if ok {
@@ -303,6 +329,11 @@ func (m *Model) gatherLocked(x *txQueue, fr *txFrame, ring []byte, base uint64, 
 	if gathered {
 		data = (*arena)[start:]
 	}
+	if data = m.applyOffloadLocked(&off, data, gathered, arena, base+uint64(fr.first)*descSize); data == nil {
+		fr.bad = true
+		return idx, true
+	}
+	fr.stamp = off.tstamp
 	if psp && len(data) < minFrameNoFCS {
 		s := len(*arena)
 		*arena = append(*arena, data...)
@@ -358,5 +389,32 @@ func changedLocked(fetched []byte, ok []bool, idx uint32, d []byte) bool {
 func (m *Model) checkFetchedLocked(x *txQueue, idx uint32, d []byte, addr uint64) {
 	if changedLocked(x.fetched, x.fetchedOK, idx, d) {
 		m.faults.Add("tx-desc", "TDT", addr, "TX descriptor %d changed after the TDT write handed it to the device (the device fetched it then): write descriptors before moving the tail", idx)
+	}
+}
+
+// launchHoldLocked is how long (ns) the frame at head of TX queue q waits for
+// its launch time: 0 unless the queue launches on time, a context was just
+// consumed and the descriptor at head is the data it times.
+func (m *Model) launchHoldLocked(q int, x *txQueue, ring []byte, base uint64, head uint32) int64 {
+	if !x.ahead || !m.timedLocked(q) {
+		return 0
+	}
+	d, err := m.descView(ring, "tx-desc", base, head)
+	if err != nil || le.Uint32(d[txdCmd:])&txDTYPMask != txDTYPData {
+		return 0 // gatherLocked faults or handles it
+	}
+	return m.launchWaitLocked(x.aheadLT)
+}
+
+// holdLocked arranges for TX queue q to be looked at again when its held frame
+// is due, d from now: exactly then when it is near, else at the device's idle
+// polls (which Settle does not wait for: the frame waits for the clock, not for
+// the device).
+func (m *Model) holdLocked(q int, d time.Duration) {
+	m.txPend |= 1 << q
+	if d <= time.Millisecond {
+		m.txT.ArmAfter(d)
+	} else {
+		m.txT.ArmIdle()
 	}
 }

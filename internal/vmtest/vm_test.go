@@ -3,9 +3,13 @@ package vmtest
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net"
 	"os"
 	"path"
 	"path/filepath"
@@ -17,6 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/gopacket"
+	"github.com/google/gopacket/layers"
+	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 )
@@ -280,6 +287,7 @@ func TestVM(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) { checkBinary(t, b, res.Binaries[b.Name], res) })
 	}
 	t.Run("peer", func(t *testing.T) { checkPeer(t, peer.Report()) })
+	t.Run("igb-tx-checksum", func(t *testing.T) { checkTxChecksums(t, vm.Pcap, res.Binaries["igb"]) })
 	t.Logf("VM tier took %v", time.Since(begin).Round(time.Millisecond))
 }
 
@@ -370,6 +378,189 @@ func checkPeer(t *testing.T, r traffic.Report) {
 	}
 	if len(r.Sessions) == 0 {
 		t.Skip("no guest test used the peer (the driver tests that exchange frames have not run)")
+	}
+}
+
+// checkTxChecksums is the host's half of igb's TestVMTxChecksum: the guest
+// sent frames asking QEMU's igb to insert their TCP/UDP checksums, each to
+// port 0x5843 with "xnic-csum" and its index after the L4 header, and logged
+// how many ("xnic-csum frames: N"). Each of them must be in QEMU's pcap (what
+// its igb put on the wire) once, with a valid L4 checksum (pseudo-header
+// included) and, for IPv4, a valid header checksum.
+func checkTxChecksums(t *testing.T, pcapPath string, br *BinaryResult) {
+	var tr *TestResult
+	if br != nil {
+		tr = br.Tests["TestVMTxChecksum"]
+	}
+	if tr == nil || tr.Status != StatusPass {
+		t.Skip("igb's TestVMTxChecksum did not pass in the guest: nothing to check")
+	}
+	want := -1
+	for _, l := range tr.Output {
+		if i := strings.Index(l, "xnic-csum frames: "); i >= 0 {
+			want, _ = strconv.Atoi(strings.Fields(l[i+len("xnic-csum frames: "):])[0])
+		}
+	}
+	if want <= 0 {
+		t.Fatalf("TestVMTxChecksum logged no frame count: %q", tr.Output)
+	}
+	seen := make([]int, want)
+	bad := 0
+	err := pcapEach(pcapPath, func(f []byte) {
+		idx, ok, marked := csumMarked(f)
+		switch {
+		case !marked:
+		case idx >= uint32(want):
+			t.Errorf("a marked frame with index %d of %d", idx, want)
+		case !ok:
+			bad++
+			if bad <= 5 {
+				t.Errorf("frame %d: bad checksum on the wire: %x", idx, f)
+			}
+			seen[idx]++
+		default:
+			seen[idx]++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing := 0
+	for i, n := range seen {
+		if n != 1 && missing < 5 {
+			t.Errorf("frame %d seen %d times in the pcap", i, n)
+		}
+		if n == 0 {
+			missing++
+		}
+	}
+	if bad != 0 || missing != 0 {
+		t.Fatalf("%d of %d frames with a bad checksum, %d missing", bad, want, missing)
+	}
+	t.Logf("%d frames (IPv4/IPv6 x TCP/UDP) left QEMU's igb with correct checksums", want)
+}
+
+// pcapEach calls f with every packet of a classic pcap file.
+func pcapEach(path string, f func([]byte)) error {
+	fh, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fh.Close()
+	r, err := pcapgo.NewReader(fh)
+	if err != nil {
+		return fmt.Errorf("pcap %s: %w", path, err)
+	}
+	for {
+		data, _, err := r.ReadPacketData()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("pcap %s: %w", path, err)
+		}
+		f(data)
+	}
+}
+
+// csumMarked parses f as Ethernet (one optional 802.1Q tag), IPv4 or IPv6,
+// TCP or UDP to port 0x5843 with "xnic-csum" and an index after the L4
+// header; it reports the index, whether the checksums are valid, and whether
+// the frame is one of those at all.
+func csumMarked(f []byte) (idx uint32, ok, marked bool) {
+	const mark = "xnic-csum"
+	if len(f) < 14 {
+		return 0, false, false
+	}
+	l3, et := 14, binary.BigEndian.Uint16(f[12:])
+	if et == 0x8100 && len(f) >= 18 {
+		l3, et = 18, binary.BigEndian.Uint16(f[16:])
+	}
+	var pseudo uint32
+	var l4, end int
+	var proto byte
+	ipOK := true
+	switch {
+	case et == 0x0800 && len(f) >= l3+20:
+		ihl := int(f[l3]&15) * 4
+		end = l3 + int(binary.BigEndian.Uint16(f[l3+2:]))
+		proto, l4 = f[l3+9], l3+ihl
+		pseudo = csumAdd(0, f[l3+12:l3+20])
+		ipOK = ihl >= 20 && end <= len(f) && csumFold(csumAdd(0, f[l3:l3+ihl])) == 0xffff
+	case et == 0x86DD && len(f) >= l3+40:
+		proto, l4 = f[l3+6], l3+40
+		end = l4 + int(binary.BigEndian.Uint16(f[l3+4:]))
+		pseudo = csumAdd(0, f[l3+8:l3+40])
+	default:
+		return 0, false, false
+	}
+	hdr := map[byte]int{6: 20, 17: 8}[proto]
+	if hdr == 0 || end > len(f) || end < l4+hdr+len(mark)+4 || binary.BigEndian.Uint16(f[l4+2:]) != 0x5843 {
+		return 0, false, false
+	}
+	if proto == 6 {
+		hdr = int(f[l4+12]>>4) * 4
+	}
+	pl := f[l4+hdr : end]
+	if len(pl) < len(mark)+4 || string(pl[:len(mark)]) != mark {
+		return 0, false, false
+	}
+	idx = binary.BigEndian.Uint32(pl[len(mark):])
+	seg := f[l4:end]
+	l4OK := csumFold(csumAdd(pseudo+uint32(proto)+uint32(len(seg)), seg)) == 0xffff
+	return idx, ipOK && l4OK, true
+}
+
+func csumAdd(s uint32, b []byte) uint32 {
+	for ; len(b) >= 2; b = b[2:] {
+		s += uint32(binary.BigEndian.Uint16(b))
+	}
+	if len(b) == 1 {
+		s += uint32(b[0]) << 8
+	}
+	return s
+}
+
+func csumFold(s uint32) uint16 {
+	for s>>16 != 0 {
+		s = s&0xffff + s>>16
+	}
+	return uint16(s)
+}
+
+// TestCsumMarked: the host's checksum check finds the marked frames and fails
+// a wrong checksum, in IPv4/UDP and tagged IPv6/TCP frames built by gopacket.
+func TestCsumMarked(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 2}, EthernetType: layers.EthernetTypeIPv4}
+		ls := []gopacket.SerializableLayer{eth}
+		if v6 {
+			eth.EthernetType = layers.EthernetTypeDot1Q
+			ip := &layers.IPv6{Version: 6, NextHeader: layers.IPProtocolTCP, HopLimit: 9, SrcIP: net.ParseIP("fd00::1"), DstIP: net.ParseIP("fd00::2")}
+			ls = append(ls, &layers.Dot1Q{VLANIdentifier: 5, Type: layers.EthernetTypeIPv6}, ip)
+			tcp := &layers.TCP{SrcPort: 1, DstPort: 0x5843, DataOffset: 5, Window: 1}
+			_ = tcp.SetNetworkLayerForChecksum(ip)
+			ls = append(ls, tcp)
+		} else {
+			ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 9, Protocol: layers.IPProtocolUDP, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
+			udp := &layers.UDP{SrcPort: 1, DstPort: 0x5843}
+			_ = udp.SetNetworkLayerForChecksum(ip)
+			ls = append(ls, ip, udp)
+		}
+		ls = append(ls, gopacket.Payload(append([]byte("xnic-csum"), 0, 0, 0, 42, 7, 7, 7)))
+		buf := gopacket.NewSerializeBuffer()
+		if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true, FixLengths: true}, ls...); err != nil {
+			t.Fatal(err)
+		}
+		f := buf.Bytes()
+		if idx, ok, marked := csumMarked(f); !marked || !ok || idx != 42 {
+			t.Fatalf("v6 %v: index %d ok %v marked %v, want 42 true true", v6, idx, ok, marked)
+		}
+		bad := bytes.Clone(f)
+		bad[bytes.Index(bad, []byte("xnic-csum"))+13] ^= 1 // a payload byte (the frame may be padded)
+		if _, ok, marked := csumMarked(bad); !marked || ok {
+			t.Fatalf("v6 %v: a flipped payload bit passes (ok %v marked %v)", v6, ok, marked)
+		}
 	}
 }
 
