@@ -21,9 +21,13 @@ import (
 // using the watchdog) except as rx_coal_frames decides, and programs RIWT at
 // open (DEF_DMA_RIWT, 0xa0) and from ethtool -C rx-usecs (stmmac_set_coalesce,
 // stmmac_usec2riwt: usecs * MHz / 256, refused outside MIN_DMA_RIWT 0x10 to
-// MAX_DMA_RIWT 0xff). This driver sets IOC on the descriptors of every Nth
-// frame (Config.RxCoalesceFrames) and converts intervals with RWTU too, so
-// that a 5.x core reaches 255 * 2048 cycles.
+// MAX_DMA_RIWT 0xff). As written, stmmac_rx_refill's counter (incremented,
+// then increased by rx_coal_frames, then zeroed when above rx_coal_frames) is
+// zeroed at every descriptor, so a non-zero rx_coal_frames sets IOC on every
+// descriptor and the default 0 (STMMAC_RX_FRAMES) on none. This driver sets
+// IOC on the descriptors of every Nth frame (Config.RxCoalesceFrames), the
+// frame threshold rx_coal_frames names, and converts intervals with RWTU too,
+// so that a 5.x core reaches 255 * 2048 cycles.
 //
 // The clock the watchdog counts is the one Linux converts with, stmmac_clk:
 // on Intel mGbE a fixed 200 MHz clock (dwmac-intel.c intel_mgbe_common_data
