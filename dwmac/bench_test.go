@@ -21,12 +21,14 @@ const benchBurst = 32
 // non-coherent, so every Sync copies.
 func BenchmarkSimRxTx(b *testing.B) {
 	for _, c := range []struct {
-		name string
-		cfg  dwmacsim.Config
+		name     string
+		cfg      dwmacsim.Config
+		coalesce time.Duration // Config.RxCoalesce: IOC on one frame in 64, the watchdog for the rest
 	}{
 		// Device work inside the writes, as before: comparable figures.
-		{"intel", dwmacsim.Config{Sched: sim.SchedConfig{Sync: true}}},
-		{"imx8mp-noncoherent", dwmacsim.Config{Variant: dwmacsim.IMX8MP, NonCoherent: true, Sched: sim.SchedConfig{Sync: true}}},
+		{"intel", dwmacsim.Config{Sched: sim.SchedConfig{Sync: true}}, 0},
+		{"intel-coalesce", dwmacsim.Config{Sched: sim.SchedConfig{Sync: true}}, time.Millisecond},
+		{"imx8mp-noncoherent", dwmacsim.Config{Variant: dwmacsim.IMX8MP, NonCoherent: true, Sched: sim.SchedConfig{Sync: true}}, 0},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			c.cfg.AutonegDelay = time.Millisecond
@@ -36,7 +38,7 @@ func BenchmarkSimRxTx(b *testing.B) {
 			}
 			defer m.Close()
 			m.SetTransmit(nil)
-			p, err := dwmac.Open(m.Device(), dwmac.Config{RxRingSize: 256, TxRingSize: 256, LinkTimeout: 2 * time.Second})
+			p, err := dwmac.Open(m.Device(), dwmac.Config{RxRingSize: 256, TxRingSize: 256, LinkTimeout: 2 * time.Second, RxCoalesce: c.coalesce})
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -24,7 +24,9 @@
 // Rings: the driver writes the tail pointers; the DMA keeps its current
 // descriptor pointers. Ownership of each descriptor is its DES3.OWN bit, which
 // the driver reads and writes as one atomic 32-bit access (desc_unsafe.go). RX
-// descriptors are posted with OWN|BUF1V|IOC; Recv follows OWN == 0 and takes
+// descriptors are posted with OWN|BUF1V|IOC (with Config.RxCoalesce, IOC only
+// on every Nth frame's, the RX watchdog interrupting for the others:
+// coalesce.go); Recv follows OWN == 0 and takes
 // frames that fit one descriptor (FD and LD) without an error summary (ES); the
 // others are dropped and counted. TX frames take one descriptor each; in a burst
 // the first descriptor's OWN is set last. Each Recv and each Send ends with at

@@ -88,6 +88,17 @@ type Config struct {
 	// PTPClockHz is the PTP reference clock. Zero: the integration's (Intel
 	// 200 MHz, i.MX8MP 100 MHz).
 	PTPClockHz int
+	// RxCoalesce holds each channel's RX interrupt for up to this long with
+	// the RX watchdog (RIWT), or until RxCoalesceFrames frames have arrived
+	// (coalesce.go). Zero: an interrupt per frame, the watchdog unused.
+	RxCoalesce time.Duration
+	// RxCoalesceFrames is the frame count between interrupts with RxCoalesce:
+	// 1 to the frames the RX ring holds; 0: DefaultCoalesceFrames (at most
+	// half the ring).
+	RxCoalesceFrames int
+	// SystemClockHz is the clock the RX watchdog counts. Zero: the
+	// integration's (IntelSystemClockHz, IMX8MPSystemClockHz).
+	SystemClockHz uint64
 
 	// cachedRings lets rings live in cached memory on a non-coherent
 	// allocator without uncached memory: the broken layout ringmem.go
@@ -259,6 +270,8 @@ type Port struct {
 	stats nic.CounterTotals // MMC totals, per hwCounters entry; has its own lock
 
 	warnings []string // non-fatal oddities of the bring-up; immutable after Open
+
+	coal coalesceState // RX coalescing, chosen by Open (coalesce.go says what guards each field)
 }
 
 var _ nic.Port = (*Port)(nil)
@@ -348,6 +361,9 @@ func (p *Port) bringUp() error {
 	if p.cfg.Queues > maxQ {
 		return fmt.Errorf("%d queues: the %s has %d (MTL %d RX / %d TX, DMA %d RX / %d TX channels)",
 			p.cfg.Queues, p.model.Name, maxQ, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans)
+	}
+	if err := p.chooseCoalesce(); err != nil {
+		return err
 	}
 	p.rxFIFOq = fifoPerQueue(p.hw.RxFIFO, p.cfg.Queues, p.model.FIFOPerQueue)
 	p.txFIFOq = fifoPerQueue(p.hw.TxFIFO, p.cfg.Queues, p.model.FIFOPerQueue)

@@ -25,11 +25,16 @@ const (
 	dumpOffsetDigits = 4
 )
 
-// Dump reads the port's registers.
+// Dump reads the port's registers, with each channel's RX watchdog as
+// RIWT0, RIWT1, ... decoded at the port's clock (coalesce.go).
 func (p *Port) Dump() *Dump {
 	p.ctl.Lock() // keep MDIO sequences whole
 	defer p.ctl.Unlock()
-	return DumpRegs(p.regs, p.NumQueues())
+	d := DumpRegs(p.regs, p.NumQueues())
+	for ch := 0; ch < p.NumQueues(); ch++ {
+		d.Read(p.regs, fmt.Sprintf("RIWT%d", ch), uint32(chReg(ch, chRxWatchdog)), p.riwtFields)
+	}
+	return d
 }
 
 func field(v uint32, lo, width uint) uint32 { return v >> lo & (1<<width - 1) }

@@ -46,6 +46,8 @@ type rxQueue struct {
 	posted  int        // descriptors owned by the DMA
 	stopped bool
 
+	ioc iocPlan // which refilled descriptors ask for an interrupt (coalesce.go)
+
 	irq nic.IRQ    // nil without interrupts
 	ie  chStatBits // this channel's DMA_CHx_Interrupt_Enable when armed
 
@@ -105,6 +107,7 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 	p.w32(chReg(i, chRxRingLen), uint32(n-1))
 	p.w32(chReg(i, chIntrEnable), 0)
 	p.w32(chReg(i, chStatus), uint32(chStatAll)) // clear what the reset left
+	p.setupCoalesce(i, q)
 	q.refill()
 	return q, nil
 }
@@ -262,7 +265,7 @@ func (q *rxQueue) refill() {
 		q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
 		off := q.tail * descSize
 		d := q.ring.CPU[off : off+descSize]
-		storeDES3(d, putRxRead(d, b.IOVA+dma.Headroom, true))
+		storeDES3(d, putRxRead(d, b.IOVA+dma.Headroom, q.ioc.next()))
 		q.slots[q.tail] = b
 		if q.tail++; q.tail == q.n {
 			q.tail = 0

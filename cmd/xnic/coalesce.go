@@ -16,11 +16,13 @@ import (
 // 82576 datasheet 8.8.12) is the minimum time between two interrupts of a
 // vector. fec: RXICn holds a ring's RX interrupt for up to the interval, or
 // until its frame threshold (fec/coalesce.go); the i.MX6 ENET has none.
-// dwmac: see the family's noModeration.
+// dwmac: RIWTn, the RX watchdog, holds the interrupt of frames whose
+// descriptors leave IOC clear, which only a port opened with --rx-usecs
+// does (dwmac/coalesce.go, cmd/xnic/dwmac.go).
 
 func init() {
 	register(&command{name: "coalesce", usage: portUsage + " [rx-usecs N] [--control PORT|PATH] [--json]",
-		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR, fec RXIC), also on a running port", run: runCoalesce})
+		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR, fec RXIC, dwmac RIWT), also on a running port", run: runCoalesce})
 }
 
 // coalesceQueue is one queue's setting.
@@ -46,18 +48,38 @@ func coalesceRegs(fam family, d *nic.RegDump) (*interruptModeration, []nic.RegVa
 	case f.moderation == nil:
 		return nil, nil, fmt.Errorf("no interrupt moderation known for the %s family: %w", fam, nic.ErrNotSupported)
 	}
+	m := f.moderation
+	if m.forPort != nil {
+		m = m.forPort(d)
+	}
 	var rs []nic.RegValue
 	for q := 0; ; q++ {
-		r, ok := d.Reg(fmt.Sprintf(f.moderation.reg, q))
+		r, ok := d.Reg(fmt.Sprintf(m.reg, q))
 		if !ok {
 			break
 		}
 		rs = append(rs, r)
 	}
 	if len(rs) == 0 {
-		return nil, nil, fmt.Errorf("this %s port has no %s register, so no interrupt moderation: %w", fam, fmt.Sprintf(f.moderation.reg, 0), nic.ErrNotSupported)
+		return nil, nil, fmt.Errorf("this %s port has no %s register, so no interrupt moderation: %w", fam, fmt.Sprintf(m.reg, 0), nic.ErrNotSupported)
 	}
-	return f.moderation, rs, nil
+	return m, rs, nil
+}
+
+// checkSet refuses an interval (usecs >= 0) the port's moderation cannot
+// take; usecs < 0 (show only) passes.
+func (m *interruptModeration) checkSet(fam family, usecs int) error {
+	switch {
+	case usecs < 0:
+		return nil
+	case usecs > m.max():
+		return usageErrorf("rx-usecs %d: the %s family's interval holds at most %d", usecs, fam, m.max())
+	case m.refuse != nil:
+		if why := m.refuse(usecs); why != "" {
+			return usageErrorf("rx-usecs %d: %s", usecs, why)
+		}
+	}
+	return nil
 }
 
 func coalesceShow(m *interruptModeration, rs []nic.RegValue) []coalesceQueue {
@@ -88,8 +110,8 @@ func coalesceExec(t regTarget, usecs int) ([]coalesceQueue, error) {
 	if err != nil {
 		return nil, err
 	}
-	if usecs > m.max() {
-		return nil, usageErrorf("rx-usecs %d: the %s family's interval holds at most %d", usecs, t.fam, m.max())
+	if err := m.checkSet(t.fam, usecs); err != nil {
+		return nil, err
 	}
 	if usecs >= 0 {
 		if rs, err = regExec(t, coalesceOps(m, rs, usecs), true); err != nil {
@@ -180,8 +202,8 @@ func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
 	if err != nil {
 		return coalesceOut{}, err
 	}
-	if usecs > m.max() {
-		return coalesceOut{}, usageErrorf("rx-usecs %d: the %s family's interval holds at most %d", usecs, resp.Family, m.max())
+	if err := m.checkSet(family(resp.Family), usecs); err != nil {
+		return coalesceOut{}, err
 	}
 	if usecs >= 0 {
 		resp, err = controlCall(path, ctlRequest{Cmd: "reg", Ops: coalesceOps(m, rs, usecs), Force: true})

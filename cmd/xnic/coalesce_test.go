@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // TestCoalesceHoldsInterrupts: rx-usecs lands in the model's EITR, and the
@@ -84,10 +88,29 @@ func TestCoalesceCommand(t *testing.T) {
 	if len(out.Queues) != 3 || out.Queues[0].RxUsecs != 500 || out.Queues[2].RxUsecs != 500 {
 		t.Fatalf("fec: %+v", out)
 	}
-	for _, v := range []string{"dwmac", "fec:imx6"} {
-		if rc, _, errs := runPort(t, "coalesce", "--sim", v); rc != 1 || !strings.Contains(errs, "not supported") {
-			t.Errorf("%s: rc %d %s", v, rc, errs)
-		}
+	if rc, _, errs := runPort(t, "coalesce", "--sim", "fec:imx6"); rc != 1 || !strings.Contains(errs, "not supported") {
+		t.Errorf("fec:imx6: rc %d %s", rc, errs)
+	}
+	// dwmac: RIWT of every channel, on a port opened with coalescing
+	// (512 us is 200 units of 512 cycles at the Intel model's 200 MHz).
+	cliJSON(t, &out, "coalesce", "--sim", "dwmac", "--queues", "2", "--rx-usecs", "100", "rx-usecs", "512", "--json")
+	if len(out.Queues) != 2 || out.Queues[0].RxUsecs != 512 || out.Queues[1].RxUsecs != 512 {
+		t.Fatalf("dwmac: %+v", out)
+	}
+	// Shown (0) but not set on a port opened without: its descriptors all
+	// ask for an interrupt, so the watchdog would change nothing.
+	cliJSON(t, &out, "coalesce", "--sim", "dwmac", "--json")
+	if len(out.Queues) != 1 || out.Queues[0].RxUsecs != 0 {
+		t.Fatalf("dwmac without coalescing: %+v", out)
+	}
+	if rc, _, errs := runPort(t, "coalesce", "--sim", "dwmac", "rx-usecs", "500"); rc != 2 || !strings.Contains(errs, "opened without RX coalescing") {
+		t.Errorf("dwmac rx-usecs on a port opened without coalescing: rc %d %s", rc, errs)
+	}
+	if rc, _, errs := runPort(t, "coalesce", "--sim", "dwmac", "--rx-usecs", "100", "rx-usecs", "0"); rc != 2 || !strings.Contains(errs, "without an interrupt") {
+		t.Errorf("dwmac rx-usecs 0 with IOC cleared: rc %d %s", rc, errs)
+	}
+	if rc, _, _ := runPort(t, "coalesce", "--sim", "dwmac:imx8mp", "--rx-usecs", "100", "rx-usecs", "2000"); rc != 2 {
+		t.Errorf("dwmac:imx8mp rx-usecs 2000 (its 266 MHz watchdog holds 1963): rc %d, want 2", rc)
 	}
 	for _, bad := range [][]string{{"coalesce", "--sim", "igb", "rx-usecs", "8192"}, {"coalesce", "--sim", "igb", "tx-usecs", "1"}, {"coalesce", "--sim", "igb", "rx-usecs"}} {
 		if rc, _, _ := runPort(t, bad...); rc != 2 {
@@ -114,10 +137,16 @@ func TestRxUsecsAtOpen(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &got); rc != 0 || err != nil || got.Queues[0].RxUsecs != 40 {
 		t.Errorf("fec after --rx-usecs 40 at open: rc %d %+v %s", rc, got, errs)
 	}
-	for _, v := range []string{"dwmac"} {
-		if rc, _, errs := runPort(t, "info", "--sim", v, "--rx-usecs", "10"); rc != 2 || !strings.Contains(errs, "rx-usecs") {
-			t.Errorf("%s --rx-usecs: rc %d %s", v, rc, errs)
-		}
+	// dwmac: 40 us is 32 units of 256 cycles at 200 MHz, 40.96 us.
+	rc, out, errs = runPort(t, "coalesce", "--sim", "dwmac", "--rx-usecs", "40", "--json")
+	if err := json.Unmarshal([]byte(out), &got); rc != 0 || err != nil || got.Queues[0].RxUsecs != 40 {
+		t.Errorf("dwmac after --rx-usecs 40 at open: rc %d %+v %s", rc, got, errs)
+	}
+	if rc, _, errs := runPort(t, "info", "--sim", "dwmac", "--rx-usecs", "3000"); rc != 2 || !strings.Contains(errs, "rx-usecs") {
+		t.Errorf("dwmac --rx-usecs beyond RIWT: rc %d %s", rc, errs)
+	}
+	if rc, _, errs := runPort(t, "info", "--sim", "dwmac:imx8mp", "--rx-usecs", "2500"); rc != 1 || !strings.Contains(errs, "RX watchdog") {
+		t.Errorf("dwmac:imx8mp --rx-usecs 2500 (its clock holds 1963): rc %d %s", rc, errs)
 	}
 	if rc, _, errs := runPort(t, "info", "--sim", "fec:imx6", "--rx-usecs", "10"); rc == 0 || !strings.Contains(errs, "no interrupt coalescing") {
 		t.Errorf("fec:imx6 --rx-usecs: rc %d %s", rc, errs)
@@ -127,5 +156,90 @@ func TestRxUsecsAtOpen(t *testing.T) {
 	}
 	if rc, _, _ := runPort(t, "info", "--sim", "igb", "--rx-usecs", "99999"); rc != 2 {
 		t.Errorf("--rx-usecs beyond EITR's field: rc %d, want 2", rc)
+	}
+}
+
+// TestCoalesceDWMACModel: the interval rx-usecs sets reaches the model's
+// DMA_CH0_Rx_Interrupt_Watchdog_Timer, and the model then holds a frame's
+// interrupt for it.
+func TestCoalesceDWMACModel(t *testing.T) {
+	op, err := openPort("", portOptions{Sim: "dwmac", RxUsecs: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer op.Close()
+	tg, err := portRegTarget(op, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := coalesceExec(tg, 2560) // 250 units of 2048 cycles at 200 MHz
+	if err != nil || len(qs) != 1 || qs[0].RxUsecs != 2560 {
+		t.Fatalf("%+v %v", qs, err)
+	}
+	regs, _ := op.Sim.Model.NICDevice().Regs(0)
+	if got := regs.Read32(0x1138); got != 3<<16|250 {
+		t.Fatalf("the model's RIWT0 is %#x, want RWTU 3 RWT 250", got)
+	}
+	st := &selftester{op: op}
+	rxq := op.RxQueue(0)
+	irq := rxq.IRQ()
+	st.drain()
+	rxq.ArmIRQ()
+	// The first frame's descriptor leaves IOC clear (one frame in the
+	// default 64 asks): only the 2.56 ms watchdog interrupts.
+	t0 := time.Now()
+	st.seq++
+	if err := op.Sim.Peer.Send(selftestFrame(op.MAC(), 64, st.seq)); err != nil {
+		t.Fatal(err)
+	}
+	if f, _ := irq.Wait(time.Second); !f {
+		t.Fatal("the watchdog never interrupted")
+	}
+	if d := time.Since(t0); d < 2560*time.Microsecond {
+		t.Fatalf("interrupt %v after the frame, with a 2.56 ms watchdog", d)
+	}
+	if err := op.Sim.Model.(dwmacModel).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCoalesceDWMACControl: through a running port's control socket, the
+// interval changes on a run opened with --rx-usecs and is refused, saying
+// why, on one opened without.
+func TestCoalesceDWMACControl(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, usecs := range []int{0, 100} {
+		o := &dpRunOptions{sim: "dwmac", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
+			tap: "none", peer: "none", workers: -1, json: true, rxUsecs: usecs}
+		ctx, cancel := context.WithCancel(context.Background())
+		var out, errOut bytes.Buffer
+		done := make(chan error, 1)
+		go func() { done <- dpRun(ctx, o, &out, &errOut) }()
+		name := "dwmacsim0"
+		waitFor(t, "the control socket", func() bool {
+			select {
+			case err := <-done:
+				t.Fatalf("run ended: %v: %s", err, errOut.String())
+			default:
+			}
+			return controlAlive(controlPath(name))
+		})
+		if usecs == 0 {
+			if rc, _, errs := runPort(t, "coalesce", "--control", name, "rx-usecs", "512"); rc != 2 || !strings.Contains(errs, "opened without RX coalescing") {
+				t.Errorf("coalesce through the socket of a run without --rx-usecs: rc %d %s", rc, errs)
+			}
+		} else {
+			var co coalesceOut
+			cliJSON(t, &co, "coalesce", "--control", name, "rx-usecs", "512", "--json")
+			var dump nic.RegDump
+			cliJSON(t, &dump, "regs", "--control", name, "--json")
+			if r, _ := dump.Reg("RIWT0"); len(co.Queues) != 1 || co.Queues[0].RxUsecs != 512 || r.Value != 1<<16|200 {
+				t.Errorf("coalesce through the socket: %+v, RIWT0 %#x", co, r.Value)
+			}
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("run: %v: %s", err, errOut.String())
+		}
 	}
 }

@@ -61,6 +61,13 @@ type interruptModeration struct {
 	maxUsecs int
 	usecs    func(v uint32) int
 	with     func(v uint32, usecs int) uint32
+	// forPort, when set, is the moderation of one port, read from its dump:
+	// for a family whose conversion depends on the port (its clock) or
+	// whose interval only a mode chosen at open lets software set (dwmac).
+	forPort func(d *nic.RegDump) *interruptModeration
+	// refuse, when set, says why this port cannot take an interval of
+	// usecs ("" when it can).
+	refuse func(usecs int) string
 }
 
 // fieldModeration is a moderation whose interval is a register field in

@@ -71,7 +71,7 @@ func portFlags(fs *flag.FlagSet, o *portOptions) {
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.TxRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
-	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec)")
+	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec, dwmac)")
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
 	fs.BoolVar(&o.SimAsync, "sim-async", false, simAsyncHelp)
 }

@@ -93,7 +93,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.IntVar(&o.rxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.txRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
-	fs.IntVar(&o.rxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec)")
+	fs.IntVar(&o.rxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec, dwmac)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")

@@ -91,6 +91,7 @@ type channel struct {
 	tx, rx                  ring
 	wdt                     *time.Timer // RX interrupt watchdog; immutable after New
 	wdtArmed                bool
+	wdtDeadline             time.Time // when the armed watchdog runs out (coalesce.go)
 }
 
 // pendingLocked is the set of enabled causes that hold the interrupt line:
@@ -208,7 +209,7 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 	case chIntEn:
 		m.writeIntEnLocked(c, ch, off, val)
 	case chRxWdt:
-		ch.rxWdt = val
+		m.writeRxWdtLocked(c, off, val)
 	case chSlot:
 		ch.slot = val
 	case chStatus:

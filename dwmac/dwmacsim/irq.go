@@ -1,9 +1,6 @@
 package dwmacsim
 
-import (
-	"fmt"
-	"time"
-)
+import "fmt"
 
 // Interrupts (databook "Interrupts"; stmmac dwmac4_lib.c, dwmac-intel.c).
 //
@@ -96,30 +93,4 @@ func (m *Model) sendLocked(v int, what string) {
 	}
 	m.faults.Add("irq", fmt.Sprintf("vector %d", v), uint64(v),
 		"%s on vector %d, which EnableMSIX did not set up (%d vectors enabled)", what, v, m.base.VectorsEnabled())
-}
-
-// armWatchdogLocked starts the RX interrupt watchdog of channel c after a frame
-// completed without IOC: when it expires, RI is set (DMA_CH_Rx_Interrupt_
-// Watchdog_Timer: RWT units of 256 << RWTU clock cycles; the model counts 4 ns
-// per cycle, a 250 MHz CSR clock).
-func (m *Model) armWatchdogLocked(c int) {
-	ch := &m.ch[c]
-	rwt := ch.rxWdt & wdtRWTMask
-	if rwt == 0 || ch.wdtArmed {
-		return
-	}
-	cycles := uint64(rwt) * (256 << (ch.rxWdt >> wdtRWTUSh & 3))
-	ch.wdtArmed = true
-	ch.wdt.Reset(time.Duration(cycles*4) * time.Nanosecond)
-}
-
-func (m *Model) watchdogExpired(c int) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	ch := &m.ch[c]
-	if !ch.wdtArmed || m.closed {
-		return
-	}
-	ch.wdtArmed = false
-	m.raiseLocked(c, stRI)
 }

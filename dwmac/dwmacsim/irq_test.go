@@ -160,12 +160,13 @@ func TestRxWatchdog(t *testing.T) {
 	irqs, err := r.m.Device().EnableMSIX(1)
 	require.NoError(t, err)
 	r.wr(tCh(0)+tIntEn, tNIE|tRI)
-	// RWT 255, RWTU 3: 255 * (256 << 3) cycles of 4 ns, about 2.09 ms. The
+	// RWT 255, RWTU 3: 255 * (256 << 3) cycles of 5 ns (the default 200 MHz
+	// system clock of the Intel variant), about 2.61 ms. The
 	// period is a wall-clock timer in the model, so the test measures time
 	// itself: with a shorter period (it was 33 µs) a slow host (an arm64
 	// binary under qemu-user: about 1 run in 100) let the watchdog expire
 	// before the status read below.
-	const period = 255 * (256 << 3) * 4 * time.Nanosecond
+	const period = 255 * (256 << 3) * 5 * time.Nanosecond
 	r.wr(tCh(0)+tRxWdt, 3<<16|0xff)
 	rx := r.setupRx(0, 4, 1536)
 	// Post descriptor 0 without IOC.

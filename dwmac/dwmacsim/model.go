@@ -89,6 +89,9 @@ type Config struct {
 	// IntelMGbE (dwmac-intel's clk_ptp_rate), 100 MHz on IMX8MP (the
 	// ENET_QOS_TIMER rate imx8mp.dtsi assigns).
 	PTPClockHz int
+	// SystemClockHz is the clock the RX interrupt watchdog counts (Linux's
+	// stmmac_clk). 0: 200 MHz on IntelMGbE, 266 MHz on IMX8MP (coalesce.go).
+	SystemClockHz int
 	// Unplugged starts with no cable; PartnerNo1000 makes the partner 10/100.
 	Unplugged     bool
 	PartnerNo1000 bool
@@ -229,6 +232,12 @@ func New(cfg Config) (*Model, error) {
 	}
 	if cfg.SNPSVER < 0x40 || cfg.SNPSVER > 0x5f {
 		return nil, fmt.Errorf("dwmacsim: SNPSVER 0x%02x is not a 4.x or 5.x core: %w", cfg.SNPSVER, ErrConfig)
+	}
+	if cfg.SystemClockHz == 0 {
+		cfg.SystemClockHz = defaultSystemClock(cfg.Variant)
+	}
+	if cfg.SystemClockHz < 0 {
+		return nil, fmt.Errorf("dwmacsim: system clock of %d Hz: %w", cfg.SystemClockHz, ErrConfig)
 	}
 	if cfg.PTPClockHz < 0 {
 		return nil, fmt.Errorf("dwmacsim: PTP clock of %d Hz: %w", cfg.PTPClockHz, ErrConfig)

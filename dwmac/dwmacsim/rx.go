@@ -309,11 +309,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	r.curBuf = last
 	m.cnt.RxFrames++
 	m.cnt.RxBytes += uint64(total)
-	if ioc {
-		m.raiseLocked(c, stRI)
-	} else {
-		m.armWatchdogLocked(c)
-	}
+	m.rxCompleteLocked(c, ioc) // RI now, or the RX watchdog (coalesce.go)
 	return true
 }
 
