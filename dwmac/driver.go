@@ -440,7 +440,7 @@ func (p *Port) bringUp() error {
 		p.tx = append(p.tx, tq)
 	}
 	for _, rq := range p.rx {
-		p.tx[rq.idx].trustPool(rq.pool)
+		p.tx[rq.idx].guard.Trust(rq.pool)
 	}
 	if p.irqs != nil {
 		p.wireIRQs()

@@ -94,9 +94,9 @@ func (p *Port) Stats() []nic.Counter {
 		txp += q.packets.Load()
 		txb += q.bytes.Load()
 		txErr += q.errors.Load()
-		refDMA += q.refusedDMA.Load()
-		refLen += q.refusedLen.Load()
-		refOwner += q.refusedOwner.Load()
+		refDMA += q.guard.RefusedDMA.Load()
+		refLen += q.guard.RefusedLen.Load()
+		refOwner += q.guard.RefusedOwner.Load()
 		tsDropped += q.stampDropped.Load()
 		tsSkipped += q.stampSkipped.Load()
 	}

@@ -52,19 +52,16 @@ type txQueue struct {
 	inflight int
 	stopped  bool
 
-	// trusted are pools whose whole region Allocator.Check accepted and the
-	// device can reach: their buffers need no per-frame check. Preallocated;
-	// never grows past its cap.
-	trusted []*dma.Pool
+	// guard checks every buffer before a descriptor carries it (length,
+	// ownership, DMA reach: Allocator.Check and the device's address width)
+	// and syncs it for the device.
+	guard *nic.TxGuard
 
-	packets    atomic.Uint64
-	bytes      atomic.Uint64
-	errors     atomic.Uint64 // write-backs with ES (underflow, carrier, collisions, jabber)
-	refusedDMA atomic.Uint64 // buffers outside the device's mapped or reachable memory: not sent
-	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	errors  atomic.Uint64 // write-backs with ES (underflow, carrier, collisions, jabber)
 
-	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
-	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
+	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
 
 	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
 
@@ -76,14 +73,13 @@ type txQueue struct {
 
 var _ nic.TxQueue = (*txQueue)(nil)
 
-const maxTrustedPools = 16
-
 func (p *Port) setupTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
 	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
 		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
-		trusted: make([]*dma.Pool, 0, maxTrustedPools),
 		tailReg: uint32(chReg(i, chTxTail)), dsz: descSize}
+	q.guard = nic.NewTxGuard(p.alloc, txMinLen, txMaxLen, func(iova uint64, n int) error { return p.reach("buffer", iova, n) })
+	q.guard.OnRefuse = q.unstamped
 	tbs := p.cfg.LaunchTimeQueues&(1<<uint(i)) != 0
 	if tbs {
 		q.dsz, q.doff = enhDescSize, enhPrefix
@@ -134,46 +130,6 @@ func (q *txQueue) start() {
 	q.regs.Write32(r, q.regs.Read32(r)|uint32(chTxST))
 }
 
-// trustPool records a pool whose region the allocator maps and the device
-// reaches, so its buffers skip the per-frame checks.
-func (q *txQueue) trustPool(p *dma.Pool) bool {
-	r := p.Region()
-	if r == nil || len(q.trusted) == cap(q.trusted) {
-		return false
-	}
-	if q.alloc.Check(r.IOVA, r.Len()) != nil || q.port.reach("pool", r.IOVA, r.Len()) != nil {
-		return false
-	}
-	q.trusted = append(q.trusted, p)
-	return true
-}
-
-// dmaOK decides whether the device may read b. Buffers from trusted pools pass;
-// any other address goes through Allocator.Check and the device's address
-// width, so memory the device cannot (or must not) read is refused before a
-// descriptor carries it.
-func (q *txQueue) dmaOK(b *dma.Buf) bool {
-	if b == nil || b.Len < txMinLen || b.Len > txMaxLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
-		q.refusedLen.Add(1)
-		return false
-	}
-	if p := b.Pool(); p != nil && p.Region() != nil {
-		for _, t := range q.trusted {
-			if t == p {
-				return true
-			}
-		}
-		if q.trustPool(p) {
-			return true
-		}
-	}
-	if q.alloc.Check(b.DataIOVA(), b.Len) != nil || q.port.reach("buffer", b.DataIOVA(), b.Len) != nil {
-		q.refusedDMA.Add(1)
-		return false
-	}
-	return true
-}
-
 // Send puts a prefix of bufs on the ring and returns how many it took. Each
 // buffer taken is either on the ring (OwnerTx, back to its pool after Reclaim)
 // or was refused (bad length, or memory the device cannot reach): a refused
@@ -202,20 +158,8 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			break // it and the rest stay with the caller
 		}
 		taken++
-		if nic.HeldElsewhere(b) {
-			q.refusedOwner.Add(1)
+		if !q.guard.Admit(b) {
 			continue
-		}
-		if !q.dmaOK(b) {
-			if b != nil && b.Pool() != nil {
-				b.Free()
-			}
-			continue
-		}
-		if p := b.Pool(); p != nil {
-			if r := p.Region(); r != nil {
-				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
-			}
 		}
 		off := q.tail*q.dsz + q.doff
 		d := q.ring.CPU[off : off+descSize]

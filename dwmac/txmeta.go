@@ -156,6 +156,20 @@ func (q *txQueue) pushStamp(b *dma.Buf, d []byte, st uint32) {
 	}
 }
 
+// unstamped completes, without a time, the timestamp request of a frame
+// Send refused (nic.TxGuard.OnRefuse).
+func (q *txQueue) unstamped(b *dma.Buf) {
+	if b.TxFlags&dma.TxFlagTimestamp == 0 {
+		return
+	}
+	q.stampSkipped.Add(1)
+	was := q.stamps.Dropped
+	q.stamps.Push(nic.TxStamp{Addr: b.DataIOVA()})
+	if q.stamps.Dropped != was {
+		q.stampDropped.Add(1)
+	}
+}
+
 // TxStamps moves up to len(out) timestamp completions into out, oldest first
 // (nic.TxMetaQueue). Completions appear as Reclaim finds the frames done.
 func (q *txQueue) TxStamps(out []nic.TxStamp) int { return q.stamps.Pop(out) }

@@ -343,7 +343,7 @@ func (p *Port) bringUp() error {
 	}
 	for _, tq := range p.tx {
 		for _, rq := range p.rx {
-			tq.trustPool(rq.pool)
+			tq.guard.Trust(rq.pool)
 		}
 	}
 	if p.cfg.Interrupts {

@@ -45,23 +45,20 @@ type txQueue struct {
 	inflight int
 	stopped  bool
 
-	// trusted are pools whose whole region Allocator.Check accepted: their
-	// buffers need no per-frame check. Preallocated; never grows past its cap.
-	trusted []*dma.Pool
+	// guard checks every buffer before a descriptor carries it (length,
+	// ownership, DMA reach below 4 GiB) and syncs it for the device.
+	guard *nic.TxGuard
 
 	caps   nic.TxMetaCaps // what per-frame requests the queue does (txmeta.go); immutable
 	stamps nic.StampRing  // completions of timestamped frames: Reclaim pushes, TxStamps pops
 
-	packets    atomic.Uint64
-	bytes      atomic.Uint64
-	refusedDMA atomic.Uint64 // buffers outside the device's memory: not sent
-	refusedLen atomic.Uint64 // bad length or offset
-	realigned  atomic.Uint64 // frames moved down to a 16-byte boundary
-	kicks      atomic.Uint64 // TDAR writes
-	kickSkips  atomic.Uint64 // TDAR writes skipped (ERR007885: ring busy)
+	packets   atomic.Uint64
+	bytes     atomic.Uint64
+	realigned atomic.Uint64 // frames moved down to a 16-byte boundary
+	kicks     atomic.Uint64 // TDAR writes
+	kickSkips atomic.Uint64 // TDAR writes skipped (ERR007885: ring busy)
 
-	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
-	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
+	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
 
 	stampsDropped atomic.Uint64 // stamps.Dropped, for Stats (tx_hwtstamp_dropped)
 	stampsSkipped atomic.Uint64 // timestamp requests completed without a time (tx_hwtstamp_skipped)
@@ -70,7 +67,6 @@ type txQueue struct {
 var _ nic.TxQueue = (*txQueue)(nil)
 
 const (
-	maxTrustedPools = 16
 	// txAlign: the ENET's TX DMA on i.MX needs 16-byte aligned buffers (Linux
 	// fec_main.c tx_align); Send moves a misaligned frame down inside its own
 	// buffer.
@@ -87,8 +83,9 @@ func (p *Port) newTx(i int) (*txQueue, error) {
 		erratum: p.variant.Quirks&QuirkERR007885 != 0,
 		rekick:  p.variant.Quirks&(QuirkERR007885|QuirkERR006358) != 0,
 		slots:   make([]*dma.Buf, n), done: make([]*dma.Buf, n),
-		trusted: make([]*dma.Pool, 0, maxTrustedPools),
-		caps:    p.txMetaCaps()}
+		caps: p.txMetaCaps()}
+	q.guard = nic.NewTxGuard(p.alloc, ethHdrLen, maxFrameLen-fcsLen, below4G)
+	q.guard.OnRefuse = q.unstamped
 	var err error
 	if q.ring, err = p.allocRing(n * q.bd.size); err != nil {
 		return nil, fmt.Errorf("TX descriptor ring of %d: %w", n, err)
@@ -109,42 +106,14 @@ func (q *txQueue) reset() {
 	q.tail, q.clean, q.inflight, q.stopped = 0, 0, 0, false
 }
 
-// trustPool records a pool whose region the allocator maps.
-func (q *txQueue) trustPool(p *dma.Pool) bool {
-	r := p.Region()
-	if r == nil || len(q.trusted) == cap(q.trusted) {
-		return false
+// below4G refuses memory the FEC's 32-bit descriptors cannot address (the
+// allocator's limit was checked at Open; this holds for buffers from
+// elsewhere).
+func below4G(iova uint64, n int) error {
+	if iova+uint64(n) > 1<<32 {
+		return dma.ErrTooHigh
 	}
-	if q.alloc.Check(r.IOVA, r.Len()) != nil || r.IOVA+uint64(r.Len()) > 1<<32 {
-		return false
-	}
-	q.trusted = append(q.trusted, p)
-	return true
-}
-
-// dmaOK decides whether the device may read b: sane length and offset, and
-// memory the device's allocator handed out (below 4 GiB: the allocator's limit
-// was checked at Open).
-func (q *txQueue) dmaOK(b *dma.Buf) bool {
-	if b == nil || b.Len < ethHdrLen || b.Len > maxFrameLen-fcsLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
-		q.refusedLen.Add(1)
-		return false
-	}
-	if p := b.Pool(); p != nil && p.Region() != nil {
-		for _, t := range q.trusted {
-			if t == p {
-				return true
-			}
-		}
-		if q.trustPool(p) {
-			return true
-		}
-	}
-	if q.alloc.Check(b.DataIOVA(), b.Len) != nil || b.DataIOVA()+uint64(b.Len) > 1<<32 {
-		q.refusedDMA.Add(1)
-		return false
-	}
-	return true
+	return nil
 }
 
 // drop returns a refused buffer to its pool (a timestamp it asked for
@@ -187,19 +156,14 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			break
 		}
 		taken++
-		if nic.HeldElsewhere(b) {
-			q.refusedOwner.Add(1)
-			continue
-		}
-		if !q.dmaOK(b) {
-			q.drop(b)
+		if !q.guard.Admit(b) {
 			continue
 		}
 		if b.Len < minTxLen {
 			// Pad to the Ethernet minimum (60 bytes before the FCS) with zeros
 			// inside the buffer, as the kernel's eth_skb_pad does.
 			if b.Off+minTxLen > len(b.Mem) {
-				q.refusedLen.Add(1)
+				q.guard.RefusedLen.Add(1)
 				q.drop(b)
 				continue
 			}
@@ -208,7 +172,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		}
 		if mis := int(b.DataIOVA() & (txAlign - 1)); mis != 0 {
 			if b.Off < mis {
-				q.refusedLen.Add(1)
+				q.guard.RefusedLen.Add(1)
 				q.drop(b)
 				continue
 			}

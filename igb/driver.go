@@ -239,7 +239,7 @@ func (p *Port) bringUp() error {
 	}
 	for _, rq := range p.rx {
 		tq := p.tx[rq.idx]
-		tq.trustPool(rq.pool)
+		tq.guard.Trust(rq.pool)
 	}
 	if err := p.setupRSS(); err != nil {
 		return err

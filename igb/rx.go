@@ -70,7 +70,7 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 		q.free()
 		return nil, fmt.Errorf("buffer pool: %w", err)
 	}
-	q.coherent = isCoherent(p.alloc)
+	q.coherent = dma.IsCoherent(p.alloc)
 	q.region = q.pool.Region()
 	kib := (p.cfg.FrameSize - dma.Headroom) / 1024
 	if kib > int(srrctlBSizePktMask) {

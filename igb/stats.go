@@ -79,9 +79,9 @@ func (p *Port) Stats() []nic.Counter {
 		allocFail += q.allocFail.Load()
 	}
 	for _, q := range p.tx {
-		refDMA += q.refusedDMA.Load()
-		refLen += q.refusedLen.Load()
-		refOwner += q.refusedOwner.Load()
+		refDMA += q.guard.RefusedDMA.Load()
+		refLen += q.guard.RefusedLen.Load()
+		refOwner += q.guard.RefusedOwner.Load()
 		split += q.split.Load()
 		tsSkip += q.meta.skipped.Load()
 		tsDrop += q.meta.dropped.Load()

@@ -52,21 +52,15 @@ type txQueue struct {
 	// coherent: alloc's memory (the ring) needs no Sync (coherent.go). Set once.
 	coherent bool
 
-	// trusted are pools whose whole region Allocator.Check accepted: their
-	// buffers need no per-frame check. Preallocated; never grows past its cap.
-	// last is the entry the previous frame matched (frames come in runs from
-	// one pool), nil before the first.
-	trusted []trustedPool
-	last    *trustedPool
+	// guard checks every buffer before a descriptor carries it (length,
+	// ownership, DMA reach) and syncs it for the device.
+	guard *nic.TxGuard
 
-	packets    atomic.Uint64
-	bytes      atomic.Uint64
-	refusedDMA atomic.Uint64 // buffers outside the device's mapped IOVAs: not sent
-	refusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
-	split      atomic.Uint64 // frames sent over more than one descriptor (page crossing)
+	packets atomic.Uint64
+	bytes   atomic.Uint64
+	split   atomic.Uint64 // frames sent over more than one descriptor (page crossing)
 
-	unreported   int           // buffers Send reclaimed to make room; the next Reclaim reports them
-	refusedOwner atomic.Uint64 // buffers the caller did not own (nic.HeldElsewhere): not sent
+	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
 
 	meta txMetaState // per-frame TX requests (txmeta.go)
 }
@@ -82,23 +76,13 @@ func txSegs(iova uint64, n int) int {
 
 var _ nic.TxQueue = (*txQueue)(nil)
 
-const maxTrustedPools = 16
-
-// trustedPool is a pool whose region the device may read, with what Send needs
-// to sync its buffers, looked up once when the pool is first seen.
-type trustedPool struct {
-	pool     *dma.Pool
-	region   *dma.Region
-	alloc    dma.Allocator // the pool's own allocator (maybe another port's)
-	coherent bool          // alloc needs no Sync
-}
-
 func (p *Port) setupTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
 	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
 		slots: make([]*dma.Buf, n), span: make([]uint8, n), done: make([]*dma.Buf, n),
-		trusted: make([]trustedPool, 0, maxTrustedPools), coherent: isCoherent(p.alloc)}
+		guard: nic.NewTxGuard(p.alloc, minTxLen, txMaxLen, nil), coherent: dma.IsCoherent(p.alloc)}
 	q.meta.init(p, i, n)
+	q.guard.OnRefuse = q.meta.refused
 	var err error
 	if q.ring, err = p.allocRing("TX", n); err != nil {
 		return nil, err
@@ -114,54 +98,6 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 		return nil, err
 	}
 	return q, nil
-}
-
-// trustPool records a pool whose region the allocator maps, so its buffers skip
-// the per-frame Check; nil when the region is not mapped or the table is full.
-func (q *txQueue) trustPool(p *dma.Pool) *trustedPool {
-	r := p.Region()
-	if r == nil || len(q.trusted) == cap(q.trusted) {
-		return nil
-	}
-	if q.alloc.Check(r.IOVA, r.Len()) != nil {
-		return nil
-	}
-	a := p.Allocator()
-	q.trusted = append(q.trusted, trustedPool{pool: p, region: r, alloc: a, coherent: a == nil || isCoherent(a)})
-	return &q.trusted[len(q.trusted)-1]
-}
-
-// dmaOK decides whether the device may read b. Buffers from pools whose region
-// the allocator maps are accepted by pool (t is the pool's entry); any other
-// address goes through Allocator.Check, so a DMA address outside the mapped
-// range is refused before the device ever sees it (then t is nil).
-func (q *txQueue) dmaOK(b *dma.Buf) (t *trustedPool, ok bool) {
-	if b == nil || b.Len < minTxLen || b.Len > txMaxLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
-		q.refusedLen.Add(1)
-		return nil, false
-	}
-	if p := b.Pool(); p != nil {
-		if q.last != nil && q.last.pool == p {
-			return q.last, true
-		}
-		if p.Region() != nil {
-			for i := range q.trusted {
-				if q.trusted[i].pool == p {
-					q.last = &q.trusted[i]
-					return q.last, true
-				}
-			}
-			if t := q.trustPool(p); t != nil {
-				q.last = t
-				return t, true
-			}
-		}
-	}
-	if q.alloc.Check(b.DataIOVA(), b.Len) != nil {
-		q.refusedDMA.Add(1)
-		return nil, false
-	}
-	return nil, true
 }
 
 // Send puts a prefix of bufs on the ring and returns how many it took. Each
@@ -185,7 +121,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	// q.tail and q.inflight are written back before splitTx and at the end.
 	taken, frames, posted := 0, 0, 0
 	ring, slots, span := q.ring.CPU, q.slots, q.span
-	nd, tail, inflight, last := q.n, q.tail, q.inflight, q.last
+	nd, tail, inflight := q.n, q.tail, q.inflight
 	first := tail
 	timed := q.meta.timed
 	clock := int64(-1) // the device clock, read at most once per burst (txmeta.go)
@@ -213,37 +149,10 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			ctx, meta = r.ctx, true
 		}
 		taken++
-		if nic.HeldElsewhere(b) {
-			q.refusedOwner.Add(1)
-			q.meta.refused(b)
+		if !q.guard.Admit(b) {
 			continue
 		}
-		var t *trustedPool
-		if last != nil && b != nil && b.Pool() == last.pool && b.Len >= minTxLen && b.Len <= txMaxLen && b.Off >= 0 && b.Off+b.Len <= len(b.Mem) {
-			// dmaOK's common case inline: a good length, from the pool the
-			// previous frame came from.
-			t = last
-		} else {
-			var ok bool
-			if t, ok = q.dmaOK(b); !ok {
-				q.meta.refused(b)
-				if b != nil && b.Pool() != nil {
-					b.Free()
-				}
-				continue
-			}
-			last, iova = q.last, b.DataIOVA()
-		}
-		switch {
-		case t != nil:
-			if !t.coherent {
-				t.alloc.Sync(t.region, int(iova-t.region.IOVA), b.Len, dma.ForDevice)
-			}
-		case b.Pool() != nil:
-			if p := b.Pool(); p.Region() != nil {
-				p.Allocator().Sync(p.Region(), int(iova-p.Region().IOVA), b.Len, dma.ForDevice)
-			}
-		}
+		iova = b.DataIOVA()
 		b.SetOwner(dma.OwnerTx)
 		slots[tail] = b
 		span[tail] = uint8(segs + ctx)

@@ -27,8 +27,13 @@ type TxGuard struct {
 	trusted []TrustedPool
 	last    *TrustedPool
 
-	RefusedDMA atomic.Uint64 // buffers the device may not read: not sent
-	RefusedLen atomic.Uint64 // buffers with a length or offset the device cannot send
+	// OnRefuse, when set, is told of each buffer Admit frees unsent (a
+	// driver completes its TX timestamp request, unstamped). Set at setup.
+	OnRefuse func(b *dma.Buf)
+
+	RefusedDMA   atomic.Uint64 // buffers the device may not read: not sent
+	RefusedLen   atomic.Uint64 // buffers with a length or offset the device cannot send
+	RefusedOwner atomic.Uint64 // buffers the caller did not own (HeldElsewhere): not sent
 }
 
 // TrustedPool is a pool whose buffers the device may read, with what a
@@ -68,9 +73,52 @@ func (g *TxGuard) Trust(p *dma.Pool) *TrustedPool {
 	return &g.trusted[len(g.trusted)-1]
 }
 
+// Admit is the per-frame part of Send that every driver shares. It reports
+// whether b may go on the ring, and then has synced it for the device. A
+// buffer that may not is counted and dealt with: one the caller does not own
+// (HeldElsewhere) is left alone, as it belongs to someone else; one the
+// device cannot send or read is freed back to its pool (after OnRefuse).
+func (g *TxGuard) Admit(b *dma.Buf) bool {
+	if HeldElsewhere(b) {
+		g.RefusedOwner.Add(1)
+		return false
+	}
+	t, ok := g.OK(b)
+	switch {
+	case !ok:
+		if b != nil {
+			if g.OnRefuse != nil {
+				g.OnRefuse(b)
+			}
+			if b.Pool() != nil {
+				b.Free()
+			}
+		}
+		return false
+	case t != nil:
+		if !t.Coherent {
+			t.Alloc.Sync(t.Region, int(b.DataIOVA()-t.Region.IOVA), b.Len, dma.ForDevice)
+		}
+	case b.Pool() != nil && b.Pool().Region() != nil:
+		r := b.Pool().Region()
+		b.Pool().Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
+	}
+	return true
+}
+
 // OK decides whether a descriptor may carry b, counting a refusal. t is b's
 // pool entry when the pool is trusted, nil when b was checked on its own.
+// The common case, a good buffer of the pool the previous frame came from,
+// is decided inline.
 func (g *TxGuard) OK(b *dma.Buf) (t *TrustedPool, ok bool) {
+	if l := g.last; l != nil && b != nil && b.Pool() == l.Pool && b.Len >= g.minLen && b.Len <= g.maxLen && b.Off >= 0 && b.Off+b.Len <= len(b.Mem) {
+		return l, true
+	}
+	return g.check(b)
+}
+
+// check is OK's general case.
+func (g *TxGuard) check(b *dma.Buf) (t *TrustedPool, ok bool) {
 	if b == nil || b.Len < g.minLen || b.Len > g.maxLen || b.Off < 0 || b.Off+b.Len > len(b.Mem) {
 		g.RefusedLen.Add(1)
 		return nil, false

@@ -1,4 +1,4 @@
-package igb
+package dma_test
 
 import (
 	"testing"
@@ -29,8 +29,8 @@ func TestIsCoherent(t *testing.T) {
 		{"no probe", struct{ dma.Allocator }{}, false},
 	}
 	for _, c := range cases {
-		if got := isCoherent(c.a); got != c.want {
-			t.Errorf("%s: isCoherent = %v, want %v", c.name, got, c.want)
+		if got := dma.IsCoherent(c.a); got != c.want {
+			t.Errorf("%s: IsCoherent = %v, want %v", c.name, got, c.want)
 		}
 	}
 }
