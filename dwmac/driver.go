@@ -283,17 +283,8 @@ func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
 // i.MX8M Plus EQOS platform device. The Device stays the caller's: Close does not
 // close it.
 func Open(dev nic.Device, cfg Config) (*Port, error) {
-	release, err := nic.Claim(dev, "dwmac")
-	if err != nil {
-		return nil, err
-	}
-	p, err := open(dev, cfg)
-	if err != nil {
-		release()
-		return nil, err
-	}
-	p.release = release
-	return p, nil
+	return nic.OpenClaimed(dev, "dwmac", func() (*Port, error) { return open(dev, cfg) },
+		func(p *Port, release func()) { p.release = release })
 }
 
 // open brings the port up on a device Open has claimed.

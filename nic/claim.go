@@ -23,3 +23,22 @@ func Claim(dev Device, driver string) (release func(), err error) {
 	var once sync.Once
 	return func() { once.Do(func() { claims.Delete(dev) }) }, nil
 }
+
+// OpenClaimed is the body of every driver's Open: it claims dev for driver,
+// builds the port with open, and hands the claim's release to the port with
+// keep (which the port's Close calls); when open fails the claim is released
+// at once, so the device can be opened again.
+func OpenClaimed[P any](dev Device, driver string, open func() (P, error), keep func(P, func())) (P, error) {
+	release, err := Claim(dev, driver)
+	if err != nil {
+		var zero P
+		return zero, err
+	}
+	p, err := open()
+	if err != nil {
+		release()
+		return p, err
+	}
+	keep(p, release)
+	return p, nil
+}

@@ -43,3 +43,26 @@ type nopModel struct{}
 func (nopModel) Read32(uint32) uint32   { return 0 }
 func (nopModel) Write32(uint32, uint32) {}
 func (nopModel) Reset()                 {}
+
+// TestOpenClaimed: a port that opened keeps the claim until it releases it;
+// one that failed to open gave it back.
+func TestOpenClaimed(t *testing.T) {
+	dev := sim.NewDevice(sim.DeviceConfig{BARSize: 4096, MSIXVectors: 1}, sim.NewMemory(sim.MemoryConfig{}, &sim.Faults{}), nopModel{})
+	type port struct{ release func() }
+	keep := func(p *port, r func()) { p.release = r }
+	boom := errors.New("bring-up failed")
+	if _, err := nic.OpenClaimed(dev, "igb", func() (*port, error) { return nil, boom }, keep); !errors.Is(err, boom) {
+		t.Fatalf("failed open: %v", err)
+	}
+	p, err := nic.OpenClaimed(dev, "igb", func() (*port, error) { return &port{}, nil }, keep)
+	if err != nil || p.release == nil {
+		t.Fatalf("open after a failed one: %v", err)
+	}
+	if _, err := nic.OpenClaimed(dev, "fec", func() (*port, error) { return &port{}, nil }, keep); !errors.Is(err, nic.ErrBusy) {
+		t.Fatalf("second open: %v, want ErrBusy", err)
+	}
+	p.release()
+	if _, err := nic.OpenClaimed(dev, "fec", func() (*port, error) { return &port{}, nil }, keep); err != nil {
+		t.Fatalf("open after release: %v", err)
+	}
+}
