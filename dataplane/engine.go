@@ -134,6 +134,13 @@ type port struct {
 	linkUp  atomic.Bool
 	noBuf   atomic.Uint64 // frames from the stack lost for want of a buffer
 	fault   atomic.Pointer[faultRecord]
+
+	// A MAC restart for a new link (linkadjust.go): the monitor sets
+	// adjusting, each poller parks (parked) until resume is closed.
+	adjusting    atomic.Bool
+	resume       atomic.Pointer[chan struct{}]
+	parked       chan struct{} // capacity len(pollers)
+	linkRestarts atomic.Uint64
 }
 
 type faultRecord struct {
@@ -232,6 +239,7 @@ func New(cfg Config) (*Engine, error) {
 			e.pollers = append(e.pollers, pl)
 			slot++
 		}
+		p.parked = make(chan struct{}, len(p.pollers))
 	}
 	for k := 0; k < cfg.CPUWorkers; k++ {
 		e.workers = append(e.workers, newWorker(e, k, slot))
@@ -403,6 +411,7 @@ func (e *Engine) linkMonitor() {
 		case <-e.done:
 			return
 		case <-t.C:
+			e.followLinks()
 			e.RefreshLinks()
 		}
 	}
@@ -498,7 +507,7 @@ func (e *Engine) stackReader(p *port, r StackReader) {
 func (e *Engine) Snapshot() Snapshot {
 	s := Snapshot{Time: time.Now()}
 	for _, p := range e.ports {
-		ps := PortStats{Name: p.p.Name(), Ifindex: p.ifindex, Link: p.p.Link(), Hardware: p.p.Stats()}
+		ps := PortStats{Name: p.p.Name(), Ifindex: p.ifindex, Link: p.p.Link(), Hardware: p.p.Stats(), LinkRestarts: p.linkRestarts.Load()}
 		for qi, t := range p.txqs {
 			var qs QueueStats
 			qs.Queue = qi

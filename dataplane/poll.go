@@ -115,6 +115,9 @@ func (p *poller) loop(cpu int, ready chan<- error) {
 	busy := p.e.cfg.BusyPoll
 	idle := 0
 	for !p.e.stop.Load() {
+		if p.port.adjusting.Load() {
+			p.park()
+		}
 		if p.poll() > 0 {
 			idle = 0
 			continue

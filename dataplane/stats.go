@@ -145,6 +145,9 @@ type PortStats struct {
 	Queues    []QueueStats  `json:"-"`
 	Hardware  []nic.Counter `json:"-"`
 	LastFault string        `json:"last_fault,omitempty"`
+	// LinkRestarts counts MAC restarts for a new link speed or duplex
+	// (nic.LinkAdjuster ports).
+	LinkRestarts uint64 `json:"link_restarts,omitempty"`
 }
 
 // WorkerStats are the counters of one cpumap worker.

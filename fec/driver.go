@@ -190,7 +190,7 @@ type Port struct {
 
 	mac   net.HardwareAddr // immutable after Open
 	phyID uint32           // immutable after Open
-	link  nic.LinkState    // what the MAC was programmed for; immutable after Open
+	link  nic.LinkState    // what the MAC was programmed for (Open, AdjustLink); guarded by ctl after Open
 
 	rx  []*rxQueue // immutable after Open
 	tx  []*txQueue // immutable after Open
@@ -537,8 +537,25 @@ func (p *Port) Extended() bool { return p.bd.ext }
 // PHYID is PHYID1:PHYID2 as read at bring-up.
 func (p *Port) PHYID() uint32 { return p.phyID }
 
-// ProgrammedLink is the speed and duplex the MAC was set up for at Open.
-func (p *Port) ProgrammedLink() nic.LinkState { return p.link }
+// ProgrammedLink is the speed and duplex the MAC is set up for (at Open, and
+// by AdjustLink since).
+func (p *Port) ProgrammedLink() nic.LinkState {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	return p.link
+}
+
+// LinkMismatch reports whether the link is up at another speed or duplex than
+// the MAC runs at: AdjustLink would restart it (nic.LinkAdjuster).
+func (p *Port) LinkMismatch() bool {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.closed {
+		return false
+	}
+	l, err := p.phyLink()
+	return err == nil && l.Up && (l.SpeedMbps != p.link.SpeedMbps || l.FullDuplex != p.link.FullDuplex)
+}
 
 // Warnings lists non-fatal oddities of the bring-up.
 func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...) }
@@ -638,8 +655,8 @@ func (p *Port) stopMAC() error {
 // MAC's, stops the MAC and brings it up again for the new ones (fec_restart).
 // The rings start over: frames not yet received or sent are dropped, their
 // buffers go back to their pools. It reports the link and whether it
-// restarted. It must not run while a queue is being polled: call it from the
-// goroutine that polls, between bursts (say, when Link changes).
+// restarted. It must not run while a queue is being polled or sent on: the
+// dataplane parks the port's queues around it (nic.LinkAdjuster).
 func (p *Port) AdjustLink() (nic.LinkState, bool, error) {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()

@@ -110,6 +110,18 @@ type Port interface {
 	Close() error
 }
 
+// LinkAdjuster is a Port whose MAC must be restarted to follow a new speed
+// or duplex, as Linux's fec_enet_adjust_link does with fec_restart: the rings
+// start over, so AdjustLink may run only while no queue of the port is polled
+// or sent on. Ports whose MAC follows the PHY by itself (igb) or is
+// reprogrammed in place by Link (dwmac) do not implement it. The dataplane
+// checks LinkMismatch with the link and, when it reports true, parks the
+// port's queues and calls AdjustLink.
+type LinkAdjuster interface {
+	LinkMismatch() bool
+	AdjustLink() (l LinkState, restarted bool, err error)
+}
+
 // RxQueue is one receive ring. It is not safe for concurrent use: one poll
 // goroutine owns it.
 type RxQueue interface {
