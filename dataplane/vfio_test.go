@@ -26,7 +26,6 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
-	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/examples"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
@@ -84,59 +83,15 @@ func vmOpen(t *testing.T, cfg igb.Config) *igb.Port {
 	return p
 }
 
-// vmIO adapts the port's queue 0 to traffic.Client while no engine runs.
-// Frames sent are copied into buffers of RX queue 0's pool; the frame recv
-// returned last is owned by vmIO until the next call (or drain).
+// vmIO adapts the port's queue 0 to traffic.Client while no engine runs
+// (traffic.PortIO on RX queue 0), and hands the port over (quiesce).
 type vmIO struct {
-	p       nic.Port
-	held    *dma.Buf
-	burst   []*dma.Buf
-	pending []*dma.Buf
-	stray   int // frames drop() threw away
+	*traffic.PortIO
+	p     nic.Port
+	stray int // frames quiesce threw away
 }
 
-func (io *vmIO) send(frame []byte) error {
-	tx := io.p.TxQueue(0)
-	tx.Reclaim()
-	b := io.p.RxQueue(0).Pool().Get()
-	if b == nil {
-		return fmt.Errorf("pool empty: %w", traffic.ErrFull)
-	}
-	b.Len = copy(b.Mem[b.Off:], frame)
-	if tx.Send([]*dma.Buf{b}) != 1 {
-		b.Free()
-		return fmt.Errorf("tx ring full: %w", traffic.ErrFull)
-	}
-	return nil
-}
-
-func (io *vmIO) recv() ([]byte, bool) {
-	if io.held != nil {
-		io.held.Free()
-		io.held = nil
-	}
-	if len(io.pending) == 0 {
-		n := io.p.RxQueue(0).Recv(io.burst)
-		io.pending = append(io.pending[:0], io.burst[:n]...)
-	}
-	if len(io.pending) == 0 {
-		return nil, false
-	}
-	io.held = io.pending[0]
-	io.pending = io.pending[1:]
-	return io.held.Data(), true
-}
-
-func (io *vmIO) drain() {
-	if io.held != nil {
-		io.held.Free()
-		io.held = nil
-	}
-	for _, b := range io.pending {
-		b.Free()
-	}
-	io.pending = io.pending[:0]
-}
+func newVMIO(p nic.Port) *vmIO { return &vmIO{PortIO: traffic.NewPortIO(p, 1), p: p} }
 
 // quiesce hands the port over to an engine: it throws away what arrives until
 // the wire has been quiet for 100 ms (late replies to repeated hellos), and
@@ -150,14 +105,14 @@ func (io *vmIO) quiesce(t *testing.T, ringSize int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the wire never went quiet for 100 ms within 5 s (%d frames thrown away)", io.stray)
 		}
-		if _, ok := io.recv(); ok {
+		if _, ok := io.Recv(); ok {
 			io.stray++
 			quietSince = time.Now()
 			continue
 		}
 		time.Sleep(time.Millisecond)
 	}
-	io.drain()
+	io.Drain()
 	tx := io.p.TxQueue(0)
 	for tx.Reclaim(); tx.Free() < ringSize-1; tx.Reclaim() {
 		if time.Now().After(deadline) {
@@ -169,13 +124,13 @@ func (io *vmIO) quiesce(t *testing.T, ringSize int) {
 
 func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *vmIO) {
 	t.Helper()
-	io := &vmIO{p: p, burst: make([]*dma.Buf, 32)}
-	c := traffic.NewClient(p.MAC(), io.send, io.recv)
+	io := newVMIO(p)
+	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 	c.Logf = t.Logf
 	if err := c.Hello(30 * time.Second); err != nil {
 		t.Fatalf("no traffic peer: %v", err)
 	}
-	t.Cleanup(io.drain)
+	t.Cleanup(io.Drain)
 	return c, io
 }
 
@@ -227,7 +182,7 @@ func pps(n uint64, first, last time.Time) float64 {
 // nothing leaked on any verdict path of the run.
 func vmClose(t *testing.T, p *igb.Port, io *vmIO) {
 	t.Helper()
-	io.drain()
+	io.Drain()
 	pool := p.RxQueue(0).Pool()
 	if err := p.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -545,9 +500,9 @@ func TestVMXnicRun(t *testing.T) {
 		if _, err := p.WaitLink(vmLinkTimeout); err != nil {
 			t.Fatalf("%v\n%s", err, p.Dump())
 		}
-		io := &vmIO{p: p, burst: make([]*dma.Buf, 32)}
-		defer io.drain()
-		c := traffic.NewClient(p.MAC(), io.send, io.recv)
+		io := newVMIO(p)
+		defer io.Drain()
+		c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 		c.Logf = t.Logf
 		if err := c.Hello(30 * time.Second); err != nil {
 			t.Fatalf("no traffic peer: %v", err)

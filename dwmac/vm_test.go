@@ -7,7 +7,6 @@ package dwmac_test
 // the other end of its link.
 
 import (
-	"fmt"
 	"os"
 	"strconv"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
-	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
 
@@ -73,67 +71,15 @@ func openVM(t *testing.T, cfg dwmac.Config) *dwmac.Port {
 	return p
 }
 
-// vmIO adapts a port's queue 0 to traffic.Client's send and receive.
-type vmIO struct {
-	p       nic.Port
-	held    *dma.Buf
-	burst   []*dma.Buf
-	pending []*dma.Buf
-}
-
-func (io *vmIO) send(frame []byte) error {
-	tx := io.p.TxQueue(0)
-	tx.Reclaim()
-	b := io.p.RxQueue(0).Pool().Get()
-	if b == nil {
-		return fmt.Errorf("pool empty: %w", traffic.ErrFull)
-	}
-	b.Len = copy(b.Mem[b.Off:], frame)
-	if tx.Send([]*dma.Buf{b}) != 1 {
-		b.Free()
-		return fmt.Errorf("tx ring full: %w", traffic.ErrFull)
-	}
-	return nil
-}
-
-func (io *vmIO) recv() ([]byte, bool) {
-	if io.held != nil {
-		io.held.Free()
-		io.held = nil
-	}
-	if len(io.pending) == 0 {
-		for q := 0; q < io.p.NumQueues(); q++ {
-			n := io.p.RxQueue(q).Recv(io.burst)
-			io.pending = append(io.pending, io.burst[:n]...)
-		}
-	}
-	if len(io.pending) == 0 {
-		return nil, false
-	}
-	io.held, io.pending = io.pending[0], io.pending[1:]
-	return io.held.Data(), true
-}
-
-func (io *vmIO) drain() {
-	if io.held != nil {
-		io.held.Free()
-		io.held = nil
-	}
-	for _, b := range io.pending {
-		b.Free()
-	}
-	io.pending = nil
-}
-
-func vmClient(t *testing.T, p *dwmac.Port) (*traffic.Client, *vmIO) {
+func vmClient(t *testing.T, p *dwmac.Port) (*traffic.Client, *traffic.PortIO) {
 	t.Helper()
-	io := &vmIO{p: p, burst: make([]*dma.Buf, 32)}
-	c := traffic.NewClient(p.MAC(), io.send, io.recv)
+	io := traffic.NewPortIO(p, 0)
+	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 	c.Logf = t.Logf
 	if err := c.Hello(30 * time.Second); err != nil {
 		t.Fatalf("no traffic peer: %v", err)
 	}
-	t.Cleanup(io.drain)
+	t.Cleanup(io.Drain)
 	return c, io
 }
 
@@ -178,7 +124,7 @@ func TestVMReceive(t *testing.T) {
 func TestVMInterruptWakesRecv(t *testing.T) {
 	p := openVM(t, dwmac.Config{Interrupts: true})
 	c, io := vmClient(t, p)
-	io.drain()
+	io.Drain()
 	rq := p.RxQueue(0)
 	if rq.IRQ() == nil {
 		t.Fatal("no IRQ with Config.Interrupts")
@@ -243,15 +189,15 @@ func TestVMCloseReopen(t *testing.T) {
 			p.Close()
 			t.Fatalf("round %d: %v", round, err)
 		}
-		io := &vmIO{p: p, burst: make([]*dma.Buf, 32)}
-		c := traffic.NewClient(p.MAC(), io.send, io.recv)
+		io := traffic.NewPortIO(p, 0)
+		c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 		if err := c.Hello(30 * time.Second); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		if rep, err := c.Transmit(200, int64(510+round), 60*time.Second); err != nil {
 			t.Fatalf("round %d: %v (%s)", round, err, rep)
 		}
-		io.drain()
+		io.Drain()
 		if err := p.Close(); err != nil {
 			t.Fatalf("round %d: Close: %v", round, err)
 		}

@@ -104,71 +104,15 @@ func openVM(t *testing.T, cfg fec.Config) (*fec.Port, func()) {
 	return p, closeAll
 }
 
-// portIO adapts a port to traffic.Client: frames go out on TX queue 0 in
-// buffers of RX queue 0's pool, and come in from every RX queue.
-type portIO struct {
-	p       nic.Port
-	burst   []*dma.Buf
-	pending []*dma.Buf
-	held    *dma.Buf
-}
-
-func (io *portIO) send(frame []byte) error {
-	tx := io.p.TxQueue(0)
-	tx.Reclaim()
-	b := io.p.RxQueue(0).Pool().Get()
-	if b == nil {
-		return fmt.Errorf("pool empty: %w", traffic.ErrFull)
-	}
-	b.Len = copy(b.Mem[b.Off:], frame)
-	if tx.Send([]*dma.Buf{b}) != 1 {
-		b.Free()
-		return fmt.Errorf("tx ring full: %w", traffic.ErrFull)
-	}
-	return nil
-}
-
-func (io *portIO) recv() ([]byte, bool) {
-	if io.held != nil {
-		io.held.Free()
-		io.held = nil
-	}
-	if len(io.pending) == 0 {
-		for q := 0; q < io.p.NumQueues(); q++ {
-			n := io.p.RxQueue(q).Recv(io.burst)
-			io.pending = append(io.pending, io.burst[:n]...)
-		}
-	}
-	if len(io.pending) == 0 {
-		return nil, false
-	}
-	b := io.pending[0]
-	io.pending = io.pending[1:]
-	io.held = b
-	return b.Data(), true
-}
-
-func (io *portIO) drain() {
-	if io.held != nil {
-		io.held.Free()
-		io.held = nil
-	}
-	for _, b := range io.pending {
-		b.Free()
-	}
-	io.pending = nil
-	io.p.TxQueue(0).Reclaim()
-}
-
 func vmClient(t *testing.T, p *fec.Port) *traffic.Client {
 	t.Helper()
-	io := &portIO{p: p, burst: make([]*dma.Buf, 32)}
-	c := traffic.NewClient(p.MAC(), io.send, io.recv)
+	io := traffic.NewPortIO(p, 0)
+	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 	c.Logf = t.Logf
 	if err := c.Hello(30 * time.Second); err != nil {
 		t.Fatalf("no traffic peer: %v", err)
 	}
-	t.Cleanup(io.drain)
+	t.Cleanup(io.Drain)
 	return c
 }
 

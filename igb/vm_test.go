@@ -54,15 +54,15 @@ func openVM(t *testing.T, cfg igb.Config) (*igb.Port, *vfio.Device) {
 	return p, dev
 }
 
-func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *portIO) {
+func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *traffic.PortIO) {
 	t.Helper()
-	io := newPortIO(p)
-	c := traffic.NewClient(p.MAC(), io.send, io.recv)
+	io := traffic.NewPortIO(p, 0)
+	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 	c.Logf = t.Logf
 	if err := c.Hello(30 * time.Second); err != nil {
 		t.Fatalf("no traffic peer: %v", err)
 	}
-	t.Cleanup(io.drain)
+	t.Cleanup(io.Drain)
 	return c, io
 }
 
@@ -114,7 +114,7 @@ func TestVMRSS(t *testing.T) {
 // frame arrives, each flow on one queue, and the flows on more than one queue.
 // On a shortfall it reports the driver's and the device's counters (where a
 // frame was lost: no buffer, missed) and the peer's own complaint, if any.
-func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *portIO) {
+func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *traffic.PortIO) {
 	t.Helper()
 	const flows, per = 32, 8
 	s, err := c.Flows(flows, per, 64)
@@ -136,7 +136,7 @@ func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *portIO) {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for got < flows*per && time.Now().Before(deadline) {
-		f, ok := io.recv()
+		f, ok := io.Recv()
 		if !ok {
 			time.Sleep(time.Millisecond)
 			continue
@@ -151,7 +151,7 @@ func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *portIO) {
 			other++
 			continue
 		}
-		q := int(io.held.Queue)
+		q := int(io.Held().Queue)
 		if prev, seen := queueOf[flow]; seen && prev != q {
 			t.Fatalf("flow %d arrived on queues %d and %d", flow, prev, q)
 		}
@@ -174,7 +174,7 @@ func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *portIO) {
 func TestVMInterruptWakesRecv(t *testing.T) {
 	p, _ := openVM(t, igb.Config{Interrupts: true})
 	c, io := vmClient(t, p)
-	io.drain()
+	io.Drain()
 	rq := p.RxQueue(0)
 	if rq.IRQ() == nil {
 		t.Fatal("no IRQ with Config.Interrupts")
@@ -249,15 +249,15 @@ func TestVMCloseReopen(t *testing.T) {
 			p.Close()
 			t.Fatalf("round %d: %v", round, err)
 		}
-		io := newPortIO(p)
-		c := traffic.NewClient(p.MAC(), io.send, io.recv)
+		io := traffic.NewPortIO(p, 0)
+		c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
 		if err := c.Hello(30 * time.Second); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		if rep, err := c.Transmit(200, int64(400+round), 60*time.Second); err != nil {
 			t.Fatalf("round %d: %v (%s)", round, err, rep)
 		}
-		io.drain()
+		io.Drain()
 		if err := p.Close(); err != nil {
 			t.Fatalf("round %d: Close: %v", round, err)
 		}
@@ -317,8 +317,8 @@ func TestVMTxPageCrossing(t *testing.T) {
 			t.Error(err)
 		}
 	}()
-	io := newPortIO(p)
-	t.Cleanup(io.drain)
+	io := traffic.NewPortIO(p, 0)
+	t.Cleanup(io.Drain)
 	tx := p.TxQueue(0)
 	crossing := 0
 	send := func(frame []byte) error {
@@ -338,7 +338,7 @@ func TestVMTxPageCrossing(t *testing.T) {
 		crossing++
 		return nil
 	}
-	c := traffic.NewClient(p.MAC(), send, io.recv)
+	c := traffic.NewClient(p.MAC(), send, io.Recv)
 	c.Logf = t.Logf
 	if err := c.Hello(30 * time.Second); err != nil {
 		t.Fatalf("no traffic peer: %v", err)
