@@ -22,6 +22,12 @@ var ErrExternalOverlap = errors.New("sim: external range overlaps a mapped range
 // Refused on non-coherent memory (the other party shares its bytes with the
 // device directly) and on a closed Memory.
 func (m *Memory) MapExternal(iova uint64, b []byte) error {
+	return m.mapExternal(iova, b, nil)
+}
+
+// mapExternal inserts the external mapping of b at iova (a part of arena, or
+// nil) into the sorted snapshot.
+func (m *Memory) mapExternal(iova uint64, b []byte, arena *Arena) error {
 	n := uint64(len(b))
 	if n == 0 {
 		return fmt.Errorf("sim: external map of 0 bytes at 0x%x", iova)
@@ -48,7 +54,7 @@ func (m *Memory) MapExternal(iova uint64, b []byte) error {
 			at = i
 		}
 	}
-	mp := &mapping{iova: iova, end: end, cpu: b, dev: b}
+	mp := &mapping{iova: iova, end: end, cpu: b, dev: b, arena: arena}
 	ns := make([]*mapping, 0, len(old)+1)
 	ns = append(ns, old[:at]...)
 	ns = append(ns, mp)
