@@ -27,7 +27,8 @@ import (
 type dmaRange struct {
 	iova, size uint64
 	flags      uint32
-	mem        []byte // the mmap, or nil for a message-only range
+	mem        []byte    // the mmap, or nil for a message-only range
+	arena      *dmaArena // the arena mem is a piece of, or nil (mapped on its own)
 }
 
 // dmaTable is the session's DMA ranges. mu guards everything.
@@ -36,14 +37,18 @@ type dmaTable struct {
 
 	mu     sync.Mutex
 	ranges []dmaRange
-	graves []grave // released mappings waiting out unmapGrace
+	graves []grave     // released mappings waiting out unmapGrace
+	arenas []*dmaArena // reservations, unmapped by close
 	closed bool
 }
 
-// grave is a released mapping, zero-filled, to be unmapped after unmapGrace.
+// grave is a released mapping, zero-filled, to be unmapped (or, in an arena,
+// made PROT_NONE) after unmapGrace.
 type grave struct {
-	mem []byte
-	at  time.Time
+	mem   []byte
+	iova  uint64
+	arena *dmaArena // nil: mem was mapped on its own
+	at    time.Time
 }
 
 // unmapGrace is how long a released mapping stays (as zero pages) before it is
@@ -96,33 +101,65 @@ func (t *dmaTable) mapRange(m DMAMap, fd int) error {
 		if st.Mode&unix.S_IFMT == unix.S_IFREG && uint64(st.Size) < m.Offset+m.Size {
 			return fail(unix.EINVAL, "DMA_MAP of 0x%x bytes at file offset 0x%x: the file has only 0x%x bytes", m.Size, m.Offset, st.Size)
 		}
-		// A range the client does not let the device write is mapped privately:
-		// device writes then stay in the server, as writes to ROM go nowhere.
-		flags := unix.MAP_SHARED
-		if m.Flags&DMAFlagWrite == 0 {
-			flags = unix.MAP_PRIVATE
+		if err := t.mapFdLocked(&r, m, fd); err != nil {
+			return err
 		}
-		b, err := unix.Mmap(fd, int64(m.Offset), int(m.Size), unix.PROT_READ|unix.PROT_WRITE, flags)
-		if err != nil {
-			no := unix.EINVAL
-			var e unix.Errno
-			if errors.As(err, &e) {
-				no = e
-			}
-			return fail(no, "DMA_MAP: mmap of 0x%x bytes at file offset 0x%x: %v", m.Size, m.Offset, err)
-		}
-		if m.Flags&DMAFlagRead != 0 || m.Flags&DMAFlagWrite != 0 {
-			if err := t.mem.MapExternal(m.Address, b); err != nil {
-				unix.Munmap(b)
-				if errors.Is(err, sim.ErrExternalOverlap) {
-					return fail(unix.EEXIST, "DMA_MAP: %v", err)
-				}
-				return fail(unix.EINVAL, "DMA_MAP: %v", err)
-			}
-		}
-		r.mem = b
 	}
 	t.ranges = append(t.ranges, r)
+	return nil
+}
+
+// mapFdLocked maps the descriptor's memory for r: at its IOVA's place in an
+// arena when one holds it, else on its own; then into the model.
+func (t *dmaTable) mapFdLocked(r *dmaRange, m DMAMap, fd int) error {
+	// A range the client does not let the device write is mapped privately:
+	// device writes then stay in the server, as writes to ROM go nowhere.
+	shared := m.Flags&DMAFlagWrite != 0
+	a, err := t.arenaForLocked(m.Address, m.Size)
+	if err != nil {
+		return fail(unix.ENOMEM, "DMA_MAP: %v", err)
+	}
+	var b []byte
+	if a != nil {
+		b = a.piece(m.Address, m.Size)
+		err = mapFixed(b, fd, int64(m.Offset), shared)
+	} else {
+		flags := unix.MAP_PRIVATE
+		if shared {
+			flags = unix.MAP_SHARED
+		}
+		b, err = unix.Mmap(fd, int64(m.Offset), int(m.Size), unix.PROT_READ|unix.PROT_WRITE, flags)
+	}
+	if err != nil {
+		no := unix.EINVAL
+		var e unix.Errno
+		if errors.As(err, &e) {
+			no = e
+		}
+		return fail(no, "DMA_MAP: mmap of 0x%x bytes at file offset 0x%x: %v", m.Size, m.Offset, err)
+	}
+	undo := func() {
+		if a != nil {
+			_ = protNone(b)
+		} else {
+			unix.Munmap(b)
+		}
+	}
+	if m.Flags&DMAFlagRead != 0 || m.Flags&DMAFlagWrite != 0 {
+		if a != nil {
+			err = t.mem.MapArena(a.sim, m.Address, int(m.Size))
+		} else {
+			err = t.mem.MapExternal(m.Address, b)
+		}
+		if err != nil {
+			undo()
+			if errors.Is(err, sim.ErrExternalOverlap) {
+				return fail(unix.EEXIST, "DMA_MAP: %v", err)
+			}
+			return fail(unix.EINVAL, "DMA_MAP: %v", err)
+		}
+	}
+	r.mem, r.arena = b, a
 	return nil
 }
 
@@ -172,7 +209,7 @@ func (t *dmaTable) releaseLocked(r dmaRange) {
 	if err := zeroFill(r.mem); err != nil {
 		now = now.Add(unmapGrace) // keep it longer: the guest's pages are still behind it
 	}
-	t.graves = append(t.graves, grave{mem: r.mem, at: now})
+	t.graves = append(t.graves, grave{mem: r.mem, iova: r.iova, arena: r.arena, at: now})
 	t.sweepLocked(time.Now(), false)
 }
 
@@ -181,7 +218,11 @@ func (t *dmaTable) sweepLocked(now time.Time, all bool) {
 	kept := t.graves[:0]
 	for _, g := range t.graves {
 		if all || now.Sub(g.at) >= unmapGrace {
-			unix.Munmap(g.mem)
+			if g.arena != nil {
+				t.restoreLocked(g)
+			} else {
+				unix.Munmap(g.mem)
+			}
 			continue
 		}
 		kept = append(kept, g)
@@ -209,6 +250,10 @@ func (t *dmaTable) close() {
 		time.Sleep(wait)
 	}
 	t.sweepLocked(time.Now(), true)
+	for _, a := range t.arenas {
+		_ = release(a.mem)
+	}
+	t.arenas = nil
 }
 
 // find returns the range holding [iova, iova+n).
