@@ -46,5 +46,5 @@ func (m *Memory) MapArena(a *Arena, iova uint64, n int) error {
 		return fmt.Errorf("sim: arena map of %d bytes at 0x%x: outside the arena [0x%x, +0x%x)", n, iova, a.base, len(a.b))
 	}
 	o := iova - a.base
-	return m.mapExternal(iova, a.b[o:o+uint64(n):o+uint64(n)], a)
+	return m.mapExternal(iova, a.b[o:o+uint64(n):o+uint64(n)], a, nil)
 }

@@ -57,7 +57,8 @@ type mapping struct {
 	dev    []byte // the device's view: cpu itself when coherent, a copy otherwise
 	shadow []byte // cache model: the CPU's view as last known clean; nil otherwise
 	region *dma.Region
-	arena  *Arena // MapArena: dev is arena.b at iova-arena.base; nil otherwise
+	arena  *Arena    // MapArena: dev is arena.b at iova-arena.base; nil otherwise
+	msg    *msgRange // MapMessages: dev is a mirror fetched on View; nil otherwise
 
 	uncached bool // from AllocUncached: dev is cpu in every mode
 }
@@ -268,30 +269,36 @@ func firstEndingAfter(s []*mapping, iova uint64) int {
 // Every byte must be covered by a live mapping: a hole, or a neighbour in
 // another arena, refuses the whole range (nil, false).
 func (m *Memory) devView(iova uint64, n int) ([]byte, bool) {
+	v, _, ok := m.devViewMapping(iova, n)
+	return v, ok
+}
+
+// devViewMapping is devView that also returns the first mapping of the view.
+func (m *Memory) devViewMapping(iova uint64, n int) ([]byte, *mapping, bool) {
 	if n < 0 {
-		return nil, false
+		return nil, nil, false
 	}
 	s := *m.snap.Load()
 	i := firstEndingAfter(s, iova)
 	if i == len(s) || iova < s[i].iova {
-		return nil, false
+		return nil, nil, false
 	}
 	mp := s[i]
 	if uint64(n) <= mp.end-iova {
 		o := iova - mp.iova
-		return mp.dev[o : o+uint64(n) : o+uint64(n)], true
+		return mp.dev[o : o+uint64(n) : o+uint64(n)], mp, true
 	}
 	end := iova + uint64(n)
 	if mp.arena == nil || end < iova {
-		return nil, false
+		return nil, nil, false
 	}
 	for at := mp.end; at < end; at = s[i].end {
 		if i++; i == len(s) || s[i].iova != at || s[i].arena != mp.arena {
-			return nil, false
+			return nil, nil, false
 		}
 	}
 	o := iova - mp.arena.base
-	return mp.arena.b[o : o+uint64(n) : o+uint64(n)], true
+	return mp.arena.b[o : o+uint64(n) : o+uint64(n)], mp, true
 }
 
 // Sync implements dma.Allocator. Coherent memory: nothing to do beyond checking
@@ -366,16 +373,20 @@ func (m *Memory) Limit() uint64 { return m.limit }
 // the device may not master the bus or the range is not wholly inside one live
 // mapping (or, for external memory, wholly covered by IOVA-adjacent mappings
 // of one Arena: see MapArena). op names the access in the fault ("dma-read",
-// "rx-buffer", ...). It never allocates on success.
+// "rx-buffer", ...). It never allocates on success, except for message-only
+// memory (MapMessages), where it first fetches the bytes from their owner.
 func (m *Memory) View(op string, iova uint64, n int) ([]byte, error) {
 	if !m.dmaOK.Load() {
 		m.faults.Add(op, "", iova, "%d-byte DMA while bus mastering is disabled", n)
 		return nil, fmt.Errorf("sim: %s of %d bytes at 0x%x: %w", op, n, iova, ErrBusMaster)
 	}
-	v, ok := m.devView(iova, n)
+	v, mp, ok := m.devViewMapping(iova, n)
 	if !ok {
 		m.faults.Add(op, "", iova, "%d-byte DMA not inside a live mapping (IOMMU fault)", n)
 		return nil, fmt.Errorf("sim: %s of %d bytes at 0x%x: %w", op, n, iova, dma.ErrNotMapped)
+	}
+	if mp.msg != nil {
+		return m.viewMsg(op, mp, iova, v)
 	}
 	return v, nil
 }

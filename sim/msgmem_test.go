@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/dma"
+)
+
+// fakeGuest is memory reached by copies, counting the writes it is sent.
+type fakeGuest struct {
+	mu     sync.Mutex
+	base   uint64
+	mem    []byte
+	writes [][2]uint64 // iova, length
+	fail   error
+}
+
+func (g *fakeGuest) ReadGuest(iova uint64, p []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fail != nil {
+		return g.fail
+	}
+	copy(p, g.mem[iova-g.base:])
+	return nil
+}
+
+func (g *fakeGuest) WriteGuest(iova uint64, p []byte) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.writes = append(g.writes, [2]uint64{iova, uint64(len(p))})
+	copy(g.mem[iova-g.base:], p)
+	return nil
+}
+
+func newMsgMemory(t *testing.T, g *fakeGuest) (*Memory, *Faults) {
+	f := &Faults{}
+	m := NewMemory(MemoryConfig{}, f)
+	var mu sync.Mutex
+	m.SetDeviceLock(&mu)
+	n := len(g.mem)
+	require.NoError(t, m.MapMessages(g.base, make([]byte, n), make([]byte, n), g))
+	return m, f
+}
+
+// TestMessagesFetchOnView: a view holds the other party's bytes of the moment
+// it was taken, also after they changed since an earlier view.
+func TestMessagesFetchOnView(t *testing.T) {
+	g := &fakeGuest{base: 0x9000, mem: make([]byte, 2*PageSize)}
+	copy(g.mem[100:], "descriptor v1")
+	m, f := newMsgMemory(t, g)
+	v, err := m.View("rx-desc", 0x9000+100, 13)
+	require.NoError(t, err)
+	require.Equal(t, "descriptor v1", string(v))
+	copy(g.mem[100:], "descriptor v2") // the driver rewrites it
+	v, err = m.View("rx-desc", 0x9000+100, 13)
+	require.NoError(t, err)
+	require.Equal(t, "descriptor v2", string(v), "no stale descriptor")
+
+	_, err = m.View("rx-desc", 0x9000+2*PageSize-4, 8)
+	require.ErrorIs(t, err, dma.ErrNotMapped, "past the range: refused without asking")
+	g.fail = errors.New("client gone")
+	_, err = m.View("rx-desc", 0x9000, 8)
+	require.ErrorIs(t, err, dma.ErrNotMapped)
+	require.Equal(t, 2, f.Count())
+	require.Contains(t, f.List()[1].Detail, "client gone")
+	require.NoError(t, m.Check(0x9000, 8), "Check asks nobody")
+}
+
+// TestMessagesWriteBackChangedBytesOnly: WriteBack sends the runs the device
+// changed, and leaves the other party's own changes next to them alone (a
+// write-back of the whole view would put the stale bytes back).
+func TestMessagesWriteBackChangedBytesOnly(t *testing.T) {
+	g := &fakeGuest{base: 0x20_0000, mem: make([]byte, PageSize)}
+	for i := range g.mem {
+		g.mem[i] = 0xEE
+	}
+	m, _ := newMsgMemory(t, g)
+	v, err := m.View("rx-writeback", 0x20_0000, 64)
+	require.NoError(t, err)
+	copy(v[8:], []byte{1, 2, 3, 4}) // the device's write-back: bytes 8..11
+	v[40] = 0x55
+	g.mem[20] = 0x77 // the driver's own write after the fetch
+	require.NoError(t, m.WriteBack())
+	require.Equal(t, [][2]uint64{{0x20_0000 + 8, 4}, {0x20_0000 + 40, 1}}, g.writes, "two runs, nothing else")
+	require.Equal(t, []byte{1, 2, 3, 4}, g.mem[8:12])
+	require.Equal(t, byte(0x77), g.mem[20], "the driver's byte survives")
+	require.NoError(t, m.WriteBack())
+	require.Len(t, g.writes, 2, "nothing new to send")
+
+	// A view taken again after the device wrote but before a write-back keeps
+	// the device's bytes (they are newer than the other party's).
+	v[0] = 9
+	v2, err := m.View("rx-writeback", 0x20_0000, 64)
+	require.NoError(t, err)
+	require.Equal(t, byte(9), v2[0], "the unsent device write is not lost to the fetch")
+	require.Equal(t, byte(0x77), v2[20], "and the driver's write is seen")
+	require.NoError(t, m.WriteBack())
+	require.Equal(t, byte(9), g.mem[0])
+}
