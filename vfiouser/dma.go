@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xnic-dev/xnic/dma"
@@ -29,11 +30,14 @@ type dmaRange struct {
 	flags      uint32
 	mem        []byte    // the mmap, or nil for a message-only range
 	arena      *dmaArena // the arena mem is a piece of, or nil (mapped on its own)
+	shadow     []byte    // message-only: the model's mirror and its clean copy (sim.MapMessages)
 }
 
 // dmaTable is the session's DMA ranges. mu guards everything.
 type dmaTable struct {
-	mem *sim.Memory // immutable
+	mem *sim.Memory  // immutable
+	io  sim.GuestIO  // immutable: the session, for message-only ranges
+	msg atomic.Int32 // message-only ranges the model reaches
 
 	mu     sync.Mutex
 	ranges []dmaRange
@@ -59,7 +63,7 @@ type grave struct {
 // without the table's lock; those accesses take microseconds.
 const unmapGrace = 100 * time.Millisecond
 
-func newDMATable(mem *sim.Memory) *dmaTable { return &dmaTable{mem: mem} }
+func newDMATable(mem *sim.Memory, io sim.GuestIO) *dmaTable { return &dmaTable{mem: mem, io: io} }
 
 func (t *dmaTable) overlapLocked(iova, size uint64) *dmaRange {
 	for i := range t.ranges {
@@ -102,6 +106,10 @@ func (t *dmaTable) mapRange(m DMAMap, fd int) error {
 			return fail(unix.EINVAL, "DMA_MAP of 0x%x bytes at file offset 0x%x: the file has only 0x%x bytes", m.Size, m.Offset, st.Size)
 		}
 		if err := t.mapFdLocked(&r, m, fd); err != nil {
+			return err
+		}
+	} else if m.Flags&(DMAFlagRead|DMAFlagWrite) != 0 {
+		if err := t.mapMsgLocked(&r, m); err != nil {
 			return err
 		}
 	}
@@ -163,6 +171,33 @@ func (t *dmaTable) mapFdLocked(r *dmaRange, m DMAMap, fd int) error {
 	return nil
 }
 
+// maxMsgRange bounds one message-only range (its mirror is address space the
+// server reserves; pages are committed only where the model looks).
+const maxMsgRange = 64 << 30
+
+// mapMsgLocked gives the model a mirror of a range without a descriptor, which
+// sim.Memory fetches on every View and writes back at WriteBack.
+func (t *dmaTable) mapMsgLocked(r *dmaRange, m DMAMap) error {
+	if m.Size > maxMsgRange {
+		return fail(unix.ENOMEM, "DMA_MAP of 0x%x bytes without a descriptor: at most 0x%x", m.Size, uint64(maxMsgRange))
+	}
+	b, err := unix.Mmap(-1, 0, int(2*m.Size), unix.PROT_READ|unix.PROT_WRITE,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_NORESERVE)
+	if err != nil {
+		return fail(unix.ENOMEM, "DMA_MAP: mirror of 0x%x bytes: %v", m.Size, err)
+	}
+	if err := t.mem.MapMessages(m.Address, b[:m.Size:m.Size], b[m.Size:], t.io); err != nil {
+		unix.Munmap(b)
+		if errors.Is(err, sim.ErrExternalOverlap) {
+			return fail(unix.EEXIST, "DMA_MAP: %v", err)
+		}
+		return fail(unix.EINVAL, "DMA_MAP: %v", err)
+	}
+	r.shadow = b
+	t.msg.Add(1)
+	return nil
+}
+
 // unmapRange removes every range inside [iova, iova+size) (all of them with
 // all), as the kernel's type1 IOMMU does: QEMU with a vIOMMU unmaps whole IOTLB
 // spans that may hold several mappings or none. A range only partly inside is
@@ -199,6 +234,15 @@ func (t *dmaTable) unmapRange(iova, size uint64, all bool) (int, error) {
 // all references ... before replying"), and unmaps the replacement once
 // unmapGrace has passed.
 func (t *dmaTable) releaseLocked(r dmaRange) {
+	if r.shadow != nil {
+		// The mirror is the server's own memory: no guest page behind it to
+		// hide, but a view the model still holds stays readable for the grace.
+		_, _, _ = t.mem.UnmapExternal(r.iova, r.size)
+		t.msg.Add(-1)
+		t.graves = append(t.graves, grave{mem: r.shadow, at: time.Now()})
+		t.sweepLocked(time.Now(), false)
+		return
+	}
 	if r.mem == nil {
 		return
 	}
@@ -308,6 +352,7 @@ func (s *Session) guestRW(iova uint64, p []byte, write bool) error {
 		var fixed [dmaRWFixed]byte
 		le.PutUint64(fixed[0:], iova)
 		le.PutUint64(fixed[8:], uint64(n))
+		s.stats.DMAMessages.Add(1)
 		if write {
 			if _, err := s.call(cmd, fixed[:], p[:n]); err != nil {
 				return err

@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
@@ -71,6 +72,8 @@ type Stats struct {
 	DMAUnmaps    atomic.Uint64 // ranges unmapped
 	IRQsSent     atomic.Uint64 // eventfd signals written
 	IRQsPending  atomic.Uint64 // signals held back by a mask or a missing eventfd ("irqs_held")
+	DMAMessages  atomic.Uint64 // DMA_READ and DMA_WRITE requests the server sent
+	DMAGivenUp   atomic.Uint64 // of those, given up unanswered (see clientWaitLimit)
 }
 
 // Session is one client connection serving one model. Its loop (Run) runs on
@@ -98,6 +101,12 @@ type Session struct {
 	out     [][]byte
 	scratch []byte
 
+	cmds       *cmdQueue     // immutable: commands read, to handle in order
+	readerDone chan struct{} // immutable: closed when the reading goroutine ends
+	flushStop  chan struct{} // immutable: closed by shutdown to end flushLoop
+	flushDone  chan struct{} // immutable: closed when flushLoop ends
+	started    atomic.Bool   // Run started the reading and flushing goroutines
+
 	pmu     sync.Mutex
 	nextID  uint16                   // guarded by pmu: ID of the next server request
 	pending map[uint16]chan *Request // guarded by pmu: server requests awaiting replies
@@ -123,15 +132,18 @@ func NewSession(conn *net.UnixConn, dev *sim.Device, opts Options) (*Session, er
 		conn:    newMsgConn(conn, uint32(HeaderSize+regionRWFixed+opts.MaxDataXfer), opts.MaxMsgFds),
 		msix:    newMSIXBAR(cfg.vectors),
 		pending: map[uint16]chan *Request{},
+		cmds:    newCmdQueue(), readerDone: make(chan struct{}),
+		flushStop: make(chan struct{}), flushDone: make(chan struct{}),
 	}
 	s.stats = opts.Stats
 	if s.stats == nil {
 		s.stats = &Stats{}
 	}
 	s.irq = newIRQState(dev, cfg.vectors, s.stats)
+	s.irq.beforeSignal = s.writeBack
 	cfg.onCommand = s.irq.commandWritten
 	s.msix.pending = s.irq.pendingBit
-	s.dma = newDMATable(dev.Memory())
+	s.dma = newDMATable(dev.Memory(), s)
 	s.peerMaxXfer.Store(DefaultMaxDataXfer)
 	return s, nil
 }
@@ -201,12 +213,12 @@ func (s *Session) Run(ctx context.Context) (err error) {
 			err = ctx.Err()
 		}
 	}()
+	s.started.Store(true)
+	go s.read()
+	go s.flushLoop(s.flushStop)
 	for {
-		req, err := s.conn.readMsg()
+		req, err := s.cmds.next()
 		if err != nil {
-			if req != nil {
-				closeFds(req.Fds)
-			}
 			if errors.Is(err, errClosed) {
 				return nil
 			}
@@ -215,13 +227,33 @@ func (s *Session) Run(ctx context.Context) (err error) {
 			}
 			return err
 		}
+		err = s.handle(req)
+		s.cmds.done(req)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// read runs on its own goroutine: it reads every message, hands replies to
+// the server requests waiting for them and queues commands for Run, until the
+// connection ends.
+func (s *Session) read() {
+	defer close(s.readerDone)
+	for {
+		req, err := s.conn.readMsg()
+		if err != nil {
+			if req != nil {
+				closeFds(req.Fds)
+			}
+			s.cmds.stop(err)
+			return
+		}
 		if req.IsReply() {
 			s.deliverReply(req)
 			continue
 		}
-		if err := s.handle(req); err != nil {
-			return err
-		}
+		s.cmds.push(req)
 	}
 }
 
@@ -230,6 +262,11 @@ func (s *Session) Run(ctx context.Context) (err error) {
 // keeps its state.
 func (s *Session) shutdown() {
 	s.conn.c.Close()
+	started := s.started.Load()
+	if started {
+		<-s.readerDone
+	}
+	s.cmds.drain()
 	s.pmu.Lock()
 	s.done = true
 	for id, ch := range s.pending {
@@ -237,6 +274,10 @@ func (s *Session) shutdown() {
 		delete(s.pending, id)
 	}
 	s.pmu.Unlock()
+	close(s.flushStop) // before the mirrors go: it reads them
+	if started {
+		<-s.flushDone
+	}
 	s.irq.close()
 	s.dma.close()
 }
@@ -566,7 +607,10 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 		s.pmu.Unlock()
 		return nil, err
 	}
-	r, ok := <-ch
+	r, ok, err := s.await(cmd, id, ch)
+	if err != nil {
+		return nil, err
+	}
 	if !ok {
 		return nil, fmt.Errorf("vfiouser: %s: session ended before the reply: %w", cmd, os.ErrClosed)
 	}
@@ -579,9 +623,40 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 	return r, nil
 }
 
+// await waits for the reply to request id, giving up when a client command
+// that wants a reply has waited clientWaitLimit behind it (see queue.go).
+func (s *Session) await(cmd Command, id uint16, ch chan *Request) (*Request, bool, error) {
+	select { // the usual case: no timer
+	case r, ok := <-ch:
+		return r, ok, nil
+	default:
+	}
+	t := time.NewTimer(clientWaitLimit / 5)
+	defer t.Stop()
+	for {
+		select {
+		case r, ok := <-ch:
+			return r, ok, nil
+		case <-t.C:
+		}
+		if w := s.cmds.oldestWait(); w >= clientWaitLimit {
+			s.pmu.Lock()
+			_, still := s.pending[id]
+			delete(s.pending, id)
+			s.pmu.Unlock()
+			if still {
+				s.stats.DMAGivenUp.Add(1)
+				return nil, false, fmt.Errorf("vfiouser: %s id %d: no reply while a client command has waited %v for its own (a client that serves DMA under the lock it holds while it waits, as QEMU does, cannot answer): given up", cmd, id, w.Round(time.Millisecond))
+			}
+		}
+		t.Reset(clientWaitLimit / 5)
+	}
+}
+
 // String lists the counts, "name=value" separated by spaces.
 func (st *Stats) String() string {
-	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_maps_fd=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d",
+	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_maps_fd=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d dma_msgs=%d dma_given_up=%d",
 		st.Messages.Load(), st.Errors.Load(), st.RegionReads.Load(), st.RegionWrites.Load(),
-		st.DMAMaps.Load(), st.DMAMapsFd.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load())
+		st.DMAMaps.Load(), st.DMAMapsFd.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load(),
+		st.DMAMessages.Load(), st.DMAGivenUp.Load())
 }
