@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,10 +49,12 @@ type msgRange struct {
 
 	dead atomic.Bool // unmapped: no more fetches or write-backs
 
-	mu      sync.Mutex // serialises fetches and write-backs of this range
+	wb sync.Mutex // one write-back at a time; taken before mu, held while sending
+
+	mu      sync.Mutex // serialises fetches, and the write-backs' looks at the mirror
 	spans   []msgSpan  // views under watch; guarded by mu
 	scratch []byte     // fetch buffer; guarded by mu
-	out     []byte     // write-back staging; guarded by mu
+	out     []byte     // write-back staging; guarded by wb
 }
 
 // msgSpan is a viewed part of a range (offsets into the mirror).
@@ -108,20 +112,28 @@ func (r *msgRange) watchLocked(off, n int, now time.Time) {
 		}
 	}
 	if len(r.spans) == msgSpanMax {
-		// The oldest goes; WriteBack checked it at least once if it ran
-		// since, and the device's writes to it are rare this late.
-		copy(r.spans, r.spans[1:])
+		// The least recently viewed goes; WriteBack checked it at least
+		// once if it ran since, and the device's writes to it are rare
+		// this late.
+		old := 0
+		for i, s := range r.spans {
+			if s.at.Before(r.spans[old].at) {
+				old = i
+			}
+		}
+		r.spans[old] = r.spans[len(r.spans)-1]
 		r.spans = r.spans[:len(r.spans)-1]
 	}
 	r.spans = append(r.spans, msgSpan{off: off, n: n, at: now})
 }
 
 // WriteBack sends the bytes the device wrote into message-only ranges to the
-// other party, each run of changed bytes in one GuestIO.WriteGuest, in the
-// order the ranges and views were made. It takes the device lock (see
-// SetDeviceLock) while it compares, so the caller must not hold it; it does
-// not hold it while it waits for the other party. Spans not viewed for
-// msgRetain are dropped after this last look.
+// other party, each run of changed bytes in one GuestIO.WriteGuest, ranges in
+// IOVA order. It takes the device lock (see SetDeviceLock) only while it
+// compares, so the caller must not hold it; it waits for the other party
+// holding no lock a View needs. A run not sent (an error) stays to be sent by
+// the next WriteBack. Spans not viewed for msgRetain are dropped after this
+// last look.
 func (m *Memory) WriteBack() error {
 	var errs []error
 	for _, mp := range *m.snap.Load() {
@@ -138,25 +150,17 @@ func (m *Memory) WriteBack() error {
 type writeRun struct{ off, at, n int }
 
 func (m *Memory) writeBackRange(r *msgRange) error {
+	r.wb.Lock() // one write-back of r at a time: runs land in the order staged
+	defer r.wb.Unlock()
 	// The device lock before r.mu, as View takes them (the model holds its
 	// lock when it calls View, which fetches under r.mu).
 	l := m.lockDevice()
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.dead.Load() {
-		if l != nil {
-			l.Unlock()
-		}
-		return nil
+	var runs []writeRun
+	if !r.dead.Load() {
+		runs = r.stageLocked(time.Now())
 	}
-	runs, now := r.stageLocked(), time.Now()
-	kept := r.spans[:0]
-	for _, s := range r.spans {
-		if now.Sub(s.at) < msgRetain {
-			kept = append(kept, s)
-		}
-	}
-	r.spans = kept
+	r.mu.Unlock()
 	if l != nil {
 		l.Unlock()
 	}
@@ -164,39 +168,54 @@ func (m *Memory) writeBackRange(r *msgRange) error {
 		if r.dead.Load() {
 			return nil // unmapped meanwhile: the other party took the memory back
 		}
-		if err := r.io.WriteGuest(r.iova+uint64(w.off), r.out[w.at:w.at+w.n]); err != nil {
+		b := r.out[w.at : w.at+w.n]
+		if err := r.io.WriteGuest(r.iova+uint64(w.off), b); err != nil {
 			m.faults.Add("dma-write", "", r.iova+uint64(w.off), "%d-byte write-back of message-only memory: %v", w.n, err)
 			return fmt.Errorf("sim: write-back of %d bytes at 0x%x: %w", w.n, r.iova+uint64(w.off), err)
 		}
+		// Sent: these are the other party's bytes now. Until here the run
+		// differed from the clean copy, so a fetch meanwhile kept the
+		// device's bytes in the mirror.
+		r.mu.Lock()
+		copy(r.clean[w.off:w.off+w.n], b)
+		r.mu.Unlock()
 	}
 	return nil
 }
 
 // stageLocked copies every run of bytes that differ between the mirror and
-// the clean copy, in the watched spans, to r.out, and marks them clean (they
-// are sent before r.mu is released, so no fetch sees the clean copy ahead of
-// the other party). Runs of different spans may repeat bytes; they carry the
-// same values.
-func (r *msgRange) stageLocked() []writeRun {
+// the clean copy, in the watched spans (merged where they overlap), to r.out,
+// and drops the spans last viewed msgRetain before now. r.out is guarded by
+// r.wb.
+func (r *msgRange) stageLocked(now time.Time) []writeRun {
+	slices.SortFunc(r.spans, func(a, b msgSpan) int { return cmp.Compare(a.off, b.off) })
 	var runs []writeRun
 	r.out = r.out[:0]
+	from := 0 // bytes below from were looked at already
 	for _, s := range r.spans {
-		dev, clean := r.dev[s.off:s.off+s.n], r.clean[s.off:s.off+s.n]
-		for i := 0; i < len(dev); {
-			if dev[i] == clean[i] {
+		lo, hi := max(s.off, from), s.off+s.n
+		for i := lo; i < hi; {
+			if r.dev[i] == r.clean[i] {
 				i++
 				continue
 			}
 			j := i + 1
-			for j < len(dev) && dev[j] != clean[j] {
+			for j < hi && r.dev[j] != r.clean[j] {
 				j++
 			}
-			runs = append(runs, writeRun{off: s.off + i, at: len(r.out), n: j - i})
-			r.out = append(r.out, dev[i:j]...)
-			copy(clean[i:j], dev[i:j])
+			runs = append(runs, writeRun{off: i, at: len(r.out), n: j - i})
+			r.out = append(r.out, r.dev[i:j]...)
 			i = j
 		}
+		from = max(from, hi)
 	}
+	kept := r.spans[:0]
+	for _, s := range r.spans {
+		if now.Sub(s.at) < msgRetain {
+			kept = append(kept, s)
+		}
+	}
+	r.spans = kept
 	return runs
 }
 

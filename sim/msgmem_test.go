@@ -16,6 +16,7 @@ type fakeGuest struct {
 	mem    []byte
 	writes [][2]uint64 // iova, length
 	fail   error
+	failW  error
 }
 
 func (g *fakeGuest) ReadGuest(iova uint64, p []byte) error {
@@ -31,6 +32,9 @@ func (g *fakeGuest) ReadGuest(iova uint64, p []byte) error {
 func (g *fakeGuest) WriteGuest(iova uint64, p []byte) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.failW != nil {
+		return g.failW
+	}
 	g.writes = append(g.writes, [2]uint64{iova, uint64(len(p))})
 	copy(g.mem[iova-g.base:], p)
 	return nil
@@ -100,4 +104,24 @@ func TestMessagesWriteBackChangedBytesOnly(t *testing.T) {
 	require.Equal(t, byte(0x77), v2[20], "and the driver's write is seen")
 	require.NoError(t, m.WriteBack())
 	require.Equal(t, byte(9), g.mem[0])
+}
+
+// TestMessagesWriteBackRetried: a run the other party did not take stays
+// dirty and goes with the next WriteBack; overlapping views send it once.
+func TestMessagesWriteBackRetried(t *testing.T) {
+	g := &fakeGuest{base: 0x30_0000, mem: make([]byte, PageSize)}
+	m, f := newMsgMemory(t, g)
+	v, err := m.View("tx-writeback", 0x30_0000, 32)
+	require.NoError(t, err)
+	_, err = m.View("tx-writeback", 0x30_0000+16, 32) // overlaps the first
+	require.NoError(t, err)
+	v[20] = 0xDD
+	g.failW = errors.New("busy")
+	require.Error(t, m.WriteBack())
+	require.Equal(t, 1, f.Count(), "the failed write-back is logged")
+	require.Zero(t, g.mem[20])
+	g.failW = nil
+	require.NoError(t, m.WriteBack())
+	require.Equal(t, byte(0xDD), g.mem[20], "sent on the retry")
+	require.Equal(t, [][2]uint64{{0x30_0000 + 20, 1}}, g.writes, "once, though two views cover it")
 }
