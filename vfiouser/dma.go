@@ -14,16 +14,18 @@ import (
 )
 
 // DMA. A DMA_MAP with a file descriptor (guest RAM as a shared memfd) is mapped
-// into the server (mmap of the descriptor at the given offset, then the
-// descriptor is closed: the mapping keeps the memory) and handed to the model's
-// sim.Memory with MapExternal at the client's IOVA, so the model's descriptor and
-// buffer accesses reach guest memory directly and an access outside every mapped
-// range is refused and logged as an IOMMU fault. DMA_UNMAP takes the range from
-// the model, then swaps its pages for zeros before replying and unmaps them a
-// grace period later (releaseLocked). A DMA_MAP without a descriptor
-// is recorded too: the server can reach it only with DMA_READ and DMA_WRITE
-// messages (Session.ReadGuest and WriteGuest), which a model's direct accesses
-// cannot use, so the model faults on it as on unmapped memory.
+// into the server (mmap of the descriptor at the given offset, at its IOVA's
+// place in an arena when one holds it: arena.go; then the descriptor is
+// closed: the mapping keeps the memory) and handed to the model's sim.Memory
+// (MapArena, or MapExternal) at the client's IOVA, so the model's descriptor
+// and buffer accesses reach guest memory directly and an access outside every
+// mapped range is refused and logged as an IOMMU fault. DMA_UNMAP takes the
+// range from the model, then swaps its pages for zeros before replying and
+// unmaps them (or, in an arena, makes them inaccessible) a grace period later
+// (releaseLocked). A DMA_MAP without a descriptor gets a mirror in the model
+// that fetches and writes back with DMA_READ and DMA_WRITE messages
+// (msgdma.go, sim.Memory.MapMessages); Session.ReadGuest and WriteGuest reach
+// it with messages directly.
 
 type dmaRange struct {
 	iova, size uint64

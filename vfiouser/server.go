@@ -623,9 +623,16 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 	return r, nil
 }
 
-// await waits for the reply to request id, giving up when a client command
-// that wants a reply has waited clientWaitLimit behind it (see queue.go).
+// await waits for the reply to request id. A DMA_READ (which a model's
+// device access waits for, holding the model's lock a register access needs)
+// is given up when a client command that wants a reply has waited
+// clientWaitLimit behind it (see queue.go); other requests wait for their
+// reply or the end of the session.
 func (s *Session) await(cmd Command, id uint16, ch chan *Request) (*Request, bool, error) {
+	if cmd != CmdDMARead {
+		r, ok := <-ch
+		return r, ok, nil
+	}
 	select { // the usual case: no timer
 	case r, ok := <-ch:
 		return r, ok, nil
@@ -633,12 +640,16 @@ func (s *Session) await(cmd Command, id uint16, ch chan *Request) (*Request, boo
 	}
 	t := time.NewTimer(clientWaitLimit / 5)
 	defer t.Stop()
-	for {
-		select {
-		case r, ok := <-ch:
-			return r, ok, nil
-		case <-t.C:
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case r, ok := <-ch:
+				return r, ok, nil
+			case <-t.C:
+			}
 		}
+		// A command that has waited past the limit already (a request given
+		// up before this one) fails this one at once.
 		if w := s.cmds.oldestWait(); w >= clientWaitLimit {
 			s.pmu.Lock()
 			_, still := s.pending[id]
