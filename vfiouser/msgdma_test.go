@@ -177,3 +177,32 @@ func TestMessagesClientHoldingItsLock(t *testing.T) {
 	t.Logf("register read answered after %v", took.Round(time.Millisecond))
 	require.NoError(t, s.end())
 }
+
+// TestMessagesClientGoneMidDMA: the client disconnects while the session's
+// own goroutine waits for a DMA_READ (the descriptor fetch of a posted TDT
+// write): the fetch fails and the session ends instead of waiting for ever.
+func TestMessagesClientGoneMidDMA(t *testing.T) {
+	s := negotiated(t, igbsim.Config{})
+	g := guest{t, s.c}
+	mem := make([]byte, msgSize)
+	s.c.AddMemory(msgIOVA, mem)
+	require.NoError(t, s.c.DMAMap(msgIOVA, msgSize, 0, -1, vfiouser.DMAFlagRead|vfiouser.DMAFlagWrite))
+	require.NoError(t, s.c.WriteRegion(vfiouser.RegionConfig, 4, []byte{0x06, 0}))
+	g.linkUp()
+	g.wr(rTDBAL0, msgIOVA)
+	g.wr(rTDBAH0, 0)
+	g.wr(rTDLEN0, msgNDesc*16)
+	g.wr(rTDH0, 0)
+	g.wr(rTDT0, 0)
+	g.wr(rTXDCTL0, txdctlEnable)
+	g.wr(rTCTL, tctlEN)
+	s.c.HoldDMA(true)
+	w := make([]byte, 16+4)
+	le.PutUint64(w, rTDT0)
+	le.PutUint32(w[8:], 0) // region 0: BAR0
+	le.PutUint32(w[12:], 4)
+	le.PutUint32(w[16:], 1)
+	require.NoError(t, s.c.Send(vfiouser.CmdRegionWrite, w), "a posted TDT write: its fetch waits")
+	require.Eventually(t, func() bool { return s.stats.DMAMessages.Load() > 0 }, time.Second, time.Millisecond)
+	require.NoError(t, s.end(), "the session ended")
+}

@@ -246,6 +246,7 @@ func (s *Session) read() {
 			if req != nil {
 				closeFds(req.Fds)
 			}
+			s.endRequests() // no reply comes any more: a waiting DMA request fails
 			s.cmds.stop(err)
 			return
 		}
@@ -267,19 +268,24 @@ func (s *Session) shutdown() {
 		<-s.readerDone
 	}
 	s.cmds.drain()
-	s.pmu.Lock()
-	s.done = true
-	for id, ch := range s.pending {
-		close(ch)
-		delete(s.pending, id)
-	}
-	s.pmu.Unlock()
+	s.endRequests()
 	close(s.flushStop) // before the mirrors go: it reads them
 	if started {
 		<-s.flushDone
 	}
 	s.irq.close()
 	s.dma.close()
+}
+
+// endRequests fails every server request waiting for a reply, and later ones.
+func (s *Session) endRequests() {
+	s.pmu.Lock()
+	defer s.pmu.Unlock()
+	s.done = true
+	for id, ch := range s.pending {
+		close(ch)
+		delete(s.pending, id)
+	}
 }
 
 // errno is an error answered with an errno in the reply header.
