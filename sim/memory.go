@@ -77,6 +77,9 @@ type Memory struct {
 
 	snap atomic.Pointer[[]*mapping] // sorted by iova; replaced whole under mu
 
+	wbMu   sync.Mutex  // one WriteBack at a time (msgmem.go); held while it sends
+	wbList []*msgRange // guarded by wbMu
+
 	mu     sync.Mutex
 	next   uint64 // next free IOVA (never reused); guarded by mu
 	used   int    // bytes in live regions; guarded by mu

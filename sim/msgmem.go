@@ -49,12 +49,13 @@ type msgRange struct {
 
 	dead atomic.Bool // unmapped: no more fetches or write-backs
 
-	wb sync.Mutex // one write-back at a time; taken before mu, held while sending
-
 	mu      sync.Mutex // serialises fetches, and the write-backs' looks at the mirror
 	spans   []msgSpan  // views under watch; guarded by mu
 	scratch []byte     // fetch buffer; guarded by mu
-	out     []byte     // write-back staging; guarded by wb
+	out     []byte     // write-back staging; guarded by Memory.wbMu
+	runs    []writeRun // staged runs; guarded by Memory.wbMu
+	small   [][2]int   // descriptor-sized views, merged; guarded by Memory.wbMu
+	large   [][2]int   // larger views, merged; guarded by Memory.wbMu
 }
 
 // msgSpan is a viewed part of a range (offsets into the mirror).
@@ -127,44 +128,69 @@ func (r *msgRange) watchLocked(off, n int, now time.Time) {
 	r.spans = append(r.spans, msgSpan{off: off, n: n, at: now})
 }
 
+// msgDescMax is the largest view WriteBack counts as a descriptor's: it sends
+// the device's writes to larger views (frames) before those to descriptors, as
+// a device writes a frame before the descriptor that hands it over (a driver
+// polling its ring must not see the descriptor done before the frame is
+// there). The models view one descriptor at a time for their write-backs.
+const msgDescMax = 64
+
 // WriteBack sends the bytes the device wrote into message-only ranges to the
-// other party, each run of changed bytes in one GuestIO.WriteGuest, ranges in
-// IOVA order. It takes the device lock (see SetDeviceLock) only while it
-// compares, so the caller must not hold it; it waits for the other party
-// holding no lock a View needs. A run not sent (an error) stays to be sent by
-// the next WriteBack. Spans not viewed for msgRetain are dropped after this
-// last look.
+// other party, each run of changed bytes in one GuestIO.WriteGuest: first the
+// runs in views larger than msgDescMax, then those in descriptor-sized views.
+// It takes the device lock (see SetDeviceLock) only while it compares, so the
+// caller must not hold it; it waits for the other party holding no lock a
+// View needs. A run not sent (an error) stays to be sent by the next
+// WriteBack. Spans not viewed for msgRetain are dropped after this last look.
 func (m *Memory) WriteBack() error {
-	var errs []error
+	m.wbMu.Lock() // one WriteBack at a time: runs land in the order staged
+	defer m.wbMu.Unlock()
+	m.wbList = m.wbList[:0]
 	for _, mp := range *m.snap.Load() {
 		if mp.msg != nil {
-			if err := m.writeBackRange(mp.msg); err != nil {
-				errs = append(errs, err)
-			}
+			m.wbList = append(m.wbList, mp.msg)
 		}
 	}
-	return errors.Join(errs...)
-}
-
-// writeRun is one run of changed bytes, staged in msgRange.out.
-type writeRun struct{ off, at, n int }
-
-func (m *Memory) writeBackRange(r *msgRange) error {
-	r.wb.Lock() // one write-back of r at a time: runs land in the order staged
-	defer r.wb.Unlock()
+	if len(m.wbList) == 0 {
+		return nil
+	}
+	now := time.Now()
 	// The device lock before r.mu, as View takes them (the model holds its
 	// lock when it calls View, which fetches under r.mu).
 	l := m.lockDevice()
-	r.mu.Lock()
-	var runs []writeRun
-	if !r.dead.Load() {
-		runs = r.stageLocked(time.Now())
+	for _, r := range m.wbList {
+		r.mu.Lock()
+		r.runs = r.runs[:0]
+		if !r.dead.Load() {
+			r.stageLocked(now)
+		}
+		r.mu.Unlock()
 	}
-	r.mu.Unlock()
 	if l != nil {
 		l.Unlock()
 	}
-	for _, w := range runs {
+	for _, desc := range []bool{false, true} {
+		for _, r := range m.wbList {
+			if err := m.sendRuns(r, desc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// writeRun is one run of changed bytes, staged in msgRange.out.
+type writeRun struct {
+	off, at, n int
+	desc       bool // in a descriptor-sized view
+}
+
+// sendRuns sends r's staged runs of one kind.
+func (m *Memory) sendRuns(r *msgRange, desc bool) error {
+	for _, w := range r.runs {
+		if w.desc != desc {
+			continue
+		}
 		if r.dead.Load() {
 			return nil // unmapped meanwhile: the other party took the memory back
 		}
@@ -184,30 +210,33 @@ func (m *Memory) writeBackRange(r *msgRange) error {
 }
 
 // stageLocked copies every run of bytes that differ between the mirror and
-// the clean copy, in the watched spans (merged where they overlap), to r.out,
-// and drops the spans last viewed msgRetain before now. r.out is guarded by
-// r.wb.
-func (r *msgRange) stageLocked(now time.Time) []writeRun {
+// the clean copy, in the watched spans, to r.out and lists it in r.runs: a
+// byte in a descriptor-sized view as a descriptor's, each byte once. It drops
+// the spans last viewed msgRetain before now. r.out and r.runs are guarded by
+// Memory.wbMu.
+func (r *msgRange) stageLocked(now time.Time) {
 	slices.SortFunc(r.spans, func(a, b msgSpan) int { return cmp.Compare(a.off, b.off) })
-	var runs []writeRun
 	r.out = r.out[:0]
-	from := 0 // bytes below from were looked at already
-	for _, s := range r.spans {
-		lo, hi := max(s.off, from), s.off+s.n
-		for i := lo; i < hi; {
-			if r.dev[i] == r.clean[i] {
-				i++
-				continue
-			}
-			j := i + 1
-			for j < hi && r.dev[j] != r.clean[j] {
-				j++
-			}
-			runs = append(runs, writeRun{off: i, at: len(r.out), n: j - i})
-			r.out = append(r.out, r.dev[i:j]...)
-			i = j
+	r.small = mergeSpans(r.small[:0], r.spans, true)
+	r.large = mergeSpans(r.large[:0], r.spans, false)
+	si := 0
+	for _, iv := range r.large { // minus the descriptor-sized views
+		pos, end := iv[0], iv[1]
+		for si < len(r.small) && r.small[si][1] <= pos {
+			si++
 		}
-		from = max(from, hi)
+		for k := si; k < len(r.small) && r.small[k][0] < end; k++ {
+			if pos < r.small[k][0] {
+				r.stageRange(pos, r.small[k][0], false)
+			}
+			pos = max(pos, r.small[k][1])
+		}
+		if pos < end {
+			r.stageRange(pos, end, false)
+		}
+	}
+	for _, iv := range r.small {
+		r.stageRange(iv[0], iv[1], true)
 	}
 	kept := r.spans[:0]
 	for _, s := range r.spans {
@@ -216,7 +245,39 @@ func (r *msgRange) stageLocked(now time.Time) []writeRun {
 		}
 	}
 	r.spans = kept
-	return runs
+}
+
+// mergeSpans appends to dst the union of the spans (sorted by offset) that are
+// descriptor-sized (or, with small false, larger), as [lo, hi) intervals.
+func mergeSpans(dst [][2]int, spans []msgSpan, small bool) [][2]int {
+	for _, s := range spans {
+		if (s.n <= msgDescMax) != small {
+			continue
+		}
+		if n := len(dst); n > 0 && s.off <= dst[n-1][1] {
+			dst[n-1][1] = max(dst[n-1][1], s.off+s.n)
+			continue
+		}
+		dst = append(dst, [2]int{s.off, s.off + s.n})
+	}
+	return dst
+}
+
+// stageRange stages the changed runs of [lo, hi).
+func (r *msgRange) stageRange(lo, hi int, desc bool) {
+	for i := lo; i < hi; {
+		if r.dev[i] == r.clean[i] {
+			i++
+			continue
+		}
+		j := i + 1
+		for j < hi && r.dev[j] != r.clean[j] {
+			j++
+		}
+		r.runs = append(r.runs, writeRun{off: i, at: len(r.out), n: j - i, desc: desc})
+		r.out = append(r.out, r.dev[i:j]...)
+		i = j
+	}
 }
 
 // viewMsg is View for a message-only mapping: fetch, then the view.

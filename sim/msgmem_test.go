@@ -125,3 +125,25 @@ func TestMessagesWriteBackRetried(t *testing.T) {
 	require.Equal(t, byte(0xDD), g.mem[20], "sent on the retry")
 	require.Equal(t, [][2]uint64{{0x30_0000 + 20, 1}}, g.writes, "once, though two views cover it")
 }
+
+// TestMessagesWriteBackFramesFirst: the device's writes to a frame go out
+// before those to the descriptor that hands it over, whatever their order in
+// memory; a descriptor byte inside a larger view (a whole-ring view) counts as
+// the descriptor's. Sending in address order would put the descriptor first.
+func TestMessagesWriteBackFramesFirst(t *testing.T) {
+	g := &fakeGuest{base: 0x40_0000, mem: make([]byte, 4*PageSize)}
+	m, _ := newMsgMemory(t, g)
+	const ring, buf = 0x40_0000, 0x40_0000 + 2*PageSize
+	whole, err := m.View("fetch", ring, PageSize) // the ring, viewed whole
+	require.NoError(t, err)
+	d, err := m.View("rx-desc", ring+16, 16)
+	require.NoError(t, err)
+	f, err := m.View("rx-buffer", buf, 100)
+	require.NoError(t, err)
+	copy(f, "frame")
+	d[8] = 1          // DD, through the descriptor's view
+	whole[100*16] = 7 // another byte of the ring, in the large view only
+	require.NoError(t, m.WriteBack())
+	require.Equal(t, [][2]uint64{{ring + 100*16, 1}, {buf, 5}, {ring + 16 + 8, 1}}, g.writes,
+		"large views (ring byte, frame) in address order, then the descriptor")
+}
