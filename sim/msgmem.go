@@ -24,10 +24,14 @@ import (
 // party wrote meanwhile next to the device's are not overwritten with stale
 // ones. Accesses outside every mapped range are refused as for any mapping.
 
-// GuestIO copies to and from another party's memory at IOVAs.
+// GuestIO copies to and from another party's memory at IOVAs. The other
+// party handles the requests in the order they are made: a ReadGuest begun
+// after PostWriteGuest returned reads what that write wrote.
 type GuestIO interface {
 	ReadGuest(iova uint64, p []byte) error
-	WriteGuest(iova uint64, p []byte) error
+	// PostWriteGuest starts writing p at iova and returns once the request
+	// is on its way (p may be reused); done waits for its outcome.
+	PostWriteGuest(iova uint64, p []byte) (done func() error, err error)
 }
 
 // msgRetain is how long a view's bytes stay under WriteBack's watch after the
@@ -53,6 +57,7 @@ type msgRange struct {
 	spans   []msgSpan  // views under watch; guarded by mu
 	scratch []byte     // fetch buffer; guarded by mu
 	out     []byte     // write-back staging; guarded by Memory.wbMu
+	old     []byte     // the clean bytes out replaced; guarded by Memory.wbMu
 	runs    []writeRun // staged runs; guarded by Memory.wbMu
 	small   [][2]int   // descriptor-sized views, merged; guarded by Memory.wbMu
 	large   [][2]int   // larger views, merged; guarded by Memory.wbMu
@@ -136,14 +141,17 @@ func (r *msgRange) watchLocked(off, n int, now time.Time) {
 const msgDescMax = 64
 
 // WriteBack sends the bytes the device wrote into message-only ranges to the
-// other party, each run of changed bytes in one GuestIO.WriteGuest: first the
-// runs in views larger than msgDescMax, then those in descriptor-sized views.
-// It takes the device lock (see SetDeviceLock) only while it compares, so the
-// caller must not hold it; it waits for the other party holding no lock a
-// View needs. A run not sent (an error) stays to be sent by the next
-// WriteBack. Spans not viewed for msgRetain are dropped after this last look.
+// other party, each run of changed bytes in one GuestIO.PostWriteGuest: first
+// the runs in views larger than msgDescMax, then those in descriptor-sized
+// views. It sends them all holding the ranges' locks, which fetches take to
+// read, so a fetch after it reads what it wrote, and marks them sent at once;
+// it then waits for the outcomes holding no lock a View needs, and a run the
+// other party did not take is marked unsent again (for the next WriteBack)
+// where no fetch has seen the other party's bytes since. It takes the device
+// lock (see SetDeviceLock) only while it compares, so the caller must not hold
+// it. Spans not viewed for msgRetain are dropped after this last look.
 func (m *Memory) WriteBack() error {
-	m.wbMu.Lock() // one WriteBack at a time: runs land in the order staged
+	m.wbMu.Lock() // one WriteBack at a time
 	defer m.wbMu.Unlock()
 	m.wbList = m.wbList[:0]
 	for _, mp := range *m.snap.Load() {
@@ -156,7 +164,8 @@ func (m *Memory) WriteBack() error {
 	}
 	now := time.Now()
 	// The device lock before r.mu, as View takes them (the model holds its
-	// lock when it calls View, which fetches under r.mu).
+	// lock when it calls View, which fetches under r.mu); the ranges in IOVA
+	// order.
 	l := m.lockDevice()
 	for _, r := range m.wbList {
 		r.mu.Lock()
@@ -164,49 +173,81 @@ func (m *Memory) WriteBack() error {
 		if !r.dead.Load() {
 			r.stageLocked(now)
 		}
-		r.mu.Unlock()
 	}
 	if l != nil {
 		l.Unlock()
 	}
+	var err error
 	for _, desc := range []bool{false, true} {
 		for _, r := range m.wbList {
-			if err := m.sendRuns(r, desc); err != nil {
-				return err
+			if err == nil {
+				err = r.postLocked(desc)
 			}
 		}
 	}
-	return nil
+	for _, r := range m.wbList {
+		r.mu.Unlock()
+	}
+	for _, r := range m.wbList {
+		if e := m.settle(r); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
 }
 
-// writeRun is one run of changed bytes, staged in msgRange.out.
+// writeRun is one run of changed bytes, staged in msgRange.out with the bytes
+// the clean copy had in msgRange.old.
 type writeRun struct {
 	off, at, n int
-	desc       bool // in a descriptor-sized view
+	desc       bool         // in a descriptor-sized view
+	done       func() error // set once posted
 }
 
-// sendRuns sends r's staged runs of one kind.
-func (m *Memory) sendRuns(r *msgRange, desc bool) error {
-	for _, w := range r.runs {
+// postLocked posts r's staged runs of one kind and marks them clean.
+func (r *msgRange) postLocked(desc bool) error {
+	for i := range r.runs {
+		w := &r.runs[i]
 		if w.desc != desc {
 			continue
 		}
-		if r.dead.Load() {
-			return nil // unmapped meanwhile: the other party took the memory back
-		}
-		b := r.out[w.at : w.at+w.n]
-		if err := r.io.WriteGuest(r.iova+uint64(w.off), b); err != nil {
-			m.faults.Add("dma-write", "", r.iova+uint64(w.off), "%d-byte write-back of message-only memory: %v", w.n, err)
+		done, err := r.io.PostWriteGuest(r.iova+uint64(w.off), r.out[w.at:w.at+w.n])
+		if err != nil {
 			return fmt.Errorf("sim: write-back of %d bytes at 0x%x: %w", w.n, r.iova+uint64(w.off), err)
 		}
-		// Sent: these are the other party's bytes now. Until here the run
-		// differed from the clean copy, so a fetch meanwhile kept the
-		// device's bytes in the mirror.
-		r.mu.Lock()
-		copy(r.clean[w.off:w.off+w.n], b)
-		r.mu.Unlock()
+		w.done = done
+		copy(r.clean[w.off:w.off+w.n], r.out[w.at:w.at+w.n])
 	}
 	return nil
+}
+
+// settle waits for r's posted runs; a run not taken (or never posted) is
+// dirty again where the clean copy still holds what was staged.
+func (m *Memory) settle(r *msgRange) error {
+	var first error
+	for i := range r.runs {
+		w := &r.runs[i]
+		var err error
+		if w.done != nil {
+			err = w.done()
+		}
+		if err == nil && w.done != nil {
+			continue
+		}
+		r.mu.Lock()
+		clean, staged, old := r.clean[w.off:w.off+w.n], r.out[w.at:w.at+w.n], r.old[w.at:w.at+w.n]
+		for k := range clean {
+			if clean[k] == staged[k] {
+				clean[k] = old[k]
+			}
+		}
+		r.mu.Unlock()
+		if err != nil && first == nil {
+			m.faults.Add("dma-write", "", r.iova+uint64(w.off), "%d-byte write-back of message-only memory: %v", w.n, err)
+			first = fmt.Errorf("sim: write-back of %d bytes at 0x%x: %w", w.n, r.iova+uint64(w.off), err)
+		}
+	}
+	return first
 }
 
 // stageLocked copies every run of bytes that differ between the mirror and
@@ -216,7 +257,7 @@ func (m *Memory) sendRuns(r *msgRange, desc bool) error {
 // Memory.wbMu.
 func (r *msgRange) stageLocked(now time.Time) {
 	slices.SortFunc(r.spans, func(a, b msgSpan) int { return cmp.Compare(a.off, b.off) })
-	r.out = r.out[:0]
+	r.out, r.old = r.out[:0], r.old[:0]
 	r.small = mergeSpans(r.small[:0], r.spans, true)
 	r.large = mergeSpans(r.large[:0], r.spans, false)
 	si := 0
@@ -276,6 +317,7 @@ func (r *msgRange) stageRange(lo, hi int, desc bool) {
 		}
 		r.runs = append(r.runs, writeRun{off: i, at: len(r.out), n: j - i, desc: desc})
 		r.out = append(r.out, r.dev[i:j]...)
+		r.old = append(r.old, r.clean[i:j]...)
 		i = j
 	}
 }

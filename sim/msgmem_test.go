@@ -4,6 +4,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/dma"
@@ -17,6 +18,7 @@ type fakeGuest struct {
 	writes [][2]uint64 // iova, length
 	fail   error
 	failW  error
+	slow   chan struct{} // when set, done waits for it to close
 }
 
 func (g *fakeGuest) ReadGuest(iova uint64, p []byte) error {
@@ -29,15 +31,25 @@ func (g *fakeGuest) ReadGuest(iova uint64, p []byte) error {
 	return nil
 }
 
-func (g *fakeGuest) WriteGuest(iova uint64, p []byte) error {
+// PostWriteGuest writes at once; a refusal shows when done is called.
+func (g *fakeGuest) PostWriteGuest(iova uint64, p []byte) (func() error, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.failW != nil {
-		return g.failW
+	if err := g.failW; err != nil {
+		return func() error { return err }, nil
 	}
 	g.writes = append(g.writes, [2]uint64{iova, uint64(len(p))})
 	copy(g.mem[iova-g.base:], p)
-	return nil
+	if slow := g.slow; slow != nil {
+		return func() error { <-slow; return nil }, nil
+	}
+	return func() error { return nil }, nil
+}
+
+func (g *fakeGuest) set(off int, b byte) {
+	g.mu.Lock()
+	g.mem[off] = b
+	g.mu.Unlock()
 }
 
 func newMsgMemory(t *testing.T, g *fakeGuest) (*Memory, *Faults) {
@@ -146,4 +158,27 @@ func TestMessagesWriteBackFramesFirst(t *testing.T) {
 	require.NoError(t, m.WriteBack())
 	require.Equal(t, [][2]uint64{{ring + 100*16, 1}, {buf, 5}, {ring + 16 + 8, 1}}, g.writes,
 		"large views (ring byte, frame) in address order, then the descriptor")
+}
+
+// TestMessagesFetchDuringWriteBack: the other party has the device's write
+// once it is posted; a driver that saw it and rewrote the byte before the
+// write-back's reply came is seen by the next fetch (the device does not keep
+// its own older byte).
+func TestMessagesFetchDuringWriteBack(t *testing.T) {
+	g := &fakeGuest{base: 0x50_0000, mem: make([]byte, PageSize), slow: make(chan struct{})}
+	m, _ := newMsgMemory(t, g)
+	d, err := m.View("rx-writeback", 0x50_0000, 16)
+	require.NoError(t, err)
+	d[8] = 1 // DD
+	wb := make(chan error)
+	go func() { wb <- m.WriteBack() }()
+	require.Eventually(t, func() bool { g.mu.Lock(); defer g.mu.Unlock(); return g.mem[8] == 1 }, time.Second, time.Millisecond)
+	g.set(8, 0) // the driver took the descriptor and handed it back
+	d, err = m.View("rx-desc", 0x50_0000, 16)
+	require.NoError(t, err)
+	require.Zero(t, d[8], "the driver's newer byte, not the device's own older one")
+	close(g.slow)
+	require.NoError(t, <-wb)
+	require.NoError(t, m.WriteBack())
+	require.Len(t, g.writes, 1, "and it is not written back again")
 }

@@ -320,57 +320,102 @@ func (t *dmaTable) find(iova uint64, n int) (dmaRange, bool) {
 // is refused and logged in the model's fault log. It must not be called from
 // the session's own goroutine (the loop that delivers the replies).
 func (s *Session) ReadGuest(iova uint64, p []byte) error {
-	return s.guestRW(iova, p, false)
-}
-
-// WriteGuest writes p to client memory at iova; see ReadGuest.
-func (s *Session) WriteGuest(iova uint64, p []byte) error {
-	return s.guestRW(iova, p, true)
-}
-
-func (s *Session) guestRW(iova uint64, p []byte, write bool) error {
-	op, cmd, need := "dma-read", CmdDMARead, DMAFlagRead
-	if write {
-		op, cmd, need = "dma-write", CmdDMAWrite, DMAFlagWrite
-	}
-	r, ok := s.dma.find(iova, len(p))
-	if !ok || r.flags&need == 0 {
-		s.dev.Faults().Add(op, "", iova, "%d-byte guest access not inside a range the client mapped for it", len(p))
-		return fmt.Errorf("vfiouser: %s of %d bytes at 0x%x: %w", op, len(p), iova, dma.ErrNotMapped)
+	r, err := s.guestRange(iova, len(p), false)
+	if err != nil {
+		return err
 	}
 	if r.mem != nil {
-		b := r.mem[iova-r.iova:]
-		if write {
-			copy(b, p)
-		} else {
-			copy(p, b)
-		}
+		copy(p, r.mem[iova-r.iova:])
 		return nil
 	}
-	chunk := int(min(s.peerMaxXfer.Load(), uint32(s.opts.MaxDataXfer)))
-	le := binary.LittleEndian
+	chunk := s.chunk()
 	for len(p) > 0 {
 		n := min(len(p), chunk)
-		var fixed [dmaRWFixed]byte
-		le.PutUint64(fixed[0:], iova)
-		le.PutUint64(fixed[8:], uint64(n))
+		fixed := dmaRWHeader(iova, n)
 		s.stats.DMAMessages.Add(1)
-		if write {
-			if _, err := s.call(cmd, fixed[:], p[:n]); err != nil {
-				return err
-			}
-		} else {
-			rep, err := s.call(cmd, fixed[:])
-			if err != nil {
-				return err
-			}
-			if len(rep.Payload) != dmaRWFixed+n {
-				return fmt.Errorf("%w: DMA_READ reply of %d bytes for %d", ErrMessage, len(rep.Payload), dmaRWFixed+n)
-			}
-			copy(p, rep.Payload[dmaRWFixed:])
+		rep, err := s.call(CmdDMARead, fixed[:])
+		if err != nil {
+			return err
 		}
+		if len(rep.Payload) != dmaRWFixed+n {
+			return fmt.Errorf("%w: DMA_READ reply of %d bytes for %d", ErrMessage, len(rep.Payload), dmaRWFixed+n)
+		}
+		copy(p, rep.Payload[dmaRWFixed:])
 		iova += uint64(n)
 		p = p[n:]
 	}
 	return nil
+}
+
+// WriteGuest writes p to client memory at iova; see ReadGuest.
+func (s *Session) WriteGuest(iova uint64, p []byte) error {
+	done, err := s.PostWriteGuest(iova, p)
+	if err != nil {
+		return err
+	}
+	return done()
+}
+
+// PostWriteGuest sends the DMA_WRITE messages that write p at iova (p may be
+// reused when it returns) and returns done, which waits for their replies.
+// The client handles requests in order, so a DMA_READ sent after
+// PostWriteGuest returns reads what it wrote (sim.GuestIO).
+func (s *Session) PostWriteGuest(iova uint64, p []byte) (done func() error, err error) {
+	r, err := s.guestRange(iova, len(p), true)
+	if err != nil {
+		return nil, err
+	}
+	if r.mem != nil {
+		copy(r.mem[iova-r.iova:], p)
+		return func() error { return nil }, nil
+	}
+	chunk := s.chunk()
+	var sent []pendingCall
+	for len(p) > 0 {
+		n := min(len(p), chunk)
+		fixed := dmaRWHeader(iova, n)
+		s.stats.DMAMessages.Add(1)
+		c, err := s.send(CmdDMAWrite, fixed[:], p[:n])
+		if err != nil {
+			return nil, err // the ones sent: their replies are dropped
+		}
+		sent = append(sent, c)
+		iova += uint64(n)
+		p = p[n:]
+	}
+	return func() error {
+		var first error
+		for _, c := range sent {
+			if _, err := s.wait(c); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}, nil
+}
+
+// guestRange is the range holding [iova, iova+n) the client mapped for a
+// read (or write); a refusal is logged in the model's fault log.
+func (s *Session) guestRange(iova uint64, n int, write bool) (dmaRange, error) {
+	op, need := "dma-read", DMAFlagRead
+	if write {
+		op, need = "dma-write", DMAFlagWrite
+	}
+	r, ok := s.dma.find(iova, n)
+	if !ok || r.flags&need == 0 {
+		s.dev.Faults().Add(op, "", iova, "%d-byte guest access not inside a range the client mapped for it", n)
+		return dmaRange{}, fmt.Errorf("vfiouser: %s of %d bytes at 0x%x: %w", op, n, iova, dma.ErrNotMapped)
+	}
+	return r, nil
+}
+
+// chunk is the largest DMA_READ/DMA_WRITE count both sides accept.
+func (s *Session) chunk() int { return int(min(s.peerMaxXfer.Load(), uint32(s.opts.MaxDataXfer))) }
+
+// dmaRWHeader is the fixed part of a DMA_READ/DMA_WRITE: address, count.
+func dmaRWHeader(iova uint64, n int) [dmaRWFixed]byte {
+	var fixed [dmaRWFixed]byte
+	binary.LittleEndian.PutUint64(fixed[0:], iova)
+	binary.LittleEndian.PutUint64(fixed[8:], uint64(n))
+	return fixed
 }

@@ -594,11 +594,27 @@ func (s *Session) deliverReply(in *Request) {
 
 // call sends a server-to-client request and waits for its reply.
 func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
+	c, err := s.send(cmd, parts...)
+	if err != nil {
+		return nil, err
+	}
+	return s.wait(c)
+}
+
+// pendingCall is a server request sent and not yet answered.
+type pendingCall struct {
+	cmd Command
+	id  uint16
+	ch  chan *Request
+}
+
+// send sends a server-to-client request; wait waits for its reply.
+func (s *Session) send(cmd Command, parts ...[]byte) (pendingCall, error) {
 	ch := make(chan *Request, 1)
 	s.pmu.Lock()
 	if s.done {
 		s.pmu.Unlock()
-		return nil, fmt.Errorf("vfiouser: %s: %w", cmd, os.ErrClosed)
+		return pendingCall{}, fmt.Errorf("vfiouser: %s: %w", cmd, os.ErrClosed)
 	}
 	id := s.nextID
 	for s.pending[id] != nil {
@@ -611,20 +627,25 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 		s.pmu.Lock()
 		delete(s.pending, id)
 		s.pmu.Unlock()
-		return nil, err
+		return pendingCall{}, err
 	}
-	r, ok, err := s.await(cmd, id, ch)
+	return pendingCall{cmd: cmd, id: id, ch: ch}, nil
+}
+
+// wait waits for the reply to c (see await for when it gives up).
+func (s *Session) wait(c pendingCall) (*Request, error) {
+	r, ok, err := s.await(c.cmd, c.id, c.ch)
 	if err != nil {
 		return nil, err
 	}
 	if !ok {
-		return nil, fmt.Errorf("vfiouser: %s: session ended before the reply: %w", cmd, os.ErrClosed)
+		return nil, fmt.Errorf("vfiouser: %s: session ended before the reply: %w", c.cmd, os.ErrClosed)
 	}
-	if r.Command != cmd {
-		return nil, fmt.Errorf("%w: reply to %s id %d is a %s", ErrMessage, cmd, id, r.Command)
+	if r.Command != c.cmd {
+		return nil, fmt.Errorf("%w: reply to %s id %d is a %s", ErrMessage, c.cmd, c.id, r.Command)
 	}
 	if r.Flags&FlagError != 0 {
-		return nil, fmt.Errorf("vfiouser: %s: client answered errno %d (%v)", cmd, r.Error, unix.Errno(r.Error))
+		return nil, fmt.Errorf("vfiouser: %s: client answered errno %d (%v)", c.cmd, r.Error, unix.Errno(r.Error))
 	}
 	return r, nil
 }
