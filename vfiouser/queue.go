@@ -82,8 +82,9 @@ func (q *cmdQueue) next() (*Request, error) {
 		return nil, q.err
 	}
 	r := q.q[0]
-	q.q[0] = nil
-	q.q = q.q[1:]
+	n := copy(q.q, q.q[1:]) // the queue is short: keep its array from the front
+	q.q[n] = nil
+	q.q = q.q[:n]
 	return r, nil
 }
 
@@ -92,7 +93,7 @@ func (q *cmdQueue) done(r *Request) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if r.Flags&FlagNoReply == 0 && len(q.waits) > 0 {
-		q.waits = q.waits[1:]
+		q.waits = q.waits[:copy(q.waits, q.waits[1:])]
 	}
 	r.Fds = nil
 	q.free = append(q.free, r)
