@@ -51,7 +51,8 @@ type msgRange struct {
 	dev   []byte  // immutable: the mirror, the device's view
 	clean []byte  // immutable slice: the other party's bytes as last fetched or written back; guarded by mu
 
-	dead atomic.Bool // unmapped: no more fetches or write-backs
+	dead    atomic.Bool // unmapped: no more fetches or write-backs
+	watched atomic.Bool // spans is not empty; written under mu
 
 	mu      sync.Mutex // serialises fetches, and the write-backs' looks at the mirror
 	spans   []msgSpan  // views under watch; guarded by mu
@@ -131,6 +132,19 @@ func (r *msgRange) watchLocked(off, n int, now time.Time) {
 		r.spans = r.spans[:len(r.spans)-1]
 	}
 	r.spans = append(r.spans, msgSpan{off: off, n: n, at: now})
+	r.watched.Store(true)
+}
+
+// Watched reports whether a message-only range has views WriteBack must look
+// at (cheap: no lock), so an owner that calls WriteBack periodically can skip
+// the device lock when nothing was viewed.
+func (m *Memory) Watched() bool {
+	for _, mp := range *m.snap.Load() {
+		if mp.msg != nil && mp.msg.watched.Load() {
+			return true
+		}
+	}
+	return false
 }
 
 // msgDescMax is the largest view WriteBack counts as a descriptor's: it sends
@@ -286,6 +300,7 @@ func (r *msgRange) stageLocked(now time.Time) {
 		}
 	}
 	r.spans = kept
+	r.watched.Store(len(kept) > 0)
 }
 
 // mergeSpans appends to dst the union of the spans (sorted by offset) that are

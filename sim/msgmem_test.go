@@ -95,8 +95,10 @@ func TestMessagesWriteBackChangedBytesOnly(t *testing.T) {
 		g.mem[i] = 0xEE
 	}
 	m, _ := newMsgMemory(t, g)
+	require.False(t, m.Watched(), "nothing viewed: a periodic WriteBack can skip the device lock")
 	v, err := m.View("rx-writeback", 0x20_0000, 64)
 	require.NoError(t, err)
+	require.True(t, m.Watched())
 	copy(v[8:], []byte{1, 2, 3, 4}) // the device's write-back: bytes 8..11
 	v[40] = 0x55
 	g.mem[20] = 0x77 // the driver's own write after the fetch

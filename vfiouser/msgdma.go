@@ -37,9 +37,10 @@ func (s *Session) flushLoop(stop <-chan struct{}) {
 	}
 }
 
-// writeBack sends the device's writes to message-only memory, if there is any.
+// writeBack sends the device's writes to message-only memory, if there is any
+// (without the model's lock when the model has viewed none of it).
 func (s *Session) writeBack() {
-	if s.dma.msg.Load() == 0 {
+	if s.dma.msg.Load() == 0 || !s.dev.Memory().Watched() {
 		return
 	}
 	if err := s.dev.Memory().WriteBack(); err != nil {
