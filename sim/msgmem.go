@@ -225,6 +225,9 @@ func (r *msgRange) postLocked(desc bool) error {
 		if w.desc != desc {
 			continue
 		}
+		if r.dead.Load() {
+			return nil // unmapped since the staging: the other party took the memory back
+		}
 		done, err := r.io.PostWriteGuest(r.iova+uint64(w.off), r.out[w.at:w.at+w.n])
 		if err != nil {
 			return fmt.Errorf("sim: write-back of %d bytes at 0x%x: %w", w.n, r.iova+uint64(w.off), err)
