@@ -36,6 +36,14 @@
 // write-back of a line can overwrite what the device wrote fails. AllocUncached
 // gives memory the CPU maps non-cacheable: one copy, seen by both sides.
 //
+// Another party's memory (a VM's guest RAM served over vfio-user) is mapped at
+// the IOVAs that party chose: MapExternal for bytes the caller has mapped,
+// MapArena for pieces of one reservation laid out by IOVA (a View may then
+// span IOVA-adjacent pieces, never a hole), and MapMessages for memory reached
+// only by copies (GuestIO): each View of it fetches first, so it blocks and
+// may allocate, and WriteBack sends what the device wrote. Accesses outside
+// every mapping are refused and logged as for the driver's own regions.
+//
 // # The device's time
 //
 // Sched (sched.go) is a model's device side: work a register write asks for

@@ -22,6 +22,17 @@ var ErrExternalOverlap = errors.New("sim: external range overlaps a mapped range
 // Refused on non-coherent memory (the other party shares its bytes with the
 // device directly) and on a closed Memory.
 func (m *Memory) MapExternal(iova uint64, b []byte) error {
+	return m.mapExternal(iova, b, nil, nil)
+}
+
+// mapExternalMsg maps the mirror b of message-only memory r.
+func (m *Memory) mapExternalMsg(iova uint64, b []byte, r *msgRange) error {
+	return m.mapExternal(iova, b, nil, r)
+}
+
+// mapExternal inserts the external mapping of b at iova (a part of arena, or
+// the mirror of msg, or neither) into the sorted snapshot.
+func (m *Memory) mapExternal(iova uint64, b []byte, arena *Arena, msg *msgRange) error {
 	n := uint64(len(b))
 	if n == 0 {
 		return fmt.Errorf("sim: external map of 0 bytes at 0x%x", iova)
@@ -48,7 +59,7 @@ func (m *Memory) MapExternal(iova uint64, b []byte) error {
 			at = i
 		}
 	}
-	mp := &mapping{iova: iova, end: end, cpu: b, dev: b}
+	mp := &mapping{iova: iova, end: end, cpu: b, dev: b, arena: arena, msg: msg}
 	ns := make([]*mapping, 0, len(old)+1)
 	ns = append(ns, old[:at]...)
 	ns = append(ns, mp)
@@ -91,6 +102,11 @@ func (m *Memory) UnmapExternal(iova, size uint64) (b []byte, quiesced bool, err 
 	ns = append(ns, old[idx+1:]...)
 	m.snap.Store(&ns)
 	m.mu.Unlock()
+	if mp.msg != nil {
+		// Fetches and write-backs already past their check finish on the
+		// mirror, which the caller keeps as it keeps any external bytes.
+		mp.msg.dead.Store(true)
+	}
 	if l := m.devLock.Load(); l != nil {
 		(*l).Lock()
 		//lint:ignore SA2001 an empty critical section: it waits out device accesses in flight

@@ -57,6 +57,8 @@ type mapping struct {
 	dev    []byte // the device's view: cpu itself when coherent, a copy otherwise
 	shadow []byte // cache model: the CPU's view as last known clean; nil otherwise
 	region *dma.Region
+	arena  *Arena    // MapArena: dev is arena.b at iova-arena.base; nil otherwise
+	msg    *msgRange // MapMessages: dev is a mirror fetched on View; nil otherwise
 
 	uncached bool // from AllocUncached: dev is cpu in every mode
 }
@@ -74,6 +76,9 @@ type Memory struct {
 	devLock atomic.Pointer[sync.Locker] // held by Sync in non-coherent mode; see SetDeviceLock
 
 	snap atomic.Pointer[[]*mapping] // sorted by iova; replaced whole under mu
+
+	wbMu   sync.Mutex  // one WriteBack at a time (msgmem.go); held while it sends
+	wbList []*msgRange // guarded by wbMu
 
 	mu     sync.Mutex
 	next   uint64 // next free IOVA (never reused); guarded by mu
@@ -235,7 +240,21 @@ func (m *Memory) Close() error {
 // find returns the mapping holding [iova, iova+n), or nil.
 func (m *Memory) find(iova uint64, n int) *mapping {
 	s := *m.snap.Load()
-	// Few regions: a short binary search over the sorted snapshot.
+	i := firstEndingAfter(s, iova)
+	if i == len(s) {
+		return nil
+	}
+	mp := s[i]
+	if iova < mp.iova || n < 0 || uint64(n) > mp.end-iova {
+		return nil
+	}
+	return mp
+}
+
+// firstEndingAfter is the index of the first mapping of the sorted snapshot s
+// that ends after iova (len(s) if none): a short binary search, as there are
+// few mappings.
+func firstEndingAfter(s []*mapping, iova uint64) int {
 	lo, hi := 0, len(s)
 	for lo < hi {
 		mid := int(uint(lo+hi) >> 1)
@@ -245,15 +264,44 @@ func (m *Memory) find(iova uint64, n int) *mapping {
 			lo = mid + 1
 		}
 	}
-	i := lo
-	if i == len(s) {
-		return nil
+	return lo
+}
+
+// devView is the device's bytes of [iova, iova+n): inside one mapping, or
+// across IOVA-adjacent mappings of one Arena (whose bytes are adjacent too).
+// Every byte must be covered by a live mapping: a hole, or a neighbour in
+// another arena, refuses the whole range (nil, false).
+func (m *Memory) devView(iova uint64, n int) ([]byte, bool) {
+	v, _, ok := m.devViewMapping(iova, n)
+	return v, ok
+}
+
+// devViewMapping is devView that also returns the first mapping of the view.
+func (m *Memory) devViewMapping(iova uint64, n int) ([]byte, *mapping, bool) {
+	if n < 0 {
+		return nil, nil, false
+	}
+	s := *m.snap.Load()
+	i := firstEndingAfter(s, iova)
+	if i == len(s) || iova < s[i].iova {
+		return nil, nil, false
 	}
 	mp := s[i]
-	if iova < mp.iova || n < 0 || uint64(n) > mp.end-iova {
-		return nil
+	if uint64(n) <= mp.end-iova {
+		o := iova - mp.iova
+		return mp.dev[o : o+uint64(n) : o+uint64(n)], mp, true
 	}
-	return mp
+	end := iova + uint64(n)
+	if mp.arena == nil || end < iova {
+		return nil, nil, false
+	}
+	for at := mp.end; at < end; at = s[i].end {
+		if i++; i == len(s) || s[i].iova != at || s[i].arena != mp.arena {
+			return nil, nil, false
+		}
+	}
+	o := iova - mp.arena.base
+	return mp.arena.b[o : o+uint64(n) : o+uint64(n)], mp, true
 }
 
 // Sync implements dma.Allocator. Coherent memory: nothing to do beyond checking
@@ -311,9 +359,10 @@ func (m *Memory) syncFault(r *dma.Region, off, n int, dir dma.SyncDir) {
 	m.faults.Add("sync", "", r.IOVA, "%s sync of [%d, %d+%d) outside the %d-byte region", dir, off, off, n, len(r.CPU))
 }
 
-// Check implements dma.Allocator (the CPU side's question; it records no fault).
+// Check implements dma.Allocator (the CPU side's question; it records no
+// fault). A range across IOVA-adjacent mappings of one Arena passes, as for View.
 func (m *Memory) Check(iova uint64, n int) error {
-	if m.find(iova, n) == nil {
+	if _, ok := m.devView(iova, n); !ok {
 		return fmt.Errorf("sim: [0x%x, +%d) is not inside one live mapping: %w", iova, n, dma.ErrNotMapped)
 	}
 	return nil
@@ -325,20 +374,24 @@ func (m *Memory) Limit() uint64 { return m.limit }
 // View returns the device's view of [iova, iova+n): the bytes themselves, valid
 // until the region is freed. It refuses, records a fault and returns an error when
 // the device may not master the bus or the range is not wholly inside one live
-// mapping. op names the access in the fault ("dma-read", "rx-buffer", ...).
-// It never allocates on success.
+// mapping (or, for external memory, wholly covered by IOVA-adjacent mappings
+// of one Arena: see MapArena). op names the access in the fault ("dma-read",
+// "rx-buffer", ...). It never allocates on success, except for message-only
+// memory (MapMessages), where it first fetches the bytes from their owner.
 func (m *Memory) View(op string, iova uint64, n int) ([]byte, error) {
 	if !m.dmaOK.Load() {
 		m.faults.Add(op, "", iova, "%d-byte DMA while bus mastering is disabled", n)
 		return nil, fmt.Errorf("sim: %s of %d bytes at 0x%x: %w", op, n, iova, ErrBusMaster)
 	}
-	mp := m.find(iova, n)
-	if mp == nil {
+	v, mp, ok := m.devViewMapping(iova, n)
+	if !ok {
 		m.faults.Add(op, "", iova, "%d-byte DMA not inside a live mapping (IOMMU fault)", n)
 		return nil, fmt.Errorf("sim: %s of %d bytes at 0x%x: %w", op, n, iova, dma.ErrNotMapped)
 	}
-	o := iova - mp.iova
-	return mp.dev[o : o+uint64(n) : o+uint64(n)], nil
+	if mp.msg != nil {
+		return m.viewMsg(op, mp, iova, v)
+	}
+	return v, nil
 }
 
 // ReadDMA copies device memory at iova into dst, as a device's read.

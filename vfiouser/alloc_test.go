@@ -140,3 +140,27 @@ func socketPair(t *testing.T) (*net.UnixConn, *net.UnixConn) {
 	}
 	return cs[0], cs[1]
 }
+
+// TestCommandQueueAllocatesNothing: a command passed from the reading
+// goroutine to the handler reuses a handled request's buffers.
+func TestCommandQueueAllocatesNothing(t *testing.T) {
+	q := newCmdQueue()
+	posted := &Request{Header: Header{Command: CmdRegionWrite, Flags: FlagNoReply}, Payload: make([]byte, 24)}
+	read := &Request{Header: Header{Command: CmdRegionRead}, Payload: make([]byte, 16)}
+	cycle := func() {
+		for _, in := range []*Request{posted, read} {
+			q.push(in)
+		}
+		for range 2 {
+			r, err := q.next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			q.done(r)
+		}
+	}
+	cycle() // the first request is made once
+	if n := testing.AllocsPerRun(200, cycle); n != 0 {
+		t.Fatalf("%v allocations per command", n)
+	}
+}

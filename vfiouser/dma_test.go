@@ -176,15 +176,15 @@ func TestDMAMapChecks(t *testing.T) {
 	require.NoError(t, s.c.DMAMap(0x2001_0000, 0x1000, 0x1000, ram.Fd, rw))
 	require.NoError(t, s.c.DMAMap(0x2004_0000, 0x2000, 0, ram.Fd, rw))
 	require.NoError(t, s.c.DMAMap(0x3000_0000, 0x1000, 0, -1, rw))
-	require.Equal(t, 3, s.dev.Memory().Regions())
+	require.Equal(t, 4, s.dev.Memory().Regions(), "the message-only range is the model's too (a mirror)")
 	require.NoError(t, s.c.DMAUnmap(0x2000_0000, 0x10_0000))
-	require.Zero(t, s.dev.Memory().Regions(), "three mappings in one unmap")
+	require.Equal(t, 1, s.dev.Memory().Regions(), "three mappings in one unmap; the message-only one is outside")
 	require.NoError(t, s.c.DMAMap(0x2000_0000, 1<<16, 0, ram.Fd, rw), "the range is free again")
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.DMAUnmapFlags(0x2000_0000, 1<<16, vfiouser.DMAUnmapFlagAll)), "unmap-all takes address and size 0")
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.DMAUnmapFlags(0, 0, 1)), "dirty bitmaps are not supported")
 	require.NoError(t, s.c.DMAMap(0xFEF0_0000, 0x1000, 0, ram.Fd, rw))
 	require.NoError(t, s.c.DMAUnmap(0xFEF0_0000, 0xFFFF_FFFF_0110_0000), "an unmap up to 2^64 (QEMU's intel-iommu sends one)")
-	require.Equal(t, 1, s.dev.Memory().Regions(), "it took the range at 0xFEF00000 only")
+	require.Equal(t, 2, s.dev.Memory().Regions(), "it took the range at 0xFEF00000 only")
 	require.Equal(t, unix.EINVAL, errnoOf(s.c.DMAUnmap(0xFEF0_0000, 0xFFFF_FFFF_0110_0001)), "past 2^64")
 	require.NoError(t, s.c.DMAUnmapFlags(0, 0, vfiouser.DMAUnmapFlagAll))
 	require.Zero(t, s.dev.Memory().Regions())
@@ -192,8 +192,8 @@ func TestDMAMapChecks(t *testing.T) {
 }
 
 // TestDMAByMessages maps memory without a descriptor: the server reaches it
-// with DMA_READ and DMA_WRITE, split at the client's max_data_xfer_size; the
-// model's own accesses cannot reach it.
+// with DMA_READ and DMA_WRITE, split at the client's max_data_xfer_size, and
+// the model's own View fetches what it returns with DMA_READ.
 func TestDMAByMessages(t *testing.T) {
 	m, err := igbsim.New(igbsim.Config{})
 	require.NoError(t, err)
@@ -227,9 +227,13 @@ func TestDMAByMessages(t *testing.T) {
 	require.Equal(t, 1, m.FaultLog().Count(), "logged in the model's fault log")
 	served := c.Served()
 	require.NoError(t, m.Device().EnableBusMaster())
-	_, err = m.Memory().View("rx-buffer", 0x8000, 64)
-	require.ErrorIs(t, err, dma.ErrNotMapped, "the model's direct access cannot use a message-only range")
-	require.Equal(t, served, c.Served(), "the model's access sent no message")
+	v, err := m.Memory().View("rx-buffer", 0x8000+100, 64)
+	require.NoError(t, err, "the model reaches a message-only range through its mirror")
+	require.Equal(t, src[:64], v)
+	require.Equal(t, served+1, c.Served(), "one DMA_READ for the view")
+	_, err = m.Memory().View("rx-buffer", 0x8000+3*4096-8, 64)
+	require.ErrorIs(t, err, dma.ErrNotMapped, "past the range: refused")
+	require.Equal(t, served+1, c.Served(), "without asking the client")
 
 	c.Close()
 	require.NoError(t, <-errc)

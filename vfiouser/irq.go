@@ -27,8 +27,9 @@ type irqVec struct {
 
 // irqState is the session's interrupt configuration. mu guards everything.
 type irqState struct {
-	dev   *sim.Device // immutable
-	stats *Stats      // immutable
+	dev          *sim.Device // immutable
+	stats        *Stats      // immutable
+	beforeSignal func()      // immutable once the session starts: runs before a signal is delivered
 
 	mu      sync.Mutex
 	vecs    [NumIRQIdx][]irqVec
@@ -237,6 +238,9 @@ func (q *irqState) forward(v int, irq nic.IRQ) {
 			return
 		}
 		if ok {
+			if q.beforeSignal != nil {
+				q.beforeSignal() // the data before the interrupt
+			}
 			q.deliver(v)
 		}
 	}

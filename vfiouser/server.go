@@ -11,6 +11,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
@@ -71,6 +72,8 @@ type Stats struct {
 	DMAUnmaps    atomic.Uint64 // ranges unmapped
 	IRQsSent     atomic.Uint64 // eventfd signals written
 	IRQsPending  atomic.Uint64 // signals held back by a mask or a missing eventfd ("irqs_held")
+	DMAMessages  atomic.Uint64 // DMA_READ and DMA_WRITE requests the server sent
+	DMAGivenUp   atomic.Uint64 // of those, given up unanswered (see clientWaitLimit)
 }
 
 // Session is one client connection serving one model. Its loop (Run) runs on
@@ -98,6 +101,12 @@ type Session struct {
 	out     [][]byte
 	scratch []byte
 
+	cmds       *cmdQueue     // immutable: commands read, to handle in order
+	readerDone chan struct{} // immutable: closed when the reading goroutine ends
+	flushStop  chan struct{} // immutable: closed by shutdown to end flushLoop
+	flushDone  chan struct{} // immutable: closed when flushLoop ends
+	started    atomic.Bool   // Run started the reading and flushing goroutines
+
 	pmu     sync.Mutex
 	nextID  uint16                   // guarded by pmu: ID of the next server request
 	pending map[uint16]chan *Request // guarded by pmu: server requests awaiting replies
@@ -123,15 +132,18 @@ func NewSession(conn *net.UnixConn, dev *sim.Device, opts Options) (*Session, er
 		conn:    newMsgConn(conn, uint32(HeaderSize+regionRWFixed+opts.MaxDataXfer), opts.MaxMsgFds),
 		msix:    newMSIXBAR(cfg.vectors),
 		pending: map[uint16]chan *Request{},
+		cmds:    newCmdQueue(), readerDone: make(chan struct{}),
+		flushStop: make(chan struct{}), flushDone: make(chan struct{}),
 	}
 	s.stats = opts.Stats
 	if s.stats == nil {
 		s.stats = &Stats{}
 	}
 	s.irq = newIRQState(dev, cfg.vectors, s.stats)
+	s.irq.beforeSignal = s.writeBack
 	cfg.onCommand = s.irq.commandWritten
 	s.msix.pending = s.irq.pendingBit
-	s.dma = newDMATable(dev.Memory())
+	s.dma = newDMATable(dev.Memory(), s)
 	s.peerMaxXfer.Store(DefaultMaxDataXfer)
 	return s, nil
 }
@@ -201,12 +213,12 @@ func (s *Session) Run(ctx context.Context) (err error) {
 			err = ctx.Err()
 		}
 	}()
+	s.started.Store(true)
+	go s.read()
+	go s.flushLoop(s.flushStop)
 	for {
-		req, err := s.conn.readMsg()
+		req, err := s.cmds.next()
 		if err != nil {
-			if req != nil {
-				closeFds(req.Fds)
-			}
 			if errors.Is(err, errClosed) {
 				return nil
 			}
@@ -215,13 +227,34 @@ func (s *Session) Run(ctx context.Context) (err error) {
 			}
 			return err
 		}
+		err = s.handle(req)
+		s.cmds.done(req)
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// read runs on its own goroutine: it reads every message, hands replies to
+// the server requests waiting for them and queues commands for Run, until the
+// connection ends.
+func (s *Session) read() {
+	defer close(s.readerDone)
+	for {
+		req, err := s.conn.readMsg()
+		if err != nil {
+			if req != nil {
+				closeFds(req.Fds)
+			}
+			s.endRequests() // no reply comes any more: a waiting DMA request fails
+			s.cmds.stop(err)
+			return
+		}
 		if req.IsReply() {
 			s.deliverReply(req)
 			continue
 		}
-		if err := s.handle(req); err != nil {
-			return err
-		}
+		s.cmds.push(req)
 	}
 }
 
@@ -230,15 +263,29 @@ func (s *Session) Run(ctx context.Context) (err error) {
 // keeps its state.
 func (s *Session) shutdown() {
 	s.conn.c.Close()
+	started := s.started.Load()
+	if started {
+		<-s.readerDone
+	}
+	s.cmds.drain()
+	s.endRequests()
+	close(s.flushStop) // before the mirrors go: it reads them
+	if started {
+		<-s.flushDone
+	}
+	s.irq.close()
+	s.dma.close()
+}
+
+// endRequests fails every server request waiting for a reply, and later ones.
+func (s *Session) endRequests() {
 	s.pmu.Lock()
+	defer s.pmu.Unlock()
 	s.done = true
 	for id, ch := range s.pending {
 		close(ch)
 		delete(s.pending, id)
 	}
-	s.pmu.Unlock()
-	s.irq.close()
-	s.dma.close()
 }
 
 // errno is an error answered with an errno in the reply header.
@@ -547,11 +594,27 @@ func (s *Session) deliverReply(in *Request) {
 
 // call sends a server-to-client request and waits for its reply.
 func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
+	c, err := s.send(cmd, parts...)
+	if err != nil {
+		return nil, err
+	}
+	return s.wait(c)
+}
+
+// pendingCall is a server request sent and not yet answered.
+type pendingCall struct {
+	cmd Command
+	id  uint16
+	ch  chan *Request
+}
+
+// send sends a server-to-client request; wait waits for its reply.
+func (s *Session) send(cmd Command, parts ...[]byte) (pendingCall, error) {
 	ch := make(chan *Request, 1)
 	s.pmu.Lock()
 	if s.done {
 		s.pmu.Unlock()
-		return nil, fmt.Errorf("vfiouser: %s: %w", cmd, os.ErrClosed)
+		return pendingCall{}, fmt.Errorf("vfiouser: %s: %w", cmd, os.ErrClosed)
 	}
 	id := s.nextID
 	for s.pending[id] != nil {
@@ -564,24 +627,74 @@ func (s *Session) call(cmd Command, parts ...[]byte) (*Request, error) {
 		s.pmu.Lock()
 		delete(s.pending, id)
 		s.pmu.Unlock()
+		return pendingCall{}, err
+	}
+	return pendingCall{cmd: cmd, id: id, ch: ch}, nil
+}
+
+// wait waits for the reply to c (see await for when it gives up).
+func (s *Session) wait(c pendingCall) (*Request, error) {
+	r, ok, err := s.await(c.cmd, c.id, c.ch)
+	if err != nil {
 		return nil, err
 	}
-	r, ok := <-ch
 	if !ok {
-		return nil, fmt.Errorf("vfiouser: %s: session ended before the reply: %w", cmd, os.ErrClosed)
+		return nil, fmt.Errorf("vfiouser: %s: session ended before the reply: %w", c.cmd, os.ErrClosed)
 	}
-	if r.Command != cmd {
-		return nil, fmt.Errorf("%w: reply to %s id %d is a %s", ErrMessage, cmd, id, r.Command)
+	if r.Command != c.cmd {
+		return nil, fmt.Errorf("%w: reply to %s id %d is a %s", ErrMessage, c.cmd, c.id, r.Command)
 	}
 	if r.Flags&FlagError != 0 {
-		return nil, fmt.Errorf("vfiouser: %s: client answered errno %d (%v)", cmd, r.Error, unix.Errno(r.Error))
+		return nil, fmt.Errorf("vfiouser: %s: client answered errno %d (%v)", c.cmd, r.Error, unix.Errno(r.Error))
 	}
 	return r, nil
 }
 
+// await waits for the reply to request id. A DMA_READ (which a model's
+// device access waits for, holding the model's lock a register access needs)
+// is given up when a client command that wants a reply has waited
+// clientWaitLimit behind it (see queue.go); other requests wait for their
+// reply or the end of the session.
+func (s *Session) await(cmd Command, id uint16, ch chan *Request) (*Request, bool, error) {
+	if cmd != CmdDMARead {
+		r, ok := <-ch
+		return r, ok, nil
+	}
+	select { // the usual case: no timer
+	case r, ok := <-ch:
+		return r, ok, nil
+	default:
+	}
+	t := time.NewTimer(clientWaitLimit / 5)
+	defer t.Stop()
+	for first := true; ; first = false {
+		if !first {
+			select {
+			case r, ok := <-ch:
+				return r, ok, nil
+			case <-t.C:
+			}
+		}
+		// A command that has waited past the limit already (a request given
+		// up before this one) fails this one at once.
+		if w := s.cmds.oldestWait(); w >= clientWaitLimit {
+			s.pmu.Lock()
+			_, still := s.pending[id]
+			delete(s.pending, id)
+			s.pmu.Unlock()
+			if still {
+				s.stats.DMAGivenUp.Add(1)
+				return nil, false, fmt.Errorf("vfiouser: %s id %d: no reply while a client command has waited %v for its own (a client that serves DMA under the lock it holds while it waits, as QEMU does, cannot answer): given up", cmd, id, w.Round(time.Millisecond))
+			}
+		}
+		t.Reset(clientWaitLimit / 5)
+	}
+}
+
 // String lists the counts, "name=value" separated by spaces.
 func (st *Stats) String() string {
-	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_maps_fd=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d",
+	return fmt.Sprintf("messages=%d errors=%d region_reads=%d region_writes=%d dma_maps=%d dma_maps_fd=%d dma_unmaps=%d irqs_sent=%d irqs_held=%d dma_msgs=%d dma_given_up=%d",
 		st.Messages.Load(), st.Errors.Load(), st.RegionReads.Load(), st.RegionWrites.Load(),
-		st.DMAMaps.Load(), st.DMAMapsFd.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load())
+		st.DMAMaps.Load(), st.DMAMapsFd.Load(), st.DMAUnmaps.Load(), st.IRQsSent.Load(), st.IRQsPending.Load(),
+		st.DMAMessages.Load(), st.DMAGivenUp.Load())
 }

@@ -49,12 +49,13 @@ func TestMain(m *testing.M) {
 
 // served is a model served on one end of a socket pair, a client on the other.
 type served struct {
-	t    *testing.T
-	m    *igbsim.Model
-	dev  *sim.Device
-	c    *vfiousertest.Client
-	errc chan error
-	logs chan string
+	t     *testing.T
+	m     *igbsim.Model
+	dev   *sim.Device
+	c     *vfiousertest.Client
+	errc  chan error
+	logs  chan string
+	stats *vfiouser.Stats
 }
 
 func serve(t *testing.T, cfg igbsim.Config) *served {
@@ -67,9 +68,9 @@ func serve(t *testing.T, cfg igbsim.Config) *served {
 	t.Cleanup(func() { m.Close() })
 	sc, cc, err := vfiousertest.Pair()
 	require.NoError(t, err)
-	s := &served{t: t, m: m, dev: m.SimDevice(), errc: make(chan error, 1), logs: make(chan string, 100)}
+	s := &served{t: t, m: m, dev: m.SimDevice(), errc: make(chan error, 1), logs: make(chan string, 100), stats: &vfiouser.Stats{}}
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := vfiouser.Options{Logf: func(f string, a ...any) {
+	opts := vfiouser.Options{Stats: s.stats, Logf: func(f string, a ...any) {
 		select {
 		case s.logs <- fmt.Sprintf(f, a...):
 		default:

@@ -25,6 +25,7 @@ import (
 
 var (
 	flagLinuxFrames = flag.Int("vmtest.linux-frames", 10000, "frames of random sizes each way in TestLinuxDriver")
+	flagNoShare     = flag.Bool("vmtest.noshare", false, "also run TestLinuxDriver/igb-noshare (guest RAM not shared: DMA by messages; see newIGBNoShare)")
 )
 
 const (
@@ -55,6 +56,10 @@ type servedModel struct {
 	// counters after the run; arp is the number of ARP frames the guest sent
 	// (42 bytes the MAC pads to 60: the guest's tx_bytes count 42).
 	compare func(t *testing.T, guest map[string]uint64, arp int)
+	// noShare serves guest RAM that is not a shared memfd: every DMA is a
+	// DMA_READ/DMA_WRITE round trip, so frames (each way) is smaller.
+	noShare bool
+	frames  int // 0: -vmtest.linux-frames
 }
 
 func newDWMACIntel(t *testing.T) *servedModel {
@@ -109,6 +114,30 @@ func newDWMACServed(t *testing.T, name string, device uint16, channels int, macL
 			}
 		},
 	}
+}
+
+// newIGBNoShare is the igb run with guest RAM QEMU cannot pass as a
+// descriptor: the model's DMA goes by DMA_READ/DMA_WRITE messages, about 8
+// round trips a frame, so it runs 200 frames each way instead of 10000 (about
+// 20 s). It runs only with -vmtest.noshare, as it fails in about one run in
+// three (3 of 8, 2026-12-02) though the traffic passes in every run: QEMU
+// serves DMA_READ under its big lock, which a vCPU holds while it waits for a
+// register read, and igbsim fetches the RX ring inside the RDT write; igb
+// reads STATUS right after it at bring-up (igb_irq_enable's wrfl), so that
+// fetch cannot be answered until the read is, the server gives it up
+// (vfiouser: clientWaitLimit) and the model logs the fault.
+func newIGBNoShare(t *testing.T) *servedModel {
+	m := newIGB(t)
+	m.name, m.noShare, m.frames = "igb-noshare", true, 200
+	return m
+}
+
+// frameCount is the frames each way the guest's run sends.
+func (m *servedModel) frameCount() int {
+	if m.frames > 0 {
+		return m.frames
+	}
+	return *flagLinuxFrames
 }
 
 func newIGB(t *testing.T) *servedModel {
@@ -175,7 +204,11 @@ func TestLinuxDriver(t *testing.T) {
 	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
-	for _, mk := range []func(*testing.T) *servedModel{newDWMACIntel, newIGB, newDWMACIntelADLS} {
+	models := []func(*testing.T) *servedModel{newDWMACIntel, newIGB, newDWMACIntelADLS}
+	if *flagNoShare {
+		models = append(models, newIGBNoShare)
+	}
+	for _, mk := range models {
 		m := mk(t)
 		t.Run(m.name, func(t *testing.T) { runLinuxDriver(ctx, t, assets, initPath, m) })
 	}
@@ -249,7 +282,7 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 			guestproto.EnvNetDriver: m.driver,
 			guestproto.EnvNetAddr:   linuxGuestAddr,
 			guestproto.EnvNetPeerIP: linuxPeerIP,
-			guestproto.EnvNetFrames: strconv.Itoa(*flagLinuxFrames),
+			guestproto.EnvNetFrames: strconv.Itoa(m.frameCount()),
 			guestproto.EnvNetSeed:   strconv.FormatInt(seed, 10),
 		},
 	}
@@ -271,7 +304,7 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 
 	logger := &lineLogger{t: t}
 	vm := &UserVM{Assets: assets, Initramfs: initrd, Socket: sock, Results: filepath.Join(dir, "results.log"),
-		Console: logger}
+		Console: logger, NoShare: m.noShare}
 	bootAt := time.Now()
 	console, runErr := vm.Run(ctx)
 	logger.stop()
@@ -295,6 +328,19 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 	want := &TestBinary{Name: guestproto.NetBinary, Pkg: "netinit",
 		Tests: []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn", "TestStats"}}
 	t.Run("guest", func(t *testing.T) { checkBinary(t, want, res.Binaries[guestproto.NetBinary], res) })
+	if m.noShare {
+		t.Run("messages", func(t *testing.T) {
+			if n := stats.DMAMapsFd.Load(); n != 0 {
+				t.Errorf("%d DMA_MAPs came with a descriptor: the guest RAM was shared", n)
+			}
+			if stats.DMAMessages.Load() == 0 {
+				t.Errorf("no DMA_READ/DMA_WRITE sent: the model never reached guest memory")
+			}
+			if n := stats.DMAGivenUp.Load(); n != 0 {
+				t.Errorf("%d DMA requests given up (QEMU held its lock in a register read)", n)
+			}
+		})
+	}
 	if t.Failed() {
 		t.Logf("kernel log tail:\n%s", strings.Join(res.Dmesg, "\n"))
 	}

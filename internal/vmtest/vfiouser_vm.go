@@ -73,6 +73,10 @@ type UserVM struct {
 	IOMMU     bool   // add intel-iommu (and intel_iommu=on)
 	Results   string // file for the guest's second serial port
 	Console   io.Writer
+	// NoShare puts guest RAM in private anonymous memory (memory-backend-ram)
+	// instead of a shared memfd: QEMU then passes DMA_MAP without a
+	// descriptor and the server reaches guest memory by DMA_READ/DMA_WRITE.
+	NoShare bool
 }
 
 // Args returns QEMU's command line.
@@ -108,6 +112,9 @@ func (vm *UserVM) Args() ([]string, error) {
 		"-smp", strconv.Itoa(cpus),
 		"-m", strconv.Itoa(mem),
 		"-object", fmt.Sprintf("memory-backend-memfd,id=ram0,size=%dM,share=on", mem),
+	}
+	if vm.NoShare {
+		args[len(args)-1] = fmt.Sprintf("memory-backend-ram,id=ram0,size=%dM", mem)
 	}
 	if vm.IOMMU {
 		// caching-mode=on: QEMU's VFIO devices, vfio-user-pci among them,

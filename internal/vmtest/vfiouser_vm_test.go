@@ -30,6 +30,12 @@ func TestUserVMArgs(t *testing.T) {
 			t.Errorf("QEMU args with IOMMU lack %q: %s", want, line)
 		}
 	}
+	vm.NoShare = true
+	args, _ = vm.Args()
+	line = strings.Join(args, " ")
+	if !strings.Contains(line, "-object memory-backend-ram,id=ram0,size=768M ") || strings.Contains(line, "memfd") {
+		t.Errorf("NoShare: want private RAM, no memfd: %s", line)
+	}
 	if _, err := (&UserVM{Initramfs: "/i"}).Args(); err == nil {
 		t.Error("no socket accepted")
 	}

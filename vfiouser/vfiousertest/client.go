@@ -25,6 +25,8 @@ type Client struct {
 	pending map[uint16]chan reply // guarded by mu
 	mem     []memRange            // guarded by mu
 	served  int                   // DMA_READ/WRITE requests answered; guarded by mu
+	hold    bool                  // DMA requests wait in held; guarded by mu
+	held    []heldReq             // guarded by mu
 	err     error                 // guarded by mu: why the reader stopped
 	done    chan struct{}         // closed when the reader stops
 }
@@ -33,6 +35,11 @@ type reply struct {
 	h       vfiouser.Header
 	payload []byte
 	fds     []int
+}
+
+type heldReq struct {
+	h vfiouser.Header
+	p []byte
 }
 
 type memRange struct {
@@ -172,8 +179,32 @@ func (c *Client) stop(err error) {
 	c.mu.Unlock()
 }
 
+// HoldDMA(true) makes the client leave DMA_READ and DMA_WRITE requests
+// unanswered, as QEMU does while a vCPU holds the lock its DMA service needs
+// (it holds it while it waits for a register read); HoldDMA(false) answers
+// the held ones and serves again.
+func (c *Client) HoldDMA(on bool) {
+	c.mu.Lock()
+	c.hold = on
+	held := c.held
+	c.held = nil
+	c.mu.Unlock()
+	if !on {
+		for _, r := range held {
+			c.serve(r.h, r.p)
+		}
+	}
+}
+
 // serve answers a DMA_READ or DMA_WRITE from the registered memory.
 func (c *Client) serve(h vfiouser.Header, p []byte) {
+	c.mu.Lock()
+	if c.hold {
+		c.held = append(c.held, heldReq{h, append([]byte(nil), p...)})
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
 	le := binary.LittleEndian
 	rep := vfiouser.Header{ID: h.ID, Command: h.Command, Flags: vfiouser.FlagReply}
 	if len(p) < 16 || (h.Command != vfiouser.CmdDMARead && h.Command != vfiouser.CmdDMAWrite) {
