@@ -188,6 +188,69 @@ func (r *Runner) step(p *Program, pc, base int, reg *[256]uint64) (int, *Program
 	return r.fast(p, pc, base, reg)
 }
 
+// runJIT is Run for a program with native code (j). Its first native round,
+// where most runs end, runs without Run's recover, which costs a deferred
+// call per run: the Go code on that path cannot panic (its one index, the
+// packet region, is checked against the table's length first; every other
+// case goes to runGuarded, which does the whole run under the recover), and
+// no recover could catch a fault in native code anyway (a signal there is
+// fatal). A round that comes back for the slow path (helpers, calls,
+// faults) goes on under the recover (finishJIT).
+func (r *Runner) runJIT(j *jitProg, p *Program, f *Frame) Action {
+	if f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
+		f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
+		return r.runGuarded(p, f) // binds the collection, or reports the frame
+	}
+	// bind, for the collection already bound: drop the last run's regions.
+	regions := r.regions
+	if n := uint(r.fixed); uint(len(regions)) > n {
+		regions = regions[:n]
+		r.regions = regions
+	}
+	if len(regions) <= regionPacket {
+		return r.runGuarded(p, f) // a Runner not made by NewRunner
+	}
+	r.runs++
+	r.faulted = false
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{}
+	}
+	r.frame = f
+	rg := &regions[regionPacket] // as setPacket
+	rg.buf = f.Buf
+	rg.lo = uint64(f.DataMeta)
+	rg.hi = uint64(f.DataEnd)
+	rg.whi = uint64(f.DataEnd)
+	r.depth = 0
+	r.tails = 0
+	r.budget = p.budget
+	r.records = r.records[:0]
+	e, v := jitStart(r, &r.regs[0], j.base, regionCtx<<32, regionStack<<32|stackSize)
+	if e&0xff != jitExitDone {
+		return r.finishJIT(j, p, e)
+	}
+	// Done in one round: no helper ran, so no fault and no ring buffer
+	// record (endRun's cases) can be pending.
+	r.frame = nil
+	if Action(v) > ActionRedirect {
+		return r.verdict(p, uint32(v), true) // the fault of an unknown action
+	}
+	return Action(uint32(v))
+}
+
+// finishJIT goes on with a run whose first native round (runJIT) returned
+// exit code e, under the recover of runGuarded.
+func (r *Runner) finishJIT(j *jitProg, p *Program, e uint32) (a Action) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.internalFault(p)
+			a = ActionAborted
+		}
+	}()
+	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
+	return r.verdict(p, ret, ok)
+}
+
 // fastJIT is fast for native code: it enters p's code at pc and goes on
 // as jitAfter says.
 func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {

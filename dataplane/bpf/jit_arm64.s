@@ -1,5 +1,6 @@
 //go:build linux
 
+#include "go_asm.h"
 #include "textflag.h"
 
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
@@ -39,11 +40,12 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-24
 	MOVD R23, 80(R8)
 	RET
 
-// func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+// func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
 //
-// jitEnter for the start of a run: r0-r9 zero but r1, r10 as given (reg is
-// not read), r0-r10 stored into reg on return.
-TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
+// jitEnter for the start of a run: r0-r9 zero but r1 and r10 as given (reg
+// is not read). It returns the exit code (jitState.exit) and r0, and stores
+// r0-r10 into reg only when the exit is not "done" (see the amd64 version).
+TEXT ·jitEnterRun(SB), NOSPLIT, $16-56
 	MOVD r+0(FP), R24
 	MOVD entry+16(FP), R9
 	MOVD r1+24(FP), R1
@@ -58,6 +60,13 @@ TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
 	MOVD ZR, R21
 	MOVD ZR, R22
 	CALL (R9)
+	// R24 is still the Runner: the native code never writes it.
+	MOVD (Runner_jit+jitState_exit)(R24), R9
+	MOVD R9, exit+40(FP)
+	MOVD R0, r0+48(FP)
+	AND $0xff, R9, R10
+	CMP $1, R10 // jitExitDone
+	BEQ done
 	MOVD reg+8(FP), R8
 	MOVD R0, 0(R8)
 	MOVD R1, 8(R8)
@@ -70,6 +79,7 @@ TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
 	MOVD R21, 64(R8)
 	MOVD R22, 72(R8)
 	MOVD R23, 80(R8)
+done:
 	RET
 
 // func jitFlush(p *byte, n uintptr)

@@ -14,6 +14,6 @@ func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
 	panic("bpf: no JIT on this platform") // unreachable: no program has native code
 }
 
-func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) {
+func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (uint32, uint64) {
 	panic("bpf: no JIT on this platform")
 }

@@ -77,13 +77,16 @@ func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
 //go:noescape
 func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
 
-// jitEnterFresh is jitEnter for the start of a run: it does not read reg
-// but sets r1 and r10 and zeroes the other registers.
+// jitEnterRun is jitEnter for the start of a run: it does not read reg but
+// sets r1 and r10 and zeroes the other registers, and returns the exit code
+// and r0; it stores the registers into reg only when the exit is not done.
 //
 //go:noescape
-func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
 
-// jitStart enters p's code at its first instruction for a new run.
-func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) {
-	jitEnterFresh(unsafe.Pointer(r), reg, entry, r1, r10)
+// jitStart enters p's code at its first instruction for a new run and
+// returns the exit code and r0 (reg holds r0-r10 unless the exit is done).
+func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit uint32, r0 uint64) {
+	e, v := jitEnterRun(unsafe.Pointer(r), reg, entry, r1, r10)
+	return uint32(e), v
 }
