@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -82,6 +83,9 @@ type jitProg struct {
 	entry []uint32 // offset into mem of each instruction slot
 	base  uintptr  // address of mem[0]
 	freed bool
+	// native counts the helper calls compiled to native code (array map
+	// lookups), for tests.
+	native int
 }
 
 // addr is the native address where instruction pc starts.
@@ -99,9 +103,17 @@ func (j *jitProg) release() {
 	j.mem = nil
 }
 
+// jitEnv is what a backend knows of the program beyond its instructions:
+// the collection its map handles resolve in (nil for none) and its
+// subprogram entries.
+type jitEnv struct {
+	coll  *Collection
+	funcs []bool
+}
+
 // compileFor compiles code (the plain, unfused instruction stream) for the
 // engine asked for: nil, nil means the interpreter runs the program.
-func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
+func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitProg, error) {
 	switch e {
 	case EngineInterp:
 		return nil, nil
@@ -114,7 +126,7 @@ func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
 		case EngineInterp:
 			return nil, nil
 		case EngineJIT:
-			return compileFor(name, plain, fused, EngineJIT)
+			return compileFor(name, plain, fused, EngineJIT, env)
 		}
 		if !jitArch {
 			return nil, nil
@@ -122,7 +134,7 @@ func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
 	default:
 		return nil, fmt.Errorf("program %s: unknown engine %d", name, e)
 	}
-	j, err := compileNative(plain, fused)
+	j, err := compileNative(plain, fused, env)
 	if err != nil {
 		if e == EngineDefault {
 			// The interpreter runs it: same results, only slower.
@@ -145,7 +157,7 @@ var envEngine = sync.OnceValue(func() Engine {
 // compile gives p native code for engine e (plain is its instruction stream
 // before fusion, as decodeProgram left it in decodeEnv.plain).
 func (p *Program) compile(plain []insn, e Engine) error {
-	j, err := compileFor(p.name, plain, p.code, e)
+	j, err := compileFor(p.name, plain, p.code, e, jitEnv{coll: p.coll, funcs: p.funcs})
 	if err != nil {
 		return err
 	}
@@ -342,4 +354,61 @@ func (c *Collection) releaseJIT() {
 	for _, p := range c.progs {
 		p.releaseJIT()
 	}
+}
+
+// jumpTargets marks the instructions of plain that control reaches other
+// than from the one before: jump targets, subprogram entries (funcs, and
+// the targets of local calls and function pointers).
+func jumpTargets(plain []insn, funcs []bool) []bool {
+	t := make([]bool, len(plain)+1)
+	mark := func(i int64) {
+		if i >= 0 && i < int64(len(t)) {
+			t[i] = true
+		}
+	}
+	for pc, in := range plain {
+		switch {
+		case in.op == opJA || in.op >= opJEQ64K && in.op <= opJSLE32X:
+			mark(int64(in.off))
+		case in.op == opCallLocal || in.op == opLdFunc:
+			mark(in.imm)
+		}
+		if pc < len(funcs) && funcs[pc] {
+			t[pc] = true
+		}
+	}
+	return t
+}
+
+// straightLine reports whether op neither leaves the straight line (jumps,
+// calls, exits) nor writes a register other than its dst (atomics may write
+// src or r0).
+func straightLine(o op) bool {
+	switch {
+	case o == opJA || o == opExit || o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
+		return false
+	case o >= opJEQ64K && o <= opJSLE32X:
+		return false
+	case o == opAtomic32 || o == opAtomic64:
+		return false
+	}
+	return true
+}
+
+// mapAt returns the map number r1 holds at the call at pc when a lddw of a
+// map into r1 reaches the call in a straight line (no jump target, control
+// flow or other write of r1 in between). It is a guess for the backends: the
+// native code still checks r1 against that handle at run time and leaves a
+// mismatch to the interpreter's slow path.
+func mapAt(plain []insn, targets []bool, pc int) (uint32, bool) {
+	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
+		in := plain[q]
+		switch {
+		case in.op == opLdMap && in.dst == 1:
+			return uint32(in.imm), in.imm >= 0 && in.imm <= math.MaxUint32
+		case in.dst == 1 || !straightLine(in.op):
+			return 0, false
+		}
+	}
+	return 0, false
 }

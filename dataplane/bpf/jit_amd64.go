@@ -239,6 +239,9 @@ type amd64Compiler struct {
 	jumps        []jitFixup // to instruction starts
 	slows        []jitFixup // to slow-path exits, by instruction
 	generic      []jitGeneric
+	env          jitEnv
+	targets      []bool // jumpTargets
+	native       int    // helper calls compiled natively
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -247,11 +250,12 @@ type jitFixup struct {
 	pc  int
 }
 
-func compileNative(plain, fused []insn) (*jitProg, error) {
+func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) != len(fused) || len(plain) == 0 {
 		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
 	}
-	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain))}
+	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
+	c.targets = jumpTargets(plain, env.funcs)
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	for pc := range plain {
 		c.entry[pc] = uint32(len(c.b))
@@ -283,7 +287,7 @@ func compileNative(plain, fused []insn) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: c.entry, base: base}, nil
+	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native}, nil
 }
 
 // exit writes the exit code for pc and returns to jitEnter. The store is
@@ -503,6 +507,13 @@ func (c *amd64Compiler) insn(pc int) error {
 		c.branch(pc, in, 0xff)
 	case opExit:
 		c.exit(pc, jitExitDone)
+	case opCall:
+		if a, ok := c.arrayAt(pc); ok {
+			c.arrayLookup(pc, a)
+			c.native++
+			return nil
+		}
+		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {
 			c.condJump(pc, in, dst, src)
@@ -696,7 +707,11 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 // (generic), which comes back with the same registers. Both regions exist
 // in every Runner's table (it never has fewer than regionStatic entries).
 func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) xmem {
-	guess := guessRegion(bpfBase)
+	return c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
+}
+
+// checkIn is check with the region guessed given.
+func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) xmem {
 	base := reg(bpfBase)
 	hi := offRegionHi
 	if write {

@@ -90,7 +90,7 @@ type arm64Compiler struct {
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
 
-func compileNative(plain, fused []insn) (*jitProg, error) {
+func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) != len(fused) || len(plain) == 0 {
 		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
 	}

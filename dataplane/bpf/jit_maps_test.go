@@ -82,7 +82,9 @@ func genMapProg(b []byte) asm.Instructions {
 				asm.FnMapLookupElem.Call())
 			var use asm.Instructions
 			off := int16(s.next()%12) - 2 // some past the 8-byte value
-			switch s.next() % 4 {
+			switch s.next() % 5 {
+			case 4: // the pointer itself (its region number) into the value
+				use = asm.Instructions{asm.StoreMem(asm.R0, 0, asm.R0, asm.DWord)}
 			case 0:
 				use = asm.Instructions{asm.LoadMem(asm.R3, asm.R0, 0, asm.DWord), asm.Add.Imm(asm.R3, int32(s.next())),
 					asm.StoreMem(asm.R0, 0, asm.R3, asm.DWord)}
