@@ -86,6 +86,9 @@ type jitProg struct {
 	// native counts the helper calls compiled to native code (array map
 	// lookups), for tests.
 	native int
+	// proven counts the packet accesses compiled without their check
+	// (packetRanges): the code then needs a frame (see Runner.code).
+	proven int
 }
 
 // addr is the native address where instruction pc starts.
@@ -194,10 +197,21 @@ func (p *Program) Engine() Engine {
 // in native code when p has it (fastJIT), else in the interpreter's fast
 // loop; same contract as fast.
 func (r *Runner) step(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
-	if j := p.jit.Load(); j != nil {
+	if j := r.code(p); j != nil {
 		return r.fastJIT(j, p, pc, base, reg)
 	}
 	return r.fast(p, pc, base, reg)
+}
+
+// code is the native code to run p with, or nil for the interpreter: code
+// with packet accesses proven in bounds (jitProg.proven) relies on the
+// context loads reading a frame, so a bare run (RunRaw) interprets it.
+func (r *Runner) code(p *Program) *jitProg {
+	j := p.jit.Load()
+	if j != nil && j.proven != 0 && r.frame == nil {
+		return nil
+	}
+	return j
 }
 
 // runJIT is Run for a program with native code (j). Its first native round,
@@ -302,7 +316,7 @@ func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]
 			reg[10] = f.fp
 			p = f.prog
 			pc = f.ret
-			if j = p.jit.Load(); j == nil {
+			if j = r.code(p); j == nil {
 				return r.fast(p, pc, base, reg)
 			}
 		}

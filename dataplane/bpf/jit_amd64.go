@@ -242,6 +242,8 @@ type amd64Compiler struct {
 	env          jitEnv
 	targets      []bool // jumpTargets
 	native       int    // helper calls compiled natively
+	proven       []bool // packetRanges
+	nproven      int
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -256,6 +258,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	}
 	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
 	c.targets = jumpTargets(plain, env.funcs)
+	c.proven = packetRanges(plain, env.funcs)
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	for pc := range plain {
 		c.entry[pc] = uint32(len(c.b))
@@ -287,7 +290,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native}, nil
+	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
 }
 
 // exit writes the exit code for pc and returns to jitEnter. The store is
@@ -450,7 +453,7 @@ func (c *amd64Compiler) insn(pc int) error {
 
 	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
 		n, signed := loadSize(in.op)
-		m := c.check(pc, in.src, in.off, int32(n), false)
+		m := c.access(pc, in.src, in.off, int32(n), false)
 		switch {
 		case n == 1 && !signed:
 			c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false)
@@ -469,7 +472,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		}
 	case opStB, opStH, opStW, opStDW:
 		n := storeSize(in.op)
-		m := c.check(pc, in.dst, in.off, int32(n), true)
+		m := c.access(pc, in.dst, in.off, int32(n), true)
 		switch n {
 		case 1:
 			c.rm(false, false, []byte{0xc6}, 0, m, false)
@@ -486,7 +489,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		}
 	case opStxB, opStxH, opStxW, opStxDW:
 		n := storeSize(in.op)
-		m := c.check(pc, in.dst, in.off, int32(n), true)
+		m := c.access(pc, in.dst, in.off, int32(n), true)
 		switch n {
 		case 1:
 			c.rm(false, false, []byte{0x88}, src, m, true)
@@ -693,6 +696,20 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 		c.aluRR(w, 0x89, src, xAX)
 		c.rm(false, true, []byte{0x8b}, xAX, spill, false)
 	}
+}
+
+// access is the operand of the load or store at pc: without a check when
+// packetRanges proved it inside the packet (the buffer of the packet
+// region, indexed by the low 32 bits of the pointer), else through check.
+func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
+	if !c.proven[pc] {
+		return c.check(pc, bpfBase, off, n, write)
+	}
+	c.nproven++
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: regionPacket*regionSize + offRegionBuf}, false)
+	c.aluRR(false, 0x89, xS1, reg(bpfBase)) // the offset: low 32 bits
+	return xmem{base: xS2, index: xS1, disp: off}
 }
 
 // check emits the region check of an n-byte access at reg(base)+off (the
