@@ -86,6 +86,11 @@ type arm64Compiler struct {
 	jumps        []a64Fixup
 	slows        []a64Fixup // target: pc of the slow exit
 	generic      []a64Generic
+	env          jitEnv
+	targets      []bool // jumpTargets
+	proven       []bool // packetRanges
+	nproven      int
+	native       int // helper calls compiled natively
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
@@ -94,7 +99,9 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) != len(fused) || len(plain) == 0 {
 		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
 	}
-	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain))}
+	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
+	c.targets = jumpTargets(plain, env.funcs)
+	c.proven = packetRanges(plain, env.funcs)
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
@@ -126,7 +133,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: c.entry, base: base}, nil
+	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
 }
 
 // patch resolves a branch at f.pos to byte offset to.
@@ -383,7 +390,7 @@ func (c *arm64Compiler) insn(pc int) {
 
 	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
 		n, signed := loadSize(in.op)
-		c.check(pc, in.src, in.off, int32(n), false)
+		c.access(pc, in.src, in.off, int32(n), false)
 		var op uint32
 		switch {
 		case n == 1 && !signed:
@@ -404,7 +411,7 @@ func (c *arm64Compiler) insn(pc int) {
 		c.w(op | aS1<<16 | aS2<<5 | d)
 	case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
 		n := storeSize(in.op)
-		c.check(pc, in.dst, in.off, int32(n), true)
+		c.access(pc, in.dst, in.off, int32(n), true)
 		v := s
 		if in.op <= opStDW {
 			c.movImm(aS5, uint64(in.imm))
@@ -432,6 +439,13 @@ func (c *arm64Compiler) insn(pc int) {
 		c.jump(pc, in, aAL)
 	case opExit:
 		c.exit(pc, jitExitDone)
+	case opCall:
+		if a, ok := c.arrayAt(pc); ok {
+			c.arrayLookup(pc, a)
+			c.native++
+			return
+		}
+		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {
 			c.condJump(pc, in, d, s)
@@ -594,12 +608,41 @@ func a64AluOp(o op) uint32 {
 	return a64Asrv
 }
 
+// access leaves in S2 the buffer and in S1 the offset of the load or store
+// at pc: without a check when packetRanges proved it inside the packet
+// (the packet region's buffer at the pointer's low 32 bits plus off), else
+// through check.
+func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
+	if !c.proven[pc] {
+		c.check(pc, bpfBase, off, n, write)
+		return
+	}
+	c.nproven++
+	base := arm64Regs[bpfBase&15%11]
+	c.ldr(aS2, aCtx, offRegions)
+	c.ldr(aS2, aS2, regionPacket*regionSize+offRegionBuf)
+	c.rrr(a64Orr&^a64W, aS1, aZR, base) // the offset: low 32 bits
+	switch {
+	case off >= 0 && off < 4096:
+		c.w(0x91000000 | uint32(off)<<10 | aS1<<5 | aS1)
+	case off < 0 && off > -4096:
+		c.w(0xd1000000 | uint32(-off)<<10 | aS1<<5 | aS1)
+	default:
+		c.movImm(aS3, uint64(int64(off)))
+		c.rrr(a64Add, aS1, aS1, aS3)
+	}
+}
+
 // check emits the region check of an n-byte access at reg(base)+off, as the
 // amd64 backend's (the same rules), and leaves the buffer in S2 and the
 // offset in S1.
 func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) {
+	c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
+}
+
+// checkIn is check with the region guessed given.
+func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) {
 	base := arm64Regs[bpfBase&15%11]
-	guess := guessRegion(bpfBase)
 	hi := offRegionHi
 	if write {
 		hi = offRegionWhi
