@@ -57,21 +57,19 @@ var ErrNoJIT = errors.New("no JIT for this platform (" + runtime.GOOS + "/" + ru
 // platform.
 func JITAvailable() bool { return jitArch }
 
-// Exit codes of native code (jitState.exit): the low 8 bits say why it
-// returned, the rest is the instruction index.
+// Exit codes of native code (left in a scratch register, returned by the
+// trampoline): the low 8 bits say why it returned, the rest is the
+// instruction index.
 const (
 	jitExitDone = 1 // an exit instruction at pc: Go pops the frame or ends
 	jitExitSlow = 2 // the interpreter's slow path runs the instruction at pc
 )
 
-// jitState is the part of the Runner that native code reads and writes (at
-// offsets fixed when the code is generated, see jitOffsets). It holds no Go
-// pointer of its own.
+// jitState is the part of the Runner that only native code uses (at
+// offsets fixed when the code is generated). It holds no Go pointer.
 type jitState struct {
-	// exit is why the native code returned: jitExit* | pc<<8 (the high 32
-	// bits are zero).
-	exit uint64
-	// spill is scratch for a register the code must free (amd64 division).
+	// spill is scratch for a register the code must free (amd64 division,
+	// fetch atomics, the array lookup).
 	spill uint64
 }
 
@@ -214,18 +212,24 @@ func (r *Runner) code(p *Program) *jitProg {
 	return j
 }
 
-// runJIT is Run for a program with native code (j). Its first native round,
+// runJIT is Run: for a program with native code, its first native round,
 // where most runs end, runs without Run's recover, which costs a deferred
 // call per run: the Go code on that path cannot panic (its one index, the
 // packet region, is checked against the table's length first; every other
-// case goes to runGuarded, which does the whole run under the recover), and
-// no recover could catch a fault in native code anyway (a signal there is
-// fatal). A round that comes back for the slow path (helpers, calls,
-// faults) goes on under the recover (finishJIT).
-func (r *Runner) runJIT(j *jitProg, p *Program, f *Frame) Action {
-	if f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
+// case, and every program without native code, goes to runGuarded, which
+// does the whole run under the recover), and no recover could catch a
+// fault in native code anyway (a signal there is fatal). A round that
+// comes back for the slow path (helpers, calls, faults) goes on under the
+// recover (finishJIT). The state only the slow path reads (call depth,
+// tail calls, ring buffer records) is reset there.
+func (r *Runner) runJIT(p *Program, f *Frame) Action {
+	if p == nil {
+		return r.runGuarded(p, f)
+	}
+	j := p.jit.Load()
+	if j == nil || f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
 		f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
-		return r.runGuarded(p, f) // binds the collection, or reports the frame
+		return r.runGuarded(p, f) // interprets, binds the collection, or reports the frame
 	}
 	// bind, for the collection already bound: drop the last run's regions.
 	regions := r.regions
@@ -247,10 +251,7 @@ func (r *Runner) runJIT(j *jitProg, p *Program, f *Frame) Action {
 	rg.lo = uint64(f.DataMeta)
 	rg.hi = uint64(f.DataEnd)
 	rg.whi = uint64(f.DataEnd)
-	r.depth = 0
-	r.tails = 0
 	r.budget = p.budget
-	r.records = r.records[:0]
 	e, v := jitStart(r, &r.regs[0], j.base, regionCtx<<32, regionStack<<32|stackSize)
 	if e&0xff != jitExitDone {
 		return r.finishJIT(j, p, e)
@@ -273,6 +274,9 @@ func (r *Runner) finishJIT(j *jitProg, p *Program, e uint32) (a Action) {
 			a = ActionAborted
 		}
 	}()
+	r.depth = 0
+	r.tails = 0
+	r.records = r.records[:0]
 	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
 	return r.verdict(p, ret, ok)
 }
@@ -283,8 +287,7 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 	if uint(pc) >= uint(len(j.entry)) {
 		return pc, p, false // slow reports it
 	}
-	jitRun(r, reg, j.addr(pc))
-	return r.jitAfter(j, p, uint32(r.jit.exit), base, reg)
+	return r.jitAfter(j, p, jitRun(r, reg, j.addr(pc)), base, reg)
 }
 
 // jitAfter handles the native code's exit e, then re-enters it, until the
@@ -323,8 +326,7 @@ func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]
 		if uint(pc) >= uint(len(j.entry)) {
 			return pc, p, false
 		}
-		jitRun(r, reg, j.addr(pc))
-		e = uint32(r.jit.exit)
+		e = jitRun(r, reg, j.addr(pc))
 	}
 }
 

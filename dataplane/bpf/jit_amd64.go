@@ -14,7 +14,7 @@ import (
 // r4 = RCX, r5 = R8, r6 = RBX, r7 = R13, r8 = R14, r9 = R15, r10 = R12. R11
 // holds the Runner, R9 and R10 are scratch; RSP and RBP are never touched.
 // The code uses no stack: it runs inside jitEnter's call and returns to it
-// with RET after writing the exit code (see jitState).
+// with RET after leaving the exit code in R9 (see jitExitDone).
 
 const (
 	jitArch  = true
@@ -293,13 +293,10 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
 }
 
-// exit writes the exit code for pc and returns to jitEnter. The store is
-// 64-bit (the immediate is below 2^31, so sign extension gives zero high
-// bits) because Go reads the whole word: a narrower store could not be
-// forwarded to that load.
+// exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears
+// the high half) and returns to the trampoline, which hands it to Go.
 func (c *amd64Compiler) exit(pc int, kind uint32) {
-	c.rm(false, true, []byte{0xc7}, 0, xmem{base: xCtx, index: -1, disp: offExit}, false)
-	c.imm32(int32(uint32(pc)<<8 | kind))
+	c.movRI(xS1, int64(uint32(pc)<<8|kind))
 	c.byte1(0xc3)
 }
 

@@ -13,7 +13,7 @@ import (
 // holds the Runner, X9-X13 are scratch. X18 (platform register), X28 (g),
 // X29 (frame pointer), X30 (link register, set by jitEnter's BL) and SP are
 // never written. The code uses no stack and returns to jitEnter with RET
-// after writing the exit code (see jitState).
+// after leaving the exit code in X9 (see jitExitDone).
 
 const (
 	jitArch  = true
@@ -242,10 +242,10 @@ func (c *arm64Compiler) str(t, n uint32, off int32) {
 	c.w(0xf8206800 | aS5<<16 | n<<5 | t)
 }
 
-// exit writes the exit code for pc and returns to jitEnter.
+// exit leaves the exit code for pc in X9 (S1) and returns to the
+// trampoline, which hands it to Go.
 func (c *arm64Compiler) exit(pc int, kind uint32) {
 	c.movImm(aS1, uint64(uint32(pc)<<8|kind))
-	c.str(aS1, aCtx, offExit)
 	c.w(0xd65f03c0) // ret
 }
 

@@ -230,8 +230,7 @@ func TestJITArrayLookupChecks(t *testing.T) {
 		reg[1], reg[10] = tc.r1, regionStack<<32|stackSize
 		reg[2] = reg[10] - 4
 		r.stack[stackSize-4] = 1 // the key
-		jitRun(r, reg, j.addr(call))
-		e := uint32(r.jit.exit)
+		e := jitRun(r, reg, j.addr(call))
 		slow := e&0xff == jitExitSlow && int(e>>8) == call
 		if slow != tc.slow {
 			t.Errorf("%s: exit %#x (slow at %d: %v, want %v)", tc.name, e, call, slow, tc.slow)

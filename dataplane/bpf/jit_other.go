@@ -10,7 +10,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) { return n
 
 func unmapCode([]byte) error { return nil }
 
-func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
+func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
 	panic("bpf: no JIT on this platform") // unreachable: no program has native code
 }
 

@@ -14,7 +14,6 @@ import (
 // header in it (re-read at every access: helpers run in Go may grow the
 // table), and the Frame through Runner.frame.
 var (
-	offExit       = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.exit))
 	offBudget     = int32(unsafe.Offsetof(Runner{}.budget))
 	offRegions    = int32(unsafe.Offsetof(Runner{}.regions))
 	offRegionsLen = offRegions + int32(unsafe.Sizeof(uintptr(0)))
@@ -66,16 +65,16 @@ func unmapCode(mem []byte) error {
 	return syscall.Munmap(mem)
 }
 
-// jitRun enters native code at entry with the Runner's state: see the
-// package documentation for the protocol.
-func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
-	jitEnter(unsafe.Pointer(r), reg, entry)
+// jitRun enters native code at entry with the Runner's state and returns
+// its exit code: see the package documentation for the protocol.
+func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
+	return uint32(jitEnter(unsafe.Pointer(r), reg, entry))
 }
 
 // jitEnter is the assembly trampoline (jit_amd64.s, jit_arm64.s).
 //
 //go:noescape
-func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
+func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 
 // jitEnterRun is jitEnter for the start of a run: it does not read reg but
 // sets r1 and r10 and zeroes the other registers, and returns the exit code

@@ -202,12 +202,7 @@ func (r *Runner) addRegion(b []byte, writable bool) uint64 {
 // A program with native code takes runJIT, whose first native round runs
 // without the recover (nothing on it can panic); the rest runs under it.
 func (r *Runner) Run(p *Program, f *Frame) Action {
-	if p != nil {
-		if j := p.jit.Load(); j != nil {
-			return r.runJIT(j, p, f)
-		}
-	}
-	return r.runGuarded(p, f)
+	return r.runJIT(p, f) // small enough to inline: one call per run
 }
 
 // runGuarded is Run under the recover that turns an internal panic into
@@ -317,7 +312,7 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 	for next = i; next < len(frames) && next < len(verdicts); next++ {
 		var a Action
 		if j != nil {
-			a = r.runJIT(j, p, &frames[next])
+			a = r.runJIT(p, &frames[next])
 		} else {
 			a = r.run(p, &frames[next])
 		}
