@@ -240,9 +240,9 @@ type amd64Compiler struct {
 	slows        []jitFixup // to slow-path exits, by instruction
 	generic      []jitGeneric
 	env          jitEnv
-	targets      []bool // jumpTargets
-	native       int    // helper calls compiled natively
-	proven       []bool // packetRanges
+	targets      []bool  // jumpTargets
+	native       int     // helper calls compiled natively
+	proven       []int32 // provenIn
 	nproven      int
 }
 
@@ -258,7 +258,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	}
 	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
 	c.targets = jumpTargets(plain, env.funcs)
-	c.proven = packetRanges(plain, env.funcs)
+	c.proven = provenIn(plain, env)
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	for pc := range plain {
 		c.entry[pc] = uint32(len(c.b))
@@ -696,15 +696,23 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 }
 
 // access is the operand of the load or store at pc: without a check when
-// packetRanges proved it inside the packet (the buffer of the packet
-// region, indexed by the low 32 bits of the pointer), else through check.
+// provenIn proved it inside a region (the region's buffer, indexed by the
+// low 32 bits of the pointer), else through check. A global data region is
+// the collection's: the Runner's collection is checked first (else the
+// slow path), so that its table entry is the one the proof was made on.
 func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
-	if !c.proven[pc] {
+	rg := c.proven[pc]
+	if rg == 0 {
 		return c.check(pc, bpfBase, off, n, write)
 	}
 	c.nproven++
+	if rg != regionPacket {
+		c.movRI(xS1, int64(uintptrOf(c.env.coll)))
+		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
+		c.slowIf(ccNE, pc)
+	}
 	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: regionPacket*regionSize + offRegionBuf}, false)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: rg*regionSize + offRegionBuf}, false)
 	c.aluRR(false, 0x89, xS1, reg(bpfBase)) // the offset: low 32 bits
 	return xmem{base: xS2, index: xS1, disp: off}
 }

@@ -87,8 +87,8 @@ type arm64Compiler struct {
 	slows        []a64Fixup // target: pc of the slow exit
 	generic      []a64Generic
 	env          jitEnv
-	targets      []bool // jumpTargets
-	proven       []bool // packetRanges
+	targets      []bool  // jumpTargets
+	proven       []int32 // provenIn
 	nproven      int
 	native       int // helper calls compiled natively
 }
@@ -101,7 +101,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	}
 	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
 	c.targets = jumpTargets(plain, env.funcs)
-	c.proven = packetRanges(plain, env.funcs)
+	c.proven = provenIn(plain, env)
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
@@ -609,18 +609,25 @@ func a64AluOp(o op) uint32 {
 }
 
 // access leaves in S2 the buffer and in S1 the offset of the load or store
-// at pc: without a check when packetRanges proved it inside the packet
-// (the packet region's buffer at the pointer's low 32 bits plus off), else
-// through check.
+// at pc: without a check when provenIn proved it inside a region (the
+// region's buffer at the pointer's low 32 bits plus off, after a check of
+// the Runner's collection for global data, as on amd64), else through
+// check.
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
-	if !c.proven[pc] {
+	rg := c.proven[pc]
+	if rg == 0 {
 		c.check(pc, bpfBase, off, n, write)
 		return
 	}
 	c.nproven++
 	base := arm64Regs[bpfBase&15%11]
+	if rg != regionPacket {
+		c.movImm(aS1, uint64(uintptrOf(c.env.coll)))
+		c.cmpField(aCtx, offColl, aS1)
+		c.slowIf(aNE, pc)
+	}
 	c.ldr(aS2, aCtx, offRegions)
-	c.ldr(aS2, aS2, regionPacket*regionSize+offRegionBuf)
+	c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)
 	c.rrr(a64Orr&^a64W, aS1, aZR, base) // the offset: low 32 bits
 	switch {
 	case off >= 0 && off < 4096:

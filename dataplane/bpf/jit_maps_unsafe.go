@@ -67,7 +67,7 @@ func (env jitEnv) arrayFor(k uint32) (a jitArray, ok bool) {
 	}
 	return jitArray{
 		handle:   regionMap<<32 | uint64(k),
-		coll:     uintptr(unsafe.Pointer(c)),
+		coll:     uintptrOf(c),
 		data:     uintptr(unsafe.Pointer(unsafe.SliceData(m.arr))),
 		max:      m.arrMax,
 		elem:     m.arrElem,
@@ -76,3 +76,7 @@ func (env jitEnv) arrayFor(k uint32) (a jitArray, ok bool) {
 		writable: m.progWritable,
 	}, true
 }
+
+// uintptrOf is the address of c, which native code compares Runner.coll
+// with (never dereferenced through it).
+func uintptrOf(c *Collection) uintptr { return uintptr(unsafe.Pointer(c)) }

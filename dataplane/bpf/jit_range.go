@@ -48,6 +48,7 @@ const (
 	rkScalar            // unsigned value in [0, v]
 	rkPkt               // base(id) + v
 	rkEnd               // data_end
+	rkStatic            // a tagged pointer in [v, v+w] (lddw of global data)
 )
 
 // rangeReg is what the analysis knows of one register.
@@ -55,6 +56,7 @@ type rangeReg struct {
 	kind rangeKind
 	id   int32
 	v    int64
+	w    int64 // rkStatic: the width of the value's range
 }
 
 // baseFact is a packet pointer base: how far past data it may start (at
@@ -136,12 +138,39 @@ func (s *rangeState) meet(o *rangeState) bool {
 	return changed
 }
 
-// packetRanges returns, for each instruction of plain, whether it is a
-// load or store through a packet pointer proven in bounds.
-func packetRanges(plain []insn, funcs []bool) []bool {
-	proven := make([]bool, len(plain))
+// provenIn returns, for each instruction of plain, the region a load or
+// store is proven to stay inside (regionPacket, or a global data region of
+// coll), or 0 when it must be checked.
+func provenIn(plain []insn, env jitEnv) []int32 {
+	proven := make([]int32, len(plain))
+	r := ranger{proven: proven}
+	if env.coll != nil {
+		r.statics = env.coll.statics
+	}
+	if !r.run(plain, env.funcs) {
+		clear(proven)
+	}
+	return proven
+}
+
+// ranger holds what stepRange needs besides the state: the collection's
+// global data regions (their bounds are fixed at load) and the result.
+type ranger struct {
+	statics []region
+	proven  []int32
+}
+
+// packetRanges is provenIn for a program without global data (tests).
+func packetRanges(plain []insn, funcs []bool) []int32 {
+	return provenIn(plain, jitEnv{funcs: funcs})
+}
+
+// run computes the fixpoint and marks the accesses it proves; false means
+// it gave up (nothing may be taken as proven).
+func (rg *ranger) run(plain []insn, funcs []bool) bool {
+	proven := rg.proven
 	if len(plain) == 0 || len(plain) > maxRangeInsns {
-		return proven
+		return false
 	}
 	states := make([]rangeState, len(plain)+1)
 	entry := func(pc int) {
@@ -166,12 +195,12 @@ func packetRanges(plain []insn, funcs []bool) []bool {
 	}
 	for steps := 0; len(work) > 0; steps++ {
 		if steps > 64*len(plain) {
-			return proven // no fixpoint in time: nothing proven
+			return false // no fixpoint in time
 		}
 		pc := work[len(work)-1]
 		work = work[:len(work)-1]
 		out := states[pc].clone()
-		taken, fall, jumps := stepRange(plain, pc, &out, proven)
+		taken, fall, jumps := rg.step(plain, pc, &out)
 		push := func(to int, s *rangeState) {
 			if to >= 0 && to < len(plain) && states[to].meet(s) {
 				work = append(work, to)
@@ -190,16 +219,16 @@ func packetRanges(plain []insn, funcs []bool) []bool {
 	for pc := range plain {
 		if states[pc].reached {
 			s := states[pc].clone()
-			stepRange(plain, pc, &s, proven)
+			rg.step(plain, pc, &s)
 		}
 	}
-	return proven
+	return true
 }
 
-// stepRange applies instruction pc to s (the state before it) and returns
-// the states on the taken edge (jumps) and the fall-through edge (nil when
+// step applies instruction pc to s (the state before it) and returns the
+// states on the taken edge (jumps) and the fall-through edge (nil when
 // there is none); it marks proven accesses.
-func stepRange(plain []insn, pc int, s *rangeState, proven []bool) (taken, fall *rangeState, jumps bool) {
+func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeState, jumps bool) {
 	in := plain[pc]
 	d, sr := int(in.dst), int(in.src)
 	if d > 10 || sr > 10 {
@@ -223,9 +252,11 @@ func stepRange(plain []insn, pc int, s *rangeState, proven []bool) (taken, fall 
 		set(rangeReg{kind: rkPkt})
 	case o == opLdCtxDataEnd:
 		set(rangeReg{kind: rkEnd})
+	case o == opLdMapValue:
+		set(rangeReg{kind: rkStatic, v: in.imm})
 	case o == opLdxB || o == opLdxH:
 		n, _ := loadSize(o)
-		markAccess(s, pc, in.src, in.off, int64(n), proven)
+		rg.markAccess(s, pc, in.src, in.off, int64(n), false)
 		set(rangeReg{kind: rkScalar, v: 1<<(8*n) - 1})
 	case isLoad(o) || isStore(o):
 		base := in.src
@@ -239,7 +270,7 @@ func stepRange(plain []insn, pc int, s *rangeState, proven []bool) (taken, fall 
 			m, _ := loadSize(o)
 			n = int64(m)
 		}
-		markAccess(s, pc, base, in.off, n, proven)
+		rg.markAccess(s, pc, base, in.off, n, isStore(o))
 		if isLoad(o) {
 			set(rangeReg{})
 		}
@@ -319,28 +350,48 @@ func isStore(o op) bool {
 }
 
 // markAccess marks pc proven when an n-byte access at register base + off
-// lies inside the proved range of base's packet pointer.
-func markAccess(s *rangeState, pc int, base uint8, off int32, n int64, proven []bool) {
+// lies inside the proved range of base's packet pointer, or inside the
+// global data region base points into (write: its writable part).
+func (rg *ranger) markAccess(s *rangeState, pc int, base uint8, off int32, n int64, write bool) {
 	if base > 10 {
 		return
 	}
 	r := s.regs[base]
-	if r.kind != rkPkt {
-		return
-	}
-	b := s.base(r.id)
-	if b == nil {
-		return
-	}
-	lo := r.v + int64(off)
-	if lo >= 0 && lo+n <= b.n {
-		proven[pc] = true
+	switch r.kind {
+	case rkPkt:
+		b := s.base(r.id)
+		if b == nil {
+			return
+		}
+		lo := r.v + int64(off)
+		if lo >= 0 && lo+n <= b.n {
+			rg.proven[pc] = regionPacket
+		}
+	case rkStatic:
+		idx := uint64(r.v) >> 32
+		if idx < regionStatic || idx-regionStatic >= uint64(len(rg.statics)) {
+			return
+		}
+		reg := rg.statics[idx-regionStatic]
+		hi := reg.hi
+		if write {
+			hi = reg.whi
+		}
+		lo := int64(uint32(r.v)) + int64(off)
+		if lo >= int64(reg.lo) && lo+r.w+n <= int64(hi) && hi <= uint64(len(reg.buf)) {
+			rg.proven[pc] = int32(idx)
+		}
 	}
 }
 
-// addConst is r + k for a packet pointer or scalar that stays in range.
+// addConst is r + k for a packet pointer, scalar or global data pointer
+// that stays in range.
 func addConst(r rangeReg, k int64) rangeReg {
 	switch r.kind {
+	case rkStatic:
+		if off := int64(uint32(r.v)) + k; off >= 0 && off < maxRangeOff {
+			return rangeReg{kind: rkStatic, v: r.v&^0xffffffff | off, w: r.w}
+		}
 	case rkPkt:
 		if v := r.v + k; v > -maxRangeOff && v < maxRangeOff {
 			return rangeReg{kind: rkPkt, id: r.id, v: v}
@@ -362,8 +413,12 @@ func (s *rangeState) addVar(pc int, r, src rangeReg) rangeReg {
 		if v := r.v + src.v; v < maxRangeOff {
 			return rangeReg{kind: rkScalar, v: v}
 		}
-	case r.kind == rkScalar && src.kind == rkPkt:
+	case r.kind == rkScalar && src.kind == rkPkt, r.kind == rkScalar && src.kind == rkStatic:
 		return s.addVar(pc, src, r) // the same sum
+	case r.kind == rkStatic && src.kind == rkScalar:
+		if w := r.w + src.v; w < maxRangeOff && int64(uint32(r.v))+w < maxRangeOff {
+			return rangeReg{kind: rkStatic, v: r.v, w: w}
+		}
 	case r.kind == rkPkt && src.kind == rkScalar && r.v >= 0:
 		b := s.base(r.id)
 		if b == nil {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // Tests of packetRanges: which packet accesses the JIT emits without their
@@ -161,6 +163,126 @@ func TestJITPacketRangesSeeTheFrame(t *testing.T) {
 		want := uint32(byte(data)) | uint32(byte(data+1))<<8 | uint32(byte(data+2))<<16 | uint32(byte(data+3))<<24
 		if !ok || v != want {
 			t.Errorf("data at %d: %#x %v (%v), want %#x", data, v, ok, r.Fault(), want)
+		}
+	}
+}
+
+// loadGlobals loads insns with a 16-byte .data and a 4-byte read-only
+// .rodata for engine e.
+func loadGlobals(t *testing.T, insns asm.Instructions, e Engine) (*Collection, *Program) {
+	t.Helper()
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			".data": {Name: ".data", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1,
+				Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}}},
+			".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1,
+				Flags: uint32(maps.FlagRdonlyProg), Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte{2, 1, 2, 3}}}},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{
+			"gl": {Name: "gl", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
+		},
+	}
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := c.Program("gl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
+}
+
+func data(dst asm.Register, off uint32) asm.Instruction {
+	return asm.LoadMapValue(dst, 0, off).WithReference(".data")
+}
+
+// TestJITGlobalRanges: accesses to global data at constant offsets, and
+// through an index of known range, are proven against the region's fixed
+// bounds (the writable part for stores); those past the end, stores to
+// .rodata and unbounded indexes stay checked and fault as in the
+// interpreter.
+func TestJITGlobalRanges(t *testing.T) {
+	needJIT(t)
+	ret := asm.Instructions{asm.And.Imm(asm.R0, 0xff), asm.Return()}
+	cases := map[string]struct {
+		insns  asm.Instructions
+		proven int
+	}{
+		"counter": {append(asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 0, asm.DWord),
+			asm.Add.Imm(asm.R0, 1), asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord)}, ret...), 2},
+		"last bytes":   {append(asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 7, asm.Byte)}, ret...), 1},
+		"past the end": {append(asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 5, asm.Word)}, ret...), 0},
+		"rodata store": {append(asm.Instructions{asm.LoadMapValue(asm.R1, 0, 0).WithReference(".rodata"),
+			asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte), asm.StoreImm(asm.R1, 0, 9, asm.Byte)}, ret...), 1},
+		// A table indexed by a loaded byte & 3 (xdp_globals' tos_verdict).
+		"indexed": {append(asm.Instructions{asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+			asm.Mov.Imm(asm.R0, 0), asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 1), asm.JGT.Reg(asm.R4, asm.R3, "out"),
+			asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.And.Imm(asm.R4, 3),
+			asm.LoadMapValue(asm.R5, 0, 0).WithReference(".rodata"), asm.Add.Reg(asm.R5, asm.R4),
+			asm.LoadMem(asm.R0, asm.R5, 0, asm.Byte), asm.Return().WithSymbol("out")}, ret...), 2},
+		"indexed past the end": {append(asm.Instructions{asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+			asm.Mov.Imm(asm.R0, 0), asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 1), asm.JGT.Reg(asm.R4, asm.R3, "out"),
+			asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.And.Imm(asm.R4, 7),
+			asm.LoadMapValue(asm.R5, 0, 0).WithReference(".rodata"), asm.Add.Reg(asm.R5, asm.R4),
+			asm.LoadMem(asm.R0, asm.R5, 0, asm.Byte), asm.Return().WithSymbol("out")}, ret...), 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ci, pi := loadGlobals(t, tc.insns, EngineInterp)
+			cj, pj := loadGlobals(t, tc.insns, EngineJIT)
+			if n := pj.jit.Load().proven; n != tc.proven {
+				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
+			}
+			ri, rj := NewRunner(0), NewRunner(0)
+			for b := 0; b < 8; b++ {
+				pkt := []byte{byte(b), 0, 0, 0}
+				vi, oki := ri.RunFrame(pi, newFrame(pkt))
+				vj, okj := rj.RunFrame(pj, newFrame(pkt))
+				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+					t.Fatalf("byte %d: interpreter %#x %v (%v), JIT %#x %v (%v)", b, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+				}
+				for _, m := range []string{".data", ".rodata"} {
+					mi, _ := ci.Map(m)
+					mj, _ := cj.Map(m)
+					if string(mi.(*maps.Array).Bytes()) != string(mj.(*maps.Array).Bytes()) {
+						t.Fatalf("byte %d: %s differs", b, m)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestJITGlobalRangesCollection: the native code of a proven global data
+// access leaves for the slow path when the Runner is bound to another
+// collection, whose region table the proof says nothing of.
+func TestJITGlobalRangesCollection(t *testing.T) {
+	needJIT(t)
+	insns := asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte), asm.Return()}
+	c, p := loadGlobals(t, insns, EngineJIT)
+	other := loadRange(t, rangeProg(), EngineJIT).coll
+	j := p.jit.Load()
+	if j.proven != 1 {
+		t.Fatalf("%d proven", j.proven)
+	}
+	for _, tc := range []struct {
+		coll *Collection
+		slow bool
+	}{{c, false}, {other, true}} {
+		r := NewRunner(0)
+		r.bind(tc.coll)
+		f := newFrame(udpFrame(9))
+		r.frame = f
+		r.setPacket(f)
+		reg := &r.regs[0]
+		clear(reg[:])
+		reg[10] = regionStack<<32 | stackSize
+		e := jitRun(r, reg, j.base)
+		slow := e&0xff == jitExitSlow && e>>8 == 2 // the load, after the lddw's two slots
+		if slow != tc.slow || !slow && reg[0] != 9 {
+			t.Errorf("bound to the program's collection %v: exit %#x, r0 %d", tc.coll == c, e, reg[0])
 		}
 	}
 }
