@@ -462,6 +462,7 @@ func (c *amd64Compiler) insn(pc int) error {
 			c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
 		case n == 4 && !signed:
 			c.rm(false, false, []byte{0x8b}, dst, m, false)
+			c.ctxScalar(pc, dst)
 		case n == 4:
 			c.rm(false, true, []byte{0x63}, dst, m, false)
 		default:
@@ -764,10 +765,57 @@ func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 type jitGeneric struct {
 	from, resume, pc int
 	n, hi            int32
+	// A 4-byte load may read a scalar field of the context: ctx says so,
+	// with the register it loads and where the code goes on after it.
+	ctx   bool
+	dst   uint8
+	after int
+}
+
+// ctxScalar lets the out-of-line check of the 4-byte load just emitted at
+// pc serve the xdp_md fields ingress_ifindex and rx_queue_index from the
+// Frame, as slowLoad does, instead of leaving for the slow path.
+func (c *amd64Compiler) ctxScalar(pc int, dst uint8) {
+	if len(c.generic) == 0 || c.generic[len(c.generic)-1].pc != pc {
+		return // a proven access: no out-of-line check
+	}
+	g := &c.generic[len(c.generic)-1]
+	g.ctx, g.dst, g.after = true, dst, len(c.b)
+}
+
+// emitCtxScalar is the start of g's out-of-line check for a load that may
+// read the context: with the address in S1 and its region number in S2, a
+// 4-byte load at offset 12 or 16 of the context reads the Frame's field
+// (no frame: the slow path, as for data); other context offsets go to the
+// slow path, other regions on to the full check.
+func (c *amd64Compiler) emitCtxScalar(g jitGeneric) {
+	c.aluRI(true, 7, xS2, regionCtx)
+	other := c.jcc(ccNE)
+	var done []int
+	for _, f := range []struct{ ctxOff, field int32 }{
+		{xdpMdIngressIfindex, offIngress}, {xdpMdRxQueueIndex, offRxQueue},
+	} {
+		c.aluRI(false, 7, xS1, f.ctxOff)
+		next := c.jcc(ccNE)
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offFrame), false)
+		c.aluRR(true, 0x85, xS1, xS1)
+		c.slowIf(ccE, g.pc)
+		c.rm(false, false, []byte{0x8b}, g.dst, xmem{base: xS1, index: -1, disp: f.field}, false)
+		done = append(done, c.jmp())
+		c.patch(next, len(c.b))
+	}
+	c.slows = append(c.slows, jitFixup{c.jmp(), g.pc})
+	for _, d := range done {
+		c.patch(d, g.after)
+	}
+	c.patch(other, len(c.b))
 }
 
 func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	c.patch(g.from, len(c.b))
+	if g.ctx {
+		c.emitCtxScalar(g)
+	}
 	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
 	c.slowIf(ccAE, g.pc)
 	c.rr(false, true, []byte{0x69}, xS2, xS2, false)

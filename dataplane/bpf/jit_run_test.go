@@ -107,3 +107,69 @@ func TestJITRunEntryNoAlloc(t *testing.T) {
 		}
 	}
 }
+
+// TestJITCtxFields: loads of xdp_md's scalar fields (ingress_ifindex and
+// rx_queue_index, which the amd64 code reads from the Frame; the others,
+// narrow loads and forged context pointers without a frame, which go to
+// the slow path) give the interpreter's values and faults.
+func TestJITCtxFields(t *testing.T) {
+	needJIT(t)
+	ld := func(dst, src byte, off int16) []byte { return ins(0x61, dst, src, off, 0) } // ldxw
+	progs := map[string][]byte{
+		"ingress": asmProg(ld(0, 1, 12), exitInsn),
+		"queue":   asmProg(ld(0, 1, 16), exitInsn),
+		"egress":  asmProg(ld(0, 1, 20), exitInsn),
+		// Both, through a copy of the context moved by 4 (ctx+16, ctx+12).
+		"moved": asmProg(ins(0xbf, 6, 1, 0, 0), ins(0x07, 6, 0, 0, 4), ld(2, 6, 12), ld(3, 6, 8),
+			ins(0x67, 2, 0, 0, 16), ins(0x4f, 2, 3, 0, 0), ins(0xbf, 0, 2, 0, 0), exitInsn),
+		"narrow":    asmProg(ins(0x69, 0, 1, 16, 0), exitInsn), // ldxh
+		"past":      asmProg(ld(0, 1, 24), exitInsn),
+		"unaligned": asmProg(ld(0, 1, 13), exitInsn),
+	}
+	for name, code := range progs {
+		pi, pj, err := loadPair(t, name, code, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ri, rj := NewRunner(0), NewRunner(0)
+		for _, q := range []uint32{0, 3, 0xfffffffe} {
+			fi, fj := newFrame(udpFrame(9)), newFrame(udpFrame(9))
+			fi.RxQueueIndex, fj.RxQueueIndex = q, q
+			fi.IngressIfindex, fj.IngressIfindex = q^0x55, q^0x55
+			vi, oki := ri.RunFrame(pi, fi)
+			vj, okj := rj.RunFrame(pj, fj)
+			if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+				t.Errorf("%s, queue %#x: interpreter %#x %v (%v), JIT %#x %v (%v)", name, q, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+			}
+			switch name {
+			case "ingress":
+				if vj != q^0x55 {
+					t.Errorf("ingress_ifindex %#x, want %#x", vj, q^0x55)
+				}
+			case "queue":
+				if vj != q {
+					t.Errorf("rx_queue_index %#x, want %#x", vj, q)
+				}
+			}
+		}
+		// A bare run: r1 is the memory, not the context; a forged context
+		// pointer finds no frame.
+		for _, mem := range [][]byte{nil, make([]byte, 32)} {
+			gi, ei := ri.RunRaw(pi, mem)
+			gj, ej := rj.RunRaw(pj, mem)
+			if gi != gj || errString(ei) != errString(ej) {
+				t.Errorf("%s raw: interpreter %#x (%v), JIT %#x (%v)", name, gi, ei, gj, ej)
+			}
+		}
+	}
+	forged := asmProg(ins(0x18, 1, 0, 0, 16), ins(0, 0, 0, 0, regionCtx), ld(0, 1, 0), exitInsn)
+	pi, pj, err := loadPair(t, "forged", forged, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gi, ei := NewRunner(0).RunRaw(pi, nil)
+	gj, ej := NewRunner(0).RunRaw(pj, nil)
+	if gi != gj || errString(ei) != errString(ej) || ej == nil {
+		t.Errorf("forged context pointer, no frame: interpreter %#x (%v), JIT %#x (%v)", gi, ei, gj, ej)
+	}
+}
