@@ -85,7 +85,7 @@ type jitProg struct {
 	// lookups), for tests.
 	native int
 	// proven counts the packet accesses compiled without their check
-	// (packetRanges): the code then needs a frame (see Runner.code).
+	// (provenIn): the code then needs a frame (see Runner.code).
 	proven int
 }
 

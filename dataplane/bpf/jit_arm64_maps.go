@@ -29,6 +29,12 @@ const (
 
 func (c *arm64Compiler) cmp(n, m uint32) { c.rrr(a64Cmp, 0, n, m) }
 
+// ldrW is LDR Wt, [Xn, Xm] (32-bit load, register offset).
+func (c *arm64Compiler) ldrW(t, n, m uint32) { c.w(0xb8606800 | m<<16 | n<<5 | t) }
+
+// subImm is SUB Xd, Xn, #imm (imm below 4096).
+func (c *arm64Compiler) subImm(d, n, imm uint32) { c.w(0xd1000000 | imm<<10 | n<<5 | d) }
+
 func (c *arm64Compiler) mul(d, n, m uint32) { c.w(a64Madd | m<<16 | aZR<<10 | n<<5 | d) }
 
 // cmpField compares the qword at [base+off] with X m.
@@ -47,7 +53,7 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 	c.cmpField(aCtx, offColl, aS1)
 	c.slowIf(aNE, pc)
 	c.checkIn(pc, 2, 0, 4, false, regionStack)
-	c.w(0xb8606800 | aS1<<16 | aS2<<5 | 0) // ldr w0, [x10, x9]: the key
+	c.ldrW(0, aS2, aS1) // the key
 	c.movImm(aS3, a.max)
 	c.cmp(0, aS3)
 	null := []a64Fixup{c.branch(aHS)}
@@ -97,7 +103,7 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 		} else {
 			next = append(next, c.branch(aNE))
 		}
-		c.w(0xd1000000 | uint32(t)<<10 | aS1<<5 | 0) // x0 = n - t
+		c.subImm(0, aS1, uint32(t)) // x0 = n - t
 		found = append(found, c.branch(aAL))
 		for _, f := range next {
 			c.patch(f, len(c.b))

@@ -203,7 +203,7 @@ func mapBytes(t *testing.T, c *Collection) []byte {
 // jitMapDiff runs the program of b on three frames in both engines and
 // compares verdicts, faults, frames and maps after each run. It returns
 // how many accesses and lookups of the program the JIT compiled without a
-// check (packetRanges) and natively.
+// check (provenIn) and natively.
 func jitMapDiff(t *testing.T, b, pkt []byte) (proven, native int) {
 	insns := genMapProg(b)
 	ci, pi, err := loadMapProg(insns, EngineInterp)

@@ -160,11 +160,6 @@ type ranger struct {
 	proven  []int32
 }
 
-// packetRanges is provenIn for a program without global data (tests).
-func packetRanges(plain []insn, funcs []bool) []int32 {
-	return provenIn(plain, jitEnv{funcs: funcs})
-}
-
 // run computes the fixpoint and marks the accesses it proves; false means
 // it gave up (nothing may be taken as proven).
 func (rg *ranger) run(plain []insn, funcs []bool) bool {

@@ -9,7 +9,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
-// Tests of packetRanges: which packet accesses the JIT emits without their
+// Tests of provenIn: which packet accesses the JIT emits without their
 // check, and that the programs that do not prove an access in bounds
 // (no compare, a compare too short, on one path only, before a helper, in
 // 32 bits, below data) fault exactly as in the interpreter, on frames of
