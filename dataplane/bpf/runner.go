@@ -358,7 +358,8 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	if j := p.jit.Load(); j != nil {
 		// fastJIT's first round, inline: most runs end in one. The
 		// trampoline sets the registers as below and stores them into reg
-		// (r11-r15 are never used: decode allows r0-r10).
+		// only when the round did not end (r11-r15 are never used: decode
+		// allows r0-r10).
 		e, r0 := jitStart(r, reg, j.base, regionCtx<<32, regionStack<<32|stackSize)
 		if e&0xff == jitExitDone {
 			v = r0 // the first round calls no subprogram: depth is 0
