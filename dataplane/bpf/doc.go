@@ -106,28 +106,75 @@
 // against the region table in the Runner (region number below the table's
 // length, lo <= offset, offset+size <= hi, or whi for stores), exactly as
 // the interpreter's fast path, inline for the region guessed (the stack
-// through r10, else the packet) and out of line for the others; backward
-// jumps charge the instruction budget by the same amounts (from the fused
-// move where the interpreter fuses "wX = K" with the jump, so a budget
-// fault names the same slot); division and modulo give the interpreter's
-// results for a zero divisor and INT_MIN / -1 (amd64 branches around DIV,
-// arm64's UDIV/SDIV never trap); atomics check the region and the natural
-// alignment the interpreter requires, then use locked instructions (amd64,
-// a CMPXCHG loop for fetch-or/and/xor) or exclusive load/store loops
-// (arm64).
-// Everything else (helpers, map operations, bpf-to-bpf calls and their
-// depth, tail calls and their limit, callx, loads from the context that are
-// not specialised, any access or atomic that fails its check) returns to Go
-// with the instruction's index, and the interpreter's slow path runs that
-// one instruction with its own code (the same helper table, so helpers
-// added later work in the JIT unchanged; a plain helper call is run
-// directly from the exit loop, jitAfter) and re-enters the native code at
-// the next one. Exits return to Go too, which pops a subprogram's frame as
-// the interpreter does. Faults are therefore the interpreter's, with the same
-// reason and instruction.
+// through r10, else the packet) and out of line for the others, unless the
+// range analysis below proved it; backward jumps charge the instruction
+// budget by the same amounts (from the fused move where the interpreter
+// fuses "wX = K" with the jump, so a budget fault names the same slot);
+// division and modulo give the interpreter's results for a zero divisor and
+// INT_MIN / -1 (amd64 branches around DIV, arm64's UDIV/SDIV never trap);
+// atomics check the region and the natural alignment the interpreter
+// requires, then use locked instructions (amd64, a CMPXCHG loop for
+// fetch-or/and/xor) or exclusive load/store loops (arm64).
+//
+// Range analysis (jit_range.go, provenIn). At load, a forward dataflow over
+// the instruction stream, in the spirit of the kernel verifier's packet
+// ranges, follows packet pointers (data + c, and data + c + v for a scalar
+// v of known range such as the IPv4 header length times 4), data_end and
+// pointers into global data (.data, .rodata, .bss, plus a constant or an
+// index of known range). A 64-bit compare of a packet pointer with data_end
+// proves, on the edge where it holds, that many bytes after the pointer's
+// base; global data regions have bounds fixed at load. A load or store
+// that lies inside what is proved is emitted as a plain access to the
+// region's buffer at the pointer's offset, without the check (a global
+// data access first checks that the Runner is bound to the program's
+// collection, whose table entry the proof is about). Anything else keeps
+// its check: a program without the compare faults where the interpreter
+// does, naming the same instruction. The analysis is a must-analysis (paths
+// meet in "unknown"), forgets everything at calls (helpers may move data
+// and data_end) and subprogram entries, keeps every figure below 2^20 so
+// no tagged value carries into its tag, and gives up (proving nothing) on
+// programs over 16384 instructions or without a fixpoint in time. Proofs
+// about packet pointers rest on the specialised context loads reading a
+// frame: a bare run (RunRaw, no frame) of a program with proofs runs in the
+// interpreter (Runner.code).
+//
+// Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
+// loaded with the map in a straight line before the call (mapAt), runs in
+// native code with the interpreter's steps (callHelper, arrayValue,
+// addRegion): r1 compared with that map's handle and the Runner's
+// collection with the program's, the key read through r2 with loadSlice's
+// check, NULL for a key at or above max_entries or a CPU slot out of range,
+// and the value's region found among the last four entries of the table or
+// reused from the entry the same lookup left just past its end in the last
+// run; r1-r5 are kept. Anything else (another handle, the first lookup of a
+// value in a Runner, which appends in Go, a full table, a bad key pointer)
+// leaves for the slow path before anything is written. Every other helper
+// (hash and LPM lookups, updates, redirects: they write Go pointers such as
+// Redirect.Map, which needs a write barrier native code cannot give),
+// bpf-to-bpf calls and their depth, tail calls and their limit, callx,
+// loads from the context that are not specialised, and any access or
+// atomic that fails its check return to Go with the instruction's index,
+// and the interpreter's slow path runs that one instruction with its own
+// code (the same helper table, so helpers added later work in the JIT
+// unchanged; a plain helper call is run directly from the exit loop,
+// jitAfter) and re-enters the native code at the next one. Exits return to
+// Go too, which pops a subprogram's frame as the interpreter does. Faults
+// are therefore the interpreter's, with the same reason and instruction.
+//
+// Entry. Run of a program with native code (runJIT) checks the frame, binds
+// the region table and points the packet region at the frame inline, then
+// enters the code through jitEnterRun, which zeroes the registers but r1
+// and r10 and returns the exit code and r0 without storing the register
+// file when the run ended in that first native round (every subprogram call
+// leaves the native code, so that round ends at depth 0). That round runs
+// without Run's deferred recover: the Go code on it cannot panic (its one
+// index is checked first) and a fault in native code could not be
+// recovered anyway; a run that comes back for the slow path goes on under
+// the recover (finishJIT), which also resets the state only the slow path
+// reads (call depth, tail calls, ring buffer records).
 //
 // The native code never calls Go, so it needs nothing from the Go runtime.
-// It runs inside jitEnter (or jitEnterFresh at the start of a run), a
+// It runs inside jitEnter (or jitEnterRun at the start of a run), a
 // NOSPLIT assembly function that loads r0-r10 from the Runner's register
 // file, calls the code and stores them back when it returns; the code uses
 // no stack but the return address of that call on amd64 (none on arm64,
@@ -135,14 +182,20 @@
 // moves SP and never touches the frame pointer (BP, X29), so it stays
 // within jitEnter's frame and the stack the linker checked for it; on
 // arm64 it also leaves X18 and g (X28) alone. It returns with RET after
-// writing an exit code (done, or "slow path at instruction N") into the
-// Runner. While it runs it holds pointers only to memory the Go collector
-// does not move: the Runner (a heap object), its region table and the
-// buffers in it (heap objects or mappings, reachable from the Runner) are
-// read through the Runner's register at each access, so a helper that grows
-// the table between two entries is seen at once; nothing of Go's is
-// written but pointer-free bytes (packet, stack, map values, the register
-// file, the exit code), which need no write barrier. No garbage collection
+// leaving an exit code (done, or "slow path at instruction N") in a scratch
+// register (R9, X9), which the trampoline returns. While it runs it holds
+// pointers only to memory the Go collector does not move: the Runner (a
+// heap object), its region table and the buffers in it (heap objects or
+// mappings, reachable from the Runner) are read through the Runner's
+// register at each access, so a helper that grows the table between two
+// entries is seen at once; the code of an array lookup or of a global
+// data access also holds, as immediates, the address of the collection
+// (and of the map's storage), heap objects the Program keeps alive as long
+// as its code is mapped, which it only compares (with Runner.coll, with
+// the table's buffers) and never dereferences. Nothing of Go's is
+// written but pointer-free words (packet, stack, map values, the register
+// file, the spill slot, the region table's length when a lookup reuses an
+// entry), which need no write barrier. No garbage collection
 // stop can catch the goroutine inside the code: a signal that lands there
 // (async preemption, profiling) finds a PC outside any Go function, and the
 // runtime's isAsyncSafePoint refuses to preempt at a PC without function

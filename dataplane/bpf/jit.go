@@ -3,6 +3,7 @@ package bpf
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
@@ -56,21 +57,19 @@ var ErrNoJIT = errors.New("no JIT for this platform (" + runtime.GOOS + "/" + ru
 // platform.
 func JITAvailable() bool { return jitArch }
 
-// Exit codes of native code (jitState.exit): the low 8 bits say why it
-// returned, the rest is the instruction index.
+// Exit codes of native code (left in a scratch register, returned by the
+// trampoline): the low 8 bits say why it returned, the rest is the
+// instruction index.
 const (
 	jitExitDone = 1 // an exit instruction at pc: Go pops the frame or ends
 	jitExitSlow = 2 // the interpreter's slow path runs the instruction at pc
 )
 
-// jitState is the part of the Runner that native code reads and writes (at
-// offsets fixed when the code is generated, see jitOffsets). It holds no Go
-// pointer of its own.
+// jitState is the part of the Runner that only native code uses (at
+// offsets fixed when the code is generated). It holds no Go pointer.
 type jitState struct {
-	// exit is why the native code returned: jitExit* | pc<<8 (the high 32
-	// bits are zero).
-	exit uint64
-	// spill is scratch for a register the code must free (amd64 division).
+	// spill is scratch for a register the code must free (amd64 division,
+	// fetch atomics, the array lookup).
 	spill uint64
 }
 
@@ -82,6 +81,12 @@ type jitProg struct {
 	entry []uint32 // offset into mem of each instruction slot
 	base  uintptr  // address of mem[0]
 	freed bool
+	// native counts the helper calls compiled to native code (array map
+	// lookups), for tests.
+	native int
+	// proven counts the packet accesses compiled without their check
+	// (provenIn): the code then needs a frame (see Runner.code).
+	proven int
 }
 
 // addr is the native address where instruction pc starts.
@@ -99,9 +104,17 @@ func (j *jitProg) release() {
 	j.mem = nil
 }
 
+// jitEnv is what a backend knows of the program beyond its instructions:
+// the collection its map handles resolve in (nil for none) and its
+// subprogram entries.
+type jitEnv struct {
+	coll  *Collection
+	funcs []bool
+}
+
 // compileFor compiles code (the plain, unfused instruction stream) for the
 // engine asked for: nil, nil means the interpreter runs the program.
-func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
+func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitProg, error) {
 	switch e {
 	case EngineInterp:
 		return nil, nil
@@ -114,7 +127,7 @@ func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
 		case EngineInterp:
 			return nil, nil
 		case EngineJIT:
-			return compileFor(name, plain, fused, EngineJIT)
+			return compileFor(name, plain, fused, EngineJIT, env)
 		}
 		if !jitArch {
 			return nil, nil
@@ -122,7 +135,7 @@ func compileFor(name string, plain, fused []insn, e Engine) (*jitProg, error) {
 	default:
 		return nil, fmt.Errorf("program %s: unknown engine %d", name, e)
 	}
-	j, err := compileNative(plain, fused)
+	j, err := compileNative(plain, fused, env)
 	if err != nil {
 		if e == EngineDefault {
 			// The interpreter runs it: same results, only slower.
@@ -145,7 +158,7 @@ var envEngine = sync.OnceValue(func() Engine {
 // compile gives p native code for engine e (plain is its instruction stream
 // before fusion, as decodeProgram left it in decodeEnv.plain).
 func (p *Program) compile(plain []insn, e Engine) error {
-	j, err := compileFor(p.name, plain, p.code, e)
+	j, err := compileFor(p.name, plain, p.code, e, jitEnv{coll: p.coll, funcs: p.funcs})
 	if err != nil {
 		return err
 	}
@@ -182,10 +195,90 @@ func (p *Program) Engine() Engine {
 // in native code when p has it (fastJIT), else in the interpreter's fast
 // loop; same contract as fast.
 func (r *Runner) step(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
-	if j := p.jit.Load(); j != nil {
+	if j := r.code(p); j != nil {
 		return r.fastJIT(j, p, pc, base, reg)
 	}
 	return r.fast(p, pc, base, reg)
+}
+
+// code is the native code to run p with, or nil for the interpreter: code
+// with packet accesses proven in bounds (jitProg.proven) relies on the
+// context loads reading a frame, so a bare run (RunRaw) interprets it.
+func (r *Runner) code(p *Program) *jitProg {
+	j := p.jit.Load()
+	if j != nil && j.proven != 0 && r.frame == nil {
+		return nil
+	}
+	return j
+}
+
+// runJIT is Run: for a program with native code, its first native round,
+// where most runs end, runs without Run's recover, which costs a deferred
+// call per run: the Go code on that path cannot panic (its one index, the
+// packet region, is checked against the table's length first; every other
+// case, and every program without native code, goes to runGuarded, which
+// does the whole run under the recover), and no recover could catch a
+// fault in native code anyway (a signal there is fatal). A round that
+// comes back for the slow path (helpers, calls, faults) goes on under the
+// recover (finishJIT). The state only the slow path reads (call depth,
+// tail calls, ring buffer records) is reset there.
+func (r *Runner) runJIT(p *Program, f *Frame) Action {
+	if p == nil {
+		return r.runGuarded(p, f)
+	}
+	j := p.jit.Load()
+	if j == nil || f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
+		f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
+		return r.runGuarded(p, f) // interprets, binds the collection, or reports the frame
+	}
+	// bind, for the collection already bound: drop the last run's regions.
+	regions := r.regions
+	if n := uint(r.fixed); uint(len(regions)) > n {
+		regions = regions[:n]
+		r.regions = regions
+	}
+	if len(regions) <= regionPacket {
+		return r.runGuarded(p, f) // a Runner not made by NewRunner
+	}
+	r.runs++
+	r.faulted = false
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{}
+	}
+	r.frame = f
+	rg := &regions[regionPacket] // as setPacket
+	rg.buf = f.Buf
+	rg.lo = uint64(f.DataMeta)
+	rg.hi = uint64(f.DataEnd)
+	rg.whi = uint64(f.DataEnd)
+	r.budget = p.budget
+	e, v := jitStart(r, &r.regs[0], j.base, regionCtx<<32, regionStack<<32|stackSize)
+	if e&0xff != jitExitDone {
+		return r.finishJIT(j, p, e)
+	}
+	// Done in one round: no helper ran, so no fault and no ring buffer
+	// record (endRun's cases) can be pending.
+	r.frame = nil
+	if Action(v) > ActionRedirect {
+		return r.verdict(p, uint32(v), true) // the fault of an unknown action
+	}
+	return Action(uint32(v))
+}
+
+// finishJIT goes on with a run whose first native round (runJIT) returned
+// exit code e, under the recover of runGuarded.
+func (r *Runner) finishJIT(j *jitProg, p *Program, e uint32) (a Action) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.internalFault(p)
+			a = ActionAborted
+		}
+	}()
+	r.depth = 0
+	r.tails = 0
+	r.records = r.records[:0]
+	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
+	return r.verdict(p, ret, ok)
 }
 
 // fastJIT is fast for native code: it enters p's code at pc and goes on
@@ -194,8 +287,7 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 	if uint(pc) >= uint(len(j.entry)) {
 		return pc, p, false // slow reports it
 	}
-	jitRun(r, reg, j.addr(pc))
-	return r.jitAfter(j, p, uint32(r.jit.exit), base, reg)
+	return r.jitAfter(j, p, jitRun(r, reg, j.addr(pc)), base, reg)
 }
 
 // jitAfter handles the native code's exit e, then re-enters it, until the
@@ -227,15 +319,14 @@ func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]
 			reg[10] = f.fp
 			p = f.prog
 			pc = f.ret
-			if j = p.jit.Load(); j == nil {
+			if j = r.code(p); j == nil {
 				return r.fast(p, pc, base, reg)
 			}
 		}
 		if uint(pc) >= uint(len(j.entry)) {
 			return pc, p, false
 		}
-		jitRun(r, reg, j.addr(pc))
-		e = uint32(r.jit.exit)
+		e = jitRun(r, reg, j.addr(pc))
 	}
 }
 
@@ -279,4 +370,61 @@ func (c *Collection) releaseJIT() {
 	for _, p := range c.progs {
 		p.releaseJIT()
 	}
+}
+
+// jumpTargets marks the instructions of plain that control reaches other
+// than from the one before: jump targets, subprogram entries (funcs, and
+// the targets of local calls and function pointers).
+func jumpTargets(plain []insn, funcs []bool) []bool {
+	t := make([]bool, len(plain)+1)
+	mark := func(i int64) {
+		if i >= 0 && i < int64(len(t)) {
+			t[i] = true
+		}
+	}
+	for pc, in := range plain {
+		switch {
+		case in.op == opJA || in.op >= opJEQ64K && in.op <= opJSLE32X:
+			mark(int64(in.off))
+		case in.op == opCallLocal || in.op == opLdFunc:
+			mark(in.imm)
+		}
+		if pc < len(funcs) && funcs[pc] {
+			t[pc] = true
+		}
+	}
+	return t
+}
+
+// straightLine reports whether op neither leaves the straight line (jumps,
+// calls, exits) nor writes a register other than its dst (atomics may write
+// src or r0).
+func straightLine(o op) bool {
+	switch {
+	case o == opJA || o == opExit || o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
+		return false
+	case o >= opJEQ64K && o <= opJSLE32X:
+		return false
+	case o == opAtomic32 || o == opAtomic64:
+		return false
+	}
+	return true
+}
+
+// mapAt returns the map number r1 holds at the call at pc when a lddw of a
+// map into r1 reaches the call in a straight line (no jump target, control
+// flow or other write of r1 in between). It is a guess for the backends: the
+// native code still checks r1 against that handle at run time and leaves a
+// mismatch to the interpreter's slow path.
+func mapAt(plain []insn, targets []bool, pc int) (uint32, bool) {
+	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
+		in := plain[q]
+		switch {
+		case in.op == opLdMap && in.dst == 1:
+			return uint32(in.imm), in.imm >= 0 && in.imm <= math.MaxUint32
+		case in.dst == 1 || !straightLine(in.op):
+			return 0, false
+		}
+	}
+	return 0, false
 }

@@ -14,7 +14,7 @@ import (
 // r4 = RCX, r5 = R8, r6 = RBX, r7 = R13, r8 = R14, r9 = R15, r10 = R12. R11
 // holds the Runner, R9 and R10 are scratch; RSP and RBP are never touched.
 // The code uses no stack: it runs inside jitEnter's call and returns to it
-// with RET after writing the exit code (see jitState).
+// with RET after leaving the exit code in R9 (see jitExitDone).
 
 const (
 	jitArch  = true
@@ -239,6 +239,11 @@ type amd64Compiler struct {
 	jumps        []jitFixup // to instruction starts
 	slows        []jitFixup // to slow-path exits, by instruction
 	generic      []jitGeneric
+	env          jitEnv
+	targets      []bool  // jumpTargets
+	native       int     // helper calls compiled natively
+	proven       []int32 // provenIn
+	nproven      int
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -247,11 +252,13 @@ type jitFixup struct {
 	pc  int
 }
 
-func compileNative(plain, fused []insn) (*jitProg, error) {
+func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) != len(fused) || len(plain) == 0 {
 		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
 	}
-	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain))}
+	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
+	c.targets = jumpTargets(plain, env.funcs)
+	c.proven = provenIn(plain, env)
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	for pc := range plain {
 		c.entry[pc] = uint32(len(c.b))
@@ -283,16 +290,13 @@ func compileNative(plain, fused []insn) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: c.entry, base: base}, nil
+	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
 }
 
-// exit writes the exit code for pc and returns to jitEnter. The store is
-// 64-bit (the immediate is below 2^31, so sign extension gives zero high
-// bits) because Go reads the whole word: a narrower store could not be
-// forwarded to that load.
+// exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears
+// the high half) and returns to the trampoline, which hands it to Go.
 func (c *amd64Compiler) exit(pc int, kind uint32) {
-	c.rm(false, true, []byte{0xc7}, 0, xmem{base: xCtx, index: -1, disp: offExit}, false)
-	c.imm32(int32(uint32(pc)<<8 | kind))
+	c.movRI(xS1, int64(uint32(pc)<<8|kind))
 	c.byte1(0xc3)
 }
 
@@ -446,7 +450,7 @@ func (c *amd64Compiler) insn(pc int) error {
 
 	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
 		n, signed := loadSize(in.op)
-		m := c.check(pc, in.src, in.off, int32(n), false)
+		m := c.access(pc, in.src, in.off, int32(n), false)
 		switch {
 		case n == 1 && !signed:
 			c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false)
@@ -458,6 +462,7 @@ func (c *amd64Compiler) insn(pc int) error {
 			c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
 		case n == 4 && !signed:
 			c.rm(false, false, []byte{0x8b}, dst, m, false)
+			c.ctxScalar(pc, dst)
 		case n == 4:
 			c.rm(false, true, []byte{0x63}, dst, m, false)
 		default:
@@ -465,7 +470,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		}
 	case opStB, opStH, opStW, opStDW:
 		n := storeSize(in.op)
-		m := c.check(pc, in.dst, in.off, int32(n), true)
+		m := c.access(pc, in.dst, in.off, int32(n), true)
 		switch n {
 		case 1:
 			c.rm(false, false, []byte{0xc6}, 0, m, false)
@@ -482,7 +487,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		}
 	case opStxB, opStxH, opStxW, opStxDW:
 		n := storeSize(in.op)
-		m := c.check(pc, in.dst, in.off, int32(n), true)
+		m := c.access(pc, in.dst, in.off, int32(n), true)
 		switch n {
 		case 1:
 			c.rm(false, false, []byte{0x88}, src, m, true)
@@ -503,6 +508,13 @@ func (c *amd64Compiler) insn(pc int) error {
 		c.branch(pc, in, 0xff)
 	case opExit:
 		c.exit(pc, jitExitDone)
+	case opCall:
+		if a, ok := c.arrayAt(pc); ok {
+			c.arrayLookup(pc, a)
+			c.native++
+			return nil
+		}
+		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {
 			c.condJump(pc, in, dst, src)
@@ -684,6 +696,28 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 	}
 }
 
+// access is the operand of the load or store at pc: without a check when
+// provenIn proved it inside a region (the region's buffer, indexed by the
+// low 32 bits of the pointer), else through check. A global data region is
+// the collection's: the Runner's collection is checked first (else the
+// slow path), so that its table entry is the one the proof was made on.
+func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
+	rg := c.proven[pc]
+	if rg == 0 {
+		return c.check(pc, bpfBase, off, n, write)
+	}
+	c.nproven++
+	if rg != regionPacket {
+		c.movRI(xS1, int64(uintptrOf(c.env.coll)))
+		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
+		c.slowIf(ccNE, pc)
+	}
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: rg*regionSize + offRegionBuf}, false)
+	c.aluRR(false, 0x89, xS1, reg(bpfBase)) // the offset: low 32 bits
+	return xmem{base: xS2, index: xS1, disp: off}
+}
+
 // check emits the region check of an n-byte access at reg(base)+off (the
 // interpreter's: region number below the table's length, lo <= offset,
 // offset+n <= hi, or whi for a store) and returns the operand that
@@ -696,7 +730,11 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 // (generic), which comes back with the same registers. Both regions exist
 // in every Runner's table (it never has fewer than regionStatic entries).
 func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) xmem {
-	guess := guessRegion(bpfBase)
+	return c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
+}
+
+// checkIn is check with the region guessed given.
+func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) xmem {
 	base := reg(bpfBase)
 	hi := offRegionHi
 	if write {
@@ -727,10 +765,57 @@ func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) x
 type jitGeneric struct {
 	from, resume, pc int
 	n, hi            int32
+	// A 4-byte load may read a scalar field of the context: ctx says so,
+	// with the register it loads and where the code goes on after it.
+	ctx   bool
+	dst   uint8
+	after int
+}
+
+// ctxScalar lets the out-of-line check of the 4-byte load just emitted at
+// pc serve the xdp_md fields ingress_ifindex and rx_queue_index from the
+// Frame, as slowLoad does, instead of leaving for the slow path.
+func (c *amd64Compiler) ctxScalar(pc int, dst uint8) {
+	if len(c.generic) == 0 || c.generic[len(c.generic)-1].pc != pc {
+		return // a proven access: no out-of-line check
+	}
+	g := &c.generic[len(c.generic)-1]
+	g.ctx, g.dst, g.after = true, dst, len(c.b)
+}
+
+// emitCtxScalar is the start of g's out-of-line check for a load that may
+// read the context: with the address in S1 and its region number in S2, a
+// 4-byte load at offset 12 or 16 of the context reads the Frame's field
+// (no frame: the slow path, as for data); other context offsets go to the
+// slow path, other regions on to the full check.
+func (c *amd64Compiler) emitCtxScalar(g jitGeneric) {
+	c.aluRI(true, 7, xS2, regionCtx)
+	other := c.jcc(ccNE)
+	var done []int
+	for _, f := range []struct{ ctxOff, field int32 }{
+		{xdpMdIngressIfindex, offIngress}, {xdpMdRxQueueIndex, offRxQueue},
+	} {
+		c.aluRI(false, 7, xS1, f.ctxOff)
+		next := c.jcc(ccNE)
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offFrame), false)
+		c.aluRR(true, 0x85, xS1, xS1)
+		c.slowIf(ccE, g.pc)
+		c.rm(false, false, []byte{0x8b}, g.dst, xmem{base: xS1, index: -1, disp: f.field}, false)
+		done = append(done, c.jmp())
+		c.patch(next, len(c.b))
+	}
+	c.slows = append(c.slows, jitFixup{c.jmp(), g.pc})
+	for _, d := range done {
+		c.patch(d, g.after)
+	}
+	c.patch(other, len(c.b))
 }
 
 func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	c.patch(g.from, len(c.b))
+	if g.ctx {
+		c.emitCtxScalar(g)
+	}
 	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
 	c.slowIf(ccAE, g.pc)
 	c.rr(false, true, []byte{0x69}, xS2, xS2, false)

@@ -13,7 +13,7 @@ import (
 // holds the Runner, X9-X13 are scratch. X18 (platform register), X28 (g),
 // X29 (frame pointer), X30 (link register, set by jitEnter's BL) and SP are
 // never written. The code uses no stack and returns to jitEnter with RET
-// after writing the exit code (see jitState).
+// after leaving the exit code in X9 (see jitExitDone).
 
 const (
 	jitArch  = true
@@ -86,15 +86,22 @@ type arm64Compiler struct {
 	jumps        []a64Fixup
 	slows        []a64Fixup // target: pc of the slow exit
 	generic      []a64Generic
+	env          jitEnv
+	targets      []bool  // jumpTargets
+	proven       []int32 // provenIn
+	nproven      int
+	native       int // helper calls compiled natively
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
 
-func compileNative(plain, fused []insn) (*jitProg, error) {
+func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) != len(fused) || len(plain) == 0 {
 		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
 	}
-	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain))}
+	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
+	c.targets = jumpTargets(plain, env.funcs)
+	c.proven = provenIn(plain, env)
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
@@ -126,7 +133,7 @@ func compileNative(plain, fused []insn) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: c.entry, base: base}, nil
+	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
 }
 
 // patch resolves a branch at f.pos to byte offset to.
@@ -235,10 +242,10 @@ func (c *arm64Compiler) str(t, n uint32, off int32) {
 	c.w(0xf8206800 | aS5<<16 | n<<5 | t)
 }
 
-// exit writes the exit code for pc and returns to jitEnter.
+// exit leaves the exit code for pc in X9 (S1) and returns to the
+// trampoline, which hands it to Go.
 func (c *arm64Compiler) exit(pc int, kind uint32) {
 	c.movImm(aS1, uint64(uint32(pc)<<8|kind))
-	c.str(aS1, aCtx, offExit)
 	c.w(0xd65f03c0) // ret
 }
 
@@ -383,7 +390,7 @@ func (c *arm64Compiler) insn(pc int) {
 
 	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
 		n, signed := loadSize(in.op)
-		c.check(pc, in.src, in.off, int32(n), false)
+		c.access(pc, in.src, in.off, int32(n), false)
 		var op uint32
 		switch {
 		case n == 1 && !signed:
@@ -404,7 +411,7 @@ func (c *arm64Compiler) insn(pc int) {
 		c.w(op | aS1<<16 | aS2<<5 | d)
 	case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
 		n := storeSize(in.op)
-		c.check(pc, in.dst, in.off, int32(n), true)
+		c.access(pc, in.dst, in.off, int32(n), true)
 		v := s
 		if in.op <= opStDW {
 			c.movImm(aS5, uint64(in.imm))
@@ -432,6 +439,13 @@ func (c *arm64Compiler) insn(pc int) {
 		c.jump(pc, in, aAL)
 	case opExit:
 		c.exit(pc, jitExitDone)
+	case opCall:
+		if a, ok := c.arrayAt(pc); ok {
+			c.arrayLookup(pc, a)
+			c.native++
+			return
+		}
+		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {
 			c.condJump(pc, in, d, s)
@@ -594,12 +608,48 @@ func a64AluOp(o op) uint32 {
 	return a64Asrv
 }
 
+// access leaves in S2 the buffer and in S1 the offset of the load or store
+// at pc: without a check when provenIn proved it inside a region (the
+// region's buffer at the pointer's low 32 bits plus off, after a check of
+// the Runner's collection for global data, as on amd64), else through
+// check.
+func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
+	rg := c.proven[pc]
+	if rg == 0 {
+		c.check(pc, bpfBase, off, n, write)
+		return
+	}
+	c.nproven++
+	base := arm64Regs[bpfBase&15%11]
+	if rg != regionPacket {
+		c.movImm(aS1, uint64(uintptrOf(c.env.coll)))
+		c.cmpField(aCtx, offColl, aS1)
+		c.slowIf(aNE, pc)
+	}
+	c.ldr(aS2, aCtx, offRegions)
+	c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)
+	c.rrr(a64Orr&^a64W, aS1, aZR, base) // the offset: low 32 bits
+	switch {
+	case off >= 0 && off < 4096:
+		c.w(0x91000000 | uint32(off)<<10 | aS1<<5 | aS1)
+	case off < 0 && off > -4096:
+		c.w(0xd1000000 | uint32(-off)<<10 | aS1<<5 | aS1)
+	default:
+		c.movImm(aS3, uint64(int64(off)))
+		c.rrr(a64Add, aS1, aS1, aS3)
+	}
+}
+
 // check emits the region check of an n-byte access at reg(base)+off, as the
 // amd64 backend's (the same rules), and leaves the buffer in S2 and the
 // offset in S1.
 func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) {
+	c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
+}
+
+// checkIn is check with the region guessed given.
+func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) {
 	base := arm64Regs[bpfBase&15%11]
-	guess := guessRegion(bpfBase)
 	hi := offRegionHi
 	if write {
 		hi = offRegionWhi

@@ -2,14 +2,14 @@
 
 #include "textflag.h"
 
-// func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
+// func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
 // Loads BPF r0-r10 from reg into X0-X5 and X19-X23 (see jit_arm64.go),
 // calls the native code at entry with X24 = r (BL: the link register is
 // saved in this frame by the prologue), and stores r0-r10 back when it
-// returns. The native code uses no stack and leaves X18, X28 (g), X29 and
+// returns, with the exit code the code left in X9. The native code uses no stack and leaves X18, X28 (g), X29 and
 // SP alone.
-TEXT ·jitEnter(SB), NOSPLIT, $16-24
+TEXT ·jitEnter(SB), NOSPLIT, $16-32
 	MOVD r+0(FP), R24
 	MOVD reg+8(FP), R8
 	MOVD entry+16(FP), R9
@@ -25,6 +25,7 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-24
 	MOVD 72(R8), R22
 	MOVD 80(R8), R23
 	CALL (R9)
+	MOVD R9, exit+24(FP)
 	MOVD reg+8(FP), R8
 	MOVD R0, 0(R8)
 	MOVD R1, 8(R8)
@@ -39,11 +40,12 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-24
 	MOVD R23, 80(R8)
 	RET
 
-// func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+// func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
 //
-// jitEnter for the start of a run: r0-r9 zero but r1, r10 as given (reg is
-// not read), r0-r10 stored into reg on return.
-TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
+// jitEnter for the start of a run: r0-r9 zero but r1 and r10 as given (reg
+// is not read). It returns the exit code (X9) and r0, and stores
+// r0-r10 into reg only when the exit is not "done" (see the amd64 version).
+TEXT ·jitEnterRun(SB), NOSPLIT, $16-56
 	MOVD r+0(FP), R24
 	MOVD entry+16(FP), R9
 	MOVD r1+24(FP), R1
@@ -58,6 +60,11 @@ TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
 	MOVD ZR, R21
 	MOVD ZR, R22
 	CALL (R9)
+	MOVD R9, exit+40(FP)
+	MOVD R0, r0+48(FP)
+	AND $0xff, R9, R10
+	CMP $1, R10 // jitExitDone
+	BEQ done
 	MOVD reg+8(FP), R8
 	MOVD R0, 0(R8)
 	MOVD R1, 8(R8)
@@ -70,6 +77,7 @@ TEXT ·jitEnterFresh(SB), NOSPLIT, $16-40
 	MOVD R21, 64(R8)
 	MOVD R22, 72(R8)
 	MOVD R23, 80(R8)
+done:
 	RET
 
 // func jitFlush(p *byte, n uintptr)

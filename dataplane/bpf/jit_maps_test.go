@@ -82,7 +82,9 @@ func genMapProg(b []byte) asm.Instructions {
 				asm.FnMapLookupElem.Call())
 			var use asm.Instructions
 			off := int16(s.next()%12) - 2 // some past the 8-byte value
-			switch s.next() % 4 {
+			switch s.next() % 5 {
+			case 4: // the pointer itself (its region number) into the value
+				use = asm.Instructions{asm.StoreMem(asm.R0, 0, asm.R0, asm.DWord)}
 			case 0:
 				use = asm.Instructions{asm.LoadMem(asm.R3, asm.R0, 0, asm.DWord), asm.Add.Imm(asm.R3, int32(s.next())),
 					asm.StoreMem(asm.R0, 0, asm.R3, asm.DWord)}
@@ -199,12 +201,14 @@ func mapBytes(t *testing.T, c *Collection) []byte {
 }
 
 // jitMapDiff runs the program of b on three frames in both engines and
-// compares verdicts, faults, frames and maps after each run.
-func jitMapDiff(t *testing.T, b, pkt []byte) {
+// compares verdicts, faults, frames and maps after each run. It returns
+// how many accesses and lookups of the program the JIT compiled without a
+// check (provenIn) and natively.
+func jitMapDiff(t *testing.T, b, pkt []byte) (proven, native int) {
 	insns := genMapProg(b)
 	ci, pi, err := loadMapProg(insns, EngineInterp)
 	if err != nil {
-		return // some random programs do not load (e.g. a jump into lddw)
+		return 0, 0 // some random programs do not load (e.g. a jump into lddw)
 	}
 	defer ci.Close()
 	cj, pj, err := loadMapProg(insns, EngineJIT)
@@ -215,6 +219,7 @@ func jitMapDiff(t *testing.T, b, pkt []byte) {
 	if pj.Engine() != EngineJIT {
 		t.Fatal("not compiled")
 	}
+	j := pj.jit.Load()
 	ri, rj := NewRunner(0), NewRunner(0)
 	for run := 0; run < 3; run++ {
 		fi, bigI := guardedFrame(pkt)
@@ -230,6 +235,7 @@ func jitMapDiff(t *testing.T, b, pkt []byte) {
 			t.Fatalf("run %d: maps differ:\ninterp %x\njit    %x\n%v", run, mi, mj, insns)
 		}
 	}
+	return j.proven, j.native
 }
 
 // FuzzJITMaps: random map-using programs give the same verdicts, faults,
@@ -250,7 +256,7 @@ func TestJITMapsRandom(t *testing.T) {
 		n = 150
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
-	loaded := 0
+	loaded, proven, native := 0, 0, 0
 	for i := 0; i < n; i++ {
 		b := make([]byte, 16+rng.IntN(200))
 		for j := range b {
@@ -263,8 +269,16 @@ func TestJITMapsRandom(t *testing.T) {
 		if _, _, err := loadMapProg(genMapProg(b), EngineInterp); err == nil {
 			loaded++
 		}
-		jitMapDiff(t, b, pkt)
+		p, nt := jitMapDiff(t, b, pkt)
+		proven += p
+		native += nt
 	}
+	// The generator must reach the JIT's unchecked accesses and native
+	// lookups, or the comparison says nothing of them.
+	if proven == 0 || native == 0 {
+		t.Errorf("%d proven accesses, %d native lookups in all the programs", proven, native)
+	}
+	t.Logf("%d proven packet accesses, %d native lookups", proven, native)
 	if loaded < n/2 {
 		t.Fatalf("only %d of %d generated programs load", loaded, n)
 	}

@@ -6,14 +6,14 @@ package bpf
 
 const jitArch = false
 
-func compileNative(plain, fused []insn) (*jitProg, error) { return nil, ErrNoJIT }
+func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) { return nil, ErrNoJIT }
 
 func unmapCode([]byte) error { return nil }
 
-func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
+func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
 	panic("bpf: no JIT on this platform") // unreachable: no program has native code
 }
 
-func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) {
+func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (uint32, uint64) {
 	panic("bpf: no JIT on this platform")
 }

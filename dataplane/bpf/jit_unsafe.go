@@ -14,7 +14,6 @@ import (
 // header in it (re-read at every access: helpers run in Go may grow the
 // table), and the Frame through Runner.frame.
 var (
-	offExit       = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.exit))
 	offBudget     = int32(unsafe.Offsetof(Runner{}.budget))
 	offRegions    = int32(unsafe.Offsetof(Runner{}.regions))
 	offRegionsLen = offRegions + int32(unsafe.Sizeof(uintptr(0)))
@@ -66,24 +65,27 @@ func unmapCode(mem []byte) error {
 	return syscall.Munmap(mem)
 }
 
-// jitRun enters native code at entry with the Runner's state: see the
-// package documentation for the protocol.
-func jitRun(r *Runner, reg *[256]uint64, entry uintptr) {
-	jitEnter(unsafe.Pointer(r), reg, entry)
+// jitRun enters native code at entry with the Runner's state and returns
+// its exit code: see the package documentation for the protocol.
+func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
+	return uint32(jitEnter(unsafe.Pointer(r), reg, entry))
 }
 
 // jitEnter is the assembly trampoline (jit_amd64.s, jit_arm64.s).
 //
 //go:noescape
-func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr)
+func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 
-// jitEnterFresh is jitEnter for the start of a run: it does not read reg
-// but sets r1 and r10 and zeroes the other registers.
+// jitEnterRun is jitEnter for the start of a run: it does not read reg but
+// sets r1 and r10 and zeroes the other registers, and returns the exit code
+// and r0; it stores the registers into reg only when the exit is not done.
 //
 //go:noescape
-func jitEnterFresh(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64)
+func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
 
-// jitStart enters p's code at its first instruction for a new run.
-func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) {
-	jitEnterFresh(unsafe.Pointer(r), reg, entry, r1, r10)
+// jitStart enters p's code at its first instruction for a new run and
+// returns the exit code and r0 (reg holds r0-r10 unless the exit is done).
+func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit uint32, r0 uint64) {
+	e, v := jitEnterRun(unsafe.Pointer(r), reg, entry, r1, r10)
+	return uint32(e), v
 }

@@ -58,7 +58,8 @@ type callFrame struct {
 // per poll loop. Its memory is reused from run to run: Run does not allocate.
 type Runner struct {
 	cpu     int
-	regions []region // [0, regionStatic+len(coll.statics)) fixed for coll
+	regions []region // [0, fixed) fixed for coll
+	fixed   int      // regionStatic+len(coll.statics), set by bind
 	coll    *Collection
 	frame   *Frame
 	depth   int
@@ -105,7 +106,7 @@ type Runner struct {
 // NewRunner returns a Runner for one goroutine. cpu is the per-CPU map slot
 // its programs use and what bpf_get_smp_processor_id returns.
 func NewRunner(cpu int) *Runner {
-	r := &Runner{cpu: cpu, rng: uint64(time.Now().UnixNano())*2 + 1}
+	r := &Runner{cpu: cpu, fixed: regionStatic, rng: uint64(time.Now().UnixNano())*2 + 1}
 	// A separate allocation: 8-byte aligned, for atomics on the stack.
 	r.stack = make([]byte, stackSize)
 	r.regions = make([]region, regionStatic, 64)
@@ -139,6 +140,7 @@ func (r *Runner) bind(coll *Collection) {
 	if coll != nil {
 		n += len(coll.statics)
 	}
+	r.fixed = n
 	if len(r.regions) > n {
 		// Not cleared: entries past the length are never addressed (every
 		// access checks the region number against it), and addRegion
@@ -196,7 +198,16 @@ func (r *Runner) addRegion(b []byte, writable bool) uint64 {
 // ActionAborted and Fault says why, as does a verdict that is no XDP action
 // (the kernel warns and drops those). Frame offsets move when the program
 // calls the adjust helpers.
-func (r *Runner) Run(p *Program, f *Frame) (a Action) {
+//
+// A program with native code takes runJIT, whose first native round runs
+// without the recover (nothing on it can panic); the rest runs under it.
+func (r *Runner) Run(p *Program, f *Frame) Action {
+	return r.runJIT(p, f) // small enough to inline: one call per run
+}
+
+// runGuarded is Run under the recover that turns an internal panic into
+// ActionAborted.
+func (r *Runner) runGuarded(p *Program, f *Frame) (a Action) {
 	defer func() {
 		if e := recover(); e != nil {
 			r.internalFault(p)
@@ -209,6 +220,12 @@ func (r *Runner) Run(p *Program, f *Frame) (a Action) {
 // run is Run without the recover.
 func (r *Runner) run(p *Program, f *Frame) Action {
 	ret, ok := r.runFrame(p, f)
+	return r.verdict(p, ret, ok)
+}
+
+// verdict turns a run's raw return value into its action: ActionAborted
+// when it faulted (ok false) or returned no XDP action, which is a fault.
+func (r *Runner) verdict(p *Program, ret uint32, ok bool) Action {
 	if !ok {
 		return ActionAborted
 	}
@@ -288,8 +305,17 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 			next++
 		}
 	}()
+	var j *jitProg
+	if p != nil {
+		j = p.jit.Load()
+	}
 	for next = i; next < len(frames) && next < len(verdicts); next++ {
-		a := r.run(p, &frames[next])
+		var a Action
+		if j != nil {
+			a = r.runJIT(p, &frames[next])
+		} else {
+			a = r.run(p, &frames[next])
+		}
 		verdicts[next] = a
 		if a == ActionRedirect && next < len(redirects) {
 			redirects[next] = r.redirect
@@ -332,10 +358,11 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 	if j := p.jit.Load(); j != nil {
 		// fastJIT's first round, inline: most runs end in one. The
 		// trampoline sets the registers as below and stores them into reg
-		// (r11-r15 are never used: decode allows r0-r10).
-		jitStart(r, reg, j.base, regionCtx<<32, regionStack<<32|stackSize)
-		if e := uint32(r.jit.exit); e&0xff == jitExitDone && r.depth == 0 {
-			v = reg[0]
+		// only when the round did not end (r11-r15 are never used: decode
+		// allows r0-r10).
+		e, r0 := jitStart(r, reg, j.base, regionCtx<<32, regionStack<<32|stackSize)
+		if e&0xff == jitExitDone {
+			v = r0 // the first round calls no subprogram: depth is 0
 		} else {
 			v = r.resumeJIT(j, p, e, reg)
 		}
@@ -348,6 +375,12 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 			v = r.slow(q, pc, 0, reg)
 		}
 	}
+	return r.endRun(v)
+}
+
+// endRun ends a run whose r0 is v: it drops the ring buffer records not
+// submitted and counts a fault.
+func (r *Runner) endRun(v uint64) (ret uint32, ok bool) {
 	if len(r.records) != 0 {
 		r.dropRecords()
 	}

@@ -1,0 +1,151 @@
+//go:build linux && amd64
+
+package bpf
+
+// Native bpf_map_lookup_elem on arrays for the amd64 backend (see jitArray).
+
+// arrayAt is the native lookup for the helper call at pc, when it is
+// bpf_map_lookup_elem of an array map that r1 is loaded with in a straight
+// line before it.
+func (c *amd64Compiler) arrayAt(pc int) (jitArray, bool) {
+	if c.plain[pc].imm != helperMapLookupElem {
+		return jitArray{}, false
+	}
+	k, ok := mapAt(c.plain, c.targets, pc)
+	if !ok {
+		return jitArray{}, false
+	}
+	return c.env.arrayFor(k)
+}
+
+func ctxMem(disp int32) xmem { return xmem{base: xCtx, index: -1, disp: disp} }
+
+// cmpMemI compares the qword at m with imm (sign-extended, as CMP does).
+func (c *amd64Compiler) cmpMemI(m xmem, imm int32) {
+	if fits8(imm) {
+		c.rm(false, true, []byte{0x83}, 7, m, false)
+		c.byte1(byte(int8(imm)))
+		return
+	}
+	c.rm(false, true, []byte{0x81}, 7, m, false)
+	c.imm32(imm)
+}
+
+// arrayLookup emits the call at pc as the interpreter runs
+// bpf_map_lookup_elem on a (callHelper, mapRef.arrayValue, addRegion):
+// r0 = a pointer to the value's region, or 0 when the key is out of range;
+// r1-r5 are left as they were. What it does not handle natively (r1 not
+// the handle, another collection, a key that fails its load check, a
+// region table with no entry to reuse) goes to the slow path, which runs
+// the helper in Go from the start: nothing is written before that point.
+func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
+	c.movRI(xS1, int64(a.handle))
+	c.aluRR(true, 0x39, xDI, xS1) // cmp r1, handle
+	c.slowIf(ccNE, pc)
+	c.movRI(xS1, int64(a.coll))
+	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false) // cmp Runner.coll
+	c.slowIf(ccNE, pc)
+	// The key: 4 bytes at r2, checked as loadSlice checks them; r0 (RAX)
+	// is free, the call overwrites it.
+	m := c.checkIn(pc, 2, 0, 4, false, regionStack)
+	c.rm(false, false, []byte{0x8b}, xAX, m, false)
+	c.aluRI(true, 7, xAX, int32(a.max))
+	null := []int{c.jcc(ccAE)}
+	if a.ncpu != 1 {
+		// Slot (cpu*max + key); a CPU out of range (negative included,
+		// compared unsigned) finds nothing, as arrayValue.
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
+		c.aluRI(true, 7, xS1, int32(a.ncpu))
+		null = append(null, c.jcc(ccAE))
+		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
+		c.imm32(int32(a.max))
+		c.aluRR(true, 0x01, xAX, xS1)
+	}
+	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
+	c.imm32(int32(a.elem))
+	c.movRI(xS1, int64(a.data))
+	c.aluRR(true, 0x01, xAX, xS1) // RAX = the value's first byte
+	c.valueRegion(pc, a)
+	done := c.jmp()
+	for _, n := range null {
+		c.patch(n, len(c.b))
+	}
+	c.aluRR(false, 0x31, xAX, xAX) // NULL
+	c.patch(done, len(c.b))
+}
+
+// valueRegion turns the value address in RAX into its tagged pointer as
+// addRegion does: the region of the same value (address, length,
+// writability) among the last regionSearchBack entries of the table at or
+// above regionStatic, else the entry just past the table's end when it
+// still describes exactly this value (left by the same lookup in the last
+// run: the table's length grows by one), else the slow path (Go appends
+// the entry, or reports the table full). RCX (r4) is borrowed and put
+// back on every way out.
+func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
+	spill := ctxMem(offSpill)
+	c.rm(false, true, []byte{0x89}, xCX, spill, false)
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
+	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offRegionsLen), false) // n
+	c.rr(false, true, []byte{0x69}, xS1, xCX, false)
+	c.imm32(regionSize)
+	c.aluRR(true, 0x01, xS2, xS1) // S2 = &table[n]
+	size := int32(a.size)
+	var found, notFound []int
+	for t := int32(1); t <= regionSearchBack; t++ {
+		c.aluRI(true, 7, xCX, regionStatic+t-1)
+		notFound = append(notFound, c.jcc(ccBE)) // n-t < regionStatic
+		e := -t * regionSize
+		c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: e + offRegionBuf}, false)
+		next := []int{c.jcc(ccNE)}
+		c.cmpMemI(xmem{base: xS2, index: -1, disp: e + offRegionBufLen}, size)
+		next = append(next, c.jcc(ccNE))
+		c.cmpMemI(xmem{base: xS2, index: -1, disp: e + offRegionWhi}, 0)
+		if a.writable {
+			next = append(next, c.jcc(ccE))
+		} else {
+			next = append(next, c.jcc(ccNE))
+		}
+		c.rm(false, true, []byte{0x8d}, xAX, xmem{base: xCX, index: -1, disp: -t}, false) // n-t
+		found = append(found, c.jmp())
+		for _, j := range next {
+			c.patch(j, len(c.b))
+		}
+	}
+	for _, j := range notFound {
+		c.patch(j, len(c.b))
+	}
+	var restore []int
+	c.aluRI(true, 7, xCX, maxRegions)
+	restore = append(restore, c.jcc(ccAE))
+	c.rm(false, true, []byte{0x3b}, xCX, ctxMem(offRegionsCap), false)
+	restore = append(restore, c.jcc(ccAE))
+	w := int32(0)
+	if a.writable {
+		w = size
+	}
+	c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	restore = append(restore, c.jcc(ccNE))
+	for _, f := range []struct {
+		disp int32
+		v    int32
+	}{{offRegionBufLen, size}, {offRegionLo, 0}, {offRegionHi, size}, {offRegionWhi, w}} {
+		c.cmpMemI(xmem{base: xS2, index: -1, disp: f.disp}, f.v)
+		restore = append(restore, c.jcc(ccNE))
+	}
+	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xCX, index: -1, disp: 1}, false)
+	c.rm(false, true, []byte{0x89}, xS1, ctxMem(offRegionsLen), false) // len = n+1
+	c.aluRR(true, 0x89, xAX, xCX)
+	for _, j := range found {
+		c.patch(j, len(c.b))
+	}
+	c.shiftI(true, 4, xAX, 32) // the region number, offset 0
+	c.rm(false, true, []byte{0x8b}, xCX, spill, false)
+	end := c.jmp()
+	for _, j := range restore {
+		c.patch(j, len(c.b))
+	}
+	c.rm(false, true, []byte{0x8b}, xCX, spill, false)
+	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
+	c.patch(end, len(c.b))
+}

@@ -1,0 +1,141 @@
+//go:build linux && arm64
+
+package bpf
+
+// Native bpf_map_lookup_elem on arrays for the arm64 backend: the same
+// steps as the amd64 one (jit_amd64_maps.go), in X0 (r0, which the call
+// overwrites) and the scratch registers X9-X12; r1-r5 are left alone.
+
+// arrayAt is the native lookup for the helper call at pc, when it is
+// bpf_map_lookup_elem of an array map that r1 is loaded with in a straight
+// line before it.
+func (c *arm64Compiler) arrayAt(pc int) (jitArray, bool) {
+	if c.plain[pc].imm != helperMapLookupElem {
+		return jitArray{}, false
+	}
+	k, ok := mapAt(c.plain, c.targets, pc)
+	if !ok {
+		return jitArray{}, false
+	}
+	return c.env.arrayFor(k)
+}
+
+// A64 encodings used here (Arm ARM C6): CMP (shifted register) is SUBS
+// XZR, MUL is MADD with XZR, LSL #32 is UBFM #32, #31.
+const (
+	a64Cmp  = 0xeb00001f
+	a64Madd = 0x9b000000
+)
+
+func (c *arm64Compiler) cmp(n, m uint32) { c.rrr(a64Cmp, 0, n, m) }
+
+// ldrW is LDR Wt, [Xn, Xm] (32-bit load, register offset).
+func (c *arm64Compiler) ldrW(t, n, m uint32) { c.w(0xb8606800 | m<<16 | n<<5 | t) }
+
+// subImm is SUB Xd, Xn, #imm (imm below 4096).
+func (c *arm64Compiler) subImm(d, n, imm uint32) { c.w(0xd1000000 | imm<<10 | n<<5 | d) }
+
+func (c *arm64Compiler) mul(d, n, m uint32) { c.w(a64Madd | m<<16 | aZR<<10 | n<<5 | d) }
+
+// cmpField compares the qword at [base+off] with X m.
+func (c *arm64Compiler) cmpField(base uint32, off int32, m uint32) {
+	c.ldr(aS3, base, off)
+	c.cmp(aS3, m)
+}
+
+// arrayLookup emits the call at pc as the interpreter runs
+// bpf_map_lookup_elem on a; see the amd64 version for the contract.
+func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
+	c.movImm(aS1, a.handle)
+	c.cmp(1, aS1) // r1 is the handle
+	c.slowIf(aNE, pc)
+	c.movImm(aS1, uint64(a.coll))
+	c.cmpField(aCtx, offColl, aS1)
+	c.slowIf(aNE, pc)
+	c.checkIn(pc, 2, 0, 4, false, regionStack)
+	c.ldrW(0, aS2, aS1) // the key
+	c.movImm(aS3, a.max)
+	c.cmp(0, aS3)
+	null := []a64Fixup{c.branch(aHS)}
+	if a.ncpu != 1 {
+		c.ldr(aS3, aCtx, offCPU)
+		c.movImm(aS4, a.ncpu)
+		c.cmp(aS3, aS4) // unsigned: a negative CPU is out of range too
+		null = append(null, c.branch(aHS))
+		c.movImm(aS4, a.max)
+		c.mul(aS3, aS3, aS4)
+		c.rrr(a64Add, 0, 0, aS3)
+	}
+	c.movImm(aS3, a.elem)
+	c.mul(0, 0, aS3)
+	c.movImm(aS3, uint64(a.data))
+	c.rrr(a64Add, 0, 0, aS3) // X0 = the value's first byte
+	c.valueRegion(pc, a)
+	done := c.branch(aAL)
+	for _, f := range null {
+		c.patch(f, len(c.b))
+	}
+	c.movImm(0, 0) // NULL
+	c.patch(done, len(c.b))
+}
+
+// valueRegion turns the value address in X0 into its tagged pointer as
+// addRegion does (see the amd64 version): X9 = n, X10 = &table[n], X12 =
+// the value's size.
+func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
+	c.ldr(aS2, aCtx, offRegions)
+	c.ldr(aS1, aCtx, offRegionsLen)
+	c.movImm(aS3, uint64(regionSize))
+	c.w(a64Madd | aS3<<16 | aS2<<10 | aS1<<5 | aS2) // x10 = x9*size + x10
+	c.movImm(aS4, a.size)
+	var found, notFound []a64Fixup
+	for t := int32(1); t <= regionSearchBack; t++ {
+		c.w(0xf100001f | uint32(regionStatic+t-1)<<10 | aS1<<5) // cmp x9, #k
+		notFound = append(notFound, c.branch(aLS))              // n-t < regionStatic
+		e := -t * regionSize
+		c.cmpField(aS2, e+offRegionBuf, 0)
+		next := []a64Fixup{c.branch(aNE)}
+		c.cmpField(aS2, e+offRegionBufLen, aS4)
+		next = append(next, c.branch(aNE))
+		c.cmpField(aS2, e+offRegionWhi, aZR)
+		if a.writable {
+			next = append(next, c.branch(aEQ))
+		} else {
+			next = append(next, c.branch(aNE))
+		}
+		c.subImm(0, aS1, uint32(t)) // x0 = n - t
+		found = append(found, c.branch(aAL))
+		for _, f := range next {
+			c.patch(f, len(c.b))
+		}
+	}
+	for _, f := range notFound {
+		c.patch(f, len(c.b))
+	}
+	c.movImm(aS3, maxRegions)
+	c.cmp(aS1, aS3)
+	c.slowIf(aHS, pc)
+	c.cmpField(aCtx, offRegionsCap, aS1)
+	c.slowIf(aLS, pc) // cap <= n
+	c.cmpField(aS2, offRegionBuf, 0)
+	c.slowIf(aNE, pc)
+	w := uint64(0)
+	if a.writable {
+		w = a.size
+	}
+	c.movImm(aS5, w)
+	for _, f := range []struct {
+		off int32
+		m   uint32
+	}{{offRegionBufLen, aS4}, {offRegionLo, aZR}, {offRegionHi, aS4}, {offRegionWhi, aS5}} {
+		c.cmpField(aS2, f.off, f.m)
+		c.slowIf(aNE, pc)
+	}
+	c.w(0x91000000 | 1<<10 | aS1<<5 | aS3) // x11 = n + 1
+	c.str(aS3, aCtx, offRegionsLen)
+	c.rrr(a64Orr, 0, aZR, aS1) // x0 = n
+	for _, f := range found {
+		c.patch(f, len(c.b))
+	}
+	c.bfm(0xd3400000, 0, 0, 32, 31) // lsl x0, x0, #32
+}

@@ -1,0 +1,486 @@
+package bpf
+
+// Packet range analysis for the JIT: at load, a forward dataflow over the
+// plain instruction stream proves some packet loads and stores in bounds
+// because the program compared a pointer at least as far with data_end
+// first (clang's "if (data + N > data_end) return"), as the kernel's
+// verifier does (find_good_pkt_pointers in kernel/bpf/verifier.c marks the
+// range of every packet pointer with the same id after such a compare).
+// The backends emit those accesses without the region check; every other
+// access keeps it, so a program without the compare faults where the
+// interpreter does, naming the same instruction.
+//
+// What is tracked, per register, on every path (a must-analysis: paths
+// that disagree meet in "unknown"):
+//
+//   - pktPtr{id, c}: base(id) + c, where base(0) is the frame's data as the
+//     specialised context load (opLdCtxData) read it, and base(id) for
+//     id > 0 is a pointer data + a + v made by adding a scalar v in
+//     [0, max] to a packet pointer data + a, a >= 0 (the add at pc id-1);
+//   - pktEnd: data_end as opLdCtxDataEnd read it;
+//   - scalars with a known unsigned range [0, max] (loaded bytes and
+//     halves, masks, small shifts, constants): what a variable offset is;
+//
+// and per base id, the length N that a compare proved: base(id) + N <=
+// data_end. An access of n bytes at base(id) + c + off is proven when
+// 0 <= c+off and c+off+n <= N. Every figure is kept below maxRangeOff, so
+// that no value in the analysis carries out of the low 32 bits of a
+// tagged pointer (offsets in a frame are below 2^31): the 64-bit compares
+// of the program then order the offsets exactly as the region check would.
+//
+// Any call (helpers may move data and data_end; the kernel likewise
+// forgets packet ranges after them), tail call or entry of a subprogram
+// forgets everything. The native code of a proven access relies on the
+// context loads having read a frame: a bare run (RunRaw, no frame) of a
+// program with proven accesses runs in the interpreter (Runner.step).
+
+// maxRangeOff bounds every offset and scalar the analysis keeps.
+const maxRangeOff = 1 << 20
+
+// maxRangeInsns is the largest program analysed (the analysis is
+// quadratic at worst); larger ones keep every check.
+const maxRangeInsns = 1 << 14
+
+type rangeKind uint8
+
+const (
+	rkUnknown rangeKind = iota
+	rkScalar            // unsigned value in [0, v]
+	rkPkt               // base(id) + v
+	rkEnd               // data_end
+	rkStatic            // a tagged pointer in [v, v+w] (lddw of global data)
+)
+
+// rangeReg is what the analysis knows of one register.
+type rangeReg struct {
+	kind rangeKind
+	id   int32
+	v    int64
+	w    int64 // rkStatic: the width of the value's range
+}
+
+// baseFact is a packet pointer base: how far past data it may start (at
+// most off, at least 0) and how many bytes after it a compare proved.
+type baseFact struct {
+	id  int32
+	off int64 // base(id) <= data + off
+	n   int64 // base(id) + n <= data_end
+}
+
+// rangeState is the knowledge at one instruction; reached is false until
+// a path reaches it.
+type rangeState struct {
+	reached bool
+	regs    [11]rangeReg
+	bases   []baseFact // sorted by id; base 0 (data) is always present
+}
+
+func (s *rangeState) base(id int32) *baseFact {
+	for i := range s.bases {
+		if s.bases[i].id == id {
+			return &s.bases[i]
+		}
+	}
+	return nil
+}
+
+func (s *rangeState) clone() rangeState {
+	c := *s
+	c.bases = append([]baseFact(nil), s.bases...)
+	return c
+}
+
+// forget is the state after a call or at an entry: nothing known.
+func (s *rangeState) forget() {
+	s.regs = [11]rangeReg{}
+	s.bases = append(s.bases[:0], baseFact{})
+}
+
+// meet narrows s to what o also knows; it reports whether s changed.
+func (s *rangeState) meet(o *rangeState) bool {
+	if !o.reached {
+		return false
+	}
+	if !s.reached {
+		*s = o.clone()
+		return true
+	}
+	changed := false
+	for i := range s.regs {
+		if s.regs[i] != o.regs[i] && s.regs[i].kind != rkUnknown {
+			s.regs[i] = rangeReg{}
+			changed = true
+		}
+	}
+	kept := s.bases[:0]
+	for _, b := range s.bases {
+		ob := o.base(b.id)
+		switch {
+		case ob == nil:
+			changed = true
+			continue
+		case ob.off != b.off:
+			changed = true
+			continue
+		case ob.n < b.n:
+			b.n = ob.n
+			changed = true
+		}
+		kept = append(kept, b)
+	}
+	s.bases = kept
+	// A register pointing at a base no longer known is unknown.
+	for i := range s.regs {
+		if s.regs[i].kind == rkPkt && s.base(s.regs[i].id) == nil {
+			s.regs[i] = rangeReg{}
+		}
+	}
+	return changed
+}
+
+// provenIn returns, for each instruction of plain, the region a load or
+// store is proven to stay inside (regionPacket, or a global data region of
+// coll), or 0 when it must be checked.
+func provenIn(plain []insn, env jitEnv) []int32 {
+	proven := make([]int32, len(plain))
+	r := ranger{proven: proven}
+	if env.coll != nil {
+		r.statics = env.coll.statics
+	}
+	if !r.run(plain, env.funcs) {
+		clear(proven)
+	}
+	return proven
+}
+
+// ranger holds what stepRange needs besides the state: the collection's
+// global data regions (their bounds are fixed at load) and the result.
+type ranger struct {
+	statics []region
+	proven  []int32
+}
+
+// run computes the fixpoint and marks the accesses it proves; false means
+// it gave up (nothing may be taken as proven).
+func (rg *ranger) run(plain []insn, funcs []bool) bool {
+	proven := rg.proven
+	if len(plain) == 0 || len(plain) > maxRangeInsns {
+		return false
+	}
+	states := make([]rangeState, len(plain)+1)
+	entry := func(pc int) {
+		s := &states[pc]
+		s.reached = true
+		s.forget()
+	}
+	entry(0)
+	for pc := range plain {
+		if pc < len(funcs) && funcs[pc] {
+			entry(pc) // a subprogram: entered from calls
+		}
+		if in := plain[pc]; (in.op == opCallLocal || in.op == opLdFunc) && in.imm >= 0 && in.imm < int64(len(plain)) {
+			entry(int(in.imm))
+		}
+	}
+	work := []int{0}
+	for pc := range plain {
+		if states[pc].reached && pc != 0 {
+			work = append(work, pc)
+		}
+	}
+	for steps := 0; len(work) > 0; steps++ {
+		if steps > 64*len(plain) {
+			return false // no fixpoint in time
+		}
+		pc := work[len(work)-1]
+		work = work[:len(work)-1]
+		out := states[pc].clone()
+		taken, fall, jumps := rg.step(plain, pc, &out)
+		push := func(to int, s *rangeState) {
+			if to >= 0 && to < len(plain) && states[to].meet(s) {
+				work = append(work, to)
+			}
+		}
+		if jumps {
+			push(int(plain[pc].off), taken)
+		}
+		if fall != nil {
+			push(pc+1, fall)
+		}
+	}
+	// A proof holds only if it held on the last visit of every path, which
+	// the fixpoint's final states give: recompute from them.
+	clear(proven)
+	for pc := range plain {
+		if states[pc].reached {
+			s := states[pc].clone()
+			rg.step(plain, pc, &s)
+		}
+	}
+	return true
+}
+
+// step applies instruction pc to s (the state before it) and returns the
+// states on the taken edge (jumps) and the fall-through edge (nil when
+// there is none); it marks proven accesses.
+func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeState, jumps bool) {
+	in := plain[pc]
+	d, sr := int(in.dst), int(in.src)
+	if d > 10 || sr > 10 {
+		s.forget()
+		return nil, s, false
+	}
+	set := func(r rangeReg) { s.regs[d] = r }
+	switch o := in.op; {
+	case o == opExit:
+		return nil, nil, false
+	case o == opJA:
+		return s, nil, true
+	case o >= opJEQ64K && o <= opJSLE32X:
+		t := s.clone()
+		compareRange(in, &t, s)
+		return &t, s, true
+	case o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
+		s.forget()
+		return nil, s, false
+	case o == opLdCtxData:
+		set(rangeReg{kind: rkPkt})
+	case o == opLdCtxDataEnd:
+		set(rangeReg{kind: rkEnd})
+	case o == opLdMapValue:
+		set(rangeReg{kind: rkStatic, v: in.imm})
+	case o == opLdxB || o == opLdxH:
+		n, _ := loadSize(o)
+		rg.markAccess(s, pc, in.src, in.off, int64(n), false)
+		set(rangeReg{kind: rkScalar, v: 1<<(8*n) - 1})
+	case isLoad(o) || isStore(o):
+		base := in.src
+		if isStore(o) {
+			base = in.dst
+		}
+		var n int64
+		if isStore(o) {
+			n = int64(storeSize(o))
+		} else {
+			m, _ := loadSize(o)
+			n = int64(m)
+		}
+		rg.markAccess(s, pc, base, in.off, n, isStore(o))
+		if isLoad(o) {
+			set(rangeReg{})
+		}
+	case o == opMov64K || o == opMov32K:
+		v := in.imm
+		if o == opMov32K {
+			v = int64(uint32(v))
+		}
+		if v >= 0 && v < maxRangeOff {
+			set(rangeReg{kind: rkScalar, v: v})
+		} else {
+			set(rangeReg{})
+		}
+	case o == opMov64X:
+		set(s.regs[sr])
+	case o == opAdd64K:
+		set(addConst(s.regs[d], in.imm))
+	case o == opSub64K:
+		set(addConst(s.regs[d], -in.imm))
+	case o == opAdd64X:
+		set(s.addVar(pc, s.regs[d], s.regs[sr]))
+	case o == opAnd64K || o == opAnd32K:
+		r := s.regs[d]
+		k := in.imm
+		if o == opAnd32K {
+			k = int64(uint32(k))
+		}
+		switch {
+		case k >= 0 && k < maxRangeOff && r.kind == rkScalar:
+			set(rangeReg{kind: rkScalar, v: min(r.v, k)})
+		case k >= 0 && k < maxRangeOff && r.kind != rkPkt && r.kind != rkEnd && o == opAnd64K:
+			set(rangeReg{kind: rkScalar, v: k}) // any value & k is in [0, k]
+		default:
+			set(rangeReg{})
+		}
+	case o == opLsh64K:
+		r := s.regs[d]
+		if r.kind == rkScalar && in.imm >= 0 && in.imm < 20 && r.v<<in.imm < maxRangeOff {
+			set(rangeReg{kind: rkScalar, v: r.v << in.imm})
+		} else {
+			set(rangeReg{})
+		}
+	case o == opRsh64K:
+		r := s.regs[d]
+		if r.kind == rkScalar && in.imm >= 0 && in.imm < 64 {
+			set(rangeReg{kind: rkScalar, v: r.v >> in.imm})
+		} else {
+			set(rangeReg{})
+		}
+	case o == opNop:
+	case o == opAtomic32 || o == opAtomic64:
+		// The fetching forms write src (cmpxchg r0): forget both.
+		s.regs[sr], s.regs[0] = rangeReg{}, rangeReg{}
+	case o == opStB || o == opStH || o == opStW || o == opStDW:
+	default:
+		// Any other instruction writes dst with nothing known (ALU,
+		// lddw, moves with sign extension, division, ...).
+		set(rangeReg{})
+	}
+	return nil, s, false
+}
+
+func isLoad(o op) bool {
+	switch o {
+	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
+		return true
+	}
+	return false
+}
+
+func isStore(o op) bool {
+	switch o {
+	case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
+		return true
+	}
+	return false
+}
+
+// markAccess marks pc proven when an n-byte access at register base + off
+// lies inside the proved range of base's packet pointer, or inside the
+// global data region base points into (write: its writable part).
+func (rg *ranger) markAccess(s *rangeState, pc int, base uint8, off int32, n int64, write bool) {
+	if base > 10 {
+		return
+	}
+	r := s.regs[base]
+	switch r.kind {
+	case rkPkt:
+		b := s.base(r.id)
+		if b == nil {
+			return
+		}
+		lo := r.v + int64(off)
+		if lo >= 0 && lo+n <= b.n {
+			rg.proven[pc] = regionPacket
+		}
+	case rkStatic:
+		idx := uint64(r.v) >> 32
+		if idx < regionStatic || idx-regionStatic >= uint64(len(rg.statics)) {
+			return
+		}
+		reg := rg.statics[idx-regionStatic]
+		hi := reg.hi
+		if write {
+			hi = reg.whi
+		}
+		lo := int64(uint32(r.v)) + int64(off)
+		if lo >= int64(reg.lo) && lo+r.w+n <= int64(hi) && hi <= uint64(len(reg.buf)) {
+			rg.proven[pc] = int32(idx)
+		}
+	}
+}
+
+// addConst is r + k for a packet pointer, scalar or global data pointer
+// that stays in range.
+func addConst(r rangeReg, k int64) rangeReg {
+	switch r.kind {
+	case rkStatic:
+		if off := int64(uint32(r.v)) + k; off >= 0 && off < maxRangeOff {
+			return rangeReg{kind: rkStatic, v: r.v&^0xffffffff | off, w: r.w}
+		}
+	case rkPkt:
+		if v := r.v + k; v > -maxRangeOff && v < maxRangeOff {
+			return rangeReg{kind: rkPkt, id: r.id, v: v}
+		}
+	case rkScalar:
+		if v := r.v + k; k >= 0 && v < maxRangeOff {
+			return rangeReg{kind: rkScalar, v: v} // [k, v]: kept as [0, v]
+		}
+	}
+	return rangeReg{}
+}
+
+// addVar is the add at pc of src to the register r: a packet pointer at
+// base(id) + c, c >= 0, plus a scalar in [0, max] is a new base, id pc+1,
+// that starts at most (base's off) + c + max past data.
+func (s *rangeState) addVar(pc int, r, src rangeReg) rangeReg {
+	switch {
+	case r.kind == rkScalar && src.kind == rkScalar:
+		if v := r.v + src.v; v < maxRangeOff {
+			return rangeReg{kind: rkScalar, v: v}
+		}
+	case r.kind == rkScalar && src.kind == rkPkt, r.kind == rkScalar && src.kind == rkStatic:
+		return s.addVar(pc, src, r) // the same sum
+	case r.kind == rkStatic && src.kind == rkScalar:
+		if w := r.w + src.v; w < maxRangeOff && int64(uint32(r.v))+w < maxRangeOff {
+			return rangeReg{kind: rkStatic, v: r.v, w: w}
+		}
+	case r.kind == rkPkt && src.kind == rkScalar && r.v >= 0:
+		b := s.base(r.id)
+		if b == nil {
+			break
+		}
+		off := b.off + r.v + src.v
+		if off >= maxRangeOff {
+			break
+		}
+		id := int32(pc + 1)
+		if nb := s.base(id); nb != nil {
+			*nb = baseFact{id: id, off: off}
+		} else {
+			s.bases = append(s.bases, baseFact{id: id, off: off})
+		}
+		// Registers still pointing at an earlier base of this add no
+		// longer describe the new one.
+		for i := range s.regs {
+			if s.regs[i].kind == rkPkt && s.regs[i].id == id {
+				s.regs[i] = rangeReg{}
+			}
+		}
+		return rangeReg{kind: rkPkt, id: id}
+	}
+	return rangeReg{}
+}
+
+// compareRange records what a compare of a packet pointer with data_end
+// proves, on the edge where it holds: t is the state on the taken edge, f
+// on the fall-through one.
+func compareRange(in insn, t, f *rangeState) {
+	if in.src > 10 || in.dst > 10 {
+		return
+	}
+	// Only the 64-bit register forms: a 32-bit compare of pointers is
+	// not an order of the offsets.
+	var x, e rangeReg
+	var ptrFirst bool
+	a, b := f.regs[in.dst], f.regs[in.src]
+	switch {
+	case a.kind == rkPkt && b.kind == rkEnd:
+		x, e, ptrFirst = a, b, true
+	case a.kind == rkEnd && b.kind == rkPkt:
+		x, e = b, a
+	default:
+		return
+	}
+	_ = e
+	var on *rangeState
+	switch in.op {
+	case opJGT64X, opJGE64X: // ptr > end: holds (ptr <= end) when not taken
+		on = f
+		if !ptrFirst {
+			on = t // end > ptr, end >= ptr: ptr <= end when taken
+		}
+	case opJLT64X, opJLE64X: // ptr < end, ptr <= end: taken
+		on = t
+		if !ptrFirst {
+			on = f // end < ptr, end <= ptr: ptr <= end when not taken
+		}
+	default:
+		return
+	}
+	if x.v <= 0 {
+		return
+	}
+	if bf := on.base(x.id); bf != nil && x.v > bf.n {
+		bf.n = x.v
+	}
+}

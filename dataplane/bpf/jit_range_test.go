@@ -1,0 +1,288 @@
+package bpf
+
+import (
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// Tests of provenIn: which packet accesses the JIT emits without their
+// check, and that the programs that do not prove an access in bounds
+// (no compare, a compare too short, on one path only, before a helper, in
+// 32 bits, below data) fault exactly as in the interpreter, on frames of
+// every length around the bound.
+
+// loadRange loads an XDP program for engine e (no maps).
+func loadRange(t *testing.T, insns asm.Instructions, e Engine) *Program {
+	t.Helper()
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{
+		"rg": {Name: "rg", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
+	}}
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := c.Program("rg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// ctxPtrs: r2 = data, r3 = data_end (r1 is the context).
+var ctxPtrs = asm.Instructions{
+	asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
+	asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+}
+
+// bound is "r4 = r2 + n; if r4 > r3 goto out" (out returns XDP_PASS).
+func bound(n int32) asm.Instructions {
+	return asm.Instructions{asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, n), asm.JGT.Reg(asm.R4, asm.R3, "out")}
+}
+
+// rangeProg wraps body: r0 = XDP_DROP when it falls through, the loaded
+// value folded in.
+func rangeProg(body ...asm.Instructions) asm.Instructions {
+	out := asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Mov.Imm(asm.R5, 0)}
+	out = append(out, ctxPtrs...)
+	for _, b := range body {
+		out = append(out, b...)
+	}
+	return append(out,
+		asm.And.Imm(asm.R5, 0), asm.Mov.Imm(asm.R0, 1), asm.Or.Reg(asm.R0, asm.R5), asm.Return(),
+		asm.Mov.Imm(asm.R0, 2).WithSymbol("out"), asm.Return())
+}
+
+func ld(dst, base asm.Register, off int16, size asm.Size) asm.Instructions {
+	return asm.Instructions{asm.LoadMem(dst, base, off, size)}
+}
+
+func TestJITPacketRanges(t *testing.T) {
+	needJIT(t)
+	cases := map[string]struct {
+		insns  asm.Instructions
+		proven int
+	}{
+		"checked":      {rangeProg(bound(14), ld(asm.R5, asm.R2, 12, asm.Half), ld(asm.R5, asm.R2, 0, asm.DWord)), 2},
+		"store":        {rangeProg(bound(6), asm.Instructions{asm.StoreImm(asm.R2, 0, 7, asm.Word), asm.StoreMem(asm.R2, 4, asm.R0, asm.Half)}), 2},
+		"no check":     {rangeProg(ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		"one short":    {rangeProg(bound(13), ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		"below data":   {rangeProg(bound(14), ld(asm.R5, asm.R2, -2, asm.Half)), 0},
+		"32-bit check": {rangeProg(asm.Instructions{asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 14), asm.JGT.Reg32(asm.R4, asm.R3, "out")}, ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		"mirrored check": {rangeProg(asm.Instructions{asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 14),
+			asm.JLT.Reg(asm.R3, asm.R4, "out")}, ld(asm.R5, asm.R2, 12, asm.Half)), 1},
+		"taken check": {rangeProg(asm.Instructions{asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 14),
+			asm.JLE.Reg(asm.R4, asm.R3, "ok"), asm.Ja.Label("out"), asm.Mov.Imm(asm.R5, 0).WithSymbol("ok")},
+			ld(asm.R5, asm.R2, 12, asm.Half)), 1},
+		// Checked on one path only: the paths meet before the load.
+		"one path": {rangeProg(asm.Instructions{asm.JEq.Imm(asm.R0, 1, "skip")}, bound(14),
+			asm.Instructions{asm.Mov.Imm(asm.R5, 0).WithSymbol("skip")}, ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		// A helper may move data: the compare before it proves nothing
+		// after it (adjust_head by 0 keeps the frame as it is).
+		"after a helper": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1), asm.Mov.Imm(asm.R2, 0),
+			asm.FnXdpAdjustHead.Call(), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		// The variable offset of an IPv4 header: data + 14 + ihl*4.
+		"variable offset": {rangeProg(bound(15), ld(asm.R6, asm.R2, 14, asm.Byte), asm.Instructions{
+			asm.And.Imm(asm.R6, 15), asm.LSh.Imm(asm.R6, 2), asm.Add.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R4, asm.R6),
+			asm.Add.Imm(asm.R4, 18), asm.JGT.Reg(asm.R4, asm.R3, "out")}, ld(asm.R5, asm.R6, 16, asm.Half)), 2},
+		"variable offset, checked short": {rangeProg(bound(15), ld(asm.R6, asm.R2, 14, asm.Byte), asm.Instructions{
+			asm.And.Imm(asm.R6, 15), asm.LSh.Imm(asm.R6, 2), asm.Add.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R4, asm.R6),
+			asm.Add.Imm(asm.R4, 17), asm.JGT.Reg(asm.R4, asm.R3, "out")}, ld(asm.R5, asm.R6, 16, asm.Half)), 1},
+		// An offset with no bound (a full byte loaded, no mask... then
+		// shifted past what the analysis keeps): the check before it
+		// proves only the loaded byte.
+		"unbounded offset": {rangeProg(bound(15), ld(asm.R6, asm.R2, 14, asm.Byte), asm.Instructions{
+			asm.LSh.Imm(asm.R6, 24), asm.Add.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R4, asm.R6),
+			asm.Add.Imm(asm.R4, 18), asm.JGT.Reg(asm.R4, asm.R3, "out")}, ld(asm.R5, asm.R6, 16, asm.Half)), 1},
+		// A loop walking the packet: the pointer differs per iteration, so
+		// the paths into the loop meet with nothing known of it.
+		"loop": {rangeProg(asm.Instructions{
+			asm.Mov.Reg(asm.R4, asm.R2).WithSymbol("loop"), asm.Add.Imm(asm.R4, 2), asm.JGT.Reg(asm.R4, asm.R3, "out"),
+			asm.LoadMem(asm.R5, asm.R2, 0, asm.Half), asm.Add.Imm(asm.R2, 2), asm.JNE.Imm(asm.R5, 0, "loop"),
+			asm.LoadMem(asm.R5, asm.R2, 2, asm.Half)}), 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pi := loadRange(t, tc.insns, EngineInterp)
+			pj := loadRange(t, tc.insns, EngineJIT)
+			if n := pj.jit.Load().proven; n != tc.proven {
+				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
+			}
+			ri, rj := NewRunner(0), NewRunner(0)
+			full := udpFrame(9)
+			full[14] = 0x4f // ihl 15: the variable offsets reach 74
+			for l := 0; l <= len(full); l++ {
+				pkt := full[:l]
+				fi, bigI := guardedFrame(pkt)
+				fj, bigJ := guardedFrame(pkt)
+				vi, oki := ri.RunFrame(pi, fi)
+				vj, okj := rj.RunFrame(pj, fj)
+				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+					t.Fatalf("%d-byte frame: interpreter %#x %v (%v), JIT %#x %v (%v)", l, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+				}
+				if string(bigI) != string(bigJ) {
+					t.Fatalf("%d-byte frame: buffers differ", l)
+				}
+				// A bare run: the JIT's program runs in the interpreter
+				// when it has proven accesses, with the same result.
+				mi, mj := append([]byte(nil), pkt...), append([]byte(nil), pkt...)
+				gi, ei := ri.RunRaw(pi, mi)
+				gj, ej := rj.RunRaw(pj, mj)
+				if gi != gj || errString(ei) != errString(ej) || string(mi) != string(mj) {
+					t.Fatalf("%d-byte raw run: interpreter %#x (%v), JIT %#x (%v)", l, gi, ei, gj, ej)
+				}
+			}
+		})
+	}
+}
+
+// TestJITPacketRangesSeeTheFrame: a proven load reads the frame's bytes
+// at its data offset, with headroom and metadata in front and data moved
+// by the frame's offsets (not a fixed buffer position).
+func TestJITPacketRangesSeeTheFrame(t *testing.T) {
+	needJIT(t)
+	insns := rangeProg(bound(4), ld(asm.R0, asm.R2, 0, asm.Word), asm.Instructions{asm.Return()})
+	p := loadRange(t, insns, EngineJIT)
+	if p.jit.Load().proven != 1 {
+		t.Fatal("the load is not proven")
+	}
+	r := NewRunner(0)
+	buf := make([]byte, 512)
+	for i := range buf {
+		buf[i] = byte(i)
+	}
+	for _, data := range []int{0, 1, 100, 300} {
+		f := &Frame{Buf: buf, DataMeta: max(0, data-8), Data: data, DataEnd: data + 4}
+		v, ok := r.RunFrame(p, f)
+		want := uint32(byte(data)) | uint32(byte(data+1))<<8 | uint32(byte(data+2))<<16 | uint32(byte(data+3))<<24
+		if !ok || v != want {
+			t.Errorf("data at %d: %#x %v (%v), want %#x", data, v, ok, r.Fault(), want)
+		}
+	}
+}
+
+// loadGlobals loads insns with a 16-byte .data and a 4-byte read-only
+// .rodata for engine e.
+func loadGlobals(t *testing.T, insns asm.Instructions, e Engine) (*Collection, *Program) {
+	t.Helper()
+	spec := &ebpf.CollectionSpec{
+		Maps: map[string]*ebpf.MapSpec{
+			".data": {Name: ".data", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: 1,
+				Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}}}},
+			".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1,
+				Flags: uint32(maps.FlagRdonlyProg), Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte{2, 1, 2, 3}}}},
+		},
+		Programs: map[string]*ebpf.ProgramSpec{
+			"gl": {Name: "gl", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
+		},
+	}
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := c.Program("gl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, p
+}
+
+func data(dst asm.Register, off uint32) asm.Instruction {
+	return asm.LoadMapValue(dst, 0, off).WithReference(".data")
+}
+
+// TestJITGlobalRanges: accesses to global data at constant offsets, and
+// through an index of known range, are proven against the region's fixed
+// bounds (the writable part for stores); those past the end, stores to
+// .rodata and unbounded indexes stay checked and fault as in the
+// interpreter.
+func TestJITGlobalRanges(t *testing.T) {
+	needJIT(t)
+	ret := asm.Instructions{asm.And.Imm(asm.R0, 0xff), asm.Return()}
+	cases := map[string]struct {
+		insns  asm.Instructions
+		proven int
+	}{
+		"counter": {append(asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 0, asm.DWord),
+			asm.Add.Imm(asm.R0, 1), asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord)}, ret...), 2},
+		"last bytes":   {append(asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 7, asm.Byte)}, ret...), 1},
+		"past the end": {append(asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 5, asm.Word)}, ret...), 0},
+		"rodata store": {append(asm.Instructions{asm.LoadMapValue(asm.R1, 0, 0).WithReference(".rodata"),
+			asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte), asm.StoreImm(asm.R1, 0, 9, asm.Byte)}, ret...), 1},
+		// A table indexed by a loaded byte & 3 (xdp_globals' tos_verdict).
+		"indexed": {append(asm.Instructions{asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+			asm.Mov.Imm(asm.R0, 0), asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 1), asm.JGT.Reg(asm.R4, asm.R3, "out"),
+			asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.And.Imm(asm.R4, 3),
+			asm.LoadMapValue(asm.R5, 0, 0).WithReference(".rodata"), asm.Add.Reg(asm.R5, asm.R4),
+			asm.LoadMem(asm.R0, asm.R5, 0, asm.Byte), asm.Return().WithSymbol("out")}, ret...), 2},
+		"indexed past the end": {append(asm.Instructions{asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+			asm.Mov.Imm(asm.R0, 0), asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 1), asm.JGT.Reg(asm.R4, asm.R3, "out"),
+			asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.And.Imm(asm.R4, 7),
+			asm.LoadMapValue(asm.R5, 0, 0).WithReference(".rodata"), asm.Add.Reg(asm.R5, asm.R4),
+			asm.LoadMem(asm.R0, asm.R5, 0, asm.Byte), asm.Return().WithSymbol("out")}, ret...), 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ci, pi := loadGlobals(t, tc.insns, EngineInterp)
+			cj, pj := loadGlobals(t, tc.insns, EngineJIT)
+			if n := pj.jit.Load().proven; n != tc.proven {
+				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
+			}
+			ri, rj := NewRunner(0), NewRunner(0)
+			for b := 0; b < 8; b++ {
+				pkt := []byte{byte(b), 0, 0, 0}
+				vi, oki := ri.RunFrame(pi, newFrame(pkt))
+				vj, okj := rj.RunFrame(pj, newFrame(pkt))
+				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+					t.Fatalf("byte %d: interpreter %#x %v (%v), JIT %#x %v (%v)", b, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+				}
+				for _, m := range []string{".data", ".rodata"} {
+					mi, _ := ci.Map(m)
+					mj, _ := cj.Map(m)
+					if string(mi.(*maps.Array).Bytes()) != string(mj.(*maps.Array).Bytes()) {
+						t.Fatalf("byte %d: %s differs", b, m)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestJITGlobalRangesCollection: the native code of a proven global data
+// access leaves for the slow path when the Runner is bound to another
+// collection, whose region table the proof says nothing of.
+func TestJITGlobalRangesCollection(t *testing.T) {
+	needJIT(t)
+	insns := asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte), asm.Return()}
+	c, p := loadGlobals(t, insns, EngineJIT)
+	other := loadRange(t, rangeProg(), EngineJIT).coll
+	j := p.jit.Load()
+	if j.proven != 1 {
+		t.Fatalf("%d proven", j.proven)
+	}
+	for _, tc := range []struct {
+		coll *Collection
+		slow bool
+	}{{c, false}, {other, true}} {
+		r := NewRunner(0)
+		r.bind(tc.coll)
+		f := newFrame(udpFrame(9))
+		r.frame = f
+		r.setPacket(f)
+		reg := &r.regs[0]
+		clear(reg[:])
+		reg[10] = regionStack<<32 | stackSize
+		e := jitRun(r, reg, j.base)
+		slow := e&0xff == jitExitSlow && e>>8 == 2 // the load, after the lddw's two slots
+		if slow != tc.slow || !slow && reg[0] != 9 {
+			t.Errorf("bound to the program's collection %v: exit %#x, r0 %d", tc.coll == c, e, reg[0])
+		}
+	}
+}
