@@ -341,7 +341,7 @@ var opTable = [numOps]opInfo{
 
 // ja32Info is the JMP32 form of ja ("gotol", RFC 9669 section 4.3: the
 // offset is in imm); it decodes to opJA with the target made absolute.
-var ja32Info = opInfo{name: "ja32", code: j32 | jmpJA, form: formJA32, jit: jitNative}
+var ja32Info = opInfo{name: "ja32", code: j32 | jmpJA, form: formJA32}
 
 // Variants the table also decodes to an operation of another row: the
 // second map and map-value encodings of lddw (BPF_PSEUDO_MAP_IDX and
@@ -412,6 +412,8 @@ var byCode = func() (t [256][]decodable) {
 	}
 	for i := range aliasInfo {
 		a := &aliasInfo[i]
+		// An alias runs as the operation it decodes to.
+		a.info.slow, a.info.jit = opTable[a.op].slow, opTable[a.op].jit
 		t[a.info.code] = append(t[a.info.code], decodable{a.op, &a.info})
 	}
 	return t
