@@ -1,13 +1,8 @@
 package bpf
 
 import (
-	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"strings"
-
-	"github.com/cilium/ebpf/asm"
 )
 
 // Load-time check failures. A *LoadError wraps one of them.
@@ -51,18 +46,13 @@ func (e *LoadError) Error() string {
 
 func (e *LoadError) Unwrap() error { return e.Err }
 
-// disasmAt formats the instruction at slot i of raw, with cilium/ebpf's
-// disassembler, or as hex when it cannot be decoded.
+// disasmAt formats the instruction at slot i of raw in llvm-objdump's
+// syntax (InsnText), for load errors and faults.
 func disasmAt(raw []byte, i int) string {
 	if i < 0 || (i+1)*insnSize > len(raw) {
 		return "?"
 	}
-	var ins asm.Instruction
-	if err := ins.Unmarshal(bytes.NewReader(raw[i*insnSize:]), binary.LittleEndian, "linux"); err != nil {
-		return fmt.Sprintf("%x", raw[i*insnSize:(i+1)*insnSize])
-	}
-	s := fmt.Sprint(ins)
-	return strings.TrimSpace(s)
+	return InsnText(raw[i*insnSize:], i, nil)
 }
 
 // decodeEnv resolves what an instruction stream refers to outside itself.

@@ -154,9 +154,9 @@
 // register (R14) and X15 afterwards on amd64, which the code clobbers.
 //
 // What of the kernel's verifier xnic enforces, and when. A program that
-// loads in the kernel loads in xnic (xnic also takes callx and shift counts
-// past the width, which it masks, as the conformance suite wants); the
-// reverse holds for the rules checked at load, and the rules checked only at run time make xnic end the run
+// loads in the kernel loads in xnic (xnic also takes callx, shift counts
+// past the width, which it masks, and division by a constant zero, as the
+// conformance suite wants); the reverse holds for the rules checked at load, and the rules checked only at run time make xnic end the run
 // where the kernel would have refused the program.
 //
 // At load (a LoadError naming the program and instruction): opcodes and
