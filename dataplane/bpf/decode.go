@@ -366,7 +366,8 @@ func (d *decoder) lddw(i int, in *insn) error {
 // other writes end it; subprogram entries start with none. Clang keeps the
 // context in r6 and reloads data/data_end after every helper call, so this
 // covers most context loads. In a bare (conformance) run there is no frame
-// and the loads act as plain loads.
+// and the loads act as plain loads. The specialised loads carry the packet
+// region's tag in imm (regionPacket<<32).
 func specialiseCtx(code []insn, funcs []bool) {
 	n := len(code)
 	const all = uint16(1<<11 - 1)
@@ -444,11 +445,11 @@ func specialiseCtx(code []insn, funcs []bool) {
 		}
 		switch c.off {
 		case xdpMdData:
-			c.op = opLdCtxData
+			c.op, c.imm = opLdCtxData, regionPacket<<32
 		case xdpMdDataEnd:
-			c.op = opLdCtxDataEnd
+			c.op, c.imm = opLdCtxDataEnd, regionPacket<<32
 		case xdpMdDataMeta:
-			c.op = opLdCtxDataMeta
+			c.op, c.imm = opLdCtxDataMeta, regionPacket<<32
 		}
 	}
 }

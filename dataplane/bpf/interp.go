@@ -668,22 +668,25 @@ fast:
 			wr64(m, reg[in.src])
 
 		// Context loads specialised at load: the frame's fields as packet
-		// pointers (a bare run has no frame: the slow level loads).
+		// pointers, tagged with imm (regionPacket<<32, set by
+		// specialiseCtx: a constant here would make the compiler keep it
+		// in a register and reload it at the end of every case). A bare
+		// run has no frame: the slow level loads.
 		case opLdCtxData:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.Data)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.Data)
 		case opLdCtxDataEnd:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataEnd)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
 		case opLdCtxDataMeta:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataMeta)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataMeta)
 
 		// Wide loads take two slots.
 		case opLdImm64, opLdMapValue:

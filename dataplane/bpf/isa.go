@@ -219,7 +219,7 @@ const (
 
 	// Loads of xdp_md.data, data_end and data_meta through a register that
 	// holds the context on every path (see specialiseCtx); never decoded
-	// from an opcode of their own.
+	// from an opcode of their own. imm holds the packet region's tag.
 	opLdCtxData
 	opLdCtxDataEnd
 	opLdCtxDataMeta
