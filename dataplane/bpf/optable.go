@@ -124,7 +124,7 @@ const (
 
 // opInfo describes one operation.
 type opInfo struct {
-	name string // for messages and tests: "add64 K", "ldxw"
+	name string // for messages and tests: "add64 K", "ldxw"; unique
 	// code is the opcode byte (RFC 9669 section 3): class in bits 2:0,
 	// then source and operation (ALU, JMP) or size and mode (loads and
 	// stores).
@@ -147,9 +147,9 @@ type opInfo struct {
 	jit  jitPath
 }
 
-// aluOp and the helpers below spell out the table's rows: one call per
-// operation, its four encodings (64/32-bit, K/X) derived from RFC 9669's
-// layout.
+// alu, jmp and mem spell out the table's rows, one call per row, with the
+// fields every row of their kind shares (all compiled natively by the JIT;
+// 32-bit K jumps compare the immediate's 32 bits, zero-extended).
 func alu(name string, code uint8, f form, width uint8, sym string, imm immRule, slow bool) opInfo {
 	return opInfo{name: name, code: code, form: f, width: width, sym: sym, imm: imm, slow: slow, jit: jitNative}
 }
@@ -339,10 +339,6 @@ var opTable = [numOps]opInfo{
 	opLdIndB: {name: "ldindb", code: classLD | modeIND | sizeB, form: formLegacy, width: 1},
 }
 
-// ja32Info is the JMP32 form of ja ("gotol", RFC 9669 section 4.3: the
-// offset is in imm); it decodes to opJA with the target made absolute.
-var ja32Info = opInfo{name: "ja32", code: j32 | jmpJA, form: formJA32}
-
 // Variants the table also decodes to an operation of another row: the
 // second map and map-value encodings of lddw (BPF_PSEUDO_MAP_IDX and
 // BPF_PSEUDO_MAP_IDX_VALUE, resolved as the first ones), and ja32.
@@ -352,7 +348,9 @@ var aliasInfo = []struct {
 }{
 	{opInfo{name: "lddw map idx", code: classLD | modeIMM | sizeDW, form: formLddw, key: pseudoMapIdx, width: 64}, opLdMap},
 	{opInfo{name: "lddw map idx value", code: classLD | modeIMM | sizeDW, form: formLddw, key: pseudoMapIdxValue, width: 64}, opLdMapValue},
-	{ja32Info, opJA},
+	// ja in the JMP32 class ("gotol", RFC 9669 section 4.3) takes its
+	// offset from imm; decoded, the target is absolute as for ja.
+	{opInfo{name: "ja32", code: j32 | jmpJA, form: formJA32}, opJA},
 	// ALU64 with the END operation and src bit 0: the unconditional
 	// byte swap (RFC 9669 section 4.2).
 	{withKey(opInfo{name: "bswap16", code: a64 | srcK | aluEnd, form: formEnd, width: 16, sym: "bswap"}, 16), opSwap16},
