@@ -13,12 +13,14 @@ import (
 // checks the bounds of that one region, so no address can reach memory
 // outside the regions whatever the program computes.
 //
-// The loop has two levels. The inner loop runs the common instructions (ALU,
-// jumps, loads and stores that hit their region, wide loads, returns) and
-// calls no function, so the compiler keeps its state in registers. Anything
-// else (helpers, local calls, tail calls, atomics, context loads, faults,
-// the end of the budget) leaves it for the outer switch, which redoes that
-// one instruction on the slow path.
+// The loop has two levels, split as opTable's slow flag says. The inner
+// loop (fast) runs the common instructions (ALU, jumps, loads and stores
+// that hit their region, wide loads, returns) and calls no function, so the
+// compiler keeps its state in registers. Anything else (helpers, local
+// calls, tail calls, atomics, division, shifts by a register) and whatever
+// fast refuses (faults, context loads without a frame, the end of the
+// budget) goes to the outer loop (slow), which runs that one instruction
+// and returns to fast.
 func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 	base := r.depth
 	if uint(base) >= uint(len(r.regs)) {
@@ -108,13 +110,13 @@ func (r *Runner) slowLdx(p *Program, pc int, in *insn, reg *[256]uint64) bool {
 // slowAtomic runs an atomic read-modify-write; a fault names pc.
 func (r *Runner) slowAtomic(p *Program, pc int, in *insn, h *[16]uint64) bool {
 	n, _ := loadSize(in.op)
-	a := reg16(h, in.dst) + uint64(int64(in.off))
+	a := h[in.dst&15] + uint64(int64(in.off))
 	b := storeSlice(r.regions, a, n)
 	if b == nil {
 		r.storeFault(p, pc, a, n)
 		return false
 	}
-	ok := false
+	var ok bool
 	if n == 4 {
 		ok = atomic32(b, in.imm, h, in.src&15)
 	} else {
@@ -125,8 +127,6 @@ func (r *Runner) slowAtomic(p *Program, pc int, in *insn, h *[16]uint64) bool {
 	}
 	return ok
 }
-
-func reg16(h *[16]uint64, i uint8) uint64 { return h[i&15] }
 
 // slowCall runs a call at pc (helper, tail call, local call, callx) and
 // returns where to go on; false: a fault (recorded).
