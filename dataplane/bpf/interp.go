@@ -723,13 +723,14 @@ fast:
 		// A taken jump; a backward one charges the instruction budget
 		// the distance back plus one, and past the budget leaves for the
 		// slow level, which reports the fault at pc.
+		t := int(in.off) // read once: the budget store may alias code
 		if in.back != 0 {
-			r.budget -= int64(pc-int(in.off)) + 1
+			r.budget -= int64(pc-t) + 1
 			if r.budget < 0 {
 				break fast
 			}
 		}
-		pc = int(in.off)
+		pc = t
 	}
 	return pc, p, false
 }
