@@ -14,6 +14,17 @@
 // (imm/reg, 32/64-bit, sign-extending forms, sdiv/smod, ...) gets its own
 // internal operation so the hot loop does one switch per instruction.
 //
+// The operation table (optable.go) describes each of those operations once:
+// opcode, operand form, the field that selects among variants sharing an
+// opcode, width, signedness, how the immediate is stored, the fields the
+// kernel's verifier reserves, the operator llvm-objdump prints, the
+// interpreter level that runs it and what the JIT backends do with it.
+// Decoding and its field checks, the interpreter's split into levels,
+// InsnText (the llvm-objdump syntax, used by xnic prog objdump and prog
+// disasm) and the JIT's contract are all read from it, and tests hold it to
+// RFC 9669's opcode list, to the kernel's verifier (the same instructions
+// accepted and refused), to the run loop and to each JIT backend.
+//
 // Execution: a Runner (one per poll goroutine; not safe for concurrent use)
 // runs a Program on a Frame (the xdp_buff). Pointers are tagged 64-bit values:
 // the high 32 bits name a region in the Runner's region table (context, stack,
@@ -44,33 +55,23 @@
 // as the bpf_conformance suite does (r1 = memory, r2 = its length).
 //
 // Speed: the run loop has a fast level that calls no function (ALU, jumps,
-// loads and stores that hit their region, returns) and a slow level for
-// helpers, calls, atomics, division, shifts by a register and faults. The
-// fast level calls no function, so the compiler keeps its state in registers
-// (its bounds checks are spelled out for that reason). The register file is
-// 256 entries so that register fields index it without a mask, and the
-// switch covers all 256 op values so that its jump table needs no range
-// check. At load, the patterns clang emits are fused into one operation
-// each: "rX = rY; rX += K" and the packet bounds check that follows it
-// ("if rX > data_end goto", with or without "r0 = verdict" in between), a
-// move before a conditional jump, the byte-wise u16 load (both byte orders)
-// and the test of its value, a byte or u16 load and the ==/!= test of it,
-// an and with a constant (of a moved copy, or in place) and the ==/!= test
-// of the result, the counter
-// update "r = *p; r += K; *p = r", the map lookup with its key on the stack
-// and its null test (one slow-path operation), the two context loads
-// at the start, a u16 load and the be16 of it, "r0 = K; exit",
-// "r = s; r >>= K" and "r <<= K; r |= s" (byte-wise stores and loads), and two
-// u16 or u32 loads (or stores) in a row through the same pointer, checked
-// as one span (header rewrites such as MAC swaps). Loads of data, data_end and data_meta through a register
-// that holds the context on every path (a small dataflow analysis) read the
-// frame directly. A fused group keeps its later slots unchanged, is never
-// the target of a jump, jumps only forward, and on any fault falls back to
-// running its first instruction alone on the slow path, so faults name the
-// instruction that really faults. Map lookups return a region for the
-// value, so a program's further accesses need no helper; a lookup that
-// finds the region it made in the last run reuses it. RunBurst runs a burst
-// of frames under one recover instead of one per frame.
+// loads and stores that hit their region, wide loads, returns) and a slow
+// level for helpers, calls, atomics, division, shifts by a register and
+// faults (opTable's slow flag says which). The fast level calls no
+// function but small helpers the compiler inlines, so it keeps its state in
+// registers. The register file is 256 entries so that register fields index
+// it without a mask, and the switch covers all 256 op values so that its
+// jump table needs no range check. A taken backward jump charges the
+// instruction budget in one place (its distance back plus one); calls
+// charge it on the slow level by the same rule. The interpreter runs the
+// instructions as decoded, one at a time: it fuses no patterns (the JIT,
+// which compiles the same stream, is the fast engine), so a fault always
+// names the instruction that faults. Loads of data, data_end and data_meta
+// through a register that holds the context on every path (a small
+// dataflow analysis) read the frame directly. Map lookups return a region
+// for the value, so a program's further accesses need no helper; a lookup
+// that finds the region it made in the last run reuses it. RunBurst runs a
+// burst of frames under one recover instead of one per frame.
 // BenchmarkReference measures the reference parser.
 //
 // The hot loop is sensitive to code alignment: its dispatch sequence is
@@ -87,8 +88,8 @@
 // Options.Engine picks the engine: EngineDefault (the JIT where
 // JITAvailable, else the interpreter), EngineInterp or EngineJIT. With the
 // JIT, every program is compiled at load from its decoded instruction
-// stream before fusion (decodeProgram keeps it; context loads specialised
-// as for the interpreter) to machine code for the platform; the front end
+// stream (the one the interpreter runs, context loads specialised) to
+// machine code for the platform; the front end
 // (jit.go: exits, budget charges, region guesses) is common, the backend is
 // a file set per architecture (jit_amd64.go and .s, jit_arm64.go and .s;
 // arm64 also cleans and invalidates the caches over the code before sealing
@@ -108,8 +109,7 @@
 // the interpreter's fast path, inline for the region guessed (the stack
 // through r10, else the packet) and out of line for the others, unless the
 // range analysis below proved it; backward jumps charge the instruction
-// budget by the same amounts (from the fused move where the interpreter
-// fuses "wX = K" with the jump, so a budget fault names the same slot);
+// budget by the same amounts, so a budget fault names the same slot;
 // division and modulo give the interpreter's results for a zero divisor and
 // INT_MIN / -1 (amd64 branches around DIV, arm64's UDIV/SDIV never trap);
 // atomics check the region and the natural alignment the interpreter
@@ -207,13 +207,16 @@
 // register (R14) and X15 afterwards on amd64, which the code clobbers.
 //
 // What of the kernel's verifier xnic enforces, and when. A program that
-// loads in the kernel loads in xnic; the reverse holds for the rules checked
-// at load, and the rules checked only at run time make xnic end the run
+// loads in the kernel loads in xnic (xnic also takes callx, shift counts
+// past the width, which it masks, and division by a constant zero, as the
+// conformance suite wants); the reverse holds for the rules checked at load, and the rules checked only at run time make xnic end the run
 // where the kernel would have refused the program.
 //
 // At load (a LoadError naming the program and instruction): opcodes and
-// their fields (including LD_ABS/LD_IND, refused in XDP as by the kernel),
-// register numbers, writes to r10, jumps and calls in range and not into
+// their fields (the fields the kernel reserves must be zero, as its "uses
+// reserved fields" checks want: src of K forms, imm of X forms, off except
+// where it selects a variant, ...; LD_ABS/LD_IND are refused in XDP as by
+// the kernel), register numbers, writes to r10, jumps and calls in range and not into
 // the second half of an lddw, no path falling off the end, the program
 // size (BPF_COMPLEXITY_LIMIT_INSNS), known helpers allowed for XDP, map
 // references resolved, and loads and stores through r10 itself inside the

@@ -86,9 +86,33 @@ func sanitize(b []byte) []byte {
 		case op&0x07 == classALU || op&0x07 == classALU64:
 			off = 0
 		}
+		dst, src, off, imm = clearReserved(op, dst, src, off, imm)
 		out = append(out, ins(op, dst, src, off, imm)...)
 	}
 	return append(out, exitInsn...)
+}
+
+// clearReserved zeroes the fields opTable says op must leave zero, so that
+// sanitised programs pass the decoder's reserved-field checks.
+func clearReserved(op, dst, src byte, off int16, imm int32) (byte, byte, int16, int32) {
+	_, info := lookupOp(rawInsn{op: op, dst: dst, src: src, off: off, imm: imm})
+	if info == nil {
+		return dst, src, off, imm
+	}
+	z := forms[info.form].zero
+	if z&fDst != 0 {
+		dst = 0
+	}
+	if z&fSrc != 0 {
+		src = 0
+	}
+	if z&fOff != 0 {
+		off = 0
+	}
+	if z&fImm != 0 {
+		imm = 0
+	}
+	return dst, src, off, imm
 }
 
 const guard = 64

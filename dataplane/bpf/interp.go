@@ -13,12 +13,14 @@ import (
 // checks the bounds of that one region, so no address can reach memory
 // outside the regions whatever the program computes.
 //
-// The loop has two levels. The inner loop runs the common instructions (ALU,
-// jumps, loads and stores that hit their region, wide loads, returns) and
-// calls no function, so the compiler keeps its state in registers. Anything
-// else (helpers, local calls, tail calls, atomics, context loads, faults,
-// the end of the budget) leaves it for the outer switch, which redoes that
-// one instruction on the slow path.
+// The loop has two levels, split as opTable's slow flag says. The inner
+// loop (fast) runs the common instructions (ALU, jumps, loads and stores
+// that hit their region, wide loads, returns) and calls no function, so the
+// compiler keeps its state in registers. Anything else (helpers, local
+// calls, tail calls, atomics, division, shifts by a register) and whatever
+// fast refuses (faults, context loads without a frame, the end of the
+// budget) goes to the outer loop (slow), which runs that one instruction
+// and returns to fast.
 func (r *Runner) exec(p *Program, pc int, r1, r2, fp uint64) uint64 {
 	base := r.depth
 	if uint(base) >= uint(len(r.regs)) {
@@ -51,228 +53,187 @@ func (r *Runner) slow(p *Program, pc, base int, reg *[256]uint64) uint64 {
 				return reg[0]
 			}
 		}
-		code := p.code
-		// Slow path: the instruction at pc.
-		if uint(pc) >= uint(len(code)) {
+		if uint(pc) >= uint(len(p.code)) {
 			r.setFault(p, pc, faultNoPC, 0, 0)
 			return 0
 		}
-		in := &code[pc]
-		switch in.op {
-		case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW,
-			opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdxB16, opLdxB16L,
-			opLdBJEQ, opLdBJNE, opLdHJEQ, opLdHJNE, opLdBPJEQ, opLdBPJNE, opLdHPJEQ, opLdHPJNE,
-			opLdAddStDW, opLdAddStW, opLdAddStW64, opLdCtxEndData, opLdCtxDataEnd2,
-			opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE, opLdxHBE, opLdxHH, opLdxWW:
-			// opLdxB16 and opLdxB16L run as their first load alone, the
-			// fused loads and jumps as their load; the three other
-			// instructions of the group follow unchanged.
-			n, signed := loadSize(in.op)
-			a := reg[in.src] + uint64(int64(in.off))
-			if b := loadSlice(r.regions, a, n); b != nil {
-				// The fast path refused it; cannot happen, but be exact.
-				reg[in.dst] = loadValue(b, signed)
-				break
-			}
-			v, ok := r.slowLoad(p, pc, a, n, signed)
-			if !ok {
+		in := &p.code[pc]
+		switch opTable[in.op].form {
+		case formLdx, formCtx:
+			if !r.slowLdx(p, pc, in, reg) {
 				return 0
 			}
-			reg[in.dst] = v
-		// Division and shifts by a register, kept off the fast path: on amd64
-		// they need fixed registers (DX:AX, CL), which would make the
-		// compiler spill the fast loop's state on every instruction.
-		case opDiv64K:
-			reg[in.dst] = udiv64(reg[in.dst], uint64(in.imm))
-		case opDiv64X:
-			reg[in.dst] = udiv64(reg[in.dst], reg[in.src])
-		case opMod64K:
-			reg[in.dst] = umod64(reg[in.dst], uint64(in.imm))
-		case opMod64X:
-			reg[in.dst] = umod64(reg[in.dst], reg[in.src])
-		case opSDiv64K:
-			reg[in.dst] = sdiv64(reg[in.dst], uint64(in.imm))
-		case opSDiv64X:
-			reg[in.dst] = sdiv64(reg[in.dst], reg[in.src])
-		case opSMod64K:
-			reg[in.dst] = smod64(reg[in.dst], uint64(in.imm))
-		case opSMod64X:
-			reg[in.dst] = smod64(reg[in.dst], reg[in.src])
-		case opLsh64X:
-			reg[in.dst] <<= reg[in.src] & 63
-		case opRsh64X:
-			reg[in.dst] >>= reg[in.src] & 63
-		case opArsh64X:
-			reg[in.dst] = uint64(int64(reg[in.dst]) >> (reg[in.src] & 63))
-		case opDiv32K:
-			reg[in.dst] = uint64(udiv32(uint32(reg[in.dst]), uint32(in.imm)))
-		case opDiv32X:
-			reg[in.dst] = uint64(udiv32(uint32(reg[in.dst]), uint32(reg[in.src])))
-		case opMod32K:
-			reg[in.dst] = uint64(umod32(uint32(reg[in.dst]), uint32(in.imm)))
-		case opMod32X:
-			reg[in.dst] = uint64(umod32(uint32(reg[in.dst]), uint32(reg[in.src])))
-		case opSDiv32K:
-			reg[in.dst] = uint64(sdiv32(uint32(reg[in.dst]), uint32(in.imm)))
-		case opSDiv32X:
-			reg[in.dst] = uint64(sdiv32(uint32(reg[in.dst]), uint32(reg[in.src])))
-		case opSMod32K:
-			reg[in.dst] = uint64(smod32(uint32(reg[in.dst]), uint32(in.imm)))
-		case opSMod32X:
-			reg[in.dst] = uint64(smod32(uint32(reg[in.dst]), uint32(reg[in.src])))
-		case opLsh32X:
-			reg[in.dst] = uint64(uint32(reg[in.dst]) << (uint32(reg[in.src]) & 31))
-		case opRsh32X:
-			reg[in.dst] = uint64(uint32(reg[in.dst]) >> (uint32(reg[in.src]) & 31))
-		case opArsh32X:
-			reg[in.dst] = uint64(uint32(int32(reg[in.dst]) >> (uint32(reg[in.src]) & 31)))
-		case opStxHH, opStxWW:
-			// The first store alone; the second keeps its slot.
-			n := uint64(2)
-			if in.op == opStxWW {
-				n = 4
-			}
-			a := reg[in.dst] + uint64(int64(in.off))
-			b := storeSlice(r.regions, a, n)
-			if b == nil {
-				r.storeFault(p, pc, a, n)
-				return 0
-			}
-			if n == 2 {
-				wr16(&b[0], reg[in.src])
-			} else {
-				wr32(&b[0], reg[in.src])
-			}
-		case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
-			n := storeSize(in.op)
-			r.storeFault(p, pc, reg[in.dst]+uint64(int64(in.off)), n)
+		case formSt, formStx:
+			// The fast level refused it: a fault.
+			r.storeFault(p, pc, reg[in.dst]+uint64(int64(in.off)), storeSize(in.op))
 			return 0
-		case opJA, opJEQ64K, opJEQ64X, opJGT64K, opJGT64X, opJGE64K, opJGE64X, opJSET64K, opJSET64X,
-			opJNE64K, opJNE64X, opJSGT64K, opJSGT64X, opJSGE64K, opJSGE64X, opJLT64K, opJLT64X,
-			opJLE64K, opJLE64X, opJSLT64K, opJSLT64X, opJSLE64K, opJSLE64X,
-			opJEQ32K, opJEQ32X, opJGT32K, opJGT32X, opJGE32K, opJGE32X, opJSET32K, opJSET32X,
-			opJNE32K, opJNE32X, opJSGT32K, opJSGT32X, opJSGE32K, opJSGE32X, opJLT32K, opJLT32X,
-			opJLE32K, opJLE32X, opJSLT32K, opJSLT32X, opJSLE32K, opJSLE32X:
+		case formAtomic:
+			if !r.slowAtomic(p, pc, in, h) {
+				return 0
+			}
+		case formJA, formJmpK, formJmpX:
 			// Only a backward jump past the budget comes here.
 			r.setFault(p, pc, faultBudget, 0, 0)
 			return 0
-		case opAtomic32:
-			a := reg[in.dst] + uint64(int64(in.off))
-			b := storeSlice(r.regions, a, 4)
-			if b == nil {
-				r.storeFault(p, pc, a, 4)
+		case formCall, formCallX:
+			var ok bool
+			if pc, p, ok = r.slowCall(p, pc, in, h); !ok {
 				return 0
 			}
-			if !atomic32(b, in.imm, h, in.src&15) {
-				r.setFault(p, pc, faultMisaligned, a, 4)
-				return 0
-			}
-		case opAtomic64:
-			a := reg[in.dst] + uint64(int64(in.off))
-			b := storeSlice(r.regions, a, 8)
-			if b == nil {
-				r.storeFault(p, pc, a, 8)
-				return 0
-			}
-			if !atomic64(b, in.imm, h, in.src&15) {
-				r.setFault(p, pc, faultMisaligned, a, 8)
-				return 0
-			}
-		case opCall:
-			reg[0] = r.callHelper(p, pc, int32(in.imm), h)
-			if r.faulted {
-				return 0
-			}
-		case opLookup:
-			reg[2] = reg[10] + uint64(in.imm)
-			reg[1] = regionMap<<32 | uint64(in.pimm)
-			reg[0] = r.callHelper(p, pc+4, helperMapLookupElem, h)
-			if r.faulted {
-				return 0
-			}
-			if reg[0] == 0 {
-				pc = int(in.t)
-				continue
-			}
-			pc += 6
 			continue
-		case opTailCall:
-			r.hreg = h
-			np, ok := r.tailCall(p, pc, reg[2], reg[3])
-			if r.faulted {
-				return 0
-			}
-			if ok {
-				// The new program replaces the current one in this frame.
-				p = np
-				pc = 0
-				continue
-			}
-		case opCallLocal:
-			if !r.pushFrame(p, pc, h) {
-				return 0
-			}
-			if in.back != 0 && !r.charge(p, pc, int(in.imm)) {
-				return 0
-			}
-			pc = int(in.imm)
-			continue
-		case opCallX:
-			t := reg[in.dst]
-			if t>>32 == regionFunc {
-				target := int(uint32(t))
-				if target >= len(code) || !p.funcs[target] {
-					r.setFault(p, pc, faultCallX, t, 0)
-					return 0
-				}
-				if !r.pushFrame(p, pc, h) {
-					return 0
-				}
-				if target <= pc && !r.charge(p, pc, target) {
-					return 0
-				}
-				pc = target
-				continue
-			}
-			if t == 0 || t > maxKnownHelper || !helperImplemented(int32(t)) || int32(t) == helperTailCall {
-				r.setFault(p, pc, faultCallX, t, 0)
-				return 0
-			}
-			reg[0] = r.callHelper(p, pc, int32(t), h)
-			if r.faulted {
-				return 0
-			}
 		default:
-			if in.op >= opPJEQ64K && in.op <= opPJSLE32X {
-				// A fused move and backward jump past the budget.
-				r.setFault(p, pc, faultBudget, 0, 0)
+			if !slowALU(in, reg) {
+				r.setFault(p, pc, faultInternal, 0, 0)
 				return 0
 			}
-			r.setFault(p, pc, faultInternal, 0, 0)
-			return 0
 		}
 		pc++
 	}
 }
 
-func loadSize(o op) (uint64, bool) {
-	switch o {
-	case opLdxB, opLdxB16, opLdxB16L, opLdBJEQ, opLdBJNE, opLdBPJEQ, opLdBPJNE,
-		opB16LJEQ, opB16LJNE, opB16LPJEQ, opB16LPJNE:
-		return 1, false
-	case opLdxH, opLdHJEQ, opLdHJNE, opLdHPJEQ, opLdHPJNE, opLdxHBE, opLdxHH:
-		return 2, false
-	case opLdxDW, opLdAddStDW:
-		return 8, false
-	case opLdxW, opLdxWW, opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta, opLdAddStW, opLdAddStW64,
-		opLdCtxEndData, opLdCtxDataEnd2:
-		return 4, false
-	case opLdxSB:
-		return 1, true
-	case opLdxSH:
-		return 2, true
+// slowLdx runs a load the fast level left: the context, or a fault.
+func (r *Runner) slowLdx(p *Program, pc int, in *insn, reg *[256]uint64) bool {
+	n, signed := loadSize(in.op)
+	a := reg[in.src] + uint64(int64(in.off))
+	if b := loadSlice(r.regions, a, n); b != nil {
+		// The fast level refused it; cannot happen, but be exact.
+		reg[in.dst] = loadValue(b, signed)
+		return true
 	}
-	return 4, true
+	v, ok := r.slowLoad(p, pc, a, n, signed)
+	if ok {
+		reg[in.dst] = v
+	}
+	return ok
+}
+
+// slowAtomic runs an atomic read-modify-write; a fault names pc.
+func (r *Runner) slowAtomic(p *Program, pc int, in *insn, h *[16]uint64) bool {
+	n, _ := loadSize(in.op)
+	a := h[in.dst&15] + uint64(int64(in.off))
+	b := storeSlice(r.regions, a, n)
+	if b == nil {
+		r.storeFault(p, pc, a, n)
+		return false
+	}
+	var ok bool
+	if n == 4 {
+		ok = atomic32(b, in.imm, h, in.src&15)
+	} else {
+		ok = atomic64(b, in.imm, h, in.src&15)
+	}
+	if !ok {
+		r.setFault(p, pc, faultMisaligned, a, n)
+	}
+	return ok
+}
+
+// slowCall runs a call at pc (helper, tail call, local call, callx) and
+// returns where to go on; false: a fault (recorded).
+func (r *Runner) slowCall(p *Program, pc int, in *insn, h *[16]uint64) (int, *Program, bool) {
+	switch in.op {
+	case opCall:
+		h[0] = r.callHelper(p, pc, int32(in.imm), h)
+	case opTailCall:
+		r.hreg = h
+		np, ok := r.tailCall(p, pc, h[2], h[3])
+		if ok && !r.faulted {
+			// The new program replaces the current one in this frame.
+			return 0, np, true
+		}
+	case opCallLocal:
+		return r.callLocal(p, pc, int(in.imm), h)
+	case opCallX:
+		t := h[in.dst&15]
+		if t>>32 == regionFunc {
+			target := int(uint32(t))
+			if target >= len(p.code) || !p.funcs[target] {
+				r.setFault(p, pc, faultCallX, t, 0)
+				return pc, p, false
+			}
+			return r.callLocal(p, pc, target, h)
+		}
+		if t == 0 || t > maxKnownHelper || !helperImplemented(int32(t)) || int32(t) == helperTailCall {
+			r.setFault(p, pc, faultCallX, t, 0)
+			return pc, p, false
+		}
+		h[0] = r.callHelper(p, pc, int32(t), h)
+	}
+	return pc + 1, p, !r.faulted
+}
+
+// callLocal enters the subprogram at target from a call at pc; a backward
+// call charges the budget, as a backward jump does.
+func (r *Runner) callLocal(p *Program, pc, target int, h *[16]uint64) (int, *Program, bool) {
+	if !r.pushFrame(p, pc, h) {
+		return pc, p, false
+	}
+	if target <= pc && !r.charge(p, pc, target) {
+		return pc, p, false
+	}
+	return target, p, true
+}
+
+// slowALU runs the ALU operations kept off the fast level: division and
+// shifts by a register. On amd64 they need fixed registers (DX:AX, CL),
+// which would make the compiler spill the fast loop's state on every
+// instruction. It reports false for an operation it does not know.
+func slowALU(in *insn, reg *[256]uint64) bool {
+	d, s, k := &reg[in.dst], reg[in.src], uint64(in.imm)
+	switch in.op {
+	case opDiv64K:
+		*d = udiv64(*d, k)
+	case opDiv64X:
+		*d = udiv64(*d, s)
+	case opMod64K:
+		*d = umod64(*d, k)
+	case opMod64X:
+		*d = umod64(*d, s)
+	case opSDiv64K:
+		*d = sdiv64(*d, k)
+	case opSDiv64X:
+		*d = sdiv64(*d, s)
+	case opSMod64K:
+		*d = smod64(*d, k)
+	case opSMod64X:
+		*d = smod64(*d, s)
+	case opLsh64X:
+		*d <<= s & 63
+	case opRsh64X:
+		*d >>= s & 63
+	case opArsh64X:
+		*d = uint64(int64(*d) >> (s & 63))
+	case opDiv32K:
+		*d = uint64(udiv32(uint32(*d), uint32(k)))
+	case opDiv32X:
+		*d = uint64(udiv32(uint32(*d), uint32(s)))
+	case opMod32K:
+		*d = uint64(umod32(uint32(*d), uint32(k)))
+	case opMod32X:
+		*d = uint64(umod32(uint32(*d), uint32(s)))
+	case opSDiv32K:
+		*d = uint64(sdiv32(uint32(*d), uint32(k)))
+	case opSDiv32X:
+		*d = uint64(sdiv32(uint32(*d), uint32(s)))
+	case opSMod32K:
+		*d = uint64(smod32(uint32(*d), uint32(k)))
+	case opSMod32X:
+		*d = uint64(smod32(uint32(*d), uint32(s)))
+	case opLsh32X:
+		*d = uint64(uint32(*d) << (uint32(s) & 31))
+	case opRsh32X:
+		*d = uint64(uint32(*d) >> (uint32(s) & 31))
+	case opArsh32X:
+		*d = uint64(uint32(int32(*d) >> (uint32(s) & 31)))
+	default:
+		return false
+	}
+	return true
+}
+
+// loadSize is the access size of a load (or atomic) and whether it sign-extends.
+func loadSize(o op) (uint64, bool) {
+	return uint64(opTable[o].width), opTable[o].signed
 }
 
 func loadValue(b []byte, signed bool) uint64 {
@@ -286,28 +247,43 @@ func loadValue(b []byte, signed bool) uint64 {
 	return v
 }
 
-func storeSize(o op) uint64 {
-	switch o {
-	case opStB, opStxB:
-		return 1
-	case opStH, opStxH:
-		return 2
-	case opStW, opStxW:
-		return 4
+// storeSize is the access size of a store.
+func storeSize(o op) uint64 { return uint64(opTable[o].width) }
+
+// ldPtr is the address of the n bytes at tagged pointer a when they lie
+// inside the region a names (lo <= offset, offset+n <= hi), else nil; stPtr
+// checks against whi, for stores. Both inline into fast.
+func ldPtr(regs []region, a, n uint64) *byte {
+	if a>>32 >= uint64(len(regs)) {
+		return nil
 	}
-	return 8
+	rg := &regs[a>>32]
+	if o := a & 0xffffffff; o >= rg.lo && o+n <= rg.hi {
+		return at(rg, o)
+	}
+	return nil
 }
 
-// fast runs the common instructions from pc until one needs the slow path
-// (or the frame exec started in exits: done). It calls no function, so the
-// compiler keeps its state in registers. It returns where to go on and the
-// program running there.
+func stPtr(regs []region, a, n uint64) *byte {
+	if a>>32 >= uint64(len(regs)) {
+		return nil
+	}
+	rg := &regs[a>>32]
+	if o := a & 0xffffffff; o >= rg.lo && o+n <= rg.whi {
+		return at(rg, o)
+	}
+	return nil
+}
+
+// fast runs the operations opTable marks fast from pc until one needs the
+// slow level (or the frame exec started in exits: done). It calls no
+// function (its helpers inline), so the compiler keeps its state in
+// registers. It returns where to go on and the program running there.
 //
 // Keep every case cheap in registers: one case that needs many values at
-// once (two region lookups, say) makes the compiler spill loop state on
-// every instruction. After a change, check that the dispatch sequence
-// (go tool objdump -s 'Runner..fast$') has no stack stores and that the
-// function has no frame (no SUBQ ..., SP).
+// once makes the compiler spill loop state on every instruction. After a
+// change, check that the dispatch sequence (go tool objdump -s
+// 'Runner..fast$') has no stack stores.
 func (r *Runner) fast(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
 	code := p.code
 	// One nil check of reg here spares one in every case below.
@@ -417,1782 +393,302 @@ fast:
 			reg[in.dst] = uint64(bits.ReverseBytes32(uint32(reg[in.dst])))
 		case opSwap64:
 			reg[in.dst] = bits.ReverseBytes64(reg[in.dst])
-		case opMovAdd64:
-			// Fused "dst = src; dst += imm" (clang's bounds-check idiom).
-			reg[in.dst] = reg[in.src] + uint64(in.imm)
-			pc += 2
-			continue
-		case opBound:
-			// Fused "dst = src; dst += imm; if dst > x goto off", forward.
-			// (Testing the computed value instead of reading dst back
-			// measured slower here, unlike the fused loads and jumps, whose
-			// tests use the loaded value; decode leaves groups whose
-			// registers alias unfused either way.)
-			reg[in.dst] = reg[in.src] + uint64(in.imm)
-			if reg[in.dst] > reg[in.x] {
-				pc = int(in.off)
-				continue
-			}
-			pc += 3
-			continue
-		case opPBound:
-			// The same with "pdst = pimm" before the jump.
-			reg[in.dst] = reg[in.src] + uint64(in.imm)
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] > reg[in.x] {
-				pc = int(in.off)
-				continue
-			}
-			pc += 4
-			continue
 
+		// Conditional jumps: taken ones go to jump, below.
 		case opJA:
-			if in.back != 0 {
-				r.budget -= int64(pc-int(in.off)) + 1
-				if r.budget < 0 {
-					break fast
-				}
-			}
-			pc = int(in.off)
-			continue
+			goto jump
 		case opJEQ64K:
 			if reg[in.dst] == uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJEQ64X:
 			if reg[in.dst] == reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJEQ32K:
-			if uint32(reg[in.dst]) == uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJEQ32X:
-			if uint32(reg[in.dst]) == uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJGT64K:
 			if reg[in.dst] > uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJGT64X:
 			if reg[in.dst] > reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJGT32K:
-			if uint32(reg[in.dst]) > uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJGT32X:
-			if uint32(reg[in.dst]) > uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJGE64K:
 			if reg[in.dst] >= uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJGE64X:
 			if reg[in.dst] >= reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJGE32K:
-			if uint32(reg[in.dst]) >= uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJGE32X:
-			if uint32(reg[in.dst]) >= uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJNE64K:
-			if reg[in.dst] != uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJNE64X:
-			if reg[in.dst] != reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJNE32K:
-			if uint32(reg[in.dst]) != uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJNE32X:
-			if uint32(reg[in.dst]) != uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLT64K:
-			if reg[in.dst] < uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLT64X:
-			if reg[in.dst] < reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLT32K:
-			if uint32(reg[in.dst]) < uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLT32X:
-			if uint32(reg[in.dst]) < uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLE64K:
-			if reg[in.dst] <= uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLE64X:
-			if reg[in.dst] <= reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLE32K:
-			if uint32(reg[in.dst]) <= uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJLE32X:
-			if uint32(reg[in.dst]) <= uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGT64K:
-			if int64(reg[in.dst]) > in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGT64X:
-			if int64(reg[in.dst]) > int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGT32K:
-			if int32(reg[in.dst]) > int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGT32X:
-			if int32(reg[in.dst]) > int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGE64K:
-			if int64(reg[in.dst]) >= in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGE64X:
-			if int64(reg[in.dst]) >= int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGE32K:
-			if int32(reg[in.dst]) >= int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSGE32X:
-			if int32(reg[in.dst]) >= int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLT64K:
-			if int64(reg[in.dst]) < in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLT64X:
-			if int64(reg[in.dst]) < int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLT32K:
-			if int32(reg[in.dst]) < int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLT32X:
-			if int32(reg[in.dst]) < int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLE64K:
-			if int64(reg[in.dst]) <= in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLE64X:
-			if int64(reg[in.dst]) <= int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLE32K:
-			if int32(reg[in.dst]) <= int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-		case opJSLE32X:
-			if int32(reg[in.dst]) <= int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJSET64K:
 			if reg[in.dst]&uint64(in.imm) != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJSET64X:
 			if reg[in.dst]&reg[in.src] != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
+			}
+		case opJNE64K:
+			if reg[in.dst] != uint64(in.imm) {
+				goto jump
+			}
+		case opJNE64X:
+			if reg[in.dst] != reg[in.src] {
+				goto jump
+			}
+		case opJSGT64K:
+			if int64(reg[in.dst]) > in.imm {
+				goto jump
+			}
+		case opJSGT64X:
+			if int64(reg[in.dst]) > int64(reg[in.src]) {
+				goto jump
+			}
+		case opJSGE64K:
+			if int64(reg[in.dst]) >= in.imm {
+				goto jump
+			}
+		case opJSGE64X:
+			if int64(reg[in.dst]) >= int64(reg[in.src]) {
+				goto jump
+			}
+		case opJLT64K:
+			if reg[in.dst] < uint64(in.imm) {
+				goto jump
+			}
+		case opJLT64X:
+			if reg[in.dst] < reg[in.src] {
+				goto jump
+			}
+		case opJLE64K:
+			if reg[in.dst] <= uint64(in.imm) {
+				goto jump
+			}
+		case opJLE64X:
+			if reg[in.dst] <= reg[in.src] {
+				goto jump
+			}
+		case opJSLT64K:
+			if int64(reg[in.dst]) < in.imm {
+				goto jump
+			}
+		case opJSLT64X:
+			if int64(reg[in.dst]) < int64(reg[in.src]) {
+				goto jump
+			}
+		case opJSLE64K:
+			if int64(reg[in.dst]) <= in.imm {
+				goto jump
+			}
+		case opJSLE64X:
+			if int64(reg[in.dst]) <= int64(reg[in.src]) {
+				goto jump
+			}
+		case opJEQ32K:
+			if uint32(reg[in.dst]) == uint32(in.imm) {
+				goto jump
+			}
+		case opJEQ32X:
+			if uint32(reg[in.dst]) == uint32(reg[in.src]) {
+				goto jump
+			}
+		case opJGT32K:
+			if uint32(reg[in.dst]) > uint32(in.imm) {
+				goto jump
+			}
+		case opJGT32X:
+			if uint32(reg[in.dst]) > uint32(reg[in.src]) {
+				goto jump
+			}
+		case opJGE32K:
+			if uint32(reg[in.dst]) >= uint32(in.imm) {
+				goto jump
+			}
+		case opJGE32X:
+			if uint32(reg[in.dst]) >= uint32(reg[in.src]) {
+				goto jump
 			}
 		case opJSET32K:
 			if uint32(reg[in.dst])&uint32(in.imm) != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
 		case opJSET32X:
 			if uint32(reg[in.dst]&reg[in.src]) != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-		case opPJEQ64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] == uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJEQ64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] == reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGT64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] > uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGT64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] > reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGE64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] >= uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGE64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] >= reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSET64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst]&uint64(in.imm) != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSET64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst]&reg[in.src] != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJNE64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] != uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJNE64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] != reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSGT64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) > in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSGT64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) > int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSGE64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) >= in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSGE64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) >= int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJLT64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] < uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJLT64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] < reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJLE64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] <= uint64(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJLE64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if reg[in.dst] <= reg[in.src] {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSLT64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) < in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSLT64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) < int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSLE64K:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) <= in.imm {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSLE64X:
-			reg[in.pdst] = uint64(in.pimm)
-			if int64(reg[in.dst]) <= int64(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJEQ32K:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]) == uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJEQ32X:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]) == uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGT32K:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]) > uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGT32X:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]) > uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGE32K:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]) >= uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJGE32X:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]) >= uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSET32K:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst])&uint32(in.imm) != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJSET32X:
-			reg[in.pdst] = uint64(in.pimm)
-			if uint32(reg[in.dst]&reg[in.src]) != 0 {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
-			}
-			pc += 2
-			continue
-		case opPJNE32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJNE32K:
 			if uint32(reg[in.dst]) != uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJNE32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJNE32X:
 			if uint32(reg[in.dst]) != uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSGT32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSGT32K:
 			if int32(reg[in.dst]) > int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSGT32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSGT32X:
 			if int32(reg[in.dst]) > int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSGE32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSGE32K:
 			if int32(reg[in.dst]) >= int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSGE32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSGE32X:
 			if int32(reg[in.dst]) >= int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJLT32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJLT32K:
 			if uint32(reg[in.dst]) < uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJLT32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJLT32X:
 			if uint32(reg[in.dst]) < uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJLE32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJLE32K:
 			if uint32(reg[in.dst]) <= uint32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJLE32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJLE32X:
 			if uint32(reg[in.dst]) <= uint32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSLT32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSLT32K:
 			if int32(reg[in.dst]) < int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSLT32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSLT32X:
 			if int32(reg[in.dst]) < int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSLE32K:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSLE32K:
 			if int32(reg[in.dst]) <= int32(in.imm) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opPJSLE32X:
-			reg[in.pdst] = uint64(in.pimm)
+		case opJSLE32X:
 			if int32(reg[in.dst]) <= int32(reg[in.src]) {
-				if in.back != 0 {
-					r.budget -= int64(pc-int(in.off)) + 1
-					if r.budget < 0 {
-						break fast
-					}
-				}
-				pc = int(in.off)
-				continue
+				goto jump
 			}
-			pc += 2
-			continue
-		case opLdxB:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = uint64(*ptr)
-		case opLdxH:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = rd16(ptr)
-		case opLdxW:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = rd32(ptr)
-		case opLdxDW:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = rd64(ptr)
-		case opLdxSB:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = uint64(int64(int8(*ptr)))
-		case opLdxSH:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = uint64(int64(int16(rd16(ptr))))
-		case opLdxSW:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			reg[in.dst] = uint64(int64(int32(rd32(ptr))))
-		case opStB:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			*ptr = byte(uint64(in.imm))
-		case opStxB:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			*ptr = byte(reg[in.src])
-		case opStH:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			wr16(ptr, uint64(in.imm))
-		case opStxH:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			wr16(ptr, reg[in.src])
-		case opStW:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			wr32(ptr, uint64(in.imm))
-		case opStxW:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			wr32(ptr, reg[in.src])
-		case opStDW:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			wr64(ptr, uint64(in.imm))
-		case opStxDW:
-			a := reg[in.dst] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			wr64(ptr, reg[in.src])
 
-		case opLdxB16:
-			// The u16 at P+K; its low byte also goes to B.
-			a := reg[in.src] + uint64(int64(in.off)) - 1
-			if a>>32 >= uint64(len(r.regions)) {
+		// Loads and stores that hit their region; the others leave for
+		// the slow level, which reports the fault.
+		case opLdxB:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 1)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+			reg[in.dst] = uint64(*m)
+		case opLdxH:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 2)
+			if m == nil {
 				break fast
 			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			reg[in.pdst] = v & 0xff
-			pc += 4
-			continue
-		case opLdBJEQ:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			reg[in.dst] = rd16(m)
+		case opLdxW:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 4)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+			reg[in.dst] = rd32(m)
+		case opLdxDW:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 8)
+			if m == nil {
 				break fast
 			}
-			v := uint64(*at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opLdBJNE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			reg[in.dst] = rd64(m)
+		case opLdxSB:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 1)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+			reg[in.dst] = uint64(int64(int8(*m)))
+		case opLdxSH:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 2)
+			if m == nil {
 				break fast
 			}
-			v := uint64(*at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opLdBPJEQ:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			reg[in.dst] = uint64(int64(int16(rd16(m))))
+		case opLdxSW:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 4)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+			reg[in.dst] = uint64(int64(int32(rd32(m))))
+		case opStB:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 1)
+			if m == nil {
 				break fast
 			}
-			v := uint64(*at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opLdBPJNE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			*m = byte(in.imm)
+		case opStxB:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 1)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+1 > rg.hi {
+			*m = byte(reg[in.src])
+		case opStH:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 2)
+			if m == nil {
 				break fast
 			}
-			v := uint64(*at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opLdHJEQ:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			wr16(m, uint64(in.imm))
+		case opStxH:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 2)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+			wr16(m, reg[in.src])
+		case opStW:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 4)
+			if m == nil {
 				break fast
 			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opLdHJNE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			wr32(m, uint64(in.imm))
+		case opStxW:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 4)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
+			wr32(m, reg[in.src])
+		case opStDW:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 8)
+			if m == nil {
 				break fast
 			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opLdHPJEQ:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
+			wr64(m, uint64(in.imm))
+		case opStxDW:
+			m := stPtr(r.regions, reg[in.dst]+uint64(int64(in.off)), 8)
+			if m == nil {
 				break fast
 			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opLdHPJNE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opLdAddStDW:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+8 > rg.hi || a&0xffffffff+8 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			v := rd64(ptr) + uint64(in.imm)
-			reg[in.dst] = v
-			wr64(ptr, v)
-			pc += 3
-			continue
-		case opLdAddStW:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi || a&0xffffffff+4 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			v := uint64(uint32(rd32(ptr)) + uint32(in.imm))
-			reg[in.dst] = v
-			wr32(ptr, v)
-			pc += 3
-			continue
-		case opLdAddStW64:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+4 > rg.hi || a&0xffffffff+4 > rg.whi {
-				break fast
-			}
-			ptr := at(rg, a&0xffffffff)
-			v := rd32(ptr) + uint64(in.imm)
-			reg[in.dst] = v
-			wr32(ptr, v)
-			pc += 3
-			continue
-		case opLdCtxEndData:
-			if r.frame == nil {
-				break fast
-			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataEnd)
-			reg[in.pdst] = regionPacket<<32 | uint64(r.frame.Data)
-			pc += 2
-			continue
-		case opLdCtxDataEnd2:
-			if r.frame == nil {
-				break fast
-			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.Data)
-			reg[in.pdst] = regionPacket<<32 | uint64(r.frame.DataEnd)
-			pc += 2
-			continue
-		case opB16LJEQ:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v & 0xff
-			reg[in.pdst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 5
-			continue
-		case opB16LJNE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v & 0xff
-			reg[in.pdst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 5
-			continue
-		case opB16LPJEQ:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v & 0xff
-			reg[in.pdst] = v
-			reg[in.x] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 6
-			continue
-		case opB16LPJNE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v & 0xff
-			reg[in.pdst] = v
-			reg[in.x] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 6
-			continue
-		case opAnd32JEQ:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
-			reg[in.dst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opAnd32JNE:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
-			reg[in.dst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opAnd32PJEQ:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opAnd32PJNE:
-			v := uint64(uint32(reg[in.dst]) & uint32(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opAnd64JEQ:
-			v := reg[in.dst] & uint64(int64(in.off))
-			reg[in.dst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opAnd64JNE:
-			v := reg[in.dst] & uint64(int64(in.off))
-			reg[in.dst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 2
-			continue
-		case opAnd64PJEQ:
-			v := reg[in.dst] & uint64(int64(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opAnd64PJNE:
-			v := reg[in.dst] & uint64(int64(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opMovAnd32JEQ:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
-			reg[in.dst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opMovAnd32JNE:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
-			reg[in.dst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opMovAnd32PJEQ:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 4
-			continue
-		case opMovAnd32PJNE:
-			v := uint64(uint32(reg[in.src]) & uint32(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 4
-			continue
-		case opMovAnd64JEQ:
-			v := reg[in.src] & uint64(int64(in.off))
-			reg[in.dst] = v
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opMovAnd64JNE:
-			v := reg[in.src] & uint64(int64(in.off))
-			reg[in.dst] = v
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 3
-			continue
-		case opMovAnd64PJEQ:
-			v := reg[in.src] & uint64(int64(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v == uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 4
-			continue
-		case opMovAnd64PJNE:
-			v := reg[in.src] & uint64(int64(in.off))
-			reg[in.dst] = v
-			reg[in.pdst] = uint64(in.pimm)
-			if v != uint64(in.imm) {
-				pc = int(in.t)
-				continue
-			}
-			pc += 4
-			continue
-		case opLdxB16L:
-			// The u16 at P+K to A (pdst); its low byte to B (dst).
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			v := rd16(at(rg, a&0xffffffff))
-			reg[in.dst] = v & 0xff
-			reg[in.pdst] = v
-			pc += 4
-			continue
+			wr64(m, reg[in.src])
+
+		// Context loads specialised at load: the frame's fields as packet
+		// pointers, tagged with imm (regionPacket<<32, set by
+		// specialiseCtx: a constant here would make the compiler keep it
+		// in a register and reload it at the end of every case). A bare
+		// run has no frame: the slow level loads.
 		case opLdCtxData:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.Data)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.Data)
 		case opLdCtxDataEnd:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataEnd)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
 		case opLdCtxDataMeta:
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = regionPacket<<32 | uint64(r.frame.DataMeta)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataMeta)
+
+		// Wide loads take two slots.
 		case opLdImm64, opLdMapValue:
 			reg[in.dst] = uint64(in.imm)
 			pc += 2
@@ -2206,88 +702,6 @@ fast:
 			pc += 2
 			continue
 
-		case opLdxHBE:
-			a := reg[in.src] + uint64(int64(in.off))
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+2 > rg.hi {
-				break fast
-			}
-			reg[in.dst] = uint64(bits.ReverseBytes16(uint16(rd16(at(rg, a&0xffffffff)))))
-			pc += 2
-			continue
-		case opMovRsh64:
-			reg[in.dst] = reg[in.src] >> (uint64(in.imm) & 63)
-			pc += 2
-			continue
-		case opLshOr64:
-			reg[in.dst] = reg[in.dst]<<(uint64(in.imm)&63) | reg[in.src]
-			pc += 2
-			continue
-		case opLdxHH:
-			a := reg[in.src] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.hi {
-				break fast
-			}
-			o := a & 0xffffffff
-			reg[in.dst] = rd16(at(rg, o+uint64(in.x)))
-			reg[in.pdst] = rd16(at(rg, o+uint64(in.pimm)))
-			pc += 2
-			continue
-		case opLdxWW:
-			a := reg[in.src] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.hi {
-				break fast
-			}
-			o := a & 0xffffffff
-			reg[in.dst] = rd32(at(rg, o+uint64(in.x)))
-			reg[in.pdst] = rd32(at(rg, o+uint64(in.pimm)))
-			pc += 2
-			continue
-		case opStxHH:
-			a := reg[in.dst] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.whi {
-				break fast
-			}
-			o := a & 0xffffffff
-			wr16(at(rg, o+uint64(in.x)), reg[in.src])
-			wr16(at(rg, o+uint64(in.pimm)), reg[in.pdst])
-			pc += 2
-			continue
-		case opStxWW:
-			a := reg[in.dst] + uint64(in.imm)
-			if a>>32 >= uint64(len(r.regions)) {
-				break fast
-			}
-			rg := &r.regions[a>>32]
-			if a&0xffffffff < rg.lo || a&0xffffffff+uint64(in.t) > rg.whi {
-				break fast
-			}
-			o := a & 0xffffffff
-			wr32(at(rg, o+uint64(in.x)), reg[in.src])
-			wr32(at(rg, o+uint64(in.pimm)), reg[in.pdst])
-			pc += 2
-			continue
-		case opMovExit:
-			reg[in.dst] = uint64(in.imm)
-			if r.depth == base {
-				return pc + 1, p, true
-			}
-			// A local call's exit: the exit's own slot pops the frame.
 		case opExit:
 			if r.depth == base {
 				return pc, p, true
@@ -2304,6 +718,19 @@ fast:
 			break fast
 		}
 		pc++
+		continue
+	jump:
+		// A taken jump; a backward one charges the instruction budget
+		// the distance back plus one, and past the budget leaves for the
+		// slow level, which reports the fault at pc.
+		t := int(in.off) // read once: the budget store may alias code
+		if in.back != 0 {
+			r.budget -= int64(pc-t) + 1
+			if r.budget < 0 {
+				break fast
+			}
+		}
+		pc = t
 	}
 	return pc, p, false
 }

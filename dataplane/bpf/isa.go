@@ -127,7 +127,15 @@ func decodeRaw(b []byte) rawInsn {
 }
 
 // op is an internal operation: one per opcode variant the interpreter
-// distinguishes, so the run loop needs one switch per instruction.
+// distinguishes, so the run loop needs one switch per instruction. Each has
+// its entry in opTable (optable.go), which says what it is: its encoding,
+// operands, the fields the decoder checks, how it prints, and where the
+// interpreter and the JIT backends run it.
+//
+// The order matters to the JIT backends, which compute from it: every
+// 64-bit ALU operation comes before opAdd32K, K and X forms alternate (K
+// first) from opAdd64K on, and the conditional jumps are the eleven
+// conditions in the order below, K then X, first 64-bit then 32-bit.
 type op uint8
 
 const (
@@ -209,102 +217,12 @@ const (
 	opSwap32
 	opSwap64
 
-	// Loads of xdp_md.data, data_end and data_meta through r1 while r1 is
-	// still the context (see specialiseCtx).
+	// Loads of xdp_md.data, data_end and data_meta through a register that
+	// holds the context on every path (see specialiseCtx); never decoded
+	// from an opcode of their own. imm holds the packet region's tag.
 	opLdCtxData
 	opLdCtxDataEnd
 	opLdCtxDataMeta
-
-	// Fused "A = *(u8 *)(P + K+1); A <<= 8; B = *(u8 *)(P + K); A |= B":
-	// clang's byte-wise load of an unaligned little-endian u16. dst = A,
-	// src = P, off = K+1 (the first load, which the slow path runs alone),
-	// pdst = B.
-	opLdxB16
-
-	// The same group in the order clang also emits:
-	// "B = *(u8 *)(P + K); A = *(u8 *)(P + K+1); A <<= 8; A |= B". dst = B
-	// and off = K (the first load, which the slow path runs alone), pdst = A.
-	opLdxB16L
-
-	// Fused pair "dst = src; dst += imm" (the second slot is kept, for a
-	// jump that would land on it, but never a target: see fuse).
-	opMovAdd64
-
-	// Fused packet bounds check "dst = src; dst += imm; if dst > x goto off"
-	// (opMovAdd64 followed by a forward JGT64X on dst), and the same with
-	// the move of pimm into pdst that clang puts before the jump
-	// ("dst = src; dst += imm; pdst = pimm; if dst > x goto off"). The
-	// slots after the first stay as they were.
-	opBound
-	opPBound
-
-	// Fused "dst = *(u8 or u16 *)(src + off); if dst == / != imm goto t"
-	// and the same with a move of pimm into pdst before the jump (the P
-	// forms). Only forward jumps; the slots after the load stay as they
-	// were, and the slow path runs the load alone. imm is the jump's
-	// constant as a 64-bit value (the loaded value is zero-extended, so the
-	// 32-bit and 64-bit jumps compare alike).
-	opLdBJEQ
-	opLdBJNE
-	opLdHJEQ
-	opLdHJNE
-	opLdBPJEQ
-	opLdBPJNE
-	opLdHPJEQ
-	opLdHPJNE
-
-	// Fused "dst = *(size *)(src + off); dst += imm; *(size *)(src + off) =
-	// dst": a counter update. DW with a 64-bit add, W with a 32-bit add
-	// (opLdAddStW) or a 64-bit add (opLdAddStW64). The slow path runs the
-	// load alone; a region the load may read but the store may not write
-	// goes there too, so the fault names the store.
-	opLdAddStDW
-	opLdAddStW
-	opLdAddStW64
-
-	// Fused "dst = ctx->data_end; pdst = ctx->data" (opLdCtxEndData) and
-	// "dst = ctx->data; pdst = ctx->data_end" (opLdCtxDataEnd2), both
-	// already specialised (specialiseCtx); src and off are the first
-	// load's, which the slow path runs alone.
-	opLdCtxEndData
-	opLdCtxDataEnd2
-
-	// opLdxB16L followed by a forward "if A ==/!= imm goto t" on the u16
-	// it loaded (A = pdst), and the P forms with a move of pimm into x
-	// before the jump.
-	opB16LJEQ
-	opB16LJNE
-	opB16LPJEQ
-	opB16LPJNE
-
-	// Fused map lookup, clang's "r2 = r10; r2 += imm; r1 = map pimm; call
-	// bpf_map_lookup_elem; if r0 == 0 goto t" (six slots). It runs on the
-	// slow path, as the call does; a fault names the call.
-	opLookup
-
-	// Fused "dst &= K; if dst ==/!= imm goto t" (the flag tests of
-	// parsers), forward jumps only. K is in off: zero-extended for the
-	// 32-bit and (the And32 forms, any jump width: the result fits 32 bits),
-	// sign-extended for the 64-bit and (the And64 forms, 64-bit jumps
-	// only). The P forms move pimm into pdst before the jump.
-	opAnd32JEQ
-	opAnd32JNE
-	opAnd64JEQ
-	opAnd64JNE
-	opAnd32PJEQ
-	opAnd32PJNE
-	opAnd64PJEQ
-	opAnd64PJNE
-	// The same with "dst = src" in front: the and reads src (in the same
-	// order as above).
-	opMovAnd32JEQ
-	opMovAnd32JNE
-	opMovAnd64JEQ
-	opMovAnd64JNE
-	opMovAnd32PJEQ
-	opMovAnd32PJNE
-	opMovAnd64PJEQ
-	opMovAnd64PJNE
 
 	// Jumps; insn.off holds the absolute target index.
 	opJA
@@ -353,53 +271,6 @@ const (
 	opJSLE32K
 	opJSLE32X
 
-	// Fused "dst' = imm; conditional jump": the same jumps in the same
-	// order, with a move of insn.pimm into insn.pdst first.
-	opPJEQ64K
-	opPJEQ64X
-	opPJGT64K
-	opPJGT64X
-	opPJGE64K
-	opPJGE64X
-	opPJSET64K
-	opPJSET64X
-	opPJNE64K
-	opPJNE64X
-	opPJSGT64K
-	opPJSGT64X
-	opPJSGE64K
-	opPJSGE64X
-	opPJLT64K
-	opPJLT64X
-	opPJLE64K
-	opPJLE64X
-	opPJSLT64K
-	opPJSLT64X
-	opPJSLE64K
-	opPJSLE64X
-	opPJEQ32K
-	opPJEQ32X
-	opPJGT32K
-	opPJGT32X
-	opPJGE32K
-	opPJGE32X
-	opPJSET32K
-	opPJSET32X
-	opPJNE32K
-	opPJNE32X
-	opPJSGT32K
-	opPJSGT32X
-	opPJSGE32K
-	opPJSGE32X
-	opPJLT32K
-	opPJLT32X
-	opPJLE32K
-	opPJLE32X
-	opPJSLT32K
-	opPJSLT32X
-	opPJSLE32K
-	opPJSLE32X
-
 	// Loads and stores: address = reg[src or dst] + insn.off.
 	opLdxB
 	opLdxH
@@ -432,37 +303,24 @@ const (
 	opCallX     // call through dst: subprogram pointer or helper number
 	opExit
 
-	// Fused "dst = *(u16 *)(src + off); dst = be16 dst": a big-endian u16
-	// field (the slow path runs the load alone; the swap keeps its slot).
-	opLdxHBE
-	// Fused "dst = imm; exit" (dst is r0; imm already extended as the move
-	// did): the exit keeps its slot, which jumps may target.
-	opMovExit
+	// The legacy packet loads (LD_ABS, LD_IND), which the kernel refuses
+	// in XDP programs and so does the decoder: in the table only so that
+	// they print as llvm-objdump prints them.
+	opLdAbsW
+	opLdAbsH
+	opLdAbsB
+	opLdIndW
+	opLdIndH
+	opLdIndB
 
-	// Two loads (or two stores) of the same size through the same pointer
-	// register P with no other instruction between, checked as one span:
-	// "A = *(P + off); B = *(P + off2)" (dst = A, src = P) and
-	// "*(P + off) = A; *(P + off2) = B" (dst = P, src = A). dst, src and off
-	// are the first instruction's (the slow path runs it alone); pdst = B,
-	// imm = min(off, off2), x and pimm the two offsets past imm, t the
-	// span's length. Loads need A != P.
-	// Fused "dst <<= imm; dst |= src" (64-bit, dst != src): the joining
-	// of byte-wise loads into wider values.
-	opLshOr64
-	// Fused "dst = src; dst >>= imm" (64-bit, dst != src): a part of a
-	// value to store byte-wise.
-	opMovRsh64
-
-	opLdxHH
-	opLdxWW
-	opStxHH
-	opStxWW
+	// numOps is the number of operations; opTable has an entry for each.
+	numOps
 
 	// opLast is the largest value an op can hold; no operation has it.
 	opLast op = 255
 )
 
-// insn is the pre-decoded form the interpreter runs: 32 bytes.
+// insn is the pre-decoded form the interpreter runs and the JIT compiles.
 type insn struct {
 	op  op
 	dst uint8
@@ -472,11 +330,4 @@ type insn struct {
 	back uint8
 	off  int32 // memory offset, or absolute jump target
 	imm  int64
-	// pimm and pdst: the move fused in front of an opP* jump.
-	pimm uint32
-	pdst uint8
-	// x is the register a fused bounds check compares with (opBound).
-	x uint8
-	// t is the jump target of a fused load and jump (opLdBJEQ...).
-	t int32
 }

@@ -341,17 +341,9 @@ func (r *Runner) resumeJIT(j *jitProg, p *Program, e uint32, reg *[256]uint64) u
 }
 
 // backJump is what a backward jump at pc to target charges to the budget
-// and the slot a budget fault names: the interpreter's amounts, counted from
-// the "wX = K" in front when the interpreter fused it with the jump (fused
-// is the program as the interpreter runs it).
-func backJump(fused []insn, pc, target int) (at int, charge int64) {
-	at = pc
-	if pc > 0 {
-		if f := fused[pc-1]; f.op >= opPJEQ64K && f.op <= opPJSLE32X {
-			at = pc - 1
-		}
-	}
-	return at, int64(at-target) + 1
+// and the slot a budget fault names: the interpreter's amounts.
+func backJump(pc, target int) (at int, charge int64) {
+	return pc, int64(pc-target) + 1
 }
 
 // guessRegion is the region a load or store through BPF register base is

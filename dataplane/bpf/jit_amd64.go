@@ -865,7 +865,7 @@ func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
 		}
 		return
 	}
-	at, charge := backJump(c.fused, pc, target)
+	at, charge := backJump(pc, target)
 	skip := -1
 	if cc != 0xff {
 		c.byte1(0x70|cc^1, 0)

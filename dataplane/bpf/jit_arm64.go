@@ -750,7 +750,7 @@ func (c *arm64Compiler) jump(pc int, in insn, cond uint32) {
 		c.jumpTo(cond, target)
 		return
 	}
-	at, charge := backJump(c.fused, pc, target)
+	at, charge := backJump(pc, target)
 	skip := -1
 	if cond != aAL {
 		c.w(0x54000000 | (cond ^ 1)) // b.!cond skip, patched below

@@ -228,7 +228,7 @@ func TestJITLoops(t *testing.T) {
 		"div0": asmProg(ins(0xb7, 0, 0, 0, 7), ins(0xb7, 1, 0, 0, 0),
 			ins(0x3f, 0, 1, 0, 0), ins(0x07, 0, 0, 0, 5), ins(0x9f, 0, 1, 0, 0), exitInsn),
 		"sdiv-min": asmProg(ins(0x18, 0, 0, 0, 0), ins(0, 0, 0, 0, -0x80000000),
-			ins(0x3f, 0, 0, 1, -1), exitInsn),
+			ins(0x3f, 0, 0, 1, 0), exitInsn),
 		"loop-call": asmProg(ins(0xb7, 6, 0, 0, 100),
 			ins(0x85, 0, 1, 0, 3), ins(0x07, 6, 0, 0, -1), ins(0x55, 6, 0, -3, 0), exitInsn,
 			ins(0xbf, 0, 6, 0, 0), exitInsn),

@@ -1,0 +1,54 @@
+package bpf
+
+import (
+	"bytes"
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// progLoadAttr is the head of union bpf_attr for BPF_PROG_LOAD
+// (include/uapi/linux/bpf.h), up to expected_attach_type.
+type progLoadAttr struct {
+	progType    uint32
+	insnCnt     uint32
+	insns       uint64
+	license     uint64
+	logLevel    uint32
+	logSize     uint32
+	logBuf      uint64
+	kernVersion uint32
+	progFlags   uint32
+	progName    [16]byte
+	ifindex     uint32
+	attachType  uint32
+}
+
+// kernelVerify loads code, byte for byte, as an XDP program with the
+// bpf(2) syscall (cilium/ebpf's asm would rewrite fields it does not model,
+// such as off of an add) and returns the verifier's refusal, or nil.
+func kernelVerify(code []byte) error {
+	const progLoad, progTypeXDP = 5, 6
+	license := []byte("GPL\x00")
+	log := make([]byte, 1<<16)
+	attr := progLoadAttr{progType: progTypeXDP, insnCnt: uint32(len(code) / insnSize),
+		insns:    uint64(uintptr(unsafe.Pointer(unsafe.SliceData(code)))),
+		license:  uint64(uintptr(unsafe.Pointer(unsafe.SliceData(license)))),
+		logLevel: 1, logSize: uint32(len(log)), logBuf: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(log))))}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, progLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(code)
+	runtime.KeepAlive(license)
+	runtime.KeepAlive(log)
+	if errno != 0 {
+		msg := log
+		if i := bytes.IndexByte(msg, 0); i >= 0 {
+			msg = msg[:i]
+		}
+		lines := bytes.Split(bytes.TrimSpace(msg), []byte("\n"))
+		return fmt.Errorf("%w: %s", errno, lines[len(lines)-1])
+	}
+	unix.Close(int(fd))
+	return nil
+}
