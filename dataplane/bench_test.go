@@ -79,9 +79,7 @@ func newBenchRigProg(tb testing.TB, kind string, bc benchCase, goProg bool) *ben
 	switch kind {
 	case "igb":
 		b := newIGBBed(tb, 2, false)
-		for _, p := range b.ports {
-			ports = append(ports, p)
-		}
+		ports = append(ports, b.ports...)
 		r.inject = b.models[0].Inject
 		r.close = b.closeTB
 	case "mem":
