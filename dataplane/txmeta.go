@@ -100,20 +100,18 @@ func (x *XSK) CheckTxMeta(b *dma.Buf) error {
 	return q.CheckTxMeta(b)
 }
 
-// SendMeta is Send for frames that carry TX metadata (Apply): each frame's
-// request is checked first, and the first the queue cannot do ends the
-// batch with an error naming it; the frames before it are sent. It returns
-// how many the ring took.
+// SendMeta is Send for frames that carry TX metadata (Apply): the driver
+// takes frames up to the first whose request the queue cannot do, and
+// SendMeta then says why, naming that frame. It returns how many the ring
+// took; a short count without an error is a full ring or a link down.
 func (x *XSK) SendMeta(bufs []*dma.Buf) (int, error) {
-	var err error
-	for i, b := range bufs {
-		if err = x.CheckTxMeta(b); err != nil {
-			err = fmt.Errorf("dataplane: XSK %s[%d] frame %d: %w", x.mapName, x.key, i, err)
-			bufs = bufs[:i]
-			break
+	n := x.Send(bufs)
+	if n < len(bufs) {
+		if err := x.CheckTxMeta(bufs[n]); err != nil {
+			return n, fmt.Errorf("dataplane: XSK %s[%d] frame %d: %w", x.mapName, x.key, n, err)
 		}
 	}
-	return x.Send(bufs), err
+	return n, nil
 }
 
 // TxCompletions reclaims the bound TX queue and moves up to len(out)

@@ -152,7 +152,6 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		if !q.guard.Admit(b) {
 			continue
 		}
-		iova = b.DataIOVA()
 		b.SetOwner(dma.OwnerTx)
 		slots[tail] = b
 		span[tail] = uint8(segs + ctx)

@@ -23,9 +23,10 @@ import (
 // checksummed as asked; the models turn it into a fault.
 var ErrCsum = errors.New("checksum insertion")
 
-// sum16 adds b to s as big-endian 16-bit words (an odd last byte padded with
-// zero), without folding.
-func sum16(s uint32, b []byte) uint32 {
+// OnesSum adds b to s as big-endian 16-bit words (an odd last byte padded
+// with zero), without folding: the Internet checksum's sum (RFC 1071), for
+// the models' checksum engines and the tools that check their output.
+func OnesSum(s uint32, b []byte) uint32 {
 	for len(b) >= 2 {
 		s += uint32(binary.BigEndian.Uint16(b))
 		b = b[2:]
@@ -36,8 +37,8 @@ func sum16(s uint32, b []byte) uint32 {
 	return s
 }
 
-// fold reduces a sum to 16 bits of one's complement.
-func fold(s uint32) uint16 {
+// Fold reduces a sum to 16 bits of one's complement.
+func Fold(s uint32) uint16 {
 	for s>>16 != 0 {
 		s = s&0xffff + s>>16
 	}
@@ -51,7 +52,7 @@ func InsertPartial(f []byte, start, offset int) error {
 	if start < 0 || offset < 0 || start+offset+2 > len(f) {
 		return fmt.Errorf("%w: field at %d+%d beyond the %d-byte frame", ErrCsum, start, offset, len(f))
 	}
-	binary.BigEndian.PutUint16(f[start+offset:], ^fold(sum16(0, f[start:])))
+	binary.BigEndian.PutUint16(f[start+offset:], ^Fold(OnesSum(0, f[start:])))
 	return nil
 }
 
@@ -80,10 +81,10 @@ func InsertFull(f []byte, ipHeader bool) error {
 		}
 		if ipHeader {
 			binary.BigEndian.PutUint16(f[l3+10:], 0)
-			binary.BigEndian.PutUint16(f[l3+10:], ^fold(sum16(0, f[l3:l3+ihl])))
+			binary.BigEndian.PutUint16(f[l3+10:], ^Fold(OnesSum(0, f[l3:l3+ihl])))
 		}
 		proto, l4, l4len = f[l3+9], l3+ihl, total-ihl
-		pseudo = sum16(0, f[l3+12:l3+20])
+		pseudo = OnesSum(0, f[l3+12:l3+20])
 	case 0x86dd:
 		if len(f) < l3+40 || f[l3]>>4 != 6 {
 			return fmt.Errorf("%w: malformed IPv6 header", ErrCsum)
@@ -93,7 +94,7 @@ func InsertFull(f []byte, ipHeader bool) error {
 		if l4+l4len > len(f) {
 			return fmt.Errorf("%w: IPv6 payload length %d does not fit the frame", ErrCsum, l4len)
 		}
-		pseudo = sum16(0, f[l3+8:l3+40])
+		pseudo = OnesSum(0, f[l3+8:l3+40])
 	default:
 		return fmt.Errorf("%w: ethertype %#04x is not IP", ErrCsum, et)
 	}
@@ -107,7 +108,7 @@ func InsertFull(f []byte, ipHeader bool) error {
 	pseudo += uint32(proto) + uint32(l4len)
 	seg := f[l4 : l4+l4len]
 	binary.BigEndian.PutUint16(seg[field:], 0)
-	c := ^fold(sum16(pseudo, seg))
+	c := ^Fold(OnesSum(pseudo, seg))
 	if c == 0 && proto == 17 {
 		c = 0xffff
 	}

@@ -90,8 +90,8 @@ func TestInsertPartialWithPseudoHeader(t *testing.T) {
 	f := append([]byte(nil), want...)
 	// What a CHECKSUM_PARTIAL sender does: the pseudo-header's folded sum in
 	// the field, not complemented.
-	ps := sum16(0, f[26:34]) + 17 + uint32(binary.BigEndian.Uint16(f[38:]))
-	binary.BigEndian.PutUint16(f[40:], fold(ps))
+	ps := OnesSum(0, f[26:34]) + 17 + uint32(binary.BigEndian.Uint16(f[38:]))
+	binary.BigEndian.PutUint16(f[40:], Fold(ps))
 	if err := InsertPartial(f, 34, 6); err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // hwmeta's answer, as the selftest tool's ping-pong: each frame is answered
@@ -36,14 +37,13 @@ type hwMetaReply struct {
 // pseudo-header's sum (sw false) or the full checksum (sw true). It returns
 // the UDP header's offset, or false when in is not such a frame.
 func buildReply(out, in []byte, sw bool) (int, bool) {
-	l4, ok := udpOffset(in)
+	l3, l4, ok := udpHeaders(in)
 	if !ok || len(out) < len(in) {
 		return 0, false
 	}
 	copy(out, in)
 	copy(out[0:6], in[6:12])
 	copy(out[6:12], in[0:6])
-	l3 := ipv4Start(in)
 	copy(out[l3+12:l3+16], in[l3+16:l3+20])
 	copy(out[l3+16:l3+20], in[l3+12:l3+16])
 	copy(out[l4:l4+2], in[l4+2:l4+4])
@@ -52,69 +52,37 @@ func buildReply(out, in []byte, sw bool) (int, bool) {
 	if ulen < 8 || l4+ulen > len(in) {
 		return 0, false
 	}
-	s := onesSum(0, out[l3+12:l3+20]) + 17 + uint32(ulen)
+	s := sim.OnesSum(0, out[l3+12:l3+20]) + 17 + uint32(ulen)
 	binary.BigEndian.PutUint16(out[l4+6:], 0)
 	if sw {
-		c := ^foldSum(onesSum(s, out[l4:l4+ulen]))
+		c := ^sim.Fold(sim.OnesSum(s, out[l4:l4+ulen]))
 		if c == 0 {
 			c = 0xffff
 		}
 		binary.BigEndian.PutUint16(out[l4+6:], c)
 	} else {
-		binary.BigEndian.PutUint16(out[l4+6:], foldSum(s))
+		binary.BigEndian.PutUint16(out[l4+6:], sim.Fold(s))
 	}
 	return l4, true
 }
 
-// ipv4Start is where the IPv4 header of a frame udpOffset accepted starts.
-func ipv4Start(f []byte) int {
-	off := 12
-	for i := 0; i < 2; i++ {
-		if t := binary.BigEndian.Uint16(f[off:]); t != 0x8100 && t != 0x88a8 {
-			break
-		}
-		off += 4
+// udpHeaders finds the IPv4 and UDP headers of an Ethernet frame (at most
+// one VLAN tag), as a NIC's checksum engine does (nic.ParseL4).
+func udpHeaders(f []byte) (l3, l4 int, ok bool) {
+	c, ok := nic.ParseL4(f)
+	if !ok || c.IPv6 || c.Proto != 17 {
+		return 0, 0, false
 	}
-	return off + 2
-}
-
-// udpOffset finds the UDP header of an Ethernet/IPv4 frame (up to two VLAN
-// tags), as udpSrcPort does.
-func udpOffset(f []byte) (int, bool) {
-	if udpSrcPort(f) == 0 {
-		return 0, false
-	}
-	l3 := ipv4Start(f)
-	return l3 + int(f[l3]&0xF)*4, true
-}
-
-// onesSum adds b to s as big-endian 16-bit words.
-func onesSum(s uint32, b []byte) uint32 {
-	for len(b) >= 2 {
-		s += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	return s
-}
-
-func foldSum(s uint32) uint16 {
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
+	return c.L3Off, c.L4Off, true
 }
 
 // udpChecksumValid checks an Ethernet/IPv4/UDP frame's UDP checksum (0: none,
 // valid by RFC 768).
 func udpChecksumValid(f []byte) bool {
-	l4, ok := udpOffset(f)
+	l3, l4, ok := udpHeaders(f)
 	if !ok {
 		return false
 	}
-	l3 := ipv4Start(f)
 	ulen := int(binary.BigEndian.Uint16(f[l4+4:]))
 	if ulen < 8 || l4+ulen > len(f) {
 		return false
@@ -122,8 +90,8 @@ func udpChecksumValid(f []byte) bool {
 	if binary.BigEndian.Uint16(f[l4+6:]) == 0 {
 		return true
 	}
-	s := onesSum(0, f[l3+12:l3+20]) + 17 + uint32(ulen)
-	return foldSum(onesSum(s, f[l4:l4+ulen])) == 0xffff
+	s := sim.OnesSum(0, f[l3+12:l3+20]) + 17 + uint32(ulen)
+	return sim.Fold(sim.OnesSum(s, f[l4:l4+ulen])) == 0xffff
 }
 
 // answer sends the reply to in on x and waits for its completion when it

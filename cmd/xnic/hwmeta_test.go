@@ -424,9 +424,10 @@ func TestBuildReply(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := make([]byte, len(in))
+	ip := func(f []byte) int { l3, _, _ := udpHeaders(f); return l3 }
 	l4, ok := buildReply(out, in, true)
 	if !ok || !udpChecksumValid(out) || binary.BigEndian.Uint16(out[l4+2:]) != udpSrcPort(in) ||
-		!bytes.Equal(out[0:6], in[6:12]) || !bytes.Equal(out[ipv4Start(out)+12:][:4], in[ipv4Start(in)+16:][:4]) {
+		!bytes.Equal(out[0:6], in[6:12]) || !bytes.Equal(out[ip(out)+12:][:4], in[ip(in)+16:][:4]) {
 		t.Fatalf("software reply %x to %x", out, in)
 	}
 	if _, ok := buildReply(out, in, false); !ok || udpChecksumValid(out) {

@@ -64,7 +64,7 @@ func (m *Model) coeLocked(c int, f []byte, cic uint32, at uint64) uint32 {
 	if ip.v4 {
 		h := f[ip.l3 : ip.l3+ip.ihl]
 		binary.BigEndian.PutUint16(h[10:], 0)
-		binary.BigEndian.PutUint16(h[10:], ^foldSum(h))
+		binary.BigEndian.PutUint16(h[10:], ^sim.Fold(sim.OnesSum(0, h)))
 	}
 	if cic == 1 {
 		return 0
@@ -117,11 +117,8 @@ func ipv6ExtHeader(next byte) bool { return next == 0 || next == 43 || next == 4
 func insertICMPv6(f []byte, ip ipInfo) error {
 	seg := f[ip.l4:ip.end]
 	binary.BigEndian.PutUint16(seg[2:], 0)
-	s := uint32(foldSum(f[ip.l3+8:ip.l3+40])) + uint32(foldSum(seg)) + 58 + uint32(len(seg))
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	binary.BigEndian.PutUint16(seg[2:], ^uint16(s))
+	s := sim.OnesSum(sim.OnesSum(58+uint32(len(seg)), f[ip.l3+8:ip.l3+40]), seg)
+	binary.BigEndian.PutUint16(seg[2:], ^sim.Fold(s))
 	return nil
 }
 
@@ -166,19 +163,4 @@ func parseIP(f []byte) (ip ipInfo, ok bool) {
 	ip.ihl, ip.proto, ip.l4 = 40, h[6], l3+40
 	ip.end = ip.l4 + int(binary.BigEndian.Uint16(h[4:]))
 	return ip, true
-}
-
-// foldSum is the one's-complement sum of b as big-endian 16-bit words.
-func foldSum(b []byte) uint16 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(binary.BigEndian.Uint16(b[i:]))
-	}
-	if len(b)%2 == 1 {
-		s += uint32(b[len(b)-1]) << 8
-	}
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
 }

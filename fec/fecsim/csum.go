@@ -146,14 +146,14 @@ func insertL4(f []byte, p ipFrame) error {
 	}
 	msg := f[p.l4:end]
 	binary.BigEndian.PutUint16(msg[2:], 0)
-	binary.BigEndian.PutUint16(msg[2:], ^fold(sum16(msg, 0)))
+	binary.BigEndian.PutUint16(msg[2:], ^sim.Fold(sim.OnesSum(0, msg)))
 	return nil
 }
 
 // insertIPv4 computes an IPv4 header's checksum into it.
 func insertIPv4(h []byte) {
 	binary.BigEndian.PutUint16(h[10:], 0)
-	binary.BigEndian.PutUint16(h[10:], ^fold(sum16(h, 0)))
+	binary.BigEndian.PutUint16(h[10:], ^sim.Fold(sim.OnesSum(0, h)))
 }
 
 // addInto makes the checksum at c what the engine stores when the field held
@@ -163,23 +163,5 @@ func addInto(c []byte, old uint16) {
 		return
 	}
 	s := uint32(^binary.BigEndian.Uint16(c)) + uint32(old)
-	binary.BigEndian.PutUint16(c, ^fold(s))
-}
-
-func sum16(b []byte, s uint32) uint32 {
-	for len(b) >= 2 {
-		s += uint32(binary.BigEndian.Uint16(b))
-		b = b[2:]
-	}
-	if len(b) == 1 {
-		s += uint32(b[0]) << 8
-	}
-	return s
-}
-
-func fold(s uint32) uint16 {
-	for s>>16 != 0 {
-		s = s&0xFFFF + s>>16
-	}
-	return uint16(s)
+	binary.BigEndian.PutUint16(c, ^sim.Fold(s))
 }

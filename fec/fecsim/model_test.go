@@ -542,9 +542,9 @@ func TestChecksumInsertion(t *testing.T) {
 	b.r.Write32(regTDAR, darActive)
 	require.Len(t, b.sent, 1)
 	out := b.sent[0][14:]
-	require.Equal(t, uint16(0xFFFF), fold(sum16(out[:20], 0)), "IPv4 header checksum verifies")
-	ps := sum16(out[12:20], 0) + 17 + 28
-	require.Equal(t, uint16(0xFFFF), fold(sum16(out[20:48], ps)), "UDP checksum verifies")
+	require.Equal(t, uint16(0xFFFF), sim.Fold(sim.OnesSum(0, out[:20])), "IPv4 header checksum verifies")
+	ps := sim.OnesSum(0, out[12:20]) + 17 + 28
+	require.Equal(t, uint16(0xFFFF), sim.Fold(sim.OnesSum(ps, out[20:48])), "UDP checksum verifies")
 	require.NotZero(t, binary.BigEndian.Uint16(out[26:]))
 	b.noFaults()
 }
@@ -894,7 +894,7 @@ func TestChecksumInsertionTCPv6(t *testing.T) {
 	b.r.Write32(regTDAR, darActive)
 	require.Len(t, b.sent, 1)
 	out := b.sent[0][14:]
-	ps := sum16(out[8:40], 0) + 6 + 30
-	require.Equal(t, uint16(0xFFFF), fold(sum16(out[40:70], ps)), "TCP checksum verifies")
+	ps := sim.OnesSum(0, out[8:40]) + 6 + 30
+	require.Equal(t, uint16(0xFFFF), sim.Fold(sim.OnesSum(ps, out[40:70])), "TCP checksum verifies")
 	b.noFaults()
 }
