@@ -30,10 +30,10 @@ func vmBDF(t *testing.T) string {
 }
 
 // vmOpts are the vfio.Open options: XNIC_DWMAC_HUGEPAGE (bytes) backs DMA
-// memory with huge pages of that size. The VM tier sets 2 MiB: behind the
-// guest's IOMMU QEMU passes each IOMMU mapping to the vfio-user server as its
-// own DMA_MAP, one per 4 KiB page without huge pages, and a ring that spans
-// two of them has no contiguous view in the served model.
+// memory with huge pages of that size. The vfio-user tier leaves it unset:
+// behind the guest's IOMMU QEMU sends one DMA_MAP per 4 KiB page, and the
+// server's arenas (vfiouser/arena.go) give the model a contiguous view of
+// them anyway.
 func vmOpts(t *testing.T) []vfio.Option {
 	t.Helper()
 	s := os.Getenv("XNIC_DWMAC_HUGEPAGE")
