@@ -45,7 +45,14 @@ import (
 // Moments. At unpredictable moments a dirty line is evicted (written back
 // whole, then clean) and, with CacheConfig.Refetch, a clean line is refetched
 // (the cache dropped it and the CPU read it again, so its view now shows
-// memory). A moment happens at
+// memory). Lines the device accessed since the last moment get a closer look:
+// each of them that is dirty is evicted with probability 1/2 (Overwrites in
+// CacheStats), so a line the CPU dirtied and never cleaned before handing its
+// memory to the device (a recycled RX buffer the program wrote, a buffer the
+// CPU zeroed) lands over what the device wrote there, at a moment after the
+// device's write, as a real cache evicts it whenever it needs the way; a
+// random line out of a large pool would almost never be that one. A moment
+// happens at
 // every register access through the Device base and at every Sync, before the
 // Sync's own work; at each, every cached mapping has probability
 // CacheConfig.Rate of losing one line chosen at random. The choices come from a
@@ -83,6 +90,11 @@ import (
 // DefaultCacheLine is the line size of the cache model when CacheConfig.Line
 // is 0: the Cortex-A53's (and Cortex-A7's) data cache line.
 const DefaultCacheLine = 64
+
+// maxTouched bounds the device accesses remembered between two moments; later
+// ones go unexamined until the next moment (the random evictions still
+// cover them).
+const maxTouched = 256
 
 // DefaultCacheRate is the per-mapping probability of a moment losing a line
 // when CacheConfig.Rate is 0.
@@ -145,6 +157,19 @@ type CacheStats struct {
 	Cleaned    uint64 // dirty lines written back by a Sync
 	Discarded  uint64 // dirty lines whose CPU writes an invalidate dropped
 	Invalidate uint64 // lines re-read from memory by a Sync(ForCPU)
+	Overwrites uint64 // dirty lines the device had accessed, written back at a moment
+	// Maintenance counts the lines each Sync operated on, dirty or not:
+	// what the cache maintenance instructions cost the CPU (DC CVAC or DC
+	// CIVAC per line on arm64), the figure a driver keeps small by syncing
+	// what a burst used rather than whole rings.
+	CleanLines uint64 // lines covered by Syncs ForDevice
+	InvalLines uint64 // lines covered by Syncs ForCPU (also in Invalidate)
+}
+
+// touch is a device access of [off, off+n) in a cached mapping.
+type touch struct {
+	mp     *mapping
+	off, n int
 }
 
 // cache is the state of the cache model shared by a Memory's mappings.
@@ -155,9 +180,11 @@ type cache struct {
 	seed    uint64   // immutable
 	forCPU  ForCPUOp // immutable
 
-	mu    sync.Mutex // guards rng and stats; taken inside the device lock
-	rng   *rand.Rand
-	stats CacheStats
+	mu      sync.Mutex // guards rng, stats and touched; taken inside the device lock
+	rng     *rand.Rand
+	stats   CacheStats
+	touched [maxTouched]touch // device accesses since the last moment
+	ntouch  int               // entries of touched in use
 }
 
 // newCache checks cfg and builds the model's state.
@@ -264,6 +291,7 @@ func (m *Memory) momentLocked() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Moments++
+	m.overwriteTouchedLocked()
 	for _, mp := range *m.snap.Load() {
 		if mp.shadow == nil || c.rng.Float64() >= c.rate {
 			continue
@@ -284,6 +312,46 @@ func (m *Memory) momentLocked() {
 		copy(mp.shadow[lo:hi], mp.dev[lo:hi])
 		c.stats.Refetches++
 	}
+}
+
+// deviceTouched records that the device accessed [off, off+n) of the cached
+// mapping mp; the next moment looks at those lines (overwriteTouchedLocked).
+func (m *Memory) deviceTouched(mp *mapping, off, n int) {
+	c := m.cache
+	c.mu.Lock()
+	if c.ntouch < maxTouched {
+		c.touched[c.ntouch] = touch{mp: mp, off: off, n: n}
+		c.ntouch++
+	}
+	c.mu.Unlock()
+}
+
+// overwriteTouchedLocked evicts, each with probability 1/2, the dirty lines
+// among those the device accessed since the last moment, and forgets the
+// accesses. The caller holds c.mu (and the device lock, if any). A mapping
+// freed since its access is skipped: its bytes are no longer the model's.
+func (m *Memory) overwriteTouchedLocked() {
+	c := m.cache
+	for i := range c.touched[:c.ntouch] {
+		t := c.touched[i]
+		c.touched[i] = touch{}
+		mp := t.mp
+		if mp.shadow == nil || m.find(mp.iova, len(mp.cpu)) != mp {
+			continue
+		}
+		lo := t.off &^ (c.line - 1)
+		hi := min(t.off+t.n, len(mp.cpu))
+		for a := lo; a < hi; a += c.line {
+			b := min(a+c.line, len(mp.cpu))
+			if bytes.Equal(mp.cpu[a:b], mp.shadow[a:b]) || c.rng.IntN(2) == 0 {
+				continue
+			}
+			copy(mp.dev[a:b], mp.cpu[a:b])
+			copy(mp.shadow[a:b], mp.dev[a:b])
+			c.stats.Overwrites++
+		}
+	}
+	c.ntouch = 0
 }
 
 // cacheSync is Sync on a cached mapping: a moment, then the line operations
@@ -324,6 +392,11 @@ func (m *Memory) cacheSync(mp *mapping, off, n int, dir dma.SyncDir) {
 	c.stats.Cleaned += cleaned
 	c.stats.Discarded += discarded
 	c.stats.Invalidate += inval
+	if dir == dma.ForDevice {
+		c.stats.CleanLines += uint64((hi - lo + c.line - 1) / c.line)
+	} else {
+		c.stats.InvalLines += inval
+	}
 	c.mu.Unlock()
 }
 

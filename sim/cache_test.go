@@ -259,3 +259,57 @@ func TestCacheNoRefetchByDefault(t *testing.T) {
 	m.cpuMoment()
 	require.Equal(t, []byte{0xC0, 0}, devRead(t, m, r.IOVA, 2), "the evicted line went back whole: the CPU's stale byte 1 over the device's")
 }
+
+// TestCacheOverwritesDirtyLinesTheDeviceWrote: a line the CPU dirtied and did
+// not clean before the device wrote it is written back over the device's bytes
+// at a later moment (at some seed of a handful), while a line cleaned first
+// never is. The first is a recycled RX buffer posted without its clean.
+func TestCacheOverwritesDirtyLinesTheDeviceWrote(t *testing.T) {
+	frame := bytes.Repeat([]byte{0xDD}, 200)
+	overwritten := 0
+	for seed := uint64(1); seed <= 16; seed++ {
+		for _, clean := range []bool{false, true} {
+			cfg := CacheConfig{Seed: seed, Rate: 1e-12} // moments, but no random evictions
+			m := NewMemory(MemoryConfig{Cache: &cfg}, nil)
+			r, err := m.Alloc(4096, 0)
+			require.NoError(t, err)
+			other, err := m.Alloc(64, 0)
+			require.NoError(t, err)
+			for i := range r.CPU[:256] {
+				r.CPU[i] = 0xC0 // the CPU wrote the buffer in its last life
+			}
+			if clean {
+				m.Sync(r, 0, 256, dma.ForDevice)
+			}
+			require.NoError(t, m.WriteDMA(r.IOVA, frame))
+			m.Sync(other, 0, 64, dma.ForDevice) // a moment, after the device's write
+			got := devRead(t, m, r.IOVA, len(frame))
+			s := m.CacheStats()
+			if clean {
+				require.Equal(t, frame, got, "seed %d: a cleaned line was written back over the device's bytes", seed)
+				require.Zero(t, s.Overwrites)
+				continue
+			}
+			if !bytes.Equal(got, frame) {
+				overwritten++
+				require.NotZero(t, s.Overwrites)
+				require.Contains(t, got, byte(0xC0), "what landed is the CPU's stale line")
+			}
+			require.NoError(t, m.Faults().Err())
+		}
+	}
+	require.Greater(t, overwritten, 3, "dirty lines over the device's write were written back at %d of 16 seeds", overwritten)
+}
+
+// TestCacheMaintenanceCounts: CleanLines and InvalLines count every line a
+// Sync covers, dirty or not.
+func TestCacheMaintenanceCounts(t *testing.T) {
+	m, r := cached(t, CacheConfig{}, 4096)
+	m.Sync(r, 10, 100, dma.ForDevice) // lines 0 and 1
+	m.Sync(r, 64, 64, dma.ForDevice)  // line 1
+	m.Sync(r, 0, 4096, dma.ForCPU)    // all 64
+	s := m.CacheStats()
+	require.Equal(t, uint64(3), s.CleanLines)
+	require.Equal(t, uint64(64), s.InvalLines)
+	require.Zero(t, s.Cleaned, "nothing was dirty")
+}

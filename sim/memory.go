@@ -391,6 +391,9 @@ func (m *Memory) View(op string, iova uint64, n int) ([]byte, error) {
 	if mp.msg != nil {
 		return m.viewMsg(op, mp, iova, v)
 	}
+	if mp.shadow != nil && m.cache != nil && m.cache.rate > 0 {
+		m.deviceTouched(mp, int(iova-mp.iova), n)
+	}
 	return v, nil
 }
 

@@ -71,6 +71,7 @@ func RecvFrames(t testing.TB, p nic.Port, n int, timeout time.Duration) [][]byte
 					t.Fatalf("buffer from RX queue %d says Queue=%d, owner %v", q, b.Queue, b.Owner())
 				}
 				got = append(got, bytes.Clone(b.Data()))
+				Scribble(b)
 				b.Free()
 			}
 			progress = progress || k > 0
@@ -83,6 +84,19 @@ func RecvFrames(t testing.TB, p nic.Port, n int, timeout time.Duration) [][]byte
 		}
 	}
 	return got
+}
+
+// Scribble writes over the whole of b's slot, headroom and tailroom included,
+// as an XDP program or the CPU may before the buffer goes back to its pool
+// (a program rewrites the frame and drops it; an application zeroes it). On
+// a non-coherent device the CPU's cache then holds those lines dirty: a driver
+// that posts the buffer for receive without cleaning it first gets them
+// written back over the next frame (sim's cache model does so), so every test
+// that receives through RecvFrames checks that clean.
+func Scribble(b *dma.Buf) {
+	for i := range b.Mem {
+		b.Mem[i] = 0xA5 ^ byte(i)
+	}
 }
 
 // ReclaimAll reclaims every TX queue of p until all its descriptors are free
