@@ -47,7 +47,7 @@ type ring struct {
 	// (DMA_CH_Tx_Control.EDSE, for time-based scheduling): TDES4-7 (launch
 	// time) then the normal TDES0-3. Set only while the channel is stopped.
 	enhanced bool
-	// fetched (TX) holds the normal descriptors a tail write handed to the
+	// fetched holds the normal descriptors a tail write handed to the
 	// running DMA as it fetched them then (fetchedOK marks which); one that
 	// differs when the DMA processes it was written after the tail.
 	fetched   []byte
@@ -205,7 +205,11 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 			return 1 << c
 		}
 	case chRxTail:
+		old := ch.rx.tailRaw
 		m.writeTailLocked("RX", c, &ch.rx, off, val)
+		if ch.rx.run {
+			m.fetchRxLocked(&ch.rx, old)
+		}
 	case chIntEn:
 		m.writeIntEnLocked(c, ch, off, val)
 	case chRxWdt:

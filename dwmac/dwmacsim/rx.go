@@ -219,6 +219,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		if d3&d3OWN == 0 {
 			return m.noDescLocked(c, mq, k == 0)
 		}
+		m.checkFetchedLocked("RX", r, idx, d, base+uint64(idx)*descSize)
 		if bad := m.checkRxDescLocked(d, d3, eame, base+uint64(idx)*descSize); bad {
 			// A malformed descriptor: the frame is dropped, the descriptors
 			// up to this one are written back with DE and skipped.
@@ -311,6 +312,51 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	m.cnt.RxBytes += uint64(total)
 	m.rxCompleteLocked(c, ioc) // RI now, or the RX watchdog (coalesce.go)
 	return true
+}
+
+// fetchRxLocked is the descriptor prefetch a tail write allows a running RX
+// DMA: the descriptors from the old tail up to the new one are the DMA's from
+// that moment (DMA_CH_RxDesc_Tail_Pointer: "the DMA ... may fetch the
+// descriptors up to the tail"), so each must be complete, with OWN, when the
+// tail moves over it, and must not change afterwards (receiveLocked checks that
+// through checkFetchedLocked). A driver that moves the tail first and fills the
+// descriptors after it races the DMA: a prefetched descriptor without OWN
+// suspends the channel (RBU), one fetched half-written sends a frame to a
+// stale buffer address.
+func (m *Model) fetchRxLocked(r *ring, from uint32) {
+	n := r.n()
+	if from == noTail || r.tailRaw == noTail || !m.mem.DMAEnabled() {
+		return
+	}
+	if uint32(len(r.fetchedOK)) != n {
+		r.fetched, r.fetchedOK = make([]byte, int(n)*descSize), make([]bool, n)
+	}
+	// Only the part of [from, tail) from the DMA's current descriptor on is
+	// handed over when cur lies inside it (a tail moved back behind cur).
+	tail, from := r.tailRaw%n, from%n
+	if c := (r.cur%n + n - from) % n; c > 0 && c < (tail+n-from)%n {
+		from = r.cur % n
+	}
+	base := m.ringBase(r)
+	for i, k := from, uint32(0); i != tail && k < n; k++ {
+		at := base + uint64(i)*descSize
+		if m.mem.Check(at, descSize) != nil {
+			return // faulted when the DMA gets there
+		}
+		d, err := m.mem.View("rx-fetch", at, descSize)
+		if err != nil {
+			return
+		}
+		copy(r.fetched[int(i)*descSize:], d)
+		r.fetchedOK[i] = true
+		if loadDES3(d)&d3OWN == 0 {
+			m.faults.Add("rx-desc", "RxDesc_Tail", at, "RX descriptor %d handed to the running DMA by the tail write without OWN: fill the descriptor and set RDES3.OWN before moving the tail", i)
+			return // once per tail write
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
 }
 
 // rxDescErrorLocked writes back k descriptors from cur with DE and ES and

@@ -227,7 +227,44 @@ func TestNonCoherent(t *testing.T) {
 	rx.tailTo(2)
 	require.False(t, r.m.Inject(f), "the device still sees OWN clear")
 	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
-	require.NoError(t, r.m.Err())
+	require.ErrorContains(t, r.m.Err(), "RX descriptor 1 handed to the running DMA by the tail write without OWN",
+		"the tail moved over a descriptor the device sees without OWN")
+}
+
+// TestRxTailBeforeFill: a driver that moves the RX tail first and fills the
+// descriptors it covers afterwards is a fault at the tail write (the
+// descriptors are not the DMA's yet) and, if it then fills them, again when
+// the DMA uses one that changed since the tail write handed it over. The
+// same refill in the right order (descriptors, then the tail) is clean.
+func TestRxTailBeforeFill(t *testing.T) {
+	for _, broken := range []bool{false, true} {
+		r := newRig(t, testCfg())
+		r.bringUp()
+		rx := r.setupRx(0, 4, 1536)
+		for i := 0; i < 3; i++ { // the DMA consumes 0..2, suspends at 3 (the tail is the ring's end)
+			require.True(t, r.m.Inject(frame(factoryMAC, 60)))
+		}
+		if broken {
+			rx.tailTo(3) // hands 0..2 back before refilling them
+			for i := 0; i < 3; i++ {
+				rx.post(i)
+			}
+		} else {
+			for i := 0; i < 3; i++ {
+				rx.post(i)
+			}
+			rx.tailTo(3)
+		}
+		require.True(t, r.m.Inject(frame(factoryMAC, 60))) // descriptor 3
+		require.True(t, r.m.Inject(frame(factoryMAC, 60))) // descriptor 0, as refilled
+		err := r.m.Err()
+		if !broken {
+			require.NoError(t, err)
+			continue
+		}
+		require.ErrorContains(t, err, "handed to the running DMA by the tail write without OWN")
+		require.ErrorContains(t, err, "RX descriptor 0 changed after the tail write")
+	}
 }
 
 // TestStmmacOrder programs the channel in stmmac's order (stmmac_init_dma_engine

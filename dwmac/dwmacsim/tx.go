@@ -1,6 +1,9 @@
 package dwmacsim
 
-import "bytes"
+import (
+	"bytes"
+	"strings"
+)
 
 // Transmit path (databook "Transmit DMA"). A tail-pointer write (or ST, or TE
 // or TXQEN becoming set) resumes the channel's TX DMA, which runs on the device
@@ -306,7 +309,7 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 		if err != nil {
 			return txFrame{}, start, gatherDMAError
 		}
-		m.checkFetchedLocked(r, idx, d, at)
+		m.checkFetchedLocked("TX", r, idx, d, at)
 		d3 := loadDES3(d)
 		if d3&d3OWN == 0 {
 			return txFrame{}, start, gatherNotOwned
@@ -462,16 +465,17 @@ func (m *Model) fetchTxLocked(r *ring, from uint32) {
 	}
 }
 
-// checkFetchedLocked reports descriptor idx changed since the tail write that
-// handed it over: the driver wrote it after moving the tail.
-func (m *Model) checkFetchedLocked(r *ring, idx uint32, d []byte, at uint64) {
+// checkFetchedLocked reports descriptor idx of the kind ("TX" or "RX") ring r
+// changed since the tail write that handed it over: the driver wrote it after
+// moving the tail.
+func (m *Model) checkFetchedLocked(kind string, r *ring, idx uint32, d []byte, at uint64) {
 	if int(idx) >= len(r.fetchedOK) || !r.fetchedOK[idx] {
 		return
 	}
 	r.fetchedOK[idx] = false
 	o := int(idx) * descSize
 	if !bytes.Equal(r.fetched[o:o+descSize], d[:descSize]) {
-		m.faults.Add("tx-desc", "TxDesc_Tail", at, "TX descriptor %d changed after the tail write handed it to the running DMA (which fetched it then): write descriptors before moving the tail", idx)
+		m.faults.Add(strings.ToLower(kind)+"-desc", kind+"Desc_Tail", at, "%s descriptor %d changed after the tail write handed it to the running DMA (which fetched it then): write descriptors before moving the tail", kind, idx)
 	}
 }
 
