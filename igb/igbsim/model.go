@@ -156,9 +156,10 @@ type Model struct {
 	phy    *sim.PHY    // immutable
 	nvm    [nvmWords]uint16
 
-	sched *sim.Sched // immutable: the device side's clock
-	txT   *sim.Timer // immutable: the transmit engine's next step
-	mdiT  *sim.Timer // immutable: the end of the running MDI cycle
+	sched  *sim.Sched // immutable: the device side's clock
+	txT    *sim.Timer // immutable: the transmit engine's next step
+	mdiT   *sim.Timer // immutable: the end of the running MDI cycle
+	stampT *sim.Timer // immutable: TXSTMPL/H loading after a frame left (ptp.go)
 
 	txMu    sync.Mutex
 	txBatch []txFrame // scratch of transmit; guarded by txMu
@@ -254,6 +255,7 @@ func New(cfg Config) (*Model, error) {
 	m.sched = sim.NewSched(cfg.Sched)
 	m.txT = m.sched.NewTimer(m.txRun)
 	m.mdiT = m.sched.NewTimer(m.mdiDone)
+	m.stampT = m.sched.NewTimer(m.stampDone)
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,

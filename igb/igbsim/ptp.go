@@ -1,6 +1,10 @@
 package igbsim
 
-import "github.com/xnic-dev/xnic/sim"
+import (
+	"time"
+
+	"github.com/xnic-dev/xnic/sim"
+)
 
 // IEEE 1588 time sync of the I210 (I210 datasheet 7.8; Linux igb_ptp.c,
 // igb_ptp_read_i210, igb_ptp_write_i210, igb_ptp_adjfine_82580,
@@ -66,6 +70,8 @@ type ptpState struct {
 	tsyncRx  uint32
 	tsyncTx  uint32 // EN and VALID
 	txStamp  int64  // the latched TX timestamp, with VALID
+	txNext   int64  // a frame's departure time, not yet in TXSTMPL/H
+	txTaking bool   // txNext waits for the stamp timer to set VALID
 	hasClock bool   // the device is an I210 (the clock format modelled)
 }
 
@@ -76,7 +82,7 @@ func (p *ptpState) reset(i210 bool) {
 	p.clock.Set(0)
 	p.clock.SetRate(0)
 	p.latch, p.pendL, p.timinca, p.tsyncRx, p.hasClock = 0, 0, 0, 0, i210
-	p.tsyncTx, p.txStamp = 0, 0
+	p.tsyncTx, p.txStamp, p.txNext, p.txTaking = 0, 0, 0, false
 }
 
 // rxTimestamping reports whether frames get a timestamp header on a queue
@@ -203,12 +209,46 @@ func (m *Model) stampOKLocked(addr uint64) bool {
 }
 
 // latchTxLocked takes the transmit timestamp of a frame leaving now, if the
-// latch is free.
+// latch is free. The time is taken now, but TXSTMPL/H show it and VALID sets
+// only when the stamp timer runs, a device latency later (after the frame's
+// DD write-back, which follows at once): the MAC samples the clock as the
+// frame's start of frame delimiter passes the MII and loads the register pair
+// after that, on its own time, not the DMA's (I210 datasheet 7.8.3.4, TX
+// timestamp; Linux's igb polls TSYNCTXCTL.VALID from a work item,
+// igb_ptp_tx_work, rather than reading the registers at DD). A driver that
+// reads TXSTMPL/H as soon as DD shows gets the previous frame's time.
 func (m *Model) latchTxLocked() {
 	p := &m.ptp
-	if p.tsyncTx&tsyncTxEnabled == 0 || p.tsyncTx&tsyncTxValid != 0 {
+	if p.tsyncTx&tsyncTxEnabled == 0 || p.tsyncTx&tsyncTxValid != 0 || p.txTaking {
 		return
 	}
-	p.txStamp = p.clock.Now()
-	p.tsyncTx |= tsyncTxValid
+	p.txNext, p.txTaking = p.clock.Now(), true
+	m.stampT.ArmAfter(m.sched.Between(stampLagMin, stampLagMax))
+}
+
+// The lag between a timestamped frame's DD write-back and TSYNCTXCTL.VALID.
+// The DMA writes DD back once the frame is in the MAC's transmit packet buffer
+// (I210 datasheet 7.2.3, descriptor write-back); the frame leaves, and is
+// stamped, when the frames ahead of it in that buffer have: up to the time a
+// full 20 KB transmit buffer (TXPBSIZE's default) takes at 1 Gb/s.
+const (
+	stampLagMin = 2 * time.Microsecond
+	stampLagMax = 160 * time.Microsecond
+)
+
+// stampDone is the stamp timer: the time taken at departure reaches
+// TXSTMPL/H and VALID sets (unless a reset or TSYNCTXCTL.EN cleared came
+// between).
+func (m *Model) stampDone() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	p := &m.ptp
+	if !p.txTaking {
+		return
+	}
+	p.txTaking = false
+	if p.tsyncTx&tsyncTxEnabled != 0 {
+		p.txStamp = p.txNext
+		p.tsyncTx |= tsyncTxValid
+	}
 }
