@@ -246,6 +246,9 @@ func TestOpenRefusesHighMemory(t *testing.T) {
 		{"unlimited", sim.NewMemory(sim.MemoryConfig{}, nil)},
 		{"8GiB", sim.NewMemory(sim.MemoryConfig{Limit: 1 << 33}, nil)},
 		{"lying", liar{sim.NewMemory(sim.MemoryConfig{}, nil)}},
+		// Memory that starts below 4 GiB and runs across it: the first
+		// bytes of a region are reachable, its end is not.
+		{"straddling", liar{sim.NewMemory(sim.MemoryConfig{Base: 1<<32 - 16<<10}, nil)}},
 	} {
 		d := newPlainFEC("fsl,imx8mp-fec")
 		d.alloc = c.alloc

@@ -143,6 +143,16 @@ func TestAllocAboveLimit(t *testing.T) {
 	if len(src.mapped) != 0 {
 		t.Fatal("the page above the limit was kept mapped")
 	}
+	// A run that starts below the limit and ends above it is refused too:
+	// the device would reach its first bytes only.
+	src = newFakePages(fakePage, []uint64{1<<32 - fakePage, 1 << 32})
+	a, _ = NewAllocator(Config{Source: src, Limit: 1 << 32})
+	if _, err := a.Alloc(fakePage+1, 0); !errors.Is(err, dma.ErrTooHigh) || !strings.Contains(err.Error(), "0x100010000") {
+		t.Fatalf("run across the limit: %v, want ErrTooHigh naming its end", err)
+	}
+	if len(src.mapped) != 0 {
+		t.Fatal("the run across the limit was kept mapped")
+	}
 	// A page ending exactly at the limit is fine.
 	src = newFakePages(fakePage, []uint64{1<<32 - fakePage})
 	a, _ = NewAllocator(Config{Source: src, Limit: 1 << 32})

@@ -145,6 +145,7 @@ func TestUncachedRefusals(t *testing.T) {
 		{"a device", UncachedConfig{Phys: 0x30be_0000, Size: page}, ErrRangeClaimed, "ethernet"},
 		{"straddles reserved", UncachedConfig{Phys: 0x501f_0000, Size: 0x20000}, ErrNotReserved, "partly"},
 		{"above the limit", UncachedConfig{Phys: 0x1_0000_0000, Size: page, Limit: 1 << 32}, dma.ErrTooHigh, "limit"},
+		{"across the limit", UncachedConfig{Phys: 0x5000_0000, Size: 2 * page, Limit: 0x5000_0000 + uint64(page)}, dma.ErrTooHigh, "limit"},
 		{"unaligned", UncachedConfig{Phys: 0x5000_0010, Size: page}, nil, "page-aligned"},
 		{"no /dev/mem", UncachedConfig{Phys: 0x5000_0000, Size: page, MemPath: "/nonexistent/mem"}, nil, "CONFIG_DEVMEM"},
 	} {
@@ -219,6 +220,10 @@ func TestWithUncached(t *testing.T) {
 	low, _ := NewAllocator(Config{Source: newFakePages(fakePage), Limit: phys})
 	if _, err := NewWithUncached(low, u); !errors.Is(err, dma.ErrTooHigh) {
 		t.Fatalf("range above the limit: %v", err)
+	}
+	across, _ := NewAllocator(Config{Source: newFakePages(fakePage), Limit: phys + uint64(page)})
+	if _, err := NewWithUncached(across, u); !errors.Is(err, dma.ErrTooHigh) {
+		t.Fatalf("range across the limit: %v", err)
 	}
 }
 
