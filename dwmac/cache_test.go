@@ -376,3 +376,50 @@ func TestCacheModelBufferLines(t *testing.T) {
 		m.Close()
 	}
 }
+
+// TestCacheMaintenancePerFrame bounds the cache maintenance the driver does
+// on the i.MX8MP (uncached rings, cached buffers): the lines its Syncs cover
+// are those of each frame on TX and on RX, and of each posted buffer at
+// refill, with a line of slack per frame, so a driver that cleans whole
+// pools, whole buffers on TX, or a buffer twice, fails even though every
+// frame arrives intact.
+func TestCacheMaintenancePerFrame(t *testing.T) {
+	c := sim.CacheConfig{Seed: 7, Refetch: true}
+	r := newRig(t, imx8mpCached(c), dwmac.Config{})
+	sizes := []int{60, 64, 61, 128, 1514, 1000, 1500, 333}
+	const n = 256
+	frames := make([][]byte, n)
+	rng := rand.New(rand.NewPCG(7, 7))
+	var frameLines uint64
+	line := r.m.Memory().CacheLine()
+	for i := range frames {
+		frames[i] = nictest.RandFrame(rng, r.p.MAC(), sizes[i%len(sizes)])
+		frameLines += uint64((len(frames[i]) + line - 1) / line)
+	}
+	before := r.m.Memory().CacheStats()
+	for i := 0; i < n; i += 16 {
+		for _, f := range frames[i : i+16] {
+			if err := r.wire.Send(f); err != nil {
+				t.Fatal(err)
+			}
+		}
+		receive(t, r.p, 16)
+	}
+	transmit(t, r.p, frames, 16)
+	reclaimAll(t, r.p, 512)
+	after := r.m.Memory().CacheStats()
+	clean, inval := after.CleanLines-before.CleanLines, after.InvalLines-before.InvalLines
+	buf := uint64(r.p.RxQueue(0).Pool().FrameSize()-dma.Headroom) / uint64(line)
+	// RX: the frame's lines invalidated, a buffer cleaned at refill; TX: the
+	// frame's lines cleaned.
+	maxClean := frameLines + n*buf + n
+	maxInval := frameLines + n
+	t.Logf("%d frames each way: %.1f lines cleaned and %.1f invalidated per frame (bounds %.1f, %.1f)", n,
+		float64(clean)/n, float64(inval)/n, float64(maxClean)/n, float64(maxInval)/n)
+	if clean < frameLines || inval < frameLines {
+		t.Fatalf("less maintenance than the frames need: clean %d, invalidate %d, frames' lines %d", clean, inval, frameLines)
+	}
+	if clean > maxClean || inval > maxInval {
+		t.Fatalf("%d lines cleaned (bound %d) and %d invalidated (bound %d): more maintenance than the frames need", clean, maxClean, inval, maxInval)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/fec/fecsim"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -154,12 +155,15 @@ const (
 	brokenPatience  = 250 * time.Millisecond
 )
 
+// cacheTrafficSizes are the frame sizes cacheTraffic sends, in turn.
+var cacheTrafficSizes = []int{60, 64, 61, 128, 1514, 1000, 1980, 333}
+
 // cacheTraffic sends frames a -> b and b -> a, rounds times per direction,
 // each frame in its own Send and reclaiming only when the ring is full (as a
 // sender that batches its reclaims does), and checks what arrives. It
 // returns the first thing that went wrong instead of failing the test.
 func cacheTraffic(a, b cachePort, ring, rounds int, patience time.Duration) error {
-	sizes := []int{60, 64, 61, 128, 1514, 1000, 1980, 333}
+	sizes := cacheTrafficSizes
 	seq := 0
 	rx := make([]*dma.Buf, 32)
 	for round := 0; round < rounds; round++ {
@@ -198,6 +202,7 @@ func cacheTraffic(a, b cachePort, ring, rounds int, patience time.Duration) erro
 				k := dst.RxQueue(0).Recv(rx)
 				for _, b := range rx[:k] {
 					got = append(got, bytes.Clone(b.Data()))
+					nictest.Scribble(b) // dirty lines the next refill must clean
 					b.Free()
 				}
 				if k > 0 {
@@ -344,5 +349,65 @@ func TestCacheModelBufferLines(t *testing.T) {
 			t.Errorf("the refusal does not name the cache line: %v", err)
 		}
 		m.Close()
+	}
+}
+
+// TestCacheMaintenancePerFrame bounds the cache maintenance the driver does:
+// the lines its Syncs cover, per frame, stay within what the frames need (the
+// frame's lines on TX and on RX, the posted buffer's lines at refill, and a
+// few descriptor lines), so a driver that cleans whole rings per burst fails
+// even though every frame arrives intact.
+func TestCacheMaintenancePerFrame(t *testing.T) {
+	const ring = 256
+	for _, mode := range []ringMode{ringsUncached, ringsDiscipline} {
+		t.Run(mode.String(), func(t *testing.T) {
+			c := sim.CacheConfig{Seed: 7, Refetch: true}
+			cfg := fec.Config{RxRingSize: ring, TxRingSize: ring, PoolSize: 2 * ring}
+			ca, cb := c, c
+			cb.Seed++
+			a := openCachePort(t, variants[0].v, &ca, mode, cfg, 0xA)
+			b := openCachePort(t, variants[0].v, &cb, mode, cfg, 0xB)
+			wa, wb := sim.NewPair()
+			a.m.Attach(wa)
+			b.m.Attach(wb)
+			lines := func() (clean, inval uint64) {
+				for _, p := range []cachePort{a, b} {
+					s := p.m.Memory().CacheStats()
+					clean, inval = clean+s.CleanLines, inval+s.InvalLines
+				}
+				return clean, inval
+			}
+			clean0, inval0 := lines()
+			const rounds = 2
+			if err := cacheTraffic(a, b, ring, rounds, workingPatience); err != nil {
+				t.Fatal(err)
+			}
+			clean, inval := lines()
+			clean, inval = clean-clean0, inval-inval0
+			frames := uint64(rounds * 2 * (ring/2 + 1))
+			line := uint64(a.m.Memory().CacheLine())
+			// What the frames need: TX cleans each frame's lines and RX
+			// invalidates them (frames start on a line: Headroom), the refill
+			// cleans a whole receive buffer; on cached rings the descriptors
+			// cost a line or two per frame on each side, and each poll of an
+			// empty ring one more (timing: the bound leaves room).
+			var frameLines uint64
+			for seq := uint64(0); seq < frames; seq++ {
+				n := uint64(max(cacheTrafficSizes[seq%uint64(len(cacheTrafficSizes))], 60))
+				frameLines += (n + line - 1) / line
+			}
+			buf := uint64(a.p.RxQueue(0).Pool().FrameSize()-dma.Headroom) / line
+			maxClean := frameLines + frames*(buf+2)
+			maxInval := frameLines + frames*6
+			t.Logf("%d frames: %.1f lines cleaned and %.1f invalidated per frame (bounds %.1f, %.1f)", frames,
+				float64(clean)/float64(frames), float64(inval)/float64(frames), float64(maxClean)/float64(frames), float64(maxInval)/float64(frames))
+			if clean == 0 || inval == 0 {
+				t.Fatalf("no maintenance counted: clean %d, invalidate %d", clean, inval)
+			}
+			if clean > maxClean || inval > maxInval {
+				t.Fatalf("%d frames cost %d lines cleaned (bound %d) and %d invalidated (bound %d): more maintenance than the frames need",
+					frames, clean, maxClean, inval, maxInval)
+			}
+		})
 	}
 }

@@ -159,6 +159,12 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		if !q.guard.Admit(b) {
 			continue
 		}
+		// Admit cleaned the frame for the device (unless its allocator says
+		// it is coherent); padding it, moving it or clearing its checksum
+		// fields writes the buffer again, and only then does it need another
+		// clean. On memory that claims coherence the Sync below is the only
+		// one, and costs nothing where the claim is true.
+		rewritten := false
 		if b.Len < minTxLen {
 			// Pad to the Ethernet minimum (60 bytes before the FCS) with zeros
 			// inside the buffer, as the kernel's eth_skb_pad does.
@@ -169,6 +175,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			}
 			clear(b.Mem[b.Off+b.Len : b.Off+minTxLen])
 			b.Len = minTxLen
+			rewritten = true
 		}
 		if mis := int(b.DataIOVA() & (txAlign - 1)); mis != 0 {
 			if b.Off < mis {
@@ -180,12 +187,14 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			b.Off -= mis
 			b.Meta = 0
 			q.realigned.Add(1)
+			rewritten = true
 		}
 		esc := q.esc
 		if b.TxFlags != 0 {
-			esc |= metaESC(b)
+			esc |= metaESC(b) // clears the checksum fields it asks the MAC to fill
+			rewritten = true
 		}
-		if p := b.Pool(); p != nil {
+		if p := b.Pool(); p != nil && (rewritten || dma.IsCoherent(p.Allocator())) {
 			if r := p.Region(); r != nil {
 				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
 			}
