@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // DES3 is the word the DMA and the driver hand a descriptor over with (OWN). On
@@ -15,18 +17,12 @@ import (
 // it are observed first), and the load LDAR, the dma_rmb after reading OWN
 // (DES0-DES2 of a write-back are read after it). See nic/ring.go.
 
-// hostLE is true on little-endian hosts (all the targets this driver runs on).
-var hostLE = func() bool {
-	x := uint16(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
-
 // loadDES3 atomically reads the little-endian word at d[12:16]. d must be a
 // descriptor inside a ring whose base is at least 4-byte aligned.
 func loadDES3(d []byte) uint32 {
 	d = d[:descSize:descSize] // a bounds check that, unlike _ = d[descSize-1], is no read for the race detector
 	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&d[des3])))
-	if !hostLE {
+	if nic.HostBigEndian {
 		v = bits.ReverseBytes32(v)
 	}
 	return v
@@ -36,7 +32,7 @@ func loadDES3(d []byte) uint32 {
 // store of a descriptor, the one that hands it over when it sets OWN.
 func storeDES3(d []byte, v uint32) {
 	d = d[:descSize:descSize] // a bounds check that, unlike _ = d[descSize-1], is no read for the race detector
-	if !hostLE {
+	if nic.HostBigEndian {
 		v = bits.ReverseBytes32(v)
 	}
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&d[des3])), v)

@@ -1,10 +1,11 @@
 package fec
 
 import (
-	"encoding/binary"
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // The descriptor word at offset 0 (datlen | sc << 16) is shared with the device:
@@ -17,15 +18,11 @@ import (
 // is the dma_rmb after reading E/R (the fields read after it are not read
 // before it). See nic/ring.go for the whole handover.
 
-// hostBigEndian is true on big-endian hosts, where the atomic load returns the
-// bytes the other way round from the little-endian descriptor layout.
-var hostBigEndian = binary.NativeEndian.Uint16([]byte{0, 1}) == 1
-
 // loadWord0 reads the little-endian word at d[0:4] atomically.
 func loadWord0(d []byte) uint32 {
 	d = d[:4:4] // a bounds check that, unlike _ = d[3], is no read for the race detector
 	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&d[0])))
-	if hostBigEndian {
+	if nic.HostBigEndian {
 		v = bits.ReverseBytes32(v)
 	}
 	return v
@@ -35,7 +32,7 @@ func loadWord0(d []byte) uint32 {
 // of a descriptor, which hands it to the device.
 func storeWord0(d []byte, v uint32) {
 	d = d[:4:4] // a bounds check that, unlike _ = d[3], is no read for the race detector
-	if hostBigEndian {
+	if nic.HostBigEndian {
 		v = bits.ReverseBytes32(v)
 	}
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&d[0])), v)

@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // The device writes a descriptor's write-back by DMA while the driver polls it.
@@ -23,12 +25,12 @@ import (
 
 // loadLE32 reads the little-endian dword at b[off:off+4] with one atomic 32-bit
 // load. The load yields host order; on a big-endian host the bytes are swapped
-// back into the descriptor's little-endian order (hostBigEndian is a build-time
+// back into the descriptor's little-endian order (nic.HostBigEndian is a build-time
 // constant, so little-endian hosts pay nothing). b[off] must be 4-byte aligned.
 func loadLE32(b []byte, off int) uint32 {
 	w := b[off : off+4 : off+4] // bounds check without touching memory (a "_ = b[off+3]" would be a plain read)
 	v := atomic.LoadUint32((*uint32)(unsafe.Pointer(&w[0])))
-	if hostBigEndian {
+	if nic.HostBigEndian {
 		v = bits.ReverseBytes32(v)
 	}
 	return v

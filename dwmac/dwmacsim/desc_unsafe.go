@@ -3,14 +3,9 @@ package dwmacsim
 import (
 	"sync/atomic"
 	"unsafe"
-)
 
-// hostLittleEndian: the atomic store below writes host order, which is the
-// descriptor's little-endian order only on little-endian hosts.
-var hostLittleEndian = func() bool {
-	x := uint32(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
+	"github.com/xnic-dev/xnic/nic"
+)
 
 // storeDES3 writes a descriptor's DES3 (the word that carries OWN) as one
 // 32-bit store with release ordering, after the rest of the write-back: a
@@ -20,7 +15,7 @@ var hostLittleEndian = func() bool {
 func storeDES3(d []byte, v uint32) {
 	d = d[: des3+4 : des3+4] // a bounds check that, unlike _ = d[des3+3], is no read for the race detector
 	p := (*uint32)(unsafe.Pointer(&d[des3]))
-	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
+	if nic.HostBigEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
 		le.PutUint32(d[des3:], v)
 		return
 	}
@@ -31,7 +26,7 @@ func storeDES3(d []byte, v uint32) {
 func loadDES3(d []byte) uint32 {
 	d = d[: des3+4 : des3+4] // a bounds check that, unlike _ = d[des3+3], is no read for the race detector
 	p := (*uint32)(unsafe.Pointer(&d[des3]))
-	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
+	if nic.HostBigEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
 		return le.Uint32(d[des3:])
 	}
 	return atomic.LoadUint32(p)

@@ -3,14 +3,9 @@ package igbsim
 import (
 	"sync/atomic"
 	"unsafe"
-)
 
-// hostLittleEndian: the atomic store below writes host order, which is the
-// descriptor's little-endian order only on little-endian hosts.
-var hostLittleEndian = func() bool {
-	x := uint32(1)
-	return *(*byte)(unsafe.Pointer(&x)) == 1
-}()
+	"github.com/xnic-dev/xnic/nic"
+)
 
 // storeStatus writes a descriptor's status dword as one 32-bit store with release
 // ordering, after the rest of the write-back: a driver polling DD on another
@@ -19,7 +14,7 @@ var hostLittleEndian = func() bool {
 func storeStatus(b []byte, off int, v uint32) {
 	w := b[off : off+4 : off+4] // bounds check without reading the dword
 	p := (*uint32)(unsafe.Pointer(&w[0]))
-	if !hostLittleEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
+	if nic.HostBigEndian || uintptr(unsafe.Pointer(p))&3 != 0 {
 		le.PutUint32(b[off:], v)
 		return
 	}
