@@ -431,7 +431,7 @@ func (p *Port) bringUp() error {
 		p.tx = append(p.tx, tq)
 	}
 	for _, rq := range p.rx {
-		p.tx[rq.idx].guard.Trust(rq.pool)
+		p.tx[rq.idx].guard.Trust(rq.Pool())
 	}
 	if p.irqs != nil {
 		p.wireIRQs()

@@ -82,19 +82,11 @@ func (q *rxQueue) checkFatal() {
 func (q *rxQueue) recover() {
 	r := uint32(chReg(q.idx, chRxControl))
 	q.regs.Write32(r, q.regs.Read32(r)&^uint32(chRxSR))
-	for i, b := range q.slots {
-		if b != nil {
-			b.Free()
-			q.slots[i] = nil
-		}
-	}
-	q.posted, q.next, q.tail = 0, 0, 0
-	clear(q.ring.CPU)
-	nic.SyncRing(q.alloc, q.ring, descSize, q.n, 0, q.n, dma.ForDevice)
+	q.Reset()
 	if q.port.addrBits > 32 {
-		q.regs.Write32(uint32(chReg(q.idx, chRxBaseHi)), uint32(q.ring.IOVA>>32))
+		q.regs.Write32(uint32(chReg(q.idx, chRxBaseHi)), uint32(q.Ring.IOVA>>32))
 	}
-	q.regs.Write32(uint32(chReg(q.idx, chRxBaseLo)), uint32(q.ring.IOVA))
+	q.regs.Write32(uint32(chReg(q.idx, chRxBaseLo)), uint32(q.Ring.IOVA))
 	// Clearing SR latched RPS: clear it (and what the stop left) before the
 	// restart, so the watch does not take this stop for another.
 	q.regs.Write32(uint32(chReg(q.idx, chStatus)), uint32(chStatRPS|chStatRBU|chStatFBE|chStatAIS))

@@ -52,9 +52,9 @@ func TestFatalRxRecoveredByPolling(t *testing.T) {
 	bufs := make([]*dma.Buf, 8)
 	q := p.rx[0]
 	// Corrupt the next descriptor's buffer address (as a stray write would).
-	d := q.ring.CPU[q.next*descSize : q.next*descSize+descSize]
+	d := q.Desc(q.Next)
 	storeDES3(d, putRxRead(d, unreachable, true))
-	q.alloc.Sync(q.ring, q.next*descSize, descSize, dma.ForDevice)
+	q.SyncDesc(q.Next, dma.ForDevice)
 	m.Inject(nictest.RandFrame(rng, p.MAC(), 100))
 	if m.Err() == nil {
 		t.Fatal("the model reached an unreachable buffer")
@@ -82,8 +82,8 @@ func TestFatalRxRecoveredByPolling(t *testing.T) {
 		}
 		bufs[0].Free()
 	}
-	if st := q.pool.Stats(); q.posted != q.n-1 || st.Free+q.posted != 64 || st.BadPuts != 0 {
-		t.Fatalf("posted %d, pool %+v: buffers lost in the recovery", q.posted, st)
+	if st := q.Pool().Stats(); q.Posted != q.N-1 || st.Free+q.Posted != 64 || st.BadPuts != 0 {
+		t.Fatalf("posted %d, pool %+v: buffers lost in the recovery", q.Posted, st)
 	}
 	if err := m.Err(); err != nil {
 		t.Fatal(err)
@@ -98,7 +98,7 @@ func TestFatalTxRecoveredByPolling(t *testing.T) {
 	m, p, rec := fatalRig(t)
 	rng := rand.New(rand.NewPCG(33, 34))
 	q := p.tx[0]
-	pool := p.rx[0].pool
+	pool := p.rx[0].Pool()
 	held := pool.Get()
 	held.SetOwner(dma.OwnerTx)
 	// A descriptor for held's slot pointing elsewhere, handed to the DMA.

@@ -8,56 +8,43 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 )
 
-// rxQueue is one receive DMA channel and its ring.
+// rxQueue is one receive DMA channel and its ring, on the ring machine the
+// drivers share (nic.RxRing: slots, indices, refill, sync policy, teardown).
 //
 // Ring indices: we write the tail pointer (DMA_CHx_RxDesc_Tail_Pointer, the
 // address just past the last descriptor we handed over); the DMA keeps its
 // current descriptor (DMA_CHx_Current_App_RxDesc) and stops when it reaches the
 // tail. Ownership of each descriptor is its RDES3.OWN bit: we set it when we post
 // a buffer, the DMA clears it in the write-back. The driver never reads the
-// current-descriptor register on the fast path: it follows OWN from next, its
-// own copy of where the DMA writes next.
-//
-// Buffers: a buffer posted on the ring is OwnerRx and sits in slots[i] for its
-// descriptor i. Recv hands good frames to the caller (OwnerApp), frees the rest,
-// and refills the slots from pool. At most n-1 descriptors are posted, so the
-// tail never catches up with the DMA's current descriptor from behind.
+// current-descriptor register on the fast path: it follows OWN from Next, its
+// own copy of where the DMA writes next. At most N-1 descriptors are posted, so
+// the tail never catches up with the DMA's current descriptor from behind.
 //
 // One goroutine owns the queue: every field below is touched only by it (or by
 // Open and Close, which run when nobody polls), except the counters, which
 // Stats reads atomically.
 type rxQueue struct {
+	nic.RxRing
 	port     *Port
 	idx      int
 	regs     nic.Regs
-	alloc    dma.Allocator
-	ring     *dma.Region // n descriptors
-	n        int
-	pool     *dma.Pool
-	bufLen   int    // bytes the DMA may write into one buffer (RBSZ)
 	tailReg  uint32 // offset of the tail pointer register
 	stripFCS bool   // PL excludes the FCS
 	ts       bool   // frames are timestamped (TSENALL): a context descriptor follows each
-
-	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
-	scratch []*dma.Buf // refill batch, len n
-	next    int        // next descriptor the DMA completes; only we write it
-	tail    int        // descriptor index the tail pointer names: the slot after the last posted
-	posted  int        // descriptors owned by the DMA
-	stopped bool
+	stopped  bool
+	post     nic.PostFunc // the read format with OWN, for RxRing.Refill
 
 	ioc iocPlan // which refilled descriptors ask for an interrupt (coalesce.go)
 
 	irq nic.IRQ    // nil without interrupts
 	ie  chStatBits // this channel's DMA_CHx_Interrupt_Enable when armed
 
-	packets   atomic.Uint64 // frames handed to the caller
-	bytes     atomic.Uint64
-	errSum    atomic.Uint64 // write-backs with ES (CRC, overflow, giant, watchdog, PHY error)
-	split     atomic.Uint64 // descriptors of frames that did not fit one buffer (not FD&&LD)
-	ctxt      atomic.Uint64 // context descriptors not after a timestamped frame
-	badLen    atomic.Uint64 // PL of 0 or beyond the buffer
-	allocFail atomic.Uint64 // refills that found the pool short
+	packets atomic.Uint64 // frames handed to the caller
+	bytes   atomic.Uint64
+	errSum  atomic.Uint64 // write-backs with ES (CRC, overflow, giant, watchdog, PHY error)
+	split   atomic.Uint64 // descriptors of frames that did not fit one buffer (not FD&&LD)
+	ctxt    atomic.Uint64 // context descriptors not after a timestamped frame
+	badLen  atomic.Uint64 // PL of 0 or beyond the buffer
 
 	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
 }
@@ -66,32 +53,34 @@ var _ nic.RxQueue = (*rxQueue)(nil)
 
 func (p *Port) setupRx(i int) (*rxQueue, error) {
 	n := p.cfg.RxRingSize
-	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n, stripFCS: p.stripFCS, ts: p.cfg.RxTimestamp,
-		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n),
+	q := &rxQueue{port: p, idx: i, regs: p.regs, stripFCS: p.stripFCS, ts: p.cfg.RxTimestamp,
 		tailReg: uint32(chReg(i, chRxTail))}
+	q.post = func(d []byte, _ int, iova uint64) { storeDES3(d, putRxRead(d, iova, q.ioc.next())) }
+	q.Alloc = p.alloc
 	var err error
-	if q.ring, err = p.allocRing(n * descSize); err != nil {
+	if q.Ring, err = p.allocRing(n * descSize); err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
 	}
-	if err := p.reach("RX descriptor ring", q.ring.IOVA, q.ring.Len()); err != nil {
+	if err := p.reach("RX descriptor ring", q.Ring.IOVA, q.Ring.Len()); err != nil {
 		q.free()
 		return nil, err
 	}
-	if q.ring.IOVA>>32 != (q.ring.IOVA+uint64(q.ring.Len())-1)>>32 {
+	if q.Ring.IOVA>>32 != (q.Ring.IOVA+uint64(q.Ring.Len())-1)>>32 {
 		q.free()
-		return nil, fmt.Errorf("RX descriptor ring at 0x%x crosses a 4 GiB boundary (the tail pointer holds 32 bits)", q.ring.IOVA)
+		return nil, fmt.Errorf("RX descriptor ring at 0x%x crosses a 4 GiB boundary (the tail pointer holds 32 bits)", q.Ring.IOVA)
 	}
-	if q.pool, err = dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize); err != nil {
+	pool, err := dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize)
+	if err != nil {
 		q.free()
 		return nil, fmt.Errorf("buffer pool: %w", err)
 	}
-	if r := q.pool.Region(); r != nil {
+	q.Init(p.alloc, q.Ring, n, descSize, pool, min((p.cfg.FrameSize-dma.Headroom)&^15, maxRxBuf))
+	if r := pool.Region(); r != nil {
 		if err := p.reach("RX buffer pool", r.IOVA, r.Len()); err != nil {
 			q.free()
 			return nil, err
 		}
 	}
-	q.bufLen = min((p.cfg.FrameSize-dma.Headroom)&^15, maxRxBuf)
 
 	pbl := uint32(defaultPBL)
 	if p.model.Integration == IntegrationIntel {
@@ -99,11 +88,11 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 	}
 	// dwmac4_dma_init_channel, _init_rx_chan, _set_bfsize, _set_rx_ring_len.
 	p.w32(chReg(i, chControl), uint32(chCtrlPBLx8))
-	p.w32(chReg(i, chRxControl), pbl<<chRxPBLShift|uint32(q.bufLen)<<chRxRBSZShift)
+	p.w32(chReg(i, chRxControl), pbl<<chRxPBLShift|uint32(q.BufLen)<<chRxRBSZShift)
 	if p.addrBits > 32 {
-		p.w32(chReg(i, chRxBaseHi), uint32(q.ring.IOVA>>32))
+		p.w32(chReg(i, chRxBaseHi), uint32(q.Ring.IOVA>>32))
 	}
-	p.w32(chReg(i, chRxBaseLo), uint32(q.ring.IOVA))
+	p.w32(chReg(i, chRxBaseLo), uint32(q.Ring.IOVA))
 	p.w32(chReg(i, chRxRingLen), uint32(n-1))
 	p.w32(chReg(i, chIntrEnable), 0)
 	p.w32(chReg(i, chStatus), uint32(chStatAll)) // clear what the reset left
@@ -129,31 +118,30 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 	}
 	got := 0
 	var nbytes, esum, split, ctxt, badLen uint64
-	region := q.pool.Region()
-	for got < len(bufs) && q.posted > 0 {
-		off := q.next * descSize
-		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
-		st := loadDES3(q.ring.CPU[off : off+descSize])
+	for got < len(bufs) && q.Posted > 0 {
+		off := q.Next * descSize
+		q.SyncDesc(q.Next, dma.ForCPU)
+		st := loadDES3(q.Ring.CPU[off : off+descSize])
 		if st&desOWN != 0 {
 			break
 		}
-		d := q.ring.CPU[off : off+descSize]
+		d := q.Ring.CPU[off : off+descSize]
 		var stamp uint64
 		stamped, skipCtx := false, false
 		if q.ts && st&(desCTXT|desLD) == desLD && le32(d[des1:])&rdes1TSA != 0 {
 			// The timestamp is in the next descriptor, a context descriptor
 			// the DMA writes after this one (dwmac4_rx_check_timestamp):
 			// wait for it before taking the frame.
-			if q.posted < 2 {
+			if q.Posted < 2 {
 				break
 			}
-			c := q.next + 1
-			if c == q.n {
+			c := q.Next + 1
+			if c == q.N {
 				c = 0
 			}
 			coff := c * descSize
-			q.alloc.Sync(q.ring, coff, descSize, dma.ForCPU)
-			cd := q.ring.CPU[coff : coff+descSize]
+			q.SyncDesc(c, dma.ForCPU)
+			cd := q.Ring.CPU[coff : coff+descSize]
 			c3 := loadDES3(cd)
 			if c3&desOWN != 0 {
 				break
@@ -164,25 +152,25 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 					stamp, stamped = uint64(sec)*nsPerSec+uint64(ns), true
 				}
 				// The context descriptor's buffer goes back to the pool.
-				if cb := q.slots[c]; cb != nil {
-					q.slots[c] = nil
+				if cb := q.Slots[c]; cb != nil {
+					q.Slots[c] = nil
 					cb.Free()
 				}
-				q.posted--
+				q.Posted--
 				skipCtx = true
 			}
 		}
-		b := q.slots[q.next]
-		q.slots[q.next] = nil
-		if q.next++; q.next == q.n {
-			q.next = 0
+		b := q.Slots[q.Next]
+		q.Slots[q.Next] = nil
+		if q.Next++; q.Next == q.N {
+			q.Next = 0
 		}
 		if skipCtx {
-			if q.next++; q.next == q.n {
-				q.next = 0
+			if q.Next++; q.Next == q.N {
+				q.Next = 0
 			}
 		}
-		q.posted--
+		q.Posted--
 		if b == nil { // cannot happen unless the ring was corrupted
 			split++
 			continue
@@ -198,7 +186,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 			split++
 		case st&rdes3ES != 0:
 			esum++
-		case length <= 0 || length > q.bufLen:
+		case length <= 0 || length > q.BufLen:
 			badLen++
 		default:
 			b.Off, b.Len, b.Meta = dma.Headroom, length, 0
@@ -213,7 +201,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 				b.Timestamp = stamp
 				b.Flags |= dma.FlagTimestamp
 			}
-			q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, length, dma.ForCPU)
+			q.SyncFrame(b, length)
 			b.SetOwner(dma.OwnerApp)
 			bufs[got] = b
 			got++
@@ -222,7 +210,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		}
 		b.Free()
 	}
-	if q.posted < q.n-1 {
+	if q.Posted < q.N-1 {
 		q.refill() // also retries a refill the pool could not serve before
 	}
 	if got == 0 {
@@ -244,40 +232,10 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 // refill posts fresh buffers on every free slot it can, syncs the descriptors
 // for the device and writes the tail pointer once.
 func (q *rxQueue) refill() {
-	want := q.n - 1 - q.posted
-	if want <= 0 {
-		return
+	if q.Refill(q.N-1, 1, q.post) > 0 {
+		q.regs.Write32(q.tailReg, uint32(q.Ring.IOVA)+uint32(q.Tail*descSize))
 	}
-	k := q.pool.GetBurst(q.scratch[:want])
-	if k < want {
-		q.allocFail.Add(1)
-	}
-	if k == 0 {
-		return
-	}
-	region := q.pool.Region()
-	first := q.tail
-	for i, b := range q.scratch[:k] {
-		q.scratch[i] = nil
-		b.SetOwner(dma.OwnerRx)
-		// Write back dirty cache lines before the DMA writes the buffer, so a
-		// later eviction cannot overwrite what it wrote.
-		q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
-		off := q.tail * descSize
-		d := q.ring.CPU[off : off+descSize]
-		storeDES3(d, putRxRead(d, b.IOVA+dma.Headroom, q.ioc.next()))
-		q.slots[q.tail] = b
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
-		}
-	}
-	nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, k, dma.ForDevice)
-	q.posted += k
-	q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*descSize))
 }
-
-// Pool is where this ring's buffers come from.
-func (q *rxQueue) Pool() *dma.Pool { return q.pool }
 
 // IRQ is the channel's receive interrupt, nil without interrupts.
 func (q *rxQueue) IRQ() nic.IRQ { return q.irq }
@@ -304,24 +262,4 @@ func (q *rxQueue) stop() {
 
 // free returns posted buffers and frees the ring and the pool. The channel must
 // be stopped.
-func (q *rxQueue) free() error {
-	for i, b := range q.slots {
-		if b != nil {
-			b.Free()
-			q.slots[i] = nil
-		}
-	}
-	q.posted = 0
-	var err error
-	if q.ring != nil {
-		err = q.alloc.Free(q.ring)
-		q.ring = nil
-	}
-	if q.pool != nil {
-		if e := q.pool.Close(); e != nil && err == nil {
-			err = e
-		}
-		q.pool = nil
-	}
-	return err
-}
+func (q *rxQueue) free() error { return q.Free() }

@@ -78,7 +78,7 @@ func TestFakeRxDropsBadDescriptors(t *testing.T) {
 		}
 	}
 	// The dropped buffers went back to the pool and the ring is full again.
-	if tail := d.reg(fCh0 + fChRxTail); tail != uint32(p.rx[0].ring.IOVA)+uint32((5+7)%8*16) {
+	if tail := d.reg(fCh0 + fChRxTail); tail != uint32(p.rx[0].Ring.IOVA)+uint32((5+7)%8*16) {
 		t.Fatalf("RX tail 0x%x after refilling five", tail)
 	}
 	if pool := p.RxQueue(0).Pool(); pool.Stats().ByOwner[dma.OwnerRx] != 7 {

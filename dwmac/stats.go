@@ -81,7 +81,7 @@ func (p *Port) Stats() []nic.Counter {
 		split += q.split.Load()
 		ctxt += q.ctxt.Load()
 		badLen += q.badLen.Load()
-		allocFail += q.allocFail.Load()
+		allocFail += q.AllocFail.Load()
 	}
 	var rxRec, txRec, tsDropped, tsSkipped uint64
 	for _, q := range p.rx {

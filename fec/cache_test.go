@@ -69,7 +69,7 @@ type ringMode int
 const (
 	ringsUncached   ringMode = iota // the allocator offers AllocUncached
 	ringsDiscipline                 // cached rings, the driver told the cache line
-	ringsNaive                      // cached rings, the driver believes DMA is coherent
+	ringsNaive                      // cached rings, the driver not told the cache line: no discipline
 )
 
 func (r ringMode) String() string {
@@ -77,8 +77,8 @@ func (r ringMode) String() string {
 }
 
 // cachedAlloc is the model's memory without AllocUncached; with naive it
-// also hides NonCoherent and CacheLine, so the driver takes the memory for
-// coherent and applies no discipline.
+// also hides CacheLine, so the driver knows the memory needs its Syncs but
+// not how wide a line is, and applies no ring discipline.
 type cachedAlloc struct {
 	m     *sim.Memory
 	naive bool
@@ -91,7 +91,7 @@ func (a cachedAlloc) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
 }
 func (a cachedAlloc) Check(iova uint64, n int) error { return a.m.Check(iova, n) }
 func (a cachedAlloc) Limit() uint64                  { return a.m.Limit() }
-func (a cachedAlloc) NonCoherent() bool              { return !a.naive && a.m.NonCoherent() }
+func (a cachedAlloc) NonCoherent() bool              { return a.m.NonCoherent() }
 func (a cachedAlloc) CacheLine() int {
 	if a.naive {
 		return 0

@@ -334,7 +334,7 @@ func (p *Port) bringUp() error {
 	}
 	for _, tq := range p.tx {
 		for _, rq := range p.rx {
-			tq.guard.Trust(rq.pool)
+			tq.guard.Trust(rq.Pool())
 		}
 	}
 	if p.cfg.Interrupts {
@@ -439,8 +439,8 @@ func (p *Port) start() {
 	}
 	for i := range p.rx {
 		rr := rings[i]
-		p.w32(rr.rdsr, uint32(p.rx[i].ring.IOVA))
-		p.w32(rr.mrbr, uint32(p.rx[i].bufLen))
+		p.w32(rr.rdsr, uint32(p.rx[i].Ring.IOVA))
+		p.w32(rr.mrbr, uint32(p.rx[i].BufLen))
 		p.w32(rr.tdsr, uint32(p.tx[i].ring.IOVA))
 		switch i {
 		case 1:

@@ -37,7 +37,7 @@ func (p *Port) probeMIB() bool {
 // without a frame for ever.
 func (p *Port) checkRxRings() error {
 	for i := 1; i < len(p.rx); i++ {
-		want := uint32(p.rx[i].ring.IOVA)
+		want := uint32(p.rx[i].Ring.IOVA)
 		if got := p.r32(rings[i].rdsr); got != want {
 			return fmt.Errorf("receive ring %d: its descriptor ring start (RDSR%d at %#x) reads %#x after %#x was written: "+
 				"this MAC has no receive ring %d (QEMU's imx.enet models ring 0 only); use Config.Queues 1", i, i, uint32(rings[i].rdsr), got, want, i)

@@ -140,7 +140,7 @@ func (p *Port) Stats() []nic.Counter {
 		ov += q.errOV.Load()
 		tr += q.errTR.Load()
 		span += q.errSpan.Load()
-		allocFail += q.allocFail.Load()
+		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
 		refDMA += q.guard.RefusedDMA.Load()

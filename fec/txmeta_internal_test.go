@@ -102,7 +102,7 @@ func TestMutatedDriverCaughtByModel(t *testing.T) {
 			}
 			defer p.Close()
 			q := p.tx[0]
-			b := p.rx[0].pool.Get()
+			b := p.rx[0].Pool().Get()
 			b.Len = copy(b.Mem[b.Off:], udp4(80, 0x1234)) // the pseudo-header sum of a CHECKSUM_PARTIAL sender, say
 			c.do(p, q, b)
 			m.Settle()

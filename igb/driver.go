@@ -230,7 +230,7 @@ func (p *Port) bringUp() error {
 	}
 	for _, rq := range p.rx {
 		tq := p.tx[rq.idx]
-		tq.guard.Trust(rq.pool)
+		tq.guard.Trust(rq.Pool())
 	}
 	if err := p.setupRSS(); err != nil {
 		return err

@@ -8,44 +8,28 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 )
 
-// rxQueue is one receive ring (82576 datasheet 7.1).
+// rxQueue is one receive ring (82576 datasheet 7.1), on the ring machine the
+// drivers share (nic.RxRing: slots, indices, refill, sync policy, teardown).
 //
 // Ring indices: we write the tail (RDT), hardware writes the head (RDH). The
 // device owns the descriptors from its head up to, not including, the tail; it
 // fills them and writes them back with DD set. We own the rest. The driver never
-// reads RDH on the fast path: it follows DD from next, its own copy of where the
-// device will write next.
-//
-// Buffers: a buffer posted on the ring is OwnerRx and sits in slots[i] for its
-// descriptor i. Recv hands filled ones to the caller (OwnerApp) and replaces them
-// with fresh ones from pool. At most n-1 descriptors are posted, so head == tail
+// reads RDH on the fast path: it follows DD from Next, its own copy of where the
+// device will write next. At most N-1 descriptors are posted, so head == tail
 // always means "nothing for the device" and never "all for the device".
 //
 // One goroutine owns the queue: every field below is touched only by it (or by
 // Open and Close, which run when nobody polls), except the counters, which
 // Stats reads atomically.
 type rxQueue struct {
-	port   *Port
-	idx    int
-	regs   nic.Regs
-	alloc  dma.Allocator
-	ring   *dma.Region // n descriptors
-	n      int
-	pool   *dma.Pool
-	bufLen int // bytes the device may write into one buffer (SRRCTL.BSIZEPKT)
-	rdt    uint32
-	// coherent: alloc's memory needs no Sync (coherent.go); then the fast path
-	// skips the Sync calls. Set once by setupRx.
-	coherent bool
-	region   *dma.Region // pool's memory, for Sync; set once by setupRx
-
-	slots   []*dma.Buf // buffer posted at each descriptor; nil when none
-	scratch []*dma.Buf // refill batch, len n
-	next    int        // next descriptor the device completes; only we write it
-	tail    int        // our copy of RDT: the slot after the last posted
-	posted  int        // descriptors owned by the device
-	discard bool       // dropping the rest of a frame that spanned descriptors
+	nic.RxRing
+	port    *Port
+	idx     int
+	regs    nic.Regs
+	rdt     uint32
+	discard bool // dropping the rest of a frame that spanned descriptors
 	stopped bool
+	post    nic.PostFunc // putRxRead, for RxRing.Refill
 
 	irq  nic.IRQ // nil without interrupts
 	eims uint32  // this queue's vector bit in EIMS
@@ -53,30 +37,26 @@ type rxQueue struct {
 	packets    atomic.Uint64 // frames handed to the caller
 	bytes      atomic.Uint64
 	descErrors atomic.Uint64 // write-backs with error bits, or frames that spanned buffers
-	allocFail  atomic.Uint64 // refills that found the pool short
 }
 
 var _ nic.RxQueue = (*rxQueue)(nil)
 
 func (p *Port) setupRx(i int) (*rxQueue, error) {
 	n := p.cfg.RxRingSize
-	q := &rxQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
-		slots: make([]*dma.Buf, n), scratch: make([]*dma.Buf, n)}
+	q := &rxQueue{port: p, idx: i, regs: p.regs,
+		post: func(d []byte, _ int, iova uint64) { putRxRead(d, iova) }}
+	q.Alloc = p.alloc
 	var err error
-	if q.ring, err = p.allocRing("RX", n); err != nil {
+	if q.Ring, err = p.allocRing("RX", n); err != nil {
 		return nil, err
 	}
-	if q.pool, err = dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize); err != nil {
+	pool, err := dma.NewPool(p.alloc, p.cfg.PoolSize, p.cfg.FrameSize)
+	if err != nil {
 		q.free()
 		return nil, fmt.Errorf("buffer pool: %w", err)
 	}
-	q.coherent = dma.IsCoherent(p.alloc)
-	q.region = q.pool.Region()
-	kib := (p.cfg.FrameSize - dma.Headroom) / 1024
-	if kib > int(srrctlBSizePktMask) {
-		kib = int(srrctlBSizePktMask)
-	}
-	q.bufLen = kib * 1024
+	kib := min((p.cfg.FrameSize-dma.Headroom)/1024, int(srrctlBSizePktMask))
+	q.Init(p.alloc, q.Ring, n, descSize, pool, kib*1024)
 
 	b := rxBlock(i)
 	q.rdt = uint32(b + qTail)
@@ -85,7 +65,7 @@ func (p *Port) setupRx(i int) (*rxQueue, error) {
 		srr |= uint32(srrctlTimestamp)
 	}
 	srrctl := func() { p.w32(b+qSRRCTL, srr) }
-	if err := p.enableRing("RX", b, q.ring, n, srrctl, uint32(dctlEnable)|8<<dctlPThreshShift|8<<dctlHThreshShift|1<<dctlWThreshShift); err != nil {
+	if err := p.enableRing("RX", b, q.Ring, n, srrctl, uint32(dctlEnable)|8<<dctlPThreshShift|8<<dctlHThreshShift|1<<dctlWThreshShift); err != nil {
 		q.free()
 		return nil, err
 	}
@@ -106,12 +86,12 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 	// The ring state lives in locals for the loop (stores into buffers would
 	// otherwise make the compiler reload every q field per frame); next and
 	// posted are written back after it.
-	ring, slots := q.ring.CPU, q.slots
-	nd, next, posted, bufLen, idx := q.n, q.next, q.posted, q.bufLen, uint16(q.idx)
+	ring, slots, coherent := q.Ring.CPU, q.Slots, q.Coherent
+	nd, next, posted, bufLen, idx := q.N, q.Next, q.Posted, q.BufLen, uint16(q.idx)
 	for got < len(bufs) && posted > 0 {
 		off := next * descSize
-		if !q.coherent {
-			q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
+		if !coherent {
+			q.Alloc.Sync(q.Ring, off, descSize, dma.ForCPU)
 		}
 		d := ring[off : off+descSize]
 		// One atomic load of status_error; only after it shows DD are the
@@ -155,9 +135,7 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		if st&(rxStatIPCS|rxStatL4CS) != 0 && st&(rxErrIPE|rxErrL4E) == 0 {
 			b.Flags |= dma.FlagCsumOK
 		}
-		if !q.coherent {
-			q.alloc.Sync(q.region, int(b.IOVA-q.region.IOVA)+dma.Headroom, length, dma.ForCPU)
-		}
+		q.SyncFrame(b, length)
 		if st&rxStatTSIP != 0 {
 			// The receive time comes first in the buffer (I210 7.8.2.4):
 			// SYSTIML, SYSTIMH at 8; the frame follows it.
@@ -176,8 +154,8 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 		got++
 		nbytes += uint64(length)
 	}
-	q.next, q.posted = next, posted
-	if q.posted < q.n-1 {
+	q.Next, q.Posted = next, posted
+	if q.Posted < q.N-1 {
 		q.refill() // also retries a refill the pool could not serve before
 	}
 	if got > 0 {
@@ -192,45 +170,10 @@ func (q *rxQueue) Recv(bufs []*dma.Buf) int {
 
 // refill posts fresh buffers on every free slot it can and writes RDT once.
 func (q *rxQueue) refill() {
-	want := q.n - 1 - q.posted
-	if want <= 0 {
-		return
+	if q.Refill(q.N-1, 1, q.post) > 0 {
+		q.regs.Write32(q.rdt, uint32(q.Tail))
 	}
-	k := q.pool.GetBurst(q.scratch[:want])
-	if k < want {
-		q.allocFail.Add(1)
-	}
-	if k == 0 {
-		return
-	}
-	// Ring state in locals for the loop; q.tail is written back after it.
-	region, ring, slots, scratch := q.region, q.ring.CPU, q.slots, q.scratch[:k]
-	nd, tail, coherent := q.n, q.tail, q.coherent
-	first := tail
-	for i, b := range scratch {
-		scratch[i] = nil
-		b.SetOwner(dma.OwnerRx)
-		if !coherent {
-			// Write back any dirty cache lines before the device writes the buffer.
-			q.alloc.Sync(region, int(b.IOVA-region.IOVA)+dma.Headroom, q.bufLen, dma.ForDevice)
-		}
-		off := tail * descSize
-		putRxRead(ring[off:off+descSize], b.IOVA+dma.Headroom)
-		slots[tail] = b
-		if tail++; tail == nd {
-			tail = 0
-		}
-	}
-	q.tail = tail
-	if !q.coherent {
-		nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, k, dma.ForDevice)
-	}
-	q.posted += k
-	q.regs.Write32(q.rdt, uint32(q.tail))
 }
-
-// Pool is where this ring's buffers come from.
-func (q *rxQueue) Pool() *dma.Pool { return q.pool }
 
 // IRQ is the queue's MSI-X vector, nil without interrupts.
 func (q *rxQueue) IRQ() nic.IRQ { return q.irq }
@@ -254,24 +197,4 @@ func (q *rxQueue) stop() error {
 
 // free returns posted buffers and frees the ring and the pool. The queue must be
 // stopped.
-func (q *rxQueue) free() error {
-	for i, b := range q.slots {
-		if b != nil {
-			b.Free()
-			q.slots[i] = nil
-		}
-	}
-	q.posted = 0
-	var err error
-	if q.ring != nil {
-		err = q.alloc.Free(q.ring)
-		q.ring = nil
-	}
-	if q.pool != nil {
-		if e := q.pool.Close(); e != nil && err == nil {
-			err = e
-		}
-		q.pool = nil
-	}
-	return err
-}
+func (q *rxQueue) free() error { return q.Free() }

@@ -76,7 +76,7 @@ func (p *Port) Stats() []nic.Counter {
 	var descErr, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
-		allocFail += q.allocFail.Load()
+		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
 		refDMA += q.guard.RefusedDMA.Load()
