@@ -2,9 +2,6 @@ package dwmac
 
 import (
 	"sync/atomic"
-
-	"github.com/xnic-dev/xnic/dma"
-	"github.com/xnic-dev/xnic/nic"
 )
 
 // Fatal DMA errors, recovered from the poll loop. A fatal bus error (FBE: the
@@ -99,7 +96,7 @@ func (q *rxQueue) recover() {
 // It returns the buffers a recovery put back in their pools.
 func (q *txQueue) checkFatal() int {
 	gen := q.port.fatal[q.idx].gen.Load()
-	if gen == q.fatal.seen && q.inflight > 0 && q.fatal.due() {
+	if gen == q.fatal.seen && q.Inflight > 0 && q.fatal.due() {
 		gen = q.port.pollFatal(q.idx)
 	}
 	if gen == q.fatal.seen {
@@ -115,24 +112,14 @@ func (q *txQueue) checkFatal() int {
 func (q *txQueue) recover() int {
 	r := uint32(q.reg(chTxControl))
 	q.regs.Write32(r, q.regs.Read32(r)&^uint32(chTxST))
-	k := 0
-	for i, b := range q.slots {
-		if b != nil {
-			q.done[k] = b
-			k++
-			q.slots[i] = nil
-		}
-	}
-	nic.PutBufs(q.done[:k])
+	k := q.Reset(nil)
 	q.errors.Add(uint64(k))
-	q.inflight, q.clean, q.tail, q.stampsOut = 0, 0, 0, 0
-	clear(q.ring.CPU)
-	nic.SyncRing(q.alloc, q.ring, q.dsz, q.n, 0, q.n, dma.ForDevice)
+	q.stampsOut = 0
 	if q.port.addrBits > 32 {
-		q.regs.Write32(uint32(q.reg(chTxBaseHi)), uint32(q.ring.IOVA>>32))
+		q.regs.Write32(uint32(q.reg(chTxBaseHi)), uint32(q.Ring.IOVA>>32))
 	}
-	q.regs.Write32(uint32(q.reg(chTxBaseLo)), uint32(q.ring.IOVA))
-	q.regs.Write32(q.tailReg, uint32(q.ring.IOVA))
+	q.regs.Write32(uint32(q.reg(chTxBaseLo)), uint32(q.Ring.IOVA))
+	q.regs.Write32(q.tailReg, uint32(q.Ring.IOVA))
 	q.regs.Write32(uint32(q.reg(chStatus)), uint32(chStatTPS|chStatTBU|chStatFBE|chStatAIS))
 	q.start()
 	q.fatal.recoveries.Add(1)

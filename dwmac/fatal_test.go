@@ -102,15 +102,15 @@ func TestFatalTxRecoveredByPolling(t *testing.T) {
 	held := pool.Get()
 	held.SetOwner(dma.OwnerTx)
 	// A descriptor for held's slot pointing elsewhere, handed to the DMA.
-	i := q.tail
-	d := q.ring.CPU[i*descSize : i*descSize+descSize]
+	i := q.Tail
+	d := q.Ring.CPU[i*descSize : i*descSize+descSize]
 	binary.LittleEndian.PutUint32(d[0:], unreachable)
 	binary.LittleEndian.PutUint32(d[4:], 0)
 	binary.LittleEndian.PutUint32(d[8:], 60)
 	storeDES3(d, desOWN|desFD|desLD|60)
-	q.alloc.Sync(q.ring, i*descSize, descSize, dma.ForDevice)
-	q.slots[i], q.tail, q.inflight = held, i+1, 1
-	q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*descSize))
+	q.Alloc.Sync(q.Ring, i*descSize, descSize, dma.ForDevice)
+	q.Slots[i], q.Tail, q.Inflight = held, i+1, 1
+	q.regs.Write32(q.tailReg, uint32(q.Ring.IOVA)+uint32(q.Tail*descSize))
 	for deadline := time.Now().Add(2 * time.Second); m.Err() == nil; { // the device side may run later
 		if time.Now().After(deadline) {
 			t.Fatal("the model fetched an unreachable buffer")

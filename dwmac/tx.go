@@ -14,12 +14,9 @@ import (
 // address just past the last descriptor we prepared); the DMA keeps its current
 // descriptor and sends up to the tail. TDES3.OWN says who holds a descriptor: we
 // set it, the DMA clears it in the write-back when the frame has left the FIFO.
-// Reclaim follows OWN from clean, our copy of the oldest descriptor in flight;
-// it never reads the current-descriptor register.
-//
-// Buffers: Send moves each buffer to OwnerTx and keeps it in slots[i] for its
-// descriptor; Reclaim returns it to its own pool (which may be another port's)
-// once OWN is clear. At most n-1 descriptors are in flight.
+// Reclaim follows OWN from Clean, our copy of the oldest descriptor in flight;
+// it never reads the current-descriptor register. Slots, indices, the reclaim
+// batch and teardown are the ring machine the drivers share (nic.TxRing).
 //
 // Frames may carry per-frame requests (dma.Buf.TxFlags, see txmeta.go): a
 // checksum (TDES3.CIC), a timestamp (TDES2.TTSE, read back from the write-back
@@ -29,12 +26,10 @@ import (
 //
 // One goroutine owns the queue; the counters are read atomically by Stats.
 type txQueue struct {
+	nic.TxRing
 	port    *Port
 	idx     int
 	regs    nic.Regs
-	alloc   dma.Allocator
-	ring    *dma.Region
-	n       int
 	tailReg uint32
 	// dsz is the ring's stride: descSize, or enhDescSize on a launch-time
 	// queue, whose normal descriptor then starts at doff (enhPrefix) within
@@ -45,12 +40,7 @@ type txQueue struct {
 	unchecked bool           // Config.uncheckedTxMeta (tests); immutable
 	stampsOut int            // frames in flight that asked for a timestamp: reclaim looks only then
 
-	slots    []*dma.Buf // buffer of each in-flight descriptor
-	done     []*dma.Buf // reclaim batch, len n
-	tail     int        // next descriptor to fill (what the tail pointer names); only we write it
-	clean    int        // oldest in-flight descriptor
-	inflight int
-	stopped  bool
+	stopped bool
 
 	// guard checks every buffer before a descriptor carries it (length,
 	// ownership, DMA reach: Allocator.Check and the device's address width)
@@ -75,26 +65,26 @@ var _ nic.TxQueue = (*txQueue)(nil)
 
 func (p *Port) setupTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
-	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
-		slots: make([]*dma.Buf, n), done: make([]*dma.Buf, n),
-		tailReg: uint32(chReg(i, chTxTail)), dsz: descSize}
+	q := &txQueue{port: p, idx: i, regs: p.regs, tailReg: uint32(chReg(i, chTxTail)), dsz: descSize}
+	q.Alloc = p.alloc
 	q.guard = nic.NewTxGuard(p.alloc, txMinLen, txMaxLen, func(iova uint64, n int) error { return p.reach("buffer", iova, n) })
 	q.guard.OnRefuse = q.unstamped
 	tbs := p.cfg.LaunchTimeQueues&(1<<uint(i)) != 0
 	if tbs {
 		q.dsz, q.doff = enhDescSize, enhPrefix
 	}
-	var err error
-	if q.ring, err = p.allocRing(n * q.dsz); err != nil {
+	ring, err := p.allocRing(n * q.dsz)
+	if err != nil {
 		return nil, fmt.Errorf("descriptor ring of %d: %w", n, err)
 	}
-	if err := p.reach("TX descriptor ring", q.ring.IOVA, q.ring.Len()); err != nil {
+	q.Init(p.alloc, ring, n, q.dsz)
+	if err := p.reach("TX descriptor ring", q.Ring.IOVA, q.Ring.Len()); err != nil {
 		q.free()
 		return nil, err
 	}
-	if q.ring.IOVA>>32 != (q.ring.IOVA+uint64(q.ring.Len())-1)>>32 {
+	if q.Ring.IOVA>>32 != (q.Ring.IOVA+uint64(q.Ring.Len())-1)>>32 {
 		q.free()
-		return nil, fmt.Errorf("TX descriptor ring at 0x%x crosses a 4 GiB boundary (the tail pointer holds 32 bits)", q.ring.IOVA)
+		return nil, fmt.Errorf("TX descriptor ring at 0x%x crosses a 4 GiB boundary (the tail pointer holds 32 bits)", q.Ring.IOVA)
 	}
 	pbl := uint32(defaultPBL)
 	if p.model.Integration == IntegrationIntel {
@@ -114,11 +104,11 @@ func (p *Port) setupTx(i int) (*txQueue, error) {
 		return nil, fmt.Errorf("DMA_CH%d_Tx_Control.EDSE does not stay set: this channel has no enhanced descriptors for launch times: %w", i, nic.ErrNotSupported)
 	}
 	if p.addrBits > 32 {
-		p.w32(chReg(i, chTxBaseHi), uint32(q.ring.IOVA>>32))
+		p.w32(chReg(i, chTxBaseHi), uint32(q.Ring.IOVA>>32))
 	}
-	p.w32(chReg(i, chTxBaseLo), uint32(q.ring.IOVA))
+	p.w32(chReg(i, chTxBaseLo), uint32(q.Ring.IOVA))
 	p.w32(chReg(i, chTxRingLen), uint32(n-1))
-	p.w32(q.reg(chTxTail), uint32(q.ring.IOVA))
+	p.w32(q.reg(chTxTail), uint32(q.Ring.IOVA))
 	return q, nil
 }
 
@@ -143,15 +133,15 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.stopped {
 		return 0
 	}
-	if q.n-1-q.inflight < len(bufs) {
+	if q.Room() < len(bufs) {
 		q.unreported += q.reclaim() // reported by the next Reclaim
 	}
 	taken, posted := 0, 0
-	first := q.tail
+	first := q.Tail
 	var firstDES3 uint32
 	var nbytes uint64
 	for _, b := range bufs {
-		if q.inflight == q.n-1 {
+		if q.Inflight == q.N-1 {
 			break
 		}
 		if b != nil && b.TxFlags != 0 && q.CheckTxMeta(b) != nil {
@@ -161,8 +151,8 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		if !q.guard.Admit(b) {
 			continue
 		}
-		off := q.tail*q.dsz + q.doff
-		d := q.ring.CPU[off : off+descSize]
+		off := q.Tail*q.dsz + q.doff
+		d := q.Ring.CPU[off : off+descSize]
 		d3 := putTxRead(d, b.DataIOVA(), b.Len, false)
 		if q.doff != 0 || b.TxFlags != 0 {
 			d3 = q.putMeta(off, d, d3, b)
@@ -173,19 +163,19 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			storeDES3(d, d3)
 		}
 		b.SetOwner(dma.OwnerTx)
-		q.slots[q.tail] = b
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		q.Slots[q.Tail] = b
+		if q.Tail++; q.Tail == q.N {
+			q.Tail = 0
 		}
-		q.inflight++
+		q.Inflight++
 		posted++
 		nbytes += uint64(b.Len)
 	}
 	if posted > 0 {
 		off := first*q.dsz + q.doff
-		storeDES3(q.ring.CPU[off:off+descSize], firstDES3)
-		nic.SyncRing(q.alloc, q.ring, q.dsz, q.n, first, posted, dma.ForDevice)
-		q.regs.Write32(q.tailReg, uint32(q.ring.IOVA)+uint32(q.tail*q.dsz))
+		storeDES3(q.Ring.CPU[off:off+descSize], firstDES3)
+		q.SyncDescs(first, posted, dma.ForDevice)
+		q.regs.Write32(q.tailReg, uint32(q.Ring.IOVA)+uint32(q.Tail*q.dsz))
 		q.packets.Add(uint64(posted))
 		q.bytes.Add(nbytes)
 	}
@@ -206,12 +196,11 @@ func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}
-	n := 0
 	var errs uint64
-	for q.inflight > 0 {
-		off := q.clean*q.dsz + q.doff
-		q.alloc.Sync(q.ring, off, descSize, dma.ForCPU)
-		d := q.ring.CPU[off : off+descSize]
+	for q.Inflight > 0 {
+		off := q.Clean*q.dsz + q.doff
+		q.SyncBytes(off, descSize, dma.ForCPU)
+		d := q.Ring.CPU[off : off+descSize]
 		st := loadDES3(d)
 		if st&desOWN != 0 {
 			break
@@ -220,22 +209,16 @@ func (q *txQueue) reclaim() int {
 			errs++
 		}
 		if q.stampsOut != 0 {
-			if b := q.slots[q.clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
+			if b := q.Slots[q.Clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
 				q.pushStamp(b, d, st)
 			}
 		}
-		q.done[n] = q.slots[q.clean]
-		q.slots[q.clean] = nil
-		n++
-		if q.clean++; q.clean == q.n {
-			q.clean = 0
-		}
-		q.inflight--
+		q.Complete(1)
 	}
 	if errs != 0 {
 		q.errors.Add(errs)
 	}
-	nic.PutBufs(q.done[:n])
+	n := q.PutDone()
 	if n == 0 {
 		n = q.checkFatal()
 	}
@@ -248,7 +231,7 @@ func (q *txQueue) Free() int {
 	if q.stopped {
 		return 0
 	}
-	return q.n - 1 - q.inflight
+	return q.Room()
 }
 
 // stop clears ST: the DMA finishes the frame it is on and stops.
@@ -260,20 +243,6 @@ func (q *txQueue) stop() {
 
 // free returns in-flight buffers (sent or not) and frees the ring.
 func (q *txQueue) free() error {
-	k := 0
-	for i, b := range q.slots {
-		if b != nil {
-			q.done[k] = b
-			k++
-			q.slots[i] = nil
-		}
-	}
-	nic.PutBufs(q.done[:k])
-	q.inflight, q.stampsOut = 0, 0
-	if q.ring != nil {
-		err := q.alloc.Free(q.ring)
-		q.ring = nil
-		return err
-	}
-	return nil
+	q.stampsOut = 0
+	return q.Release(nil)
 }

@@ -127,7 +127,7 @@ func l4Name(proto uint8) string {
 // in it), d3 the TDES3 to be stored. It returns the new TDES3.
 func (q *txQueue) putMeta(off int, d []byte, d3 uint32, b *dma.Buf) uint32 {
 	if q.doff != 0 {
-		putLaunch(q.ring.CPU[off-enhPrefix:off], b.LaunchTime, b.TxFlags&dma.TxFlagLaunchTime != 0)
+		putLaunch(q.Ring.CPU[off-enhPrefix:off], b.LaunchTime, b.TxFlags&dma.TxFlagLaunchTime != 0)
 	}
 	if b.TxFlags&dma.TxFlagChecksum != 0 {
 		d3 |= tdes3CICFull

@@ -441,7 +441,7 @@ func (p *Port) start() {
 		rr := rings[i]
 		p.w32(rr.rdsr, uint32(p.rx[i].Ring.IOVA))
 		p.w32(rr.mrbr, uint32(p.rx[i].BufLen))
-		p.w32(rr.tdsr, uint32(p.tx[i].ring.IOVA))
+		p.w32(rr.tdsr, uint32(p.tx[i].Ring.IOVA))
 		switch i {
 		case 1:
 			p.w32(regRCMR1, rcmrMatchEn|rcmrCmp(0, 1, 2, 3))

@@ -65,15 +65,6 @@ func (p *Port) allocRing(size int) (*dma.Region, error) {
 	return p.alloc.Alloc(size, 64)
 }
 
-// clearRing zeroes a ring with aligned 32-bit stores. Uncached rings mapped
-// from /dev/mem may be Device memory, which takes no unaligned access and no
-// DC ZVA (which Go's clear may use).
-func clearRing(b []byte) {
-	for off := 0; off+4 <= len(b); off += 4 {
-		storeWord0(b[off:], 0)
-	}
-}
-
 // UncachedRings reports whether the descriptor rings are in uncached memory
 // (then no ring discipline is needed: LineDescriptors is 1).
 func (p *Port) UncachedRings() bool { return p.uncachedRings }

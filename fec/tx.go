@@ -20,30 +20,24 @@ import (
 // running picks the new descriptors up by itself. Reclaim re-kicks a ring that
 // went idle with descriptors still ready (the ERR006358 workaround).
 //
-// Buffers: Send moves each buffer to OwnerTx and keeps it in slots for its
-// descriptor; Reclaim returns it to its own pool once R is clear. At most n-1
-// descriptors are in flight.
+// Buffers: Send moves each buffer to OwnerTx and keeps it in Slots for its
+// descriptor; Reclaim returns it to its own pool once R is clear. Slots,
+// indices, the reclaim batch, the sync policy and teardown are the ring
+// machine the drivers share (nic.TxRing).
 //
 // One goroutine owns the queue; the counters are read atomically by Stats.
 type txQueue struct {
-	port     *Port
-	idx      int
-	regs     nic.Regs
-	alloc    dma.Allocator
-	bd       bdLayout
-	ring     *dma.Region
-	n        int
-	tdar     uint32
-	esc      uint32 // extended status/control of each descriptor (INT with interrupts)
-	erratum  bool   // QuirkERR007885
-	rekick   bool   // QuirkERR007885 or QuirkERR006358: Reclaim re-kicks an idle ring
-	line     int    // descriptors per cache line (1: no constraint); see writable
-	slots    []*dma.Buf
-	done     []*dma.Buf // reclaim batch, len n
-	tail     int        // next descriptor to fill; only we write it
-	clean    int        // oldest in-flight descriptor; only we write it
-	inflight int
-	stopped  bool
+	nic.TxRing
+	port    *Port
+	idx     int
+	regs    nic.Regs
+	bd      bdLayout
+	tdar    uint32
+	esc     uint32 // extended status/control of each descriptor (INT with interrupts)
+	erratum bool   // QuirkERR007885
+	rekick  bool   // QuirkERR007885 or QuirkERR006358: Reclaim re-kicks an idle ring
+	line    int    // descriptors per cache line (1: no constraint); see writable
+	stopped bool
 
 	// guard checks every buffer before a descriptor carries it (length,
 	// ownership, DMA reach below 4 GiB) and syncs it for the device.
@@ -78,19 +72,19 @@ const (
 
 func (p *Port) newTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
-	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, bd: p.bd, n: n, line: p.lineBDs,
+	q := &txQueue{port: p, idx: i, regs: p.regs, bd: p.bd, line: p.lineBDs,
 		tdar:    uint32(rings[i].tdar),
 		erratum: p.variant.Quirks&QuirkERR007885 != 0,
 		rekick:  p.variant.Quirks&(QuirkERR007885|QuirkERR006358) != 0,
-		slots:   make([]*dma.Buf, n), done: make([]*dma.Buf, n),
-		caps: p.txMetaCaps()}
+		caps:    p.txMetaCaps()}
 	q.guard = nic.NewTxGuard(p.alloc, ethHdrLen, maxFrameLen-fcsLen, below4G)
 	q.guard.OnRefuse = q.unstamped
-	var err error
-	if q.ring, err = p.allocRing(n * q.bd.size); err != nil {
+	ring, err := p.allocRing(n * q.bd.size)
+	if err != nil {
 		return nil, fmt.Errorf("TX descriptor ring of %d: %w", n, err)
 	}
-	if err := checkBelow(q.ring, "TX ring"); err != nil {
+	q.Init(p.alloc, ring, n, q.bd.size)
+	if err := checkBelow(ring, "TX ring"); err != nil {
 		q.free()
 		return nil, err
 	}
@@ -99,11 +93,10 @@ func (p *Port) newTx(i int) (*txQueue, error) {
 
 // reset gives every descriptor back to us, W on the last one.
 func (q *txQueue) reset() {
-	q.free0()
-	clearRing(q.ring.CPU)
-	storeWord0(q.ring.CPU[(q.n-1)*q.bd.size:], bdWord0(txW, 0))
-	q.alloc.Sync(q.ring, 0, q.ring.Len(), dma.ForDevice)
-	q.tail, q.clean, q.inflight, q.stopped = 0, 0, 0, false
+	q.Reset(q.unstamped)
+	storeWord0(q.Desc(q.N-1), bdWord0(txW, 0))
+	q.SyncDescs(q.N-1, 1, dma.ForDevice)
+	q.stopped = false
 }
 
 // below4G refuses memory the FEC's 32-bit descriptors cannot address (the
@@ -145,7 +138,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		q.unreported += q.reclaim() // reported by the next Reclaim
 	}
 	taken, posted := 0, 0
-	first := q.tail
+	first := q.Tail
 	room := q.writable()
 	var nbytes uint64
 	for _, b := range bufs {
@@ -199,25 +192,25 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 				p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
 			}
 		}
-		off := q.tail * q.bd.size
-		d := q.ring.CPU[off : off+q.bd.size]
+		off := q.Tail * q.bd.size
+		d := q.Ring.CPU[off : off+q.bd.size]
 		q.bd.put(d, uint32(b.DataIOVA()), esc)
 		sc := txR | txL | txTC
-		if q.tail == q.n-1 {
+		if q.Tail == q.N-1 {
 			sc |= txW
 		}
 		storeWord0(d, bdWord0(sc, uint16(b.Len)))
 		b.SetOwner(dma.OwnerTx)
-		q.slots[q.tail] = b
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		q.Slots[q.Tail] = b
+		if q.Tail++; q.Tail == q.N {
+			q.Tail = 0
 		}
-		q.inflight++
+		q.Inflight++
 		posted++
 		nbytes += uint64(b.Len)
 	}
 	if posted > 0 {
-		nic.SyncRing(q.alloc, q.ring, q.bd.size, q.n, first, posted, dma.ForDevice)
+		nic.SyncRing(q.Alloc, q.Ring, q.bd.size, q.N, first, posted, dma.ForDevice)
 		q.kick()
 		q.packets.Add(uint64(posted))
 		q.bytes.Add(nbytes)
@@ -233,15 +226,15 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 // when none of its descriptors is in flight: not at all while the line of
 // tail has one in flight, and never into the line of clean.
 func (q *txQueue) writable() int {
-	free := q.n - 1 - q.inflight
-	if q.line <= 1 || q.inflight == 0 {
+	free := q.N - 1 - q.Inflight
+	if q.line <= 1 || q.Inflight == 0 {
 		return free
 	}
-	if q.tail%q.line != 0 {
+	if q.Tail%q.line != 0 {
 		return 0 // tail-1, in this line, is in flight
 	}
-	upTo := q.clean - q.clean%q.line // first descriptor of clean's line
-	return min(free, (upTo-q.tail+q.n)%q.n)
+	upTo := q.Clean - q.Clean%q.line // first descriptor of clean's line
+	return min(free, (upTo-q.Tail+q.N)%q.N)
 }
 
 // kick writes TDAR, following ERR007885 where the MAC has it.
@@ -275,28 +268,21 @@ func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}
-	n := 0
 	var ref rxRef // read at the first timestamp (txmeta.go)
-	for q.inflight > 0 {
-		off := q.clean * q.bd.size
-		q.alloc.Sync(q.ring, off, 4, dma.ForCPU)
-		sc, _ := splitWord0(loadWord0(q.ring.CPU[off:]))
+	for q.Inflight > 0 {
+		off := q.Clean * q.bd.size
+		q.SyncBytes(off, 4, dma.ForCPU)
+		sc, _ := splitWord0(loadWord0(q.Ring.CPU[off:]))
 		if sc&txR != 0 {
 			break
 		}
-		if b := q.slots[q.clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
+		if b := q.Slots[q.Clean]; b.TxFlags&dma.TxFlagTimestamp != 0 {
 			q.stamp(b, off, &ref)
 		}
-		q.done[n] = q.slots[q.clean]
-		q.slots[q.clean] = nil
-		n++
-		if q.clean++; q.clean == q.n {
-			q.clean = 0
-		}
-		q.inflight--
+		q.Complete(1)
 	}
-	nic.PutBufs(q.done[:n])
-	if q.rekick && q.inflight > 0 && !q.stopped && q.regs.Read32(q.tdar) == 0 {
+	n := q.PutDone()
+	if q.rekick && q.Inflight > 0 && !q.stopped && q.regs.Read32(q.tdar) == 0 {
 		q.regs.Write32(q.tdar, tdarActive)
 		q.kicks.Add(1)
 	}
@@ -312,29 +298,8 @@ func (q *txQueue) Free() int {
 	return q.writable()
 }
 
-// free0 returns in-flight buffers (sent or not) to their pools.
-func (q *txQueue) free0() {
-	k := 0
-	for i, b := range q.slots {
-		if b != nil {
-			q.unstamped(b)
-			q.done[k] = b
-			k++
-			q.slots[i] = nil
-		}
-	}
-	nic.PutBufs(q.done[:k])
-	q.inflight = 0
-}
-
 // free returns in-flight buffers and frees the ring. The MAC must be stopped.
 func (q *txQueue) free() error {
 	q.stopped = true
-	q.free0()
-	if q.ring != nil {
-		err := q.alloc.Free(q.ring)
-		q.ring = nil
-		return err
-	}
-	return nil
+	return q.Release(q.unstamped)
 }

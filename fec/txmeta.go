@@ -131,8 +131,8 @@ func metaESC(b *dma.Buf) uint32 {
 // device has given back: the BD's ts word in PHC ns when BDU says the device
 // wrote it. ref is read once per Reclaim, at the first stamp.
 func (q *txQueue) stamp(b *dma.Buf, off int, ref *rxRef) {
-	q.alloc.Sync(q.ring, off, q.bd.size, dma.ForCPU)
-	d := q.ring.CPU[off : off+q.bd.size]
+	q.SyncBytes(off, q.bd.size, dma.ForCPU)
+	d := q.Ring.CPU[off : off+q.bd.size]
 	s := nic.TxStamp{Addr: b.DataIOVA()}
 	if binary.LittleEndian.Uint32(d[bdBDU:])&bduDone != 0 {
 		if !ref.ok {

@@ -45,19 +45,19 @@ func postRaw(q *txQueue, b *dma.Buf, esc uint32) {
 		r := p.Region()
 		p.Allocator().Sync(r, int(b.DataIOVA()-r.IOVA), b.Len, dma.ForDevice)
 	}
-	i := q.tail
-	d := q.ring.CPU[i*q.bd.size : (i+1)*q.bd.size]
+	i := q.Tail
+	d := q.Ring.CPU[i*q.bd.size : (i+1)*q.bd.size]
 	q.bd.put(d, uint32(b.DataIOVA()), q.esc|esc)
 	sc := txR | txL | txTC
-	if i == q.n-1 {
+	if i == q.N-1 {
 		sc |= txW
 	}
 	storeWord0(d, bdWord0(sc, uint16(b.Len)))
 	b.SetOwner(dma.OwnerTx)
-	q.slots[i] = b
-	q.tail = (i + 1) % q.n
-	q.inflight++
-	nic.SyncRing(q.alloc, q.ring, q.bd.size, q.n, i, 1, dma.ForDevice)
+	q.Slots[i] = b
+	q.Tail = (i + 1) % q.N
+	q.Inflight++
+	nic.SyncRing(q.Alloc, q.Ring, q.bd.size, q.N, i, 1, dma.ForDevice)
 	q.kick()
 }
 

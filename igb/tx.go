@@ -26,31 +26,22 @@ import (
 // (7.2.2.3: EOP and RS on the last, PAYLEN the whole frame in the first; we
 // write it in each, as Linux igb_tx_map does).
 //
-// Buffers: Send moves each buffer to OwnerTx and keeps it in slots[i] for the
+// Buffers: Send moves each buffer to OwnerTx and keeps it in Slots[i] for the
 // first descriptor i of its frame, with span[i] its descriptor count; Reclaim
 // returns it to its own pool (which may be another port's) once the frame's last
-// descriptor shows DD. At most n-1 descriptors are in flight.
+// descriptor shows DD. Slots, indices, the reclaim batch, the sync policy and
+// teardown are the ring machine the drivers share (nic.TxRing).
 //
 // One goroutine owns the queue; the counters are read atomically by Stats.
 type txQueue struct {
-	port  *Port
-	idx   int
-	regs  nic.Regs
-	alloc dma.Allocator
-	ring  *dma.Region
-	n     int
-	tdt   uint32
+	nic.TxRing // Tail is our copy of TDT
+	port       *Port
+	idx        int
+	regs       nic.Regs
+	tdt        uint32
 
-	slots    []*dma.Buf // buffer of each in-flight frame, at its first descriptor
-	span     []uint8    // descriptors of the frame starting at each slot (1 to txMaxSegs)
-	done     []*dma.Buf // reclaim batch, len n
-	tail     int        // our copy of TDT: next descriptor to fill; only we write it
-	clean    int        // first descriptor of the oldest in-flight frame
-	inflight int
-	stopped  bool
-
-	// coherent: alloc's memory (the ring) needs no Sync (coherent.go). Set once.
-	coherent bool
+	span    []uint8 // descriptors of the frame starting at each slot (1 to txMaxSegs)
+	stopped bool
 
 	// guard checks every buffer before a descriptor carries it (length,
 	// ownership, DMA reach) and syncs it for the device.
@@ -78,22 +69,22 @@ var _ nic.TxQueue = (*txQueue)(nil)
 
 func (p *Port) setupTx(i int) (*txQueue, error) {
 	n := p.cfg.TxRingSize
-	q := &txQueue{port: p, idx: i, regs: p.regs, alloc: p.alloc, n: n,
-		slots: make([]*dma.Buf, n), span: make([]uint8, n), done: make([]*dma.Buf, n),
-		guard: nic.NewTxGuard(p.alloc, minTxLen, txMaxLen, nil), coherent: dma.IsCoherent(p.alloc)}
+	q := &txQueue{port: p, idx: i, regs: p.regs, span: make([]uint8, n),
+		guard: nic.NewTxGuard(p.alloc, minTxLen, txMaxLen, nil)}
 	q.meta.init(p, i, n)
 	q.guard.OnRefuse = q.meta.refused
-	var err error
-	if q.ring, err = p.allocRing("TX", n); err != nil {
+	ring, err := p.allocRing("TX", n)
+	if err != nil {
 		return nil, err
 	}
+	q.Init(p.alloc, ring, n, descSize)
 	b := txBlock(i)
 	q.tdt = uint32(b + qTail)
 	dctl := uint32(dctlEnable) | 8<<dctlPThreshShift | 1<<dctlHThreshShift | 1<<dctlWThreshShift
 	if q.meta.timed {
 		dctl |= uint32(dctlPriority) // high descriptor fetch priority (Linux set_tx_desc_fetch_prio)
 	}
-	if err := p.enableRing("TX", b, q.ring, n, nil, dctl); err != nil {
+	if err := p.enableRing("TX", b, q.Ring, n, nil, dctl); err != nil {
 		q.free()
 		return nil, err
 	}
@@ -113,15 +104,15 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 	if q.stopped {
 		return 0
 	}
-	if q.n-1-q.inflight < len(bufs) {
+	if q.Room() < len(bufs) {
 		q.unreported += q.reclaim() // reported by the next Reclaim
 	}
 	// The ring state lives in locals for the loop (stores into slots and the
 	// ring would otherwise make the compiler reload every q field per frame);
-	// q.tail and q.inflight are written back before splitTx and at the end.
+	// q.Tail and q.Inflight are written back before splitTx and at the end.
 	taken, frames, posted := 0, 0, 0
-	ring, slots, span := q.ring.CPU, q.slots, q.span
-	nd, tail, inflight := q.n, q.tail, q.inflight
+	ring, slots, span := q.Ring.CPU, q.Slots, q.span
+	nd, tail, inflight := q.N, q.Tail, q.Inflight
 	first := tail
 	timed := q.meta.timed
 	clock := int64(-1) // the device clock, read at most once per burst (txmeta.go)
@@ -156,9 +147,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		slots[tail] = b
 		span[tail] = uint8(segs + ctx)
 		if meta {
-			q.tail = tail
+			q.Tail = tail
 			q.putReq(b, iova, segs, &q.meta.req)
-			tail = q.tail
+			tail = q.Tail
 			if segs > 1 {
 				q.split.Add(1)
 			}
@@ -169,9 +160,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 				tail = 0
 			}
 		} else {
-			q.tail = tail
+			q.Tail = tail
 			q.splitTx(iova, b.Len, 0, 0)
-			tail = q.tail
+			tail = q.Tail
 			q.split.Add(1)
 		}
 		inflight += segs + ctx
@@ -179,11 +170,9 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		posted += segs + ctx
 		nbytes += uint64(b.Len)
 	}
-	q.tail, q.inflight = tail, inflight
+	q.Tail, q.Inflight = tail, inflight
 	if posted > 0 {
-		if !q.coherent {
-			nic.SyncRing(q.alloc, q.ring, descSize, q.n, first, posted, dma.ForDevice)
-		}
+		q.SyncDescs(first, posted, dma.ForDevice)
 		q.regs.Write32(q.tdt, uint32(tail))
 		q.packets.Add(uint64(frames))
 		q.bytes.Add(nbytes)
@@ -192,17 +181,16 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 }
 
 // splitTx writes a frame of n bytes at iova as one data descriptor per 4 KiB
-// page it touches, from q.tail on, and moves q.tail past them. The caller has
+// page it touches, from q.Tail on, and moves q.Tail past them. The caller has
 // checked there is room. cmd and olinfo are putTxSeg's extra bits.
 func (q *txQueue) splitTx(iova uint64, n int, cmd, olinfo uint32) {
 	for left := n; left > 0; {
 		seg := min(left, int(txPage-iova%txPage))
 		left -= seg
-		off := q.tail * descSize
-		putTxSeg(q.ring.CPU[off:off+descSize], iova, seg, n, left == 0, cmd, olinfo)
+		putTxSeg(q.Desc(q.Tail), iova, seg, n, left == 0, cmd, olinfo)
 		iova += uint64(seg)
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		if q.Tail++; q.Tail == q.N {
+			q.Tail = 0
 		}
 	}
 }
@@ -220,42 +208,29 @@ func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}
-	// The ring state lives in locals for the loop (stores into slots would
-	// otherwise make the compiler reload every q field per frame).
-	ring, slots, span, done := q.ring.CPU, q.slots, q.span, q.done
-	nd, clean, inflight, coherent := q.n, q.clean, q.inflight, q.coherent
+	ring, span := q.Ring.CPU, q.span
 	stamps := q.meta.inflight // frames in flight that asked for a timestamp
-	n := 0
-	for inflight > 0 && n < len(done) {
+	for q.Inflight > 0 {
+		clean := q.Clean
 		segs := int(span[clean])
 		last := clean + segs - 1
-		if last >= nd {
-			last -= nd
+		if last >= q.N {
+			last -= q.N
 		}
 		off := last * descSize
-		if !coherent {
-			q.alloc.Sync(q.ring, off+txwStatus, 4, dma.ForCPU)
-		}
+		q.SyncBytes(off+txwStatus, 4, dma.ForCPU)
 		if loadLE32(ring, off+txwStatus)&txStatDD == 0 { // one atomic load (desc_unsafe.go)
 			break
 		}
 		if stamps != 0 && q.meta.asked[clean] != 0 {
-			if !q.meta.complete(clean, slots[clean]) {
+			if !q.meta.complete(clean, q.Slots[clean]) {
 				break // its timestamp is not latched yet: the next Reclaim looks again
 			}
 			stamps--
 		}
-		done[n] = slots[clean]
-		slots[clean] = nil
-		n++
-		if clean = last + 1; clean == nd {
-			clean = 0
-		}
-		inflight -= segs
+		q.Complete(segs)
 	}
-	q.clean, q.inflight = clean, inflight
-	nic.PutBufs(done[:n])
-	return n
+	return q.PutDone()
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
@@ -264,7 +239,7 @@ func (q *txQueue) Free() int {
 	if q.stopped {
 		return 0
 	}
-	return q.n - 1 - q.inflight
+	return q.Room()
 }
 
 func (q *txQueue) stop() error {
@@ -277,21 +252,6 @@ func (q *txQueue) stop() error {
 
 // free returns in-flight buffers (sent or not) and frees the ring.
 func (q *txQueue) free() error {
-	k := 0
-	for i, b := range q.slots {
-		if b != nil {
-			q.done[k] = b
-			k++
-			q.slots[i] = nil
-		}
-	}
-	nic.PutBufs(q.done[:k])
-	q.inflight = 0
 	q.meta.release()
-	if q.ring != nil {
-		err := q.alloc.Free(q.ring)
-		q.ring = nil
-		return err
-	}
-	return nil
+	return q.Release(nil)
 }

@@ -225,16 +225,16 @@ func launchField(ns int64) uint32 {
 	return uint32(v) & txcLaunchMask
 }
 
-// putReq writes the descriptors of a frame with requests from q.tail on (its
-// context, if any, then its data descriptors) and moves q.tail past them.
+// putReq writes the descriptors of a frame with requests from q.Tail on (its
+// context, if any, then its data descriptors) and moves q.Tail past them.
 func (q *txQueue) putReq(b *dma.Buf, iova uint64, segs int, r *txReq) {
-	first := q.tail
+	first := q.Tail
 	if r.ctx != 0 {
-		off := q.tail * descSize
-		putTxCtx(q.ring.CPU[off:off+descSize], r.c, r.slot)
+		off := q.Tail * descSize
+		putTxCtx(q.Ring.CPU[off:off+descSize], r.c, r.slot)
 		q.meta.ctx[r.slot], q.meta.ctxOK[r.slot] = r.c, true
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		if q.Tail++; q.Tail == q.N {
+			q.Tail = 0
 		}
 	}
 	var cmd uint32
@@ -249,10 +249,10 @@ func (q *txQueue) putReq(b *dma.Buf, iova uint64, segs int, r *txReq) {
 		q.meta.inflight++
 	}
 	if segs == 1 {
-		off := q.tail * descSize
-		putTxMeta(q.ring.CPU[off:off+descSize], iova, b.Len, cmd, r.olinfo)
-		if q.tail++; q.tail == q.n {
-			q.tail = 0
+		off := q.Tail * descSize
+		putTxMeta(q.Ring.CPU[off:off+descSize], iova, b.Len, cmd, r.olinfo)
+		if q.Tail++; q.Tail == q.N {
+			q.Tail = 0
 		}
 		return
 	}
