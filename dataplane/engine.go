@@ -435,10 +435,19 @@ func (t *txq) sendBytes(bufs []*dma.Buf, bytes uint64) int {
 		t.outstanding -= t.q.Reclaim()
 	}
 	n := t.q.Send(bufs)
+	t.outstanding += n
+	if n < len(bufs) && t.outstanding > 0 {
+		// The ring was full: take back what completed meanwhile (a Reclaim
+		// also re-kicks a ring an erratum left idle, fec's ERR006358) and
+		// offer the rest once more before the caller counts it lost.
+		t.outstanding -= t.q.Reclaim()
+		m := t.q.Send(bufs[n:])
+		t.outstanding += m
+		n += m
+	}
 	for _, b := range bufs[n:] {
 		bytes -= uint64(b.Len)
 	}
-	t.outstanding += n
 	t.ctr[TxPackets] += uint64(n)
 	t.ctr[TxBytes] += bytes
 	return n
