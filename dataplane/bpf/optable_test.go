@@ -219,7 +219,7 @@ func sampleProgram(t *testing.T, d decodable, e Engine) (*Program, []insn) {
 	if err != nil {
 		t.Fatalf("%s: %v", d.info.name, err)
 	}
-	p := &Program{name: d.info.name, code: dec, funcs: funcs, raw: code, budget: 1000}
+	p := &Program{name: d.info.name, code: dec, icode: buildInterp(dec), funcs: funcs, raw: code, budget: 1000}
 	return p, env.plain
 }
 
