@@ -386,3 +386,19 @@ var reservedCases = []struct {
 	{"st with src", ins(0x62, 10, 1, -4, 0), ins(0x62, 10, 0, -4, 0), "BPF_ST uses reserved fields"},
 	{"stx with imm", ins(0x63, 10, 1, -4, 1), ins(0x63, 10, 1, -4, 0), "BPF_STX uses reserved fields"},
 }
+
+// TestOpString: every operation prints as its table row names it, fused
+// ones as their sequence, the others as a number.
+func TestOpString(t *testing.T) {
+	names := map[string]op{}
+	for o := op(1); o < numFused; o++ {
+		s := o.String()
+		if prev, dup := names[s]; dup {
+			t.Errorf("ops %d and %d both print %q", prev, o, s)
+		}
+		names[s] = o
+	}
+	if opAdd64K.String() != "add64 K" || opFBound.String() != "mov64 X; add64 K; jgt64 X" || opLast.String() != "op(255)" {
+		t.Errorf("%v, %v, %v", opAdd64K, opFBound, opLast)
+	}
+}
