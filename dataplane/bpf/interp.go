@@ -917,6 +917,166 @@ fast:
 			if reg[in.dst] > reg[in.src] {
 				goto jump
 			}
+		case opFMovAndJeq:
+			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFMovAndJne:
+			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLshAddX:
+			reg[in.dst] <<= uint64(in.imm)
+			reg[in.x] += reg[in.dst]
+			pc += 2
+			continue
+		case opFAddLdxB:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+		case opFAddLdxH:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m)
+		case opFAddLdxW:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd32(m)
+		case opFBytes16LE:
+			// One check for both bytes; if it fails the first load
+			// leaves for the slow level, which runs it alone.
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			continue
+		case opFBytes16BE:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v >> 8
+			reg[in.x] = uint64(bits.ReverseBytes16(uint16(v)))
+			pc += 4
+			continue
+		case opFBytes16Jeq:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v == lo32(in.imm) {
+				goto jump
+			}
+		case opFBytes16Jne:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v != lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJeq:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJne:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxHAndJeq:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxHAndJne:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBMovAndJeq:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+			reg[in.x] = uint64(*m) & mMask(in.imm)
+			pc += 3
+			if reg[in.x] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBMovAndJne:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+			reg[in.x] = uint64(*m) & mMask(in.imm)
+			pc += 3
+			if reg[in.x] != hi32(in.imm) {
+				goto jump
+			}
+		case opFMovCtxEndData:
+			// The move first: the slow level runs loads, not moves.
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm)&^0xffffffff | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
+			pc += 2
+			continue
 		case opFCtxDataEnd:
 			if r.frame == nil {
 				break fast

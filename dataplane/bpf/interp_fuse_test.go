@@ -195,6 +195,35 @@ var fusionCases = []struct {
 	{"mov32 bit 31 stays", [][]byte{ins(oMov32K, 7, 0, 0, -1), ins(oJeq64K, 4, 0, toHit, 0x11)}, 0, opInvalid, false},
 	{"mov jgt", [][]byte{ins(oMov64K, 7, 0, 0, 9), ins(oJgt64X, 4, 5, toHit, 0)}, 0, opFMovJgtX, false},
 	{"mov jgt moved src", [][]byte{ins(oMov64K, 5, 0, 0, -1), ins(oJgt64X, 4, 5, toHit, 0)}, 0, opFMovJgtX, true},
+	{"mov and jne", [][]byte{ins(oMov64X, 7, 4, 0, 0), ins(oAnd64K, 7, 0, 0, 0xf0), ins(oJne64K, 7, 0, toHit, 0x10)}, 0, opFMovAndJne, false},
+	{"mov and32 jeq32", [][]byte{ins(oMov64X, 7, 4, 0, 0), ins(oAnd32K, 7, 0, 0, 0xff), ins(oJeq32K, 7, 0, toHit, 0x11)}, 0, opFMovAndJeq, false},
+	{"mov and jeq same reg", [][]byte{ins(oMov64X, 4, 4, 0, 0), ins(oAnd64K, 4, 0, 0, 0xff), ins(oJeq64K, 4, 0, toHit, 0x11)}, 0, opFMovAndJeq, false},
+	{"lsh add", [][]byte{ins(oLsh64K, 4, 0, 0, 2), ins(0x0f, 5, 4, 0, 0)}, 0, opFLshAddX, false},
+	{"lsh add self", [][]byte{ins(oLsh64K, 4, 0, 0, 2), ins(0x0f, 4, 4, 0, 0)}, 0, opFLshAddX, false},
+	{"add ldxb", [][]byte{ins(oMov64X, 7, 1, 0, 0), ins(oAdd64K, 7, 0, 0, 14), ins(oLdxB, 4, 7, 2, 0)}, 1, opFAddLdxB, false},
+	{"add ldxh into base", [][]byte{ins(oMov64X, 7, 1, 0, 0), ins(oAdd64K, 7, 0, 0, 14), ins(oLdxH, 7, 7, 2, 0)}, 1, opFAddLdxH, false},
+	{"add ldxw negative", [][]byte{ins(oMov64X, 7, 1, 0, 0), ins(oAdd64K, 7, 0, 0, 20), ins(oLdxW, 4, 7, -4, 0)}, 1, opFAddLdxW, false},
+	{"add ldxw outside", [][]byte{ins(oMov64X, 7, 1, 0, 0), ins(oAdd64K, 7, 0, 0, 60), ins(oLdxW, 4, 7, 0, 0)}, 1, opFAddLdxW, false},
+	{"bytes16 le", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 13, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0)}, 0, opFBytes16LE, false},
+	{"bytes16 be 32", [][]byte{ins(oLdxB, 4, 1, 13, 0), ins(oLdxB, 5, 1, 12, 0), ins(oLsh32K, 5, 0, 0, 8), ins(oOr32X, 5, 4, 0, 0)}, 0, opFBytes16BE, false},
+	{"bytes16 at the end", [][]byte{ins(oLdxB, 4, 1, 46, 0), ins(oLdxB, 5, 1, 47, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0)}, 0, opFBytes16LE, false},
+	{"bytes16 past the end", [][]byte{ins(oLdxB, 4, 1, 47, 0), ins(oLdxB, 5, 1, 48, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0)}, 0, opFBytes16LE, false},
+	{"bytes16 gap stays", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 14, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0)}, 0, opInvalid, false},
+	{"bytes16 shift 7 stays", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 13, 0), ins(oLsh64K, 5, 0, 0, 7), ins(oOr64X, 5, 4, 0, 0)}, 0, opInvalid, false},
+	{"bytes16 base loaded stays", [][]byte{ins(oMov64X, 7, 1, 0, 0), ins(oLdxB, 7, 7, 12, 0), ins(oLdxB, 5, 7, 13, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 7, 0, 0)}, 1, opInvalid, false},
+	{"bytes16 jeq", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 13, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0), ins(oJeq64K, 5, 0, toHit, 0x1111)}, 0, opFBytes16Jeq, false},
+	{"bytes16 jne32", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 13, 0), ins(oLsh32K, 5, 0, 0, 8), ins(oOr32X, 5, 4, 0, 0), ins(oJne32K, 5, 0, toHit, 0x11)}, 0, opFBytes16Jne, false},
+	{"bytes16 jeq negative", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 13, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0), ins(oJeq64K, 5, 0, toHit, -1)}, 0, opFBytes16Jeq, true},
+	{"bytes16 test of the low byte", [][]byte{ins(oLdxB, 4, 1, 12, 0), ins(oLdxB, 5, 1, 13, 0), ins(oLsh64K, 5, 0, 0, 8), ins(oOr64X, 5, 4, 0, 0), ins(oJeq64K, 4, 0, toHit, 0x11)}, 0, opFBytes16LE, false},
+	{"ldxb and jeq", [][]byte{ins(oLdxB, 4, 1, 3, 0), ins(oAnd64K, 4, 0, 0, 0xf0), ins(oJeq64K, 4, 0, toHit, 0x10)}, 0, opFLdxBAndJeq, false},
+	{"ldxb and32 jne32", [][]byte{ins(oLdxB, 4, 1, 3, 0), ins(oAnd32K, 4, 0, 0, 0x0f), ins(oJne32K, 4, 0, toHit, 1)}, 0, opFLdxBAndJne, false},
+	{"ldxh and jne", [][]byte{ins(oLdxH, 4, 1, 6, 0), ins(oAnd64K, 4, 0, 0, 0xff3f), ins(oJne64K, 4, 0, toHit, 0)}, 0, opFLdxHAndJne, false},
+	{"ldxh and negative jeq", [][]byte{ins(oLdxH, 4, 1, 6, 0), ins(oAnd64K, 4, 0, 0, -256), ins(oJeq64K, 4, 0, toHit, 0x1100)}, 0, opFLdxHAndJeq, false},
+	{"ldxh and jeq wide", [][]byte{ins(oLdxH, 4, 1, 6, 0), ins(oAnd32K, 4, 0, 0, 0x7fffffff), ins(oJeq64K, 4, 0, toHit, 0x10000)}, 0, opFLdxHAndJeq, true},
+	{"ldxh and outside", [][]byte{ins(oLdxH, 4, 1, 62, 0), ins(oAnd64K, 4, 0, 0, 0xff), ins(oJeq64K, 4, 0, toHit, 0x11)}, 0, opFLdxHAndJeq, false},
+	{"ldxb mov and jne", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oMov64X, 7, 4, 0, 0), ins(oAnd64K, 7, 0, 0, 0xf0), ins(oJne64K, 7, 0, toHit, 0x10)}, 0, opFLdxBMovAndJne, false},
+	{"ldxb mov and32 jeq32", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oMov64X, 7, 4, 0, 0), ins(oAnd32K, 7, 0, 0, 0x0f), ins(oJeq32K, 7, 0, toHit, 1)}, 0, opFLdxBMovAndJeq, false},
+	{"ldxb mov same reg stays", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oMov64X, 4, 4, 0, 0), ins(oAnd64K, 4, 0, 0, 0xf0), ins(oJne64K, 4, 0, toHit, 0x10)}, 0, opInvalid, false},
 	// A jump into the middle of a fused triple runs the pair that starts
 	// there (add; jgt), fused in turn.
 	{"jump into bound", [][]byte{
@@ -273,6 +302,38 @@ func TestFusionForms(t *testing.T) {
 		a, b := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt)
 		if want := Action(1 + min(n/20, 1)); !sameOutcome(a, b) || a.action != want {
 			t.Errorf("%d-byte frame: %v, unfused %v, want %v", n, a.action, b.action, want)
+		}
+	}
+	// The default verdict set before the context loads, in a run with a
+	// frame and a bare run (where the move is done and the loads read the
+	// context memory).
+	mc := asmProg(
+		ins(oMov64K, 0, 0, 0, 1), // r0 = 1
+		ins(oLdxW, 2, 1, 4, 0),   // r2 = *(u32 *)(r1 + 4)
+		ins(oLdxW, 1, 1, 0, 0),   // r1 = *(u32 *)(r1 + 0)
+		ins(oMov64X, 3, 1, 0, 0), // r3 = r1
+		ins(oAdd64K, 3, 0, 0, 20),
+		ins(oJgt64X, 3, 2, 1, 0), // if r3 > r2 goto +1
+		ins(oMov64K, 0, 0, 0, 2), // r0 = 2
+		exitInsn)
+	fused, plain = fusedPair(t, "mov ctx", mc, 0)
+	if fused.icode[0].op != opFMovCtxEndData {
+		t.Errorf("mov ctx program: op %v", fused.icode[0].op)
+	}
+	seen[fused.icode[0].op] = true
+	for n := 0; n < 40; n++ {
+		pkt := make([]byte, n)
+		a, b := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt)
+		if want := Action(1 + min(n/20, 1)); !sameOutcome(a, b) || a.action != want {
+			t.Errorf("%d-byte frame: %v, unfused %v, want %v", n, a.action, b.action, want)
+		}
+	}
+	for end, want := range map[byte]uint64{30: 2, 10: 1} {
+		mem := []byte{0, 0, 0, 0, end, 0, 0, 0} // data 0, data_end
+		v1, err1 := NewRunner(0).RunRaw(fused, mem)
+		v2, err2 := NewRunner(0).RunRaw(plain, mem)
+		if v1 != want || v1 != v2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+			t.Errorf("bare run, data_end %d: %d %v, unfused %d %v, want %d", end, v1, err1, v2, err2, want)
 		}
 	}
 	for o := numOps; o < numFused; o++ {
@@ -431,14 +492,17 @@ func fusionSoup(rng *rand.Rand) []byte {
 	k := func() int32 { return consts[rng.IntN(len(consts))] }
 	n := 4 + rng.IntN(40)
 	prog := [][]byte{ins(oLdxW, 2, 1, 4, 0), ins(oLdxW, 1, 1, 0, 0)}
+	if rng.IntN(2) == 0 {
+		prog = append([][]byte{ins(oMov64K, 0, 0, 0, k())}, prog...)
+	}
 	for i := 0; i < n; i++ {
 		d, s := reg(), reg()
 		at := len(prog)
 		rel := int16(rng.IntN(n-i+1)) - 1 // to the slots left, or exit
 		if rng.IntN(8) == 0 {
-			rel = -int16(rng.IntN(at-1)) - 1 // back, not into the context loads
+			rel = -int16(rng.IntN(max(at-2, 1))) - 1 // back, not into the context loads
 		}
-		switch rng.IntN(16) {
+		switch rng.IntN(19) {
 		case 0:
 			prog = append(prog, ins(oMov64X, d, []byte{1, 2, s}[rng.IntN(3)], 0, 0))
 		case 1:
@@ -460,6 +524,23 @@ func fusionSoup(rng *rand.Rand) []byte {
 		case 13:
 			prog = append(prog, ins(oMov64X, d, 1, 0, 0), ins(oAdd64K, d, 0, 0, k()&63), ins(oJgt64X, d, 2, rel, 0))
 			i += 2
+		case 14:
+			o := int16(rng.IntN(70))
+			prog = append(prog, ins(oLdxB, d, 1, o, 0), ins(oLdxB, s, 1, o+int16(rng.IntN(3))-1, 0),
+				ins(oLsh64K, s, 0, 0, 8), ins(oOr64X, s, d, 0, 0))
+			i += 3
+		case 15:
+			prog = append(prog, ins(0x0f, d, s, 0, 0)) // d += s
+		case 16:
+			prog = append(prog, ins([]byte{oLdxB, oLdxH}[rng.IntN(2)], d, 1, int16(rng.IntN(80)), 0),
+				ins([]byte{oAnd64K, oAnd32K}[rng.IntN(2)], d, 0, 0, k()),
+				ins([]byte{oJeq64K, oJne64K, oJeq32K, oJne32K}[rng.IntN(4)], d, 0, rel, k()))
+			i += 2
+		case 17:
+			prog = append(prog, ins(oLdxB, d, 1, int16(rng.IntN(80)), 0), ins(oMov64X, s, d, 0, 0),
+				ins([]byte{oAnd64K, oAnd32K}[rng.IntN(2)], s, 0, 0, k()),
+				ins([]byte{oJeq64K, oJne64K, oJeq32K, oJne32K}[rng.IntN(4)], s, 0, rel, k()))
+			i += 3
 		default:
 			prog = append(prog, ins(oAdd64K, 0, 0, 0, 1))
 		}
