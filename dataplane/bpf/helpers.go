@@ -6,70 +6,8 @@ import (
 	"syscall"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
-
-// Helper numbers (include/uapi/linux/bpf.h, enum bpf_func_id / ___BPF_FUNC_MAPPER).
-const (
-	helperMapLookupElem    = 1
-	helperMapUpdateElem    = 2
-	helperMapDeleteElem    = 3
-	helperKtimeGetNs       = 5
-	helperTracePrintk      = 6
-	helperGetPrandomU32    = 7
-	helperGetSmpProcessor  = 8
-	helperTailCall         = 12
-	helperRedirect         = 23
-	helperPerfEventOutput  = 25
-	helperCsumDiff         = 28
-	helperXdpAdjustHead    = 44
-	helperRedirectMap      = 51
-	helperXdpAdjustMeta    = 54
-	helperXdpAdjustTail    = 65
-	helperFibLookup        = 69
-	helperKtimeGetBootNs   = 125
-	helperRingbufOutput    = 130
-	helperRingbufReserve   = 131
-	helperRingbufSubmit    = 132
-	helperRingbufDiscard   = 133
-	helperKtimeGetCoarseNs = 160
-	helperCheckMtu         = 163
-	helperLoop             = 181
-	helperXdpGetBuffLen    = 188
-	helperXdpLoadBytes     = 189
-	helperXdpStoreBytes    = 190
-	helperKtimeGetTaiNs    = 208
-
-	// maxKnownHelper is the highest helper number of the kernel this was
-	// written against (6.18: __BPF_FUNC_MAX_ID - 1 = 211).
-	maxKnownHelper = 211
-)
-
-// helperImplemented reports whether xnic implements helper id for XDP.
-func helperImplemented(id int32) bool {
-	switch id {
-	case helperMapLookupElem, helperMapUpdateElem, helperMapDeleteElem,
-		helperKtimeGetNs, helperTracePrintk, helperGetPrandomU32, helperGetSmpProcessor,
-		helperTailCall, helperRedirect, helperCsumDiff, helperXdpAdjustHead,
-		helperRedirectMap, helperXdpAdjustMeta, helperXdpAdjustTail,
-		helperKtimeGetBootNs, helperRingbufOutput, helperRingbufReserve,
-		helperRingbufSubmit, helperRingbufDiscard, helperKtimeGetCoarseNs,
-		helperLoop, helperXdpGetBuffLen, helperXdpLoadBytes, helperXdpStoreBytes,
-		helperKtimeGetTaiNs, helperFibLookup, helperCheckMtu,
-		helperPerfEventOutput, helperSpinLock, helperSpinUnlock,
-		helperGetNumaNodeID, helperRingbufQuery, helperForEachMapElem,
-		helperStrncmp, helperLookupPercpuElem,
-		helperMapPushElem, helperMapPopElem, helperMapPeekElem:
-		return true
-	}
-	return false
-}
-
-// helperName is the helper's name as cilium/ebpf spells it (FnXdpAdjustHead).
-func helperName(id int32) string {
-	return asm.BuiltinFunc(id).String()
-}
 
 // Kernel constants the helpers use.
 const (
@@ -157,142 +95,113 @@ func (r *Runner) mapArg(v uint64) *mapRef {
 	return r.coll.mapRefs[i]
 }
 
-// callHelper runs helper id with the arguments in r1-r5 and returns r0.
+// callHelper runs helper id with the arguments in r1-r5 and returns r0: the
+// helper table's implementation (helpers_table.go), or a kfunc's.
 func (r *Runner) callHelper(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
-	switch id {
-	case helperMapLookupElem:
-		m := r.mapArg(reg[1])
-		if m == nil {
-			return r.argFault(p, pc, argMap)
-		}
-		if !m.lookupOK {
-			return r.argFault(p, pc, argMapType)
-		}
-		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
-		if key == nil {
-			return r.argFault(p, pc, argKey)
-		}
-		if m.outer != nil {
-			return r.innerLookup(m, key)
-		}
-		var v []byte
-		if m.arr != nil {
-			v = m.arrayValue(uint32(key[0])|uint32(key[1])<<8|uint32(key[2])<<16|uint32(key[3])<<24, r.cpu)
-		} else {
-			v = m.m.Lookup(key, r.cpu)
-		}
-		if v == nil {
-			return 0
-		}
-		ptr := r.addRegion(v, m.progWritable)
-		if ptr == 0 {
-			r.setFault(p, pc, faultRegions, 0, 0)
-		}
-		return ptr
-	case helperMapUpdateElem:
-		m := r.mapArg(reg[1])
-		if m == nil {
-			return r.argFault(p, pc, argMap)
-		}
-		if !m.updateOK {
-			return r.argFault(p, pc, argMapType)
-		}
-		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
-		if key == nil {
-			return r.argFault(p, pc, argKey)
-		}
-		val := loadSlice(r.regions, reg[3], uint64(m.valueSize))
-		if val == nil {
-			return r.argFault(p, pc, argValue)
-		}
-		return errnoOf(m.m.Update(key, val, reg[4], r.cpu))
-	case helperMapDeleteElem:
-		m := r.mapArg(reg[1])
-		if m == nil {
-			return r.argFault(p, pc, argMap)
-		}
-		if !m.updateOK {
-			return r.argFault(p, pc, argMapType)
-		}
-		key := loadSlice(r.regions, reg[2], uint64(m.keySize))
-		if key == nil {
-			return r.argFault(p, pc, argKey)
-		}
-		return errnoOf(m.m.Delete(key))
-	case helperKtimeGetNs, helperKtimeGetCoarseNs:
-		return ktimeMono() // helpers_time.go
-	case helperKtimeGetBootNs:
-		return ktimeBoot()
-	case helperKtimeGetTaiNs:
-		return ktimeTai()
-	case helperTracePrintk:
-		return r.tracePrintk(p, pc, reg)
-	case helperGetPrandomU32:
-		// xorshift64*: fast, per Runner, not for cryptography (neither is
-		// the kernel's).
-		x := r.rng
-		x ^= x >> 12
-		x ^= x << 25
-		x ^= x >> 27
-		r.rng = x
-		return uint64(uint32((x * 0x2545F4914F6CDD1D) >> 32))
-	case helperGetSmpProcessor:
-		return uint64(uint32(r.cpu))
-	case helperRedirect:
-		// bpf_xdp_redirect: unknown flags abort; the target is recorded.
-		if reg[2] != 0 {
-			return uint64(ActionAborted)
-		}
-		r.redirect = Redirect{Kind: RedirectIfindex, Ifindex: uint32(reg[1])}
-		return uint64(ActionRedirect)
-	case helperRedirectMap:
-		return r.redirectMap(p, pc, reg)
-	case helperCsumDiff:
-		return r.csumDiff(p, pc, reg)
-	case helperXdpAdjustHead:
-		return r.adjustHead(p, pc, reg)
-	case helperXdpAdjustMeta:
-		return r.adjustMeta(p, pc, reg)
-	case helperXdpAdjustTail:
-		return r.adjustTail(p, pc, reg)
-	case helperXdpGetBuffLen:
-		if reg[1] != regionCtx<<32 || r.frame == nil {
-			return r.argFault(p, pc, argCtx)
-		}
-		return uint64(r.frame.DataEnd - r.frame.Data)
-	case helperXdpLoadBytes, helperXdpStoreBytes:
-		return r.xdpBytes(p, pc, reg, id == helperXdpStoreBytes)
-	case helperLoop:
-		return r.loop(p, pc, reg)
-	case helperMapPushElem, helperMapPopElem, helperMapPeekElem:
-		return r.pushPop(p, pc, id, reg) // helpers_queue.go
-	case helperGetNumaNodeID:
-		return 0 // helpers_misc.go
-	case helperStrncmp:
-		return r.strncmp(p, pc, reg)
-	case helperLookupPercpuElem:
-		return r.lookupPercpuElem(p, pc, reg)
-	case helperRingbufQuery:
-		return r.ringbufQuery(p, pc, reg)
-	case helperForEachMapElem:
-		return r.forEachMapElem(p, pc, reg)
-	case helperSpinLock:
-		return r.spinLock(p, pc, reg) // helpers_spin.go
-	case helperSpinUnlock:
-		return r.spinUnlock(p, pc, reg)
-	case helperPerfEventOutput:
-		return r.perfEventOutput(p, pc, reg) // helpers_perf.go
-	case helperFibLookup:
-		return r.fibLookup(p, pc, reg) // helpers_fib.go
-	case helperCheckMtu:
-		return r.checkMTU(p, pc, reg)
-	case helperRingbufOutput, helperRingbufReserve, helperRingbufSubmit, helperRingbufDiscard:
-		return r.ringbuf(p, pc, id, reg)
-	case kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag:
+	if h := helperOf(int64(id)); h != nil && h.run != nil {
+		return h.run(r, p, pc, reg)
+	}
+	if isKfunc(id) {
 		return r.callKfunc(p, pc, id, reg) // kfunc.go
 	}
 	r.setFault(p, pc, faultCallX, uint64(id), 0)
 	return 0
+}
+
+// hMapLookup is bpf_map_lookup_elem: a region for the value, or 0.
+func hMapLookup(r *Runner, p *Program, pc int, reg *[16]uint64) uint64 {
+	m := r.mapArg(reg[1])
+	if m == nil {
+		return r.argFault(p, pc, argMap)
+	}
+	if !m.lookupOK {
+		return r.argFault(p, pc, argMapType)
+	}
+	key := loadSlice(r.regions, reg[2], uint64(m.keySize))
+	if key == nil {
+		return r.argFault(p, pc, argKey)
+	}
+	if m.outer != nil {
+		return r.innerLookup(m, key)
+	}
+	var v []byte
+	if m.arr != nil {
+		v = m.arrayValue(uint32(key[0])|uint32(key[1])<<8|uint32(key[2])<<16|uint32(key[3])<<24, r.cpu)
+	} else {
+		v = m.m.Lookup(key, r.cpu)
+	}
+	if v == nil {
+		return 0
+	}
+	ptr := r.addRegion(v, m.progWritable)
+	if ptr == 0 {
+		r.setFault(p, pc, faultRegions, 0, 0)
+	}
+	return ptr
+}
+
+// hMapUpdate is bpf_map_update_elem: 0 or -errno.
+func hMapUpdate(r *Runner, p *Program, pc int, reg *[16]uint64) uint64 {
+	m := r.mapArg(reg[1])
+	if m == nil {
+		return r.argFault(p, pc, argMap)
+	}
+	if !m.updateOK {
+		return r.argFault(p, pc, argMapType)
+	}
+	key := loadSlice(r.regions, reg[2], uint64(m.keySize))
+	if key == nil {
+		return r.argFault(p, pc, argKey)
+	}
+	val := loadSlice(r.regions, reg[3], uint64(m.valueSize))
+	if val == nil {
+		return r.argFault(p, pc, argValue)
+	}
+	return errnoOf(m.m.Update(key, val, reg[4], r.cpu))
+}
+
+// hMapDelete is bpf_map_delete_elem: 0 or -errno.
+func hMapDelete(r *Runner, p *Program, pc int, reg *[16]uint64) uint64 {
+	m := r.mapArg(reg[1])
+	if m == nil {
+		return r.argFault(p, pc, argMap)
+	}
+	if !m.updateOK {
+		return r.argFault(p, pc, argMapType)
+	}
+	key := loadSlice(r.regions, reg[2], uint64(m.keySize))
+	if key == nil {
+		return r.argFault(p, pc, argKey)
+	}
+	return errnoOf(m.m.Delete(key))
+}
+
+// hPrandom is bpf_get_prandom_u32: xorshift64*, fast, per Runner, not for
+// cryptography (neither is the kernel's).
+func hPrandom(r *Runner, _ *Program, _ int, _ *[16]uint64) uint64 {
+	x := r.rng
+	x ^= x >> 12
+	x ^= x << 25
+	x ^= x >> 27
+	r.rng = x
+	return uint64(uint32((x * 0x2545F4914F6CDD1D) >> 32))
+}
+
+// hRedirect is bpf_redirect: unknown flags abort; the target is recorded.
+func hRedirect(r *Runner, _ *Program, _ int, reg *[16]uint64) uint64 {
+	if reg[2] != 0 {
+		return uint64(ActionAborted)
+	}
+	r.redirect = Redirect{Kind: RedirectIfindex, Ifindex: uint32(reg[1])}
+	return uint64(ActionRedirect)
+}
+
+// hXdpGetBuffLen is bpf_xdp_get_buff_len: the linear frame's length.
+func hXdpGetBuffLen(r *Runner, p *Program, pc int, reg *[16]uint64) uint64 {
+	if reg[1] != regionCtx<<32 || r.frame == nil {
+		return r.argFault(p, pc, argCtx)
+	}
+	return uint64(r.frame.DataEnd - r.frame.Data)
 }
 
 func (r *Runner) redirectMap(p *Program, pc int, reg *[16]uint64) uint64 {

@@ -23,14 +23,6 @@ import (
 //     for each element of an array, hash or LRU hash (their per-CPU forms:
 //     this CPU's value), in the map's NextKey order, until it returns 1;
 //     the number of elements visited; flags other than 0 are -EINVAL.
-const (
-	helperGetNumaNodeID    = 42
-	helperRingbufQuery     = 134
-	helperForEachMapElem   = 164
-	helperStrncmp          = 182
-	helperLookupPercpuElem = 195
-)
-
 func (r *Runner) strncmp(p *Program, pc int, reg *[16]uint64) uint64 {
 	n := reg[2] & 0xffffffff
 	if n == 0 {

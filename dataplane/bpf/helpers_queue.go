@@ -8,12 +8,6 @@ import (
 // on queues, stacks and bloom filters (maps.Queue, maps.BloomFilter): push
 // reads the value; pop and peek write it for queues and stacks, while a
 // bloom filter's peek reads the value to test (its pop is -EOPNOTSUPP).
-const (
-	helperMapPushElem = 87
-	helperMapPopElem  = 88
-	helperMapPeekElem = 89
-)
-
 type pushPopper interface {
 	Push(value []byte, flags uint64) error
 	Pop(out []byte) error

@@ -37,11 +37,6 @@ import (
 // out every other way) is released: the held lock rides in the Runner's
 // list of open ring buffer records, whose cleanup drops it.
 
-const (
-	helperSpinLock   = 93
-	helperSpinUnlock = 94
-)
-
 // ErrSpinLock marks a load-time spin lock rule violation.
 var ErrSpinLock = errors.New("bpf_spin_lock rules")
 

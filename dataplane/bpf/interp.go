@@ -4,6 +4,76 @@ import (
 	"math/bits"
 )
 
+// runInterp is Run for a program without native code (runJIT's case for
+// it). As in runJIT, the first round of the fast level, where most runs
+// end, runs without the recover of runGuarded: fast cannot panic (its
+// indexes are checked or are uint8 into the 256-entry register file, and in
+// the top frame an exit ends the round), and the deferred recover would
+// cost more than a short program. A frame, Runner or collection that needs
+// more than this goes to runGuarded; a round that leaves for the slow level
+// goes on under the recover (finishInterp).
+func (r *Runner) runInterp(p *Program, f *Frame) Action {
+	if f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
+		f.DataEnd > len(f.Buf) || int64(len(f.Buf)) > maxFrameBuf {
+		return r.runGuarded(p, f)
+	}
+	// bind, for the collection already bound: drop the last run's regions.
+	regions := r.regions
+	if n := uint(r.fixed); uint(len(regions)) > n {
+		regions = regions[:n]
+		r.regions = regions
+	}
+	if len(regions) <= regionPacket {
+		return r.runGuarded(p, f) // a Runner not made by NewRunner
+	}
+	r.runs++
+	r.faulted = false
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{}
+	}
+	r.frame = f
+	rg := &regions[regionPacket] // as setPacket
+	rg.buf = f.Buf
+	rg.lo = uint64(f.DataMeta)
+	rg.hi = uint64(f.DataEnd)
+	rg.whi = uint64(f.DataEnd)
+	r.budget = p.budget
+	r.depth = 0
+	r.tails = 0
+	r.records = r.records[:0]
+	reg := &r.regs[0]
+	clear(reg[:16])
+	reg[1], reg[10] = regionCtx<<32, regionStack<<32|stackSize
+	pc, q, done := r.fast(p, 0, 0, reg)
+	if !done {
+		return r.finishInterp(p, q, pc)
+	}
+	// Done in one round of fast: no helper ran, so no fault and no ring
+	// buffer record (endRun's cases) can be pending.
+	r.frame = nil
+	if v := uint32(reg[0]); Action(v) > ActionRedirect {
+		return r.verdict(p, v, true) // the fault of an unknown action
+	}
+	return Action(uint32(reg[0]))
+}
+
+// maxFrameBuf is the largest frame buffer a run accepts (packet offsets are
+// the low 32 bits of a pointer, and must stay below 2^31).
+const maxFrameBuf = 1<<31 - 1
+
+// finishInterp goes on with a run of p whose first round of fast (runInterp)
+// left at pc of q, under the recover of runGuarded.
+func (r *Runner) finishInterp(p, q *Program, pc int) (a Action) {
+	defer func() {
+		if e := recover(); e != nil {
+			r.internalFault(p)
+			a = ActionAborted
+		}
+	}()
+	ret, ok := r.endRun(r.slow(q, pc, 0, &r.regs[0]))
+	return r.verdict(p, ret, ok)
+}
+
 // exec runs p from pc, with r1, r2 and the frame pointer r10 given, until the
 // frame it started in exits, and returns r0. On a fault it records it in r
 // and returns 0; callers check r.faulted.
@@ -285,7 +355,7 @@ func stPtr(regs []region, a, n uint64) *byte {
 // change, check that the dispatch sequence (go tool objdump -s
 // 'Runner..fast$') has no stack stores.
 func (r *Runner) fast(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
-	code := p.code
+	code := p.icode
 	// One nil check of reg here spares one in every case below.
 	_ = reg[0]
 fast:
@@ -702,6 +772,328 @@ fast:
 			pc += 2
 			continue
 
+		// Fused operations (interp_fuse.go). One that leaves for the
+		// slow level sets pc to the instruction that needs it first; one
+		// that jumps sets pc to its jump instruction, which the budget
+		// charge counts from.
+		case opFMovAdd64:
+			reg[in.dst] = reg[in.src] + uint64(in.imm)
+			pc += 2
+			continue
+		case opFMovAnd64:
+			reg[in.dst] = reg[in.src] & uint64(in.imm)
+			pc += 2
+			continue
+		case opFMovRsh64:
+			reg[in.dst] = reg[in.src] >> uint64(in.imm)
+			pc += 2
+			continue
+		case opFMovLsh64:
+			reg[in.dst] = reg[in.src] << uint64(in.imm)
+			pc += 2
+			continue
+		case opFBound:
+			reg[in.dst] = reg[in.src] + uint64(in.imm)
+			if reg[in.dst] > reg[in.x] {
+				pc += 2
+				goto jump
+			}
+			pc += 3
+			continue
+		case opFAddJgt:
+			reg[in.dst] += uint64(in.imm)
+			pc++
+			if reg[in.dst] > reg[in.src] {
+				goto jump
+			}
+		case opFAndJeq:
+			reg[in.dst] &= lo32(in.imm)
+			pc++
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFAndJne:
+			reg[in.dst] &= lo32(in.imm)
+			pc++
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBJeq:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+			pc++
+			if reg[in.dst] == lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxBJne:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+			pc++
+			if reg[in.dst] != lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxHJeq:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m)
+			pc++
+			if reg[in.dst] == lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxHJne:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m)
+			pc++
+			if reg[in.dst] != lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxWJeq:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd32(m)
+			pc++
+			if reg[in.dst] == lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxWJne:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd32(m)
+			pc++
+			if reg[in.dst] != lo32(in.imm) {
+				goto jump
+			}
+		case opFLshOr64:
+			reg[in.dst] <<= uint64(in.imm)
+			reg[in.dst] |= reg[in.x]
+			pc += 2
+			continue
+		case opFLshOr32:
+			reg[in.dst] = uint64(uint32(reg[in.dst])<<uint32(in.imm) | uint32(reg[in.x]))
+			pc += 2
+			continue
+		case opFMovJeq64:
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFMovJne64:
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFMovJeq32:
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if uint32(reg[in.dst]) == uint32(in.imm>>32) {
+				goto jump
+			}
+		case opFMovJne32:
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if uint32(reg[in.dst]) != uint32(in.imm>>32) {
+				goto jump
+			}
+		case opFMovJgtX:
+			reg[in.x] = uint64(in.imm)
+			pc++
+			if reg[in.dst] > reg[in.src] {
+				goto jump
+			}
+		case opFMovAndJeq:
+			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFMovAndJne:
+			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLshAddX:
+			reg[in.dst] <<= uint64(in.imm)
+			reg[in.x] += reg[in.dst]
+			pc += 2
+			continue
+		case opFAddLdxB:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+		case opFAddLdxH:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m)
+		case opFAddLdxW:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd32(m)
+		case opFBytes16LE:
+			// One check for both bytes; if it fails the first load
+			// leaves for the slow level, which runs it alone.
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			continue
+		case opFBytes16BE:
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off)), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v >> 8
+			reg[in.x] = uint64(bits.ReverseBytes16(uint16(v)))
+			pc += 4
+			continue
+		case opFBytes16Jeq:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v == lo32(in.imm) {
+				goto jump
+			}
+		case opFBytes16Jne:
+			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v != lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJeq:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJne:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxHAndJeq:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxHAndJne:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = rd16(m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBMovAndJeq:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+			reg[in.x] = uint64(*m) & mMask(in.imm)
+			pc += 3
+			if reg[in.x] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBMovAndJne:
+			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			if m == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(*m)
+			reg[in.x] = uint64(*m) & mMask(in.imm)
+			pc += 3
+			if reg[in.x] != hi32(in.imm) {
+				goto jump
+			}
+		case opFMovCtxEndData:
+			// The move first: the slow level runs loads, not moves.
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm)&^0xffffffff | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
+			pc += 2
+			continue
+		case opFCtxDataEnd:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.Data)
+			reg[in.x] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			pc += 2
+			continue
+		case opFCtxEndData:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.x] = uint64(in.imm) | uint64(r.frame.Data)
+			pc += 2
+			continue
+
 		case opExit:
 			if r.depth == base {
 				return pc, p, true
@@ -711,7 +1103,7 @@ fast:
 			reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
 			reg[10] = f.fp
 			p = f.prog
-			code = p.code
+			code = p.icode
 			pc = f.ret
 			continue
 		default:
@@ -724,7 +1116,7 @@ fast:
 		// the distance back plus one, and past the budget leaves for the
 		// slow level, which reports the fault at pc.
 		t := int(in.off) // read once: the budget store may alias code
-		if in.back != 0 {
+		if t <= pc {
 			r.budget -= int64(pc-t) + 1
 			if r.budget < 0 {
 				break fast

@@ -227,7 +227,10 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 		return r.runGuarded(p, f)
 	}
 	j := p.jit.Load()
-	if j == nil || f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
+	if j == nil {
+		return r.runInterp(p, f) // interp.go
+	}
+	if f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
 		f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
 		return r.runGuarded(p, f) // interprets, binds the collection, or reports the frame
 	}

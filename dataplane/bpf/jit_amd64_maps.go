@@ -8,7 +8,7 @@ package bpf
 // bpf_map_lookup_elem of an array map that r1 is loaded with in a straight
 // line before it.
 func (c *amd64Compiler) arrayAt(pc int) (jitArray, bool) {
-	if c.plain[pc].imm != helperMapLookupElem {
+	if !helperOf(c.plain[pc].imm).nativeArray() { // helpers_table.go
 		return jitArray{}, false
 	}
 	k, ok := mapAt(c.plain, c.targets, pc)

@@ -255,7 +255,7 @@ func TestMapAt(t *testing.T) {
 	ld := insn{op: opLdMap, dst: 1, imm: 3}
 	nop := insn{op: opNop}
 	mov2 := insn{op: opMov64K, dst: 2, imm: 1}
-	call := insn{op: opCall, imm: helperMapLookupElem}
+	call := insn{op: opCall, imm: int64(helperMapLookupElem)}
 	for _, tc := range []struct {
 		name   string
 		plain  []insn

@@ -168,7 +168,7 @@ func deterministic(code []byte) []byte {
 		}
 		switch int32(binary.LittleEndian.Uint32(code[i+4:])) {
 		case helperKtimeGetNs, helperKtimeGetBootNs, helperKtimeGetCoarseNs, helperKtimeGetTaiNs:
-			binary.LittleEndian.PutUint32(code[i+4:], helperGetSmpProcessor)
+			binary.LittleEndian.PutUint32(code[i+4:], uint32(helperGetSmpProcessor))
 		}
 	}
 	return code

@@ -134,7 +134,8 @@ type Program struct {
 	typ     ebpf.ProgramType
 	coll    *Collection
 	code    []insn
-	funcs   []bool // subprogram entries
+	icode   []xinsn // code as the interpreter's fast level runs it (buildInterp)
+	funcs   []bool  // subprogram entries
 	insns   asm.Instructions
 	raw     []byte
 	budget  int64
@@ -534,6 +535,7 @@ func (c *Collection) loadProgram(ps *ebpf.ProgramSpec, env *decodeEnv, budget in
 		typ:     ps.Type,
 		coll:    c,
 		code:    code,
+		icode:   buildInterp(code),
 		funcs:   funcs,
 		insns:   insns,
 		raw:     buf.Bytes(),

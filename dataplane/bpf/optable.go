@@ -1,5 +1,7 @@
 package bpf
 
+import "fmt"
+
 // The operation table: every eBPF operation xnic knows, described once.
 // Decode and its field checks (decodeInsn), the interpreter's two levels
 // (opInfo.slow), the disassembler (InsnText) and the JIT backends' contract
@@ -464,4 +466,16 @@ func atomicOK(imm int32) bool {
 		}
 	}
 	return false
+}
+
+// String is the operation's name in opTable ("add64 K", "ldxw"), or the
+// fused operation's (interp_fuse.go), or op(N) for a value with no row.
+func (o op) String() string {
+	if o < numOps && opTable[o].name != "" {
+		return opTable[o].name
+	}
+	if f := fusedOf(o); f != nil {
+		return f.name
+	}
+	return fmt.Sprintf("op(%d)", uint8(o))
 }

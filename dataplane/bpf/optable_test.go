@@ -219,7 +219,7 @@ func sampleProgram(t *testing.T, d decodable, e Engine) (*Program, []insn) {
 	if err != nil {
 		t.Fatalf("%s: %v", d.info.name, err)
 	}
-	p := &Program{name: d.info.name, code: dec, funcs: funcs, raw: code, budget: 1000}
+	p := &Program{name: d.info.name, code: dec, icode: buildInterp(dec), funcs: funcs, raw: code, budget: 1000}
 	return p, env.plain
 }
 
@@ -385,4 +385,20 @@ var reservedCases = []struct {
 	{"ldx with imm", ins(0x61, 0, 10, -4, 1), ins(0x61, 0, 10, -4, 0), "BPF_LDX uses reserved fields"},
 	{"st with src", ins(0x62, 10, 1, -4, 0), ins(0x62, 10, 0, -4, 0), "BPF_ST uses reserved fields"},
 	{"stx with imm", ins(0x63, 10, 1, -4, 1), ins(0x63, 10, 1, -4, 0), "BPF_STX uses reserved fields"},
+}
+
+// TestOpString: every operation prints as its table row names it, fused
+// ones as their sequence, the others as a number.
+func TestOpString(t *testing.T) {
+	names := map[string]op{}
+	for o := op(1); o < numFused; o++ {
+		s := o.String()
+		if prev, dup := names[s]; dup {
+			t.Errorf("ops %d and %d both print %q", prev, o, s)
+		}
+		names[s] = o
+	}
+	if opAdd64K.String() != "add64 K" || opFBound.String() != "mov64 X; add64 K; jgt64 X" || opLast.String() != "op(255)" {
+		t.Errorf("%v, %v, %v", opAdd64K, opFBound, opLast)
+	}
 }

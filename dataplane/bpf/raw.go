@@ -31,7 +31,7 @@ func LoadRaw(name string, code []byte, opts *Options) (*Program, error) {
 		insns = nil // disassembly unavailable; the program itself is fine
 	}
 	c := &Collection{trace: o.Trace}
-	p := &Program{name: name, section: "raw", coll: c, code: dec, funcs: funcs, insns: insns, raw: raw, budget: budget}
+	p := &Program{name: name, section: "raw", coll: c, code: dec, icode: buildInterp(dec), funcs: funcs, insns: insns, raw: raw, budget: budget}
 	if err := p.compile(env.plain, o.Engine); err != nil {
 		return nil, err
 	}
