@@ -132,10 +132,21 @@ func TestMapErrorNamesTheDriver(t *testing.T) {
 	if !errors.Is(err, ErrDevMemDenied) {
 		t.Fatalf("%v does not wrap ErrDevMemDenied", err)
 	}
-	for _, want := range []string{"unbind", `"fec"`, "30be0000.ethernet/driver/unbind", "STRICT_DEVMEM", "30be0000-30beffff"} {
+	// fec has no unbind file (suppress_bind_attrs): the hint must not name one.
+	for _, want := range []string{"no unbind file", `"fec"`, "simple-pm-bus", "xnic doctor", "STRICT_DEVMEM", "30be0000-30beffff"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q: %v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "/unbind") {
+		t.Errorf("error names an unbind file fec does not have: %v", err)
+	}
+	// imx-dwmac has one: the hint names the driver's own.
+	os.Remove(filepath.Join(devDir, "driver"))
+	os.Symlink("../../../../bus/platform/drivers/imx-dwmac", filepath.Join(devDir, "driver"))
+	err = d.mapError(Window{Phys: 0x30be0000, Size: 0x4000}, unix.EPERM)
+	if want := "echo 30be0000.ethernet > " + sys + "/bus/platform/drivers/imx-dwmac/unbind"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error does not say %q: %v", want, err)
 	}
 	if strings.Contains(err.Error(), "30bf0000") || strings.Contains(err.Error(), "System RAM") {
 		t.Errorf("error lists ranges that do not overlap: %v", err)

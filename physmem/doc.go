@@ -27,6 +27,8 @@
 //     fec drivers take their rings from its AllocUncached.
 //
 //   - Device, a nic.Device for a platform device: its register windows are
+//     mapped after DeviceConfig.Preflight (package preflight, in xnic's CLI)
+//     has found them safe to touch;
 //     mapped from /dev/mem (the path is configurable, so tests use a plain
 //     file). Every register access is one aligned 32-bit atomic load or store.
 //     There is no configuration space (ReadConfig returns nic.ErrNotSupported),
@@ -40,8 +42,9 @@
 // window used after Close reads all ones and drops writes.
 //
 // Errors say what to do: a range a kernel driver has claimed (mmap of /dev/mem
-// fails with EPERM once, say, fec binds: unbind the kernel driver first), a
-// kernel built with STRICT_DEVMEM that refuses the range, no huge pages
+// fails with EPERM once, say, fec binds: the MAC must be handed over, and fec
+// has no unbind file), a kernel built with STRICT_DEVMEM that refuses the
+// range, no huge pages
 // reserved (boot with hugepages=N or write /proc/sys/vm/nr_hugepages), or a
 // process without the privileges (root, CAP_SYS_RAWIO for /dev/mem,
 // CAP_SYS_ADMIN for pagemap PFNs, CAP_IPC_LOCK or RLIMIT_MEMLOCK for mlock).
