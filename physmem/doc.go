@@ -27,10 +27,9 @@
 //     fec drivers take their rings from its AllocUncached.
 //
 //   - Device, a nic.Device for a platform device: its register windows are
-//     mapped after DeviceConfig.Preflight (package preflight, in xnic's CLI)
-//     has found them safe to touch;
 //     mapped from /dev/mem (the path is configurable, so tests use a plain
-//     file). Every register access is one aligned 32-bit atomic load or store.
+//     file), after DeviceConfig.Preflight (package preflight, in xnic's CLI)
+//     has found them safe to touch. Every register access is one aligned 32-bit atomic load or store.
 //     There is no configuration space (ReadConfig returns nic.ErrNotSupported),
 //     no bus reset, and no interrupts: without UIO or VFIO a user process
 //     cannot receive a platform device's IRQ, so EnableMSIX returns

@@ -118,11 +118,11 @@ func knownSoC(machineCompat []string) string {
 
 // Kernel drivers that may hold a MAC node, and what each means for xnic.
 const (
-	drvFEC          = "fec"
-	drvDWMAC        = "imx-dwmac"
-	drvSimplePMBus  = "simple-pm-bus"
-	drvFECUIO       = "fec-uio" // NXP's BSP (fec_uio.c), what DPDK's enetfec uses
-	compatPMBus     = "simple-pm-bus"
-	eqosGPR1        = 0x30340004 // IOMUXC_GPR1 (imx8mp.dtsi gpr: syscon@30340000; dwmac-imx intf_mode offset 0x4)
-	consumerName    = "xnic"
+	drvFEC         = "fec"
+	drvDWMAC       = "imx-dwmac"
+	drvSimplePMBus = "simple-pm-bus"
+	drvFECUIO      = "fec-uio" // NXP's BSP (fec_uio.c), what DPDK's enetfec uses
+	compatPMBus    = "simple-pm-bus"
+	eqosGPR1       = 0x30340004 // IOMUXC_GPR1 (imx8mp.dtsi gpr: syscon@30340000; dwmac-imx intf_mode offset 0x4)
+	consumerName   = "xnic"
 )
