@@ -28,9 +28,9 @@
 // of that controller; its state through the GPIO character device, GPIO in
 // gpio.go, with RealGPIO the kernel's v2 ioctls), /sys/kernel/security/
 // lockdown, /boot/config-RELEASE (IO_STRICT_DEVMEM), /proc/cmdline and the
-// huge page pool. Inspect only reads. Open refuses on any Fail except those
-// it fixes itself (power/control under simple-pm-bus), then sets
-// power/control=on, releases the PHY's reset line and holds it, writes the
+// huge page pool. Inspect only reads; what Open fixes itself (power/control
+// under simple-pm-bus, a free PHY reset line) passes with a note. Open refuses
+// on any Fail, then sets power/control=on, releases the PHY's reset line and holds it, writes the
 // EQOS interface mode into IOMUXC_GPR1 as dwmac-imx does, and checks again;
 // the Held it returns gives the line and power/control back on Close.
 //

@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -38,13 +37,8 @@ var sleep = time.Sleep
 // success the caller keeps Held until the port closes.
 func (p Platform) Open() (*Held, error) {
 	r, st := p.inspect(false)
-	for _, c := range r.Failed() {
-		// Under simple-pm-bus, power/control=on resumes the device, which
-		// enables every clock of the node: those failures xnic fixes.
-		fixable := st.driver == drvSimplePMBus && (c.Name == "runtime-pm" || strings.HasPrefix(c.Name, "clock "))
-		if !fixable {
-			return nil, r.Err()
-		}
+	if err := r.Err(); err != nil {
+		return nil, err
 	}
 	h := &Held{}
 	if st.driver == drvSimplePMBus && st.control != "on" {

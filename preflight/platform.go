@@ -96,7 +96,7 @@ func (p Platform) inspect(holdingLine bool) (*Report, state) {
 			r.add("device", Unknown, "no /sys/bus/platform/devices: sysfs is not mounted", "mount -t sysfs sysfs /sys")
 		} else {
 			r.add("device", Fail, fmt.Sprintf("no platform device %s: the devicetree has no enabled node at %#x", p.name(), p.Phys),
-				"check the address (xnic doctor lists the MAC's checks by NAME@ADDR) and that the node's status is \"okay\"")
+				"check the address against the SoC's reference manual, and that the node's status is \"okay\" in the DTB")
 		}
 		return r, st
 	}
@@ -211,6 +211,8 @@ func (p Platform) checkRuntimePM(r *Report, st *state) {
 		r.add("runtime-pm", Unknown, detail+" (only simple-pm-bus turns runtime PM into the MAC's clocks)", "")
 	case status == "active" && st.control == "on":
 		r.add("runtime-pm", Pass, detail, "")
+	case st.control != "on":
+		r.add("runtime-pm", Pass, detail+": xnic sets power/control=on while a port is open, which resumes the device and so enables every clock of the node", "")
 	default:
 		r.add("runtime-pm", Fail, detail+": simple-pm-bus gates the clocks when the device suspends",
 			fmt.Sprintf("echo on > /sys/bus/platform/devices/%s/power/control (xnic does it while a port is open)", p.name()))
@@ -248,6 +250,8 @@ func (p Platform) checkClocks(r *Report, st *state) {
 			r.add(name, Unknown, fmt.Sprintf("%s: enable count unreadable (%v)", what, errors.Join(err, perr)), "")
 		case n > 0:
 			r.add(name, Pass, fmt.Sprintf("%s: enable count %d", what, n), "")
+		case st.driver == drvSimplePMBus && st.control != "on":
+			r.add(name, Pass, what+": gated now; simple-pm-bus enables it when xnic sets power/control=on", "")
 		default:
 			r.add(name, Fail, what+": enable count 0, the clock is gated (clk_ignore_unused does not change this: it only skips the boot-time sweep)",
 				p.clockFix(st))

@@ -100,8 +100,11 @@ func TestHandOver(t *testing.T) {
 	p := b.Preflight(preflighttest.FEC)
 	r := p.Inspect()
 	wantStatus(t, r, "driver", preflight.Pass, "simple-pm-bus")
-	wantStatus(t, r, "runtime-pm", preflight.Fail, "suspended", "power/control")
-	wantStatus(t, r, "clock ipg", preflight.Fail)
+	wantStatus(t, r, "runtime-pm", preflight.Pass, "suspended", "xnic sets power/control=on")
+	wantStatus(t, r, "clock ipg", preflight.Pass, "gated now")
+	if err := r.Err(); err != nil {
+		t.Fatalf("handed-over board refused: %v", err)
+	}
 	h, err := p.Open()
 	if err != nil {
 		t.Fatalf("Open: %v", err)
@@ -121,6 +124,8 @@ func TestHandOver(t *testing.T) {
 	if h.Report.Err() != nil {
 		t.Errorf("report after Open: %v", h.Report.Err())
 	}
+	wantStatus(t, h.Report, "runtime-pm", preflight.Pass, "runtime_status active, control on")
+	wantStatus(t, h.Report, "clock ahb", preflight.Pass, "enable count 1")
 	wantStatus(t, h.Report, "phy-reset", preflight.Pass, "held released by xnic")
 	// A second process is refused: the line is ours.
 	if _, err := p.Open(); err == nil || !strings.Contains(err.Error(), `held by "xnic"`) {
@@ -224,6 +229,24 @@ func TestHugePagesAndUncached(t *testing.T) {
 	wantStatus(t, p.Inspect(), "uncached", preflight.Fail, "System RAM")
 	b.SetFile("proc/iomem", "40000000-4fffffff : System RAM\n50000000-500fffff : reserved\n")
 	wantStatus(t, p.Inspect(), "uncached", preflight.Pass)
+}
+
+// TestResumeWithoutClocks: power/control is on but a clock stayed off (a
+// resume that failed): refused.
+func TestResumeWithoutClocks(t *testing.T) {
+	b := preflighttest.NewIMX8MP(t)
+	b.HandOver(preflighttest.FEC)
+	p := b.Preflight(preflighttest.FEC)
+	if err := b.Write(b.Root+"/sys/bus/platform/devices/30be0000.ethernet/power/control", []byte("on")); err != nil {
+		t.Fatal(err)
+	}
+	b.SetFile("sys/kernel/debug/clk/sim_enet_root_clk/clk_enable_count", "0\n")
+	r := p.Inspect()
+	wantStatus(t, r, "clock ipg", preflight.Pass)
+	wantStatus(t, r, "clock ahb", preflight.Fail, "sim_enet_root_clk", "enable count 0")
+	if _, err := p.Open(); !errors.Is(err, preflight.ErrRefused) {
+		t.Fatalf("Open with a gated ahb: %v", err)
+	}
 }
 
 // TestWrongNames: an address with no device, a family that is not the MAC's,
