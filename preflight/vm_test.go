@@ -80,9 +80,13 @@ func waitDriver(t *testing.T, driver string, timeout time.Duration) {
 	}
 }
 
+// mountDebugfs mounts debugfs (the clocks' enable counts) and securityfs
+// (lockdown), as systemd does on a board.
 func mountDebugfs(t *testing.T) {
-	if err := unix.Mount("debugfs", "/sys/kernel/debug", "debugfs", 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
-		t.Fatalf("mount debugfs: %v", err)
+	for _, m := range []struct{ fs, dir string }{{"debugfs", "/sys/kernel/debug"}, {"securityfs", "/sys/kernel/security"}} {
+		if err := unix.Mount(m.fs, m.dir, m.fs, 0, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+			t.Fatalf("mount %s: %v", m.fs, err)
+		}
 	}
 }
 
@@ -152,13 +156,15 @@ var vmPlatformCommands = [][]string{
 	{"run", "--prog", "/xdp/xdp_macswap_tx.o", "--duration", "1s"},
 }
 
-// refuseAll runs every port command on the MAC and wants each refused by the
+// refuseAll runs port commands on the MAC and wants each refused by the
 // preflight with every string of want in its message.
-func refuseAll(t *testing.T, want ...string) {
+func refuseAll(t *testing.T, cmds [][]string, want ...string) {
 	t.Helper()
-	for _, c := range vmPlatformCommands {
+	for _, c := range cmds {
 		args := append([]string{c[0], "--platform", vmPlatform}, c[1:]...)
+		began := time.Now()
 		code, out := runXnic(t, args...)
+		t.Logf("xnic %s: exit %d in %v", c[0], code, time.Since(began).Round(time.Millisecond))
 		ok := code == 1 && strings.Contains(out, "refused before touching a register")
 		for _, w := range want {
 			ok = ok && strings.Contains(out, w)
@@ -199,10 +205,11 @@ func TestVMKernelHeld(t *testing.T) {
 			t.Errorf("mmap of /dev/mem at the claimed FEC: %v, want EPERM (IO_STRICT_DEVMEM)", merr)
 		}
 	}
-	refuseAll(t, "suppress_bind_attrs", "compatible simple-pm-bus")
+	refuseAll(t, vmPlatformCommands, "suppress_bind_attrs", "compatible simple-pm-bus")
 	code, out := runXnic(t, "doctor", vmPlatform)
 	t.Logf("xnic doctor, fec bound, interface down:\n%s", out)
-	for _, w := range []string{"FAIL    driver", "FAIL    iomem", "PASS    soc", "fdtput -t s BOARD.dtb /soc@0/bus@30800000/ethernet@30be0000 compatible simple-pm-bus"} {
+	for _, w := range []string{"FAIL    driver", "FAIL    iomem", "PASS    soc", "fdtput -t s BOARD.dtb /soc@0/bus@30800000/ethernet@30be0000 compatible simple-pm-bus",
+		"lockdown none; IO_STRICT_DEVMEM=y"} {
 		if code != 1 || !strings.Contains(out, w) {
 			t.Errorf("doctor (exit %d) lacks %q", code, w)
 		}
@@ -218,7 +225,7 @@ func TestVMKernelHeld(t *testing.T) {
 			t.Errorf("%s enable count %s after rmmod fec, want 0", c, n)
 		}
 	}
-	refuseAll(t, "enet1_root_clk", "enable count 0")
+	refuseAll(t, vmPlatformCommands[:2], "enet1_root_clk", "enable count 0")
 	code, out = runXnic(t, "doctor", vmPlatform)
 	t.Logf("xnic doctor after rmmod fec:\n%s", out)
 	if code != 1 || !strings.Contains(out, "PASS    driver") || !strings.Contains(out, "FAIL    clock ipg") {

@@ -173,6 +173,12 @@ func runHandoverBoot(ctx context.Context, t *testing.T, b handoverBoot) {
 		{Name: "bin/xnic", Src: b.Xnic, Mode: 0o755},
 		{Name: "xdp/xdp_macswap_tx.o", Src: filepath.Join(b.Root, "examples", "xdp", "xdp_macswap_tx.o")},
 	}
+	// The kernel's configuration where a board has it, for the preflight's
+	// IO_STRICT_DEVMEM check: modDir is KROOT/lib/modules/KVER.
+	kver := filepath.Base(b.ModDir)
+	if cfgFile := filepath.Join(b.ModDir, "..", "..", "..", "boot", "config-"+kver); isFile(cfgFile) {
+		files = append(files, InitramfsFile{Name: "boot/config-" + kver, Src: cfgFile})
+	}
 	var mods []string
 	for _, m := range order {
 		files = append(files, InitramfsFile{Name: "modules/" + filepath.Base(m), Src: filepath.Join(b.ModDir, m)})
