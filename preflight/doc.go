@@ -26,7 +26,9 @@
 // Linux's clk-imx8mp.c, clk-imx8mm.c, clk-imx8mn.c, clk-imx6ul.c,
 // clk-imx7d.c), the PHY's reset line (phy-handle, reset-gpios, the gpiochip
 // of that controller; its state through the GPIO character device, GPIO in
-// gpio.go, with RealGPIO the kernel's v2 ioctls), /sys/kernel/security/
+// gpio.go, with RealGPIO the kernel's v2 ioctls), the node's phy-supply
+// regulator in /sys/class/regulator (fec_drv_remove disables it; nothing
+// enables it under simple-pm-bus), /sys/kernel/security/
 // lockdown, /boot/config-RELEASE (IO_STRICT_DEVMEM), /proc/cmdline and the
 // huge page pool. Inspect only reads; what Open fixes itself (power/control
 // under simple-pm-bus, a free PHY reset line) passes with a note. Open refuses

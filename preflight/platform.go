@@ -108,6 +108,7 @@ func (p Platform) inspect(holdingLine bool) (*Report, state) {
 	p.checkRuntimePM(r, &st)
 	p.checkClocks(r, &st)
 	p.checkPHYReset(r, &st, holdingLine)
+	p.checkPHYSupply(r, &st)
 	p.checkDevMem(r)
 	p.checkHugePages(r, &st)
 	p.checkUncached(r)
@@ -447,4 +448,49 @@ func (p Platform) checkPHYReset(r *Report, st *state, holding bool) {
 	default:
 		r.add("phy-reset", Pass, where+": free; xnic drives it inactive (PHY out of reset) while the port is open", "")
 	}
+}
+
+// checkPHYSupply follows the node's phy-supply to its regulator in
+// /sys/class/regulator (matched by the of_node's phandle). fec enables it in
+// probe and disables it in fec_drv_remove and suspend; simple-pm-bus never
+// touches it, and the regulator core turns off unused regulators late in
+// boot (regulator_late_cleanup) unless the DT says regulator-always-on.
+func (p Platform) checkPHYSupply(r *Report, st *state) {
+	if st.nodeDir == "" {
+		return
+	}
+	ph, err := dtCells(filepath.Join(st.nodeDir, "phy-supply"))
+	if err != nil || len(ph) != 1 {
+		return // no phy-supply: the PHY's power is not the MAC node's business
+	}
+	t := p.tree()
+	regs, _ := os.ReadDir(t.path("sys/class/regulator"))
+	for _, e := range regs {
+		dir := "sys/class/regulator/" + e.Name()
+		v, err := dtCells(t.path(dir + "/of_node/phandle"))
+		if err != nil || len(v) != 1 || v[0] != ph[0] {
+			continue
+		}
+		name, _ := t.read(dir + "/name")
+		state, _ := t.read(dir + "/state")
+		users, _ := t.read(dir + "/num_users")
+		detail := fmt.Sprintf("%s (%s): %s, %s user(s)", name, e.Name(), state, users)
+		if state == "enabled" {
+			r.add("phy-supply", Pass, detail, "")
+			return
+		}
+		node, _ := filepath.EvalSymlinks(t.path(dir + "/of_node"))
+		path := "REGULATOR_NODE"
+		if base := t.dtBase(); base != "" {
+			if b, e := filepath.EvalSymlinks(base); e == nil {
+				if rel, e := filepath.Rel(b, node); e == nil && !strings.HasPrefix(rel, "..") {
+					path = "/" + filepath.ToSlash(rel)
+				}
+			}
+		}
+		r.add("phy-supply", Fail, detail+": the PHY has no power, and user space cannot turn a regulator on",
+			fmt.Sprintf("keep it on from boot: fdtput -t s BOARD.dtb %s regulator-always-on \"\" (then reboot)", path))
+		return
+	}
+	r.add("phy-supply", Unknown, fmt.Sprintf("the node's phy-supply (phandle %#x) matches no regulator in /sys/class/regulator", ph[0]), "")
 }

@@ -268,3 +268,18 @@ func TestWrongNames(t *testing.T) {
 		t.Error("clocks checked on an unknown SoC")
 	}
 }
+
+// TestPHYSupply: a phy-supply regulator that is off refuses, with the DTB
+// edit that keeps it on; one that is on passes; none, no check.
+func TestPHYSupply(t *testing.T) {
+	b := preflighttest.NewIMX8MP(t)
+	b.HandOver(preflighttest.FEC)
+	p := b.Preflight(preflighttest.FEC)
+	if _, ok := p.Inspect().Check("phy-supply"); ok {
+		t.Error("phy-supply checked on a node without one")
+	}
+	b.PHYSupply(preflighttest.FEC, "disabled")
+	wantStatus(t, p.Inspect(), "phy-supply", preflight.Fail, "phy-supply-3v3", "fdtput -t s BOARD.dtb /regulator-phy regulator-always-on")
+	b.PHYSupply(preflighttest.FEC, "enabled")
+	wantStatus(t, p.Inspect(), "phy-supply", preflight.Pass, "enabled")
+}

@@ -241,6 +241,21 @@ func (b *Board) Lockdown(mode string) {
 	b.file("sys/kernel/security/lockdown", strings.Replace(s, mode, "["+mode+"]", 1)+"\n")
 }
 
+// PHYSupply gives m's node a phy-supply: a fixed regulator
+// (/regulator-phy, phandle 0x60) shown as regulator.3 in state ("enabled",
+// "disabled").
+func (b *Board) PHYSupply(m MAC, state string) {
+	dt := "sys/firmware/devicetree/base"
+	b.cells(dt+m.Node+"/phy-supply", 0x60)
+	b.cells(dt+"/regulator-phy/phandle", 0x60)
+	dir := "sys/devices/platform/regulator-phy/regulator/regulator.3"
+	b.file(dir+"/name", "phy-supply-3v3\n")
+	b.file(dir+"/state", state+"\n")
+	b.file(dir+"/num_users", "0\n")
+	b.symlink(b.path(dt+"/regulator-phy"), dir+"/of_node")
+	b.symlink("../../devices/platform/regulator-phy/regulator/regulator.3", "sys/class/regulator/regulator.3")
+}
+
 // SetFile writes any file of the tree (relative to Root).
 func (b *Board) SetFile(rel, content string) { b.file(rel, content) }
 
