@@ -146,6 +146,13 @@ func (t tree) iomem() ([]iomemLine, error) {
 	if err != nil {
 		return nil, err
 	}
+	return parseIOMem(b), nil
+}
+
+// parseIOMem parses /proc/iomem's text ("lo-hi : name", two spaces of
+// indentation per level; kernel/resource.c r_show), skipping what is not such
+// a line.
+func parseIOMem(b []byte) []iomemLine {
 	var out []iomemLine
 	for _, line := range strings.Split(string(b), "\n") {
 		trimmed := strings.TrimLeft(line, " ")
@@ -162,9 +169,12 @@ func (t tree) iomem() ([]iomemLine, error) {
 		if e1 != nil || e2 != nil {
 			continue
 		}
+		if z < a {
+			continue
+		}
 		out = append(out, iomemLine{Lo: a, Hi: z, Name: name, Depth: (len(line) - len(trimmed)) / 2})
 	}
-	return out, nil
+	return out
 }
 
 // kernelConfig returns the value of CONFIG_name ("y", "m", "" when unset) from
