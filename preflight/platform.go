@@ -78,6 +78,7 @@ type state struct {
 	dtPath  string
 	control string
 	reset   *PHYReset
+	dtb     string // the board's DTB file as the system installed it, "" when not found
 }
 
 // Inspect makes every check of a platform MAC, reading files only: it maps
@@ -102,6 +103,7 @@ func (p Platform) inspect(holdingLine bool) (*Report, state) {
 	}
 	st.mac, st.known = LookupMAC(t.machine(), p.Phys)
 	st.nodeDir, st.dtPath, _ = t.nodeDir(p.name())
+	st.dtb = t.boardDTB()
 	p.checkSoC(r, &st)
 	p.checkDriver(r, &st)
 	p.checkIOMem(r)
@@ -142,6 +144,9 @@ func (st *state) fdtput() string {
 	node := st.dtPath
 	if node == "" {
 		node = "NODE"
+	}
+	if st.dtb != "" {
+		return fmt.Sprintf("fdtput -t s %s %s compatible %s (if that is the DTB your bootloader loads; then reboot)", st.dtb, node, compatPMBus)
 	}
 	return fmt.Sprintf("fdtput -t s BOARD.dtb %s compatible %s (BOARD.dtb: the DTB your bootloader loads; then reboot)", node, compatPMBus)
 }

@@ -283,3 +283,13 @@ func TestPHYSupply(t *testing.T) {
 	b.PHYSupply(preflighttest.FEC, "enabled")
 	wantStatus(t, p.Inspect(), "phy-supply", preflight.Pass, "enabled")
 }
+
+// TestFdtputNamesTheInstalledDTB: with flash-kernel's copy of the board's DTB
+// in /boot/dtbs, the fdtput line names that file.
+func TestFdtputNamesTheInstalledDTB(t *testing.T) {
+	b := preflighttest.NewIMX8MP(t)
+	b.BindKernel(preflighttest.FEC, false)
+	b.SetFile("boot/dtbs/6.12.95+deb12-arm64/freescale/imx8mp-evk.dtb", "")
+	wantStatus(t, b.Preflight(preflighttest.FEC).Inspect(), "driver", preflight.Fail,
+		"fdtput -t s /boot/dtbs/6.12.95+deb12-arm64/freescale/imx8mp-evk.dtb "+preflighttest.FECNode+" compatible simple-pm-bus")
+}

@@ -195,3 +195,30 @@ func (t tree) kernelConfig(name string) (string, bool) {
 	}
 	return "", true
 }
+
+// boardDTB finds the board's DTB where Debian's flash-kernel installs it
+// (/boot/dtbs/RELEASE/VENDOR/BOARD.dtb, /boot/dtb-RELEASE), named after the
+// board part of the root node's first compatible ("fsl,imx8mp-evk":
+// imx8mp-evk.dtb, as Linux names the EVK's). The path as seen from Root is
+// returned with Root stripped; "" when none is there.
+func (t tree) boardDTB() string {
+	m := t.machine()
+	rel, err := t.read("proc/sys/kernel/osrelease")
+	if len(m) == 0 || err != nil || rel == "" {
+		return ""
+	}
+	_, board, ok := strings.Cut(m[0], ",")
+	if !ok || board == "" || strings.ContainsAny(board, "/*?[") {
+		return ""
+	}
+	patterns := []string{"boot/dtbs/" + rel + "/*/" + board + ".dtb", "boot/dtbs/" + rel + "/" + board + ".dtb", "boot/dtb-" + rel}
+	for _, pat := range patterns {
+		if found, _ := filepath.Glob(t.path(pat)); len(found) > 0 {
+			rel, err := filepath.Rel(t.root, found[0])
+			if err == nil {
+				return "/" + filepath.ToSlash(rel)
+			}
+		}
+	}
+	return ""
+}
