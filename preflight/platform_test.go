@@ -293,3 +293,30 @@ func TestFdtputNamesTheInstalledDTB(t *testing.T) {
 	wantStatus(t, b.Preflight(preflighttest.FEC).Inspect(), "driver", preflight.Fail,
 		"fdtput -t s /boot/dtbs/6.12.95+deb12-arm64/freescale/imx8mp-evk.dtb "+preflighttest.FECNode+" compatible simple-pm-bus")
 }
+
+// TestEQOSBoundRefused: imx-dwmac holds the EQOS: refused, with its unbind
+// caveat and the DTB edit for the EQOS node.
+func TestEQOSBoundRefused(t *testing.T) {
+	b := preflighttest.NewIMX8MP(t)
+	b.BindKernel(preflighttest.EQOS, true)
+	p := b.Preflight(preflighttest.EQOS)
+	r := p.Inspect()
+	wantStatus(t, r, "soc", preflight.Pass, "i.MX8M Plus EQOS")
+	wantStatus(t, r, "driver", preflight.Fail, "imx-dwmac", "stmmaceth and pclk", preflighttest.EQOSNode+" compatible simple-pm-bus")
+	wantStatus(t, r, "clock pclk", preflight.Pass, "qos_enet_root_clk")
+	if _, err := p.Open(); !errors.Is(err, preflight.ErrRefused) {
+		t.Fatalf("Open of a bound EQOS: %v", err)
+	}
+}
+
+// TestIMX8MMClocks: on an i.MX8M Mini the FEC's ipg and ahb are both
+// enet1_root_clk (clk-imx8mm.c) and its PHY clock is enet_phy.
+func TestIMX8MMClocks(t *testing.T) {
+	b := preflighttest.NewIMX8MP(t)
+	b.BindKernel(preflighttest.FEC, false)
+	b.SetFile("sys/firmware/devicetree/base/compatible", "fsl,imx8mm-evk\x00fsl,imx8mm\x00")
+	r := b.Preflight(preflighttest.FEC).Inspect()
+	wantStatus(t, r, "soc", preflight.Pass, "i.MX8M Mini FEC")
+	wantStatus(t, r, "clock ahb", preflight.Fail, "enet1_root_clk")
+	wantStatus(t, r, "clock enet_out", preflight.Unknown, "enet_phy:")
+}
