@@ -18,6 +18,9 @@ type PCI struct {
 	// tests). Its StateDir holds `xnic bind`'s record of the old driver.
 	Sysfs vfio.Sysfs
 	Addr  string // "0000:03:00.0" or "03:00.0"
+	// Driver names xnic's driver family for a vendor and device ID, false
+	// when xnic has none; nil skips the check.
+	Driver func(vendor, device uint16) (string, bool)
 }
 
 // PCI configuration space (PCI Local Bus 3.0 §6.2): the Command register's
@@ -47,6 +50,13 @@ func (p PCI) Inspect() *Report {
 	r.Port = d.Addr
 	r.What = fmt.Sprintf("%04x:%04x", d.Vendor, d.Device)
 	r.add("device", Pass, fmt.Sprintf("%04x:%04x class %06x", d.Vendor, d.Device, d.Class), "")
+	if p.Driver != nil {
+		if fam, ok := p.Driver(d.Vendor, d.Device); ok {
+			r.add("xnic-driver", Pass, "xnic's "+fam+" driver", "")
+		} else {
+			r.add("xnic-driver", Fail, fmt.Sprintf("xnic has no driver for %04x:%04x", d.Vendor, d.Device), "`xnic list` shows the devices xnic drives")
+		}
+	}
 	if d.IOMMUGroup < 0 {
 		r.add("iommu", Fail, "no IOMMU group: the kernel has no IOMMU enabled for it",
 			"boot with intel_iommu=on (Intel) or amd_iommu=on (AMD), usually with iommu=pt, and enable VT-d / AMD-Vi in the firmware")

@@ -53,6 +53,10 @@ func TestPCIReady(t *testing.T) {
 	wantStatus(t, r, "msix", preflight.Pass)
 	wantStatus(t, r, "bus-master", preflight.Pass, "off")
 	wantStatus(t, r, "previous-driver", preflight.Pass, "igb before")
+	p.Driver = func(v, d uint16) (string, bool) { return "igb", v == 0x8086 && d == 0x10c9 }
+	wantStatus(t, p.Inspect(), "xnic-driver", preflight.Pass, "igb")
+	p.Driver = func(v, d uint16) (string, bool) { return "", false }
+	wantStatus(t, p.Inspect(), "xnic-driver", preflight.Fail, "no driver for 8086:10c9")
 }
 
 func TestPCIStates(t *testing.T) {

@@ -44,7 +44,10 @@ func runDoctor(args []string, stdout, stderr io.Writer) error {
 		}
 		r = platformPreflight(spec).Inspect()
 	} else {
-		r = preflight.PCI{Sysfs: o.sysfs(), Addr: pos[0]}.Inspect()
+		r = preflight.PCI{Sysfs: o.sysfs(), Addr: pos[0], Driver: func(v, d uint16) (string, bool) {
+			f, ok := supported(v, d)
+			return string(f), ok
+		}}.Inspect()
 	}
 	if asJSON {
 		err = r.WriteJSON(stdout)

@@ -118,7 +118,8 @@ func TestDoctorPCI(t *testing.T) {
 	f.AddDevice(vfiotest.Device{Addr: "0000:03:00.0", Vendor: 0x8086, Device: 0x10c9, Class: 0x020000, Driver: "igb", Group: 4})
 	var out, errb bytes.Buffer
 	code := run([]string{"doctor", "--sysfs", f.Root, "--state-dir", t.TempDir(), "03:00.0"}, &out, &errb)
-	if code != 1 || !strings.Contains(out.String(), "FAIL    vfio-pci") || !strings.Contains(out.String(), "xnic bind 0000:03:00.0") {
+	if code != 1 || !strings.Contains(out.String(), "FAIL    vfio-pci") || !strings.Contains(out.String(), "xnic bind 0000:03:00.0") ||
+		!strings.Contains(out.String(), "PASS    xnic-driver") {
 		t.Fatalf("exit %d:\n%s%s", code, out.String(), errb.String())
 	}
 	if code := run([]string{"doctor"}, &out, &errb); code != 2 {
