@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -41,6 +42,12 @@ type DeviceConfig struct {
 	IOMemPath string
 	// SysfsRoot replaces "/sys" in hints.
 	SysfsRoot string
+	// Preflight, when set, runs before /dev/mem is opened: it checks that the
+	// registers may be touched (package preflight: no kernel driver holds
+	// them, their clocks run) and takes what the device needs while it is
+	// open (the PHY's reset line); an error refuses the open. The Closer it
+	// returns is closed by Close, after the windows are unmapped.
+	Preflight func() (io.Closer, error)
 }
 
 // Device is a platform device reached through /dev/mem. It implements
@@ -48,6 +55,7 @@ type DeviceConfig struct {
 type Device struct {
 	cfg    DeviceConfig // immutable
 	fd     int          // /dev/mem; immutable until Close
+	held   io.Closer    // what cfg.Preflight took, nil when none; immutable until Close
 	wins   []*Regs      // immutable until Close
 	mu     sync.Mutex
 	closed bool // guarded by mu
@@ -77,8 +85,18 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 	if cfg.SysfsRoot == "" {
 		cfg.SysfsRoot = "/sys"
 	}
+	var held io.Closer
+	if cfg.Preflight != nil {
+		var err error
+		if held, err = cfg.Preflight(); err != nil {
+			return nil, err
+		}
+	}
 	fd, err := unix.Open(cfg.MemPath, unix.O_RDWR|unix.O_SYNC|unix.O_CLOEXEC, 0)
 	if err != nil {
+		if held != nil {
+			held.Close()
+		}
 		switch {
 		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
 			return nil, fmt.Errorf("%w: open %s: %v (run as root: it needs CAP_SYS_RAWIO)", ErrNoPermission, cfg.MemPath, err)
@@ -87,7 +105,7 @@ func OpenDevice(cfg DeviceConfig) (*Device, error) {
 		}
 		return nil, fmt.Errorf("physmem: open %s: %w", cfg.MemPath, err)
 	}
-	d := &Device{cfg: cfg, fd: fd}
+	d := &Device{cfg: cfg, fd: fd, held: held}
 	page := os.Getpagesize()
 	for i, w := range cfg.Windows {
 		if w.Size <= 0 || w.Size%4 != 0 {
@@ -115,24 +133,37 @@ func (d *Device) mapError(w Window, err error) error {
 	}
 	owners := iomemOwners(d.cfg.IOMemPath, w.Phys, uint64(w.Size))
 	hint := "the kernel refuses it: either a kernel driver has claimed the range (with CONFIG_IO_STRICT_DEVMEM, " +
-		"once a driver such as fec binds, new mappings fail): unbind it, echo DEVICE > " + d.cfg.SysfsRoot +
-		"/bus/platform/devices/DEVICE/driver/unbind; or CONFIG_STRICT_DEVMEM forbids the range (RAM, or a kernel " +
-		"booted without iomem=relaxed); or the process lacks CAP_SYS_RAWIO"
+		"a range a driver claims cannot be mapped, and mappings made before are revoked when one claims it: " +
+		"the MAC must be handed over, see the README's \"Running on real hardware\" and `xnic doctor`); " +
+		"or CONFIG_STRICT_DEVMEM forbids the range (RAM, or a kernel booted without iomem=relaxed); " +
+		"or the process lacks CAP_SYS_RAWIO"
 	if len(owners) > 0 {
 		hint += "; /proc/iomem: " + strings.Join(owners, "; ")
 		for _, o := range owners {
 			if _, dev, ok := strings.Cut(o, " : "); ok {
 				dev = strings.Fields(dev)[0]
 				if target, e := os.Readlink(d.cfg.SysfsRoot + "/bus/platform/devices/" + dev + "/driver"); e == nil {
-					i := strings.LastIndex(target, "/")
-					hint += fmt.Sprintf("; %s is bound to the kernel driver %q: echo %s > %s/bus/platform/devices/%s/driver/unbind",
-						dev, target[i+1:], dev, d.cfg.SysfsRoot, dev)
+					hint += "; " + unbindHint(d.cfg.SysfsRoot, dev, target[strings.LastIndex(target, "/")+1:])
 					break
 				}
 			}
 		}
 	}
 	return fmt.Errorf("%w: %s: %v: %s", ErrDevMemDenied, where, err, hint)
+}
+
+// unbindHint says how dev comes off the kernel driver drv. The fec driver
+// sets suppress_bind_attrs (drivers/net/ethernet/freescale/fec_main.c,
+// fec_driver), so it has no bind or unbind file: only rmmod (a module build)
+// takes it off, and its remove path gates the MAC's clocks (fec_drv_remove),
+// after which a register access hangs the SoC.
+func unbindHint(sysfs, dev, drv string) string {
+	if drv == "fec" {
+		return fmt.Sprintf("%s is bound to the kernel driver \"fec\", which has no unbind file (suppress_bind_attrs); "+
+			"`rmmod fec` would gate the MAC's clocks: hand the devicetree node to simple-pm-bus instead (`xnic doctor` prints the fdtput line)", dev)
+	}
+	return fmt.Sprintf("%s is bound to the kernel driver %q: echo %s > %s/bus/platform/drivers/%s/unbind "+
+		"(then nothing holds its clocks: `xnic doctor` says what else the hand-over needs)", dev, drv, dev, sysfs, drv)
 }
 
 // iomemOwners lists the /proc/iomem lines whose range overlaps [phys, +n). A
@@ -235,6 +266,9 @@ func (d *Device) Close() error {
 	}
 	if err := unix.Close(d.fd); err != nil {
 		errs = append(errs, err)
+	}
+	if d.held != nil {
+		errs = append(errs, d.held.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -3,6 +3,7 @@ package physmem
 import (
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -132,10 +133,21 @@ func TestMapErrorNamesTheDriver(t *testing.T) {
 	if !errors.Is(err, ErrDevMemDenied) {
 		t.Fatalf("%v does not wrap ErrDevMemDenied", err)
 	}
-	for _, want := range []string{"unbind", `"fec"`, "30be0000.ethernet/driver/unbind", "STRICT_DEVMEM", "30be0000-30beffff"} {
+	// fec has no unbind file (suppress_bind_attrs): the hint must not name one.
+	for _, want := range []string{"no unbind file", `"fec"`, "simple-pm-bus", "xnic doctor", "STRICT_DEVMEM", "30be0000-30beffff"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error does not mention %q: %v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "/unbind") {
+		t.Errorf("error names an unbind file fec does not have: %v", err)
+	}
+	// imx-dwmac has one: the hint names the driver's own.
+	os.Remove(filepath.Join(devDir, "driver"))
+	os.Symlink("../../../../bus/platform/drivers/imx-dwmac", filepath.Join(devDir, "driver"))
+	err = d.mapError(Window{Phys: 0x30be0000, Size: 0x4000}, unix.EPERM)
+	if want := "echo 30be0000.ethernet > " + sys + "/bus/platform/drivers/imx-dwmac/unbind"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error does not say %q: %v", want, err)
 	}
 	if strings.Contains(err.Error(), "30bf0000") || strings.Contains(err.Error(), "System RAM") {
 		t.Errorf("error lists ranges that do not overlap: %v", err)
@@ -178,5 +190,40 @@ func TestNoHugePagesMessage(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "meminfo"), []byte("MemTotal: 1 kB\n"), 0o600)
 	if _, err := NewHugePages(HugePagesConfig{ProcRoot: dir}); err == nil || !strings.Contains(err.Error(), "HUGETLBFS") {
 		t.Fatalf("no Hugepagesize: %v", err)
+	}
+}
+
+type closeCount struct{ n *int }
+
+func (c closeCount) Close() error { *c.n++; return nil }
+
+// TestPreflightHook: a refusing Preflight stops OpenDevice before /dev/mem
+// is opened (a missing path would otherwise be the error); an accepting one's
+// Closer is closed once, by Close, and also when mapping fails.
+func TestPreflightHook(t *testing.T) {
+	refused := errors.New("refused")
+	_, err := OpenDevice(DeviceConfig{Name: "x", Windows: []Window{{Phys: 0, Size: 4}}, MemPath: "/nonexistent/mem",
+		Preflight: func() (io.Closer, error) { return nil, refused }})
+	if !errors.Is(err, refused) {
+		t.Fatalf("OpenDevice with a refusing preflight: %v", err)
+	}
+	closed := 0
+	d, err := OpenDevice(DeviceConfig{Name: "x", Windows: []Window{{Phys: 0, Size: 4}}, MemPath: memFile(t, 4096),
+		Preflight: func() (io.Closer, error) { return closeCount{&closed}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if closed != 0 {
+		t.Fatal("preflight's hold released while the device is open")
+	}
+	d.Close()
+	d.Close()
+	if closed != 1 {
+		t.Fatalf("hold closed %d times, want 1", closed)
+	}
+	_, err = OpenDevice(DeviceConfig{Name: "x", Windows: []Window{{Phys: 0, Size: 6}}, MemPath: memFile(t, 4096),
+		Preflight: func() (io.Closer, error) { return closeCount{&closed}, nil }})
+	if err == nil || closed != 2 {
+		t.Fatalf("failed open: %v, hold closed %d times in all, want 2", err, closed)
 	}
 }

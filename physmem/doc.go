@@ -28,7 +28,8 @@
 //
 //   - Device, a nic.Device for a platform device: its register windows are
 //     mapped from /dev/mem (the path is configurable, so tests use a plain
-//     file). Every register access is one aligned 32-bit atomic load or store.
+//     file), after DeviceConfig.Preflight (package preflight, in xnic's CLI)
+//     has found them safe to touch. Every register access is one aligned 32-bit atomic load or store.
 //     There is no configuration space (ReadConfig returns nic.ErrNotSupported),
 //     no bus reset, and no interrupts: without UIO or VFIO a user process
 //     cannot receive a platform device's IRQ, so EnableMSIX returns
@@ -40,8 +41,9 @@
 // window used after Close reads all ones and drops writes.
 //
 // Errors say what to do: a range a kernel driver has claimed (mmap of /dev/mem
-// fails with EPERM once, say, fec binds: unbind the kernel driver first), a
-// kernel built with STRICT_DEVMEM that refuses the range, no huge pages
+// fails with EPERM once, say, fec binds: the MAC must be handed over, and fec
+// has no unbind file), a kernel built with STRICT_DEVMEM that refuses the
+// range, no huge pages
 // reserved (boot with hugepages=N or write /proc/sys/vm/nr_hugepages), or a
 // process without the privileges (root, CAP_SYS_RAWIO for /dev/mem,
 // CAP_SYS_ADMIN for pagemap PFNs, CAP_IPC_LOCK or RLIMIT_MEMLOCK for mlock).

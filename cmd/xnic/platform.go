@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/physmem"
+	"github.com/xnic-dev/xnic/preflight"
 )
 
 // Platform devices: the MACs of i.MX8 SoCs, which sit behind no IOMMU and are
@@ -26,7 +28,52 @@ var (
 	platformEUID = os.Geteuid
 	// platformIOMemPath replaces /proc/iomem (the uncached range's check).
 	platformIOMemPath string
+	// platformRoot replaces "/" for the preflight (a fake board's tree).
+	// With platformMemPath set and platformRoot empty, tests map a plain
+	// file and the preflight is skipped.
+	platformRoot string
+	// platformGPIO replaces the GPIO character device; platformSysWrite the
+	// sysfs write (a fake board's kernel).
+	platformGPIO     preflight.GPIO
+	platformSysWrite func(path string, data []byte) error
 )
+
+// platformPreflight describes spec's MAC to package preflight.
+func platformPreflight(spec platformSpec) preflight.Platform {
+	return preflight.Platform{Root: platformRoot, Phys: spec.Phys, Kind: string(spec.Fam),
+		UncachedPhys: spec.UncachedPhys, UncachedSize: uint64(spec.UncachedSize),
+		GPIO: platformGPIO, Write: platformSysWrite}
+}
+
+// iomuxcGPR is the i.MX8M Plus IOMUXC GPR page (imx8mp.dtsi syscon@30340000),
+// where the EQOS hand-over writes the interface mode; no driver claims it
+// (syscon maps it without requesting the range).
+const iomuxcGPR = 0x30340000
+
+// runPreflight checks spec's MAC before any of its registers is mapped and
+// does the user-space hand-over (package preflight); the Closer gives back
+// what it took when the device closes.
+func runPreflight(spec platformSpec) (io.Closer, error) {
+	if platformMemPath != "" && platformRoot == "" {
+		return nil, nil // a test's plain file stands for /dev/mem: no board
+	}
+	p := platformPreflight(spec)
+	if spec.Fam == "dwmac" {
+		gpr, err := physmem.OpenDevice(physmem.DeviceConfig{Name: "30340000.syscon", Compatible: "fsl,imx8mp-iomuxc-gpr",
+			Windows: []physmem.Window{{Phys: iomuxcGPR, Size: 0x10}}, MemPath: platformMemPath})
+		if err == nil {
+			defer gpr.Close()
+			if regs, err := gpr.Regs(0); err == nil {
+				p.GPR = regs
+			}
+		}
+	}
+	h, err := p.Open()
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
+}
 
 // platformSpec is a parsed --platform value.
 type platformSpec struct {
@@ -121,6 +168,7 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 		Windows:    []physmem.Window{{Phys: spec.Phys, Size: size}},
 		DMA:        dmaAlloc,
 		MemPath:    platformMemPath,
+		Preflight:  func() (io.Closer, error) { return runPreflight(spec) },
 	})
 	if err != nil {
 		dmaAlloc.Close()

@@ -70,4 +70,16 @@
 // (TestHighMemVM). /init's lines come on the third UART (ttymxc2), the
 // console on the second. With -vmtest.dir the artifacts are under
 // DIR/fec/VARIANT.
+//
+// # The hand-over
+//
+// TestHandoverQEMU (handover_test.go, also in make vmtest) runs the README's
+// i.MX hand-over on the same machine in two boots: the stock DTB, where the
+// guest loads fec (setup-arm64.sh keeps fec, nvmem-imx-ocotp and their
+// dependencies), takes the interface up and down and then wants every xnic
+// command refused by the preflight (package preflight's TestVMKernelHeld);
+// and the DTB edited with fdtput (setup-arm64.sh installs it) so the FEC node
+// is simple-pm-bus, where xnic doctor passes, the hand-over holds the clocks
+// and the PHY's reset line (TestVMHandedOver), and fec's TestVMPktgen and
+// TestVMXnicRun pass frames with the host peer, checked here as above.
 package vmtest

@@ -10,7 +10,12 @@
 #     (linux-image-6.12.*-arm64; the cloud-arm64 flavour has no i.MX support),
 #     downloaded and unpacked with dpkg -x into the cache; the device tree the
 #     guest boots is that package's own freescale/imx8mp-evk.dtb;
-#   - qemu-user-static >= 10 from bookworm-backports, for arm64-unit.sh.
+#   - qemu-user-static >= 10 from bookworm-backports, for arm64-unit.sh;
+#   - of that kernel's modules only fec and nvmem-imx-ocotp with what they
+#     depend on (decompressed, with modules.dep from depmod -b), for the
+#     hand-over boots of TestHandoverQEMU: the guest loads fec itself;
+#   - device-tree-compiler (fdtput), with which the harness writes the
+#     README's hand-over DTB (the FEC node's compatible set to simple-pm-bus).
 #
 # Idempotent: a second run only checks. Network steps are retried.
 #
@@ -23,8 +28,8 @@
 #
 # On success it prints where things are and writes them to
 # $CACHE/vmtest-arm64.env, which the Go harness reads when its own variables
-# (XNIC_VMTEST_ARM64_QEMU, XNIC_VMTEST_ARM64_KERNEL, XNIC_VMTEST_ARM64_DTB)
-# are unset.
+# (XNIC_VMTEST_ARM64_QEMU, XNIC_VMTEST_ARM64_KERNEL, XNIC_VMTEST_ARM64_DTB,
+# XNIC_VMTEST_ARM64_MODULES, XNIC_VMTEST_FDTPUT) are unset.
 set -euo pipefail
 
 SETUP_NAME=vmtest-setup-arm64
@@ -33,6 +38,8 @@ SETUP_NAME=vmtest-setup-arm64
 # The kernel: the newest linux-image-6.12.*-arm64 (not -cloud-, not -rt-,
 # not -dbg) that the backports lists have.
 KPATTERN='^linux-image-6\.12\.[0-9.+~a-z-]*-arm64$'
+# The modules the hand-over boots load (with their dependencies).
+KMODULES=(fec nvmem-imx-ocotp)
 
 # Private apt state. The arm64 lists live beside setup.sh's amd64 ones
 # (apt-get update with APT::Architectures adds them), so both scripts can
@@ -108,10 +115,21 @@ else
 	[ "$(user_major)" -ge 10 ] 2>/dev/null || die "qemu-aarch64-static is still older than 10: $(qemu-aarch64-static --version | head -n1)"
 fi
 
+# depmod and modprobe come with kmod (not on minimal images).
+if ! command -v depmod >/dev/null && [ ! -x /usr/sbin/depmod ]; then
+	update_lists
+	log "installing kmod (for depmod)"
+	retry "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y "${APT_OPTS[@]}" \
+		install --no-install-recommends kmod || die "apt-get install kmod failed"
+fi
+DEPMOD=$(command -v depmod || echo /usr/sbin/depmod)
+MODPROBE=$(command -v modprobe || echo /usr/sbin/modprobe)
+
 # 2. The generic arm64 kernel, unpacked under $CACHE/kernel-arm64/<package>.
 KDIR="$CACHE/kernel-arm64"
 if [ -L "$KDIR/current" ] && [ "${XNIC_VMTEST_REFRESH:-0}" != 1 ] &&
-	compgen -G "$KDIR/current/boot/vmlinuz-*" >/dev/null; then
+	compgen -G "$KDIR/current/boot/vmlinuz-*" >/dev/null &&
+	[ "$(cat "$KDIR"/current/lib/modules/*/xnic-kept 2>/dev/null)" = "${KMODULES[*]}" ]; then
 	log "kernel already unpacked: $(readlink "$KDIR/current")"
 else
 	[ "$lists_stale" = 1 ] && update_lists
@@ -132,9 +150,31 @@ else
 	deb=$(ls "$KDIR/debs/${pkg}"_*_arm64.deb | head -n1)
 	rm -rf "$KDIR/$pkg.tmp"
 	dpkg -x "$deb" "$KDIR/$pkg.tmp"
-	# The modules are not needed (the guest loads none): drop them to keep
-	# the cache small, but keep the device trees.
-	rm -rf "$KDIR/$pkg.tmp/lib/modules" "$KDIR/$pkg.tmp/usr/lib/modules"
+	# Of the modules keep only KMODULES and their dependencies, decompressed
+	# (the guest's finit_module loader takes plain .ko files), to keep the
+	# cache small; keep the device trees.
+	kver=$(ls "$KDIR/$pkg.tmp/lib/modules" | head -n1)
+	[ -n "$kver" ] || die "$deb has no /lib/modules"
+	mods="$KDIR/$pkg.tmp/lib/modules/$kver"
+	"$DEPMOD" -b "$KDIR/$pkg.tmp" "$kver" || die "depmod -b $KDIR/$pkg.tmp $kver failed"
+	keep=
+	for m in "${KMODULES[@]}"; do # one at a time: further names would be parameters
+		keep="$keep $("$MODPROBE" -d "$KDIR/$pkg.tmp" -S "$kver" --show-depends "$m" | awk '$1 == "insmod" { print $2 }')" ||
+			die "modprobe --show-depends $m failed"
+	done
+	keep=$(echo "$keep" | tr ' ' '\n' | sort -u)
+	rm -rf "$KDIR/$pkg.keep" && mkdir -p "$KDIR/$pkg.keep"
+	for m in $keep; do
+		rel=${m#"$mods"/}
+		mkdir -p "$KDIR/$pkg.keep/$(dirname "$rel")"
+		mv "$m" "$KDIR/$pkg.keep/$rel"
+	done
+	rm -rf "$mods/kernel" "$KDIR/$pkg.tmp/usr/lib/modules"
+	mv "$KDIR/$pkg.keep/kernel" "$mods/kernel" && rmdir "$KDIR/$pkg.keep"
+	find "$mods/kernel" -name '*.ko.xz' -exec xz -d {} +
+	"$DEPMOD" -b "$KDIR/$pkg.tmp" "$kver" || die "depmod -b (kept modules) failed"
+	echo "${KMODULES[*]}" >"$mods/xnic-kept"
+	log "kept $(find "$mods/kernel" -name '*.ko' | wc -l) modules for ${KMODULES[*]}"
 	compgen -G "$KDIR/$pkg.tmp/boot/vmlinuz-*" >/dev/null || die "$deb has no /boot/vmlinuz-*"
 	chmod a+r "$KDIR/$pkg.tmp"/boot/vmlinuz-*
 	rm -rf "${KDIR:?}/$pkg"
@@ -148,13 +188,29 @@ KVER=${KERNEL##*/vmlinuz-}
 DTB="$KROOT/usr/lib/linux-image-$KVER/freescale/imx8mp-evk.dtb"
 [ -r "$DTB" ] || die "no device tree $DTB in the kernel package"
 
+MODULES="$KROOT/lib/modules/$KVER"
+[ -r "$MODULES/modules.dep" ] || die "no $MODULES/modules.dep"
+
+# 3. fdtput, for the hand-over DTB.
+if ! command -v fdtput >/dev/null; then
+	update_lists
+	log "installing device-tree-compiler (fdtput)"
+	retry "${SUDO[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -q -y "${APT_OPTS[@]}" \
+		install --no-install-recommends device-tree-compiler || die "apt-get install device-tree-compiler failed"
+fi
+FDTPUT=$(command -v fdtput)
+
 cat >"$CACHE/vmtest-arm64.env.new" <<ENV
 XNIC_VMTEST_ARM64_QEMU=$QEMU
 XNIC_VMTEST_ARM64_KERNEL=$KERNEL
 XNIC_VMTEST_ARM64_DTB=$DTB
+XNIC_VMTEST_ARM64_MODULES=$MODULES
+XNIC_VMTEST_FDTPUT=$FDTPUT
 ENV
 mv "$CACHE/vmtest-arm64.env.new" "$CACHE/vmtest-arm64.env"
 echo "QEMU:    $QEMU ($("$QEMU" --version | head -n1))"
 echo "kernel:  $KERNEL"
 echo "dtb:     $DTB"
+echo "modules: $MODULES"
+echo "fdtput:  $FDTPUT"
 echo "env:     $CACHE/vmtest-arm64.env"
