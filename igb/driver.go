@@ -207,6 +207,9 @@ func (p *Port) bringUp() error {
 	if err := p.reset(); err != nil {
 		return err
 	}
+	if err := p.checkLinkMode(); err != nil {
+		return err
+	}
 	if err := p.readMAC(); err != nil {
 		return err
 	}
