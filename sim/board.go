@@ -414,12 +414,13 @@ func (b *Board) Unbind(unit string) error {
 	case DriverNone:
 		return fmt.Errorf("%w: %s has no driver bound", ErrBoard, unit)
 	case DriverFEC, DriverIMXDwmac:
-		keep := map[string]bool{"tx": m.driver == DriverIMXDwmac}
+		leak := map[string]bool{"tx": m.driver == DriverIMXDwmac}
 		for _, con := range slices.Clone(m.enabled) {
-			if !keep[con] {
+			if !leak[con] {
 				b.setClocksLocked(m, false, con)
 			}
 		}
+		m.enabled = nil // a leaked enable stays counted, held by nobody
 		m.resetOn, m.resetBy = true, ""
 	default:
 		b.setClocksLocked(m, false, slices.Clone(m.enabled)...)

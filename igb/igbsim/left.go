@@ -11,9 +11,20 @@ import (
 // (e1000_reset_hw_82575: CTRL.RST), so the registers are at their reset
 // values, and then, the interface not running, igb_power_down_link powers
 // the PHY down (igb_power_down_phy_copper, e1000_phy.c: MII_CR_POWER_DOWN);
-// remove adds igb_release_hw_control (CTRL_EXT.DRV_LOAD cleared). A function
-// reset (vfio-pci's, VFIO_DEVICE_RESET) resets the MAC, not the PHY: the
-// PHY's power-down survives it.
+// remove adds igb_release_hw_control (CTRL_EXT.DRV_LOAD cleared).
+//
+// vfio-pci then: its probe leaves an idle device to runtime PM, which puts it
+// in D3hot (vfio_pci_core_register_device, unless disable_idle_d3); its open
+// (vfio_pci_core_enable) resumes it to D0, clears bus mastering,
+// pci_enable_device, and tries a function reset (pci_try_reset_function:
+// FLR where the function has it; reset_works records whether it did); its
+// close resets it again and lets it drop back to D3hot. The function reset
+// resets the MAC's registers as CTRL.RST does; the model takes the PHY's
+// BMCR, a register of the PHY, as surviving it (Model.Reset keeps the PHY),
+// so the power-down bit is still set when a user-space driver starts. (The
+// 82576's reset table, which would settle whether its FLR reaches the
+// internal PHY, was not at hand: a driver that clears the bit is right
+// either way.)
 //
 // leftStates are the states the model has: LeftPHYPowerDown; LeftIRQsMasked
 // (IMS, EIMS, EIAC, EIAM and GPIE cleared, as igb_irq_disable leaves them);
