@@ -40,6 +40,17 @@ func TestSimOpensFromKernelLeftState(t *testing.T) {
 			}
 			passFrames(t, r, 200)
 			r.checkModel()
+			if err := r.p.Close(); err != nil {
+				t.Fatal(err)
+			}
+			r.p = nil
+			regs, err := r.m.Device().Regs(0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if v := regs.Read32(0x18); v&(1<<28) != 0 {
+				t.Errorf("CTRL_EXT %#x after Close: DRV_LOAD still set (igb_release_hw_control clears it)", v)
+			}
 		})
 	}
 }
