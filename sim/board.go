@@ -131,7 +131,8 @@ var ErrBoard = errors.New("sim: board")
 
 // imx8mpMACs is imx8mp.dtsi's fec and eqos nodes and the EVK's PHY resets
 // (imx8mp-evk.dts: GPIO4_IO02 for the FEC's PHY, GPIO4_IO22 for the EQOS's;
-// gpio4 is 30230000.gpio, gpiochip3, lines 416-447 on Linux 6.12). Clock
+// gpio4 is 30230000.gpio, gpiochip3, whose global numbers start at 96:
+// gpio-mxc.c sets the base to the "gpio" alias (gpio3) times 32). Clock
 // names from clk-imx8mp.c: IMX8MP_CLK_ENET1_ROOT "enet1_root_clk",
 // IMX8MP_CLK_SIM_ENET_ROOT "sim_enet_root_clk", IMX8MP_CLK_ENET_TIMER
 // "enet_timer", IMX8MP_CLK_ENET_REF "enet_ref", IMX8MP_CLK_ENET_PHY_REF
@@ -145,7 +146,7 @@ var imx8mpMACs = []MACInfo{
 		Clocks: []ClockUse{{"ipg", "enet1_root_clk"}, {"ahb", "sim_enet_root_clk"}, {"ptp", "enet_timer"},
 			{"enet_clk_ref", "enet_ref"}, {"enet_out", "enet_phy_ref"}},
 		Gates:    []string{"ipg", "ahb"},
-		PHYReset: GPIOLine{Chip: 3, ChipLabel: "30230000.gpio", Base: 416, Offset: 2, ActiveLow: true},
+		PHYReset: GPIOLine{Chip: 3, ChipLabel: "30230000.gpio", Base: 96, Offset: 2, ActiveLow: true},
 	},
 	{
 		Unit: "30bf0000.ethernet", Node: "/soc@0/bus@30800000/ethernet@30bf0000",
@@ -153,7 +154,7 @@ var imx8mpMACs = []MACInfo{
 		Clocks: []ClockUse{{"stmmaceth", "enet_qos_root_clk"}, {"pclk", "qos_enet_root_clk"},
 			{"ptp_ref", "enet_qos_timer"}, {"tx", "enet_qos"}},
 		Gates:    []string{"stmmaceth", "pclk"},
-		PHYReset: GPIOLine{Chip: 3, ChipLabel: "30230000.gpio", Base: 416, Offset: 22, ActiveLow: true},
+		PHYReset: GPIOLine{Chip: 3, ChipLabel: "30230000.gpio", Base: 96, Offset: 22, ActiveLow: true},
 	},
 }
 
@@ -167,7 +168,7 @@ var imx8mmMACs = []MACInfo{{
 	Clocks: []ClockUse{{"ipg", "enet1_root_clk"}, {"ahb", "enet1_root_clk"}, {"ptp", "enet_timer"},
 		{"enet_clk_ref", "enet_ref"}, {"enet_out", "enet_phy"}},
 	Gates:    []string{"ipg", "ahb"},
-	PHYReset: GPIOLine{Chip: 3, ChipLabel: "30230000.gpio", Base: 416, Offset: 22, ActiveLow: true},
+	PHYReset: GPIOLine{Chip: 3, ChipLabel: "30230000.gpio", Base: 96, Offset: 22, ActiveLow: true},
 }}
 
 // clockParents is the part of each SoC's clock tree the MACs' gates hang

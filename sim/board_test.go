@@ -59,7 +59,7 @@ func TestBoardWalkIMX8MPFEC(t *testing.T) {
 	for _, c := range []string{"enet1_root_clk", "sim_enet_root_clk", "enet_timer", "enet_ref", "enet_phy_ref"} {
 		require.Equal(t, "0", count(c), c)
 	}
-	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), " gpio-418 (                    |PHY reset           ) out lo ACTIVE LOW\n")
+	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), " gpio-98  (                    |PHY reset           ) out lo ACTIVE LOW\n")
 	require.Equal(t, "[none] integrity confidentiality\n", readTree(t, root, "sys/kernel/security/lockdown"))
 	err = b.Access(u)
 	require.ErrorIs(t, err, ErrBusError)
@@ -73,7 +73,7 @@ func TestBoardWalkIMX8MPFEC(t *testing.T) {
 	require.Equal(t, "", driverLink(t, root, u))
 	require.NotContains(t, readTree(t, root, "proc/iomem"), "30be0000.ethernet")
 	require.Equal(t, "unsupported\n", readTree(t, root, dev+"/power/runtime_status"))
-	require.NotContains(t, readTree(t, root, "sys/kernel/debug/gpio"), "gpio-418", "a line nobody holds is not listed")
+	require.NotContains(t, readTree(t, root, "sys/kernel/debug/gpio"), "gpio-98 ", "a line nobody holds is not listed")
 	require.True(t, b.PHYInReset(u))
 	require.NoError(t, b.Remap(u), "nothing claims the range: /dev/mem maps it")
 	err = b.Access(u)
@@ -103,7 +103,7 @@ func TestBoardWalkIMX8MPFEC(t *testing.T) {
 	// 5. The PHY released and held by the user-space process.
 	require.NoError(t, b.SetPHYReset(u, false))
 	render()
-	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), " gpio-418 (                    |xnic                ) out hi ACTIVE LOW\n")
+	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), " gpio-98  (                    |xnic                ) out hi ACTIVE LOW\n")
 	require.False(t, b.PHYInReset(u))
 
 	// 6. Loading fec again claims the range and revokes the mapping.
@@ -155,7 +155,7 @@ func TestBoardIMX8MMSharedGate(t *testing.T) {
 	require.NoError(t, b.Render(root))
 	require.Equal(t, "2\n", readTree(t, root, "sys/kernel/debug/clk/enet1_root_clk/clk_enable_count"))
 	require.Equal(t, "1\n", readTree(t, root, "sys/kernel/debug/clk/enet_phy/clk_enable_count"))
-	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), "gpio-438 ")
+	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), "gpio-118 ")
 }
 
 func TestBoardRefusals(t *testing.T) {
