@@ -368,8 +368,9 @@ func (b *Board) bindLocked(m *boardMAC, driver string) error {
 			return fmt.Errorf("%w: %s does not drive %s", ErrBoard, driver, m.info.Unit)
 		}
 		// Probe with the interface down: the PHY's reset line is requested
-		// and asserted by the MDIO bus (mdio_bus.c mdiobus_register_device:
-		// "Assert the reset signal"); the bus clocks are then runtime
+		// by the MDIO bus with the consumer label "PHY reset"
+		// (mdio_bus.c mdiobus_register_gpiod) and asserted
+		// (mdiobus_register_device: "Assert the reset signal"); the bus clocks are then runtime
 		// suspended (fec_runtime_suspend; stmmac_runtime_suspend via
 		// stmmac_bus_clks_config). imx-dwmac's probe leaves "tx" enabled
 		// (dwmac-imx.c imx_dwmac_clks_config).

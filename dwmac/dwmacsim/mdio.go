@@ -73,6 +73,7 @@ func (m *Model) writeMDIOAddrLocked(val uint32) {
 func (m *Model) xpcsAccessLocked(mmd, r uint32, write bool, data uint16) uint32 {
 	key := mmd<<16 | r
 	if write {
+		defer m.refreshSGMIILocked()
 		switch {
 		case mmd == mmdVend2 && r == 0 && data&xpcsSoftReset != 0:
 			for k := range m.xpcs {

@@ -189,6 +189,7 @@ type Model struct {
 	xpcs       map[uint32]uint16
 	serdes     serdes // Intel SGMII SerDes at MDIO 0x15 (serdes.go)
 	phyHeld    bool   // the board held the PHY in reset at the last look (soc.go)
+	sgmiiOK    bool   // the SerDes and xPCS carry frames (soc.go refreshSGMIILocked)
 	cnt        Counters
 	ptp        ptpState
 	vlanBuf    []byte // RX scratch for frames whose tag is stripped

@@ -172,10 +172,16 @@ func (m *Model) socRxClockLocked() bool {
 	return !m.phyInResetLocked()
 }
 
+// refreshSGMIILocked recomputes sgmiiOK after a SerDes or xPCS write, so
+// the per-frame check is one load.
+func (m *Model) refreshSGMIILocked() {
+	m.sgmiiOK = !m.sgmii() || (m.serdesUpLocked() && m.xpcsSGMIILocked())
+}
+
 // pathUpLocked reports whether a frame gets between the MAC and the wire
 // (tx: leaving, which also needs the i.MX TX clock at the link's rate).
 func (m *Model) pathUpLocked(tx bool) bool {
-	if m.sgmii() && !(m.serdesUpLocked() && m.xpcsSGMIILocked()) {
+	if !m.sgmiiOK {
 		return false
 	}
 	b := m.cfg.Board
@@ -236,4 +242,5 @@ func (m *Model) applyLeftLocked() {
 		}
 	}
 	m.phyInResetLocked()
+	m.refreshSGMIILocked()
 }
