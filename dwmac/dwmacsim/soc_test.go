@@ -60,7 +60,7 @@ func TestSGMIIPathNeedsSerDesAndXPCS(t *testing.T) {
 	r.phyWrite(serdesAddr, serdesGCR0, serdesPLLClk|serdesRst|serdesPCLK70MHz)
 	r.swr()
 	r.linkUp()
-	sts := func() uint32 { return r.mdio(xpcsAddr<<21|mmdVend2<<16|tGOCRd|tC45E|0) & 0xffff }
+	sts := func() uint32 { return r.mdio(xpcsAddr<<21|mmdVend2<<16|tGOCRd|tC45E) & 0xffff }
 	r.wr(tMDIOData, xpcsANIntrSts<<16)
 	require.Zero(t, sts()&xpcsStsLink, "xPCS link without SGMII programmed")
 	r.m.mu.Lock()
