@@ -25,7 +25,7 @@ import (
 //
 // Render replaces root/sys and root/proc; root must be a directory other than
 // "/". The GPIO character device itself (/dev/gpiochipN) cannot be faked in a
-// file tree: SetPHYReset is its model.
+// file tree: Board.GPIOChip (board_gpio.go) is its model.
 func (b *Board) Render(root string) error {
 	if root == "" || filepath.Clean(root) == "/" {
 		return fmt.Errorf("%w: render root %q: want a scratch directory, never /", ErrBoard, root)

@@ -184,3 +184,33 @@ func TestKernelLeftNames(t *testing.T) {
 	require.ErrorIs(t, CheckLeft("m", LeftSerDesDown, LeftPHYPowerDown), ErrBoard)
 	require.NoError(t, CheckLeft("m", LeftPHYPowerDown, LeftPHYPowerDown|LeftIRQsMasked))
 }
+
+// TestBoardGPIOChardev: the PHY reset line as the GPIO character device
+// shows it: busy while fec holds it; after rmmod a process requests it,
+// releases the PHY, and the line keeps its value when the request closes.
+func TestBoardGPIOChardev(t *testing.T) {
+	b, err := NewBoard(IMX8MP)
+	require.NoError(t, err)
+	fec, _ := b.MAC(FEC)
+	chip, err := b.GPIOChip(fec.PHYReset.Chip)
+	require.NoError(t, err)
+	require.Equal(t, "30230000.gpio", chip.Label())
+	_, err = chip.RequestOutput(fec.PHYReset.Offset, "xnic", false)
+	require.ErrorIs(t, err, ErrLineBusy, "the kernel's fec holds the line")
+	require.NoError(t, b.Unbind(fec.Unit))
+	req, err := chip.RequestOutput(fec.PHYReset.Offset, "xnic", true)
+	require.NoError(t, err)
+	require.True(t, b.PHYInReset(fec.Unit))
+	_, err = chip.RequestOutput(fec.PHYReset.Offset, "other", true)
+	require.ErrorIs(t, err, ErrLineBusy, "one holder at a time")
+	require.NoError(t, req.Set(false))
+	require.False(t, b.PHYInReset(fec.Unit))
+	root := t.TempDir()
+	require.NoError(t, b.Render(root))
+	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), "|xnic                ) out hi ACTIVE LOW")
+	require.NoError(t, req.Close())
+	require.False(t, b.PHYInReset(fec.Unit), "a released line keeps its value")
+	require.Error(t, req.Set(true))
+	_, err = b.GPIOChip(7)
+	require.ErrorIs(t, err, ErrBoard)
+}
