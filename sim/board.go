@@ -189,9 +189,8 @@ var clockParents = map[SoC]map[string]string{
 // node's driver bound and its interface down: fec (and imx-dwmac) bound and
 // claiming the range, runtime-suspended (power/control "auto") with the bus
 // clocks off, the PHYs held in reset by the kernel, /dev/mem strict (Debian's
-// CONFIG_IO_STRICT_DEVMEM) and no lockdown. EQOS's "tx" clock runs at 125 MHz
-// (imx8mp.dtsi's assigned rate) with one enable left by the probe
-// (imx_dwmac_init).
+// CONFIG_IO_STRICT_DEVMEM) and no lockdown. EQOS's "tx" clock is set to
+// 125 MHz (imx8mp.dtsi's assigned rate).
 func NewBoard(soc SoC) (*Board, error) {
 	var macs []MACInfo
 	switch soc {
@@ -370,15 +369,13 @@ func (b *Board) bindLocked(m *boardMAC, driver string) error {
 		// Probe with the interface down: the PHY's reset line is requested
 		// by the MDIO bus with the consumer label "PHY reset"
 		// (mdio_bus.c mdiobus_register_gpiod) and asserted
-		// (mdiobus_register_device: "Assert the reset signal"); the bus clocks are then runtime
-		// suspended (fec_runtime_suspend; stmmac_runtime_suspend via
-		// stmmac_bus_clks_config). imx-dwmac's probe leaves "tx" enabled
-		// (dwmac-imx.c imx_dwmac_clks_config).
+		// (mdiobus_register_device: "Assert the reset signal"); the
+		// clocks the probe enabled are then runtime suspended
+		// (fec_runtime_suspend: ipg, ahb; stmmac_runtime_suspend ->
+		// stmmac_bus_clks_config: stmmaceth, pclk, and through
+		// clks_config = imx_dwmac_clks_config, tx).
 		m.resetOn, m.resetBy = true, "PHY reset"
 		m.active = false
-		if driver == DriverIMXDwmac {
-			b.setClocksLocked(m, true, "tx")
-		}
 	case DriverSimplePMBus:
 		// simple-pm-bus.c: devm_clk_bulk_get_all, enabled in its runtime
 		// resume; power/control "on" keeps the node resumed.
@@ -403,8 +400,10 @@ func (b *Board) bindLocked(m *boardMAC, driver string) error {
 // Unbind removes unit's driver (rmmod fec: the fec driver has no unbind
 // file; echo to imx-dwmac's unbind), running its remove path's effects:
 // fec_drv_remove disables ahb and ipg and phy_detach asserts the PHY reset,
-// which stays asserted after gpiod_put; stmmac's remove leaves imx-dwmac's
-// "tx" enabled; simple-pm-bus's runtime suspend disables every clock.
+// which stays asserted after gpiod_put; stmmac_dvr_remove resumes the
+// device (pm_runtime_get_sync: stmmaceth, pclk and imx-dwmac's tx on) and
+// disables stmmaceth and pclk only, so "tx" keeps an enable nobody holds;
+// simple-pm-bus's runtime suspend disables every clock.
 func (b *Board) Unbind(unit string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -417,6 +416,9 @@ func (b *Board) Unbind(unit string) error {
 		return fmt.Errorf("%w: %s has no driver bound", ErrBoard, unit)
 	case DriverFEC, DriverIMXDwmac:
 		leak := map[string]bool{"tx": m.driver == DriverIMXDwmac}
+		if leak["tx"] {
+			b.setClocksLocked(m, true, "tx") // the remove path's resume
+		}
 		for _, con := range slices.Clone(m.enabled) {
 			if !leak[con] {
 				b.setClocksLocked(m, false, con)
@@ -450,8 +452,10 @@ func (b *Board) SetControl(unit, control string) error {
 	switch m.driver {
 	case DriverSimplePMBus:
 		bus = m.allCons()
-	case DriverFEC, DriverIMXDwmac:
-		bus = m.info.Gates
+	case DriverFEC:
+		bus = m.info.Gates // fec_runtime_resume: ipg, ahb
+	case DriverIMXDwmac:
+		bus = append(slices.Clone(m.info.Gates), "tx") // stmmac_bus_clks_config + imx_dwmac_clks_config
 	default:
 		return nil // no runtime PM without a driver: nothing changes
 	}
