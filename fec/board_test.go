@@ -92,3 +92,37 @@ func TestBoardWalkToFirstFrame(t *testing.T) {
 	}
 	m.FaultLog().Clear()
 }
+
+// TestBoardPHYSupplyOff: on a board whose PHY has a phy-supply, rmmod fec
+// switched it off and the hand-over does not switch it on: Open finds no
+// PHY (no hang, no bus error) until the regulator is kept on.
+func TestBoardPHYSupplyOff(t *testing.T) {
+	b, err := sim.NewBoard(sim.IMX8MP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mi, _ := b.MAC(sim.FEC)
+	if err := b.SetPHYSupply(mi.Unit, "VDD_PHY"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.HandOver(mi.Unit); err != nil {
+		t.Fatal(err)
+	}
+	m := newModel(t, fecsim.Config{Board: b})
+	_, err = fec.Open(m.Device(), fec.Config{LinkTimeout: 100 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "PHY") {
+		t.Fatalf("Open with the PHY unpowered: %v, want no PHY", err)
+	}
+	if errors.Is(m.Err(), sim.ErrBusError) {
+		t.Fatalf("an unpowered PHY is not a bus error: %v", m.Err())
+	}
+	m.FaultLog().Clear()
+	if err := b.SetPHYSupplyAlwaysOn(mi.Unit, true); err != nil {
+		t.Fatal(err)
+	}
+	p := openPort(t, m.Device(), fec.Config{LinkTimeout: 2 * time.Second})
+	if l := p.Link(); !l.Up {
+		t.Fatalf("link %+v with the PHY powered", l)
+	}
+	checkModel(t, m)
+}

@@ -20,7 +20,9 @@ import (
 // The transitions are Linux's (6.12; file and function named at each):
 // Bind and Unbind run a driver's probe and remove paths as far as the SoC
 // sees them, SetControl writes power/control, SetPHYReset drives the reset
-// line as the GPIO character device does. Safe for concurrent use.
+// line as the GPIO character device does (GPIOChip is that device:
+// board_gpio.go), SetPHYSupply gives the FEC's PHY a regulator that fec's
+// remove switches off (board_supply.go). Safe for concurrent use.
 type Board struct {
 	soc SoC // immutable
 
@@ -105,9 +107,10 @@ type boardMAC struct {
 	control string // power/control: "auto" or "on"
 	active  bool   // runtime PM: resumed
 	enabled []string
-	resetOn bool   // PHY reset line asserted
-	resetBy string // who holds the line: a consumer label, "" when free
-	revoked bool   // a /dev/mem mapping was zapped by a driver's claim
+	resetOn bool         // PHY reset line asserted
+	resetBy string       // who holds the line: a consumer label, "" when free
+	revoked bool         // a /dev/mem mapping was zapped by a driver's claim
+	supply  *boardSupply // phy-supply, nil when the board has none (board_supply.go)
 }
 
 // boardClock is one clock of the clock tree; guarded by Board.mu.
@@ -376,6 +379,9 @@ func (b *Board) bindLocked(m *boardMAC, driver string) error {
 		// clks_config = imx_dwmac_clks_config, tx).
 		m.resetOn, m.resetBy = true, "PHY reset"
 		m.active = false
+		if driver == DriverFEC && m.supply != nil {
+			m.supply.users++ // fec_probe: regulator_enable(reg_phy)
+		}
 	case DriverSimplePMBus:
 		// simple-pm-bus.c: devm_clk_bulk_get_all, enabled in its runtime
 		// resume; power/control "on" keeps the node resumed.
@@ -426,6 +432,9 @@ func (b *Board) Unbind(unit string) error {
 		}
 		m.enabled = nil // a leaked enable stays counted, held by nobody
 		m.resetOn, m.resetBy = true, ""
+		if m.driver == DriverFEC && m.supply != nil && m.supply.users > 0 {
+			m.supply.users-- // fec_drv_remove: regulator_disable(reg_phy)
+		}
 	default:
 		b.setClocksLocked(m, false, slices.Clone(m.enabled)...)
 	}

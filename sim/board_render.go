@@ -22,6 +22,7 @@ import (
 //	sys/kernel/debug/clk/<name>/clk_enable_count    (and clk_prepare_count, clk_rate)
 //	sys/kernel/debug/gpio                           the requested lines of each gpiochip (gpiolib_dbg_show)
 //	sys/kernel/security/lockdown                    "[none] integrity confidentiality"
+//	sys/class/regulator/regulator.N/{name,state,num_users}  declared phy-supply regulators
 //
 // Render replaces root/sys and root/proc; root must be a directory other than
 // "/". The GPIO character device itself (/dev/gpiochipN) cannot be faked in a
@@ -60,6 +61,7 @@ func (b *Board) Render(root string) error {
 		w.file(dir+"/clk_rate", fmt.Sprintf("%d\n", c.rate))
 	}
 	w.file("sys/kernel/debug/gpio", b.gpioLocked())
+	b.renderSuppliesLocked(w)
 	lock := "[none] integrity confidentiality"
 	switch b.lockdown {
 	case "integrity":

@@ -218,3 +218,29 @@ func TestBoardGPIOChardev(t *testing.T) {
 	_, err = b.GPIOChip(7)
 	require.ErrorIs(t, err, ErrBoard)
 }
+
+// TestBoardPHYSupply: a board whose FEC PHY has a phy-supply: fec's remove
+// disables it, simple-pm-bus never enables it, so the handed-over PHY is
+// unpowered until the devicetree keeps the regulator on.
+func TestBoardPHYSupply(t *testing.T) {
+	b, err := NewBoard(IMX8MP)
+	require.NoError(t, err)
+	fec, _ := b.MAC(FEC)
+	eq, _ := b.MAC(EQOS)
+	require.ErrorIs(t, b.SetPHYSupply(eq.Unit, "eqos-phy"), ErrBoard)
+	require.ErrorIs(t, b.SetPHYSupplyAlwaysOn(fec.Unit, true), ErrBoard, "no supply declared yet")
+	require.NoError(t, b.SetPHYSupply(fec.Unit, "VDD_PHY"))
+	root := t.TempDir()
+	require.NoError(t, b.Render(root))
+	require.Equal(t, "VDD_PHY\n", readTree(t, root, "sys/class/regulator/regulator.1/name"))
+	require.Equal(t, "enabled\n", readTree(t, root, "sys/class/regulator/regulator.1/state"))
+	require.Equal(t, "1\n", readTree(t, root, "sys/class/regulator/regulator.1/num_users"))
+	require.NoError(t, b.HandOver(fec.Unit))
+	require.NoError(t, b.Render(root))
+	require.Equal(t, "disabled\n", readTree(t, root, "sys/class/regulator/regulator.1/state"))
+	require.Equal(t, "0\n", readTree(t, root, "sys/class/regulator/regulator.1/num_users"))
+	require.False(t, b.PHYInReset(fec.Unit))
+	require.False(t, b.PHYOperating(fec.Unit), "out of reset but unpowered")
+	require.NoError(t, b.SetPHYSupplyAlwaysOn(fec.Unit, true))
+	require.True(t, b.PHYOperating(fec.Unit))
+}

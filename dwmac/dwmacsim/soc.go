@@ -155,7 +155,7 @@ func (m *Model) phyInResetLocked() bool {
 	if m.cfg.Board == nil {
 		return false
 	}
-	in := m.cfg.Board.PHYInReset(m.cfg.Unit)
+	in := !m.cfg.Board.PHYOperating(m.cfg.Unit)
 	if in && !m.phyHeld {
 		m.phy.Write(sim.MIIBMCR, sim.BMCRReset)
 	}
