@@ -10,14 +10,21 @@
 //
 // Open follows stmmac's bring-up order: it reads MAC_Version and
 // MAC_HW_Feature0-3 and clamps queues, FIFO sizes and the DMA address width to
-// them; enables bus mastering (PCI); resets the DMA (DMA_Mode.SWR, polled in
+// them; enables bus mastering (PCI); on Intel SGMII parts powers the SerDes up
+// (intel_serdes_powerup; on Alder Lake-S, whose BIOS owns it, refuses a
+// SerDes left powered down: serdes.go); finds the PHY and takes it out of
+// power-down (a PHY Linux had comes suspended, and stops its RX clock);
+// resets the DMA (DMA_Mode.SWR, polled in
 // 10 ms steps for 1 s: a reset that never completes means the PHY's RX clock is
 // missing, and the error says so); sets the system bus mode (EAME when the DMA
 // address width exceeds 32 bits); sets up each DMA channel (PBL, RBSZ, ring
 // bases and lengths, tail pointers); the MTL queues (TX enabled, store and
 // forward both ways, FIFO split evenly); MAC_RxQ_Ctrl0; MAC_Address0; the MMC
-// counters (reset on read); finds the PHY on MDIO and restarts clause-22
-// autonegotiation, waiting a bounded time; programs MAC_Configuration with the
+// counters (reset on read); on Intel SGMII parts soft-resets the xPCS and
+// programs it for MAC-side SGMII with clause-37 autonegotiation
+// (pcs-xpcs.c xpcs_config_aneg_c37_sgmii; a 2.5G SerDes link mode is
+// refused); restarts clause-22 autonegotiation on the PHY, waiting a
+// bounded time; programs MAC_Configuration with the
 // resolved speed and duplex; writes the packet filter; and starts the RX
 // channels, then the TX channels.
 //
@@ -68,8 +75,8 @@
 //
 // The link comes from the PHY: Link reads BMSR (and the advertisement registers)
 // over MDIO and reprograms MAC_Configuration's speed and duplex when they change,
-// as phylink does. Intel SGMII boards reach the PHY through an xPCS at MDIO
-// address 0x16, which this driver does not program (the BIOS does on Alder Lake).
+// as phylink does. Intel SGMII boards reach the PHY through the SerDes at MDIO
+// address 0x15 and the xPCS at 0x16, both set up by Open (serdes.go).
 //
 // RX queues: the EQoS core has no RSS (a DWC XGMAC feature: Linux's
 // rss_configure exists for dwxgmac2 only, and the EQoS feature registers
@@ -85,7 +92,7 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, SetMulticast, Dump) may run
 // on any goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
 // (descriptor layouts and the atomic DES3 access), rx.go, tx.go (rings), phy.go
-// (MDIO), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
+// (MDIO), serdes.go (the Intel SerDes and xPCS), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
 // txmeta.go (TX requests), ptp.go (the IEEE 1588 clock), stats.go, dump.go,
 // ids.go.
 package dwmac

@@ -388,6 +388,18 @@ func (p *Port) bringUp() error {
 		}
 	}
 
+	// The SGMII SerDes and the PHY first: the MAC's RX clock comes from the
+	// PHY through them, and the DMA reset needs it. Linux's stmmac_open
+	// resumes the PHY (stmmac_init_phy -> phy_attach -> phy_resume) and
+	// __stmmac_open powers the SerDes (serdes_powerup) before
+	// stmmac_hw_setup resets the DMA (serdes.go, phy.go).
+	if err := p.serdesPowerUp(); err != nil {
+		return err
+	}
+	if err := p.phyPowerUp(); err != nil {
+		return err
+	}
+
 	// 3. DMA software reset (dwmac4_dma_reset): SWR self-clears once the reset
 	// has gone through every clock domain, the PHY's RX clock included.
 	if err := p.dmaReset(); err != nil {
@@ -654,11 +666,16 @@ func isZero(b []byte) bool {
 // setupPHY finds the PHY, restarts autonegotiation and waits up to
 // cfg.LinkTimeout for the link. Caller holds ctl.
 func (p *Port) setupPHY() error {
-	a, id, err := p.findPHY()
-	if err != nil {
+	if err := p.setupXPCS(); err != nil {
 		return err
 	}
-	p.phyAddr, p.phyID = a, id
+	if p.phyID == 0 { // found by phyPowerUp before the DMA reset otherwise
+		a, id, err := p.findPHY()
+		if err != nil {
+			return err
+		}
+		p.phyAddr, p.phyID = a, id
+	}
 	if err := p.restartAutoneg(); err != nil {
 		return err
 	}
@@ -668,6 +685,7 @@ func (p *Port) setupPHY() error {
 	var (
 		l    nic.LinkState
 		bmsr uint16
+		err  error
 	)
 	nic.Poll(p.cfg.LinkTimeout, linkPollStep, func() bool {
 		l, bmsr, err = p.phyLink()

@@ -74,7 +74,8 @@ const (
 
 func newFakeDev(t testing.TB) *fakeDev {
 	d := &fakeDev{
-		info: nic.DeviceInfo{Name: "fake", Bus: "sim", Vendor: 0x8086, Device: 0x7aac},
+		// Elkhart Lake RGMII: no SerDes or xPCS on MDIO, which the fake lacks.
+		info: nic.DeviceInfo{Name: "fake", Bus: "sim", Vendor: 0x8086, Device: 0x4b30},
 		mem:  sim.NewMemory(sim.MemoryConfig{}, nil),
 		regs: map[uint32]uint32{},
 		phy:  sim.NewPHY(sim.PHYConfig{Addr: 1, ID1: 0x001c, ID2: 0xc916, AutonegDelay: 1}),

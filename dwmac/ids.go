@@ -48,6 +48,9 @@ type Model struct {
 	// PTPClockHz is the PTP reference clock the glue driver reports
 	// (clk_ptp_rate; 0: unknown).
 	PTPClockHz int
+	// SerDes is who powers the SGMII SerDes (serdes.go); SerDesNone for
+	// RGMII parts and the i.MX8MP.
+	SerDes SerDes
 }
 
 // VendorIntel is the PCI vendor of the Intel mGbE functions.
@@ -58,30 +61,33 @@ const CompatibleIMX8MP = "nxp,imx8mp-dwmac-eqos"
 
 // Intel's glue (dwmac-intel.c) sets clk_csr 5 (a 250-300 MHz CSR clock), 4 KiB of
 // FIFO per queue each way, and EHL 8/8, TGL and ADL 6 RX / 4 TX queues.
-func intel(dev uint16, name string, rxq, txq int) Model {
+func intel(dev uint16, name string, rxq, txq int, sd SerDes) Model {
 	return Model{Integration: IntegrationIntel, Device: dev, Name: name, RxQueues: rxq, TxQueues: txq,
-		CSRClockMHz: 250, FIFOPerQueue: 4096, PTPClockHz: 200_000_000}
+		CSRClockMHz: 250, FIFOPerQueue: 4096, PTPClockHz: 200_000_000, SerDes: sd}
 }
 
 // models is the PCI ID table (dwmac-intel.c). Quark X1000 (8086:0937) is left
-// out: it is a 3.x GMAC, not this core.
+// out: it is a 3.x GMAC, not this core. Who powers the SerDes follows each
+// ID's setup function: ehl_sgmii_data, ehl_pse*_sgmii1g_data and
+// tgl_sgmii_phy*_data set serdes_powerup (ADL-N and RPL-P use
+// tgl_sgmii1g_phy0_info); adls_sgmii_phy*_data leave it to the BIOS.
 var models = []Model{
-	intel(0x4b30, "Elkhart Lake mGbE (RGMII, 1G)", 8, 8),
-	intel(0x4b31, "Elkhart Lake mGbE (SGMII, 1G)", 8, 8),
-	intel(0x4b32, "Elkhart Lake mGbE (SGMII, 2.5G)", 8, 8),
-	intel(0x4ba0, "Elkhart Lake PSE mGbE 0 (RGMII, 1G)", 8, 8),
-	intel(0x4ba1, "Elkhart Lake PSE mGbE 0 (SGMII, 1G)", 8, 8),
-	intel(0x4ba2, "Elkhart Lake PSE mGbE 0 (SGMII, 2.5G)", 8, 8),
-	intel(0x4bb0, "Elkhart Lake PSE mGbE 1 (RGMII, 1G)", 8, 8),
-	intel(0x4bb1, "Elkhart Lake PSE mGbE 1 (SGMII, 1G)", 8, 8),
-	intel(0x4bb2, "Elkhart Lake PSE mGbE 1 (SGMII, 2.5G)", 8, 8),
-	intel(0xa0ac, "Tiger Lake mGbE (SGMII, 1G)", 6, 4),
-	intel(0x43ac, "Tiger Lake-H mGbE 0 (SGMII, 1G)", 6, 4),
-	intel(0x43a2, "Tiger Lake-H mGbE 1 (SGMII, 1G)", 6, 4),
-	intel(0x7aac, "Alder Lake-S mGbE 0 (SGMII, 1G)", 6, 4),
-	intel(0x7aad, "Alder Lake-S mGbE 1 (SGMII, 1G)", 6, 4),
-	intel(0x54ac, "Alder Lake-N mGbE (SGMII, 1G)", 6, 4),
-	intel(0x51ac, "Raptor Lake-P mGbE (SGMII, 1G)", 6, 4),
+	intel(0x4b30, "Elkhart Lake mGbE (RGMII, 1G)", 8, 8, SerDesNone),
+	intel(0x4b31, "Elkhart Lake mGbE (SGMII, 1G)", 8, 8, SerDesDriver),
+	intel(0x4b32, "Elkhart Lake mGbE (SGMII, 2.5G)", 8, 8, SerDesDriver),
+	intel(0x4ba0, "Elkhart Lake PSE mGbE 0 (RGMII, 1G)", 8, 8, SerDesNone),
+	intel(0x4ba1, "Elkhart Lake PSE mGbE 0 (SGMII, 1G)", 8, 8, SerDesDriverPSE),
+	intel(0x4ba2, "Elkhart Lake PSE mGbE 0 (SGMII, 2.5G)", 8, 8, SerDesDriverPSE),
+	intel(0x4bb0, "Elkhart Lake PSE mGbE 1 (RGMII, 1G)", 8, 8, SerDesNone),
+	intel(0x4bb1, "Elkhart Lake PSE mGbE 1 (SGMII, 1G)", 8, 8, SerDesDriverPSE),
+	intel(0x4bb2, "Elkhart Lake PSE mGbE 1 (SGMII, 2.5G)", 8, 8, SerDesDriverPSE),
+	intel(0xa0ac, "Tiger Lake mGbE (SGMII, 1G)", 6, 4, SerDesDriver),
+	intel(0x43ac, "Tiger Lake-H mGbE 0 (SGMII, 1G)", 6, 4, SerDesDriver),
+	intel(0x43a2, "Tiger Lake-H mGbE 1 (SGMII, 1G)", 6, 4, SerDesDriver),
+	intel(0x7aac, "Alder Lake-S mGbE 0 (SGMII, 1G)", 6, 4, SerDesBIOS),
+	intel(0x7aad, "Alder Lake-S mGbE 1 (SGMII, 1G)", 6, 4, SerDesBIOS),
+	intel(0x54ac, "Alder Lake-N mGbE (SGMII, 1G)", 6, 4, SerDesDriver),
+	intel(0x51ac, "Raptor Lake-P mGbE (SGMII, 1G)", 6, 4, SerDesDriver),
 }
 
 // imx8mp is the i.MX8M Plus EQOS (imx8mp.dtsi ethernet@30bf0000, dwmac-imx.c):

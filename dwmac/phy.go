@@ -136,6 +136,30 @@ func (p *Port) findPHY() (int, uint32, error) {
 	return 0, 0, fmt.Errorf("no PHY ID answered at any MDIO address (check the PHY's power and reset line, and that MDC/MDIO are muxed to this MAC): %w", ErrNoPHY)
 }
 
+// phyPowerUp finds the PHY and takes it out of power-down and isolation, as
+// genphy_resume does when phylib attaches it (phy_device.c): a PHY left by
+// Linux's stmmac_release comes powered down (phy_detach -> phy_suspend ->
+// genphy_suspend sets BMCR_PDOWN), and many PHYs stop their RX clock then,
+// without which the DMA software reset never completes.
+func (p *Port) phyPowerUp() error {
+	a, id, err := p.findPHY()
+	if err != nil {
+		return err
+	}
+	p.phyAddr, p.phyID = a, id
+	bmcr, err := p.mdioRead(a, miiBMCR)
+	if err != nil {
+		return fmt.Errorf("reading BMCR: %w", err)
+	}
+	if bmcr&(bmcrPowerDown|bmcrIsolate) == 0 {
+		return nil
+	}
+	if err := p.mdioWrite(a, miiBMCR, bmcr&^(bmcrPowerDown|bmcrIsolate|bmcrReset)); err != nil {
+		return fmt.Errorf("powering the PHY up (BMCR %#04x, left powered down by the previous driver): %w", bmcr, err)
+	}
+	return nil
+}
+
 // restartAutoneg enables and restarts clause-22 autonegotiation.
 func (p *Port) restartAutoneg() error {
 	bmcr, err := p.mdioRead(p.phyAddr, miiBMCR)

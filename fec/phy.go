@@ -111,13 +111,27 @@ func (p *Port) readPHYID() (uint32, error) {
 	return id, nil
 }
 
-// restartAutoneg advertises what the MAC can do and restarts autonegotiation.
+// restartAutoneg powers the PHY up and restarts autonegotiation.
+//
+// A PHY that Linux's fec had comes to us powered down: fec_enet_close ->
+// phy_disconnect -> phy_detach -> phy_suspend -> genphy_suspend
+// (phy_device.c) sets BMCR_PDOWN, and a PHY in power-down does not
+// negotiate. As genphy_resume does on the next open, the bit is cleared first
+// (with isolate, which keeps the PHY off the MII), then autonegotiation is
+// restarted.
 func (p *Port) restartAutoneg() error {
 	bmcr, err := p.readPHY(phyBMCR)
 	if err != nil {
 		return fmt.Errorf("reading BMCR: %w", err)
 	}
-	if err := p.writePHY(phyBMCR, (bmcr&^bmcrReset)|bmcrANEnable|bmcrANRestart); err != nil {
+	bmcr &^= bmcrReset
+	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
+		bmcr &^= bmcrPowerDown | bmcrIsolate
+		if err := p.writePHY(phyBMCR, bmcr); err != nil {
+			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
+		}
+	}
+	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
 	}
 	return nil

@@ -207,6 +207,9 @@ func (p *Port) bringUp() error {
 	if err := p.reset(); err != nil {
 		return err
 	}
+	if err := p.checkLinkMode(); err != nil {
+		return err
+	}
 	if err := p.readMAC(); err != nil {
 		return err
 	}
@@ -612,6 +615,9 @@ func (p *Port) teardown() error {
 				errs = append(errs, err)
 			}
 		}
+		// Hand the device back to firmware, as igb_release_hw_control does
+		// on remove: CTRL_EXT.DRV_LOAD clear.
+		p.w32(regCTRL_EXT, p.r32(regCTRL_EXT)&^ctrlExtDrvLoad)
 		p.r32(regSTATUS)
 	}
 	for _, q := range p.rx {

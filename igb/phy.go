@@ -42,18 +42,57 @@ func (p *Port) writePHY(r int, v uint16) error {
 	return err
 }
 
-// restartAutoneg enables and restarts autonegotiation. QEMU's igb brings the link
-// up only after this (and about 500 ms of virtual time); real PHYs renegotiate.
+// restartAutoneg powers the PHY up and restarts autonegotiation. QEMU's igb
+// brings the link up only after this (and about 500 ms of virtual time); real
+// PHYs renegotiate.
+//
+// The PHY may come to us powered down: when an interface closes without
+// Wake-on-LAN (and on unbind, which closes it), Linux's igb_reset calls
+// igb_power_down_link, whose igb_power_down_phy_copper (e1000_phy.c) sets
+// MII_CR_POWER_DOWN in PHY_CONTROL. A PHY in power-down does not negotiate
+// whatever else BMCR asks, so, as igb_power_up_link -> igb_power_up_phy_copper
+// does on open, the bit is cleared first (with isolate, which would keep
+// the PHY off the MAC's interface), then autonegotiation is restarted.
 func (p *Port) restartAutoneg() error {
 	bmcr, err := p.readPHY(phyBMCR)
 	if err != nil {
 		return fmt.Errorf("reading BMCR: %w", err)
 	}
 	bmcr &^= bmcrReset
+	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
+		bmcr &^= bmcrPowerDown | bmcrIsolate
+		if err := p.writePHY(phyBMCR, bmcr); err != nil {
+			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
+		}
+	}
 	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
 	}
 	return nil
+}
+
+// checkLinkMode refuses ports whose link is not an internal copper PHY.
+// CTRL_EXT.LINK_MODE says what the NVM wired: on SerDes, fiber and backplane
+// ports (and SGMII ports, whose PHY sits behind the PCS and I2C) the link is
+// the PCS's (Linux's igb_setup_serdes_link_82575; igb_power_down_link shuts
+// it with igb_shutdown_serdes_link_82575 on close, and
+// igb_power_up_serdes_link_82575 undoes that), none of which this driver
+// does: MDIC would talk to no PHY, and the link would never come up.
+func (p *Port) checkLinkMode() error {
+	mode := p.r32(regCTRL_EXT) & ctrlExtLinkModeMask
+	var what string
+	switch mode {
+	case 0:
+		return nil
+	case ctrlExtLinkModeKX:
+		what = "1000BASE-KX (backplane)"
+	case ctrlExtLinkModeSGMII:
+		what = "SGMII"
+	default:
+		what = "SerDes (fiber)"
+	}
+	return fmt.Errorf("CTRL_EXT.LINK_MODE is %s: this driver brings up copper ports with the internal PHY only "+
+		"(the PCS link setup and SerDes power-up of Linux's igb_setup_serdes_link_82575 are not implemented): %w", what, nic.ErrNotSupported)
 }
 
 // readPHYID returns PHYID1:PHYID2 (OUI, model, revision).

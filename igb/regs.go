@@ -164,6 +164,15 @@ const eecdAutoRD uint32 = 1 << 9
 // ctrlExtDrvLoad (CTRL_EXT bit 28) tells firmware a driver owns the device.
 const ctrlExtDrvLoad uint32 = 1 << 28
 
+// CTRL_EXT.LINK_MODE (bits 23:22; E1000_CTRL_EXT_LINK_MODE_*): the media the
+// NVM set up, which Linux's igb_get_invariants_82575 reads.
+const (
+	ctrlExtLinkModeMask   uint32 = 3 << 22
+	ctrlExtLinkModeKX     uint32 = 1 << 22 // 1000BASE-KX backplane
+	ctrlExtLinkModeSGMII  uint32 = 2 << 22
+	ctrlExtLinkModeSerDes uint32 = 3 << 22 // PCIE_SERDES: fiber or SerDes
+)
+
 // mdicBits are the fields of MDIC (8.2.4; E1000_MDIC_*).
 type mdicBits uint32
 
@@ -287,5 +296,7 @@ const (
 const (
 	bmcrANRestart uint16 = 1 << 9  // restart autonegotiation (self-clearing)
 	bmcrANEnable  uint16 = 1 << 12 // autonegotiation enable
+	bmcrPowerDown uint16 = 1 << 11 // MII_CR_POWER_DOWN: Linux sets it when the interface closes
+	bmcrIsolate   uint16 = 1 << 10
 	bmcrReset     uint16 = 1 << 15
 )

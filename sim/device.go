@@ -35,6 +35,10 @@ type DeviceConfig struct {
 	BARSize uint32
 	// MSIXVectors is how many MSI-X vectors the function has (at least 1).
 	MSIXVectors int
+	// Gate, when set, is asked before every register access whether the SoC
+	// completes it (Board.Access): an error is a bus-error fault and the
+	// access fails (a read returns all ones, a write is lost).
+	Gate func() error
 }
 
 // PCI configuration space offsets and command bits (PCI Local Bus 3.0, 6.2).
@@ -307,7 +311,17 @@ func (w *regWindow) check(op string, off uint32) bool {
 		d.faults.Add(op, "", uint64(off), "outside the 0x%x-byte register window", d.cfg.BARSize)
 	case !d.memOn.Load():
 		d.faults.Add(op, "", uint64(off), "register access with PCI memory decoding disabled (master abort)")
+	case d.cfg.Gate != nil && d.gateRefuses(op, off):
 	default:
+		return true
+	}
+	return false
+}
+
+// gateRefuses asks DeviceConfig.Gate, recording a refusal as a bus error.
+func (d *Device) gateRefuses(op string, off uint32) bool {
+	if err := d.cfg.Gate(); err != nil {
+		d.faults.Add(OpBusError, "", uint64(off), "%s: %v", op, err)
 		return true
 	}
 	return false

@@ -7,6 +7,16 @@
 // -netdev dgram, and a pcap-recording tap), with Wire, a model's Attach and
 // SetTransmit plumbing onto them.
 //
+// Board (board.go) is the SoC around an i.MX8M MAC: the kernel driver bound
+// to its node, the /proc/iomem claim, runtime PM, each clock's enable count,
+// the PHY's reset GPIO and the /dev/mem policy, with Linux's transitions
+// (probe, remove, power/control, the GPIO line) and Render, which writes the
+// same state as sysfs, debugfs and /proc files under a root directory for a
+// preflight to read. The i.MX models ask it before every register access
+// (a refusal is a fault with Op OpBusError, and Faults.Err then wraps
+// ErrBusError). KernelLeft (board_left.go) names the states a kernel driver
+// leaves a device in; each model's Config.Left starts there.
+//
 // # Strictness
 //
 // A model that accepts anything proves nothing. Every violation a model detects

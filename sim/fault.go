@@ -10,6 +10,10 @@ import (
 // ErrFault is wrapped by the error Faults.Err returns.
 var ErrFault = errors.New("sim: device model recorded faults")
 
+// OpBusError is the Op of a fault for a register access the SoC did not
+// complete (Board.Access): Faults.Err then wraps ErrBusError as well.
+const OpBusError = "bus-error"
+
 // Fault is one violation a model detected. The model refused the access or the
 // command that caused it.
 type Fault struct {
@@ -83,6 +87,10 @@ func (f *Faults) Err() error {
 		return nil
 	}
 	var b strings.Builder
+	bus := false
+	for _, x := range f.list {
+		bus = bus || x.Op == OpBusError
+	}
 	for i, x := range f.list {
 		if i == 10 {
 			fmt.Fprintf(&b, "; ... %d more", n-10)
@@ -92,6 +100,9 @@ func (f *Faults) Err() error {
 			b.WriteString("; ")
 		}
 		b.WriteString(x.String())
+	}
+	if bus {
+		return fmt.Errorf("%w, with a %w (%d): %s", ErrFault, ErrBusError, n, b.String())
 	}
 	return fmt.Errorf("%w (%d): %s", ErrFault, n, b.String())
 }

@@ -44,9 +44,20 @@
 //   - PHY and MDIO: a sim.PHY answers clause 22 at Config.PHYAddr through
 //     MAC_MDIO_Address/Data (GB stays set for one read: poll it); other
 //     addresses read 0xFFFF. The Intel variant has an xPCS at 0x16 (clause 45:
-//     ID 0x7996ced0 in MMD 31, soft reset, AN status mirroring the PHY). The
+//     ID 0x7996ced0 in MMD 31, soft reset, AN status mirroring the PHY) and
+//     a SerDes at 0x15 (serdes.go). The
 //     link is up only after software restarts autonegotiation, and the MAC
 //     passes frames only when MAC_Configuration's PS/FES match the PHY's speed.
+//   - What is around the MAC (soc.go): on SGMII Intel parts nothing passes
+//     while the SerDes is not powered (and the DMA reset lacks its RX clock)
+//     or the xPCS is not in MAC-side SGMII with clause-37 autonegotiation;
+//     on the i.MX8MP with a sim.Board (Config.Board), a register access with
+//     a gated clock or a refused /dev/mem mapping is a bus-error fault
+//     ("real hardware hangs here"), a PHY in reset answers 0xFFFF and gives
+//     no RX clock, and a TX clock off the link's rate garbles what is sent.
+//     Config.Left starts the device as Linux's stmmac leaves it (PHY and
+//     SerDes powered down, xPCS at reset, interrupts masked, stale rings,
+//     gated clocks, PHY in reset).
 //   - Receive: MAC_Configuration.RE; size checks (60 to 1514 bytes without
 //     FCS, +4 tagged, 1996 with 2K, 9014 with JE); the address filter
 //     (MAC_Packet_Filter PR, RA, PM, DBF, HMC with the 64-bin hash, HPF;

@@ -50,6 +50,8 @@ func (m *Model) writeMDIOAddrLocked(val uint32) {
 	data := uint16(m.mdioData & mdioDataMask)
 	var res uint32 = mdioAbsentVal
 	switch {
+	case !c45 && pa == m.phy.Addr() && m.phyInResetLocked():
+		// A PHY held in reset drives nothing (soc.go).
 	case !c45 && pa == m.phy.Addr():
 		// The PHY reports link changes on its own goroutine: safe under mu.
 		if write {
@@ -71,6 +73,7 @@ func (m *Model) writeMDIOAddrLocked(val uint32) {
 func (m *Model) xpcsAccessLocked(mmd, r uint32, write bool, data uint16) uint32 {
 	key := mmd<<16 | r
 	if write {
+		defer m.refreshSGMIILocked()
 		switch {
 		case mmd == mmdVend2 && r == 0 && data&xpcsSoftReset != 0:
 			for k := range m.xpcs {
@@ -91,7 +94,7 @@ func (m *Model) xpcsAccessLocked(mmd, r uint32, write bool, data uint16) uint32 
 	case mmd == mmdVend2 && r == xpcsANIntrSts:
 		st := m.phy.Link()
 		var v uint32
-		if st.Up {
+		if st.Up && m.serdesUpLocked() && m.xpcsSGMIILocked() {
 			v |= xpcsStsLink
 			switch st.SpeedMbps {
 			case 1000:

@@ -95,6 +95,15 @@ type Config struct {
 	// Unplugged starts with no cable; PartnerNo1000 makes the partner 10/100.
 	Unplugged     bool
 	PartnerNo1000 bool
+	// Board is the SoC around an IMX8MP (soc.go): clock gates, the PHY's
+	// reset line, /dev/mem policy and the TX clock. nil: the bare MAC (or a
+	// private board for the states in Left that need one).
+	Board *sim.Board
+	// Unit is the MAC's platform device on Board. "": the board's EQOS.
+	Unit string
+	// Left starts the device as Linux's stmmac leaves it (soc.go). 0: as
+	// firmware leaves it at power-on.
+	Left sim.KernelLeft
 	// Name is nic.DeviceInfo.Name. "": "dwmacsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched): the
@@ -179,6 +188,8 @@ type Model struct {
 	mmc        [mmcRegs]uint32
 	xpcs       map[uint32]uint16
 	serdes     serdes // Intel SGMII SerDes at MDIO 0x15 (serdes.go)
+	phyHeld    bool   // the board held the PHY in reset at the last look (soc.go)
+	sgmiiOK    bool   // the SerDes and xPCS carry frames (soc.go refreshSGMIILocked)
 	cnt        Counters
 	ptp        ptpState
 	vlanBuf    []byte // RX scratch for frames whose tag is stripped
@@ -203,6 +214,10 @@ func New(cfg Config) (*Model, error) {
 		}
 		if cfg.PCIDevice == 0 {
 			cfg.PCIDevice = 0x7AAC
+		}
+		switch cfg.PCIDevice {
+		case 0x4b30, 0x4ba0, 0x4bb0: // the RGMII parts: no SerDes, no xPCS (dwmac-intel.c)
+			cfg.NoXPCS = true
 		}
 		if cfg.Channels == 0 {
 			cfg.Channels = 4
@@ -266,6 +281,9 @@ func New(cfg Config) (*Model, error) {
 		cfg.Name = "dwmacsim"
 	}
 	m.cfg = cfg
+	if err := m.setupBoard(); err != nil {
+		return nil, err
+	}
 	m.nch = cfg.Channels
 	if cfg.SNPSVER >= 0x41 {
 		m.ieNIE, m.ieAIE = ieNIE410, ieAIE410
@@ -291,6 +309,9 @@ func New(cfg Config) (*Model, error) {
 	// until enabled); the i.MX8MP EQOS a platform device (no configuration
 	// space, DMA never gated).
 	dc := sim.DeviceConfig{Name: cfg.Name, BARSize: 64 << 10, MSIXVectors: 1}
+	if m.cfg.Board != nil {
+		dc.Gate = m.gate
+	}
 	if cfg.Variant == IntelMGbE {
 		dc.Bus, dc.Vendor, dc.Device, dc.SubVendor, dc.Revision = "pci", 0x8086, cfg.PCIDevice, 0x8086, 0x11
 		dc.MSIXVectors = 32
@@ -305,6 +326,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
 	m.serdes = poweredSerdes()
+	m.xpcs = firmwareXPCS() // the xPCS is its own MDIO device: DMA_Mode.SWR leaves it
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
@@ -319,6 +341,7 @@ func New(cfg Config) (*Model, error) {
 	}
 	m.mu.Lock()
 	m.resetLocked(false)
+	m.applyLeftLocked()
 	m.mu.Unlock()
 	return m, nil
 }
@@ -435,7 +458,6 @@ func (m *Model) resetLocked(swr bool) {
 	m.plain = map[reg]uint32{}
 	m.mmcCntrl, m.mmcMasks = 0, [3]uint32{}
 	m.mmc = [mmcRegs]uint32{}
-	m.xpcs = map[uint32]uint16{}
 	m.swr = false
 	m.tbsWait = 0
 	if swr {
@@ -447,7 +469,7 @@ func (m *Model) resetLocked(swr bool) {
 // rxClockLocked reports whether the PHY drives the RX clock: not with
 // Config.NoRxClock, and not while the PHY is powered down (BMCR.PDOWN).
 func (m *Model) rxClockLocked() bool {
-	if m.cfg.NoRxClock {
+	if m.cfg.NoRxClock || !m.socRxClockLocked() {
 		return false
 	}
 	return m.phy.Read(sim.MIIBMCR)&sim.BMCRPowerDown == 0

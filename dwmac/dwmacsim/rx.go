@@ -96,7 +96,7 @@ func (m *Model) speedMatchLocked() bool {
 }
 
 func (m *Model) receiveLocked(q int, frame []byte) bool {
-	if m.closed || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() {
+	if m.closed || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() || !m.pathUpLocked(false) {
 		m.cnt.RxNoLink++
 		return false
 	}

@@ -44,6 +44,7 @@ func (m *Model) serdesAccessLocked(r uint32, write bool, data uint16) uint32 {
 		return uint32(m.serdes.gcr)
 	case r == serdesGCR0 && write:
 		m.serdes.gcr0 = data
+		m.refreshSGMIILocked()
 	case r == serdesGCR0:
 		return uint32(m.serdes.gcr0)
 	case r == serdesGSR0 && !write:

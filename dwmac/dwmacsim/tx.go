@@ -167,7 +167,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			m.mu.Unlock()
 			return false
 		}
-		linkOK := m.phy.LinkUp() && m.speedMatchLocked()
+		linkOK := m.phy.LinkUp() && m.speedMatchLocked() && m.pathUpLocked(true)
 		sink := m.loopSinkLocked(m.wire.Sink()) // loopback.go
 		m.mu.Unlock()
 

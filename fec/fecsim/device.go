@@ -68,6 +68,7 @@ func (w *regWindow) check(op string, off uint32, size uint32) bool {
 		m.faults.Add(op, regName(off), uint64(off), "unaligned 32-bit register access")
 	case off >= WindowSize:
 		m.faults.Add(op, "", uint64(off), "outside the 0x%x-byte register window", WindowSize)
+	case m.busError(op, off):
 	default:
 		return true
 	}

@@ -83,6 +83,13 @@
 //     MIBC.MIB_CLEAR is set.
 //   - The 1588 timer (ATCR EN/PEREN/CAPTURE/RESTART, ATVR, ATPER, ATINC with
 //     the ATCOR correction) runs in model time at the timer clock (timer.go).
+//   - The SoC (soc.go): with Config.Board (a sim.Board), a register access
+//     while the ipg or ahb clock is gated, or through a /dev/mem mapping the
+//     board refuses or revoked, is a bus-error fault ("real hardware hangs
+//     here") and fails (all ones, lost write); a PHY held in reset answers
+//     0xffff on MDIO and has no link. Config.Left starts the ENET as Linux's
+//     fec leaves it (PHY powered down or in reset, clocks gated, interrupts
+//     masked, stale ring registers).
 //
 // # The device's time
 //

@@ -60,6 +60,9 @@ func (m *Model) mdioDone() {
 	ta := val >> mmfrTAShift & 3
 	data := uint32(0xFFFF) // nobody drives the bus: the pull-up reads ones
 	switch {
+	case m.phyInResetLocked():
+		// A PHY held in reset drives nothing: reads see the pull-up, writes
+		// are lost (soc.go).
 	case ta != 2:
 		m.faults.Add("write32", "MMFR", uint64(regMMFR), "management frame 0x%08x with TA=%d: clause 22/45 frames need TA=10b; the PHY ignores it", val, ta)
 	case st == 1: // clause 22

@@ -93,6 +93,14 @@ type Config struct {
 	// SystemClockHz is the ENET system clock, which times interrupt
 	// coalescing (RXIC/TXIC with ICCS). 0: 266 MHz (imx8mp.dtsi).
 	SystemClockHz int
+	// Board is the SoC around the MAC (soc.go): its clock gates, PHY reset
+	// line and /dev/mem policy decide whether accesses complete. nil: the
+	// bare MAC (or a private board for the states in Left that need one).
+	Board *sim.Board
+	// Unit is the MAC's platform device on Board. "": the board's FEC.
+	Unit string
+	// Left starts the MAC as Linux's fec leaves it (soc.go). 0: reset.
+	Left sim.KernelLeft
 	// Name is the device name in nic.DeviceInfo. "": "fecsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched). The
@@ -162,6 +170,7 @@ type Model struct {
 	mdioBusy  bool     // an MDIO frame is being clocked out; guarded by mu
 	mdioFrame uint32   // the MMFR value of that frame; guarded by mu
 	resetting bool     // ECR.RESET in progress; guarded by mu
+	phyHeld   bool     // the board held the PHY in reset at the last look; guarded by mu
 
 	eir, eimr          uint32
 	linePend           [4]uint32 // pending-and-enabled bits last signalled, per line
@@ -220,6 +229,9 @@ func New(cfg Config) (*Model, error) {
 		cfg.Name = "fecsim"
 	}
 	m.cfg = cfg
+	if err := m.setupBoard(); err != nil {
+		return nil, err
+	}
 	m.faults = &sim.Faults{}
 	mc := sim.MemoryConfig{Below4G: true, NonCoherent: !cfg.Coherent}
 	if cfg.HighMemory {
@@ -248,6 +260,7 @@ func New(cfg Config) (*Model, error) {
 	m.resetT = m.sched.NewTimer(m.resetDone)
 	m.newCoalescers()
 	m.resetLocked()
+	m.applyLeftLocked()
 	return m, nil
 }
 

@@ -71,7 +71,7 @@ func (m *Model) speedMismatchLocked() (mac, phy int, bad bool) {
 }
 
 func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
-	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || (!loop && !m.phy.LinkUp()) {
+	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || (!loop && !m.phy.LinkUp()) || m.socStoppedLocked() {
 		m.cnt.RxOff++
 		return false
 	}

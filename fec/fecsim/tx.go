@@ -278,8 +278,8 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 	}
 	loop = m.rcr&rcrLOOP != 0
 	if !loop {
-		if !m.phy.LinkUp() {
-			m.cnt.TxDropped++ // the MAC sends into a dead link
+		if !m.phy.LinkUp() || m.socStoppedLocked() {
+			m.cnt.TxDropped++ // the MAC sends into a dead link (or its SoC stopped it: soc.go)
 			m.countTxLocked(data)
 			return nil, nil, false, false, true
 		}

@@ -21,6 +21,10 @@
 //     a fault). The link comes up only after software restarts
 //     autonegotiation through MDIC and Config.AutonegDelay has passed, and
 //     STATUS.LU also needs CTRL.SLU. Link changes raise ICR.LSC.
+//   - As Linux leaves it (Config.Left, left.go): the PHY powered down
+//     (igb_power_down_link), interrupts masked, stale ring registers,
+//     CTRL_EXT.DRV_LOAD clear; CTRL_EXT.LINK_MODE after reset is SerDes on
+//     the fiber/SerDes IDs and SGMII on the SGMII IDs, as their NVMs set it.
 //   - Receive: RCTL (EN, UPE, MPE, BAM, LPE, SECRC, MO), RAL/RAH (24, 32 or 16
 //     entries), MTA, RLPML; queues at 0x2800+0x100n (0-3) and 0xC000+0x40n (all),
 //     advanced one-buffer descriptors only; frames larger than a buffer are split

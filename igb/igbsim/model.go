@@ -78,6 +78,9 @@ type Config struct {
 	Unplugged bool
 	// PartnerNo1000 makes the link partner 10/100 only.
 	PartnerNo1000 bool
+	// Left starts the device as Linux's igb leaves it (left.go) instead of
+	// fresh out of reset. 0: power-on reset.
+	Left sim.KernelLeft
 	// Name is the device name in nic.DeviceInfo. "": "igbsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched): the
@@ -238,6 +241,9 @@ func New(cfg Config) (*Model, error) {
 	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 {
 		return nil, fmt.Errorf("igbsim: PHY address %d: want 0-31: %w", cfg.PHYAddr, ErrConfig)
 	}
+	if err := sim.CheckLeft("igbsim", cfg.Left, leftStates); err != nil {
+		return nil, fmt.Errorf("%w: %w", err, ErrConfig)
+	}
 	if cfg.ResetDelay == 0 {
 		cfg.ResetDelay = time.Millisecond
 	}
@@ -276,6 +282,7 @@ func New(cfg Config) (*Model, error) {
 	m.txArena = make([]byte, 0, 64<<10)
 	m.mu.Lock()
 	m.resetLocked(false)
+	m.applyLeftLocked()
 	m.mu.Unlock()
 	return m, nil
 }
@@ -385,7 +392,7 @@ func (m *Model) Reset() {
 func (m *Model) resetLocked(delay bool) {
 	m.gen++
 	m.ctrl = ctrlFD | ctrlSpeed1000
-	m.ctrlExt = 0
+	m.ctrlExt = m.info.ctrlExtReset()
 	m.status = statusPHYRA | statusLANInit
 	m.eecd = eecdPres | eecdAutoRD
 	if m.info.fam == famI210 {
