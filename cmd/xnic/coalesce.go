@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -191,7 +192,7 @@ func runCoalesce(args []string, stdout, stderr io.Writer) error {
 // its run: a dump, then the writes as one forced reg request (moderation may
 // change under traffic).
 func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
-	resp, err := controlCall(path, ctlRequest{Cmd: "regs"})
+	resp, err := control.Call(path, control.Request{Cmd: "regs"})
 	if err != nil {
 		return coalesceOut{}, err
 	}
@@ -206,7 +207,7 @@ func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
 		return coalesceOut{}, err
 	}
 	if usecs >= 0 {
-		resp, err = controlCall(path, ctlRequest{Cmd: "reg", Ops: coalesceOps(m, rs, usecs), Force: true})
+		resp, err = control.Call(path, control.Request{Cmd: "reg", Ops: coalesceOps(m, rs, usecs), Force: true})
 		if err != nil {
 			return coalesceOut{}, err
 		}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 )
 
@@ -222,7 +223,7 @@ func TestCoalesceDWMACControl(t *testing.T) {
 				t.Fatalf("run ended: %v: %s", err, errOut.String())
 			default:
 			}
-			return controlAlive(controlPath(name))
+			return control.Alive(control.Path(name))
 		})
 		if usecs == 0 {
 			if rc, _, errs := runPort(t, "coalesce", "--control", name, "rx-usecs", "512"); rc != 2 || !strings.Contains(errs, "opened without RX coalescing") {

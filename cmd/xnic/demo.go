@@ -13,6 +13,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/examples"
 )
@@ -170,7 +171,7 @@ func dpDemoPhase(ctx context.Context, ports []*dpPort, ph demoPhase, d time.Dura
 	}
 	e.WireMaps(coll)
 	if ph.verdict == bpf.ActionRedirect {
-		if err := dpSetMap(coll, "tx_port:0=2"); err != nil {
+		if err := mapio.SetArg(coll, "tx_port:0=2"); err != nil {
 			return res, err
 		}
 	}

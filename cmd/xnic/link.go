@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
@@ -154,7 +155,7 @@ func runLink(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if bdf != "" && controlAlive(controlPath(bdf)) {
+	if bdf != "" && control.Alive(control.Path(bdf)) {
 		return fmt.Errorf("%s: a running `xnic run` holds the port: stop it to change the link (its driver is not told of PHY changes made under it)", bdf)
 	}
 	op, err := openPort(bdf, o)

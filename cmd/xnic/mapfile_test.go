@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 )
 
 const lpmObj = "../../examples/xdp/xdp_lpm_acl.o"
@@ -81,7 +82,7 @@ func TestMapFilePerCPU(t *testing.T) {
 	// run does not have (ignored), and one value for every CPU.
 	body := `{"rxcnt": [{"key": "11000000", "values": [{"cpu": 0, "value": "0500000000000000"}, {"cpu": 1, "value": "0700000000000000"}, {"cpu": 5, "value": "0900000000000000"}]},
 		{"key": "06000000", "value": "0200000000000000"}]}`
-	if err := preloadMaps(c, writeFile(t, "pc.json", body)); err != nil {
+	if err := mapio.LoadFile(c, writeFile(t, "pc.json", body)); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := c.Map("rxcnt")

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -238,46 +239,11 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// portInfo is what `xnic info` shows.
-type portInfo struct {
-	Name     string `json:"name"`
-	Bus      string `json:"bus"`
-	Vendor   string `json:"vendor"`
-	DeviceID string `json:"device_id"`
-	// Compatible is a platform device's devicetree compatible string.
-	Compatible string   `json:"compatible,omitempty"`
-	Driver     string   `json:"driver"`
-	Model      string   `json:"model"`
-	Variant    string   `json:"variant,omitempty"`
-	MAC        string   `json:"mac"`
-	Link       linkInfo `json:"link"`
-	PHYID      string   `json:"phy_id,omitempty"`
-	Queues     int      `json:"queues"`
-	MaxQueues  int      `json:"max_queues,omitempty"`
-	// Rings are the descriptors per RX and TX ring and the most a ring may
-	// have (ethtool -g); zero when the driver does not say.
-	RxRing   int      `json:"rx_ring,omitempty"`
-	TxRing   int      `json:"tx_ring,omitempty"`
-	MaxRing  int      `json:"max_ring,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-type linkInfo struct {
-	Up         bool `json:"up"`
-	SpeedMbps  int  `json:"speed_mbps"`
-	FullDuplex bool `json:"full_duplex"`
-}
-
-func (l linkInfo) String() string {
-	if !l.Up {
-		return "down"
-	}
-	d := "half"
-	if l.FullDuplex {
-		d = "full"
-	}
-	return fmt.Sprintf("up %d Mb/s %s duplex", l.SpeedMbps, d)
-}
+// portInfo is what `xnic info` shows; linkInfo a port's link.
+type (
+	portInfo = control.PortInfo
+	linkInfo = control.Link
+)
 
 func describePort(op *openedPort) portInfo {
 	di := op.Device.Info()
@@ -469,18 +435,10 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 
 func printStats(stdout io.Writer, name string, cs []nic.Counter, asJSON bool) error {
 	if asJSON {
-		type kv struct {
-			Name  string `json:"name"`
-			Value uint64 `json:"value"`
-		}
-		out := make([]kv, len(cs))
-		for i, c := range cs {
-			out[i] = kv{c.Name, c.Value}
-		}
 		return writeJSON(stdout, struct {
-			Port     string `json:"port"`
-			Counters []kv   `json:"counters"`
-		}{name, out})
+			Port     string           `json:"port"`
+			Counters control.Counters `json:"counters"`
+		}{name, control.Counters(cs)})
 	}
 	for _, c := range cs {
 		fmt.Fprintf(stdout, "%-28s %d\n", c.Name, c.Value)

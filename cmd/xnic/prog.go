@@ -18,6 +18,8 @@ import (
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/fibfile"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 )
 
 // Commands that run XDP programs offline, like BPF_PROG_TEST_RUN: run, bench,
@@ -312,18 +314,18 @@ func loadProg(path string, sel *progSelect, trace io.Writer) (*bpf.Collection, *
 	}
 	p, err := sel.pick(c)
 	if err == nil {
-		err = preloadMaps(c, sel.mapFile)
+		err = mapio.LoadFile(c, sel.mapFile)
 	}
 	for _, m := range sel.maps {
 		if err != nil {
 			break
 		}
-		if err = dpSetMap(c, m); err != nil {
+		if err = mapio.SetArg(c, m); err != nil {
 			err = usageErrorf("--map %s: %v", m, err)
 		}
 	}
 	if err == nil {
-		err = loadFIBFile(c, sel.fibFile, nil)
+		err = fibfile.Load(c, sel.fibFile, nil)
 	}
 	if err != nil {
 		c.Close()

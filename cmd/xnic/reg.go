@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -22,11 +23,6 @@ func init() {
 }
 
 // regOp is one NAME, OFFSET, NAME=VALUE or OFFSET=VALUE argument.
-type regOp struct {
-	Reg   string  `json:"reg"`             // a name from the table, or an offset (0x...)
-	Value *uint32 `json:"value,omitempty"` // nil: read
-}
-
 // parseRegOps reads the register arguments.
 func parseRegOps(args []string) ([]regOp, error) {
 	if len(args) == 0 {
@@ -195,7 +191,7 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 	if path, ok, err := findControl(bdf, o, ctl); err != nil {
 		return err
 	} else if ok {
-		resp, err := controlCall(path, ctlRequest{Cmd: "reg", Ops: ops, Force: force})
+		resp, err := control.Call(path, control.Request{Cmd: "reg", Ops: ops, Force: force})
 		if err != nil {
 			return err
 		}
@@ -226,3 +222,6 @@ func familyReadOnly(fam family) map[string]string {
 	}
 	return nil
 }
+
+// regOp is one register access of xnic reg, as the control protocol carries it.
+type regOp = control.RegOp

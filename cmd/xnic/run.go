@@ -22,7 +22,8 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
-	"github.com/xnic-dev/xnic/dataplane/maps"
+	"github.com/xnic-dev/xnic/dataplane/fibfile"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/metrics"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
@@ -240,10 +241,10 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	e.WireMaps(coll)
-	if err := preloadMaps(coll, o.mapFile); err != nil {
+	if err := mapio.LoadFile(coll, o.mapFile); err != nil {
 		return err
 	}
-	if err := loadFIBFile(coll, o.fibFile, func(ifindex uint32) net.HardwareAddr {
+	if err := fibfile.Load(coll, o.fibFile, func(ifindex uint32) net.HardwareAddr {
 		if ifindex < 1 || int(ifindex) > len(ports) {
 			return nil
 		}
@@ -253,7 +254,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	}
 	reportRefused(coll, stderr)
 	for _, m := range o.maps {
-		if err := dpSetMap(coll, m); err != nil {
+		if err := mapio.SetArg(coll, m); err != nil {
 			return usageErrorf("--map %s: %v", m, err)
 		}
 	}
@@ -269,7 +270,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return e.Stop()
 	}
 	defer stop()
-	cs, err := serveControl(ports, coll, spec.Maps, trace, e, stderr) // control.go: stats, regs, maps while running
+	cs, err := serveControl(ports, &runProgram{coll: coll, specs: spec.Maps}, trace, e, stderr) // control.go: stats, regs, maps while running
 	if err != nil {
 		fmt.Fprintf(stderr, "xnic run: no control socket (set XDG_RUNTIME_DIR to a directory of yours): %v\n", err)
 	}
@@ -397,101 +398,6 @@ func dpParseCPUs(s string) ([]int, error) {
 		}
 	}
 	return out, nil
-}
-
-// dpSetMap applies NAME:KEY=VALUE to the collection's maps. KEY is an integer
-// written in the map's key size; VALUE a comma-separated list of integers (32-bit
-// fields, or one field filling the whole value) or program names (their ids).
-// Per-CPU maps get the value in every slot.
-func dpSetMap(c *bpf.Collection, arg string) error {
-	name, kv, ok := strings.Cut(arg, ":")
-	if !ok {
-		return errors.New("want NAME:KEY=VALUE")
-	}
-	ks, vs, ok := strings.Cut(kv, "=")
-	if !ok {
-		return errors.New("want NAME:KEY=VALUE")
-	}
-	m, err := c.Map(name)
-	if err != nil {
-		return err
-	}
-	spec := m.Spec()
-	key, err := dpIntBytes(ks, int(spec.KeySize))
-	if err != nil {
-		return fmt.Errorf("key: %w", err)
-	}
-	fields := strings.Split(vs, ",")
-	var val []byte
-	if len(fields) == 1 {
-		if val, err = dpValueField(c, fields[0], int(spec.ValueSize)); err != nil {
-			return fmt.Errorf("value: %w", err)
-		}
-	} else {
-		for _, f := range fields {
-			b, err := dpValueField(c, f, 4)
-			if err != nil {
-				return fmt.Errorf("value: %w", err)
-			}
-			val = append(val, b...)
-		}
-		if len(val) != int(spec.ValueSize) {
-			return fmt.Errorf("value of %d bytes for a map with %d-byte values", len(val), spec.ValueSize)
-		}
-	}
-	cpu := 0
-	if maps.IsPerCPU(spec.Type) {
-		cpu = -1
-		one := (len(val) + 7) &^ 7
-		all := make([]byte, one*max(spec.NumCPU, 1))
-		for i := 0; i < max(spec.NumCPU, 1); i++ {
-			copy(all[i*one:], val)
-		}
-		val = all
-	}
-	return m.Update(key, val, maps.UpdateAny, cpu)
-}
-
-func dpValueField(c *bpf.Collection, s string, size int) ([]byte, error) {
-	if _, ok, err := mapArgBytes(s, size); ok && err != nil { // maphex.go
-		return nil, err
-	}
-	if b, err := dpIntBytes(s, size); err == nil {
-		return b, nil
-	}
-	p, err := c.Program(strings.TrimSpace(s))
-	if err != nil {
-		return nil, fmt.Errorf("%q is neither a number nor a program of the object", s)
-	}
-	return dpIntBytes(strconv.FormatUint(uint64(p.ID()), 10), size)
-}
-
-// dpIntBytes writes the integer s little-endian in size bytes (1, 2, 4 or 8).
-func dpIntBytes(s string, size int) ([]byte, error) {
-	if b, ok, err := mapArgBytes(s, size); ok { // maphex.go: bpftool-style byte lists
-		return b, err
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	switch size {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		binary.LittleEndian.PutUint16(b, uint16(v))
-	case 4:
-		binary.LittleEndian.PutUint32(b, uint32(v))
-	case 8:
-		binary.LittleEndian.PutUint64(b, v)
-	default:
-		return nil, fmt.Errorf("%d-byte integers are not supported", size)
-	}
-	if size < 8 && v>>(8*size) != 0 {
-		return nil, fmt.Errorf("%d does not fit %d bytes", v, size)
-	}
-	return b, nil
 }
 
 // dpPort is one port `xnic run` opened, with what stands behind it.

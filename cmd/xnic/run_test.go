@@ -18,6 +18,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 )
@@ -197,11 +198,11 @@ func TestParseHelpers(t *testing.T) {
 			t.Errorf("cpus %q accepted", bad)
 		}
 	}
-	b, err := dpIntBytes("0x102", 2)
+	b, err := mapio.IntBytes("0x102", 2)
 	if err != nil || !bytes.Equal(b, []byte{2, 1}) {
 		t.Errorf("int bytes %x %v", b, err)
 	}
-	if _, err := dpIntBytes("300", 1); err == nil {
+	if _, err := mapio.IntBytes("300", 1); err == nil {
 		t.Error("300 fits a byte?")
 	}
 	if s, err := parseSim("igb:3"); err != nil || s.Fam != family("igb") || s.N != 3 {

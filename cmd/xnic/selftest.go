@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
@@ -72,7 +73,7 @@ func runSelftest(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if bdf != "" && controlAlive(controlPath(bdf)) {
+	if bdf != "" && control.Alive(control.Path(bdf)) {
 		return fmt.Errorf("%s: a running `xnic run` holds the port; the self-test resets it: stop the run first", bdf)
 	}
 	o.Interrupts = true

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/control"
 )
 
 // TestProgTraceFollowsRun: bpf_printk lines of a running program reach
@@ -25,7 +27,7 @@ func TestProgTraceFollowsRun(t *testing.T) {
 	var out, errOut bytes.Buffer
 	done := make(chan error, 1)
 	go func() { done <- dpRun(ctx, o, &out, &errOut) }()
-	waitFor(t, "the control socket", func() bool { return controlAlive(controlPath("igbsim0")) })
+	waitFor(t, "the control socket", func() bool { return control.Alive(control.Path("igbsim0")) })
 	rc, got, errs := runPort(t, "prog", "trace", "--control", "igbsim0", "--lines", fmt.Sprint(frames), "--duration", "10s")
 	cancel()
 	if err := <-done; err != nil {
