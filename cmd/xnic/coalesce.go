@@ -23,7 +23,7 @@ import (
 
 func init() {
 	register(&command{name: "coalesce", usage: portUsage + " [rx-usecs N] [--control PORT|PATH] [--json]",
-		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR, fec RXIC, dwmac RIWT), also on a running port", run: runCoalesce})
+		summary: "like ethtool -c/-C: show or set the RX interrupt interval (the family's moderation register), also on a running port", run: runCoalesce})
 }
 
 // coalesceQueue is one queue's setting.
@@ -141,7 +141,7 @@ func runCoalesce(args []string, stdout, stderr io.Writer) error {
 	var asJSON bool
 	var ctl string
 	fs := newFlags("coalesce", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)

@@ -210,8 +210,7 @@ func TestCoalesceDWMACModel(t *testing.T) {
 func TestCoalesceDWMACControl(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	for _, usecs := range []int{0, 100} {
-		o := &dpRunOptions{sim: "dwmac", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
-			tap: "none", peer: "none", workers: -1, json: true, rxUsecs: usecs}
+		o := &dpRunOptions{portOptions: portOptions{Sim: "dwmac", Queues: 1, RxUsecs: usecs}, prog: examplePath(t, "xdp_drop_count"), interval: 50 * time.Millisecond, tap: "none", peer: "none", workers: -1, json: true}
 		ctx, cancel := context.WithCancel(context.Background())
 		var out, errOut bytes.Buffer
 		done := make(chan error, 1)

@@ -31,6 +31,10 @@ func controlFlag(fs *flag.FlagSet, ctl *string) {
 // --sim or --platform port a run holds). It reports false when the command
 // should open the port itself.
 func findControl(bdf string, o portOptions, ctl string) (string, bool, error) {
+	bdf, err := portDev(bdf, o)
+	if err != nil {
+		return "", false, err
+	}
 	if ctl != "" {
 		if o.Sim != "" || o.Platform != "" || bdf != "" {
 			return "", false, usageErrorf("--control asks a running port: give no PCI address, --sim or --platform with it")

@@ -83,8 +83,7 @@ func TestControlDuringRun(t *testing.T) {
 	for _, v := range []string{"igb", "dwmac", "fec"} {
 		t.Run(v, func(t *testing.T) {
 			pcap := writeUDPPcap(t, frames, net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, 1})
-			o := &dpRunOptions{sim: v, prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
-				tap: "none", peer: "pcap:" + pcap, peerRate: 5000, workers: -1, json: true}
+			o := &dpRunOptions{portOptions: portOptions{Sim: v, Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: 50 * time.Millisecond, tap: "none", peer: "pcap:" + pcap, peerRate: 5000, workers: -1, json: true}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var out, errOut bytes.Buffer
@@ -257,7 +256,7 @@ func TestRunWithoutControlDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("XDG_RUNTIME_DIR", dir)
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: time.Second, tap: "none", peer: "none", workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second, tap: "none", peer: "none", workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer

@@ -141,7 +141,7 @@ func runLink(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
 	fs := newFlags("link", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {

@@ -198,7 +198,7 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 		req    = phyReq{Addr: -1}
 	)
 	fs := newFlags("phy", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&req.Force, "force", false, "write a register IEEE 802.3 defines as read-only")
 	fs.IntVar(&req.Addr, "addr", -1, "MDIO address of a clause-45 access (default: the port's PHY)")

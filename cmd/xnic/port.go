@@ -33,8 +33,10 @@ const portUsage = "BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR"
 
 // portOptions are what a command asks of the port it opens.
 type portOptions struct {
+	Dev         string        // PCI address (--dev; commands opening several: comma-separated)
 	Sim         string        // "" for a real device; else KIND[:VARIANT] of a model (see parseSim)
 	Platform    string        // a platform device, NAME@ADDR (see parsePlatform)
+	Platforms   []string      // --platform of commands that open several ports (repeatable)
 	Queues      int           // queue pairs (0: the driver's default)
 	RingSize    int           // RX and TX descriptors per ring (0: default)
 	RxRing      int           // RX descriptors per ring, overriding RingSize (0: RingSize)
@@ -64,18 +66,34 @@ type portOptions struct {
 	SimDetached bool
 }
 
-// portFlags registers the flags shared by commands that open a port.
-func portFlags(fs *flag.FlagSet, o *portOptions) {
-	fs.StringVar(&o.Sim, "sim", "", simHelp(false))
-	fs.StringVar(&o.Platform, "platform", "", "open an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
-	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
+// portFlags registers the flags that name ports and shape them at open: one
+// set for every command that opens ports, multi for those that open several
+// (run: --dev takes a comma list, --platform repeats, --sim takes :N).
+func portFlags(fs *flag.FlagSet, o *portOptions, multi bool) {
+	if multi {
+		fs.StringVar(&o.Dev, "dev", "", "PCI addresses of the ports, comma-separated")
+		fs.StringVar(&o.Sim, "sim", "", simHelp(true))
+		fs.Var((*listFlag)(&o.Platforms), "platform", platformHelp(true))
+		fs.IntVar(&o.Queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
+	} else {
+		fs.StringVar(&o.Dev, "dev", "", "PCI address of the port (or give it as the argument)")
+		fs.StringVar(&o.Sim, "sim", "", simHelp(false))
+		fs.StringVar(&o.Platform, "platform", "", platformHelp(false))
+		fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
+	}
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.TxRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
-	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec, dwmac)")
+	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, rxUsecsHelp())
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
 	fs.BoolVar(&o.SimAsync, "sim-async", false, simAsyncHelp)
 }
+
+// listFlag collects a repeatable flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // openedPort is a port opened for a command with whatever stands behind it (a
 // VFIO device, or a model and its device). Close releases all of it.
@@ -112,13 +130,20 @@ func (o *openedPort) closePort() error {
 }
 
 // errNeedDevice is returned when neither a PCI address nor --sim is given.
-var errNeedDevice = errors.New("name a PCI device (e.g. 0000:03:00.0), a simulated one (--sim igb, --sim fec:imx6) or a platform one (--platform fec@0x30be0000)")
+func errNeedDevice() error {
+	return usageErrorf("name a PCI device (e.g. 0000:03:00.0), a simulated one (--sim KIND[:VARIANT], e.g. %s) or a platform one (--platform NAME@ADDR, e.g. %s)",
+		simExamples(1), platformExamples())
+}
 
 // openPort opens a port on the PCI device bdf through VFIO (the driver chosen by
 // its vendor and device IDs), on a platform device through /dev/mem when
 // o.Platform is set (the driver chosen by its compatible string), or on a
 // simulated device when o.Sim is set. It is the one way commands get a port.
 func openPort(bdf string, o portOptions) (*openedPort, error) {
+	bdf, err := portDev(bdf, o)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkTarget(bdf, o); err != nil {
 		return nil, err
 	}
@@ -167,6 +192,17 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 	return op, nil
 }
 
+// portDev is the PCI address of a port command: its argument or --dev.
+func portDev(arg string, o portOptions) (string, error) {
+	switch {
+	case o.Dev == "":
+		return arg, nil
+	case arg != "" && arg != o.Dev:
+		return "", usageErrorf("two PCI addresses, %s and --dev %s: one port at a time", arg, o.Dev)
+	}
+	return o.Dev, nil
+}
+
 // checkTarget checks that a command names exactly one device: a PCI address, a
 // platform device, or a simulated device of a known kind.
 func checkTarget(bdf string, o portOptions) error {
@@ -180,7 +216,7 @@ func checkTarget(bdf string, o portOptions) error {
 	case n > 1:
 		return usageErrorf("give one of a PCI address, --sim or --platform, not several")
 	case n == 0:
-		return usageErrorf("%v", errNeedDevice)
+		return errNeedDevice()
 	case o.Sim != "":
 		spec, err := parseSim(o.Sim)
 		if err != nil {
@@ -213,7 +249,7 @@ func checkLink(op *openedPort, o portOptions) error {
 // address.
 func parsePortArgs(name string, args []string, stderr io.Writer, o *portOptions, asJSON *bool, extra func(*flag.FlagSet)) (string, error) {
 	fs := newFlags(name, stderr)
-	portFlags(fs, o)
+	portFlags(fs, o, false)
 	fs.BoolVar(asJSON, "json", false, "print JSON")
 	if extra != nil {
 		extra(fs)

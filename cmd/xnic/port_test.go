@@ -135,7 +135,7 @@ func TestPortCommandErrors(t *testing.T) {
 		rc   int
 		want string
 	}{
-		{[]string{"info"}, 2, "--sim igb"},
+		{[]string{"info"}, 2, "--sim KIND[:VARIANT], e.g. igb"},
 		{[]string{"info", "--sim", "e1000"}, 2, "igb"},
 		{[]string{"info", "0000:03:00.0", "--sim", "igb"}, 2, "not several"},
 		{[]string{"stats", "a", "b"}, 2, "one device"},

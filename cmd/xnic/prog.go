@@ -53,9 +53,9 @@ const (
 type progSelect struct {
 	name, section string
 	engine        engineFlag
-	mapFile       string     // --maps (mapfile.go)
-	fibFile       string     // --fib (fibfile.go)
-	maps          dpMapFlags // --map NAME:KEY=VALUE, after --maps
+	mapFile       string   // --maps (mapfile.go)
+	fibFile       string   // --fib (fibfile.go)
+	maps          listFlag // --map NAME:KEY=VALUE, after --maps
 }
 
 func (s *progSelect) flags(fs *flag.FlagSet) {

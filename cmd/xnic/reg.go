@@ -170,7 +170,7 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 		ctl           string
 	)
 	fs := newFlags("reg", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&force, "force", false, "access offsets outside the table, write read-only registers, write while a run owns the port")
 	controlFlag(fs, &ctl)
@@ -218,7 +218,7 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 // familyReadOnly is the read-only registers of family fam's table.
 func familyReadOnly(fam family) map[string]string {
 	if f := familyByName(fam); f != nil {
-		return f.readOnly
+		return f.facts.ReadOnly
 	}
 	return nil
 }

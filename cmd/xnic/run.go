@@ -45,24 +45,12 @@ func init() {
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
 }
 
-// dpMapFlags collects repeated --map flags.
-type dpMapFlags []string
-
-func (m *dpMapFlags) String() string     { return strings.Join(*m, " ") }
-func (m *dpMapFlags) Set(s string) error { *m = append(*m, s); return nil }
-
 // dpRunOptions are the flags of `xnic run`.
 type dpRunOptions struct {
-	dev, sim         string
-	platforms        dpMapFlags // --platform, repeatable
+	portOptions      // the ports: --dev, --sim, --platform, --queues, rings (portFlags)
 	prog, sec        string
-	queues           int
-	simAsync         bool // --sim-async
-	ring             int
-	rxRing, txRing   int // --rx-ring, --tx-ring
-	rxUsecs          int // --rx-usecs
 	cpus             string
-	maps             dpMapFlags
+	maps             listFlag
 	mapFile          string // --maps (mapfile.go)
 	perfPcap         string // --perf-pcap (perfout.go)
 	fibFile          string // --fib (fibfile.go)
@@ -83,18 +71,10 @@ type dpRunOptions struct {
 }
 
 func (o *dpRunOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.dev, "dev", "", "PCI addresses of the ports, comma-separated")
-	fs.StringVar(&o.sim, "sim", "", simHelp(true))
-	fs.Var(&o.platforms, "platform", "an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (repeatable; root)")
+	portFlags(fs, &o.portOptions, true)
 	fs.StringVar(&o.prog, "prog", "", "XDP object (ELF, clang -target bpf)")
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
 	fs.Var(&o.engine, "engine", engineHelp)
-	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
-	fs.BoolVar(&o.simAsync, "sim-async", false, simAsyncHelp)
-	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
-	fs.IntVar(&o.rxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
-	fs.IntVar(&o.txRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
-	fs.IntVar(&o.rxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec, dwmac)")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
@@ -177,7 +157,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		}
 	}
 	for _, p := range ports {
-		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.queues})
+		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.Queues})
 	}
 	trace := newTraceHub() // trace.go: bpf_printk lines for `xnic prog trace`
 	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1), Engine: o.engine.e, Trace: trace})
@@ -293,7 +273,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	}
 	if !o.json {
 		fmt.Fprintf(stdout, "running %s (%s) on %d port(s), %d queue(s) each; ifindex 1..%d\n",
-			prog.Name(), o.prog, len(ports), o.queues, len(ports))
+			prog.Name(), o.prog, len(ports), o.Queues, len(ports))
 	}
 	prev := e.Snapshot()
 	tick := time.NewTicker(o.interval)
@@ -429,7 +409,7 @@ func (p *dpPort) stopPartner() {
 // drives the model.
 func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 	given := 0
-	for _, set := range []bool{o.dev != "", o.sim != "", len(o.platforms) > 0} {
+	for _, set := range []bool{o.Dev != "", o.Sim != "", len(o.Platforms) > 0} {
 		if set {
 			given++
 		}
@@ -438,23 +418,28 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 		return nil, usageErrorf("give one of --dev BDF[,BDF...], --sim KIND[:VARIANT][:N] or --platform NAME@ADDR")
 	}
 	var targets []portOptions
-	base := portOptions{Queues: o.queues, RingSize: o.ring, RxRing: o.rxRing, TxRing: o.txRing, RxUsecs: o.rxUsecs, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second, SimAsync: o.simAsync}
+	base := o.portOptions
+	base.Dev, base.Sim, base.Platforms = "", "", nil
+	base.Interrupts, base.Promisc = true, true
+	if base.LinkTimeout == 0 {
+		base.LinkTimeout = 5 * time.Second
+	}
 	var bdfs []string
 	switch {
-	case o.dev != "":
-		for _, bdf := range strings.Split(o.dev, ",") {
+	case o.Dev != "":
+		for _, bdf := range strings.Split(o.Dev, ",") {
 			bdfs = append(bdfs, strings.TrimSpace(bdf))
 			targets = append(targets, base)
 		}
-	case len(o.platforms) > 0:
-		for _, pl := range o.platforms {
+	case len(o.Platforms) > 0:
+		for _, pl := range o.Platforms {
 			t := base
 			t.Platform = pl
 			bdfs = append(bdfs, "")
 			targets = append(targets, t)
 		}
 	default:
-		spec, err := parseSim(o.sim)
+		spec, err := parseSim(o.Sim)
 		if err != nil {
 			return nil, err
 		}

@@ -20,8 +20,7 @@ func TestProgTraceFollowsRun(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	const frames = 40
 	pcap := writeUDPPcap(t, frames, net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, 1})
-	o := &dpRunOptions{sim: "igb", prog: filepath.Join("..", "..", "dataplane", "bpf", "testdata", "features.o"), sec: "xdp_events",
-		queues: 1, interval: time.Second, tap: "none", peer: "pcap:" + pcap, peerRate: 2000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: filepath.Join("..", "..", "dataplane", "bpf", "testdata", "features.o"), sec: "xdp_events", interval: time.Second, tap: "none", peer: "pcap:" + pcap, peerRate: 2000, workers: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut bytes.Buffer
