@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"golang.org/x/net/bpf"
 	"strings"
+	"time"
 
 	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/nic"
@@ -17,8 +19,8 @@ const (
 	CmdReg       = "reg"        // register reads and writes (Ops)
 	CmdPHY       = "phy"        // PHY registers (PHY)
 	CmdInfo      = "info"       // what `xnic info` shows (Info)
-	CmdLink      = "link"       // the link, or a forced one (Link)
-	CmdPTP       = "ptp"        // the PTP clock (PTP)
+	CmdLink      = "link"       // the link, or new settings (Args; Result)
+	CmdPTP       = "ptp"        // the PTP clock (Args; Result)
 	CmdMaps      = "maps"       // a map dump (Map: one map, or all)
 	CmdMapUpdate = "map-update" // one entry (Map, Key, Value)
 	CmdProgShow  = "prog-show"  // the program and its statistics (Prog)
@@ -26,7 +28,7 @@ const (
 	CmdSelftest  = "selftest"   // refused: a self-test resets the port
 	CmdTrace     = "trace"      // stream: bpf_printk lines (JSON strings)
 	CmdCapture   = "capture"    // stream: frames (Frame) as the program left them
-	CmdEvents    = "events"     // stream: ring buffer records and perf samples (Event)
+	CmdEvents    = "events"     // stream: ring buffer records and perf samples (events.Event)
 )
 
 // Stream reports whether cmd is answered with a stream.
@@ -36,12 +38,13 @@ func Stream(cmd string) bool {
 
 // Request is one request to a run.
 type Request struct {
-	Cmd   string       `json:"cmd"`
-	Ops   []RegOp      `json:"ops,omitempty"`
-	Force bool         `json:"force,omitempty"`
-	PHY   *PHYRequest  `json:"phy,omitempty"`
-	Link  *LinkRequest `json:"link,omitempty"`
-	PTP   *PTPRequest  `json:"ptp,omitempty"`
+	Cmd   string      `json:"cmd"`
+	Ops   []RegOp     `json:"ops,omitempty"`
+	Force bool        `json:"force,omitempty"`
+	PHY   *PHYRequest `json:"phy,omitempty"`
+	// Args are a command's own words (link: ethtool -s settings; ptp: get,
+	// set NS, adj time|freq N), parsed by the run as the command parses them.
+	Args []string `json:"args,omitempty"`
 	// maps and map-update
 	Map   string `json:"map,omitempty"`
 	Key   []byte `json:"key,omitempty"`
@@ -50,8 +53,9 @@ type Request struct {
 	Capture *CaptureRequest `json:"capture,omitempty"`
 	// prog-load
 	Load *LoadRequest `json:"load,omitempty"`
-	// prog-show: measure run time (bpftool's kernel.bpf_stats_enabled)
-	RunTime bool `json:"run_time,omitempty"`
+	// prog-show: measure the program's run time for this long (bpftool's
+	// kernel.bpf_stats_enabled); 0: do not
+	RunTime time.Duration `json:"run_time_ns,omitempty"`
 }
 
 // Response is a run's answer. Port and Family are always set.
@@ -65,11 +69,11 @@ type Response struct {
 	Regs     *nic.RegDump      `json:"regs,omitempty"`
 	PHY      *PHYAnswer        `json:"phy,omitempty"`
 	Info     *PortInfo         `json:"info,omitempty"`
-	Link     *Link             `json:"link,omitempty"`
-	PTP      *PTPAnswer        `json:"ptp,omitempty"`
+	Result   json.RawMessage   `json:"result,omitempty"` // link, ptp: what the command prints with --json
 	Maps     []mapio.Map       `json:"maps,omitempty"`
 	Prog     *ProgInfo         `json:"prog,omitempty"`
 	Kept     []string          `json:"kept_maps,omitempty"` // prog-load: maps carried over by name
+	Warning  string            `json:"warning,omitempty"`
 }
 
 // Err is the error a Response carries, or nil.
@@ -171,28 +175,6 @@ func (l Link) String() string {
 	return fmt.Sprintf("up %d Mb/s %s duplex", l.SpeedMbps, d)
 }
 
-// LinkRequest forces speed and duplex (SpeedMbps > 0), or gives autoneg
-// back (Autoneg); neither: show the link.
-type LinkRequest struct {
-	SpeedMbps  int  `json:"speed_mbps,omitempty"`
-	FullDuplex bool `json:"full_duplex,omitempty"`
-	Autoneg    bool `json:"autoneg,omitempty"`
-}
-
-// PTPRequest reads the PTP clock (Op ""), or steps ("adj-time", Nanos) or
-// tunes it ("adj-freq", PPB).
-type PTPRequest struct {
-	Op    string `json:"op,omitempty"`
-	Nanos int64  `json:"nanos,omitempty"`
-	PPB   int64  `json:"ppb,omitempty"`
-}
-
-// PTPAnswer is the clock's reading.
-type PTPAnswer struct {
-	Time string `json:"time"` // RFC 3339 with nanoseconds
-	Nano int64  `json:"unix_nanos"`
-}
-
 // PortInfo is what `xnic info` shows of a port. Vendor and DeviceID are
 // "0x" and four hex digits (PCI IDs); empty for a platform device.
 type PortInfo struct {
@@ -202,14 +184,16 @@ type PortInfo struct {
 	DeviceID string `json:"device_id,omitempty"`
 	// Compatible is a platform device's devicetree compatible string.
 	Compatible string `json:"compatible,omitempty"`
-	Driver     string `json:"driver"`
-	Model      string `json:"model"`
-	Variant    string `json:"variant,omitempty"`
-	MAC        string `json:"mac"`
-	Link       Link   `json:"link"`
-	PHYID      string `json:"phy_id,omitempty"`
-	Queues     int    `json:"queues"`
-	MaxQueues  int    `json:"max_queues,omitempty"`
+	// Sim is a simulated port's model, KIND:VARIANT.
+	Sim       string `json:"sim,omitempty"`
+	Driver    string `json:"driver"`
+	Model     string `json:"model"`
+	Variant   string `json:"variant,omitempty"`
+	MAC       string `json:"mac"`
+	Link      Link   `json:"link"`
+	PHYID     string `json:"phy_id,omitempty"`
+	Queues    int    `json:"queues"`
+	MaxQueues int    `json:"max_queues,omitempty"`
 	// Rings are the descriptors per RX and TX ring and the most a ring may
 	// have (ethtool -g); zero when the driver does not say.
 	RxRing   int      `json:"rx_ring,omitempty"`
@@ -228,17 +212,9 @@ type CaptureRequest struct {
 	Queue    int    `json:"queue"`
 	Count    uint64 `json:"count,omitempty"`
 	Snap     int    `json:"snap,omitempty"`
-	// Filter is a classic BPF program (cBPF, as tcpdump -ddd prints it) run
-	// on each frame; frames it returns 0 for are left out.
-	Filter []RawInstruction `json:"filter,omitempty"`
-}
-
-// RawInstruction is one classic BPF instruction (struct sock_filter).
-type RawInstruction struct {
-	Op uint16 `json:"op"`
-	Jt uint8  `json:"jt"`
-	Jf uint8  `json:"jf"`
-	K  uint32 `json:"k"`
+	// Filter is a classic BPF program (struct sock_filter, as tcpdump -dd
+	// prints it) run on each frame; frames it returns 0 for are left out.
+	Filter []bpf.RawInstruction `json:"filter,omitempty"`
 }
 
 // Frame is one captured frame of a capture stream.
@@ -246,23 +222,12 @@ type Frame struct {
 	Nanos   int64  `json:"ts"`      // Unix nanoseconds when captured
 	Queue   int    `json:"queue"`   // RX queue
 	Verdict string `json:"verdict"` // XDP_DROP, ...
+	Action  uint32 `json:"action"`  // the verdict's number (bpf.Action)
 	Len     int    `json:"len"`     // the frame's length (Data may be shorter: snap)
 	Data    []byte `json:"data"`
 	// Lost is how many frames the run dropped before this one because the
 	// client did not keep up.
 	Lost uint64 `json:"lost,omitempty"`
-}
-
-// Event is one record of an events stream: a ring buffer record or a perf
-// event sample, with its BTF decoding when the map's value type is known.
-type Event struct {
-	Nanos     int64  `json:"ts"`
-	Map       string `json:"map"`
-	Kind      string `json:"kind"`          // "ringbuf" or "perf"
-	CPU       int    `json:"cpu,omitempty"` // perf samples: the slot
-	Data      []byte `json:"data"`
-	Formatted any    `json:"formatted,omitempty"`
-	Lost      uint64 `json:"lost,omitempty"` // perf: samples lost before this one
 }
 
 // LoadRequest replaces the running program by Program of the ELF object
@@ -284,9 +249,14 @@ type ProgInfo struct {
 	LoadedAt string   `json:"loaded_at"` // RFC 3339
 	Insns    int      `json:"xlated_insns"`
 	Maps     []string `json:"map_names,omitempty"`
-	RunCnt   uint64   `json:"run_cnt"`
-	RunNanos uint64   `json:"run_time_ns,omitempty"`
-	Loads    int      `json:"loads"` // 1 + replacements
+	Loads    int      `json:"loads"`   // 1 + replacements
+	RunCnt   uint64   `json:"run_cnt"` // frames run since it was loaded
+	// Run time, when asked for: measured over RunTimeFor (bpftool's
+	// run_time_ns and run_cnt, counted only while kernel.bpf_stats_enabled
+	// is on), RunTimeCnt frames taking RunTimeNanos in the program.
+	RunTimeNanos uint64 `json:"run_time_ns,omitempty"`
+	RunTimeCnt   uint64 `json:"run_time_cnt,omitempty"`
+	RunTimeFor   string `json:"run_time_for,omitempty"`
 }
 
 // Counters are named counters in the order the driver gives them. In JSON

@@ -139,17 +139,15 @@ func parseCoalesceWords(ws []string) (int, error) {
 func runCoalesce(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
-	var ctl string
 	fs := newFlags("coalesce", stderr)
 	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	bdf := ""
-	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && ctl == "" {
+	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && o.Control == "" {
 		if _, err := vfio.ParseAddr(pos[0]); err == nil {
 			bdf, pos = pos[0], pos[1:]
 		}
@@ -159,7 +157,7 @@ func runCoalesce(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var out coalesceOut
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok {
 		if out, err = coalesceViaControl(path, usecs); err != nil {

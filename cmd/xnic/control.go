@@ -1,16 +1,15 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"sync"
+	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/xnic-dev/xnic/control"
-	"github.com/xnic-dev/xnic/dataplane"
-	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/nic"
 )
@@ -55,17 +54,8 @@ func findControl(bdf string, o portOptions, ctl string) (string, bool, error) {
 // controlServer answers the control sockets of a run's ports.
 type controlServer struct {
 	*control.Server
-	engine *dataplane.Engine // immutable
-	prog   *runProgram       // the running program; nil: none
-	trace  *traceHub         // immutable; nil: bpf_printk output is not kept
-	mu     sync.Mutex        // serialises register, PHY and link writes
-}
-
-// runProgram is a run's program with what prog show and prog map dump say
-// of it.
-type runProgram struct {
-	coll  *bpf.Collection
-	specs map[string]*ebpf.MapSpec // the object's maps, with their BTF
+	run *dpRunState // immutable
+	mu  sync.Mutex  // serialises register, PHY, link and clock writes
 }
 
 // portHandler answers the requests of one port.
@@ -74,11 +64,11 @@ type portHandler struct {
 	p *dpPort
 }
 
-// serveControl listens on a control socket for each port and prints the
+// serveControl listens on a control socket for each port of r and prints the
 // paths to w.
-func serveControl(ports []*dpPort, prog *runProgram, trace *traceHub, e *dataplane.Engine, w io.Writer) (*controlServer, error) {
-	s := &controlServer{Server: control.NewServer(), engine: e, prog: prog, trace: trace}
-	for _, p := range ports {
+func serveControl(r *dpRunState, w io.Writer) (*controlServer, error) {
+	s := &controlServer{Server: control.NewServer(), run: r}
+	for _, p := range r.ports {
 		path, err := s.Listen(p.port.Name(), string(p.op.Family), portHandler{s, p})
 		if err != nil {
 			s.Close()
@@ -95,6 +85,17 @@ func (s *controlServer) Close() error {
 		return nil
 	}
 	return s.Server.Close()
+}
+
+// program is the running program, or an error saying there is none.
+func (s *controlServer) program() (*runProgram, error) {
+	if s.run == nil {
+		return nil, errors.New("the run has no program")
+	}
+	if rp := s.run.progs.cur.Load(); rp != nil {
+		return rp, nil
+	}
+	return nil, errors.New("the run has no program")
 }
 
 func (h portHandler) Handle(req *control.Request, resp *control.Response) error {
@@ -122,20 +123,45 @@ func (h portHandler) Handle(req *control.Request, resp *control.Response) error 
 		pi := describePort(p.op)
 		resp.Info = &pi
 		return nil
+	case control.CmdLink, control.CmdPTP:
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return portWords(p.op, req, resp)
 	case control.CmdSelftest:
-		return errors.New("a self-test resets the port and loops it back, which would stop the run's traffic: stop `xnic run` first")
+		return errors.New("a self-test resets the port and loops it back, which would take it from the run's traffic: stop `xnic run` first")
+	}
+	return h.handleProgram(req, resp)
+}
+
+// handleProgram answers the requests about the running program.
+func (h portHandler) handleProgram(req *control.Request, resp *control.Response) error {
+	s := h.s
+	rp, err := s.program()
+	if err != nil {
+		return err
+	}
+	switch req.Cmd {
 	case control.CmdMaps:
-		if s.prog == nil {
-			return errors.New("the run has no program")
-		}
-		ms, err := mapio.Dump(s.prog.coll, s.prog.specs, req.Map)
+		ms, err := mapio.Dump(rp.coll, rp.spec.Maps, req.Map)
 		resp.Maps = ms
 		return err
 	case control.CmdMapUpdate:
-		if s.prog == nil {
-			return errors.New("the run has no program")
+		return mapio.Update(rp.coll, req.Map, req.Key, req.Value)
+	case control.CmdProgShow:
+		if req.RunTime < 0 || req.RunTime > time.Minute {
+			return fmt.Errorf("run time over %v: want 0 to a minute", req.RunTime)
 		}
-		return mapio.Update(s.prog.coll, req.Map, req.Key, req.Value)
+		resp.Prog = rp.info(s.run.e, req.RunTime)
+		return nil
+	case control.CmdProgLoad:
+		if req.Load == nil || len(req.Load.Object) == 0 {
+			return errors.New("prog-load without an object")
+		}
+		nrp, err := s.run.progs.replace(s.run.e, req.Load.Object, req.Load.Name, req.Load.Program)
+		if nrp != nil {
+			resp.Prog, resp.Kept = nrp.info(s.run.e, 0), nrp.kept
+		}
+		return err
 	}
 	return fmt.Errorf("unknown control request %q", req.Cmd)
 }
@@ -143,10 +169,17 @@ func (h portHandler) Handle(req *control.Request, resp *control.Response) error 
 func (h portHandler) Stream(req *control.Request, sc *control.StreamConn) error {
 	switch req.Cmd {
 	case control.CmdTrace:
-		if h.s.trace == nil {
+		if h.s.run == nil || h.s.run.trace == nil {
 			return errors.New("the run keeps no bpf_printk output")
 		}
-		return h.s.trace.streamTrace(sc)
+		return h.s.run.trace.streamTrace(sc)
+	case control.CmdEvents:
+		if h.s.run == nil || h.s.run.events == nil {
+			return errors.New("the run follows no events")
+		}
+		return h.s.run.events.stream(sc)
+	case control.CmdCapture:
+		return h.s.capture(h.p, req.Capture, sc) // capture.go
 	}
 	return fmt.Errorf("unknown control request %q", req.Cmd)
 }
@@ -154,7 +187,7 @@ func (h portHandler) Stream(req *control.Request, sc *control.StreamConn) error 
 // stats answers with the port's counters from the engine's snapshot: the same
 // call the run's own rate lines and summary make.
 func (s *controlServer) stats(p *dpPort, resp *control.Response) error {
-	snap := s.engine.Snapshot()
+	snap := s.run.e.Snapshot()
 	for i := range snap.Ports {
 		ps := &snap.Ports[i]
 		if ps.Name != p.port.Name() {
@@ -267,5 +300,46 @@ func findRunBySim(o portOptions) (string, bool, error) {
 	if !control.Alive(path) {
 		return "", false, nil
 	}
+	resp, err := control.Call(path, control.Request{Cmd: control.CmdInfo})
+	if err != nil {
+		return "", false, err
+	}
+	if resp.Info != nil && resp.Info.Sim != "" && resp.Info.Sim != spec.String() {
+		return "", false, fmt.Errorf("%w: a running `xnic run` holds %s, a simulated %s, and --sim %s names another model: ask the run with --control %s, or stop it first",
+			errHeld, name, resp.Info.Sim, o.Sim, name)
+	}
 	return path, true, nil
+}
+
+// portWords runs link or ptp on a port a run holds, with the command's own
+// words, and answers with what the command prints with --json. A link change
+// waits for the link; the run's link monitor then lets the driver follow it
+// with the queues parked (dataplane linkadjust.go).
+func portWords(op *openedPort, req *control.Request, resp *control.Response) error {
+	var out any
+	switch req.Cmd {
+	case control.CmdLink:
+		lr, err := parseLinkWords(req.Args)
+		if err != nil {
+			return err
+		}
+		ls, err := linkExecRunning(op, lr, 5*time.Second)
+		if err != nil {
+			return err
+		}
+		out = ls
+	case control.CmdPTP:
+		r, err := parsePTPWords(req.Args)
+		if err != nil {
+			return err
+		}
+		po, err := ptpExec(op, r)
+		if err != nil {
+			return err
+		}
+		out = po
+	}
+	b, err := json.Marshal(out)
+	resp.Result = b
+	return err
 }

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // command is one subcommand of xnic. Files of this package register theirs in
@@ -171,4 +173,21 @@ func printCommands(w io.Writer, prefix string) {
 			fmt.Fprintf(w, "  %-*s    %s %s\n", width, "", c.name, c.usage)
 		}
 	}
+}
+
+// interrupted returns a channel closed at the first SIGINT or SIGTERM, and
+// the function that stops watching for them.
+func interrupted() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			close(stop)
+		case <-done:
+		}
+	}()
+	return stop, func() { signal.Stop(sig); close(done) }
 }

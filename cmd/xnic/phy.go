@@ -202,8 +202,6 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&req.Force, "force", false, "write a register IEEE 802.3 defines as read-only")
 	fs.IntVar(&req.Addr, "addr", -1, "MDIO address of a clause-45 access (default: the port's PHY)")
-	var ctl string
-	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -215,7 +213,7 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 	if req.Addr != -1 && !req.Reg.C45 {
 		return usageErrorf("--addr is for clause-45 accesses (DEV.REG); clause-22 accesses go to the port's PHY")
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok {
 		return phyViaControl(path, req, asJSON, stdout)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -34,6 +35,7 @@ const portUsage = "BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR"
 // portOptions are what a command asks of the port it opens.
 type portOptions struct {
 	Dev         string        // PCI address (--dev; commands opening several: comma-separated)
+	Control     string        // --control: the running port to ask instead (see findControl)
 	Sim         string        // "" for a real device; else KIND[:VARIANT] of a model (see parseSim)
 	Platform    string        // a platform device, NAME@ADDR (see parsePlatform)
 	Platforms   []string      // --platform of commands that open several ports (repeatable)
@@ -80,6 +82,7 @@ func portFlags(fs *flag.FlagSet, o *portOptions, multi bool) {
 		fs.StringVar(&o.Sim, "sim", "", simHelp(false))
 		fs.StringVar(&o.Platform, "platform", "", platformHelp(false))
 		fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
+		controlFlag(fs, &o.Control)
 	}
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
@@ -144,6 +147,9 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := refuseHeld(bdf, o); err != nil {
+		return nil, err
+	}
 	if err := checkTarget(bdf, o); err != nil {
 		return nil, err
 	}
@@ -191,6 +197,27 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 	}
 	return op, nil
 }
+
+// refuseHeld refuses to open a port a running `xnic run` holds: a second
+// driver on the device would reset it under the run (or, for a --sim port,
+// open a fresh model beside the run's and show its zeros).
+func refuseHeld(bdf string, o portOptions) error {
+	if o.SimDetached { // run, demo, pktgen: models of their own
+		return nil
+	}
+	if o.Control != "" {
+		return usageErrorf("--control %s: this command does not go through a running port; stop the run first", o.Control)
+	}
+	path, held, err := findControl(bdf, o, "")
+	if err != nil || !held {
+		return err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".sock")
+	return fmt.Errorf("%w: a running `xnic run` holds the port (%s): this command does not go through it; stop the run first", errHeld, name)
+}
+
+// errHeld is the error of a command on a port a run holds.
+var errHeld = errors.New("port in use")
 
 // portDev is the PCI address of a port command: its argument or --dev.
 func portDev(arg string, o portOptions) (string, error) {
@@ -284,9 +311,14 @@ type (
 func describePort(op *openedPort) portInfo {
 	di := op.Device.Info()
 	l := op.Link()
-	pi := portInfo{Name: op.Name(), Bus: di.Bus, Vendor: fmt.Sprintf("%04x", di.Vendor), DeviceID: fmt.Sprintf("%04x", di.Device),
-		Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
+	pi := portInfo{Name: op.Name(), Bus: di.Bus, Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
 		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}, Compatible: di.Compatible}
+	if di.Vendor != 0 || di.Device != 0 { // PCI IDs, as xnic list prints them
+		pi.Vendor, pi.DeviceID = fmt.Sprintf("0x%04x", di.Vendor), fmt.Sprintf("0x%04x", di.Device)
+	}
+	if op.Sim != nil {
+		pi.Sim = op.Sim.Spec.String()
+	}
 	if op.driver != nil {
 		op.driver.Describe(&pi)
 	}
@@ -297,25 +329,27 @@ func describePort(op *openedPort) portInfo {
 }
 
 func runInfo(args []string, stdout, stderr io.Writer) error {
-	return withPort("info", args, stderr, func(op *openedPort, asJSON bool) error {
-		return printInfo(stdout, describePort(op), asJSON)
-	})
-}
-
-// withPort parses a port command's arguments, opens the port and runs f on it.
-func withPort(name string, args []string, stderr io.Writer, f func(op *openedPort, asJSON bool) error) error {
 	var o portOptions
 	var asJSON bool
-	bdf, err := parsePortArgs(name, args, stderr, &o, &asJSON, nil)
+	bdf, err := parsePortArgs("info", args, stderr, &o, &asJSON, nil)
 	if err != nil {
 		return err
+	}
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok { // a run holds the port: ask it (control.go)
+		resp, err := control.Call(path, control.Request{Cmd: control.CmdInfo})
+		if err != nil {
+			return err
+		}
+		return printInfo(stdout, *resp.Info, asJSON)
 	}
 	op, err := openPort(bdf, o)
 	if err != nil {
 		return err
 	}
 	defer op.Close()
-	return f(op, asJSON)
+	return printInfo(stdout, describePort(op), asJSON)
 }
 
 func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
@@ -350,15 +384,13 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 func runRegs(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON, raw bool
-	var ctl string
 	bdf, err := parsePortArgs("regs", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) {
 		fs.BoolVar(&raw, "raw", false, "read the registers as they are, without bringing the port up (no reset)")
-		controlFlag(fs, &ctl)
 	})
 	if err != nil {
 		return err
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok { // a run holds the port: ask it (control.go)
 		return controlRegs(path, asJSON, stdout)
@@ -451,12 +483,11 @@ func rawDump(bdf string, o portOptions) (regDump, error) {
 func runStats(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
-	var ctl string
-	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) { controlFlag(fs, &ctl) })
+	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, nil)
 	if err != nil {
 		return err
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok { // a run holds the port: ask it (control.go)
 		return controlStats(path, asJSON, stdout)

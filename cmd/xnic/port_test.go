@@ -27,7 +27,7 @@ func TestInfoSimJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &pi); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
-	if pi.Driver != "igb" || pi.Bus != "sim" || pi.Vendor != "8086" || pi.DeviceID != "10c9" {
+	if pi.Driver != "igb" || pi.Bus != "sim" || pi.Vendor != "0x8086" || pi.DeviceID != "0x10c9" || pi.Sim != "igb:82576" {
 		t.Fatalf("identity %+v", pi)
 	}
 	if !pi.Link.Up || pi.Link.SpeedMbps != 1000 || !pi.Link.FullDuplex {

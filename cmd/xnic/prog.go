@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
@@ -214,7 +216,11 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	perf, err := openPerfSink(c, stderr, *perfPcap) // perfout.go
+	var types *btf.Spec
+	if spec, err := ebpf.LoadCollectionSpec(pos[0]); err == nil {
+		types = spec.Types // for decoding ring buffer records and perf samples
+	}
+	perf, err := openPerfSink(c, types, stderr, *perfPcap) // perfout.go
 	if err != nil {
 		return err
 	}
@@ -249,7 +255,7 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 			errs++
 		} else {
 			act := r.Run(p, f)
-			if err := perf.drain(i, fr.ci.Timestamp); err != nil {
+			if _, err := perf.drain(i, fr.ci.Timestamp); err != nil {
 				return err
 			}
 			counts[act]++
@@ -302,6 +308,9 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 			parts = append(parts, fmt.Sprintf("errors %d", errs))
 		}
 		fmt.Fprintf(stdout, "%d frames: %s\n", len(frames), strings.Join(parts, ", "))
+	}
+	if errs > 0 {
+		return fmt.Errorf("%d of %d frames could not be run (their errors are above)", errs, len(frames))
 	}
 	return nil
 }

@@ -167,19 +167,17 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 	var (
 		o             portOptions
 		asJSON, force bool
-		ctl           string
 	)
 	fs := newFlags("reg", stderr)
 	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&force, "force", false, "access offsets outside the table, write read-only registers, write while a run owns the port")
-	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	bdf := ""
-	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && ctl == "" {
+	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && o.Control == "" {
 		if _, err := vfio.ParseAddr(pos[0]); err == nil {
 			bdf, pos = pos[0], pos[1:]
 		}
@@ -188,7 +186,7 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok {
 		resp, err := control.Call(path, control.Request{Cmd: "reg", Ops: ops, Force: force})

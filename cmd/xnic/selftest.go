@@ -55,8 +55,14 @@ func runSelftest(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if bdf != "" && control.Alive(control.Path(bdf)) {
-		return fmt.Errorf("%s: a running `xnic run` holds the port; the self-test resets it: stop the run first", bdf)
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok { // the run says why not
+		_, err := control.Call(path, control.Request{Cmd: control.CmdSelftest})
+		if err == nil {
+			err = errors.New("the run holding the port did not refuse the self-test")
+		}
+		return fmt.Errorf("%w: %v", errHeld, err)
 	}
 	o.Interrupts = true
 	op, err := openPort(bdf, o)
