@@ -304,11 +304,14 @@ func frameLine(f *control.Frame) string {
 	if eth, ok := pkt.Layer(layers.LayerTypeEthernet).(*layers.Ethernet); ok {
 		fmt.Fprintf(&b, " %s > %s", eth.SrcMAC, eth.DstMAC)
 	}
-	if nl := pkt.NetworkLayer(); nl != nil {
+	if nl := pkt.NetworkLayer(); nl != nil && len(nl.NetworkFlow().Src().Raw()) > 0 {
 		fmt.Fprintf(&b, " %s %s", nl.LayerType(), nl.NetworkFlow())
 	}
-	if tl := pkt.TransportLayer(); tl != nil {
+	if tl := pkt.TransportLayer(); tl != nil && len(tl.TransportFlow().Src().Raw()) > 0 {
 		fmt.Fprintf(&b, " %s %s", tl.LayerType(), tl.TransportFlow())
+	}
+	if f.Len > len(f.Data) {
+		fmt.Fprintf(&b, " [%d of %d bytes]", len(f.Data), f.Len)
 	}
 	return b.String()
 }

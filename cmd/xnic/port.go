@@ -25,7 +25,7 @@ func init() {
 		summary: "open a port and show its model, MAC, link, PHY and queues", run: runInfo})
 	register(&command{name: "regs", usage: portUsage + " [--json] [--raw] [--control PORT|PATH]",
 		summary: "dump a port's registers, named and decoded (a running port's through its run)", run: runRegs})
-	register(&command{name: "stats", usage: portUsage + " [--json] [--control PORT|PATH]",
+	register(&command{name: "stats", usage: portUsage + " [--json] [--control PORT|PATH] [--watch D [--count N]]",
 		summary: "show a port's counters (a running port's through its run)", run: runStats})
 }
 
@@ -483,14 +483,23 @@ func rawDump(bdf string, o portOptions) (regDump, error) {
 func runStats(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
-	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, nil)
+	var w statsWatch
+	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, w.flags)
 	if err != nil {
+		return err
+	}
+	if err := w.check(); err != nil {
 		return err
 	}
 	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
+	} else if ok && w.every > 0 { // statswatch.go
+		return w.watch(path, asJSON, stdout)
 	} else if ok { // a run holds the port: ask it (control.go)
 		return controlStats(path, asJSON, stdout)
+	}
+	if w.every > 0 {
+		return usageErrorf("--watch follows a running port's queues: give --control PORT (or the port a run holds)")
 	}
 	op, err := openPort(bdf, o)
 	if err != nil {
