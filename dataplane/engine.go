@@ -120,6 +120,9 @@ type Engine struct {
 	done    chan struct{} // closed by Stop to wake sleepers
 	wg      sync.WaitGroup
 	started time.Time
+
+	hookMu sync.Mutex                 // serialises hook changes (hooks.go)
+	hooks  atomic.Pointer[burstHooks] // capture, program replacement; read once per poll
 }
 
 // port is the engine's view of one port. Immutable after New but for linkUp.

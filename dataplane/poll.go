@@ -68,6 +68,8 @@ type poller struct {
 
 	xsks atomic.Pointer[[]*XSK] // XSKs bound to this queue; copy on write
 
+	hooks pollHooks // the hooks this goroutine runs with (hooks.go)
+
 	ctr Counters // rx-side counters; written only by this goroutine
 	pub published
 }
@@ -167,6 +169,9 @@ func (p *poller) reclaimOwn() {
 // acts on each verdict in frame order; every queue it filled is flushed before
 // it returns.
 func (p *poller) poll() int {
+	if h := p.e.hooks.Load(); h != p.hooks.cur && h != nil {
+		p.takeHooks(h) // between bursts: a new program or capture (hooks.go)
+	}
 	n := p.rxq.Recv(p.bufs)
 	if n == 0 {
 		return 0

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -22,7 +23,7 @@ import (
 
 func init() {
 	register(&command{name: "coalesce", usage: portUsage + " [rx-usecs N] [--control PORT|PATH] [--json]",
-		summary: "like ethtool -c/-C: show or set the RX interrupt interval (igb EITR, fec RXIC, dwmac RIWT), also on a running port", run: runCoalesce})
+		summary: "like ethtool -c/-C: show or set the RX interrupt interval (the family's moderation register), also on a running port", run: runCoalesce})
 }
 
 // coalesceQueue is one queue's setting.
@@ -138,17 +139,15 @@ func parseCoalesceWords(ws []string) (int, error) {
 func runCoalesce(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
-	var ctl string
 	fs := newFlags("coalesce", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
-	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	bdf := ""
-	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && ctl == "" {
+	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && o.Control == "" {
 		if _, err := vfio.ParseAddr(pos[0]); err == nil {
 			bdf, pos = pos[0], pos[1:]
 		}
@@ -158,7 +157,7 @@ func runCoalesce(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	var out coalesceOut
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok {
 		if out, err = coalesceViaControl(path, usecs); err != nil {
@@ -191,7 +190,7 @@ func runCoalesce(args []string, stdout, stderr io.Writer) error {
 // its run: a dump, then the writes as one forced reg request (moderation may
 // change under traffic).
 func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
-	resp, err := controlCall(path, ctlRequest{Cmd: "regs"})
+	resp, err := control.Call(path, control.Request{Cmd: "regs"})
 	if err != nil {
 		return coalesceOut{}, err
 	}
@@ -206,7 +205,7 @@ func coalesceViaControl(path string, usecs int) (coalesceOut, error) {
 		return coalesceOut{}, err
 	}
 	if usecs >= 0 {
-		resp, err = controlCall(path, ctlRequest{Cmd: "reg", Ops: coalesceOps(m, rs, usecs), Force: true})
+		resp, err = control.Call(path, control.Request{Cmd: "reg", Ops: coalesceOps(m, rs, usecs), Force: true})
 		if err != nil {
 			return coalesceOut{}, err
 		}

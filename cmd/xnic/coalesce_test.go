@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 )
 
@@ -209,8 +210,7 @@ func TestCoalesceDWMACModel(t *testing.T) {
 func TestCoalesceDWMACControl(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	for _, usecs := range []int{0, 100} {
-		o := &dpRunOptions{sim: "dwmac", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
-			tap: "none", peer: "none", workers: -1, json: true, rxUsecs: usecs}
+		o := &dpRunOptions{portOptions: portOptions{Sim: "dwmac", Queues: 1, RxUsecs: usecs}, prog: examplePath(t, "xdp_drop_count"), interval: 50 * time.Millisecond, tap: "none", peer: "none", workers: -1, json: true}
 		ctx, cancel := context.WithCancel(context.Background())
 		var out, errOut bytes.Buffer
 		done := make(chan error, 1)
@@ -222,7 +222,7 @@ func TestCoalesceDWMACControl(t *testing.T) {
 				t.Fatalf("run ended: %v: %s", err, errOut.String())
 			default:
 			}
-			return controlAlive(controlPath(name))
+			return control.Alive(control.Path(name))
 		})
 		if usecs == 0 {
 			if rc, _, errs := runPort(t, "coalesce", "--control", name, "rx-usecs", "512"); rc != 2 || !strings.Contains(errs, "opened without RX coalescing") {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,7 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/nic"
@@ -82,27 +83,26 @@ func TestControlDuringRun(t *testing.T) {
 	for _, v := range []string{"igb", "dwmac", "fec"} {
 		t.Run(v, func(t *testing.T) {
 			pcap := writeUDPPcap(t, frames, net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, 1})
-			o := &dpRunOptions{sim: v, prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
-				tap: "none", peer: "pcap:" + pcap, peerRate: 5000, workers: -1, json: true}
+			o := &dpRunOptions{portOptions: portOptions{Sim: v, Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: 50 * time.Millisecond, tap: "none", peer: "pcap:" + pcap, peerRate: 5000, workers: -1, json: true}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var out, errOut bytes.Buffer
 			done := make(chan error, 1)
 			go func() { done <- dpRun(ctx, o, &out, &errOut) }()
 			name := v + "sim0"
-			path := controlPath(name)
-			waitFor(t, "the control socket", func() bool { return controlAlive(path) })
+			path := control.Path(name)
+			waitFor(t, "the control socket", func() bool { return control.Alive(path) })
 			if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 				t.Fatalf("socket mode: %v %v", fi.Mode(), err)
 			}
 			waitFor(t, "the frames", func() bool {
-				r, err := controlCall(path, ctlRequest{Cmd: "stats"})
+				r, err := control.Call(path, control.Request{Cmd: "stats"})
 				return err == nil && r.Verdicts["rx_packets"] == frames
 			})
 
 			var st struct {
-				Port     string `json:"port"`
-				Counters []ctlCounter
+				Port     string            `json:"port"`
+				Counters map[string]uint64 `json:"counters"`
 			}
 			cliJSON(t, &st, "stats", "--control", name, "--json")
 
@@ -133,7 +133,7 @@ func TestControlDuringRun(t *testing.T) {
 				t.Errorf("PHY through the socket: ANAR 0x%04x after writing 0x05e1", anar.Value)
 			}
 
-			var ms []ctlMap
+			var ms []mapio.Map
 			cliJSON(t, &ms, "prog", "map", "dump", "--control", name, "rxcnt", "--json")
 			if got := perCPUSum(t, ms, 17); got != frames {
 				t.Errorf("rxcnt[17 (UDP)] sums to %d over the CPUs, want the %d frames", got, frames)
@@ -158,7 +158,7 @@ func TestControlDuringRun(t *testing.T) {
 				t.Errorf("rxcnt[42] after setting 7 in every slot: %d", got)
 			}
 			// prog maps --control is the same dump.
-			var ms2 []ctlMap
+			var ms2 []mapio.Map
 			cliJSON(t, &ms2, "prog", "maps", "--control", name, "rxcnt", "--json")
 			if got := perCPUSum(t, ms2, 42); got != 7*uint64(len(ms2[0].Entries[42].Values)) {
 				t.Errorf("prog maps --control: rxcnt[42] %d", got)
@@ -187,23 +187,23 @@ func TestControlDuringRun(t *testing.T) {
 			if st.Port != name || len(st.Counters) == 0 || len(st.Counters) != len(hw) {
 				t.Fatalf("socket stats %+v, the run's own %v", st, hw)
 			}
-			for _, c := range st.Counters {
-				if want, ok := hw[c.Name]; !ok || want != c.Value {
-					t.Errorf("%s: %d through the socket, the run's own %d (%v)", c.Name, c.Value, want, ok)
+			for name, v := range st.Counters {
+				if want, ok := hw[name]; !ok || want != v {
+					t.Errorf("%s: %d through the socket, the run's own %d (%v)", name, v, want, ok)
 				}
 			}
 		})
 	}
 }
 
-func perCPUSum(t *testing.T, ms []ctlMap, key int) uint64 {
+func perCPUSum(t *testing.T, ms []mapio.Map, key int) uint64 {
 	t.Helper()
 	if len(ms) != 1 || len(ms[0].Entries) != 256 {
 		t.Fatalf("rxcnt dump: %d maps", len(ms))
 	}
 	var sum uint64
 	for _, v := range ms[0].Entries[key].Values {
-		b, err := hexDecode(strings.Join(trim0x(v.Value), " "))
+		b, err := mapio.HexDecode(strings.Join(v.Value, " "))
 		if err != nil || len(b) != 8 {
 			t.Fatalf("value %v: %v", v.Value, err)
 		}
@@ -248,87 +248,6 @@ func TestControlErrors(t *testing.T) {
 	}
 }
 
-func TestParseBytes(t *testing.T) {
-	for _, c := range []struct {
-		in   string
-		want []byte
-	}{{"0x0a 10 012", []byte{10, 10, 10}}, {"hex 0a000001 ff", []byte{10, 0, 0, 1, 255}}, {"hex 0x0a0b", []byte{10, 11}}} {
-		got, rest, err := parseBytes(strings.Fields(c.in), "value")
-		if err != nil || !bytes.Equal(got, c.want) || len(rest) != 0 {
-			t.Errorf("%q: %v %v %v", c.in, got, rest, err)
-		}
-	}
-	got, rest, err := parseBytes([]string{"1", "2", "value", "3"}, "value")
-	if err != nil || !bytes.Equal(got, []byte{1, 2}) || strings.Join(rest, " ") != "value 3" {
-		t.Errorf("stop word: %v %v %v", got, rest, err)
-	}
-}
-
-// TestControlSocketPaths: a socket left by a run that is gone is replaced, a
-// name a live run serves gets PORT.PID.sock, a file that is no socket is
-// left alone and refused, and the directory is owner-only.
-func TestControlSocketPaths(t *testing.T) {
-	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
-	op, err := openPort("", portOptions{Sim: "igb", SimName: "pathsim0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer op.Close()
-	ports := []*dpPort{{op: op, port: op.Port}}
-	path := controlPath("pathsim0")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	// A stale socket: bound, then its listener gone without removing it.
-	ln, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.(*net.UnixListener).SetUnlinkOnClose(false)
-	ln.Close()
-	var out bytes.Buffer
-	a, err := serveControl(ports, nil, nil, nil, nil, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	if !controlAlive(path) || !strings.Contains(out.String(), path) {
-		t.Fatalf("the stale socket was not replaced: %s", out.String())
-	}
-	if fi, err := os.Stat(filepath.Dir(path)); err != nil || fi.Mode().Perm() != 0o700 {
-		t.Fatalf("directory %v %v", fi.Mode(), err)
-	}
-	out.Reset()
-	b, err := serveControl(ports, nil, nil, nil, nil, &out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pidPath := strings.TrimSuffix(path, ".sock") + fmt.Sprintf(".%d.sock", os.Getpid())
-	if !strings.Contains(out.String(), pidPath) || !controlAlive(pidPath) {
-		t.Fatalf("second server: %s", out.String())
-	}
-	b.Close()
-	if _, err := controlCall(path, ctlRequest{Cmd: "maps"}); err == nil || !strings.Contains(err.Error(), "no program") {
-		t.Fatalf("maps without a program: %v", err)
-	}
-	if _, err := controlCall(path, ctlRequest{Cmd: "bogus"}); err == nil || !strings.Contains(err.Error(), "unknown control request") {
-		t.Fatalf("unknown request: %v", err)
-	}
-	a.Close()
-	if _, err := os.Stat(path); !os.IsNotExist(err) {
-		t.Fatalf("socket after Close: %v", err)
-	}
-	if err := os.WriteFile(path, []byte("x"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := serveControl(ports, nil, nil, nil, nil, io.Discard); err == nil || !strings.Contains(err.Error(), "no socket") {
-		t.Fatalf("a regular file in the way: %v", err)
-	}
-	if b, _ := os.ReadFile(path); string(b) != "x" {
-		t.Fatal("the file was touched")
-	}
-}
-
 // TestRunWithoutControlDir: a run whose control directory cannot be made
 // still runs, and says why it has no socket.
 func TestRunWithoutControlDir(t *testing.T) {
@@ -337,7 +256,7 @@ func TestRunWithoutControlDir(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("XDG_RUNTIME_DIR", dir)
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: time.Second, tap: "none", peer: "none", workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second, tap: "none", peer: "none", workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/examples"
 )
@@ -22,7 +23,7 @@ import (
 // and four example programs in turn.
 
 func init() {
-	register(&command{name: "demo", usage: "[--family igb|dwmac|fec[:VARIANT]] [--phase D] [--json] [--size N]",
+	register(&command{name: "demo", usage: "[--family KIND[:VARIANT]] [--phase D] [--json] [--size N]",
 		summary: "no hardware needed: run drop, MAC-swap TX, port-to-port redirect and adjust_tail on two simulated ports", run: dpDemoCmd})
 }
 
@@ -79,7 +80,7 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	phase := fs.Duration("phase", 3*time.Second, "how long each program runs")
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	size := fs.Int("size", 64, "UDP frame size of the link partner's flow")
-	fam := fs.String("family", "igb", "the driver family of the two simulated ports: KIND[:VARIANT], "+simChoices())
+	fam := fs.String("family", string(families[0].name), "the driver family of the two simulated ports: KIND[:VARIANT], "+simChoices())
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -124,7 +125,7 @@ func writeDemoJSON(w io.Writer, res []demoResult) error {
 // dpDemo runs every phase for d on two simulated ports of the model spec
 // names.
 func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet bool, stdout io.Writer) ([]demoResult, error) {
-	o := &dpRunOptions{sim: spec.String() + ":2", queues: 1, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
+	o := &dpRunOptions{portOptions: portOptions{Sim: spec.String() + ":2", Queues: 1}, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		return nil, err
@@ -170,7 +171,7 @@ func dpDemoPhase(ctx context.Context, ports []*dpPort, ph demoPhase, d time.Dura
 	}
 	e.WireMaps(coll)
 	if ph.verdict == bpf.ActionRedirect {
-		if err := dpSetMap(coll, "tx_port:0=2"); err != nil {
+		if err := mapio.SetArg(coll, "tx_port:0=2"); err != nil {
 			return res, err
 		}
 	}

@@ -17,6 +17,9 @@ type family string
 type familyDriver struct {
 	name  family
 	order int // families are listed by it (help, errors, --sim choices)
+	// about says what the family drives, for help ("Intel 82576, ... on
+	// PCI").
+	about string
 
 	// claimsPCI reports whether the driver drives a PCI device (its own ID
 	// table decides); nil for a family with no PCI devices.
@@ -31,24 +34,29 @@ type familyDriver struct {
 	aliases         map[string]string
 	window          int
 	dmaLimit        uint64
+	// platformExample is a --platform value for help ("NAME@ADDR" of a
+	// board the family is found on).
+	platformExample string
 
 	// simVariants are the model's variants, the default first; newSim builds
 	// one.
 	simVariants []string
 	newSim      func(variant string, o portOptions) (simModel, error)
+	// pciSimVariants are the variants whose model is a PCI device (xnic
+	// serve serves those).
+	pciSimVariants []string
 
 	// open brings up the driver on dev; dumpRegs decodes a register window
 	// without touching the device's state.
 	open     func(dev nic.Device, o portOptions) (familyPort, error)
 	dumpRegs func(regs nic.Regs, queues int) regDump
 
-	// Bring-up tooling. readOnly names the registers of the dump that the
-	// datasheet makes read-only (xnic reg refuses writes to them), with the
-	// source; selftest the registers xnic selftest exercises; moderation the
-	// per-queue RX interrupt interval (xnic coalesce), or nil and
-	// noModeration saying why the family has none.
-	readOnly     map[string]string
-	selftest     selftestFamily
+	// Bring-up tooling. facts are the driver's register facts (xnic reg
+	// refuses writes to read-only registers; xnic selftest's pattern and
+	// loopback registers); moderation the per-queue RX interrupt interval
+	// (xnic coalesce), or nil and noModeration saying why the family has
+	// none.
+	facts        nic.RegFacts
 	moderation   *interruptModeration
 	noModeration string
 }
@@ -208,4 +216,85 @@ func (f *familyDriver) checkModeration(usecs int) error {
 		return usageErrorf("--rx-usecs %d: the %s family's interval holds at most %d", usecs, f.name, f.moderation.max())
 	}
 	return nil
+}
+
+// pciSimChoices lists the models that are PCI devices, for serve's help:
+// "KIND (VARIANT, ...)" per family.
+func pciSimChoices() string {
+	var out []string
+	for _, f := range families {
+		switch {
+		case len(f.pciSimVariants) == 0:
+		case slices.Equal(f.pciSimVariants, f.simVariants):
+			out = append(out, fmt.Sprintf("%s (%s)", f.name, strings.Join(f.pciSimVariants, ", ")))
+		default:
+			for _, v := range f.pciSimVariants {
+				out = append(out, string(f.name)+":"+v)
+			}
+		}
+	}
+	return strings.Join(out, " or ")
+}
+
+// familyNames lists the families f is true of, for help: "a, b and c".
+func familyNames(f func(*familyDriver) bool) string {
+	var names []string
+	for _, fd := range families {
+		if f(fd) {
+			names = append(names, string(fd.name))
+		}
+	}
+	switch len(names) {
+	case 0:
+		return "none"
+	case 1:
+		return names[0]
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// simExamples are --sim values for help: the first family alone (with n
+// ports when n > 1), the others with a variant other than their default.
+func simExamples(n int) string {
+	var ex []string
+	for i, f := range families {
+		switch {
+		case i == 0 && n > 1:
+			ex = append(ex, fmt.Sprintf("%s:%d", f.name, n))
+		case i == 0 || len(f.simVariants) < 2:
+			ex = append(ex, string(f.name))
+		default:
+			ex = append(ex, string(f.name)+":"+f.simVariants[1])
+		}
+	}
+	return strings.Join(ex, ", ")
+}
+
+// platformExamples are --platform values for help.
+func platformExamples() string {
+	var ex []string
+	for _, f := range families {
+		if f.platformExample != "" {
+			ex = append(ex, f.platformExample)
+		}
+	}
+	if len(ex) == 0 {
+		return "NAME@ADDR"
+	}
+	return strings.Join(ex, ", ")
+}
+
+// platformHelp describes --platform.
+func platformHelp(repeatable bool) string {
+	s := "a platform device (an SoC's MAC) through /dev/mem and huge pages: " + platformExamples() + " or COMPATIBLE@ADDR"
+	if repeatable {
+		return s + " (repeatable; root)"
+	}
+	return s + " (root)"
+}
+
+// rxUsecsHelp describes --rx-usecs.
+func rxUsecsHelp() string {
+	return "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; " +
+		familyNames(func(f *familyDriver) bool { return f.moderation != nil }) + ")"
 }

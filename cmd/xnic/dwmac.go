@@ -17,6 +17,7 @@ func init() {
 	registerFamily(&familyDriver{
 		name:  "dwmac",
 		order: 2,
+		about: "Synopsys DWC Ethernet QoS: Intel mGbE on PCI, the i.MX8M Plus EQOS on the platform bus",
 		claimsPCI: func(vendor, device uint16) bool {
 			_, ok := dwmac.Lookup(vendor, device)
 			return ok
@@ -29,9 +30,11 @@ func init() {
 		aliases:     map[string]string{"eqos": dwmac.CompatibleIMX8MP, "dwmac": dwmac.CompatibleIMX8MP},
 		// imx8mp.dtsi ethernet@30bf0000 has a 64 KiB register window; the EQOS
 		// masters 34-bit addresses.
-		window:      0x10000,
-		dmaLimit:    1 << 34,
-		simVariants: []string{"intel", "imx8mp"},
+		platformExample: "eqos@0x30bf0000",
+		window:          0x10000,
+		dmaLimit:        1 << 34,
+		simVariants:     []string{"intel", "imx8mp"},
+		pciSimVariants:  []string{"intel"},
 		newSim: func(variant string, o portOptions) (simModel, error) {
 			m, err := newSimDWMAC(variant, o)
 			if err != nil {
@@ -52,20 +55,8 @@ func init() {
 			}
 			return dwmacPort{p}, nil
 		},
-		dumpRegs: func(regs nic.Regs, queues int) regDump { return dwmac.DumpRegs(regs, queues) },
-		// DWC EQoS databook (Linux dwmac4.h GMAC_VERSION, GMAC_HW_FEATURE0-3,
-		// GMAC_DEBUG, DMA_DEBUG_STATUS_0): identification, capability and
-		// debug status registers are read-only.
-		readOnly: map[string]string{
-			"MAC_VERSION": "DWC EQoS databook", "MAC_HW_FEATURE0": "DWC EQoS databook",
-			"MAC_HW_FEATURE1": "DWC EQoS databook", "MAC_HW_FEATURE2": "DWC EQoS databook",
-			"MAC_HW_FEATURE3": "DWC EQoS databook", "MAC_DEBUG": "DWC EQoS databook",
-			"DMA_DEBUG_STATUS0": "DWC EQoS databook",
-		},
-		// MAC_Address0_High/Low (15:0 and 31:0), restored after the test;
-		// MAC loopback is MAC_Configuration.LM (bit 12).
-		selftest: selftestFamily{patterns: []regPattern{{"MAC_ADDR0_LOW", 0xFFFFFFFF}, {"MAC_ADDR0_HIGH", 0x0000FFFF}},
-			loopReg: "MAC_CONFIG", loopMask: 1 << 12, loopOn: 1 << 12},
+		dumpRegs:   func(regs nic.Regs, queues int) regDump { return dwmac.DumpRegs(regs, queues) },
+		facts:      dwmac.Facts(),
 		moderation: dwmacModeration(),
 	})
 }
@@ -177,6 +168,7 @@ type dwmacModel struct{ *dwmacsim.Model }
 
 func (m dwmacModel) NICDevice() nic.Device { return m.Device() }
 func (m dwmacModel) WireFrames() uint64    { return m.Counters().TxFrames }
+func (m dwmacModel) ModelCounters() any    { return m.Counters() }
 
 // InjectBurst delivers frames back to back; it returns how many the port took.
 func (m dwmacModel) InjectBurst(frames [][]byte) int { return injectEach(m.Inject, frames) }

@@ -202,18 +202,12 @@ func TestFamilyStats(t *testing.T) {
 				t.Fatal(err)
 			}
 			var s struct {
-				Counters []struct {
-					Name  string `json:"name"`
-					Value uint64 `json:"value"`
-				} `json:"counters"`
+				Counters map[string]uint64 `json:"counters"`
 			}
 			if err := json.Unmarshal(js.Bytes(), &s); err != nil {
 				t.Fatal(err)
 			}
-			vals := map[string]uint64{}
-			for _, c := range s.Counters {
-				vals[c.Name] = c.Value
-			}
+			vals := s.Counters
 			if got != n || vals["rx_packets"] != n || vals["tx_packets"] != n {
 				t.Errorf("received %d of %d; counters rx_packets %d tx_packets %d: want %d each", got, n, vals["rx_packets"], vals["tx_packets"], n)
 			}

@@ -16,6 +16,7 @@ func init() {
 	registerFamily(&familyDriver{
 		name:  "fec",
 		order: 3,
+		about: "NXP FEC/ENET of i.MX8M, i.MX7, i.MX6 and Vybrid on the platform bus",
 		knowsCompatible: func(c string) bool {
 			_, ok := fec.LookupCompatible(c)
 			return ok
@@ -32,9 +33,10 @@ func init() {
 		// ethernet@2188000 0x4000; imx8mp.dtsi reserves 0x10000 at 30be0000,
 		// of which the same 16 KiB hold registers); its buffer descriptors
 		// carry 32-bit addresses.
-		window:      0x4000,
-		dmaLimit:    1 << 32,
-		simVariants: []string{"imx8mp", "imx6"},
+		platformExample: "fec@0x30be0000",
+		window:          0x4000,
+		dmaLimit:        1 << 32,
+		simVariants:     []string{"imx8mp", "imx6"},
 		newSim: func(variant string, o portOptions) (simModel, error) {
 			m, err := newSimFEC(variant, o)
 			if err != nil {
@@ -53,11 +55,8 @@ func init() {
 			}
 			return fecPort{p}, nil
 		},
-		dumpRegs: func(regs nic.Regs, queues int) regDump { return fec.DumpRegs(regs, queues) },
-		// i.MX ENET FTRL (TRUNC_FL 13:0) and OPD (PAUSE_DUR 15:0), restored
-		// after the test; MAC loopback is RCR.LOOP (bit 0).
-		selftest: selftestFamily{patterns: []regPattern{{"FTRL", 0x00003FFF}, {"OPD", 0x0000FFFF}},
-			loopReg: "RCR", loopMask: 1, loopOn: 1},
+		dumpRegs:   func(regs nic.Regs, queues int) regDump { return fec.DumpRegs(regs, queues) },
+		facts:      fec.Facts(),
 		moderation: fecModeration(),
 	})
 }
@@ -125,6 +124,7 @@ type fecModel struct{ *fecsim.Model }
 
 func (m fecModel) NICDevice() nic.Device { return m.Device() }
 func (m fecModel) WireFrames() uint64    { return m.Counters().TxFrames }
+func (m fecModel) ModelCounters() any    { return m.Counters() }
 
 // InjectBurst delivers frames back to back; it returns how many the port took.
 func (m fecModel) InjectBurst(frames [][]byte) int { return injectEach(m.Inject, frames) }

@@ -18,8 +18,7 @@ func TestRunFIBFile(t *testing.T) {
 		               {"ifindex": 2, "mtu": 1500, "addrs": ["10.2.0.1/24"]}],
 		"routes": [{"dst": "198.18.0.0/24", "gateway": "10.2.0.2", "ifindex": 2}],
 		"neighbours": [{"ifindex": 2, "ip": "10.2.0.2", "mac": "02:47:57:00:00:02"}]}`)
-	o := &dpRunOptions{sim: "igb:2", prog: examplePath(t, "xdp_fib_router"), queues: 1, interval: 100 * time.Millisecond,
-		fibFile: fib, tap: "none", json: true, peer: "gen,none", peerSize: 64, peerBurst: 16, peerRate: 20000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb:2", Queues: 1}, prog: examplePath(t, "xdp_fib_router"), interval: 100 * time.Millisecond, fibFile: fib, tap: "none", json: true, peer: "gen,none", peerSize: 64, peerBurst: 16, peerRate: 20000, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer

@@ -14,11 +14,13 @@ func init() {
 	registerFamily(&familyDriver{
 		name:  "igb",
 		order: 1,
+		about: "Intel 82576, I350, I210 and I211 on PCI (VFIO)",
 		claimsPCI: func(vendor, device uint16) bool {
 			_, ok := igb.Lookup(vendor, device)
 			return ok
 		},
-		simVariants: []string{"82576", "i350", "i210", "i211"},
+		simVariants:    []string{"82576", "i350", "i210", "i211"},
+		pciSimVariants: []string{"82576", "i350", "i210", "i211"},
 		newSim: func(variant string, o portOptions) (simModel, error) {
 			m, err := newSimIGB(variant, o)
 			if err != nil {
@@ -44,13 +46,7 @@ func init() {
 			return igbPort{p}, nil
 		},
 		dumpRegs: func(regs nic.Regs, queues int) regDump { return igb.DumpRegs(regs, queues) },
-		// None of the dump's registers is read-only (STATUS has PHYRA, which
-		// software clears). The pattern test uses address filter and
-		// moderation storage, restored after the test: 82576 datasheet
-		// 8.10.13/8.10.14 (RAL; RAH 15:0 address bits) and 8.8.12 (EITR
-		// interval 14:2); MAC loopback is RCTL.LBM (7:6) = 01b.
-		selftest: selftestFamily{patterns: []regPattern{{"RAL0", 0xFFFFFFFF}, {"RAH0", 0x0000FFFF}, {"EITR0", 0x00007FFC}},
-			loopReg: "RCTL", loopMask: 3 << 6, loopOn: 1 << 6},
+		facts:    igb.Facts(),
 		// EITR's interval field, bits 14:2, in microseconds (82576 8.8.12).
 		moderation: fieldModeration("EITR%d", 0x7FFC, 2),
 	})
@@ -98,5 +94,6 @@ type igbModel struct{ *igbsim.Model }
 
 func (m igbModel) NICDevice() nic.Device { return m.Device() }
 func (m igbModel) WireFrames() uint64    { return m.Counters().TxFrames }
+func (m igbModel) ModelCounters() any    { return m.Counters() }
 
 var _ familyPort = igbPort{}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
@@ -140,22 +142,32 @@ func runLink(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
 	fs := newFlags("link", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	bdf := ""
-	if len(pos)%2 == 1 {
+	if len(pos) > 0 && !isLinkSetting(pos[0]) {
 		bdf, pos = pos[0], pos[1:]
 	}
 	req, err := parseLinkWords(pos)
 	if err != nil {
 		return err
 	}
-	if bdf != "" && controlAlive(controlPath(bdf)) {
-		return fmt.Errorf("%s: a running `xnic run` holds the port: stop it to change the link (its driver is not told of PHY changes made under it)", bdf)
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok { // a run holds the port: it applies the settings (control.go)
+		resp, err := control.Call(path, control.Request{Cmd: control.CmdLink, Args: pos})
+		if err != nil {
+			return err
+		}
+		var ls linkSettings
+		if err := json.Unmarshal(resp.Result, &ls); err != nil {
+			return fmt.Errorf("the run's answer: %w", err)
+		}
+		return printLink(stdout, ls, asJSON)
 	}
 	op, err := openPort(bdf, o)
 	if err != nil {
@@ -170,11 +182,21 @@ func runLink(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return printLink(stdout, ls, asJSON)
+}
+
+func printLink(stdout io.Writer, ls linkSettings, asJSON bool) error {
 	if asJSON {
 		return writeJSON(stdout, ls)
 	}
 	printLinkSettings(stdout, ls)
 	return nil
+}
+
+// isLinkSetting reports whether w is one of the ethtool -s words (so not a
+// PCI address).
+func isLinkSetting(w string) bool {
+	return w == "speed" || w == "duplex" || w == "autoneg" || w == "advertise"
 }
 
 // linkExec applies req (when it sets anything) and returns the settings.
@@ -188,6 +210,26 @@ func linkExec(op *openedPort, req linkRequest, timeout time.Duration) (linkSetti
 			return linkSettings{}, err
 		}
 		if err := linkFollow(op, timeout); err != nil {
+			return linkSettings{}, err
+		}
+	}
+	return linkRead(op, pa)
+}
+
+// linkExecRunning is linkExec on a port a run holds: the driver's own
+// follow-up (AdjustLink) is left to the run's link monitor, which parks the
+// port's queues around it.
+func linkExecRunning(op *openedPort, req linkRequest, timeout time.Duration) (linkSettings, error) {
+	pa, ok := op.Port.(nic.PHYAccess)
+	if !ok {
+		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
+	}
+	if req.given {
+		if err := linkApply(pa, req); err != nil {
+			return linkSettings{}, err
+		}
+		time.Sleep(10 * time.Millisecond) // as linkFollow: let a link that was up drop first
+		if _, err := op.WaitLink(timeout); err != nil {
 			return linkSettings{}, err
 		}
 	}

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"sort"
 	"strings"
+	"syscall"
 )
 
 // command is one subcommand of xnic. Files of this package register theirs in
@@ -123,13 +125,17 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "\ncommands (xnic help COMMAND or xnic COMMAND -h for its flags):")
 	printCommands(w, "")
 	fmt.Fprintln(w, "\nports:")
-	fmt.Fprintln(w, "  BDF                        a PCI device bound to vfio-pci (driver by PCI ID: igb, or dwmac for Intel mGbE)")
+	fmt.Fprintf(w, "  BDF                        a PCI device bound to vfio-pci (the driver chosen by its PCI ID: %s)\n", pciFamilies())
 	fmt.Fprintln(w, "  --sim KIND[:VARIANT][:N]   a device model, N ports (run, pktgen); KIND (VARIANTs, first the default):")
-	fmt.Fprintln(w, "                             "+simChoices()+"; e.g. igb:2, dwmac:imx8mp, fec:imx6")
+	fmt.Fprintln(w, "                             "+simChoices()+"; e.g. "+simExamples(2))
 	fmt.Fprintln(w, "  --platform NAME@ADDR[,uncached=PHYS+SIZE]")
-	fmt.Fprintln(w, "                             an i.MX8 MAC through /dev/mem and huge pages (root): fec@0x30be0000,")
-	fmt.Fprintln(w, "                             eqos@0x30bf0000, or COMPATIBLE@ADDR (fsl,imx8mm-fec@0x30be0000);")
-	fmt.Fprintln(w, "                             uncached= names reserved RAM for the descriptor rings (needed by the EQOS)")
+	fmt.Fprintln(w, "                             an SoC's MAC through /dev/mem and huge pages (root): "+platformExamples()+",")
+	fmt.Fprintln(w, "                             or COMPATIBLE@ADDR; uncached= names reserved RAM for the descriptor rings")
+	fmt.Fprintln(w, "                             (for a MAC whose rings cannot be kept coherent by cache maintenance)")
+	fmt.Fprintln(w, "\nfamilies:")
+	for _, f := range families {
+		fmt.Fprintf(w, "  %-26s %s\n", f.name, f.about)
+	}
 }
 
 func isHelp(a string) bool { return a == "help" || a == "-h" || a == "--help" || a == "-help" }
@@ -167,4 +173,21 @@ func printCommands(w io.Writer, prefix string) {
 			fmt.Fprintf(w, "  %-*s    %s %s\n", width, "", c.name, c.usage)
 		}
 	}
+}
+
+// interrupted returns a channel closed at the first SIGINT or SIGTERM, and
+// the function that stops watching for them.
+func interrupted() (<-chan struct{}, func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sig:
+			close(stop)
+		case <-done:
+		}
+	}()
+	return stop, func() { signal.Stop(sig); close(done) }
 }

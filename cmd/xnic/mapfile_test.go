@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 )
 
 const lpmObj = "../../examples/xdp/xdp_lpm_acl.o"
@@ -81,7 +82,7 @@ func TestMapFilePerCPU(t *testing.T) {
 	// run does not have (ignored), and one value for every CPU.
 	body := `{"rxcnt": [{"key": "11000000", "values": [{"cpu": 0, "value": "0500000000000000"}, {"cpu": 1, "value": "0700000000000000"}, {"cpu": 5, "value": "0900000000000000"}]},
 		{"key": "06000000", "value": "0200000000000000"}]}`
-	if err := preloadMaps(c, writeFile(t, "pc.json", body)); err != nil {
+	if err := mapio.LoadFile(c, writeFile(t, "pc.json", body)); err != nil {
 		t.Fatal(err)
 	}
 	m, _ := c.Map("rxcnt")
@@ -99,9 +100,7 @@ func TestMapFilePerCPU(t *testing.T) {
 // (tx_port[0] = ifindex 2) from a hex file instead of --map, so frames from
 // port 0's generator leave through port 1.
 func TestRunMapsFile(t *testing.T) {
-	o := &dpRunOptions{sim: "igb:2", prog: examplePath(t, "xdp_redirect_map"), queues: 1, interval: 100 * time.Millisecond,
-		mapFile: writeFile(t, "m.hex", "tx_port 00000000 02000000\n"), tap: "none", json: true,
-		peer: "gen,none", peerSize: 64, peerBurst: 16, peerRate: 20000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb:2", Queues: 1}, prog: examplePath(t, "xdp_redirect_map"), interval: 100 * time.Millisecond, mapFile: writeFile(t, "m.hex", "tx_port 00000000 02000000\n"), tap: "none", json: true, peer: "gen,none", peerSize: 64, peerBurst: 16, peerRate: 20000, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer

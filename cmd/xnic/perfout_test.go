@@ -55,8 +55,7 @@ func TestProgRunPerfSamples(t *testing.T) {
 // prints the samples and captures their frame bytes.
 func TestRunPerfSamples(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "run.pcapng")
-	o := &dpRunOptions{sim: "igb:1", prog: examplePath(t, "xdp_perf_sample"), queues: 1, interval: 100 * time.Millisecond,
-		tap: "none", json: true, perfPcap: out, peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 2000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb:1", Queues: 1}, prog: examplePath(t, "xdp_perf_sample"), interval: 100 * time.Millisecond, tap: "none", json: true, perfPcap: out, peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 2000, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	var stdout, stderr bytes.Buffer

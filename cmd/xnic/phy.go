@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 )
 
@@ -22,21 +23,6 @@ func init() {
 }
 
 // phyReq is what `xnic phy` was asked to do.
-type phyReq struct {
-	Op    string // "" (decode all), "read" or "write"
-	Reg   phyRegSpec
-	Value uint16 // for write
-	Force bool   // write a read-only register anyway
-	Addr  int    // clause-45 MDIO address; -1: the port's PHY
-}
-
-// phyRegSpec names one register: clause 22 (Reg 0-31) or clause 45 (MMD Dev,
-// Reg 0-65535).
-type phyRegSpec struct {
-	C45 bool
-	Dev int
-	Reg int
-}
 
 // phyRegDef is one clause-22 register the command knows by name.
 type phyRegDef struct {
@@ -212,12 +198,10 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 		req    = phyReq{Addr: -1}
 	)
 	fs := newFlags("phy", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&req.Force, "force", false, "write a register IEEE 802.3 defines as read-only")
 	fs.IntVar(&req.Addr, "addr", -1, "MDIO address of a clause-45 access (default: the port's PHY)")
-	var ctl string
-	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -229,7 +213,7 @@ func runPHY(args []string, stdout, stderr io.Writer) error {
 	if req.Addr != -1 && !req.Reg.C45 {
 		return usageErrorf("--addr is for clause-45 accesses (DEV.REG); clause-22 accesses go to the port's PHY")
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok {
 		return phyViaControl(path, req, asJSON, stdout)
@@ -280,7 +264,7 @@ func phyC45(op *openedPort) (nic.PHYAccessC45, error) {
 	return c, nil
 }
 
-func (r phyReq) c45Addr(pa nic.PHYAccess) int {
+func c45Addr(r phyReq, pa nic.PHYAccess) int {
 	if r.Addr >= 0 {
 		return r.Addr
 	}
@@ -295,7 +279,7 @@ func phyRead(op *openedPort, pa nic.PHYAccess, req phyReq) (uint16, error) {
 	if err != nil {
 		return 0, err
 	}
-	return c.ReadPHYC45(req.c45Addr(pa), req.Reg.Dev, req.Reg.Reg)
+	return c.ReadPHYC45(c45Addr(req, pa), req.Reg.Dev, req.Reg.Reg)
 }
 
 func phyWrite(op *openedPort, pa nic.PHYAccess, req phyReq) error {
@@ -304,7 +288,7 @@ func phyWrite(op *openedPort, pa nic.PHYAccess, req phyReq) error {
 		if err != nil {
 			return err
 		}
-		return c.WritePHYC45(req.c45Addr(pa), req.Reg.Dev, req.Reg.Reg, req.Value)
+		return c.WritePHYC45(c45Addr(req, pa), req.Reg.Dev, req.Reg.Reg, req.Value)
 	}
 	if d, ok := phyRegByNum(req.Reg.Reg); ok && d.ReadOnly && !req.Force {
 		return fmt.Errorf("%s (register %d) is read-only in IEEE 802.3 22.2.4; the PHY ignores the write (--force sends it anyway)", d.Name, d.Reg)
@@ -312,20 +296,10 @@ func phyWrite(op *openedPort, pa nic.PHYAccess, req phyReq) error {
 	return pa.WritePHY(req.Reg.Reg, req.Value)
 }
 
-// phyRegValue is one PHY register read, decoded when the command knows it.
-type phyRegValue struct {
-	Name   string      `json:"name,omitempty"`
-	Addr   int         `json:"addr"`
-	MMD    *int        `json:"mmd,omitempty"` // clause 45 only
-	Reg    int         `json:"reg"`
-	Value  uint16      `json:"value"`
-	Fields []nic.Field `json:"fields,omitempty"`
-}
-
 func phyValue(req phyReq, pa nic.PHYAccess, v uint16) phyRegValue {
 	if req.Reg.C45 {
 		dev := req.Reg.Dev
-		return phyRegValue{Addr: req.c45Addr(pa), MMD: &dev, Reg: req.Reg.Reg, Value: v}
+		return phyRegValue{Addr: c45Addr(req, pa), MMD: &dev, Reg: req.Reg.Reg, Value: v}
 	}
 	rv := phyRegValue{Addr: pa.PHYAddr(), Reg: req.Reg.Reg, Value: v}
 	if d, ok := phyRegByNum(req.Reg.Reg); ok {
@@ -334,40 +308,12 @@ func phyValue(req phyReq, pa nic.PHYAccess, v uint16) phyRegValue {
 	return rv
 }
 
-func (r phyRegValue) String() string {
-	var b strings.Builder
-	switch {
-	case r.MMD != nil:
-		fmt.Fprintf(&b, "%-10s 0x%04x", fmt.Sprintf("%d.0x%04x", *r.MMD, r.Reg), r.Value)
-	case r.Name != "":
-		fmt.Fprintf(&b, "%-10s [%2d] 0x%04x", r.Name, r.Reg, r.Value)
-	default:
-		fmt.Fprintf(&b, "%-10s [%2d] 0x%04x", "reg", r.Reg, r.Value)
-	}
-	for _, f := range r.Fields {
-		fmt.Fprintf(&b, " %s=%s", f.Name, f.Value)
-	}
-	return b.String()
-}
-
 func printPHYReg(w io.Writer, r phyRegValue, asJSON bool) error {
 	if asJSON {
 		return writeJSON(w, r)
 	}
 	_, err := fmt.Fprintln(w, r)
 	return err
-}
-
-// phyDecodeOut is what `xnic phy PORT` shows.
-type phyDecodeOut struct {
-	Port      string        `json:"port"`
-	Addr      int           `json:"addr"`
-	ID        string        `json:"id"`
-	OUI       string        `json:"oui"`
-	Model     int           `json:"model"`
-	Revision  int           `json:"revision"`
-	Link      linkInfo      `json:"link"` // what the driver resolves
-	Registers []phyRegValue `json:"registers"`
 }
 
 // phyDecode reads the standard registers once each, in register order.
@@ -428,7 +374,7 @@ func printPHYDecode(w io.Writer, d phyDecodeOut, asJSON bool) error {
 
 // phyViaControl asks the run holding the port to run req on its PHY.
 func phyViaControl(path string, req phyReq, asJSON bool, w io.Writer) error {
-	resp, err := controlCall(path, ctlRequest{Cmd: "phy", PHY: &req, Force: req.Force})
+	resp, err := control.Call(path, control.Request{Cmd: "phy", PHY: &req, Force: req.Force})
 	switch {
 	case err != nil:
 		return err
@@ -441,3 +387,11 @@ func phyViaControl(path string, req phyReq, asJSON bool, w io.Writer) error {
 	}
 	return fmt.Errorf("the run holding %s sent no PHY registers", resp.Port)
 }
+
+// The PHY's requests and answers, as the control protocol carries them.
+type (
+	phyReq       = control.PHYRequest
+	phyRegSpec   = control.PHYReg
+	phyRegValue  = control.PHYRegValue
+	phyDecodeOut = control.PHYDecode
+)

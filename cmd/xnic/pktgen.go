@@ -37,9 +37,8 @@ type dpPktgenResult struct {
 
 func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("pktgen", stderr)
-	dev := fs.String("dev", "", "PCI address of the port")
-	simKind := fs.String("sim", "", simHelp(false))
-	platform := fs.String("platform", "", "an i.MX8 platform device instead: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
+	var o dpRunOptions
+	portFlags(fs, &o.portOptions, false)
 	count := fs.Uint64("count", 1_000_000, "frames to send (0: until --duration or interrupted)")
 	size := fs.Int("size", 64, "frame size without FCS")
 	burst := fs.Int("burst", 32, "frames per burst (one tail write each)")
@@ -53,8 +52,8 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if len(pos) == 1 && *dev == "" && *simKind == "" && *platform == "" {
-		*dev = pos[0]
+	if len(pos) == 1 && o.Dev == "" && o.Sim == "" && o.Platform == "" {
+		o.Dev = pos[0]
 	} else if len(pos) != 0 {
 		return usageErrorf("unexpected arguments %q", pos)
 	}
@@ -69,11 +68,11 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	if f.DstIP, f.DstPort, err = dpAddrPort(*dst, f.DstPort); err != nil {
 		return usageErrorf("--dst: %v", err)
 	}
-	o := &dpRunOptions{dev: *dev, sim: *simKind, queues: 1, peer: "none"}
-	if *platform != "" {
-		o.platforms = dpMapFlags{*platform}
+	o.Queues, o.peer = max(o.Queues, 1), "none"
+	if o.Platform != "" {
+		o.Platforms, o.Platform = []string{o.Platform}, ""
 	}
-	ports, err := dpOpenPorts(o)
+	ports, err := dpOpenPorts(&o)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func parsePlatform(s string) (platformSpec, error) {
 func parsePlatformDevice(s string) (platformSpec, error) {
 	name, addr, ok := strings.Cut(s, "@")
 	if !ok || name == "" || addr == "" {
-		return platformSpec{}, usageErrorf("--platform %q: want NAME@ADDR, e.g. fec@0x30be0000 or eqos@0x30bf0000 (NAME: fec, eqos, or a compatible string such as fsl,imx8mp-fec)", s)
+		return platformSpec{}, usageErrorf("--platform %q: want NAME@ADDR, e.g. %s (NAME: a short name or a devicetree compatible string; see xnic help)", s, platformExamples())
 	}
 	phys, err := strconv.ParseUint(addr, 0, 64)
 	if err != nil || phys == 0 || phys%4 != 0 {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -23,7 +25,7 @@ func init() {
 		summary: "open a port and show its model, MAC, link, PHY and queues", run: runInfo})
 	register(&command{name: "regs", usage: portUsage + " [--json] [--raw] [--control PORT|PATH]",
 		summary: "dump a port's registers, named and decoded (a running port's through its run)", run: runRegs})
-	register(&command{name: "stats", usage: portUsage + " [--json] [--control PORT|PATH]",
+	register(&command{name: "stats", usage: portUsage + " [--json] [--control PORT|PATH] [--watch D [--count N]]",
 		summary: "show a port's counters (a running port's through its run)", run: runStats})
 }
 
@@ -32,8 +34,11 @@ const portUsage = "BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR"
 
 // portOptions are what a command asks of the port it opens.
 type portOptions struct {
+	Dev         string        // PCI address (--dev; commands opening several: comma-separated)
+	Control     string        // --control: the running port to ask instead (see findControl)
 	Sim         string        // "" for a real device; else KIND[:VARIANT] of a model (see parseSim)
 	Platform    string        // a platform device, NAME@ADDR (see parsePlatform)
+	Platforms   []string      // --platform of commands that open several ports (repeatable)
 	Queues      int           // queue pairs (0: the driver's default)
 	RingSize    int           // RX and TX descriptors per ring (0: default)
 	RxRing      int           // RX descriptors per ring, overriding RingSize (0: RingSize)
@@ -63,18 +68,35 @@ type portOptions struct {
 	SimDetached bool
 }
 
-// portFlags registers the flags shared by commands that open a port.
-func portFlags(fs *flag.FlagSet, o *portOptions) {
-	fs.StringVar(&o.Sim, "sim", "", simHelp(false))
-	fs.StringVar(&o.Platform, "platform", "", "open an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
-	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
+// portFlags registers the flags that name ports and shape them at open: one
+// set for every command that opens ports, multi for those that open several
+// (run: --dev takes a comma list, --platform repeats, --sim takes :N).
+func portFlags(fs *flag.FlagSet, o *portOptions, multi bool) {
+	if multi {
+		fs.StringVar(&o.Dev, "dev", "", "PCI addresses of the ports, comma-separated")
+		fs.StringVar(&o.Sim, "sim", "", simHelp(true))
+		fs.Var((*listFlag)(&o.Platforms), "platform", platformHelp(true))
+		fs.IntVar(&o.Queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
+	} else {
+		fs.StringVar(&o.Dev, "dev", "", "PCI address of the port (or give it as the argument)")
+		fs.StringVar(&o.Sim, "sim", "", simHelp(false))
+		fs.StringVar(&o.Platform, "platform", "", platformHelp(false))
+		fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
+		controlFlag(fs, &o.Control)
+	}
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.TxRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
-	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec, dwmac)")
+	fs.IntVar(&o.RxUsecs, "rx-usecs", 0, rxUsecsHelp())
 	fs.DurationVar(&o.LinkTimeout, "link-timeout", 0, "how long to wait for the link when opening (default 5s; 3s with --sim)")
 	fs.BoolVar(&o.SimAsync, "sim-async", false, simAsyncHelp)
 }
+
+// listFlag collects a repeatable flag's values.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, " ") }
+func (l *listFlag) Set(s string) error { *l = append(*l, s); return nil }
 
 // openedPort is a port opened for a command with whatever stands behind it (a
 // VFIO device, or a model and its device). Close releases all of it.
@@ -111,13 +133,23 @@ func (o *openedPort) closePort() error {
 }
 
 // errNeedDevice is returned when neither a PCI address nor --sim is given.
-var errNeedDevice = errors.New("name a PCI device (e.g. 0000:03:00.0), a simulated one (--sim igb, --sim fec:imx6) or a platform one (--platform fec@0x30be0000)")
+func errNeedDevice() error {
+	return usageErrorf("name a PCI device (e.g. 0000:03:00.0), a simulated one (--sim KIND[:VARIANT], e.g. %s) or a platform one (--platform NAME@ADDR, e.g. %s)",
+		simExamples(1), platformExamples())
+}
 
 // openPort opens a port on the PCI device bdf through VFIO (the driver chosen by
 // its vendor and device IDs), on a platform device through /dev/mem when
 // o.Platform is set (the driver chosen by its compatible string), or on a
 // simulated device when o.Sim is set. It is the one way commands get a port.
 func openPort(bdf string, o portOptions) (*openedPort, error) {
+	bdf, err := portDev(bdf, o)
+	if err != nil {
+		return nil, err
+	}
+	if err := refuseHeld(bdf, o); err != nil {
+		return nil, err
+	}
 	if err := checkTarget(bdf, o); err != nil {
 		return nil, err
 	}
@@ -166,6 +198,38 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 	return op, nil
 }
 
+// refuseHeld refuses to open a port a running `xnic run` holds: a second
+// driver on the device would reset it under the run (or, for a --sim port,
+// open a fresh model beside the run's and show its zeros).
+func refuseHeld(bdf string, o portOptions) error {
+	if o.SimDetached { // run, demo, pktgen: models of their own
+		return nil
+	}
+	if o.Control != "" {
+		return usageErrorf("--control %s: this command does not go through a running port; stop the run first", o.Control)
+	}
+	path, held, err := findControl(bdf, o, "")
+	if err != nil || !held {
+		return err
+	}
+	name := strings.TrimSuffix(filepath.Base(path), ".sock")
+	return fmt.Errorf("%w: a running `xnic run` holds the port (%s): this command does not go through it; stop the run first", errHeld, name)
+}
+
+// errHeld is the error of a command on a port a run holds.
+var errHeld = errors.New("port in use")
+
+// portDev is the PCI address of a port command: its argument or --dev.
+func portDev(arg string, o portOptions) (string, error) {
+	switch {
+	case o.Dev == "":
+		return arg, nil
+	case arg != "" && arg != o.Dev:
+		return "", usageErrorf("two PCI addresses, %s and --dev %s: one port at a time", arg, o.Dev)
+	}
+	return o.Dev, nil
+}
+
 // checkTarget checks that a command names exactly one device: a PCI address, a
 // platform device, or a simulated device of a known kind.
 func checkTarget(bdf string, o portOptions) error {
@@ -179,7 +243,7 @@ func checkTarget(bdf string, o portOptions) error {
 	case n > 1:
 		return usageErrorf("give one of a PCI address, --sim or --platform, not several")
 	case n == 0:
-		return usageErrorf("%v", errNeedDevice)
+		return errNeedDevice()
 	case o.Sim != "":
 		spec, err := parseSim(o.Sim)
 		if err != nil {
@@ -212,7 +276,7 @@ func checkLink(op *openedPort, o portOptions) error {
 // address.
 func parsePortArgs(name string, args []string, stderr io.Writer, o *portOptions, asJSON *bool, extra func(*flag.FlagSet)) (string, error) {
 	fs := newFlags(name, stderr)
-	portFlags(fs, o)
+	portFlags(fs, o, false)
 	fs.BoolVar(asJSON, "json", false, "print JSON")
 	if extra != nil {
 		extra(fs)
@@ -238,53 +302,23 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// portInfo is what `xnic info` shows.
-type portInfo struct {
-	Name     string `json:"name"`
-	Bus      string `json:"bus"`
-	Vendor   string `json:"vendor"`
-	DeviceID string `json:"device_id"`
-	// Compatible is a platform device's devicetree compatible string.
-	Compatible string   `json:"compatible,omitempty"`
-	Driver     string   `json:"driver"`
-	Model      string   `json:"model"`
-	Variant    string   `json:"variant,omitempty"`
-	MAC        string   `json:"mac"`
-	Link       linkInfo `json:"link"`
-	PHYID      string   `json:"phy_id,omitempty"`
-	Queues     int      `json:"queues"`
-	MaxQueues  int      `json:"max_queues,omitempty"`
-	// Rings are the descriptors per RX and TX ring and the most a ring may
-	// have (ethtool -g); zero when the driver does not say.
-	RxRing   int      `json:"rx_ring,omitempty"`
-	TxRing   int      `json:"tx_ring,omitempty"`
-	MaxRing  int      `json:"max_ring,omitempty"`
-	Warnings []string `json:"warnings,omitempty"`
-}
-
-type linkInfo struct {
-	Up         bool `json:"up"`
-	SpeedMbps  int  `json:"speed_mbps"`
-	FullDuplex bool `json:"full_duplex"`
-}
-
-func (l linkInfo) String() string {
-	if !l.Up {
-		return "down"
-	}
-	d := "half"
-	if l.FullDuplex {
-		d = "full"
-	}
-	return fmt.Sprintf("up %d Mb/s %s duplex", l.SpeedMbps, d)
-}
+// portInfo is what `xnic info` shows; linkInfo a port's link.
+type (
+	portInfo = control.PortInfo
+	linkInfo = control.Link
+)
 
 func describePort(op *openedPort) portInfo {
 	di := op.Device.Info()
 	l := op.Link()
-	pi := portInfo{Name: op.Name(), Bus: di.Bus, Vendor: fmt.Sprintf("%04x", di.Vendor), DeviceID: fmt.Sprintf("%04x", di.Device),
-		Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
+	pi := portInfo{Name: op.Name(), Bus: di.Bus, Driver: string(op.Family), MAC: op.MAC().String(), Queues: op.NumQueues(),
 		Link: linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}, Compatible: di.Compatible}
+	if di.Vendor != 0 || di.Device != 0 { // PCI IDs, as xnic list prints them
+		pi.Vendor, pi.DeviceID = fmt.Sprintf("0x%04x", di.Vendor), fmt.Sprintf("0x%04x", di.Device)
+	}
+	if op.Sim != nil {
+		pi.Sim = op.Sim.Spec.String()
+	}
 	if op.driver != nil {
 		op.driver.Describe(&pi)
 	}
@@ -295,25 +329,27 @@ func describePort(op *openedPort) portInfo {
 }
 
 func runInfo(args []string, stdout, stderr io.Writer) error {
-	return withPort("info", args, stderr, func(op *openedPort, asJSON bool) error {
-		return printInfo(stdout, describePort(op), asJSON)
-	})
-}
-
-// withPort parses a port command's arguments, opens the port and runs f on it.
-func withPort(name string, args []string, stderr io.Writer, f func(op *openedPort, asJSON bool) error) error {
 	var o portOptions
 	var asJSON bool
-	bdf, err := parsePortArgs(name, args, stderr, &o, &asJSON, nil)
+	bdf, err := parsePortArgs("info", args, stderr, &o, &asJSON, nil)
 	if err != nil {
 		return err
+	}
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok { // a run holds the port: ask it (control.go)
+		resp, err := control.Call(path, control.Request{Cmd: control.CmdInfo})
+		if err != nil {
+			return err
+		}
+		return printInfo(stdout, *resp.Info, asJSON)
 	}
 	op, err := openPort(bdf, o)
 	if err != nil {
 		return err
 	}
 	defer op.Close()
-	return f(op, asJSON)
+	return printInfo(stdout, describePort(op), asJSON)
 }
 
 func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
@@ -348,15 +384,13 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 func runRegs(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON, raw bool
-	var ctl string
 	bdf, err := parsePortArgs("regs", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) {
 		fs.BoolVar(&raw, "raw", false, "read the registers as they are, without bringing the port up (no reset)")
-		controlFlag(fs, &ctl)
 	})
 	if err != nil {
 		return err
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok { // a run holds the port: ask it (control.go)
 		return controlRegs(path, asJSON, stdout)
@@ -449,15 +483,23 @@ func rawDump(bdf string, o portOptions) (regDump, error) {
 func runStats(args []string, stdout, stderr io.Writer) error {
 	var o portOptions
 	var asJSON bool
-	var ctl string
-	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, func(fs *flag.FlagSet) { controlFlag(fs, &ctl) })
+	var w statsWatch
+	bdf, err := parsePortArgs("stats", args, stderr, &o, &asJSON, w.flags)
 	if err != nil {
 		return err
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if err := w.check(); err != nil {
 		return err
+	}
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok && w.every > 0 { // statswatch.go
+		return w.watch(path, asJSON, stdout)
 	} else if ok { // a run holds the port: ask it (control.go)
 		return controlStats(path, asJSON, stdout)
+	}
+	if w.every > 0 {
+		return usageErrorf("--watch follows a running port's queues: give --control PORT (or the port a run holds)")
 	}
 	op, err := openPort(bdf, o)
 	if err != nil {
@@ -469,18 +511,10 @@ func runStats(args []string, stdout, stderr io.Writer) error {
 
 func printStats(stdout io.Writer, name string, cs []nic.Counter, asJSON bool) error {
 	if asJSON {
-		type kv struct {
-			Name  string `json:"name"`
-			Value uint64 `json:"value"`
-		}
-		out := make([]kv, len(cs))
-		for i, c := range cs {
-			out[i] = kv{c.Name, c.Value}
-		}
 		return writeJSON(stdout, struct {
-			Port     string `json:"port"`
-			Counters []kv   `json:"counters"`
-		}{name, out})
+			Port     string           `json:"port"`
+			Counters control.Counters `json:"counters"`
+		}{name, control.Counters(cs)})
 	}
 	for _, c := range cs {
 		fmt.Fprintf(stdout, "%-28s %d\n", c.Name, c.Value)

@@ -27,7 +27,7 @@ func TestInfoSimJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &pi); err != nil {
 		t.Fatalf("%v in %s", err, out)
 	}
-	if pi.Driver != "igb" || pi.Bus != "sim" || pi.Vendor != "8086" || pi.DeviceID != "10c9" {
+	if pi.Driver != "igb" || pi.Bus != "sim" || pi.Vendor != "0x8086" || pi.DeviceID != "0x10c9" || pi.Sim != "igb:82576" {
 		t.Fatalf("identity %+v", pi)
 	}
 	if !pi.Link.Up || pi.Link.SpeedMbps != 1000 || !pi.Link.FullDuplex {
@@ -112,21 +112,14 @@ func TestStatsSim(t *testing.T) {
 		t.Fatalf("rc %d: %s", rc, errs)
 	}
 	var s struct {
-		Port     string `json:"port"`
-		Counters []struct {
-			Name  string `json:"name"`
-			Value uint64 `json:"value"`
-		} `json:"counters"`
+		Port     string            `json:"port"`
+		Counters map[string]uint64 `json:"counters"`
 	}
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatal(err)
 	}
-	names := map[string]bool{}
-	for _, c := range s.Counters {
-		names[c.Name] = true
-	}
 	for _, n := range []string{"rx_packets", "tx_packets", "rx_bytes", "rx_missed_errors", "rx_no_buffer_count", "rx_crc_errors", "tx_refused_dma", "rx_queue_0_packets"} {
-		if !names[n] {
+		if _, ok := s.Counters[n]; !ok {
 			t.Errorf("no counter %s", n)
 		}
 	}
@@ -142,7 +135,7 @@ func TestPortCommandErrors(t *testing.T) {
 		rc   int
 		want string
 	}{
-		{[]string{"info"}, 2, "--sim igb"},
+		{[]string{"info"}, 2, "--sim KIND[:VARIANT], e.g. igb"},
 		{[]string{"info", "--sim", "e1000"}, 2, "igb"},
 		{[]string{"info", "0000:03:00.0", "--sim", "igb"}, 2, "not several"},
 		{[]string{"stats", "a", "b"}, 2, "one device"},

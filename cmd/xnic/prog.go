@@ -13,11 +13,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/fibfile"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 )
 
 // Commands that run XDP programs offline, like BPF_PROG_TEST_RUN: run, bench,
@@ -51,9 +55,9 @@ const (
 type progSelect struct {
 	name, section string
 	engine        engineFlag
-	mapFile       string     // --maps (mapfile.go)
-	fibFile       string     // --fib (fibfile.go)
-	maps          dpMapFlags // --map NAME:KEY=VALUE, after --maps
+	mapFile       string   // --maps (mapfile.go)
+	fibFile       string   // --fib (fibfile.go)
+	maps          listFlag // --map NAME:KEY=VALUE, after --maps
 }
 
 func (s *progSelect) flags(fs *flag.FlagSet) {
@@ -212,7 +216,11 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer c.Close()
-	perf, err := openPerfSink(c, stderr, *perfPcap) // perfout.go
+	var types *btf.Spec
+	if spec, err := ebpf.LoadCollectionSpec(pos[0]); err == nil {
+		types = spec.Types // for decoding ring buffer records and perf samples
+	}
+	perf, err := openPerfSink(c, types, stderr, *perfPcap) // perfout.go
 	if err != nil {
 		return err
 	}
@@ -247,7 +255,7 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 			errs++
 		} else {
 			act := r.Run(p, f)
-			if err := perf.drain(i, fr.ci.Timestamp); err != nil {
+			if _, err := perf.drain(i, fr.ci.Timestamp); err != nil {
 				return err
 			}
 			counts[act]++
@@ -301,6 +309,9 @@ func runProgRun(args []string, stdout, stderr io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "%d frames: %s\n", len(frames), strings.Join(parts, ", "))
 	}
+	if errs > 0 {
+		return fmt.Errorf("%d of %d frames could not be run (their errors are above)", errs, len(frames))
+	}
 	return nil
 }
 
@@ -312,18 +323,18 @@ func loadProg(path string, sel *progSelect, trace io.Writer) (*bpf.Collection, *
 	}
 	p, err := sel.pick(c)
 	if err == nil {
-		err = preloadMaps(c, sel.mapFile)
+		err = mapio.LoadFile(c, sel.mapFile)
 	}
 	for _, m := range sel.maps {
 		if err != nil {
 			break
 		}
-		if err = dpSetMap(c, m); err != nil {
+		if err = mapio.SetArg(c, m); err != nil {
 			err = usageErrorf("--map %s: %v", m, err)
 		}
 	}
 	if err == nil {
-		err = loadFIBFile(c, sel.fibFile, nil)
+		err = fibfile.Load(c, sel.fibFile, nil)
 	}
 	if err != nil {
 		c.Close()

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 )
 
@@ -83,6 +85,9 @@ func parsePTPWords(ws []string) (ptpOp, error) {
 		if err != nil {
 			return ptpOp{}, err
 		}
+		if ws[1] == "freq" && (v >= 1e9 || v <= -1e9) {
+			return ptpOp{}, usageErrorf("adj freq %d: a clock runs at most a little faster or slower than its nominal rate; %d ppb is %d%% of it (Linux's drivers allow well under 1e9 ppb)", v, v, v/1e7)
+		}
 		return ptpOp{Op: "adj " + ws[1], Value: v}, nil
 	}
 	return ptpOp{}, usageErrorf("want get, set NS, adj time DELTA_NS or adj freq PPB (got %q)", ws)
@@ -149,6 +154,19 @@ func runPTP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok { // a run holds the port: ask it (control.go)
+		resp, err := control.Call(path, control.Request{Cmd: control.CmdPTP, Args: words})
+		if err != nil {
+			return err
+		}
+		var out ptpOut
+		if err := json.Unmarshal(resp.Result, &out); err != nil {
+			return fmt.Errorf("the run's answer: %w", err)
+		}
+		return printPTP(stdout, out, asJSON)
+	}
 	op, err := openPort(bdf, o)
 	if err != nil {
 		return err
@@ -158,6 +176,10 @@ func runPTP(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	return printPTP(stdout, out, asJSON)
+}
+
+func printPTP(stdout io.Writer, out ptpOut, asJSON bool) error {
 	if asJSON {
 		return writeJSON(stdout, out)
 	}

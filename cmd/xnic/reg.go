@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -22,11 +23,6 @@ func init() {
 }
 
 // regOp is one NAME, OFFSET, NAME=VALUE or OFFSET=VALUE argument.
-type regOp struct {
-	Reg   string  `json:"reg"`             // a name from the table, or an offset (0x...)
-	Value *uint32 `json:"value,omitempty"` // nil: read
-}
-
 // parseRegOps reads the register arguments.
 func parseRegOps(args []string) ([]regOp, error) {
 	if len(args) == 0 {
@@ -171,19 +167,17 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 	var (
 		o             portOptions
 		asJSON, force bool
-		ctl           string
 	)
 	fs := newFlags("reg", stderr)
-	portFlags(fs, &o)
+	portFlags(fs, &o, false)
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.BoolVar(&force, "force", false, "access offsets outside the table, write read-only registers, write while a run owns the port")
-	controlFlag(fs, &ctl)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	bdf := ""
-	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && ctl == "" {
+	if len(pos) > 0 && o.Sim == "" && o.Platform == "" && o.Control == "" {
 		if _, err := vfio.ParseAddr(pos[0]); err == nil {
 			bdf, pos = pos[0], pos[1:]
 		}
@@ -192,10 +186,10 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if path, ok, err := findControl(bdf, o, ctl); err != nil {
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
 		return err
 	} else if ok {
-		resp, err := controlCall(path, ctlRequest{Cmd: "reg", Ops: ops, Force: force})
+		resp, err := control.Call(path, control.Request{Cmd: "reg", Ops: ops, Force: force})
 		if err != nil {
 			return err
 		}
@@ -222,7 +216,10 @@ func runReg(args []string, stdout, stderr io.Writer) error {
 // familyReadOnly is the read-only registers of family fam's table.
 func familyReadOnly(fam family) map[string]string {
 	if f := familyByName(fam); f != nil {
-		return f.readOnly
+		return f.facts.ReadOnly
 	}
 	return nil
 }
+
+// regOp is one register access of xnic reg, as the control protocol carries it.
+type regOp = control.RegOp

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -22,7 +23,8 @@ import (
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
-	"github.com/xnic-dev/xnic/dataplane/maps"
+	"github.com/xnic-dev/xnic/dataplane/fibfile"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/metrics"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
@@ -44,24 +46,12 @@ func init() {
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
 }
 
-// dpMapFlags collects repeated --map flags.
-type dpMapFlags []string
-
-func (m *dpMapFlags) String() string     { return strings.Join(*m, " ") }
-func (m *dpMapFlags) Set(s string) error { *m = append(*m, s); return nil }
-
 // dpRunOptions are the flags of `xnic run`.
 type dpRunOptions struct {
-	dev, sim         string
-	platforms        dpMapFlags // --platform, repeatable
+	portOptions      // the ports: --dev, --sim, --platform, --queues, rings (portFlags)
 	prog, sec        string
-	queues           int
-	simAsync         bool // --sim-async
-	ring             int
-	rxRing, txRing   int // --rx-ring, --tx-ring
-	rxUsecs          int // --rx-usecs
 	cpus             string
-	maps             dpMapFlags
+	maps             listFlag
 	mapFile          string // --maps (mapfile.go)
 	perfPcap         string // --perf-pcap (perfout.go)
 	fibFile          string // --fib (fibfile.go)
@@ -82,18 +72,11 @@ type dpRunOptions struct {
 }
 
 func (o *dpRunOptions) flags(fs *flag.FlagSet) {
-	fs.StringVar(&o.dev, "dev", "", "PCI addresses of the ports, comma-separated")
-	fs.StringVar(&o.sim, "sim", "", simHelp(true))
-	fs.Var(&o.platforms, "platform", "an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (repeatable; root)")
+	portFlags(fs, &o.portOptions, true)
 	fs.StringVar(&o.prog, "prog", "", "XDP object (ELF, clang -target bpf)")
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
 	fs.Var(&o.engine, "engine", engineHelp)
-	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
-	fs.BoolVar(&o.simAsync, "sim-async", false, simAsyncHelp)
-	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
-	fs.IntVar(&o.rxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
-	fs.IntVar(&o.txRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
-	fs.IntVar(&o.rxUsecs, "rx-usecs", 0, "RX interrupt moderation at open, microseconds (like ethtool -C rx-usecs; igb, fec, dwmac)")
+	fs.BoolVar(&o.RxMeta, "rx-meta", false, "ask the ports for RX metadata (timestamps, hashes, VLAN tags) for the XDP metadata kfuncs; on by itself when the program calls one")
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
@@ -150,114 +133,40 @@ func dpRunCmd(args []string, stdout, stderr io.Writer) error {
 
 // dpRun runs until ctx is done.
 func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error {
+	if err := dpCheckPorts(o); err != nil {
+		return err
+	}
+	spec, err := ebpf.LoadCollectionSpec(o.prog)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", o.prog, err)
+	}
+	if specUsesRxMeta(spec) {
+		o.RxMeta = true // runprog.go: the program reads RX metadata
+	}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		return err
 	}
 	defer dpClosePorts(ports, stderr)
-
-	spec, err := ebpf.LoadCollectionSpec(o.prog)
-	if err != nil {
-		return fmt.Errorf("reading %s: %w", o.prog, err)
-	}
-	workers := o.workers
-	if workers < 0 {
-		workers = 0
-		for _, m := range spec.Maps {
-			if m.Type == ebpf.CPUMap {
-				workers = 2
-			}
-		}
-	}
-	cfg := dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy}
-	if o.cpus != "" {
-		if cfg.CPUs, err = dpParseCPUs(o.cpus); err != nil {
-			return usageErrorf("--cpus: %v", err)
-		}
-	}
-	for _, p := range ports {
-		cfg.Ports = append(cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.queues})
-	}
-	trace := newTraceHub() // trace.go: bpf_printk lines for `xnic prog trace`
-	coll, err := bpf.LoadCollectionSpec(spec, &bpf.Options{NumCPU: max(cfg.NumSlots(), 1), Engine: o.engine.e, Trace: trace})
-	if err != nil {
-		return fmt.Errorf("loading %s: %w", o.prog, err)
-	}
-	defer coll.Close()
-	prog, err := dpPickProgram(coll, o.sec)
+	r := &dpRunState{o: o, ports: ports, trace: newTraceHub()} // trace.go: bpf_printk for `xnic prog trace`
+	rp, err := r.loadFirst(spec)
 	if err != nil {
 		return err
 	}
-	cfg.Program = dataplane.BPF(prog)
-	cfg.CPUMapProgram = dataplane.CPUMapPrograms(coll)
-
-	// TAP devices: the exception path (XDP_PASS) and the stack's way out.
-	if o.tap != "none" && o.tap != "" {
-		for i, p := range ports {
-			name := o.tap
-			if strings.Contains(name, "%d") {
-				name = fmt.Sprintf(name, i)
-			} else if len(ports) > 1 {
-				name = fmt.Sprintf("%s%d", name, i)
-			}
-			t, err := tap.Open(name)
-			if err != nil {
-				fmt.Fprintf(stderr, "xnic run: no TAP for %s, XDP_PASS frames will be dropped: %v\n", p.port.Name(), err)
-				break
-			}
-			p.tap = t
-			if err := t.SetMAC(p.port.MAC()); err != nil {
-				fmt.Fprintf(stderr, "xnic run: %v\n", err)
-			}
-			if err := t.SetUp(true); err != nil {
-				fmt.Fprintf(stderr, "xnic run: %v\n", err)
-			}
-			cfg.Ports[i].Stack = t
-		}
-	}
-	var dump *rotatingDump // dumplimit.go: --dump-count, --dump-size, --dump-files
-	if o.dump != "" {
-		filter, err := pcapdump.ParseFilter(o.dumpFilter)
-		if err != nil {
-			return usageErrorf("--dump-verdict: %v", err)
-		}
-		var names []string
-		for _, p := range ports {
-			names = append(names, p.port.Name())
-		}
-		if dump, err = newRotatingDump(o.dump, names, filter, o.dumpLimits); err != nil {
-			return err
-		}
-		defer func() {
-			if err := dump.Close(); err != nil {
-				fmt.Fprintf(stderr, "xnic run: %v\n", err)
-			}
-		}()
-		cfg.Dump = dump
-	}
-	e, err := dataplane.New(cfg)
+	defer r.progs.close()
+	r.openTAPs(stderr)
+	closeDump, err := r.openDump(stderr)
 	if err != nil {
 		return err
 	}
-	e.WireMaps(coll)
-	if err := preloadMaps(coll, o.mapFile); err != nil {
+	defer closeDump()
+	if r.e, err = dataplane.New(r.cfg); err != nil {
 		return err
 	}
-	if err := loadFIBFile(coll, o.fibFile, func(ifindex uint32) net.HardwareAddr {
-		if ifindex < 1 || int(ifindex) > len(ports) {
-			return nil
-		}
-		return ports[ifindex-1].port.MAC()
-	}); err != nil {
+	if err := r.prepareMaps(rp, stderr); err != nil {
 		return err
 	}
-	reportRefused(coll, stderr)
-	for _, m := range o.maps {
-		if err := dpSetMap(coll, m); err != nil {
-			return usageErrorf("--map %s: %v", m, err)
-		}
-	}
-	if err := e.Start(); err != nil {
+	if err := r.e.Start(); err != nil {
 		return err
 	}
 	stopped := false
@@ -266,21 +175,20 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 			return nil
 		}
 		stopped = true
-		return e.Stop()
+		return r.e.Stop()
 	}
 	defer stop()
-	cs, err := serveControl(ports, coll, spec.Maps, trace, e, stderr) // control.go: stats, regs, maps while running
+	if r.events, err = newEventHub(rp, stderr, o.perfPcap); err != nil { // events.go: ring buffer records, perf samples
+		return err
+	}
+	defer r.events.close()
+	cs, err := serveControl(r, stderr) // control.go: the commands of a running port
 	if err != nil {
 		fmt.Fprintf(stderr, "xnic run: no control socket (set XDG_RUNTIME_DIR to a directory of yours): %v\n", err)
 	}
 	defer cs.Close()
-	perf, err := openPerfSink(coll, stderr, o.perfPcap) // perfout.go: bpf_perf_event_output records
-	if err != nil {
-		return err
-	}
-	defer perf.close()
 	if o.metrics != "" {
-		ms, err := metrics.Serve(dpMetricsAddr(o.metrics), e)
+		ms, err := metrics.Serve(dpMetricsAddr(o.metrics), r.e)
 		if err != nil {
 			return err
 		}
@@ -292,23 +200,175 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	}
 	if !o.json {
 		fmt.Fprintf(stdout, "running %s (%s) on %d port(s), %d queue(s) each; ifindex 1..%d\n",
-			prog.Name(), o.prog, len(ports), o.queues, len(ports))
+			rp.prog.Name(), o.prog, len(ports), o.Queues, len(ports))
 	}
-	prev := e.Snapshot()
-	tick := time.NewTicker(o.interval)
+	if err := r.rateLoop(ctx, stdout); err != nil {
+		return err
+	}
+	for _, p := range ports {
+		p.stopPartner()
+	}
+	stopErr := stop()
+	r.events.drain()
+	return errors.Join(r.summary(stdout), stopErr)
+}
+
+// dpRunState is what one `xnic run` holds while it runs.
+type dpRunState struct {
+	o      *dpRunOptions
+	ports  []*dpPort
+	cfg    dataplane.Config
+	e      *dataplane.Engine
+	trace  *traceHub
+	progs  runPrograms // runprog.go
+	events *eventHub   // events.go
+}
+
+// loadFirst loads the run's program and fills in the engine's configuration.
+func (r *dpRunState) loadFirst(spec *ebpf.CollectionSpec) (*runProgram, error) {
+	o := r.o
+	workers := o.workers
+	if workers < 0 {
+		workers = 0
+		for _, m := range spec.Maps {
+			if m.Type == ebpf.CPUMap {
+				workers = 2
+			}
+		}
+	}
+	r.cfg = dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy}
+	if o.cpus != "" {
+		var err error
+		if r.cfg.CPUs, err = dpParseCPUs(o.cpus); err != nil {
+			return nil, usageErrorf("--cpus: %v", err)
+		}
+	}
+	for _, p := range r.ports {
+		r.cfg.Ports = append(r.cfg.Ports, dataplane.PortConfig{Port: p.port, Queues: o.Queues})
+	}
+	r.progs.opts = bpf.Options{NumCPU: max(r.cfg.NumSlots(), 1), Engine: o.engine.e, Trace: r.trace}
+	r.progs.after = r.afterLoad
+	rp, err := r.progs.load(spec, filepath.Base(o.prog), o.sec)
+	if err != nil {
+		return nil, err
+	}
+	r.progs.all = append(r.progs.all, rp)
+	r.progs.cur.Store(rp)
+	r.cfg.Program = dataplane.BPF(rp.prog)
+	r.cfg.CPUMapProgram = dataplane.CPUMapPrograms(rp.coll)
+	return rp, nil
+}
+
+// afterLoad readies a program loaded by `xnic prog load` before it runs:
+// its maps wired to the engine, the run's FIB, its events followed.
+func (r *dpRunState) afterLoad(rp *runProgram) error {
+	r.e.WireMaps(rp.coll)
+	if err := fibfile.Load(rp.coll, r.o.fibFile, r.portMAC); err != nil {
+		return err
+	}
+	if rp.prog.UsesRxMeta() && !r.o.RxMeta {
+		return fmt.Errorf("%w: %s reads RX metadata (a bpf_xdp_metadata_rx_* kfunc), and the ports were opened without it: start the run with --rx-meta, or with this program",
+			errRefused, rp.prog.Name())
+	}
+	return r.events.rebind(rp)
+}
+
+// portMAC is the MAC of the port with ifindex (nil: none).
+func (r *dpRunState) portMAC(ifindex uint32) net.HardwareAddr {
+	if ifindex < 1 || int(ifindex) > len(r.ports) {
+		return nil
+	}
+	return r.ports[ifindex-1].port.MAC()
+}
+
+// openTAPs gives each port a TAP device: the exception path (XDP_PASS) and
+// the stack's way out.
+func (r *dpRunState) openTAPs(stderr io.Writer) {
+	o := r.o
+	if o.tap == "none" || o.tap == "" {
+		return
+	}
+	for i, p := range r.ports {
+		name := o.tap
+		if strings.Contains(name, "%d") {
+			name = fmt.Sprintf(name, i)
+		} else if len(r.ports) > 1 {
+			name = fmt.Sprintf("%s%d", name, i)
+		}
+		t, err := tap.Open(name)
+		if err != nil {
+			fmt.Fprintf(stderr, "xnic run: no TAP for %s, XDP_PASS frames will be dropped: %v\n", p.port.Name(), err)
+			return
+		}
+		p.tap = t
+		if err := t.SetMAC(p.port.MAC()); err != nil {
+			fmt.Fprintf(stderr, "xnic run: %v\n", err)
+		}
+		if err := t.SetUp(true); err != nil {
+			fmt.Fprintf(stderr, "xnic run: %v\n", err)
+		}
+		r.cfg.Ports[i].Stack = t
+	}
+}
+
+// openDump sets up --dump (dumplimit.go: --dump-count, --dump-size,
+// --dump-files); the returned function closes it.
+func (r *dpRunState) openDump(stderr io.Writer) (func(), error) {
+	o := r.o
+	if o.dump == "" {
+		return func() {}, nil
+	}
+	filter, err := pcapdump.ParseFilter(o.dumpFilter)
+	if err != nil {
+		return nil, usageErrorf("--dump-verdict: %v", err)
+	}
+	var names []string
+	for _, p := range r.ports {
+		names = append(names, p.port.Name())
+	}
+	dump, err := newRotatingDump(o.dump, names, filter, o.dumpLimits)
+	if err != nil {
+		return nil, err
+	}
+	r.cfg.Dump = dump
+	return func() {
+		if err := dump.Close(); err != nil {
+			fmt.Fprintf(stderr, "xnic run: %v\n", err)
+		}
+	}, nil
+}
+
+// prepareMaps fills the maps before the first frame: --maps, --fib, --map.
+func (r *dpRunState) prepareMaps(rp *runProgram, stderr io.Writer) error {
+	r.e.WireMaps(rp.coll)
+	if err := mapio.LoadFile(rp.coll, r.o.mapFile); err != nil {
+		return err
+	}
+	if err := fibfile.Load(rp.coll, r.o.fibFile, r.portMAC); err != nil {
+		return err
+	}
+	reportRefused(rp.coll, stderr)
+	for _, m := range r.o.maps {
+		if err := mapio.SetArg(rp.coll, m); err != nil {
+			return usageErrorf("--map %s: %v", m, err)
+		}
+	}
+	return nil
+}
+
+// rateLoop prints a line of rates per interval until ctx is done.
+func (r *dpRunState) rateLoop(ctx context.Context, stdout io.Writer) error {
+	prev := r.e.Snapshot()
+	tick := time.NewTicker(r.o.interval)
 	defer tick.Stop()
-loop:
 	for {
 		select {
 		case <-ctx.Done():
-			break loop
+			return nil
 		case <-tick.C:
-			if err := perf.drain(-1, time.Now()); err != nil {
-				return err
-			}
-			cur := e.Snapshot()
+			cur := r.e.Snapshot()
 			rs := dataplane.RatesBetween(&prev, &cur)
-			if o.json {
+			if r.o.json {
 				if err := dataplane.WriteJSON(stdout, &cur, rs); err != nil {
 					return err
 				}
@@ -318,31 +378,25 @@ loop:
 			prev = cur
 		}
 	}
-	for _, p := range ports {
-		p.stopPartner()
+}
+
+// summary prints the run's final counters.
+func (r *dpRunState) summary(stdout io.Writer) error {
+	final := r.e.Snapshot()
+	if r.o.json {
+		return dataplane.WriteJSON(stdout, &final, nil)
 	}
-	stopErr := stop()
-	if err := perf.drain(-1, time.Now()); err != nil {
-		return err
-	}
-	final := e.Snapshot()
-	if o.json {
-		if err := dataplane.WriteJSON(stdout, &final, nil); err != nil {
-			return err
+	fmt.Fprintln(stdout)
+	dataplane.FormatSummary(stdout, &final)
+	for i, p := range r.ports {
+		if p.partner != nil {
+			p.partner.summarize(stdout, p.port.Name())
 		}
-	} else {
-		fmt.Fprintln(stdout)
-		dataplane.FormatSummary(stdout, &final)
-		for i, p := range ports {
-			if p.partner != nil {
-				p.partner.summarize(stdout, p.port.Name())
-			}
-			if i < len(final.Ports) {
-				dpReportHWDrops(stdout, &final.Ports[i])
-			}
+		if i < len(final.Ports) {
+			dpReportHWDrops(stdout, &final.Ports[i])
 		}
 	}
-	return stopErr
+	return nil
 }
 
 // dpMetricsAddr binds to loopback unless the user names a host: "9101" and
@@ -399,101 +453,6 @@ func dpParseCPUs(s string) ([]int, error) {
 	return out, nil
 }
 
-// dpSetMap applies NAME:KEY=VALUE to the collection's maps. KEY is an integer
-// written in the map's key size; VALUE a comma-separated list of integers (32-bit
-// fields, or one field filling the whole value) or program names (their ids).
-// Per-CPU maps get the value in every slot.
-func dpSetMap(c *bpf.Collection, arg string) error {
-	name, kv, ok := strings.Cut(arg, ":")
-	if !ok {
-		return errors.New("want NAME:KEY=VALUE")
-	}
-	ks, vs, ok := strings.Cut(kv, "=")
-	if !ok {
-		return errors.New("want NAME:KEY=VALUE")
-	}
-	m, err := c.Map(name)
-	if err != nil {
-		return err
-	}
-	spec := m.Spec()
-	key, err := dpIntBytes(ks, int(spec.KeySize))
-	if err != nil {
-		return fmt.Errorf("key: %w", err)
-	}
-	fields := strings.Split(vs, ",")
-	var val []byte
-	if len(fields) == 1 {
-		if val, err = dpValueField(c, fields[0], int(spec.ValueSize)); err != nil {
-			return fmt.Errorf("value: %w", err)
-		}
-	} else {
-		for _, f := range fields {
-			b, err := dpValueField(c, f, 4)
-			if err != nil {
-				return fmt.Errorf("value: %w", err)
-			}
-			val = append(val, b...)
-		}
-		if len(val) != int(spec.ValueSize) {
-			return fmt.Errorf("value of %d bytes for a map with %d-byte values", len(val), spec.ValueSize)
-		}
-	}
-	cpu := 0
-	if maps.IsPerCPU(spec.Type) {
-		cpu = -1
-		one := (len(val) + 7) &^ 7
-		all := make([]byte, one*max(spec.NumCPU, 1))
-		for i := 0; i < max(spec.NumCPU, 1); i++ {
-			copy(all[i*one:], val)
-		}
-		val = all
-	}
-	return m.Update(key, val, maps.UpdateAny, cpu)
-}
-
-func dpValueField(c *bpf.Collection, s string, size int) ([]byte, error) {
-	if _, ok, err := mapArgBytes(s, size); ok && err != nil { // maphex.go
-		return nil, err
-	}
-	if b, err := dpIntBytes(s, size); err == nil {
-		return b, nil
-	}
-	p, err := c.Program(strings.TrimSpace(s))
-	if err != nil {
-		return nil, fmt.Errorf("%q is neither a number nor a program of the object", s)
-	}
-	return dpIntBytes(strconv.FormatUint(uint64(p.ID()), 10), size)
-}
-
-// dpIntBytes writes the integer s little-endian in size bytes (1, 2, 4 or 8).
-func dpIntBytes(s string, size int) ([]byte, error) {
-	if b, ok, err := mapArgBytes(s, size); ok { // maphex.go: bpftool-style byte lists
-		return b, err
-	}
-	v, err := strconv.ParseUint(strings.TrimSpace(s), 0, 64)
-	if err != nil {
-		return nil, err
-	}
-	b := make([]byte, size)
-	switch size {
-	case 1:
-		b[0] = byte(v)
-	case 2:
-		binary.LittleEndian.PutUint16(b, uint16(v))
-	case 4:
-		binary.LittleEndian.PutUint32(b, uint32(v))
-	case 8:
-		binary.LittleEndian.PutUint64(b, v)
-	default:
-		return nil, fmt.Errorf("%d-byte integers are not supported", size)
-	}
-	if size < 8 && v>>(8*size) != 0 {
-		return nil, fmt.Errorf("%d does not fit %d bytes", v, size)
-	}
-	return b, nil
-}
-
 // dpPort is one port `xnic run` opened, with what stands behind it.
 type dpPort struct {
 	op      *openedPort // the port and the device or model behind it
@@ -522,33 +481,32 @@ func (p *dpPort) stopPartner() {
 // MAC and name per port (02:1b:5e:00:00:N+1, KINDsimN) and a link partner that
 // drives the model.
 func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
-	given := 0
-	for _, set := range []bool{o.dev != "", o.sim != "", len(o.platforms) > 0} {
-		if set {
-			given++
-		}
-	}
-	if given != 1 {
-		return nil, usageErrorf("give one of --dev BDF[,BDF...], --sim KIND[:VARIANT][:N] or --platform NAME@ADDR")
+	if err := dpCheckPorts(o); err != nil {
+		return nil, err
 	}
 	var targets []portOptions
-	base := portOptions{Queues: o.queues, RingSize: o.ring, RxRing: o.rxRing, TxRing: o.txRing, RxUsecs: o.rxUsecs, Interrupts: true, Promisc: true, LinkTimeout: 5 * time.Second, SimAsync: o.simAsync}
+	base := o.portOptions
+	base.Dev, base.Sim, base.Platforms = "", "", nil
+	base.Interrupts, base.Promisc = true, true
+	if base.LinkTimeout == 0 {
+		base.LinkTimeout = 5 * time.Second
+	}
 	var bdfs []string
 	switch {
-	case o.dev != "":
-		for _, bdf := range strings.Split(o.dev, ",") {
+	case o.Dev != "":
+		for _, bdf := range strings.Split(o.Dev, ",") {
 			bdfs = append(bdfs, strings.TrimSpace(bdf))
 			targets = append(targets, base)
 		}
-	case len(o.platforms) > 0:
-		for _, pl := range o.platforms {
+	case len(o.Platforms) > 0:
+		for _, pl := range o.Platforms {
 			t := base
 			t.Platform = pl
 			bdfs = append(bdfs, "")
 			targets = append(targets, t)
 		}
 	default:
-		spec, err := parseSim(o.sim)
+		spec, err := parseSim(o.Sim)
 		if err != nil {
 			return nil, err
 		}
@@ -582,6 +540,30 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 		}
 	}
 	return ports, nil
+}
+
+// dpCheckPorts checks that the options name the ports one way.
+func dpCheckPorts(o *dpRunOptions) error {
+	given := 0
+	for _, set := range []bool{o.Dev != "", o.Sim != "", len(o.Platforms) > 0} {
+		if set {
+			given++
+		}
+	}
+	if given != 1 {
+		return usageErrorf("give one of --dev BDF[,BDF...], --sim KIND[:VARIANT][:N] or --platform NAME@ADDR")
+	}
+	if o.Sim != "" {
+		if _, err := parseSim(o.Sim); err != nil {
+			return err
+		}
+	}
+	for _, p := range o.Platforms {
+		if _, err := parsePlatform(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dpClosePorts closes everything and reports buffers not back in their pools,

@@ -18,6 +18,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/google/gopacket/pcapgo"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/pcapdump"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 )
@@ -33,9 +34,7 @@ func examplePath(t *testing.T, name string) string {
 
 func TestRunSimRedirectJSONAndDump(t *testing.T) {
 	dump := filepath.Join(t.TempDir(), "d.pcapng")
-	o := &dpRunOptions{sim: "igb:2", prog: examplePath(t, "xdp_redirect_map"), queues: 1, interval: 100 * time.Millisecond,
-		maps: dpMapFlags{"tx_port:0=2"}, tap: "none", json: true, dump: dump, dumpFilter: "redirect",
-		peer: "gen,none", peerSize: 64, peerBurst: 16, peerRate: 20000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb:2", Queues: 1}, prog: examplePath(t, "xdp_redirect_map"), interval: 100 * time.Millisecond, maps: listFlag{"tx_port:0=2"}, tap: "none", json: true, dump: dump, dumpFilter: "redirect", peer: "gen,none", peerSize: 64, peerBurst: 16, peerRate: 20000, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -102,9 +101,7 @@ func TestRunSimRedirectJSONAndDump(t *testing.T) {
 }
 
 func TestRunSimCPUMapText(t *testing.T) {
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_redirect_cpu"), queues: 1, interval: 100 * time.Millisecond,
-		maps: dpMapFlags{"cpu_map:0=256,xdp_cpumap_count", "cpu_map:1=256,xdp_cpumap_count"}, tap: "none",
-		peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 5000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_redirect_cpu"), interval: 100 * time.Millisecond, maps: listFlag{"cpu_map:0=256,xdp_cpumap_count", "cpu_map:1=256,xdp_cpumap_count"}, tap: "none", peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 5000, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -135,8 +132,7 @@ func TestRunErrors(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_redirect_map"), queues: 1, interval: time.Second, tap: "none", peer: "none",
-		maps: dpMapFlags{"tx_port:0=9"}, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_redirect_map"), interval: time.Second, tap: "none", peer: "none", maps: listFlag{"tx_port:0=9"}, workers: -1}
 	if err := dpRun(ctx, o, &out, &errOut); err == nil || !strings.Contains(err.Error(), "tx_port:0=9") {
 		t.Errorf("devmap entry for a missing ifindex: %v", err)
 	}
@@ -159,8 +155,7 @@ func TestRunPcapPeerAndMetrics(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
-		tap: "none", peer: "pcap:" + pcap, workers: -1, metrics: "127.0.0.1:0", json: true}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: 50 * time.Millisecond, tap: "none", peer: "pcap:" + pcap, workers: -1, metrics: "127.0.0.1:0", json: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -197,11 +192,11 @@ func TestParseHelpers(t *testing.T) {
 			t.Errorf("cpus %q accepted", bad)
 		}
 	}
-	b, err := dpIntBytes("0x102", 2)
+	b, err := mapio.IntBytes("0x102", 2)
 	if err != nil || !bytes.Equal(b, []byte{2, 1}) {
 		t.Errorf("int bytes %x %v", b, err)
 	}
-	if _, err := dpIntBytes("300", 1); err == nil {
+	if _, err := mapio.IntBytes("300", 1); err == nil {
 		t.Error("300 fits a byte?")
 	}
 	if s, err := parseSim("igb:3"); err != nil || s.Fam != family("igb") || s.N != 3 {
@@ -214,7 +209,7 @@ func TestParseHelpers(t *testing.T) {
 // interrupts, promiscuous mode, a link that is up, no in-memory wire (the link
 // partner drives the model), and closing them reports nothing.
 func TestDpOpenPortsThroughOpenPort(t *testing.T) {
-	o := &dpRunOptions{sim: "igb:2", queues: 1, peer: "none"}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb:2", Queues: 1}, peer: "none"}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		t.Fatal(err)
@@ -236,7 +231,7 @@ func TestDpOpenPortsThroughOpenPort(t *testing.T) {
 	if errOut.Len() != 0 {
 		t.Errorf("closing: %q", errOut.String())
 	}
-	if _, err := dpOpenPorts(&dpRunOptions{sim: "igb", dev: "0000:00:00.0"}); !errors.Is(err, errUsage) {
+	if _, err := dpOpenPorts(&dpRunOptions{portOptions: portOptions{Sim: "igb", Dev: "0000:00:00.0"}}); !errors.Is(err, errUsage) {
 		t.Errorf("--dev and --sim: %v", err)
 	}
 }
@@ -245,8 +240,7 @@ func TestDpOpenPortsThroughOpenPort(t *testing.T) {
 // line counts them as hardware drops, and the summary names the counter and
 // says the partner offered frames the port did not take.
 func TestRunReportsFramesThePortRefuses(t *testing.T) {
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 100 * time.Millisecond,
-		tap: "none", peer: "gen", peerSize: 1600, peerBurst: 16, peerRate: 20000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: 100 * time.Millisecond, tap: "none", peer: "gen", peerSize: 1600, peerBurst: 16, peerRate: 20000, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer
@@ -289,8 +283,7 @@ func TestRunPadsRuntsFromPcap(t *testing.T) {
 	if out, n, skipped := padRunts([][]byte{{}, make([]byte, 13), make([]byte, 14), make([]byte, 61)}); len(out) != 2 || len(out[0]) != 60 || len(out[1]) != 61 || n != 1 || skipped != 2 {
 		t.Errorf("padRunts: %d frames, padded %d, skipped %d", len(out), n, skipped)
 	}
-	o := &dpRunOptions{sim: "igb", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: 50 * time.Millisecond,
-		tap: "none", peer: "pcap:" + pcap, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: 50 * time.Millisecond, tap: "none", peer: "pcap:" + pcap, workers: -1}
 	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer

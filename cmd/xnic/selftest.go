@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
@@ -23,12 +24,10 @@ import (
 //
 // The loopback tests send frames of several sizes to the port's own MAC and
 // want each back byte for byte, in order, and (on a --sim port) none on the
-// wire. Which register turns MAC loopback on is the family's: igb RCTL.LBM =
-// 01b (82576 datasheet 8.10.1; Linux E1000_RCTL_LBM_MAC), dwmac
-// MAC_Configuration.LM (bit 12; Linux dwmac4_set_mac_loopback), fec RCR.LOOP
-// (bit 0; i.MX reference manual, ENET RCR). PHY loopback is BMCR bit 14 (IEEE
-// 802.3 22.2.4.1.2) through the MDIO, as Linux's igb and stmmac self-tests
-// use it.
+// wire. Which register turns MAC loopback on, and which registers the
+// pattern test may write, the driver says (nic.RegFacts, each driver's
+// Facts). PHY loopback is BMCR bit 14 (IEEE 802.3 22.2.4.1.2) through the
+// MDIO, as Linux's self-tests use it.
 
 func init() {
 	register(&command{name: "selftest", usage: portUsage + " [--json]",
@@ -41,22 +40,6 @@ type selftestResult struct {
 	Test   string `json:"test"`
 	Result string `json:"result"` // pass, fail or skip
 	Detail string `json:"detail"`
-}
-
-// selftestFamily is what the tests need to know of a family: registers for
-// the pattern test (by their names in the family's table, with the bits the
-// datasheet makes read/write storage) and the MAC loopback control.
-type selftestFamily struct {
-	patterns []regPattern
-	loopReg  string // register of the table holding the loopback control
-	loopMask uint32 // the control's field
-	loopOn   uint32 // the field's value for MAC loopback
-}
-
-// regPattern is one register of the pattern test and its read/write bits.
-type regPattern struct {
-	name string
-	mask uint32
 }
 
 // selftestSizes are the frame lengths (without FCS) the loopback tests send.
@@ -72,8 +55,14 @@ func runSelftest(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if bdf != "" && controlAlive(controlPath(bdf)) {
-		return fmt.Errorf("%s: a running `xnic run` holds the port; the self-test resets it: stop the run first", bdf)
+	if path, ok, err := findControl(bdf, o, o.Control); err != nil {
+		return err
+	} else if ok { // the run says why not
+		_, err := control.Call(path, control.Request{Cmd: control.CmdSelftest})
+		if err == nil {
+			err = errors.New("the run holding the port did not refuse the self-test")
+		}
+		return fmt.Errorf("%w: %v", errHeld, err)
 	}
 	o.Interrupts = true
 	op, err := openPort(bdf, o)
@@ -150,13 +139,13 @@ func (st *selftester) run(name string, f func() (string, error)) selftestResult 
 	return selftestResult{name, "pass", detail}
 }
 
-func (st *selftester) family() (selftestFamily, regTarget, error) {
+func (st *selftester) family() (nic.RegFacts, regTarget, error) {
 	fd := familyByName(st.op.Family)
-	if fd == nil || len(fd.selftest.patterns) == 0 {
-		return selftestFamily{}, regTarget{}, fmt.Errorf("no self-test registers for the %s family: %w", st.op.Family, nic.ErrNotSupported)
+	if fd == nil || len(fd.facts.Patterns) == 0 {
+		return nic.RegFacts{}, regTarget{}, fmt.Errorf("no self-test registers for the %s family: %w", st.op.Family, nic.ErrNotSupported)
 	}
 	t, err := portRegTarget(st.op, false)
-	return fd.selftest, t, err
+	return fd.facts, t, err
 }
 
 func (st *selftester) link() (string, error) {
@@ -188,26 +177,26 @@ func (st *selftester) registers() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, p := range f.patterns {
-		off, err := regOffset(t, p.name)
+	for _, p := range f.Patterns {
+		off, err := regOffset(t, p.Reg)
 		if err != nil {
 			return "", err
 		}
 		orig := t.regs.Read32(off)
 		for _, pat := range []uint32{0x5A5A5A5A, 0xA5A5A5A5, 0, 0xFFFFFFFF} {
-			want := orig&^p.mask | pat&p.mask
+			want := orig&^p.Mask | pat&p.Mask
 			t.regs.Write32(off, want)
-			if got := t.regs.Read32(off); got&p.mask != pat&p.mask {
+			if got := t.regs.Read32(off); got&p.Mask != pat&p.Mask {
 				t.regs.Write32(off, orig)
-				return "", fmt.Errorf("%s [%#x]: wrote %#08x, read back %#08x (bits %#08x differ)", p.name, off, want, got, (got^want)&p.mask)
+				return "", fmt.Errorf("%s [%#x]: wrote %#08x, read back %#08x (bits %#08x differ)", p.Reg, off, want, got, (got^want)&p.Mask)
 			}
 		}
 		t.regs.Write32(off, orig)
 		if got := t.regs.Read32(off); got != orig {
-			return "", fmt.Errorf("%s [%#x]: restoring %#08x reads %#08x", p.name, off, orig, got)
+			return "", fmt.Errorf("%s [%#x]: restoring %#08x reads %#08x", p.Reg, off, orig, got)
 		}
 	}
-	return fmt.Sprintf("%d registers, 4 patterns each", len(f.patterns)), nil
+	return fmt.Sprintf("%d registers, 4 patterns each", len(f.Patterns)), nil
 }
 
 // setMACLoopback turns the family's MAC loopback on or off.
@@ -216,13 +205,13 @@ func (st *selftester) setMACLoopback(on bool) error {
 	if err != nil {
 		return err
 	}
-	off, err := regOffset(t, f.loopReg)
+	off, err := regOffset(t, f.Loopback.Reg)
 	if err != nil {
 		return err
 	}
-	v := t.regs.Read32(off) &^ f.loopMask
+	v := t.regs.Read32(off) &^ f.Loopback.Mask
 	if on {
-		v |= f.loopOn
+		v |= f.Loopback.On
 	}
 	t.regs.Write32(off, v)
 	return nil

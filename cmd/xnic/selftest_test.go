@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -64,9 +65,9 @@ func TestSelftestCatchesLoss(t *testing.T) {
 
 	// A register that drops a bit: the pattern test names it.
 	fd := familyByName("dwmac")
-	saved := fd.selftest.patterns
-	fd.selftest.patterns = []regPattern{{"MAC_VERSION", 0xFF}}
-	defer func() { fd.selftest.patterns = saved }()
+	saved := fd.facts.Patterns
+	fd.facts.Patterns = []nic.RegPattern{{Reg: "MAC_VERSION", Mask: 0xFF}}
+	defer func() { fd.facts.Patterns = saved }()
 	if _, err := st.registers(); err == nil || !strings.Contains(err.Error(), "MAC_VERSION") {
 		t.Fatalf("a read-only register in the pattern test: %v", err)
 	}

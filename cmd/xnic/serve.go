@@ -38,7 +38,7 @@ type serveOptions struct {
 func runServe(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("serve", stderr)
 	var o serveOptions
-	fs.StringVar(&o.sim, "sim", "", "the model to serve: KIND[:VARIANT] of a PCI model: igb (82576, i350, i210, i211) or dwmac:intel")
+	fs.StringVar(&o.sim, "sim", "", "the model to serve: KIND[:VARIANT] of a PCI model: "+pciSimChoices())
 	fs.StringVar(&o.socket, "vfio-user", "", "the Unix socket to listen on (must not exist); QEMU connects to it")
 	fs.StringVar(&o.wire, "wire", "none", "the model's Ethernet wire: udp:LOCAL,REMOTE (QEMU's dgram netdev format), tap:NAME (a host TAP device), pcap:FILE (frames the device sends, written to FILE) or none")
 	fs.BoolVar(&o.once, "once", false, "stop when the first client disconnects")
@@ -84,7 +84,7 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer) error {
 	defer m.Close()
 	dev, ok := m.NICDevice().(*sim.Device)
 	if !ok {
-		return usageErrorf("--sim %s is not a PCI model (serve takes igb or dwmac:intel)", spec)
+		return usageErrorf("--sim %s is not a PCI model (serve takes %s)", spec, pciSimChoices())
 	}
 	closeWire, err := attachWire(ctx, m, o.wire)
 	if err != nil {
@@ -103,12 +103,7 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer) error {
 
 func printServeReport(w io.Writer, m simModel, dev *sim.Device, st *vfiouser.Stats) {
 	fmt.Fprintf(w, "vfio-user: %s\n", st)
-	switch mm := m.(type) {
-	case igbModel:
-		fmt.Fprintf(w, "model counters: %+v\n", mm.Counters())
-	case dwmacModel:
-		fmt.Fprintf(w, "model counters: %+v\n", mm.Counters())
-	}
+	fmt.Fprintf(w, "model counters: %+v\n", m.ModelCounters())
 	faults := dev.Faults().List()
 	fmt.Fprintf(w, "model faults: %d\n", dev.Faults().Count())
 	for _, f := range faults {

@@ -32,10 +32,10 @@ func simChoices() string {
 func simHelp(multi bool) string {
 	if multi {
 		return "simulated ports: KIND[:VARIANT][:N], N ports of a model; KIND (VARIANTs, the first the default): " +
-			simChoices() + " (e.g. igb:2, fec:imx6, dwmac:imx8mp:2)"
+			simChoices() + " (e.g. " + simExamples(2) + ")"
 	}
 	return "a simulated port: KIND[:VARIANT]; KIND (VARIANTs, the first the default): " + simChoices() +
-		" (e.g. igb, fec:imx6, dwmac:imx8mp)"
+		" (e.g. " + simExamples(1) + ")"
 }
 
 // simSpec is a parsed --sim value.
@@ -99,6 +99,9 @@ type simModel interface {
 	SetTransmit(func(frame []byte))
 	// WireFrames counts frames the model put on the wire.
 	WireFrames() uint64
+	// ModelCounters are the model's own counters (its Counters()), for
+	// reports.
+	ModelCounters() any
 	// Err reports the faults the model recorded (a driver's misuse).
 	Err() error
 	Close() error

@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/xnic-dev/xnic/control"
 )
 
 // bpf_printk output of a running program: the run hands a traceHub to the
@@ -81,40 +80,29 @@ func (h *traceHub) unsubscribe(c chan []byte) {
 	h.mu.Unlock()
 }
 
-// streamTrace writes the backlog and then each new line to c, one JSON string
-// per line, until the follower hangs up or stop closes.
-func (h *traceHub) streamTrace(c net.Conn, stop <-chan struct{}) {
+// streamTrace sends the backlog and then each new line on sc, one JSON
+// string per line, until the follower hangs up or the run ends.
+func (h *traceHub) streamTrace(sc *control.StreamConn) error {
 	backlog, ch := h.subscribe()
 	defer h.unsubscribe(ch)
-	_ = c.SetDeadline(time.Time{})
-	// The follower sends nothing more: a read returns when it hangs up.
-	gone := make(chan struct{})
-	go func() {
-		_, _ = io.Copy(io.Discard, c)
-		close(gone)
-	}()
-	w := bufio.NewWriter(c)
-	send := func(l []byte) bool {
-		b, _ := json.Marshal(string(l))
-		w.Write(b)
-		w.WriteByte('\n')
-		return w.Flush() == nil
+	if err := sc.Begin(); err != nil {
+		return nil
 	}
 	for _, l := range backlog {
-		if !send(l) {
-			return
+		if sc.Send(string(l)) != nil {
+			return nil
 		}
 	}
 	for {
 		select {
 		case l := <-ch:
-			if !send(l) {
-				return
+			if sc.Send(string(l)) != nil {
+				return nil
 			}
-		case <-gone:
-			return
-		case <-stop:
-			return
+		case <-sc.Gone:
+			return nil
+		case <-sc.Stop:
+			return nil
 		}
 	}
 }
@@ -141,45 +129,25 @@ func runProgTrace(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	c, err := net.DialTimeout("unix", path, controlTimeout)
-	if err != nil {
-		return fmt.Errorf("control socket %s: %w", path, err)
-	}
-	defer c.Close()
-	b, _ := json.Marshal(ctlRequest{Cmd: "trace"})
-	if _, err := c.Write(append(b, '\n')); err != nil {
-		return err
-	}
-	if dur > 0 {
-		_ = c.SetReadDeadline(time.Now().Add(dur))
-	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
 	defer signal.Stop(sig)
+	stop := make(chan struct{})
 	go func() {
 		if _, ok := <-sig; ok {
-			c.Close()
+			close(stop)
 		}
 	}()
-	dec := json.NewDecoder(c)
-	for n := 0; lines == 0 || n < lines; n++ {
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			var ne net.Error
-			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || (errors.As(err, &ne) && ne.Timeout()) {
-				return nil
-			}
-			return fmt.Errorf("control socket %s: %w", path, err)
-		}
+	n := 0
+	return control.Follow(path, control.Request{Cmd: control.CmdTrace}, stop, dur, func(raw json.RawMessage) error {
 		var l string
 		if err := json.Unmarshal(raw, &l); err != nil {
-			var resp ctlResponse // an answer instead of a stream
-			if json.Unmarshal(raw, &resp) == nil && resp.Error != "" {
-				return fmt.Errorf("%s (answered by the run holding %s)", resp.Error, resp.Port)
-			}
 			return fmt.Errorf("control socket %s: %s is no trace line", path, raw)
 		}
 		fmt.Fprintln(stdout, l)
-	}
-	return nil
+		if n++; lines > 0 && n >= lines {
+			return io.EOF
+		}
+		return nil
+	})
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/control"
 )
 
 // TestProgTraceFollowsRun: bpf_printk lines of a running program reach
@@ -18,14 +20,13 @@ func TestProgTraceFollowsRun(t *testing.T) {
 	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
 	const frames = 40
 	pcap := writeUDPPcap(t, frames, net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, 1})
-	o := &dpRunOptions{sim: "igb", prog: filepath.Join("..", "..", "dataplane", "bpf", "testdata", "features.o"), sec: "xdp_events",
-		queues: 1, interval: time.Second, tap: "none", peer: "pcap:" + pcap, peerRate: 2000, workers: -1}
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 1}, prog: filepath.Join("..", "..", "dataplane", "bpf", "testdata", "features.o"), sec: "xdp_events", interval: time.Second, tap: "none", peer: "pcap:" + pcap, peerRate: 2000, workers: -1}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var out, errOut bytes.Buffer
 	done := make(chan error, 1)
 	go func() { done <- dpRun(ctx, o, &out, &errOut) }()
-	waitFor(t, "the control socket", func() bool { return controlAlive(controlPath("igbsim0")) })
+	waitFor(t, "the control socket", func() bool { return control.Alive(control.Path("igbsim0")) })
 	rc, got, errs := runPort(t, "prog", "trace", "--control", "igbsim0", "--lines", fmt.Sprint(frames), "--duration", "10s")
 	cancel()
 	if err := <-done; err != nil {

@@ -56,6 +56,16 @@ func newPerfEventArray(spec Spec) (*PerfEventArray, error) {
 	if err := checkFlagMask(spec, flagAccessMask|FlagNumaNode|FlagPreserveElems); err != nil {
 		return nil, err
 	}
+	// Sizes left out of the map's definition (xdp-tools' xdpdump, the
+	// xdp-tutorial's tcpdump lesson declare none) are the only ones the kernel
+	// takes, as libbpf and cilium/ebpf fill them in (cilium/ebpf map.go,
+	// the PerfEventArray case of createMap: "KeySize must be zero or four").
+	if spec.KeySize == 0 {
+		spec.KeySize = 4
+	}
+	if spec.ValueSize == 0 {
+		spec.ValueSize = 4
+	}
 	if spec.KeySize != 4 || spec.ValueSize != 4 {
 		return nil, mapErr(spec.Name, syscall.EINVAL, "key size %d, value size %d: a perf event array has u32 keys (CPU index) and u32 values (perf event fd)", spec.KeySize, spec.ValueSize)
 	}

@@ -164,10 +164,17 @@ func (w *Writer) Want(a bpf.Action) bool {
 
 // Dump records frame, seen on interface port and RX queue queue with verdict a.
 func (w *Writer) Dump(port, queue int, a bpf.Action, frame []byte) {
+	w.DumpFrame(port, queue, a, frame, len(frame), time.Now())
+}
+
+// DumpFrame records frame, the first bytes of a frame of origLen bytes, seen
+// at ts on interface port and RX queue queue with verdict a (a capture taken
+// elsewhere: xnic dump).
+func (w *Writer) DumpFrame(port, queue int, a bpf.Action, frame []byte, origLen int, ts time.Time) {
 	if port < 0 || port >= w.nIf {
 		return
 	}
-	ts := uint64(time.Now().UnixNano())
+	origLen = max(origLen, len(frame))
 	capLen := min(len(frame), SnapLen)
 	var comment []byte
 	if a <= bpf.ActionRedirect && queue >= 0 && queue < 8 {
@@ -188,10 +195,11 @@ func (w *Writer) Dump(port, queue int, a bpf.Action, frame []byte) {
 	le.PutUint32(h[0:], blockEPB)
 	le.PutUint32(h[4:], uint32(total))
 	le.PutUint32(h[8:], uint32(port))
-	le.PutUint32(h[12:], uint32(ts>>32))
-	le.PutUint32(h[16:], uint32(ts))
+	ns := uint64(ts.UnixNano())
+	le.PutUint32(h[12:], uint32(ns>>32))
+	le.PutUint32(h[16:], uint32(ns))
 	le.PutUint32(h[20:], uint32(capLen))
-	le.PutUint32(h[24:], uint32(len(frame)))
+	le.PutUint32(h[24:], uint32(origLen))
 	w.w.Write(h)
 	w.w.Write(frame[:capLen])
 	w.w.Write(zero[:pad4(capLen)-capLen])

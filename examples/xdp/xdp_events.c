@@ -32,6 +32,12 @@ struct icmp_event {
 	__u16 pad;
 };
 
+/* The records' types in the object's BTF, so that a consumer can decode
+ * them (xnic prog events; bpf2go -type does the same): clang emits BTF for
+ * the types of globals, not of locals. */
+const struct syn_event *unused_syn_event __attribute__((unused));
+const struct icmp_event *unused_icmp_event __attribute__((unused));
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 256 * 1024);

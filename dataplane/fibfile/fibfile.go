@@ -1,4 +1,4 @@
-package main
+package fibfile
 
 import (
 	"encoding/json"
@@ -11,22 +11,8 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 )
 
-// FIB files (--fib FILE) give bpf_fib_lookup and bpf_check_mtu their table
-// (bpf.FIB): xnic's ports, routes and neighbours, in JSON:
-//
-//	{"interfaces": [{"ifindex": 1, "mac": "02:00:00:00:00:01", "mtu": 1500,
-//	                 "forwarding": true, "addrs": ["10.1.0.1/24"]}],
-//	 "routes": [{"dst": "198.18.0.0/15", "gateway": "10.2.0.2", "ifindex": 2},
-//	            {"dst": "203.0.113.0/24", "type": "blackhole"}],
-//	 "neighbours": [{"ifindex": 2, "ip": "10.2.0.2", "mac": "02:47:57:00:00:02"}]}
-//
-// Route types: unicast (default), blackhole, unreachable, prohibit, local; "table",
-// "metric", "mtu" (a locked route MTU) and "src" are optional, as are an
-// interface's "mtu" (1500), "forwarding6" and, with xnic run, its "mac" (the
-// port's). The host's own tables are not used: xnic's ports are not the
-// host's interfaces.
-
-type fibFile struct {
+// file is the JSON form of a FIB file.
+type file struct {
 	Interfaces []struct {
 		Ifindex     uint32   `json:"ifindex"`
 		MAC         string   `json:"mac"`
@@ -52,9 +38,9 @@ type fibFile struct {
 	} `json:"neighbours"`
 }
 
-// loadFIBFile reads path into c's FIB (nothing when path is empty). portMAC
+// Load reads the FIB file at path into c's FIB (nothing when path is empty). portMAC
 // gives the MAC of an interface the file names without one (nil: none).
-func loadFIBFile(c *bpf.Collection, path string, portMAC func(ifindex uint32) net.HardwareAddr) error {
+func Load(c *bpf.Collection, path string, portMAC func(ifindex uint32) net.HardwareAddr) error {
 	if path == "" {
 		return nil
 	}
@@ -62,7 +48,7 @@ func loadFIBFile(c *bpf.Collection, path string, portMAC func(ifindex uint32) ne
 	if err != nil {
 		return err
 	}
-	f, err := parseFIBFile(b, portMAC)
+	f, err := Parse(b, portMAC)
 	if err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
@@ -72,8 +58,10 @@ func loadFIBFile(c *bpf.Collection, path string, portMAC func(ifindex uint32) ne
 	return nil
 }
 
-func parseFIBFile(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, error) {
-	var ff fibFile
+// Parse reads a FIB file; portMAC gives the MAC of an interface the file
+// names without one (nil: none).
+func Parse(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, error) {
+	var ff file
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&ff); err != nil {
@@ -82,7 +70,7 @@ func parseFIBFile(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, er
 	var f bpf.FIB
 	for i, in := range ff.Interfaces {
 		fi := bpf.FIBInterface{Ifindex: in.Ifindex, MTU: in.MTU, Forwarding: in.Forwarding, Forwarding6: in.Forwarding6}
-		mac, err := fibMAC(in.MAC, in.Ifindex, portMAC)
+		mac, err := parseMAC(in.MAC, in.Ifindex, portMAC)
 		if err != nil {
 			return nil, fmt.Errorf("interface %d: %w", i, err)
 		}
@@ -136,7 +124,7 @@ func parseFIBFile(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, er
 		if n.MAC == "" {
 			return nil, fmt.Errorf("neighbour %d: no mac", i)
 		}
-		mac, err := fibMAC(n.MAC, 0, nil)
+		mac, err := parseMAC(n.MAC, 0, nil)
 		if err != nil {
 			return nil, fmt.Errorf("neighbour %d: %w", i, err)
 		}
@@ -145,7 +133,7 @@ func parseFIBFile(b []byte, portMAC func(uint32) net.HardwareAddr) (*bpf.FIB, er
 	return &f, nil
 }
 
-func fibMAC(s string, ifindex uint32, portMAC func(uint32) net.HardwareAddr) ([6]byte, error) {
+func parseMAC(s string, ifindex uint32, portMAC func(uint32) net.HardwareAddr) ([6]byte, error) {
 	var out [6]byte
 	var hw net.HardwareAddr
 	switch {

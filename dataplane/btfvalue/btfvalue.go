@@ -1,4 +1,4 @@
-package main
+package btfvalue
 
 import (
 	"bytes"
@@ -10,22 +10,17 @@ import (
 	"github.com/cilium/ebpf/btf"
 )
 
-// Map keys and values decoded by their BTF types, as bpftool map dump shows
-// them for an object with BTF: integers as numbers, enums by name, structs
-// and unions as objects in member order, arrays as lists, pointers in hex,
-// data sections as objects of their variables. Map memory is in the host's
-// byte order (the kernel's maps are too).
+// Object is a struct, union or data section: fields in declaration order.
+type Object []Field
 
-// btfObject is a struct, union or data section: fields in declaration order.
-type btfObject []btfField
-
-type btfField struct {
+// Field is one member or variable of an Object.
+type Field struct {
 	Name  string
 	Value any
 }
 
 // MarshalJSON writes the fields in order (a Go map would sort them).
-func (o btfObject) MarshalJSON() ([]byte, error) {
+func (o Object) MarshalJSON() ([]byte, error) {
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, f := range o {
@@ -46,7 +41,7 @@ func (o btfObject) MarshalJSON() ([]byte, error) {
 }
 
 // btfValue decodes b as a value of type t.
-func btfValue(t btf.Type, b []byte) (any, error) {
+func Decode(t btf.Type, b []byte) (any, error) {
 	t = btf.UnderlyingType(t)
 	size, err := btf.Sizeof(t)
 	if err != nil {
@@ -60,9 +55,9 @@ func btfValue(t btf.Type, b []byte) (any, error) {
 		if t.Size > 8 {
 			return fmt.Sprintf("%#x", b[:t.Size]), nil
 		}
-		return btfInt(b[:t.Size], t.Encoding), nil
+		return intValue(b[:t.Size], t.Encoding), nil
 	case *btf.Enum:
-		v := btfUint(b[:t.Size])
+		v := Uint(b[:t.Size])
 		for _, ev := range t.Values {
 			if ev.Value == v {
 				return ev.Name, nil
@@ -73,7 +68,7 @@ func btfValue(t btf.Type, b []byte) (any, error) {
 		}
 		return v, nil
 	case *btf.Pointer:
-		return fmt.Sprintf("%#x", btfUint(b[:size])), nil
+		return fmt.Sprintf("%#x", Uint(b[:size])), nil
 	case *btf.Float:
 		if t.Size == 4 {
 			return math.Float32frombits(binary.NativeEndian.Uint32(b)), nil
@@ -86,7 +81,7 @@ func btfValue(t btf.Type, b []byte) (any, error) {
 		}
 		out := make([]any, 0, t.Nelems)
 		for i := 0; i < int(t.Nelems); i++ {
-			v, err := btfValue(t.Type, b[i*es:])
+			v, err := Decode(t.Type, b[i*es:])
 			if err != nil {
 				return nil, err
 			}
@@ -94,11 +89,11 @@ func btfValue(t btf.Type, b []byte) (any, error) {
 		}
 		return out, nil
 	case *btf.Struct:
-		return btfMembers(t.Members, b)
+		return members(t.Members, b)
 	case *btf.Union:
-		return btfMembers(t.Members, b)
+		return members(t.Members, b)
 	case *btf.Datasec:
-		var o btfObject
+		var o Object
 		for _, v := range t.Vars {
 			name := fmt.Sprint(v.Type)
 			vt := v.Type
@@ -108,38 +103,39 @@ func btfValue(t btf.Type, b []byte) (any, error) {
 			if int(v.Offset+v.Size) > len(b) {
 				return nil, fmt.Errorf("variable %s past the section's %d bytes", name, len(b))
 			}
-			x, err := btfValue(vt, b[v.Offset:v.Offset+v.Size])
+			x, err := Decode(vt, b[v.Offset:v.Offset+v.Size])
 			if err != nil {
 				return nil, err
 			}
-			o = append(o, btfField{name, x})
+			o = append(o, Field{name, x})
 		}
 		return o, nil
 	}
 	return fmt.Sprintf("%x", b[:size]), nil
 }
 
-func btfMembers(ms []btf.Member, b []byte) (btfObject, error) {
-	o := make(btfObject, 0, len(ms))
+func members(ms []btf.Member, b []byte) (Object, error) {
+	o := make(Object, 0, len(ms))
 	for _, m := range ms {
 		off := int(m.Offset)
 		if m.BitfieldSize > 0 {
 			var w [8]byte
 			copy(w[:], b[off/8:])
 			v := binary.LittleEndian.Uint64(w[:]) >> (off % 8) & (1<<m.BitfieldSize - 1)
-			o = append(o, btfField{m.Name, v})
+			o = append(o, Field{m.Name, v})
 			continue
 		}
-		v, err := btfValue(m.Type, b[off/8:])
+		v, err := Decode(m.Type, b[off/8:])
 		if err != nil {
 			return nil, fmt.Errorf("member %s: %w", m.Name, err)
 		}
-		o = append(o, btfField{m.Name, v})
+		o = append(o, Field{m.Name, v})
 	}
 	return o, nil
 }
 
-func btfUint(b []byte) uint64 {
+// Uint is b, 1 to 8 bytes, as an unsigned integer in the host's byte order.
+func Uint(b []byte) uint64 {
 	switch len(b) {
 	case 1:
 		return uint64(b[0])
@@ -160,8 +156,8 @@ func signExtend(v uint64, size uint32) int64 {
 	return int64(v<<shift) >> shift
 }
 
-func btfInt(b []byte, enc btf.IntEncoding) any {
-	v := btfUint(b)
+func intValue(b []byte, enc btf.IntEncoding) any {
+	v := Uint(b)
 	switch {
 	case enc&btf.Bool != 0:
 		return v != 0

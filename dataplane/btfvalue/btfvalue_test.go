@@ -1,4 +1,4 @@
-package main
+package btfvalue
 
 import (
 	"encoding/binary"
@@ -27,7 +27,7 @@ func TestBTFValue(t *testing.T) {
 	binary.NativeEndian.PutUint32(b[8:], 2)
 	b[12], b[13] = 0xaa, 0xbb
 	b[14] = 5 | 17<<3
-	v, err := btfValue(st, b)
+	v, err := Decode(st, b)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestBTFValue(t *testing.T) {
 	if want := `{"port":8080,"delta":-2,"action":"PASS","mac":[170,187],"lo":5,"hi":17}`; string(j) != want {
 		t.Fatalf("%s\nwant %s", j, want)
 	}
-	if _, err := btfValue(st, b[:8]); err == nil {
+	if _, err := Decode(st, b[:8]); err == nil {
 		t.Fatal("a value shorter than its type decoded")
 	}
 }
