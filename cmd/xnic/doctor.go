@@ -22,7 +22,7 @@ func runDoctor(args []string, stdout, stderr io.Writer) error {
 	var platform string
 	var asJSON bool
 	fs := newFlags("doctor", stderr)
-	fs.StringVar(&platform, "platform", "", "a platform MAC: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR")
+	fs.StringVar(&platform, "platform", "", "a platform MAC: "+platformExamples()+" or COMPATIBLE@ADDR")
 	fs.BoolVar(&asJSON, "json", false, "print JSON")
 	fs.StringVar(&o.root, "sysfs", vfio.Default.Root, "sysfs root of PCI devices (for tests)")
 	fs.StringVar(&o.stateDir, "state-dir", vfio.Default.StateDir, "where bind records each device's previous driver")

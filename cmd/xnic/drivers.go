@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/physmem"
 )
 
 // family names a driver family xnic supports.
@@ -37,6 +38,9 @@ type familyDriver struct {
 	// platformExample is a --platform value for help ("NAME@ADDR" of a
 	// board the family is found on).
 	platformExample string
+	// platformGPR is the SoC glue register page the hand-over writes the
+	// MAC's interface mode into (preflight.Platform.GPR), nil when none.
+	platformGPR *physmem.Window
 
 	// simVariants are the model's variants, the default first; newSim builds
 	// one.

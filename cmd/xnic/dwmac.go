@@ -9,6 +9,7 @@ import (
 	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/physmem"
 )
 
 // The dwmac family: Synopsys DWC Ethernet QoS, as Intel mGbE on PCI and as the
@@ -31,7 +32,10 @@ func init() {
 		// imx8mp.dtsi ethernet@30bf0000 has a 64 KiB register window; the EQOS
 		// masters 34-bit addresses.
 		platformExample: "eqos@0x30bf0000",
-		window:          0x10000,
+		// IOMUXC_GPR1 takes the EQOS interface mode (dwmac-imx.c,
+		// imx8mp_set_intf_mode); syscon maps the page without requesting it.
+		platformGPR: &physmem.Window{Phys: 0x30340000, Size: 0x10},
+		window:      0x10000,
 		dmaLimit:        1 << 34,
 		simVariants:     []string{"intel", "imx8mp"},
 		pciSimVariants:  []string{"intel"},

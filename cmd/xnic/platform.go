@@ -45,11 +45,6 @@ func platformPreflight(spec platformSpec) preflight.Platform {
 		GPIO: platformGPIO, Write: platformSysWrite}
 }
 
-// iomuxcGPR is the i.MX8M Plus IOMUXC GPR page (imx8mp.dtsi syscon@30340000),
-// where the EQOS hand-over writes the interface mode; no driver claims it
-// (syscon maps it without requesting the range).
-const iomuxcGPR = 0x30340000
-
 // runPreflight checks spec's MAC before any of its registers is mapped and
 // does the user-space hand-over (package preflight); the Closer gives back
 // what it took when the device closes.
@@ -58,9 +53,10 @@ func runPreflight(spec platformSpec) (io.Closer, error) {
 		return nil, nil // a test's plain file stands for /dev/mem: no board
 	}
 	p := platformPreflight(spec)
-	if spec.Fam == "dwmac" {
-		gpr, err := physmem.OpenDevice(physmem.DeviceConfig{Name: "30340000.syscon", Compatible: "fsl,imx8mp-iomuxc-gpr",
-			Windows: []physmem.Window{{Phys: iomuxcGPR, Size: 0x10}}, MemPath: platformMemPath})
+	if f := familyByName(spec.Fam); f != nil && f.platformGPR != nil {
+		w := f.platformGPR
+		gpr, err := physmem.OpenDevice(physmem.DeviceConfig{Name: fmt.Sprintf("%x.syscon", w.Phys),
+			Windows: []physmem.Window{*w}, MemPath: platformMemPath})
 		if err == nil {
 			defer gpr.Close()
 			if regs, err := gpr.Regs(0); err == nil {
