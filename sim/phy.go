@@ -131,7 +131,8 @@ type PHYConfig struct {
 // PHY is a clause-22 copper PHY with autonegotiation.
 //
 // Autonegotiation runs only after software writes BMCR with AN enable and AN
-// restart (a PHY reset alone does not start it, and neither does power-on), and
+// restart, or resets the PHY (BMCR reset) while AN is enabled (power-on alone
+// does not start it: the models' PHYs wait for their driver), and
 // completes AutonegDelay later if the cable is connected and the two sides share
 // a mode; then the link is up at the best common mode (1000 before 100 before 10,
 // full before half duplex). Unplugging drops the link at once; plugging back in
@@ -224,6 +225,36 @@ func (p *PHY) resetLocked() {
 	p.vendor = [32]uint16{}
 	p.anStarted = false
 	p.abortLocked()
+}
+
+// softResetLocked is a BMCR write with the reset bit (self-clearing: it reads
+// back 0 at once). Either way the link drops and, when BMCR then has AN
+// enable, autonegotiation starts again, as after any reset of a PHY that can
+// negotiate (IEEE 802.3 22.2.4.1.1 and 28.3: the arbitration state machine
+// starts from its reset state; Linux's genphy_soft_reset writes BMCR_RESET
+// with BMCR_ANRESTART and waits only for the reset bit to clear):
+//   - PHYStatIGP (an IEEE register set): the registers return to their reset
+//     values, the rest of the written value is lost.
+//   - PHYStatMarvell (88E1xxx, the I210's PHY): the registers keep their
+//     values (the 88E151x datasheet's "Retain" registers: a software reset is
+//     how the driver commits ANAR, CTRL1000 and BMCR speed/duplex/AN enable
+//     changes, which Linux's marvell driver does after config_aneg); the
+//     written BMCR bits other than reset and restart become BMCR.
+func (p *PHY) softResetLocked(val uint16) {
+	if p.cfg.StatStyle != PHYStatMarvell {
+		p.resetLocked()
+	} else {
+		p.bmcr = val &^ (BMCRReset | BMCRANRestart)
+		p.anStarted = false
+		p.abortLocked()
+	}
+	switch {
+	case p.bmcr&BMCRPowerDown != 0:
+	case p.bmcr&BMCRANEnable == 0:
+		p.forceLocked()
+	default:
+		p.restartLocked()
+	}
 }
 
 // abortLocked stops autonegotiation and drops the link.
@@ -450,7 +481,7 @@ func (p *PHY) Write(reg int, val uint16) {
 	switch reg {
 	case MIIBMCR:
 		if val&BMCRReset != 0 {
-			p.resetLocked()
+			p.softResetLocked(val)
 			break
 		}
 		old := p.bmcr

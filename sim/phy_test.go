@@ -76,7 +76,7 @@ func TestPHYLatchedLowAndCable(t *testing.T) {
 }
 
 func TestPHYResolutionAndReset(t *testing.T) {
-	p := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true})
+	p := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true, StatStyle: PHYStatIGP})
 	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
 	waitUp(t, p)
 	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
@@ -90,8 +90,8 @@ func TestPHYResolutionAndReset(t *testing.T) {
 	require.Zero(t, p.Read(MIIBMCR)&BMCRReset, "reset self-clears")
 	require.Equal(t, anarDefault, p.Read(MIIANAR), "reset restores defaults")
 	require.False(t, p.LinkUp(), "reset drops the link")
-	time.Sleep(4 * testAN)
-	require.False(t, p.LinkUp(), "reset does not restart negotiation")
+	waitUp(t, p) // AN is enabled after the reset: negotiation starts again
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link(), "the default advertisement again")
 
 	// Forced 100 full duplex.
 	p.Write(MIIBMCR, BMCRSpeed100|BMCRFullDplx)
@@ -168,4 +168,37 @@ func TestPHYMarvellPages(t *testing.T) {
 	q.Write(22, 3)
 	q.Write(17, 1)
 	require.Equal(t, 2, f.Count())
+}
+
+// TestPHYMarvellSoftReset is Linux's genphy_soft_reset after marvell.ko's
+// config_aneg (m88e1121_config_aneg commits its changes with a reset): BMCR
+// 0x1340 (AN enable and restart, 1000 full) then 0x9340 (the same with reset).
+// The 88E151x keeps its registers over a software reset and negotiates again;
+// the link comes up with the advertisement written before the reset.
+func TestPHYMarvellSoftReset(t *testing.T) {
+	p := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0, AutonegDelay: testAN, PartnerNo1000: true})
+	p.Write(MIIANAR, AN100HD|AN10FD|ANSelector)
+	p.Write(22, 3)
+	p.Write(16, 0x1177) // page 3's LED control
+	p.Write(22, 0)
+	p.Write(MIIBMCR, 0x1340)
+	p.Write(MIIBMCR, 0x9340)
+	require.Equal(t, uint16(0x1140), p.Read(MIIBMCR), "reset and restart self-clear; the rest stays")
+	require.Equal(t, AN100HD|AN10FD|ANSelector, p.Read(MIIANAR), "ANAR kept over the reset")
+	waitUp(t, p)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: false}, p.Link())
+	require.NotZero(t, p.Read(MIIBMSR)&BMSRANComplete)
+	p.Write(22, 3)
+	require.Equal(t, uint16(0x1177), p.Read(16), "paged registers kept")
+	p.Write(22, 0)
+
+	// A reset with AN disabled applies the forced mode; with power down,
+	// nothing comes up until power up restarts negotiation.
+	p.Write(MIIBMCR, BMCRReset|BMCRSpeed100|BMCRFullDplx)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+	p.Write(MIIBMCR, BMCRReset|BMCRANEnable|BMCRPowerDown)
+	time.Sleep(4 * testAN)
+	require.False(t, p.LinkUp(), "powered down")
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
 }
