@@ -506,6 +506,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 	if v, ok := m.readQavLocked(off); ok {
 		return v
 	}
+	if v, ok := m.readVariantLocked(off); ok {
+		return v
+	}
 	switch off {
 	case regCTRL:
 		v := m.ctrl
@@ -681,7 +684,9 @@ func (m *Model) readQueueLocked(q int, r uint32, isRX bool, off uint32) uint32 {
 			return x.dctl
 		case qRQDPC:
 			v := x.rqdpc
-			x.rqdpc = 0
+			if m.rqdpcClearsOnRead() {
+				x.rqdpc = 0
+			}
 			return v
 		}
 	} else {
@@ -721,7 +726,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		}
 		return m.writeTxQueueLocked(q, r, off, val)
 	}
-	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) {
+	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) || m.writeVariantLocked(off, val) {
 		return 0
 	}
 	switch off {
@@ -1021,7 +1026,11 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		}
 		x.dctl = val // ENABLE reads back at once
 	case qRQDPC:
-		m.faults.Add("write32", regName(off), uint64(off), "write to a read-only statistics register")
+		if m.rqdpcClearsOnRead() {
+			m.faults.Add("write32", regName(off), uint64(off), "write to RQDPC, a clear-on-read counter on the %s", m.info.name)
+			return
+		}
+		x.rqdpc = val // I210: software clears it by writing (variant.go)
 	default:
 		m.unimplemented("write32", off)
 	}

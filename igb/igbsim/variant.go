@@ -1,0 +1,63 @@
+package igbsim
+
+// Registers the 82580 generation added, which the I350 and the I210/I211 have
+// and the 82576 does not (on the 82576 they stay unimplemented: an access is a
+// fault), as Linux's igb touches them on those parts:
+//
+//   - PHPM, the PHY power management register (0x0E14; Linux
+//     E1000_82580_PHY_POWER_MGMT; I350 and I210 datasheets "PHY Power
+//     Management"): igb_set_d0_lplu_state_82580 and
+//     igb_set_d3_lplu_state_82580 read it and write it back at every link
+//     setup. SPD_EN (smart power down, bit 0) and the non-D0a LPLU bit
+//     (bit 2) act only without link or out of D0, which the model never is
+//     with traffic: stored. D0 LPLU (bit 1: link up at the lowest common
+//     speed in D0) and GO_LINKD (bit 5: PHY to link disconnect) would change
+//     the link on the wire, which the model's PHY does not do: refused.
+//   - TSSDP, the time sync SDP configuration (0x003C; I350/I210 datasheets
+//     "Time Sync SDP Configuration Register"): igb_ptp_reset writes 0 on the
+//     82580 and later. Its fields route the clock's target times and
+//     auxiliary timestamps to the SDP pins, which the model does not have:
+//     0 is stored, any function enabled is refused.
+const (
+	regTSSDP reg = 0x0003C
+	regPHPM  reg = 0x00E14
+
+	phpmD0LPLU  uint32 = 1 << 1
+	phpmGoLinkD uint32 = 1 << 5
+)
+
+// hasPHPM reports whether the part has the 82580 generation's PHPM and
+// TSSDP registers.
+func (m *Model) hasPHPM() bool { return m.info.fam != fam82576 }
+
+// readVariantLocked reads a register only some variants have.
+func (m *Model) readVariantLocked(off uint32) (uint32, bool) {
+	if (off != regPHPM && off != regTSSDP) || !m.hasPHPM() {
+		return 0, false
+	}
+	return m.plain[off], true
+}
+
+// writeVariantLocked writes a register only some variants have.
+func (m *Model) writeVariantLocked(off, val uint32) bool {
+	if (off != regPHPM && off != regTSSDP) || !m.hasPHPM() {
+		return false
+	}
+	switch {
+	case off == regPHPM && val&phpmD0LPLU != 0:
+		m.faults.Add("write32", "PHPM", uint64(off), "D0 LPLU (link up at the lowest common speed while in D0) is not modelled: the PHY negotiates the best common mode")
+	case off == regPHPM && val&phpmGoLinkD != 0:
+		m.faults.Add("write32", "PHPM", uint64(off), "GO_LINKD (PHY to link disconnect) is not modelled")
+	case off == regTSSDP && val != 0:
+		m.faults.Add("write32", "TSSDP", uint64(off), "TSSDP 0x%08x routes time sync events to SDP pins, which the model does not have", val)
+	default:
+		m.plain[off] = val
+	}
+	return true
+}
+
+// rqdpcClearsOnRead reports whether reading RQDPC clears it. The 82576 and
+// I350 datasheets give RQDPC as a clear-on-read counter (RC). On the I210 and
+// I211 it keeps its count when read and software clears it by writing: Linux's
+// igb_update_stats writes 0 after each read for mac.type >= e1000_i210.
+func (m *Model) rqdpcClearsOnRead() bool { return m.info.fam != famI210 }
