@@ -288,16 +288,21 @@ func phyStyle(f family) sim.PHYStatStyle {
 }
 
 // buildNVM fills the EEPROM image: the MAC in words 0-2 and a checksum word
-// making words 0x00-0x3F sum to 0xBABA.
+// making words 0x00-0x3F sum to 0xBABA; on the I350, each port's LAN section
+// the same way (nvmSections).
 func (m *Model) buildNVM() {
-	for i := 0; i < 3; i++ {
-		m.nvm[i] = uint16(m.mac[2*i]) | uint16(m.mac[2*i+1])<<8
+	for n, base := range m.nvmSections() {
+		mac := m.mac
+		mac[5] += byte(n) // the other ports' addresses follow the first
+		for i := 0; i < 3; i++ {
+			m.nvm[base+i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
+		}
+		var sum uint16
+		for i := 0; i < nvmChecksumReg; i++ {
+			sum += m.nvm[base+i]
+		}
+		m.nvm[base+nvmChecksumReg] = nvmSum - sum
 	}
-	var sum uint16
-	for i := 0; i < nvmChecksumReg; i++ {
-		sum += m.nvm[i]
-	}
-	m.nvm[nvmChecksumReg] = nvmSum - sum
 }
 
 // Device is the model as a nic.Device, for a driver.
@@ -386,7 +391,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.ctrlExt = 0
 	m.status = statusPHYRA | statusLANInit
 	m.eecd = eecdPres | eecdAutoRD
-	if m.info.fam == famI210 {
+	if m.hasFlash() {
 		m.eecd |= eecdFlashI210
 	}
 	m.eerd, m.mdic, m.mdiBusy = 0, mdicReady, false

@@ -32,6 +32,9 @@ func (m *Model) hasPHPM() bool { return m.info.fam != fam82576 }
 
 // readVariantLocked reads a register only some variants have.
 func (m *Model) readVariantLocked(off uint32) (uint32, bool) {
+	if i, ok := m.iNVM(off); ok {
+		return m.invmDword(i), true
+	}
 	if (off != regPHPM && off != regTSSDP) || !m.hasPHPM() {
 		return 0, false
 	}
@@ -40,6 +43,10 @@ func (m *Model) readVariantLocked(off uint32) (uint32, bool) {
 
 // writeVariantLocked writes a register only some variants have.
 func (m *Model) writeVariantLocked(off, val uint32) bool {
+	if _, ok := m.iNVM(off); ok {
+		m.faults.Add("write32", "INVM_DATA", uint64(off), "write to the iNVM, which is read-only to software (it is programmed once, by the manufacturer's tools)")
+		return true
+	}
 	if (off != regPHPM && off != regTSSDP) || !m.hasPHPM() {
 		return false
 	}
@@ -61,3 +68,55 @@ func (m *Model) writeVariantLocked(off, val uint32) bool {
 // I211 it keeps its count when read and software clears it by writing: Linux's
 // igb_update_stats writes 0 after each read for mac.type >= e1000_i210.
 func (m *Model) rqdpcClearsOnRead() bool { return m.info.fam != famI210 }
+
+// nvmSections are the first words of the NVM's LAN sections, each with its
+// MAC address in words 0-2 and its checksum word at 0x3F. The I350 has one
+// per port (I350 datasheet "NVM Map": LAN port 0 at 0, ports 1-3 at 0x80,
+// 0xC0, 0x100; Linux NVM_82580_LAN_FUNC_OFFSET), and Linux's
+// igb_validate_nvm_checksum_i350 checks all four; the 82576 and I210 one.
+func (m *Model) nvmSections() []int {
+	if m.info.fam == famI350 {
+		return []int{0, 0x80, 0xC0, 0x100}
+	}
+	return []int{0}
+}
+
+// Flash-less parts: the I211 (I211 datasheet: no external flash, the iNVM
+// only) and the I210 flash-less SKUs 0x157B/0x157C. EECD.FLASH_DETECTED reads
+// 0 on them (Linux igb_get_flash_presence_i210), and Linux then reads the
+// NVM words it needs from the iNVM's word autoload records.
+func (m *Model) hasFlash() bool {
+	switch m.cfg.DeviceID {
+	case 0x1539, 0x157B, 0x157C:
+		return false
+	}
+	return m.info.fam == famI210
+}
+
+// The iNVM (I210/I211 datasheets "iNVM", "INVM_DATA"): 64 read-only dwords of
+// records at 0x12120, read by Linux's igb_read_invm_word_i210 and
+// igb_read_invm_version. The model's image on a flash-less part is a word
+// autoload record for each of the MAC address words 0-2 (record type 1 in
+// bits 2:0, word address 15:9, data 31:16), then uninitialized dwords (type
+// 0: the end of the records); on a part with flash the iNVM is blank.
+const (
+	regINVMData  reg = 0x12120
+	invmDwords       = 64
+	invmWordLoad     = 1
+)
+
+func (m *Model) invmDword(i int) uint32 {
+	if m.hasFlash() || m.info.fam != famI210 || i >= 3 {
+		return 0
+	}
+	w := uint32(m.mac[2*i]) | uint32(m.mac[2*i+1])<<8
+	return w<<16 | uint32(i)<<9 | invmWordLoad
+}
+
+// iNVM reports whether off is an INVM_DATA register of this part.
+func (m *Model) iNVM(off uint32) (int, bool) {
+	if m.info.fam != famI210 || off < regINVMData || off >= regINVMData+4*invmDwords || off%4 != 0 {
+		return 0, false
+	}
+	return int(off-regINVMData) / 4, true
+}

@@ -57,3 +57,66 @@ func TestVariantRegisters(t *testing.T) {
 		}
 	}
 }
+
+// nvmWord reads an NVM word through EERD.
+func (r *rig) nvmWord(addr uint32) uint16 {
+	r.wr(0x14, addr<<2|1)
+	v := r.rd(0x14)
+	require.NotZero(r.t, v&2, "EERD.DONE")
+	return uint16(v >> 16)
+}
+
+// TestVariantNVM: every LAN section Linux checksums on the part sums to
+// 0xBABA (the I350's four: igb_validate_nvm_checksum_i350); a flash-less
+// I210/I211 reports no flash and has the MAC address in iNVM word autoload
+// records, as igb_read_invm_word_i210 looks them up; a flashed I210 has the
+// flash and a blank iNVM; the 82576 has no iNVM registers.
+func TestVariantNVM(t *testing.T) {
+	for _, c := range []struct {
+		dev      uint16
+		sections []uint32
+		flash    bool // EECD.FLASH_DETECTED (I210 family)
+		invmMAC  bool
+		hasINVM  bool
+	}{
+		{0x10C9, []uint32{0}, false, false, false},
+		{0x1521, []uint32{0, 0x80, 0xC0, 0x100}, false, false, false},
+		{0x1533, []uint32{0}, true, false, true},
+		{0x157B, []uint32{0}, false, true, true},
+		{0x1539, []uint32{0}, false, true, true},
+	} {
+		cfg := testCfg()
+		cfg.DeviceID = c.dev
+		r := newRig(t, cfg)
+		for _, base := range c.sections {
+			var sum uint16
+			for i := uint32(0); i <= 0x3F; i++ {
+				sum += r.nvmWord(base + i)
+			}
+			require.Equal(t, uint16(0xBABA), sum, "%04x: section 0x%x", c.dev, base)
+		}
+		require.Equal(t, c.flash, r.rd(0x10)&(1<<19) != 0, "%04x: EECD.FLASH_DETECTED", c.dev)
+		n := len(r.m.Faults())
+		words := map[uint32]uint16{}
+		for i := uint32(0); i < 64; i++ {
+			d := r.rd(0x12120 + 4*i)
+			if d&7 == 0 {
+				break // uninitialized: the end of the records
+			}
+			require.Equal(t, uint32(1), d&7, "%04x: record %d is a word autoload", c.dev, i)
+			words[d>>9&0x7F] = uint16(d >> 16)
+		}
+		if !c.hasINVM {
+			require.Len(t, r.m.Faults(), n+1, "%04x: no iNVM", c.dev)
+			continue
+		}
+		require.Len(t, r.m.Faults(), n, "%04x", c.dev)
+		if c.invmMAC {
+			require.Equal(t, map[uint32]uint16{0: 0x1102, 1: 0x3322, 2: 0x5544}, words, "%04x: MAC words", c.dev)
+		} else {
+			require.Empty(t, words, "%04x: blank iNVM", c.dev)
+		}
+		r.wr(0x12120, 0)
+		require.Len(t, r.m.Faults(), n+1, "%04x: the iNVM is read-only", c.dev)
+	}
+}
