@@ -52,7 +52,7 @@ func (m *Model) steerLocked(frame []byte) int {
 	prio := frame[14] >> 5
 	ctrl := uint64(m.plain[regMACRxqCtrl3])<<32 | uint64(m.plain[regMACRxqCtrl2])
 	q := -1
-	for n := 0; n < m.nch; n++ {
+	for n := 0; n < m.nrx; n++ {
 		if ctrl>>(8*uint(n)+uint(prio))&1 == 0 {
 			continue
 		}
@@ -100,8 +100,8 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		m.cnt.RxNoLink++
 		return false
 	}
-	if q < 0 || q >= m.nch {
-		m.faults.Add("rx", "", uint64(q), "frame injected into MTL RX queue %d; the model has %d", q, m.nch)
+	if q < 0 || q >= m.nrx {
+		m.faults.Add("rx", "", uint64(q), "frame injected into MTL RX queue %d; the model has %d", q, m.nrx)
 		return false
 	}
 	n := len(frame)
@@ -153,8 +153,8 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		return false
 	}
 	c := int(m.mtlRxqMap[q/4] >> (rxqDMAMapWidth * (q % 4)) & 0xf)
-	if c >= m.nch {
-		m.faults.Add("rx", regName(regMTLRxqDMAMap+uint32(q/4)*4), uint64(q), "MTL RX queue %d is mapped to DMA channel %d; the model has %d", q, c, m.nch)
+	if c >= m.nrx {
+		m.faults.Add("rx", regName(regMTLRxqDMAMap+uint32(q/4)*4), uint64(q), "MTL RX queue %d is mapped to DMA channel %d; the model has %d RX channels", q, c, m.nrx)
 		m.overflowLocked(mq)
 		return false
 	}

@@ -67,21 +67,22 @@ func newDWMACIntel(t *testing.T) *servedModel {
 	// 8 RX and 8 TX queues, a PHY on MDIO, no SerDes to power up.
 	// marvell: the PHY driver udev would load for the model's PHY ID
 	// (88E1512), so phylib drives it as on a board, not as a generic PHY.
-	return newDWMACServed(t, "dwmac-intel", ehlRGMII1G, 8, 0x01, "marvell")
+	return newDWMACServed(t, "dwmac-intel", ehlRGMII1G, 0x01, "marvell")
 }
 
 func newDWMACIntelADLS(t *testing.T) *servedModel {
 	// Alder Lake-S mGbE 0 (adls_sgmii1g_phy0_info): SGMII through the xPCS
-	// at MDIO address 0x16 (pcs-xpcs drives it), 6 RX and 4 TX queues (the
-	// model has as many channels each way: 6); the
-	// SerDes is the firmware's to power up. The PHY is left to phylib's
-	// generic driver: with marvell.ko in SGMII mode the link did not come up
-	// (the model's PHY has no SGMII/MAC side), which is not checked yet.
-	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 6, 0x04)
+	// at MDIO address 0x16 (pcs-xpcs drives it), 6 RX and 4 TX queues as
+	// the part has; the SerDes is the firmware's to power up. marvell.ko
+	// drives the 88E1512 in SGMII mode (m88e1510_config_init: page 18's
+	// MODE, then soft resets).
+	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 0x04, "marvell")
 }
 
-func newDWMACServed(t *testing.T, name string, device uint16, channels int, macLow byte, phyModules ...string) *servedModel {
-	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device, Channels: channels,
+// newDWMACServed serves an Intel mGbE with the DMA channels and queues the
+// part has (dwmacsim.LookupIntel: what dwmac-intel configures for the ID).
+func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, phyModules ...string) *servedModel {
+	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device,
 		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
 		t.Fatal(err)
@@ -140,13 +141,22 @@ func (m *servedModel) frameCount() int {
 	return *flagLinuxFrames
 }
 
-func newIGB(t *testing.T) *servedModel {
-	m, err := igbsim.New(igbsim.Config{MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, 0x02}, Name: "igbsim-82576"})
+func newIGB(t *testing.T) *servedModel { return newIGBServed(t, "igb", igb82576, 0x02) }
+
+// The igb variants `xnic serve` offers besides the 82576: Linux's igb runs
+// each with its own mac.type paths (e1000_82575.c for the I350, e1000_i210.c
+// for the I210 and I211, which has no NVM flash and 2 queues).
+func newIGBI350(t *testing.T) *servedModel { return newIGBServed(t, "igb-i350", 0x1521, 0x03) }
+func newIGBI210(t *testing.T) *servedModel { return newIGBServed(t, "igb-i210", 0x1533, 0x05) }
+func newIGBI211(t *testing.T) *servedModel { return newIGBServed(t, "igb-i211", 0x1539, 0x06) }
+
+func newIGBServed(t *testing.T, name string, device uint16, macLow byte) *servedModel {
+	m, err := igbsim.New(igbsim.Config{DeviceID: device, MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "igbsim-" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &servedModel{
-		name: "igb", dev: m.SimDevice(), mac: m.MAC(), vendor: igbVendor, device: igb82576,
+		name: name, dev: m.SimDevice(), mac: m.MAC(), vendor: igbVendor, device: device,
 		attach: m.Attach, faults: m.Faults, close: m.Close,
 		modules: []string{"igb"}, driver: "igb",
 		compare: func(t *testing.T, g map[string]uint64, arp int) {
@@ -204,7 +214,7 @@ func TestLinuxDriver(t *testing.T) {
 	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
-	models := []func(*testing.T) *servedModel{newDWMACIntel, newIGB, newDWMACIntelADLS}
+	models := []func(*testing.T) *servedModel{newDWMACIntel, newIGB, newDWMACIntelADLS, newIGBI350, newIGBI210, newIGBI211}
 	if *flagNoShare {
 		models = append(models, newIGBNoShare)
 	}
