@@ -468,6 +468,13 @@ func (p *PHY) Write(reg int, val uint16) {
 		if p.paged == nil {
 			p.paged = map[uint32]uint16{}
 		}
+		if p.page&0xff == 18 && reg == 20 {
+			// General Control Register 1 (88E151x page 18 register 20):
+			// the reset bit 15 self-clears; MODE 2:0 (SGMII to copper,
+			// Linux's m88e1510_config_init) takes effect with it. The
+			// MAC-side interface is not modelled: MODE is storage.
+			val &^= 1 << 15
+		}
 		p.paged[uint32(p.page&0xff)<<5|uint32(reg)] = val
 		p.mu.Unlock()
 		return

@@ -159,6 +159,9 @@ func TestPHYMarvellPages(t *testing.T) {
 	p.Write(22, 3)
 	require.Equal(t, uint16(0x1177), p.Read(16))
 	require.Equal(t, 0, f.Count())
+	p.Write(22, 18)
+	p.Write(20, 0x8001) // SGMII to copper, with the mode reset
+	require.Equal(t, uint16(0x0001), p.Read(20), "page 18 register 20: reset self-clears, MODE stays")
 	p.Write(22, 0)
 	p.Write(17, 0x1234)
 	require.Equal(t, 1, f.Count(), "register 17 on page 0 is read-only")
