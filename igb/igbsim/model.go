@@ -390,7 +390,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.ctrl = ctrlFD | ctrlSpeed1000
 	m.ctrlExt = 0
 	m.status = statusPHYRA | statusLANInit
-	m.eecd = eecdPres | eecdAutoRD
+	m.eecd = eecdPres | eecdAutoRD | eecdSize
 	if m.hasFlash() {
 		m.eecd |= eecdFlashI210
 	}
@@ -744,7 +744,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		}
 		return 0
 	case regEECD:
-		m.eecd = m.eecd&(eecdPres|eecdAutoRD|eecdFlashI210) | val&^(eecdPres|eecdAutoRD|eecdFlashI210)
+		m.eecd = m.eecd&(eecdPres|eecdAutoRD|eecdFlashI210|eecdSize) | val&^(eecdPres|eecdAutoRD|eecdFlashI210|eecdSize)
 		return 0
 	case regEERD:
 		m.writeEERDLocked(val)

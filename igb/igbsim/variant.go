@@ -69,6 +69,13 @@ func (m *Model) writeVariantLocked(off, val uint32) bool {
 // igb_update_stats writes 0 after each read for mac.type >= e1000_i210.
 func (m *Model) rqdpcClearsOnRead() bool { return m.info.fam != famI210 }
 
+// eecdSize is EECD.EE_SIZE_EX (bits 14:11, read-only): the NVM holds
+// 2^(6+n) words. Linux's igb_init_nvm_params_82575 takes the NVM's word size
+// from it and refuses reads beyond (igb_read_nvm_eerd): left 0, the I350's
+// port sections at 0x80 and up could not be checksummed. The model's image
+// is nvmWords (2048 = 2^(6+5)) words.
+const eecdSize uint32 = 5 << 11
+
 // nvmSections are the first words of the NVM's LAN sections, each with its
 // MAC address in words 0-2 and its checksum word at 0x3F. The I350 has one
 // per port (I350 datasheet "NVM Map": LAN port 0 at 0, ports 1-3 at 0x80,

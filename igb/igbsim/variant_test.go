@@ -96,6 +96,7 @@ func TestVariantNVM(t *testing.T) {
 			require.Equal(t, uint16(0xBABA), sum, "%04x: section 0x%x", c.dev, base)
 		}
 		require.Equal(t, c.flash, r.rd(0x10)&(1<<19) != 0, "%04x: EECD.FLASH_DETECTED", c.dev)
+		require.Equal(t, 2048, 1<<(6+r.rd(0x10)>>11&0xF), "%04x: EECD.EE_SIZE_EX: the image's words", c.dev)
 		n := len(r.m.Faults())
 		words := map[uint32]uint16{}
 		for i := uint32(0); i < 64; i++ {
