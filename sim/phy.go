@@ -157,8 +157,8 @@ type PHY struct {
 	// page other than 0, registers 16-29 are that page's (paged, plain
 	// storage) and 17 is not the copper status. Linux's marvell driver
 	// (88E1510 family) writes LED, errata and RGMII-delay registers there.
-	// Registers 0-15 read and write the copper ones on every page (the
-	// 88E151x's page 1 fiber/SGMII registers are not modelled).
+	// Registers 0-15 are the copper ones on every page but 1, where they
+	// are the fiber side's (phy_marvell.go).
 	page       uint16 // register 22 as written; the page is its low byte
 	paged      map[uint32]uint16
 	connected  bool
@@ -373,6 +373,9 @@ func (p *PHY) pagedLocked(reg int) bool {
 func (p *PHY) Read(reg int) uint16 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.fiberLocked(reg) {
+		return p.readFiberLocked(reg)
+	}
 	if p.pagedLocked(reg) {
 		return p.paged[uint32(p.page&0xff)<<5|uint32(reg)]
 	}
@@ -464,6 +467,11 @@ func (p *PHY) Read(reg int) uint16 {
 // Write sets MII register reg (0-31). Writes to read-only registers are faults.
 func (p *PHY) Write(reg int, val uint16) {
 	p.mu.Lock()
+	if p.fiberLocked(reg) {
+		p.writeFiberLocked(reg, val)
+		p.mu.Unlock()
+		return
+	}
 	if p.pagedLocked(reg) {
 		if p.paged == nil {
 			p.paged = map[uint32]uint16{}

@@ -205,3 +205,29 @@ func TestPHYMarvellSoftReset(t *testing.T) {
 	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
 	waitUp(t, p)
 }
+
+// TestPHYMarvellFiberPage is marvell.ko's config_aneg outside SGMII mode with
+// only 100BASE-T full duplex advertised: page 1's advertisement is written
+// with no 1000BASE-X bit and its negotiation restarted; the copper side
+// keeps its advertisement and negotiates 100 full.
+func TestPHYMarvellFiberPage(t *testing.T) {
+	f := &Faults{}
+	p := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0, AutonegDelay: testAN, Faults: f})
+	p.Write(MIIANAR, AN100FD|ANSelector)
+	p.Write(MIICTRL1000, 0)
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	p.Write(22, 1)
+	p.Write(MIIANAR, ANSelector) // linkmode_adv_to_fiber_adv_t: nothing
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart|BMCRFullDplx|BMCRSpeed1000)
+	require.Equal(t, uint16(ANSelector), p.Read(MIIANAR), "page 1's own advertisement")
+	require.Equal(t, BMCRANEnable|BMCRFullDplx|BMCRSpeed1000, p.Read(MIIBMCR), "restart self-clears")
+	require.Zero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "no fiber link")
+	require.Zero(t, p.Read(MIIPHYSTAT), "page 1's status register: not resolved")
+	require.Equal(t, uint16(0x0141), p.Read(MIIPHYID1))
+	p.Write(MIIBMSR, 0)
+	require.Equal(t, 1, f.Count(), "page 1's status is read-only")
+	p.Write(22, 0)
+	require.Equal(t, AN100FD|ANSelector, p.Read(MIIANAR), "copper advertisement untouched")
+	waitUp(t, p)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+}
