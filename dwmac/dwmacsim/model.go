@@ -535,6 +535,7 @@ func (m *Model) readOnly(off, val uint32) {
 
 // plainRegs are registers the model stores without side effects.
 var plainRegs = map[reg]string{
+	regMACRxqCtrl4:  "MAC_RxQ_Ctrl4", // written through writeRxqCtrl4Locked
 	regMACExtConfig: "MAC_Ext_Configuration", regMACWdtTo: "MAC_Watchdog_Timeout",
 	regMACVLANTag: "MAC_VLAN_Tag", regMACVLANHash: "MAC_VLAN_Hash_Table", regMACVLANIncl: "MAC_VLAN_Incl",
 	regMACRxFlow: "MAC_Rx_Flow_Ctrl", regMACTxqPrty0: "MAC_TxQ_Prty_Map0", regMACTxqPrty1: "MAC_TxQ_Prty_Map1",
@@ -699,6 +700,9 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		return 0
 	case regMACRxqCtrl0:
 		m.rxqCtrl0 = val
+		return 0
+	case regMACRxqCtrl4:
+		m.writeRxqCtrl4Locked(val)
 		return 0
 	case regMACMDIOAddr:
 		m.writeMDIOAddrLocked(val)

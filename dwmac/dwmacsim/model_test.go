@@ -242,3 +242,18 @@ func TestDump(t *testing.T) {
 	require.Contains(t, s, "RBSZ 1536")
 	require.NoError(t, r.m.Err())
 }
+
+// TestRxqCtrl4: dwmac4_set_filter's VLAN-fail queue (promiscuous mode with
+// dwmac-intel's vlan_fail_q_en) is taken and read back; a queue the part
+// lacks, and address-filter fail queuing, are refused.
+func TestRxqCtrl4(t *testing.T) {
+	r := newRig(t, testCfg()) // ADL-S: 6 RX queues
+	r.wr(0x94, 1<<16|5<<17)
+	require.Equal(t, uint32(1<<16|5<<17), r.rd(0x94))
+	require.NoError(t, r.m.Err())
+	r.wr(0x94, 1<<16|6<<17)
+	r.expectFault("VFFQ 6")
+	r.wr(0x94, 1)
+	r.expectFault("UFFQE/MFFQE")
+	require.Equal(t, uint32(1<<16|5<<17), r.rd(0x94), "refused writes leave the register")
+}
