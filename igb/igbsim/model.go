@@ -668,6 +668,9 @@ func (m *Model) queueReg(off uint32) (q int, r uint32, isRX bool, ok bool) {
 }
 
 func (m *Model) readQueueLocked(q int, r uint32, isRX bool, off uint32) uint32 {
+	if v, ok := m.readDVMOLRLocked(q, r, isRX, off); ok {
+		return v
+	}
 	if isRX {
 		x := &m.rx[q]
 		switch r {
@@ -1015,8 +1018,8 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.DESCTYPE %d: only advanced one-buffer (1) is modelled", q, (x.srrctl&srrctlDescType)>>25)
 				return
 			}
-			if x.srrctl&srrctlTimestamp != 0 && !m.ptp.hasClock {
-				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.TIMESTAMP: the 82576 has no timestamp in the buffer, and the I350's clock is not modelled", q)
+			if x.srrctl&srrctlTimestamp != 0 && !m.bufferStampOK() {
+				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.TIMESTAMP: the 82576 has no timestamp in the buffer", q)
 				return
 			}
 			if x.srrctl&srrctlBSizeMask == 0 {
@@ -1037,7 +1040,9 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		}
 		x.rqdpc = val // I210: software clears it by writing (variant.go)
 	default:
-		m.unimplemented("write32", off)
+		if !m.writeDVMOLRLocked(q, r, off, val) {
+			m.unimplemented("write32", off)
+		}
 	}
 }
 

@@ -35,6 +35,9 @@ func (m *Model) readVariantLocked(off uint32) (uint32, bool) {
 	if i, ok := m.iNVM(off); ok {
 		return m.invmDword(i), true
 	}
+	if v, ok := m.readI350Locked(off); ok {
+		return v, true
+	}
 	if (off != regPHPM && off != regTSSDP) || !m.hasPHPM() {
 		return 0, false
 	}
@@ -43,6 +46,9 @@ func (m *Model) readVariantLocked(off uint32) (uint32, bool) {
 
 // writeVariantLocked writes a register only some variants have.
 func (m *Model) writeVariantLocked(off, val uint32) bool {
+	if m.writeI350Locked(off, val) {
+		return true
+	}
 	if _, ok := m.iNVM(off); ok {
 		m.faults.Add("write32", "INVM_DATA", uint64(off), "write to the iNVM, which is read-only to software (it is programmed once, by the manufacturer's tools)")
 		return true
@@ -127,3 +133,93 @@ func (m *Model) iNVM(off uint32) (int, bool) {
 	}
 	return int(off-regINVMData) / 4, true
 }
+
+// The I350's virtualization registers Linux's igb touches with no VFs
+// (I350 datasheet chapter 8, "Virtualization"; Linux e1000_regs.h):
+//
+//   - DVMOLR(n), the DMA VM offload register of queue n (0xC038 + 0x40n):
+//     igb_set_vf_vlan_strip sets or clears STRVLAN (bit 30) for the PF's
+//     pool when the VLAN offload changes. Stored; the model strips tags by
+//     CTRL.VME, which igb_vlan_mode sets alike. HIDVLAN (29) and STRCRC (31)
+//     would change what the queue's frames look like per queue: refused.
+//   - TXSWC, the TX switch control (0x5ACC; the 82576's DTXSWC): anti-spoof
+//     and VMDq loopback enables (igb_vmdq_set_anti_spoofing_pf,
+//     igb_vmdq_set_loopback_pf). Without VFs no pool sends to another and
+//     none spoofs: storage is exact.
+//   - LVMMC, the last VM misbehaviour cause (0x3548, clear on read):
+//     igb_check_lvmmc reads it from the watchdog. The model's malicious
+//     driver detection reports through faults, not here: it reads 0;
+//     writes are refused (read-only).
+const (
+	qDVMOLR      = 0x38
+	regTXSWC reg = 0x05ACC
+	regLVMMC reg = 0x03548
+
+	dvmolrHIDVLAN uint32 = 1 << 29
+	dvmolrSTRCRC  uint32 = 1 << 31
+
+	regTSYNCRXCTLI350 = regTSYNCRXCTL
+)
+
+func (m *Model) readDVMOLRLocked(q int, r uint32, isRX bool, off uint32) (uint32, bool) {
+	if m.info.fam != famI350 || !isRX || r != qDVMOLR || off < rxBlockHigh {
+		return 0, false
+	}
+	return m.plain[rxBlockHigh+uint32(q)*blockHighLn+qDVMOLR], true
+}
+
+func (m *Model) writeDVMOLRLocked(q int, r, off, val uint32) bool {
+	if m.info.fam != famI350 || r != qDVMOLR || off < rxBlockHigh {
+		return false
+	}
+	if val&(dvmolrHIDVLAN|dvmolrSTRCRC) != 0 {
+		m.faults.Add("write32", "DVMOLR", uint64(off), "DVMOLR 0x%08x: per-queue HIDVLAN/STRCRC are not modelled (the model strips by CTRL.VME and RCTL.SECRC)", val)
+		return true
+	}
+	m.plain[off] = val
+	return true
+}
+
+// readI350Locked and writeI350Locked are TXSWC, LVMMC and, on the I350,
+// TSYNCRXCTL: the I350's clock is not modelled (its 40-bit SYSTIM counter is
+// plain storage), so RX timestamping is refused, and with it never on a
+// timestamp in the buffer is never due: SRRCTL.TIMESTAMP, which Linux's igb
+// sets on the 82580 and later (igb_setup_srrctl), is then exact.
+func (m *Model) readI350Locked(off uint32) (uint32, bool) {
+	if m.info.fam != famI350 {
+		return 0, false
+	}
+	switch off {
+	case regTXSWC:
+		return m.plain[off], true
+	case regLVMMC:
+		return 0, true
+	}
+	return 0, false
+}
+
+func (m *Model) writeI350Locked(off, val uint32) bool {
+	if m.info.fam != famI350 {
+		return false
+	}
+	switch off {
+	case regTXSWC:
+		m.plain[off] = val
+	case regLVMMC:
+		m.faults.Add("write32", "LVMMC", uint64(off), "write to a read-only (clear-on-read) register")
+	case regTSYNCRXCTLI350:
+		if val&tsyncRxEnabled != 0 {
+			m.faults.Add("write32", "TSYNCRXCTL", uint64(off), "RX timestamping on the I350: its clock is not modelled")
+			return true
+		}
+		m.plain[off] = val
+	default:
+		return false
+	}
+	return true
+}
+
+// bufferStampOK reports whether an RX queue may run with SRRCTL.TIMESTAMP:
+// the I210 writes the timestamp the model's clock gives; the I350 never has
+// one due (readI350Locked); the 82576 has no such bit.
+func (m *Model) bufferStampOK() bool { return m.ptp.hasClock || m.info.fam == famI350 }

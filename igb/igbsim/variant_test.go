@@ -121,3 +121,53 @@ func TestVariantNVM(t *testing.T) {
 		require.Len(t, r.m.Faults(), n+1, "%04x: the iNVM is read-only", c.dev)
 	}
 }
+
+// TestI350Virtualization: with no VFs, Linux's igb on an I350 sets the PF
+// pool's VLAN strip in DVMOLR, anti-spoofing in TXSWC and polls LVMMC; it
+// enables RX queues with SRRCTL.TIMESTAMP, which the I350 takes as long as
+// RX timestamping (not modelled on the I350) stays off. The 82576 and I210
+// have none of these registers, and the 82576 no SRRCTL.TIMESTAMP.
+func TestI350Virtualization(t *testing.T) {
+	cfg := testCfg()
+	cfg.DeviceID = 0x1521
+	r := newRig(t, cfg)
+	r.wr(0xC038, 1<<30) // DVMOLR(0).STRVLAN
+	require.Equal(t, uint32(1<<30), r.rd(0xC038))
+	r.wr(0xC038+0x40*3, 1<<30)
+	require.Equal(t, uint32(1<<30), r.rd(0xC038+0x40*3), "DVMOLR(3)")
+	r.wr(0x5ACC, 1<<31|0xFF)
+	require.Equal(t, uint32(1<<31|0xFF), r.rd(0x5ACC), "TXSWC")
+	require.Zero(t, r.rd(0x3548), "LVMMC: nothing misbehaved")
+	require.Empty(t, r.m.Faults())
+	r.wr(0xC038, 1<<29)
+	r.wr(0x3548, 0)
+	r.wr(0xB620, 1<<4|4<<1) // TSYNCRXCTL.EN
+	require.Len(t, r.m.Faults(), 3, "HIDVLAN, an LVMMC write, RX timestamping")
+	require.Equal(t, uint32(1<<30), r.rd(0xC038), "a refused write leaves DVMOLR")
+
+	// igb_setup_srrctl on the 82580 and later: TIMESTAMP set.
+	for _, c := range []struct {
+		dev uint16
+		ok  bool
+	}{{0x1521, true}, {0x1533, true}, {0x10C9, false}} {
+		cfg := testCfg()
+		cfg.DeviceID = c.dev
+		r := newRig(t, cfg)
+		b := tRDBAL(0)
+		ring, err := r.a.Alloc(8*16, 128)
+		require.NoError(t, err)
+		r.wr(b+0x00, uint32(ring.IOVA))
+		r.wr(b+0x04, uint32(ring.IOVA>>32))
+		r.wr(b+0x08, 8*16)
+		r.wr(b+0x0C, 2|tSrrctlAdv|1<<30)
+		r.wr(b+0x28, tDctlEnable)
+		require.Equal(t, c.ok, r.rd(b+0x28)&tDctlEnable != 0, "%04x: RX queue enabled with SRRCTL.TIMESTAMP", c.dev)
+		if c.dev != 0x1521 {
+			n := len(r.m.Faults())
+			r.rd(0xC038)
+			r.rd(0x5ACC)
+			r.rd(0x3548)
+			require.Len(t, r.m.Faults(), n+3, "%04x: no DVMOLR, TXSWC, LVMMC", c.dev)
+		}
+	}
+}
