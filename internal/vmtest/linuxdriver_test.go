@@ -50,8 +50,12 @@ type servedModel struct {
 	attach  func(sim.Link)
 	faults  func() []sim.Fault
 	close   func() error
-	modules []string // what the guest loads (ModuleOrder adds dependencies)
+	modules []string // what the guest loads (ModuleOrder adds dependencies); the driver's first
 	driver  string   // the PCI driver that must bind it
+	// phyID is the ID of the PHY on the driver's MDIO bus (0: none, as igb
+	// drives its PHY itself): the guest also loads the module udev would
+	// load for it (PHYModule, from modules.alias).
+	phyID uint32
 	// compare checks the guest's interface statistics against the model's
 	// counters after the run; arp is the number of ARP frames the guest sent
 	// (42 bytes the MAC pads to 60: the guest's tx_bytes count 42).
@@ -67,7 +71,7 @@ func newDWMACIntel(t *testing.T) *servedModel {
 	// 8 RX and 8 TX queues, a PHY on MDIO, no SerDes to power up.
 	// marvell: the PHY driver udev would load for the model's PHY ID
 	// (88E1512), so phylib drives it as on a board, not as a generic PHY.
-	return newDWMACServed(t, "dwmac-intel", ehlRGMII1G, 0x01, "marvell")
+	return newDWMACServed(t, "dwmac-intel", ehlRGMII1G, 0x01)
 }
 
 func newDWMACIntelADLS(t *testing.T) *servedModel {
@@ -76,12 +80,12 @@ func newDWMACIntelADLS(t *testing.T) *servedModel {
 	// the part has; the SerDes is the firmware's to power up. marvell.ko
 	// drives the 88E1512 in SGMII mode (m88e1510_config_init: page 18's
 	// MODE, then soft resets).
-	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 0x04, "marvell")
+	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 0x04)
 }
 
 // newDWMACServed serves an Intel mGbE with the DMA channels and queues the
 // part has (dwmacsim.LookupIntel: what dwmac-intel configures for the ID).
-func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, phyModules ...string) *servedModel {
+func newDWMACServed(t *testing.T, name string, device uint16, macLow byte) *servedModel {
 	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device,
 		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
@@ -90,7 +94,8 @@ func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, phyMo
 	return &servedModel{
 		name: name, dev: m.SimDevice(), mac: m.MAC(), vendor: 0x8086, device: device,
 		attach: m.Attach, faults: m.Faults, close: m.Close,
-		modules: append([]string{"dwmac-intel"}, phyModules...), driver: "intel-eth-pci",
+		modules: []string{"dwmac-intel"}, driver: "intel-eth-pci",
+		phyID: uint32(m.PHY().Read(sim.MIIPHYID1))<<16 | uint32(m.PHY().Read(sim.MIIPHYID2)),
 		compare: func(t *testing.T, g map[string]uint64, arp int) {
 			c := m.Counters()
 			t.Logf("model counters %+v", c)
@@ -236,7 +241,18 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 			t.Fatal(err)
 		}
 	}
-	mods, err := ModuleOrder(assets.Modules, m.modules)
+	wanted := m.modules
+	if m.phyID != 0 {
+		phyMod, err := PHYModule(assets.Modules, m.phyID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("PHY 0x%08x: udev loads %q (modalias mdio:%032b)", m.phyID, phyMod, m.phyID)
+		if phyMod != "" {
+			wanted = append(append([]string(nil), wanted...), phyMod)
+		}
+	}
+	mods, err := ModuleOrder(assets.Modules, wanted)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,9 +310,20 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 			guestproto.EnvNetPeerIP: linuxPeerIP,
 			guestproto.EnvNetFrames: strconv.Itoa(m.frameCount()),
 			guestproto.EnvNetSeed:   strconv.FormatInt(seed, 10),
+			guestproto.EnvNetModule: m.modules[0],
 		},
 	}
 	files := []InitramfsFile{{Name: "init", Src: initPath, Mode: 0o755}}
+	if assets.Ethtool == "" {
+		t.Errorf("no guest ethtool (XNIC_VFIOUSER_ETHTOOL_ROOT: run internal/vmtest/setup-vfiouser.sh): TestEthtool does not run")
+	} else {
+		ef, bin, err := GuestEthtool(assets.Ethtool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, ef...)
+		cfg.Env[guestproto.EnvNetEthtool] = bin
+	}
 	for _, mod := range mods {
 		p := "lib/modules/" + filepath.Base(mod)
 		files = append(files, InitramfsFile{Name: p, Src: filepath.Join(assets.Modules, mod)})
@@ -335,8 +362,12 @@ func runLinuxDriver(ctx context.Context, t *testing.T, assets Assets, initPath s
 	if res.Fatal != "" || len(res.Failed) > 0 {
 		t.Errorf("guest /init: fatal %q, failed steps %q\nkernel log tail:\n%s", res.Fatal, res.Failed, strings.Join(res.Dmesg, "\n"))
 	}
-	want := &TestBinary{Name: guestproto.NetBinary, Pkg: "netinit",
-		Tests: []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn", "TestStats"}}
+	tests := []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn",
+		"TestJumbo", "TestDownUp", "TestMACChange", "TestFilters"}
+	if cfg.Env[guestproto.EnvNetEthtool] != "" {
+		tests = append(tests, "TestEthtool")
+	}
+	want := &TestBinary{Name: guestproto.NetBinary, Pkg: "netinit", Tests: append(tests, "TestStats", "TestReload")}
 	t.Run("guest", func(t *testing.T) { checkBinary(t, want, res.Binaries[guestproto.NetBinary], res) })
 	if m.noShare {
 		t.Run("messages", func(t *testing.T) {

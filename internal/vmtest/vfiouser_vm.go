@@ -26,6 +26,7 @@ func LocateVFIOUser() (Assets, error) {
 		QEMU:    os.Getenv("XNIC_VFIOUSER_QEMU"),
 		Kernel:  os.Getenv("XNIC_VFIOUSER_KERNEL"),
 		Modules: os.Getenv("XNIC_VFIOUSER_MODULES"),
+		Ethtool: os.Getenv("XNIC_VFIOUSER_ETHTOOL_ROOT"),
 	}
 	for _, dir := range CacheDirs() {
 		env, err := readEnvFile(filepath.Join(dir, "vfiouser.env"))
@@ -35,6 +36,7 @@ func LocateVFIOUser() (Assets, error) {
 		a.QEMU = cmp(a.QEMU, env["XNIC_VFIOUSER_QEMU"])
 		a.Kernel = cmp(a.Kernel, env["XNIC_VFIOUSER_KERNEL"])
 		a.Modules = cmp(a.Modules, env["XNIC_VFIOUSER_MODULES"])
+		a.Ethtool = cmp(a.Ethtool, env["XNIC_VFIOUSER_ETHTOOL_ROOT"])
 		break
 	}
 	var missing []string
@@ -148,25 +150,28 @@ func (vm *UserVM) Run(ctx context.Context) (string, error) {
 	return runQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
 }
 
-// ParseNetStats reads netinit's guestproto.StatsLine line ("netstats k=v ...")
-// from the results; ok is false when there is none.
+// ParseNetStats reads netinit's guestproto.StatsLine lines ("netstats k=v
+// ...") and sums them: one line per driver instance (the reloaded driver's
+// interface counts from 0). ok is false when there is no line.
 func ParseNetStats(results string) (map[string]uint64, bool, error) {
 	prefix := guestproto.Prefix + guestproto.StatsLine + " "
+	var sum map[string]uint64
 	for _, line := range strings.Split(results, "\n") {
 		line = strings.TrimRight(line, "\r")
 		if !strings.HasPrefix(line, prefix) {
 			continue
 		}
-		m := map[string]uint64{}
+		if sum == nil {
+			sum = map[string]uint64{}
+		}
 		for _, kv := range strings.Fields(line[len(prefix):]) {
 			k, v, ok := strings.Cut(kv, "=")
 			n, err := strconv.ParseUint(v, 10, 64)
 			if !ok || err != nil {
 				return nil, true, fmt.Errorf("netstats field %q", kv)
 			}
-			m[k] = n
+			sum[k] += n
 		}
-		return m, true, nil
 	}
-	return nil, false, nil
+	return sum, sum != nil, nil
 }

@@ -21,9 +21,17 @@ const (
 	EnvNetFrames = "XNIC_NET_FRAMES"
 	// EnvNetSeed seeds the two frame streams (the second uses seed+1).
 	EnvNetSeed = "XNIC_NET_SEED"
+	// EnvNetEthtool is the path of an ethtool binary in the guest; when set,
+	// netinit runs TestEthtool with it (-i, -S, -g/-G, -c/-C, -k, -s).
+	EnvNetEthtool = "XNIC_NET_ETHTOOL"
+	// EnvNetModule names the driver's module; when set, netinit unloads and
+	// reloads it after the statistics (TestReload) and prints a second
+	// StatsLine for the reloaded driver's interface.
+	EnvNetModule = "XNIC_NET_MODULE"
 	// NetPings is how many ICMP echo requests each side sends the other.
 	NetPings = 5
 	// StatsLine starts netinit's line with the interface's statistics:
-	// "netstats rx_packets=N tx_packets=N ...".
+	// "netstats rx_packets=N tx_packets=N ...": one per driver instance
+	// (TestStats, and TestReload's after the module came back), to be summed.
 	StatsLine = "netstats"
 )

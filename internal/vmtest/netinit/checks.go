@@ -73,7 +73,32 @@ func runChecks(p *plan) int {
 	count(runT("TestFramesOut", func(c *check) { framesOut(c, p, cl) }))
 	count(runT("TestFramesIn", func(c *check) { framesIn(c, p, cl) }))
 	sock.close()
+	// The lifecycle (lifecycle.go); each step needs the link the one before
+	// left.
+	steps := []struct {
+		name string
+		fn   func(c *check)
+	}{
+		{"TestJumbo", func(c *check) { jumbo(c, p, ifname) }},
+		{"TestDownUp", func(c *check) { downUp(c, p, ifname) }},
+		{"TestMACChange", func(c *check) { changeMAC(c, p, ifname, mac) }},
+		{"TestFilters", func(c *check) { filters(c, p, ifname) }},
+	}
+	if p.ethtool != "" {
+		steps = append(steps, struct {
+			name string
+			fn   func(c *check)
+		}{"TestEthtool", func(c *check) { ethtool(c, p, ifname) }})
+	}
+	for _, s := range steps {
+		if !count(runT(s.name, s.fn)) {
+			break
+		}
+	}
 	count(runT("TestStats", func(c *check) { stats(c, ifname) }))
+	if p.module != "" {
+		count(runT("TestReload", func(c *check) { reload(c, p) }))
+	}
 	return failed
 }
 
@@ -237,15 +262,18 @@ func stats(c *check, ifname string) {
 		c.errorf("%v", err)
 	}
 	time.Sleep(200 * time.Millisecond)
+	t, zeroed := totals(ifname)
+	if len(zeroed) > 0 {
+		c.logf("the driver zeroed its counters at: %s (carried over)", strings.Join(zeroed, ", "))
+	}
 	var b strings.Builder
 	b.WriteString(guestproto.StatsLine)
 	for _, n := range statNames {
-		v := readSys(filepath.Join("/sys/class/net", ifname, "statistics", n))
-		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
-			c.errorf("statistics/%s = %q", n, v)
+		if _, err := strconv.ParseUint(readSys(filepath.Join("/sys/class/net", ifname, "statistics", n)), 10, 64); err != nil {
+			c.errorf("statistics/%s unreadable: %v", n, err)
 			continue
 		}
-		fmt.Fprintf(&b, " %s=%s", n, v)
+		fmt.Fprintf(&b, " %s=%d", n, t[n])
 	}
 	guestrt.Say("%s", b.String())
 	c.logf("%s", b.String())

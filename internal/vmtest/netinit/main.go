@@ -35,6 +35,10 @@ type plan struct {
 	peerIP [4]byte
 	frames int
 	seed   int64
+	// ethtool is the guest's ethtool binary ("": no TestEthtool); module the
+	// driver's module to reload ("": no TestReload).
+	ethtool string
+	module  string
 }
 
 func readPlan() (*plan, error) {
@@ -70,6 +74,7 @@ func readPlan() (*plan, error) {
 	if p.seed, err = strconv.ParseInt(env[guestproto.EnvNetSeed], 10, 64); err != nil {
 		return nil, fmt.Errorf("%s=%q: want an integer", guestproto.EnvNetSeed, env[guestproto.EnvNetSeed])
 	}
+	p.ethtool, p.module = env[guestproto.EnvNetEthtool], env[guestproto.EnvNetModule]
 	return p, nil
 }
 
