@@ -90,6 +90,10 @@ type Config struct {
 	// software). CIC on such a queue is a fault: the frame leaves without
 	// the checksum.
 	NoTxCOEQueues uint32
+	// NoRxCOE models a core without the RX checksum offload engine:
+	// HW_FEATURE0.RXCOESEL reads 0 and MAC_Configuration.IPC stays 0. Both
+	// variants have it (rxcoe.go).
+	NoRxCOE bool
 	// PTPClockHz is the PTP reference clock (clk_ptp_ref). 0: 200 MHz on
 	// IntelMGbE (dwmac-intel's clk_ptp_rate), 100 MHz on IMX8MP (the
 	// ENET_QOS_TIMER rate imx8mp.dtsi assigns).
@@ -116,7 +120,7 @@ type Counters struct {
 	RxNoDesc     uint64 // dropped: no descriptor owned by the DMA (RBU)
 	RxOverflow   uint64 // dropped: RX queue not enabled, channel stopped, DMA refused
 	RxNoLink     uint64 // arrived while link down, RE clear, in reset or speed mismatch
-	RxErrors     uint64 // runt or oversize
+	RxErrors     uint64 // runt, oversize, or a checksum error the MTL drops (rxcoe.go)
 	TxFrames     uint64 // frames put on the wire
 	TxBytes      uint64
 	TxDropped    uint64 // refused descriptors, speed mismatch or link down
@@ -585,6 +589,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 		if !m.cfg.NoTxCOE {
 			v |= hw0TXCOESEL
 		}
+		if !m.cfg.NoRxCOE {
+			v |= hw0RXCOESEL
+		}
 		return v
 	case regMACHWFeat1:
 		return fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
@@ -772,7 +779,9 @@ func (m *Model) reservedLocked(op string, off, val uint32) bool {
 }
 
 func (m *Model) writeMACConfigLocked(val uint32) (kick uint32) {
-	val &^= cfgIPC // RO 0: HW_FEATURE0.RXCOESEL is not advertised
+	if m.cfg.NoRxCOE {
+		val &^= cfgIPC // RO 0: HW_FEATURE0.RXCOESEL is not advertised
+	}
 	was := m.macConfig
 	m.macConfig = val
 	if was&cfgTE == 0 && val&cfgTE != 0 {

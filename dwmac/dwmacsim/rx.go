@@ -164,6 +164,11 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		m.overflowLocked(mq)
 		return false
 	}
+	coe, csumBad := m.rxCOE(frame)
+	if csumBad && mq.rxOp&mtlDisTCPEF == 0 {
+		m.cnt.RxErrors++ // the MTL drops it (rxcoe.go)
+		return false
+	}
 
 	strip := (etype >= 0x600 && m.macConfig&cfgCST != 0) || (etype < 0x600 && m.macConfig&cfgACS != 0)
 	// The outer C-VLAN tag (MAC_VLAN_Tag EVLRXS: into RDES0 with RS0V; EVLS
@@ -283,8 +288,12 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 			if reportTag {
 				w0, w3 = tci, w3|rw3RS0V
 			}
+			w1 = coe
 			if ts {
-				w1 = rd1TSA
+				w1 |= rd1TSA
+			}
+			if w1 != 0 {
+				w3 |= rw3RS1V // RDES1 holds status (Linux reads TSA only with it)
 			}
 		}
 		le.PutUint32(d[des0:], w0)
