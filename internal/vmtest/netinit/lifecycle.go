@@ -267,7 +267,7 @@ func ethtool(c *check, p *plan, ifname string) {
 		if _, ok := run("-s", ifname, "advertise", l.adv); !ok {
 			return
 		}
-		if err := waitSpeed(ifname, l.speed, 30*time.Second); err != nil {
+		if err := waitSpeed(ifname, l.speed, 10*time.Second); err != nil {
 			c.errorf("after ethtool -s advertise %s: %v", l.adv, err)
 			return
 		}
@@ -326,9 +326,9 @@ func waitSpeed(ifname, speed string, d time.Duration) error {
 // the new interface's statistics go out on a second StatsLine.
 func reload(c *check, p *plan) {
 	var mod *guestproto.Module
-	for i := range p.cfg.Modules {
-		if modBase(p.cfg.Modules[i].Path) == strings.ReplaceAll(p.module, "-", "_") {
-			mod = &p.cfg.Modules[i]
+	for i := range p.modules {
+		if modBase(p.modules[i].Path) == strings.ReplaceAll(p.module, "-", "_") {
+			mod = &p.modules[i]
 		}
 	}
 	if mod == nil {
@@ -362,7 +362,7 @@ func reload(c *check, p *plan) {
 		return
 	}
 	c.logf("%s reloaded: %s up again", p.module, ifname)
-	stats(c, ifname)
+	stats(c, p, ifname)
 }
 
 // modBase is a module file's name as the kernel knows it.
