@@ -91,6 +91,12 @@ const (
 	// PHYStatIGP: Intel IGP (82576 internal PHY) port status: speed bits 15:14
 	// (1 10, 2 100, 3 1000 Mb/s), link up bit 10, full duplex bit 9.
 	PHYStatIGP
+	// PHYStatRealtek: the Realtek RTL8211F register set (phy_realtek.go):
+	// register 31 selects the page of registers 16-30, the PHY status is on
+	// page 0xa43. NewPHY uses it for a PHYStatMarvell configuration (the
+	// zero value) whose ID carries Realtek's OUI: the register set of the
+	// part the ID names.
+	PHYStatRealtek
 )
 
 // Register values after a PHY reset.
@@ -183,6 +189,9 @@ func NewPHY(cfg PHYConfig) *PHY {
 	}
 	if p.cfg.PartnerAbility == 0 {
 		p.cfg.PartnerAbility = lpDefault
+	}
+	if p.cfg.StatStyle == PHYStatMarvell && p.cfg.ID1 == realtekID1 {
+		p.cfg.StatStyle = PHYStatRealtek
 	}
 	p.connected = !cfg.Unplugged
 	p.resetLocked()
@@ -376,6 +385,9 @@ func (p *PHY) Read(reg int) uint16 {
 	if p.fiberLocked(reg) {
 		return p.readFiberLocked(reg)
 	}
+	if p.cfg.StatStyle == PHYStatRealtek && reg >= 16 {
+		return p.readRealtekLocked(reg)
+	}
 	if p.pagedLocked(reg) {
 		return p.paged[uint32(p.page&0xff)<<5|uint32(reg)]
 	}
@@ -469,6 +481,11 @@ func (p *PHY) Write(reg int, val uint16) {
 	p.mu.Lock()
 	if p.fiberLocked(reg) {
 		p.writeFiberLocked(reg, val)
+		p.mu.Unlock()
+		return
+	}
+	if p.cfg.StatStyle == PHYStatRealtek && reg >= 16 {
+		p.writeRealtekLocked(reg, val)
 		p.mu.Unlock()
 		return
 	}

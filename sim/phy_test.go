@@ -231,3 +231,34 @@ func TestPHYMarvellFiberPage(t *testing.T) {
 	waitUp(t, p)
 	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
 }
+
+// TestPHYRealtek is realtek.ko on an RTL8211F: register 31 pages registers
+// 16-30; PHYSR and rtlgen_get_speed's register on page 0xa43 give the
+// resolved link; the configuration registers are each page's storage.
+func TestPHYRealtek(t *testing.T) {
+	f := &Faults{}
+	p := NewPHY(PHYConfig{ID1: 0x001c, ID2: 0xc916, AutonegDelay: testAN, Faults: f, PartnerNo1000: true})
+	require.Equal(t, PHYStatRealtek, p.cfg.StatStyle, "a Realtek ID gets the Realtek register set")
+	p.Write(31, 0xa43)
+	require.Zero(t, p.Read(0x1a), "no link yet")
+	p.Write(0x18, 0x2000) // PHYCR1 (ALDPS)
+	p.Write(31, 0xd08)
+	p.Write(0x11, 0x0100) // TX delay
+	p.Write(31, 0)
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	p.Write(31, 0xa43)
+	require.Equal(t, uint16(1<<2|1<<3|1<<4), p.Read(0x1a), "PHYSR: link, full duplex, 100")
+	require.Equal(t, uint16(1<<2|1<<3|1<<4), p.Read(0x12), "rtlgen_get_speed's register")
+	require.Equal(t, uint16(0x2000), p.Read(0x18))
+	require.Equal(t, uint16(0xa43), p.Read(31))
+	p.Write(0x1a, 0)
+	require.Equal(t, 1, f.Count(), "PHYSR is read-only")
+	p.Write(31, 0xd08)
+	require.Equal(t, uint16(0x0100), p.Read(0x11))
+	require.Zero(t, p.Read(0x18), "page 0xd08's register 0x18 is its own")
+	require.Equal(t, uint16(0x001c), p.Read(MIIPHYID1), "registers 0-15 on any page")
+	// Other PHYs keep their layouts: register 31 is plain storage there.
+	q := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0})
+	require.Equal(t, PHYStatMarvell, q.cfg.StatStyle)
+}
