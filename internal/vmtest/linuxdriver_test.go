@@ -30,6 +30,7 @@ const (
 	linuxPings   = guestproto.NetPings // echo requests each way
 	ehlRGMII1G   = 0x4b30
 	adlsSGMII1G0 = 0x7aac
+	adlsSGMII1G1 = 0x7aad
 	// MMC counters of the DWC EQoS (databook "MMC registers", stmmac mmc.h:
 	// MMC_TX_FRAMECOUNT_GB 0x18, MMC_RX_FRAMECOUNT_GB 0x80 from 0x700).
 	mmcTxFramesGB = 0x700 + 0x18
@@ -89,10 +90,23 @@ func newDWMACIntelADLS(t *testing.T) *servedModel {
 	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 0x04, 1)
 }
 
+// newDWMACIntelRTL is Alder Lake-S mGbE 1 (adls_sgmii1g_phy1_info: MDIO bus
+// 2, so it shares a guest with mGbE 0's bus-1 siblings) with a Realtek
+// RTL8211F instead of the Marvell PHY: udev loads realtek.ko, which pages
+// registers 16-30 through register 31 and reads the link speed on page
+// 0xa43 (sim/phy_realtek.go).
+func newDWMACIntelRTL(t *testing.T) *servedModel {
+	return newDWMACServedPHY(t, "dwmac-intel-rtl8211f", adlsSGMII1G1, 0x08, 2, 0x001CC916)
+}
+
 // newDWMACServed serves an Intel mGbE with the DMA channels and queues the
 // part has (dwmacsim.LookupIntel: what dwmac-intel configures for the ID).
 func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, mdioBus int) *servedModel {
-	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device,
+	return newDWMACServedPHY(t, name, device, macLow, mdioBus, 0)
+}
+
+func newDWMACServedPHY(t *testing.T, name string, device uint16, macLow byte, mdioBus int, phyID uint32) *servedModel {
+	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device, PHYID: phyID,
 		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
 		t.Fatal(err)
@@ -247,8 +261,8 @@ func TestLinuxDriver(t *testing.T) {
 	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
-	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newIGB, newIGBI350, newIGBI210, newIGBI211,
-		newQEMUIGB}
+	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newDWMACIntelRTL, newIGB, newIGBI350, newIGBI210,
+		newIGBI211, newQEMUIGB}
 	var models []*servedModel
 	for _, mk := range mks {
 		models = append(models, mk(t))
