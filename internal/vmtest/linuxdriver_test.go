@@ -90,6 +90,14 @@ func newDWMACIntelADLS(t *testing.T) *servedModel {
 	return newDWMACServed(t, "dwmac-intel-adls", adlsSGMII1G0, 0x04, 1)
 }
 
+// newDWMACIntelPSE is Elkhart Lake's PSE mGbE 1 in SGMII (ehl_pse1_sgmii1g_info):
+// the configuration dwmac-intel gives the EHL's SGMII ports (the driver powers
+// the SerDes up through MDIO address 0x15, intel_serdes_powerup; the xPCS at
+// 0x16), with the PSE's 32-bit DMA (host_dma_width) and MDIO bus 3.
+func newDWMACIntelPSE(t *testing.T) *servedModel {
+	return newDWMACServed(t, "dwmac-intel-ehl-pse1", 0x4bb1, 0x0a, 3)
+}
+
 // newDWMACIntelRTL is Alder Lake-S mGbE 1 (adls_sgmii1g_phy1_info: MDIO bus
 // 2, so it shares a guest with mGbE 0's bus-1 siblings) with a Realtek
 // RTL8211F instead of the Marvell PHY: udev loads realtek.ko, which pages
@@ -237,9 +245,11 @@ func vmtestRequested(t *testing.T) {
 
 // TestLinuxDriver puts xnic's device models in front of Linux's own drivers,
 // served to QEMU over vfio-user: every variant `xnic serve` offers (igbsim as
-// an 82576, I350, I210 and I211 for igb; dwmacsim as each Intel mGbE
-// configuration dwmac-intel distinguishes: Elkhart Lake RGMII and Alder Lake-S
-// SGMII), with the PHY driver udev loads for the model's PHY, through a
+// an 82576, I350, I210 and I211 for igb; dwmacsim as the Intel mGbE
+// configurations dwmac-intel distinguishes: Elkhart Lake RGMII, Elkhart Lake
+// PSE SGMII with its SerDes power-up and 32-bit DMA, Alder Lake-S SGMII, and
+// ADL-S mGbE 1 with a Realtek PHY), with the PHY driver udev loads for the
+// model's PHY, through a
 // user's lifecycle (netinit). QEMU's own igb runs the same steps in the same
 // guest as a reference, its differences logged. All devices share one boot
 // (the boot is most of a device's time under TCG); -vmtest.linux-separate
@@ -261,8 +271,8 @@ func TestLinuxDriver(t *testing.T) {
 	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
-	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newDWMACIntelRTL, newIGB, newIGBI350, newIGBI210,
-		newIGBI211, newQEMUIGB}
+	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newDWMACIntelPSE, newDWMACIntelRTL,
+		newIGB, newIGBI350, newIGBI210, newIGBI211, newQEMUIGB}
 	var models []*servedModel
 	for _, mk := range mks {
 		models = append(models, mk(t))
