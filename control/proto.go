@@ -145,6 +145,7 @@ type PHYDecode struct {
 	Addr      int           `json:"addr"`
 	ID        string        `json:"id"`
 	OUI       string        `json:"oui"`
+	Vendor    string        `json:"vendor,omitempty"` // the OUI's owner, when known
 	Model     int           `json:"model"`
 	Revision  int           `json:"revision"`
 	Link      Link          `json:"link"` // what the driver resolves

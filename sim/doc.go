@@ -2,7 +2,10 @@
 // models) share: DMA memory seen through an IOMMU-like translation that refuses
 // stray accesses, a fault log, a PCI-like Device base that implements nic.Device
 // (PlatformDevice presents it as a devicetree platform device),
-// a clause-22 MDIO PHY, and "wires" that carry whole Ethernet frames between a
+// a clause-22 MDIO PHY (with the vendor register sets the Linux PHY drivers
+// use: Marvell 88E1xxx pages through register 22 with the fiber page, Realtek
+// RTL8211F pages through register 31; a reset with AN enabled negotiates
+// again), and "wires" that carry whole Ethernet frames between a
 // model and the outside (an in-memory pair, UDP datagrams compatible with QEMU's
 // -netdev dgram, and a pcap-recording tap), with Wire, a model's Attach and
 // SetTransmit plumbing onto them.

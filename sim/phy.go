@@ -91,6 +91,12 @@ const (
 	// PHYStatIGP: Intel IGP (82576 internal PHY) port status: speed bits 15:14
 	// (1 10, 2 100, 3 1000 Mb/s), link up bit 10, full duplex bit 9.
 	PHYStatIGP
+	// PHYStatRealtek: the Realtek RTL8211F register set (phy_realtek.go):
+	// register 31 selects the page of registers 16-30, the PHY status is on
+	// page 0xa43. NewPHY uses it for a PHYStatMarvell configuration (the
+	// zero value) whose ID carries Realtek's OUI: the register set of the
+	// part the ID names.
+	PHYStatRealtek
 )
 
 // Register values after a PHY reset.
@@ -131,7 +137,8 @@ type PHYConfig struct {
 // PHY is a clause-22 copper PHY with autonegotiation.
 //
 // Autonegotiation runs only after software writes BMCR with AN enable and AN
-// restart (a PHY reset alone does not start it, and neither does power-on), and
+// restart, or resets the PHY (BMCR reset) while AN is enabled (power-on alone
+// does not start it: the models' PHYs wait for their driver), and
 // completes AutonegDelay later if the cable is connected and the two sides share
 // a mode; then the link is up at the best common mode (1000 before 100 before 10,
 // full before half duplex). Unplugging drops the link at once; plugging back in
@@ -156,8 +163,8 @@ type PHY struct {
 	// page other than 0, registers 16-29 are that page's (paged, plain
 	// storage) and 17 is not the copper status. Linux's marvell driver
 	// (88E1510 family) writes LED, errata and RGMII-delay registers there.
-	// Registers 0-15 read and write the copper ones on every page (the
-	// 88E151x's page 1 fiber/SGMII registers are not modelled).
+	// Registers 0-15 are the copper ones on every page but 1, where they
+	// are the fiber side's (phy_marvell.go).
 	page       uint16 // register 22 as written; the page is its low byte
 	paged      map[uint32]uint16
 	connected  bool
@@ -182,6 +189,9 @@ func NewPHY(cfg PHYConfig) *PHY {
 	}
 	if p.cfg.PartnerAbility == 0 {
 		p.cfg.PartnerAbility = lpDefault
+	}
+	if p.cfg.StatStyle == PHYStatMarvell && p.cfg.ID1 == realtekID1 {
+		p.cfg.StatStyle = PHYStatRealtek
 	}
 	p.connected = !cfg.Unplugged
 	p.resetLocked()
@@ -224,6 +234,36 @@ func (p *PHY) resetLocked() {
 	p.vendor = [32]uint16{}
 	p.anStarted = false
 	p.abortLocked()
+}
+
+// softResetLocked is a BMCR write with the reset bit (self-clearing: it reads
+// back 0 at once). Either way the link drops and, when BMCR then has AN
+// enable, autonegotiation starts again, as after any reset of a PHY that can
+// negotiate (IEEE 802.3 22.2.4.1.1 and 28.3: the arbitration state machine
+// starts from its reset state; Linux's genphy_soft_reset writes BMCR_RESET
+// with BMCR_ANRESTART and waits only for the reset bit to clear):
+//   - PHYStatIGP (an IEEE register set): the registers return to their reset
+//     values, the rest of the written value is lost.
+//   - PHYStatMarvell (88E1xxx, the I210's PHY): the registers keep their
+//     values (the 88E151x datasheet's "Retain" registers: a software reset is
+//     how the driver commits ANAR, CTRL1000 and BMCR speed/duplex/AN enable
+//     changes, which Linux's marvell driver does after config_aneg); the
+//     written BMCR bits other than reset and restart become BMCR.
+func (p *PHY) softResetLocked(val uint16) {
+	if p.cfg.StatStyle != PHYStatMarvell {
+		p.resetLocked()
+	} else {
+		p.bmcr = val &^ (BMCRReset | BMCRANRestart)
+		p.anStarted = false
+		p.abortLocked()
+	}
+	switch {
+	case p.bmcr&BMCRPowerDown != 0:
+	case p.bmcr&BMCRANEnable == 0:
+		p.forceLocked()
+	default:
+		p.restartLocked()
+	}
 }
 
 // abortLocked stops autonegotiation and drops the link.
@@ -342,6 +382,12 @@ func (p *PHY) pagedLocked(reg int) bool {
 func (p *PHY) Read(reg int) uint16 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.fiberLocked(reg) {
+		return p.readFiberLocked(reg)
+	}
+	if p.cfg.StatStyle == PHYStatRealtek && reg >= 16 {
+		return p.readRealtekLocked(reg)
+	}
 	if p.pagedLocked(reg) {
 		return p.paged[uint32(p.page&0xff)<<5|uint32(reg)]
 	}
@@ -433,9 +479,26 @@ func (p *PHY) Read(reg int) uint16 {
 // Write sets MII register reg (0-31). Writes to read-only registers are faults.
 func (p *PHY) Write(reg int, val uint16) {
 	p.mu.Lock()
+	if p.fiberLocked(reg) {
+		p.writeFiberLocked(reg, val)
+		p.mu.Unlock()
+		return
+	}
+	if p.cfg.StatStyle == PHYStatRealtek && reg >= 16 {
+		p.writeRealtekLocked(reg, val)
+		p.mu.Unlock()
+		return
+	}
 	if p.pagedLocked(reg) {
 		if p.paged == nil {
 			p.paged = map[uint32]uint16{}
+		}
+		if p.page&0xff == 18 && reg == 20 {
+			// General Control Register 1 (88E151x page 18 register 20):
+			// the reset bit 15 self-clears; MODE 2:0 (SGMII to copper,
+			// Linux's m88e1510_config_init) takes effect with it. The
+			// MAC-side interface is not modelled: MODE is storage.
+			val &^= 1 << 15
 		}
 		p.paged[uint32(p.page&0xff)<<5|uint32(reg)] = val
 		p.mu.Unlock()
@@ -450,7 +513,7 @@ func (p *PHY) Write(reg int, val uint16) {
 	switch reg {
 	case MIIBMCR:
 		if val&BMCRReset != 0 {
-			p.resetLocked()
+			p.softResetLocked(val)
 			break
 		}
 		old := p.bmcr

@@ -76,7 +76,7 @@ func TestPHYLatchedLowAndCable(t *testing.T) {
 }
 
 func TestPHYResolutionAndReset(t *testing.T) {
-	p := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true})
+	p := NewPHY(PHYConfig{AutonegDelay: testAN, PartnerNo1000: true, StatStyle: PHYStatIGP})
 	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
 	waitUp(t, p)
 	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
@@ -90,8 +90,8 @@ func TestPHYResolutionAndReset(t *testing.T) {
 	require.Zero(t, p.Read(MIIBMCR)&BMCRReset, "reset self-clears")
 	require.Equal(t, anarDefault, p.Read(MIIANAR), "reset restores defaults")
 	require.False(t, p.LinkUp(), "reset drops the link")
-	time.Sleep(4 * testAN)
-	require.False(t, p.LinkUp(), "reset does not restart negotiation")
+	waitUp(t, p) // AN is enabled after the reset: negotiation starts again
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link(), "the default advertisement again")
 
 	// Forced 100 full duplex.
 	p.Write(MIIBMCR, BMCRSpeed100|BMCRFullDplx)
@@ -159,6 +159,9 @@ func TestPHYMarvellPages(t *testing.T) {
 	p.Write(22, 3)
 	require.Equal(t, uint16(0x1177), p.Read(16))
 	require.Equal(t, 0, f.Count())
+	p.Write(22, 18)
+	p.Write(20, 0x8001) // SGMII to copper, with the mode reset
+	require.Equal(t, uint16(0x0001), p.Read(20), "page 18 register 20: reset self-clears, MODE stays")
 	p.Write(22, 0)
 	p.Write(17, 0x1234)
 	require.Equal(t, 1, f.Count(), "register 17 on page 0 is read-only")
@@ -168,4 +171,94 @@ func TestPHYMarvellPages(t *testing.T) {
 	q.Write(22, 3)
 	q.Write(17, 1)
 	require.Equal(t, 2, f.Count())
+}
+
+// TestPHYMarvellSoftReset is Linux's genphy_soft_reset after marvell.ko's
+// config_aneg (m88e1121_config_aneg commits its changes with a reset): BMCR
+// 0x1340 (AN enable and restart, 1000 full) then 0x9340 (the same with reset).
+// The 88E151x keeps its registers over a software reset and negotiates again;
+// the link comes up with the advertisement written before the reset.
+func TestPHYMarvellSoftReset(t *testing.T) {
+	p := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0, AutonegDelay: testAN, PartnerNo1000: true})
+	p.Write(MIIANAR, AN100HD|AN10FD|ANSelector)
+	p.Write(22, 3)
+	p.Write(16, 0x1177) // page 3's LED control
+	p.Write(22, 0)
+	p.Write(MIIBMCR, 0x1340)
+	p.Write(MIIBMCR, 0x9340)
+	require.Equal(t, uint16(0x1140), p.Read(MIIBMCR), "reset and restart self-clear; the rest stays")
+	require.Equal(t, AN100HD|AN10FD|ANSelector, p.Read(MIIANAR), "ANAR kept over the reset")
+	waitUp(t, p)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: false}, p.Link())
+	require.NotZero(t, p.Read(MIIBMSR)&BMSRANComplete)
+	p.Write(22, 3)
+	require.Equal(t, uint16(0x1177), p.Read(16), "paged registers kept")
+	p.Write(22, 0)
+
+	// A reset with AN disabled applies the forced mode; with power down,
+	// nothing comes up until power up restarts negotiation.
+	p.Write(MIIBMCR, BMCRReset|BMCRSpeed100|BMCRFullDplx)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+	p.Write(MIIBMCR, BMCRReset|BMCRANEnable|BMCRPowerDown)
+	time.Sleep(4 * testAN)
+	require.False(t, p.LinkUp(), "powered down")
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+}
+
+// TestPHYMarvellFiberPage is marvell.ko's config_aneg outside SGMII mode with
+// only 100BASE-T full duplex advertised: page 1's advertisement is written
+// with no 1000BASE-X bit and its negotiation restarted; the copper side
+// keeps its advertisement and negotiates 100 full.
+func TestPHYMarvellFiberPage(t *testing.T) {
+	f := &Faults{}
+	p := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0, AutonegDelay: testAN, Faults: f})
+	p.Write(MIIANAR, AN100FD|ANSelector)
+	p.Write(MIICTRL1000, 0)
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	p.Write(22, 1)
+	p.Write(MIIANAR, ANSelector) // linkmode_adv_to_fiber_adv_t: nothing
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart|BMCRFullDplx|BMCRSpeed1000)
+	require.Equal(t, uint16(ANSelector), p.Read(MIIANAR), "page 1's own advertisement")
+	require.Equal(t, BMCRANEnable|BMCRFullDplx|BMCRSpeed1000, p.Read(MIIBMCR), "restart self-clears")
+	require.Zero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "no fiber link")
+	require.Zero(t, p.Read(MIIPHYSTAT), "page 1's status register: not resolved")
+	require.Equal(t, uint16(0x0141), p.Read(MIIPHYID1))
+	p.Write(MIIBMSR, 0)
+	require.Equal(t, 1, f.Count(), "page 1's status is read-only")
+	p.Write(22, 0)
+	require.Equal(t, AN100FD|ANSelector, p.Read(MIIANAR), "copper advertisement untouched")
+	waitUp(t, p)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+}
+
+// TestPHYRealtek is realtek.ko on an RTL8211F: register 31 pages registers
+// 16-30; PHYSR and rtlgen_get_speed's register on page 0xa43 give the
+// resolved link; the configuration registers are each page's storage.
+func TestPHYRealtek(t *testing.T) {
+	f := &Faults{}
+	p := NewPHY(PHYConfig{ID1: 0x001c, ID2: 0xc916, AutonegDelay: testAN, Faults: f, PartnerNo1000: true})
+	require.Equal(t, PHYStatRealtek, p.cfg.StatStyle, "a Realtek ID gets the Realtek register set")
+	p.Write(31, 0xa43)
+	require.Zero(t, p.Read(0x1a), "no link yet")
+	p.Write(0x18, 0x2000) // PHYCR1 (ALDPS)
+	p.Write(31, 0xd08)
+	p.Write(0x11, 0x0100) // TX delay
+	p.Write(31, 0)
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	p.Write(31, 0xa43)
+	require.Equal(t, uint16(1<<2|1<<3|1<<4), p.Read(0x1a), "PHYSR: link, full duplex, 100")
+	require.Equal(t, uint16(1<<2|1<<3|1<<4), p.Read(0x12), "rtlgen_get_speed's register")
+	require.Equal(t, uint16(0x2000), p.Read(0x18))
+	require.Equal(t, uint16(0xa43), p.Read(31))
+	p.Write(0x1a, 0)
+	require.Equal(t, 1, f.Count(), "PHYSR is read-only")
+	p.Write(31, 0xd08)
+	require.Equal(t, uint16(0x0100), p.Read(0x11))
+	require.Zero(t, p.Read(0x18), "page 0xd08's register 0x18 is its own")
+	require.Equal(t, uint16(0x001c), p.Read(MIIPHYID1), "registers 0-15 on any page")
+	// Other PHYs keep their layouts: register 31 is plain storage there.
+	q := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0})
+	require.Equal(t, PHYStatMarvell, q.cfg.StatStyle)
 }

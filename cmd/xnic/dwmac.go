@@ -34,11 +34,11 @@ func init() {
 		platformExample: "eqos@0x30bf0000",
 		// IOMUXC_GPR1 takes the EQOS interface mode (dwmac-imx.c,
 		// imx8mp_set_intf_mode); syscon maps the page without requesting it.
-		platformGPR: &physmem.Window{Phys: 0x30340000, Size: 0x10},
-		window:      0x10000,
-		dmaLimit:        1 << 34,
-		simVariants:     []string{"intel", "imx8mp"},
-		pciSimVariants:  []string{"intel"},
+		platformGPR:    &physmem.Window{Phys: 0x30340000, Size: 0x10},
+		window:         0x10000,
+		dmaLimit:       1 << 34,
+		simVariants:    []string{"intel", "imx8mp"},
+		pciSimVariants: []string{"intel"},
 		newSim: func(variant string, o portOptions) (simModel, error) {
 			m, err := newSimDWMAC(variant, o)
 			if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"strconv"
 	"strings"
 
@@ -342,21 +343,48 @@ func phyDecode(op *openedPort, pa nic.PHYAccess) (phyDecodeOut, error) {
 		out.Registers = append(out.Registers, phyRegValue{Name: d.Name, Addr: out.Addr, Reg: d.Reg, Value: v, Fields: d.Decode(v)})
 	}
 	out.ID = fmt.Sprintf("0x%04x%04x", id1, id2)
-	out.OUI = phyOUI(id1, id2)
+	out.OUI, out.Vendor = phyOUI(id1, id2)
 	out.Model, out.Revision = int(id2>>4&0x3F), int(id2&0xF)
 	l := op.Link()
 	out.Link = linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}
 	return out, nil
 }
 
-// phyOUI assembles the OUI from PHYID1 (OUI bits 3-18) and PHYID2 15:10 (bits
-// 19-24), IEEE 802.3 22.2.4.3.1, and prints it as three octets: the
-// 88E1111's 0x0141:0x0cc0 gives Marvell's 00:50:43, Intel's IGP PHY's
-// 0x02a8:0x0390 Intel's 00:aa:00. (Some vendors' datasheets print their OUI
-// bit-reversed within each octet; the register bits are what is shown.)
-func phyOUI(id1, id2 uint16) string {
-	oui := uint32(id1)<<6 | uint32(id2>>10)
-	return fmt.Sprintf("%02x:%02x:%02x", oui>>16&0xFF, oui>>8&0xFF, oui&0xFF)
+// phyOUI decodes the OUI in PHYID1/PHYID2 and names its owner when it is a
+// known PHY vendor. IEEE 802.3 22.2.4.3.1 puts OUI bits 3-18 in PHYID1 15:0
+// and bits 19-24 in PHYID2 15:10, the OUI's bits numbered in transmission
+// order: bit 1 is the least significant bit of the first octet, so each octet
+// comes out bit-reversed against the register. Realtek (RTL8211F 0x001c:0xc916
+// gives 00:e0:4c), Micrel, SMSC and Broadcom load their OUI that way; Marvell
+// (88E1512 0x0141:0x0dd0), Intel, TI and Atheros load the octets in register
+// bit order, where the same decoding gives the bit-reversed octets (Marvell's
+// 00:50:43 reads 00:0a:c2). So both readings are tried against the vendors'
+// registered OUIs; an unknown ID is shown as the standard decodes it.
+func phyOUI(id1, id2 uint16) (oui, vendor string) {
+	var std [3]byte
+	for k := 3; k <= 24; k++ { // OUI bit k, 1-based
+		var bit uint16
+		if k <= 18 {
+			bit = id1 >> (18 - k) & 1
+		} else {
+			bit = id2 >> (34 - k) & 1
+		}
+		std[(k-1)/8] |= byte(bit) << ((k - 1) % 8)
+	}
+	rev := [3]byte{bits.Reverse8(std[0]), bits.Reverse8(std[1]), bits.Reverse8(std[2])}
+	for _, o := range [][3]byte{std, rev} {
+		if v, ok := phyVendors[o]; ok {
+			return fmt.Sprintf("%02x:%02x:%02x", o[0], o[1], o[2]), v
+		}
+	}
+	return fmt.Sprintf("%02x:%02x:%02x", std[0], std[1], std[2]), ""
+}
+
+// phyVendors are the registered OUIs (IEEE MA-L) of PHY makers.
+var phyVendors = map[[3]byte]string{
+	{0x00, 0xe0, 0x4c}: "Realtek", {0x00, 0x50, 0x43}: "Marvell", {0x00, 0xaa, 0x00}: "Intel",
+	{0x00, 0x10, 0xa1}: "Micrel", {0x00, 0x80, 0x0f}: "SMSC", {0x00, 0x0a, 0xf7}: "Broadcom",
+	{0x08, 0x00, 0x28}: "Texas Instruments", {0x00, 0x13, 0x74}: "Atheros", {0x00, 0x01, 0xc1}: "Vitesse",
 }
 
 func printPHYDecode(w io.Writer, d phyDecodeOut, asJSON bool) error {
@@ -364,7 +392,11 @@ func printPHYDecode(w io.Writer, d phyDecodeOut, asJSON bool) error {
 		return writeJSON(w, d)
 	}
 	fmt.Fprintf(w, "port:   %s\n", d.Port)
-	fmt.Fprintf(w, "phy:    address %d, id %s (OUI %s, model 0x%02x, revision %d)\n", d.Addr, d.ID, d.OUI, d.Model, d.Revision)
+	oui := d.OUI
+	if d.Vendor != "" {
+		oui += " " + d.Vendor
+	}
+	fmt.Fprintf(w, "phy:    address %d, id %s (OUI %s, model 0x%02x, revision %d)\n", d.Addr, d.ID, oui, d.Model, d.Revision)
 	fmt.Fprintf(w, "link:   %s\n", d.Link)
 	for _, r := range d.Registers {
 		fmt.Fprintln(w, r)

@@ -163,13 +163,25 @@ func TestPHYCommand(t *testing.T) {
 	}
 }
 
+// TestPHYOUI decodes the ID registers of real PHYs (their datasheets' PHYID1
+// and PHYID2 reset values) to their makers' registered OUIs.
 func TestPHYOUI(t *testing.T) {
 	for _, c := range []struct {
-		id1, id2 uint16
-		oui      string
-	}{{0x0141, 0x0cc0, "00:50:43"}, {0x02a8, 0x0390, "00:aa:00"}} {
-		if got := phyOUI(c.id1, c.id2); got != c.oui {
-			t.Errorf("OUI of %04x:%04x = %s, want %s", c.id1, c.id2, got, c.oui)
+		id1, id2    uint16
+		oui, vendor string
+	}{
+		{0x001c, 0xc916, "00:e0:4c", "Realtek"},           // RTL8211F
+		{0x0141, 0x0dd0, "00:50:43", "Marvell"},           // 88E1512
+		{0x0141, 0x0cc0, "00:50:43", "Marvell"},           // 88E1111
+		{0x0141, 0x0c00, "00:50:43", "Marvell"},           // I210's internal PHY (Linux I210_I_PHY_ID)
+		{0x02a8, 0x0390, "00:aa:00", "Intel"},             // 82576 IGP (Linux IGP03E1000_E_PHY_ID)
+		{0x0022, 0x1620, "00:10:a1", "Micrel"},            // KSZ9031
+		{0x2000, 0xa231, "08:00:28", "Texas Instruments"}, // DP83867
+		{0x004d, 0xd074, "00:13:74", "Atheros"},           // AR8031
+		{0x1234, 0x5678, "20:b1:a8", ""},                  // unknown: the standard's decoding
+	} {
+		if oui, v := phyOUI(c.id1, c.id2); oui != c.oui || v != c.vendor {
+			t.Errorf("OUI of %04x:%04x = %s %q, want %s %q", c.id1, c.id2, oui, v, c.oui, c.vendor)
 		}
 	}
 }

@@ -119,6 +119,9 @@ func (m *Model) readChanLocked(c int, r, off uint32) uint32 {
 		m.unimplemented("read32", off)
 		return 0
 	}
+	if !m.hasDirLocked("read32", "DMA channel", c, chanDir(r), off) {
+		return 0
+	}
 	ch := &m.ch[c]
 	switch r {
 	case chControl:
@@ -178,6 +181,9 @@ func (m *Model) readChanLocked(c int, r, off uint32) uint32 {
 func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 	if c >= m.nch {
 		m.unimplemented("write32", off)
+		return 0
+	}
+	if !m.hasDirLocked("write32", "DMA channel", c, chanDir(r), off) {
 		return 0
 	}
 	ch := &m.ch[c]

@@ -16,10 +16,17 @@
 //   - Identity: MAC_Version (SNPSVER configurable: 0x52 for ADL, 0x51 for the
 //     i.MX8MP), HW_FEATURE0-3 (MII/GMII, MDIO, MMC, 3 extra MAC addresses;
 //     FIFO sizes; ADDR64 = 40 bits; a 64-bin hash table; queue and channel
-//     counts; IEEE 1588 timestamps; the TX checksum engine, TXCOESEL, unless
-//     Config.NoTxCOE; time-based scheduling, TBSSEL, on the Intel variant).
-//     No RX checksum offload, TSO, split header, VLAN or L3/L4 filtering is
-//     advertised, and using them is a fault.
+//     counts, RX and TX apart: an Intel part's as dwmac-intel configures its
+//     PCI ID (intel.go, e.g. 6 RX and 4 TX on the ADL-S); IEEE 1588
+//     timestamps; the TX and RX checksum engines, TXCOESEL and RXCOESEL,
+//     unless Config.NoTxCOE/NoRxCOE; time-based scheduling, TBSSEL, on the
+//     Intel variant). TSO, split header, VLAN or L3/L4 filtering are not
+//     advertised, and using them is a fault: TSO (TSE, context descriptors
+//     with MSS, header replication per segment) is a segmentation engine
+//     the model does not implement, so it cannot claim it.
+//   - RX checksum offload (rxcoe.go): with MAC_Configuration.IPC, payload
+//     type and IP header/payload checksum results in RDES1 (RS1V); the MTL
+//     drops checksum-error frames unless MTL_RxQ_Operation_Mode.DIS_TCP_EF.
 //   - TX requests per frame: checksum insertion (TDES3.CIC 1-3, coe.go) on a
 //     copy of the frame, with the IHE/PCE write-back errors; TX timestamps
 //     (TDES2.TTSE, written back with TTSS in DES0/DES1 from the system

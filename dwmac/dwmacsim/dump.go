@@ -25,7 +25,7 @@ func (m *Model) Dump() string {
 		}
 		return strings.Join(out, "|")
 	}
-	fmt.Fprintf(&b, "%s SNPSVER 0x%02x, %d channels, link %+v\n", m.cfg.Variant, m.cfg.SNPSVER, m.nch, m.phy.Link())
+	fmt.Fprintf(&b, "%s SNPSVER 0x%02x, %d RX and %d TX channels, link %+v\n", m.cfg.Variant, m.cfg.SNPSVER, m.nrx, m.ntx, m.phy.Link())
 	fmt.Fprintf(&b, "MAC_Configuration 0x%08x (%s)\n", m.macConfig, flags(m.macConfig,
 		cfgRE, "RE", cfgTE, "TE", cfgDM, "DM", cfgFES, "FES", cfgPS, "PS", cfgJE, "JE", cfg2K, "2K", cfgACS, "ACS", cfgCST, "CST"))
 	fmt.Fprintf(&b, "MAC_Packet_Filter 0x%08x (%s), MAC_RxQ_Ctrl0 0x%08x, MAC_Address0 %08x:%08x\n", m.pktFilter,

@@ -156,8 +156,10 @@ func (r *rig) bringUp() {
 	r.wr(tAddrLo0, lo)
 	r.wr(tSysBus, tEAME)
 	r.wr(tRxqCtrl0, 2) // queue 0 generic
-	for c := 0; c < r.m.Channels(); c++ {
+	for c := 0; c < r.m.TxChannels(); c++ {
 		r.wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF|tTQS4K) // a 4 KiB queue, as stmmac splits the FIFO
+	}
+	for c := 0; c < r.m.RxChannels(); c++ {
 		r.wr(tMTLRxOp0+0x40*uint32(c), tRSF)
 	}
 	r.linkUp()

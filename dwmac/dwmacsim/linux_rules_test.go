@@ -162,7 +162,7 @@ func TestVLANPrioritySteering(t *testing.T) {
 		return f
 	}
 	r.wr(tRxqCtrl2, 1<<(8*2+5)) // priority 5 to queue 2
-	r.wr(tRxqCtrl3, 1<<(8*0+7)) // priority 7 to queue 4 (Channels is 4: no queue 4)
+	r.wr(tRxqCtrl3, 1<<(8*2+7)) // priority 7 to queue 6 (the ADL-S has 6 RX queues: no queue 6)
 	m.mu.Lock()
 	got := []int{m.steerLocked(tag(5)), m.steerLocked(tag(3)), m.steerLocked(tag(7)), m.steerLocked(make([]byte, 64))}
 	m.mu.Unlock()

@@ -48,8 +48,13 @@ type Config struct {
 	// software reset clears it to all ones). nil: 02:00:00:00:00:01.
 	MAC net.HardwareAddr
 	// Channels is the number of DMA channels and MTL queues each way (1-8).
-	// 0: 4 on IntelMGbE (the ADL-S has 4 TX queues), 5 on IMX8MP.
+	// 0: RxChannels and TxChannels, or the part's own counts: on IntelMGbE
+	// those dwmac-intel gives the PCI ID (LookupIntel: 8/8 on Elkhart Lake,
+	// 6 RX and 4 TX on Tiger, Alder and Raptor Lake), 5 each way on IMX8MP.
 	Channels int
+	// RxChannels and TxChannels set the two directions apart (1-8 each;
+	// with Channels 0). 0: as above.
+	RxChannels, TxChannels int
 	// PHYID is the PHY's identifier (PHYID1<<16 | PHYID2). 0: a Marvell 88E1512
 	// (0x01410DD0) on IntelMGbE, a Realtek RTL8211F (0x001CC916) on IMX8MP.
 	PHYID uint32
@@ -85,6 +90,10 @@ type Config struct {
 	// software). CIC on such a queue is a fault: the frame leaves without
 	// the checksum.
 	NoTxCOEQueues uint32
+	// NoRxCOE models a core without the RX checksum offload engine:
+	// HW_FEATURE0.RXCOESEL reads 0 and MAC_Configuration.IPC stays 0. Both
+	// variants have it (rxcoe.go).
+	NoRxCOE bool
 	// PTPClockHz is the PTP reference clock (clk_ptp_ref). 0: 200 MHz on
 	// IntelMGbE (dwmac-intel's clk_ptp_rate), 100 MHz on IMX8MP (the
 	// ENET_QOS_TIMER rate imx8mp.dtsi assigns).
@@ -120,7 +129,7 @@ type Counters struct {
 	RxNoDesc     uint64 // dropped: no descriptor owned by the DMA (RBU)
 	RxOverflow   uint64 // dropped: RX queue not enabled, channel stopped, DMA refused
 	RxNoLink     uint64 // arrived while link down, RE clear, in reset or speed mismatch
-	RxErrors     uint64 // runt or oversize
+	RxErrors     uint64 // runt, oversize, or a checksum error the MTL drops (rxcoe.go)
 	TxFrames     uint64 // frames put on the wire
 	TxBytes      uint64
 	TxDropped    uint64 // refused descriptors, speed mismatch or link down
@@ -144,7 +153,9 @@ type Model struct {
 	mem    *sim.Memory // immutable
 	faults *sim.Faults // immutable
 	phy    *sim.PHY    // immutable
-	nch    int         // immutable: channels each way
+	nch    int         // immutable: DMA channels (register blocks): max(nrx, ntx)
+	nrx    int         // immutable: RX DMA channels and MTL RX queues
+	ntx    int         // immutable: TX DMA channels and MTL TX queues
 	ieNIE  uint32      // immutable: NIE bit for this SNPSVER
 	ieAIE  uint32      // immutable
 
@@ -215,12 +226,16 @@ func New(cfg Config) (*Model, error) {
 		if cfg.PCIDevice == 0 {
 			cfg.PCIDevice = 0x7AAC
 		}
+		part, ok := LookupIntel(cfg.PCIDevice)
+		if !ok {
+			return nil, fmt.Errorf("dwmacsim: PCI device 8086:%04x is not an Intel mGbE dwmac-intel binds: %w", cfg.PCIDevice, ErrConfig)
+		}
 		switch cfg.PCIDevice {
 		case 0x4b30, 0x4ba0, 0x4bb0: // the RGMII parts: no SerDes, no xPCS (dwmac-intel.c)
 			cfg.NoXPCS = true
 		}
-		if cfg.Channels == 0 {
-			cfg.Channels = 4
+		if cfg.Channels == 0 && cfg.RxChannels == 0 && cfg.TxChannels == 0 {
+			cfg.RxChannels, cfg.TxChannels = part.RxQueues, part.TxQueues
 		}
 		if cfg.PHYID == 0 {
 			cfg.PHYID = 0x01410DD0
@@ -232,7 +247,7 @@ func New(cfg Config) (*Model, error) {
 		if cfg.SNPSVER == 0 {
 			cfg.SNPSVER = 0x51
 		}
-		if cfg.Channels == 0 {
+		if cfg.Channels == 0 && cfg.RxChannels == 0 && cfg.TxChannels == 0 {
 			cfg.Channels = 5
 		}
 		if cfg.PHYID == 0 {
@@ -257,9 +272,18 @@ func New(cfg Config) (*Model, error) {
 	if cfg.PTPClockHz < 0 {
 		return nil, fmt.Errorf("dwmacsim: PTP clock of %d Hz: %w", cfg.PTPClockHz, ErrConfig)
 	}
-	if cfg.Channels < 1 || cfg.Channels > maxChannels {
-		return nil, fmt.Errorf("dwmacsim: %d channels: want 1 to %d: %w", cfg.Channels, maxChannels, ErrConfig)
+	if cfg.Channels != 0 {
+		if cfg.RxChannels != 0 || cfg.TxChannels != 0 {
+			return nil, fmt.Errorf("dwmacsim: Channels with RxChannels/TxChannels: set one or the other: %w", ErrConfig)
+		}
+		cfg.RxChannels, cfg.TxChannels = cfg.Channels, cfg.Channels
 	}
+	for _, n := range []int{cfg.RxChannels, cfg.TxChannels} {
+		if n < 1 || n > maxChannels {
+			return nil, fmt.Errorf("dwmacsim: %d channels: want 1 to %d each way: %w", n, maxChannels, ErrConfig)
+		}
+	}
+	cfg.Channels = max(cfg.RxChannels, cfg.TxChannels)
 	switch {
 	case cfg.MAC == nil:
 		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
@@ -284,7 +308,7 @@ func New(cfg Config) (*Model, error) {
 	if err := m.setupBoard(); err != nil {
 		return nil, err
 	}
-	m.nch = cfg.Channels
+	m.nch, m.nrx, m.ntx = cfg.Channels, cfg.RxChannels, cfg.TxChannels
 	if cfg.SNPSVER >= 0x41 {
 		m.ieNIE, m.ieAIE = ieNIE410, ieAIE410
 	} else {
@@ -361,8 +385,13 @@ func (m *Model) PHY() *sim.PHY { return m.phy }
 // MAC is the factory address.
 func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
 
-// Channels is the number of DMA channels each way.
+// Channels is the number of DMA channels: the larger of RxChannels and
+// TxChannels.
 func (m *Model) Channels() int { return m.nch }
+
+// RxChannels and TxChannels are the DMA channels (and MTL queues) each way.
+func (m *Model) RxChannels() int { return m.nrx }
+func (m *Model) TxChannels() int { return m.ntx }
 
 // Faults returns the violations recorded so far.
 func (m *Model) Faults() []sim.Fault { return m.faults.List() }
@@ -532,6 +561,7 @@ func (m *Model) readOnly(off, val uint32) {
 
 // plainRegs are registers the model stores without side effects.
 var plainRegs = map[reg]string{
+	regMACRxqCtrl4:  "MAC_RxQ_Ctrl4", // written through writeRxqCtrl4Locked
 	regMACExtConfig: "MAC_Ext_Configuration", regMACWdtTo: "MAC_Watchdog_Timeout",
 	regMACVLANTag: "MAC_VLAN_Tag", regMACVLANHash: "MAC_VLAN_Hash_Table", regMACVLANIncl: "MAC_VLAN_Incl",
 	regMACRxFlow: "MAC_Rx_Flow_Ctrl", regMACTxqPrty0: "MAC_TxQ_Prty_Map0", regMACTxqPrty1: "MAC_TxQ_Prty_Map1",
@@ -556,7 +586,7 @@ func (m *Model) readLocked(off uint32) uint32 {
 		return m.readMMCLocked(off - regMMCBase)
 	case off >= regMACHashTab0 && off < regMACHashTab0+4*hashTableRegs:
 		return m.hash[(off-regMACHashTab0)/4]
-	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+4*uint32(m.nch):
+	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+4*uint32(m.ntx):
 		return m.plain[off]
 	case off >= regMACAddrHigh0 && off < regMACAddrHigh0+8*nMACAddr:
 		n := (off - regMACAddrHigh0) / 8
@@ -581,13 +611,16 @@ func (m *Model) readLocked(off uint32) uint32 {
 		if !m.cfg.NoTxCOE {
 			v |= hw0TXCOESEL
 		}
+		if !m.cfg.NoRxCOE {
+			v |= hw0RXCOESEL
+		}
 		return v
 	case regMACHWFeat1:
 		return fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
 			addr64Bits40<<hw1ADDR64Shift | hashTblSz64<<hw1HashShift
 	case regMACHWFeat2:
-		n := uint32(m.nch - 1)
-		return n<<hw2RXQShift | n<<hw2TXQShift | n<<hw2RXCHShift | n<<hw2TXCHShift
+		rx, tx := uint32(m.nrx-1), uint32(m.ntx-1)
+		return rx<<hw2RXQShift | tx<<hw2TXQShift | rx<<hw2RXCHShift | tx<<hw2TXCHShift
 	case regMACHWFeat3:
 		if m.hasTBS() {
 			return hw3TBSSEL
@@ -663,7 +696,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 	case off >= regMACHashTab0 && off < regMACHashTab0+4*hashTableRegs:
 		m.hash[(off-regMACHashTab0)/4] = val
 		return 0
-	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+4*uint32(m.nch):
+	case off >= regMACQ0TxFlow && off < regMACQ0TxFlow+4*uint32(m.ntx):
 		m.plain[off] = val
 		return 0
 	case off >= regMACAddrHigh0 && off < regMACAddrHigh0+8*nMACAddr:
@@ -696,6 +729,9 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		return 0
 	case regMACRxqCtrl0:
 		m.rxqCtrl0 = val
+		return 0
+	case regMACRxqCtrl4:
+		m.writeRxqCtrl4Locked(val)
 		return 0
 	case regMACMDIOAddr:
 		m.writeMDIOAddrLocked(val)
@@ -765,7 +801,9 @@ func (m *Model) reservedLocked(op string, off, val uint32) bool {
 }
 
 func (m *Model) writeMACConfigLocked(val uint32) (kick uint32) {
-	val &^= cfgIPC // RO 0: HW_FEATURE0.RXCOESEL is not advertised
+	if m.cfg.NoRxCOE {
+		val &^= cfgIPC // RO 0: HW_FEATURE0.RXCOESEL is not advertised
+	}
 	was := m.macConfig
 	m.macConfig = val
 	if was&cfgTE == 0 && val&cfgTE != 0 {
@@ -848,6 +886,9 @@ func (m *Model) readMTLQLocked(q int, r, off uint32) uint32 {
 		m.unimplemented("read32", off)
 		return 0
 	}
+	if !m.hasDirLocked("read32", "MTL queue", q, mtlDir(r), off) {
+		return 0
+	}
 	x := &m.mtlq[q]
 	switch r {
 	case mtlTxOpMode:
@@ -879,6 +920,9 @@ func (m *Model) readMTLQLocked(q int, r, off uint32) uint32 {
 func (m *Model) writeMTLQLocked(q int, r, off, val uint32) (kick uint32) {
 	if q >= m.nch {
 		m.unimplemented("write32", off)
+		return 0
+	}
+	if !m.hasDirLocked("write32", "MTL queue", q, mtlDir(r), off) {
 		return 0
 	}
 	x := &m.mtlq[q]

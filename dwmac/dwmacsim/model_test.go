@@ -26,15 +26,16 @@ func TestIdentityIntel(t *testing.T) {
 	require.Equal(t, uint32(0x52), r.rd(tVersion)&0xff)
 	require.NotZero(t, r.rd(tHWF0)&(1<<8), "MMC advertised")
 	require.NotZero(t, r.rd(tHWF0)&(1<<14), "TX checksum offload (TXCOESEL) advertised")
-	require.Zero(t, r.rd(tHWF0)&(1<<16), "no RX checksum offload advertised")
+	require.NotZero(t, r.rd(tHWF0)&(1<<16), "RX checksum offload (RXCOESEL) advertised")
 	f1 := r.rd(tHWF1)
 	require.Equal(t, uint32(1), f1>>14&3, "ADDR64 = 40 bits")
 	require.Equal(t, 32768, 128<<(f1&0x1f), "RX FIFO")
 	require.Equal(t, uint32(1), f1>>24&3, "64-bin hash table")
 	f2 := r.rd(tHWF2)
-	require.Equal(t, uint32(3), f2&0xf, "4 RX queues")
+	// The ADL-S as dwmac-intel sets it up (tgl_common_data): 6 RX, 4 TX.
+	require.Equal(t, uint32(5), f2&0xf, "6 RX queues")
 	require.Equal(t, uint32(3), f2>>6&0xf, "4 TX queues")
-	require.Equal(t, uint32(3), f2>>12&0xf, "4 RX channels")
+	require.Equal(t, uint32(5), f2>>12&0xf, "6 RX channels")
 	require.Equal(t, uint32(3), f2>>18&0xf, "4 TX channels")
 	require.Equal(t, uint32(1<<27), r.rd(tHWF3), "HW_FEATURE3: TBSSEL alone (time-based scheduling, enhanced TX descriptors)")
 
@@ -176,8 +177,44 @@ func TestUnimplementedAndReadOnly(t *testing.T) {
 	r.wr(tVersion, 0x40)
 	r.expectFault("read-only")
 	require.Equal(t, uint32(0x52), r.rd(tVersion)&0xff)
-	r.rd(tCh(4) + tStatus) // channel 4 of a 4-channel model
+	r.rd(tCh(6) + tStatus) // channel 6 of a 6-channel model
 	r.expectFault("not implemented")
+	// Channel 4 of the ADL-S (6 RX, 4 TX) is an RX channel: its shared and RX
+	// registers exist, its TX ones do not.
+	r.wr(tCh(4)+tStatus, 0)
+	r.wr(tCh(4)+0x08, 0) // DMA_CH4_Rx_Control
+	require.NoError(t, r.m.Err())
+	r.wr(tCh(4)+0x04, 0) // DMA_CH4_Tx_Control
+	r.expectFault("no TX side")
+	r.wr(0xd00+0x40*4+0x30, 0) // MTL_RxQ4_Operation_Mode
+	require.NoError(t, r.m.Err())
+	r.wr(0xd00+0x40*4, 0) // MTL_TxQ4_Operation_Mode
+	r.expectFault("no TX side")
+}
+
+// TestIntelPartQueues: every Intel mGbE ID gets dwmac-intel's queue counts
+// (HW_FEATURE2) unless the configuration sets them, and an ID dwmac-intel
+// does not bind is refused.
+func TestIntelPartQueues(t *testing.T) {
+	for _, p := range IntelParts() {
+		m, err := New(Config{PCIDevice: p.Device})
+		require.NoError(t, err)
+		regs, err := m.Device().Regs(0)
+		require.NoError(t, err)
+		f2 := regs.Read32(tHWF2)
+		got := [4]uint32{f2&0xf + 1, f2>>6&0xf + 1, f2>>12&0xf + 1, f2>>18&0xf + 1}
+		rx, tx := uint32(p.RxQueues), uint32(p.TxQueues)
+		require.Equal(t, [4]uint32{rx, tx, rx, tx}, got, "%04x %s: RX/TX queues, RX/TX channels", p.Device, p.Name)
+		require.NoError(t, m.Close())
+	}
+	m, err := New(Config{PCIDevice: 0x7aac, Channels: 2})
+	require.NoError(t, err)
+	require.Equal(t, [2]int{2, 2}, [2]int{m.RxChannels(), m.TxChannels()})
+	m.Close()
+	_, err = New(Config{PCIDevice: 0x1234})
+	require.ErrorIs(t, err, ErrConfig)
+	_, err = New(Config{Channels: 2, TxChannels: 1})
+	require.ErrorIs(t, err, ErrConfig)
 }
 
 func TestPHYAddressAndExtraMACAddress(t *testing.T) {
@@ -204,4 +241,19 @@ func TestDump(t *testing.T) {
 	require.Contains(t, s, "8 descriptors, cur 0, tail")
 	require.Contains(t, s, "RBSZ 1536")
 	require.NoError(t, r.m.Err())
+}
+
+// TestRxqCtrl4: dwmac4_set_filter's VLAN-fail queue (promiscuous mode with
+// dwmac-intel's vlan_fail_q_en) is taken and read back; a queue the part
+// lacks, and address-filter fail queuing, are refused.
+func TestRxqCtrl4(t *testing.T) {
+	r := newRig(t, testCfg()) // ADL-S: 6 RX queues
+	r.wr(0x94, 1<<16|5<<17)
+	require.Equal(t, uint32(1<<16|5<<17), r.rd(0x94))
+	require.NoError(t, r.m.Err())
+	r.wr(0x94, 1<<16|6<<17)
+	r.expectFault("VFFQ 6")
+	r.wr(0x94, 1)
+	r.expectFault("UFFQE/MFFQE")
+	require.Equal(t, uint32(1<<16|5<<17), r.rd(0x94), "refused writes leave the register")
 }

@@ -66,7 +66,7 @@ const (
 	cfgACS  uint32 = 1 << 20 // automatic pad/CRC stripping (length-field frames)
 	cfgCST  uint32 = 1 << 21 // CRC stripping for type frames
 	cfg2K   uint32 = 1 << 22 // IEEE 802.3as 2K packets
-	cfgIPC  uint32 = 1 << 27 // checksum offload (RO 0 here: RXCOESEL is not advertised)
+	cfgIPC  uint32 = 1 << 27 // RX checksum offload (rxcoe.go)
 )
 
 // MAC_Packet_Filter bits (dwmac4.h GMAC_PACKET_FILTER_*; databook).

@@ -52,7 +52,7 @@ func (m *Model) steerLocked(frame []byte) int {
 	prio := frame[14] >> 5
 	ctrl := uint64(m.plain[regMACRxqCtrl3])<<32 | uint64(m.plain[regMACRxqCtrl2])
 	q := -1
-	for n := 0; n < m.nch; n++ {
+	for n := 0; n < m.nrx; n++ {
 		if ctrl>>(8*uint(n)+uint(prio))&1 == 0 {
 			continue
 		}
@@ -100,8 +100,8 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		m.cnt.RxNoLink++
 		return false
 	}
-	if q < 0 || q >= m.nch {
-		m.faults.Add("rx", "", uint64(q), "frame injected into MTL RX queue %d; the model has %d", q, m.nch)
+	if q < 0 || q >= m.nrx {
+		m.faults.Add("rx", "", uint64(q), "frame injected into MTL RX queue %d; the model has %d", q, m.nrx)
 		return false
 	}
 	n := len(frame)
@@ -153,8 +153,8 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		return false
 	}
 	c := int(m.mtlRxqMap[q/4] >> (rxqDMAMapWidth * (q % 4)) & 0xf)
-	if c >= m.nch {
-		m.faults.Add("rx", regName(regMTLRxqDMAMap+uint32(q/4)*4), uint64(q), "MTL RX queue %d is mapped to DMA channel %d; the model has %d", q, c, m.nch)
+	if c >= m.nrx {
+		m.faults.Add("rx", regName(regMTLRxqDMAMap+uint32(q/4)*4), uint64(q), "MTL RX queue %d is mapped to DMA channel %d; the model has %d RX channels", q, c, m.nrx)
 		m.overflowLocked(mq)
 		return false
 	}
@@ -162,6 +162,11 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	r := &ch.rx
 	if !r.run {
 		m.overflowLocked(mq)
+		return false
+	}
+	coe, csumBad := m.rxCOE(frame)
+	if csumBad && mq.rxOp&mtlDisTCPEF == 0 {
+		m.cnt.RxErrors++ // the MTL drops it (rxcoe.go)
 		return false
 	}
 
@@ -284,8 +289,12 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 			if reportTag {
 				w0, w3 = tci, w3|rw3RS0V
 			}
+			w1 = coe
 			if ts {
-				w1 = rd1TSA
+				w1 |= rd1TSA
+			}
+			if w1 != 0 {
+				w3 |= rw3RS1V // RDES1 holds status (Linux reads TSA only with it)
 			}
 		}
 		le.PutUint32(d[des0:], w0)

@@ -15,7 +15,16 @@
 //     A function-level reset (Device().Reset) does the same but is over when it
 //     returns, as VFIO_DEVICE_RESET waits for the function.
 //     CTRL.GIO_MASTER_DISABLE clears STATUS.GIO_MASTER_ENABLE at once and blocks
-//     DMA. EERD reads a small NVM image (MAC in words 0-2, checksum 0xBABA).
+//     DMA. EERD reads a small NVM image (MAC in words 0-2, checksum 0xBABA;
+//     on the I350 each port's LAN section; EECD.EE_SIZE_EX gives its 2048
+//     words); the flash-less I211/I210 SKUs report no flash and hold the MAC
+//     in iNVM word autoload records (variant.go).
+//   - Per variant, what Linux's igb touches there (variant.go): PHPM and
+//     TSSDP on the I350 and I210 (D0 LPLU, GO_LINKD and SDP functions
+//     refused), RQDPC cleared by writing on the I210/I211 (clear-on-read
+//     elsewhere), the I350's DVMOLR, TXSWC and LVMMC; the I350 takes
+//     SRRCTL.TIMESTAMP and refuses RX timestamping (its clock is not
+//     modelled).
 //   - PHY and link: MDIC reaches a sim.PHY at address 1 (READY after the device
 //     side's latency; ERROR for another address; an MDIC write before READY is
 //     a fault). The link comes up only after software restarts

@@ -297,16 +297,21 @@ func phyStyle(f family) sim.PHYStatStyle {
 }
 
 // buildNVM fills the EEPROM image: the MAC in words 0-2 and a checksum word
-// making words 0x00-0x3F sum to 0xBABA.
+// making words 0x00-0x3F sum to 0xBABA; on the I350, each port's LAN section
+// the same way (nvmSections).
 func (m *Model) buildNVM() {
-	for i := 0; i < 3; i++ {
-		m.nvm[i] = uint16(m.mac[2*i]) | uint16(m.mac[2*i+1])<<8
+	for n, base := range m.nvmSections() {
+		mac := m.mac
+		mac[5] += byte(n) // the other ports' addresses follow the first
+		for i := 0; i < 3; i++ {
+			m.nvm[base+i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
+		}
+		var sum uint16
+		for i := 0; i < nvmChecksumReg; i++ {
+			sum += m.nvm[base+i]
+		}
+		m.nvm[base+nvmChecksumReg] = nvmSum - sum
 	}
-	var sum uint16
-	for i := 0; i < nvmChecksumReg; i++ {
-		sum += m.nvm[i]
-	}
-	m.nvm[nvmChecksumReg] = nvmSum - sum
 }
 
 // Device is the model as a nic.Device, for a driver.
@@ -394,8 +399,8 @@ func (m *Model) resetLocked(delay bool) {
 	m.ctrl = ctrlFD | ctrlSpeed1000
 	m.ctrlExt = m.info.ctrlExtReset()
 	m.status = statusPHYRA | statusLANInit
-	m.eecd = eecdPres | eecdAutoRD
-	if m.info.fam == famI210 {
+	m.eecd = eecdPres | eecdAutoRD | eecdSize
+	if m.hasFlash() {
 		m.eecd |= eecdFlashI210
 	}
 	m.eerd, m.mdic, m.mdiBusy = 0, mdicReady, false
@@ -513,6 +518,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 		return v
 	}
 	if v, ok := m.readQavLocked(off); ok {
+		return v
+	}
+	if v, ok := m.readVariantLocked(off); ok {
 		return v
 	}
 	switch off {
@@ -669,6 +677,9 @@ func (m *Model) queueReg(off uint32) (q int, r uint32, isRX bool, ok bool) {
 }
 
 func (m *Model) readQueueLocked(q int, r uint32, isRX bool, off uint32) uint32 {
+	if v, ok := m.readDVMOLRLocked(q, r, isRX, off); ok {
+		return v
+	}
 	if isRX {
 		x := &m.rx[q]
 		switch r {
@@ -690,7 +701,9 @@ func (m *Model) readQueueLocked(q int, r uint32, isRX bool, off uint32) uint32 {
 			return x.dctl
 		case qRQDPC:
 			v := x.rqdpc
-			x.rqdpc = 0
+			if m.rqdpcClearsOnRead() {
+				x.rqdpc = 0
+			}
 			return v
 		}
 	} else {
@@ -730,7 +743,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		}
 		return m.writeTxQueueLocked(q, r, off, val)
 	}
-	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) {
+	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) || m.writeVariantLocked(off, val) {
 		return 0
 	}
 	switch off {
@@ -743,7 +756,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		}
 		return 0
 	case regEECD:
-		m.eecd = m.eecd&(eecdPres|eecdAutoRD|eecdFlashI210) | val&^(eecdPres|eecdAutoRD|eecdFlashI210)
+		m.eecd = m.eecd&(eecdPres|eecdAutoRD|eecdFlashI210|eecdSize) | val&^(eecdPres|eecdAutoRD|eecdFlashI210|eecdSize)
 		return 0
 	case regEERD:
 		m.writeEERDLocked(val)
@@ -1014,8 +1027,8 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.DESCTYPE %d: only advanced one-buffer (1) is modelled", q, (x.srrctl&srrctlDescType)>>25)
 				return
 			}
-			if x.srrctl&srrctlTimestamp != 0 && !m.ptp.hasClock {
-				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.TIMESTAMP: the 82576 has no timestamp in the buffer, and the I350's clock is not modelled", q)
+			if x.srrctl&srrctlTimestamp != 0 && !m.bufferStampOK() {
+				m.faults.Add("write32", regName(off), uint64(off), "RX queue %d enabled with SRRCTL.TIMESTAMP: the 82576 has no timestamp in the buffer", q)
 				return
 			}
 			if x.srrctl&srrctlBSizeMask == 0 {
@@ -1030,9 +1043,15 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		}
 		x.dctl = val // ENABLE reads back at once
 	case qRQDPC:
-		m.faults.Add("write32", regName(off), uint64(off), "write to a read-only statistics register")
+		if m.rqdpcClearsOnRead() {
+			m.faults.Add("write32", regName(off), uint64(off), "write to RQDPC, a clear-on-read counter on the %s", m.info.name)
+			return
+		}
+		x.rqdpc = val // I210: software clears it by writing (variant.go)
 	default:
-		m.unimplemented("write32", off)
+		if !m.writeDVMOLRLocked(q, r, off, val) {
+			m.unimplemented("write32", off)
+		}
 	}
 }
 

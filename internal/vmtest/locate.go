@@ -15,6 +15,9 @@ type Assets struct {
 	QEMU    string // qemu-system-x86_64 with the igb model
 	Kernel  string // vmlinuz
 	Modules string // /lib/modules/<version> of that kernel (with modules.dep)
+	// Ethtool is a root with the guest's ethtool and its libraries
+	// (setup-vfiouser.sh step 3; "" when not set up): see GuestEthtool.
+	Ethtool string
 }
 
 // CacheDirs are where setup.sh may have put things, first match wins.

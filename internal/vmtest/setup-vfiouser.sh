@@ -38,7 +38,8 @@
 #   XNIC_VMTEST_REFRESH=1  rebuild the QEMU root and re-download the kernel
 #
 # On success it writes $CACHE/vfiouser.env with XNIC_VFIOUSER_QEMU,
-# XNIC_VFIOUSER_KERNEL and XNIC_VFIOUSER_MODULES, which the Go harness reads
+# XNIC_VFIOUSER_KERNEL, XNIC_VFIOUSER_MODULES and XNIC_VFIOUSER_ETHTOOL_ROOT
+# (the guest's ethtool, step 3), which the Go harness reads
 # when those variables are not set in its environment.
 set -euo pipefail
 
@@ -182,14 +183,35 @@ KERNEL=$(ls "$KROOT"/boot/vmlinuz-* | head -n1)
 KVER=${KERNEL##*/vmlinuz-}
 MODULES="$KROOT/lib/modules/$KVER"
 [ -f "$MODULES/modules.dep" ] || die "no modules.dep in $MODULES"
-for m in stmmac dwmac-intel pcs-xpcs phylink igb vfio-pci; do
+for m in stmmac dwmac-intel pcs-xpcs phylink igb vfio-pci marvell realtek; do
 	grep -Eq "/${m//-/[-_]}\.ko(\.[a-z]+)?:" "$MODULES/modules.dep" || die "kernel $KVER has no module $m"
 done
+
+# 3. ethtool for the guest (TestLinuxDriver's TestEthtool): Debian has no
+# static build, so bookworm's ethtool with the libraries it links (libmnl0,
+# libc6) is unpacked with dpkg -x under $CACHE/ethtool/root, about 4 MB of
+# downloads; the harness copies the binary, libmnl, libc and the loader into
+# the initramfs.
+EDIR="$CACHE/ethtool"
+if [ -x "$EDIR/root/sbin/ethtool" ] && [ "$REFRESH" != 1 ]; then
+	log "guest ethtool already unpacked: $EDIR/root"
+else
+	update_lists
+	rm -rf "$EDIR/debs" "$EDIR/root.tmp"
+	mkdir -p "$EDIR/debs"
+	(cd "$EDIR/debs" && retry apt-get -q "${APT_OPTS[@]}" download ethtool libmnl0 libc6) ||
+		die "apt-get download ethtool libmnl0 libc6 failed"
+	for deb in "$EDIR"/debs/*.deb; do dpkg -x "$deb" "$EDIR/root.tmp"; done
+	[ -x "$EDIR/root.tmp/sbin/ethtool" ] || die "the ethtool package has no sbin/ethtool"
+	rm -rf "$EDIR/root" "$EDIR/debs"
+	mv "$EDIR/root.tmp" "$EDIR/root"
+fi
 
 cat >"$CACHE/vfiouser.env.new" <<ENV
 XNIC_VFIOUSER_QEMU=$WRAPPER
 XNIC_VFIOUSER_KERNEL=$KERNEL
 XNIC_VFIOUSER_MODULES=$MODULES
+XNIC_VFIOUSER_ETHTOOL_ROOT=$EDIR/root
 ENV
 mv "$CACHE/vfiouser.env.new" "$CACHE/vfiouser.env"
 echo "QEMU:    $WRAPPER ($("$WRAPPER" --version | head -n1))"

@@ -26,6 +26,7 @@ func LocateVFIOUser() (Assets, error) {
 		QEMU:    os.Getenv("XNIC_VFIOUSER_QEMU"),
 		Kernel:  os.Getenv("XNIC_VFIOUSER_KERNEL"),
 		Modules: os.Getenv("XNIC_VFIOUSER_MODULES"),
+		Ethtool: os.Getenv("XNIC_VFIOUSER_ETHTOOL_ROOT"),
 	}
 	for _, dir := range CacheDirs() {
 		env, err := readEnvFile(filepath.Join(dir, "vfiouser.env"))
@@ -35,6 +36,7 @@ func LocateVFIOUser() (Assets, error) {
 		a.QEMU = cmp(a.QEMU, env["XNIC_VFIOUSER_QEMU"])
 		a.Kernel = cmp(a.Kernel, env["XNIC_VFIOUSER_KERNEL"])
 		a.Modules = cmp(a.Modules, env["XNIC_VFIOUSER_MODULES"])
+		a.Ethtool = cmp(a.Ethtool, env["XNIC_VFIOUSER_ETHTOOL_ROOT"])
 		break
 	}
 	var missing []string
@@ -67,6 +69,12 @@ type UserVM struct {
 	Assets    Assets
 	Initramfs string
 	Socket    string // the vfio-user server's Unix socket
+	// Sockets are more vfio-user servers, a vfio-user-pci device each, after
+	// Socket's (Socket may then be empty).
+	Sockets []string
+	// ExtraArgs are more QEMU arguments (e.g. another NIC), after the
+	// devices.
+	ExtraArgs []string
 	Cmdline   string // appended to the harness's kernel command line
 	MemMB     int    // default 512
 	CPUs      int    // default 1
@@ -81,8 +89,12 @@ type UserVM struct {
 
 // Args returns QEMU's command line.
 func (vm *UserVM) Args() ([]string, error) {
-	if vm.Socket == "" || vm.Initramfs == "" {
-		return nil, errors.New("vmtest: UserVM needs a socket and an initramfs")
+	sockets := vm.Sockets
+	if vm.Socket != "" {
+		sockets = append([]string{vm.Socket}, sockets...)
+	}
+	if (len(sockets) == 0 && len(vm.ExtraArgs) == 0) || vm.Initramfs == "" {
+		return nil, errors.New("vmtest: UserVM needs a device (a socket or extra arguments) and an initramfs")
 	}
 	mem, cpus := vm.MemMB, vm.CPUs
 	if mem == 0 {
@@ -97,13 +109,6 @@ func (vm *UserVM) Args() ([]string, error) {
 	if vm.IOMMU {
 		cmdline += "intel_iommu=on "
 		machine += ",kernel-irqchip=split"
-	}
-	dev, err := json.Marshal(map[string]any{
-		"driver": "vfio-user-pci",
-		"socket": map[string]string{"type": "unix", "path": vm.Socket},
-	})
-	if err != nil {
-		return nil, err
 	}
 	args := []string{
 		"-nodefaults", "-display", "none", "-serial", "stdio", "-monitor", "none", "-no-reboot",
@@ -123,8 +128,18 @@ func (vm *UserVM) Args() ([]string, error) {
 		// it passes to the server as DMA_MAP with the guest's IOVA.
 		args = append(args, "-device", "intel-iommu,intremap=on,caching-mode=on")
 	}
+	for _, sock := range sockets {
+		dev, err := json.Marshal(map[string]any{
+			"driver": "vfio-user-pci",
+			"socket": map[string]string{"type": "unix", "path": sock},
+		})
+		if err != nil {
+			return nil, err
+		}
+		args = append(args, "-device", string(dev))
+	}
+	args = append(args, vm.ExtraArgs...)
 	args = append(args,
-		"-device", string(dev),
 		"-kernel", vm.Assets.Kernel,
 		"-initrd", vm.Initramfs,
 		"-append", strings.TrimSpace(cmdline+vm.Cmdline),
@@ -148,10 +163,31 @@ func (vm *UserVM) Run(ctx context.Context) (string, error) {
 	return runQEMU(ctx, vm.Assets.QEMU, args, vm.Console)
 }
 
-// ParseNetStats reads netinit's guestproto.StatsLine line ("netstats k=v ...")
-// from the results; ok is false when there is none.
+// ParseNetStats reads netinit's guestproto.StatsLine lines ("netstats k=v
+// ...") and sums them: one line per driver instance (the reloaded driver's
+// interface counts from 0). ok is false when there is no line.
 func ParseNetStats(results string) (map[string]uint64, bool, error) {
-	prefix := guestproto.Prefix + guestproto.StatsLine + " "
+	lines, err := NetStatsLines(results)
+	if err != nil || len(lines) == 0 {
+		return nil, len(lines) > 0, err
+	}
+	sum := map[string]uint64{}
+	for _, l := range lines {
+		for k, v := range l {
+			sum[k] += v
+		}
+	}
+	return sum, true, nil
+}
+
+// NetStatsLines returns each StatsLine line's counters, in order.
+func NetStatsLines(results string) ([]map[string]uint64, error) { return NetStatsLinesOf(results, "") }
+
+// NetStatsLinesOf returns device name's statistics lines
+// (guestproto.NetDeviceStats), in order.
+func NetStatsLinesOf(results, name string) ([]map[string]uint64, error) {
+	prefix := guestproto.Prefix + guestproto.NetDeviceStats(name) + " "
+	var lines []map[string]uint64
 	for _, line := range strings.Split(results, "\n") {
 		line = strings.TrimRight(line, "\r")
 		if !strings.HasPrefix(line, prefix) {
@@ -162,11 +198,11 @@ func ParseNetStats(results string) (map[string]uint64, bool, error) {
 			k, v, ok := strings.Cut(kv, "=")
 			n, err := strconv.ParseUint(v, 10, 64)
 			if !ok || err != nil {
-				return nil, true, fmt.Errorf("netstats field %q", kv)
+				return nil, fmt.Errorf("netstats field %q", kv)
 			}
 			m[k] = n
 		}
-		return m, true, nil
+		lines = append(lines, m)
 	}
-	return nil, false, nil
+	return lines, nil
 }

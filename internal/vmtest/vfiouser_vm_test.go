@@ -46,6 +46,10 @@ func TestParseNetStats(t *testing.T) {
 	if err != nil || !ok || m["rx_packets"] != 3 || m["tx_bytes"] != 1514 || len(m) != 2 {
 		t.Fatalf("ParseNetStats = %v, %v, %v", m, ok, err)
 	}
+	m, ok, err = ParseNetStats("@@xnic netstats rx_packets=3 tx_bytes=1514\n@@xnic netstats rx_packets=2 tx_bytes=60\n")
+	if err != nil || !ok || m["rx_packets"] != 5 || m["tx_bytes"] != 1574 {
+		t.Fatalf("two lines (a reloaded driver) are summed: %v, %v, %v", m, ok, err)
+	}
 	if _, ok, _ := ParseNetStats("@@xnic done 0\n"); ok {
 		t.Error("stats found where there are none")
 	}

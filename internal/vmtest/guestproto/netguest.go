@@ -21,9 +21,53 @@ const (
 	EnvNetFrames = "XNIC_NET_FRAMES"
 	// EnvNetSeed seeds the two frame streams (the second uses seed+1).
 	EnvNetSeed = "XNIC_NET_SEED"
+	// EnvNetEthtool is the path of an ethtool binary in the guest; when set,
+	// netinit runs TestEthtool with it (-i, -S, -g/-G, -c/-C, -k, -s).
+	EnvNetEthtool = "XNIC_NET_ETHTOOL"
+	// EnvNetModule names the driver's module; when set, netinit unloads and
+	// reloads it after the statistics (TestReload) and prints a second
+	// StatsLine for the reloaded driver's interface.
+	EnvNetModule = "XNIC_NET_MODULE"
+	// EnvNetDevices, when set, is a JSON list of NetDevice: netinit runs its
+	// checks on each device in turn in one boot (the drivers' modules loaded
+	// once), instead of the one Config and the variables above describe.
+	EnvNetDevices = "XNIC_NET_DEVICES"
 	// NetPings is how many ICMP echo requests each side sends the other.
 	NetPings = 5
 	// StatsLine starts netinit's line with the interface's statistics:
-	// "netstats rx_packets=N tx_packets=N ...".
+	// "netstats rx_packets=N tx_packets=N ...": one per driver instance
+	// (TestStats, and TestReload's after the module came back), to be summed.
 	StatsLine = "netstats"
 )
+
+// NetDevice is one device of EnvNetDevices. netinit reports its checks under
+// NetBinary + "-" + Name and its statistics on StatsLine + "-" + Name lines.
+type NetDevice struct {
+	Name   string `json:"name"`
+	Vendor uint16 `json:"vendor"`
+	Device uint16 `json:"device"`
+	MAC    string `json:"mac"`     // the device's address: how netinit finds its interface
+	Driver string `json:"driver"`  // as EnvNetDriver
+	Module string `json:"module"`  // as EnvNetModule
+	Addr   string `json:"addr"`    // as EnvNetAddr; each device on its own subnet
+	PeerIP string `json:"peer_ip"` // as EnvNetPeerIP
+	Frames int    `json:"frames"`
+	Seed   int64  `json:"seed"`
+}
+
+// NetDeviceBinary is the binary name netinit reports device name's checks
+// under ("" is the single device of the plain Config: NetBinary).
+func NetDeviceBinary(name string) string {
+	if name == "" {
+		return NetBinary
+	}
+	return NetBinary + "-" + name
+}
+
+// NetDeviceStats is the first word of device name's statistics lines.
+func NetDeviceStats(name string) string {
+	if name == "" {
+		return StatsLine
+	}
+	return StatsLine + "-" + name
+}

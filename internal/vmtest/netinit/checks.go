@@ -14,13 +14,15 @@ import (
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 )
 
-// check reports one named check in "go test -v" form under NetBinary.
+// check reports one named check in "go test -v" form under its device's
+// binary name (guestproto.NetDeviceBinary).
 type check struct {
+	bin    string
 	failed bool
 }
 
 func (c *check) logf(format string, args ...any) {
-	guestrt.Say("out %s|     netinit: %s", guestproto.NetBinary, fmt.Sprintf(format, args...))
+	guestrt.Say("out %s|     netinit: %s", c.bin, fmt.Sprintf(format, args...))
 }
 
 func (c *check) errorf(format string, args ...any) {
@@ -28,17 +30,17 @@ func (c *check) errorf(format string, args ...any) {
 	c.logf("error: "+format, args...)
 }
 
-// runT runs fn as the check name; it reports whether it passed.
-func runT(name string, fn func(c *check)) bool {
-	c := &check{}
+// runT runs fn as the check name of p's device; it reports whether it passed.
+func runT(p *plan, name string, fn func(c *check)) bool {
+	c := &check{bin: p.bin}
 	begin := time.Now()
-	guestrt.Say("out %s| === RUN   %s", guestproto.NetBinary, name)
+	guestrt.Say("out %s| === RUN   %s", c.bin, name)
 	fn(c)
 	verdict := "PASS"
 	if c.failed {
 		verdict = "FAIL"
 	}
-	guestrt.Say("out %s| --- %s: %s (%.2fs)", guestproto.NetBinary, verdict, name, time.Since(begin).Seconds())
+	guestrt.Say("out %s| --- %s: %s (%.2fs)", c.bin, verdict, name, time.Since(begin).Seconds())
 	return !c.failed
 }
 
@@ -55,65 +57,93 @@ func runChecks(p *plan) int {
 	}
 	var ifname string
 	var mac net.HardwareAddr
-	if !count(runT("TestProbe", func(c *check) { ifname, mac = probe(c, p) })) {
+	if !count(runT(p, "TestProbe", func(c *check) { ifname, mac = probe(c, p) })) {
 		return failed
 	}
-	if !count(runT("TestLinkUp", func(c *check) { linkUp(c, p, ifname) })) {
+	if !count(runT(p, "TestLinkUp", func(c *check) { linkUp(c, p, ifname) })) {
 		return failed
 	}
-	count(runT("TestPing", func(c *check) { ping(c, p, guestproto.NetPings) }))
-	count(runT("TestPingFromPeer", func(c *check) { pingedBy(c, guestproto.NetPings) }))
+	count(runT(p, "TestPing", func(c *check) { ping(c, p, guestproto.NetPings) }))
+	count(runT(p, "TestPingFromPeer", func(c *check) { pingedBy(c, p.echoBase+guestproto.NetPings) }))
 	sock, err := openPacket(ifname)
 	if err != nil {
-		count(runT("TestFramesOut", func(c *check) { c.errorf("AF_PACKET socket on %s: %v", ifname, err) }))
+		count(runT(p, "TestFramesOut", func(c *check) { c.errorf("AF_PACKET socket on %s: %v", ifname, err) }))
 		return failed
 	}
 	cl := traffic.NewClient(mac, sock.send, sock.recv)
 	cl.Timeout = 30 * time.Second
-	count(runT("TestFramesOut", func(c *check) { framesOut(c, p, cl) }))
-	count(runT("TestFramesIn", func(c *check) { framesIn(c, p, cl) }))
+	count(runT(p, "TestFramesOut", func(c *check) { framesOut(c, p, cl) }))
+	count(runT(p, "TestFramesIn", func(c *check) { framesIn(c, p, cl) }))
 	sock.close()
-	count(runT("TestStats", func(c *check) { stats(c, ifname) }))
+	// The lifecycle (lifecycle.go); each step needs the link the one before
+	// left.
+	steps := []struct {
+		name string
+		fn   func(c *check)
+	}{
+		{"TestJumbo", func(c *check) { jumbo(c, p, ifname) }},
+		{"TestDownUp", func(c *check) { downUp(c, p, ifname) }},
+		{"TestMACChange", func(c *check) { changeMAC(c, p, ifname, mac) }},
+		{"TestFilters", func(c *check) { filters(c, p, ifname) }},
+	}
+	if p.ethtool != "" {
+		steps = append(steps, struct {
+			name string
+			fn   func(c *check)
+		}{"TestEthtool", func(c *check) { ethtool(c, p, ifname) }})
+	}
+	for _, s := range steps {
+		if !count(runT(p, s.name, s.fn)) {
+			break
+		}
+	}
+	count(runT(p, "TestStats", func(c *check) { stats(c, p, ifname) }))
+	if p.module != "" {
+		count(runT(p, "TestReload", func(c *check) { reload(c, p) }))
+	}
 	return failed
 }
 
-// probe waits for the driver to bind the device and register an interface.
+// probe waits for the driver to register the interface with the device's
+// MAC address, and checks the PCI function behind it and its driver.
 func probe(c *check, p *plan) (string, net.HardwareAddr) {
-	bdf, err := guestrt.FindDevice(guestrt.PCIDevices, p.cfg.Vendor, p.cfg.Device)
-	if err != nil {
-		c.errorf("%v", err)
-		return "", nil
-	}
-	dev := filepath.Join("/sys/bus/pci/devices", bdf)
 	deadline := time.Now().Add(60 * time.Second)
 	var ifname string
-	for ifname == "" {
-		if ents, err := os.ReadDir(filepath.Join(dev, "net")); err == nil && len(ents) > 0 {
-			ifname = ents[0].Name()
+	for {
+		if ifname = ifaceByMAC(p.mac); ifname != "" {
 			break
 		}
 		if time.Now().After(deadline) {
-			drv, _ := os.Readlink(filepath.Join(dev, "driver"))
-			c.errorf("%s has no network interface after 60 s (driver %q)", bdf, filepath.Base(drv))
+			c.errorf("no network interface with MAC %s after 60 s", p.mac)
 			return "", nil
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	dev, _ := filepath.EvalSymlinks(filepath.Join("/sys/class/net", ifname, "device"))
+	bdf := filepath.Base(dev)
+	v, _ := guestrt.ReadHex(filepath.Join(dev, "vendor"))
+	d, _ := guestrt.ReadHex(filepath.Join(dev, "device"))
+	if uint16(v) != p.vendor || uint16(d) != p.device {
+		c.errorf("%s (%s) is %04x:%04x, want %04x:%04x", ifname, bdf, v, d, p.vendor, p.device)
 	}
 	drv, _ := os.Readlink(filepath.Join(dev, "driver"))
 	if filepath.Base(drv) != p.driver {
 		c.errorf("%s is bound to %q, want %q", bdf, filepath.Base(drv), p.driver)
 	}
-	macText := readSys(filepath.Join("/sys/class/net", ifname, "address"))
-	mac, err := net.ParseMAC(macText)
-	if err != nil {
-		c.errorf("%s address %q: %v", ifname, macText, err)
-		return "", nil
-	}
-	if p.cfg.MAC != "" && !strings.EqualFold(mac.String(), p.cfg.MAC) {
-		c.errorf("%s has MAC %s, want %s (the device's)", ifname, mac, p.cfg.MAC)
-	}
-	c.logf("%s %04x:%04x driver %s interface %s MAC %s", bdf, p.cfg.Vendor, p.cfg.Device, filepath.Base(drv), ifname, mac)
+	mac, _ := net.ParseMAC(p.mac)
+	c.logf("%s %04x:%04x driver %s interface %s MAC %s", bdf, v, d, filepath.Base(drv), ifname, mac)
 	return ifname, mac
+}
+
+// ifaceByMAC is the interface with address mac ("" if none).
+func ifaceByMAC(mac string) string {
+	ents, _ := os.ReadDir("/sys/class/net")
+	for _, e := range ents {
+		if strings.EqualFold(readSys(filepath.Join("/sys/class/net", e.Name(), "address")), mac) {
+			return e.Name()
+		}
+	}
+	return ""
 }
 
 func readSys(p string) string {
@@ -232,20 +262,23 @@ var statNames = []string{"rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx
 
 // stats takes the interface down (nothing more goes on the wire) and prints
 // its statistics on one StatsLine line.
-func stats(c *check, ifname string) {
+func stats(c *check, p *plan, ifname string) {
 	if err := setUp(ifname, false); err != nil {
 		c.errorf("%v", err)
 	}
 	time.Sleep(200 * time.Millisecond)
+	t, zeroed := totals(ifname)
+	if len(zeroed) > 0 {
+		c.logf("the driver zeroed its counters at: %s (carried over)", strings.Join(zeroed, ", "))
+	}
 	var b strings.Builder
-	b.WriteString(guestproto.StatsLine)
+	b.WriteString(guestproto.NetDeviceStats(p.name))
 	for _, n := range statNames {
-		v := readSys(filepath.Join("/sys/class/net", ifname, "statistics", n))
-		if _, err := strconv.ParseUint(v, 10, 64); err != nil {
-			c.errorf("statistics/%s = %q", n, v)
+		if _, err := strconv.ParseUint(readSys(filepath.Join("/sys/class/net", ifname, "statistics", n)), 10, 64); err != nil {
+			c.errorf("statistics/%s unreadable: %v", n, err)
 			continue
 		}
-		fmt.Fprintf(&b, " %s=%s", n, v)
+		fmt.Fprintf(&b, " %s=%d", n, t[n])
 	}
 	guestrt.Say("%s", b.String())
 	c.logf("%s", b.String())

@@ -25,50 +25,95 @@ func main() {
 	guestrt.PowerOff()
 }
 
-// plan is what the host asked for, from guestproto.Config and its Env.
+// plan is what the host asked for, from guestproto.Config and its Env: one
+// per device (guestproto.EnvNetDevices), or the one Config describes.
 type plan struct {
 	cfg    guestproto.Config
 	mode   string // guestproto.EnvNetMode: "" (Linux's driver) or "vfio"
+	name   string // the device's name ("": the single device)
+	bin    string // the binary name its checks report under
+	vendor uint16
+	device uint16
+	mac    string
 	driver string
 	addr   [4]byte
 	prefix int
 	peerIP [4]byte
 	frames int
 	seed   int64
+	// ethtool is the guest's ethtool binary ("": no TestEthtool); module the
+	// driver's module to reload ("": no TestReload), among modules.
+	ethtool string
+	module  string
+	modules []guestproto.Module
+	// echoBase is the kernel's count of echo replies when the device's
+	// checks began: the device's peer pings on top of it.
+	echoBase int
 }
 
-func readPlan() (*plan, error) {
+// readPlans reads the configuration: the vfio plan, or one Linux-driver
+// plan per device.
+func readPlans() ([]*plan, error) {
 	b, err := os.ReadFile(guestproto.ConfigPath)
 	if err != nil {
 		return nil, fmt.Errorf("read config: %w", err)
 	}
-	p := &plan{}
-	if err := json.Unmarshal(b, &p.cfg); err != nil {
+	var cfg guestproto.Config
+	if err := json.Unmarshal(b, &cfg); err != nil {
 		return nil, fmt.Errorf("parse %s: %w", guestproto.ConfigPath, err)
 	}
-	env := p.cfg.Env
-	if p.mode = env[guestproto.EnvNetMode]; p.mode == "vfio" {
-		return p, nil // the rest is for the Linux-driver plan
+	env := cfg.Env
+	if env[guestproto.EnvNetMode] == "vfio" {
+		return []*plan{{cfg: cfg, mode: "vfio"}}, nil // the rest is for the Linux-driver plan
 	}
-	p.driver = env[guestproto.EnvNetDriver]
-	if p.driver == "" {
-		return nil, fmt.Errorf("config has no %s", guestproto.EnvNetDriver)
+	devs := []guestproto.NetDevice{{Vendor: cfg.Vendor, Device: cfg.Device, MAC: cfg.MAC,
+		Driver: env[guestproto.EnvNetDriver], Module: env[guestproto.EnvNetModule],
+		Addr: env[guestproto.EnvNetAddr], PeerIP: env[guestproto.EnvNetPeerIP]}}
+	if list := env[guestproto.EnvNetDevices]; list != "" {
+		devs = nil
+		if err := json.Unmarshal([]byte(list), &devs); err != nil || len(devs) == 0 {
+			return nil, fmt.Errorf("%s: want a JSON list of devices (%v)", guestproto.EnvNetDevices, err)
+		}
+	} else {
+		if devs[0].Frames, err = strconv.Atoi(env[guestproto.EnvNetFrames]); err != nil || devs[0].Frames < 0 {
+			return nil, fmt.Errorf("%s=%q: want a count", guestproto.EnvNetFrames, env[guestproto.EnvNetFrames])
+		}
+		if devs[0].Seed, err = strconv.ParseInt(env[guestproto.EnvNetSeed], 10, 64); err != nil {
+			return nil, fmt.Errorf("%s=%q: want an integer", guestproto.EnvNetSeed, env[guestproto.EnvNetSeed])
+		}
 	}
-	a, pfx, ok := strings.Cut(env[guestproto.EnvNetAddr], "/")
+	var plans []*plan
+	for _, d := range devs {
+		p, err := devicePlan(cfg, d)
+		if err != nil {
+			return nil, err
+		}
+		plans = append(plans, p)
+	}
+	return plans, nil
+}
+
+// devicePlan checks one device's part of the configuration.
+func devicePlan(cfg guestproto.Config, d guestproto.NetDevice) (*plan, error) {
+	p := &plan{cfg: cfg, name: d.Name, bin: guestproto.NetDeviceBinary(d.Name), vendor: d.Vendor, device: d.Device,
+		mac: d.MAC, driver: d.Driver, module: d.Module, frames: d.Frames, seed: d.Seed,
+		ethtool: cfg.Env[guestproto.EnvNetEthtool], modules: cfg.Modules}
+	if p.driver == "" || p.mac == "" {
+		return nil, fmt.Errorf("device %q: no driver or MAC", d.Name)
+	}
+	a, pfx, ok := strings.Cut(d.Addr, "/")
+	var err error
 	if p.addr, err = parseIPv4(a); err != nil || !ok {
-		return nil, fmt.Errorf("%s=%q: want a.b.c.d/n", guestproto.EnvNetAddr, env[guestproto.EnvNetAddr])
+		return nil, fmt.Errorf("device %q address %q: want a.b.c.d/n", d.Name, d.Addr)
 	}
 	if p.prefix, err = strconv.Atoi(pfx); err != nil || p.prefix < 1 || p.prefix > 30 {
-		return nil, fmt.Errorf("%s=%q: prefix must be 1-30", guestproto.EnvNetAddr, env[guestproto.EnvNetAddr])
+		return nil, fmt.Errorf("device %q address %q: prefix must be 1-30", d.Name, d.Addr)
 	}
-	if p.peerIP, err = parseIPv4(env[guestproto.EnvNetPeerIP]); err != nil {
-		return nil, fmt.Errorf("%s: %w", guestproto.EnvNetPeerIP, err)
+	if p.peerIP, err = parseIPv4(d.PeerIP); err != nil {
+		return nil, fmt.Errorf("device %q peer: %w", d.Name, err)
 	}
-	if p.frames, err = strconv.Atoi(env[guestproto.EnvNetFrames]); err != nil || p.frames < 0 {
-		return nil, fmt.Errorf("%s=%q: want a count", guestproto.EnvNetFrames, env[guestproto.EnvNetFrames])
-	}
-	if p.seed, err = strconv.ParseInt(env[guestproto.EnvNetSeed], 10, 64); err != nil {
-		return nil, fmt.Errorf("%s=%q: want an integer", guestproto.EnvNetSeed, env[guestproto.EnvNetSeed])
+	if d.Frames < 0 {
+		return nil, fmt.Errorf("device %q: %d frames", d.Name, d.Frames)
 	}
 	return p, nil
 }
@@ -94,32 +139,46 @@ func run() (int, error) {
 		return 0, err
 	}
 	guestrt.Step("results", guestrt.OpenResults(guestproto.ResultsTTY), guestproto.ResultsTTY)
-	p, err := readPlan()
+	plans, err := readPlans()
 	if err != nil {
 		return 0, err
 	}
-	defer guestrt.DmesgTail(p.cfg.DmesgLines)
+	cfg := plans[0].cfg
+	defer guestrt.DmesgTail(cfg.DmesgLines)
 	// No IPv6 on the interface: router and neighbour solicitations would put
 	// frames on the wire that neither side's checks expect (they would still
 	// be counted alike, but the frame streams stay alone on the wire).
 	guestrt.Step("sysctl", os.WriteFile("/proc/sys/net/ipv6/conf/default/disable_ipv6", []byte("1"), 0), "ipv6 off")
-	for _, m := range p.cfg.Modules {
+	for _, m := range cfg.Modules {
 		err := guestrt.LoadModule(m)
 		guestrt.Step("module", err, filepath.Base(m.Path))
 		if err != nil {
 			return 0, err
 		}
 	}
-	if p.mode == "vfio" {
-		return runVFIO(p)
+	if plans[0].mode == "vfio" {
+		return runVFIO(plans[0])
 	}
-	guestrt.Say("start %s", guestproto.NetBinary)
-	begin := time.Now()
-	failed := runChecks(p)
-	code := 0
-	if failed > 0 {
-		code = 1
+	// The devices one after the other, each on its own subnet; a device's
+	// reload (rmmod) also unbinds the others of its driver, which probe
+	// again before their own checks look for them.
+	failed := 0
+	for _, p := range plans {
+		for ifname := range books {
+			forget(ifname)
+		}
+		if p.echoBase, err = icmpCounter("OutEchoReps"); err != nil {
+			return failed, err
+		}
+		guestrt.Say("start %s", p.bin)
+		begin := time.Now()
+		n := runChecks(p)
+		code := 0
+		if n > 0 {
+			code = 1
+		}
+		guestrt.Say("exit %s %d %.2f", p.bin, code, time.Since(begin).Seconds())
+		failed += n
 	}
-	guestrt.Say("exit %s %d %.2f", guestproto.NetBinary, code, time.Since(begin).Seconds())
 	return failed, nil
 }

@@ -47,8 +47,11 @@ func setAddr(ifname string, addr [4]byte, prefix int) error {
 	return nil
 }
 
-// setUp sets or clears IFF_UP, keeping the other flags.
+// setUp sets or clears IFF_UP, keeping the other flags; the counters are read
+// before and after (book.go).
 func setUp(ifname string, up bool) error {
+	checkpoint(ifname, fmt.Sprintf("before IFF_UP=%v", up))
+	defer checkpoint(ifname, fmt.Sprintf("IFF_UP=%v", up))
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("socket: %w", err)
@@ -144,21 +147,30 @@ func (s *packetSock) recv() ([]byte, bool) {
 
 // ping sends n ICMP echo requests to the peer (raw socket, one at a time) and
 // wants every reply, with its identifier, sequence number and payload.
-func ping(c *check, p *plan, n int) {
+func ping(c *check, p *plan, n int) { pingSize(c, p, n, 56) }
+
+// pingSize is ping with size bytes of echo payload, never fragmented
+// (IP_PMTUDISC_DO: a payload over the MTU is an error, not fragments): the
+// frames each way are 14+20+8+size bytes.
+func pingSize(c *check, p *plan, n, size int) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
 	if err != nil {
 		c.errorf("raw ICMP socket: %v", err)
 		return
 	}
 	defer unix.Close(fd)
+	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_DO); err != nil {
+		c.errorf("IP_MTU_DISCOVER: %v", err)
+		return
+	}
 	tv := unix.NsecToTimeval((200 * time.Millisecond).Nanoseconds())
 	_ = unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
 	id := uint16(os.Getpid())
 	to := &unix.SockaddrInet4{Addr: p.peerIP}
-	buf := make([]byte, 1500)
+	buf := make([]byte, 65536)
 	got := 0
 	for seq := 1; seq <= n; seq++ {
-		req := echoRequest(id, uint16(seq))
+		req := echoRequest(id, uint16(seq), size)
 		sent := time.Now()
 		if err := unix.Sendto(fd, req, 0, to); err != nil {
 			c.errorf("sendto %v: %v", p.peerIP, err)
@@ -172,7 +184,7 @@ func ping(c *check, p *plan, n int) {
 			}
 			if isEchoReply(buf[:k], p.peerIP, id, uint16(seq), req[8:]) {
 				got++
-				c.logf("reply %d from %d.%d.%d.%d in %v", seq, p.peerIP[0], p.peerIP[1], p.peerIP[2], p.peerIP[3],
+				c.logf("reply %d (%d-byte frames) from %d.%d.%d.%d in %v", seq, 42+size, p.peerIP[0], p.peerIP[1], p.peerIP[2], p.peerIP[3],
 					time.Since(sent).Round(time.Microsecond))
 				break
 			}
@@ -183,9 +195,9 @@ func ping(c *check, p *plan, n int) {
 	}
 }
 
-// echoRequest is an ICMP echo request (RFC 792) with a 56-byte payload.
-func echoRequest(id, seq uint16) []byte {
-	b := make([]byte, 8+56)
+// echoRequest is an ICMP echo request (RFC 792) with an n-byte payload.
+func echoRequest(id, seq uint16, n int) []byte {
+	b := make([]byte, 8+n)
 	b[0] = 8
 	binary.BigEndian.PutUint16(b[4:], id)
 	binary.BigEndian.PutUint16(b[6:], seq)

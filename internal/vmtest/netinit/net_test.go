@@ -20,7 +20,7 @@ func TestParseIPv4(t *testing.T) {
 // checksum redone) is recognised; a changed byte, another sequence number or
 // another sender is not.
 func TestEchoReply(t *testing.T) {
-	req := echoRequest(0x1234, 3)
+	req := echoRequest(0x1234, 3, 56)
 	if inetChecksum(req) != 0 {
 		t.Fatal("request checksum does not verify")
 	}
