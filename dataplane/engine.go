@@ -439,10 +439,11 @@ func (t *txq) sendBytes(bufs []*dma.Buf, bytes uint64) int {
 	}
 	n := t.q.Send(bufs)
 	t.outstanding += n
-	if n < len(bufs) && t.outstanding > 0 {
-		// The ring was full: take back what completed meanwhile (a Reclaim
-		// also re-kicks a ring an erratum left idle, fec's ERR006358) and
-		// offer the rest once more before the caller counts it lost.
+	// The ring was full: take back what completed meanwhile and offer the
+	// rest again before the caller counts it lost. Twice: a Reclaim may only
+	// re-kick a ring an erratum left idle (fec's ERR006358), and the frames
+	// that kick sends are taken back by the next one.
+	for try := 0; try < 2 && n < len(bufs) && t.outstanding > 0; try++ {
 		t.outstanding -= t.q.Reclaim()
 		m := t.q.Send(bufs[n:])
 		t.outstanding += m

@@ -268,6 +268,23 @@ func (q *txQueue) reclaim() int {
 	if q.stopped { // the port is closed: the ring is gone
 		return 0
 	}
+	n := q.collect()
+	if q.rekick && q.Inflight > 0 && q.regs.Read32(q.tdar) == 0 {
+		// Descriptors ready and TDAR clear: the device stopped with work
+		// left (ERR006358) or a kick was skipped (ERR007885). Start it
+		// again, then take what it finished meanwhile, so that a caller
+		// short of ring space is not told the ring is full when a kick
+		// was all it lacked.
+		q.regs.Write32(q.tdar, tdarActive)
+		q.kicks.Add(1)
+		n += q.collect()
+	}
+	return n
+}
+
+// collect gives back the buffers of the completed descriptors (R clear)
+// from Clean on and reports how many.
+func (q *txQueue) collect() int {
 	var ref rxRef // read at the first timestamp (txmeta.go)
 	for q.Inflight > 0 {
 		off := q.Clean * q.bd.size
@@ -281,12 +298,7 @@ func (q *txQueue) reclaim() int {
 		}
 		q.Complete(1)
 	}
-	n := q.PutDone()
-	if q.rekick && q.Inflight > 0 && !q.stopped && q.regs.Read32(q.tdar) == 0 {
-		q.regs.Write32(q.tdar, tdarActive)
-		q.kicks.Add(1)
-	}
-	return n
+	return q.PutDone()
 }
 
 // Free is the number of descriptors Send can fill now (without reclaiming).
