@@ -1123,6 +1123,11 @@ fast:
 			}
 		}
 		pc = t
+		// A jump to an exit of the frame exec started in (clang's shared
+		// return block) ends the round here instead of dispatching it.
+		if uint(t) < uint(len(code)) && code[t].op == opExit && r.depth == base {
+			return t, p, true
+		}
 	}
 	return pc, p, false
 }
