@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/xnic-dev/xnic/internal/kernelxdp"
@@ -78,6 +79,9 @@ func BenchmarkReferenceKernel(b *testing.B) {
 // cpuBenchFigures is cpuBench, also returning the figures it reports:
 // CPU and wall nanoseconds per run.
 func cpuBenchFigures(b *testing.B, fn func()) (cpu, wall float64) {
+	// The thread cpuBench runs on, from before its start to after its end.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	start := threadCPU()
 	cpuBench(b, fn)
 	n := float64(b.N)
