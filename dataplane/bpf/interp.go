@@ -1077,6 +1077,13 @@ fast:
 			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
 			pc += 2
 			continue
+		case opFAndMovJgt:
+			reg[in.dst] &= lo32(in.imm)
+			reg[in.x] = hi32(in.imm)
+			pc += 2
+			if reg[in.x] > reg[in.dst] {
+				goto jump
+			}
 		case opFCtxDataEnd:
 			if r.frame == nil {
 				break fast
@@ -1123,6 +1130,11 @@ fast:
 			}
 		}
 		pc = t
+		// A jump to an exit of the frame exec started in (clang's shared
+		// return block) ends the round here instead of dispatching it.
+		if uint(t) < uint(len(code)) && code[t].op == opExit && r.depth == base {
+			return t, p, true
+		}
 	}
 	return pc, p, false
 }

@@ -107,6 +107,7 @@ const (
 	opFLdxBMovAndJeq
 	opFLdxBMovAndJne
 	opFMovCtxEndData // x = lo32(imm); dst = data_end; src = data (tag: imm's high half)
+	opFAndMovJgt     // dst &= lo32(imm); x = hi32(imm); if x > dst goto off
 	opFCtxDataEnd    // dst = data; x = data_end (imm: the packet tag)
 	opFCtxEndData    // dst = data_end; x = data
 	numFused
@@ -161,6 +162,7 @@ var fusedTable = [numFused - numOps]fusedInfo{
 	opFLdxBMovAndJeq - numOps: {"ldxb; mov64 X; and K; jeq K", 4, true},
 	opFLdxBMovAndJne - numOps: {"ldxb; mov64 X; and K; jne K", 4, true},
 	opFMovCtxEndData - numOps: {"mov K; ctx data_end; ctx data", 3, false},
+	opFAndMovJgt - numOps:     {"and K; mov K; jgt64 X", 3, true},
 	opFCtxDataEnd - numOps:    {"ctx data; ctx data_end", 2, false},
 	opFCtxEndData - numOps:    {"ctx data_end; ctx data", 2, false},
 }
@@ -179,7 +181,7 @@ type fusion func(c []insn, i int) (xinsn, bool)
 
 // fusions are tried in order at every slot; longer sequences first.
 var fusions = []fusion{fuseBytes16Jcc, fuseBytes16, fuseLdxMovAndJcc, fuseLdxAndJcc, fuseMovCtx, fuseBound, fuseMovAndJcc, fuseMovALU, fuseAddJgt, fuseAndJcc,
-	fuseLdxJcc, fuseLshOr, fuseCtxPair, fuseMovJcc, fuseLshAdd, fuseAddLdx}
+	fuseLdxJcc, fuseLshOr, fuseCtxPair, fuseAndMovJgt, fuseMovJcc, fuseLshAdd, fuseAddLdx}
 
 // buildInterp returns the interpreter's stream for the decoded program code.
 func buildInterp(code []insn) []xinsn {
@@ -520,4 +522,20 @@ func fuseMovCtx(c []insn, i int) (xinsn, bool) {
 		return xinsn{}, false
 	}
 	return xinsn{op: opFMovCtxEndData, dst: f.dst, src: f.x, x: m.dst, imm: f.imm | int64(uint32(m.imm))}, true
+}
+
+// fuseAndMovJgt: dst &= K1; x = K2; if x > dst goto (a field compared with
+// a minimum: IPv4's header length against 5). x must differ from dst; both
+// constants must fit in 32 bits sign-extended (and32's and mov32's are
+// zero-extended in insn.imm, so only those below 2^31 fuse).
+func fuseAndMovJgt(c []insn, i int) (xinsn, bool) {
+	if i+2 >= len(c) {
+		return xinsn{}, false
+	}
+	a, m, j := c[i], c[i+1], c[i+2]
+	if (a.op != opAnd64K && a.op != opAnd32K) || (m.op != opMov64K && m.op != opMov32K) || j.op != opJGT64X ||
+		m.dst == a.dst || j.dst != m.dst || j.src != a.dst || !fitsInt32(a.imm) || !fitsInt32(m.imm) {
+		return xinsn{}, false
+	}
+	return xinsn{op: opFAndMovJgt, dst: a.dst, x: m.dst, off: j.off, imm: pack2(int32(a.imm), int32(m.imm))}, true
 }

@@ -224,6 +224,10 @@ var fusionCases = []struct {
 	{"ldxb mov and jne", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oMov64X, 7, 4, 0, 0), ins(oAnd64K, 7, 0, 0, 0xf0), ins(oJne64K, 7, 0, toHit, 0x10)}, 0, opFLdxBMovAndJne, false},
 	{"ldxb mov and32 jeq32", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oMov64X, 7, 4, 0, 0), ins(oAnd32K, 7, 0, 0, 0x0f), ins(oJeq32K, 7, 0, toHit, 1)}, 0, opFLdxBMovAndJeq, false},
 	{"ldxb mov same reg stays", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oMov64X, 4, 4, 0, 0), ins(oAnd64K, 4, 0, 0, 0xf0), ins(oJne64K, 4, 0, toHit, 0x10)}, 0, opInvalid, false},
+	{"and mov jgt", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oAnd64K, 4, 0, 0, 15), ins(oMov64K, 7, 0, 0, 5), ins(oJgt64X, 7, 4, toHit, 0)}, 1, opFAndMovJgt, false},
+	{"and32 mov32 jgt", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oAnd32K, 4, 0, 0, 0xf0), ins(oMov32K, 7, 0, 0, 0x70), ins(oJgt64X, 7, 4, toHit, 0)}, 1, opFAndMovJgt, false},
+	{"and mov jgt same reg stays", [][]byte{ins(oAnd64K, 4, 0, 0, 15), ins(oMov64K, 4, 0, 0, 5), ins(oJgt64X, 4, 4, toHit, 0)}, 0, opInvalid, false},
+	{"and mov jgt reversed stays", [][]byte{ins(oAnd64K, 4, 0, 0, 15), ins(oMov64K, 7, 0, 0, 5), ins(oJgt64X, 4, 7, toHit, 0)}, 0, opInvalid, false},
 	// A jump into the middle of a fused triple runs the pair that starts
 	// there (add; jgt), fused in turn.
 	{"jump into bound", [][]byte{
@@ -502,7 +506,7 @@ func fusionSoup(rng *rand.Rand) []byte {
 		if rng.IntN(8) == 0 {
 			rel = -int16(rng.IntN(max(at-2, 1))) - 1 // back, not into the context loads
 		}
-		switch rng.IntN(19) {
+		switch rng.IntN(20) {
 		case 0:
 			prog = append(prog, ins(oMov64X, d, []byte{1, 2, s}[rng.IntN(3)], 0, 0))
 		case 1:
@@ -530,7 +534,9 @@ func fusionSoup(rng *rand.Rand) []byte {
 				ins(oLsh64K, s, 0, 0, 8), ins(oOr64X, s, d, 0, 0))
 			i += 3
 		case 15:
-			prog = append(prog, ins(0x0f, d, s, 0, 0)) // d += s
+			prog = append(prog, ins([]byte{oAnd64K, oAnd32K}[rng.IntN(2)], d, 0, 0, k()),
+				ins([]byte{oMov64K, oMov32K}[rng.IntN(2)], s, 0, 0, k()), ins(oJgt64X, s, d, rel, 0))
+			i += 2
 		case 16:
 			prog = append(prog, ins([]byte{oLdxB, oLdxH}[rng.IntN(2)], d, 1, int16(rng.IntN(80)), 0),
 				ins([]byte{oAnd64K, oAnd32K}[rng.IntN(2)], d, 0, 0, k()),
@@ -541,6 +547,8 @@ func fusionSoup(rng *rand.Rand) []byte {
 				ins([]byte{oAnd64K, oAnd32K}[rng.IntN(2)], s, 0, 0, k()),
 				ins([]byte{oJeq64K, oJne64K, oJeq32K, oJne32K}[rng.IntN(4)], s, 0, rel, k()))
 			i += 3
+		case 18:
+			prog = append(prog, ins(0x0f, d, s, 0, 0)) // d += s
 		default:
 			prog = append(prog, ins(oAdd64K, 0, 0, 0, 1))
 		}
