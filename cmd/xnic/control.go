@@ -22,7 +22,7 @@ import (
 
 // controlFlag registers --control.
 func controlFlag(fs *flag.FlagSet, ctl *string) {
-	fs.StringVar(ctl, "control", "", "ask the running `xnic run` holding the port: its port name (as run prints it, e.g. "+exampleSimPort()+") or its socket's path")
+	fs.StringVar(ctl, "control", "", "ask the xnic run holding the port: `PORT`, its name as the run prints it (e.g. "+exampleSimPort()+"), or its socket's path")
 }
 
 // findControl returns the socket of the run to ask: the one --control names,
