@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -106,6 +107,17 @@ func TestRunningPort(t *testing.T) {
 			}
 			if rc, out, _ := runPort(t, "dump", "--control", name, "--verdict", "tx", "--duration", "200ms"); rc != 0 || out != "" {
 				t.Errorf("dump of a verdict never given: rc %d %q", rc, out)
+			}
+			// A compiled filter (tcpdump -dd 'ip[9] = N' without the
+			// EtherType test): UDP frames pass it, a TCP-only one none.
+			dd := func(proto int) string {
+				return fmt.Sprintf("{ 0x30, 0, 0, 0x00000017 },\n{ 0x15, 0, 1, %#08x },\n{ 0x6, 0, 0, 0x00040000 },\n{ 0x6, 0, 0, 0x00000000 },", proto)
+			}
+			if rc, out, errs := runPort(t, "dump", "--control", name, "--count", "2", "--filter-dd", dd(17)); rc != 0 || strings.Count(out, "UDP") != 2 {
+				t.Errorf("dump --filter-dd udp: rc %d %q %s", rc, out, errs)
+			}
+			if rc, out, _ := runPort(t, "dump", "--control", name, "--duration", "200ms", "--filter-dd", "@"+writeFile(t, "tcp.dd", dd(6))); rc != 0 || out != "" {
+				t.Errorf("dump --filter-dd tcp: rc %d %q", rc, out)
 			}
 
 			// prog show, then a replacement keeping rxcnt (same shape) that
@@ -229,4 +241,39 @@ func tcpSynFrame() []byte {
 	tcp[0], tcp[1], tcp[2], tcp[3] = 0x1f, 0x90, 0, 80
 	tcp[12], tcp[13] = 0x50, 0x02
 	return f
+}
+
+// TestRunRxMeta: a run whose program calls an RX metadata kfunc asks its
+// ports for metadata (timestamps on every family), one whose program does
+// not leaves them without (unless --rx-meta), and such a program cannot be
+// loaded into a run whose ports report none.
+func TestRunRxMeta(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, sim := range []string{"igb:i210", "dwmac", "fec"} {
+		fam, _, _ := strings.Cut(sim, ":")
+		name := fam + "sim0"
+		for _, c := range []struct {
+			prog   string
+			force  bool
+			stamps bool
+		}{{"xdp_hw_meta", false, true}, {"xdp_drop_count", false, false}, {"xdp_drop_count", true, true}} {
+			t.Run(sim+"/"+c.prog, func(t *testing.T) {
+				o := &dpRunOptions{portOptions: portOptions{Sim: sim, Queues: 1, RxMeta: c.force}, prog: examplePath(t, c.prog), interval: time.Second,
+					tap: "none", peer: "none", workers: -1, json: true}
+				startRun(t, o, name)
+				var pi portInfo
+				cliJSON(t, &pi, "info", "--control", name, "--json")
+				if has := strings.Contains(strings.Join(pi.RxMeta, ","), "timestamp"); has != c.stamps {
+					t.Errorf("rx meta %v, want timestamps %v", pi.RxMeta, c.stamps)
+				}
+				if c.stamps {
+					return
+				}
+				rc, _, errs := runPort(t, "prog", "load", "--control", name, examplePath(t, "xdp_hw_meta"))
+				if rc != 1 || !strings.Contains(errs, "--rx-meta") {
+					t.Errorf("a metadata program into a run without: rc %d %s", rc, errs)
+				}
+			})
+		}
+	}
 }
