@@ -1,10 +1,10 @@
 package main
 
 import (
-	"fmt"
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
