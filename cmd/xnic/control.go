@@ -172,6 +172,9 @@ func (h portHandler) Stream(req *control.Request, sc *control.StreamConn) error 
 		if h.s.run == nil || h.s.run.trace == nil {
 			return errors.New("the run keeps no bpf_printk output")
 		}
+		if rp, err := h.s.program(); err == nil && !specPrints(rp.spec) {
+			return fmt.Errorf("%s calls neither bpf_printk (bpf_trace_printk) nor bpf_trace_vprintk: there is nothing to follow", rp.prog.Name())
+		}
 		return h.s.run.trace.streamTrace(sc)
 	case control.CmdEvents:
 		if h.s.run == nil || h.s.run.events == nil {

@@ -130,6 +130,12 @@ func TestRunningPort(t *testing.T) {
 			if p := show.Prog; p == nil || p.Name != "xdp_drop_count" || len(p.Tag) != 16 || p.RunCnt == 0 || p.RunTimeCnt == 0 || p.RunTimeNanos == 0 || p.Loads != 1 {
 				t.Fatalf("prog show: %+v", show.Prog)
 			}
+			if rc, _, errs := runPort(t, "prog", "trace", "--control", name, "--duration", "200ms"); rc != 1 || !strings.Contains(errs, "calls neither bpf_printk") {
+				t.Errorf("prog trace of a program that prints nothing: rc %d %s", rc, errs)
+			}
+			if rc, out, _ := runPort(t, "prog", "map", "dump", "--control", name); rc != 0 || !strings.Contains(out, "rxcnt") {
+				t.Errorf("map dump: rc %d %s", rc, out)
+			}
 			before := rxcntSum(t, name)
 			var load struct {
 				Prog *control.ProgInfo `json:"prog"`

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
@@ -248,6 +249,19 @@ func specUsesRxMeta(spec *ebpf.CollectionSpec) bool {
 	for _, ps := range spec.Programs {
 		for _, ins := range ps.Instructions {
 			if ins.IsKfuncCall() && strings.HasPrefix(ins.Reference(), "bpf_xdp_metadata_rx_") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// specPrints reports whether a program of spec calls bpf_trace_printk or
+// bpf_trace_vprintk (what xnic prog trace follows).
+func specPrints(spec *ebpf.CollectionSpec) bool {
+	for _, ps := range spec.Programs {
+		for _, ins := range ps.Instructions {
+			if ins.IsBuiltinCall() && (asm.BuiltinFunc(ins.Constant) == asm.FnTracePrintk || asm.BuiltinFunc(ins.Constant) == asm.FnTraceVprintk) {
 				return true
 			}
 		}
