@@ -283,3 +283,14 @@ func TestRunRxMeta(t *testing.T) {
 		}
 	}
 }
+
+// TestProgRunEvents: prog run prints each frame's ring buffer records,
+// decoded by their BTF types, after the frame's index.
+func TestProgRunEvents(t *testing.T) {
+	in := writeTestPcap(t, tcpSynFrame(), progUDPFrame(9), tcpSynFrame())
+	_, stderr, code := progCmd(t, "prog", "run", examplePath(t, "xdp_events"), "--in", in)
+	if code != 0 || !strings.Contains(stderr, "ringbuf events frame 0: struct syn_event {") ||
+		!strings.Contains(stderr, "ringbuf events frame 2: struct syn_event {") || strings.Contains(stderr, "frame 1:") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+}
