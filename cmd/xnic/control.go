@@ -158,8 +158,12 @@ func (h portHandler) handleProgram(req *control.Request, resp *control.Response)
 			return errors.New("prog-load without an object")
 		}
 		nrp, err := s.run.progs.replace(s.run.e, req.Load.Object, req.Load.Name, req.Load.Program)
-		if nrp != nil {
-			resp.Prog, resp.Kept = nrp.info(s.run.e, 0), nrp.kept
+		if nrp == nil {
+			return err
+		}
+		resp.Prog, resp.Kept = nrp.info(s.run.e, 0), nrp.kept
+		if s.run.events != nil { // follow the new program's ring buffers and perf arrays
+			err = errors.Join(err, s.run.events.rebind(nrp))
 		}
 		return err
 	}

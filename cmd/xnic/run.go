@@ -260,7 +260,8 @@ func (r *dpRunState) loadFirst(spec *ebpf.CollectionSpec) (*runProgram, error) {
 }
 
 // afterLoad readies a program loaded by `xnic prog load` before it runs:
-// its maps wired to the engine, the run's FIB, its events followed.
+// its maps wired to the engine, the run's FIB; it refuses a program that
+// reads RX metadata the ports do not report.
 func (r *dpRunState) afterLoad(rp *runProgram) error {
 	r.e.WireMaps(rp.coll)
 	if err := fibfile.Load(rp.coll, r.o.fibFile, r.portMAC); err != nil {
@@ -270,7 +271,7 @@ func (r *dpRunState) afterLoad(rp *runProgram) error {
 		return fmt.Errorf("%w: %s reads RX metadata (a bpf_xdp_metadata_rx_* kfunc), and the ports were opened without it: start the run with --rx-meta, or with this program",
 			errRefused, rp.prog.Name())
 	}
-	return r.events.rebind(rp)
+	return nil
 }
 
 // portMAC is the MAC of the port with ifindex (nil: none).

@@ -294,3 +294,28 @@ func TestProgRunEvents(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, stderr)
 	}
 }
+
+// TestProgLoadFollowsEvents: after prog load, prog events follows the new
+// program's ring buffer (a run that began with one that has none).
+func TestProgLoadFollowsEvents(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) {
+			name := fam + "sim0"
+			frames := make([][]byte, 60)
+			for i := range frames {
+				frames[i] = tcpSynFrame()
+			}
+			o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second,
+				tap: "none", peer: "pcap:" + writeTestPcap(t, frames...), peerBurst: 1, peerRate: 20, workers: -1, json: true}
+			startRun(t, o, name)
+			if rc, _, errs := runPort(t, "prog", "load", "--control", name, examplePath(t, "xdp_events")); rc != 0 {
+				t.Fatalf("prog load: rc %d %s", rc, errs)
+			}
+			rc, out, errs := runPort(t, "prog", "events", "--control", name, "--count", "2", "--duration", "3s", "--json")
+			if rc != 0 || strings.Count(out, `"type":"struct syn_event"`) != 2 {
+				t.Errorf("events of the loaded program: rc %d %q %s", rc, out, errs)
+			}
+		})
+	}
+}

@@ -227,18 +227,16 @@ func (rs *runPrograms) replace(e *dataplane.Engine, obj []byte, object, sec stri
 			return nil, err
 		}
 	}
-	if err := e.ReplaceProgram(dataplane.BPF(rp.prog), 2*time.Second); err != nil && !errors.Is(err, dataplane.ErrReplace) {
+	err = e.ReplaceProgram(dataplane.BPF(rp.prog), 2*time.Second)
+	if err != nil && !errors.Is(err, dataplane.ErrReplace) {
 		rp.coll.Close()
 		return nil, err
-	} else if err != nil {
-		// Published, not yet taken everywhere: it is the program now.
-		rs.all = append(rs.all, rp)
-		rs.cur.Store(rp)
-		return rp, err
 	}
+	// Taken by every poll goroutine, or (ErrReplace) published and taken
+	// by the rest at their next poll: it is the program now.
 	rs.all = append(rs.all, rp)
 	rs.cur.Store(rp)
-	return rp, nil
+	return rp, err
 }
 
 // specUsesRxMeta reports whether a program of spec calls an RX metadata
