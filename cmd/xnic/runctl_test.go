@@ -156,7 +156,7 @@ func TestRunningPort(t *testing.T) {
 			if rc != 1 || !strings.Contains(errs, "map rxcnt: the running one has 256 entries, the new object's 1") {
 				t.Errorf("mismatched map: rc %d %s", rc, errs)
 			}
-			cliJSON(t, &show, "prog", "show", "--control", name, "--json")
+			cliJSON(t, &show, "prog", "show", name, "--json") // xdp-loader status PORT
 			if show.Prog.Name != "xdp_macswap_tx" || show.Prog.Loads != 2 {
 				t.Errorf("after a refused load: %+v", show.Prog)
 			}
