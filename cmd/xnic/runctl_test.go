@@ -319,3 +319,34 @@ func TestProgLoadFollowsEvents(t *testing.T) {
 		})
 	}
 }
+
+// TestDumpQueue: --queue N captures RX queue N only: with one flow on two
+// queues, every frame of a queue's capture is that queue's, and only the
+// queue RSS picked for the flow has any.
+func TestDumpQueue(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 2}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 20000, workers: -1, json: true}
+	startRun(t, o, "igbsim0")
+	got := 0
+	for q := range 2 {
+		rc, out, errs := runPort(t, "dump", "--control", "igbsim0", "--queue", fmt.Sprint(q), "--duration", "300ms")
+		if rc != 0 {
+			t.Fatalf("queue %d: rc %d %s", q, rc, errs)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l == "" {
+				continue
+			}
+			if !strings.Contains(l, fmt.Sprintf(" q%d ", q)) {
+				t.Fatalf("queue %d's capture has %q", q, l)
+			}
+		}
+		if out != "" {
+			got++
+		}
+	}
+	if got != 1 {
+		t.Errorf("%d queues had frames of the one flow, want 1", got)
+	}
+}
