@@ -350,39 +350,13 @@ func phyDecode(op *openedPort, pa nic.PHYAccess) (phyDecodeOut, error) {
 }
 
 // phyOUI assembles the OUI from PHYID1 (OUI bits 3-18) and PHYID2 15:10 (bits
-// 19-24) and prints it as three octets, as the vendor has it. IEEE 802.3
-// 22.2.4.3.1 numbers the OUI's bits in transmission order, bit 1 the least
-// significant of the first octet, and Realtek fills the registers so
-// (the RTL8211F's 0x001c:0xc916 is 00:e0:4c). Other vendors put their OUI's
-// bits in most-significant-first order instead (the 88E1111's 0x0141:0x0cc0
-// is Marvell's 00:50:43 that way, Intel's 0x02a8:0x0390 00:aa:00), so both
-// readings are formed and the one naming a known PHY vendor is shown; for an
-// unknown vendor, the standard's.
+// 19-24), IEEE 802.3 22.2.4.3.1, and prints it as three octets: the
+// 88E1111's 0x0141:0x0cc0 gives Marvell's 00:50:43, Intel's IGP PHY's
+// 0x02a8:0x0390 Intel's 00:aa:00. (Some vendors' datasheets print their OUI
+// bit-reversed within each octet; the register bits are what is shown.)
 func phyOUI(id1, id2 uint16) string {
-	v := uint32(id1)<<6 | uint32(id2>>10) // OUI bits 3..24, bit 3 the most significant
-	msbFirst := fmt.Sprintf("%02x:%02x:%02x", v>>16&0xFF, v>>8&0xFF, v&0xFF)
-	var oct [3]byte
-	for i := range 22 { // OUI bit 3+i, of octet (2+i)/8, at bit (2+i)%8
-		if v>>(21-i)&1 != 0 {
-			oct[(2+i)/8] |= 1 << ((2 + i) % 8)
-		}
-	}
-	standard := fmt.Sprintf("%02x:%02x:%02x", oct[0], oct[1], oct[2])
-	if _, ok := phyVendors[standard]; ok {
-		return standard
-	}
-	if _, ok := phyVendors[msbFirst]; ok {
-		return msbFirst
-	}
-	return standard
-}
-
-// phyVendors are the OUIs of PHY makers found on the boards xnic's families
-// sit on (IEEE registry).
-var phyVendors = map[string]string{
-	"00:50:43": "Marvell", "00:aa:00": "Intel", "00:e0:4c": "Realtek", "00:10:a1": "Micrel (Microchip)",
-	"08:00:28": "Texas Instruments", "00:13:74": "Atheros (Qualcomm)", "00:10:18": "Broadcom",
-	"00:1c:c2": "Motorcomm", "00:80:0f": "SMSC (Microchip)", "00:60:1d": "Lucent",
+	oui := uint32(id1)<<6 | uint32(id2>>10)
+	return fmt.Sprintf("%02x:%02x:%02x", oui>>16&0xFF, oui>>8&0xFF, oui&0xFF)
 }
 
 func printPHYDecode(w io.Writer, d phyDecodeOut, asJSON bool) error {
