@@ -197,6 +197,10 @@ type PortInfo struct {
 	MaxQueues int    `json:"max_queues,omitempty"`
 	// Rings are the descriptors per RX and TX ring and the most a ring may
 	// have (ethtool -g); zero when the driver does not say.
+	// RxMeta is the per-frame metadata the port reports to the XDP
+	// metadata kfuncs (timestamp, hash, vlan): none unless the port was
+	// opened asking for it (xnic run does when its program calls one).
+	RxMeta   []string `json:"rx_meta,omitempty"`
 	RxRing   int      `json:"rx_ring,omitempty"`
 	TxRing   int      `json:"tx_ring,omitempty"`
 	MaxRing  int      `json:"max_ring,omitempty"`

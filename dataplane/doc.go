@@ -54,4 +54,15 @@
 // RX-side counters are written only by the queue's poll goroutine, TX-side counters
 // only under the TX queue's mutex; both are published with atomic stores once per
 // poll, so Snapshot can be read from any goroutine without stopping the loops.
+//
+// # A running engine
+//
+// Three things change while the loops run (hooks.go), each published as one
+// immutable value that a poll goroutine looks up with one atomic load before
+// it takes a burst: AddCapture hands every frame, with its verdict and queue,
+// to a Dumper until removed (live capture, xnic dump); ReplaceProgram swaps
+// the program between two bursts of each goroutine and returns once every
+// running one took it, so a frame is run by one program, never both or
+// neither; SetRunTime times the program's bursts (ProgramRuns). CPU workers
+// keep the programs of their cpumap entries.
 package dataplane

@@ -130,14 +130,14 @@ func (c Config) withDefaults() (Config, error) {
 		c.Queues = 1
 	}
 	if c.Queues < 1 {
-		return c, fmt.Errorf("dwmac: %d queues: want at least 1", c.Queues)
+		return c, fmt.Errorf("dwmac: %d queues: want at least 1: %w", c.Queues, nic.ErrConfig)
 	}
 	for _, r := range []*int{&c.RxRingSize, &c.TxRingSize} {
 		if *r == 0 {
 			*r = defaultRingSize
 		}
 		if *r < minRingSize || *r > maxRingSize {
-			return c, fmt.Errorf("dwmac: ring of %d descriptors: want %d to %d", *r, minRingSize, maxRingSize)
+			return c, fmt.Errorf("dwmac: ring of %d descriptors: want %d to %d: %w", *r, minRingSize, maxRingSize, nic.ErrConfig)
 		}
 	}
 	if c.PoolSize == 0 {
@@ -350,8 +350,8 @@ func (p *Port) bringUp() error {
 	}
 	maxQ := min(p.model.RxQueues, p.model.TxQueues, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans)
 	if p.cfg.Queues > maxQ {
-		return fmt.Errorf("%d queues: the %s has %d (MTL %d RX / %d TX, DMA %d RX / %d TX channels)",
-			p.cfg.Queues, p.model.Name, maxQ, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans)
+		return fmt.Errorf("%d queues: the %s has %d (MTL %d RX / %d TX, DMA %d RX / %d TX channels): %w",
+			p.cfg.Queues, p.model.Name, maxQ, p.hw.RxQueues, p.hw.TxQueues, p.hw.RxChans, p.hw.TxChans, nic.ErrConfig)
 	}
 	if err := p.chooseCoalesce(); err != nil {
 		return err

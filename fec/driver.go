@@ -114,14 +114,14 @@ func (c Config) withDefaults(v Variant) (Config, error) {
 		c.Queues = 1
 	}
 	if c.Queues < 1 || c.Queues > v.Queues {
-		return c, fmt.Errorf("fec: %d queues: the %s has %d", c.Queues, v.Name, v.Queues)
+		return c, fmt.Errorf("fec: %d queues: the %s has %d: %w", c.Queues, v.Name, v.Queues, nic.ErrConfig)
 	}
 	for _, r := range []*int{&c.RxRingSize, &c.TxRingSize} {
 		if *r == 0 {
 			*r = defaultRingSize
 		}
 		if *r < 4 || *r > maxRingSize {
-			return c, fmt.Errorf("fec: ring of %d descriptors: want 4 to %d", *r, maxRingSize)
+			return c, fmt.Errorf("fec: ring of %d descriptors: want 4 to %d: %w", *r, maxRingSize, nic.ErrConfig)
 		}
 	}
 	if c.PoolSize == 0 {
@@ -272,8 +272,8 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 		p.lineBDs = line / p.bd.size
 		for _, n := range []int{cfg.RxRingSize, cfg.TxRingSize} {
 			if n%p.lineBDs != 0 || n < 2*p.lineBDs {
-				return nil, fmt.Errorf("fec: ring of %d descriptors: with %d-byte cache lines and %d-byte descriptors, want a multiple of %d of at least %d",
-					n, line, p.bd.size, p.lineBDs, 2*p.lineBDs)
+				return nil, fmt.Errorf("fec: ring of %d descriptors: with %d-byte cache lines and %d-byte descriptors, want a multiple of %d of at least %d: %w",
+					n, line, p.bd.size, p.lineBDs, 2*p.lineBDs, nic.ErrConfig)
 			}
 		}
 	}

@@ -78,14 +78,14 @@ func (c Config) withDefaults(m Model) (Config, error) {
 		c.Queues = 1
 	}
 	if c.Queues < 1 || c.Queues > maxQueues || c.Queues > m.Queues {
-		return c, fmt.Errorf("igb: %d queues: want 1 to %d on the %s", c.Queues, min(maxQueues, m.Queues), m.MAC)
+		return c, fmt.Errorf("igb: %d queues: want 1 to %d on the %s: %w", c.Queues, min(maxQueues, m.Queues), m.MAC, nic.ErrConfig)
 	}
 	for _, r := range []*int{&c.RxRingSize, &c.TxRingSize} {
 		if *r == 0 {
 			*r = defaultRingSize
 		}
 		if *r < 8 || *r > maxRingSize || *r%8 != 0 {
-			return c, fmt.Errorf("igb: ring of %d descriptors: want a multiple of 8 from 8 to %d (the ring is a multiple of 128 bytes)", *r, maxRingSize)
+			return c, fmt.Errorf("igb: ring of %d descriptors: want a multiple of 8 from 8 to %d (the ring is a multiple of 128 bytes): %w", *r, maxRingSize, nic.ErrConfig)
 		}
 	}
 	if c.PoolSize == 0 {

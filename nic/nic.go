@@ -71,10 +71,13 @@ type Device interface {
 // Errors shared by drivers and devices. They are wrapped with context.
 var (
 	ErrNotSupported = errors.New("not supported")
-	ErrTimeout      = errors.New("timed out")
-	ErrLinkDown     = errors.New("link down")
-	ErrNoDevice     = errors.New("device not responding") // reads of all ones
-	ErrClosed       = errors.New("closed")
+	// ErrConfig marks a configuration the driver refuses before touching
+	// the device (a queue count or ring size the part cannot have).
+	ErrConfig   = errors.New("bad configuration")
+	ErrTimeout  = errors.New("timed out")
+	ErrLinkDown = errors.New("link down")
+	ErrNoDevice = errors.New("device not responding") // reads of all ones
+	ErrClosed   = errors.New("closed")
 )
 
 // LinkState is what the MAC and PHY agree on.

@@ -22,7 +22,7 @@ import (
 
 // controlFlag registers --control.
 func controlFlag(fs *flag.FlagSet, ctl *string) {
-	fs.StringVar(ctl, "control", "", "ask the running `xnic run` holding the port: its port name (as run prints it, e.g. "+exampleSimPort()+") or its socket's path")
+	fs.StringVar(ctl, "control", "", "ask the xnic run holding the port: `PORT`, its name as the run prints it (e.g. "+exampleSimPort()+"), or its socket's path")
 }
 
 // findControl returns the socket of the run to ask: the one --control names,
@@ -158,8 +158,12 @@ func (h portHandler) handleProgram(req *control.Request, resp *control.Response)
 			return errors.New("prog-load without an object")
 		}
 		nrp, err := s.run.progs.replace(s.run.e, req.Load.Object, req.Load.Name, req.Load.Program)
-		if nrp != nil {
-			resp.Prog, resp.Kept = nrp.info(s.run.e, 0), nrp.kept
+		if nrp == nil {
+			return err
+		}
+		resp.Prog, resp.Kept = nrp.info(s.run.e, 0), nrp.kept
+		if s.run.events != nil { // follow the new program's ring buffers and perf arrays
+			err = errors.Join(err, s.run.events.rebind(nrp))
 		}
 		return err
 	}
@@ -171,6 +175,9 @@ func (h portHandler) Stream(req *control.Request, sc *control.StreamConn) error 
 	case control.CmdTrace:
 		if h.s.run == nil || h.s.run.trace == nil {
 			return errors.New("the run keeps no bpf_printk output")
+		}
+		if rp, err := h.s.program(); err == nil && !specPrints(rp.spec) {
+			return fmt.Errorf("%s calls neither bpf_printk (bpf_trace_printk) nor bpf_trace_vprintk: there is nothing to follow", rp.prog.Name())
 		}
 		return h.s.run.trace.streamTrace(sc)
 	case control.CmdEvents:

@@ -172,6 +172,9 @@ func runProgEvents(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if len(pos) == 1 && ctl == "" {
+		ctl, pos = pos[0], nil
+	}
 	if len(pos) != 0 {
 		return usageErrorf("unexpected arguments %q", pos)
 	}

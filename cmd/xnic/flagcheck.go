@@ -37,6 +37,39 @@ var flagRules = []flagRule{
 	{flag: "rx-usecs", check: intBetween(0, 1<<20)},
 	{flag: "rate", check: finiteAtLeast(0)},
 	{flag: "cpumap-workers", check: intBetween(-1, 1024)},
+	// A duration is 0 (none) or long enough for one poll and one line.
+	{flag: "duration", check: zeroOrAtLeast(10 * time.Millisecond)},
+	{flag: "cpus", check: cpuList},
+}
+
+// zeroOrAtLeast accepts 0 (the flag's "none") or at least min.
+func zeroOrAtLeast(min time.Duration) func(flag.Value) error {
+	return func(v flag.Value) error {
+		if d, ok := durationOf(v); ok && d != 0 && d < min {
+			return fmt.Errorf("must be 0 (none) or at least %v", min)
+		}
+		return nil
+	}
+}
+
+// cpuList accepts "" or a list of distinct CPUs (0,2-3). A CPU the machine
+// does not have fails when the poll goroutine pins itself (exit 1).
+func cpuList(v flag.Value) error {
+	if v.String() == "" {
+		return nil
+	}
+	cpus, err := dpParseCPUs(v.String())
+	if err != nil {
+		return err
+	}
+	seen := map[int]bool{}
+	for _, c := range cpus {
+		if seen[c] {
+			return fmt.Errorf("CPU %d is named twice", c)
+		}
+		seen[c] = true
+	}
+	return nil
 }
 
 // checkFlagValues applies flagRules to fs, and refuses a negative value of any

@@ -31,14 +31,21 @@ func TestHelpListsEveryCommandAligned(t *testing.T) {
 }
 
 func TestProgGroupPrintsItsSubcommands(t *testing.T) {
+	// Asked for (-h, help): the list on stdout, exit 0. The group alone
+	// names no command: the list on stderr, exit 2 (a usage error).
 	for _, args := range [][]string{{"prog"}, {"prog", "-h"}, {"help", "prog"}} {
 		var out, errOut bytes.Buffer
-		if code := run(args, &out, &errOut); code != 0 {
-			t.Fatalf("%v: exit %d: %s", args, code, errOut.String())
+		code := run(args, &out, &errOut)
+		where, want := out.String(), 0
+		if len(args) == 1 {
+			where, want = errOut.String(), 2
 		}
-		for _, sub := range []string{"prog run", "prog bench", "prog disasm", "prog maps"} {
-			if !strings.Contains(out.String(), sub) {
-				t.Errorf("%v: output lacks %q:\n%s", args, sub, out.String())
+		if code != want {
+			t.Fatalf("%v: exit %d, want %d: %s", args, code, want, errOut.String())
+		}
+		for _, sub := range []string{"prog run", "prog bench", "prog disasm", "prog maps", "prog load", "prog show", "prog events"} {
+			if !strings.Contains(where, sub) {
+				t.Errorf("%v: output lacks %q:\n%s", args, sub, where)
 			}
 		}
 	}

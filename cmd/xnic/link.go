@@ -206,7 +206,7 @@ func linkExec(op *openedPort, req linkRequest, timeout time.Duration) (linkSetti
 		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
 	}
 	if req.given {
-		if err := linkApply(pa, req); err != nil {
+		if err := linkApply(pa, req, familyMACModes(op.Family)); err != nil {
 			return linkSettings{}, err
 		}
 		if err := linkFollow(op, timeout); err != nil {
@@ -225,7 +225,7 @@ func linkExecRunning(op *openedPort, req linkRequest, timeout time.Duration) (li
 		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
 	}
 	if req.given {
-		if err := linkApply(pa, req); err != nil {
+		if err := linkApply(pa, req, familyMACModes(op.Family)); err != nil {
 			return linkSettings{}, err
 		}
 		time.Sleep(10 * time.Millisecond) // as linkFollow: let a link that was up drop first
@@ -249,10 +249,12 @@ func readPHYRegs(pa nic.PHYAccess, regs ...int) (map[int]uint16, error) {
 	return out, nil
 }
 
-func supportedModes(r map[int]uint16) []linkMode {
+func supportedModes(r map[int]uint16, macModes uint32) []linkMode {
 	var out []linkMode
 	for _, m := range linkModes {
 		switch {
+		case macModes != 0 && m.Ethtool&macModes == 0:
+			// The PHY has it, the MAC (its driver) does not take it.
 		case m.Speed < 1000 && r[sim.MIIBMSR]&m.ability != 0:
 			out = append(out, m)
 		case m.Speed == 1000 && r[sim.MIIBMSR]&sim.BMSRExtStatus != 0 && r[sim.MIIESTATUS]&m.ability != 0:
@@ -267,7 +269,7 @@ func linkRead(op *openedPort, pa nic.PHYAccess) (linkSettings, error) {
 	if err != nil {
 		return linkSettings{}, err
 	}
-	sup := supportedModes(r)
+	sup := supportedModes(r, familyMACModes(op.Family))
 	has1000 := slices.ContainsFunc(sup, func(m linkMode) bool { return m.Speed == 1000 })
 	if has1000 {
 		r2, err := readPHYRegs(pa, sim.MIICTRL1000, sim.MIISTAT1000)
@@ -298,13 +300,23 @@ func linkRead(op *openedPort, pa nic.PHYAccess) (linkSettings, error) {
 	return ls, nil
 }
 
-// linkApply writes the PHY registers req asks for.
-func linkApply(pa nic.PHYAccess, req linkRequest) error {
+// familyMACModes is the ethtool mask of the modes family fam's MAC takes (0:
+// every mode its PHY has).
+func familyMACModes(fam family) uint32 {
+	if f := familyByName(fam); f != nil {
+		return f.macModes
+	}
+	return 0
+}
+
+// linkApply writes the PHY registers req asks for, within the modes both
+// the PHY and the MAC (macModes, 0: any) take.
+func linkApply(pa nic.PHYAccess, req linkRequest, macModes uint32) error {
 	r, err := readPHYRegs(pa, sim.MIIBMCR, sim.MIIBMSR, sim.MIIANAR, sim.MIIESTATUS)
 	if err != nil {
 		return err
 	}
-	sup := supportedModes(r)
+	sup := supportedModes(r, macModes)
 	bmcr := r[sim.MIIBMCR] &^ (sim.BMCRPowerDown | sim.BMCRIsolate | sim.BMCRANRestart | sim.BMCRReset | sim.BMCRLoopback)
 	autoneg := bmcr&sim.BMCRANEnable != 0
 	if req.autoneg != "" {
@@ -322,7 +334,7 @@ func linkApply(pa nic.PHYAccess, req linkRequest) error {
 			return usageErrorf("1000BASE-T cannot be forced: it needs autonegotiation (IEEE 802.3 40.5.1); use autoneg on speed 1000")
 		}
 		if !slices.ContainsFunc(sup, func(m linkMode) bool { return m.Speed == speed && m.Full == full }) {
-			return fmt.Errorf("the PHY does not support %d Mb/s %s duplex (it supports %s)", speed, duplexName(full), modeNames(sup))
+			return fmt.Errorf("the port does not support %d Mb/s %s duplex (its PHY and MAC support %s)", speed, duplexName(full), modeNames(sup))
 		}
 		bmcr &^= sim.BMCRANEnable | sim.BMCRSpeed100 | sim.BMCRSpeed1000 | sim.BMCRFullDplx
 		if speed == 100 {
@@ -343,7 +355,7 @@ func linkApply(pa nic.PHYAccess, req linkRequest) error {
 	}
 	for _, m := range adv {
 		if !slices.ContainsFunc(sup, func(s linkMode) bool { return s.Name == m.Name }) {
-			return fmt.Errorf("the PHY does not support %s (it supports %s)", m.Name, modeNames(sup))
+			return fmt.Errorf("the port does not support %s (its PHY and MAC support %s)", m.Name, modeNames(sup))
 		}
 	}
 	if len(adv) == 0 {

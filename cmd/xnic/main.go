@@ -10,6 +10,10 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/xnic-dev/xnic/dataplane/fibfile"
+	"github.com/xnic-dev/xnic/dataplane/mapio"
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // command is one subcommand of xnic. Files of this package register theirs in
@@ -50,12 +54,21 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 
 // parseInterspersed parses flags that may come before or after positional
 // arguments ("xnic info 0000:03:00.0 --json") and returns the positionals.
+//
+// A bad flag is the error (printed once, by run, with the usage line); -h
+// prints the command's usage and flags.
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() { fs.Usage = usage; fs.SetOutput(out) }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil, err // the FlagSet printed the usage: exit 0
+				fs.SetOutput(out)
+				usage()
+				return nil, err // exit 0
 			}
 			return nil, fmt.Errorf("%w: %v", errUsage, err)
 		}
@@ -79,6 +92,10 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || isHelp(args[0]) {
 		if len(args) > 1 && args[0] == "help" {
+			if t, ok := helpTopics[args[1]]; ok && len(args) == 2 {
+				fmt.Fprint(stdout, t)
+				return 0
+			}
 			return run(append(args[1:], "-h"), stdout, stderr)
 		}
 		printHelp(stdout)
@@ -94,14 +111,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if c == nil {
 		if group := groupOf(args); group != "" {
-			// "xnic prog", "xnic prog -h": the group's subcommands.
-			w, code := stdout, 0
-			if len(args) > 1 && !isHelp(args[1]) {
-				fmt.Fprintf(stderr, "xnic: unknown command %q\n", strings.Join(args, " "))
-				w, code = stderr, 2
+			// "xnic prog -h": the group's subcommands; "xnic prog" alone
+			// or with an unknown subcommand: a usage error.
+			if len(args) > 1 && isHelp(args[1]) {
+				printCommands(stdout, group+" ")
+				return 0
 			}
-			printCommands(w, group+" ")
-			return code
+			if len(args) > 1 {
+				fmt.Fprintf(stderr, "xnic: unknown command %q; the %s commands are:\n", strings.Join(args, " "), group)
+			} else {
+				fmt.Fprintf(stderr, "xnic %s: name one of its commands:\n", group)
+			}
+			printCommands(stderr, group+" ")
+			return 2
 		}
 		fmt.Fprintf(stderr, "xnic: unknown command %q; run 'xnic help'\n", strings.Join(args, " "))
 		return 2
@@ -111,7 +133,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return 0
 		}
 		fmt.Fprintf(stderr, "xnic %s: %v\n", c.name, err)
-		if errors.Is(err, errUsage) {
+		if errors.Is(err, errUsage) || errors.Is(err, nic.ErrConfig) {
 			fmt.Fprintf(stderr, "usage: xnic %s %s\n", c.name, c.usage)
 			return 2
 		}
@@ -132,11 +154,32 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "                             an SoC's MAC through /dev/mem and huge pages (root): "+platformExamples()+",")
 	fmt.Fprintln(w, "                             or COMPATIBLE@ADDR; uncached= names reserved RAM for the descriptor rings")
 	fmt.Fprintln(w, "                             (for a MAC whose rings cannot be kept coherent by cache maintenance)")
+	fmt.Fprintln(w, "\nmore: xnic help maps | fib (file formats), xnic help exit (exit status), xnic help json (JSON shapes)")
 	fmt.Fprintln(w, "\nfamilies:")
 	for _, f := range families {
 		fmt.Fprintf(w, "  %-26s %s\n", f.name, f.about)
 	}
 }
+
+// helpTopics are the file formats `xnic help TOPIC` describes.
+var helpTopics = map[string]string{"maps": mapio.FileHelp, "fib": fibfile.Help, "exit": exitHelp, "json": jsonHelp}
+
+// exitHelp is the exit status rule.
+const exitHelp = `xnic exits 0 when the command did what it was asked, 1 when it failed (a
+device, a run or a program refused or faulted; prog run: any frame that could
+not be run; selftest: any test failed), and 2 for a usage error: an unknown
+command or flag, a missing argument, or a value that makes no sense (a ring
+size or queue count the driver refuses, a frequency offset of 1e9 ppb or more,
+a duration under 10ms, a CPU named twice). Errors are printed once, on stderr.
+`
+
+// jsonHelp is the JSON rule.
+const jsonHelp = `With --json, xnic prints one JSON document (streams: one per line). The same
+kind of data has one shape everywhere: counters are one object {"name": value}
+in the driver's order (stats, run, stats --watch); map dumps are bpftool's
+(xnic prog map dump); PCI IDs are "0x" and four hex digits (list, info);
+times are RFC 3339 or Unix nanoseconds named *_ns or "ts".
+`
 
 func isHelp(a string) bool { return a == "help" || a == "-h" || a == "--help" || a == "-help" }
 

@@ -325,6 +325,17 @@ func describePort(op *openedPort) portInfo {
 	if rs, ok := op.Port.(nic.RingSizer); ok {
 		pi.RxRing, pi.TxRing, pi.MaxRing = rs.RingSizes()
 	}
+	if mp, ok := op.Port.(nic.RxMetaPort); ok {
+		caps := mp.RxMeta()
+		for _, c := range []struct {
+			c    nic.RxMetaCaps
+			name string
+		}{{nic.RxMetaTimestamp, "timestamp"}, {nic.RxMetaHash, "hash"}, {nic.RxMetaVLAN, "vlan"}} {
+			if caps&c.c != 0 {
+				pi.RxMeta = append(pi.RxMeta, c.name)
+			}
+		}
+	}
 	return pi
 }
 
@@ -374,6 +385,9 @@ func printInfo(stdout io.Writer, pi portInfo, asJSON bool) error {
 	fmt.Fprintf(stdout, "queues:  %d of %d\n", pi.Queues, pi.MaxQueues)
 	if pi.RxRing > 0 {
 		fmt.Fprintf(stdout, "rings:   rx %d, tx %d descriptors (at most %d each; --rx-ring, --tx-ring)\n", pi.RxRing, pi.TxRing, pi.MaxRing)
+	}
+	if len(pi.RxMeta) > 0 {
+		fmt.Fprintf(stdout, "rx meta: %s (for the XDP metadata kfuncs)\n", strings.Join(pi.RxMeta, ", "))
 	}
 	for _, w := range pi.Warnings {
 		fmt.Fprintf(stdout, "warning: %s\n", w)

@@ -64,8 +64,8 @@ func (s *progSelect) flags(fs *flag.FlagSet) {
 	fs.StringVar(&s.name, "prog", "", "program by function name")
 	fs.StringVar(&s.section, "sec", "", "program by ELF section")
 	fs.Var(&s.engine, "engine", engineHelp)
-	fs.StringVar(&s.mapFile, "maps", "", "preload maps from FILE: bpftool map dump JSON or hex lines (see mapfile.go)")
-	fs.StringVar(&s.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu in JSON (see fibfile.go)")
+	fs.StringVar(&s.mapFile, "maps", "", "preload maps from FILE: bpftool map dump JSON or hex lines (xnic help maps)")
+	fs.StringVar(&s.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu in JSON (xnic help fib)")
 	fs.Var(&s.maps, "map", "set a map entry before running: NAME:KEY=VALUE, numbers or bpftool byte lists (repeatable; after --maps)")
 }
 

@@ -16,9 +16,9 @@ import (
 // runprog.go for what a replacement keeps.
 
 func init() {
-	register(&command{name: "prog load", usage: "--control PORT OBJ [--prog NAME] [--json]",
+	register(&command{name: "prog load", usage: "--control PORT OBJ [--prog NAME] [--json] (or PORT OBJ)",
 		summary: "replace the program of a running port between two bursts, keeping its maps by name", run: runProgLoad})
-	register(&command{name: "prog show", usage: "--control PORT [--run-time D] [--json]",
+	register(&command{name: "prog show", usage: "--control PORT [--run-time D] [--json] (or PORT)",
 		summary: "show a running port's program: id, name, tag, engine, load time, run count (run time with --run-time)", run: runProgShow})
 }
 
@@ -32,6 +32,9 @@ func runProgLoad(args []string, stdout, stderr io.Writer) error {
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 2 && ctl == "" { // xdp-loader's order: PORT OBJ
+		ctl, pos = pos[0], pos[1:]
 	}
 	if len(pos) != 1 {
 		return usageErrorf("want one ELF object, got %d arguments", len(pos))
@@ -79,6 +82,9 @@ func runProgShow(args []string, stdout, stderr io.Writer) error {
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
+	}
+	if len(pos) == 1 && ctl == "" { // xdp-loader status PORT
+		ctl, pos = pos[0], nil
 	}
 	if len(pos) != 0 {
 		return usageErrorf("unexpected arguments %q", pos)

@@ -162,3 +162,38 @@ func TestFourthFamily(t *testing.T) {
 		t.Fatalf("run rc %d: %s\n%s", rc, out, errs)
 	}
 }
+
+// TestRegisterFacts: every register a driver's facts name (read-only,
+// self-test patterns, MAC loopback) is in its family's register dump, and a
+// pattern's bits are in the register.
+func TestRegisterFacts(t *testing.T) {
+	for _, f := range families {
+		op, err := openPort("", portOptions{Sim: string(f.name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := portDumpTable(op)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := []string{f.facts.Loopback.Reg}
+		for r := range f.facts.ReadOnly {
+			names = append(names, r)
+		}
+		for _, p := range f.facts.Patterns {
+			names = append(names, p.Reg)
+			if p.Mask == 0 {
+				t.Errorf("%s: pattern register %s with no bits", f.name, p.Reg)
+			}
+		}
+		if len(f.facts.Patterns) == 0 || f.facts.Loopback.Mask == 0 || f.facts.Loopback.On&^f.facts.Loopback.Mask != 0 {
+			t.Errorf("%s: facts %+v", f.name, f.facts)
+		}
+		for _, n := range names {
+			if _, ok := d.Reg(n); !ok {
+				t.Errorf("%s: %s is not in the register dump", f.name, n)
+			}
+		}
+		op.Close()
+	}
+}

@@ -80,8 +80,8 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
-	fs.StringVar(&o.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu: ports (by ifindex, 1..N), routes and neighbours in JSON (fibfile.go)")
-	fs.StringVar(&o.mapFile, "maps", "", "preload maps from FILE before the --map entries: bpftool map dump JSON or hex lines")
+	fs.StringVar(&o.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu: ports (by ifindex, 1..N), routes and neighbours in JSON (xnic help fib)")
+	fs.StringVar(&o.mapFile, "maps", "", "preload maps from FILE before the --map entries: bpftool map dump JSON or hex lines (xnic help maps)")
 	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "time between two rate lines")
 	fs.BoolVar(&o.busy, "busy-poll", false, "poll without sleeping on interrupts when idle")
@@ -260,7 +260,8 @@ func (r *dpRunState) loadFirst(spec *ebpf.CollectionSpec) (*runProgram, error) {
 }
 
 // afterLoad readies a program loaded by `xnic prog load` before it runs:
-// its maps wired to the engine, the run's FIB, its events followed.
+// its maps wired to the engine, the run's FIB; it refuses a program that
+// reads RX metadata the ports do not report.
 func (r *dpRunState) afterLoad(rp *runProgram) error {
 	r.e.WireMaps(rp.coll)
 	if err := fibfile.Load(rp.coll, r.o.fibFile, r.portMAC); err != nil {
@@ -270,7 +271,7 @@ func (r *dpRunState) afterLoad(rp *runProgram) error {
 		return fmt.Errorf("%w: %s reads RX metadata (a bpf_xdp_metadata_rx_* kfunc), and the ports were opened without it: start the run with --rx-meta, or with this program",
 			errRefused, rp.prog.Name())
 	}
-	return r.events.rebind(rp)
+	return nil
 }
 
 // portMAC is the MAC of the port with ifindex (nil: none).

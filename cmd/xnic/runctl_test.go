@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -107,6 +108,17 @@ func TestRunningPort(t *testing.T) {
 			if rc, out, _ := runPort(t, "dump", "--control", name, "--verdict", "tx", "--duration", "200ms"); rc != 0 || out != "" {
 				t.Errorf("dump of a verdict never given: rc %d %q", rc, out)
 			}
+			// A compiled filter (tcpdump -dd 'ip[9] = N' without the
+			// EtherType test): UDP frames pass it, a TCP-only one none.
+			dd := func(proto int) string {
+				return fmt.Sprintf("{ 0x30, 0, 0, 0x00000017 },\n{ 0x15, 0, 1, %#08x },\n{ 0x6, 0, 0, 0x00040000 },\n{ 0x6, 0, 0, 0x00000000 },", proto)
+			}
+			if rc, out, errs := runPort(t, "dump", "--control", name, "--count", "2", "--filter-dd", dd(17)); rc != 0 || strings.Count(out, "UDP") != 2 {
+				t.Errorf("dump --filter-dd udp: rc %d %q %s", rc, out, errs)
+			}
+			if rc, out, _ := runPort(t, "dump", "--control", name, "--duration", "200ms", "--filter-dd", "@"+writeFile(t, "tcp.dd", dd(6))); rc != 0 || out != "" {
+				t.Errorf("dump --filter-dd tcp: rc %d %q", rc, out)
+			}
 
 			// prog show, then a replacement keeping rxcnt (same shape) that
 			// sends every frame back, then one whose rxcnt differs.
@@ -117,6 +129,12 @@ func TestRunningPort(t *testing.T) {
 			cliJSON(t, &show, "prog", "show", "--control", name, "--json", "--run-time", "100ms")
 			if p := show.Prog; p == nil || p.Name != "xdp_drop_count" || len(p.Tag) != 16 || p.RunCnt == 0 || p.RunTimeCnt == 0 || p.RunTimeNanos == 0 || p.Loads != 1 {
 				t.Fatalf("prog show: %+v", show.Prog)
+			}
+			if rc, _, errs := runPort(t, "prog", "trace", "--control", name, "--duration", "200ms"); rc != 1 || !strings.Contains(errs, "calls neither bpf_printk") {
+				t.Errorf("prog trace of a program that prints nothing: rc %d %s", rc, errs)
+			}
+			if rc, out, _ := runPort(t, "prog", "map", "dump", "--control", name); rc != 0 || !strings.Contains(out, "rxcnt") {
+				t.Errorf("map dump: rc %d %s", rc, out)
 			}
 			before := rxcntSum(t, name)
 			var load struct {
@@ -138,7 +156,7 @@ func TestRunningPort(t *testing.T) {
 			if rc != 1 || !strings.Contains(errs, "map rxcnt: the running one has 256 entries, the new object's 1") {
 				t.Errorf("mismatched map: rc %d %s", rc, errs)
 			}
-			cliJSON(t, &show, "prog", "show", "--control", name, "--json")
+			cliJSON(t, &show, "prog", "show", name, "--json") // xdp-loader status PORT
 			if show.Prog.Name != "xdp_macswap_tx" || show.Prog.Loads != 2 {
 				t.Errorf("after a refused load: %+v", show.Prog)
 			}
@@ -229,4 +247,106 @@ func tcpSynFrame() []byte {
 	tcp[0], tcp[1], tcp[2], tcp[3] = 0x1f, 0x90, 0, 80
 	tcp[12], tcp[13] = 0x50, 0x02
 	return f
+}
+
+// TestRunRxMeta: a run whose program calls an RX metadata kfunc asks its
+// ports for metadata (timestamps on every family), one whose program does
+// not leaves them without (unless --rx-meta), and such a program cannot be
+// loaded into a run whose ports report none.
+func TestRunRxMeta(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, sim := range []string{"igb:i210", "dwmac", "fec"} {
+		fam, _, _ := strings.Cut(sim, ":")
+		name := fam + "sim0"
+		for _, c := range []struct {
+			prog   string
+			force  bool
+			stamps bool
+		}{{"xdp_hw_meta", false, true}, {"xdp_drop_count", false, false}, {"xdp_drop_count", true, true}} {
+			t.Run(sim+"/"+c.prog, func(t *testing.T) {
+				o := &dpRunOptions{portOptions: portOptions{Sim: sim, Queues: 1, RxMeta: c.force}, prog: examplePath(t, c.prog), interval: time.Second,
+					tap: "none", peer: "none", workers: -1, json: true}
+				startRun(t, o, name)
+				var pi portInfo
+				cliJSON(t, &pi, "info", "--control", name, "--json")
+				if has := strings.Contains(strings.Join(pi.RxMeta, ","), "timestamp"); has != c.stamps {
+					t.Errorf("rx meta %v, want timestamps %v", pi.RxMeta, c.stamps)
+				}
+				if c.stamps {
+					return
+				}
+				rc, _, errs := runPort(t, "prog", "load", "--control", name, examplePath(t, "xdp_hw_meta"))
+				if rc != 1 || !strings.Contains(errs, "--rx-meta") {
+					t.Errorf("a metadata program into a run without: rc %d %s", rc, errs)
+				}
+			})
+		}
+	}
+}
+
+// TestProgRunEvents: prog run prints each frame's ring buffer records,
+// decoded by their BTF types, after the frame's index.
+func TestProgRunEvents(t *testing.T) {
+	in := writeTestPcap(t, tcpSynFrame(), progUDPFrame(9), tcpSynFrame())
+	_, stderr, code := progCmd(t, "prog", "run", examplePath(t, "xdp_events"), "--in", in)
+	if code != 0 || !strings.Contains(stderr, "ringbuf events frame 0: struct syn_event {") ||
+		!strings.Contains(stderr, "ringbuf events frame 2: struct syn_event {") || strings.Contains(stderr, "frame 1:") {
+		t.Errorf("exit %d:\n%s", code, stderr)
+	}
+}
+
+// TestProgLoadFollowsEvents: after prog load, prog events follows the new
+// program's ring buffer (a run that began with one that has none).
+func TestProgLoadFollowsEvents(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) {
+			name := fam + "sim0"
+			frames := make([][]byte, 60)
+			for i := range frames {
+				frames[i] = tcpSynFrame()
+			}
+			o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second,
+				tap: "none", peer: "pcap:" + writeTestPcap(t, frames...), peerBurst: 1, peerRate: 20, workers: -1, json: true}
+			startRun(t, o, name)
+			if rc, _, errs := runPort(t, "prog", "load", "--control", name, examplePath(t, "xdp_events")); rc != 0 {
+				t.Fatalf("prog load: rc %d %s", rc, errs)
+			}
+			rc, out, errs := runPort(t, "prog", "events", "--control", name, "--count", "2", "--duration", "3s", "--json")
+			if rc != 0 || strings.Count(out, `"type":"struct syn_event"`) != 2 {
+				t.Errorf("events of the loaded program: rc %d %q %s", rc, out, errs)
+			}
+		})
+	}
+}
+
+// TestDumpQueue: --queue N captures RX queue N only: with one flow on two
+// queues, every frame of a queue's capture is that queue's, and only the
+// queue RSS picked for the flow has any.
+func TestDumpQueue(t *testing.T) {
+	t.Setenv("XDG_RUNTIME_DIR", t.TempDir())
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb", Queues: 2}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 64, peerBurst: 8, peerRate: 20000, workers: -1, json: true}
+	startRun(t, o, "igbsim0")
+	got := 0
+	for q := range 2 {
+		rc, out, errs := runPort(t, "dump", "--control", "igbsim0", "--queue", fmt.Sprint(q), "--duration", "300ms")
+		if rc != 0 {
+			t.Fatalf("queue %d: rc %d %s", q, rc, errs)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			if l == "" {
+				continue
+			}
+			if !strings.Contains(l, fmt.Sprintf(" q%d ", q)) {
+				t.Fatalf("queue %d's capture has %q", q, l)
+			}
+		}
+		if out != "" {
+			got++
+		}
+	}
+	if got != 1 {
+		t.Errorf("%d queues had frames of the one flow, want 1", got)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/xnic-dev/xnic/control"
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
@@ -226,18 +227,16 @@ func (rs *runPrograms) replace(e *dataplane.Engine, obj []byte, object, sec stri
 			return nil, err
 		}
 	}
-	if err := e.ReplaceProgram(dataplane.BPF(rp.prog), 2*time.Second); err != nil && !errors.Is(err, dataplane.ErrReplace) {
+	err = e.ReplaceProgram(dataplane.BPF(rp.prog), 2*time.Second)
+	if err != nil && !errors.Is(err, dataplane.ErrReplace) {
 		rp.coll.Close()
 		return nil, err
-	} else if err != nil {
-		// Published, not yet taken everywhere: it is the program now.
-		rs.all = append(rs.all, rp)
-		rs.cur.Store(rp)
-		return rp, err
 	}
+	// Taken by every poll goroutine, or (ErrReplace) published and taken
+	// by the rest at their next poll: it is the program now.
 	rs.all = append(rs.all, rp)
 	rs.cur.Store(rp)
-	return rp, nil
+	return rp, err
 }
 
 // specUsesRxMeta reports whether a program of spec calls an RX metadata
@@ -248,6 +247,19 @@ func specUsesRxMeta(spec *ebpf.CollectionSpec) bool {
 	for _, ps := range spec.Programs {
 		for _, ins := range ps.Instructions {
 			if ins.IsKfuncCall() && strings.HasPrefix(ins.Reference(), "bpf_xdp_metadata_rx_") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// specPrints reports whether a program of spec calls bpf_trace_printk or
+// bpf_trace_vprintk (what xnic prog trace follows).
+func specPrints(spec *ebpf.CollectionSpec) bool {
+	for _, ps := range spec.Programs {
+		for _, ins := range ps.Instructions {
+			if ins.IsBuiltinCall() && (asm.BuiltinFunc(ins.Constant) == asm.FnTracePrintk || asm.BuiltinFunc(ins.Constant) == asm.FnTraceVprintk) {
 				return true
 			}
 		}

@@ -116,14 +116,9 @@ func watchLines(prev, cur *control.Response, dt time.Duration, now time.Time) []
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
 	if len(out) > 0 {
-		hw := func(r *control.Response) uint64 {
-			var s uint64
-			for _, c := range r.Counters {
-				if c.Name == "rx_missed_errors" || c.Name == "rx_no_buffer_count" || c.Name == "rx_fifo_errors" {
-					s += c.Value
-				}
-			}
-			return s
+		hw := func(r *control.Response) uint64 { // the device's drops, as run's hw_drop_pps counts them
+			total, _ := dataplane.HardwareDrops(&dataplane.PortStats{Hardware: r.Counters})
+			return total
 		}
 		if a, b := hw(prev), hw(cur); b >= a {
 			out[0].Drops += float64(b-a) / secs

@@ -102,6 +102,13 @@ func Dump(c *bpf.Collection, specs map[string]*ebpf.MapSpec, name string) ([]Map
 func DumpMap(name string, m maps.Map, ms *ebpf.MapSpec) Map {
 	s := m.Spec()
 	cm := Map{Name: name, Type: s.Type.String(), KeySize: s.KeySize, ValueSize: s.ValueSize, MaxEntries: s.MaxEntries, Entries: []Entry{}}
+	switch s.Type {
+	case ebpf.RingBuf, ebpf.PerfEventArray:
+		// Records, not entries: the kernel refuses to walk these too
+		// (ENOTSUPP); their consumer reads them (xnic prog events).
+		cm.Error = "holds records, not entries: follow them with xnic prog events"
+		return cm
+	}
 	var key []byte
 	next := make([]byte, s.KeySize)
 	for {

@@ -181,3 +181,16 @@ func TestFileDumpUpdate(t *testing.T) {
 		t.Errorf("text:\n%s", out.String())
 	}
 }
+
+// TestDumpRecords: a ring buffer is not walked but says where its records go.
+func TestDumpRecords(t *testing.T) {
+	c, err := bpf.LoadFile(example(t, "xdp_events"), &bpf.Options{NumCPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ms, err := Dump(c, nil, "events")
+	if err != nil || len(ms) != 1 || !strings.Contains(ms[0].Error, "prog events") || len(ms[0].Entries) != 0 {
+		t.Fatalf("%+v %v", ms, err)
+	}
+}
