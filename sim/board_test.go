@@ -244,3 +244,38 @@ func TestBoardPHYSupply(t *testing.T) {
 	require.NoError(t, b.SetPHYSupplyAlwaysOn(fec.Unit, true))
 	require.True(t, b.PHYOperating(fec.Unit))
 }
+
+// TestBoardInterfaceUpDown: a bound fec with its interface up has all five
+// clocks on and the PHY out of reset, and still claims the range (a
+// mapping is refused); down again, everything is off and the PHY in reset.
+func TestBoardInterfaceUpDown(t *testing.T) {
+	b, err := NewBoard(IMX8MP)
+	require.NoError(t, err)
+	fec, _ := b.MAC(FEC)
+	eq, _ := b.MAC(EQOS)
+	require.NoError(t, b.SetInterface(fec.Unit, true))
+	for _, c := range fec.Clocks {
+		require.Equal(t, 1, b.ClockEnableCount(c.Name), c.Name)
+	}
+	require.False(t, b.PHYInReset(fec.Unit))
+	require.ErrorContains(t, b.Access(fec.Unit), "IO_STRICT_DEVMEM", "up or down, fec claims the range")
+	root := t.TempDir()
+	require.NoError(t, b.Render(root))
+	require.Equal(t, "active\n", readTree(t, root, "sys/bus/platform/devices/"+fec.Unit+"/power/runtime_status"))
+	require.Contains(t, readTree(t, root, "sys/kernel/debug/gpio"), "|PHY reset           ) out hi ACTIVE LOW")
+	require.NoError(t, b.SetInterface(fec.Unit, false))
+	for _, c := range fec.Clocks {
+		require.Equal(t, 0, b.ClockEnableCount(c.Name), c.Name)
+	}
+	require.True(t, b.PHYInReset(fec.Unit))
+
+	require.NoError(t, b.SetInterface(eq.Unit, true))
+	require.Equal(t, 1, b.ClockEnableCount("enet_qos_timer"))
+	require.Equal(t, 1, b.ClockEnableCount("enet_qos"))
+	require.NoError(t, b.SetControl(eq.Unit, "on"))
+	require.NoError(t, b.SetInterface(eq.Unit, false))
+	require.Equal(t, 0, b.ClockEnableCount("enet_qos_timer"))
+	require.Equal(t, 1, b.ClockEnableCount("enet_qos_root_clk"), "power/control on keeps the node resumed")
+	require.NoError(t, b.Unbind(fec.Unit))
+	require.ErrorIs(t, b.SetInterface(fec.Unit, true), ErrBoard)
+}
