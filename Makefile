@@ -60,9 +60,16 @@ bench:
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m $(PKGS)
 
+# Also builds and vets (test files included) for the 32-bit targets: arm
+# (ARMv7: the i.MX6/7 and Vybrid SoCs) and 386 (a second 32-bit target for
+# int overflow at 2^31, uintptr-sized addresses and 64-bit atomic alignment).
 lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) build $(PKGS)
+	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) vet $(PKGS)
+	CGO_ENABLED=0 GOARCH=386 $(GO) build $(PKGS)
+	CGO_ENABLED=0 GOARCH=386 $(GO) vet $(PKGS)
 
 # Rebuild the example XDP objects from their C sources (needs clang).
 generate:
