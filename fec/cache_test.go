@@ -237,7 +237,14 @@ func TestCacheModelFramesBothWays(t *testing.T) {
 					name := fmt.Sprintf("%s/%s/%s/%s", v.name, map[bool]string{false: "extended", true: "legacy"}[legacy], mode, cacheName(c))
 					t.Run(name, func(t *testing.T) {
 						reportSeed(t, c)
-						cfg := fec.Config{RxRingSize: ring, TxRingSize: ring, PoolSize: 2 * ring, LegacyBD: legacy}
+						// The pool feeds the port's RX ring (ring), the frames
+						// Recv just handed over (up to ring/2+1, refilled
+						// before the test frees them) and its own TX frames not
+						// yet reclaimed (up to ring/2+1): with 2*ring a slow
+						// reclaim (qemu-user, a loaded machine) left the ring
+						// short of a few buffers and the next round's frame
+						// was dropped (RxNoBD), as hardware would drop it.
+						cfg := fec.Config{RxRingSize: ring, TxRingSize: ring, PoolSize: 3 * ring, LegacyBD: legacy}
 						ca, cb := c, c
 						cb.Seed += 1000
 						a := openCachePort(t, v.v, &ca, mode, cfg, 0xA)

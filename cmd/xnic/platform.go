@@ -92,6 +92,18 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 		return nil, nil, fmt.Errorf("%s: the %s driver has no platform devices: %w", spec.Compatible, spec.Fam, nic.ErrNotSupported)
 	}
 	limit, size := f.dmaLimit, f.window
+	if !physmem.CacheMaintenance() && spec.UncachedSize > 0 {
+		// 32-bit ARM: no cache maintenance from user space, so the reserved
+		// range holds the buffers too (no huge pages needed).
+		u, err := physmem.OpenUncached(physmem.UncachedConfig{Phys: spec.UncachedPhys, Size: spec.UncachedSize, Limit: limit,
+			MemPath: platformMemPath, IOMemPath: platformIOMemPath})
+		if err != nil {
+			return nil, nil, fmt.Errorf("uncached DMA memory for %s: %w", spec.Compatible, err)
+		}
+		return openPlatformWith(spec, size, u)
+	}
+	// Elsewhere NewAllocator refuses cached memory a CPU cannot maintain,
+	// saying what to reserve.
 	alloc, err := physmem.NewAllocator(physmem.Config{Source: platformPages, Limit: limit})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DMA memory for %s: %w", spec.Compatible, err)
@@ -115,6 +127,15 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 		}
 		dmaAlloc = w
 	}
+	return openPlatformWith(spec, size, dmaAlloc)
+}
+
+// openPlatformWith maps the register window (size bytes) of spec's device with
+// dmaAlloc as its DMA allocator; it closes dmaAlloc when that fails.
+func openPlatformWith(spec platformSpec, size int, dmaAlloc interface {
+	dma.Allocator
+	Close() error
+}) (nic.Device, func() error, error) {
 	dev, err := physmem.OpenDevice(physmem.DeviceConfig{
 		Name:       fmt.Sprintf("%x.ethernet", spec.Phys),
 		Compatible: spec.Compatible,
