@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # when the linker happens to place it across a 64-byte boundary.
 LDFLAGS  ?= -funcalign=64
 
-.PHONY: all build setup test tidy unit arm64 cachemodel vmtest bench bench-smoke lint generate clean
+.PHONY: all build setup test tidy unit arm64 arm cachemodel vmtest bench bench-smoke lint generate clean
 
 all: build
 
@@ -42,10 +42,17 @@ vmtest:
 # The arm64 code paths (cache maintenance, barriers, single-width register and
 # descriptor accesses) run as arm64 binaries under qemu-user: the unit tests
 # of dma, physmem, sim, nic, igb, dwmac, fec, dataplane and dataplane/bpf,
-# -short (internal/vmtest/arm64-unit.sh; setup-arm64.sh installs
+# -short (internal/vmtest/qemu-user-unit.sh; setup-arm64.sh installs
 # qemu-user-static >= 10).
 arm64:
-	bash internal/vmtest/arm64-unit.sh
+	bash internal/vmtest/qemu-user-unit.sh arm64
+
+# The 32-bit ARMv7 build (GOARM=7: i.MX6, i.MX7, Vybrid) run as arm binaries
+# under qemu-user: the unit tests of dma, physmem, sim, nic, fec, dataplane and
+# dataplane/bpf, -short (the same qemu-user-static package ships
+# qemu-arm-static).
+arm:
+	bash internal/vmtest/qemu-user-unit.sh arm
 
 # The non-coherent drivers' whole test suites under sim's CPU cache model
 # (sim.CacheEnv), one run per seed: both ForCPU operations, 64/128-byte lines,

@@ -262,6 +262,9 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 	if err := checkBufferLines(alloc, cfg.FrameSize); err != nil {
 		return nil, err
 	}
+	if err := checkCacheMaintenance(alloc); err != nil {
+		return nil, err
+	}
 	if p.uncachedRings = ringsUncached(alloc); p.uncachedRings {
 		line = 0 // no line is ever written back over the device's (ringmem.go)
 	}

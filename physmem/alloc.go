@@ -92,7 +92,7 @@ var ErrClosed = errors.New("physmem: allocator closed")
 // with a device that does not snoop the caches, on a CPU whose user mode
 // cannot clean or invalidate cache lines (32-bit ARM: sync_nomaint.go). The
 // error it is wrapped in says what the board must provide instead.
-var ErrNoCacheMaintenance = errors.New("physmem: user space cannot maintain the data cache on this CPU")
+var ErrNoCacheMaintenance = dma.ErrNoCacheMaintenance
 
 // noMaintenanceHint is what a board without cache maintenance from user space
 // needs for a non-coherent MAC.
