@@ -47,6 +47,12 @@ type portOptions struct {
 	// report (timestamps, stripped VLAN tags), for the XDP metadata kfuncs
 	// (xnic hwmeta). Off, a port costs nothing for metadata.
 	RxMeta bool
+	// Platform devices only (from --platform's options or the devicetree):
+	// PHYAddr is the PHY's MDIO address when PHYAddrSet; MDIOWindow > 0 is the
+	// register window of the device that carries the MDIO bus (0: its own).
+	PHYAddr    int
+	PHYAddrSet bool
+	MDIOWindow int
 
 	// Simulated ports only.
 	SimMAC  net.HardwareAddr // the model's factory MAC (nil: the model's default)
@@ -66,7 +72,7 @@ type portOptions struct {
 // portFlags registers the flags shared by commands that open a port.
 func portFlags(fs *flag.FlagSet, o *portOptions) {
 	fs.StringVar(&o.Sim, "sim", "", simHelp(false))
-	fs.StringVar(&o.Platform, "platform", "", "open an i.MX8 platform device through /dev/mem and huge pages: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR (root)")
+	fs.StringVar(&o.Platform, "platform", "", "open an i.MX platform device through /dev/mem: fec@0x30be0000, eqos@0x30bf0000 or COMPATIBLE@ADDR, then ,uncached=PHYS+SIZE (reserved RAM; required on 32-bit ARM), ,phy=N, ,mdio=ADDR (default: the devicetree's phy-handle) (root)")
 	fs.IntVar(&o.Queues, "queues", 0, "RX/TX queue pairs (default 1)")
 	fs.IntVar(&o.RingSize, "ring", 0, "descriptors per ring (default: the driver's, 256 or 512)")
 	fs.IntVar(&o.RxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
@@ -139,6 +145,10 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 		}
 		// No interrupts reach a process from a platform device: poll.
 		fam, o.Interrupts = spec.Fam, false
+		o.PHYAddr, o.PHYAddrSet = spec.PHYAddr, spec.PHYAddr >= 0
+		if spec.MDIOPhys != 0 && spec.MDIOPhys != spec.Phys {
+			o.MDIOWindow = 1 // openPlatformDevice maps the bus owner second
+		}
 	} else {
 		d, err := openPCIDevice(bdf)
 		if err != nil {
