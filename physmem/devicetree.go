@@ -49,13 +49,15 @@ func ReadMACNode(root string, phys uint64) (MACNode, error) {
 	if root == "" {
 		root = DefaultDTRoot
 	}
-	if _, err := os.Stat(root); err != nil {
-		return MACNode{}, fmt.Errorf("physmem: devicetree at %s: %w", root, err)
+	// /proc/device-tree is a symbolic link, which WalkDir would not enter.
+	root, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return MACNode{}, fmt.Errorf("physmem: devicetree: %w", err)
 	}
 	var nodePath string
 	phandles := map[uint32]string{}
 	unit := "@" + strconv.FormatUint(phys, 16)
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil || !d.IsDir() {
 			return nil //nolint:nilerr // unreadable corners of the tree do not stop the walk
 		}

@@ -88,6 +88,14 @@ func TestReadMACNode(t *testing.T) {
 	if _, err := ReadMACNode(root, 0x1234000); !errors.Is(err, ErrNoDTNode) {
 		t.Errorf("no node: %v", err)
 	}
+	// Reached through a symbolic link, as /proc/device-tree is.
+	link := filepath.Join(t.TempDir(), "device-tree")
+	if err := os.Symlink(root, link); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := ReadMACNode(link, 0x2188000); err != nil || n.PHYAddr != 2 || n.MDIOPhys != 0x20b4000 {
+		t.Errorf("through a symlink: %+v, %v", n, err)
+	}
 	if _, err := ReadMACNode(filepath.Join(root, "absent"), 0x2188000); err == nil {
 		t.Error("a missing tree read without error")
 	}
