@@ -7,13 +7,16 @@ import "github.com/xnic-dev/xnic/dma"
 // No cache maintenance from user space: 32-bit ARM (the i.MX6, i.MX7 and
 // Vybrid SoCs, ARMv7-A) and every architecture xnic has no code for.
 //
-// ARMv7-A keeps its cache maintenance operations (DCCMVAC, DCIMVAC,
-// DCCIMVAC: clean, invalidate, clean and invalidate a data cache line by
-// virtual address) in CP15 c7, and the architecture makes them PL1-only: at
-// PL0 (user mode) the MCR is UNDEFINED (ARM Architecture Reference Manual
-// ARMv7-A and ARMv7-R edition, ARM DDI 0406C.d, B4.2.1 "Cache and branch
-// predictor maintenance operations" and the PL0 column of the CP15 c7 register
-// summary in B3.18). Linux does not lend them out: the ARM-private
+// ARMv7-A keeps its cache maintenance operations (DCCMVAC, MCR p15, 0, Rt,
+// c7, c10, 1; DCIMVAC, c7, c6, 1; DCCIMVAC, c7, c14, 1: clean, invalidate,
+// clean and invalidate a data cache line by virtual address to the point of
+// coherency) in CP15 c7, and the architecture makes them PL1-only: at PL0
+// (user mode) the MCR is UNDEFINED (ARM Architecture Reference Manual ARMv7-A
+// and ARMv7-R edition, ARM DDI 0406C.d, part B: the CP15 c7 cache and branch
+// predictor maintenance operations are accessible at PL1 and above only; Arm's
+// AArch32 system register descriptions of DCCMVAC, DCIMVAC and DCCIMVAC state
+// it as "if PSTATE.EL == EL0 then UNDEFINED"; unlike AArch64, AArch32 has no
+// SCTLR.UCI to lend them to user mode). Linux does not lend them out: the ARM-private
 // cacheflush system call (__ARM_NR_cacheflush, arch/arm/kernel/traps.c
 // __do_cache_op -> flush_icache_user_range) cleans the D-cache only to the
 // point of unification and invalidates the I-cache, for code a JIT wrote; it

@@ -40,6 +40,13 @@ import (
 //     lists it as "reserved" inside "System RAM"), or the kernel may hand the
 //     same pages to someone else.
 //
+// On 32-bit ARM, arch/arm/mm/mmu.c's phys_mem_access_prot gives a pfn the
+// kernel does not map pgprot_noncached (Strongly-ordered) and, with O_SYNC,
+// mapped RAM pgprot_writecombine (Normal Non-cacheable). There no user
+// maintenance can clean the cacheable alias of reserved RAM still in the
+// linear map, so only RAM outside it is taken (above mem=, or no-map), and the
+// one-time flush below is not needed (nothing maps it cacheable).
+//
 // OpenUncached checks the range against /proc/iomem, maps it with O_SYNC, and
 // cleans and invalidates it once (DC CIVAC), as arch_dma_prep_coherent does,
 // so no line a cacheable alias may hold is written back over it later. The CPU
