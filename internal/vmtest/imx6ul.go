@@ -121,8 +121,8 @@ const (
 	IMX6ULKernelMB = 448
 	// IMX6ULUncached is the reserved range: PHYS+SIZE for --platform's
 	// uncached= and XNIC_FEC_UNCACHED.
-	IMX6ULUncachedPhys = 0x80000000 + IMX6ULKernelMB<<20
-	IMX6ULUncachedSize = (IMX6ULMemMB - IMX6ULKernelMB) << 20
+	IMX6ULUncachedPhys uint64 = 0x80000000 + IMX6ULKernelMB<<20
+	IMX6ULUncachedSize        = (IMX6ULMemMB - IMX6ULKernelMB) << 20
 )
 
 // IMX6ULResultsTTY is the guest device of IMX6ULVM.Results: UART2 (the EVK's
