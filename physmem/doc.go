@@ -62,5 +62,6 @@
 // and regs.go (the platform device), hugepages.go (the real page source),
 // sys_linux.go (system calls), *_unsafe.go (the only pointer arithmetic),
 // sync_arm64.go/.s (cache maintenance), sync_x86.go (none needed),
-// sync_nomaint.go (none possible), devicetree.go (the MAC's node).
+// sync_nomaint.go (none possible), iobarrier_arm.go/.s (DSB ST before a
+// register store on 32-bit ARM), devicetree.go (the MAC's node).
 package physmem
