@@ -77,11 +77,16 @@ func TestCoalesceHoldsRXF(t *testing.T) {
 	// One frame: the interrupt comes when the interval has passed.
 	t0 := time.Now()
 	m.Inject(f)
-	if fired, _ := irq.Wait(4 * time.Millisecond); fired {
+	// A loaded host may return from the short wait late, with the interval
+	// already passed: only an interrupt before it is early.
+	fired, _ := irq.Wait(4 * time.Millisecond)
+	if fired && time.Since(t0) < 10*time.Millisecond {
 		t.Fatalf("interrupt %v after one frame, with 12 ms coalescing", time.Since(t0))
 	}
-	if fired, _ := irq.Wait(time.Second); !fired {
-		t.Fatal("the interval never released the held interrupt")
+	if !fired {
+		if fired, _ = irq.Wait(time.Second); !fired {
+			t.Fatal("the interval never released the held interrupt")
+		}
 	}
 	if d := time.Since(t0); d < 10*time.Millisecond {
 		t.Fatalf("held interrupt after %v, want about 12 ms", d)
