@@ -35,11 +35,9 @@ unit:
 	$(GO) test -count=1 -timeout 20m $(PKGS)
 	XNIC_ENGINE=interp $(GO) test -count=1 -timeout 10m ./examples ./dataplane
 
-# The VM tier: QEMU (TCG) with its igb model, the driver through real VFIO;
-# the fec in the arm64 i.MX8M Plus and the 32-bit i.MX6UL guests (the latter
-# about 4 minutes: TestFECIMX6UL); Linux's drivers against served models.
+# The VM tier: QEMU (TCG) with its igb model, the driver through real VFIO.
 vmtest:
-	$(GO) test -count=1 -timeout 25m -v ./internal/vmtest/ -run . -vmtest
+	$(GO) test -count=1 -timeout 15m -v ./internal/vmtest/ -run . -vmtest
 
 # The arm64 code paths (cache maintenance, barriers, single-width register and
 # descriptor accesses) run as arm64 binaries under qemu-user: the unit tests
@@ -47,7 +45,7 @@ vmtest:
 # -short (internal/vmtest/qemu-user-unit.sh; setup-arm64.sh installs
 # qemu-user-static >= 10).
 arm64:
-	bash internal/vmtest/qemu-user-unit.sh arm64
+	bash internal/vmtest/arm64-unit.sh
 
 # The 32-bit ARMv7 build (GOARM=7: i.MX6, i.MX7, Vybrid) run as arm binaries
 # under qemu-user: the unit tests of dma, physmem, sim, nic, fec, dataplane and

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what xnic's arm64 tiers need (TestFECQEMU in make vmtest, and
-# qemu-user-unit.sh), without touching the system's apt configuration:
+# arm64-unit.sh), without touching the system's apt configuration:
 #
 #   - qemu-system-arm (qemu-system-aarch64 with the imx8mp-evk machine and its
 #     imx.enet model) from Debian bookworm-backports, installed system-wide
@@ -10,7 +10,7 @@
 #     (linux-image-6.12.*-arm64; the cloud-arm64 flavour has no i.MX support),
 #     downloaded and unpacked with dpkg -x into the cache; the device tree the
 #     guest boots is that package's own freescale/imx8mp-evk.dtb;
-#   - qemu-user-static >= 10 from bookworm-backports, for qemu-user-unit.sh (arm64 and arm).
+#   - qemu-user-static >= 10 from bookworm-backports, for arm64-unit.sh.
 #
 # Idempotent: a second run only checks. Network steps are retried.
 #
@@ -90,7 +90,7 @@ else
 fi
 QEMU=$(command -v qemu-system-aarch64)
 
-# 1b. qemu-user-static >= 10 for qemu-user-unit.sh (arm64 and arm) (bookworm's 7.2 cannot map huge
+# 1b. qemu-user-static >= 10 for arm64-unit.sh (bookworm's 7.2 cannot map huge
 # pages for the emulated program: mmap with MAP_HUGETLB fails with EINVAL).
 user_major() {
 	local q
