@@ -6,7 +6,7 @@ STATICCHECK_VERSION ?= v0.8.2
 # when the linker happens to place it across a 64-byte boundary.
 LDFLAGS  ?= -funcalign=64
 
-.PHONY: all build setup test tidy unit arm64 cachemodel vmtest bench bench-smoke lint generate clean
+.PHONY: all build setup test tidy unit arm64 arm cachemodel vmtest bench bench-smoke lint generate clean
 
 all: build
 
@@ -46,10 +46,17 @@ vmtest:
 # The arm64 code paths (cache maintenance, barriers, single-width register and
 # descriptor accesses) run as arm64 binaries under qemu-user: the unit tests
 # of dma, physmem, sim, nic, igb, dwmac, fec, dataplane and dataplane/bpf,
-# -short (internal/vmtest/arm64-unit.sh; setup-arm64.sh installs
+# -short (internal/vmtest/qemu-user-unit.sh; setup-arm64.sh installs
 # qemu-user-static >= 10).
 arm64:
 	bash internal/vmtest/arm64-unit.sh
+
+# The 32-bit ARMv7 build (GOARM=7: i.MX6, i.MX7, Vybrid) run as arm binaries
+# under qemu-user: the unit tests of dma, physmem, sim, nic, fec, dataplane and
+# dataplane/bpf, -short (the same qemu-user-static package ships
+# qemu-arm-static).
+arm:
+	bash internal/vmtest/qemu-user-unit.sh arm
 
 # The non-coherent drivers' whole test suites under sim's CPU cache model
 # (sim.CacheEnv), one run per seed: both ForCPU operations, 64/128-byte lines,
@@ -64,9 +71,16 @@ bench:
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m $(PKGS)
 
+# Also builds and vets (test files included) for the 32-bit targets: arm
+# (ARMv7: the i.MX6/7 and Vybrid SoCs) and 386 (a second 32-bit target for
+# int overflow at 2^31, uintptr-sized addresses and 64-bit atomic alignment).
 lint:
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
+	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) build $(PKGS)
+	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) vet $(PKGS)
+	CGO_ENABLED=0 GOARCH=386 $(GO) build $(PKGS)
+	CGO_ENABLED=0 GOARCH=386 $(GO) vet $(PKGS)
 
 # Rebuild the example XDP objects from their C sources (needs clang).
 generate:

@@ -74,4 +74,13 @@ var (
 	ErrNotMapped = errors.New("dma: address not mapped for the device")
 	ErrNoMemory  = errors.New("dma: out of DMA memory")
 	ErrTooHigh   = errors.New("dma: memory above the device's address limit")
+	// ErrNoCacheMaintenance: cached memory the device does not snoop, on a
+	// CPU whose user mode cannot clean or invalidate cache lines (32-bit ARM).
+	// Such memory can never be made coherent; only uncached memory works.
+	ErrNoCacheMaintenance = errors.New("dma: user space cannot maintain the data cache on this CPU")
 )
+
+// An allocator whose Sync cannot make its cached memory coherent says so with
+// an optional method CacheMaintenance() bool returning false (sim's ARMv7 cache
+// model; physmem refuses to build such an allocator at all). A driver given
+// one refuses with ErrNoCacheMaintenance unless all its memory is uncached.

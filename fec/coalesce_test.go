@@ -43,13 +43,30 @@ func TestCoalesceHoldsRXF(t *testing.T) {
 	rq := p.RxQueue(0)
 	irq := rq.IRQ()
 	f := frameTo(p.MAC(), []byte{2, 9, 9, 9, 9, 9}, 64, 0)
-	// Three frames: the third one's event is the interrupt.
-	for i := 0; i < 2; i++ {
-		m.Inject(f)
-		m.Settle()
-	}
-	if fired, _ := irq.Wait(5 * time.Millisecond); fired {
-		t.Fatal("interrupt after 2 frames with a threshold of 3")
+	// Three frames: the third one's event is the interrupt. An interrupt
+	// before the third is wrong only while the 12 ms interval from the first
+	// frame has not passed: on a loaded host (the arm tier under qemu-user)
+	// injecting two frames can take longer, and the interval then releases
+	// it rightly; that round is received and tried again.
+	for try := 0; ; try++ {
+		t0 := time.Now()
+		for i := 0; i < 2; i++ {
+			m.Inject(f)
+			m.Settle()
+		}
+		fired, _ := irq.Wait(5 * time.Millisecond)
+		if fired && time.Since(t0) < 12*time.Millisecond {
+			t.Fatalf("interrupt %v after 2 frames with a threshold of 3", time.Since(t0))
+		}
+		if fired && try < 5 {
+			recvFrames(t, p, 2)
+			rq.ArmIRQ()
+			continue
+		}
+		if fired {
+			t.Fatal("the host never injected two frames within the 12 ms interval in 5 tries")
+		}
+		break
 	}
 	m.Inject(f)
 	if fired, _ := irq.Wait(time.Second); !fired {
@@ -60,11 +77,16 @@ func TestCoalesceHoldsRXF(t *testing.T) {
 	// One frame: the interrupt comes when the interval has passed.
 	t0 := time.Now()
 	m.Inject(f)
-	if fired, _ := irq.Wait(4 * time.Millisecond); fired {
+	// A loaded host may return from the short wait late, with the interval
+	// already passed: only an interrupt before it is early.
+	fired, _ := irq.Wait(4 * time.Millisecond)
+	if fired && time.Since(t0) < 10*time.Millisecond {
 		t.Fatalf("interrupt %v after one frame, with 12 ms coalescing", time.Since(t0))
 	}
-	if fired, _ := irq.Wait(time.Second); !fired {
-		t.Fatal("the interval never released the held interrupt")
+	if !fired {
+		if fired, _ = irq.Wait(time.Second); !fired {
+			t.Fatal("the interval never released the held interrupt")
+		}
 	}
 	if d := time.Since(t0); d < 10*time.Millisecond {
 		t.Fatalf("held interrupt after %v, want about 12 ms", d)

@@ -8,7 +8,9 @@
 // Open follows Linux's fec_restart: reset (ECR = 0 on multi-queue parts, ECR.RESET
 // otherwise), MDIO set-up (MSCR from Config.ModuleClockHz; MMFR cleared first
 // on CLEAR_SETUP_MII parts), PHY ID and autonegotiation restart over clause-22
-// MDIO (completion seen as EIR.MII, with a deadline), a wait for the link, then
+// MDIO (completion seen as EIR.MII, with a deadline; through another MAC's
+// MMFR when Config.MDIOBus says the PHY is on that MAC's bus, as on the i.MX6UL
+// EVK), a wait for the link, then
 // MAC address into PALR/PAUR, EIR cleared, rings prepared (every RX descriptor
 // empty with a buffer, W on the last), RDSR/TDSR/MRBR, TCR.FDEN, RACC, FTRL,
 // RCR (MAX_FL, MII_MODE, RGMII/RMII), TFWR.STRFWD, the hash filters, MIBC,

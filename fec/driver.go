@@ -63,6 +63,12 @@ type Config struct {
 	// PHY at address 0 set PHYAddrZero.
 	PHYAddr     int
 	PHYAddrZero bool
+	// MDIOBus is the register window of the MAC whose MDIO pins the PHY is
+	// on, when that is another MAC of the SoC (the devicetree's phy-handle
+	// points under that MAC's mdio node: on the i.MX6UL EVK both PHYs sit on
+	// ENET2's bus). MSCR, MMFR and EIR.MII of that MAC carry the frames; its
+	// module clock must run. nil: this MAC's own.
+	MDIOBus nic.Regs
 	// LegacyBD uses 8-byte descriptors even on parts with enhanced ones.
 	LegacyBD bool
 	// RxTimestamp reports each received frame's 1588 timer value
@@ -185,6 +191,9 @@ type Port struct {
 	mscr    uint32   // immutable
 	lineBDs int      // descriptors per cache line, 1 when coherent; immutable
 	phyAddr int      // immutable
+	// mdioRegs is the register window of the MAC driving the PHY's MDIO bus:
+	// regs, or Config.MDIOBus. Immutable.
+	mdioRegs nic.Regs
 
 	uncachedRings bool // the rings come from AllocUncached (ringmem.go); immutable
 
@@ -213,6 +222,11 @@ var _ nic.Port = (*Port)(nil)
 
 func (p *Port) r32(r reg) uint32    { return p.regs.Read32(uint32(r)) }
 func (p *Port) w32(r reg, v uint32) { p.regs.Write32(uint32(r), v) }
+
+// mdioR32 and mdioW32 access the MDIO registers (MSCR, MMFR, EIR.MII) of the
+// MAC that drives the PHY's bus (Config.MDIOBus).
+func (p *Port) mdioR32(r reg) uint32    { return p.mdioRegs.Read32(uint32(r)) }
+func (p *Port) mdioW32(r reg, v uint32) { p.mdioRegs.Write32(uint32(r), v) }
 
 // Open resets the MAC, talks to the PHY, programs the rings and starts them,
 // following Linux's fec_restart. The Device stays the caller's: Close does not
@@ -251,7 +265,10 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("fec: %s: mapping the register window: %w", info.Name, err)
 	}
 	p := &Port{dev: dev, regs: regs, alloc: alloc, variant: v, cfg: cfg, name: info.Name, bd: legacyBD,
-		mscr: mscr, phyAddr: cfg.PHYAddr}
+		mscr: mscr, phyAddr: cfg.PHYAddr, mdioRegs: regs}
+	if cfg.MDIOBus != nil {
+		p.mdioRegs = cfg.MDIOBus
+	}
 	if v.Quirks&QuirkBufDescEx != 0 && !cfg.LegacyBD {
 		p.bd = extBD
 	}
@@ -260,6 +277,9 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 		line = cl.CacheLine()
 	}
 	if err := checkBufferLines(alloc, cfg.FrameSize); err != nil {
+		return nil, err
+	}
+	if err := checkCacheMaintenance(alloc); err != nil {
 		return nil, err
 	}
 	if p.uncachedRings = ringsUncached(alloc); p.uncachedRings {

@@ -500,7 +500,7 @@ func TestStatsDeltas(t *testing.T) {
 	nictest.Counter(t, p, "rx_packets")
 	d.regs[rxPackets/4] = 0x10
 	if v := nictest.Counter(t, p, "rx_packets"); v != 0xFFFFFFF0-1000+0x20 {
-		t.Fatalf("rx_packets %#x across a wrap, want %#x", v, 0xFFFFFFF0-1000+0x20)
+		t.Fatalf("rx_packets %#x across a wrap, want %#x", v, uint64(0xFFFFFFF0-1000+0x20))
 	}
 	if err := p.Close(); err != nil {
 		t.Fatal(err)

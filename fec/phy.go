@@ -40,15 +40,15 @@ func mscrValue(clkHz uint64) (uint32, error) {
 // a write to MMFR with MDC running sends a frame). Any pending EIR.MII is
 // cleared afterwards.
 func (p *Port) mdioSetup() {
-	cur := p.r32(regMSCR)
+	cur := p.mdioR32(regMSCR)
 	if cur == p.mscr {
 		return
 	}
-	if cur == 0 && p.variant.Quirks&QuirkClearSetupMII != 0 && p.r32(regMMFR) != 0 {
-		p.w32(regMMFR, 0)
+	if cur == 0 && p.variant.Quirks&QuirkClearSetupMII != 0 && p.mdioR32(regMMFR) != 0 {
+		p.mdioW32(regMMFR, 0)
 	}
-	p.w32(regMSCR, p.mscr)
-	p.w32(regEIR, uint32(eirMII))
+	p.mdioW32(regMSCR, p.mscr)
+	p.mdioW32(regEIR, uint32(eirMII))
 }
 
 func miiDone(v uint32) bool { return eirBits(v)&eirMII != 0 }
@@ -63,15 +63,15 @@ func miiDone(v uint32) bool { return eirBits(v)&eirMII != 0 }
 // the timeout; on hardware a timeout means MDIO is not running at all.
 func (p *Port) mdio(op uint32, phyReg int, val uint16) (uint16, error) {
 	if p.mdioLate {
-		if _, err := nic.PollReg(p.regs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, miiDone); err != nil {
+		if _, err := nic.PollReg(p.mdioRegs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, miiDone); err != nil {
 			return 0, fmt.Errorf("MDIO access to PHY %d register %d: the previous frame timed out and has still not completed "+
 				"after another %v, so no new frame is started over it: %w", p.phyAddr, phyReg, mdioTimeout, err)
 		}
 		p.mdioLate = false
 	}
-	p.w32(regEIR, uint32(eirMII))
-	p.w32(regMMFR, mmfrST22|op|uint32(p.phyAddr&0x1F)<<mmfrPAShift|uint32(phyReg&0x1F)<<mmfrRAShift|mmfrTA|uint32(val))
-	_, err := nic.PollReg(p.regs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, miiDone)
+	p.mdioW32(regEIR, uint32(eirMII))
+	p.mdioW32(regMMFR, mmfrST22|op|uint32(p.phyAddr&0x1F)<<mmfrPAShift|uint32(phyReg&0x1F)<<mmfrRAShift|mmfrTA|uint32(val))
+	_, err := nic.PollReg(p.mdioRegs, uint32(regEIR), mdioTimeout, 10*time.Microsecond, miiDone)
 	switch {
 	case errors.Is(err, nic.ErrNoDevice):
 		return 0, fmt.Errorf("EIR reads all ones during an MDIO access: %w", err)
@@ -82,8 +82,8 @@ func (p *Port) mdio(op uint32, phyReg int, val uint16) (uint16, error) {
 			"a wrong MSCR, a gated clock or a PHY held in reset never completes): %w",
 			p.phyAddr, phyReg, mdioTimeout, p.mscr, p.cfg.ModuleClockHz, err)
 	}
-	p.w32(regEIR, uint32(eirMII))
-	return uint16(p.r32(regMMFR) & mmfrData), nil
+	p.mdioW32(regEIR, uint32(eirMII))
+	return uint16(p.mdioR32(regMMFR) & mmfrData), nil
 }
 
 func (p *Port) readPHY(r int) (uint16, error) { return p.mdio(mmfrOpRead, r, 0) }

@@ -49,6 +49,20 @@ func allocatorNonCoherent(a dma.Allocator) bool {
 	return false
 }
 
+// checkCacheMaintenance refuses cached memory the MAC does not snoop when the
+// allocator says its Sync cannot maintain the cache (a CacheMaintenance() bool
+// method returning false: 32-bit ARM user space, sim's ARMv7 cache model).
+// Uncached rings would not save it: the packet buffers come from Alloc too.
+func checkCacheMaintenance(a dma.Allocator) error {
+	cm, ok := a.(interface{ CacheMaintenance() bool })
+	if !ok || cm.CacheMaintenance() || !allocatorNonCoherent(a) {
+		return nil
+	}
+	return fmt.Errorf("fec: the DMA memory is cached, the MAC does not snoop it, and it cannot be cleaned or invalidated "+
+		"from user mode here: %w; give the port uncached memory for buffers and rings (physmem.Uncached over reserved RAM: "+
+		"--platform ...,uncached=PHYS+SIZE)", dma.ErrNoCacheMaintenance)
+}
+
 // ringsUncached reports whether the rings of a port on a go in uncached
 // memory.
 func ringsUncached(a dma.Allocator) bool {

@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,19 +34,43 @@ import (
 const vmLinkTimeout = 20 * time.Second
 
 // vmPlatform returns XNIC_FEC_PLATFORM split into compatible and address, or
-// skips.
+// skips. The spec may carry xnic's --platform options after the address
+// (,uncached=PHYS+SIZE on the 32-bit guest); spec is passed to xnic whole.
 func vmPlatform(t *testing.T) (spec, compatible string, phys uint64) {
 	t.Helper()
 	spec = os.Getenv("XNIC_FEC_PLATFORM")
 	if spec == "" {
 		t.Skip("XNIC_FEC_PLATFORM not set: no ENET reachable through /dev/mem here (the arm64 VM tier sets it)")
 	}
-	compatible, addr, ok := strings.Cut(spec, "@")
+	at := strings.LastIndex(spec, "@")
+	addr, _, _ := strings.Cut(spec[at+1:], ",")
 	phys, err := strconv.ParseUint(addr, 0, 64)
-	if !ok || err != nil {
-		t.Fatalf("XNIC_FEC_PLATFORM=%q: want COMPATIBLE@ADDR", spec)
+	if at <= 0 || err != nil {
+		t.Fatalf("XNIC_FEC_PLATFORM=%q: want COMPATIBLE@ADDR[,OPTIONS]", spec)
 	}
-	return spec, compatible, phys
+	return spec, spec[:at], phys
+}
+
+// vmAllocator is the DMA memory of the guest's ENET: huge pages (arm64:
+// cached, synced), or where the CPU has no user cache maintenance (32-bit
+// ARM) the reserved range XNIC_FEC_UNCACHED=PHYS+SIZE names, uncached, for
+// buffers and rings alike.
+func vmAllocator(t *testing.T) (interface {
+	dma.Allocator
+	Close() error
+}, error) {
+	t.Helper()
+	if physmem.CacheMaintenance() {
+		return physmem.NewAllocator(physmem.Config{Limit: 1 << 32})
+	}
+	r := os.Getenv("XNIC_FEC_UNCACHED")
+	p, n, _ := strings.Cut(r, "+")
+	phys, e1 := strconv.ParseUint(p, 0, 64)
+	size, e2 := strconv.ParseUint(n, 0, 31)
+	if e1 != nil || e2 != nil {
+		t.Fatalf("XNIC_FEC_UNCACHED=%q: want PHYS+SIZE of reserved RAM (no cache maintenance on %s)", r, runtime.GOARCH)
+	}
+	return physmem.OpenUncached(physmem.UncachedConfig{Phys: phys, Size: int(size), Limit: 1 << 32})
 }
 
 func vmSeed() int64 {
@@ -62,17 +87,37 @@ func vmSeed() int64 {
 func openVM(t *testing.T, cfg fec.Config) (*fec.Port, func()) {
 	t.Helper()
 	_, compatible, phys := vmPlatform(t)
-	alloc, err := physmem.NewAllocator(physmem.Config{Limit: 1 << 32})
+	alloc, err := vmAllocator(t)
 	if err != nil {
-		t.Fatalf("huge page allocator: %v", err)
+		t.Fatalf("DMA allocator: %v", err)
+	}
+	// The guest's devicetree says the variant (when the spec names the
+	// family only), the PHY address and which MAC drives its MDIO bus (on
+	// the i.MX6UL EVK, ENET2 for both).
+	wins := []physmem.Window{{Phys: phys, Size: 0x4000}}
+	if node, err := physmem.ReadMACNode("", phys); err == nil {
+		if _, ok := fec.LookupCompatible(compatible); !ok {
+			compatible = strings.Join(node.Compatible, " ")
+		}
+		if node.PHYAddr >= 0 && cfg.PHYAddr == 0 && !cfg.PHYAddrZero {
+			cfg.PHYAddr, cfg.PHYAddrZero = node.PHYAddr, node.PHYAddr == 0
+		}
+		if node.MDIOPhys != 0 && node.MDIOPhys != phys {
+			wins = append(wins, physmem.Window{Phys: node.MDIOPhys, Size: 0x4000})
+		}
 	}
 	dev, err := physmem.OpenDevice(physmem.DeviceConfig{
 		Name: fmt.Sprintf("%x.ethernet", phys), Compatible: compatible,
-		Windows: []physmem.Window{{Phys: phys, Size: 0x4000}}, DMA: alloc,
+		Windows: wins, DMA: alloc,
 	})
 	if err != nil {
 		alloc.Close()
 		t.Fatalf("physmem.OpenDevice: %v", err)
+	}
+	if len(wins) > 1 {
+		if cfg.MDIOBus, err = dev.Regs(1); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = vmLinkTimeout
@@ -169,6 +214,9 @@ func TestVMInfo(t *testing.T) {
 	t.Logf("info: %+v", info)
 	if want := os.Getenv("XNIC_VMTEST_MAC"); want != "" && info.MAC != want {
 		t.Errorf("MAC %s, want %s (QEMU's macaddr)", info.MAC, want)
+	}
+	if v := os.Getenv("XNIC_VMTEST_VARIANT"); v != "" {
+		compatible = v // the spec names the family; the devicetree the variant
 	}
 	if info.Driver != "fec" || info.Variant != compatible {
 		t.Errorf("driver %q variant %q, want fec %q", info.Driver, info.Variant, compatible)

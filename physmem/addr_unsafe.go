@@ -29,5 +29,6 @@ func load32(mem []byte, off int) uint32 {
 }
 
 func store32(mem []byte, off int, v uint32) {
+	ioWriteBarrier() // DSB ST on 32-bit ARM (iobarrier_arm.go)
 	atomic.StoreUint32((*uint32)(unsafe.Pointer(&mem[off])), v)
 }

@@ -3,6 +3,7 @@ package physmem
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"slices"
 	"sync"
 
@@ -87,9 +88,26 @@ type live struct {
 // ErrClosed is returned by an Allocator used after Close.
 var ErrClosed = errors.New("physmem: allocator closed")
 
+// ErrNoCacheMaintenance is returned by NewAllocator for cached memory shared
+// with a device that does not snoop the caches, on a CPU whose user mode
+// cannot clean or invalidate cache lines (32-bit ARM: sync_nomaint.go). The
+// error it is wrapped in says what the board must provide instead.
+var ErrNoCacheMaintenance = dma.ErrNoCacheMaintenance
+
+// noMaintenanceHint is what a board without cache maintenance from user space
+// needs for a non-coherent MAC.
+const noMaintenanceHint = "ARMv7 user mode cannot clean or invalidate data cache lines (the CP15 c7 " +
+	"operations by address are PL1-only), so every DMA buffer and ring of a non-coherent MAC must be " +
+	"mapped uncached: reserve RAM below 4 GiB from the kernel (boot with mem= below it, or a " +
+	"devicetree reserved-memory node with no-map) and name it with --platform NAME@ADDR,uncached=PHYS+SIZE " +
+	"(physmem.OpenUncached)"
+
 // NewAllocator makes an Allocator. With cfg.Source nil it opens huge pages of
 // the default size, which fails (with a hint) when the kernel has none.
 func NewAllocator(cfg Config) (*Allocator, error) {
+	if !cfg.Coherent && cfg.SyncFunc == nil && !canSync {
+		return nil, fmt.Errorf("%w (%s/%s): %s", ErrNoCacheMaintenance, runtime.GOOS, runtime.GOARCH, noMaintenanceHint)
+	}
 	src := cfg.Source
 	if src == nil {
 		hp, err := NewHugePages(HugePagesConfig{})

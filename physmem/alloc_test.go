@@ -3,6 +3,7 @@ package physmem
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -72,7 +73,7 @@ const fakePage = 64 << 10
 
 func TestAllocSharesAndAligns(t *testing.T) {
 	src := newFakePages(fakePage, []uint64{0x1000_0000})
-	a, err := NewAllocator(Config{Source: src, Limit: 1 << 32})
+	a, err := NewAllocator(Config{Source: src, Coherent: true, Limit: 1 << 32})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +131,7 @@ func TestAllocSharesAndAligns(t *testing.T) {
 
 func TestAllocAboveLimit(t *testing.T) {
 	src := newFakePages(fakePage, []uint64{0x1_4000_0000})
-	a, _ := NewAllocator(Config{Source: src, Limit: 1 << 32})
+	a, _ := NewAllocator(Config{Source: src, Coherent: true, Limit: 1 << 32})
 	_, err := a.Alloc(4096, 0)
 	if !errors.Is(err, dma.ErrTooHigh) {
 		t.Fatalf("page above 4 GiB: %v, want ErrTooHigh", err)
@@ -155,7 +156,7 @@ func TestAllocAboveLimit(t *testing.T) {
 	}
 	// A page ending exactly at the limit is fine.
 	src = newFakePages(fakePage, []uint64{1<<32 - fakePage})
-	a, _ = NewAllocator(Config{Source: src, Limit: 1 << 32})
+	a, _ = NewAllocator(Config{Source: src, Coherent: true, Limit: 1 << 32})
 	if r, err := a.Alloc(fakePage, 0); err != nil || r.IOVA+uint64(r.Len()) != 1<<32 {
 		t.Fatalf("last page below the limit: %v", err)
 	}
@@ -166,7 +167,7 @@ func TestAllocContiguity(t *testing.T) {
 	// First run scattered, second contiguous: Alloc takes the second and
 	// releases the first.
 	src := newFakePages(fakePage, []uint64{0x100 * p, 0x200 * p}, []uint64{0x300 * p, 0x301 * p})
-	a, _ := NewAllocator(Config{Source: src})
+	a, _ := NewAllocator(Config{Source: src, Coherent: true})
 	r, err := a.Alloc(fakePage+1, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -176,7 +177,7 @@ func TestAllocContiguity(t *testing.T) {
 	}
 	// Never contiguous: a clear error, nothing left mapped.
 	src = newFakePages(fakePage, []uint64{0, 2 * p}, []uint64{4 * p, 6 * p}, []uint64{8 * p, 10 * p})
-	a, _ = NewAllocator(Config{Source: src, ContigTries: 3})
+	a, _ = NewAllocator(Config{Source: src, Coherent: true, ContigTries: 3})
 	_, err = a.Alloc(2*fakePage, 0)
 	if !errors.Is(err, dma.ErrNoMemory) || !strings.Contains(err.Error(), "contiguous") {
 		t.Fatalf("scattered pages: %v", err)
@@ -187,7 +188,7 @@ func TestAllocContiguity(t *testing.T) {
 	// A page source failing (no huge pages) is passed on.
 	src = newFakePages(fakePage)
 	src.err = fmt.Errorf("fake: %w", ErrNoHugePages)
-	a, _ = NewAllocator(Config{Source: src})
+	a, _ = NewAllocator(Config{Source: src, Coherent: true})
 	if _, err := a.Alloc(1, 0); !errors.Is(err, ErrNoHugePages) || !errors.Is(err, dma.ErrNoMemory) {
 		t.Fatalf("no huge pages: %v", err)
 	}
@@ -195,7 +196,7 @@ func TestAllocContiguity(t *testing.T) {
 
 func TestCheck(t *testing.T) {
 	src := newFakePages(fakePage, []uint64{0x1000_0000})
-	a, _ := NewAllocator(Config{Source: src})
+	a, _ := NewAllocator(Config{Source: src, Coherent: true})
 	r1, _ := a.Alloc(256, 64)
 	r2, _ := a.Alloc(256, 64)
 	for _, c := range []struct {
@@ -256,8 +257,13 @@ func TestSync(t *testing.T) {
 	if len(calls) != 0 {
 		t.Fatal("coherent allocator did cache maintenance")
 	}
-	// The architecture's own maintenance runs without fault on real memory.
-	a3, _ := NewAllocator(Config{Source: src})
+	// The architecture's own maintenance runs without fault on real memory,
+	// or (32-bit ARM) cached memory is refused: there is none.
+	a3, err := NewAllocator(Config{Source: src})
+	if !canSync {
+		wantNoMaintenance(t, a3, err)
+		return
+	}
 	r3, _ := a3.Alloc(8192, 0)
 	r3.CPU[5000] = 7
 	a3.Sync(r3, 1, 8000, dma.ForDevice)
@@ -269,7 +275,10 @@ func TestSync(t *testing.T) {
 
 // TestSyncAllocs: Sync does not allocate (it runs per packet).
 func TestSyncAllocs(t *testing.T) {
-	a, _ := NewAllocator(Config{Source: newFakePages(fakePage)})
+	a, err := NewAllocator(Config{Source: newFakePages(fakePage), SyncFunc: archSync})
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, _ := a.Alloc(2048, 0)
 	if n := testing.AllocsPerRun(100, func() { a.Sync(r, 0, 2048, dma.ForCPU) }); n != 0 {
 		t.Fatalf("%v allocations per Sync", n)
@@ -278,7 +287,7 @@ func TestSyncAllocs(t *testing.T) {
 
 func TestCacheLine(t *testing.T) {
 	src := newFakePages(fakePage)
-	a, _ := NewAllocator(Config{Source: src, CacheLine: 64})
+	a, _ := NewAllocator(Config{Source: src, CacheLine: 64, SyncFunc: func([]byte, dma.SyncDir) {}})
 	if a.CacheLine() != 64 {
 		t.Fatalf("CacheLine %d, want the configured 64", a.CacheLine())
 	}
@@ -286,8 +295,51 @@ func TestCacheLine(t *testing.T) {
 	if c.CacheLine() != 0 {
 		t.Fatalf("coherent allocator reports a %d-byte line: no line is ever written back over the device", c.CacheLine())
 	}
-	d, _ := NewAllocator(Config{Source: src})
+	d, err := NewAllocator(Config{Source: src})
+	if !canSync {
+		wantNoMaintenance(t, d, err)
+		return
+	}
 	if d.CacheLine() != writebackGranule {
 		t.Fatalf("default CacheLine %d, want the CPU's %d", d.CacheLine(), writebackGranule)
+	}
+}
+
+// wantNoMaintenance checks NewAllocator's refusal of cached, non-coherent
+// memory on a CPU without user cache maintenance (32-bit ARM): the error says
+// what the board must provide instead.
+func wantNoMaintenance(t *testing.T, a *Allocator, err error) {
+	t.Helper()
+	if a != nil || !errors.Is(err, ErrNoCacheMaintenance) {
+		t.Fatalf("NewAllocator of cached non-coherent memory without cache maintenance: %v, %v; want ErrNoCacheMaintenance", a, err)
+	}
+	for _, want := range []string{"uncached=", "mem=", "no-map", "PL1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not mention %q", err, want)
+		}
+	}
+}
+
+// TestNoCacheMaintenanceRefused: where user space cannot maintain the cache
+// (sync_nomaint.go) a non-coherent Allocator without a SyncFunc is refused
+// before any page is mapped; where it can (amd64, arm64) it is made. A
+// coherent one, or one given its SyncFunc, is made everywhere.
+func TestNoCacheMaintenanceRefused(t *testing.T) {
+	src := newFakePages(fakePage)
+	a, err := NewAllocator(Config{Source: src})
+	if canSync {
+		if err != nil {
+			t.Fatalf("%s: %v", runtime.GOARCH, err)
+		}
+	} else {
+		wantNoMaintenance(t, a, err)
+		if src.maps != 0 {
+			t.Fatalf("%d pages mapped before the refusal", src.maps)
+		}
+	}
+	for _, cfg := range []Config{{Source: src, Coherent: true}, {Source: src, SyncFunc: func([]byte, dma.SyncDir) {}}} {
+		if _, err := NewAllocator(cfg); err != nil {
+			t.Fatalf("coherent %v / SyncFunc %v: %v", cfg.Coherent, cfg.SyncFunc != nil, err)
+		}
 	}
 }

@@ -20,7 +20,7 @@ func memFile(t *testing.T, size int) string {
 	p := filepath.Join(t.TempDir(), "mem")
 	b := make([]byte, size)
 	for i := 0; i < size; i += 4 {
-		binary.LittleEndian.PutUint32(b[i:], uint32(0xA5000000|i))
+		binary.LittleEndian.PutUint32(b[i:], 0xA5000000|uint32(i))
 	}
 	if err := os.WriteFile(p, b, 0o600); err != nil {
 		t.Fatal(err)
@@ -45,7 +45,7 @@ func TestDeviceRegsOverFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v := r.Read32(0x10); v != 0xA5000000|0x1110 {
-		t.Fatalf("Read32(0x10) = %#x, want %#x", v, 0xA5000000|0x1110)
+		t.Fatalf("Read32(0x10) = %#x, want %#x", v, uint32(0xA5000000|0x1110))
 	}
 	r.Write32(0x1fc, 0xDEADBEEF)
 	// Out of the window, misaligned: refused, counted, no access.

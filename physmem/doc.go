@@ -14,7 +14,7 @@
 //     page that lands above it is released and Alloc fails with dma.ErrTooHigh
 //     and a hint (boot with mem=, or reserve memory low). Sync performs cache
 //     maintenance on arm64 (DC CVAC for the device, DC CIVAC for the CPU, each
-//     followed by DSB SY); on amd64 it does nothing. CacheLine reports the
+//     followed by DSB SY); on amd64 and 386 it does nothing (DMA snoops). CacheLine reports the
 //     cache write-back granule (CTR_EL0.CWG), so a driver whose descriptors
 //     share a line can avoid writing back a neighbour the device owns (the
 //     memory is cached: there is no uncached mapping of RAM from user space).
@@ -25,6 +25,18 @@
 //     (uncached.go says which memory type arm64 then uses and what the kernel
 //     must allow). WithUncached combines it with an Allocator: the dwmac and
 //     fec drivers take their rings from its AllocUncached.
+//
+//   - On 32-bit ARM (ARMv7: i.MX6, i.MX7, Vybrid) user mode has no cache
+//     maintenance (sync_nomaint.go): NewAllocator refuses cached memory for a
+//     non-coherent device (ErrNoCacheMaintenance, saying what to reserve),
+//     OpenUncached refuses reserved RAM the kernel also maps, and an Uncached
+//     range is the whole allocator (it implements dma.Allocator), buffers and
+//     rings alike, with no huge pages. CacheMaintenance reports which case
+//     holds.
+//
+//   - ReadMACNode reads a MAC's devicetree node (/proc/device-tree): its
+//     compatible list, its PHY's MDIO address and the MAC whose MDIO bus the
+//     PHY is on (devicetree.go).
 //
 //   - Device, a nic.Device for a platform device: its register windows are
 //     mapped from /dev/mem (the path is configurable, so tests use a plain
@@ -51,5 +63,7 @@
 // Files: alloc.go (the allocator), uncached.go (uncached memory), pagemap.go (the pagemap format), device.go
 // and regs.go (the platform device), hugepages.go (the real page source),
 // sys_linux.go (system calls), *_unsafe.go (the only pointer arithmetic),
-// sync_arm64.s (cache maintenance).
+// sync_arm64.go/.s (cache maintenance), sync_x86.go (none needed),
+// sync_nomaint.go (none possible), iobarrier_arm.go/.s (DSB ST before a
+// register store on 32-bit ARM), devicetree.go (the MAC's node).
 package physmem

@@ -2,6 +2,9 @@ package physmem
 
 import "github.com/xnic-dev/xnic/dma"
 
+// canSync is true: EL0 may clean and invalidate by address (see below).
+const canSync = true
+
 // Cache maintenance for non-coherent DMA on arm64 (the i.MX8 MACs): before the
 // device reads, clean the lines to the point of coherency (DC CVAC, the
 // kernel's dma_sync_*_for_device on a non-coherent device); before the CPU

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +39,13 @@ import (
 //     must be reserved (a reserved-memory node without no-map: /proc/iomem
 //     lists it as "reserved" inside "System RAM"), or the kernel may hand the
 //     same pages to someone else.
+//
+// On 32-bit ARM, arch/arm/mm/mmu.c's phys_mem_access_prot gives a pfn the
+// kernel does not map pgprot_noncached (Strongly-ordered) and, with O_SYNC,
+// mapped RAM pgprot_writecombine (Normal Non-cacheable). There no user
+// maintenance can clean the cacheable alias of reserved RAM still in the
+// linear map, so only RAM outside it is taken (above mem=, or no-map), and the
+// one-time flush below is not needed (nothing maps it cacheable).
 //
 // OpenUncached checks the range against /proc/iomem, maps it with O_SYNC, and
 // cleans and invalidates it once (DC CIVAC), as arch_dma_prep_coherent does,
@@ -103,6 +111,15 @@ func OpenUncached(cfg UncachedConfig) (*Uncached, error) {
 	sysRAM, err := classifyRange(cfg.IOMemPath, cfg.Phys, uint64(cfg.Size))
 	if err != nil {
 		return nil, err
+	}
+	if sysRAM && !canSync && cfg.SyncFunc == nil {
+		// Reserved RAM inside the linear map keeps a cacheable alias in the
+		// kernel: lines it holds (or prefetches) could be written back over
+		// the device's data later, and without user cache maintenance they
+		// cannot be cleaned away first (sync_nomaint.go).
+		return nil, fmt.Errorf("%w: %#x+%#x is reserved System RAM, which the kernel also maps cacheable, and %s/%s user space cannot "+
+			"clean those lines: use RAM outside the kernel's map (a reserved-memory node with no-map, or RAM above a mem= limit)",
+			ErrNoCacheMaintenance, cfg.Phys, cfg.Size, runtime.GOOS, runtime.GOARCH)
 	}
 	fd, err := unix.Open(cfg.MemPath, unix.O_RDWR|unix.O_SYNC|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -178,6 +195,26 @@ func classifyRange(path string, phys, n uint64) (sysRAM bool, err error) {
 	}
 	return sysRAM, nil
 }
+
+var _ dma.Allocator = (*Uncached)(nil)
+
+// CacheMaintenance reports whether a user process on this CPU can make cached
+// memory coherent with a device that does not snoop (arm64: DC CVAC/CIVAC;
+// x86: DMA snoops). False on 32-bit ARM (sync_nomaint.go): a non-coherent
+// MAC's DMA memory must then all come from an Uncached range.
+func CacheMaintenance() bool { return canSync }
+
+// Alloc implements dma.Allocator with uncached memory (AllocUncached): on a
+// CPU without user cache maintenance (32-bit ARM) an Uncached range is the
+// whole DMA allocator of a non-coherent MAC, buffers included.
+func (u *Uncached) Alloc(size, align int) (*dma.Region, error) { return u.AllocUncached(size, align) }
+
+// Sync implements dma.Allocator: nothing, the CPU and the device see the same
+// bytes.
+func (u *Uncached) Sync(*dma.Region, int, int, dma.SyncDir) {}
+
+// Limit implements dma.Allocator.
+func (u *Uncached) Limit() uint64 { return u.cfg.Limit }
 
 // SystemRAM reports whether the range is reserved System RAM (mapped Normal
 // Non-cacheable) rather than memory outside the kernel's map (Device-nGnRnE).

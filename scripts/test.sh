@@ -5,19 +5,20 @@
 # tier that root could have run was not run. Tiers (each also a make target):
 #
 #   tidy         go mod tidy changes nothing
-#   lint         go vet + staticcheck
+#   lint         go vet + staticcheck; build and vet for GOARCH=arm and 386
 #   unit         go test ./... (unit tier; as root also the privileged tier:
 #                kernel-differential, TAP and netns tests)
 #   bench-smoke  every benchmark once (-benchtime 1x)
 #   cachemodel   the dwmac and fec suites under sim's CPU cache model, 4 seeds
 #   arm64        unit tests of the arm64 code as arm64 binaries under qemu-user
+#   arm          the same for 32-bit ARMv7 (GOARM=7) binaries
 #   vmtest       the VM tiers (QEMU TCG guests; see internal/vmtest)
 #
 # XNIC_TEST_TIERS="unit lint" runs only those.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 MAKE=${MAKE:-make}
-tiers=${XNIC_TEST_TIERS:-tidy lint unit cachemodel bench-smoke arm64 vmtest}
+tiers=${XNIC_TEST_TIERS:-tidy lint unit cachemodel bench-smoke arm64 arm vmtest}
 
 root=0
 [ "$(id -u)" = 0 ] && root=1
@@ -34,6 +35,9 @@ why_not() {
 	case $1 in
 	arm64)
 		command -v qemu-aarch64-static >/dev/null || echo "qemu-aarch64-static missing (internal/vmtest/setup-arm64.sh installs it; make test runs it as root)"
+		;;
+	arm)
+		command -v qemu-arm-static >/dev/null || echo "qemu-arm-static missing (qemu-user-static; internal/vmtest/setup-arm64.sh installs it; make test runs it as root)"
 		;;
 	vmtest)
 		if [ "$root" != 1 ]; then

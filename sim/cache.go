@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/xnic-dev/xnic/dma"
 )
@@ -62,6 +63,14 @@ import (
 //
 // Uncached memory (AllocUncached) is the same bytes for CPU and device, as a
 // non-cacheable mapping is; its Syncs do nothing.
+//
+// The ARMv7 variant (CacheConfig.NoMaintenance; "armv7" in CacheEnv): the
+// 32-bit cores of the i.MX6, i.MX7 and Vybrid (Cortex-A9, A7, A5) have the
+// same kind of write-back cache, but their cache maintenance by address is
+// PL1-only (physmem/sync_nomaint.go), so a user-space driver's Sync on
+// cached memory cannot do anything there. The model does no line operation
+// for it, records the fault once, and reports CacheMaintenance false so a
+// driver can refuse cached memory up front; only uncached memory works.
 //
 // Limits, all on the side of accepting behaviour a real cache could show:
 //
@@ -140,6 +149,9 @@ type CacheConfig struct {
 	// tests whose cached memory one goroutine at a time touches (see the
 	// limits above).
 	Refetch bool
+	// NoMaintenance is the ARMv7 variant: the CPU cannot clean or invalidate
+	// from user mode, so Sync on cached memory moves no line and is a fault.
+	NoMaintenance bool
 }
 
 // Validate returns the error a Memory would record for cfg, nil when it is
@@ -179,6 +191,9 @@ type cache struct {
 	refetch bool     // immutable
 	seed    uint64   // immutable
 	forCPU  ForCPUOp // immutable
+	noMaint bool     // immutable: the ARMv7 variant
+
+	noMaintSeen atomic.Bool // the NoMaintenance fault was recorded
 
 	mu      sync.Mutex // guards rng, stats and touched; taken inside the device lock
 	rng     *rand.Rand
@@ -206,7 +221,7 @@ func newCache(cfg CacheConfig) (*cache, error) {
 	if cfg.ForCPU > ForCPUInvalidate {
 		return nil, fmt.Errorf("sim: cache ForCPU operation %s: unknown", cfg.ForCPU)
 	}
-	return &cache{line: line, rate: rate, seed: cfg.Seed, forCPU: cfg.ForCPU, refetch: cfg.Refetch,
+	return &cache{line: line, rate: rate, seed: cfg.Seed, forCPU: cfg.ForCPU, refetch: cfg.Refetch, noMaint: cfg.NoMaintenance,
 		rng: rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15))}, nil
 }
 
@@ -219,6 +234,12 @@ func (m *Memory) CacheLine() int {
 	}
 	return m.cache.line
 }
+
+// CacheMaintenance reports whether Sync can make the Memory's cached regions
+// coherent with the device: false in the cache model's ARMv7 variant, where
+// only AllocUncached memory is coherent (true without a cache model). physmem
+// has the same answer for the real CPU (physmem.CacheMaintenance).
+func (m *Memory) CacheMaintenance() bool { return m.cache == nil || !m.cache.noMaint }
 
 // CacheSeed is the seed of the cache model's moments (0 without one), for a
 // test to print when it fails.
@@ -360,6 +381,14 @@ func (m *Memory) overwriteTouchedLocked() {
 func (m *Memory) cacheSync(mp *mapping, off, n int, dir dma.SyncDir) {
 	c := m.cache
 	m.momentLocked()
+	if c.noMaint {
+		if !c.noMaintSeen.Swap(true) {
+			m.faults.Add("sync", "", mp.iova+uint64(off), "%s sync of cached memory on a CPU without user cache maintenance "+
+				"(ARMv7: the CP15 c7 operations are PL1-only): nothing is cleaned or invalidated; DMA memory must be uncached "+
+				"(AllocUncached)", dir)
+		}
+		return
+	}
 	if n == 0 {
 		return
 	}
@@ -403,7 +432,8 @@ func (m *Memory) cacheSync(mp *mapping, off, n int, dir dma.SyncDir) {
 // CacheEnv names the environment variable that puts every non-coherent
 // Memory made without MemoryConfig.Cache under the cache model, so a whole
 // test suite of a non-coherent driver runs there: "SEED" followed by any of
-// ",LINE", ",invalidate" (ForCPUInvalidate) and ",refetch" (Refetch), e.g.
+// ",LINE", ",invalidate" (ForCPUInvalidate), ",refetch" (Refetch) and ",armv7"
+// (NoMaintenance), e.g.
 // XNIC_SIM_CACHE=3,128,refetch.
 const CacheEnv = "XNIC_SIM_CACHE"
 
@@ -425,12 +455,14 @@ func CacheFromEnv() (*CacheConfig, error) {
 			c.ForCPU = ForCPUInvalidate
 		case f == "refetch":
 			c.Refetch = true
+		case f == "armv7":
+			c.NoMaintenance = true
 		case c.Line == 0 && f != "" && f[0] >= '0' && f[0] <= '9':
 			if c.Line, err = strconv.Atoi(f); err != nil {
 				return nil, fmt.Errorf("sim: %s=%q: line: %w", CacheEnv, v, err)
 			}
 		default:
-			return nil, fmt.Errorf("sim: %s=%q: want SEED[,LINE][,invalidate][,refetch]", CacheEnv, v)
+			return nil, fmt.Errorf("sim: %s=%q: want SEED[,LINE][,invalidate][,refetch][,armv7]", CacheEnv, v)
 		}
 	}
 	if err := c.Validate(); err != nil {

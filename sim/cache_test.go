@@ -225,6 +225,7 @@ func TestCacheFromEnv(t *testing.T) {
 		"3,128":              {Seed: 3, Line: 128},
 		"0x10,64,invalidate": {Seed: 16, Line: 64, ForCPU: ForCPUInvalidate},
 		"9,refetch,128":      {Seed: 9, Line: 128, Refetch: true},
+		"2,armv7":            {Seed: 2, NoMaintenance: true},
 	} {
 		t.Setenv(CacheEnv, v)
 		got, err := CacheFromEnv()
@@ -312,4 +313,34 @@ func TestCacheMaintenanceCounts(t *testing.T) {
 	require.Equal(t, uint64(3), s.CleanLines)
 	require.Equal(t, uint64(64), s.InvalLines)
 	require.Zero(t, s.Cleaned, "nothing was dirty")
+}
+
+// TestCacheARMv7NoMaintenance: in the ARMv7 variant a Sync of cached memory
+// cleans and invalidates nothing (the CPU's write never reaches the device,
+// the device's never reaches the CPU) and is recorded as a fault once;
+// uncached memory works as everywhere; CacheMaintenance says so up front.
+func TestCacheARMv7NoMaintenance(t *testing.T) {
+	m, r := cached(t, CacheConfig{NoMaintenance: true}, 256)
+	require.False(t, m.CacheMaintenance())
+	require.True(t, NewMemory(MemoryConfig{Cache: &CacheConfig{}}, nil).CacheMaintenance())
+	require.True(t, NewMemory(MemoryConfig{}, nil).CacheMaintenance())
+
+	r.CPU[3] = 0xC3
+	m.Sync(r, 0, 64, dma.ForDevice)
+	require.Equal(t, []byte{0}, devRead(t, m, r.IOVA+3, 1), "a clean reached memory on a CPU that cannot clean")
+	require.NoError(t, m.WriteDMA(r.IOVA+70, []byte{0xD7}))
+	m.Sync(r, 64, 64, dma.ForCPU)
+	require.Zero(t, r.CPU[70], "an invalidate reached the CPU on a CPU that cannot invalidate")
+	err := m.Faults().Err()
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "AllocUncached")
+	require.Len(t, m.Faults().List(), 1, "one fault, not one per Sync")
+
+	u, err := m.AllocUncached(64, 0)
+	require.NoError(t, err)
+	u.CPU[0] = 0xAA
+	m.Sync(u, 0, 64, dma.ForDevice)
+	require.Equal(t, []byte{0xAA}, devRead(t, m, u.IOVA, 1))
+	require.NoError(t, m.WriteDMA(u.IOVA+1, []byte{0xBB}))
+	require.Equal(t, byte(0xBB), u.CPU[1])
 }

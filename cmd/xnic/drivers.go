@@ -294,7 +294,8 @@ func platformExamples() string {
 
 // platformHelp describes --platform.
 func platformHelp(repeatable bool) string {
-	s := "a platform device (an SoC's MAC) through /dev/mem and huge pages: " + platformExamples() + " or COMPATIBLE@ADDR"
+	s := "a platform device (an SoC's MAC) through /dev/mem: " + platformExamples() + " or COMPATIBLE@ADDR, then " +
+		",uncached=PHYS+SIZE (reserved RAM; required on 32-bit ARM), ,phy=N, ,mdio=ADDR (default: the devicetree's phy-handle)"
 	if repeatable {
 		return s + " (repeatable; root)"
 	}

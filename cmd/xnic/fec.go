@@ -49,6 +49,16 @@ func init() {
 			// Every frame's 1588 timer value in the enhanced BD; the
 			// VLAN tag the enhanced BD reports without asking.
 			cfg.RxTimestamp = o.RxMeta
+			if o.PHYAddrSet {
+				cfg.PHYAddr, cfg.PHYAddrZero = o.PHYAddr, o.PHYAddr == 0
+			}
+			if o.MDIOWindow > 0 {
+				bus, err := dev.Regs(o.MDIOWindow)
+				if err != nil {
+					return nil, fmt.Errorf("the MDIO bus owner's registers: %w", err)
+				}
+				cfg.MDIOBus = bus
+			}
 			p, err := fec.Open(dev, cfg)
 			if err != nil {
 				return nil, err

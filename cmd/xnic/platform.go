@@ -36,6 +36,9 @@ var (
 	// sysfs write (a fake board's kernel).
 	platformGPIO     preflight.GPIO
 	platformSysWrite func(path string, data []byte) error
+
+	// platformDTRoot replaces /proc/device-tree (the MAC's node).
+	platformDTRoot string
 )
 
 // platformPreflight describes spec's MAC to package preflight.
@@ -80,32 +83,113 @@ type platformSpec struct {
 	// the descriptor rings (Size 0: none).
 	UncachedPhys uint64
 	UncachedSize int
+	// PHYAddr is the PHY's MDIO address (,phy=N, else the devicetree's
+	// phy-handle); -1: the driver's default.
+	PHYAddr int
+	// MDIOPhys is the register window of the MAC whose MDIO bus the PHY is on
+	// (,mdio=ADDR, else the devicetree), when that is another MAC; 0: its own.
+	MDIOPhys uint64
 }
 
-// parsePlatform reads NAME@ADDR: NAME is fec, eqos (or dwmac), or a devicetree
-// compatible string of the fec or dwmac driver; ADDR the register window's
-// physical address ("0x30be0000").
+// parsePlatform reads NAME@ADDR[,OPTION=VALUE...]: NAME is fec, eqos (or
+// dwmac), or a devicetree compatible string of the fec or dwmac driver; ADDR
+// the register window's physical address ("0x30be0000"). Options:
 //
-// A suffix ,uncached=PHYS+SIZE names reserved RAM for the descriptor rings
-// (physmem.Uncached: a reserved-memory node, or RAM above mem=), which the
-// EQOS needs and the FEC prefers over its cache-line ring discipline.
+//   - uncached=PHYS+SIZE names reserved RAM (physmem.Uncached: a
+//     reserved-memory node with no-map, or RAM above mem=): the EQOS's rings,
+//     the FEC's rings by preference, and on 32-bit ARM every DMA buffer;
+//   - phy=N is the PHY's MDIO address;
+//   - mdio=ADDR is the register window of the MAC whose MDIO bus the PHY is on
+//     (i.MX6UL EVK: ENET2's, 0x20b4000, for both MACs).
+//
+// Where the kernel exports a devicetree (/proc/device-tree), the MAC's node
+// fills what the options leave open: a short NAME takes the node's
+// compatible (fec@0x2188000 on an i.MX6UL is the i.MX6UL's ENET), the PHY
+// address and bus owner come from its phy-handle. Without one, a short name
+// means the i.MX8M Plus part and the PHY is at the driver's default address.
 func parsePlatform(s string) (platformSpec, error) {
-	s, unc, hasUnc := strings.Cut(s, ",uncached=")
-	var uphys uint64
-	var usize int
-	if hasUnc {
-		p, n, ok := strings.Cut(unc, "+")
-		var e1, e2 error
-		uphys, e1 = strconv.ParseUint(p, 0, 64)
+	// Options follow the address (a compatible string has commas itself).
+	dev, opts := s, ""
+	if at := strings.LastIndex(s, "@"); at >= 0 {
+		if c := strings.Index(s[at:], ","); c >= 0 {
+			dev, opts = s[:at+c], s[at+c+1:]
+		}
+	}
+	spec, err := parsePlatformDevice(dev)
+	if err != nil {
+		return spec, err
+	}
+	spec.PHYAddr = -1
+	for _, o := range strings.Split(opts, ",") {
+		if opts == "" {
+			break
+		}
+		if err := spec.option(o); err != nil {
+			return platformSpec{}, err
+		}
+	}
+	name, _, _ := strings.Cut(dev, "@")
+	if err := spec.fromDevicetree(name); err != nil {
+		return platformSpec{}, err
+	}
+	return spec, nil
+}
+
+// option applies one OPTION=VALUE of --platform.
+func (spec *platformSpec) option(o string) error {
+	k, v, _ := strings.Cut(o, "=")
+	switch k {
+	case "uncached":
+		p, n, ok := strings.Cut(v, "+")
+		uphys, e1 := strconv.ParseUint(p, 0, 64)
 		size, e2 := strconv.ParseUint(n, 0, 31)
 		if !ok || e1 != nil || e2 != nil || size == 0 {
-			return platformSpec{}, usageErrorf("--platform ...,uncached=%s: want PHYS+SIZE, e.g. uncached=0x50000000+0x100000 (reserved RAM for the rings)", unc)
+			return usageErrorf("--platform ...,uncached=%s: want PHYS+SIZE, e.g. uncached=0x50000000+0x100000 (reserved RAM for the rings)", v)
 		}
-		usize = int(size)
+		spec.UncachedPhys, spec.UncachedSize = uphys, int(size)
+	case "phy":
+		a, err := strconv.ParseUint(v, 0, 8)
+		if err != nil || a > 31 {
+			return usageErrorf("--platform ...,phy=%s: want the PHY's MDIO address, 0 to 31", v)
+		}
+		spec.PHYAddr = int(a)
+	case "mdio":
+		a, err := strconv.ParseUint(v, 0, 64)
+		if err != nil || a == 0 || a%4 != 0 {
+			return usageErrorf("--platform ...,mdio=%s: want the register window address of the MAC driving the MDIO bus, e.g. mdio=0x20b4000", v)
+		}
+		spec.MDIOPhys = a
+	default:
+		return usageErrorf("--platform option %q: want uncached=PHYS+SIZE, phy=N or mdio=ADDR", o)
 	}
-	spec, err := parsePlatformDevice(s)
-	spec.UncachedPhys, spec.UncachedSize = uphys, usize
-	return spec, err
+	return nil
+}
+
+// fromDevicetree fills the compatible (when name is a family alias such as
+// "fec"), the PHY address and the MDIO bus owner from the MAC's devicetree
+// node, where the options left them open. No devicetree, or no node at the
+// address: nothing changes.
+func (spec *platformSpec) fromDevicetree(name string) error {
+	node, err := physmem.ReadMACNode(platformDTRoot, spec.Phys)
+	if err != nil {
+		return nil //nolint:nilerr // no devicetree here (or no node): the spec stands as given
+	}
+	f := familyByName(spec.Fam)
+	if _, alias := f.aliases[name]; alias {
+		for _, c := range node.Compatible {
+			if f.knowsCompatible(c) {
+				spec.Compatible = c
+				break
+			}
+		}
+	}
+	if spec.PHYAddr < 0 {
+		spec.PHYAddr = node.PHYAddr
+	}
+	if spec.MDIOPhys == 0 && node.MDIOPhys != spec.Phys {
+		spec.MDIOPhys = node.MDIOPhys
+	}
+	return nil
 }
 
 func parsePlatformDevice(s string) (platformSpec, error) {
@@ -135,6 +219,18 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 		return nil, nil, fmt.Errorf("%s: the %s driver has no platform devices: %w", spec.Compatible, spec.Fam, nic.ErrNotSupported)
 	}
 	limit, size := f.dmaLimit, f.window
+	if !physmem.CacheMaintenance() && spec.UncachedSize > 0 {
+		// 32-bit ARM: no cache maintenance from user space, so the reserved
+		// range holds the buffers too (no huge pages needed).
+		u, err := physmem.OpenUncached(physmem.UncachedConfig{Phys: spec.UncachedPhys, Size: spec.UncachedSize, Limit: limit,
+			MemPath: platformMemPath, IOMemPath: platformIOMemPath})
+		if err != nil {
+			return nil, nil, fmt.Errorf("uncached DMA memory for %s: %w", spec.Compatible, err)
+		}
+		return openPlatformWith(spec, size, u)
+	}
+	// Elsewhere NewAllocator refuses cached memory a CPU cannot maintain,
+	// saying what to reserve.
 	alloc, err := physmem.NewAllocator(physmem.Config{Source: platformPages, Limit: limit})
 	if err != nil {
 		return nil, nil, fmt.Errorf("DMA memory for %s: %w", spec.Compatible, err)
@@ -158,10 +254,23 @@ func openPlatformDevice(spec platformSpec) (nic.Device, func() error, error) {
 		}
 		dmaAlloc = w
 	}
+	return openPlatformWith(spec, size, dmaAlloc)
+}
+
+// openPlatformWith maps the register window (size bytes) of spec's device with
+// dmaAlloc as its DMA allocator; it closes dmaAlloc when that fails.
+func openPlatformWith(spec platformSpec, size int, dmaAlloc interface {
+	dma.Allocator
+	Close() error
+}) (nic.Device, func() error, error) {
+	wins := []physmem.Window{{Phys: spec.Phys, Size: size}}
+	if spec.MDIOPhys != 0 && spec.MDIOPhys != spec.Phys {
+		wins = append(wins, physmem.Window{Phys: spec.MDIOPhys, Size: size}) // the MDIO bus owner: window 1
+	}
 	dev, err := physmem.OpenDevice(physmem.DeviceConfig{
 		Name:       fmt.Sprintf("%x.ethernet", spec.Phys),
 		Compatible: spec.Compatible,
-		Windows:    []physmem.Window{{Phys: spec.Phys, Size: size}},
+		Windows:    wins,
 		DMA:        dmaAlloc,
 		MemPath:    platformMemPath,
 		Preflight:  func() (io.Closer, error) { return runPreflight(spec) },

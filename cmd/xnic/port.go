@@ -52,6 +52,12 @@ type portOptions struct {
 	// report (timestamps, stripped VLAN tags), for the XDP metadata kfuncs
 	// (xnic hwmeta). Off, a port costs nothing for metadata.
 	RxMeta bool
+	// Platform devices only (from --platform's options or the devicetree):
+	// PHYAddr is the PHY's MDIO address when PHYAddrSet; MDIOWindow > 0 is the
+	// register window of the device that carries the MDIO bus (0: its own).
+	PHYAddr    int
+	PHYAddrSet bool
+	MDIOWindow int
 
 	// Simulated ports only.
 	SimMAC  net.HardwareAddr // the model's factory MAC (nil: the model's default)
@@ -171,6 +177,10 @@ func openPort(bdf string, o portOptions) (*openedPort, error) {
 		}
 		// No interrupts reach a process from a platform device: poll.
 		fam, o.Interrupts = spec.Fam, false
+		o.PHYAddr, o.PHYAddrSet = spec.PHYAddr, spec.PHYAddr >= 0
+		if spec.MDIOPhys != 0 && spec.MDIOPhys != spec.Phys {
+			o.MDIOWindow = 1 // openPlatformDevice maps the bus owner second
+		}
 	} else {
 		d, err := openPCIDevice(bdf)
 		if err != nil {

@@ -59,7 +59,7 @@ func sanitize(b []byte) []byte {
 				src = pseudoCall
 				imm = int32(int(uint16(off))%n - i - 1)
 			} else {
-				imm = fuzzHelpers[int(uint32(imm))%len(fuzzHelpers)]
+				imm = fuzzHelpers[uint32(imm)%uint32(len(fuzzHelpers))]
 			}
 			off = 0
 		case op&0x07 == classJMP || op&0x07 == classJMP32:
@@ -73,7 +73,7 @@ func sanitize(b []byte) []byte {
 				}
 			}
 		case op == 0xc3 || op == 0xdb:
-			imm = fuzzAtomics[int(uint32(imm))%len(fuzzAtomics)]
+			imm = fuzzAtomics[uint32(imm)%uint32(len(fuzzAtomics))]
 		case op == 0xbf || op == 0xbc:
 			off = []int16{0, 0, 8, 16, 32}[int(uint16(off))%5]
 			if op == 0xbc && off == 32 {
@@ -82,7 +82,7 @@ func sanitize(b []byte) []byte {
 		case op&0xf0 == 0x30 || op&0xf0 == 0x90:
 			off &= 1
 		case op == 0xd4 || op == 0xdc || op == 0xd7:
-			imm = []int32{16, 32, 64}[int(uint32(imm))%3]
+			imm = []int32{16, 32, 64}[uint32(imm)%3]
 		case op&0x07 == classALU || op&0x07 == classALU64:
 			off = 0
 		}

@@ -351,7 +351,7 @@ func (r *Runner) loop(p *Program, pc int, reg *[16]uint64) uint64 {
 	if nr > loopMax {
 		return errno(syscall.E2BIG)
 	}
-	if fn>>32 != regionFunc || int(uint32(fn)) >= len(p.code) || !p.funcs[uint32(fn)] {
+	if fn>>32 != regionFunc || uint64(uint32(fn)) >= uint64(len(p.code)) || !p.funcs[uint32(fn)] {
 		return r.argFault(p, pc, argFunc)
 	}
 	target := int(uint32(fn))

@@ -123,7 +123,7 @@ func (r *Runner) forEachMapElem(p *Program, pc int, reg *[16]uint64) uint64 {
 		return r.argFault(p, pc, argMapType)
 	}
 	fn, ctx, flags := reg[2], reg[3], reg[4]
-	if fn>>32 != regionFunc || int(uint32(fn)) >= len(p.code) || !p.funcs[uint32(fn)] {
+	if fn>>32 != regionFunc || uint64(uint32(fn)) >= uint64(len(p.code)) || !p.funcs[uint32(fn)] {
 		return r.argFault(p, pc, argFunc)
 	}
 	if flags != 0 {

@@ -216,12 +216,11 @@ func (r *Runner) slowCall(p *Program, pc int, in *insn, h *[16]uint64) (int, *Pr
 	case opCallX:
 		t := h[in.dst&15]
 		if t>>32 == regionFunc {
-			target := int(uint32(t))
-			if target >= len(p.code) || !p.funcs[target] {
+			if uint64(uint32(t)) >= uint64(len(p.code)) || !p.funcs[uint32(t)] { // int(uint32) is negative on 32-bit
 				r.setFault(p, pc, faultCallX, t, 0)
 				return pc, p, false
 			}
-			return r.callLocal(p, pc, target, h)
+			return r.callLocal(p, pc, int(uint32(t)), h)
 		}
 		if t == 0 || t > maxKnownHelper || !helperImplemented(int32(t)) || int32(t) == helperTailCall {
 			r.setFault(p, pc, faultCallX, t, 0)

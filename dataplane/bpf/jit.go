@@ -231,7 +231,7 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 		return r.runInterp(p, f) // interp.go
 	}
 	if f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
-		f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
+		f.DataEnd > len(f.Buf) || int64(len(f.Buf)) >= 1<<31 {
 		return r.runGuarded(p, f) // interprets, binds the collection, or reports the frame
 	}
 	// bind, for the collection already bound: drop the last run's regions.

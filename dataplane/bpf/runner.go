@@ -340,7 +340,7 @@ func (r *Runner) runFrame(p *Program, f *Frame) (ret uint32, ok bool) {
 		r.aborted++
 		return 0, false
 	}
-	if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
+	if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(f.Buf) || int64(len(f.Buf)) >= 1<<31 {
 		r.setFault(p, -1, faultBadFrame, 0, 0)
 		r.aborted++
 		return 0, false

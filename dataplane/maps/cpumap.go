@@ -132,7 +132,7 @@ func (c *CPUMap) Update(key, value []byte, flags uint64, cpu int) error {
 
 // Set is the control plane's typed update (qsize 0 clears the slot).
 func (c *CPUMap) Set(key, qsize uint32, prog any, progID uint32) error {
-	if key >= c.spec.MaxEntries || int(key) >= c.spec.NumCPU {
+	if key >= c.spec.MaxEntries || int64(key) >= int64(c.spec.NumCPU) {
 		return mapErr(c.spec.Name, syscall.ENODEV, "CPU %d: the map has %d entries and xnic %d CPU slots", key, c.spec.MaxEntries, c.spec.NumCPU)
 	}
 	if qsize > cpumapMaxQsize {

@@ -45,7 +45,9 @@
 //     little-endian driver that forgets it sees no empty or ready BD), EN1588
 //     (32-byte enhanced BDs instead of 8-byte ones).
 //   - MDIO: MMFR clause-22 frames (ST 01, OP 01 write / 10 read, PA, RA, TA
-//     10) reach a sim.PHY at Config.PHYAddr and complete on the device side's
+//     10) reach the sim.PHY at Config.PHYAddr on this MAC's bus (its own,
+//     and those of models wired here with Config.PHYOnBusOf; a PHY wired to
+//     another MAC's bus is not on its own) and complete on the device side's
 //     time (see below) with EIR.MII; other addresses read 0xffff. Clause 45 on the i.MX8MP completes
 //     with nothing answering. MSCR[7:0] must be non-zero for a frame to go out;
 //     the write of MSCR from 0 while MMFR is non-zero raises a spurious MII

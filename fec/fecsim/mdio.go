@@ -68,13 +68,13 @@ func (m *Model) mdioDone() {
 	case st == 1: // clause 22
 		switch op {
 		case 1:
-			if pa == m.phy.Addr() {
-				m.phy.Write(ra, uint16(val))
+			if phy := m.busPHYLocked(pa); phy != nil {
+				phy.Write(ra, uint16(val))
 			}
 			data = val & mmfrData
 		case 2:
-			if pa == m.phy.Addr() {
-				data = uint32(m.phy.Read(ra))
+			if phy := m.busPHYLocked(pa); phy != nil {
+				data = uint32(phy.Read(ra))
 			}
 		default:
 			m.faults.Add("write32", "MMFR", uint64(regMMFR), "clause-22 frame 0x%08x with OP=%d: want 01 (write) or 10 (read)", val, op)

@@ -68,6 +68,12 @@ type Config struct {
 	PHYID uint32
 	// PHYAddr is the PHY's MDIO address (0-31). 0: 1.
 	PHYAddr int
+	// PHYOnBusOf wires this MAC's PHY to another MAC's MDIO pins instead of
+	// its own, as boards with one shared management bus do (the i.MX6UL EVK:
+	// both PHYs on ENET2's bus, imx6ul-14x14-evk.dtsi). This MAC's own MDIO
+	// then reaches no PHY (reads return the pull-up's ones). Two PHYs at one
+	// address on a bus are refused.
+	PHYOnBusOf *Model
 	// AutonegDelay is the time from an autonegotiation restart to link up.
 	// 0: sim.DefaultAutonegDelay.
 	AutonegDelay time.Duration
@@ -157,6 +163,9 @@ type Model struct {
 	mem    *sim.Memory // immutable
 	faults *sim.Faults // immutable
 	phy    *sim.PHY    // immutable
+	// busPHYs are the PHYs on this MAC's MDIO pins: its own, unless wired to
+	// another bus, and those of models wired to this one. Guarded by mu.
+	busPHYs []*sim.PHY
 
 	txMu      sync.Mutex
 	txScratch []byte // one gathered TX frame; guarded by txMu
@@ -250,6 +259,13 @@ func New(cfg Config) (*Model, error) {
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000 || cfg.RMII,
 		Unplugged: cfg.Unplugged, Faults: m.faults,
 	})
+	if o := cfg.PHYOnBusOf; o != nil {
+		if err := o.wirePHY(m.phy); err != nil {
+			return nil, err
+		}
+	} else {
+		m.busPHYs = []*sim.PHY{m.phy}
+	}
 	m.sd = sim.NewDevice(sim.DeviceConfig{Name: cfg.Name, BARSize: WindowSize, MSIXVectors: info.lines}, m.mem, m)
 	m.dev = &Device{PlatformDevice: sim.NewPlatformDevice(m.sd, info.compatible), m: m} // DMA always on
 	m.txScratch = make([]byte, maxFrameModel+8)
@@ -262,6 +278,29 @@ func New(cfg Config) (*Model, error) {
 	m.resetLocked()
 	m.applyLeftLocked()
 	return m, nil
+}
+
+// wirePHY puts phy on m's MDIO bus (Config.PHYOnBusOf of another model).
+func (m *Model) wirePHY(phy *sim.PHY) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, p := range m.busPHYs {
+		if p.Addr() == phy.Addr() {
+			return fmt.Errorf("fecsim: a second PHY at MDIO address %d on the bus of %s: %w", phy.Addr(), m.cfg.Name, ErrConfig)
+		}
+	}
+	m.busPHYs = append(m.busPHYs, phy)
+	return nil
+}
+
+// busPHYLocked is the PHY at MDIO address pa on m's bus, nil when none.
+func (m *Model) busPHYLocked(pa int) *sim.PHY {
+	for _, p := range m.busPHYs {
+		if p.Addr() == pa {
+			return p
+		}
+	}
+	return nil
 }
 
 // Device is the model as a platform nic.Device, for a driver.

@@ -57,8 +57,10 @@
 // (qemu-system-aarch64, TCG, 1 GiB, hugepages=32) on Debian's generic arm64
 // kernel with that package's own freescale/imx8mp-evk.dtb (setup-arm64.sh
 // installs both; LocateARM64 finds them), once per ENET variant: imx8mp
-// (fsl,imx8mp-fec), imx6 (fsl,imx6ul-fec) and mvf600 (fsl,mvf600-fec, legacy
-// descriptors). /init, the fec package's test binary and cmd/xnic are built
+// (fsl,imx8mp-fec), imx6ul-quirks-on-imx8mp (fsl,imx6ul-fec) and
+// mvf600-quirks-on-imx8mp (fsl,mvf600-fec, legacy descriptors): the last two
+// are those variants' code paths in an arm64 build, not an i.MX6 or Vybrid.
+// /init, the fec package's test binary and cmd/xnic are built
 // for linux/arm64; the guest tests (fec/vm_test.go, TestVM*) reach QEMU's
 // imx.enet at 0x30be0000 as on a board, registers through /dev/mem and DMA
 // memory from huge pages below 4 GiB, and get XNIC_FEC_PLATFORM
@@ -82,4 +84,20 @@
 // is simple-pm-bus, where xnic doctor passes, the hand-over holds the clocks
 // and the PHY's reset line (TestVMHandedOver), and fec's TestVMPktgen and
 // TestVMXnicRun pass frames with the host peer, checked here as above.
+
+// # The 32-bit ARM guest
+//
+// TestFECIMX6UL (also run by make vmtest) boots QEMU's mcimx6ul-evk (i.MX6UL,
+// Cortex-A7, 512 MiB) on Debian's armhf armmp kernel with its own
+// imx6ul-14x14-evk.dtb (setup-armhf.sh; LocateARMHF) and mem=448M. /init,
+// cmd/xnic and the fec test binary are GOARCH=arm GOARM=7 builds; the guest
+// drives ENET1 as fec@0x2188000 with ,uncached= naming the RAM above mem=
+// (every DMA buffer and ring, mapped uncached: no cache maintenance from
+// ARMv7 user mode, no huge pages), the variant, PHY address and MDIO bus
+// (ENET2's) read from the guest's devicetree. It runs TestVMInfo, TestVMRegs,
+// TestVMXnicRun (the XDP_TX MAC swap, replies counted by the host peer) and
+// TestVMStats; the host checks the peer. Artifacts under DIR/imx6ul.
+//
+// qemu-user-unit.sh runs the unit tests as arm64 (make arm64, also
+// arm64-unit.sh) or ARMv7 (make arm) binaries under qemu-user.
 package vmtest

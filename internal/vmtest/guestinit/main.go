@@ -5,15 +5,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
 	"github.com/xnic-dev/xnic/internal/vmtest/guestrt"
 )
 
-// mounts adds to the base /run and huge pages (the platform tier's DMA).
-var mounts = append(append([]guestrt.Mount(nil), guestrt.BaseMounts...),
-	guestrt.Mount{Src: "tmpfs", Dst: "/run", FSType: "tmpfs", Data: "mode=0755"},
-	guestrt.Mount{Src: "hugetlbfs", Dst: "/dev/hugepages", FSType: "hugetlbfs"})
+// mounts adds to the base /run and huge pages (the arm64 platform tier's
+// DMA). A 32-bit ARM guest gets no hugetlbfs: its DMA memory is the uncached
+// range above mem= (physmem has no cached DMA memory there), and Debian's
+// non-LPAE armmp kernel has no hugetlbfs to mount.
+var mounts = func() []guestrt.Mount {
+	ms := append(append([]guestrt.Mount(nil), guestrt.BaseMounts...),
+		guestrt.Mount{Src: "tmpfs", Dst: "/run", FSType: "tmpfs", Data: "mode=0755"})
+	if runtime.GOARCH != "arm" {
+		ms = append(ms, guestrt.Mount{Src: "hugetlbfs", Dst: "/dev/hugepages", FSType: "hugetlbfs"})
+	}
+	return ms
+}()
 
 func main() {
 	guestrt.Program = "guestinit"
