@@ -195,7 +195,8 @@ type Model struct {
 	tx                                      []txQueue
 	stats                                   [nStats]uint32
 	cnt                                     Counters
-	crcBuf                                  []byte // RX scratch for frames with their FCS kept
+	crcBuf                                  []byte      // RX scratch for frames with their FCS kept
+	fifo                                    *sim.RxFIFO // the receive packet buffer (rxfifo.go)
 	ptp                                     ptpState
 	qav                                     qavState
 }
@@ -262,6 +263,8 @@ func New(cfg Config) (*Model, error) {
 	// A link change raises LSC; it runs on its own goroutine because the PHY may
 	// report it from inside an MDIC access, with mu held.
 	m.phy.SetNotify(func(nic.LinkState) { go m.linkChanged() })
+	m.wire.SetLineRate(m.phy.Link) // sim/linerate.go: frames at the negotiated speed
+	m.wire.SetTxFIFO(txPBBytes)
 	m.buildNVM()
 	m.rx = make([]rxQueue, cfg.Queues)
 	m.tx = make([]txQueue, cfg.Queues)
@@ -422,6 +425,9 @@ func (m *Model) resetLocked(delay bool) {
 		m.tx[i] = txQueue{}
 	}
 	m.stats = [nStats]uint32{}
+	if m.fifo != nil {
+		m.fifo.Flush() // a reset empties the packet buffer
+	}
 	m.resetting = false
 	if delay && m.cfg.ResetDelay > 0 {
 		m.resetting = true
@@ -993,6 +999,7 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		x.tail = val
 		if enabled {
 			m.fetchLocked(x.fetched, x.fetchedOK, x.base(), x.len, old, val)
+			m.drainRxFIFOLocked(nil) // rxfifo.go: waiting frames take the new descriptors
 		}
 	case qDCA:
 		x.dca = val
