@@ -205,7 +205,9 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 			return 1 << c
 		}
 	case chRxTail:
-		m.writeTailLocked("RX", c, &ch.rx, off, val)
+		if m.writeTailLocked("RX", c, &ch.rx, off, val) && ch.rx.run {
+			m.drainAllLocked() // rxfifo.go: waiting frames take the new descriptors
+		}
 	case chIntEn:
 		m.writeIntEnLocked(c, ch, off, val)
 	case chRxWdt:

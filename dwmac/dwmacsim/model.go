@@ -172,6 +172,7 @@ type Model struct {
 	sysBusMode uint32
 	mtlRxqMap  [2]uint32
 	mtlq       [maxChannels]mtlQueue
+	rxFIFO     [maxChannels]*sim.RxFIFO // MTL RX queue FIFOs (rxfifo.go), made when first used
 	ch         [maxChannels]channel
 	plain      map[reg]uint32
 	mmcCntrl   uint32
@@ -310,6 +311,8 @@ func New(cfg Config) (*Model, error) {
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
 		Faults: m.faults,
 	})
+	m.wire.SetLineRate(m.phy.Link)                 // sim/linerate.go: frames at the negotiated speed
+	m.wire.SetTxFIFO(128 << fifoBits(cfg.Variant)) // HW_FEATURE1.TXFIFOSIZE
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
 	for i := range m.ch {
@@ -426,6 +429,11 @@ func (m *Model) resetLocked(swr bool) {
 	m.busMode, m.sysBusMode = 0, 0
 	m.mtlRxqMap = [2]uint32{}
 	m.mtlq = [maxChannels]mtlQueue{}
+	for _, f := range m.rxFIFO {
+		if f != nil {
+			f.Flush() // a reset empties the MTL FIFOs
+		}
+	}
 	for i := range m.ch {
 		w := m.ch[i].wdt
 		w.Stop()
