@@ -508,6 +508,9 @@ func (e *Engine) Snapshot() Snapshot {
 	s := Snapshot{Time: time.Now()}
 	for _, p := range e.ports {
 		ps := PortStats{Name: p.p.Name(), Ifindex: p.ifindex, Link: p.p.Link(), Hardware: p.p.Stats(), LinkRestarts: p.linkRestarts.Load()}
+		if d, ok := p.p.(nic.RxDropCounters); ok {
+			ps.RxDropNames = d.RxDropCounters()
+		}
 		for qi, t := range p.txqs {
 			var qs QueueStats
 			qs.Queue = qi

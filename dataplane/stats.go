@@ -138,13 +138,16 @@ type QueueStats struct {
 // PortStats are the counters of one port: the sum of its queues, the device's
 // hardware counters, and the last program fault seen on it.
 type PortStats struct {
-	Name      string        `json:"name"`
-	Ifindex   uint32        `json:"ifindex"`
-	Link      nic.LinkState `json:"link"`
-	Counters  Counters      `json:"-"`
-	Queues    []QueueStats  `json:"-"`
-	Hardware  []nic.Counter `json:"-"`
-	LastFault string        `json:"last_fault,omitempty"`
+	Name     string        `json:"name"`
+	Ifindex  uint32        `json:"ifindex"`
+	Link     nic.LinkState `json:"link"`
+	Counters Counters      `json:"-"`
+	Queues   []QueueStats  `json:"-"`
+	Hardware []nic.Counter `json:"-"`
+	// RxDropNames name the Hardware counters of frames the device dropped
+	// before a receive buffer, each frame in one (nic.RxDropCounters).
+	RxDropNames []string `json:"-"`
+	LastFault   string   `json:"last_fault,omitempty"`
 	// LinkRestarts counts MAC restarts for a new link speed or duplex
 	// (nic.LinkAdjuster ports).
 	LinkRestarts uint64 `json:"link_restarts,omitempty"`

@@ -162,10 +162,18 @@ func (w *Wire) laneLocked(tx, full bool) *int64 {
 	return &w.rx
 }
 
+// wireLag is how far in the past a lane may start a frame: a sender the Go
+// scheduler ran late (a device side's goroutine, a generator) catches up on
+// the time the wire would have carried its frames, instead of losing it. So
+// over any interval T a lane carries at most (T + wireLag) of line rate, and
+// over a run its average is the line rate.
+const wireLag = 200 * time.Microsecond
+
 // reserveLocked puts a frame of n bytes on a lane at the first moment after
-// now and after the lane's previous frame, and returns when it has passed.
+// the lane's previous frame (and not before now - wireLag), and returns when
+// it has passed.
 func (w *Wire) reserveLocked(lane *int64, n, mbps int, now int64) int64 {
-	*lane = max(*lane, now) + wirePS(n, mbps)
+	*lane = max(*lane, now-int64(wireLag)*1000) + wirePS(n, mbps)
 	return *lane
 }
 

@@ -66,7 +66,8 @@ func TestWireArrivePacesBursts(t *testing.T) {
 			n += len(burst)
 		}
 		elapsed := c.now - start
-		want := LineRatePPS(60, mbps) * elapsed.Seconds()
+		// The idle lane starts wireLag in the past (a late sender's slack).
+		want := LineRatePPS(60, mbps) * (elapsed + wireLag).Seconds()
 		if float64(n) > want+1 || float64(n) < want-float64(len(burst)) {
 			t.Errorf("%d Mb/s: %d frames in %v, want %.0f", mbps, n, elapsed, want)
 		}
@@ -90,8 +91,9 @@ func TestWireTxFIFOAndHalfDuplex(t *testing.T) {
 			t.Fatal("the TX lane never filled")
 		}
 	}
-	if sent != 4096/WireBytes(1514)+1 {
-		t.Errorf("sent %d 1514-byte frames before waiting, want %d (a 4 KB FIFO)", sent, 4096/WireBytes(1514)+1)
+	// The idle lane takes frames from wireLag in the past, then the FIFO's 4 KB.
+	if want := int((wireLag+time.Duration(4096*8))/FrameTime(1514, 1000)) + 1; sent != want {
+		t.Errorf("sent %d 1514-byte frames before waiting, want %d (%v of lag and a 4 KB FIFO)", sent, want, wireLag)
 	}
 	wait := w.TxWait()
 	c.now += wait
@@ -104,13 +106,16 @@ func TestWireTxFIFOAndHalfDuplex(t *testing.T) {
 	if w.TxWait() != before {
 		t.Error("a received frame took the transmit lane on a full-duplex link")
 	}
+	// Half duplex: frames sent hold up a frame received.
 	st.FullDuplex = false
 	c.now += time.Millisecond // both lanes idle
 	t0 := c.now
-	w.Depart(1514)
+	for i := 0; i < 20; i++ {
+		w.Depart(1514)
+	}
 	w.Arrive(1514)
-	if got, want := c.now-t0, 2*FrameTime(1514, 1000); got != want {
-		t.Errorf("half duplex: a frame received after one sent arrived after %v, want %v (one shared lane)", got, want)
+	if got, want := c.now-t0, 21*FrameTime(1514, 1000)-wireLag; got != want {
+		t.Errorf("half duplex: a frame received after 20 sent arrived after %v, want %v (one shared lane)", got, want)
 	}
 }
 

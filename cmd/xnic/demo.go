@@ -15,6 +15,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/examples"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // `xnic demo`: the README's main job with no hardware. Two models of one driver
@@ -56,22 +57,16 @@ type demoResult struct {
 	Aborted    uint64  `json:"aborted"`
 	Errors     uint64  `json:"errors"`
 	// Offered is what the link partner offered port 0, Refused the part the
-	// port did not take (its RX ring was full). Limit names what set the
-	// figure: "dataplane" when the partner offered more than the port took,
-	// "partner" when the port took all it was offered.
-	Offered uint64 `json:"offered"`
-	Refused uint64 `json:"refused"`
-	Limit   string `json:"limited_by"`
-}
-
-// demoLimit says what limited a phase: the dataplane (poll loop, program,
-// driver and the model's RX side on the other core) when the RX ring turned
-// frames away, the link partner when it never did.
-func demoLimit(offered, refused uint64) string {
-	if offered > 0 && refused*100 >= offered {
-		return "dataplane"
-	}
-	return "partner"
+	// port did not take, DeviceDrops what the device counted as dropped
+	// (its receive FIFO overflowed). LinePPS is the line rate for the
+	// phase's frames at port 0's link speed. Limit names what set the
+	// figure (wireLimit): "wire" at line rate, else the dataplane or the
+	// partner with the reason.
+	Offered     uint64  `json:"offered"`
+	Refused     uint64  `json:"refused"`
+	DeviceDrops uint64  `json:"device_drops"`
+	LinePPS     float64 `json:"line_rate_pps"`
+	Limit       string  `json:"limited_by"`
 }
 
 func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
@@ -109,8 +104,9 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-24s %-18s %-14s %12s %12s %12s %9s  %s\n", r.Phase, r.Program, r.Verdict,
 			dataplane.Group(r.RxPPS), dataplane.Group(r.VerdictPPS), dataplane.Group(r.WirePPS), dataplane.Group(float64(r.Aborted)), r.Limit)
 	}
-	fmt.Fprintln(stdout, "limited by: dataplane when the link partner offered more than port 0 took (its RX ring was full),")
-	fmt.Fprintln(stdout, "partner when port 0 took every frame offered: then the figure is the generator's, not xnic's.")
+	fmt.Fprintln(stdout, "limited by: wire when port 0 received at the line rate of its link (the most a real port can);")
+	fmt.Fprintln(stdout, "dataplane when the device dropped frames because the poll loop did not empty its ring in time;")
+	fmt.Fprintln(stdout, "partner when the generator could not fill the wire on this machine (the figure is then the generator's).")
 	fmt.Fprintf(stdout, "Both share this machine's %d CPUs; make bench measures the path alone.\n", runtime.NumCPU())
 	return nil
 }
@@ -202,6 +198,8 @@ func dpDemoPhase(ctx context.Context, ports []*dpPort, ph demoPhase, d time.Dura
 		wire0 += p.partner.recv.Load()
 	}
 	offered0, missed0 := p0.partner.sent.Load()+p0.partner.missed.Load(), p0.partner.missed.Load()
+	before := e.Snapshot()
+	drops0, _ := dataplane.HardwareDrops(&before.Ports[0])
 	if err := e.Start(); err != nil {
 		return res, err
 	}
@@ -238,7 +236,7 @@ loop:
 	for last := uint64(0); time.Now().Before(drain); {
 		time.Sleep(5 * time.Millisecond)
 		n := e.Snapshot().Ports[0].Counters[dataplane.RxPackets]
-		if n == last {
+		if h, ok := p0.model.(rxHolder); n == last && (!ok || h.RxHeld() == 0) {
 			break
 		}
 		last = n
@@ -254,7 +252,10 @@ loop:
 	}
 	res.Seconds = el.Seconds()
 	res.Offered, res.Refused = p0.partner.sent.Load()+p0.partner.missed.Load()-offered0, p0.partner.missed.Load()-missed0
-	res.Limit = demoLimit(res.Offered, res.Refused)
+	drops1, _ := dataplane.HardwareDrops(&s.Ports[0])
+	res.DeviceDrops = drops1 - drops0
+	res.LinePPS = sim.LineRatePPS(len(p0.partner.frames[0]), portMbps(p0))
+	res.Limit = wireLimit(float64(res.Offered)/el.Seconds(), float64(c[dataplane.RxPackets])/el.Seconds(), res.LinePPS, res.DeviceDrops) // wirerate.go
 	res.Rx = c[dataplane.RxPackets]
 	res.Aborted = c[dataplane.RxXDPAborted]
 	switch ph.verdict {

@@ -111,7 +111,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.peer, "peer", "gen", "with --sim, the ports' link partners: gen (traffic generator), tap, pcap:FILE or none; a comma list gives one per port, the last repeating")
 	fs.IntVar(&o.peerSize, "size", 64, "with --peer gen: frame size in bytes (without FCS)")
 	fs.IntVar(&o.peerBurst, "burst", 64, "with --peer gen: frames per burst")
-	fs.Float64Var(&o.peerRate, "rate", 0, "with --peer gen: frames per second per port (0: as fast as the model takes them)")
+	fs.Float64Var(&o.peerRate, "rate", 0, "with --peer gen: frames per second per port, at most the line rate (0: line rate)")
 	fs.IntVar(&o.workers, "cpumap-workers", -1, "cpumap entries served (keys 0..N-1); default 2 when the object has a cpumap")
 }
 
@@ -155,6 +155,13 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer dpClosePorts(ports, stderr)
+	for _, p := range ports {
+		if p.partner != nil && p.partner.kind == "gen" && o.peerRate > 0 {
+			if err := checkLineRate("--rate", o.peerRate, o.peerSize, portMbps(p)); err != nil { // wirerate.go
+				return err
+			}
+		}
+	}
 
 	spec, err := ebpf.LoadCollectionSpec(o.prog)
 	if err != nil {
@@ -321,6 +328,7 @@ loop:
 	for _, p := range ports {
 		p.stopPartner()
 	}
+	settleOffered(e, ports, 2*time.Second) // wirerate.go: every offered frame received or dropped
 	stopErr := stop()
 	if err := perf.drain(-1, time.Now()); err != nil {
 		return err
@@ -339,6 +347,9 @@ loop:
 			}
 			if i < len(final.Ports) {
 				dpReportHWDrops(stdout, &final.Ports[i])
+				if p.partner != nil && p.partner.kind != "tap" {
+					reportAccounting(stdout, p, &final.Ports[i]) // wirerate.go
+				}
 			}
 		}
 	}
@@ -615,7 +626,10 @@ type dpPartner struct {
 	kind   string
 	m      simModel
 	frames [][]byte // generator or pcap frames
-	loop   bool     // repeat frames (generator) or send them once (pcap)
+	// at is when each pcap frame was captured, from the first: the replay
+	// sends no frame before its time (nor faster than the wire carries it).
+	at     []time.Duration
+	loop   bool // repeat frames (generator) or send them once (pcap)
 	burst  int
 	rate   float64
 	tapDev *tap.Device
@@ -647,9 +661,14 @@ func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*
 		}
 		pt.frames, pt.loop = [][]byte{b}, true
 	case strings.HasPrefix(kind, "pcap:"):
-		fr, err := dpReadFrames(strings.TrimPrefix(kind, "pcap:"))
+		fr, at, err := dpReadFrames(strings.TrimPrefix(kind, "pcap:"))
 		if err != nil {
 			return nil, err
+		}
+		for i, f := range fr { // the capture's times of the frames padRunts keeps
+			if len(f) >= 14 {
+				pt.at = append(pt.at, at[i])
+			}
 		}
 		pt.frames, pt.padded, pt.skipped = padRunts(fr)
 		if len(pt.frames) == 0 {
@@ -737,8 +756,19 @@ func (pt *dpPartner) generate() {
 				}
 				next = 0
 			}
+			if next < len(pt.at) && time.Since(start) < pt.at[next] {
+				break // not captured yet at this point of the replay
+			}
 			burst = append(burst, pt.frames[next])
 			next++
+		}
+		if len(burst) == 0 && !done && next < len(pt.at) {
+			select {
+			case <-pt.quit:
+				return
+			case <-time.After(time.Until(start.Add(pt.at[next]))):
+			}
+			continue
 		}
 		// One InjectBurst: the frames arrive back to back, as a burst on the wire.
 		n := pt.m.InjectBurst(burst)
@@ -792,49 +822,56 @@ func (pt *dpPartner) fromTAP() {
 	}
 }
 
-// dpReadFrames reads every frame of a pcap or pcapng file of Ethernet frames.
-func dpReadFrames(path string) ([][]byte, error) {
+// dpReadFrames reads every frame of a pcap or pcapng file of Ethernet frames,
+// with its capture time after the first frame's.
+func dpReadFrames(path string) ([][]byte, []time.Duration, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	var magic [4]byte
 	if _, err := io.ReadFull(f, magic[:]); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var next func() ([]byte, error)
+	var next func() ([]byte, time.Time, error)
 	if binary.LittleEndian.Uint32(magic[:]) == 0x0A0D0D0A {
 		r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		next = func() ([]byte, error) { d, _, err := r.ReadPacketData(); return d, err }
+		next = func() ([]byte, time.Time, error) { d, ci, err := r.ReadPacketData(); return d, ci.Timestamp, err }
 	} else {
 		r, err := pcapgo.NewReader(f)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		next = func() ([]byte, error) { d, _, err := r.ReadPacketData(); return d, err }
+		next = func() ([]byte, time.Time, error) { d, ci, err := r.ReadPacketData(); return d, ci.Timestamp, err }
 	}
 	var out [][]byte
+	var at []time.Duration
+	var first time.Time
 	for len(out) < 1<<20 {
-		d, err := next()
+		d, ts, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: frame %d: %w", path, len(out), err)
+			return nil, nil, fmt.Errorf("%s: frame %d: %w", path, len(out), err)
+		}
+		if len(out) == 0 {
+			first = ts
 		}
 		out = append(out, append([]byte(nil), d...))
+		at = append(at, max(ts.Sub(first), 0))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no frames", path)
+		return nil, nil, fmt.Errorf("%s: no frames", path)
 	}
-	return out, nil
+	return out, at, nil
 }
 
 // summarize says what the link partner offered the port and what the port
@@ -845,7 +882,7 @@ func (pt *dpPartner) summarize(w io.Writer, port string) {
 	fmt.Fprintf(w, "%s link partner (%s): offered %s, taken by the port %s", port, pt.kind,
 		dataplane.Group(float64(sent+missed)), dataplane.Group(float64(sent)))
 	if missed > 0 {
-		fmt.Fprintf(w, " (refused %s: RX ring full, or frames the port does not take)", dataplane.Group(float64(missed)))
+		fmt.Fprintf(w, " (refused %s: dropped by the device, or frames the port does not take)", dataplane.Group(float64(missed)))
 	}
 	fmt.Fprintf(w, ", received from the port %s\n", dataplane.Group(float64(pt.recv.Load())))
 	if pt.padded > 0 || pt.skipped > 0 {
@@ -875,8 +912,9 @@ func padRunts(in [][]byte) (out [][]byte, padded, skipped int) {
 }
 
 // dpReportHWDrops names the device counters of frames dropped before the
-// program saw them, when there are any: a frame too long for the port, or a
-// dataplane that did not keep up, shows there and nowhere else.
+// program saw them, when there are any (each frame in one counter, as the
+// driver names them): a frame too long for the port, or a dataplane that did
+// not keep up, shows there and nowhere else.
 func dpReportHWDrops(w io.Writer, ps *dataplane.PortStats) {
 	total, nonzero := dataplane.HardwareDrops(ps)
 	if total == 0 {
