@@ -141,6 +141,7 @@ type port struct {
 	resume       atomic.Pointer[chan struct{}]
 	parked       chan struct{} // capacity len(pollers)
 	linkRestarts atomic.Uint64
+	gone         atomic.Pointer[error] // the device is gone (health.go); nil while it is there
 }
 
 type faultRecord struct {
@@ -411,6 +412,7 @@ func (e *Engine) linkMonitor() {
 		case <-e.done:
 			return
 		case <-t.C:
+			e.checkHealth() // health.go
 			e.followLinks()
 			e.RefreshLinks()
 		}
@@ -510,6 +512,9 @@ func (e *Engine) Snapshot() Snapshot {
 		ps := PortStats{Name: p.p.Name(), Ifindex: p.ifindex, Link: p.p.Link(), Hardware: p.p.Stats(), LinkRestarts: p.linkRestarts.Load()}
 		if d, ok := p.p.(nic.RxDropCounters); ok {
 			ps.RxDropNames = d.RxDropCounters()
+		}
+		if err := p.goneErr(); err != nil {
+			ps.Gone = err.Error()
 		}
 		for qi, t := range p.txqs {
 			var qs QueueStats

@@ -24,7 +24,7 @@ const parkWait = time.Second
 // followLinks restarts the ports whose MAC no longer matches their link.
 func (e *Engine) followLinks() {
 	for _, p := range e.ports {
-		if a, ok := p.p.(nic.LinkAdjuster); ok && a.LinkMismatch() {
+		if a, ok := p.p.(nic.LinkAdjuster); ok && p.gone.Load() == nil && a.LinkMismatch() {
 			e.adjustLink(p, a)
 		}
 	}

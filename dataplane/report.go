@@ -107,6 +107,7 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 		DeviceDrops   uint64            `json:"device_drops"`
 		DeviceDropsBy map[string]uint64 `json:"device_drops_by,omitempty"`
 		LastFault     string            `json:"last_fault,omitempty"`
+		Gone          string            `json:"gone,omitempty"`
 	}
 	out := struct {
 		Time    time.Time     `json:"time"`
@@ -116,7 +117,7 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 	}{Time: s.Time, Workers: s.Workers, XSKs: s.XSKs}
 	for i := range s.Ports {
 		ps := &s.Ports[i]
-		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault}
+		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault, Gone: ps.Gone}
 		if len(ps.Queues) > 1 {
 			for _, q := range ps.Queues {
 				p.Queues = append(p.Queues, queue{Queue: q.Queue, Counters: q.Counters.Map()})
@@ -207,6 +208,9 @@ func FormatSummary(w io.Writer, s *Snapshot) {
 		}
 		if p.LastFault != "" {
 			fmt.Fprintf(w, "%s last fault: %s\n", p.Name, p.LastFault)
+		}
+		if p.Gone != "" {
+			fmt.Fprintf(w, "%s stopped: %s\n", p.Name, p.Gone)
 		}
 	}
 }

@@ -147,7 +147,9 @@ type PortStats struct {
 	// RxDropNames name the Hardware counters of frames the device dropped
 	// before a receive buffer, each frame in one (nic.RxDropCounters).
 	RxDropNames []string `json:"-"`
-	LastFault   string   `json:"last_fault,omitempty"`
+	// Gone is why the port stopped: its device is gone (nic.HealthChecker).
+	Gone      string `json:"gone,omitempty"`
+	LastFault string `json:"last_fault,omitempty"`
 	// LinkRestarts counts MAC restarts for a new link speed or duplex
 	// (nic.LinkAdjuster ports).
 	LinkRestarts uint64 `json:"link_restarts,omitempty"`

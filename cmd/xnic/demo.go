@@ -23,7 +23,7 @@ import (
 // and four example programs in turn.
 
 func init() {
-	register(&command{name: "demo", usage: "[--family igb|dwmac|fec[:VARIANT]] [--phase D] [--json] [--size N]",
+	register(&command{name: "demo", usage: "[--family igb|dwmac|fec[:VARIANT]] [--phase D] [--json] [--size N] [--sim-fault KIND@AFTER[:FOR]]",
 		summary: "no hardware needed: run drop, MAC-swap TX, port-to-port redirect and adjust_tail on two simulated ports", run: dpDemoCmd})
 }
 
@@ -75,6 +75,8 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	size := fs.Int("size", 64, "UDP frame size of the link partner's flow")
 	fam := fs.String("family", "igb", "the driver family of the two simulated ports: KIND[:VARIANT], "+simChoices())
+	var faults faultFlags
+	fs.Var(&faults, "sim-fault", simFaultHelp)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -91,7 +93,7 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	if spec.N != 1 {
 		return usageErrorf("--family %s: the demo always uses two ports", *fam)
 	}
-	res, err := dpDemo(ctx, spec, *phase, *size, *asJSON, stdout)
+	res, err := dpDemo(ctx, spec, *phase, *size, *asJSON, stdout, faults...)
 	if err != nil {
 		return err
 	}
@@ -119,13 +121,17 @@ func writeDemoJSON(w io.Writer, res []demoResult) error {
 
 // dpDemo runs every phase for d on two simulated ports of the model spec
 // names.
-func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet bool, stdout io.Writer) ([]demoResult, error) {
-	o := &dpRunOptions{sim: spec.String() + ":2", queues: 1, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
+// faults are injected into port 0 (--sim-fault).
+func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet bool, stdout io.Writer, faults ...sim.FaultSpec) ([]demoResult, error) {
+	o := &dpRunOptions{sim: spec.String() + ":2", queues: 1, peer: "gen", peerSize: size, peerBurst: 64, tap: "none", faults: faults}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		return nil, err
 	}
 	defer dpClosePorts(ports, stdout)
+	if !quiet {
+		defer reportFaults(stdout, ports[0].port.Name(), ports[0].model) // simfault.go
+	}
 	var out []demoResult
 	for _, ph := range demoPhases {
 		if ctx.Err() != nil {

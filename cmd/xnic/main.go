@@ -130,6 +130,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "                             an i.MX8 MAC through /dev/mem and huge pages (root): fec@0x30be0000,")
 	fmt.Fprintln(w, "                             eqos@0x30bf0000, or COMPATIBLE@ADDR (fsl,imx8mm-fec@0x30be0000);")
 	fmt.Fprintln(w, "                             uncached= names reserved RAM for the descriptor rings (needed by the EQOS)")
+	faultKindsHelp(w) // simfault.go
 }
 
 func isHelp(a string) bool { return a == "help" || a == "-h" || a == "--help" || a == "-help" }

@@ -21,7 +21,7 @@ import (
 
 func init() {
 	register(&command{name: "pktgen",
-		usage:   "--dev BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D] [--rate PPS]",
+		usage:   "--dev BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D] [--rate PPS] [--sim-fault KIND@AFTER[:FOR]]",
 		summary: "send bursts of one UDP flow out of a port (like the kernel's pktgen burst sample)", run: dpPktgenCmd})
 }
 
@@ -56,6 +56,8 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	dst := fs.String("dst", "198.18.0.2:9", "destination IPv4[:port]")
 	duration := fs.Duration("duration", 0, "stop after this long")
 	rate := fs.Float64("rate", 0, "frames per second, at most the link's line rate (0: line rate)")
+	var faults faultFlags
+	fs.Var(&faults, "sim-fault", simFaultHelp)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -77,7 +79,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	if f.DstIP, f.DstPort, err = dpAddrPort(*dst, f.DstPort); err != nil {
 		return usageErrorf("--dst: %v", err)
 	}
-	o := &dpRunOptions{dev: *dev, sim: *simKind, queues: 1, peer: "none"}
+	o := &dpRunOptions{dev: *dev, sim: *simKind, queues: 1, peer: "none", faults: faults}
 	if *platform != "" {
 		o.platforms = dpMapFlags{*platform}
 	}
@@ -146,6 +148,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 		dataplane.Group(r.PPS), float64(r.Bytes)*8/r.Seconds/1e6, r.WireMbps, dataplane.Group(float64(int64(r.LinePPS))), r.LinkMbps, r.RingFul)
 	if p.model != nil {
 		fmt.Fprintf(stdout, "%s: the model put %s frames on the wire\n", r.Port, dataplane.Group(float64(r.Wire)))
+		reportFaults(stdout, r.Port, p.model) // simfault.go
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func init() {
 	register(&command{name: "run",
 		usage: "--dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [--sec NAME] [--engine interp|jit] [--queues N] [--cpus LIST] " +
 			"[--map NAME:KEY=VALUE ...] [--duration D] [--busy-poll] [--tap NAME|none] [--json] [--metrics ADDR] " +
-			"[--dump F.pcapng [--dump-verdict V] [--dump-count N] [--dump-size MB [--dump-files W]]] [--peer gen|tap|pcap:FILE|none]",
+			"[--dump F.pcapng [--dump-verdict V] [--dump-count N] [--dump-size MB [--dump-files W]]] [--peer gen|tap|pcap:FILE|none] [--sim-fault KIND@AFTER[:FOR]]",
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
 }
 
@@ -56,7 +56,8 @@ type dpRunOptions struct {
 	platforms        dpMapFlags // --platform, repeatable
 	prog, sec        string
 	queues           int
-	simAsync         bool // --sim-async
+	simAsync         bool       // --sim-async
+	faults           faultFlags // --sim-fault (simfault.go)
 	ring             int
 	rxRing, txRing   int // --rx-ring, --tx-ring
 	rxUsecs          int // --rx-usecs
@@ -90,6 +91,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.Var(&o.engine, "engine", engineHelp)
 	fs.IntVar(&o.queues, "queues", 1, "RX/TX queue pairs per port, one poll goroutine each")
 	fs.BoolVar(&o.simAsync, "sim-async", false, simAsyncHelp)
+	fs.Var(&o.faults, "sim-fault", simFaultHelp)
 	fs.IntVar(&o.ring, "ring", 0, "descriptors per ring (driver default when 0)")
 	fs.IntVar(&o.rxRing, "rx-ring", 0, "descriptors per RX ring (like ethtool -G rx; default: --ring)")
 	fs.IntVar(&o.txRing, "tx-ring", 0, "descriptors per TX ring (like ethtool -G tx; default: --ring)")
@@ -350,6 +352,9 @@ loop:
 				if p.partner != nil && p.partner.kind != "tap" {
 					reportAccounting(stdout, p, &final.Ports[i]) // wirerate.go
 				}
+				if p.model != nil {
+					reportFaults(stdout, p.port.Name(), p.model) // simfault.go
+				}
 			}
 		}
 	}
@@ -568,6 +573,9 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 			t.Sim, t.RequireLink, t.SimDetached = spec.String(), true, true
 			t.SimMAC = net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
 			t.SimName = fmt.Sprintf("%ssim%d", spec.Fam, i)
+			if i == 0 {
+				t.SimFaults = o.faults
+			}
 			bdfs = append(bdfs, "")
 			targets = append(targets, t)
 		}

@@ -94,8 +94,12 @@ func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
 	fmt.Fprintf(w, "%s: offered %s %s received %s + dropped by the device %s%s\n", ps.Name,
 		dataplane.Group(float64(offered)), rel, dataplane.Group(float64(rx)), dataplane.Group(float64(drops)), detail)
 	if rel != "=" {
-		fmt.Fprintf(w, "%s: %s frames neither received nor counted by the device: the MAC filtered them, the link was down, or they were still in flight\n",
-			ps.Name, dataplane.Group(float64(int64(offered)-int64(rx+drops))))
+		why := "the MAC filtered them, the link was down, or they were still in flight"
+		if ps.Gone != "" {
+			why = "the device was gone"
+		}
+		fmt.Fprintf(w, "%s: %s frames neither received nor counted by the device: %s\n",
+			ps.Name, dataplane.Group(float64(int64(offered)-int64(rx+drops))), why)
 	}
 }
 

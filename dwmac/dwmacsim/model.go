@@ -173,6 +173,7 @@ type Model struct {
 	mtlRxqMap  [2]uint32
 	mtlq       [maxChannels]mtlQueue
 	rxFIFO     [maxChannels]*sim.RxFIFO // MTL RX queue FIFOs (rxfifo.go), made when first used
+	inj        *sim.Injector            // immutable: injected faults (fault.go)
 	ch         [maxChannels]channel
 	plain      map[reg]uint32
 	mmcCntrl   uint32
@@ -311,6 +312,8 @@ func New(cfg Config) (*Model, error) {
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
 		Faults: m.faults,
 	})
+	m.inj = new(sim.Injector)
+	m.base.SetInjector(m.inj, m.phy)               // fault.go
 	m.wire.SetLineRate(m.phy.Link)                 // sim/linerate.go: frames at the negotiated speed
 	m.wire.SetTxFIFO(128 << fifoBits(cfg.Variant)) // HW_FEATURE1.TXFIFOSIZE
 	m.txBatch = make([]txFrame, 0, txBatchMax)
@@ -393,6 +396,7 @@ func (m *Model) Close() error {
 		m.ch[i].wdt.Stop()
 	}
 	m.mu.Unlock()
+	m.inj.Close()
 	m.sched.Close()
 	return m.base.Close()
 }
@@ -428,6 +432,7 @@ func (m *Model) resetLocked(swr bool) {
 	m.mdioAddr, m.mdioData, m.mdioBusy = 0, 0, 0
 	m.busMode, m.sysBusMode = 0, 0
 	m.mtlRxqMap = [2]uint32{}
+	m.inj.DeviceReset() // a reset ends a hang, a stall, a dead PHY (fault.go)
 	m.mtlq = [maxChannels]mtlQueue{}
 	for _, f := range m.rxFIFO {
 		if f != nil {

@@ -3,6 +3,8 @@ package dwmacsim
 import (
 	"hash/crc32"
 	"math/bits"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Receive path (databook "Receive DMA" and "MAC receive"). A frame from the
@@ -96,7 +98,7 @@ func (m *Model) speedMatchLocked() bool {
 }
 
 func (m *Model) receiveLocked(q int, frame []byte) bool {
-	if m.closed || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() {
+	if m.closed || m.inj.On(sim.FaultRemoval) || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() {
 		m.cnt.RxNoLink++
 		return false
 	}
@@ -287,6 +289,9 @@ func (m *Model) dmaRxLocked(q int, frame []byte) rxOutcome {
 		var w0, w1 uint32
 		if k == ndesc-1 {
 			w3 |= d3LD | lt<<rw3LTShift
+			if m.inj.Take(sim.FaultDescError) { // fault.go
+				w3 |= rw3ES | rw3CE
+			}
 			ioc = le.Uint32(d[des3:])&rd3IOC != 0
 			if reportTag {
 				w0, w3 = tci, w3|rw3RS0V

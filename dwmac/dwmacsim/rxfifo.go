@@ -59,7 +59,7 @@ func (m *Model) toMTLLocked(q int, frame []byte) bool {
 	if f.Len() > 0 {
 		m.drainMTLLocked(q)
 	}
-	if f.Len() == 0 {
+	if f.Len() == 0 && !m.inj.On(sim.FaultRxStall) { // fault.go: a stalled DMA takes nothing
 		switch m.dmaRxLocked(q, frame) {
 		case rxDone:
 			return true
@@ -78,7 +78,7 @@ func (m *Model) toMTLLocked(q int, frame []byte) bool {
 // descriptors.
 func (m *Model) drainMTLLocked(q int) {
 	f := m.rxFIFO[q]
-	if f == nil {
+	if f == nil || m.inj.On(sim.FaultRxStall) {
 		return
 	}
 	for {

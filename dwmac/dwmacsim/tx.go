@@ -3,6 +3,8 @@ package dwmacsim
 import (
 	"bytes"
 	"time"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Transmit path (databook "Transmit DMA"). A tail-pointer write (or ST, or TE
@@ -113,7 +115,12 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		m.mu.Lock()
 		ch := &m.ch[c]
 		r := &ch.tx
-		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 {
+		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 || m.inj.On(sim.FaultTxHang) || m.inj.On(sim.FaultRemoval) {
+			m.mu.Unlock()
+			return false
+		}
+		if m.inj.Take(sim.FaultBusError) { // fault.go: the descriptor fetch fails
+			m.dmaErrorLocked(c, true)
 			m.mu.Unlock()
 			return false
 		}

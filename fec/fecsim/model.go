@@ -157,13 +157,14 @@ type Model struct {
 	closed atomic.Bool // set once by Close
 
 	mu        sync.Mutex
-	wire      sim.Wire    // guarded by mu: where transmitted frames go
-	rxFIFO    *sim.RxFIFO // guarded by mu: the receive FIFO (rxfifo.go), made when first used
-	gen       uint64      // bumps at every reset and ETHEREN clear
-	rxScratch []byte      // one RX frame with pad and FCS; guarded by mu
-	mdioBusy  bool        // an MDIO frame is being clocked out; guarded by mu
-	mdioFrame uint32      // the MMFR value of that frame; guarded by mu
-	resetting bool        // ECR.RESET in progress; guarded by mu
+	wire      sim.Wire      // guarded by mu: where transmitted frames go
+	rxFIFO    *sim.RxFIFO   // guarded by mu: the receive FIFO (rxfifo.go), made when first used
+	inj       *sim.Injector // immutable: injected faults (fault.go)
+	gen       uint64        // bumps at every reset and ETHEREN clear
+	rxScratch []byte        // one RX frame with pad and FCS; guarded by mu
+	mdioBusy  bool          // an MDIO frame is being clocked out; guarded by mu
+	mdioFrame uint32        // the MMFR value of that frame; guarded by mu
+	resetting bool          // ECR.RESET in progress; guarded by mu
 
 	eir, eimr          uint32
 	linePend           [4]uint32 // pending-and-enabled bits last signalled, per line
@@ -243,6 +244,8 @@ func New(cfg Config) (*Model, error) {
 	m.wire.SetLineRate(m.phy.Link) // sim/linerate.go: frames at the negotiated speed
 	m.wire.SetTxFIFO(txFIFOBytes)
 	m.sd = sim.NewDevice(sim.DeviceConfig{Name: cfg.Name, BARSize: WindowSize, MSIXVectors: info.lines}, m.mem, m)
+	m.inj = new(sim.Injector)
+	m.sd.SetInjector(m.inj, m.phy)                                                      // fault.go
 	m.dev = &Device{PlatformDevice: sim.NewPlatformDevice(m.sd, info.compatible), m: m} // DMA always on
 	m.txScratch = make([]byte, maxFrameModel+8)
 	m.rxScratch = make([]byte, maxFrameModel+8)
@@ -330,6 +333,7 @@ func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f)
 func (m *Model) Close() error {
 	m.Attach(nil)
 	m.closed.Store(true)
+	m.inj.Close()
 	m.sched.Close()
 	m.stopCoalescers()
 	return m.sd.Close()
@@ -350,7 +354,8 @@ func (m *Model) resetLocked() {
 	if m.rxFIFO != nil {
 		m.rxFIFO.Flush() // a reset empties the receive FIFO
 	}
-	m.mdioBusy = false // a frame being clocked out is cut off
+	m.inj.DeviceReset() // a reset ends a hang, a stall, a dead PHY (fault.go)
+	m.mdioBusy = false  // a frame being clocked out is cut off
 	m.resetting = false
 	m.eir, m.eimr = 0, 0
 	m.linePend = [4]uint32{}

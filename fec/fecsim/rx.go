@@ -3,6 +3,8 @@ package fecsim
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Receive path (RM "Receive buffer descriptors"; fec_main.c fec_enet_rx_queue).
@@ -73,7 +75,7 @@ func (m *Model) speedMismatchLocked() (mac, phy int, bad bool) {
 }
 
 func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
-	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || (!loop && !m.phy.LinkUp()) {
+	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || (!loop && !m.phy.LinkUp()) || m.inj.On(sim.FaultRemoval) {
 		m.cnt.RxOff++
 		return false
 	}
@@ -221,6 +223,9 @@ func (m *Model) dmaRxLocked(frame []byte) rxOutcome {
 		if last {
 			length = uint16(len(data))
 			nsc |= rxL | flags
+			if m.inj.Take(sim.FaultDescError) { // fault.go
+				nsc |= rxCR
+			}
 		}
 		raise := true
 		if ext {

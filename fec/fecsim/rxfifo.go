@@ -40,7 +40,7 @@ func (m *Model) toFIFOLocked(frame []byte) bool {
 	if m.rxFIFO.Len() > 0 {
 		m.drainRxFIFOLocked()
 	}
-	if m.rxFIFO.Len() == 0 {
+	if m.rxFIFO.Len() == 0 && !m.inj.On(sim.FaultRxStall) { // fault.go: a stalled DMA takes nothing
 		switch m.dmaRxLocked(frame) {
 		case rxDone:
 			return true
@@ -59,7 +59,7 @@ func (m *Model) toFIFOLocked(frame []byte) bool {
 // drainRxFIFOLocked moves waiting frames to their rings while they have empty
 // BDs.
 func (m *Model) drainRxFIFOLocked() {
-	if m.rxFIFO == nil {
+	if m.rxFIFO == nil || m.inj.On(sim.FaultRxStall) {
 		return
 	}
 	for {

@@ -121,6 +121,9 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || !r.tdar || m.tcr&tcrGTS != 0 || r.txHung || r.txClearing {
 		return nil, nil, false, false, false
 	}
+	if m.txFaultLocked() { // fault.go
+		return nil, nil, false, false, false
+	}
 	ext := m.ecr&ecrEN1588 != 0
 	le := m.ecr&ecrDBSWP != 0
 	size := uint32(bdSizeLeg)

@@ -2,6 +2,8 @@ package igbsim
 
 import (
 	"hash/crc32"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Receive path (82576 datasheet 7.1). A frame arriving from the wire (Inject, or
@@ -87,7 +89,7 @@ func (m *Model) InjectBadFCS(frame []byte) {
 }
 
 func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
-	if m.closed || m.rctl&rctlEN == 0 || !m.linkUpLocked() {
+	if m.closed || m.rctl&rctlEN == 0 || !m.linkUpLocked() || m.inj.On(sim.FaultRemoval) {
 		m.cnt.RxNoLink++
 		return false
 	}
@@ -237,6 +239,9 @@ func (m *Model) dmaRxLocked(frame []byte, rv *rxRingViews) (rxOutcome, int) {
 		var tag uint16
 		if i == ndesc-1 {
 			status |= rxStatEOP
+			if m.inj.Take(sim.FaultDescError) { // fault.go
+				status |= rxErrRXE
+			}
 			if strip {
 				status |= rxStatVP
 				tag = vlanTCI

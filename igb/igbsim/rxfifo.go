@@ -62,7 +62,7 @@ func (m *Model) toFIFOLocked(frame []byte, rv *rxRingViews) bool {
 	if m.fifo.Len() > 0 {
 		m.drainRxFIFOLocked(rv)
 	}
-	if m.fifo.Len() == 0 {
+	if m.fifo.Len() == 0 && !m.inj.On(sim.FaultRxStall) { // fault.go: a stalled DMA takes nothing
 		out, q := m.dmaRxLocked(frame, rv)
 		switch out {
 		case rxDone:
@@ -97,7 +97,7 @@ func (m *Model) dropEnLocked(q int) {
 // queue now has DROP_EN set and no descriptors is dropped as it would have
 // been on arrival.
 func (m *Model) drainRxFIFOLocked(rv *rxRingViews) {
-	if m.fifo == nil {
+	if m.fifo == nil || m.inj.On(sim.FaultRxStall) {
 		return
 	}
 	for {

@@ -82,7 +82,7 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 	for {
 		m.mu.Lock()
 		x := &m.tx[q]
-		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 {
+		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 || m.txStoppedLocked() {
 			m.mu.Unlock()
 			return false
 		}

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A removed device stops its port with an error naming it, within the
+// health check's tick, while the other port runs on and keeps its books;
+// bad --sim-fault values are usage errors; xnic help lists the kinds.
+func TestRunSimFaultRemoval(t *testing.T) {
+	o := &dpRunOptions{sim: "igb:2", prog: examplePath(t, "xdp_drop_count"), queues: 1, interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, workers: -1}
+	if err := o.faults.Set("removal@100ms"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"igbsim0 stopped: igb igbsim0: PCIe link lost", "igbsim0: fault removal@100ms", "igbsim1: offered"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "igbsim1 stopped") {
+		t.Errorf("the other port stopped too:\n%s", s)
+	}
+	m := accountingLine.FindAllStringSubmatch(s, -1)
+	if len(m) != 1 {
+		t.Fatalf("want igbsim1's equation alone:\n%s", s)
+	}
+	if offered, rx, drops := atoiGrouped(t, m[0][1]), atoiGrouped(t, m[0][2]), atoiGrouped(t, m[0][3]); offered != rx+drops || rx == 0 {
+		t.Errorf("igbsim1: offered %d, received %d, dropped %d", offered, rx, drops)
+	}
+	if strings.Contains(errOut.String(), "recorded faults") {
+		t.Errorf("the removed model recorded faults (a removed device is not a driver's misuse): %s", errOut.String())
+	}
+
+	var f faultFlags
+	for _, bad := range []string{"hang@1s", "tx-hang", "removal@1s:1s"} {
+		if _, err := parseInterspersed(newFlagsWithFault(&f), []string{"--sim-fault", bad}); !errors.Is(err, errUsage) {
+			t.Errorf("--sim-fault %s: %v", bad, err)
+		}
+	}
+	var help bytes.Buffer
+	printHelp(&help)
+	for _, k := range []string{"tx-hang", "rx-stall", "bus-error", "removal", "link-down", "phy-dead", "irq-lost", "irq-storm", "desc-error"} {
+		if !strings.Contains(help.String(), "  "+k+" ") {
+			t.Errorf("xnic help lacks %s", k)
+		}
+	}
+}
+
+func newFlagsWithFault(f *faultFlags) *flag.FlagSet {
+	fs := newFlags("test", &bytes.Buffer{})
+	fs.Var(f, "sim-fault", simFaultHelp)
+	return fs
+}
