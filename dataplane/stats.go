@@ -148,8 +148,15 @@ type PortStats struct {
 	// before a receive buffer, each frame in one (nic.RxDropCounters).
 	RxDropNames []string `json:"-"`
 	// Gone is why the port stopped: its device is gone (nic.HealthChecker).
-	Gone      string `json:"gone,omitempty"`
-	LastFault string `json:"last_fault,omitempty"`
+	Gone string `json:"gone,omitempty"`
+	// TxTimeouts counts hung TX queues found, Resets the port resets that
+	// followed, RecoveryLost the frames on TX rings those resets dropped;
+	// LastRecovery says what the last one was (recover.go).
+	TxTimeouts   uint64 `json:"tx_timeouts"`
+	Resets       uint64 `json:"resets"`
+	RecoveryLost uint64 `json:"recovery_lost"`
+	LastRecovery string `json:"last_recovery,omitempty"`
+	LastFault    string `json:"last_fault,omitempty"`
 	// LinkRestarts counts MAC restarts for a new link speed or duplex
 	// (nic.LinkAdjuster ports).
 	LinkRestarts uint64 `json:"link_restarts,omitempty"`

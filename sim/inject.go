@@ -301,28 +301,32 @@ func (in *Injector) Take(k FaultKind) bool {
 
 // DeviceReset ends the faults a reset clears: a hung TX engine, a stalled RX
 // DMA, a dead PHY (its reset line). Removal and link faults are not the
-// device's to clear. Call it from the model's reset, without its lock.
-func (in *Injector) DeviceReset() {
+// device's to clear. Call it from the model's reset.
+func (in *Injector) DeviceReset() { in.Clear(FaultTxHang, FaultRxStall, FaultPHYDead) }
+
+// Clear ends the faults of the given kinds that are on, as a reset of the
+// part that hung does (a model whose DMA engines restart when the MAC is
+// disabled clears the hang and the stall there).
+func (in *Injector) Clear(kinds ...FaultKind) {
 	if in == nil || !in.any.Load() {
 		return
 	}
 	in.mu.Lock()
 	var idx []int
+	var ks []FaultKind
 	for i, ev := range in.events {
-		switch ev.Spec.Kind {
-		case FaultTxHang, FaultRxStall, FaultPHYDead:
-			if ev.End.IsZero() {
-				idx = append(idx, i)
+		if !ev.End.IsZero() {
+			continue
+		}
+		for _, k := range kinds {
+			if ev.Spec.Kind == k {
+				idx, ks = append(idx, i), append(ks, k)
 			}
 		}
 	}
-	kinds := make([]FaultKind, len(idx))
-	for j, i := range idx {
-		kinds[j] = in.events[i].Spec.Kind
-	}
 	in.mu.Unlock()
 	for j, i := range idx {
-		in.end(kinds[j], i, true)
+		in.end(ks[j], i, true)
 	}
 }
 

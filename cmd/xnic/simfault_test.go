@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -65,3 +66,38 @@ func newFlagsWithFault(f *faultFlags) *flag.FlagSet {
 	fs.Var(f, "sim-fault", simFaultHelp)
 	return fs
 }
+
+// A hung fec transmitter is found within the TX timeout (1 s) plus a monitor
+// tick and the port reset as fec_enet_timeout_work does; traffic resumes,
+// every buffer is back in its pool at the end.
+func TestRunSimFaultTxHangRecovers(t *testing.T) {
+	o := &dpRunOptions{sim: "fec", prog: examplePath(t, "xdp_macswap_tx"), queues: 1, interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, peerRate: 100000, workers: -1}
+	if err := o.faults.Set("tx-hang@100ms"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	if !strings.Contains(s, "fecsim0 recoveries: tx_timeouts 1, resets 1") {
+		t.Fatalf("no recovery in the summary:\n%s", s)
+	}
+	m := regexp.MustCompile(`fault tx-hang@100ms: cleared by a device reset after ([0-9.]+m?s)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("the hang was not cleared by a reset:\n%s", s)
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d > dataplaneTxTimeoutBound {
+		t.Errorf("hang to reset took %s, want at most %v", m[1], dataplaneTxTimeoutBound)
+	}
+	if strings.Contains(errOut.String(), "xnic: fecsim0") || strings.Contains(errOut.String(), "xnic: closing") {
+		t.Errorf("closing the port (buffers not back in their pools?): %s", errOut.String())
+	}
+}
+
+// dataplaneTxTimeoutBound is the TX timeout, a monitor tick and slack for a
+// loaded machine.
+const dataplaneTxTimeoutBound = 1500 * time.Millisecond

@@ -41,11 +41,27 @@ type rxHolder interface{ RxHeld() int }
 
 // settleOffered waits (at most limit) until what each simulated port's link
 // partner offered is accounted for: every frame received by the dataplane or
-// dropped by the device, none waiting in a FIFO or a ring.
+// dropped by the device, none waiting in a FIFO or a ring; or until nothing
+// has moved for 300 ms (frames lost in a reset or to a removed device never
+// will).
 func settleOffered(e *dataplane.Engine, ports []*dpPort, limit time.Duration) {
 	deadline := time.Now().Add(limit)
+	var last uint64
+	still := 0
 	for time.Now().Before(deadline) {
 		s := e.Snapshot()
+		var sum uint64
+		for i := range s.Ports {
+			d, _ := dataplane.HardwareDrops(&s.Ports[i])
+			sum += s.Ports[i].Counters[dataplane.RxPackets] + d
+		}
+		if sum == last {
+			if still++; still >= 60 {
+				return
+			}
+		} else {
+			still, last = 0, sum
+		}
 		done := true
 		for i, p := range ports {
 			if p.partner == nil || i >= len(s.Ports) {
@@ -95,8 +111,11 @@ func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
 		dataplane.Group(float64(offered)), rel, dataplane.Group(float64(rx)), dataplane.Group(float64(drops)), detail)
 	if rel != "=" {
 		why := "the MAC filtered them, the link was down, or they were still in flight"
-		if ps.Gone != "" {
+		switch {
+		case ps.Gone != "":
 			why = "the device was gone"
+		case ps.Resets > 0:
+			why = fmt.Sprintf("lost while the port was reset %d times (its rings start over, a stopped MAC takes nothing)", ps.Resets)
 		}
 		fmt.Fprintf(w, "%s: %s frames neither received nor counted by the device: %s\n",
 			ps.Name, dataplane.Group(float64(int64(offered)-int64(rx+drops))), why)
