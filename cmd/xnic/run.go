@@ -29,6 +29,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/tap"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // `xnic run`: the main job. Ports (PCI devices through VFIO, i.MX8 platform
@@ -636,7 +637,10 @@ type dpPartner struct {
 	frames [][]byte // generator or pcap frames
 	// at is when each pcap frame was captured, from the first: the replay
 	// sends no frame before its time (nor faster than the wire carries it).
-	at     []time.Duration
+	at []time.Duration
+	// linkUp is the model's PHY link: a partner sends nothing while the
+	// link is down (nil: always up).
+	linkUp func() bool
 	loop   bool // repeat frames (generator) or send them once (pcap)
 	burst  int
 	rate   float64
@@ -658,6 +662,9 @@ func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*
 	kinds := strings.Split(o.peer, ",")
 	kind := kinds[min(i, len(kinds)-1)]
 	pt := &dpPartner{kind: kind, m: m, burst: max(o.peerBurst, 1), rate: o.peerRate}
+	if ph, ok := m.(interface{ PHY() *sim.PHY }); ok {
+		pt.linkUp = ph.PHY().LinkUp
+	}
 	switch {
 	case kind == "gen":
 		f := pktgen.DefaultFlow()
@@ -753,6 +760,14 @@ func (pt *dpPartner) generate() {
 		case <-pt.quit:
 			return
 		default:
+		}
+		if pt.linkUp != nil && !pt.linkUp() {
+			select { // no link, no wire: nothing to offer
+			case <-pt.quit:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			continue
 		}
 		burst = burst[:0]
 		done := false

@@ -1,6 +1,10 @@
 package dwmacsim
 
-import "time"
+import (
+	"time"
+
+	"github.com/xnic-dev/xnic/sim"
+)
 
 // DMA channels (databook "DMA channel registers"; stmmac dwmac4_dma.c and
 // dwmac4_lib.c for the order a driver programs them).
@@ -362,6 +366,9 @@ func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick 
 		return 0
 	}
 	was := ch.txCtrl & txcST
+	if was != 0 && val&txcST == 0 {
+		m.inj.Clear(sim.FaultTxHang) // fault.go: a stopped TX DMA starts over
+	}
 	if val&txcST != 0 && was == 0 && !m.checkStartLocked("TX", c, &ch.tx, off) {
 		val &^= txcST
 	}
@@ -382,6 +389,9 @@ func (m *Model) writeRxControlLocked(c int, ch *channel, off, val uint32) {
 		return
 	}
 	was := ch.rxCtrl & rxcSR
+	if was != 0 && val&rxcSR == 0 {
+		m.inj.Clear(sim.FaultRxStall) // fault.go: a stopped RX DMA starts over
+	}
 	if val&rxcSR != 0 && was == 0 {
 		bs := (val & rxcRBSZMask) >> 1
 		switch {

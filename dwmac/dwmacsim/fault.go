@@ -6,10 +6,11 @@ import "github.com/xnic-dev/xnic/sim"
 // "DMA_CH_Status", "Receive/Transmit DMA"):
 //
 //   - tx-hang: the TX DMA stops fetching: descriptors keep OWN, TI never
-//     comes (stmmac's tx timeout finds it); a software or function-level
-//     reset clears it;
+//     comes (stmmac's tx timeout finds it); stopping the channel (ST
+//     cleared, as stmmac_tx_err does) or a reset clears it;
 //   - rx-stall: the RX DMA stops: frames stay in the MTL FIFO, which
-//     overflows into OVFPKTCNT and MMC rx_fifo_overflow; a reset clears it;
+//     overflows into OVFPKTCNT and MMC rx_fifo_overflow; stopping the
+//     channel (SR cleared) or a reset clears it;
 //   - bus-error: the next TX descriptor fetch ends in a bus error: FBE with
 //     TEB (read), the channel's TX DMA stops until software restarts it, as
 //     stmmac's dma_interrupt and reset subtask handle;
