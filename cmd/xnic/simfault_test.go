@@ -67,11 +67,18 @@ func newFlagsWithFault(f *faultFlags) *flag.FlagSet {
 	return fs
 }
 
-// A hung fec transmitter is found within the TX timeout (1 s) plus a monitor
-// tick and the port reset as fec_enet_timeout_work does; traffic resumes,
-// every buffer is back in its pool at the end.
+// A hung transmitter is found within the TX timeout (1 s) plus a monitor
+// tick and the port reset as Linux's drivers do (igb_reset_task,
+// stmmac_tx_err, fec_enet_timeout_work); every buffer is back in its pool at
+// the end.
 func TestRunSimFaultTxHangRecovers(t *testing.T) {
-	o := &dpRunOptions{sim: "fec", prog: examplePath(t, "xdp_macswap_tx"), queues: 1, interval: time.Second,
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) { testTxHangRecovers(t, fam) })
+	}
+}
+
+func testTxHangRecovers(t *testing.T, fam string) {
+	o := &dpRunOptions{sim: fam, prog: examplePath(t, "xdp_macswap_tx"), queues: 1, interval: time.Second,
 		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, peerRate: 100000, workers: -1}
 	if err := o.faults.Set("tx-hang@100ms"); err != nil {
 		t.Fatal(err)
@@ -83,7 +90,8 @@ func TestRunSimFaultTxHangRecovers(t *testing.T) {
 		t.Fatalf("run: %v\n%s", err, errOut.String())
 	}
 	s := out.String()
-	if !strings.Contains(s, "fecsim0 recoveries: tx_timeouts 1, resets 1") {
+	port := fam + "sim0"
+	if !strings.Contains(s, port+" recoveries: tx_timeouts 1, resets 1") {
 		t.Fatalf("no recovery in the summary:\n%s", s)
 	}
 	m := regexp.MustCompile(`fault tx-hang@100ms: cleared by a device reset after ([0-9.]+m?s)`).FindStringSubmatch(s)
@@ -93,7 +101,7 @@ func TestRunSimFaultTxHangRecovers(t *testing.T) {
 	if d, err := time.ParseDuration(m[1]); err != nil || d > dataplaneTxTimeoutBound {
 		t.Errorf("hang to reset took %s, want at most %v", m[1], dataplaneTxTimeoutBound)
 	}
-	if strings.Contains(errOut.String(), "xnic: fecsim0") || strings.Contains(errOut.String(), "xnic: closing") {
+	if strings.Contains(errOut.String(), "xnic: "+port) || strings.Contains(errOut.String(), "xnic: closing") {
 		t.Errorf("closing the port (buffers not back in their pools?): %s", errOut.String())
 	}
 }

@@ -15,10 +15,12 @@ import (
 	"github.com/xnic-dev/xnic/sim"
 )
 
-// soakKinds are the faults each family recovers from (or reports) on its
-// own: igb has no port reset yet, so no TX hang or bus error for it.
+// soakKinds are the faults each family recovers from: all but removal (a
+// port that stops for good) and phy-dead (a link down until the PHY is
+// reset, which nothing here does); fec's bus error halts the MAC the way
+// a hang does and is left to the hang's test.
 var soakKinds = map[string][]sim.FaultKind{
-	"igb":   {sim.FaultLinkDown, sim.FaultIRQLost, sim.FaultIRQStorm, sim.FaultRxStall, sim.FaultDescError},
+	"igb":   {sim.FaultLinkDown, sim.FaultIRQLost, sim.FaultIRQStorm, sim.FaultRxStall, sim.FaultDescError, sim.FaultTxHang, sim.FaultBusError},
 	"dwmac": {sim.FaultLinkDown, sim.FaultIRQLost, sim.FaultIRQStorm, sim.FaultRxStall, sim.FaultDescError, sim.FaultTxHang, sim.FaultBusError},
 	"fec":   {sim.FaultLinkDown, sim.FaultIRQLost, sim.FaultIRQStorm, sim.FaultRxStall, sim.FaultDescError, sim.FaultTxHang},
 }
@@ -87,9 +89,10 @@ func TestSoakFaults(t *testing.T) {
 				t.Fatalf("nothing offered:\n%s", s)
 			}
 			lost := int64(offered) - int64(rx+drops+descErr)
-			// A reset loses at most the RX ring (256), the FIFO (under 1,000
-			// 64-byte frames) and what arrives while the MAC restarts.
-			if lost < 0 || lost > int64(resets)*2000 {
+			// A reset loses at most the RX ring (256), the FIFO (up to 910
+			// 64-byte frames, igb's 64 KB) and what arrives while the MAC is
+			// in reset (igb waits over 12 ms: 1,200 frames at 100,000/s).
+			if lost < 0 || lost > int64(resets)*5000 {
 				t.Errorf("offered %d, received %d, device drops %d, descriptor errors %d, resets %d: %d unaccounted\n%s",
 					offered, rx, drops, descErr, resets, lost, s)
 			}
