@@ -538,6 +538,11 @@ func (e *Engine) Snapshot() Snapshot {
 		if err := p.goneErr(); err != nil {
 			ps.Gone = err.Error()
 		}
+		if lp, ok := p.p.(nic.LinkProblemReporter); ok && !ps.Link.Up {
+			if err := lp.LinkProblem(); err != nil {
+				ps.LinkProblem = err.Error()
+			}
+		}
 		ps.TxTimeouts, ps.Resets, ps.RecoveryLost = p.txTimeouts.Load(), p.resets.Load(), p.recoveryLost.Load()
 		if ev := p.lastEvent.Load(); ev != nil {
 			ps.LastRecovery = *ev

@@ -108,6 +108,7 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 		DeviceDropsBy map[string]uint64 `json:"device_drops_by,omitempty"`
 		LastFault     string            `json:"last_fault,omitempty"`
 		Gone          string            `json:"gone,omitempty"`
+		LinkProblem   string            `json:"link_problem,omitempty"`
 		TxTimeouts    uint64            `json:"tx_timeouts"`
 		Resets        uint64            `json:"resets"`
 		RecoveryLost  uint64            `json:"recovery_lost"`
@@ -120,7 +121,7 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 	}{Time: s.Time, Workers: s.Workers, XSKs: s.XSKs}
 	for i := range s.Ports {
 		ps := &s.Ports[i]
-		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault, Gone: ps.Gone,
+		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault, Gone: ps.Gone, LinkProblem: ps.LinkProblem,
 			TxTimeouts: ps.TxTimeouts, Resets: ps.Resets, RecoveryLost: ps.RecoveryLost}
 		if len(ps.Queues) > 1 {
 			for _, q := range ps.Queues {
@@ -215,6 +216,9 @@ func FormatSummary(w io.Writer, s *Snapshot) {
 		}
 		if p.Gone != "" {
 			fmt.Fprintf(w, "%s stopped: %s\n", p.Name, p.Gone)
+		}
+		if p.LinkProblem != "" {
+			fmt.Fprintf(w, "%s link down: %s\n", p.Name, p.LinkProblem)
 		}
 		if p.TxTimeouts != 0 || p.Resets != 0 {
 			fmt.Fprintf(w, "%s recoveries: tx_timeouts %d, resets %d, frames lost in resets %d; last: %s\n",

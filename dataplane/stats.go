@@ -156,7 +156,10 @@ type PortStats struct {
 	Resets       uint64 `json:"resets"`
 	RecoveryLost uint64 `json:"recovery_lost"`
 	LastRecovery string `json:"last_recovery,omitempty"`
-	LastFault    string `json:"last_fault,omitempty"`
+	// LinkProblem is why the link is down when the driver knows (a PHY
+	// that does not answer MDIO: nic.LinkProblemReporter).
+	LinkProblem string `json:"link_problem,omitempty"`
+	LastFault   string `json:"last_fault,omitempty"`
 	// LinkRestarts counts MAC restarts for a new link speed or duplex
 	// (nic.LinkAdjuster ports).
 	LinkRestarts uint64 `json:"link_restarts,omitempty"`

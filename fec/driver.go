@@ -185,6 +185,7 @@ type Port struct {
 	mscr    uint32   // immutable
 	lineBDs int      // descriptors per cache line, 1 when coherent; immutable
 	phyAddr int      // immutable
+	linkErr error    // the last PHY read error Link met (LinkProblem); guarded by ctl
 
 	uncachedRings bool // the rings come from AllocUncached (ringmem.go); immutable
 
@@ -569,6 +570,7 @@ func (p *Port) Link() nic.LinkState {
 		return nic.LinkState{}
 	}
 	l, err := p.phyLink()
+	p.linkErr = err
 	if err != nil {
 		return nic.LinkState{}
 	}

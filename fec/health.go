@@ -14,3 +14,14 @@ func (p *Port) Health() error {
 	}
 	return nil
 }
+
+// LinkProblem implements nic.LinkProblemReporter: why the last Link found
+// no link, when the PHY could not be read (a PHY that does not answer MDIO).
+func (p *Port) LinkProblem() error {
+	p.ctl.Lock()
+	defer p.ctl.Unlock()
+	if p.linkErr == nil {
+		return nil
+	}
+	return fmt.Errorf("fec %s: %w", p.name, p.linkErr)
+}
