@@ -261,7 +261,7 @@ loop:
 	drops1, _ := dataplane.HardwareDrops(&s.Ports[0])
 	res.DeviceDrops = drops1 - drops0
 	res.LinePPS = sim.LineRatePPS(len(p0.partner.frames[0]), portMbps(p0))
-	res.Limit = wireLimit(float64(res.Offered)/el.Seconds(), float64(c[dataplane.RxPackets])/el.Seconds(), res.LinePPS, res.DeviceDrops) // wirerate.go
+	res.Limit = wireLimit(res.Offered, el.Seconds(), c[dataplane.RxPackets], res.LinePPS, res.DeviceDrops) // wirerate.go
 	res.Rx = c[dataplane.RxPackets]
 	res.Aborted = c[dataplane.RxXDPAborted]
 	switch ph.verdict {

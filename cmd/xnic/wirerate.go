@@ -124,17 +124,21 @@ func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
 
 // wireLimit says what set a phase's receive rate: the wire when port 0 took
 // frames at line rate (97% of it or more, the rest being the generator's
-// start and stop), the dataplane when the device dropped frames (its FIFO
-// overflowed: the poll loop did not keep up), else the link partner (the
-// generator could not fill the wire on this machine).
-func wireLimit(offeredPPS, rxPPS, linePPS float64, dropped uint64) string {
+// start and stop), the dataplane when the device dropped 1% or more of the
+// offered frames (its FIFO overflowed: the poll loop did not keep up), else
+// the link partner (the generator could not fill the wire on this machine).
+func wireLimit(offered uint64, seconds float64, rx uint64, linePPS float64, dropped uint64) string {
 	switch {
-	case rxPPS >= 0.97*linePPS:
+	case seconds > 0 && float64(rx)/seconds >= 0.97*linePPS:
 		return "wire"
-	case dropped > 0:
+	case offered > 0 && dropped*100 >= offered:
 		return fmt.Sprintf("dataplane (the device dropped %s: its FIFO overflowed)", dataplane.Group(float64(dropped)))
 	}
-	return fmt.Sprintf("partner (offered %.0f%% of line rate)", 100*offeredPPS/linePPS)
+	pct := 0.0
+	if seconds > 0 && linePPS > 0 {
+		pct = 100 * float64(offered) / seconds / linePPS
+	}
+	return fmt.Sprintf("partner (offered %.0f%% of line rate)", pct)
 }
 
 // sendPaced is pktgen.Send at most rate frames a second (0: as fast as the

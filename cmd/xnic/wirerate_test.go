@@ -96,3 +96,21 @@ func TestPktgenAtMostLineRate(t *testing.T) {
 		}
 	}
 }
+
+// What set a phase's figure: the wire at 97% of line rate or more, else the
+// dataplane when the device dropped 1% or more, else the partner.
+func TestWireLimit(t *testing.T) {
+	line := sim.LineRatePPS(60, 1000)
+	for _, c := range []struct {
+		offered, rx, dropped uint64
+		want                 string
+	}{
+		{1488095, 1450000, 38095, "wire"},
+		{1488095, 1000000, 488095, "dataplane (the device dropped 488,095: its FIFO overflowed)"},
+		{600000, 599900, 100, "partner (offered 40% of line rate)"},
+	} {
+		if got := wireLimit(c.offered, 1, c.rx, line, c.dropped); got != c.want {
+			t.Errorf("offered %d rx %d dropped %d: %q, want %q", c.offered, c.rx, c.dropped, got, c.want)
+		}
+	}
+}
