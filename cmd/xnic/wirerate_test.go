@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -111,6 +112,43 @@ func TestWireLimit(t *testing.T) {
 	} {
 		if got := wireLimit(c.offered, 1, c.rx, line, c.dropped); got != c.want {
 			t.Errorf("offered %d rx %d dropped %d: %q, want %q", c.offered, c.rx, c.dropped, got, c.want)
+		}
+	}
+}
+
+// stampModel records when each frame arrived (a simModel for the partner).
+type stampModel struct {
+	simModel
+	mu sync.Mutex
+	at []time.Time
+}
+
+func (m *stampModel) InjectBurst(frames [][]byte) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for range frames {
+		m.at = append(m.at, time.Now())
+	}
+	return len(frames)
+}
+
+// A pcap replay sends no frame before its capture time (here 0, 60 and 120
+// ms after the first), however fast the wire.
+func TestPcapReplayKeepsCaptureTimes(t *testing.T) {
+	m := &stampModel{}
+	frame := make([]byte, 60)
+	pt := &dpPartner{kind: "pcap", m: m, frames: [][]byte{frame, frame, frame}, burst: 64,
+		at: []time.Duration{0, 60 * time.Millisecond, 120 * time.Millisecond}}
+	pt.quit = make(chan struct{})
+	pt.wg.Add(1)
+	start := time.Now()
+	pt.generate()
+	if len(m.at) != 3 {
+		t.Fatalf("%d frames sent", len(m.at))
+	}
+	for i, want := range pt.at {
+		if got := m.at[i].Sub(start); got < want {
+			t.Errorf("frame %d sent %v after the start, before its capture time %v", i, got, want)
 		}
 	}
 }
