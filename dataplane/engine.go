@@ -152,6 +152,7 @@ type port struct {
 	txTimeouts   atomic.Uint64
 	resets       atomic.Uint64
 	recoveryLost atomic.Uint64          // frames on TX rings a reset dropped
+	resetTime    atomic.Int64           // ns the port's queues were parked for resets
 	lastEvent    atomic.Pointer[string] // the last recovery, in words
 }
 
@@ -544,6 +545,7 @@ func (e *Engine) Snapshot() Snapshot {
 			}
 		}
 		ps.TxTimeouts, ps.Resets, ps.RecoveryLost = p.txTimeouts.Load(), p.resets.Load(), p.recoveryLost.Load()
+		ps.ResetTime = time.Duration(p.resetTime.Load())
 		if ev := p.lastEvent.Load(); ev != nil {
 			ps.LastRecovery = *ev
 		}

@@ -64,6 +64,8 @@ func (e *Engine) resetPort(p *port, reason string) {
 	}
 	var err error
 	var lost int
+	start := time.Now()
+	defer func() { p.resetTime.Add(int64(time.Since(start))) }()
 	e.withParked(p, "a reset", func() {
 		for _, t := range p.txqs {
 			lost += max(t.outstanding, 0)

@@ -221,8 +221,8 @@ func FormatSummary(w io.Writer, s *Snapshot) {
 			fmt.Fprintf(w, "%s link down: %s\n", p.Name, p.LinkProblem)
 		}
 		if p.TxTimeouts != 0 || p.Resets != 0 {
-			fmt.Fprintf(w, "%s recoveries: tx_timeouts %d, resets %d, frames lost in resets %d; last: %s\n",
-				p.Name, p.TxTimeouts, p.Resets, p.RecoveryLost, p.LastRecovery)
+			fmt.Fprintf(w, "%s recoveries: tx_timeouts %d, resets %d (stopped %v in all), frames lost in resets %d; last: %s\n",
+				p.Name, p.TxTimeouts, p.Resets, p.ResetTime.Round(time.Microsecond), p.RecoveryLost, p.LastRecovery)
 		}
 	}
 }

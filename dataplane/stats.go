@@ -156,6 +156,9 @@ type PortStats struct {
 	Resets       uint64 `json:"resets"`
 	RecoveryLost uint64 `json:"recovery_lost"`
 	LastRecovery string `json:"last_recovery,omitempty"`
+	// ResetTime is how long the port was stopped for its resets, in total:
+	// frames that arrived meanwhile are lost (its MAC was in reset).
+	ResetTime time.Duration `json:"reset_ns,omitempty"`
 	// LinkProblem is why the link is down when the driver knows (a PHY
 	// that does not answer MDIO: nic.LinkProblemReporter).
 	LinkProblem string `json:"link_problem,omitempty"`

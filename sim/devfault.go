@@ -5,8 +5,9 @@ import "runtime"
 // Device-level faults (inject.go): the ones every model shows the same way.
 //
 //   - removal: the function is gone from the bus; every register read
-//     completes with all ones (a master abort) and writes are dropped; bus
-//     mastering stops, so the model's DMA fails;
+//     completes with all ones (a master abort) and writes are dropped; the
+//     models start no DMA once it is on (Removed), so no access of theirs
+//     faults (one already under way when the device went completes);
 //   - irq-lost: an MSI-X message the device sends never arrives;
 //   - irq-storm: every enabled vector fires continuously;
 //   - link-down and phy-dead: the PHY loses its partner, or stops answering.
@@ -32,8 +33,6 @@ func (d *Device) Removed() bool { return d.inj.Load().On(FaultRemoval) }
 
 func (d *Device) faultStart(k FaultKind, phy *PHY) {
 	switch k {
-	case FaultRemoval:
-		d.mem.SetDMAEnabled(false)
 	case FaultIRQStorm:
 		go d.storm()
 	case FaultLinkDown:

@@ -57,8 +57,9 @@ type dpRunOptions struct {
 	platforms        dpMapFlags // --platform, repeatable
 	prog, sec        string
 	queues           int
-	simAsync         bool       // --sim-async
-	faults           faultFlags // --sim-fault (simfault.go)
+	simAsync         bool          // --sim-async
+	faults           faultFlags    // --sim-fault (simfault.go)
+	txTimeout        time.Duration // dataplane.Config.TxTimeout (tests; 0: its default)
 	ring             int
 	rxRing, txRing   int // --rx-ring, --tx-ring
 	rxUsecs          int // --rx-usecs
@@ -179,7 +180,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 			}
 		}
 	}
-	cfg := dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy}
+	cfg := dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy, TxTimeout: o.txTimeout}
 	if o.cpus != "" {
 		if cfg.CPUs, err = dpParseCPUs(o.cpus); err != nil {
 			return usageErrorf("--cpus: %v", err)

@@ -67,8 +67,8 @@ func newFlagsWithFault(f *faultFlags) *flag.FlagSet {
 	return fs
 }
 
-// A hung transmitter is found within the TX timeout (1 s) plus a monitor
-// tick and the port reset as Linux's drivers do (igb_reset_task,
+// A hung transmitter is found within the TX timeout plus a monitor tick and
+// the port reset as Linux's drivers do (igb_reset_task,
 // stmmac_tx_err, fec_enet_timeout_work); every buffer is back in its pool at
 // the end.
 func TestRunSimFaultTxHangRecovers(t *testing.T) {
@@ -79,11 +79,12 @@ func TestRunSimFaultTxHangRecovers(t *testing.T) {
 
 func testTxHangRecovers(t *testing.T, fam string) {
 	o := &dpRunOptions{sim: fam, prog: examplePath(t, "xdp_macswap_tx"), queues: 1, interval: time.Second,
-		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, peerRate: 100000, workers: -1}
+		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, peerRate: 100000, workers: -1,
+		txTimeout: testTxTimeout}
 	if err := o.faults.Set("tx-hang@100ms"); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
 	defer cancel()
 	var out, errOut bytes.Buffer
 	if err := dpRun(ctx, o, &out, &errOut); err != nil {
@@ -91,8 +92,11 @@ func testTxHangRecovers(t *testing.T, fam string) {
 	}
 	s := out.String()
 	port := fam + "sim0"
-	if !strings.Contains(s, port+" recoveries: tx_timeouts 1, resets 1") {
-		t.Fatalf("no recovery in the summary:\n%s", s)
+	// One hang, one reset (a loaded machine may find a second one while the
+	// port renegotiates its link: each timeout must have had its reset).
+	rec := regexp.MustCompile(port + ` recoveries: tx_timeouts (\d+), resets (\d+)`).FindStringSubmatch(s)
+	if rec == nil || rec[1] == "0" || rec[1] != rec[2] {
+		t.Fatalf("no recovery, or a timeout without its reset, in the summary:\n%s", s)
 	}
 	m := regexp.MustCompile(`fault tx-hang@100ms: cleared by a device reset after ([0-9.]+m?s)`).FindStringSubmatch(s)
 	if m == nil {
@@ -106,6 +110,10 @@ func testTxHangRecovers(t *testing.T, fam string) {
 	}
 }
 
-// dataplaneTxTimeoutBound is the TX timeout, a monitor tick and slack for a
-// loaded machine.
-const dataplaneTxTimeoutBound = 1500 * time.Millisecond
+// testTxTimeout is the TX timeout of the recovery tests (the default is 1 s,
+// igb's); dataplaneTxTimeoutBound is it, a monitor tick, the parking and
+// slack for a loaded machine.
+const (
+	testTxTimeout           = 200 * time.Millisecond
+	dataplaneTxTimeoutBound = 800 * time.Millisecond
+)
