@@ -30,7 +30,20 @@
 //
 // When a poll finds its ring empty the goroutine re-arms the queue's interrupt,
 // polls once more (so a frame that arrived in between is not stranded) and sleeps
-// on the interrupt with a timeout, unless BusyPoll is set.
+// on the interrupt with a timeout, unless BusyPoll is set. The timeout
+// (IdleTimeout, 10 ms) bounds what a lost interrupt costs; an interrupt storm
+// only wakes a goroutine that finds nothing and sleeps again.
+//
+// # Bad days
+//
+// A link monitor goroutine looks at every port each 100 ms: it stops a port
+// whose device is gone (nic.HealthChecker: registers reading all ones),
+// parking its poll goroutines until Stop while the other ports run on
+// (health.go); it finds TX queues with no completion for TxTimeout and resets
+// their port with its queues parked (nic.Resetter), counting tx_timeouts,
+// resets and the frames the reset lost (recover.go); it follows link changes
+// (linkadjust.go). The device's own drops are the counters its driver names
+// (nic.RxDropCounters), each dropped frame in one (HardwareDrops).
 //
 // # Buffers
 //

@@ -78,6 +78,10 @@ type Config struct {
 	CPUWorkers int
 	// CPURing bounds each worker's ring (2048 when 0); an entry's qsize lowers it.
 	CPURing int
+	// TxTimeout is how long a TX queue may hold frames without a completion
+	// before it counts as hung and its port is reset (recover.go;
+	// DefaultTxTimeout when 0).
+	TxTimeout time.Duration
 	// CPUMapProgram returns the program attached to a cpumap entry, from the
 	// program id or fd in its value (struct bpf_cpumap_val.bpf_prog). nil, or a
 	// nil Program, means none: the worker passes frames to the stack.
@@ -105,12 +109,14 @@ func (c *Config) NumSlots() int {
 
 // Engine runs a program on ports. Its methods are safe for concurrent use.
 type Engine struct {
-	cfg     Config
-	budget  int
-	idle    time.Duration
-	ports   []*port
-	pollers []*poller
-	workers []*worker
+	cfg    Config
+	budget int
+	idle   time.Duration
+	// txTimeout is Config.TxTimeout or its default.
+	txTimeout time.Duration
+	ports     []*port
+	pollers   []*poller
+	workers   []*worker
 
 	mu      sync.Mutex // guards state, err, xsks
 	state   int        // 0 new, 1 running, 2 stopped
@@ -144,6 +150,13 @@ type port struct {
 	resume       atomic.Pointer[chan struct{}]
 	parked       chan struct{} // capacity len(pollers)
 	linkRestarts atomic.Uint64
+	gone         atomic.Pointer[error] // the device is gone (health.go); nil while it is there
+	// Recoveries (recover.go).
+	txTimeouts   atomic.Uint64
+	resets       atomic.Uint64
+	recoveryLost atomic.Uint64          // frames on TX rings a reset dropped
+	resetTime    atomic.Int64           // ns the port's queues were parked for resets
+	lastEvent    atomic.Pointer[string] // the last recovery, in words
 }
 
 type faultRecord struct {
@@ -158,6 +171,9 @@ type txq struct {
 	q           nic.TxQueue
 	ctr         Counters // tx-side counters; guarded by mu
 	outstanding int      // buffers on the ring not yet reclaimed; guarded by mu
+	completed   uint64   // buffers reclaimed ever; guarded by mu
+	seen        uint64   // completed at the last hang check (recover.go); guarded by mu
+	stalled     int      // hang checks in a row without a completion; guarded by mu
 	pub         published
 }
 
@@ -176,7 +192,10 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Program == nil {
 		return nil, fmt.Errorf("%w: no program", ErrConfig)
 	}
-	e := &Engine{cfg: cfg, budget: cfg.Budget, idle: cfg.IdleTimeout, done: make(chan struct{})}
+	e := &Engine{cfg: cfg, budget: cfg.Budget, idle: cfg.IdleTimeout, txTimeout: cfg.TxTimeout, done: make(chan struct{})}
+	if e.txTimeout <= 0 {
+		e.txTimeout = DefaultTxTimeout
+	}
 	if e.budget <= 0 {
 		e.budget = DefaultBudget
 	}
@@ -407,13 +426,15 @@ func (e *Engine) RefreshLinks() {
 
 func (e *Engine) linkMonitor() {
 	defer e.wg.Done()
-	t := time.NewTicker(100 * time.Millisecond)
+	t := time.NewTicker(monitorTick)
 	defer t.Stop()
 	for {
 		select {
 		case <-e.done:
 			return
 		case <-t.C:
+			e.checkHealth()  // health.go
+			e.checkTxHangs() // recover.go
 			e.followLinks()
 			e.RefreshLinks()
 		}
@@ -435,7 +456,9 @@ func (t *txq) send(bufs []*dma.Buf) int {
 // lengths of bufs (the poll loop counts them as it queues XDP_TX frames).
 func (t *txq) sendBytes(bufs []*dma.Buf, bytes uint64) int {
 	if t.outstanding > 0 {
-		t.outstanding -= t.q.Reclaim()
+		n := t.q.Reclaim()
+		t.outstanding -= n
+		t.completed += uint64(n)
 	}
 	n := t.q.Send(bufs)
 	t.outstanding += n
@@ -460,7 +483,9 @@ func (t *txq) sendBytes(bufs []*dma.Buf, bytes uint64) int {
 // reclaim hands completed buffers back; the caller holds t.mu.
 func (t *txq) reclaim() {
 	if t.outstanding > 0 {
-		t.outstanding -= t.q.Reclaim()
+		n := t.q.Reclaim()
+		t.outstanding -= n
+		t.completed += uint64(n)
 	}
 }
 
@@ -521,6 +546,22 @@ func (e *Engine) Snapshot() Snapshot {
 	s := Snapshot{Time: time.Now()}
 	for _, p := range e.ports {
 		ps := PortStats{Name: p.p.Name(), Ifindex: p.ifindex, Link: p.p.Link(), Hardware: p.p.Stats(), LinkRestarts: p.linkRestarts.Load()}
+		if d, ok := p.p.(nic.RxDropCounters); ok {
+			ps.RxDropNames = d.RxDropCounters()
+		}
+		if err := p.goneErr(); err != nil {
+			ps.Gone = err.Error()
+		}
+		if lp, ok := p.p.(nic.LinkProblemReporter); ok && !ps.Link.Up {
+			if err := lp.LinkProblem(); err != nil {
+				ps.LinkProblem = err.Error()
+			}
+		}
+		ps.TxTimeouts, ps.Resets, ps.RecoveryLost = p.txTimeouts.Load(), p.resets.Load(), p.recoveryLost.Load()
+		ps.ResetTime = time.Duration(p.resetTime.Load())
+		if ev := p.lastEvent.Load(); ev != nil {
+			ps.LastRecovery = *ev
+		}
 		for qi, t := range p.txqs {
 			var qs QueueStats
 			qs.Queue = qi

@@ -24,7 +24,7 @@ const parkWait = time.Second
 // followLinks restarts the ports whose MAC no longer matches their link.
 func (e *Engine) followLinks() {
 	for _, p := range e.ports {
-		if a, ok := p.p.(nic.LinkAdjuster); ok && a.LinkMismatch() {
+		if a, ok := p.p.(nic.LinkAdjuster); ok && p.gone.Load() == nil && a.LinkMismatch() {
 			e.adjustLink(p, a)
 		}
 	}
@@ -32,6 +32,24 @@ func (e *Engine) followLinks() {
 
 // adjustLink runs a.AdjustLink with port p's queues parked.
 func (e *Engine) adjustLink(p *port, a nic.LinkAdjuster) {
+	var restarted bool
+	e.withParked(p, "a link change", func() {
+		var err error
+		_, restarted, err = a.AdjustLink()
+		if err != nil {
+			e.fail(fmt.Errorf("dataplane: port %s: following the link: %w", p.p.Name(), err))
+		}
+	}, func() bool { return restarted })
+	if restarted {
+		p.linkRestarts.Add(1)
+	}
+}
+
+// withParked runs fn with port p's poll goroutines parked between two polls
+// and every TX queue of the port held (reclaimed first), so nothing polls or
+// sends on the port meanwhile. When restarted reports true after fn, the
+// rings started over: their buffers are back in their pools.
+func (e *Engine) withParked(p *port, why string, fn func(), restarted func() bool) {
 	resume := make(chan struct{})
 	p.resume.Store(&resume)
 	p.adjusting.Store(true)
@@ -50,7 +68,7 @@ func (e *Engine) adjustLink(p *port, a nic.LinkAdjuster) {
 		case <-e.done:
 			return
 		case <-deadline.C:
-			e.fail(fmt.Errorf("dataplane: port %s: its poll goroutines did not pause for a link change within %v", p.p.Name(), e.idle+parkWait))
+			e.fail(fmt.Errorf("dataplane: port %s: its poll goroutines did not pause for %s within %v", p.p.Name(), why, e.idle+parkWait))
 			return
 		}
 	}
@@ -58,18 +76,14 @@ func (e *Engine) adjustLink(p *port, a nic.LinkAdjuster) {
 		t.mu.Lock()
 		t.reclaim()
 	}
-	_, restarted, err := a.AdjustLink()
+	fn()
+	done := restarted()
 	for _, t := range p.txqs {
-		if restarted {
+		if done {
 			t.outstanding = 0 // the rings started over: their buffers are back in their pools
+			t.stalled = 0
 		}
 		t.mu.Unlock()
-	}
-	if err != nil {
-		e.fail(fmt.Errorf("dataplane: port %s: following the link: %w", p.p.Name(), err))
-	}
-	if restarted {
-		p.linkRestarts.Add(1)
 	}
 }
 

@@ -25,37 +25,17 @@ type Rates struct {
 	Aborted  float64 `json:"aborted_pps"`
 	Xmit     float64 `json:"xmit_pps"`
 	Errors   float64 `json:"errors_pps"` // tx/xmit/redirect/pass errors and ring-full drops
-	// HWDrop is frames the device dropped before the program saw them (its
-	// missed, no-buffer, length and FIFO counters: HardwareDrops).
+	// HWDrop is frames the device dropped before the program saw them (the
+	// counters its driver names: HardwareDrops).
 	HWDrop float64 `json:"hw_drop_pps"`
 }
 
-// hwDropCounters name the device counters of frames that reached the port
-// but never a receive buffer: the ring was empty (missed, no buffer), the
-// FIFO overflowed, or the frame was longer or shorter than the port takes.
-// The names are the drivers' (igb, dwmac, fec), after ethtool's.
-var hwDropCounters = map[string]bool{
-	"rx_missed_errors": true, "rx_no_buffer_count": true, "rx_long_length_errors": true,
-	"rx_short_length_errors": true, "rx_oversize": true, "rx_undersize": true,
-	"rx_fifo_errors": true, "rx_overflow": true, "rx_desc_fifo_errors": true,
-	"rx_desc_length_errors": true, "rx_length_errors": true, "rx_jabber_errors": true,
-	"rx_jabber": true, "rx_fragment": true, "rx_fragment_errors": true,
-	"rx_crc_errors":    true,
-	"mmc_rx_crc_error": true, "mmc_rx_run_error": true, "mmc_rx_jabber_error": true,
-	"mmc_rx_undersize_g": true, "mmc_rx_oversize_g": true, "mmc_rx_length_error": true,
-	"mmc_rx_fifo_overflow": true, "mmc_rx_watchdog_error": true,
-}
-
 // HardwareDrops sums a port's device counters of frames dropped before a
-// receive buffer (hwDropCounters), and lists those that are not zero.
+// receive buffer, as its driver names them (nic.RxDropCounters: each dropped
+// frame in exactly one counter), and lists those that are not zero. A port
+// whose driver names none reports none.
 func HardwareDrops(p *PortStats) (total uint64, nonzero []nic.Counter) {
-	for _, h := range p.Hardware {
-		if hwDropCounters[h.Name] && h.Value != 0 {
-			total += h.Value
-			nonzero = append(nonzero, h)
-		}
-	}
-	return total, nonzero
+	return nic.SumCounters(p.Hardware, p.RxDropNames)
 }
 
 // errorCounters are summed into Rates.Errors.
@@ -118,11 +98,20 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 	}
 	type port struct {
 		Rates
-		Link      bool              `json:"link_up"`
-		Counters  map[string]uint64 `json:"counters"`
-		Queues    []queue           `json:"queues,omitempty"`
-		Hardware  map[string]uint64 `json:"hardware,omitempty"`
-		LastFault string            `json:"last_fault,omitempty"`
+		Link     bool              `json:"link_up"`
+		Counters map[string]uint64 `json:"counters"`
+		Queues   []queue           `json:"queues,omitempty"`
+		Hardware map[string]uint64 `json:"hardware,omitempty"`
+		// DeviceDrops is every frame the device dropped before the
+		// program, counted once (HardwareDrops), by counter.
+		DeviceDrops   uint64            `json:"device_drops"`
+		DeviceDropsBy map[string]uint64 `json:"device_drops_by,omitempty"`
+		LastFault     string            `json:"last_fault,omitempty"`
+		Gone          string            `json:"gone,omitempty"`
+		LinkProblem   string            `json:"link_problem,omitempty"`
+		TxTimeouts    uint64            `json:"tx_timeouts"`
+		Resets        uint64            `json:"resets"`
+		RecoveryLost  uint64            `json:"recovery_lost"`
 	}
 	out := struct {
 		Time    time.Time     `json:"time"`
@@ -132,7 +121,8 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 	}{Time: s.Time, Workers: s.Workers, XSKs: s.XSKs}
 	for i := range s.Ports {
 		ps := &s.Ports[i]
-		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault}
+		p := port{Link: ps.Link.Up, Counters: ps.Counters.Map(), LastFault: ps.LastFault, Gone: ps.Gone, LinkProblem: ps.LinkProblem,
+			TxTimeouts: ps.TxTimeouts, Resets: ps.Resets, RecoveryLost: ps.RecoveryLost}
 		if len(ps.Queues) > 1 {
 			for _, q := range ps.Queues {
 				p.Queues = append(p.Queues, queue{Queue: q.Queue, Counters: q.Counters.Map()})
@@ -147,6 +137,14 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 			p.Hardware = map[string]uint64{}
 			for _, h := range ps.Hardware {
 				p.Hardware[h.Name] = h.Value
+			}
+		}
+		var by []nic.Counter
+		p.DeviceDrops, by = HardwareDrops(ps)
+		if len(by) > 0 {
+			p.DeviceDropsBy = map[string]uint64{}
+			for _, c := range by {
+				p.DeviceDropsBy[c.Name] = c.Value
 			}
 		}
 		out.Ports = append(out.Ports, p)
@@ -215,6 +213,16 @@ func FormatSummary(w io.Writer, s *Snapshot) {
 		}
 		if p.LastFault != "" {
 			fmt.Fprintf(w, "%s last fault: %s\n", p.Name, p.LastFault)
+		}
+		if p.Gone != "" {
+			fmt.Fprintf(w, "%s stopped: %s\n", p.Name, p.Gone)
+		}
+		if p.LinkProblem != "" {
+			fmt.Fprintf(w, "%s link down: %s\n", p.Name, p.LinkProblem)
+		}
+		if p.TxTimeouts != 0 || p.Resets != 0 {
+			fmt.Fprintf(w, "%s recoveries: tx_timeouts %d, resets %d (stopped %v in all), frames lost in resets %d; last: %s\n",
+				p.Name, p.TxTimeouts, p.Resets, p.ResetTime.Round(time.Microsecond), p.RecoveryLost, p.LastRecovery)
 		}
 	}
 }

@@ -138,13 +138,31 @@ type QueueStats struct {
 // PortStats are the counters of one port: the sum of its queues, the device's
 // hardware counters, and the last program fault seen on it.
 type PortStats struct {
-	Name      string        `json:"name"`
-	Ifindex   uint32        `json:"ifindex"`
-	Link      nic.LinkState `json:"link"`
-	Counters  Counters      `json:"-"`
-	Queues    []QueueStats  `json:"-"`
-	Hardware  []nic.Counter `json:"-"`
-	LastFault string        `json:"last_fault,omitempty"`
+	Name     string        `json:"name"`
+	Ifindex  uint32        `json:"ifindex"`
+	Link     nic.LinkState `json:"link"`
+	Counters Counters      `json:"-"`
+	Queues   []QueueStats  `json:"-"`
+	Hardware []nic.Counter `json:"-"`
+	// RxDropNames name the Hardware counters of frames the device dropped
+	// before a receive buffer, each frame in one (nic.RxDropCounters).
+	RxDropNames []string `json:"-"`
+	// Gone is why the port stopped: its device is gone (nic.HealthChecker).
+	Gone string `json:"gone,omitempty"`
+	// TxTimeouts counts hung TX queues found, Resets the port resets that
+	// followed, RecoveryLost the frames on TX rings those resets dropped;
+	// LastRecovery says what the last one was (recover.go).
+	TxTimeouts   uint64 `json:"tx_timeouts"`
+	Resets       uint64 `json:"resets"`
+	RecoveryLost uint64 `json:"recovery_lost"`
+	LastRecovery string `json:"last_recovery,omitempty"`
+	// ResetTime is how long the port was stopped for its resets, in total:
+	// frames that arrived meanwhile are lost (its MAC was in reset).
+	ResetTime time.Duration `json:"reset_ns,omitempty"`
+	// LinkProblem is why the link is down when the driver knows (a PHY
+	// that does not answer MDIO: nic.LinkProblemReporter).
+	LinkProblem string `json:"link_problem,omitempty"`
+	LastFault   string `json:"last_fault,omitempty"`
 	// LinkRestarts counts MAC restarts for a new link speed or duplex
 	// (nic.LinkAdjuster ports).
 	LinkRestarts uint64 `json:"link_restarts,omitempty"`

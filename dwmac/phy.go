@@ -184,6 +184,9 @@ func (p *Port) phyLink() (nic.LinkState, uint16, error) {
 	if err != nil {
 		return nic.LinkState{}, 0, err
 	}
+	if err := nic.PHYAnswers(p.phyAddr, miiBMSR, bmsr); err != nil {
+		return nic.LinkState{}, bmsr, err // a dead PHY: the link is down
+	}
 	if bmsr&bmsrLinkStatus == 0 {
 		return nic.LinkState{}, bmsr, nil
 	}

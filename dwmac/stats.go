@@ -139,3 +139,14 @@ func Counter(cs []nic.Counter, name string) (uint64, bool) { return nic.CounterV
 func (p *Port) RingSizes() (rx, tx, max int) {
 	return p.cfg.RxRingSize, p.cfg.TxRingSize, maxRingSize
 }
+
+// rxDropCounters name every frame the MAC dropped before a receive buffer
+// once (databook "MMC"): an MTL RX FIFO overflow (counted in the MTL queue's
+// OVFPKTCNT too: only the MMC counter is named), a bad FCS, a frame shorter
+// than 64 or longer than the maximum with a good FCS. Runt and jabber frames
+// are bad-FCS frames too (rx_run_error, rx_jabber_error overlap
+// rx_crc_error): not named.
+var rxDropCounters = []string{"mmc_rx_fifo_overflow", "mmc_rx_crc_error", "mmc_rx_undersize_g", "mmc_rx_oversize_g"}
+
+// RxDropCounters implements nic.RxDropCounters.
+func (p *Port) RxDropCounters() []string { return rxDropCounters }

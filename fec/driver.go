@@ -194,6 +194,7 @@ type Port struct {
 	// mdioRegs is the register window of the MAC driving the PHY's MDIO bus:
 	// regs, or Config.MDIOBus. Immutable.
 	mdioRegs nic.Regs
+	linkErr  error // the last PHY read error Link met (LinkProblem); guarded by ctl
 
 	uncachedRings bool // the rings come from AllocUncached (ringmem.go); immutable
 
@@ -589,6 +590,7 @@ func (p *Port) Link() nic.LinkState {
 		return nic.LinkState{}
 	}
 	l, err := p.phyLink()
+	p.linkErr = err
 	if err != nil {
 		return nic.LinkState{}
 	}

@@ -148,6 +148,9 @@ func (p *Port) phyLink() (nic.LinkState, error) {
 	if err != nil {
 		return nic.LinkState{}, err
 	}
+	if err := nic.PHYAnswers(p.phyAddr, phyBMSR, bmsr); err != nil {
+		return nic.LinkState{}, err // a dead PHY: the link is down
+	}
 	if bmsr&bmsrLinkUp == 0 {
 		return nic.LinkState{}, nil
 	}

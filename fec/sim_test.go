@@ -193,20 +193,36 @@ func TestModelFramesBothWays(t *testing.T) {
 	}
 }
 
-// TestModelRingFull: more frames arrive than the ring holds; the model drops
-// the excess (no empty BD) and the driver recovers with one RDAR write.
+// TestModelRingFull: more frames arrive than the ring holds; the excess waits
+// in the receive FIFO and reaches the driver after its RDAR writes; only what
+// the full FIFO cannot take is dropped, counted once in IEEE_rx_macerr.
 func TestModelRingFull(t *testing.T) {
 	m := newModel(t, fecsim.Config{})
 	p := openPort(t, m.Device(), fec.Config{RxRingSize: 4, TxRingSize: 4, PoolSize: 8})
 	f := frameTo(p.MAC(), []byte{2, 9, 9, 9, 9, 9}, 64, 0)
 	for i := 0; i < 10; i++ {
-		m.Inject(f)
+		if !m.Inject(f) {
+			t.Fatalf("frame %d refused: the FIFO holds 28", i)
+		}
 	}
-	if got := recvFrames(t, p, 4); len(got) != 4 {
+	if got := recvFrames(t, p, 10); len(got) != 10 {
 		t.Fatalf("%d frames", len(got))
 	}
-	if c := m.Counters(); c.RxNoBD != 6 {
-		t.Fatalf("model dropped %d frames for want of a BD, want 6", c.RxNoBD)
+	// The ring's 4 BDs, then 28 in the 2 KB FIFO, then 3 dropped.
+	refused := 0
+	for i := 0; i < 4+2048/72+3; i++ {
+		if !m.Inject(f) {
+			refused++
+		}
+	}
+	if c := m.Counters(); refused != 3 || c.RxOverflow != 3 {
+		t.Fatalf("refused %d, model overflow %d: want 3", refused, c.RxOverflow)
+	}
+	if got := recvFrames(t, p, 4+2048/72); len(got) != 4+2048/72 {
+		t.Fatalf("%d frames after the overflow", len(got))
+	}
+	if v := nictest.Counter(t, p, "IEEE_rx_macerr"); v != 3 {
+		t.Fatalf("IEEE_rx_macerr %d, want 3", v)
 	}
 	m.Inject(f)
 	if got := recvFrames(t, p, 1); !bytes.Equal(got[0], f) {

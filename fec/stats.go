@@ -189,3 +189,13 @@ func Counter(cs []nic.Counter, name string) (uint64, bool) { return nic.CounterV
 func (p *Port) RingSizes() (rx, tx, max int) {
 	return p.cfg.RxRingSize, p.cfg.TxRingSize, maxRingSize
 }
+
+// rxDropCounters name every frame the ENET dropped before a receive buffer
+// once (fec.h's MIB): IEEE_R_MACERR for a receive FIFO overflow, RMON_R_CRC_ALIGN
+// for a bad FCS (IEEE_R_CRC counts the same frames: not named), RMON_R_UNDERSIZE
+// for frames shorter than 64 bytes. Frames longer than MAX_FL are still
+// written to the ring (truncated, LG set): rx_oversize is not a drop.
+var rxDropCounters = []string{"IEEE_rx_macerr", "rx_crc_errors", "rx_undersize"}
+
+// RxDropCounters implements nic.RxDropCounters.
+func (p *Port) RxDropCounters() []string { return rxDropCounters }

@@ -418,7 +418,9 @@ func TestModelTxMetaZeroAllocs(t *testing.T) {
 		if allocs != 0 {
 			t.Fatalf("requests %v: %v allocations per burst", meta, allocs)
 		}
-		if meta && stamps < 200*8 {
+		// The wire carries the frames at line rate: completions (and their
+		// stamps) trail the bursts, at least one a burst.
+		if meta && stamps < 200 {
 			t.Fatalf("%d stamps in 200 bursts", stamps)
 		}
 	}

@@ -1,6 +1,10 @@
 package igb
 
-import "github.com/xnic-dev/xnic/nic"
+import (
+	"fmt"
+
+	"github.com/xnic-dev/xnic/nic"
+)
 
 // hwCounter is one clear-on-read statistics register (82576 datasheet 8.19),
 // named as Linux igb's ethtool -S names it. hi is the high half of a 64-bit
@@ -52,7 +56,7 @@ var hwCounters = []hwCounter{
 // (p.stats). 32-bit packet counters wrap after 2^32 frames (about 48 minutes at
 // 1.488 Mpps): call Stats more often than that.
 func (p *Port) collectStats() {
-	p.stats.Collect(len(hwCounters), func(total []uint64) {
+	p.stats.Collect(len(hwCounters)+len(p.rx), func(total []uint64) {
 		for i, c := range hwCounters {
 			lo := p.r32(c.lo)
 			if lo == 0xFFFFFFFF && c.hi == 0 && p.r32(regSTATUS) == 0xFFFFFFFF {
@@ -64,15 +68,36 @@ func (p *Port) collectStats() {
 			}
 			total[i] += v
 		}
+		// RQDPC per queue (82576 datasheet 8.11.x, at RX queue block +0x30,
+		// clear on read): frames the queue dropped for want of descriptors
+		// with SRRCTL.DROP_EN, which Open sets. Linux igb_update_stats adds
+		// them to rx_fifo_errors; MPC (rx_missed_errors) counts the packet
+		// buffer's overflows, a different frame each.
+		for i, q := range p.rx {
+			total[len(hwCounters)+i] += uint64(p.r32(rxBlock(q.idx) + qRQDPC))
+		}
 	})
 }
+
+// qRQDPC is RQDPC's offset in an RX queue's register block.
+const qRQDPC reg = 0x30
 
 // Stats reads the hardware counters (accumulating them: they clear on read) and
 // adds the driver's own counters, per queue and in total.
 func (p *Port) Stats() []nic.Counter {
 	p.collectStats()
 	out := make([]nic.Counter, 0, len(hwCounters)+12+4*len(p.rx))
-	out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
+	out = p.stats.Append(out, len(hwCounters)+len(p.rx), func(i int) string {
+		if i < len(hwCounters) {
+			return hwCounters[i].name
+		}
+		return fmt.Sprintf("rx_queue_%d_drops", p.rx[i-len(hwCounters)].idx)
+	})
+	var fifoErr uint64
+	for _, c := range out[len(out)-len(p.rx):] {
+		fifoErr += c.Value
+	}
+	out = append(out, nic.Counter{Name: "rx_fifo_errors", Value: fifoErr})
 	var descErr, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
@@ -117,3 +142,13 @@ func Counter(cs []nic.Counter, name string) (uint64, bool) { return nic.CounterV
 func (p *Port) RingSizes() (rx, tx, max int) {
 	return p.cfg.RxRingSize, p.cfg.TxRingSize, maxRingSize
 }
+
+// rxDropCounters name every frame the device dropped before a receive buffer
+// once (82576 datasheet 8.19): MPC for packet buffer overflows, RQDPC
+// (rx_fifo_errors) for DROP_EN drops, ROC and RUC for frames too long and
+// too short, CRCERRS for a bad FCS. RNBC overlaps MPC and RQDPC, RLEC
+// overlaps ROC and RUC, RXERRC overlaps CRCERRS: none of them is named.
+var rxDropCounters = []string{"rx_missed_errors", "rx_fifo_errors", "rx_long_length_errors", "rx_short_length_errors", "rx_crc_errors"}
+
+// RxDropCounters implements nic.RxDropCounters.
+func (p *Port) RxDropCounters() []string { return rxDropCounters }

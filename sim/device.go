@@ -76,6 +76,9 @@ type Device struct {
 	irqs   atomic.Pointer[[]*IRQ] // enabled vectors; nil when none
 	lost   atomic.Uint64          // signals on vectors not enabled
 
+	inj          atomic.Pointer[Injector] // faults (devfault.go); nil: none
+	lostInjected atomic.Uint64            // signals the injector lost
+
 	mu     sync.Mutex
 	config [pciConfigSize]byte // guarded by mu
 }
@@ -254,6 +257,9 @@ func (d *Device) teardownLocked() {
 // vector is not enabled: the model decides whether that is a fault. It never
 // blocks and never allocates.
 func (d *Device) Signal(v int) bool {
+	if d.irqLost() { // devfault.go: sent, never delivered
+		return true
+	}
 	p := d.irqs.Load()
 	if p == nil || v < 0 || v >= len(*p) {
 		d.lost.Add(1)
@@ -330,6 +336,9 @@ func (d *Device) gateRefuses(op string, off uint32) bool {
 // Read32 implements nic.Regs. With the cache model each access is a moment
 // (see cache.go) before the model sees it. A refused read returns all ones, as a master abort.
 func (w *regWindow) Read32(off uint32) uint32 {
+	if w.d.Removed() { // devfault.go: the read completes with all ones
+		return 0xFFFFFFFF
+	}
 	if !w.check("read32", off) {
 		return 0xFFFFFFFF
 	}
@@ -339,6 +348,9 @@ func (w *regWindow) Read32(off uint32) uint32 {
 
 // Write32 implements nic.Regs.
 func (w *regWindow) Write32(off uint32, val uint32) {
+	if w.d.Removed() {
+		return // devfault.go: nothing receives the write
+	}
 	if w.check("write32", off) {
 		w.d.mem.cpuMoment()
 		w.d.model.Write32(off, val)

@@ -66,10 +66,28 @@
 // any two of the driver's accesses. Sync mode (and XNIC_SIM_SYNC=1) runs it at
 // the end of the write instead, for benchmarks; XNIC_SIM_SEED fixes the seed.
 //
+// Timer.ArmReal is due after real time even in sync mode: for what the
+// physical world times, a frame's time on the wire.
+//
+// # The physical world
+//
+// A Wire carries frames at the line rate its model's PHY negotiated
+// (linerate.go, IEEE 802.3: preamble, SFD, frame, FCS and inter-frame gap),
+// both ways: Arrive and ArriveBurst hold the far end until a frame has
+// arrived, Depart and TxWait keep the model's transmitter within its TX FIFO
+// of the wire; the clock is injectable for tests. RxFIFO (rxfifo.go) is a
+// MAC's receive FIFO, where frames wait while no descriptor is free and
+// overflow into the counter the datasheet names. Injector (inject.go) makes
+// scheduled device faults happen: sim.Device applies removal, lost and
+// storming interrupts, link-down and a dead PHY (devfault.go, phydead.go);
+// the models apply the rest (hangs, stalls, bus and descriptor errors) where
+// their datasheets say they show.
+//
 // # Concurrency
 //
-// Memory, Faults, Device, IRQ, PHY, Sched and the links are safe for concurrent
-// use. Wire is guarded by the model's own lock.
+// Memory, Faults, Device, IRQ, PHY, Sched, Injector and the links are safe
+// for concurrent use. Wire's link and sink are guarded by the model's own
+// lock, its line-rate state by a lock of its own; RxFIFO by the model's lock.
 // A model's register callbacks run on the caller's goroutine; the model serialises
 // them itself.
 package sim

@@ -152,7 +152,8 @@ type PHY struct {
 	delay  time.Duration
 	faults *Faults
 
-	up atomic.Bool // link up: read without the lock on fast paths
+	up   atomic.Bool // link up: read without the lock on fast paths
+	dead atomic.Bool // MDIO does not answer (SetDead, phydead.go)
 
 	mu       sync.Mutex
 	bmcr     uint16
@@ -380,6 +381,9 @@ func (p *PHY) pagedLocked(reg int) bool {
 
 // Read returns MII register reg (0-31).
 func (p *PHY) Read(reg int) uint16 {
+	if p.dead.Load() {
+		return 0xFFFF // nothing drives MDIO: the pull-up reads all ones
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.fiberLocked(reg) {
@@ -478,6 +482,9 @@ func (p *PHY) Read(reg int) uint16 {
 
 // Write sets MII register reg (0-31). Writes to read-only registers are faults.
 func (p *PHY) Write(reg int, val uint16) {
+	if p.dead.Load() {
+		return
+	}
 	p.mu.Lock()
 	if p.fiberLocked(reg) {
 		p.writeFiberLocked(reg, val)

@@ -70,6 +70,7 @@ type Timer struct {
 	running bool      // guarded by s.mu
 	again   bool      // armed while running; guarded by s.mu
 	idle    bool      // armed by ArmIdle; guarded by s.mu
+	real    bool      // armed by ArmReal: due at a time even when synchronous; guarded by s.mu
 	pass    uint64    // the runDue pass that last ran it; guarded by s.mu
 }
 
@@ -186,6 +187,36 @@ func (t *Timer) Arm() { t.arm(-1, false) }
 // due later is moved earlier.
 func (t *Timer) ArmAfter(d time.Duration) { t.arm(d, false) }
 
+// ArmReal makes t due after d of real time, even on a synchronous device side:
+// for what the physical world times (a frame's time on the wire), not the
+// device's latency. On a synchronous side the background goroutine runs it.
+func (t *Timer) ArmReal(d time.Duration) {
+	s := t.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	due := time.Now().Add(max(d, 0))
+	if t.running {
+		if !t.again || due.Before(t.due) {
+			t.due = due
+		}
+		t.idle, t.again, t.real = false, true, true
+		return
+	}
+	if t.armed && !t.real && s.sync {
+		return // due at once already
+	}
+	was := t.armed
+	s.setArmed(t, false)
+	if was && !due.Before(t.due) {
+		return
+	}
+	t.due, t.real = due, true
+	s.wakeLocked()
+}
+
 // ArmIdle arms t like Arm for a device that only keeps looking (a ring waiting
 // for the rest of a frame): Settle runs it once but does not wait for it.
 func (t *Timer) ArmIdle() { t.arm(idlePoll, true) }
@@ -251,10 +282,10 @@ func (t *Timer) arm(d time.Duration, idle bool) {
 	}
 	was := t.armed
 	s.setArmed(t, idle)
-	if was && !due.Before(t.due) {
+	if was && !due.Before(t.due) && !(s.sync && t.real) {
 		return
 	}
-	t.due = due
+	t.due, t.real = due, false
 	if s.sync {
 		return
 	}
@@ -331,20 +362,32 @@ func (s *Sched) Close() {
 
 // runDue runs the due timers (all armed ones with all set), each at most once:
 // a timer that re-arms itself runs again at a later call.
-func (s *Sched) runDue(all bool) {
+func (s *Sched) runDue(all bool) { s.runDueFrom(all, false) }
+
+// runDueFrom is runDue; worker says the background goroutine calls it, which
+// on a synchronous device side runs only ArmReal timers (the others belong to
+// the register access that armed them).
+func (s *Sched) runDueFrom(all, worker bool) {
 	s.mu.Lock()
 	s.pass++
 	pass := s.pass
 	s.mu.Unlock()
 	for {
 		s.mu.Lock()
-		var now time.Time
-		if !all && !s.sync {
-			now = time.Now()
-		}
+		var now time.Time // read once a timer needs it (the clock is slow on some VMs)
 		var t *Timer
 		for _, c := range s.timers {
-			if c.armed && !c.running && c.pass != pass && (all || s.sync || !c.due.After(now)) {
+			if !c.armed || c.running || c.pass == pass {
+				continue
+			}
+			due := all || (s.sync && !c.real && !worker)
+			if !due && (!s.sync || c.real) {
+				if now.IsZero() {
+					now = time.Now()
+				}
+				due = !c.due.After(now)
+			}
+			if due {
 				t = c
 				break
 			}
@@ -367,7 +410,7 @@ func (s *Sched) runDue(all bool) {
 		if t.again && !s.closed {
 			t.again = false
 			s.setArmed(t, t.idle)
-			if !s.sync {
+			if !s.sync || t.real {
 				s.wakeLocked()
 			}
 		}
@@ -385,7 +428,7 @@ func (s *Sched) work() {
 		var next time.Time
 		found := false
 		for _, t := range s.timers {
-			if t.armed && (!found || t.due.Before(next)) {
+			if t.armed && (!s.sync || t.real) && (!found || t.due.Before(next)) {
 				next, found = t.due, true
 			}
 		}
@@ -423,6 +466,6 @@ func (s *Sched) work() {
 				return
 			}
 		}
-		s.runDue(false)
+		s.runDueFrom(false, true)
 	}
 }

@@ -1,17 +1,31 @@
 package sim
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/xnic-dev/xnic/nic"
+)
 
 // Wire is where a device model's frames go and come from: a Link it is attached
 // to, or a transmit function set instead. It is the Attach/SetTransmit plumbing
-// every model needs, and knows nothing of the device.
+// every model needs, and knows nothing of the device. It also carries frames
+// at the link's line rate (linerate.go).
 //
-// Wire has no lock of its own: the model's lock (passed to Attach and
-// SetTransmit) guards it, and the model reads Sink under that lock. The zero
-// value is detached.
+// The model's lock (passed to Attach and SetTransmit) guards link and sink,
+// and the model reads Sink under that lock. The line-rate state has a lock of
+// its own, taken after the model's (never before). The zero value is detached
+// and unpaced.
 type Wire struct {
 	link Link         // guarded by the model's lock
 	sink func([]byte) // guarded by the model's lock; nil: transmitted frames go nowhere
+
+	pmu    sync.Mutex           // guards the fields below
+	paced  bool                 // SetLineRate was given a link
+	rate   func() nic.LinkState // the negotiated speed and duplex; nil: unpaced
+	last   nic.LinkState        // the last up state rate reported
+	clock  Clock                // nil: the monotonic clock
+	rx, tx int64                // picoseconds on the clock: when each lane is next free
+	txFIFO int                  // bytes the transmitter may hold beyond the wire (TxWait)
 }
 
 // Attach connects the wire to link, under mu: frames the model transmits go out

@@ -16,6 +16,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/mapio"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
 	"github.com/xnic-dev/xnic/examples"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // `xnic demo`: the README's main job with no hardware. Two models of one driver
@@ -23,7 +24,7 @@ import (
 // and four example programs in turn.
 
 func init() {
-	register(&command{name: "demo", usage: "[--family KIND[:VARIANT]] [--phase D] [--json] [--size N]",
+	register(&command{name: "demo", usage: "[--family KIND[:VARIANT]] [--phase D] [--json] [--size N] [--sim-fault KIND@AFTER[:FOR]]",
 		summary: "no hardware needed: run drop, MAC-swap TX, port-to-port redirect and adjust_tail on two simulated ports", run: dpDemoCmd})
 }
 
@@ -57,22 +58,16 @@ type demoResult struct {
 	Aborted    uint64  `json:"aborted"`
 	Errors     uint64  `json:"errors"`
 	// Offered is what the link partner offered port 0, Refused the part the
-	// port did not take (its RX ring was full). Limit names what set the
-	// figure: "dataplane" when the partner offered more than the port took,
-	// "partner" when the port took all it was offered.
-	Offered uint64 `json:"offered"`
-	Refused uint64 `json:"refused"`
-	Limit   string `json:"limited_by"`
-}
-
-// demoLimit says what limited a phase: the dataplane (poll loop, program,
-// driver and the model's RX side on the other core) when the RX ring turned
-// frames away, the link partner when it never did.
-func demoLimit(offered, refused uint64) string {
-	if offered > 0 && refused*100 >= offered {
-		return "dataplane"
-	}
-	return "partner"
+	// port did not take, DeviceDrops what the device counted as dropped
+	// (its receive FIFO overflowed). LinePPS is the line rate for the
+	// phase's frames at port 0's link speed. Limit names what set the
+	// figure (wireLimit): "wire" at line rate, else the dataplane or the
+	// partner with the reason.
+	Offered     uint64  `json:"offered"`
+	Refused     uint64  `json:"refused"`
+	DeviceDrops uint64  `json:"device_drops"`
+	LinePPS     float64 `json:"line_rate_pps"`
+	Limit       string  `json:"limited_by"`
 }
 
 func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
@@ -81,6 +76,8 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	asJSON := fs.Bool("json", false, "print the results as JSON")
 	size := fs.Int("size", 64, "UDP frame size of the link partner's flow")
 	fam := fs.String("family", string(families[0].name), "the driver family of the two simulated ports: KIND[:VARIANT], "+simChoices())
+	var faults faultFlags
+	fs.Var(&faults, "sim-fault", simFaultHelp)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -97,7 +94,7 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 	if spec.N != 1 {
 		return usageErrorf("--family %s: the demo always uses two ports", *fam)
 	}
-	res, err := dpDemo(ctx, spec, *phase, *size, *asJSON, stdout)
+	res, err := dpDemo(ctx, spec, *phase, *size, *asJSON, stdout, faults...)
 	if err != nil {
 		return err
 	}
@@ -110,8 +107,9 @@ func dpDemoCmd(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "%-24s %-18s %-14s %12s %12s %12s %9s  %s\n", r.Phase, r.Program, r.Verdict,
 			dataplane.Group(r.RxPPS), dataplane.Group(r.VerdictPPS), dataplane.Group(r.WirePPS), dataplane.Group(float64(r.Aborted)), r.Limit)
 	}
-	fmt.Fprintln(stdout, "limited by: dataplane when the link partner offered more than port 0 took (its RX ring was full),")
-	fmt.Fprintln(stdout, "partner when port 0 took every frame offered: then the figure is the generator's, not xnic's.")
+	fmt.Fprintln(stdout, "limited by: wire when port 0 received at the line rate of its link (the most a real port can);")
+	fmt.Fprintln(stdout, "dataplane when the device dropped frames because the poll loop did not empty its ring in time;")
+	fmt.Fprintln(stdout, "partner when the generator could not fill the wire on this machine (the figure is then the generator's).")
 	fmt.Fprintf(stdout, "Both share this machine's %d CPUs; make bench measures the path alone.\n", runtime.NumCPU())
 	return nil
 }
@@ -124,13 +122,17 @@ func writeDemoJSON(w io.Writer, res []demoResult) error {
 
 // dpDemo runs every phase for d on two simulated ports of the model spec
 // names.
-func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet bool, stdout io.Writer) ([]demoResult, error) {
-	o := &dpRunOptions{portOptions: portOptions{Sim: spec.String() + ":2", Queues: 1}, peer: "gen", peerSize: size, peerBurst: 64, tap: "none"}
+// faults are injected into port 0 (--sim-fault).
+func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet bool, stdout io.Writer, faults ...sim.FaultSpec) ([]demoResult, error) {
+	o := &dpRunOptions{portOptions: portOptions{Sim: spec.String() + ":2", Queues: 1}, peer: "gen", peerSize: size, peerBurst: 64, tap: "none", faults: faults}
 	ports, err := dpOpenPorts(o)
 	if err != nil {
 		return nil, err
 	}
 	defer dpClosePorts(ports, stdout)
+	if !quiet {
+		defer reportFaults(stdout, ports[0].port.Name(), ports[0].model) // simfault.go
+	}
 	var out []demoResult
 	for _, ph := range demoPhases {
 		if ctx.Err() != nil {
@@ -203,6 +205,8 @@ func dpDemoPhase(ctx context.Context, ports []*dpPort, ph demoPhase, d time.Dura
 		wire0 += p.partner.recv.Load()
 	}
 	offered0, missed0 := p0.partner.sent.Load()+p0.partner.missed.Load(), p0.partner.missed.Load()
+	before := e.Snapshot()
+	drops0, _ := dataplane.HardwareDrops(&before.Ports[0])
 	if err := e.Start(); err != nil {
 		return res, err
 	}
@@ -239,7 +243,7 @@ loop:
 	for last := uint64(0); time.Now().Before(drain); {
 		time.Sleep(5 * time.Millisecond)
 		n := e.Snapshot().Ports[0].Counters[dataplane.RxPackets]
-		if n == last {
+		if h, ok := p0.model.(rxHolder); n == last && (!ok || h.RxHeld() == 0) {
 			break
 		}
 		last = n
@@ -255,7 +259,10 @@ loop:
 	}
 	res.Seconds = el.Seconds()
 	res.Offered, res.Refused = p0.partner.sent.Load()+p0.partner.missed.Load()-offered0, p0.partner.missed.Load()-missed0
-	res.Limit = demoLimit(res.Offered, res.Refused)
+	drops1, _ := dataplane.HardwareDrops(&s.Ports[0])
+	res.DeviceDrops = drops1 - drops0
+	res.LinePPS = sim.LineRatePPS(len(p0.partner.frames[0]), portMbps(p0))
+	res.Limit = wireLimit(res.Offered, el.Seconds(), c[dataplane.RxPackets], res.LinePPS, res.DeviceDrops) // wirerate.go
 	res.Rx = c[dataplane.RxPackets]
 	res.Aborted = c[dataplane.RxXDPAborted]
 	switch ph.verdict {

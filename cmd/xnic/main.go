@@ -154,6 +154,7 @@ func printHelp(w io.Writer) {
 	fmt.Fprintln(w, "                             an SoC's MAC through /dev/mem and huge pages (root): "+platformExamples()+",")
 	fmt.Fprintln(w, "                             or COMPATIBLE@ADDR; uncached= names reserved RAM for the descriptor rings")
 	fmt.Fprintln(w, "                             (for a MAC whose rings cannot be kept coherent by cache maintenance)")
+	faultKindsHelp(w) // simfault.go
 	fmt.Fprintln(w, "\nmore: xnic help maps | fib (file formats), xnic help exit (exit status), xnic help json (JSON shapes)")
 	fmt.Fprintln(w, "\nfamilies:")
 	for _, f := range families {

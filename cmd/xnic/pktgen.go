@@ -13,6 +13,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/pktgen"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // `xnic pktgen`: bursts of one UDP flow out of a port, like the kernel's
@@ -20,7 +21,7 @@ import (
 
 func init() {
 	register(&command{name: "pktgen",
-		usage:   "--dev BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D]",
+		usage:   "--dev BDF | --sim KIND[:VARIANT] | --platform NAME@ADDR [--count N] [--size S] [--burst B] [--src-mac M] [--dst-mac M] [--src IP[:PORT]] [--dst IP[:PORT]] [--duration D] [--rate PPS] [--sim-fault KIND@AFTER[:FOR]]",
 		summary: "send bursts of one UDP flow out of a port (like the kernel's pktgen burst sample)", run: dpPktgenCmd})
 }
 
@@ -33,6 +34,12 @@ type dpPktgenResult struct {
 	PPS     float64 `json:"pps"`
 	RingFul uint64  `json:"ring_full"`
 	Wire    uint64  `json:"wire,omitempty"` // frames the model put on the wire (--sim)
+	// WireMbps is the wire's load: frames with preamble, SFD, FCS and gap.
+	WireMbps float64 `json:"wire_mbps"`
+	// LinkMbps and LinePPS are the link's speed and its line rate for the
+	// frame size.
+	LinkMbps int     `json:"link_mbps"`
+	LinePPS  float64 `json:"line_rate_pps"`
 }
 
 func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
@@ -47,6 +54,9 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	src := fs.String("src", "198.18.0.1:9", "source IPv4[:port]")
 	dst := fs.String("dst", "198.18.0.2:9", "destination IPv4[:port]")
 	duration := fs.Duration("duration", 0, "stop after this long")
+	rate := fs.Float64("rate", 0, "frames per second, at most the link's line rate (0: line rate)")
+	var faults faultFlags
+	fs.Var(&faults, "sim-fault", simFaultHelp)
 	asJSON := fs.Bool("json", false, "print JSON")
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
@@ -68,7 +78,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	if f.DstIP, f.DstPort, err = dpAddrPort(*dst, f.DstPort); err != nil {
 		return usageErrorf("--dst: %v", err)
 	}
-	o.Queues, o.peer = max(o.Queues, 1), "none"
+	o.Queues, o.peer, o.faults = max(o.Queues, 1), "none", faults
 	if o.Platform != "" {
 		o.Platforms, o.Platform = []string{o.Platform}, ""
 	}
@@ -101,9 +111,18 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		n = ^uint64(0)
 	}
-	st, err := pktgen.Send(p.port.TxQueue(0), p.pool, frame, n, *burst, deadline, ctx.Done())
+	mbps := portMbps(p)
+	if err := checkLineRate("--rate", *rate, len(frame), mbps); err != nil { // wirerate.go
+		return err
+	}
+	start := time.Now()
+	st, err := sendPaced(p.port.TxQueue(0), p.pool, frame, n, *burst, *rate, deadline, ctx.Done())
 	if err != nil {
 		return err
+	}
+	if p.model != nil {
+		// The frames left when the wire carried the last: that is the rate.
+		st.Elapsed = wireDone(p.model, st.Sent).Sub(start)
 	}
 	// Let the ring finish before counting what reached the wire.
 	for end := time.Now().Add(time.Second); time.Now().Before(end) && p.port.TxQueue(0).Free() < 8; {
@@ -112,18 +131,23 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	time.Sleep(10 * time.Millisecond)
 	p.port.TxQueue(0).Reclaim()
-	r := dpPktgenResult{Port: p.port.Name(), Sent: st.Sent, Bytes: st.Bytes, Seconds: st.Elapsed.Seconds(), PPS: st.PPS(), RingFul: st.Full}
+	r := dpPktgenResult{Port: p.port.Name(), Sent: st.Sent, Bytes: st.Bytes, Seconds: st.Elapsed.Seconds(), PPS: st.PPS(), RingFul: st.Full,
+		LinkMbps: mbps, LinePPS: sim.LineRatePPS(len(frame), mbps)}
+	if r.Seconds > 0 {
+		r.WireMbps = float64(st.Sent) * float64(sim.WireBytes(len(frame))) * 8 / r.Seconds / 1e6
+	}
 	if p.model != nil {
 		r.Wire = p.model.WireFrames()
 	}
 	if *asJSON {
 		return writeJSON(stdout, r)
 	}
-	fmt.Fprintf(stdout, "%s: sent %s frames (%s bytes, %d-byte frames) in %.3f s: %s pps, %.1f Mb/s; ring full %d times\n",
+	fmt.Fprintf(stdout, "%s: sent %s frames (%s bytes, %d-byte frames) in %.3f s: %s pps, %.1f Mb/s of frames, %.1f Mb/s on the wire (line rate %s pps at %d Mb/s); ring full %d times\n",
 		r.Port, dataplane.Group(float64(r.Sent)), dataplane.Group(float64(r.Bytes)), len(frame), r.Seconds,
-		dataplane.Group(r.PPS), float64(r.Bytes)*8/r.Seconds/1e6, r.RingFul)
+		dataplane.Group(r.PPS), float64(r.Bytes)*8/r.Seconds/1e6, r.WireMbps, dataplane.Group(float64(int64(r.LinePPS))), r.LinkMbps, r.RingFul)
 	if p.model != nil {
 		fmt.Fprintf(stdout, "%s: the model put %s frames on the wire\n", r.Port, dataplane.Group(float64(r.Wire)))
+		reportFaults(stdout, r.Port, p.model) // simfault.go
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/xnic-dev/xnic/sim"
 	"io"
 	"net"
 	"path/filepath"
@@ -72,6 +73,9 @@ type portOptions struct {
 	// and pktgen do. Otherwise an in-memory wire is attached, its far end in
 	// openedPort.Sim.Peer.
 	SimDetached bool
+	// SimFaults are injected into the model once its port is up
+	// (simfault.go).
+	SimFaults []sim.FaultSpec
 }
 
 // portFlags registers the flags that name ports and shape them at open: one

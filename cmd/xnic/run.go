@@ -31,6 +31,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/tap"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // `xnic run`: the main job. Ports (PCI devices through VFIO, i.MX8 platform
@@ -42,7 +43,7 @@ func init() {
 	register(&command{name: "run",
 		usage: "--dev BDF[,BDF...] | --sim KIND[:VARIANT][:N] | --platform NAME@ADDR --prog OBJ [--sec NAME] [--engine interp|jit] [--queues N] [--cpus LIST] " +
 			"[--map NAME:KEY=VALUE ...] [--duration D] [--busy-poll] [--tap NAME|none] [--json] [--metrics ADDR] " +
-			"[--dump F.pcapng [--dump-verdict V] [--dump-count N] [--dump-size MB [--dump-files W]]] [--peer gen|tap|pcap:FILE|none]",
+			"[--dump F.pcapng [--dump-verdict V] [--dump-count N] [--dump-size MB [--dump-files W]]] [--peer gen|tap|pcap:FILE|none] [--sim-fault KIND@AFTER[:FOR]]",
 		summary: "run an XDP program on ports, printing pps per verdict every second", run: dpRunCmd})
 }
 
@@ -50,6 +51,8 @@ func init() {
 type dpRunOptions struct {
 	portOptions      // the ports: --dev, --sim, --platform, --queues, rings (portFlags)
 	prog, sec        string
+	faults           faultFlags    // --sim-fault (simfault.go)
+	txTimeout        time.Duration // dataplane.Config.TxTimeout (tests; 0: its default)
 	cpus             string
 	maps             listFlag
 	mapFile          string // --maps (mapfile.go)
@@ -77,6 +80,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.sec, "sec", "", "program by section or function name (default: the object's XDP program)")
 	fs.Var(&o.engine, "engine", engineHelp)
 	fs.BoolVar(&o.RxMeta, "rx-meta", false, "ask the ports for RX metadata (timestamps, hashes, VLAN tags) for the XDP metadata kfuncs; on by itself when the program calls one")
+	fs.Var(&o.faults, "sim-fault", simFaultHelp)
 	fs.StringVar(&o.cpus, "cpus", "", "pin poll goroutines to these CPUs, e.g. 0,2-3 (in port and queue order)")
 	fs.Var(&o.maps, "map", "set a map entry before starting: NAME:KEY=VALUE (repeatable; see below)")
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
@@ -94,7 +98,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.peer, "peer", "gen", "with --sim, the ports' link partners: gen (traffic generator), tap, pcap:FILE or none; a comma list gives one per port, the last repeating")
 	fs.IntVar(&o.peerSize, "size", 64, "with --peer gen: frame size in bytes (without FCS)")
 	fs.IntVar(&o.peerBurst, "burst", 64, "with --peer gen: frames per burst")
-	fs.Float64Var(&o.peerRate, "rate", 0, "with --peer gen: frames per second per port (0: as fast as the model takes them)")
+	fs.Float64Var(&o.peerRate, "rate", 0, "with --peer gen: frames per second per port, at most the line rate (0: line rate)")
 	fs.IntVar(&o.workers, "cpumap-workers", -1, "cpumap entries served (keys 0..N-1); default 2 when the object has a cpumap")
 }
 
@@ -148,6 +152,13 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	defer dpClosePorts(ports, stderr)
+	for _, p := range ports {
+		if p.partner != nil && p.partner.kind == "gen" && o.peerRate > 0 {
+			if err := checkLineRate("--rate", o.peerRate, o.peerSize, portMbps(p)); err != nil { // wirerate.go
+				return err
+			}
+		}
+	}
 	r := &dpRunState{o: o, ports: ports, trace: newTraceHub()} // trace.go: bpf_printk for `xnic prog trace`
 	rp, err := r.loadFirst(spec)
 	if err != nil {
@@ -208,6 +219,7 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	for _, p := range ports {
 		p.stopPartner()
 	}
+	settleOffered(r.e, ports, 2*time.Second) // wirerate.go: every offered frame received or dropped
 	stopErr := stop()
 	r.events.drain()
 	return errors.Join(r.summary(stdout), stopErr)
@@ -236,7 +248,7 @@ func (r *dpRunState) loadFirst(spec *ebpf.CollectionSpec) (*runProgram, error) {
 			}
 		}
 	}
-	r.cfg = dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy}
+	r.cfg = dataplane.Config{CPUWorkers: workers, BusyPoll: o.busy, TxTimeout: o.txTimeout}
 	if o.cpus != "" {
 		var err error
 		if r.cfg.CPUs, err = dpParseCPUs(o.cpus); err != nil {
@@ -395,6 +407,12 @@ func (r *dpRunState) summary(stdout io.Writer) error {
 		}
 		if i < len(final.Ports) {
 			dpReportHWDrops(stdout, &final.Ports[i])
+			if p.partner != nil && p.partner.kind != "tap" {
+				reportAccounting(stdout, p, &final.Ports[i]) // wirerate.go
+			}
+			if p.model != nil {
+				reportFaults(stdout, p.port.Name(), p.model) // simfault.go
+			}
 		}
 	}
 	return nil
@@ -516,6 +534,9 @@ func dpOpenPorts(o *dpRunOptions) ([]*dpPort, error) {
 			t.Sim, t.RequireLink, t.SimDetached = spec.String(), true, true
 			t.SimMAC = net.HardwareAddr{0x02, 0x1b, 0x5e, 0, 0, byte(i + 1)}
 			t.SimName = fmt.Sprintf("%ssim%d", spec.Fam, i)
+			if i == 0 {
+				t.SimFaults = o.faults
+			}
 			bdfs = append(bdfs, "")
 			targets = append(targets, t)
 		}
@@ -598,7 +619,13 @@ type dpPartner struct {
 	kind   string
 	m      simModel
 	frames [][]byte // generator or pcap frames
-	loop   bool     // repeat frames (generator) or send them once (pcap)
+	// at is when each pcap frame was captured, from the first: the replay
+	// sends no frame before its time (nor faster than the wire carries it).
+	at []time.Duration
+	// linkUp is the model's PHY link: a partner sends nothing while the
+	// link is down (nil: always up).
+	linkUp func() bool
+	loop   bool // repeat frames (generator) or send them once (pcap)
 	burst  int
 	rate   float64
 	tapDev *tap.Device
@@ -619,6 +646,9 @@ func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*
 	kinds := strings.Split(o.peer, ",")
 	kind := kinds[min(i, len(kinds)-1)]
 	pt := &dpPartner{kind: kind, m: m, burst: max(o.peerBurst, 1), rate: o.peerRate}
+	if ph, ok := m.(interface{ PHY() *sim.PHY }); ok {
+		pt.linkUp = ph.PHY().LinkUp
+	}
 	switch {
 	case kind == "gen":
 		f := pktgen.DefaultFlow()
@@ -630,9 +660,14 @@ func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*
 		}
 		pt.frames, pt.loop = [][]byte{b}, true
 	case strings.HasPrefix(kind, "pcap:"):
-		fr, err := dpReadFrames(strings.TrimPrefix(kind, "pcap:"))
+		fr, at, err := dpReadFrames(strings.TrimPrefix(kind, "pcap:"))
 		if err != nil {
 			return nil, err
+		}
+		for i, f := range fr { // the capture's times of the frames padRunts keeps
+			if len(f) >= 14 {
+				pt.at = append(pt.at, at[i])
+			}
 		}
 		pt.frames, pt.padded, pt.skipped = padRunts(fr)
 		if len(pt.frames) == 0 {
@@ -710,6 +745,14 @@ func (pt *dpPartner) generate() {
 			return
 		default:
 		}
+		if pt.linkUp != nil && !pt.linkUp() {
+			select { // no link, no wire: nothing to offer
+			case <-pt.quit:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			continue
+		}
 		burst = burst[:0]
 		done := false
 		for len(burst) < pt.burst {
@@ -720,8 +763,19 @@ func (pt *dpPartner) generate() {
 				}
 				next = 0
 			}
+			if next < len(pt.at) && time.Since(start) < pt.at[next] {
+				break // not captured yet at this point of the replay
+			}
 			burst = append(burst, pt.frames[next])
 			next++
+		}
+		if len(burst) == 0 && !done && next < len(pt.at) {
+			select {
+			case <-pt.quit:
+				return
+			case <-time.After(time.Until(start.Add(pt.at[next]))):
+			}
+			continue
 		}
 		// One InjectBurst: the frames arrive back to back, as a burst on the wire.
 		n := pt.m.InjectBurst(burst)
@@ -775,49 +829,56 @@ func (pt *dpPartner) fromTAP() {
 	}
 }
 
-// dpReadFrames reads every frame of a pcap or pcapng file of Ethernet frames.
-func dpReadFrames(path string) ([][]byte, error) {
+// dpReadFrames reads every frame of a pcap or pcapng file of Ethernet frames,
+// with its capture time after the first frame's.
+func dpReadFrames(path string) ([][]byte, []time.Duration, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	var magic [4]byte
 	if _, err := io.ReadFull(f, magic[:]); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, nil, fmt.Errorf("%s: %w", path, err)
 	}
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var next func() ([]byte, error)
+	var next func() ([]byte, time.Time, error)
 	if binary.LittleEndian.Uint32(magic[:]) == 0x0A0D0D0A {
 		r, err := pcapgo.NewNgReader(f, pcapgo.DefaultNgReaderOptions)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		next = func() ([]byte, error) { d, _, err := r.ReadPacketData(); return d, err }
+		next = func() ([]byte, time.Time, error) { d, ci, err := r.ReadPacketData(); return d, ci.Timestamp, err }
 	} else {
 		r, err := pcapgo.NewReader(f)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
-		next = func() ([]byte, error) { d, _, err := r.ReadPacketData(); return d, err }
+		next = func() ([]byte, time.Time, error) { d, ci, err := r.ReadPacketData(); return d, ci.Timestamp, err }
 	}
 	var out [][]byte
+	var at []time.Duration
+	var first time.Time
 	for len(out) < 1<<20 {
-		d, err := next()
+		d, ts, err := next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, fmt.Errorf("%s: frame %d: %w", path, len(out), err)
+			return nil, nil, fmt.Errorf("%s: frame %d: %w", path, len(out), err)
+		}
+		if len(out) == 0 {
+			first = ts
 		}
 		out = append(out, append([]byte(nil), d...))
+		at = append(at, max(ts.Sub(first), 0))
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no frames", path)
+		return nil, nil, fmt.Errorf("%s: no frames", path)
 	}
-	return out, nil
+	return out, at, nil
 }
 
 // summarize says what the link partner offered the port and what the port
@@ -828,7 +889,7 @@ func (pt *dpPartner) summarize(w io.Writer, port string) {
 	fmt.Fprintf(w, "%s link partner (%s): offered %s, taken by the port %s", port, pt.kind,
 		dataplane.Group(float64(sent+missed)), dataplane.Group(float64(sent)))
 	if missed > 0 {
-		fmt.Fprintf(w, " (refused %s: RX ring full, or frames the port does not take)", dataplane.Group(float64(missed)))
+		fmt.Fprintf(w, " (refused %s: dropped by the device, or frames the port does not take)", dataplane.Group(float64(missed)))
 	}
 	fmt.Fprintf(w, ", received from the port %s\n", dataplane.Group(float64(pt.recv.Load())))
 	if pt.padded > 0 || pt.skipped > 0 {
@@ -858,8 +919,9 @@ func padRunts(in [][]byte) (out [][]byte, padded, skipped int) {
 }
 
 // dpReportHWDrops names the device counters of frames dropped before the
-// program saw them, when there are any: a frame too long for the port, or a
-// dataplane that did not keep up, shows there and nowhere else.
+// program saw them, when there are any (each frame in one counter, as the
+// driver names them): a frame too long for the port, or a dataplane that did
+// not keep up, shows there and nowhere else.
 func dpReportHWDrops(w io.Writer, ps *dataplane.PortStats) {
 	total, nonzero := dataplane.HardwareDrops(ps)
 	if total == 0 {

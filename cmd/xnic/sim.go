@@ -183,5 +183,9 @@ func openSimPort(o portOptions) (*openedPort, error) {
 		op.Close()
 		return nil, err
 	}
+	if err := startFaults(m, o.SimFaults); err != nil { // simfault.go
+		op.Close()
+		return nil, err
+	}
 	return op, nil
 }

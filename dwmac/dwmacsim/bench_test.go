@@ -86,6 +86,7 @@ func TestPerFrameZeroAlloc(t *testing.T) {
 
 func BenchmarkInjectReceive(b *testing.B) {
 	r := newRig(b, benchCfg())
+	r.m.SetPaced(false) // the model's cost, not the wire's time
 	l := newRxLoop(r, 1024)
 	b.ReportAllocs()
 	start := time.Now()
@@ -106,6 +107,7 @@ func BenchmarkInjectReceive(b *testing.B) {
 
 func BenchmarkTransmit(b *testing.B) {
 	r := newRig(b, benchCfg())
+	r.m.SetPaced(false) // the model's cost, not the wire's time
 	l := newTxLoop(r, 1024)
 	b.ReportAllocs()
 	start := time.Now()

@@ -1,6 +1,10 @@
 package dwmacsim
 
-import "time"
+import (
+	"time"
+
+	"github.com/xnic-dev/xnic/sim"
+)
 
 // DMA channels (databook "DMA channel registers"; stmmac dwmac4_dma.c and
 // dwmac4_lib.c for the order a driver programs them).
@@ -212,8 +216,10 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 		}
 	case chRxTail:
 		old := ch.rx.tailRaw
-		m.writeTailLocked("RX", c, &ch.rx, off, val)
-		if ch.rx.run {
+		if m.writeTailLocked("RX", c, &ch.rx, off, val) && ch.rx.run {
+			m.fetchRxLocked(&ch.rx, old)
+			m.drainAllLocked() // rxfifo.go: waiting frames take the new descriptors
+		} else if ch.rx.run {
 			m.fetchRxLocked(&ch.rx, old)
 		}
 	case chIntEn:
@@ -270,6 +276,10 @@ func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 		x.retail()
 	}
 	x.susp = suspNone
+	// The DMA starts over from the (new) base: what it fetched of the old
+	// list is gone (a driver's ring reset rewrites the address, as stmmac's
+	// stmmac_tx_err and the init path do).
+	clear(x.fetchedOK)
 }
 
 // writeTailLocked checks and stores a tail pointer. It reports whether the
@@ -370,6 +380,9 @@ func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick 
 		return 0
 	}
 	was := ch.txCtrl & txcST
+	if was != 0 && val&txcST == 0 {
+		m.inj.Clear(sim.FaultTxHang) // fault.go: a stopped TX DMA starts over
+	}
 	if val&txcST != 0 && was == 0 && !m.checkStartLocked("TX", c, &ch.tx, off) {
 		val &^= txcST
 	}
@@ -390,6 +403,9 @@ func (m *Model) writeRxControlLocked(c int, ch *channel, off, val uint32) {
 		return
 	}
 	was := ch.rxCtrl & rxcSR
+	if was != 0 && val&rxcSR == 0 {
+		m.inj.Clear(sim.FaultRxStall) // fault.go: a stopped RX DMA starts over
+	}
 	if val&rxcSR != 0 && was == 0 {
 		bs := (val & rxcRBSZMask) >> 1
 		switch {

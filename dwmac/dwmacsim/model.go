@@ -192,6 +192,8 @@ type Model struct {
 	sysBusMode uint32
 	mtlRxqMap  [2]uint32
 	mtlq       [maxChannels]mtlQueue
+	rxFIFO     [maxChannels]*sim.RxFIFO // MTL RX queue FIFOs (rxfifo.go), made when first used
+	inj        *sim.Injector            // immutable: injected faults (fault.go)
 	ch         [maxChannels]channel
 	plain      map[reg]uint32
 	mmcCntrl   uint32
@@ -356,6 +358,10 @@ func New(cfg Config) (*Model, error) {
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
 		Faults: m.faults,
 	})
+	m.inj = new(sim.Injector)
+	m.base.SetInjector(m.inj, m.phy)               // fault.go
+	m.wire.SetLineRate(m.phy.Link)                 // sim/linerate.go: frames at the negotiated speed
+	m.wire.SetTxFIFO(128 << fifoBits(cfg.Variant)) // HW_FEATURE1.TXFIFOSIZE
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
 	for i := range m.ch {
@@ -442,6 +448,7 @@ func (m *Model) Close() error {
 		m.ch[i].wdt.Stop()
 	}
 	m.mu.Unlock()
+	m.inj.Close()
 	m.sched.Close()
 	return m.base.Close()
 }
@@ -477,7 +484,13 @@ func (m *Model) resetLocked(swr bool) {
 	m.mdioAddr, m.mdioData, m.mdioBusy = 0, 0, 0
 	m.busMode, m.sysBusMode = 0, 0
 	m.mtlRxqMap = [2]uint32{}
+	m.inj.DeviceReset() // a reset ends a hang, a stall, a dead PHY (fault.go)
 	m.mtlq = [maxChannels]mtlQueue{}
+	for _, f := range m.rxFIFO {
+		if f != nil {
+			f.Flush() // a reset empties the MTL FIFOs
+		}
+	}
 	for i := range m.ch {
 		w := m.ch[i].wdt
 		w.Stop()

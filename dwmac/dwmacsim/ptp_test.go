@@ -102,6 +102,7 @@ func TestPTPContextDescriptor(t *testing.T) {
 	}
 	// Two descriptors left before the tail is 6+2=8 = the ring: leave one.
 	x.tailTo(7)
-	require.False(t, r.m.Inject(frame(mac, 100)), "no descriptor for the context: dropped")
+	require.True(t, r.m.Inject(frame(mac, 100)), "no descriptor for the context: the frame waits in the MTL FIFO")
+	require.Equal(t, 1, r.m.RxHeld())
 	require.NoError(t, r.m.Err())
 }

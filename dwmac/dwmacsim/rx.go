@@ -3,6 +3,8 @@ package dwmacsim
 import (
 	"hash/crc32"
 	"math/bits"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Receive path (databook "Receive DMA" and "MAC receive"). A frame from the
@@ -16,10 +18,8 @@ import (
 // The channel's RX DMA writes the frame into the buffers of the descriptors
 // from its current pointer on: RBSZ bytes per descriptor, BUF1V only. It needs
 // every one of them owned by the DMA (OWN) and not beyond the tail pointer;
-// otherwise it sets RBU, suspends until the next tail write, and the frame is
-// dropped whole and counted (Counters.RxNoDesc, MTL_RxQ missed packets,
-// DMA_CH_Miss_Frame_Cnt). (The real MTL would hold the frame in its FIFO for a
-// while; the model has no FIFO.) Then it writes back each descriptor, DES3
+// otherwise it sets RBU, suspends until the next tail write, and the frame
+// waits in the MTL RX queue's FIFO (rxfifo.go). Then it writes back each descriptor, DES3
 // last with OWN clear: FD on the first, LD and the total length on the last,
 // and sets RI if the last descriptor asked for IOC (else the RX watchdog
 // does, when programmed).
@@ -34,6 +34,7 @@ import (
 // whether the frame was written to an RX ring. frame is not kept. It does not
 // allocate.
 func (m *Model) Inject(frame []byte) bool {
+	m.wire.Arrive(len(frame))
 	m.mu.Lock()
 	ok := m.receiveLocked(m.steerLocked(frame), frame)
 	m.mu.Unlock()
@@ -68,6 +69,7 @@ func (m *Model) steerLocked(frame []byte) int {
 // InjectQueue is Inject into MTL RX queue q, as if the MAC's classifier
 // (VLAN priority, RSS, ...) had steered the frame there.
 func (m *Model) InjectQueue(q int, frame []byte) bool {
+	m.wire.Arrive(len(frame))
 	m.mu.Lock()
 	ok := m.receiveLocked(q, frame)
 	m.mu.Unlock()
@@ -96,7 +98,7 @@ func (m *Model) speedMatchLocked() bool {
 }
 
 func (m *Model) receiveLocked(q int, frame []byte) bool {
-	if m.closed || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() || !m.pathUpLocked(false) {
+	if m.closed || m.inj.On(sim.FaultRemoval) || m.inResetLocked() || m.macConfig&cfgRE == 0 || !m.phy.LinkUp() || !m.speedMatchLocked() || !m.pathUpLocked(false) {
 		m.cnt.RxNoLink++
 		return false
 	}
@@ -146,28 +148,36 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		m.cnt.RxFiltered++
 		return false
 	}
+	return m.toMTLLocked(q, frame) // rxfifo.go: on to dmaRxLocked, or waits
+}
 
+// dmaRxLocked moves a frame from MTL RX queue q to its DMA channel's ring. It
+// reports rxNoDesc, having written nothing, when the channel has too few
+// descriptors (RBU set, the channel suspended).
+func (m *Model) dmaRxLocked(q int, frame []byte) rxOutcome {
+	n := len(frame)
+	etype := uint16(frame[12])<<8 | uint16(frame[13])
 	mq := &m.mtlq[q]
 	if m.rxqCtrl0>>(2*q)&rxqEnMask == 0 {
 		m.overflowLocked(mq)
-		return false
+		return rxDropped
 	}
 	c := int(m.mtlRxqMap[q/4] >> (rxqDMAMapWidth * (q % 4)) & 0xf)
 	if c >= m.nrx {
 		m.faults.Add("rx", regName(regMTLRxqDMAMap+uint32(q/4)*4), uint64(q), "MTL RX queue %d is mapped to DMA channel %d; the model has %d RX channels", q, c, m.nrx)
 		m.overflowLocked(mq)
-		return false
+		return rxDropped
 	}
 	ch := &m.ch[c]
 	r := &ch.rx
 	if !r.run {
 		m.overflowLocked(mq)
-		return false
+		return rxDropped
 	}
 	coe, csumBad := m.rxCOE(frame)
 	if csumBad && mq.rxOp&mtlDisTCPEF == 0 {
 		m.cnt.RxErrors++ // the MTL drops it (rxcoe.go)
-		return false
+		return rxDropped
 	}
 
 	strip := (etype >= 0x600 && m.macConfig&cfgCST != 0) || (etype < 0x600 && m.macConfig&cfgACS != 0)
@@ -218,7 +228,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		if err != nil {
 			m.dmaErrorLocked(c, false)
 			m.overflowLocked(mq)
-			return false
+			return rxDropped
 		}
 		d3 := loadDES3(d)
 		if d3&d3OWN == 0 {
@@ -230,7 +240,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 			// up to this one are written back with DE and skipped.
 			m.rxDescErrorLocked(r, base, k+1)
 			m.cnt.RxErrors++
-			return false
+			return rxDropped
 		}
 		idx = (idx + 1) % size
 	}
@@ -248,7 +258,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		if err != nil { // freed under the DMA's feet
 			m.dmaErrorLocked(c, false)
 			m.overflowLocked(mq)
-			return false
+			return rxDropped
 		}
 		addr := descAddr(d, eame)
 		chunk := min(bs, total-done)
@@ -256,7 +266,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		if err != nil {
 			m.dmaErrorLocked(c, false)
 			m.overflowLocked(mq)
-			return false
+			return rxDropped
 		}
 		copyWithFCS(buf, frame, crc[:], done)
 		done += chunk
@@ -274,7 +284,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		if err != nil {
 			m.dmaErrorLocked(c, false)
 			m.overflowLocked(mq)
-			return false
+			return rxDropped
 		}
 		chunk := min(bs, total-done)
 		done += chunk
@@ -285,6 +295,9 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		var w0, w1 uint32
 		if k == ndesc-1 {
 			w3 |= d3LD | lt<<rw3LTShift
+			if m.inj.Take(sim.FaultDescError) { // fault.go
+				w3 |= rw3ES | rw3CE
+			}
 			ioc = le.Uint32(d[des3:])&rd3IOC != 0
 			if reportTag {
 				w0, w3 = tci, w3|rw3RS0V
@@ -307,7 +320,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 		d, err := m.mem.View("rx-writeback", base+uint64(idx)*descSize, descSize)
 		if err != nil {
 			m.dmaErrorLocked(c, false)
-			return false
+			return rxDropped
 		}
 		sec, ns := m.ptp.now()
 		le.PutUint32(d[des0:], ns)
@@ -320,7 +333,7 @@ func (m *Model) receiveLocked(q int, frame []byte) bool {
 	m.cnt.RxFrames++
 	m.cnt.RxBytes += uint64(total)
 	m.rxCompleteLocked(c, ioc) // RI now, or the RX watchdog (coalesce.go)
-	return true
+	return rxDone
 }
 
 // fetchRxLocked is the descriptor prefetch a tail write allows a running RX
@@ -406,18 +419,18 @@ func (m *Model) checkRxDescLocked(d []byte, d3 uint32, eame bool, at uint64) boo
 	return true
 }
 
-// noDescLocked drops a frame for want of a descriptor: RBU; ownSusp: the
-// descriptor at cur was not the DMA's, which suspends it until a tail write.
-func (m *Model) noDescLocked(c int, mq *mtlQueue, ownSusp bool) bool {
+// noDescLocked is the RX DMA finding no descriptor for a frame: RBU; ownSusp:
+// the descriptor at cur was not the DMA's, which suspends it until a tail
+// write. The frame stays in the MTL FIFO: nothing counts it yet.
+func (m *Model) noDescLocked(c int, mq *mtlQueue, ownSusp bool) rxOutcome {
+	_ = mq
 	ch := &m.ch[c]
 	if ownSusp {
 		ch.rx.susp = suspOwn
 	}
-	ch.missed++
-	mq.rxMissed++
 	m.cnt.RxNoDesc++
 	m.raiseLocked(c, stRBU)
-	return false
+	return rxNoDesc
 }
 
 // overflowLocked drops a frame the MTL cannot pass to a DMA channel.

@@ -34,29 +34,47 @@ func TestRxWriteBackWithFCS(t *testing.T) {
 	require.NoError(t, r.m.Err())
 }
 
+// A frame that finds no descriptor sets RBU and waits in its MTL RX queue's
+// FIFO (RQS+1 units of 256 bytes); the tail write resumes the DMA, which takes
+// the waiting frames first. Only a frame the full FIFO cannot take is dropped,
+// counted in OVFPKTCNT and MMC rx_fifo_overflow; the DMA's missed-frame
+// counters stay zero (they count flushed frames).
 func TestRxRBUAndResume(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.bringUp()
 	rx := r.setupRx(0, 4, 1536)
-	f := frame(factoryMAC, 60)
 	for i := 0; i < 4; i++ {
-		require.True(t, r.m.Inject(f), "frame %d", i)
+		require.True(t, r.m.Inject(frame(factoryMAC, 60+i)), "frame %d", i)
 	}
-	// The ring is full of frames software has not taken back: RBU, dropped.
-	require.False(t, r.m.Inject(f))
+	// The ring is full of frames software has not taken back: RBU, the
+	// frame waits.
+	waiting := frame(factoryMAC, 70)
+	require.True(t, r.m.Inject(waiting))
 	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
-	require.Equal(t, uint64(1), r.m.Counters().RxNoDesc)
-	require.Equal(t, uint32(1), r.rd(tCh(0)+tMissFrame)&0x7ff, "DMA_CH_Miss_Frame_Cnt")
-	require.Equal(t, uint32(1), r.rd(tMTLMissed0)>>16&0x7ff, "MTL missed packets")
-	require.Zero(t, r.rd(tMTLMissed0), "clear on read")
+	require.Equal(t, 1, r.m.RxHeld())
+	require.Zero(t, r.rd(tCh(0)+tMissFrame)&0x7ff, "DMA_CH_Miss_Frame_Cnt")
+	require.Zero(t, r.rd(tMTLMissed0), "MTL missed and overflow counters")
 	// Still suspended until a tail write, even once a descriptor is posted.
 	rx.post(0)
-	require.False(t, r.m.Inject(f))
+	require.True(t, r.m.Inject(frame(factoryMAC, 71)))
+	require.Equal(t, 2, r.m.RxHeld())
 	rx.tailTo(1)
-	require.True(t, r.m.Inject(f), "the tail write resumes the DMA")
+	require.Equal(t, 1, r.m.RxHeld(), "the tail write resumes the DMA: the first waiting frame")
 	require.Zero(t, rx.des3(0)&tOWN)
-	// Now cur (1) == tail (1): the DMA suspends at the tail.
-	require.False(t, r.m.Inject(f))
+	require.Equal(t, waiting, rx.buf(0, len(waiting)))
+	// Fill the FIFO: the next frame overflows it.
+	size := (int(r.rd(tMTLRxOp0)>>20&0x3ff) + 1) * 256
+	held := 1
+	for r.m.Inject(frame(factoryMAC, 60)) {
+		held++
+		require.Less(t, held, 1000, "the FIFO never fills")
+	}
+	// The 71-byte frame takes 80 bytes (FCS, 8-byte words), each 60-byte one 64.
+	require.Equal(t, 1+(size-80)/64, held, "frames a %d-byte FIFO holds", size)
+	v := r.rd(tMTLMissed0)
+	require.Equal(t, uint32(1), v&0x7ff, "OVFPKTCNT")
+	require.Zero(t, v>>16&0x7ff, "MISPKTCNT")
+	require.Equal(t, uint32(1), r.rd(tMMC+tMMCRxFIFOOvf), "MMC rx_fifo_overflow")
 	r.wr(tCh(0)+tStatus, tRBU|tRI|tNIS|tAIS)
 	require.Zero(t, r.rd(tCh(0)+tStatus)&(tRBU|tRI), "W1C")
 	require.NoError(t, r.m.Err())
@@ -225,7 +243,8 @@ func TestNonCoherent(t *testing.T) {
 	d := rx.ring.CPU[16:32]
 	binary.LittleEndian.PutUint32(d[12:], tOWN|tBUF1V|tRxIOC) // ...and re-posts it without Sync
 	rx.tailTo(2)
-	require.False(t, r.m.Inject(f), "the device still sees OWN clear")
+	require.True(t, r.m.Inject(f), "the device still sees OWN clear: the frame waits in the MTL FIFO")
+	require.Equal(t, 1, r.m.RxHeld())
 	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
 	require.ErrorContains(t, r.m.Err(), "RX descriptor 1 handed to the running DMA by the tail write without OWN",
 		"the tail moved over a descriptor the device sees without OWN")

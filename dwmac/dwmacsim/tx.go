@@ -3,6 +3,9 @@ package dwmacsim
 import (
 	"bytes"
 	"strings"
+	"time"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Transmit path (databook "Transmit DMA"). A tail-pointer write (or ST, or TE
@@ -113,7 +116,12 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		m.mu.Lock()
 		ch := &m.ch[c]
 		r := &ch.tx
-		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 {
+		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 || m.inj.On(sim.FaultTxHang) || m.inj.On(sim.FaultRemoval) {
+			m.mu.Unlock()
+			return false
+		}
+		if m.inj.Take(sim.FaultBusError) { // fault.go: the descriptor fetch fails
+			m.dmaErrorLocked(c, true)
 			m.mu.Unlock()
 			return false
 		}
@@ -131,12 +139,19 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		batch, arena := m.txBatch[:0], m.txArena[:0]
 		cur, consumed := r.cur, uint32(0)
 		res, stop := gatherOK, suspNone
+		var wireWait time.Duration
 		for len(batch) < budget {
+			if wireWait = m.wire.TxWait(); wireWait > 0 {
+				break // the TX FIFO is full: the wire has to carry some first
+			}
 			var fr txFrame
 			var next uint32
 			fr, next, res = m.gatherLocked(r, base, stride, size, cur, r.tailRaw, &arena, eame)
 			if res != gatherOK {
 				break
+			}
+			if !fr.bad {
+				m.wire.Depart(len(fr.data))
 			}
 			if fr.cic != 0 && !fr.bad {
 				m.coeFrameLocked(c, &fr, &arena)
@@ -154,6 +169,13 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			stop = suspOwn
 		case gatherIncomplete:
 			stop = suspTail // the frame continues beyond the tail: wait there
+		}
+		if len(batch) == 0 && wireWait > 0 {
+			m.txPend |= 1 << c
+			m.txT.ArmReal(wireWait)
+			m.txBatch, m.txArena = batch, arena
+			m.mu.Unlock()
+			return false
 		}
 		if len(batch) == 0 {
 			if res == gatherDMAError {
@@ -234,6 +256,13 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		if res == gatherHold {
 			m.mu.Lock()
 			m.holdLocked(c)
+			m.mu.Unlock()
+			return false
+		}
+		if wireWait > 0 {
+			m.mu.Lock()
+			m.txPend |= 1 << c
+			m.txT.ArmReal(wireWait) // the rest when the wire has room
 			m.mu.Unlock()
 			return false
 		}

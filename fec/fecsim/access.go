@@ -3,6 +3,8 @@ package fecsim
 import (
 	"fmt"
 	"time"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // ringRegs maps a ring register offset to its ring and kind.
@@ -342,6 +344,11 @@ func (m *Model) stopLocked() {
 		r.txClearing, r.txHung = false, false
 	}
 	m.resetCoalescersLocked()
+	// The uDMA engines stop and start over: a hung transmitter or stalled
+	// receiver (fault.go) with them, which is what Linux's fec_restart
+	// relies on for multi-queue ENETs, where it clears ETHEREN instead of
+	// resetting the MAC.
+	m.inj.Clear(sim.FaultTxHang, sim.FaultRxStall)
 }
 
 // checkEnableLocked validates the configuration at ETHEREN's rising edge.

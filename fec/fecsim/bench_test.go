@@ -48,6 +48,7 @@ func BenchmarkInject(bm *testing.B) {
 	for _, size := range []int{64, 1500} {
 		bm.Run(itoa(size), func(bm *testing.B) {
 			b := newBed(bm, bedOpts{cfg: Config{Sched: syncSched}})
+			b.m.SetPaced(false) // the model's cost, not the wire's time
 			f := testFrame(b.m, size-4, 1)
 			recycle := rxRecycler(b)
 			bm.ReportAllocs()
@@ -67,6 +68,7 @@ func BenchmarkInject(bm *testing.B) {
 
 func BenchmarkTransmit(bm *testing.B) {
 	b := newBed(bm, bedOpts{cfg: Config{Sched: syncSched}})
+	b.m.SetPaced(false) // the model's cost, not the wire's time
 	b.m.SetTransmit(func([]byte) {})
 	f := testFrame(b.m, 60, 1)
 	bm.ReportAllocs()

@@ -120,7 +120,8 @@ type Counters struct {
 	RxFrames   uint64 // frames written to an RX ring
 	RxBytes    uint64 // their bytes as received (without FCS or SHIFT16 pad)
 	RxFiltered uint64 // dropped by the address filter
-	RxNoBD     uint64 // dropped: ring not active (RDAR clear) or out of empty BDs
+	RxNoBD     uint64 // times a frame found its ring not active or out of empty BDs (it waits)
+	RxOverflow uint64 // dropped: the receive FIFO was full (IEEE_R_MACERR)
 	RxOff      uint64 // arrived while ETHEREN was clear, the link down, or closed
 	RxErrors   uint64 // undersize, bad FCS, speed mismatch, DMA fault
 	TxFrames   uint64 // frames put on the wire (or looped back)
@@ -173,13 +174,15 @@ type Model struct {
 	closed atomic.Bool // set once by Close
 
 	mu        sync.Mutex
-	wire      sim.Wire // guarded by mu: where transmitted frames go
-	gen       uint64   // bumps at every reset and ETHEREN clear
-	rxScratch []byte   // one RX frame with pad and FCS; guarded by mu
-	mdioBusy  bool     // an MDIO frame is being clocked out; guarded by mu
-	mdioFrame uint32   // the MMFR value of that frame; guarded by mu
-	resetting bool     // ECR.RESET in progress; guarded by mu
-	phyHeld   bool     // the board held the PHY in reset at the last look; guarded by mu
+	wire      sim.Wire      // guarded by mu: where transmitted frames go
+	rxFIFO    *sim.RxFIFO   // guarded by mu: the receive FIFO (rxfifo.go), made when first used
+	inj       *sim.Injector // immutable: injected faults (fault.go)
+	gen       uint64        // bumps at every reset and ETHEREN clear
+	rxScratch []byte        // one RX frame with pad and FCS; guarded by mu
+	mdioBusy  bool          // an MDIO frame is being clocked out; guarded by mu
+	mdioFrame uint32        // the MMFR value of that frame; guarded by mu
+	resetting bool          // ECR.RESET in progress; guarded by mu
+	phyHeld   bool          // the board held the PHY in reset at the last look; guarded by mu
 
 	eir, eimr          uint32
 	linePend           [4]uint32 // pending-and-enabled bits last signalled, per line
@@ -266,7 +269,11 @@ func New(cfg Config) (*Model, error) {
 	} else {
 		m.busPHYs = []*sim.PHY{m.phy}
 	}
+	m.wire.SetLineRate(m.phy.Link) // sim/linerate.go: frames at the negotiated speed
+	m.wire.SetTxFIFO(txFIFOBytes)
 	m.sd = sim.NewDevice(sim.DeviceConfig{Name: cfg.Name, BARSize: WindowSize, MSIXVectors: info.lines}, m.mem, m)
+	m.inj = new(sim.Injector)
+	m.sd.SetInjector(m.inj, m.phy)                                                      // fault.go
 	m.dev = &Device{PlatformDevice: sim.NewPlatformDevice(m.sd, info.compatible), m: m} // DMA always on
 	m.txScratch = make([]byte, maxFrameModel+8)
 	m.rxScratch = make([]byte, maxFrameModel+8)
@@ -378,6 +385,7 @@ func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f)
 func (m *Model) Close() error {
 	m.Attach(nil)
 	m.closed.Store(true)
+	m.inj.Close()
 	m.sched.Close()
 	m.stopCoalescers()
 	return m.sd.Close()
@@ -395,7 +403,11 @@ func (m *Model) Reset() {
 // The PHY is a separate chip and keeps its state.
 func (m *Model) resetLocked() {
 	m.gen++
-	m.mdioBusy = false // a frame being clocked out is cut off
+	if m.rxFIFO != nil {
+		m.rxFIFO.Flush() // a reset empties the receive FIFO
+	}
+	m.inj.DeviceReset() // a reset ends a hang, a stall, a dead PHY (fault.go)
+	m.mdioBusy = false  // a frame being clocked out is cut off
 	m.resetting = false
 	m.eir, m.eimr = 0, 0
 	m.linePend = [4]uint32{}

@@ -395,31 +395,45 @@ func TestReceiveHashFilter(t *testing.T) {
 	b.noFaults()
 }
 
+// When the ring runs out RDAR clears and later frames wait in the receive
+// FIFO; an RDAR write drains them in order into the BDs given back; only a
+// frame the full FIFO (2 KB: 28 frames of 64 bytes, 72 with the FCS) cannot
+// take is dropped, counted in IEEE_R_MACERR alone.
 func TestReceiveWrapAndRDAR(t *testing.T) {
 	b := newBed(t, bedOpts{n: 4})
 	for i := 0; i < 4; i++ {
 		require.True(t, b.m.Inject(testFrame(b.m, 64, byte(i))), "frame %d", i)
 	}
 	require.Zero(t, b.r.Read32(regRDAR), "RDAR clears when the ring runs out")
-	require.False(t, b.m.Inject(testFrame(b.m, 64, 9)))
-	require.Equal(t, uint32(1), b.mib(regIEEERDrop))
-	require.Equal(t, uint64(1), b.m.Counters().RxNoBD)
-	// Refill only BD 0 and 1: but without RDAR the ring stays inactive.
-	// Sync only the BDs given back: a clean of the whole ring would overwrite
-	// BDs 2-3 (which the device wrote) with the CPU's stale copies.
+	f9, f10 := testFrame(b.m, 64, 9), testFrame(b.m, 64, 10)
+	require.True(t, b.m.Inject(f9), "no empty BD: the frame waits in the FIFO")
+	require.Equal(t, 1, b.m.RxHeld())
+	require.Zero(t, b.mib(regIEEERDrop))
+	require.Zero(t, b.mib(regIEEERMacErr))
+	// Refill BD 0 and 1: without RDAR the ring stays inactive. Sync only the
+	// BDs given back: a clean of the whole ring would overwrite BDs 2-3
+	// (which the device wrote) with the CPU's stale copies.
 	b.giveRX(0, 0)
 	b.giveRX(0, 1)
-	require.False(t, b.m.Inject(testFrame(b.m, 64, 10)))
+	require.True(t, b.m.Inject(f10))
+	require.Equal(t, 2, b.m.RxHeld())
 	b.r.Write32(regRDAR, darActive)
-	require.Equal(t, darActive, b.r.Read32(regRDAR))
-	f := testFrame(b.m, 64, 11)
-	require.True(t, b.m.Inject(f))
-	require.Equal(t, f, b.rxData(0, 0, 64), "wrapped to BD 0")
-	// An RDAR write with the current BD not empty is not a fault: RDAR reads 0.
-	require.True(t, b.m.Inject(f))
+	require.Equal(t, 0, b.m.RxHeld(), "the RDAR write drains the FIFO")
+	require.Equal(t, f9, b.rxData(0, 0, 64), "wrapped to BD 0, in arrival order")
+	require.Equal(t, f10, b.rxData(0, 1, 64))
 	require.Zero(t, b.r.Read32(regRDAR), "BD 2 was never given back")
+	// An RDAR write with the current BD not empty is not a fault: RDAR reads 0.
 	b.r.Write32(regRDAR, darActive)
 	require.Zero(t, b.r.Read32(regRDAR))
+	held := 0
+	for b.m.Inject(testFrame(b.m, 64, 12)) {
+		held++
+		require.Less(t, held, 100, "the FIFO never fills")
+	}
+	require.Equal(t, 2048/72, held)
+	require.Equal(t, uint32(1), b.mib(regIEEERMacErr), "the overflow, counted once")
+	require.Zero(t, b.mib(regIEEERDrop))
+	require.Equal(t, uint64(1), b.m.Counters().RxOverflow)
 	b.noFaults()
 }
 
@@ -476,7 +490,8 @@ func TestForgottenDBSWP(t *testing.T) {
 	// A little-endian driver that forgets DBSWP: its E and R bits are misread.
 	b := newBed(t, bedOpts{noDBSWP: true})
 	require.Zero(t, b.r.Read32(regRDAR), "no empty BD as the ENET reads it")
-	require.False(t, b.m.Inject(testFrame(b.m, 64, 0)))
+	require.True(t, b.m.Inject(testFrame(b.m, 64, 0)), "waits in the FIFO")
+	require.Equal(t, 1, b.m.RxHeld())
 	b.queueTX(0, 0, testFrame(b.m, 64, 0), txR|txL|txTC, 0)
 	b.r.Write32(regTDAR, darActive)
 	require.Empty(t, b.sent)
@@ -558,12 +573,13 @@ func TestNonCoherentStale(t *testing.T) {
 	b.setRX(0, 0) // CPU side only
 	b.r.Write32(regRDAR, darActive)
 	require.Zero(t, b.r.Read32(regRDAR), "the device does not see an unsynced refill")
-	require.False(t, b.m.Inject(testFrame(b.m, 64, 3)))
+	f := testFrame(b.m, 64, 3)
+	require.True(t, b.m.Inject(f), "waits in the FIFO")
+	require.Equal(t, 1, b.m.RxHeld())
 	// RX data is not visible to the CPU without Sync(ForCPU).
 	b.alloc.Sync(b.rx[0], 0, b.rx[0].Len(), dma.ForDevice)
 	b.r.Write32(regRDAR, darActive)
-	f := testFrame(b.m, 64, 4)
-	require.True(t, b.m.Inject(f))
+	require.Zero(t, b.m.RxHeld(), "the synced refill takes the waiting frame")
 	require.NotEqual(t, f, b.rxBuf[0].CPU[:64], "stale CPU view before Sync")
 	require.Equal(t, f, b.rxData(0, 0, 64))
 	// TX: a BD written but not synced is not seen.

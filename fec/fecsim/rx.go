@@ -3,6 +3,8 @@ package fecsim
 import (
 	"encoding/binary"
 	"hash/crc32"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Receive path (RM "Receive buffer descriptors"; fec_main.c fec_enet_rx_queue).
@@ -23,10 +25,10 @@ import (
 //   - W moves the current BD back to the ring start.
 //
 // After each frame the device looks at the next BD: if it is not empty, RDAR
-// clears, and every later frame for that ring is dropped and counted in
-// IEEE_R_DROP until software writes RDAR again. A frame that needs more empty
-// BDs than there are is dropped whole (the hardware would write a partial
-// frame; the model never does).
+// clears, and later frames wait in the receive FIFO (rxfifo.go) until
+// software writes RDAR again. A frame that needs more empty BDs than there
+// are waits too (the hardware would write a partial frame; the model never
+// does).
 //
 // Ownership: a BD with E set and its buffer belong to the device until it
 // clears E; the driver owns it again afterwards and gives it back by setting E
@@ -36,6 +38,7 @@ import (
 // end of the payload, no preamble and no FCS. It reports whether the frame was
 // written to an RX ring. frame is not kept. It does not allocate.
 func (m *Model) Inject(frame []byte) bool {
+	m.wire.Arrive(len(frame))
 	m.mu.Lock()
 	ok := m.receiveLocked(frame, false, false)
 	m.mu.Unlock()
@@ -45,6 +48,7 @@ func (m *Model) Inject(frame []byte) bool {
 // InjectBadFCS delivers frame as if it arrived with a wrong FCS: the MAC
 // counts it (RMON_R_CRC_ALIGN, IEEE_R_CRC) and drops it.
 func (m *Model) InjectBadFCS(frame []byte) bool {
+	m.wire.Arrive(len(frame))
 	m.mu.Lock()
 	ok := m.receiveLocked(frame, false, true)
 	m.mu.Unlock()
@@ -71,7 +75,7 @@ func (m *Model) speedMismatchLocked() (mac, phy int, bad bool) {
 }
 
 func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
-	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || (!loop && !m.phy.LinkUp()) || m.socStoppedLocked() {
+	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || (!loop && !m.phy.LinkUp()) || m.socStoppedLocked() || m.inj.On(sim.FaultRemoval) {
 		m.cnt.RxOff++
 		return false
 	}
@@ -114,11 +118,22 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 		m.cnt.RxFiltered++
 		return false
 	}
+	return m.toFIFOLocked(frame) // rxfifo.go: on to dmaRxLocked, or waits
+}
+
+// dmaRxLocked writes a frame the MAC accepted into its ring's next empty BDs.
+// It reports rxNoDesc, having written nothing, when the ring is not active or
+// has too few empty BDs.
+func (m *Model) dmaRxLocked(frame []byte) rxOutcome {
+	n := len(frame)
+	mcast := frame[0]&1 != 0
+	bcast := mcast && frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xFF
+	match := m.matchLocked(frame[:6], mcast, bcast)
 	q := m.classifyLocked(frame)
 	r := &m.rings[q]
 	if !r.rdar {
-		m.dropLocked()
-		return false
+		m.cnt.RxNoBD++
+		return rxNoDesc
 	}
 
 	// Build what goes to memory: pad, frame, FCS.
@@ -133,8 +148,7 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 	var flags uint16
 	maxFL := int(m.rcr&rcrMaxFLMask) >> rcrMaxFLShift
 	if n+4 > maxFL {
-		flags |= rxLG
-		m.mibInc(regRMONROversize)
+		flags |= rxLG // counted in RMON_R_OVERSIZE once written
 	}
 	if ftrl := int(m.ftrl); len(data) > ftrl {
 		data = data[:ftrl]
@@ -164,18 +178,21 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 		if err != nil {
 			m.cnt.RxErrors++
 			r.rdar = false
-			return false
+			return rxDropped
 		}
 		b := bdView{d, le}
 		sc := b.sc()
 		if sc&rxE == 0 {
 			r.rdar = false
-			m.dropLocked()
-			return false
+			m.cnt.RxNoBD++
+			return rxNoDesc
 		}
 		cur = m.nextBD(r.rdsr, cur, sc, size)
 	}
 
+	if flags&rxLG != 0 {
+		m.mibInc(regRMONROversize)
+	}
 	var events uint32
 	cur = r.rxCur
 	ts := m.timerNowLocked()
@@ -189,7 +206,7 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 			m.faults.Add("rx", "", uint64(addr), "RX buffer address 0x%08x is not %d-byte aligned", addr, rxBufAlign)
 			m.cnt.RxErrors++
 			r.rdar = false
-			return false
+			return rxDropped
 		}
 		// The device may write up to MRBR bytes into any buffer: all of them
 		// must be the device's.
@@ -197,7 +214,7 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 		if err != nil {
 			m.cnt.RxErrors++
 			r.rdar = false
-			return false
+			return rxDropped
 		}
 		copy(buf, chunk)
 		last := i == nbd-1
@@ -206,6 +223,9 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 		if last {
 			length = uint16(len(data))
 			nsc |= rxL | flags
+			if m.inj.Take(sim.FaultDescError) { // fault.go
+				nsc |= rxCR
+			}
 		}
 		raise := true
 		if ext {
@@ -241,7 +261,7 @@ func (m *Model) receiveLocked(frame []byte, loop, badFCS bool) bool {
 	if events = m.coalesceLocked(q, events); events != 0 {
 		m.raiseLocked(events)
 	}
-	return true
+	return rxDone
 }
 
 // nextBD is the BD after the one at cur (status sc): the ring start after W.
@@ -250,11 +270,6 @@ func (m *Model) nextBD(start, cur uint32, sc uint16, size uint32) uint32 {
 		return start
 	}
 	return cur + size
-}
-
-func (m *Model) dropLocked() {
-	m.mibInc(regIEEERDrop)
-	m.cnt.RxNoBD++
 }
 
 // activateRxLocked is a write to RDAR(q): the ring becomes active if the
@@ -283,6 +298,7 @@ func (m *Model) activateRxLocked(q int, off uint32) {
 	b := bdView{d, m.ecr&ecrDBSWP != 0}
 	if b.sc()&rxE != 0 {
 		r.rdar = true
+		m.drainRxFIFOLocked() // rxfifo.go: waiting frames take the empty BDs
 		return
 	}
 	r.rdar = false

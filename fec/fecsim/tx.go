@@ -3,6 +3,7 @@ package fecsim
 import (
 	"encoding/binary"
 	"hash/crc32"
+	"time"
 )
 
 // Transmit path (RM "Transmit buffer descriptors"; fec_main.c
@@ -46,6 +47,7 @@ func (m *Model) txRun() {
 		budget = 1 + m.sched.IntN(txBurstMax)
 	}
 	again, held := false, false
+	var wireWait time.Duration
 	var active [3]bool
 	m.mu.Lock()
 	for q := range m.rings {
@@ -65,11 +67,16 @@ func (m *Model) txRun() {
 				again = true
 				break
 			}
+			if w := m.wire.TxWait(); w > 0 {
+				wireWait = w // the TX FIFO is full: the wire has to carry some first
+				break
+			}
 			m.mu.Lock()
 			frame, sink, deliver, loop, more := m.txOneLocked(q)
 			again = again || m.rings[q].txClearing
 			m.mu.Unlock()
 			if deliver {
+				m.wire.Depart(len(frame))
 				if loop {
 					m.mu.Lock()
 					m.receiveLocked(frame, true, false)
@@ -89,6 +96,8 @@ func (m *Model) txRun() {
 	switch {
 	case again:
 		m.txT.Arm()
+	case wireWait > 0:
+		m.txT.ArmReal(wireWait) // the rest when the wire has room
 	case held:
 		m.txT.ArmIdle() // the running ring looks again for the frame's rest
 	}
@@ -110,6 +119,9 @@ const txBurstMax = 8
 func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, loop, more bool) {
 	r := &m.rings[q]
 	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || !r.tdar || m.tcr&tcrGTS != 0 || r.txHung || r.txClearing {
+		return nil, nil, false, false, false
+	}
+	if m.txFaultLocked() { // fault.go
 		return nil, nil, false, false, false
 	}
 	ext := m.ecr&ecrEN1588 != 0

@@ -199,7 +199,10 @@ type Model struct {
 	tx                                      []txQueue
 	stats                                   [nStats]uint32
 	cnt                                     Counters
-	crcBuf                                  []byte // RX scratch for frames with their FCS kept
+	crcBuf                                  []byte        // RX scratch for frames with their FCS kept
+	fifo                                    *sim.RxFIFO   // the receive packet buffer (rxfifo.go)
+	inj                                     *sim.Injector // immutable: injected faults (fault.go)
+	txBusErr                                bool          // a bus error stopped the TX DMA until a reset
 	ptp                                     ptpState
 	qav                                     qavState
 }
@@ -270,6 +273,10 @@ func New(cfg Config) (*Model, error) {
 	// A link change raises LSC; it runs on its own goroutine because the PHY may
 	// report it from inside an MDIC access, with mu held.
 	m.phy.SetNotify(func(nic.LinkState) { go m.linkChanged() })
+	m.inj = new(sim.Injector)
+	m.dev.SetInjector(m.inj, m.phy) // fault.go
+	m.wire.SetLineRate(m.phy.Link)  // sim/linerate.go: frames at the negotiated speed
+	m.wire.SetTxFIFO(txPBBytes)
 	m.buildNVM()
 	m.rx = make([]rxQueue, cfg.Queues)
 	m.tx = make([]txQueue, cfg.Queues)
@@ -379,6 +386,7 @@ func (m *Model) Close() error {
 		}
 	}
 	m.mu.Unlock()
+	m.inj.Close()
 	m.sched.Close()
 	return m.dev.Close()
 }
@@ -436,6 +444,11 @@ func (m *Model) resetLocked(delay bool) {
 		m.tx[i] = txQueue{}
 	}
 	m.stats = [nStats]uint32{}
+	m.txBusErr = false
+	m.inj.DeviceReset() // a reset ends a hang, a stall, a dead PHY (fault.go)
+	if m.fifo != nil {
+		m.fifo.Flush() // a reset empties the packet buffer
+	}
 	m.resetting = false
 	if delay && m.cfg.ResetDelay > 0 {
 		m.resetting = true
@@ -1015,6 +1028,7 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		x.tail = val
 		if enabled {
 			m.fetchLocked(x.fetched, x.fetchedOK, x.base(), x.len, old, val)
+			m.drainRxFIFOLocked(nil) // rxfifo.go: waiting frames take the new descriptors
 		}
 	case qDCA:
 		x.dca = val

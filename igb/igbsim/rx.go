@@ -2,6 +2,8 @@ package igbsim
 
 import (
 	"hash/crc32"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // Receive path (82576 datasheet 7.1). A frame arriving from the wire (Inject, or
@@ -10,10 +12,9 @@ import (
 // next descriptors between RDH and RDT, then the descriptors are written back
 // and RDH advances. Frames larger than one buffer (SRRCTL.BSIZEPKT) are split
 // across descriptors as the datasheet does: DD on each, EOP on the last, which
-// alone carries the RSS hash and packet type. A frame that does not fit in the
-// free descriptors is dropped whole and counted in MPC, RNBC and the queue's
-// RQDPC (the model drops whether or not SRRCTL.DROP_EN is set: it has no FIFO
-// to hold the frame until software posts buffers).
+// alone carries the RSS hash and packet type. A frame that finds too few free
+// descriptors waits in the receive packet buffer (rxfifo.go) or, with the
+// queue's SRRCTL.DROP_EN, is dropped and counted in its RQDPC.
 //
 // Ownership: a descriptor in [RDH, RDT) and its buffer belong to the device; the
 // model writes the buffer, then the write-back with the status dword last, then
@@ -23,6 +24,7 @@ import (
 // end of the payload, no preamble, no FCS. It reports whether the frame was
 // written to an RX ring. frame is not kept. It does not allocate.
 func (m *Model) Inject(frame []byte) bool {
+	m.wire.Arrive(len(frame))
 	m.mu.Lock()
 	ok := m.receiveLocked(frame, nil)
 	m.mu.Unlock()
@@ -38,6 +40,7 @@ func (m *Model) Inject(frame []byte) bool {
 func (m *Model) InjectBurst(frames [][]byte) int {
 	var rings rxRingViews
 	n := 0
+	m.wire.ArriveBurst(frames)
 	m.mu.Lock()
 	for _, f := range frames {
 		if m.receiveLocked(f, &rings) {
@@ -74,6 +77,7 @@ func (m *Model) rxDesc(rv *rxRingViews, q int, base uint64, size, idx uint32) ([
 // InjectBadFCS delivers frame as if it arrived with a wrong FCS: the MAC drops
 // it and counts it in CRCERRS (when receiving is on and the link is up).
 func (m *Model) InjectBadFCS(frame []byte) {
+	m.wire.Arrive(len(frame))
 	m.mu.Lock()
 	if !m.closed && m.rctl&rctlEN != 0 && m.linkUpLocked() {
 		m.incStat(stCRCERRS)
@@ -85,7 +89,7 @@ func (m *Model) InjectBadFCS(frame []byte) {
 }
 
 func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
-	if m.closed || m.rctl&rctlEN == 0 || !m.linkUpLocked() {
+	if m.closed || m.rctl&rctlEN == 0 || !m.linkUpLocked() || m.inj.On(sim.FaultRemoval) {
 		m.cnt.RxNoLink++
 		return false
 	}
@@ -113,6 +117,18 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 	}
 	m.incStat(stTPR)
 	m.addStat64(stTORL, wire)
+	return m.toFIFOLocked(frame, rv) // rxfifo.go: on to dmaRxLocked, or waits
+}
+
+// dmaRxLocked is the receive DMA for a frame that passed the MAC: queue
+// selection, then the frame into the buffers of the queue's next free
+// descriptors. It reports rxNoDesc, having changed nothing, when the queue has
+// too few free descriptors.
+func (m *Model) dmaRxLocked(frame []byte, rv *rxRingViews) (rxOutcome, int) {
+	n := len(frame)
+	wire := n + 4
+	mcast := frame[0]&1 != 0
+	bcast := mcast && frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xFF
 
 	// Queue selection and the write-back's packet information.
 	q := 0
@@ -137,22 +153,22 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		if q >= len(m.rx) {
 			m.faults.Add("rx", "RETA", uint64(hash&0x7F), "RETA entry %d sends a frame to queue %d of %d", hash&0x7F, q, len(m.rx))
 			m.cnt.RxMissed++
-			return false
+			return rxDropped, q
 		}
 	}
 	r := &m.rx[q]
 	if r.dctl&dctlEnable == 0 {
-		m.missLocked(r, false)
-		return false
+		m.missLocked()
+		return rxDropped, q
 	}
 	if m.ctrl&ctrlGIOMasterDi != 0 {
 		m.cnt.RxNoLink++ // DMA blocked by GIO master disable: nothing reaches memory
-		return false
+		return rxDropped, q
 	}
 	if !m.mem.DMAEnabled() {
 		m.faults.Add("rx", "", uint64(q), "frame for enabled RX queue %d while bus mastering is off", q)
 		m.cnt.RxMissed++
-		return false
+		return rxDropped, q
 	}
 
 	// What reaches the buffer (82576 datasheet 7.4.3.3, I210 7.8.2.4): the
@@ -196,8 +212,7 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		free = (r.tail + size - r.head) % size
 	}
 	if int(free) < ndesc {
-		m.missLocked(r, true)
-		return false
+		return rxNoDesc, q
 	}
 	base := r.base()
 	head := r.head
@@ -205,7 +220,7 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		d, err := m.rxDesc(rv, q, base, size, head)
 		if err != nil {
 			m.cnt.RxMissed++
-			return false
+			return rxDropped, q
 		}
 		if changedLocked(r.fetched, r.fetchedOK, head, d) {
 			m.faults.Add("rx-desc", "RDT", base+uint64(head)*descSize, "RX descriptor %d changed after the RDT write handed it to the device (which may fetch it at once): write descriptors before moving the tail", head)
@@ -214,7 +229,7 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		buf, err := m.mem.View("rx-buffer", le.Uint64(d[rxdPktAddr:]), len(chunk))
 		if err != nil {
 			m.cnt.RxMissed++
-			return false
+			return rxDropped, q
 		}
 		copy(buf, chunk)
 		status := uint32(rxStatDD)
@@ -224,6 +239,9 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 		var tag uint16
 		if i == ndesc-1 {
 			status |= rxStatEOP
+			if m.inj.Take(sim.FaultDescError) { // fault.go
+				status |= rxErrRXE
+			}
 			if strip {
 				status |= rxStatVP
 				tag = vlanTCI
@@ -254,19 +272,15 @@ func (m *Model) receiveLocked(frame []byte, rv *rxRingViews) bool {
 	m.cnt.RxFrames++
 	m.cnt.RxBytes += uint64(n)
 	m.raiseQueueLocked(q, false)
-	return true
+	return rxDone, q
 }
 
-// missLocked counts a frame dropped for want of a descriptor (noBuf) or because
-// its queue is disabled.
-func (m *Model) missLocked(r *rxQueue, noBuf bool) {
+// missLocked counts a frame the packet buffer could not take, or one for a
+// disabled queue: MPC alone (82576 datasheet 8.19.x: MPC
+// counts packets missed for want of packet buffer space; RQDPC counts only
+// SRRCTL.DROP_EN drops, rxfifo.go).
+func (m *Model) missLocked() {
 	m.incStat(stMPC)
-	if noBuf {
-		m.incStat(stRNBC)
-	}
-	if r.rqdpc != ^uint32(0) {
-		r.rqdpc++
-	}
 	m.cnt.RxMissed++
 }
 

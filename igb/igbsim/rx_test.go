@@ -102,26 +102,66 @@ func TestRxWrapAndRefill(t *testing.T) {
 	require.NoError(t, r.m.Err())
 }
 
-func TestRxNoDescriptorDrop(t *testing.T) {
+// A frame that finds no descriptor waits in the packet buffer (RNBC counts
+// it), goes to the ring when RDT hands descriptors over, and only a frame the
+// full packet buffer cannot take is dropped: MPC alone (82576 datasheet 8.19:
+// RQDPC counts only DROP_EN drops). The default 64 KB RXPBS holds 910 frames
+// of 64 bytes (72 with the FCS, in 8-byte words).
+func TestRxNoDescriptorWaitsInPacketBuffer(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2)
 	r.enableRx(0)
-	require.False(t, r.m.Inject(frame(factoryMAC, 64)), "RDH == RDT: no descriptor")
+	first := frame(factoryMAC, 64)
+	require.True(t, r.m.Inject(first), "RDH == RDT: the frame waits in the packet buffer")
 	status, _, _, _ := rx.desc(0)
 	require.Zero(t, status&1, "nothing written back")
-	r.wr(tRDBAL(0)+0x18, 2) // two descriptors
+	require.Equal(t, 1, r.m.RxHeld())
+	require.Equal(t, uint32(1), r.rd(tRNBC))
+	r.wr(tRDBAL(0)+0x18, 2) // two descriptors: the waiting frame takes the first
+	require.Equal(t, 0, r.m.RxHeld())
+	status, length, _, _ := rx.desc(0)
+	require.Equal(t, uint32(3), status&3)
+	require.Equal(t, first, rx.buf(0, int(length)))
 	require.True(t, r.m.Inject(frame(factoryMAC, 64)))
-	require.True(t, r.m.Inject(frame(factoryMAC, 64)))
-	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
-	require.Equal(t, uint32(2), r.rd(tMPC))
-	require.Equal(t, uint32(2), r.rd(tRNBC))
+	held := 0
+	for r.m.Inject(frame(factoryMAC, 64)) {
+		held++
+		require.Less(t, held, 2000, "the packet buffer never fills")
+	}
+	require.Equal(t, (64<<10)/72, held, "64 KB of 72-byte frames")
+	require.Equal(t, uint32(1), r.rd(tMPC), "the one frame the full buffer refused")
 	require.Equal(t, uint32(0), r.rd(tMPC), "clear on read")
-	require.Equal(t, uint32(2), r.rd(0xC030), "RQDPC(0) at its 0xC000 alias")
+	require.Equal(t, uint32(0), r.rd(0xC030), "RQDPC(0): DROP_EN is clear")
 	require.Equal(t, uint32(2), r.rd(tGPRC))
+	// Seven more descriptors (2-7 and a reposted 0): seven frames drain.
+	rx.post(0)
+	r.wr(tRDBAL(0)+0x18, 1)
+	require.Equal(t, held-7, r.m.RxHeld(), "seven more descriptors took seven frames")
+	r.m.Reset()
+	require.Equal(t, 0, r.m.RxHeld(), "a reset empties the packet buffer")
+	require.NoError(t, r.m.Err())
+}
 
-	// A disabled queue receives nothing.
+// With SRRCTL.DROP_EN a frame for a queue without descriptors is dropped at
+// once and counted in that queue's RQDPC, not MPC; a disabled queue's frames
+// count in MPC.
+func TestRxDropEnCountsRQDPC(t *testing.T) {
+	r := newRig(t, testCfg())
+	r.linkUp()
+	r.setupRx(0, 8, 2)
 	r.wr(tRDBAL(0)+0x28, 0)
+	r.wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31)
+	r.wr(tRDBAL(0)+0x28, tDctlEnable)
+	r.enableRx(0)
+	require.False(t, r.m.Inject(frame(factoryMAC, 64)), "no descriptor, DROP_EN: dropped")
+	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
+	require.Equal(t, 0, r.m.RxHeld())
+	require.Equal(t, uint32(2), r.rd(0xC030), "RQDPC(0)")
+	require.Equal(t, uint32(0), r.rd(tMPC), "MPC does not count DROP_EN drops")
+	require.Equal(t, uint32(2), r.rd(tRNBC))
+
+	r.wr(tRDBAL(0)+0x28, 0) // a disabled queue receives nothing
 	r.wr(tRDBAL(0)+0x18, 5)
 	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
 	require.Equal(t, uint32(1), r.rd(tMPC))
@@ -312,6 +352,9 @@ func TestInjectBurstMatchesInject(t *testing.T) {
 		if badDesc {
 			le.PutUint64(rx.ring.CPU[3*16:], 0x1000) // descriptor 3: buffer not mapped
 		}
+		r.wr(tRDBAL(0)+0x28, 0)
+		r.wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31) // DROP_EN: no waiting in the packet buffer
+		r.wr(tRDBAL(0)+0x28, tDctlEnable)
 		r.wr(tRDBAL(0)+0x18, 6) // six descriptors for eight frames
 		r.enableRx(0)
 		var res result
@@ -326,7 +369,7 @@ func TestInjectBurstMatchesInject(t *testing.T) {
 		}
 		res.ring = bytes.Clone(rx.ring.CPU)
 		res.bufs = bytes.Clone(rx.bufs.CPU)
-		for _, off := range []uint32{tGPRC, tMPC, tRNBC, tRUC, tTPR} {
+		for _, off := range []uint32{tGPRC, tMPC, tRNBC, tRUC, tTPR, 0xC030} {
 			res.stats = append(res.stats, r.rd(off))
 		}
 		res.cnt = r.m.Counters()

@@ -36,6 +36,11 @@ type txFrame struct {
 
 const txBatchMax = 64
 
+// txPBBytes is the transmit packet buffer: how far the MAC may run ahead of
+// the wire (I210 TXPBSIZE after reset 0x04000014: 20 KB for TxPB0; the model
+// uses it for every family).
+const txPBBytes = 20 << 10
+
 var zeroPad [minFrameNoFCS]byte
 
 // transmit runs the TX queues in mask.
@@ -77,7 +82,7 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 	for {
 		m.mu.Lock()
 		x := &m.tx[q]
-		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 {
+		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 || m.txStoppedLocked() {
 			m.mu.Unlock()
 			return false
 		}
@@ -98,17 +103,29 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		// each descriptor is translated, and faulted, on its own.
 		ring := m.ringView("tx-desc", base, size)
 		x.hold = 0
+		var wireWait time.Duration
 		for head != tail && len(batch) < budget {
+			if wireWait = m.wire.TxWait(); wireWait > 0 {
+				break // the TX packet buffer is full: the wire has to carry some first
+			}
 			batch = append(batch, txFrame{})
-			next, complete := m.gatherLocked(q, x, &batch[len(batch)-1], ring, base, size, head, tail, &arena, psp)
+			fr := &batch[len(batch)-1]
+			next, complete := m.gatherLocked(q, x, fr, ring, base, size, head, tail, &arena, psp)
 			if !complete {
 				batch = batch[:len(batch)-1]
 				break
+			}
+			if fr.send {
+				m.wire.Depart(len(fr.data))
 			}
 			head = next
 		}
 		if x.hold > 0 {
 			m.holdLocked(q, x.hold) // the frame at head waits for its launch time
+		}
+		if len(batch) == 0 && wireWait > 0 {
+			m.txPend |= 1 << q
+			m.txT.ArmReal(wireWait)
 		}
 		m.mu.Unlock()
 		if len(batch) == 0 {
@@ -184,6 +201,13 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		m.mu.Unlock()
 		if held {
 			return false // holdLocked has armed the timer
+		}
+		if more && wireWait > 0 {
+			m.mu.Lock()
+			m.txPend |= 1 << q
+			m.txT.ArmReal(wireWait) // the rest when the wire has room
+			m.mu.Unlock()
+			return false
 		}
 		if more && !m.sched.Synchronous() {
 			return true // the next step goes on

@@ -37,9 +37,13 @@ func TestVariantRegisters(t *testing.T) {
 			require.Zero(t, r.rd(0x003C))
 		}
 
-		// Two frames dropped for want of descriptors on queue 0.
+		// Two frames dropped for want of descriptors on queue 0, with
+		// SRRCTL.DROP_EN (what Linux's igb sets, and what RQDPC counts).
 		r.linkUp()
 		r.setupRx(0, 8, 2)
+		r.wr(tRDBAL(0)+0x28, 0)
+		r.wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31)
+		r.wr(tRDBAL(0)+0x28, tDctlEnable)
 		r.enableRx(0)
 		require.False(t, r.m.Inject(frame(factoryMAC, 64)))
 		require.False(t, r.m.Inject(frame(factoryMAC, 64)))

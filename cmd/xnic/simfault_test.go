@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A removed device stops its port with an error naming it, within the
+// health check's tick, while the other port runs on and keeps its books;
+// bad --sim-fault values are usage errors; xnic help lists the kinds.
+func TestRunSimFaultRemoval(t *testing.T) {
+	o := &dpRunOptions{portOptions: portOptions{Sim: "igb:2", Queues: 1}, prog: examplePath(t, "xdp_drop_count"), interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, workers: -1}
+	if err := o.faults.Set("removal@100ms"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 600*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	for _, want := range []string{"igbsim0 stopped: igb igbsim0: PCIe link lost", "igbsim0: fault removal@100ms", "igbsim1: offered"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("output lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "igbsim1 stopped") {
+		t.Errorf("the other port stopped too:\n%s", s)
+	}
+	m := accountingLine.FindAllStringSubmatch(s, -1)
+	if len(m) != 1 {
+		t.Fatalf("want igbsim1's equation alone:\n%s", s)
+	}
+	if offered, rx, drops := atoiGrouped(t, m[0][1]), atoiGrouped(t, m[0][2]), atoiGrouped(t, m[0][3]); offered != rx+drops || rx == 0 {
+		t.Errorf("igbsim1: offered %d, received %d, dropped %d", offered, rx, drops)
+	}
+	if strings.Contains(errOut.String(), "recorded faults") {
+		t.Errorf("the removed model recorded faults (a removed device is not a driver's misuse): %s", errOut.String())
+	}
+
+	var f faultFlags
+	for _, bad := range []string{"hang@1s", "tx-hang", "removal@1s:1s"} {
+		if _, err := parseInterspersed(newFlagsWithFault(&f), []string{"--sim-fault", bad}); !errors.Is(err, errUsage) {
+			t.Errorf("--sim-fault %s: %v", bad, err)
+		}
+	}
+	var help bytes.Buffer
+	printHelp(&help)
+	for _, k := range []string{"tx-hang", "rx-stall", "bus-error", "removal", "link-down", "phy-dead", "irq-lost", "irq-storm", "desc-error"} {
+		if !strings.Contains(help.String(), "  "+k+" ") {
+			t.Errorf("xnic help lacks %s", k)
+		}
+	}
+}
+
+func newFlagsWithFault(f *faultFlags) *flag.FlagSet {
+	fs := newFlags("test", &bytes.Buffer{})
+	fs.Var(f, "sim-fault", simFaultHelp)
+	return fs
+}
+
+// A hung transmitter is found within the TX timeout plus a monitor tick and
+// the port reset as Linux's drivers do (igb_reset_task,
+// stmmac_tx_err, fec_enet_timeout_work); every buffer is back in its pool at
+// the end.
+func TestRunSimFaultTxHangRecovers(t *testing.T) {
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) { testTxHangRecovers(t, fam) })
+	}
+}
+
+func testTxHangRecovers(t *testing.T, fam string) {
+	o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_macswap_tx"), interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, peerRate: 100000, workers: -1,
+		txTimeout: testTxTimeout}
+	if err := o.faults.Set("tx-hang@100ms"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	s := out.String()
+	port := fam + "sim0"
+	// One hang, one reset (a loaded machine may find a second one while the
+	// port renegotiates its link: each timeout must have had its reset).
+	rec := regexp.MustCompile(port + ` recoveries: tx_timeouts (\d+), resets (\d+)`).FindStringSubmatch(s)
+	if rec == nil || rec[1] == "0" || rec[1] != rec[2] {
+		t.Fatalf("no recovery, or a timeout without its reset, in the summary:\n%s", s)
+	}
+	m := regexp.MustCompile(`fault tx-hang@100ms: cleared by a device reset after ([0-9.]+m?s)`).FindStringSubmatch(s)
+	if m == nil {
+		t.Fatalf("the hang was not cleared by a reset:\n%s", s)
+	}
+	if d, err := time.ParseDuration(m[1]); err != nil || d > dataplaneTxTimeoutBound {
+		t.Errorf("hang to reset took %s, want at most %v", m[1], dataplaneTxTimeoutBound)
+	}
+	if strings.Contains(errOut.String(), "xnic: "+port) || strings.Contains(errOut.String(), "xnic: closing") {
+		t.Errorf("closing the port (buffers not back in their pools?): %s", errOut.String())
+	}
+}
+
+// testTxTimeout is the TX timeout of the recovery tests (the default is 1 s,
+// igb's); dataplaneTxTimeoutBound is it, a monitor tick, the parking and
+// slack for a loaded machine.
+const (
+	testTxTimeout           = 200 * time.Millisecond
+	dataplaneTxTimeoutBound = 800 * time.Millisecond
+)
