@@ -71,6 +71,23 @@ type jitState struct {
 	// spill is scratch for a register the code must free (amd64 division,
 	// fetch atomics, the array lookup).
 	spill uint64
+	// frame and pkt are what native code reads of the frame (Runner.frame)
+	// and of the packet region (regions[regionPacket]): the same, as plain
+	// addresses and numbers, so that the burst loop (jitBurst) can point
+	// them at each frame in turn without writing a Go pointer (native code
+	// can give no write barrier). Go copies them in at every entry into
+	// native code (jitRun, jitStart); the burst loop sets them per frame and
+	// Go copies the frame it stopped at back (burstJIT). The address of a
+	// frame's buffer stays valid while native code runs: the caller of
+	// RunBurst holds the frames, the Runner the others.
+	frame uintptr
+	pkt   jitRegion
+}
+
+// jitRegion is a region as native code reads it (jitState.pkt).
+type jitRegion struct {
+	buf         uintptr
+	lo, hi, whi uint64
 }
 
 // jitProg is a program's native code: one executable mapping, with the entry
@@ -228,7 +245,7 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	}
 	j := p.jit.Load()
 	if j == nil || f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
-		f.DataEnd > len(f.Buf) || len(f.Buf) >= 1<<31 {
+		f.DataEnd > len(f.Buf) || uint64(len(f.Buf)) >= 1<<31 {
 		return r.runGuarded(p, f) // interprets, binds the collection, or reports the frame
 	}
 	// bind, for the collection already bound: drop the last run's regions.
@@ -263,6 +280,49 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 		return r.verdict(p, uint32(v), true) // the fault of an unknown action
 	}
 	return Action(uint32(v))
+}
+
+// burstReady reports whether RunBurst can run p's native code j in a
+// native burst (jitBurst): the Runner is bound to p's collection and has
+// its packet region (runJIT's conditions that hold for a whole burst).
+func (r *Runner) burstReady(p *Program, j *jitProg) bool {
+	return jitArch && r.coll == p.coll && len(r.regions) > regionPacket && p.jit.Load() == j
+}
+
+// enterBurst runs frames in one native burst (jitBurst) with the state a
+// run starts from: no fault, no redirect, and the packet region of the
+// table (which native code does not read, but its out-of-line check would)
+// matching nothing until Go points it at a frame again. It returns what
+// jitBurst does.
+func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []Action) (done int, exit uint32, r0 uint64) {
+	r.faulted = false
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{}
+	}
+	r.regions[regionPacket] = region{lo: 1}
+	return jitBurst(r, j, frames, verdicts, p.budget)
+}
+
+// finishBurst finishes the run of f at which a native burst stopped with
+// exit code e and r0 v (enterBurst), as runJIT would have: e 0 means f
+// failed the frame check and did not run (run reports it); a run done in
+// its first round left a verdict for verdict; any other exit goes on in Go
+// from the slow path, with the frame and packet region set in Go as
+// native code had them. Called under burst's recover.
+func (r *Runner) finishBurst(p *Program, j *jitProg, f *Frame, e uint32, v uint64) Action {
+	switch {
+	case e == 0:
+		return r.run(p, f)
+	case e&0xff == jitExitDone:
+		return r.verdict(p, uint32(v), true)
+	}
+	r.frame = f
+	r.setPacket(f)
+	r.depth = 0
+	r.tails = 0
+	r.records = r.records[:0]
+	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
+	return r.verdict(p, ret, ok)
 }
 
 // finishJIT goes on with a run whose first native round (runJIT) returned

@@ -28,7 +28,40 @@ var (
 	offRegionHi  = int32(unsafe.Offsetof(region{}.hi))
 	offRegionWhi = int32(unsafe.Offsetof(region{}.whi))
 	regionSize   = int32(unsafe.Sizeof(region{}))
+
+	// The copies native code reads instead of Runner.frame and
+	// regions[regionPacket] (jitState).
+	offJFrame = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.frame))
+	offPkt    = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.pkt))
+	offPktBuf = offPkt + int32(unsafe.Offsetof(jitRegion{}.buf))
+	offPktLo  = offPkt + int32(unsafe.Offsetof(jitRegion{}.lo))
+	offPktHi  = offPkt + int32(unsafe.Offsetof(jitRegion{}.hi))
+	offPktWhi = offPkt + int32(unsafe.Offsetof(jitRegion{}.whi))
 )
+
+// pktField is the offset in the Runner of jitState.pkt's field that
+// stands for the region field at offset off (offRegionBuf, Lo, Hi, Whi).
+func pktField(off int32) int32 {
+	switch off {
+	case offRegionBuf:
+		return offPktBuf
+	case offRegionLo:
+		return offPktLo
+	case offRegionHi:
+		return offPktHi
+	}
+	return offPktWhi
+}
+
+// syncJIT copies the frame and the packet region into the Runner's
+// jitState, where native code reads them: every entry into native code
+// from Go does, so that what Go changed (a helper moving the frame's
+// bounds, a run on another frame) is what the code sees.
+func (r *Runner) syncJIT() {
+	r.jit.frame = uintptr(unsafe.Pointer(r.frame))
+	rg := &r.regions[regionPacket]
+	r.jit.pkt = jitRegion{buf: uintptr(unsafe.Pointer(unsafe.SliceData(rg.buf))), lo: rg.lo, hi: rg.hi, whi: rg.whi}
+}
 
 // mapCode copies code into a new private mapping, written while it is
 // read-write and then sealed read-execute (never writable and executable at
@@ -68,6 +101,7 @@ func unmapCode(mem []byte) error {
 // jitRun enters native code at entry with the Runner's state and returns
 // its exit code: see the package documentation for the protocol.
 func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
+	r.syncJIT()
 	return uint32(jitEnter(unsafe.Pointer(r), reg, entry))
 }
 
@@ -86,6 +120,7 @@ func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint
 // jitStart enters p's code at its first instruction for a new run and
 // returns the exit code and r0 (reg holds r0-r10 unless the exit is done).
 func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit uint32, r0 uint64) {
+	r.syncJIT()
 	e, v := jitEnterRun(unsafe.Pointer(r), reg, entry, r1, r10)
 	return uint32(e), v
 }

@@ -51,7 +51,7 @@ func (r *Runner) RunRaw(p *Program, mem []byte) (ret uint64, err error) {
 	if p == nil {
 		return 0, fmt.Errorf("nil program")
 	}
-	if len(mem) >= 1<<31 {
+	if uint64(len(mem)) >= 1<<31 {
 		return 0, fmt.Errorf("memory of %d bytes is too large", len(mem))
 	}
 	defer func() {

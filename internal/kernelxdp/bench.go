@@ -105,7 +105,7 @@ func LiveRunWith(p *ebpf.Program, frame []byte, n int, opts LiveOptions) (LiveSt
 	if err := Available(); err != nil {
 		return LiveStats{}, err
 	}
-	if n < 1 || n > 1<<31 {
+	if n < 1 || int64(n) > 1<<31 {
 		return LiveStats{}, fmt.Errorf("kernelxdp: live run of %d frames: want 1..2^31", n)
 	}
 	if len(frame) < 14 {
