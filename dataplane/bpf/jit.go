@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // Engine selects how programs run: the JIT (native code) or the interpreter.
@@ -82,6 +84,53 @@ type jitState struct {
 	// RunBurst holds the frames, the Runner the others.
 	frame uintptr
 	pkt   jitRegion
+	// rd is the redirect a native bpf_redirect or bpf_redirect_map
+	// recorded, as numbers (a map number, not the map: no Go pointer);
+	// pending says it is newer than Runner.redirect, which Go builds from
+	// it (takeRedirect) whenever native code returns.
+	rd jitRedirect
+}
+
+// jitRedirect is a Redirect as native code records it (jitState.rd).
+type jitRedirect struct {
+	pending uint64 // 1: the record is newer than Runner.redirect
+	kind    uint64 // RedirectKind; RedirectNone clears the redirect
+	ifindex uint64
+	key     uint64
+	flags   uint64
+	mapNum  uint64 // the map's number in the collection (mapRefs)
+}
+
+// takeRedirect builds Runner.redirect from the record native code left
+// (jitState.rd) and clears it.
+func (r *Runner) takeRedirect() {
+	rd := &r.jit.rd
+	rd.pending = 0
+	if rd.kind == uint64(RedirectNone) {
+		r.redirect = Redirect{}
+		return
+	}
+	var m maps.Map
+	if rd.kind != uint64(RedirectIfindex) && r.coll != nil && rd.mapNum < uint64(len(r.coll.mapRefs)) {
+		m = r.coll.mapRefs[rd.mapNum].m
+	}
+	r.redirect = Redirect{Kind: RedirectKind(rd.kind), Ifindex: uint32(rd.ifindex), Map: m, Key: uint32(rd.key), Flags: rd.flags}
+}
+
+// afterNative brings Go's view up to date when native code returns: the
+// redirect it recorded, and the packet region of the frame, whose offsets
+// a native adjust helper may have moved (the region's numbers follow the
+// frame's, as setPacket sets them; the buffer does not change).
+func (r *Runner) afterNative() {
+	if r.jit.rd.pending != 0 {
+		r.takeRedirect()
+	}
+	if r.frame != nil && len(r.regions) > regionPacket {
+		rg := &r.regions[regionPacket]
+		rg.lo = uint64(r.frame.DataMeta)
+		rg.hi = uint64(r.frame.DataEnd)
+		rg.whi = rg.hi
+	}
 }
 
 // jitRegion is a region as native code reads it (jitState.pkt).

@@ -509,8 +509,7 @@ func (c *amd64Compiler) insn(pc int) error {
 	case opExit:
 		c.exit(pc, jitExitDone)
 	case opCall:
-		if a, ok := c.arrayAt(pc); ok {
-			c.arrayLookup(pc, a)
+		if c.nativeHelper(pc) {
 			c.native++
 			return nil
 		}

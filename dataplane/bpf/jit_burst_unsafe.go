@@ -24,5 +24,8 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	}
 	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
+	if r.jit.rd.pending != 0 {
+		r.takeRedirect()
+	}
 	return d, uint32(e), v
 }

@@ -21,3 +21,5 @@ func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (uint3
 func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (int, uint32, uint64) {
 	panic("bpf: no JIT on this platform")
 }
+
+const nativeHelpersArch = false

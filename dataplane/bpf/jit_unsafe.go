@@ -37,6 +37,18 @@ var (
 	offPktLo  = offPkt + int32(unsafe.Offsetof(jitRegion{}.lo))
 	offPktHi  = offPkt + int32(unsafe.Offsetof(jitRegion{}.hi))
 	offPktWhi = offPkt + int32(unsafe.Offsetof(jitRegion{}.whi))
+
+	// The redirect record of native helpers (jitState.rd).
+	offRd        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rd))
+	offRdPending = offRd + int32(unsafe.Offsetof(jitRedirect{}.pending))
+	offRdKind    = offRd + int32(unsafe.Offsetof(jitRedirect{}.kind))
+	offRdIfindex = offRd + int32(unsafe.Offsetof(jitRedirect{}.ifindex))
+	offRdKey     = offRd + int32(unsafe.Offsetof(jitRedirect{}.key))
+	offRdFlags   = offRd + int32(unsafe.Offsetof(jitRedirect{}.flags))
+	offRdMap     = offRd + int32(unsafe.Offsetof(jitRedirect{}.mapNum))
+
+	// The frame's buffer length, which bpf_xdp_adjust_tail bounds by.
+	offBufLen = int32(unsafe.Offsetof(Frame{}.Buf)) + int32(unsafe.Sizeof(uintptr(0)))
 )
 
 // pktField is the offset in the Runner of jitState.pkt's field that
@@ -102,7 +114,9 @@ func unmapCode(mem []byte) error {
 // its exit code: see the package documentation for the protocol.
 func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
 	r.syncJIT()
-	return uint32(jitEnter(unsafe.Pointer(r), reg, entry))
+	e := uint32(jitEnter(unsafe.Pointer(r), reg, entry))
+	r.afterNative()
+	return e
 }
 
 // jitEnter is the assembly trampoline (jit_amd64.s, jit_arm64.s).
@@ -122,5 +136,6 @@ func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint
 func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit uint32, r0 uint64) {
 	r.syncJIT()
 	e, v := jitEnterRun(unsafe.Pointer(r), reg, entry, r1, r10)
+	r.afterNative()
 	return uint32(e), v
 }
