@@ -89,7 +89,16 @@ type jitState struct {
 	// pending says it is newer than Runner.redirect, which Go builds from
 	// it (takeRedirect) whenever native code returns.
 	rd jitRedirect
+	// rds are the redirect records of the frames of a native burst whose
+	// verdict is XDP_REDIRECT (rds[i] for its i-th frame), which the loop
+	// copies from rd so that it need not return to Go for them; Go builds
+	// their Redirects afterwards (enterBurst).
+	rds [jitBurstMax]jitRedirect
 }
+
+// jitBurstMax is the most frames one native burst runs (the size of
+// jitState.rds); a longer burst enters native code again.
+const jitBurstMax = 64
 
 // jitRedirect is a Redirect as native code records it (jitState.rd).
 type jitRedirect struct {
@@ -104,17 +113,21 @@ type jitRedirect struct {
 // takeRedirect builds Runner.redirect from the record native code left
 // (jitState.rd) and clears it.
 func (r *Runner) takeRedirect() {
-	rd := &r.jit.rd
-	rd.pending = 0
-	if rd.kind == uint64(RedirectNone) {
-		r.redirect = Redirect{}
-		return
+	r.redirect = r.redirectOf(&r.jit.rd)
+	r.jit.rd.pending = 0
+}
+
+// redirectOf is the Redirect a native record stands for: none unless it
+// is pending (the run recorded nothing).
+func (r *Runner) redirectOf(rd *jitRedirect) Redirect {
+	if rd.pending == 0 || rd.kind == uint64(RedirectNone) {
+		return Redirect{}
 	}
 	var m maps.Map
 	if rd.kind != uint64(RedirectIfindex) && r.coll != nil && rd.mapNum < uint64(len(r.coll.mapRefs)) {
 		m = r.coll.mapRefs[rd.mapNum].m
 	}
-	r.redirect = Redirect{Kind: RedirectKind(rd.kind), Ifindex: uint32(rd.ifindex), Map: m, Key: uint32(rd.key), Flags: rd.flags}
+	return Redirect{Kind: RedirectKind(rd.kind), Ifindex: uint32(rd.ifindex), Map: m, Key: uint32(rd.key), Flags: rd.flags}
 }
 
 // afterNative brings Go's view up to date when native code returns: the
@@ -342,14 +355,22 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 // run starts from: no fault, no redirect, and the packet region of the
 // table (which native code does not read, but its out-of-line check would)
 // matching nothing until Go points it at a frame again. It returns what
-// jitBurst does.
-func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []Action) (done int, exit uint32, r0 uint64) {
+// jitBurst does, having stored in redirects (when long enough) the targets
+// of the frames the loop finished with XDP_REDIRECT.
+func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []Action, redirects []Redirect) (done int, exit uint32, r0 uint64) {
 	r.faulted = false
 	if r.redirect.Kind != RedirectNone {
 		r.redirect = Redirect{}
 	}
 	r.regions[regionPacket] = region{lo: 1}
-	return jitBurst(r, j, frames, verdicts, p.budget)
+	done, exit, r0 = jitBurst(r, j, frames, verdicts, p.budget)
+	// The frames the loop finished with XDP_REDIRECT: their targets.
+	for i, a := range verdicts[:done] {
+		if a == ActionRedirect && i < len(redirects) {
+			redirects[i] = r.redirectOf(&r.jit.rds[i])
+		}
+	}
+	return done, exit, r0
 }
 
 // finishBurst finishes the run of f at which a native burst stopped with

@@ -88,10 +88,11 @@ done:
 // Runs the native code at entry on frames[0], frames[1], ... (n of them)
 // as jitEnterRun does on one, in one entry from Go: per frame it checks the
 // frame as runJIT does, points jitState's frame and packet region at it
-// (plain numbers: no Go pointer is written), sets the budget, counts the
-// run, drops the last run's regions, and runs the code. A run that ends in
-// its first round with a verdict below XDP_REDIRECT stores it in
-// verdicts[i] and the loop goes on. Otherwise it returns with done = i,
+// (plain numbers: no Go pointer is written), clears the native redirect
+// record, sets the budget, counts the run, drops the last run's regions,
+// and runs the code. A run that ends in its first round with a verdict up
+// to XDP_REDIRECT stores it in verdicts[i] (and for XDP_REDIRECT the
+// redirect record in jitState.rds[i]) and the loop goes on. Otherwise it returns with done = i,
 // the number of frames finished: exit 0 when i = n or frame i failed its
 // check (not run), else the exit code and r0 of frame i's first round
 // (done with a verdict Go must look at, or a slow path, for which r0-r10
@@ -151,8 +152,27 @@ regs:
 	CMPB R9, $const_jitExitDone
 	JNE slow
 	CMPL AX, $const_ActionRedirect
-	JAE verdict
+	JA verdict
 	MOVQ done+56(FP), CX
+	JB store
+	// XDP_REDIRECT: keep the run's redirect record as rds[i].
+	MOVQ r+0(FP), R11
+	MOVQ CX, DX
+	IMULQ $jitRedirect__size, DX
+	ADDQ R11, DX
+	MOVQ (Runner_jit+jitState_rd+0)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+0)(DX)
+	MOVQ (Runner_jit+jitState_rd+8)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+8)(DX)
+	MOVQ (Runner_jit+jitState_rd+16)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+16)(DX)
+	MOVQ (Runner_jit+jitState_rd+24)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+24)(DX)
+	MOVQ (Runner_jit+jitState_rd+32)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+32)(DX)
+	MOVQ (Runner_jit+jitState_rd+40)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+40)(DX)
+store:
 	MOVQ verdicts+40(FP), DX
 	MOVL AX, (DX)(CX*4)
 	INCQ CX

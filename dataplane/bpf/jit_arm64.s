@@ -148,8 +148,31 @@ regs:
 	BNE slow
 	MOVWU R0, R10
 	CMP $const_ActionRedirect, R10
-	BHS verdict
+	BHI verdict
 	MOVD done+56(FP), R11
+	BLO store
+	// XDP_REDIRECT: keep the run's redirect record as rds[i].
+	MOVD r+0(FP), R24
+	MOVD $jitRedirect__size, R12
+	MUL R11, R12, R12
+	ADD R24, R12, R12
+	MOVD $(Runner_jit+jitState_rd), R13
+	ADD R24, R13, R13
+	MOVD $(Runner_jit+jitState_rds), R9
+	ADD R9, R12, R12
+	MOVD 0(R13), R9
+	MOVD R9, 0(R12)
+	MOVD 8(R13), R9
+	MOVD R9, 8(R12)
+	MOVD 16(R13), R9
+	MOVD R9, 16(R12)
+	MOVD 24(R13), R9
+	MOVD R9, 24(R12)
+	MOVD 32(R13), R9
+	MOVD R9, 32(R12)
+	MOVD 40(R13), R9
+	MOVD R9, 40(R12)
+store:
 	MOVD verdicts+40(FP), R12
 	MOVW R0, (R12)(R11<<2)
 	ADD $1, R11, R11

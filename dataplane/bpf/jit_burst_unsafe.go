@@ -10,8 +10,10 @@ import "unsafe"
 //go:noescape
 func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
 
-// jitBurst runs j's code on frames in turn in one entry into native code,
-// as runJIT runs one, storing the verdicts, until a frame needs Go: it
+// jitBurst runs j's code on frames in turn (jitBurstMax at most) in one
+// entry into native code, as runJIT runs one, storing the verdicts (and
+// for XDP_REDIRECT the redirect record in jitState.rds), until a frame
+// needs Go: it
 // returns how many frames it finished, and for the next one (when done <
 // len(frames)) the exit code and r0 of its first native round, or exit 0
 // when the frame failed runJIT's check and did not run. len(verdicts) must
@@ -22,6 +24,7 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	if len(frames) == 0 || len(verdicts) < len(frames) {
 		return 0, 0, 0
 	}
+	frames = frames[:min(len(frames), jitBurstMax)]
 	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
 	if r.jit.rd.pending != 0 {

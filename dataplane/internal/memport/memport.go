@@ -390,12 +390,19 @@ func (t *TxQueue) Complete() {
 func (t *TxQueue) Reclaim() int {
 	t.mu.Lock()
 	n := t.done
-	for _, b := range t.ring[:n] {
+	// Back to their pools a run of buffers of one pool at a time, each
+	// run under one lock (frames redirected from another port share a
+	// completion with this port's own).
+	start := 0
+	for i, b := range t.ring[:n] {
 		if b.TxFlags&dma.TxFlagTimestamp != 0 {
 			t.stamps.Push(nic.TxStamp{Addr: b.DataIOVA(), Time: t.now(), OK: true})
 		}
 		b.SetOwner(dma.OwnerApp)
-		b.Free()
+		if p := b.Pool(); i+1 == n || t.ring[i+1].Pool() != p {
+			p.PutBurst(t.ring[start : i+1])
+			start = i + 1
+		}
 	}
 	k := copy(t.ring, t.ring[n:])
 	clear(t.ring[k:])
