@@ -94,6 +94,10 @@ type jitState struct {
 	// copies from rd so that it need not return to Go for them; Go builds
 	// their Redirects afterwards (enterBurst).
 	rds [jitBurstMax]jitRedirect
+	// tail is the id of the program a native tail call went to (0: none
+	// since native code was entered, which clears it): the program whose
+	// instructions the exit code now counts (tailProg).
+	tail uint64
 }
 
 // jitBurstMax is the most frames one native burst runs (the size of
@@ -321,6 +325,7 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	}
 	r.runs++
 	r.faulted = false
+	r.tails = 0 // native tail calls count from the first round
 	if r.redirect.Kind != RedirectNone {
 		r.redirect = Redirect{}
 	}
@@ -389,7 +394,6 @@ func (r *Runner) finishBurst(p *Program, j *jitProg, f *Frame, e uint32, v uint6
 	r.frame = f
 	r.setPacket(f)
 	r.depth = 0
-	r.tails = 0
 	r.records = r.records[:0]
 	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
 	return r.verdict(p, ret, ok)
@@ -405,7 +409,6 @@ func (r *Runner) finishJIT(j *jitProg, p *Program, e uint32) (a Action) {
 		}
 	}()
 	r.depth = 0
-	r.tails = 0
 	r.records = r.records[:0]
 	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
 	return r.verdict(p, ret, ok)
@@ -420,6 +423,26 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 	return r.jitAfter(j, p, jitRun(r, reg, j.addr(pc)), base, reg)
 }
 
+// tailProg is the program native code ran last: p, or the one a native
+// tail call went to (jitState.tail), with its code.
+func (r *Runner) tailProg(p *Program, j *jitProg) (*Program, *jitProg) {
+	id := r.jit.tail
+	if id == 0 {
+		return p, j
+	}
+	r.jit.tail = 0
+	if r.coll != nil {
+		for _, q := range r.coll.progs {
+			if uint64(q.id) == id {
+				if qj := q.jit.Load(); qj != nil {
+					return q, qj
+				}
+			}
+		}
+	}
+	panic("bpf: a native tail call went to a program of another collection") // unreachable: the code checks
+}
+
 // jitAfter handles the native code's exit e, then re-enters it, until the
 // frame exec started in (base) exits or an instruction needs the slow path:
 // an exit pops a subprogram's frame as fast does, a helper call runs the
@@ -428,6 +451,7 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 // the callers see r.faulted.
 func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]uint64) (int, *Program, bool) {
 	for {
+		p, j = r.tailProg(p, j)
 		pc := int(e >> 8)
 		if e&0xff != jitExitDone {
 			if uint(pc) >= uint(len(p.code)) || p.code[pc].op != opCall {
@@ -539,12 +563,17 @@ func straightLine(o op) bool {
 // native code still checks r1 against that handle at run time and leaves a
 // mismatch to the interpreter's slow path.
 func mapAt(plain []insn, targets []bool, pc int) (uint32, bool) {
+	return mapIn(plain, targets, pc, 1)
+}
+
+// mapIn is mapAt for register reg (r2 for a tail call's program array).
+func mapIn(plain []insn, targets []bool, pc int, reg uint8) (uint32, bool) {
 	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
 		in := plain[q]
 		switch {
-		case in.op == opLdMap && in.dst == 1:
+		case in.op == opLdMap && in.dst == reg:
 			return uint32(in.imm), in.imm >= 0 && in.imm <= math.MaxUint32
-		case in.dst == 1 || !straightLine(in.op):
+		case in.dst == reg || !straightLine(in.op):
 			return 0, false
 		}
 	}

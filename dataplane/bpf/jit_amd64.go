@@ -508,6 +508,12 @@ func (c *amd64Compiler) insn(pc int) error {
 		c.branch(pc, in, 0xff)
 	case opExit:
 		c.exit(pc, jitExitDone)
+	case opTailCall:
+		if c.tailCallAt(pc) {
+			c.native++
+			return nil
+		}
+		c.exit(pc, jitExitSlow)
 	case opCall:
 		if c.nativeHelper(pc) {
 			c.native++

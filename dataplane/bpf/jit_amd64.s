@@ -123,6 +123,8 @@ loop:
 	JGT out
 	MOVQ AX, (Runner_jit+jitState_frame)(R11)
 	MOVQ $0, (Runner_jit+jitState_rd+jitRedirect_pending)(R11)
+	MOVQ $0, (Runner_jit+jitState_tail)(R11)
+	MOVQ $0, Runner_tails(R11)
 	MOVQ Frame_Buf(AX), R8
 	MOVQ R8, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
 	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)

@@ -2,7 +2,10 @@
 
 package bpf
 
-import "syscall"
+import (
+	"math"
+	"syscall"
+)
 
 // Native helpers of the amd64 backend: bpf_redirect, bpf_redirect_map on
 // devmaps, cpumaps and xskmaps, and bpf_xdp_adjust_head, _meta and _tail,
@@ -249,3 +252,91 @@ func (c *amd64Compiler) adjustTail(pc int) {
 
 // nativeHelpersArch says the backend compiles the helpers above natively.
 const nativeHelpersArch = true
+
+// tailCallAt emits the tail call at pc natively when r2 is loaded with a
+// program array in a straight line before it, and reports whether it did.
+//
+// The map is a guess that the code checks at run time (r2 against its
+// handle; another map goes to the slow path), so where paths with their
+// own loads of r2 join before the call (a compiler's shared call site),
+// the nearest program array loaded into r2 before the call stands for it.
+func (c *amd64Compiler) tailCallAt(pc int) bool {
+	k, ok := mapIn(c.plain, c.targets, pc, 2)
+	if !ok {
+		for q := pc - 1; q >= 0; q-- {
+			in := c.plain[q]
+			if in.op != opLdMap || in.dst != 2 || in.imm < 0 || in.imm > math.MaxUint32 {
+				continue
+			}
+			if _, pa := c.env.progArrayFor(uint32(in.imm)); pa {
+				k, ok = uint32(in.imm), true
+				break
+			}
+		}
+	}
+	if !ok {
+		return false
+	}
+	a, ok := c.env.progArrayFor(k)
+	if !ok {
+		return false
+	}
+	c.tailCall(pc, a)
+	return true
+}
+
+// tailCall is bpf_tail_call through a (Runner.tailCall): past the limit of
+// maxTailCalls, or with no program of this collection in slot r3 (its low
+// 32 bits), the code goes on after the call with every register as it
+// was; r1 not the context is the slow path's fault; else the count goes
+// up, the target's id is left in jitState.tail (Go reads the exit codes
+// of its instructions against it: tailProg) and the code jumps to the
+// target's first instruction with the registers as they are. A target
+// without native code, or a run without a frame (whose proven accesses
+// would need one), goes to the slow path. Only S1 and S2 are written
+// before the jump: r0-r10 are the target's.
+func (c *amd64Compiler) tailCall(pc int, a jitProgArray) {
+	c.movRI(xS1, int64(a.handle))
+	c.aluRR(true, 0x39, xSI, xS1) // cmp r2, handle
+	c.slowIf(ccNE, pc)
+	c.movRI(xS1, int64(a.coll))
+	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
+	c.slowIf(ccNE, pc)
+	var next []int
+	c.cmpMemI(ctxMem(offTails), maxTailCalls)
+	next = append(next, c.jcc(ccGE))
+	c.movRI(xS1, int64(regionCtx<<32))
+	c.aluRR(true, 0x39, xDI, xS1)
+	c.slowIf(ccNE, pc)
+	c.cmpMemI(ctxMem(offJFrame), 0)
+	c.slowIf(ccE, pc)
+	c.aluRR(false, 0x89, xS1, xDX) // index = uint32(r3)
+	c.aluRI(true, 7, xS1, int32(a.slots.N))
+	next = append(next, c.jcc(ccAE))
+	c.shiftI(true, 4, xS1, 3)
+	c.movRI(xS2, int64(a.slots.Base))
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: xS1}, false) // the slot's entry
+	c.aluRR(true, 0x85, xS2, xS2)
+	next = append(next, c.jcc(ccE))
+	// The entry's interface must hold a *Program (its type word), not nil.
+	c.movRI(xS1, int64(progType))
+	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: int32(a.slots.ValueOff)}, false)
+	next = append(next, c.jcc(ccNE))
+	c.ldq(xS2, xS2, int32(a.slots.ValueOff)+8)
+	c.aluRR(true, 0x85, xS2, xS2)
+	next = append(next, c.jcc(ccE))
+	c.movRI(xS1, int64(a.coll))
+	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: offProgColl}, false)
+	next = append(next, c.jcc(ccNE))
+	c.ldq(xS1, xS2, offProgJIT)
+	c.aluRR(true, 0x85, xS1, xS1)
+	c.slowIf(ccE, pc)
+	c.rm(false, true, []byte{0xff}, 0, ctxMem(offTails), false) // inc qword: the count
+	c.rm(false, false, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offProgID}, false)
+	c.stq(xS2, xCtx, offTail)
+	c.ldq(xS1, xS1, offJITProgBase)
+	c.rr(false, false, []byte{0xff}, 4, xS1, false) // jmp S1
+	for _, j := range next {
+		c.patch(j, len(c.b))
+	}
+}

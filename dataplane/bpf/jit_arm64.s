@@ -114,6 +114,8 @@ loop:
 	BGT out
 	MOVD R8, (Runner_jit+jitState_frame)(R24)
 	MOVD ZR, (Runner_jit+jitState_rd+jitRedirect_pending)(R24)
+	MOVD ZR, (Runner_jit+jitState_tail)(R24)
+	MOVD ZR, Runner_tails(R24)
 	MOVD Frame_Buf(R8), R9
 	MOVD R9, (Runner_jit+jitState_pkt+jitRegion_buf)(R24)
 	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)

@@ -47,6 +47,22 @@ var (
 	offRdFlags   = offRd + int32(unsafe.Offsetof(jitRedirect{}.flags))
 	offRdMap     = offRd + int32(unsafe.Offsetof(jitRedirect{}.mapNum))
 
+	// What a native tail call reads and writes: the Runner's count, the
+	// program it goes to (its collection, code and id), the id it leaves.
+	offTails       = int32(unsafe.Offsetof(Runner{}.tails))
+	offTail        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.tail))
+	offProgColl    = int32(unsafe.Offsetof(Program{}.coll))
+	offProgJIT     = int32(unsafe.Offsetof(Program{}.jit))
+	offProgID      = int32(unsafe.Offsetof(Program{}.id))
+	offJITProgBase = int32(unsafe.Offsetof(jitProg{}.base))
+
+	// progType is the type word of an interface holding a *Program, which
+	// a program array's slot holds (maps.NativeProgSlots).
+	progType = func() uintptr {
+		var a any = (*Program)(nil)
+		return (*[2]uintptr)(unsafe.Pointer(&a))[0]
+	}()
+
 	// The frame's buffer length, which bpf_xdp_adjust_tail bounds by.
 	offBufLen = int32(unsafe.Offsetof(Frame{}.Buf)) + int32(unsafe.Sizeof(uintptr(0)))
 )
@@ -70,6 +86,7 @@ func pktField(off int32) int32 {
 // from Go does, so that what Go changed (a helper moving the frame's
 // bounds, a run on another frame) is what the code sees.
 func (r *Runner) syncJIT() {
+	r.jit.tail = 0
 	r.jit.frame = uintptr(unsafe.Pointer(r.frame))
 	rg := &r.regions[regionPacket]
 	r.jit.pkt = jitRegion{buf: uintptr(unsafe.Pointer(unsafe.SliceData(rg.buf))), lo: rg.lo, hi: rg.hi, whi: rg.whi}

@@ -40,3 +40,9 @@ func slotTable[T any](slots []atomic.Pointer[T], valueOff uintptr) (SlotTable, b
 	}
 	return SlotTable{Base: uintptr(unsafe.Pointer(unsafe.SliceData(slots))), N: uint32(len(slots)), ValueOff: valueOff}, true
 }
+
+// NativeProgSlots is NativeSlots for a program array: an entry holds the
+// program in an interface (type word, then data word) at ValueOff.
+func NativeProgSlots(p *ProgArray) (SlotTable, bool) {
+	return slotTable(p.slots, unsafe.Offsetof(progSlot{}.prog))
+}
