@@ -117,21 +117,27 @@ type jitRedirect struct {
 // takeRedirect builds Runner.redirect from the record native code left
 // (jitState.rd) and clears it.
 func (r *Runner) takeRedirect() {
-	r.redirect = r.redirectOf(&r.jit.rd)
+	r.fillRedirect(&r.redirect, &r.jit.rd)
 	r.jit.rd.pending = 0
 }
 
-// redirectOf is the Redirect a native record stands for: none unless it
-// is pending (the run recorded nothing).
-func (r *Runner) redirectOf(rd *jitRedirect) Redirect {
+// fillRedirect sets d to the Redirect a native record stands for: none
+// unless it is pending (the run recorded nothing). Field by field: a
+// Redirect built and then copied stalls on store forwarding.
+func (r *Runner) fillRedirect(d *Redirect, rd *jitRedirect) {
 	if rd.pending == 0 || rd.kind == uint64(RedirectNone) {
-		return Redirect{}
+		*d = Redirect{}
+		return
 	}
 	var m maps.Map
 	if rd.kind != uint64(RedirectIfindex) && r.coll != nil && rd.mapNum < uint64(len(r.coll.mapRefs)) {
 		m = r.coll.mapRefs[rd.mapNum].m
 	}
-	return Redirect{Kind: RedirectKind(rd.kind), Ifindex: uint32(rd.ifindex), Map: m, Key: uint32(rd.key), Flags: rd.flags}
+	d.Kind = RedirectKind(rd.kind)
+	d.Ifindex = uint32(rd.ifindex)
+	d.Map = m
+	d.Key = uint32(rd.key)
+	d.Flags = rd.flags
 }
 
 // afterNative brings Go's view up to date when native code returns: the
@@ -372,7 +378,7 @@ func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []A
 	// The frames the loop finished with XDP_REDIRECT: their targets.
 	for i, a := range verdicts[:done] {
 		if a == ActionRedirect && i < len(redirects) {
-			redirects[i] = r.redirectOf(&r.jit.rds[i])
+			r.fillRedirect(&redirects[i], &r.jit.rds[i])
 		}
 	}
 	return done, exit, r0
