@@ -154,7 +154,8 @@
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to
 // Go); bpf_xdp_adjust_head (a frame without metadata), _meta and _tail (a
 // tail that shrinks or stays), which move the Frame's offsets in place;
-// and bpf_tail_call through a program array loaded into r2 (the limit of
+// bpf_xdp_get_buff_len, bpf_get_smp_processor_id and bpf_get_prandom_u32
+// (the Runner's xorshift state); and bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go
 // reads the exit codes of its instructions). Native code records a

@@ -8,7 +8,8 @@ import (
 )
 
 // Native helpers of the amd64 backend: bpf_redirect, bpf_redirect_map on
-// devmaps, cpumaps and xskmaps, and bpf_xdp_adjust_head, _meta and _tail,
+// devmaps, cpumaps and xskmaps, bpf_xdp_adjust_head, _meta and _tail,
+// bpf_xdp_get_buff_len, bpf_get_smp_processor_id, bpf_get_prandom_u32,
 // each with the interpreter's results (helpers.go), leaving r1-r5 as they
 // were. What they do not handle natively (r1 not the context or the map
 // they were compiled for, no frame, metadata to move, a tail to grow and
@@ -47,6 +48,14 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.adjustMeta(pc)
 	case helperXdpAdjustTail:
 		c.adjustTail(pc)
+	case helperGetSmpProcessor:
+		c.rm(false, false, []byte{0x8b}, xAX, ctxMem(offCPU), false) // uint32(r.cpu)
+	case helperGetPrandomU32:
+		c.prandom()
+	case helperXdpGetBuffLen:
+		c.frameArg(pc)
+		c.ldq(xAX, xS2, offDataEnd)
+		c.rm(false, true, []byte{0x2b}, xAX, xmem{base: xS2, index: -1, disp: offData}, false) // sub
 	default:
 		return false
 	}
@@ -339,4 +348,21 @@ func (c *amd64Compiler) tailCall(pc int, a jitProgArray) {
 	for _, j := range next {
 		c.patch(j, len(c.b))
 	}
+}
+
+// prandom is bpf_get_prandom_u32 as callHelper runs it: the Runner's
+// xorshift64* state advanced, the high half of its product returned.
+func (c *amd64Compiler) prandom() {
+	c.ldq(xAX, xCtx, offRNG)
+	for _, sh := range []struct {
+		ext, n uint8
+	}{{5, 12}, {4, 25}, {5, 27}} { // x ^= x >> 12; x ^= x << 25; x ^= x >> 27
+		c.aluRR(true, 0x89, xS1, xAX)
+		c.shiftI(true, sh.ext, xS1, sh.n)
+		c.aluRR(true, 0x31, xAX, xS1)
+	}
+	c.stq(xAX, xCtx, offRNG)
+	c.movRI(xS1, 0x2545F4914F6CDD1D)
+	c.rr(false, true, []byte{0x0f, 0xaf}, xAX, xS1, false) // imul: the low 64 bits
+	c.shiftI(true, 5, xAX, 32)
 }

@@ -160,6 +160,9 @@ func TestJITNativeHelpers(t *testing.T) {
 		{asm.FnRedirectMap, "dev", true},
 		{asm.FnRedirectMap, "cpu", false},
 		{asm.FnRedirectMap, "xsk", false},
+		{asm.FnXdpGetBuffLen, "", false},
+		{asm.FnGetSmpProcessorId, "", false},
+		{asm.FnGetPrandomU32, "", false},
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	frames := helperCases(rng)
@@ -181,7 +184,10 @@ func TestJITNativeHelpers(t *testing.T) {
 			if jitArch && nativeHelpersArch && pj.jit.Load().native == 0 {
 				t.Fatalf("%v compiled as an exit to Go", tc.id)
 			}
-			ri, rj, rb := NewRunner(0), NewRunner(0), NewRunner(0)
+			// Interpreter and JIT through RunFrame, interpreter through Run
+			// (rw) and JIT through RunBurst (rb): the same random numbers.
+			ri, rj, rw, rb := NewRunner(3), NewRunner(3), NewRunner(3), NewRunner(3)
+			ri.rng, rj.rng, rw.rng, rb.rng = 0x1234567, 0x1234567, 0x1234567, 0x1234567
 			want := make([]Frame, len(frames))
 			wantA := make([]Action, len(frames))
 			wantRd := make([]Redirect, len(frames))
@@ -200,9 +206,9 @@ func TestJITNativeHelpers(t *testing.T) {
 				}
 				want[i] = fi
 				f := cloneFrame(f0)
-				wantA[i] = ri.Run(pi, &f)
+				wantA[i] = rw.Run(pi, &f)
 				if wantA[i] == ActionRedirect {
-					wantRd[i] = norm(ci, ri.Redirect())
+					wantRd[i] = norm(ci, rw.Redirect())
 				}
 			}
 			got := make([]Frame, len(frames))

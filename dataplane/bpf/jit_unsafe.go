@@ -63,6 +63,9 @@ var (
 		return (*[2]uintptr)(unsafe.Pointer(&a))[0]
 	}()
 
+	// The state of bpf_get_prandom_u32.
+	offRNG = int32(unsafe.Offsetof(Runner{}.rng))
+
 	// The frame's buffer length, which bpf_xdp_adjust_tail bounds by.
 	offBufLen = int32(unsafe.Offsetof(Frame{}.Buf)) + int32(unsafe.Sizeof(uintptr(0)))
 )
