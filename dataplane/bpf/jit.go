@@ -309,8 +309,8 @@ func (r *Runner) code(p *Program) *jitProg {
 // does the whole run under the recover), and no recover could catch a
 // fault in native code anyway (a signal there is fatal). A round that
 // comes back for the slow path (helpers, calls, faults) goes on under the
-// recover (finishJIT). The state only the slow path reads (call depth,
-// tail calls, ring buffer records) is reset there.
+// recover (finishJIT); the state only the slow path reads (call depth,
+// ring buffer records) is reset there.
 func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	if p == nil {
 		return r.runGuarded(p, f)
@@ -335,20 +335,24 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	if r.redirect.Kind != RedirectNone {
 		r.redirect = Redirect{}
 	}
-	r.frame = f
 	rg := &regions[regionPacket] // as setPacket
 	rg.buf = f.Buf
 	rg.lo = uint64(f.DataMeta)
 	rg.hi = uint64(f.DataEnd)
 	rg.whi = uint64(f.DataEnd)
 	r.budget = p.budget
-	e, v := jitStart(r, &r.regs[0], j.base, regionCtx<<32, regionStack<<32|stackSize)
+	e, v := jitStartFrame(r, f, j.base)
 	if e&0xff != jitExitDone {
+		r.frame = f
+		r.afterNative()
 		return r.finishJIT(j, p, e)
 	}
-	// Done in one round: no helper ran, so no fault and no ring buffer
-	// record (endRun's cases) can be pending.
-	r.frame = nil
+	// Done in one round: no helper ran in Go, so no fault and no ring
+	// buffer record (endRun's cases) can be pending; a native helper may
+	// have recorded a redirect.
+	if r.jit.rd.pending != 0 {
+		r.takeRedirect()
+	}
 	if Action(v) > ActionRedirect {
 		return r.verdict(p, uint32(v), true) // the fault of an unknown action
 	}

@@ -23,3 +23,7 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 }
 
 const nativeHelpersArch = false
+
+func jitStartFrame(r *Runner, f *Frame, entry uintptr) (uint32, uint64) {
+	panic("bpf: no JIT on this platform")
+}

@@ -91,8 +91,29 @@ func pktField(off int32) int32 {
 func (r *Runner) syncJIT() {
 	r.jit.tail = 0
 	r.jit.frame = uintptr(unsafe.Pointer(r.frame))
+	// Field by field: a struct built and copied stalls on store forwarding.
 	rg := &r.regions[regionPacket]
-	r.jit.pkt = jitRegion{buf: uintptr(unsafe.Pointer(unsafe.SliceData(rg.buf))), lo: rg.lo, hi: rg.hi, whi: rg.whi}
+	pkt := &r.jit.pkt
+	pkt.buf = uintptr(unsafe.Pointer(unsafe.SliceData(rg.buf)))
+	pkt.lo = rg.lo
+	pkt.hi = rg.hi
+	pkt.whi = rg.whi
+}
+
+// jitStartFrame is jitStart for the first round of a run on f (runJIT),
+// whose packet region Go has just pointed at f: the copies native code
+// reads are set from f directly, and Go's view is brought up to date by
+// the caller, only when the round does not end the run (afterNative).
+func jitStartFrame(r *Runner, f *Frame, entry uintptr) (exit uint32, r0 uint64) {
+	r.jit.tail = 0
+	r.jit.frame = uintptr(unsafe.Pointer(f))
+	pkt := &r.jit.pkt
+	pkt.buf = uintptr(unsafe.Pointer(unsafe.SliceData(f.Buf)))
+	pkt.lo = uint64(f.DataMeta)
+	pkt.hi = uint64(f.DataEnd)
+	pkt.whi = uint64(f.DataEnd)
+	e, v := jitEnterRun(unsafe.Pointer(r), &r.regs[0], entry, regionCtx<<32, regionStack<<32|stackSize)
+	return uint32(e), v
 }
 
 // mapCode copies code into a new private mapping, written while it is
