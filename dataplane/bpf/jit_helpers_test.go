@@ -232,3 +232,63 @@ func TestJITNativeHelpers(t *testing.T) {
 		})
 	}
 }
+
+// FuzzJITNativeHelpers: a native helper (chosen by the input) on a frame
+// shaped by the input gives what the interpreter's gives: result, fault,
+// frame, redirect.
+func FuzzJITNativeHelpers(f *testing.F) {
+	needJIT(f)
+	f.Add(uint8(0), int32(-14), int32(0), uint16(60), uint16(2048), uint16(256), uint8(0))
+	f.Add(uint8(4), int32(2), int32(8), uint16(60), uint16(512), uint16(40), uint8(4))
+	f.Add(uint8(2), int32(-46), int32(1), uint16(200), uint16(600), uint16(256), uint8(8))
+	cases := []struct {
+		id asm.BuiltinFunc
+		m  string
+	}{
+		{asm.FnXdpAdjustHead, ""}, {asm.FnXdpAdjustMeta, ""}, {asm.FnXdpAdjustTail, ""},
+		{asm.FnRedirect, ""}, {asm.FnRedirectMap, "dev"}, {asm.FnRedirectMap, "cpu"},
+		{asm.FnRedirectMap, "xsk"}, {asm.FnXdpGetBuffLen, ""},
+	}
+	type loaded struct {
+		ci, cj *Collection
+		pi, pj *Program
+	}
+	progs := map[int]loaded{}
+	f.Fuzz(func(t *testing.T, which uint8, a, b int32, n, size, headroom uint16, metalen uint8) {
+		k := int(which) % len(cases)
+		tc := cases[k]
+		l, ok := progs[k]
+		if !ok {
+			insns := helperCallProg(tc.id, tc.m)
+			l.ci, l.pi = helperProg(t, insns, EngineInterp)
+			l.cj, l.pj = helperProg(t, insns, EngineJIT)
+			progs[k] = l
+		}
+		bs := int(size)%4096 + 64
+		hr := int(headroom) % bs
+		ml := min(int(metalen)%64, hr)
+		ln := min(int(n), bs-hr)
+		if ln < 8 {
+			return
+		}
+		f0 := helperFrame(a, b, ln, bs, hr, ml)
+		fi, fj := cloneFrame(f0), cloneFrame(f0)
+		ri, rj := NewRunner(0), NewRunner(0)
+		vi, oki := ri.RunFrame(l.pi, &fi)
+		vj, okj := rj.RunFrame(l.pj, &fj)
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("%v: interpreter %d %v (%v), JIT %d %v (%v)", tc.id, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+		if fi.DataMeta != fj.DataMeta || fi.Data != fj.Data || fi.DataEnd != fj.DataEnd || !bytes.Equal(fi.Buf, fj.Buf) {
+			t.Fatalf("%v: frames differ", tc.id)
+		}
+		di, dj := ri.Redirect(), rj.Redirect()
+		if (di.Map == nil) != (dj.Map == nil) {
+			t.Fatalf("%v: redirect %+v, JIT %+v", tc.id, di, dj)
+		}
+		di.Map, dj.Map = nil, nil
+		if di != dj {
+			t.Fatalf("%v: redirect %+v, JIT %+v", tc.id, di, dj)
+		}
+	})
+}
