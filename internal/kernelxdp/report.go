@@ -25,9 +25,11 @@ type Report struct {
 }
 
 type reportRow struct {
-	section, name  string
-	xnic, kernel   []float64
-	xnicUnit, note string
+	section, name string
+	xnic, kernel  []float64
+	apart         []float64 // AddApart's samples
+	apartName     string
+	note          string
 }
 
 // Add records one sample of row name in section: xnic's and the kernel's
@@ -40,6 +42,17 @@ func (r *Report) Add(section, name string, xnicNs, kernelNs float64) {
 	if kernelNs > 0 {
 		row.kernel = append(row.kernel, kernelNs)
 	}
+}
+
+// AddApart records one sample of a figure reported beside row name in
+// section but not charged to xnic (what, e.g. "injection"): its median is
+// printed after the row.
+func (r *Report) AddApart(section, name, what string, ns float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	row := r.row(section, name)
+	row.apart = append(row.apart, ns)
+	row.apartName = what
 }
 
 // Note attaches a remark to row name in section, printed after it.
@@ -107,6 +120,9 @@ func (r *Report) Print(w io.Writer) {
 				}
 			}
 			line := fmt.Sprintf("%-10s %-22s %8d %10.1f %10.1f %7s", "", row.name, len(row.xnic), x, k, ratio)
+			if len(row.apart) > 0 {
+				line += fmt.Sprintf("  %s %.1f ns apart", row.apartName, median(row.apart))
+			}
 			if row.note != "" {
 				line += "  " + row.note
 			}
