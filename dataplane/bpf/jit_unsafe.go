@@ -12,12 +12,12 @@ import (
 // Native code addresses the Runner (a Go heap object, which the Go collector
 // does not move) through one register, the region table through the slice
 // header in it (re-read at every access: helpers run in Go may grow the
-// table), and the Frame through Runner.frame.
+// table), and the Frame and the packet region through their copies in
+// jitState (offJFrame, offPkt).
 var (
 	offBudget     = int32(unsafe.Offsetof(Runner{}.budget))
 	offRegions    = int32(unsafe.Offsetof(Runner{}.regions))
 	offRegionsLen = offRegions + int32(unsafe.Sizeof(uintptr(0)))
-	offFrame      = int32(unsafe.Offsetof(Runner{}.frame))
 
 	offData     = int32(unsafe.Offsetof(Frame{}.Data))
 	offDataEnd  = int32(unsafe.Offsetof(Frame{}.DataEnd))
@@ -37,37 +37,6 @@ var (
 	offPktLo  = offPkt + int32(unsafe.Offsetof(jitRegion{}.lo))
 	offPktHi  = offPkt + int32(unsafe.Offsetof(jitRegion{}.hi))
 	offPktWhi = offPkt + int32(unsafe.Offsetof(jitRegion{}.whi))
-
-	// The redirect record of native helpers (jitState.rd).
-	offRd        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rd))
-	offRdPending = offRd + int32(unsafe.Offsetof(jitRedirect{}.pending))
-	offRdKind    = offRd + int32(unsafe.Offsetof(jitRedirect{}.kind))
-	offRdIfindex = offRd + int32(unsafe.Offsetof(jitRedirect{}.ifindex))
-	offRdKey     = offRd + int32(unsafe.Offsetof(jitRedirect{}.key))
-	offRdFlags   = offRd + int32(unsafe.Offsetof(jitRedirect{}.flags))
-	offRdMap     = offRd + int32(unsafe.Offsetof(jitRedirect{}.mapNum))
-
-	// What a native tail call reads and writes: the Runner's count, the
-	// program it goes to (its collection, code and id), the id it leaves.
-	offTails       = int32(unsafe.Offsetof(Runner{}.tails))
-	offTail        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.tail))
-	offProgColl    = int32(unsafe.Offsetof(Program{}.coll))
-	offProgJIT     = int32(unsafe.Offsetof(Program{}.jit))
-	offProgID      = int32(unsafe.Offsetof(Program{}.id))
-	offJITProgBase = int32(unsafe.Offsetof(jitProg{}.base))
-
-	// progType is the type word of an interface holding a *Program, which
-	// a program array's slot holds (maps.NativeProgSlots).
-	progType = func() uintptr {
-		var a any = (*Program)(nil)
-		return (*[2]uintptr)(unsafe.Pointer(&a))[0]
-	}()
-
-	// The state of bpf_get_prandom_u32.
-	offRNG = int32(unsafe.Offsetof(Runner{}.rng))
-
-	// The frame's buffer length, which bpf_xdp_adjust_tail bounds by.
-	offBufLen = int32(unsafe.Offsetof(Frame{}.Buf)) + int32(unsafe.Sizeof(uintptr(0)))
 )
 
 // pktField is the offset in the Runner of jitState.pkt's field that
