@@ -78,8 +78,9 @@ type jitState struct {
 	// addresses and numbers, so that the burst loop (jitBurst) can point
 	// them at each frame in turn without writing a Go pointer (native code
 	// can give no write barrier). Go copies them in at every entry into
-	// native code (jitRun, jitStart); the burst loop sets them per frame and
-	// Go copies the frame it stopped at back (burstJIT). The address of a
+	// native code (jitRun, jitStart, jitStartFrame); the burst loop sets
+	// them per frame and Go points its own at the frame it stopped at
+	// (finishBurst). The address of a
 	// frame's buffer stays valid while native code runs: the caller of
 	// RunBurst holds the frames, the Runner the others.
 	frame uintptr
