@@ -159,10 +159,23 @@
 // reused from the entry the same lookup left just past its end in the last
 // run; r1-r5 are kept. Anything else (another handle, the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
-// leaves for the slow path before anything is written. Every other helper
-// (hash and LPM lookups, updates, redirects: they write Go pointers such as
-// Redirect.Map, which needs a write barrier native code cannot give),
-// bpf-to-bpf calls and their depth, tail calls and their limit, callx,
+// leaves for the slow path before anything is written. On amd64 these run
+// natively too (jit_amd64_helpers.go), with the interpreter's results and
+// r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
+// (its slots read as maps.NativeSlots describes them; a broadcast goes to
+// Go); bpf_xdp_adjust_head (a frame without metadata), _meta and _tail (a
+// tail that shrinks or stays), which move the Frame's offsets in place;
+// bpf_xdp_get_buff_len, bpf_get_smp_processor_id and bpf_get_prandom_u32
+// (the Runner's xorshift state); and bpf_tail_call through a program array loaded into r2 (the limit of
+// 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
+// of each run; the target's id is left in jitState.tail, against which Go
+// reads the exit codes of its instructions). Native code records a
+// redirect as numbers (jitState.rd: kind, map number, key, flags,
+// ifindex), never the map itself, which would need a write barrier: Go
+// builds Runner.redirect from the record whenever native code returns
+// (afterNative), and refreshes the packet region from the frame. Every
+// other helper (hash and LPM lookups, updates, csum_diff, ktime), these on
+// arm64, bpf-to-bpf calls and their depth, callx,
 // loads from the context that are not specialised, and any access or
 // atomic that fails its check return to Go with the instruction's index,
 // and the interpreter's slow path runs that one instruction with its own
@@ -182,7 +195,20 @@
 // index is checked first) and a fault in native code could not be
 // recovered anyway; a run that comes back for the slow path goes on under
 // the recover (finishJIT), which also resets the state only the slow path
-// reads (call depth, tail calls, ring buffer records).
+// reads (call depth, ring buffer records).
+//
+// Bursts. RunBurst enters native code once per burst of up to 64 frames
+// (jitEnterBurst, jitBurst): the trampoline checks each frame as runJIT
+// does, points the code at it, resets the run's state (budget, run count,
+// regions, tail calls, redirect record) and runs it, storing verdicts (and
+// for XDP_REDIRECT the redirect record, jitState.rds) and going on; only a
+// frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
+// invalid frame) returns, and Go finishes it before entering again. So
+// that the loop writes no Go pointer, native code reads the frame and the
+// packet region from plain copies in jitState (frame, pkt), which Go
+// refreshes at every entry (syncJIT) and the loop sets per frame; the
+// table's packet entry matches nothing during a native burst (its
+// out-of-line check would otherwise read a stale entry).
 //
 // The native code never calls Go, so it needs nothing from the Go runtime.
 // It runs inside jitEnter (or jitEnterRun at the start of a run), a
@@ -203,10 +229,13 @@
 // data access also holds, as immediates, the address of the collection
 // (and of the map's storage), heap objects the Program keeps alive as long
 // as its code is mapped, which it only compares (with Runner.coll, with
-// the table's buffers) and never dereferences. Nothing of Go's is
-// written but pointer-free words (packet, stack, map values, the register
-// file, the spill slot, the region table's length when a lookup reuses an
-// entry), which need no write barrier. No garbage collection
+// the table's buffers) and never dereferences; the slot arrays of
+// devmaps, cpumaps, xskmaps and program arrays, read as immediates too,
+// live as long as their maps. Nothing of Go's is written but pointer-free
+// words (packet, stack, map values, the register file, the spill slot, the
+// region table's length when a lookup reuses an entry, the Frame's
+// offsets, the run and tail call counts and jitState), which need no
+// write barrier. No garbage collection
 // stop can catch the goroutine inside the code: a signal that lands there
 // (async preemption, profiling) finds a PC outside any Go function, and the
 // runtime's isAsyncSafePoint refuses to preempt at a PC without function

@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // Engine selects how programs run: the JIT (native code) or the interpreter.
@@ -71,6 +73,94 @@ type jitState struct {
 	// spill is scratch for a register the code must free (amd64 division,
 	// fetch atomics, the array lookup).
 	spill uint64
+	// frame and pkt are what native code reads of the frame (Runner.frame)
+	// and of the packet region (regions[regionPacket]): the same, as plain
+	// addresses and numbers, so that the burst loop (jitBurst) can point
+	// them at each frame in turn without writing a Go pointer (native code
+	// can give no write barrier). Go copies them in at every entry into
+	// native code (jitRun, jitStart, jitStartFrame); the burst loop sets
+	// them per frame and Go points its own at the frame it stopped at
+	// (finishBurst). The address of a
+	// frame's buffer stays valid while native code runs: the caller of
+	// RunBurst holds the frames, the Runner the others.
+	frame uintptr
+	pkt   jitRegion
+	// rd is the redirect a native bpf_redirect or bpf_redirect_map
+	// recorded, as numbers (a map number, not the map: no Go pointer);
+	// pending says it is newer than Runner.redirect, which Go builds from
+	// it (takeRedirect) whenever native code returns.
+	rd jitRedirect
+	// rds are the redirect records of the frames of a native burst whose
+	// verdict is XDP_REDIRECT (rds[i] for its i-th frame), which the loop
+	// copies from rd so that it need not return to Go for them; Go builds
+	// their Redirects afterwards (enterBurst).
+	rds [jitBurstMax]jitRedirect
+	// tail is the id of the program a native tail call went to (0: none
+	// since native code was entered, which clears it): the program whose
+	// instructions the exit code now counts (tailProg).
+	tail uint64
+}
+
+// jitBurstMax is the most frames one native burst runs (the size of
+// jitState.rds); a longer burst enters native code again.
+const jitBurstMax = 64
+
+// jitRedirect is a Redirect as native code records it (jitState.rd).
+type jitRedirect struct {
+	pending uint64 // 1: the record is newer than Runner.redirect
+	kind    uint64 // RedirectKind; RedirectNone clears the redirect
+	ifindex uint64
+	key     uint64
+	flags   uint64
+	mapNum  uint64 // the map's number in the collection (mapRefs)
+}
+
+// takeRedirect builds Runner.redirect from the record native code left
+// (jitState.rd) and clears it.
+func (r *Runner) takeRedirect() {
+	r.fillRedirect(&r.redirect, &r.jit.rd)
+	r.jit.rd.pending = 0
+}
+
+// fillRedirect sets d to the Redirect a native record stands for: none
+// unless it is pending (the run recorded nothing). Field by field: a
+// Redirect built and then copied stalls on store forwarding.
+func (r *Runner) fillRedirect(d *Redirect, rd *jitRedirect) {
+	if rd.pending == 0 || rd.kind == uint64(RedirectNone) {
+		*d = Redirect{}
+		return
+	}
+	var m maps.Map
+	if rd.kind != uint64(RedirectIfindex) && r.coll != nil && rd.mapNum < uint64(len(r.coll.mapRefs)) {
+		m = r.coll.mapRefs[rd.mapNum].m
+	}
+	d.Kind = RedirectKind(rd.kind)
+	d.Ifindex = uint32(rd.ifindex)
+	d.Map = m
+	d.Key = uint32(rd.key)
+	d.Flags = rd.flags
+}
+
+// afterNative brings Go's view up to date when native code returns: the
+// redirect it recorded, and the packet region of the frame, whose offsets
+// a native adjust helper may have moved (the region's numbers follow the
+// frame's, as setPacket sets them; the buffer does not change).
+func (r *Runner) afterNative() {
+	if r.jit.rd.pending != 0 {
+		r.takeRedirect()
+	}
+	if r.frame != nil && len(r.regions) > regionPacket {
+		rg := &r.regions[regionPacket]
+		rg.lo = uint64(r.frame.DataMeta)
+		rg.hi = uint64(r.frame.DataEnd)
+		rg.whi = rg.hi
+	}
+}
+
+// jitRegion is a region as native code reads it (jitState.pkt).
+type jitRegion struct {
+	buf         uintptr
+	lo, hi, whi uint64
 }
 
 // jitProg is a program's native code: one executable mapping, with the entry
@@ -220,8 +310,8 @@ func (r *Runner) code(p *Program) *jitProg {
 // does the whole run under the recover), and no recover could catch a
 // fault in native code anyway (a signal there is fatal). A round that
 // comes back for the slow path (helpers, calls, faults) goes on under the
-// recover (finishJIT). The state only the slow path reads (call depth,
-// tail calls, ring buffer records) is reset there.
+// recover (finishJIT); the state only the slow path reads (call depth,
+// ring buffer records) is reset there.
 func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	if p == nil {
 		return r.runGuarded(p, f)
@@ -245,27 +335,82 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	}
 	r.runs++
 	r.faulted = false
+	r.tails = 0 // native tail calls count from the first round
 	if r.redirect.Kind != RedirectNone {
 		r.redirect = Redirect{}
 	}
-	r.frame = f
 	rg := &regions[regionPacket] // as setPacket
 	rg.buf = f.Buf
 	rg.lo = uint64(f.DataMeta)
 	rg.hi = uint64(f.DataEnd)
 	rg.whi = uint64(f.DataEnd)
 	r.budget = p.budget
-	e, v := jitStart(r, &r.regs[0], j.base, regionCtx<<32, regionStack<<32|stackSize)
+	e, v := jitStartFrame(r, f, j.base)
 	if e&0xff != jitExitDone {
+		r.frame = f
+		r.afterNative()
 		return r.finishJIT(j, p, e)
 	}
-	// Done in one round: no helper ran, so no fault and no ring buffer
-	// record (endRun's cases) can be pending.
-	r.frame = nil
+	// Done in one round: no helper ran in Go, so no fault and no ring
+	// buffer record (endRun's cases) can be pending; a native helper may
+	// have recorded a redirect.
+	if r.jit.rd.pending != 0 {
+		r.takeRedirect()
+	}
 	if Action(v) > ActionRedirect {
 		return r.verdict(p, uint32(v), true) // the fault of an unknown action
 	}
 	return Action(uint32(v))
+}
+
+// burstReady reports whether RunBurst can run p's native code j in a
+// native burst (jitBurst): the Runner is bound to p's collection and has
+// its packet region (runJIT's conditions that hold for a whole burst).
+func (r *Runner) burstReady(p *Program, j *jitProg) bool {
+	return jitArch && r.coll == p.coll && len(r.regions) > regionPacket && p.jit.Load() == j
+}
+
+// enterBurst runs frames in one native burst (jitBurst) with the state a
+// run starts from: no fault, no redirect, and the packet region of the
+// table (which native code does not read, but its out-of-line check would)
+// matching nothing until Go points it at a frame again. It returns what
+// jitBurst does, having stored in redirects (when long enough) the targets
+// of the frames the loop finished with XDP_REDIRECT.
+func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []Action, redirects []Redirect) (done int, exit uint32, r0 uint64) {
+	r.faulted = false
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{}
+	}
+	r.regions[regionPacket] = region{lo: 1}
+	done, exit, r0 = jitBurst(r, j, frames, verdicts, p.budget)
+	// The frames the loop finished with XDP_REDIRECT: their targets.
+	for i, a := range verdicts[:done] {
+		if a == ActionRedirect && i < len(redirects) {
+			r.fillRedirect(&redirects[i], &r.jit.rds[i])
+		}
+	}
+	return done, exit, r0
+}
+
+// finishBurst finishes the run of f at which a native burst stopped with
+// exit code e and r0 v (enterBurst), as runJIT would have: e 0 means f
+// failed the frame check and did not run (run reports it); a run done in
+// its first round left a verdict for verdict; any other exit goes on in Go
+// from the slow path, with the frame and packet region set in Go as
+// native code had them. Called under burst's recover.
+func (r *Runner) finishBurst(p *Program, j *jitProg, f *Frame, e uint32, v uint64) Action {
+	switch {
+	case e == 0:
+		return r.run(p, f)
+	case e&0xff == jitExitDone:
+		return r.verdict(p, uint32(v), true)
+	}
+	r.frame = f
+	r.setPacket(f)
+	r.depth = 0
+	r.records = r.records[:0]
+	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
+	return r.verdict(p, ret, ok)
 }
 
 // finishJIT goes on with a run whose first native round (runJIT) returned
@@ -278,7 +423,6 @@ func (r *Runner) finishJIT(j *jitProg, p *Program, e uint32) (a Action) {
 		}
 	}()
 	r.depth = 0
-	r.tails = 0
 	r.records = r.records[:0]
 	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
 	return r.verdict(p, ret, ok)
@@ -293,6 +437,26 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 	return r.jitAfter(j, p, jitRun(r, reg, j.addr(pc)), base, reg)
 }
 
+// tailProg is the program native code ran last: p, or the one a native
+// tail call went to (jitState.tail), with its code.
+func (r *Runner) tailProg(p *Program, j *jitProg) (*Program, *jitProg) {
+	id := r.jit.tail
+	if id == 0 {
+		return p, j
+	}
+	r.jit.tail = 0
+	if r.coll != nil {
+		for _, q := range r.coll.progs {
+			if uint64(q.id) == id {
+				if qj := q.jit.Load(); qj != nil {
+					return q, qj
+				}
+			}
+		}
+	}
+	panic("bpf: a native tail call went to a program of another collection") // unreachable: the code checks
+}
+
 // jitAfter handles the native code's exit e, then re-enters it, until the
 // frame exec started in (base) exits or an instruction needs the slow path:
 // an exit pops a subprogram's frame as fast does, a helper call runs the
@@ -301,6 +465,7 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 // the callers see r.faulted.
 func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]uint64) (int, *Program, bool) {
 	for {
+		p, j = r.tailProg(p, j)
 		pc := int(e >> 8)
 		if e&0xff != jitExitDone {
 			if uint(pc) >= uint(len(p.code)) || p.code[pc].op != opCall {
@@ -412,12 +577,17 @@ func straightLine(o op) bool {
 // native code still checks r1 against that handle at run time and leaves a
 // mismatch to the interpreter's slow path.
 func mapAt(plain []insn, targets []bool, pc int) (uint32, bool) {
+	return mapIn(plain, targets, pc, 1)
+}
+
+// mapIn is mapAt for register reg (r2 for a tail call's program array).
+func mapIn(plain []insn, targets []bool, pc int, reg uint8) (uint32, bool) {
 	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
 		in := plain[q]
 		switch {
-		case in.op == opLdMap && in.dst == 1:
+		case in.op == opLdMap && in.dst == reg:
 			return uint32(in.imm), in.imm >= 0 && in.imm <= math.MaxUint32
-		case in.dst == 1 || !straightLine(in.op):
+		case in.dst == reg || !straightLine(in.op):
 			return 0, false
 		}
 	}

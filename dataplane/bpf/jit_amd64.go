@@ -441,7 +441,7 @@ func (c *amd64Compiler) insn(pc int) error {
 		case opLdCtxDataMeta:
 			off = offDataMeta
 		}
-		c.rm(false, true, []byte{0x8b}, xS1, xmem{base: xCtx, index: -1, disp: offFrame}, false)
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
 		c.aluRR(true, 0x85, xS1, xS1)
 		c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
 		c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
@@ -508,9 +508,14 @@ func (c *amd64Compiler) insn(pc int) error {
 		c.branch(pc, in, 0xff)
 	case opExit:
 		c.exit(pc, jitExitDone)
+	case opTailCall:
+		if c.tailCallAt(pc) {
+			c.native++
+			return nil
+		}
+		c.exit(pc, jitExitSlow)
 	case opCall:
-		if a, ok := c.arrayAt(pc); ok {
-			c.arrayLookup(pc, a)
+		if c.nativeHelper(pc) {
 			c.native++
 			return nil
 		}
@@ -712,8 +717,12 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
 		c.slowIf(ccNE, pc)
 	}
-	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: rg*regionSize + offRegionBuf}, false)
+	if rg == regionPacket {
+		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offPktBuf), false)
+	} else {
+		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
+		c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: rg*regionSize + offRegionBuf}, false)
+	}
 	c.aluRR(false, 0x89, xS1, reg(bpfBase)) // the offset: low 32 bits
 	return xmem{base: xS2, index: xS1, disp: off}
 }
@@ -740,20 +749,27 @@ func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	if write {
 		hi = offRegionWhi
 	}
-	e := guess * regionSize
+	// The guessed region's entry: the packet's copy in jitState (the
+	// burst loop changes it per frame), the stack's in the table.
+	field := func(off int32) xmem { return xmem{base: xS2, index: -1, disp: guess*regionSize + off} }
+	if guess == regionPacket {
+		field = func(off int32) xmem { return ctxMem(pktField(off)) }
+	}
 	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: base, index: -1, disp: off}, false) // lea
 	c.aluRR(true, 0x89, xS2, xS1)
 	c.shiftI(true, 5, xS2, 32)
 	c.aluRI(false, 7, xS2, guess)
 	other := c.jcc(ccNE)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	if guess != regionPacket {
+		c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	}
 	c.aluRR(false, 0x89, xS1, xS1) // the offset: low 32 bits
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: e + offRegionLo}, false)
+	c.rm(false, true, []byte{0x3b}, xS1, field(offRegionLo), false)
 	c.slowIf(ccB, pc)
 	c.aluRI(true, 0, xS1, n)
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: e + hi}, false)
+	c.rm(false, true, []byte{0x3b}, xS1, field(hi), false)
 	c.slowIf(ccA, pc)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: e + offRegionBuf}, false)
+	c.rm(false, true, []byte{0x8b}, xS2, field(offRegionBuf), false)
 	c.generic = append(c.generic, jitGeneric{from: other, resume: len(c.b), pc: pc, n: n, hi: hi})
 	return xmem{base: xS2, index: xS1, disp: -n}
 }
@@ -797,7 +813,7 @@ func (c *amd64Compiler) emitCtxScalar(g jitGeneric) {
 	} {
 		c.aluRI(false, 7, xS1, f.ctxOff)
 		next := c.jcc(ccNE)
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offFrame), false)
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
 		c.aluRR(true, 0x85, xS1, xS1)
 		c.slowIf(ccE, g.pc)
 		c.rm(false, false, []byte{0x8b}, g.dst, xmem{base: xS1, index: -1, disp: f.field}, false)

@@ -1,6 +1,7 @@
 //go:build linux
 
 #include "textflag.h"
+#include "go_asm.h"
 
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
@@ -80,4 +81,123 @@ TEXT ·jitEnterRun(SB), NOSPLIT, $8-56
 	MOVQ R15, 72(R10)
 	MOVQ R12, 80(R10)
 done:
+	RET
+
+// func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
+//
+// Runs the native code at entry on frames[0], frames[1], ... (n of them)
+// as jitEnterRun does on one, in one entry from Go: per frame it checks the
+// frame as runJIT does, points jitState's frame and packet region at it
+// (plain numbers: no Go pointer is written), clears the native redirect
+// record, sets the budget, counts the run, drops the last run's regions,
+// and runs the code. A run that ends in its first round with a verdict up
+// to XDP_REDIRECT stores it in verdicts[i] (and for XDP_REDIRECT the
+// redirect record in jitState.rds[i]) and the loop goes on. Otherwise it returns with done = i,
+// the number of frames finished: exit 0 when i = n or frame i failed its
+// check (not run), else the exit code and r0 of frame i's first round
+// (done with a verdict Go must look at, or a slow path, for which r0-r10
+// are stored into reg as jitEnterRun does).
+TEXT ·jitEnterBurst(SB), NOSPLIT, $8-80
+	MOVQ $0, done+56(FP)
+	MOVQ $0, exit+64(FP)
+loop:
+	MOVQ done+56(FP), AX
+	CMPQ AX, n+32(FP)
+	JGE out
+	IMULQ $Frame__size, AX
+	ADDQ frames+24(FP), AX
+	MOVQ r+0(FP), R11
+	MOVQ Frame_DataMeta(AX), CX
+	MOVQ Frame_Data(AX), DX
+	MOVQ Frame_DataEnd(AX), SI
+	MOVQ (Frame_Buf+8)(AX), DI
+	TESTQ CX, CX
+	JLT out
+	CMPQ CX, DX
+	JGT out
+	CMPQ DX, SI
+	JGT out
+	CMPQ SI, DI
+	JGT out
+	CMPQ DI, $0x7fffffff
+	JGT out
+	MOVQ AX, (Runner_jit+jitState_frame)(R11)
+	MOVQ $0, (Runner_jit+jitState_rd+jitRedirect_pending)(R11)
+	MOVQ $0, (Runner_jit+jitState_tail)(R11)
+	MOVQ $0, Runner_tails(R11)
+	MOVQ Frame_Buf(AX), R8
+	MOVQ R8, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
+	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
+	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11)
+	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)
+	MOVQ budget+48(FP), R8
+	MOVQ R8, Runner_budget(R11)
+	INCQ Runner_runs(R11)
+	MOVQ Runner_fixed(R11), R8
+	CMPQ (Runner_regions+8)(R11), R8
+	JLE regs
+	MOVQ R8, (Runner_regions+8)(R11)
+regs:
+	MOVQ $(const_regionCtx<<32), DI
+	MOVQ $(const_regionStack<<32|const_stackSize), R12
+	XORL AX, AX
+	XORL SI, SI
+	XORL DX, DX
+	XORL CX, CX
+	XORL R8, R8
+	XORL BX, BX
+	XORL R13, R13
+	XORL R14, R14
+	XORL R15, R15
+	MOVQ entry+16(FP), R9
+	CALL R9
+	CMPB R9, $const_jitExitDone
+	JNE slow
+	CMPL AX, $const_ActionRedirect
+	JA verdict
+	MOVQ done+56(FP), CX
+	JB store
+	// XDP_REDIRECT: keep the run's redirect record as rds[i].
+	MOVQ r+0(FP), R11
+	MOVQ CX, DX
+	IMULQ $jitRedirect__size, DX
+	ADDQ R11, DX
+	MOVQ (Runner_jit+jitState_rd+0)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+0)(DX)
+	MOVQ (Runner_jit+jitState_rd+8)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+8)(DX)
+	MOVQ (Runner_jit+jitState_rd+16)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+16)(DX)
+	MOVQ (Runner_jit+jitState_rd+24)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+24)(DX)
+	MOVQ (Runner_jit+jitState_rd+32)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+32)(DX)
+	MOVQ (Runner_jit+jitState_rd+40)(R11), R8
+	MOVQ R8, (Runner_jit+jitState_rds+40)(DX)
+store:
+	MOVQ verdicts+40(FP), DX
+	MOVL AX, (DX)(CX*4)
+	INCQ CX
+	MOVQ CX, done+56(FP)
+	JMP loop
+verdict:
+	MOVQ R9, exit+64(FP)
+	MOVQ AX, r0+72(FP)
+	RET
+slow:
+	MOVQ R9, exit+64(FP)
+	MOVQ AX, r0+72(FP)
+	MOVQ reg+8(FP), R10
+	MOVQ AX, 0(R10)
+	MOVQ DI, 8(R10)
+	MOVQ SI, 16(R10)
+	MOVQ DX, 24(R10)
+	MOVQ CX, 32(R10)
+	MOVQ R8, 40(R10)
+	MOVQ BX, 48(R10)
+	MOVQ R13, 56(R10)
+	MOVQ R14, 64(R10)
+	MOVQ R15, 72(R10)
+	MOVQ R12, 80(R10)
+out:
 	RET

@@ -381,7 +381,7 @@ func (c *arm64Compiler) insn(pc int) {
 		case opLdCtxDataMeta:
 			off = offDataMeta
 		}
-		c.ldr(aS1, aCtx, offFrame)
+		c.ldr(aS1, aCtx, offJFrame)
 		c.w(0xf100001f | aS1<<5) // cmp x9, #0
 		c.slowIf(aEQ, pc)
 		c.ldr(d, aS1, off)
@@ -626,8 +626,12 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		c.cmpField(aCtx, offColl, aS1)
 		c.slowIf(aNE, pc)
 	}
-	c.ldr(aS2, aCtx, offRegions)
-	c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)
+	if rg == regionPacket {
+		c.ldr(aS2, aCtx, offPktBuf)
+	} else {
+		c.ldr(aS2, aCtx, offRegions)
+		c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)
+	}
 	c.rrr(a64Orr&^a64W, aS1, aZR, base) // the offset: low 32 bits
 	switch {
 	case off >= 0 && off < 4096:
@@ -666,17 +670,23 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	c.bfm(0xd3400000, aS2, aS1, 32, 63)          // lsr x10, x9, #32
 	c.w(0xf100001f | uint32(guess)<<10 | aS2<<5) // cmp x10, #guess
 	other := c.branch(aNE)
-	e := guess * regionSize
-	c.ldr(aS2, aCtx, offRegions)
+	// The guessed region's entry: the packet's copy in jitState (the
+	// burst loop changes it per frame), the stack's in the table.
+	tab, field := uint32(aS2), func(off int32) int32 { return guess*regionSize + off }
+	if guess == regionPacket {
+		tab, field = aCtx, pktField
+	} else {
+		c.ldr(aS2, aCtx, offRegions)
+	}
 	c.rrr(a64Orr&^a64W, aS1, aZR, aS1) // the offset: low 32 bits
-	c.ldr(aS3, aS2, e+offRegionLo)
+	c.ldr(aS3, tab, field(offRegionLo))
 	c.rrr(0xeb00001f, 0, aS1, aS3) // cmp x9, x11
 	c.slowIf(aLO, pc)
 	c.w(0x91000000 | uint32(n)<<10 | aS1<<5 | aS4)
-	c.ldr(aS3, aS2, e+hi)
+	c.ldr(aS3, tab, field(hi))
 	c.rrr(0xeb00001f, 0, aS4, aS3)
 	c.slowIf(aHI, pc)
-	c.ldr(aS2, aS2, e+offRegionBuf)
+	c.ldr(aS2, tab, field(offRegionBuf))
 	c.generic = append(c.generic, a64Generic{from: other.pos, resume: len(c.b), pc: pc, n: n, hi: hi})
 	c.jumpsFixOther(other)
 }

@@ -1,6 +1,7 @@
 //go:build linux
 
 #include "textflag.h"
+#include "go_asm.h"
 
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
@@ -78,6 +79,127 @@ TEXT ·jitEnterRun(SB), NOSPLIT, $16-56
 	MOVD R22, 72(R8)
 	MOVD R23, 80(R8)
 done:
+	RET
+
+// func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
+//
+// The burst loop: see the amd64 version.
+TEXT ·jitEnterBurst(SB), NOSPLIT, $16-80
+	MOVD ZR, done+56(FP)
+	MOVD ZR, exit+64(FP)
+loop:
+	MOVD done+56(FP), R8
+	MOVD n+32(FP), R9
+	CMP R9, R8
+	BGE out
+	MOVD $Frame__size, R9
+	MUL R9, R8, R8
+	MOVD frames+24(FP), R9
+	ADD R9, R8, R8
+	MOVD r+0(FP), R24
+	MOVD Frame_DataMeta(R8), R10
+	MOVD Frame_Data(R8), R11
+	MOVD Frame_DataEnd(R8), R12
+	MOVD (Frame_Buf+8)(R8), R13
+	CMP $0, R10
+	BLT out
+	CMP R11, R10
+	BGT out
+	CMP R12, R11
+	BGT out
+	CMP R13, R12
+	BGT out
+	MOVD $0x7fffffff, R9
+	CMP R9, R13
+	BGT out
+	MOVD R8, (Runner_jit+jitState_frame)(R24)
+	MOVD ZR, (Runner_jit+jitState_rd+jitRedirect_pending)(R24)
+	MOVD ZR, (Runner_jit+jitState_tail)(R24)
+	MOVD ZR, Runner_tails(R24)
+	MOVD Frame_Buf(R8), R9
+	MOVD R9, (Runner_jit+jitState_pkt+jitRegion_buf)(R24)
+	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)
+	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_hi)(R24)
+	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_whi)(R24)
+	MOVD budget+48(FP), R9
+	MOVD R9, Runner_budget(R24)
+	MOVD Runner_runs(R24), R9
+	ADD $1, R9, R9
+	MOVD R9, Runner_runs(R24)
+	MOVD Runner_fixed(R24), R9
+	MOVD (Runner_regions+8)(R24), R10
+	CMP R9, R10
+	BLE regs
+	MOVD R9, (Runner_regions+8)(R24)
+regs:
+	MOVD $(const_regionCtx<<32), R1
+	MOVD $(const_regionStack<<32|const_stackSize), R23
+	MOVD ZR, R0
+	MOVD ZR, R2
+	MOVD ZR, R3
+	MOVD ZR, R4
+	MOVD ZR, R5
+	MOVD ZR, R19
+	MOVD ZR, R20
+	MOVD ZR, R21
+	MOVD ZR, R22
+	MOVD entry+16(FP), R9
+	CALL (R9)
+	AND $0xff, R9, R10
+	CMP $const_jitExitDone, R10
+	BNE slow
+	MOVWU R0, R10
+	CMP $const_ActionRedirect, R10
+	BHI verdict
+	MOVD done+56(FP), R11
+	BLO store
+	// XDP_REDIRECT: keep the run's redirect record as rds[i].
+	MOVD r+0(FP), R24
+	MOVD $jitRedirect__size, R12
+	MUL R11, R12, R12
+	ADD R24, R12, R12
+	MOVD $(Runner_jit+jitState_rd), R13
+	ADD R24, R13, R13
+	MOVD $(Runner_jit+jitState_rds), R9
+	ADD R9, R12, R12
+	MOVD 0(R13), R9
+	MOVD R9, 0(R12)
+	MOVD 8(R13), R9
+	MOVD R9, 8(R12)
+	MOVD 16(R13), R9
+	MOVD R9, 16(R12)
+	MOVD 24(R13), R9
+	MOVD R9, 24(R12)
+	MOVD 32(R13), R9
+	MOVD R9, 32(R12)
+	MOVD 40(R13), R9
+	MOVD R9, 40(R12)
+store:
+	MOVD verdicts+40(FP), R12
+	MOVW R0, (R12)(R11<<2)
+	ADD $1, R11, R11
+	MOVD R11, done+56(FP)
+	B loop
+verdict:
+	MOVD R9, exit+64(FP)
+	MOVD R0, r0+72(FP)
+	RET
+slow:
+	MOVD R9, exit+64(FP)
+	MOVD R0, r0+72(FP)
+	MOVD reg+8(FP), R8
+	MOVD R0, 0(R8)
+	MOVD R1, 8(R8)
+	MOVD R2, 16(R8)
+	MOVD R3, 24(R8)
+	MOVD R4, 32(R8)
+	MOVD R5, 40(R8)
+	MOVD R19, 48(R8)
+	MOVD R20, 56(R8)
+	MOVD R21, 64(R8)
+	MOVD R22, 72(R8)
+	MOVD R23, 80(R8)
+out:
 	RET
 
 // func jitFlush(p *byte, n uintptr)

@@ -139,3 +139,7 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 	}
 	c.bfm(0xd3400000, 0, 0, 32, 31) // lsl x0, x0, #32
 }
+
+// nativeHelpersArch says the backend compiles helpers other than array
+// lookups natively: not yet on arm64, where they return to Go.
+const nativeHelpersArch = false

@@ -17,3 +17,13 @@ func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
 func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (uint32, uint64) {
 	panic("bpf: no JIT on this platform")
 }
+
+func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (int, uint32, uint64) {
+	panic("bpf: no JIT on this platform")
+}
+
+const nativeHelpersArch = false
+
+func jitStartFrame(r *Runner, f *Frame, entry uintptr) (uint32, uint64) {
+	panic("bpf: no JIT on this platform")
+}

@@ -87,6 +87,27 @@ func TestJITPacketRanges(t *testing.T) {
 			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1), asm.Mov.Imm(asm.R2, 0),
 			asm.FnXdpAdjustHead.Call(), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
 			ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		// Helpers that do move data or data_end (native on amd64): a
+		// pointer proven before them is checked after them, and faults
+		// where the frame no longer reaches.
+		"after adjust_tail": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1), asm.Mov.Imm(asm.R2, -8),
+			asm.FnXdpAdjustTail.Call(), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		"after adjust_head": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1), asm.Mov.Imm(asm.R2, 4),
+			asm.FnXdpAdjustHead.Call(), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 2, asm.Half)), 0},
+		"after adjust_meta": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1), asm.Mov.Imm(asm.R2, -4),
+			asm.FnXdpAdjustMeta.Call(), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 12, asm.Half), ld(asm.R5, asm.R2, -4, asm.Word)), 0},
+		// A bpf-to-bpf call whose callee shrinks the tail.
+		"after a call": {append(rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1),
+			asm.Call.Label("shrink"), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 12, asm.Half)),
+			asm.Mov.Imm(asm.R2, -8).WithSymbol("shrink"), asm.FnXdpAdjustTail.Call(), asm.Return()), 0},
 		// The variable offset of an IPv4 header: data + 14 + ihl*4.
 		"variable offset": {rangeProg(bound(15), ld(asm.R6, asm.R2, 14, asm.Byte), asm.Instructions{
 			asm.And.Imm(asm.R6, 15), asm.LSh.Imm(asm.R6, 2), asm.Add.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R4, asm.R6),

@@ -12,12 +12,12 @@ import (
 // Native code addresses the Runner (a Go heap object, which the Go collector
 // does not move) through one register, the region table through the slice
 // header in it (re-read at every access: helpers run in Go may grow the
-// table), and the Frame through Runner.frame.
+// table), and the Frame and the packet region through their copies in
+// jitState (offJFrame, offPkt).
 var (
 	offBudget     = int32(unsafe.Offsetof(Runner{}.budget))
 	offRegions    = int32(unsafe.Offsetof(Runner{}.regions))
 	offRegionsLen = offRegions + int32(unsafe.Sizeof(uintptr(0)))
-	offFrame      = int32(unsafe.Offsetof(Runner{}.frame))
 
 	offData     = int32(unsafe.Offsetof(Frame{}.Data))
 	offDataEnd  = int32(unsafe.Offsetof(Frame{}.DataEnd))
@@ -28,7 +28,62 @@ var (
 	offRegionHi  = int32(unsafe.Offsetof(region{}.hi))
 	offRegionWhi = int32(unsafe.Offsetof(region{}.whi))
 	regionSize   = int32(unsafe.Sizeof(region{}))
+
+	// The copies native code reads instead of Runner.frame and
+	// regions[regionPacket] (jitState).
+	offJFrame = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.frame))
+	offPkt    = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.pkt))
+	offPktBuf = offPkt + int32(unsafe.Offsetof(jitRegion{}.buf))
+	offPktLo  = offPkt + int32(unsafe.Offsetof(jitRegion{}.lo))
+	offPktHi  = offPkt + int32(unsafe.Offsetof(jitRegion{}.hi))
+	offPktWhi = offPkt + int32(unsafe.Offsetof(jitRegion{}.whi))
 )
+
+// pktField is the offset in the Runner of jitState.pkt's field that
+// stands for the region field at offset off (offRegionBuf, Lo, Hi, Whi).
+func pktField(off int32) int32 {
+	switch off {
+	case offRegionBuf:
+		return offPktBuf
+	case offRegionLo:
+		return offPktLo
+	case offRegionHi:
+		return offPktHi
+	}
+	return offPktWhi
+}
+
+// syncJIT copies the frame and the packet region into the Runner's
+// jitState, where native code reads them: every entry into native code
+// from Go does, so that what Go changed (a helper moving the frame's
+// bounds, a run on another frame) is what the code sees.
+func (r *Runner) syncJIT() {
+	r.jit.tail = 0
+	r.jit.frame = uintptr(unsafe.Pointer(r.frame))
+	// Field by field: a struct built and copied stalls on store forwarding.
+	rg := &r.regions[regionPacket]
+	pkt := &r.jit.pkt
+	pkt.buf = uintptr(unsafe.Pointer(unsafe.SliceData(rg.buf)))
+	pkt.lo = rg.lo
+	pkt.hi = rg.hi
+	pkt.whi = rg.whi
+}
+
+// jitStartFrame is jitStart for the first round of a run on f (runJIT),
+// whose packet region Go has just pointed at f: the copies native code
+// reads are set from f directly, and Go's view is brought up to date by
+// the caller, only when the round does not end the run (afterNative).
+func jitStartFrame(r *Runner, f *Frame, entry uintptr) (exit uint32, r0 uint64) {
+	r.jit.tail = 0
+	r.jit.frame = uintptr(unsafe.Pointer(f))
+	pkt := &r.jit.pkt
+	pkt.buf = uintptr(unsafe.Pointer(unsafe.SliceData(f.Buf)))
+	pkt.lo = uint64(f.DataMeta)
+	pkt.hi = uint64(f.DataEnd)
+	pkt.whi = uint64(f.DataEnd)
+	e, v := jitEnterRun(unsafe.Pointer(r), &r.regs[0], entry, regionCtx<<32, regionStack<<32|stackSize)
+	return uint32(e), v
+}
 
 // mapCode copies code into a new private mapping, written while it is
 // read-write and then sealed read-execute (never writable and executable at
@@ -68,7 +123,10 @@ func unmapCode(mem []byte) error {
 // jitRun enters native code at entry with the Runner's state and returns
 // its exit code: see the package documentation for the protocol.
 func jitRun(r *Runner, reg *[256]uint64, entry uintptr) uint32 {
-	return uint32(jitEnter(unsafe.Pointer(r), reg, entry))
+	r.syncJIT()
+	e := uint32(jitEnter(unsafe.Pointer(r), reg, entry))
+	r.afterNative()
+	return e
 }
 
 // jitEnter is the assembly trampoline (jit_amd64.s, jit_arm64.s).
@@ -86,6 +144,8 @@ func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint
 // jitStart enters p's code at its first instruction for a new run and
 // returns the exit code and r0 (reg holds r0-r10 unless the exit is done).
 func jitStart(r *Runner, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit uint32, r0 uint64) {
+	r.syncJIT()
 	e, v := jitEnterRun(unsafe.Pointer(r), reg, entry, r1, r10)
+	r.afterNative()
 	return uint32(e), v
 }

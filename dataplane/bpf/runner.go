@@ -89,6 +89,7 @@ type Runner struct {
 	faultAddr   uint64
 	faultSize   uint64
 	faultDetail int64
+	faultPkt    [2]uint64 // the packet region's lo and hi at the fault
 	// The first fault of a burst, kept while later frames run.
 	saved savedFault
 
@@ -311,9 +312,21 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 	}
 	for next = i; next < len(frames) && next < len(verdicts); next++ {
 		var a Action
-		if j != nil {
+		switch {
+		case j != nil && r.burstReady(p, j):
+			// Native code runs the frames it can in one entry (jit.go).
+			var rds []Redirect
+			if next < len(redirects) {
+				rds = redirects[next:]
+			}
+			k, e, v := r.enterBurst(p, j, frames[next:], verdicts[next:], rds)
+			if next += k; next >= len(frames) || next >= len(verdicts) {
+				return next
+			}
+			a = r.finishBurst(p, j, &frames[next], e, v)
+		case j != nil:
 			a = r.runJIT(p, &frames[next])
-		} else {
+		default:
 			a = r.run(p, &frames[next])
 		}
 		verdicts[next] = a
@@ -455,6 +468,11 @@ func (r *Runner) setFault(p *Program, pc int, k faultKind, addr, size uint64) {
 	r.faultAddr = addr
 	r.faultSize = size
 	r.faultDetail = 0
+	// The packet's bounds now, for the message: by the time Fault is read
+	// the region may describe another frame of the burst.
+	if len(r.regions) > regionPacket {
+		r.faultPkt = [2]uint64{r.regions[regionPacket].lo, r.regions[regionPacket].hi}
+	}
 }
 
 // savedFault is a copy of a run's fault state.
@@ -465,16 +483,18 @@ type savedFault struct {
 	addr   uint64
 	size   uint64
 	detail int64
+	pkt    [2]uint64
 }
 
 func (r *Runner) saveFault() {
-	r.saved = savedFault{r.faultProg, r.faultPC, r.faultKind, r.faultAddr, r.faultSize, r.faultDetail}
+	r.saved = savedFault{r.faultProg, r.faultPC, r.faultKind, r.faultAddr, r.faultSize, r.faultDetail, r.faultPkt}
 }
 
 func (r *Runner) loadFault() {
 	s := &r.saved
 	r.faulted = true
 	r.faultProg, r.faultPC, r.faultKind, r.faultAddr, r.faultSize, r.faultDetail = s.prog, s.pc, s.kind, s.addr, s.size, s.detail
+	r.faultPkt = s.pkt
 }
 
 // Fault describes why the last run was aborted by xnic (not by a program that
@@ -532,8 +552,7 @@ func (r *Runner) describe(a uint64) string {
 	case idx == regionStack:
 		return fmt.Sprintf("stack offset %d from the top", int64(off)-stackSize)
 	case idx == regionPacket:
-		rg := r.regions[regionPacket]
-		return fmt.Sprintf("packet offset %d (valid %d..%d)", off, rg.lo, rg.hi)
+		return fmt.Sprintf("packet offset %d (valid %d..%d)", off, r.faultPkt[0], r.faultPkt[1])
 	case idx == regionMap:
 		name = "map handle"
 	case idx == regionFunc:

@@ -32,6 +32,9 @@ type LiveStats struct {
 	Frames int
 	// Elapsed is the wall time of the BPF_PROG_TEST_RUN call.
 	Elapsed time.Duration
+	// CPU is the CPU time the calling thread used in that call (what the
+	// kernel did on its behalf, without the time other processes took).
+	CPU time.Duration
 	// PeerReceived is how many frames the XDP program on the veth peer
 	// saw: the frames an XDP_TX (or a redirect to the veth) delivered.
 	PeerReceived uint64
@@ -43,6 +46,14 @@ func (s LiveStats) NsPerFrame() float64 {
 		return 0
 	}
 	return float64(s.Elapsed.Nanoseconds()) / float64(s.Frames)
+}
+
+// CPUNsPerFrame is the calling thread's CPU time per frame.
+func (s LiveStats) CPUNsPerFrame() float64 {
+	if s.Frames == 0 {
+		return 0
+	}
+	return float64(s.CPU.Nanoseconds()) / float64(s.Frames)
 }
 
 // LiveBench loads the object at objPath, runs its program prog on n copies of
@@ -183,11 +194,11 @@ func liveInNetns(ns *Netns, p, peer *ebpf.Program, frame []byte, n int, opts Liv
 		Flags:     unix.BPF_F_TEST_XDP_LIVE_FRAMES,
 		BatchSize: 64,
 	}
-	start := time.Now()
+	start, cpu := time.Now(), ThreadCPU() // ns.Do runs this on a locked thread
 	if _, err := p.Run(&ro); err != nil {
 		return LiveStats{}, fmt.Errorf("kernelxdp: live-frames run of %v on %s: %w", p, NetnsDev, err)
 	}
-	return LiveStats{Frames: n, Elapsed: time.Since(start)}, nil
+	return LiveStats{Frames: n, Elapsed: time.Since(start), CPU: ThreadCPU() - cpu}, nil
 }
 
 func sumCounter(m *ebpf.Map) (uint64, error) {

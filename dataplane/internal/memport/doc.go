@@ -3,4 +3,9 @@
 // the dataplane sends is recorded byte for byte. It checks the contract as a
 // device would: a buffer handed to Send must be owned by the caller, Send takes no
 // more than the ring has room for, and one Send is one tail write.
+//
+// For benchmarks, InjectBurst puts a burst on a ring under one lock with the
+// buffers taken at once, and ports given the same Config.Alloc share one memory
+// (as the devices of one host do), so that the dataplane redirects between them
+// without copying; completed TX buffers go back to their pools a run at a time.
 package memport

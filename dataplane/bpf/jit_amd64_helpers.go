@@ -1,0 +1,368 @@
+//go:build linux && amd64
+
+package bpf
+
+import (
+	"math"
+	"syscall"
+)
+
+// Native helpers of the amd64 backend: bpf_redirect, bpf_redirect_map on
+// devmaps, cpumaps and xskmaps, bpf_xdp_adjust_head, _meta and _tail,
+// bpf_xdp_get_buff_len, bpf_get_smp_processor_id, bpf_get_prandom_u32,
+// each with the interpreter's results (helpers.go), leaving r1-r5 as they
+// were. What they do not handle natively (r1 not the context or the map
+// they were compiled for, no frame, metadata to move, a tail to grow and
+// zero, a broadcast) goes to the slow path before anything is written,
+// where Go runs the helper from the start. They write only numbers: the
+// frame's offsets (through jitState.frame, which Go's Frame is), the copy
+// of the packet region native code reads, and the redirect record
+// (jitState.rd), which Go turns into Runner.redirect when the code returns
+// (afterNative).
+
+// nativeHelper emits the helper call at pc natively when it is one of
+// these (or an array lookup, jit_amd64_maps.go) and reports whether it did.
+func (c *amd64Compiler) nativeHelper(pc int) bool {
+	switch int32(c.plain[pc].imm) {
+	case helperMapLookupElem:
+		a, ok := c.arrayAt(pc)
+		if ok {
+			c.arrayLookup(pc, a)
+		}
+		return ok
+	case helperRedirect:
+		c.redirectIfindex()
+	case helperRedirectMap:
+		k, ok := mapAt(c.plain, c.targets, pc)
+		if !ok {
+			return false
+		}
+		m, ok := c.env.redirectFor(k)
+		if !ok {
+			return false
+		}
+		c.redirectMap(pc, m)
+	case helperXdpAdjustHead:
+		c.adjustHead(pc)
+	case helperXdpAdjustMeta:
+		c.adjustMeta(pc)
+	case helperXdpAdjustTail:
+		c.adjustTail(pc)
+	case helperGetSmpProcessor:
+		c.rm(false, false, []byte{0x8b}, xAX, ctxMem(offCPU), false) // uint32(r.cpu)
+	case helperGetPrandomU32:
+		c.prandom()
+	case helperXdpGetBuffLen:
+		c.frameArg(pc)
+		c.ldq(xAX, xS2, offDataEnd)
+		c.rm(false, true, []byte{0x2b}, xAX, xmem{base: xS2, index: -1, disp: offData}, false) // sub
+	default:
+		return false
+	}
+	return true
+}
+
+// movMemI stores the sign-extended imm into the qword at m.
+func (c *amd64Compiler) movMemI(m xmem, imm int32) {
+	c.rm(false, true, []byte{0xc7}, 0, m, false)
+	c.imm32(imm)
+}
+
+// ldq and stq: 64-bit load and store between a register and [base+disp].
+func (c *amd64Compiler) ldq(dst, base uint8, disp int32) {
+	c.rm(false, true, []byte{0x8b}, dst, xmem{base: base, index: -1, disp: disp}, false)
+}
+
+func (c *amd64Compiler) stq(src, base uint8, disp int32) {
+	c.rm(false, true, []byte{0x89}, src, xmem{base: base, index: -1, disp: disp}, false)
+}
+
+// redirectIfindex is bpf_redirect: flags (r2) other than 0 give
+// XDP_ABORTED and record nothing; else the target is r1's low 32 bits and
+// r0 is XDP_REDIRECT.
+func (c *amd64Compiler) redirectIfindex() {
+	c.aluRR(true, 0x85, xSI, xSI)
+	abort := c.jcc(ccNE)
+	c.movMemI(ctxMem(offRdKind), int32(RedirectIfindex))
+	c.aluRR(false, 0x89, xS1, xDI) // uint32(r1)
+	c.stq(xS1, xCtx, offRdIfindex)
+	c.movMemI(ctxMem(offRdKey), 0)
+	c.movMemI(ctxMem(offRdFlags), 0)
+	c.movMemI(ctxMem(offRdMap), 0)
+	c.movMemI(ctxMem(offRdPending), 1)
+	c.movRI(xAX, int64(ActionRedirect))
+	done := c.jmp()
+	c.patch(abort, len(c.b))
+	c.aluRR(false, 0x31, xAX, xAX)
+	c.patch(done, len(c.b))
+}
+
+// redirectMap is bpf_redirect_map on m (redirectMap): flags (r3) outside
+// what the map type takes give XDP_ABORTED; a key (r2's low 32 bits) with
+// no entry clears the redirect and returns the flags' action bits; else
+// the redirect is recorded (a devmap's with the entry's ifindex) and r0 is
+// XDP_REDIRECT. A broadcast goes to the slow path.
+func (c *amd64Compiler) redirectMap(pc int, m jitRedirectMap) {
+	c.movRI(xS1, int64(m.handle))
+	c.aluRR(true, 0x39, xDI, xS1)
+	c.slowIf(ccNE, pc)
+	c.movRI(xS1, int64(m.coll))
+	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
+	c.slowIf(ccNE, pc)
+	c.movRI(xS2, int64(^m.allowed))
+	c.aluRR(true, 0x85, xDX, xS2)
+	abort := c.jcc(ccNE)
+	if m.allowed&flagBroadcast != 0 {
+		c.testRI(true, xDX, flagBroadcast)
+		c.slowIf(ccNE, pc)
+	}
+	c.aluRR(false, 0x89, xAX, xSI) // key = uint32(r2)
+	c.aluRI(true, 7, xAX, int32(m.slots.N))
+	var none []int
+	none = append(none, c.jcc(ccAE))
+	c.aluRR(true, 0x89, xS1, xAX)
+	c.shiftI(true, 4, xS1, 3) // the slot's offset: key * 8
+	c.movRI(xS2, int64(m.slots.Base))
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: xS1, disp: 0}, false) // the entry
+	c.aluRR(true, 0x85, xS2, xS2)
+	none = append(none, c.jcc(ccE))
+	c.stq(xAX, xCtx, offRdKey)
+	c.stq(xDX, xCtx, offRdFlags)
+	c.movMemI(ctxMem(offRdKind), int32(m.kind))
+	c.movMemI(ctxMem(offRdMap), int32(m.num))
+	if m.kind == RedirectDevMap {
+		c.rm(false, false, []byte{0x8b}, xS1, xmem{base: xS2, index: -1, disp: int32(m.slots.ValueOff)}, false)
+		c.stq(xS1, xCtx, offRdIfindex)
+	} else {
+		c.movMemI(ctxMem(offRdIfindex), 0)
+	}
+	c.movMemI(ctxMem(offRdPending), 1)
+	c.movRI(xAX, int64(ActionRedirect))
+	done := []int{c.jmp()}
+	for _, j := range none {
+		c.patch(j, len(c.b))
+	}
+	c.movMemI(ctxMem(offRdKind), int32(RedirectNone))
+	c.movMemI(ctxMem(offRdPending), 1)
+	c.aluRR(false, 0x89, xAX, xDX)
+	c.aluRI(false, 4, xAX, flagsActionMask)
+	done = append(done, c.jmp())
+	c.patch(abort, len(c.b))
+	c.aluRR(false, 0x31, xAX, xAX)
+	for _, j := range done {
+		c.patch(j, len(c.b))
+	}
+}
+
+// frameArg checks that r1 is the context and that there is a frame (else
+// the slow path, where the helper faults as the interpreter's does) and
+// leaves the Frame's address in S2.
+func (c *amd64Compiler) frameArg(pc int) {
+	c.movRI(xS1, int64(regionCtx<<32))
+	c.aluRR(true, 0x39, xDI, xS1)
+	c.slowIf(ccNE, pc)
+	c.ldq(xS2, xCtx, offJFrame)
+	c.aluRR(true, 0x85, xS2, xS2)
+	c.slowIf(ccE, pc)
+}
+
+// errnoTail emits the ends of a native adjust helper: the success path
+// (already emitted) jumps over r0 = -errno for each fixup in fails.
+func (c *amd64Compiler) errnoTail(fails map[syscall.Errno][]int) {
+	done := []int{c.jmp()}
+	for _, e := range []syscall.Errno{syscall.EINVAL, syscall.EACCES} {
+		js := fails[e]
+		if len(js) == 0 {
+			continue
+		}
+		for _, j := range js {
+			c.patch(j, len(c.b))
+		}
+		c.movRI(xAX, -int64(e))
+		done = append(done, c.jmp())
+	}
+	for _, j := range done {
+		c.patch(j, len(c.b))
+	}
+}
+
+// adjustHead is bpf_xdp_adjust_head (adjustHead) for a frame without
+// metadata (with some, the slow path moves it): data + delta (r2, 32-bit
+// signed) must stay at or past the xdp_frame and leave ETH_HLEN bytes,
+// else -EINVAL; data and data_meta move together.
+func (c *amd64Compiler) adjustHead(pc int) {
+	c.frameArg(pc)
+	c.ldq(xS1, xS2, offData)
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false)
+	c.slowIf(ccNE, pc)                               // metadata to move
+	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
+	c.aluRR(true, 0x01, xAX, xS1)                    // data + delta
+	fails := map[syscall.Errno][]int{}
+	c.aluRI(true, 7, xAX, xdpFrameSize)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.ldq(xS1, xS2, offDataEnd)
+	c.aluRI(true, 5, xS1, ethHlen)
+	c.aluRR(true, 0x39, xAX, xS1)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
+	c.stq(xAX, xS2, offData)
+	c.stq(xAX, xS2, offDataMeta)
+	c.stq(xAX, xCtx, offPktLo)
+	c.aluRR(false, 0x31, xAX, xAX)
+	c.errnoTail(fails)
+}
+
+// adjustMeta is bpf_xdp_adjust_meta (adjustMeta): data_meta + delta must
+// stay at or past the xdp_frame and not past data (-EINVAL), and leave a
+// multiple of 4 bytes of metadata (-EACCES).
+func (c *amd64Compiler) adjustMeta(pc int) {
+	c.frameArg(pc)
+	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
+	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offDataMeta}, false)
+	fails := map[syscall.Errno][]int{}
+	c.aluRI(true, 7, xAX, xdpFrameSize)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.rm(false, true, []byte{0x3b}, xAX, xmem{base: xS2, index: -1, disp: offData}, false)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
+	c.ldq(xS1, xS2, offData)
+	c.aluRR(true, 0x29, xS1, xAX)
+	c.testRI(false, xS1, 3)
+	fails[syscall.EACCES] = append(fails[syscall.EACCES], c.jcc(ccNE))
+	c.stq(xAX, xS2, offDataMeta)
+	c.stq(xAX, xCtx, offPktLo)
+	c.aluRR(false, 0x31, xAX, xAX)
+	c.errnoTail(fails)
+}
+
+// adjustTail is bpf_xdp_adjust_tail (adjustTail) for a tail that shrinks
+// or stays (growing zeroes the new bytes: the slow path): data_end + delta
+// must stay at most the buffer's end less the skb_shared_info and leave
+// ETH_HLEN bytes past data, else -EINVAL.
+func (c *amd64Compiler) adjustTail(pc int) {
+	c.frameArg(pc)
+	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
+	c.aluRR(true, 0x85, xAX, xAX)
+	c.slowIf(ccG, pc) // growth
+	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offDataEnd}, false)
+	fails := map[syscall.Errno][]int{}
+	c.ldq(xS1, xS2, offBufLen)
+	c.aluRI(true, 5, xS1, skbSharedInfo)
+	c.aluRR(true, 0x39, xAX, xS1)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
+	c.ldq(xS1, xS2, offData)
+	c.aluRI(true, 0, xS1, ethHlen)
+	c.aluRR(true, 0x39, xAX, xS1)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.stq(xAX, xS2, offDataEnd)
+	c.stq(xAX, xCtx, offPktHi)
+	c.stq(xAX, xCtx, offPktWhi)
+	c.aluRR(false, 0x31, xAX, xAX)
+	c.errnoTail(fails)
+}
+
+// nativeHelpersArch says the backend compiles the helpers above natively.
+const nativeHelpersArch = true
+
+// tailCallAt emits the tail call at pc natively when r2 is loaded with a
+// program array in a straight line before it, and reports whether it did.
+//
+// The map is a guess that the code checks at run time (r2 against its
+// handle; another map goes to the slow path), so where paths with their
+// own loads of r2 join before the call (a compiler's shared call site),
+// the nearest program array loaded into r2 before the call stands for it.
+func (c *amd64Compiler) tailCallAt(pc int) bool {
+	k, ok := mapIn(c.plain, c.targets, pc, 2)
+	if !ok {
+		for q := pc - 1; q >= 0; q-- {
+			in := c.plain[q]
+			if in.op != opLdMap || in.dst != 2 || in.imm < 0 || in.imm > math.MaxUint32 {
+				continue
+			}
+			if _, pa := c.env.progArrayFor(uint32(in.imm)); pa {
+				k, ok = uint32(in.imm), true
+				break
+			}
+		}
+	}
+	if !ok {
+		return false
+	}
+	a, ok := c.env.progArrayFor(k)
+	if !ok {
+		return false
+	}
+	c.tailCall(pc, a)
+	return true
+}
+
+// tailCall is bpf_tail_call through a (Runner.tailCall): past the limit of
+// maxTailCalls, or with no program of this collection in slot r3 (its low
+// 32 bits), the code goes on after the call with every register as it
+// was; r1 not the context is the slow path's fault; else the count goes
+// up, the target's id is left in jitState.tail (Go reads the exit codes
+// of its instructions against it: tailProg) and the code jumps to the
+// target's first instruction with the registers as they are. A target
+// without native code, or a run without a frame (whose proven accesses
+// would need one), goes to the slow path. Only S1 and S2 are written
+// before the jump: r0-r10 are the target's.
+func (c *amd64Compiler) tailCall(pc int, a jitProgArray) {
+	c.movRI(xS1, int64(a.handle))
+	c.aluRR(true, 0x39, xSI, xS1) // cmp r2, handle
+	c.slowIf(ccNE, pc)
+	c.movRI(xS1, int64(a.coll))
+	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
+	c.slowIf(ccNE, pc)
+	var next []int
+	c.cmpMemI(ctxMem(offTails), maxTailCalls)
+	next = append(next, c.jcc(ccGE))
+	c.movRI(xS1, int64(regionCtx<<32))
+	c.aluRR(true, 0x39, xDI, xS1)
+	c.slowIf(ccNE, pc)
+	c.cmpMemI(ctxMem(offJFrame), 0)
+	c.slowIf(ccE, pc)
+	c.aluRR(false, 0x89, xS1, xDX) // index = uint32(r3)
+	c.aluRI(true, 7, xS1, int32(a.slots.N))
+	next = append(next, c.jcc(ccAE))
+	c.shiftI(true, 4, xS1, 3)
+	c.movRI(xS2, int64(a.slots.Base))
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: xS1}, false) // the slot's entry
+	c.aluRR(true, 0x85, xS2, xS2)
+	next = append(next, c.jcc(ccE))
+	// The entry's interface must hold a *Program (its type word), not nil.
+	c.movRI(xS1, int64(progType))
+	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: int32(a.slots.ValueOff)}, false)
+	next = append(next, c.jcc(ccNE))
+	c.ldq(xS2, xS2, int32(a.slots.ValueOff)+8)
+	c.aluRR(true, 0x85, xS2, xS2)
+	next = append(next, c.jcc(ccE))
+	c.movRI(xS1, int64(a.coll))
+	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: offProgColl}, false)
+	next = append(next, c.jcc(ccNE))
+	c.ldq(xS1, xS2, offProgJIT)
+	c.aluRR(true, 0x85, xS1, xS1)
+	c.slowIf(ccE, pc)
+	c.rm(false, true, []byte{0xff}, 0, ctxMem(offTails), false) // inc qword: the count
+	c.rm(false, false, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offProgID}, false)
+	c.stq(xS2, xCtx, offTail)
+	c.ldq(xS1, xS1, offJITProgBase)
+	c.rr(false, false, []byte{0xff}, 4, xS1, false) // jmp S1
+	for _, j := range next {
+		c.patch(j, len(c.b))
+	}
+}
+
+// prandom is bpf_get_prandom_u32 as callHelper runs it: the Runner's
+// xorshift64* state advanced, the high half of its product returned.
+func (c *amd64Compiler) prandom() {
+	c.ldq(xAX, xCtx, offRNG)
+	for _, sh := range []struct {
+		ext, n uint8
+	}{{5, 12}, {4, 25}, {5, 27}} { // x ^= x >> 12; x ^= x << 25; x ^= x >> 27
+		c.aluRR(true, 0x89, xS1, xAX)
+		c.shiftI(true, sh.ext, xS1, sh.n)
+		c.aluRR(true, 0x31, xAX, xS1)
+	}
+	c.stq(xAX, xCtx, offRNG)
+	c.movRI(xS1, 0x2545F4914F6CDD1D)
+	c.rr(false, true, []byte{0x0f, 0xaf}, xAX, xS1, false) // imul: the low 64 bits
+	c.shiftI(true, 5, xAX, 32)
+}

@@ -1,0 +1,34 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+import "unsafe"
+
+// jitEnterBurst is the burst trampoline (jit_amd64.s, jit_arm64.s): see
+// jitBurst.
+//
+//go:noescape
+func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
+
+// jitBurst runs j's code on frames in turn (jitBurstMax at most) in one
+// entry into native code, as runJIT runs one, storing the verdicts (and
+// for XDP_REDIRECT the redirect record in jitState.rds), until a frame
+// needs Go: it
+// returns how many frames it finished, and for the next one (when done <
+// len(frames)) the exit code and r0 of its first native round, or exit 0
+// when the frame failed runJIT's check and did not run. len(verdicts) must
+// be at least len(frames). The packet region and frame that native code
+// reads (jitState) point at the last frame run; Runner.frame and
+// regions[regionPacket] are left as they were.
+func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (done int, exit uint32, r0 uint64) {
+	if len(frames) == 0 || len(verdicts) < len(frames) {
+		return 0, 0, 0
+	}
+	frames = frames[:min(len(frames), jitBurstMax)]
+	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
+		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
+	if r.jit.rd.pending != 0 {
+		r.takeRedirect()
+	}
+	return d, uint32(e), v
+}

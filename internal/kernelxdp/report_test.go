@@ -1,0 +1,43 @@
+package kernelxdp
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+)
+
+// TestReport: medians of each row's samples, the ratio, the geometric mean
+// and the worst row per section, figures kept apart, nothing printed for
+// an empty report.
+func TestReport(t *testing.T) {
+	var empty Report
+	var out bytes.Buffer
+	empty.Print(&out)
+	if out.Len() != 0 {
+		t.Errorf("an empty report prints %q", out.String())
+	}
+	var r Report
+	for _, s := range [][2]float64{{10, 5}, {30, 5}, {20, 5}} { // median 20/5 = 4
+		r.Add("a", "four", s[0], s[1])
+	}
+	r.Add("a", "quarter", 2, 8) // 0.25: with 4, a geometric mean of 1
+	r.Add("a", "nokernel", 7, 0)
+	r.Add("b", "half", 5, 10)
+	r.AddApart("b", "half", "injection", 3)
+	r.AddApart("b", "half", "injection", 9)
+	r.Note("b", "half", "(a note)")
+	r.Print(&out)
+	got := out.String()
+	for _, want := range []string{
+		"four                          3       20.0        5.0    4.00",
+		"quarter                       1        2.0        8.0    0.25",
+		"nokernel                      1        7.0        0.0       -",
+		"a          geometric mean xnic/kernel 1.00 over 2, worst 4.00 (four)",
+		"half                          1        5.0       10.0    0.50  injection 6.0 ns apart  (a note)",
+		"b          geometric mean xnic/kernel 0.50 over 1, worst 0.50 (half)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("report lacks %q:\n%s", want, got)
+		}
+	}
+}
