@@ -249,6 +249,21 @@ func readPHYRegs(pa nic.PHYAccess, regs ...int) (map[int]uint16, error) {
 	return out, nil
 }
 
+// macRefuses is the MAC's reason for refusing m (nil if it runs it): the
+// driver says, through nic.LinkModeChecker.
+func macRefuses(port any, m linkMode) error {
+	if c, ok := port.(nic.LinkModeChecker); ok {
+		return c.CheckLinkMode(m.Speed, m.Full)
+	}
+	return nil
+}
+
+// macModes is sup without the modes the MAC refuses, as ethtool shows the
+// PHY's modes masked by the MAC driver's.
+func macModes(port any, sup []linkMode) []linkMode {
+	return slices.DeleteFunc(sup, func(m linkMode) bool { return macRefuses(port, m) != nil })
+}
+
 func supportedModes(r map[int]uint16) []linkMode {
 	var out []linkMode
 	for _, m := range linkModes {
@@ -267,7 +282,7 @@ func linkRead(op *openedPort, pa nic.PHYAccess) (linkSettings, error) {
 	if err != nil {
 		return linkSettings{}, err
 	}
-	sup := supportedModes(r)
+	sup := macModes(pa, supportedModes(r))
 	has1000 := slices.ContainsFunc(sup, func(m linkMode) bool { return m.Speed == 1000 })
 	if has1000 {
 		r2, err := readPHYRegs(pa, sim.MIICTRL1000, sim.MIISTAT1000)
@@ -335,15 +350,26 @@ func linkApply(pa nic.PHYAccess, req linkRequest) error {
 	}
 	adv := req.advertise
 	if adv == nil {
+		var refused error
 		for _, m := range sup {
 			if (req.speed == 0 || m.Speed == req.speed) && (req.duplex == "" || m.Full == (req.duplex == "full")) {
+				if err := macRefuses(pa, m); err != nil {
+					refused = err
+					continue
+				}
 				adv = append(adv, m)
 			}
+		}
+		if len(adv) == 0 && refused != nil {
+			return refused
 		}
 	}
 	for _, m := range adv {
 		if !slices.ContainsFunc(sup, func(s linkMode) bool { return s.Name == m.Name }) {
 			return fmt.Errorf("the PHY does not support %s (it supports %s)", m.Name, modeNames(sup))
+		}
+		if err := macRefuses(pa, m); err != nil {
+			return err
 		}
 	}
 	if len(adv) == 0 {

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -74,8 +76,24 @@ func TestLinkSettingsReachModel(t *testing.T) {
 				return ls
 			}
 			ls := set()
-			if len(ls.Supported) != 6 || len(ls.Advertised) != 6 || !ls.Autoneg || ls.Link.SpeedMbps != 1000 {
+			if len(ls.Supported) != 5 || len(ls.Advertised) != 5 || !ls.Autoneg || ls.Link.SpeedMbps != 1000 ||
+				slices.Contains(ls.Supported, "1000baseT/Half") || slices.Contains(ls.Advertised, "1000baseT/Half") {
 				t.Fatalf("initial %+v", ls)
+			}
+			// 1000 half: the driver refuses it (nic.ErrLinkMode) before
+			// any register is written.
+			anar, c1000 := phy.Read(sim.MIIANAR), phy.Read(sim.MIICTRL1000)
+			for _, words := range [][]string{{"speed", "1000", "duplex", "half"}, {"advertise", "1000baseT/Half"}, {"advertise", "0x3f"}} {
+				req, err := parseLinkWords(words)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := linkExec(op, req, time.Second); !errors.Is(err, nic.ErrLinkMode) || !strings.Contains(err.Error(), "1000BASE-T half duplex") {
+					t.Fatalf("%q: %v, want the driver's refusal", words, err)
+				}
+				if phy.Read(sim.MIIANAR) != anar || phy.Read(sim.MIICTRL1000) != c1000 {
+					t.Fatalf("%q changed the PHY's advertisement", words)
+				}
 			}
 
 			ls = set("speed", "100", "duplex", "full")
