@@ -111,6 +111,21 @@ func each(t *testing.T, test func(t *testing.T, v variant, m model, dev nic.Devi
 	}
 }
 
+// openLinked opens the driver on dev and waits for the link. The caller
+// closes the port (before each checks the model's fault log).
+func openLinked(t *testing.T, v variant, dev nic.Device) nic.Port {
+	t.Helper()
+	p, err := v.open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitLink(linkTimeout); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestClosedPort: every call on a closed port is refused with nic.ErrClosed
 // (or does nothing), and Close twice is fine (nictest.ClosedPort).
 func TestClosedPort(t *testing.T) {
@@ -141,14 +156,8 @@ func TestFramesBothWays(t *testing.T) {
 		m.Attach(portEnd)
 		var rec sim.Recorder
 		peer.SetReceiver(rec.Receive)
-		p, err := v.open(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := openLinked(t, v, dev)
 		defer p.Close()
-		if _, err := p.WaitLink(linkTimeout); err != nil {
-			t.Fatal(err)
-		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		const n = 96
 		in := make([][]byte, n)
@@ -243,14 +252,8 @@ func TestNoGigabitHalfDuplex(t *testing.T) {
 		if c := phy.Read(sim.MIICTRL1000); c&sim.Ctrl1000HD == 0 {
 			t.Fatalf("the model's PHY comes out of reset with CTRL1000 %#04x: the test wants it advertising 1000 half", c)
 		}
-		p, err := v.open(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := openLinked(t, v, dev)
 		defer p.Close()
-		if _, err := p.WaitLink(linkTimeout); err != nil {
-			t.Fatal(err)
-		}
 		if c := phy.Read(sim.MIICTRL1000); c&(sim.Ctrl1000HD|sim.Ctrl1000FD) != sim.Ctrl1000FD {
 			t.Fatalf("CTRL1000 %#04x after Open: want 1000 full advertised and 1000 half not", c)
 		}
