@@ -325,9 +325,106 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 
 // bringUp follows stmmac's order (stmmac_hw_setup and the dwmac4 callbacks):
 // identify, reset the DMA, bus mode, channels, MTL, MAC address, PHY and MAC
-// speed, filter, start RX then TX.
+// speed, filter, start RX then TX. Each step is one method below, in this
+// order.
 func (p *Port) bringUp() error {
 	// 1. Identify: MAC_Version and the feature registers.
+	if err := p.identify(); err != nil {
+		return err
+	}
+
+	// 2. Bus mastering (PCI only: a platform device masters the bus as is).
+	if p.model.Integration == IntegrationIntel {
+		if err := p.dev.EnableBusMaster(); err != nil {
+			return fmt.Errorf("enabling bus mastering: %w", err)
+		}
+	}
+
+	// The SGMII SerDes and the PHY first: the MAC's RX clock comes from the
+	// PHY through them, and the DMA reset needs it. Linux's stmmac_open
+	// resumes the PHY (stmmac_init_phy -> phy_attach -> phy_resume) and
+	// __stmmac_open powers the SerDes (serdes_powerup) before
+	// stmmac_hw_setup resets the DMA (serdes.go, phy.go).
+	if err := p.serdesPowerUp(); err != nil {
+		return err
+	}
+	if err := p.phyPowerUp(); err != nil {
+		return err
+	}
+
+	// 3. DMA software reset (dwmac4_dma_reset): SWR self-clears once the reset
+	// has gone through every clock domain, the PHY's RX clock included.
+	if err := p.dmaReset(); err != nil {
+		return err
+	}
+	p.resetDone = true
+
+	// 4. Interrupt vectors, before the channels that use them.
+	if p.cfg.Interrupts {
+		if err := p.setupIRQs(); err != nil {
+			return err
+		}
+	}
+
+	// 5. DMA bus mode (dwmac4_dma_init, dwmac4_dma_axi).
+	p.setupDMABusMode()
+
+	// 6. Per-channel set-up: rings, buffer size, tails.
+	if err := p.setupChannels(); err != nil {
+		return err
+	}
+
+	// 7. MTL queues (dwmac4_dma_rx_chan_op_mode / _tx_chan_op_mode).
+	p.setupMTL()
+
+	// 8. Station address.
+	if err := p.setupMAC(); err != nil {
+		return err
+	}
+
+	// 9. Counters and MAC interrupts.
+	p.setupMMC()
+
+	// 10. PHY: find it, restart autonegotiation, wait for it (bounded).
+	p.ctl.Lock()
+	err := p.setupPHY()
+	p.ctl.Unlock()
+	if err != nil {
+		return err
+	}
+
+	// 11. MAC_Configuration with the resolved speed and duplex, receiver and
+	// transmitter on.
+	p.startMAC()
+
+	// 12. Packet filter.
+	p.filter = 0
+	if p.cfg.Promisc {
+		p.filter = pfPR
+	}
+	p.w32(regMACPktFilter, uint32(p.filter))
+
+	// 13. VLAN tags and the IEEE 1588 clock.
+	p.setupVLAN()
+	if err := p.setupClock(); err != nil {
+		return err
+	}
+
+	// 14. Start every RX channel, then every TX channel (stmmac_start_all_dma).
+	for _, q := range p.rx {
+		q.start()
+	}
+	for _, q := range p.tx {
+		q.start()
+	}
+	return nil
+}
+
+// identify is bring-up step 1: it reads MAC_Version and MAC_HW_Feature0-3,
+// refuses a core or a configuration this driver cannot run, and derives what
+// the later steps need: the interrupt-enable layout, the MTL FIFO split, the
+// DMA address width, the address firmware left and the MDIO clock range.
+func (p *Port) identify() error {
 	ver := p.r32(regMACVersion)
 	if ver == 0xFFFFFFFF {
 		return fmt.Errorf("MAC_Version reads 0xFFFFFFFF (is the device powered and clocked, bound to vfio-pci or mapped at the right address?): %w", nic.ErrNoDevice)
@@ -375,46 +472,23 @@ func (p *Port) bringUp() error {
 	// The address firmware left in MAC_Address0: a DMA software reset sets the
 	// address registers to their reset value (all ones), so read it now.
 	p.fwAddrHi, p.fwAddrLo = p.r32(regMACAddrHigh0), p.r32(regMACAddrLow0)
-	mhz := p.cfg.CSRClockMHz
-	if mhz == 0 {
-		mhz = p.model.CSRClockMHz
-	}
-	p.mdioCR = mdioCR(mhz)
+	p.mdioCR = mdioCR(p.csrClockMHz())
+	return nil
+}
 
-	// 2. Bus mastering (PCI only: a platform device masters the bus as is).
-	if p.model.Integration == IntegrationIntel {
-		if err := p.dev.EnableBusMaster(); err != nil {
-			return fmt.Errorf("enabling bus mastering: %w", err)
-		}
+// csrClockMHz is the CSR clock in MHz: the configured one, else the
+// integration's.
+func (p *Port) csrClockMHz() int {
+	if p.cfg.CSRClockMHz != 0 {
+		return p.cfg.CSRClockMHz
 	}
+	return p.model.CSRClockMHz
+}
 
-	// The SGMII SerDes and the PHY first: the MAC's RX clock comes from the
-	// PHY through them, and the DMA reset needs it. Linux's stmmac_open
-	// resumes the PHY (stmmac_init_phy -> phy_attach -> phy_resume) and
-	// __stmmac_open powers the SerDes (serdes_powerup) before
-	// stmmac_hw_setup resets the DMA (serdes.go, phy.go).
-	if err := p.serdesPowerUp(); err != nil {
-		return err
-	}
-	if err := p.phyPowerUp(); err != nil {
-		return err
-	}
-
-	// 3. DMA software reset (dwmac4_dma_reset): SWR self-clears once the reset
-	// has gone through every clock domain, the PHY's RX clock included.
-	if err := p.dmaReset(); err != nil {
-		return err
-	}
-	p.resetDone = true
-
-	// 4. Interrupt vectors, before the channels that use them.
-	if p.cfg.Interrupts {
-		if err := p.setupIRQs(); err != nil {
-			return err
-		}
-	}
-
-	// 5. DMA bus mode (dwmac4_dma_init, dwmac4_dma_axi).
+// setupDMABusMode is bring-up step 5 (dwmac4_dma_init, dwmac4_dma_axi): AXI
+// bursts of 4, 8 and 16 beats, extended addressing past 32 bits, the
+// interrupt mode and, on Intel's 5.20 cores, descriptor cache handling.
+func (p *Port) setupDMABusMode() {
 	sys := sysBusBLEN4 | sysBusBLEN8 | sysBusBLEN16
 	if p.addrBits > 32 {
 		sys |= sysBusEAME
@@ -428,8 +502,12 @@ func (p *Port) bringUp() error {
 		bm |= busModeDCHE
 	}
 	p.w32(regDMABusMode, uint32(bm))
+}
 
-	// 6. Per-channel set-up: rings, buffer size, tails.
+// setupChannels is bring-up step 6: for each queue the RX and TX DMA channel
+// (rings, buffer size, tails), each TX queue trusting its RX pool's buffers,
+// and the interrupt vectors wired to the channels.
+func (p *Port) setupChannels() error {
 	for i := 0; i < p.cfg.Queues; i++ {
 		rq, err := p.setupRx(i)
 		if err != nil {
@@ -448,10 +526,14 @@ func (p *Port) bringUp() error {
 	if p.irqs != nil {
 		p.wireIRQs()
 	}
+	return nil
+}
 
-	// 7. MTL queues (dwmac4_dma_rx_chan_op_mode / _tx_chan_op_mode): store and
-	// forward both ways, TX queues enabled, FIFO split evenly; RX queue q to DMA
-	// channel q.
+// setupMTL is bring-up step 7 (dwmac4_dma_rx_chan_op_mode /
+// _tx_chan_op_mode): store and forward both ways, TX queues enabled, FIFO
+// split evenly; RX queue q to DMA channel q, every RX queue enabled for
+// generic traffic, and VLAN priorities spread over the queues when asked.
+func (p *Port) setupMTL() {
 	var map0, map1 uint32
 	for q := 0; q < p.cfg.Queues; q++ {
 		tqs := uint32(min(p.txFIFOq/mtlTxTQSUnit-1, mtlTxTQSMaxVal))
@@ -478,14 +560,12 @@ func (p *Port) bringUp() error {
 		p.w32(regMACRxQCtrl2, ctrl2)
 		p.w32(regMACRxQCtrl3, ctrl3)
 	}
+}
 
-	// 8. Station address.
-	if err := p.setupMAC(); err != nil {
-		return err
-	}
-
-	// 9. Counters: reset, reset-on-read, interrupts masked (dwmac_mmc_ctrl,
-	// dwmac_mmc_intr_all_mask). MAC interrupts off: the link comes from the PHY.
+// setupMMC is bring-up step 9: counters reset, reset-on-read, their
+// interrupts masked (dwmac_mmc_ctrl, dwmac_mmc_intr_all_mask); MAC interrupts
+// off (the link comes from the PHY); the 1 us tick from the CSR clock.
+func (p *Port) setupMMC() {
 	if p.hw.MMC {
 		p.w32(regMMCRxIntrMask, 0xFFFFFFFF)
 		p.w32(regMMCTxIntrMask, 0xFFFFFFFF)
@@ -493,20 +573,14 @@ func (p *Port) bringUp() error {
 		p.w32(regMMCControl, uint32(mmcCtrlReset|mmcCtrlResetOnRead))
 	}
 	p.w32(regMACIntEnable, 0)
-	p.w32(regMAC1usTic, uint32(mhz-1))
+	p.w32(regMAC1usTic, uint32(p.csrClockMHz()-1))
+}
 
-	// 10. PHY: find it, restart autonegotiation, wait for it (bounded).
-	p.ctl.Lock()
-	err := p.setupPHY()
-	p.ctl.Unlock()
-	if err != nil {
-		return err
-	}
-
-	// 11. MAC_Configuration with the resolved speed and duplex, receiver and
-	// transmitter on.
-	// The read-back says whether the MAC kept ACS|CST, that is whether it strips
-	// the FCS; decided once, before any queue runs.
+// startMAC is bring-up step 11: MAC_Configuration with the resolved speed and
+// duplex, receiver and transmitter on. The read-back says whether the MAC kept
+// ACS|CST, that is whether it strips the FCS; decided once, before any queue
+// runs.
+func (p *Port) startMAC() {
 	p.ctl.Lock()
 	p.programMAC(p.link)
 	p.ctl.Unlock()
@@ -515,16 +589,12 @@ func (p *Port) bringUp() error {
 	for _, q := range p.rx {
 		q.stripFCS = p.stripFCS
 	}
+}
 
-	// 12. Packet filter.
-	p.filter = 0
-	if p.cfg.Promisc {
-		p.filter = pfPR
-	}
-	p.w32(regMACPktFilter, uint32(p.filter))
-
-	// 13. VLAN tags and the IEEE 1588 clock.
-	p.setupVLAN()
+// setupClock is the second half of bring-up step 13: the IEEE 1588 clock,
+// optional unless timestamps or launch time were asked for, then each TX
+// queue's offloads and FIFO share.
+func (p *Port) setupClock() error {
 	if err := p.setupPTP(); err != nil {
 		if p.cfg.RxTimestamp || p.cfg.LaunchTimeQueues != 0 {
 			return err
@@ -535,20 +605,11 @@ func (p *Port) bringUp() error {
 		p.w32(regPTPTCR, 0)
 		p.warnings = append(p.warnings, fmt.Sprintf("IEEE 1588 clock not started (%v): no PHC", err))
 	}
-
 	if p.cfg.LaunchTimeQueues != 0 && !p.phc.on {
 		return fmt.Errorf("launch time queues %#x: no IEEE 1588 clock to time them (HW_FEATURE0.TSSEL clear or PTP reference clock unknown): %w", p.cfg.LaunchTimeQueues, nic.ErrNotSupported)
 	}
 	for _, q := range p.tx {
 		q.caps, q.fifo, q.unchecked = p.txCaps(q), p.txFIFOq, p.cfg.uncheckedTxMeta
-	}
-
-	// 14. Start every RX channel, then every TX channel (stmmac_start_all_dma).
-	for _, q := range p.rx {
-		q.start()
-	}
-	for _, q := range p.tx {
-		q.start()
 	}
 	return nil
 }

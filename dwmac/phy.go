@@ -167,8 +167,32 @@ func (p *Port) restartAutoneg() error {
 		return fmt.Errorf("reading BMCR: %w", err)
 	}
 	bmcr &^= bmcrReset | bmcrPowerDown | bmcrIsolate
+	read := func(r int) (uint16, error) { return p.mdioRead(p.phyAddr, r) }
+	write := func(r int, v uint16) error { return p.mdioWrite(p.phyAddr, r, v) }
+	if err := nic.WithdrawGigabitHalf(read, write); err != nil {
+		return err
+	}
 	if err := p.mdioWrite(p.phyAddr, miiBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// gigabitHalfWhy is why dwmac refuses 1000 Mb/s half duplex: stmmac offers
+// half duplex only with a single TX queue (stmmac_main.c, "Half-Duplex can
+// only work with single tx queue", clears MAC_10HD | MAC_100HD | MAC_1000HD
+// from phylink's mac_capabilities otherwise), and Linux runs several TX
+// queues on both integrations this driver serves (dwmac-intel's
+// tx_queues_to_use, the i.MX8MP device tree's snps,tx-queues-to-use), so
+// neither ever negotiates it.
+const gigabitHalfWhy = "stmmac runs half duplex only with a single TX queue, and Linux never offers 1000 Mb/s half duplex on the Intel mGbE or the i.MX8MP EQOS"
+
+// CheckLinkMode says whether the MAC runs a speed and duplex
+// (nic.LinkModeChecker): every 10 and 100 Mb/s mode and 1000 Mb/s full
+// duplex.
+func (p *Port) CheckLinkMode(speedMbps int, fullDuplex bool) error {
+	if err := nic.CheckGigabitHalf(speedMbps, fullDuplex, gigabitHalfWhy); err != nil {
+		return fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
 	return nil
 }
@@ -272,9 +296,13 @@ func (p *Port) ReadPHY(r int) (uint16, error) {
 }
 
 // WritePHY writes a clause-22 register of the port's PHY (for diagnostics;
-// nic.PHYAccess).
+// nic.PHYAccess). A write asking for 1000 Mb/s half duplex (CTRL1000 bit 8,
+// or BMCR forcing it) is refused (CheckLinkMode).
 func (p *Port) WritePHY(r int, v uint16) error {
 	if err := nic.CheckPHYReg(r); err != nil {
+		return fmt.Errorf("dwmac: %s: %w", p.name, err)
+	}
+	if err := nic.CheckGigabitHalfWrite(r, v, gigabitHalfWhy); err != nil {
 		return fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
 	p.ctl.Lock()

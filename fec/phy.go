@@ -131,8 +131,27 @@ func (p *Port) restartAutoneg() error {
 			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
 		}
 	}
+	if err := nic.WithdrawGigabitHalf(p.readPHY, p.writePHY); err != nil {
+		return err
+	}
 	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// gigabitHalfWhy is why fec refuses 1000 Mb/s half duplex: Linux's fec masks
+// the PHY with the MAC's features and removes 1000baseT_Half on gigabit
+// parts (fec_enet_mii_probe, fec_main.c: phy_remove_link_mode under
+// FEC_QUIRK_HAS_GBIT); the ENET's gigabit mode is full duplex only.
+const gigabitHalfWhy = "the ENET MAC does not run it (Linux's fec removes 1000baseT_Half from the PHY's modes)"
+
+// CheckLinkMode says whether the MAC runs a speed and duplex
+// (nic.LinkModeChecker): every 10 and 100 Mb/s mode and 1000 Mb/s full
+// duplex.
+func (p *Port) CheckLinkMode(speedMbps int, fullDuplex bool) error {
+	if err := nic.CheckGigabitHalf(speedMbps, fullDuplex, gigabitHalfWhy); err != nil {
+		return fmt.Errorf("fec: %s: %w", p.name, err)
 	}
 	return nil
 }
@@ -227,9 +246,13 @@ func (p *Port) ReadPHY(r int) (uint16, error) {
 }
 
 // WritePHY writes clause-22 register r of the port's PHY through MMFR (for
-// diagnostics; nic.PHYAccess).
+// diagnostics; nic.PHYAccess). A write asking for 1000 Mb/s half duplex
+// (CTRL1000 bit 8, or BMCR forcing it) is refused (CheckLinkMode).
 func (p *Port) WritePHY(r int, v uint16) error {
 	if err := nic.CheckPHYReg(r); err != nil {
+		return fmt.Errorf("fec: %s: %w", p.name, err)
+	}
+	if err := nic.CheckGigabitHalfWrite(r, v, gigabitHalfWhy); err != nil {
 		return fmt.Errorf("fec: %s: %w", p.name, err)
 	}
 	p.ctl.Lock()

@@ -65,8 +65,28 @@ func (p *Port) restartAutoneg() error {
 			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
 		}
 	}
+	if err := nic.WithdrawGigabitHalf(p.readPHY, p.writePHY); err != nil {
+		return err
+	}
 	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// gigabitHalfWhy is why igb refuses 1000 Mb/s half duplex. Linux's igb never
+// advertises it: igb_phy_setup_autoneg (e1000_phy.c) denies
+// ADVERTISE_1000_HALF and clears CR_1000T_HD_CAPS, E1000_ALL_SPEED_DUPLEX
+// (e1000_defines.h) leaves it out, and igb_set_spd_dplx (igb_main.c) refuses
+// SPEED_1000 + DUPLEX_HALF.
+const gigabitHalfWhy = "the igb MACs do not run it (Linux's igb never advertises it and refuses it forced)"
+
+// CheckLinkMode says whether the MAC runs a speed and duplex
+// (nic.LinkModeChecker): every 10 and 100 Mb/s mode and 1000 Mb/s full
+// duplex.
+func (p *Port) CheckLinkMode(speedMbps int, fullDuplex bool) error {
+	if err := nic.CheckGigabitHalf(speedMbps, fullDuplex, gigabitHalfWhy); err != nil {
+		return fmt.Errorf("igb: %s: %w", p.name, err)
 	}
 	return nil
 }
@@ -131,9 +151,13 @@ func (p *Port) ReadPHY(r int) (uint16, error) {
 
 // WritePHY writes clause-22 register r of the port's PHY through MDIC (for
 // diagnostics; nic.PHYAccess). MDIC carries clause-22 frames only (82576
-// 8.2.4): there is no clause-45 access.
+// 8.2.4): there is no clause-45 access. A write asking for 1000 Mb/s half
+// duplex (CTRL1000 bit 8, or BMCR forcing it) is refused (CheckLinkMode).
 func (p *Port) WritePHY(r int, v uint16) error {
 	if err := nic.CheckPHYReg(r); err != nil {
+		return fmt.Errorf("igb: %s: %w", p.name, err)
+	}
+	if err := nic.CheckGigabitHalfWrite(r, v, gigabitHalfWhy); err != nil {
 		return fmt.Errorf("igb: %s: %w", p.name, err)
 	}
 	p.ctl.Lock()

@@ -21,14 +21,18 @@ func (p *Port) ResetPort(reason string) error {
 	}
 	p.collectStats() // the reset clears the statistics: keep the totals
 	saved := p.saveConfig()
+	// The device first: CTRL.RST stops both DMA engines, so nothing fetches
+	// or writes a descriptor while the rings start over (igb_down disables
+	// the queues and resets before igb_clean_all_rx_rings).
+	resetErr := p.reset()
 	for _, q := range p.tx {
 		q.dropInflight()
 	}
 	for _, q := range p.rx {
 		q.dropPosted()
 	}
-	if err := p.reset(); err != nil {
-		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, err)
+	if resetErr != nil {
+		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, resetErr)
 	}
 	if err := p.setupLink(); err != nil {
 		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, err)

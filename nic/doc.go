@@ -12,5 +12,8 @@
 // FlagFields), counters (CounterTotals for hardware totals, CounterValue,
 // AppendQueueCounters), waits with deadlines (Poll, PollReg, WaitLinkUp), and
 // queue and ring chores (RxQueueAt, TxQueueAt, SyncRing across the wrap,
-// PutBufs back to their pools). Package nictest has the matching test helpers.
+// PutBufs back to their pools), and the PHY rules the families share (clause-22
+// and clause-45 access, PHYAccess; the link modes a MAC refuses, LinkModeChecker,
+// with WithdrawGigabitHalf and CheckGigabitHalfWrite for 1000BASE-T half duplex,
+// which none of the three runs). Package nictest has the matching test helpers.
 package nic

@@ -54,3 +54,90 @@ func CheckPHYC45(addr, dev, reg int) error {
 	}
 	return nil
 }
+
+// The clause-22 registers and bits the link-mode rules below read (IEEE 802.3
+// 22.2.4: BMCR and BMSR; 40.5.1.1: the 1000BASE-T control register).
+const (
+	phyRegBMCR     = 0
+	phyRegBMSR     = 1
+	phyRegCtrl1000 = 9
+
+	bmcrSpeed1000  uint16 = 1 << 6  // speed selection, MSB
+	bmcrFullDuplex uint16 = 1 << 8  // forced duplex
+	bmcrANEnable   uint16 = 1 << 12 // autonegotiation enable
+	bmcrSpeed100   uint16 = 1 << 13 // speed selection, LSB
+	bmsrExtStatus  uint16 = 1 << 8  // register 15 (and so 1000BASE-T) present
+
+	// Ctrl1000AdvHalf is CTRL1000 bit 8: advertise 1000BASE-T half duplex.
+	Ctrl1000AdvHalf uint16 = 1 << 8
+)
+
+// ErrLinkMode is wrapped by errors refusing a link mode (speed and duplex)
+// the port's MAC cannot run, though its PHY may.
+var ErrLinkMode = errors.New("link mode not supported by the MAC")
+
+// LinkModeChecker is a port whose MAC runs only some of the modes its PHY
+// can negotiate, as Linux's MAC drivers narrow phydev->supported
+// (phy_remove_link_mode) or phylink's mac_capabilities. A tool that sets the
+// link (xnic link, ethtool -s) offers and advertises only the modes it
+// accepts.
+type LinkModeChecker interface {
+	// CheckLinkMode returns nil when the MAC runs speedMbps (10, 100 or
+	// 1000) at that duplex, else an error wrapping ErrLinkMode that says
+	// why.
+	CheckLinkMode(speedMbps int, fullDuplex bool) error
+}
+
+// CheckGigabitHalf is CheckLinkMode for a MAC that runs 10 and 100 Mb/s at
+// either duplex and 1000 Mb/s full duplex only, as all three families do;
+// why is the family's reason, cited from its Linux driver.
+func CheckGigabitHalf(speedMbps int, fullDuplex bool, why string) error {
+	if speedMbps == 1000 && !fullDuplex {
+		return fmt.Errorf("1000BASE-T half duplex: %s: %w", why, ErrLinkMode)
+	}
+	return nil
+}
+
+// CheckGigabitHalfWrite refuses a PHY register write that would ask for
+// 1000 Mb/s half duplex: CTRL1000 with bit 8 (the advertisement) set, or BMCR
+// forcing 1000 Mb/s half duplex with autonegotiation off. Drivers of MACs
+// without gigabit half duplex call it from WritePHY; why is as for
+// CheckGigabitHalf.
+func CheckGigabitHalfWrite(reg int, val uint16, why string) error {
+	switch {
+	case reg == phyRegCtrl1000 && val&Ctrl1000AdvHalf != 0:
+		return fmt.Errorf("CTRL1000 0x%04x advertises 1000BASE-T half duplex (bit 8): %s: %w", val, why, ErrLinkMode)
+	case reg == phyRegBMCR && val&bmcrANEnable == 0 && val&(bmcrSpeed1000|bmcrSpeed100) == bmcrSpeed1000 && val&bmcrFullDuplex == 0:
+		return fmt.Errorf("BMCR 0x%04x forces 1000 Mb/s half duplex: %s: %w", val, why, ErrLinkMode)
+	}
+	return nil
+}
+
+// WithdrawGigabitHalf clears the PHY's 1000BASE-T half-duplex advertisement
+// (CTRL1000 bit 8, which PHYs set after reset), before a driver restarts
+// autonegotiation, so that the PHY never offers a mode the MAC cannot run:
+// what igb_phy_setup_autoneg (e1000_phy.c) and genphy_config_advert
+// (phy_device.c, after the MAC driver's phy_remove_link_mode) write. A PHY
+// without extended status (BMSR bit 8 clear: no 1000BASE-T, no register 9) is
+// left alone; CTRL1000 is written only when the bit is set. read and write
+// are the driver's clause-22 accessors, called with its MDIO lock held.
+func WithdrawGigabitHalf(read func(reg int) (uint16, error), write func(reg int, val uint16) error) error {
+	bmsr, err := read(phyRegBMSR)
+	if err != nil {
+		return fmt.Errorf("reading BMSR: %w", err)
+	}
+	if bmsr&bmsrExtStatus == 0 {
+		return nil
+	}
+	c, err := read(phyRegCtrl1000)
+	if err != nil {
+		return fmt.Errorf("reading CTRL1000: %w", err)
+	}
+	if c&Ctrl1000AdvHalf == 0 {
+		return nil
+	}
+	if err := write(phyRegCtrl1000, c&^Ctrl1000AdvHalf); err != nil {
+		return fmt.Errorf("withdrawing the 1000BASE-T half-duplex advertisement (CTRL1000 0x%04x): %w", c, err)
+	}
+	return nil
+}

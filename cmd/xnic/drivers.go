@@ -60,11 +60,7 @@ type familyDriver struct {
 	// loopback registers); moderation the per-queue RX interrupt interval
 	// (xnic coalesce), or nil and noModeration saying why the family has
 	// none.
-	facts nic.RegFacts
-	// macModes is the ethtool ADVERTISED_* mask of the copper modes the
-	// MAC takes (xnic link offers and accepts no others); 0: every mode
-	// the PHY has.
-	macModes     uint32
+	facts        nic.RegFacts
 	moderation   *interruptModeration
 	noModeration string
 }

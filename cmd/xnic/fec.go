@@ -65,11 +65,8 @@ func init() {
 			}
 			return fecPort{p}, nil
 		},
-		dumpRegs: func(regs nic.Regs, queues int) regDump { return fec.DumpRegs(regs, queues) },
-		facts:    fec.Facts(),
-		// No 1000BASE-T half duplex: Linux's fec_enet_mii_probe removes
-		// ETHTOOL_LINK_MODE_1000baseT_Half_BIT from a gigabit ENET's PHY.
-		macModes:   0x2F,
+		dumpRegs:   func(regs nic.Regs, queues int) regDump { return fec.DumpRegs(regs, queues) },
+		facts:      fec.Facts(),
 		moderation: fecModeration(),
 	})
 }

@@ -48,9 +48,6 @@ func init() {
 		dumpRegs: func(regs nic.Regs, queues int) regDump { return igb.DumpRegs(regs, queues) },
 		facts:    igb.Facts(),
 		// EITR's interval field, bits 14:2, in microseconds (82576 8.8.12).
-		// 10/100 half and full and 1000 full: no 1000BASE-T half duplex (Linux
-		// igb_get_link_ksettings supports SUPPORTED_1000baseT_Full only).
-		macModes:   0x2F,
 		moderation: fieldModeration("EITR%d", 0x7FFC, 2),
 	})
 }

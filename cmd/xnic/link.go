@@ -206,7 +206,7 @@ func linkExec(op *openedPort, req linkRequest, timeout time.Duration) (linkSetti
 		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
 	}
 	if req.given {
-		if err := linkApply(pa, req, familyMACModes(op.Family)); err != nil {
+		if err := linkApply(pa, req); err != nil {
 			return linkSettings{}, err
 		}
 		if err := linkFollow(op, timeout); err != nil {
@@ -225,7 +225,7 @@ func linkExecRunning(op *openedPort, req linkRequest, timeout time.Duration) (li
 		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
 	}
 	if req.given {
-		if err := linkApply(pa, req, familyMACModes(op.Family)); err != nil {
+		if err := linkApply(pa, req); err != nil {
 			return linkSettings{}, err
 		}
 		time.Sleep(10 * time.Millisecond) // as linkFollow: let a link that was up drop first
@@ -249,12 +249,25 @@ func readPHYRegs(pa nic.PHYAccess, regs ...int) (map[int]uint16, error) {
 	return out, nil
 }
 
-func supportedModes(r map[int]uint16, macModes uint32) []linkMode {
+// macRefuses is the MAC's reason for refusing m (nil if it runs it): the
+// driver says, through nic.LinkModeChecker.
+func macRefuses(port any, m linkMode) error {
+	if c, ok := port.(nic.LinkModeChecker); ok {
+		return c.CheckLinkMode(m.Speed, m.Full)
+	}
+	return nil
+}
+
+// macModes is sup without the modes the MAC refuses, as ethtool shows the
+// PHY's modes masked by the MAC driver's.
+func macModes(port any, sup []linkMode) []linkMode {
+	return slices.DeleteFunc(sup, func(m linkMode) bool { return macRefuses(port, m) != nil })
+}
+
+func supportedModes(r map[int]uint16) []linkMode {
 	var out []linkMode
 	for _, m := range linkModes {
 		switch {
-		case macModes != 0 && m.Ethtool&macModes == 0:
-			// The PHY has it, the MAC (its driver) does not take it.
 		case m.Speed < 1000 && r[sim.MIIBMSR]&m.ability != 0:
 			out = append(out, m)
 		case m.Speed == 1000 && r[sim.MIIBMSR]&sim.BMSRExtStatus != 0 && r[sim.MIIESTATUS]&m.ability != 0:
@@ -269,7 +282,7 @@ func linkRead(op *openedPort, pa nic.PHYAccess) (linkSettings, error) {
 	if err != nil {
 		return linkSettings{}, err
 	}
-	sup := supportedModes(r, familyMACModes(op.Family))
+	sup := macModes(pa, supportedModes(r))
 	has1000 := slices.ContainsFunc(sup, func(m linkMode) bool { return m.Speed == 1000 })
 	if has1000 {
 		r2, err := readPHYRegs(pa, sim.MIICTRL1000, sim.MIISTAT1000)
@@ -300,23 +313,15 @@ func linkRead(op *openedPort, pa nic.PHYAccess) (linkSettings, error) {
 	return ls, nil
 }
 
-// familyMACModes is the ethtool mask of the modes family fam's MAC takes (0:
-// every mode its PHY has).
-func familyMACModes(fam family) uint32 {
-	if f := familyByName(fam); f != nil {
-		return f.macModes
-	}
-	return 0
-}
-
 // linkApply writes the PHY registers req asks for, within the modes both
-// the PHY and the MAC (macModes, 0: any) take.
-func linkApply(pa nic.PHYAccess, req linkRequest, macModes uint32) error {
+// the PHY and the MAC take (the driver refuses the others with its reason,
+// nic.LinkModeChecker), before writing anything.
+func linkApply(pa nic.PHYAccess, req linkRequest) error {
 	r, err := readPHYRegs(pa, sim.MIIBMCR, sim.MIIBMSR, sim.MIIANAR, sim.MIIESTATUS)
 	if err != nil {
 		return err
 	}
-	sup := supportedModes(r, macModes)
+	sup := supportedModes(r)
 	bmcr := r[sim.MIIBMCR] &^ (sim.BMCRPowerDown | sim.BMCRIsolate | sim.BMCRANRestart | sim.BMCRReset | sim.BMCRLoopback)
 	autoneg := bmcr&sim.BMCRANEnable != 0
 	if req.autoneg != "" {
@@ -347,15 +352,26 @@ func linkApply(pa nic.PHYAccess, req linkRequest, macModes uint32) error {
 	}
 	adv := req.advertise
 	if adv == nil {
+		var refused error
 		for _, m := range sup {
 			if (req.speed == 0 || m.Speed == req.speed) && (req.duplex == "" || m.Full == (req.duplex == "full")) {
+				if err := macRefuses(pa, m); err != nil {
+					refused = err
+					continue
+				}
 				adv = append(adv, m)
 			}
+		}
+		if len(adv) == 0 && refused != nil {
+			return refused
 		}
 	}
 	for _, m := range adv {
 		if !slices.ContainsFunc(sup, func(s linkMode) bool { return s.Name == m.Name }) {
 			return fmt.Errorf("the port does not support %s (its PHY and MAC support %s)", m.Name, modeNames(sup))
+		}
+		if err := macRefuses(pa, m); err != nil {
+			return err
 		}
 	}
 	if len(adv) == 0 {

@@ -228,6 +228,9 @@ func isDataSection(name string) bool {
 
 // LoadCollectionSpec creates the maps of spec and checks and decodes its XDP
 // programs (and programs of unspecified type, for sections the user names).
+// The order is libbpf's bpf_object__load: maps first (created, then filled,
+// inner maps once every map exists), then programs, then the program arrays
+// that name them.
 func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, error) {
 	if spec == nil {
 		return nil, errors.New("nil collection spec")
@@ -253,15 +256,34 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		mapErrs:     map[string]error{},
 		trace:       o.Trace,
 	}
+	progContents, innerContents, err := c.createMaps(spec, &o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.fillMapsOfMaps(innerContents); err != nil {
+		return nil, err
+	}
+	c.loadPrograms(spec, &o, budget)
+	c.refuseTailCallers(progContents)
+	if err := c.fillProgArrays(progContents); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
-	// Maps, in name order so map numbers are stable.
+// createMaps creates and fills the maps of spec, in name order so map numbers
+// are stable. A map that cannot be created is recorded in c.mapErrs (lazy
+// loading: only the programs that use it are refused). It returns the initial
+// contents of program arrays and of maps of maps, which can only be filled
+// once the programs, or every map, exist.
+func (c *Collection) createMaps(spec *ebpf.CollectionSpec, o *Options) (progContents, innerContents map[string][]ebpf.MapKV, err error) {
 	names := make([]string, 0, len(spec.Maps))
 	for n := range spec.Maps {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	progContents := map[string][]ebpf.MapKV{}
-	innerContents := map[string][]ebpf.MapKV{}
+	progContents = map[string][]ebpf.MapKV{}
+	innerContents = map[string][]ebpf.MapKV{}
 	spinOK, spinBad := spinLockMaps(spec) // helpers_spin.go
 	c.spinMaps = spinOK
 	for _, n := range names {
@@ -296,73 +318,102 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 			c.mapErrs[n] = fmt.Errorf("create map %s (%v): %w", n, ms.Type, err)
 			continue
 		}
-		s = m.Spec()
-		ref := &mapRef{name: n, m: m, spec: s, keySize: s.KeySize, valueSize: s.ValueSize}
-		switch s.Type {
-		case ebpf.Array, ebpf.PerCPUArray, ebpf.Hash, ebpf.PerCPUHash, ebpf.LRUHash, ebpf.LRUCPUHash, ebpf.LPMTrie:
-			ref.lookupOK, ref.updateOK = true, true
-			ref.progWritable = s.Flags&maps.FlagRdonlyProg == 0
-			ref.setArray()
-		case ebpf.DevMap, ebpf.DevMapHash, ebpf.XSKMap, ebpf.CPUMap:
-			ref.lookupOK = true // read-only values, as the kernel's verifier
-		case ebpf.ProgramArray:
-			pa, ok := m.(*maps.ProgArray)
-			if !ok {
-				return nil, fmt.Errorf("map %s: program array of type %T; tail calls need a *maps.ProgArray", n, m)
-			}
-			ref.progs = pa
-			// Control-plane updates name programs by id, standing in for
-			// the fd the kernel's syscall takes.
-			pa.SetProgResolver(c.resolveProg)
-		case ebpf.RingBuf:
-			ref.ring = ringOf(m)
-		case ebpf.ArrayOfMaps, ebpf.HashOfMaps:
-			ref.outer, _ = m.(*maps.MapOfMaps)
-			ref.lookupOK = ref.outer != nil // lookups return the inner map
+		ref, err := c.newMapRef(n, m)
+		if err != nil {
+			return nil, nil, err
 		}
 		switch {
 		case ms.Type == ebpf.ProgramArray:
 			progContents[n] = ms.Contents
 		case ms.Type == ebpf.ArrayOfMaps || ms.Type == ebpf.HashOfMaps:
 			innerContents[n] = ms.Contents // filled once every map exists
-		case isDataSection(n):
-			// Global data: the section's bytes with the variables the
-			// caller may have changed (VariableSpec.Set) laid over them.
-			data, err := dataSection(ms, n, spec.Variables)
-			if err != nil {
-				return nil, fmt.Errorf("global data %s: %w", n, err)
-			}
-			if err := m.Update([]byte{0, 0, 0, 0}, data, maps.UpdateAny, 0); err != nil {
-				return nil, fmt.Errorf("initialise global data %s: %w", n, err)
-			}
 		default:
-			if err := fillMap(m, ms); err != nil {
-				return nil, fmt.Errorf("initialise map %s: %w", n, err)
+			if err := initMap(m, ms, n, spec.Variables); err != nil {
+				return nil, nil, err
 			}
 		}
-		c.maps[n] = m
-		c.mapIndex[n] = len(c.mapRefs)
-		c.mapRefs = append(c.mapRefs, ref)
-		// Arrays give programs direct access to their first value (global
-		// data sections are single-entry arrays).
-		if s.Type == ebpf.Array {
-			v := m.Lookup([]byte{0, 0, 0, 0}, 0)
-			if v != nil {
-				rg := region{buf: v, hi: uint64(len(v))}
-				if ref.progWritable {
-					rg.whi = rg.hi
-				}
-				c.staticIndex[n] = len(c.statics)
-				c.statics = append(c.statics, rg)
-				c.staticNames = append(c.staticNames, n)
-			}
+		c.addMap(n, m, ref)
+	}
+	return progContents, innerContents, nil
+}
+
+// newMapRef describes map m, named n, to the decoder and the interpreter:
+// which helpers may take it and how programs reach its values.
+func (c *Collection) newMapRef(n string, m maps.Map) (*mapRef, error) {
+	s := m.Spec()
+	ref := &mapRef{name: n, m: m, spec: s, keySize: s.KeySize, valueSize: s.ValueSize}
+	switch s.Type {
+	case ebpf.Array, ebpf.PerCPUArray, ebpf.Hash, ebpf.PerCPUHash, ebpf.LRUHash, ebpf.LRUCPUHash, ebpf.LPMTrie:
+		ref.lookupOK, ref.updateOK = true, true
+		ref.progWritable = s.Flags&maps.FlagRdonlyProg == 0
+		ref.setArray()
+	case ebpf.DevMap, ebpf.DevMapHash, ebpf.XSKMap, ebpf.CPUMap:
+		ref.lookupOK = true // read-only values, as the kernel's verifier
+	case ebpf.ProgramArray:
+		pa, ok := m.(*maps.ProgArray)
+		if !ok {
+			return nil, fmt.Errorf("map %s: program array of type %T; tail calls need a *maps.ProgArray", n, m)
 		}
+		ref.progs = pa
+		// Control-plane updates name programs by id, standing in for
+		// the fd the kernel's syscall takes.
+		pa.SetProgResolver(c.resolveProg)
+	case ebpf.RingBuf:
+		ref.ring = ringOf(m)
+	case ebpf.ArrayOfMaps, ebpf.HashOfMaps:
+		ref.outer, _ = m.(*maps.MapOfMaps)
+		ref.lookupOK = ref.outer != nil // lookups return the inner map
 	}
+	return ref, nil
+}
 
-	if err := c.fillMapsOfMaps(innerContents); err != nil {
-		return nil, err
+// initMap writes the initial contents of map m, named n: a global data
+// section's bytes, or a map's declared values.
+func initMap(m maps.Map, ms *ebpf.MapSpec, n string, vars map[string]*ebpf.VariableSpec) error {
+	if !isDataSection(n) {
+		if err := fillMap(m, ms); err != nil {
+			return fmt.Errorf("initialise map %s: %w", n, err)
+		}
+		return nil
 	}
+	// Global data: the section's bytes with the variables the caller may
+	// have changed (VariableSpec.Set) laid over them.
+	data, err := dataSection(ms, n, vars)
+	if err != nil {
+		return fmt.Errorf("global data %s: %w", n, err)
+	}
+	if err := m.Update([]byte{0, 0, 0, 0}, data, maps.UpdateAny, 0); err != nil {
+		return fmt.Errorf("initialise global data %s: %w", n, err)
+	}
+	return nil
+}
 
+// addMap numbers map m, named n, for the decoder. Arrays give programs direct
+// access to their first value (global data sections are single-entry arrays).
+func (c *Collection) addMap(n string, m maps.Map, ref *mapRef) {
+	c.maps[n] = m
+	c.mapIndex[n] = len(c.mapRefs)
+	c.mapRefs = append(c.mapRefs, ref)
+	if ref.spec.Type != ebpf.Array {
+		return
+	}
+	v := m.Lookup([]byte{0, 0, 0, 0}, 0)
+	if v == nil {
+		return
+	}
+	rg := region{buf: v, hi: uint64(len(v))}
+	if ref.progWritable {
+		rg.whi = rg.hi
+	}
+	c.staticIndex[n] = len(c.statics)
+	c.statics = append(c.statics, rg)
+	c.staticNames = append(c.staticNames, n)
+}
+
+// loadPrograms checks and decodes the programs of spec, in name order. A
+// program xnic cannot run does not stop the others (lazy loading): it is
+// refused, and picking it returns the reason.
+func (c *Collection) loadPrograms(spec *ebpf.CollectionSpec, o *Options, budget int64) {
 	env := &decodeEnv{
 		mapHandle: func(name string) (int, bool) {
 			i, ok := c.mapIndex[name]
@@ -391,8 +442,6 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		}
 		p, err := c.loadProgram(ps, env, budget)
 		if err != nil {
-			// Lazy loading: a program xnic cannot run does not stop the
-			// others; picking it returns the reason.
 			c.refuse(ps, err.Error())
 			continue
 		}
@@ -400,29 +449,32 @@ func LoadCollectionSpec(spec *ebpf.CollectionSpec, opts *Options) (*Collection, 
 		c.byName[n] = p
 		c.rxMeta = c.rxMeta || p.rxMeta
 	}
-	c.refuseTailCallers(progContents)
-	// Program arrays declared with initial contents (BTF maps with
-	// __array(values, ...)).
+}
+
+// fillProgArrays fills the program arrays declared with initial contents (BTF
+// maps with __array(values, ...)); slots naming a refused program stay empty,
+// as refuseTailCallers refused their callers.
+func (c *Collection) fillProgArrays(progContents map[string][]ebpf.MapKV) error {
 	for mn, kvs := range progContents {
 		for _, kv := range kvs {
 			k, ok := kv.Key.(uint32)
 			pn, ok2 := kv.Value.(string)
 			if !ok || !ok2 {
-				return nil, fmt.Errorf("program array %s: entry %v=%v is not index=program name", mn, kv.Key, kv.Value)
+				return fmt.Errorf("program array %s: entry %v=%v is not index=program name", mn, kv.Key, kv.Value)
 			}
 			p := c.byName[pn]
 			if p == nil {
 				if _, refused := c.skipped[pn]; refused {
 					continue // its callers were refused by refuseTailCallers
 				}
-				return nil, fmt.Errorf("program array %s: slot %d: program %q: %w", mn, k, pn, ErrNoProgram)
+				return fmt.Errorf("program array %s: slot %d: program %q: %w", mn, k, pn, ErrNoProgram)
 			}
 			if err := c.SetTailCall(mn, k, p); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return c, nil
+	return nil
 }
 
 // fillMap writes a map's initial contents (data sections, BTF maps with

@@ -217,9 +217,65 @@ type mtlQueue struct {
 
 // New builds a model in its power-on state: firmware's MAC in MAC_Address0, no
 // reset in progress, link down (the PHY negotiates only after software restarts
-// autonegotiation), bus mastering off on the PCI variant.
+// autonegotiation), bus mastering off on the PCI variant. The steps: the
+// variant's strapping (applyVariant), the configuration checked (check), the
+// board, then memory, bus device, PHY and timers, then the power-on reset.
 func New(cfg Config) (*Model, error) {
+	if err := cfg.applyVariant(); err != nil {
+		return nil, err
+	}
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
 	m := &Model{}
+	mac, err := firmwareMAC(cfg.MAC)
+	if err != nil {
+		return nil, err
+	}
+	m.mac = mac
+	if cfg.PHYAddr == 0 {
+		cfg.PHYAddr = 1
+	}
+	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 || (!cfg.NoXPCS && (cfg.PHYAddr == xpcsAddr || cfg.PHYAddr == serdesAddr)) {
+		return nil, fmt.Errorf("dwmacsim: PHY address %d: want 1-31, not the xPCS's 0x16 or the SerDes's 0x15: %w", cfg.PHYAddr, ErrConfig)
+	}
+	if cfg.ResetDelay == 0 {
+		cfg.ResetDelay = 200 * time.Microsecond
+	}
+	if cfg.Name == "" {
+		cfg.Name = "dwmacsim"
+	}
+	m.cfg = cfg
+	if err := m.setupBoard(); err != nil {
+		return nil, err
+	}
+	m.nch, m.nrx, m.ntx = cfg.Channels, cfg.RxChannels, cfg.TxChannels
+	if cfg.SNPSVER >= 0x41 {
+		m.ieNIE, m.ieAIE = ieNIE410, ieAIE410
+	} else {
+		m.ieNIE, m.ieAIE = ieNIE400, ieAIE400
+	}
+	m.faults = &sim.Faults{}
+	if cfg.Cache != nil {
+		if err := cfg.Cache.Validate(); err != nil {
+			return nil, fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
+		}
+	}
+	m.newMemory()
+	m.newBusDevice()
+	m.newPHYs()
+	m.newTimers()
+	m.mu.Lock()
+	m.resetLocked(false)
+	m.applyLeftLocked()
+	m.mu.Unlock()
+	return m, nil
+}
+
+// applyVariant fills what the variant straps and the caller left zero:
+// the core version, the PCI device, the channel counts, the PHY's ID and the
+// PTP reference clock.
+func (cfg *Config) applyVariant() error {
 	switch cfg.Variant {
 	case IntelMGbE:
 		if cfg.SNPSVER == 0 {
@@ -230,7 +286,7 @@ func New(cfg Config) (*Model, error) {
 		}
 		part, ok := LookupIntel(cfg.PCIDevice)
 		if !ok {
-			return nil, fmt.Errorf("dwmacsim: PCI device 8086:%04x is not an Intel mGbE dwmac-intel binds: %w", cfg.PCIDevice, ErrConfig)
+			return fmt.Errorf("dwmacsim: PCI device 8086:%04x is not an Intel mGbE dwmac-intel binds: %w", cfg.PCIDevice, ErrConfig)
 		}
 		switch cfg.PCIDevice {
 		case 0x4b30, 0x4ba0, 0x4bb0: // the RGMII parts: no SerDes, no xPCS (dwmac-intel.c)
@@ -260,68 +316,59 @@ func New(cfg Config) (*Model, error) {
 		}
 		cfg.NoXPCS = true
 	default:
-		return nil, fmt.Errorf("dwmacsim: variant %d: want IntelMGbE or IMX8MP: %w", cfg.Variant, ErrConfig)
+		return fmt.Errorf("dwmacsim: variant %d: want IntelMGbE or IMX8MP: %w", cfg.Variant, ErrConfig)
 	}
+	return nil
+}
+
+// check refuses a core version, clock or channel count the IP cannot be
+// synthesised with, and settles the channel counts.
+func (cfg *Config) check() error {
 	if cfg.SNPSVER < 0x40 || cfg.SNPSVER > 0x5f {
-		return nil, fmt.Errorf("dwmacsim: SNPSVER 0x%02x is not a 4.x or 5.x core: %w", cfg.SNPSVER, ErrConfig)
+		return fmt.Errorf("dwmacsim: SNPSVER 0x%02x is not a 4.x or 5.x core: %w", cfg.SNPSVER, ErrConfig)
 	}
 	if cfg.SystemClockHz == 0 {
 		cfg.SystemClockHz = defaultSystemClock(cfg.Variant)
 	}
 	if cfg.SystemClockHz < 0 {
-		return nil, fmt.Errorf("dwmacsim: system clock of %d Hz: %w", cfg.SystemClockHz, ErrConfig)
+		return fmt.Errorf("dwmacsim: system clock of %d Hz: %w", cfg.SystemClockHz, ErrConfig)
 	}
 	if cfg.PTPClockHz < 0 {
-		return nil, fmt.Errorf("dwmacsim: PTP clock of %d Hz: %w", cfg.PTPClockHz, ErrConfig)
+		return fmt.Errorf("dwmacsim: PTP clock of %d Hz: %w", cfg.PTPClockHz, ErrConfig)
 	}
 	if cfg.Channels != 0 {
 		if cfg.RxChannels != 0 || cfg.TxChannels != 0 {
-			return nil, fmt.Errorf("dwmacsim: Channels with RxChannels/TxChannels: set one or the other: %w", ErrConfig)
+			return fmt.Errorf("dwmacsim: Channels with RxChannels/TxChannels: set one or the other: %w", ErrConfig)
 		}
 		cfg.RxChannels, cfg.TxChannels = cfg.Channels, cfg.Channels
 	}
 	for _, n := range []int{cfg.RxChannels, cfg.TxChannels} {
 		if n < 1 || n > maxChannels {
-			return nil, fmt.Errorf("dwmacsim: %d channels: want 1 to %d each way: %w", n, maxChannels, ErrConfig)
+			return fmt.Errorf("dwmacsim: %d channels: want 1 to %d each way: %w", n, maxChannels, ErrConfig)
 		}
 	}
 	cfg.Channels = max(cfg.RxChannels, cfg.TxChannels)
+	return nil
+}
+
+// firmwareMAC is the address firmware leaves in MAC_Address0: the configured
+// one (a 6-byte unicast address) or a locally administered default.
+func firmwareMAC(mac []byte) ([6]byte, error) {
+	var a [6]byte
 	switch {
-	case cfg.MAC == nil:
-		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
-		return nil, fmt.Errorf("dwmacsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
+	case mac == nil:
+		a = [6]byte{0x02, 0, 0, 0, 0, 0x01}
+	case len(mac) != 6 || mac[0]&1 != 0:
+		return a, fmt.Errorf("dwmacsim: factory MAC %v: want a 6-byte unicast address: %w", mac, ErrConfig)
 	default:
-		copy(m.mac[:], cfg.MAC)
+		copy(a[:], mac)
 	}
-	if cfg.PHYAddr == 0 {
-		cfg.PHYAddr = 1
-	}
-	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 || (!cfg.NoXPCS && (cfg.PHYAddr == xpcsAddr || cfg.PHYAddr == serdesAddr)) {
-		return nil, fmt.Errorf("dwmacsim: PHY address %d: want 1-31, not the xPCS's 0x16 or the SerDes's 0x15: %w", cfg.PHYAddr, ErrConfig)
-	}
-	if cfg.ResetDelay == 0 {
-		cfg.ResetDelay = 200 * time.Microsecond
-	}
-	if cfg.Name == "" {
-		cfg.Name = "dwmacsim"
-	}
-	m.cfg = cfg
-	if err := m.setupBoard(); err != nil {
-		return nil, err
-	}
-	m.nch, m.nrx, m.ntx = cfg.Channels, cfg.RxChannels, cfg.TxChannels
-	if cfg.SNPSVER >= 0x41 {
-		m.ieNIE, m.ieAIE = ieNIE410, ieAIE410
-	} else {
-		m.ieNIE, m.ieAIE = ieNIE400, ieAIE400
-	}
-	m.faults = &sim.Faults{}
-	if cfg.Cache != nil {
-		if err := cfg.Cache.Validate(); err != nil {
-			return nil, fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
-		}
-	}
+	return a, nil
+}
+
+// newMemory builds the DMA memory with the variant's address width.
+func (m *Model) newMemory() {
+	cfg := &m.cfg
 	mcfg := sim.MemoryConfig{NonCoherent: cfg.NonCoherent, Below4G: cfg.Below4G, Cache: cfg.Cache}
 	switch {
 	case cfg.Below4G:
@@ -331,11 +378,16 @@ func New(cfg Config) (*Model, error) {
 		mcfg.Limit = 1 << 40 // HW_FEATURE1.ADDR64 = 40 bits
 	}
 	m.mem = sim.NewMemory(mcfg, m.faults)
-	// The Intel mGbE is a PCI function (configuration space, bus mastering off
-	// until enabled); the i.MX8MP EQOS a platform device (no configuration
-	// space, DMA never gated).
+	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
+}
+
+// newBusDevice puts the model on its bus. The Intel mGbE is a PCI function
+// (configuration space, bus mastering off until enabled); the i.MX8MP EQOS a
+// platform device (no configuration space, DMA never gated).
+func (m *Model) newBusDevice() {
+	cfg := &m.cfg
 	dc := sim.DeviceConfig{Name: cfg.Name, BARSize: 64 << 10, MSIXVectors: 1}
-	if m.cfg.Board != nil {
+	if cfg.Board != nil {
 		dc.Gate = m.gate
 	}
 	if cfg.Variant == IntelMGbE {
@@ -343,16 +395,18 @@ func New(cfg Config) (*Model, error) {
 		dc.MSIXVectors = 32
 	}
 	m.base = sim.NewDevice(dc, m.mem, m)
-	m.sched = sim.NewSched(cfg.Sched)
-	m.txT = m.sched.NewTimer(m.txRun)
-	m.tbsT = m.sched.NewTimer(m.launchDue)
 	m.dev = m.base
 	if cfg.Variant == IMX8MP {
 		m.dev = sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos")
 	}
-	m.mem.SetDeviceLock(&m.mu) // every device-side write happens under mu
+}
+
+// newPHYs builds what sits on MDIO: the Intel SGMII SerDes, the xPCS (its
+// own MDIO device: DMA_Mode.SWR leaves it) and the external PHY.
+func (m *Model) newPHYs() {
+	cfg := &m.cfg
 	m.serdes = poweredSerdes()
-	m.xpcs = firmwareXPCS() // the xPCS is its own MDIO device: DMA_Mode.SWR leaves it
+	m.xpcs = firmwareXPCS()
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
@@ -362,6 +416,14 @@ func New(cfg Config) (*Model, error) {
 	m.base.SetInjector(m.inj, m.phy)               // fault.go
 	m.wire.SetLineRate(m.phy.Link)                 // sim/linerate.go: frames at the negotiated speed
 	m.wire.SetTxFIFO(128 << fifoBits(cfg.Variant)) // HW_FEATURE1.TXFIFOSIZE
+}
+
+// newTimers builds the scheduler, the TX and launch-time timers, the TX
+// batch buffers and each channel's (stopped) RX watchdog.
+func (m *Model) newTimers() {
+	m.sched = sim.NewSched(m.cfg.Sched)
+	m.txT = m.sched.NewTimer(m.txRun)
+	m.tbsT = m.sched.NewTimer(m.launchDue)
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
 	for i := range m.ch {
@@ -369,11 +431,6 @@ func New(cfg Config) (*Model, error) {
 		m.ch[i].wdt = time.AfterFunc(time.Hour, func() { m.watchdogExpired(c) })
 		m.ch[i].wdt.Stop()
 	}
-	m.mu.Lock()
-	m.resetLocked(false)
-	m.applyLeftLocked()
-	m.mu.Unlock()
-	return m, nil
 }
 
 // Device is the model as a nic.Device, for a driver.

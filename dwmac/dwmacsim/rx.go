@@ -213,36 +213,10 @@ func (m *Model) dmaRxLocked(q int, frame []byte) rxOutcome {
 	ndesc := uint32((total + bs - 1) / bs)
 	size := r.n()
 	base := m.ringBase(r)
-	eame := m.eame()
 
 	// Pass 1: every descriptor the frame needs must be the device's.
-	if r.susp != suspNone {
-		return m.noDescLocked(c, mq, false)
-	}
-	idx := r.cur
-	for k := uint32(0); k < ndesc+ctxt; k++ {
-		if k >= size || (k > 0 && idx == r.tailRaw) {
-			return m.noDescLocked(c, mq, false)
-		}
-		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
-		if err != nil {
-			m.dmaErrorLocked(c, false)
-			m.overflowLocked(mq)
-			return rxDropped
-		}
-		d3 := loadDES3(d)
-		if d3&d3OWN == 0 {
-			return m.noDescLocked(c, mq, k == 0)
-		}
-		m.checkFetchedLocked("RX", r, idx, d, base+uint64(idx)*descSize)
-		if bad := m.checkRxDescLocked(d, d3, eame, base+uint64(idx)*descSize); bad {
-			// A malformed descriptor: the frame is dropped, the descriptors
-			// up to this one are written back with DE and skipped.
-			m.rxDescErrorLocked(r, base, k+1)
-			m.cnt.RxErrors++
-			return rxDropped
-		}
-		idx = (idx + 1) % size
+	if out, ok := m.rxDescsOwnedLocked(c, mq, r, ndesc+ctxt); !ok {
+		return out
 	}
 
 	// Pass 2: the buffers.
@@ -250,34 +224,15 @@ func (m *Model) dmaRxLocked(q int, frame []byte) rxOutcome {
 	if !strip {
 		le.PutUint32(crc[:], crc32.ChecksumIEEE(wireFrame))
 	}
-	idx = r.cur
-	done := 0
-	var last uint64
-	for k := uint32(0); k < ndesc; k++ {
-		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
-		if err != nil { // freed under the DMA's feet
-			m.dmaErrorLocked(c, false)
-			m.overflowLocked(mq)
-			return rxDropped
-		}
-		addr := descAddr(d, eame)
-		chunk := min(bs, total-done)
-		buf, err := m.mem.View("rx-buffer", addr, chunk)
-		if err != nil {
-			m.dmaErrorLocked(c, false)
-			m.overflowLocked(mq)
-			return rxDropped
-		}
-		copyWithFCS(buf, frame, crc[:], done)
-		done += chunk
-		last = addr
-		idx = (idx + 1) % size
+	last, ok := m.rxCopyLocked(c, mq, r, ndesc, bs, total, frame, crc[:])
+	if !ok {
+		return rxDropped
 	}
 
 	// Pass 3: write-back, DES3 last in each descriptor.
 	lt := lengthType(etype, wireFrame)
-	idx = r.cur
-	done = 0
+	idx := r.cur
+	done := 0
 	var ioc bool
 	for k := uint32(0); k < ndesc; k++ {
 		d, err := m.mem.View("rx-writeback", base+uint64(idx)*descSize, descSize)
@@ -334,6 +289,73 @@ func (m *Model) dmaRxLocked(q int, frame []byte) rxOutcome {
 	m.cnt.RxBytes += uint64(total)
 	m.rxCompleteLocked(c, ioc) // RI now, or the RX watchdog (coalesce.go)
 	return rxDone
+}
+
+// rxDescsOwnedLocked is pass 1 of a receive on channel c: the n descriptors
+// from the current one must all be the DMA's (OWN, before the tail, as
+// fetched), else the frame waits (no descriptor) or is dropped (a malformed
+// one, written back with DE). ok is false with the outcome to return.
+func (m *Model) rxDescsOwnedLocked(c int, mq *mtlQueue, r *ring, n uint32) (rxOutcome, bool) {
+	if r.susp != suspNone {
+		return m.noDescLocked(c, mq, false), false
+	}
+	size, base, eame := r.n(), m.ringBase(r), m.eame()
+	idx := r.cur
+	for k := uint32(0); k < n; k++ {
+		if k >= size || (k > 0 && idx == r.tailRaw) {
+			return m.noDescLocked(c, mq, false), false
+		}
+		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		if err != nil {
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return rxDropped, false
+		}
+		d3 := loadDES3(d)
+		if d3&d3OWN == 0 {
+			return m.noDescLocked(c, mq, k == 0), false
+		}
+		m.checkFetchedLocked("RX", r, idx, d, base+uint64(idx)*descSize)
+		if bad := m.checkRxDescLocked(d, d3, eame, base+uint64(idx)*descSize); bad {
+			// A malformed descriptor: the frame is dropped, the descriptors
+			// up to this one are written back with DE and skipped.
+			m.rxDescErrorLocked(r, base, k+1)
+			m.cnt.RxErrors++
+			return rxDropped, false
+		}
+		idx = (idx + 1) % size
+	}
+	return rxDone, true
+}
+
+// rxCopyLocked is pass 2: the frame (total bytes on the wire, crc its FCS
+// when kept) into the buffers of the n descriptors from the current one, bs
+// bytes each. It returns the last buffer's address; ok is false when a
+// descriptor or buffer could not be reached (a fatal bus error, counted).
+func (m *Model) rxCopyLocked(c int, mq *mtlQueue, r *ring, n uint32, bs, total int, frame, crc []byte) (last uint64, ok bool) {
+	size, base, eame := r.n(), m.ringBase(r), m.eame()
+	idx, done := r.cur, 0
+	for k := uint32(0); k < n; k++ {
+		d, err := m.mem.View("rx-desc", base+uint64(idx)*descSize, descSize)
+		if err != nil { // freed under the DMA's feet
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return 0, false
+		}
+		addr := descAddr(d, eame)
+		chunk := min(bs, total-done)
+		buf, err := m.mem.View("rx-buffer", addr, chunk)
+		if err != nil {
+			m.dmaErrorLocked(c, false)
+			m.overflowLocked(mq)
+			return 0, false
+		}
+		copyWithFCS(buf, frame, crc, done)
+		done += chunk
+		last = addr
+		idx = (idx + 1) % size
+	}
+	return last, true
 }
 
 // fetchRxLocked is the descriptor prefetch a tail write allows a running RX

@@ -108,6 +108,26 @@ func (m *Model) txRun() {
 // txStepMax bounds the frames one asynchronous TX step sends per channel.
 const txStepMax = 8
 
+// txStoppedLocked reports whether channel c's TX DMA (ring r) does not run
+// now: stopped, suspended, the transmitter off, or an injected hang or
+// removal (fault.go); an injected bus error on the descriptor fetch, or
+// descriptors for an MTL queue that is not enabled (a fault), stop it too.
+func (m *Model) txStoppedLocked(c int, r *ring) bool {
+	if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 || m.inj.On(sim.FaultTxHang) || m.inj.On(sim.FaultRemoval) {
+		return true
+	}
+	if m.inj.Take(sim.FaultBusError) { // fault.go: the descriptor fetch fails
+		m.dmaErrorLocked(c, true)
+		return true
+	}
+	if m.mtlq[c].txOp&mtlTXQENMask != mtlTXQENOn {
+		m.faults.Add("tx", regName(regMTLQBase+uint32(c)*mtlQStride+mtlTxOpMode), uint64(c),
+			"TX DMA of channel %d has descriptors to send but MTL TX queue %d is not enabled (TXQEN must be 2)", c, c)
+		return true
+	}
+	return false
+}
+
 // transmitChannel sends frames of channel c in batches of up to budget; on an
 // asynchronous device side it stops after one batch and reports whether the
 // channel has more to send.
@@ -116,18 +136,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		m.mu.Lock()
 		ch := &m.ch[c]
 		r := &ch.tx
-		if m.closed || !r.run || r.susp != suspNone || m.macConfig&cfgTE == 0 || m.inj.On(sim.FaultTxHang) || m.inj.On(sim.FaultRemoval) {
-			m.mu.Unlock()
-			return false
-		}
-		if m.inj.Take(sim.FaultBusError) { // fault.go: the descriptor fetch fails
-			m.dmaErrorLocked(c, true)
-			m.mu.Unlock()
-			return false
-		}
-		if m.mtlq[c].txOp&mtlTXQENMask != mtlTXQENOn {
-			m.faults.Add("tx", regName(regMTLQBase+uint32(c)*mtlQStride+mtlTxOpMode), uint64(c),
-				"TX DMA of channel %d has descriptors to send but MTL TX queue %d is not enabled (TXQEN must be 2)", c, c)
+		if m.txStoppedLocked(c, r) {
 			m.mu.Unlock()
 			return false
 		}

@@ -2,8 +2,10 @@ package conformance_test
 
 import (
 	"bytes"
+	"errors"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
@@ -109,6 +111,21 @@ func each(t *testing.T, test func(t *testing.T, v variant, m model, dev nic.Devi
 	}
 }
 
+// openLinked opens the driver on dev and waits for the link. The caller
+// closes the port (before each checks the model's fault log).
+func openLinked(t *testing.T, v variant, dev nic.Device) nic.Port {
+	t.Helper()
+	p, err := v.open(dev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.WaitLink(linkTimeout); err != nil {
+		p.Close()
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestClosedPort: every call on a closed port is refused with nic.ErrClosed
 // (or does nothing), and Close twice is fine (nictest.ClosedPort).
 func TestClosedPort(t *testing.T) {
@@ -139,14 +156,8 @@ func TestFramesBothWays(t *testing.T) {
 		m.Attach(portEnd)
 		var rec sim.Recorder
 		peer.SetReceiver(rec.Receive)
-		p, err := v.open(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := openLinked(t, v, dev)
 		defer p.Close()
-		if _, err := p.WaitLink(linkTimeout); err != nil {
-			t.Fatal(err)
-		}
 		rng := rand.New(rand.NewPCG(1, 2))
 		const n = 96
 		in := make([][]byte, n)
@@ -226,4 +237,63 @@ func send(t *testing.T, p nic.Port, frames [][]byte) {
 			t.Fatalf("TX stuck at frame %d", i)
 		}
 	}
+}
+
+// TestNoGigabitHalfDuplex: no family's MAC runs 1000BASE-T half duplex
+// (Linux's igb never advertises it, fec removes it from the PHY's modes,
+// stmmac drops half duplex with several TX queues). The PHYs can (ESTATUS
+// bit 12) and come out of reset advertising it (CTRL1000 bit 8); after Open
+// the driver has withdrawn it, so the link is 1000 full; CheckLinkMode and
+// WritePHY refuse 1000 half with nic.ErrLinkMode and leave the PHY's
+// registers as they were; 1000 full and the 10/100 modes stay accepted.
+func TestNoGigabitHalfDuplex(t *testing.T) {
+	each(t, func(t *testing.T, v variant, m model, dev nic.Device) {
+		phy := m.(interface{ PHY() *sim.PHY }).PHY()
+		if c := phy.Read(sim.MIICTRL1000); c&sim.Ctrl1000HD == 0 {
+			t.Fatalf("the model's PHY comes out of reset with CTRL1000 %#04x: the test wants it advertising 1000 half", c)
+		}
+		p := openLinked(t, v, dev)
+		defer p.Close()
+		if c := phy.Read(sim.MIICTRL1000); c&(sim.Ctrl1000HD|sim.Ctrl1000FD) != sim.Ctrl1000FD {
+			t.Fatalf("CTRL1000 %#04x after Open: want 1000 full advertised and 1000 half not", c)
+		}
+		if e := phy.Read(sim.MIIESTATUS); e&(1<<12) == 0 {
+			t.Fatalf("ESTATUS %#04x: the PHY should still say it can do 1000 half", e)
+		}
+		if l := p.Link(); l != (nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}) {
+			t.Fatalf("link %+v, want 1000 full", l)
+		}
+		chk, ok := p.(nic.LinkModeChecker)
+		if !ok {
+			t.Fatalf("%T is not a nic.LinkModeChecker", p)
+		}
+		if err := chk.CheckLinkMode(1000, false); !errors.Is(err, nic.ErrLinkMode) || !strings.Contains(err.Error(), "1000BASE-T half duplex") {
+			t.Errorf("CheckLinkMode(1000, half): %v, want a reason wrapping nic.ErrLinkMode", err)
+		}
+		for _, ok := range [][2]int{{1000, 1}, {100, 0}, {100, 1}, {10, 0}, {10, 1}} {
+			if err := chk.CheckLinkMode(ok[0], ok[1] == 1); err != nil {
+				t.Errorf("CheckLinkMode(%d, full=%v): %v", ok[0], ok[1] == 1, err)
+			}
+		}
+		pa := p.(nic.PHYAccess)
+		bmcr, c1000 := phy.Read(sim.MIIBMCR), phy.Read(sim.MIICTRL1000)
+		for _, w := range []struct {
+			reg int
+			val uint16
+		}{
+			{sim.MIICTRL1000, sim.Ctrl1000FD | sim.Ctrl1000HD},
+			{sim.MIICTRL1000, sim.Ctrl1000HD},
+			{sim.MIIBMCR, sim.BMCRSpeed1000}, // autoneg off, 1000 Mb/s, half duplex
+		} {
+			if err := pa.WritePHY(w.reg, w.val); !errors.Is(err, nic.ErrLinkMode) {
+				t.Errorf("WritePHY(%d, %#04x): %v, want nic.ErrLinkMode", w.reg, w.val, err)
+			}
+		}
+		if b, c := phy.Read(sim.MIIBMCR), phy.Read(sim.MIICTRL1000); b != bmcr || c != c1000 {
+			t.Errorf("after refused writes BMCR %#04x CTRL1000 %#04x, want %#04x %#04x unchanged", b, c, bmcr, c1000)
+		}
+		if err := pa.WritePHY(sim.MIICTRL1000, sim.Ctrl1000FD); err != nil {
+			t.Errorf("WritePHY(CTRL1000, 1000 full only): %v", err)
+		}
+	})
 }

@@ -1,0 +1,76 @@
+package nic
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestWithdrawGigabitHalf: CTRL1000 bit 8 is cleared (and nothing else) on a
+// PHY with extended status; a 10/100 PHY (BMSR bit 8 clear) and a CTRL1000
+// already without the bit get no write; a failed access is reported.
+func TestWithdrawGigabitHalf(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		bmsr, c   uint16
+		wantWrite bool
+		want      uint16
+	}{
+		{"gigabit PHY, both advertised", 0x7949, 0x0300, true, 0x0200},
+		{"gigabit PHY, half only", 0x7949, 0x0100, true, 0x0000},
+		{"gigabit PHY, full only", 0x7949, 0x0200, false, 0x0200},
+		{"10/100 PHY", 0x7849, 0x0300, false, 0x0300},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			regs := map[int]uint16{phyRegBMSR: tc.bmsr, phyRegCtrl1000: tc.c}
+			writes := 0
+			err := WithdrawGigabitHalf(
+				func(r int) (uint16, error) { return regs[r], nil },
+				func(r int, v uint16) error { writes++; regs[r] = v; return nil })
+			if err != nil || (writes == 1) != tc.wantWrite || writes > 1 || regs[phyRegCtrl1000] != tc.want {
+				t.Fatalf("err %v, %d writes, CTRL1000 %#04x; want %#04x, write %v", err, writes, regs[phyRegCtrl1000], tc.want, tc.wantWrite)
+			}
+		})
+	}
+	boom := errors.New("MDIO timed out")
+	err := WithdrawGigabitHalf(func(int) (uint16, error) { return 0x7949 | 0x0300, nil },
+		func(int, uint16) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("a failed write: %v", err)
+	}
+	if err := WithdrawGigabitHalf(func(int) (uint16, error) { return 0, boom }, nil); !errors.Is(err, boom) {
+		t.Fatalf("a failed read: %v", err)
+	}
+}
+
+// TestCheckGigabitHalfWrite: only writes asking for 1000 Mb/s half duplex are
+// refused.
+func TestCheckGigabitHalfWrite(t *testing.T) {
+	for _, tc := range []struct {
+		reg     int
+		val     uint16
+		refused bool
+	}{
+		{phyRegCtrl1000, 0x0300, true},
+		{phyRegCtrl1000, 0x0100, true},
+		{phyRegCtrl1000, 0x0200, false},
+		{phyRegCtrl1000, 0x0000, false},
+		{phyRegBMCR, bmcrSpeed1000, true},                   // forced 1000 half
+		{phyRegBMCR, bmcrSpeed1000 | bmcrFullDuplex, false}, // forced 1000 full (the PHY decides)
+		{phyRegBMCR, bmcrSpeed1000 | bmcrANEnable, false},   // autonegotiated
+		{phyRegBMCR, bmcrSpeed100, false},                   // forced 100 half
+		{phyRegBMCR, bmcrSpeed1000 | bmcrSpeed100, false},   // reserved speed, not 1000
+		{4, 0x01E1, false},                                  // ADVERTISE
+		{phyRegBMSR, 0x0100, false},                         // not a control register
+	} {
+		err := CheckGigabitHalfWrite(tc.reg, tc.val, "because")
+		if (err != nil) != tc.refused || (err != nil && !errors.Is(err, ErrLinkMode)) {
+			t.Errorf("register %d = %#04x: %v, refused want %v", tc.reg, tc.val, err, tc.refused)
+		}
+	}
+	if err := CheckGigabitHalf(1000, false, "because"); !errors.Is(err, ErrLinkMode) {
+		t.Errorf("1000 half: %v", err)
+	}
+	if err := CheckGigabitHalf(1000, true, "because"); err != nil {
+		t.Errorf("1000 full: %v", err)
+	}
+}
