@@ -243,7 +243,9 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 
 // writeRingRegLocked stores a base or length register. The databook forbids
 // changing them while the direction runs; writing the base (low word) or the
-// length moves the current pointer back to the base.
+// length moves the current pointer back to the base, and the stopped DMA
+// fetches afresh from there: descriptors it had fetched before (fetchedOK)
+// are no longer checked against later writes (a recovery rewrites them).
 func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 	x, kind := &ch.tx, "TX"
 	if r == chRxBaseHi || r == chRxBaseLo || r == chRxRingLen {
@@ -266,6 +268,7 @@ func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 			return
 		}
 		x.baseLo, x.baseSet, x.cur = val, true, 0
+		clear(x.fetchedOK) // a new list: what the DMA prefetched from the old is gone
 		x.retail()
 	case chTxRingLen, chRxRingLen:
 		if val&^ringLenMask != 0 {
@@ -273,6 +276,7 @@ func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 			return
 		}
 		x.lenReg, x.lenSet, x.cur = val, true, 0
+		clear(x.fetchedOK)
 		x.retail()
 	}
 	x.susp = suspNone

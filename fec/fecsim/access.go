@@ -457,10 +457,14 @@ func (m *Model) writeRingLocked(q int, k ringKind, off, val uint32) (kick uint32
 		case r.txClearing:
 			return 0 // ERR006358: lost; the device clears TDAR anyway
 		}
-		r.tdar = true
 		if m.tcr&tcrGTS != 0 || r.txHung {
+			r.tdar = true
 			return 0 // held until GTS is cleared
 		}
+		if !r.tdar && !m.txReadyAtKickLocked(q) {
+			return 0 // fetched at the write, not ready: idle again (txfetch.go)
+		}
+		r.tdar = true
 		return 1 << q
 	}
 	return 0

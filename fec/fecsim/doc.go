@@ -63,7 +63,9 @@
 //     until RDAR is written again. TX: R/L/TC/ABC/W, frames spanning BDs,
 //     TACC.SHIFT16, TCR.ADDINS, padding of short frames to 60 bytes with TC,
 //     transmission on the device side's time after the TDAR write with R
-//     cleared after sending (a running ring picks up BDs made ready meanwhile), TCR.GTS holding transmission and raising
+//     cleared after sending (a running ring picks up BDs made ready meanwhile;
+//     an idle ring fetches its first BD at the TDAR write, so one that is
+//     ready only in the CPU's cache leaves TDAR clear and nothing sent), TCR.GTS holding transmission and raising
 //     EIR.GRA, RCR.LOOP looping frames back into the receiver. Enhanced BDs:
 //     esc.INT gates the RXB/RXF/TXB/TXF events, BDU is written, RX gets a
 //     timestamp and the VLAN flag, TX esc.TS timestamps (the 1588 counter

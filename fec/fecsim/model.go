@@ -93,6 +93,9 @@ type Config struct {
 	Unplugged bool
 	// PartnerNo1000 makes the link partner 10/100 only.
 	PartnerNo1000 bool
+	// PartnerAbility is what the link partner advertises (ANLPAR, sim.AN*
+	// bits); 0: 10/100 half and full duplex with pause.
+	PartnerAbility uint16
 	// PTPClockHz is the 1588 timer's clock. 0: 100 MHz (imx8mp.dtsi's
 	// ENET_TIMER rate).
 	PTPClockHz int
@@ -260,7 +263,8 @@ func New(cfg Config) (*Model, error) {
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
 		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000 || cfg.RMII,
-		Unplugged: cfg.Unplugged, Faults: m.faults,
+		PartnerAbility: cfg.PartnerAbility,
+		Unplugged:      cfg.Unplugged, Faults: m.faults,
 	})
 	if o := cfg.PHYOnBusOf; o != nil {
 		if err := o.wirePHY(m.phy); err != nil {
