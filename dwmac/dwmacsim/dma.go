@@ -280,10 +280,6 @@ func (m *Model) writeRingRegLocked(c int, ch *channel, r, off, val uint32) {
 		x.retail()
 	}
 	x.susp = suspNone
-	// The DMA starts over from the (new) base: what it fetched of the old
-	// list is gone (a driver's ring reset rewrites the address, as stmmac's
-	// stmmac_tx_err and the init path do).
-	clear(x.fetchedOK)
 }
 
 // writeTailLocked checks and stores a tail pointer. It reports whether the
