@@ -65,6 +65,16 @@ const (
 	EQOS                // Synopsys DWC Ethernet QoS, Linux's imx-dwmac
 )
 
+func (k MACKind) String() string {
+	switch k {
+	case FEC:
+		return "FEC"
+	case EQOS:
+		return "EQOS"
+	}
+	return fmt.Sprintf("MACKind(%d)", uint8(k))
+}
+
 // ClockUse is one entry of a MAC node's clocks: its clock-names entry (what
 // the driver asks for) and the clock's name in the clock framework (what
 // /sys/kernel/debug/clk lists).
@@ -685,4 +695,51 @@ func (b *Board) runningLocked(name string) bool {
 		name = c.parent
 	}
 	return true
+}
+
+// LeftBoard is the private board of a model asked to start in kernel-left
+// states without a board of its own: an i.MX8M Plus whose MAC of the kind
+// is handed over (HandOver), then left as left says of the board's states
+// (LeftClocksGated: power/control back to auto, the bus clocks off;
+// LeftPHYInReset: the reset line asserted, as phy_detach leaves it).
+func LeftBoard(kind MACKind, left KernelLeft) (*Board, error) {
+	b, err := NewBoard(IMX8MP)
+	if err != nil {
+		return nil, err
+	}
+	mi, ok := b.MAC(kind)
+	if !ok {
+		return nil, fmt.Errorf("sim: the %v has no %v", b.SoC(), kind)
+	}
+	if err := b.HandOver(mi.Unit); err != nil {
+		return nil, err
+	}
+	if left.Has(LeftClocksGated) {
+		if err := b.SetControl(mi.Unit, "auto"); err != nil {
+			return nil, err
+		}
+	}
+	if left.Has(LeftPHYInReset) {
+		if err := b.SetPHYReset(mi.Unit, true); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// ModelUnit is the unit (the node name, "30be0000.ethernet") a model of
+// the MAC kind sits at on b: unit when given, else the board's MAC of that
+// kind; it must be a node of b.
+func (b *Board) ModelUnit(kind MACKind, unit string) (string, error) {
+	if unit == "" {
+		mi, ok := b.MAC(kind)
+		if !ok {
+			return "", fmt.Errorf("sim: the %v board has no %v", b.SoC(), kind)
+		}
+		unit = mi.Unit
+	}
+	if _, err := b.Driver(unit); err != nil {
+		return "", err
+	}
+	return unit, nil
 }

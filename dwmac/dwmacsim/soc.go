@@ -90,38 +90,20 @@ func (m *Model) setupBoard() error {
 		return fmt.Errorf("dwmacsim: a board is the i.MX8MP's SoC, not the %v's: %w", cfg.Variant, ErrConfig)
 	}
 	if cfg.Board == nil && cfg.Left&leftBoardStates != 0 {
-		b, err := sim.NewBoard(sim.IMX8MP)
+		b, err := sim.LeftBoard(sim.EQOS, cfg.Left)
 		if err != nil {
-			return err
-		}
-		mi, _ := b.MAC(sim.EQOS)
-		steps := []func() error{func() error { return b.HandOver(mi.Unit) }}
-		if cfg.Left.Has(sim.LeftClocksGated) {
-			steps = append(steps, func() error { return b.SetControl(mi.Unit, "auto") })
-		}
-		if cfg.Left.Has(sim.LeftPHYInReset) {
-			steps = append(steps, func() error { return b.SetPHYReset(mi.Unit, true) })
-		}
-		for _, s := range steps {
-			if err := s(); err != nil {
-				return fmt.Errorf("dwmacsim: %w", err)
-			}
+			return fmt.Errorf("dwmacsim: %w", err)
 		}
 		cfg.Board = b
 	}
 	if cfg.Board == nil {
 		return nil
 	}
-	if cfg.Unit == "" {
-		mi, ok := cfg.Board.MAC(sim.EQOS)
-		if !ok {
-			return fmt.Errorf("dwmacsim: the %v board has no EQOS: %w", cfg.Board.SoC(), ErrConfig)
-		}
-		cfg.Unit = mi.Unit
-	}
-	if _, err := cfg.Board.Driver(cfg.Unit); err != nil {
+	unit, err := cfg.Board.ModelUnit(sim.EQOS, cfg.Unit)
+	if err != nil {
 		return fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
 	}
+	cfg.Unit = unit
 	return nil
 }
 

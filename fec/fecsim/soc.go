@@ -43,39 +43,20 @@ func (m *Model) setupBoard() error {
 		if cfg.Variant != IMX8MP {
 			return fmt.Errorf("fecsim: %v needs a board, which only the i.MX8MP variant has: %w", cfg.Left&leftBoardStates, ErrConfig)
 		}
-		b, err := sim.NewBoard(sim.IMX8MP)
+		b, err := sim.LeftBoard(sim.FEC, cfg.Left)
 		if err != nil {
-			return err
-		}
-		mi, _ := b.MAC(sim.FEC)
-		if err := b.HandOver(mi.Unit); err != nil {
 			return fmt.Errorf("fecsim: %w", err)
-		}
-		if cfg.Left.Has(sim.LeftClocksGated) {
-			if err := b.SetControl(mi.Unit, "auto"); err != nil {
-				return fmt.Errorf("fecsim: %w", err)
-			}
-		}
-		if cfg.Left.Has(sim.LeftPHYInReset) {
-			if err := b.SetPHYReset(mi.Unit, true); err != nil {
-				return fmt.Errorf("fecsim: %w", err)
-			}
 		}
 		cfg.Board = b
 	}
 	if cfg.Board == nil {
 		return nil
 	}
-	if cfg.Unit == "" {
-		mi, ok := cfg.Board.MAC(sim.FEC)
-		if !ok {
-			return fmt.Errorf("fecsim: the %v board has no FEC: %w", cfg.Board.SoC(), ErrConfig)
-		}
-		cfg.Unit = mi.Unit
-	}
-	if _, err := cfg.Board.Driver(cfg.Unit); err != nil {
+	unit, err := cfg.Board.ModelUnit(sim.FEC, cfg.Unit)
+	if err != nil {
 		return fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
 	}
+	cfg.Unit = unit
 	return nil
 }
 
