@@ -1,7 +1,5 @@
 package preflight
 
-import "strings"
-
 // Clock is one clock of a MAC's devicetree node: the name the node gives it
 // (clock-names) and the name the kernel's clock framework gives it, which is
 // its directory under /sys/kernel/debug/clk.
@@ -102,18 +100,6 @@ func LookupMAC(machineCompat []string, phys uint64) (MAC, bool) {
 		}
 	}
 	return MAC{}, false
-}
-
-// knownSoC names the SoC of machineCompat, "" when none is known.
-func knownSoC(machineCompat []string) string {
-	for _, c := range machineCompat {
-		for _, s := range socs {
-			if c == s.compatible {
-				return strings.TrimPrefix(c, "fsl,")
-			}
-		}
-	}
-	return ""
 }
 
 // Kernel drivers that may hold a MAC node, and what each means for xnic.

@@ -136,9 +136,7 @@ func (h *eventHub) stream(sc *control.StreamConn) error {
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
-		if _, ok := h.subs[c]; ok {
-			delete(h.subs, c)
-		}
+		delete(h.subs, c)
 		h.mu.Unlock()
 	}()
 	if err := sc.Begin(); err != nil {

@@ -46,6 +46,9 @@ func (rp *runProgram) info(e *dataplane.Engine, runTime time.Duration) *control.
 	pi := &control.ProgInfo{ID: rp.prog.ID(), Name: rp.prog.Name(), Type: "xdp", Engine: rp.prog.Engine().String(),
 		Object: rp.object, LoadedAt: rp.loadedAt.Format(time.RFC3339), Insns: rp.prog.Len(), Loads: rp.loads}
 	if ps := rp.spec.Programs[rp.prog.Name()]; ps != nil {
+		// bpftool's tag: the SHA-1 of the instructions as loaded. Kernels
+		// from 6.18 hash other bytes; xnic keeps the long-standing form.
+		//lint:ignore SA1019 the program's tag as bpftool printed it before Linux 6.18
 		if tag, err := ps.Tag(); err == nil {
 			pi.Tag = tag
 		}

@@ -112,10 +112,11 @@ func (m *Model) hasFlash() bool {
 // autoload record for each of the MAC address words 0-2 (record type 1 in
 // bits 2:0, word address 15:9, data 31:16), then uninitialized dwords (type
 // 0: the end of the records); on a part with flash the iNVM is blank.
+const regINVMData reg = 0x12120
+
 const (
-	regINVMData  reg = 0x12120
-	invmDwords       = 64
-	invmWordLoad     = 1
+	invmDwords   = 64
+	invmWordLoad = 1
 )
 
 func (m *Model) invmDword(i int) uint32 {
