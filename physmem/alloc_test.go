@@ -147,7 +147,7 @@ func TestAllocAboveLimit(t *testing.T) {
 	// A run that starts below the limit and ends above it is refused too:
 	// the device would reach its first bytes only.
 	src = newFakePages(fakePage, []uint64{1<<32 - fakePage, 1 << 32})
-	a, _ = NewAllocator(Config{Source: src, Limit: 1 << 32})
+	a, _ = NewAllocator(Config{Source: src, Coherent: true, Limit: 1 << 32})
 	if _, err := a.Alloc(fakePage+1, 0); !errors.Is(err, dma.ErrTooHigh) || !strings.Contains(err.Error(), "0x100010000") {
 		t.Fatalf("run across the limit: %v, want ErrTooHigh naming its end", err)
 	}
