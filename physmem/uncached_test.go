@@ -229,7 +229,7 @@ func TestWithUncached(t *testing.T) {
 	if _, err := NewWithUncached(low, u); !errors.Is(err, dma.ErrTooHigh) {
 		t.Fatalf("range above the limit: %v", err)
 	}
-	across, _ := NewAllocator(Config{Source: newFakePages(fakePage), Limit: phys + uint64(page)})
+	across, _ := NewAllocator(Config{Source: newFakePages(fakePage), Limit: phys + uint64(page), SyncFunc: func([]byte, dma.SyncDir) {}})
 	if _, err := NewWithUncached(across, u); !errors.Is(err, dma.ErrTooHigh) {
 		t.Fatalf("range across the limit: %v", err)
 	}
