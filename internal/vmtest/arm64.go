@@ -33,38 +33,45 @@ var ErrNoARM64Assets = fmt.Errorf("arm64 VM tier assets missing: run internal/vm
 // vmtest-arm64.env file setup-arm64.sh writes in its cache directory, then
 // PATH for QEMU.
 func LocateARM64() (ARM64Assets, error) {
-	a := ARM64Assets{
-		QEMU:   os.Getenv("XNIC_VMTEST_ARM64_QEMU"),
-		Kernel: os.Getenv("XNIC_VMTEST_ARM64_KERNEL"),
-		DTB:    os.Getenv("XNIC_VMTEST_ARM64_DTB"),
-	}
+	q, k, d, err := locateBoard("XNIC_VMTEST_ARM64", "vmtest-arm64.env", "qemu-system-aarch64",
+		"arm64 kernel", "imx8mp-evk.dtb", ErrNoARM64Assets)
+	return ARM64Assets{QEMU: q, Kernel: k, DTB: d}, err
+}
+
+// locateBoard finds an ARM board VM's QEMU, kernel and device tree: the
+// environment's PREFIX_QEMU, PREFIX_KERNEL and PREFIX_DTB first, then the
+// same names in envFile (written by the tier's setup script in its cache
+// directory), then PATH for qemuBin. The error wraps missingErr and names
+// what is missing.
+func locateBoard(prefix, envFile, qemuBin, kernelWhat, dtbWhat string, missingErr error) (qemu, kernel, dtb string, err error) {
+	qemu, kernel, dtb = os.Getenv(prefix+"_QEMU"), os.Getenv(prefix+"_KERNEL"), os.Getenv(prefix+"_DTB")
 	for _, dir := range CacheDirs() {
-		env, err := readEnvFile(filepath.Join(dir, "vmtest-arm64.env"))
+		env, err := readEnvFile(filepath.Join(dir, envFile))
 		if err != nil {
 			continue
 		}
-		a.QEMU = orElse(a.QEMU, env["XNIC_VMTEST_ARM64_QEMU"])
-		a.Kernel = orElse(a.Kernel, env["XNIC_VMTEST_ARM64_KERNEL"])
-		a.DTB = orElse(a.DTB, env["XNIC_VMTEST_ARM64_DTB"])
+		qemu = orElse(qemu, env[prefix+"_QEMU"])
+		kernel = orElse(kernel, env[prefix+"_KERNEL"])
+		dtb = orElse(dtb, env[prefix+"_DTB"])
 		break
 	}
-	if a.QEMU == "" {
-		a.QEMU, _ = exec.LookPath("qemu-system-aarch64")
+	if qemu == "" {
+		qemu, _ = exec.LookPath(qemuBin)
 	}
 	var missing []string
 	for _, f := range []struct{ path, what string }{
-		{a.QEMU, "qemu-system-aarch64"},
-		{a.Kernel, "arm64 kernel (XNIC_VMTEST_ARM64_KERNEL)"},
-		{a.DTB, "imx8mp-evk.dtb (XNIC_VMTEST_ARM64_DTB)"},
+		{qemu, qemuBin},
+		{kernel, kernelWhat + " (" + prefix + "_KERNEL)"},
+		{dtb, dtbWhat + " (" + prefix + "_DTB)"},
 	} {
 		if f.path == "" || !isFile(f.path) {
 			missing = append(missing, f.what)
 		}
 	}
 	if len(missing) > 0 {
-		return a, fmt.Errorf("%w (missing: %s)", ErrNoARM64Assets, strings.Join(missing, ", "))
+		return qemu, kernel, dtb, fmt.Errorf("%w (missing: %s)", missingErr, strings.Join(missing, ", "))
 	}
-	return a, nil
+	return qemu, kernel, dtb, nil
 }
 
 // orElse returns a, or b when a is empty.

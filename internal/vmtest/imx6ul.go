@@ -33,38 +33,9 @@ var ErrNoARMHFAssets = fmt.Errorf("32-bit ARM VM assets missing: run internal/vm
 // XNIC_VMTEST_ARMHF_QEMU, _KERNEL and _DTB first, then the vmtest-armhf.env
 // file setup-armhf.sh writes in its cache directory, then PATH for QEMU.
 func LocateARMHF() (ARMHFAssets, error) {
-	a := ARMHFAssets{
-		QEMU:   os.Getenv("XNIC_VMTEST_ARMHF_QEMU"),
-		Kernel: os.Getenv("XNIC_VMTEST_ARMHF_KERNEL"),
-		DTB:    os.Getenv("XNIC_VMTEST_ARMHF_DTB"),
-	}
-	for _, dir := range CacheDirs() {
-		env, err := readEnvFile(filepath.Join(dir, "vmtest-armhf.env"))
-		if err != nil {
-			continue
-		}
-		a.QEMU = orElse(a.QEMU, env["XNIC_VMTEST_ARMHF_QEMU"])
-		a.Kernel = orElse(a.Kernel, env["XNIC_VMTEST_ARMHF_KERNEL"])
-		a.DTB = orElse(a.DTB, env["XNIC_VMTEST_ARMHF_DTB"])
-		break
-	}
-	if a.QEMU == "" {
-		a.QEMU, _ = exec.LookPath("qemu-system-arm")
-	}
-	var missing []string
-	for _, f := range []struct{ path, what string }{
-		{a.QEMU, "qemu-system-arm"},
-		{a.Kernel, "armhf kernel (XNIC_VMTEST_ARMHF_KERNEL)"},
-		{a.DTB, "imx6ul-14x14-evk.dtb (XNIC_VMTEST_ARMHF_DTB)"},
-	} {
-		if f.path == "" || !isFile(f.path) {
-			missing = append(missing, f.what)
-		}
-	}
-	if len(missing) > 0 {
-		return a, fmt.Errorf("%w (missing: %s)", ErrNoARMHFAssets, strings.Join(missing, ", "))
-	}
-	return a, nil
+	q, k, d, err := locateBoard("XNIC_VMTEST_ARMHF", "vmtest-armhf.env", "qemu-system-arm",
+		"armhf kernel", "imx6ul-14x14-evk.dtb", ErrNoARMHFAssets)
+	return ARMHFAssets{QEMU: q, Kernel: k, DTB: d}, err
 }
 
 // armhfEnv is the environment for building 32-bit guest binaries.
