@@ -89,26 +89,39 @@ func armEnv() []string {
 
 // BuildARM64 builds the command pkg (relative to root) for linux/arm64 into out.
 func BuildARM64(ctx context.Context, root, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = armEnv()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s for arm64: %w\n%s", pkg, err, b)
-	}
-	return nil
+	return buildFor(ctx, root, pkg, out, armEnv(), "arm64")
 }
 
 // BuildTestARM64 builds the test binary of pkg for linux/arm64 into outDir and
 // lists its top-level tests matching run (with the host's go test -list: the
 // test files are the same on both architectures).
 func BuildTestARM64(ctx context.Context, root, pkg, run, outDir string) (*TestBinary, error) {
+	return buildTestFor(ctx, root, pkg, run, outDir, armEnv(), "arm64")
+}
+
+// buildFor builds the command pkg into out with env (a GOARCH's); arch names
+// it in errors.
+func buildFor(ctx context.Context, root, pkg, out string, env []string, arch string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
+	cmd.Dir = root
+	cmd.Env = env
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s for %s: %w\n%s", pkg, arch, err, b)
+	}
+	return nil
+}
+
+// buildTestFor builds pkg's test binary with env into outDir as
+// NAME.ARCH.test and lists its top-level tests matching run, with the
+// host's go test -list (the test files are the same on every GOARCH).
+func buildTestFor(ctx context.Context, root, pkg, run, outDir string, env []string, arch string) (*TestBinary, error) {
 	name := filepath.Base(filepath.Join(root, filepath.FromSlash(pkg)))
-	out := filepath.Join(outDir, name+".arm64.test")
+	out := filepath.Join(outDir, name+"."+arch+".test")
 	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, pkg)
 	cmd.Dir = root
-	cmd.Env = armEnv()
+	cmd.Env = env
 	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go test -c %s for arm64: %w\n%s", pkg, err, b)
+		return nil, fmt.Errorf("go test -c %s for %s: %w\n%s", pkg, arch, err, b)
 	}
 	list := exec.CommandContext(ctx, "go", "test", "-list", run, pkg)
 	list.Dir = root

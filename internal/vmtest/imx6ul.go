@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -45,40 +43,13 @@ func armhfEnv() []string {
 
 // BuildARMHF builds the command pkg for linux/arm (ARMv7) into out.
 func BuildARMHF(ctx context.Context, root, pkg, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = armhfEnv()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build %s for arm: %w\n%s", pkg, err, b)
-	}
-	return nil
+	return buildFor(ctx, root, pkg, out, armhfEnv(), "arm")
 }
 
 // BuildTestARMHF builds pkg's test binary for linux/arm (ARMv7) into outDir
 // and lists its top-level tests matching run (with the host's go test -list).
 func BuildTestARMHF(ctx context.Context, root, pkg, run, outDir string) (*TestBinary, error) {
-	name := filepath.Base(filepath.Join(root, filepath.FromSlash(pkg)))
-	out := filepath.Join(outDir, name+".arm.test")
-	cmd := exec.CommandContext(ctx, "go", "test", "-c", "-trimpath", "-o", out, pkg)
-	cmd.Dir = root
-	cmd.Env = armhfEnv()
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("go test -c %s for arm: %w\n%s", pkg, err, b)
-	}
-	list := exec.CommandContext(ctx, "go", "test", "-list", run, pkg)
-	list.Dir = root
-	list.Env = append(os.Environ(), "XNIC_VMTEST_LIST=1")
-	b, err := list.Output()
-	if err != nil {
-		return nil, fmt.Errorf("go test -list %s: %w", pkg, err)
-	}
-	tb := &TestBinary{Name: name, Pkg: pkg, Path: out}
-	for _, l := range strings.Split(string(b), "\n") {
-		if l = strings.TrimSpace(l); strings.HasPrefix(l, "Test") {
-			tb.Tests = append(tb.Tests, l)
-		}
-	}
-	return tb, nil
+	return buildTestFor(ctx, root, pkg, run, outDir, armhfEnv(), "arm")
 }
 
 // i.MX6UL guest memory: RAM starts at 0x80000000 (imx6ul.dtsi, the MMDC
