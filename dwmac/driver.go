@@ -269,6 +269,8 @@ type Port struct {
 
 	stats nic.CounterTotals // MMC totals, per hwCounters entry; has its own lock
 
+	txc txClock // the i.MX EQOS TX clock (txclock.go says what guards each field)
+
 	warnings []string // non-fatal oddities of the bring-up; immutable after Open
 
 	coal coalesceState // RX coalescing, chosen by Open (coalesce.go says what guards each field)
@@ -349,6 +351,12 @@ func (p *Port) bringUp() error {
 		return err
 	}
 	if err := p.phyPowerUp(); err != nil {
+		return err
+	}
+
+	// The i.MX EQOS's TX clock: the speeds it serves decide what the PHY
+	// advertises (txclock.go).
+	if err := p.learnTxClock(); err != nil {
 		return err
 	}
 
@@ -751,13 +759,21 @@ func (p *Port) setupPHY() error {
 	nic.Poll(p.cfg.LinkTimeout, linkPollStep, func() bool {
 		l, bmsr, err = p.phyLink()
 		p.lastBMSR = bmsr
-		return err != nil || l.Up
+		if err == nil {
+			l = p.admitLocked(l, bmsr)
+		}
+		return err != nil || l.Up || p.txClockProblem() != nil
 	})
 	switch {
 	case err != nil:
 		return fmt.Errorf("reading the link from PHY %d: %w", p.phyAddr, err)
 	case l.Up:
 		p.link = l
+		if n := p.txClockNote(); n != "" {
+			p.warnings = append(p.warnings, n)
+		}
+	case p.txClockProblem() != nil:
+		p.warnings = append(p.warnings, p.txClockProblem().Error())
 	default:
 		p.warnings = append(p.warnings, fmt.Sprintf("link down after %v of autonegotiation (PHY %d BMSR 0x%04x); the MAC starts at 1000/full and follows the PHY when Link sees it up",
 			p.cfg.LinkTimeout, p.phyAddr, bmsr))
@@ -788,6 +804,9 @@ func macSpeedBits(l nic.LinkState) macCfgBits {
 // transmitter on. Caller holds ctl.
 func (p *Port) programMAC(l nic.LinkState) {
 	v := macCfgRE | macCfgTE | macCfgBE | macCfgDCRS | macCfgACS | macCfgCST | macSpeedBits(l)
+	if p.txParked() {
+		v &^= macCfgTE // a link the TX clock cannot serve: send nothing (txclock.go)
+	}
 	p.w32(regMACConfig, uint32(v))
 }
 
@@ -826,6 +845,7 @@ func (p *Port) Link() nic.LinkState {
 	if err != nil {
 		return nic.LinkState{}
 	}
+	l = p.admitLocked(l, bmsr)
 	if l.Up && l != p.link {
 		p.programMAC(l)
 	}
@@ -842,10 +862,13 @@ func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 		return l, nil
 	}
 	p.ctl.Lock()
-	bmsr, lerr, closed := p.lastBMSR, p.lastLinkE, p.closed
+	bmsr, lerr, closed, refused := p.lastBMSR, p.lastLinkE, p.closed, p.txClockProblem()
 	p.ctl.Unlock()
 	if closed { // Link answers "down" on a closed port
 		return l, fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	}
+	if refused != nil {
+		return l, fmt.Errorf("no link after %v: %w (%w)", timeout, refused, nic.ErrLinkDown)
 	}
 	if lerr != nil {
 		return l, fmt.Errorf("dwmac: %s: no link after %v: the PHY could not be read (%v): %w", p.name, timeout, lerr, nic.ErrLinkDown)

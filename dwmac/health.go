@@ -16,10 +16,14 @@ func (p *Port) Health() error {
 }
 
 // LinkProblem implements nic.LinkProblemReporter: why the last Link found
-// no link, when the PHY could not be read (a PHY that does not answer MDIO).
+// no link, when the PHY could not be read (a PHY that does not answer MDIO)
+// or the EQOS TX clock cannot serve the link (txclock.go).
 func (p *Port) LinkProblem() error {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
+	if p.lastLinkE == nil && p.txClockProblem() != nil {
+		return p.txClockProblem()
+	}
 	if p.lastLinkE == nil {
 		return nil
 	}

@@ -172,6 +172,9 @@ func (p *Port) restartAutoneg() error {
 	if err := nic.WithdrawGigabitHalf(read, write); err != nil {
 		return err
 	}
+	if err := p.advertiseForTxClock(); err != nil {
+		return err
+	}
 	if err := p.mdioWrite(p.phyAddr, miiBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
 	}

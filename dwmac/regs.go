@@ -364,6 +364,7 @@ const (
 	miiANLPAR   = 5
 	miiCTRL1000 = 9
 	miiSTAT1000 = 10
+	miiESTATUS  = 15
 )
 
 // BMCR, BMSR, ANAR/ANLPAR and 1000BASE-T bits (IEEE 802.3 22.2.4, 28.2.1.2, 40.5.1.1).
@@ -380,6 +381,12 @@ const (
 	bmsrANComplete uint16 = 1 << 5
 	bmsrLinkStatus uint16 = 1 << 2 // latched low
 	bmsrExtStatus  uint16 = 1 << 8
+	bmsr100FD      uint16 = 1 << 14 // abilities (22.2.4.2): what the PHY can advertise
+	bmsr100HD      uint16 = 1 << 13
+	bmsr10FD       uint16 = 1 << 12
+	bmsr10HD       uint16 = 1 << 11
+
+	estatus1000TFD uint16 = 1 << 13 // extended status (22.2.4.4): 1000BASE-T full duplex
 
 	an100FD uint16 = 1 << 8
 	an100HD uint16 = 1 << 7

@@ -122,6 +122,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_hwtstamp_dropped", Value: tsDropped},
 		nic.Counter{Name: "tx_hwtstamp_skipped", Value: tsSkipped},
 	)
+	out = p.txClockCounters(out)
 	for _, q := range p.rx {
 		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())
 	}

@@ -31,6 +31,9 @@ type Board struct {
 	clocks   map[string]*boardClock // guarded by mu (the map is immutable)
 	lockdown string                 // "none", "integrity", "confidentiality"
 	strict   bool                   // CONFIG_IO_STRICT_DEVMEM without iomem=relaxed
+	// rateWritable: the kernel was built with CLOCK_ALLOW_WRITE_DEBUGFS
+	// (board_txclock.go); guarded by mu.
+	rateWritable bool
 }
 
 // SoC is an i.MX8M part.
@@ -121,6 +124,7 @@ type boardMAC struct {
 	resetBy string       // who holds the line: a consumer label, "" when free
 	revoked bool         // a /dev/mem mapping was zapped by a driver's claim
 	supply  *boardSupply // phy-supply, nil when the board has none (board_supply.go)
+	phyMode string       // the node's phy-mode (board_txclock.go)
 }
 
 // boardClock is one clock of the clock tree; guarded by Board.mu.
@@ -221,7 +225,7 @@ func NewBoard(soc SoC) (*Board, error) {
 		b.clockLocked(child).parent = parent
 	}
 	for _, mi := range macs {
-		m := &boardMAC{info: mi, control: "auto"}
+		m := &boardMAC{info: mi, control: "auto", phyMode: evkPHYMode}
 		for _, c := range mi.Clocks {
 			b.clockLocked(c.Name)
 		}

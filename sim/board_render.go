@@ -19,7 +19,8 @@ import (
 //	sys/firmware/devicetree/base/<node>/compatible  NUL-separated strings
 //	proc/iomem                                      "30be0000-30beffff : 30be0000.ethernet" per claimed range
 //	proc/cmdline                                    with iomem=relaxed when /dev/mem is not strict
-//	sys/kernel/debug/clk/<name>/clk_enable_count    (and clk_prepare_count, clk_rate)
+//	sys/kernel/debug/clk/<name>/clk_enable_count    (and clk_prepare_count, clk_rate: mode 0444, 0644 when writable)
+//	sys/firmware/devicetree/base/<node>/phy-mode    the MAC's interface mode
 //	sys/kernel/debug/gpio                           the requested lines of each gpiochip (gpiolib_dbg_show)
 //	sys/kernel/security/lockdown                    "[none] integrity confidentiality"
 //	sys/class/regulator/regulator.N/{name,state,num_users}  declared phy-supply regulators
@@ -59,6 +60,7 @@ func (b *Board) Render(root string) error {
 		w.file(dir+"/clk_enable_count", fmt.Sprintf("%d\n", c.count))
 		w.file(dir+"/clk_prepare_count", fmt.Sprintf("%d\n", c.count))
 		w.file(dir+"/clk_rate", fmt.Sprintf("%d\n", c.rate))
+		w.chmod(dir+"/clk_rate", b.rateModeLocked())
 	}
 	w.file("sys/kernel/debug/gpio", b.gpioLocked())
 	b.renderSuppliesLocked(w)
@@ -91,6 +93,7 @@ func (b *Board) renderMACLocked(w *treeWriter, m *boardMAC) {
 	w.file(dev+"/power/control", m.control+"\n")
 	node := "sys/firmware/devicetree/base" + m.info.Node
 	w.file(node+"/compatible", strings.Join(b.compatibleLocked(m), "\x00")+"\x00")
+	w.file(node+"/phy-mode", m.phyMode+"\x00")
 	rel, err := filepath.Rel(filepath.Join(w.root, dev), filepath.Join(w.root, node))
 	if err == nil {
 		w.symlink(rel, dev+"/of_node")
@@ -203,6 +206,12 @@ func (w *treeWriter) file(rel, content string) {
 	w.dir(filepath.Dir(rel))
 	if w.err == nil {
 		w.err = os.WriteFile(filepath.Join(w.root, rel), []byte(content), 0o644)
+	}
+}
+
+func (w *treeWriter) chmod(rel string, mode os.FileMode) {
+	if w.err == nil {
+		w.err = os.Chmod(filepath.Join(w.root, rel), mode)
 	}
 }
 

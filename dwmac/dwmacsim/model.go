@@ -397,7 +397,7 @@ func (m *Model) newBusDevice() {
 	m.base = sim.NewDevice(dc, m.mem, m)
 	m.dev = m.base
 	if cfg.Variant == IMX8MP {
-		m.dev = sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos")
+		m.dev = m.socDevice(sim.NewPlatformDevice(m.base, "nxp,imx8mp-dwmac-eqos"))
 	}
 }
 

@@ -176,20 +176,21 @@ func (m *Model) pathUpLocked(tx bool) bool {
 	if !tx {
 		return true
 	}
-	var want uint64
-	switch m.phy.Link().SpeedMbps {
-	case 1000:
-		want = 125_000_000
-	case 100:
-		want = 25_000_000
-	case 10:
-		want = 2_500_000
-	default:
+	mbps := m.phy.Link().SpeedMbps
+	if mbps == 0 {
 		return true // no link: dropped elsewhere
+	}
+	want, ok, why := m.txClockWantLocked(mbps)
+	if !ok {
+		m.faults.Add("tx", "", 0, "%s: nothing a partner can receive leaves", why)
+		return false
+	}
+	if want == 0 {
+		return true // RMII/MII: the clock does not follow the speed
 	}
 	if got := b.ClockRate(enetQOSTxClockName); got != want {
 		m.faults.Add("tx", "", 0, "frame sent at %d Mb/s with the EQOS TX clock (%s) at %d Hz, not %d: the RGMII TX data is garbled (dwmac-imx.c imx_dwmac_fix_speed sets it per speed)",
-			m.phy.Link().SpeedMbps, enetQOSTxClockName, got, want)
+			mbps, enetQOSTxClockName, got, want)
 		return false
 	}
 	return true
