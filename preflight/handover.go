@@ -14,6 +14,8 @@ import (
 type Held struct {
 	Report *Report // the checks after the hand-over
 	undo   []func() error
+	p      Platform // the MAC (txclock.go reads its clocks); immutable
+	st     state    // what Open's inspection found; immutable
 }
 
 // Close gives back the PHY reset line and power/control's old value.
@@ -40,7 +42,7 @@ func (p Platform) Open() (*Held, error) {
 	if err := r.Err(); err != nil {
 		return nil, err
 	}
-	h := &Held{}
+	h := &Held{p: p, st: st}
 	if st.driver == drvSimplePMBus && st.control != "on" {
 		if err := p.setControl("on"); err != nil {
 			return nil, fmt.Errorf("%w: %s: power/control: %v", ErrRefused, p.name(), err)

@@ -264,25 +264,7 @@ func (p Platform) checkClocks(r *Report, st *state) {
 		}
 	}
 	if st.mac.Kind == "eqos" && debugfs {
-		p.checkTxClock(r)
-	}
-}
-
-// checkTxClock reads the EQOS TX clock's rate: dwmac-imx's
-// imx_dwmac_fix_speed sets it to 125, 25 or 2.5 MHz for 1000, 100 or 10
-// Mb/s at each link change; user space cannot set a clock's rate, so xnic
-// can run the link only at the speed the rate fits.
-func (p Platform) checkTxClock(r *Report) {
-	v, err := p.tree().read("sys/kernel/debug/clk/enet_qos/clk_rate")
-	speeds := map[string]string{"125000000": "1000", "25000000": "100", "2500000": "10"}
-	switch s, ok := speeds[v]; {
-	case err != nil:
-		r.add("tx-clock", Unknown, "enet_qos rate unreadable: "+err.Error(), "")
-	case ok:
-		r.add("tx-clock", Pass, fmt.Sprintf("enet_qos at %s Hz: the RGMII link can run at %s Mb/s only (only the kernel sets this rate)", v, s), "")
-	default:
-		r.add("tx-clock", Fail, fmt.Sprintf("enet_qos at %s Hz fits no RGMII speed (125 MHz, 25 MHz, 2.5 MHz)", v),
-			"let the kernel set it (assigned-clock-rates = <125000000> for enet_qos in the DTB)")
+		p.checkTxClock(r, st)
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 //	sys/bus/platform/devices/<unit>/power/runtime_status   active, suspended, or unsupported (no driver)
 //	sys/bus/platform/devices/<unit>/power/control   auto or on
 //	sys/bus/platform/devices/<unit>/of_node         symlink to sys/firmware/devicetree/base/<node>
+//	sys/firmware/devicetree/base/compatible         the machine: the SoC's EVK ("fsl,imx8mp-evk", "fsl,imx8mp")
 //	sys/firmware/devicetree/base/<node>/compatible  NUL-separated strings
 //	proc/iomem                                      "30be0000-30beffff : 30be0000.ethernet" per claimed range
 //	proc/cmdline                                    with iomem=relaxed when /dev/mem is not strict
@@ -40,6 +41,7 @@ func (b *Board) Render(root string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	w := &treeWriter{root: root}
+	w.file("sys/firmware/devicetree/base/compatible", b.machineCompatible())
 	for _, m := range b.macs {
 		b.renderMACLocked(w, m)
 	}
@@ -94,10 +96,21 @@ func (b *Board) renderMACLocked(w *treeWriter, m *boardMAC) {
 	node := "sys/firmware/devicetree/base" + m.info.Node
 	w.file(node+"/compatible", strings.Join(b.compatibleLocked(m), "\x00")+"\x00")
 	w.file(node+"/phy-mode", m.phyMode+"\x00")
+	if m.info.Kind == EQOS {
+		w.file(node+"/assigned-clocks", cells(eqosAssignedClocks...))
+		w.file(node+"/assigned-clock-rates", cells(eqosAssignedRates...))
+	}
 	rel, err := filepath.Rel(filepath.Join(w.root, dev), filepath.Join(w.root, node))
 	if err == nil {
 		w.symlink(rel, dev+"/of_node")
 	}
+}
+
+// machineCompatible is the root node's compatible: the SoC's EVK
+// (imx8mp-evk.dts, imx8mm-evk.dts, imx8mn-evk.dtsi).
+func (b *Board) machineCompatible() string {
+	soc := map[SoC]string{IMX8MP: "imx8mp", IMX8MM: "imx8mm", IMX8MN: "imx8mn"}[b.soc]
+	return "fsl," + soc + "-evk\x00fsl," + soc + "\x00"
 }
 
 // compatibleLocked is the node's compatible property: imx8mp.dtsi's (or

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/binary"
 	"fmt"
 	"os"
 )
@@ -117,4 +118,24 @@ func (b *Board) ClockOf(unit, con string) (string, bool) {
 	}
 	n := m.clockName(con)
 	return n, n != ""
+}
+
+// imx8mp.dtsi's clock assignments of the EQOS node: IMX8MP_CLK_ENET_AXI
+// (94), IMX8MP_CLK_ENET_QOS_TIMER (130) and IMX8MP_CLK_ENET_QOS (129) of the
+// CCM (dt-bindings/clock/imx8mp-clock.h; the CCM's phandle is the board's
+// own, 2 here), at 0 (unchanged), 100 MHz and 125 MHz.
+var (
+	eqosAssignedClocks = []uint32{ccmPhandle, 94, ccmPhandle, 130, ccmPhandle, 129}
+	eqosAssignedRates  = []uint32{0, 100_000_000, 125_000_000}
+)
+
+const ccmPhandle = 2
+
+// cells is a devicetree property of big-endian 32-bit cells.
+func cells(v ...uint32) string {
+	b := make([]byte, 4*len(v))
+	for i, c := range v {
+		binary.BigEndian.PutUint32(b[4*i:], c)
+	}
+	return string(b)
 }

@@ -267,13 +267,18 @@ func openPlatformWith(spec platformSpec, size int, dmaAlloc interface {
 	if spec.MDIOPhys != 0 && spec.MDIOPhys != spec.Phys {
 		wins = append(wins, physmem.Window{Phys: spec.MDIOPhys, Size: size}) // the MDIO bus owner: window 1
 	}
+	var held io.Closer
 	dev, err := physmem.OpenDevice(physmem.DeviceConfig{
 		Name:       fmt.Sprintf("%x.ethernet", spec.Phys),
 		Compatible: spec.Compatible,
 		Windows:    wins,
 		DMA:        dmaAlloc,
 		MemPath:    platformMemPath,
-		Preflight:  func() (io.Closer, error) { return runPreflight(spec) },
+		Preflight: func() (io.Closer, error) {
+			h, err := runPreflight(spec)
+			held = h
+			return h, err
+		},
 	})
 	if err != nil {
 		dmaAlloc.Close()
@@ -282,11 +287,32 @@ func openPlatformWith(spec platformSpec, size int, dmaAlloc interface {
 		}
 		return nil, nil, fmt.Errorf("%s at %#x: %w", spec.Compatible, spec.Phys, err)
 	}
-	return dev, func() error {
+	var ndev nic.Device = dev
+	if c, ok := held.(socClocks); ok {
+		ndev = clockedDevice{dev, c}
+	}
+	return ndev, func() error {
 		err := dev.Close()
 		if e := dmaAlloc.Close(); err == nil {
 			err = e
 		}
 		return err
 	}, nil
+}
+
+// socClocks is what the preflight's hand-over (preflight.Held) can tell a
+// driver about the SoC around a platform MAC: the node's phy-mode and its
+// clocks' rates, set where the kernel lets user space (the i.MX8M Plus
+// EQOS's TX clock follows the link speed on RGMII). A driver finds it by a
+// type assertion on its Device.
+type socClocks interface {
+	PHYMode() string
+	ClockRate(con string) (name string, hz uint64, settable bool, err error)
+	SetClockRate(con string, hz uint64) error
+}
+
+// clockedDevice is a platform device that also answers for its clocks.
+type clockedDevice struct {
+	*physmem.Device
+	socClocks
 }

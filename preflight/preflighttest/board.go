@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -28,6 +29,7 @@ const (
 	phGPIO4    = 0x21
 	phFECPHY   = 0x40
 	phEQOSPHY  = 0x41
+	phCCM      = 0x02
 	release    = "6.12.95+deb12-arm64"
 )
 
@@ -43,6 +45,10 @@ type Board struct {
 	clocks map[string]int
 	// noDebugfs: debugfs is not mounted.
 	noDebugfs bool
+	// txRate is enet_qos's rate; rateWritable a kernel built with
+	// CLOCK_ALLOW_WRITE_DEBUGFS (clk_rate 0644, else 0444).
+	txRate       uint64
+	rateWritable bool
 }
 
 // MAC is one MAC of the board.
@@ -65,7 +71,7 @@ var (
 // reset lines free and asserted.
 func NewIMX8MP(t testing.TB) *Board {
 	t.Helper()
-	b := &Board{Root: t.TempDir(), t: t, GPIO: NewGPIO(), claims: map[string]string{}, clocks: map[string]int{}}
+	b := &Board{Root: t.TempDir(), t: t, GPIO: NewGPIO(), claims: map[string]string{}, clocks: map[string]int{}, txRate: 125_000_000}
 	dt := "sys/firmware/devicetree/base"
 	b.file(dt+"/compatible", "fsl,imx8mp-evk\x00fsl,imx8mp\x00")
 	b.cells(dt+GPIO4Node+"/phandle", phGPIO4)
@@ -105,6 +111,10 @@ func NewIMX8MP(t testing.TB) *Board {
 	b.file("sys/kernel/security/lockdown", "[none] integrity confidentiality\n")
 	b.file("sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages", "32\n")
 	b.file("sys/kernel/mm/hugepages/hugepages-2048kB/free_hugepages", "32\n")
+	// imx8mp.dtsi's EQOS clock assignments: ENET_AXI (94), ENET_QOS_TIMER
+	// (130), ENET_QOS (129) of the CCM (phandle phCCM), at 0, 100 MHz, 125 MHz.
+	b.cells(dt+EQOSNode+"/assigned-clocks", phCCM, 94, phCCM, 130, phCCM, 129)
+	b.cells(dt+EQOSNode+"/assigned-clock-rates", 0, 100_000_000, 125_000_000)
 	b.file("proc/sys/kernel/osrelease", release+"\n")
 	b.file("proc/cmdline", "console=ttymxc1,115200 hugepages=32\n")
 	b.file("boot/config-"+release, "CONFIG_STRICT_DEVMEM=y\nCONFIG_IO_STRICT_DEVMEM=y\nCONFIG_FEC=m\n")
@@ -293,7 +303,15 @@ func (b *Board) flush() {
 		for c, n := range b.clocks {
 			b.file("sys/kernel/debug/clk/"+c+"/clk_enable_count", fmt.Sprintf("%d\n", n))
 		}
-		b.file("sys/kernel/debug/clk/enet_qos/clk_rate", "125000000\n")
+		rate := "sys/kernel/debug/clk/enet_qos/clk_rate"
+		b.file(rate, fmt.Sprintf("%d\n", b.txRate))
+		mode := os.FileMode(0o444)
+		if b.rateWritable {
+			mode = 0o644
+		}
+		if err := os.Chmod(b.path(rate), mode); err != nil {
+			b.t.Fatal(err)
+		}
 	}
 }
 
@@ -312,6 +330,9 @@ func (b *Board) Write(path string, data []byte) error {
 	v := strings.TrimSpace(string(data))
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if rel == "sys/kernel/debug/clk/enet_qos/clk_rate" {
+		return b.writeRate(path, v)
+	}
 	for _, m := range []MAC{FEC, EQOS} {
 		if rel != b.dev(m)+"/power/control" {
 			continue
@@ -333,6 +354,47 @@ func (b *Board) Write(path string, data []byte) error {
 		}
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// writeRate is a write to enet_qos's clk_rate: EACCES unless the kernel
+// allows it (debugfs's simple_attr_write without a set handler), else
+// clk_set_rate. Called with mu held.
+func (b *Board) writeRate(path, v string) error {
+	if !b.rateWritable {
+		return &os.PathError{Op: "write", Path: path, Err: syscall.EACCES}
+	}
+	hz, err := strconv.ParseUint(v, 10, 64)
+	if err != nil {
+		return &os.PathError{Op: "write", Path: path, Err: syscall.EINVAL}
+	}
+	b.txRate = hz
+	b.flush()
+	return nil
+}
+
+// SetRateWritable makes clk_rate writable (a kernel built with
+// CLOCK_ALLOW_WRITE_DEBUGFS) or read-only (every stock kernel).
+func (b *Board) SetRateWritable(on bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.rateWritable = on
+	b.flush()
+}
+
+// SetTxRate sets enet_qos's rate, as the devicetree's assigned-clock-rates
+// would at boot.
+func (b *Board) SetTxRate(hz uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.txRate = hz
+	b.flush()
+}
+
+// TxRate is enet_qos's rate.
+func (b *Board) TxRate() uint64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.txRate
 }
 
 // Line is one fake GPIO line.
