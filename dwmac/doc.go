@@ -13,7 +13,10 @@
 // them; enables bus mastering (PCI); on Intel SGMII parts powers the SerDes up
 // (intel_serdes_powerup; on Alder Lake-S, whose BIOS owns it, refuses a
 // SerDes left powered down: serdes.go); finds the PHY and takes it out of
-// power-down (a PHY Linux had comes suspended, and stops its RX clock);
+// power-down (a PHY Linux had comes suspended, and stops its RX clock); on
+// the i.MX8MP, when the Device tells it (PlatformClocks), learns the
+// interface mode and the rate of the RGMII TX clock, which decide the
+// speeds the PHY advertises (txclock.go);
 // resets the DMA (DMA_Mode.SWR, polled in
 // 10 ms steps for 1 s: a reset that never completes means the PHY's RX clock is
 // missing, and the error says so); sets the system bus mode (EAME when the DMA
@@ -75,7 +78,10 @@
 //
 // The link comes from the PHY: Link reads BMSR (and the advertisement registers)
 // over MDIO and reprograms MAC_Configuration's speed and duplex when they change,
-// as phylink does. Intel SGMII boards reach the PHY through the SerDes at MDIO
+// as phylink does. On the i.MX8MP it first fits the TX clock to the new speed,
+// as dwmac-imx's imx_dwmac_fix_speed does, where the clock can be set, and
+// otherwise refuses the link: the transmitter off, the link reported down,
+// LinkProblem saying why and how to fix it (txclock.go). Intel SGMII boards reach the PHY through the SerDes at MDIO
 // address 0x15 and the xPCS at 0x16, both set up by Open (serdes.go).
 //
 // RX queues: the EQoS core has no RSS (a DWC XGMAC feature: Linux's
@@ -92,7 +98,8 @@
 // Reclaim; control methods (Link, Stats, SetPromisc, SetMulticast, Dump) may run
 // on any goroutine. Files: regs.go (registers), desc.go and desc_unsafe.go
 // (descriptor layouts and the atomic DES3 access), rx.go, tx.go (rings), phy.go
-// (MDIO), serdes.go (the Intel SerDes and xPCS), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
+// (MDIO), serdes.go (the Intel SerDes and xPCS), txclock.go (the i.MX EQOS TX
+// clock), driver.go (probe, reset, bring-up), ringmem.go (where rings live),
 // txmeta.go (TX requests), ptp.go (the IEEE 1588 clock), stats.go, dump.go,
 // ids.go.
 package dwmac

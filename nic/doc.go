@@ -15,5 +15,6 @@
 // PutBufs back to their pools), and the PHY rules the families share (clause-22
 // and clause-45 access, PHYAccess; the link modes a MAC refuses, LinkModeChecker,
 // with WithdrawGigabitHalf and CheckGigabitHalfWrite for 1000BASE-T half duplex,
-// which none of the three runs). Package nictest has the matching test helpers.
+// which none of the three runs; the RGMII TX clock per speed, RGMIITxClockHz,
+// which the dwmac driver, its model and the preflight share). Package nictest has the matching test helpers.
 package nic

@@ -35,6 +35,10 @@
 // on any Fail, then sets power/control=on, releases the PHY's reset line and holds it, writes the
 // EQOS interface mode into IOMUXC_GPR1 as dwmac-imx does, and checks again;
 // the Held it returns gives the line and power/control back on Close.
+// Held also tells the dwmac driver the EQOS's phy-mode and its TX clock's
+// rate, and writes the rate where debugfs clk_rate is writable; the
+// "tx-clock" check reports the speeds that rate serves by the same rule
+// (txclock.go).
 //
 // PCI (pci.go) reports a PCI function from vfio's sysfs reader: its IOMMU
 // group and whether the group is viable, vfio-pci bound, the driver `xnic

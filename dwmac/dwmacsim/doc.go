@@ -61,7 +61,11 @@
 //     on the i.MX8MP with a sim.Board (Config.Board), a register access with
 //     a gated clock or a refused /dev/mem mapping is a bus-error fault
 //     ("real hardware hangs here"), a PHY in reset answers 0xFFFF and gives
-//     no RX clock, and a TX clock off the link's rate garbles what is sent.
+//     no RX clock, and a TX clock off the link's rate garbles what is sent
+//     (RGMII; on an RMII or MII phy-mode the clock does not follow the speed
+//     and nothing leaves at 1000 Mb/s). Its Device then also tells a driver
+//     the node's phy-mode and the "tx" clock's rate, and sets the rate where
+//     the board's kernel makes clk_rate writable (socclock.go).
 //     Config.Left starts the device as Linux's stmmac leaves it (PHY and
 //     SerDes powered down, xPCS at reset, interrupts masked, stale rings,
 //     gated clocks, PHY in reset).
