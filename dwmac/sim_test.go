@@ -30,6 +30,16 @@ type rig struct {
 
 func newRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
 	t.Helper()
+	r := openRig(t, mcfg, cfg)
+	if _, err := r.p.WaitLink(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// openRig opens the port on a new model without waiting for the link.
+func openRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
+	t.Helper()
 	if mcfg.AutonegDelay == 0 {
 		mcfg.AutonegDelay = 5 * time.Millisecond
 	}
@@ -58,9 +68,6 @@ func newRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
 		}
 		m.Close()
 	})
-	if _, err := p.WaitLink(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
 	return r
 }
 

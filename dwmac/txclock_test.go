@@ -16,14 +16,11 @@ import (
 // its clk_rate writable or not; the TX clock at imx8mp.dtsi's 125 MHz.
 func clockBoard(t *testing.T, mode string, writable bool) (*sim.Board, string) {
 	t.Helper()
-	b, err := sim.NewBoard(sim.IMX8MP)
+	b, err := sim.LeftBoard(sim.EQOS, 0) // handed over
 	if err != nil {
 		t.Fatal(err)
 	}
 	mi, _ := b.MAC(sim.EQOS)
-	if err := b.HandOver(mi.Unit); err != nil {
-		t.Fatal(err)
-	}
 	if err := b.SetPHYMode(mi.Unit, mode); err != nil {
 		t.Fatal(err)
 	}
@@ -34,25 +31,8 @@ func clockBoard(t *testing.T, mode string, writable bool) (*sim.Board, string) {
 // clockRig opens the EQOS on board b without asking for a link.
 func clockRig(t *testing.T, b *sim.Board, partnerNo1000 bool) *rig {
 	t.Helper()
-	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IMX8MP, Board: b, PartnerNo1000: partnerNo1000, AutonegDelay: 5 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	portEnd, testEnd := sim.NewPair()
-	m.Attach(portEnd)
-	r := &rig{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(r.rec.Receive)
-	p, err := dwmac.Open(m.Device(), dwmac.Config{RxRingSize: 16, TxRingSize: 16, PoolSize: 64, LinkTimeout: 2 * time.Second})
-	if err != nil {
-		m.Close()
-		t.Fatalf("Open: %v (model faults: %v)", err, m.Err())
-	}
-	r.p = p
-	t.Cleanup(func() {
-		p.Close()
-		m.Close()
-	})
-	return r
+	return openRig(t, dwmacsim.Config{Variant: dwmacsim.IMX8MP, Board: b, PartnerNo1000: partnerNo1000},
+		dwmac.Config{RxRingSize: 16, TxRingSize: 16, PoolSize: 64})
 }
 
 // sendHeld posts n frames without waiting for them to complete, lets the

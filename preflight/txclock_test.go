@@ -114,14 +114,11 @@ func TestDoctorAgreesWithDriver(t *testing.T) {
 		{50_000_000, true, "rgmii", "10 and 100 and 1000 Mb/s"},
 		{125_000_000, false, "rmii", "10 and 100 Mb/s"},
 	} {
-		b, err := sim.NewBoard(sim.IMX8MP)
+		b, err := sim.LeftBoard(sim.EQOS, 0) // handed over
 		if err != nil {
 			t.Fatal(err)
 		}
 		mi, _ := b.MAC(sim.EQOS)
-		if err := b.HandOver(mi.Unit); err != nil {
-			t.Fatal(err)
-		}
 		b.SetPHYMode(mi.Unit, c.mode)
 		b.SetClockRate("enet_qos", c.hz)
 		b.SetRateWritable(c.writable)
