@@ -221,6 +221,9 @@ func (p *Port) admitLocked(l nic.LinkState, bmsr uint16) nic.LinkState {
 	var why error
 	switch {
 	case l.Up:
+		if l != p.link && t.rgmii && t.refused == nil {
+			t.refresh() // a new link: the rate may have changed since (a DTB, another tool)
+		}
 		why = p.fitTxClockLocked(l.SpeedMbps)
 	case bmsr&bmsrANComplete != 0 && bmsr != 0xFFFF:
 		why = p.partnerRefusedLocked()
@@ -244,6 +247,14 @@ func (p *Port) admitLocked(l nic.LinkState, bmsr uint16) nic.LinkState {
 		return nic.LinkState{}
 	}
 	return l
+}
+
+// refresh reads the clock's rate again (kept as it was when unreadable).
+// Caller holds ctl.
+func (t *txClock) refresh() {
+	if _, hz, _, err := t.dev.ClockRate(txClockCon); err == nil {
+		t.hz = hz
+	}
 }
 
 // fitTxClockLocked makes the TX clock serve a link at mbps: nil when it

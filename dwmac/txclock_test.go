@@ -247,3 +247,24 @@ func TestTxClockRMII(t *testing.T) {
 	}
 	r.checkModel()
 }
+
+// TestTxClockRereadAtLinkChange: the rate is read again when the link
+// changes, so a clock moved meanwhile (another tool, as the test's board
+// does here) is seen: at 25 MHz a link forced to 100 is admitted and frames
+// pass, where the rate read at open would have refused it.
+func TestTxClockRereadAtLinkChange(t *testing.T) {
+	b, _ := clockBoard(t, "rgmii-id", false)
+	r := clockRig(t, b, false)
+	if l, err := r.p.WaitLink(2 * time.Second); err != nil || l.SpeedMbps != 1000 {
+		t.Fatalf("link %+v, %v", l, err)
+	}
+	if err := b.SetClockRate("enet_qos", 25_000_000); err != nil {
+		t.Fatal(err)
+	}
+	r.m.PHY().Write(sim.MIIBMCR, sim.BMCRSpeed100|sim.BMCRFullDplx)
+	if l := r.p.Link(); !l.Up || l.SpeedMbps != 100 {
+		t.Fatalf("link %+v (%v), want 100 admitted with the clock at 25 MHz", l, r.p.LinkProblem())
+	}
+	exchange(t, r, rand.New(rand.NewPCG(13, 14)), 8, 4)
+	r.checkModel()
+}
