@@ -146,6 +146,9 @@ func assignedRates(nodeDir string, hz uint64) (string, bool) {
 func (p Platform) checkTxClock(r *Report, st *state) {
 	c := p.readTxClock(st)
 	switch {
+	case !c.rgmii() && c.mode != "rmii" && c.mode != "mii":
+		r.add("tx-clock", Fail, fmt.Sprintf("phy-mode %s: the EQOS runs MII, RMII or RGMII (dwmac-imx.c imx8mp_set_intf_mode)", c.mode),
+			"set the node's phy-mode to the board's interface in the DTB")
 	case !c.rgmii():
 		r.add("tx-clock", Pass, fmt.Sprintf("phy-mode %s: the TX clock does not follow the speed (dwmac-imx sets no rate on RMII or MII); the link runs at 10 or 100 Mb/s, which xnic advertises", c.mode), "")
 	case c.err != nil:
