@@ -7,6 +7,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dataplane"
 	"github.com/xnic-dev/xnic/dataplane/bpf"
+	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -17,16 +18,6 @@ func (reflect) Run(*bpf.Frame) bpf.Action { return bpf.ActionTX }
 func (reflect) Redirect() bpf.Redirect    { return bpf.Redirect{} }
 func (reflect) Fault() error              { return nil }
 func newReflect(int) dataplane.Runner     { return reflect{} }
-func waitFor(d time.Duration, ok func() bool) bool {
-	deadline := time.Now().Add(d)
-	for !ok() {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return true
-}
 
 // TestTxClockEngineLinkChange (d, through the dataplane): an engine
 // reflects frames on the EQOS at 1000 Mb/s; the PHY is then forced to 100.
@@ -56,15 +47,15 @@ func TestTxClockEngineLinkChange(t *testing.T) {
 			f := make([]byte, 100)
 			copy(f, []byte{2, 1, 1, 1, 1, 1, 2, 9, 9, 9, 9, 9})
 			r.wire.Send(f)
-			if !waitFor(5*time.Second, func() bool { return len(r.sent()) == 1 }) {
+			if !nic.Poll(5*time.Second, 2*time.Millisecond, func() bool { return len(r.sent()) == 1 }) {
 				t.Fatalf("%d frames reflected at 1000", len(r.sent()))
 			}
 			r.m.PHY().Write(sim.MIIBMCR, sim.BMCRSpeed100|sim.BMCRFullDplx)
 			if writable {
-				if !waitFor(5*time.Second, func() bool { return b.ClockRate("enet_qos") == 25_000_000 }) {
+				if !nic.Poll(5*time.Second, 2*time.Millisecond, func() bool { return b.ClockRate("enet_qos") == 25_000_000 }) {
 					t.Fatalf("TX clock still at %d Hz after the link went to 100", b.ClockRate("enet_qos"))
 				}
-			} else if !waitFor(5*time.Second, func() bool {
+			} else if !nic.Poll(5*time.Second, 2*time.Millisecond, func() bool {
 				ps := e.Snapshot().Ports[0]
 				return !ps.Link.Up && strings.Contains(ps.LinkProblem, "enet_qos")
 			}) {
@@ -77,7 +68,7 @@ func TestTxClockEngineLinkChange(t *testing.T) {
 			if writable {
 				want = 4
 			}
-			waitFor(time.Second, func() bool { return len(r.sent()) >= want })
+			nic.Poll(time.Second, 2*time.Millisecond, func() bool { return len(r.sent()) >= want })
 			time.Sleep(50 * time.Millisecond)
 			if n := len(r.sent()); n != want {
 				t.Fatalf("%d frames on the wire after the change to 100, want %d", n, want)
