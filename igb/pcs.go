@@ -218,7 +218,7 @@ func (p *Port) checkSerDesMode(speedMbps int, fullDuplex bool) error {
 	if p.media != MediaSerDes || (speedMbps == 1000 && fullDuplex) {
 		return nil
 	}
-	return fmt.Errorf("igb: %s: %d Mb/s %s: %s: %w", p.name, speedMbps, duplexName(fullDuplex), serdesOnlyWhy, nic.ErrNotSupported)
+	return fmt.Errorf("igb: %s: %d Mb/s %s: %s: %w", p.name, speedMbps, duplexName(fullDuplex), serdesOnlyWhy, nic.ErrLinkMode)
 }
 
 func duplexName(full bool) string {

@@ -2,6 +2,7 @@ package igb_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -86,8 +87,8 @@ func TestSimSerDesRefusesOtherModes(t *testing.T) {
 		speed int
 		full  bool
 	}{{100, true}, {10, false}, {1000, false}} {
-		if err := r.p.CheckLinkMode(m.speed, m.full); !errors.Is(err, nic.ErrNotSupported) {
-			t.Errorf("%d/%v: %v, want ErrNotSupported", m.speed, m.full, err)
+		if err := r.p.CheckLinkMode(m.speed, m.full); !errors.Is(err, nic.ErrLinkMode) || !strings.Contains(err.Error(), "1000BASE-X") {
+			t.Errorf("%d/%v: %v, want a 1000BASE-X reason wrapping ErrLinkMode", m.speed, m.full, err)
 		}
 	}
 	if _, err := r.p.ReadPHY(1); !errors.Is(err, nic.ErrNotSupported) {
