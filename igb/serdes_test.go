@@ -100,17 +100,31 @@ func TestSimSerDesRefusesOtherModes(t *testing.T) {
 	r.checkModel()
 }
 
-// TestSimSerDesLinkFollowsLight: the fiber dark, the link goes down; lit
-// again, it negotiates back.
+// TestSimSerDesLinkFollowsLight: the fiber dark, the link goes down and the
+// link vector fires (the PCS's link change raises LSC); lit again, the PCS
+// negotiates back and the vector fires again.
 func TestSimSerDesLinkFollowsLight(t *testing.T) {
-	r := newRigSim(t, igbsim.Config{DeviceID: 0x1537}, igb.Config{RxRingSize: 32, TxRingSize: 32, PoolSize: 96})
+	r := newRigSim(t, igbsim.Config{DeviceID: 0x1537}, igb.Config{Interrupts: true, RxRingSize: 32, TxRingSize: 32, PoolSize: 96})
+	li := r.p.LinkIRQ()
+	for fired, _ := li.Wait(0); fired; fired, _ = li.Wait(0) {
+	}
+	r.p.HandleLinkIRQ()
 	r.m.SetSerDesSignal(false)
-	if l := r.p.Link(); l.Up {
+	if fired, _ := li.Wait(2 * time.Second); !fired {
+		t.Fatal("no interrupt when the fiber went dark")
+	}
+	if l := r.p.HandleLinkIRQ(); l.Up {
 		t.Fatalf("link %+v with the fiber dark", l)
 	}
 	r.m.SetSerDesSignal(true)
-	if _, err := r.p.WaitLink(2 * time.Second); err != nil {
-		t.Fatal(err)
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		if fired, _ := li.Wait(time.Until(deadline)); !fired {
+			t.Fatal("no interrupt when the link came back")
+		}
+		if l := r.p.HandleLinkIRQ(); l.Up {
+			break
+		}
 	}
 	r.checkModel()
 }
