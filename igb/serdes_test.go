@@ -128,3 +128,19 @@ func TestSimSerDesLinkFollowsLight(t *testing.T) {
 	}
 	r.checkModel()
 }
+
+// TestSimSerDesBackplane: a 1000BASE-KX port (LINK_MODE 01b) is forced to
+// 1000 full, as igb_setup_serdes_link_82575 does: its partner does not
+// negotiate, so a driver that negotiates gets no link.
+func TestSimSerDesBackplane(t *testing.T) {
+	r := newRigSim(t, igbsim.Config{DeviceID: 0x1523, Backplane: true, Left: sim.LeftSerDesDown},
+		igb.Config{RxRingSize: 32, TxRingSize: 32, PoolSize: 96})
+	if r.p.Media() != igb.MediaSerDes || r.p.PCSAutoneg() {
+		t.Fatalf("media %v, negotiating %v: want a forced SerDes link", r.p.Media(), r.p.PCSAutoneg())
+	}
+	if v, _ := regField(r.p, "CTRL_EXT", "LINK_MODE"); v != "1000base-kx" {
+		t.Errorf("CTRL_EXT.LINK_MODE = %q", v)
+	}
+	passFrames(t, r, 50)
+	r.checkModel()
+}

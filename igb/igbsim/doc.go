@@ -37,7 +37,8 @@
 //     CTRL_EXT.LINK_MODE after reset is SerDes on the fiber/SerDes IDs and
 //     SGMII on the SGMII IDs, as their NVMs set it.
 //   - SerDes ports (pcs.go): the link is the PCS's, 1000BASE-X only, clause-37
-//     negotiation or forced (Config.SerDesPartnerForced, NVMPCSAutonegOff),
+//     negotiation or forced (Config.SerDesPartnerForced, NVMPCSAutonegOff,
+//     Backplane: LINK_MODE 1000BASE-KX),
 //     PCS_LSTAT/LPAB as the datasheet gives them; MDIC reaches no PHY (a
 //     fault); LINK_MODE changes, other speeds and frames sent with the PCS
 //     disabled or the laser off are faults. SetSerDesSignal lights the fiber.

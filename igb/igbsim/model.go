@@ -90,6 +90,9 @@ type Config struct {
 	// NVMPCSAutonegOff sets the 82576 SerDes NVM's "PCS autonegotiation
 	// disabled" bit (word 3 bit 14), which has Linux force the link.
 	NVMPCSAutonegOff bool
+	// Backplane wires a SerDes port for 1000BASE-KX (CTRL_EXT.LINK_MODE
+	// 01b), whose partner never negotiates (pcs.go).
+	Backplane bool
 	// Name is the device name in nic.DeviceInfo. "": "igbsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched): the
@@ -420,7 +423,7 @@ func (m *Model) Reset() {
 func (m *Model) resetLocked(delay bool) {
 	m.gen++
 	m.ctrl = ctrlFD | ctrlSpeed1000
-	m.ctrlExt = m.info.ctrlExtReset() | m.ctrlExt&m.keptCtrlExt()
+	m.ctrlExt = m.ctrlExtResetValue() | m.ctrlExt&m.keptCtrlExt() // pcs.go
 	m.status = statusPHYRA | statusLANInit
 	m.eecd = eecdPres | eecdAutoRD | eecdSize
 	if m.hasFlash() {

@@ -23,6 +23,8 @@ import (
 //     SDP3_DATA on close; igb_power_up_serdes_link_82575 undoes both).
 //     Either way the port carries nothing: a frame transmitted then is a
 //     fault (it goes nowhere) and received frames count as RxNoLink.
+//   - Config.Backplane has the NVM wire the port for 1000BASE-KX (LINK_MODE
+//     01b) instead: the same PCS, with a partner that never negotiates.
 //   - The link runs 1000BASE-X only: 1000 Mb/s full duplex (datasheet
 //     3.7.4.1.2: "other link speeds are not supported"; STATUS.SPEED reads
 //     1000). CTRL forcing another speed or half duplex is a fault, and so is
@@ -99,6 +101,7 @@ const (
 
 	ctrlExtSDP3Data   uint32 = 1 << 7
 	ctrlExtLinkModeMk uint32 = 3 << 22
+	ctrlExtLinkModeKX uint32 = 1 << 22 // E1000_CTRL_EXT_LINK_MODE_1000BASE_KX
 
 	ctrlFRCSPD   uint32 = 1 << 11
 	ctrlFRCDPX   uint32 = 1 << 12
@@ -123,8 +126,8 @@ type pcsState struct {
 	timer                   *time.Timer
 }
 
-// serdes reports whether the port's link is the PCS's (LINK_MODE SerDes as the
-// NVM sets it). Immutable.
+// serdes reports whether the port's link is the PCS's (LINK_MODE SerDes, or
+// 1000BASE-KX with Config.Backplane, as the NVM sets it). Immutable.
 func (m *Model) serdes() bool { return m.info.ctrlExtReset() == ctrlExtLinkModeSerD }
 
 // SerDes reports whether the model is a SerDes (fiber) port.
@@ -140,6 +143,8 @@ func (c Config) checkSerDes(info devInfo) error {
 		return fmt.Errorf("igbsim: SerDesPartnerForced on the %s, which is not a SerDes port: %w", info.name, ErrConfig)
 	case !serdes && c.Left.Has(sim.LeftSerDesDown):
 		return fmt.Errorf("igbsim: the %s has no SerDes to leave powered down (its link is the copper PHY's): %w", info.name, ErrConfig)
+	case !serdes && c.Backplane:
+		return fmt.Errorf("igbsim: Backplane on the %s, which is not a SerDes port: %w", info.name, ErrConfig)
 	case c.NVMPCSAutonegOff && (!serdes || info.fam != fam82576):
 		return fmt.Errorf("igbsim: NVMPCSAutonegOff on the %s: the NVM bit is the 82576 SerDes ports' (Linux reads it on the 82575/82576 only): %w", info.name, ErrConfig)
 	}
@@ -153,6 +158,21 @@ func (m *Model) nvmCompatWord() uint16 {
 	}
 	return 0
 }
+
+// ctrlExtResetValue is CTRL_EXT after a reset: LINK_MODE as the NVM wires
+// the port (ctrlExtReset; 01b, 1000BASE-KX, on a backplane SerDes port).
+func (m *Model) ctrlExtResetValue() uint32 {
+	if m.cfg.Backplane {
+		return ctrlExtLinkModeKX
+	}
+	return m.info.ctrlExtReset()
+}
+
+// partnerForced reports whether the link partner never negotiates (clause
+// 37): Config.SerDesPartnerForced, and every backplane partner, as the
+// 82576, I350 and I210 have no clause-73 negotiation (I210 datasheet
+// 3.7.4.2; Linux's igb_setup_serdes_link_82575 forces KX links).
+func (m *Model) partnerForced() bool { return m.cfg.SerDesPartnerForced || m.cfg.Backplane }
 
 // keptCtrlExt is the part of CTRL_EXT a reset leaves (the laser's SDP3).
 func (m *Model) keptCtrlExt() uint32 {
@@ -309,7 +329,7 @@ func (m *Model) pcsUpdateLocked(restart bool) {
 	}
 	if p.lctl&pcsLctlANEnable == 0 {
 		m.pcsStopANLocked()
-		m.pcsSetLocked(m.ctrl&ctrlSLU != 0 && m.cfg.SerDesPartnerForced)
+		m.pcsSetLocked(m.ctrl&ctrlSLU != 0 && m.partnerForced())
 		return
 	}
 	if !restart && (p.anRunning || p.anDone || p.anTimedOut) {
@@ -322,7 +342,7 @@ func (m *Model) pcsUpdateLocked(restart bool) {
 	if d <= 0 {
 		d = sim.DefaultAutonegDelay
 	}
-	if m.cfg.SerDesPartnerForced {
+	if m.partnerForced() {
 		if p.lctl&pcsLctlANTimeout == 0 {
 			return // the partner never answers: negotiation goes on for ever
 		}
@@ -352,7 +372,7 @@ func (m *Model) pcsANDone(gen uint64) {
 		return
 	}
 	p.timer, p.anRunning = nil, false
-	if m.cfg.SerDesPartnerForced {
+	if m.partnerForced() {
 		p.anTimedOut = true // AN_TIMEOUT: link assumed (3.7.4.1.5)
 		m.pcsSetLocked(true)
 		return

@@ -191,3 +191,18 @@ func TestSerDesConfigRefused(t *testing.T) {
 	r.wr(tEERD, 3<<2|1)
 	require.Equal(t, uint32(1<<14), r.rd(tEERD)>>16, "NVM_COMPAT PCS autoneg disable bit")
 }
+
+// TestSerDesBackplane: an NVM wiring the port for 1000BASE-KX gives LINK_MODE
+// 01b; the backplane partner never negotiates, so only a forced link comes up.
+func TestSerDesBackplane(t *testing.T) {
+	r := newRig(t, Config{DeviceID: 0x1523, Backplane: true})
+	require.Equal(t, uint32(1<<22), r.rd(tCTRLEXT)&tExtLinkModeMask)
+	r.pcsUp(true)
+	time.Sleep(20 * time.Millisecond)
+	require.Zero(t, r.rd(tSTATUS)&tStatusLU, "clause-37 negotiation against a backplane partner")
+	r.pcsUp(false)
+	r.waitFor("forced KX link", func() bool { return r.rd(tSTATUS)&tStatusLU != 0 })
+	require.NoError(t, r.m.Err())
+	_, err := New(Config{DeviceID: 0x1533, Backplane: true})
+	require.True(t, errors.Is(err, ErrConfig), "backplane on a copper port: %v", err)
+}
