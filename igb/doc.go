@@ -3,7 +3,9 @@
 // bound to vfio-pci, on the igbsim device model, or on QEMU's igb model in a VM.
 //
 // Open resets the device, reads the MAC address, restarts autonegotiation over
-// MDIO and sets up one to four RX/TX queue pairs with advanced descriptors, RSS
+// MDIO (on a fiber/SerDes port, powers the SerDes up and negotiates or forces
+// 1000BASE-X on the PCS instead, pcs.go; SGMII ports are refused) and sets up
+// one to four RX/TX queue pairs with advanced descriptors, RSS
 // (spreading flows over the RX queues when there is more than one; the hash is
 // in every write-back), and optionally MSI-X interrupts (one vector per queue
 // pair, one for link and other causes).
@@ -49,7 +51,8 @@
 // Threads: each queue belongs to one goroutine, which calls Recv / Send /
 // Reclaim; control methods (Link, Stats, SetPromisc, Dump) may run on any
 // goroutine. Files: regs.go (registers), desc.go (descriptor layouts), rx.go,
-// tx.go (rings), ring.go (their shared set-up), phy.go (MDIO), driver.go
+// tx.go (rings), ring.go (their shared set-up), phy.go (MDIO), pcs.go (SerDes
+// ports' PCS link), driver.go
 // (probe, reset, bring-up), ptp.go (clock and metadata), txmeta.go and qav.go
 // (TX requests), stats.go, dump.go,
 // ids.go (PCI IDs), desc_unsafe.go

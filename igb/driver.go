@@ -140,7 +140,12 @@ type Port struct {
 	mac     net.HardwareAddr // immutable after Open
 	phyAddr int              // immutable
 	phyID   uint32           // immutable after Open
+	media   Media            // immutable after Open: CTRL_EXT.LINK_MODE (pcs.go)
 	rssKey  [rssKeyLen]byte  // immutable after Open
+
+	// linkModeKX and pcsAutoneg: a SerDes port's 1000BASE-KX mode and
+	// clause-37 negotiation (pcs.go); immutable after Open.
+	linkModeKX, pcsAutoneg bool
 
 	rx   []*rxQueue // immutable after Open
 	tx   []*txQueue // immutable after Open
@@ -207,7 +212,7 @@ func (p *Port) bringUp() error {
 	if err := p.reset(); err != nil {
 		return err
 	}
-	if err := p.checkLinkMode(); err != nil {
+	if err := p.detectMedia(); err != nil {
 		return err
 	}
 	if err := p.readMAC(); err != nil {
@@ -327,7 +332,8 @@ func isZero(b []byte) bool {
 	return true
 }
 
-// setupLink sets the MAC's link up and (re)starts autonegotiation on the PHY.
+// setupLink sets the MAC's link up and (re)starts autonegotiation on the PHY,
+// or on a SerDes port on the PCS (pcs.go).
 func (p *Port) setupLink() error {
 	ctrl := ctrlBits(p.r32(regCTRL))
 	ctrl &^= ctrlLRST | ctrlPHYRST | ctrlILOS | ctrlFRCSPD | ctrlFRCDPX
@@ -336,6 +342,9 @@ func (p *Port) setupLink() error {
 		ctrl |= ctrlVME
 	} else {
 		ctrl &^= ctrlVME
+	}
+	if p.media == MediaSerDes {
+		return p.setupSerDesLink(ctrl)
 	}
 	p.w32(regCTRL, uint32(ctrl))
 	p.ctl.Lock()
@@ -470,17 +479,20 @@ func (p *Port) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), p.m
 // Model is the device's entry in the ID table.
 func (p *Port) Model() Model { return p.model }
 
-// PHYID is PHYID1:PHYID2 as read at bring-up.
+// PHYID is PHYID1:PHYID2 as read at bring-up (0 on a SerDes port: no PHY).
 func (p *Port) PHYID() uint32 { return p.phyID }
 
 // Warnings lists non-fatal oddities seen during bring-up.
 func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...) }
 
-// Link decodes STATUS (82576 8.2.2).
+// Link decodes STATUS (82576 8.2.2), or on a SerDes port PCS_LSTAT (pcs.go).
 // A closed port's link is down.
 func (p *Port) Link() nic.LinkState {
 	if p.isClosed() {
 		return nic.LinkState{}
+	}
+	if p.media == MediaSerDes {
+		return pcsLink(pcsBits(p.r32(regPCS_LSTAT)))
 	}
 	return decodeLink(statusBits(p.r32(regSTATUS)))
 }

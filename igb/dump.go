@@ -75,13 +75,17 @@ func DumpRegs(r nic.Regs, queues int) *Dump {
 	add("EECD", regEECD, func(v uint32) []Field {
 		return []Field{{Name: "PRES", Value: bit(v, 8)}, {Name: "AUTO_RD", Value: fmt.Sprint(b2i(v&eecdAutoRD != 0))}}
 	})
-	add("CTRL_EXT", regCTRL_EXT, func(v uint32) []Field {
-		return []Field{{Name: "DRV_LOAD", Value: fmt.Sprint(b2i(v&ctrlExtDrvLoad != 0))}}
+	ext := add("CTRL_EXT", regCTRL_EXT, func(v uint32) []Field {
+		return []Field{{Name: "DRV_LOAD", Value: fmt.Sprint(b2i(v&ctrlExtDrvLoad != 0))},
+			{Name: "LINK_MODE", Value: linkModeName(v & ctrlExtLinkModeMask)}, {Name: "SDP3_DATA", Value: bit(v, 7)}}
 	})
 	add("MDIC", regMDIC, func(v uint32) []Field {
 		return append([]Field{{Name: "DATA", Value: fmt.Sprintf("0x%04x", v&uint32(mdicDataMask))}, {Name: "REG", Value: fmt.Sprint(field(v, mdicRegShift, 5))},
 			{Name: "PHY", Value: fmt.Sprint(field(v, mdicPHYShift, 5))}}, nic.FlagFields(v, mdicFlags)...)
 	})
+	if mode := ext & ctrlExtLinkModeMask; ext != 0xFFFFFFFF && (mode == ctrlExtLinkModeSerDes || mode == ctrlExtLinkModeKX) {
+		dumpPCS(d, r) // pcs.go
+	}
 	add("RCTL", regRCTL, func(v uint32) []Field {
 		return append(nic.FlagFields(v, rctlFlags),
 			Field{Name: "LBM", Value: fmt.Sprint((v & uint32(rctlLBMMask)) >> 6)}, Field{Name: "MO", Value: fmt.Sprint((v & uint32(rctlMOMask)) >> 12)})

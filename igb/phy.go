@@ -83,36 +83,15 @@ const gigabitHalfWhy = "the igb MACs do not run it (Linux's igb never advertises
 
 // CheckLinkMode says whether the MAC runs a speed and duplex
 // (nic.LinkModeChecker): every 10 and 100 Mb/s mode and 1000 Mb/s full
-// duplex.
+// duplex; on a SerDes port 1000 Mb/s full duplex only (pcs.go).
 func (p *Port) CheckLinkMode(speedMbps int, fullDuplex bool) error {
+	if err := p.checkSerDesMode(speedMbps, fullDuplex); err != nil {
+		return err
+	}
 	if err := nic.CheckGigabitHalf(speedMbps, fullDuplex, gigabitHalfWhy); err != nil {
 		return fmt.Errorf("igb: %s: %w", p.name, err)
 	}
 	return nil
-}
-
-// checkLinkMode refuses ports whose link is not an internal copper PHY.
-// CTRL_EXT.LINK_MODE says what the NVM wired: on SerDes, fiber and backplane
-// ports (and SGMII ports, whose PHY sits behind the PCS and I2C) the link is
-// the PCS's (Linux's igb_setup_serdes_link_82575; igb_power_down_link shuts
-// it with igb_shutdown_serdes_link_82575 on close, and
-// igb_power_up_serdes_link_82575 undoes that), none of which this driver
-// does: MDIC would talk to no PHY, and the link would never come up.
-func (p *Port) checkLinkMode() error {
-	mode := p.r32(regCTRL_EXT) & ctrlExtLinkModeMask
-	var what string
-	switch mode {
-	case 0:
-		return nil
-	case ctrlExtLinkModeKX:
-		what = "1000BASE-KX (backplane)"
-	case ctrlExtLinkModeSGMII:
-		what = "SGMII"
-	default:
-		what = "SerDes (fiber)"
-	}
-	return fmt.Errorf("CTRL_EXT.LINK_MODE is %s: this driver brings up copper ports with the internal PHY only "+
-		"(the PCS link setup and SerDes power-up of Linux's igb_setup_serdes_link_82575 are not implemented): %w", what, nic.ErrNotSupported)
 }
 
 // readPHYID returns PHYID1:PHYID2 (OUI, model, revision).
@@ -132,8 +111,11 @@ func (p *Port) readPHYID() (uint32, error) {
 func (p *Port) PHYAddr() int { return p.phyAddr }
 
 // ReadPHY reads clause-22 register r of the port's PHY through MDIC (for
-// diagnostics; nic.PHYAccess).
+// diagnostics; nic.PHYAccess). A SerDes port has no PHY: refused.
 func (p *Port) ReadPHY(r int) (uint16, error) {
+	if p.media == MediaSerDes {
+		return 0, p.errNoPHY()
+	}
 	if err := nic.CheckPHYReg(r); err != nil {
 		return 0, fmt.Errorf("igb: %s: %w", p.name, err)
 	}
@@ -152,8 +134,12 @@ func (p *Port) ReadPHY(r int) (uint16, error) {
 // WritePHY writes clause-22 register r of the port's PHY through MDIC (for
 // diagnostics; nic.PHYAccess). MDIC carries clause-22 frames only (82576
 // 8.2.4): there is no clause-45 access. A write asking for 1000 Mb/s half
-// duplex (CTRL1000 bit 8, or BMCR forcing it) is refused (CheckLinkMode).
+// duplex (CTRL1000 bit 8, or BMCR forcing it) is refused (CheckLinkMode), and
+// so is any access on a SerDes port.
 func (p *Port) WritePHY(r int, v uint16) error {
+	if p.media == MediaSerDes {
+		return p.errNoPHY()
+	}
 	if err := nic.CheckPHYReg(r); err != nil {
 		return fmt.Errorf("igb: %s: %w", p.name, err)
 	}

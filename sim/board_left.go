@@ -24,7 +24,9 @@ const (
 	LeftPHYInReset
 	// LeftSerDesDown: the Intel mGbE's SerDes in power state P3 with its PLL
 	// clock request and lane reset bits cleared (dwmac-intel.c
-	// intel_serdes_powerdown, called from stmmac_release).
+	// intel_serdes_powerdown, called from stmmac_release); on igb's fiber and
+	// SerDes ports, the PCS disabled and the laser off
+	// (igb_shutdown_serdes_link_82575).
 	LeftSerDesDown
 	// LeftXPCSReset: the Intel mGbE's xPCS at its reset defaults (1000BASE-X,
 	// clause-37 autonegotiation off for SGMII): what firmware that does not

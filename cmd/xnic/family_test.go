@@ -309,12 +309,12 @@ func TestFamilyUsageErrors(t *testing.T) {
 		args []string
 		want []string
 	}{
-		{[]string{"info", "--sim", "e1000"}, []string{`no simulated "e1000"`, "igb (82576, i350, i210, i211)", "dwmac (intel, imx8mp)", "fec (imx8mp, imx6)"}},
+		{[]string{"info", "--sim", "e1000"}, []string{`no simulated "e1000"`, "igb (82576, i350, i210, i211, 82576-serdes, i350-serdes, i210-serdes)", "dwmac (intel, imx8mp)", "fec (imx8mp, imx6)"}},
 		{[]string{"regs", "--sim", "fec:imx7"}, []string{`no fec variant "imx7"`, "imx8mp, imx6"}},
 		{[]string{"stats", "--sim", "dwmac:bogus"}, []string{"intel, imx8mp"}},
 		{[]string{"info", "--sim", "igb:2"}, []string{"opens one port"}},
 		{[]string{"info", "--sim", "igb:0"}, []string{"from 1 to 16"}},
-		{[]string{"run", "--sim", "ixgbe:2", "--prog", "x.o"}, []string{"igb (82576, i350, i210, i211)"}},
+		{[]string{"run", "--sim", "ixgbe:2", "--prog", "x.o"}, []string{"igb (82576, i350, i210, i211, 82576-serdes, i350-serdes, i210-serdes)"}},
 		{[]string{"pktgen", "--sim", "fec:imx9"}, []string{"imx8mp, imx6"}},
 		{[]string{"demo", "--family", "e1000"}, []string{"--family", "dwmac (intel, imx8mp)"}},
 		{[]string{"demo", "--family", "fec:2"}, []string{"two ports"}},
@@ -337,7 +337,7 @@ func TestFamilyUsageErrors(t *testing.T) {
 	var help bytes.Buffer
 	run([]string{"help"}, &help, &bytes.Buffer{})
 	if !strings.Contains(help.String(), "--sim KIND[:VARIANT]") || !strings.Contains(help.String(), "--platform NAME@ADDR") ||
-		!strings.Contains(help.String(), "igb (82576, i350, i210, i211); dwmac (intel, imx8mp); fec (imx8mp, imx6)") {
+		!strings.Contains(help.String(), "igb (82576, i350, i210, i211, 82576-serdes, i350-serdes, i210-serdes); dwmac (intel, imx8mp); fec (imx8mp, imx6)") {
 		t.Errorf("help does not document --sim KIND[:VARIANT] and --platform:\n%s", help.String())
 	}
 }

@@ -19,7 +19,9 @@ func init() {
 			_, ok := igb.Lookup(vendor, device)
 			return ok
 		},
-		simVariants:    []string{"82576", "i350", "i210", "i211"},
+		// The -serdes variants are fiber/SerDes ports: their link is the
+		// PCS's (1000BASE-X), with no PHY on MDIO.
+		simVariants:    []string{"82576", "i350", "i210", "i211", "82576-serdes", "i350-serdes", "i210-serdes"},
 		pciSimVariants: []string{"82576", "i350", "i210", "i211"},
 		newSim: func(variant string, o portOptions) (simModel, error) {
 			m, err := newSimIGB(variant, o)
@@ -68,11 +70,20 @@ func (p igbPort) Describe(pi *portInfo) {
 	m := p.Model()
 	pi.Model, pi.MaxQueues = m.Name, m.Queues
 	pi.PHYID = fmt.Sprintf("0x%08x", p.PHYID())
+	if p.Media() == igb.MediaSerDes {
+		how := "PCS autonegotiation"
+		if !p.PCSAutoneg() {
+			how = "forced 1000 full"
+		}
+		pi.Variant = "SerDes (1000BASE-X, " + how + ")"
+		pi.PHYID = "none (SerDes: the link is the PCS's)"
+	}
 	pi.Warnings = p.Warnings()
 }
 
 // igbSimDevices are the PCI device IDs of the igb model's variants.
-var igbSimDevices = map[string]uint16{"82576": 0x10C9, "i350": 0x1521, "i210": 0x1533, "i211": 0x1539}
+var igbSimDevices = map[string]uint16{"82576": 0x10C9, "i350": 0x1521, "i210": 0x1533, "i211": 0x1539,
+	"82576-serdes": 0x10E7, "i350-serdes": 0x1522, "i210-serdes": 0x1537}
 
 // newSimIGB builds an igb model of the variant (82576, i350, i210, i211; ""
 // is 82576) with the model's default queues (4; 2 on the I211) or o.Queues

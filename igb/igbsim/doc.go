@@ -32,8 +32,16 @@
 //     STATUS.LU also needs CTRL.SLU. Link changes raise ICR.LSC.
 //   - As Linux leaves it (Config.Left, left.go): the PHY powered down
 //     (igb_power_down_link), interrupts masked, stale ring registers,
-//     CTRL_EXT.DRV_LOAD clear; CTRL_EXT.LINK_MODE after reset is SerDes on
-//     the fiber/SerDes IDs and SGMII on the SGMII IDs, as their NVMs set it.
+//     CTRL_EXT.DRV_LOAD clear, on SerDes ports the SerDes shut down
+//     (igb_shutdown_serdes_link_82575: PCS disabled, laser off);
+//     CTRL_EXT.LINK_MODE after reset is SerDes on the fiber/SerDes IDs and
+//     SGMII on the SGMII IDs, as their NVMs set it.
+//   - SerDes ports (pcs.go): the link is the PCS's, 1000BASE-X only, clause-37
+//     negotiation or forced (Config.SerDesPartnerForced, NVMPCSAutonegOff,
+//     Backplane: LINK_MODE 1000BASE-KX),
+//     PCS_LSTAT/LPAB as the datasheet gives them; MDIC reaches no PHY (a
+//     fault); LINK_MODE changes, other speeds and frames sent with the PCS
+//     disabled or the laser off are faults. SetSerDesSignal lights the fiber.
 //   - Receive: RCTL (EN, UPE, MPE, BAM, LPE, SECRC, MO), RAL/RAH (24, 32 or 16
 //     entries), MTA, RLPML; queues at 0x2800+0x100n (0-3) and 0xC000+0x40n (all),
 //     advanced one-buffer descriptors only; frames larger than a buffer are split

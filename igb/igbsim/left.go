@@ -31,8 +31,15 @@ import (
 // LeftStaleRings (every queue's base and length registers hold a freed
 // ring's address, sim.StaleRingBase + 64 KiB per queue, with head and tail
 // in the middle: a queue enabled without reprogramming them fetches from
-// memory that is gone); LeftDrvLoadClear.
-const leftStates = sim.LeftPHYPowerDown | sim.LeftIRQsMasked | sim.LeftStaleRings | sim.LeftDrvLoadClear
+// memory that is gone); LeftDrvLoadClear; and on the SerDes ports
+// LeftSerDesDown, the SerDes as igb_power_down_link leaves a fiber port:
+// igb_shutdown_serdes_link_82575 (e1000_82575.c) clears PCS_CFG0.PCS_EN and
+// sets CTRL_EXT.SDP3_DATA, which shuts the optical module's laser (unless
+// manageability pass-through is on, which the model's MANC never has). Both
+// outlive the function reset as the PHY's BMCR does (pcs.go), so the port
+// carries nothing until a driver powers it up as
+// igb_power_up_serdes_link_82575 does.
+const leftStates = sim.LeftPHYPowerDown | sim.LeftIRQsMasked | sim.LeftStaleRings | sim.LeftDrvLoadClear | sim.LeftSerDesDown
 
 // applyLeftLocked puts the device in the kernel-left states of cfg.Left,
 // after the power-on reset.
@@ -60,6 +67,11 @@ func (m *Model) applyLeftLocked() {
 	}
 	if left.Has(sim.LeftDrvLoadClear) {
 		m.ctrlExt &^= ctrlExtDrvLoad
+	}
+	if left.Has(sim.LeftSerDesDown) {
+		m.pcs.cfg0 &^= pcsCfgEn
+		m.ctrlExt |= ctrlExtSDP3Data
+		m.pcsUpdateLocked(false)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xnic-dev/xnic/nic"
@@ -47,6 +48,8 @@ var devices = map[uint16]devInfo{
 	0x1538: {famI210, 4, 5, 16, 0x01410C00, "I210 SGMII"},
 	0x157B: {famI210, 4, 5, 16, 0x01410C00, "I210 copper flashless"},
 	0x157C: {famI210, 4, 5, 16, 0x01410C00, "I210 serdes flashless"},
+	0x1518: {fam82576, 8, 25, 24, 0x02A80390, "82576 NS serdes"},
+	0x150D: {fam82576, 8, 25, 24, 0x02A80390, "82576 serdes quad"},
 	0x1539: {famI210, 2, 5, 16, 0x01410C00, "I211 copper"},
 }
 
@@ -81,6 +84,15 @@ type Config struct {
 	// Left starts the device as Linux's igb leaves it (left.go) instead of
 	// fresh out of reset. 0: power-on reset.
 	Left sim.KernelLeft
+	// SerDesPartnerForced: on a SerDes port, the fiber partner has
+	// autonegotiation off (pcs.go). Unplugged there means no light.
+	SerDesPartnerForced bool
+	// NVMPCSAutonegOff sets the 82576 SerDes NVM's "PCS autonegotiation
+	// disabled" bit (word 3 bit 14), which has Linux force the link.
+	NVMPCSAutonegOff bool
+	// Backplane wires a SerDes port for 1000BASE-KX (CTRL_EXT.LINK_MODE
+	// 01b), whose partner never negotiates (pcs.go).
+	Backplane bool
 	// Name is the device name in nic.DeviceInfo. "": "igbsim".
 	Name string
 	// Sched sets the device side's latencies and seed (see sim.Sched): the
@@ -205,6 +217,8 @@ type Model struct {
 	txBusErr                                bool          // a bus error stopped the TX DMA until a reset
 	ptp                                     ptpState
 	qav                                     qavState
+	pcs                                     pcsState    // SerDes ports (pcs.go)
+	pcsUp                                   atomic.Bool // pcs.up, lock-free for the line rate
 }
 
 // ErrConfig is wrapped by New for a configuration the model cannot build.
@@ -247,6 +261,9 @@ func New(cfg Config) (*Model, error) {
 	if err := sim.CheckLeft("igbsim", cfg.Left, leftStates); err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrConfig)
 	}
+	if err := cfg.checkSerDes(info); err != nil {
+		return nil, err
+	}
 	if cfg.ResetDelay == 0 {
 		cfg.ResetDelay = time.Millisecond
 	}
@@ -275,7 +292,7 @@ func New(cfg Config) (*Model, error) {
 	m.phy.SetNotify(func(nic.LinkState) { go m.linkChanged() })
 	m.inj = new(sim.Injector)
 	m.dev.SetInjector(m.inj, m.phy) // fault.go
-	m.wire.SetLineRate(m.phy.Link)  // sim/linerate.go: frames at the negotiated speed
+	m.wire.SetLineRate(m.mediaLink) // sim/linerate.go: frames at the negotiated speed
 	m.wire.SetTxFIFO(txPBBytes)
 	m.buildNVM()
 	m.rx = make([]rxQueue, cfg.Queues)
@@ -313,6 +330,7 @@ func (m *Model) buildNVM() {
 		for i := 0; i < 3; i++ {
 			m.nvm[base+i] = uint16(mac[2*i]) | uint16(mac[2*i+1])<<8
 		}
+		m.nvm[base+nvmCompat] = m.nvmCompatWord()
 		var sum uint16
 		for i := 0; i < nvmChecksumReg; i++ {
 			sum += m.nvm[base+i]
@@ -405,7 +423,7 @@ func (m *Model) Reset() {
 func (m *Model) resetLocked(delay bool) {
 	m.gen++
 	m.ctrl = ctrlFD | ctrlSpeed1000
-	m.ctrlExt = m.info.ctrlExtReset()
+	m.ctrlExt = m.ctrlExtResetValue() | m.ctrlExt&m.keptCtrlExt() // pcs.go
 	m.status = statusPHYRA | statusLANInit
 	m.eecd = eecdPres | eecdAutoRD | eecdSize
 	if m.hasFlash() {
@@ -437,6 +455,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.rssDirty = true
 	m.ptp.reset(m.info.fam == famI210)
 	m.qav = qavState{}
+	m.resetPCSLocked()
 	for i := range m.rx {
 		m.rx[i] = rxQueue{srrctl: srrctlDefault}
 	}
@@ -471,10 +490,11 @@ func (m *Model) inResetLocked() bool {
 	return false
 }
 
-// linkUpLocked is STATUS.LU: the PHY's link, seen by the MAC only with CTRL.SLU
-// (82576 datasheet 3.5.4: with the internal PHY, SLU must be set) and not in reset.
+// linkUpLocked is STATUS.LU: the PHY's link (the PCS's on a SerDes port,
+// pcs.go), seen by the MAC only with CTRL.SLU (82576 datasheet 3.5.4: with the
+// internal PHY, SLU must be set) and not in reset.
 func (m *Model) linkUpLocked() bool {
-	return m.ctrl&ctrlSLU != 0 && !m.resetting && m.phy.LinkUp()
+	return m.ctrl&ctrlSLU != 0 && !m.resetting && m.mediaLinkUp()
 }
 
 // linkChanged raises the link status change cause.
@@ -534,6 +554,9 @@ func (m *Model) readLocked(off uint32) uint32 {
 		return v
 	}
 	if v, ok := m.readVariantLocked(off); ok {
+		return v
+	}
+	if v, ok := m.readPCSLocked(off); ok {
 		return v
 	}
 	switch off {
@@ -626,7 +649,7 @@ func (m *Model) statusLocked() uint32 {
 		v |= statusGIOMasterE
 	}
 	if m.linkUpLocked() {
-		st := m.phy.Link()
+		st := m.mediaLink()
 		v |= statusLU
 		if st.FullDuplex {
 			v |= statusFD
@@ -756,7 +779,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		}
 		return m.writeTxQueueLocked(q, r, off, val)
 	}
-	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) || m.writeVariantLocked(off, val) {
+	if m.writePTPLocked(off, val) || m.writeQavLocked(off, val) || m.writeVariantLocked(off, val) || m.writePCSLocked(off, val) {
 		return 0
 	}
 	switch off {
@@ -775,7 +798,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		m.writeEERDLocked(val)
 		return 0
 	case regCTRLEXT:
-		m.ctrlExt = val
+		m.writeCtrlExtLocked(val) // pcs.go
 		return 0
 	case regMDIC:
 		m.writeMDICLocked(val)
@@ -907,6 +930,7 @@ func (m *Model) writeCtrlLocked(val uint32) {
 		m.phy.Write(sim.MIIBMCR, sim.BMCRReset)
 	}
 	m.ctrl = val
+	m.pcsCtrlWrittenLocked(val)
 }
 
 func (m *Model) writeEERDLocked(val uint32) {
@@ -954,6 +978,9 @@ func (m *Model) mdiCycleLocked(val uint32) {
 	phyAddr := int(val>>mdicPHYShift) & 0x1F
 	regNum := int(val>>mdicRegShift) & 0x1F
 	op := val & mdicOpMask
+	if m.noMDIOPHYLocked(val) { // pcs.go: a SerDes port has no PHY on MDIO
+		return
+	}
 	switch {
 	case op != mdicOpRead && op != mdicOpWrite:
 		m.faults.Add("write32", "MDIC", uint64(regMDIC), "MDIC opcode %d is neither read (2) nor write (1)", op>>26)

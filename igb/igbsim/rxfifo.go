@@ -131,7 +131,7 @@ func (m *Model) RxHeld() int {
 // for benchmarks of the model's own cost, never for what a port would do.
 func (m *Model) SetPaced(on bool) {
 	if on {
-		m.wire.SetLineRate(m.phy.Link)
+		m.wire.SetLineRate(m.mediaLink) // pcs.go
 		return
 	}
 	m.wire.SetLineRate(nil)

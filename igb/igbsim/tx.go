@@ -96,7 +96,7 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		base, size := x.base(), x.len/descSize
 		head, tail := x.head, x.tail
 		psp := m.tctl&tctlPSP != 0
-		sink := m.loopSinkLocked(m.wire.Sink()) // loopback.go
+		sink := m.loopSinkLocked(m.pcsSinkLocked(m.wire.Sink())) // loopback.go, pcs.go
 		batch, arena := m.txBatch[:0], m.txArena[:0]
 		// Translate the whole ring once per pass (an IOTLB hit for every
 		// descriptor after the first), when all of it is mapped; otherwise

@@ -34,6 +34,9 @@ type variant struct {
 	// build returns a fresh model and the device to open the driver on.
 	build func() (model, nic.Device, error)
 	open  func(dev nic.Device) (nic.Port, error)
+	// serdes: the link is a PCS's 1000BASE-X (igb's fiber ports), with no
+	// PHY on MDIO.
+	serdes bool
 }
 
 const linkTimeout = 2 * time.Second
@@ -50,6 +53,13 @@ func igbVariant(name string, id uint16) variant {
 		open: func(dev nic.Device) (nic.Port, error) {
 			return igb.Open(dev, igb.Config{Queues: 1, LinkTimeout: linkTimeout})
 		}}
+}
+
+// igbSerDes is an igb fiber/SerDes port.
+func igbSerDes(name string, id uint16) variant {
+	v := igbVariant(name, id)
+	v.serdes = true
+	return v
 }
 
 func dwmacVariant(name string, v dwmacsim.Variant, pciID uint16) variant {
@@ -86,6 +96,7 @@ var variants = []variant{
 	igbVariant("i350", 0x1521),
 	igbVariant("i210", 0x1533),
 	igbVariant("i211", 0x1539),
+	igbSerDes("i350-serdes", 0x1522),
 	dwmacVariant("intel-ehl", dwmacsim.IntelMGbE, 0x4B30),
 	dwmacVariant("intel-adls", dwmacsim.IntelMGbE, 0x7AAC),
 	dwmacVariant("imx8mp", dwmacsim.IMX8MP, 0),
@@ -248,6 +259,10 @@ func send(t *testing.T, p nic.Port, frames [][]byte) {
 // registers as they were; 1000 full and the 10/100 modes stay accepted.
 func TestNoGigabitHalfDuplex(t *testing.T) {
 	each(t, func(t *testing.T, v variant, m model, dev nic.Device) {
+		if v.serdes {
+			serdesOnlyGigabitFull(t, v, dev)
+			return
+		}
 		phy := m.(interface{ PHY() *sim.PHY }).PHY()
 		if c := phy.Read(sim.MIICTRL1000); c&sim.Ctrl1000HD == 0 {
 			t.Fatalf("the model's PHY comes out of reset with CTRL1000 %#04x: the test wants it advertising 1000 half", c)
@@ -296,4 +311,27 @@ func TestNoGigabitHalfDuplex(t *testing.T) {
 			t.Errorf("WritePHY(CTRL1000, 1000 full only): %v", err)
 		}
 	})
+}
+
+// serdesOnlyGigabitFull is TestNoGigabitHalfDuplex on a SerDes port: the link
+// is 1000BASE-X, 1000 full; CheckLinkMode refuses every other mode with
+// nic.ErrLinkMode, and there is no PHY to write (nic.ErrNotSupported).
+func serdesOnlyGigabitFull(t *testing.T, v variant, dev nic.Device) {
+	p := openLinked(t, v, dev)
+	defer p.Close()
+	if l := p.Link(); l != (nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}) {
+		t.Fatalf("link %+v, want 1000 full", l)
+	}
+	chk := p.(nic.LinkModeChecker)
+	if err := chk.CheckLinkMode(1000, true); err != nil {
+		t.Errorf("CheckLinkMode(1000, full): %v", err)
+	}
+	for _, bad := range [][2]int{{1000, 0}, {100, 0}, {100, 1}, {10, 0}, {10, 1}} {
+		if err := chk.CheckLinkMode(bad[0], bad[1] == 1); !errors.Is(err, nic.ErrLinkMode) {
+			t.Errorf("CheckLinkMode(%d, full=%v): %v, want nic.ErrLinkMode", bad[0], bad[1] == 1, err)
+		}
+	}
+	if err := p.(nic.PHYAccess).WritePHY(sim.MIICTRL1000, sim.Ctrl1000FD); !errors.Is(err, nic.ErrNotSupported) {
+		t.Errorf("WritePHY on a SerDes port: %v, want nic.ErrNotSupported", err)
+	}
 }

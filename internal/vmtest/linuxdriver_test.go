@@ -198,6 +198,14 @@ func newIGBI350(t *testing.T) *servedModel { return newIGBServed(t, "igb-i350", 
 func newIGBI210(t *testing.T) *servedModel { return newIGBServed(t, "igb-i210", 0x1533, 0x05) }
 func newIGBI211(t *testing.T) *servedModel { return newIGBServed(t, "igb-i211", 0x1539, 0x06) }
 
+// newIGBI350SerDes is an I350 fiber port (8086:1522, LINK_MODE SerDes): Linux's
+// igb finds no SFP answering on I2C, takes the port as internal SerDes and
+// brings the link up on the PCS (igb_setup_serdes_link_82575), shuts it down
+// on close and powers it up on open (igb_shutdown/power_up_serdes_link_82575).
+func newIGBI350SerDes(t *testing.T) *servedModel {
+	return newIGBServed(t, "igb-i350-serdes", 0x1522, 0x09)
+}
+
 func newIGBServed(t *testing.T, name string, device uint16, macLow byte) *servedModel {
 	m, err := igbsim.New(igbsim.Config{DeviceID: device, MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "igbsim-" + name})
 	if err != nil {
@@ -245,7 +253,8 @@ func vmtestRequested(t *testing.T) {
 
 // TestLinuxDriver puts xnic's device models in front of Linux's own drivers,
 // served to QEMU over vfio-user: every variant `xnic serve` offers (igbsim as
-// an 82576, I350, I210 and I211 for igb; dwmacsim as the Intel mGbE
+// an 82576, I350, I210 and I211 for igb, and an I350 fiber port whose link is
+// the PCS's; dwmacsim as the Intel mGbE
 // configurations dwmac-intel distinguishes: Elkhart Lake RGMII, Elkhart Lake
 // PSE SGMII with its SerDes power-up and 32-bit DMA, Alder Lake-S SGMII, and
 // ADL-S mGbE 1 with a Realtek PHY), with the PHY driver udev loads for the
@@ -272,7 +281,7 @@ func TestLinuxDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newDWMACIntelPSE, newDWMACIntelRTL,
-		newIGB, newIGBI350, newIGBI210, newIGBI211, newQEMUIGB}
+		newIGB, newIGBI350, newIGBI210, newIGBI211, newIGBI350SerDes, newQEMUIGB}
 	var models []*servedModel
 	for _, mk := range mks {
 		models = append(models, mk(t))

@@ -260,6 +260,10 @@ func ethtool(c *check, p *plan, ifname string) {
 		pingSize(c, p, 2, 56)
 	}
 	run("-k", ifname)
+	if out, ok := run(ifname); ok && strings.Contains(out, "Port: FIBRE") {
+		fibreModes(c, p, ifname)
+		return
+	}
 	for _, l := range []struct {
 		adv   string
 		speed string
@@ -274,6 +278,21 @@ func ethtool(c *check, p *plan, ifname string) {
 		pingSize(c, p, 2, 56)
 		c.logf("link at %s Mb/s", l.speed)
 	}
+}
+
+// fibreModes is the link-mode step on a fiber (SerDes) port, which runs
+// 1000BASE-X only: the driver refuses to advertise 100 Mb/s (igb_set_spd_dplx
+// and its ksettings path on internal SerDes), and the link stays at 1000.
+func fibreModes(c *check, p *plan, ifname string) {
+	if out, err := exec.Command(p.ethtool, "-s", ifname, "advertise", "0x008").CombinedOutput(); err == nil {
+		c.errorf("ethtool -s advertise 0x008 (100 full) accepted on a fiber port: %s", strings.TrimSpace(string(out)))
+	}
+	if err := waitSpeed(ifname, "1000", 10*time.Second); err != nil {
+		c.errorf("fiber port after the refused advertisement: %v", err)
+		return
+	}
+	pingSize(c, p, 2, 56)
+	c.logf("fiber port: 100 Mb/s refused, link at 1000 Mb/s")
 }
 
 // currentRings reads the "Current hardware settings" RX and TX of ethtool -g.
