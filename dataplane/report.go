@@ -38,6 +38,14 @@ func HardwareDrops(p *PortStats) (total uint64, nonzero []nic.Counter) {
 	return nic.SumCounters(p.Hardware, p.RxDropNames)
 }
 
+// DriverDiscards sums a port's driver counters of frames the device wrote to a
+// receive ring and the driver dropped before the program (a descriptor error,
+// a reset that started the ring over: nic.RxDiscardCounters, each frame in
+// one) and lists those that are not zero.
+func DriverDiscards(p *PortStats) (total uint64, nonzero []nic.Counter) {
+	return nic.SumCounters(p.Hardware, p.RxDiscardNames)
+}
+
 // errorCounters are summed into Rates.Errors.
 var errorCounters = []Counter{RxXDPTxErrors, TxXDPXmitErrors, RxXDPRedirectErrors, RxXDPPassErrors, RingFull, NoBuffer, TxStackErrors}
 

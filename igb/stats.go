@@ -98,9 +98,10 @@ func (p *Port) Stats() []nic.Counter {
 		fifoErr += c.Value
 	}
 	out = append(out, nic.Counter{Name: "rx_fifo_errors", Value: fifoErr})
-	var descErr, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
+	var descErr, resetDiscards, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
+		resetDiscards += q.resetDiscards.Load()
 		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
@@ -114,6 +115,7 @@ func (p *Port) Stats() []nic.Counter {
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_desc_errors", Value: descErr},
+		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
@@ -152,3 +154,11 @@ var rxDropCounters = []string{"rx_missed_errors", "rx_fifo_errors", "rx_long_len
 
 // RxDropCounters implements nic.RxDropCounters.
 func (p *Port) RxDropCounters() []string { return rxDropCounters }
+
+// rxDiscardCounters name the frames the device wrote to a ring that the
+// driver dropped: error bits or a frame over several buffers, and a port
+// reset that started the ring over with frames on it.
+var rxDiscardCounters = []string{"rx_desc_errors", "rx_reset_discards"}
+
+// RxDiscardCounters implements nic.RxDiscardCounters.
+func (p *Port) RxDiscardCounters() []string { return rxDiscardCounters }
