@@ -117,3 +117,46 @@ const (
 	testTxTimeout           = 200 * time.Millisecond
 	dataplaneTxTimeoutBound = 800 * time.Millisecond
 )
+
+// Frames a reset loses are counted, each once, on every family: a descriptor
+// error, then an RX DMA stall that fills the receive FIFO, then a TX hang
+// whose reset finds frames on the ring and in the FIFO and takes a while with
+// the receiver off. The run ends with offered = received + dropped by the
+// device + discarded by the driver + unseen by the driver, exactly; igb and
+// fec flush their FIFO in the reset (CTRL.RST, ETHEREN), dwmac's channel
+// restart keeps the MTL FIFO.
+func TestResetAccountsEveryFrame(t *testing.T) {
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) {
+			o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_macswap_tx"), interval: time.Second,
+				tap: "none", peer: "gen", peerSize: 60, peerBurst: 32, peerRate: 100000, workers: -1,
+				txTimeout: testTxTimeout}
+			for _, f := range []string{"desc-error@50ms", "rx-stall@100ms:500ms", "tx-hang@100ms"} {
+				if err := o.faults.Set(f); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
+			defer cancel()
+			var out, errOut bytes.Buffer
+			if err := dpRun(ctx, o, &out, &errOut); err != nil {
+				t.Fatalf("run: %v\n%s", err, errOut.String())
+			}
+			s := out.String()
+			port := fam + "sim0"
+			if !regexp.MustCompile(port + ` recoveries: tx_timeouts [1-9]\d*, resets [1-9]`).MatchString(s) {
+				t.Fatalf("no reset:\n%s", s)
+			}
+			e := checkEquation(t, s, port)
+			if e.discards == 0 {
+				t.Errorf("no frame discarded by the driver (a descriptor error and a reset with frames on the ring):\n%s", s)
+			}
+			if fam != "dwmac" && e.flushed == 0 {
+				t.Errorf("the reset flushed no frame from a FIFO the stalled DMA had filled:\n%s", s)
+			}
+			if strings.Contains(errOut.String(), "xnic: "+port) || strings.Contains(errOut.String(), "xnic: closing") {
+				t.Errorf("closing the port (buffers not back in their pools?): %s", errOut.String())
+			}
+		})
+	}
+}
