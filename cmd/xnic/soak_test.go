@@ -40,17 +40,8 @@ func soakFaults(rng *rand.Rand, kinds []sim.FaultKind, n int) []sim.FaultSpec {
 	return out
 }
 
-func grouped(t *testing.T, s, pattern string) uint64 {
-	t.Helper()
-	m := regexp.MustCompile(pattern).FindStringSubmatch(s)
-	if m == nil {
-		return 0
-	}
-	return atoiGrouped(t, m[1])
-}
-
 // equationLine is the run summary's account of a simulated port.
-var equationLine = regexp.MustCompile(`(\w+): offered ([\d,]+) (!?=) received ([\d,]+) \+ dropped by the device ([\d,]+)[^+]*\+ discarded by the driver ([\d,]+)[^+]*\+ unseen by the driver ([\d,]+) \(receiver off ([\d,]+), filtered ([\d,]+), flushed by resets ([\d,]+)\)`)
+var equationLine = regexp.MustCompile(`(\w+): offered ([\d,]+) (!?=) received ([\d,]+) \+ dropped by the device ([\d,]+)[^+]*\+ discarded by the driver ([\d,]+)[^+]*\+ unseen by the driver ([\d,]+) \(receiver off ([\d,]+), filtered ([\d,]+), flushed by resets ([\d,]+), still in the FIFO ([\d,]+)\)`)
 
 // rxEquation is a port's equation from a run summary.
 type rxEquation struct {
@@ -99,23 +90,10 @@ func TestSoakFaults(t *testing.T) {
 			faults := soakFaults(rng, soakKinds[fam], 4)
 			t.Logf("seed %d (XNIC_SOAK_SEED reruns it): %v", seed, faults)
 			before := runtime.NumGoroutine()
-			o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_macswap_tx"), interval: time.Second,
-				tap: "none", peer: "gen", peerSize: 60, peerBurst: 32, peerRate: 100000, workers: -1, faults: faults,
-				txTimeout: testTxTimeout}
-			ctx, cancel := context.WithTimeout(context.Background(), d)
-			defer cancel()
-			var out, errOut bytes.Buffer
-			if err := dpRun(ctx, o, &out, &errOut); err != nil {
-				t.Fatalf("run: %v\n%s", err, errOut.String())
-			}
-			s := out.String()
-			port := fam + "sim0"
-			e := checkEquation(t, s, port)
+			s := runFaulted(t, fam, faults, d)
+			e := checkEquation(t, s, fam+"sim0")
 			t.Logf("offered %d = received %d + device drops %d + driver discards %d + unseen %d (receiver off %d, flushed %d)",
 				e.offered, e.rx, e.drops, e.discards, e.unseen, e.off, e.flushed)
-			if strings.Contains(errOut.String(), "xnic: "+port) || strings.Contains(errOut.String(), "xnic: closing") {
-				t.Errorf("closing (buffers not back in their pools, model faults): %s", errOut.String())
-			}
 			var after int
 			for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
 				if after = runtime.NumGoroutine(); after <= before {
@@ -128,4 +106,37 @@ func TestSoakFaults(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runFaulted runs MAC-swapping traffic at 100,000 frames/s of 60 bytes into
+// the family's simulated port for d with faults and the tests' TX timeout,
+// and returns the summary. It fails the test on an error, or when closing the
+// port found buffers out of their pools or model faults.
+func runFaulted(t *testing.T, fam string, faults []sim.FaultSpec, d time.Duration) string {
+	t.Helper()
+	o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_macswap_tx"), interval: time.Second,
+		tap: "none", peer: "gen", peerSize: 60, peerBurst: 32, peerRate: 100000, workers: -1, faults: faults,
+		txTimeout: testTxTimeout}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if err := dpRun(ctx, o, &out, &errOut); err != nil {
+		t.Fatalf("run: %v\n%s", err, errOut.String())
+	}
+	if e := errOut.String(); strings.Contains(e, "xnic: "+fam+"sim0") || strings.Contains(e, "xnic: closing") {
+		t.Errorf("closing (buffers not back in their pools, model faults): %s", e)
+	}
+	return out.String()
+}
+
+// parseFaults parses --sim-fault specs.
+func parseFaults(t *testing.T, specs ...string) []sim.FaultSpec {
+	t.Helper()
+	var f faultFlags
+	for _, s := range specs {
+		if err := f.Set(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
 }

@@ -51,6 +51,7 @@ type rxAccount struct {
 	rx, drops, discards uint64
 	dropBy, discardBy   []nic.Counter
 	unseen              sim.RxUnseen
+	held                uint64 // still in the device's receive FIFO (a stalled DMA)
 }
 
 func accountOf(p *dpPort, ps *dataplane.PortStats) rxAccount {
@@ -60,12 +61,19 @@ func accountOf(p *dpPort, ps *dataplane.PortStats) rxAccount {
 	if u, ok := p.model.(rxUnseener); ok {
 		a.unseen = u.RxUnseen()
 	}
+	if h, ok := p.model.(rxHolder); ok {
+		a.held = uint64(h.RxHeld())
+	}
 	return a
 }
 
-func (a rxAccount) total() uint64 {
-	return a.rx + a.drops + a.discards + a.unseen.Off + a.unseen.Filtered + a.unseen.Flushed
+// unseenTotal is what the driver cannot see: the wire's figures and the
+// frames still waiting in the FIFO.
+func (a rxAccount) unseenTotal() uint64 {
+	return a.unseen.Off + a.unseen.Filtered + a.unseen.Flushed + a.held
 }
+
+func (a rxAccount) total() uint64 { return a.rx + a.drops + a.discards + a.unseenTotal() }
 
 // settleOffered waits (at most limit) until what each simulated port's link
 // partner offered is accounted for (rxAccount), none waiting in a FIFO or a
@@ -87,10 +95,7 @@ func settleOffered(e *dataplane.Engine, ports []*dpPort, limit time.Duration) {
 			if p.partner == nil {
 				continue
 			}
-			if h, ok := p.model.(rxHolder); ok && h.RxHeld() > 0 {
-				done = false
-			}
-			if a.total() < p.partner.offered() {
+			if a.held > 0 || a.total() < p.partner.offered() {
 				done = false
 			}
 		}
@@ -127,9 +132,10 @@ func counterList(cs []nic.Counter) string {
 // offered = what the dataplane received + what the device dropped (its
 // counters) + what the driver discarded (its counters: descriptor errors,
 // rings a reset started over) + what only the wire saw (frames that arrived
-// while the receiver was off, that the address filter refused, or that a
-// reset flushed from the FIFO: no register counts them). A difference
-// (frames still in flight) is named.
+// while the receiver was off, that the address filter refused, that a reset
+// flushed from the FIFO, or that still wait there behind a stalled DMA: no
+// register counts them). A difference (frames still in flight, counters a
+// removed device took with it) is named.
 func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
 	offered := p.partner.offered()
 	a := accountOf(p, ps)
@@ -141,12 +147,12 @@ func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
 	fmt.Fprintf(w, "%s: offered %s %s received %s + dropped by the device %s%s + discarded by the driver %s%s",
 		ps.Name, g(offered), rel, g(a.rx), g(a.drops), counterList(a.dropBy), g(a.discards), counterList(a.discardBy))
 	u := a.unseen
-	fmt.Fprintf(w, " + unseen by the driver %s (receiver off %s, filtered %s, flushed by resets %s)\n",
-		g(u.Off+u.Filtered+u.Flushed), g(u.Off), g(u.Filtered), g(u.Flushed))
+	fmt.Fprintf(w, " + unseen by the driver %s (receiver off %s, filtered %s, flushed by resets %s, still in the FIFO %s)\n",
+		g(a.unseenTotal()), g(u.Off), g(u.Filtered), g(u.Flushed), g(a.held))
 	if rel != "=" {
 		why := "still in flight"
 		if ps.Gone != "" {
-			why = "the device was gone"
+			why = "the device was gone, with what its counters counted since they were last read"
 		}
 		fmt.Fprintf(w, "%s: %s frames not accounted for: %s\n", ps.Name, dataplane.Group(float64(int64(offered)-int64(a.total()))), why)
 	}
