@@ -122,7 +122,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if p.model != nil {
 		// The frames left when the wire carried the last: that is the rate.
-		st.Elapsed = wireDone(p.model, st.Sent).Sub(start)
+		st.Elapsed = wireTime(wireDone(p.model, st.Sent).Sub(start), st.Sent, len(frame), mbps)
 	}
 	// Let the ring finish before counting what reached the wire.
 	for end := time.Now().Add(time.Second); time.Now().Before(end) && p.port.TxQueue(0).Free() < 8; {

@@ -208,6 +208,15 @@ func sendPaced(q nic.TxQueue, pool *dma.Pool, frame []byte, n uint64, burst int,
 	return total, nil
 }
 
+// wireTime is how long a wire at mbps took to carry n frames of size bytes
+// that the model had put on it measured after it: at least their time on the
+// wire back to back. A short run can measure less: a simulated wire lets a
+// late sender catch up on up to 200 microseconds it lost (sim/linerate.go)
+// and the MAC's TX FIFO still holds frames when the model counts them sent.
+func wireTime(measured time.Duration, n uint64, size, mbps int) time.Duration {
+	return max(measured, time.Duration(n)*sim.FrameTime(size, mbps))
+}
+
 // wireDone waits (at most a second) until a simulated port's model has put
 // sent frames on the wire, and returns when it had.
 func wireDone(m simModel, sent uint64) time.Time {
