@@ -31,6 +31,7 @@ func (p *Port) ResetPort(reason string) error {
 	// or writes a descriptor while the rings start over (igb_down disables
 	// the queues and resets before igb_clean_all_rx_rings).
 	resetErr := p.reset()
+	p.stats.Collect(len(hwCounters)+len(p.rx), func([]uint64) { clear(p.rqdpcSeen) }) // CTRL.RST cleared RQDPC
 	for _, q := range p.tx {
 		q.dropInflight()
 	}

@@ -73,8 +73,28 @@ func (p *Port) collectStats() {
 		// with SRRCTL.DROP_EN, which Open sets. Linux igb_update_stats adds
 		// them to rx_fifo_errors; MPC (rx_missed_errors) counts the packet
 		// buffer's overflows, a different frame each.
+		if len(p.rqdpcSeen) != len(p.rx) {
+			p.rqdpcSeen = make([]uint32, len(p.rx))
+		}
+		keeps := hasI210Clock(p.model.MAC)
 		for i, q := range p.rx {
-			total[len(hwCounters)+i] += uint64(p.r32(rxBlock(q.idx) + qRQDPC))
+			r := rxBlock(q.idx) + qRQDPC
+			v := p.r32(r)
+			if !keeps {
+				total[len(hwCounters)+i] += uint64(v)
+				continue
+			}
+			// The I210 and I211 keep RQDPC when it is read (software clears
+			// it by writing, as Linux igb_update_stats does after each read
+			// for mac.type >= e1000_i210): add what it counted since the
+			// last read, and clear it only long before it saturates (a drop
+			// between that read and the write would be lost).
+			total[len(hwCounters)+i] += uint64(v - p.rqdpcSeen[i])
+			p.rqdpcSeen[i] = v
+			if v >= 1<<31 {
+				p.w32(r, 0)
+				p.rqdpcSeen[i] = 0
+			}
 		}
 	})
 }
