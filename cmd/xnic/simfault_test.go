@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // A removed device stops its port with an error naming it, within the
@@ -93,6 +95,14 @@ func testTxHangRecovers(t *testing.T, fam string) {
 	if d, err := time.ParseDuration(m[1]); err != nil || d > dataplaneTxTimeoutBound {
 		t.Errorf("hang to reset took %s, want at most %v", m[1], dataplaneTxTimeoutBound)
 	}
+	// The port's frames are back on the wire soon after the reset.
+	back := regexp.MustCompile(`fault tx-hang@100ms: .*; nothing on the wire for [0-9.]+[µm]?s, frames again ([0-9.]+[µm]?s) after it`).FindStringSubmatch(s)
+	if back == nil {
+		t.Fatalf("no outage, or frames never back, after the hang:\n%s", s)
+	}
+	if d, err := time.ParseDuration(back[1]); err != nil || d > dataplaneTxTimeoutBound+300*time.Millisecond {
+		t.Errorf("frames back on the wire %s after the hang, want at most %v", back[1], dataplaneTxTimeoutBound+300*time.Millisecond)
+	}
 	checkEquation(t, s, port) // the reset's lost frames counted too
 }
 
@@ -135,5 +145,39 @@ func TestResetAccountsEveryFrame(t *testing.T) {
 				t.Errorf("the reset flushed no frame from a FIFO the stalled DMA had filled:\n%s", s)
 			}
 		})
+	}
+}
+
+// wireGaps finds the outage a fault caused: the longest stretch without a
+// frame that overlaps the fault, none for a fault the port did not notice,
+// and a port that never sent again.
+func TestWireGapsOutage(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+	g := &wireGaps{}
+	for ms := 0.0; ms < 100; ms += 0.5 { // steady traffic
+		g.saw(at(ms))
+	}
+	for ms := 140.0; ms < 200; ms += 0.5 { // 40 ms gap from 99.5 ms
+		g.saw(at(ms))
+	}
+	g.saw(at(203)) // a 3.5 ms hiccup: too short to record
+	g.saw(at(300)) // a 97 ms gap from 203 ms
+	g.close(at(400))
+	hang := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultTxHang}, Start: at(100), End: at(135)}
+	if got, want := g.outage(hang), "; nothing on the wire for 40.5ms, frames again 40ms after it"; got != want {
+		t.Errorf("hang: %q, want %q", got, want)
+	}
+	storm := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultIRQStorm}, Start: at(10), End: at(60)}
+	if got := g.outage(storm); got != "; no outage on the wire" {
+		t.Errorf("storm: %q", got)
+	}
+	// Still on at the end: the last frame at 300 ms, the watch closed at 400.
+	gone := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultRemoval}, Start: at(290)}
+	if got, want := g.outage(gone), "; nothing on the wire from 10ms after it to the end"; got != want {
+		t.Errorf("removal: %q, want %q", got, want)
+	}
+	if got := (*wireGaps)(nil).outage(hang); got != "" {
+		t.Errorf("no watch: %q", got)
 	}
 }
