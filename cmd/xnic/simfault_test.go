@@ -181,3 +181,19 @@ func TestWireGapsOutage(t *testing.T) {
 		t.Errorf("no watch: %q", got)
 	}
 }
+
+// A PHY that dies with frames on the TX ring: the port reports it, its link
+// treated as down, and the frames it still sends go nowhere. None comes back
+// as received (a dead PHY's BMCR reads all ones, loopback bit included, but
+// it loops nothing back), so the run's equation holds on every family.
+func TestPHYDeadLoopsNothingBack(t *testing.T) {
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) {
+			s := runFaulted(t, fam, parseFaults(t, "phy-dead@150ms"), 700*time.Millisecond)
+			if !strings.Contains(s, "fault phy-dead@150ms: still on at the end") {
+				t.Errorf("the dead PHY was not reported:\n%s", s)
+			}
+			checkEquation(t, s, fam+"sim0")
+		})
+	}
+}
