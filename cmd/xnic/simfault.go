@@ -122,27 +122,35 @@ func (g *wireGaps) close(now time.Time) {
 	g.mu.Unlock()
 }
 
-// outage describes the longest gap that overlaps fault ev (from its start to
-// its end, or to the end of the watch); "" without a watch.
+// outage describes the longest gap in what the port sent that fault ev
+// caused or prolonged: for a state fault (a hang, a stall, a link down) one
+// overlapping it, from its start to its end (or to the end of the watch
+// while it is on); for a one-shot fault (the next descriptor) one that began
+// from just before its start (the port's last frame) to oneShotWindow after.
+// "" without a watch.
 func (g *wireGaps) outage(ev sim.FaultEvent) string {
 	if g == nil {
 		return ""
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	until := ev.End
-	if until.IsZero() {
-		until = g.ended
+	hit := func(from, to time.Time) bool { // to zero: never came back
+		end := ev.End
+		if end.IsZero() {
+			end = g.ended
+		}
+		return !to.Before(ev.Start) && !from.After(end)
 	}
-	if !g.ended.IsZero() && !g.last.IsZero() && g.ended.Sub(g.last) >= wireGapMin && !g.last.After(until) {
+	if k := ev.Spec.Kind; k == sim.FaultBusError || k == sim.FaultDescError {
+		lo, hi := ev.Start.Add(-2*wireGapMin), ev.Start.Add(oneShotWindow)
+		hit = func(from, _ time.Time) bool { return !from.Before(lo) && !from.After(hi) }
+	}
+	if !g.ended.IsZero() && !g.last.IsZero() && g.ended.Sub(g.last) >= wireGapMin && hit(g.last, g.ended) {
 		return fmt.Sprintf("; nothing on the wire from %v after it to the end", g.last.Sub(ev.Start).Round(time.Microsecond))
 	}
 	var best wireGap
 	for _, x := range g.gaps {
-		if x.to.Before(ev.Start) || x.from.After(until) {
-			continue
-		}
-		if best.from.IsZero() || x.to.Sub(x.from) > best.to.Sub(best.from) {
+		if hit(x.from, x.to) && (best.from.IsZero() || x.to.Sub(x.from) > best.to.Sub(best.from)) {
 			best = x
 		}
 	}
@@ -152,3 +160,7 @@ func (g *wireGaps) outage(ev sim.FaultEvent) string {
 	return fmt.Sprintf("; nothing on the wire for %v, frames again %v after it", best.to.Sub(best.from).Round(time.Microsecond),
 		best.to.Sub(ev.Start).Round(time.Microsecond))
 }
+
+// oneShotWindow is how soon after its start a one-shot fault (the next
+// descriptor fetch or write-back) shows on a port carrying traffic.
+const oneShotWindow = 100 * time.Millisecond

@@ -149,8 +149,9 @@ func TestResetAccountsEveryFrame(t *testing.T) {
 }
 
 // wireGaps finds the outage a fault caused: the longest stretch without a
-// frame that overlaps the fault, none for a fault the port did not notice,
-// and a port that never sent again.
+// frame that overlaps a state fault or begins with a one-shot one (recorded
+// as ending when it starts), none for a fault the port did not notice, and a
+// port that never sent again.
 func TestWireGapsOutage(t *testing.T) {
 	t0 := time.Now()
 	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
@@ -162,8 +163,11 @@ func TestWireGapsOutage(t *testing.T) {
 		g.saw(at(ms))
 	}
 	g.saw(at(203)) // a 3.5 ms hiccup: too short to record
-	g.saw(at(300)) // a 97 ms gap from 203 ms
-	g.close(at(400))
+	for ms := 203.5; ms <= 250; ms += 0.5 {
+		g.saw(at(ms))
+	}
+	g.saw(at(350)) // a 100 ms gap from 250 ms, then silence
+	g.close(at(450))
 	hang := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultTxHang}, Start: at(100), End: at(135)}
 	if got, want := g.outage(hang), "; nothing on the wire for 40.5ms, frames again 40ms after it"; got != want {
 		t.Errorf("hang: %q, want %q", got, want)
@@ -172,10 +176,20 @@ func TestWireGapsOutage(t *testing.T) {
 	if got := g.outage(storm); got != "; no outage on the wire" {
 		t.Errorf("storm: %q", got)
 	}
-	// Still on at the end: the last frame at 300 ms, the watch closed at 400.
-	gone := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultRemoval}, Start: at(290)}
+	// Still on at the end: the last frame at 350 ms, the watch closed at 450.
+	gone := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultRemoval}, Start: at(340)}
 	if got, want := g.outage(gone), "; nothing on the wire from 10ms after it to the end"; got != want {
 		t.Errorf("removal: %q, want %q", got, want)
+	}
+	// A gap that began well before a fault is not its outage, nor one long
+	// after a one-shot fault.
+	desc := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultDescError}, Start: at(120), End: at(120)}
+	if got := g.outage(desc); got != "; no outage on the wire" {
+		t.Errorf("desc-error during an earlier gap: %q", got)
+	}
+	bus := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultBusError}, Start: at(245), End: at(245)}
+	if got, want := g.outage(bus), "; nothing on the wire for 100ms, frames again 105ms after it"; got != want {
+		t.Errorf("bus-error: %q, want %q", got, want)
 	}
 	if got := (*wireGaps)(nil).outage(hang); got != "" {
 		t.Errorf("no watch: %q", got)
