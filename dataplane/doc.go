@@ -41,9 +41,12 @@
 // parking its poll goroutines until Stop while the other ports run on
 // (health.go); it finds TX queues with no completion for TxTimeout and resets
 // their port with its queues parked (nic.Resetter), counting tx_timeouts,
-// resets and the frames the reset lost (recover.go); it follows link changes
-// (linkadjust.go). The device's own drops are the counters its driver names
-// (nic.RxDropCounters), each dropped frame in one (HardwareDrops).
+// resets and the TX frames the reset lost (recover.go); it follows link
+// changes (linkadjust.go). The device's own drops are the counters its driver
+// names (nic.RxDropCounters), each dropped frame in one (HardwareDrops); the
+// frames the device wrote to a ring and the driver dropped (descriptor errors,
+// RX rings a reset started over) are the driver's counters it names
+// (nic.RxDiscardCounters, DriverDiscards).
 //
 // # Buffers
 //

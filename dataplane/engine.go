@@ -549,6 +549,9 @@ func (e *Engine) Snapshot() Snapshot {
 		if d, ok := p.p.(nic.RxDropCounters); ok {
 			ps.RxDropNames = d.RxDropCounters()
 		}
+		if d, ok := p.p.(nic.RxDiscardCounters); ok {
+			ps.RxDiscardNames = d.RxDiscardCounters()
+		}
 		if err := p.goneErr(); err != nil {
 			ps.Gone = err.Error()
 		}

@@ -38,6 +38,26 @@ func HardwareDrops(p *PortStats) (total uint64, nonzero []nic.Counter) {
 	return nic.SumCounters(p.Hardware, p.RxDropNames)
 }
 
+// DriverDiscards sums a port's driver counters of frames the device wrote to a
+// receive ring and the driver dropped before the program (a descriptor error,
+// a reset that started the ring over: nic.RxDiscardCounters, each frame in
+// one) and lists those that are not zero.
+func DriverDiscards(p *PortStats) (total uint64, nonzero []nic.Counter) {
+	return nic.SumCounters(p.Hardware, p.RxDiscardNames)
+}
+
+// counterMap is cs by name, nil when cs is empty.
+func counterMap(cs []nic.Counter) map[string]uint64 {
+	if len(cs) == 0 {
+		return nil
+	}
+	m := make(map[string]uint64, len(cs))
+	for _, c := range cs {
+		m[c.Name] = c.Value
+	}
+	return m
+}
+
 // errorCounters are summed into Rates.Errors.
 var errorCounters = []Counter{RxXDPTxErrors, TxXDPXmitErrors, RxXDPRedirectErrors, RxXDPPassErrors, RingFull, NoBuffer, TxStackErrors}
 
@@ -106,12 +126,17 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 		// program, counted once (HardwareDrops), by counter.
 		DeviceDrops   uint64            `json:"device_drops"`
 		DeviceDropsBy map[string]uint64 `json:"device_drops_by,omitempty"`
-		LastFault     string            `json:"last_fault,omitempty"`
-		Gone          string            `json:"gone,omitempty"`
-		LinkProblem   string            `json:"link_problem,omitempty"`
-		TxTimeouts    uint64            `json:"tx_timeouts"`
-		Resets        uint64            `json:"resets"`
-		RecoveryLost  uint64            `json:"recovery_lost"`
+		// DriverDiscards is every frame the device wrote to a ring that
+		// the driver dropped (descriptor errors, rings a reset started
+		// over), counted once (DriverDiscards), by counter.
+		DriverDiscards   uint64            `json:"driver_discards"`
+		DriverDiscardsBy map[string]uint64 `json:"driver_discards_by,omitempty"`
+		LastFault        string            `json:"last_fault,omitempty"`
+		Gone             string            `json:"gone,omitempty"`
+		LinkProblem      string            `json:"link_problem,omitempty"`
+		TxTimeouts       uint64            `json:"tx_timeouts"`
+		Resets           uint64            `json:"resets"`
+		RecoveryLost     uint64            `json:"recovery_lost"`
 	}
 	out := struct {
 		Time    time.Time     `json:"time"`
@@ -141,12 +166,9 @@ func WriteJSON(w io.Writer, s *Snapshot, rs []Rates) error {
 		}
 		var by []nic.Counter
 		p.DeviceDrops, by = HardwareDrops(ps)
-		if len(by) > 0 {
-			p.DeviceDropsBy = map[string]uint64{}
-			for _, c := range by {
-				p.DeviceDropsBy[c.Name] = c.Value
-			}
-		}
+		p.DeviceDropsBy = counterMap(by)
+		p.DriverDiscards, by = DriverDiscards(ps)
+		p.DriverDiscardsBy = counterMap(by)
 		out.Ports = append(out.Ports, p)
 	}
 	b, err := json.Marshal(out)

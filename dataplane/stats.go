@@ -147,6 +147,10 @@ type PortStats struct {
 	// RxDropNames name the Hardware counters of frames the device dropped
 	// before a receive buffer, each frame in one (nic.RxDropCounters).
 	RxDropNames []string `json:"-"`
+	// RxDiscardNames name the Hardware counters (the driver's) of frames the
+	// device wrote to a ring and the driver dropped, each frame in one
+	// (nic.RxDiscardCounters): error bits, a ring a reset started over.
+	RxDiscardNames []string `json:"-"`
 	// Gone is why the port stopped: its device is gone (nic.HealthChecker).
 	Gone string `json:"gone,omitempty"`
 	// TxTimeouts counts hung TX queues found, Resets the port resets that

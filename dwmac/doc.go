@@ -73,8 +73,8 @@
 // Reclaim with frames in flight and none done, reads the channel's status
 // every 256 such polls, and on a fatal bit the RX and TX sides each reset
 // their ring (buffers back to their pools, in-flight frames counted as
-// tx_errors) and restart, counted in rx_dma_recoveries and tx_dma_recoveries
-// (fatal.go). CheckDMA reports a stopped channel to a caller that asks.
+// tx_errors, received frames not yet taken as rx_reset_discards) and
+// restart, counted in rx_dma_recoveries and tx_dma_recoveries (fatal.go). CheckDMA reports a stopped channel to a caller that asks.
 //
 // The link comes from the PHY: Link reads BMSR (and the advertisement registers)
 // over MDIO and reprograms MAC_Configuration's speed and duplex when they change,

@@ -79,6 +79,9 @@ func (q *rxQueue) checkFatal() {
 func (q *rxQueue) recover() {
 	r := uint32(chReg(q.idx, chRxControl))
 	q.regs.Write32(r, q.regs.Read32(r)&^uint32(chRxSR))
+	// The DMA is stopped: the frames it wrote whole and nobody took are
+	// thrown away with the ring, counted (rx_reset_discards).
+	q.resetDiscards.Add(uint64(q.Written(rxWritten)))
 	q.Reset()
 	if q.port.addrBits > 32 {
 		q.regs.Write32(uint32(chReg(q.idx, chRxBaseHi)), uint32(q.Ring.IOVA>>32))
@@ -124,4 +127,12 @@ func (q *txQueue) recover() int {
 	q.start()
 	q.fatal.recoveries.Add(1)
 	return k
+}
+
+// rxWritten reports whether the DMA wrote descriptor d back (OWN clear) and
+// whether it is the last of a frame (LD on a normal descriptor; a context
+// descriptor carries a timestamp, not a frame).
+func rxWritten(d []byte) (done, last bool) {
+	st := le32(d[des3:])
+	return st&desOWN == 0, st&(desLD|desCTXT) == desLD
 }

@@ -73,8 +73,9 @@ func (p *Port) Stats() []nic.Counter {
 	if p.hw.MMC {
 		out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
 	}
-	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, allocFail, txErr, refDMA, refLen, refOwner uint64
+	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, resetDiscards, allocFail, txErr, refDMA, refLen, refOwner uint64
 	for _, q := range p.rx {
+		resetDiscards += q.resetDiscards.Load()
 		rxp += q.packets.Load()
 		rxb += q.bytes.Load()
 		esum += q.errSum.Load()
@@ -109,6 +110,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "rx_split_frames", Value: split},
 		nic.Counter{Name: "rx_context_desc", Value: ctxt},
 		nic.Counter{Name: "rx_length_errors", Value: badLen},
+		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_errors", Value: txErr},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
@@ -151,3 +153,14 @@ var rxDropCounters = []string{"mmc_rx_fifo_overflow", "mmc_rx_crc_error", "mmc_r
 
 // RxDropCounters implements nic.RxDropCounters.
 func (p *Port) RxDropCounters() []string { return rxDropCounters }
+
+// rxDiscardCounters name the frames the DMA wrote to a ring that the driver
+// dropped: ES in the write-back, a length the buffer cannot hold, and a
+// recovery (a fatal error or a port reset) that started the ring over with
+// frames on it. rx_split_frames counts descriptors, not frames: frames
+// longer than a buffer do not arise with the buffers Open sizes from
+// FrameSize.
+var rxDiscardCounters = []string{"rx_desc_errors", "rx_length_errors", "rx_reset_discards"}
+
+// RxDiscardCounters implements nic.RxDiscardCounters.
+func (p *Port) RxDiscardCounters() []string { return rxDiscardCounters }

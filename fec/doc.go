@@ -66,13 +66,15 @@
 //
 // Link: the FEC has no link register; Link asks the PHY over MDIO. Open
 // programs speed and duplex from what the PHY resolved (or 1000/full on RGMII,
-// 100/full otherwise, when the link is still down). A later change of speed
-// or duplex (a cable moved to a 100 Mb/s partner) is not followed while the
-// port is open: Link reports the PHY's state and ProgrammedLink what the MAC
-// was set up for. The reference manual lets TCR.FDEN and the RCR speed bits
-// change only while ECR.ETHEREN is clear, which resets the rings, so following
-// a change is a restart (Linux: fec_enet_adjust_link calls fec_restart with
-// NAPI and TX stopped); here that is closing and reopening the port.
+// 100/full otherwise, when the link is still down). Link reports the PHY's
+// state and ProgrammedLink what the MAC was set up for. The reference manual
+// lets TCR.FDEN and the RCR speed bits change only while ECR.ETHEREN is clear,
+// which resets the rings, so following a change of speed or duplex is a
+// restart (Linux: fec_enet_adjust_link calls fec_restart with NAPI and TX
+// stopped): AdjustLink (nic.LinkAdjuster), which the dataplane calls with the
+// port's queues parked. A restart, and ResetPort after a TX hang, stop the
+// receiver before reading the MIB and count the frames the RX rings held as
+// rx_reset_discards (reset.go).
 //
 // RX metadata (nic.RxMetaPort) with enhanced BDs: the VLAN tag the esc VLAN
 // bit flags (read from the frame, which keeps it) and, with

@@ -658,18 +658,28 @@ const gracefulStopTimeout = 100 * time.Millisecond
 // EIR.GRA) and resets the MAC, which stops both DMA engines.
 func (p *Port) stopMAC() error {
 	var errs []error
-	p.w32(regEIMR, 0)
-	if ecrBits(p.r32(regECR))&ecrETHEREN != 0 {
-		p.w32(regTCR, p.r32(regTCR)|uint32(tcrGTS))
-		if !nic.Poll(gracefulStopTimeout, 50*time.Microsecond, func() bool { return eirBits(p.r32(regEIR))&eirGRA != 0 }) {
-			errs = append(errs, fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout))
-		}
+	if err := p.gracefulStop(); err != nil {
+		errs = append(errs, err)
 	}
 	if err := p.reset(); err != nil {
 		errs = append(errs, err)
 	}
 	p.w32(regEIR, 0xFFFFFFFF)
 	return errors.Join(errs...)
+}
+
+// gracefulStop masks the MAC's interrupts and, while it is enabled, stops the
+// transmitter after the frame it is sending (TCR.GTS, waiting for EIR.GRA).
+func (p *Port) gracefulStop() error {
+	p.w32(regEIMR, 0)
+	if ecrBits(p.r32(regECR))&ecrETHEREN == 0 {
+		return nil
+	}
+	p.w32(regTCR, p.r32(regTCR)|uint32(tcrGTS))
+	if !nic.Poll(gracefulStopTimeout, 50*time.Microsecond, func() bool { return eirBits(p.r32(regEIR))&eirGRA != 0 }) {
+		return fmt.Errorf("graceful stop: EIR.GRA not set %v after TCR.GTS: %w", gracefulStopTimeout, nic.ErrTimeout)
+	}
+	return nil
 }
 
 // AdjustLink follows a change of the link, as Linux's fec_enet_adjust_link: it
@@ -692,13 +702,13 @@ func (p *Port) AdjustLink() (nic.LinkState, bool, error) {
 	if !l.Up || (l.SpeedMbps == p.link.SpeedMbps && l.FullDuplex == p.link.FullDuplex) {
 		return l, false, nil
 	}
-	p.stats.collect(p) // a reset may clear the MIB: keep what it counted
-	if err := p.stopMAC(); err != nil {
+	if err := errors.Join(p.halt(), p.reset()); err != nil {
 		return l, false, fmt.Errorf("fec: %s: stopping for a link change: %w", p.name, err)
 	}
+	p.w32(regEIR, 0xFFFFFFFF)
 	p.link = l
+	p.stats.rebase(p) // before the MAC counts again: a reset may clear the MIB
 	p.start()
-	p.stats.rebase(p)
 	return l, true, nil
 }
 

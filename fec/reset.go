@@ -18,12 +18,25 @@ func (p *Port) ResetPort(reason string) error {
 	if p.closed {
 		return fmt.Errorf("fec: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
 	}
-	p.stats.collect(p) // the reset clears the MIB: keep what it counted
-	_ = p.stopMAC()    // ECR.RESET whether or not the graceful stop completed
-	if ecrBits(p.r32(regECR))&ecrRESET != 0 {
-		return fmt.Errorf("fec: %s: reset after %s: ECR.RESET did not clear: %w", p.name, reason, nic.ErrTimeout)
+	_ = p.halt() // a graceful stop that does not complete is no error here
+	if err := p.reset(); err != nil {
+		return fmt.Errorf("fec: %s: reset after %s: %w", p.name, reason, err)
 	}
-	p.start()
+	p.w32(regEIR, 0xFFFFFFFF)
 	p.stats.rebase(p)
+	p.start()
 	return nil
+}
+
+// halt stops the MAC before a restart: the transmitter gracefully, then the
+// receiver at once. With ETHEREN clear the MAC takes no frame and its FIFO is
+// reset (the reference manuals' ECR.ETHEREN), so the MIB read next is final
+// (ECR.RESET clears it; the caller rebases after the reset, before the MAC
+// counts again). What the link partner sends from here until the restart is
+// counted by no register. It reports a graceful stop that did not complete.
+func (p *Port) halt() error {
+	err := p.gracefulStop()
+	p.w32(regECR, p.r32(regECR)&^uint32(ecrETHEREN))
+	p.stats.collect(p)
+	return err
 }

@@ -50,6 +50,9 @@ type rxQueue struct {
 	errOV   atomic.Uint64 // FIFO overrun
 	errTR   atomic.Uint64 // truncated
 	errSpan atomic.Uint64 // frames spread over several descriptors, or with impossible lengths
+	// resetDiscards counts frames written to the ring that a restart threw
+	// away before software took them (reset).
+	resetDiscards atomic.Uint64
 }
 
 var _ nic.RxQueue = (*rxQueue)(nil)
@@ -108,8 +111,11 @@ func checkBelow(r *dma.Region, what string) error {
 }
 
 // reset clears the ring: every descriptor owned by us, no buffer posted, indices
-// at 0 (where the device starts after RDSR is written and ETHEREN set).
+// at 0 (where the device starts after RDSR is written and ETHEREN set). The
+// MAC must be stopped: the frames it wrote whole to the ring and nobody took
+// are thrown away, counted in rx_reset_discards.
 func (q *rxQueue) reset() {
+	q.resetDiscards.Add(uint64(q.Written(rxWritten)))
 	q.Reset()
 	q.discard, q.stopped = false, false
 }
@@ -227,4 +233,11 @@ func (q *rxQueue) ArmIRQ() {
 func (q *rxQueue) free() error {
 	q.stopped = true
 	return q.Free()
+}
+
+// rxWritten reports whether the MAC filled BD d (E clear) and whether it holds
+// the end of a frame (L).
+func rxWritten(d []byte) (done, last bool) {
+	sc, _ := splitWord0(loadWord0(d))
+	return sc&rxE == 0, sc&rxL != 0
 }

@@ -132,7 +132,7 @@ func (p *Port) Stats() []nic.Counter {
 		// No MIB (probeMIB): its counters would read 0 whatever happened.
 		out = append(out, nic.Counter{Name: "mib_unavailable", Value: 1})
 	}
-	var lg, no, cr, ov, tr, span, allocFail, refDMA, refLen, refOwner, realign, kicks, skips, tsDrop, tsSkip uint64
+	var lg, no, cr, ov, tr, span, resetDiscards, allocFail, refDMA, refLen, refOwner, realign, kicks, skips, tsDrop, tsSkip uint64
 	for _, q := range p.rx {
 		lg += q.errLG.Load()
 		no += q.errNO.Load()
@@ -140,6 +140,7 @@ func (p *Port) Stats() []nic.Counter {
 		ov += q.errOV.Load()
 		tr += q.errTR.Load()
 		span += q.errSpan.Load()
+		resetDiscards += q.resetDiscards.Load()
 		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
@@ -159,6 +160,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "rx_desc_fifo_errors", Value: ov},
 		nic.Counter{Name: "rx_desc_truncated", Value: tr},
 		nic.Counter{Name: "rx_desc_errors", Value: lg + no + cr + ov + tr + span},
+		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
@@ -199,3 +201,11 @@ var rxDropCounters = []string{"IEEE_rx_macerr", "rx_crc_errors", "rx_undersize"}
 
 // RxDropCounters implements nic.RxDropCounters.
 func (p *Port) RxDropCounters() []string { return rxDropCounters }
+
+// rxDiscardCounters name the frames the MAC wrote to a ring that the driver
+// dropped: error bits in the BD (rx_desc_errors sums them), and a restart
+// (a reset, a new speed) that started the ring over with frames on it.
+var rxDiscardCounters = []string{"rx_desc_errors", "rx_reset_discards"}
+
+// RxDiscardCounters implements nic.RxDiscardCounters.
+func (p *Port) RxDiscardCounters() []string { return rxDiscardCounters }

@@ -157,6 +157,9 @@ type Port struct {
 	release func() // ends Open's claim on dev (nic.Claim); set once by Open
 
 	stats nic.CounterTotals // hwCounters totals; has its own lock
+	// rqdpcSeen is each RX queue's RQDPC at the last read, on the parts
+	// where reading does not clear it (collectStats, under stats' lock).
+	rqdpcSeen []uint32
 
 	// txStampBusy: a frame holding the port's one TX timestamp latch is in
 	// flight (txmeta.go). Set by the queue that sends it, cleared by the queue

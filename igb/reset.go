@@ -19,17 +19,24 @@ func (p *Port) ResetPort(reason string) error {
 	if p.isClosed() {
 		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
 	}
-	p.collectStats() // the reset clears the statistics: keep the totals
 	saved := p.saveConfig()
+	// The receiver first, as igb_down does: with RCTL.EN clear the MAC takes
+	// no frame and MPC does not count (82576 datasheet 8.19.x, "does not
+	// increment if receives are not enabled"), so the statistics read next
+	// are final: the reset clears them. Frames the link partner sends from
+	// here until RCTL is written back are counted by no register.
+	p.w32(regRCTL, saved.rctl&^uint32(rctlEN))
+	p.collectStats()
 	// The device first: CTRL.RST stops both DMA engines, so nothing fetches
 	// or writes a descriptor while the rings start over (igb_down disables
 	// the queues and resets before igb_clean_all_rx_rings).
 	resetErr := p.reset()
+	p.stats.Collect(len(hwCounters)+len(p.rx), func([]uint64) { clear(p.rqdpcSeen) }) // CTRL.RST cleared RQDPC
 	for _, q := range p.tx {
 		q.dropInflight()
 	}
 	for _, q := range p.rx {
-		q.dropPosted()
+		q.dropPosted(resetErr == nil)
 	}
 	if resetErr != nil {
 		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, resetErr)
@@ -144,8 +151,20 @@ func (q *txQueue) dropInflight() {
 }
 
 // dropPosted gives every posted RX buffer back to its pool and starts the
-// ring over (frames the device wrote and software did not take are lost).
-func (q *rxQueue) dropPosted() {
+// ring over. The frames the device wrote back whole (DD and EOP) and software
+// did not take are lost: counted in rx_reset_discards when count (the device
+// is stopped, so the count is final).
+func (q *rxQueue) dropPosted(count bool) {
+	if count {
+		q.resetDiscards.Add(uint64(q.Written(rxWritten)))
+	}
 	q.Reset()
 	q.discard = false
+}
+
+// rxWritten reports whether the device wrote descriptor d back (DD) and
+// whether it holds the end of a frame (EOP).
+func rxWritten(d []byte) (done, last bool) {
+	st := le32(d[rxwStatErr:])
+	return st&rxStatDD != 0, st&rxStatEOP != 0
 }

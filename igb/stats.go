@@ -73,8 +73,28 @@ func (p *Port) collectStats() {
 		// with SRRCTL.DROP_EN, which Open sets. Linux igb_update_stats adds
 		// them to rx_fifo_errors; MPC (rx_missed_errors) counts the packet
 		// buffer's overflows, a different frame each.
+		if len(p.rqdpcSeen) != len(p.rx) {
+			p.rqdpcSeen = make([]uint32, len(p.rx))
+		}
+		keeps := hasI210Clock(p.model.MAC)
 		for i, q := range p.rx {
-			total[len(hwCounters)+i] += uint64(p.r32(rxBlock(q.idx) + qRQDPC))
+			r := rxBlock(q.idx) + qRQDPC
+			v := p.r32(r)
+			if !keeps {
+				total[len(hwCounters)+i] += uint64(v)
+				continue
+			}
+			// The I210 and I211 keep RQDPC when it is read (software clears
+			// it by writing, as Linux igb_update_stats does after each read
+			// for mac.type >= e1000_i210): add what it counted since the
+			// last read, and clear it only long before it saturates (a drop
+			// between that read and the write would be lost).
+			total[len(hwCounters)+i] += uint64(v - p.rqdpcSeen[i])
+			p.rqdpcSeen[i] = v
+			if v >= 1<<31 {
+				p.w32(r, 0)
+				p.rqdpcSeen[i] = 0
+			}
 		}
 	})
 }
@@ -98,9 +118,10 @@ func (p *Port) Stats() []nic.Counter {
 		fifoErr += c.Value
 	}
 	out = append(out, nic.Counter{Name: "rx_fifo_errors", Value: fifoErr})
-	var descErr, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
+	var descErr, resetDiscards, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
+		resetDiscards += q.resetDiscards.Load()
 		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
@@ -114,6 +135,7 @@ func (p *Port) Stats() []nic.Counter {
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_desc_errors", Value: descErr},
+		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
 		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
 		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
 		nic.Counter{Name: "tx_refused_len", Value: refLen},
@@ -152,3 +174,11 @@ var rxDropCounters = []string{"rx_missed_errors", "rx_fifo_errors", "rx_long_len
 
 // RxDropCounters implements nic.RxDropCounters.
 func (p *Port) RxDropCounters() []string { return rxDropCounters }
+
+// rxDiscardCounters name the frames the device wrote to a ring that the
+// driver dropped: error bits or a frame over several buffers, and a port
+// reset that started the ring over with frames on it.
+var rxDiscardCounters = []string{"rx_desc_errors", "rx_reset_discards"}
+
+// RxDiscardCounters implements nic.RxDiscardCounters.
+func (p *Port) RxDiscardCounters() []string { return rxDiscardCounters }

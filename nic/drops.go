@@ -29,3 +29,14 @@ func SumCounters(cs []Counter, names []string) (total uint64, nonzero []Counter)
 	}
 	return total, nonzero
 }
+
+// RxDiscardCounters is a Port that names its driver's counters of frames the
+// device wrote to a receive ring whole and the driver did not hand on: a
+// write-back with an error bit, a length the buffer cannot hold, or a ring a
+// reset started over while frames waited on it (rx_reset_discards, counted
+// with RxRing.Written). Each such frame is in exactly one of them, and in no
+// RxDropCounters counter. The dataplane sums them as the frames the driver
+// discarded.
+type RxDiscardCounters interface {
+	RxDiscardCounters() []string
+}

@@ -166,6 +166,30 @@ func (r *RxRing) Refill(limit, group int, post PostFunc) int {
 	return k
 }
 
+// Written counts the frames the device has written whole to the ring and the
+// driver has not taken: from Next, while written reports a descriptor the
+// device wrote back, the descriptors for which it reports the last of a frame.
+// Call it with the device stopped (it no longer writes the ring), before Drop
+// or Reset throws those frames away, so that they are counted, not lost
+// silently.
+func (r *RxRing) Written(written func(d []byte) (done, last bool)) int {
+	n, i := 0, r.Next
+	for k := 0; k < r.Posted; k++ {
+		r.SyncDesc(i, dma.ForCPU)
+		done, last := written(r.Desc(i))
+		if !done {
+			break
+		}
+		if last {
+			n++
+		}
+		if i++; i == r.N {
+			i = 0
+		}
+	}
+	return n
+}
+
 // Drop frees every posted buffer and forgets them: the device must not write
 // the ring any more (stopped, or about to be reset). Indices go back to 0.
 func (r *RxRing) Drop() {

@@ -77,9 +77,13 @@
 // arrived, Depart and TxWait keep the model's transmitter within its TX FIFO
 // of the wire; the clock is injectable for tests. RxFIFO (rxfifo.go) is a
 // MAC's receive FIFO, where frames wait while no descriptor is free and
-// overflow into the counter the datasheet names. Injector (inject.go) makes
+// overflow into the counter the datasheet names; it totals the frames resets
+// flush (Flushed), which with the frames that found the receiver off make
+// RxUnseen, a model's count of what no register shows a driver. Injector
+// (inject.go) makes
 // scheduled device faults happen: sim.Device applies removal, lost and
-// storming interrupts, link-down and a dead PHY (devfault.go, phydead.go);
+// storming interrupts, link-down and a dead PHY (devfault.go, phydead.go:
+// a dead PHY loops nothing back, PHY.Loopback);
 // the models apply the rest (hangs, stalls, bus and descriptor errors) where
 // their datasheets say they show.
 //

@@ -187,8 +187,18 @@ func TestRxFIFOOrderAndOverflow(t *testing.T) {
 		t.Fatalf("left %d frames, %d bytes", f.Len(), f.Used())
 	}
 	f.Push(frame(1, 60), 1)
-	if f.Flush() != 1 || f.Len() != 0 {
-		t.Fatal("Flush")
+	if f.Flush() != 1 || f.Len() != 0 || f.Flushed() != 1 {
+		t.Fatalf("Flush: %d held, %d flushed in all", f.Len(), f.Flushed())
+	}
+	// Flushed totals every reset's frames, and survives a resize; popped
+	// frames are not flushed ones.
+	f.Push(frame(2, 60), 2)
+	f.Push(frame(3, 60), 3)
+	f.Push(frame(4, 60), 4)
+	f.Pop()
+	f.SetSize(f.Size() * 2)
+	if f.Flush() != 2 || f.Flushed() != 3 {
+		t.Fatalf("second Flush: %d flushed in all, want 3", f.Flushed())
 	}
 	if n := testing.AllocsPerRun(100, func() { f.Push(frame0, 0); f.Pop() }); n != 0 {
 		t.Fatalf("Push/Pop allocate %.1f times", n)

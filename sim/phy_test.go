@@ -262,3 +262,25 @@ func TestPHYRealtek(t *testing.T) {
 	q := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0})
 	require.Equal(t, PHYStatMarvell, q.cfg.StatStyle)
 }
+
+// A dead PHY reads all ones over MDIO, BMCR's loopback bit included, but
+// loops nothing back: Loopback follows the register only while the PHY lives.
+func TestPHYLoopbackDead(t *testing.T) {
+	p := NewPHY(PHYConfig{AutonegDelay: testAN})
+	if p.Loopback() {
+		t.Fatal("loopback after reset")
+	}
+	p.SetDead(true)
+	if p.Read(MIIBMCR) != 0xFFFF || p.Loopback() {
+		t.Fatalf("dead: BMCR reads %#x, Loopback %v: want 0xffff and no loopback", p.Read(MIIBMCR), p.Loopback())
+	}
+	p.SetDead(false)
+	p.Write(MIIBMCR, p.Read(MIIBMCR)|BMCRLoopback)
+	if !p.Loopback() {
+		t.Fatal("BMCR loopback set: no loopback")
+	}
+	p.SetDead(true)
+	if p.Loopback() {
+		t.Fatal("a dead PHY in loopback still loops frames back")
+	}
+}

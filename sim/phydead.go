@@ -13,3 +13,9 @@ func (p *PHY) SetDead(dead bool) {
 
 // Dead reports SetDead.
 func (p *PHY) Dead() bool { return p.dead.Load() }
+
+// Loopback reports whether the PHY returns what the MAC transmits to the MAC
+// (BMCR bit 14, IEEE 802.3 22.2.4.1.2) instead of the medium. A dead PHY
+// returns nothing: that its MDIO reads all ones (bit 14 included) is the
+// bus's pull-up, not its register.
+func (p *PHY) Loopback() bool { return !p.dead.Load() && p.Read(MIIBMCR)&BMCRLoopback != 0 }

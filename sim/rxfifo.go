@@ -12,13 +12,14 @@ package sim
 // It does not allocate after NewRxFIFO (or a SetSize that grows it). It has
 // no lock: the model's lock guards it.
 type RxFIFO struct {
-	size   int       // capacity in bytes (footprints)
-	used   int       // bytes of footprints held
-	buf    []byte    // frame bytes, placed contiguously, wrapping
-	ents   []fifoEnt // ring of entries, oldest at head
-	head   int       // index of the oldest entry in ents
-	n      int       // entries held
-	rd, wr int       // byte offsets in buf: oldest frame's start, next free byte
+	size    int       // capacity in bytes (footprints)
+	used    int       // bytes of footprints held
+	buf     []byte    // frame bytes, placed contiguously, wrapping
+	ents    []fifoEnt // ring of entries, oldest at head
+	head    int       // index of the oldest entry in ents
+	n       int       // entries held
+	rd, wr  int       // byte offsets in buf: oldest frame's start, next free byte
+	flushed uint64    // frames Flush threw away, in all
 }
 
 type fifoEnt struct {
@@ -139,6 +140,28 @@ func (f *RxFIFO) Pop() {
 // Flush empties the FIFO (a reset) and returns how many frames it held.
 func (f *RxFIFO) Flush() int {
 	n := f.n
+	f.flushed += uint64(n)
 	f.head, f.n, f.rd, f.wr, f.used = 0, 0, 0, 0, 0
 	return n
+}
+
+// Flushed is how many frames Flush threw away since NewRxFIFO: frames a reset
+// lost that no register of the MAC counts.
+func (f *RxFIFO) Flushed() uint64 { return f.flushed }
+
+// RxUnseen is what a model knows of the frames from its wire that reached no
+// register a driver reads and no ring: only the wire (the link partner's
+// transmit counters, a tap on the cable) sees them. With the device's drop
+// counters and the driver's discard counters they account for every frame
+// offered: offered = received + dropped by the device + discarded by the
+// driver + Off + Filtered + Flushed.
+type RxUnseen struct {
+	// Off arrived while the MAC took nothing: receiver disabled (a port
+	// stopped for a reset), link down, device in reset or removed. The
+	// datasheets' receive counters do not count while receives are off.
+	Off uint64
+	// Filtered failed the MAC's address filter.
+	Filtered uint64
+	// Flushed waited in the receive FIFO when a reset emptied it.
+	Flushed uint64
 }

@@ -131,7 +131,7 @@ func dpDemo(ctx context.Context, spec simSpec, d time.Duration, size int, quiet 
 	}
 	defer dpClosePorts(ports, stdout)
 	if !quiet {
-		defer reportFaults(stdout, ports[0].port.Name(), ports[0].model) // simfault.go
+		defer reportFaults(stdout, ports[0].port.Name(), ports[0].model, nil) // simfault.go
 	}
 	var out []demoResult
 	for _, ph := range demoPhases {

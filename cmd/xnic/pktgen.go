@@ -122,7 +122,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	if p.model != nil {
 		// The frames left when the wire carried the last: that is the rate.
-		st.Elapsed = wireDone(p.model, st.Sent).Sub(start)
+		st.Elapsed = wireTime(wireDone(p.model, st.Sent).Sub(start), st.Sent, len(frame), mbps)
 	}
 	// Let the ring finish before counting what reached the wire.
 	for end := time.Now().Add(time.Second); time.Now().Before(end) && p.port.TxQueue(0).Free() < 8; {
@@ -147,7 +147,7 @@ func dpPktgenCmd(args []string, stdout, stderr io.Writer) error {
 		dataplane.Group(r.PPS), float64(r.Bytes)*8/r.Seconds/1e6, r.WireMbps, dataplane.Group(float64(int64(r.LinePPS))), r.LinkMbps, r.RingFul)
 	if p.model != nil {
 		fmt.Fprintf(stdout, "%s: the model put %s frames on the wire\n", r.Port, dataplane.Group(float64(r.Wire)))
-		reportFaults(stdout, r.Port, p.model) // simfault.go
+		reportFaults(stdout, r.Port, p.model, nil) // simfault.go
 	}
 	return nil
 }

@@ -411,7 +411,11 @@ func (r *dpRunState) summary(stdout io.Writer) error {
 				reportAccounting(stdout, p, &final.Ports[i]) // wirerate.go
 			}
 			if p.model != nil {
-				reportFaults(stdout, p.port.Name(), p.model) // simfault.go
+				var gaps *wireGaps
+				if p.partner != nil {
+					gaps = p.partner.gaps
+				}
+				reportFaults(stdout, p.port.Name(), p.model, gaps) // simfault.go
 			}
 		}
 	}
@@ -632,6 +636,10 @@ type dpPartner struct {
 
 	sent, missed, recv, recvBytes atomic.Uint64
 
+	// gaps watches what the port puts on the wire while faults are
+	// injected into it (simfault.go); nil otherwise.
+	gaps *wireGaps
+
 	// Of a pcap's frames: padded to the Ethernet minimum, and left out for
 	// being shorter than an Ethernet header. Immutable after newPartner.
 	padded, skipped int
@@ -688,8 +696,14 @@ func newPartner(m simModel, portMAC net.HardwareAddr, i int, o *dpRunOptions) (*
 	default:
 		return nil, usageErrorf("--peer %q: want gen, tap, pcap:FILE or none", kind)
 	}
+	if i == 0 && len(o.faults) > 0 {
+		pt.gaps = &wireGaps{}
+	}
 	m.SetTransmit(func(f []byte) {
 		pt.recv.Add(1)
+		if pt.gaps != nil {
+			pt.gaps.saw(time.Now())
+		}
 		pt.recvBytes.Add(uint64(len(f)))
 		if pt.tapDev != nil {
 			_ = pt.tapDev.Deliver(f)
@@ -722,6 +736,9 @@ func (pt *dpPartner) stop() {
 	}
 	pt.mu.Unlock()
 	pt.wg.Wait()
+	if pt.gaps != nil {
+		pt.gaps.close(time.Now())
+	}
 }
 
 func (pt *dpPartner) close() {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // A removed device stops its port with an error naming it, within the
@@ -78,19 +80,7 @@ func TestRunSimFaultTxHangRecovers(t *testing.T) {
 }
 
 func testTxHangRecovers(t *testing.T, fam string) {
-	o := &dpRunOptions{portOptions: portOptions{Sim: fam, Queues: 1}, prog: examplePath(t, "xdp_macswap_tx"), interval: time.Second,
-		tap: "none", peer: "gen", peerSize: 60, peerBurst: 64, peerRate: 100000, workers: -1,
-		txTimeout: testTxTimeout}
-	if err := o.faults.Set("tx-hang@100ms"); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 1500*time.Millisecond)
-	defer cancel()
-	var out, errOut bytes.Buffer
-	if err := dpRun(ctx, o, &out, &errOut); err != nil {
-		t.Fatalf("run: %v\n%s", err, errOut.String())
-	}
-	s := out.String()
+	s := runFaulted(t, fam, parseFaults(t, "tx-hang@100ms"), 1500*time.Millisecond)
 	port := fam + "sim0"
 	// One hang, one reset (a loaded machine may find a second one while the
 	// port renegotiates its link: each timeout must have had its reset).
@@ -105,9 +95,15 @@ func testTxHangRecovers(t *testing.T, fam string) {
 	if d, err := time.ParseDuration(m[1]); err != nil || d > dataplaneTxTimeoutBound {
 		t.Errorf("hang to reset took %s, want at most %v", m[1], dataplaneTxTimeoutBound)
 	}
-	if strings.Contains(errOut.String(), "xnic: "+port) || strings.Contains(errOut.String(), "xnic: closing") {
-		t.Errorf("closing the port (buffers not back in their pools?): %s", errOut.String())
+	// The port's frames are back on the wire soon after the reset.
+	back := regexp.MustCompile(`fault tx-hang@100ms: .*; nothing on the wire for [0-9.]+[µm]?s, frames again ([0-9.]+[µm]?s) after it`).FindStringSubmatch(s)
+	if back == nil {
+		t.Fatalf("no outage, or frames never back, after the hang:\n%s", s)
 	}
+	if d, err := time.ParseDuration(back[1]); err != nil || d > dataplaneTxTimeoutBound+300*time.Millisecond {
+		t.Errorf("frames back on the wire %s after the hang, want at most %v", back[1], dataplaneTxTimeoutBound+300*time.Millisecond)
+	}
+	checkEquation(t, s, port) // the reset's lost frames counted too
 }
 
 // testTxTimeout is the TX timeout of the recovery tests (the default is 1 s,
@@ -117,3 +113,101 @@ const (
 	testTxTimeout           = 200 * time.Millisecond
 	dataplaneTxTimeoutBound = 800 * time.Millisecond
 )
+
+// Frames a reset loses are counted, each once, on every family: a descriptor
+// error, then a TX hang and an RX DMA stall that fills the receive FIFO: the
+// hang's reset finds frames on the ring and in the FIFO and takes a while
+// with the receiver off. The run ends with offered = received + dropped by the
+// device + discarded by the driver + unseen by the driver, exactly; igb and
+// fec flush their FIFO in the reset (CTRL.RST, ETHEREN), dwmac's channel
+// restart keeps the MTL FIFO.
+func TestResetAccountsEveryFrame(t *testing.T) {
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) {
+			// The hang first, while frames flow: its queue has frames
+			// outstanding, so it is found with the stall on. igb's and fec's
+			// reset ends the stall; dwmac's channel restart does not, so
+			// its stall is short.
+			stall := "rx-stall@150ms:3s"
+			if fam == "dwmac" {
+				stall = "rx-stall@150ms:300ms"
+			}
+			s := runFaulted(t, fam, parseFaults(t, "desc-error@50ms", "tx-hang@100ms", stall), 1500*time.Millisecond)
+			port := fam + "sim0"
+			if !regexp.MustCompile(port + ` recoveries: tx_timeouts [1-9]\d*, resets [1-9]`).MatchString(s) {
+				t.Fatalf("no reset:\n%s", s)
+			}
+			e := checkEquation(t, s, port)
+			if e.discards == 0 {
+				t.Errorf("no frame discarded by the driver (a descriptor error and a reset with frames on the ring):\n%s", s)
+			}
+			if fam != "dwmac" && e.flushed == 0 {
+				t.Errorf("the reset flushed no frame from a FIFO the stalled DMA had filled:\n%s", s)
+			}
+		})
+	}
+}
+
+// wireGaps finds the outage a fault caused: the longest stretch without a
+// frame that overlaps a state fault or begins with a one-shot one (recorded
+// as ending when it starts), none for a fault the port did not notice, and a
+// port that never sent again.
+func TestWireGapsOutage(t *testing.T) {
+	t0 := time.Now()
+	at := func(ms float64) time.Time { return t0.Add(time.Duration(ms * float64(time.Millisecond))) }
+	g := &wireGaps{}
+	for ms := 0.0; ms < 100; ms += 0.5 { // steady traffic
+		g.saw(at(ms))
+	}
+	for ms := 140.0; ms < 200; ms += 0.5 { // 40 ms gap from 99.5 ms
+		g.saw(at(ms))
+	}
+	g.saw(at(203)) // a 3.5 ms hiccup: too short to record
+	for ms := 203.5; ms <= 250; ms += 0.5 {
+		g.saw(at(ms))
+	}
+	g.saw(at(350)) // a 100 ms gap from 250 ms, then silence
+	g.close(at(450))
+	hang := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultTxHang}, Start: at(100), End: at(135)}
+	if got, want := g.outage(hang), "; nothing on the wire for 40.5ms, frames again 40ms after it"; got != want {
+		t.Errorf("hang: %q, want %q", got, want)
+	}
+	storm := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultIRQStorm}, Start: at(10), End: at(60)}
+	if got := g.outage(storm); got != "; no outage on the wire" {
+		t.Errorf("storm: %q", got)
+	}
+	// Still on at the end: the last frame at 350 ms, the watch closed at 450.
+	gone := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultRemoval}, Start: at(340)}
+	if got, want := g.outage(gone), "; nothing on the wire from 10ms after it to the end"; got != want {
+		t.Errorf("removal: %q, want %q", got, want)
+	}
+	// A gap that began well before a fault is not its outage, nor one long
+	// after a one-shot fault.
+	desc := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultDescError}, Start: at(120), End: at(120)}
+	if got := g.outage(desc); got != "; no outage on the wire" {
+		t.Errorf("desc-error during an earlier gap: %q", got)
+	}
+	bus := sim.FaultEvent{Spec: sim.FaultSpec{Kind: sim.FaultBusError}, Start: at(245), End: at(245)}
+	if got, want := g.outage(bus), "; nothing on the wire for 100ms, frames again 105ms after it"; got != want {
+		t.Errorf("bus-error: %q, want %q", got, want)
+	}
+	if got := (*wireGaps)(nil).outage(hang); got != "" {
+		t.Errorf("no watch: %q", got)
+	}
+}
+
+// A PHY that dies with frames on the TX ring: the port reports it, its link
+// treated as down, and the frames it still sends go nowhere. None comes back
+// as received (a dead PHY's BMCR reads all ones, loopback bit included, but
+// it loops nothing back), so the run's equation holds on every family.
+func TestPHYDeadLoopsNothingBack(t *testing.T) {
+	for _, fam := range []string{"igb", "dwmac", "fec"} {
+		t.Run(fam, func(t *testing.T) {
+			s := runFaulted(t, fam, parseFaults(t, "phy-dead@150ms"), 700*time.Millisecond)
+			if !strings.Contains(s, "fault phy-dead@150ms: still on at the end") {
+				t.Errorf("the dead PHY was not reported:\n%s", s)
+			}
+			checkEquation(t, s, fam+"sim0")
+		})
+	}
+}

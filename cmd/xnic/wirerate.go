@@ -15,7 +15,8 @@ import (
 
 // The wire's figures: a simulated port's wire carries frames at its link's
 // line rate (sim/linerate.go), so --rate above it is a usage error, and a run
-// ends with offered = received + dropped by the device.
+// ends with offered = received + dropped by the device + discarded by the
+// driver + unseen by the driver (the wire's own count, sim.RxUnseen).
 
 // portMbps is a port's link speed, 1000 when the link reports none.
 func portMbps(p *dpPort) int {
@@ -39,11 +40,44 @@ func checkLineRate(flag string, rate float64, size, mbps int) error {
 // ring.
 type rxHolder interface{ RxHeld() int }
 
+// rxUnseener is a model that tells the frames from its wire no register and
+// no ring shows (sim.RxUnseen).
+type rxUnseener interface{ RxUnseen() sim.RxUnseen }
+
+// rxAccount is where the frames a simulated port's link partner offered went:
+// received by the dataplane, dropped by the device (its counters), discarded
+// by the driver (its counters), or seen by the wire alone.
+type rxAccount struct {
+	rx, drops, discards uint64
+	dropBy, discardBy   []nic.Counter
+	unseen              sim.RxUnseen
+	held                uint64 // still in the device's receive FIFO (a stalled DMA)
+}
+
+func accountOf(p *dpPort, ps *dataplane.PortStats) rxAccount {
+	a := rxAccount{rx: ps.Counters[dataplane.RxPackets]}
+	a.drops, a.dropBy = dataplane.HardwareDrops(ps)
+	a.discards, a.discardBy = dataplane.DriverDiscards(ps)
+	if u, ok := p.model.(rxUnseener); ok {
+		a.unseen = u.RxUnseen()
+	}
+	if h, ok := p.model.(rxHolder); ok {
+		a.held = uint64(h.RxHeld())
+	}
+	return a
+}
+
+// unseenTotal is what the driver cannot see: the wire's figures and the
+// frames still waiting in the FIFO.
+func (a rxAccount) unseenTotal() uint64 {
+	return a.unseen.Off + a.unseen.Filtered + a.unseen.Flushed + a.held
+}
+
+func (a rxAccount) total() uint64 { return a.rx + a.drops + a.discards + a.unseenTotal() }
+
 // settleOffered waits (at most limit) until what each simulated port's link
-// partner offered is accounted for: every frame received by the dataplane or
-// dropped by the device, none waiting in a FIFO or a ring; or until nothing
-// has moved for 300 ms (frames lost in a reset or to a removed device never
-// will).
+// partner offered is accounted for (rxAccount), none waiting in a FIFO or a
+// ring; or until nothing has moved for 300 ms.
 func settleOffered(e *dataplane.Engine, ports []*dpPort, limit time.Duration) {
 	deadline := time.Now().Add(limit)
 	var last uint64
@@ -51,9 +85,22 @@ func settleOffered(e *dataplane.Engine, ports []*dpPort, limit time.Duration) {
 	for time.Now().Before(deadline) {
 		s := e.Snapshot()
 		var sum uint64
-		for i := range s.Ports {
-			d, _ := dataplane.HardwareDrops(&s.Ports[i])
-			sum += s.Ports[i].Counters[dataplane.RxPackets] + d
+		done := true
+		for i, p := range ports {
+			if i >= len(s.Ports) {
+				continue
+			}
+			a := accountOf(p, &s.Ports[i])
+			sum += a.total()
+			if p.partner == nil {
+				continue
+			}
+			if a.held > 0 || a.total() < p.partner.offered() {
+				done = false
+			}
+		}
+		if done {
+			return
 		}
 		if sum == last {
 			if still++; still >= 60 {
@@ -62,24 +109,6 @@ func settleOffered(e *dataplane.Engine, ports []*dpPort, limit time.Duration) {
 		} else {
 			still, last = 0, sum
 		}
-		done := true
-		for i, p := range ports {
-			if p.partner == nil || i >= len(s.Ports) {
-				continue
-			}
-			if h, ok := p.model.(rxHolder); ok && h.RxHeld() > 0 {
-				done = false
-				break
-			}
-			drops, _ := dataplane.HardwareDrops(&s.Ports[i])
-			if s.Ports[i].Counters[dataplane.RxPackets]+drops < p.partner.offered() {
-				done = false
-				break
-			}
-		}
-		if done {
-			return
-		}
 		time.Sleep(5 * time.Millisecond)
 	}
 }
@@ -87,38 +116,45 @@ func settleOffered(e *dataplane.Engine, ports []*dpPort, limit time.Duration) {
 // offered is every frame the partner put on the wire.
 func (pt *dpPartner) offered() uint64 { return pt.sent.Load() + pt.missed.Load() }
 
-// reportAccounting prints a simulated port's equation: what its link partner
-// offered = what the dataplane received + what the device dropped, with the
-// counters that dropped them. A difference (frames the MAC filtered or never
-// let in with the link down, or still in flight) is named.
-func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
-	offered := p.partner.offered()
-	rx := ps.Counters[dataplane.RxPackets]
-	drops, by := dataplane.HardwareDrops(ps)
+// counterList is "name value, ..." of cs.
+func counterList(cs []nic.Counter) string {
 	var names []string
-	for _, c := range by {
+	for _, c := range cs {
 		names = append(names, c.Name+" "+dataplane.Group(float64(c.Value)))
 	}
-	detail := ""
-	if len(names) > 0 {
-		detail = " (" + strings.Join(names, ", ") + ")"
+	if len(names) == 0 {
+		return ""
 	}
+	return " (" + strings.Join(names, ", ") + ")"
+}
+
+// reportAccounting prints a simulated port's equation: what its link partner
+// offered = what the dataplane received + what the device dropped (its
+// counters) + what the driver discarded (its counters: descriptor errors,
+// rings a reset started over) + what only the wire saw (frames that arrived
+// while the receiver was off, that the address filter refused, that a reset
+// flushed from the FIFO, or that still wait there behind a stalled DMA: no
+// register counts them). A difference (frames still in flight, counters a
+// removed device took with it) is named.
+func reportAccounting(w io.Writer, p *dpPort, ps *dataplane.PortStats) {
+	offered := p.partner.offered()
+	a := accountOf(p, ps)
 	rel := "="
-	if rx+drops != offered {
+	if a.total() != offered {
 		rel = "!="
 	}
-	fmt.Fprintf(w, "%s: offered %s %s received %s + dropped by the device %s%s\n", ps.Name,
-		dataplane.Group(float64(offered)), rel, dataplane.Group(float64(rx)), dataplane.Group(float64(drops)), detail)
+	g := func(v uint64) string { return dataplane.Group(float64(v)) }
+	fmt.Fprintf(w, "%s: offered %s %s received %s + dropped by the device %s%s + discarded by the driver %s%s",
+		ps.Name, g(offered), rel, g(a.rx), g(a.drops), counterList(a.dropBy), g(a.discards), counterList(a.discardBy))
+	u := a.unseen
+	fmt.Fprintf(w, " + unseen by the driver %s (receiver off %s, filtered %s, flushed by resets %s, still in the FIFO %s)\n",
+		g(a.unseenTotal()), g(u.Off), g(u.Filtered), g(u.Flushed), g(a.held))
 	if rel != "=" {
-		why := "the MAC filtered them, the link was down, or they were still in flight"
-		switch {
-		case ps.Gone != "":
-			why = "the device was gone"
-		case ps.Resets > 0:
-			why = fmt.Sprintf("lost while the port was reset %d times (its rings start over, a stopped MAC takes nothing)", ps.Resets)
+		why := "still in flight"
+		if ps.Gone != "" {
+			why = "the device was gone, with what its counters counted since they were last read"
 		}
-		fmt.Fprintf(w, "%s: %s frames neither received nor counted by the device: %s\n",
-			ps.Name, dataplane.Group(float64(int64(offered)-int64(rx+drops))), why)
+		fmt.Fprintf(w, "%s: %s frames not accounted for: %s\n", ps.Name, dataplane.Group(float64(int64(offered)-int64(a.total()))), why)
 	}
 }
 
@@ -170,6 +206,15 @@ func sendPaced(q nic.TxQueue, pool *dma.Pool, frame []byte, n uint64, burst int,
 		}
 	}
 	return total, nil
+}
+
+// wireTime is how long a wire at mbps took to carry n frames of size bytes
+// that the model had put on it measured after it: at least their time on the
+// wire back to back. A short run can measure less: a simulated wire lets a
+// late sender catch up on up to 200 microseconds it lost (sim/linerate.go)
+// and the MAC's TX FIFO still holds frames when the model counts them sent.
+func wireTime(measured time.Duration, n uint64, size, mbps int) time.Duration {
+	return max(measured, time.Duration(n)*sim.FrameTime(size, mbps))
 }
 
 // wireDone waits (at most a second) until a simulated port's model has put

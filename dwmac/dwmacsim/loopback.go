@@ -1,7 +1,5 @@
 package dwmacsim
 
-import "github.com/xnic-dev/xnic/sim"
-
 // Loopback. MAC_Configuration.LM (bit 12) loops the MAC's transmit path back
 // into its receive path at the (G)MII (DWC EQoS databook; Linux's
 // dwmac4_set_mac_loopback sets GMAC_CONFIG_LM for the stmmac "MAC Loopback"
@@ -15,7 +13,7 @@ import "github.com/xnic-dev/xnic/sim"
 // loopSinkLocked returns where transmitted frames go: wire, or the model's
 // own receive path in MAC or PHY loopback. Called with mu held.
 func (m *Model) loopSinkLocked(wire func([]byte)) func([]byte) {
-	if m.macConfig&cfgLM == 0 && m.phy.Read(sim.MIIBMCR)&sim.BMCRLoopback == 0 {
+	if m.macConfig&cfgLM == 0 && !m.phy.Loopback() {
 		return wire
 	}
 	return m.loopReceive

@@ -122,3 +122,19 @@ func (m *Model) SetPaced(on bool) {
 	}
 	m.wire.SetLineRate(nil)
 }
+
+// RxUnseen is what no register of the MAC counts (sim.RxUnseen): frames that
+// arrived while MAC_Configuration.RE was clear, the link down or the MAC in
+// reset, frames the address filter refused, and frames a DMA software reset
+// flushed from the MTL RX FIFOs.
+func (m *Model) RxUnseen() sim.RxUnseen {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := sim.RxUnseen{Off: m.cnt.RxNoLink, Filtered: m.cnt.RxFiltered}
+	for _, f := range m.rxFIFO {
+		if f != nil {
+			u.Flushed += f.Flushed()
+		}
+	}
+	return u
+}

@@ -337,6 +337,12 @@ func (m *Model) writeECRLocked(val uint32) {
 // current BD pointers return to the ring starts.
 func (m *Model) stopLocked() {
 	m.gen++
+	if m.rxFIFO != nil {
+		// "The uDMA, buffer descriptor, and FIFO control logic are reset,
+		// including the buffer descriptor and FIFO pointers" (ECR.ETHEREN
+		// in the i.MX reference manuals): the frames waiting are gone.
+		m.rxFIFO.Flush()
+	}
 	for i := range m.rings {
 		r := &m.rings[i]
 		r.rxCur, r.txCur = r.rdsr, r.tdsr

@@ -1,7 +1,5 @@
 package fecsim
 
-import "github.com/xnic-dev/xnic/sim"
-
 // PHY loopback: BMCR bit 14 (IEEE 802.3 22.2.4.1.2: with it set nothing goes
 // on the medium, and the PHY returns what the MAC sends). The frame has passed
 // the MAC's link, speed and duplex checks on its way to the PHY, and comes
@@ -11,7 +9,7 @@ import "github.com/xnic-dev/xnic/sim"
 // phyLoopSinkLocked returns wire, or the model's own receive path when the
 // PHY is in loopback. Called with mu held.
 func (m *Model) phyLoopSinkLocked(wire func([]byte)) func([]byte) {
-	if m.phy.Read(sim.MIIBMCR)&sim.BMCRLoopback == 0 {
+	if !m.phy.Loopback() {
 		return wire
 	}
 	return m.phyLoopReceive

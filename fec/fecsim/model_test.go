@@ -434,6 +434,15 @@ func TestReceiveWrapAndRDAR(t *testing.T) {
 	require.Equal(t, uint32(1), b.mib(regIEEERMacErr), "the overflow, counted once")
 	require.Zero(t, b.mib(regIEEERDrop))
 	require.Equal(t, uint64(1), b.m.Counters().RxOverflow)
+	// Clearing ETHEREN resets the FIFO pointers (ECR in the reference
+	// manuals): the waiting frames are gone, counted by no register but
+	// told as the wire's (RxUnseen); frames then find the MAC off.
+	require.Zero(t, b.m.RxUnseen().Flushed)
+	b.r.Write32(regECR, b.r.Read32(regECR)&^ecrETHEREN)
+	require.Equal(t, 0, b.m.RxHeld(), "ETHEREN cleared flushes the FIFO")
+	require.Equal(t, uint64(held), b.m.RxUnseen().Flushed)
+	require.False(t, b.m.Inject(testFrame(b.m, 64, 13)))
+	require.Equal(t, uint64(1), b.m.RxUnseen().Off)
 	b.noFaults()
 }
 

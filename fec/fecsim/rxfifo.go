@@ -91,3 +91,17 @@ func (m *Model) SetPaced(on bool) {
 	}
 	m.wire.SetLineRate(nil)
 }
+
+// RxUnseen is what no register of the MAC counts (sim.RxUnseen): frames that
+// arrived while ECR.ETHEREN was clear or the link down, frames the address
+// filter refused, and frames a reset or ETHEREN's clearing flushed from the
+// receive FIFO.
+func (m *Model) RxUnseen() sim.RxUnseen {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := sim.RxUnseen{Off: m.cnt.RxOff, Filtered: m.cnt.RxFiltered}
+	if m.rxFIFO != nil {
+		u.Flushed = m.rxFIFO.Flushed()
+	}
+	return u
+}

@@ -1,7 +1,5 @@
 package igbsim
 
-import "github.com/xnic-dev/xnic/sim"
-
 // Loopback. RCTL.LBM (bits 7:6) = 01b is MAC loopback (82576 datasheet
 // 8.10.1; Linux's E1000_RCTL_LBM_MAC 0x40): the MAC hands what it transmits
 // to its own receive path. BMCR bit 14 of the PHY is PHY loopback (IEEE 802.3
@@ -18,7 +16,7 @@ const rctlLBMMAC uint32 = 1 << 6
 // loopSinkLocked returns where transmitted frames go: wire, or the model's
 // own receive path in MAC or PHY loopback. Called with mu held.
 func (m *Model) loopSinkLocked(wire func([]byte)) func([]byte) {
-	if m.rctl&rctlLBM != rctlLBMMAC && m.phy.Read(sim.MIIBMCR)&sim.BMCRLoopback == 0 {
+	if m.rctl&rctlLBM != rctlLBMMAC && !m.phy.Loopback() {
 		return wire
 	}
 	return m.loopReceive

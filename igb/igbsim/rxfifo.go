@@ -136,3 +136,18 @@ func (m *Model) SetPaced(on bool) {
 	}
 	m.wire.SetLineRate(nil)
 }
+
+// RxUnseen is what no igb register counts (sim.RxUnseen): frames that
+// arrived while RCTL.EN was clear, the link down, the DMA shut (MPC and the
+// other receive counters "do not increment if receives are not enabled",
+// 82576 datasheet 8.19), frames the address filter refused, and frames
+// CTRL.RST flushed from the packet buffer.
+func (m *Model) RxUnseen() sim.RxUnseen {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	u := sim.RxUnseen{Off: m.cnt.RxNoLink, Filtered: m.cnt.RxFiltered}
+	if m.fifo != nil {
+		u.Flushed = m.fifo.Flushed()
+	}
+	return u
+}
