@@ -31,7 +31,8 @@ type IPPeer struct {
 		mac net.HardwareAddr
 		ip  [4]byte
 	} // guarded by mu
-	pinging bool // guarded by mu
+	pinging bool    // guarded by mu
+	sink    tcpSink // guarded by mu
 
 	out    chan []byte // frames for the model, delivered by deliverLoop
 	done   chan struct{}
@@ -51,6 +52,7 @@ type IPPeerReport struct {
 	// MAC pads to the 60-byte minimum (18 bytes the guest's tx_bytes do not
 	// count but the wire, and the model, do).
 	ARPFromModel int
+	TCP          TCPReport // the TCP sink's (netpeer_tcp.go)
 	Errors       []string
 }
 
@@ -99,7 +101,7 @@ func (p *IPPeer) Send(frame []byte) error {
 			return nil
 		}
 	case 0x0800:
-		if p.ipv4(frame) {
+		if p.tcp(frame) || p.ipv4(frame) { // netpeer_tcp.go: the TCP sink
 			return nil
 		}
 	}
@@ -315,6 +317,11 @@ func icmpEcho(typ uint8, id, seq uint16, n int) []byte {
 // ipv4Frame wraps payload (ICMP) in IPv4 (RFC 791, TTL 64, no options) and
 // Ethernet headers.
 func ipv4Frame(dst, src net.HardwareAddr, from, to [4]byte, payload []byte) []byte {
+	return ipv4FrameProto(dst, src, from, to, 1, payload)
+}
+
+// ipv4FrameProto is ipv4Frame for IP protocol proto.
+func ipv4FrameProto(dst, src net.HardwareAddr, from, to [4]byte, proto byte, payload []byte) []byte {
 	f := make([]byte, 14+20+len(payload))
 	copy(f[0:], dst)
 	copy(f[6:], src)
@@ -322,7 +329,7 @@ func ipv4Frame(dst, src net.HardwareAddr, from, to [4]byte, payload []byte) []by
 	ip := f[14:]
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(payload)))
-	ip[8], ip[9] = 64, 1
+	ip[8], ip[9] = 64, proto
 	copy(ip[12:], from[:])
 	copy(ip[16:], to[:])
 	binary.BigEndian.PutUint16(ip[10:], inetChecksum(ip[:20]))
