@@ -435,7 +435,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.reta = [128]byte{}
 	m.rssKey = [rssKeyLen]byte{}
 	m.rssDirty = true
-	m.ptp.reset(m.info.fam == famI210)
+	m.ptp.reset(m.info.fam == famI210, m.info.fam == famI350)
 	m.qav = qavState{}
 	for i := range m.rx {
 		m.rx[i] = rxQueue{srrctl: srrctlDefault}

@@ -320,9 +320,10 @@ func ipv4Frame(dst, src net.HardwareAddr, from, to [4]byte, payload []byte) []by
 	return ipv4FrameProto(dst, src, from, to, 1, payload)
 }
 
-// ipv4FrameProto is ipv4Frame for IP protocol proto.
+// ipv4FrameProto is ipv4Frame for IP protocol proto, padded to the 60-byte
+// minimum frame (a TCP ACK has 54 bytes).
 func ipv4FrameProto(dst, src net.HardwareAddr, from, to [4]byte, proto byte, payload []byte) []byte {
-	f := make([]byte, 14+20+len(payload))
+	f := make([]byte, max(60, 14+20+len(payload)))
 	copy(f[0:], dst)
 	copy(f[6:], src)
 	binary.BigEndian.PutUint16(f[12:], 0x0800)

@@ -48,7 +48,7 @@ func (g *guestTCP) send(seq uint32, flags byte, payload []byte, corrupt, answer 
 	g.seen++
 	f := fs[g.seen-1]
 	ip := f[14:]
-	seg := ip[20:]
+	seg := ip[20:binary.BigEndian.Uint16(ip[2:])] // without the padding to 60 bytes
 	if inetChecksum(ip[:20]) != 0 || ip[9] != 6 || tcpChecksum(ip[12:16], ip[16:20], seg) != 0 {
 		g.t.Fatalf("sink's answer has bad checksums: % x", f)
 	}
