@@ -90,10 +90,10 @@ func TestIPPeerTCPSink(t *testing.T) {
 	if binary.BigEndian.Uint32(a[8:]) != seq+1000 {
 		t.Fatalf("ACK %d after 1000 bytes, want %d", binary.BigEndian.Uint32(a[8:]), seq+1000)
 	}
-	g.send(seq+500, 0, stream(500, 1000), false, true) // overlaps: 500 new bytes
-	g.send(seq+1500, 0, stream(1500, 100), true, false) // bad checksum: dropped
-	g.send(seq+1700, 0, stream(1700, 100), false, true) // a gap
-	g.send(seq+1500, 0, stream(1501, 100), false, true) // wrong bytes
+	g.send(seq+500, 0, stream(500, 1000), false, true)   // overlaps: 500 new bytes
+	g.send(seq+1500, 0, stream(1500, 100), true, false)  // bad checksum: dropped
+	g.send(seq+1700, 0, stream(1700, 100), false, true)  // a gap
+	g.send(seq+1500, 0, stream(1501, 100), false, true)  // wrong bytes
 	g.send(seq+1600, 0, stream(1600, 1500), false, true) // over the MSS
 	fin := g.send(seq+3100, tcpFlagFIN, nil, false, true)
 	if fin[13] != tcpFlagFIN|tcpFlagACK || binary.BigEndian.Uint32(fin[8:]) != seq+3101 {
