@@ -134,11 +134,13 @@ type Counters struct {
 	TxBytes      uint64
 	TxDropped    uint64 // refused descriptors, speed mismatch or link down
 	TxDescErrors uint64 // frames written back with DE (descriptor faults)
+	// TxPadding is the zero bytes the MAC added to frames (and TSO
+	// segments) shorter than 60 bytes, counted in TxBytes.
+	TxPadding uint64
 	// TSO (tso.go): frames segmented, the segments they made (counted in
-	// TxFrames too), and the bytes the segments added to the frames as the
-	// descriptors gave them (the replicated headers, padding): TxFrames and
-	// TxBytes as a driver counts TSO frames are TxFrames - TxTSOSegments +
-	// TxTSOFrames and TxBytes - TxTSOAdded.
+	// TxFrames too), and the header bytes the engine replicated: TxFrames
+	// and TxBytes as a driver counts frames it was given are TxFrames -
+	// TxTSOSegments + TxTSOFrames and TxBytes - TxTSOAdded - TxPadding.
 	TxTSOFrames   uint64
 	TxTSOSegments uint64
 	TxTSOAdded    uint64

@@ -187,6 +187,7 @@ func (m *Model) segmentLocked(c int, fr *txFrame, arena *[]byte) {
 			return
 		}
 		if len(seg) < minFrame { // the MAC pads each segment (CPC = 0)
+			fr.padded += minFrame - len(seg)
 			*arena = append(*arena, zeroPad[:minFrame-len(seg)]...)
 			seg = (*arena)[s:]
 		}
@@ -228,7 +229,7 @@ func (m *Model) countTSOLocked(fr *txFrame) {
 	for _, s := range fr.segs {
 		wire += len(s)
 	}
-	m.cnt.TxTSOAdded += uint64(wire - len(fr.data))
+	m.cnt.TxTSOAdded += uint64(wire - len(fr.data) - fr.padded)
 }
 
 // ctxtWriteback is the write-back TDES3 of a context descriptor: OWN clear,

@@ -28,12 +28,20 @@ const (
 // header, the whole payload; its checksums and IP length are left wrong, the
 // engine must compute them.
 func tsoSuper(t *testing.T, v6 bool, flags byte, payload []byte) (f []byte, hl, thl int) {
+	return tsoSuperOpts(t, v6, flags, payload, true)
+}
+
+// tsoSuperOpts is tsoSuper with or without TCP options (timestamps).
+func tsoSuperOpts(t *testing.T, v6 bool, flags byte, payload []byte, opts bool) (f []byte, hl, thl int) {
 	t.Helper()
 	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr(factoryMAC), DstMAC: net.HardwareAddr(peerMAC), EthernetType: layers.EthernetTypeIPv4}
 	tcp := &layers.TCP{SrcPort: 40000, DstPort: 5201, Seq: 0xfffff000, Ack: 99, ACK: true, Window: 512,
 		Options: []layers.TCPOption{{OptionType: layers.TCPOptionKindTimestamps, OptionLength: 10, OptionData: make([]byte, 8)},
 			{OptionType: layers.TCPOptionKindNop}, {OptionType: layers.TCPOptionKindNop}}}
 	tcp.FIN, tcp.PSH, tcp.CWR = flags&tcpFIN != 0, flags&tcpPSH != 0, flags&tcpCWR != 0
+	if !opts {
+		tcp.Options = nil
+	}
 	var ip gopacket.SerializableLayer
 	if v6 {
 		eth.EthernetType = layers.EthernetTypeIPv6
@@ -167,7 +175,7 @@ func TestTSOSegments(t *testing.T) {
 		{"IPv4 FIN PSH CWR", false, tcpFIN | tcpPSH | tcpCWR, 4000, 1000, 1500},
 		{"IPv6", true, tcpPSH | tcpCWR, 9000, 1428, 2000},
 		{"IPv4 one segment", false, tcpPSH, 700, 1448, 2048},
-		{"IPv4 padded segments", false, 0, 13, 4, 2048}, // 66+4 bytes: no pad; the last: 66+1
+		{"IPv4 padded segments", false, 0, 13, 4, 2048}, // no options: 54+4 and 54+1 bytes, padded
 		{"IPv6 jumbo MSS", true, 0, 20000, 8900, 1024},
 	}
 	for _, tc := range cases {
@@ -178,7 +186,7 @@ func TestTSOSegments(t *testing.T) {
 			for i := range payload {
 				payload[i] = byte(i*7 + i>>8)
 			}
-			f, hl, thl := tsoSuper(t, tc.v6, tc.flags, payload)
+			f, hl, thl := tsoSuperOpts(t, tc.v6, tc.flags, payload, tc.n != 13)
 			if tc.mss > 1500 {
 				r.wr(tMACConfig, tRE|tTE|tDM|1<<20) // JE: jumbo frames
 			}
@@ -200,7 +208,10 @@ func TestTSOSegments(t *testing.T) {
 				wire += uint64(len(s))
 			}
 			require.Equal(t, wire, c.TxBytes)
-			require.Equal(t, uint64(len(f)), c.TxBytes-c.TxTSOAdded, "the frame as the driver gave it")
+			require.Equal(t, uint64(len(f)), c.TxBytes-c.TxTSOAdded-c.TxPadding, "the frame as the driver gave it")
+			if tc.n == 13 {
+				require.Equal(t, uint64(3*(60-(hl+4))+60-(hl+1)), c.TxPadding, "every segment padded")
+			}
 			// The MSS stays: a second frame without a context descriptor.
 			cap.frames = nil
 			tx.tsoPut(f, hl, thl, 0, tc.ch, hl, tc.n)

@@ -291,7 +291,8 @@ func (m *Model) writeBackLocked(batch []txFrame, base, stride uint64, size uint3
 		for _, f := range fr.frames() {
 			m.countTxLocked(f, linkOK)
 		}
-		if linkOK && !fr.bad {
+		if linkOK && !fr.bad && !fr.ctxt {
+			m.cnt.TxPadding += uint64(fr.padded)
 			m.countTSOLocked(fr)
 		}
 		idx := fr.first

@@ -109,7 +109,7 @@ func runGuest(ctx context.Context, t *testing.T, assets Assets, initPath, dir st
 	for _, d := range runs {
 		devs = append(devs, guestproto.NetDevice{Name: d.m.name, Vendor: d.m.vendor, Device: d.m.device,
 			MAC: d.m.mac.String(), Driver: d.m.driver, Module: d.m.modules[0], Addr: d.addr, PeerIP: d.peerIP,
-			Frames: d.m.frameCount(), Seed: d.seed, TCPBytes: d.m.tcpBytes})
+			Frames: d.m.frameCount(), Seed: d.seed, TCPBytes: d.m.tcpBytes, PHC: d.m.phc})
 	}
 	dj, err := json.Marshal(devs)
 	if err != nil {
@@ -193,10 +193,13 @@ func qemuIGBArgs(d *deviceRun) []string {
 }
 
 // linuxSteps are netinit's checks of a device, in order.
-func linuxSteps(ethtool, tcp bool) []string {
+func linuxSteps(ethtool, tcp, phc bool) []string {
 	s := []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn"}
 	if tcp {
 		s = append(s, "TestTCPStream")
+	}
+	if phc {
+		s = append(s, "TestPHC")
 	}
 	s = append(s, "TestJumbo", "TestDownUp", "TestMACChange", "TestFilters")
 	if ethtool {
@@ -210,7 +213,7 @@ func linuxSteps(ethtool, tcp bool) []string {
 func checkDevice(t *testing.T, d *deviceRun, g *linuxGuestRun) {
 	m := d.m
 	bin := guestproto.NetDeviceBinary(m.name)
-	want := &TestBinary{Name: bin, Pkg: "netinit", Tests: linuxSteps(g.ethtool, m.tcpBytes > 0)}
+	want := &TestBinary{Name: bin, Pkg: "netinit", Tests: linuxSteps(g.ethtool, m.tcpBytes > 0, m.phc)}
 	t.Run("guest", func(t *testing.T) { checkBinary(t, want, g.res.Binaries[bin], g.res) })
 	if m.noShare {
 		t.Run("messages", func(t *testing.T) { checkMessages(t, d.stats) })
@@ -307,7 +310,7 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-18s %-10s %s\n", "step", served.m.name, qemu.m.name)
-	for _, s := range linuxSteps(g.ethtool, false) {
+	for _, s := range linuxSteps(g.ethtool, false, false) {
 		sv, qv := verdict(sb, s), verdict(qb, s)
 		mark := ""
 		if sv != qv {
@@ -334,7 +337,7 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 		fmt.Fprintf(&b, "%s: guest counted tx %d rx %d packets, the peer received %d and sent %d\n", qemu.m.name, tx, rx, r.FromModel, r.ToModel)
 	}
 	t.Logf("Linux's igb on the served 82576 and on QEMU's igb:\n%s", b.String())
-	for _, name := range linuxSteps(g.ethtool, false) {
+	for _, name := range linuxSteps(g.ethtool, false, false) {
 		if tr := qb.Tests[name]; tr != nil && tr.Status == StatusFail {
 			t.Logf("%s %s:\n%s", qemu.m.name, name, strings.Join(tr.Output, "\n"))
 		}

@@ -59,6 +59,9 @@ type NetDevice struct {
 	// peer's sink (NetTCPPort) after the frame streams (TestTCPStream):
 	// through the driver's TSO where it has it. Byte i is NetTCPByte(i).
 	TCPBytes int `json:"tcp_bytes,omitempty"`
+	// PHC asks for TestPHC: the PTP hardware clock the driver registers
+	// for the device runs at the guest's clock rate.
+	PHC bool `json:"phc,omitempty"`
 }
 
 // NetTCPByte is byte i of TestTCPStream's stream: a pattern that does not
