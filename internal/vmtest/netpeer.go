@@ -262,12 +262,10 @@ func (p *IPPeer) pingLoop() {
 // ipv4 handles ICMP for the peer's address: echo requests are answered, echo
 // replies to the peer's own pings counted.
 func (p *IPPeer) ipv4(f []byte) bool {
-	ip := f[14:]
-	if len(ip) < 20 || ip[0]>>4 != 4 || ip[9] != 1 || [4]byte(ip[16:20]) != p.ip {
+	ip, ihl, total, ok := p.forPeer(f, 1)
+	if !ok {
 		return false
 	}
-	ihl := int(ip[0]&0xf) * 4
-	total := int(binary.BigEndian.Uint16(ip[2:]))
 	if ihl < 20 || total < ihl+8 || total > len(ip) || inetChecksum(ip[:ihl]) != 0 {
 		p.problem("malformed IPv4/ICMP frame from the guest (%d bytes)", len(f))
 		return true
@@ -299,6 +297,17 @@ func (p *IPPeer) ipv4(f []byte) bool {
 		p.mu.Unlock()
 	}
 	return true
+}
+
+// forPeer reports whether f is an IPv4 packet of protocol proto for the
+// peer's address; ip is its IP header and what follows, ihl and total its
+// header and total lengths as it gives them (for the caller to check).
+func (p *IPPeer) forPeer(f []byte, proto byte) (ip []byte, ihl, total int, ok bool) {
+	ip = f[14:]
+	if len(ip) < 20 || ip[0]>>4 != 4 || ip[9] != proto || [4]byte(ip[16:20]) != p.ip {
+		return nil, 0, 0, false
+	}
+	return ip, int(ip[0]&0xf) * 4, int(binary.BigEndian.Uint16(ip[2:])), true
 }
 
 // icmpEcho is an ICMP echo message of the given type with n payload bytes.

@@ -48,12 +48,10 @@ const tcpFlagFIN, tcpFlagSYN, tcpFlagRST, tcpFlagPSH, tcpFlagACK = 0x01, 0x02, 0
 // tcp handles an IPv4/TCP frame for the sink's port; it reports whether the
 // frame was one.
 func (p *IPPeer) tcp(f []byte) bool {
-	ip := f[14:]
-	if len(ip) < 20 || ip[0]>>4 != 4 || ip[9] != 6 || [4]byte(ip[16:20]) != p.ip {
+	ip, ihl, total, ok := p.forPeer(f, 6)
+	if !ok {
 		return false
 	}
-	ihl := int(ip[0]&0xf) * 4
-	total := int(binary.BigEndian.Uint16(ip[2:]))
 	if ihl < 20 || total < ihl+20 || total > len(ip) {
 		p.problem("malformed IPv4/TCP frame from the guest (%d bytes, IP length %d)", len(f), total)
 		return true
