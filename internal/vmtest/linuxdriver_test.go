@@ -74,19 +74,21 @@ type servedModel struct {
 	// tcpBytes is the TCP stream the guest sends the peer's sink
 	// (TestTCPStream; 0: none). wireExtra is how many more frames the wire
 	// carried than the driver counted: the segments a TSO engine made of
-	// one frame beyond the first (nil: 0).
+	// one frame beyond the first (nil: the model has no TSO; with it the
+	// guest wants ethtool -k to show TSO on).
 	tcpBytes  int
 	wireExtra func() uint64
 	// phc: the guest checks that the PTP clock the driver registers runs
-	// (TestPHC): the igb variants whose clock the model keeps (I210/I211,
-	// and the I350 in the 82580's format; not the 82576's).
+	// (TestPHC): the dwmac models' system time (dwmacsim/ptp.go) and the
+	// igb variants whose clock the model keeps (I210/I211, and the I350 in
+	// the 82580's format; not the 82576's).
 	phc bool
 }
 
-// linuxTCPBytes is the TCP stream of each model with TSO: about 360
+// linuxTCPBytes is the TCP stream of each model with TSO: about 720
 // segments of 1460 bytes, in super frames the driver hands the model's
 // engine (dwmacsim/tso.go).
-const linuxTCPBytes = 512 << 10
+const linuxTCPBytes = 1 << 20
 
 func newDWMACIntel(t *testing.T) *servedModel {
 	// Elkhart Lake's PCH mGbE in RGMII mode (dwmac-intel's ehl_rgmii1g_info):
@@ -139,7 +141,7 @@ func newDWMACServedPHY(t *testing.T, name string, device uint16, macLow byte, md
 		attach: m.Attach, faults: m.Faults, close: m.Close,
 		modules: []string{"dwmac-intel"}, driver: "intel-eth-pci", mdioBus: mdioBus,
 		phyID:    uint32(m.PHY().Read(sim.MIIPHYID1))<<16 | uint32(m.PHY().Read(sim.MIIPHYID2)),
-		tcpBytes: linuxTCPBytes,
+		tcpBytes: linuxTCPBytes, phc: true,
 		wireExtra: func() uint64 {
 			c := m.Counters()
 			return c.TxTSOSegments - c.TxTSOFrames

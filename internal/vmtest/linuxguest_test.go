@@ -109,7 +109,7 @@ func runGuest(ctx context.Context, t *testing.T, assets Assets, initPath, dir st
 	for _, d := range runs {
 		devs = append(devs, guestproto.NetDevice{Name: d.m.name, Vendor: d.m.vendor, Device: d.m.device,
 			MAC: d.m.mac.String(), Driver: d.m.driver, Module: d.m.modules[0], Addr: d.addr, PeerIP: d.peerIP,
-			Frames: d.m.frameCount(), Seed: d.seed, TCPBytes: d.m.tcpBytes, PHC: d.m.phc})
+			Frames: d.m.frameCount(), Seed: d.seed, TCPBytes: d.m.tcpBytes, TSO: d.m.wireExtra != nil, PHC: d.m.phc})
 	}
 	dj, err := json.Marshal(devs)
 	if err != nil {

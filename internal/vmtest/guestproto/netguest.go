@@ -59,6 +59,9 @@ type NetDevice struct {
 	// peer's sink (NetTCPPort) after the frame streams (TestTCPStream):
 	// through the driver's TSO where it has it. Byte i is NetTCPByte(i).
 	TCPBytes int `json:"tcp_bytes,omitempty"`
+	// TSO: the driver must offer TCP segmentation offload for the stream
+	// (ethtool -k, where the guest has an ethtool).
+	TSO bool `json:"tso,omitempty"`
 	// PHC asks for TestPHC: the PTP hardware clock the driver registers
 	// for the device runs at the guest's clock rate.
 	PHC bool `json:"phc,omitempty"`

@@ -76,7 +76,7 @@ func runChecks(p *plan) int {
 	count(runT(p, "TestFramesIn", func(c *check) { framesIn(c, p, cl) }))
 	sock.close()
 	if p.tcpBytes > 0 {
-		count(runT(p, "TestTCPStream", func(c *check) { tcpStream(c, p) }))
+		count(runT(p, "TestTCPStream", func(c *check) { tcpStream(c, p, ifname) }))
 	}
 	if p.phc {
 		count(runT(p, "TestPHC", func(c *check) { phc(c, ifname) }))

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
@@ -16,8 +18,12 @@ const tcpStreamChunk = 64 << 10
 
 // tcpStream sends p.tcpBytes bytes (guestproto.NetTCPByte) over TCP to the
 // host peer's sink, half-closes and waits for the sink's FIN: the host checks
-// what arrived, segment by segment.
-func tcpStream(c *check, p *plan) {
+// what arrived, segment by segment. With p.tso the driver must offer TSO
+// (ethtool -k: tcp-segmentation-offload on) before the stream.
+func tcpStream(c *check, p *plan, ifname string) {
+	if p.tso && !tsoOn(c, p, ifname) {
+		return
+	}
 	addr := fmt.Sprintf("%d.%d.%d.%d:%d", p.peerIP[0], p.peerIP[1], p.peerIP[2], p.peerIP[3], guestproto.NetTCPPort)
 	begin := time.Now()
 	conn, err := net.DialTimeout("tcp4", addr, 30*time.Second)
@@ -49,4 +55,29 @@ func tcpStream(c *check, p *plan) {
 		return
 	}
 	c.logf("%d bytes to %s in %.2fs, the sink closed", p.tcpBytes, addr, time.Since(begin).Seconds())
+}
+
+// tsoOn reports whether ethtool -k shows TSO on for the interface (true
+// without an ethtool: nothing to ask).
+func tsoOn(c *check, p *plan, ifname string) bool {
+	if p.ethtool == "" {
+		return true
+	}
+	out, err := exec.Command(p.ethtool, "-k", ifname).CombinedOutput()
+	if err != nil {
+		c.errorf("ethtool -k %s: %v\n%s", ifname, err, out)
+		return false
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "tcp-segmentation-offload:"); ok {
+			c.logf("ethtool -k %s: tcp-segmentation-offload:%s", ifname, v)
+			if !strings.HasPrefix(strings.TrimSpace(v), "on") {
+				c.errorf("the driver does not offer TSO on %s", ifname)
+				return false
+			}
+			return true
+		}
+	}
+	c.errorf("ethtool -k %s: no tcp-segmentation-offload line", ifname)
+	return false
 }
