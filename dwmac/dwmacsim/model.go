@@ -310,7 +310,7 @@ func (cfg *Config) applyVariant() error {
 			cfg.PHYID = 0x01410DD0
 		}
 		if cfg.PTPClockHz == 0 {
-			cfg.PTPClockHz = 200_000_000
+			cfg.PTPClockHz = part.PTPClockHz // intel.go: dwmac-intel's clk_ptp_rate
 		}
 	case IMX8MP:
 		if cfg.SNPSVER == 0 {
