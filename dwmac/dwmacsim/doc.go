@@ -26,7 +26,8 @@
 //   - TSO (tso.go): the MSS from DMA_CH_Control or a context descriptor
 //     with TCMSSV; a TSE frame (headers in buffer 1, THL, TPL) leaves as
 //     MSS-sized TCP segments over IPv4 or IPv6 with their lengths, IPv4
-//     IDs, sequence numbers, FIN/PSH/CWR and checksums rewritten.
+//     IDs, sequence numbers, FIN/PSH/CWR and checksums rewritten; UDP
+//     (THL 2, Linux's USO) as datagrams of MSS bytes.
 //   - RX checksum offload (rxcoe.go): with MAC_Configuration.IPC, payload
 //     type and IP header/payload checksum results in RDES1 (RS1V); the MTL
 //     drops checksum-error frames unless MTL_RxQ_Operation_Mode.DIS_TCP_EF.

@@ -35,10 +35,16 @@ import (
 // header checksum and the full TCP checksum (pseudo-header included, the
 // field's content ignored). The MAC pads a segment shorter than 60 bytes.
 //
+// The same engine cuts UDP (USO: Linux's stmmac offers NETIF_F_GSO_UDP_L4
+// on GMAC4 and later cores with TSO and sends SKB_GSO_UDP_L4 frames through
+// stmmac_tso_xmit with THL 2, the UDP header's 8 bytes): each segment is a
+// datagram of its own, with its UDP length, the IPv4 id as for TCP, and its
+// full UDP checksum.
+//
 // Refused (a fault; the frame is written back with DE and ES and nothing is
 // sent): TSE on a core or channel without TSO, no MSS (0), headers the
-// engine does not parse (not IPv4/IPv6 TCP, IPv6 extension headers), B1L or
-// THL other than the headers the frame holds, TPL other than the bytes after
+// engine does not parse (not IPv4/IPv6 TCP or UDP, IPv6 extension headers),
+// B1L or THL other than the headers the frame holds, TPL other than the bytes after
 // them, no payload, a segment beyond the largest frame, checksum insertion on
 // a queue without a checksum engine (Config.NoTxCOEQueues). A context
 // descriptor with anything besides TCMSSV (VLAN tags, one-step timestamps)
@@ -117,8 +123,29 @@ func (m *Model) tsoMSSLocked(c int) int {
 // tsoHeader is where a TSO frame's headers lie.
 type tsoHeader struct {
 	ip  ipInfo
-	hl  int // Ethernet, IP and TCP headers
+	hl  int // Ethernet, IP and TCP (or UDP) headers
 	mss int
+	udp bool // UDP segmentation (USO)
+}
+
+// l4HeaderCheck checks the L4 header of super frame f against THL (thl
+// bytes): a TCP header's data offset, or a UDP header's 8 bytes (stmmac
+// gives THL 2 for SKB_GSO_UDP_L4: sizeof(struct udphdr) / 4).
+func l4HeaderCheck(f []byte, h tsoHeader, thl int) string {
+	l4 := h.ip.l4
+	switch {
+	case h.udp && thl != 8:
+		return "UDP segmentation with THL other than the 8-byte UDP header (2 words)"
+	case h.udp && len(f) < l4+8:
+		return "UDP segmentation of a frame shorter than its UDP header"
+	case h.udp:
+		return ""
+	case thl < 20:
+		return "TSO with THL under 5 words (a TCP header is at least 20 bytes)"
+	case len(f) < l4+20 || int(f[l4+12]>>4)*4 != thl:
+		return "TSO with THL other than the TCP header's data offset"
+	}
+	return ""
 }
 
 // tsoCheckLocked parses the TSO frame fr of channel c and checks it against
@@ -139,19 +166,18 @@ func (m *Model) tsoCheckLocked(c int, fr *txFrame) (h tsoHeader, why string) {
 		return h, "TSO of a frame without a well-formed IPv4 or IPv6 header"
 	case !ip.v4 && ipv6ExtHeader(ip.proto):
 		return h, "TSO of an IPv6 packet with extension headers (not modelled)"
-	case ip.proto != 6:
-		return h, "TSO of a packet that is not TCP (the engine segments TCP)"
+	case ip.proto != 6 && ip.proto != 17:
+		return h, "TSO of a packet that is neither TCP nor UDP (the engine segments those)"
 	}
-	h.ip = ip
+	h.ip, h.udp = ip, ip.proto == 17
 	thl := int(fr.tsoTHL) * 4
 	h.hl = ip.l4 + thl
+	if why := l4HeaderCheck(f, h, thl); why != "" {
+		return h, why
+	}
 	switch {
-	case thl < 20:
-		return h, "TSO with THL under 5 words (a TCP header is at least 20 bytes)"
-	case len(f) < ip.l4+20 || int(f[ip.l4+12]>>4)*4 != thl:
-		return h, "TSO with THL other than the TCP header's data offset"
 	case int(fr.tsoHL) != h.hl:
-		return h, "TSO with buffer 1 (HL) not holding exactly the Ethernet, IP and TCP headers"
+		return h, "TSO with buffer 1 (HL) not holding exactly the Ethernet, IP and L4 headers"
 	case int(fr.tsoTPL) != len(f)-h.hl:
 		return h, "TSO with TPL other than the payload in the frame's buffers"
 	case fr.tsoTPL == 0:
@@ -207,6 +233,10 @@ func tsoFixSegment(seg []byte, h tsoHeader, off int, last bool) error {
 		be.PutUint16(seg[l3+4:], be.Uint16(seg[l3+4:])+uint16(off/h.mss))
 	} else {
 		be.PutUint16(seg[l3+4:], uint16(len(seg)-l4))
+	}
+	if h.udp {
+		be.PutUint16(seg[l4+4:], uint16(len(seg)-l4)) // each segment its own datagram
+		return sim.InsertFull(seg, true)
 	}
 	be.PutUint32(seg[l4+4:], be.Uint32(seg[l4+4:])+uint32(off))
 	if !last {

@@ -233,17 +233,21 @@ func TestTSOFaults(t *testing.T) {
 		{"no MSS", func(r *rig, tx *txRing, f []byte, hl, thl int) { tx.tsoPut(f, hl, thl, 0, 2048, hl, len(f)-hl) }, "no MSS"},
 		{"HL not the headers", func(r *rig, tx *txRing, f []byte, hl, thl int) {
 			tx.tsoPut(f, hl, thl, 1448, 2048, hl-4, len(f)-hl+4)
-		}, "exactly the Ethernet, IP and TCP headers"},
+		}, "exactly the Ethernet, IP and L4 headers"},
 		{"THL wrong", func(r *rig, tx *txRing, f []byte, hl, thl int) { tx.tsoPut(f, hl, thl-4, 1448, 2048, hl, len(f)-hl) }, "data offset"},
 		{"TPL wrong", func(r *rig, tx *txRing, f []byte, hl, thl int) { tx.tsoPut(f, hl, thl, 1448, 2048, hl, len(f)-hl-1) }, "TPL"},
 		{"channel without TSE", func(r *rig, tx *txRing, f []byte, hl, thl int) {
 			r.wr(tCh(0)+tTxCtrl, tST)
 			tx.tsoPut(f, hl, thl, 1448, 2048, hl, len(f)-hl)
 		}, "DMA_CH_Tx_Control.TSE"},
-		{"UDP", func(r *rig, tx *txRing, f []byte, hl, thl int) {
+		{"ICMP", func(r *rig, tx *txRing, f []byte, hl, thl int) {
+			f[23] = 1
+			tx.tsoPut(f, hl, thl, 1448, 2048, hl, len(f)-hl)
+		}, "neither TCP nor UDP"},
+		{"UDP with a TCP header length", func(r *rig, tx *txRing, f []byte, hl, thl int) {
 			f[23] = 17
 			tx.tsoPut(f, hl, thl, 1448, 2048, hl, len(f)-hl)
-		}, "not TCP"},
+		}, "8-byte UDP header"},
 		{"segment beyond the largest frame", func(r *rig, tx *txRing, f []byte, hl, thl int) {
 			tx.tsoPut(f, hl, thl, 9500, 2048, hl, len(f)-hl)
 		}, "largest frame"},
@@ -313,4 +317,46 @@ func TestTSONoAllocs(t *testing.T) {
 	require.NoError(t, r.m.Err())
 	require.Equal(t, (1+1+50)*21, n, "segments sent (AllocsPerRun runs once more to warm up)")
 	require.Zero(t, allocs, "allocations per TSO frame")
+}
+
+// TestUSOSegments: a UDP super frame (stmmac_tso_xmit with SKB_GSO_UDP_L4:
+// THL 2) leaves as datagrams of MSS bytes, each with its own lengths, IPv4
+// id and checksums.
+func TestUSOSegments(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		r, tx, cap := tsoRig(t)
+		payload := make([]byte, 4000)
+		for i := range payload {
+			payload[i] = byte(i * 13)
+		}
+		f := refFrame(t, v6, false, false, payload)
+		l4 := 34
+		if v6 {
+			l4 = 54
+		}
+		hl, mss := l4+8, 1200
+		binary.BigEndian.PutUint16(f[l4+6:], 0xbeef) // the engine computes it
+		tx.tsoPut(f, hl, 8, mss, 1500, hl, len(payload))
+		require.NoError(t, r.m.Err())
+		require.Len(t, cap.frames, 4)
+		var got []byte
+		for i, s := range cap.frames {
+			p := gopacket.NewPacket(s, layers.LayerTypeEthernet, gopacket.Default)
+			udp := p.Layer(layers.LayerTypeUDP).(*layers.UDP)
+			want := min(mss, len(payload)-i*mss)
+			require.Equal(t, 8+want, int(udp.Length), "v6 %v segment %d UDP length", v6, i)
+			nl := p.NetworkLayer()
+			if ip, ok := nl.(*layers.IPv4); ok {
+				require.Equal(t, uint16(i), ip.Id-binary.BigEndian.Uint16(f[18:]), "IPv4 id + %d", i)
+			}
+			data := udp.Payload[:want]
+			require.NoError(t, udp.SetNetworkLayerForChecksum(nl))
+			buf := gopacket.NewSerializeBuffer()
+			require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true},
+				nl.(gopacket.SerializableLayer), udp, gopacket.Payload(data)))
+			require.Equal(t, buf.Bytes(), s[14:14+len(buf.Bytes())], "v6 %v segment %d checksums", v6, i)
+			got = append(got, data...)
+		}
+		require.Equal(t, payload, got)
+	}
 }
