@@ -193,10 +193,13 @@ func qemuIGBArgs(d *deviceRun) []string {
 }
 
 // linuxSteps are netinit's checks of a device, in order.
-func linuxSteps(ethtool, tcp, phc bool) []string {
+func linuxSteps(ethtool, tcp, uso, phc bool) []string {
 	s := []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn"}
 	if tcp {
 		s = append(s, "TestTCPStream")
+	}
+	if uso {
+		s = append(s, "TestUDPGSO")
 	}
 	if phc {
 		s = append(s, "TestPHC")
@@ -213,7 +216,7 @@ func linuxSteps(ethtool, tcp, phc bool) []string {
 func checkDevice(t *testing.T, d *deviceRun, g *linuxGuestRun) {
 	m := d.m
 	bin := guestproto.NetDeviceBinary(m.name)
-	want := &TestBinary{Name: bin, Pkg: "netinit", Tests: linuxSteps(g.ethtool, m.tcpBytes > 0, m.phc)}
+	want := &TestBinary{Name: bin, Pkg: "netinit", Tests: linuxSteps(g.ethtool, m.tcpBytes > 0, m.wireExtra != nil, m.phc)}
 	t.Run("guest", func(t *testing.T) { checkBinary(t, want, g.res.Binaries[bin], g.res) })
 	if m.noShare {
 		t.Run("messages", func(t *testing.T) { checkMessages(t, d.stats) })
@@ -233,7 +236,7 @@ func checkDevice(t *testing.T, d *deviceRun, g *linuxGuestRun) {
 		}
 	})
 	if m.tcpBytes > 0 {
-		t.Run("tcp", func(t *testing.T) { checkTCP(t, m, d.ipp.Report().TCP) })
+		t.Run("tcp", func(t *testing.T) { checkTCP(t, m, d.ipp.Report()) })
 	}
 	t.Run("faults", func(t *testing.T) {
 		fs := m.faults()
@@ -310,7 +313,7 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-18s %-10s %s\n", "step", served.m.name, qemu.m.name)
-	for _, s := range linuxSteps(g.ethtool, false, false) {
+	for _, s := range linuxSteps(g.ethtool, false, false, false) {
 		sv, qv := verdict(sb, s), verdict(qb, s)
 		mark := ""
 		if sv != qv {
@@ -337,7 +340,7 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 		fmt.Fprintf(&b, "%s: guest counted tx %d rx %d packets, the peer received %d and sent %d\n", qemu.m.name, tx, rx, r.FromModel, r.ToModel)
 	}
 	t.Logf("Linux's igb on the served 82576 and on QEMU's igb:\n%s", b.String())
-	for _, name := range linuxSteps(g.ethtool, false, false) {
+	for _, name := range linuxSteps(g.ethtool, false, false, false) {
 		if tr := qb.Tests[name]; tr != nil && tr.Status == StatusFail {
 			t.Logf("%s %s:\n%s", qemu.m.name, name, strings.Join(tr.Output, "\n"))
 		}
@@ -347,12 +350,20 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 // checkTCP checks what the peer's TCP sink received of the guest's stream
 // (each segment's checksums, size, sequence and bytes were checked as it
 // arrived: IPPeer errors).
-func checkTCP(t *testing.T, m *servedModel, r TCPReport) {
+// With TSO the UDP sink must have received TestUDPGSO's datagrams too.
+func checkTCP(t *testing.T, m *servedModel, rep IPPeerReport) {
+	r := rep.TCP
 	t.Logf("TCP sink: %+v", r)
 	if r.Bytes != uint64(m.tcpBytes) || !r.Closed {
 		t.Errorf("the sink received %d bytes of the %d-byte stream (closed: %v)", r.Bytes, m.tcpBytes, r.Closed)
 	}
 	if r.MaxPayload > tcpSinkMSS {
 		t.Errorf("a segment carried %d bytes, over the %d-byte MSS", r.MaxPayload, tcpSinkMSS)
+	}
+	u := rep.UDP
+	t.Logf("UDP sink: %+v", u)
+	if m.wireExtra != nil && (u.Bytes != guestproto.NetUDPGSOBytes || u.MaxPayload != guestproto.NetUDPSegment) {
+		t.Errorf("the UDP sink received %d bytes in %d datagrams of at most %d, want %d in datagrams of %d",
+			u.Bytes, u.Datagrams, u.MaxPayload, guestproto.NetUDPGSOBytes, guestproto.NetUDPSegment)
 	}
 }

@@ -53,6 +53,7 @@ type IPPeerReport struct {
 	// count but the wire, and the model, do).
 	ARPFromModel int
 	TCP          TCPReport // the TCP sink's (netpeer_tcp.go)
+	UDP          UDPReport // the UDP sink's (netpeer_udp.go)
 	Errors       []string
 }
 
@@ -101,7 +102,7 @@ func (p *IPPeer) Send(frame []byte) error {
 			return nil
 		}
 	case 0x0800:
-		if p.tcp(frame) || p.ipv4(frame) { // netpeer_tcp.go: the TCP sink
+		if p.tcp(frame) || p.udp(frame) || p.ipv4(frame) { // netpeer_tcp.go, netpeer_udp.go: the sinks
 			return nil
 		}
 	}

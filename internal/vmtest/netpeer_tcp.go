@@ -183,10 +183,14 @@ func (p *IPPeer) tcpFrame(mac []byte, to [4]byte, seg []byte) []byte {
 
 // tcpChecksum is the TCP checksum of seg between src and dst (RFC 793: the
 // pseudo-header, then the segment); 0 over a segment whose checksum is right.
-func tcpChecksum(src, dst []byte, seg []byte) uint16 {
+func tcpChecksum(src, dst []byte, seg []byte) uint16 { return l4Checksum(src, dst, 6, seg) }
+
+// l4Checksum is the checksum of seg of IP protocol proto (TCP, UDP) between
+// src and dst, the IPv4 pseudo-header included.
+func l4Checksum(src, dst []byte, proto byte, seg []byte) uint16 {
 	b := make([]byte, 0, 12+len(seg))
 	b = append(b, src...)
 	b = append(b, dst...)
-	b = append(b, 0, 6, byte(len(seg)>>8), byte(len(seg)))
+	b = append(b, 0, proto, byte(len(seg)>>8), byte(len(seg)))
 	return inetChecksum(append(b, seg...))
 }

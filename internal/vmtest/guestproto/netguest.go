@@ -36,6 +36,12 @@ const (
 	NetPings = 5
 	// NetTCPPort is where the host peer's TCP sink listens (NetDevice.TCPBytes).
 	NetTCPPort = 5001
+	// NetUDPPort is the host peer's UDP sink: with NetDevice.TSO the guest
+	// sends it NetUDPGSOBytes in datagrams of NetUDPSegment bytes with
+	// UDP_SEGMENT (TestUDPGSO).
+	NetUDPPort     = 5002
+	NetUDPSegment  = 1200
+	NetUDPGSOBytes = 240_000
 	// StatsLine starts netinit's line with the interface's statistics:
 	// "netstats rx_packets=N tx_packets=N ...": one per driver instance
 	// (TestStats, and TestReload's after the module came back), to be summed.

@@ -78,6 +78,9 @@ func runChecks(p *plan) int {
 	if p.tcpBytes > 0 {
 		count(runT(p, "TestTCPStream", func(c *check) { tcpStream(c, p, ifname) }))
 	}
+	if p.tso {
+		count(runT(p, "TestUDPGSO", func(c *check) { udpGSO(c, p) }))
+	}
 	if p.phc {
 		count(runT(p, "TestPHC", func(c *check) { phc(c, ifname) }))
 	}

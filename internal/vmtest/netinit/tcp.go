@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"golang.org/x/sys/unix"
 )
 
 // tcpStreamChunk is what one write hands the socket: large, so the stack
@@ -80,4 +82,48 @@ func tsoOn(c *check, p *plan, ifname string) bool {
 	}
 	c.errorf("ethtool -k %s: no tcp-segmentation-offload line", ifname)
 	return false
+}
+
+// udpGSO sends guestproto.NetUDPGSOBytes to the host peer's UDP sink with
+// UDP_SEGMENT (the stack's UDP GSO): writes of several datagrams at once,
+// which a driver with USO hands the device as one frame to cut. Each
+// datagram starts with its offset in the stream (8 bytes, big-endian), the
+// rest is NetTCPByte at its offsets: the sink checks each on its own.
+func udpGSO(c *check, p *plan) {
+	addr := &net.UDPAddr{IP: net.IPv4(p.peerIP[0], p.peerIP[1], p.peerIP[2], p.peerIP[3]), Port: guestproto.NetUDPPort}
+	conn, err := net.DialUDP("udp4", nil, addr)
+	if err != nil {
+		c.errorf("UDP socket to %v: %v", addr, err)
+		return
+	}
+	defer conn.Close()
+	rc, err := conn.SyscallConn()
+	if err == nil {
+		ctlErr := rc.Control(func(fd uintptr) {
+			err = unix.SetsockoptInt(int(fd), unix.SOL_UDP, unix.UDP_SEGMENT, guestproto.NetUDPSegment)
+		})
+		if err == nil {
+			err = ctlErr
+		}
+	}
+	if err != nil {
+		c.errorf("UDP_SEGMENT %d: %v", guestproto.NetUDPSegment, err)
+		return
+	}
+	const perWrite = 10 * guestproto.NetUDPSegment
+	buf := make([]byte, perWrite)
+	for off := 0; off < guestproto.NetUDPGSOBytes; off += perWrite {
+		for i := range buf {
+			buf[i] = guestproto.NetTCPByte(uint64(off + i))
+		}
+		for d := 0; d < perWrite; d += guestproto.NetUDPSegment {
+			binary.BigEndian.PutUint64(buf[d:], uint64(off+d))
+		}
+		if _, err := conn.Write(buf); err != nil {
+			c.errorf("write at byte %d: %v", off, err)
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // a datagram lost to a full ring would not come back
+	}
+	c.logf("%d bytes in datagrams of %d to %v", guestproto.NetUDPGSOBytes, guestproto.NetUDPSegment, addr)
 }
