@@ -1,6 +1,9 @@
 package dwmac
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Integration is how the DWC Ethernet QoS core is wired into the SoC: it decides
 // the bus, the defaults the glue driver (dwmac-intel.c, dwmac-imx.c) sets, and the
@@ -60,10 +63,17 @@ const VendorIntel = 0x8086
 const CompatibleIMX8MP = "nxp,imx8mp-dwmac-eqos"
 
 // Intel's glue (dwmac-intel.c) sets clk_csr 5 (a 250-300 MHz CSR clock), 4 KiB of
-// FIFO per queue each way, and EHL 8/8, TGL and ADL 6 RX / 4 TX queues.
+// FIFO per queue each way, and EHL 8/8, TGL and ADL 6 RX / 4 TX queues; its
+// clk_ptp_rate is 204.8 MHz (ehl_sgmii_data, ehl_rgmii_data,
+// tgl_common_data, adln_common_data) but 200 MHz on the Elkhart Lake PSE
+// functions (ehl_pse0_common_data, ehl_pse1_common_data).
 func intel(dev uint16, name string, rxq, txq int, sd SerDes) Model {
+	ptp := 204_800_000
+	if strings.Contains(name, "PSE") {
+		ptp = 200_000_000
+	}
 	return Model{Integration: IntegrationIntel, Device: dev, Name: name, RxQueues: rxq, TxQueues: txq,
-		CSRClockMHz: 250, FIFOPerQueue: 4096, PTPClockHz: 200_000_000, SerDes: sd}
+		CSRClockMHz: 250, FIFOPerQueue: 4096, PTPClockHz: ptp, SerDes: sd}
 }
 
 // models is the PCI ID table (dwmac-intel.c). Quark X1000 (8086:0937) is left

@@ -30,6 +30,8 @@ func TestIntelTablesAgree(t *testing.T) {
 			t.Errorf("8086:%04x: the driver configures %d RX/%d TX queues, the model has %d/%d", p.Device, d.RxQueues, d.TxQueues, p.RxQueues, p.TxQueues)
 		case d.Name != p.Name:
 			t.Errorf("8086:%04x: named %q by the driver, %q by the model", p.Device, d.Name, p.Name)
+		case d.PTPClockHz != p.PTPClockHz:
+			t.Errorf("8086:%04x: PTP reference clock %d Hz for the driver, %d for the model", p.Device, d.PTPClockHz, p.PTPClockHz)
 		}
 	}
 }

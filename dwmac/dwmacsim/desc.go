@@ -13,7 +13,8 @@ import "encoding/binary"
 //	DES1  buffer 1 address, high bits (with DMA_SysBus_Mode.EAME; otherwise
 //	      buffer 2 address, which this model does not use)
 //	DES2  B1L 13:0, VTIR 15:14, B2L 29:16, TTSE 30, IOC 31
-//	DES3  FL 14:0 (frame length, first descriptor), CIC 17:16, TSE 18,
+//	DES3  FL 14:0 (frame length, first descriptor), CIC 17:16, TSE 18
+//	      (then TPL 17:0 and THL 22:19 instead of FL and CIC: tso.go),
 //	      CPC 27:26, LD 28, FD 29, CTXT 30, OWN 31
 //
 // TX write-back (the device writes DES3 of every descriptor of the frame, the

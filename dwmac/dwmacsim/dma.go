@@ -96,6 +96,7 @@ type channel struct {
 	wdt                     *time.Timer // RX interrupt watchdog; immutable after New
 	wdtArmed                bool
 	wdtDeadline             time.Time // when the armed watchdog runs out (coalesce.go)
+	mss                     uint32    // TX: the last context descriptor's MSS, 0 before one (tso.go)
 }
 
 // pendingLocked is the set of enabled causes that hold the interrupt line:
@@ -358,8 +359,8 @@ func (m *Model) checkPBL(off, val uint32) bool {
 }
 
 func (m *Model) writeTxControlLocked(c int, ch *channel, off, val uint32) (kick uint32) {
-	if val&txcTSE != 0 {
-		m.faults.Add("write32", regName(off), uint64(off), "TSO (TSE) is not modelled (HW_FEATURE1.TSOEN is 0)")
+	if val&txcTSE != 0 && !m.hasTSO() {
+		m.faults.Add("write32", regName(off), uint64(off), "TSE (TSO) set, but HW_FEATURE1.TSOEN is not advertised")
 		return 0
 	}
 	if edse := val&txcEDSE != 0; edse != ch.tx.enhanced {

@@ -20,10 +20,14 @@
 //     PCI ID (intel.go, e.g. 6 RX and 4 TX on the ADL-S); IEEE 1588
 //     timestamps; the TX and RX checksum engines, TXCOESEL and RXCOESEL,
 //     unless Config.NoTxCOE/NoRxCOE; time-based scheduling, TBSSEL, on the
-//     Intel variant). TSO, split header, VLAN or L3/L4 filtering are not
-//     advertised, and using them is a fault: TSO (TSE, context descriptors
-//     with MSS, header replication per segment) is a segmentation engine
-//     the model does not implement, so it cannot claim it.
+//     Intel variant; TCP segmentation offload, TSOEN, on the Intel variant).
+//     Split header, VLAN or L3/L4 filtering are not advertised, and using
+//     them is a fault.
+//   - TSO (tso.go): the MSS from DMA_CH_Control or a context descriptor
+//     with TCMSSV; a TSE frame (headers in buffer 1, THL, TPL) leaves as
+//     MSS-sized TCP segments over IPv4 or IPv6 with their lengths, IPv4
+//     IDs, sequence numbers, FIN/PSH/CWR and checksums rewritten; UDP
+//     (THL 2, Linux's USO) as datagrams of MSS bytes.
 //   - RX checksum offload (rxcoe.go): with MAC_Configuration.IPC, payload
 //     type and IP header/payload checksum results in RDES1 (RS1V); the MTL
 //     drops checksum-error frames unless MTL_RxQ_Operation_Mode.DIS_TCP_EF.

@@ -83,7 +83,6 @@ func TestStrictness(t *testing.T) {
 		{"TXQEN AV", func(r *rig) { r.wr(tMTLTxOp0, 1<<2) }, "only 2", nil},
 		{"descriptor skip", func(r *rig) { r.wr(tCh(0)+tChCtrl, 1<<18) }, "descriptor skip", nil},
 		{"split header", func(r *rig) { r.wr(tCh(0)+tChCtrl, 1<<24) }, "split header", nil},
-		{"TSO", func(r *rig) { r.wr(tCh(0)+tTxCtrl, 1<<12) }, "TSO", nil},
 		{"PBL 24", func(r *rig) { r.wr(tCh(0)+tRxCtrl, 24<<16) }, "burst length", nil},
 		{"hash unicast", func(r *rig) { r.wr(tPktFilter, 1<<1) }, "HUC", nil},
 		{"MDIO GOC", func(r *rig) { r.wr(tMDIOAddr, tGB) }, "GOC=0", nil},

@@ -65,8 +65,10 @@ type rig struct {
 	a    dma.Allocator
 }
 
+// testCfg is an Intel mGbE with a 200 MHz PTP reference, as the tests drive
+// the system time for (ADL-S's own is 204.8 MHz: TestIntelPTPClock).
 func testCfg() Config {
-	return Config{MAC: factoryMAC, AutonegDelay: time.Millisecond, ResetDelay: 50 * time.Microsecond}
+	return Config{MAC: factoryMAC, AutonegDelay: time.Millisecond, ResetDelay: 50 * time.Microsecond, PTPClockHz: 200_000_000}
 }
 
 func newRig(t testing.TB, cfg Config) *rig {

@@ -14,30 +14,41 @@ type IntelPart struct {
 	// (dwmac-intel's *_sgmii* data: phy_interface SGMII, xpcs_an_mode); else
 	// RGMII straight to the PHY.
 	SGMII bool
+	// PTPClockHz is the PTP reference clock dwmac-intel reports (its
+	// clk_ptp_rate): 204.8 MHz (ehl_sgmii_data, ehl_rgmii_data,
+	// tgl_common_data, adln_common_data), 200 MHz on the PSE functions
+	// (ehl_pse0_common_data, ehl_pse1_common_data). stmmac derives SSINC and
+	// the addend from it, so the model's system time runs at the rate Linux
+	// expects only with the same value (the default of Config.PTPClockHz).
+	PTPClockHz int
 }
+
+// The PTP reference clocks of IntelPart.PTPClockHz.
+const ptpMGbE, ptpPSE = 204_800_000, 200_000_000
 
 // intelParts is dwmac-intel.c's PCI ID table with its platform data:
 // ehl_common_data (8 RX, 8 TX) under the Elkhart Lake IDs, tgl_common_data
 // (6 RX, 4 TX) under the Tiger Lake, Alder Lake and Raptor Lake IDs. The
 // 2.5G SGMII parts negotiate 2.5G through the SerDes, which the model does not
-// do (serdes.go), but their queues are the same.
+// do (serdes.go), but their queues are the same. The PTP clocks: see
+// IntelPart.PTPClockHz.
 var intelParts = []IntelPart{
-	{0x4b30, "Elkhart Lake mGbE (RGMII, 1G)", 8, 8, false},
-	{0x4b31, "Elkhart Lake mGbE (SGMII, 1G)", 8, 8, true},
-	{0x4b32, "Elkhart Lake mGbE (SGMII, 2.5G)", 8, 8, true},
-	{0x4ba0, "Elkhart Lake PSE mGbE 0 (RGMII, 1G)", 8, 8, false},
-	{0x4ba1, "Elkhart Lake PSE mGbE 0 (SGMII, 1G)", 8, 8, true},
-	{0x4ba2, "Elkhart Lake PSE mGbE 0 (SGMII, 2.5G)", 8, 8, true},
-	{0x4bb0, "Elkhart Lake PSE mGbE 1 (RGMII, 1G)", 8, 8, false},
-	{0x4bb1, "Elkhart Lake PSE mGbE 1 (SGMII, 1G)", 8, 8, true},
-	{0x4bb2, "Elkhart Lake PSE mGbE 1 (SGMII, 2.5G)", 8, 8, true},
-	{0xa0ac, "Tiger Lake mGbE (SGMII, 1G)", 6, 4, true},
-	{0x43ac, "Tiger Lake-H mGbE 0 (SGMII, 1G)", 6, 4, true},
-	{0x43a2, "Tiger Lake-H mGbE 1 (SGMII, 1G)", 6, 4, true},
-	{0x7aac, "Alder Lake-S mGbE 0 (SGMII, 1G)", 6, 4, true},
-	{0x7aad, "Alder Lake-S mGbE 1 (SGMII, 1G)", 6, 4, true},
-	{0x54ac, "Alder Lake-N mGbE (SGMII, 1G)", 6, 4, true},
-	{0x51ac, "Raptor Lake-P mGbE (SGMII, 1G)", 6, 4, true},
+	{0x4b30, "Elkhart Lake mGbE (RGMII, 1G)", 8, 8, false, ptpMGbE},
+	{0x4b31, "Elkhart Lake mGbE (SGMII, 1G)", 8, 8, true, ptpMGbE},
+	{0x4b32, "Elkhart Lake mGbE (SGMII, 2.5G)", 8, 8, true, ptpMGbE},
+	{0x4ba0, "Elkhart Lake PSE mGbE 0 (RGMII, 1G)", 8, 8, false, ptpPSE},
+	{0x4ba1, "Elkhart Lake PSE mGbE 0 (SGMII, 1G)", 8, 8, true, ptpPSE},
+	{0x4ba2, "Elkhart Lake PSE mGbE 0 (SGMII, 2.5G)", 8, 8, true, ptpPSE},
+	{0x4bb0, "Elkhart Lake PSE mGbE 1 (RGMII, 1G)", 8, 8, false, ptpPSE},
+	{0x4bb1, "Elkhart Lake PSE mGbE 1 (SGMII, 1G)", 8, 8, true, ptpPSE},
+	{0x4bb2, "Elkhart Lake PSE mGbE 1 (SGMII, 2.5G)", 8, 8, true, ptpPSE},
+	{0xa0ac, "Tiger Lake mGbE (SGMII, 1G)", 6, 4, true, ptpMGbE},
+	{0x43ac, "Tiger Lake-H mGbE 0 (SGMII, 1G)", 6, 4, true, ptpMGbE},
+	{0x43a2, "Tiger Lake-H mGbE 1 (SGMII, 1G)", 6, 4, true, ptpMGbE},
+	{0x7aac, "Alder Lake-S mGbE 0 (SGMII, 1G)", 6, 4, true, ptpMGbE},
+	{0x7aad, "Alder Lake-S mGbE 1 (SGMII, 1G)", 6, 4, true, ptpMGbE},
+	{0x54ac, "Alder Lake-N mGbE (SGMII, 1G)", 6, 4, true, ptpMGbE},
+	{0x51ac, "Raptor Lake-P mGbE (SGMII, 1G)", 6, 4, true, ptpMGbE},
 }
 
 // IntelParts lists the Intel mGbE functions the model can be.

@@ -134,7 +134,17 @@ type Counters struct {
 	TxBytes      uint64
 	TxDropped    uint64 // refused descriptors, speed mismatch or link down
 	TxDescErrors uint64 // frames written back with DE (descriptor faults)
-	IRQs         uint64 // interrupt messages sent
+	// TxPadding is the zero bytes the MAC added to frames (and TSO
+	// segments) shorter than 60 bytes, counted in TxBytes.
+	TxPadding uint64
+	// TSO (tso.go): frames segmented, the segments they made (counted in
+	// TxFrames too), and the header bytes the engine replicated: TxFrames
+	// and TxBytes as a driver counts frames it was given are TxFrames -
+	// TxTSOSegments + TxTSOFrames and TxBytes - TxTSOAdded - TxPadding.
+	TxTSOFrames   uint64
+	TxTSOSegments uint64
+	TxTSOAdded    uint64
+	IRQs          uint64 // interrupt messages sent
 }
 
 // ErrConfig is wrapped by New for a configuration the model cannot build.
@@ -166,6 +176,7 @@ type Model struct {
 	txMu    sync.Mutex
 	txBatch []txFrame // guarded by txMu
 	txArena []byte    // guarded by txMu: gathered multi-descriptor frames
+	txSegs  [][]byte  // guarded by txMu: the batch's TSO segments (views of txArena)
 
 	mu   sync.Mutex
 	gen  uint64   // bumps at every reset; guarded by mu
@@ -299,7 +310,7 @@ func (cfg *Config) applyVariant() error {
 			cfg.PHYID = 0x01410DD0
 		}
 		if cfg.PTPClockHz == 0 {
-			cfg.PTPClockHz = 200_000_000
+			cfg.PTPClockHz = part.PTPClockHz // intel.go: dwmac-intel's clk_ptp_rate
 		}
 	case IMX8MP:
 		if cfg.SNPSVER == 0 {
@@ -686,8 +697,12 @@ func (m *Model) readLocked(off uint32) uint32 {
 		}
 		return v
 	case regMACHWFeat1:
-		return fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
+		v := fifoBits(m.cfg.Variant)<<hw1RXFIFOShift | fifoBits(m.cfg.Variant)<<hw1TXFIFOShift |
 			addr64Bits40<<hw1ADDR64Shift | hashTblSz64<<hw1HashShift
+		if m.hasTSO() {
+			v |= hw1TSOEN // tso.go
+		}
+		return v
 	case regMACHWFeat2:
 		rx, tx := uint32(m.nrx-1), uint32(m.ntx-1)
 		return rx<<hw2RXQShift | tx<<hw2TXQShift | rx<<hw2RXCHShift | tx<<hw2TXCHShift

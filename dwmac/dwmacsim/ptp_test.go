@@ -2,6 +2,7 @@ package dwmacsim
 
 import (
 	"encoding/binary"
+	"math"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func (r *rig) startClock(extra uint32) {
 }
 
 func TestPTPSystemTime(t *testing.T) {
-	r := newRig(t, testCfg()) // IntelMGbE: 200 MHz PTP clock
+	r := newRig(t, testCfg()) // a 200 MHz PTP clock
 	r.startClock(0)
 	r.wr(tSTSUR, 7)
 	r.wr(tSTNSU, 999_000_000)
@@ -105,4 +106,27 @@ func TestPTPContextDescriptor(t *testing.T) {
 	require.True(t, r.m.Inject(frame(mac, 100)), "no descriptor for the context: the frame waits in the MTL FIFO")
 	require.Equal(t, 1, r.m.RxHeld())
 	require.NoError(t, r.m.Err())
+}
+
+// TestIntelPTPClock: each Intel mGbE's PTP reference is dwmac-intel's
+// clk_ptp_rate for the ID, so the system time runs at the host's rate with
+// the SSINC and addend stmmac computes from it (stmmac_init_tstamp_counter:
+// SSINC 2e9/rate ns, addend 2^32*1e9/(SSINC*rate)).
+func TestIntelPTPClock(t *testing.T) {
+	for _, c := range []struct {
+		dev uint16
+		hz  float64
+	}{{0x4b30, 204.8e6}, {0x7aac, 204.8e6}, {0x4bb1, 200e6}} {
+		cfg := testCfg()
+		cfg.PCIDevice, cfg.PTPClockHz = c.dev, 0
+		r := newRig(t, cfg)
+		ssinc := uint32(2e9 / c.hz) // 9 ns at 204.8 MHz, as stmmac truncates it
+		addend := uint32(math.Round((1 << 32) * 1e9 / (float64(ssinc) * c.hz)))
+		r.wr(tTCR, tTSENA|tTSCFUPDT|tTSCTRLSSR)
+		r.wr(tSSIR, ssinc<<16)
+		r.wr(tTAR, addend)
+		r.wr(tTCR, r.rd(tTCR)|tTSADDREG)
+		require.InDelta(t, 1.0, sim.MeasureRate(r.sysTime, 20*time.Millisecond), 0.005, "8086:%04x at %v Hz", c.dev, c.hz)
+		require.NoError(t, r.m.Err())
+	}
 }

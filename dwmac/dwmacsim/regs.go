@@ -232,7 +232,7 @@ const (
 	ctlDSLMask  uint32 = 7 << ctlDSLShift // descriptor skip length (must be 0 here)
 	ctlSPH      uint32 = 1 << 24          // split header (not modelled: a fault)
 	txcST       uint32 = 1 << 0
-	txcTSE      uint32 = 1 << 12 // TSO (not modelled: a fault)
+	txcTSE      uint32 = 1 << 12 // TSO (tso.go)
 	txcEDSE     uint32 = 1 << 28 // enhanced (32-byte) TX descriptors, with TBS
 	rxcSR       uint32 = 1 << 0
 	rxcRBSZMask uint32 = 0x3fff << 1 // RBSZ 14:1, in bytes

@@ -36,8 +36,9 @@ import (
 // frame, and those behind it, until the system time reaches it (tbs.go).
 //
 // Refused descriptors (FD missing at the start of a frame, FD inside one,
-// buffer length 0, FL not the sum of the buffer lengths, context descriptors,
-// TSO, checksum insertion on a core without TXCOESEL, VLAN insertion, buffer
+// buffer length 0, FL not the sum of the buffer lengths, context descriptors
+// and TSO frames the engine refuses (tso.go), checksum insertion on a core
+// without TXCOESEL, VLAN insertion, buffer
 // 2, CPC != 0, a buffer address with high bits while EAME is off, frames over
 // 9022 bytes, a launch time the model refuses) are faults: the frame is not
 // sent and its descriptors are written back with DE and ES so the ring keeps
@@ -56,6 +57,27 @@ type txFrame struct {
 	wb    uint32 // write-back status of the last descriptor (checksum errors)
 	// padded is how many zero bytes the MAC added to reach 60.
 	padded int
+	ctxt   bool // a context descriptor (tso.go): nothing to send
+	// TSO (tso.go): tso is the first descriptor's TSE; tsoHL its B1L (the
+	// headers), tsoTHL and tsoTPL its THL and TPL; segs the segments the
+	// engine made (views of txArena), nil for a frame sent as it is.
+	tso                   bool
+	tsoHL, tsoTHL, tsoTPL uint32
+	segs                  [][]byte
+	one                   [1][]byte // frames' backing for a frame sent whole
+}
+
+// frames returns what fr puts on the wire: nothing for a refused frame or a
+// context descriptor, its TSO segments, or the frame itself.
+func (fr *txFrame) frames() [][]byte {
+	switch {
+	case fr.bad || fr.ctxt:
+		return nil
+	case fr.segs != nil:
+		return fr.segs
+	}
+	fr.one[0] = fr.data
+	return fr.one[:]
 }
 
 // gatherResult says why gathering a frame stopped.
@@ -146,6 +168,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		base, size, eame := m.ringBase(r)+uint64(r.ds()-descSize), r.n(), m.eame()
 		stride := uint64(r.ds())
 		batch, arena := m.txBatch[:0], m.txArena[:0]
+		m.txSegs = m.txSegs[:0]
 		cur, consumed := r.cur, uint32(0)
 		res, stop := gatherOK, suspNone
 		var wireWait time.Duration
@@ -155,17 +178,21 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			}
 			var fr txFrame
 			var next uint32
-			fr, next, res = m.gatherLocked(r, base, stride, size, cur, r.tailRaw, &arena, eame)
+			fr, next, res = m.gatherLocked(c, base, stride, size, cur, r.tailRaw, &arena, eame)
 			if res != gatherOK {
 				break
 			}
-			if !fr.bad {
-				m.wire.Depart(len(fr.data))
-			}
-			if fr.cic != 0 && !fr.bad {
-				m.coeFrameLocked(c, &fr, &arena)
-			}
 			batch = append(batch, fr)
+			p := &batch[len(batch)-1]
+			if p.tso && !p.bad {
+				m.segmentLocked(c, p, &arena) // tso.go
+			}
+			if p.cic != 0 && !p.bad {
+				m.coeFrameLocked(c, p, &arena)
+			}
+			for _, f := range p.frames() {
+				m.wire.Depart(len(f))
+			}
 			consumed += fr.ndesc
 			cur = next
 			if cur == r.tailRaw {
@@ -204,8 +231,8 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 
 		if sink != nil && linkOK {
 			for i := range batch {
-				if !batch[i].bad {
-					sink(batch[i].data)
+				for _, f := range batch[i].frames() {
+					sink(f)
 				}
 			}
 		}
@@ -218,35 +245,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			m.mu.Unlock()
 			return false
 		}
-		ioc := false
-		for i := range batch {
-			fr := &batch[i]
-			if !fr.bad {
-				// The counters read the frame (a view of the buffer):
-				// before the write-back hands the buffer back.
-				m.countTxLocked(fr.data, linkOK)
-			}
-			idx := fr.first
-			for k := uint32(0); k < fr.ndesc; k++ {
-				d, err := m.mem.View("tx-writeback", base+uint64(idx)*stride, descSize)
-				if err == nil {
-					var w3 uint32
-					if k == 0 {
-						w3 |= d3FD
-					}
-					if k == fr.ndesc-1 {
-						w3 |= d3LD | m.txStatusLocked(fr, d)
-					}
-					storeDES3(d, w3)
-				}
-				idx = (idx + 1) % size
-			}
-			ioc = ioc || fr.ioc
-			if fr.bad {
-				m.cnt.TxDescErrors++
-				m.cnt.TxDropped++
-			}
-		}
+		ioc := m.writeBackLocked(batch, base, stride, size, linkOK)
 		r.cur = (r.cur + consumed) % size
 		if ioc {
 			m.raiseLocked(c, stTI)
@@ -279,6 +278,47 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			return true // the next step goes on
 		}
 	}
+}
+
+// writeBackLocked counts the batch's frames and writes their descriptors
+// back (OWN clear; FD and LD as in the frame, the status in its last, a
+// context descriptor's own format); it reports whether one asked for IOC.
+func (m *Model) writeBackLocked(batch []txFrame, base, stride uint64, size uint32, linkOK bool) (ioc bool) {
+	for i := range batch {
+		fr := &batch[i]
+		// The counters read the frame (a view of the buffer):
+		// before the write-back hands the buffer back.
+		for _, f := range fr.frames() {
+			m.countTxLocked(f, linkOK)
+		}
+		if linkOK && !fr.bad && !fr.ctxt {
+			m.cnt.TxPadding += uint64(fr.padded)
+			m.countTSOLocked(fr)
+		}
+		idx := fr.first
+		for k := uint32(0); k < fr.ndesc; k++ {
+			d, err := m.mem.View("tx-writeback", base+uint64(idx)*stride, descSize)
+			if err == nil && fr.ctxt {
+				storeDES3(d, ctxtWriteback(fr.bad))
+			} else if err == nil {
+				var w3 uint32
+				if k == 0 {
+					w3 |= d3FD
+				}
+				if k == fr.ndesc-1 {
+					w3 |= d3LD | m.txStatusLocked(fr, d)
+				}
+				storeDES3(d, w3)
+			}
+			idx = (idx + 1) % size
+		}
+		ioc = ioc || fr.ioc
+		if fr.bad {
+			m.cnt.TxDescErrors++
+			m.cnt.TxDropped++
+		}
+	}
+	return ioc
 }
 
 // settleTxLocked applies where the TX DMA stopped, taking into account tail
@@ -324,7 +364,8 @@ func (m *Model) countTxLocked(f []byte, linkOK bool) {
 }
 
 // gatherLocked reads the frame whose first descriptor is at start.
-func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
+func (m *Model) gatherLocked(c int, base, stride uint64, size, start, tail uint32, arena *[]byte, eame bool) (fr txFrame, next uint32, res gatherResult) {
+	r := &m.ch[c].tx
 	fr.first = start
 	idx := start
 	total := uint32(0)
@@ -362,10 +403,21 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 		}
 		fr.ndesc++
 		d2 := le.Uint32(d[des2:])
-		if ok {
-			ok = m.checkTxDescLocked(d, d2, d3, k == 0, eame, at)
+		if k == 0 && d3&d3CTXT != 0 { // tso.go: it stands alone
+			fr.ctxt, fr.at = true, at
+			fr.bad = !ok || !m.contextLocked(c, d, d3, at)
+			return fr, (idx + 1) % size, gatherOK
 		}
 		if k == 0 {
+			fr.tso = d3&td3TSE != 0
+		}
+		if ok {
+			ok = m.checkTxDescLocked(c, d, d2, d3, k == 0, fr.tso, eame, at)
+		}
+		if k == 0 && fr.tso {
+			fr.tsoHL, fr.tsoTHL, fr.tsoTPL = d2&td2B1LMask, (d3&td3THLMask)>>td3THLShift, d3&td3TPLMask
+			fr.at = at
+		} else if k == 0 {
 			fl = d3 & td3FLMask
 			fr.cic, fr.at = (d3&td3CICMask)>>td3CICShift, at
 		}
@@ -373,8 +425,11 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 		ln := d2 & td2B1LMask
 		if ok {
 			total += ln
-			if total > maxTxFrame {
-				m.faults.Add("tx-desc", "", at, "TX frame of more than %d bytes", maxTxFrame)
+			if limit := uint32(maxTxFrame); total > limit && (!fr.tso || total > tsoMaxFrame) {
+				if fr.tso {
+					limit = tsoMaxFrame
+				}
+				m.faults.Add("tx-desc", "", at, "TX frame of more than %d bytes", limit)
 				ok = false
 			}
 		}
@@ -403,7 +458,7 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 			break // a context descriptor stands alone
 		}
 	}
-	if ok && fl != total {
+	if ok && !fr.tso && fl != total {
 		m.faults.Add("tx-desc", "", base+uint64(start)*stride, "TDES3.FL %d in the first descriptor differs from the frame's buffer lengths %d", fl, total)
 		ok = false
 	}
@@ -416,7 +471,7 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 	if gathered {
 		data = (*arena)[mark:]
 	}
-	if len(data) < minFrame { // the MAC pads (CPC = 0)
+	if len(data) < minFrame && !fr.tso { // the MAC pads (CPC = 0); TSO: each segment
 		fr.padded = minFrame - len(data)
 		s := len(*arena)
 		*arena = append(*arena, data...)
@@ -429,11 +484,11 @@ func (m *Model) gatherLocked(r *ring, base, stride uint64, size, start, tail uin
 
 // checkTxDescLocked reports whether a TX read descriptor is one the model
 // accepts, recording a fault otherwise.
-func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool, at uint64) bool {
+func (m *Model) checkTxDescLocked(c int, d []byte, d2, d3 uint32, firstDesc, tso, eame bool, at uint64) bool {
 	var why string
 	switch {
 	case d3&d3CTXT != 0:
-		why = "context descriptor (CTXT): VLAN/TSO/timestamp contexts are not modelled"
+		why = "context descriptor (CTXT) inside a frame: the previous descriptor had no LD"
 	case firstDesc && d3&d3FD == 0:
 		why = "descriptor owned by the DMA at the start of a frame without FD"
 	case !firstDesc && d3&d3FD != 0:
@@ -444,9 +499,9 @@ func (m *Model) checkTxDescLocked(d []byte, d2, d3 uint32, firstDesc, eame bool,
 		why = "TX descriptor with a buffer 2 length: buffer 2 is not modelled"
 	case d2&td2VTIR != 0:
 		why = "VLAN tag insertion (VTIR) is not modelled"
-	case firstDesc && d3&td3TSE != 0:
-		why = "TSO (TSE) is not modelled"
-	case firstDesc && d3&td3CICMask != 0 && m.cfg.NoTxCOE:
+	case firstDesc && tso && m.tsoFirstLocked(c) != "":
+		why = m.tsoFirstLocked(c)
+	case firstDesc && !tso && d3&td3CICMask != 0 && m.cfg.NoTxCOE:
 		why = "checksum insertion (CIC) requested, but HW_FEATURE0.TXCOESEL is not advertised"
 	case firstDesc && d3&td3CPCMask != 0:
 		why = "CPC other than 0 (CRC/pad insertion control) is not modelled"

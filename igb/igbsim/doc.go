@@ -22,9 +22,12 @@
 //   - Per variant, what Linux's igb touches there (variant.go): PHPM and
 //     TSSDP on the I350 and I210 (D0 LPLU, GO_LINKD and SDP functions
 //     refused), RQDPC cleared by writing on the I210/I211 (clear-on-read
-//     elsewhere), the I350's DVMOLR, TXSWC and LVMMC; the I350 takes
-//     SRRCTL.TIMESTAMP and refuses RX timestamping (its clock is not
-//     modelled).
+//     elsewhere), the I350's DVMOLR, TXSWC and LVMMC.
+//   - IEEE 1588 clocks (ptp.go): the I210's (SYSTIMH seconds, SYSTIML
+//     nanoseconds) and the I350's in the 82580's 40-bit nanosecond count
+//     (ptp_82580.go), both run at 8 ns per 8 ns plus TIMINCA, latched by a
+//     SYSTIMR read; RX timestamps in the buffer (SRRCTL.TIMESTAMP) and TX
+//     timestamps in TXSTMPL/H. The 82576's clock is not modelled.
 //   - PHY and link: MDIC reaches a sim.PHY at address 1 (READY after the device
 //     side's latency; ERROR for another address; an MDIC write before READY is
 //     a fault). The link comes up only after software restarts
@@ -56,7 +59,7 @@
 //     Context descriptors load the queue's two context slots; POPTS.TXSM has
 //     the frame leave with its TCP/UDP checksum summed from the context's
 //     MACLEN+IPLEN (the buffer itself is not written); MAC.TSTAMP latches the
-//     transmit time in TXSTMPL/H (I210 clock); the I210's Qav SR queues with
+//     transmit time in TXSTMPL/H (I210 and I350); the I210's Qav SR queues with
 //     TQAVCTRL.DataTranTIM hold each frame until SYSTIML reaches its context's
 //     LaunchTime (txoffload.go, qav.go).
 //   - Interrupts: GPIE (MSIX_MODE, EIAME), IVAR (82576 layout for the 82576,

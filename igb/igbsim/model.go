@@ -453,7 +453,7 @@ func (m *Model) resetLocked(delay bool) {
 	m.reta = [128]byte{}
 	m.rssKey = [rssKeyLen]byte{}
 	m.rssDirty = true
-	m.ptp.reset(m.info.fam == famI210)
+	m.ptp.reset(m.info.fam == famI210, m.info.fam == famI350)
 	m.qav = qavState{}
 	m.resetPCSLocked()
 	for i := range m.rx {

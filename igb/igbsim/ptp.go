@@ -29,9 +29,11 @@ import (
 // E1000_TSYNCTXCTL_*, igb_ptp.c igb_ptp_tx_hwtstamp; QEMU igb_core.c does
 // the same), and a frame sent meanwhile gets none.
 //
-// The 82576 and I350 keep their clocks in other formats (a 64-bit counter of
-// TIMINCA increments): the model does not implement them; their time sync
-// registers stay plain storage, and SRRCTL.TIMESTAMP on them is a fault.
+// The I350 runs the same way with its clock in the 82580's format, a 40-bit
+// count of nanoseconds (ptp_82580.go). The 82576 keeps its clock in another
+// (a 64-bit counter of TIMINCA increments): the model does not implement it;
+// its time sync registers stay plain storage, and SRRCTL.TIMESTAMP on it is
+// a fault.
 const (
 	regSYSTIML    reg = 0x0B600
 	regSYSTIMH    reg = 0x0B604
@@ -72,16 +74,17 @@ type ptpState struct {
 	txStamp  int64  // the latched TX timestamp, with VALID
 	txNext   int64  // a frame's departure time, not yet in TXSTMPL/H
 	txTaking bool   // txNext waits for the stamp timer to set VALID
-	hasClock bool   // the device is an I210 (the clock format modelled)
+	hasClock bool   // the device is an I210 or I350 (the clock formats modelled)
+	fmt40    bool   // the I350: the 82580's 40-bit format (ptp_82580.go)
 }
 
-func (p *ptpState) reset(i210 bool) {
+func (p *ptpState) reset(i210, i350 bool) {
 	if p.clock == nil {
 		p.clock = sim.NewPHClock()
 	}
 	p.clock.Set(0)
 	p.clock.SetRate(0)
-	p.latch, p.pendL, p.timinca, p.tsyncRx, p.hasClock = 0, 0, 0, 0, i210
+	p.latch, p.pendL, p.timinca, p.tsyncRx, p.hasClock, p.fmt40 = 0, 0, 0, 0, i210 || i350, i350
 	p.tsyncTx, p.txStamp, p.txNext, p.txTaking = 0, 0, 0, false
 }
 
@@ -96,7 +99,7 @@ func (p *ptpState) rxTimestamping(srrctl uint32) bool {
 func (p *ptpState) putTimestamp(h []byte) {
 	ns := p.clock.Now()
 	clear(h[:8])
-	sec, frac := splitNS(ns)
+	sec, frac := p.split(ns)
 	le.PutUint32(h[8:], frac)
 	le.PutUint32(h[12:], sec)
 }
@@ -121,10 +124,10 @@ func (m *Model) readPTPLocked(off uint32) (uint32, bool) {
 		p.latch = p.clock.Now()
 		return 0, true // sub-nanosecond residue: the model keeps whole ns
 	case regSYSTIML:
-		_, frac := splitNS(p.latch)
+		_, frac := p.split(p.latch)
 		return frac, true
 	case regSYSTIMH:
-		sec, _ := splitNS(p.latch)
+		sec, _ := p.split(p.latch)
 		return sec, true
 	case regTIMINCA:
 		return p.timinca, true
@@ -133,10 +136,10 @@ func (m *Model) readPTPLocked(off uint32) (uint32, bool) {
 	case regTSYNCTXCTL:
 		return p.tsyncTx, true
 	case regTXSTMPL:
-		_, frac := splitNS(p.txStamp)
+		_, frac := p.split(p.txStamp)
 		return frac, true
 	case regTXSTMPH:
-		sec, _ := splitNS(p.txStamp)
+		sec, _ := p.split(p.txStamp)
 		p.tsyncTx &^= tsyncTxValid // reading the high half frees the latch
 		return sec, true
 	}
@@ -153,12 +156,16 @@ func (m *Model) writePTPLocked(off, val uint32) bool {
 	case regSYSTIMR:
 		return true // residue: whole nanoseconds only
 	case regSYSTIML:
-		if val >= nsPerSec {
+		if val >= nsPerSec && !p.fmt40 {
 			m.faults.Add("write32", "SYSTIML", uint64(off), "SYSTIML %d: nanoseconds must be below 10^9", val)
 			return true
 		}
 		p.pendL = val
 	case regSYSTIMH:
+		if p.fmt40 {
+			m.writeSYSTIMH82580Locked(off, val)
+			return true
+		}
 		p.clock.Set(int64(val)*nsPerSec + int64(p.pendL))
 	case regTIMINCA:
 		p.timinca = val
@@ -183,8 +190,9 @@ func (m *Model) writePTPLocked(off, val uint32) bool {
 	return true
 }
 
-// Clock is the model's I210 clock in nanoseconds, as SYSTIMH:SYSTIML would
-// read now (for tests); ok is false on devices whose clock is not modelled.
+// Clock is the model's I210 or I350 clock in nanoseconds, as SYSTIMH:SYSTIML
+// would read now (before the I350's 40-bit wrap; for tests); ok is false on
+// devices whose clock is not modelled.
 func (m *Model) Clock() (ns int64, ok bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()

@@ -57,49 +57,54 @@ func TestPTPClockSetAndRate(t *testing.T) {
 	require.Error(t, r.m.Err(), "SYSTIML beyond 10^9-1 is a fault")
 }
 
+// TestPTPRxTimestampHeader: with TSYNCRXCTL.EN the I210 and the I350 write
+// the receive time in a 16-byte header before the frame, each in its clock's
+// format (the I350's the 82580's 40-bit count, ptp_82580.go), as
+// igb_ptp_rx_pktstamp reads it.
 func TestPTPRxTimestampHeader(t *testing.T) {
-	r := newRig(t, i210Cfg())
-	r.linkUp()
-	rx := r.setupRx(0, 8, 2)
-	b := tRDBAL(0)
-	r.wr(b+0x28, 0)
-	r.wr(b+0x0C, 2|tSrrctlAdv|tSrrctlTimestamp)
-	r.wr(b+0x28, tDctlEnable)
-	r.wr(b+0x18, 7)
-	r.wr(tTSYNCRXCTL, tTsyncRxEnAll)
-	r.wr(tSYSTIML, 5)
-	r.wr(tSYSTIMH, 1000)
-	r.enableRx(tRctlBAM)
+	for _, c := range []struct {
+		cfg    Config
+		systim func(r *rig) int64
+		decode func(hi, lo uint32) int64
+	}{
+		{i210Cfg(), (*rig).systim, func(hi, lo uint32) int64 { return int64(hi)*1e9 + int64(lo) }},
+		{i350Cfg(), (*rig).systim40, func(hi, lo uint32) int64 { return int64(hi)<<32 | int64(lo) }},
+	} {
+		r, rx := stampingRx(t, c.cfg)
+		r.wr(tSYSTIML, 5)
+		r.wr(tSYSTIMH, 100)
+		r.enableRx(tRctlBAM)
 
-	var prev int64
-	for i := 0; i < 3; i++ {
-		f := frame(factoryMAC, 100+i)
-		before := r.systim()
+		var prev int64
+		for i := 0; i < 3; i++ {
+			f := frame(factoryMAC, 100+i)
+			before := c.systim(r)
+			require.True(t, r.m.Inject(f))
+			after := c.systim(r)
+			status, length, _, _ := rx.desc(i)
+			require.NotZero(t, status&tStatTSIP, "TSIP")
+			require.Equal(t, uint32(16+len(f)), length, "the header counts in the length")
+			h := rx.buf(i, 16)
+			require.Equal(t, make([]byte, 8), h[:8], "reserved bytes")
+			ts := c.decode(le.Uint32(h[12:]), le.Uint32(h[8:]))
+			require.GreaterOrEqual(t, ts, before)
+			require.LessOrEqual(t, ts, after)
+			require.Greater(t, ts, prev)
+			prev = ts
+			require.Equal(t, f, rx.buf(i, 16+len(f))[16:])
+		}
+		// Without TSYNCRXCTL.EN no header.
+		r.wr(tTSYNCRXCTL, 0)
+		f := frame(factoryMAC, 80)
 		require.True(t, r.m.Inject(f))
-		after := r.systim()
-		status, length, _, _ := rx.desc(i)
-		require.NotZero(t, status&tStatTSIP, "TSIP")
-		require.Equal(t, uint32(16+len(f)), length, "the header counts in the length")
-		h := rx.buf(i, 16)
-		require.Equal(t, make([]byte, 8), h[:8], "reserved bytes")
-		ts := int64(le.Uint32(h[12:]))*1e9 + int64(le.Uint32(h[8:]))
-		require.GreaterOrEqual(t, ts, before)
-		require.LessOrEqual(t, ts, after)
-		require.Greater(t, ts, prev)
-		prev = ts
-		require.Equal(t, f, rx.buf(i, 16+len(f))[16:])
-	}
-	// Without TSYNCRXCTL.EN no header.
-	r.wr(tTSYNCRXCTL, 0)
-	f := frame(factoryMAC, 80)
-	require.True(t, r.m.Inject(f))
-	status, length, _, _ := rx.desc(3)
-	require.Zero(t, status&tStatTSIP)
-	require.Equal(t, uint32(80), length)
-	require.NoError(t, r.m.Err())
+		status, length, _, _ := rx.desc(3)
+		require.Zero(t, status&tStatTSIP)
+		require.Equal(t, uint32(80), length)
+		require.NoError(t, r.m.Err())
 
-	r.wr(tTSYNCRXCTL, 1<<4|1<<1) // L2 V2 only: not modelled
-	require.Error(t, r.m.Err())
+		r.wr(tTSYNCRXCTL, 1<<4|1<<1) // L2 V2 only: not modelled
+		require.Error(t, r.m.Err())
+	}
 }
 
 func TestPTPTimestampRefusedOn82576(t *testing.T) {

@@ -157,33 +157,44 @@ func TestTxChecksumAtContextOffsets(t *testing.T) {
 	require.NoError(t, r.m.Err())
 }
 
+// TestTxTimestampLatch: MAC.TSTAMP latches the departure time in
+// TXSTMPL/H, in the I210's format and in the I350's (ptp_82580.go).
 func TestTxTimestampLatch(t *testing.T) {
-	cfg := testCfg()
-	cfg.DeviceID = 0x1533
-	r, tx, c := txRigCfg(t, cfg)
-	r.wr(tTSYNCTXCTL, tTsyncTxEN)
-	f := frame(factoryMAC, 80)
-	before := r.systim()
-	tx.putOff(f, tTxTSTAMP, 0)
-	r.kick(tx)
-	after := r.systim()
-	require.Len(t, c.got(), 1)
-	require.NotZero(t, r.rd(tTSYNCTXCTL)&tTsyncTxVal, "VALID after a timestamped frame")
-	stamp := func() int64 { // low half first; reading the high half frees the latch
-		lo := r.rd(tTXSTMPL)
-		return int64(r.rd(tTXSTMPH))*1e9 + int64(lo)
+	for _, v := range []struct {
+		dev    uint16
+		systim func(r *rig) int64
+		decode func(hi, lo uint32) int64
+	}{
+		{0x1533, (*rig).systim, func(hi, lo uint32) int64 { return int64(hi)*1e9 + int64(lo) }},
+		{0x1521, (*rig).systim40, func(hi, lo uint32) int64 { return int64(hi)<<32 | int64(lo) }},
+	} {
+		cfg := testCfg()
+		cfg.DeviceID = v.dev
+		r, tx, c := txRigCfg(t, cfg)
+		r.wr(tTSYNCTXCTL, tTsyncTxEN)
+		f := frame(factoryMAC, 80)
+		before := v.systim(r)
+		tx.putOff(f, tTxTSTAMP, 0)
+		r.kick(tx)
+		after := v.systim(r)
+		require.Len(t, c.got(), 1)
+		require.NotZero(t, r.rd(tTSYNCTXCTL)&tTsyncTxVal, "VALID after a timestamped frame")
+		stamp := func() int64 { // low half first; reading the high half frees the latch
+			lo := r.rd(tTXSTMPL)
+			return v.decode(r.rd(tTXSTMPH), lo)
+		}
+		// A second frame while the latch holds the first stamp leaves unstamped.
+		tx.putOff(f, tTxTSTAMP, 0)
+		r.kick(tx)
+		s := stamp()
+		require.True(t, s >= before && s <= after, "%04x: stamp %d outside [%d, %d]", v.dev, s, before, after)
+		require.Zero(t, r.rd(tTSYNCTXCTL)&tTsyncTxVal, "reading TXSTMPH freed the latch")
+		tx.putOff(f, tTxTSTAMP, 0)
+		r.kick(tx)
+		require.Greater(t, stamp(), after, "a new stamp once the latch is free")
+		require.Len(t, c.got(), 3)
+		require.NoError(t, r.m.Err())
 	}
-	// A second frame while the latch holds the first stamp leaves unstamped.
-	tx.putOff(f, tTxTSTAMP, 0)
-	r.kick(tx)
-	s := stamp()
-	require.True(t, s >= before && s <= after, "stamp %d outside [%d, %d]", s, before, after)
-	require.Zero(t, r.rd(tTSYNCTXCTL)&tTsyncTxVal, "reading TXSTMPH freed the latch")
-	tx.putOff(f, tTxTSTAMP, 0)
-	r.kick(tx)
-	require.Greater(t, stamp(), after, "a new stamp once the latch is free")
-	require.Len(t, c.got(), 3)
-	require.NoError(t, r.m.Err())
 }
 
 func TestTxLaunchTimeHolds(t *testing.T) {

@@ -158,8 +158,6 @@ const (
 
 	dvmolrHIDVLAN uint32 = 1 << 29
 	dvmolrSTRCRC  uint32 = 1 << 31
-
-	regTSYNCRXCTLI350 = regTSYNCRXCTL
 )
 
 func (m *Model) readDVMOLRLocked(q int, r uint32, isRX bool, off uint32) (uint32, bool) {
@@ -181,11 +179,8 @@ func (m *Model) writeDVMOLRLocked(q int, r, off, val uint32) bool {
 	return true
 }
 
-// readI350Locked and writeI350Locked are TXSWC, LVMMC and, on the I350,
-// TSYNCRXCTL: the I350's clock is not modelled (its 40-bit SYSTIM counter is
-// plain storage), so RX timestamping is refused, and with it never on a
-// timestamp in the buffer is never due: SRRCTL.TIMESTAMP, which Linux's igb
-// sets on the 82580 and later (igb_setup_srrctl), is then exact.
+// readI350Locked and writeI350Locked are the I350's TXSWC and LVMMC. (Its
+// clock and TSYNCRXCTL are ptp.go's, in the 82580 format of ptp_82580.go.)
 func (m *Model) readI350Locked(off uint32) (uint32, bool) {
 	if m.info.fam != famI350 {
 		return 0, false
@@ -208,12 +203,6 @@ func (m *Model) writeI350Locked(off, val uint32) bool {
 		m.plain[off] = val
 	case regLVMMC:
 		m.faults.Add("write32", "LVMMC", uint64(off), "write to a read-only (clear-on-read) register")
-	case regTSYNCRXCTLI350:
-		if val&tsyncRxEnabled != 0 {
-			m.faults.Add("write32", "TSYNCRXCTL", uint64(off), "RX timestamping on the I350: its clock is not modelled")
-			return true
-		}
-		m.plain[off] = val
 	default:
 		return false
 	}
@@ -221,6 +210,6 @@ func (m *Model) writeI350Locked(off, val uint32) bool {
 }
 
 // bufferStampOK reports whether an RX queue may run with SRRCTL.TIMESTAMP:
-// the I210 writes the timestamp the model's clock gives; the I350 never has
-// one due (readI350Locked); the 82576 has no such bit.
-func (m *Model) bufferStampOK() bool { return m.ptp.hasClock || m.info.fam == famI350 }
+// the I210 and I350 write the timestamp the model's clock gives; the 82576
+// has no such bit.
+func (m *Model) bufferStampOK() bool { return m.ptp.hasClock }

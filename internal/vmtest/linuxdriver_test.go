@@ -71,7 +71,24 @@ type servedModel struct {
 	// DMA_READ/DMA_WRITE round trip, so frames (each way) is smaller.
 	noShare bool
 	frames  int // 0: -vmtest.linux-frames
+	// tcpBytes is the TCP stream the guest sends the peer's sink
+	// (TestTCPStream; 0: none). wireExtra is how many more frames the wire
+	// carried than the driver counted: the segments a TSO engine made of
+	// one frame beyond the first (nil: the model has no TSO; with it the
+	// guest wants ethtool -k to show TSO on).
+	tcpBytes  int
+	wireExtra func() uint64
+	// phc: the guest checks that the PTP clock the driver registers runs
+	// (TestPHC): the dwmac models' system time (dwmacsim/ptp.go) and the
+	// igb variants whose clock the model keeps (I210/I211, and the I350 in
+	// the 82580's format; not the 82576's).
+	phc bool
 }
+
+// linuxTCPBytes is the TCP stream of each model with TSO: about 720
+// segments of 1460 bytes, in super frames the driver hands the model's
+// engine (dwmacsim/tso.go).
+const linuxTCPBytes = 1 << 20
 
 func newDWMACIntel(t *testing.T) *servedModel {
 	// Elkhart Lake's PCH mGbE in RGMII mode (dwmac-intel's ehl_rgmii1g_info):
@@ -123,15 +140,32 @@ func newDWMACServedPHY(t *testing.T, name string, device uint16, macLow byte, md
 		name: name, dev: m.SimDevice(), mac: m.MAC(), vendor: 0x8086, device: device,
 		attach: m.Attach, faults: m.Faults, close: m.Close,
 		modules: []string{"dwmac-intel"}, driver: "intel-eth-pci", mdioBus: mdioBus,
-		phyID: uint32(m.PHY().Read(sim.MIIPHYID1))<<16 | uint32(m.PHY().Read(sim.MIIPHYID2)),
-		compare: func(t *testing.T, g, last map[string]uint64, arp int) {
+		phyID:    uint32(m.PHY().Read(sim.MIIPHYID1))<<16 | uint32(m.PHY().Read(sim.MIIPHYID2)),
+		tcpBytes: linuxTCPBytes, phc: true,
+		wireExtra: func() uint64 {
+			c := m.Counters()
+			return c.TxTSOSegments - c.TxTSOFrames
+		},
+		compare: func(t *testing.T, g, last map[string]uint64, _ int) {
 			c := m.Counters()
 			t.Logf("model counters %+v", c)
+			// The TCP stream went through the model's TSO engine:
+			// stmmac counts a TSO frame once, with its headers once
+			// (stmmac_tso_xmit, stmmac_tx_clean), the model each segment.
+			if c.TxTSOFrames == 0 {
+				t.Errorf("stmmac handed the model no TSO frame during the TCP stream (HW_FEATURE1.TSOEN, tso_en)")
+			} else {
+				t.Logf("TSO: %d frames cut into %d segments (%.1f a frame), %d bytes of replicated headers",
+					c.TxTSOFrames, c.TxTSOSegments, float64(c.TxTSOSegments)/float64(c.TxTSOFrames), c.TxTSOAdded)
+			}
 			// stmmac strips the 4-byte FCS the MAC leaves in the buffer
-			// (dwmacsim/rx.go), so its rx_bytes are the model's minus 4 a frame.
+			// (dwmacsim/rx.go), so its rx_bytes are the model's minus 4 a
+			// frame; it counts frames as it gave them, before the MAC's
+			// padding (ARP requests, TCP ACKs) and the TSO engine's headers.
 			want := map[string]uint64{
 				"rx_packets": c.RxFrames, "rx_bytes": c.RxBytes - 4*c.RxFrames,
-				"tx_packets": c.TxFrames, "tx_bytes": c.TxBytes - 18*uint64(arp),
+				"tx_packets": c.TxFrames - c.TxTSOSegments + c.TxTSOFrames,
+				"tx_bytes":   c.TxBytes - c.TxTSOAdded - c.TxPadding,
 			}
 			compareStats(t, g, want)
 			// The MMC block itself (databook "MMC registers"): stmmac resets it
@@ -194,9 +228,23 @@ func newQEMUIGB(*testing.T) *servedModel {
 // The igb variants `xnic serve` offers besides the 82576: Linux's igb runs
 // each with its own mac.type paths (e1000_82575.c for the I350, e1000_i210.c
 // for the I210 and I211, which has no NVM flash and 2 queues).
-func newIGBI350(t *testing.T) *servedModel { return newIGBServed(t, "igb-i350", 0x1521, 0x03) }
-func newIGBI210(t *testing.T) *servedModel { return newIGBServed(t, "igb-i210", 0x1533, 0x05) }
-func newIGBI211(t *testing.T) *servedModel { return newIGBServed(t, "igb-i211", 0x1539, 0x06) }
+func newIGBI350(t *testing.T) *servedModel {
+	m := newIGBServed(t, "igb-i350", 0x1521, 0x03)
+	m.phc = true
+	return m
+}
+
+func newIGBI210(t *testing.T) *servedModel {
+	m := newIGBServed(t, "igb-i210", 0x1533, 0x05)
+	m.phc = true
+	return m
+}
+
+func newIGBI211(t *testing.T) *servedModel {
+	m := newIGBServed(t, "igb-i211", 0x1539, 0x06)
+	m.phc = true // igb_ptp_init gives the I211 the I210's clock
+	return m
+}
 
 // newIGBI350SerDes is an I350 fiber port (8086:1522, LINK_MODE SerDes): Linux's
 // igb finds no SFP answering on I2C, takes the port as internal SerDes and

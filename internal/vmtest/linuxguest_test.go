@@ -109,7 +109,7 @@ func runGuest(ctx context.Context, t *testing.T, assets Assets, initPath, dir st
 	for _, d := range runs {
 		devs = append(devs, guestproto.NetDevice{Name: d.m.name, Vendor: d.m.vendor, Device: d.m.device,
 			MAC: d.m.mac.String(), Driver: d.m.driver, Module: d.m.modules[0], Addr: d.addr, PeerIP: d.peerIP,
-			Frames: d.m.frameCount(), Seed: d.seed})
+			Frames: d.m.frameCount(), Seed: d.seed, TCPBytes: d.m.tcpBytes, TSO: d.m.wireExtra != nil, PHC: d.m.phc})
 	}
 	dj, err := json.Marshal(devs)
 	if err != nil {
@@ -193,9 +193,18 @@ func qemuIGBArgs(d *deviceRun) []string {
 }
 
 // linuxSteps are netinit's checks of a device, in order.
-func linuxSteps(ethtool bool) []string {
-	s := []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn",
-		"TestJumbo", "TestDownUp", "TestMACChange", "TestFilters"}
+func linuxSteps(ethtool, tcp, uso, phc bool) []string {
+	s := []string{"TestProbe", "TestLinkUp", "TestPing", "TestPingFromPeer", "TestFramesOut", "TestFramesIn"}
+	if tcp {
+		s = append(s, "TestTCPStream")
+	}
+	if uso {
+		s = append(s, "TestUDPGSO")
+	}
+	if phc {
+		s = append(s, "TestPHC")
+	}
+	s = append(s, "TestJumbo", "TestDownUp", "TestMACChange", "TestFilters")
 	if ethtool {
 		s = append(s, "TestEthtool")
 	}
@@ -207,7 +216,7 @@ func linuxSteps(ethtool bool) []string {
 func checkDevice(t *testing.T, d *deviceRun, g *linuxGuestRun) {
 	m := d.m
 	bin := guestproto.NetDeviceBinary(m.name)
-	want := &TestBinary{Name: bin, Pkg: "netinit", Tests: linuxSteps(g.ethtool)}
+	want := &TestBinary{Name: bin, Pkg: "netinit", Tests: linuxSteps(g.ethtool, m.tcpBytes > 0, m.wireExtra != nil, m.phc)}
 	t.Run("guest", func(t *testing.T) { checkBinary(t, want, g.res.Binaries[bin], g.res) })
 	if m.noShare {
 		t.Run("messages", func(t *testing.T) { checkMessages(t, d.stats) })
@@ -226,6 +235,9 @@ func checkDevice(t *testing.T, d *deviceRun, g *linuxGuestRun) {
 			t.Errorf("IP peer: %s", e)
 		}
 	})
+	if m.tcpBytes > 0 {
+		t.Run("tcp", func(t *testing.T) { checkTCP(t, m, d.ipp.Report()) })
+	}
 	t.Run("faults", func(t *testing.T) {
 		fs := m.faults()
 		var b strings.Builder
@@ -255,10 +267,15 @@ func checkDevice(t *testing.T, d *deviceRun, g *linuxGuestRun) {
 		t.Logf("guest statistics %v", sum)
 		r := d.ipp.Report()
 		m.compare(t, sum, lines[len(lines)-1], r.ARPFromModel)
-		// What the peer saw: every frame the guest counted went through it.
-		if sum["tx_packets"] != r.FromModel || sum["rx_packets"] != r.ToModel {
-			t.Errorf("guest tx_packets %d rx_packets %d; the peer received %d frames and sent %d",
-				sum["tx_packets"], sum["rx_packets"], r.FromModel, r.ToModel)
+		// What the peer saw: every frame the guest counted went through it
+		// (a TSO frame as its segments).
+		var extra uint64
+		if m.wireExtra != nil {
+			extra = m.wireExtra()
+		}
+		if sum["tx_packets"]+extra != r.FromModel || sum["rx_packets"] != r.ToModel {
+			t.Errorf("guest tx_packets %d (+%d TSO segments) rx_packets %d; the peer received %d frames and sent %d",
+				sum["tx_packets"], extra, sum["rx_packets"], r.FromModel, r.ToModel)
 		}
 	})
 }
@@ -296,7 +313,7 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%-18s %-10s %s\n", "step", served.m.name, qemu.m.name)
-	for _, s := range linuxSteps(g.ethtool) {
+	for _, s := range linuxSteps(g.ethtool, false, false, false) {
 		sv, qv := verdict(sb, s), verdict(qb, s)
 		mark := ""
 		if sv != qv {
@@ -323,9 +340,30 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 		fmt.Fprintf(&b, "%s: guest counted tx %d rx %d packets, the peer received %d and sent %d\n", qemu.m.name, tx, rx, r.FromModel, r.ToModel)
 	}
 	t.Logf("Linux's igb on the served 82576 and on QEMU's igb:\n%s", b.String())
-	for _, name := range linuxSteps(g.ethtool) {
+	for _, name := range linuxSteps(g.ethtool, false, false, false) {
 		if tr := qb.Tests[name]; tr != nil && tr.Status == StatusFail {
 			t.Logf("%s %s:\n%s", qemu.m.name, name, strings.Join(tr.Output, "\n"))
 		}
+	}
+}
+
+// checkTCP checks what the peer's TCP sink received of the guest's stream
+// (each segment's checksums, size, sequence and bytes were checked as it
+// arrived: IPPeer errors).
+// With TSO the UDP sink must have received TestUDPGSO's datagrams too.
+func checkTCP(t *testing.T, m *servedModel, rep IPPeerReport) {
+	r := rep.TCP
+	t.Logf("TCP sink: %+v", r)
+	if r.Bytes != uint64(m.tcpBytes) || !r.Closed {
+		t.Errorf("the sink received %d bytes of the %d-byte stream (closed: %v)", r.Bytes, m.tcpBytes, r.Closed)
+	}
+	if r.MaxPayload > tcpSinkMSS {
+		t.Errorf("a segment carried %d bytes, over the %d-byte MSS", r.MaxPayload, tcpSinkMSS)
+	}
+	u := rep.UDP
+	t.Logf("UDP sink: %+v", u)
+	if m.wireExtra != nil && (u.Bytes != guestproto.NetUDPGSOBytes || u.MaxPayload != guestproto.NetUDPSegment) {
+		t.Errorf("the UDP sink received %d bytes in %d datagrams of at most %d, want %d in datagrams of %d",
+			u.Bytes, u.Datagrams, u.MaxPayload, guestproto.NetUDPGSOBytes, guestproto.NetUDPSegment)
 	}
 }

@@ -31,7 +31,8 @@ type IPPeer struct {
 		mac net.HardwareAddr
 		ip  [4]byte
 	} // guarded by mu
-	pinging bool // guarded by mu
+	pinging bool    // guarded by mu
+	sink    tcpSink // guarded by mu
 
 	out    chan []byte // frames for the model, delivered by deliverLoop
 	done   chan struct{}
@@ -51,6 +52,8 @@ type IPPeerReport struct {
 	// MAC pads to the 60-byte minimum (18 bytes the guest's tx_bytes do not
 	// count but the wire, and the model, do).
 	ARPFromModel int
+	TCP          TCPReport // the TCP sink's (netpeer_tcp.go)
+	UDP          UDPReport // the UDP sink's (netpeer_udp.go)
 	Errors       []string
 }
 
@@ -99,7 +102,7 @@ func (p *IPPeer) Send(frame []byte) error {
 			return nil
 		}
 	case 0x0800:
-		if p.ipv4(frame) {
+		if p.tcp(frame) || p.udp(frame) || p.ipv4(frame) { // netpeer_tcp.go, netpeer_udp.go: the sinks
 			return nil
 		}
 	}
@@ -260,12 +263,10 @@ func (p *IPPeer) pingLoop() {
 // ipv4 handles ICMP for the peer's address: echo requests are answered, echo
 // replies to the peer's own pings counted.
 func (p *IPPeer) ipv4(f []byte) bool {
-	ip := f[14:]
-	if len(ip) < 20 || ip[0]>>4 != 4 || ip[9] != 1 || [4]byte(ip[16:20]) != p.ip {
+	ip, ihl, total, ok := p.forPeer(f, 1)
+	if !ok {
 		return false
 	}
-	ihl := int(ip[0]&0xf) * 4
-	total := int(binary.BigEndian.Uint16(ip[2:]))
 	if ihl < 20 || total < ihl+8 || total > len(ip) || inetChecksum(ip[:ihl]) != 0 {
 		p.problem("malformed IPv4/ICMP frame from the guest (%d bytes)", len(f))
 		return true
@@ -299,6 +300,17 @@ func (p *IPPeer) ipv4(f []byte) bool {
 	return true
 }
 
+// forPeer reports whether f is an IPv4 packet of protocol proto for the
+// peer's address; ip is its IP header and what follows, ihl and total its
+// header and total lengths as it gives them (for the caller to check).
+func (p *IPPeer) forPeer(f []byte, proto byte) (ip []byte, ihl, total int, ok bool) {
+	ip = f[14:]
+	if len(ip) < 20 || ip[0]>>4 != 4 || ip[9] != proto || [4]byte(ip[16:20]) != p.ip {
+		return nil, 0, 0, false
+	}
+	return ip, int(ip[0]&0xf) * 4, int(binary.BigEndian.Uint16(ip[2:])), true
+}
+
 // icmpEcho is an ICMP echo message of the given type with n payload bytes.
 func icmpEcho(typ uint8, id, seq uint16, n int) []byte {
 	b := make([]byte, 8+n)
@@ -315,14 +327,20 @@ func icmpEcho(typ uint8, id, seq uint16, n int) []byte {
 // ipv4Frame wraps payload (ICMP) in IPv4 (RFC 791, TTL 64, no options) and
 // Ethernet headers.
 func ipv4Frame(dst, src net.HardwareAddr, from, to [4]byte, payload []byte) []byte {
-	f := make([]byte, 14+20+len(payload))
+	return ipv4FrameProto(dst, src, from, to, 1, payload)
+}
+
+// ipv4FrameProto is ipv4Frame for IP protocol proto, padded to the 60-byte
+// minimum frame (a TCP ACK has 54 bytes).
+func ipv4FrameProto(dst, src net.HardwareAddr, from, to [4]byte, proto byte, payload []byte) []byte {
+	f := make([]byte, max(60, 14+20+len(payload)))
 	copy(f[0:], dst)
 	copy(f[6:], src)
 	binary.BigEndian.PutUint16(f[12:], 0x0800)
 	ip := f[14:]
 	ip[0] = 0x45
 	binary.BigEndian.PutUint16(ip[2:], uint16(20+len(payload)))
-	ip[8], ip[9] = 64, 1
+	ip[8], ip[9] = 64, proto
 	copy(ip[12:], from[:])
 	copy(ip[16:], to[:])
 	binary.BigEndian.PutUint16(ip[10:], inetChecksum(ip[:20]))

@@ -34,6 +34,14 @@ const (
 	EnvNetDevices = "XNIC_NET_DEVICES"
 	// NetPings is how many ICMP echo requests each side sends the other.
 	NetPings = 5
+	// NetTCPPort is where the host peer's TCP sink listens (NetDevice.TCPBytes).
+	NetTCPPort = 5001
+	// NetUDPPort is the host peer's UDP sink: with NetDevice.TSO the guest
+	// sends it NetUDPGSOBytes in datagrams of NetUDPSegment bytes with
+	// UDP_SEGMENT (TestUDPGSO).
+	NetUDPPort     = 5002
+	NetUDPSegment  = 1200
+	NetUDPGSOBytes = 240_000
 	// StatsLine starts netinit's line with the interface's statistics:
 	// "netstats rx_packets=N tx_packets=N ...": one per driver instance
 	// (TestStats, and TestReload's after the module came back), to be summed.
@@ -53,7 +61,21 @@ type NetDevice struct {
 	PeerIP string `json:"peer_ip"` // as EnvNetPeerIP
 	Frames int    `json:"frames"`
 	Seed   int64  `json:"seed"`
+	// TCPBytes, when not 0, is the length of a TCP stream netinit sends the
+	// peer's sink (NetTCPPort) after the frame streams (TestTCPStream):
+	// through the driver's TSO where it has it. Byte i is NetTCPByte(i).
+	TCPBytes int `json:"tcp_bytes,omitempty"`
+	// TSO: the driver must offer TCP segmentation offload for the stream
+	// (ethtool -k, where the guest has an ethtool).
+	TSO bool `json:"tso,omitempty"`
+	// PHC asks for TestPHC: the PTP hardware clock the driver registers
+	// for the device runs at the guest's clock rate.
+	PHC bool `json:"phc,omitempty"`
 }
+
+// NetTCPByte is byte i of TestTCPStream's stream: a pattern that does not
+// repeat within a segment or at a segment's distance.
+func NetTCPByte(i uint64) byte { return byte(i ^ i>>8 ^ i>>16*3) }
 
 // NetDeviceBinary is the binary name netinit reports device name's checks
 // under ("" is the single device of the plain Config: NetBinary).

@@ -75,6 +75,15 @@ func runChecks(p *plan) int {
 	count(runT(p, "TestFramesOut", func(c *check) { framesOut(c, p, cl) }))
 	count(runT(p, "TestFramesIn", func(c *check) { framesIn(c, p, cl) }))
 	sock.close()
+	if p.tcpBytes > 0 {
+		count(runT(p, "TestTCPStream", func(c *check) { tcpStream(c, p, ifname) }))
+	}
+	if p.tso {
+		count(runT(p, "TestUDPGSO", func(c *check) { udpGSO(c, p) }))
+	}
+	if p.phc {
+		count(runT(p, "TestPHC", func(c *check) { phc(c, ifname) }))
+	}
 	// The lifecycle (lifecycle.go); each step needs the link the one before
 	// left.
 	steps := []struct {

@@ -41,6 +41,11 @@ type plan struct {
 	peerIP [4]byte
 	frames int
 	seed   int64
+	// tcpBytes is TestTCPStream's length (0: no TestTCPStream); phc asks
+	// for TestPHC.
+	tcpBytes int
+	tso      bool // TestTCPStream wants ethtool -k to show TSO on
+	phc      bool
 	// ethtool is the guest's ethtool binary ("": no TestEthtool); module the
 	// driver's module to reload ("": no TestReload), among modules.
 	ethtool string
@@ -96,7 +101,7 @@ func readPlans() ([]*plan, error) {
 // devicePlan checks one device's part of the configuration.
 func devicePlan(cfg guestproto.Config, d guestproto.NetDevice) (*plan, error) {
 	p := &plan{cfg: cfg, name: d.Name, bin: guestproto.NetDeviceBinary(d.Name), vendor: d.Vendor, device: d.Device,
-		mac: d.MAC, driver: d.Driver, module: d.Module, frames: d.Frames, seed: d.Seed,
+		mac: d.MAC, driver: d.Driver, module: d.Module, frames: d.Frames, seed: d.Seed, tcpBytes: d.TCPBytes, tso: d.TSO, phc: d.PHC,
 		ethtool: cfg.Env[guestproto.EnvNetEthtool], modules: cfg.Modules}
 	if p.driver == "" || p.mac == "" {
 		return nil, fmt.Errorf("device %q: no driver or MAC", d.Name)
@@ -112,8 +117,8 @@ func devicePlan(cfg guestproto.Config, d guestproto.NetDevice) (*plan, error) {
 	if p.peerIP, err = parseIPv4(d.PeerIP); err != nil {
 		return nil, fmt.Errorf("device %q peer: %w", d.Name, err)
 	}
-	if d.Frames < 0 {
-		return nil, fmt.Errorf("device %q: %d frames", d.Name, d.Frames)
+	if d.Frames < 0 || d.TCPBytes < 0 {
+		return nil, fmt.Errorf("device %q: %d frames, a %d-byte TCP stream", d.Name, d.Frames, d.TCPBytes)
 	}
 	return p, nil
 }
