@@ -16,6 +16,7 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // rig is the driver on the dwmac model, the model on one end of an in-memory
@@ -37,38 +38,17 @@ func newRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	portEnd, testEnd := sim.NewPair()
-	m.Attach(portEnd)
-	r := &rig{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(r.rec.Receive)
+	r := &rig{t: t, m: m}
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
 	}
-	p, err := dwmac.Open(m.Device(), cfg)
-	if err != nil {
-		m.Close()
-		t.Fatalf("Open: %v (model faults: %v)", err, m.Err())
-	}
-	r.p = p
-	t.Cleanup(func() {
-		if r.p != nil {
-			if err := r.p.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		}
-		m.Close()
-	})
-	if _, err := p.WaitLink(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.wire = simtest.OpenOnWire(t, m, &r.p, &r.rec, func() (*dwmac.Port, error) { return dwmac.Open(m.Device(), cfg) })
 	return r
 }
 
 func (r *rig) checkModel() {
 	r.t.Helper()
-	if err := r.m.Err(); err != nil {
-		r.t.Fatalf("model faults: %v", err)
-	}
+	simtest.NoFaults(r.t, r.m)
 }
 
 func (r *rig) sent() [][]byte { return r.rec.Frames() }
@@ -76,33 +56,7 @@ func (r *rig) sent() [][]byte { return r.rec.Frames() }
 // transmit sends frames through TX queue 0 in bursts, reclaiming as it goes.
 func transmit(t *testing.T, p nic.Port, frames [][]byte, burst int) {
 	t.Helper()
-	pool := p.RxQueue(0).Pool()
-	tx := p.TxQueue(0)
-	bufs := make([]*dma.Buf, 0, burst)
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; i < len(frames); {
-		bufs = bufs[:0]
-		for j := i; j < len(frames) && len(bufs) < burst; j++ {
-			b := pool.Get()
-			if b == nil {
-				break
-			}
-			b.Len = copy(b.Mem[b.Off:], frames[j])
-			bufs = append(bufs, b)
-		}
-		n := tx.Send(bufs)
-		for _, b := range bufs[n:] {
-			b.Free()
-		}
-		i += n
-		tx.Reclaim()
-		if n == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("transmit stuck after %d of %d frames", i, len(frames))
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
+	nictest.Transmit(t, p, 0, frames, burst, 10*time.Second)
 }
 
 // receive collects n frames from the port's RX queues.

@@ -24,19 +24,7 @@ const (
 // recvOne polls every queue until one frame arrives.
 func recvOne(t *testing.T, p nic.Port) *dma.Buf {
 	t.Helper()
-	bufs := make([]*dma.Buf, 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		for q := 0; q < p.NumQueues(); q++ {
-			if p.RxQueue(q).Recv(bufs) == 1 {
-				return bufs[0]
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no frame received")
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
+	return nictest.RecvOne(t, p, -1)
 }
 
 func TestSimRxHashType(t *testing.T) {
@@ -80,12 +68,6 @@ func testRxHashType(t *testing.T, key []byte, queues int) {
 	r.checkModel()
 }
 
-func tagged(f []byte, tci uint16) []byte {
-	out := append([]byte(nil), f[:12]...)
-	out = append(out, 0x81, 0x00, byte(tci>>8), byte(tci))
-	return append(out, f[12:]...)
-}
-
 func TestSimRxVLAN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	for _, strip := range []bool{false, true} {
@@ -97,7 +79,7 @@ func TestSimRxVLAN(t *testing.T) {
 			inner := nictest.RandFrame(rng, r.p.MAC(), 200)
 			inner[12], inner[13] = 0x08, 0x00
 			tci := uint16(rng.Uint32())
-			f := tagged(inner, tci)
+			f := nictest.Tagged(inner, tci)
 			r.wire.Send(f)
 			b := recvOne(t, r.p)
 			switch {
@@ -214,7 +196,7 @@ func TestSimRxTimestampRefused(t *testing.T) {
 func TestSimZeroAllocsWithMeta(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{DeviceID: 0x1533, Queues: 2}, igb.Config{Queues: 2, RxRingSize: 64, TxRingSize: 64, RxTimestamp: true, VLANStrip: true})
 	r.wire.SetReceiver(nil)
-	frame := tagged(traffic.AppendFlowFrame(nil, 1, 0, r.p.MAC(), net.HardwareAddr{2, 0, 0, 0, 0, 9}), 0x0123)
+	frame := nictest.Tagged(traffic.AppendFlowFrame(nil, 1, 0, r.p.MAC(), net.HardwareAddr{2, 0, 0, 0, 0, 9}), 0x0123)
 	bufs := make([]*dma.Buf, 16)
 	got := 0
 	allocs := testing.AllocsPerRun(100, func() {

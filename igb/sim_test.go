@@ -18,6 +18,7 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // rigSim is the driver on the igb model, the model on one end of an in-memory
@@ -39,39 +40,18 @@ func newRigSim(t *testing.T, mcfg igbsim.Config, cfg igb.Config) *rigSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	portEnd, testEnd := sim.NewPair()
-	m.Attach(portEnd)
-	r := &rigSim{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(r.rec.Receive)
+	r := &rigSim{t: t, m: m}
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
 	}
-	p, err := igb.Open(m.Device(), cfg)
-	if err != nil {
-		m.Close()
-		t.Fatalf("Open: %v (model faults: %v)", err, m.Err())
-	}
-	r.p = p
-	t.Cleanup(func() {
-		if r.p != nil {
-			if err := r.p.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		}
-		m.Close()
-	})
-	if _, err := p.WaitLink(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
+	r.wire = simtest.OpenOnWire(t, m, &r.p, &r.rec, func() (*igb.Port, error) { return igb.Open(m.Device(), cfg) })
 	return r
 }
 
 // checkModel fails the test if the model recorded any fault.
 func (r *rigSim) checkModel() {
 	r.t.Helper()
-	if err := r.m.Err(); err != nil {
-		r.t.Fatalf("model faults: %v", err)
-	}
+	simtest.NoFaults(r.t, r.m)
 }
 
 func (r *rigSim) sent() [][]byte { return r.rec.Frames() }
@@ -80,33 +60,7 @@ func (r *rigSim) sent() [][]byte { return r.rec.Frames() }
 // as it goes, and returns when every frame has been taken.
 func transmit(t *testing.T, p nic.Port, q int, frames [][]byte, burst int) {
 	t.Helper()
-	pool := p.RxQueue(0).Pool()
-	tx := p.TxQueue(q)
-	bufs := make([]*dma.Buf, 0, burst)
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; i < len(frames); {
-		bufs = bufs[:0]
-		for j := i; j < len(frames) && len(bufs) < burst; j++ {
-			b := pool.Get()
-			if b == nil {
-				break
-			}
-			b.Len = copy(b.Mem[b.Off:], frames[j])
-			bufs = append(bufs, b)
-		}
-		n := tx.Send(bufs)
-		for _, b := range bufs[n:] {
-			b.Free()
-		}
-		i += n
-		tx.Reclaim()
-		if n == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("transmit stuck after %d of %d frames", i, len(frames))
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
+	nictest.Transmit(t, p, q, frames, burst, 10*time.Second)
 }
 
 // receive collects n frames from the port's RX queues, in arrival order per

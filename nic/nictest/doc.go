@@ -2,7 +2,8 @@
 // contract: an allocator whose memory no device may reach (FarAllocator),
 // counter lookup that fails the test when the counter is missing (Counter),
 // waits with deadlines for received frames and for TX rings to drain
-// (RecvFrames, ReclaimAll), and the RX-to-TX burst that zero-allocation tests
-// and benchmarks repeat (Bounce, BenchRxTx). Drivers' tests use it against
+// (RecvFrames, ReclaimAll), frames sent in bursts with a deadline (Transmit),
+// and the RX-to-TX burst that zero-allocation tests and benchmarks repeat
+// (Bounce, BenchRxTx). Drivers' tests use it against
 // their models and fakes; it knows nothing of any device.
 package nictest

@@ -115,3 +115,38 @@ func ReclaimAll(t testing.TB, p nic.Port, ringSize int, timeout time.Duration) {
 		}
 	}
 }
+
+// Transmit sends frames through p's TX queue q in bursts of up to burst,
+// copying each into a buffer from RX queue 0's pool and reclaiming as it
+// goes; it returns when the queue has taken every frame, and fails the test
+// when timeout passes first. Buffers Send refuses go back to the pool.
+func Transmit(t testing.TB, p nic.Port, q int, frames [][]byte, burst int, timeout time.Duration) {
+	t.Helper()
+	pool := p.RxQueue(0).Pool()
+	tx := p.TxQueue(q)
+	bufs := make([]*dma.Buf, 0, burst)
+	deadline := time.Now().Add(timeout)
+	for i := 0; i < len(frames); {
+		bufs = bufs[:0]
+		for j := i; j < len(frames) && len(bufs) < burst; j++ {
+			b := pool.Get()
+			if b == nil {
+				break
+			}
+			b.Len = copy(b.Mem[b.Off:], frames[j])
+			bufs = append(bufs, b)
+		}
+		n := tx.Send(bufs)
+		for _, b := range bufs[n:] {
+			b.Free()
+		}
+		i += n
+		tx.Reclaim()
+		if n == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("transmit stuck after %d of %d frames", i, len(frames))
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}

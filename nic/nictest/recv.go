@@ -1,0 +1,68 @@
+package nictest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
+)
+
+// RecvOne waits up to 5 s for one frame on RX queue q of p (q < 0: on any
+// of its queues) and returns its buffer, which the caller frees; it fails the
+// test when none comes.
+func RecvOne(t testing.TB, p nic.Port, q int) *dma.Buf {
+	t.Helper()
+	bufs := make([]*dma.Buf, 1)
+	first, last := q, q
+	if q < 0 {
+		first, last = 0, p.NumQueues()-1
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		for i := first; i <= last; i++ {
+			if p.RxQueue(i).Recv(bufs) == 1 {
+				return bufs[0]
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no frame received")
+		}
+		time.Sleep(50 * time.Microsecond)
+	}
+}
+
+// Tagged returns a copy of frame f with an 802.1Q tag (TPID 0x8100, TCI tci)
+// after its addresses.
+func Tagged(f []byte, tci uint16) []byte {
+	out := append([]byte(nil), f[:12]...)
+	out = append(out, 0x81, 0x00, byte(tci>>8), byte(tci))
+	return append(out, f[12:]...)
+}
+
+// ZeroAllocRxMeta fails the test when receiving allocates: 200 rounds each
+// inject 16 frames and receive a burst from rq, freeing every buffer; each
+// frame must come with every flag in want (the metadata under test).
+func ZeroAllocRxMeta(t *testing.T, rq nic.RxQueue, inject func(), want uint16) {
+	t.Helper()
+	bufs := make([]*dma.Buf, 16)
+	got := 0
+	allocs := testing.AllocsPerRun(200, func() {
+		for i := 0; i < 16; i++ {
+			inject()
+		}
+		k := rq.Recv(bufs)
+		for _, b := range bufs[:k] {
+			if b.Flags&want == want {
+				got++
+			}
+			b.Free()
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per burst of 16 with metadata", allocs)
+	}
+	if got < 16*200 {
+		t.Fatalf("%d frames with metadata, want %d", got, 16*200)
+	}
+}
