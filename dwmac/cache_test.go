@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -306,25 +305,15 @@ func TestCacheModelMissingBufferSyncFails(t *testing.T) {
 // cache line is refused on a non-coherent allocator, accepted on one whose
 // lines it fits.
 func TestCacheModelBufferLines(t *testing.T) {
-	for _, c := range []struct {
-		line, frame int
-		ok          bool
-	}{{128, 2112, false}, {64, 2112, true}, {128, 2176, true}} {
-		m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IMX8MP, Cache: &sim.CacheConfig{Line: c.line}, AutonegDelay: 5 * time.Millisecond})
+	cases := []simtest.BufferLines{{Line: 128, Frame: 2112}, {Line: 64, Frame: 2112, OK: true}, {Line: 128, Frame: 2176, OK: true}}
+	simtest.CheckBufferLines(t, cases, func(line, frame int) (simtest.Model, nic.Port, error) {
+		m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IMX8MP, Cache: &sim.CacheConfig{Line: line}, AutonegDelay: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := dwmac.Open(m.Device(), dwmac.Config{FrameSize: c.frame, LinkTimeout: -1})
-		if (err == nil) != c.ok {
-			t.Errorf("line %d, frame %d: Open error %v, want ok=%v", c.line, c.frame, err, c.ok)
-		}
-		if err == nil {
-			p.Close()
-		} else if !strings.Contains(err.Error(), "cache line") {
-			t.Errorf("the refusal does not name the cache line: %v", err)
-		}
-		m.Close()
-	}
+		p, err := dwmac.Open(m.Device(), dwmac.Config{FrameSize: frame, LinkTimeout: -1})
+		return m, p, err
+	})
 }
 
 // TestCacheMaintenancePerFrame bounds the cache maintenance the driver does

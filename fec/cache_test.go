@@ -285,25 +285,15 @@ func TestCacheModelCatchesNaiveRings(t *testing.T) {
 // cache line is refused on a non-coherent allocator, accepted on one whose
 // lines it fits.
 func TestCacheModelBufferLines(t *testing.T) {
-	for _, c := range []struct {
-		line, frame int
-		ok          bool
-	}{{128, 2368, false}, {64, 2368, true}, {128, 2304, true}} {
-		m, err := fecsim.New(fecsim.Config{Cache: &sim.CacheConfig{Line: c.line}, AutonegDelay: time.Millisecond})
+	cases := []simtest.BufferLines{{Line: 128, Frame: 2368}, {Line: 64, Frame: 2368, OK: true}, {Line: 128, Frame: 2304, OK: true}}
+	simtest.CheckBufferLines(t, cases, func(line, frame int) (simtest.Model, nic.Port, error) {
+		m, err := fecsim.New(fecsim.Config{Cache: &sim.CacheConfig{Line: line}, AutonegDelay: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := fec.Open(m.Device(), fec.Config{FrameSize: c.frame, LinkTimeout: -1})
-		if (err == nil) != c.ok {
-			t.Errorf("line %d, frame %d: Open error %v, want ok=%v", c.line, c.frame, err, c.ok)
-		}
-		if err == nil {
-			p.Close()
-		} else if !strings.Contains(err.Error(), "cache line") {
-			t.Errorf("the refusal does not name the cache line: %v", err)
-		}
-		m.Close()
-	}
+		p, err := fec.Open(m.Device(), fec.Config{FrameSize: frame, LinkTimeout: -1})
+		return m, p, err
+	})
 }
 
 // TestCacheMaintenancePerFrame bounds the cache maintenance the driver does:

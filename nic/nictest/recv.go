@@ -1,6 +1,8 @@
 package nictest
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"testing"
 	"time"
 
@@ -64,5 +66,38 @@ func ZeroAllocRxMeta(t *testing.T, rq nic.RxQueue, inject func(), want uint16) {
 	}
 	if got < 16*200 {
 		t.Fatalf("%d frames with metadata, want %d", got, 16*200)
+	}
+}
+
+// CheckRxVLAN sends (with send, the test's side of the wire) four tagged
+// frames with random TCIs to p and checks each as RecvOne(q) returns it: with
+// strip, the untagged frame with FlagVLAN, TPID 0x8100 and the TCI; without,
+// the frame as sent and no FlagVLAN. The port must also say in RxMeta whether
+// it strips.
+func CheckRxVLAN(t *testing.T, p nic.Port, q int, strip bool, rng *rand.Rand, send func([]byte)) {
+	t.Helper()
+	mp, ok := p.(nic.RxMetaPort)
+	if !ok {
+		t.Fatalf("port %s reports no RxMeta", p.Name())
+	}
+	if got := mp.RxMeta()&nic.RxMetaVLAN != 0; got != strip {
+		t.Fatalf("strip %v: RxMeta VLAN %v", strip, got)
+	}
+	for i := 0; i < 4; i++ {
+		inner := RandFrame(rng, p.MAC(), 200)
+		inner[12], inner[13] = 0x08, 0x00
+		tci := uint16(rng.Uint32())
+		f := Tagged(inner, tci)
+		send(f)
+		b := RecvOne(t, p, q)
+		switch {
+		case !strip && (b.Flags&dma.FlagVLAN != 0 || !bytes.Equal(b.Data(), f)):
+			t.Fatalf("no strip: flags %#x, frame changed %v", b.Flags, !bytes.Equal(b.Data(), f))
+		case strip && (b.Flags&dma.FlagVLAN == 0 || b.VLANProto != 0x8100 || b.VLANTCI != tci):
+			t.Fatalf("strip: flags %#x proto %#x tci %#x, want 0x8100 %#x", b.Flags, b.VLANProto, b.VLANTCI, tci)
+		case strip && !bytes.Equal(b.Data(), inner):
+			t.Fatalf("strip: frame is not the untagged frame")
+		}
+		b.Free()
 	}
 }

@@ -2,9 +2,11 @@ package simtest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -80,4 +82,31 @@ func (a CachedAlloc) CacheLine() int {
 		return 0
 	}
 	return a.M.CacheLine()
+}
+
+// BufferLines is one case of CheckBufferLines: a cache line, a frame size,
+// and whether the driver must accept that frame size on that line.
+type BufferLines struct {
+	Line, Frame int
+	OK          bool
+}
+
+// CheckBufferLines checks a driver's refusal of pool buffers that share
+// cache lines: for each case open builds a model whose cache has the case's
+// line and opens the driver with its frame size. A refusal must name the
+// cache line; an accepted port is closed, then the model.
+func CheckBufferLines(t *testing.T, cases []BufferLines, open func(line, frame int) (Model, nic.Port, error)) {
+	t.Helper()
+	for _, c := range cases {
+		m, p, err := open(c.Line, c.Frame)
+		if (err == nil) != c.OK {
+			t.Errorf("line %d, frame %d: Open error %v, want ok=%v", c.Line, c.Frame, err, c.OK)
+		}
+		if err == nil {
+			p.Close()
+		} else if !strings.Contains(err.Error(), "cache line") {
+			t.Errorf("the refusal does not name the cache line: %v", err)
+		}
+		m.Close()
+	}
 }

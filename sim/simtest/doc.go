@@ -2,10 +2,11 @@
 // model: a driver's port on a model whose link is one end of an in-memory
 // wire, the test at the other end (OpenOnWire); the CPU cache-model
 // configurations, names and rerun hints (CacheConfigs, CacheName,
-// ReportSeed) and an allocator that hides uncached memory (CachedAlloc);
-// polling with a deadline (WaitFor); and the zero-allocation test and
-// benchmarks of a model's register-level RX and TX loops (ZeroAllocRxTx,
-// BenchRx, BenchTx).
+// ReportSeed), an allocator that hides uncached memory (CachedAlloc) and the
+// check that pool buffers never share a cache line (CheckBufferLines);
+// a model's register window for tests that play the driver (Window);
+// polling with a deadline (WaitFor); and the zero-allocation check and the
+// frame loop of a model's benchmarks (ZeroAlloc, BenchFrames).
 //
 // It knows no device: a family passes its model and its driver's Open. Only
 // tests import it.
