@@ -155,6 +155,8 @@ type ring struct {
 // back under mu, then the frame goes to the wire with mu released; txMu (taken
 // before mu) keeps frames in order and guards txScratch.
 type Model struct {
+	sim.ModelBase // the accessors every model shares, over the parts below (sim/modelbase.go)
+
 	cfg    Config      // immutable after New
 	info   variantInfo // immutable
 	sched  *sim.Sched  // immutable: the device side's clock
@@ -286,6 +288,8 @@ func New(cfg Config) (*Model, error) {
 	m.mdioT = m.sched.NewTimer(m.mdioDone)
 	m.resetT = m.sched.NewTimer(m.resetDone)
 	m.newCoalescers()
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, MAC: m.mac, Device: m.sd,
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
 	m.resetLocked()
 	m.applyLeftLocked()
 	return m, nil
@@ -317,43 +321,11 @@ func (m *Model) busPHYLocked(pa int) *sim.PHY {
 // Device is the model as a platform nic.Device, for a driver.
 func (m *Model) Device() *Device { return m.dev }
 
-// Memory is the model's DMA memory.
-func (m *Model) Memory() *sim.Memory { return m.mem }
-
-// PHY is the board's PHY (plug and unplug the cable with it).
-func (m *Model) PHY() *sim.PHY { return m.phy }
-
-// MAC is the factory address.
-func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
-
 // Variant is the modelled generation.
 func (m *Model) Variant() Variant { return m.cfg.Variant }
 
 // Rings is the number of RX (and TX) rings of the variant.
 func (m *Model) Rings() int { return m.info.rings }
-
-// Faults returns the violations recorded so far.
-func (m *Model) Faults() []sim.Fault { return m.faults.List() }
-
-// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
-func (m *Model) FaultLog() *sim.Faults { return m.faults }
-
-// Err is nil when the model recorded no fault; otherwise it names the device
-// schedule's seed too, to rerun the same latencies.
-func (m *Model) Err() error {
-	if err := m.faults.Err(); err != nil {
-		return fmt.Errorf("%w (%v)", err, m.sched)
-	}
-	return nil
-}
-
-// Sched is the device side (its seed, for a test's failure message).
-func (m *Model) Sched() *sim.Sched { return m.sched }
-
-// Settle lets the device finish everything it was asked to do (transmits,
-// MDIO frames, a reset) now, as if its latencies had passed. For tests that
-// check the wire right after a doorbell.
-func (m *Model) Settle() { m.sched.Settle() }
 
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
@@ -372,17 +344,6 @@ func (m *Model) IRQFired(i int) uint64 {
 	}
 	return m.lineFired[i]
 }
-
-// Attach connects the model to a wire: frames arriving on link are received,
-// frames transmitted go out on it. nil detaches.
-func (m *Model) Attach(link sim.Link) {
-	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
-}
-
-// SetTransmit sends transmitted frames (without FCS) to f instead of a wire
-// (nil: drop them). f runs on the goroutine that wrote TDAR, without the
-// model's lock; the frame is valid only during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
 
 // Close detaches the wire and closes the device (memory unmapped, IRQs torn
 // down). Register accesses afterwards are faults.

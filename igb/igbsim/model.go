@@ -150,6 +150,8 @@ func (q *txQueue) base() uint64 { return uint64(q.bah)<<32 | uint64(q.bal) }
 // that delivers synchronously into another model, or back into this one, cannot
 // deadlock).
 type Model struct {
+	sim.ModelBase // the accessors every model shares, over the parts below (sim/modelbase.go)
+
 	cfg    Config      // immutable after New
 	info   devInfo     // immutable
 	mac    [6]byte     // immutable factory address
@@ -287,6 +289,8 @@ func New(cfg Config) (*Model, error) {
 	m.crcBuf = make([]byte, tsHdrLen+maxTxFrame+4)
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, MAC: m.mac, Device: m.dev,
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
 	m.mu.Lock()
 	m.resetLocked(false)
 	m.applyLeftLocked()
@@ -324,56 +328,12 @@ func (m *Model) buildNVM() {
 // Device is the model as a nic.Device, for a driver.
 func (m *Model) Device() nic.Device { return m.dev }
 
-// SimDevice is the Device base (bus-master state, MSI-X vectors, faults).
-func (m *Model) SimDevice() *sim.Device { return m.dev }
-
-// Memory is the model's DMA memory.
-func (m *Model) Memory() *sim.Memory { return m.mem }
-
-// PHY is the model's internal PHY (plug and unplug the cable with it).
-func (m *Model) PHY() *sim.PHY { return m.phy }
-
-// MAC is the factory address.
-func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
-
-// Faults returns the violations recorded so far.
-func (m *Model) Faults() []sim.Fault { return m.faults.List() }
-
-// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
-func (m *Model) FaultLog() *sim.Faults { return m.faults }
-
-// Err is nil when the model recorded no fault.
-func (m *Model) Err() error {
-	if err := m.faults.Err(); err != nil {
-		return fmt.Errorf("%w (%v)", err, m.sched)
-	}
-	return nil
-}
-
-// Sched is the device side (its seed, for a test's failure message).
-func (m *Model) Sched() *sim.Sched { return m.sched }
-
-// Settle lets the device finish what it was asked to do (transmissions, an
-// MDI cycle) now, as if its latencies had passed. For tests that check the
-// wire right after a tail write.
-func (m *Model) Settle() { m.sched.Settle() }
-
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.cnt
 }
-
-// Attach connects the model to a wire: frames arriving on link are received,
-// frames transmitted go out on it. nil detaches.
-func (m *Model) Attach(link sim.Link) {
-	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
-}
-
-// SetTransmit sends transmitted frames to f instead of a wire (nil: drop them).
-// f runs on the goroutine that wrote TDT; the frame is valid only during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
 
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {

@@ -1,0 +1,112 @@
+package sim
+
+import (
+	"fmt"
+	"net"
+	"sync"
+)
+
+// ModelBase is what every device model has around its registers, and the
+// accessors tests, boards and the CLI use on it: the factory address, the DMA
+// memory, the PHY, the fault log and injector, the device side's clock, and
+// the wire with its attach, transmit and pacing plumbing. A model embeds it
+// and calls InitBase once in its constructor; its registers, its lock and its
+// datasheet behaviour stay its own.
+//
+// The base holds the model's parts, it does not own them: the model keeps its
+// own references and uses them directly, and closes them in its Close. Every
+// field is immutable after InitBase (the wire's state is guarded by the
+// model's lock, the Wire's own rules).
+type ModelBase struct {
+	mu     sync.Locker // the model's register lock
+	wire   *Wire
+	inject func(frame []byte) bool
+	mac    [6]byte
+	dev    *Device
+	mem    *Memory
+	phy    *PHY
+	faults *Faults
+	inj    *Injector
+	sched  *Sched
+}
+
+// ModelParts are the parts a model hands its ModelBase.
+type ModelParts struct {
+	Lock     sync.Locker             // the model's register lock
+	Wire     *Wire                   // the model's wire, guarded by Lock
+	Inject   func(frame []byte) bool // the model's receive path for frames the wire delivers
+	MAC      [6]byte                 // the factory address
+	Device   *Device                 // the device base (bus mastering, interrupt vectors)
+	Memory   *Memory                 // the DMA memory
+	PHY      *PHY                    // the PHY the MAC talks to
+	Faults   *Faults                 // the fault log
+	Injector *Injector               // the fault injector
+	Sched    *Sched                  // the device side's clock
+}
+
+// InitBase sets the parts; a model calls it once, before it is shared.
+func (b *ModelBase) InitBase(p ModelParts) {
+	*b = ModelBase{mu: p.Lock, wire: p.Wire, inject: p.Inject, mac: p.MAC, dev: p.Device,
+		mem: p.Memory, phy: p.PHY, faults: p.Faults, inj: p.Injector, sched: p.Sched}
+}
+
+// SimDevice is the Device base (bus-master state, interrupt vectors, faults).
+func (b *ModelBase) SimDevice() *Device { return b.dev }
+
+// Memory is the model's DMA memory.
+func (b *ModelBase) Memory() *Memory { return b.mem }
+
+// PHY is the model's PHY (plug and unplug the cable with it).
+func (b *ModelBase) PHY() *PHY { return b.phy }
+
+// MAC is the factory address (a copy).
+func (b *ModelBase) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), b.mac[:]...) }
+
+// Faults returns the violations recorded so far.
+func (b *ModelBase) Faults() []Fault { return b.faults.List() }
+
+// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
+func (b *ModelBase) FaultLog() *Faults { return b.faults }
+
+// Err is nil when the model recorded no fault; otherwise it names the device
+// schedule's seed too, to rerun the same latencies.
+func (b *ModelBase) Err() error {
+	if err := b.faults.Err(); err != nil {
+		return fmt.Errorf("%w (%v)", err, b.sched)
+	}
+	return nil
+}
+
+// Injector is the model's fault injector: schedule faults on it and Start it.
+func (b *ModelBase) Injector() *Injector { return b.inj }
+
+// Sched is the device side (its seed, for a test's failure message).
+func (b *ModelBase) Sched() *Sched { return b.sched }
+
+// Settle lets the device finish what it was asked to do (transmissions, MDIO
+// cycles, a reset) now, as if its latencies had passed. For tests that check
+// the wire right after a doorbell.
+func (b *ModelBase) Settle() { b.sched.Settle() }
+
+// Attach connects the model to a wire: frames arriving on link are received
+// as Inject receives them, frames transmitted go out on it. nil detaches.
+func (b *ModelBase) Attach(link Link) {
+	b.wire.Attach(b.mu, link, func(f []byte) { b.inject(f) })
+}
+
+// SetTransmit sends transmitted frames to f instead of a wire (nil: drop
+// them). f runs on the goroutine that rang the transmit doorbell (or the
+// device side's, when it sends on its own time); the frame is valid only
+// during the call.
+func (b *ModelBase) SetTransmit(f func(frame []byte)) { b.wire.SetTransmit(b.mu, f) }
+
+// SetPaced turns the wire's line rate on (the default, linerate.go) or off.
+// Off, frames arrive and leave as fast as the caller and the model go: for
+// benchmarks of the model's own cost, never for what a port would do.
+func (b *ModelBase) SetPaced(on bool) {
+	if on {
+		b.wire.SetLineRate(b.phy.Link)
+		return
+	}
+	b.wire.SetLineRate(nil)
+}
