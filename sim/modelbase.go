@@ -21,6 +21,7 @@ type ModelBase struct {
 	mu     sync.Locker // the model's register lock
 	wire   *Wire
 	inject func(frame []byte) bool
+	reset  func()
 	mac    [6]byte
 	dev    *Device
 	mem    *Memory
@@ -35,6 +36,7 @@ type ModelParts struct {
 	Lock     sync.Locker             // the model's register lock
 	Wire     *Wire                   // the model's wire, guarded by Lock
 	Inject   func(frame []byte) bool // the model's receive path for frames the wire delivers
+	Reset    func()                  // the model's function-level reset, run with Lock held
 	MAC      [6]byte                 // the factory address
 	Device   *Device                 // the device base (bus mastering, interrupt vectors)
 	Memory   *Memory                 // the DMA memory
@@ -46,7 +48,7 @@ type ModelParts struct {
 
 // InitBase sets the parts; a model calls it once, before it is shared.
 func (b *ModelBase) InitBase(p ModelParts) {
-	*b = ModelBase{mu: p.Lock, wire: p.Wire, inject: p.Inject, mac: p.MAC, dev: p.Device,
+	*b = ModelBase{mu: p.Lock, wire: p.Wire, inject: p.Inject, reset: p.Reset, mac: p.MAC, dev: p.Device,
 		mem: p.Memory, phy: p.PHY, faults: p.Faults, inj: p.Injector, sched: p.Sched}
 }
 
@@ -109,4 +111,27 @@ func (b *ModelBase) SetPaced(on bool) {
 		return
 	}
 	b.wire.SetLineRate(nil)
+}
+
+// Reset implements Model: the model's function-level reset (ModelParts.Reset)
+// under its lock. The reset is over when Reset returns, as VFIO_DEVICE_RESET
+// (or a SoC's reset controller) waits for the function to come back.
+func (b *ModelBase) Reset() {
+	b.mu.Lock()
+	b.reset()
+	b.mu.Unlock()
+}
+
+// CloseBase is the teardown every model's Close does: detach the wire, run
+// stop (the model's own: its closed flag, its timers; nil: nothing), then
+// close the fault injector, the device side's clock and the device (memory
+// unmapped, interrupt vectors torn down), whose error it returns.
+func (b *ModelBase) CloseBase(stop func()) error {
+	b.Attach(nil)
+	if stop != nil {
+		stop()
+	}
+	b.inj.Close()
+	b.sched.Close()
+	return b.dev.Close()
 }

@@ -95,3 +95,17 @@ func TestModelBaseAccessors(t *testing.T) {
 		t.Fatal("SetPaced(false) left the wire paced")
 	}
 }
+
+// TestModelBaseReset: Reset runs the model's reset with the model's lock held.
+func TestModelBaseReset(t *testing.T) {
+	m := newBaseModel(t)
+	resets, locked := 0, false
+	m.reset = func() {
+		resets++
+		locked = !m.mu.TryLock()
+	}
+	m.Reset()
+	if resets != 1 || !locked {
+		t.Fatalf("%d resets, lock held %v; want 1 under the lock", resets, locked)
+	}
+}

@@ -267,7 +267,7 @@ func New(cfg Config) (*Model, error) {
 	m.newBusDevice()
 	m.newPHYs()
 	m.newTimers()
-	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, MAC: m.mac, Device: m.base,
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.base,
 		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
 	m.mu.Lock()
 	m.resetLocked(false)
@@ -457,26 +457,20 @@ func (m *Model) Counters() Counters {
 
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {
-	m.Attach(nil)
-	m.mu.Lock()
-	m.closed = true
-	for i := range m.ch {
-		m.ch[i].wdt.Stop()
-	}
-	m.mu.Unlock()
-	m.inj.Close()
-	m.sched.Close()
-	return m.base.Close()
+	return m.CloseBase(func() {
+		m.mu.Lock()
+		m.closed = true
+		for i := range m.ch {
+			m.ch[i].wdt.Stop()
+		}
+		m.mu.Unlock()
+	})
 }
 
-// Reset implements sim.Model: a function-level reset. Every register returns
-// to its reset value and MAC_Address0 to the firmware's address, and the reset
-// is over when Reset returns.
-func (m *Model) Reset() {
-	m.mu.Lock()
-	m.resetLocked(false)
-	m.mu.Unlock()
-}
+// resetFLR is the function-level reset (sim.Model's Reset, through
+// sim.ModelBase): every register returns to its reset value and MAC_Address0
+// to the firmware's address, and the reset is over at once.
+func (m *Model) resetFLR() { m.resetLocked(false) }
 
 // resetLocked puts every MAC, MTL, DMA and MMC register at its reset value.
 // swr: a DMA software reset (MAC_Address0 becomes all ones, and the reset lasts

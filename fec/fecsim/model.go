@@ -289,7 +289,8 @@ func New(cfg Config) (*Model, error) {
 	m.resetT = m.sched.NewTimer(m.resetDone)
 	m.newCoalescers()
 	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, MAC: m.mac, Device: m.sd,
-		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched,
+		Reset: m.resetLocked}) // the SoC-level reset of the block (reset controller or power domain cycle): as ECR.RESET
 	m.resetLocked()
 	m.applyLeftLocked()
 	return m, nil
@@ -348,20 +349,10 @@ func (m *Model) IRQFired(i int) uint64 {
 // Close detaches the wire and closes the device (memory unmapped, IRQs torn
 // down). Register accesses afterwards are faults.
 func (m *Model) Close() error {
-	m.Attach(nil)
-	m.closed.Store(true)
-	m.inj.Close()
-	m.sched.Close()
-	m.stopCoalescers()
-	return m.sd.Close()
-}
-
-// Reset implements sim.Model: the SoC-level reset of the block (reset
-// controller or power domain cycle). Same effect as ECR.RESET.
-func (m *Model) Reset() {
-	m.mu.Lock()
-	m.resetLocked()
-	m.mu.Unlock()
+	return m.CloseBase(func() {
+		m.closed.Store(true)
+		m.stopCoalescers()
+	})
 }
 
 // resetLocked puts every register at its reset value (QEMU imx8mp values).

@@ -289,7 +289,7 @@ func New(cfg Config) (*Model, error) {
 	m.crcBuf = make([]byte, tsHdrLen+maxTxFrame+4)
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
-	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, MAC: m.mac, Device: m.dev,
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.dev,
 		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
 	m.mu.Lock()
 	m.resetLocked(false)
@@ -337,28 +337,22 @@ func (m *Model) Counters() Counters {
 
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {
-	m.Attach(nil)
-	m.mu.Lock()
-	m.closed = true
-	for _, t := range m.eitrTimer {
-		if t != nil {
-			t.Stop()
+	return m.CloseBase(func() {
+		m.mu.Lock()
+		m.closed = true
+		for _, t := range m.eitrTimer {
+			if t != nil {
+				t.Stop()
+			}
 		}
-	}
-	m.mu.Unlock()
-	m.inj.Close()
-	m.sched.Close()
-	return m.dev.Close()
+		m.mu.Unlock()
+	})
 }
 
-// Reset implements sim.Model: a function-level reset. Registers return to
-// their reset values as with CTRL.RST, but the reset is over when Reset returns,
-// as VFIO_DEVICE_RESET waits for the function to come back.
-func (m *Model) Reset() {
-	m.mu.Lock()
-	m.resetLocked(false)
-	m.mu.Unlock()
-}
+// resetFLR is the function-level reset (sim.Model's Reset, through
+// sim.ModelBase): registers return to their reset values as with CTRL.RST,
+// but the reset is over at once.
+func (m *Model) resetFLR() { m.resetLocked(false) }
 
 // resetLocked puts every register at its reset value. With delay, the reset
 // lasts ResetDelay: writes fault and EECD.AUTO_RD reads 0 until it ends.
