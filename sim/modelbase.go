@@ -135,3 +135,35 @@ func (b *ModelBase) CloseBase(stop func()) error {
 	b.sched.Close()
 	return b.dev.Close()
 }
+
+// TxStep is one step of a transmit engine that runs on the device side: the
+// timer t that a doorbell arms calls it, and the model serialises the steps
+// (its transmit lock). It takes the queues in *pend (a mask guarded by the
+// model's lock), lets each send up to a budget of frames (batch on a
+// synchronous device side, 1 to stepMax at random otherwise: the device's own
+// pace), and puts back, and re-arms t for, the queues that report more.
+func (b *ModelBase) TxStep(pend *uint32, t *Timer, batch, stepMax int, send func(q, budget int) (more bool)) {
+	budget := batch
+	if !b.sched.Synchronous() {
+		budget = 1 + b.sched.IntN(stepMax)
+	}
+	b.mu.Lock()
+	mask := *pend
+	*pend = 0
+	b.mu.Unlock()
+	var more uint32
+	for q := 0; mask != 0; q++ {
+		if mask&(1<<q) != 0 {
+			mask &^= 1 << q
+			if send(q, budget) {
+				more |= 1 << q
+			}
+		}
+	}
+	if more != 0 {
+		b.mu.Lock()
+		*pend |= more
+		t.Arm()
+		b.mu.Unlock()
+	}
+}
