@@ -167,3 +167,29 @@ func (b *ModelBase) TxStep(pend *uint32, t *Timer, batch, stepMax int, send func
 		b.mu.Unlock()
 	}
 }
+
+// LeftBoardStates are the kernel-left states that live on the board, not in
+// the MAC: a model starting in them needs a board (LeftBoard builds one).
+const LeftBoardStates = LeftClocksGated | LeftPHYInReset
+
+// ModelBoard resolves the board a model of the MAC kind sits on, and its
+// unit there: board as given, or, when there is none and left holds board
+// states, the private board LeftBoard builds; then the unit ModelUnit names
+// on it. Without a board it returns nil and unit unchanged.
+func ModelBoard(kind MACKind, board *Board, unit string, left KernelLeft) (*Board, string, error) {
+	if board == nil && left&LeftBoardStates != 0 {
+		b, err := LeftBoard(kind, left)
+		if err != nil {
+			return nil, unit, err
+		}
+		board = b
+	}
+	if board == nil {
+		return nil, unit, nil
+	}
+	u, err := board.ModelUnit(kind, unit)
+	if err != nil {
+		return board, unit, err
+	}
+	return board, u, nil
+}
