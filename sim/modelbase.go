@@ -193,3 +193,18 @@ func ModelBoard(kind MACKind, board *Board, unit string, left KernelLeft) (*Boar
 	}
 	return board, u, nil
 }
+
+// FactoryMAC is a model's factory address: mac, which must be a 6-byte
+// unicast address, or the locally administered 02:00:00:00:00:01 when nil.
+func FactoryMAC(mac []byte) ([6]byte, error) {
+	var a [6]byte
+	switch {
+	case mac == nil:
+		a = [6]byte{0x02, 0, 0, 0, 0, 0x01}
+	case len(mac) != 6 || mac[0]&1 != 0:
+		return a, fmt.Errorf("factory MAC %v: want a 6-byte unicast address", net.HardwareAddr(mac))
+	default:
+		copy(a[:], mac)
+	}
+	return a, nil
+}

@@ -230,9 +230,9 @@ func New(cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{}
-	mac, err := firmwareMAC(cfg.MAC)
+	mac, err := sim.FactoryMAC(cfg.MAC) // what firmware leaves in MAC_Address0
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
 	}
 	m.mac = mac
 	if cfg.PHYAddr == 0 {
@@ -353,21 +353,6 @@ func (cfg *Config) check() error {
 	}
 	cfg.Channels = max(cfg.RxChannels, cfg.TxChannels)
 	return nil
-}
-
-// firmwareMAC is the address firmware leaves in MAC_Address0: the configured
-// one (a 6-byte unicast address) or a locally administered default.
-func firmwareMAC(mac []byte) ([6]byte, error) {
-	var a [6]byte
-	switch {
-	case mac == nil:
-		a = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(mac) != 6 || mac[0]&1 != 0:
-		return a, fmt.Errorf("dwmacsim: factory MAC %v: want a 6-byte unicast address: %w", mac, ErrConfig)
-	default:
-		copy(a[:], mac)
-	}
-	return a, nil
 }
 
 // newMemory builds the DMA memory with the variant's address width.

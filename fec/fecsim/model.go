@@ -225,14 +225,11 @@ func New(cfg Config) (*Model, error) {
 	}
 	info := variants[cfg.Variant]
 	m := &Model{cfg: cfg, info: info}
-	switch {
-	case cfg.MAC == nil:
-		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
-		return nil, fmt.Errorf("fecsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
-	default:
-		copy(m.mac[:], cfg.MAC)
+	mac, err := sim.FactoryMAC(cfg.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
 	}
+	m.mac = mac
 	if cfg.PHYID == 0 {
 		cfg.PHYID = info.phyID
 	}

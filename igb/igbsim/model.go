@@ -229,14 +229,11 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("igbsim: %d queues: the %s has 1 to %d: %w", cfg.Queues, info.name, info.maxQueues, ErrConfig)
 	}
 	m := &Model{cfg: cfg, info: info}
-	switch {
-	case cfg.MAC == nil:
-		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
-		return nil, fmt.Errorf("igbsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
-	default:
-		copy(m.mac[:], cfg.MAC)
+	mac, err := sim.FactoryMAC(cfg.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("igbsim: %w: %w", err, ErrConfig)
 	}
+	m.mac = mac
 	if cfg.PHYID == 0 {
 		cfg.PHYID = info.phyID
 	}
