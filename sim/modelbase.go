@@ -208,3 +208,31 @@ func FactoryMAC(mac []byte) ([6]byte, error) {
 	}
 	return a, nil
 }
+
+// PHYInReset reports whether board (nil: none) holds the PHY of the MAC at
+// unit in reset, and resets phy's registers when the line becomes asserted:
+// a PHY in reset has no link and comes out of it with its defaults. *held is
+// the model's record of the line (guarded by the model's lock).
+func PHYInReset(board *Board, unit string, phy *PHY, held *bool) bool {
+	if board == nil {
+		return false
+	}
+	in := !board.PHYOperating(unit)
+	if in && !*held {
+		phy.Write(MIIBMCR, BMCRReset)
+	}
+	*held = in
+	return in
+}
+
+// PHYAddr is a model's configured MDIO address of its PHY: addr, or 1 when
+// 0; an address above 31 (or negative) is an error.
+func PHYAddr(addr int) (int, error) {
+	if addr == 0 {
+		return 1, nil
+	}
+	if addr < 0 || addr > 31 {
+		return addr, fmt.Errorf("PHY address %d: want 0-31", addr)
+	}
+	return addr, nil
+}

@@ -109,3 +109,27 @@ func TestModelBaseReset(t *testing.T) {
 		t.Fatalf("%d resets, lock held %v; want 1 under the lock", resets, locked)
 	}
 }
+
+func TestFactoryMACAndPHYAddr(t *testing.T) {
+	if a, err := FactoryMAC(nil); err != nil || a != [6]byte{2, 0, 0, 0, 0, 1} {
+		t.Fatalf("FactoryMAC(nil) = %x, %v", a, err)
+	}
+	if a, err := FactoryMAC([]byte{2, 9, 8, 7, 6, 5}); err != nil || a != [6]byte{2, 9, 8, 7, 6, 5} {
+		t.Fatalf("FactoryMAC(02:09:08:07:06:05) = %x, %v", a, err)
+	}
+	for _, bad := range [][]byte{{1, 2, 3, 4, 5, 6}, {2, 0, 0}, {}} {
+		if _, err := FactoryMAC(bad); err == nil {
+			t.Errorf("FactoryMAC(%x) accepted", bad)
+		}
+	}
+	for _, c := range []struct{ in, want int }{{0, 1}, {1, 1}, {7, 7}, {31, 31}} {
+		if got, err := PHYAddr(c.in); err != nil || got != c.want {
+			t.Errorf("PHYAddr(%d) = %d, %v; want %d", c.in, got, err, c.want)
+		}
+	}
+	for _, bad := range []int{-1, 32} {
+		if _, err := PHYAddr(bad); err == nil {
+			t.Errorf("PHYAddr(%d) accepted", bad)
+		}
+	}
+}

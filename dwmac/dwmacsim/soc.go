@@ -123,15 +123,7 @@ func (m *Model) xpcsSGMIILocked() bool {
 // phyInResetLocked reports whether the board holds the PHY in reset,
 // resetting the PHY's registers when the line is asserted.
 func (m *Model) phyInResetLocked() bool {
-	if m.cfg.Board == nil {
-		return false
-	}
-	in := !m.cfg.Board.PHYOperating(m.cfg.Unit)
-	if in && !m.phyHeld {
-		m.phy.Write(sim.MIIBMCR, sim.BMCRReset)
-	}
-	m.phyHeld = in
-	return in
+	return sim.PHYInReset(m.cfg.Board, m.cfg.Unit, m.phy, &m.phyHeld)
 }
 
 // socRxClockLocked reports whether what is around the MAC lets the PHY's RX

@@ -65,15 +65,7 @@ func (m *Model) busError(op string, off uint32) bool {
 // resets the PHY's registers on the line's assertion (a PHY in reset has no
 // link; it comes out of it with its defaults).
 func (m *Model) phyInResetLocked() bool {
-	if m.cfg.Board == nil {
-		return false
-	}
-	in := !m.cfg.Board.PHYOperating(m.cfg.Unit)
-	if in && !m.phyHeld {
-		m.phy.Write(sim.MIIBMCR, sim.BMCRReset)
-	}
-	m.phyHeld = in
-	return in
+	return sim.PHYInReset(m.cfg.Board, m.cfg.Unit, m.phy, &m.phyHeld)
 }
 
 // socStoppedLocked reports whether the SoC keeps the MAC from moving frames:

@@ -237,11 +237,8 @@ func New(cfg Config) (*Model, error) {
 	if cfg.PHYID == 0 {
 		cfg.PHYID = info.phyID
 	}
-	if cfg.PHYAddr == 0 {
-		cfg.PHYAddr = 1
-	}
-	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 {
-		return nil, fmt.Errorf("igbsim: PHY address %d: want 0-31: %w", cfg.PHYAddr, ErrConfig)
+	if cfg.PHYAddr, err = sim.PHYAddr(cfg.PHYAddr); err != nil {
+		return nil, fmt.Errorf("igbsim: %w: %w", err, ErrConfig)
 	}
 	if err := sim.CheckLeft("igbsim", cfg.Left, leftStates); err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrConfig)
