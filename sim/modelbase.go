@@ -236,3 +236,33 @@ func PHYAddr(addr int) (int, error) {
 	}
 	return addr, nil
 }
+
+// ReadReg is the register-read path of a model (its Read32): the device side
+// catches up first (Sched.Poll), then read runs with the model's lock held.
+func (b *ModelBase) ReadReg(read func() uint32) uint32 {
+	b.sched.Poll()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return read()
+}
+
+// WriteReg is the register-write path of a model (its Write32): the device
+// side catches up first, write runs with the model's lock held and returns
+// the transmit queues the write rang (a mask, or any non-zero value for a
+// single engine), which are or'ed into *pend (nil: none kept) with t armed
+// for the engine's next step; on a synchronous device side what the write
+// started runs before WriteReg returns.
+func (b *ModelBase) WriteReg(pend *uint32, t *Timer, write func() (kick uint32)) {
+	b.sched.Poll()
+	b.mu.Lock()
+	if kick := write(); kick != 0 {
+		if pend != nil {
+			*pend |= kick
+		}
+		t.Arm()
+	}
+	b.mu.Unlock()
+	if b.sched.Synchronous() {
+		b.sched.Poll()
+	}
+}

@@ -527,36 +527,27 @@ func (m *Model) inResetLocked() bool {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
-	m.sched.Poll()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.inResetLocked() {
-		if off == regDMABusMode {
-			return m.busMode | busSWR
+	return m.ReadReg(func() uint32 {
+		if m.inResetLocked() {
+			if off == regDMABusMode {
+				return m.busMode | busSWR
+			}
+			m.faults.Add("read32", regName(off), uint64(off), "register read while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)")
+			return 0
 		}
-		m.faults.Add("read32", regName(off), uint64(off), "register read while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)")
-		return 0
-	}
-	return m.readLocked(off)
+		return m.readLocked(off)
+	})
 }
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.sched.Poll()
-	m.mu.Lock()
-	if m.inResetLocked() {
-		m.mu.Unlock()
-		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
-		return
-	}
-	if kick := m.writeLocked(off, val); kick != 0 {
-		m.txPend |= kick
-		m.txT.Arm()
-	}
-	m.mu.Unlock()
-	if m.sched.Synchronous() {
-		m.sched.Poll()
-	}
+	m.WriteReg(&m.txPend, m.txT, func() uint32 {
+		if m.inResetLocked() {
+			m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
+			return 0
+		}
+		return m.writeLocked(off, val)
+	})
 }
 
 func (m *Model) unimplemented(op string, off uint32) {

@@ -439,30 +439,18 @@ func (m *Model) linkChanged() {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
-	m.sched.Poll()
-	m.mu.Lock()
-	v := m.readLocked(off)
-	m.mu.Unlock()
-	return v
+	return m.ReadReg(func() uint32 { return m.readLocked(off) })
 }
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.sched.Poll()
-	m.mu.Lock()
-	if m.inResetLocked() {
-		m.mu.Unlock()
-		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while the device is in reset (wait for EECD.AUTO_RD)", val)
-		return
-	}
-	if kick := m.writeLocked(off, val); kick != 0 {
-		m.txPend |= kick
-		m.txT.Arm()
-	}
-	m.mu.Unlock()
-	if m.sched.Synchronous() {
-		m.sched.Poll()
-	}
+	m.WriteReg(&m.txPend, m.txT, func() uint32 {
+		if m.inResetLocked() {
+			m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while the device is in reset (wait for EECD.AUTO_RD)", val)
+			return 0
+		}
+		return m.writeLocked(off, val)
+	})
 }
 
 func (m *Model) unimplemented(op string, off uint32) {
