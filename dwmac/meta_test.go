@@ -123,6 +123,6 @@ func TestSimZeroAllocsWithMeta(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{RxRingSize: 128, TxRingSize: 128, RxTimestamp: true, VLANStrip: true})
 	r.m.SetTransmit(nil)
 	frame := nictest.Tagged(nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64), 0x0042)
-	nictest.ZeroAllocRxMeta(t, r.p.RxQueue(0), func() { r.m.Inject(frame) }, dma.FlagTimestamp|dma.FlagVLAN)
+	nictest.ZeroAllocRxMeta(t, func() { r.m.Inject(frame) }, dma.FlagTimestamp|dma.FlagVLAN, r.p.RxQueue(0))
 	r.checkModel()
 }

@@ -149,6 +149,6 @@ func TestModelZeroAllocsWithMeta(t *testing.T) {
 	p := openPort(t, m.Device(), fec.Config{RxTimestamp: true, RxRingSize: 64})
 	f := nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), p.MAC(), 128)
 	f[12], f[13], f[14], f[15] = 0x81, 0x00, 0x00, 0x05
-	nictest.ZeroAllocRxMeta(t, p.RxQueue(0), func() { m.Inject(f) }, dma.FlagTimestamp|dma.FlagVLAN)
+	nictest.ZeroAllocRxMeta(t, func() { m.Inject(f) }, dma.FlagTimestamp|dma.FlagVLAN, p.RxQueue(0))
 	checkModel(t, m)
 }

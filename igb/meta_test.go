@@ -178,27 +178,7 @@ func TestSimZeroAllocsWithMeta(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{DeviceID: 0x1533, Queues: 2}, igb.Config{Queues: 2, RxRingSize: 64, TxRingSize: 64, RxTimestamp: true, VLANStrip: true})
 	r.wire.SetReceiver(nil)
 	frame := nictest.Tagged(traffic.AppendFlowFrame(nil, 1, 0, r.p.MAC(), net.HardwareAddr{2, 0, 0, 0, 0, 9}), 0x0123)
-	bufs := make([]*dma.Buf, 16)
-	got := 0
-	allocs := testing.AllocsPerRun(100, func() {
-		for i := 0; i < 8; i++ {
-			r.m.Inject(frame)
-		}
-		for q := 0; q < 2; q++ {
-			k := r.p.RxQueue(q).Recv(bufs)
-			for _, b := range bufs[:k] {
-				if b.Flags&(dma.FlagTimestamp|dma.FlagVLAN|dma.FlagRSSValid) == dma.FlagTimestamp|dma.FlagVLAN|dma.FlagRSSValid {
-					got++
-				}
-				b.Free()
-			}
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per burst with metadata on, want 0", allocs)
-	}
-	if got < 100*8 {
-		t.Fatalf("%d frames with all metadata, want %d", got, 100*8)
-	}
+	nictest.ZeroAllocRxMeta(t, func() { r.m.Inject(frame) }, dma.FlagTimestamp|dma.FlagVLAN|dma.FlagRSSValid,
+		r.p.RxQueue(0), r.p.RxQueue(1))
 	r.checkModel()
 }

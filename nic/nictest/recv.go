@@ -43,9 +43,10 @@ func Tagged(f []byte, tci uint16) []byte {
 }
 
 // ZeroAllocRxMeta fails the test when receiving allocates: 200 rounds each
-// inject 16 frames and receive a burst from rq, freeing every buffer; each
-// frame must come with every flag in want (the metadata under test).
-func ZeroAllocRxMeta(t *testing.T, rq nic.RxQueue, inject func(), want uint16) {
+// call inject 16 times (a frame each) and receive a burst from each of rqs,
+// freeing every buffer; every frame must come with all the flags in want
+// (the metadata under test).
+func ZeroAllocRxMeta(t *testing.T, inject func(), want uint16, rqs ...nic.RxQueue) {
 	t.Helper()
 	bufs := make([]*dma.Buf, 16)
 	got := 0
@@ -53,12 +54,14 @@ func ZeroAllocRxMeta(t *testing.T, rq nic.RxQueue, inject func(), want uint16) {
 		for i := 0; i < 16; i++ {
 			inject()
 		}
-		k := rq.Recv(bufs)
-		for _, b := range bufs[:k] {
-			if b.Flags&want == want {
-				got++
+		for _, rq := range rqs {
+			k := rq.Recv(bufs)
+			for _, b := range bufs[:k] {
+				if b.Flags&want == want {
+					got++
+				}
+				b.Free()
 			}
-			b.Free()
 		}
 	})
 	if allocs != 0 {
