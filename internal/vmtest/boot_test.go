@@ -116,3 +116,17 @@ func bootGuest(ctx context.Context, t *testing.T, vm guestVM, logger *lineLogger
 	}
 	return res, console
 }
+
+// buildGuestTools builds /init and xnic for the guest into dir with build
+// (BuildARM64, BuildARMHF) and returns their paths.
+func buildGuestTools(ctx context.Context, t *testing.T, build func(ctx context.Context, root, pkg, out string) error, root, dir string) (initPath, xnicPath string) {
+	t.Helper()
+	initPath, xnicPath = filepath.Join(dir, "init"), filepath.Join(dir, "xnic")
+	if err := build(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
+		t.Fatal(err)
+	}
+	if err := build(ctx, root, "./cmd/xnic", xnicPath); err != nil {
+		t.Fatal(err)
+	}
+	return initPath, xnicPath
+}

@@ -65,14 +65,7 @@ func TestFECQEMU(t *testing.T) {
 	defer cancel()
 
 	// Build /init, the fec test binary and xnic for arm64.
-	initPath := filepath.Join(dir, "init")
-	if err := BuildARM64(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
-		t.Fatal(err)
-	}
-	xnicPath := filepath.Join(dir, "xnic")
-	if err := BuildARM64(ctx, root, "./cmd/xnic", xnicPath); err != nil {
-		t.Fatal(err)
-	}
+	initPath, xnicPath := buildGuestTools(ctx, t, BuildARM64, root, dir)
 	tb, err := BuildTestARM64(ctx, root, "./fec", "^TestVM", dir)
 	if err != nil {
 		t.Fatal(err)

@@ -89,13 +89,7 @@ func TestHandoverQEMU(t *testing.T) {
 		t.Fatalf("fdtput: %v\n%s", err, out)
 	}
 
-	initPath, xnicPath := filepath.Join(dir, "init"), filepath.Join(dir, "xnic")
-	if err := BuildARM64(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
-		t.Fatal(err)
-	}
-	if err := BuildARM64(ctx, root, "./cmd/xnic", xnicPath); err != nil {
-		t.Fatal(err)
-	}
+	initPath, xnicPath := buildGuestTools(ctx, t, BuildARM64, root, dir)
 	pre, err := BuildTestARM64(ctx, root, "./preflight", "^TestVM", dir)
 	if err != nil {
 		t.Fatal(err)

@@ -37,14 +37,7 @@ func TestFECIMX6UL(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), imx6ulGuestTime+4*time.Minute)
 	defer cancel()
 
-	initPath := filepath.Join(dir, "init")
-	if err := BuildARMHF(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
-		t.Fatal(err)
-	}
-	xnicPath := filepath.Join(dir, "xnic")
-	if err := BuildARMHF(ctx, root, "./cmd/xnic", xnicPath); err != nil {
-		t.Fatal(err)
-	}
+	initPath, xnicPath := buildGuestTools(ctx, t, BuildARMHF, root, dir)
 	const run = "^TestVM(Info|Regs|XnicRun|Stats)$"
 	tb, err := BuildTestARMHF(ctx, root, "./fec", run, dir)
 	if err != nil {
