@@ -68,13 +68,8 @@ func newRig(t testing.TB, cfg Config) *rig {
 	return &rig{t: t, m: m, regs: regs, a: a}
 }
 
-func (r *rig) rd(off uint32) uint32 { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) {
-	r.regs.Write32(off, v)
-	if !r.m.sched.Synchronous() {
-		r.m.Settle()
-	}
-}
+func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
+func (r *rig) wr(off uint32, v uint32) { simtest.Settled{Regs: r.regs, M: r.m}.Write32(off, v) }
 
 // wrRaw writes without letting the device finish first (the timing tests).
 func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }

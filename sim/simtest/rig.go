@@ -93,3 +93,27 @@ func Window(t testing.TB, dev nic.Device) (nic.Regs, dma.Allocator) {
 	}
 	return regs, dev.DMA()
 }
+
+// Settler is a model whose device side a test can settle.
+type Settler interface {
+	Sched() *sim.Sched
+	Settle()
+}
+
+// Settled is a model's register window whose writes return only when the
+// device side has finished what they started (Settle, on an asynchronous
+// device side), so a functional test can check the wire, the descriptors and
+// the interrupt causes right after a doorbell. Timing tests use the window
+// itself.
+type Settled struct {
+	nic.Regs
+	M Settler
+}
+
+// Write32 writes val at off, then settles the device side.
+func (s Settled) Write32(off, val uint32) {
+	s.Regs.Write32(off, val)
+	if !s.M.Sched().Synchronous() {
+		s.M.Settle()
+	}
+}
