@@ -43,6 +43,9 @@ func newRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
 		cfg.LinkTimeout = 2 * time.Second
 	}
 	r.wire = simtest.OpenOnWire(t, m, &r.p, &r.rec, func() (*dwmac.Port, error) { return dwmac.Open(m.Device(), cfg) })
+	if _, err := r.p.WaitLink(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 

@@ -45,6 +45,9 @@ func newRigSim(t *testing.T, mcfg igbsim.Config, cfg igb.Config) *rigSim {
 		cfg.LinkTimeout = 2 * time.Second
 	}
 	r.wire = simtest.OpenOnWire(t, m, &r.p, &r.rec, func() (*igb.Port, error) { return igb.Open(m.Device(), cfg) })
+	if _, err := r.p.WaitLink(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
 	return r
 }
 

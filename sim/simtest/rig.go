@@ -27,11 +27,11 @@ type Port interface {
 }
 
 // OpenOnWire attaches m to one end of a new in-memory wire, records in rec
-// the frames that reach the other end (the test's, which it returns), opens
-// the driver with open into *port and waits up to 2 s for link. At the end of
-// the test it closes *port, unless the test has set it to the zero value
-// having closed the port itself, then the model. A failed open fails the
-// test with the model's faults.
+// the frames that reach the other end (the test's, which it returns), and
+// opens the driver with open into *port; it does not wait for the link. At
+// the end of the test it closes *port, unless the test has set it to the zero
+// value having closed the port itself, then the model. A failed open fails
+// the test with the model's faults.
 func OpenOnWire[P Port](t *testing.T, m Model, port *P, rec *sim.Recorder, open func() (P, error)) *sim.PairEnd {
 	t.Helper()
 	portEnd, testEnd := sim.NewPair()
@@ -52,9 +52,6 @@ func OpenOnWire[P Port](t *testing.T, m Model, port *P, rec *sim.Recorder, open 
 		}
 		m.Close()
 	})
-	if _, err := p.WaitLink(2 * time.Second); err != nil {
-		t.Fatal(err)
-	}
 	return testEnd
 }
 
