@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // Tests of the i.MX8MP variant under sim's CPU cache model (whole lines,
@@ -25,47 +25,10 @@ import (
 
 var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
 
-// cacheSeeds are the seeds every cache-model test runs with.
-func cacheSeeds() []uint64 {
-	if *cacheSeed != 0 {
-		return []uint64{*cacheSeed}
-	}
-	return []uint64{1, 2, 3, 4, 5, 6, 7, 8}
-}
-
-// cacheConfigs are the cache models a driver must pass: both ForCPU
-// operations, 64- and 128-byte lines, for every seed, with refetches (the
-// tests drive each port from one goroutine).
-func cacheConfigs() []sim.CacheConfig {
-	var cs []sim.CacheConfig
-	for i, s := range cacheSeeds() {
-		c := sim.CacheConfig{Seed: s, Refetch: true} // one goroutine drives the port
-		if i%2 == 1 {
-			c.ForCPU = sim.ForCPUInvalidate
-		}
-		if i%4 == 3 {
-			c.Line = 128
-		}
-		cs = append(cs, c)
-	}
-	return cs
-}
-
-func cacheName(c sim.CacheConfig) string {
-	line := c.Line
-	if line == 0 {
-		line = sim.DefaultCacheLine
-	}
-	return fmt.Sprintf("seed=%d/line=%d/%s", c.Seed, line, c.ForCPU)
-}
-
-// reportSeed makes a failing test say how to rerun it.
-func reportSeed(t *testing.T, c sim.CacheConfig) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("cache model seed %d: rerun with -run '%s' -cacheseed=%d", c.Seed, t.Name(), c.Seed)
-		}
-	})
+// cacheConfigs are n of the cache models a port must pass
+// (simtest.CacheConfigs), or the one -cacheseed names.
+func cacheConfigs(n int) []sim.CacheConfig {
+	return simtest.CacheConfigs(simtest.CacheSeeds(*cacheSeed, n))
 }
 
 func imx8mpCached(c sim.CacheConfig) dwmacsim.Config {
@@ -76,9 +39,9 @@ func imx8mpCached(c sim.CacheConfig) dwmacsim.Config {
 // both ways under the cache model, with the default rings and with rings
 // small enough to wrap many times, for every seed.
 func TestCacheModelFramesBothWays(t *testing.T) {
-	for _, c := range cacheConfigs() {
-		t.Run(cacheName(c), func(t *testing.T) {
-			reportSeed(t, c)
+	for _, c := range cacheConfigs(8) {
+		t.Run(simtest.CacheName(c), func(t *testing.T) {
+			simtest.ReportSeed(t, c)
 			for _, small := range []bool{false, true} {
 				cfg := dwmac.Config{}
 				if small {
@@ -104,20 +67,6 @@ func TestCacheModelFramesBothWays(t *testing.T) {
 	}
 }
 
-// hideUncached is the allocator of a platform that offers no uncached memory:
-// everything else (Sync, NonCoherent, CacheLine) passes through.
-type hideUncached struct{ m *sim.Memory }
-
-func (a hideUncached) Alloc(size, align int) (*dma.Region, error) { return a.m.Alloc(size, align) }
-func (a hideUncached) Free(r *dma.Region) error                   { return a.m.Free(r) }
-func (a hideUncached) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
-	a.m.Sync(r, off, n, d)
-}
-func (a hideUncached) Check(iova uint64, n int) error { return a.m.Check(iova, n) }
-func (a hideUncached) Limit() uint64                  { return a.m.Limit() }
-func (a hideUncached) NonCoherent() bool              { return a.m.NonCoherent() }
-func (a hideUncached) CacheLine() int                 { return a.m.CacheLine() }
-
 type allocDevice struct {
 	nic.Device
 	a dma.Allocator
@@ -134,7 +83,7 @@ func cachedRingPort(t *testing.T, m *dwmacsim.Model, allow bool) (*dwmac.Port, e
 	if allow {
 		dwmac.AllowCachedRings(&cfg)
 	}
-	p, err := dwmac.Open(allocDevice{Device: m.Device(), a: hideUncached{m.Memory()}}, cfg)
+	p, err := dwmac.Open(allocDevice{Device: m.Device(), a: simtest.CachedAlloc{M: m.Memory()}}, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -273,9 +222,9 @@ func TestCacheModelCatchesCachedRings(t *testing.T) {
 			t.Fatalf("byte-exact non-coherent model (the control): %v", err)
 		}
 	})
-	for _, c := range cacheConfigs() {
-		t.Run(cacheName(c), func(t *testing.T) {
-			reportSeed(t, c)
+	for _, c := range cacheConfigs(8) {
+		t.Run(simtest.CacheName(c), func(t *testing.T) {
+			simtest.ReportSeed(t, c)
 			// Evictions come at seeded random moments and the Go scheduler
 			// decides the rest: a broken layout may survive one short run by
 			// chance, never three runs with different seeds.
@@ -296,19 +245,19 @@ func TestCacheModelCatchesCachedRings(t *testing.T) {
 // syncDrop drops the Syncs of one direction on cached memory: a driver
 // that forgets dma_sync_single_for_device (or _for_cpu) on packet buffers.
 type syncDrop struct {
-	hideUncached
+	simtest.CachedAlloc
 	dir dma.SyncDir
 }
 
 func (a syncDrop) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
-	if d == a.dir && !a.m.Uncached(r) {
+	if d == a.dir && !a.M.Uncached(r) {
 		return
 	}
-	a.m.Sync(r, off, n, d)
+	a.M.Sync(r, off, n, d)
 }
 
 func (a syncDrop) AllocUncached(size, align int) (*dma.Region, error) {
-	return a.m.AllocUncached(size, align)
+	return a.M.AllocUncached(size, align)
 }
 
 // TestCacheModelMissingBufferSyncFails: with uncached rings, a driver that
@@ -316,9 +265,9 @@ func (a syncDrop) AllocUncached(size, align int) (*dma.Region, error) {
 // cache model, for every seed.
 func TestCacheModelMissingBufferSyncFails(t *testing.T) {
 	for _, dir := range []dma.SyncDir{dma.ForDevice, dma.ForCPU} {
-		for _, c := range cacheConfigs()[:4] {
-			t.Run(dir.String()+"/"+cacheName(c), func(t *testing.T) {
-				reportSeed(t, c)
+		for _, c := range cacheConfigs(4) {
+			t.Run(dir.String()+"/"+simtest.CacheName(c), func(t *testing.T) {
+				simtest.ReportSeed(t, c)
 				mc := imx8mpCached(c)
 				mc.AutonegDelay = 5 * time.Millisecond
 				m, err := dwmacsim.New(mc)
@@ -330,7 +279,7 @@ func TestCacheModelMissingBufferSyncFails(t *testing.T) {
 				m.Attach(portEnd)
 				var rec sim.Recorder
 				testEnd.SetReceiver(rec.Receive)
-				p, err := dwmac.Open(allocDevice{Device: m.Device(), a: syncDrop{hideUncached{m.Memory()}, dir}},
+				p, err := dwmac.Open(allocDevice{Device: m.Device(), a: syncDrop{simtest.CachedAlloc{M: m.Memory()}, dir}},
 					dwmac.Config{RxRingSize: 8, TxRingSize: 8, PoolSize: 16, LinkTimeout: 2 * time.Second})
 				if err != nil {
 					t.Fatal(err)
@@ -356,25 +305,15 @@ func TestCacheModelMissingBufferSyncFails(t *testing.T) {
 // cache line is refused on a non-coherent allocator, accepted on one whose
 // lines it fits.
 func TestCacheModelBufferLines(t *testing.T) {
-	for _, c := range []struct {
-		line, frame int
-		ok          bool
-	}{{128, 2112, false}, {64, 2112, true}, {128, 2176, true}} {
-		m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IMX8MP, Cache: &sim.CacheConfig{Line: c.line}, AutonegDelay: 5 * time.Millisecond})
+	cases := []simtest.BufferLines{{Line: 128, Frame: 2112}, {Line: 64, Frame: 2112, OK: true}, {Line: 128, Frame: 2176, OK: true}}
+	simtest.CheckBufferLines(t, cases, func(line, frame int) (simtest.Model, nic.Port, error) {
+		m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IMX8MP, Cache: &sim.CacheConfig{Line: line}, AutonegDelay: 5 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := dwmac.Open(m.Device(), dwmac.Config{FrameSize: c.frame, LinkTimeout: -1})
-		if (err == nil) != c.ok {
-			t.Errorf("line %d, frame %d: Open error %v, want ok=%v", c.line, c.frame, err, c.ok)
-		}
-		if err == nil {
-			p.Close()
-		} else if !strings.Contains(err.Error(), "cache line") {
-			t.Errorf("the refusal does not name the cache line: %v", err)
-		}
-		m.Close()
-	}
+		p, err := dwmac.Open(m.Device(), dwmac.Config{FrameSize: frame, LinkTimeout: -1})
+		return m, p, err
+	})
 }
 
 // TestCacheMaintenancePerFrame bounds the cache maintenance the driver does

@@ -16,49 +16,14 @@ import (
 
 func recvOne(t *testing.T, p nic.Port) *dma.Buf {
 	t.Helper()
-	bufs := make([]*dma.Buf, 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if p.RxQueue(0).Recv(bufs) == 1 {
-			return bufs[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no frame received")
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
-}
-
-func withTag(f []byte, tci uint16) []byte {
-	out := append([]byte(nil), f[:12]...)
-	out = append(out, 0x81, 0x00, byte(tci>>8), byte(tci))
-	return append(out, f[12:]...)
+	return nictest.RecvOne(t, p, 0)
 }
 
 func TestSimRxVLAN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(2, 9))
 	for _, strip := range []bool{false, true} {
 		r := newRig(t, dwmacsim.Config{}, dwmac.Config{VLANStrip: strip})
-		if got := r.p.RxMeta()&nic.RxMetaVLAN != 0; got != strip {
-			t.Fatalf("strip %v: RxMeta VLAN %v", strip, got)
-		}
-		for i := 0; i < 4; i++ {
-			inner := nictest.RandFrame(rng, r.p.MAC(), 200)
-			inner[12], inner[13] = 0x08, 0x00
-			tci := uint16(rng.Uint32())
-			f := withTag(inner, tci)
-			r.m.Inject(f)
-			b := recvOne(t, r.p)
-			switch {
-			case !strip && (b.Flags&dma.FlagVLAN != 0 || !bytes.Equal(b.Data(), f)):
-				t.Fatalf("no strip: flags %#x, frame changed %v", b.Flags, !bytes.Equal(b.Data(), f))
-			case strip && (b.Flags&dma.FlagVLAN == 0 || b.VLANProto != 0x8100 || b.VLANTCI != tci):
-				t.Fatalf("strip: flags %#x proto %#x tci %#x, want 0x8100 %#x", b.Flags, b.VLANProto, b.VLANTCI, tci)
-			case strip && !bytes.Equal(b.Data(), inner):
-				t.Fatalf("strip: frame is not the untagged frame")
-			}
-			b.Free()
-		}
+		nictest.CheckRxVLAN(t, r.p, 0, strip, rng, func(f []byte) { r.m.Inject(f) })
 		r.checkModel()
 	}
 }
@@ -157,27 +122,7 @@ func TestSimNoTimestampsByDefault(t *testing.T) {
 func TestSimZeroAllocsWithMeta(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{RxRingSize: 128, TxRingSize: 128, RxTimestamp: true, VLANStrip: true})
 	r.m.SetTransmit(nil)
-	frame := withTag(nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64), 0x0042)
-	rq := r.p.RxQueue(0)
-	bufs := make([]*dma.Buf, 16)
-	got := 0
-	allocs := testing.AllocsPerRun(200, func() {
-		for i := 0; i < 16; i++ {
-			r.m.Inject(frame)
-		}
-		k := rq.Recv(bufs)
-		for _, b := range bufs[:k] {
-			if b.Flags&(dma.FlagTimestamp|dma.FlagVLAN) == dma.FlagTimestamp|dma.FlagVLAN {
-				got++
-			}
-			b.Free()
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%.1f allocations per burst of 16 with metadata", allocs)
-	}
-	if got < 16*200 {
-		t.Fatalf("%d frames with metadata, want %d", got, 16*200)
-	}
+	frame := nictest.Tagged(nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64), 0x0042)
+	nictest.ZeroAllocRxMeta(t, func() { r.m.Inject(frame) }, dma.FlagTimestamp|dma.FlagVLAN, r.p.RxQueue(0))
 	r.checkModel()
 }

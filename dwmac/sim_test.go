@@ -16,6 +16,7 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // rig is the driver on the dwmac model, the model on one end of an in-memory
@@ -47,35 +48,17 @@ func openRig(t *testing.T, mcfg dwmacsim.Config, cfg dwmac.Config) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	portEnd, testEnd := sim.NewPair()
-	m.Attach(portEnd)
-	r := &rig{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(r.rec.Receive)
+	r := &rig{t: t, m: m}
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
 	}
-	p, err := dwmac.Open(m.Device(), cfg)
-	if err != nil {
-		m.Close()
-		t.Fatalf("Open: %v (model faults: %v)", err, m.Err())
-	}
-	r.p = p
-	t.Cleanup(func() {
-		if r.p != nil {
-			if err := r.p.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		}
-		m.Close()
-	})
+	r.wire = simtest.OpenOnWire(t, m, &r.p, &r.rec, func() (*dwmac.Port, error) { return dwmac.Open(m.Device(), cfg) })
 	return r
 }
 
 func (r *rig) checkModel() {
 	r.t.Helper()
-	if err := r.m.Err(); err != nil {
-		r.t.Fatalf("model faults: %v", err)
-	}
+	simtest.NoFaults(r.t, r.m)
 }
 
 func (r *rig) sent() [][]byte { return r.rec.Frames() }
@@ -83,33 +66,7 @@ func (r *rig) sent() [][]byte { return r.rec.Frames() }
 // transmit sends frames through TX queue 0 in bursts, reclaiming as it goes.
 func transmit(t *testing.T, p nic.Port, frames [][]byte, burst int) {
 	t.Helper()
-	pool := p.RxQueue(0).Pool()
-	tx := p.TxQueue(0)
-	bufs := make([]*dma.Buf, 0, burst)
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; i < len(frames); {
-		bufs = bufs[:0]
-		for j := i; j < len(frames) && len(bufs) < burst; j++ {
-			b := pool.Get()
-			if b == nil {
-				break
-			}
-			b.Len = copy(b.Mem[b.Off:], frames[j])
-			bufs = append(bufs, b)
-		}
-		n := tx.Send(bufs)
-		for _, b := range bufs[n:] {
-			b.Free()
-		}
-		i += n
-		tx.Reclaim()
-		if n == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("transmit stuck after %d of %d frames", i, len(frames))
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
+	nictest.Transmit(t, p, 0, frames, burst, 10*time.Second)
 }
 
 // receive collects n frames from the port's RX queues.
@@ -595,18 +552,11 @@ func TestSimZeroAllocs(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{RxRingSize: 128, TxRingSize: 128})
 	r.m.SetTransmit(nil)
 	frame := nictest.RandFrame(rand.New(rand.NewPCG(1, 1)), r.p.MAC(), 64)
-	rq, tq := r.p.RxQueue(0), r.p.TxQueue(0)
-	bufs := make([]*dma.Buf, 16)
-	allocs := testing.AllocsPerRun(200, func() {
+	nictest.ZeroAllocBounce(t, 200, r.p.RxQueue(0), r.p.TxQueue(0), func() {
 		for i := 0; i < 16; i++ {
 			r.m.Inject(frame)
 		}
-		nictest.Bounce(rq, tq, bufs)
-		tq.Reclaim()
-	})
-	if allocs != 0 {
-		t.Fatalf("%.1f allocations per burst of 16", allocs)
-	}
+	}, r.m.Settle) // the device sends on its own time: let it finish the burst
 	if n := nictest.Counter(t, r.p, "rx_packets"); n < 16*200 {
 		t.Fatalf("rx_packets %d: the loop did not move frames", n)
 	}

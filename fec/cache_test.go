@@ -16,6 +16,7 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // Tests of the FEC under sim's CPU cache model (whole lines, seeded
@@ -26,42 +27,10 @@ import (
 
 var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
 
-// cacheConfigs are the cache models the driver must pass: both ForCPU
-// operations, 64- and 128-byte lines, one per seed.
+// cacheConfigs are n of the cache models the driver must pass
+// (simtest.CacheConfigs), or the one -cacheseed names.
 func cacheConfigs(n int) []sim.CacheConfig {
-	seeds := []uint64{1, 2, 3, 4, 5, 6, 7, 8}[:n]
-	if *cacheSeed != 0 {
-		seeds = []uint64{*cacheSeed}
-	}
-	var cs []sim.CacheConfig
-	for _, s := range seeds {
-		c := sim.CacheConfig{Seed: s, Refetch: true} // one goroutine drives the ports
-		if s%2 == 0 {
-			c.ForCPU = sim.ForCPUInvalidate
-		}
-		if s%4 == 0 {
-			c.Line = 128
-		}
-		cs = append(cs, c)
-	}
-	return cs
-}
-
-func cacheName(c sim.CacheConfig) string {
-	line := c.Line
-	if line == 0 {
-		line = sim.DefaultCacheLine
-	}
-	return fmt.Sprintf("seed=%d/line=%d/%s", c.Seed, line, c.ForCPU)
-}
-
-// reportSeed makes a failing test say how to rerun it.
-func reportSeed(t *testing.T, c sim.CacheConfig) {
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("cache model seed %d: rerun with -run '%s' -cacheseed=%d", c.Seed, t.Name(), c.Seed)
-		}
-	})
+	return simtest.CacheConfigs(simtest.CacheSeeds(*cacheSeed, n))
 }
 
 // ringMode is where the test makes the driver keep its rings.
@@ -77,32 +46,9 @@ func (r ringMode) String() string {
 	return [...]string{"uncached", "line-discipline", "naive"}[r]
 }
 
-// cachedAlloc is the model's memory without AllocUncached; with naive it
-// also hides CacheLine, so the driver knows the memory needs its Syncs but
-// not how wide a line is, and applies no ring discipline.
-type cachedAlloc struct {
-	m     *sim.Memory
-	naive bool
-}
-
-func (a cachedAlloc) Alloc(size, align int) (*dma.Region, error) { return a.m.Alloc(size, align) }
-func (a cachedAlloc) Free(r *dma.Region) error                   { return a.m.Free(r) }
-func (a cachedAlloc) Sync(r *dma.Region, off, n int, d dma.SyncDir) {
-	a.m.Sync(r, off, n, d)
-}
-func (a cachedAlloc) Check(iova uint64, n int) error { return a.m.Check(iova, n) }
-func (a cachedAlloc) Limit() uint64                  { return a.m.Limit() }
-func (a cachedAlloc) NonCoherent() bool              { return a.m.NonCoherent() }
-func (a cachedAlloc) CacheLine() int {
-	if a.naive {
-		return 0
-	}
-	return a.m.CacheLine()
-}
-
 type cachedDevice struct {
 	*fecsim.Device
-	a cachedAlloc
+	a simtest.CachedAlloc
 }
 
 func (d *cachedDevice) DMA() dma.Allocator { return d.a }
@@ -123,7 +69,7 @@ func openCachePort(t *testing.T, v fecsim.Variant, c *sim.CacheConfig, mode ring
 	t.Cleanup(func() { m.Close() })
 	var dev nic.Device = m.Device()
 	if mode != ringsUncached {
-		dev = &cachedDevice{Device: m.Device(), a: cachedAlloc{m: m.Memory(), naive: mode == ringsNaive}}
+		dev = &cachedDevice{Device: m.Device(), a: simtest.CachedAlloc{M: m.Memory(), HideLine: mode == ringsNaive}}
 	}
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
@@ -240,9 +186,9 @@ func TestCacheModelFramesBothWays(t *testing.T) {
 		for _, legacy := range []bool{false, true} {
 			for _, mode := range []ringMode{ringsUncached, ringsDiscipline} {
 				for _, c := range cacheConfigs(4) {
-					name := fmt.Sprintf("%s/%s/%s/%s", v.name, map[bool]string{false: "extended", true: "legacy"}[legacy], mode, cacheName(c))
+					name := fmt.Sprintf("%s/%s/%s/%s", v.name, map[bool]string{false: "extended", true: "legacy"}[legacy], mode, simtest.CacheName(c))
 					t.Run(name, func(t *testing.T) {
-						reportSeed(t, c)
+						simtest.ReportSeed(t, c)
 						// The pool feeds the port's RX ring (ring), the frames
 						// Recv just handed over (up to ring/2+1, refilled
 						// before the test frees them) and its own TX frames not
@@ -311,8 +257,8 @@ func TestCacheModelCatchesNaiveRings(t *testing.T) {
 			}
 		})
 		for _, c := range cacheConfigs(8) {
-			t.Run(format+"/"+cacheName(c), func(t *testing.T) {
-				reportSeed(t, c)
+			t.Run(format+"/"+simtest.CacheName(c), func(t *testing.T) {
+				simtest.ReportSeed(t, c)
 				// Evictions come at seeded random moments: a broken layout
 				// may survive one short run by chance, never three runs with
 				// different seeds.
@@ -339,25 +285,15 @@ func TestCacheModelCatchesNaiveRings(t *testing.T) {
 // cache line is refused on a non-coherent allocator, accepted on one whose
 // lines it fits.
 func TestCacheModelBufferLines(t *testing.T) {
-	for _, c := range []struct {
-		line, frame int
-		ok          bool
-	}{{128, 2368, false}, {64, 2368, true}, {128, 2304, true}} {
-		m, err := fecsim.New(fecsim.Config{Cache: &sim.CacheConfig{Line: c.line}, AutonegDelay: time.Millisecond})
+	cases := []simtest.BufferLines{{Line: 128, Frame: 2368}, {Line: 64, Frame: 2368, OK: true}, {Line: 128, Frame: 2304, OK: true}}
+	simtest.CheckBufferLines(t, cases, func(line, frame int) (simtest.Model, nic.Port, error) {
+		m, err := fecsim.New(fecsim.Config{Cache: &sim.CacheConfig{Line: line}, AutonegDelay: time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := fec.Open(m.Device(), fec.Config{FrameSize: c.frame, LinkTimeout: -1})
-		if (err == nil) != c.ok {
-			t.Errorf("line %d, frame %d: Open error %v, want ok=%v", c.line, c.frame, err, c.ok)
-		}
-		if err == nil {
-			p.Close()
-		} else if !strings.Contains(err.Error(), "cache line") {
-			t.Errorf("the refusal does not name the cache line: %v", err)
-		}
-		m.Close()
-	}
+		p, err := fec.Open(m.Device(), fec.Config{FrameSize: frame, LinkTimeout: -1})
+		return m, p, err
+	})
 }
 
 // TestCacheMaintenancePerFrame bounds the cache maintenance the driver does:
@@ -484,8 +420,8 @@ func TestCacheModelARMv7(t *testing.T) {
 	})
 	t.Run("cached taken for coherent", func(t *testing.T) {
 		ma, mb := model(t, 2, 0xA), model(t, 3, 0xB)
-		a := open(t, ma, &cachedDevice{Device: ma.Device(), a: cachedAlloc{m: ma.Memory(), naive: true}})
-		b := open(t, mb, &cachedDevice{Device: mb.Device(), a: cachedAlloc{m: mb.Memory(), naive: true}})
+		a := open(t, ma, &cachedDevice{Device: ma.Device(), a: simtest.CachedAlloc{M: ma.Memory(), HideLine: true}})
+		b := open(t, mb, &cachedDevice{Device: mb.Device(), a: simtest.CachedAlloc{M: mb.Memory(), HideLine: true}})
 		pair(a, b)
 		err := cacheTraffic(a, b, ring, 2, brokenPatience)
 		if err == nil {

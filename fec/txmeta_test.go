@@ -81,23 +81,7 @@ func buildL4(t testing.TB, r *rand.Rand, dst net.HardwareAddr, v6, tcp, vlan boo
 	}
 	f := l4Frame{want: bytes.Clone(buf.Bytes()), l4: l4, field: field, v6: v6, tcp: tcp, vlan: vlan}
 	// The pseudo-header sum, computed here independently of the driver.
-	w := f.want
-	var s uint32
-	add := func(b []byte) {
-		for i := 0; i+1 < len(b); i += 2 {
-			s += uint32(binary.BigEndian.Uint16(b[i:]))
-		}
-	}
-	if v6 {
-		add(w[l3+8 : l3+40])
-	} else {
-		add(w[l3+12 : l3+20])
-	}
-	s += uint32(proto) + uint32(len(w)-l4)
-	for s>>16 != 0 {
-		s = s&0xFFFF + s>>16
-	}
-	f.pseudoFold = uint16(s)
+	f.pseudoFold = nictest.PseudoSum(f.want, v6, l3, l4, byte(proto))
 	return f
 }
 

@@ -107,22 +107,8 @@ func TestZeroAllocsPerPacket(t *testing.T) {
 	}
 	defer p.Close()
 	frame := make([]byte, 256)
-	rq, tq := p.RxQueue(0), p.TxQueue(0)
-	bufs := make([]*dma.Buf, 16)
-	moved := 0
-	allocs := testing.AllocsPerRun(500, func() {
-		d.deliver(t, frame, 16)
-		_, k := nictest.Bounce(rq, tq, bufs)
-		d.complete(t)
-		tq.Reclaim()
-		moved += k
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per burst of 16, want 0", allocs)
-	}
-	if moved < 500*16 {
-		t.Fatalf("only %d frames went round", moved)
-	}
+	nictest.ZeroAllocBounce(t, 500, p.RxQueue(0), p.TxQueue(0),
+		func() { d.deliver(t, frame, 16) }, func() { d.complete(t) })
 }
 
 // writeBack plays the device writing one RX write-back at RDH with the given

@@ -24,19 +24,7 @@ const (
 // recvOne polls every queue until one frame arrives.
 func recvOne(t *testing.T, p nic.Port) *dma.Buf {
 	t.Helper()
-	bufs := make([]*dma.Buf, 1)
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		for q := 0; q < p.NumQueues(); q++ {
-			if p.RxQueue(q).Recv(bufs) == 1 {
-				return bufs[0]
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no frame received")
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
+	return nictest.RecvOne(t, p, -1)
 }
 
 func TestSimRxHashType(t *testing.T) {
@@ -80,36 +68,11 @@ func testRxHashType(t *testing.T, key []byte, queues int) {
 	r.checkModel()
 }
 
-func tagged(f []byte, tci uint16) []byte {
-	out := append([]byte(nil), f[:12]...)
-	out = append(out, 0x81, 0x00, byte(tci>>8), byte(tci))
-	return append(out, f[12:]...)
-}
-
 func TestSimRxVLAN(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 5))
 	for _, strip := range []bool{false, true} {
 		r := newRigSim(t, igbsim.Config{}, igb.Config{VLANStrip: strip})
-		if got := r.p.RxMeta()&nic.RxMetaVLAN != 0; got != strip {
-			t.Fatalf("strip %v: RxMeta VLAN %v", strip, got)
-		}
-		for i := 0; i < 4; i++ {
-			inner := nictest.RandFrame(rng, r.p.MAC(), 200)
-			inner[12], inner[13] = 0x08, 0x00
-			tci := uint16(rng.Uint32())
-			f := tagged(inner, tci)
-			r.wire.Send(f)
-			b := recvOne(t, r.p)
-			switch {
-			case !strip && (b.Flags&dma.FlagVLAN != 0 || !bytes.Equal(b.Data(), f)):
-				t.Fatalf("no strip: flags %#x, frame changed %v", b.Flags, !bytes.Equal(b.Data(), f))
-			case strip && (b.Flags&dma.FlagVLAN == 0 || b.VLANProto != 0x8100 || b.VLANTCI != tci):
-				t.Fatalf("strip: flags %#x proto %#x tci %#x, want 0x8100 %#x", b.Flags, b.VLANProto, b.VLANTCI, tci)
-			case strip && !bytes.Equal(b.Data(), inner):
-				t.Fatalf("strip: frame is not the untagged frame")
-			}
-			b.Free()
-		}
+		nictest.CheckRxVLAN(t, r.p, -1, strip, rng, func(f []byte) { r.wire.Send(f) })
 		r.checkModel()
 	}
 }
@@ -214,28 +177,8 @@ func TestSimRxTimestampRefused(t *testing.T) {
 func TestSimZeroAllocsWithMeta(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{DeviceID: 0x1533, Queues: 2}, igb.Config{Queues: 2, RxRingSize: 64, TxRingSize: 64, RxTimestamp: true, VLANStrip: true})
 	r.wire.SetReceiver(nil)
-	frame := tagged(traffic.AppendFlowFrame(nil, 1, 0, r.p.MAC(), net.HardwareAddr{2, 0, 0, 0, 0, 9}), 0x0123)
-	bufs := make([]*dma.Buf, 16)
-	got := 0
-	allocs := testing.AllocsPerRun(100, func() {
-		for i := 0; i < 8; i++ {
-			r.m.Inject(frame)
-		}
-		for q := 0; q < 2; q++ {
-			k := r.p.RxQueue(q).Recv(bufs)
-			for _, b := range bufs[:k] {
-				if b.Flags&(dma.FlagTimestamp|dma.FlagVLAN|dma.FlagRSSValid) == dma.FlagTimestamp|dma.FlagVLAN|dma.FlagRSSValid {
-					got++
-				}
-				b.Free()
-			}
-		}
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per burst with metadata on, want 0", allocs)
-	}
-	if got < 100*8 {
-		t.Fatalf("%d frames with all metadata, want %d", got, 100*8)
-	}
+	frame := nictest.Tagged(traffic.AppendFlowFrame(nil, 1, 0, r.p.MAC(), net.HardwareAddr{2, 0, 0, 0, 0, 9}), 0x0123)
+	nictest.ZeroAllocRxMeta(t, func() { r.m.Inject(frame) }, dma.FlagTimestamp|dma.FlagVLAN|dma.FlagRSSValid,
+		r.p.RxQueue(0), r.p.RxQueue(1))
 	r.checkModel()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // rigSim is the driver on the igb model, the model on one end of an in-memory
@@ -39,28 +40,12 @@ func newRigSim(t *testing.T, mcfg igbsim.Config, cfg igb.Config) *rigSim {
 	if err != nil {
 		t.Fatal(err)
 	}
-	portEnd, testEnd := sim.NewPair()
-	m.Attach(portEnd)
-	r := &rigSim{t: t, m: m, wire: testEnd}
-	testEnd.SetReceiver(r.rec.Receive)
+	r := &rigSim{t: t, m: m}
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = 2 * time.Second
 	}
-	p, err := igb.Open(m.Device(), cfg)
-	if err != nil {
-		m.Close()
-		t.Fatalf("Open: %v (model faults: %v)", err, m.Err())
-	}
-	r.p = p
-	t.Cleanup(func() {
-		if r.p != nil {
-			if err := r.p.Close(); err != nil {
-				t.Errorf("Close: %v", err)
-			}
-		}
-		m.Close()
-	})
-	if _, err := p.WaitLink(2 * time.Second); err != nil {
+	r.wire = simtest.OpenOnWire(t, m, &r.p, &r.rec, func() (*igb.Port, error) { return igb.Open(m.Device(), cfg) })
+	if _, err := r.p.WaitLink(2 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -69,9 +54,7 @@ func newRigSim(t *testing.T, mcfg igbsim.Config, cfg igb.Config) *rigSim {
 // checkModel fails the test if the model recorded any fault.
 func (r *rigSim) checkModel() {
 	r.t.Helper()
-	if err := r.m.Err(); err != nil {
-		r.t.Fatalf("model faults: %v", err)
-	}
+	simtest.NoFaults(r.t, r.m)
 }
 
 func (r *rigSim) sent() [][]byte { return r.rec.Frames() }
@@ -80,33 +63,7 @@ func (r *rigSim) sent() [][]byte { return r.rec.Frames() }
 // as it goes, and returns when every frame has been taken.
 func transmit(t *testing.T, p nic.Port, q int, frames [][]byte, burst int) {
 	t.Helper()
-	pool := p.RxQueue(0).Pool()
-	tx := p.TxQueue(q)
-	bufs := make([]*dma.Buf, 0, burst)
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; i < len(frames); {
-		bufs = bufs[:0]
-		for j := i; j < len(frames) && len(bufs) < burst; j++ {
-			b := pool.Get()
-			if b == nil {
-				break
-			}
-			b.Len = copy(b.Mem[b.Off:], frames[j])
-			bufs = append(bufs, b)
-		}
-		n := tx.Send(bufs)
-		for _, b := range bufs[n:] {
-			b.Free()
-		}
-		i += n
-		tx.Reclaim()
-		if n == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("transmit stuck after %d of %d frames", i, len(frames))
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
+	nictest.Transmit(t, p, q, frames, burst, 10*time.Second)
 }
 
 // receive collects n frames from the port's RX queues, in arrival order per
@@ -692,24 +649,11 @@ func TestSimZeroAllocs(t *testing.T) {
 	r := newRigSim(t, igbsim.Config{}, igb.Config{RxRingSize: 64, TxRingSize: 64})
 	r.wire.SetReceiver(nil) // transmitted frames go nowhere
 	frame := nictest.RandFrame(rand.New(rand.NewPCG(1, 3)), r.p.MAC(), 512)
-	rq, tq := r.p.RxQueue(0), r.p.TxQueue(0)
-	bufs := make([]*dma.Buf, 16)
-	moved := 0
-	allocs := testing.AllocsPerRun(200, func() {
+	nictest.ZeroAllocBounce(t, 200, r.p.RxQueue(0), r.p.TxQueue(0), func() {
 		for i := 0; i < 16; i++ {
 			r.m.Inject(frame)
 		}
-		_, k := nictest.Bounce(rq, tq, bufs)
-		r.m.Settle() // the device sends on its own time: let it finish the burst
-		tq.Reclaim()
-		moved += k
-	})
-	if allocs != 0 {
-		t.Fatalf("%v allocations per burst of 16 (model included), want 0", allocs)
-	}
-	if moved < 200*16 {
-		t.Fatalf("only %d frames went round", moved)
-	}
+	}, r.m.Settle) // the device sends on its own time: let it finish the burst
 	r.checkModel()
 }
 

@@ -155,39 +155,17 @@ type txReq struct {
 // reclaiming as it goes, and returns the IOVA each frame was sent from.
 func sendReqs(t *testing.T, p nic.Port, q int, reqs []txReq, burst int) []uint64 {
 	t.Helper()
-	pool := p.RxQueue(0).Pool()
 	tx := metaQueue(t, p, q)
 	addrs := make([]uint64, len(reqs))
-	deadline := time.Now().Add(10 * time.Second)
-	for i := 0; i < len(reqs); {
-		var bufs []*dma.Buf
-		for j := i; j < len(reqs) && len(bufs) < burst; j++ {
-			b := pool.Get()
-			if b == nil {
-				break
-			}
-			r := reqs[j]
-			b.Len = copy(b.Mem[b.Off:], r.frame)
-			b.TxFlags, b.CsumStart, b.CsumOffset, b.LaunchTime = r.flags, uint16(r.start), uint16(r.off), r.launch
-			if err := tx.CheckTxMeta(b); err != nil {
-				t.Fatalf("frame %d: CheckTxMeta: %v", j, err)
-			}
-			addrs[j] = b.DataIOVA()
-			bufs = append(bufs, b)
+	nictest.SendAll(t, p.RxQueue(0).Pool(), tx, len(reqs), burst, 10*time.Second, func(b *dma.Buf, j int) {
+		r := reqs[j]
+		b.Len = copy(b.Mem[b.Off:], r.frame)
+		b.TxFlags, b.CsumStart, b.CsumOffset, b.LaunchTime = r.flags, uint16(r.start), uint16(r.off), r.launch
+		if err := tx.CheckTxMeta(b); err != nil {
+			t.Fatalf("frame %d: CheckTxMeta: %v", j, err)
 		}
-		n := tx.Send(bufs)
-		for _, b := range bufs[n:] {
-			b.Free()
-		}
-		i += n
-		tx.Reclaim()
-		if n == 0 {
-			if time.Now().After(deadline) {
-				t.Fatalf("send stuck after %d of %d frames", i, len(reqs))
-			}
-			time.Sleep(100 * time.Microsecond)
-		}
-	}
+		addrs[j] = b.DataIOVA()
+	})
 	return addrs
 }
 

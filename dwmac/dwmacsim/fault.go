@@ -1,7 +1,5 @@
 package dwmacsim
 
-import "github.com/xnic-dev/xnic/sim"
-
 // Injected faults (sim/inject.go), as the DWC EQoS shows them (databook
 // "DMA_CH_Status", "Receive/Transmit DMA"):
 //
@@ -22,6 +20,3 @@ import "github.com/xnic-dev/xnic/sim"
 
 // rw3CE is RDES3 (write-back) CE: CRC error.
 const rw3CE uint32 = 1 << 24
-
-// Injector is the model's fault injector: schedule faults on it and Start it.
-func (m *Model) Injector() *sim.Injector { return m.inj }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // The tests drive the model as a driver would, with their own transcription of
@@ -76,19 +77,12 @@ func newRig(t testing.TB, cfg Config) *rig {
 	m, err := New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
-	regs, err := m.Device().Regs(0)
-	require.NoError(t, err)
-	require.NoError(t, m.Device().EnableBusMaster())
-	return &rig{t: t, m: m, regs: regs, a: m.Device().DMA()}
+	regs, a := simtest.Window(t, m.Device())
+	return &rig{t: t, m: m, regs: regs, a: a}
 }
 
-func (r *rig) rd(off uint32) uint32 { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) {
-	r.regs.Write32(off, v)
-	if !r.m.sched.Synchronous() {
-		r.m.Settle()
-	}
-}
+func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
+func (r *rig) wr(off uint32, v uint32) { simtest.Settled{Regs: r.regs, M: r.m}.Write32(off, v) }
 
 // wrRaw writes without letting the device finish first: the TX DMA runs on
 // its own time (the timing tests).
@@ -97,13 +91,7 @@ func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }
 // waitFor polls cond for up to 2 s.
 func (r *rig) waitFor(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Microsecond)
-	}
+	simtest.WaitFor(r.t, what, 2*time.Second, cond)
 }
 
 // swr runs the DMA software reset and waits for SWR to clear.

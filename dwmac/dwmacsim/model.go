@@ -156,6 +156,8 @@ var ErrConfig = errors.New("dwmacsim: bad configuration")
 // that delivers synchronously into another model (or back into this one)
 // cannot deadlock.
 type Model struct {
+	sim.ModelBase // the accessors every model shares, over the parts below (sim/modelbase.go)
+
 	cfg    Config      // immutable after New
 	mac    [6]byte     // immutable factory address
 	dev    nic.Device  // immutable: base, or base as a platform device
@@ -239,9 +241,9 @@ func New(cfg Config) (*Model, error) {
 		return nil, err
 	}
 	m := &Model{}
-	mac, err := firmwareMAC(cfg.MAC)
+	mac, err := sim.FactoryMAC(cfg.MAC) // what firmware leaves in MAC_Address0
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
 	}
 	m.mac = mac
 	if cfg.PHYAddr == 0 {
@@ -276,6 +278,8 @@ func New(cfg Config) (*Model, error) {
 	m.newBusDevice()
 	m.newPHYs()
 	m.newTimers()
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.base,
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
 	m.mu.Lock()
 	m.resetLocked(false)
 	m.applyLeftLocked()
@@ -362,21 +366,6 @@ func (cfg *Config) check() error {
 	return nil
 }
 
-// firmwareMAC is the address firmware leaves in MAC_Address0: the configured
-// one (a 6-byte unicast address) or a locally administered default.
-func firmwareMAC(mac []byte) ([6]byte, error) {
-	var a [6]byte
-	switch {
-	case mac == nil:
-		a = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(mac) != 6 || mac[0]&1 != 0:
-		return a, fmt.Errorf("dwmacsim: factory MAC %v: want a 6-byte unicast address: %w", mac, ErrConfig)
-	default:
-		copy(a[:], mac)
-	}
-	return a, nil
-}
-
 // newMemory builds the DMA memory with the variant's address width.
 func (m *Model) newMemory() {
 	cfg := &m.cfg
@@ -447,18 +436,6 @@ func (m *Model) newTimers() {
 // Device is the model as a nic.Device, for a driver.
 func (m *Model) Device() nic.Device { return m.dev }
 
-// SimDevice is the Device base (bus-master state, interrupt vectors).
-func (m *Model) SimDevice() *sim.Device { return m.base }
-
-// Memory is the model's DMA memory.
-func (m *Model) Memory() *sim.Memory { return m.mem }
-
-// PHY is the model's PHY (plug and unplug the cable with it).
-func (m *Model) PHY() *sim.PHY { return m.phy }
-
-// MAC is the factory address.
-func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
-
 // Channels is the number of DMA channels: the larger of RxChannels and
 // TxChannels.
 func (m *Model) Channels() int { return m.nch }
@@ -467,28 +444,6 @@ func (m *Model) Channels() int { return m.nch }
 func (m *Model) RxChannels() int { return m.nrx }
 func (m *Model) TxChannels() int { return m.ntx }
 
-// Faults returns the violations recorded so far.
-func (m *Model) Faults() []sim.Fault { return m.faults.List() }
-
-// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
-func (m *Model) FaultLog() *sim.Faults { return m.faults }
-
-// Err is nil when the model recorded no fault; otherwise it names the device
-// schedule's seed too, to rerun the same latencies.
-func (m *Model) Err() error {
-	if err := m.faults.Err(); err != nil {
-		return fmt.Errorf("%w (%v)", err, m.sched)
-	}
-	return nil
-}
-
-// Sched is the device side (its seed, for a test's failure message).
-func (m *Model) Sched() *sim.Sched { return m.sched }
-
-// Settle lets the TX DMA finish what it was asked to do now, as if its
-// latency had passed. For tests that check the wire right after a tail write.
-func (m *Model) Settle() { m.sched.Settle() }
-
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
 	m.mu.Lock()
@@ -496,39 +451,22 @@ func (m *Model) Counters() Counters {
 	return m.cnt
 }
 
-// Attach connects the model to a wire: frames arriving on link are received
-// (into MTL RX queue 0), frames transmitted go out on it. nil detaches.
-func (m *Model) Attach(link sim.Link) {
-	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
-}
-
-// SetTransmit sends transmitted frames to f instead of a wire (nil: drop them).
-// f runs on the goroutine that wrote the tail pointer; the frame is valid only
-// during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
-
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {
-	m.Attach(nil)
-	m.mu.Lock()
-	m.closed = true
-	for i := range m.ch {
-		m.ch[i].wdt.Stop()
-	}
-	m.mu.Unlock()
-	m.inj.Close()
-	m.sched.Close()
-	return m.base.Close()
+	return m.CloseBase(func() {
+		m.mu.Lock()
+		m.closed = true
+		for i := range m.ch {
+			m.ch[i].wdt.Stop()
+		}
+		m.mu.Unlock()
+	})
 }
 
-// Reset implements sim.Model: a function-level reset. Every register returns
-// to its reset value and MAC_Address0 to the firmware's address, and the reset
-// is over when Reset returns.
-func (m *Model) Reset() {
-	m.mu.Lock()
-	m.resetLocked(false)
-	m.mu.Unlock()
-}
+// resetFLR is the function-level reset (sim.Model's Reset, through
+// sim.ModelBase): every register returns to its reset value and MAC_Address0
+// to the firmware's address, and the reset is over at once.
+func (m *Model) resetFLR() { m.resetLocked(false) }
 
 // resetLocked puts every MAC, MTL, DMA and MMC register at its reset value.
 // swr: a DMA software reset (MAC_Address0 becomes all ones, and the reset lasts
@@ -600,36 +538,27 @@ func (m *Model) inResetLocked() bool {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
-	m.sched.Poll()
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.inResetLocked() {
-		if off == regDMABusMode {
-			return m.busMode | busSWR
+	return m.ReadReg(func() uint32 {
+		if m.inResetLocked() {
+			if off == regDMABusMode {
+				return m.busMode | busSWR
+			}
+			m.faults.Add("read32", regName(off), uint64(off), "register read while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)")
+			return 0
 		}
-		m.faults.Add("read32", regName(off), uint64(off), "register read while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)")
-		return 0
-	}
-	return m.readLocked(off)
+		return m.readLocked(off)
+	})
 }
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.sched.Poll()
-	m.mu.Lock()
-	if m.inResetLocked() {
-		m.mu.Unlock()
-		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
-		return
-	}
-	if kick := m.writeLocked(off, val); kick != 0 {
-		m.txPend |= kick
-		m.txT.Arm()
-	}
-	m.mu.Unlock()
-	if m.sched.Synchronous() {
-		m.sched.Poll()
-	}
+	m.WriteReg(&m.txPend, m.txT, func() uint32 {
+		if m.inResetLocked() {
+			m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
+			return 0
+		}
+		return m.writeLocked(off, val)
+	})
 }
 
 func (m *Model) unimplemented(op string, off uint32) {

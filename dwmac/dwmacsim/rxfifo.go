@@ -112,17 +112,6 @@ func (m *Model) RxHeld() int {
 	return n
 }
 
-// SetPaced turns the wire's line rate on (the default, sim/linerate.go) or
-// off. Off, frames arrive and leave as fast as the caller and the model go:
-// for benchmarks of the model's own cost, never for what a port would do.
-func (m *Model) SetPaced(on bool) {
-	if on {
-		m.wire.SetLineRate(m.phy.Link)
-		return
-	}
-	m.wire.SetLineRate(nil)
-}
-
 // RxUnseen is what no register of the MAC counts (sim.RxUnseen): frames that
 // arrived while MAC_Configuration.RE was clear, the link down or the MAC in
 // reset, frames the address filter refused, and frames a DMA software reset

@@ -45,7 +45,7 @@ import (
 const (
 	leftRegStates   = sim.LeftPHYPowerDown | sim.LeftIRQsMasked | sim.LeftStaleRings
 	leftSGMII       = sim.LeftSerDesDown | sim.LeftXPCSReset
-	leftBoardStates = sim.LeftClocksGated | sim.LeftPHYInReset
+	leftBoardStates = sim.LeftBoardStates
 )
 
 // xPCS vendor register bits (pcs-xpcs.h).
@@ -89,21 +89,10 @@ func (m *Model) setupBoard() error {
 	if cfg.Board != nil && cfg.Variant != IMX8MP {
 		return fmt.Errorf("dwmacsim: a board is the i.MX8MP's SoC, not the %v's: %w", cfg.Variant, ErrConfig)
 	}
-	if cfg.Board == nil && cfg.Left&leftBoardStates != 0 {
-		b, err := sim.LeftBoard(sim.EQOS, cfg.Left)
-		if err != nil {
-			return fmt.Errorf("dwmacsim: %w", err)
-		}
-		cfg.Board = b
-	}
-	if cfg.Board == nil {
-		return nil
-	}
-	unit, err := cfg.Board.ModelUnit(sim.EQOS, cfg.Unit)
-	if err != nil {
+	var err error
+	if cfg.Board, cfg.Unit, err = sim.ModelBoard(sim.EQOS, cfg.Board, cfg.Unit, cfg.Left); err != nil {
 		return fmt.Errorf("dwmacsim: %w: %w", err, ErrConfig)
 	}
-	cfg.Unit = unit
 	return nil
 }
 
@@ -134,15 +123,7 @@ func (m *Model) xpcsSGMIILocked() bool {
 // phyInResetLocked reports whether the board holds the PHY in reset,
 // resetting the PHY's registers when the line is asserted.
 func (m *Model) phyInResetLocked() bool {
-	if m.cfg.Board == nil {
-		return false
-	}
-	in := !m.cfg.Board.PHYOperating(m.cfg.Unit)
-	if in && !m.phyHeld {
-		m.phy.Write(sim.MIIBMCR, sim.BMCRReset)
-	}
-	m.phyHeld = in
-	return in
+	return sim.PHYInReset(m.cfg.Board, m.cfg.Unit, m.phy, &m.phyHeld)
 }
 
 // socRxClockLocked reports whether what is around the MAC lets the PHY's RX

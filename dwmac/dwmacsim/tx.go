@@ -102,29 +102,7 @@ var zeroPad [minFrame]byte
 func (m *Model) txRun() {
 	m.txMu.Lock()
 	defer m.txMu.Unlock()
-	budget := txBatchMax
-	if !m.sched.Synchronous() {
-		budget = 1 + m.sched.IntN(txStepMax)
-	}
-	m.mu.Lock()
-	mask := m.txPend
-	m.txPend = 0
-	m.mu.Unlock()
-	var more uint32
-	for c := 0; mask != 0; c++ {
-		if mask&(1<<c) != 0 {
-			mask &^= 1 << c
-			if m.transmitChannel(c, budget) {
-				more |= 1 << c
-			}
-		}
-	}
-	if more != 0 {
-		m.mu.Lock()
-		m.txPend |= more
-		m.txT.Arm()
-		m.mu.Unlock()
-	}
+	m.TxStep(&m.txPend, m.txT, txBatchMax, txStepMax, m.transmitChannel)
 }
 
 // txStepMax bounds the frames one asynchronous TX step sends per channel.

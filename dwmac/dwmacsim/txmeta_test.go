@@ -11,6 +11,7 @@ import (
 	"github.com/google/gopacket/layers"
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -89,27 +90,6 @@ func offsets(v6, tcp, vlan bool) (l3, l4, field int) {
 	return
 }
 
-// pseudoSum is the folded, uncomplemented pseudo-header sum a
-// CHECKSUM_PARTIAL sender leaves in the L4 checksum field.
-func pseudoSum(f []byte, v6 bool, l3, l4 int, proto byte) uint16 {
-	var s uint32
-	add := func(b []byte) {
-		for i := 0; i+1 < len(b); i += 2 {
-			s += uint32(binary.BigEndian.Uint16(b[i:]))
-		}
-	}
-	if v6 {
-		add(f[l3+8 : l3+40])
-	} else {
-		add(f[l3+12 : l3+20])
-	}
-	s += uint32(proto) + uint32(len(f)-l4)
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
-}
-
 func TestTxChecksumEngine(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.bringUp()
@@ -138,10 +118,10 @@ func TestTxChecksumEngine(t *testing.T) {
 		case 0: // CIC 3 ignores whatever the field holds
 			binary.BigEndian.PutUint16(f[field:], uint16(rng.Uint32()))
 		case 1: // CIC 3 with a CHECKSUM_PARTIAL field: the same wire bytes
-			binary.BigEndian.PutUint16(f[field:], pseudoSum(f, v6, l3, l4, proto))
+			binary.BigEndian.PutUint16(f[field:], nictest.PseudoSum(f, v6, l3, l4, proto))
 		case 2: // CIC 2 adds the field's pseudo-header sum
 			cic = 2
-			binary.BigEndian.PutUint16(f[field:], pseudoSum(f, v6, l3, l4, proto))
+			binary.BigEndian.PutUint16(f[field:], nictest.PseudoSum(f, v6, l3, l4, proto))
 		}
 		if !tcp && binary.BigEndian.Uint16(want[field:]) == 0xffff && cic == 2 {
 			continue // CIC 2 does not know UDP's zero rule

@@ -40,27 +40,22 @@ func (m *Model) ringReg(off reg) (q int, k ringKind, ok bool) {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
-	m.sched.Poll()
-	m.mu.Lock()
-	var v uint32
-	if !m.inResetLocked("read32", off) {
-		v = m.readLocked(off)
-	}
-	m.mu.Unlock()
-	return v
+	return m.ReadReg(func() uint32 {
+		if m.inResetLocked("read32", off) {
+			return 0
+		}
+		return m.readLocked(off)
+	})
 }
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.sched.Poll()
-	m.mu.Lock()
-	if !m.inResetLocked("write32", off) && m.writeLocked(off, val) != 0 {
-		m.txT.Arm()
-	}
-	m.mu.Unlock()
-	if m.sched.Synchronous() {
-		m.sched.Poll()
-	}
+	m.WriteReg(nil, m.txT, func() uint32 {
+		if m.inResetLocked("write32", off) {
+			return 0
+		}
+		return m.writeLocked(off, val)
+	})
 }
 
 // inResetLocked reports (and records as a fault) an access made while

@@ -20,9 +20,6 @@ import "github.com/xnic-dev/xnic/sim"
 //     receives and sends nothing more;
 //   - irq-lost, irq-storm, link-down, phy-dead: sim.Device's.
 
-// Injector is the model's fault injector: schedule faults on it and Start it.
-func (m *Model) Injector() *sim.Injector { return m.inj }
-
 // txFaultLocked applies the transmit faults at a BD fetch; it reports
 // whether the engine sends nothing.
 func (m *Model) txFaultLocked() bool {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // The tests play the driver from the reference manual's side: they write the
@@ -69,7 +70,7 @@ func newBed(t testing.TB, o bedOpts) *bed {
 	if o.n == 0 {
 		o.n = 8
 	}
-	b := &bed{t: t, m: m, r: settledRegs{r, m}, raw: r, alloc: m.Device().DMA(), ext: o.ext, le: !o.bigEnd, n: o.n}
+	b := &bed{t: t, m: m, r: simtest.Settled{Regs: r, M: m}, raw: r, alloc: m.Device().DMA(), ext: o.ext, le: !o.bigEnd, n: o.n}
 	m.SetTransmit(func(f []byte) { b.sent = append(b.sent, append([]byte(nil), f...)) })
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -291,22 +292,6 @@ func testFrame(m *Model, n int, seed byte) []byte {
 		f[i] = byte(i) + seed
 	}
 	return f
-}
-
-// settledRegs lets the device finish what a write asked for before the write
-// returns (Model.Settle), so the functional tests can check the wire, the BDs
-// and EIR right after a doorbell. The device side still runs on its own
-// goroutine; the timing tests use bed.raw.
-type settledRegs struct {
-	nic.Regs
-	m *Model
-}
-
-func (s settledRegs) Write32(off, val uint32) {
-	s.Regs.Write32(off, val)
-	if !s.m.sched.Synchronous() {
-		s.m.Settle()
-	}
 }
 
 // waitResetDone polls ECR until RESET reads 0, as a driver must.

@@ -155,6 +155,8 @@ type ring struct {
 // back under mu, then the frame goes to the wire with mu released; txMu (taken
 // before mu) keeps frames in order and guards txScratch.
 type Model struct {
+	sim.ModelBase // the accessors every model shares, over the parts below (sim/modelbase.go)
+
 	cfg    Config      // immutable after New
 	info   variantInfo // immutable
 	sched  *sim.Sched  // immutable: the device side's clock
@@ -223,22 +225,16 @@ func New(cfg Config) (*Model, error) {
 	}
 	info := variants[cfg.Variant]
 	m := &Model{cfg: cfg, info: info}
-	switch {
-	case cfg.MAC == nil:
-		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
-		return nil, fmt.Errorf("fecsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
-	default:
-		copy(m.mac[:], cfg.MAC)
+	mac, err := sim.FactoryMAC(cfg.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
 	}
+	m.mac = mac
 	if cfg.PHYID == 0 {
 		cfg.PHYID = info.phyID
 	}
-	if cfg.PHYAddr == 0 {
-		cfg.PHYAddr = 1
-	}
-	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 {
-		return nil, fmt.Errorf("fecsim: PHY address %d: want 0-31: %w", cfg.PHYAddr, ErrConfig)
+	if cfg.PHYAddr, err = sim.PHYAddr(cfg.PHYAddr); err != nil {
+		return nil, fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
 	}
 	if cfg.Name == "" {
 		cfg.Name = "fecsim"
@@ -286,6 +282,9 @@ func New(cfg Config) (*Model, error) {
 	m.mdioT = m.sched.NewTimer(m.mdioDone)
 	m.resetT = m.sched.NewTimer(m.resetDone)
 	m.newCoalescers()
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, MAC: m.mac, Device: m.sd,
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched,
+		Reset: m.resetLocked}) // the SoC-level reset of the block (reset controller or power domain cycle): as ECR.RESET
 	m.resetLocked()
 	m.applyLeftLocked()
 	return m, nil
@@ -317,43 +316,11 @@ func (m *Model) busPHYLocked(pa int) *sim.PHY {
 // Device is the model as a platform nic.Device, for a driver.
 func (m *Model) Device() *Device { return m.dev }
 
-// Memory is the model's DMA memory.
-func (m *Model) Memory() *sim.Memory { return m.mem }
-
-// PHY is the board's PHY (plug and unplug the cable with it).
-func (m *Model) PHY() *sim.PHY { return m.phy }
-
-// MAC is the factory address.
-func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
-
 // Variant is the modelled generation.
 func (m *Model) Variant() Variant { return m.cfg.Variant }
 
 // Rings is the number of RX (and TX) rings of the variant.
 func (m *Model) Rings() int { return m.info.rings }
-
-// Faults returns the violations recorded so far.
-func (m *Model) Faults() []sim.Fault { return m.faults.List() }
-
-// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
-func (m *Model) FaultLog() *sim.Faults { return m.faults }
-
-// Err is nil when the model recorded no fault; otherwise it names the device
-// schedule's seed too, to rerun the same latencies.
-func (m *Model) Err() error {
-	if err := m.faults.Err(); err != nil {
-		return fmt.Errorf("%w (%v)", err, m.sched)
-	}
-	return nil
-}
-
-// Sched is the device side (its seed, for a test's failure message).
-func (m *Model) Sched() *sim.Sched { return m.sched }
-
-// Settle lets the device finish everything it was asked to do (transmits,
-// MDIO frames, a reset) now, as if its latencies had passed. For tests that
-// check the wire right after a doorbell.
-func (m *Model) Settle() { m.sched.Settle() }
 
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
@@ -373,34 +340,13 @@ func (m *Model) IRQFired(i int) uint64 {
 	return m.lineFired[i]
 }
 
-// Attach connects the model to a wire: frames arriving on link are received,
-// frames transmitted go out on it. nil detaches.
-func (m *Model) Attach(link sim.Link) {
-	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
-}
-
-// SetTransmit sends transmitted frames (without FCS) to f instead of a wire
-// (nil: drop them). f runs on the goroutine that wrote TDAR, without the
-// model's lock; the frame is valid only during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
-
 // Close detaches the wire and closes the device (memory unmapped, IRQs torn
 // down). Register accesses afterwards are faults.
 func (m *Model) Close() error {
-	m.Attach(nil)
-	m.closed.Store(true)
-	m.inj.Close()
-	m.sched.Close()
-	m.stopCoalescers()
-	return m.sd.Close()
-}
-
-// Reset implements sim.Model: the SoC-level reset of the block (reset
-// controller or power domain cycle). Same effect as ECR.RESET.
-func (m *Model) Reset() {
-	m.mu.Lock()
-	m.resetLocked()
-	m.mu.Unlock()
+	return m.CloseBase(func() {
+		m.closed.Store(true)
+		m.stopCoalescers()
+	})
 }
 
 // resetLocked puts every register at its reset value (QEMU imx8mp values).

@@ -81,17 +81,6 @@ func (m *Model) RxHeld() int {
 	return m.rxFIFO.Len()
 }
 
-// SetPaced turns the wire's line rate on (the default, sim/linerate.go) or
-// off. Off, frames arrive and leave as fast as the caller and the model go:
-// for benchmarks of the model's own cost, never for what a port would do.
-func (m *Model) SetPaced(on bool) {
-	if on {
-		m.wire.SetLineRate(m.phy.Link)
-		return
-	}
-	m.wire.SetLineRate(nil)
-}
-
 // RxUnseen is what no register of the MAC counts (sim.RxUnseen): frames that
 // arrived while ECR.ETHEREN was clear or the link down, frames the address
 // filter refused, and frames a reset or ETHEREN's clearing flushed from the

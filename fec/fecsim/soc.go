@@ -27,10 +27,7 @@ import (
 // LeftClocksGated (power/control back to auto: the bus clocks off) and
 // LeftPHYInReset (the reset line asserted, as phy_detach leaves it).
 
-const (
-	leftStates      = sim.LeftPHYPowerDown | sim.LeftIRQsMasked | sim.LeftStaleRings | sim.LeftClocksGated | sim.LeftPHYInReset
-	leftBoardStates = sim.LeftClocksGated | sim.LeftPHYInReset
-)
+const leftStates = sim.LeftPHYPowerDown | sim.LeftIRQsMasked | sim.LeftStaleRings | sim.LeftClocksGated | sim.LeftPHYInReset
 
 // setupBoard checks cfg's board and kernel-left states and builds the
 // private board the latter may need.
@@ -39,24 +36,13 @@ func (m *Model) setupBoard() error {
 	if err := sim.CheckLeft("fecsim", cfg.Left, leftStates); err != nil {
 		return fmt.Errorf("%w: %w", err, ErrConfig)
 	}
-	if cfg.Board == nil && cfg.Left&leftBoardStates != 0 {
-		if cfg.Variant != IMX8MP {
-			return fmt.Errorf("fecsim: %v needs a board, which only the i.MX8MP variant has: %w", cfg.Left&leftBoardStates, ErrConfig)
-		}
-		b, err := sim.LeftBoard(sim.FEC, cfg.Left)
-		if err != nil {
-			return fmt.Errorf("fecsim: %w", err)
-		}
-		cfg.Board = b
+	if cfg.Board == nil && cfg.Left&sim.LeftBoardStates != 0 && cfg.Variant != IMX8MP {
+		return fmt.Errorf("fecsim: %v needs a board, which only the i.MX8MP variant has: %w", cfg.Left&sim.LeftBoardStates, ErrConfig)
 	}
-	if cfg.Board == nil {
-		return nil
-	}
-	unit, err := cfg.Board.ModelUnit(sim.FEC, cfg.Unit)
-	if err != nil {
+	var err error
+	if cfg.Board, cfg.Unit, err = sim.ModelBoard(sim.FEC, cfg.Board, cfg.Unit, cfg.Left); err != nil {
 		return fmt.Errorf("fecsim: %w: %w", err, ErrConfig)
 	}
-	cfg.Unit = unit
 	return nil
 }
 
@@ -79,15 +65,7 @@ func (m *Model) busError(op string, off uint32) bool {
 // resets the PHY's registers on the line's assertion (a PHY in reset has no
 // link; it comes out of it with its defaults).
 func (m *Model) phyInResetLocked() bool {
-	if m.cfg.Board == nil {
-		return false
-	}
-	in := !m.cfg.Board.PHYOperating(m.cfg.Unit)
-	if in && !m.phyHeld {
-		m.phy.Write(sim.MIIBMCR, sim.BMCRReset)
-	}
-	m.phyHeld = in
-	return in
+	return sim.PHYInReset(m.cfg.Board, m.cfg.Unit, m.phy, &m.phyHeld)
 }
 
 // socStoppedLocked reports whether the SoC keeps the MAC from moving frames:

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // TestBoardGatesENET: a gated ENET answers every access with a bus error
@@ -40,7 +41,7 @@ func TestBoardGatesENET(t *testing.T) {
 	require.NoError(t, b.SetControl(fec.Unit, "on"))
 	require.Equal(t, uint32(ecrReset), r.Read32(uint32(regECR)), "clocks on: the ENET answers")
 	require.Zero(t, r.Read32(uint32(regMSCR)), "the write made while gated was lost")
-	bd := &bed{t: t, m: m, r: settledRegs{r, m}, raw: r}
+	bd := &bed{t: t, m: m, r: simtest.Settled{Regs: r, M: m}, raw: r}
 	bd.r.Write32(regMSCR, 0x1A)
 	require.Equal(t, uint16(0xffff), bd.mdioRead(1, 2), "a PHY in reset answers nothing")
 	require.False(t, m.Inject(make([]byte, 60)), "a frame entered past a PHY in reset")

@@ -115,7 +115,10 @@ const txBurstMax = 8
 
 // txOneLocked handles the frame at ring q's current BD. more is false when the
 // ring is drained or stopped. The frame (a slice of txScratch) is to be
-// delivered when deliver is true.
+// delivered when deliver is true. The steps are the RM's: the DMA fetches the
+// frame's BDs (txFetchLocked), copies their buffers and writes the BDs back
+// (txGatherLocked), the MAC finishes the frame (txMACLocked) and sends it
+// onto the link (txLinkLocked) or back into its receiver.
 func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, loop, more bool) {
 	r := &m.rings[q]
 	if m.closed.Load() || m.ecr&ecrETHEREN == 0 || !r.tdar || m.tcr&tcrGTS != 0 || r.txHung || r.txClearing {
@@ -124,91 +127,131 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 	if m.txFaultLocked() { // fault.go
 		return nil, nil, false, false, false
 	}
-	ext := m.ecr&ecrEN1588 != 0
-	le := m.ecr&ecrDBSWP != 0
-	size := uint32(bdSizeLeg)
-	if ext {
-		size = bdSizeExt
+	f, ok := m.txFetchLocked(q)
+	if !ok {
+		return nil, nil, false, false, false
 	}
-	// Pass 1: find the frame's BDs; all must be ready.
+	data, ok := m.txGatherLocked(q, &f)
+	if !ok {
+		m.cnt.TxDropped++
+		return nil, nil, false, false, true
+	}
+	data, ok = m.txMACLocked(r.txCur, data, &f)
+	if !ok {
+		return nil, nil, false, false, true
+	}
+	loop = m.rcr&rcrLOOP != 0
+	if !loop && !m.txLinkLocked(data) {
+		return nil, nil, false, false, true
+	}
+	m.countTxLocked(data)
+	m.cnt.TxFrames++
+	m.cnt.TxBytes += uint64(len(data))
+	return data, m.phyLoopSinkLocked(m.wire.Sink()), true, loop, true // loopback.go
+}
+
+// txBDs is the frame txFetchLocked found at a ring's current BD.
+type txBDs struct {
+	ext     bool   // enhanced (ECR.EN1588) BDs
+	le      bool   // little-endian BDs (ECR.DBSWP)
+	size    uint32 // bytes per BD
+	nbd     int    // BDs in the frame, the last with L
+	total   int    // bytes in their buffers
+	lastSC  uint16 // the last BD's status
+	lastESC uint32 // the last enhanced BD's esc word
+	bad     bool   // a BD the device refuses: the frame is dropped
+}
+
+// txFetchLocked walks ring q's BDs from the current one to the one with L;
+// all must be ready. ok is false when there is no frame to send now (the ring
+// drained, a BD not ready, or the ring unreachable).
+func (m *Model) txFetchLocked(q int) (f txBDs, ok bool) {
+	r := &m.rings[q]
+	f.ext = m.ecr&ecrEN1588 != 0
+	f.le = m.ecr&ecrDBSWP != 0
+	f.size = uint32(bdSizeLeg)
+	if f.ext {
+		f.size = bdSizeExt
+	}
 	cur := r.txCur
-	nbd := 0
-	var lastSC uint16
-	var lastESC uint32
-	total := 0
-	bad := false
 	for {
-		d, err := m.mem.View("tx-desc", uint64(cur), int(size))
+		d, err := m.mem.View("tx-desc", uint64(cur), int(f.size))
 		if err != nil {
 			r.tdar = false
-			return nil, nil, false, false, false
+			return f, false
 		}
-		b := bdView{d, le}
+		b := bdView{d, f.le}
 		sc := b.sc()
 		if sc&txR == 0 {
-			if nbd == 0 {
+			if f.nbd == 0 {
 				if m.info.err006358 {
 					r.txClearing = true // TDAR clears at the next step
 				} else {
 					r.tdar = false
 				}
 				if b.otherOrderSC()&txR != 0 {
-					m.faults.Add("tx", "TDAR", uint64(cur), "TX BD at 0x%08x is ready only in the other byte order: ECR.DBSWP is %v (set it for little-endian descriptors)", cur, le)
+					m.faults.Add("tx", "TDAR", uint64(cur), "TX BD at 0x%08x is ready only in the other byte order: ECR.DBSWP is %v (set it for little-endian descriptors)", cur, f.le)
 				}
 			} else if m.tfwr&tfwrSTRFWD == 0 {
 				m.faults.Add("tx", "TDAR", uint64(cur), "frame continues into BD 0x%08x that is not ready (R clear) without TFWR.STRFWD: the FIFO underruns (EIR.UN)", cur)
 				m.raiseLocked(eirUN)
 			}
-			return nil, nil, false, false, false
+			return f, false
 		}
 		l := int(b.length())
 		if l == 0 {
 			m.faults.Add("tx", "", uint64(cur), "TX BD at 0x%08x has length 0", cur)
-			bad = true
+			f.bad = true
 		}
-		total += l
-		nbd++
+		f.total += l
+		f.nbd++
 		if sc&txL != 0 {
-			lastSC = sc
-			if ext {
-				lastESC = b.esc()
+			f.lastSC = sc
+			if f.ext {
+				f.lastESC = b.esc()
 			}
-			break
+			return f, true
 		}
-		cur = m.nextBD(r.tdsr, cur, sc, size)
-		if nbd > 4096 {
+		cur = m.nextBD(r.tdsr, cur, sc, f.size)
+		if f.nbd > 4096 {
 			m.faults.Add("tx", "", uint64(r.txCur), "TX frame spans more than 4096 BDs without L")
 			r.tdar = false
-			return nil, nil, false, false, false
+			return f, false
 		}
 	}
+}
 
-	// Pass 2: copy the buffers.
+// txGatherLocked copies the frame's buffers into txScratch (unless the frame
+// is refused: a bad BD, longer than RCR.MAX_FL, a buffer out of reach), then
+// writes every BD back (R clear, enhanced BDs' BDU and timestamp), raises the
+// frame's events and moves ring q past it. ok is false for a refused frame.
+func (m *Model) txGatherLocked(q int, f *txBDs) (data []byte, ok bool) {
+	r := &m.rings[q]
 	skip := 0
 	if m.tacc&tacc16 != 0 {
 		skip = 2
 	}
 	maxFL := int(m.rcr&rcrMaxFLMask) >> rcrMaxFLShift
-	tc := lastSC&txTC != 0
-	wire := total - skip
-	if tc {
+	wire := f.total - skip
+	if f.lastSC&txTC != 0 {
 		wire += 4
 	}
+	bad := f.bad
 	if !bad && wire > maxFL {
 		m.faults.Add("tx", "RCR", uint64(r.txCur), "TX frame of %d bytes on the wire (FCS included) is longer than RCR.MAX_FL %d: babbling transmit (EIR.BABT)", wire, maxFL)
 		m.raiseLocked(eirBABT)
 		bad = true
 	}
-	if !bad && total > len(m.txScratch) {
+	if !bad && f.total > len(m.txScratch) {
 		bad = true
 	}
-	data := m.txScratch[:0]
-	cur = r.txCur
+	data = m.txScratch[:0]
+	cur := r.txCur
 	var events uint32
 	ts := m.timerNowLocked()
-	for i := 0; i < nbd; i++ {
-		d, _ := m.mem.View("tx-desc", uint64(cur), int(size))
-		b := bdView{d, le}
+	for i := 0; i < f.nbd; i++ {
+		d, _ := m.mem.View("tx-desc", uint64(cur), int(f.size))
+		b := bdView{d, f.le}
 		sc := b.sc()
 		if !bad {
 			l := int(b.length())
@@ -220,10 +263,10 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 			}
 		}
 		raise := true
-		if ext {
+		if f.ext {
 			esc := b.esc()
 			raise = esc&txeINT != 0
-			if esc&txeTS != 0 && i == nbd-1 {
+			if esc&txeTS != 0 && i == f.nbd-1 {
 				b.put32(bdTS, ts)
 			}
 			b.put32(bdBDU, bduDone)
@@ -231,14 +274,14 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 		b.writeHead(b.length(), sc&^txR)
 		if raise {
 			events |= eirTXBq[q]
-			if i == nbd-1 {
+			if i == f.nbd-1 {
 				events |= eirTXFq[q]
 			}
 		}
-		cur = m.nextBD(r.tdsr, cur, sc, size)
+		cur = m.nextBD(r.tdsr, cur, sc, f.size)
 	}
 	r.txCur = cur
-	if ext && lastESC&txeTS != 0 {
+	if f.ext && f.lastESC&txeTS != 0 {
 		m.atstmp = ts
 		events |= eirTSAVAIL
 	}
@@ -246,31 +289,38 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 		m.raiseLocked(events)
 	}
 	if bad {
-		m.cnt.TxDropped++
-		return nil, nil, false, false, true
+		return nil, false
 	}
 	if len(data) < skip {
 		m.faults.Add("tx", "TACC", uint64(r.txCur), "TACC.SHIFT16 with a %d-byte frame", len(data))
-		m.cnt.TxDropped++
-		return nil, nil, false, false, true
+		return nil, false
 	}
-	data = data[skip:]
+	return data[skip:], true
+}
+
+// txMACLocked finishes the gathered frame as the MAC sends it: the FCS
+// checked and stripped without TC (sent with a bad one on purpose with ABC),
+// the checksum accelerator, padding to the minimum, the source address with
+// TCR.ADDINS. at is the ring position faults name. ok is false for a frame
+// not to be delivered, already counted as dropped.
+func (m *Model) txMACLocked(at uint32, data []byte, f *txBDs) (out []byte, ok bool) {
+	tc := f.lastSC&txTC != 0
 	if !tc {
 		// The driver supplied the FCS: check it, then strip it for the wire.
 		if len(data) < 4 || crc32.ChecksumIEEE(data[:len(data)-4]) != binary.LittleEndian.Uint32(data[len(data)-4:]) {
-			m.faults.Add("tx", "", uint64(r.txCur), "TX frame without TC whose last 4 bytes are not its FCS: the partner drops it (set TC to let the MAC append the CRC)")
+			m.faults.Add("tx", "", uint64(at), "TX frame without TC whose last 4 bytes are not its FCS: the partner drops it (set TC to let the MAC append the CRC)")
 			m.cnt.TxDropped++
-			return nil, nil, false, false, true
+			return nil, false
 		}
 		data = data[:len(data)-4]
-	} else if lastSC&txABC != 0 {
+	} else if f.lastSC&txABC != 0 {
 		m.cnt.TxDropped++ // sent with a bad CRC on purpose: the partner drops it
 		m.countTxLocked(data)
-		return nil, nil, false, false, true
+		return nil, false
 	}
-	if !m.accelerateLocked(data, tc, ext, lastESC, r.txCur) {
+	if !m.accelerateLocked(data, tc, f.ext, f.lastESC, at) {
 		m.cnt.TxDropped++
-		return nil, nil, false, false, true
+		return nil, false
 	}
 	if tc && len(data) < 60 {
 		// The MAC pads short frames to the 64-byte minimum when it appends
@@ -284,32 +334,33 @@ func (m *Model) txOneLocked(q int) (frame []byte, sink func([]byte), deliver, lo
 		binary.BigEndian.PutUint16(data[10:], uint16(m.paur>>16))
 	}
 	if len(data) < 14 {
-		m.faults.Add("tx", "", uint64(r.txCur), "TX frame of %d bytes is shorter than an Ethernet header", len(data))
+		m.faults.Add("tx", "", uint64(at), "TX frame of %d bytes is shorter than an Ethernet header", len(data))
 		m.cnt.TxDropped++
-		return nil, nil, false, false, true
+		return nil, false
 	}
-	loop = m.rcr&rcrLOOP != 0
-	if !loop {
-		if !m.phy.LinkUp() || m.socStoppedLocked() {
-			m.cnt.TxDropped++ // the MAC sends into a dead link (or its SoC stopped it: soc.go)
-			m.countTxLocked(data)
-			return nil, nil, false, false, true
-		}
-		if mac, phy, bad := m.speedMismatchLocked(); bad {
-			m.faults.Add("tx", "ECR", uint64(regECR), "frame sent with the MAC at %d Mb/s and the PHY at %d Mb/s (ECR.SPEED / RCR.RMII_10T): the partner receives garbage", mac, phy)
-			m.cnt.TxDropped++
-			return nil, nil, false, false, true
-		}
-		if st := m.phy.Link(); st.FullDuplex != (m.tcr&tcrFDEN != 0) {
-			m.faults.Add("tx", "TCR", uint64(regTCR), "duplex mismatch: PHY full duplex %v, TCR.FDEN %v (late collisions and drops on hardware)", st.FullDuplex, m.tcr&tcrFDEN != 0)
-			m.cnt.TxDropped++
-			return nil, nil, false, false, true
-		}
+	return data, true
+}
+
+// txLinkLocked reports whether a finished frame reaches the partner: the
+// link up, the SoC running the MAC, and the MAC's speed and duplex those of
+// the PHY. A frame that does not is counted as dropped.
+func (m *Model) txLinkLocked(data []byte) bool {
+	if !m.phy.LinkUp() || m.socStoppedLocked() {
+		m.cnt.TxDropped++ // the MAC sends into a dead link (or its SoC stopped it: soc.go)
+		m.countTxLocked(data)
+		return false
 	}
-	m.countTxLocked(data)
-	m.cnt.TxFrames++
-	m.cnt.TxBytes += uint64(len(data))
-	return data, m.phyLoopSinkLocked(m.wire.Sink()), true, loop, true // loopback.go
+	if mac, phy, bad := m.speedMismatchLocked(); bad {
+		m.faults.Add("tx", "ECR", uint64(regECR), "frame sent with the MAC at %d Mb/s and the PHY at %d Mb/s (ECR.SPEED / RCR.RMII_10T): the partner receives garbage", mac, phy)
+		m.cnt.TxDropped++
+		return false
+	}
+	if st := m.phy.Link(); st.FullDuplex != (m.tcr&tcrFDEN != 0) {
+		m.faults.Add("tx", "TCR", uint64(regTCR), "duplex mismatch: PHY full duplex %v, TCR.FDEN %v (late collisions and drops on hardware)", st.FullDuplex, m.tcr&tcrFDEN != 0)
+		m.cnt.TxDropped++
+		return false
+	}
+	return true
 }
 
 func (m *Model) countTxLocked(data []byte) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // rxLoop plays a driver that reposts each descriptor as soon as the frame is in
@@ -70,18 +71,16 @@ func (l *txLoop) burst() {
 func TestPerFrameZeroAlloc(t *testing.T) {
 	r := newRig(t, testCfg())
 	l := newRxLoop(t, r, 256)
-	allocs := testing.AllocsPerRun(2000, func() {
+	simtest.ZeroAlloc(t, "Inject", 2000, func() {
 		if !l.one() {
 			t.Fatal("frame dropped")
 		}
 	})
-	require.Zero(t, allocs, "Inject allocates")
 
 	r2 := newRig(t, testCfg())
 	tl := newTxLoop(t, r2, 256)
 	tl.burst() // first burst sizes the scratch
-	allocs = testing.AllocsPerRun(200, tl.burst)
-	require.Zero(t, allocs, "transmit allocates")
+	simtest.ZeroAlloc(t, "transmit", 200, tl.burst)
 	require.Equal(t, uint64(tl.sent), r2.m.Counters().TxFrames)
 	require.NoError(t, r.m.Err())
 	require.NoError(t, r2.m.Err())
@@ -91,36 +90,24 @@ func BenchmarkInjectReceive(b *testing.B) {
 	r := newRig(b, Config{MAC: factoryMAC[:], AutonegDelay: time.Millisecond, Sched: syncSched})
 	r.m.SetPaced(false) // the model's cost, not the wire's time
 	l := newRxLoop(b, r, 1024)
-	b.ReportAllocs()
-	start := time.Now()
-	n := 0
-	for b.Loop() {
+	simtest.BenchFrames(b, func() int {
 		if !l.one() {
 			b.Fatal("frame dropped")
 		}
-		n++
-	}
-	b.ReportMetric(float64(n)/time.Since(start).Seconds(), "frames/s")
-	if err := r.m.Err(); err != nil {
-		b.Fatal(err)
-	}
+		return 1
+	})
+	simtest.NoFaults(b, r.m)
 }
 
 func BenchmarkTransmit(b *testing.B) {
 	r := newRig(b, Config{MAC: factoryMAC[:], AutonegDelay: time.Millisecond, Sched: syncSched})
 	r.m.SetPaced(false) // the model's cost, not the wire's time
 	l := newTxLoop(b, r, 1024)
-	b.ReportAllocs()
-	start := time.Now()
-	for b.Loop() {
+	simtest.BenchFrames(b, func() int {
 		l.burst()
-	}
-	el := time.Since(start)
-	b.ReportMetric(float64(el.Nanoseconds())/float64(l.sent), "ns/frame")
-	b.ReportMetric(float64(l.sent)/el.Seconds(), "frames/s")
-	if err := r.m.Err(); err != nil {
-		b.Fatal(err)
-	}
+		return 32
+	})
+	simtest.NoFaults(b, r.m)
 }
 
 // syncSched runs the device's work inside the register writes in the

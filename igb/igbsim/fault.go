@@ -23,9 +23,6 @@ import "github.com/xnic-dev/xnic/sim"
 // extended error field).
 const rxErrRXE uint32 = 1 << 31
 
-// Injector is the model's fault injector: schedule faults on it and Start it.
-func (m *Model) Injector() *sim.Injector { return m.inj }
-
 // txStoppedLocked reports whether the transmit engine is stopped by a fault,
 // taking a pending bus error at this descriptor fetch.
 func (m *Model) txStoppedLocked() bool {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // The tests drive the model as a driver would, with their own transcription of
@@ -63,19 +64,12 @@ func newRig(t testing.TB, cfg Config) *rig {
 	m, err := New(cfg)
 	require.NoError(t, err)
 	t.Cleanup(func() { m.Close() })
-	regs, err := m.Device().Regs(0)
-	require.NoError(t, err)
-	require.NoError(t, m.Device().EnableBusMaster())
-	return &rig{t: t, m: m, regs: regs, a: m.Device().DMA()}
+	regs, a := simtest.Window(t, m.Device())
+	return &rig{t: t, m: m, regs: regs, a: a}
 }
 
-func (r *rig) rd(off uint32) uint32 { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) {
-	r.regs.Write32(off, v)
-	if !r.m.sched.Synchronous() {
-		r.m.Settle()
-	}
-}
+func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
+func (r *rig) wr(off uint32, v uint32) { simtest.Settled{Regs: r.regs, M: r.m}.Write32(off, v) }
 
 // wrRaw writes without letting the device finish first (the timing tests).
 func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }
@@ -88,13 +82,7 @@ func (r *rig) phyRead(reg uint32) uint32 {
 // waitFor polls cond for up to 2 s.
 func (r *rig) waitFor(what string, cond func() bool) {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			r.t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(200 * time.Microsecond)
-	}
+	simtest.WaitFor(r.t, what, 2*time.Second, cond)
 }
 
 // linkUp sets SLU, restarts autonegotiation and waits for STATUS.LU.

@@ -162,6 +162,8 @@ func (q *txQueue) base() uint64 { return uint64(q.bah)<<32 | uint64(q.bal) }
 // that delivers synchronously into another model, or back into this one, cannot
 // deadlock).
 type Model struct {
+	sim.ModelBase // the accessors every model shares, over the parts below (sim/modelbase.go)
+
 	cfg    Config      // immutable after New
 	info   devInfo     // immutable
 	mac    [6]byte     // immutable factory address
@@ -241,22 +243,16 @@ func New(cfg Config) (*Model, error) {
 		return nil, fmt.Errorf("igbsim: %d queues: the %s has 1 to %d: %w", cfg.Queues, info.name, info.maxQueues, ErrConfig)
 	}
 	m := &Model{cfg: cfg, info: info}
-	switch {
-	case cfg.MAC == nil:
-		m.mac = [6]byte{0x02, 0, 0, 0, 0, 0x01}
-	case len(cfg.MAC) != 6 || cfg.MAC[0]&1 != 0:
-		return nil, fmt.Errorf("igbsim: factory MAC %v: want a 6-byte unicast address: %w", cfg.MAC, ErrConfig)
-	default:
-		copy(m.mac[:], cfg.MAC)
+	mac, err := sim.FactoryMAC(cfg.MAC)
+	if err != nil {
+		return nil, fmt.Errorf("igbsim: %w: %w", err, ErrConfig)
 	}
+	m.mac = mac
 	if cfg.PHYID == 0 {
 		cfg.PHYID = info.phyID
 	}
-	if cfg.PHYAddr == 0 {
-		cfg.PHYAddr = 1
-	}
-	if cfg.PHYAddr < 0 || cfg.PHYAddr > 31 {
-		return nil, fmt.Errorf("igbsim: PHY address %d: want 0-31: %w", cfg.PHYAddr, ErrConfig)
+	if cfg.PHYAddr, err = sim.PHYAddr(cfg.PHYAddr); err != nil {
+		return nil, fmt.Errorf("igbsim: %w: %w", err, ErrConfig)
 	}
 	if err := sim.CheckLeft("igbsim", cfg.Left, leftStates); err != nil {
 		return nil, fmt.Errorf("%w: %w", err, ErrConfig)
@@ -304,6 +300,8 @@ func New(cfg Config) (*Model, error) {
 	m.crcBuf = make([]byte, tsHdrLen+maxTxFrame+4)
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
+	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.dev,
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
 	m.mu.Lock()
 	m.resetLocked(false)
 	m.applyLeftLocked()
@@ -342,40 +340,6 @@ func (m *Model) buildNVM() {
 // Device is the model as a nic.Device, for a driver.
 func (m *Model) Device() nic.Device { return m.dev }
 
-// SimDevice is the Device base (bus-master state, MSI-X vectors, faults).
-func (m *Model) SimDevice() *sim.Device { return m.dev }
-
-// Memory is the model's DMA memory.
-func (m *Model) Memory() *sim.Memory { return m.mem }
-
-// PHY is the model's internal PHY (plug and unplug the cable with it).
-func (m *Model) PHY() *sim.PHY { return m.phy }
-
-// MAC is the factory address.
-func (m *Model) MAC() net.HardwareAddr { return append(net.HardwareAddr(nil), m.mac[:]...) }
-
-// Faults returns the violations recorded so far.
-func (m *Model) Faults() []sim.Fault { return m.faults.List() }
-
-// FaultLog is the fault log itself (to Clear it in tests that provoke faults).
-func (m *Model) FaultLog() *sim.Faults { return m.faults }
-
-// Err is nil when the model recorded no fault.
-func (m *Model) Err() error {
-	if err := m.faults.Err(); err != nil {
-		return fmt.Errorf("%w (%v)", err, m.sched)
-	}
-	return nil
-}
-
-// Sched is the device side (its seed, for a test's failure message).
-func (m *Model) Sched() *sim.Sched { return m.sched }
-
-// Settle lets the device finish what it was asked to do (transmissions, an
-// MDI cycle) now, as if its latencies had passed. For tests that check the
-// wire right after a tail write.
-func (m *Model) Settle() { m.sched.Settle() }
-
 // Counters returns the model's own totals.
 func (m *Model) Counters() Counters {
 	m.mu.Lock()
@@ -383,40 +347,24 @@ func (m *Model) Counters() Counters {
 	return m.cnt
 }
 
-// Attach connects the model to a wire: frames arriving on link are received,
-// frames transmitted go out on it. nil detaches.
-func (m *Model) Attach(link sim.Link) {
-	m.wire.Attach(&m.mu, link, func(f []byte) { m.Inject(f) })
-}
-
-// SetTransmit sends transmitted frames to f instead of a wire (nil: drop them).
-// f runs on the goroutine that wrote TDT; the frame is valid only during the call.
-func (m *Model) SetTransmit(f func(frame []byte)) { m.wire.SetTransmit(&m.mu, f) }
-
 // Close detaches the wire and closes the device (memory unmapped, vectors torn down).
 func (m *Model) Close() error {
-	m.Attach(nil)
-	m.mu.Lock()
-	m.closed = true
-	for _, t := range m.eitrTimer {
-		if t != nil {
-			t.Stop()
+	return m.CloseBase(func() {
+		m.mu.Lock()
+		m.closed = true
+		for _, t := range m.eitrTimer {
+			if t != nil {
+				t.Stop()
+			}
 		}
-	}
-	m.mu.Unlock()
-	m.inj.Close()
-	m.sched.Close()
-	return m.dev.Close()
+		m.mu.Unlock()
+	})
 }
 
-// Reset implements sim.Model: a function-level reset. Registers return to
-// their reset values as with CTRL.RST, but the reset is over when Reset returns,
-// as VFIO_DEVICE_RESET waits for the function to come back.
-func (m *Model) Reset() {
-	m.mu.Lock()
-	m.resetLocked(false)
-	m.mu.Unlock()
-}
+// resetFLR is the function-level reset (sim.Model's Reset, through
+// sim.ModelBase): registers return to their reset values as with CTRL.RST,
+// but the reset is over at once.
+func (m *Model) resetFLR() { m.resetLocked(false) }
 
 // resetLocked puts every register at its reset value. With delay, the reset
 // lasts ResetDelay: writes fault and EECD.AUTO_RD reads 0 until it ends.
@@ -511,30 +459,18 @@ func (m *Model) linkChanged() {
 
 // Read32 implements sim.Model.
 func (m *Model) Read32(off uint32) uint32 {
-	m.sched.Poll()
-	m.mu.Lock()
-	v := m.readLocked(off)
-	m.mu.Unlock()
-	return v
+	return m.ReadReg(func() uint32 { return m.readLocked(off) })
 }
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.sched.Poll()
-	m.mu.Lock()
-	if m.inResetLocked() {
-		m.mu.Unlock()
-		m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while the device is in reset (wait for EECD.AUTO_RD)", val)
-		return
-	}
-	if kick := m.writeLocked(off, val); kick != 0 {
-		m.txPend |= kick
-		m.txT.Arm()
-	}
-	m.mu.Unlock()
-	if m.sched.Synchronous() {
-		m.sched.Poll()
-	}
+	m.WriteReg(&m.txPend, m.txT, func() uint32 {
+		if m.inResetLocked() {
+			m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while the device is in reset (wait for EECD.AUTO_RD)", val)
+			return 0
+		}
+		return m.writeLocked(off, val)
+	})
 }
 
 func (m *Model) unimplemented(op string, off uint32) {

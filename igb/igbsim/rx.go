@@ -130,31 +130,9 @@ func (m *Model) dmaRxLocked(frame []byte, rv *rxRingViews) (rxOutcome, int) {
 	mcast := frame[0]&1 != 0
 	bcast := mcast && frame[0]&frame[1]&frame[2]&frame[3]&frame[4]&frame[5] == 0xFF
 
-	// Queue selection and the write-back's packet information.
-	q := 0
-	var hash uint32
-	var in [maxHashInput]byte
-	rssOn := m.mrqc&mrqcMRQEMask == mrqcRSS && m.rxcsum&rxcsumPCSD != 0
-	sel := uint32(0)
-	if rssOn {
-		sel = m.mrqc
-	}
-	hn, rssType, pktType := rssInput(frame, sel, &in)
-	if rssOn && hn > 0 {
-		if m.rssDirty || m.rssTab == nil {
-			if m.rssTab == nil {
-				m.rssTab = new(toeplitzTable)
-			}
-			m.rssTab.build(&m.rssKey)
-			m.rssDirty = false
-		}
-		hash = m.rssTab.hash(in[:hn])
-		q = int(m.reta[hash&0x7F] & 0xF)
-		if q >= len(m.rx) {
-			m.faults.Add("rx", "RETA", uint64(hash&0x7F), "RETA entry %d sends a frame to queue %d of %d", hash&0x7F, q, len(m.rx))
-			m.cnt.RxMissed++
-			return rxDropped, q
-		}
+	q, hash, rssType, pktType, ok := m.selectQueueLocked(frame)
+	if !ok {
+		return rxDropped, q
 	}
 	r := &m.rx[q]
 	if r.dctl&dctlEnable == 0 {
@@ -273,6 +251,38 @@ func (m *Model) dmaRxLocked(frame []byte, rv *rxRingViews) (rxOutcome, int) {
 	m.cnt.RxBytes += uint64(n)
 	m.raiseQueueLocked(q, false)
 	return rxDone, q
+}
+
+// selectQueueLocked is the receive queue selection (82576 datasheet 7.1.2):
+// RSS, where MRQC and RXCSUM.PCSD enable it, hashes the frame and reads the
+// queue from RETA; otherwise queue 0. It also gives the write-back's packet
+// information (hash, RSS type, packet type). ok is false, the frame counted
+// as missed, when RETA names a queue the device does not have.
+func (m *Model) selectQueueLocked(frame []byte) (q int, hash uint32, rssType, pktType uint16, ok bool) {
+	var in [maxHashInput]byte
+	rssOn := m.mrqc&mrqcMRQEMask == mrqcRSS && m.rxcsum&rxcsumPCSD != 0
+	sel := uint32(0)
+	if rssOn {
+		sel = m.mrqc
+	}
+	hn, rssType, pktType := rssInput(frame, sel, &in)
+	if rssOn && hn > 0 {
+		if m.rssDirty || m.rssTab == nil {
+			if m.rssTab == nil {
+				m.rssTab = new(toeplitzTable)
+			}
+			m.rssTab.build(&m.rssKey)
+			m.rssDirty = false
+		}
+		hash = m.rssTab.hash(in[:hn])
+		q = int(m.reta[hash&0x7F] & 0xF)
+		if q >= len(m.rx) {
+			m.faults.Add("rx", "RETA", uint64(hash&0x7F), "RETA entry %d sends a frame to queue %d of %d", hash&0x7F, q, len(m.rx))
+			m.cnt.RxMissed++
+			return q, hash, rssType, pktType, false
+		}
+	}
+	return q, hash, rssType, pktType, true
 }
 
 // missLocked counts a frame the packet buffer could not take, or one for a

@@ -43,33 +43,12 @@ const txPBBytes = 20 << 10
 
 var zeroPad [minFrameNoFCS]byte
 
-// transmit runs the TX queues in mask.
+// txRun is one step of the transmit engine (the device side's txT timer,
+// armed by a TDT write or TCTL.EN): sim.ModelBase.TxStep over the queues.
 func (m *Model) txRun() {
 	m.txMu.Lock()
 	defer m.txMu.Unlock()
-	budget := txBatchMax
-	if !m.sched.Synchronous() {
-		budget = 1 + m.sched.IntN(txStepMax)
-	}
-	m.mu.Lock()
-	mask := m.txPend
-	m.txPend = 0
-	m.mu.Unlock()
-	var more uint32
-	for q := 0; mask != 0; q++ {
-		if mask&(1<<q) != 0 {
-			mask &^= 1 << q
-			if m.transmitQueue(q, budget) {
-				more |= 1 << q
-			}
-		}
-	}
-	if more != 0 {
-		m.mu.Lock()
-		m.txPend |= more
-		m.txT.Arm()
-		m.mu.Unlock()
-	}
+	m.TxStep(&m.txPend, m.txT, txBatchMax, txStepMax, m.transmitQueue)
 }
 
 // txStepMax bounds the frames one asynchronous transmit step sends per queue.

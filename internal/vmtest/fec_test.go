@@ -3,7 +3,6 @@ package vmtest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -57,36 +55,17 @@ const (
 // carried: the peer's sessions (byte-exact both ways, the MAC-swapped echo
 // replies) and, in the capture, every pktgen frame against the one built here.
 func TestFECQEMU(t *testing.T) {
-	if !*flagVM && os.Getenv("XNIC_VMTEST") != "1" {
-		t.Skip("VM tier not requested: run `make vmtest` (go test ./internal/vmtest -vmtest, or XNIC_VMTEST=1)")
-	}
+	root, dir := vmTier(t, "fec")
 	begin := time.Now()
 	assets, err := LocateARM64()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	root, err := ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := *flagDir
-	if dir == "" {
-		dir = t.TempDir()
-	} else if dir = filepath.Join(dir, "fec"); os.MkdirAll(dir, 0o755) != nil {
-		t.Fatalf("cannot create %s", dir)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
 
 	// Build /init, the fec test binary and xnic for arm64.
-	initPath := filepath.Join(dir, "init")
-	if err := BuildARM64(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
-		t.Fatal(err)
-	}
-	xnicPath := filepath.Join(dir, "xnic")
-	if err := BuildARM64(ctx, root, "./cmd/xnic", xnicPath); err != nil {
-		t.Fatal(err)
-	}
+	initPath, xnicPath := buildGuestTools(ctx, t, BuildARM64, root, dir)
 	tb, err := BuildTestARM64(ctx, root, "./fec", "^TestVM", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -104,10 +83,7 @@ func TestFECQEMU(t *testing.T) {
 	}
 	t.Logf("built /init, fec.test (%d guest tests) and xnic for arm64 in %v", len(tb.Tests), time.Since(begin).Round(time.Millisecond))
 
-	seed := *flagSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano() % 1_000_000_007
-	}
+	seed := guestSeed()
 	t.Logf("frame stream seed %d (rerun with -vmtest.seed=%d)", seed, seed)
 	for _, v := range fecVariants {
 		t.Run(v.Name, func(t *testing.T) {
@@ -166,28 +142,13 @@ func runFECVariant(ctx context.Context, t *testing.T, assets ARM64Assets, dir st
 	for k, v := range boot.Env {
 		cfg.Env[k] = v
 	}
-	cj, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	initrd := filepath.Join(dir, "initramfs.cpio")
-	f, err := os.Create(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = WriteInitramfs(f, []InitramfsFile{
+	writeGuestInitramfs(t, initrd, cfg, []InitramfsFile{
 		{Name: "init", Src: initPath, Mode: 0o755},
 		{Name: "bin/xnic", Src: xnicPath, Mode: 0o755},
 		{Name: "tests/fec.test", Src: tb.Path, Mode: 0o755},
 		{Name: "xdp/xdp_macswap_tx.o", Src: obj},
-		{Name: strings.TrimPrefix(guestproto.ConfigPath, "/"), Data: cj},
 	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 
 	logger := &lineLogger{t: t}
 	vm := &IMXVM{
@@ -198,31 +159,7 @@ func runFECVariant(ctx context.Context, t *testing.T, assets ARM64Assets, dir st
 		Console:  logger,
 		MemMB:    boot.MemMB,
 	}
-	bootAt := time.Now()
-	vctx, cancel := context.WithTimeout(ctx, fecGuestTime+time.Minute)
-	defer cancel()
-	console, runErr := vm.Run(vctx)
-	logger.stop()
-	_ = os.WriteFile(filepath.Join(dir, "console.log"), []byte(console), 0o644)
-	t.Logf("guest ran %v (QEMU exit: %v); artifacts in %s", time.Since(bootAt).Round(time.Millisecond), runErr, dir)
-
-	results, err := os.ReadFile(vm.Results)
-	if err != nil || !bytes.Contains(results, []byte(guestproto.Prefix+"boot")) {
-		t.Logf("no results from the guest's third UART (%v); parsing the console", err)
-		results = []byte(console)
-	}
-	res := ParseConsole(string(results))
-	switch {
-	case !res.Booted:
-		t.Fatalf("the guest never reached /init (QEMU: %v); console tail:\n%s", runErr, Tail(console, 60))
-	case runErr != nil:
-		t.Errorf("QEMU: %v; console tail:\n%s", runErr, Tail(console, 40))
-	}
-	if res.Fatal != "" {
-		t.Errorf("guest /init gave up: %s\nsteps: %s\nkernel log tail:\n%s", res.Fatal, strings.Join(res.Steps, "\n"), strings.Join(res.Dmesg, "\n"))
-	} else if !res.Done && runErr == nil {
-		t.Errorf("guest powered off without finishing; console tail:\n%s", Tail(console, 40))
-	}
+	res, _ := bootGuest(ctx, t, vm, logger, vm.Results, dir, "guest", fecGuestTime+time.Minute)
 	t.Run("guest", func(t *testing.T) { checkBinary(t, tb, res.Binaries[tb.Name], res) })
 	if !boot.Wire {
 		return

@@ -1,9 +1,7 @@
 package vmtest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -65,9 +63,7 @@ func locateHandover() (modDir, fdtput string, err error) {
 }
 
 func TestHandoverQEMU(t *testing.T) {
-	if !*flagVM && os.Getenv("XNIC_VMTEST") != "1" {
-		t.Skip("VM tier not requested: run `make vmtest` (go test ./internal/vmtest -vmtest, or XNIC_VMTEST=1)")
-	}
+	root, dir := vmTier(t, "handover")
 	begin := time.Now()
 	assets, err := LocateARM64()
 	if err != nil {
@@ -76,16 +72,6 @@ func TestHandoverQEMU(t *testing.T) {
 	modDir, fdtput, err := locateHandover()
 	if err != nil {
 		t.Fatal(err)
-	}
-	root, err := ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := *flagDir
-	if dir == "" {
-		dir = t.TempDir()
-	} else if dir = filepath.Join(dir, "handover"); os.MkdirAll(dir, 0o755) != nil {
-		t.Fatalf("cannot create %s", dir)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -103,13 +89,7 @@ func TestHandoverQEMU(t *testing.T) {
 		t.Fatalf("fdtput: %v\n%s", err, out)
 	}
 
-	initPath, xnicPath := filepath.Join(dir, "init"), filepath.Join(dir, "xnic")
-	if err := BuildARM64(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
-		t.Fatal(err)
-	}
-	if err := BuildARM64(ctx, root, "./cmd/xnic", xnicPath); err != nil {
-		t.Fatal(err)
-	}
+	initPath, xnicPath := buildGuestTools(ctx, t, BuildARM64, root, dir)
 	pre, err := BuildTestARM64(ctx, root, "./preflight", "^TestVM", dir)
 	if err != nil {
 		t.Fatal(err)
@@ -123,10 +103,7 @@ func TestHandoverQEMU(t *testing.T) {
 	}
 	t.Logf("built /init, preflight.test, fec.test and xnic for arm64 in %v", time.Since(begin).Round(time.Millisecond))
 
-	seed := *flagSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano() % 1_000_000_007
-	}
+	seed := guestSeed()
 	only := func(tb *TestBinary, name string) *TestBinary {
 		c := *tb
 		c.Tests = []string{name}
@@ -211,47 +188,12 @@ func runHandoverBoot(ctx context.Context, t *testing.T, b handoverBoot) {
 			Args:       []string{"-test.v", "-test.timeout=" + fecGuestTime.String(), "-test.run=^(" + strings.Join(tb.Tests, "|") + ")$"},
 			TimeoutSec: int(fecGuestTime/time.Second) + 30})
 	}
-	cj, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files, InitramfsFile{Name: strings.TrimPrefix(guestproto.ConfigPath, "/"), Data: cj})
 	initrd := filepath.Join(b.Dir, "initramfs.cpio")
-	f, err := os.Create(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = WriteInitramfs(f, files)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeGuestInitramfs(t, initrd, cfg, files)
 	logger := &lineLogger{t: t}
 	vm := &IMXVM{Assets: b.Assets, Initramfs: initrd, MAC: fecGuestMAC, PeerAddr: peer.Addr().String(),
 		Pcap: filepath.Join(b.Dir, "fec.pcap"), Results: filepath.Join(b.Dir, "results.log"), Console: logger}
-	bootAt := time.Now()
-	vctx, cancel := context.WithTimeout(ctx, fecGuestTime+time.Minute)
-	defer cancel()
-	console, runErr := vm.Run(vctx)
-	logger.stop()
-	_ = os.WriteFile(filepath.Join(b.Dir, "console.log"), []byte(console), 0o644)
-	t.Logf("%s boot ran %v (QEMU exit: %v); artifacts in %s", b.Stage, time.Since(bootAt).Round(time.Millisecond), runErr, b.Dir)
-	results, err := os.ReadFile(vm.Results)
-	if err != nil || !bytes.Contains(results, []byte(guestproto.Prefix+"boot")) {
-		results = []byte(console)
-	}
-	res := ParseConsole(string(results))
-	switch {
-	case !res.Booted:
-		t.Fatalf("the guest never reached /init (QEMU: %v); console tail:\n%s", runErr, Tail(console, 60))
-	case runErr != nil:
-		t.Errorf("QEMU: %v; console tail:\n%s", runErr, Tail(console, 40))
-	}
-	if res.Fatal != "" {
-		t.Errorf("guest /init gave up: %s\nkernel log tail:\n%s", res.Fatal, strings.Join(res.Dmesg, "\n"))
-	}
+	res, _ := bootGuest(ctx, t, vm, logger, vm.Results, b.Dir, b.Stage+" boot", fecGuestTime+time.Minute)
 	for _, tb := range b.Tests {
 		t.Run(tb.Name, func(t *testing.T) { checkBinary(t, tb, res.Binaries[tb.Name], res) })
 	}

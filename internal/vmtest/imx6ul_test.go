@@ -1,14 +1,10 @@
 package vmtest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -32,35 +28,16 @@ const (
 // (xnic run with the MAC-swap XDP_TX program, the host peer counting the
 // replies) and TestVMStats; the host checks the peer's sessions.
 func TestFECIMX6UL(t *testing.T) {
-	if !*flagVM && os.Getenv("XNIC_VMTEST") != "1" {
-		t.Skip("VM tier not requested: run `make vmtest` (go test ./internal/vmtest -vmtest, or XNIC_VMTEST=1)")
-	}
+	root, dir := vmTier(t, "imx6ul")
 	begin := time.Now()
 	assets, err := LocateARMHF()
 	if err != nil {
 		t.Fatalf("%v", err)
 	}
-	root, err := ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := *flagDir
-	if dir == "" {
-		dir = t.TempDir()
-	} else if dir = filepath.Join(dir, "imx6ul"); os.MkdirAll(dir, 0o755) != nil {
-		t.Fatalf("cannot create %s", dir)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), imx6ulGuestTime+4*time.Minute)
 	defer cancel()
 
-	initPath := filepath.Join(dir, "init")
-	if err := BuildARMHF(ctx, root, "./internal/vmtest/guestinit", initPath); err != nil {
-		t.Fatal(err)
-	}
-	xnicPath := filepath.Join(dir, "xnic")
-	if err := BuildARMHF(ctx, root, "./cmd/xnic", xnicPath); err != nil {
-		t.Fatal(err)
-	}
+	initPath, xnicPath := buildGuestTools(ctx, t, BuildARMHF, root, dir)
 	const run = "^TestVM(Info|Regs|XnicRun|Stats)$"
 	tb, err := BuildTestARMHF(ctx, root, "./fec", run, dir)
 	if err != nil {
@@ -80,10 +57,7 @@ func TestFECIMX6UL(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer peer.Close()
-	seed := *flagSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano() % 1_000_000_007
-	}
+	seed := guestSeed()
 	uncached := fmt.Sprintf("%#x+%#x", IMX6ULUncachedPhys, IMX6ULUncachedSize)
 	cfg := guestproto.Config{
 		ResultsTTY: IMX6ULResultsTTY,
@@ -104,56 +78,17 @@ func TestFECIMX6UL(t *testing.T) {
 			TimeoutSec: int(imx6ulGuestTime/time.Second) + 30}},
 		DmesgLines: 30,
 	}
-	cj, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
 	initrd := filepath.Join(dir, "initramfs.cpio")
-	f, err := os.Create(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = WriteInitramfs(f, []InitramfsFile{
+	writeGuestInitramfs(t, initrd, cfg, []InitramfsFile{
 		{Name: "init", Src: initPath, Mode: 0o755},
 		{Name: "bin/xnic", Src: xnicPath, Mode: 0o755},
 		{Name: "tests/fec.test", Src: tb.Path, Mode: 0o755},
 		{Name: "xdp/xdp_macswap_tx.o", Src: obj},
-		{Name: strings.TrimPrefix(guestproto.ConfigPath, "/"), Data: cj},
 	})
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
 	logger := &lineLogger{t: t}
 	vm := &IMX6ULVM{Assets: assets, Initramfs: initrd, MAC: fecGuestMAC, PeerAddr: peer.Addr().String(),
 		Pcap: filepath.Join(dir, "fec.pcap"), Results: filepath.Join(dir, "results.log"), Console: logger}
-	bootAt := time.Now()
-	vctx, vcancel := context.WithTimeout(ctx, imx6ulGuestTime+time.Minute)
-	defer vcancel()
-	console, runErr := vm.Run(vctx)
-	logger.stop()
-	_ = os.WriteFile(filepath.Join(dir, "console.log"), []byte(console), 0o644)
-	t.Logf("guest ran %v (QEMU exit: %v); artifacts in %s", time.Since(bootAt).Round(time.Millisecond), runErr, dir)
-
-	results, err := os.ReadFile(vm.Results)
-	if err != nil || !bytes.Contains(results, []byte(guestproto.Prefix+"boot")) {
-		t.Logf("no results from the guest's UART2 (%v); parsing the console", err)
-		results = []byte(console)
-	}
-	res := ParseConsole(string(results))
-	switch {
-	case !res.Booted:
-		t.Fatalf("the guest never reached /init (QEMU: %v); console tail:\n%s", runErr, Tail(console, 60))
-	case runErr != nil:
-		t.Errorf("QEMU: %v; console tail:\n%s", runErr, Tail(console, 40))
-	}
-	if res.Fatal != "" {
-		t.Errorf("guest /init gave up: %s\nsteps: %s\nkernel log tail:\n%s", res.Fatal, strings.Join(res.Steps, "\n"), strings.Join(res.Dmesg, "\n"))
-	} else if !res.Done && runErr == nil {
-		t.Errorf("guest powered off without finishing; console tail:\n%s", Tail(console, 40))
-	}
+	res, _ := bootGuest(ctx, t, vm, logger, vm.Results, dir, "guest", imx6ulGuestTime+time.Minute)
 	t.Run("guest", func(t *testing.T) { checkBinary(t, tb, res.Binaries[tb.Name], res) })
 	t.Run("peer", func(t *testing.T) { checkPeer(t, peer.Report()) })
 	t.Logf("i.MX6UL (32-bit ARM) fec test took %v", time.Since(begin).Round(time.Millisecond))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -108,23 +107,11 @@ func (l *lineLogger) stop() {
 }
 
 func TestVM(t *testing.T) {
-	if !*flagVM && os.Getenv("XNIC_VMTEST") != "1" {
-		t.Skip("VM tier not requested: run `make vmtest` (go test ./internal/vmtest -vmtest, or XNIC_VMTEST=1)")
-	}
+	root, dir := vmTier(t, "")
 	begin := time.Now()
 	assets, err := Locate()
 	if err != nil {
 		t.Fatalf("%v", err)
-	}
-	root, err := ModuleRoot(".")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := *flagDir
-	if dir == "" {
-		dir = t.TempDir()
-	} else if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
 	defer cancel()
@@ -177,10 +164,7 @@ func TestVM(t *testing.T) {
 	}
 	defer peer.Close()
 
-	seed := *flagSeed
-	if seed == 0 {
-		seed = time.Now().UnixNano() % 1_000_000_007
-	}
+	seed := guestSeed()
 	t.Logf("frame stream seed %d (rerun with -vmtest.seed=%d)", seed, seed)
 	cfg := guestproto.Config{
 		Vendor: igbVendor, Device: igb82576, MAC: guestMAC,
@@ -210,23 +194,8 @@ func TestVM(t *testing.T) {
 		cfg.Tests = append(cfg.Tests, guestproto.Test{Name: b.Name, Path: "/" + p, Args: args,
 			TimeoutSec: int(guestTestTime/time.Second) + 30})
 	}
-	cj, err := json.MarshalIndent(cfg, "", "  ")
-	if err != nil {
-		t.Fatal(err)
-	}
-	files = append(files, InitramfsFile{Name: strings.TrimPrefix(guestproto.ConfigPath, "/"), Data: cj})
 	initrd := filepath.Join(dir, "initramfs.cpio")
-	f, err := os.Create(initrd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = WriteInitramfs(f, files)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	writeGuestInitramfs(t, initrd, cfg, files)
 	if st, err := os.Stat(initrd); err == nil {
 		t.Logf("initramfs %s: %d MiB, modules %v", initrd, st.Size()>>20, mods)
 	}
@@ -241,18 +210,6 @@ func TestVM(t *testing.T) {
 		CPUs:     *flagCPUs, TCGThread: *flagThread,
 		Console: logger,
 	}
-	bootAt := time.Now()
-	console, runErr := vm.Run(ctx)
-	logger.stop()
-	_ = os.WriteFile(filepath.Join(dir, "console.log"), []byte(console), 0o644)
-	t.Logf("guest ran %v (QEMU exit: %v); total so far %v; artifacts in %s",
-		time.Since(bootAt).Round(time.Millisecond), runErr, time.Since(begin).Round(time.Millisecond), dir)
-
-	if n, m, err := PcapCount(vm.Pcap); err == nil {
-		t.Logf("pcap %s: %d frames both ways, largest %d bytes", vm.Pcap, n, m)
-	} else {
-		t.Logf("pcap: %v", err)
-	}
 	if *flagDir == "" {
 		defer func() {
 			if t.Failed() {
@@ -260,25 +217,12 @@ func TestVM(t *testing.T) {
 			}
 		}()
 	}
-
-	// /init's lines come on their own serial port, where no kernel message can
-	// split them; the console has the same lines (and the kernel's) otherwise.
-	results, err := os.ReadFile(vm.Results)
-	if err != nil || !bytes.Contains(results, []byte(guestproto.Prefix+"boot")) {
-		t.Logf("no results from the guest's second serial port (%v); parsing the console", err)
-		results = []byte(console)
-	}
-	res := ParseConsole(string(results))
-	switch {
-	case !res.Booted:
-		t.Fatalf("the guest never reached /init (QEMU: %v); console tail:\n%s", runErr, Tail(console, 60))
-	case runErr != nil:
-		t.Errorf("QEMU: %v; console tail:\n%s", runErr, Tail(console, 40))
-	}
-	if res.Fatal != "" {
-		t.Errorf("guest /init gave up: %s\nsteps: %s\nkernel log tail:\n%s", res.Fatal, strings.Join(res.Steps, "\n"), strings.Join(res.Dmesg, "\n"))
-	} else if !res.Done && runErr == nil {
-		t.Errorf("guest powered off without finishing; console tail:\n%s", Tail(console, 40))
+	res, _ := bootGuest(ctx, t, vm, logger, vm.Results, dir, "guest", 0)
+	t.Logf("total so far %v", time.Since(begin).Round(time.Millisecond))
+	if n, m, err := PcapCount(vm.Pcap); err == nil {
+		t.Logf("pcap %s: %d frames both ways, largest %d bytes", vm.Pcap, n, m)
+	} else {
+		t.Logf("pcap: %v", err)
 	}
 
 	// One subtest per guest binary and test.

@@ -75,3 +75,29 @@ func Timed(total *time.Duration, f func()) func() {
 // PerPacket divides a total by the packet count (at least 1), for per-packet
 // metrics.
 func (c RxTxCounts) PerPacket(total float64) float64 { return total / float64(max(c.Packets, 1)) }
+
+// ZeroAllocBounce fails the test when the RX-to-TX path allocates: runs
+// rounds each have deliver put a burst of 16 frames on rq's ring, Bounce them
+// from rq to tq, complete (nil: nothing) let the device finish sending, and
+// Reclaim. Every frame must go round: a loop that moves nothing proves
+// nothing.
+func ZeroAllocBounce(t *testing.T, runs int, rq nic.RxQueue, tq nic.TxQueue, deliver, complete func()) {
+	t.Helper()
+	bufs := make([]*dma.Buf, 16)
+	moved := 0
+	allocs := testing.AllocsPerRun(runs, func() {
+		deliver()
+		_, k := Bounce(rq, tq, bufs)
+		if complete != nil {
+			complete()
+		}
+		tq.Reclaim()
+		moved += k
+	})
+	if allocs != 0 {
+		t.Fatalf("%.1f allocations per burst of 16, want 0", allocs)
+	}
+	if moved < runs*16 {
+		t.Fatalf("only %d of %d frames went round", moved, runs*16)
+	}
+}

@@ -2,7 +2,10 @@
 // contract: an allocator whose memory no device may reach (FarAllocator),
 // counter lookup that fails the test when the counter is missing (Counter),
 // waits with deadlines for received frames and for TX rings to drain
-// (RecvFrames, ReclaimAll), and the RX-to-TX burst that zero-allocation tests
-// and benchmarks repeat (Bounce, BenchRxTx). Drivers' tests use it against
-// their models and fakes; it knows nothing of any device.
+// (RecvFrames, RecvOne, ReclaimAll), frames sent in bursts with a deadline
+// (Transmit, SendAll), test frames (RandFrame, Tagged, PseudoSum), the VLAN
+// strip check (CheckRxVLAN), and the RX-to-TX burst that zero-allocation
+// tests and benchmarks repeat (Bounce, ZeroAllocBounce, ZeroAllocRxMeta,
+// BenchRxTx). Drivers' tests use it against their models and fakes; it knows
+// nothing of any device.
 package nictest

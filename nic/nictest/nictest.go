@@ -115,3 +115,48 @@ func ReclaimAll(t testing.TB, p nic.Port, ringSize int, timeout time.Duration) {
 		}
 	}
 }
+
+// Transmit sends frames through p's TX queue q in bursts of up to burst,
+// copying each into a buffer from RX queue 0's pool and reclaiming as it
+// goes; it returns when the queue has taken every frame, and fails the test
+// when timeout passes first. Buffers Send refuses go back to the pool.
+func Transmit(t testing.TB, p nic.Port, q int, frames [][]byte, burst int, timeout time.Duration) {
+	t.Helper()
+	SendAll(t, p.RxQueue(0).Pool(), p.TxQueue(q), len(frames), burst, timeout, func(b *dma.Buf, j int) {
+		b.Len = copy(b.Mem[b.Off:], frames[j])
+	})
+}
+
+// SendAll sends n frames through tx in bursts of up to burst, reclaiming as
+// it goes: fill writes frame j into a buffer from pool (and may set its
+// metadata) each time the frame is tried. It returns when tx has taken all
+// n, and fails the test when timeout passes first. Buffers Send refuses go
+// back to the pool.
+func SendAll(t testing.TB, pool *dma.Pool, tx nic.TxQueue, n, burst int, timeout time.Duration, fill func(b *dma.Buf, j int)) {
+	t.Helper()
+	bufs := make([]*dma.Buf, 0, burst)
+	deadline := time.Now().Add(timeout)
+	for i := 0; i < n; {
+		bufs = bufs[:0]
+		for j := i; j < n && len(bufs) < burst; j++ {
+			b := pool.Get()
+			if b == nil {
+				break
+			}
+			fill(b, j)
+			bufs = append(bufs, b)
+		}
+		k := tx.Send(bufs)
+		for _, b := range bufs[k:] {
+			b.Free()
+		}
+		i += k
+		tx.Reclaim()
+		if k == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("transmit stuck after %d of %d frames", i, n)
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}

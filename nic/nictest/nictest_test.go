@@ -158,3 +158,14 @@ func TestRecvFramesAndReclaimAll(t *testing.T) {
 		t.Fatalf("stuck ring: %q", msg)
 	}
 }
+
+// TestPseudoSum: the IPv4 pseudo-header of a header-only UDP datagram from
+// 192.0.2.1 to 198.51.100.9, summed by hand: c000+0201+c633+6409+0011+0008
+// = 0x1ec56, folded 0xec57.
+func TestPseudoSum(t *testing.T) {
+	f := make([]byte, 14+20+8)
+	copy(f[14+12:], []byte{192, 0, 2, 1, 198, 51, 100, 9})
+	if got := PseudoSum(f, false, 14, 34, 17); got != 0xec57 {
+		t.Fatalf("PseudoSum %#04x, want 0xec57", got)
+	}
+}

@@ -1,0 +1,14 @@
+// Package simtest holds the test rigs every family's tests build on a sim
+// model: a driver's port on a model whose link is one end of an in-memory
+// wire, the test at the other end (OpenOnWire); the CPU cache-model
+// configurations, names and rerun hints (CacheConfigs, CacheName,
+// ReportSeed), an allocator that hides uncached memory (CachedAlloc) and the
+// check that pool buffers never share a cache line (CheckBufferLines);
+// a model's register window for tests that play the driver (Window), with
+// writes that return when the device side has finished them (Settled);
+// polling with a deadline (WaitFor); and the zero-allocation check and the
+// frame loop of a model's benchmarks (ZeroAlloc, BenchFrames).
+//
+// It knows no device: a family passes its model and its driver's Open. Only
+// tests import it.
+package simtest
