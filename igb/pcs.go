@@ -265,3 +265,6 @@ func dumpPCS(d *Dump, r nic.Regs) {
 	d.Read(r, "PCS_ANADV", uint32(regPCS_ANADV), nil)
 	d.Read(r, "PCS_LPAB", uint32(regPCS_LPAB), nil)
 }
+
+// PCSLink implements nic.PCSLinkReporter: a SerDes port's link is its PCS's.
+func (p *Port) PCSLink() (pcs, autoneg bool) { return p.media == MediaSerDes, p.PCSAutoneg() }

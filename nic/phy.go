@@ -141,3 +141,16 @@ func WithdrawGigabitHalf(read func(reg int) (uint16, error), write func(reg int,
 	}
 	return nil
 }
+
+// PCSLinkReporter is a port whose link may be a 1000BASE-X PCS on a SerDes
+// (fiber, SFP or backplane: IEEE 802.3 clauses 36 and 37) rather than a PHY
+// on MDIO. Such a link runs at 1000 Mb/s full duplex only; what it
+// negotiates, if anything, is the clause-37 base page (pause and duplex), not
+// a speed. A tool that shows or sets the link (xnic link, ethtool) asks here
+// first.
+type PCSLinkReporter interface {
+	// PCSLink reports whether the port's link is a PCS's (false: a PHY
+	// answers on MDIO) and, if so, whether it negotiates (clause 37) or is
+	// forced.
+	PCSLink() (pcs, autoneg bool)
+}

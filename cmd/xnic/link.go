@@ -56,6 +56,7 @@ var linkModes = []linkMode{
 // linkSettings is what `xnic link` shows.
 type linkSettings struct {
 	Port       string   `json:"port"`
+	Media      string   `json:"media"` // "twisted pair" (a PHY on MDIO) or "fibre" (a 1000BASE-X PCS), as ethtool's Port line
 	Supported  []string `json:"supported"`
 	Advertised []string `json:"advertised"`
 	Partner    []string `json:"partner,omitempty"`
@@ -201,6 +202,9 @@ func isLinkSetting(w string) bool {
 
 // linkExec applies req (when it sets anything) and returns the settings.
 func linkExec(op *openedPort, req linkRequest, timeout time.Duration) (linkSettings, error) {
+	if pcs, an := pcsLink(op); pcs {
+		return pcsLinkExec(op, req, an)
+	}
 	pa, ok := op.Port.(nic.PHYAccess)
 	if !ok {
 		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
@@ -220,6 +224,9 @@ func linkExec(op *openedPort, req linkRequest, timeout time.Duration) (linkSetti
 // follow-up (AdjustLink) is left to the run's link monitor, which parks the
 // port's queues around it.
 func linkExecRunning(op *openedPort, req linkRequest, timeout time.Duration) (linkSettings, error) {
+	if pcs, an := pcsLink(op); pcs {
+		return pcsLinkExec(op, req, an)
+	}
 	pa, ok := op.Port.(nic.PHYAccess)
 	if !ok {
 		return linkSettings{}, fmt.Errorf("%s: the %s driver gives no access to its PHY: %w", op.Name(), op.Family, nic.ErrNotSupported)
@@ -234,6 +241,52 @@ func linkExecRunning(op *openedPort, req linkRequest, timeout time.Duration) (li
 		}
 	}
 	return linkRead(op, pa)
+}
+
+// pcsLink reports whether the port's link is a 1000BASE-X PCS's
+// (nic.PCSLinkReporter) and whether that PCS negotiates.
+func pcsLink(op *openedPort) (pcs, autoneg bool) {
+	if r, ok := op.Port.(nic.PCSLinkReporter); ok {
+		return r.PCSLink()
+	}
+	return false, false
+}
+
+// pcsLinkExec is xnic link on a SerDes port: 1000BASE-X runs at 1000 Mb/s
+// full duplex only (IEEE 802.3 clause 36), so a request for anything else is
+// refused before any register is written, as Linux's igb refuses it
+// (igb_set_link_ksettings on internal SerDes). Whether the PCS negotiates is
+// the driver's choice at open (the NVM's, on 82576 boards), not a setting.
+func pcsLinkExec(op *openedPort, req linkRequest, autoneg bool) (linkSettings, error) {
+	const mode = "1000baseX/Full"
+	if req.speed != 0 && req.speed != 1000 || req.duplex == "half" {
+		return linkSettings{}, fmt.Errorf("%s: a 1000BASE-X SerDes port runs at 1000 Mb/s full duplex only (IEEE 802.3 clause 36): %w", op.Name(), nic.ErrLinkMode)
+	}
+	if req.autoneg != "" && (req.autoneg == "on") != autoneg {
+		return linkSettings{}, fmt.Errorf("%s: the PCS's clause-37 autonegotiation is %s, chosen at open from the port's wiring (forced on backplane and where the NVM says so); it is not a setting: %w",
+			op.Name(), onOff(autoneg), nic.ErrNotSupported)
+	}
+	for _, m := range req.advertise {
+		if m.Speed != 1000 || !m.Full {
+			return linkSettings{}, fmt.Errorf("%s: cannot advertise %s: a 1000BASE-X SerDes port runs %s only: %w", op.Name(), m.Name, mode, nic.ErrLinkMode)
+		}
+	}
+	ls := linkSettings{Port: op.Name(), Media: "fibre", Supported: []string{mode}, Advertised: []string{}, Autoneg: autoneg}
+	if autoneg {
+		ls.Advertised = append(ls.Advertised, mode)
+	} else {
+		ls.Forced = "1000/full"
+	}
+	l := op.Link()
+	ls.Link = linkInfo{Up: l.Up, SpeedMbps: l.SpeedMbps, FullDuplex: l.FullDuplex}
+	return ls, nil
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
 }
 
 // readPHYRegs reads the listed clause-22 registers.
@@ -291,7 +344,7 @@ func linkRead(op *openedPort, pa nic.PHYAccess) (linkSettings, error) {
 		}
 		r[sim.MIICTRL1000], r[sim.MIISTAT1000] = r2[sim.MIICTRL1000], r2[sim.MIISTAT1000]
 	}
-	ls := linkSettings{Port: op.Name(), Autoneg: r[sim.MIIBMCR]&sim.BMCRANEnable != 0, Supported: []string{}, Advertised: []string{}}
+	ls := linkSettings{Port: op.Name(), Media: "twisted pair", Autoneg: r[sim.MIIBMCR]&sim.BMCRANEnable != 0, Supported: []string{}, Advertised: []string{}}
 	for _, m := range sup {
 		ls.Supported = append(ls.Supported, m.Name)
 		if r[m.reg]&m.adv != 0 {
@@ -429,6 +482,7 @@ func linkFollow(op *openedPort, timeout time.Duration) error {
 
 func printLinkSettings(w io.Writer, ls linkSettings) {
 	fmt.Fprintf(w, "port:        %s\n", ls.Port)
+	fmt.Fprintf(w, "media:       %s\n", ls.Media)
 	fmt.Fprintf(w, "supported:   %s\n", strings.Join(ls.Supported, " "))
 	fmt.Fprintf(w, "advertised:  %s\n", strings.Join(ls.Advertised, " "))
 	if ls.Partner != nil {

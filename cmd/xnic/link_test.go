@@ -181,3 +181,55 @@ func TestLinkMACModes(t *testing.T) {
 		}
 	}
 }
+
+// TestLinkOnSerDes: on a SerDes port xnic link shows the PCS's link
+// (1000BASE-X, fibre) instead of failing on the absent PHY, and refuses every
+// other speed, half duplex, a change of the PCS's autonegotiation and a
+// copper advertisement with the reason, after which frames still pass.
+func TestLinkOnSerDes(t *testing.T) {
+	for _, v := range []string{"igb:82576-serdes", "igb:i350-serdes", "igb:i210-serdes"} {
+		t.Run(v, func(t *testing.T) {
+			op, err := openPort("", portOptions{Sim: v})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer op.Close()
+			ls, err := linkExec(op, linkRequest{}, time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ls.Media != "fibre" || strings.Join(ls.Supported, ",") != "1000baseX/Full" || !ls.Link.Up || ls.Link.SpeedMbps != 1000 || !ls.Link.FullDuplex {
+				t.Fatalf("settings %+v", ls)
+			}
+			if ls.Autoneg != (len(ls.Advertised) == 1) || !ls.Autoneg && ls.Forced != "1000/full" {
+				t.Fatalf("autoneg %v with advertised %v forced %q", ls.Autoneg, ls.Advertised, ls.Forced)
+			}
+			flip := "off"
+			if !ls.Autoneg {
+				flip = "on"
+			}
+			for _, c := range []struct {
+				words []string
+				want  error
+			}{
+				{[]string{"speed", "100"}, nic.ErrLinkMode},
+				{[]string{"duplex", "half"}, nic.ErrLinkMode},
+				{[]string{"advertise", "100baseT/Full"}, nic.ErrLinkMode},
+				{[]string{"autoneg", flip}, nic.ErrNotSupported},
+			} {
+				req, err := parseLinkWords(c.words)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := linkExec(op, req, time.Second); !errors.Is(err, c.want) {
+					t.Fatalf("%q: %v, want %v", c.words, err, c.want)
+				}
+			}
+			req, _ := parseLinkWords([]string{"speed", "1000", "duplex", "full"})
+			if _, err := linkExec(op, req, time.Second); err != nil {
+				t.Fatalf("speed 1000 duplex full: %v", err)
+			}
+			carries(t, op)
+		})
+	}
+}
