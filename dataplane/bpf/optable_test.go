@@ -67,7 +67,7 @@ func TestOpTableComplete(t *testing.T) {
 // sample is a program whose slot 0 is a valid instance of row info (then
 // exit), for the tests that run every row.
 func sample(info *opInfo) []byte {
-	c, k := info.code, info.key
+	c, k := byte(info.code), info.key
 	switch info.form {
 	case formALUK:
 		return asmProg(ins(c, 1, 0, 0, 3), exitInsn)
