@@ -204,7 +204,7 @@ type jitEnv struct {
 
 // compileFor compiles code (the plain, unfused instruction stream) for the
 // engine asked for: nil, nil means the interpreter runs the program.
-func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitProg, error) {
+func compileFor(name string, plain []insn, e Engine, env jitEnv) (*jitProg, error) {
 	switch e {
 	case EngineInterp:
 		return nil, nil
@@ -217,7 +217,7 @@ func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitPro
 		case EngineInterp:
 			return nil, nil
 		case EngineJIT:
-			return compileFor(name, plain, fused, EngineJIT, env)
+			return compileFor(name, plain, EngineJIT, env)
 		}
 		if !jitArch {
 			return nil, nil
@@ -225,7 +225,7 @@ func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitPro
 	default:
 		return nil, fmt.Errorf("program %s: unknown engine %d", name, e)
 	}
-	j, err := compileNative(plain, fused, env)
+	j, err := compileNative(plain, env)
 	if err != nil {
 		if e == EngineDefault {
 			// The interpreter runs it: same results, only slower.
@@ -248,7 +248,7 @@ var envEngine = sync.OnceValue(func() Engine {
 // compile gives p native code for engine e (plain is its instruction stream
 // before fusion, as decodeProgram left it in decodeEnv.plain).
 func (p *Program) compile(plain []insn, e Engine) error {
-	j, err := compileFor(p.name, plain, p.code, e, jitEnv{coll: p.coll, funcs: p.funcs})
+	j, err := compileFor(p.name, plain, e, jitEnv{coll: p.coll, funcs: p.funcs})
 	if err != nil {
 		return err
 	}

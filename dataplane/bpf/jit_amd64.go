@@ -64,9 +64,15 @@ const (
 	ccG  = 0xf
 )
 
-// jumpCC is the condition of each BPF jump, in the order of the op values
-// (JEQ, JGT, JGE, JSET, JNE, JSGT, JSGE, JLT, JLE, JSLT, JSLE).
-var jumpCC = [11]uint8{ccE, ccA, ccAE, ccNE, ccNE, ccG, ccGE, ccB, ccBE, ccL, ccLE}
+// amd64JumpCC is the condition code (the low nibble of Jcc, Intel SDM
+// vol. 2 appendix B.1.4.7) of each BPF jump operation: unsigned compares
+// map to above/below, signed ones to greater/less; JSET jumps on a
+// non-zero TEST.
+var amd64JumpCC = map[opcode]uint8{
+	jmpJEQ: ccE, jmpJNE: ccNE, jmpJSET: ccNE,
+	jmpJGT: ccA, jmpJGE: ccAE, jmpJLT: ccB, jmpJLE: ccBE,
+	jmpJSGT: ccG, jmpJSGE: ccGE, jmpJSLT: ccL, jmpJSLE: ccLE,
+}
 
 // xmem is a memory operand [base + index + disp]; index < 0 means none.
 type xmem struct {
@@ -234,16 +240,16 @@ func (a *x86asm) patch(pos, target int) {
 // amd64Compiler turns one program into amd64 code.
 type amd64Compiler struct {
 	x86asm
-	plain, fused []insn
-	entry        []uint32
-	jumps        []jitFixup // to instruction starts
-	slows        []jitFixup // to slow-path exits, by instruction
-	generic      []jitGeneric
-	env          jitEnv
-	targets      []bool  // jumpTargets
-	native       int     // helper calls compiled natively
-	proven       []int32 // provenIn
-	nproven      int
+	plain   []insn
+	entry   []uint32
+	jumps   []jitFixup // to instruction starts
+	slows   []jitFixup // to slow-path exits, by instruction
+	generic []jitGeneric
+	env     jitEnv
+	targets []bool  // jumpTargets
+	native  int     // helper calls compiled natively
+	proven  []int32 // provenIn
+	nproven int
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -252,11 +258,11 @@ type jitFixup struct {
 	pc  int
 }
 
-func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
-	if len(plain) != len(fused) || len(plain) == 0 {
-		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
+func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
+	if len(plain) == 0 {
+		return nil, fmt.Errorf("internal: no instructions")
 	}
-	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
+	c := &amd64Compiler{plain: plain, entry: make([]uint32, len(plain)), env: env}
 	c.targets = jumpTargets(plain, env.funcs)
 	c.proven = provenIn(plain, env)
 	c.b = make([]byte, 0, 24*len(plain)+64)
@@ -309,227 +315,225 @@ func reg(r uint8) uint8 { return amd64Regs[r] }
 
 func (c *amd64Compiler) insn(pc int) error {
 	in := c.plain[pc]
+	info := &opTable[in.op]
 	dst, src := reg(in.dst&15%11), reg(in.src&15%11)
-	k := int32(in.imm)
-	switch in.op {
-	case opAdd64K:
-		c.aluRI(true, 0, dst, k)
-	case opAdd64X:
-		c.aluRR(true, 0x01, dst, src)
-	case opSub64K:
-		c.aluRI(true, 5, dst, k)
-	case opSub64X:
-		c.aluRR(true, 0x29, dst, src)
-	case opOr64K:
-		c.aluRI(true, 1, dst, k)
-	case opOr64X:
-		c.aluRR(true, 0x09, dst, src)
-	case opAnd64K:
-		c.aluRI(true, 4, dst, k)
-	case opAnd64X:
-		c.aluRR(true, 0x21, dst, src)
-	case opXor64K:
-		c.aluRI(true, 6, dst, k)
-	case opXor64X:
-		c.aluRR(true, 0x31, dst, src)
-	case opMul64K:
-		c.rr(false, true, []byte{0x69}, dst, dst, false)
-		c.imm32(k)
-	case opMul64X:
-		c.rr(false, true, []byte{0x0f, 0xaf}, dst, src, false)
-	case opLsh64K:
-		c.shiftI(true, 4, dst, uint8(in.imm))
-	case opRsh64K:
-		c.shiftI(true, 5, dst, uint8(in.imm))
-	case opArsh64K:
-		c.shiftI(true, 7, dst, uint8(in.imm))
-	case opLsh64X:
-		c.shiftX(true, 4, dst, src)
-	case opRsh64X:
-		c.shiftX(true, 5, dst, src)
-	case opArsh64X:
-		c.shiftX(true, 7, dst, src)
-	case opMov64K:
-		c.movRI(dst, in.imm)
-	case opMov64X:
-		c.aluRR(true, 0x89, dst, src)
-	case opNeg64:
-		c.rr(false, true, []byte{0xf7}, 3, dst, false)
-	case opMovSX8to64:
-		c.rr(false, true, []byte{0x0f, 0xbe}, dst, src, true)
-	case opMovSX16to64:
-		c.rr(false, true, []byte{0x0f, 0xbf}, dst, src, false)
-	case opMovSX32to64:
+	switch info.form {
+	case formALUK, formALUX, formNeg:
+		c.arith(in, info, dst, src)
+	case formMovSX:
+		c.movSX(info, dst, src)
+	case formEnd:
+		c.endian(info, dst)
+	case formDivK, formDivX:
+		c.div(in, info, dst, src)
+	case formLddw:
+		c.lddw(in, dst)
+	case formCtx:
+		c.ctxLoad(pc, in, dst)
+	case formLdx:
+		c.load(pc, in, info, dst)
+	case formSt, formStx:
+		c.store(pc, in, info, src)
+	case formAtomic:
+		c.atomic(pc, in, src)
+	case formJA:
+		c.branch(pc, in, 0xff)
+	case formJmpK, formJmpX:
+		c.condJump(pc, in, info, dst, src)
+	case formExit:
+		c.exit(pc, jitExitDone)
+	case formCall:
+		c.call(pc, in)
+	default:
+		// Calls through a register: the interpreter's slow path runs
+		// them and comes back.
+		c.exit(pc, jitExitSlow)
+	}
+	return nil
+}
+
+// x86Arith is the x86 encoding of a BPF ALU operation (Intel SDM vol. 2):
+// rr is the opcode of its "op r/m, r" form; digit is the ModRM reg field
+// (/digit) of its immediate form in group 1 (0x81/0x83: add, or, and, sub,
+// xor) or, for shifts, group 2 (0xc1/0xd3: shl 4, shr 5, sar 7).
+type x86Arith struct {
+	rr    byte
+	digit uint8
+}
+
+var amd64Arith = map[opcode]x86Arith{
+	aluAdd:  {0x01, 0},
+	aluSub:  {0x29, 5},
+	aluOr:   {0x09, 1},
+	aluAnd:  {0x21, 4},
+	aluXor:  {0x31, 6},
+	aluLsh:  {0, 4},
+	aluRsh:  {0, 5},
+	aluArsh: {0, 7},
+}
+
+// arith emits the ALU operations with K and X forms (and neg): 32-bit
+// forms write the low half and so zero the high one, as BPF requires.
+func (c *amd64Compiler) arith(in insn, info *opInfo, dst, src uint8) {
+	w, x, k := info.width == 64, info.form == formALUX, int32(in.imm)
+	switch opn := info.code.operation(); opn {
+	case aluAdd, aluSub, aluOr, aluAnd, aluXor:
+		if x {
+			c.aluRR(w, amd64Arith[opn].rr, dst, src)
+		} else {
+			c.aluRI(w, amd64Arith[opn].digit, dst, k)
+		}
+	case aluLsh, aluRsh, aluArsh:
+		if x {
+			c.shiftX(w, amd64Arith[opn].digit, dst, src)
+		} else {
+			c.shiftI(w, amd64Arith[opn].digit, dst, uint8(in.imm))
+		}
+	case aluMul:
+		if x {
+			c.rr(false, w, []byte{0x0f, 0xaf}, dst, src, false) // imul r, r/m
+		} else {
+			c.rr(false, w, []byte{0x69}, dst, dst, false) // imul r, r/m, imm32
+			c.imm32(k)
+		}
+	case aluMov:
+		switch {
+		case x:
+			c.aluRR(w, 0x89, dst, src)
+		case w:
+			c.movRI(dst, in.imm)
+		default:
+			c.movRI(dst, int64(uint32(in.imm)))
+		}
+	case aluNeg:
+		c.rr(false, w, []byte{0xf7}, 3, dst, false) // neg: f7 /3
+	}
+}
+
+// movSX emits the sign-extending moves (movsx, movsxd) and, for the rows
+// with no extension (mov64 X and mov32 X, key 0), a plain move.
+func (c *amd64Compiler) movSX(info *opInfo, dst, src uint8) {
+	w := info.width == 64
+	switch info.key {
+	case 8:
+		c.rr(false, w, []byte{0x0f, 0xbe}, dst, src, true)
+	case 16:
+		c.rr(false, w, []byte{0x0f, 0xbf}, dst, src, false)
+	case 32:
 		c.rr(false, true, []byte{0x63}, dst, src, false)
+	default:
+		c.aluRR(w, 0x89, dst, src)
+	}
+}
 
-	case opAdd32K:
-		c.aluRI(false, 0, dst, k)
-	case opAdd32X:
-		c.aluRR(false, 0x01, dst, src)
-	case opSub32K:
-		c.aluRI(false, 5, dst, k)
-	case opSub32X:
-		c.aluRR(false, 0x29, dst, src)
-	case opOr32K:
-		c.aluRI(false, 1, dst, k)
-	case opOr32X:
-		c.aluRR(false, 0x09, dst, src)
-	case opAnd32K:
-		c.aluRI(false, 4, dst, k)
-	case opAnd32X:
-		c.aluRR(false, 0x21, dst, src)
-	case opXor32K:
-		c.aluRI(false, 6, dst, k)
-	case opXor32X:
-		c.aluRR(false, 0x31, dst, src)
-	case opMul32K:
-		c.rr(false, false, []byte{0x69}, dst, dst, false)
-		c.imm32(k)
-	case opMul32X:
-		c.rr(false, false, []byte{0x0f, 0xaf}, dst, src, false)
-	case opLsh32K:
-		c.shiftI(false, 4, dst, uint8(in.imm))
-	case opRsh32K:
-		c.shiftI(false, 5, dst, uint8(in.imm))
-	case opArsh32K:
-		c.shiftI(false, 7, dst, uint8(in.imm))
-	case opLsh32X:
-		c.shiftX(false, 4, dst, src)
-	case opRsh32X:
-		c.shiftX(false, 5, dst, src)
-	case opArsh32X:
-		c.shiftX(false, 7, dst, src)
-	case opMov32K:
-		c.movRI(dst, int64(uint32(in.imm)))
-	case opMov32X:
-		c.aluRR(false, 0x89, dst, src)
-	case opNeg32:
-		c.rr(false, false, []byte{0xf7}, 3, dst, false)
-	case opMovSX8to32:
-		c.rr(false, false, []byte{0x0f, 0xbe}, dst, src, true)
-	case opMovSX16to32:
-		c.rr(false, false, []byte{0x0f, 0xbf}, dst, src, false)
-
-	case opTrunc16:
-		c.rr(false, false, []byte{0x0f, 0xb7}, dst, dst, false)
-	case opTrunc32:
-		c.aluRR(false, 0x89, dst, dst)
-	case opNop:
-	case opSwap16:
-		c.rex(false, 0, 0, dst, false)
-		c.byte1(0x0f, 0xc8|dst&7)
+// endian emits le (a truncation: the host is little-endian) and be/bswap
+// (BSWAP, then a shift down for 16 bits).
+func (c *amd64Compiler) endian(info *opInfo, dst uint8) {
+	if info.code.source() == srcK { // le
+		switch info.width {
+		case 16:
+			c.rr(false, false, []byte{0x0f, 0xb7}, dst, dst, false) // movzx
+		case 32:
+			c.aluRR(false, 0x89, dst, dst)
+		}
+		return
+	}
+	c.rex(info.width == 64, 0, 0, dst, false)
+	c.byte1(0x0f, 0xc8|dst&7) // bswap
+	if info.width == 16 {
 		c.shiftI(false, 5, dst, 16)
-	case opSwap32:
-		c.rex(false, 0, 0, dst, false)
-		c.byte1(0x0f, 0xc8|dst&7)
-	case opSwap64:
-		c.rex(true, 0, 0, dst, false)
-		c.byte1(0x0f, 0xc8|dst&7)
+	}
+}
 
-	case opLdImm64, opLdMapValue:
-		c.movRI(dst, in.imm)
+// lddw sets dst to the wide load's value, a map handle or a subprogram.
+func (c *amd64Compiler) lddw(in insn, dst uint8) {
+	switch in.op {
 	case opLdMap:
 		c.movRI(dst, int64(regionMap<<32|uint64(uint32(in.imm))))
 	case opLdFunc:
 		c.movRI(dst, int64(regionFunc<<32|uint64(uint32(in.imm))))
-
-	case opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
-		off := offData
-		switch in.op {
-		case opLdCtxDataEnd:
-			off = offDataEnd
-		case opLdCtxDataMeta:
-			off = offDataMeta
-		}
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
-		c.aluRR(true, 0x85, xS1, xS1)
-		c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
-		c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
-		c.movRI(xS2, int64(regionPacket<<32))
-		c.aluRR(true, 0x09, dst, xS2)
-
-	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
-		n, signed := loadSize(in.op)
-		m := c.access(pc, in.src, in.off, int32(n), false)
-		switch {
-		case n == 1 && !signed:
-			c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false)
-		case n == 1:
-			c.rm(false, true, []byte{0x0f, 0xbe}, dst, m, false)
-		case n == 2 && !signed:
-			c.rm(false, false, []byte{0x0f, 0xb7}, dst, m, false)
-		case n == 2:
-			c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
-		case n == 4 && !signed:
-			c.rm(false, false, []byte{0x8b}, dst, m, false)
-			c.ctxScalar(pc, dst)
-		case n == 4:
-			c.rm(false, true, []byte{0x63}, dst, m, false)
-		default:
-			c.rm(false, true, []byte{0x8b}, dst, m, false)
-		}
-	case opStB, opStH, opStW, opStDW:
-		n := storeSize(in.op)
-		m := c.access(pc, in.dst, in.off, int32(n), true)
-		switch n {
-		case 1:
-			c.rm(false, false, []byte{0xc6}, 0, m, false)
-			c.byte1(byte(in.imm))
-		case 2:
-			c.rm(true, false, []byte{0xc7}, 0, m, false)
-			c.b = binary.LittleEndian.AppendUint16(c.b, uint16(in.imm))
-		case 4:
-			c.rm(false, false, []byte{0xc7}, 0, m, false)
-			c.imm32(k)
-		default:
-			c.rm(false, true, []byte{0xc7}, 0, m, false)
-			c.imm32(k)
-		}
-	case opStxB, opStxH, opStxW, opStxDW:
-		n := storeSize(in.op)
-		m := c.access(pc, in.dst, in.off, int32(n), true)
-		switch n {
-		case 1:
-			c.rm(false, false, []byte{0x88}, src, m, true)
-		case 2:
-			c.rm(true, false, []byte{0x89}, src, m, false)
-		case 4:
-			c.rm(false, false, []byte{0x89}, src, m, false)
-		default:
-			c.rm(false, true, []byte{0x89}, src, m, false)
-		}
-
-	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
-		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
-		c.div(in, dst, src)
-	case opAtomic32, opAtomic64:
-		c.atomic(pc, in, src)
-	case opJA:
-		c.branch(pc, in, 0xff)
-	case opExit:
-		c.exit(pc, jitExitDone)
-	case opTailCall:
-		if c.tailCallAt(pc) {
-			c.native++
-			return nil
-		}
-		c.exit(pc, jitExitSlow)
-	case opCall:
-		if c.nativeHelper(pc) {
-			c.native++
-			return nil
-		}
-		c.exit(pc, jitExitSlow)
 	default:
-		if in.op >= opJEQ64K && in.op <= opJSLE32X {
-			c.condJump(pc, in, dst, src)
-			return nil
+		c.movRI(dst, in.imm)
+	}
+}
+
+// ctxLoad emits a specialised context load: the frame's pointer, tagged
+// with the packet region.
+func (c *amd64Compiler) ctxLoad(pc int, in insn, dst uint8) {
+	off := offData
+	switch in.op {
+	case opLdCtxDataEnd:
+		off = offDataEnd
+	case opLdCtxDataMeta:
+		off = offDataMeta
+	}
+	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
+	c.aluRR(true, 0x85, xS1, xS1)
+	c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
+	c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
+	c.movRI(xS2, int64(regionPacket<<32))
+	c.aluRR(true, 0x09, dst, xS2)
+}
+
+// load emits a load of the row's size, zero- or sign-extended.
+func (c *amd64Compiler) load(pc int, in insn, info *opInfo, dst uint8) {
+	n, signed := info.width, info.signed
+	m := c.access(pc, in.src, in.off, int32(n), false)
+	switch {
+	case n == 1 && !signed:
+		c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false) // movzx
+	case n == 1:
+		c.rm(false, true, []byte{0x0f, 0xbe}, dst, m, false) // movsx
+	case n == 2 && !signed:
+		c.rm(false, false, []byte{0x0f, 0xb7}, dst, m, false)
+	case n == 2:
+		c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
+	case n == 4 && !signed:
+		c.rm(false, false, []byte{0x8b}, dst, m, false)
+		c.ctxScalar(pc, dst)
+	case n == 4:
+		c.rm(false, true, []byte{0x63}, dst, m, false) // movsxd
+	default:
+		c.rm(false, true, []byte{0x8b}, dst, m, false)
+	}
+}
+
+// store emits a store of the row's size, of the immediate (ST) or of src
+// (STX).
+func (c *amd64Compiler) store(pc int, in insn, info *opInfo, src uint8) {
+	n := info.width
+	m := c.access(pc, in.dst, in.off, int32(n), true)
+	if info.form == formStx {
+		// mov r/m8, r8 (88); mov r/m, r (89), with 66 for 16 bits.
+		opc := byte(0x89)
+		if n == 1 {
+			opc = 0x88
 		}
-		// Division (a zero divisor, INT_MIN / -1), calls, tail calls,
-		// atomics: the interpreter's slow path runs them and comes back.
+		c.rm(n == 2, n == 8, []byte{opc}, src, m, n == 1)
+		return
+	}
+	switch n {
+	case 1:
+		c.rm(false, false, []byte{0xc6}, 0, m, false) // mov r/m8, imm8
+		c.byte1(byte(in.imm))
+	case 2:
+		c.rm(true, false, []byte{0xc7}, 0, m, false)
+		c.b = binary.LittleEndian.AppendUint16(c.b, uint16(in.imm))
+	default:
+		c.rm(false, n == 8, []byte{0xc7}, 0, m, false) // imm32, sign-extended for 8
+		c.imm32(int32(in.imm))
+	}
+}
+
+// call emits a helper call natively where one is compiled (map lookups,
+// tail calls), else an exit to the slow path, which runs every call.
+func (c *amd64Compiler) call(pc int, in insn) {
+	switch {
+	case in.op == opTailCall && c.tailCallAt(pc), in.op == opCall && c.nativeHelper(pc):
+		c.native++
+	default:
 		c.exit(pc, jitExitSlow)
 	}
-	return nil
 }
 
 // div emits the division or modulo in with the interpreter's results
@@ -538,22 +542,9 @@ func (c *amd64Compiler) insn(pc int) error {
 // its modulo is 0; the CPU's divide, which traps on those, runs only for
 // the other divisors. DIV needs RAX and RDX (r0 and r3): they are saved in
 // R10 and jitState.spill around it.
-func (c *amd64Compiler) div(in insn, dst, src uint8) {
-	o := in.op
-	w := o < opAdd32K
-	isX := (o-opDiv64K)%2 == 1
-	if !w {
-		isX = (o-opDiv32K)%2 == 1
-	}
-	var signed, mod bool
-	switch o {
-	case opSDiv64K, opSDiv64X, opSDiv32K, opSDiv32X:
-		signed = true
-	case opMod64K, opMod64X, opMod32K, opMod32X:
-		mod = true
-	case opSMod64K, opSMod64X, opSMod32K, opSMod32X:
-		signed, mod = true, true
-	}
+func (c *amd64Compiler) div(in insn, info *opInfo, dst, src uint8) {
+	w, isX := info.width == 64, info.form == formDivX
+	signed, mod := info.signed, info.code.operation() == aluMod
 	if isX {
 		c.aluRR(true, 0x89, xS1, src)
 	} else if w {
@@ -848,12 +839,9 @@ func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 }
 
 // condJump compares and jumps as BPF jump in does.
-func (c *amd64Compiler) condJump(pc int, in insn, dst, src uint8) {
-	idx := int(in.op - opJEQ64K)
-	w := idx < 22
-	kind := idx % 22 / 2
-	isX := idx%2 == 1
-	isSet := kind == 3
+func (c *amd64Compiler) condJump(pc int, in insn, info *opInfo, dst, src uint8) {
+	w, isX := info.width == 64, info.form == formJmpX
+	isSet := info.code.operation() == jmpJSET
 	switch {
 	case isX && isSet:
 		c.aluRR(w, 0x85, dst, src)
@@ -864,13 +852,12 @@ func (c *amd64Compiler) condJump(pc int, in insn, dst, src uint8) {
 	default:
 		c.aluRI(w, 7, dst, int32(in.imm))
 	}
-	c.branch(pc, in, jumpCC[kind])
+	c.branch(pc, in, amd64JumpCC[info.code.operation()])
 }
 
 // branch jumps to in.off when cc holds (0xff: always). A backward jump
-// charges the instruction budget first, as the interpreter does: the
-// distance back plus one, counted from the fused move in front when the
-// interpreter fused one with the jump (then a fault names the move's slot).
+// charges the instruction budget first, as the interpreter does (see
+// backJump).
 func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
 	target := int(in.off)
 	if in.back == 0 {

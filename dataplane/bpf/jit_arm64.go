@@ -79,27 +79,27 @@ type a64Generic struct {
 }
 
 type arm64Compiler struct {
-	b            []byte
-	plain, fused []insn
-	entry        []uint32
-	long         bool // branches may be out of B.cond's 1 MB range
-	jumps        []a64Fixup
-	slows        []a64Fixup // target: pc of the slow exit
-	generic      []a64Generic
-	env          jitEnv
-	targets      []bool  // jumpTargets
-	proven       []int32 // provenIn
-	nproven      int
-	native       int // helper calls compiled natively
+	b       []byte
+	plain   []insn
+	entry   []uint32
+	long    bool // branches may be out of B.cond's 1 MB range
+	jumps   []a64Fixup
+	slows   []a64Fixup // target: pc of the slow exit
+	generic []a64Generic
+	env     jitEnv
+	targets []bool  // jumpTargets
+	proven  []int32 // provenIn
+	nproven int
+	native  int // helper calls compiled natively
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
 
-func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
-	if len(plain) != len(fused) || len(plain) == 0 {
-		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
+func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
+	if len(plain) == 0 {
+		return nil, fmt.Errorf("internal: no instructions")
 	}
-	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
+	c := &arm64Compiler{plain: plain, entry: make([]uint32, len(plain)), env: env}
 	c.targets = jumpTargets(plain, env.funcs)
 	c.proven = provenIn(plain, env)
 	// At most about 30 instructions a slot plus the out-of-line code: past

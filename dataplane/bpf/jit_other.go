@@ -6,7 +6,7 @@ package bpf
 
 const jitArch = false
 
-func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) { return nil, ErrNoJIT }
+func compileNative(plain []insn, env jitEnv) (*jitProg, error) { return nil, ErrNoJIT }
 
 func unmapCode([]byte) error { return nil }
 

@@ -288,7 +288,7 @@ func TestOpTableJIT(t *testing.T) {
 			continue
 		}
 		p, plain := sampleProgram(t, d, EngineJIT)
-		j, err := compileNative(plain, plain, jitEnv{})
+		j, err := compileNative(plain, jitEnv{})
 		if err != nil {
 			t.Fatalf("%s: %v", d.info.name, err)
 		}
