@@ -100,11 +100,15 @@
 // JITAvailable, else the interpreter), EngineInterp or EngineJIT. With the
 // JIT, every program is compiled at load from its decoded instruction
 // stream (the one the interpreter runs, context loads specialised) to
-// machine code for the platform; the front end
-// (jit.go: exits, budget charges, region guesses) is common, the backend is
-// a file set per architecture (jit_amd64.go and .s, jit_arm64.go and .s;
+// machine code for the platform; the front end (jit.go: the compile
+// driver compileNative, exits, budget charges, region guesses) is common,
+// the backend (a jitBackend) is a file set per architecture (jit_amd64.go
+// and .s, jit_arm64.go and .s with its A64 encodings named in a64enc.go;
 // arm64 also cleans and invalidates the caches over the code before sealing
-// it). XNIC_ENGINE=interp or jit in the environment overrides
+// it). Each backend dispatches on the operand form of the instruction's
+// opTable row and reads the variant from the row: width, signedness and
+// the opcode's operation field (a table per backend maps those to machine
+// encodings and condition codes). XNIC_ENGINE=interp or jit in the environment overrides
 // EngineDefault for the process. The code goes into its own mapping,
 // written while read-write and then sealed read-execute with mprotect, so it
 // is never writable and executable at once; Collection.Close unmaps it (the

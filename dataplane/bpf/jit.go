@@ -202,6 +202,48 @@ type jitEnv struct {
 	funcs []bool
 }
 
+// jitBackend is an architecture's code generator (jit_amd64.go,
+// jit_arm64.go), as compileNative drives it.
+type jitBackend interface {
+	// size is the length of the code emitted so far.
+	size() int
+	// insn emits the instruction at pc.
+	insn(pc int) error
+	// finish emits the out-of-line code and the slow-path exits, resolves
+	// the branches (entry: the offset of each instruction's code) and
+	// returns the code with the number of helper calls compiled natively
+	// and of accesses compiled without their check.
+	finish(entry []uint32) (code []byte, native, proven int)
+}
+
+// compileNative compiles the plain instruction stream to native code in
+// an executable mapping, with the backend of this platform.
+func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
+	if !jitArch {
+		return nil, ErrNoJIT
+	}
+	if len(plain) == 0 {
+		return nil, errors.New("internal: no instructions")
+	}
+	b := newBackend(plain, env, jumpTargets(plain, env.funcs), provenIn(plain, env))
+	entry := make([]uint32, len(plain))
+	for pc := range plain {
+		entry[pc] = uint32(b.size())
+		if err := b.insn(pc); err != nil {
+			return nil, err
+		}
+	}
+	code, native, proven := b.finish(entry)
+	if len(code) >= jitMaxCode {
+		return nil, fmt.Errorf("code too large (%d bytes)", len(code))
+	}
+	mem, base, err := mapCode(code)
+	if err != nil {
+		return nil, err
+	}
+	return &jitProg{mem: mem, entry: entry, base: base, native: native, proven: proven}, nil
+}
+
 // compileFor compiles code (the plain, unfused instruction stream) for the
 // engine asked for: nil, nil means the interpreter runs the program.
 func compileFor(name string, plain []insn, e Engine, env jitEnv) (*jitProg, error) {

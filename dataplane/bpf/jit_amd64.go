@@ -4,7 +4,6 @@ package bpf
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 )
 
@@ -241,7 +240,6 @@ func (a *x86asm) patch(pos, target int) {
 type amd64Compiler struct {
 	x86asm
 	plain   []insn
-	entry   []uint32
 	jumps   []jitFixup // to instruction starts
 	slows   []jitFixup // to slow-path exits, by instruction
 	generic []jitGeneric
@@ -258,27 +256,26 @@ type jitFixup struct {
 	pc  int
 }
 
-func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
-	if len(plain) == 0 {
-		return nil, fmt.Errorf("internal: no instructions")
-	}
-	c := &amd64Compiler{plain: plain, entry: make([]uint32, len(plain)), env: env}
-	c.targets = jumpTargets(plain, env.funcs)
-	c.proven = provenIn(plain, env)
+// jitMaxCode bounds the code: rel32 displacements reach 2 GiB.
+const jitMaxCode = math.MaxInt32
+
+func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
+	c := &amd64Compiler{plain: plain, env: env, targets: targets, proven: proven}
 	c.b = make([]byte, 0, 24*len(plain)+64)
-	for pc := range plain {
-		c.entry[pc] = uint32(len(c.b))
-		if err := c.insn(pc); err != nil {
-			return nil, err
-		}
-	}
+	return c
+}
+
+func (c *amd64Compiler) size() int { return len(c.b) }
+
+// finish places the out-of-line region checks, resolves the jumps and
+// emits one slow-path exit stub per instruction that may need one.
+func (c *amd64Compiler) finish(entry []uint32) (code []byte, native, proven int) {
 	for _, f := range c.jumps {
-		c.patch(f.pos, int(c.entry[f.pc]))
+		c.patch(f.pos, int(entry[f.pc]))
 	}
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
-	// One exit stub per instruction that may need the slow path.
 	stubs := map[int]int{}
 	for _, f := range c.slows {
 		at, ok := stubs[f.pc]
@@ -289,14 +286,7 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 		}
 		c.patch(f.pos, at)
 	}
-	if len(c.b) >= math.MaxInt32 {
-		return nil, fmt.Errorf("code too large")
-	}
-	mem, base, err := mapCode(c.b)
-	if err != nil {
-		return nil, err
-	}
-	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
+	return c.b, c.native, c.nproven
 }
 
 // exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears

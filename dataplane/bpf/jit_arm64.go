@@ -4,7 +4,6 @@ package bpf
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 )
 
@@ -70,7 +69,6 @@ type a64Generic struct {
 type arm64Compiler struct {
 	b       []byte
 	plain   []insn
-	entry   []uint32
 	long    bool // branches may be out of B.cond's 1 MB range
 	jumps   []a64Fixup
 	slows   []a64Fixup // target: pc of the slow exit
@@ -84,26 +82,28 @@ type arm64Compiler struct {
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
 
-func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
-	if len(plain) == 0 {
-		return nil, fmt.Errorf("internal: no instructions")
-	}
-	c := &arm64Compiler{plain: plain, entry: make([]uint32, len(plain)), env: env}
-	c.targets = jumpTargets(plain, env.funcs)
-	c.proven = provenIn(plain, env)
+// jitMaxCode bounds the code: B reaches 128 MiB.
+const jitMaxCode = 1 << 27
+
+func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
+	c := &arm64Compiler{plain: plain, env: env, targets: targets, proven: proven}
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
 	c.b = make([]byte, 0, 64*len(plain)+64)
-	for pc := range plain {
-		c.entry[pc] = uint32(len(c.b))
-		c.insn(pc)
-	}
+	return c
+}
+
+func (c *arm64Compiler) size() int { return len(c.b) }
+
+// finish places the out-of-line region checks, resolves the jumps and
+// emits one slow-path exit stub per instruction that may need one.
+func (c *arm64Compiler) finish(entry []uint32) (code []byte, native, proven int) {
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
 	for _, f := range c.jumps {
-		c.patch(f, int(c.entry[f.target]))
+		c.patch(f, int(entry[f.target]))
 	}
 	stubs := map[int]int{}
 	for _, f := range c.slows {
@@ -115,14 +115,7 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 		}
 		c.patch(f, at)
 	}
-	if len(c.b) >= 1<<27 {
-		return nil, fmt.Errorf("code too large")
-	}
-	mem, base, err := mapCode(c.b)
-	if err != nil {
-		return nil, err
-	}
-	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
+	return c.b, c.native, c.nproven
 }
 
 // patch resolves a branch at f.pos to byte offset to.
@@ -277,7 +270,7 @@ func (c *arm64Compiler) shiftK(opn opcode, is64 bool, d uint32, s uint32) {
 	}
 }
 
-func (c *arm64Compiler) insn(pc int) {
+func (c *arm64Compiler) insn(pc int) error {
 	in := c.plain[pc]
 	info := &opTable[in.op]
 	d, s := arm64Regs[in.dst&15%11], arm64Regs[in.src&15%11]
@@ -311,7 +304,7 @@ func (c *arm64Compiler) insn(pc int) {
 			if a, ok := c.arrayAt(pc); ok {
 				c.arrayLookup(pc, a)
 				c.native++
-				return
+				return nil
 			}
 		}
 		c.exit(pc, jitExitSlow)
@@ -319,6 +312,7 @@ func (c *arm64Compiler) insn(pc int) {
 		// Calls through a register: the slow path.
 		c.exit(pc, jitExitSlow)
 	}
+	return nil
 }
 
 // a64Arith is the A64 instruction (64-bit form) of each BPF ALU operation
