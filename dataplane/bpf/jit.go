@@ -99,6 +99,52 @@ type jitState struct {
 	// since native code was entered, which clears it): the program whose
 	// instructions the exit code now counts (tailProg).
 	tail uint64
+	// depth is the number of native bpf-to-bpf calls in progress, calls
+	// their frames (jit_amd64_calls.go): pushed and popped by native code
+	// above Runner.depth's frames, turned into those by Go whenever the
+	// code returns to it with any (adoptCalls), so Go never sees them.
+	depth uint64
+	calls [maxFrames]jitCall
+}
+
+// jitCall is the frame of a native bpf-to-bpf call: callFrame without the
+// program (native calls stay in one program's code), plus the native
+// address to return to.
+type jitCall struct {
+	ret   uint64    // native address of the instruction after the call
+	pc    uint64    // its index
+	saved [4]uint64 // r6-r9
+	fp    uint64    // r10
+}
+
+// adoptCalls turns the frames of native calls in progress into Go's
+// (Runner.frames), as the interpreter's callLocal would have pushed them,
+// so that the slow path, helpers and exits see the call stack they expect:
+// p is the program the native code ran (tailProg).
+func (r *Runner) adoptCalls(p *Program) {
+	for i := range r.jit.depth {
+		c := &r.jit.calls[i]
+		f := &r.frames[r.depth] // the code checked the sum against maxFrames
+		f.prog, f.ret, f.saved, f.fp = p, int(c.pc), c.saved, c.fp
+		r.depth++
+	}
+	r.jit.depth = 0
+}
+
+// nativeCalls reports whether a backend compiles the local calls of plain
+// natively: it has some, and no tail call, which would leave the code of
+// the program whose frames native code holds.
+func nativeCalls(plain []insn) bool {
+	calls := false
+	for _, in := range plain {
+		switch in.op {
+		case opTailCall:
+			return false
+		case opCallLocal:
+			calls = true
+		}
+	}
+	return calls
 }
 
 // jitBurstMax is the most frames one native burst runs (the size of
@@ -177,6 +223,8 @@ type jitProg struct {
 	// proven counts the packet accesses compiled without their check
 	// (provenIn): the code then needs a frame (see Runner.code).
 	proven int
+	// calls counts the bpf-to-bpf calls compiled natively, for tests.
+	calls int
 }
 
 // addr is the native address where instruction pc starts.
@@ -211,9 +259,8 @@ type jitBackend interface {
 	insn(pc int) error
 	// finish emits the out-of-line code and the slow-path exits, resolves
 	// the branches (entry: the offset of each instruction's code) and
-	// returns the code with the number of helper calls compiled natively
-	// and of accesses compiled without their check.
-	finish(entry []uint32) (code []byte, native, proven int)
+	// returns the code with its counts.
+	finish(entry []uint32) ([]byte, jitCounts)
 }
 
 // compileNative compiles the plain instruction stream to native code in
@@ -233,7 +280,7 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 			return nil, err
 		}
 	}
-	code, native, proven := b.finish(entry)
+	code, n := b.finish(entry)
 	if len(code) >= jitMaxCode {
 		return nil, fmt.Errorf("code too large (%d bytes)", len(code))
 	}
@@ -241,7 +288,14 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: entry, base: base, native: native, proven: proven}, nil
+	return &jitProg{mem: mem, entry: entry, base: base, native: n.native, proven: n.proven, calls: n.calls}, nil
+}
+
+// jitCounts are what a backend compiled natively, for tests and jitProg.
+type jitCounts struct {
+	native int // helper calls
+	proven int // accesses without their check
+	calls  int // bpf-to-bpf calls
 }
 
 // compileFor compiles code (the plain, unfused instruction stream) for the
@@ -508,6 +562,9 @@ func (r *Runner) tailProg(p *Program, j *jitProg) (*Program, *jitProg) {
 func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]uint64) (int, *Program, bool) {
 	for {
 		p, j = r.tailProg(p, j)
+		if r.jit.depth != 0 {
+			r.adoptCalls(p)
+		}
 		pc := int(e >> 8)
 		if e&0xff != jitExitDone {
 			if uint(pc) >= uint(len(p.code)) || p.code[pc].op != opCall {

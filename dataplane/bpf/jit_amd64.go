@@ -248,6 +248,10 @@ type amd64Compiler struct {
 	native  int     // helper calls compiled natively
 	proven  []int32 // provenIn
 	nproven int
+	// calls: local calls are compiled natively (nativeCalls), and every
+	// exit first returns from a native call in progress; ncalls counts them.
+	calls  bool
+	ncalls int
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -260,7 +264,7 @@ type jitFixup struct {
 const jitMaxCode = math.MaxInt32
 
 func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
-	c := &amd64Compiler{plain: plain, env: env, targets: targets, proven: proven}
+	c := &amd64Compiler{plain: plain, env: env, targets: targets, proven: proven, calls: nativeCalls(plain)}
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	return c
 }
@@ -269,7 +273,7 @@ func (c *amd64Compiler) size() int { return len(c.b) }
 
 // finish places the out-of-line region checks, resolves the jumps and
 // emits one slow-path exit stub per instruction that may need one.
-func (c *amd64Compiler) finish(entry []uint32) (code []byte, native, proven int) {
+func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, f := range c.jumps {
 		c.patch(f.pos, int(entry[f.pc]))
 	}
@@ -286,7 +290,7 @@ func (c *amd64Compiler) finish(entry []uint32) (code []byte, native, proven int)
 		}
 		c.patch(f.pos, at)
 	}
-	return c.b, c.native, c.nproven
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
 }
 
 // exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears
@@ -331,6 +335,9 @@ func (c *amd64Compiler) insn(pc int) error {
 	case formJmpK, formJmpX:
 		c.condJump(pc, in, info, dst, src)
 	case formExit:
+		if c.calls {
+			c.callReturn()
+		}
 		c.exit(pc, jitExitDone)
 	case formCall:
 		c.call(pc, in)
@@ -521,6 +528,9 @@ func (c *amd64Compiler) call(pc int, in insn) {
 	switch {
 	case in.op == opTailCall && c.tailCallAt(pc), in.op == opCall && c.nativeHelper(pc):
 		c.native++
+	case in.op == opCallLocal && c.calls:
+		c.localCall(pc, in)
+		c.ncalls++
 	default:
 		c.exit(pc, jitExitSlow)
 	}

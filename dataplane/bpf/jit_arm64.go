@@ -78,6 +78,7 @@ type arm64Compiler struct {
 	proven  []int32 // provenIn
 	nproven int
 	native  int // helper calls compiled natively
+	ncalls  int // bpf-to-bpf calls compiled natively: none yet on arm64
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
@@ -98,7 +99,7 @@ func (c *arm64Compiler) size() int { return len(c.b) }
 
 // finish places the out-of-line region checks, resolves the jumps and
 // emits one slow-path exit stub per instruction that may need one.
-func (c *arm64Compiler) finish(entry []uint32) (code []byte, native, proven int) {
+func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
@@ -115,7 +116,7 @@ func (c *arm64Compiler) finish(entry []uint32) (code []byte, native, proven int)
 		}
 		c.patch(f, at)
 	}
-	return c.b, c.native, c.nproven
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
 }
 
 // patch resolves a branch at f.pos to byte offset to.

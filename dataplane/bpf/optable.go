@@ -329,7 +329,7 @@ var opTable = [numOps]opInfo{
 
 	opCall:      {name: "call", code: j64 | jmpCall, form: formCall, key: 0, slow: true, jit: jitSlow},
 	opTailCall:  {name: "tail call", code: j64 | jmpCall, form: formCall, key: 0, slow: true, jit: jitSlow},
-	opCallLocal: {name: "call local", code: j64 | jmpCall, form: formCall, key: pseudoCall, slow: true, jit: jitSlow},
+	opCallLocal: {name: "call local", code: j64 | jmpCall, form: formCall, key: pseudoCall, slow: true, jit: jitNative},
 	opCallX:     {name: "callx", code: j64 | srcX | jmpCall, form: formCallX, slow: true, jit: jitSlow},
 	opExit:      {name: "exit", code: j64 | jmpExit, form: formExit, jit: jitNative},
 
