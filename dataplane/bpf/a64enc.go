@@ -58,6 +58,8 @@ const (
 	a64Bcond = 0x54000000 // B.cond, imm19 in bits 23:5, cond in bits 3:0
 	a64CbnzW = 0x35000000 // CBNZ, 32-bit, imm19
 	a64Ret   = 0xd65f03c0 // RET (X30)
+	a64Br    = 0xd61f0000 // BR Xn
+	a64Adr   = 0x10000000 // ADR: PC + imm21 (immlo bits 30:29, immhi 23:5)
 
 	// C4.1.88 Loads and stores. Register offset, option LSL (011), S 0:
 	// [Xn, Xm].
@@ -127,6 +129,12 @@ func a64MovWide(op, d, hw, imm16 uint32) uint32 { return op | (hw&3)<<21 | (imm1
 // a64Excl is LDAXR Rt, [Rn] or STLXR Rs, Rt, [Rn] (s: the status
 // register; 0 for a load, whose Rs field is all ones already).
 func a64Excl(op, s, t, n uint32) uint32 { return op | s<<16 | n<<5 | t }
+
+// a64ADR is ADR Xd, PC+bytes (bytes within 1 MiB).
+func a64ADR(d uint32, bytes int32) uint32 {
+	v := uint32(bytes)
+	return a64Adr | (v&3)<<29 | (v>>2&0x7ffff)<<5 | d
+}
 
 // a64Branch is B (imm26) or B.cond/CBNZ (imm19) with the displacement in
 // instructions, and cond (B.cond) or Rt (CBNZ) in bits 4:0.

@@ -78,7 +78,12 @@ type arm64Compiler struct {
 	proven  []int32 // provenIn
 	nproven int
 	native  int // helper calls compiled natively
-	ncalls  int // bpf-to-bpf calls compiled natively: none yet on arm64
+	// calls: local calls are compiled natively (nativeCalls, and
+	// every return address within ADR's 1 MiB); ncalls counts them; adrs
+	// are the ADRs to resolve to instruction starts.
+	calls  bool
+	ncalls int
+	adrs   []a64Fixup
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
@@ -91,6 +96,7 @@ func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBac
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
+	c.calls = nativeCalls(plain) && !c.long
 	c.b = make([]byte, 0, 64*len(plain)+64)
 	return c
 }
@@ -105,6 +111,9 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	}
 	for _, f := range c.jumps {
 		c.patch(f, int(entry[f.target]))
+	}
+	for _, f := range c.adrs {
+		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(int(entry[f.target])-f.pos)))
 	}
 	stubs := map[int]int{}
 	for _, f := range c.slows {
@@ -299,8 +308,16 @@ func (c *arm64Compiler) insn(pc int) error {
 	case formJmpK, formJmpX:
 		c.condJump(pc, in, info, d, s)
 	case formExit:
+		if c.calls {
+			c.callReturn()
+		}
 		c.exit(pc, jitExitDone)
 	case formCall:
+		if in.op == opCallLocal && c.calls {
+			c.localCall(pc, in)
+			c.ncalls++
+			return nil
+		}
 		if in.op == opCall {
 			if a, ok := c.arrayAt(pc); ok {
 				c.arrayLookup(pc, a)
@@ -691,20 +708,10 @@ func (c *arm64Compiler) condJump(pc int, in insn, info *opInfo, d, s uint32) {
 	c.jump(pc, in, arm64JumpCC[info.code.operation()])
 }
 
-// jump branches to in.off on cond, charging the budget on a backward jump
-// as the interpreter does (see backJump).
-func (c *arm64Compiler) jump(pc int, in insn, cond uint32) {
-	target := int(in.off)
-	if in.back == 0 {
-		c.jumpTo(cond, target)
-		return
-	}
+// charge subtracts what a backward jump or call at pc to target costs
+// from the budget and leaves for the slow path when it runs out.
+func (c *arm64Compiler) charge(pc, target int) {
 	at, charge := backJump(pc, target)
-	skip := -1
-	if cond != aAL {
-		c.w(a64Branch(a64Bcond, 0, cond^1)) // b.!cond skip, patched below
-		skip = len(c.b) - 4
-	}
 	c.ldr(aS1, aCtx, offBudget)
 	if charge < 4096 {
 		c.w(a64Imm12(a64SubsImm, aS1, aS1, uint32(charge))) // subs x9, x9, #charge
@@ -717,6 +724,22 @@ func (c *arm64Compiler) jump(pc int, in insn, cond uint32) {
 	}
 	c.str(aS1, aCtx, offBudget)
 	c.slowIf(aMI, at)
+}
+
+// jump branches to in.off on cond, charging the budget on a backward jump
+// as the interpreter does (see backJump).
+func (c *arm64Compiler) jump(pc int, in insn, cond uint32) {
+	target := int(in.off)
+	if in.back == 0 {
+		c.jumpTo(cond, target)
+		return
+	}
+	skip := -1
+	if cond != aAL {
+		c.w(a64Branch(a64Bcond, 0, cond^1)) // b.!cond skip, patched below
+		skip = len(c.b) - 4
+	}
+	c.charge(pc, target)
 	c.jumpTo(aAL, target)
 	if skip >= 0 {
 		c.patch(a64Fixup{pos: skip, cond: true}, len(c.b))
