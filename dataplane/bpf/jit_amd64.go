@@ -868,26 +868,32 @@ func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
 		}
 		return
 	}
-	at, charge := backJump(pc, target)
 	skip := -1
 	if cc != 0xff {
 		c.byte1(0x70|cc^1, 0)
 		skip = len(c.b)
 	}
-	if charge > math.MaxInt32 {
-		charge = math.MaxInt32
-	}
-	// sub qword [ctx+budget], charge; js slow
-	if fits8(int32(charge)) {
-		c.rm(false, true, []byte{0x83}, 5, xmem{base: xCtx, index: -1, disp: offBudget}, false)
-		c.byte1(byte(charge))
-	} else {
-		c.rm(false, true, []byte{0x81}, 5, xmem{base: xCtx, index: -1, disp: offBudget}, false)
-		c.imm32(int32(charge))
-	}
-	c.slowIf(ccS, at)
+	c.charge(pc, target)
 	c.jumps = append(c.jumps, jitFixup{c.jmp(), target})
 	if skip >= 0 {
 		c.b[skip-1] = byte(len(c.b) - skip)
 	}
+}
+
+// charge subtracts what a backward jump or call at pc to target costs
+// from the budget and leaves for the slow path at pc when it runs out.
+func (c *amd64Compiler) charge(pc, target int) {
+	at, n := backJump(pc, target)
+	if n > math.MaxInt32 {
+		n = math.MaxInt32
+	}
+	budget := xmem{base: xCtx, index: -1, disp: offBudget}
+	if fits8(int32(n)) {
+		c.rm(false, true, []byte{0x83}, 5, budget, false) // sub qword [budget], n
+		c.byte1(byte(n))
+	} else {
+		c.rm(false, true, []byte{0x81}, 5, budget, false)
+		c.imm32(int32(n))
+	}
+	c.slowIf(ccS, at)
 }

@@ -73,21 +73,3 @@ func (c *amd64Compiler) callReturn() {
 	c.rm(false, false, []byte{0xff}, 4, xmem{base: xS2, index: -1, disp: offJCalls + offCallRet}, false) // jmp [ret]
 	c.patch(none, len(c.b))
 }
-
-// charge subtracts what a backward jump or call at pc to target costs
-// from the budget and leaves for the slow path at pc when it runs out.
-func (c *amd64Compiler) charge(pc, target int) {
-	at, n := backJump(pc, target)
-	if n > 1<<31-1 {
-		n = 1<<31 - 1
-	}
-	budget := xmem{base: xCtx, index: -1, disp: offBudget}
-	if fits8(int32(n)) {
-		c.rm(false, true, []byte{0x83}, 5, budget, false) // sub
-		c.byte1(byte(n))
-	} else {
-		c.rm(false, true, []byte{0x81}, 5, budget, false)
-		c.imm32(int32(n))
-	}
-	c.slowIf(ccS, at)
-}
