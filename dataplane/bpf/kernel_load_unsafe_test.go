@@ -57,7 +57,11 @@ func kernelLoad(code []byte) (int, error) {
 			msg = msg[:i]
 		}
 		lines := bytes.Split(bytes.TrimSpace(msg), []byte("\n"))
-		return -1, fmt.Errorf("%w: %s", errno, lines[len(lines)-1])
+		last := lines[len(lines)-1]
+		if len(lines) > 1 && bytes.HasPrefix(last, []byte("processed ")) {
+			last = lines[len(lines)-2] // the refusal, before the statistics
+		}
+		return -1, fmt.Errorf("%w: %s", errno, last)
 	}
 	return int(fd), nil
 }
