@@ -86,6 +86,20 @@ var callCases = []struct {
 		ins(0xb7, 6, 0, 0, 1),   // 9: h: r6 = 1
 		ins(0xb7, 0, 0, 0, 5),   // 10: r0 = 5
 		exitInsn), 0, 112},
+	{"call-in-bpf_loop-callback", asmProg(
+		ins(0xb7, 1, 0, 0, 3),   // 0: r1 = 3
+		lddw(2, pseudoFunc, 5),  // 1: r2 = &cb (7)
+		ins(0xb7, 3, 0, 0, 0),   // 3: r3 = 0
+		ins(0xb7, 4, 0, 0, 0),   // 4: r4 = 0
+		ins(0x85, 0, 0, 0, 181), // 5: call bpf_loop: Go runs cb
+		exitInsn,                // 6: r0 = 3 iterations
+		ins(0x85, 0, 1, 0, 2),   // 7: cb: call g (10)
+		ins(0xb7, 0, 0, 0, 0),   // 8: r0 = 0: go on
+		exitInsn,                // 9
+		ins(0xb7, 6, 0, 0, 5),   // 10: g: r6 = 5
+		ins(0x85, 0, 0, 0, 42),  // 11: call bpf_get_numa_node_id
+		ins(0xbf, 0, 6, 0, 0),   // 12: r0 = r6
+		exitInsn), 0, 3},
 	{"chain-4", callChain(4), 0, 2},
 	{"chain-8-depth", callChain(8), 0, 0},
 	{"recursion-6", callRecursion(6, false), 0, 42},
@@ -224,8 +238,7 @@ func BenchmarkCalls(b *testing.B) {
 	}
 }
 
-// TestJITCallsMatchKernel runs the call programs the kernel accepts (it
-// refuses recursion) in the kernel with BPF_PROG_TEST_RUN and through
+// TestJITCallsMatchKernel runs the call programs the kernel accepts in the kernel with BPF_PROG_TEST_RUN and through
 // xnic's JIT on the same frame: the same raw return value.
 func TestJITCallsMatchKernel(t *testing.T) {
 	needJIT(t)
@@ -235,7 +248,9 @@ func TestJITCallsMatchKernel(t *testing.T) {
 	pkt := udpFrame(1)
 	compared := 0
 	for _, c := range callCases {
-		if c.want == 0 || strings.HasPrefix(c.name, "recursion") {
+		// The kernel refuses recursion, and callbacks without BTF
+		// func_info, which raw bytes lack.
+		if c.want == 0 || strings.HasPrefix(c.name, "recursion") || strings.Contains(c.name, "bpf_loop") {
 			continue
 		}
 		compared++
