@@ -253,10 +253,9 @@ type jitEnv struct {
 // jitBackend is an architecture's code generator (jit_amd64.go,
 // jit_arm64.go), as compileNative drives it.
 type jitBackend interface {
+	jitForms
 	// size is the length of the code emitted so far.
 	size() int
-	// insn emits the instruction at pc.
-	insn(pc int) error
 	// finish emits the out-of-line code and the slow-path exits, resolves
 	// the branches (entry: the offset of each instruction's code) and
 	// returns the code with its counts.
@@ -274,11 +273,9 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 	}
 	b := newBackend(plain, env, jumpTargets(plain, env.funcs), provenIn(plain, env))
 	entry := make([]uint32, len(plain))
-	for pc := range plain {
+	for pc, in := range plain {
 		entry[pc] = uint32(b.size())
-		if err := b.insn(pc); err != nil {
-			return nil, err
-		}
+		compileInsn(b, pc, in)
 	}
 	code, n := b.finish(entry)
 	if len(code) >= jitMaxCode {
@@ -296,6 +293,75 @@ type jitCounts struct {
 	native int // helper calls
 	proven int // accesses without their check
 	calls  int // bpf-to-bpf calls
+}
+
+// jitForms is a backend's code for each operand form of opTable's rows:
+// compileInsn dispatches an instruction on its row's form, and the
+// backend reads the variant (width, signedness, the opcode's operation
+// field) from the row.
+type jitForms interface {
+	emitALU(in insn, info *opInfo) // K and X forms, neg
+	emitMovSX(in insn, info *opInfo)
+	emitEndian(in insn, info *opInfo)
+	emitDiv(in insn, info *opInfo)
+	emitLddw(in insn)
+	emitCtx(pc int, in insn)
+	emitLoad(pc int, in insn, info *opInfo)
+	emitStore(pc int, in insn, info *opInfo) // ST and STX
+	emitAtomic(pc int, in insn)
+	emitJA(pc int, in insn)
+	emitJcc(pc int, in insn, info *opInfo)
+	emitExit(pc int)
+	emitCall(pc int, in insn) // natively where the backend can, else the slow path
+	emitSlow(pc int)
+}
+
+// lddwValue is what the wide load in leaves in dst: a map's handle, a
+// subprogram's address, or the immediate (a map value's pointer, decoded).
+func lddwValue(in insn) uint64 {
+	switch in.op {
+	case opLdMap:
+		return regionMap<<32 | uint64(uint32(in.imm))
+	case opLdFunc:
+		return regionFunc<<32 | uint64(uint32(in.imm))
+	}
+	return uint64(in.imm)
+}
+
+// compileInsn has b emit the instruction in at pc.
+func compileInsn(b jitForms, pc int, in insn) {
+	info := &opTable[in.op]
+	switch info.form {
+	case formALUK, formALUX, formNeg:
+		b.emitALU(in, info)
+	case formMovSX:
+		b.emitMovSX(in, info)
+	case formEnd:
+		b.emitEndian(in, info)
+	case formDivK, formDivX:
+		b.emitDiv(in, info)
+	case formLddw:
+		b.emitLddw(in)
+	case formCtx:
+		b.emitCtx(pc, in)
+	case formLdx:
+		b.emitLoad(pc, in, info)
+	case formSt, formStx:
+		b.emitStore(pc, in, info)
+	case formAtomic:
+		b.emitAtomic(pc, in)
+	case formJA:
+		b.emitJA(pc, in)
+	case formJmpK, formJmpX:
+		b.emitJcc(pc, in, info)
+	case formExit:
+		b.emitExit(pc)
+	case formCall:
+		b.emitCall(pc, in)
+	default:
+		// Calls through a register: the slow path.
+		b.emitSlow(pc)
+	}
 }
 
 // compileFor compiles code (the plain, unfused instruction stream) for the

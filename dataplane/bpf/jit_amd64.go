@@ -307,47 +307,24 @@ func (c *amd64Compiler) slowIf(cc uint8, pc int) {
 
 func reg(r uint8) uint8 { return amd64Regs[r] }
 
-func (c *amd64Compiler) insn(pc int) error {
-	in := c.plain[pc]
-	info := &opTable[in.op]
-	dst, src := reg(in.dst&15%11), reg(in.src&15%11)
-	switch info.form {
-	case formALUK, formALUX, formNeg:
-		c.arith(in, info, dst, src)
-	case formMovSX:
-		c.movSX(info, dst, src)
-	case formEnd:
-		c.endian(info, dst)
-	case formDivK, formDivX:
-		c.div(in, info, dst, src)
-	case formLddw:
-		c.lddw(in, dst)
-	case formCtx:
-		c.ctxLoad(pc, in, dst)
-	case formLdx:
-		c.load(pc, in, info, dst)
-	case formSt, formStx:
-		c.store(pc, in, info, src)
-	case formAtomic:
-		c.atomic(pc, in, src)
-	case formJA:
-		c.branch(pc, in, 0xff)
-	case formJmpK, formJmpX:
-		c.condJump(pc, in, info, dst, src)
-	case formExit:
-		if c.calls {
-			c.callReturn()
-		}
-		c.exit(pc, jitExitDone)
-	case formCall:
-		c.call(pc, in)
-	default:
-		// Calls through a register: the interpreter's slow path runs
-		// them and comes back.
-		c.exit(pc, jitExitSlow)
+// regs are the x86 registers of in's dst and src.
+func regs(in insn) (dst, src uint8) { return reg(in.dst & 15 % 11), reg(in.src & 15 % 11) }
+
+// emitJA emits ja.
+func (c *amd64Compiler) emitJA(pc int, in insn) { c.branch(pc, in, 0xff) }
+
+// emitExit emits exit: the return from a native call in progress, else
+// the end of the run or of a frame Go pushed.
+func (c *amd64Compiler) emitExit(pc int) {
+	if c.calls {
+		c.callReturn()
 	}
-	return nil
+	c.exit(pc, jitExitDone)
 }
+
+// emitSlow sends the instruction at pc to the interpreter's slow path,
+// which runs it and comes back.
+func (c *amd64Compiler) emitSlow(pc int) { c.exit(pc, jitExitSlow) }
 
 // x86Arith is the x86 encoding of a BPF ALU operation (Intel SDM vol. 2):
 // rr is the opcode of its "op r/m, r" form; digit is the ModRM reg field
@@ -369,9 +346,10 @@ var amd64Arith = map[opcode]x86Arith{
 	aluArsh: {0, 7},
 }
 
-// arith emits the ALU operations with K and X forms (and neg): 32-bit
+// emitALU emits the ALU operations with K and X forms (and neg): 32-bit
 // forms write the low half and so zero the high one, as BPF requires.
-func (c *amd64Compiler) arith(in insn, info *opInfo, dst, src uint8) {
+func (c *amd64Compiler) emitALU(in insn, info *opInfo) {
+	dst, src := regs(in)
 	w, x, k := info.width == 64, info.form == formALUX, int32(in.imm)
 	switch opn := info.code.operation(); opn {
 	case aluAdd, aluSub, aluOr, aluAnd, aluXor:
@@ -407,9 +385,10 @@ func (c *amd64Compiler) arith(in insn, info *opInfo, dst, src uint8) {
 	}
 }
 
-// movSX emits the sign-extending moves (movsx, movsxd) and, for the rows
+// emitMovSX emits the sign-extending moves (movsx, movsxd) and, for the rows
 // with no extension (mov64 X and mov32 X, key 0), a plain move.
-func (c *amd64Compiler) movSX(info *opInfo, dst, src uint8) {
+func (c *amd64Compiler) emitMovSX(in insn, info *opInfo) {
+	dst, src := regs(in)
 	w := info.width == 64
 	switch info.key {
 	case 8:
@@ -423,9 +402,10 @@ func (c *amd64Compiler) movSX(info *opInfo, dst, src uint8) {
 	}
 }
 
-// endian emits le (a truncation: the host is little-endian) and be/bswap
+// emitEndian emits le (a truncation: the host is little-endian) and be/bswap
 // (BSWAP, then a shift down for 16 bits).
-func (c *amd64Compiler) endian(info *opInfo, dst uint8) {
+func (c *amd64Compiler) emitEndian(in insn, info *opInfo) {
+	dst, _ := regs(in)
 	if info.code.source() == srcK { // le
 		switch info.width {
 		case 16:
@@ -442,28 +422,17 @@ func (c *amd64Compiler) endian(info *opInfo, dst uint8) {
 	}
 }
 
-// lddw sets dst to the wide load's value, a map handle or a subprogram.
-func (c *amd64Compiler) lddw(in insn, dst uint8) {
-	switch in.op {
-	case opLdMap:
-		c.movRI(dst, int64(regionMap<<32|uint64(uint32(in.imm))))
-	case opLdFunc:
-		c.movRI(dst, int64(regionFunc<<32|uint64(uint32(in.imm))))
-	default:
-		c.movRI(dst, in.imm)
-	}
+// emitLddw sets dst to the wide load's value, a map handle or a subprogram.
+func (c *amd64Compiler) emitLddw(in insn) {
+	dst, _ := regs(in)
+	c.movRI(dst, int64(lddwValue(in)))
 }
 
-// ctxLoad emits a specialised context load: the frame's pointer, tagged
+// emitCtx emits a specialised context load: the frame's pointer, tagged
 // with the packet region.
-func (c *amd64Compiler) ctxLoad(pc int, in insn, dst uint8) {
-	off := offData
-	switch in.op {
-	case opLdCtxDataEnd:
-		off = offDataEnd
-	case opLdCtxDataMeta:
-		off = offDataMeta
-	}
+func (c *amd64Compiler) emitCtx(pc int, in insn) {
+	dst, _ := regs(in)
+	off := ctxFieldOff(in.op)
 	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
 	c.aluRR(true, 0x85, xS1, xS1)
 	c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
@@ -472,8 +441,9 @@ func (c *amd64Compiler) ctxLoad(pc int, in insn, dst uint8) {
 	c.aluRR(true, 0x09, dst, xS2)
 }
 
-// load emits a load of the row's size, zero- or sign-extended.
-func (c *amd64Compiler) load(pc int, in insn, info *opInfo, dst uint8) {
+// emitLoad emits a load of the row's size, zero- or sign-extended.
+func (c *amd64Compiler) emitLoad(pc int, in insn, info *opInfo) {
+	dst, _ := regs(in)
 	n, signed := info.width, info.signed
 	m := c.access(pc, in.src, in.off, int32(n), false)
 	switch {
@@ -495,9 +465,10 @@ func (c *amd64Compiler) load(pc int, in insn, info *opInfo, dst uint8) {
 	}
 }
 
-// store emits a store of the row's size, of the immediate (ST) or of src
+// emitStore emits a store of the row's size, of the immediate (ST) or of src
 // (STX).
-func (c *amd64Compiler) store(pc int, in insn, info *opInfo, src uint8) {
+func (c *amd64Compiler) emitStore(pc int, in insn, info *opInfo) {
+	_, src := regs(in)
 	n := info.width
 	m := c.access(pc, in.dst, in.off, int32(n), true)
 	if info.form == formStx {
@@ -522,9 +493,9 @@ func (c *amd64Compiler) store(pc int, in insn, info *opInfo, src uint8) {
 	}
 }
 
-// call emits a helper call natively where one is compiled (map lookups,
+// emitCall emits a helper call natively where one is compiled (map lookups,
 // tail calls), else an exit to the slow path, which runs every call.
-func (c *amd64Compiler) call(pc int, in insn) {
+func (c *amd64Compiler) emitCall(pc int, in insn) {
 	switch {
 	case in.op == opTailCall && c.tailCallAt(pc), in.op == opCall && c.nativeHelper(pc):
 		c.native++
@@ -536,13 +507,14 @@ func (c *amd64Compiler) call(pc int, in insn) {
 	}
 }
 
-// div emits the division or modulo in with the interpreter's results
+// emitDiv emits the division or modulo in with the interpreter's results
 // (udiv64 ... smod32): a zero divisor gives 0 (div) or leaves dst (mod, 32
 // bits zero-extended), a signed division by -1 negates (INT_MIN stays) and
 // its modulo is 0; the CPU's divide, which traps on those, runs only for
 // the other divisors. DIV needs RAX and RDX (r0 and r3): they are saved in
 // R10 and jitState.spill around it.
-func (c *amd64Compiler) div(in insn, info *opInfo, dst, src uint8) {
+func (c *amd64Compiler) emitDiv(in insn, info *opInfo) {
+	dst, src := regs(in)
 	w, isX := info.width == 64, info.form == formDivX
 	signed, mod := info.signed, info.code.operation() == aluMod
 	if isX {
@@ -604,13 +576,14 @@ func (c *amd64Compiler) div(in insn, info *opInfo, dst, src uint8) {
 	}
 }
 
-// atomic emits the atomic operations as locked instructions (add, or, and,
+// emitAtomic emits the atomic operations as locked instructions (add, or, and,
 // xor; fetch-add as XADD; exchange as XCHG; compare and exchange as
 // CMPXCHG, whose implicit RAX is r0; fetch-or/and/xor as a CMPXCHG loop)
 // after the store check of the region and a check of the natural alignment
 // the interpreter requires (atomic32/atomic64); a failed check goes to the
 // slow path, which reports the same fault.
-func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
+func (c *amd64Compiler) emitAtomic(pc int, in insn) {
+	_, src := regs(in)
 	w := in.op == opAtomic64
 	n := int32(4)
 	if w {
@@ -838,8 +811,9 @@ func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	c.patch(c.jmp(), g.resume)
 }
 
-// condJump compares and jumps as BPF jump in does.
-func (c *amd64Compiler) condJump(pc int, in insn, info *opInfo, dst, src uint8) {
+// emitJcc compares and jumps as BPF jump in does.
+func (c *amd64Compiler) emitJcc(pc int, in insn, info *opInfo) {
+	dst, src := regs(in)
 	w, isX := info.width == 64, info.form == formJmpX
 	isSet := info.code.operation() == jmpJSET
 	switch {

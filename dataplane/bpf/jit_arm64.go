@@ -280,58 +280,41 @@ func (c *arm64Compiler) shiftK(opn opcode, is64 bool, d uint32, s uint32) {
 	}
 }
 
-func (c *arm64Compiler) insn(pc int) error {
-	in := c.plain[pc]
-	info := &opTable[in.op]
-	d, s := arm64Regs[in.dst&15%11], arm64Regs[in.src&15%11]
-	switch info.form {
-	case formALUK, formALUX, formNeg:
-		c.arith(in, info, d, s)
-	case formMovSX:
-		c.movSX(info, d, s)
-	case formEnd:
-		c.endian(info, d)
-	case formDivK, formDivX:
-		c.div(in, info, d, s)
-	case formLddw:
-		c.lddw(in, d)
-	case formCtx:
-		c.ctxLoad(pc, in, d)
-	case formLdx:
-		c.load(pc, in, info, d)
-	case formSt, formStx:
-		c.store(pc, in, info, s)
-	case formAtomic:
-		c.atomic(pc, in, s)
-	case formJA:
-		c.jump(pc, in, aAL)
-	case formJmpK, formJmpX:
-		c.condJump(pc, in, info, d, s)
-	case formExit:
-		if c.calls {
-			c.callReturn()
-		}
-		c.exit(pc, jitExitDone)
-	case formCall:
-		if in.op == opCallLocal && c.calls {
-			c.localCall(pc, in)
-			c.ncalls++
-			return nil
-		}
-		if in.op == opCall {
-			if a, ok := c.arrayAt(pc); ok {
-				c.arrayLookup(pc, a)
-				c.native++
-				return nil
-			}
-		}
-		c.exit(pc, jitExitSlow)
-	default:
-		// Calls through a register: the slow path.
-		c.exit(pc, jitExitSlow)
+// a64Regs are the A64 registers of in's dst and src.
+func a64Regs(in insn) (d, s uint32) { return arm64Regs[in.dst&15%11], arm64Regs[in.src&15%11] }
+
+// emitJA emits ja.
+func (c *arm64Compiler) emitJA(pc int, in insn) { c.jump(pc, in, aAL) }
+
+// emitExit emits exit: the return from a native call in progress, else
+// the end of the run or of a frame Go pushed.
+func (c *arm64Compiler) emitExit(pc int) {
+	if c.calls {
+		c.callReturn()
 	}
-	return nil
+	c.exit(pc, jitExitDone)
 }
+
+// emitCall emits a local call natively where it can, an array lookup
+// natively, and any other call as an exit to the slow path.
+func (c *arm64Compiler) emitCall(pc int, in insn) {
+	switch {
+	case in.op == opCallLocal && c.calls:
+		c.localCall(pc, in)
+		c.ncalls++
+		return
+	case in.op == opCall:
+		if a, ok := c.arrayAt(pc); ok {
+			c.arrayLookup(pc, a)
+			c.native++
+			return
+		}
+	}
+	c.exit(pc, jitExitSlow)
+}
+
+// emitSlow sends the instruction at pc to the interpreter's slow path.
+func (c *arm64Compiler) emitSlow(pc int) { c.exit(pc, jitExitSlow) }
 
 // a64Arith is the A64 instruction (64-bit form) of each BPF ALU operation
 // with a register form.
@@ -340,9 +323,10 @@ var a64Arith = map[opcode]uint32{
 	aluMul: a64Mul, aluLsh: a64Lslv, aluRsh: a64Lsrv, aluArsh: a64Asrv,
 }
 
-// arith emits the ALU operations with K and X forms (and neg); 32-bit
+// emitALU emits the ALU operations with K and X forms (and neg); 32-bit
 // forms use W registers, which zero the high half.
-func (c *arm64Compiler) arith(in insn, info *opInfo, d, s uint32) {
+func (c *arm64Compiler) emitALU(in insn, info *opInfo) {
+	d, s := a64Regs(in)
 	is64, x := info.width == 64, info.form == formALUX
 	switch opn := info.code.operation(); {
 	case opn == aluMov && is64:
@@ -360,9 +344,10 @@ func (c *arm64Compiler) arith(in insn, info *opInfo, d, s uint32) {
 	}
 }
 
-// movSX emits the sign-extending moves (SBFM) and, for the rows with no
+// emitMovSX emits the sign-extending moves (SBFM) and, for the rows with no
 // extension (mov64 X and mov32 X, key 0), a plain move (ORR from XZR).
-func (c *arm64Compiler) movSX(info *opInfo, d, s uint32) {
+func (c *arm64Compiler) emitMovSX(in insn, info *opInfo) {
+	d, s := a64Regs(in)
 	is64 := info.width == 64
 	if info.key == 0 {
 		c.rrr(a64Orr&^boolW(!is64), d, aZR, s)
@@ -375,9 +360,10 @@ func (c *arm64Compiler) movSX(info *opInfo, d, s uint32) {
 	c.bfm(op, d, s, 0, uint32(info.key)-1)
 }
 
-// endian emits le (a truncation: the host is little-endian) and be/bswap
+// emitEndian emits le (a truncation: the host is little-endian) and be/bswap
 // (REV16, REV).
-func (c *arm64Compiler) endian(info *opInfo, d uint32) {
+func (c *arm64Compiler) emitEndian(in insn, info *opInfo) {
+	d, _ := a64Regs(in)
 	le := info.code.source() == srcK
 	switch {
 	case le && info.width == 16:
@@ -395,28 +381,17 @@ func (c *arm64Compiler) endian(info *opInfo, d uint32) {
 	}
 }
 
-// lddw sets d to the wide load's value, a map handle or a subprogram.
-func (c *arm64Compiler) lddw(in insn, d uint32) {
-	switch in.op {
-	case opLdMap:
-		c.movImm(d, regionMap<<32|uint64(uint32(in.imm)))
-	case opLdFunc:
-		c.movImm(d, regionFunc<<32|uint64(uint32(in.imm)))
-	default:
-		c.movImm(d, uint64(in.imm))
-	}
+// emitLddw sets d to the wide load's value, a map handle or a subprogram.
+func (c *arm64Compiler) emitLddw(in insn) {
+	d, _ := a64Regs(in)
+	c.movImm(d, lddwValue(in))
 }
 
-// ctxLoad emits a specialised context load: the frame's pointer, tagged
+// emitCtx emits a specialised context load: the frame's pointer, tagged
 // with the packet region.
-func (c *arm64Compiler) ctxLoad(pc int, in insn, d uint32) {
-	off := offData
-	switch in.op {
-	case opLdCtxDataEnd:
-		off = offDataEnd
-	case opLdCtxDataMeta:
-		off = offDataMeta
-	}
+func (c *arm64Compiler) emitCtx(pc int, in insn) {
+	d, _ := a64Regs(in)
+	off := ctxFieldOff(in.op)
 	c.ldr(aS1, aCtx, offJFrame)
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, 0)) // cmp x9, #0
 	c.slowIf(aEQ, pc)
@@ -432,8 +407,9 @@ var (
 	a64Stores = map[uint8]uint32{1: a64Strb, 2: a64Strh, 4: a64StrW, 8: a64StrX}
 )
 
-// load emits a load of the row's size, zero- or sign-extended.
-func (c *arm64Compiler) load(pc int, in insn, info *opInfo, d uint32) {
+// emitLoad emits a load of the row's size, zero- or sign-extended.
+func (c *arm64Compiler) emitLoad(pc int, in insn, info *opInfo) {
+	d, _ := a64Regs(in)
 	c.access(pc, in.src, in.off, int32(info.width), false)
 	k := info.width
 	if info.signed {
@@ -442,9 +418,10 @@ func (c *arm64Compiler) load(pc int, in insn, info *opInfo, d uint32) {
 	c.w(a64RRR(a64Loads[k], d, aS2, aS1))
 }
 
-// store emits a store of the row's size, of the immediate (ST, through S5)
+// emitStore emits a store of the row's size, of the immediate (ST, through S5)
 // or of s (STX).
-func (c *arm64Compiler) store(pc int, in insn, info *opInfo, s uint32) {
+func (c *arm64Compiler) emitStore(pc int, in insn, info *opInfo) {
+	_, s := a64Regs(in)
 	c.access(pc, in.dst, in.off, int32(info.width), true)
 	v := s
 	if info.form == formSt {
@@ -454,12 +431,13 @@ func (c *arm64Compiler) store(pc int, in insn, info *opInfo, s uint32) {
 	c.w(a64RRR(a64Stores[info.width], v, aS2, aS1))
 }
 
-// div emits the division or modulo in: UDIV and SDIV give the
+// emitDiv emits the division or modulo in: UDIV and SDIV give the
 // interpreter's results for every divisor (0 for a zero divisor, INT_MIN
 // for INT_MIN / -1) and do not trap; the modulo is dst - q*divisor (MSUB),
 // which leaves dst for a zero divisor and gives 0 for -1, as udiv64 ...
 // smod32 do. 32-bit forms work on W registers (zero-extended results).
-func (c *arm64Compiler) div(in insn, info *opInfo, d, s uint32) {
+func (c *arm64Compiler) emitDiv(in insn, info *opInfo) {
+	d, s := a64Regs(in)
 	is64, isX := info.width == 64, info.form == formDivX
 	signed, mod := info.signed, info.code.operation() == aluMod
 	m := s
@@ -488,12 +466,13 @@ func (c *arm64Compiler) div(in insn, info *opInfo, d, s uint32) {
 	c.w(a64Msub3(msub, d, aS4, m, d)) // d = d - q*m
 }
 
-// atomic emits an atomic operation as a load-acquire/store-release
+// emitAtomic emits an atomic operation as a load-acquire/store-release
 // exclusive loop (LDAXR/STLXR, what sync/atomic uses on cores without LSE,
 // such as the i.MX8's Cortex-A53), after the store check of the region and
 // the natural-alignment check the interpreter requires; a failed check goes
 // to the slow path, which reports the same fault.
-func (c *arm64Compiler) atomic(pc int, in insn, s uint32) {
+func (c *arm64Compiler) emitAtomic(pc int, in insn) {
+	_, s := a64Regs(in)
 	is64 := in.op == opAtomic64
 	n := int32(4)
 	ldaxr, stlxr := uint32(a64LdaxrW), uint32(a64StlxrW)
@@ -687,9 +666,10 @@ func (c *arm64Compiler) emitGeneric(g a64Generic) {
 	c.patch(b, g.resume)
 }
 
-// condJump compares (CMP, or TST for JSET) and branches as BPF jump in
+// emitJcc compares (CMP, or TST for JSET) and branches as BPF jump in
 // does.
-func (c *arm64Compiler) condJump(pc int, in insn, info *opInfo, d, s uint32) {
+func (c *arm64Compiler) emitJcc(pc int, in insn, info *opInfo) {
+	d, s := a64Regs(in)
 	is64, isX := info.width == 64, info.form == formJmpX
 	m := s
 	if !isX {
