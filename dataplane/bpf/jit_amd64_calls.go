@@ -27,7 +27,7 @@ func (c *amd64Compiler) localCall(pc int, in insn) {
 	c.aluRI(true, 7, xS1, maxFrames-1)                             // cmp
 	c.slowIf(ccAE, pc)
 	if target <= pc {
-		c.charge(pc, target)
+		c.charge(pc, target) // leaves S1 alone
 	}
 	// S2 = &jitState.calls[depth] - offJCalls.
 	c.ldq(xS2, xCtx, offJDepth)
@@ -38,20 +38,19 @@ func (c *amd64Compiler) localCall(pc int, in insn) {
 		c.stq(reg(r), xS2, offJCalls+offCallSaved+int32(8*i)) // saved, then fp
 	}
 	c.movMemI(xmem{base: xS2, index: -1, disp: offJCalls + offCallPC}, int32(pc+1))
+	// r10 = the callee's stack slice: stackSize - frameSize*(frames+1),
+	// S1 still holding the frames.
+	c.rr(false, true, []byte{0x69}, xS1, xS1, false) // imul S1, S1, -frameSize
+	c.imm32(-frameSize)
+	c.aluRI(true, 0, xS1, stackSize-frameSize)
+	c.movRI(reg(10), int64(regionStack<<32))
+	c.aluRR(true, 0x09, reg(10), xS1)
 	// The return address: LEA S1, [RIP + rel32], resolved to pc+1.
 	c.rex(true, xS1, 0, 0, false)
 	c.byte1(0x8d, (xS1&7)<<3|5)
 	c.imm32(0)
 	c.jumps = append(c.jumps, jitFixup{len(c.b) - 4, pc + 1})
 	c.stq(xS1, xS2, offJCalls+offCallRet)
-	// r10 = the callee's stack slice: stackSize - frameSize*(frames+1).
-	c.ldq(xS1, xCtx, offDepth)
-	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offJDepth), false)
-	c.rr(false, true, []byte{0x69}, xS1, xS1, false) // imul S1, S1, -frameSize
-	c.imm32(-frameSize)
-	c.aluRI(true, 0, xS1, stackSize-frameSize)
-	c.movRI(reg(10), int64(regionStack<<32))
-	c.aluRR(true, 0x09, reg(10), xS1)
 	c.rm(false, true, []byte{0xff}, 0, ctxMem(offJDepth), false) // inc
 	c.jumps = append(c.jumps, jitFixup{c.jmp(), target})
 }
