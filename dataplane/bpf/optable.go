@@ -327,6 +327,8 @@ var opTable = [numOps]opInfo{
 	opLdMapValue: {name: "lddw map value", code: classLD | modeIMM | sizeDW, form: formLddw, key: pseudoMapValue, width: 64, jit: jitNative},
 	opLdFunc:     {name: "lddw func", code: classLD | modeIMM | sizeDW, form: formLddw, key: pseudoFunc, width: 64, jit: jitNative},
 
+	// A local call (opCallLocal) is native unless its program makes tail calls
+	// (nativeCalls), whose frames would span programs: then slow.
 	opCall:      {name: "call", code: j64 | jmpCall, form: formCall, key: 0, slow: true, jit: jitSlow},
 	opTailCall:  {name: "tail call", code: j64 | jmpCall, form: formCall, key: 0, slow: true, jit: jitSlow},
 	opCallLocal: {name: "call local", code: j64 | jmpCall, form: formCall, key: pseudoCall, slow: true, jit: jitNative},
