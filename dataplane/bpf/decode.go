@@ -199,9 +199,9 @@ func decodeInsn(r rawInsn) (op, *opInfo, error) {
 		return opInvalid, nil, fmt.Errorf("%w: source %d", ErrBadWideLoad, r.src)
 	case info == nil && len(byCode[r.op]) > 0:
 		sel := forms[byCode[r.op][0].info.form].sel
-		return opInvalid, nil, fmt.Errorf("%w: 0x%02x with %v %d", ErrUnknownOpcode, r.op, sel, fieldValue(r, sel))
+		return opInvalid, nil, fmt.Errorf("%w: 0x%02x with %v %d", ErrUnknownOpcode, uint8(r.op), sel, fieldValue(r, sel))
 	case info == nil:
-		return opInvalid, nil, fmt.Errorf("%w: 0x%02x", ErrUnknownOpcode, r.op)
+		return opInvalid, nil, fmt.Errorf("%w: 0x%02x (%v)", ErrUnknownOpcode, uint8(r.op), r.op)
 	case info.form == formLegacy:
 		return opInvalid, nil, fmt.Errorf("%w: legacy packet loads (LD_ABS/LD_IND) are not allowed in XDP", ErrUnknownOpcode)
 	case info.form == formCall && info.key == pseudoKfuncCall:
@@ -211,7 +211,7 @@ func decodeInsn(r rawInsn) (op, *opInfo, error) {
 	}
 	if f := checkFields(r, info); f != 0 {
 		return opInvalid, nil, fmt.Errorf("%w: 0x%02x (%s): %v %d in a field that must be 0",
-			ErrUnknownOpcode, r.op, info.name, f, fieldValue(r, f))
+			ErrUnknownOpcode, uint8(r.op), info.name, f, fieldValue(r, f))
 	}
 	return o, info, nil
 }

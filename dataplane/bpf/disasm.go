@@ -25,7 +25,7 @@ func InsnText(b []byte, pc int, labels map[int]string) string {
 		info = byCode[r.op][0].info
 	}
 	if info == nil {
-		return fmt.Sprintf("<unknown opcode %#02x>", r.op)
+		return fmt.Sprintf("<unknown opcode %#02x>", uint8(r.op))
 	}
 	switch info.form {
 	case formALUK, formALUX, formDivK, formDivX, formNeg, formMovSX, formEnd:
@@ -53,7 +53,7 @@ func InsnText(b []byte, pc int, labels map[int]string) string {
 		}
 		return fmt.Sprintf("r0 = *(%s *)skb[%s]", sizeName(info), idx)
 	}
-	return fmt.Sprintf("<unknown opcode %#02x>", r.op)
+	return fmt.Sprintf("<unknown opcode %#02x>", uint8(r.op))
 }
 
 // regName is the register as LLVM prints it at the operation's width: r

@@ -100,11 +100,15 @@
 // JITAvailable, else the interpreter), EngineInterp or EngineJIT. With the
 // JIT, every program is compiled at load from its decoded instruction
 // stream (the one the interpreter runs, context loads specialised) to
-// machine code for the platform; the front end
-// (jit.go: exits, budget charges, region guesses) is common, the backend is
-// a file set per architecture (jit_amd64.go and .s, jit_arm64.go and .s;
+// machine code for the platform; the front end (jit.go: the compile
+// driver compileNative, exits, budget charges, region guesses) is common,
+// the backend (a jitBackend) is a file set per architecture (jit_amd64.go
+// and .s, jit_arm64.go and .s with its A64 encodings named in a64enc.go;
 // arm64 also cleans and invalidates the caches over the code before sealing
-// it). XNIC_ENGINE=interp or jit in the environment overrides
+// it). Each backend dispatches on the operand form of the instruction's
+// opTable row and reads the variant from the row: width, signedness and
+// the opcode's operation field (a table per backend maps those to machine
+// encodings and condition codes). XNIC_ENGINE=interp or jit in the environment overrides
 // EngineDefault for the process. The code goes into its own mapping,
 // written while read-write and then sealed read-execute with mprotect, so it
 // is never writable and executable at once; Collection.Close unmaps it (the
@@ -175,22 +179,33 @@
 // builds Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
 // other helper (hash and LPM lookups, updates, csum_diff, ktime), these on
-// arm64, bpf-to-bpf calls and their depth, callx,
+// arm64, bpf-to-bpf calls in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or
 // atomic that fails its check return to Go with the instruction's index,
 // and the interpreter's slow path runs that one instruction with its own
 // code (the same helper table, so helpers added later work in the JIT
 // unchanged; a plain helper call is run directly from the exit loop,
-// jitAfter) and re-enters the native code at the next one. Exits return to
-// Go too, which pops a subprogram's frame as the interpreter does. Faults
-// are therefore the interpreter's, with the same reason and instruction.
+// jitAfter) and re-enters the native code at the next one. Faults are
+// therefore the interpreter's, with the same reason and instruction.
+//
+// bpf-to-bpf calls (jit_amd64_calls.go, jit_arm64_calls.go) are native in
+// programs without tail calls: a call checks the depth (the Go frames and
+// the native ones, below maxFrames as the verifier's MAX_CALL_FRAMES),
+// charges a backward call to the budget, saves r6-r10 and the native
+// return address in a frame stack in jitState (jitCall: no Go pointer, no
+// machine stack), points r10 at the callee's 512-byte slice of the stack
+// and jumps; an exit with a native frame restores them and jumps back (an
+// exit without one returns to Go, which pops a frame the slow path pushed
+// as the interpreter does). Whenever the code returns to Go with native
+// frames, Go turns them into its own first (adoptCalls), so the slow path,
+// helpers and faults see the interpreter's call stack.
 //
 // Entry. Run of a program with native code (runJIT) checks the frame, binds
 // the region table and points the packet region at the frame inline, then
 // enters the code through jitEnterRun, which zeroes the registers but r1
 // and r10 and returns the exit code and r0 without storing the register
-// file when the run ended in that first native round (every subprogram call
-// leaves the native code, so that round ends at depth 0). That round runs
+// file when the run ended in that first native round (which then ends at
+// depth 0: an exit with a native call in progress returns from it). That round runs
 // without Run's deferred recover: the Go code on it cannot panic (its one
 // index is checked first) and a fault in native code could not be
 // recovered anyway; a run that comes back for the slow path goes on under

@@ -62,7 +62,7 @@ func sanitize(b []byte) []byte {
 				imm = fuzzHelpers[uint32(imm)%uint32(len(fuzzHelpers))]
 			}
 			off = 0
-		case op&0x07 == classJMP || op&0x07 == classJMP32:
+		case opcode(op).class() == classJMP || opcode(op).class() == classJMP32:
 			if op != 0x95 {
 				// Target anywhere in the program (possibly the middle of
 				// an lddw: the loader must refuse that).
@@ -83,7 +83,7 @@ func sanitize(b []byte) []byte {
 			off &= 1
 		case op == 0xd4 || op == 0xdc || op == 0xd7:
 			imm = []int32{16, 32, 64}[uint32(imm)%3]
-		case op&0x07 == classALU || op&0x07 == classALU64:
+		case opcode(op).class() == classALU || opcode(op).class() == classALU64:
 			off = 0
 		}
 		dst, src, off, imm = clearReserved(op, dst, src, off, imm)
@@ -95,7 +95,7 @@ func sanitize(b []byte) []byte {
 // clearReserved zeroes the fields opTable says op must leave zero, so that
 // sanitised programs pass the decoder's reserved-field checks.
 func clearReserved(op, dst, src byte, off int16, imm int32) (byte, byte, int16, int32) {
-	_, info := lookupOp(rawInsn{op: op, dst: dst, src: src, off: off, imm: imm})
+	_, info := lookupOp(rawInsn{op: opcode(op), dst: dst, src: src, off: off, imm: imm})
 	if info == nil {
 		return dst, src, off, imm
 	}

@@ -133,7 +133,7 @@ func fusionProg(body ...[]byte) ([]byte, int) {
 	all = append(all, ins(oMov64K, 0, 0, 0, 3), exitInsn)
 	all = append(all, ins(oMov64K, 0, 0, 0, 1), exitInsn)
 	for i, b := range all {
-		if b[0]&0x07 != classJMP && b[0]&0x07 != classJMP32 || int16(uint16(b[2])|uint16(b[3])<<8) != toHit {
+		if c := opcode(b[0]).class(); c != classJMP && c != classJMP32 || int16(uint16(b[2])|uint16(b[3])<<8) != toHit {
 			continue
 		}
 		t := hit

@@ -15,74 +15,106 @@ import "encoding/binary"
 // immediate in bytes 12-15 and must have zeros elsewhere.
 const insnSize = 8
 
-// Instruction classes (RFC 9669 section 3.3).
+// opcode is an instruction's first byte (RFC 9669 section 3):
+//
+//	ALU, ALU64, JMP, JMP32:   7..4 operation | 3 source | 2..0 class
+//	LD, LDX, ST, STX:         7..5 mode | 4..3 size | 2..0 class
+//
+// The constants below are its fields, each already in place, so that an
+// opcode is their OR (classALU64 | srcX | aluAdd). String prints the fields
+// by name (opcode_string.go); TestOpcodeNames holds its tables to these
+// constants.
+type opcode uint8
+
+// Instruction classes (RFC 9669 section 3.3): bits 2:0.
 const (
-	classLD    = 0x00
-	classLDX   = 0x01
-	classST    = 0x02
-	classSTX   = 0x03
-	classALU   = 0x04
-	classJMP   = 0x05
-	classJMP32 = 0x06
-	classALU64 = 0x07
+	classLD    opcode = 0x00
+	classLDX   opcode = 0x01
+	classST    opcode = 0x02
+	classSTX   opcode = 0x03
+	classALU   opcode = 0x04
+	classJMP   opcode = 0x05
+	classJMP32 opcode = 0x06
+	classALU64 opcode = 0x07
 )
 
-// Source bit of ALU and JMP opcodes.
+// Source bit of ALU and JMP opcodes (RFC 9669 section 3.3.1): bit 3.
 const (
-	srcK = 0x00 // use the 32-bit immediate
-	srcX = 0x08 // use the src register
+	srcK opcode = 0x00 // use the 32-bit immediate
+	srcX opcode = 0x08 // use the src register
 )
 
-// ALU operations (bits 7:4).
+// ALU operations (RFC 9669 section 4.1): bits 7:4.
 const (
-	aluAdd  = 0x00
-	aluSub  = 0x10
-	aluMul  = 0x20
-	aluDiv  = 0x30 // off 1: sdiv
-	aluOr   = 0x40
-	aluAnd  = 0x50
-	aluLsh  = 0x60
-	aluRsh  = 0x70
-	aluNeg  = 0x80
-	aluMod  = 0x90 // off 1: smod
-	aluXor  = 0xa0
-	aluMov  = 0xb0 // off 8/16/32: movsx
-	aluArsh = 0xc0
-	aluEnd  = 0xd0 // ALU: le (src bit 0) / be (src bit 1); ALU64: bswap
+	aluAdd  opcode = 0x00
+	aluSub  opcode = 0x10
+	aluMul  opcode = 0x20
+	aluDiv  opcode = 0x30 // off 1: sdiv
+	aluOr   opcode = 0x40
+	aluAnd  opcode = 0x50
+	aluLsh  opcode = 0x60
+	aluRsh  opcode = 0x70
+	aluNeg  opcode = 0x80
+	aluMod  opcode = 0x90 // off 1: smod
+	aluXor  opcode = 0xa0
+	aluMov  opcode = 0xb0 // off 8/16/32: movsx
+	aluArsh opcode = 0xc0
+	aluEnd  opcode = 0xd0 // ALU: le (src bit 0) / be (src bit 1); ALU64: bswap
 )
 
-// Jump operations (bits 7:4).
+// Jump operations (RFC 9669 section 4.3): bits 7:4.
 const (
-	jmpJA   = 0x00
-	jmpJEQ  = 0x10
-	jmpJGT  = 0x20
-	jmpJGE  = 0x30
-	jmpJSET = 0x40
-	jmpJNE  = 0x50
-	jmpJSGT = 0x60
-	jmpJSGE = 0x70
-	jmpCall = 0x80
-	jmpExit = 0x90
-	jmpJLT  = 0xa0
-	jmpJLE  = 0xb0
-	jmpJSLT = 0xc0
-	jmpJSLE = 0xd0
+	jmpJA   opcode = 0x00
+	jmpJEQ  opcode = 0x10
+	jmpJGT  opcode = 0x20
+	jmpJGE  opcode = 0x30
+	jmpJSET opcode = 0x40
+	jmpJNE  opcode = 0x50
+	jmpJSGT opcode = 0x60
+	jmpJSGE opcode = 0x70
+	jmpCall opcode = 0x80
+	jmpExit opcode = 0x90
+	jmpJLT  opcode = 0xa0
+	jmpJLE  opcode = 0xb0
+	jmpJSLT opcode = 0xc0
+	jmpJSLE opcode = 0xd0
 )
 
-// Load/store sizes (bits 4:3) and modes (bits 7:5).
+// Load/store sizes (RFC 9669 section 5.1): bits 4:3.
 const (
-	sizeW  = 0x00
-	sizeH  = 0x08
-	sizeB  = 0x10
-	sizeDW = 0x18
-
-	modeIMM    = 0x00
-	modeABS    = 0x20
-	modeIND    = 0x40
-	modeMEM    = 0x60
-	modeMEMSX  = 0x80
-	modeATOMIC = 0xc0
+	sizeW  opcode = 0x00
+	sizeH  opcode = 0x08
+	sizeB  opcode = 0x10
+	sizeDW opcode = 0x18
 )
+
+// Load/store modes (RFC 9669 section 5.1): bits 7:5.
+const (
+	modeIMM    opcode = 0x00
+	modeABS    opcode = 0x20
+	modeIND    opcode = 0x40
+	modeMEM    opcode = 0x60
+	modeMEMSX  opcode = 0x80
+	modeATOMIC opcode = 0xc0
+)
+
+// The fields of an opcode, each left in place (comparable with the
+// constants above).
+func (c opcode) class() opcode     { return c & 0x07 }
+func (c opcode) source() opcode    { return c & 0x08 }
+func (c opcode) operation() opcode { return c & 0xf0 }
+func (c opcode) size() opcode      { return c & 0x18 }
+func (c opcode) mode() opcode      { return c & 0xe0 }
+
+// arith reports whether the opcode is of an ALU or jump class, whose
+// fields are source and operation rather than size and mode.
+func (c opcode) arith() bool {
+	switch c.class() {
+	case classALU, classALU64, classJMP, classJMP32:
+		return true
+	}
+	return false
+}
 
 // Atomic operations, in the immediate of STX|ATOMIC (RFC 9669 section 5.3).
 const (
@@ -109,7 +141,7 @@ const (
 
 // rawInsn is one 8-byte slot, unpacked.
 type rawInsn struct {
-	op  uint8
+	op  opcode
 	dst uint8
 	src uint8
 	off int16
@@ -118,7 +150,7 @@ type rawInsn struct {
 
 func decodeRaw(b []byte) rawInsn {
 	return rawInsn{
-		op:  b[0],
+		op:  opcode(b[0]),
 		dst: b[1] & 0x0f,
 		src: b[1] >> 4,
 		off: int16(binary.LittleEndian.Uint16(b[2:4])),

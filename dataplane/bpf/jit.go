@@ -99,6 +99,52 @@ type jitState struct {
 	// since native code was entered, which clears it): the program whose
 	// instructions the exit code now counts (tailProg).
 	tail uint64
+	// depth is the number of native bpf-to-bpf calls in progress, calls
+	// their frames (jit_amd64_calls.go): pushed and popped by native code
+	// above Runner.depth's frames, turned into those by Go whenever the
+	// code returns to it with any (adoptCalls), so Go never sees them.
+	depth uint64
+	calls [maxFrames]jitCall
+}
+
+// jitCall is the frame of a native bpf-to-bpf call: callFrame without the
+// program (native calls stay in one program's code), plus the native
+// address to return to.
+type jitCall struct {
+	ret   uint64    // native address of the instruction after the call
+	pc    uint64    // its index
+	saved [4]uint64 // r6-r9
+	fp    uint64    // r10
+}
+
+// adoptCalls turns the frames of native calls in progress into Go's
+// (Runner.frames), as the interpreter's callLocal would have pushed them,
+// so that the slow path, helpers and exits see the call stack they expect:
+// p is the program the native code ran (tailProg).
+func (r *Runner) adoptCalls(p *Program) {
+	for i := range r.jit.depth {
+		c := &r.jit.calls[i]
+		f := &r.frames[r.depth] // the code checked the sum against maxFrames
+		f.prog, f.ret, f.saved, f.fp = p, int(c.pc), c.saved, c.fp
+		r.depth++
+	}
+	r.jit.depth = 0
+}
+
+// nativeCalls reports whether a backend compiles the local calls of plain
+// natively: it has some, and no tail call, which would leave the code of
+// the program whose frames native code holds.
+func nativeCalls(plain []insn) bool {
+	calls := false
+	for _, in := range plain {
+		switch in.op {
+		case opTailCall:
+			return false
+		case opCallLocal:
+			calls = true
+		}
+	}
+	return calls
 }
 
 // jitBurstMax is the most frames one native burst runs (the size of
@@ -177,6 +223,8 @@ type jitProg struct {
 	// proven counts the packet accesses compiled without their check
 	// (provenIn): the code then needs a frame (see Runner.code).
 	proven int
+	// calls counts the bpf-to-bpf calls compiled natively, for tests.
+	calls int
 }
 
 // addr is the native address where instruction pc starts.
@@ -202,9 +250,123 @@ type jitEnv struct {
 	funcs []bool
 }
 
+// jitBackend is an architecture's code generator (jit_amd64.go,
+// jit_arm64.go), as compileNative drives it.
+type jitBackend interface {
+	jitForms
+	// size is the length of the code emitted so far.
+	size() int
+	// finish emits the out-of-line code and the slow-path exits, resolves
+	// the branches (entry: the offset of each instruction's code) and
+	// returns the code with its counts.
+	finish(entry []uint32) ([]byte, jitCounts)
+}
+
+// compileNative compiles the plain instruction stream to native code in
+// an executable mapping, with the backend of this platform.
+func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
+	if !jitArch {
+		return nil, ErrNoJIT
+	}
+	if len(plain) == 0 {
+		return nil, errors.New("internal: no instructions")
+	}
+	b := newBackend(plain, env, jumpTargets(plain, env.funcs), provenIn(plain, env))
+	entry := make([]uint32, len(plain))
+	for pc, in := range plain {
+		entry[pc] = uint32(b.size())
+		compileInsn(b, pc, in)
+	}
+	code, n := b.finish(entry)
+	if len(code) >= jitMaxCode {
+		return nil, fmt.Errorf("code too large (%d bytes)", len(code))
+	}
+	mem, base, err := mapCode(code)
+	if err != nil {
+		return nil, err
+	}
+	return &jitProg{mem: mem, entry: entry, base: base, native: n.native, proven: n.proven, calls: n.calls}, nil
+}
+
+// jitCounts are what a backend compiled natively, for tests and jitProg.
+type jitCounts struct {
+	native int // helper calls
+	proven int // accesses without their check
+	calls  int // bpf-to-bpf calls
+}
+
+// jitForms is a backend's code for each operand form of opTable's rows:
+// compileInsn dispatches an instruction on its row's form, and the
+// backend reads the variant (width, signedness, the opcode's operation
+// field) from the row.
+type jitForms interface {
+	emitALU(in insn, info *opInfo) // K and X forms, neg
+	emitMovSX(in insn, info *opInfo)
+	emitEndian(in insn, info *opInfo)
+	emitDiv(in insn, info *opInfo)
+	emitLddw(in insn)
+	emitCtx(pc int, in insn)
+	emitLoad(pc int, in insn, info *opInfo)
+	emitStore(pc int, in insn, info *opInfo) // ST and STX
+	emitAtomic(pc int, in insn)
+	emitJA(pc int, in insn)
+	emitJcc(pc int, in insn, info *opInfo)
+	emitExit(pc int)
+	emitCall(pc int, in insn) // natively where the backend can, else the slow path
+	emitSlow(pc int)
+}
+
+// lddwValue is what the wide load in leaves in dst: a map's handle, a
+// subprogram's address, or the immediate (a map value's pointer, decoded).
+func lddwValue(in insn) uint64 {
+	switch in.op {
+	case opLdMap:
+		return regionMap<<32 | uint64(uint32(in.imm))
+	case opLdFunc:
+		return regionFunc<<32 | uint64(uint32(in.imm))
+	}
+	return uint64(in.imm)
+}
+
+// compileInsn has b emit the instruction in at pc.
+func compileInsn(b jitForms, pc int, in insn) {
+	info := &opTable[in.op]
+	switch info.form {
+	case formALUK, formALUX, formNeg:
+		b.emitALU(in, info)
+	case formMovSX:
+		b.emitMovSX(in, info)
+	case formEnd:
+		b.emitEndian(in, info)
+	case formDivK, formDivX:
+		b.emitDiv(in, info)
+	case formLddw:
+		b.emitLddw(in)
+	case formCtx:
+		b.emitCtx(pc, in)
+	case formLdx:
+		b.emitLoad(pc, in, info)
+	case formSt, formStx:
+		b.emitStore(pc, in, info)
+	case formAtomic:
+		b.emitAtomic(pc, in)
+	case formJA:
+		b.emitJA(pc, in)
+	case formJmpK, formJmpX:
+		b.emitJcc(pc, in, info)
+	case formExit:
+		b.emitExit(pc)
+	case formCall:
+		b.emitCall(pc, in)
+	default:
+		// Calls through a register: the slow path.
+		b.emitSlow(pc)
+	}
+}
+
 // compileFor compiles code (the plain, unfused instruction stream) for the
 // engine asked for: nil, nil means the interpreter runs the program.
-func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitProg, error) {
+func compileFor(name string, plain []insn, e Engine, env jitEnv) (*jitProg, error) {
 	switch e {
 	case EngineInterp:
 		return nil, nil
@@ -217,7 +379,7 @@ func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitPro
 		case EngineInterp:
 			return nil, nil
 		case EngineJIT:
-			return compileFor(name, plain, fused, EngineJIT, env)
+			return compileFor(name, plain, EngineJIT, env)
 		}
 		if !jitArch {
 			return nil, nil
@@ -225,7 +387,7 @@ func compileFor(name string, plain, fused []insn, e Engine, env jitEnv) (*jitPro
 	default:
 		return nil, fmt.Errorf("program %s: unknown engine %d", name, e)
 	}
-	j, err := compileNative(plain, fused, env)
+	j, err := compileNative(plain, env)
 	if err != nil {
 		if e == EngineDefault {
 			// The interpreter runs it: same results, only slower.
@@ -248,7 +410,7 @@ var envEngine = sync.OnceValue(func() Engine {
 // compile gives p native code for engine e (plain is its instruction stream
 // before fusion, as decodeProgram left it in decodeEnv.plain).
 func (p *Program) compile(plain []insn, e Engine) error {
-	j, err := compileFor(p.name, plain, p.code, e, jitEnv{coll: p.coll, funcs: p.funcs})
+	j, err := compileFor(p.name, plain, e, jitEnv{coll: p.coll, funcs: p.funcs})
 	if err != nil {
 		return err
 	}
@@ -466,6 +628,9 @@ func (r *Runner) tailProg(p *Program, j *jitProg) (*Program, *jitProg) {
 func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]uint64) (int, *Program, bool) {
 	for {
 		p, j = r.tailProg(p, j)
+		if r.jit.depth != 0 {
+			r.adoptCalls(p)
+		}
 		pc := int(e >> 8)
 		if e&0xff != jitExitDone {
 			if uint(pc) >= uint(len(p.code)) || p.code[pc].op != opCall {

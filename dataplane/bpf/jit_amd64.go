@@ -4,7 +4,6 @@ package bpf
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 )
 
@@ -64,9 +63,15 @@ const (
 	ccG  = 0xf
 )
 
-// jumpCC is the condition of each BPF jump, in the order of the op values
-// (JEQ, JGT, JGE, JSET, JNE, JSGT, JSGE, JLT, JLE, JSLT, JSLE).
-var jumpCC = [11]uint8{ccE, ccA, ccAE, ccNE, ccNE, ccG, ccGE, ccB, ccBE, ccL, ccLE}
+// amd64JumpCC is the condition code (the low nibble of Jcc, Intel SDM
+// vol. 2 appendix B.1.4.7) of each BPF jump operation: unsigned compares
+// map to above/below, signed ones to greater/less; JSET jumps on a
+// non-zero TEST.
+var amd64JumpCC = map[opcode]uint8{
+	jmpJEQ: ccE, jmpJNE: ccNE, jmpJSET: ccNE,
+	jmpJGT: ccA, jmpJGE: ccAE, jmpJLT: ccB, jmpJLE: ccBE,
+	jmpJSGT: ccG, jmpJSGE: ccGE, jmpJSLT: ccL, jmpJSLE: ccLE,
+}
 
 // xmem is a memory operand [base + index + disp]; index < 0 means none.
 type xmem struct {
@@ -234,16 +239,19 @@ func (a *x86asm) patch(pos, target int) {
 // amd64Compiler turns one program into amd64 code.
 type amd64Compiler struct {
 	x86asm
-	plain, fused []insn
-	entry        []uint32
-	jumps        []jitFixup // to instruction starts
-	slows        []jitFixup // to slow-path exits, by instruction
-	generic      []jitGeneric
-	env          jitEnv
-	targets      []bool  // jumpTargets
-	native       int     // helper calls compiled natively
-	proven       []int32 // provenIn
-	nproven      int
+	plain   []insn
+	jumps   []jitFixup // to instruction starts
+	slows   []jitFixup // to slow-path exits, by instruction
+	generic []jitGeneric
+	env     jitEnv
+	targets []bool  // jumpTargets
+	native  int     // helper calls compiled natively
+	proven  []int32 // provenIn
+	nproven int
+	// calls: local calls are compiled natively (nativeCalls), and every
+	// exit first returns from a native call in progress; ncalls counts them.
+	calls  bool
+	ncalls int
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -252,27 +260,26 @@ type jitFixup struct {
 	pc  int
 }
 
-func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
-	if len(plain) != len(fused) || len(plain) == 0 {
-		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
-	}
-	c := &amd64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
-	c.targets = jumpTargets(plain, env.funcs)
-	c.proven = provenIn(plain, env)
+// jitMaxCode bounds the code: rel32 displacements reach 2 GiB.
+const jitMaxCode = math.MaxInt32
+
+func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
+	c := &amd64Compiler{plain: plain, env: env, targets: targets, proven: proven, calls: nativeCalls(plain)}
 	c.b = make([]byte, 0, 24*len(plain)+64)
-	for pc := range plain {
-		c.entry[pc] = uint32(len(c.b))
-		if err := c.insn(pc); err != nil {
-			return nil, err
-		}
-	}
+	return c
+}
+
+func (c *amd64Compiler) size() int { return len(c.b) }
+
+// finish places the out-of-line region checks, resolves the jumps and
+// emits one slow-path exit stub per instruction that may need one.
+func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, f := range c.jumps {
-		c.patch(f.pos, int(c.entry[f.pc]))
+		c.patch(f.pos, int(entry[f.pc]))
 	}
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
-	// One exit stub per instruction that may need the slow path.
 	stubs := map[int]int{}
 	for _, f := range c.slows {
 		at, ok := stubs[f.pc]
@@ -283,14 +290,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 		}
 		c.patch(f.pos, at)
 	}
-	if len(c.b) >= math.MaxInt32 {
-		return nil, fmt.Errorf("code too large")
-	}
-	mem, base, err := mapCode(c.b)
-	if err != nil {
-		return nil, err
-	}
-	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
 }
 
 // exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears
@@ -307,253 +307,216 @@ func (c *amd64Compiler) slowIf(cc uint8, pc int) {
 
 func reg(r uint8) uint8 { return amd64Regs[r] }
 
-func (c *amd64Compiler) insn(pc int) error {
-	in := c.plain[pc]
-	dst, src := reg(in.dst&15%11), reg(in.src&15%11)
-	k := int32(in.imm)
-	switch in.op {
-	case opAdd64K:
-		c.aluRI(true, 0, dst, k)
-	case opAdd64X:
-		c.aluRR(true, 0x01, dst, src)
-	case opSub64K:
-		c.aluRI(true, 5, dst, k)
-	case opSub64X:
-		c.aluRR(true, 0x29, dst, src)
-	case opOr64K:
-		c.aluRI(true, 1, dst, k)
-	case opOr64X:
-		c.aluRR(true, 0x09, dst, src)
-	case opAnd64K:
-		c.aluRI(true, 4, dst, k)
-	case opAnd64X:
-		c.aluRR(true, 0x21, dst, src)
-	case opXor64K:
-		c.aluRI(true, 6, dst, k)
-	case opXor64X:
-		c.aluRR(true, 0x31, dst, src)
-	case opMul64K:
-		c.rr(false, true, []byte{0x69}, dst, dst, false)
-		c.imm32(k)
-	case opMul64X:
-		c.rr(false, true, []byte{0x0f, 0xaf}, dst, src, false)
-	case opLsh64K:
-		c.shiftI(true, 4, dst, uint8(in.imm))
-	case opRsh64K:
-		c.shiftI(true, 5, dst, uint8(in.imm))
-	case opArsh64K:
-		c.shiftI(true, 7, dst, uint8(in.imm))
-	case opLsh64X:
-		c.shiftX(true, 4, dst, src)
-	case opRsh64X:
-		c.shiftX(true, 5, dst, src)
-	case opArsh64X:
-		c.shiftX(true, 7, dst, src)
-	case opMov64K:
-		c.movRI(dst, in.imm)
-	case opMov64X:
-		c.aluRR(true, 0x89, dst, src)
-	case opNeg64:
-		c.rr(false, true, []byte{0xf7}, 3, dst, false)
-	case opMovSX8to64:
-		c.rr(false, true, []byte{0x0f, 0xbe}, dst, src, true)
-	case opMovSX16to64:
-		c.rr(false, true, []byte{0x0f, 0xbf}, dst, src, false)
-	case opMovSX32to64:
-		c.rr(false, true, []byte{0x63}, dst, src, false)
+// regs are the x86 registers of in's dst and src.
+func regs(in insn) (dst, src uint8) { return reg(in.dst & 15 % 11), reg(in.src & 15 % 11) }
 
-	case opAdd32K:
-		c.aluRI(false, 0, dst, k)
-	case opAdd32X:
-		c.aluRR(false, 0x01, dst, src)
-	case opSub32K:
-		c.aluRI(false, 5, dst, k)
-	case opSub32X:
-		c.aluRR(false, 0x29, dst, src)
-	case opOr32K:
-		c.aluRI(false, 1, dst, k)
-	case opOr32X:
-		c.aluRR(false, 0x09, dst, src)
-	case opAnd32K:
-		c.aluRI(false, 4, dst, k)
-	case opAnd32X:
-		c.aluRR(false, 0x21, dst, src)
-	case opXor32K:
-		c.aluRI(false, 6, dst, k)
-	case opXor32X:
-		c.aluRR(false, 0x31, dst, src)
-	case opMul32K:
-		c.rr(false, false, []byte{0x69}, dst, dst, false)
-		c.imm32(k)
-	case opMul32X:
-		c.rr(false, false, []byte{0x0f, 0xaf}, dst, src, false)
-	case opLsh32K:
-		c.shiftI(false, 4, dst, uint8(in.imm))
-	case opRsh32K:
-		c.shiftI(false, 5, dst, uint8(in.imm))
-	case opArsh32K:
-		c.shiftI(false, 7, dst, uint8(in.imm))
-	case opLsh32X:
-		c.shiftX(false, 4, dst, src)
-	case opRsh32X:
-		c.shiftX(false, 5, dst, src)
-	case opArsh32X:
-		c.shiftX(false, 7, dst, src)
-	case opMov32K:
-		c.movRI(dst, int64(uint32(in.imm)))
-	case opMov32X:
-		c.aluRR(false, 0x89, dst, src)
-	case opNeg32:
-		c.rr(false, false, []byte{0xf7}, 3, dst, false)
-	case opMovSX8to32:
-		c.rr(false, false, []byte{0x0f, 0xbe}, dst, src, true)
-	case opMovSX16to32:
-		c.rr(false, false, []byte{0x0f, 0xbf}, dst, src, false)
+// emitJA emits ja.
+func (c *amd64Compiler) emitJA(pc int, in insn) { c.branch(pc, in, 0xff) }
 
-	case opTrunc16:
-		c.rr(false, false, []byte{0x0f, 0xb7}, dst, dst, false)
-	case opTrunc32:
-		c.aluRR(false, 0x89, dst, dst)
-	case opNop:
-	case opSwap16:
-		c.rex(false, 0, 0, dst, false)
-		c.byte1(0x0f, 0xc8|dst&7)
-		c.shiftI(false, 5, dst, 16)
-	case opSwap32:
-		c.rex(false, 0, 0, dst, false)
-		c.byte1(0x0f, 0xc8|dst&7)
-	case opSwap64:
-		c.rex(true, 0, 0, dst, false)
-		c.byte1(0x0f, 0xc8|dst&7)
-
-	case opLdImm64, opLdMapValue:
-		c.movRI(dst, in.imm)
-	case opLdMap:
-		c.movRI(dst, int64(regionMap<<32|uint64(uint32(in.imm))))
-	case opLdFunc:
-		c.movRI(dst, int64(regionFunc<<32|uint64(uint32(in.imm))))
-
-	case opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
-		off := offData
-		switch in.op {
-		case opLdCtxDataEnd:
-			off = offDataEnd
-		case opLdCtxDataMeta:
-			off = offDataMeta
-		}
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
-		c.aluRR(true, 0x85, xS1, xS1)
-		c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
-		c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
-		c.movRI(xS2, int64(regionPacket<<32))
-		c.aluRR(true, 0x09, dst, xS2)
-
-	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
-		n, signed := loadSize(in.op)
-		m := c.access(pc, in.src, in.off, int32(n), false)
-		switch {
-		case n == 1 && !signed:
-			c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false)
-		case n == 1:
-			c.rm(false, true, []byte{0x0f, 0xbe}, dst, m, false)
-		case n == 2 && !signed:
-			c.rm(false, false, []byte{0x0f, 0xb7}, dst, m, false)
-		case n == 2:
-			c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
-		case n == 4 && !signed:
-			c.rm(false, false, []byte{0x8b}, dst, m, false)
-			c.ctxScalar(pc, dst)
-		case n == 4:
-			c.rm(false, true, []byte{0x63}, dst, m, false)
-		default:
-			c.rm(false, true, []byte{0x8b}, dst, m, false)
-		}
-	case opStB, opStH, opStW, opStDW:
-		n := storeSize(in.op)
-		m := c.access(pc, in.dst, in.off, int32(n), true)
-		switch n {
-		case 1:
-			c.rm(false, false, []byte{0xc6}, 0, m, false)
-			c.byte1(byte(in.imm))
-		case 2:
-			c.rm(true, false, []byte{0xc7}, 0, m, false)
-			c.b = binary.LittleEndian.AppendUint16(c.b, uint16(in.imm))
-		case 4:
-			c.rm(false, false, []byte{0xc7}, 0, m, false)
-			c.imm32(k)
-		default:
-			c.rm(false, true, []byte{0xc7}, 0, m, false)
-			c.imm32(k)
-		}
-	case opStxB, opStxH, opStxW, opStxDW:
-		n := storeSize(in.op)
-		m := c.access(pc, in.dst, in.off, int32(n), true)
-		switch n {
-		case 1:
-			c.rm(false, false, []byte{0x88}, src, m, true)
-		case 2:
-			c.rm(true, false, []byte{0x89}, src, m, false)
-		case 4:
-			c.rm(false, false, []byte{0x89}, src, m, false)
-		default:
-			c.rm(false, true, []byte{0x89}, src, m, false)
-		}
-
-	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
-		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
-		c.div(in, dst, src)
-	case opAtomic32, opAtomic64:
-		c.atomic(pc, in, src)
-	case opJA:
-		c.branch(pc, in, 0xff)
-	case opExit:
-		c.exit(pc, jitExitDone)
-	case opTailCall:
-		if c.tailCallAt(pc) {
-			c.native++
-			return nil
-		}
-		c.exit(pc, jitExitSlow)
-	case opCall:
-		if c.nativeHelper(pc) {
-			c.native++
-			return nil
-		}
-		c.exit(pc, jitExitSlow)
-	default:
-		if in.op >= opJEQ64K && in.op <= opJSLE32X {
-			c.condJump(pc, in, dst, src)
-			return nil
-		}
-		// Division (a zero divisor, INT_MIN / -1), calls, tail calls,
-		// atomics: the interpreter's slow path runs them and comes back.
-		c.exit(pc, jitExitSlow)
+// emitExit emits exit: the return from a native call in progress, else
+// the end of the run or of a frame Go pushed.
+func (c *amd64Compiler) emitExit(pc int) {
+	if c.calls {
+		c.callReturn()
 	}
-	return nil
+	c.exit(pc, jitExitDone)
 }
 
-// div emits the division or modulo in with the interpreter's results
+// emitSlow sends the instruction at pc to the interpreter's slow path,
+// which runs it and comes back.
+func (c *amd64Compiler) emitSlow(pc int) { c.exit(pc, jitExitSlow) }
+
+// x86Arith is the x86 encoding of a BPF ALU operation (Intel SDM vol. 2):
+// rr is the opcode of its "op r/m, r" form; digit is the ModRM reg field
+// (/digit) of its immediate form in group 1 (0x81/0x83: add, or, and, sub,
+// xor) or, for shifts, group 2 (0xc1/0xd3: shl 4, shr 5, sar 7).
+type x86Arith struct {
+	rr    byte
+	digit uint8
+}
+
+var amd64Arith = map[opcode]x86Arith{
+	aluAdd:  {0x01, 0},
+	aluSub:  {0x29, 5},
+	aluOr:   {0x09, 1},
+	aluAnd:  {0x21, 4},
+	aluXor:  {0x31, 6},
+	aluLsh:  {0, 4},
+	aluRsh:  {0, 5},
+	aluArsh: {0, 7},
+}
+
+// emitALU emits the ALU operations with K and X forms (and neg): 32-bit
+// forms write the low half and so zero the high one, as BPF requires.
+func (c *amd64Compiler) emitALU(in insn, info *opInfo) {
+	dst, src := regs(in)
+	w, x, k := info.width == 64, info.form == formALUX, int32(in.imm)
+	switch opn := info.code.operation(); opn {
+	case aluAdd, aluSub, aluOr, aluAnd, aluXor:
+		if x {
+			c.aluRR(w, amd64Arith[opn].rr, dst, src)
+		} else {
+			c.aluRI(w, amd64Arith[opn].digit, dst, k)
+		}
+	case aluLsh, aluRsh, aluArsh:
+		if x {
+			c.shiftX(w, amd64Arith[opn].digit, dst, src)
+		} else {
+			c.shiftI(w, amd64Arith[opn].digit, dst, uint8(in.imm))
+		}
+	case aluMul:
+		if x {
+			c.rr(false, w, []byte{0x0f, 0xaf}, dst, src, false) // imul r, r/m
+		} else {
+			c.rr(false, w, []byte{0x69}, dst, dst, false) // imul r, r/m, imm32
+			c.imm32(k)
+		}
+	case aluMov:
+		switch {
+		case x:
+			c.aluRR(w, 0x89, dst, src)
+		case w:
+			c.movRI(dst, in.imm)
+		default:
+			c.movRI(dst, int64(uint32(in.imm)))
+		}
+	case aluNeg:
+		c.rr(false, w, []byte{0xf7}, 3, dst, false) // neg: f7 /3
+	}
+}
+
+// emitMovSX emits the sign-extending moves (movsx, movsxd) and, for the rows
+// with no extension (mov64 X and mov32 X, key 0), a plain move.
+func (c *amd64Compiler) emitMovSX(in insn, info *opInfo) {
+	dst, src := regs(in)
+	w := info.width == 64
+	switch info.key {
+	case 8:
+		c.rr(false, w, []byte{0x0f, 0xbe}, dst, src, true)
+	case 16:
+		c.rr(false, w, []byte{0x0f, 0xbf}, dst, src, false)
+	case 32:
+		c.rr(false, true, []byte{0x63}, dst, src, false)
+	default:
+		c.aluRR(w, 0x89, dst, src)
+	}
+}
+
+// emitEndian emits le (a truncation: the host is little-endian) and be/bswap
+// (BSWAP, then a shift down for 16 bits).
+func (c *amd64Compiler) emitEndian(in insn, info *opInfo) {
+	dst, _ := regs(in)
+	if info.code.source() == srcK { // le
+		switch info.width {
+		case 16:
+			c.rr(false, false, []byte{0x0f, 0xb7}, dst, dst, false) // movzx
+		case 32:
+			c.aluRR(false, 0x89, dst, dst)
+		}
+		return
+	}
+	c.rex(info.width == 64, 0, 0, dst, false)
+	c.byte1(0x0f, 0xc8|dst&7) // bswap
+	if info.width == 16 {
+		c.shiftI(false, 5, dst, 16)
+	}
+}
+
+// emitLddw sets dst to the wide load's value, a map handle or a subprogram.
+func (c *amd64Compiler) emitLddw(in insn) {
+	dst, _ := regs(in)
+	c.movRI(dst, int64(lddwValue(in)))
+}
+
+// emitCtx emits a specialised context load: the frame's pointer, tagged
+// with the packet region.
+func (c *amd64Compiler) emitCtx(pc int, in insn) {
+	dst, _ := regs(in)
+	off := ctxFieldOff(in.op)
+	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
+	c.aluRR(true, 0x85, xS1, xS1)
+	c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
+	c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
+	c.movRI(xS2, int64(regionPacket<<32))
+	c.aluRR(true, 0x09, dst, xS2)
+}
+
+// emitLoad emits a load of the row's size, zero- or sign-extended.
+func (c *amd64Compiler) emitLoad(pc int, in insn, info *opInfo) {
+	dst, _ := regs(in)
+	n, signed := info.width, info.signed
+	m := c.access(pc, in.src, in.off, int32(n), false)
+	switch {
+	case n == 1 && !signed:
+		c.rm(false, false, []byte{0x0f, 0xb6}, dst, m, false) // movzx
+	case n == 1:
+		c.rm(false, true, []byte{0x0f, 0xbe}, dst, m, false) // movsx
+	case n == 2 && !signed:
+		c.rm(false, false, []byte{0x0f, 0xb7}, dst, m, false)
+	case n == 2:
+		c.rm(false, true, []byte{0x0f, 0xbf}, dst, m, false)
+	case n == 4 && !signed:
+		c.rm(false, false, []byte{0x8b}, dst, m, false)
+		c.ctxScalar(pc, dst)
+	case n == 4:
+		c.rm(false, true, []byte{0x63}, dst, m, false) // movsxd
+	default:
+		c.rm(false, true, []byte{0x8b}, dst, m, false)
+	}
+}
+
+// emitStore emits a store of the row's size, of the immediate (ST) or of src
+// (STX).
+func (c *amd64Compiler) emitStore(pc int, in insn, info *opInfo) {
+	_, src := regs(in)
+	n := info.width
+	m := c.access(pc, in.dst, in.off, int32(n), true)
+	if info.form == formStx {
+		// mov r/m8, r8 (88); mov r/m, r (89), with 66 for 16 bits.
+		opc := byte(0x89)
+		if n == 1 {
+			opc = 0x88
+		}
+		c.rm(n == 2, n == 8, []byte{opc}, src, m, n == 1)
+		return
+	}
+	switch n {
+	case 1:
+		c.rm(false, false, []byte{0xc6}, 0, m, false) // mov r/m8, imm8
+		c.byte1(byte(in.imm))
+	case 2:
+		c.rm(true, false, []byte{0xc7}, 0, m, false)
+		c.b = binary.LittleEndian.AppendUint16(c.b, uint16(in.imm))
+	default:
+		c.rm(false, n == 8, []byte{0xc7}, 0, m, false) // imm32, sign-extended for 8
+		c.imm32(int32(in.imm))
+	}
+}
+
+// emitCall emits a helper call natively where one is compiled (map lookups,
+// tail calls), else an exit to the slow path, which runs every call.
+func (c *amd64Compiler) emitCall(pc int, in insn) {
+	switch {
+	case in.op == opTailCall && c.tailCallAt(pc), in.op == opCall && c.nativeHelper(pc):
+		c.native++
+	case in.op == opCallLocal && c.calls:
+		c.localCall(pc, in)
+		c.ncalls++
+	default:
+		c.exit(pc, jitExitSlow)
+	}
+}
+
+// emitDiv emits the division or modulo in with the interpreter's results
 // (udiv64 ... smod32): a zero divisor gives 0 (div) or leaves dst (mod, 32
 // bits zero-extended), a signed division by -1 negates (INT_MIN stays) and
 // its modulo is 0; the CPU's divide, which traps on those, runs only for
 // the other divisors. DIV needs RAX and RDX (r0 and r3): they are saved in
 // R10 and jitState.spill around it.
-func (c *amd64Compiler) div(in insn, dst, src uint8) {
-	o := in.op
-	w := o < opAdd32K
-	isX := (o-opDiv64K)%2 == 1
-	if !w {
-		isX = (o-opDiv32K)%2 == 1
-	}
-	var signed, mod bool
-	switch o {
-	case opSDiv64K, opSDiv64X, opSDiv32K, opSDiv32X:
-		signed = true
-	case opMod64K, opMod64X, opMod32K, opMod32X:
-		mod = true
-	case opSMod64K, opSMod64X, opSMod32K, opSMod32X:
-		signed, mod = true, true
-	}
+func (c *amd64Compiler) emitDiv(in insn, info *opInfo) {
+	dst, src := regs(in)
+	w, isX := info.width == 64, info.form == formDivX
+	signed, mod := info.signed, info.code.operation() == aluMod
 	if isX {
 		c.aluRR(true, 0x89, xS1, src)
 	} else if w {
@@ -613,13 +576,14 @@ func (c *amd64Compiler) div(in insn, dst, src uint8) {
 	}
 }
 
-// atomic emits the atomic operations as locked instructions (add, or, and,
+// emitAtomic emits the atomic operations as locked instructions (add, or, and,
 // xor; fetch-add as XADD; exchange as XCHG; compare and exchange as
 // CMPXCHG, whose implicit RAX is r0; fetch-or/and/xor as a CMPXCHG loop)
 // after the store check of the region and a check of the natural alignment
 // the interpreter requires (atomic32/atomic64); a failed check goes to the
 // slow path, which reports the same fault.
-func (c *amd64Compiler) atomic(pc int, in insn, src uint8) {
+func (c *amd64Compiler) emitAtomic(pc int, in insn) {
+	_, src := regs(in)
 	w := in.op == opAtomic64
 	n := int32(4)
 	if w {
@@ -847,13 +811,11 @@ func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	c.patch(c.jmp(), g.resume)
 }
 
-// condJump compares and jumps as BPF jump in does.
-func (c *amd64Compiler) condJump(pc int, in insn, dst, src uint8) {
-	idx := int(in.op - opJEQ64K)
-	w := idx < 22
-	kind := idx % 22 / 2
-	isX := idx%2 == 1
-	isSet := kind == 3
+// emitJcc compares and jumps as BPF jump in does.
+func (c *amd64Compiler) emitJcc(pc int, in insn, info *opInfo) {
+	dst, src := regs(in)
+	w, isX := info.width == 64, info.form == formJmpX
+	isSet := info.code.operation() == jmpJSET
 	switch {
 	case isX && isSet:
 		c.aluRR(w, 0x85, dst, src)
@@ -864,13 +826,12 @@ func (c *amd64Compiler) condJump(pc int, in insn, dst, src uint8) {
 	default:
 		c.aluRI(w, 7, dst, int32(in.imm))
 	}
-	c.branch(pc, in, jumpCC[kind])
+	c.branch(pc, in, amd64JumpCC[info.code.operation()])
 }
 
 // branch jumps to in.off when cc holds (0xff: always). A backward jump
-// charges the instruction budget first, as the interpreter does: the
-// distance back plus one, counted from the fused move in front when the
-// interpreter fused one with the jump (then a fault names the move's slot).
+// charges the instruction budget first, as the interpreter does (see
+// backJump).
 func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
 	target := int(in.off)
 	if in.back == 0 {
@@ -881,26 +842,32 @@ func (c *amd64Compiler) branch(pc int, in insn, cc uint8) {
 		}
 		return
 	}
-	at, charge := backJump(pc, target)
 	skip := -1
 	if cc != 0xff {
 		c.byte1(0x70|cc^1, 0)
 		skip = len(c.b)
 	}
-	if charge > math.MaxInt32 {
-		charge = math.MaxInt32
-	}
-	// sub qword [ctx+budget], charge; js slow
-	if fits8(int32(charge)) {
-		c.rm(false, true, []byte{0x83}, 5, xmem{base: xCtx, index: -1, disp: offBudget}, false)
-		c.byte1(byte(charge))
-	} else {
-		c.rm(false, true, []byte{0x81}, 5, xmem{base: xCtx, index: -1, disp: offBudget}, false)
-		c.imm32(int32(charge))
-	}
-	c.slowIf(ccS, at)
+	c.charge(pc, target)
 	c.jumps = append(c.jumps, jitFixup{c.jmp(), target})
 	if skip >= 0 {
 		c.b[skip-1] = byte(len(c.b) - skip)
 	}
+}
+
+// charge subtracts what a backward jump or call at pc to target costs
+// from the budget and leaves for the slow path at pc when it runs out.
+func (c *amd64Compiler) charge(pc, target int) {
+	at, n := backJump(pc, target)
+	if n > math.MaxInt32 {
+		n = math.MaxInt32
+	}
+	budget := xmem{base: xCtx, index: -1, disp: offBudget}
+	if fits8(int32(n)) {
+		c.rm(false, true, []byte{0x83}, 5, budget, false) // sub qword [budget], n
+		c.byte1(byte(n))
+	} else {
+		c.rm(false, true, []byte{0x81}, 5, budget, false)
+		c.imm32(int32(n))
+	}
+	c.slowIf(ccS, at)
 }

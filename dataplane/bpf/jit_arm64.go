@@ -4,7 +4,6 @@ package bpf
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 )
 
@@ -42,29 +41,18 @@ const (
 	aS5  = 13 // large field offsets, store immediates
 	aS6  = 14 // store-exclusive status
 	aCtx = 24 // the Runner
-	aZR  = 31
 )
 
 var arm64Regs = [11]uint32{0, 1, 2, 3, 4, 5, 19, 20, 21, 22, 23}
 
-// A64 condition codes.
-const (
-	aEQ = 0x0
-	aNE = 0x1
-	aHS = 0x2
-	aLO = 0x3
-	aMI = 0x4
-	aHI = 0x8
-	aLS = 0x9
-	aGE = 0xa
-	aLT = 0xb
-	aGT = 0xc
-	aLE = 0xd
-	aAL = 0xe
-)
-
-// arm64JumpCC is the condition of each BPF jump (order of jumpCC on amd64).
-var arm64JumpCC = [11]uint32{aEQ, aHI, aHS, aNE, aNE, aGT, aGE, aLO, aLS, aLT, aLE}
+// arm64JumpCC is the condition (Arm ARM C1.2.4, "Condition code") each BPF
+// jump operation branches on: unsigned compares HI/HS/LO/LS, signed ones
+// GT/GE/LT/LE; JSET on a non-zero TST.
+var arm64JumpCC = map[opcode]uint32{
+	jmpJEQ: aEQ, jmpJNE: aNE, jmpJSET: aNE,
+	jmpJGT: aHI, jmpJGE: aHS, jmpJLT: aLO, jmpJLE: aLS,
+	jmpJSGT: aGT, jmpJSGE: aGE, jmpJSLT: aLT, jmpJSLE: aLE,
+}
 
 type a64Fixup struct {
 	pos    int
@@ -79,42 +67,53 @@ type a64Generic struct {
 }
 
 type arm64Compiler struct {
-	b            []byte
-	plain, fused []insn
-	entry        []uint32
-	long         bool // branches may be out of B.cond's 1 MB range
-	jumps        []a64Fixup
-	slows        []a64Fixup // target: pc of the slow exit
-	generic      []a64Generic
-	env          jitEnv
-	targets      []bool  // jumpTargets
-	proven       []int32 // provenIn
-	nproven      int
-	native       int // helper calls compiled natively
+	b       []byte
+	plain   []insn
+	long    bool // branches may be out of B.cond's 1 MB range
+	jumps   []a64Fixup
+	slows   []a64Fixup // target: pc of the slow exit
+	generic []a64Generic
+	env     jitEnv
+	targets []bool  // jumpTargets
+	proven  []int32 // provenIn
+	nproven int
+	native  int // helper calls compiled natively
+	// calls: local calls are compiled natively (nativeCalls, and
+	// every return address within ADR's 1 MiB); ncalls counts them; adrs
+	// are the ADRs to resolve to instruction starts.
+	calls  bool
+	ncalls int
+	adrs   []a64Fixup
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
 
-func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
-	if len(plain) != len(fused) || len(plain) == 0 {
-		return nil, fmt.Errorf("internal: %d plain and %d fused instructions", len(plain), len(fused))
-	}
-	c := &arm64Compiler{plain: plain, fused: fused, entry: make([]uint32, len(plain)), env: env}
-	c.targets = jumpTargets(plain, env.funcs)
-	c.proven = provenIn(plain, env)
+// jitMaxCode bounds the code: B reaches 128 MiB.
+const jitMaxCode = 1 << 27
+
+func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
+	c := &arm64Compiler{plain: plain, env: env, targets: targets, proven: proven}
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
+	c.calls = nativeCalls(plain) && !c.long
 	c.b = make([]byte, 0, 64*len(plain)+64)
-	for pc := range plain {
-		c.entry[pc] = uint32(len(c.b))
-		c.insn(pc)
-	}
+	return c
+}
+
+func (c *arm64Compiler) size() int { return len(c.b) }
+
+// finish places the out-of-line region checks, resolves the jumps and
+// emits one slow-path exit stub per instruction that may need one.
+func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
 	for _, f := range c.jumps {
-		c.patch(f, int(c.entry[f.target]))
+		c.patch(f, int(entry[f.target]))
+	}
+	for _, f := range c.adrs {
+		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(int(entry[f.target])-f.pos)))
 	}
 	stubs := map[int]int{}
 	for _, f := range c.slows {
@@ -126,14 +125,7 @@ func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) {
 		}
 		c.patch(f, at)
 	}
-	if len(c.b) >= 1<<27 {
-		return nil, fmt.Errorf("code too large")
-	}
-	mem, base, err := mapCode(c.b)
-	if err != nil {
-		return nil, err
-	}
-	return &jitProg{mem: mem, entry: c.entry, base: base, native: c.native, proven: c.nproven}, nil
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
 }
 
 // patch resolves a branch at f.pos to byte offset to.
@@ -152,15 +144,15 @@ func (c *arm64Compiler) patch(f a64Fixup, to int) {
 // fixup.
 func (c *arm64Compiler) branch(cond uint32) a64Fixup {
 	if cond == aAL {
-		c.w(0x14000000)
+		c.w(a64B)
 		return a64Fixup{pos: len(c.b) - 4}
 	}
 	if c.long {
-		c.w(0x54000040 | (cond ^ 1)) // b.!cond +8
-		c.w(0x14000000)
+		c.w(a64Branch(a64Bcond, 2, cond^1)) // b.!cond +8
+		c.w(a64B)
 		return a64Fixup{pos: len(c.b) - 4}
 	}
-	c.w(0x54000000 | cond)
+	c.w(a64Branch(a64Bcond, 0, cond))
 	return a64Fixup{pos: len(c.b) - 4, cond: true}
 }
 
@@ -196,14 +188,14 @@ func (c *arm64Compiler) movImm(d uint32, v uint64) {
 				continue
 			}
 			if first {
-				c.w(0x92800000 | uint32(i)<<21 | (^ch[i]&0xffff)<<5 | d) // movn
+				c.w(a64MovWide(a64Movn, d, uint32(i), ^ch[i]))
 				first = false
 			} else {
-				c.w(0xf2800000 | uint32(i)<<21 | ch[i]<<5 | d) // movk
+				c.w(a64MovWide(a64Movk, d, uint32(i), ch[i]))
 			}
 		}
 		if first {
-			c.w(0x92800000 | d) // movn d, #0: all ones
+			c.w(a64MovWide(a64Movn, d, 0, 0)) // all ones
 		}
 		return
 	}
@@ -212,62 +204,48 @@ func (c *arm64Compiler) movImm(d uint32, v uint64) {
 			continue
 		}
 		if first {
-			c.w(0xd2800000 | uint32(i)<<21 | ch[i]<<5 | d) // movz
+			c.w(a64MovWide(a64Movz, d, uint32(i), ch[i]))
 			first = false
 		} else {
-			c.w(0xf2800000 | uint32(i)<<21 | ch[i]<<5 | d)
+			c.w(a64MovWide(a64Movk, d, uint32(i), ch[i]))
 		}
 	}
 	if first {
-		c.w(0xd2800000 | d)
+		c.w(a64MovWide(a64Movz, d, 0, 0))
 	}
 }
 
 // ldr and str: 64-bit load and store of [n + off].
 func (c *arm64Compiler) ldr(t, n uint32, off int32) {
 	if off >= 0 && off%8 == 0 && off/8 < 4096 {
-		c.w(0xf9400000 | uint32(off/8)<<10 | n<<5 | t)
+		c.w(a64Imm12(a64LdrXImm, t, n, uint32(off/8)))
 		return
 	}
 	c.movImm(aS5, uint64(int64(off)))
-	c.w(0xf8606800 | aS5<<16 | n<<5 | t)
+	c.w(a64RRR(a64LdrX, t, n, aS5))
 }
 
 func (c *arm64Compiler) str(t, n uint32, off int32) {
 	if off >= 0 && off%8 == 0 && off/8 < 4096 {
-		c.w(0xf9000000 | uint32(off/8)<<10 | n<<5 | t)
+		c.w(a64Imm12(a64StrXImm, t, n, uint32(off/8)))
 		return
 	}
 	c.movImm(aS5, uint64(int64(off)))
-	c.w(0xf8206800 | aS5<<16 | n<<5 | t)
+	c.w(a64RRR(a64StrX, t, n, aS5))
 }
 
 // exit leaves the exit code for pc in X9 (S1) and returns to the
 // trampoline, which hands it to Go.
 func (c *arm64Compiler) exit(pc int, kind uint32) {
 	c.movImm(aS1, uint64(uint32(pc)<<8|kind))
-	c.w(0xd65f03c0) // ret
+	c.w(a64Ret)
 }
 
 // rrr emits a three-register data-processing instruction d = n op m.
-func (c *arm64Compiler) rrr(op, d, n, m uint32) { c.w(op | m<<16 | n<<5 | d) }
+func (c *arm64Compiler) rrr(op, d, n, m uint32) { c.w(a64RRR(op, d, n, m)) }
 
 // bfm emits UBFM/SBFM d, n, immr, imms.
-func (c *arm64Compiler) bfm(op, d, n, immr, imms uint32) { c.w(op | immr<<16 | imms<<10 | n<<5 | d) }
-
-// ALU opcodes: 64-bit forms; the 32-bit ones clear bit 31.
-const (
-	a64Add  = 0x8b000000
-	a64Sub  = 0xcb000000
-	a64And  = 0x8a000000
-	a64Orr  = 0xaa000000
-	a64Eor  = 0xca000000
-	a64Mul  = 0x9b007c00
-	a64Lslv = 0x9ac02000
-	a64Lsrv = 0x9ac02400
-	a64Asrv = 0x9ac02800
-	a64W    = 0x80000000 // the sf bit
-)
+func (c *arm64Compiler) bfm(op, d, n, immr, imms uint32) { c.w(a64BFM(op, d, n, immr, imms)) }
 
 func (c *arm64Compiler) alu(op uint32, is64 bool, d, m uint32) {
 	if !is64 {
@@ -285,198 +263,183 @@ func (c *arm64Compiler) aluK(op uint32, is64 bool, d uint32, imm int64) {
 	c.alu(op, is64, d, aS3)
 }
 
-func (c *arm64Compiler) shiftK(kind int, is64 bool, d uint32, s uint32) {
+// shiftK emits a shift by a constant as its bitfield-move alias (LSL,
+// LSR, ASR (immediate)).
+func (c *arm64Compiler) shiftK(opn opcode, is64 bool, d uint32, s uint32) {
+	ubfm, sbfm, top := uint32(a64UbfmW), uint32(a64SbfmW), uint32(31)
 	if is64 {
-		switch kind {
-		case 0:
-			c.bfm(0xd3400000, d, d, (64-s)&63, 63-s)
-		case 1:
-			c.bfm(0xd3400000, d, d, s, 63)
-		default:
-			c.bfm(0x93400000, d, d, s, 63)
-		}
-		return
+		ubfm, sbfm, top = a64Ubfm, a64Sbfm, 63
 	}
-	switch kind {
-	case 0:
-		c.bfm(0x53000000, d, d, (32-s)&31, 31-s)
-	case 1:
-		c.bfm(0x53000000, d, d, s, 31)
+	switch opn {
+	case aluLsh:
+		c.bfm(ubfm, d, d, (top+1-s)&top, top-s)
+	case aluRsh:
+		c.bfm(ubfm, d, d, s, top)
 	default:
-		c.bfm(0x13000000, d, d, s, 31)
+		c.bfm(sbfm, d, d, s, top)
 	}
 }
 
-func (c *arm64Compiler) insn(pc int) {
-	in := c.plain[pc]
-	d, s := arm64Regs[in.dst&15%11], arm64Regs[in.src&15%11]
-	switch in.op {
-	case opAdd64K, opSub64K, opOr64K, opAnd64K, opXor64K, opMul64K:
-		c.aluK(a64AluOp(in.op), true, d, in.imm)
-	case opAdd32K, opSub32K, opOr32K, opAnd32K, opXor32K, opMul32K:
-		c.aluK(a64AluOp(in.op), false, d, in.imm)
-	case opAdd64X, opSub64X, opOr64X, opAnd64X, opXor64X, opMul64X, opLsh64X, opRsh64X, opArsh64X:
-		c.alu(a64AluOp(in.op), true, d, s)
-	case opAdd32X, opSub32X, opOr32X, opAnd32X, opXor32X, opMul32X, opLsh32X, opRsh32X, opArsh32X:
-		c.alu(a64AluOp(in.op), false, d, s)
-	case opLsh64K:
-		c.shiftK(0, true, d, uint32(in.imm)&63)
-	case opRsh64K:
-		c.shiftK(1, true, d, uint32(in.imm)&63)
-	case opArsh64K:
-		c.shiftK(2, true, d, uint32(in.imm)&63)
-	case opLsh32K:
-		c.shiftK(0, false, d, uint32(in.imm)&31)
-	case opRsh32K:
-		c.shiftK(1, false, d, uint32(in.imm)&31)
-	case opArsh32K:
-		c.shiftK(2, false, d, uint32(in.imm)&31)
-	case opMov64K:
-		c.movImm(d, uint64(in.imm))
-	case opMov32K:
-		c.movImm(d, uint64(uint32(in.imm)))
-	case opMov64X:
-		c.rrr(a64Orr, d, aZR, s)
-	case opMov32X:
-		c.rrr(a64Orr&^a64W, d, aZR, s)
-	case opNeg64:
-		c.rrr(a64Sub, d, aZR, d)
-	case opNeg32:
-		c.rrr(a64Sub&^a64W, d, aZR, d)
-	case opMovSX8to64:
-		c.bfm(0x93400000, d, s, 0, 7)
-	case opMovSX16to64:
-		c.bfm(0x93400000, d, s, 0, 15)
-	case opMovSX32to64:
-		c.bfm(0x93400000, d, s, 0, 31)
-	case opMovSX8to32:
-		c.bfm(0x13000000, d, s, 0, 7)
-	case opMovSX16to32:
-		c.bfm(0x13000000, d, s, 0, 15)
-	case opTrunc16:
-		c.bfm(0x53000000, d, d, 0, 15)
-	case opTrunc32:
-		c.rrr(a64Orr&^a64W, d, aZR, d)
-	case opNop:
-	case opSwap16:
-		c.w(0x5ac00400 | d<<5 | d) // rev16 w
-		c.bfm(0x53000000, d, d, 0, 15)
-	case opSwap32:
-		c.w(0x5ac00800 | d<<5 | d) // rev w
-	case opSwap64:
-		c.w(0xdac00c00 | d<<5 | d) // rev x
+// a64Regs are the A64 registers of in's dst and src.
+func a64Regs(in insn) (d, s uint32) { return arm64Regs[in.dst&15%11], arm64Regs[in.src&15%11] }
 
-	case opLdImm64, opLdMapValue:
-		c.movImm(d, uint64(in.imm))
-	case opLdMap:
-		c.movImm(d, regionMap<<32|uint64(uint32(in.imm)))
-	case opLdFunc:
-		c.movImm(d, regionFunc<<32|uint64(uint32(in.imm)))
+// emitJA emits ja.
+func (c *arm64Compiler) emitJA(pc int, in insn) { c.jump(pc, in, aAL) }
 
-	case opLdCtxData, opLdCtxDataEnd, opLdCtxDataMeta:
-		off := offData
-		switch in.op {
-		case opLdCtxDataEnd:
-			off = offDataEnd
-		case opLdCtxDataMeta:
-			off = offDataMeta
-		}
-		c.ldr(aS1, aCtx, offJFrame)
-		c.w(0xf100001f | aS1<<5) // cmp x9, #0
-		c.slowIf(aEQ, pc)
-		c.ldr(d, aS1, off)
-		c.movImm(aS2, regionPacket<<32)
-		c.rrr(a64Orr, d, d, aS2)
+// emitExit emits exit: the return from a native call in progress, else
+// the end of the run or of a frame Go pushed.
+func (c *arm64Compiler) emitExit(pc int) {
+	if c.calls {
+		c.callReturn()
+	}
+	c.exit(pc, jitExitDone)
+}
 
-	case opLdxB, opLdxH, opLdxW, opLdxDW, opLdxSB, opLdxSH, opLdxSW:
-		n, signed := loadSize(in.op)
-		c.access(pc, in.src, in.off, int32(n), false)
-		var op uint32
-		switch {
-		case n == 1 && !signed:
-			op = 0x38606800
-		case n == 1:
-			op = 0x38a06800
-		case n == 2 && !signed:
-			op = 0x78606800
-		case n == 2:
-			op = 0x78a06800
-		case n == 4 && !signed:
-			op = 0xb8606800
-		case n == 4:
-			op = 0xb8a06800
-		default:
-			op = 0xf8606800
-		}
-		c.w(op | aS1<<16 | aS2<<5 | d)
-	case opStB, opStH, opStW, opStDW, opStxB, opStxH, opStxW, opStxDW:
-		n := storeSize(in.op)
-		c.access(pc, in.dst, in.off, int32(n), true)
-		v := s
-		if in.op <= opStDW {
-			c.movImm(aS5, uint64(in.imm))
-			v = aS5
-		}
-		var op uint32
-		switch n {
-		case 1:
-			op = 0x38206800
-		case 2:
-			op = 0x78206800
-		case 4:
-			op = 0xb8206800
-		default:
-			op = 0xf8206800
-		}
-		c.w(op | aS1<<16 | aS2<<5 | v)
-
-	case opDiv64K, opDiv64X, opMod64K, opMod64X, opSDiv64K, opSDiv64X, opSMod64K, opSMod64X,
-		opDiv32K, opDiv32X, opMod32K, opMod32X, opSDiv32K, opSDiv32X, opSMod32K, opSMod32X:
-		c.div(in, d, s)
-	case opAtomic32, opAtomic64:
-		c.atomic(pc, in, s)
-	case opJA:
-		c.jump(pc, in, aAL)
-	case opExit:
-		c.exit(pc, jitExitDone)
-	case opCall:
+// emitCall emits a local call natively where it can, an array lookup
+// natively, and any other call as an exit to the slow path.
+func (c *arm64Compiler) emitCall(pc int, in insn) {
+	switch {
+	case in.op == opCallLocal && c.calls:
+		c.localCall(pc, in)
+		c.ncalls++
+		return
+	case in.op == opCall:
 		if a, ok := c.arrayAt(pc); ok {
 			c.arrayLookup(pc, a)
 			c.native++
 			return
 		}
-		c.exit(pc, jitExitSlow)
+	}
+	c.exit(pc, jitExitSlow)
+}
+
+// emitSlow sends the instruction at pc to the interpreter's slow path.
+func (c *arm64Compiler) emitSlow(pc int) { c.exit(pc, jitExitSlow) }
+
+// a64Arith is the A64 instruction (64-bit form) of each BPF ALU operation
+// with a register form.
+var a64Arith = map[opcode]uint32{
+	aluAdd: a64Add, aluSub: a64Sub, aluOr: a64Orr, aluAnd: a64And, aluXor: a64Eor,
+	aluMul: a64Mul, aluLsh: a64Lslv, aluRsh: a64Lsrv, aluArsh: a64Asrv,
+}
+
+// emitALU emits the ALU operations with K and X forms (and neg); 32-bit
+// forms use W registers, which zero the high half.
+func (c *arm64Compiler) emitALU(in insn, info *opInfo) {
+	d, s := a64Regs(in)
+	is64, x := info.width == 64, info.form == formALUX
+	switch opn := info.code.operation(); {
+	case opn == aluMov && is64:
+		c.movImm(d, uint64(in.imm))
+	case opn == aluMov:
+		c.movImm(d, uint64(uint32(in.imm)))
+	case opn == aluNeg:
+		c.rrr(a64Sub&^boolW(!is64), d, aZR, d)
+	case x:
+		c.alu(a64Arith[opn], is64, d, s)
+	case opn == aluLsh || opn == aluRsh || opn == aluArsh:
+		c.shiftK(opn, is64, d, uint32(in.imm)&uint32(info.width-1))
 	default:
-		if in.op >= opJEQ64K && in.op <= opJSLE32X {
-			c.condJump(pc, in, d, s)
-			return
-		}
-		// Division, calls, tail calls, atomics: the slow path.
-		c.exit(pc, jitExitSlow)
+		c.aluK(a64Arith[opn], is64, d, in.imm)
 	}
 }
 
-// div emits the division or modulo in: UDIV and SDIV give the
+// emitMovSX emits the sign-extending moves (SBFM) and, for the rows with no
+// extension (mov64 X and mov32 X, key 0), a plain move (ORR from XZR).
+func (c *arm64Compiler) emitMovSX(in insn, info *opInfo) {
+	d, s := a64Regs(in)
+	is64 := info.width == 64
+	if info.key == 0 {
+		c.rrr(a64Orr&^boolW(!is64), d, aZR, s)
+		return
+	}
+	op := uint32(a64SbfmW)
+	if is64 {
+		op = a64Sbfm
+	}
+	c.bfm(op, d, s, 0, uint32(info.key)-1)
+}
+
+// emitEndian emits le (a truncation: the host is little-endian) and be/bswap
+// (REV16, REV).
+func (c *arm64Compiler) emitEndian(in insn, info *opInfo) {
+	d, _ := a64Regs(in)
+	le := info.code.source() == srcK
+	switch {
+	case le && info.width == 16:
+		c.bfm(a64UbfmW, d, d, 0, 15) // uxth
+	case le && info.width == 32:
+		c.rrr(a64Orr&^a64W, d, aZR, d) // mov w, w
+	case le:
+	case info.width == 16:
+		c.w(a64RR(a64Rev16W, d, d))
+		c.bfm(a64UbfmW, d, d, 0, 15)
+	case info.width == 32:
+		c.w(a64RR(a64RevW, d, d))
+	default:
+		c.w(a64RR(a64RevX, d, d))
+	}
+}
+
+// emitLddw sets d to the wide load's value, a map handle or a subprogram.
+func (c *arm64Compiler) emitLddw(in insn) {
+	d, _ := a64Regs(in)
+	c.movImm(d, lddwValue(in))
+}
+
+// emitCtx emits a specialised context load: the frame's pointer, tagged
+// with the packet region.
+func (c *arm64Compiler) emitCtx(pc int, in insn) {
+	d, _ := a64Regs(in)
+	off := ctxFieldOff(in.op)
+	c.ldr(aS1, aCtx, offJFrame)
+	c.w(a64Imm12(a64SubsImm, aZR, aS1, 0)) // cmp x9, #0
+	c.slowIf(aEQ, pc)
+	c.ldr(d, aS1, off)
+	c.movImm(aS2, regionPacket<<32)
+	c.rrr(a64Orr, d, d, aS2)
+}
+
+// a64Loads and a64Stores are the register-offset loads and stores of each
+// access size; sign-extending loads index a64Loads at size+8.
+var (
+	a64Loads  = map[uint8]uint32{1: a64Ldrb, 2: a64Ldrh, 4: a64LdrW, 8: a64LdrX, 9: a64Ldrsb, 10: a64Ldrsh, 12: a64Ldrsw}
+	a64Stores = map[uint8]uint32{1: a64Strb, 2: a64Strh, 4: a64StrW, 8: a64StrX}
+)
+
+// emitLoad emits a load of the row's size, zero- or sign-extended.
+func (c *arm64Compiler) emitLoad(pc int, in insn, info *opInfo) {
+	d, _ := a64Regs(in)
+	c.access(pc, in.src, in.off, int32(info.width), false)
+	k := info.width
+	if info.signed {
+		k += 8
+	}
+	c.w(a64RRR(a64Loads[k], d, aS2, aS1))
+}
+
+// emitStore emits a store of the row's size, of the immediate (ST, through S5)
+// or of s (STX).
+func (c *arm64Compiler) emitStore(pc int, in insn, info *opInfo) {
+	_, s := a64Regs(in)
+	c.access(pc, in.dst, in.off, int32(info.width), true)
+	v := s
+	if info.form == formSt {
+		c.movImm(aS5, uint64(in.imm))
+		v = aS5
+	}
+	c.w(a64RRR(a64Stores[info.width], v, aS2, aS1))
+}
+
+// emitDiv emits the division or modulo in: UDIV and SDIV give the
 // interpreter's results for every divisor (0 for a zero divisor, INT_MIN
 // for INT_MIN / -1) and do not trap; the modulo is dst - q*divisor (MSUB),
 // which leaves dst for a zero divisor and gives 0 for -1, as udiv64 ...
 // smod32 do. 32-bit forms work on W registers (zero-extended results).
-func (c *arm64Compiler) div(in insn, d, s uint32) {
-	o := in.op
-	is64 := o < opAdd32K
-	isX := (o-opDiv64K)%2 == 1
-	if !is64 {
-		isX = (o-opDiv32K)%2 == 1
-	}
-	var signed, mod bool
-	switch o {
-	case opSDiv64K, opSDiv64X, opSDiv32K, opSDiv32X:
-		signed = true
-	case opMod64K, opMod64X, opMod32K, opMod32X:
-		mod = true
-	case opSMod64K, opSMod64X, opSMod32K, opSMod32X:
-		signed, mod = true, true
-	}
+func (c *arm64Compiler) emitDiv(in insn, info *opInfo) {
+	d, s := a64Regs(in)
+	is64, isX := info.width == 64, info.form == formDivX
+	signed, mod := info.signed, info.code.operation() == aluMod
 	m := s
 	if !isX {
 		v := uint64(in.imm)
@@ -486,11 +449,11 @@ func (c *arm64Compiler) div(in insn, d, s uint32) {
 		c.movImm(aS3, v)
 		m = aS3
 	}
-	op := uint32(0x9ac00800) // udiv
+	op := uint32(a64Udiv)
 	if signed {
-		op = 0x9ac00c00 // sdiv
+		op = a64Sdiv
 	}
-	msub := uint32(0x9b008000)
+	msub := uint32(a64Msub)
 	if !is64 {
 		op &^= a64W
 		msub &^= a64W
@@ -500,23 +463,22 @@ func (c *arm64Compiler) div(in insn, d, s uint32) {
 		return
 	}
 	c.rrr(op, aS4, d, m)
-	c.w(msub | m<<16 | d<<10 | aS4<<5 | d) // d = d - q*m
+	c.w(a64Msub3(msub, d, aS4, m, d)) // d = d - q*m
 }
 
-// atomic emits an atomic operation as a load-acquire/store-release
+// emitAtomic emits an atomic operation as a load-acquire/store-release
 // exclusive loop (LDAXR/STLXR, what sync/atomic uses on cores without LSE,
 // such as the i.MX8's Cortex-A53), after the store check of the region and
 // the natural-alignment check the interpreter requires; a failed check goes
 // to the slow path, which reports the same fault.
-func (c *arm64Compiler) atomic(pc int, in insn, s uint32) {
+func (c *arm64Compiler) emitAtomic(pc int, in insn) {
+	_, s := a64Regs(in)
 	is64 := in.op == opAtomic64
 	n := int32(4)
-	ldaxr, stlxr := uint32(0x885ffc00), uint32(0x8800fc00)
-	cmp := uint32(0x6b00001f)
+	ldaxr, stlxr := uint32(a64LdaxrW), uint32(a64StlxrW)
 	if is64 {
 		n = 8
-		ldaxr, stlxr = 0xc85ffc00, 0xc800fc00
-		cmp = 0xeb00001f
+		ldaxr, stlxr = a64LdaxrX, a64StlxrX
 	}
 	var op uint32
 	switch in.imm &^ atomicFetch {
@@ -539,24 +501,24 @@ func (c *arm64Compiler) atomic(pc int, in insn, s uint32) {
 	c.check(pc, in.dst, in.off, n, true)
 	c.rrr(a64Add, aS2, aS2, aS1) // the address
 	c.movImm(aS3, uint64(n-1))
-	c.rrr(0xea00001f, 0, aS2, aS3) // tst
+	c.rrr(a64Ands, aZR, aS2, aS3) // tst
 	c.slowIf(aNE, pc)
 	loop := len(c.b)
-	c.w(ldaxr | aS2<<5 | aS4)
+	c.w(a64Excl(ldaxr, 0, aS4, aS2))
 	switch in.imm {
 	case atomicCmpXchg:
-		c.rrr(cmp, 0, aS4, 0) // cmp old, r0
+		c.rrr(a64Subs&^boolW(!is64), aZR, aS4, 0) // cmp old, r0
 		ne := c.branchShort(aNE)
-		c.w(stlxr | aS6<<16 | aS2<<5 | s)
+		c.w(a64Excl(stlxr, aS6, s, aS2))
 		c.cbnzLoop(loop)
 		c.patch(ne, len(c.b))
 		c.rrr(a64Orr&^a64W|boolW(is64), 0, aZR, aS4) // r0 = old
 		return
 	case atomicXchg:
-		c.w(stlxr | aS6<<16 | aS2<<5 | s)
+		c.w(a64Excl(stlxr, aS6, s, aS2))
 	default:
 		c.rrr(op, aS5, aS4, s)
-		c.w(stlxr | aS6<<16 | aS2<<5 | aS5)
+		c.w(a64Excl(stlxr, aS6, aS5, aS2))
 	}
 	c.cbnzLoop(loop)
 	if in.imm&atomicFetch != 0 {
@@ -575,37 +537,14 @@ func boolW(is64 bool) uint32 {
 // branchShort is a B.cond (imm19) to be patched, whatever c.long says: for
 // targets a few instructions away.
 func (c *arm64Compiler) branchShort(cond uint32) a64Fixup {
-	c.w(0x54000000 | cond)
+	c.w(a64Branch(a64Bcond, 0, cond))
 	return a64Fixup{pos: len(c.b) - 4, cond: true}
 }
 
 // cbnzLoop branches back to loop while the store-exclusive status is not 0.
 func (c *arm64Compiler) cbnzLoop(loop int) {
 	d := int32(loop-len(c.b)) / 4
-	c.w(0x35000000 | (uint32(d)&0x7ffff)<<5 | aS6)
-}
-
-// a64AluOp is the A64 opcode (64-bit form) of a BPF ALU operation.
-func a64AluOp(o op) uint32 {
-	switch o {
-	case opAdd64K, opAdd64X, opAdd32K, opAdd32X:
-		return a64Add
-	case opSub64K, opSub64X, opSub32K, opSub32X:
-		return a64Sub
-	case opOr64K, opOr64X, opOr32K, opOr32X:
-		return a64Orr
-	case opAnd64K, opAnd64X, opAnd32K, opAnd32X:
-		return a64And
-	case opXor64K, opXor64X, opXor32K, opXor32X:
-		return a64Eor
-	case opMul64K, opMul64X, opMul32K, opMul32X:
-		return a64Mul
-	case opLsh64X, opLsh32X:
-		return a64Lslv
-	case opRsh64X, opRsh32X:
-		return a64Lsrv
-	}
-	return a64Asrv
+	c.w(a64Branch(a64CbnzW, d, aS6))
 }
 
 // access leaves in S2 the buffer and in S1 the offset of the load or store
@@ -635,9 +574,9 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 	c.rrr(a64Orr&^a64W, aS1, aZR, base) // the offset: low 32 bits
 	switch {
 	case off >= 0 && off < 4096:
-		c.w(0x91000000 | uint32(off)<<10 | aS1<<5 | aS1)
+		c.w(a64Imm12(a64AddImm, aS1, aS1, uint32(off)))
 	case off < 0 && off > -4096:
-		c.w(0xd1000000 | uint32(-off)<<10 | aS1<<5 | aS1)
+		c.w(a64Imm12(a64SubImm, aS1, aS1, uint32(-off)))
 	default:
 		c.movImm(aS3, uint64(int64(off)))
 		c.rrr(a64Add, aS1, aS1, aS3)
@@ -660,15 +599,15 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	}
 	switch {
 	case off >= 0 && off < 4096:
-		c.w(0x91000000 | uint32(off)<<10 | base<<5 | aS1)
+		c.w(a64Imm12(a64AddImm, aS1, base, uint32(off)))
 	case off < 0 && off > -4096:
-		c.w(0xd1000000 | uint32(-off)<<10 | base<<5 | aS1)
+		c.w(a64Imm12(a64SubImm, aS1, base, uint32(-off)))
 	default:
 		c.movImm(aS3, uint64(int64(off)))
 		c.rrr(a64Add, aS1, base, aS3)
 	}
-	c.bfm(0xd3400000, aS2, aS1, 32, 63)          // lsr x10, x9, #32
-	c.w(0xf100001f | uint32(guess)<<10 | aS2<<5) // cmp x10, #guess
+	c.bfm(a64Ubfm, aS2, aS1, 32, 63)                   // lsr x10, x9, #32
+	c.w(a64Imm12(a64SubsImm, aZR, aS2, uint32(guess))) // cmp x10, #guess
 	other := c.branch(aNE)
 	// The guessed region's entry: the packet's copy in jitState (the
 	// burst loop changes it per frame), the stack's in the table.
@@ -680,11 +619,11 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	}
 	c.rrr(a64Orr&^a64W, aS1, aZR, aS1) // the offset: low 32 bits
 	c.ldr(aS3, tab, field(offRegionLo))
-	c.rrr(0xeb00001f, 0, aS1, aS3) // cmp x9, x11
+	c.rrr(a64Subs, aZR, aS1, aS3) // cmp x9, x11
 	c.slowIf(aLO, pc)
-	c.w(0x91000000 | uint32(n)<<10 | aS1<<5 | aS4)
+	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(n)))
 	c.ldr(aS3, tab, field(hi))
-	c.rrr(0xeb00001f, 0, aS4, aS3)
+	c.rrr(a64Subs, aZR, aS4, aS3)
 	c.slowIf(aHI, pc)
 	c.ldr(aS2, tab, field(offRegionBuf))
 	c.generic = append(c.generic, a64Generic{from: other.pos, resume: len(c.b), pc: pc, n: n, hi: hi})
@@ -708,7 +647,7 @@ func (c *arm64Compiler) emitGeneric(g a64Generic) {
 	}
 	c.patch(f, len(c.b))
 	c.ldr(aS3, aCtx, offRegionsLen)
-	c.rrr(0xeb00001f, 0, aS2, aS3)
+	c.rrr(a64Subs, aZR, aS2, aS3)
 	c.slowIf(aHS, g.pc)
 	c.movImm(aS3, uint64(regionSize))
 	c.rrr(a64Mul, aS2, aS2, aS3)
@@ -716,22 +655,22 @@ func (c *arm64Compiler) emitGeneric(g a64Generic) {
 	c.rrr(a64Add, aS2, aS2, aS3)
 	c.rrr(a64Orr&^a64W, aS1, aZR, aS1)
 	c.ldr(aS3, aS2, offRegionLo)
-	c.rrr(0xeb00001f, 0, aS1, aS3)
+	c.rrr(a64Subs, aZR, aS1, aS3)
 	c.slowIf(aLO, g.pc)
-	c.w(0x91000000 | uint32(g.n)<<10 | aS1<<5 | aS4)
+	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(g.n)))
 	c.ldr(aS3, aS2, g.hi)
-	c.rrr(0xeb00001f, 0, aS4, aS3)
+	c.rrr(a64Subs, aZR, aS4, aS3)
 	c.slowIf(aHI, g.pc)
 	c.ldr(aS2, aS2, offRegionBuf)
 	b := c.branch(aAL)
 	c.patch(b, g.resume)
 }
 
-func (c *arm64Compiler) condJump(pc int, in insn, d, s uint32) {
-	idx := int(in.op - opJEQ64K)
-	is64 := idx < 22
-	kind := idx % 22 / 2
-	isX := idx%2 == 1
+// emitJcc compares (CMP, or TST for JSET) and branches as BPF jump in
+// does.
+func (c *arm64Compiler) emitJcc(pc int, in insn, info *opInfo) {
+	d, s := a64Regs(in)
+	is64, isX := info.width == 64, info.form == formJmpX
 	m := s
 	if !isX {
 		v := uint64(in.imm)
@@ -741,15 +680,30 @@ func (c *arm64Compiler) condJump(pc int, in insn, d, s uint32) {
 		c.movImm(aS3, v)
 		m = aS3
 	}
-	op := uint32(0xeb00001f) // cmp (subs xzr)
-	if kind == 3 {
-		op = 0xea00001f // tst (ands xzr)
+	op := uint32(a64Subs) // cmp
+	if info.code.operation() == jmpJSET {
+		op = a64Ands // tst
 	}
-	if !is64 {
-		op &^= a64W
+	c.rrr(op&^boolW(!is64), aZR, d, m)
+	c.jump(pc, in, arm64JumpCC[info.code.operation()])
+}
+
+// charge subtracts what a backward jump or call at pc to target costs
+// from the budget and leaves for the slow path when it runs out.
+func (c *arm64Compiler) charge(pc, target int) {
+	at, charge := backJump(pc, target)
+	c.ldr(aS1, aCtx, offBudget)
+	if charge < 4096 {
+		c.w(a64Imm12(a64SubsImm, aS1, aS1, uint32(charge))) // subs x9, x9, #charge
+	} else {
+		if charge > math.MaxInt32 {
+			charge = math.MaxInt32
+		}
+		c.movImm(aS3, uint64(charge))
+		c.rrr(a64Subs, aS1, aS1, aS3) // subs x9, x9, x11
 	}
-	c.rrr(op, 0, d, m)
-	c.jump(pc, in, arm64JumpCC[kind])
+	c.str(aS1, aCtx, offBudget)
+	c.slowIf(aMI, at)
 }
 
 // jump branches to in.off on cond, charging the budget on a backward jump
@@ -760,24 +714,12 @@ func (c *arm64Compiler) jump(pc int, in insn, cond uint32) {
 		c.jumpTo(cond, target)
 		return
 	}
-	at, charge := backJump(pc, target)
 	skip := -1
 	if cond != aAL {
-		c.w(0x54000000 | (cond ^ 1)) // b.!cond skip, patched below
+		c.w(a64Branch(a64Bcond, 0, cond^1)) // b.!cond skip, patched below
 		skip = len(c.b) - 4
 	}
-	c.ldr(aS1, aCtx, offBudget)
-	if charge < 4096 {
-		c.w(0xf1000000 | uint32(charge)<<10 | aS1<<5 | aS1) // subs x9, x9, #charge
-	} else {
-		if charge > math.MaxInt32 {
-			charge = math.MaxInt32
-		}
-		c.movImm(aS3, uint64(charge))
-		c.rrr(0xeb000000, aS1, aS1, aS3) // subs x9, x9, x11
-	}
-	c.str(aS1, aCtx, offBudget)
-	c.slowIf(aMI, at)
+	c.charge(pc, target)
 	c.jumpTo(aAL, target)
 	if skip >= 0 {
 		c.patch(a64Fixup{pos: skip, cond: true}, len(c.b))

@@ -6,7 +6,11 @@ package bpf
 
 const jitArch = false
 
-func compileNative(plain, fused []insn, env jitEnv) (*jitProg, error) { return nil, ErrNoJIT }
+const jitMaxCode = 0
+
+func newBackend([]insn, jitEnv, []bool, []int32) jitBackend { return nil }
+
+func mapCode([]byte) ([]byte, uintptr, error) { return nil, 0, ErrNoJIT }
 
 func unmapCode([]byte) error { return nil }
 

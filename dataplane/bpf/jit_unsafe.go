@@ -39,6 +39,18 @@ var (
 	offPktWhi = offPkt + int32(unsafe.Offsetof(jitRegion{}.whi))
 )
 
+// ctxFieldOff is the offset in a Frame of the field a specialised context
+// load o reads (data, data_end or data_meta).
+func ctxFieldOff(o op) int32 {
+	switch o {
+	case opLdCtxDataEnd:
+		return offDataEnd
+	case opLdCtxDataMeta:
+		return offDataMeta
+	}
+	return offData
+}
+
 // pktField is the offset in the Runner of jitState.pkt's field that
 // stands for the region field at offset off (offRegionBuf, Lo, Hi, Whi).
 func pktField(off int32) int32 {

@@ -30,6 +30,16 @@ type progLoadAttr struct {
 // bpf(2) syscall (cilium/ebpf's asm would rewrite fields it does not model,
 // such as off of an add) and returns the verifier's refusal, or nil.
 func kernelVerify(code []byte) error {
+	fd, err := kernelLoad(code)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err
+}
+
+// kernelLoad is kernelVerify that returns the program's fd (the caller
+// closes it).
+func kernelLoad(code []byte) (int, error) {
 	const progLoad, progTypeXDP = 5, 6
 	license := []byte("GPL\x00")
 	log := make([]byte, 1<<16)
@@ -47,8 +57,11 @@ func kernelVerify(code []byte) error {
 			msg = msg[:i]
 		}
 		lines := bytes.Split(bytes.TrimSpace(msg), []byte("\n"))
-		return fmt.Errorf("%w: %s", errno, lines[len(lines)-1])
+		last := lines[len(lines)-1]
+		if len(lines) > 1 && bytes.HasPrefix(last, []byte("processed ")) {
+			last = lines[len(lines)-2] // the refusal, before the statistics
+		}
+		return -1, fmt.Errorf("%w: %s", errno, last)
 	}
-	unix.Close(int(fd))
-	return nil
+	return int(fd), nil
 }

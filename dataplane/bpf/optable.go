@@ -130,7 +130,7 @@ type opInfo struct {
 	// code is the opcode byte (RFC 9669 section 3): class in bits 2:0,
 	// then source and operation (ALU, JMP) or size and mode (loads and
 	// stores).
-	code uint8
+	code opcode
 	form form
 	// key is the value of the form's sel field that picks this operation
 	// (off 1 for sdiv, imm 16 for be16, src 1 for a local call, ...).
@@ -152,11 +152,11 @@ type opInfo struct {
 // alu, jmp and mem spell out the table's rows, one call per row, with the
 // fields every row of their kind shares (all compiled natively by the JIT;
 // 32-bit K jumps compare the immediate's 32 bits, zero-extended).
-func alu(name string, code uint8, f form, width uint8, sym string, imm immRule, slow bool) opInfo {
+func alu(name string, code opcode, f form, width uint8, sym string, imm immRule, slow bool) opInfo {
 	return opInfo{name: name, code: code, form: f, width: width, sym: sym, imm: imm, slow: slow, jit: jitNative}
 }
 
-func jmp(name string, code uint8, f form, width uint8, signed bool, sym string) opInfo {
+func jmp(name string, code opcode, f form, width uint8, signed bool, sym string) opInfo {
 	imm := immSext
 	if width == 32 && f == formJmpK {
 		imm = immZext
@@ -164,7 +164,7 @@ func jmp(name string, code uint8, f form, width uint8, signed bool, sym string) 
 	return opInfo{name: name, code: code, form: f, width: width, signed: signed, sym: sym, imm: imm, jit: jitNative}
 }
 
-func mem(name string, code uint8, f form, size uint8, signed bool) opInfo {
+func mem(name string, code opcode, f form, size uint8, signed bool) opInfo {
 	return opInfo{name: name, code: code, form: f, width: size, signed: signed, jit: jitNative}
 }
 
@@ -327,9 +327,11 @@ var opTable = [numOps]opInfo{
 	opLdMapValue: {name: "lddw map value", code: classLD | modeIMM | sizeDW, form: formLddw, key: pseudoMapValue, width: 64, jit: jitNative},
 	opLdFunc:     {name: "lddw func", code: classLD | modeIMM | sizeDW, form: formLddw, key: pseudoFunc, width: 64, jit: jitNative},
 
+	// A local call (opCallLocal) is native unless its program makes tail calls
+	// (nativeCalls), whose frames would span programs: then slow.
 	opCall:      {name: "call", code: j64 | jmpCall, form: formCall, key: 0, slow: true, jit: jitSlow},
 	opTailCall:  {name: "tail call", code: j64 | jmpCall, form: formCall, key: 0, slow: true, jit: jitSlow},
-	opCallLocal: {name: "call local", code: j64 | jmpCall, form: formCall, key: pseudoCall, slow: true, jit: jitSlow},
+	opCallLocal: {name: "call local", code: j64 | jmpCall, form: formCall, key: pseudoCall, slow: true, jit: jitNative},
 	opCallX:     {name: "callx", code: j64 | srcX | jmpCall, form: formCallX, slow: true, jit: jitSlow},
 	opExit:      {name: "exit", code: j64 | jmpExit, form: formExit, jit: jitNative},
 

@@ -67,7 +67,7 @@ func TestOpTableComplete(t *testing.T) {
 // sample is a program whose slot 0 is a valid instance of row info (then
 // exit), for the tests that run every row.
 func sample(info *opInfo) []byte {
-	c, k := info.code, info.key
+	c, k := byte(info.code), info.key
 	switch info.form {
 	case formALUK:
 		return asmProg(ins(c, 1, 0, 0, 3), exitInsn)
@@ -288,7 +288,7 @@ func TestOpTableJIT(t *testing.T) {
 			continue
 		}
 		p, plain := sampleProgram(t, d, EngineJIT)
-		j, err := compileNative(plain, plain, jitEnv{})
+		j, err := compileNative(plain, jitEnv{})
 		if err != nil {
 			t.Fatalf("%s: %v", d.info.name, err)
 		}

@@ -24,9 +24,6 @@ var longFuncs = map[string]string{
 	"dataplane/bpf/interp.go:(*Runner).fast": "the interpreter's fast loop: one " +
 		"switch over the fast operations that calls no function, so the compiler " +
 		"keeps its state in registers (see its comment); splitting it spills",
-	"dataplane/bpf/jit_amd64.go:(*amd64Compiler).insn": "the amd64 code generator, " +
-		"one switch over the instruction forms; the operation table is to drive it " +
-		"(issue 22), and it is split with that work",
 }
 
 // TestFunctionLength fails when a non-test function outside longFuncs

@@ -1,0 +1,146 @@
+package bpf
+
+// A64 instruction encodings the arm64 backend (jit_arm64.go) emits, named
+// as the Arm Architecture Reference Manual for A-profile (DDI 0487)
+// names them in chapter C6, "A64 Base Instruction Descriptions", where
+// each has its page under that name; the encoding groups are those of
+// chapter C4, "A64 Instruction Set Encoding". Each constant is the
+// instruction with every register and immediate field zero; the encoder
+// functions below fill them in. Register fields: Rd/Rt bits 4:0, Rn bits
+// 9:5, Rm/Rs bits 20:16 (Ra bits 14:10). TestA64Encodings holds them to
+// the words llvm-mc assembles.
+//
+// They build on every platform (the file has no architecture suffix), so
+// that the test runs on the amd64 CI machine as well.
+const (
+	// sf (bit 31): the 64-bit form of the data-processing instructions;
+	// clearing it gives the 32-bit (W) form.
+	a64W = 0x80000000
+	// N (bit 22) of the bitfield moves, set with sf.
+	a64N = 0x00400000
+
+	// C4.1.95 Data-processing (register), shifted-register forms with
+	// shift 0.
+	a64Add  = 0x8b000000 // ADD (shifted register)
+	a64Sub  = 0xcb000000 // SUB (shifted register); NEG with Rn = XZR
+	a64Subs = 0xeb000000 // SUBS (shifted register); CMP with Rd = XZR
+	a64And  = 0x8a000000 // AND (shifted register)
+	a64Ands = 0xea000000 // ANDS (shifted register); TST with Rd = XZR
+	a64Orr  = 0xaa000000 // ORR (shifted register); MOV (register) with Rn = XZR
+	a64Eor  = 0xca000000 // EOR (shifted register)
+	// Data-processing (3 source) and (2 source).
+	a64Mul  = 0x9b007c00 // MUL: MADD with Ra = XZR
+	a64Msub = 0x9b008000 // MSUB: Rd = Ra - Rn*Rm
+	a64Udiv = 0x9ac00800 // UDIV
+	a64Sdiv = 0x9ac00c00 // SDIV
+	a64Lslv = 0x9ac02000 // LSLV (LSL (register))
+	a64Lsrv = 0x9ac02400 // LSRV (LSR (register))
+	a64Asrv = 0x9ac02800 // ASRV (ASR (register))
+	// Data-processing (1 source).
+	a64Rev16W = 0x5ac00400 // REV16, 32-bit
+	a64RevW   = 0x5ac00800 // REV, 32-bit
+	a64RevX   = 0xdac00c00 // REV, 64-bit
+
+	// C4.1.86 Data-processing (immediate).
+	a64AddImm  = 0x91000000 // ADD (immediate), imm12 in bits 21:10
+	a64SubImm  = 0xd1000000 // SUB (immediate)
+	a64SubsImm = 0xf1000000 // SUBS (immediate); CMP (immediate) with Rd = XZR
+	a64Ubfm    = 0xd3400000 // UBFM, 64-bit (LSL, LSR, UXTH... are aliases)
+	a64Sbfm    = 0x93400000 // SBFM, 64-bit (ASR, SXTB, SXTH, SXTW)
+	a64UbfmW   = a64Ubfm &^ (a64W | a64N)
+	a64SbfmW   = a64Sbfm &^ (a64W | a64N)
+	a64Movn    = 0x92800000 // MOVN, hw in bits 22:21, imm16 in bits 20:5
+	a64Movz    = 0xd2800000 // MOVZ
+	a64Movk    = 0xf2800000 // MOVK
+
+	// C4.1.87 Branches, exception generating and system instructions.
+	a64B     = 0x14000000 // B, imm26
+	a64Bcond = 0x54000000 // B.cond, imm19 in bits 23:5, cond in bits 3:0
+	a64CbnzW = 0x35000000 // CBNZ, 32-bit, imm19
+	a64Ret   = 0xd65f03c0 // RET (X30)
+	a64Br    = 0xd61f0000 // BR Xn
+	a64Adr   = 0x10000000 // ADR: PC + imm21 (immlo bits 30:29, immhi 23:5)
+
+	// C4.1.88 Loads and stores. Register offset, option LSL (011), S 0:
+	// [Xn, Xm].
+	a64Ldrb  = 0x38606800 // LDRB (register)
+	a64Ldrsb = 0x38a06800 // LDRSB (register), 64-bit
+	a64Ldrh  = 0x78606800 // LDRH (register)
+	a64Ldrsh = 0x78a06800 // LDRSH (register), 64-bit
+	a64LdrW  = 0xb8606800 // LDR (register), 32-bit
+	a64Ldrsw = 0xb8a06800 // LDRSW (register)
+	a64LdrX  = 0xf8606800 // LDR (register), 64-bit
+	a64Strb  = 0x38206800 // STRB (register)
+	a64Strh  = 0x78206800 // STRH (register)
+	a64StrW  = 0xb8206800 // STR (register), 32-bit
+	a64StrX  = 0xf8206800 // STR (register), 64-bit
+	// Unsigned offset: imm12 scaled by 8, in bits 21:10.
+	a64LdrXImm = 0xf9400000 // LDR (immediate), 64-bit
+	a64StrXImm = 0xf9000000 // STR (immediate), 64-bit
+	// Exclusives, acquire/release (Rt2 and Rs fields all ones where unused).
+	a64LdaxrW = 0x885ffc00 // LDAXR, 32-bit
+	a64LdaxrX = 0xc85ffc00 // LDAXR, 64-bit
+	a64StlxrW = 0x8800fc00 // STLXR, 32-bit: status in Rs
+	a64StlxrX = 0xc800fc00 // STLXR, 64-bit
+)
+
+// A64 condition codes (C1.2.4, "Condition code"), the cond field of
+// B.cond.
+const (
+	aEQ = 0x0
+	aNE = 0x1
+	aHS = 0x2
+	aLO = 0x3
+	aMI = 0x4
+	aHI = 0x8
+	aLS = 0x9
+	aGE = 0xa
+	aLT = 0xb
+	aGT = 0xc
+	aLE = 0xd
+	aAL = 0xe
+)
+
+// aZR is register number 31 as the zero register (XZR/WZR) in the fields
+// that read it so.
+const aZR = 31
+
+// a64RRR is a three-register instruction: Rd = Rn op Rm.
+func a64RRR(op, d, n, m uint32) uint32 { return op | m<<16 | n<<5 | d }
+
+// a64RR is a one-source instruction (REV): Rd = op Rn.
+func a64RR(op, d, n uint32) uint32 { return op | n<<5 | d }
+
+// a64Msub3 is MSUB (or MADD) with its fourth register: Rd = Ra - Rn*Rm.
+func a64Msub3(op, d, n, m, a uint32) uint32 { return op | m<<16 | a<<10 | n<<5 | d }
+
+// a64Imm12 is an ADD/SUB (immediate) or LDR/STR (unsigned offset): imm12
+// in bits 21:10 (for loads and stores, already scaled).
+func a64Imm12(op, d, n, imm uint32) uint32 { return op | (imm&0xfff)<<10 | n<<5 | d }
+
+// a64BFM is a bitfield move: immr in bits 21:16, imms in bits 15:10.
+func a64BFM(op, d, n, immr, imms uint32) uint32 {
+	return op | (immr&63)<<16 | (imms&63)<<10 | n<<5 | d
+}
+
+// a64MovWide is MOVZ, MOVN or MOVK of imm16 shifted left by 16*hw.
+func a64MovWide(op, d, hw, imm16 uint32) uint32 { return op | (hw&3)<<21 | (imm16&0xffff)<<5 | d }
+
+// a64Excl is LDAXR Rt, [Rn] or STLXR Rs, Rt, [Rn] (s: the status
+// register; 0 for a load, whose Rs field is all ones already).
+func a64Excl(op, s, t, n uint32) uint32 { return op | s<<16 | n<<5 | t }
+
+// a64ADR is ADR Xd, PC+bytes (bytes within 1 MiB).
+func a64ADR(d uint32, bytes int32) uint32 {
+	v := uint32(bytes)
+	return a64Adr | (v&3)<<29 | (v>>2&0x7ffff)<<5 | d
+}
+
+// a64Branch is B (imm26) or B.cond/CBNZ (imm19) with the displacement in
+// instructions, and cond (B.cond) or Rt (CBNZ) in bits 4:0.
+func a64Branch(op uint32, words int32, low uint32) uint32 {
+	if op == a64B {
+		return op | uint32(words)&0x3ffffff
+	}
+	return op | (uint32(words)&0x7ffff)<<5 | low
+}

@@ -1,0 +1,118 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// a64Known are the encoders of a64enc.go against the words LLVM's
+// assembler gives for the same instruction (llvm-mc -triple=aarch64
+// -show-encoding), one case per named encoding, registers and immediates
+// chosen so that every field is non-zero somewhere.
+var a64Known = []struct {
+	got  uint32
+	want uint32
+	asm  string
+}{
+	{a64RRR(a64Add, 1, 2, 3), 0x8b030041, "add x1, x2, x3"},
+	{a64RRR(a64Sub&^a64W, 1, 2, 3), 0x4b030041, "sub w1, w2, w3"},
+	{a64RRR(a64Subs, aZR, 9, 11), 0xeb0b013f, "subs xzr, x9, x11"},
+	{a64RRR(a64Ands, aZR, 10, 11), 0xea0b015f, "ands xzr, x10, x11"},
+	{a64RRR(a64Orr, 0, aZR, 19), 0xaa1303e0, "orr x0, xzr, x19"},
+	{a64RRR(a64Eor&^a64W, 4, 4, 5), 0x4a050084, "eor w4, w4, w5"},
+	{a64RRR(a64Mul, 1, 1, 11), 0x9b0b7c21, "mul x1, x1, x11"},
+	{a64Msub3(a64Msub, 1, 12, 11, 1), 0x9b0b8581, "msub x1, x12, x11, x1"},
+	{a64RRR(a64Udiv&^a64W, 1, 1, 2), 0x1ac20821, "udiv w1, w1, w2"},
+	{a64RRR(a64Sdiv, 1, 1, 2), 0x9ac20c21, "sdiv x1, x1, x2"},
+	{a64RRR(a64Lslv, 1, 1, 2), 0x9ac22021, "lslv x1, x1, x2"},
+	{a64RRR(a64Lsrv&^a64W, 3, 3, 4), 0x1ac42463, "lsrv w3, w3, w4"},
+	{a64RRR(a64Asrv, 5, 5, 2), 0x9ac228a5, "asrv x5, x5, x2"},
+	{a64RR(a64Rev16W, 1, 1), 0x5ac00421, "rev16 w1, w1"},
+	{a64RR(a64RevW, 1, 1), 0x5ac00821, "rev w1, w1"},
+	{a64RR(a64RevX, 1, 1), 0xdac00c21, "rev x1, x1"},
+	{a64Imm12(a64AddImm, 9, 9, 4095), 0x913ffd29, "add x9, x9, #4095"},
+	{a64Imm12(a64SubImm, 9, 10, 16), 0xd1004149, "sub x9, x10, #16"},
+	{a64Imm12(a64SubsImm, aZR, 9, 0), 0xf100013f, "subs xzr, x9, #0"},
+	{a64Imm12(a64SubsImm, 9, 9, 7), 0xf1001d29, "subs x9, x9, #7"},
+	{a64BFM(a64Ubfm, 10, 9, 32, 63), 0xd360fd2a, "ubfm x10, x9, #32, #63"},
+	{a64BFM(a64Sbfm, 1, 2, 0, 7), 0x93401c41, "sbfm x1, x2, #0, #7"},
+	{a64BFM(a64UbfmW, 1, 1, 0, 15), 0x53003c21, "ubfm w1, w1, #0, #15"},
+	{a64BFM(a64SbfmW, 1, 2, 0, 15), 0x13003c41, "sbfm w1, w2, #0, #15"},
+	{a64MovWide(a64Movn, 3, 0, 0), 0x92800003, "movn x3, #0"},
+	{a64MovWide(a64Movz, 3, 1, 0x1234), 0xd2a24683, "movz x3, #0x1234, lsl #16"},
+	{a64MovWide(a64Movk, 3, 3, 0xbeef), 0xf2f7dde3, "movk x3, #0xbeef, lsl #48"},
+	{a64Branch(a64B, 2, 0), 0x14000002, "b #8"},
+	{a64Branch(a64Bcond, -2, aNE), 0x54ffffc1, "b.ne #-8"},
+	{a64Branch(a64CbnzW, -3, 14), 0x35ffffae, "cbnz w14, #-12"},
+	{a64Ret, 0xd65f03c0, "ret"},
+	{a64RR(a64Br, 0, 9), 0xd61f0120, "br x9"},
+	{a64ADR(12, 8), 0x1000004c, "adr x12, #8"},
+	{a64ADR(12, -1<<20), 0x1080000c, "adr x12, #-1048576"},
+	{a64RRR(a64Ldrb, 1, 10, 9), 0x38696941, "ldrb w1, [x10, x9]"},
+	{a64RRR(a64Ldrsb, 1, 10, 9), 0x38a96941, "ldrsb x1, [x10, x9]"},
+	{a64RRR(a64Ldrh, 1, 10, 9), 0x78696941, "ldrh w1, [x10, x9]"},
+	{a64RRR(a64Ldrsh, 1, 10, 9), 0x78a96941, "ldrsh x1, [x10, x9]"},
+	{a64RRR(a64LdrW, 1, 10, 9), 0xb8696941, "ldr w1, [x10, x9]"},
+	{a64RRR(a64Ldrsw, 1, 10, 9), 0xb8a96941, "ldrsw x1, [x10, x9]"},
+	{a64RRR(a64LdrX, 1, 10, 9), 0xf8696941, "ldr x1, [x10, x9]"},
+	{a64RRR(a64Strb, 1, 10, 9), 0x38296941, "strb w1, [x10, x9]"},
+	{a64RRR(a64Strh, 1, 10, 9), 0x78296941, "strh w1, [x10, x9]"},
+	{a64RRR(a64StrW, 1, 10, 9), 0xb8296941, "str w1, [x10, x9]"},
+	{a64RRR(a64StrX, 1, 10, 9), 0xf8296941, "str x1, [x10, x9]"},
+	{a64Imm12(a64LdrXImm, 9, 24, 8), 0xf9402309, "ldr x9, [x24, #64]"},
+	{a64Imm12(a64StrXImm, 9, 24, 1), 0xf9000709, "str x9, [x24, #8]"},
+	{a64Excl(a64LdaxrW, 0, 12, 10), 0x885ffd4c, "ldaxr w12, [x10]"},
+	{a64Excl(a64LdaxrX, 0, 12, 10), 0xc85ffd4c, "ldaxr x12, [x10]"},
+	{a64Excl(a64StlxrW, 14, 1, 10), 0x880efd41, "stlxr w14, w1, [x10]"},
+	{a64Excl(a64StlxrX, 14, 13, 10), 0xc80efd4d, "stlxr w14, x13, [x10]"},
+}
+
+// TestA64Encodings checks every named A64 encoding against the word the
+// assembler gives, and, where llvm-mc is installed, that the table's words
+// are what it assembles today.
+func TestA64Encodings(t *testing.T) {
+	for _, k := range a64Known {
+		if k.got != k.want {
+			t.Errorf("%s: %#08x, want %#08x", k.asm, k.got, k.want)
+		}
+	}
+	mc, err := exec.LookPath("llvm-mc")
+	if err != nil {
+		t.Log("llvm-mc not installed: the table's words are not re-assembled")
+		return
+	}
+	var src strings.Builder
+	for _, k := range a64Known {
+		fmt.Fprintln(&src, k.asm)
+	}
+	cmd := exec.Command(mc, "-triple=aarch64", "-show-encoding")
+	cmd.Stdin = strings.NewReader(src.String())
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("llvm-mc: %v", err)
+	}
+	var words []uint32
+	for _, line := range bytes.Split(out, []byte("\n")) {
+		_, enc, ok := bytes.Cut(line, []byte("encoding: ["))
+		if !ok {
+			continue
+		}
+		var b [4]byte
+		if _, err := fmt.Sscanf(string(enc), "0x%x,0x%x,0x%x,0x%x]", &b[0], &b[1], &b[2], &b[3]); err != nil {
+			t.Fatalf("llvm-mc output %q: %v", line, err)
+		}
+		words = append(words, binary.LittleEndian.Uint32(b[:]))
+	}
+	if len(words) != len(a64Known) {
+		t.Fatalf("llvm-mc gave %d encodings for %d lines", len(words), len(a64Known))
+	}
+	for i, k := range a64Known {
+		if words[i] != k.want {
+			t.Errorf("%s: table says %#08x, llvm-mc %#08x", k.asm, k.want, words[i])
+		}
+	}
+}
