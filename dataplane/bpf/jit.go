@@ -99,6 +99,9 @@ type jitState struct {
 	// since native code was entered, which clears it): the program whose
 	// instructions the exit code now counts (tailProg).
 	tail uint64
+	// hs is scratch of the native hash lookup (jitHash): the key's hash,
+	// its two words, the stripe's sequence and the stripe's address.
+	hs [5]uint64
 }
 
 // jitBurstMax is the most frames one native burst runs (the size of

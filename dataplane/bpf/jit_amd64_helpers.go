@@ -25,9 +25,13 @@ import (
 func (c *amd64Compiler) nativeHelper(pc int) bool {
 	switch int32(c.plain[pc].imm) {
 	case helperMapLookupElem:
-		a, ok := c.arrayAt(pc)
-		if ok {
+		if a, ok := c.arrayAt(pc); ok {
 			c.arrayLookup(pc, a)
+			return true
+		}
+		h, ok := c.hashAt(pc)
+		if ok {
+			c.hashLookup(pc, h) // jit_amd64_hash.go
 		}
 		return ok
 	case helperRedirect:
