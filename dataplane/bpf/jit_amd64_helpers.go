@@ -56,6 +56,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.rm(false, false, []byte{0x8b}, xAX, ctxMem(offCPU), false) // uint32(r.cpu)
 	case helperGetPrandomU32:
 		c.prandom()
+	case helperCsumDiff:
+		c.csumDiff(pc) // jit_amd64_csum.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)
