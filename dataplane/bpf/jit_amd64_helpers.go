@@ -29,9 +29,13 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 			c.arrayLookup(pc, a)
 			return true
 		}
-		h, ok := c.hashAt(pc)
-		if ok {
+		if h, ok := c.hashAt(pc); ok {
 			c.hashLookup(pc, h) // jit_amd64_hash.go
+			return true
+		}
+		l, ok := c.lpmAt(pc)
+		if ok {
+			c.lpmLookup(pc, l) // jit_amd64_lpm.go
 		}
 		return ok
 	case helperRedirect:

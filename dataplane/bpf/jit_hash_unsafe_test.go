@@ -3,6 +3,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"fmt"
 	"reflect"
 	"sync"
@@ -34,6 +35,12 @@ func hashKeyOf(t testing.TB, name string, k int) []byte {
 // key k of map name at r10-32, and returns the exit code and r0.
 func hashCallEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, k int) (slow bool, r0 uint64) {
 	t.Helper()
+	return callEntry(t, r, c, p, name, hashKeyOf(t, name, k))
+}
+
+// callEntry is hashCallEntry with the key's bytes given.
+func callEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, key []byte) (slow bool, r0 uint64) {
+	t.Helper()
 	j := p.jit.Load()
 	call := -1
 	for pc, in := range p.code {
@@ -53,7 +60,7 @@ func hashCallEntry(t *testing.T, r *Runner, c *Collection, p *Program, name stri
 	clear(reg[:])
 	reg[1], reg[10] = uint64(regionMap<<32|uint64(c.mapIndex[name])), regionStack<<32|stackSize
 	reg[2] = reg[10] - 32
-	copy(r.stack[stackSize-32:], hashKeyOf(t, name, k))
+	copy(r.stack[stackSize-32:], key)
 	e := jitRun(r, reg, j.addr(call))
 	if reg[2] != regionStack<<32|(stackSize-32) {
 		t.Errorf("r2 %#x changed", reg[2])
@@ -220,4 +227,42 @@ func TestJITHashConcurrent(t *testing.T) {
 	}
 	stop.Store(true)
 	wg.Wait()
+}
+
+// TestJITLPMLookupChecks enters the native LPM lookup directly: the
+// longest of three nested prefixes (its region reused from a first run in
+// Go), a key that only the shortest matches, and keys nothing matches
+// (another address, a prefix length over 32) finish in native code.
+func TestJITLPMLookupChecks(t *testing.T) {
+	needJIT(t)
+	key := func(plen uint32, a, b, c, d byte) []byte {
+		k := []byte{0, 0, 0, 0, a, b, c, d}
+		binary.LittleEndian.PutUint32(k, plen)
+		return k
+	}
+	insns := append(storeBytes(-32, key(32, 10, 192, 255, 1)), asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("l4"), asm.FnMapLookupElem.Call(), asm.RSh.Imm(asm.R0, 32), asm.Return())
+	c, p := loadLPMProg(t, insns, EngineJIT)
+	m, _ := c.Map("l4")
+	for i, k := range [][]byte{key(8, 10, 0, 0, 0), key(10, 10, 192, 0, 0), key(24, 10, 192, 255, 0)} {
+		if err := m.Update(k, []byte{byte(i), 0, 0, 0, 0, 0, 0, 0}, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := NewRunner(0)
+	if _, ok := r.RunFrame(p, newFrame(udpFrame(9))); !ok {
+		t.Fatal(r.Fault())
+	}
+	if slow, r0 := callEntry(t, r, c, p, "l4", key(32, 10, 192, 255, 1)); slow || r0 != regionStatic {
+		t.Errorf("the /24: slow %v, r0 %#x; want region %d reused", slow, r0, regionStatic)
+	}
+	// 10.1.2.3 matches the /8 only: another value, whose region Go adds.
+	if slow, _ := callEntry(t, r, c, p, "l4", key(32, 10, 1, 2, 3)); !slow {
+		t.Error("the /8's value: no region to reuse, yet native")
+	}
+	for _, k := range [][]byte{key(32, 11, 192, 255, 1), key(33, 10, 192, 255, 1), key(7, 10, 192, 255, 1)} {
+		if slow, r0 := callEntry(t, r, c, p, "l4", k); slow || r0 != 0 {
+			t.Errorf("%x: slow %v, r0 %#x; want NULL", k, slow, r0)
+		}
+	}
 }

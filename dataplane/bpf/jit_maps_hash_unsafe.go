@@ -72,3 +72,36 @@ func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
 		writable: m.progWritable,
 	}, true
 }
+
+// jitLPM is an LPM trie whose bpf_map_lookup_elem a backend runs in native
+// code, walking the trie as maps.LPMTable describes it, with the result
+// hMapLookup computes through maps.LPMTrie.Lookup.
+type jitLPM struct {
+	handle   uint64
+	coll     uintptr
+	t        maps.LPMTable
+	size     uint64 // value_size
+	writable bool
+}
+
+// lpmFor is hashFor for LPM tries.
+func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
+	c := env.coll
+	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
+		return l, false
+	}
+	m := c.mapRefs[k]
+	if m == nil || m.arr != nil || !m.lookupOK || m.outer != nil || m.valueSize == 0 || m.valueSize > math.MaxInt32 {
+		return l, false
+	}
+	t, ok := maps.NativeLPM(m.m)
+	if !ok || m.keySize != 4+t.DataSize {
+		return l, false
+	}
+	for _, off := range []uintptr{t.ChildOff + 8, t.ImOff, t.PrefixOff, t.DataOff, t.ValueOff} {
+		if off > math.MaxInt32 {
+			return l, false
+		}
+	}
+	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), t: t, size: uint64(m.valueSize), writable: m.progWritable}, true
+}

@@ -90,3 +90,46 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 	}
 	return t, true
 }
+
+// LPMTable describes an LPMTrie (lpm.go) with at most 8 data bytes per key
+// to code that looks keys up without calling Go: the walk of
+// LPMTrie.Lookup, read through plain addresses and offsets.
+//
+// Why the walk may read the trie's pointers: a node stays valid while a
+// reader holds its address, as for a Go reader. Nodes are unlinked by
+// writers (whose pointer stores shade the old node in a running garbage
+// collection cycle) and freed only by a later cycle, whose stop-the-world
+// phase waits for every goroutine to reach a safe point: a goroutine in
+// native code (no Go function, so no safe point) holds that phase off
+// until it returns. The walk reads only; a node's prefix length, data and
+// value never change once it is linked.
+type LPMTable struct {
+	Root     uintptr // the address of the root link (0 or a node's address)
+	DataSize uint32  // 1..8: the key's bytes after its 4-byte prefix length
+	MaxLen   uint32  // DataSize*8
+	// Offsets in a node of its two child links (child 1 one word after
+	// child 0), the intermediate flag (uint32, non-zero: no key of its
+	// own), the prefix length (uint32), the address of the data bytes and
+	// of the value (slices' data words).
+	ChildOff, ImOff, PrefixOff, DataOff, ValueOff uintptr
+}
+
+// NativeLPM returns the LPMTable of m, when m is an LPMTrie with keys of at
+// most 8 data bytes; ok is false otherwise.
+func NativeLPM(m Map) (t LPMTable, ok bool) {
+	l, isLPM := m.(*LPMTrie)
+	if !isLPM || l.dataSize == 0 || l.dataSize > 8 || unsafe.Sizeof(l.root) != 8 {
+		return t, false
+	}
+	var n lpmNode
+	return LPMTable{
+		Root:      uintptr(unsafe.Pointer(&l.root)),
+		DataSize:  l.dataSize,
+		MaxLen:    l.maxLen,
+		ChildOff:  unsafe.Offsetof(n.child),
+		ImOff:     unsafe.Offsetof(n.im),
+		PrefixOff: unsafe.Offsetof(n.prefixlen),
+		DataOff:   unsafe.Offsetof(n.data),
+		ValueOff:  unsafe.Offsetof(n.value),
+	}, true
+}
