@@ -117,15 +117,15 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 	c.movRI(xS1, int64(h.coll))
 	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
 	c.slowIf(ccNE, pc)
+	c.hashKey(pc, h) // the key's check first, as hMapLookup's loadSlice
 	var null []int
 	if h.t.PerCPU {
 		// Lookup answers nil for a CPU out of range before it searches
 		// (negative ones included: compared unsigned).
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
-		c.aluRI(true, 7, xS1, int32(h.t.NCPU))
+		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offCPU), false)
+		c.aluRI(true, 7, xS2, int32(h.t.NCPU))
 		null = append(null, c.jcc(ccAE))
 	}
-	c.hashKey(pc, h)
 	// The stripe: its sequence must be even (no writer) and is kept.
 	c.movRI(xS2, int64(h.t.Mask&h.t.StripeMask))
 	c.aluRR(true, 0x21, xS2, xS1)

@@ -69,6 +69,9 @@ func genHashProg(rng *rand.Rand, n int) asm.Instructions {
 		switch op := rng.IntN(10); {
 		case op < 6: // lookup, then read (and maybe write) the value
 			out = append(out, setHashKey(k, ks)...)
+			if rng.IntN(25) == 0 { // a key the program may not read: a fault
+				out = append(out, asm.Add.Imm(asm.R2, []int32{-512, 40, 1 << 20}[rng.IntN(3)]))
+			}
 			out = append(out, asm.LoadMapPtr(asm.R1, 0).WithReference(m.name), asm.FnMapLookupElem.Call())
 			var use asm.Instructions
 			off := int16(rng.IntN(int(vs) + 2)) // some just past the value
