@@ -69,7 +69,7 @@ func callEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, 
 }
 
 // flipSeqs adds d to the sequence of every stripe of m (odd: a writer is
-// in the stripe; +2: one came and went), reached through reflection as the
+// in the stripe), reached through reflection as the
 // test does not share the maps package's internals.
 func flipSeqs(t *testing.T, m maps.Map, d uint64) {
 	stripes := reflect.ValueOf(m).Elem().FieldByName("stripes")
@@ -110,18 +110,19 @@ func TestJITHashLookupChecks(t *testing.T) {
 			if slow, r0 := hashCallEntry(t, r, c, p, name, 1); slow || r0 != regionStatic || len(r.regions) != regionStatic+1 {
 				t.Errorf("present: slow %v, r0 %#x, %d regions; want region %d reused", slow, r0, len(r.regions), regionStatic)
 			}
-			n := len(r.regions)
 			if slow, r0 := hashCallEntry(t, r, c, p, name, 4); slow || r0 != 0 {
 				t.Errorf("absent: slow %v, r0 %#x", slow, r0)
 			}
-			for _, d := range []uint64{1, 2} {
-				flipSeqs(t, m, d)
-				n = len(r.regions)
-				if slow, _ := hashCallEntry(t, r, c, p, name, 1); !slow || len(r.regions) != n {
-					t.Errorf("sequence +%d: slow %v, %d regions (was %d)", d, slow, len(r.regions), n)
-				}
+			// A writer in the stripes (odd sequences): Go decides, and
+			// nothing was added to the table before.
+			flipSeqs(t, m, 1)
+			if slow, _ := hashCallEntry(t, r, c, p, name, 1); !slow || len(r.regions) != regionStatic {
+				t.Errorf("odd sequence: slow %v, %d regions", slow, len(r.regions))
 			}
-			flipSeqs(t, m, 1) // even again
+			flipSeqs(t, m, 1) // even again: native again
+			if slow, _ := hashCallEntry(t, r, c, p, name, 1); slow {
+				t.Error("even sequence: slow")
+			}
 		})
 	}
 }
