@@ -9,10 +9,7 @@ package bpf
 // bpf_map_lookup_elem of a hash map that r1 is loaded with in a straight
 // line before it.
 func (c *amd64Compiler) hashAt(pc int) (jitHash, bool) {
-	if !helperOf(c.plain[pc].imm).nativeArray() {
-		return jitHash{}, false
-	}
-	k, ok := mapAt(c.plain, c.targets, pc)
+	k, ok := c.lookupMapAt(pc)
 	if !ok {
 		return jitHash{}, false
 	}
@@ -111,12 +108,7 @@ func (c *amd64Compiler) hashKey(pc int, h jitHash) {
 // stripe during the walk, a walk longer than any chain, a region table
 // with no entry to reuse), where Go runs the helper from the start.
 func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
-	c.movRI(xS1, int64(h.handle))
-	c.aluRR(true, 0x39, xDI, xS1)
-	c.slowIf(ccNE, pc)
-	c.movRI(xS1, int64(h.coll))
-	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
-	c.slowIf(ccNE, pc)
+	c.mapChecks(pc, h.handle, h.coll)
 	c.hashKey(pc, h) // the key's check first, as hMapLookup's loadSlice
 	var null []int
 	if h.t.PerCPU {

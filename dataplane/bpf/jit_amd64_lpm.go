@@ -7,10 +7,7 @@ package bpf
 
 // lpmAt is hashAt for LPM tries.
 func (c *amd64Compiler) lpmAt(pc int) (jitLPM, bool) {
-	if !helperOf(c.plain[pc].imm).nativeArray() {
-		return jitLPM{}, false
-	}
-	k, ok := mapAt(c.plain, c.targets, pc)
+	k, ok := c.lookupMapAt(pc)
 	if !ok {
 		return jitLPM{}, false
 	}
@@ -36,12 +33,7 @@ const (
 // the trie's maximum too). The slow path takes what hashLookup's does
 // (the handle, the collection, the key's check, no region to reuse).
 func (c *amd64Compiler) lpmLookup(pc int, l jitLPM) {
-	c.movRI(xS1, int64(l.handle))
-	c.aluRR(true, 0x39, xDI, xS1)
-	c.slowIf(ccNE, pc)
-	c.movRI(xS1, int64(l.coll))
-	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
-	c.slowIf(ccNE, pc)
+	c.mapChecks(pc, l.handle, l.coll)
 	m := c.checkIn(pc, 2, 0, int32(4+l.t.DataSize), false, regionStack)
 	c.rm(false, true, []byte{0x8d}, xAX, m, false) // lea RAX, key
 	c.rm(false, false, []byte{0x8b}, xS1, xmem{base: xAX, index: -1}, false)

@@ -170,28 +170,38 @@ func TestJITHashDifferential(t *testing.T) {
 	for i := range n {
 		insns := genHashProg(rng, 4+rng.IntN(40))
 		cpu := []int{0, 1, 5}[i%3]
-		ci, pi := loadHashProg(t, insns, EngineInterp)
-		cj, pj := loadHashProg(t, insns, EngineJIT)
-		native += pj.jit.Load().native
-		ri, rj := NewRunner(cpu), NewRunner(cpu)
-		for run := range 3 {
-			vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
-			vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
-			if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-				t.Fatalf("program %d run %d: interpreter %#x %v (%v), JIT %#x %v (%v)\n%v", i, run, vi, oki, ri.Fault(), vj, okj, rj.Fault(), insns)
-			}
-			if len(ri.regions) != len(rj.regions) {
-				t.Fatalf("program %d run %d: region tables of %d and %d entries", i, run, len(ri.regions), len(rj.regions))
-			}
-			if di, dj := hashDump(t, ci), hashDump(t, cj); !bytes.Equal(di, dj) {
-				t.Fatalf("program %d run %d: maps differ\ninterp %x\njit    %x\n%v", i, run, di, dj, insns)
-			}
-		}
+		native += engineDiff(t, i, insns, cpu, loadHashProg, hashDump)
 	}
 	if native == 0 && nativeHashArch == 1 {
 		t.Fatal("no lookup compiled natively")
 	}
 	t.Logf("%d native lookups in %d programs", native, n)
+}
+
+// engineDiff loads program i (insns) with load in both engines and runs it
+// three times on one Runner per engine (on CPU cpu), failing on the first
+// run whose return value, fault, region table or maps (dump) differ. It
+// returns the number of helper calls the JIT compiled natively.
+func engineDiff(t *testing.T, i int, insns asm.Instructions, cpu int,
+	load func(testing.TB, asm.Instructions, Engine) (*Collection, *Program), dump func(*testing.T, *Collection) []byte) int {
+	t.Helper()
+	ci, pi := load(t, insns, EngineInterp)
+	cj, pj := load(t, insns, EngineJIT)
+	ri, rj := NewRunner(cpu), NewRunner(cpu)
+	for run := range 3 {
+		vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
+		vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("program %d run %d: interpreter %#x %v (%v), JIT %#x %v (%v)\n%v", i, run, vi, oki, ri.Fault(), vj, okj, rj.Fault(), insns)
+		}
+		if len(ri.regions) != len(rj.regions) {
+			t.Fatalf("program %d run %d: region tables of %d and %d entries", i, run, len(ri.regions), len(rj.regions))
+		}
+		if di, dj := dump(t, ci), dump(t, cj); !bytes.Equal(di, dj) {
+			t.Fatalf("program %d run %d: maps differ\ninterp %x\njit    %x\n%v", i, run, di, dj, insns)
+		}
+	}
+	return pj.jit.Load().native
 }
 
 // TestJITHashNativeCount: which maps the JIT looks up natively.

@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
@@ -134,23 +133,7 @@ func TestJITLPMDifferential(t *testing.T) {
 	native := 0
 	for i := range n {
 		insns := genLPMProg(rng, 4+rng.IntN(40))
-		ci, pi := loadLPMProg(t, insns, EngineInterp)
-		cj, pj := loadLPMProg(t, insns, EngineJIT)
-		native += pj.jit.Load().native
-		ri, rj := NewRunner(0), NewRunner(0)
-		for run := range 3 {
-			vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
-			vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
-			if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-				t.Fatalf("program %d run %d: interpreter %#x %v (%v), JIT %#x %v (%v)\n%v", i, run, vi, oki, ri.Fault(), vj, okj, rj.Fault(), insns)
-			}
-			if len(ri.regions) != len(rj.regions) {
-				t.Fatalf("program %d run %d: region tables of %d and %d entries", i, run, len(ri.regions), len(rj.regions))
-			}
-			if di, dj := lpmDump(t, ci), lpmDump(t, cj); !bytes.Equal(di, dj) {
-				t.Fatalf("program %d run %d: tries differ\ninterp %x\njit    %x\n%v", i, run, di, dj, insns)
-			}
-		}
+		native += engineDiff(t, i, insns, 0, loadLPMProg, lpmDump)
 	}
 	if nativeHashArch == 1 && native == 0 {
 		t.Fatal("no lookup compiled natively")

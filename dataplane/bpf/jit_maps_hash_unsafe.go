@@ -37,17 +37,27 @@ type jitHash struct {
 	writable bool   // the value's region is writable (no BPF_F_RDONLY_PROG)
 }
 
+// plainLookup is map number k of env's collection when programs may look
+// it up and get its value itself (no array storage, no inner map).
+func (env jitEnv) plainLookup(k uint32) (*mapRef, bool) {
+	c := env.coll
+	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
+		return nil, false
+	}
+	m := c.mapRefs[k]
+	if m == nil || m.arr != nil || !m.lookupOK || m.outer != nil || m.valueSize == 0 || m.valueSize > math.MaxInt32 {
+		return nil, false
+	}
+	return m, true
+}
+
 // hashFor returns the native lookup of map number k of env's collection,
 // when it is a hash map maps.NativeHash describes and its figures fit the
 // code's 32-bit immediates; ok is false otherwise (the lookup then
 // returns to Go).
 func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return h, false
-	}
-	m := c.mapRefs[k]
-	if m == nil || m.arr != nil || !m.lookupOK || m.outer != nil || m.valueSize == 0 || m.valueSize > math.MaxInt32 {
+	m, ok := env.plainLookup(k)
+	if !ok {
 		return h, false
 	}
 	t, ok := maps.NativeHash(m.m)
@@ -66,7 +76,7 @@ func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
 	}
 	return jitHash{
 		handle:   regionMap<<32 | uint64(k),
-		coll:     uintptrOf(c),
+		coll:     uintptrOf(env.coll),
 		t:        t,
 		size:     uint64(m.valueSize),
 		writable: m.progWritable,
@@ -86,12 +96,8 @@ type jitLPM struct {
 
 // lpmFor is hashFor for LPM tries.
 func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return l, false
-	}
-	m := c.mapRefs[k]
-	if m == nil || m.arr != nil || !m.lookupOK || m.outer != nil || m.valueSize == 0 || m.valueSize > math.MaxInt32 {
+	m, ok := env.plainLookup(k)
+	if !ok {
 		return l, false
 	}
 	t, ok := maps.NativeLPM(m.m)
@@ -103,5 +109,5 @@ func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
 			return l, false
 		}
 	}
-	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), t: t, size: uint64(m.valueSize), writable: m.progWritable}, true
+	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable}, true
 }
