@@ -51,14 +51,6 @@ func (c *amd64Compiler) keyWord(base uint8, off, n int32) {
 	}
 }
 
-func sum(v []int32) int32 {
-	s := int32(0)
-	for _, x := range v {
-		s += x
-	}
-	return s
-}
-
 // fmix64 applies maps' fmix64 (murmur3's finaliser) to S1; S2 is clobbered.
 func (c *amd64Compiler) fmix64() {
 	for _, k := range []uint64{0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53, 0} {

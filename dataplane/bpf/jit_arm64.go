@@ -445,6 +445,11 @@ func (c *arm64Compiler) insn(pc int) {
 			c.native++
 			return
 		}
+		if h, ok := c.hashAt(pc); ok {
+			c.hashLookup(pc, h) // jit_arm64_hash.go
+			c.native++
+			return
+		}
 		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {

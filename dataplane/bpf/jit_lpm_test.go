@@ -135,7 +135,7 @@ func TestJITLPMDifferential(t *testing.T) {
 		insns := genLPMProg(rng, 4+rng.IntN(40))
 		native += engineDiff(t, i, insns, 0, loadLPMProg, lpmDump)
 	}
-	if nativeHashArch == 1 && native == 0 {
+	if nativeLPMArch == 1 && native == 0 {
 		t.Fatal("no lookup compiled natively")
 	}
 	t.Logf("%d native lookups in %d programs", native, n)
@@ -150,7 +150,7 @@ func TestJITLPMNativeCount(t *testing.T) {
 		_, p := loadLPMProg(t, insns, EngineJIT)
 		want := 0
 		if m.native {
-			want = nativeHashArch
+			want = nativeLPMArch
 		}
 		if got := p.jit.Load().native; got != want {
 			t.Errorf("%s: %d native lookups, want %d", m.name, got, want)

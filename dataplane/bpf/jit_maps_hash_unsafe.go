@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package bpf
 
@@ -110,4 +110,13 @@ func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
 		}
 	}
 	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable}, true
+}
+
+// sum is the total of v (the key-word loaders' piece offsets).
+func sum(v []int32) int32 {
+	s := int32(0)
+	for _, x := range v {
+		s += x
+	}
+	return s
 }
