@@ -170,9 +170,9 @@
 // hash map of any of the four hash types with keys of up to 16 bytes
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
-// writer in the stripe sending the lookup to Go; the LRU mark set; arm64
-// runs this one natively too, jit_arm64_hash.go) and on
-// an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
+// writer in the stripe sending the lookup to Go; the LRU mark set) and on
+// an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM),
+// both on arm64 too (jit_arm64_hash.go, jit_arm64_lpm.go);
 // bpf_csum_diff on buffers of up to 60 bytes (jit_amd64_csum.go: x86-64
 // csum_partial's exact grouping, folded as the running kernel does); and
 // bpf_tail_call through a program array loaded into r2 (the limit of

@@ -450,6 +450,11 @@ func (c *arm64Compiler) insn(pc int) {
 			c.native++
 			return
 		}
+		if l, ok := c.lpmAt(pc); ok {
+			c.lpmLookup(pc, l) // jit_arm64_lpm.go
+			c.native++
+			return
+		}
 		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {

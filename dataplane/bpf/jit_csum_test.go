@@ -97,7 +97,7 @@ func TestJITCsumDiffDifferential(t *testing.T) {
 	if loaded < n/2 {
 		t.Fatalf("only %d of %d programs loaded", loaded, n)
 	}
-	if nativeLPMArch == 1 && native == 0 {
+	if nativeCsumArch == 1 && native == 0 {
 		t.Fatal("no native csum_diff")
 	}
 	t.Logf("%d programs, %d native calls", loaded, native)

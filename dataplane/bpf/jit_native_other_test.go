@@ -6,4 +6,5 @@ package bpf
 const (
 	nativeHashArch = 0
 	nativeLPMArch  = 0
+	nativeCsumArch = 0
 )
