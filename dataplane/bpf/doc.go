@@ -171,10 +171,10 @@
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
 // writer in the stripe sending the lookup to Go; the LRU mark set) and on
-// an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM),
-// both on arm64 too (jit_arm64_hash.go, jit_arm64_lpm.go);
+// an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
 // bpf_csum_diff on buffers of up to 60 bytes (jit_amd64_csum.go: x86-64
-// csum_partial's exact grouping, folded as the running kernel does); and
+// csum_partial's exact grouping, folded as the running kernel does), these
+// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go); and
 // bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go

@@ -11,11 +11,6 @@ package bpf
 // written. The semantics are those of the kernel the program was compiled
 // under (csumDiffFolded, read at compile time).
 
-// csumNativeMax is the longest buffer the native code sums: below 64 bytes
-// csum_partial is one pass of 32-, 16- and 8-byte chains and a 4-byte tail
-// (or one 40-byte chain), which the code follows exactly.
-const csumNativeMax = 60
-
 // csumDiff emits bpf_csum_diff at pc. The buffers' addresses go to the
 // hash lookup's scratch (hs[1] from, hs[2] to) between the checks and the
 // sums.

@@ -455,6 +455,11 @@ func (c *arm64Compiler) insn(pc int) {
 			c.native++
 			return
 		}
+		if int32(in.imm) == helperCsumDiff {
+			c.csumDiff(pc) // jit_arm64_csum.go
+			c.native++
+			return
+		}
 		c.exit(pc, jitExitSlow)
 	default:
 		if in.op >= opJEQ64K && in.op <= opJSLE32X {

@@ -3,9 +3,9 @@
 package bpf
 
 // Which lookups and helpers the JIT compiles natively on this machine:
-// hash map lookups, LPM trie lookups, bpf_csum_diff (not yet on arm64).
+// hash map lookups, LPM trie lookups, bpf_csum_diff.
 const (
 	nativeHashArch = 1
 	nativeLPMArch  = 1
-	nativeCsumArch = 0
+	nativeCsumArch = 1
 )
