@@ -440,23 +440,7 @@ func (c *arm64Compiler) insn(pc int) {
 	case opExit:
 		c.exit(pc, jitExitDone)
 	case opCall:
-		if a, ok := c.arrayAt(pc); ok {
-			c.arrayLookup(pc, a)
-			c.native++
-			return
-		}
-		if h, ok := c.hashAt(pc); ok {
-			c.hashLookup(pc, h) // jit_arm64_hash.go
-			c.native++
-			return
-		}
-		if l, ok := c.lpmAt(pc); ok {
-			c.lpmLookup(pc, l) // jit_arm64_lpm.go
-			c.native++
-			return
-		}
-		if int32(in.imm) == helperCsumDiff {
-			c.csumDiff(pc) // jit_arm64_csum.go
+		if c.nativeHelper(pc) { // jit_arm64_hash.go
 			c.native++
 			return
 		}

@@ -24,6 +24,29 @@ const (
 	a64LSR     = 1 << 22    // shifted-register operand: LSR
 )
 
+// nativeHelper emits the helper call at pc natively when it can (an array,
+// hash or LPM lookup of a map r1 is loaded with in a straight line,
+// bpf_csum_diff) and reports whether it did.
+func (c *arm64Compiler) nativeHelper(pc int) bool {
+	if a, ok := c.arrayAt(pc); ok {
+		c.arrayLookup(pc, a)
+		return true
+	}
+	if h, ok := c.hashAt(pc); ok {
+		c.hashLookup(pc, h)
+		return true
+	}
+	if l, ok := c.lpmAt(pc); ok {
+		c.lpmLookup(pc, l) // jit_arm64_lpm.go
+		return true
+	}
+	if int32(c.plain[pc].imm) == helperCsumDiff {
+		c.csumDiff(pc) // jit_arm64_csum.go
+		return true
+	}
+	return false
+}
+
 // hashAt is the native lookup for the helper call at pc, when it is
 // bpf_map_lookup_elem of a hash map loaded into r1 in a straight line
 // before it whose entry fields the code's immediate offsets reach.
