@@ -51,10 +51,7 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 // bpf_map_lookup_elem of a hash map loaded into r1 in a straight line
 // before it whose entry fields the code's immediate offsets reach.
 func (c *arm64Compiler) hashAt(pc int) (jitHash, bool) {
-	if !helperOf(c.plain[pc].imm).nativeArray() {
-		return jitHash{}, false
-	}
-	k, ok := mapAt(c.plain, c.targets, pc)
+	k, ok := c.lookupMapAt(pc)
 	if !ok {
 		return jitHash{}, false
 	}
@@ -63,6 +60,26 @@ func (c *arm64Compiler) hashAt(pc int) (jitHash, bool) {
 		ok = ok && off%8 == 0 && off < 8*4096
 	}
 	return h, ok && h.t.RefOff%4 == 0 && h.t.RefOff < 4*4096
+}
+
+// lookupMapAt is the number of the map a bpf_map_lookup_elem call at pc
+// looks in, when r1 is loaded with it in a straight line before the call.
+func (c *arm64Compiler) lookupMapAt(pc int) (uint32, bool) {
+	if !helperOf(c.plain[pc].imm).nativeArray() {
+		return 0, false
+	}
+	return mapAt(c.plain, c.targets, pc)
+}
+
+// mapChecks sends the call at pc to the slow path unless r1 is handle and
+// the Runner's collection is coll.
+func (c *arm64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {
+	c.movImm(aS1, handle)
+	c.cmp(1, aS1)
+	c.slowIf(aNE, pc)
+	c.movImm(aS1, uint64(coll))
+	c.cmpField(aCtx, offColl, aS1)
+	c.slowIf(aNE, pc)
 }
 
 // keyWord leaves in d the n (1-8) bytes at [base+off] as a zero-padded
@@ -103,12 +120,7 @@ func (c *arm64Compiler) fmix64(x, tmp uint32) {
 // hash, X10 and X11 the key's words, X12 the walk's budget, X13 and X14
 // loads.
 func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
-	c.movImm(aS1, h.handle)
-	c.cmp(1, aS1)
-	c.slowIf(aNE, pc)
-	c.movImm(aS1, uint64(h.coll))
-	c.cmpField(aCtx, offColl, aS1)
-	c.slowIf(aNE, pc)
+	c.mapChecks(pc, h.handle, h.coll)
 	ks := int32(h.t.KeySize)
 	c.checkIn(pc, 2, 0, ks, false, regionStack)
 	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key

@@ -17,10 +17,7 @@ const (
 
 // lpmAt is hashAt for LPM tries.
 func (c *arm64Compiler) lpmAt(pc int) (jitLPM, bool) {
-	if !helperOf(c.plain[pc].imm).nativeArray() {
-		return jitLPM{}, false
-	}
-	k, ok := mapAt(c.plain, c.targets, pc)
+	k, ok := c.lookupMapAt(pc)
 	if !ok {
 		return jitLPM{}, false
 	}
@@ -39,12 +36,7 @@ func (c *arm64Compiler) lpmAt(pc int) (jitLPM, bool) {
 // data (big-endian from bit 63), X11 the last key node matched, X0 the
 // node, X12-X14 the walk's work.
 func (c *arm64Compiler) lpmLookup(pc int, l jitLPM) {
-	c.movImm(aS1, l.handle)
-	c.cmp(1, aS1)
-	c.slowIf(aNE, pc)
-	c.movImm(aS1, uint64(l.coll))
-	c.cmpField(aCtx, offColl, aS1)
-	c.slowIf(aNE, pc)
+	c.mapChecks(pc, l.handle, l.coll)
 	c.checkIn(pc, 2, 0, int32(4+l.t.DataSize), false, regionStack)
 	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
 	c.w(a64LdurW | 0<<5 | aS1)
