@@ -170,7 +170,16 @@
 // Go); bpf_xdp_adjust_head (a frame without metadata), _meta and _tail (a
 // tail that shrinks or stays), which move the Frame's offsets in place;
 // bpf_xdp_get_buff_len, bpf_get_smp_processor_id and bpf_get_prandom_u32
-// (the Runner's xorshift state); and bpf_tail_call through a program array loaded into r2 (the limit of
+// (the Runner's xorshift state); bpf_map_lookup_elem on a preallocated
+// hash map of any of the four hash types with keys of up to 16 bytes
+// (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
+// stripe's sequence read before and after the walk as Hash.get does, a
+// writer in the stripe sending the lookup to Go; the LRU mark set) and on
+// an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
+// bpf_csum_diff on buffers of up to 60 bytes (jit_amd64_csum.go: x86-64
+// csum_partial's exact grouping, folded as the running kernel does), these
+// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go); and
+// bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go
 // reads the exit codes of its instructions). Native code records a
@@ -178,8 +187,11 @@
 // ifindex), never the map itself, which would need a write barrier: Go
 // builds Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
-// other helper (hash and LPM lookups, updates, csum_diff, ktime), these on
-// arm64, bpf-to-bpf calls in programs with tail calls, callx,
+// other helper (map updates and deletes, lookups in maps with keys past
+// those limits or made BPF_F_NO_PREALLOC, bpf_ktime_get_ns, which reads the
+// vDSO clock only Go's runtime may call), the amd64-only ones above on
+// arm64, bpf-to-bpf calls
+// in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or
 // atomic that fails its check return to Go with the instruction's index,
 // and the interpreter's slow path runs that one instruction with its own

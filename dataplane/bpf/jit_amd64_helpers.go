@@ -25,9 +25,17 @@ import (
 func (c *amd64Compiler) nativeHelper(pc int) bool {
 	switch int32(c.plain[pc].imm) {
 	case helperMapLookupElem:
-		a, ok := c.arrayAt(pc)
-		if ok {
+		if a, ok := c.arrayAt(pc); ok {
 			c.arrayLookup(pc, a)
+			return true
+		}
+		if h, ok := c.hashAt(pc); ok {
+			c.hashLookup(pc, h) // jit_amd64_hash.go
+			return true
+		}
+		l, ok := c.lpmAt(pc)
+		if ok {
+			c.lpmLookup(pc, l) // jit_amd64_lpm.go
 		}
 		return ok
 	case helperRedirect:
@@ -52,6 +60,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.rm(false, false, []byte{0x8b}, xAX, ctxMem(offCPU), false) // uint32(r.cpu)
 	case helperGetPrandomU32:
 		c.prandom()
+	case helperCsumDiff:
+		c.csumDiff(pc) // jit_amd64_csum.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

@@ -8,14 +8,31 @@ package bpf
 // bpf_map_lookup_elem of an array map that r1 is loaded with in a straight
 // line before it.
 func (c *amd64Compiler) arrayAt(pc int) (jitArray, bool) {
-	if !helperOf(c.plain[pc].imm).nativeArray() { // helpers_table.go
-		return jitArray{}, false
-	}
-	k, ok := mapAt(c.plain, c.targets, pc)
+	k, ok := c.lookupMapAt(pc)
 	if !ok {
 		return jitArray{}, false
 	}
 	return c.env.arrayFor(k)
+}
+
+// lookupMapAt is the number of the map a bpf_map_lookup_elem call at pc
+// looks in, when r1 is loaded with it in a straight line before the call.
+func (c *amd64Compiler) lookupMapAt(pc int) (uint32, bool) {
+	if !helperOf(c.plain[pc].imm).nativeArray() { // helpers_table.go
+		return 0, false
+	}
+	return mapAt(c.plain, c.targets, pc)
+}
+
+// mapChecks sends the call at pc to the slow path unless r1 is handle and
+// the Runner's collection is coll (what the compile-time map stands for).
+func (c *amd64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {
+	c.movRI(xS1, int64(handle))
+	c.aluRR(true, 0x39, xDI, xS1) // cmp r1, handle
+	c.slowIf(ccNE, pc)
+	c.movRI(xS1, int64(coll))
+	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false) // cmp Runner.coll
+	c.slowIf(ccNE, pc)
 }
 
 func ctxMem(disp int32) xmem { return xmem{base: xCtx, index: -1, disp: disp} }
@@ -39,12 +56,7 @@ func (c *amd64Compiler) cmpMemI(m xmem, imm int32) {
 // region table with no entry to reuse) goes to the slow path, which runs
 // the helper in Go from the start: nothing is written before that point.
 func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
-	c.movRI(xS1, int64(a.handle))
-	c.aluRR(true, 0x39, xDI, xS1) // cmp r1, handle
-	c.slowIf(ccNE, pc)
-	c.movRI(xS1, int64(a.coll))
-	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false) // cmp Runner.coll
-	c.slowIf(ccNE, pc)
+	c.mapChecks(pc, a.handle, a.coll)
 	// The key: 4 bytes at r2, checked as loadSlice checks them; r0 (RAX)
 	// is free, the call overwrites it.
 	m := c.checkIn(pc, 2, 0, 4, false, regionStack)

@@ -304,8 +304,7 @@ func (c *arm64Compiler) emitCall(pc int, in insn) {
 		c.ncalls++
 		return
 	case in.op == opCall:
-		if a, ok := c.arrayAt(pc); ok {
-			c.arrayLookup(pc, a)
+		if c.nativeHelper(pc) { // jit_arm64_hash.go
 			c.native++
 			return
 		}

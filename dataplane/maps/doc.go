@@ -60,6 +60,12 @@
 //     XSKMap.Socket, all lock-free or read-locked and allocation-free;
 //     DevTargets.Each for BPF_F_BROADCAST.
 //   - bpf_tail_call: ProgArray.Prog(index); nil means fall through.
+//   - For native code (the JIT), which reads maps without calling Go:
+//     NativeSlots and NativeProgSlots (devmap, cpumap, xskmap, prog_array
+//     slots), NativeHash (a preallocated hash map's buckets, stripes and
+//     entry layout, walked under the stripes' sequence counters as Lookup
+//     walks them) and NativeLPM (an lpm_trie's root and node layout). Each
+//     says why its addresses stay valid while native code reads them.
 //   - bpf_ringbuf_reserve/submit/discard/output/query: RingBuf.Reserve,
 //     Submit, Discard, Output, Query. Reserve returns the record's region and
 //     an offset; the interpreter keeps (map, offset) for the pointer it hands

@@ -1,0 +1,160 @@
+//go:build linux && arm64
+
+package bpf
+
+// Native bpf_csum_diff for the arm64 backend: the amd64 one's contract
+// (jit_amd64_csum.go) and x86-64 csum_partial's grouping, with ADDS/ADCS
+// chains for the x86 ADD/ADC ones.
+
+// More A64 encodings (Arm ARM C6.2).
+const (
+	a64Adds     = 0xab000000 // ADDS Xd, Xn, Xm
+	a64Adcs     = 0xba000000 // ADCS Xd, Xn, Xm
+	a64Adc      = 0x9a000000 // ADC Xd, Xn, Xm
+	a64AddUxtw  = 0x8b204000 // ADD Xd, Xn, Wm, UXTW
+	a64TstW     = 0x6a00001f // TST Wn, Wm (ANDS WZR, Wn, Wm)
+	a64TstWBit  = 0x7200001f // TST Wn, #bit (ANDS WZR, Wn, #imm), immr at 16
+	a64CmpWImm  = 0x7100001f // CMP Wn, #imm12
+	a64Orn      = 0xaa200000 // ORN Xd, Xn, Xm
+	a64Extr     = 0x93c00000 // EXTR Xd, Xn, Xm, #lsb (ROR when n = m)
+	a64LdrWZero = 0xb9400000 // LDR Wt, [Xn]
+)
+
+// csumDiff emits bpf_csum_diff at pc (see the amd64 version); the
+// buffers' addresses go to the scratch (hs[1] from, hs[2] to).
+func (c *arm64Compiler) csumDiff(pc int) {
+	const w = ^uint32(a64W) // the 32-bit form of an opcode
+	c.movImm(aS1, uint64(^uint32(csumNativeMax)|3))
+	for _, size := range []uint32{2, 4} {
+		c.rrr(a64TstW, 0, size, aS1)
+		c.slowIf(aNE, pc)
+	}
+	if !csumDiffFolded {
+		c.rrr(a64Cmp&w, 0, 2, aZR)
+		c.slowIf(aNE, pc)
+	}
+	c.memArg(pc, 1, 2, 1)
+	c.memArg(pc, 3, 4, 2)
+	c.rrr(a64Orr&w, 0, aZR, 5) // the seed, zero-extended
+	c.rrr(a64Cmp&w, 0, 4, aZR)
+	noTo := c.branch(aEQ)
+	c.ldr(aS2, aCtx, offHS+8*2)
+	c.csumPartial(4)
+	c.patch(noTo, len(c.b))
+	if !csumDiffFolded {
+		return
+	}
+	c.rrr(a64Cmp&w, 0, 2, aZR)
+	fold := c.branch(aEQ)
+	c.str(0, aCtx, offHS)
+	c.rrr(a64Orn&w, 0, aZR, 5) // ~seed
+	c.rrr(a64Cmp&w, 0, 4, aZR)
+	seeded := c.branch(aEQ)
+	c.movImm(0, 0)
+	c.patch(seeded, len(c.b))
+	c.ldr(aS2, aCtx, offHS+8*1)
+	c.csumPartial(2)
+	c.rrr(a64Orn&w, 0, aZR, 0)
+	c.rrr(a64Cmp&w, 0, 4, aZR)
+	skipAdd := c.branch(aEQ)
+	c.ldr(aS3, aCtx, offHS)
+	c.rrr(a64Adds&w, 0, 0, aS3) // csum_add: the carry goes back in
+	c.rrr(a64Adc&w, 0, 0, aZR)
+	c.patch(skipAdd, len(c.b))
+	c.patch(fold, len(c.b))
+	// csum_from32to16: s += ror32(s, 16); s >> 16.
+	c.w((a64Extr&w)&^(1<<22) | 0<<16 | 16<<10 | 0<<5 | aS1) // ror w9, w0, #16
+	c.rrr(a64Add&w, 0, 0, aS1)
+	c.bfm(0x53000000, 0, 0, 16, 31) // lsr w0, w0, #16
+}
+
+// memArg checks the n (register size, low 32 bits) bytes at the BPF
+// pointer in ptr as loadSlice does and stores their address in the
+// scratch slot (see the amd64 version); X9-X13 are clobbered.
+func (c *arm64Compiler) memArg(pc int, ptr, size uint32, slot int32) {
+	c.rrr(a64Cmp&^a64W, 0, size, aZR)
+	skip := c.branch(aEQ)
+	c.bfm(0xd3400000, aS1, ptr, 32, 63)                 // lsr x9, ptr, #32
+	c.w(0xf100001f | uint32(regionPacket)<<10 | aS1<<5) // cmp x9, #packet
+	table := c.branch(aNE)
+	c.boundsCheck(pc, ptr, size, aCtx, pktField)
+	store := c.branch(aAL)
+	c.patch(table, len(c.b))
+	c.ldr(aS3, aCtx, offRegionsLen)
+	c.cmp(aS1, aS3)
+	c.slowIf(aHS, pc)
+	c.ldr(aS3, aCtx, offRegions)
+	c.movImm(aS4, uint64(regionSize))
+	c.w(a64Madd | aS4<<16 | aS3<<10 | aS1<<5 | aS1) // x9 = x9*size + table
+	c.boundsCheck(pc, ptr, size, aS1, func(off int32) int32 { return off })
+	c.patch(store, len(c.b))
+	c.str(aS2, aCtx, offHS+8*slot)
+	c.patch(skip, len(c.b))
+}
+
+// boundsCheck leaves in X10 the address of the size bytes at ptr's offset
+// in the region whose fields are at base+field(off): lo <= offset and
+// offset + size <= hi, else the slow path.
+func (c *arm64Compiler) boundsCheck(pc int, ptr, size, base uint32, field func(int32) int32) {
+	c.rrr(a64Orr&^a64W, aS2, aZR, ptr) // the offset: low 32 bits
+	c.ldr(aS3, base, field(offRegionLo))
+	c.cmp(aS2, aS3)
+	c.slowIf(aLO, pc)
+	c.rrr(a64AddUxtw, aS4, aS2, size)
+	c.ldr(aS3, base, field(offRegionHi))
+	c.cmp(aS4, aS3)
+	c.slowIf(aHI, pc)
+	c.ldr(aS3, base, field(offRegionBuf))
+	c.rrr(a64Add, aS2, aS2, aS3)
+}
+
+// csumPartial sets X0 to x86-64's csum_partial of the size (register, a
+// multiple of 4 up to csumNativeMax) bytes at X10, seeded with X0; X10 and
+// X11 are clobbered.
+func (c *arm64Compiler) csumPartial(size uint32) {
+	chain := func(n int32) { // ADDS, ADCS..., ADC XZR
+		for i := int32(0); i < n; i += 8 {
+			c.ldr(aS3, aS2, i)
+			if i == 0 {
+				c.rrr(a64Adds, 0, 0, aS3)
+			} else {
+				c.rrr(a64Adcs, 0, 0, aS3)
+			}
+		}
+		c.rrr(a64Adc, 0, 0, aZR)
+	}
+	c.w(a64CmpWImm | 40<<10 | size<<5)
+	general := c.branch(aNE)
+	chain(40)
+	fin := []a64Fixup{c.branch(aAL)}
+	c.patch(general, len(c.b))
+	for _, n := range []int32{32, 16, 8} {
+		c.tstBit(size, n)
+		skip := c.branch(aEQ)
+		chain(n)
+		c.w(0x91000000 | uint32(n)<<10 | aS2<<5 | aS2) // add x10, x10, #n
+		c.patch(skip, len(c.b))
+	}
+	c.tstBit(size, 4)
+	fin = append(fin, c.branch(aEQ))
+	c.w(a64LdrWZero | aS2<<5 | aS3) // the tail, zero-extended
+	c.rrr(a64Adds, 0, 0, aS3)
+	c.rrr(a64Adc, 0, 0, aZR)
+	for _, f := range fin {
+		c.patch(f, len(c.b))
+	}
+	// csumFinalize: (t + ror64(t, 32)) >> 32.
+	c.w(a64Extr | 0<<16 | 32<<10 | 0<<5 | aS3)
+	c.rrr(a64Add, 0, 0, aS3)
+	c.bfm(0xd3400000, 0, 0, 32, 63) // lsr x0, x0, #32
+}
+
+// tstBit is TST Wn, #bit for a power of two bit below 2^31: the logical
+// immediate of one set bit rotated right by immr = (32 - log2 bit) % 32.
+func (c *arm64Compiler) tstBit(n uint32, bit int32) {
+	k := uint32(0)
+	for 1<<k != bit {
+		k++
+	}
+	c.w(a64TstWBit | ((32-k)%32)<<16 | n<<5)
+}

@@ -1,0 +1,249 @@
+//go:build linux && arm64
+
+package bpf
+
+// Native bpf_map_lookup_elem on hash maps for the arm64 backend: the steps
+// of the amd64 one (jit_amd64_hash.go) in X0 and the scratch registers
+// X9-X14. The stripe's sequence is read with LDAR before the walk and
+// again after a DMB ISHLD (a seqlock reader: the walk's loads are ordered
+// between the two), as Hash.get's atomic loads order them.
+
+// A64 encodings used here (Arm ARM C6.2).
+const (
+	a64Ldurb   = 0x38400000 // LDURB Wt, [Xn, #imm9]
+	a64Ldurh   = 0x78400000 // LDURH Wt, [Xn, #imm9]
+	a64LdurW   = 0xb8400000 // LDUR Wt, [Xn, #imm9]
+	a64LdurX   = 0xf8400000 // LDUR Xt, [Xn, #imm9]
+	a64LdrWImm = 0xb9400000 // LDR Wt, [Xn, #imm12*4]
+	a64StrWImm = 0xb9000000 // STR Wt, [Xn, #imm12*4]
+	a64LdrXReg = 0xf8607800 // LDR Xt, [Xn, Xm, LSL #3]
+	a64Ldar    = 0xc8dffc00 // LDAR Xt, [Xn]
+	a64DmbLd   = 0xd50339bf // DMB ISHLD
+	a64TstOne  = 0xf240001f // TST Xn, #1 (ANDS XZR, Xn, #1)
+	a64SubsOne = 0xf1000400 // SUBS Xd, Xn, #1
+	a64LSR     = 1 << 22    // shifted-register operand: LSR
+)
+
+// nativeHelper emits the helper call at pc natively when it can (an array,
+// hash or LPM lookup of a map r1 is loaded with in a straight line,
+// bpf_csum_diff) and reports whether it did.
+func (c *arm64Compiler) nativeHelper(pc int) bool {
+	if a, ok := c.arrayAt(pc); ok {
+		c.arrayLookup(pc, a)
+		return true
+	}
+	if h, ok := c.hashAt(pc); ok {
+		c.hashLookup(pc, h)
+		return true
+	}
+	if l, ok := c.lpmAt(pc); ok {
+		c.lpmLookup(pc, l) // jit_arm64_lpm.go
+		return true
+	}
+	if int32(c.plain[pc].imm) == helperCsumDiff {
+		c.csumDiff(pc) // jit_arm64_csum.go
+		return true
+	}
+	return false
+}
+
+// hashAt is the native lookup for the helper call at pc, when it is
+// bpf_map_lookup_elem of a hash map loaded into r1 in a straight line
+// before it whose entry fields the code's immediate offsets reach.
+func (c *arm64Compiler) hashAt(pc int) (jitHash, bool) {
+	k, ok := c.lookupMapAt(pc)
+	if !ok {
+		return jitHash{}, false
+	}
+	h, ok := c.env.hashFor(k)
+	for _, off := range []uintptr{h.t.NextOff, h.t.HashOff, h.t.KeyOff, h.t.ValOff, h.t.IdxOff} {
+		ok = ok && off%8 == 0 && off < 8*4096
+	}
+	return h, ok && h.t.RefOff%4 == 0 && h.t.RefOff < 4*4096
+}
+
+// lookupMapAt is the number of the map a bpf_map_lookup_elem call at pc
+// looks in, when r1 is loaded with it in a straight line before the call.
+func (c *arm64Compiler) lookupMapAt(pc int) (uint32, bool) {
+	if !helperOf(c.plain[pc].imm).nativeArray() {
+		return 0, false
+	}
+	return mapAt(c.plain, c.targets, pc)
+}
+
+// mapChecks sends the call at pc to the slow path unless r1 is handle and
+// the Runner's collection is coll.
+func (c *arm64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {
+	c.movImm(aS1, handle)
+	c.cmp(1, aS1)
+	c.slowIf(aNE, pc)
+	c.movImm(aS1, uint64(coll))
+	c.cmpField(aCtx, offColl, aS1)
+	c.slowIf(aNE, pc)
+}
+
+// keyWord leaves in d the n (1-8) bytes at [base+off] as a zero-padded
+// little-endian word (maps' keyWord); tmp is clobbered.
+func (c *arm64Compiler) keyWord(d, tmp, base uint32, off, n int32) {
+	var pieces []int32
+	for _, p := range []int32{8, 4, 2, 1} {
+		for n-sum(pieces) >= p {
+			pieces = append(pieces, p)
+		}
+	}
+	ops := map[int32]uint32{1: a64Ldurb, 2: a64Ldurh, 4: a64LdurW, 8: a64LdurX}
+	for i := len(pieces) - 1; i >= 0; i-- {
+		p := pieces[i]
+		at := uint32(off+sum(pieces[:i])) & 0x1ff
+		if i == len(pieces)-1 {
+			c.w(ops[p] | at<<12 | base<<5 | d)
+			continue
+		}
+		c.w(ops[p] | at<<12 | base<<5 | tmp)
+		c.w(a64Orr | d<<16 | uint32(8*p)<<10 | tmp<<5 | d) // d = tmp | d<<8p
+	}
+}
+
+// fmix64 applies maps' fmix64 to x; tmp is clobbered.
+func (c *arm64Compiler) fmix64(x, tmp uint32) {
+	for _, k := range []uint64{0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53, 0} {
+		c.w(a64Eor | a64LSR | x<<16 | 33<<10 | x<<5 | x) // x ^= x >> 33
+		if k != 0 {
+			c.movImm(tmp, k)
+			c.rrr(a64Mul, x, x, tmp)
+		}
+	}
+}
+
+// hashLookup emits the call at pc as hMapLookup runs it on a hash map; see
+// the amd64 version for the contract. Registers: X0 the entry, X9 the
+// hash, X10 and X11 the key's words, X12 the walk's budget, X13 and X14
+// loads.
+func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
+	c.mapChecks(pc, h.handle, h.coll)
+	ks := int32(h.t.KeySize)
+	c.checkIn(pc, 2, 0, ks, false, regionStack)
+	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
+	c.keyWord(aS2, aS5, 0, 0, min(ks, 8))
+	if ks > 8 {
+		c.keyWord(aS3, aS5, 0, 8, ks-8)
+	}
+	var null []a64Fixup
+	if h.t.PerCPU {
+		c.ldr(aS4, aCtx, offCPU)
+		c.movImm(aS5, h.t.NCPU)
+		c.cmp(aS4, aS5)
+		null = append(null, c.branch(aHS))
+	}
+	c.movImm(aS6, h.t.S0)
+	c.rrr(a64Eor, aS1, aS2, aS6)
+	c.fmix64(aS1, aS6)
+	if ks > 8 {
+		c.rrr(a64Eor, aS1, aS1, aS3)
+		c.movImm(aS6, h.t.S1)
+		c.rrr(a64Eor, aS1, aS1, aS6)
+		c.fmix64(aS1, aS6)
+	}
+	// The stripe's sequence word: even, kept with its address.
+	c.movImm(aS5, h.t.Mask&h.t.StripeMask)
+	c.rrr(a64And, aS6, aS1, aS5)
+	c.movImm(aS5, uint64(h.t.StripeSize))
+	c.mul(aS6, aS6, aS5)
+	c.movImm(aS5, uint64(h.t.Stripes+h.t.SeqOff))
+	c.rrr(a64Add, aS6, aS6, aS5)
+	c.str(aS6, aCtx, offHS+8*hsStripe)
+	c.w(a64Ldar | aS6<<5 | aS4)
+	c.w(a64TstOne | aS4<<5)
+	c.slowIf(aNE, pc)
+	c.str(aS4, aCtx, offHS+8*hsSeq)
+	// The chain's first entry.
+	c.movImm(aS5, h.t.Mask)
+	c.rrr(a64And, aS6, aS1, aS5)
+	c.movImm(aS5, uint64(h.t.Buckets))
+	c.w(a64LdrXReg | aS6<<16 | aS5<<5 | 0)
+	found, missing := c.hashWalk(pc, h)
+	for _, f := range missing {
+		c.patch(f, len(c.b))
+	}
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	null = append(null, c.branch(aAL))
+	c.patch(found, len(c.b))
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	c.hashValue(pc, h)
+	done := c.branch(aAL)
+	for _, f := range null {
+		c.patch(f, len(c.b))
+	}
+	c.movImm(0, 0) // NULL
+	c.patch(done, len(c.b))
+}
+
+// hashWalk walks the chain from the entry in X0 (see the amd64 version);
+// a walk longer than MaxWalk goes to the slow path.
+func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a64Fixup) {
+	c.movImm(aS4, h.t.MaxWalk)
+	loop := len(c.b)
+	c.cmp(0, aZR)
+	missing = append(missing, c.branch(aEQ))
+	var next []a64Fixup
+	c.ldr(aS6, 0, int32(h.t.HashOff))
+	c.cmp(aS6, aS1)
+	next = append(next, c.branch(aNE))
+	c.ldr(aS6, 0, int32(h.t.KeyOff))
+	c.ldr(aS5, aS6, 0)
+	c.cmp(aS5, aS2)
+	next = append(next, c.branch(aNE))
+	if h.t.KeySize > 8 {
+		c.ldr(aS5, aS6, 8)
+		c.cmp(aS5, aS3)
+		next = append(next, c.branch(aNE))
+	}
+	found = c.branch(aAL)
+	for _, f := range next {
+		c.patch(f, len(c.b))
+	}
+	c.w(a64SubsOne | aS4<<5 | aS4)
+	c.slowIf(aEQ, pc)
+	c.ldr(0, 0, int32(h.t.NextOff))
+	c.patch(c.branch(aAL), loop)
+	return found, missing
+}
+
+// seqRecheck compares the stripe's sequence now with the one read before
+// the walk (EQ: unchanged), after a barrier that orders the walk's loads
+// before it.
+func (c *arm64Compiler) seqRecheck() {
+	c.w(a64DmbLd)
+	c.ldr(aS6, aCtx, offHS+8*hsStripe)
+	c.ldr(aS4, aS6, 0)
+	c.ldr(aS6, aCtx, offHS+8*hsSeq)
+	c.cmp(aS4, aS6)
+}
+
+// hashValue turns the entry in X0 into r0 (see the amd64 version).
+func (c *arm64Compiler) hashValue(pc int, h jitHash) {
+	if h.t.LRU {
+		ref := uint32(h.t.RefOff/4) << 10
+		c.w(a64LdrWImm | ref | 0<<5 | aS6)
+		c.cmp(aS6, aZR)
+		set := c.branch(aNE)
+		c.movImm(aS6, 1)
+		c.w(a64StrWImm | ref | 0<<5 | aS6)
+		c.patch(set, len(c.b))
+	}
+	if h.t.PerCPU {
+		c.ldr(aS6, 0, int32(h.t.IdxOff))
+		c.ldr(aS5, aCtx, offCPU)
+		c.movImm(aS4, h.t.Entries)
+		c.w(a64Madd | aS4<<16 | aS6<<10 | aS5<<5 | aS6) // x14 = cpu*entries + idx
+		c.movImm(aS4, h.t.ElemSize)
+		c.mul(aS6, aS6, aS4)
+		c.movImm(0, uint64(h.t.PCPU))
+		c.rrr(a64Add, 0, 0, aS6)
+	} else {
+		c.ldr(0, 0, int32(h.t.ValOff))
+	}
+	c.valueRegion(pc, jitArray{size: h.size, writable: h.writable})
+}

@@ -1,0 +1,128 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// offHS is the native hash lookup's scratch (jitState.hs): slot i at
+// offHS + 8*i.
+var offHS = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.hs))
+
+// The scratch slots of the hash lookup.
+const (
+	hsHash = iota
+	hsW0
+	hsW1
+	hsSeq
+	hsStripe
+)
+
+// jitHash is a hash map (HASH, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH)
+// whose bpf_map_lookup_elem a backend runs in native code, walking the
+// map's table as maps.HashTable describes it, with the result
+// hMapLookup computes through maps.Hash.Lookup. The handle and
+// collection checks are jitArray's; the table's addresses stay valid as
+// long as the collection holds the map, which outlives the program's code
+// (see jitArray).
+type jitHash struct {
+	handle   uint64  // regionMap<<32 | map number
+	coll     uintptr // the *Collection the number resolves in
+	t        maps.HashTable
+	size     uint64 // value_size: the length of the value's region
+	writable bool   // the value's region is writable (no BPF_F_RDONLY_PROG)
+}
+
+// plainLookup is map number k of env's collection when programs may look
+// it up and get its value itself (no array storage, no inner map).
+func (env jitEnv) plainLookup(k uint32) (*mapRef, bool) {
+	c := env.coll
+	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
+		return nil, false
+	}
+	m := c.mapRefs[k]
+	if m == nil || m.arr != nil || !m.lookupOK || m.outer != nil || m.valueSize == 0 || m.valueSize > math.MaxInt32 {
+		return nil, false
+	}
+	return m, true
+}
+
+// hashFor returns the native lookup of map number k of env's collection,
+// when it is a hash map maps.NativeHash describes and its figures fit the
+// code's 32-bit immediates; ok is false otherwise (the lookup then
+// returns to Go).
+func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
+	m, ok := env.plainLookup(k)
+	if !ok {
+		return h, false
+	}
+	t, ok := maps.NativeHash(m.m)
+	if !ok || t.KeySize != m.keySize {
+		return h, false
+	}
+	for _, v := range []uint64{t.MaxWalk, t.Entries, t.ElemSize, t.NCPU, uint64(t.StripeSize)} {
+		if v > math.MaxInt32 {
+			return h, false
+		}
+	}
+	for _, off := range []uintptr{t.NextOff, t.HashOff, t.KeyOff, t.ValOff, t.IdxOff, t.RefOff, t.SeqOff} {
+		if off > math.MaxInt32 {
+			return h, false
+		}
+	}
+	return jitHash{
+		handle:   regionMap<<32 | uint64(k),
+		coll:     uintptrOf(env.coll),
+		t:        t,
+		size:     uint64(m.valueSize),
+		writable: m.progWritable,
+	}, true
+}
+
+// jitLPM is an LPM trie whose bpf_map_lookup_elem a backend runs in native
+// code, walking the trie as maps.LPMTable describes it, with the result
+// hMapLookup computes through maps.LPMTrie.Lookup.
+type jitLPM struct {
+	handle   uint64
+	coll     uintptr
+	t        maps.LPMTable
+	size     uint64 // value_size
+	writable bool
+}
+
+// lpmFor is hashFor for LPM tries.
+func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
+	m, ok := env.plainLookup(k)
+	if !ok {
+		return l, false
+	}
+	t, ok := maps.NativeLPM(m.m)
+	if !ok || m.keySize != 4+t.DataSize {
+		return l, false
+	}
+	for _, off := range []uintptr{t.ChildOff + 8, t.ImOff, t.PrefixOff, t.DataOff, t.ValueOff} {
+		if off > math.MaxInt32 {
+			return l, false
+		}
+	}
+	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable}, true
+}
+
+// sum is the total of v (the key-word loaders' piece offsets).
+func sum(v []int32) int32 {
+	s := int32(0)
+	for _, x := range v {
+		s += x
+	}
+	return s
+}
+
+// csumNativeMax is the longest buffer the native bpf_csum_diff sums
+// (jit_amd64_csum.go, jit_arm64_csum.go): below 64 bytes csum_partial is
+// one pass of 32-, 16- and 8-byte chains and a 4-byte tail (or one 40-byte
+// chain), which the code follows exactly.
+const csumNativeMax = 60

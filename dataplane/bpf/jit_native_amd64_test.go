@@ -1,0 +1,11 @@
+//go:build linux && amd64
+
+package bpf
+
+// Which lookups and helpers the JIT compiles natively on this machine:
+// hash map lookups, LPM trie lookups, bpf_csum_diff.
+const (
+	nativeHashArch = 1
+	nativeLPMArch  = 1
+	nativeCsumArch = 1
+)

@@ -1,0 +1,135 @@
+package maps
+
+import "unsafe"
+
+// HashTable describes a preallocated Hash (hash.go) to code that looks keys
+// up without calling Go (the JIT's bpf_map_lookup_elem): the same walk as
+// Hash.get's lock-free pass, read through plain addresses and offsets.
+//
+// Why the walk may read the chain's pointers: every entry of a
+// preallocated map lives in one slab made with the map, and every value in
+// one value slab (or the per-CPU area), none ever freed or moved while the
+// map is reachable (the collector does not move heap objects). An entry
+// address read from a bucket or a next link therefore always points into
+// the slab, even when the entry was unlinked and reused meanwhile, and the
+// stripe's sequence (as in Hash.get) tells the reader whether the walk
+// raced a writer: the reader loads the sequence (odd: a writer is in the
+// stripe, give up), walks at most MaxWalk entries comparing the stored
+// hash and key words, loads the sequence again and trusts the answer only
+// if it did not move. Native code only reads this memory, except the LRU
+// reference word (RefOff, a 32-bit number, no pointer: no write barrier),
+// which it sets to 1 as Lookup does. Maps made with BPF_F_NO_PREALLOC
+// (entries on the Go heap, freed by the collector) and keys over 16 bytes
+// (hashed with maphash) have no HashTable.
+//
+// Readers must load with acquire ordering: plain loads on amd64, where
+// writers' atomic stores (LOCK'd instructions) are seen in order.
+type HashTable struct {
+	Buckets    uintptr // &buckets[0]: Mask+1 words, each 0 or an entry's address
+	Mask       uint64  // buckets - 1
+	Stripes    uintptr // &stripes[0]: stripe b&Mask&StripeMask guards bucket b
+	StripeSize uintptr // stride between stripes
+	StripeMask uint64
+	SeqOff     uintptr // the stripe's sequence word (odd while a writer relinks)
+	S0, S1     uint64  // the hash's seeds (Hash.hashOf)
+	KeySize    uint32  // 1..16 bytes: one or two key words
+	MaxWalk    uint64  // a longer walk followed reused entries: ask Go
+	// Offsets in an entry of the next link (address word), the stored
+	// hash, the address of the key words (a slice's data word; the words
+	// are little-endian, zero-padded), the address of the value (a
+	// slice's data word; not for per-CPU maps), the slab index and the
+	// LRU reference word (uint32).
+	NextOff, HashOff, KeyOff, ValOff, IdxOff, RefOff uintptr
+	LRU                                              bool
+	// Per-CPU maps: slot cpu of entry idx is at PCPU + (cpu*Entries +
+	// idx)*ElemSize, for cpu below NCPU.
+	PerCPU   bool
+	PCPU     uintptr
+	Entries  uint64
+	ElemSize uint64
+	NCPU     uint64
+}
+
+// NativeHash returns the HashTable of m, when m is a preallocated Hash
+// (HASH, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH) with keys of at most 16
+// bytes; ok is false otherwise.
+func NativeHash(m Map) (t HashTable, ok bool) {
+	h, isHash := m.(*Hash)
+	if !isHash || !h.prealloc || h.spec.KeySize == 0 || h.spec.KeySize > 16 || len(h.buckets) == 0 || len(h.slab) == 0 {
+		return t, false
+	}
+	var e entry
+	t = HashTable{
+		Buckets:    uintptr(unsafe.Pointer(unsafe.SliceData(h.buckets))),
+		Mask:       h.mask,
+		Stripes:    uintptr(unsafe.Pointer(unsafe.SliceData(h.stripes))),
+		StripeSize: unsafe.Sizeof(stripe{}),
+		StripeMask: h.smask,
+		SeqOff:     unsafe.Offsetof(stripe{}.seq),
+		S0:         h.s0,
+		S1:         h.s1,
+		KeySize:    h.spec.KeySize,
+		MaxWalk:    uint64(h.maxWalk),
+		NextOff:    unsafe.Offsetof(e.next),
+		HashOff:    unsafe.Offsetof(e.hash),
+		KeyOff:     unsafe.Offsetof(e.kw),
+		ValOff:     unsafe.Offsetof(e.val),
+		IdxOff:     unsafe.Offsetof(e.idx),
+		RefOff:     unsafe.Offsetof(e.ref),
+		LRU:        h.lru,
+		PerCPU:     h.percpu,
+	}
+	if h.percpu {
+		if len(h.pcpu) == 0 {
+			return HashTable{}, false
+		}
+		t.PCPU = uintptr(unsafe.Pointer(unsafe.SliceData(h.pcpu)))
+		t.Entries = uint64(len(h.slab))
+		t.ElemSize = h.elemSize
+		t.NCPU = uint64(h.ncpu)
+	}
+	return t, true
+}
+
+// LPMTable describes an LPMTrie (lpm.go) with at most 8 data bytes per key
+// to code that looks keys up without calling Go: the walk of
+// LPMTrie.Lookup, read through plain addresses and offsets.
+//
+// Why the walk may read the trie's pointers: a node stays valid while a
+// reader holds its address, as for a Go reader. Nodes are unlinked by
+// writers (whose pointer stores shade the old node in a running garbage
+// collection cycle) and freed only by a later cycle, whose stop-the-world
+// phase waits for every goroutine to reach a safe point: a goroutine in
+// native code (no Go function, so no safe point) holds that phase off
+// until it returns. The walk reads only; a node's prefix length, data and
+// value never change once it is linked.
+type LPMTable struct {
+	Root     uintptr // the address of the root link (0 or a node's address)
+	DataSize uint32  // 1..8: the key's bytes after its 4-byte prefix length
+	MaxLen   uint32  // DataSize*8
+	// Offsets in a node of its two child links (child 1 one word after
+	// child 0), the intermediate flag (uint32, non-zero: no key of its
+	// own), the prefix length (uint32), the address of the data bytes and
+	// of the value (slices' data words).
+	ChildOff, ImOff, PrefixOff, DataOff, ValueOff uintptr
+}
+
+// NativeLPM returns the LPMTable of m, when m is an LPMTrie with keys of at
+// most 8 data bytes; ok is false otherwise.
+func NativeLPM(m Map) (t LPMTable, ok bool) {
+	l, isLPM := m.(*LPMTrie)
+	if !isLPM || l.dataSize == 0 || l.dataSize > 8 || unsafe.Sizeof(l.root) != 8 {
+		return t, false
+	}
+	var n lpmNode
+	return LPMTable{
+		Root:      uintptr(unsafe.Pointer(&l.root)),
+		DataSize:  l.dataSize,
+		MaxLen:    l.maxLen,
+		ChildOff:  unsafe.Offsetof(n.child),
+		ImOff:     unsafe.Offsetof(n.im),
+		PrefixOff: unsafe.Offsetof(n.prefixlen),
+		DataOff:   unsafe.Offsetof(n.data),
+		ValueOff:  unsafe.Offsetof(n.value),
+	}, true
+}
