@@ -354,7 +354,7 @@ func stPtr(regs []region, a, n uint64) *byte {
 // change, check that the dispatch sequence (go tool objdump -s
 // 'Runner..fast$') has no stack stores.
 func (r *Runner) fast(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
-	code := p.icode
+	code := r.stream(p)
 	// One nil check of reg here spares one in every case below.
 	_ = reg[0]
 fast:
@@ -1100,6 +1100,167 @@ fast:
 			pc += 2
 			continue
 
+		// Packet loads provenIn proved in bounds (interp_fuse.go): as
+		// above, without the check.
+		case opLdxBPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = uint64(*m)
+		case opLdxHPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = rd16(m)
+		case opLdxWPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = rd32(m)
+		case opLdxDWPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = rd64(m)
+		case opFLdxBJeqPk:
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			reg[in.dst] = uint64(*m)
+			pc++
+			if reg[in.dst] == lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxBJnePk:
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			reg[in.dst] = uint64(*m)
+			pc++
+			if reg[in.dst] != lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxHJeqPk:
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			reg[in.dst] = rd16(m)
+			pc++
+			if reg[in.dst] == lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxHJnePk:
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			reg[in.dst] = rd16(m)
+			pc++
+			if reg[in.dst] != lo32(in.imm) {
+				goto jump
+			}
+		case opFAddLdxBPk:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			reg[in.dst] = uint64(*m)
+		case opFAddLdxHPk:
+			reg[in.src] += lo32(in.imm)
+			pc++
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			reg[in.dst] = rd16(m)
+		case opFBytes16LEPk:
+			// One check for both bytes; if it fails the first load
+			// leaves for the slow level, which runs it alone.
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			continue
+		case opFBytes16JeqPk:
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v == lo32(in.imm) {
+				goto jump
+			}
+		case opFBytes16JnePk:
+			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v != lo32(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJeqPk:
+			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
+			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJnePk:
+			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
+			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxHAndJeqPk:
+			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
+			reg[in.dst] = rd16(m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxHAndJnePk:
+			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
+			reg[in.dst] = rd16(m) & mMask(in.imm)
+			pc += 2
+			if reg[in.dst] != hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBMovAndJeqPk:
+			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
+			reg[in.dst] = uint64(*m)
+			reg[in.x] = uint64(*m) & mMask(in.imm)
+			pc += 3
+			if reg[in.x] == hi32(in.imm) {
+				goto jump
+			}
+		case opFLdxBMovAndJnePk:
+			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
+			reg[in.dst] = uint64(*m)
+			reg[in.x] = uint64(*m) & mMask(in.imm)
+			pc += 3
+			if reg[in.x] != hi32(in.imm) {
+				goto jump
+			}
+
+		// A first operation, then a bounds check (bound, below).
+		case opFMovCtxBound:
+			reg[in.x] = lo32(in.imm)
+			pc++
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm)&^0xffffffff | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
+			pc += 2
+			goto bound
+		case opFCtxDataBound:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.Data)
+			reg[in.x] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			pc += 2
+			goto bound
+		case opFCtxEndBound:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.x] = uint64(in.imm) | uint64(r.frame.Data)
+			pc += 2
+			goto bound
+		case opFLshAddBound:
+			reg[in.dst] <<= uint64(in.imm)
+			reg[in.x] += reg[in.dst]
+			pc += 2
+			goto bound
+		case opFAddXBound:
+			reg[in.dst] += reg[in.src]
+			pc++
+			goto bound
+
 		case opExit:
 			if r.depth == base {
 				return pc, p, true
@@ -1109,13 +1270,23 @@ fast:
 			reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
 			reg[10] = f.fp
 			p = f.prog
-			code = p.icode
+			code = r.stream(p)
 			pc = f.ret
 			continue
 		default:
 			break fast
 		}
 		pc++
+		continue
+	bound:
+		// The bounds check of a fused operation, at pc: y = z + imm2; if
+		// y > w goto off.
+		reg[in.y] = reg[in.z] + uint64(in.imm2)
+		if reg[in.y] > reg[in.w] {
+			pc += 2
+			goto jump
+		}
+		pc += 3
 		continue
 	jump:
 		// A taken jump; a backward one charges the instruction budget

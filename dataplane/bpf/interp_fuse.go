@@ -1,5 +1,7 @@
 package bpf
 
+import "slices"
+
 // The interpreter's own stream. At load, buildInterp rewrites the decoded
 // program (what the JIT compiles and the slow level runs) into the stream
 // the fast level runs: one xinsn per slot, as dense as the fast loop wants
@@ -12,8 +14,9 @@ package bpf
 //     keep their own instruction (or the fused sequence that starts there).
 //     A jump into the middle of a sequence therefore runs exactly what
 //     follows, so no jump target needs checking.
-//   - Only the last instruction of a sequence may jump; none is a call, an
-//     exit or a store.
+//   - Only the last instruction of a sequence may jump, but for the bounds
+//     check fused after another operation (boundAfter), whose jump is its
+//     last too; none is a call, an exit or a store.
 //   - A fused operation leaves for the slow level only where an instruction
 //     of it does (a load outside its region, a context load without a
 //     frame, a backward jump past the budget), with pc at that instruction
@@ -22,25 +25,45 @@ package bpf
 //     faults, as without fusion.
 //   - A taken jump charges the budget from its own slot, as without fusion.
 //
+// Packet loads that the JIT's range analysis (provenIn, jit_range.go)
+// proves in bounds (after clang's "if (data + N > data_end) return") run
+// without the region check in the stream of runs with a frame (interpCode:
+// the operations of provenForms, in their form without the check); runs
+// without a frame take the stream with every check, since their context
+// loads read no packet pointers. The fast level must stay below the
+// compiler's "big function" size (5000 nodes, cmd/compile/internal/inline),
+// past which ldPtr and stPtr are called instead of inlined and the loop
+// spills its state on every instruction (about 15% slower): that is why
+// only the frequent loads have a form without the check. After a change,
+// check that "go build -gcflags=-m=2" still inlines ldPtr into fast.
+//
 // Which sequences fuse is the table fusions below, each rule matched on
 // opTable's description of the operations (form, width, symbol); the
 // candidates are the most frequent pairs and triples in clang's output for
 // XDP (packet bounds checks: rX = rY; rX += K; if rX > data_end; field
 // tests: a load or a mask, then a compare with a constant).
 
-// xinsn is one slot of the interpreter's stream, 16 bytes as insn (so that
-// its fields are one addressing mode away from the slot index). For the
-// operations of the decoded program it holds the insn's fields (insn.back
-// is not needed: the fast level compares the target with pc); a fused
-// operation says in its comment how it uses them. Two 32-bit constants
-// share imm: pack2 and lo32/hi32.
+// xinsn is one slot of the interpreter's stream, 32 bytes (a power of
+// two, so that its fields are one addressing mode away from the slot
+// index). For the operations of the decoded program it holds the insn's
+// fields (insn.back is not needed: the fast level compares the target with
+// pc); a fused operation says in its comment how it uses them. Two 32-bit
+// constants share imm: pack2 and lo32/hi32. A fused operation made of two
+// (a bounds check after another operation) puts the second's registers in
+// y, z and w and its constant in imm2.
 type xinsn struct {
-	op  op
-	dst uint8
-	src uint8
-	x   uint8 // a fused operation's third register
-	off int32 // memory offset, or absolute jump target
-	imm int64
+	op   op
+	dst  uint8
+	src  uint8
+	x    uint8 // a fused operation's third register
+	y    uint8
+	z    uint8
+	w    uint8
+	_    uint8
+	off  int32 // memory offset, or absolute jump target
+	_    int32
+	imm  int64
+	imm2 int64
 }
 
 // pack2 holds a and b in one imm; lo32 and hi32 return them sign-extended.
@@ -110,6 +133,35 @@ const (
 	opFAndMovJgt     // dst &= lo32(imm); x = hi32(imm); if x > dst goto off
 	opFCtxDataEnd    // dst = data; x = data_end (imm: the packet tag)
 	opFCtxEndData    // dst = data_end; x = data
+	// The operation of the name, then a bounds check (opFBound) with its
+	// registers in y, z and w and its constant in imm2: y = z + imm2; if
+	// y > w goto off.
+	opFMovCtxBound
+	opFCtxDataBound
+	opFCtxEndBound
+	opFLshAddBound
+	opFAddXBound
+	// The operations with packet loads, each with its loads proven in
+	// bounds (provenForms): the same operation without the region check.
+	opLdxBPk
+	opLdxHPk
+	opLdxWPk
+	opLdxDWPk
+	opFLdxBJeqPk
+	opFLdxBJnePk
+	opFLdxHJeqPk
+	opFLdxHJnePk
+	opFAddLdxBPk
+	opFAddLdxHPk
+	opFBytes16LEPk
+	opFBytes16JeqPk
+	opFBytes16JnePk
+	opFLdxBAndJeqPk
+	opFLdxBAndJnePk
+	opFLdxHAndJeqPk
+	opFLdxHAndJnePk
+	opFLdxBMovAndJeqPk
+	opFLdxBMovAndJnePk
 	numFused
 )
 
@@ -165,6 +217,53 @@ var fusedTable = [numFused - numOps]fusedInfo{
 	opFAndMovJgt - numOps:     {"and K; mov K; jgt64 X", 3, true},
 	opFCtxDataEnd - numOps:    {"ctx data; ctx data_end", 2, false},
 	opFCtxEndData - numOps:    {"ctx data_end; ctx data", 2, false},
+	opFMovCtxBound - numOps:   {"mov K; ctx data_end; ctx data; mov64 X; add64 K; jgt64 X", 6, true},
+	opFCtxDataBound - numOps:  {"ctx data; ctx data_end; mov64 X; add64 K; jgt64 X", 5, true},
+	opFCtxEndBound - numOps:   {"ctx data_end; ctx data; mov64 X; add64 K; jgt64 X", 5, true},
+	opFLshAddBound - numOps:   {"lsh64 K; add64 X; mov64 X; add64 K; jgt64 X", 5, true},
+	opFAddXBound - numOps:     {"add64 X; mov64 X; add64 K; jgt64 X", 4, true},
+}
+
+// provenForms are the operations with packet loads: for each, its form
+// without the region check (for loads provenIn proved in bounds) and the
+// slots of its loads, from its first.
+var provenForms = map[op]struct {
+	pk    op
+	loads []int
+}{
+	opLdxB:           {opLdxBPk, []int{0}},
+	opLdxH:           {opLdxHPk, []int{0}},
+	opLdxW:           {opLdxWPk, []int{0}},
+	opLdxDW:          {opLdxDWPk, []int{0}},
+	opFLdxBJeq:       {opFLdxBJeqPk, []int{0}},
+	opFLdxBJne:       {opFLdxBJnePk, []int{0}},
+	opFLdxHJeq:       {opFLdxHJeqPk, []int{0}},
+	opFLdxHJne:       {opFLdxHJnePk, []int{0}},
+	opFAddLdxB:       {opFAddLdxBPk, []int{1}},
+	opFAddLdxH:       {opFAddLdxHPk, []int{1}},
+	opFBytes16LE:     {opFBytes16LEPk, []int{0, 1}},
+	opFBytes16Jeq:    {opFBytes16JeqPk, []int{0, 1}},
+	opFBytes16Jne:    {opFBytes16JnePk, []int{0, 1}},
+	opFLdxBAndJeq:    {opFLdxBAndJeqPk, []int{0}},
+	opFLdxBAndJne:    {opFLdxBAndJnePk, []int{0}},
+	opFLdxHAndJeq:    {opFLdxHAndJeqPk, []int{0}},
+	opFLdxHAndJne:    {opFLdxHAndJnePk, []int{0}},
+	opFLdxBMovAndJeq: {opFLdxBMovAndJeqPk, []int{0}},
+	opFLdxBMovAndJne: {opFLdxBMovAndJnePk, []int{0}},
+}
+
+func init() {
+	// The forms without the check run what the checked ones run.
+	for o, f := range provenForms {
+		var fi fusedInfo
+		if b := fusedOf(o); b != nil {
+			fi = *b
+		} else {
+			fi = fusedInfo{name: opTable[o].name, slots: 1}
+		}
+		fi.name += ", in bounds"
+		fusedTable[f.pk-numOps] = fi
+	}
 }
 
 // fusedOf describes o, or nil when o is no fused operation.
@@ -180,11 +279,29 @@ func fusedOf(o op) *fusedInfo {
 type fusion func(c []insn, i int) (xinsn, bool)
 
 // fusions are tried in order at every slot; longer sequences first.
-var fusions = []fusion{fuseBytes16Jcc, fuseBytes16, fuseLdxMovAndJcc, fuseLdxAndJcc, fuseMovCtx, fuseBound, fuseMovAndJcc, fuseMovALU, fuseAddJgt, fuseAndJcc,
+var fusions = []fusion{fuseThenBound, fuseBytes16Jcc, fuseBytes16, fuseLdxMovAndJcc, fuseLdxAndJcc, fuseMovCtx, fuseBound, fuseMovAndJcc, fuseMovALU, fuseAddJgt, fuseAndJcc,
 	fuseLdxJcc, fuseLshOr, fuseCtxPair, fuseAndMovJgt, fuseMovJcc, fuseLshAdd, fuseAddLdx}
 
-// buildInterp returns the interpreter's stream for the decoded program code.
-func buildInterp(code []insn) []xinsn {
+// interpCode is a program as the interpreter's fast level runs it: fast
+// runs the packet loads provenIn proved in bounds without their check, for
+// runs with a frame; bare checks every access, for runs without one
+// (RunRaw), whose context loads read no packet pointers, so that no proof
+// holds (the same slice when nothing is proven).
+type interpCode struct {
+	fast, bare []xinsn
+}
+
+// stream is the form of p a run of r takes (interpCode).
+func (r *Runner) stream(p *Program) []xinsn {
+	if r.frame == nil {
+		return p.icode.bare
+	}
+	return p.icode.fast
+}
+
+// buildInterp returns the interpreter's streams for the decoded program
+// code.
+func buildInterp(code []insn) interpCode {
 	x := make([]xinsn, len(code))
 	for i, in := range code {
 		x[i] = plainX(in)
@@ -197,7 +314,37 @@ func buildInterp(code []insn) []xinsn {
 			}
 		}
 	}
-	return x
+	return interpCode{fast: withProofs(code, x), bare: x}
+}
+
+// withProofs returns x with the operations whose packet loads provenIn
+// proves in bounds (at their own slots of code) in their form without the
+// check, or x itself when there are none.
+func withProofs(code []insn, x []xinsn) []xinsn {
+	proven := provenIn(code, jitEnv{})
+	var fast []xinsn
+	for i := range x {
+		f, ok := provenForms[x[i].op]
+		if !ok {
+			continue
+		}
+		for _, k := range f.loads {
+			if proven[i+k] != regionPacket {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		if fast == nil {
+			fast = slices.Clone(x)
+		}
+		fast[i].op = f.pk
+	}
+	if fast == nil {
+		return x
+	}
+	return fast
 }
 
 // plainX is in as the fast level runs it unfused.
@@ -538,4 +685,45 @@ func fuseAndMovJgt(c []insn, i int) (xinsn, bool) {
 		return xinsn{}, false
 	}
 	return xinsn{op: opFAndMovJgt, dst: a.dst, x: m.dst, off: j.off, imm: pack2(int32(a.imm), int32(m.imm))}, true
+}
+
+// boundAfter are the operations a bounds check (opFBound) fuses after, and
+// the fused forms of the two: the context loads that start a program, and
+// a pointer moved past a header of variable length (a length, scaled or
+// not, added to it), each followed by the check of the next header.
+var boundAfter = map[op]op{
+	opFMovCtxEndData: opFMovCtxBound,
+	opFCtxDataEnd:    opFCtxDataBound,
+	opFCtxEndData:    opFCtxEndBound,
+	opFLshAddX:       opFLshAddBound,
+	opAdd64X:         opFAddXBound,
+}
+
+// fuseThenBound: one of boundAfter's operations, then a bounds check. The
+// first keeps its fields (none of them uses off); the check's go to y, z,
+// w, imm2 and off.
+func fuseThenBound(c []insn, i int) (xinsn, bool) {
+	var a xinsn
+	ok := false
+	for _, f := range []fusion{fuseMovCtx, fuseCtxPair, fuseLshAdd} {
+		if a, ok = f(c, i); ok {
+			break
+		}
+	}
+	n := 1
+	switch {
+	case ok:
+		n = fusedOf(a.op).slots
+	case c[i].op == opAdd64X:
+		a = plainX(c[i])
+	default:
+		return xinsn{}, false
+	}
+	b, ok := fuseBound(c, i+n)
+	if !ok {
+		return xinsn{}, false
+	}
+	a.op = boundAfter[a.op]
+	a.y, a.z, a.w, a.imm2, a.off = b.dst, b.src, b.x, b.imm, b.off
+	return a, true
 }

@@ -326,6 +326,8 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 			a = r.finishBurst(p, j, &frames[next], e, v)
 		case j != nil:
 			a = r.runJIT(p, &frames[next])
+		case p != nil:
+			a = r.runInterp(p, &frames[next]) // interp.go
 		default:
 			a = r.run(p, &frames[next])
 		}
