@@ -57,6 +57,27 @@ func (r *Runner) runInterp(p *Program, f *Frame) Action {
 	return Action(uint32(reg[0]))
 }
 
+// burstInterp is burst's loop for a program without native code: it runs
+// frames[*next:] as runInterp does, *next the frame running (for burst's
+// recover).
+func (r *Runner) burstInterp(p *Program, frames []Frame, verdicts []Action, redirects []Redirect, next, firstFault *int) {
+	n := min(len(frames), len(verdicts))
+	i := *next
+	for ; i < n; i++ {
+		*next = i
+		a := r.runInterp(p, &frames[i])
+		verdicts[i] = a
+		if a == ActionRedirect && i < len(redirects) {
+			redirects[i] = r.redirect
+		}
+		if r.faulted && *firstFault < 0 {
+			*firstFault = i
+			r.saveFault()
+		}
+	}
+	*next = i
+}
+
 // maxFrameBuf is the largest frame buffer a run accepts (packet offsets are
 // the low 32 bits of a pointer, and must stay below 2^31).
 const maxFrameBuf = 1<<31 - 1

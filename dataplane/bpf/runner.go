@@ -310,6 +310,11 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 	if p != nil {
 		j = p.jit.Load()
 	}
+	if j == nil && p != nil {
+		next = i
+		r.burstInterp(p, frames, verdicts, redirects, &next, firstFault) // interp.go
+		return next
+	}
 	for next = i; next < len(frames) && next < len(verdicts); next++ {
 		var a Action
 		switch {
@@ -326,8 +331,6 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 			a = r.finishBurst(p, j, &frames[next], e, v)
 		case j != nil:
 			a = r.runJIT(p, &frames[next])
-		case p != nil:
-			a = r.runInterp(p, &frames[next]) // interp.go
 		default:
 			a = r.run(p, &frames[next])
 		}
