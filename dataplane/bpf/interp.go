@@ -813,8 +813,9 @@ fast:
 			pc += 2
 			continue
 		case opFBound:
-			reg[in.dst] = reg[in.src] + uint64(in.imm)
-			if reg[in.dst] > reg[in.x] {
+			v := reg[in.src] + uint64(in.imm)
+			reg[in.dst] = v
+			if v > reg[in.x] {
 				pc += 2
 				goto jump
 			}
@@ -827,75 +828,81 @@ fast:
 				goto jump
 			}
 		case opFAndJeq:
-			reg[in.dst] &= lo32(in.imm)
+			reg[in.dst] &= uint64(in.imm)
 			pc++
-			if reg[in.dst] == hi32(in.imm) {
+			if reg[in.dst] == uint64(in.imm2) {
 				goto jump
 			}
 		case opFAndJne:
-			reg[in.dst] &= lo32(in.imm)
+			reg[in.dst] &= uint64(in.imm)
 			pc++
-			if reg[in.dst] != hi32(in.imm) {
+			if reg[in.dst] != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBJeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
+			v := uint64(*m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxBJne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
+			v := uint64(*m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxHJeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m)
+			v := rd16(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxHJne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m)
+			v := rd16(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxWJeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 4)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd32(m)
+			v := rd32(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxWJne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 4)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd32(m)
+			v := rd32(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLshOr64:
@@ -908,27 +915,27 @@ fast:
 			pc += 2
 			continue
 		case opFMovJeq64:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if reg[in.dst] == hi32(in.imm) {
+			if reg[in.dst] == uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovJne64:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if reg[in.dst] != hi32(in.imm) {
+			if reg[in.dst] != uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovJeq32:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if uint32(reg[in.dst]) == uint32(in.imm>>32) {
+			if uint32(reg[in.dst]) == uint32(in.imm2) {
 				goto jump
 			}
 		case opFMovJne32:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if uint32(reg[in.dst]) != uint32(in.imm>>32) {
+			if uint32(reg[in.dst]) != uint32(in.imm2) {
 				goto jump
 			}
 		case opFMovJgtX:
@@ -938,42 +945,46 @@ fast:
 				goto jump
 			}
 		case opFMovAndJeq:
-			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			reg[in.dst] = reg[in.src] & uint64(in.imm)
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if reg[in.dst] == uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovAndJne:
-			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			reg[in.dst] = reg[in.src] & uint64(in.imm)
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if reg[in.dst] != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLshAddX:
-			reg[in.dst] <<= uint64(in.imm)
-			reg[in.x] += reg[in.dst]
+			v := reg[in.dst] << uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] += v
 			pc += 2
 			continue
 		case opFAddLdxB:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			m := ldPtr(r.regions, a+uint64(in.imm2), 1)
 			if m == nil {
 				break fast
 			}
 			reg[in.dst] = uint64(*m)
 		case opFAddLdxH:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, a+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
 			reg[in.dst] = rd16(m)
 		case opFAddLdxW:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			m := ldPtr(r.regions, a+uint64(in.imm2), 4)
 			if m == nil {
 				break fast
 			}
@@ -1001,7 +1012,7 @@ fast:
 			pc += 4
 			continue
 		case opFBytes16Jeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
@@ -1009,11 +1020,11 @@ fast:
 			reg[in.dst] = v & 0xff
 			reg[in.x] = v
 			pc += 4
-			if v == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFBytes16Jne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
@@ -1021,87 +1032,96 @@ fast:
 			reg[in.dst] = v & 0xff
 			reg[in.x] = v
 			pc += 4
-			if v != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxBAndJeq:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if v == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBAndJne:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if v != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxHAndJeq:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m) & mMask(in.imm)
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if v == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxHAndJne:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m) & mMask(in.imm)
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if v != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBMovAndJeq:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
-			reg[in.x] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
 			pc += 3
-			if reg[in.x] == hi32(in.imm) {
+			if f == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBMovAndJne:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
-			reg[in.x] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
 			pc += 3
-			if reg[in.x] != hi32(in.imm) {
+			if f != uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovCtxEndData:
 			// The move first: the slow level runs loads, not moves.
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(int64(in.off2))
 			pc++
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(in.imm)&^0xffffffff | uint64(r.frame.DataEnd)
-			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm) | uint64(r.frame.Data)
 			pc += 2
 			continue
 		case opFAndMovJgt:
-			reg[in.dst] &= lo32(in.imm)
-			reg[in.x] = hi32(in.imm)
+			v, k := reg[in.dst]&uint64(in.imm), uint64(in.imm2)
+			reg[in.dst] = v
+			reg[in.x] = k
 			pc += 2
-			if reg[in.x] > reg[in.dst] {
+			if k > v {
 				goto jump
 			}
 		case opFCtxDataEnd:
@@ -1136,42 +1156,48 @@ fast:
 			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
 			reg[in.dst] = rd64(m)
 		case opFLdxBJeqPk:
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
-			reg[in.dst] = uint64(*m)
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := uint64(*m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxBJnePk:
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
-			reg[in.dst] = uint64(*m)
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := uint64(*m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxHJeqPk:
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
-			reg[in.dst] = rd16(m)
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := rd16(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxHJnePk:
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
-			reg[in.dst] = rd16(m)
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := rd16(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFAddLdxBPk:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			m := pktAt(r.regions, a+uint64(in.imm2))
 			reg[in.dst] = uint64(*m)
 		case opFAddLdxHPk:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			m := pktAt(r.regions, a+uint64(in.imm2))
 			reg[in.dst] = rd16(m)
 		case opFBytes16LEPk:
 			// One check for both bytes; if it fails the first load
@@ -1183,77 +1209,85 @@ fast:
 			pc += 4
 			continue
 		case opFBytes16JeqPk:
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
 			v := rd16(m)
 			reg[in.dst] = v & 0xff
 			reg[in.x] = v
 			pc += 4
-			if v == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFBytes16JnePk:
-			m := pktAt(r.regions, reg[in.src]+hi32(in.imm))
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
 			v := rd16(m)
 			reg[in.dst] = v & 0xff
 			reg[in.x] = v
 			pc += 4
-			if v != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxBAndJeqPk:
-			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
-			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if v == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBAndJnePk:
-			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
-			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if v != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxHAndJeqPk:
-			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
-			reg[in.dst] = rd16(m) & mMask(in.imm)
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if v == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxHAndJnePk:
-			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
-			reg[in.dst] = rd16(m) & mMask(in.imm)
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if v != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBMovAndJeqPk:
-			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
-			reg[in.dst] = uint64(*m)
-			reg[in.x] = uint64(*m) & mMask(in.imm)
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
 			pc += 3
-			if reg[in.x] == hi32(in.imm) {
+			if f == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBMovAndJnePk:
-			m := pktAt(r.regions, reg[in.src]+mOff(in.imm))
-			reg[in.dst] = uint64(*m)
-			reg[in.x] = uint64(*m) & mMask(in.imm)
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
 			pc += 3
-			if reg[in.x] != hi32(in.imm) {
+			if f != uint64(in.imm2) {
 				goto jump
 			}
 
 		// A first operation, then a bounds check (bound, below).
 		case opFMovCtxBound:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(int64(in.off2))
 			pc++
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(in.imm)&^0xffffffff | uint64(r.frame.DataEnd)
-			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm) | uint64(r.frame.Data)
 			pc += 2
 			goto bound
 		case opFCtxDataBound:
@@ -1273,8 +1307,9 @@ fast:
 			pc += 2
 			goto bound
 		case opFLshAddBound:
-			reg[in.dst] <<= uint64(in.imm)
-			reg[in.x] += reg[in.dst]
+			v := reg[in.dst] << uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] += v
 			pc += 2
 			goto bound
 		case opFAddXBound:
