@@ -74,8 +74,8 @@
 // at the instruction that needs it, so a fault still names the instruction
 // that faults and the budget is charged from the jump itself. Packet loads
 // the range analysis below proves in bounds run without their check in
-// runs with a frame. The first
-// round of fast runs without Run's recover (runInterp), as the JIT's does.
+// runs with a frame. The first round of fast runs without Run's recover
+// (runInterp), as the JIT's does.
 // Loads of data, data_end and data_meta through a register that holds the
 // context on every path (a small dataflow analysis) read the frame
 // directly. Map lookups return a region for the value, so a program's

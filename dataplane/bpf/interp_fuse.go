@@ -14,9 +14,8 @@ import "slices"
 //     keep their own instruction (or the fused sequence that starts there).
 //     A jump into the middle of a sequence therefore runs exactly what
 //     follows, so no jump target needs checking.
-//   - Only the last instruction of a sequence may jump, but for the bounds
-//     check fused after another operation (boundAfter), whose jump is its
-//     last too; none is a call, an exit or a store.
+//   - Only the last instruction of a sequence may jump; none is a call, an
+//     exit or a store.
 //   - A fused operation leaves for the slow level only where an instruction
 //     of it does (a load outside its region, a context load without a
 //     frame, a backward jump past the budget), with pc at that instruction
@@ -33,9 +32,10 @@ import "slices"
 // loads read no packet pointers. The fast level must stay below the
 // compiler's "big function" size (5000 nodes, cmd/compile/internal/inline),
 // past which ldPtr and stPtr are called instead of inlined and the loop
-// spills its state on every instruction (about 15% slower): that is why
-// only the frequent loads have a form without the check. After a change,
-// check that "go build -gcflags=-m=2" still inlines ldPtr into fast.
+// spills its state on every instruction (measured: 37.5 against 32.9 cpu-ns
+// on the reference parser): that is why only the frequent loads have a form
+// without the check. After a change, check that "go build -gcflags=-m=2"
+// still inlines ldPtr into fast.
 //
 // Which sequences fuse is the table fusions below, each rule matched on
 // opTable's description of the operations (form, width, symbol); the
