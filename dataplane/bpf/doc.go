@@ -65,15 +65,17 @@
 // instruction budget in one place (its distance back plus one); calls
 // charge it on the slow level by the same rule. The fast level runs its
 // own form of the program (Program.icode, interp_fuse.go), built at load
-// from the decoded stream: one 16-byte slot per instruction, with the
+// from the decoded stream: one 32-byte slot per instruction, with the
 // frequent sequences of clang's XDP code (packet bounds checks, a load or
 // mask and a test, byte-wise 16-bit fields, the default verdict before the
 // context loads, ...) fused into one operation where they start. Only that
 // first slot changes, so a jump into a sequence runs what follows; a fused
 // operation leaves for the slow level, which runs the decoded instruction,
 // at the instruction that needs it, so a fault still names the instruction
-// that faults and the budget is charged from the jump itself. The first
-// round of fast runs without Run's recover (runInterp), as the JIT's does.
+// that faults and the budget is charged from the jump itself. Packet loads
+// the range analysis below proves in bounds run without their check in
+// runs with a frame. The first round of fast runs without Run's recover
+// (runInterp), as the JIT's does.
 // Loads of data, data_end and data_meta through a register that holds the
 // context on every path (a small dataflow analysis) read the frame
 // directly. Map lookups return a region for the value, so a program's

@@ -57,6 +57,27 @@ func (r *Runner) runInterp(p *Program, f *Frame) Action {
 	return Action(uint32(reg[0]))
 }
 
+// burstInterp is burst's loop for a program without native code: it runs
+// frames[*next:] as runInterp does, *next the frame running (for burst's
+// recover).
+func (r *Runner) burstInterp(p *Program, frames []Frame, verdicts []Action, redirects []Redirect, next, firstFault *int) {
+	n := min(len(frames), len(verdicts))
+	i := *next
+	for ; i < n; i++ {
+		*next = i
+		a := r.runInterp(p, &frames[i])
+		verdicts[i] = a
+		if a == ActionRedirect && i < len(redirects) {
+			redirects[i] = r.redirect
+		}
+		if r.faulted && *firstFault < 0 {
+			*firstFault = i
+			r.saveFault()
+		}
+	}
+	*next = i
+}
+
 // maxFrameBuf is the largest frame buffer a run accepts (packet offsets are
 // the low 32 bits of a pointer, and must stay below 2^31).
 const maxFrameBuf = 1<<31 - 1
@@ -354,7 +375,7 @@ func stPtr(regs []region, a, n uint64) *byte {
 // change, check that the dispatch sequence (go tool objdump -s
 // 'Runner..fast$') has no stack stores.
 func (r *Runner) fast(p *Program, pc, base int, reg *[256]uint64) (int, *Program, bool) {
-	code := p.icode
+	code := r.stream(p)
 	// One nil check of reg here spares one in every case below.
 	_ = reg[0]
 fast:
@@ -792,8 +813,9 @@ fast:
 			pc += 2
 			continue
 		case opFBound:
-			reg[in.dst] = reg[in.src] + uint64(in.imm)
-			if reg[in.dst] > reg[in.x] {
+			v := reg[in.src] + uint64(in.imm)
+			reg[in.dst] = v
+			if v > reg[in.x] {
 				pc += 2
 				goto jump
 			}
@@ -806,75 +828,81 @@ fast:
 				goto jump
 			}
 		case opFAndJeq:
-			reg[in.dst] &= lo32(in.imm)
+			reg[in.dst] &= uint64(in.imm)
 			pc++
-			if reg[in.dst] == hi32(in.imm) {
+			if reg[in.dst] == uint64(in.imm2) {
 				goto jump
 			}
 		case opFAndJne:
-			reg[in.dst] &= lo32(in.imm)
+			reg[in.dst] &= uint64(in.imm)
 			pc++
-			if reg[in.dst] != hi32(in.imm) {
+			if reg[in.dst] != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBJeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
+			v := uint64(*m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxBJne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
+			v := uint64(*m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxHJeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m)
+			v := rd16(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxHJne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m)
+			v := rd16(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxWJeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 4)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd32(m)
+			v := rd32(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxWJne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 4)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd32(m)
+			v := rd32(m)
+			reg[in.dst] = v
 			pc++
-			if reg[in.dst] != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLshOr64:
@@ -887,27 +915,27 @@ fast:
 			pc += 2
 			continue
 		case opFMovJeq64:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if reg[in.dst] == hi32(in.imm) {
+			if reg[in.dst] == uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovJne64:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if reg[in.dst] != hi32(in.imm) {
+			if reg[in.dst] != uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovJeq32:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if uint32(reg[in.dst]) == uint32(in.imm>>32) {
+			if uint32(reg[in.dst]) == uint32(in.imm2) {
 				goto jump
 			}
 		case opFMovJne32:
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(in.imm)
 			pc++
-			if uint32(reg[in.dst]) != uint32(in.imm>>32) {
+			if uint32(reg[in.dst]) != uint32(in.imm2) {
 				goto jump
 			}
 		case opFMovJgtX:
@@ -917,42 +945,46 @@ fast:
 				goto jump
 			}
 		case opFMovAndJeq:
-			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			reg[in.dst] = reg[in.src] & uint64(in.imm)
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if reg[in.dst] == uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovAndJne:
-			reg[in.dst] = reg[in.src] & lo32(in.imm)
+			reg[in.dst] = reg[in.src] & uint64(in.imm)
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if reg[in.dst] != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLshAddX:
-			reg[in.dst] <<= uint64(in.imm)
-			reg[in.x] += reg[in.dst]
+			v := reg[in.dst] << uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] += v
 			pc += 2
 			continue
 		case opFAddLdxB:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 1)
+			m := ldPtr(r.regions, a+uint64(in.imm2), 1)
 			if m == nil {
 				break fast
 			}
 			reg[in.dst] = uint64(*m)
 		case opFAddLdxH:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, a+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
 			reg[in.dst] = rd16(m)
 		case opFAddLdxW:
-			reg[in.src] += lo32(in.imm)
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
 			pc++
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 4)
+			m := ldPtr(r.regions, a+uint64(in.imm2), 4)
 			if m == nil {
 				break fast
 			}
@@ -980,7 +1012,7 @@ fast:
 			pc += 4
 			continue
 		case opFBytes16Jeq:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
@@ -988,11 +1020,11 @@ fast:
 			reg[in.dst] = v & 0xff
 			reg[in.x] = v
 			pc += 4
-			if v == lo32(in.imm) {
+			if v == uint64(in.imm) {
 				goto jump
 			}
 		case opFBytes16Jne:
-			m := ldPtr(r.regions, reg[in.src]+hi32(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(in.imm2), 2)
 			if m == nil {
 				break fast
 			}
@@ -1000,87 +1032,96 @@ fast:
 			reg[in.dst] = v & 0xff
 			reg[in.x] = v
 			pc += 4
-			if v != lo32(in.imm) {
+			if v != uint64(in.imm) {
 				goto jump
 			}
 		case opFLdxBAndJeq:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if v == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBAndJne:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if v != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxHAndJeq:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m) & mMask(in.imm)
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] == hi32(in.imm) {
+			if v == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxHAndJne:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 2)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 2)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = rd16(m) & mMask(in.imm)
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
 			pc += 2
-			if reg[in.dst] != hi32(in.imm) {
+			if v != uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBMovAndJeq:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
-			reg[in.x] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
 			pc += 3
-			if reg[in.x] == hi32(in.imm) {
+			if f == uint64(in.imm2) {
 				goto jump
 			}
 		case opFLdxBMovAndJne:
-			m := ldPtr(r.regions, reg[in.src]+mOff(in.imm), 1)
+			m := ldPtr(r.regions, reg[in.src]+uint64(int64(in.off2)), 1)
 			if m == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(*m)
-			reg[in.x] = uint64(*m) & mMask(in.imm)
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
 			pc += 3
-			if reg[in.x] != hi32(in.imm) {
+			if f != uint64(in.imm2) {
 				goto jump
 			}
 		case opFMovCtxEndData:
 			// The move first: the slow level runs loads, not moves.
-			reg[in.x] = lo32(in.imm)
+			reg[in.x] = uint64(int64(in.off2))
 			pc++
 			if r.frame == nil {
 				break fast
 			}
-			reg[in.dst] = uint64(in.imm)&^0xffffffff | uint64(r.frame.DataEnd)
-			reg[in.src] = uint64(in.imm)&^0xffffffff | uint64(r.frame.Data)
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm) | uint64(r.frame.Data)
 			pc += 2
 			continue
 		case opFAndMovJgt:
-			reg[in.dst] &= lo32(in.imm)
-			reg[in.x] = hi32(in.imm)
+			v, k := reg[in.dst]&uint64(in.imm), uint64(in.imm2)
+			reg[in.dst] = v
+			reg[in.x] = k
 			pc += 2
-			if reg[in.x] > reg[in.dst] {
+			if k > v {
 				goto jump
 			}
 		case opFCtxDataEnd:
@@ -1100,6 +1141,182 @@ fast:
 			pc += 2
 			continue
 
+		// Packet loads provenIn proved in bounds (interp_fuse.go): as
+		// above, without the check.
+		case opLdxBPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = uint64(*m)
+		case opLdxHPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = rd16(m)
+		case opLdxWPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = rd32(m)
+		case opLdxDWPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			reg[in.dst] = rd64(m)
+		case opFLdxBJeqPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := uint64(*m)
+			reg[in.dst] = v
+			pc++
+			if v == uint64(in.imm) {
+				goto jump
+			}
+		case opFLdxBJnePk:
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := uint64(*m)
+			reg[in.dst] = v
+			pc++
+			if v != uint64(in.imm) {
+				goto jump
+			}
+		case opFLdxHJeqPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := rd16(m)
+			reg[in.dst] = v
+			pc++
+			if v == uint64(in.imm) {
+				goto jump
+			}
+		case opFLdxHJnePk:
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := rd16(m)
+			reg[in.dst] = v
+			pc++
+			if v != uint64(in.imm) {
+				goto jump
+			}
+		case opFAddLdxBPk:
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
+			pc++
+			m := pktAt(r.regions, a+uint64(in.imm2))
+			reg[in.dst] = uint64(*m)
+		case opFAddLdxHPk:
+			a := reg[in.src] + uint64(in.imm)
+			reg[in.src] = a
+			pc++
+			m := pktAt(r.regions, a+uint64(in.imm2))
+			reg[in.dst] = rd16(m)
+		case opFBytes16LEPk:
+			// One check for both bytes; if it fails the first load
+			// leaves for the slow level, which runs it alone.
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off)))
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			continue
+		case opFBytes16JeqPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v == uint64(in.imm) {
+				goto jump
+			}
+		case opFBytes16JnePk:
+			m := pktAt(r.regions, reg[in.src]+uint64(in.imm2))
+			v := rd16(m)
+			reg[in.dst] = v & 0xff
+			reg[in.x] = v
+			pc += 4
+			if v != uint64(in.imm) {
+				goto jump
+			}
+		case opFLdxBAndJeqPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
+			pc += 2
+			if v == uint64(in.imm2) {
+				goto jump
+			}
+		case opFLdxBAndJnePk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m) & uint64(in.imm)
+			reg[in.dst] = v
+			pc += 2
+			if v != uint64(in.imm2) {
+				goto jump
+			}
+		case opFLdxHAndJeqPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
+			pc += 2
+			if v == uint64(in.imm2) {
+				goto jump
+			}
+		case opFLdxHAndJnePk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := rd16(m) & uint64(in.imm)
+			reg[in.dst] = v
+			pc += 2
+			if v != uint64(in.imm2) {
+				goto jump
+			}
+		case opFLdxBMovAndJeqPk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
+			pc += 3
+			if f == uint64(in.imm2) {
+				goto jump
+			}
+		case opFLdxBMovAndJnePk:
+			m := pktAt(r.regions, reg[in.src]+uint64(int64(in.off2)))
+			v := uint64(*m)
+			f := v & uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] = f
+			pc += 3
+			if f != uint64(in.imm2) {
+				goto jump
+			}
+
+		// A first operation, then a bounds check (bound, below).
+		case opFMovCtxBound:
+			reg[in.x] = uint64(int64(in.off2))
+			pc++
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.src] = uint64(in.imm) | uint64(r.frame.Data)
+			pc += 2
+			goto bound
+		case opFCtxDataBound:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.Data)
+			reg[in.x] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			pc += 2
+			goto bound
+		case opFCtxEndBound:
+			if r.frame == nil {
+				break fast
+			}
+			reg[in.dst] = uint64(in.imm) | uint64(r.frame.DataEnd)
+			reg[in.x] = uint64(in.imm) | uint64(r.frame.Data)
+			pc += 2
+			goto bound
+		case opFLshAddBound:
+			v := reg[in.dst] << uint64(in.imm)
+			reg[in.dst] = v
+			reg[in.x] += v
+			pc += 2
+			goto bound
+		case opFAddXBound:
+			reg[in.dst] += reg[in.src]
+			pc++
+			goto bound
+
 		case opExit:
 			if r.depth == base {
 				return pc, p, true
@@ -1109,13 +1326,23 @@ fast:
 			reg[6], reg[7], reg[8], reg[9] = f.saved[0], f.saved[1], f.saved[2], f.saved[3]
 			reg[10] = f.fp
 			p = f.prog
-			code = p.icode
+			code = r.stream(p)
 			pc = f.ret
 			continue
 		default:
 			break fast
 		}
 		pc++
+		continue
+	bound:
+		// The bounds check of a fused operation, at pc: y = z + imm2; if
+		// y > w goto off.
+		reg[in.y] = reg[in.z] + uint64(in.imm2)
+		if reg[in.y] > reg[in.w] {
+			pc += 2
+			goto jump
+		}
+		pc += 3
 		continue
 	jump:
 		// A taken jump; a backward one charges the instruction budget

@@ -1,5 +1,7 @@
 package bpf
 
+import "slices"
+
 // The interpreter's own stream. At load, buildInterp rewrites the decoded
 // program (what the JIT compiles and the slow level runs) into the stream
 // the fast level runs: one xinsn per slot, as dense as the fast loop wants
@@ -22,40 +24,47 @@ package bpf
 //     faults, as without fusion.
 //   - A taken jump charges the budget from its own slot, as without fusion.
 //
+// Packet loads that the JIT's range analysis (provenIn, jit_range.go)
+// proves in bounds (after clang's "if (data + N > data_end) return") run
+// without the region check in the stream of runs with a frame (interpCode:
+// the operations of provenForms, in their form without the check); runs
+// without a frame take the stream with every check, since their context
+// loads read no packet pointers. The fast level must stay below the
+// compiler's "big function" size (5000 nodes, cmd/compile/internal/inline),
+// past which ldPtr and stPtr are called instead of inlined and the loop
+// spills its state on every instruction (measured: 37.5 against 32.9 cpu-ns
+// on the reference parser): that is why only the frequent loads have a form
+// without the check. After a change, check that "go build -gcflags=-m=2"
+// still inlines ldPtr into fast.
+//
 // Which sequences fuse is the table fusions below, each rule matched on
 // opTable's description of the operations (form, width, symbol); the
 // candidates are the most frequent pairs and triples in clang's output for
 // XDP (packet bounds checks: rX = rY; rX += K; if rX > data_end; field
 // tests: a load or a mask, then a compare with a constant).
 
-// xinsn is one slot of the interpreter's stream, 16 bytes as insn (so that
-// its fields are one addressing mode away from the slot index). For the
-// operations of the decoded program it holds the insn's fields (insn.back
-// is not needed: the fast level compares the target with pc); a fused
-// operation says in its comment how it uses them. Two 32-bit constants
-// share imm: pack2 and lo32/hi32.
+// xinsn is one slot of the interpreter's stream, 32 bytes (a power of
+// two, so that its fields are one addressing mode away from the slot
+// index). For the operations of the decoded program it holds the insn's
+// fields (insn.back is not needed: the fast level compares the target with
+// pc); a fused operation says in its comment how it uses them (a second
+// constant in imm2, a second offset in off2). A fused operation made of two
+// (a bounds check after another operation) puts the second's registers in
+// y, z and w and its constant in imm2.
 type xinsn struct {
-	op  op
-	dst uint8
-	src uint8
-	x   uint8 // a fused operation's third register
-	off int32 // memory offset, or absolute jump target
-	imm int64
+	op   op
+	dst  uint8
+	src  uint8
+	x    uint8 // a fused operation's third register
+	y    uint8
+	z    uint8
+	w    uint8
+	_    uint8
+	off  int32 // memory offset, or absolute jump target
+	off2 int32 // a fused operation's second offset or constant
+	imm  int64
+	imm2 int64
 }
-
-// pack2 holds a and b in one imm; lo32 and hi32 return them sign-extended.
-func pack2(a, b int32) int64 { return int64(uint32(a)) | int64(b)<<32 }
-func lo32(imm int64) uint64  { return uint64(int64(int32(imm))) }
-func hi32(imm int64) uint64  { return uint64(imm >> 32) }
-
-// pack3 holds a load's 16-bit mask and offset and a 32-bit constant in one
-// imm: mask in bits 15:0, offset in 31:16, the constant in 63:32 (hi32);
-// mMask and mOff return the first two.
-func pack3(mask uint16, off int16, k int32) int64 {
-	return int64(mask) | int64(uint16(off))<<16 | int64(k)<<32
-}
-func mMask(imm int64) uint64 { return uint64(uint16(imm)) }
-func mOff(imm int64) uint64  { return uint64(int64(int16(imm >> 16))) }
 
 // fitsInt32 reports whether v is an int32 sign-extended.
 func fitsInt32(v int64) bool { return v == int64(int32(v)) }
@@ -69,9 +78,9 @@ const (
 	opFMovLsh64                    // dst = src << imm
 	opFBound                       // dst = src + imm; if dst > x goto off
 	opFAddJgt                      // dst += imm; if dst > src goto off
-	opFAndJeq                      // dst &= lo32(imm); if dst == hi32(imm) goto off
-	opFAndJne                      // dst &= lo32(imm); if dst != hi32(imm) goto off
-	opFLdxBJeq                     // dst = *(u8 *)(src + hi32(imm)); if dst == lo32(imm) goto off
+	opFAndJeq                      // dst &= imm; if dst == imm2 goto off
+	opFAndJne                      // dst &= imm; if dst != imm2 goto off
+	opFLdxBJeq                     // dst = *(u8 *)(src + imm2); if dst == imm goto off
 	opFLdxBJne
 	opFLdxHJeq
 	opFLdxHJne
@@ -79,37 +88,66 @@ const (
 	opFLdxWJne
 	opFLshOr64   // dst <<= imm; dst |= x
 	opFLshOr32   // wdst <<= imm; wdst |= wx
-	opFMovJeq64  // x = lo32(imm); if dst == hi32(imm) goto off
-	opFMovJne64  // x = lo32(imm); if dst != hi32(imm) goto off
-	opFMovJeq32  // x = lo32(imm); if wdst == hi32(imm) goto off
-	opFMovJne32  // x = lo32(imm); if wdst != hi32(imm) goto off
+	opFMovJeq64  // x = imm; if dst == imm2 goto off
+	opFMovJne64  // x = imm; if dst != imm2 goto off
+	opFMovJeq32  // x = imm; if wdst == imm2 goto off
+	opFMovJne32  // x = imm; if wdst != imm2 goto off
 	opFMovJgtX   // x = imm; if dst > src goto off
-	opFMovAndJeq // dst = src & lo32(imm); if dst == hi32(imm) goto off
-	opFMovAndJne // dst = src & lo32(imm); if dst != hi32(imm) goto off
+	opFMovAndJeq // dst = src & imm; if dst == imm2 goto off
+	opFMovAndJne // dst = src & imm; if dst != imm2 goto off
 	opFLshAddX   // dst <<= imm; x += dst
-	opFAddLdxB   // src += lo32(imm); dst = *(u8 *)(src + hi32(imm))
+	opFAddLdxB   // src += imm; dst = *(u8 *)(src + imm2)
 	opFAddLdxH
 	opFAddLdxW
 	opFBytes16LE // dst = *(u8 *)(src + off); x = *(u8 *)(src + off + 1); x <<= 8; x |= dst
 	opFBytes16BE // dst = *(u8 *)(src + off + 1); x = *(u8 *)(src + off); x <<= 8; x |= dst
-	// opFBytes16LE, then if x == lo32(imm) goto off; the field's offset
-	// is hi32(imm).
+	// opFBytes16LE, then if x == imm goto off; the field's offset
+	// is imm2.
 	opFBytes16Jeq
 	opFBytes16Jne
-	// dst = *(uN *)(src + mOff(imm)); dst &= mMask(imm); if dst ==/!=
-	// hi32(imm) goto off (pack3).
+	// dst = *(uN *)(src + off2); dst &= imm; if dst ==/!=
+	// imm2 goto off.
 	opFLdxBAndJeq
 	opFLdxBAndJne
 	opFLdxHAndJeq
 	opFLdxHAndJne
-	// dst = *(u8 *)(src + mOff(imm)); x = dst; x &= mMask(imm); if x ==/!=
-	// hi32(imm) goto off (pack3).
+	// dst = *(u8 *)(src + off2); x = dst; x &= imm; if x ==/!=
+	// imm2 goto off.
 	opFLdxBMovAndJeq
 	opFLdxBMovAndJne
-	opFMovCtxEndData // x = lo32(imm); dst = data_end; src = data (tag: imm's high half)
-	opFAndMovJgt     // dst &= lo32(imm); x = hi32(imm); if x > dst goto off
+	opFMovCtxEndData // x = off2; dst = data_end; src = data (tag: imm)
+	opFAndMovJgt     // dst &= imm; x = imm2; if x > dst goto off
 	opFCtxDataEnd    // dst = data; x = data_end (imm: the packet tag)
 	opFCtxEndData    // dst = data_end; x = data
+	// The operation of the name, then a bounds check (opFBound) with its
+	// registers in y, z and w and its constant in imm2: y = z + imm2; if
+	// y > w goto off.
+	opFMovCtxBound
+	opFCtxDataBound
+	opFCtxEndBound
+	opFLshAddBound
+	opFAddXBound
+	// The operations with packet loads, each with its loads proven in
+	// bounds (provenForms): the same operation without the region check.
+	opLdxBPk
+	opLdxHPk
+	opLdxWPk
+	opLdxDWPk
+	opFLdxBJeqPk
+	opFLdxBJnePk
+	opFLdxHJeqPk
+	opFLdxHJnePk
+	opFAddLdxBPk
+	opFAddLdxHPk
+	opFBytes16LEPk
+	opFBytes16JeqPk
+	opFBytes16JnePk
+	opFLdxBAndJeqPk
+	opFLdxBAndJnePk
+	opFLdxHAndJeqPk
+	opFLdxHAndJnePk
+	opFLdxBMovAndJeqPk
+	opFLdxBMovAndJnePk
 	numFused
 )
 
@@ -165,6 +203,53 @@ var fusedTable = [numFused - numOps]fusedInfo{
 	opFAndMovJgt - numOps:     {"and K; mov K; jgt64 X", 3, true},
 	opFCtxDataEnd - numOps:    {"ctx data; ctx data_end", 2, false},
 	opFCtxEndData - numOps:    {"ctx data_end; ctx data", 2, false},
+	opFMovCtxBound - numOps:   {"mov K; ctx data_end; ctx data; mov64 X; add64 K; jgt64 X", 6, true},
+	opFCtxDataBound - numOps:  {"ctx data; ctx data_end; mov64 X; add64 K; jgt64 X", 5, true},
+	opFCtxEndBound - numOps:   {"ctx data_end; ctx data; mov64 X; add64 K; jgt64 X", 5, true},
+	opFLshAddBound - numOps:   {"lsh64 K; add64 X; mov64 X; add64 K; jgt64 X", 5, true},
+	opFAddXBound - numOps:     {"add64 X; mov64 X; add64 K; jgt64 X", 4, true},
+}
+
+// provenForms are the operations with packet loads: for each, its form
+// without the region check (for loads provenIn proved in bounds) and the
+// slots of its loads, from its first.
+var provenForms = map[op]struct {
+	pk    op
+	loads []int
+}{
+	opLdxB:           {opLdxBPk, []int{0}},
+	opLdxH:           {opLdxHPk, []int{0}},
+	opLdxW:           {opLdxWPk, []int{0}},
+	opLdxDW:          {opLdxDWPk, []int{0}},
+	opFLdxBJeq:       {opFLdxBJeqPk, []int{0}},
+	opFLdxBJne:       {opFLdxBJnePk, []int{0}},
+	opFLdxHJeq:       {opFLdxHJeqPk, []int{0}},
+	opFLdxHJne:       {opFLdxHJnePk, []int{0}},
+	opFAddLdxB:       {opFAddLdxBPk, []int{1}},
+	opFAddLdxH:       {opFAddLdxHPk, []int{1}},
+	opFBytes16LE:     {opFBytes16LEPk, []int{0, 1}},
+	opFBytes16Jeq:    {opFBytes16JeqPk, []int{0, 1}},
+	opFBytes16Jne:    {opFBytes16JnePk, []int{0, 1}},
+	opFLdxBAndJeq:    {opFLdxBAndJeqPk, []int{0}},
+	opFLdxBAndJne:    {opFLdxBAndJnePk, []int{0}},
+	opFLdxHAndJeq:    {opFLdxHAndJeqPk, []int{0}},
+	opFLdxHAndJne:    {opFLdxHAndJnePk, []int{0}},
+	opFLdxBMovAndJeq: {opFLdxBMovAndJeqPk, []int{0}},
+	opFLdxBMovAndJne: {opFLdxBMovAndJnePk, []int{0}},
+}
+
+func init() {
+	// The forms without the check run what the checked ones run.
+	for o, f := range provenForms {
+		var fi fusedInfo
+		if b := fusedOf(o); b != nil {
+			fi = *b
+		} else {
+			fi = fusedInfo{name: opTable[o].name, slots: 1}
+		}
+		fi.name += ", in bounds"
+		fusedTable[f.pk-numOps] = fi
+	}
 }
 
 // fusedOf describes o, or nil when o is no fused operation.
@@ -180,11 +265,29 @@ func fusedOf(o op) *fusedInfo {
 type fusion func(c []insn, i int) (xinsn, bool)
 
 // fusions are tried in order at every slot; longer sequences first.
-var fusions = []fusion{fuseBytes16Jcc, fuseBytes16, fuseLdxMovAndJcc, fuseLdxAndJcc, fuseMovCtx, fuseBound, fuseMovAndJcc, fuseMovALU, fuseAddJgt, fuseAndJcc,
+var fusions = []fusion{fuseThenBound, fuseBytes16Jcc, fuseBytes16, fuseLdxMovAndJcc, fuseLdxAndJcc, fuseMovCtx, fuseBound, fuseMovAndJcc, fuseMovALU, fuseAddJgt, fuseAndJcc,
 	fuseLdxJcc, fuseLshOr, fuseCtxPair, fuseAndMovJgt, fuseMovJcc, fuseLshAdd, fuseAddLdx}
 
-// buildInterp returns the interpreter's stream for the decoded program code.
-func buildInterp(code []insn) []xinsn {
+// interpCode is a program as the interpreter's fast level runs it: fast
+// runs the packet loads provenIn proved in bounds without their check, for
+// runs with a frame; bare checks every access, for runs without one
+// (RunRaw), whose context loads read no packet pointers, so that no proof
+// holds (the same slice when nothing is proven).
+type interpCode struct {
+	fast, bare []xinsn
+}
+
+// stream is the form of p a run of r takes (interpCode).
+func (r *Runner) stream(p *Program) []xinsn {
+	if r.frame == nil {
+		return p.icode.bare
+	}
+	return p.icode.fast
+}
+
+// buildInterp returns the interpreter's streams for the decoded program
+// code.
+func buildInterp(code []insn) interpCode {
 	x := make([]xinsn, len(code))
 	for i, in := range code {
 		x[i] = plainX(in)
@@ -197,7 +300,37 @@ func buildInterp(code []insn) []xinsn {
 			}
 		}
 	}
-	return x
+	return interpCode{fast: withProofs(code, x), bare: x}
+}
+
+// withProofs returns x with the operations whose packet loads provenIn
+// proves in bounds (at their own slots of code) in their form without the
+// check, or x itself when there are none.
+func withProofs(code []insn, x []xinsn) []xinsn {
+	proven := provenIn(code, jitEnv{})
+	var fast []xinsn
+	for i := range x {
+		f, ok := provenForms[x[i].op]
+		if !ok {
+			continue
+		}
+		for _, k := range f.loads {
+			if proven[i+k] != regionPacket {
+				ok = false
+			}
+		}
+		if !ok {
+			continue
+		}
+		if fast == nil {
+			fast = slices.Clone(x)
+		}
+		fast[i].op = f.pk
+	}
+	if fast == nil {
+		return x
+	}
+	return fast
 }
 
 // plainX is in as the fast level runs it unfused.
@@ -271,7 +404,7 @@ func condK(b insn) (width uint8, sym string, ok bool) {
 // tests only. For and32 the result is below 2^32 and insn.imm holds K1
 // zero-extended, so dst & imm is and32's result; a 32-bit test of it is
 // the 64-bit test against the zero-extended K2, which insn.imm holds. Both
-// constants must fit in 32 bits sign-extended (pack2): a 32-bit mask or
+// constants must fit in 32 bits sign-extended: a 32-bit mask or
 // constant with bit 31 set stays unfused.
 func fuseAndJcc(c []insn, i int) (xinsn, bool) {
 	a, b, ok := at2(c, i)
@@ -282,7 +415,7 @@ func fuseAndJcc(c []insn, i int) (xinsn, bool) {
 	if !ok || (a.op == opAnd64K && w != 64) || !fitsInt32(a.imm) || !fitsInt32(b.imm) {
 		return xinsn{}, false
 	}
-	return xinsn{op: eqOp(sym, opFAndJeq, opFAndJne), dst: a.dst, off: b.off, imm: pack2(int32(a.imm), int32(b.imm))}, true
+	return xinsn{op: eqOp(sym, opFAndJeq, opFAndJne), dst: a.dst, off: b.off, imm: int64(int32(a.imm)), imm2: int64(int32(b.imm))}, true
 }
 
 // ldxJcc are the fused operations of an unsigned load of each size and an
@@ -297,7 +430,7 @@ var ldxJcc = map[op][2]op{
 // value is below 2^32, so a 32-bit test is the 64-bit test against the
 // zero-extended constant (insn.imm of a 32-bit test), and a 64-bit one
 // compares with the sign-extended constant, as decoded. The constant must
-// fit in 32 bits sign-extended (pack2).
+// fit in 32 bits sign-extended.
 func fuseLdxJcc(c []insn, i int) (xinsn, bool) {
 	a, b, ok := at2(c, i)
 	ops, known := ldxJcc[a.op]
@@ -308,7 +441,7 @@ func fuseLdxJcc(c []insn, i int) (xinsn, bool) {
 	if !ok || !fitsInt32(b.imm) {
 		return xinsn{}, false
 	}
-	return xinsn{op: eqOp(sym, ops[0], ops[1]), dst: a.dst, src: a.src, off: b.off, imm: pack2(int32(b.imm), a.off)}, true
+	return xinsn{op: eqOp(sym, ops[0], ops[1]), dst: a.dst, src: a.src, off: b.off, imm: int64(int32(b.imm)), imm2: int64(a.off)}, true
 }
 
 // fuseLshOr: dst <<= K; dst |= x (bytes assembled into a field), both
@@ -335,7 +468,7 @@ var movJcc = map[uint8][2]op{64: {opFMovJeq64, opFMovJne64}, 32: {opFMovJeq32, o
 // sets the return value just before the test that decides to return it.
 // The move's value (insn.imm: mov64 K's sign-extended, mov32 K's
 // zero-extended) and the test's constant must fit in 32 bits sign-extended
-// (pack2). The move is done first, so a test of the moved register reads
+// The move is done first, so a test of the moved register reads
 // the new value, as unfused.
 func fuseMovJcc(c []insn, i int) (xinsn, bool) {
 	a, b, ok := at2(c, i)
@@ -350,7 +483,7 @@ func fuseMovJcc(c []insn, i int) (xinsn, bool) {
 		return xinsn{}, false
 	}
 	ops := movJcc[w]
-	return xinsn{op: eqOp(sym, ops[0], ops[1]), dst: b.dst, x: a.dst, off: b.off, imm: pack2(int32(a.imm), int32(b.imm))}, true
+	return xinsn{op: eqOp(sym, ops[0], ops[1]), dst: b.dst, x: a.dst, off: b.off, imm: int64(int32(a.imm)), imm2: int64(int32(b.imm))}, true
 }
 
 // fuseCtxPair: the loads of data and data_end, in either order.
@@ -408,7 +541,7 @@ func fuseAddLdx(c []insn, i int) (xinsn, bool) {
 	if !ok || !known || a.op != opAdd64K || b.src != a.dst {
 		return xinsn{}, false
 	}
-	return xinsn{op: f, dst: b.dst, src: a.dst, imm: pack2(int32(a.imm), b.off)}, true
+	return xinsn{op: f, dst: b.dst, src: a.dst, imm: int64(int32(a.imm)), imm2: int64(b.off)}, true
 }
 
 // fuseBytes16: a 16-bit field read byte by byte (clang's code for a field
@@ -449,7 +582,7 @@ func fuseBytes16Jcc(c []insn, i int) (xinsn, bool) {
 		return xinsn{}, false
 	}
 	return xinsn{op: eqOp(sym, opFBytes16Jeq, opFBytes16Jne), dst: f.dst, src: f.src, x: f.x, off: j.off,
-		imm: pack2(int32(j.imm), f.off)}, true
+		imm: int64(int32(j.imm)), imm2: int64(f.off)}, true
 }
 
 // ldxAndJcc are the fused operations of a byte or half-word load, a mask
@@ -487,7 +620,7 @@ func fuseLdxAndJcc(c []insn, i int) (xinsn, bool) {
 	if !ok {
 		return xinsn{}, false
 	}
-	return xinsn{op: eqOp(sym, ops[0], ops[1]), dst: a.dst, src: a.src, off: c[i+2].off, imm: pack3(m, int16(a.off), k)}, true
+	return xinsn{op: eqOp(sym, ops[0], ops[1]), dst: a.dst, src: a.src, off: c[i+2].off, imm: int64(m), imm2: int64(k), off2: int32(int16(a.off))}, true
 }
 
 // fuseLdxMovAndJcc: dst = *(u8 *)(src + off); x = dst; x &= K1; if x ==/!=
@@ -506,12 +639,12 @@ func fuseLdxMovAndJcc(c []insn, i int) (xinsn, bool) {
 		return xinsn{}, false
 	}
 	return xinsn{op: eqOp(sym, opFLdxBMovAndJeq, opFLdxBMovAndJne), dst: a.dst, src: a.src, x: mv.dst,
-		off: c[i+3].off, imm: pack3(m, int16(a.off), k)}, true
+		off: c[i+3].off, imm: int64(m), imm2: int64(k), off2: int32(int16(a.off))}, true
 }
 
 // fuseMovCtx: x = K; dst = data_end; src = data (how clang starts an XDP
 // program: the default verdict, then the packet bounds). The constant must
-// fit in 32 bits sign-extended; the packet tag rides in imm's high half.
+// fit in 32 bits sign-extended (off2); the packet tag is imm.
 func fuseMovCtx(c []insn, i int) (xinsn, bool) {
 	if i+2 >= len(c) {
 		return xinsn{}, false
@@ -521,7 +654,7 @@ func fuseMovCtx(c []insn, i int) (xinsn, bool) {
 	if !ok || f.op != opFCtxEndData || (m.op != opMov64K && m.op != opMov32K) || !fitsInt32(m.imm) {
 		return xinsn{}, false
 	}
-	return xinsn{op: opFMovCtxEndData, dst: f.dst, src: f.x, x: m.dst, imm: f.imm | int64(uint32(m.imm))}, true
+	return xinsn{op: opFMovCtxEndData, dst: f.dst, src: f.x, x: m.dst, imm: f.imm, off2: int32(m.imm)}, true
 }
 
 // fuseAndMovJgt: dst &= K1; x = K2; if x > dst goto (a field compared with
@@ -537,5 +670,46 @@ func fuseAndMovJgt(c []insn, i int) (xinsn, bool) {
 		m.dst == a.dst || j.dst != m.dst || j.src != a.dst || !fitsInt32(a.imm) || !fitsInt32(m.imm) {
 		return xinsn{}, false
 	}
-	return xinsn{op: opFAndMovJgt, dst: a.dst, x: m.dst, off: j.off, imm: pack2(int32(a.imm), int32(m.imm))}, true
+	return xinsn{op: opFAndMovJgt, dst: a.dst, x: m.dst, off: j.off, imm: int64(int32(a.imm)), imm2: int64(int32(m.imm))}, true
+}
+
+// boundAfter are the operations a bounds check (opFBound) fuses after, and
+// the fused forms of the two: the context loads that start a program, and
+// a pointer moved past a header of variable length (a length, scaled or
+// not, added to it), each followed by the check of the next header.
+var boundAfter = map[op]op{
+	opFMovCtxEndData: opFMovCtxBound,
+	opFCtxDataEnd:    opFCtxDataBound,
+	opFCtxEndData:    opFCtxEndBound,
+	opFLshAddX:       opFLshAddBound,
+	opAdd64X:         opFAddXBound,
+}
+
+// fuseThenBound: one of boundAfter's operations, then a bounds check. The
+// first keeps its fields (none of them uses off); the check's go to y, z,
+// w, imm2 and off.
+func fuseThenBound(c []insn, i int) (xinsn, bool) {
+	var a xinsn
+	ok := false
+	for _, f := range []fusion{fuseMovCtx, fuseCtxPair, fuseLshAdd} {
+		if a, ok = f(c, i); ok {
+			break
+		}
+	}
+	n := 1
+	switch {
+	case ok:
+		n = fusedOf(a.op).slots
+	case c[i].op == opAdd64X:
+		a = plainX(c[i])
+	default:
+		return xinsn{}, false
+	}
+	b, ok := fuseBound(c, i+n)
+	if !ok {
+		return xinsn{}, false
+	}
+	a.op = boundAfter[a.op]
+	a.y, a.z, a.w, a.imm2, a.off = b.dst, b.src, b.x, b.imm, b.off
+	return a, true
 }

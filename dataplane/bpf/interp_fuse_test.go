@@ -8,13 +8,20 @@ import (
 	"testing"
 )
 
-// unfused is p's interpreter stream without fusions: every slot as decoded.
-func unfused(p *Program) []xinsn {
+// unfused is p's interpreter stream without fusions and proofs: every slot
+// as decoded.
+func unfused(p *Program) interpCode {
 	x := make([]xinsn, len(p.code))
 	for i, in := range p.code {
 		x[i] = plainX(in)
 	}
-	return x
+	return interpCode{fast: x, bare: x}
+}
+
+// checked is p's interpreter stream with fusions and without proofs: every
+// access checked.
+func checked(p *Program) interpCode {
+	return interpCode{fast: p.icode.bare, bare: p.icode.bare}
 }
 
 // fusedPair loads raw twice in the interpreter: as loaded (fused) and with
@@ -31,6 +38,18 @@ func fusedPair(t *testing.T, name string, raw []byte, budget int) (fused, plain 
 	}
 	plain.icode = unfused(plain)
 	return fused, plain
+}
+
+// checkedCopy loads raw in the interpreter with its fusions and without
+// its proofs (checked).
+func checkedCopy(t *testing.T, name string, raw []byte, budget int) *Program {
+	t.Helper()
+	p, err := LoadRaw(name, raw, &Options{Engine: EngineInterp, InsnBudget: budget})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.icode = checked(p)
+	return p
 }
 
 // outcome is what a run leaves: verdict, fault and the frame's bytes.
@@ -228,6 +247,23 @@ var fusionCases = []struct {
 	{"and32 mov32 jgt", [][]byte{ins(oLdxB, 4, 1, 14, 0), ins(oAnd32K, 4, 0, 0, 0xf0), ins(oMov32K, 7, 0, 0, 0x70), ins(oJgt64X, 7, 4, toHit, 0)}, 1, opFAndMovJgt, false},
 	{"and mov jgt same reg stays", [][]byte{ins(oAnd64K, 4, 0, 0, 15), ins(oMov64K, 4, 0, 0, 5), ins(oJgt64X, 4, 4, toHit, 0)}, 0, opInvalid, false},
 	{"and mov jgt reversed stays", [][]byte{ins(oAnd64K, 4, 0, 0, 15), ins(oMov64K, 7, 0, 0, 5), ins(oJgt64X, 4, 7, toHit, 0)}, 0, opInvalid, false},
+	{"ldxsb", [][]byte{ins(0x91, 4, 1, 5, 0), ins(oJeq64K, 4, 0, toHit, -1)}, 0, opInvalid, false},
+	{"ldxsh", [][]byte{ins(0x89, 4, 1, 6, 0), ins(oJeq64K, 4, 0, toHit, 0x1111)}, 0, opInvalid, false},
+	{"ldxsw", [][]byte{ins(0x81, 4, 1, 44, 0), ins(oJeq64K, 4, 0, toHit, 0x11111111)}, 0, opInvalid, false},
+	{"ldxsw outside", [][]byte{ins(0x81, 4, 1, 46, 0), ins(oJeq64K, 4, 0, toHit, 0x11111111)}, 0, opInvalid, false},
+	{"ldxw", [][]byte{ins(oLdxW, 4, 1, 40, 0), ins(oAdd64K, 4, 0, 0, 1)}, 0, opInvalid, false},
+	{"ldxdw outside", [][]byte{ins(oLdxDW, 4, 1, 41, 0), ins(oAdd64K, 4, 0, 0, 1)}, 0, opInvalid, false},
+	// A pointer (r3) moved past a header of variable length, then checked
+	// against data_end (r2) and loaded through: the header length from the
+	// frame, so that some frames pass the check and some do not.
+	{"add bound", [][]byte{ins(oMov64X, 3, 1, 0, 0), ins(oAnd64K, 4, 0, 0, 63), ins(0x0f, 3, 4, 0, 0), ins(oMov64X, 5, 3, 0, 0),
+		ins(oAdd64K, 5, 0, 0, 8), ins(oJgt64X, 5, 2, toHit, 0), ins(oLdxH, 4, 3, 6, 0)}, 2, opFAddXBound, false},
+	{"lsh add bound", [][]byte{ins(oMov64X, 3, 1, 0, 0), ins(oAnd64K, 4, 0, 0, 15), ins(oLsh64K, 4, 0, 0, 2), ins(0x0f, 3, 4, 0, 0),
+		ins(oMov64X, 4, 3, 0, 0), ins(oAdd64K, 4, 0, 0, 8), ins(oJgt64X, 4, 2, toHit, 0), ins(oLdxH, 4, 3, 6, 0)}, 2, opFLshAddBound, false},
+	{"lsh add bound other regs", [][]byte{ins(oMov64X, 3, 1, 0, 0), ins(oAnd64K, 4, 0, 0, 7), ins(oLsh64K, 4, 0, 0, 3), ins(0x0f, 3, 4, 0, 0),
+		ins(oMov64X, 5, 3, 0, 0), ins(oAdd64K, 5, 0, 0, 8), ins(oJgt64X, 5, 2, toHit, 0)}, 2, opFLshAddBound, false},
+	{"lsh add bound other dst stays", [][]byte{ins(oMov64X, 3, 1, 0, 0), ins(oAnd64K, 4, 0, 0, 15), ins(oLsh64K, 4, 0, 0, 2), ins(0x0f, 3, 4, 0, 0),
+		ins(oMov64X, 4, 3, 0, 0), ins(oAdd64K, 5, 0, 0, 8), ins(oJgt64X, 4, 2, toHit, 0)}, 2, opFLshAddX, false},
 	// A jump into the middle of a fused triple runs the pair that starts
 	// there (add; jgt), fused in turn.
 	{"jump into bound", [][]byte{
@@ -249,12 +285,16 @@ func TestFusionForms(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			raw, first := fusionProg(c.body...)
 			fused, plain := fusedPair(t, c.name, raw, 0)
-			for i, x := range fused.icode {
+			chk := checkedCopy(t, c.name, raw, 0)
+			for _, x := range fused.icode.fast {
+				seen[x.op] = true
+			}
+			for i, x := range fused.icode.bare {
 				seen[x.op] = true
 				if fi := fusedOf(x.op); fi != nil {
 					// Only the first slot of a sequence changes.
 					for k := 1; k < fi.slots; k++ {
-						if got := fused.icode[i+k].op; fusedOf(got) == nil && got != plain.icode[i+k].op {
+						if got := fused.icode.bare[i+k].op; fusedOf(got) == nil && got != plain.icode.bare[i+k].op {
 							t.Errorf("slot %d inside %s: %v, want the decoded op", i+k, fi.name, got)
 						}
 					}
@@ -263,18 +303,21 @@ func TestFusionForms(t *testing.T) {
 			at := first + c.at
 			want := c.want
 			if want == opInvalid {
-				want = plain.icode[at].op
+				want = plain.icode.bare[at].op
 			}
-			if got := fused.icode[at].op; got != want {
+			if got := fused.icode.bare[at].op; got != want {
 				t.Fatalf("slot %d: op %d, want %d", at, got, want)
 			}
-			if c.name == "jump into bound" && fused.icode[at+1].op != opFAddJgt {
-				t.Errorf("slot %d: op %d, want add; jgt fused", at+1, fused.icode[at+1].op)
+			if c.name == "jump into bound" && fused.icode.bare[at+1].op != opFAddJgt {
+				t.Errorf("slot %d: op %d, want add; jgt fused", at+1, fused.icode.bare[at+1].op)
 			}
-			rf, rp := NewRunner(0), NewRunner(0)
+			rf, rp, rc := NewRunner(0), NewRunner(0), NewRunner(0)
 			hits := map[Action]int{}
 			for _, pkt := range frames {
-				a, b := runOutcome(rf, fused, pkt), runOutcome(rp, plain, pkt)
+				a, b, k := runOutcome(rf, fused, pkt), runOutcome(rp, plain, pkt), runOutcome(rc, chk, pkt)
+				if !sameOutcome(k, b) {
+					t.Fatalf("frame %x:\nchecked %v %q %x\nplain %v %q %x", pkt, k.action, k.fault, k.frame, b.action, b.fault, b.frame)
+				}
 				if !sameOutcome(a, b) {
 					t.Fatalf("frame %x:\nfused %v %q %x\nplain %v %q %x", pkt, a.action, a.fault, a.frame, b.action, b.fault, b.frame)
 				}
@@ -285,59 +328,71 @@ func TestFusionForms(t *testing.T) {
 			}
 		})
 	}
-	// The other order of the context loads, on frames of every length
-	// around the bounds check.
-	ctx := asmProg(
-		ins(oLdxW, 3, 1, 0, 0),    // r3 = *(u32 *)(r1 + 0)
-		ins(oLdxW, 2, 1, 4, 0),    // r2 = *(u32 *)(r1 + 4)
-		ins(oMov64X, 4, 3, 0, 0),  // r4 = r3
-		ins(oAdd64K, 4, 0, 0, 20), // r4 += 20
-		ins(oMov64K, 0, 0, 0, 1),  // r0 = 1
-		ins(oJgt64X, 4, 2, 1, 0),  // if r4 > r2 goto +1
-		ins(oMov64K, 0, 0, 0, 2),  // r0 = 2
-		exitInsn)
-	fused, plain := fusedPair(t, "ctx", ctx, 0)
-	if fused.icode[0].op != opFCtxDataEnd || fused.icode[4].op != opFMovJgtX {
-		t.Errorf("ctx program: ops %d, %d", fused.icode[0].op, fused.icode[4].op)
-	}
-	seen[fused.icode[0].op] = true
-	for n := 0; n < 40; n++ {
-		pkt := make([]byte, n)
-		a, b := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt)
-		if want := Action(1 + min(n/20, 1)); !sameOutcome(a, b) || a.action != want {
-			t.Errorf("%d-byte frame: %v, unfused %v, want %v", n, a.action, b.action, want)
+	// The context loads, in either order, with the default verdict set
+	// before them or not, with the bounds check after them or not, on
+	// frames of every length around the check and in bare runs (where the
+	// move is done, the loads read the context memory and no load is in
+	// bounds: the one after the check of the last program faults).
+	for _, c := range []struct {
+		name string
+		want op
+		prog [][]byte
+	}{
+		{"data, data_end", opFCtxDataEnd, [][]byte{
+			ins(oLdxW, 3, 1, 0, 0), ins(oLdxW, 2, 1, 4, 0), // r3 = data, r2 = data_end
+			ins(oMov64X, 4, 3, 0, 0), ins(oAdd64K, 4, 0, 0, 20), ins(oMov64K, 0, 0, 0, 1),
+			ins(oJgt64X, 4, 2, 1, 0), ins(oMov64K, 0, 0, 0, 2), exitInsn}},
+		{"data, data_end, bound", opFCtxDataBound, [][]byte{
+			ins(oLdxW, 3, 1, 0, 0), ins(oLdxW, 2, 1, 4, 0),
+			ins(oMov64X, 4, 3, 0, 0), ins(oAdd64K, 4, 0, 0, 20), ins(oJgt64X, 4, 2, 2, 0),
+			ins(oMov64K, 0, 0, 0, 2), exitInsn, ins(oMov64K, 0, 0, 0, 1), exitInsn}},
+		{"mov, data_end, data", opFMovCtxEndData, [][]byte{
+			ins(oMov64K, 0, 0, 0, 1), ins(oLdxW, 2, 1, 4, 0), ins(oLdxW, 1, 1, 0, 0),
+			ins(oMov64X, 3, 1, 0, 0), ins(oMov64K, 4, 0, 0, 0), ins(oAdd64K, 3, 0, 0, 20),
+			ins(oJgt64X, 3, 2, 1, 0), ins(oMov64K, 0, 0, 0, 2), exitInsn}},
+		{"mov, data_end, data, bound", opFMovCtxBound, [][]byte{
+			ins(oMov64K, 0, 0, 0, 1), ins(oLdxW, 2, 1, 4, 0), ins(oLdxW, 1, 1, 0, 0),
+			ins(oMov64X, 3, 1, 0, 0), ins(oAdd64K, 3, 0, 0, 20),
+			ins(oJgt64X, 3, 2, 1, 0), ins(oMov64K, 0, 0, 0, 2), exitInsn}},
+		{"data_end, data", opFCtxEndData, [][]byte{
+			ins(oLdxW, 2, 1, 4, 0), ins(oLdxW, 1, 1, 0, 0), ins(oMov64K, 0, 0, 0, 1),
+			ins(oMov64X, 3, 1, 0, 0), ins(oAdd64K, 3, 0, 0, 20),
+			ins(oJgt64X, 3, 2, 1, 0), ins(oMov64K, 0, 0, 0, 2), exitInsn}},
+		{"data_end, data, bound, load", opFCtxEndBound, [][]byte{
+			ins(oLdxW, 2, 1, 4, 0), ins(oLdxW, 1, 1, 0, 0),
+			ins(oMov64X, 3, 1, 0, 0), ins(oAdd64K, 3, 0, 0, 20), ins(oJgt64X, 3, 2, 3, 0),
+			ins(oLdxB, 4, 1, 19, 0), ins(oMov64K, 0, 0, 0, 2), exitInsn, ins(oMov64K, 0, 0, 0, 1), exitInsn}},
+	} {
+		raw := asmProg(c.prog...)
+		fused, plain := fusedPair(t, c.name, raw, 0)
+		if fused.icode.bare[0].op != c.want {
+			t.Errorf("%s: op %v, want %v", c.name, fusedOf(fused.icode.bare[0].op).name, fusedOf(c.want).name)
 		}
-	}
-	// The default verdict set before the context loads, in a run with a
-	// frame and a bare run (where the move is done and the loads read the
-	// context memory).
-	mc := asmProg(
-		ins(oMov64K, 0, 0, 0, 1), // r0 = 1
-		ins(oLdxW, 2, 1, 4, 0),   // r2 = *(u32 *)(r1 + 4)
-		ins(oLdxW, 1, 1, 0, 0),   // r1 = *(u32 *)(r1 + 0)
-		ins(oMov64X, 3, 1, 0, 0), // r3 = r1
-		ins(oAdd64K, 3, 0, 0, 20),
-		ins(oJgt64X, 3, 2, 1, 0), // if r3 > r2 goto +1
-		ins(oMov64K, 0, 0, 0, 2), // r0 = 2
-		exitInsn)
-	fused, plain = fusedPair(t, "mov ctx", mc, 0)
-	if fused.icode[0].op != opFMovCtxEndData {
-		t.Errorf("mov ctx program: op %v", fused.icode[0].op)
-	}
-	seen[fused.icode[0].op] = true
-	for n := 0; n < 40; n++ {
-		pkt := make([]byte, n)
-		a, b := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt)
-		if want := Action(1 + min(n/20, 1)); !sameOutcome(a, b) || a.action != want {
-			t.Errorf("%d-byte frame: %v, unfused %v, want %v", n, a.action, b.action, want)
+		seen[c.want] = true
+		load := c.want == opFCtxEndBound
+		if load && fused.icode.fast[5].op != opLdxBPk {
+			t.Errorf("%s: the load after the check not proven in bounds", c.name)
 		}
-	}
-	for end, want := range map[byte]uint64{30: 2, 10: 1} {
-		mem := []byte{0, 0, 0, 0, end, 0, 0, 0} // data 0, data_end
-		v1, err1 := NewRunner(0).RunRaw(fused, mem)
-		v2, err2 := NewRunner(0).RunRaw(plain, mem)
-		if v1 != want || v1 != v2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
-			t.Errorf("bare run, data_end %d: %d %v, unfused %d %v, want %d", end, v1, err1, v2, err2, want)
+		for n := 0; n < 40; n++ {
+			pkt := make([]byte, n)
+			a, b := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt)
+			if want := Action(1 + min(n/20, 1)); !sameOutcome(a, b) || a.action != want {
+				t.Errorf("%s, %d-byte frame: %v, unfused %v, want %v", c.name, n, a.action, b.action, want)
+			}
+		}
+		for end, want := range map[byte]uint64{30: 2, 10: 1} {
+			mem := []byte{0, 0, 0, 0, end, 0, 0, 0} // data 0, data_end
+			v1, err1 := NewRunner(0).RunRaw(fused, mem)
+			v2, err2 := NewRunner(0).RunRaw(plain, mem)
+			if load && end == 30 {
+				want = 0
+				if err1 == nil {
+					t.Errorf("%s: a bare run loaded through data", c.name)
+				}
+			}
+			if v1 != want || v1 != v2 || fmt.Sprint(err1) != fmt.Sprint(err2) {
+				t.Errorf("%s: bare run, data_end %d: %d %v, unfused %d %v, want %d", c.name, end, v1, err1, v2, err2, want)
+			}
 		}
 	}
 	for o := numOps; o < numFused; o++ {
@@ -354,8 +409,8 @@ func TestFusionFaults(t *testing.T) {
 	// load.
 	raw, first := fusionProg(ins(oLdxB, 4, 1, 300, 0), ins(oJeq64K, 4, 0, toHit, 0x11))
 	fused, plain := fusedPair(t, "load fault", raw, 0)
-	if fused.icode[first].op != opFLdxBJeq {
-		t.Fatalf("slot %d not fused: %d", first, fused.icode[first].op)
+	if fused.icode.bare[first].op != opFLdxBJeq {
+		t.Fatalf("slot %d not fused: %d", first, fused.icode.bare[first].op)
 	}
 	pkt := fuseFrames(rand.New(rand.NewPCG(3, 4)), 1)[1]
 	r := NewRunner(0)
@@ -375,8 +430,8 @@ func TestFusionFaults(t *testing.T) {
 		exitInsn,                  // 4: exit
 	)
 	fused, plain = fusedPair(t, "budget", loop, 100)
-	if fused.icode[2].op != opFMovJne64 {
-		t.Fatalf("back edge not fused: %d", fused.icode[2].op)
+	if fused.icode.bare[2].op != opFMovJne64 {
+		t.Fatalf("back edge not fused: %d", fused.icode.bare[2].op)
 	}
 	a, b = runOutcome(r, fused, udpFrame(1)), runOutcome(NewRunner(0), plain, udpFrame(1))
 	if err := r.Fault(); a.action != ActionAborted || !asFault(err, &fe) || fe.Index != 3 || !sameOutcome(a, b) {
@@ -390,8 +445,8 @@ func TestFusionFaults(t *testing.T) {
 		ins(oLdxW, 0, 1, 0, 0), // r0 = *(u32 *)(r1 + 0)
 		ins(0x0f, 0, 2, 0, 0),  // r0 += r2
 		exitInsn), 0)
-	if fused.icode[0].op != opFCtxEndData {
-		t.Fatalf("context loads not fused: %d", fused.icode[0].op)
+	if fused.icode.bare[0].op != opFCtxEndData {
+		t.Fatalf("context loads not fused: %d", fused.icode.bare[0].op)
 	}
 	mem := []byte{1, 0, 0, 0, 2, 0, 0, 0}
 	v1, err1 := NewRunner(0).RunRaw(fused, mem)
@@ -446,6 +501,9 @@ func TestFusedObjects(t *testing.T) {
 			pp.icode = unfused(pp)
 			rf, rp := NewRunner(0), NewRunner(0)
 			rp.rng = rf.rng
+			if pf.Name() == "xdp_reference" && &pf.icode.fast[0] == &pf.icode.bare[0] {
+				t.Errorf("%s: no packet load proven in bounds", pf.Name())
+			}
 			for _, pkt := range frames {
 				a, b := runOutcome(rf, pf, pkt), runOutcome(rp, pp, pkt)
 				if !sameOutcome(a, b) {
@@ -575,7 +633,8 @@ func TestFusionRandom(t *testing.T) {
 		}
 		loaded++
 		fused, plain := fusedPair(t, "soup", raw, 500)
-		for _, x := range fused.icode {
+		chk := checkedCopy(t, "soup", raw, 500)
+		for _, x := range fused.icode.fast {
 			if fusedOf(x.op) != nil {
 				fusedOps++
 			}
@@ -584,9 +643,9 @@ func TestFusionRandom(t *testing.T) {
 		for j := range pkt {
 			pkt[j] = []byte{0, 0x11, 0xff, 0x80, 8}[rng.IntN(5)]
 		}
-		a, b := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt)
-		if !sameOutcome(a, b) {
-			t.Fatalf("program\n%s\nframe %x:\nfused %v %q %x\nplain %v %q %x", fused.Disasm(), pkt, a.action, a.fault, a.frame, b.action, b.fault, b.frame)
+		a, b, k := runOutcome(NewRunner(0), fused, pkt), runOutcome(NewRunner(0), plain, pkt), runOutcome(NewRunner(0), chk, pkt)
+		if !sameOutcome(a, b) || !sameOutcome(k, b) {
+			t.Fatalf("program\n%s\nframe %x:\nfused %v %q %x\nplain %v %q %x\nchecked %v %q", fused.Disasm(), pkt, a.action, a.fault, a.frame, b.action, b.fault, b.frame, k.action, k.fault)
 		}
 		if JITAvailable() {
 			jitDiff(t, raw, pkt)

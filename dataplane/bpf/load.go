@@ -134,8 +134,8 @@ type Program struct {
 	typ     ebpf.ProgramType
 	coll    *Collection
 	code    []insn
-	icode   []xinsn // code as the interpreter's fast level runs it (buildInterp)
-	funcs   []bool  // subprogram entries
+	icode   interpCode // code as the interpreter's fast level runs it (buildInterp)
+	funcs   []bool     // subprogram entries
 	insns   asm.Instructions
 	raw     []byte
 	budget  int64

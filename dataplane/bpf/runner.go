@@ -310,6 +310,11 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 	if p != nil {
 		j = p.jit.Load()
 	}
+	if j == nil && p != nil {
+		next = i
+		r.burstInterp(p, frames, verdicts, redirects, &next, firstFault) // interp.go
+		return next
+	}
 	for next = i; next < len(frames) && next < len(verdicts); next++ {
 		var a Action
 		switch {
