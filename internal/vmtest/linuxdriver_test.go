@@ -132,7 +132,8 @@ func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, mdioB
 
 func newDWMACServedPHY(t *testing.T, name string, device uint16, macLow byte, mdioBus int, phyID uint32) *servedModel {
 	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device, PHYID: phyID,
-		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
+		BreakLink: sim.BreakLinkMin, // as xnic serve's PHYs (cmd/xnic simBreakLink)
+		MAC:       net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +256,7 @@ func newIGBI350SerDes(t *testing.T) *servedModel {
 }
 
 func newIGBServed(t *testing.T, name string, device uint16, macLow byte) *servedModel {
-	m, err := igbsim.New(igbsim.Config{DeviceID: device, MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "igbsim-" + name})
+	m, err := igbsim.New(igbsim.Config{DeviceID: device, BreakLink: sim.BreakLinkMin, MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "igbsim-" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
