@@ -324,9 +324,10 @@ func TestLinuxDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	initPath := filepath.Join(t.TempDir(), "netinit")
-	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+	ctx := context.Background()
+	bctx, cancel := context.WithTimeout(ctx, *flagTimeout)
 	defer cancel()
-	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
+	if err := BuildCommand(bctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
 	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newDWMACIntelPSE, newDWMACIntelRTL,
@@ -385,6 +386,10 @@ next:
 // runLinuxGuest runs models in one guest and checks each device in a subtest
 // of its name.
 func runLinuxGuest(ctx context.Context, t *testing.T, assets Assets, initPath string, models []*servedModel, seed int64) {
+	// Each guest has -vmtest.timeout of its own: one that ran long on a
+	// loaded machine must not leave the next no time to boot.
+	ctx, cancel := context.WithTimeout(ctx, *flagTimeout)
+	defer cancel()
 	dir := *flagDir
 	if dir == "" {
 		dir = t.TempDir()
