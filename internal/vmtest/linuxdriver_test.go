@@ -132,7 +132,14 @@ func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, mdioB
 
 func newDWMACServedPHY(t *testing.T, name string, device uint16, macLow byte, mdioBus int, phyID uint32) *servedModel {
 	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device, PHYID: phyID,
-		BreakLink: sim.BreakLinkMin, // as xnic serve's PHYs (cmd/xnic simBreakLink)
+		// As xnic serve's PHYs (cmd/xnic simBreakLink): a renegotiation
+		// keeps the link down as long as a real PHY's does, so phylib's
+		// 1 Hz poll sees every one (the MAC learns each new speed from
+		// phylink's mac_link_up). The igb models leave it out: Linux's igb
+		// drops the carrier itself around every PHY reset (igb_down) and
+		// polls no PHY, and the break would cost about 15 s a device
+		// (every down/up, MTU change and reload resets igb's PHY).
+		BreakLink: sim.BreakLinkMin,
 		MAC:       net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
 		t.Fatal(err)
@@ -256,7 +263,7 @@ func newIGBI350SerDes(t *testing.T) *servedModel {
 }
 
 func newIGBServed(t *testing.T, name string, device uint16, macLow byte) *servedModel {
-	m, err := igbsim.New(igbsim.Config{DeviceID: device, BreakLink: sim.BreakLinkMin, MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "igbsim-" + name})
+	m, err := igbsim.New(igbsim.Config{DeviceID: device, MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "igbsim-" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
