@@ -115,9 +115,10 @@ const DefaultAutonegDelay = 100 * time.Millisecond
 
 // BreakLinkMin is the minimum of clause 28's break_link_timer (IEEE 802.3
 // 28.3.2: 1200 to 1500 ms): how long a real PHY's link stays down when its
-// autonegotiation restarts. Linux's phylib polls a PHY without an interrupt
-// once a second (PHY_STATE_TIME), so it sees every such renegotiation as a
-// link down and then up, and tells the MAC the new speed.
+// autonegotiation restarts (Microchip's LAN8742A datasheet: about 1250 ms,
+// during which the partner drops its link too). Linux's phylib polls a PHY
+// without an interrupt once a second (PHY_STATE_TIME), so it sees every such
+// renegotiation as a link down and then up, and tells the MAC the new speed.
 const BreakLinkMin = 1200 * time.Millisecond
 
 // PHYConfig describes a PHY and its link partner.
