@@ -113,6 +113,14 @@ const (
 // DefaultAutonegDelay is how long autonegotiation takes when PHYConfig leaves it 0.
 const DefaultAutonegDelay = 100 * time.Millisecond
 
+// BreakLinkMin is the minimum of clause 28's break_link_timer (IEEE 802.3
+// 28.3.2: 1200 to 1500 ms): how long a real PHY's link stays down when its
+// autonegotiation restarts (Microchip's LAN8742A datasheet: about 1250 ms,
+// during which the partner drops its link too). Linux's phylib polls a PHY
+// without an interrupt once a second (PHY_STATE_TIME), so it sees every such
+// renegotiation as a link down and then up, and tells the MAC the new speed.
+const BreakLinkMin = 1200 * time.Millisecond
+
 // PHYConfig describes a PHY and its link partner.
 type PHYConfig struct {
 	Addr int    // MDIO address (0-31); the MAC model decides what answers
@@ -121,6 +129,15 @@ type PHYConfig struct {
 	// AutonegDelay is the time from an autonegotiation restart to its completion
 	// (real time). 0: DefaultAutonegDelay.
 	AutonegDelay time.Duration
+	// BreakLink is how long a renegotiation of a link that was up keeps the
+	// link down before autonegotiation can complete (IEEE 802.3 28.3.2:
+	// break_link_timer, 1200 to 1500 ms, runs in the arbitration state
+	// TRANSMIT DISABLE while the PHY sends nothing, so the partner sees the
+	// link break too; BreakLinkMin is the standard's minimum). The
+	// negotiation's AutonegDelay follows it. A restart while the break is
+	// still running starts it again. 0: no break (renegotiation takes
+	// AutonegDelay only, for unit tests' speed).
+	BreakLink time.Duration
 	// PartnerAbility is what the link partner advertises (ANLPAR). 0: 10/100
 	// half and full duplex with pause.
 	PartnerAbility uint16
@@ -144,6 +161,10 @@ type PHYConfig struct {
 // full before half duplex). Unplugging drops the link at once; plugging back in
 // restarts autonegotiation if it had been started before. With AN disabled the
 // forced BMCR speed and duplex apply as soon as the cable is connected.
+//
+// A restart of a link that was up (BMCR restart or reset, an unplug and plug
+// during the break) keeps it down for BreakLink before the AutonegDelay of the
+// negotiation runs (PHYConfig.BreakLink).
 //
 // BMSR's link status is latched low: after the link drops, the first BMSR read
 // returns 0 even if the link has come back. Safe for concurrent use.
@@ -169,10 +190,11 @@ type PHY struct {
 	page       uint16 // register 22 as written; the page is its low byte
 	paged      map[uint32]uint16
 	connected  bool
-	anStarted  bool   // AN has been restarted since the last PHY reset
-	anDone     bool   // AN completed (partner pages received)
-	anGen      uint64 // bumps on every restart/abort; stale timers compare it
-	latchedLow bool   // link dropped since the last BMSR read
+	anStarted  bool      // AN has been restarted since the last PHY reset
+	anDone     bool      // AN completed (partner pages received)
+	anGen      uint64    // bumps on every restart/abort; stale timers compare it
+	latchedLow bool      // link dropped since the last BMSR read
+	breakEnd   time.Time // end of the running break_link_timer (BreakLink)
 	speed      int
 	full       bool
 	timer      *time.Timer
@@ -251,6 +273,7 @@ func (p *PHY) resetLocked() {
 //     changes, which Linux's marvell driver does after config_aneg); the
 //     written BMCR bits other than reset and restart become BMCR.
 func (p *PHY) softResetLocked(val uint16) {
+	brk := p.breaksLocked()
 	if p.cfg.StatStyle != PHYStatMarvell {
 		p.resetLocked()
 	} else {
@@ -263,7 +286,7 @@ func (p *PHY) softResetLocked(val uint16) {
 	case p.bmcr&BMCRANEnable == 0:
 		p.forceLocked()
 	default:
-		p.restartLocked()
+		p.restartLocked(brk)
 	}
 }
 
@@ -286,15 +309,27 @@ func (p *PHY) setDownLocked() {
 	p.speed, p.full = 0, false
 }
 
-// restartLocked starts autonegotiation; it completes after the delay.
-func (p *PHY) restartLocked() {
+// breaksLocked reports whether a restart now breaks a link: the link is up,
+// or the break of an earlier restart is still running.
+func (p *PHY) breaksLocked() bool {
+	return p.cfg.BreakLink > 0 && (p.up.Load() || time.Now().Before(p.breakEnd))
+}
+
+// restartLocked starts autonegotiation; it completes after the delay, and
+// after BreakLink before it when brk (breaksLocked before the link dropped).
+func (p *PHY) restartLocked(brk bool) {
 	p.abortLocked()
 	p.anStarted = true
+	d := p.delay
+	if brk {
+		p.breakEnd = time.Now().Add(p.cfg.BreakLink)
+		d += p.cfg.BreakLink
+	}
 	if !p.connected || p.bmcr&BMCRPowerDown != 0 {
 		return
 	}
 	gen := p.anGen
-	p.timer = time.AfterFunc(p.delay, func() { p.complete(gen) })
+	p.timer = time.AfterFunc(d, func() { p.complete(gen) })
 }
 
 func (p *PHY) complete(gen uint64) {
@@ -361,7 +396,7 @@ func (p *PHY) SetConnected(on bool) {
 	case p.bmcr&BMCRANEnable == 0:
 		p.forceLocked()
 	case p.anStarted:
-		p.restartLocked()
+		p.restartLocked(p.breaksLocked())
 	}
 	st, f := p.stateLocked(), p.notify
 	changed := wasUp != p.up.Load()
@@ -533,9 +568,9 @@ func (p *PHY) Write(reg int, val uint16) {
 		case val&BMCRPowerDown != 0:
 			p.abortLocked()
 		case val&BMCRANRestart != 0:
-			p.restartLocked()
+			p.restartLocked(p.breaksLocked())
 		case old&BMCRPowerDown != 0 && p.anStarted:
-			p.restartLocked() // power back up: negotiation resumes
+			p.restartLocked(p.breaksLocked()) // power back up: negotiation resumes
 		}
 	case MIIANAR:
 		p.anar = val

@@ -284,3 +284,59 @@ func TestPHYLoopbackDead(t *testing.T) {
 		t.Fatal("a dead PHY in loopback still loops frames back")
 	}
 }
+
+// TestPHYBreakLink: a renegotiation of a link that was up (a BMCR restart,
+// the 88E151x's soft reset that marvell.ko uses to commit an advertisement, a
+// restart during the break) keeps the link down for BreakLink and then the
+// negotiation's time; the first BMSR read afterwards reports the drop, and a
+// reader that double-reads BMSR (Linux's genphy_update_link when phylib last
+// saw the link down) still sees it down during the break. A first
+// negotiation has nothing to break.
+func TestPHYBreakLink(t *testing.T) {
+	const brk = 150 * time.Millisecond
+	p := NewPHY(PHYConfig{ID1: 0x0141, ID2: 0x0dd0, AutonegDelay: testAN, BreakLink: brk})
+	start := time.Now()
+	p.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, p)
+	require.Less(t, time.Since(start), brk, "a first negotiation breaks no link")
+	p.Read(MIIBMSR)
+
+	downFor := func(restart func()) time.Duration {
+		t.Helper()
+		require.True(t, p.LinkUp())
+		start := time.Now()
+		restart()
+		require.False(t, p.LinkUp(), "the restart drops the link at once")
+		require.Zero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "latched low: the first read reports the drop")
+		time.Sleep(brk / 2)
+		require.Zero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "still down halfway through the break")
+		require.Zero(t, p.Read(MIIBMSR)&BMSRLinkStatus, "a double read sees it down too")
+		waitUp(t, p)
+		return time.Since(start)
+	}
+	require.GreaterOrEqual(t, downFor(func() { p.Write(MIIBMCR, p.Read(MIIBMCR)|BMCRANRestart) }), brk+testAN)
+	// ethtool -s advertise 100 full on marvell.ko: ANAR, CTRL1000, then
+	// BMCR 0x9340 (genphy_soft_reset).
+	d := downFor(func() {
+		p.Write(MIICTRL1000, 0)
+		p.Write(MIIANAR, AN100FD|ANSelector)
+		p.Write(MIIBMCR, BMCRReset|BMCRANEnable|BMCRANRestart|BMCRFullDplx|BMCRSpeed1000)
+	})
+	require.GreaterOrEqual(t, d, brk+testAN)
+	require.Equal(t, nic.LinkState{Up: true, SpeedMbps: 100, FullDuplex: true}, p.Link())
+	// A restart during the break starts it again.
+	d = downFor(func() {
+		p.Write(MIIBMCR, p.Read(MIIBMCR)|BMCRANRestart)
+		time.Sleep(brk / 2)
+		p.Write(MIIBMCR, p.Read(MIIBMCR)|BMCRANRestart)
+	})
+	require.GreaterOrEqual(t, d, brk/2+brk+testAN)
+
+	q := NewPHY(PHYConfig{AutonegDelay: testAN})
+	q.Write(MIIBMCR, BMCRANEnable|BMCRANRestart)
+	waitUp(t, q)
+	start = time.Now()
+	q.Write(MIIBMCR, q.Read(MIIBMCR)|BMCRANRestart)
+	waitUp(t, q)
+	require.Less(t, time.Since(start), brk, "BreakLink 0: renegotiation takes AutonegDelay only")
+}

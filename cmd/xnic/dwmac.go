@@ -153,7 +153,7 @@ func (p dwmacPort) Describe(pi *portInfo) {
 // or an i.MX8M Plus EQOS ("imx8mp", not cache coherent, as the SoC is), with
 // enough DMA channels for o.Queues.
 func newSimDWMAC(variant string, o portOptions) (*dwmacsim.Model, error) {
-	cfg := dwmacsim.Config{AutonegDelay: simAutonegDelay, MAC: o.SimMAC, Name: o.SimName, Sched: schedFor(o)}
+	cfg := dwmacsim.Config{AutonegDelay: simAutonegDelay, BreakLink: o.SimBreakLink, MAC: o.SimMAC, Name: o.SimName, Sched: schedFor(o)}
 	if variant == "imx8mp" {
 		cfg.Variant, cfg.NonCoherent = dwmacsim.IMX8MP, true
 	}

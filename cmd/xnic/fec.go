@@ -118,7 +118,7 @@ func (p fecPort) Describe(pi *portInfo) {
 // rings) or the single-ring i.MX6 class ("imx6"), not cache coherent, as the
 // SoCs are.
 func newSimFEC(variant string, o portOptions) (*fecsim.Model, error) {
-	cfg := fecsim.Config{AutonegDelay: simAutonegDelay, MAC: o.SimMAC, Name: o.SimName, Sched: schedFor(o)}
+	cfg := fecsim.Config{AutonegDelay: simAutonegDelay, BreakLink: o.SimBreakLink, MAC: o.SimMAC, Name: o.SimName, Sched: schedFor(o)}
 	if variant == "imx6" {
 		cfg.Variant = fecsim.IMX6
 	}

@@ -89,7 +89,7 @@ var igbSimDevices = map[string]uint16{"82576": 0x10C9, "i350": 0x1521, "i210": 0
 // is 82576) with the model's default queues (4; 2 on the I211) or o.Queues
 // when more, and o's factory MAC and name when given.
 func newSimIGB(variant string, o portOptions) (*igbsim.Model, error) {
-	cfg := igbsim.Config{DeviceID: igbSimDevices[variant], AutonegDelay: simAutonegDelay, MAC: o.SimMAC, Name: o.SimName, Sched: schedFor(o)}
+	cfg := igbsim.Config{DeviceID: igbSimDevices[variant], AutonegDelay: simAutonegDelay, BreakLink: o.SimBreakLink, MAC: o.SimMAC, Name: o.SimName, Sched: schedFor(o)}
 	if o.Queues > 4 {
 		cfg.Queues = o.Queues
 	}

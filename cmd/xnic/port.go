@@ -68,6 +68,10 @@ type portOptions struct {
 	// drivers' test suites. Off, the device finishes inside the write, so the
 	// model is as fast as the dataplane and the figures are the dataplane's.
 	SimAsync bool
+	// SimBreakLink is how long the model's PHY keeps a link that was up down
+	// when its autonegotiation restarts (sim.PHYConfig.BreakLink): serve's
+	// simBreakLink; 0 (run, pktgen, demo) renegotiates in simAutonegDelay.
+	SimBreakLink time.Duration
 	// SimDetached leaves the model's wire unattached: the caller is the link
 	// partner and drives the model directly (Inject, SetTransmit), as run, demo
 	// and pktgen do. Otherwise an in-memory wire is attached, its far end in

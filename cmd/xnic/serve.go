@@ -76,8 +76,9 @@ func serve(ctx context.Context, o serveOptions, stdout io.Writer) error {
 		return usageErrorf("--vfio-user %s: the file exists (remove it, or pick another path)", o.socket)
 	}
 	// The device side on its own time: a driver served the model meets the
-	// hardware's latencies (descriptor fetch, transmit, MDIO, reset).
-	m, err := newSimModel(spec, portOptions{SimAsync: true})
+	// hardware's latencies (descriptor fetch, transmit, MDIO, reset), and a
+	// PHY whose renegotiations break the link as a real one's do.
+	m, err := newSimModel(spec, portOptions{SimAsync: true, SimBreakLink: simBreakLink})
 	if err != nil {
 		return err
 	}

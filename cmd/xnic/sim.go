@@ -18,6 +18,18 @@ import (
 // short, so commands on --sim ports answer at once.
 const simAutonegDelay = 20 * time.Millisecond
 
+// simBreakLink is how long the PHY of a served model (xnic serve) keeps a
+// link that was up down when its autonegotiation restarts: the standard's
+// minimum break_link_timer (IEEE 802.3 28.3.2, sim.BreakLinkMin), as a real
+// port's PHY does. Linux's phylib polls the PHY once a second: a
+// renegotiation shorter than that (from 100 to 1000 Mb/s after ethtool -s)
+// would go unseen, and the MAC would stay programmed for the old speed.
+// run, pktgen and demo keep 0: xnic's igb restarts autonegotiation when it
+// resets the device to recover from a fault (--sim-fault), and a 1.2 s
+// outage after each would outlast the recoveries those commands show (with
+// it, TestRunSimFaultTxHangRecovers and TestSoakFaults see no frames back).
+const simBreakLink = sim.BreakLinkMin
+
 // simChoices describes the --sim values, for help and error messages.
 func simChoices() string {
 	var parts []string

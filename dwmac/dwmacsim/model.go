@@ -62,6 +62,10 @@ type Config struct {
 	PHYAddr int
 	// AutonegDelay is the PHY's autonegotiation time. 0: sim.DefaultAutonegDelay.
 	AutonegDelay time.Duration
+	// BreakLink is how long the PHY keeps a link that was up down when its
+	// autonegotiation restarts (sim.PHYConfig.BreakLink; sim.BreakLinkMin is
+	// the standard's). 0: no break.
+	BreakLink time.Duration
 	// ResetDelay is how long a DMA software reset takes once the RX clock runs.
 	// 0: 200 µs; negative: over at the next access.
 	ResetDelay time.Duration
@@ -409,7 +413,7 @@ func (m *Model) newPHYs() {
 	m.xpcs = firmwareXPCS()
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
-		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
+		AutonegDelay: cfg.AutonegDelay, BreakLink: cfg.BreakLink, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
 		Faults: m.faults,
 	})
 	m.inj = new(sim.Injector)

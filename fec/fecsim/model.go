@@ -77,6 +77,10 @@ type Config struct {
 	// AutonegDelay is the time from an autonegotiation restart to link up.
 	// 0: sim.DefaultAutonegDelay.
 	AutonegDelay time.Duration
+	// BreakLink is how long the PHY keeps a link that was up down when its
+	// autonegotiation restarts (sim.PHYConfig.BreakLink; sim.BreakLinkMin is
+	// the standard's). 0: no break.
+	BreakLink time.Duration
 	// Coherent makes DMA cache-coherent. The default (false) is what the i.MX
 	// parts are: the device sees only what the driver synced (see sim.Memory).
 	Coherent bool
@@ -258,7 +262,7 @@ func New(cfg Config) (*Model, error) {
 	m.mem.SetDeviceLock(&m.mu) // every device-side access happens under mu
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
-		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000 || cfg.RMII,
+		AutonegDelay: cfg.AutonegDelay, BreakLink: cfg.BreakLink, PartnerNo1000: cfg.PartnerNo1000 || cfg.RMII,
 		PartnerAbility: cfg.PartnerAbility,
 		Unplugged:      cfg.Unplugged, Faults: m.faults,
 	})

@@ -70,6 +70,10 @@ type Config struct {
 	// AutonegDelay is the time from an autonegotiation restart to link up.
 	// 0: sim.DefaultAutonegDelay.
 	AutonegDelay time.Duration
+	// BreakLink is how long the PHY keeps a link that was up down when its
+	// autonegotiation restarts (sim.PHYConfig.BreakLink; sim.BreakLinkMin is
+	// the standard's). 0: no break.
+	BreakLink time.Duration
 	// ResetDelay is how long a CTRL.RST lasts: register writes before it ends are
 	// faults and EECD.AUTO_RD reads 0. 0: 1 ms; negative: instant.
 	ResetDelay time.Duration
@@ -280,7 +284,7 @@ func New(cfg Config) (*Model, error) {
 	m.stampT = m.sched.NewTimer(m.stampDone)
 	m.phy = sim.NewPHY(sim.PHYConfig{
 		Addr: cfg.PHYAddr, ID1: uint16(cfg.PHYID >> 16), ID2: uint16(cfg.PHYID),
-		AutonegDelay: cfg.AutonegDelay, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
+		AutonegDelay: cfg.AutonegDelay, BreakLink: cfg.BreakLink, PartnerNo1000: cfg.PartnerNo1000, Unplugged: cfg.Unplugged,
 		Faults: m.faults, StatStyle: phyStyle(info.fam),
 	})
 	// A link change raises LSC; it runs on its own goroutine because the PHY may

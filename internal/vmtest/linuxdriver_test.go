@@ -132,7 +132,15 @@ func newDWMACServed(t *testing.T, name string, device uint16, macLow byte, mdioB
 
 func newDWMACServedPHY(t *testing.T, name string, device uint16, macLow byte, mdioBus int, phyID uint32) *servedModel {
 	m, err := dwmacsim.New(dwmacsim.Config{Variant: dwmacsim.IntelMGbE, PCIDevice: device, PHYID: phyID,
-		MAC: net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
+		// As xnic serve's PHYs (cmd/xnic simBreakLink): a renegotiation
+		// keeps the link down as long as a real PHY's does, so phylib's
+		// 1 Hz poll sees every one (the MAC learns each new speed from
+		// phylink's mac_link_up). The igb models leave it out: Linux's igb
+		// drops the carrier itself around every PHY reset (igb_down) and
+		// polls no PHY, and the break would cost about 15 s a device
+		// (every down/up, MTU change and reload resets igb's PHY).
+		BreakLink: sim.BreakLinkMin,
+		MAC:       net.HardwareAddr{0x02, 0x58, 0x4e, 0x00, 0x00, macLow}, Name: "dwmacsim-" + name})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -323,9 +331,10 @@ func TestLinuxDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	initPath := filepath.Join(t.TempDir(), "netinit")
-	ctx, cancel := context.WithTimeout(context.Background(), *flagTimeout)
+	ctx := context.Background()
+	bctx, cancel := context.WithTimeout(ctx, *flagTimeout)
 	defer cancel()
-	if err := BuildCommand(ctx, root, "./internal/vmtest/netinit", initPath); err != nil {
+	if err := BuildCommand(bctx, root, "./internal/vmtest/netinit", initPath); err != nil {
 		t.Fatal(err)
 	}
 	mks := []func(*testing.T) *servedModel{newDWMACIntel, newDWMACIntelADLS, newDWMACIntelPSE, newDWMACIntelRTL,
@@ -384,6 +393,10 @@ next:
 // runLinuxGuest runs models in one guest and checks each device in a subtest
 // of its name.
 func runLinuxGuest(ctx context.Context, t *testing.T, assets Assets, initPath string, models []*servedModel, seed int64) {
+	// Each guest has -vmtest.timeout of its own: one that ran long on a
+	// loaded machine must not leave the next no time to boot.
+	ctx, cancel := context.WithTimeout(ctx, *flagTimeout)
+	defer cancel()
 	dir := *flagDir
 	if dir == "" {
 		dir = t.TempDir()

@@ -268,6 +268,8 @@ func ethtool(c *check, p *plan, ifname string) {
 		adv   string
 		speed string
 	}{{"0x008", "100"}, {"0x02f", "1000"}} {
+		downs := readSys(filepath.Join("/sys/class/net", ifname, "carrier_down_count"))
+		begin := time.Now()
 		if _, ok := run("-s", ifname, "advertise", l.adv); !ok {
 			return
 		}
@@ -275,8 +277,18 @@ func ethtool(c *check, p *plan, ifname string) {
 			c.errorf("after ethtool -s advertise %s: %v", l.adv, err)
 			return
 		}
+		// The new advertisement renegotiates: the link goes down and the
+		// MAC learns the new speed when it comes back up (igb_down on
+		// igb; phylib's phy_check_link_status after config_aneg, then
+		// phylink's mac_link_down/up, on stmmac). A carrier that never
+		// dropped would leave the MAC at the old speed.
+		took := time.Since(begin)
+		now := readSys(filepath.Join("/sys/class/net", ifname, "carrier_down_count"))
+		if now == downs {
+			c.errorf("ethtool -s advertise %s: the carrier never went down (carrier_down_count %s)", l.adv, now)
+		}
 		pingSize(c, p, 2, 56)
-		c.logf("link at %s Mb/s", l.speed)
+		c.logf("link at %s Mb/s %v after ethtool -s (carrier_down_count %s -> %s)", l.speed, took.Round(time.Millisecond), downs, now)
 	}
 }
 
