@@ -1,6 +1,6 @@
 package bpf
 
-// A64 instruction encodings the arm64 backend (jit_arm64.go) emits, named
+// A64 instruction encodings the arm64 backend (jit_arm64*.go) emits, named
 // as the Arm Architecture Reference Manual for A-profile (DDI 0487)
 // names them in chapter C6, "A64 Base Instruction Descriptions", where
 // each has its page under that name; the encoding groups are those of
@@ -28,7 +28,23 @@ const (
 	a64Ands = 0xea000000 // ANDS (shifted register); TST with Rd = XZR
 	a64Orr  = 0xaa000000 // ORR (shifted register); MOV (register) with Rn = XZR
 	a64Eor  = 0xca000000 // EOR (shifted register)
+	a64Orn  = 0xaa200000 // ORN (shifted register); MVN with Rn = XZR
+	a64Adds = 0xab000000 // ADDS (shifted register)
+	// The aliases with Rd = XZR.
+	a64Cmp = a64Subs | aZR // CMP (shifted register)
+	a64Tst = a64Ands | aZR // TST (shifted register)
+	// The shift type (bits 23:22) of the shifted-register forms, whose
+	// amount is imm6 in bits 15:10; LSL is 0.
+	a64LSR = 0x00400000
+	// Add/subtract (with carry); add/subtract (extended register) with
+	// option UXTW (010) and shift 0.
+	a64Adc     = 0x9a000000 // ADC
+	a64Adcs    = 0xba000000 // ADCS
+	a64AddUxtw = 0x8b204000 // ADD (extended register), Xd = Xn + UXTW(Wm)
+	// Conditional select: cond in bits 15:12.
+	a64Csel = 0x9a800000 // CSEL
 	// Data-processing (3 source) and (2 source).
+	a64Madd = 0x9b000000 // MADD: Rd = Ra + Rn*Rm
 	a64Mul  = 0x9b007c00 // MUL: MADD with Ra = XZR
 	a64Msub = 0x9b008000 // MSUB: Rd = Ra - Rn*Rm
 	a64Udiv = 0x9ac00800 // UDIV
@@ -40,6 +56,7 @@ const (
 	a64Rev16W = 0x5ac00400 // REV16, 32-bit
 	a64RevW   = 0x5ac00800 // REV, 32-bit
 	a64RevX   = 0xdac00c00 // REV, 64-bit
+	a64Clz    = 0xdac01000 // CLZ, 64-bit
 
 	// C4.1.86 Data-processing (immediate).
 	a64AddImm  = 0x91000000 // ADD (immediate), imm12 in bits 21:10
@@ -52,6 +69,11 @@ const (
 	a64Movn    = 0x92800000 // MOVN, hw in bits 22:21, imm16 in bits 20:5
 	a64Movz    = 0xd2800000 // MOVZ
 	a64Movk    = 0xf2800000 // MOVK
+	// Logical (immediate): N, immr and imms in the bitfield moves' bits.
+	a64AndsImm = 0xf2000000 // ANDS (immediate); TST (immediate) with Rd = XZR
+	// Extract: lsb in imms (bits 15:10), N set with sf.
+	a64Extr  = 0x93c00000 // EXTR; ROR (immediate) with Rn = Rm
+	a64ExtrW = a64Extr &^ (a64W | a64N)
 
 	// C4.1.87 Branches, exception generating and system instructions.
 	a64B     = 0x14000000 // B, imm26
@@ -60,6 +82,8 @@ const (
 	a64Ret   = 0xd65f03c0 // RET (X30)
 	a64Br    = 0xd61f0000 // BR Xn
 	a64Adr   = 0x10000000 // ADR: PC + imm21 (immlo bits 30:29, immhi 23:5)
+	// Barriers: DMB with CRm (bits 11:8) 1001, the ISHLD option.
+	a64DmbIshld = 0xd50339bf // DMB ISHLD
 
 	// C4.1.88 Loads and stores. Register offset, option LSL (011), S 0:
 	// [Xn, Xm].
@@ -74,14 +98,25 @@ const (
 	a64Strh  = 0x78206800 // STRH (register)
 	a64StrW  = 0xb8206800 // STR (register), 32-bit
 	a64StrX  = 0xf8206800 // STR (register), 64-bit
+	// Register offset with S (bit 12) set: [Xn, Xm, LSL #3].
+	a64LdrXLsl3 = a64LdrX | 1<<12 // LDR (register), 64-bit, scaled
+	// Unscaled immediate: imm9 (signed) in bits 20:12.
+	a64Ldurb = 0x38400000 // LDURB
+	a64Ldurh = 0x78400000 // LDURH
+	a64LdurW = 0xb8400000 // LDUR, 32-bit
+	a64LdurX = 0xf8400000 // LDUR, 64-bit
 	// Unsigned offset: imm12 scaled by 8, in bits 21:10.
 	a64LdrXImm = 0xf9400000 // LDR (immediate), 64-bit
 	a64StrXImm = 0xf9000000 // STR (immediate), 64-bit
+	// Unsigned offset: imm12 scaled by 4.
+	a64LdrWImm = 0xb9400000 // LDR (immediate), 32-bit
+	a64StrWImm = 0xb9000000 // STR (immediate), 32-bit
 	// Exclusives, acquire/release (Rt2 and Rs fields all ones where unused).
 	a64LdaxrW = 0x885ffc00 // LDAXR, 32-bit
 	a64LdaxrX = 0xc85ffc00 // LDAXR, 64-bit
 	a64StlxrW = 0x8800fc00 // STLXR, 32-bit: status in Rs
 	a64StlxrX = 0xc800fc00 // STLXR, 64-bit
+	a64Ldar   = 0xc8dffc00 // LDAR, 64-bit
 )
 
 // A64 condition codes (C1.2.4, "Condition code"), the cond field of
@@ -108,6 +143,10 @@ const aZR = 31
 // a64RRR is a three-register instruction: Rd = Rn op Rm.
 func a64RRR(op, d, n, m uint32) uint32 { return op | m<<16 | n<<5 | d }
 
+// a64RRRShift is a shifted-register instruction, Rd = Rn op (Rm shifted
+// by amount), the shift type in op (a64LSR; LSL is 0).
+func a64RRRShift(op, d, n, m, amount uint32) uint32 { return a64RRR(op, d, n, m) | (amount&63)<<10 }
+
 // a64RR is a one-source instruction (REV): Rd = op Rn.
 func a64RR(op, d, n uint32) uint32 { return op | n<<5 | d }
 
@@ -118,16 +157,23 @@ func a64Msub3(op, d, n, m, a uint32) uint32 { return op | m<<16 | a<<10 | n<<5 |
 // in bits 21:10 (for loads and stores, already scaled).
 func a64Imm12(op, d, n, imm uint32) uint32 { return op | (imm&0xfff)<<10 | n<<5 | d }
 
-// a64BFM is a bitfield move: immr in bits 21:16, imms in bits 15:10.
+// a64BFM is a bitfield move, or a logical immediate (a64AndsImm), whose
+// fields are the same: immr in bits 21:16, imms in bits 15:10.
 func a64BFM(op, d, n, immr, imms uint32) uint32 {
 	return op | (immr&63)<<16 | (imms&63)<<10 | n<<5 | d
 }
 
+// a64ROR is ROR (immediate): EXTR (or a64ExtrW) Rd, Rn, Rn, #lsb.
+func a64ROR(op, d, n, lsb uint32) uint32 { return op | n<<16 | (lsb&63)<<10 | n<<5 | d }
+
+// a64Imm9 is a load with an unscaled signed offset: LDUR Rt, [Rn, #imm].
+func a64Imm9(op, t, n uint32, imm int32) uint32 { return op | (uint32(imm)&0x1ff)<<12 | n<<5 | t }
+
 // a64MovWide is MOVZ, MOVN or MOVK of imm16 shifted left by 16*hw.
 func a64MovWide(op, d, hw, imm16 uint32) uint32 { return op | (hw&3)<<21 | (imm16&0xffff)<<5 | d }
 
-// a64Excl is LDAXR Rt, [Rn] or STLXR Rs, Rt, [Rn] (s: the status
-// register; 0 for a load, whose Rs field is all ones already).
+// a64Excl is LDAXR (or LDAR) Rt, [Rn] or STLXR Rs, Rt, [Rn] (s: the
+// status register; 0 for a load, whose Rs field is all ones already).
 func a64Excl(op, s, t, n uint32) uint32 { return op | s<<16 | n<<5 | t }
 
 // a64ADR is ADR Xd, PC+bytes (bytes within 1 MiB).

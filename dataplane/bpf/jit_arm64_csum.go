@@ -6,27 +6,13 @@ package bpf
 // (jit_amd64_csum.go) and x86-64 csum_partial's grouping, with ADDS/ADCS
 // chains for the x86 ADD/ADC ones.
 
-// More A64 encodings (Arm ARM C6.2).
-const (
-	a64Adds     = 0xab000000 // ADDS Xd, Xn, Xm
-	a64Adcs     = 0xba000000 // ADCS Xd, Xn, Xm
-	a64Adc      = 0x9a000000 // ADC Xd, Xn, Xm
-	a64AddUxtw  = 0x8b204000 // ADD Xd, Xn, Wm, UXTW
-	a64TstW     = 0x6a00001f // TST Wn, Wm (ANDS WZR, Wn, Wm)
-	a64TstWBit  = 0x7200001f // TST Wn, #bit (ANDS WZR, Wn, #imm), immr at 16
-	a64CmpWImm  = 0x7100001f // CMP Wn, #imm12
-	a64Orn      = 0xaa200000 // ORN Xd, Xn, Xm
-	a64Extr     = 0x93c00000 // EXTR Xd, Xn, Xm, #lsb (ROR when n = m)
-	a64LdrWZero = 0xb9400000 // LDR Wt, [Xn]
-)
-
 // csumDiff emits bpf_csum_diff at pc (see the amd64 version); the
 // buffers' addresses go to the scratch (hs[1] from, hs[2] to).
 func (c *arm64Compiler) csumDiff(pc int) {
 	const w = ^uint32(a64W) // the 32-bit form of an opcode
 	c.movImm(aS1, uint64(^uint32(csumNativeMax)|3))
 	for _, size := range []uint32{2, 4} {
-		c.rrr(a64TstW, 0, size, aS1)
+		c.rrr(a64Tst&w, 0, size, aS1)
 		c.slowIf(aNE, pc)
 	}
 	if !csumDiffFolded {
@@ -63,9 +49,9 @@ func (c *arm64Compiler) csumDiff(pc int) {
 	c.patch(skipAdd, len(c.b))
 	c.patch(fold, len(c.b))
 	// csum_from32to16: s += ror32(s, 16); s >> 16.
-	c.w((a64Extr&w)&^(1<<22) | 0<<16 | 16<<10 | 0<<5 | aS1) // ror w9, w0, #16
+	c.w(a64ROR(a64ExtrW, aS1, 0, 16)) // ror w9, w0, #16
 	c.rrr(a64Add&w, 0, 0, aS1)
-	c.bfm(0x53000000, 0, 0, 16, 31) // lsr w0, w0, #16
+	c.bfm(a64UbfmW, 0, 0, 16, 31) // lsr w0, w0, #16
 }
 
 // memArg checks the n (register size, low 32 bits) bytes at the BPF
@@ -74,8 +60,8 @@ func (c *arm64Compiler) csumDiff(pc int) {
 func (c *arm64Compiler) memArg(pc int, ptr, size uint32, slot int32) {
 	c.rrr(a64Cmp&^a64W, 0, size, aZR)
 	skip := c.branch(aEQ)
-	c.bfm(0xd3400000, aS1, ptr, 32, 63)                 // lsr x9, ptr, #32
-	c.w(0xf100001f | uint32(regionPacket)<<10 | aS1<<5) // cmp x9, #packet
+	c.bfm(a64Ubfm, aS1, ptr, 32, 63)                          // lsr x9, ptr, #32
+	c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionPacket))) // cmp x9, #packet
 	table := c.branch(aNE)
 	c.boundsCheck(pc, ptr, size, aCtx, pktField)
 	store := c.branch(aAL)
@@ -85,7 +71,7 @@ func (c *arm64Compiler) memArg(pc int, ptr, size uint32, slot int32) {
 	c.slowIf(aHS, pc)
 	c.ldr(aS3, aCtx, offRegions)
 	c.movImm(aS4, uint64(regionSize))
-	c.w(a64Madd | aS4<<16 | aS3<<10 | aS1<<5 | aS1) // x9 = x9*size + table
+	c.w(a64Msub3(a64Madd, aS1, aS1, aS4, aS3)) // x9 = x9*size + table
 	c.boundsCheck(pc, ptr, size, aS1, func(off int32) int32 { return off })
 	c.patch(store, len(c.b))
 	c.str(aS2, aCtx, offHS+8*slot)
@@ -123,7 +109,7 @@ func (c *arm64Compiler) csumPartial(size uint32) {
 		}
 		c.rrr(a64Adc, 0, 0, aZR)
 	}
-	c.w(a64CmpWImm | 40<<10 | size<<5)
+	c.w(a64Imm12(a64SubsImm&^a64W, aZR, size, 40)) // cmp wsize, #40
 	general := c.branch(aNE)
 	chain(40)
 	fin := []a64Fixup{c.branch(aAL)}
@@ -132,21 +118,21 @@ func (c *arm64Compiler) csumPartial(size uint32) {
 		c.tstBit(size, n)
 		skip := c.branch(aEQ)
 		chain(n)
-		c.w(0x91000000 | uint32(n)<<10 | aS2<<5 | aS2) // add x10, x10, #n
+		c.w(a64Imm12(a64AddImm, aS2, aS2, uint32(n))) // add x10, x10, #n
 		c.patch(skip, len(c.b))
 	}
 	c.tstBit(size, 4)
 	fin = append(fin, c.branch(aEQ))
-	c.w(a64LdrWZero | aS2<<5 | aS3) // the tail, zero-extended
+	c.w(a64Imm12(a64LdrWImm, aS3, aS2, 0)) // the tail, zero-extended
 	c.rrr(a64Adds, 0, 0, aS3)
 	c.rrr(a64Adc, 0, 0, aZR)
 	for _, f := range fin {
 		c.patch(f, len(c.b))
 	}
 	// csumFinalize: (t + ror64(t, 32)) >> 32.
-	c.w(a64Extr | 0<<16 | 32<<10 | 0<<5 | aS3)
+	c.w(a64ROR(a64Extr, aS3, 0, 32)) // ror x11, x0, #32
 	c.rrr(a64Add, 0, 0, aS3)
-	c.bfm(0xd3400000, 0, 0, 32, 63) // lsr x0, x0, #32
+	c.bfm(a64Ubfm, 0, 0, 32, 63) // lsr x0, x0, #32
 }
 
 // tstBit is TST Wn, #bit for a power of two bit below 2^31: the logical
@@ -156,5 +142,5 @@ func (c *arm64Compiler) tstBit(n uint32, bit int32) {
 	for 1<<k != bit {
 		k++
 	}
-	c.w(a64TstWBit | ((32-k)%32)<<16 | n<<5)
+	c.w(a64BFM(a64AndsImm&^a64W, aZR, n, (32-k)%32, 0))
 }

@@ -8,22 +8,6 @@ package bpf
 // again after a DMB ISHLD (a seqlock reader: the walk's loads are ordered
 // between the two), as Hash.get's atomic loads order them.
 
-// A64 encodings used here (Arm ARM C6.2).
-const (
-	a64Ldurb   = 0x38400000 // LDURB Wt, [Xn, #imm9]
-	a64Ldurh   = 0x78400000 // LDURH Wt, [Xn, #imm9]
-	a64LdurW   = 0xb8400000 // LDUR Wt, [Xn, #imm9]
-	a64LdurX   = 0xf8400000 // LDUR Xt, [Xn, #imm9]
-	a64LdrWImm = 0xb9400000 // LDR Wt, [Xn, #imm12*4]
-	a64StrWImm = 0xb9000000 // STR Wt, [Xn, #imm12*4]
-	a64LdrXReg = 0xf8607800 // LDR Xt, [Xn, Xm, LSL #3]
-	a64Ldar    = 0xc8dffc00 // LDAR Xt, [Xn]
-	a64DmbLd   = 0xd50339bf // DMB ISHLD
-	a64TstOne  = 0xf240001f // TST Xn, #1 (ANDS XZR, Xn, #1)
-	a64SubsOne = 0xf1000400 // SUBS Xd, Xn, #1
-	a64LSR     = 1 << 22    // shifted-register operand: LSR
-)
-
 // nativeHelper emits the helper call at pc natively when it can (an array,
 // hash or LPM lookup of a map r1 is loaded with in a straight line,
 // bpf_csum_diff) and reports whether it did.
@@ -94,20 +78,20 @@ func (c *arm64Compiler) keyWord(d, tmp, base uint32, off, n int32) {
 	ops := map[int32]uint32{1: a64Ldurb, 2: a64Ldurh, 4: a64LdurW, 8: a64LdurX}
 	for i := len(pieces) - 1; i >= 0; i-- {
 		p := pieces[i]
-		at := uint32(off+sum(pieces[:i])) & 0x1ff
+		at := off + sum(pieces[:i])
 		if i == len(pieces)-1 {
-			c.w(ops[p] | at<<12 | base<<5 | d)
+			c.w(a64Imm9(ops[p], d, base, at))
 			continue
 		}
-		c.w(ops[p] | at<<12 | base<<5 | tmp)
-		c.w(a64Orr | d<<16 | uint32(8*p)<<10 | tmp<<5 | d) // d = tmp | d<<8p
+		c.w(a64Imm9(ops[p], tmp, base, at))
+		c.w(a64RRRShift(a64Orr, d, tmp, d, uint32(8*p))) // d = tmp | d<<8p
 	}
 }
 
 // fmix64 applies maps' fmix64 to x; tmp is clobbered.
 func (c *arm64Compiler) fmix64(x, tmp uint32) {
 	for _, k := range []uint64{0xff51afd7ed558ccd, 0xc4ceb9fe1a85ec53, 0} {
-		c.w(a64Eor | a64LSR | x<<16 | 33<<10 | x<<5 | x) // x ^= x >> 33
+		c.w(a64RRRShift(a64Eor|a64LSR, x, x, x, 33)) // x ^= x >> 33
 		if k != 0 {
 			c.movImm(tmp, k)
 			c.rrr(a64Mul, x, x, tmp)
@@ -152,15 +136,15 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.movImm(aS5, uint64(h.t.Stripes+h.t.SeqOff))
 	c.rrr(a64Add, aS6, aS6, aS5)
 	c.str(aS6, aCtx, offHS+8*hsStripe)
-	c.w(a64Ldar | aS6<<5 | aS4)
-	c.w(a64TstOne | aS4<<5)
+	c.w(a64Excl(a64Ldar, 0, aS4, aS6))
+	c.w(a64BFM(a64AndsImm|a64N, aZR, aS4, 0, 0)) // tst x12, #1
 	c.slowIf(aNE, pc)
 	c.str(aS4, aCtx, offHS+8*hsSeq)
 	// The chain's first entry.
 	c.movImm(aS5, h.t.Mask)
 	c.rrr(a64And, aS6, aS1, aS5)
 	c.movImm(aS5, uint64(h.t.Buckets))
-	c.w(a64LdrXReg | aS6<<16 | aS5<<5 | 0)
+	c.w(a64RRR(a64LdrXLsl3, 0, aS5, aS6))
 	found, missing := c.hashWalk(pc, h)
 	for _, f := range missing {
 		c.patch(f, len(c.b))
@@ -204,7 +188,7 @@ func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a
 	for _, f := range next {
 		c.patch(f, len(c.b))
 	}
-	c.w(a64SubsOne | aS4<<5 | aS4)
+	c.w(a64Imm12(a64SubsImm, aS4, aS4, 1))
 	c.slowIf(aEQ, pc)
 	c.ldr(0, 0, int32(h.t.NextOff))
 	c.patch(c.branch(aAL), loop)
@@ -215,7 +199,7 @@ func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a
 // the walk (EQ: unchanged), after a barrier that orders the walk's loads
 // before it.
 func (c *arm64Compiler) seqRecheck() {
-	c.w(a64DmbLd)
+	c.w(a64DmbIshld)
 	c.ldr(aS6, aCtx, offHS+8*hsStripe)
 	c.ldr(aS4, aS6, 0)
 	c.ldr(aS6, aCtx, offHS+8*hsSeq)
@@ -225,19 +209,19 @@ func (c *arm64Compiler) seqRecheck() {
 // hashValue turns the entry in X0 into r0 (see the amd64 version).
 func (c *arm64Compiler) hashValue(pc int, h jitHash) {
 	if h.t.LRU {
-		ref := uint32(h.t.RefOff/4) << 10
-		c.w(a64LdrWImm | ref | 0<<5 | aS6)
+		ref := uint32(h.t.RefOff / 4)
+		c.w(a64Imm12(a64LdrWImm, aS6, 0, ref))
 		c.cmp(aS6, aZR)
 		set := c.branch(aNE)
 		c.movImm(aS6, 1)
-		c.w(a64StrWImm | ref | 0<<5 | aS6)
+		c.w(a64Imm12(a64StrWImm, aS6, 0, ref))
 		c.patch(set, len(c.b))
 	}
 	if h.t.PerCPU {
 		c.ldr(aS6, 0, int32(h.t.IdxOff))
 		c.ldr(aS5, aCtx, offCPU)
 		c.movImm(aS4, h.t.Entries)
-		c.w(a64Madd | aS4<<16 | aS6<<10 | aS5<<5 | aS6) // x14 = cpu*entries + idx
+		c.w(a64Msub3(a64Madd, aS6, aS5, aS4, aS6)) // x14 = cpu*entries + idx
 		c.movImm(aS4, h.t.ElemSize)
 		c.mul(aS6, aS6, aS4)
 		c.movImm(0, uint64(h.t.PCPU))

@@ -8,13 +8,6 @@ package bpf
 // orders the loads (an address dependency); nodes never change once
 // linked.
 
-// More A64 encodings (Arm ARM C6.2).
-const (
-	a64Rev  = 0xdac00c00 // REV Xd, Xn
-	a64Clz  = 0xdac01000 // CLZ Xd, Xn
-	a64Csel = 0x9a800000 // CSEL Xd, Xn, Xm, cond
-)
-
 // lpmAt is hashAt for LPM tries.
 func (c *arm64Compiler) lpmAt(pc int) (jitLPM, bool) {
 	k, ok := c.lookupMapAt(pc)
@@ -39,9 +32,9 @@ func (c *arm64Compiler) lpmLookup(pc int, l jitLPM) {
 	c.mapChecks(pc, l.handle, l.coll)
 	c.checkIn(pc, 2, 0, int32(4+l.t.DataSize), false, regionStack)
 	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
-	c.w(a64LdurW | 0<<5 | aS1)
+	c.w(a64Imm9(a64LdurW, aS1, 0, 0))
 	c.keyWord(aS2, aS5, 0, 4, int32(l.t.DataSize))
-	c.w(a64Rev | aS2<<5 | aS2)
+	c.w(a64RR(a64RevX, aS2, aS2))
 	c.movImm(aS4, uint64(l.t.MaxLen))
 	c.cmp(aS1, aS4)
 	null := []a64Fixup{c.branch(aHI)}
@@ -64,16 +57,16 @@ func (c *arm64Compiler) lpmLookup(pc int, l jitLPM) {
 // lpmWalk walks from the node in X0 as LPMTrie.Lookup does, leaving the
 // answer in X11 (0: none).
 func (c *arm64Compiler) lpmWalk(l jitLPM) {
-	word := func(op uint32, t uint32, off uintptr) { c.w(op | uint32(off/4)<<10 | 0<<5 | t) }
+	word := func(op uint32, t uint32, off uintptr) { c.w(a64Imm12(op, t, 0, uint32(off/4))) }
 	loop := len(c.b)
 	c.cmp(0, aZR)
 	out := []a64Fixup{c.branch(aEQ)}
 	// d = node data ^ key data, both big-endian words.
 	c.ldr(aS6, 0, int32(l.t.DataOff))
 	c.keyWord(aS4, aS5, aS6, 0, int32(l.t.DataSize))
-	c.w(a64Rev | aS4<<5 | aS4)
+	c.w(a64RR(a64RevX, aS4, aS4))
 	c.rrr(a64Eor, aS4, aS4, aS2)
-	c.w(a64Clz | aS4<<5 | aS4) // 64 for equal words
+	c.w(a64RR(a64Clz, aS4, aS4)) // 64 for equal words
 	// m = min(clz, node prefix length, key prefix length).
 	word(a64LdrWImm, aS6, l.t.PrefixOff)
 	c.cmp(aS4, aS6)
@@ -92,10 +85,10 @@ func (c *arm64Compiler) lpmWalk(l jitLPM) {
 	c.patch(im, len(c.b))
 	// The child: bit prefixlen of the key's data, from the top.
 	c.rrr(a64Lslv, aS5, aS2, aS6)
-	c.bfm(0xd3400000, aS5, aS5, 63, 63) // lsr x13, x13, #63
+	c.bfm(a64Ubfm, aS5, aS5, 63, 63) // lsr x13, x13, #63
 	c.movImm(aS4, uint64(l.t.ChildOff))
 	c.rrr(a64Add, aS4, aS4, 0)
-	c.w(a64LdrXReg | aS5<<16 | aS4<<5 | 0)
+	c.w(a64RRR(a64LdrXLsl3, 0, aS4, aS5))
 	c.patch(c.branch(aAL), loop)
 	c.patch(whole, len(c.b))
 	c.rrr(a64Orr, aS3, aZR, 0)

@@ -20,22 +20,15 @@ func (c *arm64Compiler) arrayAt(pc int) (jitArray, bool) {
 	return c.env.arrayFor(k)
 }
 
-// A64 encodings used here (Arm ARM C6): CMP (shifted register) is SUBS
-// XZR, MUL is MADD with XZR, LSL #32 is UBFM #32, #31.
-const (
-	a64Cmp  = 0xeb00001f
-	a64Madd = 0x9b000000
-)
-
 func (c *arm64Compiler) cmp(n, m uint32) { c.rrr(a64Cmp, 0, n, m) }
 
 // ldrW is LDR Wt, [Xn, Xm] (32-bit load, register offset).
-func (c *arm64Compiler) ldrW(t, n, m uint32) { c.w(0xb8606800 | m<<16 | n<<5 | t) }
+func (c *arm64Compiler) ldrW(t, n, m uint32) { c.w(a64RRR(a64LdrW, t, n, m)) }
 
 // subImm is SUB Xd, Xn, #imm (imm below 4096).
-func (c *arm64Compiler) subImm(d, n, imm uint32) { c.w(0xd1000000 | imm<<10 | n<<5 | d) }
+func (c *arm64Compiler) subImm(d, n, imm uint32) { c.w(a64Imm12(a64SubImm, d, n, imm)) }
 
-func (c *arm64Compiler) mul(d, n, m uint32) { c.w(a64Madd | m<<16 | aZR<<10 | n<<5 | d) }
+func (c *arm64Compiler) mul(d, n, m uint32) { c.w(a64RRR(a64Mul, d, n, m)) }
 
 // cmpField compares the qword at [base+off] with X m.
 func (c *arm64Compiler) cmpField(base uint32, off int32, m uint32) {
@@ -86,12 +79,12 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 	c.ldr(aS2, aCtx, offRegions)
 	c.ldr(aS1, aCtx, offRegionsLen)
 	c.movImm(aS3, uint64(regionSize))
-	c.w(a64Madd | aS3<<16 | aS2<<10 | aS1<<5 | aS2) // x10 = x9*size + x10
+	c.w(a64Msub3(a64Madd, aS2, aS1, aS3, aS2)) // x10 = x9*size + x10
 	c.movImm(aS4, a.size)
 	var found, notFound []a64Fixup
 	for t := int32(1); t <= regionSearchBack; t++ {
-		c.w(0xf100001f | uint32(regionStatic+t-1)<<10 | aS1<<5) // cmp x9, #k
-		notFound = append(notFound, c.branch(aLS))              // n-t < regionStatic
+		c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionStatic+t-1))) // cmp x9, #k
+		notFound = append(notFound, c.branch(aLS))                    // n-t < regionStatic
 		e := -t * regionSize
 		c.cmpField(aS2, e+offRegionBuf, 0)
 		next := []a64Fixup{c.branch(aNE)}
@@ -131,13 +124,13 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 		c.cmpField(aS2, f.off, f.m)
 		c.slowIf(aNE, pc)
 	}
-	c.w(0x91000000 | 1<<10 | aS1<<5 | aS3) // x11 = n + 1
+	c.w(a64Imm12(a64AddImm, aS3, aS1, 1)) // x11 = n + 1
 	c.str(aS3, aCtx, offRegionsLen)
 	c.rrr(a64Orr, 0, aZR, aS1) // x0 = n
 	for _, f := range found {
 		c.patch(f, len(c.b))
 	}
-	c.bfm(0xd3400000, 0, 0, 32, 31) // lsl x0, x0, #32
+	c.bfm(a64Ubfm, 0, 0, 32, 31) // lsl x0, x0, #32
 }
 
 // nativeHelpersArch says the backend compiles helpers other than array
