@@ -120,24 +120,7 @@ func (p *Port) readPHYID() (uint32, error) {
 // (with isolate, which keeps the PHY off the MII), then autonegotiation is
 // restarted.
 func (p *Port) restartAutoneg() error {
-	bmcr, err := p.readPHY(phyBMCR)
-	if err != nil {
-		return fmt.Errorf("reading BMCR: %w", err)
-	}
-	bmcr &^= bmcrReset
-	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
-		bmcr &^= bmcrPowerDown | bmcrIsolate
-		if err := p.writePHY(phyBMCR, bmcr); err != nil {
-			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
-		}
-	}
-	if err := nic.WithdrawGigabitHalf(p.readPHY, p.writePHY); err != nil {
-		return err
-	}
-	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
-		return fmt.Errorf("restarting autonegotiation: %w", err)
-	}
-	return nil
+	return nic.RestartAutoneg(p.readPHY, p.writePHY)
 }
 
 // gigabitHalfWhy is why fec refuses 1000 Mb/s half duplex: Linux's fec masks

@@ -54,24 +54,7 @@ func (p *Port) writePHY(r int, v uint16) error {
 // does on open, the bit is cleared first (with isolate, which would keep
 // the PHY off the MAC's interface), then autonegotiation is restarted.
 func (p *Port) restartAutoneg() error {
-	bmcr, err := p.readPHY(phyBMCR)
-	if err != nil {
-		return fmt.Errorf("reading BMCR: %w", err)
-	}
-	bmcr &^= bmcrReset
-	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
-		bmcr &^= bmcrPowerDown | bmcrIsolate
-		if err := p.writePHY(phyBMCR, bmcr); err != nil {
-			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
-		}
-	}
-	if err := nic.WithdrawGigabitHalf(p.readPHY, p.writePHY); err != nil {
-		return err
-	}
-	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
-		return fmt.Errorf("restarting autonegotiation: %w", err)
-	}
-	return nil
+	return nic.RestartAutoneg(p.readPHY, p.writePHY)
 }
 
 // gigabitHalfWhy is why igb refuses 1000 Mb/s half duplex. Linux's igb never

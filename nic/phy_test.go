@@ -74,3 +74,48 @@ func TestCheckGigabitHalfWrite(t *testing.T) {
 		t.Errorf("1000 full: %v", err)
 	}
 }
+
+// TestRestartAutoneg: a PHY left powered down and isolated is powered up
+// first (one BMCR write without the two bits), then restarted with AN enable
+// and restart set and reset never written back; a PHY already up gets the
+// one restart write.
+func TestRestartAutoneg(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bmcr uint16
+		want []uint16
+	}{
+		{"powered down", bmcrPowerDown | bmcrIsolate | bmcrReset | bmcrFullDuplex, []uint16{bmcrFullDuplex, bmcrFullDuplex | bmcrANEnable | bmcrANRestart}},
+		{"up", bmcrFullDuplex, []uint16{bmcrFullDuplex | bmcrANEnable | bmcrANRestart}},
+	} {
+		var writes []uint16
+		read := func(reg int) (uint16, error) {
+			if reg == phyRegBMCR {
+				return tc.bmcr, nil
+			}
+			return 0, nil // BMSR without extended status: CTRL1000 untouched
+		}
+		write := func(reg int, v uint16) error {
+			if reg != phyRegBMCR {
+				t.Errorf("%s: write to register %d", tc.name, reg)
+			}
+			writes = append(writes, v)
+			return nil
+		}
+		if err := RestartAutoneg(read, write); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(writes) != len(tc.want) {
+			t.Fatalf("%s: BMCR writes %#04x, want %#04x", tc.name, writes, tc.want)
+		}
+		for i := range writes {
+			if writes[i] != tc.want[i] {
+				t.Fatalf("%s: BMCR writes %#04x, want %#04x", tc.name, writes, tc.want)
+			}
+		}
+	}
+	fail := errors.New("mdio")
+	if err := RestartAutoneg(func(int) (uint16, error) { return 0, fail }, nil); !errors.Is(err, fail) {
+		t.Fatalf("failed read: got %v", err)
+	}
+}
