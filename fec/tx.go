@@ -315,3 +315,8 @@ func (q *txQueue) free() error {
 	q.stopped = true
 	return q.Release(q.unstamped)
 }
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *txQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
+}

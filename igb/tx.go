@@ -255,3 +255,8 @@ func (q *txQueue) free() error {
 	q.meta.release()
 	return q.Release(nil)
 }
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *txQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
+}
