@@ -277,8 +277,8 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 	if cl, ok := alloc.(interface{ CacheLine() int }); ok && line == 0 {
 		line = cl.CacheLine()
 	}
-	if err := checkBufferLines(alloc, cfg.FrameSize); err != nil {
-		return nil, err
+	if err := nic.CheckBufferLines(alloc, cfg.FrameSize); err != nil {
+		return nil, fmt.Errorf("fec: %w", err)
 	}
 	if err := checkCacheMaintenance(alloc); err != nil {
 		return nil, err
