@@ -3,6 +3,7 @@ package nic
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // PHYAccess is a port whose PHY can be reached through the MAC's MDIO
@@ -184,6 +185,57 @@ func RestartAutoneg(read func(reg int) (uint16, error), write func(reg int, val 
 	}
 	if err := write(phyRegBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
 		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// DiagPHY is a port's PHYAccess for diagnostics and bring-up tools, what
+// every driver's ReadPHY and WritePHY do around its MDIO accessors: the
+// register number is checked, a write asking for 1000 Mb/s half duplex is
+// refused (CheckGigabitHalfWrite, with Why), the access runs under the port's
+// control lock (serialised with the driver's own) and only while the port is
+// open. Errors are prefixed with Prefix ("family: name").
+type DiagPHY struct {
+	Prefix string
+	Lock   sync.Locker
+	Closed func() bool // called with Lock held
+	Read   func(reg int) (uint16, error)
+	Write  func(reg int, val uint16) error
+	Why    string
+}
+
+// ReadPHY reads clause-22 register reg.
+func (d DiagPHY) ReadPHY(reg int) (uint16, error) {
+	if err := CheckPHYReg(reg); err != nil {
+		return 0, fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	d.Lock.Lock()
+	defer d.Lock.Unlock()
+	if d.Closed() {
+		return 0, fmt.Errorf("%s: %w", d.Prefix, ErrClosed)
+	}
+	v, err := d.Read(reg)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	return v, nil
+}
+
+// WritePHY writes clause-22 register reg.
+func (d DiagPHY) WritePHY(reg int, val uint16) error {
+	if err := CheckPHYReg(reg); err != nil {
+		return fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	if err := CheckGigabitHalfWrite(reg, val, d.Why); err != nil {
+		return fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	d.Lock.Lock()
+	defer d.Lock.Unlock()
+	if d.Closed() {
+		return fmt.Errorf("%s: %w", d.Prefix, ErrClosed)
+	}
+	if err := d.Write(reg, val); err != nil {
+		return fmt.Errorf("%s: %w", d.Prefix, err)
 	}
 	return nil
 }
