@@ -30,6 +30,7 @@ import (
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/vfio"
 )
 
@@ -55,10 +56,7 @@ func vmSeed() int64 {
 // The port is closed at cleanup (vmClose closes it earlier to check the pool).
 func vmOpen(t *testing.T, cfg igb.Config) *igb.Port {
 	t.Helper()
-	bdf := os.Getenv("XNIC_IGB_BDF")
-	if bdf == "" {
-		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier, make vmtest, sets it)")
-	}
+	bdf := nictest.Env(t, "XNIC_IGB_BDF", "no igb device bound to vfio-pci here (the VM tier, make vmtest, sets it)")
 	dev, err := vfio.Open(bdf)
 	if err != nil {
 		t.Fatalf("vfio.Open(%s): %v", bdf, err)
@@ -66,17 +64,7 @@ func vmOpen(t *testing.T, cfg igb.Config) *igb.Port {
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = vmLinkTimeout
 	}
-	p, err := igb.Open(dev, cfg)
-	if err != nil {
-		dev.Close()
-		t.Fatalf("igb.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		dev.Close()
-	})
+	p := nictest.OpenOn(t, "igb.Open", dev, func() (*igb.Port, error) { return igb.Open(dev, cfg) })
 	if _, err := p.WaitLink(vmLinkTimeout); err != nil {
 		t.Fatalf("%v\n%s", err, p.Dump())
 	}
@@ -466,10 +454,7 @@ func TestVMIdleWakesOnInterrupt(t *testing.T) {
 // must come back, and the command's final JSON line must count them. The test
 // opens the device only to talk to the peer before and after the command.
 func TestVMXnicRun(t *testing.T) {
-	bdf := os.Getenv("XNIC_IGB_BDF")
-	if bdf == "" {
-		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier, make vmtest, sets it)")
-	}
+	bdf := nictest.Env(t, "XNIC_IGB_BDF", "no igb device bound to vfio-pci here (the VM tier, make vmtest, sets it)")
 	bin := os.Getenv("XNIC_BIN")
 	if bin == "" {
 		t.Skip("XNIC_BIN not set: no xnic binary to run (the VM tier builds cmd/xnic into the guest)")

@@ -991,26 +991,10 @@ func (p *Port) teardown() error {
 		q.stopped = true
 	}
 	if p.irqs != nil {
-		if err := p.dev.DisableIRQs(); err != nil {
-			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
-		}
+		errs = append(errs, nic.DisableIRQs(p.dev))
 		p.irqs = nil
 	}
-	// TX first: in-flight buffers go back to their pools (perhaps RX pools).
-	for _, q := range p.tx {
-		if err := q.free(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, q := range p.rx {
-		if err := q.free(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("dwmac: %s: close: %w", p.name, err)
-	}
-	return nil
+	return nic.FreeQueues("dwmac", p.name, errs, p.tx, (*txQueue).free, p.rx, (*rxQueue).free)
 }
 
 // reach refuses a region the device cannot address: above its DMA width, or

@@ -283,40 +283,14 @@ func (p *Port) PHYID() uint32 { return p.phyID }
 // ReadPHY reads a clause-22 register of the port's PHY (for diagnostics;
 // nic.PHYAccess).
 func (p *Port) ReadPHY(r int) (uint16, error) {
-	if err := nic.CheckPHYReg(r); err != nil {
-		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
-	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return 0, fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
-	}
-	v, err := p.mdioRead(p.phyAddr, r)
-	if err != nil {
-		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
-	}
-	return v, nil
+	return p.diagPHY().ReadPHY(r)
 }
 
 // WritePHY writes a clause-22 register of the port's PHY (for diagnostics;
 // nic.PHYAccess). A write asking for 1000 Mb/s half duplex (CTRL1000 bit 8,
 // or BMCR forcing it) is refused (CheckLinkMode).
 func (p *Port) WritePHY(r int, v uint16) error {
-	if err := nic.CheckPHYReg(r); err != nil {
-		return fmt.Errorf("dwmac: %s: %w", p.name, err)
-	}
-	if err := nic.CheckGigabitHalfWrite(r, v, gigabitHalfWhy); err != nil {
-		return fmt.Errorf("dwmac: %s: %w", p.name, err)
-	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
-	}
-	if err := p.mdioWrite(p.phyAddr, r, v); err != nil {
-		return fmt.Errorf("dwmac: %s: %w", p.name, err)
-	}
-	return nil
+	return p.diagPHY().WritePHY(r, v)
 }
 
 // mdioC45 runs one clause-45 frame to MMD dev, register r of the device at
@@ -370,4 +344,10 @@ func (p *Port) phyC45(addr, dev, r int, write bool, v uint16) (uint16, error) {
 		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
 	return got, nil
+}
+
+// diagPHY is the port's PHYAccess for ReadPHY and WritePHY.
+func (p *Port) diagPHY() nic.DiagPHY {
+	return nic.DiagPHY{Prefix: "dwmac: " + p.name, Lock: &p.ctl, Closed: func() bool { return p.closed },
+		Read: func(r int) (uint16, error) { return p.mdioRead(p.phyAddr, r) }, Write: func(r int, v uint16) error { return p.mdioWrite(p.phyAddr, r, v) }, Why: gigabitHalfWhy}
 }

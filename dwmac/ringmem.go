@@ -40,38 +40,20 @@ import (
 // dma.Pool slots are multiples of 64 bytes from page-aligned regions, so a
 // buffer never shares a line with another buffer.
 
-// uncachedAllocator is an allocator that can also hand out non-cacheable
-// memory.
-type uncachedAllocator interface {
-	AllocUncached(size, align int) (*dma.Region, error)
-}
-
 // ErrCachedRings is wrapped by Open when the DMA is not cache-coherent and the
 // allocator has no uncached memory for the descriptor rings.
 var ErrCachedRings = fmt.Errorf("descriptor rings would share cache lines with the DMA's write-backs: %w", nic.ErrNotSupported)
 
-// allocatorNonCoherent reports whether a says its memory is not coherent with
-// the device (optional NonCoherent() bool or CacheLine() int methods).
-func allocatorNonCoherent(a dma.Allocator) bool {
-	if nc, ok := a.(interface{ NonCoherent() bool }); ok && nc.NonCoherent() {
-		return true
-	}
-	if cl, ok := a.(interface{ CacheLine() int }); ok && cl.CacheLine() > 0 {
-		return true
-	}
-	return false
-}
-
 // chooseRingMemory decides where the rings go (p.uncachedRings) before any is
 // allocated.
 func (p *Port) chooseRingMemory() error {
-	if !allocatorNonCoherent(p.alloc) {
+	if !nic.AllocatorNonCoherent(p.alloc) {
 		return nil
 	}
-	if err := checkBufferLines(p.alloc, p.cfg.FrameSize); err != nil {
+	if err := nic.CheckBufferLines(p.alloc, p.cfg.FrameSize); err != nil {
 		return err
 	}
-	if _, ok := p.alloc.(uncachedAllocator); ok {
+	if _, ok := p.alloc.(nic.UncachedAllocator); ok {
 		p.uncachedRings = true
 		return nil
 	}
@@ -87,7 +69,7 @@ func (p *Port) chooseRingMemory() error {
 // platform needs it.
 func (p *Port) allocRing(size int) (*dma.Region, error) {
 	if p.uncachedRings {
-		return p.alloc.(uncachedAllocator).AllocUncached(size, ringAlign)
+		return p.alloc.(nic.UncachedAllocator).AllocUncached(size, ringAlign)
 	}
 	return p.alloc.Alloc(size, ringAlign)
 }
@@ -99,18 +81,3 @@ const ringAlign = 128
 // UncachedRings reports whether the descriptor rings are in uncached memory
 // (the DMA is not coherent and the allocator provided it).
 func (p *Port) UncachedRings() bool { return p.uncachedRings }
-
-// checkBufferLines refuses a pool frame size that would let two buffers share
-// a cache line of a's (a CacheLine() int method): the clean or invalidate of
-// one buffer would then act on its neighbour, which another owner may hold.
-// The headroom is a whole number of lines for lines up to dma.Headroom.
-func checkBufferLines(a dma.Allocator, frameSize int) error {
-	cl, ok := a.(interface{ CacheLine() int })
-	if !ok || cl.CacheLine() <= 0 {
-		return nil
-	}
-	if l := cl.CacheLine(); frameSize%l != 0 || dma.Headroom%l != 0 {
-		return fmt.Errorf("frame size %d (headroom %d): want a multiple of the %d-byte cache line, so no two buffers share a line", frameSize, dma.Headroom, l)
-	}
-	return nil
-}

@@ -266,3 +266,8 @@ func (q *rxQueue) stop() {
 // free returns posted buffers and frees the ring and the pool. The channel must
 // be stopped.
 func (q *rxQueue) free() error { return q.Free() }
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *rxQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
+}

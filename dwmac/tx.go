@@ -51,8 +51,6 @@ type txQueue struct {
 	bytes   atomic.Uint64
 	errors  atomic.Uint64 // write-backs with ES (underflow, carrier, collisions, jabber)
 
-	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
-
 	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
 
 	// Last: 6 KiB that frames without requests never touch.
@@ -134,7 +132,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		return 0
 	}
 	if q.Room() < len(bufs) {
-		q.unreported += q.reclaim() // reported by the next Reclaim
+		q.Hold(q.reclaim()) // reported by the next Reclaim
 	}
 	taken, posted := 0, 0
 	first := q.Tail
@@ -162,12 +160,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		} else {
 			storeDES3(d, d3)
 		}
-		b.SetOwner(dma.OwnerTx)
-		q.Slots[q.Tail] = b
-		if q.Tail++; q.Tail == q.N {
-			q.Tail = 0
-		}
-		q.Inflight++
+		q.Post(b)
 		posted++
 		nbytes += uint64(b.Len)
 	}
@@ -186,9 +179,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 // pools, one PutBurst per run of buffers from the same pool, and reports how
 // many.
 func (q *txQueue) Reclaim() int {
-	n := q.reclaim() + q.unreported
-	q.unreported = 0
-	return n
+	return q.Report(q.reclaim())
 }
 
 // reclaim is Reclaim without the buffers Send reclaimed earlier.
@@ -245,4 +236,9 @@ func (q *txQueue) stop() {
 func (q *txQueue) free() error {
 	q.stampsOut = 0
 	return q.Release(nil)
+}
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *txQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
 }

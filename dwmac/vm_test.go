@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/vfio"
 )
 
@@ -22,11 +22,7 @@ const vmLinkTimeout = 30 * time.Second
 
 func vmBDF(t *testing.T) string {
 	t.Helper()
-	bdf := os.Getenv("XNIC_DWMAC_BDF")
-	if bdf == "" {
-		t.Skip("XNIC_DWMAC_BDF not set: no dwmac device bound to vfio-pci here (the VM tier's TestVFIOUser sets it)")
-	}
-	return bdf
+	return nictest.Env(t, "XNIC_DWMAC_BDF", "no dwmac device bound to vfio-pci here (the VM tier's TestVFIOUser sets it)")
 }
 
 // vmOpts are the vfio.Open options: XNIC_DWMAC_HUGEPAGE (bytes) backs DMA
@@ -54,17 +50,7 @@ func openVM(t *testing.T, cfg dwmac.Config) *dwmac.Port {
 	if err != nil {
 		t.Fatalf("vfio.Open: %v", err)
 	}
-	p, err := dwmac.Open(dev, cfg)
-	if err != nil {
-		dev.Close()
-		t.Fatalf("dwmac.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		dev.Close()
-	})
+	p := nictest.OpenOn(t, "dwmac.Open", dev, func() (*dwmac.Port, error) { return dwmac.Open(dev, cfg) })
 	if _, err := p.WaitLink(vmLinkTimeout); err != nil {
 		t.Fatalf("%v\n%s", err, p.Dump())
 	}
@@ -125,53 +111,15 @@ func TestVMInterruptWakesRecv(t *testing.T) {
 	p := openVM(t, dwmac.Config{Interrupts: true})
 	c, io := vmClient(t, p)
 	io.Drain()
-	rq := p.RxQueue(0)
-	if rq.IRQ() == nil {
-		t.Fatal("no IRQ with Config.Interrupts")
-	}
-	if _, err := c.Later(2*time.Second, 1, 503); err != nil {
-		t.Fatal(err)
-	}
-	bufs := make([]*dma.Buf, 8)
-	var got *dma.Buf
-	keep := func(bs []*dma.Buf) {
-		for _, b := range bs {
-			if seed, _, err := traffic.ParseData(b.Data()); err == nil && seed == 503 && got == nil {
-				got = b
-				continue
-			}
-			b.Free()
-		}
-	}
-	for n := rq.Recv(bufs); n > 0; n = rq.Recv(bufs) {
-		keep(bufs[:n])
-	}
-	for fired, _ := rq.IRQ().Wait(0); fired; fired, _ = rq.IRQ().Wait(0) {
-	}
-	rq.ArmIRQ()
-	keep(bufs[:rq.Recv(bufs)])
-	if got != nil {
-		t.Fatal("the delayed frame arrived before the receiver blocked: nothing proves the interrupt")
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	wakes := 0
-	for got == nil {
-		start := time.Now()
-		fired, err := rq.IRQ().Wait(time.Until(deadline))
-		if err != nil || !fired {
-			t.Fatalf("no interrupt within 20s (fired=%v err=%v)\n%s", fired, err, p.Dump())
-		}
-		wakes++
-		t.Logf("woken after %v", time.Since(start))
-		keep(bufs[:rq.Recv(bufs)])
-		rq.ArmIRQ()
-	}
+	got := nictest.InterruptWakesRecv(t, p.RxQueue(0), 20*time.Second,
+		func() error { _, err := c.Later(2*time.Second, 1, 503); return err },
+		func(f []byte) bool { seed, _, err := traffic.ParseData(f); return err == nil && seed == 503 },
+		func() string { return p.Dump().String() })
 	err := traffic.CheckFrame(got.Data(), 503, 0, p.MAC(), c.PeerMAC())
 	got.Free()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d wake-ups", wakes)
 }
 
 func TestVMCloseReopen(t *testing.T) {

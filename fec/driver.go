@@ -277,8 +277,8 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 	if cl, ok := alloc.(interface{ CacheLine() int }); ok && line == 0 {
 		line = cl.CacheLine()
 	}
-	if err := checkBufferLines(alloc, cfg.FrameSize); err != nil {
-		return nil, err
+	if err := nic.CheckBufferLines(alloc, cfg.FrameSize); err != nil {
+		return nil, fmt.Errorf("fec: %w", err)
 	}
 	if err := checkCacheMaintenance(alloc); err != nil {
 		return nil, err
@@ -721,24 +721,8 @@ func (p *Port) teardown() error {
 		}
 	}
 	if p.irq != nil {
-		if err := p.dev.DisableIRQs(); err != nil {
-			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
-		}
+		errs = append(errs, nic.DisableIRQs(p.dev))
 		p.irq = nil
 	}
-	// TX first: in-flight buffers go back to their pools (perhaps RX pools).
-	for _, q := range p.tx {
-		if err := q.free(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, q := range p.rx {
-		if err := q.free(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("fec: %s: close: %w", p.name, err)
-	}
-	return nil
+	return nic.FreeQueues("fec", p.name, errs, p.tx, (*txQueue).free, p.rx, (*rxQueue).free)
 }

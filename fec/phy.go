@@ -120,24 +120,7 @@ func (p *Port) readPHYID() (uint32, error) {
 // (with isolate, which keeps the PHY off the MII), then autonegotiation is
 // restarted.
 func (p *Port) restartAutoneg() error {
-	bmcr, err := p.readPHY(phyBMCR)
-	if err != nil {
-		return fmt.Errorf("reading BMCR: %w", err)
-	}
-	bmcr &^= bmcrReset
-	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
-		bmcr &^= bmcrPowerDown | bmcrIsolate
-		if err := p.writePHY(phyBMCR, bmcr); err != nil {
-			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
-		}
-	}
-	if err := nic.WithdrawGigabitHalf(p.readPHY, p.writePHY); err != nil {
-		return err
-	}
-	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
-		return fmt.Errorf("restarting autonegotiation: %w", err)
-	}
-	return nil
+	return nic.RestartAutoneg(p.readPHY, p.writePHY)
 }
 
 // gigabitHalfWhy is why fec refuses 1000 Mb/s half duplex: Linux's fec masks
@@ -230,38 +213,18 @@ func (p *Port) PHYAddr() int { return p.phyAddr }
 // ReadPHY reads clause-22 register r of the port's PHY through MMFR (for
 // diagnostics; nic.PHYAccess).
 func (p *Port) ReadPHY(r int) (uint16, error) {
-	if err := nic.CheckPHYReg(r); err != nil {
-		return 0, fmt.Errorf("fec: %s: %w", p.name, err)
-	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return 0, fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
-	}
-	v, err := p.readPHY(r)
-	if err != nil {
-		return 0, fmt.Errorf("fec: %s: %w", p.name, err)
-	}
-	return v, nil
+	return p.diagPHY().ReadPHY(r)
 }
 
 // WritePHY writes clause-22 register r of the port's PHY through MMFR (for
 // diagnostics; nic.PHYAccess). A write asking for 1000 Mb/s half duplex
 // (CTRL1000 bit 8, or BMCR forcing it) is refused (CheckLinkMode).
 func (p *Port) WritePHY(r int, v uint16) error {
-	if err := nic.CheckPHYReg(r); err != nil {
-		return fmt.Errorf("fec: %s: %w", p.name, err)
-	}
-	if err := nic.CheckGigabitHalfWrite(r, v, gigabitHalfWhy); err != nil {
-		return fmt.Errorf("fec: %s: %w", p.name, err)
-	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
-	}
-	if err := p.writePHY(r, v); err != nil {
-		return fmt.Errorf("fec: %s: %w", p.name, err)
-	}
-	return nil
+	return p.diagPHY().WritePHY(r, v)
+}
+
+// diagPHY is the port's PHYAccess for ReadPHY and WritePHY.
+func (p *Port) diagPHY() nic.DiagPHY {
+	return nic.DiagPHY{Prefix: "fec: " + p.name, Lock: &p.ctl, Closed: func() bool { return p.closed },
+		Read: p.readPHY, Write: p.writePHY, Why: gigabitHalfWhy}
 }

@@ -211,12 +211,8 @@ const (
 const (
 	bmcrSpeed1000 uint16 = 1 << 6
 	bmcrFullDup   uint16 = 1 << 8
-	bmcrANRestart uint16 = 1 << 9
-	bmcrIsolate   uint16 = 1 << 10
-	bmcrPowerDown uint16 = 1 << 11 // BMCR_PDOWN: phy_suspend sets it when fec closes
 	bmcrANEnable  uint16 = 1 << 12
 	bmcrSpeed100  uint16 = 1 << 13
-	bmcrReset     uint16 = 1 << 15
 
 	bmsrLinkUp uint16 = 1 << 2 // latched low: read twice for the current state
 	bmsrANDone uint16 = 1 << 5

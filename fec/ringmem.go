@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // Ring memory.
@@ -31,31 +32,13 @@ import (
 // dma_sync_single_for_device / _for_cpu: dma.Pool slots are multiples of 64
 // bytes carved from page-aligned regions, so no two buffers share a line.
 
-// uncachedAllocator is an allocator that can also hand out non-cacheable
-// memory.
-type uncachedAllocator interface {
-	AllocUncached(size, align int) (*dma.Region, error)
-}
-
-// allocatorNonCoherent reports whether a says its memory is not coherent with
-// the device (optional NonCoherent() bool or CacheLine() int methods).
-func allocatorNonCoherent(a dma.Allocator) bool {
-	if nc, ok := a.(interface{ NonCoherent() bool }); ok && nc.NonCoherent() {
-		return true
-	}
-	if cl, ok := a.(interface{ CacheLine() int }); ok && cl.CacheLine() > 0 {
-		return true
-	}
-	return false
-}
-
 // checkCacheMaintenance refuses cached memory the MAC does not snoop when the
 // allocator says its Sync cannot maintain the cache (a CacheMaintenance() bool
 // method returning false: 32-bit ARM user space, sim's ARMv7 cache model).
 // Uncached rings would not save it: the packet buffers come from Alloc too.
 func checkCacheMaintenance(a dma.Allocator) error {
 	cm, ok := a.(interface{ CacheMaintenance() bool })
-	if !ok || cm.CacheMaintenance() || !allocatorNonCoherent(a) {
+	if !ok || cm.CacheMaintenance() || !nic.AllocatorNonCoherent(a) {
 		return nil
 	}
 	return fmt.Errorf("fec: the DMA memory is cached, the MAC does not snoop it, and it cannot be cleaned or invalidated "+
@@ -66,15 +49,15 @@ func checkCacheMaintenance(a dma.Allocator) error {
 // ringsUncached reports whether the rings of a port on a go in uncached
 // memory.
 func ringsUncached(a dma.Allocator) bool {
-	_, ok := a.(uncachedAllocator)
-	return ok && allocatorNonCoherent(a)
+	_, ok := a.(nic.UncachedAllocator)
+	return ok && nic.AllocatorNonCoherent(a)
 }
 
 // allocRing allocates a descriptor ring of size bytes, aligned to 64 (the
 // ENET wants 8; 64 starts the ring on a cache line).
 func (p *Port) allocRing(size int) (*dma.Region, error) {
 	if p.uncachedRings {
-		return p.alloc.(uncachedAllocator).AllocUncached(size, 64)
+		return p.alloc.(nic.UncachedAllocator).AllocUncached(size, 64)
 	}
 	return p.alloc.Alloc(size, 64)
 }
@@ -87,18 +70,3 @@ func (p *Port) UncachedRings() bool { return p.uncachedRings }
 // descriptors per cache line with cached rings on a non-coherent platform, 1
 // otherwise.
 func (p *Port) LineDescriptors() int { return p.lineBDs }
-
-// checkBufferLines refuses a pool frame size that would let two buffers share
-// a cache line of a's (a CacheLine() int method): the clean or invalidate of
-// one buffer would then act on its neighbour, which another owner may hold.
-// The headroom is a whole number of lines for lines up to dma.Headroom.
-func checkBufferLines(a dma.Allocator, frameSize int) error {
-	cl, ok := a.(interface{ CacheLine() int })
-	if !ok || cl.CacheLine() <= 0 {
-		return nil
-	}
-	if l := cl.CacheLine(); frameSize%l != 0 || dma.Headroom%l != 0 {
-		return fmt.Errorf("fec: frame size %d (headroom %d): want a multiple of the %d-byte cache line, so no two buffers share a line", frameSize, dma.Headroom, l)
-	}
-	return nil
-}

@@ -241,3 +241,8 @@ func rxWritten(d []byte) (done, last bool) {
 	sc, _ := splitWord0(loadWord0(d))
 	return sc&rxE == 0, sc&rxL != 0
 }
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *rxQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
+}

@@ -174,13 +174,7 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "tx_hwtstamp_dropped", Value: tsDrop},
 		nic.Counter{Name: "tx_hwtstamp_skipped", Value: tsSkip},
 	)
-	for _, q := range p.rx {
-		out = nic.AppendQueueCounters(out, "rx", q.idx, q.packets.Load(), q.bytes.Load())
-	}
-	for _, q := range p.tx {
-		out = nic.AppendQueueCounters(out, "tx", q.idx, q.packets.Load(), q.bytes.Load())
-	}
-	return out
+	return nic.AppendPortQueueCounters(out, p.rx, (*rxQueue).counts, p.tx, (*txQueue).counts)
 }
 
 // Counter returns one named counter from Stats, and whether it exists.

@@ -52,8 +52,6 @@ type txQueue struct {
 	kicks     atomic.Uint64 // TDAR writes
 	kickSkips atomic.Uint64 // TDAR writes skipped (ERR007885: ring busy)
 
-	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
-
 	stampsDropped atomic.Uint64 // stamps.Dropped, for Stats (tx_hwtstamp_dropped)
 	stampsSkipped atomic.Uint64 // timestamp requests completed without a time (tx_hwtstamp_skipped)
 }
@@ -135,7 +133,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		return 0
 	}
 	if q.writable() < len(bufs) {
-		q.unreported += q.reclaim() // reported by the next Reclaim
+		q.Hold(q.reclaim()) // reported by the next Reclaim
 	}
 	taken, posted := 0, 0
 	first := q.Tail
@@ -200,12 +198,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 			sc |= txW
 		}
 		storeWord0(d, bdWord0(sc, uint16(b.Len)))
-		b.SetOwner(dma.OwnerTx)
-		q.Slots[q.Tail] = b
-		if q.Tail++; q.Tail == q.N {
-			q.Tail = 0
-		}
-		q.Inflight++
+		q.Post(b)
 		posted++
 		nbytes += uint64(b.Len)
 	}
@@ -258,9 +251,7 @@ func (q *txQueue) kick() {
 // many. If descriptors are still ready but TDAR reads 0 (the device stopped, or
 // a kick was skipped under ERR007885), it writes TDAR again.
 func (q *txQueue) Reclaim() int {
-	n := q.reclaim() + q.unreported
-	q.unreported = 0
-	return n
+	return q.Report(q.reclaim())
 }
 
 // reclaim is Reclaim without the buffers Send reclaimed earlier.
@@ -314,4 +305,9 @@ func (q *txQueue) Free() int {
 func (q *txQueue) free() error {
 	q.stopped = true
 	return q.Release(q.unstamped)
+}
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *txQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
 }

@@ -2,7 +2,6 @@ package igb
 
 import (
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -645,26 +644,10 @@ func (p *Port) teardown() error {
 		if present {
 			p.w32(regGPIE, 0)
 		}
-		if err := p.dev.DisableIRQs(); err != nil {
-			errs = append(errs, fmt.Errorf("disabling interrupts: %w", err))
-		}
+		errs = append(errs, nic.DisableIRQs(p.dev))
 		p.irqs = nil
 	}
-	// TX first: in-flight buffers go back to their pools (perhaps RX pools).
-	for _, q := range p.tx {
-		if err := q.free(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, q := range p.rx {
-		if err := q.free(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("igb: %s: close: %w", p.name, err)
-	}
-	return nil
+	return nic.FreeQueues("igb", p.name, errs, p.tx, (*txQueue).free, p.rx, (*rxQueue).free)
 }
 
 // RSSKey is the 40-byte Toeplitz key programmed into RSSRK.

@@ -54,24 +54,7 @@ func (p *Port) writePHY(r int, v uint16) error {
 // does on open, the bit is cleared first (with isolate, which would keep
 // the PHY off the MAC's interface), then autonegotiation is restarted.
 func (p *Port) restartAutoneg() error {
-	bmcr, err := p.readPHY(phyBMCR)
-	if err != nil {
-		return fmt.Errorf("reading BMCR: %w", err)
-	}
-	bmcr &^= bmcrReset
-	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
-		bmcr &^= bmcrPowerDown | bmcrIsolate
-		if err := p.writePHY(phyBMCR, bmcr); err != nil {
-			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
-		}
-	}
-	if err := nic.WithdrawGigabitHalf(p.readPHY, p.writePHY); err != nil {
-		return err
-	}
-	if err := p.writePHY(phyBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
-		return fmt.Errorf("restarting autonegotiation: %w", err)
-	}
-	return nil
+	return nic.RestartAutoneg(p.readPHY, p.writePHY)
 }
 
 // gigabitHalfWhy is why igb refuses 1000 Mb/s half duplex. Linux's igb never
@@ -116,19 +99,7 @@ func (p *Port) ReadPHY(r int) (uint16, error) {
 	if p.media == MediaSerDes {
 		return 0, p.errNoPHY()
 	}
-	if err := nic.CheckPHYReg(r); err != nil {
-		return 0, fmt.Errorf("igb: %s: %w", p.name, err)
-	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return 0, fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
-	}
-	v, err := p.readPHY(r)
-	if err != nil {
-		return 0, fmt.Errorf("igb: %s: %w", p.name, err)
-	}
-	return v, nil
+	return p.diagPHY().ReadPHY(r)
 }
 
 // WritePHY writes clause-22 register r of the port's PHY through MDIC (for
@@ -140,19 +111,11 @@ func (p *Port) WritePHY(r int, v uint16) error {
 	if p.media == MediaSerDes {
 		return p.errNoPHY()
 	}
-	if err := nic.CheckPHYReg(r); err != nil {
-		return fmt.Errorf("igb: %s: %w", p.name, err)
-	}
-	if err := nic.CheckGigabitHalfWrite(r, v, gigabitHalfWhy); err != nil {
-		return fmt.Errorf("igb: %s: %w", p.name, err)
-	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
-	}
-	if err := p.writePHY(r, v); err != nil {
-		return fmt.Errorf("igb: %s: %w", p.name, err)
-	}
-	return nil
+	return p.diagPHY().WritePHY(r, v)
+}
+
+// diagPHY is the port's PHYAccess for ReadPHY and WritePHY.
+func (p *Port) diagPHY() nic.DiagPHY {
+	return nic.DiagPHY{Prefix: "igb: " + p.name, Lock: &p.ctl, Closed: func() bool { return p.closed },
+		Read: p.readPHY, Write: p.writePHY, Why: gigabitHalfWhy}
 }

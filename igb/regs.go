@@ -291,12 +291,3 @@ const (
 	phyID2    = 3 // PHY identifier, low
 	phyDefIdx = 1 // the internal PHY's address on the MDIO bus
 )
-
-// BMCR and BMSR bits.
-const (
-	bmcrANRestart uint16 = 1 << 9  // restart autonegotiation (self-clearing)
-	bmcrANEnable  uint16 = 1 << 12 // autonegotiation enable
-	bmcrPowerDown uint16 = 1 << 11 // MII_CR_POWER_DOWN: Linux sets it when the interface closes
-	bmcrIsolate   uint16 = 1 << 10
-	bmcrReset     uint16 = 1 << 15
-)

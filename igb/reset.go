@@ -147,7 +147,7 @@ func (s *savedConfig) restore(p *Port) {
 func (q *txQueue) dropInflight() {
 	q.meta.release()
 	q.Reset(q.meta.refused)
-	q.unreported = 0
+	q.Report(0) // the frames Send reclaimed before the reset are not reported
 }
 
 // dropPosted gives every posted RX buffer back to its pool and starts the

@@ -201,3 +201,8 @@ func (q *rxQueue) stop() error {
 // free returns posted buffers and frees the ring and the pool. The queue must be
 // stopped.
 func (q *rxQueue) free() error { return q.Free() }
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *rxQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
+}

@@ -51,8 +51,6 @@ type txQueue struct {
 	bytes   atomic.Uint64
 	split   atomic.Uint64 // frames sent over more than one descriptor (page crossing)
 
-	unreported int // buffers Send reclaimed to make room; the next Reclaim reports them
-
 	meta txMetaState // per-frame TX requests (txmeta.go)
 }
 
@@ -105,7 +103,7 @@ func (q *txQueue) Send(bufs []*dma.Buf) int {
 		return 0
 	}
 	if q.Room() < len(bufs) {
-		q.unreported += q.reclaim() // reported by the next Reclaim
+		q.Hold(q.reclaim()) // reported by the next Reclaim
 	}
 	// The ring state lives in locals for the loop (stores into slots and the
 	// ring would otherwise make the compiler reload every q field per frame);
@@ -198,9 +196,7 @@ func (q *txQueue) splitTx(iova uint64, n int, cmd, olinfo uint32) {
 // Reclaim returns the buffers of completed descriptors (DD set) to their pools,
 // one PutBurst per run of buffers from the same pool, and reports how many.
 func (q *txQueue) Reclaim() int {
-	n := q.reclaim() + q.unreported
-	q.unreported = 0
-	return n
+	return q.Report(q.reclaim())
 }
 
 // reclaim is Reclaim without the buffers Send reclaimed earlier.
@@ -254,4 +250,9 @@ func (q *txQueue) stop() error {
 func (q *txQueue) free() error {
 	q.meta.release()
 	return q.Release(nil)
+}
+
+// counts is the queue's index and what it has moved, for Stats.
+func (q *txQueue) counts() (idx int, packets, bytes uint64) {
+	return q.idx, q.packets.Load(), q.bytes.Load()
 }

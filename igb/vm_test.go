@@ -26,10 +26,7 @@ const vmLinkTimeout = 20 * time.Second
 // openVM opens the device named by XNIC_IGB_BDF, or skips.
 func openVM(t *testing.T, cfg igb.Config) (*igb.Port, *vfio.Device) {
 	t.Helper()
-	bdf := os.Getenv("XNIC_IGB_BDF")
-	if bdf == "" {
-		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier sets it)")
-	}
+	bdf := nictest.Env(t, "XNIC_IGB_BDF", "no igb device bound to vfio-pci here (the VM tier sets it)")
 	dev, err := vfio.Open(bdf)
 	if err != nil {
 		t.Fatalf("vfio.Open(%s): %v", bdf, err)
@@ -37,17 +34,7 @@ func openVM(t *testing.T, cfg igb.Config) (*igb.Port, *vfio.Device) {
 	if cfg.LinkTimeout == 0 {
 		cfg.LinkTimeout = vmLinkTimeout
 	}
-	p, err := igb.Open(dev, cfg)
-	if err != nil {
-		dev.Close()
-		t.Fatalf("igb.Open: %v", err)
-	}
-	t.Cleanup(func() {
-		if err := p.Close(); err != nil {
-			t.Errorf("Close: %v", err)
-		}
-		dev.Close()
-	})
+	p := nictest.OpenOn(t, "igb.Open", dev, func() (*igb.Port, error) { return igb.Open(dev, cfg) })
 	if _, err := p.WaitLink(vmLinkTimeout); err != nil {
 		t.Fatalf("%v\n%s", err, p.Dump())
 	}
@@ -175,54 +162,15 @@ func TestVMInterruptWakesRecv(t *testing.T) {
 	p, _ := openVM(t, igb.Config{Interrupts: true})
 	c, io := vmClient(t, p)
 	io.Drain()
-	rq := p.RxQueue(0)
-	if rq.IRQ() == nil {
-		t.Fatal("no IRQ with Config.Interrupts")
-	}
-	if _, err := c.Later(2*time.Second, 1, 303); err != nil {
+	got := nictest.InterruptWakesRecv(t, p.RxQueue(0), 15*time.Second,
+		func() error { _, err := c.Later(2*time.Second, 1, 303); return err },
+		func(f []byte) bool { seed, _, err := traffic.ParseData(f); return err == nil && seed == 303 },
+		func() string { return p.Dump().String() })
+	err := traffic.CheckFrame(got.Data(), 303, 0, p.MAC(), c.PeerMAC())
+	got.Free()
+	if err != nil {
 		t.Fatal(err)
 	}
-	bufs := make([]*dma.Buf, 8)
-	var got *dma.Buf
-	// keep takes the awaited frame out of a burst and frees the rest.
-	keep := func(bs []*dma.Buf) {
-		for _, b := range bs {
-			if seed, _, err := traffic.ParseData(b.Data()); err == nil && seed == 303 && got == nil {
-				got = b
-				continue
-			}
-			b.Free()
-		}
-	}
-	// Drain, arm, poll once more, then block: the protocol of nic.RxQueue.ArmIRQ.
-	for n := rq.Recv(bufs); n > 0; n = rq.Recv(bufs) {
-		keep(bufs[:n])
-	}
-	// Signals left from frames received earlier (QEMU's igb does not auto-mask
-	// the vector) would wake the first Wait at once: consume them.
-	for fired, _ := rq.IRQ().Wait(0); fired; fired, _ = rq.IRQ().Wait(0) {
-	}
-	rq.ArmIRQ()
-	keep(bufs[:rq.Recv(bufs)])
-	if got != nil {
-		t.Fatal("the delayed frame arrived before the receiver blocked: nothing proves the interrupt (the peer's delay is too short for this guest)")
-	}
-	deadline := time.Now().Add(15 * time.Second)
-	for got == nil {
-		start := time.Now()
-		fired, err := rq.IRQ().Wait(time.Until(deadline))
-		if err != nil || !fired {
-			t.Fatalf("no interrupt within 15s (fired=%v err=%v)\n%s", fired, err, p.Dump())
-		}
-		t.Logf("woken after %v", time.Since(start))
-		keep(bufs[:rq.Recv(bufs)])
-		rq.ArmIRQ()
-	}
-	bufs[0] = got
-	if err := traffic.CheckFrame(bufs[0].Data(), 303, 0, p.MAC(), c.PeerMAC()); err != nil {
-		t.Fatal(err)
-	}
-	bufs[0].Free()
 }
 
 func TestVMRefusesUnmappedDMA(t *testing.T) {
@@ -231,10 +179,7 @@ func TestVMRefusesUnmappedDMA(t *testing.T) {
 }
 
 func TestVMCloseReopen(t *testing.T) {
-	bdf := os.Getenv("XNIC_IGB_BDF")
-	if bdf == "" {
-		t.Skip("XNIC_IGB_BDF not set: no igb device bound to vfio-pci here (the VM tier sets it)")
-	}
+	bdf := nictest.Env(t, "XNIC_IGB_BDF", "no igb device bound to vfio-pci here (the VM tier sets it)")
 	dev, err := vfio.Open(bdf)
 	if err != nil {
 		t.Fatal(err)

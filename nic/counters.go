@@ -22,3 +22,19 @@ func AppendQueueCounters(out []Counter, dir string, idx int, packets, bytes uint
 		Counter{Name: fmt.Sprintf("%s_queue_%d_packets", dir, idx), Value: packets},
 		Counter{Name: fmt.Sprintf("%s_queue_%d_bytes", dir, idx), Value: bytes})
 }
+
+// AppendPortQueueCounters appends AppendQueueCounters for every RX queue of a
+// port, then for every TX queue; counts gives a queue's index and the packets
+// and bytes it has moved (read atomically: Stats runs beside the queues'
+// goroutines).
+func AppendPortQueueCounters[R, T any](out []Counter, rx []R, rxCounts func(R) (idx int, packets, bytes uint64), tx []T, txCounts func(T) (idx int, packets, bytes uint64)) []Counter {
+	for _, q := range rx {
+		i, p, b := rxCounts(q)
+		out = AppendQueueCounters(out, "rx", i, p, b)
+	}
+	for _, q := range tx {
+		i, p, b := txCounts(q)
+		out = AppendQueueCounters(out, "tx", i, p, b)
+	}
+	return out
+}

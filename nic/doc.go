@@ -10,9 +10,12 @@
 // It also holds the helpers every driver needs in the same shape and that carry
 // no register knowledge: decoded register dumps (RegDump, RegValue, Field,
 // FlagFields), counters (CounterTotals for hardware totals, CounterValue,
-// AppendQueueCounters), waits with deadlines (Poll, PollReg, WaitLinkUp), and
-// queue and ring chores (RxQueueAt, TxQueueAt, SyncRing across the wrap,
-// PutBufs back to their pools), and the PHY rules the families share (clause-22
+// AppendQueueCounters, AppendPortQueueCounters), waits with deadlines (Poll,
+// PollReg, WaitLinkUp), queue and ring chores (RxQueueAt, TxQueueAt, SyncRing
+// across the wrap, PutBufs back to their pools; the ring-memory checks
+// AllocatorNonCoherent, UncachedAllocator and CheckBufferLines; the end of
+// Close, DisableIRQs and FreeQueues), and the PHY rules the families share
+// (RestartAutoneg for a clause-22 PHY left powered down; clause-22
 // and clause-45 access, PHYAccess; the link modes a MAC refuses, LinkModeChecker,
 // with WithdrawGigabitHalf and CheckGigabitHalfWrite for 1000BASE-T half duplex,
 // which none of the three runs; the RGMII TX clock per speed, RGMIITxClockHz,

@@ -235,3 +235,18 @@ func TestQueueAt(t *testing.T) {
 		t.Errorf("RxQueueAt on no queues = %#v", q)
 	}
 }
+
+func TestAppendPortQueueCounters(t *testing.T) {
+	counts := func(i int) (int, uint64, uint64) { return i, uint64(10 * i), uint64(100 * i) }
+	cs := AppendPortQueueCounters(nil, []int{0, 1}, counts, []int{2}, counts)
+	want := []Counter{{"rx_queue_0_packets", 0}, {"rx_queue_0_bytes", 0}, {"rx_queue_1_packets", 10}, {"rx_queue_1_bytes", 100},
+		{"tx_queue_2_packets", 20}, {"tx_queue_2_bytes", 200}}
+	if len(cs) != len(want) {
+		t.Fatalf("got %+v, want %+v", cs, want)
+	}
+	for i := range want {
+		if cs[i] != want[i] {
+			t.Fatalf("got %+v, want %+v", cs, want)
+		}
+	}
+}

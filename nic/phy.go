@@ -3,6 +3,7 @@ package nic
 import (
 	"errors"
 	"fmt"
+	"sync"
 )
 
 // PHYAccess is a port whose PHY can be reached through the MAC's MDIO
@@ -64,8 +65,12 @@ const (
 
 	bmcrSpeed1000  uint16 = 1 << 6  // speed selection, MSB
 	bmcrFullDuplex uint16 = 1 << 8  // forced duplex
+	bmcrANRestart  uint16 = 1 << 9  // restart autonegotiation (self-clearing)
+	bmcrIsolate    uint16 = 1 << 10 // electrically isolate the PHY from the MII
+	bmcrPowerDown  uint16 = 1 << 11 // power down
 	bmcrANEnable   uint16 = 1 << 12 // autonegotiation enable
 	bmcrSpeed100   uint16 = 1 << 13 // speed selection, LSB
+	bmcrReset      uint16 = 1 << 15 // PHY reset (self-clearing)
 	bmsrExtStatus  uint16 = 1 << 8  // register 15 (and so 1000BASE-T) present
 
 	// Ctrl1000AdvHalf is CTRL1000 bit 8: advertise 1000BASE-T half duplex.
@@ -153,4 +158,84 @@ type PCSLinkReporter interface {
 	// answers on MDIO) and, if so, whether it negotiates (clause 37) or is
 	// forced.
 	PCSLink() (pcs, autoneg bool)
+}
+
+// RestartAutoneg restarts a clause-22 PHY's autonegotiation (IEEE 802.3
+// 22.2.4.1: BMCR). A PHY the previous driver left in power-down (BMCR bit 11,
+// which genphy_suspend and e1000's power-down set) does not negotiate, so,
+// as genphy_resume does, power-down and isolate (which keeps the PHY off the
+// MII) are cleared first; then the 1000BASE-T half-duplex advertisement is
+// withdrawn (WithdrawGigabitHalf) and BMCR gets autonegotiation enable and
+// restart. BMCR's reset bit is never written back. read and write are the
+// driver's clause-22 accessors, called with its MDIO lock held.
+func RestartAutoneg(read func(reg int) (uint16, error), write func(reg int, val uint16) error) error {
+	bmcr, err := read(phyRegBMCR)
+	if err != nil {
+		return fmt.Errorf("reading BMCR: %w", err)
+	}
+	bmcr &^= bmcrReset
+	if bmcr&(bmcrPowerDown|bmcrIsolate) != 0 {
+		bmcr &^= bmcrPowerDown | bmcrIsolate
+		if err := write(phyRegBMCR, bmcr); err != nil {
+			return fmt.Errorf("powering the PHY up (BMCR power-down, left by the previous driver): %w", err)
+		}
+	}
+	if err := WithdrawGigabitHalf(read, write); err != nil {
+		return err
+	}
+	if err := write(phyRegBMCR, bmcr|bmcrANEnable|bmcrANRestart); err != nil {
+		return fmt.Errorf("restarting autonegotiation: %w", err)
+	}
+	return nil
+}
+
+// DiagPHY is a port's PHYAccess for diagnostics and bring-up tools, what
+// every driver's ReadPHY and WritePHY do around its MDIO accessors: the
+// register number is checked, a write asking for 1000 Mb/s half duplex is
+// refused (CheckGigabitHalfWrite, with Why), the access runs under the port's
+// control lock (serialised with the driver's own) and only while the port is
+// open. Errors are prefixed with Prefix ("family: name").
+type DiagPHY struct {
+	Prefix string
+	Lock   sync.Locker
+	Closed func() bool // called with Lock held
+	Read   func(reg int) (uint16, error)
+	Write  func(reg int, val uint16) error
+	Why    string
+}
+
+// ReadPHY reads clause-22 register reg.
+func (d DiagPHY) ReadPHY(reg int) (uint16, error) {
+	if err := CheckPHYReg(reg); err != nil {
+		return 0, fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	d.Lock.Lock()
+	defer d.Lock.Unlock()
+	if d.Closed() {
+		return 0, fmt.Errorf("%s: %w", d.Prefix, ErrClosed)
+	}
+	v, err := d.Read(reg)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	return v, nil
+}
+
+// WritePHY writes clause-22 register reg.
+func (d DiagPHY) WritePHY(reg int, val uint16) error {
+	if err := CheckPHYReg(reg); err != nil {
+		return fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	if err := CheckGigabitHalfWrite(reg, val, d.Why); err != nil {
+		return fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	d.Lock.Lock()
+	defer d.Lock.Unlock()
+	if d.Closed() {
+		return fmt.Errorf("%s: %w", d.Prefix, ErrClosed)
+	}
+	if err := d.Write(reg, val); err != nil {
+		return fmt.Errorf("%s: %w", d.Prefix, err)
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package nic
 
 import (
 	"errors"
+	"sync"
 	"testing"
 )
 
@@ -72,5 +73,90 @@ func TestCheckGigabitHalfWrite(t *testing.T) {
 	}
 	if err := CheckGigabitHalf(1000, true, "because"); err != nil {
 		t.Errorf("1000 full: %v", err)
+	}
+}
+
+// TestRestartAutoneg: a PHY left powered down and isolated is powered up
+// first (one BMCR write without the two bits), then restarted with AN enable
+// and restart set and reset never written back; a PHY already up gets the
+// one restart write.
+func TestRestartAutoneg(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		bmcr uint16
+		want []uint16
+	}{
+		{"powered down", bmcrPowerDown | bmcrIsolate | bmcrReset | bmcrFullDuplex, []uint16{bmcrFullDuplex, bmcrFullDuplex | bmcrANEnable | bmcrANRestart}},
+		{"up", bmcrFullDuplex, []uint16{bmcrFullDuplex | bmcrANEnable | bmcrANRestart}},
+	} {
+		var writes []uint16
+		read := func(reg int) (uint16, error) {
+			if reg == phyRegBMCR {
+				return tc.bmcr, nil
+			}
+			return 0, nil // BMSR without extended status: CTRL1000 untouched
+		}
+		write := func(reg int, v uint16) error {
+			if reg != phyRegBMCR {
+				t.Errorf("%s: write to register %d", tc.name, reg)
+			}
+			writes = append(writes, v)
+			return nil
+		}
+		if err := RestartAutoneg(read, write); err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if len(writes) != len(tc.want) {
+			t.Fatalf("%s: BMCR writes %#04x, want %#04x", tc.name, writes, tc.want)
+		}
+		for i := range writes {
+			if writes[i] != tc.want[i] {
+				t.Fatalf("%s: BMCR writes %#04x, want %#04x", tc.name, writes, tc.want)
+			}
+		}
+	}
+	fail := errors.New("mdio")
+	if err := RestartAutoneg(func(int) (uint16, error) { return 0, fail }, nil); !errors.Is(err, fail) {
+		t.Fatalf("failed read: got %v", err)
+	}
+}
+
+// TestDiagPHY: a bad register and a 1000 half-duplex write are refused before
+// any access, a closed port refuses with ErrClosed, and an open one reaches
+// its accessors under the lock with the prefix on their errors.
+func TestDiagPHY(t *testing.T) {
+	var mu sync.Mutex
+	closed, locked, regs := false, false, map[int]uint16{2: 0x0141}
+	fail := errors.New("mdio")
+	d := DiagPHY{Prefix: "fam: p0", Lock: &mu, Closed: func() bool { return closed }, Why: "no",
+		Read: func(r int) (uint16, error) {
+			locked = !mu.TryLock()
+			if r == 3 {
+				return 0, fail
+			}
+			return regs[r], nil
+		},
+		Write: func(r int, v uint16) error { regs[r] = v; return nil }}
+	if v, err := d.ReadPHY(2); err != nil || v != 0x0141 || !locked {
+		t.Fatalf("ReadPHY(2) = %#x, %v (locked %v)", v, err, locked)
+	}
+	if _, err := d.ReadPHY(3); !errors.Is(err, fail) || err.Error() != "fam: p0: mdio" {
+		t.Fatalf("failing read: %v", err)
+	}
+	if _, err := d.ReadPHY(32); !errors.Is(err, ErrPHYRegister) {
+		t.Fatalf("register 32: %v", err)
+	}
+	if err := d.WritePHY(phyRegCtrl1000, Ctrl1000AdvHalf); !errors.Is(err, ErrLinkMode) || regs[phyRegCtrl1000] != 0 {
+		t.Fatalf("1000 half write: %v, CTRL1000 %#x", err, regs[phyRegCtrl1000])
+	}
+	if err := d.WritePHY(4, 0x01e1); err != nil || regs[4] != 0x01e1 {
+		t.Fatalf("WritePHY(4): %v, %#x", err, regs[4])
+	}
+	closed = true
+	if _, err := d.ReadPHY(2); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed read: %v", err)
+	}
+	if err := d.WritePHY(4, 0); !errors.Is(err, ErrClosed) || regs[4] != 0x01e1 {
+		t.Fatalf("closed write: %v", err)
 	}
 }

@@ -41,8 +41,9 @@ type TxRing struct {
 	Clean    int        // oldest descriptor in flight; only the driver writes it
 	Inflight int        // descriptors the device holds
 
-	done  []*dma.Buf // the reclaim batch, len N
-	ndone int        // entries of done in use
+	done       []*dma.Buf // the reclaim batch, len N
+	ndone      int        // entries of done in use
+	unreported int        // frames Send reclaimed to make room (Hold); the next Report adds them
 }
 
 // Init sets r up over a ring of n descriptors of descSize bytes in ring. It
@@ -78,6 +79,31 @@ func (r *TxRing) SyncBytes(off, n int, dir dma.SyncDir) {
 	if !r.Coherent {
 		r.Alloc.Sync(r.Ring, off, n, dir)
 	}
+}
+
+// Post puts b, a frame of one descriptor that the driver has written at Tail,
+// in flight: b moves to dma.OwnerTx and into Slots at Tail, Tail moves on
+// (wrapping) and Inflight grows by one. The doorbell stays the driver's, once
+// per burst.
+func (r *TxRing) Post(b *dma.Buf) {
+	b.SetOwner(dma.OwnerTx)
+	r.Slots[r.Tail] = b
+	if r.Tail++; r.Tail == r.N {
+		r.Tail = 0
+	}
+	r.Inflight++
+}
+
+// Hold keeps n, frames a Send reclaimed to make room, for the next Report:
+// Reclaim, not Send, tells the caller how many frames completed.
+func (r *TxRing) Hold(n int) { r.unreported += n }
+
+// Report is n, what a Reclaim took, plus what Hold kept since the last
+// Report.
+func (r *TxRing) Report(n int) int {
+	n += r.unreported
+	r.unreported = 0
+	return n
 }
 
 // Complete takes the frame at Clean, which spans segs descriptors and which

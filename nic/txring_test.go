@@ -62,3 +62,43 @@ func TestTxRing(t *testing.T) {
 		t.Fatalf("second Release: %v", err)
 	}
 }
+
+// TestTxRingPostWrapsAndReports: Post moves a buffer to OwnerTx at Tail and
+// wraps Tail at N; Hold's count is added to the next Report only.
+func TestTxRingPostWrapsAndReports(t *testing.T) {
+	a := &countingAlloc{Memory: sim.NewMemory(sim.MemoryConfig{}, nil)}
+	ring, err := a.Alloc(4*16, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool, err := dma.NewPool(a, 8, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &nic.TxRing{}
+	r.Init(a, ring, 4, 16)
+	for i := 0; i < 3; i++ {
+		b := pool.Get()
+		r.Post(b)
+		if r.Slots[i] != b || b.Owner() != dma.OwnerTx {
+			t.Fatalf("post %d: slot %p, owner %v", i, r.Slots[i], b.Owner())
+		}
+		r.Complete(1)
+		r.PutDone()
+	}
+	r.Post(pool.Get())
+	if r.Tail != 0 || r.Inflight != 1 || r.Slots[3] == nil {
+		t.Fatalf("Tail %d, Inflight %d after the fourth post: want 0 (wrapped), 1", r.Tail, r.Inflight)
+	}
+	r.Hold(2)
+	r.Hold(1)
+	if n := r.Report(4); n != 7 {
+		t.Fatalf("Report(4) after Hold(2), Hold(1) = %d, want 7", n)
+	}
+	if n := r.Report(1); n != 1 {
+		t.Fatalf("second Report(1) = %d, want 1", n)
+	}
+	if err := r.Release(nil); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,7 +1,8 @@
 // Package sim holds what the device models (igbsim, dwmacsim, fecsim) share:
 // ModelBase (modelbase.go), which each embeds for the accessors around its
 // registers (MAC, Memory, PHY, the fault log and injector, Err, Sched,
-// Settle, Attach, SetTransmit, SetPaced); DMA memory seen through an IOMMU-like translation that refuses
+// Settle, Attach, SetTransmit, SetPaced) and the register paths (ReadReg,
+// WriteReg, WriteRegOutOfReset, Unimplemented); DMA memory seen through an IOMMU-like translation that refuses
 // stray accesses, a fault log, a PCI-like Device base that implements nic.Device
 // (PlatformDevice presents it as a devicetree platform device),
 // a clause-22 MDIO PHY (with the vendor register sets the Linux PHY drivers

@@ -29,6 +29,7 @@ type ModelBase struct {
 	faults *Faults
 	inj    *Injector
 	sched  *Sched
+	name   func(off uint32) string
 }
 
 // ModelParts are the parts a model hands its ModelBase.
@@ -44,12 +45,13 @@ type ModelParts struct {
 	Faults   *Faults                 // the fault log
 	Injector *Injector               // the fault injector
 	Sched    *Sched                  // the device side's clock
+	RegName  func(off uint32) string // the datasheet's name of a register, for faults (nil: none)
 }
 
 // InitBase sets the parts; a model calls it once, before it is shared.
 func (b *ModelBase) InitBase(p ModelParts) {
 	*b = ModelBase{mu: p.Lock, wire: p.Wire, inject: p.Inject, reset: p.Reset, mac: p.MAC, dev: p.Device,
-		mem: p.Memory, phy: p.PHY, faults: p.Faults, inj: p.Injector, sched: p.Sched}
+		mem: p.Memory, phy: p.PHY, faults: p.Faults, inj: p.Injector, sched: p.Sched, name: p.RegName}
 }
 
 // SimDevice is the Device base (bus-master state, interrupt vectors, faults).
@@ -265,4 +267,33 @@ func (b *ModelBase) WriteReg(pend *uint32, t *Timer, write func() (kick uint32))
 	if b.sched.Synchronous() {
 		b.sched.Poll()
 	}
+}
+
+// regName is the register's name for a fault ("" without ModelParts.RegName).
+func (b *ModelBase) regName(off uint32) string {
+	if b.name == nil {
+		return ""
+	}
+	return b.name(off)
+}
+
+// Unimplemented records an access (op: "read32" or "write32") to a register
+// the model does not implement.
+func (b *ModelBase) Unimplemented(op string, off uint32) {
+	b.faults.Add(op, b.regName(off), uint64(off), "register not implemented by the model")
+}
+
+// WriteRegOutOfReset is WriteReg for a device that loses register writes
+// while a reset of its own is under way: when inReset (run with the lock
+// held) says one is, the write is recorded as a fault, "write of 0x... while
+// " and during (what the reset is and how a driver waits for its end), and
+// changes nothing; otherwise write runs.
+func (b *ModelBase) WriteRegOutOfReset(pend *uint32, t *Timer, off, val uint32, inReset func() bool, during string, write func() (kick uint32)) {
+	b.WriteReg(pend, t, func() uint32 {
+		if inReset() {
+			b.faults.Add("write32", b.regName(off), uint64(off), "write of 0x%08x while %s", val, during)
+			return 0
+		}
+		return write()
+	})
 }

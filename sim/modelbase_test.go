@@ -133,3 +133,35 @@ func TestFactoryMACAndPHYAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteRegOutOfReset: a write during the model's reset is a fault that
+// names the register and rings nothing; after it, the write runs and its
+// kick reaches pend and the timer. Unimplemented names the register too.
+func TestWriteRegOutOfReset(t *testing.T) {
+	faults := &Faults{}
+	sched := NewSched(SchedConfig{Sync: true})
+	t.Cleanup(sched.Close)
+	m := &baseModel{}
+	m.InitBase(ModelParts{Lock: &m.mu, Wire: &m.wire, Faults: faults, Sched: sched,
+		RegName: func(off uint32) string { return "TAIL" }})
+	steps := 0
+	tm := sched.NewTimer(func() { steps++ })
+	var pend uint32
+	inReset, wrote := true, 0
+	write := func() uint32 { wrote++; return 2 }
+	m.WriteRegOutOfReset(&pend, tm, 0x18, 5, func() bool { return inReset }, "the test's reset", write)
+	f := faults.List()
+	if wrote != 0 || pend != 0 || steps != 0 || len(f) != 1 || f[0].Where != "TAIL" || f[0].Addr != 0x18 ||
+		f[0].Detail != "write of 0x00000005 while the test's reset" {
+		t.Fatalf("in reset: wrote %d, pend %d, steps %d, faults %+v", wrote, pend, steps, f)
+	}
+	inReset = false
+	m.WriteRegOutOfReset(&pend, tm, 0x18, 5, func() bool { return inReset }, "the test's reset", write)
+	if wrote != 1 || pend != 2 || steps != 1 || len(faults.List()) != 1 {
+		t.Fatalf("out of reset: wrote %d, pend %d, steps %d, faults %+v", wrote, pend, steps, faults.List())
+	}
+	m.Unimplemented("read32", 0x20)
+	if f := faults.List(); len(f) != 2 || f[1].Op != "read32" || f[1].Where != "TAIL" || !strings.Contains(f[1].Detail, "not implemented") {
+		t.Fatalf("Unimplemented: %+v", f)
+	}
+}

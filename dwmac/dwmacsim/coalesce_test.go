@@ -26,8 +26,8 @@ func wdtRig(t *testing.T, n int, rwt uint32) (*rig, *rxRing, nic.IRQ) {
 	r.bringUp()
 	irqs, err := r.m.Device().EnableMSIX(1)
 	require.NoError(t, err)
-	r.wr(tCh(0)+tIntEn, tNIE|tRI)
-	r.wr(tCh(0)+tRxWdt, rwt)
+	r.Wr(tCh(0)+tIntEn, tNIE|tRI)
+	r.Wr(tCh(0)+tRxWdt, rwt)
 	rx := r.setupRx(0, n, 1536)
 	for i := 0; i < n; i++ {
 		rx.setIOC(i, false)
@@ -43,12 +43,12 @@ func (x *rxRing) setIOC(i int, on bool) {
 	} else {
 		d[15] &^= 0x40
 	}
-	x.r.a.Sync(x.ring, i*16, 16, dma.ForDevice)
+	x.r.A.Sync(x.ring, i*16, 16, dma.ForDevice)
 }
 
 // ackRI clears RI and NIS (write 1 to clear) and drains pending messages.
 func ackRI(r *rig, irq nic.IRQ) {
-	r.wr(tCh(0)+tStatus, tRI|tNIS)
+	r.Wr(tCh(0)+tStatus, tRI|tNIS)
 	for f, _ := irq.Wait(0); f; f, _ = irq.Wait(0) {
 	}
 }
@@ -66,7 +66,7 @@ func TestWatchdogCountsRWTU(t *testing.T) {
 	fired, _ = irq.Wait(2 * time.Second)
 	require.True(t, fired, "the watchdog never set RI")
 	require.GreaterOrEqual(t, time.Since(start), 60*time.Millisecond)
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRI)
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tRI)
 	require.NoError(t, r.m.Err())
 }
 
@@ -78,7 +78,7 @@ func TestWatchdogRestartsPerFrame(t *testing.T) {
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
 	time.Sleep(100 * time.Millisecond)
 	t1 := time.Now()
-	if t1.Sub(t0) > 150*time.Millisecond || r.rd(tCh(0)+tStatus)&tRI != 0 {
+	if t1.Sub(t0) > 150*time.Millisecond || r.Rd(tCh(0)+tStatus)&tRI != 0 {
 		t.Fatalf("the host slept %v instead of 100 ms: the first watchdog may have run out already", t1.Sub(t0))
 	}
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
@@ -105,7 +105,7 @@ func TestWatchdogStoppedByIOC(t *testing.T) {
 	ackRI(r, irq)
 	fired, _ = irq.Wait(150 * time.Millisecond)
 	require.False(t, fired, "the watchdog set RI after an IOC frame stopped it")
-	require.Zero(t, r.rd(tCh(0)+tStatus)&tRI)
+	require.Zero(t, r.Rd(tCh(0)+tStatus)&tRI)
 	require.NoError(t, r.m.Err())
 }
 
@@ -124,7 +124,7 @@ func TestWatchdogZeroWithoutIOCFaults(t *testing.T) {
 
 	// A polling driver (RIE off) waits for no interrupt: not a fault.
 	r3, _, _ := wdtRig(t, 4, 0)
-	r3.wr(tCh(0)+tIntEn, 0)
+	r3.Wr(tCh(0)+tIntEn, 0)
 	require.True(t, r3.m.Inject(frame(factoryMAC, 60)))
 	require.NoError(t, r3.m.Err())
 }
@@ -133,18 +133,18 @@ func TestWatchdogZeroWithoutIOCFaults(t *testing.T) {
 // refused on every core.
 func TestWatchdogRegisterFields(t *testing.T) {
 	r := newRig(t, testCfg()) // 5.20
-	r.wr(tCh(0)+tRxWdt, tRWTU3|0xff)
-	require.Equal(t, uint32(tRWTU3|0xff), r.rd(tCh(0)+tRxWdt))
-	r.wrRaw(tCh(0)+tRxWdt, 1<<8|1)
+	r.Wr(tCh(0)+tRxWdt, tRWTU3|0xff)
+	require.Equal(t, uint32(tRWTU3|0xff), r.Rd(tCh(0)+tRxWdt))
+	r.WrRaw(tCh(0)+tRxWdt, 1<<8|1)
 	r.expectFault("reserved bits")
-	require.Equal(t, uint32(1), r.rd(tCh(0)+tRxWdt))
+	require.Equal(t, uint32(1), r.Rd(tCh(0)+tRxWdt))
 
 	cfg := testCfg()
 	cfg.SNPSVER = 0x41
 	r4 := newRig(t, cfg)
-	r4.wrRaw(tCh(0)+tRxWdt, 1<<16|0x20)
+	r4.WrRaw(tCh(0)+tRxWdt, 1<<16|0x20)
 	r4.expectFault("RWTU, which cores before 5.00 do not have")
-	require.Equal(t, uint32(0x20), r4.rd(tCh(0)+tRxWdt))
+	require.Equal(t, uint32(0x20), r4.Rd(tCh(0)+tRxWdt))
 }
 
 func TestSystemClockRefused(t *testing.T) {

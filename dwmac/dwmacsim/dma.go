@@ -121,7 +121,7 @@ func (m *Model) ringBase(r *ring) uint64 {
 
 func (m *Model) readChanLocked(c int, r, off uint32) uint32 {
 	if c >= m.nch {
-		m.unimplemented("read32", off)
+		m.Unimplemented("read32", off)
 		return 0
 	}
 	if !m.hasDirLocked("read32", "DMA channel", c, chanDir(r), off) {
@@ -179,13 +179,13 @@ func (m *Model) readChanLocked(c int, r, off uint32) uint32 {
 		ch.missed = 0
 		return v
 	}
-	m.unimplemented("read32", off)
+	m.Unimplemented("read32", off)
 	return 0
 }
 
 func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 	if c >= m.nch {
-		m.unimplemented("write32", off)
+		m.Unimplemented("write32", off)
 		return 0
 	}
 	if !m.hasDirLocked("write32", "DMA channel", c, chanDir(r), off) {
@@ -237,7 +237,7 @@ func (m *Model) writeChanLocked(c int, r, off, val uint32) (kick uint32) {
 	case chCurTxDesc, chCurRxDesc, chCurTxBufH, chCurTxBuf, chCurRxBufH, chCurRxBuf, chMissFrame:
 		m.readOnly(off, val)
 	default:
-		m.unimplemented("write32", off)
+		m.Unimplemented("write32", off)
 	}
 	return 0
 }

@@ -18,12 +18,12 @@ func FuzzInject(f *testing.F) {
 		r := newRig(t, testCfg())
 		r.bringUp()
 		rx := r.setupRx(0, 8, 512)
-		r.wr(tPktFilter, []uint32{0, tPR, tHMC, tPM | tDBF, tRA}[mode%5])
+		r.Wr(tPktFilter, []uint32{0, tPR, tHMC, tPM | tDBF, tRA}[mode%5])
 		if mode&8 != 0 {
-			r.wr(tMACConfig, r.rd(tMACConfig)|1<<16) // JE
+			r.Wr(tMACConfig, r.Rd(tMACConfig)|1<<16) // JE
 		}
 		if mode&16 != 0 {
-			r.wr(tMACConfig, r.rd(tMACConfig)|tCST|1<<20)
+			r.Wr(tMACConfig, r.Rd(tMACConfig)|tCST|1<<20)
 		}
 		ok := r.m.Inject(data)
 		if err := r.m.Err(); err != nil {
@@ -65,7 +65,7 @@ func FuzzTxDescriptor(f *testing.F) {
 		binary.LittleEndian.PutUint32(d[12:], des3)
 		tx.tail = 1
 		tx.kick()
-		cur := r.rd(tCh(0) + tCurTx)
+		cur := r.Rd(tCh(0) + tCurTx)
 		if cur != uint32(tx.ring.IOVA) && cur != uint32(tx.ring.IOVA)+16 {
 			t.Fatalf("current descriptor 0x%x after one descriptor", cur)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/dma"
-	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
@@ -60,10 +59,8 @@ var factoryMAC = net.HardwareAddr{0x02, 0x11, 0x22, 0x33, 0x44, 0x55}
 
 // rig is a model with its register window and bus mastering on.
 type rig struct {
-	t    testing.TB
-	m    *Model
-	regs nic.Regs
-	a    dma.Allocator
+	simtest.Rig
+	m *Model
 }
 
 // testCfg is an Intel mGbE with a 200 MHz PTP reference, as the tests drive
@@ -76,44 +73,29 @@ func newRig(t testing.TB, cfg Config) *rig {
 	t.Helper()
 	m, err := New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-	regs, a := simtest.Window(t, m.Device())
-	return &rig{t: t, m: m, regs: regs, a: a}
-}
-
-func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) { simtest.Settled{Regs: r.regs, M: r.m}.Write32(off, v) }
-
-// wrRaw writes without letting the device finish first: the TX DMA runs on
-// its own time (the timing tests).
-func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }
-
-// waitFor polls cond for up to 2 s.
-func (r *rig) waitFor(what string, cond func() bool) {
-	r.t.Helper()
-	simtest.WaitFor(r.t, what, 2*time.Second, cond)
+	return &rig{Rig: simtest.NewRig(t, m), m: m}
 }
 
 // swr runs the DMA software reset and waits for SWR to clear.
 func (r *rig) swr() {
-	r.t.Helper()
-	r.wr(tBusMode, tSWR)
-	r.waitFor("DMA_Mode.SWR to clear", func() bool { return r.rd(tBusMode)&tSWR == 0 })
+	r.T.Helper()
+	r.Wr(tBusMode, tSWR)
+	r.WaitFor("DMA_Mode.SWR to clear", func() bool { return r.Rd(tBusMode)&tSWR == 0 })
 }
 
 // mdio runs one MDIO frame and polls GB; it returns MAC_MDIO_Data.
 func (r *rig) mdio(addr uint32) uint32 {
-	r.t.Helper()
-	r.wr(tMDIOAddr, addr|tGB|5<<8)
+	r.T.Helper()
+	r.Wr(tMDIOAddr, addr|tGB|5<<8)
 	for i := 0; ; i++ {
-		if r.rd(tMDIOAddr)&tGB == 0 {
+		if r.Rd(tMDIOAddr)&tGB == 0 {
 			break
 		}
 		if i > 100 {
-			r.t.Fatal("MDIO GB never cleared")
+			r.T.Fatal("MDIO GB never cleared")
 		}
 	}
-	return r.rd(tMDIOData)
+	return r.Rd(tMDIOData)
 }
 
 func (r *rig) phyRead(pa, reg uint32) uint16 {
@@ -121,36 +103,36 @@ func (r *rig) phyRead(pa, reg uint32) uint16 {
 }
 
 func (r *rig) phyWrite(pa, reg uint32, v uint16) {
-	r.wr(tMDIOData, uint32(v))
+	r.Wr(tMDIOData, uint32(v))
 	r.mdio(pa<<21 | reg<<16 | tGOCWrite)
 }
 
 // linkUp restarts autonegotiation, waits for the link, and sets the MAC to
 // 1 Gb/s full duplex with RE and TE.
 func (r *rig) linkUp() {
-	r.t.Helper()
+	r.T.Helper()
 	r.phyWrite(1, 0, 1<<12|1<<9)
-	r.waitFor("PHY link", func() bool {
+	r.WaitFor("PHY link", func() bool {
 		r.phyRead(1, 1)
 		return r.phyRead(1, 1)&(1<<2) != 0
 	})
-	r.wr(tMACConfig, tRE|tTE|tDM)
+	r.Wr(tMACConfig, tRE|tTE|tDM)
 }
 
 // bringUp is the stmmac order: reset, bus mode, queues, link.
 func (r *rig) bringUp() {
-	r.t.Helper()
-	hi, lo := r.rd(tAddrHi0), r.rd(tAddrLo0) // firmware's address, before the reset clears it
+	r.T.Helper()
+	hi, lo := r.Rd(tAddrHi0), r.Rd(tAddrLo0) // firmware's address, before the reset clears it
 	r.swr()
-	r.wr(tAddrHi0, hi)
-	r.wr(tAddrLo0, lo)
-	r.wr(tSysBus, tEAME)
-	r.wr(tRxqCtrl0, 2) // queue 0 generic
+	r.Wr(tAddrHi0, hi)
+	r.Wr(tAddrLo0, lo)
+	r.Wr(tSysBus, tEAME)
+	r.Wr(tRxqCtrl0, 2) // queue 0 generic
 	for c := 0; c < r.m.TxChannels(); c++ {
-		r.wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF|tTQS4K) // a 4 KiB queue, as stmmac splits the FIFO
+		r.Wr(tMTLTxOp0+0x40*uint32(c), tTXQEN|tTSF|tTQS4K) // a 4 KiB queue, as stmmac splits the FIFO
 	}
 	for c := 0; c < r.m.RxChannels(); c++ {
-		r.wr(tMTLRxOp0+0x40*uint32(c), tRSF)
+		r.Wr(tMTLRxOp0+0x40*uint32(c), tRSF)
 	}
 	r.linkUp()
 }
@@ -169,17 +151,17 @@ type txRing struct {
 }
 
 func (r *rig) setupTx(c, n int) *txRing {
-	r.t.Helper()
-	ring, err := r.a.Alloc(n*16, 0)
-	require.NoError(r.t, err)
-	bufs, err := r.a.Alloc(n*bufSize, 0)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	ring, err := r.A.Alloc(n*16, 0)
+	require.NoError(r.T, err)
+	bufs, err := r.A.Alloc(n*bufSize, 0)
+	require.NoError(r.T, err)
 	b := tCh(c)
-	r.wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
-	r.wr(b+tTxBaseLo, uint32(ring.IOVA))
-	r.wr(b+tTxLen, uint32(n-1))
-	r.wr(b+tTxTail, uint32(ring.IOVA))
-	r.wr(b+tTxCtrl, tST)
+	r.Wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
+	r.Wr(b+tTxBaseLo, uint32(ring.IOVA))
+	r.Wr(b+tTxLen, uint32(n-1))
+	r.Wr(b+tTxTail, uint32(ring.IOVA))
+	r.Wr(b+tTxCtrl, tST)
 	return &txRing{r: r, c: c, ring: ring, bufs: bufs, n: n}
 }
 
@@ -194,8 +176,8 @@ func (x *txRing) put(i, ln int, des2, des3 uint32, fl int) {
 	binary.LittleEndian.PutUint32(d[4:], uint32(a>>32))
 	binary.LittleEndian.PutUint32(d[8:], des2|uint32(ln))
 	binary.LittleEndian.PutUint32(d[12:], des3|uint32(fl))
-	x.r.a.Sync(x.bufs, i*bufSize, ln, dma.ForDevice)
-	x.r.a.Sync(x.ring, i*16, 16, dma.ForDevice)
+	x.r.A.Sync(x.bufs, i*bufSize, ln, dma.ForDevice)
+	x.r.A.Sync(x.ring, i*16, 16, dma.ForDevice)
 }
 
 // send queues one single-descriptor frame and returns its index (no tail write).
@@ -212,13 +194,13 @@ func (x *txRing) queue(frame []byte, ioc bool) int {
 }
 
 func (x *txRing) kick() {
-	x.r.wr(tCh(x.c)+tTxTail, uint32(x.ring.IOVA)+uint32(x.tail*16))
+	x.r.Wr(tCh(x.c)+tTxTail, uint32(x.ring.IOVA)+uint32(x.tail*16))
 }
 
 // des3 reads TDES3 of descriptor i atomically, as a driver does: the device
 // side may be writing it back at that moment.
 func (x *txRing) des3(i int) uint32 {
-	x.r.a.Sync(x.ring, i*16, 16, dma.ForCPU)
+	x.r.A.Sync(x.ring, i*16, 16, dma.ForCPU)
 	return loadDES3(x.ring.CPU[i*16 : i*16+16])
 }
 
@@ -233,21 +215,21 @@ type rxRing struct {
 }
 
 func (r *rig) setupRx(c, n, bsz int) *rxRing {
-	r.t.Helper()
-	ring, err := r.a.Alloc(n*16, 0)
-	require.NoError(r.t, err)
-	bufs, err := r.a.Alloc(n*bufSize, 0)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	ring, err := r.A.Alloc(n*16, 0)
+	require.NoError(r.T, err)
+	bufs, err := r.A.Alloc(n*bufSize, 0)
+	require.NoError(r.T, err)
 	x := &rxRing{r: r, c: c, ring: ring, bufs: bufs, n: n, bsz: bsz}
 	for i := 0; i < n; i++ {
 		x.post(i)
 	}
 	b := tCh(c)
-	r.wr(b+tRxBaseHi, uint32(ring.IOVA>>32))
-	r.wr(b+tRxBaseLo, uint32(ring.IOVA))
-	r.wr(b+tRxLen, uint32(n-1))
-	r.wr(b+tRxTail, uint32(ring.IOVA)+uint32(n*16))
-	r.wr(b+tRxCtrl, uint32(bsz)<<1|tSR)
+	r.Wr(b+tRxBaseHi, uint32(ring.IOVA>>32))
+	r.Wr(b+tRxBaseLo, uint32(ring.IOVA))
+	r.Wr(b+tRxLen, uint32(n-1))
+	r.Wr(b+tRxTail, uint32(ring.IOVA)+uint32(n*16))
+	r.Wr(b+tRxCtrl, uint32(bsz)<<1|tSR)
 	return x
 }
 
@@ -261,20 +243,20 @@ func (x *rxRing) post(i int) {
 	binary.LittleEndian.PutUint32(d[4:], uint32(a>>32))
 	binary.LittleEndian.PutUint32(d[8:], 0)
 	binary.LittleEndian.PutUint32(d[12:], tOWN|tBUF1V|tRxIOC)
-	x.r.a.Sync(x.ring, i*16, 16, dma.ForDevice)
+	x.r.A.Sync(x.ring, i*16, 16, dma.ForDevice)
 }
 
 func (x *rxRing) tailTo(i int) {
-	x.r.wr(tCh(x.c)+tRxTail, uint32(x.ring.IOVA)+uint32(i*16))
+	x.r.Wr(tCh(x.c)+tRxTail, uint32(x.ring.IOVA)+uint32(i*16))
 }
 
 func (x *rxRing) des3(i int) uint32 {
-	x.r.a.Sync(x.ring, i*16, 16, dma.ForCPU)
+	x.r.A.Sync(x.ring, i*16, 16, dma.ForCPU)
 	return binary.LittleEndian.Uint32(x.ring.CPU[i*16+12:])
 }
 
 func (x *rxRing) buf(i, n int) []byte {
-	x.r.a.Sync(x.bufs, i*bufSize, n, dma.ForCPU)
+	x.r.A.Sync(x.bufs, i*bufSize, n, dma.ForCPU)
 	return x.bufs.CPU[i*bufSize : i*bufSize+n]
 }
 
@@ -293,12 +275,12 @@ func frame(dst net.HardwareAddr, n int) []byte {
 // expectFault asserts that a fault mentioning substr was recorded, then
 // clears the log.
 func (r *rig) expectFault(substr string) {
-	r.t.Helper()
+	r.T.Helper()
 	for _, f := range r.m.Faults() {
 		if strings.Contains(f.String(), substr) {
 			r.m.FaultLog().Clear()
 			return
 		}
 	}
-	r.t.Fatalf("no fault mentioning %q; faults: %v", substr, r.m.Faults())
+	r.T.Fatalf("no fault mentioning %q; faults: %v", substr, r.m.Faults())
 }

@@ -25,23 +25,23 @@ const (
 // queues dwmac-intel marks tbs_en (1 and up).
 func TestTxEnhancedDescriptors(t *testing.T) {
 	r := newRig(t, testCfg())
-	require.Equal(t, uint32(tTBSSEL), r.rd(tHWF3)&tTBSSEL, "the Intel mGbE advertises TBS")
+	require.Equal(t, uint32(tTBSSEL), r.Rd(tHWF3)&tTBSSEL, "the Intel mGbE advertises TBS")
 	r.bringUp()
 	var cap capture
 	r.m.SetTransmit(cap.fn)
 	const n = 4
-	ring, err := r.a.Alloc(n*tEnhDesc, 0)
+	ring, err := r.A.Alloc(n*tEnhDesc, 0)
 	require.NoError(t, err)
-	bufs, err := r.a.Alloc(n*bufSize, 0)
+	bufs, err := r.A.Alloc(n*bufSize, 0)
 	require.NoError(t, err)
 	b := tCh(1)
-	r.wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
-	r.wr(b+tTxBaseLo, uint32(ring.IOVA))
-	r.wr(b+tTxLen, n-1)
-	r.wr(b+tTxTail, uint32(ring.IOVA))
-	r.wr(b+tTxCtrl, tEDSE)
-	require.Equal(t, uint32(tEDSE), r.rd(b+tTxCtrl)&tEDSE, "EDSE reads back set (dwmac4_enable_tbs checks it)")
-	r.wr(b+tTxCtrl, tEDSE|tST)
+	r.Wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
+	r.Wr(b+tTxBaseLo, uint32(ring.IOVA))
+	r.Wr(b+tTxLen, n-1)
+	r.Wr(b+tTxTail, uint32(ring.IOVA))
+	r.Wr(b+tTxCtrl, tEDSE)
+	require.Equal(t, uint32(tEDSE), r.Rd(b+tTxCtrl)&tEDSE, "EDSE reads back set (dwmac4_enable_tbs checks it)")
+	r.Wr(b+tTxCtrl, tEDSE|tST)
 	put := func(i, ln int, des4 uint32) {
 		d := ring.CPU[i*tEnhDesc : (i+1)*tEnhDesc]
 		clear(d)
@@ -53,22 +53,22 @@ func TestTxEnhancedDescriptors(t *testing.T) {
 		binary.LittleEndian.PutUint32(d[20:], uint32(a>>32))
 		binary.LittleEndian.PutUint32(d[24:], uint32(ln))
 		binary.LittleEndian.PutUint32(d[28:], tOWN|tFD|tLD|uint32(ln))
-		r.a.Sync(bufs, i*bufSize, ln, dma.ForDevice)
-		r.a.Sync(ring, i*tEnhDesc, tEnhDesc, dma.ForDevice)
+		r.A.Sync(bufs, i*bufSize, ln, dma.ForDevice)
+		r.A.Sync(ring, i*tEnhDesc, tEnhDesc, dma.ForDevice)
 	}
 	put(0, 60, 0)
 	put(1, 333, 0)
-	r.wr(b+tTxTail, uint32(ring.IOVA)+2*tEnhDesc)
+	r.Wr(b+tTxTail, uint32(ring.IOVA)+2*tEnhDesc)
 	require.Len(t, cap.frames, 2)
 	require.Equal(t, frame(peerMAC, 60), cap.frames[0])
 	require.Equal(t, frame(peerMAC, 333), cap.frames[1])
-	require.Equal(t, uint32(ring.IOVA)+2*tEnhDesc, r.rd(b+tCurTx), "the current descriptor moves 32 bytes a frame")
-	r.a.Sync(ring, 0, n*tEnhDesc, dma.ForCPU)
+	require.Equal(t, uint32(ring.IOVA)+2*tEnhDesc, r.Rd(b+tCurTx), "the current descriptor moves 32 bytes a frame")
+	r.A.Sync(ring, 0, n*tEnhDesc, dma.ForCPU)
 	require.Zero(t, binary.LittleEndian.Uint32(ring.CPU[28:])&tOWN, "OWN cleared in TDES3 of the normal part")
 	require.NoError(t, r.m.Err())
 
 	// A 16-byte stride tail is not on a descriptor boundary any more.
-	r.wr(b+tTxTail, uint32(ring.IOVA)+2*tEnhDesc+16)
+	r.Wr(b+tTxTail, uint32(ring.IOVA)+2*tEnhDesc+16)
 	require.Error(t, r.m.Err(), "tail between enhanced descriptors accepted")
 	r.m.FaultLog().Clear()
 
@@ -76,13 +76,13 @@ func TestTxEnhancedDescriptors(t *testing.T) {
 	// hold the frame for ever: refused, not sent (txmeta_test.go has launch
 	// times that are honoured).
 	put(2, 100, tLTV|5)
-	r.wr(b+tTxTail, uint32(ring.IOVA)+3*tEnhDesc)
+	r.Wr(b+tTxTail, uint32(ring.IOVA)+3*tEnhDesc)
 	require.Len(t, cap.frames, 2, "a frame with a launch time went out")
 	require.ErrorContains(t, r.m.Err(), "launch time while the system time does not run")
 	r.m.FaultLog().Clear()
 
 	// EDSE may not change while the channel runs.
-	r.wr(b+tTxCtrl, tST)
+	r.Wr(b+tTxCtrl, tST)
 	require.ErrorContains(t, r.m.Err(), "EDSE changed")
 }
 
@@ -92,9 +92,9 @@ func TestEDSEReservedWithoutTBS(t *testing.T) {
 	cfg := testCfg()
 	cfg.Variant = IMX8MP
 	r := newRig(t, cfg)
-	require.Zero(t, r.rd(tHWF3)&tTBSSEL)
-	r.wr(tCh(0)+tTxCtrl, tEDSE)
-	require.Zero(t, r.rd(tCh(0)+tTxCtrl)&tEDSE)
+	require.Zero(t, r.Rd(tHWF3)&tTBSSEL)
+	r.Wr(tCh(0)+tTxCtrl, tEDSE)
+	require.Zero(t, r.Rd(tCh(0)+tTxCtrl)&tEDSE)
 	require.NoError(t, r.m.Err())
 }
 
@@ -103,14 +103,14 @@ func TestEDSEReservedWithoutTBS(t *testing.T) {
 // a fault: that address would never match.
 func TestReservedMACAddressEntries(t *testing.T) {
 	r := newRig(t, testCfg())
-	n := r.rd(tHWF0)>>18&0x1f + 1
+	n := r.Rd(tHWF0)>>18&0x1f + 1
 	for e := n; e < 128; e++ {
-		r.wr(tAddrHi0+8*e, 0)
-		r.wr(tAddrLo0+8*e, 0)
+		r.Wr(tAddrHi0+8*e, 0)
+		r.Wr(tAddrLo0+8*e, 0)
 	}
 	require.NoError(t, r.m.Err())
-	require.Zero(t, r.rd(tAddrHi0+8*n))
-	r.wr(tAddrHi0+8*n, tAddrAE|0x1234)
+	require.Zero(t, r.Rd(tAddrHi0+8*n))
+	r.Wr(tAddrHi0+8*n, tAddrAE|0x1234)
 	require.ErrorContains(t, r.m.Err(), "never match")
 }
 
@@ -118,13 +118,13 @@ func TestReservedMACAddressEntries(t *testing.T) {
 // GPO bits (31:16); the input bits (15:0) are read-only.
 func TestGPIOStatus(t *testing.T) {
 	r := newRig(t, testCfg())
-	r.wr(tGPIO, 0x00a5_ffff)
-	require.Equal(t, uint32(0x00a5_0000), r.rd(tGPIO))
+	r.Wr(tGPIO, 0x00a5_ffff)
+	require.Equal(t, uint32(0x00a5_0000), r.Rd(tGPIO))
 	require.NoError(t, r.m.Err())
 	cfg := testCfg()
 	cfg.Variant = IMX8MP
 	r2 := newRig(t, cfg)
-	r2.rd(tGPIO)
+	r2.Rd(tGPIO)
 	require.Error(t, r2.m.Err(), "the i.MX8MP model has no GPIO register")
 }
 
@@ -161,14 +161,14 @@ func TestVLANPrioritySteering(t *testing.T) {
 		f[12], f[13], f[14] = 0x81, 0x00, prio<<5
 		return f
 	}
-	r.wr(tRxqCtrl2, 1<<(8*2+5)) // priority 5 to queue 2
-	r.wr(tRxqCtrl3, 1<<(8*2+7)) // priority 7 to queue 6 (the ADL-S has 6 RX queues: no queue 6)
+	r.Wr(tRxqCtrl2, 1<<(8*2+5)) // priority 5 to queue 2
+	r.Wr(tRxqCtrl3, 1<<(8*2+7)) // priority 7 to queue 6 (the ADL-S has 6 RX queues: no queue 6)
 	m.mu.Lock()
 	got := []int{m.steerLocked(tag(5)), m.steerLocked(tag(3)), m.steerLocked(tag(7)), m.steerLocked(make([]byte, 64))}
 	m.mu.Unlock()
 	require.Equal(t, []int{2, 0, 0, 0}, got, "priority 5, unselected 3, 7 beyond the queues, untagged")
 	require.NoError(t, m.Err())
-	r.wr(tRxqCtrl2, 1<<(8*2+5)|1<<(8*1+5))
+	r.Wr(tRxqCtrl2, 1<<(8*2+5)|1<<(8*1+5))
 	m.mu.Lock()
 	q := m.steerLocked(tag(5))
 	m.mu.Unlock()

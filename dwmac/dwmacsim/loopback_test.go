@@ -19,14 +19,14 @@ func TestLoopback(t *testing.T) {
 	rx := r.setupRx(0, 8, 1536)
 	f := frame(factoryMAC, 100)
 
-	r.wr(tMACConfig, r.rd(tMACConfig)|1<<12|tCST)
+	r.Wr(tMACConfig, r.Rd(tMACConfig)|1<<12|tCST)
 	tx.queue(f, false)
 	tx.kick()
 	require.Empty(t, cap.frames, "LM keeps the frame off the wire")
 	require.Zero(t, rx.des3(0)&tOWN, "the looped frame was received")
 	require.Equal(t, f, rx.buf(0, 100))
 
-	r.wr(tMACConfig, r.rd(tMACConfig)&^(1<<12))
+	r.Wr(tMACConfig, r.Rd(tMACConfig)&^(1<<12))
 	r.m.PHY().Write(sim.MIIBMCR, r.m.PHY().Read(sim.MIIBMCR)|sim.BMCRLoopback)
 	g := frame(factoryMAC, 64)
 	tx.queue(g, false)

@@ -53,7 +53,7 @@ func (m *Model) readMMCLocked(r uint32) uint32 {
 		return m.mmcMasks[2]
 	}
 	if r < mmcFirst || r%4 != 0 {
-		m.unimplemented("read32", regMMCBase+r)
+		m.Unimplemented("read32", regMMCBase+r)
 		return 0
 	}
 	p := &m.mmc[(r-mmcFirst)/4]

@@ -283,7 +283,7 @@ func New(cfg Config) (*Model, error) {
 	m.newPHYs()
 	m.newTimers()
 	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.base,
-		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched, RegName: regName})
 	m.mu.Lock()
 	m.resetLocked(false)
 	m.applyLeftLocked()
@@ -556,17 +556,8 @@ func (m *Model) Read32(off uint32) uint32 {
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.WriteReg(&m.txPend, m.txT, func() uint32 {
-		if m.inResetLocked() {
-			m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)", val)
-			return 0
-		}
-		return m.writeLocked(off, val)
-	})
-}
-
-func (m *Model) unimplemented(op string, off uint32) {
-	m.faults.Add(op, regName(off), uint64(off), "register not implemented by the model")
+	m.WriteRegOutOfReset(&m.txPend, m.txT, off, val, m.inResetLocked, "DMA_Mode.SWR is in progress (poll DMA_Mode until SWR clears)",
+		func() uint32 { return m.writeLocked(off, val) })
 }
 
 func (m *Model) readOnly(off, val uint32) {
@@ -680,7 +671,7 @@ func (m *Model) readLocked(off uint32) uint32 {
 		}
 		return 0
 	}
-	m.unimplemented("read32", off)
+	m.Unimplemented("read32", off)
 	return 0
 }
 
@@ -780,7 +771,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 	if m.estRSSLocked("write32", off, val) || m.reservedLocked("write32", off, val) {
 		return 0
 	}
-	m.unimplemented("write32", off)
+	m.Unimplemented("write32", off)
 	return 0
 }
 
@@ -901,7 +892,7 @@ func (m *Model) debugStatusLocked(off uint32) uint32 {
 // mtlQueue registers.
 func (m *Model) readMTLQLocked(q int, r, off uint32) uint32 {
 	if q >= m.nch {
-		m.unimplemented("read32", off)
+		m.Unimplemented("read32", off)
 		return 0
 	}
 	if !m.hasDirLocked("read32", "MTL queue", q, mtlDir(r), off) {
@@ -931,13 +922,13 @@ func (m *Model) readMTLQLocked(q int, r, off uint32) uint32 {
 	case mtlTxETSCtrl, mtlTxETSStat, mtlTxQuantum, mtlTxSSCred, mtlTxHiCred, mtlTxLoCred, mtlRxCtrl:
 		return x.regs[r/4]
 	}
-	m.unimplemented("read32", off)
+	m.Unimplemented("read32", off)
 	return 0
 }
 
 func (m *Model) writeMTLQLocked(q int, r, off, val uint32) (kick uint32) {
 	if q >= m.nch {
-		m.unimplemented("write32", off)
+		m.Unimplemented("write32", off)
 		return 0
 	}
 	if !m.hasDirLocked("write32", "MTL queue", q, mtlDir(r), off) {
@@ -966,7 +957,7 @@ func (m *Model) writeMTLQLocked(q int, r, off, val uint32) (kick uint32) {
 	case mtlTxUnderfl, mtlTxDebug, mtlRxDebug, mtlRxMissed:
 		m.readOnly(off, val)
 	default:
-		m.unimplemented("write32", off)
+		m.Unimplemented("write32", off)
 	}
 	return 0
 }

@@ -23,25 +23,25 @@ func TestIdentityIntel(t *testing.T) {
 	require.NoError(t, err)
 	require.NotZero(t, cmd&4, "EnableBusMaster sets PCI command bit 2")
 
-	require.Equal(t, uint32(0x52), r.rd(tVersion)&0xff)
-	require.NotZero(t, r.rd(tHWF0)&(1<<8), "MMC advertised")
-	require.NotZero(t, r.rd(tHWF0)&(1<<14), "TX checksum offload (TXCOESEL) advertised")
-	require.NotZero(t, r.rd(tHWF0)&(1<<16), "RX checksum offload (RXCOESEL) advertised")
-	f1 := r.rd(tHWF1)
+	require.Equal(t, uint32(0x52), r.Rd(tVersion)&0xff)
+	require.NotZero(t, r.Rd(tHWF0)&(1<<8), "MMC advertised")
+	require.NotZero(t, r.Rd(tHWF0)&(1<<14), "TX checksum offload (TXCOESEL) advertised")
+	require.NotZero(t, r.Rd(tHWF0)&(1<<16), "RX checksum offload (RXCOESEL) advertised")
+	f1 := r.Rd(tHWF1)
 	require.Equal(t, uint32(1), f1>>14&3, "ADDR64 = 40 bits")
 	require.Equal(t, 32768, 128<<(f1&0x1f), "RX FIFO")
 	require.Equal(t, uint32(1), f1>>24&3, "64-bin hash table")
-	f2 := r.rd(tHWF2)
+	f2 := r.Rd(tHWF2)
 	// The ADL-S as dwmac-intel sets it up (tgl_common_data): 6 RX, 4 TX.
 	require.Equal(t, uint32(5), f2&0xf, "6 RX queues")
 	require.Equal(t, uint32(3), f2>>6&0xf, "4 TX queues")
 	require.Equal(t, uint32(5), f2>>12&0xf, "6 RX channels")
 	require.Equal(t, uint32(3), f2>>18&0xf, "4 TX channels")
-	require.Equal(t, uint32(1<<27), r.rd(tHWF3), "HW_FEATURE3: TBSSEL alone (time-based scheduling, enhanced TX descriptors)")
+	require.Equal(t, uint32(1<<27), r.Rd(tHWF3), "HW_FEATURE3: TBSSEL alone (time-based scheduling, enhanced TX descriptors)")
 
 	// Firmware's MAC is in MAC_Address0 at power-on.
-	require.Equal(t, uint32(1<<31|0x55<<8|0x44), r.rd(tAddrHi0))
-	require.Equal(t, uint32(0x33221102), r.rd(tAddrLo0))
+	require.Equal(t, uint32(1<<31|0x55<<8|0x44), r.Rd(tAddrHi0))
+	require.Equal(t, uint32(0x33221102), r.Rd(tAddrLo0))
 	require.NoError(t, r.m.Err())
 }
 
@@ -87,47 +87,47 @@ func TestConfigErrors(t *testing.T) {
 
 func TestSoftwareResetWithClock(t *testing.T) {
 	r := newRig(t, testCfg())
-	r.wr(tMACConfig, tRE|tTE)
-	r.wr(tBusMode, tSWR)
-	require.NotZero(t, r.rd(tBusMode)&tSWR, "SWR reads 1 right after the write")
-	r.waitFor("SWR", func() bool { return r.rd(tBusMode)&tSWR == 0 })
-	require.Zero(t, r.rd(tMACConfig), "SWR resets MAC_Configuration")
-	require.Equal(t, uint32(0x8000ffff), r.rd(tAddrHi0), "SWR clears the MAC address to all ones")
-	require.Equal(t, uint32(0xffffffff), r.rd(tAddrLo0))
+	r.Wr(tMACConfig, tRE|tTE)
+	r.Wr(tBusMode, tSWR)
+	require.NotZero(t, r.Rd(tBusMode)&tSWR, "SWR reads 1 right after the write")
+	r.WaitFor("SWR", func() bool { return r.Rd(tBusMode)&tSWR == 0 })
+	require.Zero(t, r.Rd(tMACConfig), "SWR resets MAC_Configuration")
+	require.Equal(t, uint32(0x8000ffff), r.Rd(tAddrHi0), "SWR clears the MAC address to all ones")
+	require.Equal(t, uint32(0xffffffff), r.Rd(tAddrLo0))
 	require.NoError(t, r.m.Err())
 
 	// FLR brings back firmware's address.
 	require.NoError(t, r.m.Device().Reset())
-	require.Equal(t, uint32(0x33221102), r.rd(tAddrLo0))
+	require.Equal(t, uint32(0x33221102), r.Rd(tAddrLo0))
 }
 
 func TestSoftwareResetNoRxClock(t *testing.T) {
 	cfg := testCfg()
 	cfg.NoRxClock = true
 	r := newRig(t, cfg)
-	r.wr(tBusMode, tSWR)
+	r.Wr(tBusMode, tSWR)
 	deadline := time.Now().Add(20 * time.Millisecond)
 	for time.Now().Before(deadline) {
-		require.NotZero(t, r.rd(tBusMode)&tSWR, "SWR must never clear without an RX clock")
+		require.NotZero(t, r.Rd(tBusMode)&tSWR, "SWR must never clear without an RX clock")
 		time.Sleep(time.Millisecond)
 	}
 	require.NoError(t, r.m.Err(), "polling DMA_Mode is allowed")
-	r.wr(tMACConfig, tRE)
+	r.Wr(tMACConfig, tRE)
 	r.expectFault("SWR is in progress")
-	r.rd(tVersion)
+	r.Rd(tVersion)
 	r.expectFault("SWR is in progress")
 }
 
 func TestSoftwareResetPHYPowerDown(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.phyWrite(1, 0, 1<<11) // BMCR power down: the PHY stops its RX clock
-	r.wr(tBusMode, tSWR)
+	r.Wr(tBusMode, tSWR)
 	time.Sleep(2 * time.Millisecond)
-	require.NotZero(t, r.rd(tBusMode)&tSWR)
+	require.NotZero(t, r.Rd(tBusMode)&tSWR)
 	// Powering the PHY up is not possible through the MAC now (MDIO registers
 	// are in reset); the PHY model itself can be woken.
 	r.m.PHY().Write(sim.MIIBMCR, 1<<12)
-	r.waitFor("SWR after PHY power-up", func() bool { return r.rd(tBusMode)&tSWR == 0 })
+	r.WaitFor("SWR after PHY power-up", func() bool { return r.Rd(tBusMode)&tSWR == 0 })
 	require.NoError(t, r.m.Err())
 }
 
@@ -140,31 +140,31 @@ func TestMDIO(t *testing.T) {
 	require.Equal(t, uint16(0x01e1), r.phyRead(1, 4))
 
 	// GB is busy on the first read after the command.
-	r.wr(tMDIOAddr, 1<<21|2<<16|tGOCRd|tGB)
-	require.NotZero(t, r.rd(tMDIOAddr)&tGB)
-	require.Zero(t, r.rd(tMDIOAddr)&tGB)
-	require.Equal(t, uint32(0x0141), r.rd(tMDIOData)&0xffff)
+	r.Wr(tMDIOAddr, 1<<21|2<<16|tGOCRd|tGB)
+	require.NotZero(t, r.Rd(tMDIOAddr)&tGB)
+	require.Zero(t, r.Rd(tMDIOAddr)&tGB)
+	require.Equal(t, uint32(0x0141), r.Rd(tMDIOData)&0xffff)
 	require.NoError(t, r.m.Err())
 
 	// Reading data while busy, or a second command while busy, are faults.
-	r.wr(tMDIOAddr, 1<<21|2<<16|tGOCRd|tGB)
-	r.rd(tMDIOData)
+	r.Wr(tMDIOAddr, 1<<21|2<<16|tGOCRd|tGB)
+	r.Rd(tMDIOData)
 	r.expectFault("GB is still set")
-	r.wr(tMDIOAddr, 1<<21|3<<16|tGOCRd|tGB)
+	r.Wr(tMDIOAddr, 1<<21|3<<16|tGOCRd|tGB)
 	r.expectFault("previous one is busy")
-	r.rd(tMDIOAddr)
-	r.rd(tMDIOAddr)
+	r.Rd(tMDIOAddr)
+	r.Rd(tMDIOAddr)
 
 	// xPCS at 0x16, clause 45, MMD 31.
-	r.wr(tMDIOData, 2<<16)
+	r.Wr(tMDIOData, 2<<16)
 	id1 := r.mdio(0x16<<21 | 31<<16 | tGOCRd | tC45E)
-	r.wr(tMDIOData, 3<<16)
+	r.Wr(tMDIOData, 3<<16)
 	id2 := r.mdio(0x16<<21 | 31<<16 | tGOCRd | tC45E)
 	require.Equal(t, uint32(0x7996ced0), (id1&0xffff)<<16|id2&0xffff)
-	r.wr(tMDIOData, 0x8002<<16)
+	r.Wr(tMDIOData, 0x8002<<16)
 	require.Zero(t, r.mdio(0x16<<21|31<<16|tGOCRd|tC45E)&(1<<4), "xPCS link down before AN")
 	r.linkUp()
-	r.wr(tMDIOData, 0x8002<<16)
+	r.Wr(tMDIOData, 0x8002<<16)
 	sts := r.mdio(0x16<<21|31<<16|tGOCRd|tC45E) & 0xffff
 	require.Equal(t, uint32(1<<4|2<<2|1<<1), sts, "xPCS: link, 1000, full duplex")
 	require.NoError(t, r.m.Err())
@@ -172,23 +172,23 @@ func TestMDIO(t *testing.T) {
 
 func TestUnimplementedAndReadOnly(t *testing.T) {
 	r := newRig(t, testCfg())
-	r.rd(0x0b20) // MAC_Timestamp_Status: not modelled
+	r.Rd(0x0b20) // MAC_Timestamp_Status: not modelled
 	r.expectFault("not implemented")
-	r.wr(tVersion, 0x40)
+	r.Wr(tVersion, 0x40)
 	r.expectFault("read-only")
-	require.Equal(t, uint32(0x52), r.rd(tVersion)&0xff)
-	r.rd(tCh(6) + tStatus) // channel 6 of a 6-channel model
+	require.Equal(t, uint32(0x52), r.Rd(tVersion)&0xff)
+	r.Rd(tCh(6) + tStatus) // channel 6 of a 6-channel model
 	r.expectFault("not implemented")
 	// Channel 4 of the ADL-S (6 RX, 4 TX) is an RX channel: its shared and RX
 	// registers exist, its TX ones do not.
-	r.wr(tCh(4)+tStatus, 0)
-	r.wr(tCh(4)+0x08, 0) // DMA_CH4_Rx_Control
+	r.Wr(tCh(4)+tStatus, 0)
+	r.Wr(tCh(4)+0x08, 0) // DMA_CH4_Rx_Control
 	require.NoError(t, r.m.Err())
-	r.wr(tCh(4)+0x04, 0) // DMA_CH4_Tx_Control
+	r.Wr(tCh(4)+0x04, 0) // DMA_CH4_Tx_Control
 	r.expectFault("no TX side")
-	r.wr(0xd00+0x40*4+0x30, 0) // MTL_RxQ4_Operation_Mode
+	r.Wr(0xd00+0x40*4+0x30, 0) // MTL_RxQ4_Operation_Mode
 	require.NoError(t, r.m.Err())
-	r.wr(0xd00+0x40*4, 0) // MTL_TxQ4_Operation_Mode
+	r.Wr(0xd00+0x40*4, 0) // MTL_TxQ4_Operation_Mode
 	r.expectFault("no TX side")
 }
 
@@ -225,7 +225,7 @@ func TestPHYAddressAndExtraMACAddress(t *testing.T) {
 	require.Equal(t, uint16(0x001C), r.phyRead(5, 2))
 	require.Equal(t, uint16(0xC916), r.phyRead(5, 3))
 	require.Equal(t, uint16(0xffff), r.phyRead(1, 2))
-	r.wr(tMDIOData, 2<<16)
+	r.Wr(tMDIOData, 2<<16)
 	require.Equal(t, uint32(0xffff), r.mdio(0x16<<21|31<<16|tGOCRd|tC45E)&0xffff, "no xPCS on the i.MX8MP")
 	require.NoError(t, r.m.Err())
 }
@@ -248,12 +248,12 @@ func TestDump(t *testing.T) {
 // lacks, and address-filter fail queuing, are refused.
 func TestRxqCtrl4(t *testing.T) {
 	r := newRig(t, testCfg()) // ADL-S: 6 RX queues
-	r.wr(0x94, 1<<16|5<<17)
-	require.Equal(t, uint32(1<<16|5<<17), r.rd(0x94))
+	r.Wr(0x94, 1<<16|5<<17)
+	require.Equal(t, uint32(1<<16|5<<17), r.Rd(0x94))
 	require.NoError(t, r.m.Err())
-	r.wr(0x94, 1<<16|6<<17)
+	r.Wr(0x94, 1<<16|6<<17)
 	r.expectFault("VFFQ 6")
-	r.wr(0x94, 1)
+	r.Wr(0x94, 1)
 	r.expectFault("UFFQE/MFFQE")
-	require.Equal(t, uint32(1<<16|5<<17), r.rd(0x94), "refused writes leave the register")
+	require.Equal(t, uint32(1<<16|5<<17), r.Rd(0x94), "refused writes leave the register")
 }

@@ -22,26 +22,26 @@ const (
 )
 
 func (r *rig) sysTime() int64 {
-	s := r.rd(tSTSR)
-	return int64(s)*1e9 + int64(r.rd(tSTNSR))
+	s := r.Rd(tSTSR)
+	return int64(s)*1e9 + int64(r.Rd(tSTNSR))
 }
 
 // startClock runs the system time as stmmac does for a 200 MHz reference:
 // SSINC 10 ns, addend 2^31.
 func (r *rig) startClock(extra uint32) {
-	r.wr(tTCR, tTSENA|tTSCFUPDT|tTSCTRLSSR|extra)
-	r.wr(tSSIR, 10<<16)
-	r.wr(tTAR, 1<<31)
-	r.wr(tTCR, r.rd(tTCR)|tTSADDREG)
-	require.Zero(r.t, r.rd(tTCR)&tTSADDREG, "TSADDREG self-clears")
+	r.Wr(tTCR, tTSENA|tTSCFUPDT|tTSCTRLSSR|extra)
+	r.Wr(tSSIR, 10<<16)
+	r.Wr(tTAR, 1<<31)
+	r.Wr(tTCR, r.Rd(tTCR)|tTSADDREG)
+	require.Zero(r.T, r.Rd(tTCR)&tTSADDREG, "TSADDREG self-clears")
 }
 
 func TestPTPSystemTime(t *testing.T) {
 	r := newRig(t, testCfg()) // a 200 MHz PTP clock
 	r.startClock(0)
-	r.wr(tSTSUR, 7)
-	r.wr(tSTNSU, 999_000_000)
-	r.wr(tTCR, r.rd(tTCR)|tTSINIT)
+	r.Wr(tSTSUR, 7)
+	r.Wr(tSTNSU, 999_000_000)
+	r.Wr(tTCR, r.Rd(tTCR)|tTSINIT)
 	v := r.sysTime()
 	require.GreaterOrEqual(t, v, int64(7_999_000_000))
 	require.Less(t, v, int64(8_100_000_000))
@@ -50,27 +50,27 @@ func TestPTPSystemTime(t *testing.T) {
 
 	// Subtract 2.5 s the way stmmac writes it.
 	a := r.sysTime()
-	r.wr(tSTSUR, 0xFFFFFFFE)        // -2
-	r.wr(tSTNSU, 1<<31|500_000_000) // 10^9 - 0.5 s
-	r.wr(tTCR, r.rd(tTCR)|tTSUPDT)
+	r.Wr(tSTSUR, 0xFFFFFFFE)        // -2
+	r.Wr(tSTNSU, 1<<31|500_000_000) // 10^9 - 0.5 s
+	r.Wr(tTCR, r.Rd(tTCR)|tTSUPDT)
 	d := r.sysTime() - a
 	require.GreaterOrEqual(t, d, int64(-2_500_000_000))
 	require.Less(t, d, int64(-2_400_000_000))
 
 	// Addend 2^31 + 2^31/20: 5% fast.
-	r.wr(tTAR, 1<<31+1<<31/20)
-	r.wr(tTCR, r.rd(tTCR)|tTSADDREG)
+	r.Wr(tTAR, 1<<31+1<<31/20)
+	r.Wr(tTCR, r.Rd(tTCR)|tTSADDREG)
 	require.InDelta(t, 1.05, sim.MeasureRate(r.sysTime, 20*time.Millisecond), 0.005)
 	require.NoError(t, r.m.Err())
 
-	r.wr(tTCR, tTSENA) // binary rollover
+	r.Wr(tTCR, tTSENA) // binary rollover
 	r.expectFault("TSCTRLSSR")
-	r.wr(tTCR, tTSENA|tTSCTRLSSR|1<<14) // IP over IPv4 PTP filter
+	r.Wr(tTCR, tTSENA|tTSCTRLSSR|1<<14) // IP over IPv4 PTP filter
 	r.expectFault("filters")
-	r.wr(tSTNSU, 1_000_000_000)
-	r.wr(tTCR, tTSENA|tTSCTRLSSR|tTSINIT)
+	r.Wr(tSTNSU, 1_000_000_000)
+	r.Wr(tTCR, tTSENA|tTSCTRLSSR|tTSINIT)
 	r.expectFault("nanoseconds")
-	r.wr(tVLANTag, 1<<21)
+	r.Wr(tVLANTag, 1<<21)
 	r.expectFault("EVLS")
 }
 
@@ -78,7 +78,7 @@ func TestPTPContextDescriptor(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.bringUp()
 	r.startClock(tTSENALL)
-	r.wr(tVLANTag, tEVLRXS|tEVLSAlways)
+	r.Wr(tVLANTag, tEVLRXS|tEVLSAlways)
 	x := r.setupRx(0, 8, 2048)
 	mac := factoryMAC
 	for i := 0; i < 3; i++ {
@@ -122,10 +122,10 @@ func TestIntelPTPClock(t *testing.T) {
 		r := newRig(t, cfg)
 		ssinc := uint32(2e9 / c.hz) // 9 ns at 204.8 MHz, as stmmac truncates it
 		addend := uint32(math.Round((1 << 32) * 1e9 / (float64(ssinc) * c.hz)))
-		r.wr(tTCR, tTSENA|tTSCFUPDT|tTSCTRLSSR)
-		r.wr(tSSIR, ssinc<<16)
-		r.wr(tTAR, addend)
-		r.wr(tTCR, r.rd(tTCR)|tTSADDREG)
+		r.Wr(tTCR, tTSENA|tTSCFUPDT|tTSCTRLSSR)
+		r.Wr(tSSIR, ssinc<<16)
+		r.Wr(tTAR, addend)
+		r.Wr(tTCR, r.Rd(tTCR)|tTSADDREG)
 		require.InDelta(t, 1.0, sim.MeasureRate(r.sysTime, 20*time.Millisecond), 0.005, "8086:%04x at %v Hz", c.dev, c.hz)
 		require.NoError(t, r.m.Err())
 	}

@@ -44,26 +44,26 @@ func TestNoRSSBlock(t *testing.T) {
 			cfg := testCfg()
 			cfg.Variant = v
 			r := newRig(t, cfg)
-			require.Zero(t, r.rd(tHWF1)&tXGMACRSSEN, "HW_FEATURE1 bit 20 (the XGMAC's RSSEN)")
+			require.Zero(t, r.Rd(tHWF1)&tXGMACRSSEN, "HW_FEATURE1 bit 20 (the XGMAC's RSSEN)")
 			r.bringUp()
 			require.NoError(t, r.m.Err())
 
 			// dwxgmac2_rss_write_reg's sequence for key word 0 and table entry 0.
-			r.wr(tXGMACRSSData, 0x6d5a56da)
+			r.Wr(tXGMACRSSData, 0x6d5a56da)
 			r.expectFault("no RSS")
-			r.wr(tXGMACRSSAddr, 0<<tRSSIAShift|tRSSADDRT|tRSSOB)
+			r.Wr(tXGMACRSSAddr, 0<<tRSSIAShift|tRSSADDRT|tRSSOB)
 			r.expectFault("RSS address/data pair")
-			r.rd(tXGMACRSSAddr) // OB reads 0: only the fault log tells
+			r.Rd(tXGMACRSSAddr) // OB reads 0: only the fault log tells
 			r.expectFault("exists only on the DWC XGMAC")
-			r.wr(tXGMACRSSAddr, 0<<tRSSIAShift|tRSSOB)
+			r.Wr(tXGMACRSSAddr, 0<<tRSSIAShift|tRSSOB)
 			r.expectFault("no RSS")
-			r.wr(tXGMACRSSCtrl, tRSSE|tIP2TE|tTCP4TE|tUDP4TE)
+			r.Wr(tXGMACRSSCtrl, tRSSE|tIP2TE|tTCP4TE|tUDP4TE)
 			r.expectFault("MTL_EST_GCL_Control")
-			r.rd(tESTControl)
+			r.Rd(tESTControl)
 			r.expectFault("EST")
 
-			r.wr(tRxqCtrl0, 0xaa)         // queues 0-3 generic
-			r.wr(tRxqDMAMap0, 0x03020100) // queue q to channel q
+			r.Wr(tRxqCtrl0, 0xaa)         // queues 0-3 generic
+			r.Wr(tRxqDMAMap0, 0x03020100) // queue q to channel q
 			rings := make([]*rxRing, 4)
 			for c := range rings {
 				rings[c] = r.setupRx(c, 64, 1536)

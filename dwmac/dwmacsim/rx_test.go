@@ -23,14 +23,14 @@ func TestRxWriteBackWithFCS(t *testing.T) {
 	got := rx.buf(0, 104)
 	require.Equal(t, f, got[:100])
 	require.Equal(t, crc32.ChecksumIEEE(f), binary.LittleEndian.Uint32(got[100:]), "the FCS follows the frame")
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRI, "IOC sets RI")
-	require.Equal(t, uint32(rx.ring.IOVA)+16, r.rd(tCh(0)+tCurRx))
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tRI, "IOC sets RI")
+	require.Equal(t, uint32(rx.ring.IOVA)+16, r.Rd(tCh(0)+tCurRx))
 
 	// CST strips the FCS of type frames.
-	r.wr(tMACConfig, r.rd(tMACConfig)|tCST)
+	r.Wr(tMACConfig, r.Rd(tMACConfig)|tCST)
 	require.True(t, r.m.Inject(f))
 	require.Equal(t, uint32(100), rx.des3(1)&0x7fff)
-	require.Equal(t, uint32(2), r.rd(tMMC+tMMCRxUcast), "MMC unicast counter")
+	require.Equal(t, uint32(2), r.Rd(tMMC+tMMCRxUcast), "MMC unicast counter")
 	require.NoError(t, r.m.Err())
 }
 
@@ -50,10 +50,10 @@ func TestRxRBUAndResume(t *testing.T) {
 	// frame waits.
 	waiting := frame(factoryMAC, 70)
 	require.True(t, r.m.Inject(waiting))
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tRBU)
 	require.Equal(t, 1, r.m.RxHeld())
-	require.Zero(t, r.rd(tCh(0)+tMissFrame)&0x7ff, "DMA_CH_Miss_Frame_Cnt")
-	require.Zero(t, r.rd(tMTLMissed0), "MTL missed and overflow counters")
+	require.Zero(t, r.Rd(tCh(0)+tMissFrame)&0x7ff, "DMA_CH_Miss_Frame_Cnt")
+	require.Zero(t, r.Rd(tMTLMissed0), "MTL missed and overflow counters")
 	// Still suspended until a tail write, even once a descriptor is posted.
 	rx.post(0)
 	require.True(t, r.m.Inject(frame(factoryMAC, 71)))
@@ -63,7 +63,7 @@ func TestRxRBUAndResume(t *testing.T) {
 	require.Zero(t, rx.des3(0)&tOWN)
 	require.Equal(t, waiting, rx.buf(0, len(waiting)))
 	// Fill the FIFO: the next frame overflows it.
-	size := (int(r.rd(tMTLRxOp0)>>20&0x3ff) + 1) * 256
+	size := (int(r.Rd(tMTLRxOp0)>>20&0x3ff) + 1) * 256
 	held := 1
 	for r.m.Inject(frame(factoryMAC, 60)) {
 		held++
@@ -71,12 +71,12 @@ func TestRxRBUAndResume(t *testing.T) {
 	}
 	// The 71-byte frame takes 80 bytes (FCS, 8-byte words), each 60-byte one 64.
 	require.Equal(t, 1+(size-80)/64, held, "frames a %d-byte FIFO holds", size)
-	v := r.rd(tMTLMissed0)
+	v := r.Rd(tMTLMissed0)
 	require.Equal(t, uint32(1), v&0x7ff, "OVFPKTCNT")
 	require.Zero(t, v>>16&0x7ff, "MISPKTCNT")
-	require.Equal(t, uint32(1), r.rd(tMMC+tMMCRxFIFOOvf), "MMC rx_fifo_overflow")
-	r.wr(tCh(0)+tStatus, tRBU|tRI|tNIS|tAIS)
-	require.Zero(t, r.rd(tCh(0)+tStatus)&(tRBU|tRI), "W1C")
+	require.Equal(t, uint32(1), r.Rd(tMMC+tMMCRxFIFOOvf), "MMC rx_fifo_overflow")
+	r.Wr(tCh(0)+tStatus, tRBU|tRI|tNIS|tAIS)
+	require.Zero(t, r.Rd(tCh(0)+tStatus)&(tRBU|tRI), "W1C")
 	require.NoError(t, r.m.Err())
 }
 
@@ -100,7 +100,7 @@ func TestRxWrapLikeStmmac(t *testing.T) {
 		rx.tailTo(next)
 	}
 	require.Equal(t, uint64(5*n), r.m.Counters().RxFrames)
-	require.Equal(t, uint32(5*n), r.rd(tMMC+tMMCRxFrGB))
+	require.Equal(t, uint32(5*n), r.Rd(tMMC+tMMCRxFrGB))
 	require.NoError(t, r.m.Err())
 }
 
@@ -123,17 +123,17 @@ func TestRxMultiDescriptor(t *testing.T) {
 func TestRxQueueDisabledAndStopped(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.bringUp()
-	r.wr(tRxqCtrl0, 0) // queue 0 not enabled
+	r.Wr(tRxqCtrl0, 0) // queue 0 not enabled
 	r.setupRx(0, 4, 1536)
 	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
 	require.Equal(t, uint64(1), r.m.Counters().RxOverflow)
-	require.Equal(t, uint32(1), r.rd(tMTLMissed0)&0x7ff, "MTL overflow count")
-	require.Equal(t, uint32(1), r.rd(tMMC+tMMCRxFIFOOvf))
-	r.wr(tRxqCtrl0, 1) // AV mode also enables it
+	require.Equal(t, uint32(1), r.Rd(tMTLMissed0)&0x7ff, "MTL overflow count")
+	require.Equal(t, uint32(1), r.Rd(tMMC+tMMCRxFIFOOvf))
+	r.Wr(tRxqCtrl0, 1) // AV mode also enables it
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)))
 	// Stopping SR raises RPS and drops.
-	r.wr(tCh(0)+tRxCtrl, 1536<<1)
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRPS)
+	r.Wr(tCh(0)+tRxCtrl, 1536<<1)
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tRPS)
 	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
 	require.NoError(t, r.m.Err())
 }
@@ -141,20 +141,20 @@ func TestRxQueueDisabledAndStopped(t *testing.T) {
 func TestRxQueueMapAndLinkGates(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.bringUp()
-	r.wr(tRxqCtrl0, 2|2<<2)   // queues 0 and 1
-	r.wr(tRxqDMAMap0, 0|1<<8) // queue 1 to channel 1
+	r.Wr(tRxqCtrl0, 2|2<<2)   // queues 0 and 1
+	r.Wr(tRxqDMAMap0, 0|1<<8) // queue 1 to channel 1
 	rx1 := r.setupRx(1, 4, 1536)
 	require.True(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
 	require.Zero(t, rx1.des3(0)&tOWN)
 	require.False(t, r.m.Inject(frame(factoryMAC, 60)), "channel 0 has no ring")
 
 	// Speed mismatch: the MAC at 100 Mb/s, the PHY at 1000.
-	r.wr(tMACConfig, tRE|tTE|tDM|tPS|tFES)
+	r.Wr(tMACConfig, tRE|tTE|tDM|tPS|tFES)
 	before := r.m.Counters().RxNoLink
 	require.False(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
 	require.Equal(t, before+1, r.m.Counters().RxNoLink)
 	// RE clear.
-	r.wr(tMACConfig, tTE|tDM)
+	r.Wr(tMACConfig, tTE|tDM)
 	require.False(t, r.m.InjectQueue(1, frame(factoryMAC, 60)))
 	require.NoError(t, r.m.Err())
 }
@@ -178,21 +178,21 @@ func TestRxFilter(t *testing.T) {
 		rev |= (crc >> i & 1) << (31 - i)
 	}
 	h := rev >> 26
-	r.wr(tHash0+4*(h>>5), 1<<(h&31))
-	r.wr(tPktFilter, tHMC)
+	r.Wr(tHash0+4*(h>>5), 1<<(h&31))
+	r.Wr(tPktFilter, tHMC)
 	require.True(t, r.m.Inject(frame(mc, 60)), "multicast with its hash bit")
-	r.wr(tPktFilter, tPM)
+	r.Wr(tPktFilter, tPM)
 	require.True(t, r.m.Inject(frame([]byte{0x01, 0, 0x5e, 1, 2, 3}, 60)), "pass all multicast")
-	r.wr(tPktFilter, tDBF)
+	r.Wr(tPktFilter, tDBF)
 	require.False(t, r.m.Inject(frame(bcast, 60)), "broadcast disabled")
-	r.wr(tPktFilter, tPR)
+	r.Wr(tPktFilter, tPR)
 	require.True(t, r.m.Inject(frame(other, 60)), "promiscuous")
 
 	// A new address takes effect when its low word is written.
-	r.wr(tPktFilter, 0)
-	r.wr(tAddrHi0, 0x0900)
+	r.Wr(tPktFilter, 0)
+	r.Wr(tAddrHi0, 0x0900)
 	require.True(t, r.m.Inject(frame(factoryMAC, 60)), "old address until the low word")
-	r.wr(tAddrLo0, 0x00000002)
+	r.Wr(tAddrLo0, 0x00000002)
 	require.True(t, r.m.Inject(frame(other, 60)), "new address")
 	require.False(t, r.m.Inject(frame(factoryMAC, 60)))
 	require.NoError(t, r.m.Err())
@@ -239,13 +239,13 @@ func TestNonCoherent(t *testing.T) {
 
 	// A descriptor written without Sync(ForDevice) is not seen by the device.
 	binary.LittleEndian.PutUint32(rx.ring.CPU[16+12:], 0) // software takes it back...
-	rx.r.a.Sync(rx.ring, 16, 16, dma.ForDevice)
+	rx.r.A.Sync(rx.ring, 16, 16, dma.ForDevice)
 	d := rx.ring.CPU[16:32]
 	binary.LittleEndian.PutUint32(d[12:], tOWN|tBUF1V|tRxIOC) // ...and re-posts it without Sync
 	rx.tailTo(2)
 	require.True(t, r.m.Inject(f), "the device still sees OWN clear: the frame waits in the MTL FIFO")
 	require.Equal(t, 1, r.m.RxHeld())
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tRBU)
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tRBU)
 	require.ErrorContains(t, r.m.Err(), "RX descriptor 1 handed to the running DMA by the tail write without OWN",
 		"the tail moved over a descriptor the device sees without OWN")
 }
@@ -293,33 +293,33 @@ func TestStmmacOrder(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.bringUp()
 	const n = 16
-	rxr, err := r.a.Alloc(n*16, 0)
+	rxr, err := r.A.Alloc(n*16, 0)
 	require.NoError(t, err)
-	bufs, err := r.a.Alloc(n*bufSize, 0)
+	bufs, err := r.A.Alloc(n*bufSize, 0)
 	require.NoError(t, err)
 	x := &rxRing{r: r, c: 0, ring: rxr, bufs: bufs, n: n, bsz: 1536}
 	for i := 0; i < n; i++ {
 		x.post(i)
 	}
-	txr, err := r.a.Alloc(n*16, 0)
+	txr, err := r.A.Alloc(n*16, 0)
 	require.NoError(t, err)
 	b := tCh(0)
-	r.wr(b+tChCtrl, 1<<16)                   // PBLx8
-	r.wr(b+tRxCtrl, 32<<16)                  // RxPBL
-	r.wr(b+tRxBaseHi, uint32(rxr.IOVA>>32))  // init_rx_chan
-	r.wr(b+tRxBaseLo, uint32(rxr.IOVA))      //
-	r.wr(b+tRxTail, uint32(rxr.IOVA)+n*16)   // rx_tail_addr = base + n*16
-	r.wr(b+tTxCtrl, 32<<16)                  // TxPBL
-	r.wr(b+tTxBaseHi, uint32(txr.IOVA>>32))  // init_tx_chan
-	r.wr(b+tTxBaseLo, uint32(txr.IOVA))      //
-	r.wr(b+tTxTail, uint32(txr.IOVA))        // tx_tail_addr = base
-	r.wr(b+tIntEn, tNIE|tAIE|tRI|tTI|1<<12)  // DMA_CHAN_INTR_DEFAULT_MASK_4_10
-	r.wr(b+tTxLen, n-1)                      // set_rings_length
-	r.wr(b+tRxLen, n-1)                      //
-	r.wr(b+tRxCtrl, r.rd(b+tRxCtrl)|1536<<1) // set_bfsize
-	r.wr(b+tRxCtrl, r.rd(b+tRxCtrl)|tSR)     // start_rx
-	r.wr(b+tTxCtrl, r.rd(b+tTxCtrl)|tST)     // start_tx
-	require.Zero(t, r.rd(tCh(0)+tStatus)&tTBU, "TX started at its tail: suspended without a fetch")
+	r.Wr(b+tChCtrl, 1<<16)                   // PBLx8
+	r.Wr(b+tRxCtrl, 32<<16)                  // RxPBL
+	r.Wr(b+tRxBaseHi, uint32(rxr.IOVA>>32))  // init_rx_chan
+	r.Wr(b+tRxBaseLo, uint32(rxr.IOVA))      //
+	r.Wr(b+tRxTail, uint32(rxr.IOVA)+n*16)   // rx_tail_addr = base + n*16
+	r.Wr(b+tTxCtrl, 32<<16)                  // TxPBL
+	r.Wr(b+tTxBaseHi, uint32(txr.IOVA>>32))  // init_tx_chan
+	r.Wr(b+tTxBaseLo, uint32(txr.IOVA))      //
+	r.Wr(b+tTxTail, uint32(txr.IOVA))        // tx_tail_addr = base
+	r.Wr(b+tIntEn, tNIE|tAIE|tRI|tTI|1<<12)  // DMA_CHAN_INTR_DEFAULT_MASK_4_10
+	r.Wr(b+tTxLen, n-1)                      // set_rings_length
+	r.Wr(b+tRxLen, n-1)                      //
+	r.Wr(b+tRxCtrl, r.Rd(b+tRxCtrl)|1536<<1) // set_bfsize
+	r.Wr(b+tRxCtrl, r.Rd(b+tRxCtrl)|tSR)     // start_rx
+	r.Wr(b+tTxCtrl, r.Rd(b+tTxCtrl)|tST)     // start_tx
+	require.Zero(t, r.Rd(tCh(0)+tStatus)&tTBU, "TX started at its tail: suspended without a fetch")
 	for i := 0; i < 2*n; i++ {
 		require.True(t, r.m.Inject(frame(factoryMAC, 60)), "frame %d", i)
 		x.post(i % n)

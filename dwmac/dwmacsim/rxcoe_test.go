@@ -63,7 +63,7 @@ func ipFrame(v6 bool, proto byte, n int) []byte {
 // are not IP carry no RDES1 status.
 func TestRxChecksumOffload(t *testing.T) {
 	r := newRig(t, testCfg())
-	require.NotZero(t, r.rd(tHWF0)&(1<<16), "RXCOESEL advertised")
+	require.NotZero(t, r.Rd(tHWF0)&(1<<16), "RXCOESEL advertised")
 	r.bringUp()
 	rx := r.setupRx(0, 16, 1536)
 	rdes1 := func(i int) uint32 { return binary.LittleEndian.Uint32(rx.ring.CPU[i*16+4:]) }
@@ -74,8 +74,8 @@ func TestRxChecksumOffload(t *testing.T) {
 	require.Zero(t, rx.des3(0)&rs1v)
 	require.Zero(t, rdes1(0))
 
-	r.wr(tMACConfig, r.rd(tMACConfig)|1<<27)
-	require.NotZero(t, r.rd(tMACConfig)&(1<<27), "IPC reads back")
+	r.Wr(tMACConfig, r.Rd(tMACConfig)|1<<27)
+	require.NotZero(t, r.Rd(tMACConfig)&(1<<27), "IPC reads back")
 	i := 1
 	for _, c := range []struct {
 		name  string
@@ -117,7 +117,7 @@ func TestRxChecksumOffload(t *testing.T) {
 	require.False(t, r.m.Inject(badIP))
 	require.Equal(t, errs+2, r.m.Counters().RxErrors)
 	// ...or kept with DIS_TCP_EF, flagged.
-	r.wr(tMTLRxOp0, r.rd(tMTLRxOp0)|1<<6)
+	r.Wr(tMTLRxOp0, r.Rd(tMTLRxOp0)|1<<6)
 	require.True(t, r.m.Inject(badL4))
 	require.Equal(t, rd1IPV4|rd1PTTCP|rd1IPCE, rdes1(i))
 	i++
@@ -136,7 +136,7 @@ func TestRxChecksumOffload(t *testing.T) {
 	cfg := testCfg()
 	cfg.NoRxCOE = true
 	q := newRig(t, cfg)
-	require.Zero(t, q.rd(tHWF0)&(1<<16))
-	q.wr(tMACConfig, 1<<27)
-	require.Zero(t, q.rd(tMACConfig)&(1<<27))
+	require.Zero(t, q.Rd(tHWF0)&(1<<16))
+	q.Wr(tMACConfig, 1<<27)
+	require.Zero(t, q.Rd(tMACConfig)&(1<<27))
 }

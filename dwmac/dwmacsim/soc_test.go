@@ -23,7 +23,7 @@ func TestBoardGatesEQOS(t *testing.T) {
 	cfg.Variant, cfg.Board = IMX8MP, b
 	r := newRig(t, cfg)
 
-	require.Equal(t, uint32(0xffffffff), r.rd(tBusMode), "a gated MAC reads as a bus error, not a value")
+	require.Equal(t, uint32(0xffffffff), r.Rd(tBusMode), "a gated MAC reads as a bus error, not a value")
 	f := r.m.Faults()
 	require.Len(t, f, 1)
 	require.Equal(t, sim.OpBusError, f[0].Op)
@@ -34,12 +34,12 @@ func TestBoardGatesEQOS(t *testing.T) {
 	require.NoError(t, b.SetControl(eq.Unit, "on"))
 	require.True(t, b.PHYInReset(eq.Unit), "simple-pm-bus leaves the PHY in reset")
 	require.Equal(t, uint16(0xffff), r.phyRead(1, 2), "a PHY in reset answers nothing")
-	r.wr(tBusMode, tSWR)
+	r.Wr(tBusMode, tSWR)
 	for i := 0; i < 50; i++ {
-		require.NotZero(t, r.rd(tBusMode)&tSWR, "the DMA reset completed without the PHY's RX clock")
+		require.NotZero(t, r.Rd(tBusMode)&tSWR, "the DMA reset completed without the PHY's RX clock")
 	}
 	require.NoError(t, b.SetPHYReset(eq.Unit, false))
-	r.waitFor("SWR to clear with the PHY out of reset", func() bool { return r.rd(tBusMode)&tSWR == 0 })
+	r.WaitFor("SWR to clear with the PHY out of reset", func() bool { return r.Rd(tBusMode)&tSWR == 0 })
 	require.Equal(t, uint16(0x001c), r.phyRead(1, 2))
 	require.NoError(t, r.m.Err())
 }
@@ -51,9 +51,9 @@ func TestSGMIIPathNeedsSerDesAndXPCS(t *testing.T) {
 	cfg := testCfg()
 	cfg.PCIDevice, cfg.Left = 0xa0ac, sim.LeftSerDesDown|sim.LeftXPCSReset
 	stuck := newRig(t, cfg)
-	stuck.wr(tBusMode, tSWR)
+	stuck.Wr(tBusMode, tSWR)
 	for i := 0; i < 20; i++ {
-		require.NotZero(t, stuck.rd(tBusMode)&tSWR, "DMA reset completed with the SerDes in P3")
+		require.NotZero(t, stuck.Rd(tBusMode)&tSWR, "DMA reset completed with the SerDes in P3")
 	}
 	r := newRig(t, cfg)
 	// intel_serdes_powerup's end state: PLL clock, lane out of reset, P0.
@@ -61,17 +61,17 @@ func TestSGMIIPathNeedsSerDesAndXPCS(t *testing.T) {
 	r.swr()
 	r.linkUp()
 	sts := func() uint32 { return r.mdio(xpcsAddr<<21|mmdVend2<<16|tGOCRd|tC45E) & 0xffff }
-	r.wr(tMDIOData, xpcsANIntrSts<<16)
+	r.Wr(tMDIOData, xpcsANIntrSts<<16)
 	require.Zero(t, sts()&xpcsStsLink, "xPCS link without SGMII programmed")
 	r.m.mu.Lock()
 	up := r.m.pathUpLocked(false)
 	r.m.mu.Unlock()
 	require.False(t, up, "frames pass with the xPCS unprogrammed")
 	for reg, v := range map[uint32]uint16{xpcsANCtrl: xpcsPCSModeSGMII, xpcsDigCtrl1: xpcsDigMACAutoSW, xpcsMMDCtrl: xpcsMMDANEnable} {
-		r.wr(tMDIOData, reg<<16|uint32(v))
+		r.Wr(tMDIOData, reg<<16|uint32(v))
 		r.mdio(xpcsAddr<<21 | mmdVend2<<16 | tGOCWrite | tC45E)
 	}
-	r.wr(tMDIOData, xpcsANIntrSts<<16)
+	r.Wr(tMDIOData, xpcsANIntrSts<<16)
 	require.NotZero(t, sts()&xpcsStsLink, "xPCS link once SGMII is programmed")
 	require.NoError(t, r.m.Err())
 }

@@ -38,9 +38,9 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 		f[20], g[20] = byte(i), byte(i)+100
 		cap.frames = nil
 		k := tx.queue(f, false)
-		tx.r.wrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
+		tx.r.WrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
 		copy(tx.bufs.CPU[k*bufSize:], g) // "done": reuse the buffer
-		r.a.Sync(tx.bufs, k*bufSize, len(g), dma.ForDevice)
+		r.A.Sync(tx.bufs, k*bufSize, len(g), dma.ForDevice)
 		r.m.Settle()
 		require.Len(t, cap.frames, 1)
 		caught = bytes.Equal(cap.frames[0], g)
@@ -60,12 +60,12 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 		f[20] = byte(i)
 		cap.frames = nil
 		k := tx.queue(f, false)
-		tx.r.wrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
+		tx.r.WrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
 		deadline := time.Now().Add(time.Second)
 		for tx.des3(k)&tOWN != 0 {
 			require.True(t, time.Now().Before(deadline), "OWN never cleared")
 			time.Sleep(10 * time.Microsecond)
-			r.rd(tCh(0) + tStatus)
+			r.Rd(tCh(0) + tStatus)
 		}
 		copy(tx.bufs.CPU[k*bufSize:], frame(bcast, 100))
 		require.Len(t, cap.frames, 1)
@@ -92,7 +92,7 @@ func TestBrokenDriverRxOwnFirst(t *testing.T) {
 		require.Zero(t, rx.des3(0)&tOWN)
 		d := rx.ring.CPU[0:16]
 		newBuf := rx.bufAddr(0)
-		syncD := func() { r.a.Sync(rx.ring, 0, 16, dma.ForDevice) }
+		syncD := func() { r.A.Sync(rx.ring, 0, 16, dma.ForDevice) }
 		second := frame(factoryMAC, 90)
 		second[30] = 0x5a
 		if broken {
@@ -149,7 +149,7 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 		copy(tx.bufs.CPU[i*bufSize:], f)
 		tail := func() {
 			tx.tail = (tx.tail + 1) % tx.n
-			tx.r.wrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
+			tx.r.WrRaw(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32(tx.tail*16))
 		}
 		if broken {
 			tail()
@@ -162,7 +162,7 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 		if broken {
 			// Either the DMA fetched the unwritten descriptor (no OWN: TBU,
 			// the frame never goes) or the one it fetched changed: a fault.
-			lost := len(cap.frames) == 0 && r.rd(tCh(0)+tStatus)&tTBU != 0
+			lost := len(cap.frames) == 0 && r.Rd(tCh(0)+tStatus)&tTBU != 0
 			require.True(t, lost || r.m.Err() != nil && strings.Contains(r.m.Err().Error(), "changed after the tail write"),
 				"descriptor written after the tail: sent %d frames, faults %v", len(cap.frames), r.m.Faults())
 			continue

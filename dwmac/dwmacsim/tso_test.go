@@ -108,7 +108,7 @@ func tsoRig(t *testing.T) (*rig, *txRing, *capture) {
 	var cap capture
 	r.m.SetTransmit(cap.fn)
 	tx := r.setupTx(0, 64)
-	r.wr(tCh(0)+tTxCtrl, tST|tTxTSE)
+	r.Wr(tCh(0)+tTxCtrl, tST|tTxTSE)
 	return r, tx, &cap
 }
 
@@ -181,14 +181,14 @@ func TestTSOSegments(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			r, tx, cap := tsoRig(t)
-			require.NotZero(t, r.rd(tHWF1)&tTSOEN, "HW_FEATURE1.TSOEN")
+			require.NotZero(t, r.Rd(tHWF1)&tTSOEN, "HW_FEATURE1.TSOEN")
 			payload := make([]byte, tc.n)
 			for i := range payload {
 				payload[i] = byte(i*7 + i>>8)
 			}
 			f, hl, thl := tsoSuperOpts(t, tc.v6, tc.flags, payload, tc.n != 13)
 			if tc.mss > 1500 {
-				r.wr(tMACConfig, tRE|tTE|tDM|1<<20) // JE: jumbo frames
+				r.Wr(tMACConfig, tRE|tTE|tDM|1<<20) // JE: jumbo frames
 			}
 			tx.tsoPut(f, hl, thl, tc.mss, tc.ch, hl, tc.n)
 			require.NoError(t, r.m.Err())
@@ -237,7 +237,7 @@ func TestTSOFaults(t *testing.T) {
 		{"THL wrong", func(r *rig, tx *txRing, f []byte, hl, thl int) { tx.tsoPut(f, hl, thl-4, 1448, 2048, hl, len(f)-hl) }, "data offset"},
 		{"TPL wrong", func(r *rig, tx *txRing, f []byte, hl, thl int) { tx.tsoPut(f, hl, thl, 1448, 2048, hl, len(f)-hl-1) }, "TPL"},
 		{"channel without TSE", func(r *rig, tx *txRing, f []byte, hl, thl int) {
-			r.wr(tCh(0)+tTxCtrl, tST)
+			r.Wr(tCh(0)+tTxCtrl, tST)
 			tx.tsoPut(f, hl, thl, 1448, 2048, hl, len(f)-hl)
 		}, "DMA_CH_Tx_Control.TSE"},
 		{"ICMP", func(r *rig, tx *txRing, f []byte, hl, thl int) {
@@ -261,7 +261,7 @@ func TestTSOFaults(t *testing.T) {
 			r.expectFault(tc.want)
 			last := (tx.tail + tx.n - 1) % tx.n // the status is in the frame's last descriptor
 			require.Equal(t, uint32(tDE|tES), tx.des3(last)&(tOWN|tDE|tES))
-			r.wr(tCh(0)+tTxCtrl, tST|tTxTSE)
+			r.Wr(tCh(0)+tTxCtrl, tST|tTxTSE)
 			tx.queue(frame(peerMAC, 60), false)
 			tx.kick()
 			require.Len(t, cap.frames, 1, "the ring moves on")
@@ -278,9 +278,9 @@ func TestTSONotAdvertised(t *testing.T) {
 		base := testCfg()
 		base.Variant, base.NoTxCOE = cfg.Variant, cfg.NoTxCOE
 		r := newRig(t, base)
-		require.Zero(t, r.rd(tHWF1)&tTSOEN, "TSOEN")
+		require.Zero(t, r.Rd(tHWF1)&tTSOEN, "TSOEN")
 		r.bringUp()
-		r.wr(tCh(0)+tTxCtrl, tTxTSE)
+		r.Wr(tCh(0)+tTxCtrl, tTxTSE)
 		r.expectFault("TSOEN")
 		var cap capture
 		r.m.SetTransmit(cap.fn)
@@ -298,7 +298,7 @@ func TestTSONotAdvertised(t *testing.T) {
 // context descriptor sets one.
 func TestTSOMSSFromChannelControl(t *testing.T) {
 	r, tx, cap := tsoRig(t)
-	r.wr(tCh(0)+tChCtrl, 1000)
+	r.Wr(tCh(0)+tChCtrl, 1000)
 	f, hl, thl := tsoSuper(t, false, tcpPSH, make([]byte, 2500))
 	tx.tsoPut(f, hl, thl, 0, 2048, hl, len(f)-hl)
 	require.NoError(t, r.m.Err())

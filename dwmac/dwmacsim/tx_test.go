@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // capture collects transmitted frames (copies: the frame is valid only during
@@ -21,7 +22,7 @@ func TestTxSeveralFrames(t *testing.T) {
 	var cap capture
 	r.m.SetTransmit(cap.fn)
 	tx := r.setupTx(0, 8)
-	require.Zero(t, r.rd(tCh(0)+tStatus)&tTBU, "start with tail == base fetches nothing")
+	require.Zero(t, r.Rd(tCh(0)+tStatus)&tTBU, "start with tail == base fetches nothing")
 
 	frames := [][]byte{frame(bcast, 60), frame(peerMAC, 100), frame(peerMAC, 1514)}
 	for i, f := range frames {
@@ -36,9 +37,9 @@ func TestTxSeveralFrames(t *testing.T) {
 		require.Zero(t, d3&tOWN, "OWN handed back on descriptor %d", i)
 		require.Equal(t, uint32(tFD|tLD), d3&(tFD|tLD|tES|tDE), "write-back of descriptor %d", i)
 	}
-	require.Equal(t, uint32(0), r.rd(tCh(0)+tStatus)&tTBU, "stopped at the tail, not at a descriptor without OWN")
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tTI, "IOC on the last frame sets TI")
-	require.Equal(t, uint32(tx.ring.IOVA)+3*16, r.rd(tCh(0)+tCurTx))
+	require.Equal(t, uint32(0), r.Rd(tCh(0)+tStatus)&tTBU, "stopped at the tail, not at a descriptor without OWN")
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tTI, "IOC on the last frame sets TI")
+	require.Equal(t, uint32(tx.ring.IOVA)+3*16, r.Rd(tCh(0)+tCurTx))
 
 	// A second burst continues from the current pointer.
 	tx.queue(frame(peerMAC, 200), false)
@@ -47,8 +48,8 @@ func TestTxSeveralFrames(t *testing.T) {
 	require.Equal(t, 200, len(cap.frames[3]))
 
 	// MMC counts them, with the FCS.
-	require.Equal(t, uint32(4), r.rd(tMMC+tMMCTxFrGB))
-	require.Equal(t, uint32(60+100+1514+200+4*4), r.rd(tMMC+tMMCTxOctGB))
+	require.Equal(t, uint32(4), r.Rd(tMMC+tMMCTxFrGB))
+	require.Equal(t, uint32(60+100+1514+200+4*4), r.Rd(tMMC+tMMCTxOctGB))
 	require.Equal(t, uint64(4), r.m.Counters().TxFrames)
 	require.NoError(t, r.m.Err())
 }
@@ -124,9 +125,9 @@ func TestTxWrapAndTBU(t *testing.T) {
 	tx.tail = (tx.tail + 1) % tx.n
 	tx.kick()
 	require.Len(t, cap.frames, sent)
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tTBU)
-	r.wr(tCh(0)+tStatus, tTBU)
-	require.Zero(t, r.rd(tCh(0)+tStatus)&tTBU, "TBU is write-1-to-clear")
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tTBU)
+	r.Wr(tCh(0)+tStatus, tTBU)
+	require.Zero(t, r.Rd(tCh(0)+tStatus)&tTBU, "TBU is write-1-to-clear")
 	// Hand it over and write the tail again: the DMA resumes there.
 	copy(tx.bufs.CPU[i*bufSize:], frame(peerMAC, 70))
 	tx.put(i, 70, 0, tOWN|tFD|tLD, 70)
@@ -140,21 +141,21 @@ func TestTxWaitsForTEAndLD(t *testing.T) {
 	r.bringUp()
 	var cap capture
 	r.m.SetTransmit(cap.fn)
-	r.wr(tMACConfig, tRE|tDM) // TE clear: the MTL holds the frames
+	r.Wr(tMACConfig, tRE|tDM) // TE clear: the MTL holds the frames
 	tx := r.setupTx(0, 8)
 	tx.queue(frame(peerMAC, 60), false)
 	tx.kick()
 	require.Empty(t, cap.frames)
-	r.wr(tMACConfig, tRE|tTE|tDM)
+	r.Wr(tMACConfig, tRE|tTE|tDM)
 	require.Len(t, cap.frames, 1, "setting TE resumes the DMA")
 
 	// A frame whose LD is beyond the tail waits.
 	i := tx.tail
 	tx.put(i, 60, 0, tOWN|tFD, 120)
 	tx.put((i+1)%tx.n, 60, 0, tOWN|tLD, 120)
-	r.wr(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32((i+1)*16))
+	r.Wr(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32((i+1)*16))
 	require.Len(t, cap.frames, 1)
-	r.wr(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32((i+2)*16))
+	r.Wr(tCh(0)+tTxTail, uint32(tx.ring.IOVA)+uint32((i+2)*16))
 	require.Len(t, cap.frames, 2)
 	require.Len(t, cap.frames[1], 120)
 	require.NoError(t, r.m.Err())
@@ -179,7 +180,7 @@ func TestTxFaults(t *testing.T) {
 			cfg := testCfg()
 			cfg.NoTxCOE = true
 			r := newRig(t, cfg)
-			require.Zero(t, r.rd(tHWF0)&(1<<14), "NoTxCOE: TXCOESEL reads 0")
+			require.Zero(t, r.Rd(tHWF0)&(1<<14), "NoTxCOE: TXCOESEL reads 0")
 			r.bringUp()
 			var cap capture
 			r.m.SetTransmit(cap.fn)
@@ -210,22 +211,22 @@ func TestTxTXQENAndEAME(t *testing.T) {
 	r.bringUp()
 	var cap capture
 	r.m.SetTransmit(cap.fn)
-	r.wr(tMTLTxOp0, tTSF) // TXQEN 0
+	r.Wr(tMTLTxOp0, tTSF) // TXQEN 0
 	tx := r.setupTx(0, 4)
 	tx.queue(frame(peerMAC, 60), false)
 	tx.kick()
 	require.Empty(t, cap.frames)
 	r.expectFault("TXQEN")
-	r.wr(tMTLTxOp0, tTSF|tTXQEN)
+	r.Wr(tMTLTxOp0, tTSF|tTXQEN)
 	require.Len(t, cap.frames, 1, "enabling the queue resumes the DMA")
 
 	// EAME off while the ring lies above 4 GiB: starting the channel is refused.
-	r.wr(tCh(0)+tTxCtrl, 0)
+	r.Wr(tCh(0)+tTxCtrl, 0)
 	r.m.FaultLog().Clear()
-	r.wr(tSysBus, 0)
-	r.wr(tCh(0)+tTxCtrl, tST)
+	r.Wr(tSysBus, 0)
+	r.Wr(tCh(0)+tTxCtrl, tST)
 	r.expectFault("EAME is off")
-	require.Zero(t, r.rd(tCh(0)+tTxCtrl)&tST, "the refused start leaves ST clear")
+	require.Zero(t, r.Rd(tCh(0)+tTxCtrl)&tST, "the refused start leaves ST clear")
 }
 
 func TestTxBufferHighBitsWithoutEAME(t *testing.T) {
@@ -233,7 +234,7 @@ func TestTxBufferHighBitsWithoutEAME(t *testing.T) {
 	cfg.Below4G = true
 	r := newRig(t, cfg)
 	r.bringUp()
-	r.wr(tSysBus, 0) // everything is below 4 GiB: no EAME needed
+	r.Wr(tSysBus, 0) // everything is below 4 GiB: no EAME needed
 	var cap capture
 	r.m.SetTransmit(cap.fn)
 	tx := r.setupTx(0, 4)
@@ -252,27 +253,25 @@ func TestTxBusMasterOff(t *testing.T) {
 	cfg := testCfg()
 	m, err := New(cfg)
 	require.NoError(t, err)
-	defer m.Close()
-	regs, _ := m.Device().Regs(0)
-	r := &rig{t: t, m: m, regs: regs, a: m.Device().DMA()}
+	r := &rig{Rig: simtest.NewRigOff(t, m), m: m}
 	r.bringUp()
 	tx := r.setupTx(0, 4)
 	tx.queue(frame(peerMAC, 60), false)
 	tx.kick()
 	r.expectFault("bus mastering is disabled")
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tFBE, "a refused DMA is a fatal bus error")
-	require.Equal(t, uint32(1<<16), r.rd(tCh(0)+tStatus)&(7<<16), "TEB: a read transfer")
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tFBE, "a refused DMA is a fatal bus error")
+	require.Equal(t, uint32(1<<16), r.Rd(tCh(0)+tStatus)&(7<<16), "TEB: a read transfer")
 	// Restart the channel the way stmmac_tx_err does, with bus mastering on.
 	require.NoError(t, m.Device().EnableBusMaster())
 	var cap capture
 	m.SetTransmit(cap.fn)
-	r.wr(tCh(0)+tTxCtrl, 0)
-	r.wr(tCh(0)+tStatus, 0xffffffff)
-	r.wr(tCh(0)+tTxBaseLo, uint32(tx.ring.IOVA))
+	r.Wr(tCh(0)+tTxCtrl, 0)
+	r.Wr(tCh(0)+tStatus, 0xffffffff)
+	r.Wr(tCh(0)+tTxBaseLo, uint32(tx.ring.IOVA))
 	tx.tail = 0
 	tx.queue(frame(peerMAC, 60), false)
-	r.wr(tCh(0)+tTxTail, uint32(tx.ring.IOVA))
-	r.wr(tCh(0)+tTxCtrl, tST)
+	r.Wr(tCh(0)+tTxTail, uint32(tx.ring.IOVA))
+	r.Wr(tCh(0)+tTxCtrl, tST)
 	tx.kick()
 	require.Len(t, cap.frames, 1)
 }
@@ -324,7 +323,7 @@ func TestTxNonCoherentNeedsSync(t *testing.T) {
 	tx.tail = 1
 	tx.kick()
 	require.Empty(t, cap.frames)
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tTBU)
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tTBU)
 	// Synced (buffer and descriptor), the same tail write sends it.
 	tx.put(0, 60, 0, tOWN|tFD|tLD, 60)
 	tx.kick()
@@ -353,6 +352,6 @@ func TestTxDMAErrorAfterGoodFrames(t *testing.T) {
 	require.Zero(t, tx.des3(0)&tOWN)
 	require.Zero(t, tx.des3(1)&tOWN)
 	require.NotZero(t, tx.des3(2)&tOWN, "the refused descriptor stays the device's")
-	require.NotZero(t, r.rd(tCh(0)+tStatus)&tFBE)
+	require.NotZero(t, r.Rd(tCh(0)+tStatus)&tFBE)
 	r.expectFault("not inside a live mapping")
 }

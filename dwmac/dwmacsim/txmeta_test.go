@@ -189,7 +189,7 @@ func TestTxChecksumRefusals(t *testing.T) {
 			}
 			r := newRig(t, cfg)
 			r.bringUp()
-			r.wr(tMTLTxOp0, tc.txOp)
+			r.Wr(tMTLTxOp0, tc.txOp)
 			var cap capture
 			r.m.SetTransmit(cap.fn)
 			tx := r.setupTx(0, 4)
@@ -209,9 +209,9 @@ func TestTxChecksumRefusals(t *testing.T) {
 // ptpOn starts the system time as stmmac does, at sec seconds.
 func (r *rig) ptpOn(sec uint32) {
 	r.startClock(0)
-	r.wr(tSTSUR, sec)
-	r.wr(tSTNSU, 0)
-	r.wr(tTCR, r.rd(tTCR)|tTSINIT)
+	r.Wr(tSTSUR, sec)
+	r.Wr(tSTNSU, 0)
+	r.Wr(tTCR, r.Rd(tTCR)|tTSINIT)
 }
 
 func TestTxTimestampWriteback(t *testing.T) {
@@ -239,7 +239,7 @@ func TestTxTimestampWriteback(t *testing.T) {
 		before := r.m.Clock()
 		tx.kick()
 		after := r.m.Clock()
-		r.a.Sync(tx.ring, idx*16, 16, dma.ForCPU)
+		r.A.Sync(tx.ring, idx*16, 16, dma.ForCPU)
 		d := tx.ring.CPU[idx*16:]
 		d3 := binary.LittleEndian.Uint32(d[12:])
 		if ttse == 0 {
@@ -265,18 +265,18 @@ type enhRing struct {
 }
 
 func (r *rig) setupEnhTx(c, n int) *enhRing {
-	r.t.Helper()
-	ring, err := r.a.Alloc(n*tEnhDesc, 0)
-	require.NoError(r.t, err)
-	bufs, err := r.a.Alloc(n*bufSize, 0)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	ring, err := r.A.Alloc(n*tEnhDesc, 0)
+	require.NoError(r.T, err)
+	bufs, err := r.A.Alloc(n*bufSize, 0)
+	require.NoError(r.T, err)
 	b := tCh(c)
-	r.wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
-	r.wr(b+tTxBaseLo, uint32(ring.IOVA))
-	r.wr(b+tTxLen, uint32(n-1))
-	r.wr(b+tTxTail, uint32(ring.IOVA))
-	r.wr(b+tTxCtrl, tEDSE)
-	r.wr(b+tTxCtrl, tEDSE|tST)
+	r.Wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
+	r.Wr(b+tTxBaseLo, uint32(ring.IOVA))
+	r.Wr(b+tTxLen, uint32(n-1))
+	r.Wr(b+tTxTail, uint32(ring.IOVA))
+	r.Wr(b+tTxCtrl, tEDSE)
+	r.Wr(b+tTxCtrl, tEDSE|tST)
 	return &enhRing{r: r, c: c, ring: ring, bufs: bufs, n: n}
 }
 
@@ -293,19 +293,19 @@ func (x *enhRing) queue(f []byte, d4, d5 uint32) int {
 	binary.LittleEndian.PutUint32(d[20:], uint32(a>>32))
 	binary.LittleEndian.PutUint32(d[24:], uint32(len(f))|tTTSE)
 	binary.LittleEndian.PutUint32(d[28:], tOWN|tFD|tLD|uint32(len(f)))
-	x.r.a.Sync(x.bufs, i*bufSize, len(f), dma.ForDevice)
-	x.r.a.Sync(x.ring, i*tEnhDesc, tEnhDesc, dma.ForDevice)
+	x.r.A.Sync(x.bufs, i*bufSize, len(f), dma.ForDevice)
+	x.r.A.Sync(x.ring, i*tEnhDesc, tEnhDesc, dma.ForDevice)
 	x.tail = (x.tail + 1) % x.n
 	return i
 }
 
 func (x *enhRing) kick() {
-	x.r.wrRaw(tCh(x.c)+tTxTail, uint32(x.ring.IOVA)+uint32(x.tail*tEnhDesc))
+	x.r.WrRaw(tCh(x.c)+tTxTail, uint32(x.ring.IOVA)+uint32(x.tail*tEnhDesc))
 }
 
 // wb returns slot i's write-back TDES3 and timestamp.
 func (x *enhRing) wb(i int) (uint32, int64) {
-	x.r.a.Sync(x.ring, i*tEnhDesc, tEnhDesc, dma.ForCPU)
+	x.r.A.Sync(x.ring, i*tEnhDesc, tEnhDesc, dma.ForCPU)
 	d := x.ring.CPU[i*tEnhDesc+16:]
 	d3 := loadDES3(d) // atomic: the device may be writing it back now
 	if d3&tOWN != 0 {
@@ -348,7 +348,7 @@ func TestTxLaunchTime(t *testing.T) {
 		require.GreaterOrEqual(t, sent[0], lt&^0xff, "delay %v: launched before its time", delay)
 		require.Less(t, sent[0], lt+int64(50*time.Millisecond), "delay %v: launched far too late", delay)
 		require.GreaterOrEqual(t, sent[1], sent[0], "the frame behind it waited")
-		r.waitFor("write-back", func() bool { d3, _ := x.wb(j); return d3&tOWN == 0 })
+		r.WaitFor("write-back", func() bool { d3, _ := x.wb(j); return d3&tOWN == 0 })
 		d3, ts := x.wb(i)
 		require.NotZero(t, d3&tTTSS)
 		require.GreaterOrEqual(t, ts, lt&^0xff, "its timestamp is after the launch time")
@@ -409,12 +409,12 @@ func TestTxMetaVariants(t *testing.T) {
 	cfg := testCfg()
 	cfg.Variant = IMX8MP
 	r := newRig(t, cfg)
-	require.NotZero(t, r.rd(tHWF0)&(1<<14), "i.MX8MP: TXCOESEL")
-	require.Zero(t, r.rd(tHWF3)&tTBSSEL, "i.MX8MP: no TBS")
+	require.NotZero(t, r.Rd(tHWF0)&(1<<14), "i.MX8MP: TXCOESEL")
+	require.Zero(t, r.Rd(tHWF3)&tTBSSEL, "i.MX8MP: no TBS")
 	cfg = testCfg()
 	cfg.NoTxCOE = true
 	r = newRig(t, cfg)
-	require.Zero(t, r.rd(tHWF0)&(1<<14))
+	require.Zero(t, r.Rd(tHWF0)&(1<<14))
 }
 
 // TestTxHoleBeforeTail: descriptors handed over by the tail with one lacking
@@ -425,23 +425,23 @@ func TestTxHoleBeforeTail(t *testing.T) {
 	r.bringUp()
 	var cap capture
 	r.m.SetTransmit(cap.fn)
-	ring, err := r.a.Alloc(8*tEnhDesc, 0)
+	ring, err := r.A.Alloc(8*tEnhDesc, 0)
 	require.NoError(t, err)
-	bufs, err := r.a.Alloc(bufSize, 0)
+	bufs, err := r.A.Alloc(bufSize, 0)
 	require.NoError(t, err)
 	b := tCh(1)
-	r.wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
-	r.wr(b+tTxBaseLo, uint32(ring.IOVA))
-	r.wr(b+tTxLen, 8-1)
-	r.wr(b+tTxTail, uint32(ring.IOVA))
-	r.wr(b+tTxCtrl, tST) // EDSE forgotten: 16-byte descriptors
+	r.Wr(b+tTxBaseHi, uint32(ring.IOVA>>32))
+	r.Wr(b+tTxBaseLo, uint32(ring.IOVA))
+	r.Wr(b+tTxLen, 8-1)
+	r.Wr(b+tTxTail, uint32(ring.IOVA))
+	r.Wr(b+tTxCtrl, tST) // EDSE forgotten: 16-byte descriptors
 	x := &enhRing{r: r, c: 1, ring: ring, bufs: bufs, n: 8}
 	x.queue(frame(peerMAC, 60), 0, 0)
 	x.kick()
 	r.m.Settle()
 	r.expectFault("without OWN before descriptor 1 with OWN")
 	require.Empty(t, cap.frames, "the DMA stopped at the hole")
-	require.NotZero(t, r.rd(b+tStatus)&tTBU)
+	require.NotZero(t, r.Rd(b+tStatus)&tTBU)
 
 	// The same slots on a channel with EDSE are fine.
 	r2 := newRig(t, testCfg())

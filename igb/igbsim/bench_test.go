@@ -22,7 +22,7 @@ type rxLoop struct {
 func newRxLoop(tb testing.TB, r *rig, n int) *rxLoop {
 	r.linkUp()
 	rx := r.setupRx(0, n, 2)
-	r.wr(tRDBAL(0)+0x18, uint32(n-1))
+	r.Wr(tRDBAL(0)+0x18, uint32(n-1))
 	r.enableRx(tRctlBAM)
 	return &rxLoop{r: r, rx: rx, frame: frame(factoryMAC, 60)}
 }
@@ -32,7 +32,7 @@ func (l *rxLoop) one() bool {
 	l.rx.post(l.next)
 	l.owed++
 	if l.owed == 32 {
-		l.r.wr(tRDBAL(0)+0x18, uint32(l.next))
+		l.r.Wr(tRDBAL(0)+0x18, uint32(l.next))
 		l.owed = 0
 	}
 	l.next = (l.next + 1) % l.rx.n
@@ -49,7 +49,7 @@ type txLoop struct {
 func newTxLoop(tb testing.TB, r *rig, n int) *txLoop {
 	r.linkUp()
 	tx := r.setupTx(0, n)
-	r.wr(tTCTL, tTctlEN|tTctlPSP)
+	r.Wr(tTCTL, tTctlEN|tTctlPSP)
 	f := frame(factoryMAC, 60)
 	for i := 0; i < n; i++ {
 		copy(tx.bufs.CPU[i*txBufSize:], f)
@@ -64,7 +64,7 @@ func (l *txLoop) burst() {
 		l.tx.desc(i, l.tx.bufs.IOVA+uint64(i*txBufSize), 60, tTxEOP|tTxIFCS|tTxRS, 60)
 		l.tx.tail = (l.tx.tail + 1) % l.tx.n
 	}
-	l.r.wr(tTDBAL(0)+0x18, uint32(l.tx.tail))
+	l.r.Wr(tTDBAL(0)+0x18, uint32(l.tx.tail))
 	l.sent += 32
 }
 

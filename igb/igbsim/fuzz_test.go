@@ -17,12 +17,12 @@ func FuzzInject(f *testing.F) {
 		r.linkUp()
 		for q := 0; q < 4; q++ {
 			r.setupRx(q, 8, 1)
-			r.wr(tRDBAL(q)+0x18, 7)
+			r.Wr(tRDBAL(q)+0x18, 7)
 		}
 		r.enableRx(tRctlUPE | tRctlLPE)
-		r.wr(tMRQC, 2|0x1FF<<16)
-		r.wr(tRXCSUM, 1<<13)
-		r.wr(tRETA, 0x03020100)
+		r.Wr(tMRQC, 2|0x1FF<<16)
+		r.Wr(tRXCSUM, 1<<13)
+		r.Wr(tRETA, 0x03020100)
 		r.m.Inject(data)
 		if err := r.m.Err(); err != nil {
 			t.Fatal(err)
@@ -46,7 +46,7 @@ func FuzzTxDescriptor(f *testing.F) {
 		r := newRig(t, testCfg())
 		r.linkUp()
 		tx := r.setupTx(0, 8)
-		r.wr(tTCTL, tTctlEN|tTctlPSP)
+		r.Wr(tTCTL, tTctlEN|tTctlPSP)
 		r.m.SetTransmit(func([]byte) {})
 		if addr < 8*txBufSize {
 			addr += tx.bufs.IOVA
@@ -55,8 +55,8 @@ func FuzzTxDescriptor(f *testing.F) {
 		le.PutUint64(d[0:], addr)
 		le.PutUint32(d[8:], cmd|1<<24) // EOP, so the frame ends here
 		le.PutUint32(d[12:], olinfo)
-		r.wr(tTDBAL(0)+0x18, 1)
-		if got := r.rd(tTDBAL(0) + 0x10); got != 1 {
+		r.Wr(tTDBAL(0)+0x18, 1)
+		if got := r.Rd(tTDBAL(0) + 0x10); got != 1 {
 			t.Fatalf("TDH %d after one descriptor", got)
 		}
 	})
@@ -76,11 +76,11 @@ func FuzzTxContext(f *testing.F) {
 		r := newRig(t, cfg)
 		r.linkUp()
 		tx := r.setupTx(0, 8)
-		r.wr(tTCTL, tTctlEN|tTctlPSP)
-		r.wr(tTSYNCTXCTL, tTsyncTxEN)
+		r.Wr(tTCTL, tTctlEN|tTctlPSP)
+		r.Wr(tTSYNCTXCTL, tTsyncTxEN)
 		if timed {
-			r.wr(tTQAVCTRL, tQavMode|tQavTIM)
-			r.wr(tTQAVCC0, tQueueModeSR)
+			r.Wr(tTQAVCTRL, tQavMode|tQavTIM)
+			r.Wr(tTQAVCC0, tQueueModeSR)
 		}
 		r.m.SetTransmit(func([]byte) {})
 		d := tx.ring.CPU[0:16]
@@ -96,7 +96,7 @@ func FuzzTxContext(f *testing.F) {
 		d = tx.ring.CPU[i*16:]
 		le.PutUint32(d[8:], le.Uint32(d[8:])|cmd&^(0xF<<20|0xFFFF|1<<31|1<<30))
 		le.PutUint32(d[12:], le.Uint32(d[12:])|olinfo&0x3FFF)
-		r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
-		r.waitFor("TDH past both descriptors", func() bool { return r.rd(tTDBAL(0)+0x10) == 2 })
+		r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
+		r.WaitFor("TDH past both descriptors", func() bool { return r.Rd(tTDBAL(0)+0x10) == 2 })
 	})
 }

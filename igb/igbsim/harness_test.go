@@ -6,7 +6,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/dma"
-	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
@@ -50,10 +49,8 @@ func tTDBAL(q int) uint32 { return 0x3800 + 0x100*uint32(q) }
 
 // rig is a model with a register window and bus mastering on.
 type rig struct {
-	t    testing.TB
-	m    *Model
-	regs nic.Regs
-	a    dma.Allocator
+	simtest.Rig
+	m *Model
 }
 
 func newRig(t testing.TB, cfg Config) *rig {
@@ -63,34 +60,21 @@ func newRig(t testing.TB, cfg Config) *rig {
 	}
 	m, err := New(cfg)
 	require.NoError(t, err)
-	t.Cleanup(func() { m.Close() })
-	regs, a := simtest.Window(t, m.Device())
-	return &rig{t: t, m: m, regs: regs, a: a}
+	return &rig{Rig: simtest.NewRig(t, m), m: m}
 }
 
-func (r *rig) rd(off uint32) uint32    { return r.regs.Read32(off) }
-func (r *rig) wr(off uint32, v uint32) { simtest.Settled{Regs: r.regs, M: r.m}.Write32(off, v) }
-
-// wrRaw writes without letting the device finish first (the timing tests).
-func (r *rig) wrRaw(off uint32, v uint32) { r.regs.Write32(off, v) }
-func (r *rig) mdic(v uint32) uint32       { r.wr(tMDIC, v); return r.rd(tMDIC) }
-func (r *rig) phyWrite(reg, val uint32)   { r.mdic(tMDICWrite | 1<<21 | reg<<16 | val) }
+func (r *rig) mdic(v uint32) uint32     { r.Wr(tMDIC, v); return r.Rd(tMDIC) }
+func (r *rig) phyWrite(reg, val uint32) { r.mdic(tMDICWrite | 1<<21 | reg<<16 | val) }
 func (r *rig) phyRead(reg uint32) uint32 {
 	return r.mdic(tMDICRead|1<<21|reg<<16) & 0xFFFF
 }
 
-// waitFor polls cond for up to 2 s.
-func (r *rig) waitFor(what string, cond func() bool) {
-	r.t.Helper()
-	simtest.WaitFor(r.t, what, 2*time.Second, cond)
-}
-
 // linkUp sets SLU, restarts autonegotiation and waits for STATUS.LU.
 func (r *rig) linkUp() {
-	r.t.Helper()
-	r.wr(tCTRL, r.rd(tCTRL)|tCtrlSLU)
+	r.T.Helper()
+	r.Wr(tCTRL, r.Rd(tCTRL)|tCtrlSLU)
 	r.phyWrite(0, 1<<12|1<<9) // BMCR: AN enable, restart
-	r.waitFor("STATUS.LU", func() bool { return r.rd(tSTATUS)&tStatusLU != 0 })
+	r.WaitFor("STATUS.LU", func() bool { return r.Rd(tSTATUS)&tStatusLU != 0 })
 }
 
 // rxRing is a receive ring set up the way the datasheet's init sequence says.
@@ -103,26 +87,26 @@ type rxRing struct {
 }
 
 func (r *rig) setupRx(q, n, bsizeKiB int) *rxRing {
-	r.t.Helper()
-	ring, err := r.a.Alloc(n*16, 128)
-	require.NoError(r.t, err)
-	bufs, err := r.a.Alloc(n*bsizeKiB*1024, 0)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	ring, err := r.A.Alloc(n*16, 128)
+	require.NoError(r.T, err)
+	bufs, err := r.A.Alloc(n*bsizeKiB*1024, 0)
+	require.NoError(r.T, err)
 	b := tRDBAL(q)
-	r.wr(b+0x28, 0)
-	r.wr(b+0x00, uint32(ring.IOVA))
-	r.wr(b+0x04, uint32(ring.IOVA>>32))
-	r.wr(b+0x08, uint32(n*16))
-	r.wr(b+0x0C, uint32(bsizeKiB)|tSrrctlAdv)
-	r.wr(b+0x10, 0)
-	r.wr(b+0x18, 0)
+	r.Wr(b+0x28, 0)
+	r.Wr(b+0x00, uint32(ring.IOVA))
+	r.Wr(b+0x04, uint32(ring.IOVA>>32))
+	r.Wr(b+0x08, uint32(n*16))
+	r.Wr(b+0x0C, uint32(bsizeKiB)|tSrrctlAdv)
+	r.Wr(b+0x10, 0)
+	r.Wr(b+0x18, 0)
 	rx := &rxRing{q: q, ring: ring, bufs: bufs, n: n, bsize: bsizeKiB * 1024}
 	for i := 0; i < n; i++ {
 		rx.post(i)
 	}
-	r.a.Sync(ring, 0, n*16, dma.ForDevice)
-	r.wr(b+0x28, tDctlEnable)
-	require.NotZero(r.t, r.rd(b+0x28)&tDctlEnable, "RXDCTL.ENABLE reads back")
+	r.A.Sync(ring, 0, n*16, dma.ForDevice)
+	r.Wr(b+0x28, tDctlEnable)
+	require.NotZero(r.T, r.Rd(b+0x28)&tDctlEnable, "RXDCTL.ENABLE reads back")
 	return rx
 }
 
@@ -140,7 +124,7 @@ func (rx *rxRing) desc(i int) (status, length uint32, pktInfo uint16, rss uint32
 
 func (rx *rxRing) buf(i, n int) []byte { return rx.bufs.CPU[i*rx.bsize : i*rx.bsize+n] }
 
-func (r *rig) enableRx(rctl uint32) { r.wr(tRCTL, tRctlEN|tRctlSECRC|rctl) }
+func (r *rig) enableRx(rctl uint32) { r.Wr(tRCTL, tRctlEN|tRctlSECRC|rctl) }
 
 // txRing is a transmit ring with one buffer per descriptor.
 type txRing struct {
@@ -154,19 +138,19 @@ type txRing struct {
 const txBufSize = 2048
 
 func (r *rig) setupTx(q, n int) *txRing {
-	r.t.Helper()
-	ring, err := r.a.Alloc(n*16, 128)
-	require.NoError(r.t, err)
-	bufs, err := r.a.Alloc(n*txBufSize, 0)
-	require.NoError(r.t, err)
+	r.T.Helper()
+	ring, err := r.A.Alloc(n*16, 128)
+	require.NoError(r.T, err)
+	bufs, err := r.A.Alloc(n*txBufSize, 0)
+	require.NoError(r.T, err)
 	b := tTDBAL(q)
-	r.wr(b+0x28, 0)
-	r.wr(b+0x00, uint32(ring.IOVA))
-	r.wr(b+0x04, uint32(ring.IOVA>>32))
-	r.wr(b+0x08, uint32(n*16))
-	r.wr(b+0x10, 0)
-	r.wr(b+0x18, 0)
-	r.wr(b+0x28, tDctlEnable)
+	r.Wr(b+0x28, 0)
+	r.Wr(b+0x00, uint32(ring.IOVA))
+	r.Wr(b+0x04, uint32(ring.IOVA>>32))
+	r.Wr(b+0x08, uint32(n*16))
+	r.Wr(b+0x10, 0)
+	r.Wr(b+0x18, 0)
+	r.Wr(b+0x28, tDctlEnable)
 	return &txRing{q: q, ring: ring, bufs: bufs, n: n}
 }
 

@@ -12,9 +12,9 @@ import (
 // past the VMOLR array, is still unimplemented.
 func TestRPLOLR(t *testing.T) {
 	r := newRig(t, Config{})
-	r.wr(0x5AF0, r.rd(0x5AF0)|1<<30) // STRVLAN, as igb sets it
-	require.Equal(t, uint32(1<<30), r.rd(0x5AF0))
+	r.Wr(0x5AF0, r.Rd(0x5AF0)|1<<30) // STRVLAN, as igb sets it
+	require.Equal(t, uint32(1<<30), r.Rd(0x5AF0))
 	require.NoError(t, r.m.Err())
-	r.rd(0x5AF4)
+	r.Rd(0x5AF4)
 	require.Error(t, r.m.Err(), "an unimplemented register next to RPLOLR was accepted")
 }

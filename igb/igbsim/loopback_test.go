@@ -13,12 +13,12 @@ import (
 func TestLoopback(t *testing.T) {
 	r, tx, c := txRig(t)
 	rx := r.setupRx(0, 8, 2)
-	r.wr(tRDBAL(0)+0x18, 7) // RDT: descriptors 0-6 are the device's
+	r.Wr(tRDBAL(0)+0x18, 7) // RDT: descriptors 0-6 are the device's
 	f := frame(factoryMAC, 100)
 
 	r.enableRx(1 << 6) // LBM = MAC loopback
 	tx.put(f)
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Empty(t, c.got(), "MAC loopback keeps the frame off the wire")
 	st, ln, _, _ := rx.desc(0)
 	require.NotZero(t, st&1, "the looped frame was received (DD)")
@@ -29,13 +29,13 @@ func TestLoopback(t *testing.T) {
 	r.m.PHY().Write(sim.MIIBMCR, r.m.PHY().Read(sim.MIIBMCR)|sim.BMCRLoopback)
 	g := frame(factoryMAC, 64)
 	tx.put(g)
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Empty(t, c.got(), "PHY loopback puts nothing on the medium")
 	require.Equal(t, g, rx.buf(1, 64))
 
 	r.m.PHY().Write(sim.MIIBMCR, r.m.PHY().Read(sim.MIIBMCR)&^sim.BMCRLoopback)
 	tx.put(f)
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Equal(t, [][]byte{f}, c.got(), "loopback off: the frame goes to the wire")
 	require.NoError(t, r.m.Err())
 }

@@ -305,7 +305,7 @@ func New(cfg Config) (*Model, error) {
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
 	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.dev,
-		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched})
+		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched, RegName: regName})
 	m.mu.Lock()
 	m.resetLocked(false)
 	m.applyLeftLocked()
@@ -468,17 +468,8 @@ func (m *Model) Read32(off uint32) uint32 {
 
 // Write32 implements sim.Model.
 func (m *Model) Write32(off, val uint32) {
-	m.WriteReg(&m.txPend, m.txT, func() uint32 {
-		if m.inResetLocked() {
-			m.faults.Add("write32", regName(off), uint64(off), "write of 0x%08x while the device is in reset (wait for EECD.AUTO_RD)", val)
-			return 0
-		}
-		return m.writeLocked(off, val)
-	})
-}
-
-func (m *Model) unimplemented(op string, off uint32) {
-	m.faults.Add(op, regName(off), uint64(off), "register not implemented by the model")
+	m.WriteRegOutOfReset(&m.txPend, m.txT, off, val, m.inResetLocked, "the device is in reset (wait for EECD.AUTO_RD)",
+		func() uint32 { return m.writeLocked(off, val) })
 }
 
 // readLocked returns register off. Reads have the side effects the datasheet
@@ -579,7 +570,7 @@ func (m *Model) readLocked(off uint32) uint32 {
 	if m.isPlain(off) {
 		return m.plain[off]
 	}
-	m.unimplemented("read32", off)
+	m.Unimplemented("read32", off)
 	return 0
 }
 
@@ -705,7 +696,7 @@ func (m *Model) readQueueLocked(q int, r uint32, isRX bool, off uint32) uint32 {
 			return x.wbah
 		}
 	}
-	m.unimplemented("read32", off)
+	m.Unimplemented("read32", off)
 	return 0
 }
 
@@ -854,7 +845,7 @@ func (m *Model) writeLocked(off, val uint32) (kick uint32) {
 		m.plain[off] = val
 		return 0
 	}
-	m.unimplemented("write32", off)
+	m.Unimplemented("write32", off)
 	return 0
 }
 
@@ -1031,7 +1022,7 @@ func (m *Model) writeRxQueueLocked(q int, r, off, val uint32) {
 		x.rqdpc = val // I210: software clears it by writing (variant.go)
 	default:
 		if !m.writeDVMOLRLocked(q, r, off, val) {
-			m.unimplemented("write32", off)
+			m.Unimplemented("write32", off)
 		}
 	}
 }
@@ -1132,7 +1123,7 @@ func (m *Model) writeTxQueueLocked(q int, r, off, val uint32) (kick uint32) {
 	case qTDWBAH:
 		x.wbah = val
 	default:
-		m.unimplemented("write32", off)
+		m.Unimplemented("write32", off)
 	}
 	return 0
 }

@@ -17,9 +17,9 @@ func i350Cfg() Config {
 // systim40 reads the I350's clock as igb_ptp_read_82580 does: SYSTIMR
 // (latching), SYSTIML, SYSTIMH.
 func (r *rig) systim40() int64 {
-	r.rd(tSYSTIMR)
-	lo := r.rd(tSYSTIML)
-	return int64(r.rd(tSYSTIMH))<<32 | int64(lo)
+	r.Rd(tSYSTIMR)
+	lo := r.Rd(tSYSTIML)
+	return int64(r.Rd(tSYSTIMH))<<32 | int64(lo)
 }
 
 // TestI350Clock: the 82580 format (a 40-bit nanosecond count), the latch,
@@ -33,15 +33,15 @@ func TestI350Clock(t *testing.T) {
 	require.Less(t, b-a, int64(5e9))
 
 	// Set it near the 40-bit wrap: SYSTIML is a full 32-bit word here.
-	r.wr(tSYSTIML, 0xFFC00000) // 4.2 ms before the wrap
-	r.wr(tSYSTIMH, 0xFF)
-	r.rd(tSYSTIMR)
-	lo, hi := r.rd(tSYSTIML), r.rd(tSYSTIMH)
+	r.Wr(tSYSTIML, 0xFFC00000) // 4.2 ms before the wrap
+	r.Wr(tSYSTIMH, 0xFF)
+	r.Rd(tSYSTIMR)
+	lo, hi := r.Rd(tSYSTIML), r.Rd(tSYSTIMH)
 	require.Equal(t, uint32(0xFF), hi, "SYSTIMH holds bits 39:32")
 	time.Sleep(10 * time.Millisecond)
-	require.Equal(t, lo, r.rd(tSYSTIML), "SYSTIML keeps the latched value until SYSTIMR is read again")
-	r.rd(tSYSTIMR)
-	require.Zero(t, r.rd(tSYSTIMH), "after 2^40 ns the clock wraps to 0")
+	require.Equal(t, lo, r.Rd(tSYSTIML), "SYSTIML keeps the latched value until SYSTIMR is read again")
+	r.Rd(tSYSTIMR)
+	require.Zero(t, r.Rd(tSYSTIMH), "after 2^40 ns the clock wraps to 0")
 	require.NoError(t, r.m.Err())
 
 	// igb_ptp_adjfine_82580: INCVALUE = scaled_ppm * 2^13 / 15625.
@@ -55,15 +55,15 @@ func TestI350Clock(t *testing.T) {
 		if neg {
 			inca |= 1 << 31
 		}
-		r.wr(tTIMINCA, inca)
-		r.wr(tSYSTIML, 0)
-		r.wr(tSYSTIMH, 0)
+		r.Wr(tTIMINCA, inca)
+		r.Wr(tSYSTIML, 0)
+		r.Wr(tSYSTIMH, 0)
 		ratio := sim.MeasureRate(r.systim40, 30*time.Millisecond)
 		require.InDelta(t, 1+float64(ppm)/1e6, ratio, 0.005, "rate at %d ppm (TIMINCA %#x)", ppm, inca)
 	}
 	require.NoError(t, r.m.Err())
 
-	r.wr(tSYSTIMH, 0x100)
+	r.Wr(tSYSTIMH, 0x100)
 	require.ErrorContains(t, r.m.Err(), "40 bits")
 }
 
@@ -74,10 +74,10 @@ func stampingRx(t *testing.T, cfg Config) (*rig, *rxRing) {
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2)
 	b := tRDBAL(0)
-	r.wr(b+0x28, 0)
-	r.wr(b+0x0C, 2|tSrrctlAdv|tSrrctlTimestamp)
-	r.wr(b+0x28, tDctlEnable)
-	r.wr(b+0x18, 7)
-	r.wr(tTSYNCRXCTL, tTsyncRxEnAll)
+	r.Wr(b+0x28, 0)
+	r.Wr(b+0x0C, 2|tSrrctlAdv|tSrrctlTimestamp)
+	r.Wr(b+0x28, tDctlEnable)
+	r.Wr(b+0x18, 7)
+	r.Wr(tTSYNCRXCTL, tTsyncRxEnAll)
 	return r, rx
 }

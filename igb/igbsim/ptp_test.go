@@ -25,15 +25,15 @@ func i210Cfg() Config {
 }
 
 func (r *rig) systim() int64 {
-	r.rd(tSYSTIMR)
-	ns := r.rd(tSYSTIML)
-	return int64(r.rd(tSYSTIMH))*1e9 + int64(ns)
+	r.Rd(tSYSTIMR)
+	ns := r.Rd(tSYSTIML)
+	return int64(r.Rd(tSYSTIMH))*1e9 + int64(ns)
 }
 
 func TestPTPClockSetAndRate(t *testing.T) {
 	r := newRig(t, i210Cfg())
-	r.wr(tSYSTIML, 999_999_000)
-	r.wr(tSYSTIMH, 41)
+	r.Wr(tSYSTIML, 999_999_000)
+	r.Wr(tSYSTIMH, 41)
 	v := r.systim()
 	require.GreaterOrEqual(t, v, int64(41_999_999_000))
 	require.Less(t, v, int64(42_100_000_000), "the clock runs from the value set")
@@ -46,14 +46,14 @@ func TestPTPClockSetAndRate(t *testing.T) {
 		if sign < 0 {
 			v |= 1 << 31
 		}
-		r.wr(tTIMINCA, v)
-		require.Equal(t, v, r.rd(tTIMINCA))
+		r.Wr(tTIMINCA, v)
+		require.Equal(t, v, r.Rd(tTIMINCA))
 		ratio := sim.MeasureRate(r.systim, 30*time.Millisecond)
 		require.InDelta(t, 1+sign*0.04, ratio, 0.005, "clock rate with TIMINCA %#x", v)
 	}
 	require.NoError(t, r.m.Err())
 
-	r.wr(tSYSTIML, 1_000_000_000)
+	r.Wr(tSYSTIML, 1_000_000_000)
 	require.Error(t, r.m.Err(), "SYSTIML beyond 10^9-1 is a fault")
 }
 
@@ -71,8 +71,8 @@ func TestPTPRxTimestampHeader(t *testing.T) {
 		{i350Cfg(), (*rig).systim40, func(hi, lo uint32) int64 { return int64(hi)<<32 | int64(lo) }},
 	} {
 		r, rx := stampingRx(t, c.cfg)
-		r.wr(tSYSTIML, 5)
-		r.wr(tSYSTIMH, 100)
+		r.Wr(tSYSTIML, 5)
+		r.Wr(tSYSTIMH, 100)
 		r.enableRx(tRctlBAM)
 
 		var prev int64
@@ -94,7 +94,7 @@ func TestPTPRxTimestampHeader(t *testing.T) {
 			require.Equal(t, f, rx.buf(i, 16+len(f))[16:])
 		}
 		// Without TSYNCRXCTL.EN no header.
-		r.wr(tTSYNCRXCTL, 0)
+		r.Wr(tTSYNCRXCTL, 0)
 		f := frame(factoryMAC, 80)
 		require.True(t, r.m.Inject(f))
 		status, length, _, _ := rx.desc(3)
@@ -102,7 +102,7 @@ func TestPTPRxTimestampHeader(t *testing.T) {
 		require.Equal(t, uint32(80), length)
 		require.NoError(t, r.m.Err())
 
-		r.wr(tTSYNCRXCTL, 1<<4|1<<1) // L2 V2 only: not modelled
+		r.Wr(tTSYNCRXCTL, 1<<4|1<<1) // L2 V2 only: not modelled
 		require.Error(t, r.m.Err())
 	}
 }
@@ -112,18 +112,18 @@ func TestPTPTimestampRefusedOn82576(t *testing.T) {
 	r.linkUp()
 	r.setupRx(0, 8, 2)
 	b := tRDBAL(0)
-	r.wr(b+0x28, 0)
-	r.wr(b+0x0C, 2|tSrrctlAdv|tSrrctlTimestamp)
-	r.wr(b+0x28, tDctlEnable)
+	r.Wr(b+0x28, 0)
+	r.Wr(b+0x0C, 2|tSrrctlAdv|tSrrctlTimestamp)
+	r.Wr(b+0x28, tDctlEnable)
 	require.ErrorContains(t, r.m.Err(), "TIMESTAMP")
-	require.Zero(t, r.rd(b+0x28)&tDctlEnable, "the queue stays disabled")
+	require.Zero(t, r.Rd(b+0x28)&tDctlEnable, "the queue stays disabled")
 }
 
 func TestRxVLANStrip(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2)
-	r.wr(tRDBAL(0)+0x18, 7)
+	r.Wr(tRDBAL(0)+0x18, 7)
 	r.enableRx(tRctlBAM)
 
 	tagged := func(tci uint16) []byte {
@@ -139,7 +139,7 @@ func TestRxVLANStrip(t *testing.T) {
 	require.Equal(t, uint32(len(f)), length)
 	require.Equal(t, f, rx.buf(0, len(f)))
 
-	r.wr(tCTRL, r.rd(tCTRL)|tCtrlVME)
+	r.Wr(tCTRL, r.Rd(tCTRL)|tCtrlVME)
 	f = tagged(0x6FFE)
 	require.True(t, r.m.Inject(f))
 	status, length, _, _ = rx.desc(1)

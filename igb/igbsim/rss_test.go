@@ -98,22 +98,22 @@ func TestRSSQueueSelection(t *testing.T) {
 	var rings [4]*rxRing
 	for q := range rings {
 		rings[q] = r.setupRx(q, 16, 2)
-		r.wr(tRDBAL(q)+0x18, 15)
+		r.Wr(tRDBAL(q)+0x18, 15)
 	}
 	r.enableRx(0)
 	for i := 0; i < 10; i++ {
-		r.wr(tRSSRK+4*uint32(i), binary.LittleEndian.Uint32(msKey[4*i:]))
+		r.Wr(tRSSRK+4*uint32(i), binary.LittleEndian.Uint32(msKey[4*i:]))
 	}
 	var reta [128]byte
 	for i := range reta {
 		reta[i] = byte(i/8) % 4
 	}
 	for i := 0; i < 32; i++ {
-		r.wr(tRETA+4*uint32(i), binary.LittleEndian.Uint32(reta[4*i:]))
+		r.Wr(tRETA+4*uint32(i), binary.LittleEndian.Uint32(reta[4*i:]))
 	}
 	const fields = 1<<16 | 1<<17 | 1<<20 | 1<<21 | 1<<22 | 1<<23 // TCP4 IP4 IP6 TCP6 UDP4 UDP6
-	r.wr(tMRQC, 2|fields)
-	r.wr(tRXCSUM, 1<<13) // PCSD: the hash goes into the write-back
+	r.Wr(tMRQC, 2|fields)
+	r.Wr(tRXCSUM, 1<<13) // PCSD: the hash goes into the write-back
 
 	next := [4]int{}
 	used := map[int]bool{}
@@ -160,8 +160,8 @@ func TestRSSQueueSelection(t *testing.T) {
 	require.Equal(t, uint16(2), pktInfo&0xF)
 
 	// Without PCSD the hardware reports no hash and RSS does not steer.
-	r.wr(tRXCSUM, 0)
-	before := r.rd(tRDBAL(0) + 0x10)
+	r.Wr(tRXCSUM, 0)
+	before := r.Rd(tRDBAL(0) + 0x10)
 	require.True(t, r.m.Inject(l4Frame(factoryMAC, src, dst, 6, msVectors[0].sport, msVectors[0].dport)))
 	_, _, pktInfo, hash = rings[0].desc(int(before))
 	require.Zero(t, hash)

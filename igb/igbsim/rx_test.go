@@ -14,7 +14,7 @@ func TestRxDMAAndStats(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2)
-	r.wr(tRDBAL(0)+0x18, 7)
+	r.Wr(tRDBAL(0)+0x18, 7)
 	r.enableRx(tRctlBAM)
 
 	f := frame(factoryMAC, 100)
@@ -23,19 +23,19 @@ func TestRxDMAAndStats(t *testing.T) {
 	require.Equal(t, uint32(0x3), status&0x3, "DD and EOP")
 	require.Equal(t, uint32(100), length)
 	require.Equal(t, f, rx.buf(0, 100))
-	require.Equal(t, uint32(1), r.rd(tRDBAL(0)+0x10), "RDH advanced")
+	require.Equal(t, uint32(1), r.Rd(tRDBAL(0)+0x10), "RDH advanced")
 
 	require.True(t, r.m.Inject(frame(bcastMAC, 60)))
 	require.False(t, r.m.Inject(frame([6]byte{0x02, 9, 9, 9, 9, 9}, 60)), "foreign unicast filtered")
 	require.False(t, r.m.Inject(frame([6]byte{0x01, 0, 0x5E, 0, 0, 1}, 60)), "multicast without MPE or MTA bit")
 
-	require.Equal(t, uint32(2), r.rd(tGPRC))
-	require.Equal(t, uint32(0), r.rd(tGPRC), "clear on read")
-	require.Equal(t, uint32(1), r.rd(tBPRC))
-	require.Equal(t, uint32(2), r.rd(tTPR), "filtered frames are not counted")
-	require.Equal(t, uint32(104+64), r.rd(tGORCL), "octets include the FCS")
-	require.Equal(t, uint32(0), r.rd(tGORCH))
-	require.Equal(t, uint32(0), r.rd(tGORCL), "reading the high half cleared both")
+	require.Equal(t, uint32(2), r.Rd(tGPRC))
+	require.Equal(t, uint32(0), r.Rd(tGPRC), "clear on read")
+	require.Equal(t, uint32(1), r.Rd(tBPRC))
+	require.Equal(t, uint32(2), r.Rd(tTPR), "filtered frames are not counted")
+	require.Equal(t, uint32(104+64), r.Rd(tGORCL), "octets include the FCS")
+	require.Equal(t, uint32(0), r.Rd(tGORCH))
+	require.Equal(t, uint32(0), r.Rd(tGORCL), "reading the high half cleared both")
 	c := r.m.Counters()
 	require.Equal(t, uint64(2), c.RxFrames)
 	require.Equal(t, uint64(2), c.RxFiltered)
@@ -46,7 +46,7 @@ func TestRxFilterModes(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	rx := r.setupRx(0, 32, 2)
-	r.wr(tRDBAL(0)+0x18, 31)
+	r.Wr(tRDBAL(0)+0x18, 31)
 	mc := [6]byte{0x01, 0x00, 0x5E, 0x7F, 0x12, 0x34}
 	other := [6]byte{0x02, 1, 2, 3, 4, 5}
 
@@ -54,23 +54,23 @@ func TestRxFilterModes(t *testing.T) {
 	require.False(t, r.m.Inject(frame(bcastMAC, 60)), "broadcast needs BAM")
 	// MTA, multicast offset 0: hash = address bits 47:36.
 	h := (uint32(mc[5])<<8 | uint32(mc[4])) >> 4 & 0xFFF
-	r.wr(tMTA+4*(h>>5), 1<<(h&31))
+	r.Wr(tMTA+4*(h>>5), 1<<(h&31))
 	require.True(t, r.m.Inject(frame(mc, 60)), "multicast whose MTA bit is set")
-	r.wr(tMTA+4*(h>>5), 0)
+	r.Wr(tMTA+4*(h>>5), 0)
 	require.False(t, r.m.Inject(frame(mc, 60)))
 	r.enableRx(tRctlMPE)
 	require.True(t, r.m.Inject(frame(mc, 60)), "MPE accepts all multicast")
 	require.False(t, r.m.Inject(frame(other, 60)))
 	// A second receive address.
-	r.wr(tRAL0+8, 0x03020102)
-	r.wr(tRAH0+8, 0x0504|tRahAV)
+	r.Wr(tRAL0+8, 0x03020102)
+	r.Wr(tRAH0+8, 0x0504|tRahAV)
 	require.True(t, r.m.Inject(frame(other, 60)), "RAL/RAH(1) match")
-	r.wr(tRAH0+8, 0x0504)
+	r.Wr(tRAH0+8, 0x0504)
 	require.False(t, r.m.Inject(frame(other, 60)), "without AV the entry does not match")
 	r.enableRx(tRctlUPE)
 	require.True(t, r.m.Inject(frame(other, 60)), "UPE accepts everything")
-	require.Equal(t, uint32(2), r.rd(tMPRC), "two multicast frames: one by MTA, one by MPE")
-	require.Equal(t, uint32(4), r.rd(tGPRC))
+	require.Equal(t, uint32(2), r.Rd(tMPRC), "two multicast frames: one by MTA, one by MPE")
+	require.Equal(t, uint32(4), r.Rd(tGPRC))
 	_ = rx
 	require.NoError(t, r.m.Err())
 }
@@ -82,7 +82,7 @@ func TestRxWrapAndRefill(t *testing.T) {
 	rx := r.setupRx(0, n, 2)
 	r.enableRx(0)
 	tail := n - 1
-	r.wr(tRDBAL(0)+0x18, uint32(tail))
+	r.Wr(tRDBAL(0)+0x18, uint32(tail))
 	next := 0 // next descriptor software looks at
 	for k := 0; k < 3*n+3; k++ {
 		f := frame(factoryMAC, 60+k)
@@ -94,11 +94,11 @@ func TestRxWrapAndRefill(t *testing.T) {
 		// Software takes the descriptor, reposts it, and gives it back by moving
 		// the tail onto it.
 		rx.post(next)
-		r.wr(tRDBAL(0)+0x18, uint32(next))
+		r.Wr(tRDBAL(0)+0x18, uint32(next))
 		next = (next + 1) % n
 	}
-	require.Equal(t, uint32(next), r.rd(tRDBAL(0)+0x10), "RDH wrapped around the ring")
-	require.Equal(t, uint32(0), r.rd(tMPC))
+	require.Equal(t, uint32(next), r.Rd(tRDBAL(0)+0x10), "RDH wrapped around the ring")
+	require.Equal(t, uint32(0), r.Rd(tMPC))
 	require.NoError(t, r.m.Err())
 }
 
@@ -117,8 +117,8 @@ func TestRxNoDescriptorWaitsInPacketBuffer(t *testing.T) {
 	status, _, _, _ := rx.desc(0)
 	require.Zero(t, status&1, "nothing written back")
 	require.Equal(t, 1, r.m.RxHeld())
-	require.Equal(t, uint32(1), r.rd(tRNBC))
-	r.wr(tRDBAL(0)+0x18, 2) // two descriptors: the waiting frame takes the first
+	require.Equal(t, uint32(1), r.Rd(tRNBC))
+	r.Wr(tRDBAL(0)+0x18, 2) // two descriptors: the waiting frame takes the first
 	require.Equal(t, 0, r.m.RxHeld())
 	status, length, _, _ := rx.desc(0)
 	require.Equal(t, uint32(3), status&3)
@@ -130,13 +130,13 @@ func TestRxNoDescriptorWaitsInPacketBuffer(t *testing.T) {
 		require.Less(t, held, 2000, "the packet buffer never fills")
 	}
 	require.Equal(t, (64<<10)/72, held, "64 KB of 72-byte frames")
-	require.Equal(t, uint32(1), r.rd(tMPC), "the one frame the full buffer refused")
-	require.Equal(t, uint32(0), r.rd(tMPC), "clear on read")
-	require.Equal(t, uint32(0), r.rd(0xC030), "RQDPC(0): DROP_EN is clear")
-	require.Equal(t, uint32(2), r.rd(tGPRC))
+	require.Equal(t, uint32(1), r.Rd(tMPC), "the one frame the full buffer refused")
+	require.Equal(t, uint32(0), r.Rd(tMPC), "clear on read")
+	require.Equal(t, uint32(0), r.Rd(0xC030), "RQDPC(0): DROP_EN is clear")
+	require.Equal(t, uint32(2), r.Rd(tGPRC))
 	// Seven more descriptors (2-7 and a reposted 0): seven frames drain.
 	rx.post(0)
-	r.wr(tRDBAL(0)+0x18, 1)
+	r.Wr(tRDBAL(0)+0x18, 1)
 	require.Equal(t, held-7, r.m.RxHeld(), "seven more descriptors took seven frames")
 	r.m.Reset()
 	require.Equal(t, 0, r.m.RxHeld(), "a reset empties the packet buffer")
@@ -150,21 +150,21 @@ func TestRxDropEnCountsRQDPC(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	r.setupRx(0, 8, 2)
-	r.wr(tRDBAL(0)+0x28, 0)
-	r.wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31)
-	r.wr(tRDBAL(0)+0x28, tDctlEnable)
+	r.Wr(tRDBAL(0)+0x28, 0)
+	r.Wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31)
+	r.Wr(tRDBAL(0)+0x28, tDctlEnable)
 	r.enableRx(0)
 	require.False(t, r.m.Inject(frame(factoryMAC, 64)), "no descriptor, DROP_EN: dropped")
 	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
 	require.Equal(t, 0, r.m.RxHeld())
-	require.Equal(t, uint32(2), r.rd(0xC030), "RQDPC(0)")
-	require.Equal(t, uint32(0), r.rd(tMPC), "MPC does not count DROP_EN drops")
-	require.Equal(t, uint32(2), r.rd(tRNBC))
+	require.Equal(t, uint32(2), r.Rd(0xC030), "RQDPC(0)")
+	require.Equal(t, uint32(0), r.Rd(tMPC), "MPC does not count DROP_EN drops")
+	require.Equal(t, uint32(2), r.Rd(tRNBC))
 
-	r.wr(tRDBAL(0)+0x28, 0) // a disabled queue receives nothing
-	r.wr(tRDBAL(0)+0x18, 5)
+	r.Wr(tRDBAL(0)+0x28, 0) // a disabled queue receives nothing
+	r.Wr(tRDBAL(0)+0x18, 5)
 	require.False(t, r.m.Inject(frame(factoryMAC, 64)))
-	require.Equal(t, uint32(1), r.rd(tMPC))
+	require.Equal(t, uint32(1), r.Rd(tMPC))
 	require.NoError(t, r.m.Err())
 }
 
@@ -172,16 +172,16 @@ func TestRxSizeLimitsAndSplit(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	rx := r.setupRx(0, 16, 1)
-	r.wr(tRDBAL(0)+0x18, 15)
+	r.Wr(tRDBAL(0)+0x18, 15)
 	r.enableRx(0)
 	require.False(t, r.m.Inject(frame(factoryMAC, 40)), "undersize")
-	require.Equal(t, uint32(1), r.rd(tRUC))
+	require.Equal(t, uint32(1), r.Rd(tRUC))
 	require.False(t, r.m.Inject(frame(factoryMAC, 1519)), "oversize without LPE")
-	require.Equal(t, uint32(1), r.rd(tROC))
+	require.Equal(t, uint32(1), r.Rd(tROC))
 	require.True(t, r.m.Inject(frame(factoryMAC, 1518)))
 
 	r.enableRx(tRctlLPE)
-	r.wr(tRLPML, 9018+4)
+	r.Wr(tRLPML, 9018+4)
 	big := frame(factoryMAC, 2500)
 	require.True(t, r.m.Inject(big))
 	// 1518 bytes took descriptors 0-1; the 2500-byte frame takes 2, 3, 4.
@@ -195,8 +195,8 @@ func TestRxSizeLimitsAndSplit(t *testing.T) {
 	require.Equal(t, big, got)
 	require.False(t, r.m.Inject(frame(factoryMAC, 9019)), "over RLPML")
 	r.m.InjectBadFCS(frame(factoryMAC, 64))
-	require.Equal(t, uint32(1), r.rd(tCRC), "CRCERRS")
-	require.Equal(t, uint32(0), r.rd(tCRC), "clear on read")
+	require.Equal(t, uint32(1), r.Rd(tCRC), "CRCERRS")
+	require.Equal(t, uint32(0), r.Rd(tCRC), "clear on read")
 	require.NoError(t, r.m.Err())
 }
 
@@ -204,8 +204,8 @@ func TestRxKeepsFCSWithoutSECRC(t *testing.T) {
 	r := newRig(t, testCfg())
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2)
-	r.wr(tRDBAL(0)+0x18, 7)
-	r.wr(tRCTL, tRctlEN) // no SECRC
+	r.Wr(tRDBAL(0)+0x18, 7)
+	r.Wr(tRCTL, tRctlEN) // no SECRC
 	f := frame(factoryMAC, 60)
 	require.True(t, r.m.Inject(f))
 	_, length, _, _ := rx.desc(0)
@@ -220,7 +220,7 @@ func TestRxStrictDMA(t *testing.T) {
 		r.linkUp()
 		rx := r.setupRx(0, 8, 2)
 		le.PutUint64(rx.ring.CPU[0:], 0x1000) // not mapped
-		r.wr(tRDBAL(0)+0x18, 7)
+		r.Wr(tRDBAL(0)+0x18, 7)
 		r.enableRx(0)
 		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
 		require.Equal(t, 1, r.m.FaultLog().Count())
@@ -231,7 +231,7 @@ func TestRxStrictDMA(t *testing.T) {
 		r.linkUp()
 		rx := r.setupRx(0, 8, 2)
 		le.PutUint64(rx.ring.CPU[0:], rx.bufs.IOVA&0xFFFFFFFF)
-		r.wr(tRDBAL(0)+0x18, 7)
+		r.Wr(tRDBAL(0)+0x18, 7)
 		r.enableRx(0)
 		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
 		require.Equal(t, 1, r.m.FaultLog().Count())
@@ -240,7 +240,7 @@ func TestRxStrictDMA(t *testing.T) {
 		r := newRig(t, testCfg())
 		r.linkUp()
 		r.setupRx(0, 8, 2)
-		r.wr(tRDBAL(0)+0x18, 7)
+		r.Wr(tRDBAL(0)+0x18, 7)
 		r.enableRx(0)
 		require.NoError(t, r.m.Device().WriteConfig(4, 2, 0x2)) // memory on, bus master off
 		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
@@ -249,7 +249,7 @@ func TestRxStrictDMA(t *testing.T) {
 	t.Run("link down drops without fault", func(t *testing.T) {
 		r := newRig(t, testCfg())
 		r.setupRx(0, 8, 2)
-		r.wr(tRDBAL(0)+0x18, 7)
+		r.Wr(tRDBAL(0)+0x18, 7)
 		r.enableRx(0)
 		require.False(t, r.m.Inject(frame(factoryMAC, 60)))
 		require.Equal(t, uint64(1), r.m.Counters().RxNoLink)
@@ -263,14 +263,14 @@ func TestRxNonCoherent(t *testing.T) {
 	r := newRig(t, cfg)
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2) // syncs the ring for the device
-	r.wr(tRDBAL(0)+0x18, 7)
+	r.Wr(tRDBAL(0)+0x18, 7)
 	r.enableRx(0)
 	f := frame(factoryMAC, 80)
 	require.True(t, r.m.Inject(f))
 	status, _, _, _ := rx.desc(0)
 	require.Zero(t, status, "the CPU sees nothing before Sync(ForCPU)")
-	r.a.Sync(rx.ring, 0, 16, dma.ForCPU)
-	r.a.Sync(rx.bufs, 0, 80, dma.ForCPU)
+	r.A.Sync(rx.ring, 0, 16, dma.ForCPU)
+	r.A.Sync(rx.bufs, 0, 80, dma.ForCPU)
 	status, length, _, _ := rx.desc(0)
 	require.Equal(t, uint32(3), status&3)
 	require.Equal(t, uint32(80), length)
@@ -282,9 +282,9 @@ func TestRxNonCoherent(t *testing.T) {
 	le.PutUint64(rx.ring.CPU[16:], 0x42)
 	require.True(t, r.m.Inject(f), "the device used the stale, valid address")
 	require.NoError(t, r.m.Err())
-	r.a.Sync(rx.ring, 16*2, 16, dma.ForDevice) // descriptor 2 synced with garbage
+	r.A.Sync(rx.ring, 16*2, 16, dma.ForDevice) // descriptor 2 synced with garbage
 	le.PutUint64(rx.ring.CPU[32:], 0x42)
-	r.a.Sync(rx.ring, 32, 16, dma.ForDevice)
+	r.A.Sync(rx.ring, 32, 16, dma.ForDevice)
 	require.False(t, r.m.Inject(f))
 	// Two faults: descriptor 2 changed after RDT handed it over, and its
 	// synced bad address.
@@ -301,7 +301,7 @@ func TestRxNonCoherentConcurrentSync(t *testing.T) {
 	r.linkUp()
 	const n = 64
 	rx := r.setupRx(0, n, 2)
-	r.wr(tRDBAL(0)+0x18, n-1)
+	r.Wr(tRDBAL(0)+0x18, n-1)
 	r.enableRx(0)
 	done := make(chan int)
 	go func() {
@@ -316,12 +316,12 @@ func TestRxNonCoherentConcurrentSync(t *testing.T) {
 	seen := 0
 	deadline := time.Now().Add(5 * time.Second)
 	for seen < n-1 && time.Now().Before(deadline) {
-		r.a.Sync(rx.ring, seen*16, 16, dma.ForCPU)
+		r.A.Sync(rx.ring, seen*16, 16, dma.ForCPU)
 		status, length, _, _ := rx.desc(seen)
 		if status&1 == 0 {
 			continue
 		}
-		r.a.Sync(rx.bufs, seen*rx.bsize, int(length), dma.ForCPU)
+		r.A.Sync(rx.bufs, seen*rx.bsize, int(length), dma.ForCPU)
 		require.Equal(t, frame(factoryMAC, 60+seen), rx.buf(seen, int(length)))
 		seen++
 	}
@@ -352,10 +352,10 @@ func TestInjectBurstMatchesInject(t *testing.T) {
 		if badDesc {
 			le.PutUint64(rx.ring.CPU[3*16:], 0x1000) // descriptor 3: buffer not mapped
 		}
-		r.wr(tRDBAL(0)+0x28, 0)
-		r.wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31) // DROP_EN: no waiting in the packet buffer
-		r.wr(tRDBAL(0)+0x28, tDctlEnable)
-		r.wr(tRDBAL(0)+0x18, 6) // six descriptors for eight frames
+		r.Wr(tRDBAL(0)+0x28, 0)
+		r.Wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31) // DROP_EN: no waiting in the packet buffer
+		r.Wr(tRDBAL(0)+0x28, tDctlEnable)
+		r.Wr(tRDBAL(0)+0x18, 6) // six descriptors for eight frames
 		r.enableRx(0)
 		var res result
 		if burst {
@@ -370,7 +370,7 @@ func TestInjectBurstMatchesInject(t *testing.T) {
 		res.ring = bytes.Clone(rx.ring.CPU)
 		res.bufs = bytes.Clone(rx.bufs.CPU)
 		for _, off := range []uint32{tGPRC, tMPC, tRNBC, tRUC, tTPR, 0xC030} {
-			res.stats = append(res.stats, r.rd(off))
+			res.stats = append(res.stats, r.Rd(off))
 		}
 		res.cnt = r.m.Counters()
 		for _, f := range r.m.Faults() {

@@ -31,7 +31,7 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 		f[20], g[20] = byte(i), byte(i)+100
 		before := len(c.got())
 		k := tx.put(f)
-		r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+		r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
 		copy(tx.bufs.CPU[k*txBufSize:], g) // "done": reuse the buffer
 		r.m.Settle()
 		got := c.got()
@@ -50,12 +50,12 @@ func TestBrokenDriverReclaimEarly(t *testing.T) {
 		f[20] = byte(i)
 		before := len(c.got())
 		k := tx.put(f)
-		r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+		r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
 		deadline := time.Now().Add(time.Second)
 		for !tx.dd(k) {
 			require.True(t, time.Now().Before(deadline), "DD never set")
 			time.Sleep(10 * time.Microsecond)
-			r.rd(tSTATUS)
+			r.Rd(tSTATUS)
 		}
 		copy(tx.bufs.CPU[k*txBufSize:], frame(bcastMAC, 100))
 		got := c.got()
@@ -72,8 +72,8 @@ func TestBrokenDriverMDICBusy(t *testing.T) {
 	read := uint32(tMDICRead | 1<<21 | 2<<16)
 	caught := false
 	for i := 0; i < 30 && !caught; i++ {
-		r.wrRaw(tMDIC, read)
-		r.wrRaw(tMDIC, read) // no wait for READY
+		r.WrRaw(tMDIC, read)
+		r.WrRaw(tMDIC, read) // no wait for READY
 		for _, f := range r.m.Faults() {
 			caught = caught || strings.Contains(f.String(), "previous MDI cycle is still running")
 		}
@@ -82,10 +82,10 @@ func TestBrokenDriverMDICBusy(t *testing.T) {
 	require.True(t, caught, "a second MDIC write right after the first was never refused")
 	r.m.FaultLog().Clear()
 	for i := 0; i < 5; i++ {
-		r.wrRaw(tMDIC, read)
+		r.WrRaw(tMDIC, read)
 		deadline := time.Now().Add(time.Second)
 		var v uint32
-		for v = r.rd(tMDIC); v&tMDICReady == 0; v = r.rd(tMDIC) {
+		for v = r.Rd(tMDIC); v&tMDICReady == 0; v = r.Rd(tMDIC) {
 			require.True(t, time.Now().Before(deadline), "READY never set")
 		}
 		require.Equal(t, uint32(0x02A8), v&0xFFFF, "82576 internal PHY ID1")
@@ -113,12 +113,12 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 		if broken {
 			tx.desc(i, 0, 0, 0, 0) // stale: nothing written yet
 			tx.tail = (tx.tail + 1) % tx.n
-			r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+			r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
 			tx.desc(i, addr, uint32(len(f)), tTxEOP|tTxIFCS|tTxRS, uint32(len(f)))
 		} else {
 			tx.desc(i, addr, uint32(len(f)), tTxEOP|tTxIFCS|tTxRS, uint32(len(f)))
 			tx.tail = (tx.tail + 1) % tx.n
-			r.wrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+			r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
 		}
 		r.m.Settle()
 		if broken {
@@ -139,7 +139,7 @@ func TestBrokenDriverRxTailBeforeDescriptor(t *testing.T) {
 		r := newRig(t, testCfg())
 		r.linkUp()
 		rx := r.setupRx(0, 8, 2)
-		r.wr(tRDBAL(0)+0x18, 6) // descriptors 0-5 the device's, 6 and 7 ours
+		r.Wr(tRDBAL(0)+0x18, 6) // descriptors 0-5 the device's, 6 and 7 ours
 		r.enableRx(0)
 		// Descriptor 6 (written by setupRx) was ours; the driver gives it
 		// a new buffer (descriptor 7's) and moves RDT past it.
@@ -147,11 +147,11 @@ func TestBrokenDriverRxTailBeforeDescriptor(t *testing.T) {
 		d := rx.ring.CPU[6*16:]
 		le.PutUint64(d[0:], 0) // the old contents: a write-back, say
 		if broken {
-			r.wr(tRDBAL(0)+0x18, 7)
+			r.Wr(tRDBAL(0)+0x18, 7)
 			le.PutUint64(d[0:], newBuf)
 		} else {
 			le.PutUint64(d[0:], newBuf)
-			r.wr(tRDBAL(0)+0x18, 7)
+			r.Wr(tRDBAL(0)+0x18, 7)
 		}
 		f := frame(factoryMAC, 80)
 		for i := 0; i < 7; i++ {

@@ -33,7 +33,7 @@ func txRigCfg(t *testing.T, cfg Config) (*rig, *txRing, *capture) {
 	r := newRig(t, cfg)
 	r.linkUp()
 	tx := r.setupTx(0, 8)
-	r.wr(tTCTL, tTctlEN|tTctlPSP)
+	r.Wr(tTCTL, tTctlEN|tTctlPSP)
 	c := &capture{}
 	r.m.SetTransmit(c.fn)
 	return r, tx, c
@@ -45,17 +45,17 @@ func TestTxDMAAndStats(t *testing.T) {
 	tx.put(f1)
 	tx.put(f2)
 	require.Empty(t, c.got(), "nothing goes before the tail moves")
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Equal(t, [][]byte{f1, f2}, c.got(), "sent synchronously with the TDT write")
 	require.True(t, tx.dd(0))
 	require.True(t, tx.dd(1))
-	require.Equal(t, uint32(2), r.rd(tTDBAL(0)+0x10), "TDH advanced")
-	require.Equal(t, uint32(2), r.rd(tGPTC))
-	require.Equal(t, uint32(0), r.rd(tGPTC), "clear on read")
-	require.Equal(t, uint32(2), r.rd(tTPT))
-	require.Equal(t, uint32(104+1518), r.rd(tGOTCL))
-	require.Equal(t, uint32(0), r.rd(tGOTCH))
-	require.Equal(t, uint32(1), r.rd(0x40F4), "BPTC")
+	require.Equal(t, uint32(2), r.Rd(tTDBAL(0)+0x10), "TDH advanced")
+	require.Equal(t, uint32(2), r.Rd(tGPTC))
+	require.Equal(t, uint32(0), r.Rd(tGPTC), "clear on read")
+	require.Equal(t, uint32(2), r.Rd(tTPT))
+	require.Equal(t, uint32(104+1518), r.Rd(tGOTCL))
+	require.Equal(t, uint32(0), r.Rd(tGOTCH))
+	require.Equal(t, uint32(1), r.Rd(0x40F4), "BPTC")
 	require.Equal(t, uint64(2), r.m.Counters().TxFrames)
 	require.NoError(t, r.m.Err())
 }
@@ -67,15 +67,15 @@ func TestTxWrapPadAndMultiDescriptor(t *testing.T) {
 		f := frame(factoryMAC, 64+k)
 		tx.put(f)
 		want = append(want, f)
-		r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+		r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	}
 	require.Equal(t, want, c.got())
-	require.Equal(t, uint32(20%8), r.rd(tTDBAL(0)+0x10), "TDH wrapped")
+	require.Equal(t, uint32(20%8), r.Rd(tTDBAL(0)+0x10), "TDH wrapped")
 
 	// A short frame is padded to 60 bytes (PSP).
 	short := frame(factoryMAC, 42)
 	tx.put(short)
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	got := c.got()
 	padded := append(append([]byte(nil), short...), make([]byte, 18)...)
 	require.Equal(t, padded, got[len(got)-1])
@@ -93,12 +93,12 @@ func TestTxWrapPadAndMultiDescriptor(t *testing.T) {
 		tx.desc(i, tx.bufs.IOVA+uint64(i*txBufSize), uint32(len(part)), cmd, 300)
 		tx.tail = (tx.tail + 1) % tx.n
 		if k == 1 {
-			r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+			r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 			require.Len(t, c.got(), len(got), "no EOP before the tail: the frame waits")
-			require.Equal(t, uint32(i0), r.rd(tTDBAL(0)+0x10))
+			require.Equal(t, uint32(i0), r.Rd(tTDBAL(0)+0x10))
 		}
 	}
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	got = c.got()
 	require.Equal(t, f, got[len(got)-1])
 	require.True(t, tx.dd((i0+2)%tx.n), "DD where RS was set")
@@ -108,15 +108,15 @@ func TestTxWrapPadAndMultiDescriptor(t *testing.T) {
 
 func TestTxDisabledQueueSendsNothing(t *testing.T) {
 	r, tx, c := txRig(t)
-	r.wr(tTCTL, tTctlPSP) // TCTL.EN off
+	r.Wr(tTCTL, tTctlPSP) // TCTL.EN off
 	tx.put(frame(factoryMAC, 60))
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Empty(t, c.got())
-	r.wr(tTCTL, tTctlEN|tTctlPSP)
+	r.Wr(tTCTL, tTctlEN|tTctlPSP)
 	require.Len(t, c.got(), 1, "pending descriptors go when TCTL.EN is set")
-	r.wr(tTDBAL(0)+0x28, 0)
+	r.Wr(tTDBAL(0)+0x28, 0)
 	tx.put(frame(factoryMAC, 60))
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Len(t, c.got(), 1, "a disabled queue does not transmit")
 	require.NoError(t, r.m.Err())
 }
@@ -160,11 +160,11 @@ func TestTxStrictDescriptors(t *testing.T) {
 			r, tx, cp := txRig(t)
 			c.set(tx, 0)
 			tx.tail = 1
-			r.wr(tTDBAL(0)+0x18, 1)
+			r.Wr(tTDBAL(0)+0x18, 1)
 			require.Empty(t, cp.got(), "a refused frame is not sent")
 			require.Equal(t, 1, r.m.FaultLog().Count(), "faults: %v", r.m.Faults())
 			require.True(t, tx.dd(0), "the descriptor is still completed")
-			require.Equal(t, uint32(1), r.rd(tTDBAL(0)+0x10))
+			require.Equal(t, uint32(1), r.Rd(tTDBAL(0)+0x10))
 			require.Equal(t, uint64(1), r.m.Counters().TxDropped)
 		})
 	}
@@ -177,17 +177,17 @@ func TestTxContextDescriptorConsumed(t *testing.T) {
 	tx.tail = 1
 	f := frame(factoryMAC, 70)
 	tx.put(f)
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Equal(t, [][]byte{f}, c.got())
-	require.Equal(t, uint32(2), r.rd(tTDBAL(0)+0x10))
+	require.Equal(t, uint32(2), r.Rd(tTDBAL(0)+0x10))
 	require.NoError(t, r.m.Err())
 }
 
 func TestTxGIOMasterDisabledFaults(t *testing.T) {
 	r, tx, c := txRig(t)
-	r.wr(tCTRL, r.rd(tCTRL)|tCtrlGIOMD)
+	r.Wr(tCTRL, r.Rd(tCTRL)|tCtrlGIOMD)
 	tx.put(frame(factoryMAC, 60))
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Empty(t, c.got())
 	require.Equal(t, 1, r.m.FaultLog().Count())
 }
@@ -196,14 +196,14 @@ func TestTxBusMasterOffFaults(t *testing.T) {
 	r, tx, c := txRig(t)
 	require.NoError(t, r.m.Device().WriteConfig(4, 2, 0x2)) // bus master off
 	tx.put(frame(factoryMAC, 60))
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Empty(t, c.got())
 	require.Equal(t, 1, r.m.FaultLog().Count())
-	require.Zero(t, r.rd(tTDBAL(0)+0x10), "nothing consumed")
+	require.Zero(t, r.Rd(tTDBAL(0)+0x10), "nothing consumed")
 	r.m.FaultLog().Clear()
 	require.NoError(t, r.m.Device().EnableBusMaster())
 	tx.put(frame(factoryMAC, 60))
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	require.Len(t, c.got(), 2, "both go once DMA is allowed")
 	require.NoError(t, r.m.Err())
 }
@@ -217,15 +217,15 @@ func TestTwoModelsOverAPair(t *testing.T) {
 	a.linkUp()
 	b.linkUp()
 	rxb := b.setupRx(0, 8, 2)
-	b.wr(tRDBAL(0)+0x18, 7)
+	b.Wr(tRDBAL(0)+0x18, 7)
 	b.enableRx(0)
 	rxa := a.setupRx(0, 8, 2)
-	a.wr(tRDBAL(0)+0x18, 7)
+	a.Wr(tRDBAL(0)+0x18, 7)
 	a.enableRx(0)
 	txa := a.setupTx(0, 8)
 	txb := b.setupTx(0, 8)
-	a.wr(tTCTL, tTctlEN|tTctlPSP)
-	b.wr(tTCTL, tTctlEN|tTctlPSP)
+	a.Wr(tTCTL, tTctlEN|tTctlPSP)
+	b.Wr(tTCTL, tTctlEN|tTctlPSP)
 
 	fab := frame([6]byte{0x02, 0, 0, 0, 0, 0xB}, 60)
 	fba := frame([6]byte{0x02, 0, 0, 0, 0, 0xA}, 90)
@@ -234,8 +234,8 @@ func TestTwoModelsOverAPair(t *testing.T) {
 	// Both transmit at once: neither may deadlock on the other.
 	var wg sync.WaitGroup
 	wg.Add(2)
-	go func() { defer wg.Done(); a.wr(tTDBAL(0)+0x18, uint32(txa.tail)) }()
-	go func() { defer wg.Done(); b.wr(tTDBAL(0)+0x18, uint32(txb.tail)) }()
+	go func() { defer wg.Done(); a.Wr(tTDBAL(0)+0x18, uint32(txa.tail)) }()
+	go func() { defer wg.Done(); b.Wr(tTDBAL(0)+0x18, uint32(txb.tail)) }()
 	wg.Wait()
 	require.Equal(t, fab, rxb.buf(0, 60))
 	require.Equal(t, fba, rxa.buf(0, 90))
@@ -256,14 +256,14 @@ func TestModelOverUDP(t *testing.T) {
 
 	r.linkUp()
 	rx := r.setupRx(0, 8, 2)
-	r.wr(tRDBAL(0)+0x18, 7)
+	r.Wr(tRDBAL(0)+0x18, 7)
 	r.enableRx(0)
 	tx := r.setupTx(0, 8)
-	r.wr(tTCTL, tTctlEN|tTctlPSP)
+	r.Wr(tTCTL, tTctlEN|tTctlPSP)
 
 	out := frame(bcastMAC, 64)
 	tx.put(out)
-	r.wr(tTDBAL(0)+0x18, uint32(tx.tail))
+	r.Wr(tTDBAL(0)+0x18, uint32(tx.tail))
 	select {
 	case f := <-got:
 		require.Equal(t, out, f, "one frame per datagram")
@@ -273,7 +273,7 @@ func TestModelOverUDP(t *testing.T) {
 
 	in := frame(factoryMAC, 70)
 	require.NoError(t, ub.Send(in))
-	r.waitFor("RX write-back", func() bool { return r.rd(tRDBAL(0)+0x10) == 1 })
+	r.WaitFor("RX write-back", func() bool { return r.Rd(tRDBAL(0)+0x10) == 1 })
 	require.Equal(t, in, rx.buf(0, 70))
 	require.NoError(t, r.m.Err())
 }

@@ -125,7 +125,7 @@ func (tx *txRing) putOff(frame []byte, cmd, olinfo uint32) int {
 	return i
 }
 
-func (r *rig) kick(tx *txRing) { r.wr(tTDBAL(tx.q)+0x18, uint32(tx.tail)) }
+func (r *rig) kick(tx *txRing) { r.Wr(tTDBAL(tx.q)+0x18, uint32(tx.tail)) }
 
 func TestTxChecksumAtContextOffsets(t *testing.T) {
 	r, tx, c := txRig(t)
@@ -171,24 +171,24 @@ func TestTxTimestampLatch(t *testing.T) {
 		cfg := testCfg()
 		cfg.DeviceID = v.dev
 		r, tx, c := txRigCfg(t, cfg)
-		r.wr(tTSYNCTXCTL, tTsyncTxEN)
+		r.Wr(tTSYNCTXCTL, tTsyncTxEN)
 		f := frame(factoryMAC, 80)
 		before := v.systim(r)
 		tx.putOff(f, tTxTSTAMP, 0)
 		r.kick(tx)
 		after := v.systim(r)
 		require.Len(t, c.got(), 1)
-		require.NotZero(t, r.rd(tTSYNCTXCTL)&tTsyncTxVal, "VALID after a timestamped frame")
+		require.NotZero(t, r.Rd(tTSYNCTXCTL)&tTsyncTxVal, "VALID after a timestamped frame")
 		stamp := func() int64 { // low half first; reading the high half frees the latch
-			lo := r.rd(tTXSTMPL)
-			return v.decode(r.rd(tTXSTMPH), lo)
+			lo := r.Rd(tTXSTMPL)
+			return v.decode(r.Rd(tTXSTMPH), lo)
 		}
 		// A second frame while the latch holds the first stamp leaves unstamped.
 		tx.putOff(f, tTxTSTAMP, 0)
 		r.kick(tx)
 		s := stamp()
 		require.True(t, s >= before && s <= after, "%04x: stamp %d outside [%d, %d]", v.dev, s, before, after)
-		require.Zero(t, r.rd(tTSYNCTXCTL)&tTsyncTxVal, "reading TXSTMPH freed the latch")
+		require.Zero(t, r.Rd(tTSYNCTXCTL)&tTsyncTxVal, "reading TXSTMPH freed the latch")
 		tx.putOff(f, tTxTSTAMP, 0)
 		r.kick(tx)
 		require.Greater(t, stamp(), after, "a new stamp once the latch is free")
@@ -201,8 +201,8 @@ func TestTxLaunchTimeHolds(t *testing.T) {
 	cfg := testCfg()
 	cfg.DeviceID = 0x1533
 	r, tx, c := txRigCfg(t, cfg)
-	r.wr(tTQAVCTRL, tQavMode|tQavTIM)
-	r.wr(tTQAVCC0, tQueueModeSR)
+	r.Wr(tTQAVCTRL, tQavMode|tQavTIM)
+	r.Wr(tTQAVCC0, tQueueModeSR)
 	now := r.systim()
 	at := now + int64(30*time.Millisecond)
 	f := frame(factoryMAC, 90)
@@ -213,7 +213,7 @@ func TestTxLaunchTimeHolds(t *testing.T) {
 	r.kick(tx)
 	// Sound on a slow machine: a frame seen before a clock read that is still
 	// short of the launch time left early.
-	r.waitFor("the timed frames", func() bool {
+	r.WaitFor("the timed frames", func() bool {
 		n := len(c.got())
 		if clk := r.systim(); n > 0 && clk < at {
 			t.Fatalf("%d frames left at clock %d, before the launch time %d", n, clk, at)
@@ -286,22 +286,22 @@ func TestTxOffloadFaults(t *testing.T) {
 			tx.put(udp4)
 		}, "not an SR queue with launch time", 1},
 		{"LaunchTime on the SR queue without DataTranTIM", i210, func(r *rig, tx *txRing) {
-			r.wr(tTQAVCTRL, tQavMode)
-			r.wr(tTQAVCC0, tQueueModeSR)
+			r.Wr(tTQAVCTRL, tQavMode)
+			r.Wr(tTQAVCC0, tQueueModeSR)
 			tx.putCtx(14, 20, 1000, 0, 0)
 			tx.put(udp4)
 		}, "not an SR queue with launch time", 1},
 		{"timed frame without a context", i210, func(r *rig, tx *txRing) {
-			r.wr(tTQAVCTRL, tQavMode|tQavTIM)
-			r.wr(tTQAVCC0, tQueueModeSR)
+			r.Wr(tTQAVCTRL, tQavMode|tQavTIM)
+			r.Wr(tTQAVCC0, tQueueModeSR)
 			tx.put(udp4)
 		}, "without a context descriptor ahead", 0},
 		{"context lost when the queue is enabled again", nil, func(r *rig, tx *txRing) {
 			tx.putCtx(14, s4-14, 0, 0, 0)
 			r.kick(tx)
 			b := tTDBAL(0)
-			r.wr(b+0x28, 0)
-			r.wr(b+0x28, tDctlEnable)
+			r.Wr(b+0x28, 0)
+			r.Wr(b+0x28, tDctlEnable)
 			tx.putOff(udp4, 0, tPoptsTXSM)
 		}, "no context descriptor loaded", 0},
 	} {
@@ -321,7 +321,7 @@ func TestTxOffloadFaults(t *testing.T) {
 			}
 			require.True(t, found, "faults %v, want one saying %q", fs, c.want)
 			require.Len(t, cp.got(), c.sent, "frames on the wire")
-			require.Equal(t, uint32(tx.tail), r.rd(tTDBAL(0)+0x10), "the ring still moves")
+			require.Equal(t, uint32(tx.tail), r.Rd(tTDBAL(0)+0x10), "the ring still moves")
 		})
 	}
 }

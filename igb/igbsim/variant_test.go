@@ -20,43 +20,43 @@ func TestVariantRegisters(t *testing.T) {
 		r := newRig(t, cfg)
 		before := len(r.m.Faults())
 		// igb_set_d0_lplu_state_82580(hw, false): SPD kept, D0 LPLU clear.
-		r.wr(0x0E14, 0x1)
-		got := r.rd(0x0E14)
-		r.wr(0x003C, 0) // igb_ptp_reset
+		r.Wr(0x0E14, 0x1)
+		got := r.Rd(0x0E14)
+		r.Wr(0x003C, 0) // igb_ptp_reset
 		if !c.hasPHPM {
 			require.Len(t, r.m.Faults(), before+3, "%04x: PHPM and TSSDP are not 82576 registers", c.dev)
 			require.Zero(t, got)
 		} else {
 			require.Len(t, r.m.Faults(), before, "%04x", c.dev)
 			require.Equal(t, uint32(1), got, "%04x: PHPM reads back", c.dev)
-			r.wr(0x0E14, 0x3) // D0 LPLU: the link would come up at 10 Mb/s
-			r.wr(0x0E14, 0x21)
-			r.wr(0x003C, 1<<8) // an SDP function on
+			r.Wr(0x0E14, 0x3) // D0 LPLU: the link would come up at 10 Mb/s
+			r.Wr(0x0E14, 0x21)
+			r.Wr(0x003C, 1<<8) // an SDP function on
 			require.Len(t, r.m.Faults(), before+3, "%04x: D0 LPLU, GO_LINKD, SDP functions refused", c.dev)
-			require.Equal(t, uint32(1), r.rd(0x0E14), "%04x: refused writes leave PHPM", c.dev)
-			require.Zero(t, r.rd(0x003C))
+			require.Equal(t, uint32(1), r.Rd(0x0E14), "%04x: refused writes leave PHPM", c.dev)
+			require.Zero(t, r.Rd(0x003C))
 		}
 
 		// Two frames dropped for want of descriptors on queue 0, with
 		// SRRCTL.DROP_EN (what Linux's igb sets, and what RQDPC counts).
 		r.linkUp()
 		r.setupRx(0, 8, 2)
-		r.wr(tRDBAL(0)+0x28, 0)
-		r.wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31)
-		r.wr(tRDBAL(0)+0x28, tDctlEnable)
+		r.Wr(tRDBAL(0)+0x28, 0)
+		r.Wr(tRDBAL(0)+0x0C, 2|tSrrctlAdv|1<<31)
+		r.Wr(tRDBAL(0)+0x28, tDctlEnable)
 		r.enableRx(0)
 		require.False(t, r.m.Inject(frame(factoryMAC, 64)))
 		require.False(t, r.m.Inject(frame(factoryMAC, 64)))
 		n := len(r.m.Faults())
-		require.Equal(t, uint32(2), r.rd(0xC030), "%04x: RQDPC(0)", c.dev)
+		require.Equal(t, uint32(2), r.Rd(0xC030), "%04x: RQDPC(0)", c.dev)
 		if c.rqdpcClear {
-			require.Zero(t, r.rd(0xC030), "%04x: cleared by the read", c.dev)
-			r.wr(0xC030, 0)
+			require.Zero(t, r.Rd(0xC030), "%04x: cleared by the read", c.dev)
+			r.Wr(0xC030, 0)
 			require.Len(t, r.m.Faults(), n+1, "%04x: a write to the RC counter", c.dev)
 		} else {
-			require.Equal(t, uint32(2), r.rd(0xC030), "%04x: kept over a read", c.dev)
-			r.wr(0xC030, 0) // igb_update_stats on the I210
-			require.Zero(t, r.rd(0xC030), "%04x: cleared by writing 0", c.dev)
+			require.Equal(t, uint32(2), r.Rd(0xC030), "%04x: kept over a read", c.dev)
+			r.Wr(0xC030, 0) // igb_update_stats on the I210
+			require.Zero(t, r.Rd(0xC030), "%04x: cleared by writing 0", c.dev)
 			require.Len(t, r.m.Faults(), n, "%04x", c.dev)
 		}
 	}
@@ -64,9 +64,9 @@ func TestVariantRegisters(t *testing.T) {
 
 // nvmWord reads an NVM word through EERD.
 func (r *rig) nvmWord(addr uint32) uint16 {
-	r.wr(0x14, addr<<2|1)
-	v := r.rd(0x14)
-	require.NotZero(r.t, v&2, "EERD.DONE")
+	r.Wr(0x14, addr<<2|1)
+	v := r.Rd(0x14)
+	require.NotZero(r.T, v&2, "EERD.DONE")
 	return uint16(v >> 16)
 }
 
@@ -99,12 +99,12 @@ func TestVariantNVM(t *testing.T) {
 			}
 			require.Equal(t, uint16(0xBABA), sum, "%04x: section 0x%x", c.dev, base)
 		}
-		require.Equal(t, c.flash, r.rd(0x10)&(1<<19) != 0, "%04x: EECD.FLASH_DETECTED", c.dev)
-		require.Equal(t, 2048, 1<<(6+r.rd(0x10)>>11&0xF), "%04x: EECD.EE_SIZE_EX: the image's words", c.dev)
+		require.Equal(t, c.flash, r.Rd(0x10)&(1<<19) != 0, "%04x: EECD.FLASH_DETECTED", c.dev)
+		require.Equal(t, 2048, 1<<(6+r.Rd(0x10)>>11&0xF), "%04x: EECD.EE_SIZE_EX: the image's words", c.dev)
 		n := len(r.m.Faults())
 		words := map[uint32]uint16{}
 		for i := uint32(0); i < 64; i++ {
-			d := r.rd(0x12120 + 4*i)
+			d := r.Rd(0x12120 + 4*i)
 			if d&7 == 0 {
 				break // uninitialized: the end of the records
 			}
@@ -121,7 +121,7 @@ func TestVariantNVM(t *testing.T) {
 		} else {
 			require.Empty(t, words, "%04x: blank iNVM", c.dev)
 		}
-		r.wr(0x12120, 0)
+		r.Wr(0x12120, 0)
 		require.Len(t, r.m.Faults(), n+1, "%04x: the iNVM is read-only", c.dev)
 	}
 }
@@ -135,19 +135,19 @@ func TestI350Virtualization(t *testing.T) {
 	cfg := testCfg()
 	cfg.DeviceID = 0x1521
 	r := newRig(t, cfg)
-	r.wr(0xC038, 1<<30) // DVMOLR(0).STRVLAN
-	require.Equal(t, uint32(1<<30), r.rd(0xC038))
-	r.wr(0xC038+0x40*3, 1<<30)
-	require.Equal(t, uint32(1<<30), r.rd(0xC038+0x40*3), "DVMOLR(3)")
-	r.wr(0x5ACC, 1<<31|0xFF)
-	require.Equal(t, uint32(1<<31|0xFF), r.rd(0x5ACC), "TXSWC")
-	require.Zero(t, r.rd(0x3548), "LVMMC: nothing misbehaved")
+	r.Wr(0xC038, 1<<30) // DVMOLR(0).STRVLAN
+	require.Equal(t, uint32(1<<30), r.Rd(0xC038))
+	r.Wr(0xC038+0x40*3, 1<<30)
+	require.Equal(t, uint32(1<<30), r.Rd(0xC038+0x40*3), "DVMOLR(3)")
+	r.Wr(0x5ACC, 1<<31|0xFF)
+	require.Equal(t, uint32(1<<31|0xFF), r.Rd(0x5ACC), "TXSWC")
+	require.Zero(t, r.Rd(0x3548), "LVMMC: nothing misbehaved")
 	require.Empty(t, r.m.Faults())
-	r.wr(0xC038, 1<<29)
-	r.wr(0x3548, 0)
-	r.wr(0xB620, 1<<4|4<<1) // TSYNCRXCTL.EN, all packets: the I350's clock is modelled (ptp_82580.go)
+	r.Wr(0xC038, 1<<29)
+	r.Wr(0x3548, 0)
+	r.Wr(0xB620, 1<<4|4<<1) // TSYNCRXCTL.EN, all packets: the I350's clock is modelled (ptp_82580.go)
 	require.Len(t, r.m.Faults(), 2, "HIDVLAN, an LVMMC write")
-	require.Equal(t, uint32(1<<30), r.rd(0xC038), "a refused write leaves DVMOLR")
+	require.Equal(t, uint32(1<<30), r.Rd(0xC038), "a refused write leaves DVMOLR")
 
 	// igb_setup_srrctl on the 82580 and later: TIMESTAMP set.
 	for _, c := range []struct {
@@ -158,19 +158,19 @@ func TestI350Virtualization(t *testing.T) {
 		cfg.DeviceID = c.dev
 		r := newRig(t, cfg)
 		b := tRDBAL(0)
-		ring, err := r.a.Alloc(8*16, 128)
+		ring, err := r.A.Alloc(8*16, 128)
 		require.NoError(t, err)
-		r.wr(b+0x00, uint32(ring.IOVA))
-		r.wr(b+0x04, uint32(ring.IOVA>>32))
-		r.wr(b+0x08, 8*16)
-		r.wr(b+0x0C, 2|tSrrctlAdv|1<<30)
-		r.wr(b+0x28, tDctlEnable)
-		require.Equal(t, c.ok, r.rd(b+0x28)&tDctlEnable != 0, "%04x: RX queue enabled with SRRCTL.TIMESTAMP", c.dev)
+		r.Wr(b+0x00, uint32(ring.IOVA))
+		r.Wr(b+0x04, uint32(ring.IOVA>>32))
+		r.Wr(b+0x08, 8*16)
+		r.Wr(b+0x0C, 2|tSrrctlAdv|1<<30)
+		r.Wr(b+0x28, tDctlEnable)
+		require.Equal(t, c.ok, r.Rd(b+0x28)&tDctlEnable != 0, "%04x: RX queue enabled with SRRCTL.TIMESTAMP", c.dev)
 		if c.dev != 0x1521 {
 			n := len(r.m.Faults())
-			r.rd(0xC038)
-			r.rd(0x5ACC)
-			r.rd(0x3548)
+			r.Rd(0xC038)
+			r.Rd(0x5ACC)
+			r.Rd(0x3548)
 			require.Len(t, r.m.Faults(), n+3, "%04x: no DVMOLR, TXSWC, LVMMC", c.dev)
 		}
 	}

@@ -6,6 +6,8 @@
 // (Transmit, SendAll), test frames (RandFrame, Tagged, PseudoSum), the VLAN
 // strip check (CheckRxVLAN), and the RX-to-TX burst that zero-allocation
 // tests and benchmarks repeat (Bounce, ZeroAllocBounce, ZeroAllocRxMeta,
-// BenchRxTx). Drivers' tests use it against their models and fakes; it knows
-// nothing of any device.
+// BenchRxTx); for tests on a real device, the skip without one (Env), the
+// port opened and closed with it (OpenOn) and the interrupt that wakes a
+// blocked receiver (InterruptWakesRecv). Drivers' tests use it against their
+// models, fakes and devices; it knows nothing of any device.
 package nictest

@@ -4,8 +4,9 @@
 // configurations, names and rerun hints (CacheConfigs, CacheName,
 // ReportSeed), an allocator that hides uncached memory (CachedAlloc) and the
 // check that pool buffers never share a cache line (CheckBufferLines);
-// a model's register window for tests that play the driver (Window), with
-// writes that return when the device side has finished them (Settled);
+// a model's register window for tests that play the driver (Window, and
+// Rig with its accessors, NewRig and NewRigOff), with writes that return when
+// the device side has finished them (Settled);
 // polling with a deadline (WaitFor); and the zero-allocation check and the
 // frame loop of a model's benchmarks (ZeroAlloc, BenchFrames).
 //

@@ -114,3 +114,59 @@ func (s Settled) Write32(off, val uint32) {
 		s.M.Settle()
 	}
 }
+
+// RegModel is a model a register-level test drives: its device (register
+// window and DMA), its device side's clock, and Close.
+type RegModel interface {
+	Settler
+	Device() nic.Device
+	Close() error
+}
+
+// Rig is what a model's register-level tests start from: the model's register
+// window with bus mastering on, its DMA allocator, and the accessors a test
+// playing the driver uses. A model's own rig embeds it and adds its
+// registers' helpers.
+type Rig struct {
+	T    testing.TB
+	Regs nic.Regs
+	A    dma.Allocator
+	m    Settler
+}
+
+// NewRig opens m's register window (Window) and closes m at the end of the
+// test.
+func NewRig(t testing.TB, m RegModel) Rig {
+	t.Helper()
+	t.Cleanup(func() { m.Close() })
+	regs, a := Window(t, m.Device())
+	return Rig{T: t, Regs: regs, A: a, m: m}
+}
+
+// NewRigOff is NewRig with bus mastering left off, for a test of what the
+// device does when a driver forgot it.
+func NewRigOff(t testing.TB, m RegModel) Rig {
+	t.Helper()
+	t.Cleanup(func() { m.Close() })
+	regs, err := m.Device().Regs(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Rig{T: t, Regs: regs, A: m.Device().DMA(), m: m}
+}
+
+// Rd reads register off.
+func (r Rig) Rd(off uint32) uint32 { return r.Regs.Read32(off) }
+
+// Wr writes register off and lets the device side finish what the write
+// started (Settled).
+func (r Rig) Wr(off uint32, v uint32) { Settled{Regs: r.Regs, M: r.m}.Write32(off, v) }
+
+// WrRaw writes without letting the device finish first (the timing tests).
+func (r Rig) WrRaw(off uint32, v uint32) { r.Regs.Write32(off, v) }
+
+// WaitFor polls cond for up to 2 s (WaitFor).
+func (r Rig) WaitFor(what string, cond func() bool) {
+	r.T.Helper()
+	WaitFor(r.T, what, 2*time.Second, cond)
+}
