@@ -247,7 +247,17 @@ func erratumTry(t *testing.T, v Variant, workaround bool) bool {
 	b.m.Settle()
 	b.deviceTime()
 	if faulted(b, "ERR007885") {
-		require.Empty(t, b.sent, "the hung ring sends nothing")
+		// The write met TDAR still set. Either the ring was still held
+		// (nothing left), or the device had already sent the frame and
+		// not yet found the next BD empty, the window in which the uDMA
+		// clears TDAR that the erratum is about: then the frame left
+		// once, before the hang. Nothing leaves after it.
+		require.LessOrEqual(t, len(b.sent), 1, "the hung ring sends nothing more")
+		if len(b.sent) == 1 {
+			require.Equal(t, f, b.sent[0])
+		}
+		b.deviceTime()
+		require.LessOrEqual(t, len(b.sent), 1, "the hung ring sends nothing more")
 		b.m.FaultLog().Clear()
 		return true
 	}
