@@ -81,8 +81,11 @@ bench-smoke:
 
 # Also builds and vets (test files included) for the 32-bit targets: arm
 # (ARMv7: the i.MX6/7 and Vybrid SoCs) and 386 (a second 32-bit target for
-# int overflow at 2^31, uintptr-sized addresses and 64-bit atomic alignment).
+# int overflow at 2^31, uintptr-sized addresses and 64-bit atomic alignment),
+# and checks that the generated code is what `make generate` would write
+# (the interpreter's ALU and jump cases, from dataplane/bpf's opTable).
 lint:
+	$(GO) test -count=1 -run 'TestInterpGenerated' ./dataplane/bpf
 	$(GO) vet $(PKGS)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) $(PKGS)
 	CGO_ENABLED=0 GOARCH=arm GOARM=7 $(GO) build $(PKGS)
@@ -90,7 +93,9 @@ lint:
 	CGO_ENABLED=0 GOARCH=386 $(GO) build $(PKGS)
 	CGO_ENABLED=0 GOARCH=386 $(GO) vet $(PKGS)
 
-# Rebuild the example XDP objects from their C sources (needs clang).
+# Rebuild the example XDP objects from their C sources (needs clang) and the
+# generated code (the interpreter's ALU and jump cases from opTable; alone:
+# go generate -run TestInterpGenerated ./dataplane/bpf).
 generate:
 	$(GO) generate $(PKGS)
 

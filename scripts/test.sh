@@ -5,7 +5,8 @@
 # tier that root could have run was not run. Tiers (each also a make target):
 #
 #   tidy         go mod tidy changes nothing
-#   lint         go vet + staticcheck; build and vet for GOARCH=arm and 386
+#   lint         go vet + staticcheck; build and vet for GOARCH=arm and 386;
+#                the generated interpreter cases are current
 #   unit         go test ./... (unit tier; as root also the privileged tier:
 #                kernel-differential, TAP and netns tests)
 #   bench-smoke  every benchmark once (-benchtime 1x)
