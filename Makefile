@@ -83,7 +83,8 @@ bench-smoke:
 # (ARMv7: the i.MX6/7 and Vybrid SoCs) and 386 (a second 32-bit target for
 # int overflow at 2^31, uintptr-sized addresses and 64-bit atomic alignment),
 # and checks that the generated code is what `make generate` would write
-# (the interpreter's ALU and jump cases, from dataplane/bpf's opTable).
+# (the interpreter's ALU, jump, load and store cases, from dataplane/bpf's
+# opTable).
 lint:
 	$(GO) test -count=1 -run 'TestInterpGenerated' ./dataplane/bpf
 	$(GO) vet $(PKGS)
@@ -94,8 +95,8 @@ lint:
 	CGO_ENABLED=0 GOARCH=386 $(GO) vet $(PKGS)
 
 # Rebuild the example XDP objects from their C sources (needs clang) and the
-# generated code (the interpreter's ALU and jump cases from opTable; alone:
-# go generate -run TestInterpGenerated ./dataplane/bpf).
+# generated code (the interpreter's ALU, jump, load and store cases from
+# opTable; alone: go generate -run TestInterpGenerated ./dataplane/bpf).
 generate:
 	$(GO) generate $(PKGS)
 

@@ -25,17 +25,17 @@
 // RFC 9669's opcode list, to the kernel's verifier (the same instructions
 // accepted and refused), to the run loop and to each JIT backend.
 //
-// The interpreter's ALU and jump cases are generated from the table: what
-// each does follows from its row's form, width, signedness and operator,
-// and its slow flag puts it in the fast loop or in slowALU. They stand in
-// interp.go between "Code generated" and "End of generated code" lines,
-// among the hand-written cases (loads, stores, fused operations, exit), so
-// the compiler sees one switch as before. go generate (make generate)
+// The interpreter's ALU, jump, load and store cases are generated from the
+// table: what each does follows from its row's form, width, signedness and
+// operator, and its slow flag puts it in the fast loop or in slowALU. They
+// stand in interp.go between "Code generated" and "End of generated code"
+// lines, among the hand-written cases (context and wide loads, fused
+// operations, exit), so the compiler sees one switch as before. go generate (make generate)
 // rewrites them; TestInterpGenerated, run by make lint, fails when they are
 // stale. The generator is interp_gen_test.go: it reads the table itself and
 // the op constants' names from isa.go, and refuses a row it cannot express.
 //
-// Adding an ALU or jump operation: its op constant in isa.go (and the
+// Adding an ALU, jump, load or store operation: its op constant in isa.go (and the
 // opcode field's constant there, with its name in opcode_string.go, if the
 // code is new), its row in opTable, then go generate ./dataplane/bpf; the
 // interpreter needs nothing else unless the row brings an operator the

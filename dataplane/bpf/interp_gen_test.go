@@ -13,15 +13,17 @@ import (
 	"testing"
 )
 
-// The generator of the interpreter's ALU and jump cases. interp.go holds
-// two generated sections, each between a "Code generated" line and an "End
-// of generated code" line: the cases of (*Runner).fast for the ALU and jump
-// rows of opTable the fast level runs, and the cases of slowALU for the ALU
-// rows marked slow. What a case does is read from its row: the form (K or X
-// operand, move, negation, byte swap, division, jump), the width, the
-// signedness and the operator (sym). The hand-written cases around them
-// (loads, stores, fused operations, exit) are left as they are, so the code
-// the compiler sees is the one fast always had.
+// The generator of the interpreter's ALU, jump, load and store cases.
+// interp.go holds three generated sections (genSections), each between a
+// "Code generated" line and an "End of generated code" line: in
+// (*Runner).fast the cases of the ALU and jump rows of opTable the fast
+// level runs, then those of its loads and stores, and in slowALU the cases
+// of the ALU rows marked slow. What a case does is read from its row: the
+// form (K or X operand, move, negation, byte swap, division, jump, load,
+// store), the width, the signedness and the operator (sym). The
+// hand-written cases around them (context and wide loads, fused operations,
+// exit) are left as they are, so the compiler sees the one switch fast
+// always had (measured: the same machine code but for register choices).
 //
 // `go generate` (the line in interp.go) runs TestInterpGenerated with
 // -update, which rewrites the sections; without -update the test fails
@@ -32,15 +34,16 @@ var updateInterp = flag.Bool("update-interp", false, "rewrite the generated sect
 const interpFile = "interp.go"
 
 // genSection is one generated section of interp.go: its name, as it stands
-// in its first line, and whether it holds the slow level's rows.
+// in its first and last lines, and the rows it holds.
 type genSection struct {
 	name string
-	slow bool
+	rows func(*opInfo) bool
 }
 
 var genSections = []genSection{
-	{"the fast level's ALU and jump cases", false},
-	{"the slow level's ALU cases", true},
+	{"the fast level's ALU and jump cases", func(in *opInfo) bool { return (aluForm(in.form) || jumpForm(in.form)) && !in.slow }},
+	{"the fast level's load and store cases", func(in *opInfo) bool { return memForm(in.form) && !in.slow }},
+	{"the slow level's ALU cases", func(in *opInfo) bool { return aluForm(in.form) && in.slow }},
 }
 
 func genBegin(name string) string {
@@ -122,24 +125,26 @@ func TestInterpGenerator(t *testing.T) {
 	if !bytes.Equal(got, src) {
 		t.Errorf("regenerating emptied sections: %s", firstDiff(src, got))
 	}
-	// Every fast ALU and jump row has its case, every slow ALU row its own.
+	// Every ALU, jump, load and store row has its case in the one section
+	// its level and form say.
 	names, err := opConstNames()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for o := range opTable {
 		in := &opTable[o]
-		if !aluForm(in.form) && !jumpForm(in.form) {
-			continue
-		}
-		sec := genSections[0].name
-		if in.slow {
-			sec = genSections[1].name
-		}
-		b := bytes.Index(src, []byte(genBegin(sec)))
-		e := bytes.Index(src, []byte(genEnd(sec)))
-		if !bytes.Contains(src[b:e], []byte("case "+names[o]+":")) {
-			t.Errorf("%s: no case in %s", in.name, sec)
+		fast, slow := (aluForm(in.form) || jumpForm(in.form) || memForm(in.form)) && !in.slow, aluForm(in.form) && in.slow
+		for _, s := range genSections {
+			b := bytes.Index(src, []byte(genBegin(s.name)))
+			e := bytes.Index(src, []byte(genEnd(s.name)))
+			has := bytes.Contains(src[b:e], []byte("case "+names[o]+":"))
+			want := s.rows(in)
+			if want != has {
+				t.Errorf("%s: case in %s: %v, want %v", in.name, s.name, has, want)
+			}
+			if want && !fast && !slow {
+				t.Errorf("%s: a section holds it, neither level should", in.name)
+			}
 		}
 	}
 	// Rows the generator cannot express are refused, not skipped.
@@ -175,7 +180,7 @@ func regenerateInterp(src []byte) ([]byte, error) {
 			return nil, fmt.Errorf("%s: no section %q (its first and last lines: %q, %q)", interpFile, s.name, genBegin(s.name), genEnd(s.name))
 		}
 		indent := lines[b][:len(lines[b])-len(strings.TrimLeft(lines[b], "\t"))]
-		body, err := genCases(s.slow, indent)
+		body, err := genCases(s.rows, indent)
 		if err != nil {
 			return nil, err
 		}
@@ -202,9 +207,11 @@ func aluForm(f form) bool {
 
 func jumpForm(f form) bool { return f == formJA || f == formJmpK || f == formJmpX }
 
-// genCases is the text of the cases of opTable's ALU and jump rows whose
-// slow flag is slow, in the table's order, each line after indent.
-func genCases(slow bool, indent string) (string, error) {
+func memForm(f form) bool { return f == formLdx || f == formSt || f == formStx }
+
+// genCases is the text of the cases of opTable's rows that rows picks, in
+// the table's order, each line after indent.
+func genCases(rows func(*opInfo) bool, indent string) (string, error) {
 	names, err := opConstNames()
 	if err != nil {
 		return "", err
@@ -212,7 +219,7 @@ func genCases(slow bool, indent string) (string, error) {
 	var b strings.Builder
 	for o := range opTable {
 		in := &opTable[o]
-		if (!aluForm(in.form) && !jumpForm(in.form)) || in.slow != slow {
+		if !rows(in) {
 			continue
 		}
 		body, err := interpCase(in)
@@ -262,7 +269,7 @@ func opConstNames() ([]string, error) {
 // a tab per level of nesting, on reg (the register file) and in (the
 // instruction, its imm an int64 as the decoder stored it).
 func interpCase(in *opInfo) ([]string, error) {
-	if in.width != 32 && in.width != 64 && in.form != formEnd && in.form != formJA {
+	if in.width != 32 && in.width != 64 && (aluForm(in.form) && in.form != formEnd || jumpForm(in.form) && in.form != formJA) {
 		return nil, fmt.Errorf("%s: width %d: the interpreter's generator knows 32 and 64", in.name, in.width)
 	}
 	switch in.form {
@@ -284,6 +291,11 @@ func interpCase(in *opInfo) ([]string, error) {
 			return nil, fmt.Errorf("%s: a jump marked slow: the slow level runs no jump", in.name)
 		}
 		return jumpCase(in)
+	case formLdx, formSt, formStx:
+		if in.slow {
+			return nil, fmt.Errorf("%s: a load or store marked slow: the slow level runs them as faults", in.name)
+		}
+		return memCase(in)
 	}
 	return nil, fmt.Errorf("%s: form %d: not an ALU or jump form", in.name, in.form)
 }
@@ -410,4 +422,39 @@ func jumpCase(in *opInfo) ([]string, error) {
 		return nil, fmt.Errorf("%s: condition %q: teach the interpreter's generator (interp_gen_test.go) what it does", in.name, in.sym)
 	}
 	return []string{"if " + cond + " {", "\tgoto jump", "}"}, nil
+}
+
+// memCase: a load or store through the region check (ldPtr, stPtr, which
+// inline); one that misses its region leaves for the slow level, which
+// reports the fault.
+func memCase(in *opInfo) ([]string, error) {
+	n := in.width
+	if n != 1 && n != 2 && n != 4 && n != 8 || in.signed && (in.form != formLdx || n == 8) {
+		return nil, fmt.Errorf("%s: access of %d bytes, signed %v", in.name, n, in.signed)
+	}
+	bits := fmt.Sprint(8 * n)
+	check := func(fn, base string) []string {
+		return []string{fmt.Sprintf("m := %s(r.regions, %s+uint64(int64(in.off)), %d)", fn, base, n), "if m == nil {", "\tbreak fast", "}"}
+	}
+	if in.form == formLdx {
+		// rd16, rd32 and rd64 return the bytes zero-extended.
+		v := "rd" + bits + "(m)"
+		switch {
+		case in.signed && n == 1:
+			v = "uint64(int64(int8(*m)))"
+		case in.signed:
+			v = "uint64(int64(int" + bits + "(" + v + ")))"
+		case n == 1:
+			v = "uint64(*m)"
+		}
+		return append(check("ldPtr", "reg[in.src]"), "reg[in.dst] = "+v), nil
+	}
+	v := "reg[in.src]"
+	if in.form == formSt {
+		v = "in.imm"
+	}
+	if n == 1 {
+		return append(check("stPtr", "reg[in.dst]"), "*m = byte("+v+")"), nil
+	}
+	return append(check("stPtr", "reg[in.dst]"), "wr"+bits+"(m, "+conv("uint64", v)+")"), nil
 }
