@@ -26,8 +26,12 @@ import (
 // always had (measured: the same machine code but for register choices).
 //
 // `go generate` (the line in interp.go) runs TestInterpGenerated with
-// -update, which rewrites the sections; without -update the test fails
+// -update-interp, which rewrites the sections; without it the test fails
 // when they are stale, which is how CI (make lint, make unit) checks them.
+// The generator runs inside the package's test binary, so the package must
+// compile: after removing an op constant that a generated case names,
+// delete the lines between that section's first and last lines, then run
+// go generate.
 
 var updateInterp = flag.Bool("update-interp", false, "rewrite the generated sections of interp.go from opTable")
 
