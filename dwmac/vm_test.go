@@ -13,7 +13,9 @@ import (
 	"time"
 
 	"github.com/xnic-dev/xnic/dwmac"
+	"github.com/xnic-dev/xnic/internal/vmtest/porttest"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -59,14 +61,7 @@ func openVM(t *testing.T, cfg dwmac.Config) *dwmac.Port {
 
 func vmClient(t *testing.T, p *dwmac.Port) (*traffic.Client, *traffic.PortIO) {
 	t.Helper()
-	io := traffic.NewPortIO(p, 0)
-	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
-	c.Logf = t.Logf
-	if err := c.Hello(30 * time.Second); err != nil {
-		t.Fatalf("no traffic peer: %v", err)
-	}
-	t.Cleanup(io.Drain)
-	return c, io
+	return porttest.Connect(t, p)
 }
 
 func TestVMLinkAndMAC(t *testing.T) {
@@ -128,26 +123,7 @@ func TestVMCloseReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	for round := 0; round < 2; round++ {
-		p, err := dwmac.Open(dev, dwmac.Config{})
-		if err != nil {
-			t.Fatalf("round %d: Open: %v", round, err)
-		}
-		if _, err := p.WaitLink(vmLinkTimeout); err != nil {
-			p.Close()
-			t.Fatalf("round %d: %v", round, err)
-		}
-		io := traffic.NewPortIO(p, 0)
-		c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
-		if err := c.Hello(30 * time.Second); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		if rep, err := c.Transmit(200, int64(510+round), 60*time.Second); err != nil {
-			t.Fatalf("round %d: %v (%s)", round, err, rep)
-		}
-		io.Drain()
-		if err := p.Close(); err != nil {
-			t.Fatalf("round %d: Close: %v", round, err)
-		}
-	}
+	porttest.CloseReopen(t, 2, vmLinkTimeout, 510, func() (nic.Port, error) {
+		return dwmac.Open(dev, dwmac.Config{})
+	})
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/fec"
+	"github.com/xnic-dev/xnic/internal/vmtest/porttest"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/physmem"
@@ -151,13 +152,7 @@ func openVM(t *testing.T, cfg fec.Config) (*fec.Port, func()) {
 
 func vmClient(t *testing.T, p *fec.Port) *traffic.Client {
 	t.Helper()
-	io := traffic.NewPortIO(p, 0)
-	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
-	c.Logf = t.Logf
-	if err := c.Hello(30 * time.Second); err != nil {
-		t.Fatalf("no traffic peer: %v", err)
-	}
-	t.Cleanup(io.Drain)
+	c, _ := porttest.Connect(t, p)
 	return c
 }
 

@@ -16,7 +16,9 @@ import (
 
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
+	"github.com/xnic-dev/xnic/internal/vmtest/porttest"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/nic"
 	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/vfio"
 )
@@ -43,14 +45,7 @@ func openVM(t *testing.T, cfg igb.Config) (*igb.Port, *vfio.Device) {
 
 func vmClient(t *testing.T, p *igb.Port) (*traffic.Client, *traffic.PortIO) {
 	t.Helper()
-	io := traffic.NewPortIO(p, 0)
-	c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
-	c.Logf = t.Logf
-	if err := c.Hello(30 * time.Second); err != nil {
-		t.Fatalf("no traffic peer: %v", err)
-	}
-	t.Cleanup(io.Drain)
-	return c, io
+	return porttest.Connect(t, p)
 }
 
 func TestVMLinkAndMAC(t *testing.T) {
@@ -185,28 +180,9 @@ func TestVMCloseReopen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dev.Close()
-	for round := 0; round < 2; round++ {
-		p, err := igb.Open(dev, igb.Config{LinkTimeout: vmLinkTimeout})
-		if err != nil {
-			t.Fatalf("round %d: Open: %v", round, err)
-		}
-		if _, err := p.WaitLink(vmLinkTimeout); err != nil {
-			p.Close()
-			t.Fatalf("round %d: %v", round, err)
-		}
-		io := traffic.NewPortIO(p, 0)
-		c := traffic.NewClient(p.MAC(), io.Send, io.Recv)
-		if err := c.Hello(30 * time.Second); err != nil {
-			t.Fatalf("round %d: %v", round, err)
-		}
-		if rep, err := c.Transmit(200, int64(400+round), 60*time.Second); err != nil {
-			t.Fatalf("round %d: %v (%s)", round, err, rep)
-		}
-		io.Drain()
-		if err := p.Close(); err != nil {
-			t.Fatalf("round %d: Close: %v", round, err)
-		}
-	}
+	porttest.CloseReopen(t, 2, vmLinkTimeout, 400, func() (nic.Port, error) {
+		return igb.Open(dev, igb.Config{LinkTimeout: vmLinkTimeout})
+	})
 }
 
 // testRefusesUnmappedDMA sends a buffer whose IOVA the device's allocator never

@@ -1,0 +1,110 @@
+package porttest_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xnic-dev/xnic/igb"
+	"github.com/xnic-dev/xnic/igb/igbsim"
+	"github.com/xnic-dev/xnic/internal/vmtest/porttest"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
+	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/sim"
+)
+
+// onPeer is the igb model wired to a traffic peer over a UDP link, as the VM
+// tier wires a guest's device to its peer.
+func onPeer(t *testing.T) (*igbsim.Model, *traffic.Peer) {
+	t.Helper()
+	m, err := igbsim.New(igbsim.Config{AutonegDelay: 5 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := traffic.NewPeer(traffic.PeerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	link, err := sim.NewUDPLink("127.0.0.1:0", peer.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Attach(link)
+	t.Cleanup(func() {
+		m.Close()
+		link.Close()
+		peer.Close()
+	})
+	return m, peer
+}
+
+func TestCloseReopenRounds(t *testing.T) {
+	m, peer := onPeer(t)
+	opens := 0
+	porttest.CloseReopen(t, 2, 2*time.Second, 40, func() (nic.Port, error) {
+		opens++
+		return igb.Open(m.Device(), igb.Config{LinkTimeout: 2 * time.Second})
+	})
+	if opens != 2 {
+		t.Fatalf("opened %d times, want 2", opens)
+	}
+	// Each round's stream reached the peer whole.
+	rep := peer.Report()
+	for _, seed := range []int64{40, 41} {
+		found := false
+		for _, s := range rep.Sessions {
+			if s.Verb == traffic.VerbExpect && s.Seed == seed {
+				found = true
+				if !s.OK() || s.Count != 200 {
+					t.Errorf("stream %d at the peer: %v, want 200 good frames", seed, s)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("no expect session for stream %d at the peer: %v", seed, rep.Sessions)
+		}
+	}
+	if err := m.Err(); err != nil {
+		t.Fatalf("model faults: %v", err)
+	}
+}
+
+// fatalTB records the first Fatalf and ends the goroutine, as testing.T does.
+type fatalTB struct {
+	testing.TB
+	mu  sync.Mutex
+	msg string
+}
+
+func (f *fatalTB) Helper() {}
+func (f *fatalTB) Fatalf(format string, args ...any) {
+	f.mu.Lock()
+	f.msg = fmt.Sprintf(format, args...)
+	f.mu.Unlock()
+	runtime.Goexit()
+}
+
+func runFatal(t *testing.T, body func(tb testing.TB)) string {
+	f := &fatalTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		body(f)
+	}()
+	<-done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.msg
+}
+
+func TestCloseReopenFailsOnOpenError(t *testing.T) {
+	msg := runFatal(t, func(tb testing.TB) {
+		porttest.CloseReopen(tb, 2, time.Second, 1, func() (nic.Port, error) { return nil, nic.ErrNoDevice })
+	})
+	if !strings.Contains(msg, "round 0: Open") {
+		t.Fatalf("failure %q, want it to name round 0's Open", msg)
+	}
+}
