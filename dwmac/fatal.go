@@ -81,7 +81,7 @@ func (q *rxQueue) recover() {
 	q.regs.Write32(r, q.regs.Read32(r)&^uint32(chRxSR))
 	// The DMA is stopped: the frames it wrote whole and nobody took are
 	// thrown away with the ring, counted (rx_reset_discards).
-	q.resetDiscards.Add(uint64(q.Written(rxWritten)))
+	q.DiscardWritten(rxWritten)
 	q.Reset()
 	if q.port.addrBits > 32 {
 		q.regs.Write32(uint32(chReg(q.idx, chRxBaseHi)), uint32(q.Ring.IOVA>>32))

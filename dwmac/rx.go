@@ -45,9 +45,6 @@ type rxQueue struct {
 	split   atomic.Uint64 // descriptors of frames that did not fit one buffer (not FD&&LD)
 	ctxt    atomic.Uint64 // context descriptors not after a timestamped frame
 	badLen  atomic.Uint64 // PL of 0 or beyond the buffer
-	// resetDiscards counts frames written to the ring that a recovery threw
-	// away before software took them (fatal.go).
-	resetDiscards atomic.Uint64
 
 	fatal fatalWatch // fatal-error watch and recovery (fatal.go)
 }

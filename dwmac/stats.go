@@ -73,16 +73,14 @@ func (p *Port) Stats() []nic.Counter {
 	if p.hw.MMC {
 		out = p.stats.Append(out, len(hwCounters), func(i int) string { return hwCounters[i].name })
 	}
-	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, resetDiscards, allocFail, txErr, refDMA, refLen, refOwner uint64
+	var rxp, rxb, txp, txb, esum, split, ctxt, badLen, txErr uint64
 	for _, q := range p.rx {
-		resetDiscards += q.resetDiscards.Load()
 		rxp += q.packets.Load()
 		rxb += q.bytes.Load()
 		esum += q.errSum.Load()
 		split += q.split.Load()
 		ctxt += q.ctxt.Load()
 		badLen += q.badLen.Load()
-		allocFail += q.AllocFail.Load()
 	}
 	var rxRec, txRec, tsDropped, tsSkipped uint64
 	for _, q := range p.rx {
@@ -95,9 +93,6 @@ func (p *Port) Stats() []nic.Counter {
 		txp += q.packets.Load()
 		txb += q.bytes.Load()
 		txErr += q.errors.Load()
-		refDMA += q.guard.RefusedDMA.Load()
-		refLen += q.guard.RefusedLen.Load()
-		refOwner += q.guard.RefusedOwner.Load()
 		tsDropped += q.stampDropped.Load()
 		tsSkipped += q.stampSkipped.Load()
 	}
@@ -110,12 +105,10 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "rx_split_frames", Value: split},
 		nic.Counter{Name: "rx_context_desc", Value: ctxt},
 		nic.Counter{Name: "rx_length_errors", Value: badLen},
-		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
-		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
-		nic.Counter{Name: "tx_errors", Value: txErr},
-		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
-		nic.Counter{Name: "tx_refused_len", Value: refLen},
-		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
+	)
+	rings := nic.SumRings(p.rx, p.tx, (*txQueue).txGuard)
+	out = append(rings.AppendRx(out), nic.Counter{Name: "tx_errors", Value: txErr})
+	out = append(rings.AppendTx(out),
 		nic.Counter{Name: "rx_dma_recoveries", Value: rxRec},
 		nic.Counter{Name: "tx_dma_recoveries", Value: txRec},
 		// TX timestamps: completions lost because TxStamps was not called

@@ -50,9 +50,6 @@ type rxQueue struct {
 	errOV   atomic.Uint64 // FIFO overrun
 	errTR   atomic.Uint64 // truncated
 	errSpan atomic.Uint64 // frames spread over several descriptors, or with impossible lengths
-	// resetDiscards counts frames written to the ring that a restart threw
-	// away before software took them (reset).
-	resetDiscards atomic.Uint64
 }
 
 var _ nic.RxQueue = (*rxQueue)(nil)
@@ -115,7 +112,7 @@ func checkBelow(r *dma.Region, what string) error {
 // MAC must be stopped: the frames it wrote whole to the ring and nobody took
 // are thrown away, counted in rx_reset_discards.
 func (q *rxQueue) reset() {
-	q.resetDiscards.Add(uint64(q.Written(rxWritten)))
+	q.DiscardWritten(rxWritten)
 	q.Reset()
 	q.discard, q.stopped = false, false
 }

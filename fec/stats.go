@@ -132,7 +132,7 @@ func (p *Port) Stats() []nic.Counter {
 		// No MIB (probeMIB): its counters would read 0 whatever happened.
 		out = append(out, nic.Counter{Name: "mib_unavailable", Value: 1})
 	}
-	var lg, no, cr, ov, tr, span, resetDiscards, allocFail, refDMA, refLen, refOwner, realign, kicks, skips, tsDrop, tsSkip uint64
+	var lg, no, cr, ov, tr, span, realign, kicks, skips, tsDrop, tsSkip uint64
 	for _, q := range p.rx {
 		lg += q.errLG.Load()
 		no += q.errNO.Load()
@@ -140,13 +140,8 @@ func (p *Port) Stats() []nic.Counter {
 		ov += q.errOV.Load()
 		tr += q.errTR.Load()
 		span += q.errSpan.Load()
-		resetDiscards += q.resetDiscards.Load()
-		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
-		refDMA += q.guard.RefusedDMA.Load()
-		refLen += q.guard.RefusedLen.Load()
-		refOwner += q.guard.RefusedOwner.Load()
 		realign += q.realigned.Load()
 		kicks += q.kicks.Load()
 		skips += q.kickSkips.Load()
@@ -160,11 +155,10 @@ func (p *Port) Stats() []nic.Counter {
 		nic.Counter{Name: "rx_desc_fifo_errors", Value: ov},
 		nic.Counter{Name: "rx_desc_truncated", Value: tr},
 		nic.Counter{Name: "rx_desc_errors", Value: lg + no + cr + ov + tr + span},
-		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
-		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
-		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
-		nic.Counter{Name: "tx_refused_len", Value: refLen},
-		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
+	)
+	rings := nic.SumRings(p.rx, p.tx, (*txQueue).txGuard)
+	out = rings.AppendTx(rings.AppendRx(out))
+	out = append(out,
 		nic.Counter{Name: "tx_realigned", Value: realign},
 		nic.Counter{Name: "tx_doorbells", Value: kicks},
 		nic.Counter{Name: "tx_doorbells_skipped", Value: skips},

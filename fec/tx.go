@@ -311,3 +311,6 @@ func (q *txQueue) free() error {
 func (q *txQueue) counts() (idx int, packets, bytes uint64) {
 	return q.idx, q.packets.Load(), q.bytes.Load()
 }
+
+// txGuard is the queue's TX guard, for nic.SumRings.
+func (q *txQueue) txGuard() *nic.TxGuard { return q.guard }

@@ -156,7 +156,7 @@ func (q *txQueue) dropInflight() {
 // is stopped, so the count is final).
 func (q *rxQueue) dropPosted(count bool) {
 	if count {
-		q.resetDiscards.Add(uint64(q.Written(rxWritten)))
+		q.DiscardWritten(rxWritten)
 	}
 	q.Reset()
 	q.discard = false

@@ -37,9 +37,6 @@ type rxQueue struct {
 	packets    atomic.Uint64 // frames handed to the caller
 	bytes      atomic.Uint64
 	descErrors atomic.Uint64 // write-backs with error bits, or frames that spanned buffers
-	// resetDiscards counts frames written to the ring that a port reset
-	// threw away before software took them (reset.go).
-	resetDiscards atomic.Uint64
 }
 
 var _ nic.RxQueue = (*rxQueue)(nil)

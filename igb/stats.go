@@ -118,16 +118,11 @@ func (p *Port) Stats() []nic.Counter {
 		fifoErr += c.Value
 	}
 	out = append(out, nic.Counter{Name: "rx_fifo_errors", Value: fifoErr})
-	var descErr, resetDiscards, allocFail, refDMA, refLen, refOwner, split, tsSkip, tsDrop, tsTimeout uint64
+	var descErr, split, tsSkip, tsDrop, tsTimeout uint64
 	for _, q := range p.rx {
 		descErr += q.descErrors.Load()
-		resetDiscards += q.resetDiscards.Load()
-		allocFail += q.AllocFail.Load()
 	}
 	for _, q := range p.tx {
-		refDMA += q.guard.RefusedDMA.Load()
-		refLen += q.guard.RefusedLen.Load()
-		refOwner += q.guard.RefusedOwner.Load()
 		split += q.split.Load()
 		tsSkip += q.meta.skipped.Load()
 		tsDrop += q.meta.dropped.Load()
@@ -135,11 +130,10 @@ func (p *Port) Stats() []nic.Counter {
 	}
 	out = append(out,
 		nic.Counter{Name: "rx_desc_errors", Value: descErr},
-		nic.Counter{Name: "rx_reset_discards", Value: resetDiscards},
-		nic.Counter{Name: "rx_alloc_failed", Value: allocFail},
-		nic.Counter{Name: "tx_refused_dma", Value: refDMA},
-		nic.Counter{Name: "tx_refused_len", Value: refLen},
-		nic.Counter{Name: "tx_refused_owner", Value: refOwner},
+	)
+	rings := nic.SumRings(p.rx, p.tx, (*txQueue).txGuard)
+	out = rings.AppendTx(rings.AppendRx(out))
+	out = append(out,
 		nic.Counter{Name: "tx_split_frames", Value: split},
 		// Linux igb's ethtool names; dropped: completions TxStamps was not
 		// called for in time (nic.StampRing).

@@ -10,7 +10,8 @@
 // It also holds the helpers every driver needs in the same shape and that carry
 // no register knowledge: decoded register dumps (RegDump, RegValue, Field,
 // FlagFields), counters (CounterTotals for hardware totals, CounterValue,
-// AppendQueueCounters, AppendPortQueueCounters), waits with deadlines (Poll,
+// AppendQueueCounters, AppendPortQueueCounters, and the ring counters every
+// driver reports, RingTotals from SumRings), waits with deadlines (Poll,
 // PollReg, WaitLinkUp), queue and ring chores (RxQueueAt, TxQueueAt, SyncRing
 // across the wrap, PutBufs back to their pools; the ring-memory checks
 // AllocatorNonCoherent, UncachedAllocator and CheckBufferLines; the end of

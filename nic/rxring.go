@@ -38,7 +38,8 @@ import (
 // drivers call dma_sync_*.
 //
 // One goroutine owns the ring (the queue's poller, or Open and Close when
-// nobody polls); only AllocFail may be read from another, atomically.
+// nobody polls); only AllocFail and ResetDiscards may be read from another,
+// atomically.
 type RxRing struct {
 	Alloc    dma.Allocator // immutable after Init
 	Ring     *dma.Region   // N descriptors of DescSize bytes; nil after Free
@@ -54,6 +55,9 @@ type RxRing struct {
 	Posted int        // descriptors the device owns
 
 	AllocFail atomic.Uint64 // refills that found the pool short
+	// ResetDiscards counts the frames the device wrote whole that a reset
+	// threw away before the driver took them (DiscardWritten).
+	ResetDiscards atomic.Uint64
 
 	pool    *dma.Pool  // where refills take buffers; nil after Free
 	scratch []*dma.Buf // refill batch, len N
@@ -189,6 +193,16 @@ func (r *RxRing) Written(written func(d []byte) (done, last bool)) int {
 	}
 	return n
 }
+
+// DiscardWritten counts the frames Written finds into ResetDiscards: call it
+// with the device stopped, right before Drop or Reset throws them away.
+func (r *RxRing) DiscardWritten(written func(d []byte) (done, last bool)) {
+	r.ResetDiscards.Add(uint64(r.Written(written)))
+}
+
+// RxCore is the ring itself, for code that holds a driver's queue embedding
+// it (RingTotals).
+func (r *RxRing) RxCore() *RxRing { return r }
 
 // Drop frees every posted buffer and forgets them: the device must not write
 // the ring any more (stopped, or about to be reset). Indices go back to 0.
