@@ -218,11 +218,10 @@ func (p *Port) SetRxCoalesce(d time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	for i := range p.rx {
 		p.w32(chReg(i, chRxWatchdog), v)
 	}

@@ -8,7 +8,6 @@ import (
 	"math/bits"
 	"net"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/xnic-dev/xnic/dma"
@@ -258,8 +257,7 @@ type Port struct {
 	irqs      []nic.IRQ  // immutable after Open; nil without interrupts
 	perChanIR bool       // INTM = 1: one vector per channel and direction
 
-	ctl       sync.Mutex    // serialises MDIO, MAC_Configuration and the filter
-	closed    bool          // guarded by ctl
+	ctl       nic.PortCtl   // serialises MDIO, MAC_Configuration and the filter; Closed
 	phc       phcState      // set once by Open
 	release   func()        // ends Open's claim on dev (nic.Claim); set once by Open
 	link      nic.LinkState // last link programmed into MAC_Configuration; guarded by ctl
@@ -315,6 +313,7 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("dwmac: %s: mapping register window 0: %w", info.Name, err)
 	}
 	p := &Port{dev: dev, regs: regs, alloc: dev.DMA(), model: model, cfg: cfg, name: info.Name}
+	p.ctl.Prefix = "dwmac: " + info.Name
 	if err := p.chooseRingMemory(); err != nil {
 		return nil, fmt.Errorf("dwmac: %s: %w", info.Name, err)
 	}
@@ -837,7 +836,7 @@ func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...)
 func (p *Port) Link() nic.LinkState {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
-	if p.closed {
+	if p.ctl.Closed {
 		return nic.LinkState{}
 	}
 	l, bmsr, err := p.phyLink()
@@ -862,7 +861,7 @@ func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 		return l, nil
 	}
 	p.ctl.Lock()
-	bmsr, lerr, closed, refused := p.lastBMSR, p.lastLinkE, p.closed, p.txClockProblem()
+	bmsr, lerr, closed, refused := p.lastBMSR, p.lastLinkE, p.ctl.Closed, p.txClockProblem()
 	p.ctl.Unlock()
 	if closed { // Link answers "down" on a closed port
 		return l, fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
@@ -892,11 +891,10 @@ func (p *Port) TxQueue(i int) nic.TxQueue { return nic.TxQueueAt(p.tx, i) }
 
 // SetPromisc turns promiscuous mode (MAC_Packet_Filter.PR) on or off.
 func (p *Port) SetPromisc(on bool) error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	if on {
 		p.filter |= pfPR
 	} else {
@@ -915,11 +913,10 @@ func (p *Port) SetMulticast(addrs []net.HardwareAddr) error {
 			return fmt.Errorf("dwmac: %q is not a multicast MAC address", a)
 		}
 	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	p.filter &^= pfHMC | pfPM
 	bins := p.hw.HashBins
 	switch {
@@ -953,13 +950,9 @@ func mcHash(a net.HardwareAddr, bins int) uint32 {
 // this port's pools must not be used afterwards. The Device stays open, and a
 // second Open on it works.
 func (p *Port) Close() error {
-	p.ctl.Lock()
-	if p.closed {
-		p.ctl.Unlock()
+	if !p.ctl.MarkClosed() {
 		return nil
 	}
-	p.closed = true
-	p.ctl.Unlock()
 	p.collectStats() // keep the totals: the next reset clears the counters
 	p.stats.Stop()
 	err := p.teardown()
@@ -1018,11 +1011,10 @@ var ErrDMAStopped = errors.New("dwmac: DMA channel stopped")
 // device could not reach) or TPS/RPS (the process stopped). stmmac restarts
 // such a channel; this driver reports it, and a Close and Open recovers.
 func (p *Port) CheckDMA() error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	var errs []error
 	for i := range p.rx {
 		v := chStatBits(p.r32(chReg(i, chStatus)))

@@ -334,11 +334,10 @@ func (p *Port) phyC45(addr, dev, r int, write bool, v uint16) (uint16, error) {
 	if err := nic.CheckPHYC45(addr, dev, r); err != nil {
 		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
 	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return 0, fmt.Errorf("dwmac: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return 0, err
 	}
+	defer p.ctl.Unlock()
 	got, err := p.mdioC45(addr, dev, r, write, v)
 	if err != nil {
 		return 0, fmt.Errorf("dwmac: %s: %w", p.name, err)
@@ -348,6 +347,6 @@ func (p *Port) phyC45(addr, dev, r int, write bool, v uint16) (uint16, error) {
 
 // diagPHY is the port's PHYAccess for ReadPHY and WritePHY.
 func (p *Port) diagPHY() nic.DiagPHY {
-	return nic.DiagPHY{Prefix: "dwmac: " + p.name, Lock: &p.ctl, Closed: func() bool { return p.closed },
+	return nic.DiagPHY{Prefix: "dwmac: " + p.name, Lock: &p.ctl.Mutex, Closed: func() bool { return p.ctl.Closed },
 		Read: func(r int) (uint16, error) { return p.mdioRead(p.phyAddr, r) }, Write: func(r int, v uint16) error { return p.mdioWrite(p.phyAddr, r, v) }, Why: gigabitHalfWhy}
 }

@@ -135,12 +135,7 @@ func (p *Port) PHC() (nic.PHC, error) {
 var _ nic.PHCPort = (*Port)(nil)
 
 func (c phc) lock() error {
-	c.p.ctl.Lock()
-	if c.p.closed {
-		c.p.ctl.Unlock()
-		return fmt.Errorf("dwmac: %s: %w", c.p.name, nic.ErrClosed)
-	}
-	return nil
+	return c.p.ctl.LockOpen()
 }
 
 // read reads seconds, nanoseconds and the seconds again, retrying across a

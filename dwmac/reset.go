@@ -15,7 +15,7 @@ import (
 func (p *Port) ResetPort(reason string) error {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
-	if p.closed {
+	if p.ctl.Closed {
 		return fmt.Errorf("dwmac: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
 	}
 	for _, q := range p.tx {

@@ -3,8 +3,6 @@ package fec
 import (
 	"fmt"
 	"time"
-
-	"github.com/xnic-dev/xnic/nic"
 )
 
 // RX interrupt coalescing (i.MX8M reference manual, ENET "Interrupt
@@ -113,11 +111,10 @@ func (p *Port) SetRxCoalesce(d time.Duration, frames int) error {
 	if err != nil {
 		return err
 	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	for q := 0; q < p.variant.Queues; q++ {
 		p.w32(regRXIC0+reg(4*q), v)
 	}

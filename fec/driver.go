@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/xnic-dev/xnic/dma"
@@ -206,8 +205,7 @@ type Port struct {
 	tx  []*txQueue // immutable after Open
 	irq nic.IRQ    // nil without interrupts
 
-	ctl    sync.Mutex
-	closed bool // guarded by ctl
+	ctl nic.PortCtl // serialises MDIO, the filters, coalescing and restarts; Closed
 
 	release func() // ends Open's claim on dev (nic.Claim); set once by Open
 
@@ -267,6 +265,7 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 	}
 	p := &Port{dev: dev, regs: regs, alloc: alloc, variant: v, cfg: cfg, name: info.Name, bd: legacyBD,
 		mscr: mscr, phyAddr: cfg.PHYAddr, mdioRegs: regs}
+	p.ctl.Prefix = "fec: " + info.Name
 	if cfg.MDIOBus != nil {
 		p.mdioRegs = cfg.MDIOBus
 	}
@@ -571,7 +570,7 @@ func (p *Port) ProgrammedLink() nic.LinkState {
 func (p *Port) LinkMismatch() bool {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
-	if p.closed {
+	if p.ctl.Closed {
 		return false
 	}
 	l, err := p.phyLink()
@@ -586,7 +585,7 @@ func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...)
 func (p *Port) Link() nic.LinkState {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
-	if p.closed {
+	if p.ctl.Closed {
 		return nic.LinkState{}
 	}
 	l, err := p.phyLink()
@@ -601,11 +600,8 @@ func (p *Port) Link() nic.LinkState {
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
 	l, up := nic.WaitLinkUp(timeout, 5*time.Millisecond, p.Link)
 	if !up {
-		p.ctl.Lock()
-		closed := p.closed
-		p.ctl.Unlock()
-		if closed {
-			return l, fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+		if p.ctl.IsClosed() {
+			return l, p.ctl.ErrClosed()
 		}
 		return l, fmt.Errorf("fec: %s: no link after %v (cable, peer, PHY address %d, or autonegotiation): %w", p.name, timeout, p.phyAddr, nic.ErrLinkDown)
 	}
@@ -623,11 +619,10 @@ func (p *Port) TxQueue(i int) nic.TxQueue { return nic.TxQueueAt(p.tx, i) }
 
 // SetPromisc turns promiscuous mode (RCR.PROM) on or off.
 func (p *Port) SetPromisc(on bool) error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	p.w32(regRCR, uint32(p.rcr(on)))
 	return nil
 }
@@ -636,13 +631,9 @@ func (p *Port) SetPromisc(on bool) error {
 // buffer on the rings to its pool and frees rings and pools. The Device stays
 // open; Open works on it again.
 func (p *Port) Close() error {
-	p.ctl.Lock()
-	if p.closed {
-		p.ctl.Unlock()
+	if !p.ctl.MarkClosed() {
 		return nil
 	}
-	p.closed = true
-	p.ctl.Unlock()
 	p.stopKeeper()
 	p.stats.collect(p) // keep the totals
 	p.stats.totals.Stop()
@@ -690,11 +681,10 @@ func (p *Port) gracefulStop() error {
 // restarted. It must not run while a queue is being polled or sent on: the
 // dataplane parks the port's queues around it (nic.LinkAdjuster).
 func (p *Port) AdjustLink() (nic.LinkState, bool, error) {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return nic.LinkState{}, false, fmt.Errorf("fec: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return nic.LinkState{}, false, err
 	}
+	defer p.ctl.Unlock()
 	l, err := p.phyLink()
 	if err != nil {
 		return l, false, fmt.Errorf("fec: %s: reading the link: %w", p.name, err)

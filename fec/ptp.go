@@ -167,11 +167,8 @@ func (p *Port) PHC() (nic.PHC, error) {
 var _ nic.PHCPort = (*Port)(nil)
 
 func (c phc) lock() error {
-	c.p.ctl.Lock()
-	closed := c.p.closed
-	c.p.ctl.Unlock()
-	if closed {
-		return fmt.Errorf("fec: %s: %w", c.p.name, nic.ErrClosed)
+	if c.p.ctl.IsClosed() {
+		return c.p.ctl.ErrClosed()
 	}
 	c.p.ptp.mu.Lock()
 	return nil

@@ -15,7 +15,7 @@ import (
 func (p *Port) ResetPort(reason string) error {
 	p.ctl.Lock()
 	defer p.ctl.Unlock()
-	if p.closed {
+	if p.ctl.Closed {
 		return fmt.Errorf("fec: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
 	}
 	_ = p.halt() // a graceful stop that does not complete is no error here

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -150,8 +149,7 @@ type Port struct {
 	tx   []*txQueue // immutable after Open
 	irqs []nic.IRQ  // immutable after Open; nil without interrupts
 
-	ctl    sync.Mutex // serialises control register sequences (MDIC, RCTL, MTA)
-	closed bool       // guarded by ctl
+	ctl nic.PortCtl // serialises control register sequences (MDIC, RCTL, MTA); Closed
 
 	release func() // ends Open's claim on dev (nic.Claim); set once by Open
 
@@ -197,6 +195,7 @@ func open(dev nic.Device, cfg Config) (*Port, error) {
 		return nil, fmt.Errorf("igb: %s: mapping BAR 0: %w", info.Name, err)
 	}
 	p := &Port{dev: dev, regs: regs, alloc: dev.DMA(), model: model, cfg: cfg, name: info.Name, phyAddr: cfg.PHYAddr}
+	p.ctl.Prefix = "igb: " + info.Name
 	if err := p.bringUp(); err != nil {
 		p.teardown()
 		return nil, fmt.Errorf("igb: %s: %w", info.Name, err)
@@ -464,7 +463,7 @@ func (p *Port) LinkIRQ() nic.IRQ {
 // returns the link state now.
 func (p *Port) HandleLinkIRQ() nic.LinkState {
 	p.ctl.Lock()
-	if !p.closed && p.irqs != nil {
+	if !p.ctl.Closed && p.irqs != nil {
 		p.r32(regICR)
 		p.w32(regEIMS, 1<<p.cfg.Queues)
 	}
@@ -490,20 +489,13 @@ func (p *Port) Warnings() []string { return append([]string(nil), p.warnings...)
 // Link decodes STATUS (82576 8.2.2), or on a SerDes port PCS_LSTAT (pcs.go).
 // A closed port's link is down.
 func (p *Port) Link() nic.LinkState {
-	if p.isClosed() {
+	if p.ctl.IsClosed() {
 		return nic.LinkState{}
 	}
 	if p.media == MediaSerDes {
 		return pcsLink(pcsBits(p.r32(regPCS_LSTAT)))
 	}
 	return decodeLink(statusBits(p.r32(regSTATUS)))
-}
-
-// isClosed reports whether Close has run.
-func (p *Port) isClosed() bool {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	return p.closed
 }
 
 func decodeLink(s statusBits) nic.LinkState {
@@ -524,8 +516,8 @@ func decodeLink(s statusBits) nic.LinkState {
 
 // WaitLink polls STATUS.LU every 5 ms until the link is up or timeout passes.
 func (p *Port) WaitLink(timeout time.Duration) (nic.LinkState, error) {
-	if p.isClosed() {
-		return nic.LinkState{}, fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	if p.ctl.IsClosed() {
+		return nic.LinkState{}, p.ctl.ErrClosed()
 	}
 	l, up := nic.WaitLinkUp(timeout, 5*time.Millisecond, p.Link)
 	if !up {
@@ -545,11 +537,10 @@ func (p *Port) TxQueue(i int) nic.TxQueue { return nic.TxQueueAt(p.tx, i) }
 
 // SetPromisc turns unicast and multicast promiscuous mode on or off.
 func (p *Port) SetPromisc(on bool) error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	v := rctlBits(p.r32(regRCTL))
 	if on {
 		v |= rctlUPE | rctlMPE
@@ -577,11 +568,10 @@ func (p *Port) SetMulticast(addrs []net.HardwareAddr) error {
 		h := mtaHash(a)
 		mta[h>>5] |= 1 << (h & 31)
 	}
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.closed {
-		return fmt.Errorf("igb: %s: %w", p.name, nic.ErrClosed)
+	if err := p.ctl.LockOpen(); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	v := rctlBits(p.r32(regRCTL)) &^ rctlMOMask
 	p.w32(regRCTL, uint32(v))
 	for i, w := range mta {
@@ -595,13 +585,9 @@ func (p *Port) SetMulticast(addrs []net.HardwareAddr) error {
 // port's pools must not be used afterwards. The Device stays open, and a second
 // Open on it works.
 func (p *Port) Close() error {
-	p.ctl.Lock()
-	if p.closed {
-		p.ctl.Unlock()
+	if !p.ctl.MarkClosed() {
 		return nil
 	}
-	p.closed = true
-	p.ctl.Unlock()
 	p.collectStats() // keep the totals: the next reset clears the counters
 	p.stats.Stop()
 	err := p.teardown()

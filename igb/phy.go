@@ -116,6 +116,6 @@ func (p *Port) WritePHY(r int, v uint16) error {
 
 // diagPHY is the port's PHYAccess for ReadPHY and WritePHY.
 func (p *Port) diagPHY() nic.DiagPHY {
-	return nic.DiagPHY{Prefix: "igb: " + p.name, Lock: &p.ctl, Closed: func() bool { return p.closed },
+	return nic.DiagPHY{Prefix: "igb: " + p.name, Lock: &p.ctl.Mutex, Closed: func() bool { return p.ctl.Closed },
 		Read: p.readPHY, Write: p.writePHY, Why: gigabitHalfWhy}
 }

@@ -80,12 +80,7 @@ func (p *Port) PHC() (nic.PHC, error) {
 var _ nic.PHCPort = (*Port)(nil)
 
 func (c phc) lock() error {
-	c.p.ctl.Lock()
-	if c.p.closed {
-		c.p.ctl.Unlock()
-		return fmt.Errorf("igb: %s: %w", c.p.name, nic.ErrClosed)
-	}
-	return nil
+	return c.p.ctl.LockOpen()
 }
 
 func (c phc) read() int64 {

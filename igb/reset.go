@@ -16,7 +16,7 @@ import (
 // RCTL and TCTL), the PHY renegotiates as at Open. It must not run while a
 // queue is polled or sent on: the dataplane parks them.
 func (p *Port) ResetPort(reason string) error {
-	if p.isClosed() {
+	if p.ctl.IsClosed() {
 		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
 	}
 	saved := p.saveConfig()

@@ -14,8 +14,9 @@
 // driver reports, RingTotals from SumRings), waits with deadlines (Poll,
 // PollReg, WaitLinkUp), queue and ring chores (RxQueueAt, TxQueueAt, SyncRing
 // across the wrap, PutBufs back to their pools; the ring-memory checks
-// AllocatorNonCoherent, UncachedAllocator and CheckBufferLines; the end of
-// Close, DisableIRQs and FreeQueues), and the PHY rules the families share
+// AllocatorNonCoherent, UncachedAllocator and CheckBufferLines; the control
+// lock and closed flag every port guards its control paths with, PortCtl;
+// the end of Close, DisableIRQs and FreeQueues), and the PHY rules the families share
 // (RestartAutoneg for a clause-22 PHY left powered down; clause-22
 // and clause-45 access, PHYAccess; the link modes a MAC refuses, LinkModeChecker,
 // with WithdrawGigabitHalf and CheckGigabitHalfWrite for 1000BASE-T half duplex,
