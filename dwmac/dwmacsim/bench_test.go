@@ -8,42 +8,28 @@ import (
 )
 
 // rxLoop plays a driver that reposts each descriptor as soon as the frame is
-// in and moves the tail once per 32 frames (tail = base + next-to-refill*16).
+// in and moves the tail once per burst (tail = base + next-to-refill*16).
 type rxLoop struct {
-	r     *rig
-	rx    *rxRing
-	next  int
-	owed  int
-	frame []byte
+	r      *rig
+	repost simtest.RxRepost
+	frame  []byte
 }
 
 func newRxLoop(r *rig, n int) *rxLoop {
 	r.bringUp()
 	rx := r.setupRx(0, n, 1536)
 	rx.tailTo(n - 1) // keep one descriptor back so the tail never equals cur with work pending
-	return &rxLoop{r: r, rx: rx, frame: frame(factoryMAC, 60)}
+	return &rxLoop{r: r, repost: simtest.RxRepost{N: n, Post: rx.post, Tail: rx.tailTo}, frame: frame(factoryMAC, 60)}
 }
 
 func (l *rxLoop) one() bool {
 	ok := l.r.m.Inject(l.frame)
-	l.rx.post(l.next)
-	l.owed++
-	l.next = (l.next + 1) % l.rx.n
-	if l.owed == 32 {
-		l.rx.tailTo((l.next + l.rx.n - 1) % l.rx.n)
-		l.owed = 0
-	}
+	l.repost.Step()
 	return ok
 }
 
-// txLoop writes bursts of 32 single-descriptor frames and one tail per burst.
-type txLoop struct {
-	r    *rig
-	tx   *txRing
-	sent int
-}
-
-func newTxLoop(r *rig, n int) *txLoop {
+// newTxLoop writes bursts of single-descriptor frames and one tail per burst.
+func newTxLoop(r *rig, n int) *simtest.TxBurst {
 	r.bringUp()
 	tx := r.setupTx(0, n)
 	f := frame(peerMAC, 60)
@@ -51,17 +37,9 @@ func newTxLoop(r *rig, n int) *txLoop {
 		copy(tx.bufs.CPU[i*bufSize:], f)
 	}
 	r.m.SetTransmit(func([]byte) {})
-	return &txLoop{r: r, tx: tx}
-}
-
-func (l *txLoop) burst() {
-	for k := 0; k < 32; k++ {
-		i := l.tx.tail
-		l.tx.put(i, 60, 0, tOWN|tFD|tLD, 60)
-		l.tx.tail = (l.tx.tail + 1) % l.tx.n
-	}
-	l.tx.kick()
-	l.sent += 32
+	return &simtest.TxBurst{N: n,
+		Put:  func(i int) { tx.put(i, 60, 0, tOWN|tFD|tLD, 60) },
+		Kick: func(tail int) { tx.tail = tail; tx.kick() }}
 }
 
 func TestPerFrameZeroAlloc(t *testing.T) {
@@ -75,9 +53,9 @@ func TestPerFrameZeroAlloc(t *testing.T) {
 
 	r2 := newRig(t, testCfg())
 	tl := newTxLoop(r2, 256)
-	tl.burst() // the first burst sizes the scratch
-	simtest.ZeroAlloc(t, "transmit", 200, tl.burst)
-	require.Equal(t, uint64(tl.sent), r2.m.Counters().TxFrames)
+	tl.Run() // the first burst sizes the scratch
+	simtest.ZeroAlloc(t, "transmit", 200, tl.Run)
+	require.Equal(t, uint64(tl.Sent), r2.m.Counters().TxFrames)
 	require.NoError(t, r.m.Err())
 	require.NoError(t, r2.m.Err())
 }
@@ -100,7 +78,7 @@ func BenchmarkTransmit(b *testing.B) {
 	r.m.SetPaced(false) // the model's cost, not the wire's time
 	l := newTxLoop(r, 1024)
 	simtest.BenchFrames(b, func() int {
-		l.burst()
+		l.Run()
 		return 32
 	})
 	simtest.NoFaults(b, r.m)

@@ -10,13 +10,11 @@ import (
 )
 
 // rxLoop plays a driver that reposts each descriptor as soon as the frame is in
-// and moves the tail once per burst of 32.
+// and moves the tail (RDT) once per burst.
 type rxLoop struct {
-	r     *rig
-	rx    *rxRing
-	next  int
-	owed  int
-	frame []byte
+	r      *rig
+	repost simtest.RxRepost
+	frame  []byte
 }
 
 func newRxLoop(tb testing.TB, r *rig, n int) *rxLoop {
@@ -24,29 +22,19 @@ func newRxLoop(tb testing.TB, r *rig, n int) *rxLoop {
 	rx := r.setupRx(0, n, 2)
 	r.Wr(tRDBAL(0)+0x18, uint32(n-1))
 	r.enableRx(tRctlBAM)
-	return &rxLoop{r: r, rx: rx, frame: frame(factoryMAC, 60)}
+	return &rxLoop{r: r, frame: frame(factoryMAC, 60), repost: simtest.RxRepost{N: n, Post: rx.post,
+		Tail: func(i int) { r.Wr(tRDBAL(0)+0x18, uint32(i)) }}}
 }
 
 func (l *rxLoop) one() bool {
 	ok := l.r.m.Inject(l.frame)
-	l.rx.post(l.next)
-	l.owed++
-	if l.owed == 32 {
-		l.r.Wr(tRDBAL(0)+0x18, uint32(l.next))
-		l.owed = 0
-	}
-	l.next = (l.next + 1) % l.rx.n
+	l.repost.Step()
 	return ok
 }
 
-// txLoop writes bursts of 32 single-descriptor frames and one tail per burst.
-type txLoop struct {
-	r    *rig
-	tx   *txRing
-	sent int
-}
-
-func newTxLoop(tb testing.TB, r *rig, n int) *txLoop {
+// newTxLoop writes bursts of single-descriptor frames and one tail (TDT) per
+// burst.
+func newTxLoop(tb testing.TB, r *rig, n int) *simtest.TxBurst {
 	r.linkUp()
 	tx := r.setupTx(0, n)
 	r.Wr(tTCTL, tTctlEN|tTctlPSP)
@@ -55,17 +43,9 @@ func newTxLoop(tb testing.TB, r *rig, n int) *txLoop {
 		copy(tx.bufs.CPU[i*txBufSize:], f)
 	}
 	r.m.SetTransmit(func([]byte) {})
-	return &txLoop{r: r, tx: tx}
-}
-
-func (l *txLoop) burst() {
-	for k := 0; k < 32; k++ {
-		i := l.tx.tail
-		l.tx.desc(i, l.tx.bufs.IOVA+uint64(i*txBufSize), 60, tTxEOP|tTxIFCS|tTxRS, 60)
-		l.tx.tail = (l.tx.tail + 1) % l.tx.n
-	}
-	l.r.Wr(tTDBAL(0)+0x18, uint32(l.tx.tail))
-	l.sent += 32
+	return &simtest.TxBurst{N: n,
+		Put:  func(i int) { tx.desc(i, tx.bufs.IOVA+uint64(i*txBufSize), 60, tTxEOP|tTxIFCS|tTxRS, 60) },
+		Kick: func(tail int) { tx.tail = tail; r.Wr(tTDBAL(0)+0x18, uint32(tail)) }}
 }
 
 func TestPerFrameZeroAlloc(t *testing.T) {
@@ -79,9 +59,9 @@ func TestPerFrameZeroAlloc(t *testing.T) {
 
 	r2 := newRig(t, testCfg())
 	tl := newTxLoop(t, r2, 256)
-	tl.burst() // first burst sizes the scratch
-	simtest.ZeroAlloc(t, "transmit", 200, tl.burst)
-	require.Equal(t, uint64(tl.sent), r2.m.Counters().TxFrames)
+	tl.Run() // first burst sizes the scratch
+	simtest.ZeroAlloc(t, "transmit", 200, tl.Run)
+	require.Equal(t, uint64(tl.Sent), r2.m.Counters().TxFrames)
 	require.NoError(t, r.m.Err())
 	require.NoError(t, r2.m.Err())
 }
@@ -104,7 +84,7 @@ func BenchmarkTransmit(b *testing.B) {
 	r.m.SetPaced(false) // the model's cost, not the wire's time
 	l := newTxLoop(b, r, 1024)
 	simtest.BenchFrames(b, func() int {
-		l.burst()
+		l.Run()
 		return 32
 	})
 	simtest.NoFaults(b, r.m)

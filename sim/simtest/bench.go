@@ -28,3 +28,64 @@ func BenchFrames(b *testing.B, step func() int) {
 	b.ReportMetric(float64(el.Nanoseconds())/float64(max(n, 1)), "ns/frame")
 	b.ReportMetric(float64(n)/el.Seconds(), "frames/s")
 }
+
+// DefaultBurst is the frames a driver moves per tail write in RxRepost and
+// TxBurst when Burst is 0.
+const DefaultBurst = 32
+
+// RxRepost plays a driver's receive side on a model's ring of N descriptors
+// for the per-frame benchmarks: each Step re-arms the next descriptor (Post)
+// as soon as its frame is in, and every Burst steps moves the tail to the
+// descriptor just re-armed (Tail), one register write per burst as a driver
+// refills. Post and Tail are the family's descriptor and register codec.
+type RxRepost struct {
+	N     int
+	Burst int // re-armed descriptors per tail write; 0: DefaultBurst
+	Post  func(i int)
+	Tail  func(i int)
+
+	next, owed int
+}
+
+// Step re-arms the next descriptor, moving the tail when a burst is complete.
+func (r *RxRepost) Step() {
+	burst := r.Burst
+	if burst == 0 {
+		burst = DefaultBurst
+	}
+	i := r.next
+	r.Post(i)
+	r.next = (i + 1) % r.N
+	if r.owed++; r.owed == burst {
+		r.Tail(i)
+		r.owed = 0
+	}
+}
+
+// TxBurst plays a driver's transmit side on a model's ring of N descriptors:
+// each Run writes Burst single-descriptor frames from the tail on (Put) and
+// then rings the doorbell once with the new tail (Kick). Sent counts the
+// frames put.
+type TxBurst struct {
+	N     int
+	Burst int // frames per doorbell; 0: DefaultBurst
+	Put   func(i int)
+	Kick  func(tail int)
+	Sent  int
+
+	tail int
+}
+
+// Run sends one burst.
+func (t *TxBurst) Run() {
+	n := t.Burst
+	if n == 0 {
+		n = DefaultBurst
+	}
+	for k := 0; k < n; k++ {
+		t.Put(t.tail)
+		t.tail = (t.tail + 1) % t.N
+	}
+	t.Kick(t.tail)
+	t.Sent += n
+}

@@ -7,8 +7,10 @@
 // a model's register window for tests that play the driver (Window, and
 // Rig with its accessors, NewRig and NewRigOff), with writes that return when
 // the device side has finished them (Settled);
-// polling with a deadline (WaitFor); and the zero-allocation check and the
-// frame loop of a model's benchmarks (ZeroAlloc, BenchFrames).
+// polling with a deadline (WaitFor); and the zero-allocation check, the
+// frame loop of a model's benchmarks (ZeroAlloc, BenchFrames) and the driver
+// they play, re-arming RX descriptors and sending TX bursts with one tail
+// write a burst (RxRepost, TxBurst).
 //
 // It knows no device: a family passes its model and its driver's Open. Only
 // tests import it.
