@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net"
 	"sync"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // ModelBase is what every device model has around its registers, and the
@@ -26,6 +28,7 @@ type ModelBase struct {
 	dev    *Device
 	mem    *Memory
 	phy    *PHY
+	rate   func() nic.LinkState // what SetPaced(true) paces the wire at
 	faults *Faults
 	inj    *Injector
 	sched  *Sched
@@ -42,6 +45,7 @@ type ModelParts struct {
 	Device   *Device                 // the device base (bus mastering, interrupt vectors)
 	Memory   *Memory                 // the DMA memory
 	PHY      *PHY                    // the PHY the MAC talks to
+	LineRate func() nic.LinkState    // the link the wire is paced at (SetPaced); nil: PHY's Link
 	Faults   *Faults                 // the fault log
 	Injector *Injector               // the fault injector
 	Sched    *Sched                  // the device side's clock
@@ -51,7 +55,10 @@ type ModelParts struct {
 // InitBase sets the parts; a model calls it once, before it is shared.
 func (b *ModelBase) InitBase(p ModelParts) {
 	*b = ModelBase{mu: p.Lock, wire: p.Wire, inject: p.Inject, reset: p.Reset, mac: p.MAC, dev: p.Device,
-		mem: p.Memory, phy: p.PHY, faults: p.Faults, inj: p.Injector, sched: p.Sched, name: p.RegName}
+		mem: p.Memory, phy: p.PHY, rate: p.LineRate, faults: p.Faults, inj: p.Injector, sched: p.Sched, name: p.RegName}
+	if b.rate == nil && b.phy != nil {
+		b.rate = b.phy.Link
+	}
 }
 
 // SimDevice is the Device base (bus-master state, interrupt vectors, faults).
@@ -104,12 +111,13 @@ func (b *ModelBase) Attach(link Link) {
 // during the call.
 func (b *ModelBase) SetTransmit(f func(frame []byte)) { b.wire.SetTransmit(b.mu, f) }
 
-// SetPaced turns the wire's line rate on (the default, linerate.go) or off.
-// Off, frames arrive and leave as fast as the caller and the model go: for
-// benchmarks of the model's own cost, never for what a port would do.
+// SetPaced turns the wire's line rate on (the default, linerate.go: at
+// ModelParts.LineRate) or off. Off, frames arrive and leave as fast as the
+// caller and the model go: for benchmarks of the model's own cost, never for
+// what a port would do.
 func (b *ModelBase) SetPaced(on bool) {
 	if on {
-		b.wire.SetLineRate(b.phy.Link)
+		b.wire.SetLineRate(b.rate)
 		return
 	}
 	b.wire.SetLineRate(nil)

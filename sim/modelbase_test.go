@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/xnic-dev/xnic/nic"
 )
 
 // baseModel is the smallest model on a ModelBase: a lock, a wire, and a
@@ -163,5 +165,27 @@ func TestWriteRegOutOfReset(t *testing.T) {
 	m.Unimplemented("read32", 0x20)
 	if f := faults.List(); len(f) != 2 || f[1].Op != "read32" || f[1].Where != "TAIL" || !strings.Contains(f[1].Detail, "not implemented") {
 		t.Fatalf("Unimplemented: %+v", f)
+	}
+}
+
+// TestModelBaseSetPacedLineRate: SetPaced(true) paces the wire at
+// ModelParts.LineRate when the model gives one (igbsim's SerDes link is not
+// its PHY's), at the PHY's link otherwise.
+func TestModelBaseSetPacedLineRate(t *testing.T) {
+	m := &baseModel{}
+	faults := &Faults{}
+	sched := NewSched(SchedConfig{Sync: true})
+	t.Cleanup(sched.Close)
+	m.InitBase(ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: func([]byte) bool { return true },
+		PHY: NewPHY(PHYConfig{Faults: faults}), Faults: faults, Sched: sched,
+		LineRate: func() nic.LinkState { return nic.LinkState{Up: true, SpeedMbps: 100} }})
+	m.SetPaced(true)
+	if mbps, full := m.wire.LineRate(); mbps != 100 || full {
+		t.Fatalf("paced at %d Mb/s full=%v, want LineRate's 100 half", mbps, full)
+	}
+	phyOnly := newBaseModel(t)
+	phyOnly.SetPaced(true)
+	if mbps, _ := phyOnly.wire.LineRate(); mbps == 100 {
+		t.Fatalf("a model without LineRate paced at 100 Mb/s; want its PHY's link")
 	}
 }

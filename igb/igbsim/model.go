@@ -305,7 +305,7 @@ func New(cfg Config) (*Model, error) {
 	m.txBatch = make([]txFrame, 0, txBatchMax)
 	m.txArena = make([]byte, 0, 64<<10)
 	m.InitBase(sim.ModelParts{Lock: &m.mu, Wire: &m.wire, Inject: m.Inject, Reset: m.resetFLR, MAC: m.mac, Device: m.dev,
-		Memory: m.mem, PHY: m.phy, Faults: m.faults, Injector: m.inj, Sched: m.sched, RegName: regName})
+		Memory: m.mem, PHY: m.phy, LineRate: m.mediaLink, Faults: m.faults, Injector: m.inj, Sched: m.sched, RegName: regName})
 	m.mu.Lock()
 	m.resetLocked(false)
 	m.applyLeftLocked()

@@ -126,17 +126,6 @@ func (m *Model) RxHeld() int {
 	return m.fifo.Len()
 }
 
-// SetPaced turns the wire's line rate on (the default, sim/linerate.go) or
-// off. Off, frames arrive and leave as fast as the caller and the model go:
-// for benchmarks of the model's own cost, never for what a port would do.
-func (m *Model) SetPaced(on bool) {
-	if on {
-		m.wire.SetLineRate(m.mediaLink) // pcs.go
-		return
-	}
-	m.wire.SetLineRate(nil)
-}
-
 // RxUnseen is what no igb register counts (sim.RxUnseen): frames that
 // arrived while RCTL.EN was clear, the link down, the DMA shut (MPC and the
 // other receive counters "do not increment if receives are not enabled",
