@@ -9,95 +9,30 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/dwmac"
 	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 // The TX requests end to end: the driver's TX queue (nic.TxMetaQueue) on the
 // model, the frames checked as the wire carried them.
 
 // l4Frame builds an Ethernet (optionally 802.1Q tagged) / IPv4 or IPv6 / TCP
-// or UDP frame with gopacket, whose checksums are the reference, and the
-// offsets of its L4 header and checksum field.
-func l4Frame(t testing.TB, v6, tcp, vlan bool, payload []byte) (f []byte, l4, field int) {
+// or UDP frame with gopacket (nictest.BuildL4), whose checksums are the
+// reference.
+func l4Frame(t testing.TB, v6, tcp, vlan bool, payload []byte) nictest.L4Frame {
 	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr{2, 9, 9, 9, 9, 9}}
-	et, l3 := layers.EthernetTypeIPv4, 14
+	s := nictest.L4Spec{V6: v6, TCP: tcp, VLAN: vlan, VLANID: 7, Priority: 3, Dst: net.HardwareAddr{2, 9, 9, 9, 9, 9},
+		SrcIP: net.IP{192, 0, 2, 1}, DstIP: net.IP{192, 0, 2, 2}, SrcPort: 4000, DstPort: 4789, Payload: payload}
 	if v6 {
-		et = layers.EthernetTypeIPv6
+		s.SrcIP, s.DstIP = net.ParseIP("fd00::1"), net.ParseIP("fd00::2")
 	}
-	ls := []gopacket.SerializableLayer{eth}
-	eth.EthernetType = et
-	if vlan {
-		eth.EthernetType, l3 = layers.EthernetTypeDot1Q, 18
-		ls = append(ls, &layers.Dot1Q{VLANIdentifier: 7, Priority: 3, Type: et})
-	}
-	proto := layers.IPProtocolUDP
 	if tcp {
-		proto = layers.IPProtocolTCP
+		s.DstPort, s.Seq, s.PSH, s.Window = 443, 99, true, 1000
 	}
-	var nl gopacket.NetworkLayer
-	l4 = l3 + 20
-	if v6 {
-		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: proto, SrcIP: net.ParseIP("fd00::1"), DstIP: net.ParseIP("fd00::2")}
-		nl, ls, l4 = ip, append(ls, ip), l3+40
-	} else {
-		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: net.IP{192, 0, 2, 1}, DstIP: net.IP{192, 0, 2, 2}}
-		nl, ls = ip, append(ls, ip)
-	}
-	field = l4 + 6
-	if tcp {
-		l := &layers.TCP{SrcPort: 4000, DstPort: 443, Seq: 99, PSH: true, ACK: true, Window: 1000, DataOffset: 5}
-		if err := l.SetNetworkLayerForChecksum(nl); err != nil {
-			t.Fatal(err)
-		}
-		ls, field = append(ls, l), l4+16
-	} else {
-		l := &layers.UDP{SrcPort: 4000, DstPort: 4789}
-		if err := l.SetNetworkLayerForChecksum(nl); err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-	}
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		append(ls, gopacket.Payload(payload))...); err != nil {
-		t.Fatal(err)
-	}
-	return append([]byte(nil), buf.Bytes()...), l4, field - l4
-}
-
-// partial turns a reference frame into what a CHECKSUM_PARTIAL sender hands
-// over: the L4 checksum field holds the pseudo-header's folded sum.
-func partial(f []byte, l4, off int) []byte {
-	f = append([]byte(nil), f...)
-	var s uint32
-	l3 := 14
-	if f[12] == 0x81 {
-		l3 = 18
-	}
-	add := func(b []byte) {
-		for i := 0; i+1 < len(b); i += 2 {
-			s += uint32(binary.BigEndian.Uint16(b[i:]))
-		}
-	}
-	proto := f[l3+9]
-	if f[l3]>>4 == 6 {
-		add(f[l3+8 : l3+40])
-		proto = f[l3+6]
-	} else {
-		add(f[l3+12 : l3+20])
-	}
-	s += uint32(proto) + uint32(len(f)-l4)
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	binary.BigEndian.PutUint16(f[l4+off:], uint16(s))
-	return f
+	return nictest.BuildL4(t, s)
 }
 
 func metaQueue(t *testing.T, p nic.Port, i int) nic.TxMetaQueue {
@@ -212,8 +147,9 @@ func TestSimTxChecksum(t *testing.T) {
 			for j := range p {
 				p[j] = byte(rng.Uint32())
 			}
-			ref, l4, off := l4Frame(t, v6, tcp, vlan, p)
-			b := bufFor(t, r.p, partial(ref, l4, off))
+			lf := l4Frame(t, v6, tcp, vlan, p)
+			ref, l4, off := lf.Bytes, lf.L4, lf.Field()
+			b := bufFor(t, r.p, lf.Partial())
 			if i%8 == 5 {
 				// No request: the frame leaves as it is, its (wrong) checksum
 				// field included.
@@ -243,7 +179,8 @@ func TestSimTxChecksum(t *testing.T) {
 func TestSimTxMetaRefused(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{Queues: 2, LaunchTimeQueues: 0b10})
 	q := metaQueue(t, r.p, 0)
-	ref, l4, off := l4Frame(t, false, true, false, make([]byte, 64))
+	lf := l4Frame(t, false, true, false, make([]byte, 64))
+	ref, l4, off := lf.Bytes, lf.L4, lf.Field()
 	cases := []struct {
 		name string
 		set  func(b *dma.Buf)
@@ -435,7 +372,8 @@ func TestSimTxMetaWrongDriverCaught(t *testing.T) {
 	dwmac.UncheckedTxMeta(&cfg)
 	r := newRig(t, dwmacsim.Config{}, cfg)
 	q := metaQueue(t, r.p, 0)
-	ref, l4, off := l4Frame(t, false, true, false, make([]byte, 64))
+	lf := l4Frame(t, false, true, false, make([]byte, 64))
+	ref, l4, off := lf.Bytes, lf.L4, lf.Field()
 	b := bufFor(t, r.p, ref)
 	binary.BigEndian.PutUint16(b.Data()[16:], 1400) // an IPv4 total length beyond the frame
 	b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(l4), uint16(off)
@@ -468,7 +406,8 @@ func TestSimTxMetaWrongDriverCaught(t *testing.T) {
 func TestSimTxMetaZeroAllocs(t *testing.T) {
 	r := newRig(t, dwmacsim.Config{}, dwmac.Config{TxRingSize: 128, Queues: 2, LaunchTimeQueues: 0b10})
 	r.m.SetTransmit(nil)
-	ref, l4, off := l4Frame(t, false, false, false, make([]byte, 200))
+	lf := l4Frame(t, false, false, false, make([]byte, 200))
+	ref, l4, off := lf.Bytes, lf.L4, lf.Field()
 	for qi := 0; qi < 2; qi++ {
 		q := metaQueue(t, r.p, qi)
 		for _, flags := range []uint8{0, dma.TxFlagChecksum | dma.TxFlagTimestamp} {

@@ -92,14 +92,14 @@ func BenchmarkDriverTxMeta(b *testing.B) {
 			pool := p.RxQueue(0).Pool()
 			bufs := make([]*dma.Buf, benchBurst)
 			out := make([]nic.TxStamp, benchBurst)
-			frame := f.partial()
+			frame := f.Partial()
 			b.ReportAllocs()
 			sent := 0
 			for b.Loop() {
 				k := pool.GetBurst(bufs)
 				for _, x := range bufs[:k] {
 					x.Len = copy(x.Mem[x.Off:], frame)
-					x.TxFlags, x.CsumStart, x.CsumOffset = c.flags, uint16(f.l4), uint16(f.field)
+					x.TxFlags, x.CsumStart, x.CsumOffset = c.flags, uint16(f.L4), uint16(f.Field())
 				}
 				n := tq.Send(bufs[:k])
 				for _, x := range bufs[n:k] {

@@ -9,9 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
-
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/fec"
 	"github.com/xnic-dev/xnic/fec/fecsim"
@@ -20,77 +17,27 @@ import (
 	"github.com/xnic-dev/xnic/sim"
 )
 
-// l4Frame is a TCP or UDP frame gopacket built, with its checksums as
-// gopacket computed them, and where the L4 header and its checksum are.
-type l4Frame struct {
-	want       []byte
-	l4, field  int // from the frame's first byte; field from l4
-	v6, tcp    bool
-	vlan       bool
-	pseudoFold uint16 // the pseudo-header's folded sum (what CHECKSUM_PARTIAL puts in the field)
-}
-
-func buildL4(t testing.TB, r *rand.Rand, dst net.HardwareAddr, v6, tcp, vlan bool, n int) l4Frame {
+// buildL4 builds a TCP or UDP frame to dst with gopacket (nictest.BuildL4)
+// around n random bytes, with random ports, VLAN ID and IPv4 source.
+func buildL4(t testing.TB, r *rand.Rand, dst net.HardwareAddr, v6, tcp, vlan bool, n int) nictest.L4Frame {
 	t.Helper()
-	payload := make([]byte, n)
-	for i := range payload {
-		payload[i] = byte(r.Uint32())
-	}
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0xAA, 0, 0, 0, 1}, DstMAC: dst}
-	ls := []gopacket.SerializableLayer{eth}
-	et, l3 := layers.EthernetTypeIPv4, 14
-	if v6 {
-		et = layers.EthernetTypeIPv6
+	s := nictest.L4Spec{V6: v6, TCP: tcp, VLAN: vlan, Src: net.HardwareAddr{2, 0xAA, 0, 0, 0, 1}, Dst: dst, Payload: make([]byte, n)}
+	for i := range s.Payload {
+		s.Payload[i] = byte(r.Uint32())
 	}
 	if vlan {
-		eth.EthernetType = layers.EthernetTypeDot1Q
-		ls, l3 = append(ls, &layers.Dot1Q{VLANIdentifier: uint16(r.IntN(4095)), Type: et}), 18
-	} else {
-		eth.EthernetType = et
+		s.VLANID = uint16(r.IntN(4095))
 	}
-	proto := layers.IPProtocolUDP
-	if tcp {
-		proto = layers.IPProtocolTCP
-	}
-	var ip gopacket.NetworkLayer
-	l4 := l3 + 20
 	if v6 {
-		i := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: proto, SrcIP: net.ParseIP("2001:db8::7"), DstIP: net.ParseIP("2001:db8::9")}
-		ip, l4, ls = i, l3+40, append(ls, i)
+		s.SrcIP, s.DstIP = net.ParseIP("2001:db8::7"), net.ParseIP("2001:db8::9")
 	} else {
-		i := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: net.IP{192, 0, 2, byte(r.Uint32())}, DstIP: net.IP{198, 51, 100, 9}}
-		ip, ls = i, append(ls, i)
+		s.SrcIP, s.DstIP = net.IP{192, 0, 2, byte(r.Uint32())}, net.IP{198, 51, 100, 9}
 	}
-	field := 6
+	s.SrcPort, s.DstPort = uint16(r.Uint32()), 4789
 	if tcp {
-		l := &layers.TCP{SrcPort: layers.TCPPort(r.Uint32()), DstPort: 443, Seq: r.Uint32(), ACK: true, Window: 4096, DataOffset: 5}
-		if err := l.SetNetworkLayerForChecksum(ip); err != nil {
-			t.Fatal(err)
-		}
-		ls, field = append(ls, l), 16
-	} else {
-		l := &layers.UDP{SrcPort: layers.UDPPort(r.Uint32()), DstPort: 4789}
-		if err := l.SetNetworkLayerForChecksum(ip); err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
+		s.DstPort, s.Seq, s.Window = 443, r.Uint32(), 4096
 	}
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true}, append(ls, gopacket.Payload(payload))...); err != nil {
-		t.Fatal(err)
-	}
-	f := l4Frame{want: bytes.Clone(buf.Bytes()), l4: l4, field: field, v6: v6, tcp: tcp, vlan: vlan}
-	// The pseudo-header sum, computed here independently of the driver.
-	f.pseudoFold = nictest.PseudoSum(f.want, v6, l3, l4, byte(proto))
-	return f
-}
-
-// partial is the frame as a CHECKSUM_PARTIAL sender hands it over: the
-// pseudo-header's sum in the checksum field.
-func (f l4Frame) partial() []byte {
-	p := bytes.Clone(f.want)
-	binary.BigEndian.PutUint16(p[f.l4+f.field:], f.pseudoFold)
-	return p
+	return nictest.BuildL4(t, s)
 }
 
 // bufWith copies frame into a buffer of the port's RX pool.
@@ -151,17 +98,17 @@ func TestModelTxChecksum(t *testing.T) {
 			for i := 0; i < 200; i++ {
 				f := buildL4(t, r, net.HardwareAddr{2, 0, 0, 0, 0, 0xB}, r.IntN(2) == 1, r.IntN(2) == 1, r.IntN(4) == 0, r.IntN(1300))
 				if i%5 == 4 { // no request: a wrong checksum must leave as it is
-					bad := f.partial()
+					bad := f.Partial()
 					b := bufWith(t, p, bad)
 					bufs, want = append(bufs, b), append(want, bad)
 					continue
 				}
-				b := bufWith(t, p, f.partial())
-				b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(f.l4), uint16(f.field)
+				b := bufWith(t, p, f.Partial())
+				b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(f.L4), uint16(f.Field())
 				if err := tq.CheckTxMeta(b); err != nil {
-					t.Fatalf("frame %d (v6 %v tcp %v vlan %v): %v", i, f.v6, f.tcp, f.vlan, err)
+					t.Fatalf("frame %d (v6 %v tcp %v vlan %v): %v", i, f.V6, f.Proto == 6, f.L3 == 18, err)
 				}
-				bufs, want = append(bufs, b), append(want, f.want)
+				bufs, want = append(bufs, b), append(want, f.Bytes)
 			}
 			sendAll(t, tq, bufs)
 			reclaimAll(t, p, 16)
@@ -197,7 +144,7 @@ func TestModelTxMetaRefused(t *testing.T) {
 	r := rand.New(rand.NewPCG(2, 3))
 	udp4 := buildL4(t, r, net.HardwareAddr{2, 0, 0, 0, 0, 0xB}, false, false, false, 100)
 	tcp6 := buildL4(t, r, net.HardwareAddr{2, 0, 0, 0, 0, 0xB}, true, true, false, 100)
-	csum := func(f l4Frame, start, off int) func(*dma.Buf) {
+	csum := func(f nictest.L4Frame, start, off int) func(*dma.Buf) {
 		return func(b *dma.Buf) {
 			b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(start), uint16(off)
 		}
@@ -207,21 +154,21 @@ func TestModelTxMetaRefused(t *testing.T) {
 		frame []byte
 		set   func(*dma.Buf)
 	}{
-		{"start not the L4 header", udp4.partial(), csum(udp4, udp4.l4-2, udp4.field+2)},
-		{"offset not the checksum field", tcp6.partial(), csum(tcp6, tcp6.l4, 6)},
-		{"beyond the frame", udp4.partial(), csum(udp4, 2000, 6)},
-		{"not IP", func() []byte { f := udp4.partial(); f[12], f[13] = 0x88, 0xB5; return f }(), csum(udp4, udp4.l4, 6)},
-		{"IPv4 fragment", func() []byte { f := udp4.partial(); f[20] |= 0x20; return f }(), csum(udp4, udp4.l4, 6)},
+		{"start not the L4 header", udp4.Partial(), csum(udp4, udp4.L4-2, udp4.Field()+2)},
+		{"offset not the checksum field", tcp6.Partial(), csum(tcp6, tcp6.L4, 6)},
+		{"beyond the frame", udp4.Partial(), csum(udp4, 2000, 6)},
+		{"not IP", func() []byte { f := udp4.Partial(); f[12], f[13] = 0x88, 0xB5; return f }(), csum(udp4, udp4.L4, 6)},
+		{"IPv4 fragment", func() []byte { f := udp4.Partial(); f[20] |= 0x20; return f }(), csum(udp4, udp4.L4, 6)},
 		{"IP length beyond the frame", func() []byte {
-			f := udp4.partial()
+			f := udp4.Partial()
 			binary.BigEndian.PutUint16(f[16:], 1500)
 			return f
-		}(), csum(udp4, udp4.l4, 6)},
-		{"IPv6 extension header", func() []byte { f := tcp6.partial(); f[20] = 0; return f }(), csum(tcp6, tcp6.l4, 16)},
-		{"launch time", udp4.want, func(b *dma.Buf) { b.TxFlags, b.LaunchTime = dma.TxFlagLaunchTime, 1 }},
-		{"unknown flag", udp4.want, func(b *dma.Buf) { b.TxFlags = 1 << 5 }},
-		{"length beyond the buffer", udp4.partial(), func(b *dma.Buf) {
-			csum(udp4, udp4.l4, 6)(b)
+		}(), csum(udp4, udp4.L4, 6)},
+		{"IPv6 extension header", func() []byte { f := tcp6.Partial(); f[20] = 0; return f }(), csum(tcp6, tcp6.L4, 16)},
+		{"launch time", udp4.Bytes, func(b *dma.Buf) { b.TxFlags, b.LaunchTime = dma.TxFlagLaunchTime, 1 }},
+		{"unknown flag", udp4.Bytes, func(b *dma.Buf) { b.TxFlags = 1 << 5 }},
+		{"length beyond the buffer", udp4.Partial(), func(b *dma.Buf) {
+			csum(udp4, udp4.L4, 6)(b)
 			b.Len = len(b.Mem) - b.Off + 1
 		}},
 	}
@@ -232,7 +179,7 @@ func TestModelTxMetaRefused(t *testing.T) {
 		if !errors.Is(err, nic.ErrTxMeta) {
 			t.Fatalf("%s: CheckTxMeta %v, want ErrTxMeta", c.name, err)
 		}
-		ok := bufWith(t, p, udp4.want)
+		ok := bufWith(t, p, udp4.Bytes)
 		if n := tq.Send([]*dma.Buf{b, ok}); n != 0 {
 			t.Fatalf("%s: Send took %d", c.name, n)
 		}
@@ -251,7 +198,7 @@ func TestModelTxMetaRefused(t *testing.T) {
 		t.Fatalf("%d frames on the wire, want the %d good ones", n, len(cases))
 	}
 	if !bytes.Contains([]byte(tq.CheckTxMeta(func() *dma.Buf {
-		b := bufWith(t, p, udp4.want)
+		b := bufWith(t, p, udp4.Bytes)
 		b.TxFlags = dma.TxFlagLaunchTime
 		defer b.Free()
 		return b
@@ -272,8 +219,8 @@ func TestModelTxMetaLegacyBDs(t *testing.T) {
 	}
 	f := buildL4(t, rand.New(rand.NewPCG(1, 1)), p.MAC(), false, true, false, 64)
 	for _, flags := range []uint8{dma.TxFlagTimestamp, dma.TxFlagChecksum} {
-		b := bufWith(t, p, f.partial())
-		b.TxFlags, b.CsumStart, b.CsumOffset = flags, uint16(f.l4), uint16(f.field)
+		b := bufWith(t, p, f.Partial())
+		b.TxFlags, b.CsumStart, b.CsumOffset = flags, uint16(f.L4), uint16(f.Field())
 		if err := tq.CheckTxMeta(b); !errors.Is(err, nic.ErrTxMeta) {
 			t.Fatalf("flags %#x: CheckTxMeta %v", flags, err)
 		}
@@ -387,9 +334,9 @@ func TestModelTxMetaZeroAllocs(t *testing.T) {
 		allocs := testing.AllocsPerRun(200, func() {
 			k := pool.GetBurst(bufs)
 			for _, b := range bufs[:k] {
-				b.Len = copy(b.Mem[b.Off:], f.want)
+				b.Len = copy(b.Mem[b.Off:], f.Bytes)
 				if meta {
-					b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum|dma.TxFlagTimestamp, uint16(f.l4), uint16(f.field)
+					b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum|dma.TxFlagTimestamp, uint16(f.L4), uint16(f.Field())
 				}
 			}
 			sent := tq.Send(bufs[:k])

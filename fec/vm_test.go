@@ -545,9 +545,9 @@ func TestVMTxChecksum(t *testing.T) {
 	r := rand.New(rand.NewPCG(uint64(vmSeed()), 77))
 	if !p.Extended() {
 		f := buildL4(t, r, peer, false, false, false, 64)
-		b := bufWith(t, p, f.partial())
+		b := bufWith(t, p, f.Partial())
 		defer b.Free()
-		b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(f.l4), uint16(f.field)
+		b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(f.L4), uint16(f.Field())
 		if tq.TxMeta() != 0 || !errors.Is(tq.CheckTxMeta(b), nic.ErrTxMeta) || tq.Send([]*dma.Buf{b}) != 0 {
 			t.Fatalf("legacy BDs: TxMeta %v, CheckTxMeta %v", tq.TxMeta(), tq.CheckTxMeta(b))
 		}
@@ -560,9 +560,9 @@ func TestVMTxChecksum(t *testing.T) {
 	var addrs []uint64
 	for i := 0; i < n; i++ {
 		f := buildL4(t, r, peer, i%4 == 3, i%2 == 1, i%8 == 5, r.IntN(1200))
-		copy(f.want[6:12], p.MAC()) // the host finds them by their source
-		b := bufWith(t, p, f.partial())
-		b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(f.l4), uint16(f.field)
+		copy(f.Bytes[6:12], p.MAC()) // the host finds them by their source
+		b := bufWith(t, p, f.Partial())
+		b.TxFlags, b.CsumStart, b.CsumOffset = dma.TxFlagChecksum, uint16(f.L4), uint16(f.Field())
 		if i%3 == 0 {
 			b.TxFlags |= dma.TxFlagTimestamp
 		}

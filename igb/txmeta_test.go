@@ -2,7 +2,6 @@ package igb_test
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -10,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/gopacket"
-	"github.com/google/gopacket/layers"
 	"github.com/xnic-dev/xnic/dma"
 	"github.com/xnic-dev/xnic/igb"
 	"github.com/xnic-dev/xnic/igb/igbsim"
@@ -39,98 +36,33 @@ func buildCsumFrame(t testing.TB, rng *rand.Rand, v6, tcp, vlan bool, payload in
 	return buildCsumFrameTo(t, rng, net.HardwareAddr{2, 0, 0, 0, 0, 2}, net.HardwareAddr{2, 0, 0, 0, 0, 1}, v6, tcp, vlan, payload, nil)
 }
 
-// buildCsumFrameTo builds a frame from src to dst whose payload of random
-// bytes starts with mark.
+// buildCsumFrameTo builds a frame from src to dst (nictest.BuildL4) whose
+// payload of random bytes starts with mark, with random addresses and ports.
 func buildCsumFrameTo(t testing.TB, rng *rand.Rand, dst, src net.HardwareAddr, v6, tcp, vlan bool, payload int, mark []byte) csumFrame {
 	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: src, DstMAC: dst}
-	var ls []gopacket.SerializableLayer
-	ls = append(ls, eth)
-	et := layers.EthernetTypeIPv4
-	if v6 {
-		et = layers.EthernetTypeIPv6
-	}
+	s := nictest.L4Spec{V6: v6, TCP: tcp, VLAN: vlan, Src: src, Dst: dst, DstPort: csumPort}
 	if vlan {
-		eth.EthernetType = layers.EthernetTypeDot1Q
-		ls = append(ls, &layers.Dot1Q{VLANIdentifier: uint16(rng.IntN(4095)), Type: et})
-	} else {
-		eth.EthernetType = et
+		s.VLANID = uint16(rng.IntN(4095))
 	}
-	proto := layers.IPProtocolUDP
-	if tcp {
-		proto = layers.IPProtocolTCP
-	}
-	var netl gopacket.NetworkLayer
 	if v6 {
-		ip := &layers.IPv6{Version: 6, NextHeader: proto, HopLimit: 64,
-			SrcIP: net.IP{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(rng.Uint32()), 0, 0, 1},
-			DstIP: net.IP{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(rng.Uint32()), 0, 2}}
-		ls, netl = append(ls, ip), ip
+		s.SrcIP = net.IP{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(rng.Uint32()), 0, 0, 1}
+		s.DstIP = net.IP{0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, byte(rng.Uint32()), 0, 2}
 	} else {
-		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, Id: uint16(rng.Uint32()),
-			SrcIP: net.IP{10, 0, byte(rng.Uint32()), 1}, DstIP: net.IP{10, 0, 0, byte(rng.Uint32())}}
-		ls, netl = append(ls, ip), ip
+		s.IPID = uint16(rng.Uint32())
+		s.SrcIP = net.IP{10, 0, byte(rng.Uint32()), 1}
+		s.DstIP = net.IP{10, 0, 0, byte(rng.Uint32())}
 	}
+	s.SrcPort = uint16(rng.Uint32())
 	if tcp {
-		l4 := &layers.TCP{SrcPort: layers.TCPPort(rng.Uint32()), DstPort: csumPort, Seq: rng.Uint32(), Ack: rng.Uint32(), ACK: true, Window: 512}
-		_ = l4.SetNetworkLayerForChecksum(netl)
-		ls = append(ls, l4)
-	} else {
-		l4 := &layers.UDP{SrcPort: layers.UDPPort(rng.Uint32()), DstPort: csumPort}
-		_ = l4.SetNetworkLayerForChecksum(netl)
-		ls = append(ls, l4)
+		s.Seq, s.Ack = rng.Uint32(), rng.Uint32()
 	}
-	pl := make([]byte, max(payload, len(mark)))
-	for i := range pl {
-		pl[i] = byte(rng.Uint32())
+	s.Payload = make([]byte, max(payload, len(mark)))
+	for i := range s.Payload {
+		s.Payload[i] = byte(rng.Uint32())
 	}
-	copy(pl, mark)
-	ls = append(ls, gopacket.Payload(pl))
-	buf := gopacket.NewSerializeBuffer()
-	if err := gopacket.SerializeLayers(buf, gopacket.SerializeOptions{ComputeChecksums: true, FixLengths: true}, ls...); err != nil {
-		t.Fatal(err)
-	}
-	f := csumFrame{want: bytes.Clone(buf.Bytes())}
-	l3 := 14
-	if vlan {
-		l3 = 18
-	}
-	// The pseudo-header: addresses, protocol and the L4 length the IP header
-	// gives (gopacket pads a short frame to 60 bytes: not part of it).
-	var pseudo uint32
-	var l4len int
-	if v6 {
-		f.start = l3 + 40
-		pseudo = sum16(f.want[l3+8 : l3+40])
-		l4len = int(binary.BigEndian.Uint16(f.want[l3+4:]))
-	} else {
-		f.start = l3 + 20
-		pseudo = sum16(f.want[l3+12 : l3+20])
-		l4len = int(binary.BigEndian.Uint16(f.want[l3+2:])) - 20
-	}
-	f.offset = 6
-	if tcp {
-		f.offset = 16
-	}
-	pseudo += uint32(proto) + uint32(l4len)
-	f.req = bytes.Clone(f.want)
-	binary.BigEndian.PutUint16(f.req[f.start+f.offset:], fold(pseudo))
-	return f
-}
-
-func sum16(b []byte) uint32 {
-	var s uint32
-	for i := 0; i+1 < len(b); i += 2 {
-		s += uint32(b[i])<<8 | uint32(b[i+1])
-	}
-	return s
-}
-
-func fold(s uint32) uint16 {
-	for s>>16 != 0 {
-		s = s&0xffff + s>>16
-	}
-	return uint16(s)
+	copy(s.Payload, mark)
+	f := nictest.BuildL4(t, s)
+	return csumFrame{want: f.Bytes, req: f.Partial(), start: f.L4, offset: f.Field()}
 }
 
 // metaQueue is TX queue q of p as a nic.TxMetaQueue.

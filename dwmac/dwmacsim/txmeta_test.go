@@ -27,49 +27,12 @@ const (
 )
 
 // refFrame builds an Ethernet (optionally 802.1Q tagged) / IPv4 or IPv6 /
-// TCP or UDP frame with gopacket, whose checksums are the reference.
+// TCP or UDP frame with gopacket (nictest.BuildL4), whose checksums are the
+// reference.
 func refFrame(t testing.TB, v6, tcp, vlan bool, payload []byte) []byte {
 	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}, DstMAC: net.HardwareAddr(peerMAC)}
-	et := layers.EthernetTypeIPv4
-	if v6 {
-		et = layers.EthernetTypeIPv6
-	}
-	ls := []gopacket.SerializableLayer{eth}
-	if vlan {
-		eth.EthernetType = layers.EthernetTypeDot1Q
-		ls = append(ls, &layers.Dot1Q{VLANIdentifier: 42, Type: et})
-	} else {
-		eth.EthernetType = et
-	}
-	proto := layers.IPProtocolUDP
-	if tcp {
-		proto = layers.IPProtocolTCP
-	}
-	var nl gopacket.NetworkLayer
-	if v6 {
-		ip := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: proto,
-			SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
-		nl = ip
-		ls = append(ls, ip)
-	} else {
-		ip := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
-		nl = ip
-		ls = append(ls, ip)
-	}
-	if tcp {
-		l := &layers.TCP{SrcPort: 1234, DstPort: 80, Seq: 7, ACK: true, Window: 512, DataOffset: 5}
-		require.NoError(t, l.SetNetworkLayerForChecksum(nl))
-		ls = append(ls, l)
-	} else {
-		l := &layers.UDP{SrcPort: 1234, DstPort: 53}
-		require.NoError(t, l.SetNetworkLayerForChecksum(nl))
-		ls = append(ls, l)
-	}
-	buf := gopacket.NewSerializeBuffer()
-	require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		append(ls, gopacket.Payload(payload))...))
-	return append([]byte(nil), buf.Bytes()...)
+	return nictest.BuildL4(t, nictest.L4Spec{V6: v6, TCP: tcp, VLAN: vlan, VLANID: 42,
+		Dst: net.HardwareAddr(peerMAC), Seq: 7, Payload: payload}).Bytes
 }
 
 // offsets returns where a refFrame's IP header, L4 header and L4 checksum

@@ -10,56 +10,19 @@ import (
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
 	"github.com/stretchr/testify/require"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 // ipRef builds an Ethernet (optionally 802.1Q) / IPv4-or-IPv6 / TCP-or-UDP
-// frame to dst with gopacket, whose checksum code is the reference: the frame
-// comes back with the checksums gopacket computed, and with the offsets of
-// the IPv4 header checksum (0 for IPv6) and of the L4 checksum.
+// frame to dst with gopacket (nictest.BuildL4), whose checksum code is the
+// reference: the frame comes back with the checksums gopacket computed, and
+// with the offsets of the IPv4 header checksum (0 for IPv6) and of the L4
+// checksum.
 func ipRef(t testing.TB, dst net.HardwareAddr, v6, tcp, vlan bool, payload []byte) (f []byte, ipSum, l4Sum int) {
 	t.Helper()
-	eth := &layers.Ethernet{SrcMAC: net.HardwareAddr{2, 0xAA, 0, 0, 0, 1}, DstMAC: dst}
-	ls := []gopacket.SerializableLayer{eth}
-	l3 := 14
-	et := layers.EthernetTypeIPv4
-	if v6 {
-		et = layers.EthernetTypeIPv6
-	}
-	if vlan {
-		eth.EthernetType = layers.EthernetTypeDot1Q
-		ls = append(ls, &layers.Dot1Q{VLANIdentifier: 42, Priority: 3, Type: et})
-		l3 = 18
-	} else {
-		eth.EthernetType = et
-	}
-	proto := layers.IPProtocolUDP
-	if tcp {
-		proto = layers.IPProtocolTCP
-	}
-	var ip gopacket.NetworkLayer
-	l4 := l3 + 20
-	if v6 {
-		i := &layers.IPv6{Version: 6, HopLimit: 64, NextHeader: proto, SrcIP: net.ParseIP("2001:db8::1"), DstIP: net.ParseIP("2001:db8::2")}
-		ip, l4 = i, l3+40
-		ls = append(ls, i)
-	} else {
-		i := &layers.IPv4{Version: 4, IHL: 5, TTL: 64, Protocol: proto, SrcIP: net.IP{10, 0, 0, 1}, DstIP: net.IP{10, 0, 0, 2}}
-		ip, ipSum = i, l3+10
-		ls = append(ls, i)
-	}
-	if tcp {
-		l := &layers.TCP{SrcPort: 4321, DstPort: 80, Seq: 99, ACK: true, Window: 1024, DataOffset: 5}
-		require.NoError(t, l.SetNetworkLayerForChecksum(ip))
-		ls, l4Sum = append(ls, l), l4+16
-	} else {
-		l := &layers.UDP{SrcPort: 4321, DstPort: 53}
-		require.NoError(t, l.SetNetworkLayerForChecksum(ip))
-		ls, l4Sum = append(ls, l), l4+6
-	}
-	buf := gopacket.NewSerializeBuffer()
-	require.NoError(t, gopacket.SerializeLayers(buf, gopacket.SerializeOptions{FixLengths: true, ComputeChecksums: true},
-		append(ls, gopacket.Payload(payload))...))
-	return append([]byte(nil), buf.Bytes()...), ipSum, l4Sum
+	r := nictest.BuildL4(t, nictest.L4Spec{V6: v6, TCP: tcp, VLAN: vlan, VLANID: 42, Priority: 3,
+		Src: net.HardwareAddr{2, 0xAA, 0, 0, 0, 1}, Dst: dst, SrcPort: 4321, Seq: 99, Window: 1024, Payload: payload})
+	return r.Bytes, r.IPSum, r.Sum
 }
 
 func randPayload(r *rand.Rand, n int) []byte {
