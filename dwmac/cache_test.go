@@ -2,7 +2,6 @@ package dwmac_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -23,14 +22,6 @@ import (
 // seeded evictions and refetches), next to the byte-exact non-coherent tests
 // in sim_test.go.
 
-var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
-
-// cacheConfigs are n of the cache models a port must pass
-// (simtest.CacheConfigs), or the one -cacheseed names.
-func cacheConfigs(n int) []sim.CacheConfig {
-	return simtest.CacheConfigs(simtest.CacheSeeds(*cacheSeed, n))
-}
-
 func imx8mpCached(c sim.CacheConfig) dwmacsim.Config {
 	return dwmacsim.Config{Variant: dwmacsim.IMX8MP, NonCoherent: true, Cache: &c}
 }
@@ -39,7 +30,7 @@ func imx8mpCached(c sim.CacheConfig) dwmacsim.Config {
 // both ways under the cache model, with the default rings and with rings
 // small enough to wrap many times, for every seed.
 func TestCacheModelFramesBothWays(t *testing.T) {
-	for _, c := range cacheConfigs(8) {
+	for _, c := range simtest.FlagCacheConfigs(8) {
 		t.Run(simtest.CacheName(c), func(t *testing.T) {
 			simtest.ReportSeed(t, c)
 			for _, small := range []bool{false, true} {
@@ -222,7 +213,7 @@ func TestCacheModelCatchesCachedRings(t *testing.T) {
 			t.Fatalf("byte-exact non-coherent model (the control): %v", err)
 		}
 	})
-	for _, c := range cacheConfigs(8) {
+	for _, c := range simtest.FlagCacheConfigs(8) {
 		t.Run(simtest.CacheName(c), func(t *testing.T) {
 			simtest.ReportSeed(t, c)
 			// Evictions come at seeded random moments and the Go scheduler
@@ -265,7 +256,7 @@ func (a syncDrop) AllocUncached(size, align int) (*dma.Region, error) {
 // cache model, for every seed.
 func TestCacheModelMissingBufferSyncFails(t *testing.T) {
 	for _, dir := range []dma.SyncDir{dma.ForDevice, dma.ForCPU} {
-		for _, c := range cacheConfigs(4) {
+		for _, c := range simtest.FlagCacheConfigs(4) {
 			t.Run(dir.String()+"/"+simtest.CacheName(c), func(t *testing.T) {
 				simtest.ReportSeed(t, c)
 				mc := imx8mpCached(c)

@@ -3,7 +3,6 @@ package fec_test
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -24,14 +23,6 @@ import (
 // rings uncached (what Open picks when the allocator offers it) and cached
 // with the line discipline (the fallback), and the discipline switched off,
 // which the model must catch.
-
-var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
-
-// cacheConfigs are n of the cache models the driver must pass
-// (simtest.CacheConfigs), or the one -cacheseed names.
-func cacheConfigs(n int) []sim.CacheConfig {
-	return simtest.CacheConfigs(simtest.CacheSeeds(*cacheSeed, n))
-}
 
 // ringMode is where the test makes the driver keep its rings.
 type ringMode int
@@ -185,7 +176,7 @@ func TestCacheModelFramesBothWays(t *testing.T) {
 	for _, v := range variants {
 		for _, legacy := range []bool{false, true} {
 			for _, mode := range []ringMode{ringsUncached, ringsDiscipline} {
-				for _, c := range cacheConfigs(4) {
+				for _, c := range simtest.FlagCacheConfigs(4) {
 					name := fmt.Sprintf("%s/%s/%s/%s", v.name, map[bool]string{false: "extended", true: "legacy"}[legacy], mode, simtest.CacheName(c))
 					t.Run(name, func(t *testing.T) {
 						simtest.ReportSeed(t, c)
@@ -256,7 +247,7 @@ func TestCacheModelCatchesNaiveRings(t *testing.T) {
 				t.Fatalf("byte-exact non-coherent model (the control): %v", err)
 			}
 		})
-		for _, c := range cacheConfigs(8) {
+		for _, c := range simtest.FlagCacheConfigs(8) {
 			t.Run(format+"/"+simtest.CacheName(c), func(t *testing.T) {
 				simtest.ReportSeed(t, c)
 				// Evictions come at seeded random moments: a broken layout

@@ -1,6 +1,7 @@
 package simtest
 
 import (
+	"flag"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,6 +19,13 @@ func CacheSeeds(only uint64, n int) []uint64 {
 	}
 	return []uint64{1, 2, 3, 4, 5, 6, 7, 8}[:min(n, 8)]
 }
+
+// cacheSeed is -cacheseed, in every test binary that imports simtest.
+var cacheSeed = flag.Uint64("cacheseed", 0, "run the cache-model tests with this seed only (0: the built-in set)")
+
+// FlagCacheConfigs are n of the cache models a driver must pass
+// (CacheConfigs of CacheSeeds), or the one -cacheseed names.
+func FlagCacheConfigs(n int) []sim.CacheConfig { return CacheConfigs(CacheSeeds(*cacheSeed, n)) }
 
 // CacheConfigs are the cache models a driver must pass, one per seed, each
 // decided by its seed alone so that rerunning one seed rebuilds the same
@@ -49,7 +57,7 @@ func CacheName(c sim.CacheConfig) string {
 }
 
 // ReportSeed makes a failing test say how to rerun it with its seed alone
-// (the family's -cacheseed flag).
+// (-cacheseed).
 func ReportSeed(t *testing.T, c sim.CacheConfig) {
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -1,6 +1,7 @@
 package simtest
 
 import (
+	"flag"
 	"fmt"
 	"testing"
 
@@ -39,5 +40,21 @@ func TestCacheConfigsBySeed(t *testing.T) {
 	want := fmt.Sprintf("seed=3/line=%d/%s", sim.DefaultCacheLine, sim.ForCPUInvalidate)
 	if got := CacheName(sim.CacheConfig{Seed: 3, ForCPU: sim.ForCPUInvalidate}); got != want {
 		t.Fatalf("CacheName %q, want %q", got, want)
+	}
+}
+
+// TestFlagCacheConfigs: without -cacheseed, the first n built-in models; with
+// it, that seed's model alone.
+func TestFlagCacheConfigs(t *testing.T) {
+	if got := FlagCacheConfigs(3); len(got) != 3 || got[0].Seed != 1 || got[2].Seed != 3 {
+		t.Fatalf("no -cacheseed: %+v, want seeds 1..3", got)
+	}
+	if err := flag.Set("cacheseed", "6"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { flag.Set("cacheseed", "0") })
+	got := FlagCacheConfigs(8)
+	if len(got) != 1 || got[0].Seed != 6 || got[0].ForCPU != sim.ForCPUInvalidate {
+		t.Fatalf("-cacheseed=6: %+v, want seed 6 alone, invalidating", got)
 	}
 }

@@ -2,7 +2,7 @@
 // model: a driver's port on a model whose link is one end of an in-memory
 // wire, the test at the other end (OpenOnWire); the CPU cache-model
 // configurations, names and rerun hints (CacheConfigs, CacheName,
-// ReportSeed), an allocator that hides uncached memory (CachedAlloc) and the
+// ReportSeed; FlagCacheConfigs with the -cacheseed flag it registers), an allocator that hides uncached memory (CachedAlloc) and the
 // check that pool buffers never share a cache line (CheckBufferLines);
 // a model's register window for tests that play the driver (Window, and
 // Rig with its accessors, NewRig and NewRigOff), with writes that return when
