@@ -98,16 +98,8 @@ func (p *Port) mdioWrite(phy, r int, v uint16) error {
 // skipped: they are not PHYs.
 func (p *Port) findPHY() (int, uint32, error) {
 	try := func(a int) (uint32, bool, error) {
-		hi, err := p.mdioRead(a, miiPHYID1)
-		if err != nil {
-			return 0, false, err
-		}
-		lo, err := p.mdioRead(a, miiPHYID2)
-		if err != nil {
-			return 0, false, err
-		}
-		id := uint32(hi)<<16 | uint32(lo)
-		return id, id != 0 && id != 0xFFFFFFFF, nil
+		id, err := nic.ReadPHYID(func(r int) (uint16, error) { return p.mdioRead(a, r) })
+		return id, nic.PHYIDValid(id), err
 	}
 	if p.cfg.PHYAddr > 0 {
 		id, ok, err := try(p.cfg.PHYAddr)

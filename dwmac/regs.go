@@ -358,8 +358,6 @@ const (
 const (
 	miiBMCR     = 0
 	miiBMSR     = 1
-	miiPHYID1   = 2
-	miiPHYID2   = 3
 	miiANAR     = 4
 	miiANLPAR   = 5
 	miiCTRL1000 = 9

@@ -96,16 +96,11 @@ func (p *Port) writePHY(r int, v uint16) error {
 // readPHYID returns PHYID1:PHYID2. An ID of all ones means nothing answered at
 // that address (MDIO pulled up).
 func (p *Port) readPHYID() (uint32, error) {
-	hi, err := p.readPHY(phyID1)
+	id, err := nic.ReadPHYID(p.readPHY)
 	if err != nil {
 		return 0, err
 	}
-	lo, err := p.readPHY(phyID2)
-	if err != nil {
-		return 0, err
-	}
-	id := uint32(hi)<<16 | uint32(lo)
-	if id == 0xFFFFFFFF || id == 0 {
+	if !nic.PHYIDValid(id) {
 		return id, fmt.Errorf("no PHY answers at MDIO address %d (ID %#08x): set Config.PHYAddr to the board's PHY address", p.phyAddr, id)
 	}
 	return id, nil

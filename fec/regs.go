@@ -198,8 +198,6 @@ const (
 const (
 	phyBMCR    = 0
 	phyBMSR    = 1
-	phyID1     = 2
-	phyID2     = 3
 	phyANAR    = 4
 	phyANLPAR  = 5
 	phyGBCR    = 9  // 1000BASE-T control

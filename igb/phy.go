@@ -78,17 +78,7 @@ func (p *Port) CheckLinkMode(speedMbps int, fullDuplex bool) error {
 }
 
 // readPHYID returns PHYID1:PHYID2 (OUI, model, revision).
-func (p *Port) readPHYID() (uint32, error) {
-	hi, err := p.readPHY(phyID1)
-	if err != nil {
-		return 0, err
-	}
-	lo, err := p.readPHY(phyID2)
-	if err != nil {
-		return 0, err
-	}
-	return uint32(hi)<<16 | uint32(lo), nil
-}
+func (p *Port) readPHYID() (uint32, error) { return nic.ReadPHYID(p.readPHY) }
 
 // PHYAddr is the MDIO address of the PHY the port drives.
 func (p *Port) PHYAddr() int { return p.phyAddr }

@@ -287,7 +287,5 @@ const eitrCntIgnr uint32 = 1 << 31
 // PHY registers reached through MDIC (IEEE 802.3 clause 22).
 const (
 	phyBMCR   = 0 // basic mode control
-	phyID1    = 2 // PHY identifier, high
-	phyID2    = 3 // PHY identifier, low
 	phyDefIdx = 1 // the internal PHY's address on the MDIO bus
 )

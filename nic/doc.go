@@ -17,7 +17,8 @@
 // AllocatorNonCoherent, UncachedAllocator and CheckBufferLines; the control
 // lock and closed flag every port guards its control paths with, PortCtl;
 // the end of Close, DisableIRQs and FreeQueues), and the PHY rules the families share
-// (RestartAutoneg for a clause-22 PHY left powered down; clause-22
+// (ReadPHYID and PHYIDValid for a clause-22 PHY's identifier;
+// RestartAutoneg for a clause-22 PHY left powered down; clause-22
 // and clause-45 access, PHYAccess; the link modes a MAC refuses, LinkModeChecker,
 // with WithdrawGigabitHalf and CheckGigabitHalfWrite for 1000BASE-T half duplex,
 // which none of the three runs; the RGMII TX clock per speed, RGMIITxClockHz,

@@ -61,6 +61,8 @@ func CheckPHYC45(addr, dev, reg int) error {
 const (
 	phyRegBMCR     = 0
 	phyRegBMSR     = 1
+	phyRegID1      = 2 // PHY identifier: OUI bits 3-18 (22.2.4.3.1)
+	phyRegID2      = 3 // OUI bits 19-24, model, revision
 	phyRegCtrl1000 = 9
 
 	bmcrSpeed1000  uint16 = 1 << 6  // speed selection, MSB
@@ -159,6 +161,26 @@ type PCSLinkReporter interface {
 	// forced.
 	PCSLink() (pcs, autoneg bool)
 }
+
+// ReadPHYID reads a clause-22 PHY's identifier, PHYID1:PHYID2 (IEEE 802.3
+// 22.2.4.3.1: registers 2 and 3 hold the OUI, the model and the revision),
+// with read, the driver's clause-22 accessor, called with its MDIO lock held.
+func ReadPHYID(read func(reg int) (uint16, error)) (uint32, error) {
+	hi, err := read(phyRegID1)
+	if err != nil {
+		return 0, err
+	}
+	lo, err := read(phyRegID2)
+	if err != nil {
+		return 0, err
+	}
+	return uint32(hi)<<16 | uint32(lo), nil
+}
+
+// PHYIDValid reports whether id (ReadPHYID) came from a PHY: at an MDIO
+// address where nothing answers, MDIO's pull-up reads all ones (IEEE 802.3
+// 22.2.4.5.5), and a bus held low reads zeros.
+func PHYIDValid(id uint32) bool { return id != 0 && id != 0xFFFFFFFF }
 
 // RestartAutoneg restarts a clause-22 PHY's autonegotiation (IEEE 802.3
 // 22.2.4.1: BMCR). A PHY the previous driver left in power-down (BMCR bit 11,

@@ -160,3 +160,26 @@ func TestDiagPHY(t *testing.T) {
 		t.Fatalf("closed write: %v", err)
 	}
 }
+
+// TestReadPHYID: PHYID1 is the high half, PHYID2 the low; a read error stops
+// it; PHYIDValid refuses what a bus with nothing on it reads.
+func TestReadPHYID(t *testing.T) {
+	regs := map[int]uint16{2: 0x0141, 3: 0x0DD1}
+	var order []int
+	id, err := ReadPHYID(func(r int) (uint16, error) { order = append(order, r); return regs[r], nil })
+	if err != nil || id != 0x01410DD1 {
+		t.Fatalf("ReadPHYID = %#08x, %v; want 0x01410dd1", id, err)
+	}
+	if len(order) != 2 || order[0] != 2 || order[1] != 3 {
+		t.Fatalf("read registers %v, want 2 then 3", order)
+	}
+	boom := errors.New("MDIO timeout")
+	if _, err := ReadPHYID(func(int) (uint16, error) { return 0, boom }); !errors.Is(err, boom) {
+		t.Fatalf("a failed read: %v", err)
+	}
+	for id, want := range map[uint32]bool{0x01410DD1: true, 0xFFFFFFFF: false, 0: false} {
+		if PHYIDValid(id) != want {
+			t.Errorf("PHYIDValid(%#08x) = %v", id, !want)
+		}
+	}
+}
