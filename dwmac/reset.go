@@ -1,11 +1,5 @@
 package dwmac
 
-import (
-	"fmt"
-
-	"github.com/xnic-dev/xnic/nic"
-)
-
 // ResetPort implements nic.Resetter as stmmac_tx_err does for each channel
 // after a TX timeout or error: the channel's TX DMA stopped, its in-flight
 // buffers back to their pools (counted in tx_errors), descriptors cleared,
@@ -13,11 +7,10 @@ import (
 // way (fatal.go's recover). It must not run while a queue is polled or sent
 // on: the dataplane parks them.
 func (p *Port) ResetPort(reason string) error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.ctl.Closed {
-		return fmt.Errorf("dwmac: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
+	if err := p.ctl.LockOpenFor("reset after " + reason); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	for _, q := range p.tx {
 		q.fatal.seen = p.fatal[q.idx].gen.Load()
 		q.recover()

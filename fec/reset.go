@@ -2,8 +2,6 @@ package fec
 
 import (
 	"fmt"
-
-	"github.com/xnic-dev/xnic/nic"
 )
 
 // ResetPort implements nic.Resetter as Linux's fec_enet_timeout_work does
@@ -13,11 +11,10 @@ import (
 // in their pools, and the MAC starts again at the link's speed. It must not
 // run while a queue is polled or sent on (the dataplane parks them).
 func (p *Port) ResetPort(reason string) error {
-	p.ctl.Lock()
-	defer p.ctl.Unlock()
-	if p.ctl.Closed {
-		return fmt.Errorf("fec: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
+	if err := p.ctl.LockOpenFor("reset after " + reason); err != nil {
+		return err
 	}
+	defer p.ctl.Unlock()
 	_ = p.halt() // a graceful stop that does not complete is no error here
 	if err := p.reset(); err != nil {
 		return fmt.Errorf("fec: %s: reset after %s: %w", p.name, reason, err)

@@ -2,8 +2,6 @@ package igb
 
 import (
 	"fmt"
-
-	"github.com/xnic-dev/xnic/nic"
 )
 
 // ResetPort implements nic.Resetter as Linux's igb_reset_task does after a
@@ -17,7 +15,7 @@ import (
 // queue is polled or sent on: the dataplane parks them.
 func (p *Port) ResetPort(reason string) error {
 	if p.ctl.IsClosed() {
-		return fmt.Errorf("igb: %s: reset after %s: %w", p.name, reason, nic.ErrClosed)
+		return p.ctl.ErrClosedFor("reset after " + reason)
 	}
 	saved := p.saveConfig()
 	// The receiver first, as igb_down does: with RCTL.EN clear the MAC takes

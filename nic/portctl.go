@@ -17,17 +17,30 @@ type PortCtl struct {
 
 // LockOpen takes the lock and returns nil on an open port; on a closed one it
 // releases the lock and returns ErrClosed, wrapped as "Prefix: ...".
-func (c *PortCtl) LockOpen() error {
+func (c *PortCtl) LockOpen() error { return c.LockOpenFor("") }
+
+// LockOpenFor is LockOpen for an operation the error names: "Prefix: what:
+// ...".
+func (c *PortCtl) LockOpenFor(what string) error {
 	c.Lock()
 	if c.Closed {
 		c.Unlock()
-		return c.ErrClosed()
+		return c.ErrClosedFor(what)
 	}
 	return nil
 }
 
 // ErrClosed is ErrClosed wrapped as "Prefix: ...".
-func (c *PortCtl) ErrClosed() error { return fmt.Errorf("%s: %w", c.Prefix, ErrClosed) }
+func (c *PortCtl) ErrClosed() error { return c.ErrClosedFor("") }
+
+// ErrClosedFor is ErrClosed wrapped as "Prefix: what: ..." ("Prefix: ..."
+// when what is empty).
+func (c *PortCtl) ErrClosedFor(what string) error {
+	if what == "" {
+		return fmt.Errorf("%s: %w", c.Prefix, ErrClosed)
+	}
+	return fmt.Errorf("%s: %s: %w", c.Prefix, what, ErrClosed)
+}
 
 // IsClosed reports whether Close has run, taking the lock.
 func (c *PortCtl) IsClosed() bool {

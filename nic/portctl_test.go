@@ -38,4 +38,12 @@ func TestPortCtl(t *testing.T) {
 		t.Fatal("LockOpen on a closed port kept the lock")
 	}
 	c.Unlock()
+	err = c.LockOpenFor("reset after tx timeout")
+	if !errors.Is(err, nic.ErrClosed) || err.Error() != "igb: 0000:01:00.0: reset after tx timeout: "+nic.ErrClosed.Error() {
+		t.Fatalf("LockOpenFor on a closed port: %v, want the operation named", err)
+	}
+	if !c.TryLock() {
+		t.Fatal("LockOpenFor on a closed port kept the lock")
+	}
+	c.Unlock()
 }
