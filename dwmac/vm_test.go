@@ -105,16 +105,7 @@ func TestVMReceive(t *testing.T) {
 func TestVMInterruptWakesRecv(t *testing.T) {
 	p := openVM(t, dwmac.Config{Interrupts: true})
 	c, io := vmClient(t, p)
-	io.Drain()
-	got := nictest.InterruptWakesRecv(t, p.RxQueue(0), 20*time.Second,
-		func() error { _, err := c.Later(2*time.Second, 1, 503); return err },
-		func(f []byte) bool { seed, _, err := traffic.ParseData(f); return err == nil && seed == 503 },
-		func() string { return p.Dump().String() })
-	err := traffic.CheckFrame(got.Data(), 503, 0, p.MAC(), c.PeerMAC())
-	got.Free()
-	if err != nil {
-		t.Fatal(err)
-	}
+	porttest.PeerWakesRecv(t, p, c, io, 503, 20*time.Second, func() string { return p.Dump().String() })
 }
 
 func TestVMCloseReopen(t *testing.T) {

@@ -156,16 +156,7 @@ func checkRSS(t *testing.T, p *igb.Port, c *traffic.Client, io *traffic.PortIO) 
 func TestVMInterruptWakesRecv(t *testing.T) {
 	p, _ := openVM(t, igb.Config{Interrupts: true})
 	c, io := vmClient(t, p)
-	io.Drain()
-	got := nictest.InterruptWakesRecv(t, p.RxQueue(0), 15*time.Second,
-		func() error { _, err := c.Later(2*time.Second, 1, 303); return err },
-		func(f []byte) bool { seed, _, err := traffic.ParseData(f); return err == nil && seed == 303 },
-		func() string { return p.Dump().String() })
-	err := traffic.CheckFrame(got.Data(), 303, 0, p.MAC(), c.PeerMAC())
-	got.Free()
-	if err != nil {
-		t.Fatal(err)
-	}
+	porttest.PeerWakesRecv(t, p, c, io, 303, 15*time.Second, func() string { return p.Dump().String() })
 }
 
 func TestVMRefusesUnmappedDMA(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 )
 
 // HelloTimeout bounds the wait for the traffic peer's answer to hello.
@@ -56,5 +57,23 @@ func CloseReopen(t testing.TB, rounds int, linkTimeout time.Duration, seed int64
 		if err := p.Close(); err != nil {
 			t.Fatalf("round %d: Close: %v", round, err)
 		}
+	}
+}
+
+// PeerWakesRecv drains p's queues, then has the peer behind c send frame 0 of
+// stream seed two seconds later: a receiver blocked on RX queue 0's
+// interrupt must wake for it (nictest.InterruptWakesRecv, failing t with
+// dump after timeout), and the frame must be that one, byte for byte.
+func PeerWakesRecv(t testing.TB, p nic.Port, c *traffic.Client, io *traffic.PortIO, seed int64, timeout time.Duration, dump func() string) {
+	t.Helper()
+	io.Drain()
+	got := nictest.InterruptWakesRecv(t, p.RxQueue(0), timeout,
+		func() error { _, err := c.Later(2*time.Second, 1, seed); return err },
+		func(f []byte) bool { s, _, err := traffic.ParseData(f); return err == nil && s == seed },
+		dump)
+	err := traffic.CheckFrame(got.Data(), seed, 0, p.MAC(), c.PeerMAC())
+	got.Free()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -108,3 +108,22 @@ func TestCloseReopenFailsOnOpenError(t *testing.T) {
 		t.Fatalf("failure %q, want it to name round 0's Open", msg)
 	}
 }
+
+// TestPeerWakesRecv: on the igb model with interrupts, the peer's delayed
+// frame wakes the receiver blocked on RX queue 0's vector.
+func TestPeerWakesRecv(t *testing.T) {
+	m, _ := onPeer(t)
+	p, err := igb.Open(m.Device(), igb.Config{Interrupts: true, LinkTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.Close() })
+	if _, err := p.WaitLink(2 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	c, io := porttest.Connect(t, p)
+	porttest.PeerWakesRecv(t, p, c, io, 77, 10*time.Second, func() string { return p.Dump().String() })
+	if err := m.Err(); err != nil {
+		t.Fatalf("model faults: %v", err)
+	}
+}
