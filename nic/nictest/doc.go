@@ -10,6 +10,7 @@
 // tests and benchmarks repeat (Bounce, ZeroAllocBounce, ZeroAllocRxMeta,
 // BenchRxTx); for tests on a real device, the skip without one (Env), the
 // port opened and closed with it (OpenOn) and the interrupt that wakes a
-// blocked receiver (InterruptWakesRecv). Drivers' tests use it against their
+// blocked receiver (InterruptWakesRecv); and, for tests of test helpers,
+// Fails, which reports the failure a helper ended with. Drivers' tests use it against their
 // models, fakes and devices; it knows nothing of any device.
 package nictest

@@ -2,9 +2,7 @@ package nictest
 
 import (
 	"errors"
-	"fmt"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -63,31 +61,6 @@ func (p *fakePort) Stats() []nic.Counter      { return p.stats }
 func (p *fakePort) SetPromisc(bool) error     { return nil }
 func (p *fakePort) Close() error              { return nil }
 
-// fatalTB records a Fatalf and ends the goroutine, as testing.T does.
-type fatalTB struct {
-	testing.TB
-	msg string
-}
-
-func (f *fatalTB) Helper() {}
-func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.msg = fmt.Sprintf(format, args...)
-	runtime.Goexit()
-}
-
-// fails runs fn with a fatalTB on its own goroutine and returns the message of
-// the Fatalf it ended with ("" when it did not fail).
-func fails(t *testing.T, fn func(tb testing.TB)) string {
-	f := &fatalTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(f)
-	}()
-	<-done
-	return f.msg
-}
-
 func TestFarAllocator(t *testing.T) {
 	var a FarAllocator
 	r1, err := a.Alloc(100, 64)
@@ -111,7 +84,7 @@ func TestCounter(t *testing.T) {
 	if v := Counter(t, p, "rx_packets"); v != 9 {
 		t.Fatalf("Counter = %d, want 9", v)
 	}
-	if msg := fails(t, func(tb testing.TB) { Counter(tb, p, "tx_packets") }); !strings.Contains(msg, `no counter "tx_packets"`) {
+	if msg := Fails(t, func(tb testing.TB) { Counter(tb, p, "tx_packets") }); !strings.Contains(msg, `no counter "tx_packets"`) {
 		t.Fatalf("missing counter: %q", msg)
 	}
 }
@@ -145,16 +118,16 @@ func TestRecvFramesAndReclaimAll(t *testing.T) {
 
 	// A buffer that names another queue fails the test.
 	p.rx[0].pending = []*dma.Buf{frame(1, 4)}
-	if msg := fails(t, func(tb testing.TB) { RecvFrames(tb, p, 1, time.Second) }); !strings.Contains(msg, "Queue=1") {
+	if msg := Fails(t, func(tb testing.TB) { RecvFrames(tb, p, 1, time.Second) }); !strings.Contains(msg, "Queue=1") {
 		t.Fatalf("wrong queue: %q", msg)
 	}
 	// Too few frames fail the test after the timeout.
-	if msg := fails(t, func(tb testing.TB) { RecvFrames(tb, p, 1, 5*time.Millisecond) }); !strings.Contains(msg, "received 0 of 1") {
+	if msg := Fails(t, func(tb testing.TB) { RecvFrames(tb, p, 1, 5*time.Millisecond) }); !strings.Contains(msg, "received 0 of 1") {
 		t.Fatalf("timeout: %q", msg)
 	}
 	// A ring that never drains fails the test after the timeout.
 	p.tx[1] = &fakeTx{n: 8, inflight: 1 << 30}
-	if msg := fails(t, func(tb testing.TB) { ReclaimAll(tb, p, 8, 5*time.Millisecond) }); !strings.Contains(msg, "TX queue 1") {
+	if msg := Fails(t, func(tb testing.TB) { ReclaimAll(tb, p, 8, 5*time.Millisecond) }); !strings.Contains(msg, "TX queue 1") {
 		t.Fatalf("stuck ring: %q", msg)
 	}
 }

@@ -1,10 +1,7 @@
 package porttest_test
 
 import (
-	"fmt"
-	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +10,7 @@ import (
 	"github.com/xnic-dev/xnic/internal/vmtest/porttest"
 	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/nic"
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim"
 )
 
@@ -72,36 +70,8 @@ func TestCloseReopenRounds(t *testing.T) {
 	}
 }
 
-// fatalTB records the first Fatalf and ends the goroutine, as testing.T does.
-type fatalTB struct {
-	testing.TB
-	mu  sync.Mutex
-	msg string
-}
-
-func (f *fatalTB) Helper() {}
-func (f *fatalTB) Fatalf(format string, args ...any) {
-	f.mu.Lock()
-	f.msg = fmt.Sprintf(format, args...)
-	f.mu.Unlock()
-	runtime.Goexit()
-}
-
-func runFatal(t *testing.T, body func(tb testing.TB)) string {
-	f := &fatalTB{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		body(f)
-	}()
-	<-done
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.msg
-}
-
 func TestCloseReopenFailsOnOpenError(t *testing.T) {
-	msg := runFatal(t, func(tb testing.TB) {
+	msg := nictest.Fails(t, func(tb testing.TB) {
 		porttest.CloseReopen(tb, 2, time.Second, 1, func() (nic.Port, error) { return nil, nic.ErrNoDevice })
 	})
 	if !strings.Contains(msg, "round 0: Open") {
