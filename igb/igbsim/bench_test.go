@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/require"
 	"github.com/xnic-dev/xnic/sim"
 	"github.com/xnic-dev/xnic/sim/simtest"
 )
@@ -49,44 +48,23 @@ func newTxLoop(tb testing.TB, r *rig, n int) *simtest.TxBurst {
 }
 
 func TestPerFrameZeroAlloc(t *testing.T) {
-	r := newRig(t, testCfg())
-	l := newRxLoop(t, r, 256)
-	simtest.ZeroAlloc(t, "Inject", 2000, func() {
-		if !l.one() {
-			t.Fatal("frame dropped")
-		}
-	})
-
-	r2 := newRig(t, testCfg())
-	tl := newTxLoop(t, r2, 256)
-	tl.Run() // first burst sizes the scratch
-	simtest.ZeroAlloc(t, "transmit", 200, tl.Run)
-	require.Equal(t, uint64(tl.Sent), r2.m.Counters().TxFrames)
-	require.NoError(t, r.m.Err())
-	require.NoError(t, r2.m.Err())
+	r, r2 := newRig(t, testCfg()), newRig(t, testCfg())
+	simtest.ZeroAllocFrames(t, newRxLoop(t, r, 256).one, newTxLoop(t, r2, 256), func() uint64 { return r2.m.Counters().TxFrames })
+	simtest.NoFaults(t, r.m)
+	simtest.NoFaults(t, r2.m)
 }
 
 func BenchmarkInjectReceive(b *testing.B) {
 	r := newRig(b, Config{MAC: factoryMAC[:], AutonegDelay: time.Millisecond, Sched: syncSched})
 	r.m.SetPaced(false) // the model's cost, not the wire's time
-	l := newRxLoop(b, r, 1024)
-	simtest.BenchFrames(b, func() int {
-		if !l.one() {
-			b.Fatal("frame dropped")
-		}
-		return 1
-	})
+	simtest.BenchRx(b, newRxLoop(b, r, 1024).one)
 	simtest.NoFaults(b, r.m)
 }
 
 func BenchmarkTransmit(b *testing.B) {
 	r := newRig(b, Config{MAC: factoryMAC[:], AutonegDelay: time.Millisecond, Sched: syncSched})
 	r.m.SetPaced(false) // the model's cost, not the wire's time
-	l := newTxLoop(b, r, 1024)
-	simtest.BenchFrames(b, func() int {
-		l.Run()
-		return 32
-	})
+	simtest.BenchTx(b, newTxLoop(b, r, 1024))
 	simtest.NoFaults(b, r.m)
 }
 

@@ -89,3 +89,43 @@ func (t *TxBurst) Run() {
 	t.Kick(t.tail)
 	t.Sent += n
 }
+
+// ZeroAllocFrames fails t when a model's per-frame paths allocate: rx (one
+// frame in and its descriptor re-armed, an RxRepost step; false when the
+// model dropped the frame) over 2000 calls, and tx's bursts over 200 after a
+// first one that sizes the model's scratch. Every frame tx put must have left
+// (txFrames: the model's count of frames sent).
+func ZeroAllocFrames(t testing.TB, rx func() bool, tx *TxBurst, txFrames func() uint64) {
+	t.Helper()
+	ZeroAlloc(t, "receive", 2000, func() {
+		if !rx() {
+			t.Fatal("frame dropped")
+		}
+	})
+	tx.Run()
+	ZeroAlloc(t, "transmit", 200, tx.Run)
+	if got := txFrames(); got != uint64(tx.Sent) {
+		t.Fatalf("the model sent %d frames of the %d put on the ring", got, tx.Sent)
+	}
+}
+
+// BenchRx runs rx (as in ZeroAllocFrames) in BenchFrames, one frame a call.
+func BenchRx(b *testing.B, rx func() bool) {
+	b.Helper()
+	BenchFrames(b, func() int {
+		if !rx() {
+			b.Fatal("frame dropped")
+		}
+		return 1
+	})
+}
+
+// BenchTx runs tx's bursts in BenchFrames.
+func BenchTx(b *testing.B, tx *TxBurst) {
+	b.Helper()
+	BenchFrames(b, func() int {
+		n := tx.Sent
+		tx.Run()
+		return tx.Sent - n
+	})
+}

@@ -2,8 +2,10 @@ package simtest_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/xnic-dev/xnic/nic/nictest"
 	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
@@ -56,4 +58,35 @@ func TestTxBurst(t *testing.T) {
 	if d.Sent != simtest.DefaultBurst {
 		t.Errorf("default burst sent %d, want %d", d.Sent, simtest.DefaultBurst)
 	}
+}
+
+// TestZeroAllocFrames: paths that allocate nothing and a model that sent
+// every frame pass; a dropped frame, an allocation or a frame the model did
+// not send fail, each saying so.
+func TestZeroAllocFrames(t *testing.T) {
+	newTx := func() *simtest.TxBurst { return &simtest.TxBurst{N: 64, Put: func(int) {}, Kick: func(int) {}} }
+	tx := newTx()
+	simtest.ZeroAllocFrames(t, func() bool { return true }, tx, func() uint64 { return uint64(tx.Sent) })
+	if tx.Sent < 201*simtest.DefaultBurst {
+		t.Fatalf("sent %d frames, want the first burst and 200 more at least", tx.Sent)
+	}
+	var sink []byte
+	for _, c := range []struct {
+		name, want string
+		rx         func() bool
+		lose       uint64
+	}{
+		{"dropped", "frame dropped", func() bool { return false }, 0},
+		{"allocates", "receive allocates", func() bool { sink = make([]byte, 64); return true }, 0},
+		{"lost", "the model sent", func() bool { return true }, 1},
+	} {
+		tx := newTx()
+		msg := nictest.Fails(t, func(tb testing.TB) {
+			simtest.ZeroAllocFrames(tb, c.rx, tx, func() uint64 { return uint64(tx.Sent) - c.lose })
+		})
+		if !strings.Contains(msg, c.want) {
+			t.Errorf("%s: failure %q, want %q", c.name, msg, c.want)
+		}
+	}
+	_ = sink
 }

@@ -10,7 +10,8 @@
 // polling with a deadline (WaitFor); and the zero-allocation check, the
 // frame loop of a model's benchmarks (ZeroAlloc, BenchFrames) and the driver
 // they play, re-arming RX descriptors and sending TX bursts with one tail
-// write a burst (RxRepost, TxBurst).
+// write a burst (RxRepost, TxBurst), with the zero-allocation test and the
+// benchmarks over them (ZeroAllocFrames, BenchRx, BenchTx).
 //
 // It knows no device: a family passes its model and its driver's Open. Only
 // tests import it.
