@@ -3,6 +3,8 @@
 // here, and runs the project's driver tests inside the guest against the NIC
 // through the real kernel VFIO stack, while a host-side peer (package traffic)
 // at the other end of QEMU's -netdev dgram link exchanges frames with them.
+// The steps those guest tests share on a port (the traffic client, close and
+// reopen, an interrupt-woken receive) are package porttest.
 //
 // The pieces:
 //
