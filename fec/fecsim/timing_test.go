@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xnic-dev/xnic/dma"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // Deliberately broken drivers: each test drives the model through b.raw (the
@@ -99,52 +100,48 @@ func TestBrokenDriverReadyBeforeBD(t *testing.T) {
 
 // TestBrokenDriverReclaimEarly: reusing a TX buffer right after the doorbell,
 // before the device clears R, puts the new bytes on the wire in place of the
-// frame queued.
+// frame queued (simtest.ReclaimEarly).
 func TestBrokenDriverReclaimEarly(t *testing.T) {
-	b := newBed(t, bedOpts{})
-	caught := false
-	for i := 0; i < tries && !caught; i++ {
-		slot := i % (b.n - 1)
-		f := testFrame(b.m, 100, byte(i))
-		g := testFrame(b.m, 100, byte(i)+100)
-		b.sent = nil
-		b.queueTX(0, slot, f, txR|txL|txTC, 0)
-		b.raw.Write32(regTDAR, darActive)
-		copy(b.txBuf[0].CPU[slot*bufSize:], g) // "done": reuse the buffer
-		b.alloc.Sync(b.txBuf[0], slot*bufSize, len(g), dma.ForDevice)
-		b.m.Settle()
-		require.Len(t, b.sent, 1)
-		caught = bytes.Equal(b.sent[0], g)
-		if !caught {
-			require.Equal(t, f, b.sent[0])
-		}
-		for b.raw.Read32(regTDAR) != 0 {
-			b.m.Settle()
+	bad, good := newBed(t, bedOpts{}), newBed(t, bedOpts{})
+	badPlay := txPlay(bad, func() { bad.raw.Write32(regTDAR, darActive) })
+	settle := badPlay.Settle
+	badPlay.Settle = func() { // and let the ring go idle before the next try
+		settle()
+		for bad.raw.Read32(regTDAR) != 0 {
+			bad.m.Settle()
 		}
 	}
-	require.True(t, caught, "in %d tries the device never read a TX buffer after the doorbell returned", tries)
+	simtest.ReclaimEarly(t, badPlay, txPlay(good, good.kick), func(i int) []byte {
+		return testFrame(bad.m, 100, byte(i))
+	}, tries, 5)
+	good.noFaults()
+}
 
-	// Done right: wait for R to clear before reusing the buffer.
-	b = newBed(t, bedOpts{})
-	for i := 0; i < 5; i++ {
-		f := testFrame(b.m, 100, byte(i))
-		b.sent = nil
-		b.queueTX(0, i, f, txR|txL|txTC, 0)
-		b.kick()
-		deadline := time.Now().Add(time.Second)
-		for {
-			if _, sc, _ := b.txBD(0, i); sc&txR == 0 {
-				break
-			}
-			require.True(t, time.Now().Before(deadline), "R never cleared (try %d, TDAR %x, faults %v)", i, b.raw.Read32(regTDAR), b.m.Faults())
-			time.Sleep(10 * time.Microsecond)
-		}
-		copy(b.txBuf[0].CPU[i*bufSize:], testFrame(b.m, 100, 0xEE))
-		b.m.Settle() // the wire gets the frame just after R clears: wait for that step
-		require.Len(t, b.sent, 1)
-		require.Equal(t, f, b.sent[0])
+// txPlay is b's TX ring 0 as simtest.ReclaimEarly drives it: kick rings the
+// doorbell (TDAR), the device clears R when done. Slots go round the ring
+// but for its last BD.
+func txPlay(b *bed, kick func()) simtest.TxPlay {
+	next := 0
+	return simtest.TxPlay{
+		Send: func(f []byte) int {
+			slot := next
+			next = (next + 1) % (b.n - 1)
+			b.queueTX(0, slot, f, txR|txL|txTC, 0)
+			kick()
+			return slot
+		},
+		Rewrite: func(k int, f []byte) {
+			copy(b.txBuf[0].CPU[k*bufSize:], f)
+			b.alloc.Sync(b.txBuf[0], k*bufSize, len(f), dma.ForDevice)
+		},
+		Done: func(k int) bool { _, sc, _ := b.txBD(0, k); return sc&txR == 0 },
+		Wire: func() [][]byte {
+			s := b.sent
+			b.sent = nil
+			return s
+		},
+		Settle: b.m.Settle,
 	}
-	b.noFaults()
 }
 
 // TestBrokenDriverMDIOBusy: a management frame started while the last one is

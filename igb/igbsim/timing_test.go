@@ -1,7 +1,6 @@
 package igbsim
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/xnic-dev/xnic/sim"
+	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
 // Deliberately broken drivers against the device's own time: each must be
@@ -17,52 +17,44 @@ import (
 // set in EICR in TestLatchedCauseRaisesNoMessage.
 
 // TestBrokenDriverReclaimEarly: a TX buffer reused right after the TDT write,
-// before the device writes DD back, goes out with the new bytes.
+// before the device writes DD back, goes out with the new bytes
+// (simtest.ReclaimEarly).
 func TestBrokenDriverReclaimEarly(t *testing.T) {
 	// A long latency: the overwrite certainly comes first, and Settle runs the
 	// device on this goroutine (the race detector would rightly flag the
 	// broken driver's write racing the device's read otherwise).
 	cfg := testCfg()
 	cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
-	r, tx, c := txRigCfg(t, cfg)
-	caught := false
-	for i := 0; i < 30 && !caught; i++ {
-		f, g := frame(bcastMAC, 100), frame(bcastMAC, 100)
-		f[20], g[20] = byte(i), byte(i)+100
-		before := len(c.got())
-		k := tx.put(f)
-		r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
-		copy(tx.bufs.CPU[k*txBufSize:], g) // "done": reuse the buffer
-		r.m.Settle()
-		got := c.got()
-		require.Len(t, got, before+1)
-		caught = bytes.Equal(got[before], g)
-		if !caught {
-			require.Equal(t, f, got[before])
-		}
-	}
-	require.True(t, caught, "the device never read a TX buffer after the TDT write returned")
-
-	// Done right: wait for DD before reusing the buffer.
-	r, tx, c = txRig(t)
-	for i := 0; i < 5; i++ {
+	r, tx, c := txRig(t)
+	simtest.ReclaimEarly(t, txPlay(txRigCfg(t, cfg)), txPlay(r, tx, c), func(i int) []byte {
 		f := frame(bcastMAC, 100)
 		f[20] = byte(i)
-		before := len(c.got())
-		k := tx.put(f)
-		r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
-		deadline := time.Now().Add(time.Second)
-		for !tx.dd(k) {
-			require.True(t, time.Now().Before(deadline), "DD never set")
-			time.Sleep(10 * time.Microsecond)
-			r.Rd(tSTATUS)
-		}
-		copy(tx.bufs.CPU[k*txBufSize:], frame(bcastMAC, 100))
-		got := c.got()
-		require.Len(t, got, before+1)
-		require.Equal(t, f, got[before])
-	}
+		return f
+	}, 30, 5)
 	require.NoError(t, r.m.Err())
+}
+
+// txPlay is the test's TX ring 0 as simtest.ReclaimEarly drives it: the
+// doorbell is TDT, the write-back DD.
+func txPlay(r *rig, tx *txRing, c *capture) simtest.TxPlay {
+	seen := 0
+	return simtest.TxPlay{
+		Send: func(f []byte) int {
+			k := tx.put(f)
+			r.WrRaw(tTDBAL(0)+0x18, uint32(tx.tail))
+			return k
+		},
+		Rewrite: func(k int, f []byte) { copy(tx.bufs.CPU[k*txBufSize:], f) },
+		Done:    tx.dd,
+		Wire: func() [][]byte {
+			got := c.got()
+			n := got[seen:]
+			seen = len(got)
+			return n
+		},
+		Settle: r.m.Settle,
+		Poll:   func() { r.Rd(tSTATUS) },
+	}
 }
 
 // TestBrokenDriverMDICBusy: an MDIC command written while the last one has not

@@ -11,7 +11,9 @@
 // frame loop of a model's benchmarks (ZeroAlloc, BenchFrames) and the driver
 // they play, re-arming RX descriptors and sending TX bursts with one tail
 // write a burst (RxRepost, TxBurst), with the zero-allocation test and the
-// benchmarks over them (ZeroAllocFrames, BenchRx, BenchTx).
+// benchmarks over them (ZeroAllocFrames, BenchRx, BenchTx); and the
+// broken-driver checks every model must pass, played through the family's own
+// ring codec (TxPlay, ReclaimEarly).
 //
 // It knows no device: a family passes its model and its driver's Open. Only
 // tests import it.
