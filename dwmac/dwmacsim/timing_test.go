@@ -5,12 +5,10 @@ import (
 	"encoding/binary"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/xnic-dev/xnic/dma"
-	"github.com/xnic-dev/xnic/sim"
 	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
@@ -24,11 +22,8 @@ import (
 // before the write-back clears OWN, puts the new bytes on the wire
 // (simtest.ReclaimEarly).
 func TestBrokenDriverReclaimEarly(t *testing.T) {
-	// A long latency: the overwrite certainly comes first, and Settle runs the
-	// DMA on this goroutine (the race detector would rightly flag the broken
-	// driver's write racing the DMA's read otherwise).
 	cfg := testCfg()
-	cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
+	cfg.Sched = simtest.SlowDevice // the overwrite certainly comes first
 	good := newRig(t, testCfg())
 	simtest.ReclaimEarly(t, txPlay(newRig(t, cfg)), txPlay(good), func(i int) []byte {
 		f := frame(peerMAC, 100)
@@ -126,10 +121,7 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		cfg := testCfg()
 		if broken {
-			// The DMA's fetch at the tail write is what catches it; a long
-			// latency keeps the DMA's later read off the test's write (the
-			// race detector would flag the deliberate race otherwise).
-			cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
+			cfg.Sched = simtest.SlowDevice // the DMA's fetch at the tail write catches it
 		}
 		r := newRig(t, cfg)
 		r.bringUp()

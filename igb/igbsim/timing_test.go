@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/xnic-dev/xnic/sim"
 	"github.com/xnic-dev/xnic/sim/simtest"
 )
 
@@ -20,11 +19,8 @@ import (
 // before the device writes DD back, goes out with the new bytes
 // (simtest.ReclaimEarly).
 func TestBrokenDriverReclaimEarly(t *testing.T) {
-	// A long latency: the overwrite certainly comes first, and Settle runs the
-	// device on this goroutine (the race detector would rightly flag the
-	// broken driver's write racing the device's read otherwise).
 	cfg := testCfg()
-	cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
+	cfg.Sched = simtest.SlowDevice // the overwrite certainly comes first
 	r, tx, c := txRig(t)
 	simtest.ReclaimEarly(t, txPlay(txRigCfg(t, cfg)), txPlay(r, tx, c), func(i int) []byte {
 		f := frame(bcastMAC, 100)
@@ -92,10 +88,7 @@ func TestBrokenDriverTailBeforeDescriptor(t *testing.T) {
 	for _, broken := range []bool{false, true} {
 		cfg := testCfg()
 		if broken {
-			// The fetch at the TDT write is what catches it; a long latency
-			// keeps the device's later read off the test's write (the race
-			// detector would flag the deliberate race otherwise).
-			cfg.Sched = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}
+			cfg.Sched = simtest.SlowDevice // the fetch at the TDT write catches it
 		}
 		r, tx, c := txRigCfg(t, cfg)
 		f := frame(bcastMAC, 100)

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"testing"
 	"time"
+
+	"github.com/xnic-dev/xnic/sim"
 )
 
 // TxPlay is a test's own transmit ring on a model, playing the driver with
@@ -74,3 +76,10 @@ func ReclaimEarly(t testing.TB, bad, good TxPlay, frame func(i int) []byte, trie
 		}
 	}
 }
+
+// SlowDevice is a model's device side for the broken-driver checks: every
+// step waits an hour unless Settled, so what a broken driver does after its
+// doorbell certainly comes first, and Settle runs the device on the test's
+// goroutine (the race detector would rightly flag the broken driver's write
+// racing the device's read otherwise).
+var SlowDevice = sim.SchedConfig{MinLatency: time.Hour, MaxLatency: time.Hour}

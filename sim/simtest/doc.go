@@ -13,7 +13,8 @@
 // write a burst (RxRepost, TxBurst), with the zero-allocation test and the
 // benchmarks over them (ZeroAllocFrames, BenchRx, BenchTx); and the
 // broken-driver checks every model must pass, played through the family's own
-// ring codec (TxPlay, ReclaimEarly).
+// ring codec (TxPlay, ReclaimEarly, on a
+// SlowDevice).
 //
 // It knows no device: a family passes its model and its driver's Open. Only
 // tests import it.
