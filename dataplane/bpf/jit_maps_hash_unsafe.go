@@ -35,6 +35,7 @@ type jitHash struct {
 	t        maps.HashTable
 	size     uint64 // value_size: the length of the value's region
 	writable bool   // the value's region is writable (no BPF_F_RDONLY_PROG)
+	dyn      bool   // an inner map's: the per-map figures read from its mimDesc
 }
 
 // plainLookup is map number k of env's collection when programs may look
@@ -92,6 +93,7 @@ type jitLPM struct {
 	t        maps.LPMTable
 	size     uint64 // value_size
 	writable bool
+	dyn      bool // an inner map's: the root read from its mimDesc
 }
 
 // lpmFor is hashFor for LPM tries.
