@@ -109,7 +109,7 @@ func (c *amd64Compiler) innerLookup(pc int, shapes []jitInner) {
 	c.slowIf(ccNE, pc)
 	c.aluRR(false, 0x89, xAX, xDI)
 	c.testRI(false, xAX, -1<<31)
-	c.slowIf(ccE, pc)                    // a map of the collection: Go
+	c.slowIf(ccE, pc)                     // a map of the collection: Go
 	c.aluRI(false, 4, xAX, innerHandle-1) // the id
 	c.movRI(xS1, int64(uintptrOf(c.env.coll)))
 	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)

@@ -84,7 +84,7 @@ type jitInner struct {
 }
 
 // mimMaxShapes bounds the shapes one call site dispatches on.
-const mimMaxShapes = 4
+const mimMaxShapes = 8
 
 // innerShapes are the shapes of the inner map templates of env's
 // collection's maps of maps that have a native lookup; the call sites of

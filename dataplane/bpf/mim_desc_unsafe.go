@@ -64,9 +64,9 @@ type mimDesc struct {
 	// the bucket mask and address, the walk's limit and the per-CPU
 	// figures.
 	s0, s1, smask, stripes, seq, mask, buckets, maxWalk uint64
-	entries, elemSize, pcpu, hncpu                       uint64
-	root                                                 uint64 // LPM tries: the root link's address
-	m                                                    maps.Map
+	entries, elemSize, pcpu, hncpu                      uint64
+	root                                                uint64 // LPM tries: the root link's address
+	m                                                   maps.Map
 }
 
 // mimEnt is an entry of a descriptor table: open addressing on the map id
@@ -125,7 +125,7 @@ func newMimDesc(ref *mapRef) *mimDesc {
 		d.shape = mimShapeOf(mimHash, ref, t.LRU, t.PerCPU)
 		return d
 	}
-	if t, ok := maps.NativeLPM(ref.m); ok && ref.keySize == 4+t.DataSize {
+	if t, ok := maps.NativeLPM(ref.m); ok && ref.keySize == 4+t.DataSize && lpmLayoutOK(t) {
 		d.root = uint64(t.Root)
 		d.shape = mimShapeOf(mimLPM, ref, false, false)
 	}
@@ -165,3 +165,13 @@ func (ir *innerRefs) publish(id uint32, ref *mapRef) {
 	ir.nat.Store(&t[0])
 }
 
+// lpmLayoutOK: the node offsets arm64's LPM walk reaches with its scaled
+// 12-bit offsets.
+func lpmLayoutOK(t maps.LPMTable) bool {
+	for _, off := range []uintptr{t.ChildOff, t.DataOff, t.ValueOff} {
+		if off%8 != 0 || off+8 >= 8*4096 {
+			return false
+		}
+	}
+	return t.ImOff%4 == 0 && t.ImOff < 4*4096 && t.PrefixOff%4 == 0 && t.PrefixOff < 4*4096
+}
