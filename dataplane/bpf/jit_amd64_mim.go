@@ -85,11 +85,19 @@ func (c *amd64Compiler) outerLookup(pc int, o jitOuter) {
 	null = append(null, c.jcc(ccE))
 	c.testRI(false, xAX, -1<<31) // an id innerHandle cannot name: Go
 	c.slowIf(ccNE, pc)
+	c.movRI(xS1, int64(regionMap<<32|innerHandle))
+	c.aluRR(true, 0x09, xS1, xAX) // the handle
+	c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsMimID), false)
+	hit := c.jcc(ccE) // resolved last: the collection has its ref
 	for _, j := range c.mimProbe(o.tab) {
 		c.slows = append(c.slows, jitFixup{j, pc})
 	}
+	c.stq(xS2, xCtx, offHS+8*hsDesc)
 	c.movRI(xS1, int64(regionMap<<32|innerHandle))
-	c.aluRR(true, 0x09, xAX, xS1)
+	c.aluRR(true, 0x09, xS1, xAX)
+	c.stq(xS1, xCtx, offHS+8*hsMimID)
+	c.patch(hit, len(c.b))
+	c.aluRR(true, 0x89, xAX, xS1)
 	done := c.jmp()
 	for _, j := range null {
 		c.patch(j, len(c.b))
@@ -103,21 +111,28 @@ func (c *amd64Compiler) outerLookup(pc int, o jitOuter) {
 // the descriptor has. Any other r1, another collection, an id without a
 // descriptor or a shape not among them go to the slow path.
 func (c *amd64Compiler) innerLookup(pc int, shapes []jitInner) {
+	c.movRI(xS1, int64(uintptrOf(c.env.coll)))
+	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
+	c.slowIf(ccNE, pc)
 	c.aluRR(true, 0x89, xAX, xDI)
 	c.shiftI(true, 5, xAX, 32)
 	c.aluRI(true, 7, xAX, regionMap)
-	c.slowIf(ccNE, pc)
+	c.slowIf(ccNE, pc) // NULL (the empty cache's 0) too
+	c.rm(false, true, []byte{0x3b}, xDI, hsMem(hsMimID), false)
+	hit := c.jcc(ccE) // the handle resolved last
 	c.aluRR(false, 0x89, xAX, xDI)
 	c.testRI(false, xAX, -1<<31)
 	c.slowIf(ccE, pc)                     // a map of the collection: Go
 	c.aluRI(false, 4, xAX, innerHandle-1) // the id
-	c.movRI(xS1, int64(uintptrOf(c.env.coll)))
-	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
-	c.slowIf(ccNE, pc)
 	for _, j := range c.mimProbe(mimTableAddr(c.env.coll)) {
 		c.slows = append(c.slows, jitFixup{j, pc})
 	}
 	c.stq(xS2, xCtx, offHS+8*hsDesc)
+	c.stq(xDI, xCtx, offHS+8*hsMimID)
+	resolved := c.jmp()
+	c.patch(hit, len(c.b))
+	c.ldq(xS2, xCtx, offHS+8*hsDesc)
+	c.patch(resolved, len(c.b))
 	var done []int
 	for _, in := range shapes {
 		c.movRI(xS1, int64(in.shape))

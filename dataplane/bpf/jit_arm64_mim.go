@@ -85,12 +85,21 @@ func (c *arm64Compiler) outerLookup(pc int, o jitOuter) {
 	c.bfm(a64Ubfm, aS4, 0, 31, 63) // lsr x12, x0, #31: an id innerHandle cannot name
 	c.cmp(aS4, aZR)
 	c.slowIf(aNE, pc)
+	c.movImm(aMD, regionMap<<32|innerHandle)
+	c.rrr(a64Orr, aMD, aMD, 0) // the handle (X15 until the probe)
+	c.ldr(aS4, aCtx, offHS+8*hsMimID)
+	c.cmp(aMD, aS4)
+	hit := c.branch(aEQ) // resolved last: the collection has its ref
 	for _, f := range c.mimProbe(o.tab) {
 		f.target = pc
 		c.slows = append(c.slows, f)
 	}
-	c.movImm(aS1, regionMap<<32|innerHandle)
-	c.rrr(a64Orr, 0, 0, aS1)
+	c.str(aMD, aCtx, offHS+8*hsDesc)
+	c.movImm(aMD, regionMap<<32|innerHandle)
+	c.rrr(a64Orr, aMD, aMD, 0)
+	c.str(aMD, aCtx, offHS+8*hsMimID)
+	c.patch(hit, len(c.b))
+	c.rrr(a64Orr, 0, aZR, aMD)
 	done := c.branch(aAL)
 	for _, f := range null {
 		c.patch(f, len(c.b))
@@ -101,21 +110,30 @@ func (c *arm64Compiler) outerLookup(pc int, o jitOuter) {
 
 // innerLookup: see the amd64 version.
 func (c *arm64Compiler) innerLookup(pc int, shapes []jitInner) {
+	c.movImm(aS1, uint64(uintptrOf(c.env.coll)))
+	c.cmpField(aCtx, offColl, aS1)
+	c.slowIf(aNE, pc)
 	c.bfm(a64Ubfm, aS1, 1, 32, 63) // lsr x9, x1, #32
 	c.movImm(aS2, regionMap)
 	c.cmp(aS1, aS2)
-	c.slowIf(aNE, pc)
+	c.slowIf(aNE, pc) // NULL (the empty cache's 0) too
+	c.ldr(aS1, aCtx, offHS+8*hsMimID)
+	c.cmp(1, aS1)
+	hit := c.branch(aEQ)           // the handle resolved last
 	c.bfm(a64Ubfm, aS1, 1, 31, 31) // bit 31: innerHandle
 	c.cmp(aS1, aZR)
 	c.slowIf(aEQ, pc)           // a map of the collection: Go
 	c.bfm(a64Ubfm, 0, 1, 0, 30) // x0 = the id (bits 0-30)
-	c.movImm(aS1, uint64(uintptrOf(c.env.coll)))
-	c.cmpField(aCtx, offColl, aS1)
-	c.slowIf(aNE, pc)
 	for _, f := range c.mimProbe(mimTableAddr(c.env.coll)) {
 		f.target = pc
 		c.slows = append(c.slows, f)
 	}
+	c.str(aMD, aCtx, offHS+8*hsDesc)
+	c.str(1, aCtx, offHS+8*hsMimID)
+	resolved := c.branch(aAL)
+	c.patch(hit, len(c.b))
+	c.ldr(aMD, aCtx, offHS+8*hsDesc)
+	c.patch(resolved, len(c.b))
 	var done []a64Fixup
 	for _, in := range shapes {
 		c.movImm(aS1, in.shape)

@@ -33,10 +33,6 @@ var (
 	offMimRoot     = int32(unsafe.Offsetof(mimDesc{}.root))
 )
 
-// hsDesc is the slot of jitState.hs where the amd64 inner lookup keeps the
-// descriptor's address (arm64 keeps it in X15).
-const hsDesc = 5
-
 // mimTableAddr is the address of the word holding the collection's table
 // address (atomic.Pointer keeps it as its only word).
 func mimTableAddr(c *Collection) uintptr { return uintptr(unsafe.Pointer(&c.inner.nat)) }

@@ -43,6 +43,8 @@ import (
 // descriptor. A lookup in a hash inner map runs under the map's stripe
 // sequence as any native hash lookup does.
 //
+// A Runner caches the last handle it resolved (hsMimID).
+//
 // What the native code cannot vouch for goes to the slow path before
 // anything is written, where Go runs the helper from the start: an id not
 // published yet (the first lookup that gives a map makes its ref), an id
@@ -68,6 +70,18 @@ type mimDesc struct {
 	root                                                uint64 // LPM tries: the root link's address
 	m                                                   maps.Map
 }
+
+// The slots of jitState.hs of the map-in-map lookups: the handle last
+// resolved (0: none) and its descriptor's address, a cache that spares
+// the table's probe when the same inner map is looked up again (the outer
+// lookup, then the inner one, run after run). Runner.bind clears it when
+// the Runner changes collection: while it is bound to one, the collection
+// (which holds the descriptors) stays alive and its table only grows, so
+// a cached handle stays resolved to the same descriptor.
+const (
+	hsDesc  = 5
+	hsMimID = 6
+)
 
 // mimEnt is an entry of a descriptor table: open addressing on the map id
 // (slot id&mask, then the next ones), 0 an empty slot; a table always has
