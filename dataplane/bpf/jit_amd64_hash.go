@@ -118,9 +118,8 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 	c.aluRR(true, 0x21, xS2, xS1)
 	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
 	c.imm32(int32(h.t.StripeSize))
-	c.word(xAX, h.dyn, offMimStripes, uint64(h.t.Stripes))
+	c.word(xAX, h.dyn, offMimSeq, uint64(h.t.Stripes+h.t.SeqOff)) // the first stripe's sequence
 	c.aluRR(true, 0x01, xS2, xAX)
-	c.rm(false, true, []byte{0x8d}, xS2, xmem{base: xS2, index: -1, disp: int32(h.t.SeqOff)}, false) // lea
 	c.rm(false, true, []byte{0x89}, xS2, hsMem(hsStripe), false)
 	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xS2, index: -1}, false)
 	c.testRI(false, xAX, 1)

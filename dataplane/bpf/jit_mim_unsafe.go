@@ -21,7 +21,6 @@ var (
 	offMimS0       = int32(unsafe.Offsetof(mimDesc{}.s0))
 	offMimS1       = int32(unsafe.Offsetof(mimDesc{}.s1))
 	offMimSMask    = int32(unsafe.Offsetof(mimDesc{}.smask))
-	offMimStripes  = int32(unsafe.Offsetof(mimDesc{}.stripes))
 	offMimSeq      = int32(unsafe.Offsetof(mimDesc{}.seq))
 	offMimMask     = int32(unsafe.Offsetof(mimDesc{}.mask))
 	offMimBuckets  = int32(unsafe.Offsetof(mimDesc{}.buckets))

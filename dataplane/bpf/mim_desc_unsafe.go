@@ -62,13 +62,13 @@ type mimDesc struct {
 	// Arrays (mapRef.arrayValue): storage, max_entries, stride, CPU slots.
 	data, max, elem, ncpu uint64
 	// Hashes (maps.HashTable): seeds, stripe index mask (Mask&StripeMask),
-	// the stripes' address and that of the first stripe's sequence word,
+	// the address of the first stripe's sequence word,
 	// the bucket mask and address, the walk's limit and the per-CPU
 	// figures.
-	s0, s1, smask, stripes, seq, mask, buckets, maxWalk uint64
-	entries, elemSize, pcpu, hncpu                      uint64
-	root                                                uint64 // LPM tries: the root link's address
-	m                                                   maps.Map
+	s0, s1, smask, seq, mask, buckets, maxWalk uint64
+	entries, elemSize, pcpu, hncpu             uint64
+	root                                       uint64 // LPM tries: the root link's address
+	m                                          maps.Map
 }
 
 // The slots of jitState.hs of the map-in-map lookups: the handle last
@@ -134,7 +134,7 @@ func newMimDesc(ref *mapRef) *mimDesc {
 	}
 	if t, ok := maps.NativeHash(ref.m); ok && t.KeySize == ref.keySize && hashLayoutOK(t) {
 		d.s0, d.s1, d.smask, d.mask = t.S0, t.S1, t.Mask&t.StripeMask, t.Mask
-		d.stripes, d.seq, d.buckets = uint64(t.Stripes), uint64(t.Stripes+t.SeqOff), uint64(t.Buckets)
+		d.seq, d.buckets = uint64(t.Stripes+t.SeqOff), uint64(t.Buckets)
 		d.maxWalk, d.entries, d.elemSize, d.pcpu, d.hncpu = t.MaxWalk, t.Entries, t.ElemSize, uint64(t.PCPU), t.NCPU
 		d.shape = mimShapeOf(mimHash, ref, t.LRU, t.PerCPU)
 		return d
