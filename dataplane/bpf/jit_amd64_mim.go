@@ -14,21 +14,15 @@ package bpf
 // maps of maps whose inner template has a native lookup), and reports
 // whether it did.
 func (c *amd64Compiler) mimLookup(pc int) bool {
-	if !helperOf(c.plain[pc].imm).nativeArray() {
+	o, shapes, ok := c.env.mimAt(c.plain, c.targets, pc)
+	switch {
+	case !ok:
 		return false
+	case shapes == nil:
+		c.outerLookup(pc, o)
+	default:
+		c.innerLookup(pc, shapes)
 	}
-	if k, ok := mapAt(c.plain, c.targets, pc); ok {
-		o, ok := c.env.outerFor(k)
-		if ok {
-			c.outerLookup(pc, o)
-		}
-		return ok
-	}
-	shapes := c.env.innerShapes()
-	if len(shapes) == 0 {
-		return false
-	}
-	c.innerLookup(pc, shapes)
 	return true
 }
 

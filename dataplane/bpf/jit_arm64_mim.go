@@ -15,21 +15,15 @@ const aMD = 15
 
 // mimLookup: see the amd64 version.
 func (c *arm64Compiler) mimLookup(pc int) bool {
-	if !helperOf(c.plain[pc].imm).nativeArray() {
+	o, shapes, ok := c.env.mimAt(c.plain, c.targets, pc)
+	switch {
+	case !ok:
 		return false
+	case shapes == nil:
+		c.outerLookup(pc, o)
+	default:
+		c.innerLookup(pc, shapes)
 	}
-	if k, ok := mapAt(c.plain, c.targets, pc); ok {
-		o, ok := c.env.outerFor(k)
-		if ok {
-			c.outerLookup(pc, o)
-		}
-		return ok
-	}
-	shapes := c.env.innerShapes()
-	if len(shapes) == 0 {
-		return false
-	}
-	c.innerLookup(pc, shapes)
 	return true
 }
 

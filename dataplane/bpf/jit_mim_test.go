@@ -113,18 +113,11 @@ func loadMimProg(t testing.TB, insns asm.Instructions, e Engine) (*Collection, *
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	for _, o := range mimOuters {
-		for j := range o.inners {
-			s := mimInnerSpec(o, j)
-			m, err := c.Map(s.Name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for k := range min(3, int(s.MaxEntries)) {
-				mimStore(t, m, s, k, byte(10*j+k+1))
-			}
+	eachInner(t, c, func(j int, s ebpf.MapSpec, m maps.Map) {
+		for k := range min(3, int(s.MaxEntries)) {
+			mimStore(t, m, s, k, byte(10*j+k+1))
 		}
-	}
+	})
 	// Ids in the same order in both collections: a handle one id off
 	// names the corresponding map (or none) in each.
 	for _, o := range mimOuters {
@@ -197,6 +190,26 @@ func genMimProg(rng *rand.Rand, n int) asm.Instructions {
 // mimDump is every key's value (both CPU slots) of every inner map.
 func mimDump(t *testing.T, c *Collection) []byte {
 	var out []byte
+	eachInner(t, c, func(_ int, s ebpf.MapSpec, m maps.Map) {
+		for k := range mimKeys {
+			for cpu := range 2 {
+				var v []byte
+				if h, ok := m.(*maps.Hash); ok {
+					v = h.Peek(mimKey(s, k), cpu)
+				} else {
+					v = m.Lookup(mimKey(s, k), cpu)
+				}
+				out = append(out, byte(len(v)))
+				out = append(out, v...)
+			}
+		}
+	})
+	return out
+}
+
+// eachInner calls f with every inner map of c (index j among its outer
+// map's).
+func eachInner(t testing.TB, c *Collection, f func(j int, s ebpf.MapSpec, m maps.Map)) {
 	for _, o := range mimOuters {
 		for j := range o.inners {
 			s := mimInnerSpec(o, j)
@@ -204,21 +217,9 @@ func mimDump(t *testing.T, c *Collection) []byte {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for k := range mimKeys {
-				for cpu := range 2 {
-					var v []byte
-					if h, ok := m.(*maps.Hash); ok {
-						v = h.Peek(mimKey(s, k), cpu)
-					} else {
-						v = m.Lookup(mimKey(s, k), cpu)
-					}
-					out = append(out, byte(len(v)))
-					out = append(out, v...)
-				}
-			}
+			f(j, s, m)
 		}
 	}
-	return out
 }
 
 // mimSwap puts a random inner map of its template (or none) in one slot
@@ -258,27 +259,25 @@ func TestJITMapInMapDifferential(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(21, 9))
 	native := 0
+	// engineDiff compares the runs and the dumps; the dump of the JIT's
+	// collection, the second loaded, then swaps inner maps in both.
+	var colls []*Collection
+	load := func(tb testing.TB, insns asm.Instructions, e Engine) (*Collection, *Program) {
+		c, p := loadMimProg(tb, insns, e)
+		colls = append(colls, c)
+		return c, p
+	}
+	dump := func(t *testing.T, c *Collection) []byte {
+		d := mimDump(t, c)
+		if len(colls) == 2 && c == colls[1] {
+			mimSwap(t, rng, colls...)
+		}
+		return d
+	}
 	for i := range n {
 		insns := genMimProg(rng, 2+rng.IntN(16))
-		cpu := []int{0, 1, 5}[i%3]
-		ci, pi := loadMimProg(t, insns, EngineInterp)
-		cj, pj := loadMimProg(t, insns, EngineJIT)
-		ri, rj := NewRunner(cpu), NewRunner(cpu)
-		for run := range 4 {
-			vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
-			vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
-			if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-				t.Fatalf("program %d run %d: interpreter %#x %v (%v), JIT %#x %v (%v)\n%v", i, run, vi, oki, ri.Fault(), vj, okj, rj.Fault(), insns)
-			}
-			if len(ri.regions) != len(rj.regions) {
-				t.Fatalf("program %d run %d: region tables of %d and %d entries", i, run, len(ri.regions), len(rj.regions))
-			}
-			if di, dj := mimDump(t, ci), mimDump(t, cj); !bytes.Equal(di, dj) {
-				t.Fatalf("program %d run %d: maps differ\ninterp %x\njit    %x\n%v", i, run, di, dj, insns)
-			}
-			mimSwap(t, rng, ci, cj)
-		}
-		native += pj.jit.Load().native
+		colls = nil
+		native += engineDiff(t, i, insns, []int{0, 1, 5}[i%3], load, dump)
 	}
 	if native == 0 && nativeHashArch == 1 {
 		t.Fatal("no lookup compiled natively")

@@ -38,6 +38,22 @@ func mimTableAddr(c *Collection) uintptr { return uintptr(unsafe.Pointer(&c.inne
 
 var _ [unsafe.Sizeof(atomic.Pointer[mimEnt]{}) - unsafe.Sizeof(uintptr(0))]struct{} // one word
 
+// mimAt says which map-in-map lookup the helper call at pc is: the outer
+// lookup o (shapes nil) when r1 is loaded with an ARRAY_OF_MAPS in a
+// straight line before it, an inner lookup dispatching on shapes when r1
+// is loaded with no map there; ok is false for neither (or no shape).
+func (env jitEnv) mimAt(plain []insn, targets []bool, pc int) (o jitOuter, shapes []jitInner, ok bool) {
+	if !helperOf(plain[pc].imm).nativeArray() { // bpf_map_lookup_elem
+		return o, nil, false
+	}
+	if k, isMap := mapAt(plain, targets, pc); isMap {
+		o, ok = env.outerFor(k)
+		return o, nil, ok
+	}
+	shapes = env.innerShapes()
+	return o, shapes, len(shapes) > 0
+}
+
 // jitOuter is an ARRAY_OF_MAPS whose lookup native code runs: the slots'
 // storage (maps.Array of u32 ids, 8 bytes apart), never moved.
 type jitOuter struct {
