@@ -149,7 +149,7 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 	c.seqRecheck()
 	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false) // MOV leaves the flags
 	c.slowIf(ccNE, pc)
-	c.hashValue(pc, h)
+	null = append(null, c.hashFound(pc, h)...) // jit_amd64_mim.go
 	done := c.jmp()
 	for _, j := range null {
 		c.patch(j, len(c.b))

@@ -14,14 +14,16 @@ package bpf
 // maps of maps whose inner template has a native lookup), and reports
 // whether it did.
 func (c *amd64Compiler) mimLookup(pc int) bool {
-	o, shapes, ok := c.env.mimAt(c.plain, c.targets, pc)
+	s := c.env.mimAt(c.plain, c.targets, pc)
 	switch {
-	case !ok:
-		return false
-	case shapes == nil:
-		c.outerLookup(pc, o)
+	case s.outer != nil:
+		c.outerLookup(pc, *s.outer)
+	case s.hash != nil:
+		c.hashLookup(pc, *s.hash) // hashFound below gives the handle
+	case s.shapes != nil:
+		c.innerLookup(pc, s.shapes)
 	default:
-		c.innerLookup(pc, shapes)
+		return false
 	}
 	return true
 }
@@ -75,6 +77,37 @@ func (c *amd64Compiler) outerLookup(pc int, o jitOuter) {
 	c.shiftI(true, 4, xAX, 3)
 	c.movRI(xS1, int64(o.data))
 	c.rm(false, false, []byte{0x8b}, xAX, xmem{base: xS1, index: int8(xAX)}, false) // the id: one 32-bit load
+	null = append(null, c.mimHandle(pc, o.tab)...)
+	done := c.jmp()
+	for _, j := range null {
+		c.patch(j, len(c.b))
+	}
+	c.aluRR(false, 0x31, xAX, xAX) // NULL
+	c.patch(done, len(c.b))
+}
+
+// hashFound turns the entry a hash lookup found (RAX) into r0: the value's
+// region, or for the slots of a HASH_OF_MAPS the handle of the inner map
+// whose id the value holds, read before a last check of the stripe's
+// sequence (a writer relinking meanwhile sends the lookup to Go). It
+// returns the jumps taken for NULL (an empty slot).
+func (c *amd64Compiler) hashFound(pc int, h jitHash) []int {
+	if h.mimTab == 0 {
+		c.hashValue(pc, h)
+		return nil
+	}
+	c.ldq(xAX, xAX, int32(h.t.ValOff))
+	c.rm(false, false, []byte{0x8b}, xAX, xmem{base: xAX, index: -1}, false) // the id
+	c.seqRecheck()
+	c.slowIf(ccNE, pc)
+	return c.mimHandle(pc, h.mimTab)
+}
+
+// mimHandle turns the inner map id in EAX into its handle in RAX, as
+// innerLookup (load_mapinmap.go) does: 0 (the jumps returned) for an
+// empty slot; an id the collection has no ref for yet (not in the table
+// at *tab) or one innerHandle cannot name goes to the slow path.
+func (c *amd64Compiler) mimHandle(pc int, tab uintptr) (null []int) {
 	c.aluRR(false, 0x85, xAX, xAX)
 	null = append(null, c.jcc(ccE))
 	c.testRI(false, xAX, -1<<31) // an id innerHandle cannot name: Go
@@ -83,7 +116,7 @@ func (c *amd64Compiler) outerLookup(pc int, o jitOuter) {
 	c.aluRR(true, 0x09, xS1, xAX) // the handle
 	c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsMimID), false)
 	hit := c.jcc(ccE) // resolved last: the collection has its ref
-	for _, j := range c.mimProbe(o.tab) {
+	for _, j := range c.mimProbe(tab) {
 		c.slows = append(c.slows, jitFixup{j, pc})
 	}
 	c.stq(xS2, xCtx, offHS+8*hsDesc)
@@ -92,12 +125,7 @@ func (c *amd64Compiler) outerLookup(pc int, o jitOuter) {
 	c.stq(xS1, xCtx, offHS+8*hsMimID)
 	c.patch(hit, len(c.b))
 	c.aluRR(true, 0x89, xAX, xS1)
-	done := c.jmp()
-	for _, j := range null {
-		c.patch(j, len(c.b))
-	}
-	c.aluRR(false, 0x31, xAX, xAX) // NULL
-	c.patch(done, len(c.b))
+	return null
 }
 
 // innerLookup emits the call at pc for r1 an inner map's handle: the

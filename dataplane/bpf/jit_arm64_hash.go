@@ -160,7 +160,7 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.patch(found, len(c.b))
 	c.seqRecheck()
 	c.slowIf(aNE, pc)
-	c.hashValue(pc, h)
+	null = append(null, c.hashFound(pc, h)...) // jit_arm64_mim.go
 	done := c.branch(aAL)
 	for _, f := range null {
 		c.patch(f, len(c.b))

@@ -15,14 +15,16 @@ const aMD = 15
 
 // mimLookup: see the amd64 version.
 func (c *arm64Compiler) mimLookup(pc int) bool {
-	o, shapes, ok := c.env.mimAt(c.plain, c.targets, pc)
+	s := c.env.mimAt(c.plain, c.targets, pc)
 	switch {
-	case !ok:
-		return false
-	case shapes == nil:
-		c.outerLookup(pc, o)
+	case s.outer != nil:
+		c.outerLookup(pc, *s.outer)
+	case s.hash != nil:
+		c.hashLookup(pc, *s.hash) // hashFound below gives the handle
+	case s.shapes != nil:
+		c.innerLookup(pc, s.shapes)
 	default:
-		c.innerLookup(pc, shapes)
+		return false
 	}
 	return true
 }
@@ -74,6 +76,31 @@ func (c *arm64Compiler) outerLookup(pc int, o jitOuter) {
 	c.bfm(a64Ubfm, aS4, 0, 61, 60) // lsl x12, x0, #3
 	c.movImm(aS3, uint64(o.data))
 	c.ldrW(0, aS3, aS4) // the id: one 32-bit load
+	null = append(null, c.mimHandle(pc, o.tab)...)
+	done := c.branch(aAL)
+	for _, f := range null {
+		c.patch(f, len(c.b))
+	}
+	c.movImm(0, 0) // NULL
+	c.patch(done, len(c.b))
+}
+
+// hashFound: see the amd64 version (seqRecheck's barrier orders the id's
+// load before the last read of the sequence).
+func (c *arm64Compiler) hashFound(pc int, h jitHash) []a64Fixup {
+	if h.mimTab == 0 {
+		c.hashValue(pc, h)
+		return nil
+	}
+	c.ldr(0, 0, int32(h.t.ValOff))
+	c.w(a64Imm12(a64LdrWImm, 0, 0, 0)) // the id
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	return c.mimHandle(pc, h.mimTab)
+}
+
+// mimHandle: see the amd64 version (the id in W0, the handle in X0).
+func (c *arm64Compiler) mimHandle(pc int, tab uintptr) (null []a64Fixup) {
 	c.cmp(0, aZR)
 	null = append(null, c.branch(aEQ))
 	c.bfm(a64Ubfm, aS4, 0, 31, 63) // lsr x12, x0, #31: an id innerHandle cannot name
@@ -84,7 +111,7 @@ func (c *arm64Compiler) outerLookup(pc int, o jitOuter) {
 	c.ldr(aS4, aCtx, offHS+8*hsMimID)
 	c.cmp(aMD, aS4)
 	hit := c.branch(aEQ) // resolved last: the collection has its ref
-	for _, f := range c.mimProbe(o.tab) {
+	for _, f := range c.mimProbe(tab) {
 		f.target = pc
 		c.slows = append(c.slows, f)
 	}
@@ -94,12 +121,7 @@ func (c *arm64Compiler) outerLookup(pc int, o jitOuter) {
 	c.str(aMD, aCtx, offHS+8*hsMimID)
 	c.patch(hit, len(c.b))
 	c.rrr(a64Orr, 0, aZR, aMD)
-	done := c.branch(aAL)
-	for _, f := range null {
-		c.patch(f, len(c.b))
-	}
-	c.movImm(0, 0) // NULL
-	c.patch(done, len(c.b))
+	return null
 }
 
 // innerLookup: see the amd64 version.

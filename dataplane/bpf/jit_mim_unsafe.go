@@ -38,20 +38,53 @@ func mimTableAddr(c *Collection) uintptr { return uintptr(unsafe.Pointer(&c.inne
 
 var _ [unsafe.Sizeof(atomic.Pointer[mimEnt]{}) - unsafe.Sizeof(uintptr(0))]struct{} // one word
 
-// mimAt says which map-in-map lookup the helper call at pc is: the outer
-// lookup o (shapes nil) when r1 is loaded with an ARRAY_OF_MAPS in a
-// straight line before it, an inner lookup dispatching on shapes when r1
-// is loaded with no map there; ok is false for neither (or no shape).
-func (env jitEnv) mimAt(plain []insn, targets []bool, pc int) (o jitOuter, shapes []jitInner, ok bool) {
+// mimSite is the map-in-map lookup of a helper call: the outer lookup of
+// an ARRAY_OF_MAPS (outer) or of a HASH_OF_MAPS (hash, the hash lookup
+// of its slots), or an inner lookup dispatching on shapes; none set for
+// neither.
+type mimSite struct {
+	outer  *jitOuter
+	hash   *jitHash
+	shapes []jitInner
+}
+
+// mimAt says which map-in-map lookup the helper call at pc is: an outer
+// one when r1 is loaded with a map of maps in a straight line before it,
+// an inner one when r1 is loaded with no map there.
+func (env jitEnv) mimAt(plain []insn, targets []bool, pc int) mimSite {
 	if !helperOf(plain[pc].imm).nativeArray() { // bpf_map_lookup_elem
-		return o, nil, false
+		return mimSite{}
 	}
-	if k, isMap := mapAt(plain, targets, pc); isMap {
-		o, ok = env.outerFor(k)
-		return o, nil, ok
+	k, isMap := mapAt(plain, targets, pc)
+	if !isMap {
+		return mimSite{shapes: env.innerShapes()}
 	}
-	shapes = env.innerShapes()
-	return o, shapes, len(shapes) > 0
+	if o, ok := env.outerFor(k); ok {
+		return mimSite{outer: &o}
+	}
+	if h, ok := env.outerHashFor(k); ok {
+		return mimSite{hash: &h}
+	}
+	return mimSite{}
+}
+
+// outerHashFor is the native outer lookup of map number k of env's
+// collection when it is a HASH_OF_MAPS whose slots (a preallocated Hash of
+// u32 ids) the hash lookup walks: the value found gives the handle.
+func (env jitEnv) outerHashFor(k uint32) (h jitHash, ok bool) {
+	c := env.coll
+	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
+		return h, false
+	}
+	m := c.mapRefs[k]
+	if m == nil || m.outer == nil || m.outer.Spec().Type != ebpf.HashOfMaps {
+		return h, false
+	}
+	t, ok := maps.NativeHash(m.outer.Slots())
+	if !ok || t.KeySize != m.keySize || t.LRU || t.PerCPU || !hashLayoutOK(t) {
+		return h, false
+	}
+	return jitHash{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), t: t, size: 4, mimTab: mimTableAddr(c)}, true
 }
 
 // jitOuter is an ARRAY_OF_MAPS whose lookup native code runs: the slots'
