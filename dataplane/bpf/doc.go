@@ -183,13 +183,14 @@
 // three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go); lookups in
 // maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
 // mim_desc_unsafe.go: the outer lookup of an array of maps reads the
-// slot's id, stored by Go with one atomic 32-bit store, and returns the
+// slot's id, stored by Go with one atomic 32-bit store, that of a hash of
+// maps walks its slots as the hash lookup does, and both return the
 // inner handle; a lookup whose r1 is a handle known only at run time
 // finds the inner map's descriptor in its collection's copy-on-write
 // table, a Runner keeping the last one, and runs the array, hash or LPM
 // lookup of the descriptor's shape with the map's figures read from it;
-// a hash of maps' outer lookup, an id without a descriptor yet and a
-// shape the call site was not compiled for go to Go); and
+// an id without a descriptor yet, a shape the call site was not
+// compiled for, an LRU or per-CPU hash of maps' slots go to Go); and
 // bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go

@@ -9,9 +9,10 @@ import (
 
 // Native map-in-map lookups (jit_amd64_mim.go, jit_arm64_mim.go).
 //
-// An outer lookup (bpf_map_lookup_elem on an ARRAY_OF_MAPS that r1 is
-// loaded with) reads the inner map's id from the slot and returns the
-// handle innerLookup returns; an inner lookup (bpf_map_lookup_elem whose r1
+// An outer lookup (bpf_map_lookup_elem on an ARRAY_OF_MAPS or a
+// HASH_OF_MAPS that r1 is loaded with) reads the inner map's id from the
+// slot (the array's, or the value the hash lookup of the slots finds) and
+// returns the handle innerLookup returns; an inner lookup (bpf_map_lookup_elem whose r1
 // is not loaded with a map in a straight line) finds, at run time, the
 // native descriptor (mimDesc) of the inner map its handle names and runs
 // the array, hash or LPM lookup with the map's own figures read from the
@@ -51,8 +52,7 @@ import (
 // at or above innerHandle, a handle that is not an inner map's, another
 // collection, an inner map whose shape (mimShape) is not one the call site
 // was compiled for (a hash with keys over 16 bytes, one not preallocated,
-// ...), a HASH_OF_MAPS outer map, and what the array, hash and LPM lookups
-// themselves send there.
+// ...), and what the array, hash and LPM lookups themselves send there.
 
 // mimDesc is the native descriptor of an inner map: its shape and the
 // figures of its storage the lookup code reads (the words the lookups of
