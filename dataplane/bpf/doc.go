@@ -190,7 +190,7 @@
 // table, a Runner keeping the last one, and runs the array, hash or LPM
 // lookup of the descriptor's shape with the map's figures read from it;
 // an id without a descriptor yet, a shape the call site was not
-// compiled for, an LRU or per-CPU hash of maps' slots go to Go); and
+// compiled for, a hash of maps made BPF_F_NO_PREALLOC go to Go); and
 // bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go
