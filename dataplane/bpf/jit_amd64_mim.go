@@ -14,18 +14,7 @@ package bpf
 // maps of maps whose inner template has a native lookup), and reports
 // whether it did.
 func (c *amd64Compiler) mimLookup(pc int) bool {
-	s := c.env.mimAt(c.plain, c.targets, pc)
-	switch {
-	case s.outer != nil:
-		c.outerLookup(pc, *s.outer)
-	case s.hash != nil:
-		c.hashLookup(pc, *s.hash) // hashFound below gives the handle
-	case s.shapes != nil:
-		c.innerLookup(pc, s.shapes)
-	default:
-		return false
-	}
-	return true
+	return c.env.emitMim(c, c.plain, c.targets, pc) // jit_mim_unsafe.go
 }
 
 // word leaves in dst a figure of the map being looked up: v, or (dyn) the

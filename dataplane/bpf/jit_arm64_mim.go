@@ -15,18 +15,7 @@ const aMD = 15
 
 // mimLookup: see the amd64 version.
 func (c *arm64Compiler) mimLookup(pc int) bool {
-	s := c.env.mimAt(c.plain, c.targets, pc)
-	switch {
-	case s.outer != nil:
-		c.outerLookup(pc, *s.outer)
-	case s.hash != nil:
-		c.hashLookup(pc, *s.hash) // hashFound below gives the handle
-	case s.shapes != nil:
-		c.innerLookup(pc, s.shapes)
-	default:
-		return false
-	}
-	return true
+	return c.env.emitMim(c, c.plain, c.targets, pc) // jit_mim_unsafe.go
 }
 
 // word leaves in d a figure of the map being looked up: v, or (dyn) the

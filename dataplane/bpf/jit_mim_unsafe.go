@@ -68,6 +68,32 @@ func (env jitEnv) mimAt(plain []insn, targets []bool, pc int) mimSite {
 	return mimSite{}
 }
 
+// mimEmitter is a backend's code for the three kinds of mimSite (the
+// hash of maps' outer lookup is its hash lookup, whose hashFound gives the
+// handle).
+type mimEmitter interface {
+	outerLookup(pc int, o jitOuter)
+	hashLookup(pc int, h jitHash)
+	innerLookup(pc int, shapes []jitInner)
+}
+
+// emitMim emits the map-in-map lookup of the helper call at pc with e and
+// reports whether there was one.
+func (env jitEnv) emitMim(e mimEmitter, plain []insn, targets []bool, pc int) bool {
+	s := env.mimAt(plain, targets, pc)
+	switch {
+	case s.outer != nil:
+		e.outerLookup(pc, *s.outer)
+	case s.hash != nil:
+		e.hashLookup(pc, *s.hash)
+	case s.shapes != nil:
+		e.innerLookup(pc, s.shapes)
+	default:
+		return false
+	}
+	return true
+}
+
 // outerHashFor is the native outer lookup of map number k of env's
 // collection when it is a HASH_OF_MAPS whose slots (a preallocated Hash of
 // u32 ids) the hash lookup walks: the value found gives the handle.
