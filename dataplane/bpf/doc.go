@@ -197,7 +197,17 @@
 // an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
 // bpf_csum_diff on buffers of up to 60 bytes (jit_amd64_csum.go: x86-64
 // csum_partial's exact grouping, folded as the running kernel does), these
-// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go); and
+// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go); lookups in
+// maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
+// mim_desc_unsafe.go: the outer lookup of an array of maps reads the
+// slot's id, stored by Go with one atomic 32-bit store, that of a hash of
+// maps walks its slots as the hash lookup does, and both return the
+// inner handle; a lookup whose r1 is a handle known only at run time
+// finds the inner map's descriptor in its collection's copy-on-write
+// table, a Runner keeping the last one, and runs the array, hash or LPM
+// lookup of the descriptor's shape with the map's figures read from it;
+// an id without a descriptor yet, a shape the call site was not
+// compiled for, a hash of maps made BPF_F_NO_PREALLOC go to Go); and
 // bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go

@@ -78,12 +78,12 @@ func (c *amd64Compiler) hashKey(pc int, h jitHash) {
 		c.rm(false, true, []byte{0x89}, xS1, hsMem(hsW1), false)
 		c.rm(false, true, []byte{0x8b}, xS1, hsMem(hsW0), false)
 	}
-	c.movRI(xS2, int64(h.t.S0))
+	c.word(xS2, h.dyn, offMimS0, h.t.S0)
 	c.aluRR(true, 0x31, xS1, xS2)
 	c.fmix64()
 	if ks > 8 {
 		c.rm(false, true, []byte{0x33}, xS1, hsMem(hsW1), false) // xor
-		c.movRI(xS2, int64(h.t.S1))
+		c.word(xS2, h.dyn, offMimS1, h.t.S1)
 		c.aluRR(true, 0x31, xS1, xS2)
 		c.fmix64()
 	}
@@ -100,34 +100,36 @@ func (c *amd64Compiler) hashKey(pc int, h jitHash) {
 // stripe during the walk, a walk longer than any chain, a region table
 // with no entry to reuse), where Go runs the helper from the start.
 func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
-	c.mapChecks(pc, h.handle, h.coll)
+	if !h.dyn {
+		c.mapChecks(pc, h.handle, h.coll)
+	}
 	c.hashKey(pc, h) // the key's check first, as hMapLookup's loadSlice
 	var null []int
 	if h.t.PerCPU {
 		// Lookup answers nil for a CPU out of range before it searches
 		// (negative ones included: compared unsigned).
 		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offCPU), false)
-		c.aluRI(true, 7, xS2, int32(h.t.NCPU))
+		c.word(xAX, h.dyn, offMimHNCPU, h.t.NCPU)
+		c.aluRR(true, 0x39, xS2, xAX)
 		null = append(null, c.jcc(ccAE))
 	}
 	// The stripe: its sequence must be even (no writer) and is kept.
-	c.movRI(xS2, int64(h.t.Mask&h.t.StripeMask))
+	c.word(xS2, h.dyn, offMimSMask, h.t.Mask&h.t.StripeMask)
 	c.aluRR(true, 0x21, xS2, xS1)
 	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
 	c.imm32(int32(h.t.StripeSize))
-	c.movRI(xAX, int64(h.t.Stripes))
+	c.word(xAX, h.dyn, offMimSeq, uint64(h.t.Stripes+h.t.SeqOff)) // the first stripe's sequence
 	c.aluRR(true, 0x01, xS2, xAX)
-	c.rm(false, true, []byte{0x8d}, xS2, xmem{base: xS2, index: -1, disp: int32(h.t.SeqOff)}, false) // lea
 	c.rm(false, true, []byte{0x89}, xS2, hsMem(hsStripe), false)
 	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xS2, index: -1}, false)
 	c.testRI(false, xAX, 1)
 	c.slowIf(ccNE, pc)
 	c.rm(false, true, []byte{0x89}, xAX, hsMem(hsSeq), false)
 	// The chain's first entry.
-	c.movRI(xS2, int64(h.t.Mask))
+	c.word(xS2, h.dyn, offMimMask, h.t.Mask)
 	c.aluRR(true, 0x21, xS1, xS2)
 	c.shiftI(true, 4, xS1, 3) // the bucket's offset: index * 8
-	c.movRI(xAX, int64(h.t.Buckets))
+	c.word(xAX, h.dyn, offMimBuckets, uint64(h.t.Buckets))
 	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: int8(xS1), disp: 0}, false)
 	found, missing, slow := c.hashWalk(h)
 	// Not found: trusted if the sequence did not move.
@@ -147,7 +149,7 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 	c.seqRecheck()
 	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false) // MOV leaves the flags
 	c.slowIf(ccNE, pc)
-	c.hashValue(pc, h)
+	null = append(null, c.hashFound(pc, h)...) // jit_amd64_mim.go
 	done := c.jmp()
 	for _, j := range null {
 		c.patch(j, len(c.b))
@@ -163,7 +165,7 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 // grew too long.
 func (c *amd64Compiler) hashWalk(h jitHash) (found int, missing, slow []int) {
 	c.rm(false, true, []byte{0x89}, xCX, ctxMem(offSpill), false)
-	c.movRI(xCX, int64(h.t.MaxWalk))
+	c.word(xCX, h.dyn, offMimMaxWalk, h.t.MaxWalk)
 	loop := len(c.b)
 	c.aluRR(true, 0x85, xAX, xAX)
 	missing = append(missing, c.jcc(ccE))
@@ -214,12 +216,12 @@ func (c *amd64Compiler) hashValue(pc int, h jitHash) {
 	if h.t.PerCPU {
 		c.rm(false, true, []byte{0x8b}, xS1, xmem{base: xAX, index: -1, disp: int32(h.t.IdxOff)}, false)
 		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offCPU), false)
-		c.rr(false, true, []byte{0x69}, xS2, xS2, false)
-		c.imm32(int32(h.t.Entries))
+		c.word(xAX, h.dyn, offMimEntries, h.t.Entries)
+		c.rr(false, true, []byte{0x0f, 0xaf}, xS2, xAX, false) // imul
 		c.aluRR(true, 0x01, xS1, xS2)
-		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-		c.imm32(int32(h.t.ElemSize))
-		c.movRI(xAX, int64(h.t.PCPU))
+		c.word(xAX, h.dyn, offMimElemSize, h.t.ElemSize)
+		c.rr(false, true, []byte{0x0f, 0xaf}, xS1, xAX, false)
+		c.word(xAX, h.dyn, offMimPCPU, uint64(h.t.PCPU))
 		c.aluRR(true, 0x01, xAX, xS1)
 	} else {
 		c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: -1, disp: int32(h.t.ValOff)}, false)

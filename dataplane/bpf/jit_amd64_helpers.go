@@ -33,11 +33,11 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 			c.hashLookup(pc, h) // jit_amd64_hash.go
 			return true
 		}
-		l, ok := c.lpmAt(pc)
-		if ok {
+		if l, ok := c.lpmAt(pc); ok {
 			c.lpmLookup(pc, l) // jit_amd64_lpm.go
+			return true
 		}
-		return ok
+		return c.mimLookup(pc) // jit_amd64_mim.go
 	case helperRedirect:
 		c.redirectIfindex()
 	case helperRedirectMap:

@@ -33,7 +33,9 @@ const (
 // the trie's maximum too). The slow path takes what hashLookup's does
 // (the handle, the collection, the key's check, no region to reuse).
 func (c *amd64Compiler) lpmLookup(pc int, l jitLPM) {
-	c.mapChecks(pc, l.handle, l.coll)
+	if !l.dyn {
+		c.mapChecks(pc, l.handle, l.coll)
+	}
 	m := c.checkIn(pc, 2, 0, int32(4+l.t.DataSize), false, regionStack)
 	c.rm(false, true, []byte{0x8d}, xAX, m, false) // lea RAX, key
 	c.rm(false, false, []byte{0x8b}, xS1, xmem{base: xAX, index: -1}, false)
@@ -45,7 +47,7 @@ func (c *amd64Compiler) lpmLookup(pc int, l jitLPM) {
 	c.rm(false, true, []byte{0x89}, xS1, hsMem(lpmData), false)
 	c.movMemI(hsMem(lpmFound), 0)
 	c.rm(false, true, []byte{0x89}, xCX, ctxMem(offSpill), false)
-	c.movRI(xAX, int64(l.t.Root))
+	c.word(xAX, l.dyn, offMimRoot, uint64(l.t.Root))
 	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: -1}, false)
 	c.lpmWalk(l)
 	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false)

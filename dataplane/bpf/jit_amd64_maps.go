@@ -56,26 +56,30 @@ func (c *amd64Compiler) cmpMemI(m xmem, imm int32) {
 // region table with no entry to reuse) goes to the slow path, which runs
 // the helper in Go from the start: nothing is written before that point.
 func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
-	c.mapChecks(pc, a.handle, a.coll)
+	if !a.dyn {
+		c.mapChecks(pc, a.handle, a.coll)
+	}
 	// The key: 4 bytes at r2, checked as loadSlice checks them; r0 (RAX)
 	// is free, the call overwrites it.
 	m := c.checkIn(pc, 2, 0, 4, false, regionStack)
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
-	c.aluRI(true, 7, xAX, int32(a.max))
+	c.word(xS1, a.dyn, offMimMax, a.max)
+	c.aluRR(true, 0x39, xAX, xS1)
 	null := []int{c.jcc(ccAE)}
 	if a.ncpu != 1 {
 		// Slot (cpu*max + key); a CPU out of range (negative included,
 		// compared unsigned) finds nothing, as arrayValue.
 		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
-		c.aluRI(true, 7, xS1, int32(a.ncpu))
+		c.word(xS2, a.dyn, offMimNCPU, a.ncpu)
+		c.aluRR(true, 0x39, xS1, xS2)
 		null = append(null, c.jcc(ccAE))
-		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-		c.imm32(int32(a.max))
+		c.word(xS2, a.dyn, offMimMax, a.max)
+		c.rr(false, true, []byte{0x0f, 0xaf}, xS1, xS2, false) // imul
 		c.aluRR(true, 0x01, xAX, xS1)
 	}
-	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
-	c.imm32(int32(a.elem))
-	c.movRI(xS1, int64(a.data))
+	c.word(xS1, a.dyn, offMimElem, a.elem)
+	c.rr(false, true, []byte{0x0f, 0xaf}, xAX, xS1, false)
+	c.word(xS1, a.dyn, offMimData, uint64(a.data))
 	c.aluRR(true, 0x01, xAX, xS1) // RAX = the value's first byte
 	c.valueRegion(pc, a)
 	done := c.jmp()

@@ -24,6 +24,9 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		c.lpmLookup(pc, l) // jit_arm64_lpm.go
 		return true
 	}
+	if c.mimLookup(pc) { // jit_arm64_mim.go
+		return true
+	}
 	if int32(c.plain[pc].imm) == helperCsumDiff {
 		c.csumDiff(pc) // jit_arm64_csum.go
 		return true
@@ -104,7 +107,9 @@ func (c *arm64Compiler) fmix64(x, tmp uint32) {
 // hash, X10 and X11 the key's words, X12 the walk's budget, X13 and X14
 // loads.
 func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
-	c.mapChecks(pc, h.handle, h.coll)
+	if !h.dyn {
+		c.mapChecks(pc, h.handle, h.coll)
+	}
 	ks := int32(h.t.KeySize)
 	c.checkIn(pc, 2, 0, ks, false, regionStack)
 	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
@@ -115,25 +120,25 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	var null []a64Fixup
 	if h.t.PerCPU {
 		c.ldr(aS4, aCtx, offCPU)
-		c.movImm(aS5, h.t.NCPU)
+		c.word(aS5, h.dyn, offMimHNCPU, h.t.NCPU)
 		c.cmp(aS4, aS5)
 		null = append(null, c.branch(aHS))
 	}
-	c.movImm(aS6, h.t.S0)
+	c.word(aS6, h.dyn, offMimS0, h.t.S0)
 	c.rrr(a64Eor, aS1, aS2, aS6)
 	c.fmix64(aS1, aS6)
 	if ks > 8 {
 		c.rrr(a64Eor, aS1, aS1, aS3)
-		c.movImm(aS6, h.t.S1)
+		c.word(aS6, h.dyn, offMimS1, h.t.S1)
 		c.rrr(a64Eor, aS1, aS1, aS6)
 		c.fmix64(aS1, aS6)
 	}
 	// The stripe's sequence word: even, kept with its address.
-	c.movImm(aS5, h.t.Mask&h.t.StripeMask)
+	c.word(aS5, h.dyn, offMimSMask, h.t.Mask&h.t.StripeMask)
 	c.rrr(a64And, aS6, aS1, aS5)
 	c.movImm(aS5, uint64(h.t.StripeSize))
 	c.mul(aS6, aS6, aS5)
-	c.movImm(aS5, uint64(h.t.Stripes+h.t.SeqOff))
+	c.word(aS5, h.dyn, offMimSeq, uint64(h.t.Stripes+h.t.SeqOff))
 	c.rrr(a64Add, aS6, aS6, aS5)
 	c.str(aS6, aCtx, offHS+8*hsStripe)
 	c.w(a64Excl(a64Ldar, 0, aS4, aS6))
@@ -141,9 +146,9 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.slowIf(aNE, pc)
 	c.str(aS4, aCtx, offHS+8*hsSeq)
 	// The chain's first entry.
-	c.movImm(aS5, h.t.Mask)
+	c.word(aS5, h.dyn, offMimMask, h.t.Mask)
 	c.rrr(a64And, aS6, aS1, aS5)
-	c.movImm(aS5, uint64(h.t.Buckets))
+	c.word(aS5, h.dyn, offMimBuckets, uint64(h.t.Buckets))
 	c.w(a64RRR(a64LdrXLsl3, 0, aS5, aS6))
 	found, missing := c.hashWalk(pc, h)
 	for _, f := range missing {
@@ -155,7 +160,7 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.patch(found, len(c.b))
 	c.seqRecheck()
 	c.slowIf(aNE, pc)
-	c.hashValue(pc, h)
+	null = append(null, c.hashFound(pc, h)...) // jit_arm64_mim.go
 	done := c.branch(aAL)
 	for _, f := range null {
 		c.patch(f, len(c.b))
@@ -167,7 +172,7 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 // hashWalk walks the chain from the entry in X0 (see the amd64 version);
 // a walk longer than MaxWalk goes to the slow path.
 func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a64Fixup) {
-	c.movImm(aS4, h.t.MaxWalk)
+	c.word(aS4, h.dyn, offMimMaxWalk, h.t.MaxWalk)
 	loop := len(c.b)
 	c.cmp(0, aZR)
 	missing = append(missing, c.branch(aEQ))
@@ -220,11 +225,11 @@ func (c *arm64Compiler) hashValue(pc int, h jitHash) {
 	if h.t.PerCPU {
 		c.ldr(aS6, 0, int32(h.t.IdxOff))
 		c.ldr(aS5, aCtx, offCPU)
-		c.movImm(aS4, h.t.Entries)
+		c.word(aS4, h.dyn, offMimEntries, h.t.Entries)
 		c.w(a64Msub3(a64Madd, aS6, aS5, aS4, aS6)) // x14 = cpu*entries + idx
-		c.movImm(aS4, h.t.ElemSize)
+		c.word(aS4, h.dyn, offMimElemSize, h.t.ElemSize)
 		c.mul(aS6, aS6, aS4)
-		c.movImm(0, uint64(h.t.PCPU))
+		c.word(0, h.dyn, offMimPCPU, uint64(h.t.PCPU))
 		c.rrr(a64Add, 0, 0, aS6)
 	} else {
 		c.ldr(0, 0, int32(h.t.ValOff))

@@ -29,7 +29,9 @@ func (c *arm64Compiler) lpmAt(pc int) (jitLPM, bool) {
 // data (big-endian from bit 63), X11 the last key node matched, X0 the
 // node, X12-X14 the walk's work.
 func (c *arm64Compiler) lpmLookup(pc int, l jitLPM) {
-	c.mapChecks(pc, l.handle, l.coll)
+	if !l.dyn {
+		c.mapChecks(pc, l.handle, l.coll)
+	}
 	c.checkIn(pc, 2, 0, int32(4+l.t.DataSize), false, regionStack)
 	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
 	c.w(a64Imm9(a64LdurW, aS1, 0, 0))
@@ -39,7 +41,7 @@ func (c *arm64Compiler) lpmLookup(pc int, l jitLPM) {
 	c.cmp(aS1, aS4)
 	null := []a64Fixup{c.branch(aHI)}
 	c.movImm(aS3, 0)
-	c.movImm(0, uint64(l.t.Root))
+	c.word(0, l.dyn, offMimRoot, uint64(l.t.Root))
 	c.ldr(0, 0, 0)
 	c.lpmWalk(l)
 	c.cmp(aS3, aZR)

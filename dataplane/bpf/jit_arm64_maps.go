@@ -39,29 +39,31 @@ func (c *arm64Compiler) cmpField(base uint32, off int32, m uint32) {
 // arrayLookup emits the call at pc as the interpreter runs
 // bpf_map_lookup_elem on a; see the amd64 version for the contract.
 func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
-	c.movImm(aS1, a.handle)
-	c.cmp(1, aS1) // r1 is the handle
-	c.slowIf(aNE, pc)
-	c.movImm(aS1, uint64(a.coll))
-	c.cmpField(aCtx, offColl, aS1)
-	c.slowIf(aNE, pc)
+	if !a.dyn {
+		c.movImm(aS1, a.handle)
+		c.cmp(1, aS1) // r1 is the handle
+		c.slowIf(aNE, pc)
+		c.movImm(aS1, uint64(a.coll))
+		c.cmpField(aCtx, offColl, aS1)
+		c.slowIf(aNE, pc)
+	}
 	c.checkIn(pc, 2, 0, 4, false, regionStack)
 	c.ldrW(0, aS2, aS1) // the key
-	c.movImm(aS3, a.max)
+	c.word(aS3, a.dyn, offMimMax, a.max)
 	c.cmp(0, aS3)
 	null := []a64Fixup{c.branch(aHS)}
 	if a.ncpu != 1 {
 		c.ldr(aS3, aCtx, offCPU)
-		c.movImm(aS4, a.ncpu)
+		c.word(aS4, a.dyn, offMimNCPU, a.ncpu)
 		c.cmp(aS3, aS4) // unsigned: a negative CPU is out of range too
 		null = append(null, c.branch(aHS))
-		c.movImm(aS4, a.max)
+		c.word(aS4, a.dyn, offMimMax, a.max)
 		c.mul(aS3, aS3, aS4)
 		c.rrr(a64Add, 0, 0, aS3)
 	}
-	c.movImm(aS3, a.elem)
+	c.word(aS3, a.dyn, offMimElem, a.elem)
 	c.mul(0, 0, aS3)
-	c.movImm(aS3, uint64(a.data))
+	c.word(aS3, a.dyn, offMimData, uint64(a.data))
 	c.rrr(a64Add, 0, 0, aS3) // X0 = the value's first byte
 	c.valueRegion(pc, a)
 	done := c.branch(aAL)

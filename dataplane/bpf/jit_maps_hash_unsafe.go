@@ -33,8 +33,10 @@ type jitHash struct {
 	handle   uint64  // regionMap<<32 | map number
 	coll     uintptr // the *Collection the number resolves in
 	t        maps.HashTable
-	size     uint64 // value_size: the length of the value's region
-	writable bool   // the value's region is writable (no BPF_F_RDONLY_PROG)
+	size     uint64  // value_size: the length of the value's region
+	writable bool    // the value's region is writable (no BPF_F_RDONLY_PROG)
+	dyn      bool    // an inner map's: the per-map figures read from its mimDesc
+	mimTab   uintptr // a HASH_OF_MAPS' slots: the value is an inner map id (mimTableAddr)
 }
 
 // plainLookup is map number k of env's collection when programs may look
@@ -92,6 +94,7 @@ type jitLPM struct {
 	t        maps.LPMTable
 	size     uint64 // value_size
 	writable bool
+	dyn      bool // an inner map's: the root read from its mimDesc
 }
 
 // lpmFor is hashFor for LPM tries.

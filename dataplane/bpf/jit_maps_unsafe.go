@@ -42,6 +42,7 @@ type jitArray struct {
 	ncpu     uint64  // CPU slots: 1 for a plain array
 	size     uint64  // value_size: the length of the value's region
 	writable bool    // the value's region is writable (no BPF_F_RDONLY_PROG)
+	dyn      bool    // an inner map's: data, max, elem, ncpu read from its mimDesc
 }
 
 // arrayFor returns the native lookup of map number k of env's collection,

@@ -25,6 +25,10 @@ const innerHandle = 1 << 31
 type innerRefs struct {
 	mu   sync.Mutex
 	refs atomic.Pointer[map[uint32]*mapRef]
+	// nat is the table of the refs' native descriptors (mim_desc_unsafe.go),
+	// descs every one published, both under mu.
+	nat   atomic.Pointer[mimEnt]
+	descs []mimEnt
 }
 
 // innerSpec converts the BTF inner map template.
@@ -106,6 +110,7 @@ func (c *Collection) innerRef(id uint32, m maps.Map) *mapRef {
 	ref := newInnerRef(m)
 	next[id] = ref
 	ir.refs.Store(&next)
+	ir.publish(id, ref)
 	return ref
 }
 

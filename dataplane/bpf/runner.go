@@ -132,6 +132,7 @@ func (r *Runner) Redirect() Redirect { return r.redirect }
 func (r *Runner) bind(coll *Collection) {
 	if r.coll != coll {
 		r.coll = coll
+		r.jit.hs[hsMimID] = 0 // mim_desc_unsafe.go
 		r.regions = r.regions[:regionStatic]
 		if coll != nil {
 			r.regions = append(r.regions, coll.statics...)

@@ -151,7 +151,7 @@ func (m *MapOfMaps) Update(key, value []byte, flags uint64, cpu int) error {
 	if m.spec.Type == ebpf.ArrayOfMaps && flags != UpdateAny {
 		return errBadFlags
 	}
-	return m.slots.Update(key, value, flags, 0)
+	return m.storeSlot(key, value, flags) // mapinmap_unsafe.go
 }
 
 // SetInner puts inner under key (Update with inner's id).
@@ -184,8 +184,14 @@ func (m *MapOfMaps) Delete(key []byte) error {
 	if binary.LittleEndian.Uint32(v) == 0 {
 		return errNoEntry
 	}
-	return m.slots.Update(key, make([]byte, 4), UpdateAny, 0)
+	return m.storeSlot(key, make([]byte, 4), UpdateAny)
 }
 
 // NextKey walks the keys as the underlying array or hash does.
 func (m *MapOfMaps) NextKey(key, next []byte) error { return m.slots.NextKey(key, next) }
+
+// Slots is the array or hash of u32 ids the map keeps its slots in, for
+// code that reads them without calling Go (xnic's JIT): an
+// ARRAY_OF_MAPS's is an Array whose slots Update writes with one atomic
+// 32-bit store (storeSlot), so a reader's 32-bit load sees one id whole.
+func (m *MapOfMaps) Slots() Map { return m.slots }
