@@ -62,6 +62,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.prandom()
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_amd64_csum.go
+	case helperXdpLoadBytes, helperXdpStoreBytes:
+		c.xdpBytes(pc, int32(c.plain[pc].imm) == helperXdpStoreBytes) // jit_amd64_bytes.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

@@ -1,0 +1,119 @@
+//go:build linux && amd64
+
+package bpf
+
+import "syscall"
+
+// Native bpf_xdp_load_bytes and bpf_xdp_store_bytes for the amd64 backend,
+// with Runner.xdpBytes's results (helpers.go): r1 the context of a run with
+// a frame, r2 the offset from data, r3 the buffer, r4 its length (low 32
+// bits each). What Go would fault on (r1 not the context, no frame, length
+// 0, a buffer that fails its check), a buffer in the packet itself (which
+// Go's copy lets overlap the frame's bytes), and offsets or lengths past
+// 0xffff (-EFAULT) go to the slow path before anything is written, where
+// Go runs the helper from the start; a range past data_end is -EINVAL, as
+// in Go. r1-r5 are left as they were.
+
+// xdpBytes emits bpf_xdp_load_bytes (store false: frame to buffer) or
+// bpf_xdp_store_bytes (buffer to frame) at pc.
+func (c *amd64Compiler) xdpBytes(pc int, store bool) {
+	c.frameArg(pc)
+	c.aluRR(false, 0x85, xCX, xCX) // n = 0: Go's fault
+	c.slowIf(ccE, pc)
+	c.bytesBuf(pc, !store)
+	c.aluRI(false, 7, xCX, 0xffff)
+	c.slowIf(ccA, pc) // -EFAULT, from Go
+	c.aluRI(false, 7, xSI, 0xffff)
+	c.slowIf(ccA, pc)
+	// off + n against data_end - data (both at most 0xffff: no carry).
+	c.ldq(xS2, xCtx, offJFrame)
+	c.ldq(xAX, xS2, offDataEnd)
+	c.rm(false, true, []byte{0x2b}, xAX, xmem{base: xS2, index: -1, disp: offData}, false) // sub
+	c.aluRR(false, 0x89, xS1, xSI)
+	c.aluRR(false, 0x01, xS1, xCX)
+	c.aluRR(true, 0x39, xS1, xAX)
+	fails := map[syscall.Errno][]int{syscall.EINVAL: {c.jcc(ccA)}}
+	// S1 = the frame's bytes at data + off, S2 = the buffer.
+	c.ldq(xS1, xCtx, offPktBuf)
+	c.rm(false, true, []byte{0x03}, xS1, xmem{base: xS2, index: -1, disp: offData}, false) // add
+	c.aluRR(false, 0x89, xAX, xSI)
+	c.aluRR(true, 0x01, xS1, xAX)
+	c.rm(false, true, []byte{0x8b}, xS2, hsMem(1), false)
+	if store {
+		c.copyBytes(xS1, xS2)
+	} else {
+		c.copyBytes(xS2, xS1)
+	}
+	c.aluRR(false, 0x31, xAX, xAX)
+	c.errnoTail(fails)
+}
+
+// bytesBuf checks the n (ECX) bytes at the BPF pointer in RDX as loadSlice
+// (or storeSlice, for write) does, in any region of the table but the
+// packet's, and leaves their address in the scratch slot hs[1]; S1, S2
+// and RAX are clobbered.
+func (c *amd64Compiler) bytesBuf(pc int, write bool) {
+	hi := offRegionHi
+	if write {
+		hi = offRegionWhi
+	}
+	c.aluRR(true, 0x89, xS1, xDX)
+	c.shiftI(true, 5, xS1, 32) // the region number
+	c.aluRI(true, 7, xS1, regionPacket)
+	c.slowIf(ccE, pc)
+	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsLen), false)
+	c.slowIf(ccAE, pc)
+	c.rr(false, true, []byte{0x69}, xS1, xS1, false) // imul: the entry's offset
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false)
+	field := func(off int32) xmem { return xmem{base: xS1, index: -1, disp: off} }
+	c.aluRR(false, 0x89, xS2, xDX) // the offset: low 32 bits
+	c.rm(false, true, []byte{0x3b}, xS2, field(offRegionLo), false)
+	c.slowIf(ccB, pc)
+	c.aluRR(false, 0x89, xAX, xCX)
+	c.aluRR(true, 0x01, xAX, xS2)
+	c.rm(false, true, []byte{0x3b}, xAX, field(hi), false)
+	c.slowIf(ccA, pc)
+	c.rm(false, true, []byte{0x03}, xS2, field(offRegionBuf), false)
+	c.rm(false, true, []byte{0x89}, xS2, hsMem(1), false)
+}
+
+// copyBytes copies ECX bytes (1 to 0xffff) from src to dst, which do not
+// overlap: 8 at a time, then 4, 2 and 1 as the rest has them. The count
+// runs down in EDI, which holds r1 = the context (frameArg checked it) and
+// gets it back; src, dst and RAX are clobbered.
+func (c *amd64Compiler) copyBytes(dst, src uint8) {
+	at := func(r uint8) xmem { return xmem{base: r, index: -1} }
+	c.aluRR(false, 0x89, xDI, xCX)
+	c.aluRI(false, 7, xDI, 8)
+	short := c.jcc(ccB)
+	loop := len(c.b)
+	c.rm(false, true, []byte{0x8b}, xAX, at(src), false)
+	c.rm(false, true, []byte{0x89}, xAX, at(dst), false)
+	c.aluRI(true, 0, src, 8)
+	c.aluRI(true, 0, dst, 8)
+	c.aluRI(false, 5, xDI, 8)
+	c.aluRI(false, 7, xDI, 8)
+	c.patch(c.jcc(ccAE), loop)
+	c.patch(short, len(c.b))
+	for _, w := range []struct {
+		n           int32
+		load, store []byte
+		p66         bool
+	}{
+		{4, []byte{0x8b}, []byte{0x89}, false},
+		{2, []byte{0x0f, 0xb7}, []byte{0x89}, true},  // movzx; mov word
+		{1, []byte{0x0f, 0xb6}, []byte{0x88}, false}, // movzx; mov byte
+	} {
+		c.testRI(false, xDI, w.n)
+		skip := c.jcc(ccE)
+		c.rm(false, false, w.load, xAX, at(src), false)
+		c.rm(w.p66, false, w.store, xAX, at(dst), false)
+		if w.n != 1 {
+			c.aluRI(true, 0, src, w.n)
+			c.aluRI(true, 0, dst, w.n)
+		}
+		c.patch(skip, len(c.b))
+	}
+	c.movRI(xDI, int64(regionCtx<<32))
+}
