@@ -117,3 +117,45 @@ func (c *amd64Compiler) copyBytes(dst, src uint8) {
 	}
 	c.movRI(xDI, int64(regionCtx<<32))
 }
+
+// zeroGrowth zeroes the bytes from the frame's data_end (of the Frame in
+// S2) to the new end in RAX when the new end is past it, as adjustTail
+// clears them: 8 at a time, then 4, 2 and 1. The address runs in RDI,
+// which holds r1 = the context (frameArg checked it) and gets it back; S1
+// is clobbered.
+func (c *amd64Compiler) zeroGrowth() {
+	c.aluRR(true, 0x89, xS1, xAX)
+	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offDataEnd}, false) // sub: the growth
+	none := c.jcc(ccLE)
+	c.ldq(xDI, xCtx, offPktBuf)
+	c.rm(false, true, []byte{0x03}, xDI, xmem{base: xS2, index: -1, disp: offDataEnd}, false) // add
+	at := xmem{base: xDI, index: -1}
+	loop := len(c.b)
+	c.aluRI(true, 7, xS1, 8)
+	short := c.jcc(ccB)
+	c.rm(false, true, []byte{0xc7}, 0, at, false) // mov qword [rdi], 0
+	c.imm32(0)
+	c.aluRI(true, 0, xDI, 8)
+	c.aluRI(true, 5, xS1, 8)
+	c.patch(c.jmp(), loop)
+	c.patch(short, len(c.b))
+	for _, w := range []int32{4, 2, 1} {
+		c.testRI(false, xS1, w)
+		skip := c.jcc(ccE)
+		switch w {
+		case 4:
+			c.rm(false, false, []byte{0xc7}, 0, at, false) // mov dword [rdi], 0
+			c.imm32(0)
+		case 2:
+			c.rm(true, false, []byte{0xc7}, 0, at, false) // mov word [rdi], 0
+			c.byte1(0, 0)
+		case 1:
+			c.rm(false, false, []byte{0xc6}, 0, at, false) // mov byte [rdi], 0
+			c.byte1(0)
+		}
+		c.aluRI(true, 0, xDI, w)
+		c.patch(skip, len(c.b))
+	}
+	c.movRI(xDI, int64(regionCtx<<32))
+	c.patch(none, len(c.b))
+}

@@ -245,15 +245,13 @@ func (c *amd64Compiler) adjustMeta(pc int) {
 	c.errnoTail(fails)
 }
 
-// adjustTail is bpf_xdp_adjust_tail (adjustTail) for a tail that shrinks
-// or stays (growing zeroes the new bytes: the slow path): data_end + delta
-// must stay at most the buffer's end less the skb_shared_info and leave
-// ETH_HLEN bytes past data, else -EINVAL.
+// adjustTail is bpf_xdp_adjust_tail (adjustTail): data_end + delta must
+// stay at most the buffer's end less the skb_shared_info and leave
+// ETH_HLEN bytes past data, else -EINVAL; the bytes a growth adds are
+// zeroed (zeroGrowth, jit_amd64_bytes.go).
 func (c *amd64Compiler) adjustTail(pc int) {
 	c.frameArg(pc)
 	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
-	c.aluRR(true, 0x85, xAX, xAX)
-	c.slowIf(ccG, pc) // growth
 	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offDataEnd}, false)
 	fails := map[syscall.Errno][]int{}
 	c.ldq(xS1, xS2, offBufLen)
@@ -264,6 +262,7 @@ func (c *amd64Compiler) adjustTail(pc int) {
 	c.aluRI(true, 0, xS1, ethHlen)
 	c.aluRR(true, 0x39, xAX, xS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.zeroGrowth()
 	c.stq(xAX, xS2, offDataEnd)
 	c.stq(xAX, xCtx, offPktHi)
 	c.stq(xAX, xCtx, offPktWhi)
