@@ -553,6 +553,9 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 // check.
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
 	rg := c.proven[pc]
+	if rg == 0 && c.stackAccess(bpfBase, off, n) { // jit_arm64_stack.go
+		return
+	}
 	if rg == 0 {
 		c.check(pc, bpfBase, off, n, write)
 		return

@@ -116,14 +116,12 @@ func (c *arm64Compiler) adjustMeta(pc int) {
 	c.errnoTail(fails)
 }
 
-// adjustTail is bpf_xdp_adjust_tail for a tail that shrinks or stays
-// (growth zeroes: the slow path): data_end + delta at most the buffer's
-// end less the skb_shared_info and ETH_HLEN bytes past data, else -EINVAL.
+// adjustTail is bpf_xdp_adjust_tail: data_end + delta at most the
+// buffer's end less the skb_shared_info and ETH_HLEN bytes past data, else
+// -EINVAL; the bytes a growth adds are zeroed.
 func (c *arm64Compiler) adjustTail(pc int) {
 	c.frameArg(pc)
 	c.deltaArg()
-	c.cmp(aS4, aZR)
-	c.slowIf(aGT, pc) // growth
 	c.ldr(aS1, aS2, offDataEnd)
 	c.rrr(a64Add, aS4, aS4, aS1)
 	fails := map[syscall.Errno][]a64Fixup{}
@@ -135,6 +133,7 @@ func (c *arm64Compiler) adjustTail(pc int) {
 	c.w(a64Imm12(a64AddImm, aS1, aS1, ethHlen))
 	c.cmp(aS4, aS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.branch(aLT))
+	c.zeroGrowth()
 	c.str(aS4, aS2, offDataEnd)
 	c.str(aS4, aCtx, offPktHi)
 	c.str(aS4, aCtx, offPktWhi)
@@ -230,4 +229,36 @@ func (c *arm64Compiler) copyBytes(dst, src uint32) {
 		c.w(a64Imm12(a64AddImm, aS1, aS1, uint32(m.n)))
 		c.patch(skip, len(c.b))
 	}
+}
+
+// zeroGrowth zeroes the bytes from the data_end of the Frame in X10 to the
+// new end in X12 when that is past it, as adjustTail clears them: 8 at a
+// time, then 4, 2 and 1; X9, X11 and X14 are clobbered.
+func (c *arm64Compiler) zeroGrowth() {
+	c.ldr(aS1, aS2, offDataEnd)
+	c.rrr(a64Subs, aS6, aS4, aS1) // the growth
+	none := c.branch(aLE)
+	c.ldr(aS3, aCtx, offPktBuf)
+	c.ldr(aS1, aS2, offDataEnd)
+	c.rrr(a64Add, aS3, aS3, aS1) // X11 = the old end's address
+	c.movImm(aS1, 0)             // the index
+	loop := len(c.b)
+	c.w(a64Imm12(a64SubsImm, aZR, aS6, 8))
+	short := c.branchShort(aLO)
+	c.rrr(a64StrX, aZR, aS3, aS1)
+	c.w(a64Imm12(a64AddImm, aS1, aS1, 8))
+	c.subImm(aS6, aS6, 8)
+	c.patch(c.branch(aAL), loop)
+	c.patch(short, len(c.b))
+	for _, m := range []struct {
+		n     int32
+		store uint32
+	}{{4, a64StrW}, {2, a64Strh}, {1, a64Strb}} {
+		c.tstBit(aS6, m.n)
+		skip := c.branchShort(aEQ)
+		c.rrr(m.store, aZR, aS3, aS1)
+		c.w(a64Imm12(a64AddImm, aS1, aS1, uint32(m.n)))
+		c.patch(skip, len(c.b))
+	}
+	c.patch(none, len(c.b))
 }
