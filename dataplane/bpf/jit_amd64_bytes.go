@@ -61,11 +61,7 @@ func (c *amd64Compiler) bytesBuf(pc int, write bool) {
 	c.shiftI(true, 5, xS1, 32) // the region number
 	c.aluRI(true, 7, xS1, regionPacket)
 	c.slowIf(ccE, pc)
-	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsLen), false)
-	c.slowIf(ccAE, pc)
-	c.rr(false, true, []byte{0x69}, xS1, xS1, false) // imul: the entry's offset
-	c.imm32(regionSize)
-	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false)
+	c.tableEntry(pc)
 	field := func(off int32) xmem { return xmem{base: xS1, index: -1, disp: off} }
 	c.aluRR(false, 0x89, xS2, xDX) // the offset: low 32 bits
 	c.rm(false, true, []byte{0x3b}, xS2, field(offRegionLo), false)
@@ -76,6 +72,17 @@ func (c *amd64Compiler) bytesBuf(pc int, write bool) {
 	c.slowIf(ccA, pc)
 	c.rm(false, true, []byte{0x03}, xS2, field(offRegionBuf), false)
 	c.rm(false, true, []byte{0x89}, xS2, hsMem(1), false)
+}
+
+// tableEntry turns the region number in S1 into the address of its entry
+// in the Runner's region table, or leaves for the slow path at pc when the
+// table has no such entry.
+func (c *amd64Compiler) tableEntry(pc int) {
+	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsLen), false)
+	c.slowIf(ccAE, pc)
+	c.rr(false, true, []byte{0x69}, xS1, xS1, false) // imul: the entry's offset
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false)
 }
 
 // copyBytes copies ECX bytes (1 to 0xffff) from src to dst, which do not

@@ -185,13 +185,8 @@ func (c *arm64Compiler) bytesBuf(pc int, write bool) {
 	c.bfm(a64Ubfm, aS1, 3, 32, 63) // lsr x9, x3, #32: the region number
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionPacket)))
 	c.slowIf(aEQ, pc)
-	c.ldr(aS3, aCtx, offRegionsLen)
-	c.cmp(aS1, aS3)
-	c.slowIf(aHS, pc)
-	c.ldr(aS3, aCtx, offRegions)
-	c.movImm(aS4, uint64(regionSize))
-	c.w(a64Msub3(a64Madd, aS1, aS1, aS4, aS3)) // x9 = x9*size + table
-	c.rrr(a64Orr&^a64W, aS2, aZR, 3)           // the offset: low 32 bits
+	c.tableEntry(pc)
+	c.rrr(a64Orr&^a64W, aS2, aZR, 3) // the offset: low 32 bits
 	c.ldr(aS3, aS1, offRegionLo)
 	c.cmp(aS2, aS3)
 	c.slowIf(aLO, pc)
@@ -201,6 +196,18 @@ func (c *arm64Compiler) bytesBuf(pc int, write bool) {
 	c.slowIf(aHI, pc)
 	c.ldr(aS3, aS1, offRegionBuf)
 	c.rrr(a64Add, aS2, aS2, aS3)
+}
+
+// tableEntry turns the region number in X9 into the address of its entry
+// in the Runner's region table, or leaves for the slow path at pc when the
+// table has no such entry; X11 and X12 are clobbered.
+func (c *arm64Compiler) tableEntry(pc int) {
+	c.ldr(aS3, aCtx, offRegionsLen)
+	c.cmp(aS1, aS3)
+	c.slowIf(aHS, pc)
+	c.ldr(aS3, aCtx, offRegions)
+	c.movImm(aS4, uint64(regionSize))
+	c.w(a64Msub3(a64Madd, aS1, aS1, aS4, aS3)) // x9 = x9*size + table
 }
 
 // copyBytes copies W4 bytes (1 to 0xffff) from src to dst, which do not
