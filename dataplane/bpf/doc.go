@@ -174,8 +174,8 @@
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to
-// Go); bpf_xdp_adjust_head (a frame without metadata), _meta and _tail
-// (a growth zeroed), which move the Frame's offsets in place;
+// Go); bpf_xdp_adjust_head (the metadata moved with data), _meta and
+// _tail (a growth zeroed), which move the Frame's offsets in place;
 // bpf_xdp_load_bytes and _store_bytes with a buffer outside the packet
 // (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
 // bpf_get_prandom_u32

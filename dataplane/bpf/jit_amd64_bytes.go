@@ -166,3 +166,43 @@ func (c *amd64Compiler) zeroGrowth() {
 	c.movRI(xDI, int64(regionCtx<<32))
 	c.patch(none, len(c.b))
 }
+
+// moveMeta moves the metadata of the Frame in S2 by delta (r2's low 32
+// bits, signed) as adjustHead's copy does, one byte at a time, upwards
+// from the first byte when it moves down and from the last when it moves
+// up (the two ranges may overlap). RAX, RSI and RDI are restored (RDI is
+// r1 = the context, which frameArg checked); S1 is clobbered.
+func (c *amd64Compiler) moveMeta() {
+	c.ldq(xS1, xS2, offData)
+	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false) // metalen
+	none := c.jcc(ccE)
+	c.rm(false, true, []byte{0x89}, xAX, hsMem(0), false)
+	c.rm(false, true, []byte{0x89}, xSI, hsMem(1), false)
+	c.ldq(xDI, xCtx, offPktBuf)
+	c.rm(false, true, []byte{0x03}, xDI, xmem{base: xS2, index: -1, disp: offDataMeta}, false) // add: the first byte
+	c.rr(false, true, []byte{0x63}, xSI, xSI, false)                                           // movsxd: delta
+	src := xmem{base: xDI, index: -1}
+	dst := xmem{base: xDI, index: int8(xSI)}
+	c.aluRR(true, 0x85, xSI, xSI)
+	up := c.jcc(ccG)
+	down := len(c.b)
+	c.rm(false, false, []byte{0x0f, 0xb6}, xAX, src, false) // movzx eax, byte
+	c.rm(false, false, []byte{0x88}, xAX, dst, false)
+	c.aluRI(true, 0, xDI, 1)
+	c.aluRI(true, 5, xS1, 1)
+	c.patch(c.jcc(ccNE), down)
+	done := c.jmp()
+	c.patch(up, len(c.b))
+	c.aluRR(true, 0x01, xDI, xS1)
+	loop := len(c.b)
+	c.aluRI(true, 5, xDI, 1)
+	c.rm(false, false, []byte{0x0f, 0xb6}, xAX, src, false)
+	c.rm(false, false, []byte{0x88}, xAX, dst, false)
+	c.aluRI(true, 5, xS1, 1)
+	c.patch(c.jcc(ccNE), loop)
+	c.patch(done, len(c.b))
+	c.rm(false, true, []byte{0x8b}, xAX, hsMem(0), false)
+	c.rm(false, true, []byte{0x8b}, xSI, hsMem(1), false)
+	c.movRI(xDI, int64(regionCtx<<32))
+	c.patch(none, len(c.b))
+}

@@ -69,28 +69,65 @@ func (c *arm64Compiler) errnoTail(fails map[syscall.Errno][]a64Fixup) {
 // deltaArg leaves r2's low 32 bits, sign-extended, in X12.
 func (c *arm64Compiler) deltaArg() { c.bfm(a64Sbfm, aS4, 2, 0, 31) }
 
-// adjustHead is bpf_xdp_adjust_head for a frame without metadata: data +
-// delta at or past the xdp_frame and ETH_HLEN bytes before data_end, else
-// -EINVAL; data and data_meta move together.
+// adjustHead is bpf_xdp_adjust_head: data + delta must leave the metadata
+// past the xdp_frame and ETH_HLEN bytes before data_end, else -EINVAL; the
+// metadata moves with data (moveMeta).
 func (c *arm64Compiler) adjustHead(pc int) {
 	c.frameArg(pc)
-	c.ldr(aS1, aS2, offData)
-	c.cmpField(aS2, offDataMeta, aS1)
-	c.slowIf(aNE, pc) // metadata to move
 	c.deltaArg()
-	c.rrr(a64Add, aS4, aS4, aS1)
+	c.ldr(aS1, aS2, offData)
+	c.ldr(aS3, aS2, offDataMeta)
+	c.rrr(a64Sub, aS6, aS1, aS3) // metalen
+	c.rrr(a64Add, aS1, aS1, aS4) // the new data
 	fails := map[syscall.Errno][]a64Fixup{}
-	c.w(a64Imm12(a64SubsImm, aZR, aS4, xdpFrameSize))
+	c.w(a64Imm12(a64AddImm, aS3, aS6, xdpFrameSize))
+	c.cmp(aS1, aS3)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.branch(aLT))
 	c.ldr(aS3, aS2, offDataEnd)
 	c.subImm(aS3, aS3, ethHlen)
-	c.cmp(aS4, aS3)
+	c.cmp(aS1, aS3)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.branch(aGT))
-	c.str(aS4, aS2, offData)
-	c.str(aS4, aS2, offDataMeta)
-	c.str(aS4, aCtx, offPktLo)
+	c.moveMeta()
+	c.ldr(aS3, aS2, offData)
+	c.ldr(aS6, aS2, offDataMeta)
+	c.rrr(a64Sub, aS3, aS3, aS6)
+	c.rrr(a64Sub, aS3, aS1, aS3) // the new data_meta
+	c.str(aS1, aS2, offData)
+	c.str(aS3, aS2, offDataMeta)
+	c.str(aS3, aCtx, offPktLo)
 	c.movImm(0, 0)
 	c.errnoTail(fails)
+}
+
+// moveMeta moves the X14 bytes of metadata of the Frame in X10 by X12 as
+// adjustHead's copy does, one byte at a time, upwards from the first byte
+// when they move down and from the last when they move up (the ranges may
+// overlap); X11, X13 and X14 are clobbered.
+func (c *arm64Compiler) moveMeta() {
+	c.cmp(aS6, aZR)
+	none := c.branch(aEQ)
+	c.ldr(aS3, aCtx, offPktBuf)
+	c.ldr(aS5, aS2, offDataMeta)
+	c.rrr(a64Add, aS3, aS3, aS5) // the first byte
+	c.cmp(aS4, aZR)
+	up := c.branchShort(aGT)
+	down := len(c.b)
+	c.rrr(a64Ldrb, aS5, aS3, aZR)
+	c.rrr(a64Strb, aS5, aS3, aS4)
+	c.w(a64Imm12(a64AddImm, aS3, aS3, 1))
+	c.w(a64Imm12(a64SubsImm, aS6, aS6, 1))
+	c.patch(c.branchShort(aNE), down)
+	done := c.branch(aAL)
+	c.patch(up, len(c.b))
+	c.rrr(a64Add, aS3, aS3, aS6)
+	loop := len(c.b)
+	c.subImm(aS3, aS3, 1)
+	c.rrr(a64Ldrb, aS5, aS3, aZR)
+	c.rrr(a64Strb, aS5, aS3, aS4)
+	c.w(a64Imm12(a64SubsImm, aS6, aS6, 1))
+	c.patch(c.branchShort(aNE), loop)
+	c.patch(done, len(c.b))
+	c.patch(none, len(c.b))
 }
 
 // adjustMeta is bpf_xdp_adjust_meta: data_meta + delta at or past the

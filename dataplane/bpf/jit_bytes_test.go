@@ -190,3 +190,44 @@ func bytesHelperProg(t *testing.T, insns asm.Instructions, e Engine) *Program {
 	}
 	return p
 }
+
+// FuzzJITXdpBytes: either helper (chosen by the input) with an offset,
+// length and buffer chosen by the input, on a frame shaped by it, gives
+// what the interpreter's gives: result, fault, frame, stack.
+func FuzzJITXdpBytes(f *testing.F) {
+	needJIT(f)
+	f.Add(false, uint32(0), uint32(4), uint32(60), uint16(64), uint16(2048), uint16(256), uint8(0))
+	f.Add(true, uint32(58), uint32(2), uint32(62), uint16(60), uint16(512), uint16(40), uint8(8))
+	f.Add(false, uint32(0xfffe), uint32(3), uint32(0x200), uint16(1500), uint16(4096), uint16(256), uint8(4))
+	progs := map[bool][2]*Program{}
+	f.Fuzz(func(t *testing.T, store bool, off, size, sel uint32, n, bufSize, headroom uint16, metalen uint8) {
+		ps, ok := progs[store]
+		if !ok {
+			id := asm.FnXdpLoadBytes
+			if store {
+				id = asm.FnXdpStoreBytes
+			}
+			insns := bytesProg(id)
+			ps = [2]*Program{bytesHelperProg(t, insns, EngineInterp), bytesHelperProg(t, insns, EngineJIT)}
+			progs[store] = ps
+		}
+		bs := int(bufSize)%4096 + 64
+		hr := int(headroom) % bs
+		ml := min(int(metalen)%64, hr)
+		ln := min(int(n), bs-hr)
+		if ln < 12 {
+			return
+		}
+		f0 := bytesFrame(off, size, sel%0x300, ln, bs, hr, ml)
+		fi, fj := cloneFrame(f0), cloneFrame(f0)
+		ri, rj := NewRunner(0), NewRunner(0)
+		vi, oki := ri.RunFrame(ps[0], &fi)
+		vj, okj := rj.RunFrame(ps[1], &fj)
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("interpreter %#x %v (%v), JIT %#x %v (%v)", vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+		if !bytes.Equal(fi.Buf, fj.Buf) {
+			t.Fatal("the frames differ")
+		}
+	})
+}
