@@ -248,36 +248,44 @@ func (c *arm64Compiler) tableEntry(pc int) {
 }
 
 // copyBytes copies W4 bytes (1 to 0xffff) from src to dst, which do not
-// overlap: 8 at a time, then 4, 2 and 1 as the rest has them; X9, X12 and
-// X14 are clobbered.
+// overlap (eachChunk); X9, X12 and X14 are clobbered.
 func (c *arm64Compiler) copyBytes(dst, src uint32) {
-	c.movImm(aS1, 0)                 // the index
 	c.rrr(a64Orr&^a64W, aS4, aZR, 4) // what is left
+	c.eachChunk(aS4, func(load, store uint32) {
+		c.rrr(load, aS6, src, aS1)
+		c.rrr(store, aS6, dst, aS1)
+	})
+}
+
+// eachChunk emits a walk over the count bytes in register count (which it
+// runs down) with their index in X9 from 0: 8 at a time, then 4, 2 and 1
+// as the rest has them, body emitting each chunk with the load and store
+// (register offset) of its width.
+func (c *arm64Compiler) eachChunk(count uint32, body func(load, store uint32)) {
+	c.movImm(aS1, 0)
 	loop := len(c.b)
-	c.w(a64Imm12(a64SubsImm, aZR, aS4, 8))
+	c.w(a64Imm12(a64SubsImm, aZR, count, 8))
 	short := c.branchShort(aLO)
-	c.rrr(a64LdrX, aS6, src, aS1)
-	c.rrr(a64StrX, aS6, dst, aS1)
+	body(a64LdrX, a64StrX)
 	c.w(a64Imm12(a64AddImm, aS1, aS1, 8))
-	c.subImm(aS4, aS4, 8)
+	c.subImm(count, count, 8)
 	c.patch(c.branch(aAL), loop)
 	c.patch(short, len(c.b))
 	for _, m := range []struct {
 		n           int32
 		load, store uint32
 	}{{4, a64LdrW, a64StrW}, {2, a64Ldrh, a64Strh}, {1, a64Ldrb, a64Strb}} {
-		c.tstBit(aS4, m.n)
+		c.tstBit(count, m.n)
 		skip := c.branchShort(aEQ)
-		c.rrr(m.load, aS6, src, aS1)
-		c.rrr(m.store, aS6, dst, aS1)
+		body(m.load, m.store)
 		c.w(a64Imm12(a64AddImm, aS1, aS1, uint32(m.n)))
 		c.patch(skip, len(c.b))
 	}
 }
 
 // zeroGrowth zeroes the bytes from the data_end of the Frame in X10 to the
-// new end in X12 when that is past it, as adjustTail clears them: 8 at a
-// time, then 4, 2 and 1; X9, X11 and X14 are clobbered.
+// new end in X12 when that is past it, as adjustTail clears them
+// (eachChunk); X9, X11 and X14 are clobbered.
 func (c *arm64Compiler) zeroGrowth() {
 	c.ldr(aS1, aS2, offDataEnd)
 	c.rrr(a64Subs, aS6, aS4, aS1) // the growth
@@ -285,24 +293,6 @@ func (c *arm64Compiler) zeroGrowth() {
 	c.ldr(aS3, aCtx, offPktBuf)
 	c.ldr(aS1, aS2, offDataEnd)
 	c.rrr(a64Add, aS3, aS3, aS1) // X11 = the old end's address
-	c.movImm(aS1, 0)             // the index
-	loop := len(c.b)
-	c.w(a64Imm12(a64SubsImm, aZR, aS6, 8))
-	short := c.branchShort(aLO)
-	c.rrr(a64StrX, aZR, aS3, aS1)
-	c.w(a64Imm12(a64AddImm, aS1, aS1, 8))
-	c.subImm(aS6, aS6, 8)
-	c.patch(c.branch(aAL), loop)
-	c.patch(short, len(c.b))
-	for _, m := range []struct {
-		n     int32
-		store uint32
-	}{{4, a64StrW}, {2, a64Strh}, {1, a64Strb}} {
-		c.tstBit(aS6, m.n)
-		skip := c.branchShort(aEQ)
-		c.rrr(m.store, aZR, aS3, aS1)
-		c.w(a64Imm12(a64AddImm, aS1, aS1, uint32(m.n)))
-		c.patch(skip, len(c.b))
-	}
+	c.eachChunk(aS6, func(_, store uint32) { c.rrr(store, aZR, aS3, aS1) })
 	c.patch(none, len(c.b))
 }
