@@ -142,7 +142,9 @@
 // length, lo <= offset, offset+size <= hi, or whi for stores), exactly as
 // the interpreter's fast path, inline for the region guessed (the stack
 // through r10, else the packet) and out of line for the others, unless the
-// range analysis below proved it; backward jumps charge the instruction
+// range analysis below proved it; an access through r10 itself has no
+// check, since the loader keeps it in the 512-byte frame below r10, which
+// is never written (stackProven); backward jumps charge the instruction
 // budget by the same amounts, so a budget fault names the same slot;
 // division and modulo give the interpreter's results for a zero divisor and
 // INT_MIN / -1 (amd64 branches around DIV, arm64's UDIV/SDIV never trap);
@@ -170,7 +172,10 @@
 // programs over 16384 instructions or without a fixpoint in time. Proofs
 // about packet pointers rest on the specialised context loads reading a
 // frame: a bare run (RunRaw, no frame) of a program with proofs runs in the
-// interpreter (Runner.code).
+// interpreter (Runner.code). A proven packet access right after another
+// through the same register, with nothing between them that uses a scratch
+// register, leaves for Go or writes the register, reuses the buffer's
+// address (and on amd64 the offset) the first one loaded (pktReuse).
 //
 // Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
 // loaded with the map in a straight line before the call (mapAt), runs in
@@ -186,9 +191,11 @@
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to
-// Go); bpf_xdp_adjust_head (a frame without metadata), _meta and _tail (a
-// tail that shrinks or stays), which move the Frame's offsets in place;
-// bpf_xdp_get_buff_len, bpf_get_smp_processor_id and bpf_get_prandom_u32
+// Go); bpf_xdp_adjust_head (the metadata moved with data), _meta and
+// _tail (a growth zeroed), which move the Frame's offsets in place;
+// bpf_xdp_load_bytes and _store_bytes with a buffer outside the packet
+// (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
+// bpf_get_prandom_u32
 // (the Runner's xorshift state); bpf_map_lookup_elem on a preallocated
 // hash map of any of the four hash types with keys of up to 16 bytes
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
@@ -197,7 +204,9 @@
 // an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
 // bpf_csum_diff on buffers of up to 60 bytes (jit_amd64_csum.go: x86-64
 // csum_partial's exact grouping, folded as the running kernel does), these
-// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go); lookups in
+// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go), as are the
+// frame helpers (adjust_*, get_buff_len, load/store_bytes:
+// jit_arm64_bytes.go); lookups in
 // maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
 // mim_desc_unsafe.go: the outer lookup of an array of maps reads the
 // slot's id, stored by Go with one atomic 32-bit store, that of a hash of

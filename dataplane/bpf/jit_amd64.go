@@ -673,9 +673,15 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
 	rg := c.proven[pc]
 	if rg == 0 {
+		if m, ok := c.stackAccess(bpfBase, off, n); ok {
+			return m // jit_amd64_stack.go
+		}
 		return c.check(pc, bpfBase, off, n, write)
 	}
 	c.nproven++
+	if rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase) {
+		return xmem{base: xS2, index: xS1, disp: off} // jit_pktreuse.go
+	}
 	if rg != regionPacket {
 		c.movRI(xS1, int64(uintptrOf(c.env.coll)))
 		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)

@@ -77,11 +77,7 @@ func (c *amd64Compiler) memArg(pc int, ptr, size uint8, slot int32) {
 	c.boundsCheck(pc, ptr, size, field)
 	store := c.jmp()
 	c.patch(table, len(c.b))
-	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsLen), false)
-	c.slowIf(ccAE, pc)
-	c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-	c.imm32(regionSize)
-	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false)
+	c.tableEntry(pc) // jit_amd64_bytes.go
 	c.boundsCheck(pc, ptr, size, func(off int32) xmem { return xmem{base: xS1, index: -1, disp: off} })
 	c.patch(store, len(c.b))
 	c.rm(false, true, []byte{0x89}, xS2, hsMem(slot), false)

@@ -62,6 +62,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.prandom()
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_amd64_csum.go
+	case helperXdpLoadBytes, helperXdpStoreBytes:
+		c.xdpBytes(pc, int32(c.plain[pc].imm) == helperXdpStoreBytes) // jit_amd64_bytes.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)
@@ -196,27 +198,31 @@ func (c *amd64Compiler) errnoTail(fails map[syscall.Errno][]int) {
 	}
 }
 
-// adjustHead is bpf_xdp_adjust_head (adjustHead) for a frame without
-// metadata (with some, the slow path moves it): data + delta (r2, 32-bit
-// signed) must stay at or past the xdp_frame and leave ETH_HLEN bytes,
-// else -EINVAL; data and data_meta move together.
+// adjustHead is bpf_xdp_adjust_head (adjustHead): data + delta (r2, 32-bit
+// signed) must leave the metadata past the xdp_frame and ETH_HLEN bytes
+// before data_end, else -EINVAL; the metadata moves with data (moveMeta,
+// jit_amd64_bytes.go).
 func (c *amd64Compiler) adjustHead(pc int) {
 	c.frameArg(pc)
-	c.ldq(xS1, xS2, offData)
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false)
-	c.slowIf(ccNE, pc)                               // metadata to move
 	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
-	c.aluRR(true, 0x01, xAX, xS1)                    // data + delta
+	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offData}, false)
+	c.ldq(xS1, xS2, offData)
+	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false) // metalen
+	c.aluRI(true, 0, xS1, xdpFrameSize)
 	fails := map[syscall.Errno][]int{}
-	c.aluRI(true, 7, xAX, xdpFrameSize)
+	c.aluRR(true, 0x39, xAX, xS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
 	c.ldq(xS1, xS2, offDataEnd)
 	c.aluRI(true, 5, xS1, ethHlen)
 	c.aluRR(true, 0x39, xAX, xS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
+	c.moveMeta()
+	c.ldq(xS1, xS2, offDataMeta)
+	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offData}, false)
+	c.aluRR(true, 0x01, xS1, xAX) // the new data_meta
 	c.stq(xAX, xS2, offData)
-	c.stq(xAX, xS2, offDataMeta)
-	c.stq(xAX, xCtx, offPktLo)
+	c.stq(xS1, xS2, offDataMeta)
+	c.stq(xS1, xCtx, offPktLo)
 	c.aluRR(false, 0x31, xAX, xAX)
 	c.errnoTail(fails)
 }
@@ -243,15 +249,13 @@ func (c *amd64Compiler) adjustMeta(pc int) {
 	c.errnoTail(fails)
 }
 
-// adjustTail is bpf_xdp_adjust_tail (adjustTail) for a tail that shrinks
-// or stays (growing zeroes the new bytes: the slow path): data_end + delta
-// must stay at most the buffer's end less the skb_shared_info and leave
-// ETH_HLEN bytes past data, else -EINVAL.
+// adjustTail is bpf_xdp_adjust_tail (adjustTail): data_end + delta must
+// stay at most the buffer's end less the skb_shared_info and leave
+// ETH_HLEN bytes past data, else -EINVAL; the bytes a growth adds are
+// zeroed (zeroGrowth, jit_amd64_bytes.go).
 func (c *amd64Compiler) adjustTail(pc int) {
 	c.frameArg(pc)
 	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
-	c.aluRR(true, 0x85, xAX, xAX)
-	c.slowIf(ccG, pc) // growth
 	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offDataEnd}, false)
 	fails := map[syscall.Errno][]int{}
 	c.ldq(xS1, xS2, offBufLen)
@@ -262,6 +266,7 @@ func (c *amd64Compiler) adjustTail(pc int) {
 	c.aluRI(true, 0, xS1, ethHlen)
 	c.aluRR(true, 0x39, xAX, xS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.zeroGrowth()
 	c.stq(xAX, xS2, offDataEnd)
 	c.stq(xAX, xCtx, offPktHi)
 	c.stq(xAX, xCtx, offPktWhi)

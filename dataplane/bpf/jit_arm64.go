@@ -553,6 +553,9 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 // check.
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
 	rg := c.proven[pc]
+	if rg == 0 && c.stackAccess(bpfBase, off, n) { // jit_arm64_stack.go
+		return
+	}
 	if rg == 0 {
 		c.check(pc, bpfBase, off, n, write)
 		return
@@ -564,9 +567,12 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		c.cmpField(aCtx, offColl, aS1)
 		c.slowIf(aNE, pc)
 	}
-	if rg == regionPacket {
+	switch {
+	case rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase):
+		// X10 still holds the buffer (jit_pktreuse.go).
+	case rg == regionPacket:
 		c.ldr(aS2, aCtx, offPktBuf)
-	} else {
+	default:
 		c.ldr(aS2, aCtx, offRegions)
 		c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)
 	}

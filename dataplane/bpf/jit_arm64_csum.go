@@ -66,12 +66,7 @@ func (c *arm64Compiler) memArg(pc int, ptr, size uint32, slot int32) {
 	c.boundsCheck(pc, ptr, size, aCtx, pktField)
 	store := c.branch(aAL)
 	c.patch(table, len(c.b))
-	c.ldr(aS3, aCtx, offRegionsLen)
-	c.cmp(aS1, aS3)
-	c.slowIf(aHS, pc)
-	c.ldr(aS3, aCtx, offRegions)
-	c.movImm(aS4, uint64(regionSize))
-	c.w(a64Msub3(a64Madd, aS1, aS1, aS4, aS3)) // x9 = x9*size + table
+	c.tableEntry(pc) // jit_arm64_bytes.go
 	c.boundsCheck(pc, ptr, size, aS1, func(off int32) int32 { return off })
 	c.patch(store, len(c.b))
 	c.str(aS2, aCtx, offHS+8*slot)

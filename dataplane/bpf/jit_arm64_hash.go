@@ -31,7 +31,7 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		c.csumDiff(pc) // jit_arm64_csum.go
 		return true
 	}
-	return false
+	return c.frameHelper(pc) // jit_arm64_bytes.go
 }
 
 // hashAt is the native lookup for the helper call at pc, when it is
