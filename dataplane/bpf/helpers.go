@@ -11,8 +11,12 @@ import (
 
 // Kernel constants the helpers use.
 const (
-	ethHlen          = 14  // ETH_HLEN
-	xdpFrameSize     = 40  // sizeof(struct xdp_frame): adjust_head/meta floor
+	ethHlen      = 14 // ETH_HLEN
+	xdpFrameSize = 40 // sizeof(struct xdp_frame): adjust_head/meta floor
+	// xdpMetaMax is the longest metadata bpf_xdp_adjust_meta allows:
+	// include/net/xdp.h xdp_metalen_invalid, the largest value of
+	// skb_shared_info's u8 meta_len (older kernels allowed 32).
+	xdpMetaMax       = 255
 	skbSharedInfo    = 320 // SKB_DATA_ALIGN(sizeof(struct skb_shared_info)), x86-64 and arm64
 	csumDiffMax      = 512 // sizeof(bpf_csum_diff's scratch buffer)
 	loopMax          = 1 << 23
@@ -277,7 +281,7 @@ func (r *Runner) adjustMeta(p *Program, pc int, reg *[16]uint64) uint64 {
 	if meta < xdpFrameSize || meta > int64(f.Data) {
 		return errno(syscall.EINVAL)
 	}
-	if (int64(f.Data)-meta)&3 != 0 {
+	if metaLen := int64(f.Data) - meta; metaLen&3 != 0 || metaLen > xdpMetaMax {
 		return errno(syscall.EACCES)
 	}
 	f.DataMeta = int(meta)

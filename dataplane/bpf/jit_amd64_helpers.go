@@ -243,6 +243,8 @@ func (c *amd64Compiler) adjustMeta(pc int) {
 	c.aluRR(true, 0x29, xS1, xAX)
 	c.testRI(false, xS1, 3)
 	fails[syscall.EACCES] = append(fails[syscall.EACCES], c.jcc(ccNE))
+	c.aluRI(true, 7, xS1, xdpMetaMax)
+	fails[syscall.EACCES] = append(fails[syscall.EACCES], c.jcc(ccA))
 	c.stq(xAX, xS2, offDataMeta)
 	c.stq(xAX, xCtx, offPktLo)
 	c.aluRR(false, 0x31, xAX, xAX)

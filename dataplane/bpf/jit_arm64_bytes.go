@@ -147,6 +147,8 @@ func (c *arm64Compiler) adjustMeta(pc int) {
 	c.rrr(a64Sub, aS3, aS1, aS4)
 	c.w(a64BFM(a64AndsImm&^a64W, aZR, aS3, 0, 1)) // tst w11, #3
 	fails[syscall.EACCES] = append(fails[syscall.EACCES], c.branch(aNE))
+	c.w(a64Imm12(a64SubsImm, aZR, aS3, xdpMetaMax))
+	fails[syscall.EACCES] = append(fails[syscall.EACCES], c.branch(aHI))
 	c.str(aS4, aS2, offDataMeta)
 	c.str(aS4, aCtx, offPktLo)
 	c.movImm(0, 0)

@@ -128,6 +128,13 @@ func helperCases(rng *rand.Rand) []Frame {
 			fs = append(fs, helperFrame(int32(size-skbSharedInfo-(256+200))+d, 0, 200, size, 256, 0))
 		}
 	}
+	// adjust_meta's length cap (255, so 252 with the alignment), reached
+	// only with more headroom than the kernel's 256.
+	for _, d := range []int32{-248, -252, -256, -260} {
+		for _, metalen := range []int{0, 4} {
+			fs = append(fs, helperFrame(d, d, 60, 2048, 512, metalen))
+		}
+	}
 	for k := int32(-1); k < 6; k++ {
 		for _, fl := range []int32{0, 1, 2, 3, 4, 8, 16, 24, 32, 1 << 20, -1} {
 			fs = append(fs, helperFrame(k, fl, 60, 2048, 256, 0))

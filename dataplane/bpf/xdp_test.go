@@ -84,6 +84,21 @@ func TestAdjustLimits(t *testing.T) {
 			}
 		}
 	}
+	// More headroom than the kernel's 256: the metadata's own cap, 255
+	// bytes (include/net/xdp.h xdp_metalen_invalid), so 252 with the
+	// alignment.
+	for _, tc := range []struct {
+		delta int32
+		want  uint32
+	}{{-252, 0}, {-256, eACCES}, {-260, eACCES}} {
+		f := newFrame(udpFrame(1))
+		f.Buf = append(make([]byte, 256), f.Buf...)
+		f.DataMeta, f.Data, f.DataEnd = f.DataMeta+256, f.Data+256, f.DataEnd+256
+		got, ok, r := runXDP(t, helperCall(helperXdpAdjustMeta, tc.delta), f)
+		if !ok || got != tc.want {
+			t.Errorf("meta %d with 512 bytes of headroom: %d ok %v (%v), want %d", -tc.delta, int32(got), ok, r.Fault(), int32(tc.want))
+		}
+	}
 	// Metadata moves with adjust_head.
 	f := newFrame(udpFrame(1))
 	_, ok, r := runXDP(t, asmProg(
