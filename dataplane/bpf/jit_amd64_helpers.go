@@ -62,6 +62,10 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.prandom()
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_amd64_csum.go
+	case helperSpinLock:
+		c.spinLock(pc) // jit_amd64_spin.go
+	case helperSpinUnlock:
+		c.spinUnlock(pc)
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)
