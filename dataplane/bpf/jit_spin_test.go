@@ -4,8 +4,8 @@ import (
 	"encoding/binary"
 	"sync"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/cilium/ebpf/asm"
 )
