@@ -24,11 +24,17 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		c.lpmLookup(pc, l) // jit_arm64_lpm.go
 		return true
 	}
-	if int32(c.plain[pc].imm) == helperCsumDiff {
+	switch int32(c.plain[pc].imm) {
+	case helperCsumDiff:
 		c.csumDiff(pc) // jit_arm64_csum.go
-		return true
+	case helperSpinLock:
+		c.spinLock(pc) // jit_arm64_spin.go
+	case helperSpinUnlock:
+		c.spinUnlock(pc)
+	default:
+		return false
 	}
-	return false
+	return true
 }
 
 // hashAt is the native lookup for the helper call at pc, when it is
