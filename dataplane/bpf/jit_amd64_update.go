@@ -1,0 +1,104 @@
+//go:build linux && amd64
+
+package bpf
+
+import "syscall"
+
+// Native bpf_map_update_elem on arrays for the amd64 backend (see
+// jit_update.go).
+
+// updateAt emits the bpf_map_update_elem call at pc natively when r1 is
+// loaded in a straight line with an array that takes updates, and reports
+// whether it did.
+func (c *amd64Compiler) updateAt(pc int) bool {
+	k, ok := mapAt(c.plain, c.targets, pc)
+	if !ok {
+		return false
+	}
+	a, ok := c.env.arrayUpdateFor(k)
+	if !ok {
+		return false
+	}
+	c.arrayUpdate(pc, a)
+	return true
+}
+
+// storeOps are the stores of 1, 2, 4 and 8 bytes (opcode, REX.W).
+var storeOps = map[int32]struct {
+	p66, w bool
+	opc    []byte
+}{1: {false, false, []byte{0x88}}, 2: {true, false, []byte{0x89}}, 4: {false, false, []byte{0x89}}, 8: {false, true, []byte{0x89}}}
+
+// arrayUpdate is bpf_map_update_elem on a (see jit_update.go).
+func (c *amd64Compiler) arrayUpdate(pc int, a jitArray) {
+	c.mapChecks(pc, a.handle, a.coll)
+	m := c.checkIn(pc, 2, 0, 4, false, regionStack)
+	c.rm(false, false, []byte{0x8b}, xAX, m, false) // RAX = the key
+	size := int32(a.size)
+	m = c.checkIn(pc, 3, 0, size, false, regionStack)
+	c.rm(false, true, []byte{0x8d}, xS2, m, false) // S2 = the value
+	c.aluRI(true, 7, xCX, 2)                       // flags (r4) above BPF_EXIST: Go
+	c.slowIf(ccA, pc)
+	c.aluRI(true, 7, xAX, int32(a.max))
+	e2big := c.jcc(ccAE)
+	c.aluRI(true, 7, xCX, 1)
+	eexist := c.jcc(ccE)
+	if a.ncpu != 1 {
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
+		c.aluRI(true, 7, xS1, int32(a.ncpu))
+		c.slowIf(ccAE, pc) // negative (every slot) or out of range: Go
+		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
+		c.imm32(int32(a.max))
+		c.aluRR(true, 0x01, xAX, xS1)
+	}
+	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
+	c.imm32(int32(a.elem))
+	c.movRI(xS1, int64(a.data))
+	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot
+	// 0 < slot - value < size: a forward copy would read what it wrote.
+	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xAX, index: -1, disp: -1}, false)
+	c.aluRR(true, 0x29, xS1, xS2)
+	c.aluRI(true, 7, xS1, size-1)
+	c.slowIf(ccB, pc)
+	c.copyForward(size)
+	c.aluRR(false, 0x31, xAX, xAX)
+	done := []int{c.jmp()}
+	for _, e := range []struct {
+		at    int
+		errno syscall.Errno
+	}{{e2big, syscall.E2BIG}, {eexist, syscall.EEXIST}} {
+		c.patch(e.at, len(c.b))
+		c.movRI(xAX, -int64(e.errno))
+		done = append(done, c.jmp())
+	}
+	for _, j := range done {
+		c.patch(j, len(c.b))
+	}
+}
+
+// copyForward copies n bytes from [S2] to [RAX] forward (S1 is the
+// bounce register; RAX and S2 move past what a loop copied). Values up to
+// updateUnrolled bytes are copied unrolled, longer ones by a loop of words
+// counted in RCX (r4), saved in the spill slot around it.
+func (c *amd64Compiler) copyForward(n int32) {
+	if n > updateUnrolled {
+		c.stq(xCX, xCtx, offSpill)
+		c.movRI(xCX, int64(n/8))
+		loop := len(c.b)
+		c.ldq(xS1, xS2, 0)
+		c.stq(xS1, xAX, 0)
+		c.aluRI(true, 0, xS2, 8)
+		c.aluRI(true, 0, xAX, 8)
+		c.aluRI(true, 5, xCX, 1)
+		c.patch(c.jcc(ccNE), loop)
+		c.ldq(xCX, xCtx, offSpill)
+		n %= 8
+	}
+	off := int32(0)
+	for _, p := range copyPieces(n) {
+		ld, st := loadOps[p], storeOps[p]
+		c.rm(false, ld.w, ld.opc, xS1, xmem{base: xS2, index: -1, disp: off}, false)
+		c.rm(st.p66, st.w, st.opc, xS1, xmem{base: xAX, index: -1, disp: off}, false)
+		off += p
+	}
+}
