@@ -25,6 +25,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		return true
 	}
 	switch int32(c.plain[pc].imm) {
+	case helperMapUpdateElem:
+		return c.updateAt(pc) // jit_arm64_update.go
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_arm64_csum.go
 	case helperSpinLock:
