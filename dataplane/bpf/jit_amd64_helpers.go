@@ -64,6 +64,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.csumDiff(pc) // jit_amd64_csum.go
 	case helperMapUpdateElem:
 		return c.updateAt(pc) // jit_amd64_update.go
+	case helperMapDeleteElem:
+		return c.deleteAt(pc)
 	case helperSpinLock:
 		c.spinLock(pc) // jit_amd64_spin.go
 	case helperSpinUnlock:

@@ -15,12 +15,28 @@ func (c *amd64Compiler) updateAt(pc int) bool {
 	if !ok {
 		return false
 	}
-	a, ok := c.env.arrayUpdateFor(k)
+	if a, ok := c.env.arrayUpdateFor(k); ok {
+		c.arrayUpdate(pc, a)
+		return true
+	}
+	h, ok := c.env.hashUpdateFor(k)
+	if ok {
+		c.hashNoWrite(pc, h, false)
+	}
+	return ok
+}
+
+// deleteAt is updateAt for bpf_map_delete_elem, on hash maps.
+func (c *amd64Compiler) deleteAt(pc int) bool {
+	k, ok := mapAt(c.plain, c.targets, pc)
 	if !ok {
 		return false
 	}
-	c.arrayUpdate(pc, a)
-	return true
+	h, ok := c.env.hashUpdateFor(k)
+	if ok {
+		c.hashNoWrite(pc, h, true)
+	}
+	return ok
 }
 
 // storeOps are the stores of 1, 2, 4 and 8 bytes (opcode, REX.W).
@@ -100,5 +116,61 @@ func (c *amd64Compiler) copyForward(n int32) {
 		c.rm(false, ld.w, ld.opc, xS1, xmem{base: xS2, index: -1, disp: off}, false)
 		c.rm(st.p66, st.w, st.opc, xS1, xmem{base: xAX, index: -1, disp: off}, false)
 		off += p
+	}
+}
+
+// hashNoWrite is bpf_map_update_elem (del false) or bpf_map_delete_elem
+// (del true) on a hash map where the answer writes nothing (see
+// jit_update.go): after the checks, the key is probed as the native
+// lookup does; the outcomes that would link or unlink an entry go to Go.
+func (c *amd64Compiler) hashNoWrite(pc int, h jitHash, del bool) {
+	c.mapChecks(pc, h.handle, h.coll)
+	if !del {
+		c.checkIn(pc, 3, 0, int32(h.size), false, regionStack) // the value's check
+		c.aluRI(true, 7, xCX, int32(flagNoExist))
+		c.slowIf(ccB, pc) // BPF_ANY writes
+		c.aluRI(true, 7, xCX, int32(flagExist))
+		c.slowIf(ccA, pc)
+		if h.t.PerCPU {
+			c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offCPU), false)
+			c.aluRI(true, 7, xS2, int32(h.t.NCPU))
+			c.slowIf(ccAE, pc)
+		}
+	}
+	c.hashKey(pc, h)
+	found, missing, slow := c.hashProbe(pc, h)
+	restore := func() { c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false) } // MOV leaves the flags
+	var done []int
+	for _, j := range missing {
+		c.patch(j, len(c.b))
+	}
+	c.seqRecheck()
+	slow = append(slow, c.jcc(ccNE))
+	restore()
+	if !del {
+		c.aluRI(true, 7, xCX, int32(flagExist))
+		c.slowIf(ccNE, pc) // BPF_NOEXIST of a new key: an insert
+	}
+	c.movRI(xAX, -int64(syscall.ENOENT))
+	done = append(done, c.jmp())
+	c.patch(found, len(c.b))
+	c.seqRecheck()
+	restore()
+	c.slowIf(ccNE, pc)
+	if del {
+		c.slows = append(c.slows, jitFixup{c.jmp(), pc}) // an unlink
+	} else {
+		c.aluRI(true, 7, xCX, int32(flagNoExist))
+		c.slowIf(ccNE, pc) // BPF_EXIST of a key present: a replacement
+		c.movRI(xAX, -int64(syscall.EEXIST))
+		done = append(done, c.jmp())
+	}
+	for _, j := range slow {
+		c.patch(j, len(c.b))
+	}
+	restore()
+	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
+	for _, j := range done {
+		c.patch(j, len(c.b))
 	}
 }

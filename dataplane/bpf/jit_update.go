@@ -40,3 +40,29 @@ func copyPieces(n int32) []int32 {
 	}
 	return p
 }
+
+// The update flags (include/uapi/linux/bpf.h).
+const (
+	flagNoExist = 1 // BPF_NOEXIST
+	flagExist   = 2 // BPF_EXIST
+)
+
+// hashUpdateFor is hashFor for bpf_map_update_elem and
+// bpf_map_delete_elem, whose native code answers only what writes
+// nothing: BPF_NOEXIST of a key present (-EEXIST), BPF_EXIST or a delete
+// of a key absent (-ENOENT), found by the lock-free probe of the native
+// lookup (the stripe's sequence even and unchanged across the walk, as
+// Hash.get trusts it), which is linearisable with Go's writers as that
+// lookup is. Whatever links, unlinks or writes an entry (an insert, a
+// replacement, a per-CPU slot written in place, a delete of a key
+// present, an LRU eviction) goes to Go, which takes the stripe's mutex:
+// linking entries writes Go pointers, which needs the runtime's write
+// barrier, and a contended sync.Mutex needs the scheduler to wake its
+// waiters.
+func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
+	h, ok := env.hashFor(k)
+	if !ok || !env.coll.mapRefs[k].updateOK {
+		return jitHash{}, false
+	}
+	return h, true
+}
