@@ -33,12 +33,38 @@ func (c *arm64Compiler) updateAt(pc int) bool {
 	if !ok {
 		return false
 	}
-	a, ok := c.env.arrayUpdateFor(k)
-	if !ok || a.size >= 4096 {
+	if a, ok := c.env.arrayUpdateFor(k); ok && a.size < 4096 {
+		c.arrayUpdate(pc, a)
+		return true
+	}
+	h, ok := c.hashUpdateAt(k)
+	if ok {
+		c.hashNoWrite(pc, h, false)
+	}
+	return ok
+}
+
+// deleteAt is updateAt for bpf_map_delete_elem, on hash maps.
+func (c *arm64Compiler) deleteAt(pc int) bool {
+	k, ok := mapAt(c.plain, c.targets, pc)
+	if !ok {
 		return false
 	}
-	c.arrayUpdate(pc, a)
-	return true
+	h, ok := c.hashUpdateAt(k)
+	if ok {
+		c.hashNoWrite(pc, h, true)
+	}
+	return ok
+}
+
+// hashUpdateAt is hashUpdateFor where the walk's immediate offsets reach
+// the entry's fields (as hashAt) and the value's size fits the checks.
+func (c *arm64Compiler) hashUpdateAt(k uint32) (jitHash, bool) {
+	h, ok := c.env.hashUpdateFor(k)
+	for _, off := range []uintptr{h.t.NextOff, h.t.HashOff, h.t.KeyOff} {
+		ok = ok && off%8 == 0 && off < 8*4096
+	}
+	return h, ok && h.size < 4096
 }
 
 // arrayUpdate is bpf_map_update_elem on a (see jit_update.go).
@@ -83,7 +109,7 @@ func (c *arm64Compiler) arrayUpdate(pc int, a jitArray) {
 		errno syscall.Errno
 	}{{e2big, syscall.E2BIG}, {eexist, syscall.EEXIST}} {
 		c.patch(e.at, len(c.b))
-		c.movImm(0, uint64(-int64(e.errno)))
+		c.movImm(0, negErrno(e.errno))
 		done = append(done, c.branch(aAL))
 	}
 	for _, f := range done {
@@ -112,3 +138,49 @@ func (c *arm64Compiler) copyForward(n int32) {
 		off += p
 	}
 }
+
+// hashNoWrite is the amd64 hashNoWrite (jit_update.go): flags in X4 (r4),
+// which the probe leaves alone.
+func (c *arm64Compiler) hashNoWrite(pc int, h jitHash, del bool) {
+	c.mapChecks(pc, h.handle, h.coll)
+	if !del {
+		c.checkIn(pc, 3, 0, int32(h.size), false, regionStack) // the value's check
+		c.w(a64Imm12(a64SubsImm, aZR, 4, flagNoExist))
+		c.slowIf(aLO, pc) // BPF_ANY writes
+		c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
+		c.slowIf(aHI, pc)
+		if h.t.PerCPU {
+			c.ldr(aS4, aCtx, offCPU)
+			c.movImm(aS5, h.t.NCPU)
+			c.cmp(aS4, aS5)
+			c.slowIf(aHS, pc)
+		}
+	}
+	c.hashKey(pc, h)
+	found, missing := c.hashProbe(pc, h)
+	for _, f := range missing {
+		c.patch(f, len(c.b))
+	}
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	if !del {
+		c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
+		c.slowIf(aNE, pc) // BPF_NOEXIST of a new key: an insert
+	}
+	c.movImm(0, negErrno(syscall.ENOENT))
+	done := c.branch(aAL)
+	c.patch(found, len(c.b))
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	if del {
+		c.slowIf(aAL, pc) // an unlink
+	} else {
+		c.w(a64Imm12(a64SubsImm, aZR, 4, flagNoExist))
+		c.slowIf(aNE, pc) // BPF_EXIST of a key present: a replacement
+		c.movImm(0, negErrno(syscall.EEXIST))
+	}
+	c.patch(done, len(c.b))
+}
+
+// negErrno is r0 for a helper failing with e.
+func negErrno(e syscall.Errno) uint64 { return uint64(-int64(e)) }
