@@ -119,24 +119,8 @@ func TestJITHashUpdateDiff(t *testing.T) {
 }
 
 func hashUpdateDiff(t *testing.T, typ ebpf.MapType, ks int, vs, max uint32, ncpu int) {
-	spec := func() *ebpf.CollectionSpec {
-		return &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
-			"m": {Name: "m", Type: typ, KeySize: uint32(ks), ValueSize: vs, MaxEntries: max},
-		}, Programs: map[string]*ebpf.ProgramSpec{
-			"u": {Name: "u", Type: ebpf.XDP, License: "GPL", Instructions: hashUpdateProg(ks), SectionName: "xdp"},
-		}}
-	}
 	load := func(e Engine) (*Collection, *Program) {
-		c, err := LoadCollectionSpec(spec(), &Options{NumCPU: ncpu, Engine: e})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		p, err := c.Program("u")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c, p
+		return loadUpdateSpec(t, hashUpdateProg(ks), &ebpf.MapSpec{Type: typ, KeySize: uint32(ks), ValueSize: vs, MaxEntries: max}, ncpu, e)
 	}
 	ci, pi := load(EngineInterp)
 	cj, pj := load(EngineJIT)
@@ -177,20 +161,7 @@ func TestJITHashUpdateRacesGo(t *testing.T) {
 	const ks = 8
 	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.LRUHash, ebpf.PerCPUHash} {
 		t.Run(typ.String(), func(t *testing.T) {
-			spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
-				"m": {Name: "m", Type: typ, KeySize: ks, ValueSize: 8, MaxEntries: 4},
-			}, Programs: map[string]*ebpf.ProgramSpec{
-				"u": {Name: "u", Type: ebpf.XDP, License: "GPL", Instructions: hashUpdateRet(ks), SectionName: "xdp"},
-			}}
-			c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: EngineJIT})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			p, err := c.Program("u")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, p := loadUpdateSpec(t, hashUpdateRet(ks), &ebpf.MapSpec{Type: typ, KeySize: ks, ValueSize: 8, MaxEntries: 4}, 1, EngineJIT)
 			m, _ := c.Map("m")
 			keys := updKeys(ks, 4)
 			present, absent, churn := keys[0], keys[1], keys[2:]

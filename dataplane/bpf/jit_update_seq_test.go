@@ -38,20 +38,7 @@ func TestJITHashUpdateWriterInStripe(t *testing.T) {
 				tc.fn.Call(),
 				asm.Return(),
 			}
-			spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
-				"m": {Name: "m", Type: ebpf.Hash, KeySize: ks, ValueSize: 8, MaxEntries: 4},
-			}, Programs: map[string]*ebpf.ProgramSpec{
-				"u": {Name: "u", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
-			}}
-			c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: EngineJIT})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			p, err := c.Program("u")
-			if err != nil {
-				t.Fatal(err)
-			}
+			c, p := loadUpdateSpec(t, insns, &ebpf.MapSpec{Type: ebpf.Hash, KeySize: ks, ValueSize: 8, MaxEntries: 4}, 1, EngineJIT)
 			m, _ := c.Map("m")
 			key := []byte{1, 2, 3, 4, 5, 6, 7, 8}
 			if tc.present {
@@ -73,34 +60,16 @@ func TestJITHashUpdateWriterInStripe(t *testing.T) {
 }
 
 // updateEntry runs the program's only call natively with key at r10-32,
-// a zero value at r10-64 and flags in r4; it returns whether the code
-// left for Go at the call, and r0.
+// a zero value at r10-64 and flags in r4 (callEntry); it returns whether
+// the code left for Go at the call, and r0.
 func updateEntry(t *testing.T, r *Runner, c *Collection, p *Program, key []byte, flags int64) (slow bool, r0 uint64) {
 	t.Helper()
-	j := p.jit.Load()
-	call := -1
-	for pc, in := range p.code {
-		if in.op == opCall {
-			call = pc
-		}
+	slow, r0 = callEntry(t, r, c, p, "m", key, func(reg *[256]uint64) {
+		reg[3], reg[4] = reg[10]-64, uint64(flags)
+		clear(r.stack[stackSize-64 : stackSize-56])
+	})
+	if r.regs[0][4] != uint64(flags) {
+		t.Errorf("r4 %#x changed", r.regs[0][4])
 	}
-	if call < 0 || j.native != 1 {
-		t.Fatalf("call at %d, %d native calls", call, j.native)
-	}
-	r.bind(c)
-	f := newFrame(udpFrame(9))
-	r.frame = f
-	r.setPacket(f)
-	r.budget = p.budget
-	reg := &r.regs[0]
-	clear(reg[:])
-	reg[1], reg[10] = uint64(regionMap<<32|uint64(c.mapIndex["m"])), regionStack<<32|stackSize
-	reg[2], reg[3], reg[4] = reg[10]-32, reg[10]-64, uint64(flags)
-	copy(r.stack[stackSize-32:], key)
-	clear(r.stack[stackSize-64 : stackSize-56])
-	e := jitRun(r, reg, j.addr(call))
-	if reg[2] != regionStack<<32|(stackSize-32) || reg[4] != uint64(flags) {
-		t.Errorf("r2 %#x or r4 %#x changed", reg[2], reg[4])
-	}
-	return e&0xff == jitExitSlow && int(e>>8) == call, reg[0]
+	return slow, r0
 }

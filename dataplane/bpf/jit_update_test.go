@@ -81,12 +81,18 @@ func updateProg(size int32, src updSrc, shift int16) asm.Instructions {
 		asm.Return())
 }
 
-// loadUpdate loads insns with map "m" of type typ for engine e.
+// loadUpdate loads insns with map "m" of type typ (4-byte keys) for
+// engine e.
 func loadUpdate(t *testing.T, insns asm.Instructions, typ ebpf.MapType, size, max uint32, ncpu int, e Engine) (*Collection, *Program) {
 	t.Helper()
-	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{
-		"m": {Name: "m", Type: typ, KeySize: 4, ValueSize: size, MaxEntries: max},
-	}, Programs: map[string]*ebpf.ProgramSpec{
+	return loadUpdateSpec(t, insns, &ebpf.MapSpec{Type: typ, KeySize: 4, ValueSize: size, MaxEntries: max}, ncpu, e)
+}
+
+// loadUpdateSpec loads insns as program "u" with ms as map "m".
+func loadUpdateSpec(t *testing.T, insns asm.Instructions, ms *ebpf.MapSpec, ncpu int, e Engine) (*Collection, *Program) {
+	t.Helper()
+	ms.Name = "m"
+	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{"m": ms}, Programs: map[string]*ebpf.ProgramSpec{
 		"u": {Name: "u", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
 	}}
 	c, err := LoadCollectionSpec(spec, &Options{NumCPU: ncpu, Engine: e})
