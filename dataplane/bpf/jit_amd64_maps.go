@@ -63,20 +63,9 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
 	c.aluRI(true, 7, xAX, int32(a.max))
 	null := []int{c.jcc(ccAE)}
-	if a.ncpu != 1 {
-		// Slot (cpu*max + key); a CPU out of range (negative included,
-		// compared unsigned) finds nothing, as arrayValue.
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
-		c.aluRI(true, 7, xS1, int32(a.ncpu))
-		null = append(null, c.jcc(ccAE))
-		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-		c.imm32(int32(a.max))
-		c.aluRR(true, 0x01, xAX, xS1)
+	if j, ok := c.arraySlot(a); ok { // a CPU out of range finds nothing, as arrayValue
+		null = append(null, j)
 	}
-	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
-	c.imm32(int32(a.elem))
-	c.movRI(xS1, int64(a.data))
-	c.aluRR(true, 0x01, xAX, xS1) // RAX = the value's first byte
 	c.valueRegion(pc, a)
 	done := c.jmp()
 	for _, n := range null {
@@ -84,6 +73,25 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	}
 	c.aluRR(false, 0x31, xAX, xAX) // NULL
 	c.patch(done, len(c.b))
+}
+
+// arraySlot turns the key in RAX (below max) into the address of its
+// slot: slot cpu*max + key of a per-CPU array, where a CPU out of range
+// (negative included, compared unsigned) takes the jump it returns (ok).
+func (c *amd64Compiler) arraySlot(a jitArray) (badCPU int, ok bool) {
+	if a.ncpu != 1 {
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
+		c.aluRI(true, 7, xS1, int32(a.ncpu))
+		badCPU, ok = c.jcc(ccAE), true
+		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
+		c.imm32(int32(a.max))
+		c.aluRR(true, 0x01, xAX, xS1)
+	}
+	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
+	c.imm32(int32(a.elem))
+	c.movRI(xS1, int64(a.data))
+	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
+	return badCPU, ok
 }
 
 // valueRegion turns the value address in RAX into its tagged pointer as

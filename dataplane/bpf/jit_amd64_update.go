@@ -59,18 +59,9 @@ func (c *amd64Compiler) arrayUpdate(pc int, a jitArray) {
 	e2big := c.jcc(ccAE)
 	c.aluRI(true, 7, xCX, 1)
 	eexist := c.jcc(ccE)
-	if a.ncpu != 1 {
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
-		c.aluRI(true, 7, xS1, int32(a.ncpu))
-		c.slowIf(ccAE, pc) // negative (every slot) or out of range: Go
-		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-		c.imm32(int32(a.max))
-		c.aluRR(true, 0x01, xAX, xS1)
+	if j, ok := c.arraySlot(a); ok { // RAX = the slot
+		c.slows = append(c.slows, jitFixup{j, pc}) // negative (every slot) or out of range: Go
 	}
-	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
-	c.imm32(int32(a.elem))
-	c.movRI(xS1, int64(a.data))
-	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot
 	// 0 < slot - value < size: a forward copy would read what it wrote.
 	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xAX, index: -1, disp: -1}, false)
 	c.aluRR(true, 0x29, xS1, xS2)

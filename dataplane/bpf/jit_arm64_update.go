@@ -82,19 +82,10 @@ func (c *arm64Compiler) arrayUpdate(pc int, a jitArray) {
 	e2big := c.branch(aHS)
 	c.w(a64Imm12(a64SubsImm, aZR, 4, 1))
 	eexist := c.branch(aEQ)
-	if a.ncpu != 1 {
-		c.ldr(aS3, aCtx, offCPU)
-		c.movImm(aS4, a.ncpu)
-		c.cmp(aS3, aS4)
-		c.slowIf(aHS, pc) // negative (every slot) or out of range: Go
-		c.movImm(aS4, a.max)
-		c.mul(aS3, aS3, aS4)
-		c.rrr(a64Add, 0, 0, aS3)
+	if f, ok := c.arraySlot(a); ok { // X0 = the slot
+		f.target = pc // negative (every slot) or out of range: Go
+		c.slows = append(c.slows, f)
 	}
-	c.movImm(aS3, a.elem)
-	c.mul(0, 0, aS3)
-	c.movImm(aS3, uint64(a.data))
-	c.rrr(a64Add, 0, 0, aS3) // X0 = the slot
 	// 0 < slot - value < size: a forward copy would read what it wrote.
 	c.subImm(aS1, 0, 1)
 	c.rrr(a64Sub, aS1, aS1, aS6)
