@@ -67,14 +67,7 @@ func genMapProg(b []byte) asm.Instructions {
 			blk = append(blk, asm.Mov.Reg32(asm.R1, reg()), asm.And.Imm32(asm.R1, 7),
 				asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word))
 		}
-		kind := s.next() % 8
-		if m == "locked" && (kind == 3 || kind == 4) {
-			// An update would copy over the lock word, which the
-			// kernel's copy_map_value skips and xnic's maps do not (a
-			// known difference: a program could then spin forever).
-			m = "arr"
-		}
-		switch kind {
+		switch kind := s.next() % 8; kind {
 		case 0, 1: // ALU
 			op := aluOps[int(s.next())%len(aluOps)]
 			d := reg()

@@ -43,6 +43,13 @@ var jitSpinCases = []struct {
 	{"unlock-misaligned", cat(spinAt(asm.FnSpinLock, 0), spinAt(asm.FnSpinUnlock, 2)), true},
 	{"fault-held", cat(spinAt(asm.FnSpinLock, 0), asm.Instructions{asm.LoadMem(asm.R1, asm.R6, 4000, asm.DWord)},
 		spinAt(asm.FnSpinUnlock, 0)), true},
+	// An update of the value with every byte set leaves the lock word
+	// free (copy_map_value skips it), so the lock after it is taken.
+	{"update-then-lock", cat(asm.Instructions{asm.Mov.Imm(asm.R1, -1),
+		asm.StoreMem(asm.RFP, -32, asm.R1, asm.DWord), asm.StoreMem(asm.RFP, -24, asm.R1, asm.DWord),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("locked"), asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -4),
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, -32), asm.Mov.Imm(asm.R4, 0), asm.FnMapUpdateElem.Call()},
+		spinAt(asm.FnSpinLock, 0), incr, spinAt(asm.FnSpinUnlock, 0)), false},
 	// A load from the context through a register that is not the context
 	// on every path: native code returns to Go for it with the lock held,
 	// Go takes the lock over and the unlock is Go's.

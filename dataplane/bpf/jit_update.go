@@ -22,8 +22,8 @@ const updateUnrolled = 128
 // take updates from programs.
 func (env jitEnv) arrayUpdateFor(k uint32) (jitArray, bool) {
 	a, ok := env.arrayFor(k)
-	if !ok || !env.coll.mapRefs[k].updateOK {
-		return jitArray{}, false
+	if !ok || !env.coll.mapRefs[k].updateOK || env.coll.mapRefs[k].spec.SpinLock {
+		return jitArray{}, false // a lock's value: Go copies around the lock word
 	}
 	return a, true
 }
