@@ -13,7 +13,7 @@ import (
 // Native bpf_map_update_elem and bpf_map_delete_elem (jit_update.go)
 // against the interpreter's: every flag, keys at and past max_entries,
 // values of sizes at the edges of the copy (a byte, odd tails, the
-// unrolled limit and past it) from the stack, the packet and a map value
+// unrolled limit and past it, past arm64's 4095-byte limit) from the stack, the packet and a map value
 // (overlapping the slot or not), keys and values whose check fails, CPU
 // slots of a per-CPU map (the others untouched, a CPU out of range).
 
@@ -127,12 +127,13 @@ func dumpMap(t *testing.T, c *Collection, max uint32, ncpu int) []byte {
 	return out
 }
 
-// updateFrames are frames of key k and flags f with a value pattern.
-func updateFrames(max uint32) [][]byte {
+// updateFrames are frames of key k and flags f with a value pattern of
+// size bytes (at least 600: the short values leave the rest).
+func updateFrames(entries, size uint32) [][]byte {
 	var fs [][]byte
-	for _, k := range []uint32{0, 1, max - 1, max, max + 1, 1 << 31, 0xffffffff} {
+	for _, k := range []uint32{0, 1, entries - 1, entries, entries + 1, 1 << 31, 0xffffffff} {
 		for _, f := range []uint32{0, 1, 2, 3, 4, 5, 0xffffffff} {
-			b := make([]byte, 16+600)
+			b := make([]byte, 16+max(600, size))
 			binary.LittleEndian.PutUint32(b, k)
 			binary.LittleEndian.PutUint32(b[4:], f)
 			for i := 8; i < len(b); i++ {
@@ -150,7 +151,7 @@ func TestJITArrayUpdateDiff(t *testing.T) {
 	needJIT(t)
 	const max = 4
 	for _, typ := range []ebpf.MapType{ebpf.Array, ebpf.PerCPUArray} {
-		for _, size := range []uint32{1, 3, 8, 13, 64, 128, 136, 500} {
+		for _, size := range []uint32{1, 3, 8, 13, 64, 128, 136, 500, 1500, 4100} {
 			for _, src := range []updSrc{srcPacket, srcStack, srcValue, srcBadKey, srcBadValue} {
 				shifts := []int16{0}
 				if src == srcValue {
@@ -181,7 +182,7 @@ func updateDiff(t *testing.T, insns asm.Instructions, typ ebpf.MapType, size, ma
 	}
 	for _, cpu := range []int{0, 1, 2} {
 		ri, rj := NewRunner(cpu), NewRunner(cpu)
-		for i, fr := range updateFrames(max) {
+		for i, fr := range updateFrames(max, size) {
 			fi, fj := newFrame(fr), newFrame(fr)
 			ai, aj := ri.Run(pi, fi), rj.Run(pj, fj)
 			if ai != aj || errString(ri.Fault()) != errString(rj.Fault()) {
