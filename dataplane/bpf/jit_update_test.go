@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -177,7 +178,8 @@ func updateDiff(t *testing.T, insns asm.Instructions, typ ebpf.MapType, size, ma
 	const ncpu = 2
 	ci, pi := loadUpdate(t, insns, typ, size, max, ncpu, EngineInterp)
 	cj, pj := loadUpdate(t, insns, typ, size, max, ncpu, EngineJIT)
-	if pj.jit.Load().native == 0 {
+	// arm64 leaves values of 4096 bytes or more to Go.
+	if pj.jit.Load().native == 0 && (runtime.GOARCH != "arm64" || size < 4096) {
 		t.Fatal("nothing native")
 	}
 	for _, cpu := range []int{0, 1, 2} {
