@@ -216,7 +216,18 @@
 // table, a Runner keeping the last one, and runs the array, hash or LPM
 // lookup of the descriptor's shape with the map's figures read from it;
 // an id without a descriptor yet, a shape the call site was not
-// compiled for, a hash of maps made BPF_F_NO_PREALLOC go to Go); and
+// compiled for, a hash of maps made BPF_F_NO_PREALLOC go to Go); on both,
+// bpf_map_update_elem on an array or per-CPU array (jit_update.go: the
+// value copied into the slot, -E2BIG and -EEXIST as Array.Update; a
+// value overlapping the slot from below, a CPU out of range and flags
+// above BPF_EXIST go to Go), the answers of bpf_map_update_elem and
+// bpf_map_delete_elem on those hash maps that write nothing (-EEXIST for
+// BPF_NOEXIST of a key present, -ENOENT for BPF_EXIST or a delete of a
+// key absent, from the lookup's probe), and bpf_spin_lock and
+// bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
+// does, taken with an atomic compare-and-swap a bounded number of times
+// before Go waits for it, and kept in jitState.spin, which Go adopts into
+// its held records whenever native code returns to it); and
 // bpf_tail_call through a program array loaded into r2 (the limit of
 // 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
 // of each run; the target's id is left in jitState.tail, against which Go
@@ -225,8 +236,9 @@
 // ifindex), never the map itself, which would need a write barrier: Go
 // builds Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
-// other helper (map updates and deletes, lookups in maps with keys past
-// those limits or made BPF_F_NO_PREALLOC, bpf_ktime_get_ns, which reads the
+// other helper (hash inserts, replacements and deletes of a key present,
+// which link or unlink entries under the stripe's mutex, lookups in maps
+// with keys past those limits or made BPF_F_NO_PREALLOC, bpf_ktime_get_ns, which reads the
 // vDSO clock only Go's runtime may call), the amd64-only ones above on
 // arm64, bpf-to-bpf calls
 // in programs with tail calls, callx,

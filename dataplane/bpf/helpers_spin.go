@@ -33,6 +33,11 @@ import (
 // map. At run time the lock word must be 4-byte aligned in writable map
 // memory (a map value or global data), else the run faults.
 //
+// The lock word's offset (from the BTF) goes into the map's spec
+// (maps.Spec.SpinLock): updates, the program's and the control plane's,
+// leave the word alone, as the kernel's copy_map_value skips it, so a
+// value written whole cannot leave the lock taken.
+//
 // A lock still held when a run ends (after a fault: the static check rules
 // out every other way) is released: the held lock rides in the Runner's
 // list of open ring buffer records, whose cleanup drops it.
@@ -176,26 +181,36 @@ func spinStep(raw []byte, pc int, s spinState) ([]spinNext, error) {
 // hasSpinLock reports whether a BTF value type holds a struct bpf_spin_lock
 // (at its top level, where the kernel looks for it).
 func hasSpinLock(t btf.Type) bool {
+	_, ok := spinLockOffset(t)
+	return ok
+}
+
+// spinLockOffset is the byte offset of the struct bpf_spin_lock a BTF
+// value type holds at its top level (a member of the value's struct, or a
+// variable of global data).
+func spinLockOffset(t btf.Type) (uint32, bool) {
+	isLock := func(t btf.Type) bool {
+		st, ok := btf.UnderlyingType(t).(*btf.Struct)
+		return ok && st.Name == "bpf_spin_lock"
+	}
 	if ds, ok := t.(*btf.Datasec); ok { // global data: a variable of the type
 		for _, v := range ds.Vars {
-			if vv, ok := v.Type.(*btf.Var); ok {
-				if st, ok := btf.UnderlyingType(vv.Type).(*btf.Struct); ok && st.Name == "bpf_spin_lock" {
-					return true
-				}
+			if vv, ok := v.Type.(*btf.Var); ok && isLock(vv.Type) {
+				return v.Offset, true
 			}
 		}
-		return false
+		return 0, false
 	}
 	st, ok := btf.UnderlyingType(t).(*btf.Struct)
 	if !ok {
-		return false
+		return 0, false
 	}
 	for _, m := range st.Members {
-		if ms, ok := btf.UnderlyingType(m.Type).(*btf.Struct); ok && ms.Name == "bpf_spin_lock" {
-			return true
+		if isLock(m.Type) && m.Offset%8 == 0 {
+			return uint32(m.Offset.Bytes()), true
 		}
 	}
-	return false
+	return 0, false
 }
 
 // spinLockMaps checks the maps of spec whose values hold a lock: their type

@@ -109,6 +109,10 @@ type jitState struct {
 	// code returns to it with any (adoptCalls), so Go never sees them.
 	depth uint64
 	calls [maxFrames]jitCall
+	// spin is the lock a native bpf_spin_lock holds (jit_*_spin.go): the
+	// lock word's address and the pointer r1 held; 0 when none. Go takes
+	// it over whenever the code returns to it (adoptSpin).
+	spin [2]uint64
 }
 
 // jitCall is the frame of a native bpf-to-bpf call: callFrame without the
@@ -634,6 +638,9 @@ func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]
 		p, j = r.tailProg(p, j)
 		if r.jit.depth != 0 {
 			r.adoptCalls(p)
+		}
+		if r.jit.spin[0] != 0 {
+			r.adoptSpin() // jit_spin.go
 		}
 		pc := int(e >> 8)
 		if e&0xff != jitExitDone {

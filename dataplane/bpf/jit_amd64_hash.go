@@ -113,25 +113,7 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 		c.aluRR(true, 0x39, xS2, xAX)
 		null = append(null, c.jcc(ccAE))
 	}
-	// The stripe: its sequence must be even (no writer) and is kept.
-	c.word(xS2, h.dyn, offMimSMask, h.t.Mask&h.t.StripeMask)
-	c.aluRR(true, 0x21, xS2, xS1)
-	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
-	c.imm32(int32(h.t.StripeSize))
-	c.word(xAX, h.dyn, offMimSeq, uint64(h.t.Stripes+h.t.SeqOff)) // the first stripe's sequence
-	c.aluRR(true, 0x01, xS2, xAX)
-	c.rm(false, true, []byte{0x89}, xS2, hsMem(hsStripe), false)
-	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xS2, index: -1}, false)
-	c.testRI(false, xAX, 1)
-	c.slowIf(ccNE, pc)
-	c.rm(false, true, []byte{0x89}, xAX, hsMem(hsSeq), false)
-	// The chain's first entry.
-	c.word(xS2, h.dyn, offMimMask, h.t.Mask)
-	c.aluRR(true, 0x21, xS1, xS2)
-	c.shiftI(true, 4, xS1, 3) // the bucket's offset: index * 8
-	c.word(xAX, h.dyn, offMimBuckets, uint64(h.t.Buckets))
-	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: int8(xS1), disp: 0}, false)
-	found, missing, slow := c.hashWalk(h)
+	found, missing, slow := c.hashProbe(pc, h)
 	// Not found: trusted if the sequence did not move.
 	for _, j := range missing {
 		c.patch(j, len(c.b))
@@ -156,6 +138,31 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 	}
 	c.aluRR(false, 0x31, xAX, xAX) // NULL
 	c.patch(done, len(c.b))
+}
+
+// hashProbe finds the key whose hash is in S1 (hashKey): the stripe's
+// sequence read (odd: the slow path) and kept, then the chain walked
+// (hashWalk, whose results it returns; RCX is in the spill slot).
+func (c *amd64Compiler) hashProbe(pc int, h jitHash) (found int, missing, slow []int) {
+	// The stripe: its sequence must be even (no writer) and is kept.
+	c.word(xS2, h.dyn, offMimSMask, h.t.Mask&h.t.StripeMask)
+	c.aluRR(true, 0x21, xS2, xS1)
+	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
+	c.imm32(int32(h.t.StripeSize))
+	c.word(xAX, h.dyn, offMimSeq, uint64(h.t.Stripes+h.t.SeqOff)) // the first stripe's sequence
+	c.aluRR(true, 0x01, xS2, xAX)
+	c.rm(false, true, []byte{0x89}, xS2, hsMem(hsStripe), false)
+	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xS2, index: -1}, false)
+	c.testRI(false, xAX, 1)
+	c.slowIf(ccNE, pc)
+	c.rm(false, true, []byte{0x89}, xAX, hsMem(hsSeq), false)
+	// The chain's first entry.
+	c.word(xS2, h.dyn, offMimMask, h.t.Mask)
+	c.aluRR(true, 0x21, xS1, xS2)
+	c.shiftI(true, 4, xS1, 3) // the bucket's offset: index * 8
+	c.word(xAX, h.dyn, offMimBuckets, uint64(h.t.Buckets))
+	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: int8(xS1), disp: 0}, false)
+	return c.hashWalk(h)
 }
 
 // hashWalk walks the chain from the entry in RAX, comparing each entry's

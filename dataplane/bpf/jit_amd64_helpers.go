@@ -64,6 +64,14 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.csumDiff(pc) // jit_amd64_csum.go
 	case helperXdpLoadBytes, helperXdpStoreBytes:
 		c.xdpBytes(pc, int32(c.plain[pc].imm) == helperXdpStoreBytes) // jit_amd64_bytes.go
+	case helperMapUpdateElem:
+		return c.updateAt(pc) // jit_amd64_update.go
+	case helperMapDeleteElem:
+		return c.deleteAt(pc)
+	case helperSpinLock:
+		c.spinLock(pc) // jit_amd64_spin.go
+	case helperSpinUnlock:
+		c.spinUnlock(pc)
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

@@ -66,21 +66,9 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	c.word(xS1, a.dyn, offMimMax, a.max)
 	c.aluRR(true, 0x39, xAX, xS1)
 	null := []int{c.jcc(ccAE)}
-	if a.ncpu != 1 {
-		// Slot (cpu*max + key); a CPU out of range (negative included,
-		// compared unsigned) finds nothing, as arrayValue.
-		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
-		c.word(xS2, a.dyn, offMimNCPU, a.ncpu)
-		c.aluRR(true, 0x39, xS1, xS2)
-		null = append(null, c.jcc(ccAE))
-		c.word(xS2, a.dyn, offMimMax, a.max)
-		c.rr(false, true, []byte{0x0f, 0xaf}, xS1, xS2, false) // imul
-		c.aluRR(true, 0x01, xAX, xS1)
+	if j, ok := c.arraySlot(a); ok { // a CPU out of range finds nothing, as arrayValue
+		null = append(null, j)
 	}
-	c.word(xS1, a.dyn, offMimElem, a.elem)
-	c.rr(false, true, []byte{0x0f, 0xaf}, xAX, xS1, false)
-	c.word(xS1, a.dyn, offMimData, uint64(a.data))
-	c.aluRR(true, 0x01, xAX, xS1) // RAX = the value's first byte
 	c.valueRegion(pc, a)
 	done := c.jmp()
 	for _, n := range null {
@@ -88,6 +76,50 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	}
 	c.aluRR(false, 0x31, xAX, xAX) // NULL
 	c.patch(done, len(c.b))
+}
+
+// arraySlot turns the key in RAX (below max) into the address of its
+// slot: slot cpu*max + key of a per-CPU array, where a CPU out of range
+// (negative included, compared unsigned) takes the jump it returns (ok).
+// An inner map's slot (a.dyn) reads its figures from the descriptor and
+// clobbers S2 too; a map known at compile time leaves S2 alone (the
+// update's value pointer lives there).
+func (c *amd64Compiler) arraySlot(a jitArray) (badCPU int, ok bool) {
+	if a.dyn {
+		return c.arraySlotDyn(a)
+	}
+	if a.ncpu != 1 {
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
+		c.aluRI(true, 7, xS1, int32(a.ncpu))
+		badCPU, ok = c.jcc(ccAE), true
+		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
+		c.imm32(int32(a.max))
+		c.aluRR(true, 0x01, xAX, xS1)
+	}
+	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
+	c.imm32(int32(a.elem))
+	c.movRI(xS1, int64(a.data))
+	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
+	return badCPU, ok
+}
+
+// arraySlotDyn is arraySlot for an inner map, its figures read from the
+// descriptor (word).
+func (c *amd64Compiler) arraySlotDyn(a jitArray) (badCPU int, ok bool) {
+	if a.ncpu != 1 {
+		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
+		c.word(xS2, a.dyn, offMimNCPU, a.ncpu)
+		c.aluRR(true, 0x39, xS1, xS2)
+		badCPU, ok = c.jcc(ccAE), true
+		c.word(xS2, a.dyn, offMimMax, a.max)
+		c.rr(false, true, []byte{0x0f, 0xaf}, xS1, xS2, false) // imul
+		c.aluRR(true, 0x01, xAX, xS1)
+	}
+	c.word(xS1, a.dyn, offMimElem, a.elem)
+	c.rr(false, true, []byte{0x0f, 0xaf}, xAX, xS1, false)
+	c.word(xS1, a.dyn, offMimData, uint64(a.data))
+	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
+	return badCPU, ok
 }
 
 // valueRegion turns the value address in RAX into its tagged pointer as

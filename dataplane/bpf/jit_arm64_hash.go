@@ -27,11 +27,21 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 	if c.mimLookup(pc) { // jit_arm64_mim.go
 		return true
 	}
-	if int32(c.plain[pc].imm) == helperCsumDiff {
+	switch int32(c.plain[pc].imm) {
+	case helperMapUpdateElem:
+		return c.updateAt(pc) // jit_arm64_update.go
+	case helperMapDeleteElem:
+		return c.deleteAt(pc)
+	case helperCsumDiff:
 		c.csumDiff(pc) // jit_arm64_csum.go
-		return true
+	case helperSpinLock:
+		c.spinLock(pc) // jit_arm64_spin.go
+	case helperSpinUnlock:
+		c.spinUnlock(pc)
+	default:
+		return c.frameHelper(pc) // jit_arm64_bytes.go
 	}
-	return c.frameHelper(pc) // jit_arm64_bytes.go
+	return true
 }
 
 // hashAt is the native lookup for the helper call at pc, when it is
@@ -110,19 +120,42 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	if !h.dyn {
 		c.mapChecks(pc, h.handle, h.coll)
 	}
-	ks := int32(h.t.KeySize)
-	c.checkIn(pc, 2, 0, ks, false, regionStack)
-	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
-	c.keyWord(aS2, aS5, 0, 0, min(ks, 8))
-	if ks > 8 {
-		c.keyWord(aS3, aS5, 0, 8, ks-8)
-	}
+	c.hashKey(pc, h)
 	var null []a64Fixup
 	if h.t.PerCPU {
 		c.ldr(aS4, aCtx, offCPU)
 		c.word(aS5, h.dyn, offMimHNCPU, h.t.NCPU)
 		c.cmp(aS4, aS5)
 		null = append(null, c.branch(aHS))
+	}
+	found, missing := c.hashProbe(pc, h)
+	for _, f := range missing {
+		c.patch(f, len(c.b))
+	}
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	null = append(null, c.branch(aAL))
+	c.patch(found, len(c.b))
+	c.seqRecheck()
+	c.slowIf(aNE, pc)
+	null = append(null, c.hashFound(pc, h)...) // jit_arm64_mim.go
+	done := c.branch(aAL)
+	for _, f := range null {
+		c.patch(f, len(c.b))
+	}
+	c.movImm(0, 0) // NULL
+	c.patch(done, len(c.b))
+}
+
+// hashKey checks the key at r2 as loadSlice does, leaves its words in X10
+// and X11 and its hash (maps' Hash.hashOf) in X9; X0 is the key's address.
+func (c *arm64Compiler) hashKey(pc int, h jitHash) {
+	ks := int32(h.t.KeySize)
+	c.checkIn(pc, 2, 0, ks, false, regionStack)
+	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
+	c.keyWord(aS2, aS5, 0, 0, min(ks, 8))
+	if ks > 8 {
+		c.keyWord(aS3, aS5, 0, 8, ks-8)
 	}
 	c.word(aS6, h.dyn, offMimS0, h.t.S0)
 	c.rrr(a64Eor, aS1, aS2, aS6)
@@ -133,6 +166,12 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 		c.rrr(a64Eor, aS1, aS1, aS6)
 		c.fmix64(aS1, aS6)
 	}
+}
+
+// hashProbe finds the key hashKey hashed: the stripe's sequence read (odd:
+// the slow path) and kept, then the chain walked (hashWalk, whose results
+// it returns).
+func (c *arm64Compiler) hashProbe(pc int, h jitHash) (found a64Fixup, missing []a64Fixup) {
 	// The stripe's sequence word: even, kept with its address.
 	c.word(aS5, h.dyn, offMimSMask, h.t.Mask&h.t.StripeMask)
 	c.rrr(a64And, aS6, aS1, aS5)
@@ -150,23 +189,7 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.rrr(a64And, aS6, aS1, aS5)
 	c.word(aS5, h.dyn, offMimBuckets, uint64(h.t.Buckets))
 	c.w(a64RRR(a64LdrXLsl3, 0, aS5, aS6))
-	found, missing := c.hashWalk(pc, h)
-	for _, f := range missing {
-		c.patch(f, len(c.b))
-	}
-	c.seqRecheck()
-	c.slowIf(aNE, pc)
-	null = append(null, c.branch(aAL))
-	c.patch(found, len(c.b))
-	c.seqRecheck()
-	c.slowIf(aNE, pc)
-	null = append(null, c.hashFound(pc, h)...) // jit_arm64_mim.go
-	done := c.branch(aAL)
-	for _, f := range null {
-		c.patch(f, len(c.b))
-	}
-	c.movImm(0, 0) // NULL
-	c.patch(done, len(c.b))
+	return c.hashWalk(pc, h)
 }
 
 // hashWalk walks the chain from the entry in X0 (see the amd64 version);

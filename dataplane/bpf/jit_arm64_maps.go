@@ -52,19 +52,9 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 	c.word(aS3, a.dyn, offMimMax, a.max)
 	c.cmp(0, aS3)
 	null := []a64Fixup{c.branch(aHS)}
-	if a.ncpu != 1 {
-		c.ldr(aS3, aCtx, offCPU)
-		c.word(aS4, a.dyn, offMimNCPU, a.ncpu)
-		c.cmp(aS3, aS4) // unsigned: a negative CPU is out of range too
-		null = append(null, c.branch(aHS))
-		c.word(aS4, a.dyn, offMimMax, a.max)
-		c.mul(aS3, aS3, aS4)
-		c.rrr(a64Add, 0, 0, aS3)
+	if f, ok := c.arraySlot(a); ok {
+		null = append(null, f)
 	}
-	c.word(aS3, a.dyn, offMimElem, a.elem)
-	c.mul(0, 0, aS3)
-	c.word(aS3, a.dyn, offMimData, uint64(a.data))
-	c.rrr(a64Add, 0, 0, aS3) // X0 = the value's first byte
 	c.valueRegion(pc, a)
 	done := c.branch(aAL)
 	for _, f := range null {
@@ -72,6 +62,25 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 	}
 	c.movImm(0, 0) // NULL
 	c.patch(done, len(c.b))
+}
+
+// arraySlot is the amd64 arraySlot: the key in X0 becomes its slot's
+// address; a per-CPU array's CPU out of range takes the branch returned.
+func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
+	if a.ncpu != 1 {
+		c.ldr(aS3, aCtx, offCPU)
+		c.word(aS4, a.dyn, offMimNCPU, a.ncpu)
+		c.cmp(aS3, aS4) // unsigned: a negative CPU is out of range too
+		badCPU, ok = c.branch(aHS), true
+		c.word(aS4, a.dyn, offMimMax, a.max)
+		c.mul(aS3, aS3, aS4)
+		c.rrr(a64Add, 0, 0, aS3)
+	}
+	c.word(aS3, a.dyn, offMimElem, a.elem)
+	c.mul(0, 0, aS3)
+	c.word(aS3, a.dyn, offMimData, uint64(a.data))
+	c.rrr(a64Add, 0, 0, aS3) // X0 = the slot's first byte
+	return badCPU, ok
 }
 
 // valueRegion turns the value address in X0 into its tagged pointer as

@@ -38,8 +38,9 @@ func hashCallEntry(t *testing.T, r *Runner, c *Collection, p *Program, name stri
 	return callEntry(t, r, c, p, name, hashKeyOf(t, name, k))
 }
 
-// callEntry is hashCallEntry with the key's bytes given.
-func callEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, key []byte) (slow bool, r0 uint64) {
+// callEntry is hashCallEntry with the key's bytes given; set, if any,
+// then changes the registers (and the stack) the call starts with.
+func callEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, key []byte, set ...func(*[256]uint64)) (slow bool, r0 uint64) {
 	t.Helper()
 	j := p.jit.Load()
 	call := -1
@@ -61,6 +62,9 @@ func callEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, 
 	reg[1], reg[10] = uint64(regionMap<<32|uint64(c.mapIndex[name])), regionStack<<32|stackSize
 	reg[2] = reg[10] - 32
 	copy(r.stack[stackSize-32:], key)
+	for _, f := range set {
+		f(reg)
+	}
 	e := jitRun(r, reg, j.addr(call))
 	if reg[2] != regionStack<<32|(stackSize-32) {
 		t.Errorf("r2 %#x changed", reg[2])

@@ -26,6 +26,9 @@ var mapFuzzMaps = []struct {
 	{"arr", ebpf.Array, 4},
 	{"hash", ebpf.Hash, 4},
 	{"pcpu", ebpf.PerCPUArray, 4},
+	{"lru", ebpf.LRUHash, 4},
+	{"pchash", ebpf.PerCPUHash, 4},
+	{"locked", ebpf.Array, 2}, // 16-byte values led by a bpf_spin_lock (BTF)
 }
 
 // byteSource hands out the fuzz input, then zeros.
@@ -82,7 +85,15 @@ func genMapProg(b []byte) asm.Instructions {
 				asm.FnMapLookupElem.Call())
 			var use asm.Instructions
 			off := int16(s.next()%12) - 2 // some past the 8-byte value
-			switch s.next() % 5 {
+			sel := s.next() % 5
+			if m == "locked" {
+				sel = 5
+			}
+			switch sel {
+			case 5: // the counter after the lock, under it
+				use = asm.Instructions{asm.Mov.Reg(asm.R9, asm.R0), asm.Mov.Reg(asm.R1, asm.R9), asm.FnSpinLock.Call(),
+					asm.LoadMem(asm.R3, asm.R9, 8, asm.DWord), asm.Add.Imm(asm.R3, 1), asm.StoreMem(asm.R9, 8, asm.R3, asm.DWord),
+					asm.Mov.Reg(asm.R1, asm.R9), asm.FnSpinUnlock.Call()}
 			case 4: // the pointer itself (its region number) into the value
 				use = asm.Instructions{asm.StoreMem(asm.R0, 0, asm.R0, asm.DWord)}
 			case 0:
@@ -168,6 +179,9 @@ func loadMapProg(insns asm.Instructions, e Engine) (*Collection, *Program, error
 	}}
 	for _, m := range mapFuzzMaps {
 		spec.Maps[m.name] = &ebpf.MapSpec{Name: m.name, Type: m.typ, KeySize: 4, ValueSize: 8, MaxEntries: m.max}
+		if m.name == "locked" {
+			spec.Maps[m.name].ValueSize, spec.Maps[m.name].Key, spec.Maps[m.name].Value = 16, btfU32, btfVal
+		}
 	}
 	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, InsnBudget: 20000, Engine: e})
 	if err != nil {

@@ -311,6 +311,9 @@ func (c *Collection) createMaps(spec *ebpf.CollectionSpec, o *Options) (progCont
 			InnerMap:   innerSpec(ms.InnerMap, o.NumCPU), // load_mapinmap.go
 			MapExtra:   ms.MapExtra,
 		}
+		if spinOK[n] {
+			s.SpinLockOff, s.SpinLock = spinLockOffset(ms.Value) // helpers_spin.go
+		}
 		m, err := o.NewMap(s)
 		if err != nil {
 			// Lazy loading: only the programs that use the map are

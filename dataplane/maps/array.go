@@ -123,7 +123,7 @@ func (a *Array) Update(key, value []byte, flags uint64, cpu int) error {
 		if len(value) != int(a.spec.ValueSize) {
 			return errBadValueSize
 		}
-		copy(a.slot(i, 0), value)
+		a.spec.copyValue(a.slot(i, 0), value)
 		return nil
 	}
 	if cpu >= 0 {

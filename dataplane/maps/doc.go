@@ -54,6 +54,8 @@
 //   - bpf_map_update_elem / delete_elem: Update(key, value, flags, cpu) and
 //     Delete(key); Errno(err) is the helper's return value. These allocate
 //     nothing on array, hash (preallocated) and LRU maps, errors included.
+//     A value holding a struct bpf_spin_lock (Spec.SpinLock) is written
+//     around the lock's word, as the kernel's copy_map_value.
 //   - global data (.data, .rodata, .bss): an Array with one entry;
 //     Array.Bytes() is the storage to map at the section's address.
 //   - bpf_redirect_map: DevTargets.Target (DevMap, DevMapHash), CPUMap.Target,

@@ -565,7 +565,10 @@ func (h *Hash) dropEvicted(e *entry) {
 // the other slots).
 func (h *Hash) writeValue(e *entry, value []byte, cpu int, fresh bool) {
 	if !h.percpu {
-		copy(e.val, value)
+		h.spec.copyValue(e.val, value)
+		if fresh {
+			h.spec.clearLock(e.val)
+		}
 		return
 	}
 	for c := range h.ncpu {

@@ -20,6 +20,32 @@ type Spec struct {
 	// InnerMap is the inner map template of a map of maps (array_of_maps,
 	// hash_of_maps); nil for other types.
 	InnerMap *Spec
+	// SpinLock says the value holds a struct bpf_spin_lock (found in its
+	// BTF by the loader) at byte SpinLockOff: updates leave those 4 bytes
+	// as they are, as the kernel's copy_map_value skips them, and a new
+	// hash entry starts with them 0 (check_and_init_map_value).
+	SpinLock    bool
+	SpinLockOff uint32
+}
+
+// copyValue copies src into the value dst, but the spin lock's word.
+func (s *Spec) copyValue(dst, src []byte) {
+	o := int(s.SpinLockOff)
+	if !s.SpinLock || o+4 > len(dst) {
+		copy(dst, src)
+		return
+	}
+	copy(dst[:o], src)
+	if len(src) > o+4 {
+		copy(dst[o+4:], src[o+4:])
+	}
+}
+
+// clearLock zeroes the spin lock's word of the fresh value v.
+func (s *Spec) clearLock(v []byte) {
+	if o := int(s.SpinLockOff); s.SpinLock && o+4 <= len(v) {
+		clear(v[o : o+4])
+	}
 }
 
 // Update flags, as BPF_ANY, BPF_NOEXIST and BPF_EXIST.
