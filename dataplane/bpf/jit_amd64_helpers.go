@@ -62,6 +62,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.prandom()
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_amd64_csum.go
+	case helperRingbufReserve, helperRingbufOutput:
+		return c.ringbuf(pc) // jit_amd64_ringbuf.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

@@ -24,6 +24,9 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		c.lpmLookup(pc, l) // jit_arm64_lpm.go
 		return true
 	}
+	if c.ringbuf(pc) { // jit_arm64_ringbuf.go
+		return true
+	}
 	if int32(c.plain[pc].imm) == helperCsumDiff {
 		c.csumDiff(pc) // jit_arm64_csum.go
 		return true
