@@ -64,6 +64,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.csumDiff(pc) // jit_amd64_csum.go
 	case helperRingbufReserve, helperRingbufOutput:
 		return c.ringbuf(pc) // jit_amd64_ringbuf.go
+	case helperKtimeGetNs, helperKtimeGetCoarseNs:
+		return c.ktime(pc) // jit_amd64_time.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

@@ -1,0 +1,204 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+import (
+	"math"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// bpf_ktime_get_ns without Go: native code (jit_amd64_time.go,
+// jit_arm64_time.go) reads the CPU's constant-rate counter (amd64: the
+// time-stamp counter with RDTSC; arm64: the generic timer's virtual count
+// CNTVCT_EL0) and turns it into CLOCK_MONOTONIC nanoseconds with a line
+// Go draws from clock_gettime (the runtime's nanotime, the vDSO's
+// CLOCK_MONOTONIC): ns = line.ns + (count - line.base) * line.mult >> 32,
+// valid for counts in [base, base+limit). A count outside goes to the slow
+// path, where Go draws the next line (ktimeCounter). Go's own
+// bpf_ktime_get_ns reads the same lines, so the interpreter and native code
+// give one clock.
+//
+// Time never goes back: a line starts where the last one ended or later
+// (its ns at base is at least the last line's value at its limit, and at
+// least clock_gettime then), and no count before a line's base or past
+// its limit uses it. Within a line the clock may run ahead of or behind
+// clock_gettime by the slope's error over the line (limit is about
+// counterSpan) plus how long the pair (count, clock_gettime) took to read
+// (refused above counterJitter); a line that starts ahead (the last one
+// ran fast) runs slower to catch up. counterErr records the largest
+// difference found at a refresh: TestKtimeCounterBound asserts it and the
+// bound stated in doc.go.
+//
+// The line is a seqlock: Go makes seq odd, writes the fields, makes it
+// even (atomic stores: on arm64 STLR, each ordered after the one before);
+// native code reads seq, the fields and seq again (arm64: LDAR, then
+// DMB ISHLD before the second read) and takes the slow path when seq was
+// odd or moved.
+type counterLine struct {
+	seq   atomic.Uint64
+	base  atomic.Uint64 // the count the line starts at
+	ns    atomic.Uint64 // CLOCK_MONOTONIC ns at base
+	mult  atomic.Uint64 // ns per count, times 2^32
+	limit atomic.Uint64 // counts past base the line holds for (0: none)
+}
+
+const (
+	// counterSpan is how long a line holds.
+	counterSpan = 10 * time.Millisecond
+	// counterJitter is the longest a (count, clock) pair may take to
+	// read; a slower one (the thread was preempted) is read again.
+	counterJitter = 2 * time.Microsecond
+	// counterWarm is how long after the first sample the rate is first
+	// computed (the slope's error falls as the baseline grows).
+	counterWarm = time.Millisecond
+)
+
+var (
+	ktLine counterLine
+	ktMu   sync.Mutex // Go's refreshes
+	// ktCal is the first (count, ns) sample: the slope is measured from
+	// it, over an ever longer baseline. Guarded by ktMu.
+	ktCal struct{ count, ns uint64 }
+	// ktFloor is the largest value any line could have given (its value at
+	// its limit), or clock_gettime when no line is drawn: what Go answers
+	// without a line is never below it.
+	ktFloor atomic.Uint64
+	// counterErr is the largest |line - clock_gettime| seen at a refresh,
+	// in ns (for tests and doc.go's bound).
+	counterErr atomic.Int64
+)
+
+// counterUsable says the counter runs at a constant rate, through idle
+// states, in step on every CPU: checked once (counterOK, per
+// architecture).
+var counterUsable = sync.OnceValue(counterOK)
+
+// ktimeCounter is bpf_ktime_get_ns from the counter's line, drawing the
+// next line when the count is past it; ok is false when the counter is
+// not usable (the caller reads clock_gettime).
+func ktimeCounter() (uint64, bool) {
+	if !counterUsable() {
+		return 0, false
+	}
+	if v, ok := lineRead(); ok {
+		return v, true
+	}
+	ktMu.Lock()
+	defer ktMu.Unlock()
+	if v, ok := lineRead(); ok {
+		return v, true
+	}
+	if lim := ktLine.limit.Load(); lim != 0 && readCounter() < ktLine.base.Load() {
+		// A count a little behind the line's start (another CPU's counter,
+		// a few cycles apart): its start.
+		return ktLine.ns.Load(), true
+	}
+	lineRefresh()
+	if v, ok := lineRead(); ok {
+		return v, true
+	}
+	// No line (warming up, or the pair could not be read quickly): the
+	// clock itself, never below what a line gave.
+	return max(uint64(nanotime()), ktFloor.Load()), true
+}
+
+// lineRead is what native code computes.
+func lineRead() (uint64, bool) {
+	s := ktLine.seq.Load()
+	if s&1 != 0 {
+		return 0, false
+	}
+	base, ns, mult, limit := ktLine.base.Load(), ktLine.ns.Load(), ktLine.mult.Load(), ktLine.limit.Load()
+	d := readCounter() - base
+	if d >= limit || ktLine.seq.Load() != s {
+		return 0, false
+	}
+	return ns + d*mult>>32, true
+}
+
+// samplePair reads the counter around clock_gettime: the middle count and
+// the clock, or ok false when the reads took longer than counterJitter.
+func samplePair(mult uint64) (count, ns uint64, ok bool) {
+	for range 5 {
+		c0 := readCounter()
+		t := uint64(nanotime())
+		c1 := readCounter()
+		if c1 < c0 {
+			continue
+		}
+		if mult != 0 && (c1-c0)*mult>>32 > uint64(counterJitter) {
+			continue
+		}
+		return c0 + (c1-c0)/2, t, true
+	}
+	return 0, 0, false
+}
+
+// lineRefresh draws the next line (ktMu held).
+func lineRefresh() {
+	oldMult := ktLine.mult.Load()
+	c, t, ok := samplePair(oldMult)
+	if !ok {
+		return
+	}
+	if ktCal.count == 0 || c <= ktCal.count {
+		ktCal.count, ktCal.ns = c, t
+		ktFloor.Store(max(ktFloor.Load(), t))
+		return
+	}
+	if t-ktCal.ns < uint64(counterWarm) {
+		ktFloor.Store(max(ktFloor.Load(), t))
+		return
+	}
+	// mult = (t - cal.ns) * 2^32 / (c - cal.count), if it fits.
+	hi, lo := bits.Mul64(t-ktCal.ns, 1<<32)
+	dc := c - ktCal.count
+	if hi >= dc {
+		return
+	}
+	mult, _ := bits.Div64(hi, lo, dc)
+	if mult == 0 {
+		return
+	}
+	// The line starts at c, at the clock or at the last line's end,
+	// whichever is later; when ahead by d it runs slower, to lose d over
+	// the span (at most half the rate).
+	ns := max(t, ktFloor.Load())
+	if oldMult != 0 {
+		if e := int64(lineAt(c) - t); abs64(e) > counterErr.Load() && c-ktLine.base.Load() < 2*ktLine.limit.Load() {
+			counterErr.Store(abs64(e))
+		}
+	}
+	span := uint64(counterSpan)
+	if ahead := ns - t; ahead > 0 {
+		adj := max(span-ahead, span/2)
+		hi, lo := bits.Mul64(mult, adj)
+		mult, _ = bits.Div64(hi, lo, span)
+	}
+	// limit: the span in counts, and no product past 64 bits.
+	limit := span << 32 / mult
+	limit = min(limit, math.MaxUint64/mult)
+	end := ns + limit*mult>>32
+	ktLine.seq.Add(1)
+	ktLine.base.Store(c)
+	ktLine.ns.Store(ns)
+	ktLine.mult.Store(mult)
+	ktLine.limit.Store(limit)
+	ktLine.seq.Add(1)
+	ktFloor.Store(max(ktFloor.Load(), end))
+}
+
+// lineAt is the current line's value at count c, extended past its limit.
+func lineAt(c uint64) uint64 {
+	return ktLine.ns.Load() + (c-ktLine.base.Load())*ktLine.mult.Load()>>32
+}
+
+func abs64(v int64) int64 {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
