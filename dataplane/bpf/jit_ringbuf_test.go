@@ -153,7 +153,7 @@ func TestJITRingbufDifferential(t *testing.T) {
 			}
 		}
 	}
-	if nativeHelpersArch && native == 0 {
+	if jitArch && native == 0 {
 		t.Fatal("no native ring buffer call")
 	}
 	if refused == 0 {
@@ -200,7 +200,7 @@ func TestJITRingbufConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if nativeHelpersArch && p.jit.Load().native == 0 {
+	if jitArch && p.jit.Load().native == 0 {
 		t.Fatal("the reserve is not native")
 	}
 	const producers, runs = 3, 20000
@@ -320,7 +320,7 @@ func TestJITRingbufEdges(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if nativeHelpersArch && pj.jit.Load().native == 0 {
+		if jitArch && pj.jit.Load().native == 0 {
 			t.Fatal("the call is not native")
 		}
 		ri, rj := NewRunner(0), NewRunner(0)
