@@ -213,7 +213,7 @@
 // constant-rate counter is usable (an invariant TSC the kernel keeps time
 // with; arm64's CNTVCT_EL0): CLOCK_MONOTONIC from a line Go draws from
 // clock_gettime every 10 ms (ktime_counter.go), never going back, within
-// ktimeErrBound (20 us; about 0.2 us measured) of clock_gettime; Go's
+// ktimeErrBound (20 us; under 0.1 us measured) of clock_gettime; Go's
 // helper reads the same line, so both engines give one clock.
 //
 // bpf-to-bpf calls (jit_amd64_calls.go, jit_arm64_calls.go) are native in

@@ -24,13 +24,18 @@ import (
 // Time never goes back: a line starts where the last one ended or later
 // (its ns at base is at least the last line's value at its limit, and at
 // least clock_gettime then), and no count before a line's base or past
-// its limit uses it. Within a line the clock may run ahead of or behind
-// clock_gettime by the slope's error over the line (limit is about
-// counterSpan) plus how long the pair (count, clock_gettime) took to read
-// (refused above counterJitter); a line that starts ahead (the last one
-// ran fast) runs slower to catch up. counterErr records the largest
+// its limit uses it. The error against clock_gettime: a sample (count,
+// clock) is within counterJitter/2 (1 us) of the truth; the slope, measured
+// from the first sample over an ever longer baseline, errs by at most two
+// samples' uncertainty over the baseline, and a line lasts at most a
+// sixteenth of the baseline (and counterSpan), so the slope adds at most
+// counterJitter/16; NTP's slewing of CLOCK_MONOTONIC (at most 500 ppm, a
+// rate the slope follows only on average) adds at most 5 us over a 10 ms
+// line. A line that starts ahead (the last one ran fast) runs slower to
+// lose it over its span. So the clock stays within about 7 us of
+// clock_gettime; ktimeErrBound states 20. counterErr records the largest
 // difference found at a refresh: TestKtimeCounterBound asserts it and the
-// bound stated in doc.go.
+// bound.
 //
 // The line is a seqlock: Go makes seq odd, writes the fields, makes it
 // even (atomic stores: on arm64 STLR, each ordered after the one before);
@@ -119,20 +124,17 @@ func lineRead() (uint64, bool) {
 	return ns + d*mult>>32, true
 }
 
-// samplePair reads the counter around clock_gettime: the middle count and
-// the clock, or ok false when the reads took longer than counterJitter.
-func samplePair(mult uint64) (count, ns uint64, ok bool) {
+// samplePair reads the counter between two reads of clock_gettime: the
+// count and the clock's middle, within counterJitter/2 of the clock at the
+// count; ok is false when the reads kept taking longer (preempted).
+func samplePair() (count, ns uint64, ok bool) {
 	for range 5 {
-		c0 := readCounter()
-		t := uint64(nanotime())
-		c1 := readCounter()
-		if c1 < c0 {
-			continue
+		t0 := nanotime()
+		c := readCounter()
+		t1 := nanotime()
+		if t1 >= t0 && t1-t0 <= int64(counterJitter) {
+			return c, uint64(t0 + (t1-t0)/2), true
 		}
-		if mult != 0 && (c1-c0)*mult>>32 > uint64(counterJitter) {
-			continue
-		}
-		return c0 + (c1-c0)/2, t, true
 	}
 	return 0, 0, false
 }
@@ -140,7 +142,7 @@ func samplePair(mult uint64) (count, ns uint64, ok bool) {
 // lineRefresh draws the next line (ktMu held).
 func lineRefresh() {
 	oldMult := ktLine.mult.Load()
-	c, t, ok := samplePair(oldMult)
+	c, t, ok := samplePair()
 	if !ok {
 		return
 	}
@@ -172,7 +174,10 @@ func lineRefresh() {
 			counterErr.Store(abs64(e))
 		}
 	}
-	span := uint64(counterSpan)
+	// The span: at most a sixteenth of the baseline, so that the slope's
+	// error (two samples' uncertainty over the baseline) costs at most
+	// counterJitter/16 over a line.
+	span := min(uint64(counterSpan), (t-ktCal.ns)/16)
 	if ahead := ns - t; ahead > 0 {
 		adj := max(span-ahead, span/2)
 		hi, lo := bits.Mul64(mult, adj)
