@@ -63,7 +63,7 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_amd64_csum.go
 	case helperRingbufReserve, helperRingbufOutput:
-		return c.ringbuf(pc) // jit_amd64_ringbuf.go
+		return emitRing(c, c.env, c.plain, c.targets, pc) // jit_ringbuf.go
 	case helperKtimeGetNs, helperKtimeGetCoarseNs:
 		return c.ktime(pc) // jit_amd64_time.go
 	case helperXdpGetBuffLen:

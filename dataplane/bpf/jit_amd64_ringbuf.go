@@ -12,23 +12,6 @@ import "syscall"
 // (Intel SDM vol. 3A, 9.2.2), so the producer position is read before the
 // consumer position as jitRing requires.
 
-// ringbuf emits the reserve or output call at pc natively when r1 is
-// loaded with a ring buffer in a straight line before it, and reports
-// whether it did.
-func (c *amd64Compiler) ringbuf(pc int) bool {
-	g, ok := c.env.ringAt(c.plain, c.targets, pc)
-	if !ok {
-		return false
-	}
-	c.mapChecks(pc, g.handle, g.coll)
-	if int32(c.plain[pc].imm) == helperRingbufReserve {
-		c.ringReserve(pc, g)
-	} else {
-		c.ringOutput(pc, g)
-	}
-	return true
-}
-
 // ringReserve is bpf_ringbuf_reserve(map, size r2, flags r3) when it
 // returns NULL (RingBuf.Reserve's refusals in its order: flags, size, room).
 func (c *amd64Compiler) ringReserve(pc int, g jitRing) {

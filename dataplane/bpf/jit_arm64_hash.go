@@ -24,7 +24,7 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		c.lpmLookup(pc, l) // jit_arm64_lpm.go
 		return true
 	}
-	if c.ringbuf(pc) || c.ktime(pc) { // jit_arm64_ringbuf.go, jit_arm64_time.go
+	if emitRing(c, c.env, c.plain, c.targets, pc) || c.ktime(pc) { // jit_ringbuf.go, jit_arm64_time.go
 		return true
 	}
 	if int32(c.plain[pc].imm) == helperCsumDiff {

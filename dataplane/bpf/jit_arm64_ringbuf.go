@@ -12,23 +12,6 @@ import "syscall"
 // read after the producer position, as jitRing's argument requires and as
 // RingBuf's atomic loads read them in Go.
 
-// ringbuf emits the reserve or output call at pc natively when r1 is
-// loaded with a ring buffer in a straight line before it, and reports
-// whether it did.
-func (c *arm64Compiler) ringbuf(pc int) bool {
-	g, ok := c.env.ringAt(c.plain, c.targets, pc)
-	if !ok {
-		return false
-	}
-	c.mapChecks(pc, g.handle, g.coll)
-	if int32(c.plain[pc].imm) == helperRingbufReserve {
-		c.ringReserve(pc, g)
-	} else {
-		c.ringOutput(pc, g)
-	}
-	return true
-}
-
 // ringReserve is bpf_ringbuf_reserve(map, size r2, flags r3) when it
 // returns NULL: flags, then size, then room, as RingBuf.Reserve refuses.
 func (c *arm64Compiler) ringReserve(pc int, g jitRing) {

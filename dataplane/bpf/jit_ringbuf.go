@@ -59,3 +59,28 @@ func (env jitEnv) ringAt(plain []insn, targets []bool, pc int) (jitRing, bool) {
 	}
 	return env.ringFor(k)
 }
+
+// ringCode is a backend's code for the ring buffer calls
+// (jit_amd64_ringbuf.go, jit_arm64_ringbuf.go).
+type ringCode interface {
+	mapChecks(pc int, handle uint64, coll uintptr)
+	ringReserve(pc int, g jitRing)
+	ringOutput(pc int, g jitRing)
+}
+
+// emitRing has b emit the reserve or output call at pc natively when r1
+// is loaded with a ring buffer in a straight line before it (else the
+// call exits to Go), and reports whether it did.
+func emitRing(b ringCode, env jitEnv, plain []insn, targets []bool, pc int) bool {
+	g, ok := env.ringAt(plain, targets, pc)
+	if !ok {
+		return false
+	}
+	b.mapChecks(pc, g.handle, g.coll)
+	if int32(plain[pc].imm) == helperRingbufReserve {
+		b.ringReserve(pc, g)
+	} else {
+		b.ringOutput(pc, g)
+	}
+	return true
+}

@@ -9,15 +9,18 @@ package bpf
 //go:noescape
 func readCounter() uint64
 
-// counterFreq is CNTFRQ_EL0, the counter's rate in Hz.
-//
-//go:noescape
-func counterFreq() uint64
-
 // counterOK: the generic timer's system counter runs at a constant rate
 // and is the same on every CPU (Arm ARM D11.1.2, "The system counter"),
 // and Linux lets EL0 read CNTVCT_EL0 (CNTKCTL_EL1.EL0VCTEN, set by the
-// arch timer driver). A counter without a rate (CNTFRQ_EL0 0) is not
-// used. Parts with counter errata the kernel works around by trapping the
-// read are slower, not wrong.
-func counterOK() bool { return counterFreq() != 0 }
+// arch timer driver). Its rate is measured against clock_gettime
+// (ktime_counter.go), not read from CNTFRQ_EL0, which firmware may leave
+// 0 (and qemu-user does); a counter that does not advance is not used.
+// Parts with counter errata the kernel works around by trapping the read
+// are slower, not wrong.
+func counterOK() bool {
+	c0 := readCounter()
+	t0 := nanotime()
+	for nanotime()-t0 < 20_000 {
+	}
+	return readCounter() > c0
+}

@@ -8,9 +8,3 @@ TEXT ·readCounter(SB), NOSPLIT, $0-8
 	MRS  CNTVCT_EL0, R0
 	MOVD R0, ret+0(FP)
 	RET
-
-// func counterFreq() uint64
-TEXT ·counterFreq(SB), NOSPLIT, $0-8
-	MRS  CNTFRQ_EL0, R0
-	MOVD R0, ret+0(FP)
-	RET
