@@ -381,3 +381,86 @@ func recLenOf(payload uint64) uint64 { return (payload + ringbufHdrSize + 7) &^ 
 func putLE32(b []byte, v uint32) {
 	b[0], b[1], b[2], b[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
 }
+
+// ringRecordAccess reserves the frame's first word's bytes and writes a
+// byte at the offset its second word gives, before (r0 1) or, when the
+// third word is 1, after submitting the record (a stale pointer).
+func ringRecordAccess() asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R7, asm.R1, 0, asm.Word),
+		asm.LoadMem(asm.R8, asm.R1, 4, asm.Word),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Add.Imm(asm.R2, 12),
+		asm.JGT.Reg(asm.R2, asm.R8, "out"),
+		asm.LoadMem(asm.R2, asm.R7, 0, asm.Word),
+		asm.LoadMem(asm.R8, asm.R7, 4, asm.Word),
+		asm.LoadMem(asm.R9, asm.R7, 8, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("rb"),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Reg(asm.R6, asm.R0),
+		asm.JEq.Imm(asm.R9, 1, "stale"),
+		asm.Add.Reg(asm.R0, asm.R8),
+		asm.StoreImm(asm.R0, 0, 0x5a, asm.Byte),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRingbufSubmit.Call(),
+		asm.Mov.Imm(asm.R0, 1),
+		asm.Return(),
+		asm.Mov.Reg(asm.R1, asm.R6).WithSymbol("stale"),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.FnRingbufDiscard.Call(),
+		asm.StoreImm(asm.R6, 0, 0x5a, asm.Byte),
+		asm.Mov.Imm(asm.R0, 1),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	}
+}
+
+// TestJITRingbufRecordAccess: a record's last byte is writable, the byte
+// past it and any byte after the record was committed are the faults the
+// interpreter reports, for unaligned sizes too, in both engines alike.
+func TestJITRingbufRecordAccess(t *testing.T) {
+	needJIT(t)
+	pi, rbi, err := loadRingProg(ringRecordAccess(), EngineInterp, ringTestSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pj, rbj, err := loadRingProg(ringRecordAccess(), EngineJIT, ringTestSize)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ri, rj := NewRunner(0), NewRunner(0)
+	buf := make([]byte, ringTestSize)
+	faults := 0
+	for _, size := range []uint32{1, 3, 8, 13, 64, 4000} {
+		for _, at := range []uint32{0, size - 1, size, size + 7} {
+			for _, stale := range []uint32{0, 1} {
+				pkt := udpFrame(9)
+				putLE32(pkt[0:], size)
+				putLE32(pkt[4:], at)
+				putLE32(pkt[8:], stale)
+				vi, oki := ri.RunFrame(pi, newFrame(pkt))
+				vj, okj := rj.RunFrame(pj, newFrame(pkt))
+				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+					t.Fatalf("size %d at %d stale %d: interpreter %#x %v (%v), JIT %#x %v (%v)", size, at, stale, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+				}
+				wantOK := stale == 0 && at < size
+				if oki != wantOK {
+					t.Fatalf("size %d at %d stale %d: ok %v (%v), want %v", size, at, stale, oki, ri.Fault(), wantOK)
+				}
+				if !oki {
+					faults++
+				}
+				ni, _ := rbi.Read(buf)
+				nj, _ := rbj.Read(buf)
+				if ni != nj {
+					t.Fatalf("size %d at %d stale %d: records of %d and %d bytes", size, at, stale, ni, nj)
+				}
+			}
+		}
+	}
+	t.Logf("%d faults alike", faults)
+}
