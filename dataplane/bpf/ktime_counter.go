@@ -169,9 +169,18 @@ func lineRefresh() {
 	// whichever is later; when ahead by d it runs slower, to lose d over
 	// the span (at most half the rate).
 	ns := max(t, ktFloor.Load())
-	if oldMult != 0 {
-		if e := int64(lineAt(c) - t); abs64(e) > counterErr.Load() && c-ktLine.base.Load() < 2*ktLine.limit.Load() {
-			counterErr.Store(abs64(e))
+	if oldMult != 0 && c-ktLine.base.Load() < 2*ktLine.limit.Load() {
+		e := abs64(int64(lineAt(c) - t))
+		if e > counterErr.Load() {
+			counterErr.Store(e)
+		}
+		if e > int64(ktimeErrBound/4) {
+			// The counter's rate changed (a VM moved to another host): the
+			// slope is measured again from here; until then Go reads
+			// clock_gettime, never below the last line's end.
+			ktCal.count, ktCal.ns = c, t
+			ktFloor.Store(max(ktFloor.Load(), t))
+			return
 		}
 	}
 	// The span: at most a sixteenth of the baseline, so that the slope's

@@ -116,3 +116,45 @@ func TestJITKtimeNative(t *testing.T) {
 	wg.Wait()
 	t.Logf("largest line error at a refresh %v", time.Duration(counterErr.Load()))
 }
+
+// TestKtimeCounterRecalibrates skews the measured rate (as a VM moved to
+// a host whose counter runs at another rate would): the clock never goes
+// back meanwhile, the rate is measured again, and the clock comes back
+// within the bound.
+func TestKtimeCounterRecalibrates(t *testing.T) {
+	if !counterUsable() {
+		t.Skip("the CPU counter is not usable here")
+	}
+	ktimeMono()
+	errBefore := counterErr.Load()
+	defer counterErr.Store(errBefore) // the skew's error is this test's
+	ktMu.Lock()
+	skewed := ktCal.ns - uint64(5*time.Millisecond) // the rate now reads too fast
+	ktCal.ns = skewed
+	ktMu.Unlock()
+	var last uint64
+	start := nanotime()
+	recal := false
+	for nanotime()-start < int64(6*counterSpan) {
+		k := ktimeMono()
+		if k < last {
+			t.Fatalf("%d after %d: time went back", k, last)
+		}
+		last = k
+		ktMu.Lock()
+		recal = recal || ktCal.ns > skewed+uint64(10*time.Millisecond)
+		ktMu.Unlock()
+	}
+	if !recal {
+		t.Fatal("the skewed rate was never measured again")
+	}
+	for range 1000 {
+		a := uint64(nanotime())
+		k := ktimeMono()
+		b := uint64(nanotime())
+		if k < last || k+uint64(ktimeErrBound) < a || k > b+uint64(ktimeErrBound) {
+			t.Fatalf("after the new rate: %d (last %d) outside [%d, %d] +- %v", k, last, a, b, ktimeErrBound)
+		}
+		last = k
+	}
+}
