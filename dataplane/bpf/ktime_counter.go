@@ -67,6 +67,9 @@ var (
 	// ktCal is the first (count, ns) sample: the slope is measured from
 	// it, over an ever longer baseline. Guarded by ktMu.
 	ktCal struct{ count, ns uint64 }
+	// ktAhead is how far the current line started ahead of the clock.
+	// Guarded by ktMu.
+	ktAhead int64
 	// ktFloor is the largest value any line could have given (its value at
 	// its limit), or clock_gettime when no line is drawn: what Go answers
 	// without a line is never below it.
@@ -74,6 +77,8 @@ var (
 	// counterErr is the largest |line - clock_gettime| seen at a refresh,
 	// in ns (for tests and doc.go's bound).
 	counterErr atomic.Int64
+	// counterRecal counts the times the rate was measured again.
+	counterRecal atomic.Int64
 )
 
 // counterUsable says the counter runs at a constant rate, through idle
@@ -169,19 +174,14 @@ func lineRefresh() {
 	// whichever is later; when ahead by d it runs slower, to lose d over
 	// the span (at most half the rate).
 	ns := max(t, ktFloor.Load())
-	if oldMult != 0 && c-ktLine.base.Load() < 2*ktLine.limit.Load() {
-		e := abs64(int64(lineAt(c) - t))
-		if e > counterErr.Load() {
-			counterErr.Store(e)
-		}
-		if e > int64(ktimeErrBound/4) {
-			// The counter's rate changed (a VM moved to another host): the
-			// slope is measured again from here; until then Go reads
-			// clock_gettime, never below the last line's end.
-			ktCal.count, ktCal.ns = c, t
-			ktFloor.Store(max(ktFloor.Load(), t))
-			return
-		}
+	if oldMult != 0 && lineDrifted(c, t) {
+		// The counter's rate changed (a VM moved to another host): the
+		// slope is measured again from here; until then Go reads
+		// clock_gettime, never below the last line's end.
+		ktCal.count, ktCal.ns = c, t
+		ktFloor.Store(max(ktFloor.Load(), t))
+		counterRecal.Add(1)
+		return
 	}
 	// The span: at most a sixteenth of the baseline, so that the slope's
 	// error (two samples' uncertainty over the baseline) costs at most
@@ -196,6 +196,7 @@ func lineRefresh() {
 	limit := span << 32 / mult
 	limit = min(limit, math.MaxUint64/mult)
 	end := ns + limit*mult>>32
+	ktAhead = int64(ns - t)
 	ktLine.seq.Add(1)
 	ktLine.base.Store(c)
 	ktLine.ns.Store(ns)
@@ -203,6 +204,25 @@ func lineRefresh() {
 	ktLine.limit.Store(limit)
 	ktLine.seq.Add(1)
 	ktFloor.Store(max(ktFloor.Load(), end))
+}
+
+// lineDrifted records how far the current line, extended to count c, is
+// from the clock t (counterErr, when c is within two lines of its start)
+// and reports whether it gained or lost more than a quarter of
+// ktimeErrBound over a line's length, beyond the lead it was drawn to lose
+// (ktAhead, lost evenly over the line). ktMu is held.
+func lineDrifted(c, t uint64) bool {
+	base, limit := ktLine.base.Load(), ktLine.limit.Load()
+	if c <= base || limit == 0 {
+		return false
+	}
+	off := int64(lineAt(c) - t)
+	if e := abs64(off); e > counterErr.Load() && c-base < 2*limit {
+		counterErr.Store(e)
+	}
+	d, l := float64(c-base), float64(limit)
+	drift := (float64(off) - float64(ktAhead)*(1-d/l)) * l / d
+	return math.Abs(drift) > float64(ktimeErrBound/4)
 }
 
 // lineAt is the current line's value at count c, extended past its limit.

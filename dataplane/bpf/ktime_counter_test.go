@@ -128,25 +128,32 @@ func TestKtimeCounterRecalibrates(t *testing.T) {
 	ktimeMono()
 	errBefore := counterErr.Load()
 	defer counterErr.Store(errBefore) // the skew's error is this test's
+	recal0 := counterRecal.Load()
 	ktMu.Lock()
-	skewed := ktCal.ns - uint64(5*time.Millisecond) // the rate now reads too fast
-	ktCal.ns = skewed
+	// The rate now reads fast: by a tenth of the baseline and a
+	// millisecond, a drift of over 60 us on the next line.
+	ktCal.ns -= (uint64(nanotime())-ktCal.ns)/10 + uint64(time.Millisecond)
 	ktMu.Unlock()
 	var last uint64
 	start := nanotime()
-	recal := false
 	for nanotime()-start < int64(6*counterSpan) {
 		k := ktimeMono()
 		if k < last {
 			t.Fatalf("%d after %d: time went back", k, last)
 		}
 		last = k
-		ktMu.Lock()
-		recal = recal || ktCal.ns > skewed+uint64(10*time.Millisecond)
-		ktMu.Unlock()
 	}
-	if !recal {
-		t.Fatal("the skewed rate was never measured again")
+	if counterRecal.Load() == recal0 {
+		t.Fatalf("the skewed rate was never measured again (cal %+v, line base %d limit %d mult %d, usable %v)", ktCal, ktLine.base.Load(), ktLine.limit.Load(), ktLine.mult.Load(), counterUsable())
+	}
+	// The line the skewed rate drew ran ahead (at most a tenth of a span
+	// and a millisecond): the clock waits for clock_gettime to catch up.
+	for t0 := nanotime(); nanotime()-t0 < int64(counterSpan); {
+		if k := ktimeMono(); k < last {
+			t.Fatalf("%d after %d: time went back", k, last)
+		} else {
+			last = k
+		}
 	}
 	for range 1000 {
 		a := uint64(nanotime())
