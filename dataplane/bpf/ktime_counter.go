@@ -33,7 +33,11 @@ import (
 // rate the slope follows only on average) adds at most 5 us over a 10 ms
 // line. A line that starts ahead (the last one ran fast) runs slower to
 // lose it over its span. So the clock stays within about 7 us of
-// clock_gettime; ktimeErrBound states 20. counterErr records the largest
+// clock_gettime; ktimeErrBound states 20. A line that drifted more than a
+// quarter of that over its length (the counter's rate changed: a VM moved
+// to another host, or NTP slews hard) restarts the rate's measurement
+// (lineDrifted); Go reads clock_gettime until a line is drawn again, never
+// below the last line's end. counterErr records the largest
 // difference found at a refresh: TestKtimeCounterBound asserts it and the
 // bound.
 //
