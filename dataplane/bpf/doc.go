@@ -238,8 +238,9 @@
 // (afterNative), and refreshes the packet region from the frame. Every
 // other helper (hash inserts, replacements and deletes of a key present,
 // which link or unlink entries under the stripe's mutex, lookups in maps
-// with keys past those limits or made BPF_F_NO_PREALLOC, bpf_ktime_get_ns, which reads the
-// vDSO clock only Go's runtime may call), the amd64-only ones above on
+// with keys past those limits or made BPF_F_NO_PREALLOC,
+// bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
+// that get a record), the amd64-only ones above on
 // arm64, bpf-to-bpf calls
 // in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or
@@ -249,6 +250,20 @@
 // unchanged; a plain helper call is run directly from the exit loop,
 // jitAfter) and re-enters the native code at the next one. Faults are
 // therefore the interpreter's, with the same reason and instruction.
+//
+// On both backends, bpf_ringbuf_reserve and bpf_ringbuf_output on a ring
+// buffer loaded into r1 in a straight line answer natively when they get
+// no record (jit_*_ringbuf.go, jitRing: flags refused, a record too long,
+// no room: the ring a lagging consumer left full), from the producer and
+// consumer positions read in that order (maps.NativeRing); a call that may
+// get a record, bpf_ringbuf_submit and _discard, and bpf_loop exit to Go,
+// which keeps the records and their regions. bpf_ktime_get_ns and
+// bpf_ktime_get_coarse_ns are native (jit_*_time.go) where the CPU's
+// constant-rate counter is usable (an invariant TSC the kernel keeps time
+// with; arm64's CNTVCT_EL0): CLOCK_MONOTONIC from a line Go draws from
+// clock_gettime every 10 ms (ktime_counter.go), never going back, within
+// ktimeErrBound (20 us; under 0.1 us measured) of clock_gettime; Go's
+// helper reads the same line, so both engines give one clock.
 //
 // bpf-to-bpf calls (jit_amd64_calls.go, jit_arm64_calls.go) are native in
 // programs without tail calls: a call checks the depth (the Go frames and

@@ -24,7 +24,7 @@ var validOps = []byte{
 	0x85, 0x85, 0x95, 0x18,
 }
 
-var fuzzHelpers = []int32{1, 2, 3, 5, 6, 7, 8, 12, 23, 28, 44, 51, 54, 65, 125, 181, 188, 189, 190}
+var fuzzHelpers = []int32{1, 2, 3, 5, 6, 7, 8, 12, 23, 28, 44, 51, 54, 65, 125, 130, 131, 132, 133, 160, 181, 188, 189, 190}
 var fuzzAtomics = []int32{0x00, 0x01, 0x40, 0x41, 0x50, 0x51, 0xa0, 0xa1, 0xe1, 0xf1}
 
 // sanitize turns random bytes into a program that usually loads: valid

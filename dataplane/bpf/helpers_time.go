@@ -11,12 +11,17 @@ import (
 // (kernel/bpf/helpers.c):
 //
 //   - bpf_ktime_get_ns (5): CLOCK_MONOTONIC, nanoseconds since boot not
-//     counting suspend; the same numbers as clock_gettime(CLOCK_MONOTONIC)
-//     in user space, read from the Go runtime's clock (the vDSO's).
+//     counting suspend; the numbers of clock_gettime(CLOCK_MONOTONIC) in
+//     user space, read from the Go runtime's clock (the vDSO's), or where
+//     the CPU's counter is usable from a line drawn from that clock
+//     (ktime_counter.go), within ktimeErrBound of it, never going back:
+//     the kernel's ktime_get_mono_fast_ns, which bpf_ktime_get_ns reads,
+//     is itself a counter read scaled by a multiplier and shift.
 //   - bpf_ktime_get_coarse_ns (160): CLOCK_MONOTONIC_COARSE in the kernel,
 //     the monotonic clock as of the last tick. xnic returns the precise
-//     monotonic time, which is never below the coarse clock and at most a
-//     tick (1-10 ms) above it: a cheaper clock is not cheaper here.
+//     monotonic time (as bpf_ktime_get_ns), which is at most a tick
+//     (1-10 ms) above the coarse clock and never more than ktimeErrBound
+//     below it: a cheaper clock is not cheaper here.
 //   - bpf_ktime_get_boot_ns (125): CLOCK_BOOTTIME, monotonic plus the time
 //     spent suspended: the monotonic time plus an offset read with
 //     clock_gettime(CLOCK_BOOTTIME) at most once a second (suspend only
@@ -24,6 +29,11 @@ import (
 //   - bpf_ktime_get_tai_ns (208): CLOCK_TAI, the wall clock plus the kernel's
 //     TAI offset (set by NTP daemons, 0 when none did), read with
 //     clock_gettime once a second and rounded to whole seconds.
+
+// ktimeErrBound is how far bpf_ktime_get_ns (and _coarse_ns) may be from
+// clock_gettime(CLOCK_MONOTONIC) read at the same moment where it comes
+// from the CPU counter's line (ktime_counter.go); elsewhere it is 0 off.
+const ktimeErrBound = 20 * time.Microsecond
 
 // clockRefresh is how often the offsets of the derived clocks are re-read.
 const clockRefresh = int64(time.Second)
@@ -33,8 +43,15 @@ var (
 	taiOff, taiNext   atomic.Int64
 )
 
-// ktimeMono is CLOCK_MONOTONIC in nanoseconds.
-func ktimeMono() uint64 { return uint64(nanotime()) }
+// ktimeMono is CLOCK_MONOTONIC in nanoseconds: from the CPU counter's
+// line where native code reads it too (ktime_counter.go), so that both
+// engines give one clock; else clock_gettime.
+func ktimeMono() uint64 {
+	if v, ok := ktimeCounter(); ok {
+		return v
+	}
+	return uint64(nanotime())
+}
 
 // ktimeBoot is CLOCK_BOOTTIME in nanoseconds.
 func ktimeBoot() uint64 {

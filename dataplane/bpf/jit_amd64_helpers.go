@@ -72,6 +72,10 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.spinLock(pc) // jit_amd64_spin.go
 	case helperSpinUnlock:
 		c.spinUnlock(pc)
+	case helperRingbufReserve, helperRingbufOutput:
+		return emitRing(c, c.env, c.plain, c.targets, pc) // jit_ringbuf.go
+	case helperKtimeGetNs, helperKtimeGetCoarseNs:
+		return c.ktime(pc) // jit_amd64_time.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

@@ -27,6 +27,9 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 	if c.mimLookup(pc) { // jit_arm64_mim.go
 		return true
 	}
+	if emitRing(c, c.env, c.plain, c.targets, pc) || c.ktime(pc) { // jit_ringbuf.go, jit_arm64_time.go
+		return true
+	}
 	switch int32(c.plain[pc].imm) {
 	case helperMapUpdateElem:
 		return c.updateAt(pc) // jit_arm64_update.go

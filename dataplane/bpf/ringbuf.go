@@ -97,3 +97,11 @@ func (r *Runner) dropRecords() {
 	}
 	r.records = r.records[:0]
 }
+
+// ringbufMaxRecord is the longest record Reserve accepts (maps.RingBuf:
+// the kernel's length field less its two flag bits).
+const ringbufMaxRecord = 1<<32/4 - 1
+
+// ringbufHdrSize is a record's header (BPF_RINGBUF_HDR_SZ): a record takes
+// its payload plus the header, rounded up to 8 bytes (maps' recLen).
+const ringbufHdrSize = 8
