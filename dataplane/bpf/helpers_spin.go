@@ -7,6 +7,7 @@ import (
 	"math"
 	"runtime"
 	"sync/atomic"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -266,13 +267,45 @@ func (r *Runner) spinLock(p *Program, pc int, reg *[16]uint64) uint64 {
 	if w == nil {
 		return r.argFault(p, pc, argMem)
 	}
+	if r.holdsSpin(w) {
+		// The kernel's verifier refuses a second lock while one is held;
+		// waiting here would wait for ever.
+		r.setFault(p, pc, faultSpinStuck, 0, 0)
+		return 0
+	}
+	var since time.Time
 	for spins := 0; !atomic.CompareAndSwapUint32(w, 0, 1); spins++ {
-		if spins >= 64 {
-			runtime.Gosched()
+		if spins < 64 {
+			continue
 		}
+		// Another run holds the lock for at most one program's run; a
+		// word nobody releases (a program stored to it directly, which
+		// the kernel's verifier refuses and xnic's loader does not see)
+		// faults this run instead of hanging its core.
+		if spins == 64 {
+			since = time.Now()
+		} else if time.Since(since) > spinWaitMax {
+			r.setFault(p, pc, faultSpinStuck, 0, 0)
+			return 0
+		}
+		runtime.Gosched()
 	}
 	r.records = append(r.records, ringRecord{region: spinRegion, rb: spinRecord{w}})
 	return 0
+}
+
+// spinWaitMax is how long bpf_spin_lock waits for a lock before it faults
+// the run (a variable for the tests).
+var spinWaitMax = time.Second
+
+// holdsSpin reports whether this run holds the lock at w.
+func (r *Runner) holdsSpin(w *uint32) bool {
+	for i := range r.records {
+		if s, ok := r.records[i].rb.(spinRecord); ok && s.w == w {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Runner) spinUnlock(p *Program, pc int, reg *[16]uint64) uint64 {

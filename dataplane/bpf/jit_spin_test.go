@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"encoding/binary"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -199,5 +200,45 @@ func TestJITSpinLockBurstsExclude(t *testing.T) {
 	v := lockedValue(t, c)
 	if got := binary.LittleEndian.Uint64(v[8:]); got != workers*bursts*n {
 		t.Errorf("counter %d, want %d", got, workers*bursts*n)
+	}
+}
+
+// TestSpinLockNeverReleased: a lock word the program set itself (which the
+// kernel's verifier refuses; a lock taken twice is refused at load) faults
+// the run on both engines instead of hanging it, and nothing is counted.
+func TestSpinLockNeverReleased(t *testing.T) {
+	defer func(d time.Duration) { spinWaitMax = d }(spinWaitMax)
+	spinWaitMax = 20 * time.Millisecond
+	setWord := asm.Instructions{asm.Mov.Imm(asm.R1, 1), asm.StoreMem(asm.R6, 0, asm.R1, asm.Word)}
+	cases := []struct {
+		name string
+		body []asm.Instruction
+	}{
+		{"word-set", cat(setWord, spinAt(asm.FnSpinLock, 0), incr, spinAt(asm.FnSpinUnlock, 0))},
+	}
+	engines := []Engine{EngineInterp}
+	if jitArch {
+		engines = append(engines, EngineJIT)
+	}
+	for _, tc := range cases {
+		for _, e := range engines {
+			t.Run(tc.name+"/"+e.String(), func(t *testing.T) {
+				c, p := loadSpin(t, "s", tc.body, e, 1)
+				r := NewRunner(0)
+				done := make(chan Action, 1)
+				go func() { done <- r.Run(p, newFrame(make([]byte, 64))) }()
+				select {
+				case a := <-done:
+					if a != ActionAborted || r.Fault() == nil || !strings.Contains(r.Fault().Error(), "never released") {
+						t.Fatalf("run: %v (%v), want an abort for a lock never released", a, r.Fault())
+					}
+				case <-time.After(30 * time.Second):
+					t.Fatal("the run still waits for the lock")
+				}
+				if v := lockedValue(t, c); binary.LittleEndian.Uint64(v[8:]) != 0 {
+					t.Fatalf("value %x: counted without the lock", v)
+				}
+			})
+		}
 	}
 }

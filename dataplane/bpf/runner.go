@@ -429,6 +429,7 @@ const (
 	faultInternal
 	faultRegions
 	faultNoPC
+	faultSpinStuck
 )
 
 func (k faultKind) String() string {
@@ -459,6 +460,8 @@ func (k faultKind) String() string {
 		return "too many map value pointers in one run"
 	case faultNoPC:
 		return "program counter out of range"
+	case faultSpinStuck:
+		return "bpf_spin_lock waited too long: the lock is never released (taken twice in one run, or its word written directly)"
 	}
 	return "no fault"
 }
