@@ -228,7 +228,8 @@ func (in *Injector) begin(spec FaultSpec) {
 	if dur > 0 {
 		in.timers = append(in.timers, time.AfterFunc(dur, func() { in.end(spec.Kind, idx, false) }))
 	}
-	in.mu.Unlock()
+	// Armed before the lock is dropped: whoever sees the event in Events
+	// sees the fault in effect.
 	switch spec.Kind {
 	case FaultBusError, FaultDescError:
 		in.pending[spec.Kind].Add(1)
@@ -241,6 +242,7 @@ func (in *Injector) begin(spec FaultSpec) {
 	default:
 		in.on[spec.Kind].Store(true)
 	}
+	in.mu.Unlock()
 	if hooks.Start != nil {
 		hooks.Start(spec.Kind)
 	}

@@ -309,7 +309,9 @@ func TestTxLaunchTime(t *testing.T) {
 			}
 		}
 		require.GreaterOrEqual(t, sent[0], lt&^0xff, "delay %v: launched before its time", delay)
-		require.Less(t, sent[0], lt+int64(50*time.Millisecond), "delay %v: launched far too late", delay)
+		// Late only by how long the machine takes to schedule the model (a
+		// loaded machine or qemu-user: hundreds of milliseconds).
+		require.Less(t, sent[0], lt+int64(time.Second), "delay %v: launched far too late", delay)
 		require.GreaterOrEqual(t, sent[1], sent[0], "the frame behind it waited")
 		r.WaitFor("write-back", func() bool { d3, _ := x.wb(j); return d3&tOWN == 0 })
 		d3, ts := x.wb(i)
