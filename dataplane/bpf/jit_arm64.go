@@ -596,6 +596,10 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	if write {
 		hi = offRegionWhi
 	}
+	if guess == regionStack && n > 0 {
+		c.stackCheck(pc, bpfBase, off, n, hi) // jit_arm64_stack.go
+		return
+	}
 	switch {
 	case off >= 0 && off < 4096:
 		c.w(a64Imm12(a64AddImm, aS1, base, uint32(off)))
