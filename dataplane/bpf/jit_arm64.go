@@ -600,15 +600,7 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 		c.stackCheck(pc, bpfBase, off, n, hi) // jit_arm64_stack.go
 		return
 	}
-	switch {
-	case off >= 0 && off < 4096:
-		c.w(a64Imm12(a64AddImm, aS1, base, uint32(off)))
-	case off < 0 && off > -4096:
-		c.w(a64Imm12(a64SubImm, aS1, base, uint32(-off)))
-	default:
-		c.movImm(aS3, uint64(int64(off)))
-		c.rrr(a64Add, aS1, base, aS3)
-	}
+	c.addOff(aS1, base, off, 0)                        // jit_arm64_stack.go
 	c.bfm(a64Ubfm, aS2, aS1, 32, 63)                   // lsr x10, x9, #32
 	c.w(a64Imm12(a64SubsImm, aZR, aS2, uint32(guess))) // cmp x10, #guess
 	other := c.branch(aNE)
