@@ -673,6 +673,9 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
 	rg := c.proven[pc]
 	if rg == 0 {
+		if m, ok := c.valueAccess(pc, bpfBase, off, n, write); ok { // jit_amd64_value.go
+			return m
+		}
 		return c.check(pc, bpfBase, off, n, write)
 	}
 	c.nproven++

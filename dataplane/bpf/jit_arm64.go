@@ -554,7 +554,9 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
 	rg := c.proven[pc]
 	if rg == 0 {
-		c.check(pc, bpfBase, off, n, write)
+		if !c.valueAccess(pc, bpfBase, off, n, write) { // jit_arm64_value.go
+			c.check(pc, bpfBase, off, n, write)
+		}
 		return
 	}
 	c.nproven++
