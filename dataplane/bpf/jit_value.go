@@ -1,3 +1,5 @@
+//go:build linux && (amd64 || arm64)
+
 package bpf
 
 // Map value accesses: clang reads and writes a looked-up value through the
