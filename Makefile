@@ -65,16 +65,27 @@ CACHE_SEEDS ?= 1,refetch 2,128 3,64,invalidate,refetch 4,128,invalidate
 cachemodel:
 	for s in $(CACHE_SEEDS); do echo "XNIC_SIM_CACHE=$$s"; XNIC_SIM_CACHE=$$s $(GO) test -count=1 -timeout 10m ./dwmac ./fec || exit 1; done
 
+# Benchmarks of every package; the benchmark binaries that compare xnic with
+# the kernel (the examples', the dataplane's) each end with their table and
+# append their samples to BENCH_REPORT, which the run ends with as one table:
+# the reference parser and every example against the kernel's JIT test run,
+# the whole path against its live-frames XDP, ratios and geometric means.
+BENCH_REPORT ?= $(CURDIR)/bin/bench-report.jsonl
 bench:
-	$(GO) test -ldflags=$(LDFLAGS) -run '^$$' -bench . -benchmem -count 5 -timeout 60m $(PKGS)
+	@mkdir -p bin && rm -f $(BENCH_REPORT)
+	XNIC_BENCH_REPORT=$(BENCH_REPORT) $(GO) test -ldflags=$(LDFLAGS) -run '^$$' -bench . -benchmem -count 5 -timeout 60m $(PKGS)
+	@$(GO) run ./internal/kernelxdp/benchtable $(BENCH_REPORT)
 
 # xnic against the kernel alone (root): every example and the reference parser
 # against the kernel's JIT test run, the whole path against its live-frames XDP,
-# each binary ending with its table (medians, ratios, geometric mean). The JIT's
+# each binary ending with its table (medians, ratios, geometric mean), then all
+# of them as one table (BENCH_REPORT, as make bench). The JIT's
 # figures do not depend on -funcalign (measured: geometric mean 1.97 with it,
 # 1.98 without, same machine and hour); the flag stays for the interpreter.
 bench-kernel:
-	$(GO) test -ldflags=$(LDFLAGS) -run '^$$' -bench 'BenchmarkExamples|BenchmarkVsKernel' -count 5 -timeout 30m ./examples ./dataplane
+	@mkdir -p bin && rm -f $(BENCH_REPORT)
+	XNIC_BENCH_REPORT=$(BENCH_REPORT) $(GO) test -ldflags=$(LDFLAGS) -run '^$$' -bench 'BenchmarkExamples|BenchmarkVsKernel' -count 5 -timeout 30m ./examples ./dataplane
+	@$(GO) run ./internal/kernelxdp/benchtable $(BENCH_REPORT)
 
 bench-smoke:
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 20m $(PKGS)

@@ -144,7 +144,12 @@
 // through r10, else the packet) and out of line for the others, unless the
 // range analysis below proved it; an access through r10 itself has no
 // check, since the loader keeps it in the 512-byte frame below r10, which
-// is never written (stackProven); backward jumps charge the instruction
+// is never written (stackProven). The stack's entry never changes, so the
+// check of another access guessed on the stack compares with the constant
+// bounds; an access through the result of
+// a native array lookup, reached from it in a straight line, is checked
+// against the lookup's region inline with the value's size known at
+// compile time (jit_value.go); backward jumps charge the instruction
 // budget by the same amounts, so a budget fault names the same slot;
 // division and modulo give the interpreter's results for a zero divisor and
 // INT_MIN / -1 (amd64 branches around DIV, arm64's UDIV/SDIV never trap);
@@ -291,8 +296,9 @@
 //
 // Bursts. RunBurst enters native code once per burst of up to 64 frames
 // (jitEnterBurst, jitBurst): the trampoline checks each frame as runJIT
-// does, points the code at it, resets the run's state (budget, run count,
-// regions, tail calls, redirect record) and runs it, storing verdicts (and
+// does, points the code at it, resets the run's state (budget, regions,
+// tail calls, redirect record: written only when a run changed them; the
+// runs are counted per burst) and runs it, storing verdicts (and
 // for XDP_REDIRECT the redirect record, jitState.rds) and going on; only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
 // invalid frame) returns, and Go finishes it before entering again. So

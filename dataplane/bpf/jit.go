@@ -553,12 +553,7 @@ func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []A
 	}
 	r.regions[regionPacket] = region{lo: 1}
 	done, exit, r0 = jitBurst(r, j, frames, verdicts, p.budget)
-	// The frames the loop finished with XDP_REDIRECT: their targets.
-	for i, a := range verdicts[:done] {
-		if a == ActionRedirect && i < len(redirects) {
-			r.fillRedirect(&redirects[i], &r.jit.rds[i])
-		}
-	}
+	r.fillRedirects(verdicts[:done], redirects) // jit_burst.go
 	return done, exit, r0
 }
 

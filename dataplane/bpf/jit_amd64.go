@@ -676,6 +676,9 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		if m, ok := c.stackAccess(bpfBase, off, n); ok {
 			return m // jit_amd64_stack.go
 		}
+		if m, ok := c.valueAccess(pc, bpfBase, off, n, write); ok { // jit_amd64_value.go
+			return m
+		}
 		return c.check(pc, bpfBase, off, n, write)
 	}
 	c.nproven++
@@ -719,8 +722,11 @@ func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	if write {
 		hi = offRegionWhi
 	}
+	if guess == regionStack && n > 0 {
+		return c.stackCheck(pc, bpfBase, off, n, hi) // jit_amd64_stack.go
+	}
 	// The guessed region's entry: the packet's copy in jitState (the
-	// burst loop changes it per frame), the stack's in the table.
+	// burst loop changes it per frame).
 	field := func(off int32) xmem { return xmem{base: xS2, index: -1, disp: guess*regionSize + off} }
 	if guess == regionPacket {
 		field = func(off int32) xmem { return ctxMem(pktField(off)) }

@@ -89,21 +89,30 @@ done:
 // as jitEnterRun does on one, in one entry from Go: per frame it checks the
 // frame as runJIT does, points jitState's frame and packet region at it
 // (plain numbers: no Go pointer is written), clears the native redirect
-// record, sets the budget, counts the run, drops the last run's regions,
-// and runs the code. A run that ends in its first round with a verdict up
-// to XDP_REDIRECT stores it in verdicts[i] (and for XDP_REDIRECT the
-// redirect record in jitState.rds[i]) and the loop goes on. Otherwise it returns with done = i,
-// the number of frames finished: exit 0 when i = n or frame i failed its
-// check (not run), else the exit code and r0 of frame i's first round
+// record and the tail call state, sets the budget, drops the last run's
+// regions, and runs the code (jitBurst counts the runs). A run that ends
+// in its first round with a verdict up to XDP_REDIRECT stores it in
+// verdicts[i] (and for XDP_REDIRECT the redirect record in
+// jitState.rds[i]) and the loop goes on. Otherwise it returns with done =
+// i, the number of frames finished: exit 0 when i = n or frame i failed
+// its check (not run), else the exit code and r0 of frame i's first round
 // (done with a verdict Go must look at, or a slow path, for which r0-r10
 // are stored into reg as jitEnterRun does).
+//
+// The loop's own cost is most of a short program's: instructions, stores
+// and taken branches. So the state a run rarely changes (the redirect
+// record's pending flag, the tail call state, the budget, the regions a
+// lookup added) is compared and written out of line only when it
+// differs, the common verdicts take no branch, and the loop closes with
+// one.
 TEXT ·jitEnterBurst(SB), NOSPLIT, $8-80
 	MOVQ $0, done+56(FP)
 	MOVQ $0, exit+64(FP)
-loop:
-	MOVQ done+56(FP), AX
+	XORL AX, AX
 	CMPQ AX, n+32(FP)
 	JGE out
+loop:
+	// AX = i, the frame's index (done+56(FP) holds it too).
 	IMULQ $Frame__size, AX
 	ADDQ frames+24(FP), AX
 	MOVQ r+0(FP), R11
@@ -122,21 +131,23 @@ loop:
 	CMPQ DI, $0x7fffffff
 	JGT out
 	MOVQ AX, (Runner_jit+jitState_frame)(R11)
-	MOVQ $0, (Runner_jit+jitState_rd+jitRedirect_pending)(R11)
-	MOVQ $0, (Runner_jit+jitState_tail)(R11)
-	MOVQ $0, Runner_tails(R11)
 	MOVQ Frame_Buf(AX), R8
 	MOVQ R8, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
 	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)
+	MOVQ (Runner_jit+jitState_rd+jitRedirect_pending)(R11), R8
+	ORQ (Runner_jit+jitState_tail)(R11), R8
+	ORQ Runner_tails(R11), R8
+	JNE clear
+cleared:
 	MOVQ budget+48(FP), R8
-	MOVQ R8, Runner_budget(R11)
-	INCQ Runner_runs(R11)
+	CMPQ Runner_budget(R11), R8
+	JNE setbudget
+budgeted:
 	MOVQ Runner_fixed(R11), R8
 	CMPQ (Runner_regions+8)(R11), R8
-	JLE regs
-	MOVQ R8, (Runner_regions+8)(R11)
+	JGT trim
 regs:
 	MOVQ $(const_regionCtx<<32), DI
 	MOVQ $(const_regionStack<<32|const_stackSize), R12
@@ -154,10 +165,33 @@ regs:
 	CMPB R9, $const_jitExitDone
 	JNE slow
 	CMPL AX, $const_ActionRedirect
-	JA verdict
+	JAE redirect
+store:
 	MOVQ done+56(FP), CX
-	JB store
+	MOVQ verdicts+40(FP), DX
+	MOVL AX, (DX)(CX*4)
+	INCQ CX
+	MOVQ CX, done+56(FP)
+	MOVQ CX, AX
+	CMPQ CX, n+32(FP)
+	JLT loop
+	RET
+clear:
+	XORL R8, R8
+	MOVQ R8, (Runner_jit+jitState_rd+jitRedirect_pending)(R11)
+	MOVQ R8, (Runner_jit+jitState_tail)(R11)
+	MOVQ R8, Runner_tails(R11)
+	JMP cleared
+setbudget:
+	MOVQ R8, Runner_budget(R11)
+	JMP budgeted
+trim:
+	MOVQ R8, (Runner_regions+8)(R11)
+	JMP regs
+redirect:
+	JA verdict
 	// XDP_REDIRECT: keep the run's redirect record as rds[i].
+	MOVQ done+56(FP), CX
 	MOVQ r+0(FP), R11
 	MOVQ CX, DX
 	IMULQ $jitRedirect__size, DX
@@ -174,12 +208,7 @@ regs:
 	MOVQ R8, (Runner_jit+jitState_rds+32)(DX)
 	MOVQ (Runner_jit+jitState_rd+40)(R11), R8
 	MOVQ R8, (Runner_jit+jitState_rds+40)(DX)
-store:
-	MOVQ verdicts+40(FP), DX
-	MOVL AX, (DX)(CX*4)
-	INCQ CX
-	MOVQ CX, done+56(FP)
-	JMP loop
+	JMP store
 verdict:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)

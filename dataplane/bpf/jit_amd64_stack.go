@@ -14,8 +14,47 @@ func (c *amd64Compiler) stackAccess(bpfBase uint8, off, n int32) (xmem, bool) {
 	if !stackProven(bpfBase, off, n) {
 		return xmem{}, false
 	}
-	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: regionStack*regionSize + offRegionBuf}, false)
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offStackBuf), false)
 	c.aluRR(false, 0x89, xS1, reg(10)) // the offset: low 32 bits
 	return xmem{base: xS2, index: xS1, disp: off}, true
+}
+
+// stackCheck is checkIn for an access guessed on the stack. The stack's
+// table entry never changes (NewRunner: the Runner's stack, lo 0, hi and
+// whi stackSize), so the check compares the offset with a constant and
+// reads only the buffer's address, where the table's check reads four
+// words: an n-byte access at offset o is in bounds when o+n <= stackSize
+// (o, the low 32 bits, is never below lo). Through r10, which no
+// instruction writes and whose region is always the stack (the entries
+// and native calls set it), the region number is not even compared: the
+// low 32 bits of r10 + off are the offset itself when it is in bounds, and
+// anything else (a frame pointer plus a negative offset below the stack's
+// start wraps) compares above the limit. What fails goes to the slow path,
+// which faults as the interpreter does.
+func (c *amd64Compiler) stackCheck(pc int, bpfBase uint8, off, n, hi int32) xmem {
+	if n > stackSize {
+		c.slows = append(c.slows, jitFixup{c.jmp(), pc})
+		return xmem{base: xS2, index: xS1, disp: 0}
+	}
+	if bpfBase == 10 {
+		// 32-bit lea: the offset plus off, wrapped to 32 bits (below the
+		// stack's start: far above the limit).
+		c.rm(false, false, []byte{0x8d}, xS1, xmem{base: reg(10), index: -1, disp: off}, false)
+		c.aluRI(true, 7, xS1, stackSize-n)
+		c.slowIf(ccA, pc)
+		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offStackBuf), false)
+		return xmem{base: xS2, index: xS1, disp: 0}
+	}
+	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: reg(bpfBase), index: -1, disp: off}, false) // lea
+	c.aluRR(true, 0x89, xS2, xS1)
+	c.shiftI(true, 5, xS2, 32)
+	c.aluRI(false, 7, xS2, regionStack)
+	other := c.jcc(ccNE)
+	c.aluRR(false, 0x89, xS1, xS1) // the offset: low 32 bits
+	c.aluRI(true, 0, xS1, n)
+	c.aluRI(true, 7, xS1, stackSize)
+	c.slowIf(ccA, pc)
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offStackBuf), false)
+	c.generic = append(c.generic, jitGeneric{from: other, resume: len(c.b), pc: pc, n: n, hi: hi})
+	return xmem{base: xS2, index: xS1, disp: -n}
 }

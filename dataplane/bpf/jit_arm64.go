@@ -557,7 +557,9 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		return
 	}
 	if rg == 0 {
-		c.check(pc, bpfBase, off, n, write)
+		if !c.valueAccess(pc, bpfBase, off, n, write) { // jit_arm64_value.go
+			c.check(pc, bpfBase, off, n, write)
+		}
 		return
 	}
 	c.nproven++
@@ -602,15 +604,11 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	if write {
 		hi = offRegionWhi
 	}
-	switch {
-	case off >= 0 && off < 4096:
-		c.w(a64Imm12(a64AddImm, aS1, base, uint32(off)))
-	case off < 0 && off > -4096:
-		c.w(a64Imm12(a64SubImm, aS1, base, uint32(-off)))
-	default:
-		c.movImm(aS3, uint64(int64(off)))
-		c.rrr(a64Add, aS1, base, aS3)
+	if guess == regionStack && n > 0 {
+		c.stackCheck(pc, bpfBase, off, n, hi) // jit_arm64_stack.go
+		return
 	}
+	c.addOff(aS1, base, off, 0)                        // jit_arm64_stack.go
 	c.bfm(a64Ubfm, aS2, aS1, 32, 63)                   // lsr x10, x9, #32
 	c.w(a64Imm12(a64SubsImm, aZR, aS2, uint32(guess))) // cmp x10, #guess
 	other := c.branch(aNE)

@@ -83,15 +83,17 @@ done:
 
 // func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
 //
-// The burst loop: see the amd64 version.
+// The burst loop: see the amd64 version (the same out-of-line writes of
+// what a run rarely changes, and one taken branch per frame).
 TEXT ·jitEnterBurst(SB), NOSPLIT, $16-80
 	MOVD ZR, done+56(FP)
 	MOVD ZR, exit+64(FP)
-loop:
-	MOVD done+56(FP), R8
+	MOVD ZR, R8
 	MOVD n+32(FP), R9
 	CMP R9, R8
 	BGE out
+loop:
+	// R8 = i, the frame's index (done+56(FP) holds it too).
 	MOVD $Frame__size, R9
 	MUL R9, R8, R8
 	MOVD frames+24(FP), R9
@@ -113,24 +115,27 @@ loop:
 	CMP R9, R13
 	BGT out
 	MOVD R8, (Runner_jit+jitState_frame)(R24)
-	MOVD ZR, (Runner_jit+jitState_rd+jitRedirect_pending)(R24)
-	MOVD ZR, (Runner_jit+jitState_tail)(R24)
-	MOVD ZR, Runner_tails(R24)
 	MOVD Frame_Buf(R8), R9
 	MOVD R9, (Runner_jit+jitState_pkt+jitRegion_buf)(R24)
 	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)
 	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_hi)(R24)
 	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_whi)(R24)
+	MOVD (Runner_jit+jitState_rd+jitRedirect_pending)(R24), R9
+	MOVD (Runner_jit+jitState_tail)(R24), R10
+	ORR R10, R9, R9
+	MOVD Runner_tails(R24), R10
+	ORR R10, R9, R9
+	CBNZ R9, clear
+cleared:
 	MOVD budget+48(FP), R9
-	MOVD R9, Runner_budget(R24)
-	MOVD Runner_runs(R24), R9
-	ADD $1, R9, R9
-	MOVD R9, Runner_runs(R24)
+	MOVD Runner_budget(R24), R10
+	CMP R9, R10
+	BNE setbudget
+budgeted:
 	MOVD Runner_fixed(R24), R9
 	MOVD (Runner_regions+8)(R24), R10
 	CMP R9, R10
-	BLE regs
-	MOVD R9, (Runner_regions+8)(R24)
+	BGT trim
 regs:
 	MOVD $(const_regionCtx<<32), R1
 	MOVD $(const_regionStack<<32|const_stackSize), R23
@@ -150,10 +155,33 @@ regs:
 	BNE slow
 	MOVWU R0, R10
 	CMP $const_ActionRedirect, R10
-	BHI verdict
+	BHS redirect
+store:
 	MOVD done+56(FP), R11
-	BLO store
+	MOVD verdicts+40(FP), R12
+	MOVW R0, (R12)(R11<<2)
+	ADD $1, R11, R11
+	MOVD R11, done+56(FP)
+	MOVD R11, R8
+	MOVD n+32(FP), R9
+	CMP R9, R11
+	BLT loop
+	RET
+clear:
+	MOVD ZR, (Runner_jit+jitState_rd+jitRedirect_pending)(R24)
+	MOVD ZR, (Runner_jit+jitState_tail)(R24)
+	MOVD ZR, Runner_tails(R24)
+	B cleared
+setbudget:
+	MOVD R9, Runner_budget(R24)
+	B budgeted
+trim:
+	MOVD R9, (Runner_regions+8)(R24)
+	B regs
+redirect:
+	BHI verdict
 	// XDP_REDIRECT: keep the run's redirect record as rds[i].
+	MOVD done+56(FP), R11
 	MOVD r+0(FP), R24
 	MOVD $jitRedirect__size, R12
 	MUL R11, R12, R12
@@ -174,12 +202,7 @@ regs:
 	MOVD R9, 32(R12)
 	MOVD 40(R13), R9
 	MOVD R9, 40(R12)
-store:
-	MOVD verdicts+40(FP), R12
-	MOVW R0, (R12)(R11<<2)
-	ADD $1, R11, R11
-	MOVD R11, done+56(FP)
-	B loop
+	B store
 verdict:
 	MOVD R9, exit+64(FP)
 	MOVD R0, r0+72(FP)

@@ -11,9 +11,53 @@ func (c *arm64Compiler) stackAccess(bpfBase uint8, off, n int32) bool {
 	if !stackProven(bpfBase, off, n) {
 		return false
 	}
-	c.ldr(aS2, aCtx, offRegions)
-	c.ldr(aS2, aS2, regionStack*regionSize+offRegionBuf)
+	c.ldr(aS2, aCtx, offStackBuf)
 	c.rrr(a64Orr&^a64W, aS1, aZR, arm64Regs[10]) // the offset: low 32 bits
 	c.w(a64Imm12(a64SubImm, aS1, aS1, uint32(-off)))
 	return true
+}
+
+// stackCheck is checkIn for an access guessed on the stack, as the amd64
+// backend's (jit_amd64_stack.go: a constant limit and one load instead of
+// the table's four words; no region number compared through r10): it
+// leaves the buffer in S2 and the offset in S1.
+func (c *arm64Compiler) stackCheck(pc int, bpfBase uint8, off, n, hi int32) {
+	if n > stackSize {
+		c.slowIf(aAL, pc)
+		return
+	}
+	base := arm64Regs[bpfBase&15%11]
+	if bpfBase == 10 {
+		// 32-bit add: the offset plus off, wrapped to 32 bits (below the
+		// stack's start: far above the limit).
+		c.addOff(aS1, base, off, a64W)
+		c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(stackSize-n))) // cmp x9, #limit
+		c.slowIf(aHI, pc)
+		c.ldr(aS2, aCtx, offStackBuf)
+		return
+	}
+	c.addOff(aS1, base, off, 0)
+	c.bfm(a64Ubfm, aS2, aS1, 32, 63)                         // lsr x10, x9, #32
+	c.w(a64Imm12(a64SubsImm, aZR, aS2, uint32(regionStack))) // cmp x10, #stack
+	other := c.branch(aNE)
+	c.rrr(a64Orr&^a64W, aS1, aZR, aS1) // the offset: low 32 bits
+	c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(stackSize-n)))
+	c.slowIf(aHI, pc)
+	c.ldr(aS2, aCtx, offStackBuf)
+	c.generic = append(c.generic, a64Generic{from: other.pos, resume: len(c.b), pc: pc, n: n, hi: hi})
+	c.jumpsFixOther(other)
+}
+
+// addOff sets d to n + off (S3 is scratch for an offset past 12 bits):
+// 64-bit, or 32-bit (wrapping, the upper half zeroed) when w32 is a64W.
+func (c *arm64Compiler) addOff(d, n uint32, off int32, w32 uint32) {
+	switch {
+	case off >= 0 && off < 4096:
+		c.w(a64Imm12(a64AddImm&^w32, d, n, uint32(off)))
+	case off < 0 && off > -4096:
+		c.w(a64Imm12(a64SubImm&^w32, d, n, uint32(-off)))
+	default:
+		c.movImm(aS3, uint64(int64(off)))
+		c.rrr(a64Add&^w32, d, n, aS3)
+	}
 }

@@ -27,6 +27,12 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	frames = frames[:min(len(frames), jitBurstMax)]
 	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
+	// The loop counts no run (a store per frame): the frames it finished,
+	// and the one it stopped at if that one ran.
+	r.runs += uint64(d)
+	if e != 0 {
+		r.runs++
+	}
 	if r.jit.rd.pending != 0 {
 		r.takeRedirect()
 	}

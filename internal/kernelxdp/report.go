@@ -92,6 +92,7 @@ func (r *Report) Print(w io.Writer) {
 	if len(r.rows) == 0 {
 		return
 	}
+	r.save(w) // report_file.go
 	fmt.Fprintf(w, "\nxnic against the kernel, same run: CPU %s, %d CPUs, %s/%s, %s; medians of each row's samples\n",
 		CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	var sections []string

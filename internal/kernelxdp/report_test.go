@@ -2,6 +2,7 @@ package kernelxdp
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,46 @@ func TestReport(t *testing.T) {
 		if !strings.Contains(got, want) {
 			t.Errorf("report lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// TestReportFile: the rows each binary's Print appends to the ReportEnv
+// file read back as one report, the samples of a row given twice pooled,
+// and printed as one table; a bad line is an error naming it.
+func TestReportFile(t *testing.T) {
+	path := t.TempDir() + "/report.jsonl"
+	t.Setenv(ReportEnv, path)
+	var a, b Report
+	a.Add("test-run", "xdp_x", 10, 5)
+	a.Add("test-run", "xdp_x", 30, 5)
+	b.Add("test-run", "xdp_x", 20, 5) // another binary, the same row
+	b.Add("whole path", "DROP", 8, 16)
+	b.AddApart("whole path", "DROP", "injection", 4)
+	var sink bytes.Buffer
+	a.Print(&sink)
+	b.Print(&sink)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadReport(bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(ReportEnv, "") // printing the merged table appends nothing
+	var out bytes.Buffer
+	r.Print(&out)
+	got := out.String()
+	for _, want := range []string{
+		"xdp_x                         3       20.0        5.0    4.00",
+		"DROP                          1        8.0       16.0    0.50  injection 4.0 ns apart",
+		"test-run   geometric mean xnic/kernel 4.00 over 1",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("merged report lacks %q:\n%s", want, got)
+		}
+	}
+	if _, err := ReadReport(strings.NewReader("{\"section\":\"a\",\"name\":\"b\"}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a bad second line: %v", err)
 	}
 }

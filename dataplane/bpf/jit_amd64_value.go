@@ -1,0 +1,37 @@
+//go:build linux && amd64
+
+package bpf
+
+// valueAccess is the operand of the access at pc when it goes through the
+// result of a native array lookup within the value's bounds (jit_value.go):
+// the region number checked (the lookup's: at least regionStatic, below
+// the table's length), the entry's limit checked against off+n, and the
+// buffer loaded; anything else goes to the slow path. ok is false when the
+// access is not such a one (check then emits the usual check).
+func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write bool) (xmem, bool) {
+	q, ok := valueOrigin(c.plain, c.targets, pc, bpfBase)
+	if !ok || int32(c.plain[q].imm) != helperMapLookupElem {
+		return xmem{}, false
+	}
+	a, ok := c.arrayAt(q)
+	if !ok || !valueIn(a, off, n, write) {
+		return xmem{}, false
+	}
+	hi := offRegionHi
+	if write {
+		hi = offRegionWhi
+	}
+	c.aluRR(true, 0x89, xS1, reg(bpfBase))
+	c.shiftI(true, 5, xS1, 32) // the region number
+	c.aluRI(true, 7, xS1, regionStatic)
+	c.slowIf(ccB, pc) // NULL, or not a lookup's
+	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsLen), false)
+	c.slowIf(ccAE, pc)
+	c.rr(false, true, []byte{0x69}, xS1, xS1, false)
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false) // S1 = &table[number]
+	c.cmpMemI(xmem{base: xS1, index: -1, disp: hi}, off+n)
+	c.slowIf(ccB, pc)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS1, index: -1, disp: offRegionBuf}, false)
+	return xmem{base: xS2, index: -1, disp: off}, true
+}

@@ -1,0 +1,10 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+import "unsafe"
+
+// offStackBuf is where the Runner keeps the address of its stack (the
+// buffer of regions[regionStack], which NewRunner makes and nothing
+// replaces), which the backends' stack checks read (stackCheck).
+var offStackBuf = int32(unsafe.Offsetof(Runner{}.stack))

@@ -1,0 +1,52 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+// Map value accesses: clang reads and writes a looked-up value through the
+// lookup's result right after its NULL check (cnt = lookup(); if (cnt)
+// *cnt += 1). The region check of such an access guesses the packet and
+// fails over to the table's full check out of line; when the access is
+// found to go through the result of a bpf_map_lookup_elem the backend
+// compiles natively on an array (valueOrigin, jitArray), its bounds are
+// known at compile time instead: the lookup's region (Runner.addRegion, or
+// valueRegion in native code) is always the whole value (lo 0, hi the value
+// size, whi the same or 0 when read-only) at offset 0 of its pointer, so an
+// access at off of n bytes is in bounds when 0 <= off and off+n <= size
+// (and the value writable, for a store). The code still checks the region
+// number (NULL and the fixed regions go to the slow path, as a number past
+// the table's end does) and the entry's limit against off+n, so that
+// whatever the analysis missed stays memory-safe and faults as the
+// interpreter does; it only leaves out the guess and the jumps.
+
+// valueOrigin finds, for a load or store at pc through register reg, the
+// helper call whose result reg holds: reached from the call in a straight
+// line (no jump target in between, so no other path joins), with reg, or
+// the register it was copied from (a 64-bit mov), written by nothing else
+// on the way. Conditional jumps may be passed (they write no register).
+// ok is false when there is no such call.
+func valueOrigin(plain []insn, targets []bool, pc int, reg uint8) (call int, ok bool) {
+	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
+		in := plain[q]
+		switch {
+		case in.op == opCall:
+			return q, reg == 0
+		case in.op >= opJEQ64K && in.op <= opJSLE32X:
+			continue
+		case !straightLine(in.op):
+			return 0, false
+		case forms[opTable[in.op].form].writes && in.dst == reg:
+			if in.op != opMov64X {
+				return 0, false
+			}
+			reg = in.src
+		}
+	}
+	return 0, false
+}
+
+// valueIn reports whether an n-byte access at off from the value that the
+// lookup of a returns is in the value's bounds (and, for a store, the
+// value writable).
+func valueIn(a jitArray, off, n int32, write bool) bool {
+	return off >= 0 && n > 0 && int64(off)+int64(n) <= int64(a.size) && (a.writable || !write)
+}
