@@ -359,8 +359,13 @@ func TestJITMapInMapSwapWhileRunning(t *testing.T) {
 	pkt := udpFrame(9)
 	f := newFrame(pkt)
 	seen := map[uint32]bool{}
-	end := time.Now().Add(5 * time.Second)
+	end := time.Now().Add(30 * time.Second)
 	for i := 0; i < 200000 || (len(seen) < 3 && time.Now().Before(end)); i++ {
+		if i%256 == 255 {
+			// On a loaded machine the swapper may otherwise wait for this
+			// goroutine's whole time slice.
+			runtime.Gosched()
+		}
 		resetFrame(f, pkt)
 		v, ok := r.RunFrame(p, f)
 		if !ok || r.Fault() != nil {
