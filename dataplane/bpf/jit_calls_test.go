@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
@@ -210,26 +209,10 @@ func BenchmarkCalls(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			frames := make([]Frame, 32)
-			for i := range frames {
-				frames[i] = *newFrame(pkt)
+			ns, v := burstCPUNs(b, p, pkt) // jit_loop_test.go
+			if v != ActionPass {
+				b.Fatalf("verdict %v", v)
 			}
-			verdicts := make([]Action, len(frames))
-			r := NewRunner(0)
-			if r.RunBurst(p, frames, verdicts, nil); verdicts[0] != ActionPass {
-				b.Fatalf("verdict %v", verdicts[0])
-			}
-			// The thread's CPU time, as the kernel's test run counts
-			// only its own (the machine may be shared).
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			cpu0 := threadCPU()
-			for b.Loop() {
-				r.RunBurst(p, frames, verdicts, nil)
-			}
-			ns := float64((threadCPU() - cpu0).Nanoseconds()) / float64(b.N*len(frames))
-			b.ReportMetric(ns, "cpu-ns/run")
 			if kernelNs > 0 {
 				b.ReportMetric(kernelNs, "kernel-ns/run")
 				b.ReportMetric(ns/kernelNs, "xnic/kernel")
