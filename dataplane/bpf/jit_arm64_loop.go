@@ -7,7 +7,8 @@ import "syscall"
 // loopAt emits the bpf_loop call at pc natively (jit_loop.go, as
 // jit_amd64_loop.go) when its program's local calls are native and r2 is
 // loaded with the callback in a straight line before it; else the call
-// goes to the slow path. S2 addresses the loop's state throughout.
+// goes to the slow path. In the loop, r6 is the index, r7 nr_loops and r8
+// ctx.
 func (c *arm64Compiler) loopAt(pc int) bool {
 	target, ok := loopCallback(c.plain, c.targets, c.env.funcs, pc)
 	if !ok || !c.calls {
@@ -27,32 +28,32 @@ func (c *arm64Compiler) loopAt(pc int) bool {
 	c.loopIndex()
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, maxFrames-1))
 	c.slowIf(aHS, pc)
-	c.str(1, aS2, offJLoops+offLoopNr)
-	c.str(3, aS2, offJLoops+offLoopCtx)
 	c.str(5, aS2, offJLoops+offLoopR5)
-	c.str(aZR, aS2, offJLoops+offLoopI)
-	adr := len(c.b)
+	for i, r := range [...]uint8{6, 7, 8, 9} {
+		c.str(arm64Regs[r], aS2, offJLoops+offLoopSave+int32(8*i))
+	}
+	c.movImm(arm64Regs[6], 0)
+	c.rrr(a64Orr, arm64Regs[7], aZR, 1) // mov
+	c.rrr(a64Orr, arm64Regs[8], aZR, 3)
+	resumes := []int{len(c.b)}
 	c.w(a64ADR(aS4, 0)) // patched to the resume address
 	c.str(aS4, aS2, offJLoops+offLoopRes)
 	head := len(c.b)
-	budget := c.loopIteration(target)
-	resume := len(c.b)
-	c.w32At(adr, a64ADR(aS4, int32(resume-adr)))
-	// Back from the callback: r0 its return, r6-r10 the caller's.
-	c.loopIndex()
+	budget := c.loopIteration(target, &resumes)
+	for _, at := range resumes {
+		c.w32At(at, a64ADR(aS4, int32(len(c.b)-at)))
+	}
+	// Back from the callback: r0 its return, r6-r8 the loop's, r10 the
+	// caller's.
 	c.w(a64Imm12(a64SubsImm, aZR, 0, 1))
 	stop := c.branchShort(aEQ)
-	c.ldr(aS1, aS2, offJLoops+offLoopI)
-	c.w(a64Imm12(a64AddImm, aS1, aS1, 1))
-	c.str(aS1, aS2, offJLoops+offLoopI)
-	c.ldr(aS3, aS2, offJLoops+offLoopNr)
-	c.cmp(aS1, aS3)
+	c.w(a64Imm12(a64AddImm, arm64Regs[6], arm64Regs[6], 1))
+	c.cmp(arm64Regs[6], arm64Regs[7])
 	c.patch(c.branchShort(aLO), head)
-	c.ldr(0, aS2, offJLoops+offLoopNr) // every iteration ran
+	c.rrr(a64Orr, 0, aZR, arm64Regs[7]) // every iteration ran
 	all := c.branch(aAL)
 	c.patch(stop, len(c.b))
-	c.ldr(0, aS2, offJLoops+offLoopI)
-	c.w(a64Imm12(a64AddImm, 0, 0, 1))
+	c.w(a64Imm12(a64AddImm, 0, arm64Regs[6], 1))
 	c.patch(all, len(c.b))
 	c.loopArgs(target)
 	done := []a64Fixup{c.branch(aAL)}
@@ -92,9 +93,10 @@ func (c *arm64Compiler) loopIndex() {
 
 // loopIteration emits one iteration's start: the budget charged (the
 // returned branch is taken past it), the callback's frame pushed as
-// localCall pushes one, returning to the resume address, and the jump to
-// the callback with the interpreter's registers.
-func (c *arm64Compiler) loopIteration(target int) a64Fixup {
+// localCall pushes one (r6-r10: the loop's registers), returning to the
+// resume address (its ADR added to resumes), and the jump to the callback
+// with the interpreter's registers.
+func (c *arm64Compiler) loopIteration(target int, resumes *[]int) a64Fixup {
 	n := loopCharge(c.plain, target)
 	if n > 1<<31-1 {
 		n = 1<<31 - 1
@@ -106,20 +108,20 @@ func (c *arm64Compiler) loopIteration(target int) a64Fixup {
 	budget := c.branchShort(aMI)
 	c.ldr(aS1, aCtx, offJDepth)
 	c.movImm(aS3, uint64(jitCallSize))
-	c.rrr(a64Mul, aS1, aS1, aS3)
-	c.rrr(a64Add, aS1, aS1, aCtx)
+	c.rrr(a64Mul, aS2, aS1, aS3)
+	c.rrr(a64Add, aS2, aS2, aCtx)
 	for i, r := range calleeSaved {
-		c.str(arm64Regs[r], aS1, offJCalls+offCallSaved+int32(8*i))
+		c.str(arm64Regs[r], aS2, offJCalls+offCallSaved+int32(8*i))
 	}
 	c.movImm(aS3, ^uint64(0))
-	c.str(aS3, aS1, offJCalls+offCallPC)
-	c.ldr(aS3, aS2, offJLoops+offLoopRes)
-	c.str(aS3, aS1, offJCalls+offCallRet)
-	c.ldr(aS3, aCtx, offJDepth)
-	c.w(a64Imm12(a64AddImm, aS3, aS3, 1))
-	c.str(aS3, aCtx, offJDepth)
-	c.ldr(1, aS2, offJLoops+offLoopI)
-	c.ldr(2, aS2, offJLoops+offLoopCtx)
+	c.str(aS3, aS2, offJCalls+offCallPC)
+	*resumes = append(*resumes, len(c.b))
+	c.w(a64ADR(aS4, 0))
+	c.str(aS4, aS2, offJCalls+offCallRet)
+	c.w(a64Imm12(a64AddImm, aS1, aS1, 1))
+	c.str(aS1, aCtx, offJDepth)
+	c.rrr(a64Orr, 1, aZR, arm64Regs[6])
+	c.rrr(a64Orr, 2, aZR, arm64Regs[8])
 	r10 := arm64Regs[10]
 	c.w(a64Imm12(a64SubImm, r10, r10, frameSize))
 	for _, r := range [...]uint8{0, 3, 4, 5, 6, 7, 8, 9} {
@@ -129,11 +131,16 @@ func (c *arm64Compiler) loopIteration(target int) a64Fixup {
 	return budget
 }
 
-// loopArgs gives r1-r5 back the values the call had.
+// loopArgs gives r1-r9 back the values the call had, from the loop's
+// registers and state.
 func (c *arm64Compiler) loopArgs(target int) {
-	c.ldr(1, aS2, offJLoops+offLoopNr)
+	c.rrr(a64Orr, 1, aZR, arm64Regs[7])
 	c.movImm(2, regionFunc<<32|uint64(target))
-	c.ldr(3, aS2, offJLoops+offLoopCtx)
+	c.rrr(a64Orr, 3, aZR, arm64Regs[8])
 	c.movImm(4, 0)
+	c.loopIndex()
 	c.ldr(5, aS2, offJLoops+offLoopR5)
+	for i, r := range [...]uint8{6, 7, 8, 9} {
+		c.ldr(arm64Regs[r], aS2, offJLoops+offLoopSave+int32(8*i))
+	}
 }

@@ -8,31 +8,31 @@ package bpf
 // frame below the caller's and every other register zero; a return of 1
 // stops it, any other value goes on; r0 is the number of calls.
 //
-// Native code does the same around a native bpf-to-bpf call: each
-// iteration pushes a jitCall (the caller's r6-r10, the pc field -1 for
-// "a loop's callback") whose return address is the loop's own code, which
-// reads the loop's state (jitLoop, indexed by the frame index of the
-// callback: Go's frames plus the native ones) and goes on. When the
-// callback returns to Go instead (a slow path, a helper that is not
-// native), Go adopts the frame as any other (adoptCalls: ret -1) and, when
-// the callback's exit pops it, re-enters native code at the loop's resume
-// address (jitAfter): the loop goes on natively from where it was, so a
-// callback may leave for Go at any instruction. What the native code does
-// not run (a callback not loaded into r2 in a straight line, a program with
-// tail calls, whose native frames would span programs, a depth at the
-// limit) goes to Go before the first iteration; a budget exhausted between
-// iterations goes to Go with r1-r5 as the call had them, where the loop
-// charges again and reports the interpreter's fault at the call. r1-r5 are
-// left as they were: the interpreter runs callbacks in a register file of
-// their own.
+// Native code does the same around a native bpf-to-bpf call. The loop
+// keeps its index, nr_loops and ctx in r6-r8 (the caller's r6-r9 and r5
+// wait in its jitLoop, indexed by the frame index of the callback: Go's
+// frames plus the native ones); each iteration pushes a jitCall that saves
+// them (the pc field -1 for "a loop's callback") and returns into the
+// loop's own code, which goes on with them restored. When the callback
+// returns to Go instead (a slow path, a helper that is not native), Go
+// adopts the frame as any other (adoptCalls: ret -1) and, when the
+// callback's exit pops it, restores r6-r10 from it and re-enters native
+// code at the loop's resume address (jitAfter): the loop goes on natively
+// from where it was, so a callback may leave for Go at any instruction.
+// What the native code does not run (a callback not loaded into r2 in a
+// straight line, a program with tail calls, whose native frames would
+// span programs, a depth at the limit) goes to Go before the first
+// iteration; a budget exhausted between iterations goes to Go with r1-r9
+// as the call had them, where the loop charges again and reports the
+// interpreter's fault at the call. r1-r5 are left as they were: the
+// interpreter runs callbacks in a register file of their own.
 
-// jitLoop is the state of a native bpf_loop in progress.
+// jitLoop is the state of a native bpf_loop in progress that lives
+// outside registers.
 type jitLoop struct {
-	resume uint64 // native address the callback's frame returns to
-	i      uint64 // the iteration running
-	nr     uint64 // nr_loops (r1)
-	ctx    uint64 // r3
-	r5     uint64 // the caller's r5, given back at the end
+	resume uint64    // native address the callback's frame returns to
+	r5     uint64    // the caller's r5
+	saved  [4]uint64 // the caller's r6-r9
 }
 
 // loopCallback is the subprogram a bpf_loop call at pc calls when r2 is
