@@ -265,15 +265,17 @@
 // callback in a straight line before the call: flags (-EINVAL), nr_loops
 // above BPF_MAX_LOOPS (-E2BIG), the budget charged per iteration and the
 // callback's registers as the interpreter's loop has them, r1-r5 kept.
-// Each iteration is a native call whose frame returns into the loop, the
-// loop's state kept in jitState.loops by frame index; a callback that
+// Each iteration is a native call whose frame (holding the loop's index,
+// count and ctx, in r6-r8 between iterations) returns into the loop, the
+// caller's r5-r9 kept in jitState.loops by frame index; a callback that
 // leaves for Go (a helper that is not native, any slow path) is adopted
 // as any native frame, and when its exit pops that frame Go re-enters the
 // loop's code where it was (jitAfter), so no callback needs to be proven
 // native. A depth at the limit or another callback goes to Go before the
 // first iteration; a budget exhausted between iterations goes to Go with
-// the call's arguments, where the interpreter's loop faults at the call. bpf_ktime_get_ns and
-// bpf_ktime_get_coarse_ns are native (jit_*_time.go) where the CPU's
+// the call's arguments, where the interpreter's loop faults at the call.
+//
+// bpf_ktime_get_ns and bpf_ktime_get_coarse_ns are native (jit_*_time.go) where the CPU's
 // constant-rate counter is usable (an invariant TSC the kernel keeps time
 // with; arm64's CNTVCT_EL0): CLOCK_MONOTONIC from a line Go draws from
 // clock_gettime every 10 ms (ktime_counter.go), never going back, within
