@@ -365,3 +365,51 @@ func burstCPUNs(b *testing.B, p *Program, pkt []byte) (float64, Action) {
 	b.ReportMetric(ns, "cpu-ns/run")
 	return ns, first
 }
+
+// TestJITLoopStaleProof: a packet access the caller proved in bounds
+// before a bpf_loop whose callback moves the packet's start
+// (bpf_xdp_adjust_head) is checked again after the loop: the read of the
+// old start faults in both engines, the read near the old end does not.
+func TestJITLoopStaleProof(t *testing.T) {
+	needJIT(t)
+	code := func(off int16) []byte {
+		c := asmProg(
+			ins(0xbf, 6, 1, 0, 0),   // 0: r6 = ctx
+			ins(0x61, 7, 6, 0, 0),   // 1: r7 = data
+			ins(0x61, 8, 6, 4, 0),   // 2: r8 = data_end
+			ins(0xbf, 1, 7, 0, 0),   // 3: r1 = r7
+			ins(0x07, 1, 0, 0, 14),  // 4: r1 += 14
+			ins(0x2d, 1, 8, 9, 0),   // 5: if r1 > r8 goto 15
+			ins(0xb7, 1, 0, 0, 1),   // 6: r1 = 1
+			lddw(2, pseudoFunc, 9),  // 7: r2 = cb (17)
+			ins(0xbf, 3, 6, 0, 0),   // 9: r3 = ctx
+			ins(0xb7, 4, 0, 0, 0),   // 10: r4 = 0
+			ins(0x85, 0, 0, 0, 181), // 11: call bpf_loop
+			ins(0x71, 0, 7, off, 0), // 12: r0 = *(u8 *)(r7 + off): proven before the call
+			ins(0x57, 0, 0, 0, 1),   // 13: r0 &= 1
+			ins(0x07, 0, 0, 0, 1),   // 14: r0 += 1: XDP_DROP or XDP_PASS
+			exitInsn,                // 15
+			exitInsn,                // 16
+			ins(0xbf, 1, 2, 0, 0),   // 17: cb: r1 = ctx
+			ins(0xb7, 2, 0, 0, 40),  // 18: r2 = 40
+			ins(0x85, 0, 0, 0, 44),  // 19: call bpf_xdp_adjust_head
+			ins(0xb7, 0, 0, 0, 0),   // 20: r0 = 0
+			exitInsn)                // 21
+		return c
+	}
+	for _, c := range []struct {
+		off   int16
+		fault bool
+	}{{0, true}, {13, true}, {50, false}} {
+		pi, pj, err := loadPair(t, "stale", code(c.off), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runBoth(t, pi, pj, udpFrame(1))
+		r := NewRunner(0)
+		a := r.Run(pj, newFrame(udpFrame(1)))
+		if got := r.Fault() != nil; got != c.fault || c.fault && a != ActionAborted {
+			t.Errorf("offset %d: %v (%v), want a fault: %v", c.off, a, r.Fault(), c.fault)
+		}
+	}
+}
