@@ -90,7 +90,7 @@ var callCases = []struct {
 		lddw(2, pseudoFunc, 5),  // 1: r2 = &cb (7)
 		ins(0xb7, 3, 0, 0, 0),   // 3: r3 = 0
 		ins(0xb7, 4, 0, 0, 0),   // 4: r4 = 0
-		ins(0x85, 0, 0, 0, 181), // 5: call bpf_loop: Go runs cb
+		ins(0x85, 0, 0, 0, 181), // 5: call bpf_loop (native: jit_loop.go)
 		exitInsn,                // 6: r0 = 3 iterations
 		ins(0x85, 0, 1, 0, 2),   // 7: cb: call g (10)
 		ins(0xb7, 0, 0, 0, 0),   // 8: r0 = 0: go on
