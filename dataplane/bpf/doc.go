@@ -207,8 +207,9 @@
 // stripe's sequence read before and after the walk as Hash.get does, a
 // writer in the stripe sending the lookup to Go; the LRU mark set) and on
 // an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
-// bpf_csum_diff on buffers of up to 60 bytes (jit_amd64_csum.go: x86-64
-// csum_partial's exact grouping, folded as the running kernel does), these
+// bpf_csum_diff on buffers of up to 65532 bytes (jit_amd64_csum.go,
+// jit_amd64_csum64.go: x86-64 csum_partial's exact grouping, its 64-byte
+// rounds included, folded as the running kernel does), these
 // three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go), as are the
 // frame helpers (adjust_*, get_buff_len, load/store_bytes:
 // jit_arm64_bytes.go); lookups in
@@ -261,9 +262,25 @@
 // no record (jit_*_ringbuf.go, jitRing: flags refused, a record too long,
 // no room: the ring a lagging consumer left full), from the producer and
 // consumer positions read in that order (maps.NativeRing); a call that may
-// get a record, bpf_ringbuf_submit and _discard, and bpf_loop exit to Go,
-// which keeps the records and their regions. bpf_ktime_get_ns and
-// bpf_ktime_get_coarse_ns are native (jit_*_time.go) where the CPU's
+// get a record, bpf_ringbuf_submit and _discard exit to Go, which keeps
+// the records and their regions.
+//
+// bpf_loop is native on both backends (jit_loop.go, jit_*_loop.go) in
+// programs whose local calls are native, when r2 is loaded with the
+// callback in a straight line before the call: flags (-EINVAL), nr_loops
+// above BPF_MAX_LOOPS (-E2BIG), the budget charged per iteration and the
+// callback's registers as the interpreter's loop has them, r1-r5 kept.
+// Each iteration is a native call whose frame (holding the loop's index,
+// count and ctx, in r6-r8 between iterations) returns into the loop, the
+// caller's r5-r9 kept in jitState.loops by frame index; a callback that
+// leaves for Go (a helper that is not native, any slow path) is adopted
+// as any native frame, and when its exit pops that frame Go re-enters the
+// loop's code where it was (jitAfter), so no callback needs to be proven
+// native. A depth at the limit or another callback goes to Go before the
+// first iteration; a budget exhausted between iterations goes to Go with
+// the call's arguments, where the interpreter's loop faults at the call.
+//
+// bpf_ktime_get_ns and bpf_ktime_get_coarse_ns are native (jit_*_time.go) where the CPU's
 // constant-rate counter is usable (an invariant TSC the kernel keeps time
 // with; arm64's CNTVCT_EL0): CLOCK_MONOTONIC from a line Go draws from
 // clock_gettime every 10 ms (ktime_counter.go), never going back, within

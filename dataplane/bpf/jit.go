@@ -113,6 +113,9 @@ type jitState struct {
 	// lock word's address and the pointer r1 held; 0 when none. Go takes
 	// it over whenever the code returns to it (adoptSpin).
 	spin [2]uint64
+	// loops are the native bpf_loop calls in progress (jit_loop.go), by
+	// the frame index of their callback's frame.
+	loops [maxFrames]jitLoop
 }
 
 // jitCall is the frame of a native bpf-to-bpf call: callFrame without the
@@ -150,6 +153,8 @@ func nativeCalls(plain []insn) bool {
 			return false
 		case opCallLocal:
 			calls = true
+		case opCall:
+			calls = calls || int32(in.imm) == helperLoop // jit_loop.go
 		}
 	}
 	return calls
@@ -658,6 +663,10 @@ func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]
 			reg[10] = f.fp
 			p = f.prog
 			pc = f.ret
+			if pc < 0 { // a native bpf_loop's callback returned (jit_loop.go)
+				e = jitRun(r, reg, uintptr(r.jit.loops[r.depth].resume))
+				continue
+			}
 			if j = r.code(p); j == nil {
 				return r.fast(p, pc, base, reg)
 			}

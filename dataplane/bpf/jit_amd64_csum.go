@@ -23,6 +23,8 @@ func (c *amd64Compiler) csumDiff(pc int) {
 	if !csumDiffFolded {
 		c.aluRR(false, 0x85, xSI, xSI)
 		c.slowIf(ccNE, pc)
+		c.aluRI(false, 7, xCX, csumDiffMax) // the scratch buffer's size
+		c.slowIf(ccA, pc)
 	}
 	c.memArg(pc, xDI, xSI, 1)
 	c.memArg(pc, xDX, xCX, 2)
@@ -100,7 +102,7 @@ func (c *amd64Compiler) boundsCheck(pc int, ptr, size uint8, field func(int32) x
 
 // csumPartial sets EAX to x86-64's csum_partial (csumPartial) of the size
 // (register, a multiple of 4 up to csumNativeMax) bytes at S2, seeded with
-// EAX; S1 and S2 are clobbered.
+// EAX; S1, S2 and the scratch hs[3], hs[4] are clobbered.
 func (c *amd64Compiler) csumPartial(size uint8) {
 	word := func(opc byte, disp int32) {
 		c.rm(false, true, []byte{opc}, xAX, xmem{base: xS2, index: -1, disp: disp}, false)
@@ -120,6 +122,7 @@ func (c *amd64Compiler) csumPartial(size uint8) {
 	chain(40)
 	fin := []int{c.jmp()}
 	c.patch(general, len(c.b))
+	c.csumRounds(size) // jit_amd64_csum64.go
 	for _, n := range []int32{32, 16, 8} {
 		c.testRI(false, size, n)
 		skip := c.jcc(ccE)

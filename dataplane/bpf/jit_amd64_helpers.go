@@ -76,6 +76,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		return emitRing(c, c.env, c.plain, c.targets, pc) // jit_ringbuf.go
 	case helperKtimeGetNs, helperKtimeGetCoarseNs:
 		return c.ktime(pc) // jit_amd64_time.go
+	case helperLoop:
+		return c.loopAt(pc) // jit_amd64_loop.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

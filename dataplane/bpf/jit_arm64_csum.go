@@ -18,6 +18,8 @@ func (c *arm64Compiler) csumDiff(pc int) {
 	if !csumDiffFolded {
 		c.rrr(a64Cmp&w, 0, 2, aZR)
 		c.slowIf(aNE, pc)
+		c.w(a64Imm12(a64SubsImm&^a64W, aZR, 4, csumDiffMax)) // the scratch buffer's size
+		c.slowIf(aHI, pc)
 	}
 	c.memArg(pc, 1, 2, 1)
 	c.memArg(pc, 3, 4, 2)
@@ -90,8 +92,8 @@ func (c *arm64Compiler) boundsCheck(pc int, ptr, size, base uint32, field func(i
 }
 
 // csumPartial sets X0 to x86-64's csum_partial of the size (register, a
-// multiple of 4 up to csumNativeMax) bytes at X10, seeded with X0; X10 and
-// X11 are clobbered.
+// multiple of 4 up to csumNativeMax) bytes at X10, seeded with X0; X9-X12
+// and X14 are clobbered.
 func (c *arm64Compiler) csumPartial(size uint32) {
 	chain := func(n int32) { // ADDS, ADCS..., ADC XZR
 		for i := int32(0); i < n; i += 8 {
@@ -109,6 +111,7 @@ func (c *arm64Compiler) csumPartial(size uint32) {
 	chain(40)
 	fin := []a64Fixup{c.branch(aAL)}
 	c.patch(general, len(c.b))
+	c.csumRounds(size) // jit_arm64_csum64.go
 	for _, n := range []int32{32, 16, 8} {
 		c.tstBit(size, n)
 		skip := c.branch(aEQ)

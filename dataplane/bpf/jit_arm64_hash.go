@@ -35,6 +35,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		return c.updateAt(pc) // jit_arm64_update.go
 	case helperMapDeleteElem:
 		return c.deleteAt(pc)
+	case helperLoop:
+		return c.loopAt(pc) // jit_arm64_loop.go
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_arm64_csum.go
 	case helperSpinLock:

@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"runtime"
 	"strings"
 	"testing"
 
@@ -91,7 +90,7 @@ var callCases = []struct {
 		lddw(2, pseudoFunc, 5),  // 1: r2 = &cb (7)
 		ins(0xb7, 3, 0, 0, 0),   // 3: r3 = 0
 		ins(0xb7, 4, 0, 0, 0),   // 4: r4 = 0
-		ins(0x85, 0, 0, 0, 181), // 5: call bpf_loop: Go runs cb
+		ins(0x85, 0, 0, 0, 181), // 5: call bpf_loop (native: jit_loop.go)
 		exitInsn,                // 6: r0 = 3 iterations
 		ins(0x85, 0, 1, 0, 2),   // 7: cb: call g (10)
 		ins(0xb7, 0, 0, 0, 0),   // 8: r0 = 0: go on
@@ -210,26 +209,10 @@ func BenchmarkCalls(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			frames := make([]Frame, 32)
-			for i := range frames {
-				frames[i] = *newFrame(pkt)
+			ns, v := burstCPUNs(b, p, pkt) // jit_loop_test.go
+			if v != ActionPass {
+				b.Fatalf("verdict %v", v)
 			}
-			verdicts := make([]Action, len(frames))
-			r := NewRunner(0)
-			if r.RunBurst(p, frames, verdicts, nil); verdicts[0] != ActionPass {
-				b.Fatalf("verdict %v", verdicts[0])
-			}
-			// The thread's CPU time, as the kernel's test run counts
-			// only its own (the machine may be shared).
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			b.ReportAllocs()
-			cpu0 := threadCPU()
-			for b.Loop() {
-				r.RunBurst(p, frames, verdicts, nil)
-			}
-			ns := float64((threadCPU() - cpu0).Nanoseconds()) / float64(b.N*len(frames))
-			b.ReportMetric(ns, "cpu-ns/run")
 			if kernelNs > 0 {
 				b.ReportMetric(kernelNs, "kernel-ns/run")
 				b.ReportMetric(ns/kernelNs, "xnic/kernel")

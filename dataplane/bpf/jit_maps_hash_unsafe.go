@@ -125,7 +125,8 @@ func sum(v []int32) int32 {
 }
 
 // csumNativeMax is the longest buffer the native bpf_csum_diff sums
-// (jit_amd64_csum.go, jit_arm64_csum.go): below 64 bytes csum_partial is
-// one pass of 32-, 16- and 8-byte chains and a 4-byte tail (or one 40-byte
-// chain), which the code follows exactly.
-const csumNativeMax = 60
+// (jit_amd64_csum.go, jit_arm64_csum.go): csum_partial's 64-byte rounds
+// (two chains, their carries counted apart), then one pass of 32-, 16- and
+// 8-byte chains and a 4-byte tail (or one 40-byte chain), which the code
+// follows exactly; a size with no bit of ^csumNativeMax|3 set is native.
+const csumNativeMax = 1<<16 - 4
