@@ -167,8 +167,12 @@
 // base; global data regions have bounds fixed at load. A load or store
 // that lies inside what is proved is emitted as a plain access to the
 // region's buffer at the pointer's offset, without the check (a global
-// data access first checks that the Runner is bound to the program's
-// collection, whose table entry the proof is about). Anything else keeps
+// data access does not check the Runner's collection either: native code
+// of a collection's program runs only while the Runner is bound to that
+// collection, whose table entries the proof is about, because the Runner
+// binds only at the start of a run, Go enters native code only for a
+// program of the bound collection, and a tail call into a program of
+// another collection falls through: jitBoundColl). Anything else keeps
 // its check: a program without the compare faults where the interpreter
 // does, naming the same instruction. The analysis is a must-analysis (paths
 // meet in "unknown"), forgets everything at calls (helpers may move data
@@ -323,10 +327,10 @@
 // heap object), its region table and the buffers in it (heap objects or
 // mappings, reachable from the Runner) are read through the Runner's
 // register at each access, so a helper that grows the table between two
-// entries is seen at once; the code of an array lookup or of a global
-// data access also holds, as immediates, the address of the collection
-// (and of the map's storage), heap objects the Program keeps alive as long
-// as its code is mapped, which it only compares (with Runner.coll, with
+// entries is seen at once; the code of an array lookup also holds, as
+// immediates, the address of the collection (and of
+// the map's storage), heap objects the Program keeps alive as long as its
+// code is mapped, which it only compares (with Runner.coll, with
 // the table's buffers) and never dereferences; the slot arrays of
 // devmaps, cpumaps, xskmaps and program arrays, read as immediates too,
 // live as long as their maps. Nothing of Go's is written but pointer-free

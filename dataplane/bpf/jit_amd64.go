@@ -667,9 +667,10 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 
 // access is the operand of the load or store at pc: without a check when
 // provenIn proved it inside a region (the region's buffer, indexed by the
-// low 32 bits of the pointer), else through check. A global data region is
-// the collection's: the Runner's collection is checked first (else the
-// slow path), so that its table entry is the one the proof was made on.
+// low 32 bits of the pointer), else through check. A global data region's
+// table entry is the one the proof was made on with no check of the
+// Runner's collection: native code compiled for a collection only ever
+// runs while the Runner is bound to it (jitBoundColl in jit.go says why).
 func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
 	rg := c.proven[pc]
 	if rg == 0 {
@@ -685,11 +686,7 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 	if rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase) {
 		return xmem{base: xS2, index: xS1, disp: off} // jit_pktreuse.go
 	}
-	if rg != regionPacket {
-		c.movRI(xS1, int64(uintptrOf(c.env.coll)))
-		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
-		c.slowIf(ccNE, pc)
-	}
+	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
 	if rg == regionPacket {
 		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offPktBuf), false)
 	} else {

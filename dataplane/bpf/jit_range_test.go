@@ -275,35 +275,3 @@ func TestJITGlobalRanges(t *testing.T) {
 		})
 	}
 }
-
-// TestJITGlobalRangesCollection: the native code of a proven global data
-// access leaves for the slow path when the Runner is bound to another
-// collection, whose region table the proof says nothing of.
-func TestJITGlobalRangesCollection(t *testing.T) {
-	needJIT(t)
-	insns := asm.Instructions{data(asm.R1, 8), asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte), asm.Return()}
-	c, p := loadGlobals(t, insns, EngineJIT)
-	other := loadRange(t, rangeProg(), EngineJIT).coll
-	j := p.jit.Load()
-	if j.proven != 1 {
-		t.Fatalf("%d proven", j.proven)
-	}
-	for _, tc := range []struct {
-		coll *Collection
-		slow bool
-	}{{c, false}, {other, true}} {
-		r := NewRunner(0)
-		r.bind(tc.coll)
-		f := newFrame(udpFrame(9))
-		r.frame = f
-		r.setPacket(f)
-		reg := &r.regs[0]
-		clear(reg[:])
-		reg[10] = regionStack<<32 | stackSize
-		e := jitRun(r, reg, j.base)
-		slow := e&0xff == jitExitSlow && e>>8 == 2 // the load, after the lddw's two slots
-		if slow != tc.slow || !slow && reg[0] != 9 {
-			t.Errorf("bound to the program's collection %v: exit %#x, r0 %d", tc.coll == c, e, reg[0])
-		}
-	}
-}
