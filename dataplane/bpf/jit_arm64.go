@@ -549,8 +549,8 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 // access leaves in S2 the buffer and in S1 the offset of the load or store
 // at pc: without a check when provenIn proved it inside a region (the
 // region's buffer at the pointer's low 32 bits plus off; for global data
-// with no check of the Runner's collection, as on amd64: jitBoundColl),
-// else through check.
+// the collection's own buffer as an immediate, with no check of the
+// Runner's collection, as on amd64: jitBoundColl), else through check.
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
 	rg := c.proven[pc]
 	if rg == 0 && c.stackAccess(bpfBase, off, n) { // jit_arm64_stack.go
@@ -570,6 +570,8 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		// X10 still holds the buffer (jit_pktreuse.go).
 	case rg == regionPacket:
 		c.ldr(aS2, aCtx, offPktBuf)
+	case staticBuf(c.env.coll, rg) != 0: // jit_globals_unsafe.go
+		c.movImm(aS2, uint64(staticBuf(c.env.coll, rg))) // the collection's own buffer
 	default:
 		c.ldr(aS2, aCtx, offRegions)
 		c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)
