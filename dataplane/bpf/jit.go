@@ -544,12 +544,13 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 // on which Go enters p's native code from the start of a run (runJIT, the
 // burst; runFrame binds p's collection just before). It is checked there
 // once, and never again in native code: a proven access to global data
-// (access in jit_amd64.go and jit_arm64.go) uses table entry regionStatic+i
-// of the Runner as the proof made at load used entry i of its collection's
-// statics, without comparing Runner.coll with the collection the code was
-// compiled for (jitEnv.coll, that is Program.coll: compile). That needs
-// native code compiled for a collection C to run only while Runner.coll is
-// C, which holds because:
+// (access in jit_amd64.go and jit_arm64.go) compares no Runner.coll with
+// the collection the code was compiled for (jitEnv.coll, Program.coll). It
+// addresses that collection's buffer itself (staticBuf), which the proof
+// made at load is about; the interpreter and the code's fallback read
+// the buffer from the Runner's table entry regionStatic+i. Both are the
+// same because native code compiled for a collection C runs only while
+// Runner.coll is C:
 //   - Runner.coll is written only by bind, in Go at the start of a run
 //     (runFrame, RunRaw), never during one: no helper binds, and native
 //     code writes no Go pointer. bind puts C's statics at those entries
@@ -560,10 +561,10 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 //     one program's code for all its frames with no Go in between.
 //   - Go re-enters native code after an exit to it (jitAfter: helpers, the
 //     slow path, faults handled in Go) only for the program the run is in
-//     now: the run's own program, the caller of a bpf-to-bpf call (the
-//     same program: subprograms are part of it), or the target of a tail
-//     call (tailProg, which looks the target up among Runner.coll's
-//     programs).
+//     now: the run's own program, the caller of a bpf-to-bpf call or of
+//     a callback (the same program: subprograms and callbacks are part
+//     of it), or the target of a tail call (tailProg, which looks the
+//     target up among Runner.coll's programs).
 //   - A tail call reaches only a program of the caller's collection. A
 //     program array may hold a program of another collection
 //     (maps.ProgArray.SetProg takes any program; the control plane can put
