@@ -166,12 +166,19 @@
 // proves, on the edge where it holds, that many bytes after the pointer's
 // base; global data regions have bounds fixed at load. A load or store
 // that lies inside what is proved is emitted as a plain access to the
-// region's buffer at the pointer's offset, without the check (a global
-// data access first checks that the Runner is bound to the program's
-// collection, whose table entry the proof is about). Anything else keeps
-// its check: a program without the compare faults where the interpreter
-// does, naming the same instruction. The analysis is a must-analysis (paths
-// meet in "unknown"), forgets everything at calls (helpers may move data
+// region's buffer at the pointer's offset, without the check. A global
+// data access addresses its collection's buffer (an immediate) and checks
+// no collection: native code of a collection's program runs only while
+// the Runner is bound to it, whose table holds the same buffers for the
+// interpreter, because the Runner binds only at the start of a run, Go
+// enters native code only for a program of the bound collection, and a
+// tail call into a program of another collection falls through
+// (jitBoundColl). Anything else keeps its check: a program without the
+// compare faults where the interpreter does, naming the same instruction.
+// The analysis is a must-analysis (paths meet in "unknown", but two
+// scalar ranges meet in the larger, rounded up to 2^k-1, so the offsets
+// of headers after an optional VLAN tag stay a variable offset of known
+// range), forgets everything at calls (helpers may move data
 // and data_end) and subprogram entries, keeps every figure below 2^20 so
 // no tagged value carries into its tag, and gives up (proving nothing) on
 // programs over 16384 instructions or without a fixpoint in time. Proofs
@@ -340,11 +347,14 @@
 // heap object), its region table and the buffers in it (heap objects or
 // mappings, reachable from the Runner) are read through the Runner's
 // register at each access, so a helper that grows the table between two
-// entries is seen at once; the code of an array lookup or of a global
-// data access also holds, as immediates, the address of the collection
-// (and of the map's storage), heap objects the Program keeps alive as long
-// as its code is mapped, which it only compares (with Runner.coll, with
-// the table's buffers) and never dereferences; the slot arrays of
+// entries is seen at once; the code of an array lookup also holds, as
+// immediates, the address of the collection (and of
+// the map's storage), heap objects the Program keeps alive as long as its
+// code is mapped, which it only compares (with Runner.coll, with
+// the table's buffers) and never dereferences; a proven access to global
+// data holds and addresses the buffer of its collection's region (the
+// storage of a single-entry array map, allocated once with the map), which
+// the Collection keeps alive as long as its code is mapped; the slot arrays of
 // devmaps, cpumaps, xskmaps and program arrays, read as immediates too,
 // live as long as their maps. Nothing of Go's is written but pointer-free
 // words (packet, stack, map values, the register file, the spill slot, the

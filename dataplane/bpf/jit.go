@@ -495,7 +495,7 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	if j == nil {
 		return r.runInterp(p, f) // interp.go
 	}
-	if f == nil || r.coll != p.coll || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
+	if f == nil || !jitBoundColl(r, p) || f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd ||
 		f.DataEnd > len(f.Buf) || int64(len(f.Buf)) >= 1<<31 {
 		return r.runGuarded(p, f) // interprets, binds the collection, or reports the frame
 	}
@@ -542,8 +542,45 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 // native burst (jitBurst): the Runner is bound to p's collection and has
 // its packet region (runJIT's conditions that hold for a whole burst).
 func (r *Runner) burstReady(p *Program, j *jitProg) bool {
-	return jitArch && r.coll == p.coll && len(r.regions) > regionPacket && p.jit.Load() == j
+	return jitArch && jitBoundColl(r, p) && len(r.regions) > regionPacket && p.jit.Load() == j
 }
+
+// jitBoundColl reports whether r is bound to p's collection: the condition
+// on which Go enters p's native code from the start of a run (runJIT, the
+// burst; runFrame binds p's collection just before). It is checked there
+// once, and never again in native code: a proven access to global data
+// (access in jit_amd64.go and jit_arm64.go) compares no Runner.coll with
+// the collection the code was compiled for (jitEnv.coll, Program.coll). It
+// addresses that collection's buffer itself (staticBuf), which the proof
+// made at load is about; the interpreter and the code's fallback read
+// the buffer from the Runner's table entry regionStatic+i. Both are the
+// same because native code compiled for a collection C runs only while
+// Runner.coll is C:
+//   - Runner.coll is written only by bind, in Go at the start of a run
+//     (runFrame, RunRaw), never during one: no helper binds, and native
+//     code writes no Go pointer. bind puts C's statics at those entries
+//     whenever the collection changes, and nothing else writes entries
+//     below Runner.fixed (lookups add theirs above).
+//   - Go enters native code at the start of a run only for a program of the
+//     bound collection (this check, or runFrame's bind), and a burst runs
+//     one program's code for all its frames with no Go in between.
+//   - Go re-enters native code after an exit to it (jitAfter: helpers, the
+//     slow path, faults handled in Go) only for the program the run is in
+//     now: the run's own program, the caller of a bpf-to-bpf call or of
+//     a callback (the same program: subprograms and callbacks are part
+//     of it), or the target of a tail call (tailProg, which looks the
+//     target up among Runner.coll's programs).
+//   - A tail call reaches only a program of the caller's collection. A
+//     program array may hold a program of another collection
+//     (maps.ProgArray.SetProg takes any program; the control plane can put
+//     it there), and such a slot falls through as an empty one does: the
+//     interpreter's Runner.tailCall compares Program.coll, and the native
+//     tail call (amd64's tailCall, jit_amd64_helpers.go; arm64 makes tail
+//     calls in Go) compares the target's Program.coll with the caller's
+//     collection before jumping to it.
+//
+// TestJITGlobalsBoundColl covers each of these.
+func jitBoundColl(r *Runner, p *Program) bool { return r.coll == p.coll }
 
 // enterBurst runs frames in one native burst (jitBurst) with the state a
 // run starts from: no fault, no redirect, and the packet region of the

@@ -667,9 +667,12 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 
 // access is the operand of the load or store at pc: without a check when
 // provenIn proved it inside a region (the region's buffer, indexed by the
-// low 32 bits of the pointer), else through check. A global data region is
-// the collection's: the Runner's collection is checked first (else the
-// slow path), so that its table entry is the one the proof was made on.
+// low 32 bits of the pointer), else through check. A global data region
+// is addressed at the buffer the proof was made on, the collection's own
+// (staticBuf, an immediate), with no check of the Runner's collection:
+// native code compiled for a collection only ever runs while the Runner
+// is bound to it anyway (jitBoundColl in jit.go says why), so the table
+// entry, which the interpreter reads, is that same buffer.
 func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
 	rg := c.proven[pc]
 	if rg == 0 {
@@ -685,14 +688,13 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 	if rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase) {
 		return xmem{base: xS2, index: xS1, disp: off} // jit_pktreuse.go
 	}
-	if rg != regionPacket {
-		c.movRI(xS1, int64(uintptrOf(c.env.coll)))
-		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
-		c.slowIf(ccNE, pc)
-	}
-	if rg == regionPacket {
+	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
+	switch buf := staticBuf(c.env.coll, rg); { // jit_globals_unsafe.go
+	case rg == regionPacket:
 		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offPktBuf), false)
-	} else {
+	case buf != 0:
+		c.movRI(xS2, int64(buf)) // the collection's own buffer
+	default:
 		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
 		c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: rg*regionSize + offRegionBuf}, false)
 	}

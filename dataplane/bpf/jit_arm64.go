@@ -548,9 +548,9 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 
 // access leaves in S2 the buffer and in S1 the offset of the load or store
 // at pc: without a check when provenIn proved it inside a region (the
-// region's buffer at the pointer's low 32 bits plus off, after a check of
-// the Runner's collection for global data, as on amd64), else through
-// check.
+// region's buffer at the pointer's low 32 bits plus off; for global data
+// the collection's own buffer as an immediate, with no check of the
+// Runner's collection, as on amd64: jitBoundColl), else through check.
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
 	rg := c.proven[pc]
 	if rg == 0 && c.stackAccess(bpfBase, off, n) { // jit_arm64_stack.go
@@ -564,16 +564,14 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 	}
 	c.nproven++
 	base := arm64Regs[bpfBase&15%11]
-	if rg != regionPacket {
-		c.movImm(aS1, uint64(uintptrOf(c.env.coll)))
-		c.cmpField(aCtx, offColl, aS1)
-		c.slowIf(aNE, pc)
-	}
+	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
 	switch {
 	case rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase):
 		// X10 still holds the buffer (jit_pktreuse.go).
 	case rg == regionPacket:
 		c.ldr(aS2, aCtx, offPktBuf)
+	case staticBuf(c.env.coll, rg) != 0: // jit_globals_unsafe.go
+		c.movImm(aS2, uint64(staticBuf(c.env.coll, rg))) // the collection's own buffer
 	default:
 		c.ldr(aS2, aCtx, offRegions)
 		c.ldr(aS2, aS2, rg*regionSize+offRegionBuf)

@@ -10,9 +10,9 @@ package bpf
 // did, or at a target) nor use a scratch register (keepsScratch), nor
 // write base, up to a proven packet load or store through base, which left
 // them. Such an access has no exit to Go either, so native code is never
-// re-entered between the two; a proven access to global data has one (its
-// collection check), after which Go may re-enter at the next instruction
-// with the scratch registers lost, so its buffer is never reused.
+// re-entered between the two. A proven access to global data (which has no
+// exit to Go: jitBoundColl) ends the walk too, having left its own buffer
+// and offset in the scratch registers.
 func pktReuse(plain []insn, targets []bool, proven []int32, pc int, base uint8) bool {
 	for q := pc - 1; q >= 0; q-- {
 		if targets[q+1] {

@@ -19,7 +19,8 @@ package bpf
 //     [0, max] to a packet pointer data + a, a >= 0 (the add at pc id-1);
 //   - pktEnd: data_end as opLdCtxDataEnd read it;
 //   - scalars with a known unsigned range [0, max] (loaded bytes and
-//     halves, masks, small shifts, constants): what a variable offset is;
+//     halves, masks, small shifts, constants; where paths meet, the larger
+//     max rounded up to 2^k-1): what a variable offset is;
 //
 // and per base id, the length N that a compare proved: base(id) + N <=
 // data_end. An access of n bytes at base(id) + c + off is proven when
@@ -107,10 +108,23 @@ func (s *rangeState) meet(o *rangeState) bool {
 	}
 	changed := false
 	for i := range s.regs {
-		if s.regs[i] != o.regs[i] && s.regs[i].kind != rkUnknown {
-			s.regs[i] = rangeReg{}
-			changed = true
+		if s.regs[i] == o.regs[i] || s.regs[i].kind == rkUnknown {
+			continue
 		}
+		if s.regs[i].kind == rkScalar && o.regs[i].kind == rkScalar {
+			// [0, a] and [0, b] meet in [0, max(a, b)], widened to
+			// 2^k-1 so that a bound growing round a loop settles in at
+			// most 20 steps (below maxRangeOff): the offsets a parser
+			// leaves on its paths (14, 18 or 22 past data for no, one
+			// or two VLAN tags) stay a variable offset of known range.
+			if v := widenScalar(max(s.regs[i].v, o.regs[i].v)); v != s.regs[i].v {
+				s.regs[i].v = v
+				changed = true
+			}
+			continue
+		}
+		s.regs[i] = rangeReg{}
+		changed = true
 	}
 	kept := s.bases[:0]
 	for _, b := range s.bases {
@@ -119,12 +133,17 @@ func (s *rangeState) meet(o *rangeState) bool {
 		case ob == nil:
 			changed = true
 			continue
-		case ob.off != b.off:
-			changed = true
-			continue
 		case ob.n < b.n:
 			b.n = ob.n
 			changed = true
+		}
+		if ob.off != b.off {
+			// An upper bound, widened as scalars are: the add that makes
+			// the base saw a larger scalar on another path or round.
+			if off := widenScalar(max(b.off, ob.off)); off != b.off {
+				b.off = off
+				changed = true
+			}
 		}
 		kept = append(kept, b)
 	}
@@ -136,6 +155,15 @@ func (s *rangeState) meet(o *rangeState) bool {
 		}
 	}
 	return changed
+}
+
+// widenScalar is the least 2^k-1 >= v, for v in [0, maxRangeOff).
+func widenScalar(v int64) int64 {
+	w := int64(1)
+	for w <= v {
+		w <<= 1
+	}
+	return w - 1
 }
 
 // provenIn returns, for each instruction of plain, the region a load or
