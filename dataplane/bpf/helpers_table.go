@@ -93,6 +93,11 @@ type helperInfo struct {
 	// natively (jit_amd64_maps.go, jit_arm64_maps.go); the others exit to
 	// the interpreter's slow path, which calls run.
 	nativeLookup bool
+	// native says when the JIT backends compile a call of it into native
+	// code (their call lowering runs only for helpers with one, and each
+	// falls back to the exit to Go when the case is not one it handles);
+	// empty: every call exits to Go. doc.go gives the details.
+	native string
 	// why xnic refuses it, for helpers XDP may call in the kernel that
 	// xnic does not implement (helpers_refuse.go).
 	why string
@@ -101,6 +106,10 @@ type helperInfo struct {
 // nativeArray reports whether the JIT backends compile calls of the helper
 // natively when its map is an array (their call lowering reads it).
 func (h *helperInfo) nativeArray() bool { return h != nil && h.nativeLookup }
+
+// nativeAny reports whether the JIT backends have a native path for the
+// helper at all (the table's native column).
+func (h *helperInfo) nativeAny() bool { return h != nil && h.native != "" }
 
 // implemented reports whether xnic runs the helper.
 func (h *helperInfo) implemented() bool { return h != nil && (h.run != nil || h.inLoop) }
@@ -133,22 +142,22 @@ const (
 
 // helperRows is the table, in the kernel's order.
 var helperRows = []helperInfo{
-	{id: asm.FnMapLookupElem, args: sig(argMap, argKey), run: hMapLookup, nativeLookup: true},
-	{id: asm.FnMapUpdateElem, args: sig(argMap, argKey, argValue, argScalar), run: hMapUpdate},
-	{id: asm.FnMapDeleteElem, args: sig(argMap, argKey), run: hMapDelete},
-	{id: asm.FnKtimeGetNs, run: hKtimeMono},
+	{id: asm.FnMapLookupElem, args: sig(argMap, argKey), run: hMapLookup, nativeLookup: true, native: "arrays, per-CPU arrays, preallocated hash maps of the four kinds with keys of up to 16 bytes, LPM tries of up to 8 data bytes, maps of maps"},
+	{id: asm.FnMapUpdateElem, args: sig(argMap, argKey, argValue, argScalar), run: hMapUpdate, native: "arrays and per-CPU arrays; on hash maps, the answers that write nothing (-EEXIST, -ENOENT)"},
+	{id: asm.FnMapDeleteElem, args: sig(argMap, argKey), run: hMapDelete, native: "hash maps: the delete of an absent key (-ENOENT)"},
+	{id: asm.FnKtimeGetNs, run: hKtimeMono, native: "from the CPU counter when it is constant-rate and in step on every CPU"},
 	{id: asm.FnTracePrintk, args: sig(argMem, argSize, argScalar, argScalar, argScalar), run: (*Runner).tracePrintk},
-	{id: asm.FnGetPrandomU32, run: hPrandom},
-	{id: asm.FnGetSmpProcessorId, run: hSmpProcessorID},
+	{id: asm.FnGetPrandomU32, run: hPrandom, native: "amd64"},
+	{id: asm.FnGetSmpProcessorId, run: hSmpProcessorID, native: "amd64"},
 	{id: asm.FnTailCall, args: sig(argCtx, argMap, argScalar), inLoop: true},
-	{id: asm.FnRedirect, args: sig(argScalar, argScalar), run: hRedirect},
+	{id: asm.FnRedirect, args: sig(argScalar, argScalar), run: hRedirect, native: "amd64"},
 	{id: asm.FnPerfEventOutput, args: sig(argCtx, argMap, argScalar, argMem, argSize), run: (*Runner).perfEventOutput},
-	{id: asm.FnCsumDiff, args: sig(argMem, argSize, argMem, argSize, argScalar), run: (*Runner).csumDiff},
+	{id: asm.FnCsumDiff, args: sig(argMem, argSize, argMem, argSize, argScalar), run: (*Runner).csumDiff, native: "lengths that are multiples of 4, up to 65532 bytes"},
 	{id: asm.FnGetNumaNodeId, run: hNumaNodeID},
-	{id: asm.FnXdpAdjustHead, args: sig(argCtx, argScalar), run: (*Runner).adjustHead},
-	{id: asm.FnRedirectMap, args: sig(argMap, argScalar, argScalar), run: (*Runner).redirectMap},
-	{id: asm.FnXdpAdjustMeta, args: sig(argCtx, argScalar), run: (*Runner).adjustMeta},
-	{id: asm.FnXdpAdjustTail, args: sig(argCtx, argScalar), run: (*Runner).adjustTail},
+	{id: asm.FnXdpAdjustHead, args: sig(argCtx, argScalar), run: (*Runner).adjustHead, native: "r1 the context of a run with a frame"},
+	{id: asm.FnRedirectMap, args: sig(argMap, argScalar, argScalar), run: (*Runner).redirectMap, native: "amd64: devmaps, cpumaps and xskmaps loaded into r1 in a straight line"},
+	{id: asm.FnXdpAdjustMeta, args: sig(argCtx, argScalar), run: (*Runner).adjustMeta, native: "r1 the context of a run with a frame"},
+	{id: asm.FnXdpAdjustTail, args: sig(argCtx, argScalar), run: (*Runner).adjustTail, native: "r1 the context of a run with a frame"},
 	{id: asm.FnFibLookup, args: sig(argCtx, argMem, argSize, argScalar), run: (*Runner).fibLookup},
 	{id: asm.FnSkLookupTcp, why: whySocket},
 	{id: asm.FnSkLookupUdp, why: whySocket},
@@ -156,8 +165,8 @@ var helperRows = []helperInfo{
 	{id: asm.FnMapPushElem, args: sig(argMap, argValue, argScalar), run: hMapPush},
 	{id: asm.FnMapPopElem, args: sig(argMap, argValue), run: hMapPop},
 	{id: asm.FnMapPeekElem, args: sig(argMap, argValue), run: hMapPeek},
-	{id: asm.FnSpinLock, args: sig(argMem), run: (*Runner).spinLock},
-	{id: asm.FnSpinUnlock, args: sig(argMem), run: (*Runner).spinUnlock},
+	{id: asm.FnSpinLock, args: sig(argMem), run: (*Runner).spinLock, native: "a lock word in writable map memory, taken in 64 tries"},
+	{id: asm.FnSpinUnlock, args: sig(argMem), run: (*Runner).spinUnlock, native: "the lock the run holds"},
 	{id: asm.FnSkcLookupTcp, why: whySocket},
 	{id: asm.FnTcpCheckSyncookie, why: whySynCk},
 	{id: asm.FnTcpGenSyncookie, why: whySynCk},
@@ -165,25 +174,25 @@ var helperRows = []helperInfo{
 	{id: asm.FnProbeReadKernel, why: whyMem},
 	{id: asm.FnJiffies64, why: whyJiffies},
 	{id: asm.FnKtimeGetBootNs, run: hKtimeBoot},
-	{id: asm.FnRingbufOutput, args: sig(argMap, argMem, argSize, argScalar), run: hRingbufOutput},
-	{id: asm.FnRingbufReserve, args: sig(argMap, argSize, argScalar), run: hRingbufReserve},
+	{id: asm.FnRingbufOutput, args: sig(argMap, argMem, argSize, argScalar), run: hRingbufOutput, native: "the refusals (full ring, record too long, bad flags)"},
+	{id: asm.FnRingbufReserve, args: sig(argMap, argSize, argScalar), run: hRingbufReserve, native: "the refusals (full ring, record too long, bad flags)"},
 	{id: asm.FnRingbufSubmit, args: sig(argRecord, argScalar), run: hRingbufSubmit},
 	{id: asm.FnRingbufDiscard, args: sig(argRecord, argScalar), run: hRingbufDiscard},
 	{id: asm.FnRingbufQuery, args: sig(argMap, argScalar), run: (*Runner).ringbufQuery},
 	{id: asm.FnPerCpuPtr, why: whyKsym},
 	{id: asm.FnThisCpuPtr, why: whyKsym},
-	{id: asm.FnKtimeGetCoarseNs, run: hKtimeMono},
+	{id: asm.FnKtimeGetCoarseNs, run: hKtimeMono, native: "as bpf_ktime_get_ns"},
 	{id: asm.FnCheckMtu, args: sig(argCtx, argScalar, argMem, argScalar, argScalar), run: (*Runner).checkMTU},
 	{id: asm.FnForEachMapElem, args: sig(argMap, argFunc, argScalar, argScalar), run: (*Runner).forEachMapElem},
 	{id: asm.FnTimerInit, why: whyTimer},
 	{id: asm.FnTimerSetCallback, why: whyTimer},
 	{id: asm.FnTimerStart, why: whyTimer},
 	{id: asm.FnTimerCancel, why: whyTimer},
-	{id: asm.FnLoop, args: sig(argScalar, argFunc, argScalar, argScalar), run: (*Runner).loop},
+	{id: asm.FnLoop, args: sig(argScalar, argFunc, argScalar, argScalar), run: (*Runner).loop, native: "a callback loaded into r2 in a straight line, in programs without tail calls"},
 	{id: asm.FnStrncmp, args: sig(argMem, argSize, argMem), run: (*Runner).strncmp},
-	{id: asm.FnXdpGetBuffLen, args: sig(argCtx), run: hXdpGetBuffLen},
-	{id: asm.FnXdpLoadBytes, args: sig(argCtx, argScalar, argMem, argSize), run: hXdpLoadBytes},
-	{id: asm.FnXdpStoreBytes, args: sig(argCtx, argScalar, argMem, argSize), run: hXdpStoreBytes},
+	{id: asm.FnXdpGetBuffLen, args: sig(argCtx), run: hXdpGetBuffLen, native: "r1 the context of a run with a frame"},
+	{id: asm.FnXdpLoadBytes, args: sig(argCtx, argScalar, argMem, argSize), run: hXdpLoadBytes, native: "a buffer outside the packet, offsets and lengths up to 0xffff"},
+	{id: asm.FnXdpStoreBytes, args: sig(argCtx, argScalar, argMem, argSize), run: hXdpStoreBytes, native: "a buffer outside the packet, offsets and lengths up to 0xffff"},
 	{id: asm.FnKptrXchg, why: "kptrs hold kernel objects, which do not exist in user space"},
 	{id: asm.FnMapLookupPercpuElem, args: sig(argMap, argKey, argScalar), run: (*Runner).lookupPercpuElem},
 	{id: asm.FnDynptrFromMem, why: whyDynptr},
