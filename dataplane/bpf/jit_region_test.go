@@ -265,3 +265,37 @@ func lookupArr(t *testing.T, m *maps.Array, k uint32) []byte {
 	}
 	return v
 }
+
+// BenchmarkJITRegion is the native lookup's region bookkeeping per frame:
+// "pcpu once" is xdp_drop_count's shape (one per-CPU value looked up and
+// incremented: the entry past the fixed part reused), "arr 16x" looks up
+// the same value 16 times a frame (each found one entry back); through
+// RunBurst, 32 frames a burst, cpu-ns/run per frame.
+func BenchmarkJITRegion(b *testing.B) {
+	needJIT(b)
+	pcpu := append(append(movKey(1), lookupKey("pcpu", asm.R6)...),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 2).WithSymbol("out"), asm.Return())
+	for _, bc := range []struct {
+		name  string
+		insns asm.Instructions
+	}{{"pcpu once", pcpu}, {"arr 16x", loopProg(16, 0, false)}} {
+		b.Run(bc.name, func(b *testing.B) {
+			_, p := loadLookup(b, bc.insns, EngineJIT)
+			r := NewRunner(0)
+			const burst = 32
+			frames := make([]Frame, burst)
+			for i := range frames {
+				frames[i] = *newFrame(udpFrame(9))
+			}
+			verdicts := make([]Action, burst)
+			if n, first := r.RunBurst(p, frames, verdicts, nil); n != burst || first >= 0 || verdicts[0] != ActionPass {
+				b.Fatalf("verdicts %v, fault %v", verdicts, r.Fault())
+			}
+			cpuBenchN(b, burst, func() { r.RunBurst(p, frames, verdicts, nil) })
+		})
+	}
+}
