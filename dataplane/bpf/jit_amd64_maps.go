@@ -132,6 +132,10 @@ func (c *amd64Compiler) arraySlotDyn(a jitArray) (badCPU int, ok bool) {
 // used: S1 = n, S2 = &table[n] (n*regionSize added to the table's base in
 // one instruction, so no BPF register needs spilling).
 func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
+	done := -1
+	if a.first != 0 {
+		done = c.firstRegion(pc, a)
+	}
 	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offRegionsLen), false) // n
 	c.rr(false, true, []byte{0x69}, xS2, xS1, false)
 	c.imm32(regionSize)
@@ -165,19 +169,7 @@ func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
 	c.slowIf(ccAE, pc)
 	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsCap), false)
 	c.slowIf(ccAE, pc)
-	w := int32(0)
-	if a.writable {
-		w = size
-	}
-	c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
-	c.slowIf(ccNE, pc)
-	for _, f := range []struct {
-		disp int32
-		v    int32
-	}{{offRegionBufLen, size}, {offRegionLo, 0}, {offRegionHi, size}, {offRegionWhi, w}} {
-		c.cmpMemI(xmem{base: xS2, index: -1, disp: f.disp}, f.v)
-		c.slowIf(ccNE, pc)
-	}
+	c.sameRegion(pc, 0, a)
 	c.rm(false, true, []byte{0x8d}, xS2, xmem{base: xS1, index: -1, disp: 1}, false)
 	c.rm(false, true, []byte{0x89}, xS2, ctxMem(offRegionsLen), false) // len = n+1
 	c.aluRR(true, 0x89, xAX, xS1)
@@ -185,4 +177,48 @@ func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
 		c.patch(j, len(c.b))
 	}
 	c.shiftI(true, 4, xAX, 32) // the region number, offset 0
+	if done >= 0 {
+		c.patch(done, len(c.b))
+	}
+}
+
+// sameRegion sends the call at pc to the slow path unless the entry at
+// S2+disp is the value at RAX's whole region, as addRegion appends it.
+func (c *amd64Compiler) sameRegion(pc int, disp int32, a jitArray) {
+	size := int32(a.size)
+	w := int32(0)
+	if a.writable {
+		w = size
+	}
+	c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: disp + offRegionBuf}, false)
+	c.slowIf(ccNE, pc)
+	for _, f := range []struct {
+		disp int32
+		v    int32
+	}{{offRegionBufLen, size}, {offRegionLo, 0}, {offRegionHi, size}, {offRegionWhi, w}} {
+		c.cmpMemI(xmem{base: xS2, index: -1, disp: disp + f.disp}, f.v)
+		c.slowIf(ccNE, pc)
+	}
+}
+
+// firstRegion is valueRegion's way for the run's first new value (a.first
+// known): when the table is still at its fixed length a.first, no entry of
+// the search window is the value's (jitArray.first), so the entry just
+// past the end is reused when it describes the value, at offsets known
+// here; the region number is a constant, which the value's accesses then
+// do not wait for. It returns the jump to the end; another length goes on
+// to the search (the code after it).
+func (c *amd64Compiler) firstRegion(pc int, a jitArray) (done int) {
+	c.cmpMemI(ctxMem(offRegionsLen), a.first)
+	other := c.jcc(ccNE)
+	c.cmpMemI(ctxMem(offRegionsCap), a.first)
+	c.slowIf(ccBE, pc) // cap <= first: no entry past the end
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
+	c.sameRegion(pc, a.first*regionSize, a)
+	c.rm(false, true, []byte{0xc7}, 0, ctxMem(offRegionsLen), false) // len = first+1
+	c.imm32(a.first + 1)
+	c.movRI(xAX, int64(a.first)<<32)
+	done = c.jmp()
+	c.patch(other, len(c.b))
+	return done
 }
