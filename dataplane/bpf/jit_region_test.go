@@ -23,16 +23,19 @@ import (
 // bumpArr is the lookup of arr with the key in r6, then, when the value
 // exists, its first word incremented and the pointer's region number
 // stored at off.
-func bumpArr(off int16) asm.Instructions {
-	return append(lookupKey("arr", asm.R6),
-		asm.JEq.Imm(asm.R0, 0, fmt.Sprintf("nil%d", off)),
+func bumpArr(off int16) asm.Instructions { return bump("arr", off) }
+
+// bump is bumpArr on map m.
+func bump(m string, off int16) asm.Instructions {
+	return append(lookupKey(m, asm.R6),
+		asm.JEq.Imm(asm.R0, 0, fmt.Sprintf("nil%s%d", m, off)),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.Word),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.RSh.Imm(asm.R1, 32),
 		asm.StoreMem(asm.R0, off, asm.R1, asm.Word),
-		asm.Mov.Imm(asm.R1, 0).WithSymbol(fmt.Sprintf("nil%d", off)))
+		asm.Mov.Imm(asm.R1, 0).WithSymbol(fmt.Sprintf("nil%s%d", m, off)))
 }
 
 // loopProg looks up arr n times with the key i*mul%8, and pcpu after each
@@ -96,7 +99,9 @@ func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runne
 		if si, sj := regionShape(ri.regions[:cap(ri.regions)]), regionShape(rj.regions[:cap(rj.regions)]); len(ri.regions) != len(rj.regions) || si != sj {
 			t.Fatalf("run %d: region tables of %d and %d entries\ninterp %s\njit    %s", run, len(ri.regions), len(rj.regions), si, sj)
 		}
-		if mi, mj := lookupBytes(t, ci), lookupBytes(t, cj); !bytes.Equal(mi, mj) {
+		mi := append(lookupBytes(t, ci), mustMap(t, ci, "pcpu").Bytes()...)
+		mj := append(lookupBytes(t, cj), mustMap(t, cj, "pcpu").Bytes()...)
+		if !bytes.Equal(mi, mj) {
 			t.Fatalf("run %d: maps differ\ninterp %x\njit    %x", run, mi, mj)
 		}
 	}
@@ -127,8 +132,13 @@ func TestJITRegionLoop(t *testing.T) {
 // the interpreter does not (or the reverse).
 func TestJITRegionNotReused(t *testing.T) {
 	needJIT(t)
-	// Two lookups of arr key 1: the second finds the first's region.
-	insns := prog(movKey(1), bumpArr(4), movKey(1), bumpArr(8))
+	// Two lookups of arr key 1: the second finds the first's region (arr
+	// has a static in the window: valueRegion's search); the same of pcpu,
+	// which has none (jitArray.first: the constant region).
+	progs := map[string]asm.Instructions{
+		"arr":  prog(movKey(1), bumpArr(4), movKey(1), bumpArr(8)),
+		"pcpu": prog(movKey(1), bump("pcpu", 4), movKey(1), bump("pcpu", 0)),
+	}
 	past := func(f func(rg *region)) func(r *Runner) {
 		return func(r *Runner) {
 			f(&r.regions[:cap(r.regions)][r.fixed]) // what the next run's first lookup reuses
@@ -144,7 +154,9 @@ func TestJITRegionNotReused(t *testing.T) {
 		"invalid":   past(func(rg *region) { *rg = region{lo: 1} }),
 		"no room":   func(r *Runner) { r.regions = r.regions[:r.fixed:r.fixed] },
 	} {
-		t.Run(name, func(t *testing.T) { diffRuns(t, insns, 3, poke) })
+		for pn, insns := range progs {
+			t.Run(pn+" "+name, func(t *testing.T) { diffRuns(t, insns, 3, poke) })
+		}
 	}
 }
 
@@ -297,5 +309,20 @@ func BenchmarkJITRegion(b *testing.B) {
 			}
 			cpuBenchN(b, burst, func() { r.RunBurst(p, frames, verdicts, nil) })
 		})
+	}
+}
+
+// TestJITRegionFirst checks jitArray.first: a per-CPU array (no static)
+// has the first entry past the statics, a plain array whose first value
+// is a static in the search window has none (its key 0 is that static's
+// region, which the search finds).
+func TestJITRegionFirst(t *testing.T) {
+	c, _ := loadLookup(t, prog(), EngineInterp)
+	env := jitEnv{coll: c}
+	for name, want := range map[string]int32{"pcpu": int32(regionStatic + len(c.statics)), "arr": 0, "ro": 0} {
+		a, ok := env.arrayFor(uint32(c.mapIndex[name]))
+		if !ok || a.first != want {
+			t.Errorf("%s: first %d (ok %v), want %d", name, a.first, ok, want)
+		}
 	}
 }
