@@ -215,8 +215,7 @@ func (c *amd64Compiler) firstRegion(pc int, a jitArray) (done int) {
 	c.slowIf(ccBE, pc) // cap <= first: no entry past the end
 	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
 	c.sameRegion(pc, a.first*regionSize, a)
-	c.rm(false, true, []byte{0xc7}, 0, ctxMem(offRegionsLen), false) // len = first+1
-	c.imm32(a.first + 1)
+	c.movMemI(ctxMem(offRegionsLen), a.first+1) // len = first+1
 	c.movRI(xAX, int64(a.first)<<32)
 	done = c.jmp()
 	c.patch(other, len(c.b))
