@@ -86,7 +86,8 @@ func (env jitEnv) arrayFor(k uint32) (a jitArray, ok bool) {
 	}, true
 }
 
-// firstRegion is jitArray.first for a map whose storage is data.
+// firstRegion is jitArray.first for a map whose storage is data (nil for
+// a hash or LPM trie: never a static's).
 func firstRegion(c *Collection, data []byte) int32 {
 	n := len(c.statics)
 	if regionStatic+n+1 >= maxRegions {

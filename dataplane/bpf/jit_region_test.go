@@ -83,6 +83,15 @@ func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runne
 	t.Helper()
 	ci, pi := loadLookup(t, insns, EngineInterp)
 	cj, pj := loadLookup(t, insns, EngineJIT)
+	for _, c := range []*Collection{ci, cj} { // hash key 1 present
+		m, err := c.Map("hash")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := m.Update([]byte{1, 0, 0, 0}, make([]byte, 8), 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if pj.jit.Load().native == 0 {
 		t.Fatal("no lookup compiled natively")
 	}
@@ -103,6 +112,8 @@ func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runne
 		}
 		mi := append(lookupBytes(t, ci), mustMap(t, ci, "pcpu").Bytes()...)
 		mj := append(lookupBytes(t, cj), mustMap(t, cj, "pcpu").Bytes()...)
+		hi, hj := hashValue(t, ci), hashValue(t, cj)
+		mi, mj = append(mi, hi...), append(mj, hj...)
 		if !bytes.Equal(mi, mj) {
 			t.Fatalf("run %d: maps differ\ninterp %x\njit    %x", run, mi, mj)
 		}
@@ -140,6 +151,7 @@ func TestJITRegionNotReused(t *testing.T) {
 	progs := map[string]asm.Instructions{
 		"arr":  prog(movKey(1), bumpArr(4), movKey(1), bumpArr(8)),
 		"pcpu": prog(movKey(1), bump("pcpu", 4), movKey(1), bump("pcpu", 0)),
+		"hash": prog(movKey(1), bump("hash", 4), movKey(1), bump("hash", 0), bumpArr(4)),
 	}
 	past := func(f func(rg *region)) func(r *Runner) {
 		return func(r *Runner) {
@@ -327,4 +339,17 @@ func TestJITRegionFirst(t *testing.T) {
 			t.Errorf("%s: first %d (ok %v), want %d", name, a.first, ok, want)
 		}
 	}
+	if h, ok := env.hashFor(uint32(c.mapIndex["hash"])); ok && h.first != int32(regionStatic+len(c.statics)) {
+		t.Errorf("hash: first %d, want %d", h.first, regionStatic+len(c.statics))
+	}
+}
+
+// hashValue is the value of key 1 in c's hash (nil when absent).
+func hashValue(t *testing.T, c *Collection) []byte {
+	t.Helper()
+	m, err := c.Map("hash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Lookup([]byte{1, 0, 0, 0}, 0)
 }
