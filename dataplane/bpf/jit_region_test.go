@@ -40,10 +40,10 @@ func bump(m string, off int16) asm.Instructions {
 		asm.Mov.Imm(asm.R1, 0).WithSymbol(fmt.Sprintf("nil%s%d", m, off)))
 }
 
-// loopProg looks up arr n times with the key i*mul%8, and pcpu after each
+// regionLoopProg looks up arr n times with the key i*mul%8, and pcpu after each
 // (key i&3) when alternate is set, its region number stored in arr's
 // value at 8.
-func loopProg(n, mul int32, alternate bool) asm.Instructions {
+func regionLoopProg(n, mul int32, alternate bool) asm.Instructions {
 	body := asm.Instructions{
 		asm.Mov.Imm(asm.R7, 0),
 		asm.Mov.Reg(asm.R6, asm.R7).WithSymbol("loop"),
@@ -133,7 +133,7 @@ func TestJITRegionLoop(t *testing.T) {
 		alternate bool
 	}{{"8 values", 1, false}, {"2 values", 4, false}, {"same value", 0, false},
 		{"alternating maps", 1, true}, {"alternating, 2 values", 4, true}} {
-		t.Run(tc.name, func(t *testing.T) { diffRuns(t, loopProg(1000, tc.mul, tc.alternate), 3, nil) })
+		t.Run(tc.name, func(t *testing.T) { diffRuns(t, regionLoopProg(1000, tc.mul, tc.alternate), 3, nil) })
 	}
 }
 
@@ -308,7 +308,7 @@ func BenchmarkJITRegion(b *testing.B) {
 	for _, bc := range []struct {
 		name  string
 		insns asm.Instructions
-	}{{"pcpu once", pcpu}, {"arr 16x", loopProg(16, 0, false)}} {
+	}{{"pcpu once", pcpu}, {"arr 16x", regionLoopProg(16, 0, false)}} {
 		b.Run(bc.name, func(b *testing.B) {
 			_, p := loadLookup(b, bc.insns, EngineJIT)
 			r := NewRunner(0)
