@@ -197,7 +197,9 @@
 // check, NULL for a key at or above max_entries or a CPU slot out of range,
 // and the value's region found among the last four entries of the table or
 // reused from the entry the same lookup left just past its end in the last
-// run; r1-r5 are kept. Anything else (another handle, the first lookup of a
+// run (the run's first new value of a map with no static in that window,
+// jitArray.first, skips the search: its region number is a constant when
+// the table is still at its fixed length); r1-r5 are kept. Anything else (another handle, the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
 // leaves for the slow path before anything is written. On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and

@@ -71,7 +71,7 @@ const (
 // offsets fixed when the code is generated). It holds no Go pointer.
 type jitState struct {
 	// spill is scratch for a register the code must free (amd64 division,
-	// fetch atomics, the array lookup).
+	// fetch atomics, the hash and LPM lookups, the spin and time helpers).
 	spill uint64
 	// frame and pkt are what native code reads of the frame (Runner.frame)
 	// and of the packet region (regions[regionPacket]): the same, as plain

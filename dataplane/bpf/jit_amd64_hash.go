@@ -233,7 +233,7 @@ func (c *amd64Compiler) hashValue(pc int, h jitHash) {
 	} else {
 		c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: -1, disp: int32(h.t.ValOff)}, false)
 	}
-	c.valueRegion(pc, jitArray{size: h.size, writable: h.writable})
+	c.valueRegion(pc, jitArray{size: h.size, writable: h.writable, first: h.first})
 }
 
 // seqRecheck compares the stripe's sequence now with the one read before

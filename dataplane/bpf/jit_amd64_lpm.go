@@ -55,7 +55,7 @@ func (c *amd64Compiler) lpmLookup(pc int, l jitLPM) {
 	c.aluRR(true, 0x85, xAX, xAX)
 	null = append(null, c.jcc(ccE))
 	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: -1, disp: int32(l.t.ValueOff)}, false)
-	c.valueRegion(pc, jitArray{size: l.size, writable: l.writable})
+	c.valueRegion(pc, jitArray{size: l.size, writable: l.writable, first: l.first})
 	done := c.jmp()
 	for _, j := range null {
 		c.patch(j, len(c.b))

@@ -128,20 +128,22 @@ func (c *amd64Compiler) arraySlotDyn(a jitArray) (badCPU int, ok bool) {
 // above regionStatic, else the entry just past the table's end when it
 // still describes exactly this value (left by the same lookup in the last
 // run: the table's length grows by one), else the slow path (Go appends
-// the entry, or reports the table full). RCX (r4) is borrowed and put
-// back on every way out.
+// the entry, or reports the table full). Only the scratch registers are
+// used: S1 = n, S2 = &table[n] (n*regionSize added to the table's base in
+// one instruction, so no BPF register needs spilling).
 func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
-	spill := ctxMem(offSpill)
-	c.rm(false, true, []byte{0x89}, xCX, spill, false)
-	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
-	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offRegionsLen), false) // n
-	c.rr(false, true, []byte{0x69}, xS1, xCX, false)
+	done := -1
+	if a.first != 0 {
+		done = c.firstRegion(pc, a)
+	}
+	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offRegionsLen), false) // n
+	c.rr(false, true, []byte{0x69}, xS2, xS1, false)
 	c.imm32(regionSize)
-	c.aluRR(true, 0x01, xS2, xS1) // S2 = &table[n]
+	c.rm(false, true, []byte{0x03}, xS2, ctxMem(offRegions), false) // S2 = &table[n]
 	size := int32(a.size)
 	var found, notFound []int
 	for t := int32(1); t <= regionSearchBack; t++ {
-		c.aluRI(true, 7, xCX, regionStatic+t-1)
+		c.aluRI(true, 7, xS1, regionStatic+t-1)
 		notFound = append(notFound, c.jcc(ccBE)) // n-t < regionStatic
 		e := -t * regionSize
 		c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: e + offRegionBuf}, false)
@@ -154,7 +156,7 @@ func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
 		} else {
 			next = append(next, c.jcc(ccNE))
 		}
-		c.rm(false, true, []byte{0x8d}, xAX, xmem{base: xCX, index: -1, disp: -t}, false) // n-t
+		c.rm(false, true, []byte{0x8d}, xAX, xmem{base: xS1, index: -1, disp: -t}, false) // n-t
 		found = append(found, c.jmp())
 		for _, j := range next {
 			c.patch(j, len(c.b))
@@ -163,37 +165,59 @@ func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
 	for _, j := range notFound {
 		c.patch(j, len(c.b))
 	}
-	var restore []int
-	c.aluRI(true, 7, xCX, maxRegions)
-	restore = append(restore, c.jcc(ccAE))
-	c.rm(false, true, []byte{0x3b}, xCX, ctxMem(offRegionsCap), false)
-	restore = append(restore, c.jcc(ccAE))
-	w := int32(0)
-	if a.writable {
-		w = size
-	}
-	c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
-	restore = append(restore, c.jcc(ccNE))
-	for _, f := range []struct {
-		disp int32
-		v    int32
-	}{{offRegionBufLen, size}, {offRegionLo, 0}, {offRegionHi, size}, {offRegionWhi, w}} {
-		c.cmpMemI(xmem{base: xS2, index: -1, disp: f.disp}, f.v)
-		restore = append(restore, c.jcc(ccNE))
-	}
-	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xCX, index: -1, disp: 1}, false)
-	c.rm(false, true, []byte{0x89}, xS1, ctxMem(offRegionsLen), false) // len = n+1
-	c.aluRR(true, 0x89, xAX, xCX)
+	c.aluRI(true, 7, xS1, maxRegions)
+	c.slowIf(ccAE, pc)
+	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsCap), false)
+	c.slowIf(ccAE, pc)
+	c.sameRegion(pc, 0, a)
+	c.rm(false, true, []byte{0x8d}, xS2, xmem{base: xS1, index: -1, disp: 1}, false)
+	c.rm(false, true, []byte{0x89}, xS2, ctxMem(offRegionsLen), false) // len = n+1
+	c.aluRR(true, 0x89, xAX, xS1)
 	for _, j := range found {
 		c.patch(j, len(c.b))
 	}
 	c.shiftI(true, 4, xAX, 32) // the region number, offset 0
-	c.rm(false, true, []byte{0x8b}, xCX, spill, false)
-	end := c.jmp()
-	for _, j := range restore {
-		c.patch(j, len(c.b))
+	if done >= 0 {
+		c.patch(done, len(c.b))
 	}
-	c.rm(false, true, []byte{0x8b}, xCX, spill, false)
-	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
-	c.patch(end, len(c.b))
+}
+
+// sameRegion sends the call at pc to the slow path unless the entry at
+// S2+disp is the value at RAX's whole region, as addRegion appends it.
+func (c *amd64Compiler) sameRegion(pc int, disp int32, a jitArray) {
+	size := int32(a.size)
+	w := int32(0)
+	if a.writable {
+		w = size
+	}
+	c.rm(false, true, []byte{0x39}, xAX, xmem{base: xS2, index: -1, disp: disp + offRegionBuf}, false)
+	c.slowIf(ccNE, pc)
+	for _, f := range []struct {
+		disp int32
+		v    int32
+	}{{offRegionBufLen, size}, {offRegionLo, 0}, {offRegionHi, size}, {offRegionWhi, w}} {
+		c.cmpMemI(xmem{base: xS2, index: -1, disp: disp + f.disp}, f.v)
+		c.slowIf(ccNE, pc)
+	}
+}
+
+// firstRegion is valueRegion's way for the run's first new value (a.first
+// known): when the table is still at its fixed length a.first, no entry of
+// the search window is the value's (jitArray.first), so the entry just
+// past the end is reused when it describes the value, at offsets known
+// here; the region number is a constant, which the value's accesses then
+// do not wait for. It returns the jump to the end; another length goes on
+// to the search (the code after it).
+func (c *amd64Compiler) firstRegion(pc int, a jitArray) (done int) {
+	c.cmpMemI(ctxMem(offRegionsLen), a.first)
+	other := c.jcc(ccNE)
+	c.cmpMemI(ctxMem(offRegionsCap), a.first)
+	c.slowIf(ccBE, pc) // cap <= first: no entry past the end
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
+	c.sameRegion(pc, a.first*regionSize, a)
+	c.movMemI(ctxMem(offRegionsLen), a.first+1) // len = first+1
+	c.movRI(xAX, int64(a.first)<<32)
+	done = c.jmp()
+	c.patch(other, len(c.b))
+	return done
 }

@@ -262,5 +262,5 @@ func (c *arm64Compiler) hashValue(pc int, h jitHash) {
 	} else {
 		c.ldr(0, 0, int32(h.t.ValOff))
 	}
-	c.valueRegion(pc, jitArray{size: h.size, writable: h.writable})
+	c.valueRegion(pc, jitArray{size: h.size, writable: h.writable, first: h.first})
 }

@@ -47,7 +47,7 @@ func (c *arm64Compiler) lpmLookup(pc int, l jitLPM) {
 	c.cmp(aS3, aZR)
 	null = append(null, c.branch(aEQ))
 	c.ldr(0, aS3, int32(l.t.ValueOff))
-	c.valueRegion(pc, jitArray{size: l.size, writable: l.writable})
+	c.valueRegion(pc, jitArray{size: l.size, writable: l.writable, first: l.first})
 	done := c.branch(aAL)
 	for _, f := range null {
 		c.patch(f, len(c.b))

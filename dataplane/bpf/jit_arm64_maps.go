@@ -87,11 +87,15 @@ func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
 // addRegion does (see the amd64 version): X9 = n, X10 = &table[n], X12 =
 // the value's size.
 func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
+	c.movImm(aS4, a.size)
+	var done []a64Fixup
+	if a.first != 0 {
+		done = append(done, c.firstRegion(pc, a))
+	}
 	c.ldr(aS2, aCtx, offRegions)
 	c.ldr(aS1, aCtx, offRegionsLen)
 	c.movImm(aS3, uint64(regionSize))
 	c.w(a64Msub3(a64Madd, aS2, aS1, aS3, aS2)) // x10 = x9*size + x10
-	c.movImm(aS4, a.size)
 	var found, notFound []a64Fixup
 	for t := int32(1); t <= regionSearchBack; t++ {
 		c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionStatic+t-1))) // cmp x9, #k
@@ -121,6 +125,23 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 	c.slowIf(aHS, pc)
 	c.cmpField(aCtx, offRegionsCap, aS1)
 	c.slowIf(aLS, pc) // cap <= n
+	c.sameRegion(pc, a)
+	c.w(a64Imm12(a64AddImm, aS3, aS1, 1)) // x11 = n + 1
+	c.str(aS3, aCtx, offRegionsLen)
+	c.rrr(a64Orr, 0, aZR, aS1) // x0 = n
+	for _, f := range found {
+		c.patch(f, len(c.b))
+	}
+	c.bfm(a64Ubfm, 0, 0, 32, 31) // lsl x0, x0, #32
+	for _, f := range done {
+		c.patch(f, len(c.b))
+	}
+}
+
+// sameRegion sends the call at pc to the slow path unless the entry at
+// X10 is the value at X0's whole region, as addRegion appends it (X12 =
+// the value's size).
+func (c *arm64Compiler) sameRegion(pc int, a jitArray) {
 	c.cmpField(aS2, offRegionBuf, 0)
 	c.slowIf(aNE, pc)
 	w := uint64(0)
@@ -135,13 +156,29 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 		c.cmpField(aS2, f.off, f.m)
 		c.slowIf(aNE, pc)
 	}
-	c.w(a64Imm12(a64AddImm, aS3, aS1, 1)) // x11 = n + 1
+}
+
+// firstRegion is the amd64 firstRegion: a table still at its fixed length
+// a.first reuses the entry past its end for the value, without the search,
+// and the region number is a constant. It returns the branch to the end;
+// another length goes on to the search.
+func (c *arm64Compiler) firstRegion(pc int, a jitArray) (done a64Fixup) {
+	c.ldr(aS1, aCtx, offRegionsLen)
+	c.movImm(aS3, uint64(a.first))
+	c.cmp(aS1, aS3)
+	other := c.branch(aNE)
+	c.cmpField(aCtx, offRegionsCap, aS1)
+	c.slowIf(aLS, pc) // cap <= first: no entry past the end
+	c.ldr(aS2, aCtx, offRegions)
+	c.movImm(aS3, uint64(a.first*regionSize))
+	c.rrr(a64Add, aS2, aS2, aS3) // x10 = &table[first]
+	c.sameRegion(pc, a)
+	c.movImm(aS3, uint64(a.first+1))
 	c.str(aS3, aCtx, offRegionsLen)
-	c.rrr(a64Orr, 0, aZR, aS1) // x0 = n
-	for _, f := range found {
-		c.patch(f, len(c.b))
-	}
-	c.bfm(a64Ubfm, 0, 0, 32, 31) // lsl x0, x0, #32
+	c.movImm(0, uint64(a.first)<<32)
+	done = c.branch(aAL)
+	c.patch(other, len(c.b))
+	return done
 }
 
 // nativeHelpersArch says the backend compiles helpers other than array

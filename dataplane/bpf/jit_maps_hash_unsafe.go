@@ -37,6 +37,7 @@ type jitHash struct {
 	writable bool    // the value's region is writable (no BPF_F_RDONLY_PROG)
 	dyn      bool    // an inner map's: the per-map figures read from its mimDesc
 	mimTab   uintptr // a HASH_OF_MAPS' slots: the value is an inner map id (mimTableAddr)
+	first    int32   // jitArray.first: a hash's values are never global data
 }
 
 // plainLookup is map number k of env's collection when programs may look
@@ -82,6 +83,7 @@ func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
 		t:        t,
 		size:     uint64(m.valueSize),
 		writable: m.progWritable,
+		first:    firstRegion(env.coll, nil),
 	}, true
 }
 
@@ -95,6 +97,7 @@ type jitLPM struct {
 	size     uint64 // value_size
 	writable bool
 	dyn      bool // an inner map's: the root read from its mimDesc
+	first    int32
 }
 
 // lpmFor is hashFor for LPM tries.
@@ -112,7 +115,8 @@ func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
 			return l, false
 		}
 	}
-	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable}, true
+	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable,
+		first: firstRegion(env.coll, nil)}, true
 }
 
 // sum is the total of v (the key-word loaders' piece offsets).

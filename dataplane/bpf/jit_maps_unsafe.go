@@ -43,6 +43,13 @@ type jitArray struct {
 	size     uint64  // value_size: the length of the value's region
 	writable bool    // the value's region is writable (no BPF_F_RDONLY_PROG)
 	dyn      bool    // an inner map's: data, max, elem, ncpu read from its mimDesc
+	// first is the region number the run's first lookup gets when it
+	// returns a value not yet in the table (regionStatic+len(coll.statics),
+	// the entry just past the fixed part), when none of the statics
+	// addRegion would search then (the last regionSearchBack) is in this
+	// map's storage, so that a table still at its fixed length has no
+	// entry of the value; 0 when unknown (valueRegion then searches).
+	first int32
 }
 
 // arrayFor returns the native lookup of map number k of env's collection,
@@ -75,7 +82,29 @@ func (env jitEnv) arrayFor(k uint32) (a jitArray, ok bool) {
 		ncpu:     m.arrNCPU,
 		size:     uint64(m.valueSize),
 		writable: m.progWritable,
+		first:    firstRegion(c, m.arr),
 	}, true
+}
+
+// firstRegion is jitArray.first for a map whose storage is data (nil for
+// a hash or LPM trie: never a static's).
+func firstRegion(c *Collection, data []byte) int32 {
+	n := len(c.statics)
+	if regionStatic+n+1 >= maxRegions {
+		return 0
+	}
+	lo := uintptr(unsafe.Pointer(unsafe.SliceData(data)))
+	hi := lo + uintptr(len(data))
+	for _, rg := range c.statics[max(0, n-regionSearchBack):] {
+		if len(rg.buf) == 0 {
+			continue
+		}
+		p := uintptr(unsafe.Pointer(unsafe.SliceData(rg.buf)))
+		if p < hi && p+uintptr(len(rg.buf)) > lo {
+			return 0 // a static of this map (an array's first value)
+		}
+	}
+	return int32(regionStatic + n)
 }
 
 // uintptrOf is the address of c, which native code compares Runner.coll
