@@ -221,7 +221,9 @@
 // rounds included, folded as the running kernel does), these
 // three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go), as are the
 // frame helpers (adjust_*, get_buff_len, load/store_bytes:
-// jit_arm64_bytes.go); lookups in
+// jit_arm64_bytes.go), bpf_redirect, bpf_redirect_map, bpf_get_prandom_u32
+// and bpf_get_smp_processor_id (jit_arm64_redirect.go, the same redirect
+// record); lookups in
 // maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
 // mim_desc_unsafe.go: the outer lookup of an array of maps reads the
 // slot's id, stored by Go with one atomic 32-bit store, that of a hash of
@@ -255,8 +257,8 @@
 // which link or unlink entries under the stripe's mutex, lookups in maps
 // with keys past those limits or made BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
-// that get a record), the amd64-only ones above on
-// arm64, bpf-to-bpf calls
+// that get a record), bpf_tail_call on arm64 (native on amd64 only),
+// bpf-to-bpf calls
 // in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or
 // atomic that fails its check return to Go with the instruction's index,

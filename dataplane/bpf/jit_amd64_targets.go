@@ -5,59 +5,12 @@ package bpf
 import (
 	"math"
 
-	"github.com/cilium/ebpf"
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
-// What the amd64 backend's native bpf_redirect_map and bpf_tail_call read
-// of their maps, fixed at load (jit_amd64_helpers.go).
-
-// jitRedirectMap is a devmap, cpumap or xskmap whose bpf_redirect_map a
-// backend runs in native code (redirectMap's steps): the map's slots read
-// as maps.NativeSlots describes them, the redirect recorded as numbers
-// (jitRedirect). As for jitArray, the native code first checks that r1 is
-// handle and the Runner's collection coll; the map (and so its slots) lives
-// as long as the collection.
-type jitRedirectMap struct {
-	handle  uint64
-	coll    uintptr
-	num     uint32
-	slots   maps.SlotTable
-	kind    RedirectKind
-	allowed uint64 // the flags the helper takes for this map type
-}
-
-// redirectFor returns the native bpf_redirect_map of map number k of env's
-// collection, when it is a devmap, cpumap or xskmap whose slots native code
-// can read (maps.NativeSlots) and whose size fits a 32-bit immediate.
-func (env jitEnv) redirectFor(k uint32) (jitRedirectMap, bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return jitRedirectMap{}, false
-	}
-	m := c.mapRefs[k]
-	if m == nil || m.outer != nil {
-		return jitRedirectMap{}, false
-	}
-	rm := jitRedirectMap{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), num: k, allowed: flagsActionMask}
-	switch m.spec.Type {
-	case ebpf.DevMap:
-		rm.kind = RedirectDevMap
-		rm.allowed |= flagBroadcast | flagExcludeIngr
-	case ebpf.CPUMap:
-		rm.kind = RedirectCPUMap
-	case ebpf.XSKMap:
-		rm.kind = RedirectXSKMap
-	default:
-		return jitRedirectMap{}, false
-	}
-	t, ok := maps.NativeSlots(m.m)
-	if !ok || t.N > math.MaxInt32 || t.ValueOff > math.MaxInt32 {
-		return jitRedirectMap{}, false
-	}
-	rm.slots = t
-	return rm, true
-}
+// What the amd64 backend's native bpf_tail_call reads of its program
+// array, fixed at load (jit_amd64_helpers.go); bpf_redirect_map's is in
+// jit_redirect_targets.go.
 
 // jitProgArray is a program array whose bpf_tail_call a backend runs in
 // native code (tailCall's steps): its slots as maps.NativeProgSlots

@@ -37,6 +37,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		return c.deleteAt(pc)
 	case helperLoop:
 		return c.loopAt(pc) // jit_arm64_loop.go
+	case helperRedirect, helperRedirectMap, helperGetPrandomU32, helperGetSmpProcessor:
+		return c.redirectHelper(pc) // jit_arm64_redirect.go
 	case helperCsumDiff:
 		c.csumDiff(pc) // jit_arm64_csum.go
 	case helperSpinLock:

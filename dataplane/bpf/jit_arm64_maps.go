@@ -181,6 +181,6 @@ func (c *arm64Compiler) firstRegion(pc int, a jitArray) (done a64Fixup) {
 	return done
 }
 
-// nativeHelpersArch says the backend compiles helpers other than array
-// lookups natively: not yet on arm64, where they return to Go.
-const nativeHelpersArch = false
+// nativeHelpersArch says the backend compiles the helpers
+// TestJITNativeHelpers lists natively.
+const nativeHelpersArch = true
