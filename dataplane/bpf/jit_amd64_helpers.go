@@ -41,11 +41,7 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 	case helperRedirect:
 		c.redirectIfindex()
 	case helperRedirectMap:
-		k, ok := mapAt(c.plain, c.targets, pc)
-		if !ok {
-			return false
-		}
-		m, ok := c.env.redirectFor(k)
+		m, ok := c.env.redirectAt(c.plain, c.targets, pc)
 		if !ok {
 			return false
 		}

@@ -18,14 +18,7 @@ var (
 // What the native helpers and tail calls of the amd64 backend read and
 // write (jit_amd64_helpers.go).
 var (
-	// The redirect record of native helpers (jitState.rd).
-	offRd        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rd))
-	offRdPending = offRd + int32(unsafe.Offsetof(jitRedirect{}.pending))
-	offRdKind    = offRd + int32(unsafe.Offsetof(jitRedirect{}.kind))
-	offRdIfindex = offRd + int32(unsafe.Offsetof(jitRedirect{}.ifindex))
-	offRdKey     = offRd + int32(unsafe.Offsetof(jitRedirect{}.key))
-	offRdFlags   = offRd + int32(unsafe.Offsetof(jitRedirect{}.flags))
-	offRdMap     = offRd + int32(unsafe.Offsetof(jitRedirect{}.mapNum))
+	// The redirect record of native helpers: jit_redirect_unsafe.go.
 
 	// What a native tail call reads and writes: the Runner's count, the
 	// program it goes to (its collection, code and id), the id it leaves.
@@ -42,9 +35,6 @@ var (
 		var a any = (*Program)(nil)
 		return (*[2]uintptr)(unsafe.Pointer(&a))[0]
 	}()
-
-	// The state of bpf_get_prandom_u32.
-	offRNG = int32(unsafe.Offsetof(Runner{}.rng))
 
 	// The frame's buffer length, which bpf_xdp_adjust_tail bounds by.
 	offBufLen = int32(unsafe.Offsetof(Frame{}.Buf)) + int32(unsafe.Sizeof(uintptr(0)))

@@ -20,11 +20,7 @@ func (c *arm64Compiler) redirectHelper(pc int) bool {
 	case helperRedirect:
 		c.redirectIfindex()
 	case helperRedirectMap:
-		k, ok := mapAt(c.plain, c.targets, pc)
-		if !ok {
-			return false
-		}
-		m, ok := c.env.redirectFor(k) // jit_redirect_targets.go
+		m, ok := c.env.redirectAt(c.plain, c.targets, pc) // jit_redirect_targets.go
 		if !ok {
 			return false
 		}

@@ -7,5 +7,6 @@ package bpf
 const (
 	nativeHashArch = 1
 	nativeLPMArch  = 1
+	nativeTailArch = true // bpf_tail_call (amd64 only)
 	nativeCsumArch = 1
 )

@@ -7,5 +7,6 @@ package bpf
 const (
 	nativeHashArch = 1
 	nativeLPMArch  = 1
+	nativeTailArch = false // bpf_tail_call (amd64 only)
 	nativeCsumArch = 1
 )

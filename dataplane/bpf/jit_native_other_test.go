@@ -6,5 +6,6 @@ package bpf
 const (
 	nativeHashArch = 0
 	nativeLPMArch  = 0
+	nativeTailArch = false // bpf_tail_call (amd64 only)
 	nativeCsumArch = 0
 )

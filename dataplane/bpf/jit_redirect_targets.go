@@ -58,3 +58,14 @@ func (env jitEnv) redirectFor(k uint32) (jitRedirectMap, bool) {
 	rm.slots = t
 	return rm, true
 }
+
+// redirectAt returns the native bpf_redirect_map for the call at pc, when
+// its map is loaded into r1 in a straight line before it and redirectFor
+// takes it.
+func (env jitEnv) redirectAt(plain []insn, targets []bool, pc int) (jitRedirectMap, bool) {
+	k, ok := mapAt(plain, targets, pc)
+	if !ok {
+		return jitRedirectMap{}, false
+	}
+	return env.redirectFor(k)
+}

@@ -96,7 +96,7 @@ func TestJITTailCalls(t *testing.T) {
 	needJIT(t)
 	_, pi := loadTailProgs(t, EngineInterp)
 	_, pj := loadTailProgs(t, EngineJIT)
-	if nativeHelpersArch && pj.jit.Load().native == 0 {
+	if nativeTailArch && pj.jit.Load().native == 0 {
 		t.Fatal("the tail call is not native")
 	}
 	var frames []Frame
