@@ -178,7 +178,9 @@
 // The analysis is a must-analysis (paths meet in "unknown", but two
 // scalar ranges meet in the larger, rounded up to 2^k-1, so the offsets
 // of headers after an optional VLAN tag stay a variable offset of known
-// range), forgets everything at calls (helpers may move data
+// range), forgets only r0-r5 at a call of a helper that keeps the packet
+// (the helper table's keepsPacket: map lookups, updates and deletes, the
+// clocks, the CPU number), everything at other calls (helpers may move data
 // and data_end) and subprogram entries, keeps every figure below 2^20 so
 // no tagged value carries into its tag, and gives up (proving nothing) on
 // programs over 16384 instructions or without a fixpoint in time. Proofs
