@@ -50,3 +50,35 @@ func valueOrigin(plain []insn, targets []bool, pc int, reg uint8) (call int, ok 
 func valueIn(a jitArray, off, n int32, write bool) bool {
 	return off >= 0 && n > 0 && int64(off)+int64(n) <= int64(a.size) && (a.writable || !write)
 }
+
+// valueReuse reports whether the value access at pc through register base
+// may use the region table entry and buffer that the value access before
+// it (valued: the accesses valueAccess compiled) left in the scratch
+// registers, checking only its own limit: it may when, going back from pc
+// in a straight line (no jump target in between), every instruction keeps
+// the scratch registers and does not write base (keepsScratch, as for
+// pktReuse), up to a load or store through base that valueAccess compiled
+// (a load into base itself ends the reuse). That access checked the region
+// number and has no exit to Go after its check, so the entry is the same.
+func valueReuse(plain []insn, targets, valued []bool, pc int, base uint8) bool {
+	for q := pc - 1; q >= 0; q-- {
+		if targets[q+1] {
+			return false
+		}
+		in := plain[q]
+		f := opTable[in.op].form
+		if isLoad(in.op) || isStore(in.op) {
+			if !valued[q] {
+				return false
+			}
+			if isLoad(in.op) {
+				return in.src == base && in.dst != base
+			}
+			return in.dst == base
+		}
+		if !keepsScratch(in, f) || opWrites(f) && in.dst == base {
+			return false
+		}
+	}
+	return false
+}
