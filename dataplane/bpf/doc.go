@@ -149,7 +149,9 @@
 // bounds; an access through the result of
 // a native array lookup, reached from it in a straight line, is checked
 // against the lookup's region inline with the value's size known at
-// compile time (jit_value.go); backward jumps charge the instruction
+// compile time (jit_value.go), and one right after another such access
+// through the same pointer reuses its table entry and buffer, checking only
+// its own limit (valueReuse); backward jumps charge the instruction
 // budget by the same amounts, so a budget fault names the same slot;
 // division and modulo give the interpreter's results for a zero divisor and
 // INT_MIN / -1 (amd64 branches around DIV, arm64's UDIV/SDIV never trap);
