@@ -61,24 +61,5 @@ func valueIn(a jitArray, off, n int32, write bool) bool {
 // (a load into base itself ends the reuse). That access checked the region
 // number and has no exit to Go after its check, so the entry is the same.
 func valueReuse(plain []insn, targets, valued []bool, pc int, base uint8) bool {
-	for q := pc - 1; q >= 0; q-- {
-		if targets[q+1] {
-			return false
-		}
-		in := plain[q]
-		f := opTable[in.op].form
-		if isLoad(in.op) || isStore(in.op) {
-			if !valued[q] {
-				return false
-			}
-			if isLoad(in.op) {
-				return in.src == base && in.dst != base
-			}
-			return in.dst == base
-		}
-		if !keepsScratch(in, f) || opWrites(f) && in.dst == base {
-			return false
-		}
-	}
-	return false
+	return scratchReuse(plain, targets, pc, base, func(q int) bool { return valued[q] })
 }
