@@ -149,7 +149,9 @@
 // bounds; an access through the result of
 // a native array lookup, reached from it in a straight line, is checked
 // against the lookup's region inline with the value's size known at
-// compile time (jit_value.go); backward jumps charge the instruction
+// compile time (jit_value.go), and one right after another such access
+// through the same pointer reuses its table entry and buffer, checking only
+// its own limit (valueReuse); backward jumps charge the instruction
 // budget by the same amounts, so a budget fault names the same slot;
 // division and modulo give the interpreter's results for a zero divisor and
 // INT_MIN / -1 (amd64 branches around DIV, arm64's UDIV/SDIV never trap);
@@ -178,7 +180,9 @@
 // The analysis is a must-analysis (paths meet in "unknown", but two
 // scalar ranges meet in the larger, rounded up to 2^k-1, so the offsets
 // of headers after an optional VLAN tag stay a variable offset of known
-// range), forgets everything at calls (helpers may move data
+// range), forgets only r0-r5 at a call of a helper that keeps the packet
+// (the helper table's keepsPacket: map lookups, updates and deletes, the
+// clocks, the CPU number), everything at other calls (helpers may move data
 // and data_end) and subprogram entries, keeps every figure below 2^20 so
 // no tagged value carries into its tag, and gives up (proving nothing) on
 // programs over 16384 instructions or without a fixpoint in time. Proofs

@@ -98,6 +98,13 @@ type helperInfo struct {
 	// falls back to the exit to Go when the case is not one it handles);
 	// empty: every call exits to Go. doc.go gives the details.
 	native string
+	// keepsPacket: the helper neither moves data nor data_end nor runs
+	// program code (a callback), so the range analysis (jit_range.go) keeps
+	// what it proved of the packet pointers in r6-r9 across a call of it,
+	// as the kernel's verifier keeps them across a helper that
+	// bpf_helper_changes_pkt_data does not name (kernel/bpf/verifier.c,
+	// check_helper_call; net/core/filter.c).
+	keepsPacket bool
 	// why xnic refuses it, for helpers XDP may call in the kernel that
 	// xnic does not implement (helpers_refuse.go).
 	why string
@@ -142,13 +149,13 @@ const (
 
 // helperRows is the table, in the kernel's order.
 var helperRows = []helperInfo{
-	{id: asm.FnMapLookupElem, args: sig(argMap, argKey), run: hMapLookup, nativeLookup: true, native: "arrays, per-CPU arrays, preallocated hash maps of the four kinds with keys of up to 16 bytes, LPM tries of up to 8 data bytes, maps of maps"},
-	{id: asm.FnMapUpdateElem, args: sig(argMap, argKey, argValue, argScalar), run: hMapUpdate, native: "arrays and per-CPU arrays; on hash maps, the answers that write nothing (-EEXIST, -ENOENT)"},
-	{id: asm.FnMapDeleteElem, args: sig(argMap, argKey), run: hMapDelete, native: "hash maps: the delete of an absent key (-ENOENT)"},
-	{id: asm.FnKtimeGetNs, run: hKtimeMono, native: "from the CPU counter when it is constant-rate and in step on every CPU"},
+	{id: asm.FnMapLookupElem, args: sig(argMap, argKey), run: hMapLookup, nativeLookup: true, keepsPacket: true, native: "arrays, per-CPU arrays, preallocated hash maps of the four kinds with keys of up to 16 bytes, LPM tries of up to 8 data bytes, maps of maps"},
+	{id: asm.FnMapUpdateElem, args: sig(argMap, argKey, argValue, argScalar), run: hMapUpdate, keepsPacket: true, native: "arrays and per-CPU arrays; on hash maps, the answers that write nothing (-EEXIST, -ENOENT)"},
+	{id: asm.FnMapDeleteElem, args: sig(argMap, argKey), run: hMapDelete, keepsPacket: true, native: "hash maps: the delete of an absent key (-ENOENT)"},
+	{id: asm.FnKtimeGetNs, run: hKtimeMono, keepsPacket: true, native: "from the CPU counter when it is constant-rate and in step on every CPU"},
 	{id: asm.FnTracePrintk, args: sig(argMem, argSize, argScalar, argScalar, argScalar), run: (*Runner).tracePrintk},
 	{id: asm.FnGetPrandomU32, run: hPrandom, native: "always"},
-	{id: asm.FnGetSmpProcessorId, run: hSmpProcessorID, native: "always"},
+	{id: asm.FnGetSmpProcessorId, run: hSmpProcessorID, keepsPacket: true, native: "always"},
 	{id: asm.FnTailCall, args: sig(argCtx, argMap, argScalar), inLoop: true},
 	{id: asm.FnRedirect, args: sig(argScalar, argScalar), run: hRedirect, native: "always"},
 	{id: asm.FnPerfEventOutput, args: sig(argCtx, argMap, argScalar, argMem, argSize), run: (*Runner).perfEventOutput},
@@ -194,7 +201,7 @@ var helperRows = []helperInfo{
 	{id: asm.FnXdpLoadBytes, args: sig(argCtx, argScalar, argMem, argSize), run: hXdpLoadBytes, native: "a buffer outside the packet, offsets and lengths up to 0xffff"},
 	{id: asm.FnXdpStoreBytes, args: sig(argCtx, argScalar, argMem, argSize), run: hXdpStoreBytes, native: "a buffer outside the packet, offsets and lengths up to 0xffff"},
 	{id: asm.FnKptrXchg, why: "kptrs hold kernel objects, which do not exist in user space"},
-	{id: asm.FnMapLookupPercpuElem, args: sig(argMap, argKey, argScalar), run: (*Runner).lookupPercpuElem},
+	{id: asm.FnMapLookupPercpuElem, args: sig(argMap, argKey, argScalar), run: (*Runner).lookupPercpuElem, keepsPacket: true},
 	{id: asm.FnDynptrFromMem, why: whyDynptr},
 	{id: asm.FnRingbufReserveDynptr, why: whyDynptr},
 	{id: asm.FnRingbufSubmitDynptr, why: whyDynptr},
@@ -282,3 +289,7 @@ func hXdpLoadBytes(r *Runner, p *Program, pc int, reg *[16]uint64) uint64 {
 func hXdpStoreBytes(r *Runner, p *Program, pc int, reg *[16]uint64) uint64 {
 	return r.xdpBytes(p, pc, reg, true)
 }
+
+// keepsPacketRange reports whether packet ranges survive a call of the
+// helper (helperInfo.keepsPacket); false for an unknown helper.
+func (h *helperInfo) keepsPacketRange() bool { return h != nil && h.keepsPacket }

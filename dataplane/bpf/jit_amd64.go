@@ -247,6 +247,7 @@ type amd64Compiler struct {
 	targets []bool  // jumpTargets
 	native  int     // helper calls compiled natively
 	proven  []int32 // provenIn
+	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	nproven int
 	// calls: local calls are compiled natively (nativeCalls), and every
 	// exit first returns from a native call in progress; ncalls counts them.

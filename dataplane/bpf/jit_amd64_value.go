@@ -21,6 +21,16 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	if write {
 		hi = offRegionWhi
 	}
+	if c.valued == nil {
+		c.valued = make([]bool, len(c.plain))
+	}
+	reuse := valueReuse(c.plain, c.targets, c.valued, pc, bpfBase)
+	c.valued[pc] = true
+	if reuse { // S1 and S2 still hold the entry and the buffer
+		c.cmpMemI(xmem{base: xS1, index: -1, disp: hi}, off+n)
+		c.slowIf(ccB, pc)
+		return xmem{base: xS2, index: -1, disp: off}, true
+	}
 	c.aluRR(true, 0x89, xS1, reg(bpfBase))
 	c.shiftI(true, 5, xS1, 32) // the region number
 	c.aluRI(true, 7, xS1, regionStatic)

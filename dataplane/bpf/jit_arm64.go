@@ -76,6 +76,7 @@ type arm64Compiler struct {
 	env     jitEnv
 	targets []bool  // jumpTargets
 	proven  []int32 // provenIn
+	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	nproven int
 	native  int // helper calls compiled natively
 	// calls: local calls are compiled natively (nativeCalls, and

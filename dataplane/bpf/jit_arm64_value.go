@@ -19,6 +19,19 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	if write {
 		hi = offRegionWhi
 	}
+	if c.valued == nil {
+		c.valued = make([]bool, len(c.plain))
+	}
+	reuse := valueReuse(c.plain, c.targets, c.valued, pc, bpfBase)
+	c.valued[pc] = true
+	if reuse { // S4 still holds the entry, S2 the buffer
+		c.ldr(aS3, aS4, hi)
+		c.movImm(aS1, uint64(off+n))
+		c.rrr(a64Subs, aZR, aS3, aS1)
+		c.slowIf(aLO, pc)
+		c.movImm(aS1, uint64(off))
+		return true
+	}
 	c.bfm(a64Ubfm, aS1, arm64Regs[bpfBase&15%11], 32, 63) // the region number
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, regionStatic))
 	c.slowIf(aLO, pc) // NULL, or not a lookup's
@@ -34,6 +47,7 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	c.rrr(a64Subs, aZR, aS3, aS4)
 	c.slowIf(aLO, pc)
 	c.ldr(aS2, aS1, offRegionBuf)
+	c.rrr(a64Orr, aS4, aZR, aS1) // the entry, for valueReuse
 	c.movImm(aS1, uint64(off))
 	return true
 }

@@ -14,13 +14,21 @@ package bpf
 // exit to Go: jitBoundColl) ends the walk too, having left its own buffer
 // and offset in the scratch registers.
 func pktReuse(plain []insn, targets []bool, proven []int32, pc int, base uint8) bool {
+	return scratchReuse(plain, targets, pc, base, func(q int) bool { return proven[q] == regionPacket })
+}
+
+// scratchReuse is the walk of pktReuse and valueReuse: back from pc in a
+// straight line over instructions that keep the scratch registers and do
+// not write base, to a load or store through base for which left says it
+// left them (a load into base itself does not count).
+func scratchReuse(plain []insn, targets []bool, pc int, base uint8, left func(q int) bool) bool {
 	for q := pc - 1; q >= 0; q-- {
 		if targets[q+1] {
 			return false
 		}
 		in := plain[q]
 		f := opTable[in.op].form
-		if (isLoad(in.op) || isStore(in.op)) && proven[q] == regionPacket {
+		if (isLoad(in.op) || isStore(in.op)) && left(q) {
 			if isLoad(in.op) {
 				return in.src == base && in.dst != base
 			}

@@ -29,9 +29,14 @@ package bpf
 // tagged pointer (offsets in a frame are below 2^31): the 64-bit compares
 // of the program then order the offsets exactly as the region check would.
 //
-// Any call (helpers may move data and data_end; the kernel likewise
-// forgets packet ranges after them), tail call or entry of a subprogram
-// forgets everything. The native code of a proven access relies on the
+// A call of a helper that moves neither data nor data_end nor runs a
+// callback (helperInfo.keepsPacket: map lookups, updates, deletes, clocks)
+// forgets r0-r5 (the helper's result and the registers it clobbers) and
+// keeps the rest, as the kernel's verifier keeps packet ranges across a
+// helper that bpf_helper_changes_pkt_data does not name. Any other call
+// (helpers may move data and data_end; the kernel likewise forgets packet
+// ranges after them), tail call or entry of a subprogram forgets
+// everything. The native code of a proven access relies on the
 // context loads having read a frame: a bare run (RunRaw, no frame) of a
 // program with proven accesses runs in the interpreter (Runner.step).
 
@@ -95,6 +100,15 @@ func (s *rangeState) clone() rangeState {
 func (s *rangeState) forget() {
 	s.regs = [11]rangeReg{}
 	s.bases = append(s.bases[:0], baseFact{})
+}
+
+// afterHelper is the state after a call of a helper that keeps the packet
+// (helperInfo.keepsPacket): r0-r5 unknown, r6-r10 and the proved lengths
+// as they were.
+func (s *rangeState) afterHelper() {
+	for i := 0; i <= 5; i++ {
+		s.regs[i] = rangeReg{}
+	}
 }
 
 // meet narrows s to what o also knows; it reports whether s changed.
@@ -268,6 +282,8 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 		t := s.clone()
 		compareRange(in, &t, s)
 		return &t, s, true
+	case o == opCall && helperOf(in.imm).keepsPacketRange():
+		s.afterHelper()
 	case o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
 		s.forget()
 		return nil, s, false

@@ -112,6 +112,27 @@ func TestJITPacketRanges(t *testing.T) {
 			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1), asm.Mov.Imm(asm.R2, -4),
 			asm.FnXdpAdjustMeta.Call(), asm.Mov.Reg(asm.R1, asm.R7), asm.Mov.Reg(asm.R2, asm.R6)},
 			ld(asm.R5, asm.R2, 12, asm.Half), ld(asm.R5, asm.R2, -4, asm.Word)), 0},
+		// Helpers that move neither data nor data_end (a clock, the CPU
+		// number, map lookups: helperInfo.keepsPacket) keep what was
+		// proven of r6-r9, as the kernel's verifier does; r1-r5 are
+		// clobbered, and a pointer proven too short before the call
+		// is still checked after it (faults on the 13-byte frame).
+		"after a clock": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.FnKtimeGetNs.Call(), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 12, asm.Half)), 1},
+		"after a clock, checked short": {rangeProg(bound(13), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.FnKtimeGetNs.Call(), asm.Mov.Reg(asm.R2, asm.R6)},
+			ld(asm.R5, asm.R2, 12, asm.Half)), 0},
+		"stores after the CPU number": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.FnGetSmpProcessorId.Call(),
+			asm.StoreMem(asm.R6, 0, asm.R0, asm.Half), asm.StoreMem(asm.R6, 12, asm.R0, asm.Half),
+			asm.StoreMem(asm.R6, 13, asm.R0, asm.Half)}), 2},
+		// The proof was of r2, which the call clobbers: r2 after it is
+		// not a packet pointer the analysis knows.
+		"clobbered by a clock": {rangeProg(bound(14), asm.Instructions{
+			asm.Mov.Reg(asm.R6, asm.R2), asm.FnKtimeGetNs.Call(), asm.Mov.Reg(asm.R3, asm.R6),
+			asm.Mov.Reg(asm.R2, asm.R3), asm.Add.Reg(asm.R2, asm.R0), asm.Sub.Reg(asm.R2, asm.R0)},
+			ld(asm.R5, asm.R2, 12, asm.Half)), 0},
 		// A bpf-to-bpf call whose callee shrinks the tail.
 		"after a call": {append(rangeProg(bound(14), asm.Instructions{
 			asm.Mov.Reg(asm.R6, asm.R2), asm.Mov.Reg(asm.R7, asm.R1),

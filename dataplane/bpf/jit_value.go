@@ -50,3 +50,16 @@ func valueOrigin(plain []insn, targets []bool, pc int, reg uint8) (call int, ok 
 func valueIn(a jitArray, off, n int32, write bool) bool {
 	return off >= 0 && n > 0 && int64(off)+int64(n) <= int64(a.size) && (a.writable || !write)
 }
+
+// valueReuse reports whether the value access at pc through register base
+// may use the region table entry and buffer that the value access before
+// it (valued: the accesses valueAccess compiled) left in the scratch
+// registers, checking only its own limit: it may when, going back from pc
+// in a straight line (no jump target in between), every instruction keeps
+// the scratch registers and does not write base (keepsScratch, as for
+// pktReuse), up to a load or store through base that valueAccess compiled
+// (a load into base itself ends the reuse). That access checked the region
+// number and has no exit to Go after its check, so the entry is the same.
+func valueReuse(plain []insn, targets, valued []bool, pc int, base uint8) bool {
+	return scratchReuse(plain, targets, pc, base, func(q int) bool { return valued[q] })
+}

@@ -19,6 +19,10 @@ type valueCase struct {
 	size              asm.Size
 	store, null, copy bool
 	moved             bool
+	// pair: a 1-byte load at offset 0 first, so that the access reuses
+	// that load's region entry and buffer (valueReuse) and checks only
+	// its own limit.
+	pair bool
 }
 
 // valueProg looks key up in c.m and accesses the value as c says; a load
@@ -43,6 +47,9 @@ func valueProg(c valueCase) asm.Instructions {
 	if c.moved {
 		insns = append(insns, asm.Add.Imm(base, 0))
 	}
+	if c.pair {
+		insns = append(insns, asm.LoadMem(asm.R3, base, 0, asm.Byte))
+	}
 	if c.store {
 		insns = append(insns,
 			asm.Mov.Imm(asm.R1, 0x5a),
@@ -59,7 +66,8 @@ func valueProg(c valueCase) asm.Instructions {
 // (which the backends check against the value's size known at compile
 // time) at the value's first and last bytes, across its end, before its
 // start, in a read-only array, through NULL with and without a check,
-// through a copy and through a moved pointer: the JIT gives the
+// through a copy and through a moved pointer, after another access
+// through the same pointer (pair): the JIT gives the
 // interpreter's result or fault, and leaves the same map contents.
 func TestJITValueAccess(t *testing.T) {
 	needJIT(t)
@@ -74,7 +82,7 @@ func TestJITValueAccess(t *testing.T) {
 			for _, off := range []int16{0, vs - n, vs - n + 1, vs, -1, -n} {
 				for _, store := range []bool{false, true} {
 					for _, key := range []int32{1, 9} {
-						for _, v := range []valueCase{{null: true}, {}, {null: true, copy: true}, {null: true, moved: true}} {
+						for _, v := range []valueCase{{null: true}, {}, {null: true, copy: true}, {null: true, moved: true}, {null: true, pair: true}, {pair: true}, {null: true, copy: true, pair: true}} {
 							v.m, v.key, v.off, v.size, v.store = m, key, off, sz, store
 							cases = append(cases, v)
 						}
