@@ -9,23 +9,10 @@ package bpf
 // buffer loaded; anything else goes to the slow path. ok is false when the
 // access is not such a one (check then emits the usual check).
 func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write bool) (xmem, bool) {
-	q, ok := valueOrigin(c.plain, c.targets, pc, bpfBase)
-	if !ok || int32(c.plain[q].imm) != helperMapLookupElem {
+	hi, reuse, ok := valuePlan(c.plain, c.targets, &c.valued, c.arrayAt, pc, bpfBase, off, n, write)
+	if !ok {
 		return xmem{}, false
 	}
-	a, ok := c.arrayAt(q)
-	if !ok || !valueIn(a, off, n, write) {
-		return xmem{}, false
-	}
-	hi := offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
-	if c.valued == nil {
-		c.valued = make([]bool, len(c.plain))
-	}
-	reuse := valueReuse(c.plain, c.targets, c.valued, pc, bpfBase)
-	c.valued[pc] = true
 	if reuse { // S1 and S2 still hold the entry and the buffer
 		c.cmpMemI(xmem{base: xS1, index: -1, disp: hi}, off+n)
 		c.slowIf(ccB, pc)

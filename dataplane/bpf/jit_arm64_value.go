@@ -7,23 +7,10 @@ package bpf
 // the value's bounds, checked as the amd64 backend's (jit_value.go,
 // jit_amd64_value.go); ok is false when the access is not such a one.
 func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write bool) bool {
-	q, ok := valueOrigin(c.plain, c.targets, pc, bpfBase)
-	if !ok || int32(c.plain[q].imm) != helperMapLookupElem {
+	hi, reuse, ok := valuePlan(c.plain, c.targets, &c.valued, c.arrayAt, pc, bpfBase, off, n, write)
+	if !ok {
 		return false
 	}
-	a, ok := c.arrayAt(q)
-	if !ok || !valueIn(a, off, n, write) {
-		return false
-	}
-	hi := offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
-	if c.valued == nil {
-		c.valued = make([]bool, len(c.plain))
-	}
-	reuse := valueReuse(c.plain, c.targets, c.valued, pc, bpfBase)
-	c.valued[pc] = true
 	if reuse { // S4 still holds the entry, S2 the buffer
 		c.ldr(aS3, aS4, hi)
 		c.movImm(aS1, uint64(off+n))

@@ -63,3 +63,30 @@ func valueIn(a jitArray, off, n int32, write bool) bool {
 func valueReuse(plain []insn, targets, valued []bool, pc int, base uint8) bool {
 	return scratchReuse(plain, targets, pc, base, func(q int) bool { return valued[q] })
 }
+
+// valuePlan is what both backends' valueAccess decide before emitting: the
+// region field
+// the access is limited by (hi, or whi for a store), and whether the access
+// before it through the same pointer left the entry and buffer in the
+// scratch registers (valueReuse); ok is false when the access is not one
+// valueAccess checks inline. It records pc in *valued.
+func valuePlan(plain []insn, targets []bool, valued *[]bool, arrayAt func(int) (jitArray, bool),
+	pc int, base uint8, off, n int32, write bool) (hi int32, reuse, ok bool) {
+	q, ok := valueOrigin(plain, targets, pc, base)
+	if !ok || int32(plain[q].imm) != helperMapLookupElem {
+		return 0, false, false
+	}
+	if a, ok := arrayAt(q); !ok || !valueIn(a, off, n, write) {
+		return 0, false, false
+	}
+	hi = offRegionHi
+	if write {
+		hi = offRegionWhi
+	}
+	if *valued == nil {
+		*valued = make([]bool, len(plain))
+	}
+	reuse = valueReuse(plain, targets, *valued, pc, base)
+	(*valued)[pc] = true
+	return hi, reuse, true
+}
