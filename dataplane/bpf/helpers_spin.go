@@ -267,7 +267,7 @@ func (r *Runner) spinLock(p *Program, pc int, reg *[16]uint64) uint64 {
 	if w == nil {
 		return r.argFault(p, pc, argMem)
 	}
-	if r.holdsSpin(w) {
+	if r.heldSpin(w) >= 0 {
 		// The kernel's verifier refuses a second lock while one is held;
 		// waiting here would wait for ever.
 		r.setFault(p, pc, faultSpinStuck, 0, 0)
@@ -298,14 +298,15 @@ func (r *Runner) spinLock(p *Program, pc int, reg *[16]uint64) uint64 {
 // the run (a variable for the tests).
 var spinWaitMax = time.Second
 
-// holdsSpin reports whether this run holds the lock at w.
-func (r *Runner) holdsSpin(w *uint32) bool {
+// heldSpin is the index in r.records of the lock at w this run holds, or
+// -1.
+func (r *Runner) heldSpin(w *uint32) int {
 	for i := range r.records {
 		if s, ok := r.records[i].rb.(spinRecord); ok && s.w == w {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }
 
 func (r *Runner) spinUnlock(p *Program, pc int, reg *[16]uint64) uint64 {
@@ -313,14 +314,13 @@ func (r *Runner) spinUnlock(p *Program, pc int, reg *[16]uint64) uint64 {
 	if w == nil {
 		return r.argFault(p, pc, argMem)
 	}
-	for i := range r.records {
-		if s, ok := r.records[i].rb.(spinRecord); ok && s.w == w {
-			atomic.StoreUint32(w, 0)
-			r.records = append(r.records[:i], r.records[i+1:]...)
-			return 0
-		}
+	i := r.heldSpin(w)
+	if i < 0 {
+		return r.argFault(p, pc, argRecord) // not the lock this run holds
 	}
-	return r.argFault(p, pc, argRecord) // not the lock this run holds
+	atomic.StoreUint32(w, 0)
+	r.records = append(r.records[:i], r.records[i+1:]...)
+	return 0
 }
 
 // checkSpin runs checkSpinLocks for a program that references the maps
