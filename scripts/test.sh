@@ -27,8 +27,10 @@ if [ "$root" = 1 ]; then
 	bash scripts/setup.sh || { echo "test: scripts/setup.sh failed: the tiers that need what it installs will fail" >&2; }
 fi
 
-declare -a summary
+declare -a summary failures
 failed=0
+logdir=$(mktemp -d)
+trap 'rm -rf "$logdir"' EXIT
 note() { summary+=("$(printf '%-12s %s' "$1" "$2")"); }
 
 # why_not TIER prints why TIER cannot run here, or nothing when it can.
@@ -57,15 +59,24 @@ for t in $tiers; do
 	fi
 	echo "=== tier $t" >&2
 	start=$SECONDS
-	if "$MAKE" --no-print-directory "$t"; then
+	if "$MAKE" --no-print-directory "$t" 2>&1 | tee "$logdir/$t.log"; [ "${PIPESTATUS[0]}" = 0 ]; then
 		note "$t" "passed ($((SECONDS - start)) s)"
 	else
 		note "$t" "FAILED ($((SECONDS - start)) s)"
 		failed=1
+		# The failing tests' names and first lines, repeated after the
+		# summary: a CI log is often read from its tail only.
+		while IFS= read -r l; do failures+=("$t: $l"); done < <(
+			grep -E -e '--- FAIL|^FAIL|panic:|_test\.go:[0-9]+:|^make.*Error' "$logdir/$t.log" | head -n 40)
 	fi
 done
 
 echo
 echo "tiers:"
 for s in "${summary[@]}"; do echo "  $s"; done
+if [ "${#failures[@]}" -gt 0 ]; then
+	echo
+	echo "failures (first lines of each failed tier):"
+	for s in "${failures[@]}"; do echo "  $s"; done
+fi
 exit "$failed"
