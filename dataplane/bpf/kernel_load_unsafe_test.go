@@ -47,7 +47,17 @@ func kernelLoad(code []byte) (int, error) {
 		insns:    uint64(uintptr(unsafe.Pointer(unsafe.SliceData(code)))),
 		license:  uint64(uintptr(unsafe.Pointer(unsafe.SliceData(license)))),
 		logLevel: 1, logSize: uint32(len(log)), logBuf: uint64(uintptr(unsafe.Pointer(unsafe.SliceData(log))))}
-	fd, _, errno := unix.Syscall(unix.SYS_BPF, progLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	// The verifier returns EAGAIN when a signal arrives while it runs (the
+	// Go runtime's preemption signal, on a loaded machine; bpf(2): "EAGAIN
+	// ... interrupted"): load again, a bounded number of times.
+	var fd uintptr
+	var errno unix.Errno
+	for range 100 {
+		fd, _, errno = unix.Syscall(unix.SYS_BPF, progLoad, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+		if errno != unix.EAGAIN {
+			break
+		}
+	}
 	runtime.KeepAlive(code)
 	runtime.KeepAlive(license)
 	runtime.KeepAlive(log)
