@@ -1,0 +1,348 @@
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// The native XDP RX metadata kfuncs (jit_amd64_meta.go, jit_arm64_meta.go)
+// against the interpreter's (kfunc.go, callKfunc): every kfunc, with and
+// without each hint, with each port capability, with its out pointers on
+// the stack, in the metadata before the frame, at the frame's end, in a
+// map value, in read-only data and nowhere, each at its region's edges.
+
+// metaVals is the value size of the test's array map.
+const metaVals = 16
+
+// The out-pointer selectors: the frame's words 0 and 1 pick r2 and r3.
+const (
+	selStack = 0x000 // + k: fp - 64 + k
+	selMeta  = 0x100 // + k: data_meta + k
+	selEnd   = 0x200 // + k: data_end - k
+	selValue = 0x300 // + k: the map value + k
+	selRO    = 0x400 // the collection's read-only data
+	selNone  = 0x500 // the scalar itself
+)
+
+// metaPtr turns the selector in reg into the pointer it names; r9 holds
+// the map value, r6 the context, r1 is clobbered.
+func metaPtr(reg asm.Register, tag string) asm.Instructions {
+	l := func(s string) string { return tag + s }
+	return asm.Instructions{
+		asm.JGE.Imm(reg, selMeta, l("meta")),
+		asm.Add.Reg(reg, asm.RFP),
+		asm.Add.Imm(reg, -64),
+		asm.Ja.Label(l("done")),
+		asm.JGE.Imm(reg, selEnd, l("end")).WithSymbol(l("meta")),
+		asm.LoadMem(asm.R1, asm.R6, 8, asm.Word), // data_meta
+		asm.Add.Imm(reg, -selMeta),
+		asm.Add.Reg(reg, asm.R1),
+		asm.Ja.Label(l("done")),
+		asm.JGE.Imm(reg, selValue, l("value")).WithSymbol(l("end")),
+		asm.LoadMem(asm.R1, asm.R6, 4, asm.Word), // data_end
+		asm.Add.Imm(reg, -selEnd),
+		asm.Sub.Reg(asm.R1, reg),
+		asm.Mov.Reg(reg, asm.R1),
+		asm.Ja.Label(l("done")),
+		asm.JGE.Imm(reg, selRO, l("ro")).WithSymbol(l("value")),
+		asm.Add.Imm(reg, -selValue),
+		asm.Add.Reg(reg, asm.R9),
+		asm.Ja.Label(l("done")),
+		asm.JNE.Imm(reg, selRO, l("done")).WithSymbol(l("ro")),
+		asm.LoadMapValue(reg, 0, 0).WithReference(".rodata"),
+		asm.Mov.Reg(reg, reg).WithSymbol(l("done")),
+	}
+}
+
+// metaProg calls kfunc name with r2 and r3 chosen by the frame's first
+// two words (metaPtr), the 64 bytes below fp and the map value holding a
+// pattern. It returns the kfunc's r0 mixed with r1-r5 as it left them,
+// the 64 bytes below fp and the map value.
+func metaProg(name string) asm.Instructions {
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, 8),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+		asm.LoadMem(asm.R7, asm.R2, 0, asm.Word),
+		asm.LoadMem(asm.R8, asm.R2, 4, asm.Word),
+		asm.StoreImm(asm.RFP, -72, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("vals"),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -72),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "pass"),
+		asm.Mov.Reg(asm.R9, asm.R0),
+	}
+	for k := int16(1); k <= 8; k++ {
+		insns = append(insns, asm.LoadImm(asm.R1, int64(0x0102030405060708*int64(k)), asm.DWord),
+			asm.StoreMem(asm.RFP, -8*k, asm.R1, asm.DWord))
+	}
+	insns = append(insns, asm.LoadImm(asm.R1, 0x1122334455667788, asm.DWord),
+		asm.StoreMem(asm.R9, 0, asm.R1, asm.DWord), asm.StoreMem(asm.R9, 8, asm.R1, asm.DWord))
+	insns = append(insns, metaPtr(asm.R7, "a")...)
+	insns = append(insns, metaPtr(asm.R8, "b")...)
+	insns = append(insns,
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Reg(asm.R2, asm.R7),
+		asm.Mov.Reg(asm.R3, asm.R8),
+		asm.Mov.Imm(asm.R4, 44),
+		asm.Mov.Imm(asm.R5, 77),
+		kfuncCall(name),
+	)
+	mix := func(r asm.Register) {
+		insns = append(insns, asm.Mul.Imm(asm.R0, 31), asm.Add.Reg(asm.R0, r))
+	}
+	insns = append(insns, asm.Mov.Reg(asm.R7, asm.R1))
+	for _, r := range []asm.Register{asm.R7, asm.R2, asm.R3, asm.R4, asm.R5} {
+		mix(r)
+	}
+	for k := int16(1); k <= 8; k++ {
+		insns = append(insns, asm.LoadMem(asm.R1, asm.RFP, -8*k, asm.DWord))
+		mix(asm.R1)
+	}
+	for k := int16(0); k < metaVals; k += 8 {
+		insns = append(insns, asm.LoadMem(asm.R1, asm.R9, k, asm.DWord))
+		mix(asm.R1)
+	}
+	return append(insns, asm.Return(), asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), asm.Return())
+}
+
+// metaKfuncProg loads metaProg(name) for engine e, with the map and a
+// read-only .rodata.
+func metaKfuncProg(t testing.TB, name string, e Engine) *Program {
+	t.Helper()
+	ro := bytes.Repeat([]byte{0x5a}, 32)
+	spec := oneProg("m", metaProg(name), map[string]*ebpf.MapSpec{
+		".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(ro)), MaxEntries: 1,
+			Flags: maps.FlagRdonlyProg, Contents: []ebpf.MapKV{{Key: uint32(0), Value: ro}}},
+		"vals": {Name: "vals", Type: ebpf.Array, KeySize: 4, ValueSize: metaVals, MaxEntries: 1},
+	})
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	p, err := c.Program("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e == EngineJIT && p.Engine() != EngineJIT {
+		t.Fatal("not compiled")
+	}
+	return p
+}
+
+// metaFrame is a frame of n bytes at headroom, metalen bytes of metadata
+// before it, in a buffer of bufSize, whose first words select r2 and r3.
+func metaFrame(s2, s3 uint32, n, bufSize, headroom, metalen int, m *RxMeta) Frame {
+	f := bytesFrame(s2, s3, 0, n, bufSize, headroom, metalen) // jit_bytes_test.go
+	f.Meta = m
+	return f
+}
+
+// metaHints are the RxMeta cases: no port support, each capability with
+// and without the frame's hint, and every combination the dataplane fills
+// (dataplane/rxmeta.go: Have set from the driver's descriptor flags).
+func metaHints() []*RxMeta {
+	out := []*RxMeta{nil}
+	for caps := RxMetaCaps(0); caps < 8; caps++ {
+		for have := RxMetaCaps(0); have < 8; have++ {
+			out = append(out, &RxMeta{Caps: caps, Have: have, Timestamp: 0xfedcba9876543210 ^ uint64(have),
+				Hash: 0x9e3779b9 + uint32(caps), HashType: 0x21 | uint32(have)<<8, VLANProto: 0x88a8, VLANTCI: 0xe00a + uint16(caps)})
+		}
+	}
+	return out
+}
+
+// metaSels are selectors at every region's edges for an out pointer of
+// size n, on a frame of len bytes with metalen bytes of metadata.
+func metaSels(n, metalen int) []uint32 {
+	s := []uint32{selStack + 0, selStack + 1, uint32(selStack + 64 - n), uint32(selStack + 64 - n + 1), selStack + 63, selStack + 32}
+	s = append(s, selMeta, uint32(selMeta+metalen-n), uint32(selMeta+metalen), uint32(selMeta+metalen+8))
+	s = append(s, uint32(selEnd+n), uint32(selEnd+n-1), selEnd, selEnd+1)
+	s = append(s, selValue, uint32(selValue+metaVals-n), uint32(selValue+metaVals-n+1), selValue+metaVals)
+	return append(s, selRO, selNone, 0xffffffff)
+}
+
+// TestJITRxMetaKfuncs: each kfunc gives what the interpreter's gives
+// (r0, r1-r5, fault, frame bytes, stack, map value) on metaHints, with
+// out pointers at metaSels, through RunFrame and RunBurst, and is compiled
+// natively where the backend has it.
+func TestJITRxMetaKfuncs(t *testing.T) {
+	needJIT(t)
+	for _, k := range []struct {
+		name string
+		n    int
+	}{{"bpf_xdp_metadata_rx_timestamp", 8}, {"bpf_xdp_metadata_rx_hash", 4}, {"bpf_xdp_metadata_rx_vlan_tag", 2}} {
+		t.Run(k.name, func(t *testing.T) {
+			pi, pj := metaKfuncProg(t, k.name, EngineInterp), metaKfuncProg(t, k.name, EngineJIT)
+			if jitArch && pj.jit.Load().native < 2 {
+				t.Fatalf("%s compiled as an exit to Go (%d native calls)", k.name, pj.jit.Load().native)
+			}
+			var frames []Frame
+			hints := metaHints()
+			for i, s2 := range metaSels(k.n, 8) {
+				for j, s3 := range metaSels(k.n, 8) {
+					frames = append(frames, metaFrame(s2, s3, 60, 2048, 256, 8, hints[(i*7+j)%len(hints)]))
+				}
+			}
+			for _, m := range hints { // every hint with good pointers
+				frames = append(frames, metaFrame(selStack+8, selStack+40, 60, 2048, 256, 8, m))
+				frames = append(frames, metaFrame(selMeta, uint32(selEnd+k.n), 1514, 1800, 256, 8, m))
+			}
+			// The same bytes twice; a frame that ends at its buffer's end.
+			frames = append(frames, metaFrame(selStack+8, selStack+8, 60, 2048, 256, 0, hints[len(hints)-1]),
+				metaFrame(uint32(selEnd+k.n), selValue, 100, 356, 256, 0, hints[len(hints)-1]),
+				metaFrame(selMeta, selMeta+2, 8, 64, 32, 32, hints[len(hints)-1]))
+			metaDiff(t, pi, pj, frames)
+		})
+	}
+}
+
+// metaDiff runs frames in both engines and compares them, then the JIT's
+// RunBurst against the interpreter's Run.
+func metaDiff(t *testing.T, pi, pj *Program, frames []Frame) {
+	t.Helper()
+	ri, rj, rw, rb := NewRunner(0), NewRunner(0), NewRunner(0), NewRunner(0)
+	want := make([]Frame, len(frames))
+	wantA := make([]Action, len(frames))
+	faults, answers := 0, map[uint32]bool{}
+	for i, f0 := range frames {
+		fi, fj := cloneFrame(f0), cloneFrame(f0)
+		vi, oki := ri.RunFrame(pi, &fi)
+		vj, okj := rj.RunFrame(pj, &fj)
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("frame %d (%#x %#x, %+v): interpreter %#x %v (%v), JIT %#x %v (%v)", i,
+				binary.LittleEndian.Uint32(f0.Buf[f0.Data:]), binary.LittleEndian.Uint32(f0.Buf[f0.Data+4:]), f0.Meta, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+		if !oki {
+			faults++
+		}
+		answers[vi] = true
+		if fi.DataMeta != fj.DataMeta || fi.Data != fj.Data || fi.DataEnd != fj.DataEnd || !bytes.Equal(fi.Buf, fj.Buf) {
+			t.Fatalf("frame %d: the frames differ", i)
+		}
+		want[i] = fi
+		f := cloneFrame(f0)
+		wantA[i] = rw.Run(pi, &f)
+	}
+	if faults == 0 || faults == len(frames) || len(answers) < 8 {
+		t.Fatalf("%d of %d frames fault, %d distinct results: the cases miss an edge", faults, len(frames), len(answers))
+	}
+	got := cloneFrames(frames) // jit_burst_test.go
+	gotA := make([]Action, len(frames))
+	for at := 0; at < len(got); at += 64 {
+		end := min(at+64, len(got))
+		rb.RunBurst(pj, got[at:end], gotA[at:end], nil)
+	}
+	for i := range got {
+		if gotA[i] != wantA[i] || !bytes.Equal(got[i].Buf, want[i].Buf) {
+			t.Fatalf("burst frame %d: %v, Run %v (or bytes)", i, gotA[i], wantA[i])
+		}
+	}
+}
+
+// TestJITRxMetaResults: the native kfuncs' answers themselves, not only
+// their agreement with Go: -EOPNOTSUPP, -ENODATA, 0 and the values in the
+// kernel's byte order (metaSpec, kfunc_test.go), for each hint.
+func TestJITRxMetaResults(t *testing.T) {
+	needJIT(t)
+	p := loadBoth(t, metaSpec(), "meta")["jit"]
+	if p == nil {
+		t.Fatal("no JIT program")
+	}
+	if jitArch && p.jit.Load().native < 3 {
+		t.Fatalf("%d native calls, want the three kfuncs", p.jit.Load().native)
+	}
+	r := NewRunner(0)
+	for _, m := range metaHints() {
+		f := newFrame(udpFrame(9))
+		f.Meta = m
+		if got := r.Run(p, f); got != ActionPass {
+			t.Fatalf("%+v: %v (%v)", m, got, r.Fault())
+		}
+		o := readMetaOut(f.Buf[f.Data:])
+		want := func(bit RxMetaCaps) int32 {
+			switch {
+			case m == nil || m.Caps&bit == 0:
+				return -95
+			case m.Have&bit == 0:
+				return -61
+			}
+			return 0
+		}
+		if o.tsErr != want(RxMetaTimestamp) || o.hashErr != want(RxMetaHash) || o.vlanErr != want(RxMetaVLAN) {
+			t.Fatalf("%+v: answers %d %d %d", m, o.tsErr, o.hashErr, o.vlanErr)
+		}
+		if o.tsErr == 0 && o.ts != m.Timestamp || o.tsErr != 0 && o.ts != sentinel {
+			t.Fatalf("%+v: timestamp %#x", m, o.ts)
+		}
+		if o.hashErr == 0 && (o.hash != m.Hash || o.typ != m.HashType) {
+			t.Fatalf("%+v: hash %#x type %#x", m, o.hash, o.typ)
+		}
+		if o.vlanErr == 0 && (o.proto != m.VLANProto || o.tci != m.VLANTCI) {
+			t.Fatalf("%+v: vlan %#x %#x", m, o.proto, o.tci)
+		}
+	}
+}
+
+// FuzzJITRxMeta: a kfunc (chosen by the input) with out pointers, hints
+// and a frame shaped by the input gives what the interpreter's gives.
+func FuzzJITRxMeta(f *testing.F) {
+	needJIT(f)
+	f.Add(uint8(0), uint32(8), uint32(40), uint8(7), uint8(5), uint16(60), uint16(2048), uint16(256), uint8(8))
+	f.Add(uint8(1), uint32(selEnd+4), uint32(selValue+12), uint8(2), uint8(2), uint16(60), uint16(512), uint16(40), uint8(4))
+	f.Add(uint8(2), uint32(selMeta), uint32(selMeta+2), uint8(4), uint8(4), uint16(14), uint16(128), uint16(32), uint8(32))
+	names := []string{"bpf_xdp_metadata_rx_timestamp", "bpf_xdp_metadata_rx_hash", "bpf_xdp_metadata_rx_vlan_tag"}
+	progs := map[int][2]*Program{}
+	f.Fuzz(func(t *testing.T, which uint8, s2, s3 uint32, caps, have uint8, n, size, headroom uint16, metalen uint8) {
+		k := int(which) % len(names)
+		ps, ok := progs[k]
+		if !ok {
+			ps = [2]*Program{metaKfuncProg(t, names[k], EngineInterp), metaKfuncProg(t, names[k], EngineJIT)}
+			progs[k] = ps
+		}
+		bs := int(size)%4096 + 64
+		hr := int(headroom) % bs
+		ml := min(int(metalen)%64, hr)
+		ln := min(int(n), bs-hr)
+		if ln < 8 {
+			return
+		}
+		var m *RxMeta
+		if caps < 0xf0 {
+			m = &RxMeta{Caps: RxMetaCaps(caps), Have: RxMetaCaps(have), Timestamp: uint64(s2) << 17, Hash: s3, HashType: uint32(n), VLANProto: 0x8100, VLANTCI: size}
+		}
+		f0 := metaFrame(s2, s3, ln, bs, hr, ml, m)
+		fi, fj := cloneFrame(f0), cloneFrame(f0)
+		ri, rj := NewRunner(0), NewRunner(0)
+		vi, oki := ri.RunFrame(ps[0], &fi)
+		vj, okj := rj.RunFrame(ps[1], &fj)
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) || !bytes.Equal(fi.Buf, fj.Buf) {
+			t.Fatalf("%s: interpreter %#x %v (%v), JIT %#x %v (%v)", names[k], vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+	})
+}
+
+// TestJITRxMetaNoAllocs: the native kfuncs allocate nothing per frame.
+func TestJITRxMetaNoAllocs(t *testing.T) {
+	needJIT(t)
+	p := metaKfuncProg(t, "bpf_xdp_metadata_rx_hash", EngineJIT)
+	r := NewRunner(0)
+	f0 := metaFrame(selStack+8, selValue, 60, 2048, 256, 8, &RxMeta{Caps: 7, Have: 7, Hash: 3})
+	f := cloneFrame(f0)
+	if n := testing.AllocsPerRun(100, func() {
+		copy(f.Buf, f0.Buf)
+		r.Run(p, &f)
+	}); n != 0 {
+		t.Fatalf("%v allocations per run", n)
+	}
+}
