@@ -3,6 +3,7 @@ package bpf
 import (
 	"bytes"
 	"encoding/binary"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -345,4 +346,105 @@ func TestJITRxMetaNoAllocs(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("%v allocations per run", n)
 	}
+}
+
+// kfuncDiff is jitDiff (jit_test.go) with kfunc calls: the sanitised
+// random program's helper calls whose number sel picks become calls of
+// fuzzKfuncs, the program loads as an object names them, and both
+// engines run it on pkt with the hints m. It reports whether both loaded
+// it, with at least one kfunc call.
+func kfuncDiff(t *testing.T, prog, pkt []byte, sel uint8, m *RxMeta) bool {
+	code := deterministic(sanitize(prog))
+	insns, err := asm.AppendInstructions(nil, bytes.NewReader(code), binary.LittleEndian, "linux")
+	if err != nil {
+		return false
+	}
+	names := map[int32]string{}
+	for n, id := range kfuncNames {
+		names[id] = n
+	}
+	calls := 0
+	for i := range insns {
+		in := &insns[i]
+		if !in.IsBuiltinCall() || (int(in.Constant)+int(sel))%3 == 0 {
+			continue
+		}
+		id := fuzzKfuncs[(int(in.Constant)+int(sel))%len(fuzzKfuncs)]
+		*in = kfuncCall(names[id])
+		calls++
+	}
+	if calls == 0 {
+		return false
+	}
+	var ps [2]*Program
+	for i, e := range []Engine{EngineInterp, EngineJIT} {
+		c, err := LoadCollectionSpec(oneProg("k", insns, nil), &Options{NumCPU: 1, Engine: e, InsnBudget: 20000})
+		if err != nil {
+			return false
+		}
+		t.Cleanup(func() { c.Close() })
+		if ps[i], err = c.Program("k"); err != nil {
+			if e == EngineJIT {
+				t.Fatalf("the interpreter loads it, the JIT does not: %v", err)
+			}
+			return false
+		}
+	}
+	fi, bigI := guardedFrame(pkt)
+	fj, bigJ := guardedFrame(pkt)
+	fi.Meta, fj.Meta = m, m
+	ri, rj := NewRunner(0), NewRunner(0)
+	vi, oki := ri.RunFrame(ps[0], fi)
+	vj, okj := rj.RunFrame(ps[1], fj)
+	if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+		t.Fatalf("interpreter %#x %v (%v), JIT %#x %v (%v)\n%s", vi, oki, ri.Fault(), vj, okj, rj.Fault(), ps[1].Disasm())
+	}
+	if !bytes.Equal(bigI, bigJ) {
+		t.Fatalf("the frames differ\n%s", ps[1].Disasm())
+	}
+	return true
+}
+
+// randomMeta is the hints a random input picks (nil: no port support).
+func randomMeta(rng *rand.Rand) *RxMeta {
+	if rng.IntN(5) == 0 {
+		return nil
+	}
+	return &RxMeta{Caps: RxMetaCaps(rng.IntN(8)), Have: RxMetaCaps(rng.IntN(8)), Timestamp: rng.Uint64(),
+		Hash: rng.Uint32(), HashType: rng.Uint32() & 0x1ff, VLANProto: 0x8100, VLANTCI: uint16(rng.Uint32())}
+}
+
+// TestJITRandomKfuncs is TestJITRandom with kfunc calls in the random
+// programs, on frames with random hints.
+func TestJITRandomKfuncs(t *testing.T) {
+	needJIT(t)
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	rng := rand.New(rand.NewPCG(21, 3))
+	ran := 0
+	for range n {
+		prog := make([]byte, 8*(1+rng.IntN(64)))
+		for j := range prog {
+			prog[j] = byte(rng.Uint32())
+		}
+		if kfuncDiff(t, prog, udpFrame(uint16(rng.IntN(100))), uint8(rng.Uint32()), randomMeta(rng)) {
+			ran++
+		}
+	}
+	if ran < n/20 {
+		t.Fatalf("%d of %d random programs with kfunc calls loaded", ran, n)
+	}
+	t.Logf("%d of %d random programs with kfunc calls loaded", ran, n)
+}
+
+// FuzzJITKfuncs: FuzzJIT with kfunc calls (kfuncDiff).
+func FuzzJITKfuncs(f *testing.F) {
+	needJIT(f)
+	fuzzSeeds(f)
+	f.Fuzz(func(t *testing.T, prog, pkt []byte) {
+		rng := rand.New(rand.NewPCG(uint64(len(prog)), uint64(len(pkt))))
+		_ = kfuncDiff(t, prog, pkt, uint8(len(prog)), randomMeta(rng))
+	})
 }
