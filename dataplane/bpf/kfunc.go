@@ -30,13 +30,18 @@ var kfuncNames = map[string]int32{
 func isKfunc(id int32) bool { return id >= kfuncRxVLANTag && id <= kfuncRxTimestamp }
 
 // kfuncRows describe the kfuncs as helperRows describe helpers (their
-// arguments, and the native column the JIT backends read), indexed by
-// -id-1. They are not in helperOf's index: the loader accepts a kfunc's
-// number only from a resolved kfunc call, never as a helper number.
+// arguments, the native column the JIT backends read, keepsPacket),
+// indexed by -id-1. They are not in helperOf's index: the loader accepts
+// a kfunc's number only from a resolved kfunc call, never as a helper
+// number. The metadata kfuncs keep packet ranges: they store only through
+// their out pointers and move neither data nor data_end, as the kernel's
+// verifier holds (kernel/bpf/verifier.c, check_kfunc_call: packet pointers
+// are invalidated only after a kfunc that changes packet data,
+// bpf_is_kfunc_pkt_changing, which these are not).
 var kfuncRows = [...]helperInfo{
-	-kfuncRxTimestamp - 1: {args: sig(argCtx, argMem), native: "r1 the context of a run with a frame, the out pointer checked as storeSlice does"},
-	-kfuncRxHash - 1:      {args: sig(argCtx, argMem, argMem), native: "r1 the context of a run with a frame, the out pointers checked as storeSlice does"},
-	-kfuncRxVLANTag - 1:   {args: sig(argCtx, argMem, argMem), native: "r1 the context of a run with a frame, the out pointers checked as storeSlice does"},
+	-kfuncRxTimestamp - 1: {args: sig(argCtx, argMem), keepsPacket: true, native: "r1 the context of a run with a frame, the out pointer checked as storeSlice does"},
+	-kfuncRxHash - 1:      {args: sig(argCtx, argMem, argMem), keepsPacket: true, native: "r1 the context of a run with a frame, the out pointers checked as storeSlice does"},
+	-kfuncRxVLANTag - 1:   {args: sig(argCtx, argMem, argMem), keepsPacket: true, native: "r1 the context of a run with a frame, the out pointers checked as storeSlice does"},
 }
 
 // callInfo describes what an opCall calls: a helper (helperOf) or a kfunc
