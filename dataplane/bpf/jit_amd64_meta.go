@@ -76,32 +76,10 @@ func (c *amd64Compiler) metaStores(id int32, meta func(int32) xmem) {
 }
 
 // outArg checks the n writable bytes at the BPF pointer in ptr as
-// storeSlice does, in the packet's region (native code's copy) or the
-// table's, and stores their address in the scratch slot; else the slow
-// path. RAX, S1 and S2 are clobbered.
+// storeSlice does (memArgFor, jit_amd64_csum.go: the packet's region in
+// native code's copy, or the table's) and stores their address in the
+// scratch slot; else the slow path. RAX, S1 and S2 are clobbered.
 func (c *amd64Compiler) outArg(pc int, ptr uint8, n, slot int32) {
-	c.aluRR(true, 0x89, xS1, ptr)
-	c.shiftI(true, 5, xS1, 32) // the region number
-	c.aluRI(true, 7, xS1, regionPacket)
-	table := c.jcc(ccNE)
-	c.outCheck(pc, ptr, n, func(off int32) xmem { return ctxMem(pktField(off)) })
-	store := c.jmp()
-	c.patch(table, len(c.b))
-	c.tableEntry(pc) // jit_amd64_bytes.go
-	c.outCheck(pc, ptr, n, func(off int32) xmem { return xmem{base: xS1, index: -1, disp: off} })
-	c.patch(store, len(c.b))
-	c.rm(false, true, []byte{0x89}, xS2, hsMem(slot), false)
-}
-
-// outCheck leaves in S2 the address of the n bytes at ptr's offset in the
-// region whose fields field addresses: lo <= offset and offset + n <= whi,
-// else the slow path.
-func (c *amd64Compiler) outCheck(pc int, ptr uint8, n int32, field func(int32) xmem) {
-	c.aluRR(false, 0x89, xS2, ptr) // the offset: low 32 bits
-	c.rm(false, true, []byte{0x3b}, xS2, field(offRegionLo), false)
-	c.slowIf(ccB, pc)
-	c.rm(false, true, []byte{0x8d}, xAX, xmem{base: xS2, index: -1, disp: n}, false) // lea
-	c.rm(false, true, []byte{0x3b}, xAX, field(offRegionWhi), false)
-	c.slowIf(ccA, pc)
-	c.rm(false, true, []byte{0x03}, xS2, field(offRegionBuf), false)
+	c.movRI(xAX, int64(n))
+	c.memArgFor(pc, ptr, xAX, slot, true)
 }

@@ -4,7 +4,7 @@ package bpf
 
 // Native XDP RX metadata kfuncs for the arm64 backend: the steps of the
 // amd64 one (jit_amd64_meta.go; jit_meta.go gives the contract) in X0 and
-// the scratch registers X9-X13, the checked out pointers kept in the
+// the scratch registers X9-X14, the checked out pointers kept in the
 // scratch slots hs[1] and hs[2]. r1-r5 are left as they were.
 
 // rxMeta emits the kfunc call at pc natively when it is an RX metadata
@@ -81,34 +81,10 @@ func (c *arm64Compiler) metaStores(id int32) {
 }
 
 // outArg checks the n writable bytes at the BPF pointer in X ptr as
-// storeSlice does, in the packet's region (native code's copy) or the
-// table's, and stores their address in the scratch slot; else the slow
-// path. X9-X12 are clobbered.
+// storeSlice does (memArgFor, jit_arm64_csum.go: the packet's region in
+// native code's copy, or the table's) and stores their address in the
+// scratch slot; else the slow path. X9-X14 are clobbered.
 func (c *arm64Compiler) outArg(pc int, ptr uint32, n, slot int32) {
-	c.bfm(a64Ubfm, aS1, ptr, 32, 63)                          // lsr x9, ptr, #32
-	c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionPacket))) // cmp x9, #packet
-	table := c.branch(aNE)
-	c.outCheck(pc, ptr, n, aCtx, pktField)
-	store := c.branch(aAL)
-	c.patch(table, len(c.b))
-	c.tableEntry(pc) // jit_arm64_bytes.go
-	c.outCheck(pc, ptr, n, aS1, func(off int32) int32 { return off })
-	c.patch(store, len(c.b))
-	c.str(aS2, aCtx, offHS+8*slot)
-}
-
-// outCheck leaves in X10 the address of the n bytes at ptr's offset in the
-// region whose fields are at base+field(off): lo <= offset and offset + n
-// <= whi, else the slow path.
-func (c *arm64Compiler) outCheck(pc int, ptr uint32, n int32, base uint32, field func(int32) int32) {
-	c.rrr(a64Orr&^a64W, aS2, aZR, ptr) // the offset: low 32 bits
-	c.ldr(aS3, base, field(offRegionLo))
-	c.cmp(aS2, aS3)
-	c.slowIf(aLO, pc)
-	c.w(a64Imm12(a64AddImm, aS4, aS2, uint32(n)))
-	c.ldr(aS3, base, field(offRegionWhi))
-	c.cmp(aS4, aS3)
-	c.slowIf(aHI, pc)
-	c.ldr(aS3, base, field(offRegionBuf))
-	c.rrr(a64Add, aS2, aS2, aS3)
+	c.movImm(aS6, uint64(n))
+	c.memArgFor(pc, ptr, aS6, slot, true)
 }

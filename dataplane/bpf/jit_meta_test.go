@@ -82,10 +82,7 @@ func metaProg(name string) asm.Instructions {
 		asm.JEq.Imm(asm.R0, 0, "pass"),
 		asm.Mov.Reg(asm.R9, asm.R0),
 	}
-	for k := int16(1); k <= 8; k++ {
-		insns = append(insns, asm.LoadImm(asm.R1, int64(0x0102030405060708*int64(k)), asm.DWord),
-			asm.StoreMem(asm.RFP, -8*k, asm.R1, asm.DWord))
-	}
+	insns = append(insns, stackPattern()...)
 	insns = append(insns, asm.LoadImm(asm.R1, 0x1122334455667788, asm.DWord),
 		asm.StoreMem(asm.R9, 0, asm.R1, asm.DWord), asm.StoreMem(asm.R9, 8, asm.R1, asm.DWord))
 	insns = append(insns, metaPtr(asm.R7, "a")...)
@@ -98,40 +95,58 @@ func metaProg(name string) asm.Instructions {
 		asm.Mov.Imm(asm.R5, 77),
 		kfuncCall(name),
 	)
+	insns = append(insns, mixAfterCall(asm.R7)...)
+	for k := int16(0); k < metaVals; k += 8 {
+		insns = append(insns, asm.LoadMem(asm.R1, asm.R9, k, asm.DWord), asm.Mul.Imm(asm.R0, 31), asm.Add.Reg(asm.R0, asm.R1))
+	}
+	return append(insns, asm.Return(), asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), asm.Return())
+}
+
+// stackPattern fills the 64 bytes below fp with a pattern (r1 is
+// clobbered), for a test to see what a helper writes there.
+func stackPattern() asm.Instructions {
+	var insns asm.Instructions
+	for k := int16(1); k <= 8; k++ {
+		insns = append(insns, asm.LoadImm(asm.R1, int64(0x0102030405060708*int64(k)), asm.DWord),
+			asm.StoreMem(asm.RFP, -8*k, asm.R1, asm.DWord))
+	}
+	return insns
+}
+
+// mixAfterCall mixes into r0 (the helper's result) r1-r5 as the helper
+// left them (r1 through save, which it clobbers) and the 64 bytes below
+// fp.
+func mixAfterCall(save asm.Register) asm.Instructions {
+	insns := asm.Instructions{asm.Mov.Reg(save, asm.R1)}
 	mix := func(r asm.Register) {
 		insns = append(insns, asm.Mul.Imm(asm.R0, 31), asm.Add.Reg(asm.R0, r))
 	}
-	insns = append(insns, asm.Mov.Reg(asm.R7, asm.R1))
-	for _, r := range []asm.Register{asm.R7, asm.R2, asm.R3, asm.R4, asm.R5} {
+	for _, r := range []asm.Register{save, asm.R2, asm.R3, asm.R4, asm.R5} {
 		mix(r)
 	}
 	for k := int16(1); k <= 8; k++ {
 		insns = append(insns, asm.LoadMem(asm.R1, asm.RFP, -8*k, asm.DWord))
 		mix(asm.R1)
 	}
-	for k := int16(0); k < metaVals; k += 8 {
-		insns = append(insns, asm.LoadMem(asm.R1, asm.R9, k, asm.DWord))
-		mix(asm.R1)
-	}
-	return append(insns, asm.Return(), asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), asm.Return())
+	return insns
 }
 
-// metaKfuncProg loads metaProg(name) for engine e, with the map and a
-// read-only .rodata.
-func metaKfuncProg(t testing.TB, name string, e Engine) *Program {
+// roProg loads program insns as "b" for engine e with a .rodata of 32
+// bytes (read-only to the program) and the maps in extra.
+func roProg(t testing.TB, insns asm.Instructions, e Engine, extra map[string]*ebpf.MapSpec) *Program {
 	t.Helper()
 	ro := bytes.Repeat([]byte{0x5a}, 32)
-	spec := oneProg("m", metaProg(name), map[string]*ebpf.MapSpec{
-		".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(ro)), MaxEntries: 1,
-			Flags: maps.FlagRdonlyProg, Contents: []ebpf.MapKV{{Key: uint32(0), Value: ro}}},
-		"vals": {Name: "vals", Type: ebpf.Array, KeySize: 4, ValueSize: metaVals, MaxEntries: 1},
-	})
-	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	ms := map[string]*ebpf.MapSpec{".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(len(ro)),
+		MaxEntries: 1, Flags: maps.FlagRdonlyProg, Contents: []ebpf.MapKV{{Key: uint32(0), Value: ro}}}}
+	for k, v := range extra {
+		ms[k] = v
+	}
+	c, err := LoadCollectionSpec(oneProg("b", insns, ms), &Options{NumCPU: 1, Engine: e})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	p, err := c.Program("m")
+	p, err := c.Program("b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,6 +154,13 @@ func metaKfuncProg(t testing.TB, name string, e Engine) *Program {
 		t.Fatal("not compiled")
 	}
 	return p
+}
+
+// metaKfuncProg loads metaProg(name) for engine e, with the map of values.
+func metaKfuncProg(t testing.TB, name string, e Engine) *Program {
+	t.Helper()
+	return roProg(t, metaProg(name), e, map[string]*ebpf.MapSpec{
+		"vals": {Name: "vals", Type: ebpf.Array, KeySize: 4, ValueSize: metaVals, MaxEntries: 1}})
 }
 
 // metaFrame is a frame of n bytes at headroom, metalen bytes of metadata
@@ -203,25 +225,30 @@ func TestJITRxMetaKfuncs(t *testing.T) {
 			frames = append(frames, metaFrame(selStack+8, selStack+8, 60, 2048, 256, 0, hints[len(hints)-1]),
 				metaFrame(uint32(selEnd+k.n), selValue, 100, 356, 256, 0, hints[len(hints)-1]),
 				metaFrame(selMeta, selMeta+2, 8, 64, 32, 32, hints[len(hints)-1]))
-			metaDiff(t, pi, pj, frames)
+			faults, results := frameDiff(t, pi, pj, frames)
+			if faults == 0 || faults == len(frames) || results < 8 {
+				t.Fatalf("%d of %d frames fault, %d distinct results: the cases miss an edge", faults, len(frames), results)
+			}
 		})
 	}
 }
 
-// metaDiff runs frames in both engines and compares them, then the JIT's
-// RunBurst against the interpreter's Run.
-func metaDiff(t *testing.T, pi, pj *Program, frames []Frame) {
+// frameDiff runs frames in both engines and compares them (result,
+// fault, frame offsets and bytes), then the JIT's RunBurst against the
+// interpreter's Run; it returns how many frames faulted and how many
+// distinct results there were, for the caller to hold its cases to.
+func frameDiff(t *testing.T, pi, pj *Program, frames []Frame) (faults, results int) {
 	t.Helper()
 	ri, rj, rw, rb := NewRunner(0), NewRunner(0), NewRunner(0), NewRunner(0)
 	want := make([]Frame, len(frames))
 	wantA := make([]Action, len(frames))
-	faults, answers := 0, map[uint32]bool{}
+	answers := map[uint32]bool{}
 	for i, f0 := range frames {
 		fi, fj := cloneFrame(f0), cloneFrame(f0)
 		vi, oki := ri.RunFrame(pi, &fi)
 		vj, okj := rj.RunFrame(pj, &fj)
 		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-			t.Fatalf("frame %d (%#x %#x, %+v): interpreter %#x %v (%v), JIT %#x %v (%v)", i,
+			t.Fatalf("frame %d (words %#x %#x, %+v): interpreter %#x %v (%v), JIT %#x %v (%v)", i,
 				binary.LittleEndian.Uint32(f0.Buf[f0.Data:]), binary.LittleEndian.Uint32(f0.Buf[f0.Data+4:]), f0.Meta, vi, oki, ri.Fault(), vj, okj, rj.Fault())
 		}
 		if !oki {
@@ -235,9 +262,6 @@ func metaDiff(t *testing.T, pi, pj *Program, frames []Frame) {
 		f := cloneFrame(f0)
 		wantA[i] = rw.Run(pi, &f)
 	}
-	if faults == 0 || faults == len(frames) || len(answers) < 8 {
-		t.Fatalf("%d of %d frames fault, %d distinct results: the cases miss an edge", faults, len(frames), len(answers))
-	}
 	got := cloneFrames(frames) // jit_burst_test.go
 	gotA := make([]Action, len(frames))
 	for at := 0; at < len(got); at += 64 {
@@ -249,6 +273,7 @@ func metaDiff(t *testing.T, pi, pj *Program, frames []Frame) {
 			t.Fatalf("burst frame %d: %v, Run %v (or bytes)", i, gotA[i], wantA[i])
 		}
 	}
+	return faults, len(answers)
 }
 
 // TestJITRxMetaResults: the native kfuncs' answers themselves, not only
@@ -494,19 +519,8 @@ func TestJITRxMetaKeepsRanges(t *testing.T) {
 			faults := 0
 			for l := 0; l <= len(full); l++ {
 				for _, m := range hints {
-					fi, bigI := guardedFrame(full[:l])
-					fj, bigJ := guardedFrame(full[:l])
-					fi.Meta, fj.Meta = m, m
-					vi, oki := ri.RunFrame(pi, fi)
-					vj, okj := rj.RunFrame(pj, fj)
-					if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-						t.Fatalf("%d-byte frame: interpreter %#x %v (%v), JIT %#x %v (%v)", l, vi, oki, ri.Fault(), vj, okj, rj.Fault())
-					}
-					if !oki {
+					if !guardedDiff(t, ri, rj, pi, pj, full[:l], m) {
 						faults++
-					}
-					if !bytes.Equal(bigI, bigJ) {
-						t.Fatalf("%d-byte frame: buffers differ", l)
 					}
 				}
 			}
@@ -515,4 +529,24 @@ func TestJITRxMetaKeepsRanges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// guardedDiff runs pkt with the hints m in a guarded frame (fuzz_test.go)
+// in both engines, fails the test unless they agree (result, fault, the
+// buffer and its canaries) and reports whether the run ended without a
+// fault.
+func guardedDiff(t *testing.T, ri, rj *Runner, pi, pj *Program, pkt []byte, m *RxMeta) bool {
+	t.Helper()
+	fi, bigI := guardedFrame(pkt)
+	fj, bigJ := guardedFrame(pkt)
+	fi.Meta, fj.Meta = m, m
+	vi, oki := ri.RunFrame(pi, fi)
+	vj, okj := rj.RunFrame(pj, fj)
+	if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+		t.Fatalf("%d-byte frame: interpreter %#x %v (%v), JIT %#x %v (%v)", len(pkt), vi, oki, ri.Fault(), vj, okj, rj.Fault())
+	}
+	if !bytes.Equal(bigI, bigJ) {
+		t.Fatalf("%d-byte frame: buffers differ", len(pkt))
+	}
+	return oki
 }
