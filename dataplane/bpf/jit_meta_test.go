@@ -509,11 +509,7 @@ func TestJITRxMetaKeepsRanges(t *testing.T) {
 	hints := []*RxMeta{nil, {Caps: 1, Have: 1, Timestamp: 0x1122334455667788}, {Caps: 1}}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pi := loadRange(t, tc.insns, EngineInterp)
-			pj := loadRange(t, tc.insns, EngineJIT)
-			if n := pj.jit.Load().proven; n != tc.proven {
-				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
-			}
+			pi, pj := rangePair(t, tc.insns, tc.proven)
 			ri, rj := NewRunner(0), NewRunner(0)
 			full := udpFrame(9)
 			faults := 0
@@ -549,4 +545,15 @@ func guardedDiff(t *testing.T, ri, rj *Runner, pi, pj *Program, pkt []byte, m *R
 		t.Fatalf("%d-byte frame: buffers differ", len(pkt))
 	}
 	return oki
+}
+
+// rangePair loads insns in both engines and checks that the JIT's range
+// analysis proved proven accesses.
+func rangePair(t *testing.T, insns asm.Instructions, proven int) (pi, pj *Program) {
+	t.Helper()
+	pi, pj = loadRange(t, insns, EngineInterp), loadRange(t, insns, EngineJIT)
+	if n := pj.jit.Load().proven; n != proven {
+		t.Errorf("%d accesses proven, want %d\n%s", n, proven, pj.Disasm())
+	}
+	return pi, pj
 }

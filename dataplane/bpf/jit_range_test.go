@@ -182,11 +182,7 @@ func TestJITPacketRanges(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pi := loadRange(t, tc.insns, EngineInterp)
-			pj := loadRange(t, tc.insns, EngineJIT)
-			if n := pj.jit.Load().proven; n != tc.proven {
-				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
-			}
+			pi, pj := rangePair(t, tc.insns, tc.proven) // jit_meta_test.go
 			ri, rj := NewRunner(0), NewRunner(0)
 			full := udpFrame(9)
 			full[14] = 0x4f // ihl 15: the variable offsets reach 74
