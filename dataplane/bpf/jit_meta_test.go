@@ -557,3 +557,48 @@ func rangePair(t *testing.T, insns asm.Instructions, proven int) (pi, pj *Progra
 	}
 	return pi, pj
 }
+
+// TestJITRxMetaInSubprogram: the kfuncs called from a bpf-to-bpf
+// subprogram (native local calls), with out pointers into the caller's
+// stack frame and the callee's own, give what the interpreter's give.
+func TestJITRxMetaInSubprogram(t *testing.T) {
+	needJIT(t)
+	insns := asm.Instructions{
+		asm.Mov.Reg(asm.R6, asm.R1),
+		asm.Mov.Imm(asm.R1, 0x33),
+		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.Call.Label("sub"),
+		asm.LoadMem(asm.R1, asm.RFP, -8, asm.DWord),
+		asm.Mul.Imm(asm.R0, 31),
+		asm.Add.Reg(asm.R0, asm.R1),
+		asm.Return(),
+		// sub(ctx in r6, caller's slot in r2): hash into the caller's
+		// slot, type into its own stack.
+		asm.Mov.Imm(asm.R1, 0x44).WithSymbol("sub"),
+		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R1, asm.R6),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -4),
+		kfuncCall("bpf_xdp_metadata_rx_hash"),
+		asm.LoadMem(asm.R1, asm.RFP, -8, asm.DWord),
+		asm.Mul.Imm(asm.R0, 31),
+		asm.Add.Reg(asm.R0, asm.R1),
+		asm.Return(),
+	}
+	pi, pj := loadRange(t, insns, EngineInterp), loadRange(t, insns, EngineJIT)
+	if jitArch && pj.jit.Load().native == 0 {
+		t.Fatal("the kfunc exits to Go")
+	}
+	ri, rj := NewRunner(0), NewRunner(0)
+	ok := 0
+	for _, m := range metaHints() {
+		if guardedDiff(t, ri, rj, pi, pj, udpFrame(9), m) {
+			ok++
+		}
+	}
+	if ok != len(metaHints()) {
+		t.Fatalf("%d of %d runs ended without a fault", ok, len(metaHints()))
+	}
+}
