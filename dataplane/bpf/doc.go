@@ -280,6 +280,15 @@
 // get a record, bpf_ringbuf_submit and _discard exit to Go, which keeps
 // the records and their regions.
 //
+// The XDP RX metadata kfuncs are native on both backends (jit_meta.go,
+// jit_*_meta.go; kfuncRows give them the helper table's native column):
+// r1 the context of a run with a frame and each out pointer checked as
+// storeSlice checks it (a region of the table or the packet's, offset at
+// least lo, its end at most whi) before anything is written, else Go runs
+// the whole call; then -EOPNOTSUPP (Meta nil, or the bit clear in Caps),
+// -ENODATA (clear in Have) or 0 with the values stored from Frame.Meta in
+// callKfunc's order and byte order (vlan_proto big-endian).
+//
 // bpf_loop is native on both backends (jit_loop.go, jit_*_loop.go) in
 // programs whose local calls are native, when r2 is loaded with the
 // callback in a straight line before the call: flags (-EINVAL), nr_loops

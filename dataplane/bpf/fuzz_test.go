@@ -25,6 +25,11 @@ var validOps = []byte{
 }
 
 var fuzzHelpers = []int32{1, 2, 3, 5, 6, 7, 8, 12, 23, 28, 44, 51, 54, 65, 125, 130, 131, 132, 133, 160, 181, 188, 189, 190}
+
+// fuzzKfuncs are the kfuncs the random programs of TestJITRandomKfuncs
+// call in place of some helpers (a bare program cannot name a kfunc, so
+// sanitize itself never emits them).
+var fuzzKfuncs = []int32{kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag}
 var fuzzAtomics = []int32{0x00, 0x01, 0x40, 0x41, 0x50, 0x51, 0xa0, 0xa1, 0xe1, 0xf1}
 
 // sanitize turns random bytes into a program that usually loads: valid

@@ -499,7 +499,7 @@ func (c *amd64Compiler) emitStore(pc int, in insn, info *opInfo) {
 func (c *amd64Compiler) emitCall(pc int, in insn) {
 	switch {
 	case in.op == opTailCall && c.tailCallAt(pc),
-		in.op == opCall && helperOf(in.imm).nativeAny() && c.nativeHelper(pc): // helpers_table.go
+		in.op == opCall && callInfo(in.imm).nativeAny() && c.nativeHelper(pc): // helpers_table.go, kfunc.go
 		c.native++
 	case in.op == opCallLocal && c.calls:
 		c.localCall(pc, in)

@@ -69,18 +69,28 @@ func (c *amd64Compiler) csumDiff(pc int) {
 // pointer in ptr as loadSlice does (nothing to check for n = 0) and stores
 // their address in the scratch slot; S1, S2 and RAX are clobbered.
 func (c *amd64Compiler) memArg(pc int, ptr, size uint8, slot int32) {
+	c.memArgFor(pc, ptr, size, slot, false)
+}
+
+// memArgFor is memArg, or with write the check storeSlice does (the end
+// against whi).
+func (c *amd64Compiler) memArgFor(pc int, ptr, size uint8, slot int32, write bool) {
+	end := func(off int32) int32 { return off }
+	if write {
+		end = writeEnd
+	}
 	c.aluRR(false, 0x85, size, size)
 	skip := c.jcc(ccE)
 	c.aluRR(true, 0x89, xS1, ptr)
 	c.shiftI(true, 5, xS1, 32) // the region number
 	c.aluRI(true, 7, xS1, regionPacket)
 	table := c.jcc(ccNE)
-	field := func(off int32) xmem { return ctxMem(pktField(off)) }
+	field := func(off int32) xmem { return ctxMem(pktField(end(off))) }
 	c.boundsCheck(pc, ptr, size, field)
 	store := c.jmp()
 	c.patch(table, len(c.b))
 	c.tableEntry(pc) // jit_amd64_bytes.go
-	c.boundsCheck(pc, ptr, size, func(off int32) xmem { return xmem{base: xS1, index: -1, disp: off} })
+	c.boundsCheck(pc, ptr, size, func(off int32) xmem { return xmem{base: xS1, index: -1, disp: end(off)} })
 	c.patch(store, len(c.b))
 	c.rm(false, true, []byte{0x89}, xS2, hsMem(slot), false)
 	c.patch(skip, len(c.b))

@@ -74,6 +74,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		return c.ktime(pc) // jit_amd64_time.go
 	case helperLoop:
 		return c.loopAt(pc) // jit_amd64_loop.go
+	case kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag:
+		return c.rxMeta(pc) // jit_amd64_meta.go
 	case helperXdpGetBuffLen:
 		c.frameArg(pc)
 		c.ldq(xAX, xS2, offDataEnd)

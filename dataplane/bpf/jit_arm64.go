@@ -304,7 +304,7 @@ func (c *arm64Compiler) emitCall(pc int, in insn) {
 		c.localCall(pc, in)
 		c.ncalls++
 		return
-	case in.op == opCall && helperOf(in.imm).nativeAny(): // helpers_table.go
+	case in.op == opCall && callInfo(in.imm).nativeAny(): // helpers_table.go, kfunc.go
 		if c.nativeHelper(pc) { // jit_arm64_hash.go
 			c.native++
 			return

@@ -60,16 +60,26 @@ func (c *arm64Compiler) csumDiff(pc int) {
 // pointer in ptr as loadSlice does and stores their address in the
 // scratch slot (see the amd64 version); X9-X13 are clobbered.
 func (c *arm64Compiler) memArg(pc int, ptr, size uint32, slot int32) {
+	c.memArgFor(pc, ptr, size, slot, false)
+}
+
+// memArgFor is memArg, or with write the check storeSlice does (the end
+// against whi).
+func (c *arm64Compiler) memArgFor(pc int, ptr, size uint32, slot int32, write bool) {
+	end := func(off int32) int32 { return off }
+	if write {
+		end = writeEnd
+	}
 	c.rrr(a64Cmp&^a64W, 0, size, aZR)
 	skip := c.branch(aEQ)
 	c.bfm(a64Ubfm, aS1, ptr, 32, 63)                          // lsr x9, ptr, #32
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionPacket))) // cmp x9, #packet
 	table := c.branch(aNE)
-	c.boundsCheck(pc, ptr, size, aCtx, pktField)
+	c.boundsCheck(pc, ptr, size, aCtx, func(off int32) int32 { return pktField(end(off)) })
 	store := c.branch(aAL)
 	c.patch(table, len(c.b))
 	c.tableEntry(pc) // jit_arm64_bytes.go
-	c.boundsCheck(pc, ptr, size, aS1, func(off int32) int32 { return off })
+	c.boundsCheck(pc, ptr, size, aS1, end)
 	c.patch(store, len(c.b))
 	c.str(aS2, aCtx, offHS+8*slot)
 	c.patch(skip, len(c.b))

@@ -37,6 +37,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		return c.deleteAt(pc)
 	case helperLoop:
 		return c.loopAt(pc) // jit_arm64_loop.go
+	case kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag:
+		return c.rxMeta(pc) // jit_arm64_meta.go
 	case helperRedirect, helperRedirectMap, helperGetPrandomU32, helperGetSmpProcessor:
 		return c.redirectHelper(pc) // jit_arm64_redirect.go
 	case helperCsumDiff:

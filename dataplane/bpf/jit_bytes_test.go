@@ -5,9 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // The native bpf_xdp_load_bytes and bpf_xdp_store_bytes (jit_amd64_bytes.go,
@@ -34,10 +32,7 @@ func bytesProg(id asm.BuiltinFunc) asm.Instructions {
 		asm.LoadMem(asm.R8, asm.R2, 4, asm.Word),
 		asm.LoadMem(asm.R9, asm.R2, 8, asm.Word),
 	}
-	for k := int16(1); k <= 8; k++ {
-		insns = append(insns, asm.LoadImm(asm.R1, int64(0x0102030405060708*int64(k)), asm.DWord),
-			asm.StoreMem(asm.RFP, -8*k, asm.R1, asm.DWord))
-	}
+	insns = append(insns, stackPattern()...)
 	insns = append(insns,
 		asm.Mov.Reg(asm.R3, asm.R9),
 		asm.JGE.Imm(asm.R9, 0x100, "notstack"),
@@ -58,17 +53,7 @@ func bytesProg(id asm.BuiltinFunc) asm.Instructions {
 		asm.Mov.Imm(asm.R5, 77),
 		id.Call(),
 	)
-	mix := func(r asm.Register) {
-		insns = append(insns, asm.Mul.Imm(asm.R0, 31), asm.Add.Reg(asm.R0, r))
-	}
-	insns = append(insns, asm.Mov.Reg(asm.R9, asm.R1))
-	for _, r := range []asm.Register{asm.R9, asm.R2, asm.R3, asm.R4, asm.R5} {
-		mix(r)
-	}
-	for k := int16(1); k <= 8; k++ {
-		insns = append(insns, asm.LoadMem(asm.R1, asm.RFP, -8*k, asm.DWord))
-		mix(asm.R1)
-	}
+	insns = append(insns, mixAfterCall(asm.R9)...)
 	return append(insns, asm.Return(), asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), asm.Return())
 }
 
@@ -126,43 +111,8 @@ func TestJITXdpBytes(t *testing.T) {
 			if jitArch && pj.jit.Load().native == 0 {
 				t.Fatalf("%v compiled as an exit to Go", id)
 			}
-			ri, rj, rw, rb := NewRunner(0), NewRunner(0), NewRunner(0), NewRunner(0)
-			want := make([]Frame, len(frames))
-			wantA := make([]Action, len(frames))
-			faults := 0
-			for i, f0 := range frames {
-				fi, fj := cloneFrame(f0), cloneFrame(f0)
-				vi, oki := ri.RunFrame(pi, &fi)
-				vj, okj := rj.RunFrame(pj, &fj)
-				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-					t.Fatalf("frame %d: interpreter %#x %v (%v), JIT %#x %v (%v)", i, vi, oki, ri.Fault(), vj, okj, rj.Fault())
-				}
-				if !oki {
-					faults++
-				}
-				if fi.DataMeta != fj.DataMeta || fi.Data != fj.Data || fi.DataEnd != fj.DataEnd || !bytes.Equal(fi.Buf, fj.Buf) {
-					t.Fatalf("frame %d: the frames differ", i)
-				}
-				want[i] = fi
-				f := cloneFrame(f0)
-				wantA[i] = rw.Run(pi, &f)
-			}
-			if faults == 0 || faults == len(frames) {
+			if faults, _ := frameDiff(t, pi, pj, frames); faults == 0 || faults == len(frames) {
 				t.Fatalf("%d of %d frames fault: the cases miss an edge", faults, len(frames))
-			}
-			got := make([]Frame, len(frames))
-			for i := range frames {
-				got[i] = cloneFrame(frames[i])
-			}
-			gotA := make([]Action, len(frames))
-			for at := 0; at < len(got); at += 64 {
-				end := min(at+64, len(got))
-				rb.RunBurst(pj, got[at:end], gotA[at:end], nil)
-			}
-			for i := range got {
-				if gotA[i] != wantA[i] || !bytes.Equal(got[i].Buf, want[i].Buf) {
-					t.Fatalf("burst frame %d: %v, Run %v (or bytes)", i, gotA[i], wantA[i])
-				}
 			}
 		})
 	}
@@ -172,23 +122,7 @@ func TestJITXdpBytes(t *testing.T) {
 // (read-only to the program) for the read-only buffer case.
 func bytesHelperProg(t *testing.T, insns asm.Instructions, e Engine) *Program {
 	t.Helper()
-	ro := bytes.Repeat([]byte{0x5a}, 32)
-	spec := oneProg("b", insns, map[string]*ebpf.MapSpec{".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4,
-		ValueSize: uint32(len(ro)), MaxEntries: 1, Flags: maps.FlagRdonlyProg,
-		Contents: []ebpf.MapKV{{Key: uint32(0), Value: ro}}}})
-	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	p, err := c.Program("b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if e == EngineJIT && p.Engine() != EngineJIT {
-		t.Fatal("not compiled")
-	}
-	return p
+	return roProg(t, insns, e, nil) // jit_meta_test.go
 }
 
 // FuzzJITXdpBytes: either helper (chosen by the input) with an offset,

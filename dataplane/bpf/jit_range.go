@@ -282,7 +282,7 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 		t := s.clone()
 		compareRange(in, &t, s)
 		return &t, s, true
-	case o == opCall && helperOf(in.imm).keepsPacketRange():
+	case o == opCall && callInfo(in.imm).keepsPacketRange(): // helpers_table.go, kfunc.go
 		s.afterHelper()
 	case o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
 		s.forget()

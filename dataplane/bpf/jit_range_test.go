@@ -182,26 +182,13 @@ func TestJITPacketRanges(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pi := loadRange(t, tc.insns, EngineInterp)
-			pj := loadRange(t, tc.insns, EngineJIT)
-			if n := pj.jit.Load().proven; n != tc.proven {
-				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
-			}
+			pi, pj := rangePair(t, tc.insns, tc.proven) // jit_meta_test.go
 			ri, rj := NewRunner(0), NewRunner(0)
 			full := udpFrame(9)
 			full[14] = 0x4f // ihl 15: the variable offsets reach 74
 			for l := 0; l <= len(full); l++ {
 				pkt := full[:l]
-				fi, bigI := guardedFrame(pkt)
-				fj, bigJ := guardedFrame(pkt)
-				vi, oki := ri.RunFrame(pi, fi)
-				vj, okj := rj.RunFrame(pj, fj)
-				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-					t.Fatalf("%d-byte frame: interpreter %#x %v (%v), JIT %#x %v (%v)", l, vi, oki, ri.Fault(), vj, okj, rj.Fault())
-				}
-				if string(bigI) != string(bigJ) {
-					t.Fatalf("%d-byte frame: buffers differ", l)
-				}
+				guardedDiff(t, ri, rj, pi, pj, pkt, nil) // jit_meta_test.go
 				// A bare run: the JIT's program runs in the interpreter
 				// when it has proven accesses, with the same result.
 				mi, mj := append([]byte(nil), pkt...), append([]byte(nil), pkt...)

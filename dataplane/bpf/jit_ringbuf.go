@@ -21,6 +21,16 @@ import "github.com/xnic-dev/xnic/dataplane/maps"
 // given then. The refusal leaves RingBuf's pending position where it was;
 // the next Reserve in Go moves it (it is a cursor, not state a consumer
 // reads).
+//
+// Why a record that can be reserved still goes to Go: producers take
+// RingBuf's lock, a sync.Mutex native code cannot take; the record's
+// region is the payload slice, a Go pointer native code would have to
+// write into the region table without a write barrier; Runner.records
+// holds the ring as an interface (Go pointers again); and a commit may owe
+// the consumer a wakeup, a channel send. Each needs a numbers-only
+// counterpart (a lock word both sides take, regions over the ring's whole
+// buffer bounded by position, a record list Go adopts on every return, a
+// wakeup exit) before reserve, output, submit and discard can be native.
 type jitRing struct {
 	handle uint64  // regionMap<<32 | map number
 	coll   uintptr // the *Collection the number resolves in

@@ -29,6 +29,30 @@ var kfuncNames = map[string]int32{
 // isKfunc reports whether a helper number is one of the kfuncs.
 func isKfunc(id int32) bool { return id >= kfuncRxVLANTag && id <= kfuncRxTimestamp }
 
+// kfuncRows describe the kfuncs as helperRows describe helpers (their
+// arguments, the native column the JIT backends read, keepsPacket),
+// indexed by -id-1. They are not in helperOf's index: the loader accepts
+// a kfunc's number only from a resolved kfunc call, never as a helper
+// number. The metadata kfuncs keep packet ranges: they store only through
+// their out pointers and move neither data nor data_end, as the kernel's
+// verifier holds (kernel/bpf/verifier.c, check_kfunc_call: packet pointers
+// are invalidated only after a kfunc that changes packet data,
+// bpf_is_kfunc_pkt_changing, which these are not).
+var kfuncRows = [...]helperInfo{
+	-kfuncRxTimestamp - 1: {args: sig(argCtx, argMem), keepsPacket: true, native: "r1 the context of a run with a frame, the out pointer checked as storeSlice does"},
+	-kfuncRxHash - 1:      {args: sig(argCtx, argMem, argMem), keepsPacket: true, native: "r1 the context of a run with a frame, the out pointers checked as storeSlice does"},
+	-kfuncRxVLANTag - 1:   {args: sig(argCtx, argMem, argMem), keepsPacket: true, native: "r1 the context of a run with a frame, the out pointers checked as storeSlice does"},
+}
+
+// callInfo describes what an opCall calls: a helper (helperOf) or a kfunc
+// (kfuncRows); nil when xnic knows neither.
+func callInfo(id int64) *helperInfo {
+	if id == int64(int32(id)) && isKfunc(int32(id)) {
+		return &kfuncRows[-id-1]
+	}
+	return helperOf(id)
+}
+
 // resolveKfunc returns the number of the kfunc called name, or an error
 // wrapping ErrKfunc that names it.
 func resolveKfunc(name string) (int32, error) {
