@@ -86,7 +86,7 @@ func (o *dpRunOptions) flags(fs *flag.FlagSet) {
 	fs.StringVar(&o.perfPcap, "perf-pcap", "", "write the frame bytes of perf event samples to this pcapng (samples are printed on stderr either way)")
 	fs.StringVar(&o.fibFile, "fib", "", "the FIB of bpf_fib_lookup/bpf_check_mtu: ports (by ifindex, 1..N), routes and neighbours in JSON (xnic help fib)")
 	fs.StringVar(&o.mapFile, "maps", "", "preload maps from FILE before the --map entries: bpftool map dump JSON or hex lines (xnic help maps)")
-	fs.DurationVar(&o.duration, "duration", 0, "stop after this long (default: until interrupted)")
+	fs.DurationVar(&o.duration, "duration", 0, "run this long once the ports are up (default: until interrupted)")
 	fs.DurationVar(&o.interval, "interval", time.Second, "time between two rate lines")
 	fs.BoolVar(&o.busy, "busy-poll", false, "poll without sleeping on interrupts when idle")
 	fs.StringVar(&o.tap, "tap", "xnic%d", "TAP device per port for XDP_PASS (%d: port index; none: no TAP)")
@@ -127,11 +127,6 @@ func dpRunCmd(args []string, stdout, stderr io.Writer) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if o.duration > 0 {
-		var c2 context.CancelFunc
-		ctx, c2 = context.WithTimeout(ctx, o.duration)
-		defer c2()
-	}
 	return dpRun(ctx, &o, stdout, stderr)
 }
 
@@ -212,6 +207,13 @@ func dpRun(ctx context.Context, o *dpRunOptions, stdout, stderr io.Writer) error
 	if !o.json {
 		fmt.Fprintf(stdout, "running %s (%s) on %d port(s), %d queue(s) each; ifindex 1..%d\n",
 			rp.prog.Name(), o.prog, len(ports), o.Queues, len(ports))
+	}
+	if o.duration > 0 {
+		// --duration counts from here: bring-up, loading and compiling
+		// take what they take, and the run still lasts as long as asked.
+		var stopRun context.CancelFunc
+		ctx, stopRun = context.WithTimeout(ctx, o.duration)
+		defer stopRun()
 	}
 	if err := r.rateLoop(ctx, stdout); err != nil {
 		return err
