@@ -1,0 +1,92 @@
+//go:build linux && arm64
+
+package bpf
+
+// Native bpf_tail_call for the arm64 backend: the steps of the amd64 one
+// (tailCall in jit_amd64_helpers.go, with its contract) in the scratch
+// registers X9-X14, every BPF register left as it was until the jump.
+// The slot's entry, which Go replaces at any time (ProgArray.SetProg
+// stores it atomically), is read once with LDAR: a load-acquire, as
+// atomic.Pointer's Load is on arm64, so the entry's fields read after it
+// are those of the program Go stored. The code of the target is entered
+// with BR: the link register still holds jitEnter's return address, so
+// the target's exit returns to Go as the caller's would have.
+
+// tailCallAt emits the tail call at pc natively when r2 is loaded with a
+// program array before it (tailArrayAt), and reports whether it did.
+func (c *arm64Compiler) tailCallAt(pc int) bool {
+	a, ok := c.env.tailArrayAt(c.plain, c.targets, pc) // jit_tail_targets.go
+	if ok {
+		c.tailCall(pc, a)
+	}
+	return ok
+}
+
+// tailCall is bpf_tail_call through a, as the amd64 one: r2 not a's
+// handle or the Runner bound to another collection go to the slow path;
+// past maxTailCalls the code goes on after the call; r1 not the context,
+// or a run without a frame, go to the slow path; an index (r3's low 32
+// bits) past the array, an empty slot or a program of another collection
+// go on after the call; a target without native code goes to the slow
+// path; else the count (kept in X14 from its first load) goes up, the
+// target's id is left in jitState.tail and the code branches to the
+// target's first instruction.
+func (c *arm64Compiler) tailCall(pc int, a jitProgArray) {
+	c.movImm(aS1, a.handle)
+	c.cmp(2, aS1)
+	c.slowIf(aNE, pc)
+	c.movImm(aS4, uint64(a.coll)) // kept in X12 for the target's check
+	c.cmpField(aCtx, offColl, aS4)
+	c.slowIf(aNE, pc)
+	var next []a64Fixup
+	c.ldr(aS6, aCtx, offTails)
+	c.w(a64Imm12(a64SubsImm, aZR, aS6, maxTailCalls)) // cmp x14, #33
+	next = append(next, c.branch(aGE))
+	c.movImm(aS1, regionCtx<<32)
+	c.cmp(1, aS1)
+	c.slowIf(aNE, pc)
+	c.ldr(aS1, aCtx, offJFrame)
+	c.cmp(aS1, aZR)
+	c.slowIf(aEQ, pc)
+	c.mov32(aS1, 3) // index = uint32(r3)
+	c.movImm(aS2, uint64(a.slots.N))
+	c.cmp(aS1, aS2)
+	next = append(next, c.branch(aHS))
+	c.movImm(aS2, uint64(a.slots.Base))
+	c.w(a64RRRShift(a64Add, aS2, aS2, aS1, 3)) // &slots[index]
+	c.w(a64Excl(a64Ldar, 0, aS2, aS2))         // the slot's entry
+	c.cmp(aS2, aZR)
+	next = append(next, c.branch(aEQ))
+	// The entry's interface must hold a *Program (its type word), not nil.
+	c.movImm(aS1, uint64(progType))
+	c.cmpField(aS2, int32(a.slots.ValueOff), aS1)
+	next = append(next, c.branch(aNE))
+	c.ldr(aS2, aS2, int32(a.slots.ValueOff)+8) // the *Program
+	c.cmp(aS2, aZR)
+	next = append(next, c.branch(aEQ))
+	c.cmpField(aS2, offProgColl, aS4)
+	next = append(next, c.branch(aNE))
+	c.ldr(aS1, aS2, offProgJIT)
+	c.cmp(aS1, aZR)
+	c.slowIf(aEQ, pc)
+	c.w(a64Imm12(a64AddImm, aS6, aS6, 1))
+	c.str(aS6, aCtx, offTails) // the count
+	c.ldrWOff(aS2, aS2, offProgID)
+	c.str(aS2, aCtx, offTail)
+	c.ldr(aS1, aS1, offJITProgBase)
+	c.w(a64RR(a64Br, 0, aS1))
+	for _, f := range next {
+		c.patch(f, len(c.b))
+	}
+}
+
+// ldrWOff is LDR Wt, [Xn, #off]: a 32-bit load, zero-extended (X13 is
+// scratch for an offset the scaled immediate does not reach).
+func (c *arm64Compiler) ldrWOff(t, n uint32, off int32) {
+	if off >= 0 && off%4 == 0 && off/4 < 4096 {
+		c.w(a64Imm12(a64LdrWImm, t, n, uint32(off/4)))
+		return
+	}
+	c.movImm(aS5, uint64(int64(off)))
+	c.ldrW(t, n, aS5)
+}
