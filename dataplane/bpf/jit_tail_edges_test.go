@@ -1,0 +1,375 @@
+package bpf
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// Edge cases of bpf_tail_call, native (jit_amd64_helpers.go,
+// jit_arm64_tail.go) against the interpreter (Runner.tailCall), on every
+// architecture with a JIT: the last slot and the first index past the
+// array, an index whose high half is set (the kernel reads a u32), an
+// empty slot, a target without native code, chains of exactly
+// maxTailCalls and one more, the count reset per run through a burst, a
+// target replaced by Go while runs go on, and a tail call from a
+// bpf-to-bpf subprogram.
+
+// tailEdgeSlots is the program array's size; slot 0 holds step, slot 1
+// plain (whose native code the test drops), slot 2 nothing, the last
+// slot last.
+const tailEdgeSlots = 4
+
+// tailCallOf loads the program array jmp into r2 and tail-calls slot r3.
+func tailCallOf(idx asm.Instruction) asm.Instructions {
+	return asm.Instructions{idx, asm.LoadMapPtr(asm.R2, 0).WithReference("jmp"), asm.FnTailCall.Call()}
+}
+
+// pktBounds loads data into r2 and branches to "pass" unless n bytes of
+// packet follow it (r1 the context; r3 and r4 clobbered).
+func pktBounds(n int32) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+		asm.Mov.Reg(asm.R4, asm.R2),
+		asm.Add.Imm(asm.R4, n),
+		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+	}
+}
+
+// tailSpec is a collection of the programs in progs (name: instructions)
+// around a program array jmp of slots entries.
+func tailSpec(slots uint32, progs map[string]asm.Instructions) *ebpf.CollectionSpec {
+	spec := &ebpf.CollectionSpec{
+		Maps:     map[string]*ebpf.MapSpec{"jmp": {Name: "jmp", Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: slots}},
+		Programs: map[string]*ebpf.ProgramSpec{},
+	}
+	for name, insns := range progs {
+		spec.Programs[name] = &ebpf.ProgramSpec{Name: name, Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"}
+	}
+	return spec
+}
+
+// loadTailSpec loads spec for engine e and fills jmp's slots with the
+// programs named (slot: name).
+func loadTailSpec(t *testing.T, spec *ebpf.CollectionSpec, e Engine, slots map[uint32]string) *Collection {
+	t.Helper()
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pa := tailArray(t, c)
+	for slot, name := range slots {
+		p := mustProg(t, c, name)
+		if err := pa.SetProg(slot, p, p.ID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return c
+}
+
+// tailArray is c's program array jmp.
+func tailArray(t *testing.T, c *Collection) *maps.ProgArray {
+	t.Helper()
+	m, err := c.Map("jmp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa, ok := m.(*maps.ProgArray)
+	if !ok {
+		t.Fatalf("jmp is a %T", m)
+	}
+	return pa
+}
+
+// loadTailEdges loads the edge programs for e: main reads packet bytes
+// 0-2 as n, the index's low byte and its high word's low byte, and
+// tail-calls slot index with n in r6 (XDP_PASS when the call falls
+// through); step returns XDP_TX when r6 is 0, else decrements it and
+// tail-calls slot 0 (itself), returning XDP_DROP when that falls through:
+// n+1 tail calls in all. last and plain write 0xab and 0xcd at packet
+// byte 3 and return XDP_TX. On the JIT, plain's native code is dropped.
+func loadTailEdges(t *testing.T, e Engine) *Collection {
+	t.Helper()
+	main := pktBounds(4)
+	main = append(main,
+		asm.LoadMem(asm.R6, asm.R2, 0, asm.Byte),
+		asm.LoadMem(asm.R7, asm.R2, 1, asm.Byte),
+		asm.LoadMem(asm.R8, asm.R2, 2, asm.Byte),
+		asm.LSh.Imm(asm.R8, 32),
+		asm.Or.Reg(asm.R7, asm.R8),
+	)
+	main = append(main, tailCallOf(asm.Mov.Reg(asm.R3, asm.R7))...)
+	main = append(main, asm.Mov.Imm(asm.R0, int32(ActionPass)).WithSymbol("pass"), asm.Return())
+	step := asm.Instructions{asm.JEq.Imm(asm.R6, 0, "done"), asm.Sub.Imm(asm.R6, 1)}
+	step = append(step, tailCallOf(asm.Mov.Imm(asm.R3, 0))...)
+	step = append(step, asm.Mov.Imm(asm.R0, int32(ActionDrop)), asm.Return(),
+		asm.Mov.Imm(asm.R0, int32(ActionTX)).WithSymbol("done"), asm.Return())
+	mark := func(b int64) asm.Instructions {
+		insns := pktBounds(4)
+		return append(insns, asm.StoreImm(asm.R2, 3, b, asm.Byte), asm.Mov.Imm(asm.R0, int32(ActionTX)), asm.Return(),
+			asm.Mov.Imm(asm.R0, int32(ActionPass)).WithSymbol("pass"), asm.Return())
+	}
+	spec := tailSpec(tailEdgeSlots, map[string]asm.Instructions{
+		"main": main, "step": step, "last": mark(0xab), "plain": mark(0xcd),
+	})
+	c := loadTailSpec(t, spec, e, map[uint32]string{0: "step", 1: "plain", tailEdgeSlots - 1: "last"})
+	if e == EngineJIT {
+		mustProg(t, c, "plain").releaseJIT()
+	}
+	return c
+}
+
+// tailEdgeCase is a frame of TestJITTailEdges: packet bytes 0-2 (main's
+// n, index, index>>32) and what the run gives.
+type tailEdgeCase struct {
+	name  string
+	pkt   [3]byte
+	want  Action
+	mark  byte   // packet byte 3 after the run
+	tails int    // tail calls made (Runner.tails)
+	to    string // the program the last one went to
+}
+
+var tailEdgeCases = []tailEdgeCase{
+	{"one call", [3]byte{0, 0, 0}, ActionTX, 0, 1, "step"},
+	{"32 more: 33 in all", [3]byte{maxTailCalls - 1, 0, 0}, ActionTX, 0, maxTailCalls, "step"},
+	{"33 more: the 34th falls through", [3]byte{maxTailCalls, 0, 0}, ActionDrop, 0, maxTailCalls, "step"},
+	{"far past the limit", [3]byte{200, 0, 0}, ActionDrop, 0, maxTailCalls, "step"},
+	{"index max_entries-1", [3]byte{0, tailEdgeSlots - 1, 0}, ActionTX, 0xab, 1, "last"},
+	{"index max_entries", [3]byte{0, tailEdgeSlots, 0}, ActionPass, 0, 0, ""},
+	{"index 255", [3]byte{0, 255, 0}, ActionPass, 0, 0, ""},
+	{"empty slot", [3]byte{0, 2, 0}, ActionPass, 0, 0, ""},
+	{"high half ignored", [3]byte{0, tailEdgeSlots - 1, 1}, ActionTX, 0xab, 1, "last"},
+	{"high half, index max_entries", [3]byte{0, tailEdgeSlots, 1}, ActionPass, 0, 0, ""},
+	{"target without native code", [3]byte{0, 1, 0}, ActionTX, 0xcd, 1, "plain"},
+}
+
+func (tc tailEdgeCase) frame() Frame {
+	pkt := make([]byte, 60)
+	copy(pkt, tc.pkt[:])
+	return *newFrame(pkt)
+}
+
+// TestJITTailEdges: the cases of tailEdgeCases give their verdict and
+// packet byte, the same on the interpreter and the JIT (faults included),
+// through Run, RunFrame and RunBurst (whose frames alternate chains that
+// stop at the limit with ones that do not: the count starts at 0 for
+// each frame); the tail calls the JIT compiles natively leave, after a
+// run done in one native round, the count and the target's id where Go
+// reads them (Runner.tails, jitState.tail), so they did not go to Go.
+func TestJITTailEdges(t *testing.T) {
+	needJIT(t)
+	ci, cj := loadTailEdges(t, EngineInterp), loadTailEdges(t, EngineJIT)
+	pi, pj := mustProg(t, ci, "main"), mustProg(t, cj, "main")
+	if nativeTailArch && pj.jit.Load().native == 0 {
+		t.Fatal("main's tail call is not native")
+	}
+	if nativeTailArch && mustProg(t, cj, "step").jit.Load().native == 0 {
+		t.Fatal("step's tail call is not native")
+	}
+	ri, rj := NewRunner(0), NewRunner(0)
+	warm := tailEdgeCases[0].frame()
+	rj.Run(pj, &warm) // binds the collection: later runs start in native code
+	for _, tc := range tailEdgeCases {
+		fi, fj := tc.frame(), tc.frame()
+		vi, vj := ri.Run(pi, &fi), rj.Run(pj, &fj)
+		if vi != tc.want || vj != tc.want || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("%s: interpreter %v (%v), JIT %v (%v), want %v", tc.name, vi, ri.Fault(), vj, rj.Fault(), tc.want)
+		}
+		if got := fj.Buf[fj.Data+3]; got != tc.mark || fi.Buf[fi.Data+3] != tc.mark {
+			t.Errorf("%s: packet byte 3 %#x (interpreter %#x), want %#x", tc.name, got, fi.Buf[fi.Data+3], tc.mark)
+		}
+		if ri.tails != tc.tails || rj.tails != tc.tails {
+			t.Errorf("%s: %d tail calls (interpreter %d), want %d", tc.name, rj.tails, ri.tails, tc.tails)
+		}
+		var id uint64
+		if tc.to != "" && tc.to != "plain" && nativeTailArch {
+			id = uint64(mustProg(t, cj, tc.to).ID())
+		}
+		if got := rj.jit.tail; got != id {
+			t.Errorf("%s: jitState.tail %d, want %d (the native call's target)", tc.name, got, id)
+		}
+		fj = tc.frame()
+		if v, ok := rj.RunFrame(pj, &fj); Action(v) != tc.want || !ok {
+			t.Errorf("%s: RunFrame %d %v (%v)", tc.name, v, ok, rj.Fault())
+		}
+	}
+	var frames []Frame
+	for range 3 {
+		for _, tc := range tailEdgeCases {
+			frames = append(frames, tc.frame())
+		}
+	}
+	got := make([]Action, len(frames))
+	if n, ff := rj.RunBurst(pj, frames, got, nil); n != len(frames) || ff >= 0 {
+		t.Fatalf("burst: %d of %d, first fault %d: %v", n, len(frames), ff, rj.Fault())
+	}
+	for i, v := range got {
+		tc := tailEdgeCases[i%len(tailEdgeCases)]
+		if v != tc.want || frames[i].Buf[frames[i].Data+3] != tc.mark {
+			t.Errorf("burst frame %d (%s): %v, byte 3 %#x; want %v, %#x", i, tc.name, v, frames[i].Buf[frames[i].Data+3], tc.want, tc.mark)
+		}
+	}
+}
+
+// TestJITTailReplaced: while Go replaces the target in slot 0 (one
+// returning XDP_TX, one XDP_DROP, then none) as fast as it can, every run
+// of a program tail-calling slot 0 gives one of their verdicts (XDP_PASS
+// for none) without a fault, through Run and RunBurst; once the writer
+// stops, every run gives the verdict of what the slot holds.
+func TestJITTailReplaced(t *testing.T) {
+	for _, e := range []Engine{EngineInterp, EngineJIT} {
+		t.Run(e.String(), func(t *testing.T) {
+			if e == EngineJIT {
+				needJIT(t)
+			}
+			testTailReplaced(t, e)
+		})
+	}
+}
+
+func testTailReplaced(t *testing.T, e Engine) {
+	main := tailCallOf(asm.Mov.Imm(asm.R3, 0))
+	main = append(main, asm.Mov.Imm(asm.R0, int32(ActionPass)), asm.Return())
+	ret := func(a Action) asm.Instructions { return asm.Instructions{asm.Mov.Imm(asm.R0, int32(a)), asm.Return()} }
+	c := loadTailSpec(t, tailSpec(1, map[string]asm.Instructions{"main": main, "tx": ret(ActionTX), "drop": ret(ActionDrop)}), e, nil)
+	p, tx, drop := mustProg(t, c, "main"), mustProg(t, c, "tx"), mustProg(t, c, "drop")
+	if e == EngineJIT && nativeTailArch && p.jit.Load().native == 0 {
+		t.Fatal("the tail call is not native")
+	}
+	pa := tailArray(t, c)
+	var key [4]byte
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	var werr atomic.Value
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for !stop.Load() {
+			for _, q := range []*Program{tx, drop} {
+				if err := pa.SetProg(0, q, q.ID()); err != nil {
+					werr.Store(err)
+					return
+				}
+			}
+			if err := pa.Delete(key[:]); err != nil {
+				werr.Store(err)
+				return
+			}
+		}
+	}()
+	r := NewRunner(0)
+	seen := map[Action]int{}
+	frames := make([]Frame, 32)
+	verdicts := make([]Action, len(frames))
+	for round := 0; round < 200; round++ {
+		for i := range frames {
+			frames[i] = *newFrame(make([]byte, 60))
+		}
+		if n, ff := r.RunBurst(p, frames, verdicts, nil); n != len(frames) || ff >= 0 {
+			stop.Store(true)
+			wg.Wait()
+			t.Fatalf("burst: %d of %d, first fault %d: %v", n, len(frames), ff, r.Fault())
+		}
+		f := *newFrame(make([]byte, 60))
+		for _, v := range append(verdicts, r.Run(p, &f)) {
+			seen[v]++
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if err, _ := werr.Load().(error); err != nil {
+		t.Fatal(err)
+	}
+	for v := range seen {
+		if v != ActionTX && v != ActionDrop && v != ActionPass {
+			t.Fatalf("verdicts %v: %v is none of the targets'", seen, v)
+		}
+	}
+	t.Logf("verdicts while the slot changed: %v", seen)
+	for _, q := range []*Program{drop, tx, nil} {
+		want := map[*Program]Action{drop: ActionDrop, tx: ActionTX, nil: ActionPass}[q]
+		if q != nil {
+			if err := pa.SetProg(0, q, q.ID()); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := pa.Delete(key[:]); err != nil {
+			t.Fatal(err)
+		}
+		for range 3 {
+			f := *newFrame(make([]byte, 60))
+			if v := r.Run(p, &f); v != want {
+				t.Fatalf("slot holding %v: %v, want %v", q, v, want)
+			}
+		}
+	}
+}
+
+// TestJITTailFromSubprogram: a tail call made in a bpf-to-bpf subprogram
+// replaces the subprogram's frame, as in the kernel (which allows it
+// since Linux 5.10 where the JIT supports it, with the caller's frame
+// kept): the target runs on the subprogram's stack frame (r10 as the
+// subprogram had it) and its exit returns to the subprogram's caller,
+// which goes on after its call. main returns what sub returned less 1:
+// the target's 3 (through its stack) when packet byte 0 names slot 0,
+// sub's own 4 when the call falls through (slot 1 is empty, 2 past the
+// array).
+func TestJITTailFromSubprogram(t *testing.T) {
+	needJIT(t)
+	sub := pktBounds(1)
+	sub = append(sub, asm.LoadMem(asm.R3, asm.R2, 0, asm.Byte))
+	sub[0] = sub[0].WithSymbol("sub")
+	sub = append(sub, tailCallOf(asm.Mov.Reg(asm.R3, asm.R3))...)
+	sub = append(sub, asm.Mov.Imm(asm.R0, 4).WithSymbol("pass"), asm.Return())
+	main := asm.Instructions{
+		asm.Mov.Imm(asm.R6, 0x77),
+		asm.StoreMem(asm.R10, -8, asm.R6, asm.DWord),
+		asm.Call.Label("sub"),
+		asm.LoadMem(asm.R1, asm.R10, -8, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0x77, "bad"),
+		asm.Sub.Imm(asm.R0, 1),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("bad"),
+		asm.Return(),
+	}
+	main = append(main, sub...)
+	tgt := asm.Instructions{
+		asm.Mov.Imm(asm.R6, 3),
+		asm.StoreMem(asm.R10, -8, asm.R6, asm.DWord),
+		asm.LoadMem(asm.R0, asm.R10, -8, asm.DWord),
+		asm.Return(),
+	}
+	spec := tailSpec(2, map[string]asm.Instructions{"main": main, "tgt": tgt})
+	run := func(e Engine) []Action {
+		c := loadTailSpec(t, spec, e, map[uint32]string{0: "tgt"})
+		p := mustProg(t, c, "main")
+		if e == EngineJIT && nativeTailArch && p.jit.Load().native == 0 {
+			t.Fatal("the tail call is not native")
+		}
+		r := NewRunner(0)
+		var out []Action
+		for range 2 {
+			for _, slot := range []byte{0, 1, 2} {
+				f := *newFrame([]byte{slot, 0, 0, 0})
+				out = append(out, r.Run(p, &f))
+				if r.Fault() != nil {
+					t.Fatalf("%v, slot %d: %v", e, slot, r.Fault())
+				}
+			}
+		}
+		return out
+	}
+	want := []Action{ActionPass, ActionTX, ActionTX, ActionPass, ActionTX, ActionTX}
+	for _, e := range []Engine{EngineInterp, EngineJIT} {
+		if got := run(e); !slices.Equal(got, want) {
+			t.Errorf("%v: %v, want %v", e, got, want)
+		}
+	}
+}
