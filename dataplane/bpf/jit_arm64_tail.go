@@ -40,35 +40,30 @@ func (c *arm64Compiler) tailCall(pc int, a jitProgArray) {
 	c.slowIf(aNE, pc)
 	var next []a64Fixup
 	c.ldr(aS6, aCtx, offTails)
-	c.w(a64Imm12(a64SubsImm, aZR, aS6, maxTailCalls)) // cmp x14, #33
+	c.cmpImm(aS6, maxTailCalls)
 	next = append(next, c.branch(aGE))
 	c.movImm(aS1, regionCtx<<32)
 	c.cmp(1, aS1)
 	c.slowIf(aNE, pc)
 	c.ldr(aS1, aCtx, offJFrame)
-	c.cmp(aS1, aZR)
-	c.slowIf(aEQ, pc)
+	c.slowIfZero(aS1, pc)
 	c.mov32(aS1, 3) // index = uint32(r3)
-	c.movImm(aS2, uint64(a.slots.N))
-	c.cmp(aS1, aS2)
+	c.cmpImm(aS1, uint64(a.slots.N))
 	next = append(next, c.branch(aHS))
 	c.movImm(aS2, uint64(a.slots.Base))
 	c.w(a64RRRShift(a64Add, aS2, aS2, aS1, 3)) // &slots[index]
 	c.w(a64Excl(a64Ldar, 0, aS2, aS2))         // the slot's entry
-	c.cmp(aS2, aZR)
-	next = append(next, c.branch(aEQ))
+	next = append(next, c.cbz(aS2))
 	// The entry's interface must hold a *Program (its type word), not nil.
 	c.movImm(aS1, uint64(progType))
 	c.cmpField(aS2, int32(a.slots.ValueOff), aS1)
 	next = append(next, c.branch(aNE))
 	c.ldr(aS2, aS2, int32(a.slots.ValueOff)+8) // the *Program
-	c.cmp(aS2, aZR)
-	next = append(next, c.branch(aEQ))
+	next = append(next, c.cbz(aS2))
 	c.cmpField(aS2, offProgColl, aS4)
 	next = append(next, c.branch(aNE))
 	c.ldr(aS1, aS2, offProgJIT)
-	c.cmp(aS1, aZR)
-	c.slowIf(aEQ, pc)
+	c.slowIfZero(aS1, pc)
 	c.w(a64Imm12(a64AddImm, aS6, aS6, 1))
 	c.str(aS6, aCtx, offTails) // the count
 	c.ldrWOff(aS2, aS2, offProgID)
@@ -89,4 +84,33 @@ func (c *arm64Compiler) ldrWOff(t, n uint32, off int32) {
 	}
 	c.movImm(aS5, uint64(int64(off)))
 	c.ldrW(t, n, aS5)
+}
+
+// cbz emits a branch to be patched, taken when X n is 0: CBZ, or in the
+// long form a compare and branch's long form.
+func (c *arm64Compiler) cbz(n uint32) a64Fixup {
+	if c.long {
+		c.cmp(n, aZR)
+		return c.branch(aEQ)
+	}
+	c.w(a64Branch(a64Cbz, 0, n))
+	return a64Fixup{pos: len(c.b) - 4, cond: true} // imm19 where B.cond has it
+}
+
+// slowIfZero sends the instruction at pc to the slow path when X n is 0.
+func (c *arm64Compiler) slowIfZero(n uint32, pc int) {
+	f := c.cbz(n)
+	f.target = pc
+	c.slows = append(c.slows, f)
+}
+
+// cmpImm compares X n with v: CMP (immediate) when v fits in 12 bits,
+// else through X11.
+func (c *arm64Compiler) cmpImm(n uint32, v uint64) {
+	if v < 4096 {
+		c.w(a64Imm12(a64SubsImm, aZR, n, uint32(v)))
+		return
+	}
+	c.movImm(aS3, v)
+	c.cmp(n, aS3)
 }

@@ -1,6 +1,7 @@
 package bpf
 
 import (
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -95,9 +96,15 @@ func tailArray(t *testing.T, c *Collection) *maps.ProgArray {
 // tail-calls slot 0 (itself), returning XDP_DROP when that falls through:
 // n+1 tail calls in all. last and plain write 0xab and 0xcd at packet
 // byte 3 and return XDP_TX. On the JIT, plain's native code is dropped.
-func loadTailEdges(t *testing.T, e Engine) *Collection {
+// main and step start with pad moves of r0 (past 4000 instructions, the
+// arm64 backend's branches take their long form).
+func loadTailEdges(t *testing.T, e Engine, pad int) *Collection {
 	t.Helper()
-	main := pktBounds(4)
+	var nops asm.Instructions
+	for range pad {
+		nops = append(nops, asm.Mov.Imm(asm.R0, 0))
+	}
+	main := append(nops, pktBounds(4)...)
 	main = append(main,
 		asm.LoadMem(asm.R6, asm.R2, 0, asm.Byte),
 		asm.LoadMem(asm.R7, asm.R2, 1, asm.Byte),
@@ -107,7 +114,7 @@ func loadTailEdges(t *testing.T, e Engine) *Collection {
 	)
 	main = append(main, tailCallOf(asm.Mov.Reg(asm.R3, asm.R7))...)
 	main = append(main, asm.Mov.Imm(asm.R0, int32(ActionPass)).WithSymbol("pass"), asm.Return())
-	step := asm.Instructions{asm.JEq.Imm(asm.R6, 0, "done"), asm.Sub.Imm(asm.R6, 1)}
+	step := append(slices.Clone(nops), asm.JEq.Imm(asm.R6, 0, "done"), asm.Sub.Imm(asm.R6, 1))
 	step = append(step, tailCallOf(asm.Mov.Imm(asm.R3, 0))...)
 	step = append(step, asm.Mov.Imm(asm.R0, int32(ActionDrop)), asm.Return(),
 		asm.Mov.Imm(asm.R0, int32(ActionTX)).WithSymbol("done"), asm.Return())
@@ -164,9 +171,16 @@ func (tc tailEdgeCase) frame() Frame {
 // each frame); the tail calls the JIT compiles natively leave, after a
 // run done in one native round, the count and the target's id where Go
 // reads them (Runner.tails, jitState.tail), so they did not go to Go.
+// The programs are short, then long enough for long branches.
 func TestJITTailEdges(t *testing.T) {
 	needJIT(t)
-	ci, cj := loadTailEdges(t, EngineInterp), loadTailEdges(t, EngineJIT)
+	for _, pad := range []int{0, 4001} {
+		t.Run(fmt.Sprint("pad", pad), func(t *testing.T) { testTailEdges(t, pad) })
+	}
+}
+
+func testTailEdges(t *testing.T, pad int) {
+	ci, cj := loadTailEdges(t, EngineInterp, pad), loadTailEdges(t, EngineJIT, pad)
 	pi, pj := mustProg(t, ci, "main"), mustProg(t, cj, "main")
 	if nativeTailArch && pj.jit.Load().native == 0 {
 		t.Fatal("main's tail call is not native")
