@@ -1,7 +1,10 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -385,5 +388,83 @@ func TestJITTailFromSubprogram(t *testing.T) {
 		if got := run(e); !slices.Equal(got, want) {
 			t.Errorf("%v: %v, want %v", e, got, want)
 		}
+	}
+}
+
+// TestJITTailExample: the dispatcher of examples/xdp/xdp_tailcall.o
+// (clang's code, its program array filled by the object) gives the
+// interpreter's verdicts, bytes and faults through Run and RunBurst on
+// TCP, UDP, ICMP, GRE and IPv6 frames, whole, truncated, with a short
+// IHL or bytes mutated; the targets count the same hits (tc_hits).
+func TestJITTailExample(t *testing.T) {
+	needJIT(t)
+	file := filepath.Join("..", "..", "examples", "xdp", "xdp_tailcall.o")
+	load := func(e Engine) (*Collection, *Program) {
+		c, err := LoadFile(file, &Options{NumCPU: 1, Engine: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, mustProg(t, c, "xdp_tailcall")
+	}
+	ci, pi := load(EngineInterp)
+	cj, pj := load(EngineJIT)
+	if nativeTailArch && pj.jit.Load().native == 0 {
+		t.Fatal("the dispatcher's tail calls are not native")
+	}
+	rng := rand.New(rand.NewPCG(21, 33))
+	var pkts [][]byte
+	for i := range 400 {
+		f := udpFrame(uint16(rng.IntN(1000)))
+		f[23] = []byte{6, 17, 1, 47}[i%4] // the IPv4 protocol
+		switch i % 10 {
+		case 1:
+			f[12], f[13] = 0x86, 0xdd // IPv6
+		case 2:
+			f = f[:rng.IntN(len(f))]
+		case 3:
+			f[14] = 0x44 // IHL 4
+		case 4:
+			f[rng.IntN(len(f))] = byte(rng.Uint32())
+		}
+		pkts = append(pkts, f)
+	}
+	ri, rj := NewRunner(0), NewRunner(0)
+	for i, pkt := range pkts {
+		fi, fj := newFrame(pkt), newFrame(pkt)
+		vi, vj := ri.Run(pi, fi), rj.Run(pj, fj)
+		if vi != vj || errString(ri.Fault()) != errString(rj.Fault()) || !slices.Equal(fi.Buf, fj.Buf) {
+			t.Fatalf("frame %d % x: interpreter %v (%v), JIT %v (%v)", i, pkt, vi, ri.Fault(), vj, rj.Fault())
+		}
+	}
+	frames := make([]Frame, len(pkts))
+	for i, pkt := range pkts {
+		frames[i] = *newFrame(pkt)
+	}
+	got := make([]Action, len(frames))
+	if n, _ := rj.RunBurst(pj, frames, got, nil); n != len(frames) {
+		t.Fatalf("burst ran %d of %d", n, len(frames))
+	}
+	for i, pkt := range pkts {
+		f := newFrame(pkt)
+		if want := ri.Run(pi, f); got[i] != want || !slices.Equal(f.Buf, frames[i].Buf) {
+			t.Fatalf("burst frame %d: %v, Run %v", i, got[i], want)
+		}
+	}
+	hits := func(c *Collection) (out [4]uint64) {
+		m, err := c.Map("tc_hits")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range out {
+			if v := m.Lookup(binary.LittleEndian.AppendUint32(nil, uint32(k)), 0); len(v) == 8 {
+				out[k] = binary.LittleEndian.Uint64(v)
+			}
+		}
+		return out
+	}
+	hi, hj := hits(ci), hits(cj)
+	if hi != hj || hi[0] == 0 || hi[1] == 0 || hi[2] == 0 {
+		t.Errorf("tc_hits: interpreter %v, JIT %v (TCP, UDP and ICMP each hit)", hi, hj)
 	}
 }
