@@ -286,16 +286,6 @@ func (c *amd64Compiler) adjustTail(pc int) {
 // nativeHelpersArch says the backend compiles the helpers above natively.
 const nativeHelpersArch = true
 
-// tailCallAt emits the tail call at pc natively when r2 is loaded with a
-// program array before it (tailArrayAt), and reports whether it did.
-func (c *amd64Compiler) tailCallAt(pc int) bool {
-	a, ok := c.env.tailArrayAt(c.plain, c.targets, pc) // jit_tail_targets.go
-	if ok {
-		c.tailCall(pc, a)
-	}
-	return ok
-}
-
 // tailCall is bpf_tail_call through a (Runner.tailCall): past the limit of
 // maxTailCalls, or with no program of this collection in slot r3 (its low
 // 32 bits), the code goes on after the call with every register as it

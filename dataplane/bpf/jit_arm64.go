@@ -301,7 +301,7 @@ func (c *arm64Compiler) emitExit(pc int) {
 // the slow path.
 func (c *arm64Compiler) emitCall(pc int, in insn) {
 	switch {
-	case in.op == opTailCall && c.tailCallAt(pc): // jit_arm64_tail.go
+	case in.op == opTailCall && emitTail(c, c.env, c.plain, c.targets, pc): // jit_tail_targets.go
 		c.native++
 		return
 	case in.op == opCallLocal && c.calls:

@@ -12,25 +12,10 @@ package bpf
 // with BR: the link register still holds jitEnter's return address, so
 // the target's exit returns to Go as the caller's would have.
 
-// tailCallAt emits the tail call at pc natively when r2 is loaded with a
-// program array before it (tailArrayAt), and reports whether it did.
-func (c *arm64Compiler) tailCallAt(pc int) bool {
-	a, ok := c.env.tailArrayAt(c.plain, c.targets, pc) // jit_tail_targets.go
-	if ok {
-		c.tailCall(pc, a)
-	}
-	return ok
-}
-
-// tailCall is bpf_tail_call through a, as the amd64 one: r2 not a's
-// handle or the Runner bound to another collection go to the slow path;
-// past maxTailCalls the code goes on after the call; r1 not the context,
-// or a run without a frame, go to the slow path; an index (r3's low 32
-// bits) past the array, an empty slot or a program of another collection
-// go on after the call; a target without native code goes to the slow
-// path; else the count (kept in X14 from its first load) goes up, the
-// target's id is left in jitState.tail and the code branches to the
-// target's first instruction.
+// tailCall is bpf_tail_call through a in amd64's steps, which it checks
+// in the same order (the slow path for what Go must run or fault on, the
+// instruction after the call for a call that fails); X12 keeps the
+// collection's address for both of its compares and X14 the count.
 func (c *arm64Compiler) tailCall(pc int, a jitProgArray) {
 	c.movImm(aS1, a.handle)
 	c.cmp(2, aS1)

@@ -62,3 +62,20 @@ func (env jitEnv) tailArrayAt(plain []insn, targets []bool, pc int) (jitProgArra
 	}
 	return jitProgArray{}, false
 }
+
+// tailCode is what a backend emits for a native tail call: tailCall
+// (jit_amd64_helpers.go, jit_arm64_tail.go) with the contract of amd64's.
+type tailCode interface {
+	tailCall(pc int, a jitProgArray)
+}
+
+// emitTail has b emit the tail call at pc natively when r2 is loaded with
+// a program array before it (tailArrayAt; else the call exits to Go), and
+// reports whether it did.
+func emitTail(b tailCode, env jitEnv, plain []insn, targets []bool, pc int) bool {
+	a, ok := env.tailArrayAt(plain, targets, pc)
+	if ok {
+		b.tailCall(pc, a)
+	}
+	return ok
+}
