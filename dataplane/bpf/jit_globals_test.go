@@ -102,7 +102,7 @@ func globalsColl(t *testing.T, e Engine, size int, base byte) *Collection {
 	return c
 }
 
-func mustProg(t *testing.T, c *Collection, name string) *Program {
+func mustProg(t testing.TB, c *Collection, name string) *Program {
 	t.Helper()
 	p, err := c.Program(name)
 	if err != nil {

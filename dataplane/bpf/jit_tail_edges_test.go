@@ -2,12 +2,14 @@ package bpf
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -61,7 +63,7 @@ func tailSpec(slots uint32, progs map[string]asm.Instructions) *ebpf.CollectionS
 
 // loadTailSpec loads spec for engine e and fills jmp's slots with the
 // programs named (slot: name).
-func loadTailSpec(t *testing.T, spec *ebpf.CollectionSpec, e Engine, slots map[uint32]string) *Collection {
+func loadTailSpec(t testing.TB, spec *ebpf.CollectionSpec, e Engine, slots map[uint32]string) *Collection {
 	t.Helper()
 	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
 	if err != nil {
@@ -79,7 +81,7 @@ func loadTailSpec(t *testing.T, spec *ebpf.CollectionSpec, e Engine, slots map[u
 }
 
 // tailArray is c's program array jmp.
-func tailArray(t *testing.T, c *Collection) *maps.ProgArray {
+func tailArray(t testing.TB, c *Collection) *maps.ProgArray {
 	t.Helper()
 	m, err := c.Map("jmp")
 	if err != nil {
@@ -101,7 +103,7 @@ func tailArray(t *testing.T, c *Collection) *maps.ProgArray {
 // byte 3 and return XDP_TX. On the JIT, plain's native code is dropped.
 // main and step start with pad moves of r0 (past 4000 instructions, the
 // arm64 backend's branches take their long form).
-func loadTailEdges(t *testing.T, e Engine, pad int) *Collection {
+func loadTailEdges(t testing.TB, e Engine, pad int) *Collection {
 	t.Helper()
 	var nops asm.Instructions
 	for range pad {
@@ -466,5 +468,85 @@ func TestJITTailExample(t *testing.T) {
 	hi, hj := hits(ci), hits(cj)
 	if hi != hj || hi[0] == 0 || hi[1] == 0 || hi[2] == 0 {
 		t.Errorf("tc_hits: interpreter %v, JIT %v (TCP, UDP and ICMP each hit)", hi, hj)
+	}
+}
+
+// tailDiff fills the slots of the edge programs ci (interpreter) and cj
+// (JIT) as in[0] says (two bits a slot: nothing, step, last or plain) and
+// runs main on the packet in[1:] (main's n, index and high word in its
+// first bytes) through Run and RunBurst: the verdicts, bytes, faults and
+// tail call counts must agree.
+func tailDiff(t *testing.T, ci, cj *Collection, ri, rj *Runner, in []byte) {
+	if len(in) == 0 {
+		return
+	}
+	for _, c := range []*Collection{ci, cj} {
+		pa := tailArray(t, c)
+		for slot := uint32(0); slot < tailEdgeSlots; slot++ {
+			name := [4]string{"", "step", "last", "plain"}[in[0]>>(2*slot)&3]
+			if name == "" {
+				if err := pa.Delete(binary.LittleEndian.AppendUint32(nil, slot)); err != nil && !errors.Is(err, syscall.ENOENT) {
+					t.Fatal(err)
+				}
+				continue
+			}
+			p := mustProg(t, c, name)
+			if err := pa.SetProg(slot, p, p.ID()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	pi, pj := mustProg(t, ci, "main"), mustProg(t, cj, "main")
+	fi, fj := newFrame(in[1:]), newFrame(in[1:])
+	vi, vj := ri.Run(pi, fi), rj.Run(pj, fj)
+	if vi != vj || errString(ri.Fault()) != errString(rj.Fault()) || !slices.Equal(fi.Buf, fj.Buf) || ri.tails != rj.tails {
+		t.Fatalf("input % x: interpreter %v (%v, %d tail calls), JIT %v (%v, %d)", in, vi, ri.Fault(), ri.tails, vj, rj.Fault(), rj.tails)
+	}
+	frames := []Frame{*newFrame(in[1:]), *newFrame(in[1:])}
+	got := make([]Action, len(frames))
+	if n, _ := rj.RunBurst(pj, frames, got, nil); n != len(frames) || got[0] != vi || got[1] != vi ||
+		!slices.Equal(frames[1].Buf, fi.Buf) {
+		t.Fatalf("input % x: burst %d %v, Run %v", in, n, got, vi)
+	}
+}
+
+// FuzzJITTail: any filling of the slots and any packet give the same
+// results on the interpreter and the JIT (tailDiff).
+func FuzzJITTail(f *testing.F) {
+	needJIT(f)
+	for _, seed := range [][]byte{
+		{0x00, 0, 0, 0, 0}, {0xb9, 32, 0, 0, 0}, {0xb9, 33, 1, 0, 0}, {0x39, 0, 3, 1, 0},
+		{0x55, 200, 0, 0, 0}, {0xe6, 5, 2, 0, 0}, {0xff, 0, 1}, {0x9d, 31, 255, 255, 0, 7},
+	} {
+		f.Add(seed)
+	}
+	ci, cj := loadTailEdges(f, EngineInterp, 0), loadTailEdges(f, EngineJIT, 0)
+	ri, rj := NewRunner(0), NewRunner(0)
+	f.Fuzz(func(t *testing.T, in []byte) { tailDiff(t, ci, cj, ri, rj, in) })
+}
+
+// TestJITTailRandom is FuzzJITTail on random inputs: random slot fillings
+// with packets whose first bytes are small chain lengths and indexes
+// around the array's size, or anything.
+func TestJITTailRandom(t *testing.T) {
+	needJIT(t)
+	n := 2000
+	if testing.Short() {
+		n = 300
+	}
+	ci, cj := loadTailEdges(t, EngineInterp, 0), loadTailEdges(t, EngineJIT, 0)
+	ri, rj := NewRunner(0), NewRunner(0)
+	rng := rand.New(rand.NewPCG(21, 1))
+	for range n {
+		in := make([]byte, 1+rng.IntN(12))
+		for i := range in {
+			in[i] = byte(rng.Uint32())
+		}
+		if len(in) > 3 && rng.IntN(3) > 0 {
+			in[1] = byte(rng.IntN(40))                // n around the limit
+			in[2] = byte(rng.IntN(tailEdgeSlots + 2)) // index around the size
+			in[3] = byte(rng.IntN(2))
+		}
+		tailDiff(t, ci, cj, ri, rj, in)
 	}
 }
