@@ -498,7 +498,7 @@ func (c *amd64Compiler) emitStore(pc int, in insn, info *opInfo) {
 // tail calls), else an exit to the slow path, which runs every call.
 func (c *amd64Compiler) emitCall(pc int, in insn) {
 	switch {
-	case in.op == opTailCall && emitTail(c, c.env, c.plain, c.targets, pc), // jit_tail_targets.go
+	case in.op == opTailCall && c.tailCallAt(pc),
 		in.op == opCall && helperOf(in.imm).nativeAny() && c.nativeHelper(pc): // helpers_table.go
 		c.native++
 	case in.op == opCallLocal && c.calls:

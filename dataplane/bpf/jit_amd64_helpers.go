@@ -286,6 +286,10 @@ func (c *amd64Compiler) adjustTail(pc int) {
 // nativeHelpersArch says the backend compiles the helpers above natively.
 const nativeHelpersArch = true
 
+// tailCallAt emits the tail call at pc natively (emitTail) and reports
+// whether it did.
+func (c *amd64Compiler) tailCallAt(pc int) bool { return emitTail(c, c.env, c.plain, c.targets, pc) }
+
 // tailCall is bpf_tail_call through a (Runner.tailCall): past the limit of
 // maxTailCalls, or with no program of this collection in slot r3 (its low
 // 32 bits), the code goes on after the call with every register as it
