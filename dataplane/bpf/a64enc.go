@@ -79,6 +79,7 @@ const (
 	a64B     = 0x14000000 // B, imm26
 	a64Bcond = 0x54000000 // B.cond, imm19 in bits 23:5, cond in bits 3:0
 	a64CbnzW = 0x35000000 // CBNZ, 32-bit, imm19
+	a64Cbz   = 0xb4000000 // CBZ, 64-bit, imm19
 	a64Ret   = 0xd65f03c0 // RET (X30)
 	a64Br    = 0xd61f0000 // BR Xn
 	a64Adr   = 0x10000000 // ADR: PC + imm21 (immlo bits 30:29, immhi 23:5)
@@ -182,8 +183,8 @@ func a64ADR(d uint32, bytes int32) uint32 {
 	return a64Adr | (v&3)<<29 | (v>>2&0x7ffff)<<5 | d
 }
 
-// a64Branch is B (imm26) or B.cond/CBNZ (imm19) with the displacement in
-// instructions, and cond (B.cond) or Rt (CBNZ) in bits 4:0.
+// a64Branch is B (imm26) or B.cond/CBNZ/CBZ (imm19) with the displacement
+// in instructions, and cond (B.cond) or Rt (CBNZ, CBZ) in bits 4:0.
 func a64Branch(op uint32, words int32, low uint32) uint32 {
 	if op == a64B {
 		return op | uint32(words)&0x3ffffff

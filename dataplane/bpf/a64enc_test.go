@@ -48,6 +48,7 @@ var a64Known = []struct {
 	{a64Branch(a64B, 2, 0), 0x14000002, "b #8"},
 	{a64Branch(a64Bcond, -2, aNE), 0x54ffffc1, "b.ne #-8"},
 	{a64Branch(a64CbnzW, -3, 14), 0x35ffffae, "cbnz w14, #-12"},
+	{a64Branch(a64Cbz, 2, 14), 0xb400004e, "cbz x14, #8"},
 	{a64Ret, 0xd65f03c0, "ret"},
 	{a64RR(a64Br, 0, 9), 0xd61f0120, "br x9"},
 	{a64ADR(12, 8), 0x1000004c, "adr x12, #8"},

@@ -249,10 +249,16 @@
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into
 // its held records whenever native code returns to it); and
-// bpf_tail_call through a program array loaded into r2 (the limit of
-// 33 a run as the kernel's MAX_TAIL_CALL_CNT, the count reset at the start
-// of each run; the target's id is left in jitState.tail, against which Go
-// reads the exit codes of its instructions). Native code records a
+// bpf_tail_call through a program array loaded into r2 (jit_tail_targets.go,
+// jit_amd64_helpers.go, jit_arm64_tail.go: the limit of 33 a run as the
+// kernel's MAX_TAIL_CALL_CNT, the count reset at the start of each run and
+// carried along the chain; the slot read once with one atomic load, LDAR
+// on arm64; an index past the array, an empty slot or a program of another
+// collection fall through; the target entered at its first instruction
+// with the registers, r10 included, as they are; its id is left in
+// jitState.tail, against which Go reads the exit codes of its
+// instructions; a target without native code, r1 not the context or a run
+// without a frame go to Go). Native code records a
 // redirect as numbers (jitState.rd: kind, map number, key, flags,
 // ifindex), never the map itself, which would need a write barrier: Go
 // builds Runner.redirect from the record whenever native code returns
@@ -261,9 +267,7 @@
 // which link or unlink entries under the stripe's mutex, lookups in maps
 // with keys past those limits or made BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
-// that get a record), bpf_tail_call on arm64 (native on amd64 only),
-// bpf-to-bpf calls
-// in programs with tail calls, callx,
+// that get a record), bpf-to-bpf calls in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or
 // atomic that fails its check return to Go with the instruction's index,
 // and the interpreter's slow path runs that one instruction with its own

@@ -156,7 +156,7 @@ var helperRows = []helperInfo{
 	{id: asm.FnTracePrintk, args: sig(argMem, argSize, argScalar, argScalar, argScalar), run: (*Runner).tracePrintk},
 	{id: asm.FnGetPrandomU32, run: hPrandom, native: "always"},
 	{id: asm.FnGetSmpProcessorId, run: hSmpProcessorID, keepsPacket: true, native: "always"},
-	{id: asm.FnTailCall, args: sig(argCtx, argMap, argScalar), inLoop: true},
+	{id: asm.FnTailCall, args: sig(argCtx, argMap, argScalar), inLoop: true, native: "a program array loaded into r2, to a target with native code, in a run with a frame"},
 	{id: asm.FnRedirect, args: sig(argScalar, argScalar), run: hRedirect, native: "always"},
 	{id: asm.FnPerfEventOutput, args: sig(argCtx, argMap, argScalar, argMem, argSize), run: (*Runner).perfEventOutput},
 	{id: asm.FnCsumDiff, args: sig(argMem, argSize, argMem, argSize, argScalar), run: (*Runner).csumDiff, native: "lengths that are multiples of 4, up to 65532 bytes"},

@@ -575,9 +575,9 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 //     (maps.ProgArray.SetProg takes any program; the control plane can put
 //     it there), and such a slot falls through as an empty one does: the
 //     interpreter's Runner.tailCall compares Program.coll, and the native
-//     tail call (amd64's tailCall, jit_amd64_helpers.go; arm64 makes tail
-//     calls in Go) compares the target's Program.coll with the caller's
-//     collection before jumping to it.
+//     tail call (tailCall, jit_amd64_helpers.go and jit_arm64_tail.go)
+//     compares the target's Program.coll with the caller's collection
+//     before jumping to it.
 //
 // TestJITGlobalsBoundColl covers each of these.
 func jitBoundColl(r *Runner, p *Program) bool { return r.coll == p.coll }

@@ -2,10 +2,7 @@
 
 package bpf
 
-import (
-	"math"
-	"syscall"
-)
+import "syscall"
 
 // Native helpers of the amd64 backend: bpf_redirect, bpf_redirect_map on
 // devmaps, cpumaps and xskmaps, bpf_xdp_adjust_head, _meta and _tail,
@@ -291,37 +288,9 @@ func (c *amd64Compiler) adjustTail(pc int) {
 // nativeHelpersArch says the backend compiles the helpers above natively.
 const nativeHelpersArch = true
 
-// tailCallAt emits the tail call at pc natively when r2 is loaded with a
-// program array in a straight line before it, and reports whether it did.
-//
-// The map is a guess that the code checks at run time (r2 against its
-// handle; another map goes to the slow path), so where paths with their
-// own loads of r2 join before the call (a compiler's shared call site),
-// the nearest program array loaded into r2 before the call stands for it.
-func (c *amd64Compiler) tailCallAt(pc int) bool {
-	k, ok := mapIn(c.plain, c.targets, pc, 2)
-	if !ok {
-		for q := pc - 1; q >= 0; q-- {
-			in := c.plain[q]
-			if in.op != opLdMap || in.dst != 2 || in.imm < 0 || in.imm > math.MaxUint32 {
-				continue
-			}
-			if _, pa := c.env.progArrayFor(uint32(in.imm)); pa {
-				k, ok = uint32(in.imm), true
-				break
-			}
-		}
-	}
-	if !ok {
-		return false
-	}
-	a, ok := c.env.progArrayFor(k)
-	if !ok {
-		return false
-	}
-	c.tailCall(pc, a)
-	return true
-}
+// tailCallAt emits the tail call at pc natively (emitTail) and reports
+// whether it did.
+func (c *amd64Compiler) tailCallAt(pc int) bool { return emitTail(c, c.env, c.plain, c.targets, pc) }
 
 // tailCall is bpf_tail_call through a (Runner.tailCall): past the limit of
 // maxTailCalls, or with no program of this collection in slot r3 (its low

@@ -20,21 +20,7 @@ var (
 var (
 	// The redirect record of native helpers: jit_redirect_unsafe.go.
 
-	// What a native tail call reads and writes: the Runner's count, the
-	// program it goes to (its collection, code and id), the id it leaves.
-	offTails       = int32(unsafe.Offsetof(Runner{}.tails))
-	offTail        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.tail))
-	offProgColl    = int32(unsafe.Offsetof(Program{}.coll))
-	offProgJIT     = int32(unsafe.Offsetof(Program{}.jit))
-	offProgID      = int32(unsafe.Offsetof(Program{}.id))
-	offJITProgBase = int32(unsafe.Offsetof(jitProg{}.base))
-
-	// progType is the type word of an interface holding a *Program, which
-	// a program array's slot holds (maps.NativeProgSlots).
-	progType = func() uintptr {
-		var a any = (*Program)(nil)
-		return (*[2]uintptr)(unsafe.Pointer(&a))[0]
-	}()
+	// What a native tail call reads and writes: jit_tail_unsafe.go.
 
 	// The frame's buffer length, which bpf_xdp_adjust_tail bounds by.
 	offBufLen = int32(unsafe.Offsetof(Frame{}.Buf)) + int32(unsafe.Sizeof(uintptr(0)))

@@ -296,10 +296,14 @@ func (c *arm64Compiler) emitExit(pc int) {
 	c.exit(pc, jitExitDone)
 }
 
-// emitCall emits a local call natively where it can, an array lookup
-// natively, and any other call as an exit to the slow path.
+// emitCall emits a local call, a tail call and the helpers of the table's
+// native column natively where it can, and any other call as an exit to
+// the slow path.
 func (c *arm64Compiler) emitCall(pc int, in insn) {
 	switch {
+	case in.op == opTailCall && emitTail(c, c.env, c.plain, c.targets, pc): // jit_tail_targets.go
+		c.native++
+		return
 	case in.op == opCallLocal && c.calls:
 		c.localCall(pc, in)
 		c.ncalls++

@@ -102,7 +102,7 @@ func globalsColl(t *testing.T, e Engine, size int, base byte) *Collection {
 	return c
 }
 
-func mustProg(t *testing.T, c *Collection, name string) *Program {
+func mustProg(t testing.TB, c *Collection, name string) *Program {
 	t.Helper()
 	p, err := c.Program(name)
 	if err != nil {
@@ -115,14 +115,7 @@ func mustProg(t *testing.T, c *Collection, name string) *Program {
 // other's (slots globalsSlot*), through SetProg: any program goes in.
 func fillGlobalsJmp(t *testing.T, c, other *Collection) {
 	t.Helper()
-	m, err := c.Map("jmp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pa, ok := m.(*maps.ProgArray)
-	if !ok {
-		t.Fatalf("jmp is a %T", m)
-	}
+	pa := tailArray(t, c) // jit_tail_edges_test.go
 	for slot, p := range map[uint32]*Program{
 		globalsSlotTgt: mustProg(t, c, "tgt"), globalsSlotOther: mustProg(t, other, "tgt"),
 		globalsSlotExitGo: mustProg(t, c, "exitGo"), globalsSlotOtherG: mustProg(t, other, "exitGo"),

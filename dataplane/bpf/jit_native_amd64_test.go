@@ -7,6 +7,6 @@ package bpf
 const (
 	nativeHashArch = 1
 	nativeLPMArch  = 1
-	nativeTailArch = true // bpf_tail_call (amd64 only)
+	nativeTailArch = true // bpf_tail_call
 	nativeCsumArch = 1
 )

@@ -6,6 +6,6 @@ package bpf
 const (
 	nativeHashArch = 0
 	nativeLPMArch  = 0
-	nativeTailArch = false // bpf_tail_call (amd64 only)
+	nativeTailArch = false // bpf_tail_call: no JIT here
 	nativeCsumArch = 0
 )
