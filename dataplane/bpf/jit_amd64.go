@@ -248,6 +248,8 @@ type amd64Compiler struct {
 	native  int     // helper calls compiled natively
 	proven  []int32 // provenIn
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
+	leaves  []bool  // array lookups that leave their entry (jit_amd64_cost.go)
+	leaving bool    // the lookup being emitted leaves it
 	nproven int
 	// calls: local calls are compiled natively (nativeCalls), and every
 	// exit first returns from a native call in progress; ncalls counts them.
@@ -278,6 +280,7 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, f := range c.jumps {
 		c.patch(f.pos, int(entry[f.pc]))
 	}
+	c.leaveStubs(entry) // jit_amd64_cost.go
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
