@@ -250,7 +250,9 @@ type amd64Compiler struct {
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	leaves  []bool  // array lookups that leave their entry (jit_amd64_cost.go)
 	leaving bool    // the lookup being emitted leaves it
-	nproven int
+	// ctxResumes are the context loads that reuse the one before (ctxReuse).
+	ctxResumes []jitResume
+	nproven    int
 	// calls: local calls are compiled natively (nativeCalls), and every
 	// exit first returns from a native call in progress; ncalls counts them.
 	calls  bool
@@ -281,6 +283,7 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		c.patch(f.pos, int(entry[f.pc]))
 	}
 	c.leaveStubs(entry) // jit_amd64_cost.go
+	c.ctxStubs(entry)
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
@@ -437,6 +440,15 @@ func (c *amd64Compiler) emitLddw(in insn) {
 func (c *amd64Compiler) emitCtx(pc int, in insn) {
 	dst, _ := regs(in)
 	off := ctxFieldOff(in.op)
+	if c.ctxReuse(pc, dst, off) { // jit_amd64_cost.go
+		return
+	}
+	c.ctxFull(pc, dst, off)
+}
+
+// ctxFull is emitCtx's load of the frame's field at off into dst, which
+// leaves the frame in S1 and the packet region's tag in S2.
+func (c *amd64Compiler) ctxFull(pc int, dst uint8, off int32) {
 	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
 	c.aluRR(true, 0x85, xS1, xS1)
 	c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads

@@ -123,3 +123,34 @@ func (c *amd64Compiler) leaveStubs(entry []uint32) {
 func (c *amd64Compiler) leavesAt(pc int) bool {
 	return lookupFresh(c.plain, c.targets, pc, func(call int) bool { return c.leaves != nil && c.leaves[call] })
 }
+
+// jitResume is a load at pc that uses what the load before it left in the
+// scratch registers, its code ending at after: Go re-enters pc through a
+// stub that emits the full load and goes on at after (leaveStubs).
+type jitResume struct{ pc, after int }
+
+// ctxReuse emits the context load at pc into dst from the frame and the
+// tag that the context load right before it left in S1 and S2
+// (ctxAfterCtx; ctxFull proved the frame there), and reports whether it
+// did. The frame's nil check and the tag's 10-byte move are left out.
+func (c *amd64Compiler) ctxReuse(pc int, dst uint8, off int32) bool {
+	if !ctxAfterCtx(c.plain, c.targets, pc) {
+		return false
+	}
+	c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
+	c.aluRR(true, 0x09, dst, xS2)
+	c.ctxResumes = append(c.ctxResumes, jitResume{pc: pc, after: len(c.b)})
+	return true
+}
+
+// ctxStubs emits the re-entry stub of each context load ctxReuse
+// compiled: the full load (ctxFull), then on to the code after it.
+func (c *amd64Compiler) ctxStubs(entry []uint32) {
+	for _, r := range c.ctxResumes {
+		at := len(c.b)
+		dst, _ := regs(c.plain[r.pc])
+		c.ctxFull(r.pc, dst, ctxFieldOff(c.plain[r.pc].op))
+		c.patch(c.jmp(), r.after)
+		entry[r.pc] = uint32(at)
+	}
+}

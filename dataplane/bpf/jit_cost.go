@@ -83,3 +83,13 @@ func lookupFresh(plain []insn, targets []bool, pc int, left func(call int) bool)
 	}
 	return false
 }
+
+// ctxAfterCtx reports whether the context load at pc comes right after
+// another (data, data_end or data_meta: the backends' emitCtx) with no
+// jump target at pc, so that the frame and the packet region's tag that
+// load left in the scratch registers are the same at pc: native code
+// reaches pc from it only, or from Go after it left for the slow path (the
+// backend then re-enters pc through a stub that loads them again).
+func ctxAfterCtx(plain []insn, targets []bool, pc int) bool {
+	return pc > 0 && !targets[pc] && opTable[plain[pc-1].op].form == formCtx
+}

@@ -3,6 +3,8 @@
 package bpf
 
 import (
+	"bytes"
+	"encoding/binary"
 	"runtime"
 	"testing"
 
@@ -241,5 +243,74 @@ func TestJITLookupResume(t *testing.T) {
 		if !tc.slow && reg[0] != 0x27262524 {
 			t.Errorf("%s: r0 %#x, want 0x27262524", tc.name, reg[0])
 		}
+	}
+}
+
+// TestJITCtxReuse: a context load right after another uses the frame that
+// one proved (ctxAfterCtx), and no other does (a jump target in between,
+// a helper call, another instruction); each program, which returns the
+// offsets it loaded, runs against the interpreter as an XDP program (also
+// across bpf_xdp_adjust_head, after which the loads must see the new
+// offsets) and as a raw program, where there is no frame: the first load
+// leaves for Go, which re-enters the next one through its stub.
+func TestJITCtxReuse(t *testing.T) {
+	data := func(dst, ctx asm.Register) asm.Instruction { return asm.LoadMem(dst, ctx, 0, asm.Word) }
+	end := func(dst, ctx asm.Register) asm.Instruction { return asm.LoadMem(dst, ctx, 4, asm.Word) }
+	meta := func(dst, ctx asm.Register) asm.Instruction { return asm.LoadMem(dst, ctx, 8, asm.Word) }
+	// r0 = (end-data) + (data-meta)<<8 + r9<<16
+	fold := asm.Instructions{
+		asm.Mov.Reg(asm.R0, asm.R3), asm.Sub.Reg(asm.R0, asm.R2),
+		asm.Sub.Reg(asm.R2, asm.R4), asm.LSh.Imm(asm.R2, 8), asm.Add.Reg(asm.R0, asm.R2),
+		asm.LSh.Imm(asm.R9, 16), asm.Add.Reg(asm.R0, asm.R9), asm.Return(),
+	}
+	adjust := func(n int32) asm.Instructions {
+		return asm.Instructions{asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Imm(asm.R2, n), asm.FnXdpAdjustHead.Call(),
+			asm.Mov.Reg(asm.R9, asm.R0), asm.Mov.Reg(asm.R1, asm.R6)}
+	}
+	cases := []struct {
+		name  string
+		body  asm.Instructions
+		reuse int
+	}{
+		{"three in a row", asm.Instructions{end(asm.R3, asm.R1), data(asm.R2, asm.R1), meta(asm.R4, asm.R1)}, 2},
+		{"another instruction between", asm.Instructions{end(asm.R3, asm.R1), asm.Mov.Imm(asm.R5, 1),
+			data(asm.R2, asm.R1), meta(asm.R4, asm.R1)}, 1},
+		{"jump target", asm.Instructions{end(asm.R3, asm.R1), asm.JEq.Imm(asm.R3, 0, "t"),
+			data(asm.R2, asm.R1).WithSymbol("t"), meta(asm.R4, asm.R1)}, 1},
+		{"after adjust_head", append(append(asm.Instructions{end(asm.R3, asm.R1), data(asm.R2, asm.R1)}, adjust(-4)...),
+			end(asm.R3, asm.R1), data(asm.R2, asm.R1), meta(asm.R4, asm.R1)), 3},
+		{"after a failed adjust_head", append(adjust(-4096), end(asm.R3, asm.R1), data(asm.R2, asm.R1), meta(asm.R4, asm.R1)), 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			insns := append(asm.Instructions{asm.Mov.Imm(asm.R9, 0), asm.Mov.Reg(asm.R6, asm.R1)}, tc.body...)
+			insns = append(insns, fold...)
+			pi := loadRange(t, insns, EngineInterp)
+			var raw bytes.Buffer
+			if err := insns.Marshal(&raw, binary.LittleEndian); err != nil {
+				t.Fatal(err)
+			}
+			plain, funcs, _, err := decodeSample(raw.Bytes(), EngineJIT)
+			if err != nil {
+				t.Fatal(err)
+			}
+			targets := jumpTargets(plain, funcs)
+			got := 0
+			for pc, in := range plain {
+				if opTable[in.op].form == formCtx && ctxAfterCtx(plain, targets, pc) {
+					got++
+				}
+			}
+			if got != tc.reuse {
+				t.Fatalf("%d context loads reuse the frame, want %d\n%s", got, tc.reuse, pi.Disasm())
+			}
+			if !jitArch {
+				return
+			}
+			pj := loadRange(t, insns, EngineJIT)
+			for _, n := range []int{0, 14, 60} {
+				runBoth(t, pi, pj, make([]byte, n))
+			}
+		})
 	}
 }
