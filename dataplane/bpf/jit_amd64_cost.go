@@ -2,6 +2,11 @@
 
 package bpf
 
+import (
+	"math"
+	"math/bits"
+)
+
 // arrayKey emits arrayLookup's checks of r1 (a map known at compile time:
 // the handle and the collection, as mapChecks; an inner map's (a.dyn) were
 // checked by the outer lookup) and of the key, and returns the key's
@@ -152,5 +157,32 @@ func (c *amd64Compiler) ctxStubs(entry []uint32) {
 		c.ctxFull(r.pc, dst, ctxFieldOff(c.plain[r.pc].op))
 		c.patch(c.jmp(), r.after)
 		entry[r.pc] = uint32(at)
+	}
+}
+
+// cmpMax compares the key in RAX (zero-extended) with a's max_entries: an
+// immediate for a map known at compile time whose figure fits one (it is
+// positive, so the sign extension of CMP leaves it as it is), else as
+// word reads it.
+func (c *amd64Compiler) cmpMax(a jitArray) {
+	if !a.dyn && a.max <= math.MaxInt32 {
+		c.aluRI(true, 7, xAX, int32(a.max))
+		return
+	}
+	c.word(xS1, a.dyn, offMimMax, a.max)
+	c.aluRR(true, 0x39, xAX, xS1)
+}
+
+// mulI multiplies r by v (a map's figure known at compile time, below
+// 2^31 as the loader bounds them): nothing for 1, a shift for a power of
+// two, else IMUL.
+func (c *amd64Compiler) mulI(r uint8, v uint64) {
+	switch {
+	case v == 1:
+	case v != 0 && v&(v-1) == 0:
+		c.shiftI(true, 4, r, uint8(bits.TrailingZeros64(v)))
+	default:
+		c.rr(false, true, []byte{0x69}, r, r, false)
+		c.imm32(int32(v))
 	}
 }

@@ -62,8 +62,7 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	c.leaving = !a.dyn && lookupFeeds(c.plain, c.targets, pc) // jit_amd64_cost.go
 	defer func() { c.leaving = false }()
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
-	c.word(xS1, a.dyn, offMimMax, a.max)
-	c.aluRR(true, 0x39, xAX, xS1)
+	c.cmpMax(a) // jit_amd64_cost.go
 	null := []int{c.jcc(ccAE)}
 	if j, ok := c.arraySlot(a); ok { // a CPU out of range finds nothing, as arrayValue
 		null = append(null, j)
@@ -98,12 +97,10 @@ func (c *amd64Compiler) arraySlot(a jitArray) (badCPU int, ok bool) {
 		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
 		c.aluRI(true, 7, xS1, int32(a.ncpu))
 		badCPU, ok = c.jcc(ccAE), true
-		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-		c.imm32(int32(a.max))
+		c.mulI(xS1, a.max) // jit_amd64_cost.go
 		c.aluRR(true, 0x01, xAX, xS1)
 	}
-	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
-	c.imm32(int32(a.elem))
+	c.mulI(xAX, a.elem)
 	c.movRI(xS1, int64(a.data))
 	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
 	return badCPU, ok
