@@ -3,8 +3,6 @@
 package bpf
 
 import (
-	"bytes"
-	"encoding/binary"
 	"runtime"
 	"testing"
 
@@ -189,16 +187,7 @@ func TestJITLookupResume(t *testing.T) {
 		asm.Return(),
 	}
 	_, p := valueCollection(t, insns, EngineJIT)
-	j := p.jit.Load()
-	call := -1
-	for pc, in := range p.code {
-		if in.op == opCall {
-			call = pc
-		}
-	}
-	if call < 0 || j.native != 1 {
-		t.Fatalf("call at %d, %d native lookups", call, j.native)
-	}
+	j, call := nativeCall(t, p)
 	r := NewRunner(0)
 	v, ok := r.RunFrame(p, newFrame(udpFrame(9)))
 	if !ok || v != 0x27262524 {
@@ -286,14 +275,7 @@ func TestJITCtxReuse(t *testing.T) {
 			insns := append(asm.Instructions{asm.Mov.Imm(asm.R9, 0), asm.Mov.Reg(asm.R6, asm.R1)}, tc.body...)
 			insns = append(insns, fold...)
 			pi := loadRange(t, insns, EngineInterp)
-			var raw bytes.Buffer
-			if err := insns.Marshal(&raw, binary.LittleEndian); err != nil {
-				t.Fatal(err)
-			}
-			plain, funcs, _, err := decodeSample(raw.Bytes(), EngineJIT)
-			if err != nil {
-				t.Fatal(err)
-			}
+			plain, funcs := plainOf(t, insns)
 			targets := jumpTargets(plain, funcs)
 			got := 0
 			for pc, in := range plain {
