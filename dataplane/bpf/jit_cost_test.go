@@ -215,11 +215,7 @@ func TestJITLookupResume(t *testing.T) {
 		n := len(r.regions)
 		r.RunFrame(p, f) // leaves the value's entry at n
 		r.regions = r.regions[:n+1]
-		r.frame = f
-		r.setPacket(f)
-		r.budget = p.budget
-		reg := &r.regs[0]
-		clear(reg[:])
+		reg := directEntry(r, p, f) // jit_plain_test.go
 		reg[0], reg[10] = tc.r0, regionStack<<32|stackSize
 		if tc.r0 == 1 {
 			reg[0] = uint64(n) << 32

@@ -214,12 +214,7 @@ func TestJITArrayLookupChecks(t *testing.T) {
 		}
 		r.bind(tc.coll)
 		n := len(r.regions)
-		f := newFrame(udpFrame(9))
-		r.frame = f
-		r.setPacket(f)
-		r.budget = p.budget
-		reg := &r.regs[0]
-		clear(reg[:])
+		reg := directEntry(r, p, newFrame(udpFrame(9))) // jit_plain_test.go
 		reg[1], reg[10] = tc.r1, regionStack<<32|stackSize
 		reg[2] = reg[10] - 4
 		r.stack[stackSize-4] = 1 // the key

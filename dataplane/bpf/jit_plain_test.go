@@ -39,3 +39,15 @@ func plainOf(t *testing.T, insns asm.Instructions) ([]insn, []bool) {
 	}
 	return plain, funcs
 }
+
+// directEntry readies r for a test's entry into p's native code in the
+// middle of a run on f, as Go leaves it before re-entering: the frame and
+// packet region set, the budget full, the registers cleared (returned).
+func directEntry(r *Runner, p *Program, f *Frame) *[256]uint64 {
+	r.frame = f
+	r.setPacket(f)
+	r.budget = p.budget
+	reg := &r.regs[0]
+	clear(reg[:])
+	return reg
+}
