@@ -629,7 +629,7 @@ func (c *amd64Compiler) emitAtomic(pc int, in insn) {
 		c.exit(pc, jitExitSlow)
 		return
 	}
-	m := c.check(pc, in.dst, in.off, n, true)
+	m := c.atomicAccess(pc, in.dst, in.off, n)     // jit_amd64_cost.go
 	c.rm(false, true, []byte{0x8d}, xS2, m, false) // lea: the address
 	c.testRI(true, xS2, n-1)
 	c.slowIf(ccNE, pc)
@@ -659,7 +659,7 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 	default:
 		opc = 0x33 // xor
 	}
-	m := c.check(pc, in.dst, in.off, n, true)
+	m := c.atomicAccess(pc, in.dst, in.off, n)     // jit_amd64_cost.go
 	c.rm(false, true, []byte{0x8d}, xS2, m, false) // lea: the address
 	c.testRI(true, xS2, n-1)
 	c.slowIf(ccNE, pc)

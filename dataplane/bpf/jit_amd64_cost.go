@@ -186,3 +186,15 @@ func (c *amd64Compiler) mulI(r uint8, v uint64) {
 		c.imm32(int32(v))
 	}
 }
+
+// atomicAccess is the operand of the atomic operation at pc on n bytes at
+// reg(base)+off, a store as the interpreter checks it: through an array
+// lookup's result within the value (valueAccess, whose entry the lookup
+// may have left: lookupFeeds counts only loads and stores, so an atomic
+// right after the lookup takes the full value check), else the usual check.
+func (c *amd64Compiler) atomicAccess(pc int, base uint8, off, n int32) xmem {
+	if m, ok := c.valueAccess(pc, base, off, n, true); ok {
+		return m
+	}
+	return c.check(pc, base, off, n, true)
+}

@@ -292,3 +292,57 @@ func TestJITCtxReuse(t *testing.T) {
 		})
 	}
 }
+
+// TestJITAtomicValue: atomic operations through an array lookup's result
+// (the value check of valueAccess) give the interpreter's results and
+// faults: in bounds, across the value's end, misaligned, on a read-only
+// value, on NULL, after a load that left the entry, and fetching.
+func TestJITAtomicValue(t *testing.T) {
+	needJIT(t)
+	look := func(m string, k int64) asm.Instructions {
+		return asm.Instructions{
+			asm.StoreImm(asm.R10, -4, k, asm.Word), asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, -4),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(m), asm.FnMapLookupElem.Call(),
+			asm.Mov.Imm(asm.R1, 5),
+		}
+	}
+	ret := asm.Instructions{asm.LoadMem(asm.R0, asm.R0, 8, asm.Word), asm.Return()}
+	add := func(off int16, sz asm.Size) asm.Instruction { return asm.AddAtomic.Mem(asm.R0, asm.R1, sz, off) }
+	cases := map[string]asm.Instructions{
+		"add32 in bounds":  costProg(look("arr", 1), asm.Instructions{add(8, asm.Word)}, ret),
+		"add64 past end":   costProg(look("arr", 1), asm.Instructions{add(8, asm.DWord)}, ret),
+		"add32 misaligned": costProg(look("arr", 1), asm.Instructions{add(6, asm.Word)}, ret),
+		"add32 read-only":  costProg(look("ro", 1), asm.Instructions{add(8, asm.Word)}, ret),
+		"add64 NULL":       costProg(look("arr", 9), asm.Instructions{add(0, asm.DWord)}, ret),
+		"add64 per-cpu":    costProg(look("pcpu", 3), asm.Instructions{add(0, asm.DWord), asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord), asm.Return()}),
+		"after a load": costProg(look("arr", 2), asm.Instructions{asm.LoadMem(asm.R3, asm.R0, 0, asm.Byte),
+			add(8, asm.Word)}, ret),
+		"fetch add": costProg(look("arr", 3), asm.Instructions{
+			asm.FetchAdd.Mem(asm.R0, asm.R1, asm.Word, 8),
+			asm.Mov.Reg(asm.R0, asm.R1), asm.Return()}),
+	}
+	for name, insns := range cases {
+		t.Run(name, func(t *testing.T) {
+			ci, pi := valueCollection(t, insns, EngineInterp)
+			cj, pj := valueCollection(t, insns, EngineJIT)
+			ri, rj := NewRunner(0), NewRunner(0)
+			for run := 0; run < 3; run++ {
+				vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
+				vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
+				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+					t.Fatalf("run %d: interpreter %#x %v (%v), JIT %#x %v (%v)", run, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+				}
+				for _, m := range []string{"arr", "ro", "pcpu"} {
+					for k := uint32(0); k < 4; k++ {
+						if a, b := valueOf(t, ci, m, k), valueOf(t, cj, m, k); string(a) != string(b) {
+							t.Fatalf("run %d: %s[%d] %x, JIT %x", run, m, k, a, b)
+						}
+					}
+				}
+				if run == 0 {
+					t.Logf("%#x %v %v", vj, okj, rj.Fault())
+				}
+			}
+		})
+	}
+}
