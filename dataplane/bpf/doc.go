@@ -213,7 +213,8 @@
 // access to the value right after the lookup (lookupFeeds) uses the table
 // entry and address the lookup leaves in the scratch registers, checking
 // only its limit; after a slow path at the call Go re-enters through a
-// stub that finds them from r0 (jit_amd64_cost.go). On amd64 these run
+// stub that finds them from r0 (jit_amd64_cost.go); an atomic operation
+// through the value takes the value's check too. On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to
