@@ -148,25 +148,32 @@ func TestJITLookupEdges(t *testing.T) {
 				asm.Mov.Reg(asm.R0, asm.R9), asm.Return()}),
 	}
 	for name, insns := range cases {
-		t.Run(name, func(t *testing.T) {
-			ci, pi := valueCollection(t, insns, EngineInterp)
-			cj, pj := valueCollection(t, insns, EngineJIT)
-			ri, rj := NewRunner(0), NewRunner(0)
-			for run := 0; run < 3; run++ {
-				vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
-				vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
-				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-					t.Fatalf("run %d: interpreter %#x %v (%v), JIT %#x %v (%v)", run, vi, oki, ri.Fault(), vj, okj, rj.Fault())
-				}
-				for _, m := range []string{"arr", "pcpu"} {
-					for k := uint32(0); k < 4; k++ {
-						if a, b := valueOf(t, ci, m, k), valueOf(t, cj, m, k); string(a) != string(b) {
-							t.Fatalf("run %d: %s[%d] %x, JIT %x", run, m, k, a, b)
-						}
-					}
+		t.Run(name, func(t *testing.T) { valueDiff(t, insns) })
+	}
+}
+
+// valueDiff runs insns three times in each engine on valueCollection's
+// maps and requires the same results, faults and map contents.
+func valueDiff(t *testing.T, insns asm.Instructions) {
+	ci, pi := valueCollection(t, insns, EngineInterp)
+	cj, pj := valueCollection(t, insns, EngineJIT)
+	ri, rj := NewRunner(0), NewRunner(0)
+	for run := 0; run < 3; run++ {
+		vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
+		vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("run %d: interpreter %#x %v (%v), JIT %#x %v (%v)", run, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+		for _, m := range []string{"arr", "ro", "pcpu"} {
+			for k := uint32(0); k < 4; k++ {
+				if a, b := valueOf(t, ci, m, k), valueOf(t, cj, m, k); string(a) != string(b) {
+					t.Fatalf("run %d: %s[%d] %x, JIT %x", run, m, k, a, b)
 				}
 			}
-		})
+		}
+		if run == 0 {
+			t.Logf("%#x %v %v", vj, okj, rj.Fault())
+		}
 	}
 }
 
@@ -322,27 +329,6 @@ func TestJITAtomicValue(t *testing.T) {
 			asm.Mov.Reg(asm.R0, asm.R1), asm.Return()}),
 	}
 	for name, insns := range cases {
-		t.Run(name, func(t *testing.T) {
-			ci, pi := valueCollection(t, insns, EngineInterp)
-			cj, pj := valueCollection(t, insns, EngineJIT)
-			ri, rj := NewRunner(0), NewRunner(0)
-			for run := 0; run < 3; run++ {
-				vi, oki := ri.RunFrame(pi, newFrame(udpFrame(9)))
-				vj, okj := rj.RunFrame(pj, newFrame(udpFrame(9)))
-				if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
-					t.Fatalf("run %d: interpreter %#x %v (%v), JIT %#x %v (%v)", run, vi, oki, ri.Fault(), vj, okj, rj.Fault())
-				}
-				for _, m := range []string{"arr", "ro", "pcpu"} {
-					for k := uint32(0); k < 4; k++ {
-						if a, b := valueOf(t, ci, m, k), valueOf(t, cj, m, k); string(a) != string(b) {
-							t.Fatalf("run %d: %s[%d] %x, JIT %x", run, m, k, a, b)
-						}
-					}
-				}
-				if run == 0 {
-					t.Logf("%#x %v %v", vj, okj, rj.Fault())
-				}
-			}
-		})
+		t.Run(name, func(t *testing.T) { valueDiff(t, insns) })
 	}
 }
