@@ -191,21 +191,30 @@
 // interpreter (Runner.code). A proven packet access right after another
 // through the same register, with nothing between them that uses a scratch
 // register, leaves for Go or writes the register, reuses the buffer's
-// address (and on amd64 the offset) the first one loaded (pktReuse).
+// address (and on amd64 the offset) the first one loaded (pktReuse). On
+// amd64, a context load right after another (no jump target between)
+// loads from the frame the first one checked (ctxAfterCtx, jit_cost.go),
+// and Go re-enters it through a stub that checks again.
 //
 // Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
 // loaded with the map in a straight line before the call (mapAt), runs in
 // native code with the interpreter's steps (callHelper, arrayValue,
 // addRegion): r1 compared with that map's handle and the Runner's
 // collection with the program's, the key read through r2 with loadSlice's
-// check, NULL for a key at or above max_entries or a CPU slot out of range,
+// check (on amd64 none when r2 is r10 plus a constant in the frame,
+// stackKeyOff), NULL for a key at or above max_entries or a CPU slot out of range,
 // and the value's region found among the last four entries of the table or
 // reused from the entry the same lookup left just past its end in the last
 // run (the run's first new value of a map with no static in that window,
 // jitArray.first, skips the search: its region number is a constant when
 // the table is still at its fixed length); r1-r5 are kept. Anything else (another handle, the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
-// leaves for the slow path before anything is written. On amd64 these run
+// leaves for the slow path before anything is written. On amd64 the first
+// access to the value right after the lookup (lookupFeeds) uses the table
+// entry and address the lookup leaves in the scratch registers, checking
+// only its limit; after a slow path at the call Go re-enters through a
+// stub that finds them from r0 (jit_amd64_cost.go); an atomic operation
+// through the value takes the value's check too. On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to

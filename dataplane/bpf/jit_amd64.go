@@ -248,7 +248,11 @@ type amd64Compiler struct {
 	native  int     // helper calls compiled natively
 	proven  []int32 // provenIn
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
-	nproven int
+	leaves  []bool  // array lookups that leave their entry (jit_amd64_cost.go)
+	leaving bool    // the lookup being emitted leaves it
+	// ctxResumes are the context loads that reuse the one before (ctxReuse).
+	ctxResumes []jitResume
+	nproven    int
 	// calls: local calls are compiled natively (nativeCalls), and every
 	// exit first returns from a native call in progress; ncalls counts them.
 	calls  bool
@@ -278,6 +282,8 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, f := range c.jumps {
 		c.patch(f.pos, int(entry[f.pc]))
 	}
+	c.leaveStubs(entry) // jit_amd64_cost.go
+	c.ctxStubs(entry)
 	for _, g := range c.generic {
 		c.emitGeneric(g)
 	}
@@ -434,6 +440,15 @@ func (c *amd64Compiler) emitLddw(in insn) {
 func (c *amd64Compiler) emitCtx(pc int, in insn) {
 	dst, _ := regs(in)
 	off := ctxFieldOff(in.op)
+	if c.ctxReuse(pc, dst, off) { // jit_amd64_cost.go
+		return
+	}
+	c.ctxFull(pc, dst, off)
+}
+
+// ctxFull is emitCtx's load of the frame's field at off into dst, which
+// leaves the frame in S1 and the packet region's tag in S2.
+func (c *amd64Compiler) ctxFull(pc int, dst uint8, off int32) {
 	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
 	c.aluRR(true, 0x85, xS1, xS1)
 	c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
@@ -614,7 +629,7 @@ func (c *amd64Compiler) emitAtomic(pc int, in insn) {
 		c.exit(pc, jitExitSlow)
 		return
 	}
-	m := c.check(pc, in.dst, in.off, n, true)
+	m := c.atomicAccess(pc, in.dst, in.off, n)     // jit_amd64_cost.go
 	c.rm(false, true, []byte{0x8d}, xS2, m, false) // lea: the address
 	c.testRI(true, xS2, n-1)
 	c.slowIf(ccNE, pc)
@@ -644,7 +659,7 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 	default:
 		opc = 0x33 // xor
 	}
-	m := c.check(pc, in.dst, in.off, n, true)
+	m := c.atomicAccess(pc, in.dst, in.off, n)     // jit_amd64_cost.go
 	c.rm(false, true, []byte{0x8d}, xS2, m, false) // lea: the address
 	c.testRI(true, xS2, n-1)
 	c.slowIf(ccNE, pc)

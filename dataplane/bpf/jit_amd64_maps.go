@@ -56,15 +56,13 @@ func (c *amd64Compiler) cmpMemI(m xmem, imm int32) {
 // region table with no entry to reuse) goes to the slow path, which runs
 // the helper in Go from the start: nothing is written before that point.
 func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
-	if !a.dyn {
-		c.mapChecks(pc, a.handle, a.coll)
-	}
-	// The key: 4 bytes at r2, checked as loadSlice checks them; r0 (RAX)
-	// is free, the call overwrites it.
-	m := c.checkIn(pc, 2, 0, 4, false, regionStack)
+	// The map's checks and the key's (jit_amd64_cost.go): 4 bytes at r2.
+	// r0 (RAX) is free, the call overwrites it.
+	m := c.arrayKey(pc, a)
+	c.leaving = !a.dyn && lookupFeeds(c.plain, c.targets, pc) // jit_amd64_cost.go
+	defer func() { c.leaving = false }()
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
-	c.word(xS1, a.dyn, offMimMax, a.max)
-	c.aluRR(true, 0x39, xAX, xS1)
+	c.cmpMax(a) // jit_amd64_cost.go
 	null := []int{c.jcc(ccAE)}
 	if j, ok := c.arraySlot(a); ok { // a CPU out of range finds nothing, as arrayValue
 		null = append(null, j)
@@ -75,7 +73,14 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 		c.patch(n, len(c.b))
 	}
 	c.aluRR(false, 0x31, xAX, xAX) // NULL
+	c.leaveNull()
 	c.patch(done, len(c.b))
+	if c.leaving {
+		if c.leaves == nil {
+			c.leaves = make([]bool, len(c.plain))
+		}
+		c.leaves[pc] = true
+	}
 }
 
 // arraySlot turns the key in RAX (below max) into the address of its
@@ -92,12 +97,10 @@ func (c *amd64Compiler) arraySlot(a jitArray) (badCPU int, ok bool) {
 		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
 		c.aluRI(true, 7, xS1, int32(a.ncpu))
 		badCPU, ok = c.jcc(ccAE), true
-		c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-		c.imm32(int32(a.max))
+		c.mulI(xS1, a.max) // jit_amd64_cost.go
 		c.aluRR(true, 0x01, xAX, xS1)
 	}
-	c.rr(false, true, []byte{0x69}, xAX, xAX, false)
-	c.imm32(int32(a.elem))
+	c.mulI(xAX, a.elem)
 	c.movRI(xS1, int64(a.data))
 	c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
 	return badCPU, ok
@@ -156,7 +159,7 @@ func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
 		} else {
 			next = append(next, c.jcc(ccNE))
 		}
-		c.rm(false, true, []byte{0x8d}, xAX, xmem{base: xS1, index: -1, disp: -t}, false) // n-t
+		c.leaveFound(t, e) // RAX = n-t
 		found = append(found, c.jmp())
 		for _, j := range next {
 			c.patch(j, len(c.b))
@@ -170,9 +173,7 @@ func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
 	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsCap), false)
 	c.slowIf(ccAE, pc)
 	c.sameRegion(pc, 0, a)
-	c.rm(false, true, []byte{0x8d}, xS2, xmem{base: xS1, index: -1, disp: 1}, false)
-	c.rm(false, true, []byte{0x89}, xS2, ctxMem(offRegionsLen), false) // len = n+1
-	c.aluRR(true, 0x89, xAX, xS1)
+	c.leaveAppend() // len = n+1, RAX = n
 	for _, j := range found {
 		c.patch(j, len(c.b))
 	}
@@ -215,6 +216,7 @@ func (c *amd64Compiler) firstRegion(pc int, a jitArray) (done int) {
 	c.slowIf(ccBE, pc) // cap <= first: no entry past the end
 	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
 	c.sameRegion(pc, a.first*regionSize, a)
+	c.leaveFirst(a.first)
 	c.movMemI(ctxMem(offRegionsLen), a.first+1) // len = first+1
 	c.movRI(xAX, int64(a.first)<<32)
 	done = c.jmp()

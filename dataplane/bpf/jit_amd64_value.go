@@ -13,7 +13,7 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	if !ok {
 		return xmem{}, false
 	}
-	if reuse { // S1 and S2 still hold the entry and the buffer
+	if reuse || c.leavesAt(pc) { // S1 and S2 hold the entry and the buffer
 		c.cmpMemI(xmem{base: xS1, index: -1, disp: hi}, off+n)
 		c.slowIf(ccB, pc)
 		return xmem{base: xS2, index: -1, disp: off}, true

@@ -42,16 +42,7 @@ func hashCallEntry(t *testing.T, r *Runner, c *Collection, p *Program, name stri
 // then changes the registers (and the stack) the call starts with.
 func callEntry(t *testing.T, r *Runner, c *Collection, p *Program, name string, key []byte, set ...func(*[256]uint64)) (slow bool, r0 uint64) {
 	t.Helper()
-	j := p.jit.Load()
-	call := -1
-	for pc, in := range p.code {
-		if in.op == opCall {
-			call = pc
-		}
-	}
-	if call < 0 || j.native != 1 {
-		t.Fatalf("call at %d, %d native lookups", call, j.native)
-	}
+	j, call := nativeCall(t, p) // jit_plain_test.go
 	r.bind(c)
 	f := newFrame(udpFrame(9))
 	r.frame = f

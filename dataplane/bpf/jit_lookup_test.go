@@ -193,16 +193,7 @@ func TestJITArrayLookupChecks(t *testing.T) {
 	insns := prog(movKey(1), lookupKey("arr", asm.R6), keep())
 	c, p := loadLookup(t, insns, EngineJIT)
 	other, _ := loadLookup(t, insns, EngineJIT)
-	j := p.jit.Load()
-	call := -1
-	for pc, in := range p.code {
-		if in.op == opCall {
-			call = pc
-		}
-	}
-	if call < 0 || j.native != 1 {
-		t.Fatalf("call at %d, %d native lookups", call, j.native)
-	}
+	j, call := nativeCall(t, p) // jit_plain_test.go
 	arr := uint64(regionMap<<32 | uint64(c.mapIndex["arr"]))
 	hash := uint64(regionMap<<32 | uint64(c.mapIndex["hash"]))
 	for _, tc := range []struct {
@@ -223,12 +214,7 @@ func TestJITArrayLookupChecks(t *testing.T) {
 		}
 		r.bind(tc.coll)
 		n := len(r.regions)
-		f := newFrame(udpFrame(9))
-		r.frame = f
-		r.setPacket(f)
-		r.budget = p.budget
-		reg := &r.regs[0]
-		clear(reg[:])
+		reg := directEntry(r, p, newFrame(udpFrame(9))) // jit_plain_test.go
 		reg[1], reg[10] = tc.r1, regionStack<<32|stackSize
 		reg[2] = reg[10] - 4
 		r.stack[stackSize-4] = 1 // the key

@@ -1,8 +1,6 @@
 package bpf
 
 import (
-	"bytes"
-	"encoding/binary"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -49,14 +47,7 @@ func TestJITPacketReuse(t *testing.T) {
 			insns = append(append(append(insns, body...), sum...), asm.Mov.Reg(asm.R0, asm.R5), asm.Return(),
 				asm.Mov.Imm(asm.R0, 2).WithSymbol("out"), asm.Return())
 			pi := loadRange(t, insns, EngineInterp)
-			var raw bytes.Buffer
-			if err := insns.Marshal(&raw, binary.LittleEndian); err != nil {
-				t.Fatal(err)
-			}
-			plain, funcs, _, err := decodeSample(raw.Bytes(), EngineJIT)
-			if err != nil {
-				t.Fatal(err)
-			}
+			plain, funcs := plainOf(t, insns) // jit_plain_test.go
 			got := 0
 			proven := provenIn(plain, jitEnv{funcs: funcs})
 			targets := jumpTargets(plain, funcs)
