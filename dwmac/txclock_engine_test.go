@@ -55,6 +55,15 @@ func TestTxClockEngineLinkChange(t *testing.T) {
 				if !nic.Poll(5*time.Second, 2*time.Millisecond, func() bool { return b.ClockRate("enet_qos") == 25_000_000 }) {
 					t.Fatalf("TX clock still at %d Hz after the link went to 100", b.ClockRate("enet_qos"))
 				}
+				// The monitor sets the clock, then the MAC's speed: frames
+				// sent in between may be lost (as on a board while the link
+				// changes), so wait for the port to report 100 Mb/s up.
+				if !nic.Poll(5*time.Second, 2*time.Millisecond, func() bool {
+					l := e.Snapshot().Ports[0].Link
+					return l.Up && l.SpeedMbps == 100
+				}) {
+					t.Fatalf("snapshot %+v: want the link up at 100 Mb/s", e.Snapshot().Ports[0])
+				}
 			} else if !nic.Poll(5*time.Second, 2*time.Millisecond, func() bool {
 				ps := e.Snapshot().Ports[0]
 				return !ps.Link.Up && strings.Contains(ps.LinkProblem, "enet_qos")
@@ -68,7 +77,7 @@ func TestTxClockEngineLinkChange(t *testing.T) {
 			if writable {
 				want = 4
 			}
-			nic.Poll(time.Second, 2*time.Millisecond, func() bool { return len(r.sent()) >= want })
+			nic.Poll(5*time.Second, 2*time.Millisecond, func() bool { return len(r.sent()) >= want })
 			time.Sleep(50 * time.Millisecond)
 			if n := len(r.sent()); n != want {
 				t.Fatalf("%d frames on the wire after the change to 100, want %d", n, want)
