@@ -27,7 +27,8 @@ if [ "$root" = 1 ]; then
 	bash scripts/setup.sh || { echo "test: scripts/setup.sh failed: the tiers that need what it installs will fail" >&2; }
 fi
 
-declare -a summary failures
+summary=()
+failures=()
 failed=0
 logdir=$(mktemp -d)
 trap 'rm -rf "$logdir"' EXIT
