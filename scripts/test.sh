@@ -67,8 +67,11 @@ for t in $tiers; do
 		failed=1
 		# The failing tests' names and first lines, repeated after the
 		# summary: a CI log is often read from its tail only.
+		# The verdict lines first, then the tests' messages (without the
+		# VM tier's guest console, which it logs through t.Log).
 		while IFS= read -r l; do failures+=("$t: $l"); done < <(
-			grep -E -e '--- FAIL|^FAIL|panic:|_test\.go:[0-9]+:|^make.*Error' "$logdir/$t.log" | head -n 40)
+			grep -E -e '--- FAIL|^FAIL|panic:|^make.*Error' "$logdir/$t.log" | head -n 20
+			grep -E -e '_test\.go:[0-9]+:' "$logdir/$t.log" | grep -v 'guest:' | head -n 20)
 	fi
 done
 
