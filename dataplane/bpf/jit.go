@@ -263,6 +263,18 @@ type jitEnv struct {
 	funcs []bool
 }
 
+// mapRef is map number k of env's collection, nil when there is none.
+func (env jitEnv) mapRef(k uint32) *mapRef {
+	if c := env.coll; c != nil && uint64(k) < uint64(len(c.mapRefs)) {
+		return c.mapRefs[k]
+	}
+	return nil
+}
+
+// mapHandle is the value r1 holds for map number k (its region pointer):
+// what a native call compares r1 with.
+func mapHandle(k uint32) uint64 { return regionMap<<32 | uint64(k) }
+
 // jitBackend is an architecture's code generator (jit_amd64.go,
 // jit_arm64.go), as compileNative drives it.
 type jitBackend interface {

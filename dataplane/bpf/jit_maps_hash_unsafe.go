@@ -43,11 +43,7 @@ type jitHash struct {
 // plainLookup is map number k of env's collection when programs may look
 // it up and get its value itself (no array storage, no inner map).
 func (env jitEnv) plainLookup(k uint32) (*mapRef, bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return nil, false
-	}
-	m := c.mapRefs[k]
+	m := env.mapRef(k)
 	if m == nil || m.arr != nil || !m.lookupOK || m.outer != nil || m.valueSize == 0 || m.valueSize > math.MaxInt32 {
 		return nil, false
 	}
@@ -78,7 +74,7 @@ func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
 		}
 	}
 	return jitHash{
-		handle:   regionMap<<32 | uint64(k),
+		handle:   mapHandle(k),
 		coll:     uintptrOf(env.coll),
 		t:        t,
 		size:     uint64(m.valueSize),
@@ -115,7 +111,7 @@ func (env jitEnv) lpmFor(k uint32) (l jitLPM, ok bool) {
 			return l, false
 		}
 	}
-	return jitLPM{handle: regionMap<<32 | uint64(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable,
+	return jitLPM{handle: mapHandle(k), coll: uintptrOf(env.coll), t: t, size: uint64(m.valueSize), writable: m.progWritable,
 		first: firstRegion(env.coll, nil)}, true
 }
 

@@ -57,11 +57,7 @@ type jitArray struct {
 // every figure fits a 32-bit immediate; ok is false otherwise (the lookup
 // then returns to Go).
 func (env jitEnv) arrayFor(k uint32) (a jitArray, ok bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return a, false
-	}
-	m := c.mapRefs[k]
+	c, m := env.coll, env.mapRef(k)
 	if m == nil || m.arr == nil || !m.lookupOK || m.outer != nil || m.keySize != 4 || m.valueSize == 0 {
 		return a, false
 	}
@@ -74,7 +70,7 @@ func (env jitEnv) arrayFor(k uint32) (a jitArray, ok bool) {
 		return a, false
 	}
 	return jitArray{
-		handle:   regionMap<<32 | uint64(k),
+		handle:   mapHandle(k),
 		coll:     uintptrOf(c),
 		data:     uintptr(unsafe.Pointer(unsafe.SliceData(m.arr))),
 		max:      m.arrMax,

@@ -98,11 +98,7 @@ func (env jitEnv) emitMim(e mimEmitter, plain []insn, targets []bool, pc int) bo
 // collection when it is a HASH_OF_MAPS whose slots (a preallocated Hash of
 // u32 ids) the hash lookup walks: the value found gives the handle.
 func (env jitEnv) outerHashFor(k uint32) (h jitHash, ok bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return h, false
-	}
-	m := c.mapRefs[k]
+	c, m := env.coll, env.mapRef(k)
 	if m == nil || m.outer == nil || m.outer.Spec().Type != ebpf.HashOfMaps {
 		return h, false
 	}
@@ -110,7 +106,7 @@ func (env jitEnv) outerHashFor(k uint32) (h jitHash, ok bool) {
 	if !ok || t.KeySize != m.keySize || t.LRU || t.PerCPU || !hashLayoutOK(t) {
 		return h, false
 	}
-	return jitHash{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), t: t, size: 4, mimTab: mimTableAddr(c)}, true
+	return jitHash{handle: mapHandle(k), coll: uintptrOf(c), t: t, size: 4, mimTab: mimTableAddr(c)}, true
 }
 
 // jitOuter is an ARRAY_OF_MAPS whose lookup native code runs: the slots'
@@ -125,11 +121,7 @@ type jitOuter struct {
 
 // outerFor is the native outer lookup of map number k of env's collection.
 func (env jitEnv) outerFor(k uint32) (o jitOuter, ok bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return o, false
-	}
-	m := c.mapRefs[k]
+	c, m := env.coll, env.mapRef(k)
 	if m == nil || m.outer == nil || m.keySize != 4 || m.outer.Spec().Type != ebpf.ArrayOfMaps {
 		return o, false
 	}
@@ -138,7 +130,7 @@ func (env jitEnv) outerFor(k uint32) (o jitOuter, ok bool) {
 	if !ok || a.ElemSize() != 8 || uint64(len(a.Bytes())) != 8*max || max == 0 || max > math.MaxInt32 {
 		return o, false
 	}
-	return jitOuter{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), tab: mimTableAddr(c),
+	return jitOuter{handle: mapHandle(k), coll: uintptrOf(c), tab: mimTableAddr(c),
 		data: uintptr(unsafe.Pointer(unsafe.SliceData(a.Bytes()))), max: max}, true
 }
 

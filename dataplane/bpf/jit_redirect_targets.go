@@ -31,15 +31,11 @@ type jitRedirectMap struct {
 // collection, when it is a devmap, cpumap or xskmap whose slots native code
 // can read (maps.NativeSlots) and whose size fits a 32-bit immediate.
 func (env jitEnv) redirectFor(k uint32) (jitRedirectMap, bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return jitRedirectMap{}, false
-	}
-	m := c.mapRefs[k]
+	c, m := env.coll, env.mapRef(k)
 	if m == nil || m.outer != nil {
 		return jitRedirectMap{}, false
 	}
-	rm := jitRedirectMap{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), num: k, allowed: flagsActionMask}
+	rm := jitRedirectMap{handle: mapHandle(k), coll: uintptrOf(c), num: k, allowed: flagsActionMask}
 	switch m.spec.Type {
 	case ebpf.DevMap:
 		rm.kind = RedirectDevMap

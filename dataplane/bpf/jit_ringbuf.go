@@ -40,11 +40,7 @@ type jitRing struct {
 // ringFor returns the native refusal path of map number k of env's
 // collection, when it is a maps.RingBuf.
 func (env jitEnv) ringFor(k uint32) (jitRing, bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return jitRing{}, false
-	}
-	m := c.mapRefs[k]
+	c, m := env.coll, env.mapRef(k)
 	if m == nil || m.ring == nil || m.outer != nil {
 		return jitRing{}, false
 	}
@@ -52,7 +48,7 @@ func (env jitEnv) ringFor(k uint32) (jitRing, bool) {
 	if !ok || pos.Size == 0 || pos.Size&(pos.Size-1) != 0 || pos.Size > 1<<31 {
 		return jitRing{}, false
 	}
-	return jitRing{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), pos: pos}, true
+	return jitRing{handle: mapHandle(k), coll: uintptrOf(c), pos: pos}, true
 }
 
 // ringAt is the ring of the reserve or output call at pc, when r1 is

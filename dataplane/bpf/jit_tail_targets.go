@@ -25,11 +25,7 @@ type jitProgArray struct {
 // progArrayFor returns the native tail call through map number k of env's
 // collection, when it is a program array.
 func (env jitEnv) progArrayFor(k uint32) (jitProgArray, bool) {
-	c := env.coll
-	if c == nil || uint64(k) >= uint64(len(c.mapRefs)) {
-		return jitProgArray{}, false
-	}
-	m := c.mapRefs[k]
+	c, m := env.coll, env.mapRef(k)
 	if m == nil || m.progs == nil || m.outer != nil {
 		return jitProgArray{}, false
 	}
@@ -37,7 +33,7 @@ func (env jitEnv) progArrayFor(k uint32) (jitProgArray, bool) {
 	if !ok || t.N > math.MaxInt32 || t.ValueOff > math.MaxInt32-8 {
 		return jitProgArray{}, false
 	}
-	return jitProgArray{handle: regionMap<<32 | uint64(k), coll: uintptrOf(c), slots: t}, true
+	return jitProgArray{handle: mapHandle(k), coll: uintptrOf(c), slots: t}, true
 }
 
 // tailArrayAt is the program array of the tail call at pc of plain, when

@@ -22,7 +22,7 @@ const updateUnrolled = 128
 // take updates from programs.
 func (env jitEnv) arrayUpdateFor(k uint32) (jitArray, bool) {
 	a, ok := env.arrayFor(k)
-	if !ok || !env.coll.mapRefs[k].updateOK || env.coll.mapRefs[k].spec.SpinLock {
+	if !ok || !env.mapRef(k).updateOK || env.mapRef(k).spec.SpinLock {
 		return jitArray{}, false // a lock's value: Go copies around the lock word
 	}
 	return a, true
@@ -61,7 +61,7 @@ const (
 // waiters.
 func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
 	h, ok := env.hashFor(k)
-	if !ok || !env.coll.mapRefs[k].updateOK {
+	if !ok || !env.mapRef(k).updateOK {
 		return jitHash{}, false
 	}
 	return h, true
