@@ -737,10 +737,7 @@ func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) x
 // checkIn is check with the region guessed given.
 func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) xmem {
 	base := reg(bpfBase)
-	hi := offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
+	hi := limitField(write)
 	if guess == regionStack && n > 0 {
 		return c.stackCheck(pc, bpfBase, off, n, hi) // jit_amd64_stack.go
 	}

@@ -53,10 +53,7 @@ func (c *amd64Compiler) xdpBytes(pc int, store bool) {
 // packet's, and leaves their address in the scratch slot hs[1]; S1, S2
 // and RAX are clobbered.
 func (c *amd64Compiler) bytesBuf(pc int, write bool) {
-	hi := offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
+	hi := limitField(write)
 	c.aluRR(true, 0x89, xS1, xDX)
 	c.shiftI(true, 5, xS1, 32) // the region number
 	c.aluRI(true, 7, xS1, regionPacket)

@@ -603,10 +603,7 @@ func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) {
 // checkIn is check with the region guessed given.
 func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) {
 	base := arm64Regs[bpfBase&15%11]
-	hi := offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
+	hi := limitField(write)
 	if guess == regionStack && n > 0 {
 		c.stackCheck(pc, bpfBase, off, n, hi) // jit_arm64_stack.go
 		return

@@ -217,10 +217,7 @@ func (c *arm64Compiler) xdpBytes(pc int, store bool) {
 // (or storeSlice, for write) does, in any region of the table but the
 // packet's, and leaves their address in X10; X9-X13 are clobbered.
 func (c *arm64Compiler) bytesBuf(pc int, write bool) {
-	hi := offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
+	hi := limitField(write)
 	c.bfm(a64Ubfm, aS1, 3, 32, 63) // lsr x9, x3, #32: the region number
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, uint32(regionPacket)))
 	c.slowIf(aEQ, pc)

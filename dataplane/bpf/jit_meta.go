@@ -42,13 +42,3 @@ var (
 	metaENODATA    = errno(errENODATA)
 	metaEOPNOTSUPP = errno(errEOPNOTSUPP)
 )
-
-// writeEnd turns the offset of a region's read limit (offRegionHi) into
-// that of its write limit (offRegionWhi), for the backends' checks of an
-// out pointer (memArgFor), and leaves other field offsets as they are.
-func writeEnd(off int32) int32 {
-	if off == offRegionHi {
-		return offRegionWhi
-	}
-	return off
-}

@@ -79,14 +79,30 @@ func valuePlan(plain []insn, targets []bool, valued *[]bool, arrayAt func(int) (
 	if a, ok := arrayAt(q); !ok || !valueIn(a, off, n, write) {
 		return 0, false, false
 	}
-	hi = offRegionHi
-	if write {
-		hi = offRegionWhi
-	}
+	hi = limitField(write)
 	if *valued == nil {
 		*valued = make([]bool, len(plain))
 	}
 	reuse = valueReuse(plain, targets, *valued, pc, base)
 	(*valued)[pc] = true
 	return hi, reuse, true
+}
+
+// limitField is the offset in a region table entry of the limit an access
+// is checked against: hi for a load, whi for a store.
+func limitField(write bool) int32 {
+	if write {
+		return offRegionWhi
+	}
+	return offRegionHi
+}
+
+// writeEnd turns the offset of a region's read limit (offRegionHi) into
+// that of its write limit (offRegionWhi), for the backends' checks of an
+// out pointer (memArgFor), and leaves other field offsets as they are.
+func writeEnd(off int32) int32 {
+	if off == offRegionHi {
+		return offRegionWhi
+	}
+	return off
 }
