@@ -62,21 +62,28 @@ func helperProg(t *testing.T, insns asm.Instructions, e Engine) (*Collection, *P
 	return c, p
 }
 
-// helperCallProg calls one helper with r1 = the context (or map when not
-// ""), r2 = the packet's first 4 bytes (signed), r3 its next 4, and
-// returns r0 as the helper left it. A frame shorter than 8 bytes passes.
-func helperCallProg(id asm.BuiltinFunc, mapName string) asm.Instructions {
-	insns := asm.Instructions{
+// frameHead8 keeps the context in r6 and loads data into r2 and data_end
+// into r3, going to "pass" when the frame is shorter than 8 bytes.
+func frameHead8() asm.Instructions {
+	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
 		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
 		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
 		asm.Mov.Reg(asm.R4, asm.R2),
 		asm.Add.Imm(asm.R4, 8),
 		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+	}
+}
+
+// helperCallProg calls one helper with r1 = the context (or map when not
+// ""), r2 = the packet's first 4 bytes (signed), r3 its next 4, and
+// returns r0 as the helper left it. A frame shorter than 8 bytes passes.
+func helperCallProg(id asm.BuiltinFunc, mapName string) asm.Instructions {
+	insns := append(frameHead8(),
 		asm.LoadMem(asm.R3, asm.R2, 4, asm.Word),
 		asm.LoadMem(asm.R2, asm.R2, 0, asm.Word),
 		asm.Mov.Reg(asm.R1, asm.R6),
-	}
+	)
 	if mapName != "" {
 		insns = append(insns, asm.LoadMapPtr(asm.R1, 0).WithReference(mapName))
 	}

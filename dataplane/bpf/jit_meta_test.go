@@ -65,13 +65,7 @@ func metaPtr(reg asm.Register, tag string) asm.Instructions {
 // pattern. It returns the kfunc's r0 mixed with r1-r5 as it left them,
 // the 64 bytes below fp and the map value.
 func metaProg(name string) asm.Instructions {
-	insns := asm.Instructions{
-		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
-		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
-		asm.Mov.Reg(asm.R4, asm.R2),
-		asm.Add.Imm(asm.R4, 8),
-		asm.JGT.Reg(asm.R4, asm.R3, "pass"),
+	insns := append(frameHead8(),
 		asm.LoadMem(asm.R7, asm.R2, 0, asm.Word),
 		asm.LoadMem(asm.R8, asm.R2, 4, asm.Word),
 		asm.StoreImm(asm.RFP, -72, 0, asm.Word),
@@ -81,7 +75,7 @@ func metaProg(name string) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "pass"),
 		asm.Mov.Reg(asm.R9, asm.R0),
-	}
+	)
 	insns = append(insns, stackPattern()...)
 	insns = append(insns, asm.LoadImm(asm.R1, 0x1122334455667788, asm.DWord),
 		asm.StoreMem(asm.R9, 0, asm.R1, asm.DWord), asm.StoreMem(asm.R9, 8, asm.R1, asm.DWord))
