@@ -811,11 +811,20 @@ func mapAt(plain []insn, targets []bool, pc int) (uint32, bool) {
 
 // mapIn is mapAt for register reg (r2 for a tail call's program array).
 func mapIn(plain []insn, targets []bool, pc int, reg uint8) (uint32, bool) {
+	k, ok := loadedIn(plain, targets, pc, reg, opLdMap)
+	return uint32(k), ok && k >= 0 && k <= math.MaxUint32
+}
+
+// loadedIn returns the immediate of the lddw of that kind (opLdMap, a
+// map; opLdFunc, a function) that loads register reg and reaches pc in a
+// straight line: no jump target, control flow or other write of reg in
+// between.
+func loadedIn(plain []insn, targets []bool, pc int, reg uint8, kind op) (int64, bool) {
 	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
 		in := plain[q]
 		switch {
-		case in.op == opLdMap && in.dst == reg:
-			return uint32(in.imm), in.imm >= 0 && in.imm <= math.MaxUint32
+		case in.op == kind && in.dst == reg:
+			return in.imm, true
 		case in.dst == reg || !straightLine(in.op):
 			return 0, false
 		}

@@ -39,17 +39,8 @@ type jitLoop struct {
 // loaded with its address in a straight line before the call (the code
 // checks r2 at run time and leaves another value to Go).
 func loopCallback(plain []insn, targets []bool, funcs []bool, pc int) (int, bool) {
-	for q := pc - 1; q >= 0 && !targets[q+1]; q-- {
-		in := plain[q]
-		switch {
-		case in.op == opLdFunc && in.dst == 2:
-			t := in.imm
-			return int(t), t >= 0 && t < int64(len(plain)) && t < int64(len(funcs)) && funcs[t]
-		case in.dst == 2 || !straightLine(in.op):
-			return 0, false
-		}
-	}
-	return 0, false
+	t, ok := loadedIn(plain, targets, pc, 2, opLdFunc)
+	return int(t), ok && t >= 0 && t < int64(len(plain)) && t < int64(len(funcs)) && funcs[t]
 }
 
 // loopCharge is what one iteration of a loop calling target charges the
