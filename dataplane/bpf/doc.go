@@ -362,6 +362,14 @@
 // table's packet entry matches nothing during a native burst (its
 // out-of-line check would otherwise read a stale entry).
 //
+// A run's start sets r1 and r10 only. The interpreter's other registers
+// are 0 at that point, so the code begins with a prologue that zeroes the
+// registers some path of the main function reads before writing
+// (entryZero in jit_entry.go, conservative across calls; most programs
+// need none, where the trampolines used to clear nine per frame). A
+// native tail call jumps past the target's prologue (jitProg.pc0), as the
+// interpreter's tail call keeps the registers.
+//
 // The native code never calls Go, so it needs nothing from the Go runtime.
 // It runs inside jitEnter (or jitEnterRun at the start of a run), a
 // NOSPLIT assembly function that loads r0-r10 from the Runner's register

@@ -228,7 +228,8 @@ type jitProg struct {
 	mu    sync.Mutex
 	mem   []byte   // the mapping (read and execute once sealed)
 	entry []uint32 // offset into mem of each instruction slot
-	base  uintptr  // address of mem[0]
+	base  uintptr  // address of mem[0]: the prologue (jit_entry.go), then pc 0
+	pc0   uintptr  // address of instruction 0's code, past the prologue
 	freed bool
 	// native counts the helper calls compiled to native code (array map
 	// lookups), for tests.
@@ -297,6 +298,12 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 		return nil, errors.New("internal: no instructions")
 	}
 	b := newBackend(plain, env, jumpTargets(plain, env.funcs), provenIn(plain, env))
+	zero := entryZero(plain) // jit_entry.go
+	for i := range uint8(10) {
+		if zero&(1<<i) != 0 {
+			b.emitALU(insn{op: opMov64K, dst: i}, &opTable[opMov64K])
+		}
+	}
 	entry := make([]uint32, len(plain))
 	for pc, in := range plain {
 		entry[pc] = uint32(b.size())
@@ -310,7 +317,8 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &jitProg{mem: mem, entry: entry, base: base, native: n.native, proven: n.proven, calls: n.calls}, nil
+	return &jitProg{mem: mem, entry: entry, base: base, pc0: base + uintptr(entry[0]),
+		native: n.native, proven: n.proven, calls: n.calls}, nil
 }
 
 // jitCounts are what a backend compiled natively, for tests and jitProg.

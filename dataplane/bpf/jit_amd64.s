@@ -43,8 +43,9 @@ TEXT ·jitEnter(SB), NOSPLIT, $8-32
 
 // func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
 //
-// jitEnter for the start of a run: r0-r9 zero but r1 and r10 as given (reg
-// is not read). It returns the exit code (R9) and r0, and stores
+// jitEnter for the start of a run: r1 and r10 as given (reg is not read),
+// the other registers as they are: entry is the code's prologue, which
+// zeroes those the program may read before writing (jit_entry.go). It returns the exit code (R9) and r0, and stores
 // r0-r10 into reg only when the exit is not "done": a run that ends in its
 // first native round (the common case) needs nothing but r0, since every
 // call of a subprogram leaves the native code, so that round never ends in
@@ -54,15 +55,6 @@ TEXT ·jitEnterRun(SB), NOSPLIT, $8-56
 	MOVQ entry+16(FP), R9
 	MOVQ r1+24(FP), DI
 	MOVQ r10+32(FP), R12
-	XORL AX, AX
-	XORL SI, SI
-	XORL DX, DX
-	XORL CX, CX
-	XORL R8, R8
-	XORL BX, BX
-	XORL R13, R13
-	XORL R14, R14
-	XORL R15, R15
 	CALL R9
 	MOVQ R9, exit+40(FP)
 	MOVQ AX, r0+48(FP)
@@ -151,15 +143,6 @@ budgeted:
 regs:
 	MOVQ $(const_regionCtx<<32), DI
 	MOVQ $(const_regionStack<<32|const_stackSize), R12
-	XORL AX, AX
-	XORL SI, SI
-	XORL DX, DX
-	XORL CX, CX
-	XORL R8, R8
-	XORL BX, BX
-	XORL R13, R13
-	XORL R14, R14
-	XORL R15, R15
 	MOVQ entry+16(FP), R9
 	CALL R9
 	CMPB R9, $const_jitExitDone

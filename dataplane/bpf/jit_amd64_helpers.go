@@ -341,7 +341,7 @@ func (c *amd64Compiler) tailCall(pc int, a jitProgArray) {
 	c.rm(false, true, []byte{0xff}, 0, ctxMem(offTails), false) // inc qword: the count
 	c.rm(false, false, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offProgID}, false)
 	c.stq(xS2, xCtx, offTail)
-	c.ldq(xS1, xS1, offJITProgBase)
+	c.ldq(xS1, xS1, offJITProgPC0)
 	c.rr(false, false, []byte{0xff}, 4, xS1, false) // jmp S1
 	for _, j := range next {
 		c.patch(j, len(c.b))

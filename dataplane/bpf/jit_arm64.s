@@ -43,23 +43,15 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-32
 
 // func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
 //
-// jitEnter for the start of a run: r0-r9 zero but r1 and r10 as given (reg
-// is not read). It returns the exit code (X9) and r0, and stores
+// jitEnter for the start of a run: r1 and r10 as given (reg is not read),
+// the other registers as they are: entry is the code's prologue, which
+// zeroes those the program may read before writing (jit_entry.go). It returns the exit code (X9) and r0, and stores
 // r0-r10 into reg only when the exit is not "done" (see the amd64 version).
 TEXT ·jitEnterRun(SB), NOSPLIT, $16-56
 	MOVD r+0(FP), R24
 	MOVD entry+16(FP), R9
 	MOVD r1+24(FP), R1
 	MOVD r10+32(FP), R23
-	MOVD ZR, R0
-	MOVD ZR, R2
-	MOVD ZR, R3
-	MOVD ZR, R4
-	MOVD ZR, R5
-	MOVD ZR, R19
-	MOVD ZR, R20
-	MOVD ZR, R21
-	MOVD ZR, R22
 	CALL (R9)
 	MOVD R9, exit+40(FP)
 	MOVD R0, r0+48(FP)
@@ -139,15 +131,6 @@ budgeted:
 regs:
 	MOVD $(const_regionCtx<<32), R1
 	MOVD $(const_regionStack<<32|const_stackSize), R23
-	MOVD ZR, R0
-	MOVD ZR, R2
-	MOVD ZR, R3
-	MOVD ZR, R4
-	MOVD ZR, R5
-	MOVD ZR, R19
-	MOVD ZR, R20
-	MOVD ZR, R21
-	MOVD ZR, R22
 	MOVD entry+16(FP), R9
 	CALL (R9)
 	AND $0xff, R9, R10

@@ -53,7 +53,7 @@ func (c *arm64Compiler) tailCall(pc int, a jitProgArray) {
 	c.str(aS6, aCtx, offTails) // the count
 	c.ldrWOff(aS2, aS2, offProgID)
 	c.str(aS2, aCtx, offTail)
-	c.ldr(aS1, aS1, offJITProgBase)
+	c.ldr(aS1, aS1, offJITProgPC0)
 	c.w(a64RR(a64Br, 0, aS1))
 	for _, f := range next {
 		c.patch(f, len(c.b))

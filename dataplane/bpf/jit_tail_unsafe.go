@@ -8,12 +8,12 @@ import "unsafe"
 // jit_arm64_tail.go) reads and writes: the Runner's count, the program it
 // goes to (its collection, code and id), the id it leaves.
 var (
-	offTails       = int32(unsafe.Offsetof(Runner{}.tails))
-	offTail        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.tail))
-	offProgColl    = int32(unsafe.Offsetof(Program{}.coll))
-	offProgJIT     = int32(unsafe.Offsetof(Program{}.jit))
-	offProgID      = int32(unsafe.Offsetof(Program{}.id))
-	offJITProgBase = int32(unsafe.Offsetof(jitProg{}.base))
+	offTails      = int32(unsafe.Offsetof(Runner{}.tails))
+	offTail       = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.tail))
+	offProgColl   = int32(unsafe.Offsetof(Program{}.coll))
+	offProgJIT    = int32(unsafe.Offsetof(Program{}.jit))
+	offProgID     = int32(unsafe.Offsetof(Program{}.id))
+	offJITProgPC0 = int32(unsafe.Offsetof(jitProg{}.pc0)) // past the prologue
 
 	// progType is the type word of an interface holding a *Program, which
 	// a program array's slot holds (maps.NativeProgSlots).
