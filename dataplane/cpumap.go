@@ -61,15 +61,18 @@ func (w *worker) push(ents []cpuEntry, limit int) int {
 		limit = len(w.ring)
 	}
 	w.mu.Lock()
-	taken := 0
-	for _, en := range ents {
-		if w.n >= limit {
-			break
-		}
-		w.ring[(w.head+w.n)%len(w.ring)] = en
-		w.n++
-		taken++
+	taken := min(len(ents), max(limit-w.n, 0))
+	t := w.head + w.n
+	if t >= len(w.ring) {
+		t -= len(w.ring)
 	}
+	for _, en := range ents[:taken] {
+		w.ring[t] = en
+		if t++; t == len(w.ring) { // a compare: no division per frame
+			t = 0
+		}
+	}
+	w.n += taken
 	w.mu.Unlock()
 	if taken < len(ents) {
 		w.ringFull.Add(uint64(len(ents) - taken))
@@ -90,7 +93,9 @@ func (w *worker) pop() {
 	for w.n > 0 && len(w.batch) < cap(w.batch) {
 		w.batch = append(w.batch, w.ring[w.head])
 		w.ring[w.head] = cpuEntry{}
-		w.head = (w.head + 1) % len(w.ring)
+		if w.head++; w.head == len(w.ring) {
+			w.head = 0
+		}
 		w.n--
 	}
 	w.mu.Unlock()
