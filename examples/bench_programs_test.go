@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -146,10 +147,14 @@ func openFIBBench(tb testing.TB) *benchSetup {
 			if err != nil {
 				return 0, err
 			}
+			// A call a signal interrupts (EINTR: the Go runtime's
+			// preemption) is made again whole, so the kernel may have run
+			// more than asked: every run must still have looked up
+			// successfully, and none taken another path.
 			kernelRuns += calls * fibBenchRuns
 			kc, _ := fr.results(tb)
-			if kc[0] != uint64(kernelRuns) || kc[10] != 0 {
-				return 0, fmt.Errorf("kernel fib_results %v after %d runs: want every lookup successful", kc, kernelRuns)
+			if kc[0] < uint64(kernelRuns) || slices.ContainsFunc(kc[1:], func(n uint64) bool { return n != 0 }) {
+				return 0, fmt.Errorf("kernel fib_results %v after %d runs or more: want every lookup successful", kc, kernelRuns)
 			}
 			if last.Verdict != xdpRedirect {
 				return 0, fmt.Errorf("kernel verdict %d, want XDP_REDIRECT", last.Verdict)
@@ -264,8 +269,10 @@ func openPerfBench(tb testing.TB) *benchSetup {
 				if err := kf.Lookup(uint32(0), &failed); err != nil {
 					return err
 				}
-				if lost != 0 || samples == 0 || uint64(samples)+failed != uint64(runs) {
-					return fmt.Errorf("kernel: %d samples (%d lost reported), %d failed outputs, in %d runs", samples, lost, failed, runs)
+				// At least runs runs (an interrupted call is made again
+				// whole); below, every failure must be a full ring.
+				if lost != 0 || samples == 0 || uint64(samples)+failed < uint64(runs) {
+					return fmt.Errorf("kernel: %d samples (%d lost reported), %d failed outputs, in %d runs or more", samples, lost, failed, runs)
 				}
 				if _, err := k.Run("xdp_perf_sample", kernelxdp.Input{Frame: frame}); err != nil {
 					return err
