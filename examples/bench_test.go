@@ -46,6 +46,13 @@ func benchFrame(name string) []byte {
 // previous one left: xdp_adjust_tail answers the first 542-byte frame and
 // then passes the 126-byte reply, xdp_vlan pushes and pops in turn and
 // xdp_ipip encapsulates until the headroom runs out, then drops.
+//
+// After diffCases' entries come the other programs of examples/
+// (programBenches, bench_programs_test.go), each on the path its row's note
+// and its setup's comment name, checked on both sides after the measure:
+// xdp_fib_router forwarding, xdp_perf_sample with a full ring, and
+// xdp_hw_meta and xdp_cpumap_count in xnic only (the kernel cannot
+// test-run them; their rows say why and stay out of the geometric mean).
 func BenchmarkExamples(b *testing.B) {
 	kernelErr := kernelxdp.Available()
 	for _, dc := range diffCases {
@@ -74,30 +81,7 @@ func BenchmarkExamples(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			r := bpf.NewRunner(0)
-			// As the dataplane runs programs: bursts of benchBurst frames,
-			// each in its own buffer (each sees what the last run on it
-			// left, as in the kernel's repeat loop).
-			frames := make([]bpf.Frame, benchBurst)
-			for i := range frames {
-				buf := make([]byte, bufSize)
-				copy(buf[headroom:], frame)
-				frames[i] = bpf.Frame{Buf: buf, DataMeta: headroom, Data: headroom, DataEnd: headroom + len(frame), IngressIfindex: ingressIfindex}
-			}
-			verdicts := make([]bpf.Action, benchBurst)
-			redirects := make([]bpf.Redirect, benchBurst)
-			b.ReportAllocs()
-			// The thread's CPU time: the kernel's test run stops its clock
-			// while it yields the CPU, so xnic's figure leaves out the time
-			// other processes of a shared machine take too.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			cpu0 := kernelxdp.ThreadCPU()
-			for b.Loop() {
-				r.RunBurst(xp, frames, verdicts, redirects)
-			}
-			xnicNs := float64((kernelxdp.ThreadCPU() - cpu0).Nanoseconds()) / float64(b.N*benchBurst)
-			b.ReportMetric(xnicNs, "xnic-cpu-ns/run")
+			xnicNs := newBurstBench(xp, frame, ingressIfindex, nil).measure(b)
 			report.Add("test-run", dc.name, xnicNs, kernelNs)
 			if dc.name == "xdp_reference" {
 				report.Add("reference", dc.name, xnicNs, kernelNs)
@@ -110,6 +94,108 @@ func BenchmarkExamples(b *testing.B) {
 			b.ReportMetric(xnicNs/kernelNs, "xnic/kernel")
 		})
 	}
+	for _, pb := range programBenches {
+		b.Run(pb.name, func(b *testing.B) { benchProgram(b, pb, kernelErr) })
+	}
+}
+
+// benchProgram measures one of programBenches: the kernel first (when it
+// can run the program), then xnic; each side's checks must pass after.
+func benchProgram(b *testing.B, pb programBench, kernelErr error) {
+	if kernelErr != nil && pb.needsKernel {
+		b.Skipf("skipping: its setup needs the kernel oracle: %v", kernelErr)
+	}
+	s := pb.open(b)
+	var kernelNs float64
+	if s.kernel != nil && kernelErr == nil {
+		var err error
+		if kernelNs, err = s.kernel(kernelRepeat); err != nil {
+			b.Fatal(err)
+		}
+	}
+	xnicNs := s.xnic.measure(b)
+	if err := s.checkXnic(s.xnic.bursts * benchBurst); err != nil {
+		b.Fatalf("xnic: %v", err)
+	}
+	report.Add("test-run", pb.name, xnicNs, kernelNs)
+	report.Note("test-run", pb.name, pb.note)
+	if kernelNs > 0 {
+		b.ReportMetric(kernelNs, "kernel-ns/run")
+		b.ReportMetric(xnicNs/kernelNs, "xnic/kernel")
+	}
+}
+
+// burstBench is xnic's side of a measure, as the dataplane runs programs:
+// bursts of benchBurst frames, each in its own buffer; each buffer sees what
+// the last run on it left, as in the kernel's repeat loop.
+type burstBench struct {
+	r         *bpf.Runner
+	p         *bpf.Program
+	frame     []byte
+	frames    []bpf.Frame
+	verdicts  []bpf.Action
+	redirects []bpf.Redirect
+	// refresh, when above 0, copies frame afresh into every buffer before
+	// each refresh-th burst (the kernel's measure then makes one call of
+	// refresh runs per copy); resetMeta undoes the metadata of the last
+	// run before each burst.
+	refresh   int
+	resetMeta bool
+	bursts    int // bursts run
+}
+
+func newBurstBench(p *bpf.Program, frame []byte, ifindex uint32, meta *bpf.RxMeta) *burstBench {
+	h := &burstBench{
+		r: bpf.NewRunner(0), p: p, frame: frame,
+		frames:    make([]bpf.Frame, benchBurst),
+		verdicts:  make([]bpf.Action, benchBurst),
+		redirects: make([]bpf.Redirect, benchBurst),
+	}
+	for i := range h.frames {
+		h.frames[i] = bpf.Frame{Buf: make([]byte, bufSize), IngressIfindex: ifindex, Meta: meta}
+	}
+	h.fill()
+	return h
+}
+
+// fill copies frame into every buffer.
+func (h *burstBench) fill() {
+	for i := range h.frames {
+		f := &h.frames[i]
+		copy(f.Buf[headroom:], h.frame)
+		f.DataMeta, f.Data, f.DataEnd = headroom, headroom, headroom+len(h.frame)
+	}
+}
+
+// burst runs one burst.
+func (h *burstBench) burst() {
+	if h.refresh > 0 && h.bursts > 0 && h.bursts%h.refresh == 0 {
+		h.fill()
+	}
+	if h.resetMeta {
+		for i := range h.frames {
+			h.frames[i].DataMeta = h.frames[i].Data
+		}
+	}
+	h.r.RunBurst(h.p, h.frames, h.verdicts, h.redirects)
+	h.bursts++
+}
+
+// measure runs bursts for b and returns xnic's nanoseconds per frame: the
+// thread's CPU time, as the kernel's test run stops its clock while it
+// yields the CPU (xnic's figure leaves out the time other processes of a
+// shared machine take too). It reports it as xnic-cpu-ns/run.
+func (h *burstBench) measure(b *testing.B) float64 {
+	b.ReportAllocs()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu0 := kernelxdp.ThreadCPU()
+	for b.Loop() {
+		h.burst()
+	}
+	ns := float64((kernelxdp.ThreadCPU() - cpu0).Nanoseconds()) / float64(b.N*benchBurst)
+	b.ReportMetric(ns, "xnic-cpu-ns/run")
+	return ns
 }
 
 // knownAllocBugs names interpreter bugs that make an example allocate, by

@@ -43,8 +43,13 @@
 // otherwise): diff_test.go runs each program on thousands of random and
 // crafted frames with BPF_PROG_TEST_RUN (internal/kernelxdp) and in xnic's
 // interpreter (dataplane/bpf) and requires the same verdict, output bytes,
-// metadata and map contents; the benchmarks measure both and report the
-// ratio. xdp_hw_meta is the exception: the kernel runs the metadata kfuncs
-// only in device-bound programs, which BPF_PROG_TEST_RUN does not take, so
-// dataplane's tests run it against ports that report metadata instead.
+// metadata and map contents; BenchmarkExamples measures every program of
+// the package on both sides (xdp_fib_router in a network namespace whose
+// routes match an xnic FIB) and reports the ratio, each on a path checked on
+// both sides (bench_programs_test.go). xdp_hw_meta is the exception: the
+// kernel runs the metadata kfuncs only in device-bound programs, which
+// BPF_PROG_TEST_RUN does not take, so dataplane's tests run it against ports
+// that report metadata instead, and its benchmark row has xnic's figure
+// alone, as does xdp_cpumap_count's (the kernel does not test-run
+// SEC xdp/cpumap programs).
 package examples

@@ -28,9 +28,7 @@ func BenchmarkHWMeta(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			in := newFrameGen(3).ipv4(64, nil, protoUDP, 5, hwMetaDefaultPort)
-			all := bpf.RxMetaTimestamp | bpf.RxMetaHash | bpf.RxMetaVLAN
-			meta := &bpf.RxMeta{Caps: all, Have: all, Timestamp: 1, Hash: 2, HashType: 3, VLANProto: 0x8100, VLANTCI: 5}
+			in, meta := hwMetaBenchInput()
 			frames := make([]bpf.Frame, benchBurst)
 			for i := range frames {
 				buf := make([]byte, bufSize)

@@ -26,6 +26,28 @@ func Bench(p *ebpf.Program, frame []byte, repeat int) (time.Duration, uint32, er
 	return per, ret, nil
 }
 
+// BenchInput is Bench with the whole input of a run: the context's
+// ingress_ifindex and rx_queue_index and the metadata (Bench gives the
+// kernel's defaults: loopback, queue 0). An ifindex is resolved in the
+// calling thread's network namespace (run it through Netns.Do for a
+// Netns's devices). It returns the kernel's time per run (whole
+// nanoseconds, as Bench) and what the last run left: its verdict, the frame
+// and the metadata after repeat runs, each on what the one before left.
+func BenchInput(p *ebpf.Program, in Input, repeat int) (time.Duration, Result, error) {
+	if repeat < 1 || int64(repeat) > 1<<32-1 {
+		return 0, Result{}, fmt.Errorf("kernelxdp: bench repeat %d: want 1..2^32-1", repeat)
+	}
+	data, ctxIn := in.testData()
+	out := make([]byte, len(data)+outSlack)
+	var ctxOut xdpMD
+	verdict, n, per, err := testRun(p, data, out, &ctxIn, &ctxOut, uint32(repeat))
+	if err != nil {
+		return 0, Result{}, fmt.Errorf("kernelxdp: BPF_PROG_TEST_RUN x%d of %v: %w", repeat, p, err)
+	}
+	res, err := testResult(verdict, out[:n], ctxOut)
+	return time.Duration(per), res, err
+}
+
 // LiveStats is the outcome of a live-frames run.
 type LiveStats struct {
 	// Frames is how many frames the kernel ran the program on.

@@ -29,7 +29,9 @@
 //     its map closes: an [Object] keeps the whole collection open until Close.
 //
 // Benchmarks: [Bench] reports the kernel's BPF_PROG_TEST_RUN time per run
-// (the Duration the kernel measures over repeat runs, JIT included) and
+// (the Duration the kernel measures over repeat runs, JIT included),
+// [BenchInput] the same with a context (ingress ifindex, queue, metadata)
+// and the frame the last run left, and
 // [LiveBench] the kernel's real XDP path per frame, with
 // BPF_F_TEST_XDP_LIVE_FRAMES on a veth pair in a private network namespace
 // (XDP_DROP frames are recycled by the page pool; XDP_TX frames go out of the

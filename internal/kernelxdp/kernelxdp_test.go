@@ -442,3 +442,65 @@ func TestNetnsQueues(t *testing.T) {
 		t.Fatal("queue 4 of a 4-queue device: want an error")
 	}
 }
+
+// TestBenchInput: BenchInput gives the program the context asked for (a
+// Netns device's ifindex, resolved in the namespace) and returns the frame
+// the last of repeat runs left, each run on what the one before left.
+func TestBenchInput(t *testing.T) {
+	needKernel(t)
+	// Writes ingress_ifindex into the frame's first 4 bytes, decrements
+	// byte 4 and returns XDP_PASS.
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.XDP,
+		License: "MIT",
+		Instructions: asm.Instructions{
+			asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),  // data
+			asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),  // data_end
+			asm.LoadMem(asm.R4, asm.R1, 12, asm.Word), // ingress_ifindex
+			asm.Mov.Imm(asm.R0, 2),
+			asm.Mov.Reg(asm.R5, asm.R2),
+			asm.Add.Imm(asm.R5, 5),
+			asm.JGT.Reg(asm.R5, asm.R3, "out"),
+			asm.StoreMem(asm.R2, 0, asm.R4, asm.Word),
+			asm.LoadMem(asm.R5, asm.R2, 4, asm.Byte),
+			asm.Add.Imm(asm.R5, -1),
+			asm.StoreMem(asm.R2, 4, asm.R5, asm.Byte),
+			asm.Return().WithSymbol("out"),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ns, err := OpenNetns(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	frame := udp4(64, 9)
+	frame[4] = 200
+	var res Result
+	var per time.Duration
+	err = ns.Do(func() (err error) {
+		per, res, err = BenchInput(p, Input{Frame: frame, IngressIfindex: uint32(ns.DevIndex)}, 50)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != 2 || len(res.Frame) != len(frame) {
+		t.Fatalf("verdict %d, %d bytes: want XDP_PASS, %d", res.Verdict, len(res.Frame), len(frame))
+	}
+	if got := binary.LittleEndian.Uint32(res.Frame); got != uint32(ns.DevIndex) {
+		t.Errorf("ingress_ifindex %d, want %s's %d", got, NetnsDev, ns.DevIndex)
+	}
+	if res.Frame[4] != 150 {
+		t.Errorf("byte 4 is %d after 50 runs from 200, want 150", res.Frame[4])
+	}
+	if per <= 0 || per > time.Millisecond {
+		t.Errorf("%v per run", per)
+	}
+	if _, _, err := BenchInput(p, Input{Frame: frame}, 0); err == nil {
+		t.Error("repeat 0 accepted")
+	}
+}

@@ -120,7 +120,11 @@ func (r *Report) Print(w io.Writer) {
 					worst, worstName = q, row.name
 				}
 			}
-			line := fmt.Sprintf("%-10s %-22s %8d %10.1f %10.1f %7s", "", row.name, len(row.xnic), x, k, ratio)
+			kernel := "-" // no kernel figure
+			if len(row.kernel) > 0 {
+				kernel = fmt.Sprintf("%.1f", k)
+			}
+			line := fmt.Sprintf("%-10s %-22s %8d %10.1f %10s %7s", "", row.name, len(row.xnic), x, kernel, ratio)
 			if len(row.apart) > 0 {
 				line += fmt.Sprintf("  %s %.1f ns apart", row.apartName, median(row.apart))
 			}

@@ -32,7 +32,7 @@ func TestReport(t *testing.T) {
 	for _, want := range []string{
 		"four                          3       20.0        5.0    4.00",
 		"quarter                       1        2.0        8.0    0.25",
-		"nokernel                      1        7.0        0.0       -",
+		"nokernel                      1        7.0          -       -",
 		"a          geometric mean xnic/kernel 1.00 over 2, worst 4.00 (four)",
 		"half                          1        5.0       10.0    0.50  injection 6.0 ns apart  (a note)",
 		"b          geometric mean xnic/kernel 0.50 over 1, worst 0.50 (half)",

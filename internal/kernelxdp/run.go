@@ -54,15 +54,7 @@ type Result struct {
 // (wrapped): EINVAL for a frame shorter than 14 bytes or a bad context,
 // ENODEV for an unknown ifindex.
 func Run(p *ebpf.Program, in Input) (Result, error) {
-	data := make([]byte, 0, len(in.Meta)+len(in.Frame))
-	data = append(data, in.Meta...)
-	data = append(data, in.Frame...)
-	ctxIn := xdpMD{
-		Data:           uint32(len(in.Meta)),
-		DataEnd:        uint32(len(data)),
-		IngressIfindex: in.IngressIfindex,
-		RxQueueIndex:   in.RxQueueIndex,
-	}
+	data, ctxIn := in.testData()
 	var ctxOut xdpMD
 	opts := ebpf.RunOptions{
 		Data:       data,
@@ -75,14 +67,33 @@ func Run(p *ebpf.Program, in Input) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("kernelxdp: BPF_PROG_TEST_RUN of %v: %w", p, err)
 	}
-	out := opts.DataOut
+	return testResult(ret, opts.DataOut, ctxOut)
+}
+
+// testData is in as BPF_PROG_TEST_RUN takes it: the metadata and the frame
+// in one buffer, and the context.
+func (in Input) testData() ([]byte, xdpMD) {
+	data := make([]byte, 0, len(in.Meta)+len(in.Frame))
+	data = append(data, in.Meta...)
+	data = append(data, in.Frame...)
+	return data, xdpMD{
+		Data:           uint32(len(in.Meta)),
+		DataEnd:        uint32(len(data)),
+		IngressIfindex: in.IngressIfindex,
+		RxQueueIndex:   in.RxQueueIndex,
+	}
+}
+
+// testResult splits the kernel's output (out, from data_meta) by its
+// context.
+func testResult(verdict uint32, out []byte, ctxOut xdpMD) (Result, error) {
 	metaLen := int(ctxOut.Data)
 	if metaLen > len(out) || int(ctxOut.DataEnd) != len(out) {
 		return Result{}, fmt.Errorf("kernelxdp: the kernel returned %d bytes with context data=%d data_end=%d: inconsistent",
 			len(out), ctxOut.Data, ctxOut.DataEnd)
 	}
 	return Result{
-		Verdict: ret,
+		Verdict: verdict,
 		Meta:    out[:metaLen:metaLen],
 		Frame:   out[metaLen:],
 	}, nil
