@@ -63,6 +63,16 @@ func (c *arm64Compiler) rdStoreImm(v uint32, off int32) {
 	c.rdStore(aS4, off)
 }
 
+// ldrWAt is LDR Wt, [Xn + off] (X14 holds a far offset).
+func (c *arm64Compiler) ldrWAt(t, n uint32, off uintptr) {
+	if off%4 == 0 && off/4 < 4096 {
+		c.w(a64Imm12(a64LdrWImm, t, n, uint32(off/4)))
+		return
+	}
+	c.movImm(aS6, uint64(off))
+	c.ldrW(t, n, aS6)
+}
+
 // redirectIfindex is bpf_redirect: flags (r2) other than 0 give
 // XDP_ABORTED and record nothing; else the target is r1's low 32 bits and
 // r0 is XDP_REDIRECT.
@@ -121,8 +131,7 @@ func (c *arm64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		}
 		c.rdStore(aS4, rdOffTag)
 		if rc.kind == RedirectDevMap {
-			c.movImm(aS6, uint64(rc.slots.ValueOff))
-			c.ldrW(aS4, aS2, aS6) // the entry's ifindex
+			c.ldrWAt(aS4, aS2, rc.slots.ValueOff) // the entry's ifindex
 			c.rdStore(aS4, rdOffIfindex)
 		} else {
 			c.rdStore(aZR, rdOffIfindex)
