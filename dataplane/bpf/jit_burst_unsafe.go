@@ -16,10 +16,9 @@ func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames uns
 // first), until a frame needs Go: it returns how many frames it finished,
 // and for the next one (when done < len(frames)) the exit code and r0 of
 // its first native round, or exit 0 when the frame failed runJIT's check
-// and did not run. len(verdicts) must
-// be at least len(frames). The packet region and frame that native code
-// reads (jitState) point at the last frame run; Runner.frame and
-// regions[regionPacket] are left as they were.
+// and did not run. len(verdicts) must be at least len(frames). The packet
+// region and frame that native code reads (jitState) point at the last
+// frame run; Runner.frame and regions[regionPacket] are left as they were.
 func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (done int, exit uint32, r0 uint64) {
 	if len(frames) == 0 || len(verdicts) < len(frames) {
 		return 0, 0, 0
