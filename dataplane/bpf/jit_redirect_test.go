@@ -39,6 +39,9 @@ var redirectEdgeCases = []string{
 	"dev const key 0, Go helper, xsk key b3 flags 0, return XDP_REDIRECT",
 	"xsk const key 1, const flags 0, then bpf_redirect(b3, 0)",
 	"dev 32-bit const key 2, 32-bit const flags exclude-ingress|XDP_TX",
+	"dev const key 5 (past), flags 0 or XDP_DROP by b1, joining before the call",
+	"xsk const key 1 or b3 by b1, joining before the call, flags 0",
+	"cpu const key 0, flags XDP_PASS then + b2",
 }
 
 // redirectEdgeInsns builds the program of redirectEdgeCases; any other
@@ -98,6 +101,25 @@ func redirectEdgeInsns() asm.Instructions {
 		join(rmap("dev", k(0), f(0)), goHelper, rmap("xsk", kr(asm.R9), f(0)), ret(int32(redirect))),
 		join(rmap("xsk", k(1), f(0)), ifindex(asm.Mov.Reg(asm.R1, asm.R9), asm.Mov.Imm(asm.R2, 0))),
 		rmap("dev", asm.Mov.Imm32(asm.R2, 2), asm.Mov.Imm32(asm.R3, flagExcludeIngr|int32(ActionTX))),
+		// constIn must not see through a jump target: r3 (then r2) has
+		// two values at the call.
+		{
+			asm.Mov.Imm(asm.R3, 0),
+			asm.JEq.Imm(asm.R7, 0, "join21"),
+			asm.Mov.Imm(asm.R3, int32(ActionDrop)),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("dev").WithSymbol("join21"),
+			asm.Mov.Imm(asm.R2, 5),
+			asm.FnRedirectMap.Call(),
+		},
+		{
+			asm.Mov.Imm(asm.R2, 1),
+			asm.JEq.Imm(asm.R7, 0, "join22"),
+			asm.Mov.Reg(asm.R2, asm.R9),
+			asm.Mov.Imm(asm.R3, 0).WithSymbol("join22"),
+			asm.LoadMapPtr(asm.R1, 0).WithReference("xsk"),
+			asm.FnRedirectMap.Call(),
+		},
+		join(rmap("cpu", k(0), f(int32(ActionPass)))[:3], asm.Instructions{asm.Add.Reg(asm.R3, asm.R8), asm.FnRedirectMap.Call()}),
 	}
 	bodies[11] = append(asm.Instructions{asm.Add.Imm(asm.R7, 1)}, bodies[11]...)
 	for i, b := range bodies {
