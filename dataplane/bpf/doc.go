@@ -268,9 +268,10 @@
 // jitState.tail, against which Go reads the exit codes of its
 // instructions; a target without native code, r1 not the context or a run
 // without a frame go to Go). Native code records a
-// redirect as numbers (jitState.rd: kind, map number, key, flags,
-// ifindex), never the map itself, which would need a write barrier: Go
-// builds Runner.redirect from the record whenever native code returns
+// redirect as numbers (jitRedirect: kind, map number, key, flags,
+// ifindex), never the map itself, which would need a write barrier; a
+// constant key or flags is checked and looked up at load: Go builds
+// Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
 // other helper (hash inserts, replacements and deletes of a key present,
 // which link or unlink entries under the stripe's mutex, lookups in maps
@@ -351,9 +352,10 @@
 // Bursts. RunBurst enters native code once per burst of up to 64 frames
 // (jitEnterBurst, jitBurst): the trampoline checks each frame as runJIT
 // does, points the code at it, resets the run's state (budget, regions,
-// tail calls, redirect record: written only when a run changed them; the
-// runs are counted per burst) and runs it, storing verdicts (and
-// for XDP_REDIRECT the redirect record, jitState.rds) and going on; only a
+// tail calls: written only when a run changed them; the runs are counted
+// per burst), points the redirect helpers at the frame's own record
+// (jitState.rds, cleared by Go before the burst, read by it after) and
+// runs it, storing verdicts and going on; only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
 // invalid frame) returns, and Go finishes it before entering again. So
 // that the loop writes no Go pointer, native code reads the frame and the

@@ -7,8 +7,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-
-	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // Engine selects how programs run: the JIT (native code) or the interpreter.
@@ -85,16 +83,14 @@ type jitState struct {
 	// RunBurst holds the frames, the Runner the others.
 	frame uintptr
 	pkt   jitRegion
-	// rd is the redirect a native bpf_redirect or bpf_redirect_map
-	// recorded, as numbers (a map number, not the map: no Go pointer);
-	// pending says it is newer than Runner.redirect, which Go builds from
-	// it (takeRedirect) whenever native code returns.
-	rd jitRedirect
-	// rds are the redirect records of the frames of a native burst whose
-	// verdict is XDP_REDIRECT (rds[i] for its i-th frame), which the loop
-	// copies from rd so that it need not return to Go for them; Go builds
-	// their Redirects afterwards (enterBurst).
-	rds [jitBurstMax]jitRedirect
+	// rds are the redirect records native bpf_redirect and
+	// bpf_redirect_map write (jit_redirect.go), at the byte offset rdo
+	// from rds[0]: rds[0] in a run entered from Go, which Go turns into
+	// Runner.redirect whenever native code returns (takeRedirect);
+	// rds[i+1] for frame i of a native burst, where the loop moves rdo
+	// per frame and Go builds the Redirects afterwards (fillRedirects).
+	rdo uint64
+	rds [jitBurstMax + 1]jitRedirect
 	// tail is the id of the program a native tail call went to (0: none
 	// since native code was entered, which clears it): the program whose
 	// instructions the exit code now counts (tailProg).
@@ -161,51 +157,15 @@ func nativeCalls(plain []insn) bool {
 }
 
 // jitBurstMax is the most frames one native burst runs (the size of
-// jitState.rds); a longer burst enters native code again.
+// jitState.rds but one); a longer burst enters native code again.
 const jitBurstMax = 64
-
-// jitRedirect is a Redirect as native code records it (jitState.rd).
-type jitRedirect struct {
-	pending uint64 // 1: the record is newer than Runner.redirect
-	kind    uint64 // RedirectKind; RedirectNone clears the redirect
-	ifindex uint64
-	key     uint64
-	flags   uint64
-	mapNum  uint64 // the map's number in the collection (mapRefs)
-}
-
-// takeRedirect builds Runner.redirect from the record native code left
-// (jitState.rd) and clears it.
-func (r *Runner) takeRedirect() {
-	r.fillRedirect(&r.redirect, &r.jit.rd)
-	r.jit.rd.pending = 0
-}
-
-// fillRedirect sets d to the Redirect a native record stands for: none
-// unless it is pending (the run recorded nothing). Field by field: a
-// Redirect built and then copied stalls on store forwarding.
-func (r *Runner) fillRedirect(d *Redirect, rd *jitRedirect) {
-	if rd.pending == 0 || rd.kind == uint64(RedirectNone) {
-		*d = Redirect{}
-		return
-	}
-	var m maps.Map
-	if rd.kind != uint64(RedirectIfindex) && r.coll != nil && rd.mapNum < uint64(len(r.coll.mapRefs)) {
-		m = r.coll.mapRefs[rd.mapNum].m
-	}
-	d.Kind = RedirectKind(rd.kind)
-	d.Ifindex = uint32(rd.ifindex)
-	d.Map = m
-	d.Key = uint32(rd.key)
-	d.Flags = rd.flags
-}
 
 // afterNative brings Go's view up to date when native code returns: the
 // redirect it recorded, and the packet region of the frame, whose offsets
 // a native adjust helper may have moved (the region's numbers follow the
 // frame's, as setPacket sets them; the buffer does not change).
 func (r *Runner) afterNative() {
-	if r.jit.rd.pending != 0 {
+	if r.jit.rds[0].kind != 0 {
 		r.takeRedirect()
 	}
 	if r.frame != nil && len(r.regions) > regionPacket {
@@ -549,7 +509,7 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	// Done in one round: no helper ran in Go, so no fault and no ring
 	// buffer record (endRun's cases) can be pending; a native helper may
 	// have recorded a redirect.
-	if r.jit.rd.pending != 0 {
+	if r.jit.rds[0].kind != 0 {
 		r.takeRedirect()
 	}
 	if Action(v) > ActionRedirect {

@@ -80,23 +80,22 @@ done:
 // Runs the native code at entry on frames[0], frames[1], ... (n of them)
 // as jitEnterRun does on one, in one entry from Go: per frame it checks the
 // frame as runJIT does, points jitState's frame and packet region at it
-// (plain numbers: no Go pointer is written), clears the native redirect
-// record and the tail call state, sets the budget, drops the last run's
-// regions, and runs the code (jitBurst counts the runs). A run that ends
-// in its first round with a verdict up to XDP_REDIRECT stores it in
-// verdicts[i] (and for XDP_REDIRECT the redirect record in
-// jitState.rds[i]) and the loop goes on. Otherwise it returns with done =
-// i, the number of frames finished: exit 0 when i = n or frame i failed
+// (plain numbers: no Go pointer is written), points the native redirect
+// helpers at its record (jitState.rdo: rds[i+1], which Go cleared), clears
+// the tail call state, sets the budget, drops the last run's regions, and
+// runs the code (jitBurst counts the runs). A run that ends in its first
+// round with a verdict up to XDP_REDIRECT stores it in verdicts[i] and the
+// loop goes on. Otherwise it returns with done = i, the number of frames
+// finished: exit 0 when i = n or frame i failed
 // its check (not run), else the exit code and r0 of frame i's first round
 // (done with a verdict Go must look at, or a slow path, for which r0-r10
 // are stored into reg as jitEnterRun does).
 //
 // The loop's own cost is most of a short program's: instructions, stores
-// and taken branches. So the state a run rarely changes (the redirect
-// record's pending flag, the tail call state, the budget, the regions a
-// lookup added) is compared and written out of line only when it
-// differs, the common verdicts take no branch, and the loop closes with
-// one.
+// and taken branches. So the state a run rarely changes (the tail call
+// state, the budget, the regions a lookup added) is compared and written
+// out of line only when it differs, the common verdicts take no branch,
+// and the loop closes with one.
 TEXT ·jitEnterBurst(SB), NOSPLIT, $8-80
 	MOVQ $0, done+56(FP)
 	MOVQ $0, exit+64(FP)
@@ -128,8 +127,8 @@ loop:
 	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)
-	MOVQ (Runner_jit+jitState_rd+jitRedirect_pending)(R11), R8
-	ORQ (Runner_jit+jitState_tail)(R11), R8
+	ADDQ $jitRedirect__size, (Runner_jit+jitState_rdo)(R11)
+	MOVQ (Runner_jit+jitState_tail)(R11), R8
 	ORQ Runner_tails(R11), R8
 	JNE clear
 cleared:
@@ -148,7 +147,7 @@ regs:
 	CMPB R9, $const_jitExitDone
 	JNE slow
 	CMPL AX, $const_ActionRedirect
-	JAE redirect
+	JA verdict
 store:
 	MOVQ done+56(FP), CX
 	MOVQ verdicts+40(FP), DX
@@ -161,7 +160,6 @@ store:
 	RET
 clear:
 	XORL R8, R8
-	MOVQ R8, (Runner_jit+jitState_rd+jitRedirect_pending)(R11)
 	MOVQ R8, (Runner_jit+jitState_tail)(R11)
 	MOVQ R8, Runner_tails(R11)
 	JMP cleared
@@ -171,27 +169,6 @@ setbudget:
 trim:
 	MOVQ R8, (Runner_regions+8)(R11)
 	JMP regs
-redirect:
-	JA verdict
-	// XDP_REDIRECT: keep the run's redirect record as rds[i].
-	MOVQ done+56(FP), CX
-	MOVQ r+0(FP), R11
-	MOVQ CX, DX
-	IMULQ $jitRedirect__size, DX
-	ADDQ R11, DX
-	MOVQ (Runner_jit+jitState_rd+0)(R11), R8
-	MOVQ R8, (Runner_jit+jitState_rds+0)(DX)
-	MOVQ (Runner_jit+jitState_rd+8)(R11), R8
-	MOVQ R8, (Runner_jit+jitState_rds+8)(DX)
-	MOVQ (Runner_jit+jitState_rd+16)(R11), R8
-	MOVQ R8, (Runner_jit+jitState_rds+16)(DX)
-	MOVQ (Runner_jit+jitState_rd+24)(R11), R8
-	MOVQ R8, (Runner_jit+jitState_rds+24)(DX)
-	MOVQ (Runner_jit+jitState_rd+32)(R11), R8
-	MOVQ R8, (Runner_jit+jitState_rds+32)(DX)
-	MOVQ (Runner_jit+jitState_rd+40)(R11), R8
-	MOVQ R8, (Runner_jit+jitState_rds+40)(DX)
-	JMP store
 verdict:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)

@@ -14,8 +14,8 @@ import "syscall"
 // where Go runs the helper from the start. They write only numbers: the
 // frame's offsets (through jitState.frame, which Go's Frame is), the copy
 // of the packet region native code reads, and the redirect record
-// (jitState.rd), which Go turns into Runner.redirect when the code returns
-// (afterNative).
+// (jit_amd64_redirect.go), which Go turns into Runner.redirect when the
+// code returns (afterNative).
 
 // nativeHelper emits the helper call at pc natively when it is one of
 // these (or an array lookup, jit_amd64_maps.go) and reports whether it did.
@@ -36,13 +36,13 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		}
 		return c.mimLookup(pc) // jit_amd64_mim.go
 	case helperRedirect:
-		c.redirectIfindex()
+		c.redirectIfindex(pc) // jit_amd64_redirect.go
 	case helperRedirectMap:
-		m, ok := c.env.redirectAt(c.plain, c.targets, pc)
+		rc, ok := c.env.redirectAt(c.plain, c.targets, pc) // jit_redirect_targets.go
 		if !ok {
 			return false
 		}
-		c.redirectMap(pc, m)
+		c.redirectMap(pc, rc)
 	case helperXdpAdjustHead:
 		c.adjustHead(pc)
 	case helperXdpAdjustMeta:
@@ -96,83 +96,6 @@ func (c *amd64Compiler) ldq(dst, base uint8, disp int32) {
 
 func (c *amd64Compiler) stq(src, base uint8, disp int32) {
 	c.rm(false, true, []byte{0x89}, src, xmem{base: base, index: -1, disp: disp}, false)
-}
-
-// redirectIfindex is bpf_redirect: flags (r2) other than 0 give
-// XDP_ABORTED and record nothing; else the target is r1's low 32 bits and
-// r0 is XDP_REDIRECT.
-func (c *amd64Compiler) redirectIfindex() {
-	c.aluRR(true, 0x85, xSI, xSI)
-	abort := c.jcc(ccNE)
-	c.movMemI(ctxMem(offRdKind), int32(RedirectIfindex))
-	c.aluRR(false, 0x89, xS1, xDI) // uint32(r1)
-	c.stq(xS1, xCtx, offRdIfindex)
-	c.movMemI(ctxMem(offRdKey), 0)
-	c.movMemI(ctxMem(offRdFlags), 0)
-	c.movMemI(ctxMem(offRdMap), 0)
-	c.movMemI(ctxMem(offRdPending), 1)
-	c.movRI(xAX, int64(ActionRedirect))
-	done := c.jmp()
-	c.patch(abort, len(c.b))
-	c.aluRR(false, 0x31, xAX, xAX)
-	c.patch(done, len(c.b))
-}
-
-// redirectMap is bpf_redirect_map on m (redirectMap): flags (r3) outside
-// what the map type takes give XDP_ABORTED; a key (r2's low 32 bits) with
-// no entry clears the redirect and returns the flags' action bits; else
-// the redirect is recorded (a devmap's with the entry's ifindex) and r0 is
-// XDP_REDIRECT. A broadcast goes to the slow path.
-func (c *amd64Compiler) redirectMap(pc int, m jitRedirectMap) {
-	c.movRI(xS1, int64(m.handle))
-	c.aluRR(true, 0x39, xDI, xS1)
-	c.slowIf(ccNE, pc)
-	c.movRI(xS1, int64(m.coll))
-	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
-	c.slowIf(ccNE, pc)
-	c.movRI(xS2, int64(^m.allowed))
-	c.aluRR(true, 0x85, xDX, xS2)
-	abort := c.jcc(ccNE)
-	if m.allowed&flagBroadcast != 0 {
-		c.testRI(true, xDX, flagBroadcast)
-		c.slowIf(ccNE, pc)
-	}
-	c.aluRR(false, 0x89, xAX, xSI) // key = uint32(r2)
-	c.aluRI(true, 7, xAX, int32(m.slots.N))
-	var none []int
-	none = append(none, c.jcc(ccAE))
-	c.aluRR(true, 0x89, xS1, xAX)
-	c.shiftI(true, 4, xS1, 3) // the slot's offset: key * 8
-	c.movRI(xS2, int64(m.slots.Base))
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: xS1, disp: 0}, false) // the entry
-	c.aluRR(true, 0x85, xS2, xS2)
-	none = append(none, c.jcc(ccE))
-	c.stq(xAX, xCtx, offRdKey)
-	c.stq(xDX, xCtx, offRdFlags)
-	c.movMemI(ctxMem(offRdKind), int32(m.kind))
-	c.movMemI(ctxMem(offRdMap), int32(m.num))
-	if m.kind == RedirectDevMap {
-		c.rm(false, false, []byte{0x8b}, xS1, xmem{base: xS2, index: -1, disp: int32(m.slots.ValueOff)}, false)
-		c.stq(xS1, xCtx, offRdIfindex)
-	} else {
-		c.movMemI(ctxMem(offRdIfindex), 0)
-	}
-	c.movMemI(ctxMem(offRdPending), 1)
-	c.movRI(xAX, int64(ActionRedirect))
-	done := []int{c.jmp()}
-	for _, j := range none {
-		c.patch(j, len(c.b))
-	}
-	c.movMemI(ctxMem(offRdKind), int32(RedirectNone))
-	c.movMemI(ctxMem(offRdPending), 1)
-	c.aluRR(false, 0x89, xAX, xDX)
-	c.aluRI(false, 4, xAX, flagsActionMask)
-	done = append(done, c.jmp())
-	c.patch(abort, len(c.b))
-	c.aluRR(false, 0x31, xAX, xAX)
-	for _, j := range done {
-		c.patch(j, len(c.b))
-	}
 }
 
 // frameArg checks that r1 is the context and that there is a frame (else

@@ -112,9 +112,10 @@ loop:
 	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)
 	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_hi)(R24)
 	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_whi)(R24)
-	MOVD (Runner_jit+jitState_rd+jitRedirect_pending)(R24), R9
-	MOVD (Runner_jit+jitState_tail)(R24), R10
-	ORR R10, R9, R9
+	MOVD (Runner_jit+jitState_rdo)(R24), R9
+	ADD $jitRedirect__size, R9
+	MOVD R9, (Runner_jit+jitState_rdo)(R24)
+	MOVD (Runner_jit+jitState_tail)(R24), R9
 	MOVD Runner_tails(R24), R10
 	ORR R10, R9, R9
 	CBNZ R9, clear
@@ -138,7 +139,7 @@ regs:
 	BNE slow
 	MOVWU R0, R10
 	CMP $const_ActionRedirect, R10
-	BHS redirect
+	BHI verdict
 store:
 	MOVD done+56(FP), R11
 	MOVD verdicts+40(FP), R12
@@ -151,7 +152,6 @@ store:
 	BLT loop
 	RET
 clear:
-	MOVD ZR, (Runner_jit+jitState_rd+jitRedirect_pending)(R24)
 	MOVD ZR, (Runner_jit+jitState_tail)(R24)
 	MOVD ZR, Runner_tails(R24)
 	B cleared
@@ -161,31 +161,6 @@ setbudget:
 trim:
 	MOVD R9, (Runner_regions+8)(R24)
 	B regs
-redirect:
-	BHI verdict
-	// XDP_REDIRECT: keep the run's redirect record as rds[i].
-	MOVD done+56(FP), R11
-	MOVD r+0(FP), R24
-	MOVD $jitRedirect__size, R12
-	MUL R11, R12, R12
-	ADD R24, R12, R12
-	MOVD $(Runner_jit+jitState_rd), R13
-	ADD R24, R13, R13
-	MOVD $(Runner_jit+jitState_rds), R9
-	ADD R9, R12, R12
-	MOVD 0(R13), R9
-	MOVD R9, 0(R12)
-	MOVD 8(R13), R9
-	MOVD R9, 8(R12)
-	MOVD 16(R13), R9
-	MOVD R9, 16(R12)
-	MOVD 24(R13), R9
-	MOVD R9, 24(R12)
-	MOVD 32(R13), R9
-	MOVD R9, 32(R12)
-	MOVD 40(R13), R9
-	MOVD R9, 40(R12)
-	B store
 verdict:
 	MOVD R9, exit+64(FP)
 	MOVD R0, r0+72(FP)

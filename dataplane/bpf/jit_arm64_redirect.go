@@ -6,25 +6,25 @@ package bpf
 // bpf_get_prandom_u32 and bpf_get_smp_processor_id for the arm64 backend:
 // the steps of the amd64 ones (jit_amd64_helpers.go) in X0 and the scratch
 // registers X9-X14, with the interpreter's results (helpers.go) and r1-r5
-// left as they were. The redirect is recorded as numbers in jitState.rd,
-// which Go turns into Runner.redirect when the code returns (afterNative)
-// and the burst loop keeps as rds[i] (jit_arm64.s, fillRedirects). What
-// they do not handle natively (r1 not the map they were compiled for, the
-// Runner's collection another, a broadcast) goes to the slow path before
-// anything is written, where Go runs the helper from the start.
+// left as they were. The redirect is recorded as numbers in the slot
+// jitState.rdo points at (jit_redirect.go: rds[0] in a run entered from
+// Go, which Go turns into Runner.redirect when the code returns; the
+// frame's own slot in a native burst, fillRedirects). A constant key or
+// flags (constIn) is checked, and looked up, at load. A broadcast goes to
+// the slow path before anything is written, where Go runs the helper.
 
 // redirectHelper emits the call at pc natively when it is one of these
 // and reports whether it did.
 func (c *arm64Compiler) redirectHelper(pc int) bool {
 	switch int32(c.plain[pc].imm) {
 	case helperRedirect:
-		c.redirectIfindex()
+		c.redirectIfindex(pc)
 	case helperRedirectMap:
-		m, ok := c.env.redirectAt(c.plain, c.targets, pc) // jit_redirect_targets.go
+		rc, ok := c.env.redirectAt(c.plain, c.targets, pc) // jit_redirect_targets.go
 		if !ok {
 			return false
 		}
-		c.redirectMap(pc, m)
+		c.redirectMap(pc, rc)
 	case helperGetPrandomU32:
 		c.prandom()
 	case helperGetSmpProcessor:
@@ -39,86 +39,155 @@ func (c *arm64Compiler) redirectHelper(pc int) bool {
 // mov32 is MOV Wd, Wn: X d = uint32(X n).
 func (c *arm64Compiler) mov32(d, n uint32) { c.rrr(a64Orr&^a64W, d, aZR, n) }
 
-// strImm stores v into the qword at [Runner+off] (XZR for 0, else
-// through X12; X13 is str's own scratch for far offsets).
-func (c *arm64Compiler) strImm(off int32, v uint64) {
+// rdSlot leaves in X11 (S3) the address of the record the helpers write:
+// the Runner + rds + jitState.rdo (X12 and X13 clobbered).
+func (c *arm64Compiler) rdSlot() {
+	c.ldr(aS3, aCtx, offRdo)
+	c.rrr(a64Add, aS3, aS3, aCtx)
+	c.movImm(aS4, uint64(offRds))
+	c.rrr(a64Add, aS3, aS3, aS4)
+}
+
+// rdStore stores W t into the record's 32-bit word at off (rdSlot).
+func (c *arm64Compiler) rdStore(t uint32, off int32) {
+	c.w(a64Imm12(a64StrWImm, t, aS3, uint32(off/4)))
+}
+
+// rdStoreImm stores v into the record's word at off (through X12).
+func (c *arm64Compiler) rdStoreImm(v uint32, off int32) {
 	if v == 0 {
-		c.str(aZR, aCtx, off)
+		c.rdStore(aZR, off)
 		return
 	}
-	c.movImm(aS4, v)
-	c.str(aS4, aCtx, off)
+	c.movImm(aS4, uint64(v))
+	c.rdStore(aS4, off)
+}
+
+// ldrWAt is LDR Wt, [Xn + off] (X14 holds a far offset).
+func (c *arm64Compiler) ldrWAt(t, n uint32, off uintptr) {
+	if off%4 == 0 && off/4 < 4096 {
+		c.w(a64Imm12(a64LdrWImm, t, n, uint32(off/4)))
+		return
+	}
+	c.movImm(aS6, uint64(off))
+	c.ldrW(t, n, aS6)
 }
 
 // redirectIfindex is bpf_redirect: flags (r2) other than 0 give
 // XDP_ABORTED and record nothing; else the target is r1's low 32 bits and
 // r0 is XDP_REDIRECT.
-func (c *arm64Compiler) redirectIfindex() {
-	c.cmp(2, aZR)
-	abort := c.branch(aNE)
-	c.strImm(offRdKind, uint64(RedirectIfindex))
-	c.mov32(aS1, 1)
-	c.str(aS1, aCtx, offRdIfindex)
-	c.strImm(offRdKey, 0)
-	c.strImm(offRdFlags, 0)
-	c.strImm(offRdMap, 0)
-	c.strImm(offRdPending, 1)
+func (c *arm64Compiler) redirectIfindex(pc int) {
+	flags, known := constIn(c.plain, c.targets, pc, 2)
+	if known && flags != 0 {
+		c.movImm(0, 0)
+		return
+	}
+	var abort a64Fixup
+	if !known {
+		c.cmp(2, aZR)
+		abort = c.branch(aNE)
+	}
+	c.rdSlot()
+	c.rdStoreImm(rdTag(RedirectIfindex, 0, 0), rdOffTag)
+	c.rdStore(1, rdOffIfindex) // uint32(r1)
+	c.rdStore(aZR, rdOffKey)
 	c.movImm(0, uint64(ActionRedirect))
+	if known {
+		return
+	}
 	done := c.branch(aAL)
 	c.patch(abort, len(c.b))
 	c.movImm(0, 0)
 	c.patch(done, len(c.b))
 }
 
-// redirectMap is bpf_redirect_map on m: flags (r3) outside what the map
-// type takes give XDP_ABORTED; a key (r2's low 32 bits) with no entry
-// clears the redirect and returns the flags' action bits; else the
-// redirect is recorded (a devmap's with the entry's ifindex) and r0 is
-// XDP_REDIRECT. A broadcast goes to the slow path.
-func (c *arm64Compiler) redirectMap(pc int, m jitRedirectMap) {
-	c.mapChecks(pc, m.handle, m.coll) // jit_arm64_hash.go
-	c.movImm(aS2, ^m.allowed)
-	c.rrr(a64Tst, 0, 3, aS2)
-	abort := c.branch(aNE)
-	if m.allowed&flagBroadcast != 0 {
-		c.tstBit(3, flagBroadcast)
-		c.slowIf(aNE, pc)
+// redirectMap is bpf_redirect_map through rc's map: flags (r3) outside
+// what the map type takes give XDP_ABORTED and record nothing; a key (r2's
+// low 32 bits) with no entry clears the redirect and returns the flags'
+// action bits; else the redirect is recorded (a devmap's with the entry's
+// ifindex) and r0 is XDP_REDIRECT.
+func (c *arm64Compiler) redirectMap(pc int, rc jitRedirectCall) {
+	if rc.flagsK && rc.flags&^rc.allowed != 0 {
+		c.movImm(0, 0)
+		return
 	}
-	c.mov32(aS1, 2) // key = uint32(r2)
-	c.movImm(aS2, uint64(m.slots.N))
-	c.cmp(aS1, aS2)
-	none := []a64Fixup{c.branch(aHS)}
-	c.movImm(aS2, uint64(m.slots.Base))
-	c.w(a64RRR(a64LdrXLsl3, aS2, aS2, aS1)) // the entry: slots[key]
-	c.cmp(aS2, aZR)
-	none = append(none, c.branch(aEQ))
-	c.str(aS1, aCtx, offRdKey)
-	c.str(3, aCtx, offRdFlags)
-	c.strImm(offRdKind, uint64(m.kind))
-	c.strImm(offRdMap, uint64(m.num))
-	if m.kind == RedirectDevMap {
-		c.movImm(aS6, uint64(m.slots.ValueOff))
-		c.ldrW(aS4, aS2, aS6) // the entry's ifindex
-		c.str(aS4, aCtx, offRdIfindex)
-	} else {
-		c.strImm(offRdIfindex, 0)
+	var abort []a64Fixup
+	if !rc.flagsK {
+		c.movImm(aS2, ^rc.allowed)
+		c.rrr(a64Tst, 0, 3, aS2)
+		abort = append(abort, c.branch(aNE))
+		if rc.allowed&flagBroadcast != 0 {
+			c.tstBit(3, flagBroadcast)
+			c.slowIf(aNE, pc)
+		}
 	}
-	c.strImm(offRdPending, 1)
-	c.movImm(0, uint64(ActionRedirect))
-	done := []a64Fixup{c.branch(aAL)}
+	var done []a64Fixup
+	none, hit := c.redirectSlot(rc)
+	if hit {
+		c.rdSlot()
+		c.movImm(aS4, uint64(rc.hitTag()))
+		if !rc.flagsK {
+			c.w(a64RRRShift(a64Orr, aS4, aS4, 3, 8)) // flags (below 256) in byte 1
+		}
+		c.rdStore(aS4, rdOffTag)
+		if rc.kind == RedirectDevMap {
+			c.ldrWAt(aS4, aS2, rc.slots.ValueOff) // the entry's ifindex
+			c.rdStore(aS4, rdOffIfindex)
+		} else {
+			c.rdStore(aZR, rdOffIfindex)
+		}
+		if rc.keyK {
+			c.rdStoreImm(uint32(rc.key), rdOffKey)
+		} else {
+			c.rdStore(2, rdOffKey) // uint32(r2)
+		}
+		c.movImm(0, uint64(ActionRedirect))
+		done = append(done, c.branch(aAL))
+	}
 	for _, f := range none {
 		c.patch(f, len(c.b))
 	}
-	c.strImm(offRdKind, uint64(RedirectNone))
-	c.strImm(offRdPending, 1)
-	c.movImm(aS4, flagsActionMask)
-	c.rrr(a64And, 0, 3, aS4) // r0 = flags & XDP action bits
-	done = append(done, c.branch(aAL))
-	c.patch(abort, len(c.b))
-	c.movImm(0, 0)
+	c.rdSlot() // the empty Redirect, every field
+	c.rdStoreImm(rdTag(RedirectNone, 0, 0), rdOffTag)
+	c.rdStore(aZR, rdOffIfindex)
+	c.rdStore(aZR, rdOffKey)
+	if rc.flagsK {
+		c.movImm(0, rc.flags&flagsActionMask)
+	} else {
+		c.movImm(aS4, flagsActionMask)
+		c.rrr(a64And, 0, 3, aS4) // r0 = flags & XDP action bits
+	}
+	if len(abort) > 0 {
+		done = append(done, c.branch(aAL))
+		c.patch(abort[0], len(c.b))
+		c.movImm(0, 0)
+	}
 	for _, f := range done {
 		c.patch(f, len(c.b))
 	}
+}
+
+// redirectSlot leaves in X10 (S2) the entry rc's key names, branching to
+// the fixups none when the key is past the map or its slot empty; hit is
+// false when the key is a constant past the map (no code: no entry ever).
+func (c *arm64Compiler) redirectSlot(rc jitRedirectCall) (none []a64Fixup, hit bool) {
+	n := uint64(rc.slots.N)
+	switch {
+	case rc.keyK && uint64(uint32(rc.key)) >= n:
+		return nil, false
+	case rc.keyK:
+		c.movImm(aS2, uint64(rc.slots.Base+8*uintptr(uint32(rc.key))))
+		c.ldr(aS2, aS2, 0)
+	default:
+		c.mov32(aS1, 2) // key = uint32(r2)
+		c.movImm(aS2, n)
+		c.cmp(aS1, aS2)
+		none = append(none, c.branch(aHS))
+		c.movImm(aS2, uint64(rc.slots.Base))
+		c.w(a64RRR(a64LdrXLsl3, aS2, aS2, aS1)) // the entry: slots[key]
+	}
+	c.cmp(aS2, aZR)
+	return append(none, c.branch(aEQ)), true
 }
 
 // prandom is bpf_get_prandom_u32 as callHelper runs it: the Runner's

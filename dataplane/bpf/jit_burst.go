@@ -3,37 +3,36 @@ package bpf
 import "github.com/xnic-dev/xnic/dataplane/maps"
 
 // fillRedirects sets redirects[i] for each frame i of a native burst that
-// ended with XDP_REDIRECT, from the record the burst loop kept for it
-// (jitState.rds[i]), as fillRedirect does for one. A burst's redirects
-// mostly name one map: the last map found is kept, so that a frame costs
-// no walk from the Runner to the map.
+// ended with XDP_REDIRECT, from the record its helper wrote in
+// jitState.rds[i+1] (fillRedirect): the empty Redirect when none did
+// (jitBurst clears the slots before the burst) or the last call found no
+// entry. A burst's redirects mostly name one map: the last one found is
+// kept, so that a frame costs no walk from the Runner to the map.
 func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect) {
-	var refs []*mapRef
-	if r.coll != nil {
-		refs = r.coll.mapRefs
-	}
-	lastNum, lastMap := ^uint64(0), maps.Map(nil)
-	n := min(len(verdicts), len(redirects), len(r.jit.rds))
+	lastNum, lastMap := uint16(0), maps.Map(nil)
+	rds := r.jit.rds[1:]
+	n := min(len(verdicts), len(redirects), len(rds))
 	for i, a := range verdicts[:n] {
 		if a != ActionRedirect {
 			continue
 		}
-		rd, d := &r.jit.rds[i], &redirects[i]
-		if rd.pending == 0 || rd.kind == uint64(RedirectNone) {
-			*d = Redirect{}
-			continue
+		rd := &rds[i]
+		if rd.mapNum != lastNum {
+			lastNum, lastMap = rd.mapNum, r.recordMap(rd.mapNum)
 		}
-		var m maps.Map
-		if rd.kind != uint64(RedirectIfindex) && rd.mapNum < uint64(len(refs)) {
-			if rd.mapNum != lastNum {
-				lastNum, lastMap = rd.mapNum, refs[rd.mapNum].m
-			}
-			m = lastMap
-		}
-		d.Kind = RedirectKind(rd.kind)
-		d.Ifindex = uint32(rd.ifindex)
-		d.Map = m
-		d.Key = uint32(rd.key)
-		d.Flags = rd.flags
+		fillRedirect(&redirects[i], rd, lastMap)
+	}
+}
+
+// endBurstRedirect leaves the record of the last frame a native burst ran
+// (slot i of rds; 0: none ran) as Runner.redirect, as Run would, and points
+// the helpers at rds[0] again for the runs entered from Go, which the
+// frame the loop stopped at goes on with.
+func (r *Runner) endBurstRedirect(i uint64) {
+	r.jit.rdo = 0
+	r.jit.rds[0].kind = 0
+	if i > 0 && i < uint64(len(r.jit.rds)) && r.jit.rds[i].kind != 0 {
+		rd := &r.jit.rds[i]
+		fillRedirect(&r.redirect, rd, r.recordMap(rd.mapNum))
 	}
 }

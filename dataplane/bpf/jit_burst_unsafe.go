@@ -11,20 +11,20 @@ import "unsafe"
 func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
 
 // jitBurst runs j's code on frames in turn (jitBurstMax at most) in one
-// entry into native code, as runJIT runs one, storing the verdicts (and
-// for XDP_REDIRECT the redirect record in jitState.rds), until a frame
-// needs Go: it
-// returns how many frames it finished, and for the next one (when done <
-// len(frames)) the exit code and r0 of its first native round, or exit 0
-// when the frame failed runJIT's check and did not run. len(verdicts) must
-// be at least len(frames). The packet region and frame that native code
-// reads (jitState) point at the last frame run; Runner.frame and
-// regions[regionPacket] are left as they were.
+// entry into native code, as runJIT runs one, storing the verdicts (the
+// redirect helpers write frame i's record in jitState.rds[i+1], cleared
+// first), until a frame needs Go: it returns how many frames it finished,
+// and for the next one (when done < len(frames)) the exit code and r0 of
+// its first native round, or exit 0 when the frame failed runJIT's check
+// and did not run. len(verdicts) must be at least len(frames). The packet
+// region and frame that native code reads (jitState) point at the last
+// frame run; Runner.frame and regions[regionPacket] are left as they were.
 func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (done int, exit uint32, r0 uint64) {
 	if len(frames) == 0 || len(verdicts) < len(frames) {
 		return 0, 0, 0
 	}
 	frames = frames[:min(len(frames), jitBurstMax)]
+	clear(r.jit.rds[1 : len(frames)+1]) // no stale redirect: jit_burst.go
 	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
 	// The loop counts no run (a store per frame): the frames it finished,
@@ -33,8 +33,6 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	if e != 0 {
 		r.runs++
 	}
-	if r.jit.rd.pending != 0 {
-		r.takeRedirect()
-	}
+	r.endBurstRedirect(r.jit.rdo / uint64(unsafe.Sizeof(jitRedirect{})))
 	return d, uint32(e), v
 }

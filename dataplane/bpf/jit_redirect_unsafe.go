@@ -6,16 +6,12 @@ import "unsafe"
 
 // What the native bpf_redirect, bpf_redirect_map and bpf_get_prandom_u32
 // of both backends (jit_amd64_helpers.go, jit_arm64_redirect.go) read and
-// write: the redirect record (jitState.rd) and the state of the random
+// write: the offset of the redirect record to write (jitState.rdo), the
+// records (jitState.rds, each at rds + rdo) and the state of the random
 // numbers.
 var (
-	offRd        = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rd))
-	offRdPending = offRd + int32(unsafe.Offsetof(jitRedirect{}.pending))
-	offRdKind    = offRd + int32(unsafe.Offsetof(jitRedirect{}.kind))
-	offRdIfindex = offRd + int32(unsafe.Offsetof(jitRedirect{}.ifindex))
-	offRdKey     = offRd + int32(unsafe.Offsetof(jitRedirect{}.key))
-	offRdFlags   = offRd + int32(unsafe.Offsetof(jitRedirect{}.flags))
-	offRdMap     = offRd + int32(unsafe.Offsetof(jitRedirect{}.mapNum))
+	offRdo = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rdo))
+	offRds = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rds))
 
 	offRNG = int32(unsafe.Offsetof(Runner{}.rng))
 )
