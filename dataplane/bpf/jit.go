@@ -261,6 +261,7 @@ func (j *jitProg) release() {
 type jitEnv struct {
 	coll  *Collection
 	funcs []bool
+	hints []accessHint // rangeIn: what the range analysis knows of each access
 }
 
 // mapRef is map number k of env's collection, nil when there is none.
@@ -296,7 +297,9 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) == 0 {
 		return nil, errors.New("internal: no instructions")
 	}
-	b := newBackend(plain, env, jumpTargets(plain, env.funcs), provenIn(plain, env))
+	proven, hints := rangeIn(plain, env) // jit_range.go, jit_range_guess.go
+	env.hints = hints
+	b := newBackend(plain, env, jumpTargets(plain, env.funcs), proven)
 	entry := make([]uint32, len(plain))
 	for pc, in := range plain {
 		entry[pc] = uint32(b.size())

@@ -253,6 +253,7 @@ type amd64Compiler struct {
 	// ctxResumes are the context loads that reuse the one before (ctxReuse).
 	ctxResumes []jitResume
 	nproven    int
+	exact      exactLeft // the last exact staticAccess (jit_amd64_guess.go)
 	// calls: local calls are compiled natively (nativeCalls), and every
 	// exit first returns from a native call in progress; ncalls counts them.
 	calls  bool
@@ -702,6 +703,9 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		return c.check(pc, bpfBase, off, n, write)
 	}
 	c.nproven++
+	if m, ok := c.staticAccess(pc, bpfBase, rg, off); ok { // jit_amd64_guess.go
+		return m
+	}
 	if rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase) {
 		return xmem{base: xS2, index: xS1, disp: off} // jit_pktreuse.go
 	}
@@ -731,6 +735,9 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 // (generic), which comes back with the same registers. Both regions exist
 // in every Runner's table (it never has fewer than regionStatic entries).
 func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) xmem {
+	if m, ok := c.guessedCheck(pc, bpfBase, off, n, write); ok { // jit_amd64_guess.go
+		return m
+	}
 	return c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
 }
 

@@ -78,7 +78,8 @@ type arm64Compiler struct {
 	proven  []int32 // provenIn
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	nproven int
-	native  int // helper calls compiled natively
+	exact   exactLeft // the last exact staticAccess (jit_arm64_guess.go)
+	native  int       // helper calls compiled natively
 	// calls: local calls are compiled natively (nativeCalls, and
 	// every return address within ADR's 1 MiB); ncalls counts them; adrs
 	// are the ADRs to resolve to instruction starts.
@@ -568,6 +569,9 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		return
 	}
 	c.nproven++
+	if c.staticAccess(pc, bpfBase, rg, off) { // jit_arm64_guess.go
+		return
+	}
 	base := arm64Regs[bpfBase&15%11]
 	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
 	switch {
@@ -597,6 +601,9 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 // amd64 backend's (the same rules), and leaves the buffer in S2 and the
 // offset in S1.
 func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) {
+	if c.guessedCheck(pc, bpfBase, off, n, write) { // jit_arm64_guess.go
+		return
+	}
 	c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
 }
 

@@ -200,14 +200,7 @@ func widenScalar(v int64) int64 {
 // store is proven to stay inside (regionPacket, or a global data region of
 // coll), or 0 when it must be checked.
 func provenIn(plain []insn, env jitEnv) []int32 {
-	proven := make([]int32, len(plain))
-	r := ranger{proven: proven}
-	if env.coll != nil {
-		r.statics = env.coll.statics
-	}
-	if !r.run(plain, env.funcs) {
-		clear(proven)
-	}
+	proven, _ := rangeIn(plain, env) // jit_range_guess.go
 	return proven
 }
 
@@ -216,6 +209,7 @@ func provenIn(plain []insn, env jitEnv) []int32 {
 type ranger struct {
 	statics []region
 	proven  []int32
+	hints   []accessHint // jit_range_guess.go
 }
 
 // run computes the fixpoint and marks the accesses it proves; false means
@@ -271,6 +265,7 @@ func (rg *ranger) run(plain []insn, funcs []bool) bool {
 	// A proof holds only if it held on the last visit of every path, which
 	// the fixpoint's final states give: recompute from them.
 	clear(proven)
+	clear(rg.hints)
 	for pc := range plain {
 		if states[pc].reached {
 			s := states[pc].clone()
@@ -383,6 +378,7 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 	case o == opNop:
 	case o == opAtomic32 || o == opAtomic64:
 		// The fetching forms write src (cmpxchg r0): forget both.
+		rg.hint(s, pc, in.dst)
 		s.regs[sr], s.regs[0] = rangeReg{}, rangeReg{}
 		s.unlink(sr)
 		s.unlink(0)
@@ -418,6 +414,7 @@ func (rg *ranger) markAccess(s *rangeState, pc int, base uint8, off int32, n int
 	if base > 10 {
 		return
 	}
+	rg.hint(s, pc, base) // jit_range_guess.go
 	r := s.regs[base]
 	switch r.kind {
 	case rkPkt:
