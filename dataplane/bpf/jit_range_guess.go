@@ -53,7 +53,10 @@ func (rg *ranger) hint(s *rangeState, pc int, base uint8) {
 		if idx < regionStatic || idx-regionStatic >= uint64(len(rg.statics)) {
 			return
 		}
-		h = accessHint{region: int32(idx), exact: r.w == 0, off: uint32(r.v)}
+		h = accessHint{region: int32(idx)}
+		if r.w == 0 {
+			h.exact, h.off = true, uint32(r.v)
+		}
 	}
 	rg.hints[pc] = h
 }
