@@ -19,8 +19,13 @@ package bpf
 //     [0, max] to a packet pointer data + a, a >= 0 (the add at pc id-1);
 //   - pktEnd: data_end as opLdCtxDataEnd read it;
 //   - scalars with a known unsigned range [0, max] (loaded bytes and
-//     halves, masks, small shifts, constants; where paths meet, the larger
-//     max rounded up to 2^k-1): what a variable offset is;
+//     halves, masks, small shifts, constants, registers a compare bounded;
+//     where paths meet, the larger max, rounded up to 2^k-1 once the
+//     state at that instruction changed rangeExactJoins times): what a
+//     variable offset is; and which registers a move made equal (linked
+//     scalars, jit_range_link.go), so that a compare bounds them all;
+//   - pointers into global data (rkStatic) and into the stack (rkStack:
+//     r10, copies, plus scalars; a guess for the backends only);
 //
 // and per base id, the length N that a compare proved: base(id) + N <=
 // data_end. An access of n bytes at base(id) + c + off is proven when
