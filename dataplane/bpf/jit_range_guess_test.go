@@ -53,12 +53,13 @@ func TestRangeHints(t *testing.T) {
 // every value of that byte: in bounds, at the edges and past them.
 var guessCases = map[string][]asm.Instruction{
 	// .data plus a variable offset of up to 63 (the table is 40 bytes):
-	// loads and stores of 1 and 8 bytes.
+	// loads and stores of 1 and 8 bytes, atomic adds (aligned or not).
 	"global data": {
 		asm.And.Imm(asm.R5, 63), asm.LoadMapValue(asm.R6, 0, 0).WithReference(".data"), asm.Add.Reg(asm.R6, asm.R5),
 		asm.LoadMem(asm.R0, asm.R6, 0, asm.Byte), asm.StoreMem(asm.R6, -1, asm.R0, asm.Byte),
 		asm.LoadMem(asm.R7, asm.R6, 0, asm.DWord), asm.Add.Reg(asm.R0, asm.R7),
 		asm.StoreMem(asm.R6, 0, asm.R5, asm.DWord),
+		asm.StoreXAdd(asm.R6, asm.R5, asm.Word), asm.StoreXAdd(asm.R6, asm.R5, asm.DWord),
 	},
 	// .rodata plus an offset of up to 15 (8 bytes): loads in bounds, and a
 	// store, which faults always.
