@@ -190,10 +190,11 @@
 // "unknown", links hold only where they hold on every path, two scalar
 // ranges meet in the larger, rounded up to 2^k-1 once an instruction's
 // state changed 8 times, so the offsets of headers after an optional VLAN
-// tag stay a variable offset of known range and loops settle), forgets only r0-r5 at a call of a helper that keeps the packet
-// (the helper table's keepsPacket: map lookups, updates and deletes, the
-// clocks, the CPU number), everything at other calls (helpers may move data
-// and data_end) and subprogram entries, keeps every figure below 2^20 so
+// tag stay a variable offset of known range and loops settle), forgets
+// only r0-r5 at a call of a helper that keeps the packet (the helper
+// table's keepsPacket: every helper but the three adjust helpers, which
+// move data or data_end, and those that run program code), everything at
+// other calls and subprogram entries, keeps every figure below 2^20 so
 // no tagged value carries into its tag, and gives up (proving nothing) on
 // programs over 16384 instructions or without a fixpoint in time. Proofs
 // about packet pointers rest on the specialised context loads reading a

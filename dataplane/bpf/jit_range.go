@@ -35,7 +35,8 @@ package bpf
 // of the program then order the offsets exactly as the region check would.
 //
 // A call of a helper that moves neither data nor data_end nor runs a
-// callback (helperInfo.keepsPacket: map lookups, updates, deletes, clocks)
+// callback (helperInfo.keepsPacket: all but the adjust helpers, bpf_loop,
+// bpf_for_each_map_elem and tail calls)
 // forgets r0-r5 (the helper's result and the registers it clobbers) and
 // keeps the rest, as the kernel's verifier keeps packet ranges across a
 // helper that bpf_helper_changes_pkt_data does not name. Any other call
