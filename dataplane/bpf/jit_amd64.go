@@ -729,8 +729,9 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 // addresses the checked bytes. Anything else goes to the slow path, which
 // loads from the context or reports the fault.
 //
-// The inline code guesses the region (the stack for r10, else the packet)
-// and checks against that entry of the table, whose loads do not depend on
+// The inline code guesses the region (the one the range analysis places
+// the base in: guessedCheck; else the stack for r10, else the packet) and
+// checks against that entry of the table, whose loads do not depend on
 // the address; another region number goes to the full check out of line
 // (generic), which comes back with the same registers. Both regions exist
 // in every Runner's table (it never has fewer than regionStatic entries).
