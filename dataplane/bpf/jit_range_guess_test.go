@@ -13,7 +13,7 @@ import (
 // data pointer with a variable offset, and stack pointers through r10 and
 // through a copy of it.
 func TestRangeHints(t *testing.T) {
-	c, _ := loadLinkColl(t, linkProg(), EngineInterp)
+	c, _ := loadLinkColl(t, linkProg(), EngineInterp, 0)
 	data := int64(regionStatic + c.staticIndex[".data"])
 	plain := []insn{
 		{op: opStB, dst: 10, off: -8},
@@ -97,8 +97,8 @@ func TestJITGuessedRegions(t *testing.T) {
 	for name, body := range guessCases {
 		t.Run(name, func(t *testing.T) {
 			insns := linkProg(body...)
-			ci, pi := loadLinkColl(t, insns, EngineInterp)
-			cj, pj := loadLinkColl(t, insns, EngineJIT)
+			ci, pi := loadLinkColl(t, insns, EngineInterp, 0)
+			cj, pj := loadLinkColl(t, insns, EngineJIT, 0)
 			var frames [][]byte
 			for b := 0; b < 64; b++ {
 				pkt := make([]byte, 16)

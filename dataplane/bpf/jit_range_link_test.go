@@ -22,8 +22,9 @@ import (
 const linkTable = 40
 
 // loadLinkColl loads insns with a writable linkTable-byte .data (bytes 1,
-// 2, 3, ...) and an 8-byte .rodata for engine e.
-func loadLinkColl(t *testing.T, insns asm.Instructions, e Engine) (*Collection, *Program) {
+// 2, 3, ...) and an 8-byte .rodata for engine e, with an instruction
+// budget (0: the default).
+func loadLinkColl(t *testing.T, insns asm.Instructions, e Engine, budget int) (*Collection, *Program) {
 	t.Helper()
 	val := make([]byte, linkTable)
 	for i := range val {
@@ -40,7 +41,7 @@ func loadLinkColl(t *testing.T, insns asm.Instructions, e Engine) (*Collection, 
 			"lk": {Name: "lk", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
 		},
 	}
-	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e, InsnBudget: budget})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,8 +198,8 @@ func TestJITLinkedScalars(t *testing.T) {
 	for name, tc := range linkCases {
 		t.Run(name, func(t *testing.T) {
 			insns := linkProg(tc.body...)
-			ci, pi := loadLinkColl(t, insns, EngineInterp)
-			cj, pj := loadLinkColl(t, insns, EngineJIT)
+			ci, pi := loadLinkColl(t, insns, EngineInterp, 0)
+			cj, pj := loadLinkColl(t, insns, EngineJIT, 0)
 			if n := pj.jit.Load().proven; n != tc.proven {
 				t.Errorf("%d accesses proven, want %d\n%s", n, tc.proven, pj.Disasm())
 			}

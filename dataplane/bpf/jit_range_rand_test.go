@@ -5,10 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-
-	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // TestJITRangeRandom compares the JIT with the interpreter on random
@@ -31,8 +28,8 @@ func TestJITRangeRandom(t *testing.T) {
 	provedVar := 0
 	for i := 0; i < n; i++ {
 		insns, fixed := rangeRandProg(rng)
-		ci, pi := loadRandColl(t, insns, EngineInterp)
-		cj, pj := loadRandColl(t, insns, EngineJIT)
+		ci, pi := loadLinkColl(t, insns, EngineInterp, 3000)
+		cj, pj := loadLinkColl(t, insns, EngineJIT, 3000)
 		if pj.jit.Load().proven > fixed {
 			provedVar++
 		}
@@ -47,31 +44,6 @@ func TestJITRangeRandom(t *testing.T) {
 	if provedVar < n/20 {
 		t.Errorf("%d of %d programs have a variable access proven: the generator misses the analysis", provedVar, n)
 	}
-}
-
-// loadRandColl is loadLinkColl with a budget that ends random loops soon.
-func loadRandColl(t *testing.T, insns asm.Instructions, e Engine) (*Collection, *Program) {
-	t.Helper()
-	spec := &ebpf.CollectionSpec{
-		Maps: map[string]*ebpf.MapSpec{
-			".data": {Name: ".data", Type: ebpf.Array, KeySize: 4, ValueSize: linkTable, MaxEntries: 1},
-			".rodata": {Name: ".rodata", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1,
-				Flags: uint32(maps.FlagRdonlyProg), Contents: []ebpf.MapKV{{Key: uint32(0), Value: []byte{9, 8, 7, 6, 5, 4, 3, 2}}}},
-		},
-		Programs: map[string]*ebpf.ProgramSpec{
-			"lk": {Name: "lk", Type: ebpf.XDP, License: "GPL", Instructions: insns, SectionName: "xdp"},
-		},
-	}
-	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e, InsnBudget: 3000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	p, err := c.Program("lk")
-	if err != nil {
-		t.Fatalf("%v\n%v", err, insns)
-	}
-	return c, p
 }
 
 // rangeRandFrames are 32-byte frames of small values (offsets at the
