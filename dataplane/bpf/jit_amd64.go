@@ -832,18 +832,7 @@ func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	if g.ctx {
 		c.emitCtxScalar(g)
 	}
-	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
-	c.slowIf(ccAE, g.pc)
-	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
-	c.imm32(regionSize)
-	c.rm(false, true, []byte{0x03}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
-	c.aluRR(false, 0x89, xS1, xS1)
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offRegionLo}, false)
-	c.slowIf(ccB, g.pc)
-	c.aluRI(true, 0, xS1, g.n)
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: g.hi}, false)
-	c.slowIf(ccA, g.pc)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	c.tableCheck(g.pc, g.n, g.hi) // jit_amd64_guess.go
 	c.patch(c.jmp(), g.resume)
 }
 

@@ -8,12 +8,22 @@ package bpf
 
 // guessedCheck is check for an access through a register other than r10
 // that the range analysis places on the stack (the stack's inline check,
-// jit_amd64_stack.go) or in a global data region of the collection (the
-// region's constant bounds and buffer: staticCheck). ok is false for any
-// other access, which check guesses by its base register.
+// jit_amd64_stack.go), in a global data region of the collection (the
+// region's constant bounds and buffer: staticCheck) or in a map value
+// (the full check, inline: tableCheck). ok is false for any other access,
+// which check guesses by its base register.
 func (c *amd64Compiler) guessedCheck(pc int, bpfBase uint8, off, n int32, write bool) (xmem, bool) {
-	if c.env.hintAt(pc).region == regionStack && bpfBase != 10 {
-		return c.checkIn(pc, bpfBase, off, n, write, regionStack), true
+	switch c.env.hintAt(pc).region {
+	case regionStack:
+		if bpfBase != 10 {
+			return c.checkIn(pc, bpfBase, off, n, write, regionStack), true
+		}
+	case hintTable:
+		c.rm(false, true, []byte{0x8d}, xS1, xmem{base: reg(bpfBase), index: -1, disp: off}, false) // lea
+		c.aluRR(true, 0x89, xS2, xS1)
+		c.shiftI(true, 5, xS2, 32)
+		c.tableCheck(pc, n, limitField(write))
+		return xmem{base: xS2, index: xS1, disp: -n}, true
 	}
 	rg, limit, ok := c.env.staticGuess(pc, write)
 	buf := staticBuf(c.env.coll, rg) // jit_globals_unsafe.go
@@ -83,4 +93,25 @@ func (c *amd64Compiler) staticReuse(pc int, base uint8, rg int32) bool {
 		_, exact := c.env.exactStatic(q, rg)
 		return c.proven[q] == rg && !(exact && staticBuf(c.env.coll, rg) != 0)
 	})
+}
+
+// tableCheck is the full check of an access of n bytes (hi: the limit's
+// field) with the address in S1 and its region number in S2: the number
+// below the table's length, the offset between the entry's lo and limit;
+// it leaves the offset plus n in S1 and the buffer in S2 (else the slow
+// path). The out-of-line check of a wrong guess (emitGeneric) runs it,
+// and so does the inline check of an access guessed in a map value.
+func (c *amd64Compiler) tableCheck(pc int, n, hi int32) {
+	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
+	c.slowIf(ccAE, pc)
+	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	c.aluRR(false, 0x89, xS1, xS1)
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offRegionLo}, false)
+	c.slowIf(ccB, pc)
+	c.aluRI(true, 0, xS1, n)
+	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: hi}, false)
+	c.slowIf(ccA, pc)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
 }

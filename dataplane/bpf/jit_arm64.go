@@ -656,22 +656,7 @@ func (c *arm64Compiler) emitGeneric(g a64Generic) {
 		f = a64Fixup{pos: -g.from - 1, cond: true}
 	}
 	c.patch(f, len(c.b))
-	c.ldr(aS3, aCtx, offRegionsLen)
-	c.rrr(a64Subs, aZR, aS2, aS3)
-	c.slowIf(aHS, g.pc)
-	c.movImm(aS3, uint64(regionSize))
-	c.rrr(a64Mul, aS2, aS2, aS3)
-	c.ldr(aS3, aCtx, offRegions)
-	c.rrr(a64Add, aS2, aS2, aS3)
-	c.rrr(a64Orr&^a64W, aS1, aZR, aS1)
-	c.ldr(aS3, aS2, offRegionLo)
-	c.rrr(a64Subs, aZR, aS1, aS3)
-	c.slowIf(aLO, g.pc)
-	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(g.n)))
-	c.ldr(aS3, aS2, g.hi)
-	c.rrr(a64Subs, aZR, aS4, aS3)
-	c.slowIf(aHI, g.pc)
-	c.ldr(aS2, aS2, offRegionBuf)
+	c.tableCheck(g.pc, g.n, g.hi) // jit_arm64_guess.go
 	b := c.branch(aAL)
 	c.patch(b, g.resume)
 }

@@ -9,11 +9,20 @@ package bpf
 // S2 and the offset in S1, as access does.
 
 // guessedCheck is check for an access through a register other than r10
-// that the range analysis places on the stack or in a global data region
-// of the collection (staticCheck); it reports false for any other access.
+// that the range analysis places on the stack, in a global data region of
+// the collection (staticCheck) or in a map value (the full check, inline:
+// tableCheck); it reports false for any other access.
 func (c *arm64Compiler) guessedCheck(pc int, bpfBase uint8, off, n int32, write bool) bool {
-	if c.env.hintAt(pc).region == regionStack && bpfBase != 10 {
-		c.checkIn(pc, bpfBase, off, n, write, regionStack)
+	switch c.env.hintAt(pc).region {
+	case regionStack:
+		if bpfBase != 10 {
+			c.checkIn(pc, bpfBase, off, n, write, regionStack)
+			return true
+		}
+	case hintTable:
+		c.addOff(aS1, arm64Regs[bpfBase&15%11], off, 0)
+		c.bfm(a64Ubfm, aS2, aS1, 32, 63) // lsr x10, x9, #32
+		c.tableCheck(pc, n, limitField(write))
 		return true
 	}
 	rg, limit, ok := c.env.staticGuess(pc, write)
@@ -74,4 +83,27 @@ func (c *arm64Compiler) staticAccess(pc int, base uint8, rg, off int32) bool {
 	c.movImm(aS1, uint64(int64(off)))
 	c.exact = exactLeft{pc: pc, addr: addr, ok: true}
 	return true
+}
+
+// tableCheck is the full check of an access of n bytes (hi: the limit's
+// field) with the address in S1 and its region number in S2, as the amd64
+// backend's: it leaves the offset in S1 and the buffer in S2 (else the
+// slow path), for emitGeneric and for an access guessed in a map value.
+func (c *arm64Compiler) tableCheck(pc int, n, hi int32) {
+	c.ldr(aS3, aCtx, offRegionsLen)
+	c.rrr(a64Subs, aZR, aS2, aS3)
+	c.slowIf(aHS, pc)
+	c.movImm(aS3, uint64(regionSize))
+	c.rrr(a64Mul, aS2, aS2, aS3)
+	c.ldr(aS3, aCtx, offRegions)
+	c.rrr(a64Add, aS2, aS2, aS3)
+	c.rrr(a64Orr&^a64W, aS1, aZR, aS1)
+	c.ldr(aS3, aS2, offRegionLo)
+	c.rrr(a64Subs, aZR, aS1, aS3)
+	c.slowIf(aLO, pc)
+	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(n)))
+	c.ldr(aS3, aS2, hi)
+	c.rrr(a64Subs, aZR, aS4, aS3)
+	c.slowIf(aHI, pc)
+	c.ldr(aS2, aS2, offRegionBuf)
 }

@@ -24,8 +24,9 @@ package bpf
 //     state at that instruction changed rangeExactJoins times): what a
 //     variable offset is; and which registers a move made equal (linked
 //     scalars, jit_range_link.go), so that a compare bounds them all;
-//   - pointers into global data (rkStatic) and into the stack (rkStack:
-//     r10, copies, plus scalars; a guess for the backends only);
+//   - pointers into global data (rkStatic), into the stack (rkStack:
+//     r10, copies, plus scalars) and into map values (rkValue: a lookup's
+//     result); the last two are guesses for the backends only;
 //
 // and per base id, the length N that a compare proved: base(id) + N <=
 // data_end. An access of n bytes at base(id) + c + off is proven when
@@ -62,6 +63,7 @@ const (
 	rkEnd               // data_end
 	rkStatic            // a tagged pointer in [v, v+w] (lddw of global data)
 	rkStack             // a pointer into the stack (r10, its copies, plus scalars)
+	rkValue             // a map lookup's result, plus scalars (or NULL)
 )
 
 // rangeReg is what the analysis knows of one register.
@@ -304,6 +306,7 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 		return &t, s, true
 	case o == opCall && callInfo(in.imm).keepsPacketRange(): // helpers_table.go, kfunc.go
 		s.afterHelper()
+		s.regs[0] = helperResult(in.imm) // jit_range_guess.go
 	case o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
 		s.forget()
 		return nil, s, false
@@ -465,8 +468,8 @@ func addConst(r rangeReg, k int64) rangeReg {
 		if v := r.v + k; k >= 0 && v < maxRangeOff {
 			return rangeReg{kind: rkScalar, v: v} // [k, v]: kept as [0, v]
 		}
-	case rkStack:
-		return r // still the stack's (a guess for the backends only)
+	case rkStack, rkValue:
+		return r // still the stack's or the value's (a guess for the backends only)
 	}
 	return rangeReg{}
 }
@@ -480,9 +483,9 @@ func (s *rangeState) addVar(pc int, r, src rangeReg) rangeReg {
 		if v := r.v + src.v; v < maxRangeOff {
 			return rangeReg{kind: rkScalar, v: v}
 		}
-	case r.kind == rkStack && src.kind == rkScalar:
+	case (r.kind == rkStack || r.kind == rkValue) && src.kind == rkScalar:
 		return r
-	case r.kind == rkScalar && (src.kind == rkPkt || src.kind == rkStatic || src.kind == rkStack):
+	case r.kind == rkScalar && (src.kind == rkPkt || src.kind == rkStatic || src.kind == rkStack || src.kind == rkValue):
 		return s.addVar(pc, src, r) // the same sum
 	case r.kind == rkStatic && src.kind == rkScalar:
 		if w := r.w + src.v; w < maxRangeOff && int64(uint32(r.v))+w < maxRangeOff {

@@ -1,5 +1,7 @@
 package bpf
 
+import "github.com/cilium/ebpf/asm"
+
 // What the range analysis (jit_range.go) tells the backends of each load,
 // store and atomic besides its proof: the region its base register points
 // into when the analysis knows it, and, for a pointer into global data
@@ -14,10 +16,24 @@ package bpf
 // that reaches it, so the register holds that very value and a proven
 // access through it addresses the buffer at a constant.
 
+// hintTable is the region of an access guessed in a map value: one of
+// the table's entries at or past regionStatic, which one known only at run
+// time.
+const hintTable = -1
+
+// helperResult is what r0 holds after a call of helper id: a map value
+// (or NULL) after a lookup, else nothing known.
+func helperResult(id int64) rangeReg {
+	if id == int64(asm.FnMapLookupElem) || id == int64(asm.FnMapLookupPercpuElem) {
+		return rangeReg{kind: rkValue}
+	}
+	return rangeReg{}
+}
+
 // accessHint is what the analysis knows of the base register of the
 // access at an instruction.
 type accessHint struct {
-	region int32  // regionStack, regionPacket, regionStatic+i; 0 when not known
+	region int32  // regionStack, regionPacket, regionStatic+i, hintTable; 0 when not known
 	exact  bool   // the base is region<<32 | off, exactly (global data)
 	off    uint32 // the base's offset in the region when exact
 }
@@ -48,6 +64,8 @@ func (rg *ranger) hint(s *rangeState, pc int, base uint8) {
 		h.region = regionStack
 	case rkPkt:
 		h.region = regionPacket
+	case rkValue:
+		h.region = hintTable
 	case rkStatic:
 		idx := uint64(r.v) >> 32
 		if idx < regionStatic || idx-regionStatic >= uint64(len(rg.statics)) {

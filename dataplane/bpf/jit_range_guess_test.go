@@ -76,6 +76,16 @@ var guessCases = map[string][]asm.Instruction{
 		asm.LoadMem(asm.R0, asm.R7, 0, asm.DWord), asm.StoreMem(asm.R7, 0, asm.R5, asm.DWord),
 		asm.LoadMem(asm.R6, asm.RFP, -8, asm.DWord), asm.Add.Reg(asm.R0, asm.R6),
 	},
+	// A lookup's value (.data's, key 0; key 1 is past the array: NULL)
+	// plus a variable offset of up to 63: guessed in a map value.
+	"map value": {
+		asm.Mov.Reg(asm.R6, asm.R5), asm.And.Imm(asm.R6, 63), asm.And.Imm(asm.R5, 64), asm.RSh.Imm(asm.R5, 6),
+		asm.StoreMem(asm.RFP, -4, asm.R5, asm.Word), asm.LoadMapPtr(asm.R1, 0).WithReference(".data"),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -4), asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"), asm.Add.Reg(asm.R0, asm.R6), asm.Mov.Reg(asm.R7, asm.R0),
+		asm.LoadMem(asm.R0, asm.R7, 0, asm.Byte), asm.StoreMem(asm.R7, 1, asm.R0, asm.Byte),
+		asm.LoadMem(asm.R8, asm.R7, 0, asm.DWord), asm.Add.Reg(asm.R0, asm.R8),
+	},
 	// Exact pointers into .data and .rodata, read and written at
 	// constant offsets (some negative), interleaved, with a jump target
 	// between two of them.
@@ -100,7 +110,7 @@ func TestJITGuessedRegions(t *testing.T) {
 			ci, pi := loadLinkColl(t, insns, EngineInterp, 0)
 			cj, pj := loadLinkColl(t, insns, EngineJIT, 0)
 			var frames [][]byte
-			for b := 0; b < 64; b++ {
+			for b := 0; b < 128; b++ {
 				pkt := make([]byte, 16)
 				pkt[8] = byte(b)
 				frames = append(frames, pkt)
