@@ -143,8 +143,8 @@
 // the interpreter's fast path, inline for the region guessed (the one the
 // range analysis below places the base register in: the stack through a
 // copy of r10, a global data region, checked against its constant bounds,
-// or the packet; else the stack through r10 and the packet through any
-// other register) and out of line for the others, unless the range
+// a map lookup's value, checked against the table inline, or the packet;
+// else the stack through r10 and the packet through any other register) and out of line for the others, unless the range
 // analysis proved it; an access through r10 itself has no
 // check, since the loader keeps it in the 512-byte frame below r10, which
 // is never written (stackProven). The stack's entry never changes, so the
