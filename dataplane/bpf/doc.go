@@ -140,9 +140,12 @@
 // registers; every load and store computes its tagged address and checks it
 // against the region table in the Runner (region number below the table's
 // length, lo <= offset, offset+size <= hi, or whi for stores), exactly as
-// the interpreter's fast path, inline for the region guessed (the stack
-// through r10, else the packet) and out of line for the others, unless the
-// range analysis below proved it; an access through r10 itself has no
+// the interpreter's fast path, inline for the region guessed (the one the
+// range analysis below places the base register in: the stack through a
+// copy of r10, a global data region, checked against its constant bounds,
+// a map lookup's value, checked against the table inline, or the packet;
+// else the stack through r10 and the packet through any other register) and out of line for the others, unless the range
+// analysis proved it; an access through r10 itself has no
 // check, since the loader keeps it in the 512-byte frame below r10, which
 // is never written (stackProven). The stack's entry never changes, so the
 // check of another access guessed on the stack compares with the constant
@@ -166,7 +169,11 @@
 // pointers into global data (.data, .rodata, .bss, plus a constant or an
 // index of known range). A 64-bit compare of a packet pointer with data_end
 // proves, on the edge where it holds, that many bytes after the pointer's
-// base; global data regions have bounds fixed at load. A load or store
+// base; global data regions have bounds fixed at load. A compare of a
+// register with a constant or a scalar of known range bounds it on the
+// edge where it holds, and every register a move linked with it (linked
+// scalars, as the kernel's verifier's scalar ids: jit_range_link.go), so
+// clang's "mov r1, r4; if r1 > 4 goto; index with r4" is proven. A load or store
 // that lies inside what is proved is emitted as a plain access to the
 // region's buffer at the pointer's offset, without the check. A global
 // data access addresses its collection's buffer (an immediate) and checks
@@ -177,13 +184,17 @@
 // tail call into a program of another collection falls through
 // (jitBoundColl). Anything else keeps its check: a program without the
 // compare faults where the interpreter does, naming the same instruction.
-// The analysis is a must-analysis (paths meet in "unknown", but two
-// scalar ranges meet in the larger, rounded up to 2^k-1, so the offsets
-// of headers after an optional VLAN tag stay a variable offset of known
-// range), forgets only r0-r5 at a call of a helper that keeps the packet
-// (the helper table's keepsPacket: map lookups, updates and deletes, the
-// clocks, the CPU number), everything at other calls (helpers may move data
-// and data_end) and subprogram entries, keeps every figure below 2^20 so
+// A proven access through a global data pointer whose value the analysis
+// knows exactly (lddw plus constants) addresses the buffer at a constant
+// (jit_range_guess.go). The analysis is a must-analysis (paths meet in
+// "unknown", links hold only where they hold on every path, two scalar
+// ranges meet in the larger, rounded up to 2^k-1 once an instruction's
+// state changed 8 times, so the offsets of headers after an optional VLAN
+// tag stay a variable offset of known range and loops settle), forgets
+// only r0-r5 at a call of a helper that keeps the packet (the helper
+// table's keepsPacket: every helper but the three adjust helpers, which
+// move data or data_end, and those that run program code), everything at
+// other calls and subprogram entries, keeps every figure below 2^20 so
 // no tagged value carries into its tag, and gives up (proving nothing) on
 // programs over 16384 instructions or without a fixpoint in time. Proofs
 // about packet pointers rest on the specialised context loads reading a

@@ -222,6 +222,7 @@ func (j *jitProg) release() {
 type jitEnv struct {
 	coll  *Collection
 	funcs []bool
+	hints []accessHint // rangeIn: what the range analysis knows of each access
 }
 
 // mapRef is map number k of env's collection, nil when there is none.
@@ -257,7 +258,9 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 	if len(plain) == 0 {
 		return nil, errors.New("internal: no instructions")
 	}
-	b := newBackend(plain, env, jumpTargets(plain, env.funcs), provenIn(plain, env))
+	proven, hints := rangeIn(plain, env) // jit_range.go, jit_range_guess.go
+	env.hints = hints
+	b := newBackend(plain, env, jumpTargets(plain, env.funcs), proven)
 	zero := entryZero(plain) // jit_entry.go
 	for i := range uint8(10) {
 		if zero&(1<<i) != 0 {

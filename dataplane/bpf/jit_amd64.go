@@ -253,6 +253,7 @@ type amd64Compiler struct {
 	// ctxResumes are the context loads that reuse the one before (ctxReuse).
 	ctxResumes []jitResume
 	nproven    int
+	exact      exactLeft // the last exact staticAccess (jit_amd64_guess.go)
 	// calls: local calls are compiled natively (nativeCalls), and every
 	// exit first returns from a native call in progress; ncalls counts them.
 	calls  bool
@@ -702,6 +703,9 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		return c.check(pc, bpfBase, off, n, write)
 	}
 	c.nproven++
+	if m, ok := c.staticAccess(pc, bpfBase, rg, off); ok { // jit_amd64_guess.go
+		return m
+	}
 	if rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase) {
 		return xmem{base: xS2, index: xS1, disp: off} // jit_pktreuse.go
 	}
@@ -725,12 +729,16 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 // addresses the checked bytes. Anything else goes to the slow path, which
 // loads from the context or reports the fault.
 //
-// The inline code guesses the region (the stack for r10, else the packet)
-// and checks against that entry of the table, whose loads do not depend on
+// The inline code guesses the region (the one the range analysis places
+// the base in: guessedCheck; else the stack for r10, else the packet) and
+// checks against that entry of the table, whose loads do not depend on
 // the address; another region number goes to the full check out of line
 // (generic), which comes back with the same registers. Both regions exist
 // in every Runner's table (it never has fewer than regionStatic entries).
 func (c *amd64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) xmem {
+	if m, ok := c.guessedCheck(pc, bpfBase, off, n, write); ok { // jit_amd64_guess.go
+		return m
+	}
 	return c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
 }
 
@@ -824,18 +832,7 @@ func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	if g.ctx {
 		c.emitCtxScalar(g)
 	}
-	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
-	c.slowIf(ccAE, g.pc)
-	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
-	c.imm32(regionSize)
-	c.rm(false, true, []byte{0x03}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
-	c.aluRR(false, 0x89, xS1, xS1)
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: offRegionLo}, false)
-	c.slowIf(ccB, g.pc)
-	c.aluRI(true, 0, xS1, g.n)
-	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: g.hi}, false)
-	c.slowIf(ccA, g.pc)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	c.tableCheck(g.pc, g.n, g.hi) // jit_amd64_guess.go
 	c.patch(c.jmp(), g.resume)
 }
 

@@ -78,7 +78,8 @@ type arm64Compiler struct {
 	proven  []int32 // provenIn
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	nproven int
-	native  int // helper calls compiled natively
+	exact   exactLeft // the last exact staticAccess (jit_arm64_guess.go)
+	native  int       // helper calls compiled natively
 	// calls: local calls are compiled natively (nativeCalls, and
 	// every return address within ADR's 1 MiB); ncalls counts them; adrs
 	// are the ADRs to resolve to instruction starts.
@@ -568,6 +569,9 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		return
 	}
 	c.nproven++
+	if c.staticAccess(pc, bpfBase, rg, off) { // jit_arm64_guess.go
+		return
+	}
 	base := arm64Regs[bpfBase&15%11]
 	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
 	switch {
@@ -597,6 +601,9 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 // amd64 backend's (the same rules), and leaves the buffer in S2 and the
 // offset in S1.
 func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) {
+	if c.guessedCheck(pc, bpfBase, off, n, write) { // jit_arm64_guess.go
+		return
+	}
 	c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
 }
 
@@ -649,22 +656,7 @@ func (c *arm64Compiler) emitGeneric(g a64Generic) {
 		f = a64Fixup{pos: -g.from - 1, cond: true}
 	}
 	c.patch(f, len(c.b))
-	c.ldr(aS3, aCtx, offRegionsLen)
-	c.rrr(a64Subs, aZR, aS2, aS3)
-	c.slowIf(aHS, g.pc)
-	c.movImm(aS3, uint64(regionSize))
-	c.rrr(a64Mul, aS2, aS2, aS3)
-	c.ldr(aS3, aCtx, offRegions)
-	c.rrr(a64Add, aS2, aS2, aS3)
-	c.rrr(a64Orr&^a64W, aS1, aZR, aS1)
-	c.ldr(aS3, aS2, offRegionLo)
-	c.rrr(a64Subs, aZR, aS1, aS3)
-	c.slowIf(aLO, g.pc)
-	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(g.n)))
-	c.ldr(aS3, aS2, g.hi)
-	c.rrr(a64Subs, aZR, aS4, aS3)
-	c.slowIf(aHI, g.pc)
-	c.ldr(aS2, aS2, offRegionBuf)
+	c.tableCheck(g.pc, g.n, g.hi) // jit_arm64_guess.go
 	b := c.branch(aAL)
 	c.patch(b, g.resume)
 }

@@ -19,8 +19,14 @@ package bpf
 //     [0, max] to a packet pointer data + a, a >= 0 (the add at pc id-1);
 //   - pktEnd: data_end as opLdCtxDataEnd read it;
 //   - scalars with a known unsigned range [0, max] (loaded bytes and
-//     halves, masks, small shifts, constants; where paths meet, the larger
-//     max rounded up to 2^k-1): what a variable offset is;
+//     halves, masks, small shifts, constants, registers a compare bounded;
+//     where paths meet, the larger max, rounded up to 2^k-1 once the
+//     state at that instruction changed rangeExactJoins times): what a
+//     variable offset is; and which registers a move made equal (linked
+//     scalars, jit_range_link.go), so that a compare bounds them all;
+//   - pointers into global data (rkStatic), into the stack (rkStack:
+//     r10, copies, plus scalars) and into map values (rkValue: a lookup's
+//     result); the last two are guesses for the backends only;
 //
 // and per base id, the length N that a compare proved: base(id) + N <=
 // data_end. An access of n bytes at base(id) + c + off is proven when
@@ -30,7 +36,8 @@ package bpf
 // of the program then order the offsets exactly as the region check would.
 //
 // A call of a helper that moves neither data nor data_end nor runs a
-// callback (helperInfo.keepsPacket: map lookups, updates, deletes, clocks)
+// callback (helperInfo.keepsPacket: all but the adjust helpers, bpf_loop,
+// bpf_for_each_map_elem and tail calls)
 // forgets r0-r5 (the helper's result and the registers it clobbers) and
 // keeps the rest, as the kernel's verifier keeps packet ranges across a
 // helper that bpf_helper_changes_pkt_data does not name. Any other call
@@ -55,6 +62,8 @@ const (
 	rkPkt               // base(id) + v
 	rkEnd               // data_end
 	rkStatic            // a tagged pointer in [v, v+w] (lddw of global data)
+	rkStack             // a pointer into the stack (r10, its copies, plus scalars)
+	rkValue             // a map lookup's result, plus scalars (or NULL)
 )
 
 // rangeReg is what the analysis knows of one register.
@@ -78,6 +87,7 @@ type baseFact struct {
 type rangeState struct {
 	reached bool
 	regs    [11]rangeReg
+	link    [11]int32  // linked scalars: same non-zero link, same value (jit_range_link.go)
 	bases   []baseFact // sorted by id; base 0 (data) is always present
 }
 
@@ -99,6 +109,8 @@ func (s *rangeState) clone() rangeState {
 // forget is the state after a call or at an entry: nothing known.
 func (s *rangeState) forget() {
 	s.regs = [11]rangeReg{}
+	s.regs[10] = rangeReg{kind: rkStack}
+	s.link = [11]int32{}
 	s.bases = append(s.bases[:0], baseFact{})
 }
 
@@ -107,12 +119,15 @@ func (s *rangeState) forget() {
 // as they were.
 func (s *rangeState) afterHelper() {
 	for i := 0; i <= 5; i++ {
-		s.regs[i] = rangeReg{}
+		s.regs[i], s.link[i] = rangeReg{}, 0
 	}
 }
 
 // meet narrows s to what o also knows; it reports whether s changed.
-func (s *rangeState) meet(o *rangeState) bool {
+// Ranges meet exactly ([0, a] and [0, b] in [0, max(a, b)]) until widen,
+// which the fixpoint sets at an instruction whose state changed often
+// (a bound growing round a loop): then the bound is rounded up.
+func (s *rangeState) meet(o *rangeState, widen bool) bool {
 	if !o.reached {
 		return false
 	}
@@ -120,18 +135,19 @@ func (s *rangeState) meet(o *rangeState) bool {
 		*s = o.clone()
 		return true
 	}
-	changed := false
+	changed := s.meetLinks(o) // jit_range_link.go
 	for i := range s.regs {
 		if s.regs[i] == o.regs[i] || s.regs[i].kind == rkUnknown {
 			continue
 		}
 		if s.regs[i].kind == rkScalar && o.regs[i].kind == rkScalar {
-			// [0, a] and [0, b] meet in [0, max(a, b)], widened to
-			// 2^k-1 so that a bound growing round a loop settles in at
-			// most 20 steps (below maxRangeOff): the offsets a parser
-			// leaves on its paths (14, 18 or 22 past data for no, one
-			// or two VLAN tags) stay a variable offset of known range.
-			if v := widenScalar(max(s.regs[i].v, o.regs[i].v)); v != s.regs[i].v {
+			// [0, a] and [0, b] meet in [0, max(a, b)], when widening
+			// rounded up to 2^k-1 so that a bound growing round a loop
+			// settles in at most 20 steps (below maxRangeOff): the
+			// offsets a parser leaves on its paths (14, 18 or 22 past
+			// data for no, one or two VLAN tags) stay a variable offset
+			// of known range.
+			if v := widenIf(widen, max(s.regs[i].v, o.regs[i].v)); v != s.regs[i].v {
 				s.regs[i].v = v
 				changed = true
 			}
@@ -154,7 +170,7 @@ func (s *rangeState) meet(o *rangeState) bool {
 		if ob.off != b.off {
 			// An upper bound, widened as scalars are: the add that makes
 			// the base saw a larger scalar on another path or round.
-			if off := widenScalar(max(b.off, ob.off)); off != b.off {
+			if off := widenIf(widen, max(b.off, ob.off)); off != b.off {
 				b.off = off
 				changed = true
 			}
@@ -171,6 +187,14 @@ func (s *rangeState) meet(o *rangeState) bool {
 	return changed
 }
 
+// widenIf is widenScalar(v) when widen, else v.
+func widenIf(widen bool, v int64) int64 {
+	if widen {
+		return widenScalar(v)
+	}
+	return v
+}
+
 // widenScalar is the least 2^k-1 >= v, for v in [0, maxRangeOff).
 func widenScalar(v int64) int64 {
 	w := int64(1)
@@ -184,14 +208,7 @@ func widenScalar(v int64) int64 {
 // store is proven to stay inside (regionPacket, or a global data region of
 // coll), or 0 when it must be checked.
 func provenIn(plain []insn, env jitEnv) []int32 {
-	proven := make([]int32, len(plain))
-	r := ranger{proven: proven}
-	if env.coll != nil {
-		r.statics = env.coll.statics
-	}
-	if !r.run(plain, env.funcs) {
-		clear(proven)
-	}
+	proven, _ := rangeIn(plain, env) // jit_range_guess.go
 	return proven
 }
 
@@ -200,6 +217,7 @@ func provenIn(plain []insn, env jitEnv) []int32 {
 type ranger struct {
 	statics []region
 	proven  []int32
+	hints   []accessHint // jit_range_guess.go
 }
 
 // run computes the fixpoint and marks the accesses it proves; false means
@@ -210,6 +228,7 @@ func (rg *ranger) run(plain []insn, funcs []bool) bool {
 		return false
 	}
 	states := make([]rangeState, len(plain)+1)
+	joins := make([]uint8, len(plain)) // changes of each state by a meet
 	entry := func(pc int) {
 		s := &states[pc]
 		s.reached = true
@@ -239,7 +258,8 @@ func (rg *ranger) run(plain []insn, funcs []bool) bool {
 		out := states[pc].clone()
 		taken, fall, jumps := rg.step(plain, pc, &out)
 		push := func(to int, s *rangeState) {
-			if to >= 0 && to < len(plain) && states[to].meet(s) {
+			if to >= 0 && to < len(plain) && states[to].meet(s, joins[to] >= rangeExactJoins) {
+				joins[to] = min(joins[to]+1, rangeExactJoins)
 				work = append(work, to)
 			}
 		}
@@ -253,6 +273,7 @@ func (rg *ranger) run(plain []insn, funcs []bool) bool {
 	// A proof holds only if it held on the last visit of every path, which
 	// the fixpoint's final states give: recompute from them.
 	clear(proven)
+	clear(rg.hints)
 	for pc := range plain {
 		if states[pc].reached {
 			s := states[pc].clone()
@@ -272,7 +293,7 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 		s.forget()
 		return nil, s, false
 	}
-	set := func(r rangeReg) { s.regs[d] = r }
+	set := func(r rangeReg) { s.regs[d], s.link[d] = r, 0 }
 	switch o := in.op; {
 	case o == opExit:
 		return nil, nil, false
@@ -281,9 +302,11 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 	case o >= opJEQ64K && o <= opJSLE32X:
 		t := s.clone()
 		compareRange(in, &t, s)
+		compareScalar(in, &t, s) // jit_range_link.go
 		return &t, s, true
 	case o == opCall && callInfo(in.imm).keepsPacketRange(): // helpers_table.go, kfunc.go
 		s.afterHelper()
+		s.regs[0] = helperResult(in.imm) // jit_range_guess.go
 	case o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:
 		s.forget()
 		return nil, s, false
@@ -324,7 +347,9 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 			set(rangeReg{})
 		}
 	case o == opMov64X:
-		set(s.regs[sr])
+		s.mov(pc, d, sr) // jit_range_link.go: linked scalars
+	case narrowBits(o) != 0:
+		s.movNarrow(pc, d, sr, narrowBits(o))
 	case o == opAdd64K:
 		set(addConst(s.regs[d], in.imm))
 	case o == opSub64K:
@@ -362,7 +387,10 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 	case o == opNop:
 	case o == opAtomic32 || o == opAtomic64:
 		// The fetching forms write src (cmpxchg r0): forget both.
+		rg.hint(s, pc, in.dst)
 		s.regs[sr], s.regs[0] = rangeReg{}, rangeReg{}
+		s.unlink(sr)
+		s.unlink(0)
 	case o == opStB || o == opStH || o == opStW || o == opStDW:
 	default:
 		// Any other instruction writes dst with nothing known (ALU,
@@ -395,6 +423,7 @@ func (rg *ranger) markAccess(s *rangeState, pc int, base uint8, off int32, n int
 	if base > 10 {
 		return
 	}
+	rg.hint(s, pc, base) // jit_range_guess.go
 	r := s.regs[base]
 	switch r.kind {
 	case rkPkt:
@@ -439,6 +468,8 @@ func addConst(r rangeReg, k int64) rangeReg {
 		if v := r.v + k; k >= 0 && v < maxRangeOff {
 			return rangeReg{kind: rkScalar, v: v} // [k, v]: kept as [0, v]
 		}
+	case rkStack, rkValue:
+		return r // still the stack's or the value's (a guess for the backends only)
 	}
 	return rangeReg{}
 }
@@ -452,7 +483,9 @@ func (s *rangeState) addVar(pc int, r, src rangeReg) rangeReg {
 		if v := r.v + src.v; v < maxRangeOff {
 			return rangeReg{kind: rkScalar, v: v}
 		}
-	case r.kind == rkScalar && src.kind == rkPkt, r.kind == rkScalar && src.kind == rkStatic:
+	case (r.kind == rkStack || r.kind == rkValue) && src.kind == rkScalar:
+		return r
+	case r.kind == rkScalar && (src.kind == rkPkt || src.kind == rkStatic || src.kind == rkStack || src.kind == rkValue):
 		return s.addVar(pc, src, r) // the same sum
 	case r.kind == rkStatic && src.kind == rkScalar:
 		if w := r.w + src.v; w < maxRangeOff && int64(uint32(r.v))+w < maxRangeOff {
