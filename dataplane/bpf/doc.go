@@ -199,15 +199,18 @@
 // Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
 // loaded with the map in a straight line before the call (mapAt), runs in
 // native code with the interpreter's steps (callHelper, arrayValue,
-// addRegion): r1 compared with that map's handle and the Runner's
-// collection with the program's, the key read through r2 with loadSlice's
+// addRegion): r1 not compared with the map's handle nor the Runner's
+// collection with the program's (neither can differ: mapChecksProof in
+// jit_first.go), the key read through r2 with loadSlice's
 // check (on amd64 none when r2 is r10 plus a constant in the frame,
 // stackKeyOff), NULL for a key at or above max_entries or a CPU slot out of range,
 // and the value's region found among the last four entries of the table or
 // reused from the entry the same lookup left just past its end in the last
 // run (the run's first new value of a map with no static in that window,
 // jitArray.first, skips the search: its region number is a constant when
-// the table is still at its fixed length); r1-r5 are kept. Anything else (another handle, the first lookup of a
+// the table is still at its fixed length, and the entry is proven by one
+// compare of a tag the Runner keeps, jit_first.go); r1-r5 are kept.
+// Anything else (the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
 // leaves for the slow path before anything is written. On amd64 the first
 // access to the value right after the lookup (lookupFeeds) uses the table
@@ -378,10 +381,10 @@
 // mappings, reachable from the Runner) are read through the Runner's
 // register at each access, so a helper that grows the table between two
 // entries is seen at once; the code of an array lookup also holds, as
-// immediates, the address of the collection (and of
-// the map's storage), heap objects the Program keeps alive as long as its
-// code is mapped, which it only compares (with Runner.coll, with
-// the table's buffers) and never dereferences; a proven access to global
+// immediates, the address of the map's storage (and bpf_redirect_map's
+// of the collection), heap objects the Program keeps alive as long as its
+// code is mapped, which it only compares (with the table's buffers) and
+// never dereferences; a proven access to global
 // data holds and addresses the buffer of its collection's region (the
 // storage of a single-entry array map, allocated once with the map), which
 // the Collection keeps alive as long as its code is mapped; the slot arrays of

@@ -7,10 +7,8 @@ import (
 	"math/bits"
 )
 
-// arrayKey emits arrayLookup's checks of r1 (a map known at compile time:
-// the handle and the collection, as mapChecks; an inner map's (a.dyn) were
-// checked by the outer lookup) and of the key, and returns the key's
-// operand. A key at a constant offset from r10 that stackProven accepts
+// arrayKey emits arrayLookup's check of the key (none of r1: mapChecks)
+// and returns the key's operand. A key at a constant offset from r10 that stackProven accepts
 // (stackKeyOff) is addressed with no region check; any other is checked
 // as loadSlice checks it (checkIn), failing to the slow path.
 func (c *amd64Compiler) arrayKey(pc int, a jitArray) xmem {
@@ -42,13 +40,13 @@ func (c *amd64Compiler) arrayKey(pc int, a jitArray) xmem {
 // code keeps the scratch registers (keepsScratch) and nothing enters from
 // elsewhere (no jump target), so they are the lookup's there.
 
-// leaveFirst is firstRegion's: the entry at S2+first*regionSize, the value
-// at RAX.
+// leaveFirst is firstRegion's: the entry table[first], the value at RAX.
 func (c *amd64Compiler) leaveFirst(first int32) {
 	if !c.leaving {
 		return
 	}
-	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xS2, index: -1, disp: first * regionSize}, false)
+	c.ldq(xS1, xCtx, offRegions)
+	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xS1, index: -1, disp: first * regionSize}, false)
 	c.aluRR(true, 0x89, xS2, xAX)
 }
 

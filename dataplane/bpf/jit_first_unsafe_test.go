@@ -1,0 +1,213 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+	"unsafe"
+
+	"github.com/cilium/ebpf/asm"
+)
+
+// Tests of the native lookups' tag of the entry past the table's fixed
+// part (jit_first.go) and of the map checks native code leaves out
+// (mapChecksProof).
+
+// firstHolds reports where r breaks the tag's invariant: a tag set while
+// the entry at Runner.fixed is not the value it names, as addRegion
+// makes it.
+func firstHolds(r *Runner) error {
+	tag := r.jit.first
+	if tag == 0 {
+		return nil
+	}
+	all := r.regions[:cap(r.regions)]
+	if r.fixed >= len(all) {
+		return fmt.Errorf("tag %#x with no entry past the fixed part (cap %d)", tag, cap(r.regions))
+	}
+	rg := all[r.fixed]
+	n := uint64(len(rg.buf))
+	if n == 0 || rg.lo != 0 || rg.hi != n || rg.whi != 0 && rg.whi != n {
+		return fmt.Errorf("tag %#x of entry %d, which is [%d %d %d %d]", tag, r.fixed, n, rg.lo, rg.hi, rg.whi)
+	}
+	want := uint64(uintptr(unsafe.Pointer(&rg.buf[0]))) | n<<48
+	if rg.whi != 0 {
+		want |= 1
+	}
+	if want != tag {
+		return fmt.Errorf("tag %#x, entry %d's is %#x", tag, r.fixed, want)
+	}
+	return nil
+}
+
+// firstTagProg looks up, by the frame's first byte: with bit 0, arr with
+// the key at the frame's bytes 4-7 (a key in the packet: the lookup runs
+// in Go, whose addRegion appends the value's entry); then always pcpu with
+// key byte 1 & 3 (native, the entry past the fixed part); with bit 1, arr
+// with key byte 1 & 7 (native). Each value found has its first word
+// incremented and its region number stored (bump).
+func firstTagProg() asm.Instructions {
+	insns := asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
+		asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+		asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 8),
+		asm.JGT.Reg(asm.R4, asm.R3, "out"),
+		asm.LoadMem(asm.R8, asm.R2, 0, asm.Byte),
+		asm.LoadMem(asm.R7, asm.R2, 1, asm.Byte),
+		asm.Mov.Reg(asm.R4, asm.R8), asm.And.Imm(asm.R4, 1),
+		asm.JEq.Imm(asm.R4, 0, "native"),
+		asm.Add.Imm(asm.R2, 4),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("arr"),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "native"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word), asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.Word),
+		asm.Mov.Reg(asm.R6, asm.R7).WithSymbol("native"), asm.And.Imm(asm.R6, 3),
+	}
+	insns = append(insns, bump("pcpu", 4)...)
+	insns = append(insns, asm.Mov.Reg(asm.R4, asm.R8), asm.And.Imm(asm.R4, 2),
+		asm.JEq.Imm(asm.R4, 0, "out"),
+		asm.Mov.Reg(asm.R6, asm.R7), asm.And.Imm(asm.R6, 7))
+	insns = append(insns, bumpArr(8)...)
+	return append(insns, asm.Mov.Imm(asm.R0, 2).WithSymbol("out"), asm.Return())
+}
+
+// firstFrame is firstTagProg's frame: mode, native key, Go key.
+func firstFrame(mode, key, goKey byte) []byte {
+	pkt := udpFrame(9)
+	pkt[0], pkt[1] = mode, key
+	copy(pkt[4:8], []byte{goKey, 0, 0, 0})
+	return pkt
+}
+
+// TestJITFirstTag runs firstTagProg in both engines, frame by frame and in
+// bursts, on frames that mix Go's appends of other values' entries (the
+// arr lookup in Go) with native lookups of pcpu values past the fixed
+// part, and checks after every run the tag's invariant (firstHolds) along
+// with the verdicts and maps. Were a Go append not to clear the tag, the
+// next native lookup of the tagged value would take arr's entry for it:
+// firstHolds fails at frame 3 (the Go append).
+func TestJITFirstTag(t *testing.T) {
+	needJIT(t)
+	insns := firstTagProg()
+	ci, pi := loadLookup(t, insns, EngineInterp)
+	cj, pj := loadLookup(t, insns, EngineJIT)
+	if n := pj.jit.Load().native; n != 3 {
+		t.Fatalf("%d lookups native, want 3", n)
+	}
+	ri, rj := NewRunner(0), NewRunner(0)
+	tagged := 0
+	check := func(what string) {
+		t.Helper()
+		if err := firstHolds(rj); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if mi, mj := append(lookupBytes(t, ci), mustMap(t, ci, "pcpu").Bytes()...), append(lookupBytes(t, cj), mustMap(t, cj, "pcpu").Bytes()...); !bytes.Equal(mi, mj) {
+			t.Fatalf("%s: maps differ\ninterp %x\njit    %x", what, mi, mj)
+		}
+		if rj.jit.first != 0 {
+			tagged++
+		}
+	}
+	// One frame at a time: the tag set, then a Go append at the entry.
+	for i, f := range [][]byte{
+		firstFrame(0, 1, 0), firstFrame(0, 1, 0), firstFrame(0, 1, 0), // tag pcpu[1]
+		firstFrame(1, 1, 2), // go append: arr[2] at the entry
+		firstFrame(0, 1, 0), firstFrame(0, 1, 0),
+		firstFrame(0, 2, 0), firstFrame(2, 1, 0), firstFrame(3, 1, 1), firstFrame(0, 1, 0),
+	} {
+		vi, oki := ri.RunFrame(pi, newFrame(f))
+		vj, okj := rj.RunFrame(pj, newFrame(f))
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("frame %d: interpreter %#x %v (%v), JIT %#x %v (%v)", i, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+		check(fmt.Sprintf("frame %d", i))
+	}
+	// Bursts whose frames leave one another other entries there.
+	const n = 16
+	for burst := 0; burst < 12; burst++ {
+		fi, fj := make([]Frame, n), make([]Frame, n)
+		for i := range fi {
+			pkt := firstFrame(byte((i*5+burst)%4), byte(i/3+burst), byte(i+burst*7))
+			fi[i], fj[i] = *newFrame(pkt), *newFrame(pkt)
+		}
+		vi, vj := make([]Action, n), make([]Action, n)
+		ni, ffi := ri.RunBurst(pi, fi, vi, nil)
+		nj, ffj := rj.RunBurst(pj, fj, vj, nil)
+		if ni != nj || ffi != ffj || fmt.Sprint(vi) != fmt.Sprint(vj) {
+			t.Fatalf("burst %d: interpreter %d %d %v, JIT %d %d %v", burst, ni, ffi, vi, nj, ffj, vj)
+		}
+		check(fmt.Sprintf("burst %d", burst))
+	}
+	if tagged == 0 {
+		t.Error("the tag was never set: its path was not exercised")
+	}
+	// Go's writes clear it: binding another collection.
+	other, _ := loadLookup(t, insns, EngineJIT)
+	for i := 0; i < 2; i++ { // the first may append the entry in Go
+		if _, ok := rj.RunFrame(pj, newFrame(firstFrame(0, 1, 0))); !ok {
+			t.Fatal(rj.Fault())
+		}
+	}
+	if rj.jit.first == 0 {
+		t.Fatal("no tag after two native-only frames")
+	}
+	rj.bind(other)
+	if rj.jit.first != 0 {
+		t.Errorf("tag %#x kept across a change of collection", rj.jit.first)
+	}
+}
+
+// TestJITMapChecksUnreachable covers mapChecksProof: a handle loaded on
+// two paths is no native lookup (TestJITArrayLookup's "handle on two
+// paths" counts none), and one Runner running the programs of two
+// collections of the same maps in turn, frame by frame and in bursts, with
+// one lookup native and one in Go (a key in the packet) per run, updates
+// each collection's own maps as the interpreter does: native code of one
+// collection never runs while the Runner is bound to the other, where its
+// compile-time map and the helper's would differ.
+func TestJITMapChecksUnreachable(t *testing.T) {
+	needJIT(t)
+	insns := firstTagProg()
+	var colls [2][2]*Collection // [engine][collection]
+	var progs [2][2]*Program
+	for e, engine := range []Engine{EngineInterp, EngineJIT} {
+		for k := range 2 {
+			colls[e][k], progs[e][k] = loadLookup(t, insns, engine)
+		}
+	}
+	rs := [2]*Runner{NewRunner(1), NewRunner(1)}
+	for round := 0; round < 24; round++ {
+		k := round % 2
+		if round%3 == 2 {
+			k = 1 - k
+		}
+		mode := byte(round%4) | 1 // the Go lookup every run
+		pkt := firstFrame(mode, byte(round), byte(round%8))
+		var got [2]string
+		for e := range 2 {
+			r, p := rs[e], progs[e][k]
+			if round%5 == 4 {
+				fs := []Frame{*newFrame(pkt), *newFrame(pkt), *newFrame(pkt)}
+				vs := make([]Action, len(fs))
+				n, ff := r.RunBurst(p, fs, vs, nil)
+				got[e] = fmt.Sprint(n, ff, vs)
+			} else {
+				v, ok := r.RunFrame(p, newFrame(pkt))
+				got[e] = fmt.Sprint(v, ok, errString(r.Fault()))
+			}
+		}
+		if got[0] != got[1] {
+			t.Fatalf("round %d: interpreter %s, JIT %s", round, got[0], got[1])
+		}
+		for c := range 2 {
+			mi := append(lookupBytes(t, colls[0][c]), mustMap(t, colls[0][c], "pcpu").Bytes()...)
+			mj := append(lookupBytes(t, colls[1][c]), mustMap(t, colls[1][c], "pcpu").Bytes()...)
+			if !bytes.Equal(mi, mj) {
+				t.Fatalf("round %d, collection %d: maps differ\ninterp %x\njit    %x", round, c, mi, mj)
+			}
+		}
+	}
+}
