@@ -55,7 +55,10 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	// r0 (RAX) is free, the call overwrites it.
 	m := c.arrayKey(pc, a)
 	c.leaving = !a.dyn && lookupFeeds(c.plain, c.targets, pc) // jit_amd64_cost.go
-	defer func() { c.leaving = false }()
+	if c.leaving {
+		c.uncheckedCall(pc) // jit_amd64_value.go
+	}
+	defer func() { c.leaving, c.unchk.bufOnly = false, false }()
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
 	c.cmpMax(a) // jit_amd64_cost.go
 	null := []int{c.jcc(ccAE)}
