@@ -81,6 +81,12 @@ func regionShape(rs []region) string {
 // engine, and compares return values, faults, region tables and maps.
 func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runner)) {
 	t.Helper()
+	diffRunsCPU(t, insns, runs, 0, poke)
+}
+
+// diffRunsCPU is diffRuns on Runners of CPU cpu.
+func diffRunsCPU(t *testing.T, insns asm.Instructions, runs, cpu int, poke func(r *Runner)) {
+	t.Helper()
 	ci, pi := loadLookup(t, insns, EngineInterp)
 	cj, pj := loadLookup(t, insns, EngineJIT)
 	for _, c := range []*Collection{ci, cj} { // hash key 1 present
@@ -95,7 +101,7 @@ func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runne
 	if pj.jit.Load().native == 0 {
 		t.Fatal("no lookup compiled natively")
 	}
-	ri, rj := NewRunner(0), NewRunner(0)
+	ri, rj := NewRunner(cpu), NewRunner(cpu)
 	for run := 0; run < runs; run++ {
 		if poke != nil && run > 0 {
 			poke(ri)
