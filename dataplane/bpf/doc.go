@@ -217,7 +217,11 @@
 // entry and address the lookup leaves in the scratch registers, checking
 // only its limit; after a slow path at the call Go re-enters through a
 // stub that finds them from r0 (jit_amd64_cost.go); an atomic operation
-// through the value takes the value's check too. On amd64 these run
+// through the value takes the value's check too. On both backends such an
+// access within the value's size and reached only through the fall-through
+// of `if r0 == 0` (nonNullAt) has no check at all: the lookup leaves the
+// value's address, and the stub proves Go's entry covers the whole value
+// or leaves the rest of the run to Go (jit_value.go). On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to

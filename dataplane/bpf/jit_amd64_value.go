@@ -36,54 +36,14 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	return xmem{base: xS2, index: -1, disp: off}, true
 }
 
-// jitUnchecked is what the amd64 compiler knows of unchecked value
-// accesses (jit_value.go).
-type jitUnchecked struct {
-	calls   []bool // lookups whose first value access is unchecked
-	accs    []bool // the accesses compiled unchecked
-	bufOnly bool   // the lookup being emitted is one of calls
-}
-
 // uncheckedCall decides, for the native lookup at call about to be emitted
 // with c.leaving set, whether the access it feeds is unchecked (then its
 // ways out leave only the value's address and its stub proves more).
 func (c *amd64Compiler) uncheckedCall(call int) {
-	at, ok := lookupFeedsAt(c.plain, c.targets, call)
-	c.unchk.bufOnly = ok && nonNullAt(c.plain, c.targets, call, at)
-	if c.unchk.bufOnly {
-		mark(&c.unchk.calls, len(c.plain), call)
-	}
+	c.unchk.bufOnly = c.unchk.decide(c.plain, c.targets, call)
 }
 
-// unchecked reports whether the value access at pc through base is
-// compiled with no check (and records it): the first after a lookup that
-// uncheckedCall chose, reached only with a non-NULL result, or one that
-// reuses an unchecked access's buffer.
+// unchecked is jitUnchecked.access for the access at pc.
 func (c *amd64Compiler) unchecked(pc int, base uint8, reuse bool) bool {
-	ok := false
-	if reuse {
-		prev := -1
-		scratchReuse(c.plain, c.targets, pc, base, func(q int) bool {
-			if c.valued[q] {
-				prev = q
-				return true
-			}
-			return false
-		})
-		ok = prev >= 0 && c.unchk.accs != nil && c.unchk.accs[prev]
-	} else if call, found := valueOrigin(c.plain, c.targets, pc, base); found && c.leavesAt(pc) {
-		ok = c.unchk.calls != nil && c.unchk.calls[call] && nonNullAt(c.plain, c.targets, call, pc)
-	}
-	if ok {
-		mark(&c.unchk.accs, len(c.plain), pc)
-	}
-	return ok
-}
-
-// mark sets (*b)[i], making *b n long first when nil.
-func mark(b *[]bool, n, i int) {
-	if *b == nil {
-		*b = make([]bool, n)
-	}
-	(*b)[i] = true
+	return c.unchk.access(c.plain, c.targets, c.valued, pc, base, reuse)
 }

@@ -74,9 +74,10 @@ type arm64Compiler struct {
 	slows   []a64Fixup // target: pc of the slow exit
 	generic []a64Generic
 	env     jitEnv
-	targets []bool  // jumpTargets
-	proven  []int32 // provenIn
-	valued  []bool  // the accesses valueAccess compiled (valueReuse)
+	targets []bool       // jumpTargets
+	proven  []int32      // provenIn
+	valued  []bool       // the accesses valueAccess compiled (valueReuse)
+	unchk   jitUnchecked // jit_value.go, jit_arm64_value.go
 	nproven int
 	native  int // helper calls compiled natively
 	// calls: local calls are compiled natively (nativeCalls, and
@@ -116,6 +117,7 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, f := range c.adrs {
 		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(int(entry[f.target])-f.pos)))
 	}
+	c.leaveStubs(entry) // jit_arm64_value.go
 	stubs := map[int]int{}
 	for _, f := range c.slows {
 		at, ok := stubs[f.target]

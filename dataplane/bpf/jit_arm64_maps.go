@@ -42,6 +42,8 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 	if !a.dyn {
 		c.mapChecks(pc, a.handle, a.coll) // nothing (jit_first.go)
 	}
+	c.unchk.bufOnly = !a.dyn && c.unchk.decide(c.plain, c.targets, pc) // jit_value.go
+	defer func() { c.unchk.bufOnly = false }()
 	c.checkIn(pc, 2, 0, 4, false, regionStack)
 	c.ldrW(0, aS2, aS1) // the key
 	c.word(aS3, a.dyn, offMimMax, a.max)
@@ -106,6 +108,7 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 		} else {
 			next = append(next, c.branch(aNE))
 		}
+		c.leaveBuf(aS2)             // the table's end is no longer needed
 		c.subImm(0, aS1, uint32(t)) // x0 = n - t
 		found = append(found, c.branch(aAL))
 		for _, f := range next {
@@ -123,6 +126,7 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 	c.sameRegion(pc, a)
 	c.w(a64Imm12(a64AddImm, aS3, aS1, 1)) // x11 = n + 1
 	c.str(aS3, aCtx, offRegionsLen)
+	c.leaveBuf(aS2)
 	c.rrr(a64Orr, 0, aZR, aS1) // x0 = n
 	for _, f := range found {
 		c.patch(f, len(c.b))
@@ -176,6 +180,7 @@ func (c *arm64Compiler) firstRegion(pc int, a jitArray) (done a64Fixup) {
 	hit := len(c.b)
 	c.movImm(aS3, uint64(a.first+1))
 	c.str(aS3, aCtx, offRegionsLen)
+	c.leaveBuf(aS2)
 	c.movImm(0, uint64(a.first)<<32)
 	done = c.branch(aAL)
 	if tagged {

@@ -150,3 +150,59 @@ func nonNullAt(plain []insn, targets []bool, call, pc int) bool {
 	}
 	return false
 }
+
+// jitUnchecked is what a backend's compiler knows of unchecked value
+// accesses.
+type jitUnchecked struct {
+	calls   []bool // lookups whose first value access is unchecked
+	accs    []bool // the accesses compiled unchecked
+	bufOnly bool   // the lookup being emitted is one of calls
+}
+
+// decide reports whether the native lookup at call (of a map known at
+// compile time) feeds an access that will be unchecked (lookupFeedsAt,
+// nonNullAt), and records the call.
+func (u *jitUnchecked) decide(plain []insn, targets []bool, call int) bool {
+	at, ok := lookupFeedsAt(plain, targets, call)
+	if !ok || !nonNullAt(plain, targets, call, at) {
+		return false
+	}
+	mark(&u.calls, len(plain), call)
+	return true
+}
+
+// access reports whether the value access at pc through base (one that
+// valuePlan accepted, reuse its answer) is compiled with no check, and
+// records it: the first after a lookup that decide chose, in the straight
+// line over instructions that keep the scratch registers (lookupFresh) and
+// reached only with a non-NULL result, or one that reuses an unchecked
+// access's buffer (valueReuse).
+func (u *jitUnchecked) access(plain []insn, targets, valued []bool, pc int, base uint8, reuse bool) bool {
+	ok := false
+	if reuse {
+		prev := -1
+		scratchReuse(plain, targets, pc, base, func(q int) bool {
+			if valued[q] {
+				prev = q
+				return true
+			}
+			return false
+		})
+		ok = prev >= 0 && u.accs != nil && u.accs[prev]
+	} else if call, found := valueOrigin(plain, targets, pc, base); found && u.calls != nil {
+		ok = u.calls[call] && nonNullAt(plain, targets, call, pc) &&
+			lookupFresh(plain, targets, pc, func(q int) bool { return q == call })
+	}
+	if ok {
+		mark(&u.accs, len(plain), pc)
+	}
+	return ok
+}
+
+// mark sets (*b)[i], making *b n long first when nil.
+func mark(b *[]bool, n, i int) {
+	if *b == nil {
+		*b = make([]bool, n)
+	}
+	(*b)[i] = true
+}
