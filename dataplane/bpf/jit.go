@@ -119,6 +119,9 @@ type jitState struct {
 	// first vouches for the region table entry just past the fixed part
 	// (jit_first.go): 0, or the tag of the value it describes.
 	first uint64
+	// pcpu is the address of Runner.cpu's slots in per-CPU array number k
+	// of the bound collection, 0 for none (jit_first.go).
+	pcpu [jitPCPUMaps]uint64
 }
 
 // jitCall is the frame of a native bpf-to-bpf call: callFrame without the

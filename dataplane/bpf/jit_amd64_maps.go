@@ -91,6 +91,14 @@ func (c *amd64Compiler) arraySlot(a jitArray) (badCPU int, ok bool) {
 	if a.dyn {
 		return c.arraySlotDyn(a)
 	}
+	if k, ok := a.pcpuBase(); ok { // the Runner's CPU base (jit_first.go)
+		c.ldq(xS1, xCtx, offPCPU+8*k)
+		c.aluRR(true, 0x85, xS1, xS1)
+		badCPU = c.jcc(ccE) // no slots for this CPU
+		c.mulI(xAX, a.elem)
+		c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
+		return badCPU, true
+	}
 	if a.ncpu != 1 {
 		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
 		c.aluRI(true, 7, xS1, int32(a.ncpu))

@@ -64,6 +64,15 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 // arraySlot is the amd64 arraySlot: the key in X0 becomes its slot's
 // address; a per-CPU array's CPU out of range takes the branch returned.
 func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
+	if k, ok := a.pcpuBase(); ok { // the Runner's CPU base (jit_first.go)
+		c.ldr(aS3, aCtx, offPCPU+8*k)
+		c.cmp(aS3, aZR)
+		badCPU = c.branch(aEQ) // no slots for this CPU
+		c.movImm(aS4, a.elem)
+		c.mul(0, 0, aS4)
+		c.rrr(a64Add, 0, 0, aS3) // X0 = the slot's first byte
+		return badCPU, true
+	}
 	if a.ncpu != 1 {
 		c.ldr(aS3, aCtx, offCPU)
 		c.word(aS4, a.dyn, offMimNCPU, a.ncpu)

@@ -81,3 +81,29 @@ func firstTag(a jitArray) (tag uint64, ok bool) {
 // TestJITMapChecksUnreachable covers both: a handle loaded on two paths is
 // not native, and two collections' programs run in turn on one Runner
 // (RunFrame, RunBurst) each update their own maps.
+
+// jitPCPUMaps is how many of a collection's maps (by number) get a CPU
+// base in Runner.jit.pcpu.
+const jitPCPUMaps = 16
+
+// Per-CPU array slots. A native lookup in a per-CPU array known at compile
+// time (jitArray, not an inner map's) whose map number k is below
+// jitPCPUMaps reads Runner.jit.pcpu[k], the address of the Runner's CPU's
+// first slot in it (CPU cpu's slots start cpu*max_entries slots in), or 0
+// when the CPU is out of the map's range (negative included), where
+// arrayValue finds nothing: 0 gives NULL, any other adds key*stride. The
+// Runner fills the bases (setPCPU) whenever bind changes its collection,
+// from its CPU, which never changes (NewRunner); native code of a
+// collection runs only while the Runner is bound to it (jitBoundColl), and
+// a map number names the same map, whose storage never moves, for the
+// collection's life (jitArray), so the base read is the one Go would
+// compute. TestJITLookupMapEdges (CPUs 0-3 and -1 of 2) and
+// TestJITMapChecksUnreachable (two collections in turn) cover it.
+
+// pcpuBase reports the index into Runner.jit.pcpu of a's CPU base, when
+// the native lookup reads it (a per-CPU array known at compile time with
+// a number below jitPCPUMaps).
+func (a jitArray) pcpuBase() (k int32, ok bool) {
+	k = int32(uint32(a.handle))
+	return k, a.ncpu != 1 && !a.dyn && a.handle != 0 && k < jitPCPUMaps
+}

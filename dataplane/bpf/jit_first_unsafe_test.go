@@ -163,8 +163,9 @@ func TestJITFirstTag(t *testing.T) {
 // TestJITMapChecksUnreachable covers mapChecksProof: a handle loaded on
 // two paths is no native lookup (TestJITArrayLookup's "handle on two
 // paths" counts none), and one Runner running the programs of two
-// collections of the same maps in turn, frame by frame and in bursts, with
-// one lookup native and one in Go (a key in the packet) per run, updates
+// collections of the same maps in turn, frame by frame and in bursts,
+// with native lookups and, every other run, one in Go first (a key in the
+// packet), updates
 // each collection's own maps as the interpreter does: native code of one
 // collection never runs while the Runner is bound to the other, where its
 // compile-time map and the helper's would differ.
@@ -178,14 +179,14 @@ func TestJITMapChecksUnreachable(t *testing.T) {
 			colls[e][k], progs[e][k] = loadLookup(t, insns, engine)
 		}
 	}
-	rs := [2]*Runner{NewRunner(1), NewRunner(1)}
+	rs := [2]*Runner{NewRunner(0), NewRunner(0)}
 	for round := 0; round < 24; round++ {
 		k := round % 2
 		if round%3 == 2 {
 			k = 1 - k
 		}
-		mode := byte(round%4) | 1 // the Go lookup every run
-		pkt := firstFrame(mode, byte(round), byte(round%8))
+		mode := byte(round % 4)                               // the Go lookup every other run
+		pkt := firstFrame(mode, byte(round/8), byte(round%8)) // keys repeat: entries reused
 		var got [2]string
 		for e := range 2 {
 			r, p := rs[e], progs[e][k]
