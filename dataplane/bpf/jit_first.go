@@ -82,10 +82,6 @@ func firstTag(a jitArray) (tag uint64, ok bool) {
 // not native, and two collections' programs run in turn on one Runner
 // (RunFrame, RunBurst) each update their own maps.
 
-// jitPCPUMaps is how many of a collection's maps (by number) get a CPU
-// base in Runner.jit.pcpu.
-const jitPCPUMaps = 16
-
 // Per-CPU array slots. A native lookup in a per-CPU array known at compile
 // time (jitArray, not an inner map's) whose map number k is below
 // jitPCPUMaps reads Runner.jit.pcpu[k], the address of the Runner's CPU's

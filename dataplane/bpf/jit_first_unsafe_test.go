@@ -128,17 +128,11 @@ func TestJITFirstTag(t *testing.T) {
 	// Bursts whose frames leave one another other entries there.
 	const n = 16
 	for burst := 0; burst < 12; burst++ {
-		fi, fj := make([]Frame, n), make([]Frame, n)
-		for i := range fi {
-			pkt := firstFrame(byte((i*5+burst)%4), byte(i/3+burst), byte(i+burst*7))
-			fi[i], fj[i] = *newFrame(pkt), *newFrame(pkt)
+		pkts := make([][]byte, n)
+		for i := range pkts {
+			pkts[i] = firstFrame(byte((i*5+burst)%4), byte(i/3+burst), byte(i+burst*7))
 		}
-		vi, vj := make([]Action, n), make([]Action, n)
-		ni, ffi := ri.RunBurst(pi, fi, vi, nil)
-		nj, ffj := rj.RunBurst(pj, fj, vj, nil)
-		if ni != nj || ffi != ffj || fmt.Sprint(vi) != fmt.Sprint(vj) {
-			t.Fatalf("burst %d: interpreter %d %d %v, JIT %d %d %v", burst, ni, ffi, vi, nj, ffj, vj)
-		}
+		diffBurst(t, [2]*Runner{ri, rj}, [2]*Program{pi, pj}, burst, pkts) // jit_region_test.go
 		check(fmt.Sprintf("burst %d", burst))
 	}
 	if tagged == 0 {
