@@ -244,13 +244,14 @@ type amd64Compiler struct {
 	slows   []jitFixup // to slow-path exits, by instruction
 	generic []jitGeneric
 	env     jitEnv
-	targets []bool       // jumpTargets
-	native  int          // helper calls compiled natively
-	proven  []int32      // provenIn
-	valued  []bool       // the accesses valueAccess compiled (valueReuse)
-	leaves  []bool       // array lookups that leave their entry (jit_amd64_cost.go)
-	leaving bool         // the lookup being emitted leaves it
-	unchk   jitUnchecked // jit_amd64_value.go
+	targets []bool  // jumpTargets
+	native  int     // helper calls compiled natively
+	proven  []int32 // provenIn
+	valued  []bool  // the accesses valueAccess compiled (valueReuse)
+	leaves  []bool  // array lookups that leave their entry (jit_amd64_cost.go)
+	leaving bool    // the lookup being emitted leaves it
+	// unchk: jit_amd64_value.go
+	unchk jitUnchecked
 	// ctxResumes are the context loads that reuse the one before (ctxReuse).
 	ctxResumes []jitResume
 	nproven    int

@@ -74,10 +74,11 @@ type arm64Compiler struct {
 	slows   []a64Fixup // target: pc of the slow exit
 	generic []a64Generic
 	env     jitEnv
-	targets []bool       // jumpTargets
-	proven  []int32      // provenIn
-	valued  []bool       // the accesses valueAccess compiled (valueReuse)
-	unchk   jitUnchecked // jit_value.go, jit_arm64_value.go
+	targets []bool  // jumpTargets
+	proven  []int32 // provenIn
+	valued  []bool  // the accesses valueAccess compiled (valueReuse)
+	// unchk: jit_value.go, jit_arm64_value.go
+	unchk   jitUnchecked
 	nproven int
 	native  int // helper calls compiled natively
 	// calls: local calls are compiled natively (nativeCalls, and
