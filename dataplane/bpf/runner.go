@@ -134,7 +134,7 @@ func (r *Runner) bind(coll *Collection) {
 		r.coll = coll
 		r.jit.hs[hsMimID] = 0 // mim_desc_unsafe.go
 		r.jit.first = 0       // jit_first.go
-		r.setPCPU(coll)       // jit_maps_unsafe.go
+		r.setPCPU(coll)       // jit_pcpu_unsafe.go
 		r.regions = r.regions[:regionStatic]
 		if coll != nil {
 			r.regions = append(r.regions, coll.statics...)
