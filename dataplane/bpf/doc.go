@@ -210,22 +210,29 @@
 // Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
 // loaded with the map in a straight line before the call (mapAt), runs in
 // native code with the interpreter's steps (callHelper, arrayValue,
-// addRegion): r1 compared with that map's handle and the Runner's
-// collection with the program's, the key read through r2 with loadSlice's
+// addRegion): r1 not compared with the map's handle nor the Runner's
+// collection with the program's (neither can differ: mapChecksProof in
+// jit_first.go), the key read through r2 with loadSlice's
 // check (on amd64 none when r2 is r10 plus a constant in the frame,
 // stackKeyOff), NULL for a key at or above max_entries or a CPU slot out of range,
 // and the value's region found among the last four entries of the table or
 // reused from the entry the same lookup left just past its end in the last
 // run (the run's first new value of a map with no static in that window,
 // jitArray.first, skips the search: its region number is a constant when
-// the table is still at its fixed length); r1-r5 are kept. Anything else (another handle, the first lookup of a
+// the table is still at its fixed length, and the entry is proven by one
+// compare of a tag the Runner keeps, jit_first.go); r1-r5 are kept.
+// Anything else (the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
 // leaves for the slow path before anything is written. On amd64 the first
 // access to the value right after the lookup (lookupFeeds) uses the table
 // entry and address the lookup leaves in the scratch registers, checking
 // only its limit; after a slow path at the call Go re-enters through a
 // stub that finds them from r0 (jit_amd64_cost.go); an atomic operation
-// through the value takes the value's check too. On amd64 these run
+// through the value takes the value's check too. On both backends such an
+// access within the value's size and reached only through the fall-through
+// of `if r0 == 0` (nonNullAt) has no check at all: the lookup leaves the
+// value's address, and the stub proves Go's entry covers the whole value
+// or leaves the rest of the run to Go (jit_value.go). On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
 // (its slots read as maps.NativeSlots describes them; a broadcast goes to
@@ -399,10 +406,10 @@
 // mappings, reachable from the Runner) are read through the Runner's
 // register at each access, so a helper that grows the table between two
 // entries is seen at once; the code of an array lookup also holds, as
-// immediates, the address of the collection (and of
-// the map's storage), heap objects the Program keeps alive as long as its
-// code is mapped, which it only compares (with Runner.coll, with
-// the table's buffers) and never dereferences; a proven access to global
+// immediates, the address of the map's storage (and bpf_redirect_map's
+// of the collection), heap objects the Program keeps alive as long as its
+// code is mapped, which it only compares (with the table's buffers) and
+// never dereferences; a proven access to global
 // data holds and addresses the buffer of its collection's region (the
 // storage of a single-entry array map, allocated once with the map), which
 // the Collection keeps alive as long as its code is mapped; the slot arrays of

@@ -112,6 +112,12 @@ type jitState struct {
 	// loops are the native bpf_loop calls in progress (jit_loop.go), by
 	// the frame index of their callback's frame.
 	loops [maxFrames]jitLoop
+	// first vouches for the region table entry just past the fixed part
+	// (jit_first.go): 0, or the tag of the value it describes.
+	first uint64
+	// pcpu is the address of Runner.cpu's slots in per-CPU array number k
+	// of the bound collection, 0 for none (jit_first.go).
+	pcpu [jitPCPUMaps]uint64
 }
 
 // jitCall is the frame of a native bpf-to-bpf call: callFrame without the
@@ -773,9 +779,9 @@ func straightLine(o op) bool {
 
 // mapAt returns the map number r1 holds at the call at pc when a lddw of a
 // map into r1 reaches the call in a straight line (no jump target, control
-// flow or other write of r1 in between). It is a guess for the backends: the
-// native code still checks r1 against that handle at run time and leaves a
-// mismatch to the interpreter's slow path.
+// flow or other write of r1 in between). r1 then holds that handle at the
+// call on every path, so native code does not check it (mapChecksProof in
+// jit_first.go).
 func mapAt(plain []insn, targets []bool, pc int) (uint32, bool) {
 	return mapIn(plain, targets, pc, 1)
 }

@@ -250,6 +250,8 @@ type amd64Compiler struct {
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	leaves  []bool  // array lookups that leave their entry (jit_amd64_cost.go)
 	leaving bool    // the lookup being emitted leaves it
+	// unchk: jit_amd64_value.go
+	unchk jitUnchecked
 	// ctxResumes are the context loads that reuse the one before (ctxReuse).
 	ctxResumes []jitResume
 	nproven    int

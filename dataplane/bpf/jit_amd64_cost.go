@@ -7,10 +7,8 @@ import (
 	"math/bits"
 )
 
-// arrayKey emits arrayLookup's checks of r1 (a map known at compile time:
-// the handle and the collection, as mapChecks; an inner map's (a.dyn) were
-// checked by the outer lookup) and of the key, and returns the key's
-// operand. A key at a constant offset from r10 that stackProven accepts
+// arrayKey emits arrayLookup's check of the key (none of r1: mapChecks)
+// and returns the key's operand. A key at a constant offset from r10 that stackProven accepts
 // (stackKeyOff) is addressed with no region check; any other is checked
 // as loadSlice checks it (checkIn), failing to the slow path.
 func (c *amd64Compiler) arrayKey(pc int, a jitArray) xmem {
@@ -42,13 +40,15 @@ func (c *amd64Compiler) arrayKey(pc int, a jitArray) xmem {
 // code keeps the scratch registers (keepsScratch) and nothing enters from
 // elsewhere (no jump target), so they are the lookup's there.
 
-// leaveFirst is firstRegion's: the entry at S2+first*regionSize, the value
-// at RAX.
+// leaveFirst is firstRegion's: the entry table[first], the value at RAX.
 func (c *amd64Compiler) leaveFirst(first int32) {
 	if !c.leaving {
 		return
 	}
-	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xS2, index: -1, disp: first * regionSize}, false)
+	if !c.unchk.bufOnly { // an unchecked access needs no entry
+		c.ldq(xS1, xCtx, offRegions)
+		c.rm(false, true, []byte{0x8d}, xS1, xmem{base: xS1, index: -1, disp: first * regionSize}, false)
+	}
 	c.aluRR(true, 0x89, xS2, xAX)
 }
 
@@ -112,12 +112,20 @@ func (c *amd64Compiler) leaveStubs(entry []uint32) {
 		c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false) // S1 = &table[number]
 		c.cmpMemI(xmem{base: xS1, index: -1, disp: offRegionLo}, 0)
 		bad = append(bad, c.jcc(ccNE))
+		unchecked := c.unchk.calls != nil && c.unchk.calls[call]
+		if unchecked { // the entry covers the whole value (jit_value.go)
+			bad = append(bad, c.wholeValue(call)...)
+		}
 		c.ldq(xS2, xS1, offRegionBuf)
 		c.patch(c.jmp(), int(entry[call+1]))
 		for _, j := range bad {
 			c.patch(j, len(c.b))
 		}
 		c.ldq(xS1, xCtx, offRegions) // table[0]: every access fails its check
+		if unchecked {               // NULL goes on (the access is not reached), else Go
+			c.aluRR(true, 0x85, xAX, xAX)
+			c.slowIf(ccNE, call+1)
+		}
 		c.patch(c.jmp(), int(entry[call+1]))
 		entry[call+1] = uint32(at)
 	}
@@ -197,4 +205,20 @@ func (c *amd64Compiler) atomicAccess(pc int, base uint8, off, n int32) xmem {
 		return m
 	}
 	return c.check(pc, base, off, n, true)
+}
+
+// wholeValue emits the stub's proof, for the lookup at call whose access
+// is unchecked, that the entry at S1 covers the whole value: hi and, for a
+// writable value, whi at least its size; it returns the jumps taken when
+// not.
+func (c *amd64Compiler) wholeValue(call int) []int {
+	a, _ := c.arrayAt(call)
+	size := int32(a.size)
+	c.cmpMemI(xmem{base: xS1, index: -1, disp: offRegionHi}, size)
+	bad := []int{c.jcc(ccB)}
+	if a.writable {
+		c.cmpMemI(xmem{base: xS1, index: -1, disp: offRegionWhi}, size)
+		bad = append(bad, c.jcc(ccB))
+	}
+	return bad
 }

@@ -24,16 +24,11 @@ func (c *amd64Compiler) lookupMapAt(pc int) (uint32, bool) {
 	return mapAt(c.plain, c.targets, pc)
 }
 
-// mapChecks sends the call at pc to the slow path unless r1 is handle and
-// the Runner's collection is coll (what the compile-time map stands for).
-func (c *amd64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {
-	c.movRI(xS1, int64(handle))
-	c.aluRR(true, 0x39, xDI, xS1) // cmp r1, handle
-	c.slowIf(ccNE, pc)
-	c.movRI(xS1, int64(coll))
-	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false) // cmp Runner.coll
-	c.slowIf(ccNE, pc)
-}
+// mapChecks would send the call at pc to the slow path unless r1 is
+// handle and the Runner's collection is coll (what the compile-time map
+// stands for); it emits nothing, as neither can fail (mapChecksProof in
+// jit_first.go).
+func (c *amd64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {}
 
 func ctxMem(disp int32) xmem { return xmem{base: xCtx, index: -1, disp: disp} }
 
@@ -51,16 +46,19 @@ func (c *amd64Compiler) cmpMemI(m xmem, imm int32) {
 // arrayLookup emits the call at pc as the interpreter runs
 // bpf_map_lookup_elem on a (callHelper, mapRef.arrayValue, addRegion):
 // r0 = a pointer to the value's region, or 0 when the key is out of range;
-// r1-r5 are left as they were. What it does not handle natively (r1 not
-// the handle, another collection, a key that fails its load check, a
-// region table with no entry to reuse) goes to the slow path, which runs
+// r1-r5 are left as they were. What it does not handle natively (a key
+// that fails its load check, a region table with no entry to reuse) goes
+// to the slow path, which runs
 // the helper in Go from the start: nothing is written before that point.
 func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	// The map's checks and the key's (jit_amd64_cost.go): 4 bytes at r2.
 	// r0 (RAX) is free, the call overwrites it.
 	m := c.arrayKey(pc, a)
 	c.leaving = !a.dyn && lookupFeeds(c.plain, c.targets, pc) // jit_amd64_cost.go
-	defer func() { c.leaving = false }()
+	if c.leaving {
+		c.uncheckedCall(pc) // jit_amd64_value.go
+	}
+	defer func() { c.leaving, c.unchk.bufOnly = false, false }()
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
 	c.cmpMax(a) // jit_amd64_cost.go
 	null := []int{c.jcc(ccAE)}
@@ -92,6 +90,14 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 func (c *amd64Compiler) arraySlot(a jitArray) (badCPU int, ok bool) {
 	if a.dyn {
 		return c.arraySlotDyn(a)
+	}
+	if k, ok := a.pcpuBase(); ok { // the Runner's CPU base (jit_first.go)
+		c.ldq(xS1, xCtx, offPCPU+8*k)
+		c.aluRR(true, 0x85, xS1, xS1)
+		badCPU = c.jcc(ccE) // no slots for this CPU
+		c.mulI(xAX, a.elem)
+		c.aluRR(true, 0x01, xAX, xS1) // RAX = the slot's first byte
+		return badCPU, true
 	}
 	if a.ncpu != 1 {
 		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offCPU), false)
@@ -205,21 +211,42 @@ func (c *amd64Compiler) sameRegion(pc int, disp int32, a jitArray) {
 // firstRegion is valueRegion's way for the run's first new value (a.first
 // known): when the table is still at its fixed length a.first, no entry of
 // the search window is the value's (jitArray.first), so the entry just
-// past the end is reused when it describes the value, at offsets known
-// here; the region number is a constant, which the value's accesses then
-// do not wait for. It returns the jump to the end; another length goes on
-// to the search (the code after it).
+// past the end is reused when it describes the value: proven by the tag
+// (jit_first.go) in one compare, else by all its fields, after which the
+// tag is set; the region number is a constant, which the value's accesses
+// then do not wait for. It returns the jump to the end; another length
+// goes on to the search (the code after it).
 func (c *amd64Compiler) firstRegion(pc int, a jitArray) (done int) {
 	c.cmpMemI(ctxMem(offRegionsLen), a.first)
 	other := c.jcc(ccNE)
+	tag, tagged := firstTag(a)
+	var full int
+	if tagged {
+		c.movRI(xS1, int64(tag))
+		c.aluRR(true, 0x09, xS1, xAX) // S1 = the value's tag
+		c.rm(false, true, []byte{0x39}, xS1, ctxMem(offFirst), false)
+		full = c.jcc(ccNE)
+	}
+	hit := len(c.b)
+	c.movMemI(ctxMem(offRegionsLen), a.first+1) // len = first+1
+	c.leaveFirst(a.first)
+	c.movRI(xAX, int64(a.first)<<32)
+	done = c.jmp()
+	if tagged {
+		c.patch(full, len(c.b))
+	}
 	c.cmpMemI(ctxMem(offRegionsCap), a.first)
 	c.slowIf(ccBE, pc) // cap <= first: no entry past the end
 	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offRegions), false)
 	c.sameRegion(pc, a.first*regionSize, a)
-	c.leaveFirst(a.first)
-	c.movMemI(ctxMem(offRegionsLen), a.first+1) // len = first+1
-	c.movRI(xAX, int64(a.first)<<32)
-	done = c.jmp()
+	if tagged {
+		free := uint64(firstTagFree)
+		c.movRI(xS2, int64(free))
+		c.aluRR(true, 0x85, xS2, xAX)
+		c.patch(c.jcc(ccNE), hit) // no tag for such an address
+		c.rm(false, true, []byte{0x89}, xS1, ctxMem(offFirst), false)
+	}
+	c.patch(c.jmp(), hit)
 	c.patch(other, len(c.b))
 	return done
 }

@@ -13,6 +13,9 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	if !ok {
 		return xmem{}, false
 	}
+	if c.unchecked(pc, bpfBase, reuse) { // S2 holds the buffer (jit_value.go)
+		return xmem{base: xS2, index: -1, disp: off}, true
+	}
 	if reuse || c.leavesAt(pc) { // S1 and S2 hold the entry and the buffer
 		c.cmpMemI(xmem{base: xS1, index: -1, disp: hi}, off+n)
 		c.slowIf(ccB, pc)
@@ -31,4 +34,16 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	c.slowIf(ccB, pc)
 	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS1, index: -1, disp: offRegionBuf}, false)
 	return xmem{base: xS2, index: -1, disp: off}, true
+}
+
+// uncheckedCall decides, for the native lookup at call about to be emitted
+// with c.leaving set, whether the access it feeds is unchecked (then its
+// ways out leave only the value's address and its stub proves more).
+func (c *amd64Compiler) uncheckedCall(call int) {
+	c.unchk.bufOnly = c.unchk.decide(c.plain, c.targets, call)
+}
+
+// unchecked is jitUnchecked.access for the access at pc.
+func (c *amd64Compiler) unchecked(pc int, base uint8, reuse bool) bool {
+	return c.unchk.access(c.plain, c.targets, c.valued, pc, base, reuse)
 }

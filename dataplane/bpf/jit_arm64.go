@@ -77,6 +77,8 @@ type arm64Compiler struct {
 	targets []bool  // jumpTargets
 	proven  []int32 // provenIn
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
+	// unchk: jit_value.go, jit_arm64_value.go
+	unchk   jitUnchecked
 	nproven int
 	exact   exactLeft // the last exact staticAccess (jit_arm64_guess.go)
 	native  int       // helper calls compiled natively
@@ -117,6 +119,7 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 	for _, f := range c.adrs {
 		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(int(entry[f.target])-f.pos)))
 	}
+	c.leaveStubs(entry) // jit_arm64_value.go
 	stubs := map[int]int{}
 	for _, f := range c.slows {
 		at, ok := stubs[f.target]

@@ -77,16 +77,9 @@ func (c *arm64Compiler) lookupMapAt(pc int) (uint32, bool) {
 	return mapAt(c.plain, c.targets, pc)
 }
 
-// mapChecks sends the call at pc to the slow path unless r1 is handle and
-// the Runner's collection is coll.
-func (c *arm64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {
-	c.movImm(aS1, handle)
-	c.cmp(1, aS1)
-	c.slowIf(aNE, pc)
-	c.movImm(aS1, uint64(coll))
-	c.cmpField(aCtx, offColl, aS1)
-	c.slowIf(aNE, pc)
-}
+// mapChecks is the amd64 mapChecks: nothing to emit (mapChecksProof in
+// jit_first.go).
+func (c *arm64Compiler) mapChecks(pc int, handle uint64, coll uintptr) {}
 
 // keyWord leaves in d the n (1-8) bytes at [base+off] as a zero-padded
 // little-endian word (maps' keyWord); tmp is clobbered.

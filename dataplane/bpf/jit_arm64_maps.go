@@ -40,13 +40,10 @@ func (c *arm64Compiler) cmpField(base uint32, off int32, m uint32) {
 // bpf_map_lookup_elem on a; see the amd64 version for the contract.
 func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 	if !a.dyn {
-		c.movImm(aS1, a.handle)
-		c.cmp(1, aS1) // r1 is the handle
-		c.slowIf(aNE, pc)
-		c.movImm(aS1, uint64(a.coll))
-		c.cmpField(aCtx, offColl, aS1)
-		c.slowIf(aNE, pc)
+		c.mapChecks(pc, a.handle, a.coll) // nothing (jit_first.go)
 	}
+	c.unchk.bufOnly = !a.dyn && c.unchk.decide(c.plain, c.targets, pc) // jit_value.go
+	defer func() { c.unchk.bufOnly = false }()
 	c.checkIn(pc, 2, 0, 4, false, regionStack)
 	c.ldrW(0, aS2, aS1) // the key
 	c.word(aS3, a.dyn, offMimMax, a.max)
@@ -67,6 +64,15 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 // arraySlot is the amd64 arraySlot: the key in X0 becomes its slot's
 // address; a per-CPU array's CPU out of range takes the branch returned.
 func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
+	if k, ok := a.pcpuBase(); ok { // the Runner's CPU base (jit_first.go)
+		c.ldr(aS3, aCtx, offPCPU+8*k)
+		c.cmp(aS3, aZR)
+		badCPU = c.branch(aEQ) // no slots for this CPU
+		c.movImm(aS4, a.elem)
+		c.mul(0, 0, aS4)
+		c.rrr(a64Add, 0, 0, aS3) // X0 = the slot's first byte
+		return badCPU, true
+	}
 	if a.ncpu != 1 {
 		c.ldr(aS3, aCtx, offCPU)
 		c.word(aS4, a.dyn, offMimNCPU, a.ncpu)
@@ -111,6 +117,7 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 		} else {
 			next = append(next, c.branch(aNE))
 		}
+		c.leaveBuf(aS2)             // the table's end is no longer needed
 		c.subImm(0, aS1, uint32(t)) // x0 = n - t
 		found = append(found, c.branch(aAL))
 		for _, f := range next {
@@ -128,6 +135,7 @@ func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
 	c.sameRegion(pc, a)
 	c.w(a64Imm12(a64AddImm, aS3, aS1, 1)) // x11 = n + 1
 	c.str(aS3, aCtx, offRegionsLen)
+	c.leaveBuf(aS2)
 	c.rrr(a64Orr, 0, aZR, aS1) // x0 = n
 	for _, f := range found {
 		c.patch(f, len(c.b))
@@ -159,24 +167,48 @@ func (c *arm64Compiler) sameRegion(pc int, a jitArray) {
 }
 
 // firstRegion is the amd64 firstRegion: a table still at its fixed length
-// a.first reuses the entry past its end for the value, without the search,
-// and the region number is a constant. It returns the branch to the end;
-// another length goes on to the search.
+// a.first reuses the entry past its end for the value, proven by the tag
+// (jit_first.go) or else by all its fields (then the tag is set), without
+// the search, and the region number is a constant. It returns the branch
+// to the end; another length goes on to the search. X12 = the value's
+// size (valueRegion).
 func (c *arm64Compiler) firstRegion(pc int, a jitArray) (done a64Fixup) {
 	c.ldr(aS1, aCtx, offRegionsLen)
 	c.movImm(aS3, uint64(a.first))
 	c.cmp(aS1, aS3)
 	other := c.branch(aNE)
-	c.cmpField(aCtx, offRegionsCap, aS1)
+	tag, tagged := firstTag(a)
+	var full a64Fixup
+	if tagged {
+		c.movImm(aS1, tag)
+		c.rrr(a64Orr, aS1, aS1, 0) // x9 = the value's tag
+		c.ldr(aS3, aCtx, offFirst)
+		c.cmp(aS3, aS1)
+		full = c.branch(aNE)
+	}
+	hit := len(c.b)
+	c.movImm(aS3, uint64(a.first+1))
+	c.str(aS3, aCtx, offRegionsLen)
+	c.leaveBuf(aS2)
+	c.movImm(0, uint64(a.first)<<32)
+	done = c.branch(aAL)
+	if tagged {
+		c.patch(full, len(c.b))
+	}
+	c.movImm(aS2, uint64(a.first))
+	c.cmpField(aCtx, offRegionsCap, aS2)
 	c.slowIf(aLS, pc) // cap <= first: no entry past the end
 	c.ldr(aS2, aCtx, offRegions)
 	c.movImm(aS3, uint64(a.first*regionSize))
 	c.rrr(a64Add, aS2, aS2, aS3) // x10 = &table[first]
 	c.sameRegion(pc, a)
-	c.movImm(aS3, uint64(a.first+1))
-	c.str(aS3, aCtx, offRegionsLen)
-	c.movImm(0, uint64(a.first)<<32)
-	done = c.branch(aAL)
+	if tagged {
+		c.movImm(aS2, firstTagFree)
+		c.rrr(a64Tst, 0, 0, aS2)
+		c.patch(c.branch(aNE), hit) // no tag for such an address
+		c.str(aS1, aCtx, offFirst)
+	}
+	c.patch(c.branch(aAL), hit)
 	c.patch(other, len(c.b))
 	return done
 }

@@ -11,6 +11,10 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	if !ok {
 		return false
 	}
+	if c.unchk.access(c.plain, c.targets, c.valued, pc, bpfBase, reuse) { // S2 holds the buffer
+		c.movImm(aS1, uint64(off))
+		return true
+	}
 	if reuse { // S4 still holds the entry, S2 the buffer
 		c.ldr(aS3, aS4, hi)
 		c.movImm(aS1, uint64(off+n))
@@ -37,4 +41,58 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	c.rrr(a64Orr, aS4, aZR, aS1) // the entry, for valueReuse
 	c.movImm(aS1, uint64(off))
 	return true
+}
+
+// leaveBuf leaves the value's address (X0) in X10 (S2) for an unchecked
+// access after the lookup being emitted (jit_value.go); d must be S2.
+func (c *arm64Compiler) leaveBuf(d uint32) {
+	if c.unchk.bufOnly {
+		c.rrr(a64Orr, d, aZR, 0)
+	}
+}
+
+// leaveStubs emits, for each lookup whose first value access is
+// unchecked, the stub Go re-enters at after running the call in the slow
+// path, and moves the next instruction's entry to it: NULL goes on (the
+// access is not reached); a pointer at offset 0 of an entry at or above
+// regionStatic, below the table's length, with lo 0 and hi (and whi, for
+// a writable value) at least the value's size leaves its buffer in S2
+// and goes on; anything else leaves the rest of the run to Go from that
+// instruction. Called by finish once the jumps to instruction starts are
+// resolved (none goes to such an entry: it is no jump target).
+func (c *arm64Compiler) leaveStubs(entry []uint32) {
+	for call, ok := range c.unchk.calls {
+		if !ok || call+1 >= len(entry) {
+			continue
+		}
+		a, _ := c.arrayAt(call)
+		at := len(c.b)
+		c.cmp(0, aZR)
+		c.patch(c.branch(aEQ), int(entry[call+1])) // NULL
+		c.bfm(a64Ubfm, aS3, 0, 32, 31)             // the offset, shifted up
+		c.cmp(aS3, aZR)
+		c.slowIf(aNE, call+1)
+		c.bfm(a64Ubfm, aS1, 0, 32, 63) // the region number
+		c.w(a64Imm12(a64SubsImm, aZR, aS1, regionStatic))
+		c.slowIf(aLO, call+1)
+		c.ldr(aS3, aCtx, offRegionsLen)
+		c.cmp(aS1, aS3)
+		c.slowIf(aHS, call+1)
+		c.movImm(aS3, uint64(regionSize))
+		c.mul(aS1, aS1, aS3)
+		c.ldr(aS3, aCtx, offRegions)
+		c.rrr(a64Add, aS1, aS1, aS3) // S1 = &table[number]
+		c.cmpField(aS1, offRegionLo, aZR)
+		c.slowIf(aNE, call+1)
+		c.movImm(aS4, a.size)
+		c.cmpField(aS1, offRegionHi, aS4)
+		c.slowIf(aLO, call+1)
+		if a.writable {
+			c.cmpField(aS1, offRegionWhi, aS4)
+			c.slowIf(aLO, call+1)
+		}
+		c.ldr(aS2, aS1, offRegionBuf)
+		c.patch(c.branch(aAL), int(entry[call+1]))
+		entry[call+1] = uint32(at)
+	}
 }

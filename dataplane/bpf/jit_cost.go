@@ -49,20 +49,26 @@ func stackKeyOff(plain []insn, targets []bool, pc int, reg uint8) (off int32, ok
 // table entry and buffer the lookup leaves in the scratch registers
 // (lookupFresh) instead of finding them from the pointer.
 func lookupFeeds(plain []insn, targets []bool, call int) bool {
+	_, ok := lookupFeedsAt(plain, targets, call)
+	return ok
+}
+
+// lookupFeedsAt is lookupFeeds with the access it finds.
+func lookupFeedsAt(plain []insn, targets []bool, call int) (at int, ok bool) {
 	for p := call + 1; p < len(plain) && !targets[p]; p++ {
 		in := plain[p]
 		switch {
 		case isLoad(in.op):
 			q, ok := valueOrigin(plain, targets, p, in.src)
-			return ok && q == call
+			return p, ok && q == call
 		case isStore(in.op):
 			q, ok := valueOrigin(plain, targets, p, in.dst)
-			return ok && q == call
+			return p, ok && q == call
 		case !keepsScratch(in, opTable[in.op].form):
-			return false
+			return 0, false
 		}
 	}
-	return false
+	return 0, false
 }
 
 // lookupFresh reports the call whose native lookup left the scratch

@@ -183,58 +183,9 @@ func lookupBytes(t *testing.T, c *Collection) []byte {
 	return out
 }
 
-// TestJITArrayLookupChecks enters the native lookup directly with what the
-// straight-line analysis cannot rule out at run time: r1 holding another
-// map's handle, and a Runner bound to another collection. Both must leave
-// for the slow path at the call, where the interpreter's helper decides;
-// the right handle must not.
-func TestJITArrayLookupChecks(t *testing.T) {
-	needJIT(t)
-	insns := prog(movKey(1), lookupKey("arr", asm.R6), keep())
-	c, p := loadLookup(t, insns, EngineJIT)
-	other, _ := loadLookup(t, insns, EngineJIT)
-	j, call := nativeCall(t, p) // jit_plain_test.go
-	arr := uint64(regionMap<<32 | uint64(c.mapIndex["arr"]))
-	hash := uint64(regionMap<<32 | uint64(c.mapIndex["hash"]))
-	for _, tc := range []struct {
-		name string
-		r1   uint64
-		coll *Collection
-		slow bool
-	}{
-		{"right handle", arr, c, false},
-		{"other handle", hash, c, true},
-		{"other collection", arr, other, true},
-	} {
-		r := NewRunner(0)
-		// A first run appends the value's region (in Go); the entry it
-		// leaves past the table's end is what the native code reuses.
-		if _, ok := r.RunFrame(p, newFrame(udpFrame(9))); !ok {
-			t.Fatal(r.Fault())
-		}
-		r.bind(tc.coll)
-		n := len(r.regions)
-		reg := directEntry(r, p, newFrame(udpFrame(9))) // jit_plain_test.go
-		reg[1], reg[10] = tc.r1, regionStack<<32|stackSize
-		reg[2] = reg[10] - 4
-		r.stack[stackSize-4] = 1 // the key
-		e := jitRun(r, reg, j.addr(call))
-		slow := e&0xff == jitExitSlow && int(e>>8) == call
-		if slow != tc.slow {
-			t.Errorf("%s: exit %#x (slow at %d: %v, want %v)", tc.name, e, call, slow, tc.slow)
-		}
-		// The program goes on to return the region number (keep).
-		if !tc.slow && (reg[0] != uint64(n) || len(r.regions) != n+1) {
-			t.Errorf("%s: r0 %#x, %d regions; want region %d reused", tc.name, reg[0], len(r.regions), n)
-		}
-		if tc.slow && len(r.regions) != n {
-			t.Errorf("%s: the table grew to %d entries before the slow path", tc.name, len(r.regions))
-		}
-		if reg[1] != tc.r1 || reg[2] != regionStack<<32|(stackSize-4) {
-			t.Errorf("%s: r1 %#x, r2 %#x changed", tc.name, reg[1], reg[2])
-		}
-	}
-}
+// The checks of r1 against the handle and of Runner.coll that native
+// lookups once made cannot fail (mapChecksProof in jit_first.go):
+// TestJITMapChecksUnreachable covers that.
 
 // TestMapAt: the straight-line analysis finds the map of a lddw right
 // before the call, and nothing across a jump target, a write of r1 or a

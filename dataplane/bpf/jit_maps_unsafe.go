@@ -26,8 +26,8 @@ const regionSearchBack = 4
 // helpers.go's callHelper and mapRef.arrayValue compute, fixed at load:
 // the map's storage never moves or changes size (maps.Array allocates it
 // once), and a map number names the same mapRef for the collection's life.
-// The native code first checks that r1 is handle and that the Runner's
-// collection is coll, so these values hold whenever it uses them.
+// r1 holds handle and the Runner is bound to coll whenever the native
+// code runs (mapChecksProof in jit_first.go), so these values hold then.
 //
 // coll and data are addresses of Go heap objects that the program keeps
 // alive (Program.coll, then Collection.mapRefs, then mapRef.arr) for as
@@ -106,3 +106,9 @@ func firstRegion(c *Collection, data []byte) int32 {
 // uintptrOf is the address of c, which native code compares Runner.coll
 // with (never dereferenced through it).
 func uintptrOf(c *Collection) uintptr { return uintptr(unsafe.Pointer(c)) }
+
+// offFirst is Runner.jit.first (jit_first.go).
+var offFirst = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.first))
+
+// offPCPU is Runner.jit.pcpu (jit_first.go).
+var offPCPU = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.pcpu))

@@ -81,6 +81,12 @@ func regionShape(rs []region) string {
 // engine, and compares return values, faults, region tables and maps.
 func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runner)) {
 	t.Helper()
+	diffRunsCPU(t, insns, runs, 0, poke)
+}
+
+// diffRunsCPU is diffRuns on Runners of CPU cpu.
+func diffRunsCPU(t *testing.T, insns asm.Instructions, runs, cpu int, poke func(r *Runner)) {
+	t.Helper()
 	ci, pi := loadLookup(t, insns, EngineInterp)
 	cj, pj := loadLookup(t, insns, EngineJIT)
 	for _, c := range []*Collection{ci, cj} { // hash key 1 present
@@ -95,7 +101,7 @@ func diffRuns(t *testing.T, insns asm.Instructions, runs int, poke func(r *Runne
 	if pj.jit.Load().native == 0 {
 		t.Fatal("no lookup compiled natively")
 	}
-	ri, rj := NewRunner(0), NewRunner(0)
+	ri, rj := NewRunner(cpu), NewRunner(cpu)
 	for run := 0; run < runs; run++ {
 		if poke != nil && run > 0 {
 			poke(ri)
@@ -156,6 +162,7 @@ func TestJITRegionNotReused(t *testing.T) {
 	past := func(f func(rg *region)) func(r *Runner) {
 		return func(r *Runner) {
 			f(&r.regions[:cap(r.regions)][r.fixed]) // what the next run's first lookup reuses
+			r.jit.first = 0                         // as every write of Go to it does (jit_first.go)
 		}
 	}
 	for name, poke := range map[string]func(r *Runner){
@@ -169,7 +176,7 @@ func TestJITRegionNotReused(t *testing.T) {
 		"no room":   func(r *Runner) { r.regions = r.regions[:r.fixed:r.fixed] },
 	} {
 		for pn, insns := range progs {
-			t.Run(pn+" "+name, func(t *testing.T) { diffRuns(t, insns, 3, poke) })
+			t.Run(pn+" "+name, func(t *testing.T) { diffRuns(t, insns, 5, poke) })
 		}
 	}
 }
@@ -253,19 +260,14 @@ func TestJITRegionBurst(t *testing.T) {
 	ri, rj := NewRunner(0), NewRunner(0)
 	const n = 16
 	for burst := 0; burst < 8; burst++ {
-		fi, fj := make([]Frame, n), make([]Frame, n)
-		for i := range fi {
+		pkts := make([][]byte, n)
+		for i := range pkts {
 			pkt := udpFrame(9)
 			pkt[0] = byte((i*7 + burst*3) % 5) // 0-4 lookups' count, 4 as 0
 			pkt[1] = byte(i + burst)
-			fi[i], fj[i] = *newFrame(pkt), *newFrame(pkt)
+			pkts[i] = pkt
 		}
-		vi, vj := make([]Action, n), make([]Action, n)
-		ni, ffi := ri.RunBurst(pi, fi, vi, nil)
-		nj, ffj := rj.RunBurst(pj, fj, vj, nil)
-		if ni != nj || ffi != ffj || fmt.Sprint(vi) != fmt.Sprint(vj) {
-			t.Fatalf("burst %d: interpreter %d %d %v, JIT %d %d %v", burst, ni, ffi, vi, nj, ffj, vj)
-		}
+		diffBurst(t, [2]*Runner{ri, rj}, [2]*Program{pi, pj}, burst, pkts)
 		if mi, mj := lookupBytes(t, ci), lookupBytes(t, cj); !bytes.Equal(mi, mj) {
 			t.Fatalf("burst %d: maps differ\ninterp %x\njit    %x", burst, mi, mj)
 		}
@@ -352,4 +354,24 @@ func hashValue(t *testing.T, c *Collection) []byte {
 		t.Fatal(err)
 	}
 	return m.Lookup([]byte{1, 0, 0, 0}, 0)
+}
+
+// diffBurst runs one burst of pkts with the interpreter's Runner and
+// program (r[0], p[0]) and the JIT's (r[1], p[1]), and fails unless both
+// finish as many frames with the same first fault and verdicts.
+func diffBurst(t *testing.T, r [2]*Runner, p [2]*Program, burst int, pkts [][]byte) {
+	t.Helper()
+	var got [2]string
+	for e := range 2 {
+		fs := make([]Frame, len(pkts))
+		for i, pkt := range pkts {
+			fs[i] = *newFrame(pkt)
+		}
+		vs := make([]Action, len(fs))
+		n, ff := r[e].RunBurst(p[e], fs, vs, nil)
+		got[e] = fmt.Sprint(n, ff, vs)
+	}
+	if got[0] != got[1] {
+		t.Fatalf("burst %d: interpreter %s, JIT %s", burst, got[0], got[1])
+	}
 }

@@ -106,3 +106,103 @@ func writeEnd(off int32) int32 {
 	}
 	return off
 }
+
+// Unchecked value accesses. An access that valuePlan accepts is within the
+// value's bounds at compile time (valueIn); what its inline check still
+// guards against is a pointer that is not the lookup's value: NULL, or a
+// region Go made after a slow path at the call. On amd64, where the lookup
+// leaves the value's address in a scratch register (lookupFeeds), the
+// check is left out when neither can reach the access:
+//   - NULL: the access is reached only through the fall-through of a
+//     64-bit `if reg == 0 goto` on the call's result (nonNullAt), in the
+//     straight line from the call;
+//   - after a slow path at the call, Go re-enters at the instruction after
+//     it through a stub (leaveStubs) that, for such a lookup, proves the
+//     entry of a non-NULL result covers the whole value (lo 0, hi and,
+//     for a writable value, whi at least its size) and otherwise leaves
+//     the rest of the run to Go from that instruction;
+//   - the native lookup's own ways to the value's region leave its address
+//     (leaveFirst, leaveFound, leaveAppend), whose entry is the value's.
+// An access that reuses an unchecked one's address (valueReuse) is then
+// unchecked too: same pointer, same path.
+
+// nonNullAt reports whether the access at pc through the result of the
+// call at call is reached only where that result is not NULL: in the
+// straight line from the call (no jump target in (call, pc]), a 64-bit
+// `if reg == 0 goto` on a register holding the result (valueOrigin) falls
+// through to it.
+func nonNullAt(plain []insn, targets []bool, call, pc int) bool {
+	if call < 0 || pc >= len(plain) || call >= pc {
+		return false
+	}
+	for p := call + 1; p <= pc; p++ {
+		if targets[p] {
+			return false
+		}
+	}
+	for p := call + 1; p < pc; p++ {
+		in := plain[p]
+		if in.op == opJEQ64K && in.imm == 0 {
+			if q, ok := valueOrigin(plain, targets, p, in.dst); ok && q == call {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// jitUnchecked is what a backend's compiler knows of unchecked value
+// accesses.
+type jitUnchecked struct {
+	calls   []bool // lookups whose first value access is unchecked
+	accs    []bool // the accesses compiled unchecked
+	bufOnly bool   // the lookup being emitted is one of calls
+}
+
+// decide reports whether the native lookup at call (of a map known at
+// compile time) feeds an access that will be unchecked (lookupFeedsAt,
+// nonNullAt), and records the call.
+func (u *jitUnchecked) decide(plain []insn, targets []bool, call int) bool {
+	at, ok := lookupFeedsAt(plain, targets, call)
+	if !ok || !nonNullAt(plain, targets, call, at) {
+		return false
+	}
+	mark(&u.calls, len(plain), call)
+	return true
+}
+
+// access reports whether the value access at pc through base (one that
+// valuePlan accepted, reuse its answer) is compiled with no check, and
+// records it: the first after a lookup that decide chose, in the straight
+// line over instructions that keep the scratch registers (lookupFresh) and
+// reached only with a non-NULL result, or one that reuses an unchecked
+// access's buffer (valueReuse).
+func (u *jitUnchecked) access(plain []insn, targets, valued []bool, pc int, base uint8, reuse bool) bool {
+	ok := false
+	if reuse {
+		prev := -1
+		scratchReuse(plain, targets, pc, base, func(q int) bool {
+			if valued[q] {
+				prev = q
+				return true
+			}
+			return false
+		})
+		ok = prev >= 0 && u.accs != nil && u.accs[prev]
+	} else if call, found := valueOrigin(plain, targets, pc, base); found && u.calls != nil {
+		ok = u.calls[call] && nonNullAt(plain, targets, call, pc) &&
+			lookupFresh(plain, targets, pc, func(q int) bool { return q == call })
+	}
+	if ok {
+		mark(&u.accs, len(plain), pc)
+	}
+	return ok
+}
+
+// mark sets (*b)[i], making *b n long first when nil.
+func mark(b *[]bool, n, i int) {
+	if *b == nil {
+		*b = make([]bool, n)
+	}
+	(*b)[i] = true
+}

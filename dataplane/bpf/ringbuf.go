@@ -82,6 +82,7 @@ func (r *Runner) ringbuf(p *Program, pc int, id int32, reg *[16]uint64) uint64 {
 			}
 			// The record is gone: its region no longer gives access.
 			r.regions[rc.region] = region{lo: 1}
+			r.jit.first = 0 // jit_first.go
 			r.records = append(r.records[:i], r.records[i+1:]...)
 			return 0
 		}

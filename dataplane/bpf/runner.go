@@ -133,6 +133,8 @@ func (r *Runner) bind(coll *Collection) {
 	if r.coll != coll {
 		r.coll = coll
 		r.jit.hs[hsMimID] = 0 // mim_desc_unsafe.go
+		r.jit.first = 0       // jit_first.go
+		r.setPCPU(coll)       // jit_pcpu_unsafe.go
 		r.regions = r.regions[:regionStatic]
 		if coll != nil {
 			r.regions = append(r.regions, coll.statics...)
@@ -192,6 +194,7 @@ func (r *Runner) addRegion(b []byte, writable bool) uint64 {
 		}
 	}
 	r.regions = append(r.regions, region{buf: b, hi: uint64(len(b)), whi: w})
+	r.jit.first = 0 // jit_first.go
 	return uint64(n) << 32
 }
 
