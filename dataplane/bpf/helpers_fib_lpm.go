@@ -1,0 +1,154 @@
+package bpf
+
+import (
+	"cmp"
+	"net/netip"
+	"slices"
+)
+
+// lpm4 is an IPv4 routing table answering longest-prefix match in at most
+// three array reads, whatever the number of routes: a multibit trie with
+// strides 16, 8 and 8 whose slots hold the longest prefix covering them
+// (controlled prefix expansion with leaf pushing: V. Srinivasan and
+// G. Varghese, "Fast address lookups using controlled prefix expansion",
+// ACM TOCS 17(1), 1999). Each distinct prefix is a group of routes, lowest
+// metric first and otherwise in the order given, linked to the longest
+// shorter prefix containing it: a lookup that skips a group's routes (the
+// oif rule) goes on to the next shorter match, at most 33 groups in all.
+// Built once (compileFIB), never changed.
+type lpm4 struct {
+	root    []uint32 // 1<<16 slots for the top 16 bits; nil when empty
+	nodes   []uint32 // 256-slot nodes for the next 8 bits, one after another
+	groups  []lpmGroup
+	entries []fibEntry // by group
+}
+
+// lpmGroup is the routes of one prefix, entries[first:end], and the group
+// of the longest shorter prefix containing it (-1 for none).
+type lpmGroup struct{ first, end, parent int32 }
+
+// A slot is 0 (no route), a group's index + 1, or lpmChild | a node's
+// index.
+const lpmChild = 1 << 31
+
+func addr4(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// buildLPM4 builds the trie of es, IPv4 entries with masked prefixes.
+// Prefixes are inserted shortest first, so a longer one overwrites the
+// slots it shares with a shorter one, and a node is only created below
+// a slot once every prefix of the slot's level or shorter is in.
+func buildLPM4(es []fibEntry) lpm4 {
+	var l lpm4
+	if len(es) == 0 {
+		return l
+	}
+	l.entries = slices.Clone(es)
+	slices.SortStableFunc(l.entries, func(a, b fibEntry) int {
+		if c := cmp.Compare(a.dst.Bits(), b.dst.Bits()); c != 0 {
+			return c
+		}
+		if c := a.dst.Addr().Compare(b.dst.Addr()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.metric, b.metric)
+	})
+	l.root = make([]uint32, 1<<16)
+	for i := 0; i < len(l.entries); {
+		j := i + 1
+		for j < len(l.entries) && l.entries[j].dst == l.entries[i].dst {
+			j++
+		}
+		a := addr4(l.entries[i].dst.Addr())
+		l.groups = append(l.groups, lpmGroup{first: int32(i), end: int32(j), parent: l.match(a)})
+		l.insert(a, l.entries[i].dst.Bits(), uint32(len(l.groups)))
+		i = j
+	}
+	return l
+}
+
+// insert sets the slots of prefix a/bits to slot value v.
+func (l *lpm4) insert(a uint32, bits int, v uint32) {
+	switch {
+	case bits <= 16:
+		fillSlots(l.root[a>>16:], 1<<(16-bits), v)
+	case bits <= 24:
+		n := l.child(true, int(a>>16))
+		fillSlots(l.nodes[n<<8|int(a>>8&0xff):], 1<<(24-bits), v)
+	default:
+		n := l.child(true, int(a>>16))
+		m := l.child(false, n<<8|int(a>>8&0xff))
+		fillSlots(l.nodes[m<<8|int(a&0xff):], 1<<(32-bits), v)
+	}
+}
+
+// child is the node under slot i (of l.root when inRoot, else of
+// l.nodes), made when there is none and filled with the slot's route.
+func (l *lpm4) child(inRoot bool, i int) int {
+	slots := l.nodes
+	if inRoot {
+		slots = l.root
+	}
+	v := slots[i]
+	if v&lpmChild != 0 {
+		return int(v &^ lpmChild)
+	}
+	n := len(l.nodes) >> 8
+	l.nodes = append(l.nodes, make([]uint32, 256)...) // may move l.nodes
+	fillSlots(l.nodes[n<<8:], 256, v)
+	if inRoot {
+		l.root[i] = lpmChild | uint32(n)
+	} else {
+		l.nodes[i] = lpmChild | uint32(n)
+	}
+	return n
+}
+
+func fillSlots(s []uint32, n int, v uint32) {
+	for i := range s[:n] {
+		s[i] = v
+	}
+}
+
+// match is the group of the longest prefix containing a, -1 for none.
+func (l *lpm4) match(a uint32) int32 {
+	if l.root == nil {
+		return -1
+	}
+	s := l.root[a>>16]
+	if s&lpmChild != 0 {
+		s = l.nodes[int(s&^lpmChild)<<8|int(a>>8&0xff)]
+		if s&lpmChild != 0 {
+			s = l.nodes[int(s&^lpmChild)<<8|int(a&0xff)]
+		}
+	}
+	return int32(s) - 1
+}
+
+// lookup is the first route for a in longest prefix, then metric order,
+// skipping unicast and local routes not through oif when oif is not 0;
+// nil when none.
+func (l *lpm4) lookup(a uint32, oif uint32) *fibEntry {
+	for g := l.match(a); g >= 0; {
+		grp := &l.groups[g]
+		if oif == 0 {
+			return &l.entries[grp.first]
+		}
+		for i := grp.first; i < grp.end; i++ {
+			if e := &l.entries[i]; !skipForOif(e, oif) {
+				return e
+			}
+		}
+		g = grp.parent
+	}
+	return nil
+}
+
+// skipForOif is the oif rule: with OUTPUT, a unicast or local route
+// through another port is no candidate; reject routes answer before their
+// (absent) next hop is checked.
+func skipForOif(e *fibEntry, oif uint32) bool {
+	return oif != 0 && (e.kind == kindUnicast || e.kind == kindLocal) && e.ifindex != oif
+}
