@@ -138,7 +138,7 @@ const smallIfindex = 1 << 12
 
 // fibTable is a FIB compiled for lookups; immutable.
 type fibTable struct {
-	ifaces []*fibIface           // by ifindex, those below smallIfindex
+	ifaces []*fibIface          // by ifindex, those below smallIfindex
 	far    map[uint32]*fibIface // the others
 	order  []uint32             // ifindexes, ascending
 	tables map[uint32]*fibRoutes
