@@ -2,6 +2,7 @@ package bpf
 
 import (
 	"cmp"
+	"encoding/binary"
 	"net/netip"
 	"slices"
 )
@@ -151,4 +152,82 @@ func (l *lpm4) lookup(a uint32, oif uint32) *fibEntry {
 // (absent) next hop is checked.
 func skipForOif(e *fibEntry, oif uint32) bool {
 	return oif != 0 && (e.kind == kindUnicast || e.kind == kindLocal) && e.ifindex != oif
+}
+
+// lpm6 is an IPv6 routing table: one hash table of prefixes per prefix
+// length present, visited longest first, so a lookup costs at most one
+// probe per distinct length (129 at worst, a handful in practice) whatever
+// the number of routes. A prefix's routes are kept as lookup6 expects
+// them, lowest metric first and otherwise in the order given.
+type lpm6 struct {
+	lens    []int                 // prefix lengths present, longest first
+	byLen   []map[[2]uint64]int32 // per lens[i]: masked prefix -> group
+	groups  []lpmGroup
+	entries []fibEntry
+}
+
+func addr6(a netip.Addr) [2]uint64 {
+	b := a.As16()
+	return [2]uint64{binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])}
+}
+
+// mask6 keeps the first bits bits of a.
+func mask6(a [2]uint64, bits int) [2]uint64 {
+	switch {
+	case bits == 0:
+		return [2]uint64{}
+	case bits < 64:
+		return [2]uint64{a[0] &^ (1<<(64-bits) - 1), 0}
+	case bits < 128:
+		return [2]uint64{a[0], a[1] &^ (1<<(128-bits) - 1)}
+	}
+	return a
+}
+
+// buildLPM6 builds the table of es, IPv6 entries with masked prefixes;
+// invalid prefixes (an IPv4-mapped destination longer than /32 once
+// unmapped) contain nothing and are left out.
+func buildLPM6(es []fibEntry) lpm6 {
+	var l lpm6
+	for _, e := range es {
+		if e.dst.IsValid() {
+			l.entries = append(l.entries, e)
+		}
+	}
+	slices.SortStableFunc(l.entries, func(a, b fibEntry) int {
+		if c := cmp.Compare(b.dst.Bits(), a.dst.Bits()); c != 0 {
+			return c
+		}
+		if c := a.dst.Addr().Compare(b.dst.Addr()); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.metric, b.metric)
+	})
+	for i := 0; i < len(l.entries); {
+		j := i + 1
+		for j < len(l.entries) && l.entries[j].dst == l.entries[i].dst {
+			j++
+		}
+		if bits := l.entries[i].dst.Bits(); len(l.lens) == 0 || l.lens[len(l.lens)-1] != bits {
+			l.lens = append(l.lens, bits)
+			l.byLen = append(l.byLen, map[[2]uint64]int32{})
+		}
+		l.byLen[len(l.byLen)-1][addr6(l.entries[i].dst.Addr())] = int32(len(l.groups))
+		l.groups = append(l.groups, lpmGroup{first: int32(i), end: int32(j), parent: -1})
+		i = j
+	}
+	return l
+}
+
+// lookup is lookup6's choice among the routes of the longest prefix
+// containing dst; nil when none.
+func (l *lpm6) lookup(dst netip.Addr, oif uint32) *fibEntry {
+	a := addr6(dst)
+	for i, bits := range l.lens {
+		if g, ok := l.byLen[i][mask6(a, bits)]; ok {
+			grp := l.groups[g]
+			return lookup6(l.entries[grp.first:grp.end], dst, oif)
+		}
+	}
+	return nil
 }

@@ -330,3 +330,52 @@ func TestFIBRouteBig(t *testing.T) {
 	}
 	checkRoutes(t, f, qs)
 }
+
+// near6 is one of bases with some of its low bits changed.
+func near6(rng *rand.Rand, bases []netip.Addr) netip.Addr {
+	b := bases[rng.IntN(len(bases))].As16()
+	for i := 15 - rng.IntN(16); i < 16; i++ {
+		b[i] ^= byte(rng.Uint32())
+	}
+	return netip.AddrFrom16(b)
+}
+
+// TestFIBRoute6Differential: random IPv6 tables (nested prefixes of every
+// length, equal metrics whose tie the lookup's interface breaks, reject
+// routes) against the linear scan.
+func TestFIBRoute6Differential(t *testing.T) {
+	rng := rand.New(rand.NewPCG(6, 6))
+	bases := []netip.Addr{netip.MustParseAddr("2001:db8::"), netip.MustParseAddr("2001:db8:1:2:3:4:5:6"), netip.MustParseAddr("fd00::1")}
+	tables := []uint32{0, TableLocal, TableDefault, 100}
+	tbids := []uint32{0, TableMain, TableLocal, TableDefault, 100}
+	fibs := 1000
+	if testing.Short() {
+		fibs = 100
+	}
+	for n := range fibs {
+		f := &FIB{Interfaces: v4Ports(1 + rng.IntN(3))}
+		f.Interfaces[0].Addrs = []netip.Prefix{netip.PrefixFrom(near6(rng, bases), 48+rng.IntN(81))}
+		for range rng.IntN(40) {
+			bits := rng.IntN(129)
+			if rng.IntN(2) == 0 {
+				bits = []int{0, 32, 48, 63, 64, 65, 127, 128}[rng.IntN(8)]
+			}
+			f.Routes = append(f.Routes, FIBRoute{Table: tables[rng.IntN(len(tables))], Dst: netip.PrefixFrom(near6(rng, bases), bits),
+				Type: RouteType(rng.IntN(8) / 4 * rng.IntN(5)), Ifindex: uint32(2 + rng.IntN(len(f.Interfaces))), Metric: uint32(rng.IntN(2))})
+		}
+		// An IPv4-mapped destination longer than /32 unmaps to no prefix.
+		f.Routes = append(f.Routes, FIBRoute{Dst: netip.MustParsePrefix("::ffff:10.0.0.0/104"), Ifindex: 2})
+		var qs []routeQuery
+		for range 100 {
+			qs = append(qs, routeQuery{dst: near6(rng, bases), oif: uint32(rng.IntN(len(f.Interfaces) + 2)),
+				direct: rng.IntN(3) == 0, tbid: tbids[rng.IntN(len(tbids))]})
+		}
+		qs = append(qs, routeQuery{dst: netip.MustParseAddr("::ffff:10.0.0.1")})
+		for _, r := range f.Routes {
+			qs = append(qs, routeQuery{dst: lastAddr(r.Dst.Masked()), oif: r.Ifindex})
+		}
+		if !checkRoutes(t, f, qs) {
+			t.Fatalf("FIB %d: %+v", n, f)
+		}
+	}
+}

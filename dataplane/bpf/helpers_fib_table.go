@@ -1,7 +1,6 @@
 package bpf
 
 import (
-	"cmp"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -152,7 +151,7 @@ type fibTable struct {
 // fibRoutes is one routing table.
 type fibRoutes struct {
 	v4 lpm4
-	v6 []fibEntry // longest prefix first, then metric
+	v6 lpm6
 }
 
 // compileFIB checks f and builds its tables.
@@ -253,29 +252,15 @@ func (t *fibTable) iface(i uint32) *fibIface {
 
 // buildRoutes builds one table from its entries.
 func buildRoutes(es []fibEntry) *fibRoutes {
-	var v4 []fibEntry
-	rt := &fibRoutes{}
+	var v4, v6 []fibEntry
 	for _, e := range es {
 		if e.dst.Addr().Is4() {
 			v4 = append(v4, e)
 		} else {
-			rt.v6 = append(rt.v6, e)
+			v6 = append(v6, e)
 		}
 	}
-	rt.v4 = buildLPM4(v4)
-	sortEntries(rt.v6)
-	return rt
-}
-
-// sortEntries orders es longest prefix first, then by metric, otherwise
-// as given.
-func sortEntries(es []fibEntry) {
-	slices.SortStableFunc(es, func(a, b fibEntry) int {
-		if c := cmp.Compare(b.dst.Bits(), a.dst.Bits()); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.metric, b.metric)
-	})
+	return &fibRoutes{v4: buildLPM4(v4), v6: buildLPM6(v6)}
 }
 
 // addConnected adds the local entries and the connected route of address a
@@ -349,7 +334,7 @@ func (rt *fibRoutes) lookup(dst netip.Addr, oif uint32) *fibEntry {
 	if dst.Is4() {
 		return rt.v4.lookup(addr4(dst), oif)
 	}
-	return lookup6(rt.v6, dst, oif)
+	return rt.v6.lookup(dst, oif)
 }
 
 // lookup6 is the IPv6 choice: the longest prefix, then the lowest metric;
