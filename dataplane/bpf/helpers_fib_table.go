@@ -378,6 +378,12 @@ func (t *fibTable) route(dst netip.Addr, oif uint32, direct bool, tbid uint32) (
 		}
 		return rt.lookup(dst, oif), true
 	}
+	if dst.Is4() { // local is main (no IPv4 entry is ever in local)
+		if e := t.main.v4.lookup(addr4(dst), oif); e != nil || t.dflt == nil {
+			return e, true
+		}
+		return t.dflt.v4.lookup(addr4(dst), oif), true
+	}
 	// IPv6 keeps local and main apart (the rules visit local first).
 	for _, rt := range [...]*fibRoutes{t.local, t.main, t.dflt} {
 		if rt == nil {
