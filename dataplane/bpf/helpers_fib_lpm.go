@@ -46,8 +46,28 @@ func buildLPM4(es []fibEntry) lpm4 {
 	if len(es) == 0 {
 		return l
 	}
-	l.entries = slices.Clone(es)
-	slices.SortStableFunc(l.entries, func(a, b fibEntry) int {
+	l.entries, l.groups = groupRoutes(es)
+	l.root = make([]uint32, 1<<16)
+	for g := range l.groups {
+		e := &l.entries[l.groups[g].first]
+		a := addr4(e.dst.Addr())
+		l.groups[g].parent = l.match(a)
+		l.insert(a, e.dst.Bits(), uint32(g+1))
+	}
+	return l
+}
+
+// groupRoutes sorts valid entries of es by prefix length, shortest first,
+// then by prefix, then by metric, otherwise in the order given; and gives
+// the group of each prefix (parents -1).
+func groupRoutes(es []fibEntry) ([]fibEntry, []lpmGroup) {
+	var sorted []fibEntry
+	for _, e := range es {
+		if e.dst.IsValid() {
+			sorted = append(sorted, e)
+		}
+	}
+	slices.SortStableFunc(sorted, func(a, b fibEntry) int {
 		if c := cmp.Compare(a.dst.Bits(), b.dst.Bits()); c != 0 {
 			return c
 		}
@@ -56,18 +76,16 @@ func buildLPM4(es []fibEntry) lpm4 {
 		}
 		return cmp.Compare(a.metric, b.metric)
 	})
-	l.root = make([]uint32, 1<<16)
-	for i := 0; i < len(l.entries); {
+	var groups []lpmGroup
+	for i := 0; i < len(sorted); {
 		j := i + 1
-		for j < len(l.entries) && l.entries[j].dst == l.entries[i].dst {
+		for j < len(sorted) && sorted[j].dst == sorted[i].dst {
 			j++
 		}
-		a := addr4(l.entries[i].dst.Addr())
-		l.groups = append(l.groups, lpmGroup{first: int32(i), end: int32(j), parent: l.match(a)})
-		l.insert(a, l.entries[i].dst.Bits(), uint32(len(l.groups)))
+		groups = append(groups, lpmGroup{first: int32(i), end: int32(j), parent: -1})
 		i = j
 	}
-	return l
+	return sorted, groups
 }
 
 // insert sets the slots of prefix a/bits to slot value v.
@@ -189,32 +207,14 @@ func mask6(a [2]uint64, bits int) [2]uint64 {
 // unmapped) contain nothing and are left out.
 func buildLPM6(es []fibEntry) lpm6 {
 	var l lpm6
-	for _, e := range es {
-		if e.dst.IsValid() {
-			l.entries = append(l.entries, e)
-		}
-	}
-	slices.SortStableFunc(l.entries, func(a, b fibEntry) int {
-		if c := cmp.Compare(b.dst.Bits(), a.dst.Bits()); c != 0 {
-			return c
-		}
-		if c := a.dst.Addr().Compare(b.dst.Addr()); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.metric, b.metric)
-	})
-	for i := 0; i < len(l.entries); {
-		j := i + 1
-		for j < len(l.entries) && l.entries[j].dst == l.entries[i].dst {
-			j++
-		}
-		if bits := l.entries[i].dst.Bits(); len(l.lens) == 0 || l.lens[len(l.lens)-1] != bits {
+	l.entries, l.groups = groupRoutes(es)
+	for g := len(l.groups) - 1; g >= 0; g-- { // longest first
+		e := &l.entries[l.groups[g].first]
+		if bits := e.dst.Bits(); len(l.lens) == 0 || l.lens[len(l.lens)-1] != bits {
 			l.lens = append(l.lens, bits)
 			l.byLen = append(l.byLen, map[[2]uint64]int32{})
 		}
-		l.byLen[len(l.byLen)-1][addr6(l.entries[i].dst.Addr())] = int32(len(l.groups))
-		l.groups = append(l.groups, lpmGroup{first: int32(i), end: int32(j), parent: -1})
-		i = j
+		l.byLen[len(l.byLen)-1][addr6(e.dst.Addr())] = int32(g)
 	}
 	return l
 }
