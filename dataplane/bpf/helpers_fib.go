@@ -256,7 +256,10 @@ func (t *fibTable) checkFIBMTU(prm []byte, e *fibEntry) (uint32, uint64, bool) {
 // fibFinish is the neighbour step and bpf_fib_set_fwd_params.
 func (t *fibTable) fibFinish(prm []byte, e *fibEntry, nh netip.Addr, mtu uint32, flags uint32) uint64 {
 	if flags&fibLookupSkipNeigh == 0 {
-		mac, ok := t.neighbour(e.ifindex, nh)
+		mac, ok := e.gwMAC, e.gwNeigh
+		if !e.gw.IsValid() {
+			mac, ok = t.neighbour(e.ifindex, nh)
+		}
 		if !ok {
 			return fibRetNoNeigh
 		}

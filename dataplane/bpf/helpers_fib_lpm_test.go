@@ -1,10 +1,12 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"sort"
+	"syscall"
 	"testing"
 )
 
@@ -377,5 +379,68 @@ func TestFIBRoute6Differential(t *testing.T) {
 		if !checkRoutes(t, f, qs) {
 			t.Fatalf("FIB %d: %+v", n, f)
 		}
+	}
+}
+
+// TestFIBNeighboursAndPorts: next hops through a gateway (resolved when the
+// FIB is compiled), directly connected, through an IPv6 gateway (RFC 5549)
+// and with a zone, on a port whose ifindex is beyond the slice of ports.
+func TestFIBNeighboursAndPorts(t *testing.T) {
+	c, err := LoadCollectionSpec(fibSpec(), &Options{NumCPU: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const far = 70000
+	f := testFIB()
+	f.Interfaces = append(f.Interfaces, FIBInterface{Ifindex: far, MAC: [6]byte{2, 0, 0, 0, 0, 9}, MTU: 1400, Forwarding: true,
+		Addrs: []netip.Prefix{netip.MustParsePrefix("10.9.0.1/16"), netip.MustParsePrefix("fe80::9/64")}})
+	f.Routes = append(f.Routes,
+		FIBRoute{Dst: netip.MustParsePrefix("192.0.2.0/24"), Gateway: netip.MustParseAddr("10.9.0.2"), Ifindex: far},
+		FIBRoute{Dst: netip.MustParsePrefix("198.51.100.0/24"), Gateway: netip.MustParseAddr("10.9.0.3"), Ifindex: far},
+		FIBRoute{Dst: netip.MustParsePrefix("203.0.113.0/24"), Gateway: netip.MustParseAddr("fe80::2"), Ifindex: far})
+	f.Neighbours = append(f.Neighbours,
+		FIBNeighbour{Ifindex: far, IP: netip.MustParseAddr("10.9.0.2"), MAC: [6]byte{2, 0xcc, 0, 0, 0, 2}},
+		FIBNeighbour{Ifindex: far, IP: netip.MustParseAddr("10.9.7.7"), MAC: [6]byte{2, 0xcc, 0, 0, 7, 7}},
+		FIBNeighbour{Ifindex: far, IP: netip.MustParseAddr("fe80::2%port9"), MAC: [6]byte{2, 0xcc, 0, 0, 0, 0x62}},
+		// The gateway's address on another port answers nothing.
+		FIBNeighbour{Ifindex: 3, IP: netip.MustParseAddr("10.9.0.3"), MAC: [6]byte{2, 0xcc, 0, 0, 0, 3}})
+	if err := c.SetFIB(f); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dst string
+		ret int64
+		mac [6]byte
+	}{
+		{"192.0.2.5", fibRetSuccess, [6]byte{2, 0xcc, 0, 0, 0, 2}},
+		{"10.9.7.7", fibRetSuccess, [6]byte{2, 0xcc, 0, 0, 7, 7}},
+		{"10.9.7.8", fibRetNoNeigh, [6]byte{}},
+		{"198.51.100.1", fibRetNoNeigh, [6]byte{}},
+		{"203.0.113.1", fibRetSuccess, [6]byte{2, 0xcc, 0, 0, 0, 0x62}},
+	} {
+		out, ret := runFIB(t, c, 0, fibParams(afInet, 2, netip.MustParseAddr(tc.dst), 0))
+		if ret != tc.ret {
+			t.Errorf("%s: %d, want %d", tc.dst, ret, tc.ret)
+			continue
+		}
+		if ret != fibRetSuccess {
+			continue
+		}
+		if [6]byte(out[fibDmac:fibDmac+6]) != tc.mac || [6]byte(out[fibSmac:fibSmac+6]) != f.Interfaces[2].MAC {
+			t.Errorf("%s: macs %x %x", tc.dst, out[fibSmac:fibSmac+6], out[fibDmac:fibDmac+6])
+		}
+		if got := binary.LittleEndian.Uint32(out[fibIfindex:]); got != far {
+			t.Errorf("%s: egress %d", tc.dst, got)
+		}
+		if got := binary.LittleEndian.Uint16(out[fibTotLen:]); got != 1400 {
+			t.Errorf("%s: mtu_result %d", tc.dst, got)
+		}
+	}
+	// Frames entering the far port are looked up too.
+	if _, ret := runFIB(t, c, 0, fibParams(afInet, far, netip.MustParseAddr("10.0.1.7"), 0)); ret != fibRetSuccess {
+		t.Errorf("from port %d: %d", far, ret)
+	}
+	if _, ret := runFIB(t, c, 0, fibParams(afInet, far+1, netip.MustParseAddr("10.0.1.7"), 0)); ret != -int64(syscall.ENODEV) {
+		t.Errorf("from port %d: %d, want -ENODEV", far+1, ret)
 	}
 }

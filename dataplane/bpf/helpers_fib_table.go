@@ -115,6 +115,10 @@ type fibEntry struct {
 	metric  uint32
 	mtu     uint32
 	src     netip.Addr
+	// gwMAC is the gateway's neighbour entry, found at compileFIB
+	// (gwNeigh false: none).
+	gwMAC   [6]byte
+	gwNeigh bool
 }
 
 type fibIface struct {
@@ -200,8 +204,15 @@ func fibSource(f *FIB) (*fibTable, map[uint32][]fibEntry, error) {
 		switch ip := n.IP.Unmap(); {
 		case ip.Is4():
 			t.neigh4[uint64(n.Ifindex)<<32|uint64(addr4(ip))] = n.MAC
-		case ip.Is6() && ip.Zone() == "": // a next hop has no zone: a zoned entry never answers
+		case ip.Is6(): // a zone is ignored: the ifindex says the port
 			t.neigh6[neigh6Key{n.Ifindex, ip.As16()}] = n.MAC
+		}
+	}
+	for _, es := range raw {
+		for i := range es {
+			if e := &es[i]; e.gw.IsValid() {
+				e.gwMAC, e.gwNeigh = t.neighbour(e.ifindex, e.gw)
+			}
 		}
 	}
 	return t, raw, nil
