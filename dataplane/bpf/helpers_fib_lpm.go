@@ -8,8 +8,9 @@ import (
 )
 
 // lpm4 is an IPv4 routing table answering longest-prefix match in at most
-// three array reads, whatever the number of routes: a multibit trie with
-// strides 16, 8 and 8 whose slots hold the longest prefix covering them
+// four array reads, whatever the number of routes: a multibit trie with
+// strides 8, 8, 8 and 8 (16, 8 and 8 from lpm4WideAt prefixes on, where
+// the 256 KiB root pays for itself) whose slots hold the longest prefix covering them
 // (controlled prefix expansion with leaf pushing: V. Srinivasan and
 // G. Varghese, "Fast address lookups using controlled prefix expansion",
 // ACM TOCS 17(1), 1999). Each distinct prefix is a group of routes, lowest
@@ -18,10 +19,11 @@ import (
 // oif rule) goes on to the next shorter match, at most 33 groups in all.
 // Built once (compileFIB), never changed.
 type lpm4 struct {
-	root    []uint32 // 1<<16 slots for the top 16 bits; nil when empty
-	nodes   []uint32 // 256-slot nodes for the next 8 bits, one after another
-	groups  []lpmGroup
-	entries []fibEntry // by group
+	rootBits int      // 8 or 16
+	root     []uint32 // 1<<rootBits slots for the top bits; nil when empty
+	nodes    []uint32 // 256-slot nodes for the next 8 bits, one after another
+	groups   []lpmGroup
+	entries  []fibEntry // by group
 }
 
 // lpmGroup is the routes of one prefix, entries[first:end], and the group
@@ -31,6 +33,10 @@ type lpmGroup struct{ first, end, parent int32 }
 // A slot is 0 (no route), a group's index + 1, or lpmChild | a node's
 // index.
 const lpmChild = 1 << 31
+
+// lpm4WideAt is the number of prefixes from which a table's root takes 16
+// bits rather than 8 (a variable for the tests).
+var lpm4WideAt = 256
 
 func addr4(a netip.Addr) uint32 {
 	b := a.As4()
@@ -47,7 +53,11 @@ func buildLPM4(es []fibEntry) lpm4 {
 		return l
 	}
 	l.entries, l.groups = groupRoutes(es)
-	l.root = make([]uint32, 1<<16)
+	l.rootBits = 8
+	if len(l.groups) >= lpm4WideAt {
+		l.rootBits = 16
+	}
+	l.root = make([]uint32, 1<<l.rootBits)
 	for g := range l.groups {
 		e := &l.entries[l.groups[g].first]
 		a := addr4(e.dst.Addr())
@@ -90,17 +100,16 @@ func groupRoutes(es []fibEntry) ([]fibEntry, []lpmGroup) {
 
 // insert sets the slots of prefix a/bits to slot value v.
 func (l *lpm4) insert(a uint32, bits int, v uint32) {
-	switch {
-	case bits <= 16:
-		fillSlots(l.root[a>>16:], 1<<(16-bits), v)
-	case bits <= 24:
-		n := l.child(true, int(a>>16))
-		fillSlots(l.nodes[n<<8|int(a>>8&0xff):], 1<<(24-bits), v)
-	default:
-		n := l.child(true, int(a>>16))
-		m := l.child(false, n<<8|int(a>>8&0xff))
-		fillSlots(l.nodes[m<<8|int(a&0xff):], 1<<(32-bits), v)
+	top := l.rootBits // the last bit the current level covers
+	if bits <= top {
+		fillSlots(l.root[a>>(32-top):], 1<<(top-bits), v)
+		return
 	}
+	n := l.child(true, int(a>>(32-top)))
+	for top += 8; bits > top; top += 8 {
+		n = l.child(false, n<<8|int(a>>(32-top)&0xff))
+	}
+	fillSlots(l.nodes[n<<8|int(a>>(32-top)&0xff):], 1<<(top-bits), v)
 }
 
 // child is the node under slot i (of l.root when inRoot, else of
@@ -136,12 +145,11 @@ func (l *lpm4) match(a uint32) int32 {
 	if l.root == nil {
 		return -1
 	}
-	s := l.root[a>>16]
-	if s&lpmChild != 0 {
-		s = l.nodes[int(s&^lpmChild)<<8|int(a>>8&0xff)]
-		if s&lpmChild != 0 {
-			s = l.nodes[int(s&^lpmChild)<<8|int(a&0xff)]
-		}
+	shift := 32 - l.rootBits
+	s := l.root[a>>shift]
+	for s&lpmChild != 0 { // at most 3 levels below the root
+		shift -= 8
+		s = l.nodes[int(s&^lpmChild)<<8|int(a>>shift&0xff)]
 	}
 	return int32(s) - 1
 }

@@ -121,9 +121,31 @@ func TestFIBRouteNested(t *testing.T) {
 	for bits := 32; bits >= 0; bits-- { // given longest first: order must not matter
 		f.Routes = append(f.Routes, FIBRoute{Dst: netip.PrefixFrom(base, bits).Masked(), Ifindex: 2, Metric: uint32(bits)})
 	}
+	for _, wide := range []bool{false, true} {
+		withWideRoot(t, wide)
+		checkNested(t, f, base)
+	}
+}
+
+// withWideRoot makes the tries built next have 16-bit roots (or 8-bit
+// ones) until the test ends.
+func withWideRoot(t *testing.T, wide bool) {
+	old := lpm4WideAt
+	t.Cleanup(func() { lpm4WideAt = old })
+	lpm4WideAt = 1 << 30
+	if wide {
+		lpm4WideAt = 0
+	}
+}
+
+func checkNested(t *testing.T, f *FIB, base netip.Addr) {
+	t.Helper()
 	ft, err := compileFIB(f)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := ft.main.v4.rootBits; got != 8 && lpm4WideAt > 0 || got != 16 && lpm4WideAt == 0 {
+		t.Fatalf("root of %d bits with lpm4WideAt %d", got, lpm4WideAt)
 	}
 	b := addr4(base)
 	for k := range 33 {
@@ -287,6 +309,7 @@ func TestFIBRouteDifferential(t *testing.T) {
 	for n := range fibs {
 		bases := []uint32{rng.Uint32(), rng.Uint32(), 0x0a000000}
 		f := randFIB4(rng, bases)
+		withWideRoot(t, n%2 == 1)
 		var qs []routeQuery
 		for range 100 {
 			q := routeQuery{dst: nearAddr(rng, bases), direct: rng.IntN(3) == 0, tbid: tbids[rng.IntN(len(tbids))]}
