@@ -114,7 +114,7 @@ func (t *fibTable) fibStart(prm []byte, v6 bool) (*fibIface, uint64, bool) {
 	if t == nil {
 		return nil, errno(syscall.ENODEV), false
 	}
-	in := t.ifaces[binary.LittleEndian.Uint32(prm[fibIfindex:])]
+	in := t.iface(binary.LittleEndian.Uint32(prm[fibIfindex:]))
 	if in == nil {
 		return nil, errno(syscall.ENODEV), false
 	}
@@ -244,7 +244,7 @@ func (t *fibTable) routeFor(prm []byte, dst netip.Addr, flags uint32) (*fibEntry
 func (t *fibTable) checkFIBMTU(prm []byte, e *fibEntry) (uint32, uint64, bool) {
 	mtu := e.mtu
 	if mtu == 0 {
-		mtu = t.ifaces[e.ifindex].mtu
+		mtu = t.iface(e.ifindex).mtu
 	}
 	if uint32(binary.LittleEndian.Uint16(prm[fibTotLen:])) > mtu {
 		binary.LittleEndian.PutUint16(prm[fibTotLen:], uint16(mtu))
@@ -256,12 +256,15 @@ func (t *fibTable) checkFIBMTU(prm []byte, e *fibEntry) (uint32, uint64, bool) {
 // fibFinish is the neighbour step and bpf_fib_set_fwd_params.
 func (t *fibTable) fibFinish(prm []byte, e *fibEntry, nh netip.Addr, mtu uint32, flags uint32) uint64 {
 	if flags&fibLookupSkipNeigh == 0 {
-		mac, ok := t.neigh[neighKey{e.ifindex, nh}]
+		mac, ok := e.gwMAC, e.gwNeigh
+		if !e.gw.IsValid() {
+			mac, ok = t.neighbour(e.ifindex, nh)
+		}
 		if !ok {
 			return fibRetNoNeigh
 		}
 		copy(prm[fibDmac:fibDmac+6], mac[:])
-		out := t.ifaces[e.ifindex]
+		out := t.iface(e.ifindex)
 		copy(prm[fibSmac:fibSmac+6], out.mac[:])
 	}
 	binary.LittleEndian.PutUint16(prm[fibVlanTCI:], 0)
@@ -270,6 +273,18 @@ func (t *fibTable) fibFinish(prm []byte, e *fibEntry, nh netip.Addr, mtu uint32,
 		binary.LittleEndian.PutUint16(prm[fibTotLen:], uint16(mtu))
 	}
 	return fibRetSuccess
+}
+
+// neighbour is the MAC address of next hop nh on port ifindex.
+func (t *fibTable) neighbour(ifindex uint32, nh netip.Addr) ([6]byte, bool) {
+	var mac [6]byte
+	var ok bool
+	if nh.Is4() {
+		mac, ok = t.neigh4[uint64(ifindex)<<32|uint64(addr4(nh))]
+	} else {
+		mac, ok = t.neigh6[neigh6Key{ifindex, nh.As16()}]
+	}
+	return mac, ok
 }
 
 // checkMTU is bpf_check_mtu(ctx, ifindex, *mtu_len, len_diff, flags) for
@@ -292,10 +307,14 @@ func (r *Runner) checkMTU(p *Program, pc int, reg *[16]uint64) uint64 {
 		ifindex = r.frame.IngressIfindex
 	}
 	t := r.fibTable()
-	if t == nil || t.ifaces[ifindex] == nil {
+	var in *fibIface
+	if t != nil {
+		in = t.iface(ifindex)
+	}
+	if in == nil {
 		return errno(syscall.ENODEV)
 	}
-	mtu := t.ifaces[ifindex].mtu
+	mtu := in.mtu
 	// The kernel computes in int: the sums wrap at 32 bits.
 	n := int32(r.frame.DataEnd - r.frame.Data)
 	if v := binary.LittleEndian.Uint32(ml); v != 0 {

@@ -3,7 +3,7 @@ package bpf
 import (
 	"fmt"
 	"net/netip"
-	"sort"
+	"slices"
 )
 
 // FIB is the forwarding information base bpf_fib_lookup and bpf_check_mtu
@@ -115,6 +115,10 @@ type fibEntry struct {
 	metric  uint32
 	mtu     uint32
 	src     netip.Addr
+	// gwMAC is the gateway's neighbour entry, found at compileFIB
+	// (gwNeigh false: none).
+	gwMAC   [6]byte
+	gwNeigh bool
 }
 
 type fibIface struct {
@@ -124,72 +128,155 @@ type fibIface struct {
 	addrs     []netip.Prefix
 }
 
-type neighKey struct {
+// neigh6Key is an IPv6 neighbour (IPv4 ones are keyed by ifindex<<32 |
+// address).
+type neigh6Key struct {
 	ifindex uint32
-	ip      netip.Addr
+	ip      [16]byte
 }
+
+// smallIfindex bounds the ifindexes found by indexing a slice; larger ones
+// are in a map.
+const smallIfindex = 1 << 12
 
 // fibTable is a FIB compiled for lookups; immutable.
 type fibTable struct {
-	ifaces map[uint32]*fibIface
-	order  []uint32              // ifindexes, ascending
-	tables map[uint32][]fibEntry // by table, longest prefix first, then metric
-	neigh  map[neighKey][6]byte
+	ifaces []*fibIface          // by ifindex, those below smallIfindex
+	far    map[uint32]*fibIface // the others
+	order  []uint32             // ifindexes, ascending
+	tables map[uint32]*fibRoutes
+	// local, main and dflt are the tables the default rules visit (dflt
+	// nil when there is none).
+	local, main, dflt *fibRoutes
+	neigh4            map[uint64][6]byte
+	neigh6            map[neigh6Key][6]byte
+}
+
+// fibRoutes is one routing table.
+type fibRoutes struct {
+	v4 lpm4
+	v6 lpm6
 }
 
 // compileFIB checks f and builds its tables.
 func compileFIB(f *FIB) (*fibTable, error) {
-	t := &fibTable{ifaces: map[uint32]*fibIface{}, tables: map[uint32][]fibEntry{TableMain: nil, TableLocal: nil}, neigh: map[neighKey][6]byte{}}
+	t, raw, err := fibSource(f)
+	if err != nil {
+		return nil, err
+	}
+	t.tables = make(map[uint32]*fibRoutes, len(raw))
+	for id, es := range raw {
+		t.tables[id] = buildRoutes(es)
+	}
+	t.local, t.main, t.dflt = t.tables[TableLocal], t.tables[TableMain], t.tables[TableDefault]
+	return t, nil
+}
+
+// fibSource checks f and gives its ports, neighbours and the entries of
+// each table in the order declared (a port's local entries and connected
+// route, then the routes); compileFIB builds the lookup structures from
+// them.
+func fibSource(f *FIB) (*fibTable, map[uint32][]fibEntry, error) {
+	t := &fibTable{neigh4: map[uint64][6]byte{}, neigh6: map[neigh6Key][6]byte{}}
+	raw := map[uint32][]fibEntry{TableMain: nil, TableLocal: nil}
+	if err := t.addIfaces(f.Interfaces); err != nil {
+		return nil, nil, err
+	}
 	for _, in := range f.Interfaces {
-		if in.Ifindex == 0 {
-			return nil, fmt.Errorf("fib: interface with ifindex 0")
+		for _, a := range in.Addrs {
+			if !a.IsValid() {
+				return nil, nil, fmt.Errorf("fib: interface %d: invalid address", in.Ifindex)
+			}
+			addConnected(raw, in.Ifindex, a)
 		}
-		if t.ifaces[in.Ifindex] != nil {
-			return nil, fmt.Errorf("fib: interface %d declared twice", in.Ifindex)
+	}
+	for i, r := range f.Routes {
+		e, table, err := t.routeEntry(r)
+		if err != nil {
+			return nil, nil, fmt.Errorf("fib: route %d (%v): %w", i, r.Dst, err)
+		}
+		raw[table] = append(raw[table], e)
+	}
+	for _, n := range f.Neighbours {
+		if t.iface(n.Ifindex) == nil {
+			return nil, nil, fmt.Errorf("fib: neighbour %v: no interface %d", n.IP, n.Ifindex)
+		}
+		switch ip := n.IP.Unmap(); {
+		case ip.Is4():
+			t.neigh4[uint64(n.Ifindex)<<32|uint64(addr4(ip))] = n.MAC
+		case ip.Is6(): // a zone is ignored: the ifindex says the port
+			t.neigh6[neigh6Key{n.Ifindex, ip.As16()}] = n.MAC
+		}
+	}
+	for _, es := range raw {
+		for i := range es {
+			if e := &es[i]; e.gw.IsValid() {
+				e.gwMAC, e.gwNeigh = t.neighbour(e.ifindex, e.gw)
+			}
+		}
+	}
+	return t, raw, nil
+}
+
+// addIfaces checks the ports and indexes them.
+func (t *fibTable) addIfaces(ins []FIBInterface) error {
+	var small uint32
+	for _, in := range ins {
+		if in.Ifindex < smallIfindex && in.Ifindex >= small {
+			small = in.Ifindex + 1
+		}
+	}
+	t.ifaces = make([]*fibIface, small)
+	for _, in := range ins {
+		if in.Ifindex == 0 {
+			return fmt.Errorf("fib: interface with ifindex 0")
+		}
+		if t.iface(in.Ifindex) != nil {
+			return fmt.Errorf("fib: interface %d declared twice", in.Ifindex)
 		}
 		mtu := in.MTU
 		if mtu == 0 {
 			mtu = 1500
 		}
-		t.ifaces[in.Ifindex] = &fibIface{mac: in.MAC, mtu: mtu, fwd: in.Forwarding, fwd6: in.Forwarding6, addrs: in.Addrs}
-		for _, a := range in.Addrs {
-			if !a.IsValid() {
-				return nil, fmt.Errorf("fib: interface %d: invalid address", in.Ifindex)
+		fi := &fibIface{mac: in.MAC, mtu: mtu, fwd: in.Forwarding, fwd6: in.Forwarding6, addrs: in.Addrs}
+		if in.Ifindex < small {
+			t.ifaces[in.Ifindex] = fi
+		} else {
+			if t.far == nil {
+				t.far = map[uint32]*fibIface{}
 			}
-			t.addConnected(in.Ifindex, a)
+			t.far[in.Ifindex] = fi
+		}
+		t.order = append(t.order, in.Ifindex)
+	}
+	slices.Sort(t.order)
+	return nil
+}
+
+// iface is port i, nil when there is none.
+func (t *fibTable) iface(i uint32) *fibIface {
+	if i < uint32(len(t.ifaces)) {
+		return t.ifaces[i]
+	}
+	return t.far[i]
+}
+
+// buildRoutes builds one table from its entries.
+func buildRoutes(es []fibEntry) *fibRoutes {
+	var v4, v6 []fibEntry
+	for _, e := range es {
+		if e.dst.Addr().Is4() {
+			v4 = append(v4, e)
+		} else {
+			v6 = append(v6, e)
 		}
 	}
-	for i := range t.ifaces {
-		t.order = append(t.order, i)
-	}
-	sort.Slice(t.order, func(i, j int) bool { return t.order[i] < t.order[j] })
-	for i, r := range f.Routes {
-		e, table, err := t.routeEntry(r)
-		if err != nil {
-			return nil, fmt.Errorf("fib: route %d (%v): %w", i, r.Dst, err)
-		}
-		t.tables[table] = append(t.tables[table], e)
-	}
-	for _, n := range f.Neighbours {
-		if t.ifaces[n.Ifindex] == nil {
-			return nil, fmt.Errorf("fib: neighbour %v: no interface %d", n.IP, n.Ifindex)
-		}
-		t.neigh[neighKey{n.Ifindex, n.IP.Unmap()}] = n.MAC
-	}
-	for _, es := range t.tables {
-		sort.SliceStable(es, func(i, j int) bool {
-			if a, b := es[i].dst.Bits(), es[j].dst.Bits(); a != b {
-				return a > b
-			}
-			return es[i].metric < es[j].metric
-		})
-	}
-	return t, nil
+	return &fibRoutes{v4: buildLPM4(v4), v6: buildLPM6(v6)}
 }
 
 // addConnected adds the local entries and the connected route of address a
 // on port ifindex, as the kernel does when an address is added.
-func (t *fibTable) addConnected(ifindex uint32, a netip.Prefix) {
+func addConnected(raw map[uint32][]fibEntry, ifindex uint32, a netip.Prefix) {
 	addr := a.Addr().Unmap()
 	a = netip.PrefixFrom(addr, a.Bits())
 	local := []fibEntry{{dst: netip.PrefixFrom(addr, addr.BitLen()), kind: kindLocal, ifindex: ifindex}}
@@ -200,16 +287,16 @@ func (t *fibTable) addConnected(ifindex uint32, a netip.Prefix) {
 		local = append(local, fibEntry{dst: netip.PrefixFrom(a.Masked().Addr(), 128), kind: kindLocal, ifindex: ifindex})
 	}
 	if addr.Is4() {
-		t.tables[TableMain] = append(t.tables[TableMain], local...) // merged: see route
+		raw[TableMain] = append(raw[TableMain], local...) // merged: see route
 	} else {
-		t.tables[TableLocal] = append(t.tables[TableLocal], local...)
+		raw[TableLocal] = append(raw[TableLocal], local...)
 	}
 	metric := uint32(0)
 	if addr.Is6() {
 		metric = 256
 	}
 	if a.Bits() < addr.BitLen() {
-		t.tables[TableMain] = append(t.tables[TableMain], fibEntry{dst: a.Masked(), ifindex: ifindex, metric: metric, src: addr})
+		raw[TableMain] = append(raw[TableMain], fibEntry{dst: a.Masked(), ifindex: ifindex, metric: metric, src: addr})
 	}
 }
 
@@ -232,7 +319,7 @@ func (t *fibTable) routeEntry(r FIBRoute) (fibEntry, uint32, error) {
 	e := fibEntry{dst: dst, gw: r.Gateway.Unmap(), ifindex: r.Ifindex, metric: r.Metric, mtu: r.MTU, src: r.Src.Unmap()}
 	switch r.Type {
 	case RouteUnicast:
-		if t.ifaces[r.Ifindex] == nil {
+		if t.iface(r.Ifindex) == nil {
 			return e, 0, fmt.Errorf("no interface %d", r.Ifindex)
 		}
 		if dst.Addr().Is6() && e.gw.IsValid() && !e.gw.Is6() {
@@ -252,25 +339,13 @@ func (t *fibTable) routeEntry(r FIBRoute) (fibEntry, uint32, error) {
 	return e, table, nil
 }
 
-// lookup finds the entry for dst in table (nil when none), skipping routes
+// lookup finds the entry for dst in rt (nil when none), skipping routes
 // not through oif when oif is not 0.
-func (t *fibTable) lookup(table uint32, dst netip.Addr, oif uint32) *fibEntry {
-	es := t.tables[table]
-	if dst.Is6() {
-		return lookup6(es, dst, oif)
+func (rt *fibRoutes) lookup(dst netip.Addr, oif uint32) *fibEntry {
+	if dst.Is4() {
+		return rt.v4.lookup(addr4(dst), oif)
 	}
-	for i := range es {
-		e := &es[i]
-		if !e.dst.Contains(dst) {
-			continue
-		}
-		// Reject routes answer before their (absent) next hop is checked.
-		if oif != 0 && (e.kind == kindUnicast || e.kind == kindLocal) && e.ifindex != oif {
-			continue
-		}
-		return e
-	}
-	return nil
+	return rt.v6.lookup(dst, oif)
 }
 
 // lookup6 is the IPv6 choice: the longest prefix, then the lowest metric;
@@ -305,18 +380,27 @@ func lookup6(es []fibEntry, dst netip.Addr, oif uint32) *fibEntry {
 // sees both: local entries answer DIRECT lookups in main too. IPv6's tables
 // stay apart.
 func (t *fibTable) route(dst netip.Addr, oif uint32, direct bool, tbid uint32) (e *fibEntry, ok bool) {
-	if tbid == TableLocal && dst.Is4() {
-		tbid = TableMain
-	}
 	if direct {
-		if _, ok := t.tables[tbid]; !ok {
-			return nil, false
+		rt := t.main
+		if tbid != TableMain && (tbid != TableLocal || !dst.Is4()) {
+			if rt = t.tables[tbid]; rt == nil {
+				return nil, false
+			}
 		}
-		return t.lookup(tbid, dst, oif), true
+		return rt.lookup(dst, oif), true
+	}
+	if dst.Is4() { // local is main (no IPv4 entry is ever in local)
+		if e := t.main.v4.lookup(addr4(dst), oif); e != nil || t.dflt == nil {
+			return e, true
+		}
+		return t.dflt.v4.lookup(addr4(dst), oif), true
 	}
 	// IPv6 keeps local and main apart (the rules visit local first).
-	for _, tb := range [...]uint32{TableLocal, TableMain, TableDefault} {
-		if e := t.lookup(tb, dst, oif); e != nil {
+	for _, rt := range [...]*fibRoutes{t.local, t.main, t.dflt} {
+		if rt == nil {
+			continue
+		}
+		if e := rt.lookup(dst, oif); e != nil {
 			return e, true
 		}
 	}
@@ -330,7 +414,7 @@ func (t *fibTable) prefSrc4(e *fibEntry) netip.Addr {
 	if e.src.IsValid() {
 		return e.src
 	}
-	in := t.ifaces[e.ifindex]
+	in := t.iface(e.ifindex)
 	if in == nil {
 		return netip.Addr{}
 	}
@@ -363,13 +447,13 @@ func (t *fibTable) prefSrc6(e *fibEntry) (netip.Addr, bool) {
 		}
 		return netip.Addr{}, false
 	}
-	if in := t.ifaces[e.ifindex]; in != nil {
+	if in := t.iface(e.ifindex); in != nil {
 		if a, ok := pick(in); ok {
 			return a, true
 		}
 	}
 	for _, i := range t.order {
-		if a, ok := pick(t.ifaces[i]); ok {
+		if a, ok := pick(t.iface(i)); ok {
 			return a, true
 		}
 	}
