@@ -91,6 +91,9 @@ type jitState struct {
 	// per frame and Go builds the Redirects afterwards (fillRedirects).
 	rdo uint64
 	rds [jitBurstMax + 1]jitRedirect
+	// rdUsed is the last slot of rds a burst may have written since Go
+	// last cleared them (jitBurst): the slots past it are clear.
+	rdUsed uint64
 	// tail is the id of the program a native tail call went to (0: none
 	// since native code was entered, which clears it): the program whose
 	// instructions the exit code now counts (tailProg).

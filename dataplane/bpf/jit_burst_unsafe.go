@@ -24,7 +24,10 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 		return 0, 0, 0
 	}
 	frames = frames[:min(len(frames), jitBurstMax)]
-	clear(r.jit.rds[1 : len(frames)+1]) // no stale redirect: jit_burst.go
+	// No stale redirect (jit_burst.go): the slots the last bursts may have
+	// written, not the burst's whole length, which would cost a burst
+	// whose every frame leaves for Go (a Go helper) O(n^2).
+	clear(r.jit.rds[1 : min(r.jit.rdUsed, jitBurstMax)+1])
 	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
 	// The loop counts no run (a store per frame): the frames it finished,
@@ -33,6 +36,8 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	if e != 0 {
 		r.runs++
 	}
-	r.endBurstRedirect(r.jit.rdo / uint64(unsafe.Sizeof(jitRedirect{})))
+	last := r.jit.rdo / uint64(unsafe.Sizeof(jitRedirect{}))
+	r.jit.rdUsed = last
+	r.endBurstRedirect(last)
 	return d, uint32(e), v
 }
