@@ -625,14 +625,7 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	// The guessed region's entry in the table.
 	tab, field := uint32(aS2), func(off int32) int32 { return guess*regionSize + off }
 	c.ldr(aS2, aCtx, offRegions)
-	c.rrr(a64Orr&^a64W, aS1, aZR, aS1) // the offset: low 32 bits
-	c.ldr(aS3, tab, field(offRegionLo))
-	c.rrr(a64Subs, aZR, aS1, aS3) // cmp x9, x11
-	c.slowIf(aLO, pc)
-	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(n)))
-	c.ldr(aS3, tab, field(hi))
-	c.rrr(a64Subs, aZR, aS4, aS3)
-	c.slowIf(aHI, pc)
+	c.offsetIn(pc, aS1, aS1, n, tab, field(offRegionLo), field(hi)) // jit_arm64_pktbase.go
 	c.ldr(aS2, tab, field(offRegionBuf))
 	c.generic = append(c.generic, a64Generic{from: other.pos, resume: len(c.b), pc: pc, n: n, hi: hi})
 	c.jumpsFixOther(other)

@@ -23,14 +23,7 @@ const aPkt = 25
 // The out-of-line full check of another region comes back with S1 rebased
 // to match (pktRebase).
 func (c *arm64Compiler) pktCheck(pc int, n, hi int32, other a64Fixup) uint32 {
-	c.rrr(a64Orr&^a64W, aS2, aZR, aS1) // the offset: low 32 bits
-	c.ldr(aS3, aCtx, offPktLo)
-	c.rrr(a64Subs, aZR, aS2, aS3) // cmp x10, x11
-	c.slowIf(aLO, pc)
-	c.w(a64Imm12(a64AddImm, aS4, aS2, uint32(n)))
-	c.ldr(aS3, aCtx, pktField(hi))
-	c.rrr(a64Subs, aZR, aS4, aS3)
-	c.slowIf(aHI, pc)
+	c.offsetIn(pc, aS2, aS1, n, aCtx, offPktLo, pktField(hi))
 	c.generic = append(c.generic, a64Generic{from: other.pos, resume: len(c.b), pc: pc, n: n, hi: hi, pkt: true})
 	c.jumpsFixOther(other)
 	return aPkt
@@ -42,4 +35,18 @@ func (c *arm64Compiler) pktCheck(pc int, n, hi int32, other a64Fixup) uint32 {
 func (c *arm64Compiler) pktRebase() {
 	c.rrr(a64Add, aS1, aS1, aS2)
 	c.rrr(a64Sub, aS1, aS1, aPkt)
+}
+
+// offsetIn sets d to the low 32 bits of r (the offset) and goes to the
+// slow path at pc unless the words at tab+lo and tab+hi bound the n bytes
+// there (lo <= offset, offset+n <= hi); S3 and S4 are clobbered.
+func (c *arm64Compiler) offsetIn(pc int, d, r uint32, n int32, tab uint32, lo, hi int32) {
+	c.rrr(a64Orr&^a64W, d, aZR, r)
+	c.ldr(aS3, tab, lo)
+	c.rrr(a64Subs, aZR, d, aS3) // cmp
+	c.slowIf(aLO, pc)
+	c.w(a64Imm12(a64AddImm, aS4, d, uint32(n)))
+	c.ldr(aS3, tab, hi)
+	c.rrr(a64Subs, aZR, aS4, aS3)
+	c.slowIf(aHI, pc)
 }
