@@ -103,8 +103,8 @@ done:
 // frame as runJIT does, points jitState's frame and packet region at it
 // (plain numbers: no Go pointer is written) and BP at its buffer as
 // PKTBASE does, clears the native redirect record and the tail call
-// state, sets the budget, drops the last run's regions, and runs the code (jitBurst counts the runs). A run that ends
-// in its first round with a verdict up to XDP_REDIRECT stores it in
+// state, sets the budget, drops the last run's regions, and runs the
+// code (jitBurst counts the runs). A run that ends in its first round with a verdict up to XDP_REDIRECT stores it in
 // verdicts[i] (and for XDP_REDIRECT the redirect record in
 // jitState.rds[i]) and the loop goes on. Otherwise it returns with done =
 // i, the number of frames finished: exit 0 when i = n or frame i failed
