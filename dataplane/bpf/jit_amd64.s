@@ -101,10 +101,10 @@ done:
 // Runs the native code at entry on frames[0], frames[1], ... (n of them)
 // as jitEnterRun does on one, in one entry from Go: per frame it checks the
 // frame as runJIT does, points jitState's frame and packet region at it
-// (plain numbers: no Go pointer is written) and BP at its buffer as
-// PKTBASE does, clears the native redirect record and the tail call
-// state, sets the budget, drops the last run's regions, and runs the
-// code (jitBurst counts the runs). A run that ends in its first round with a verdict up to XDP_REDIRECT stores it in
+// (plain numbers: no Go pointer is written), clears the native redirect
+// record and the tail call state, sets the budget, drops the last run's
+// regions, and runs the code (jitBurst counts the runs). A run that ends
+// in its first round with a verdict up to XDP_REDIRECT stores it in
 // verdicts[i] (and for XDP_REDIRECT the redirect record in
 // jitState.rds[i]) and the loop goes on. Otherwise it returns with done =
 // i, the number of frames finished: exit 0 when i = n or frame i failed
@@ -146,6 +146,7 @@ loop:
 	MOVQ AX, (Runner_jit+jitState_frame)(R11)
 	MOVQ Frame_Buf(AX), R8
 	MOVQ R8, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
+	// BP: the frame's buffer minus regionPacket<<32, as PKTBASE sets it.
 	MOVQ $-(const_regionPacket<<32), BP
 	ADDQ R8, BP
 	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
