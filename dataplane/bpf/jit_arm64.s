@@ -128,6 +128,7 @@ loop:
 	MOVD R8, (Runner_jit+jitState_frame)(R24)
 	MOVD Frame_Buf(R8), R9
 	MOVD R9, (Runner_jit+jitState_pkt+jitRegion_buf)(R24)
+	// R25: the frame's buffer minus regionPacket<<32, as PKTBASE sets it.
 	MOVD $(const_regionPacket<<32), R25
 	SUB R25, R9, R25
 	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)
