@@ -10,10 +10,10 @@ import (
 // The arm64 backend (A64 encodings from the Arm Architecture Reference
 // Manual, section C6). BPF r0-r5 live in X0-X5, r6-r10 in X19-X23; X24
 // holds the Runner, X25 the packet's buffer minus regionPacket<<32
-// (jit_arm64_pktbase.go), X9-X13 are scratch. X18 (platform register), X28 (g),
-// X29 (frame pointer), X30 (link register, set by jitEnter's BL) and SP are
-// never written. The code uses no stack and returns to jitEnter with RET
-// after leaving the exit code in X9 (see jitExitDone).
+// (jit_arm64_pktbase.go), X9-X13 are scratch. X18 (platform register),
+// X28 (g), X29 (frame pointer), X30 (link register, set by jitEnter's BL)
+// and SP are never written. The code uses no stack and returns to
+// jitEnter with RET after leaving the exit code in X9 (see jitExitDone).
 
 const (
 	jitArch  = true
