@@ -8,10 +8,11 @@ package bpf
 // ADD X9, r, #off and a register-offset load or store [X25, X9], and the
 // guessed-packet check addresses [X25, address]. The trampolines in
 // jit_arm64.s set it at each entry after loading X24, and the burst loop
-// per frame. X25 has no role in Go's arm64 ABI (R26 is the closure context,
-// R27 the assembler's temporary, R28 g, R29 the frame pointer): Go saves
-// no state in it across the trampoline's call, and the runtime never reads
-// it, so, unlike RBP on amd64, the runtime's unwinders are not concerned.
+// per frame. X25 is one of Go's permanent scratch registers on arm64
+// (src/cmd/compile/abi-internal.md: R19-R25; R26 is the closure context,
+// R27 the assembler's temporary, R28 g, R29 the frame pointer): Go keeps
+// nothing in it across the trampoline's call and the runtime never reads
+// it, so, unlike RBP on amd64, it concerns none of the runtime's unwinders.
 
 // aPkt is X25, the packet's buffer minus regionPacket<<32.
 const aPkt = 25
