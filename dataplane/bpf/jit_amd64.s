@@ -4,14 +4,17 @@
 #include "go_asm.h"
 
 // PKTBASE sets BP to the packet's buffer in jitState minus regionPacket<<32
-// (R11 = the Runner; clobbers R9), where native code addresses the packet
+// (R11 = the Runner), where native code addresses the packet
 // (jit_amd64_pktbase.go). BP is Go's frame pointer: every function here has
 // a frame, so the assembler saves the caller's BP in it and restores it at
 // each RET.
 #define PKTBASE \
 	MOVQ (Runner_jit+jitState_pkt+jitRegion_buf)(R11), BP \
-	MOVQ $(const_regionPacket<<32), R9 \
-	SUBQ R9, BP
+	SUBQ pktbias<>(SB), BP
+
+// pktbias is regionPacket<<32, which SUBQ cannot take as an immediate.
+DATA pktbias<>+0(SB)/8, $(const_regionPacket<<32)
+GLOBL pktbias<>(SB), RODATA, $8
 
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
@@ -144,11 +147,9 @@ loop:
 	CMPQ DI, $0x7fffffff
 	JGT out
 	MOVQ AX, (Runner_jit+jitState_frame)(R11)
-	MOVQ Frame_Buf(AX), R8
-	MOVQ R8, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
-	// BP: the frame's buffer minus regionPacket<<32, as PKTBASE sets it.
-	MOVQ $-(const_regionPacket<<32), BP
-	ADDQ R8, BP
+	MOVQ Frame_Buf(AX), BP
+	MOVQ BP, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
+	SUBQ pktbias<>(SB), BP // as PKTBASE sets it
 	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)
