@@ -175,7 +175,12 @@
 // scalars, as the kernel's verifier's scalar ids: jit_range_link.go), so
 // clang's "mov r1, r4; if r1 > 4 goto; index with r4" is proven. A load or store
 // that lies inside what is proved is emitted as a plain access to the
-// region's buffer at the pointer's offset, without the check. A global
+// region's buffer at the pointer's offset, without the check; for the
+// packet that is one instruction, [base + pointer + off], the base being
+// the packet's buffer minus regionPacket<<32, pinned in a register (RBP,
+// X25: jit_amd64_pktbase.go, jit_arm64_pktbase.go) that the trampolines set
+// at each entry and the burst loop per frame; the inline check of an
+// access guessed on the packet addresses it through the same register. A global
 // data access addresses its collection's buffer (an immediate) and checks
 // no collection: native code of a collection's program runs only while
 // the Runner is bound to it, whose table holds the same buffers for the
@@ -199,11 +204,7 @@
 // programs over 16384 instructions or without a fixpoint in time. Proofs
 // about packet pointers rest on the specialised context loads reading a
 // frame: a bare run (RunRaw, no frame) of a program with proofs runs in the
-// interpreter (Runner.code). A proven packet access right after another
-// through the same register, with nothing between them that uses a scratch
-// register, leaves for Go or writes the register, reuses the buffer's
-// address (and on amd64 the offset) the first one loaded (pktReuse). On
-// amd64, a context load right after another (no jump target between)
+// interpreter (Runner.code). On amd64, a context load right after another (no jump target between)
 // loads from the frame the first one checked (ctxAfterCtx, jit_cost.go),
 // and Go re-enters it through a stub that checks again.
 //
@@ -396,9 +397,13 @@
 // file, calls the code and stores them back when it returns; the code uses
 // no stack but the return address of that call on amd64 (none on arm64,
 // where BL puts it in the link register, which the prologue saved), never
-// moves SP and never touches the frame pointer (BP, X29), so it stays
+// moves SP and never touches arm64's frame pointer (X29), so it stays
 // within jitEnter's frame and the stack the linker checked for it; on
-// arm64 it also leaves X18 and g (X28) alone. It returns with RET after
+// arm64 it also leaves X18 and g (X28) alone. On amd64 BP holds the
+// packet's base while the code runs: the trampolines have frames, whose
+// prologue saves Go's BP and whose epilogue restores it before each RET,
+// and no unwinder reads BP from a goroutine inside them or the code
+// (jit_amd64_pktbase.go gives the argument). It returns with RET after
 // leaving an exit code (done, or "slow path at instruction N") in a scratch
 // register (R9, X9), which the trampoline returns. While it runs it holds
 // pointers only to memory the Go collector does not move: the Runner (a

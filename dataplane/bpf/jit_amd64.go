@@ -11,9 +11,11 @@ import (
 // run, assigned as the kernel's x86-64 JIT does for the argument registers
 // (arch/x86/net/bpf_jit_comp.c): r0 = RAX, r1 = RDI, r2 = RSI, r3 = RDX,
 // r4 = RCX, r5 = R8, r6 = RBX, r7 = R13, r8 = R14, r9 = R15, r10 = R12. R11
-// holds the Runner, R9 and R10 are scratch; RSP and RBP are never touched.
-// The code uses no stack: it runs inside jitEnter's call and returns to it
-// with RET after leaving the exit code in R9 (see jitExitDone).
+// holds the Runner, R9 and R10 are scratch; RBP holds the packet's buffer
+// minus regionPacket<<32 (jit_amd64_pktbase.go: the trampolines set it and
+// restore Go's frame pointer); RSP is never touched. The code uses no
+// stack: it runs inside jitEnter's call and returns to it with RET after
+// leaving the exit code in R9 (see jitExitDone).
 
 const (
 	jitArch  = true
@@ -708,13 +710,11 @@ func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 	if m, ok := c.staticAccess(pc, bpfBase, rg, off); ok { // jit_amd64_guess.go
 		return m
 	}
-	if rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase) {
-		return xmem{base: xS2, index: xS1, disp: off} // jit_pktreuse.go
+	if rg == regionPacket {
+		return xmem{base: xPkt, index: int8(reg(bpfBase)), disp: off} // jit_amd64_pktbase.go
 	}
 	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
 	switch buf := staticBuf(c.env.coll, rg); { // jit_globals_unsafe.go
-	case rg == regionPacket:
-		c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offPktBuf), false)
 	case buf != 0:
 		c.movRI(xS2, int64(buf)) // the collection's own buffer
 	default:
@@ -751,20 +751,16 @@ func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	if guess == regionStack && n > 0 {
 		return c.stackCheck(pc, bpfBase, off, n, hi) // jit_amd64_stack.go
 	}
-	// The guessed region's entry: the packet's copy in jitState (the
-	// burst loop changes it per frame).
 	field := func(off int32) xmem { return xmem{base: xS2, index: -1, disp: guess*regionSize + off} }
-	if guess == regionPacket {
-		field = func(off int32) xmem { return ctxMem(pktField(off)) }
-	}
 	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: base, index: -1, disp: off}, false) // lea
 	c.aluRR(true, 0x89, xS2, xS1)
 	c.shiftI(true, 5, xS2, 32)
 	c.aluRI(false, 7, xS2, guess)
 	other := c.jcc(ccNE)
-	if guess != regionPacket {
-		c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
+	if guess == regionPacket {
+		return c.pktCheck(pc, n, hi, other) // jit_amd64_pktbase.go
 	}
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xCtx, index: -1, disp: offRegions}, false)
 	c.aluRR(false, 0x89, xS1, xS1) // the offset: low 32 bits
 	c.rm(false, true, []byte{0x3b}, xS1, field(offRegionLo), false)
 	c.slowIf(ccB, pc)
@@ -788,6 +784,9 @@ type jitGeneric struct {
 	ctx   bool
 	dst   uint8
 	after int
+	// pkt: the access was guessed on the packet and addresses [RBP + S1]
+	// (pktCheck); the full check leaves S1 to match.
+	pkt bool
 }
 
 // ctxScalar lets the out-of-line check of the 4-byte load just emitted at
@@ -834,7 +833,12 @@ func (c *amd64Compiler) emitGeneric(g jitGeneric) {
 	if g.ctx {
 		c.emitCtxScalar(g)
 	}
-	c.tableCheck(g.pc, g.n, g.hi) // jit_amd64_guess.go
+	c.tableBounds(g.pc, g.n, g.hi) // jit_amd64_guess.go
+	if g.pkt {
+		c.pktRebase(g.n) // jit_amd64_pktbase.go
+	} else {
+		c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+	}
 	c.patch(c.jmp(), g.resume)
 }
 

@@ -3,15 +3,30 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// PKTBASE sets BP to the packet's buffer in jitState minus regionPacket<<32
+// (R11 = the Runner), where native code addresses the packet
+// (jit_amd64_pktbase.go). BP is Go's frame pointer: every function here has
+// a frame, so the assembler saves the caller's BP in it and restores it at
+// each RET.
+#define PKTBASE \
+	MOVQ (Runner_jit+jitState_pkt+jitRegion_buf)(R11), BP \
+	SUBQ pktbias<>(SB), BP
+
+// pktbias is regionPacket<<32, which SUBQ cannot take as an immediate.
+DATA pktbias<>+0(SB)/8, $(const_regionPacket<<32)
+GLOBL pktbias<>(SB), RODATA, $8
+
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
 // Loads BPF r0-r10 from reg into the registers the amd64 backend gives them
 // (see jit_amd64.go), calls the native code at entry with R11 = r, and stores
 // r0-r10 back when it returns, with the exit code the code left in R9. The native code uses no stack but the return
-// address of this call, and clobbers every general register but SP and BP;
+// address of this call, and clobbers every general register but SP (BP is
+// the packet's base while it runs);
 // the ABI wrapper that calls this ABI0 function restores R14 (g) and X15.
 TEXT ·jitEnter(SB), NOSPLIT, $8-32
 	MOVQ r+0(FP), R11
+	PKTBASE
 	MOVQ reg+8(FP), R10
 	MOVQ entry+16(FP), R9
 	MOVQ 0(R10), AX
@@ -52,6 +67,7 @@ TEXT ·jitEnter(SB), NOSPLIT, $8-32
 // a subprogram's frame.
 TEXT ·jitEnterRun(SB), NOSPLIT, $8-56
 	MOVQ r+0(FP), R11
+	PKTBASE
 	MOVQ entry+16(FP), R9
 	MOVQ r1+24(FP), DI
 	MOVQ r10+32(FP), R12
@@ -122,8 +138,9 @@ loop:
 	CMPQ DI, $0x7fffffff
 	JGT out
 	MOVQ AX, (Runner_jit+jitState_frame)(R11)
-	MOVQ Frame_Buf(AX), R8
-	MOVQ R8, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
+	MOVQ Frame_Buf(AX), BP
+	MOVQ BP, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
+	SUBQ pktbias<>(SB), BP // as PKTBASE sets it
 	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11)
 	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)

@@ -85,9 +85,9 @@ func (c *amd64Compiler) staticAccess(pc int, base uint8, rg, off int32) (xmem, b
 
 // staticReuse reports whether the proven access at pc to global data
 // region rg through base may use the buffer and offset that the proven
-// access to rg through base before it left in S2 and S1 (the walk of
-// pktReuse, jit_pktreuse.go); one that staticAccess addressed exactly left
-// no offset.
+// access to rg through base before it left in S2 and S1 (scratchReuse,
+// jit_scratch.go); one that staticAccess addressed exactly left no
+// offset.
 func (c *amd64Compiler) staticReuse(pc int, base uint8, rg int32) bool {
 	return rg >= regionStatic && scratchReuse(c.plain, c.targets, pc, base, func(q int) bool {
 		_, exact := c.env.exactStatic(q, rg)
@@ -102,6 +102,13 @@ func (c *amd64Compiler) staticReuse(pc int, base uint8, rg int32) bool {
 // path). The out-of-line check of a wrong guess (emitGeneric) runs it,
 // and so does the inline check of an access guessed in a map value.
 func (c *amd64Compiler) tableCheck(pc int, n, hi int32) {
+	c.tableBounds(pc, n, hi)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
+}
+
+// tableBounds is tableCheck but for the buffer: it leaves the entry's
+// address in S2.
+func (c *amd64Compiler) tableBounds(pc int, n, hi int32) {
 	c.rm(false, true, []byte{0x3b}, xS2, xmem{base: xCtx, index: -1, disp: offRegionsLen}, false)
 	c.slowIf(ccAE, pc)
 	c.rr(false, true, []byte{0x69}, xS2, xS2, false)
@@ -113,5 +120,4 @@ func (c *amd64Compiler) tableCheck(pc int, n, hi int32) {
 	c.aluRI(true, 0, xS1, n)
 	c.rm(false, true, []byte{0x3b}, xS1, xmem{base: xS2, index: -1, disp: hi}, false)
 	c.slowIf(ccA, pc)
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: -1, disp: offRegionBuf}, false)
 }

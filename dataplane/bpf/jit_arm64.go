@@ -9,10 +9,11 @@ import (
 
 // The arm64 backend (A64 encodings from the Arm Architecture Reference
 // Manual, section C6). BPF r0-r5 live in X0-X5, r6-r10 in X19-X23; X24
-// holds the Runner, X9-X13 are scratch. X18 (platform register), X28 (g),
-// X29 (frame pointer), X30 (link register, set by jitEnter's BL) and SP are
-// never written. The code uses no stack and returns to jitEnter with RET
-// after leaving the exit code in X9 (see jitExitDone).
+// holds the Runner, X25 the packet's buffer minus regionPacket<<32
+// (jit_arm64_pktbase.go), X9-X13 are scratch. X18 (platform register),
+// X28 (g), X29 (frame pointer), X30 (link register, set by jitEnter's BL)
+// and SP are never written. The code uses no stack and returns to
+// jitEnter with RET after leaving the exit code in X9 (see jitExitDone).
 
 const (
 	jitArch  = true
@@ -64,6 +65,7 @@ type a64Generic struct {
 	from, resume, pc int
 	n                int32
 	hi               int32
+	pkt              bool // guessed on the packet: the access is [aPkt, S1] (pktCheck)
 }
 
 type arm64Compiler struct {
@@ -418,25 +420,25 @@ var (
 // emitLoad emits a load of the row's size, zero- or sign-extended.
 func (c *arm64Compiler) emitLoad(pc int, in insn, info *opInfo) {
 	d, _ := a64Regs(in)
-	c.access(pc, in.src, in.off, int32(info.width), false)
+	b := c.access(pc, in.src, in.off, int32(info.width), false)
 	k := info.width
 	if info.signed {
 		k += 8
 	}
-	c.w(a64RRR(a64Loads[k], d, aS2, aS1))
+	c.w(a64RRR(a64Loads[k], d, b, aS1))
 }
 
 // emitStore emits a store of the row's size, of the immediate (ST, through S5)
 // or of s (STX).
 func (c *arm64Compiler) emitStore(pc int, in insn, info *opInfo) {
 	_, s := a64Regs(in)
-	c.access(pc, in.dst, in.off, int32(info.width), true)
+	b := c.access(pc, in.dst, in.off, int32(info.width), true)
 	v := s
 	if info.form == formSt {
 		c.movImm(aS5, uint64(in.imm))
 		v = aS5
 	}
-	c.w(a64RRR(a64Stores[info.width], v, aS2, aS1))
+	c.w(a64RRR(a64Stores[info.width], v, b, aS1))
 }
 
 // emitDiv emits the division or modulo in: UDIV and SDIV give the
@@ -506,8 +508,8 @@ func (c *arm64Compiler) emitAtomic(pc int, in insn) {
 	if !is64 {
 		op &^= a64W
 	}
-	c.check(pc, in.dst, in.off, n, true)
-	c.rrr(a64Add, aS2, aS2, aS1) // the address
+	b := c.check(pc, in.dst, in.off, n, true)
+	c.rrr(a64Add, aS2, b, aS1) // the address
 	c.movImm(aS3, uint64(n-1))
 	c.rrr(a64Ands, aZR, aS2, aS3) // tst
 	c.slowIf(aNE, pc)
@@ -556,32 +558,35 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 }
 
 // access leaves in S2 the buffer and in S1 the offset of the load or store
-// at pc: without a check when provenIn proved it inside a region (the
-// region's buffer at the pointer's low 32 bits plus off; for global data
-// the collection's own buffer as an immediate, with no check of the
-// Runner's collection, as on amd64: jitBoundColl), else through check.
-func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) {
+// at pc, and returns S2 (the register that holds the buffer): without a
+// check when provenIn proved it inside a region (the region's buffer at the
+// pointer's low 32 bits plus off; for global data the collection's own
+// buffer as an immediate, with no check of the Runner's collection, as on
+// amd64: jitBoundColl; for the packet S1 is the pointer plus off, and the
+// buffer register returned is aPkt: jit_arm64_pktbase.go), else through
+// check.
+func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) uint32 {
 	rg := c.proven[pc]
 	if rg == 0 && c.stackAccess(bpfBase, off, n) { // jit_arm64_stack.go
-		return
+		return aS2
 	}
 	if rg == 0 {
 		if !c.valueAccess(pc, bpfBase, off, n, write) { // jit_arm64_value.go
-			c.check(pc, bpfBase, off, n, write)
+			return c.check(pc, bpfBase, off, n, write)
 		}
-		return
+		return aS2
 	}
 	c.nproven++
 	if c.staticAccess(pc, bpfBase, rg, off) { // jit_arm64_guess.go
-		return
+		return aS2
 	}
 	base := arm64Regs[bpfBase&15%11]
+	if rg == regionPacket {
+		c.addOff(aS1, base, off, 0)
+		return aPkt
+	}
 	// No compare of Runner.coll with c.env.coll here: see jitBoundColl.
 	switch {
-	case rg == regionPacket && pktReuse(c.plain, c.targets, c.proven, pc, bpfBase):
-		// X10 still holds the buffer (jit_pktreuse.go).
-	case rg == regionPacket:
-		c.ldr(aS2, aCtx, offPktBuf)
 	case staticBuf(c.env.coll, rg) != 0: // jit_globals_unsafe.go
 		c.movImm(aS2, uint64(staticBuf(c.env.coll, rg))) // the collection's own buffer
 	default:
@@ -598,49 +603,43 @@ func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) 
 		c.movImm(aS3, uint64(int64(off)))
 		c.rrr(a64Add, aS1, aS1, aS3)
 	}
+	return aS2
 }
 
 // check emits the region check of an n-byte access at reg(base)+off, as the
 // amd64 backend's (the same rules), and leaves the buffer in S2 and the
-// offset in S1.
-func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) {
-	if c.guessedCheck(pc, bpfBase, off, n, write) { // jit_arm64_guess.go
-		return
+// offset in S1; it returns the register that holds the buffer (S2, or aPkt
+// for a guess on the packet, when S1 is the address: pktCheck).
+func (c *arm64Compiler) check(pc int, bpfBase uint8, off, n int32, write bool) uint32 {
+	if c.guessedCheck(pc, bpfBase, off, n, write) { // jit_arm64_guess.go: S2
+		return aS2
 	}
-	c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
+	return c.checkIn(pc, bpfBase, off, n, write, guessRegion(bpfBase))
 }
 
 // checkIn is check with the region guessed given.
-func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) {
+func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool, guess int32) uint32 {
 	base := arm64Regs[bpfBase&15%11]
 	hi := limitField(write)
 	if guess == regionStack && n > 0 {
 		c.stackCheck(pc, bpfBase, off, n, hi) // jit_arm64_stack.go
-		return
+		return aS2
 	}
 	c.addOff(aS1, base, off, 0)                        // jit_arm64_stack.go
 	c.bfm(a64Ubfm, aS2, aS1, 32, 63)                   // lsr x10, x9, #32
 	c.w(a64Imm12(a64SubsImm, aZR, aS2, uint32(guess))) // cmp x10, #guess
 	other := c.branch(aNE)
-	// The guessed region's entry: the packet's copy in jitState (the
-	// burst loop changes it per frame), the stack's in the table.
-	tab, field := uint32(aS2), func(off int32) int32 { return guess*regionSize + off }
 	if guess == regionPacket {
-		tab, field = aCtx, pktField
-	} else {
-		c.ldr(aS2, aCtx, offRegions)
+		return c.pktCheck(pc, n, hi, other) // jit_arm64_pktbase.go
 	}
-	c.rrr(a64Orr&^a64W, aS1, aZR, aS1) // the offset: low 32 bits
-	c.ldr(aS3, tab, field(offRegionLo))
-	c.rrr(a64Subs, aZR, aS1, aS3) // cmp x9, x11
-	c.slowIf(aLO, pc)
-	c.w(a64Imm12(a64AddImm, aS4, aS1, uint32(n)))
-	c.ldr(aS3, tab, field(hi))
-	c.rrr(a64Subs, aZR, aS4, aS3)
-	c.slowIf(aHI, pc)
+	// The guessed region's entry in the table.
+	tab, field := uint32(aS2), func(off int32) int32 { return guess*regionSize + off }
+	c.ldr(aS2, aCtx, offRegions)
+	c.offsetIn(pc, aS1, aS1, n, tab, field(offRegionLo), field(hi)) // jit_arm64_pktbase.go
 	c.ldr(aS2, tab, field(offRegionBuf))
 	c.generic = append(c.generic, a64Generic{from: other.pos, resume: len(c.b), pc: pc, n: n, hi: hi})
 	c.jumpsFixOther(other)
+	return aS2
 }
 
 // jumpsFixOther records the branch to the out-of-line check: patched when
@@ -660,6 +659,9 @@ func (c *arm64Compiler) emitGeneric(g a64Generic) {
 	}
 	c.patch(f, len(c.b))
 	c.tableCheck(g.pc, g.n, g.hi) // jit_arm64_guess.go
+	if g.pkt {
+		c.pktRebase() // jit_arm64_pktbase.go
+	}
 	b := c.branch(aAL)
 	c.patch(b, g.resume)
 }

@@ -3,15 +3,25 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// PKTBASE sets R25 to the packet's buffer in jitState minus
+// regionPacket<<32 (R24 = the Runner; clobbers R9), where native code
+// addresses the packet (jit_arm64_pktbase.go).
+#define PKTBASE \
+	MOVD (Runner_jit+jitState_pkt+jitRegion_buf)(R24), R25 \
+	MOVD $(const_regionPacket<<32), R9 \
+	SUB R9, R25, R25
+
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
 // Loads BPF r0-r10 from reg into X0-X5 and X19-X23 (see jit_arm64.go),
 // calls the native code at entry with X24 = r (BL: the link register is
 // saved in this frame by the prologue), and stores r0-r10 back when it
-// returns, with the exit code the code left in X9. The native code uses no stack and leaves X18, X28 (g), X29 and
-// SP alone.
+// returns, with the exit code the code left in X9. The native code uses no
+// stack and leaves X18, X28 (g), X29 and SP alone; X25 is the packet's base
+// while it runs.
 TEXT ·jitEnter(SB), NOSPLIT, $16-32
 	MOVD r+0(FP), R24
+	PKTBASE
 	MOVD reg+8(FP), R8
 	MOVD entry+16(FP), R9
 	MOVD 0(R8), R0
@@ -49,6 +59,7 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-32
 // r0-r10 into reg only when the exit is not "done" (see the amd64 version).
 TEXT ·jitEnterRun(SB), NOSPLIT, $16-56
 	MOVD r+0(FP), R24
+	PKTBASE
 	MOVD entry+16(FP), R9
 	MOVD r1+24(FP), R1
 	MOVD r10+32(FP), R23
@@ -109,6 +120,9 @@ loop:
 	MOVD R8, (Runner_jit+jitState_frame)(R24)
 	MOVD Frame_Buf(R8), R9
 	MOVD R9, (Runner_jit+jitState_pkt+jitRegion_buf)(R24)
+	// R25: the frame's buffer minus regionPacket<<32, as PKTBASE sets it.
+	MOVD $(const_regionPacket<<32), R25
+	SUB R25, R9, R25
 	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)
 	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_hi)(R24)
 	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_whi)(R24)

@@ -56,8 +56,8 @@ func valueIn(a jitArray, off, n int32, write bool) bool {
 // it (valued: the accesses valueAccess compiled) left in the scratch
 // registers, checking only its own limit: it may when, going back from pc
 // in a straight line (no jump target in between), every instruction keeps
-// the scratch registers and does not write base (keepsScratch, as for
-// pktReuse), up to a load or store through base that valueAccess compiled
+// the scratch registers and does not write base (keepsScratch: the walk
+// is scratchReuse), up to a load or store through base that valueAccess compiled
 // (a load into base itself ends the reuse). That access checked the region
 // number and has no exit to Go after its check, so the entry is the same.
 func valueReuse(plain []insn, targets, valued []bool, pc int, base uint8) bool {
