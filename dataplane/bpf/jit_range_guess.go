@@ -131,7 +131,7 @@ type exactLeft struct {
 // access at pc from the exact access last: it does when, going back from
 // pc in a straight line (no jump target in between), the instructions are
 // ones that keep the scratch registers and do not leave for Go
-// (keepsScratch, jit_pktreuse.go) up to the load or store at last.pc.
+// (keepsScratch, jit_scratch.go) up to the load or store at last.pc.
 func exactReuse(plain []insn, targets []bool, pc int, last exactLeft) (uint64, bool) {
 	if !last.ok {
 		return 0, false
