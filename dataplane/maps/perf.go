@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -49,14 +50,17 @@ type perfRing struct {
 	cpu  int    // immutable
 	buf  []byte // immutable slice; bytes [tail, head) are the reader's
 	mask uint64 // immutable: len(buf)-1
-	// Only producers write head, under mu (programs of one CPU slot, so
-	// uncontended; mu only guards against runners that share a slot).
-	// Stored after the record's bytes, so a reader that loads it sees them.
+	// head is where the next record goes; its low bit (records are 8-byte
+	// multiples, so otherwise clear) is the producers' lock: a producer
+	// sets it with a compare-and-swap, writes its record and stores the new
+	// head, which clears it and publishes the record at once (programs of
+	// one CPU slot, so uncontended; the bit only guards against runners
+	// that share a slot). Only producers write it.
 	head atomic.Uint64
-	mu   sync.Mutex
 	// lost counts the records refused since the last loss record: a
-	// refusing producer adds to it without mu; the producer that writes the
-	// loss record takes it to zero under mu (rb->lost in the kernel).
+	// refusing producer adds to it without the lock; the producer that writes the
+	// loss record takes it to zero holding head's lock bit (rb->lost in
+	// the kernel).
 	lost atomic.Uint64
 	// Only the reader writes tail, under rmu (one reader at a time), after
 	// it copied the record out.
@@ -183,29 +187,45 @@ func (a *PerfEventArray) Output(index uint64, cpu int, meta, pkt []byte) error {
 	}
 	n := uint64(len(meta) + len(pkt))
 	total, raw := perfSampleSize(n)
-	if !r.fits(r.head.Load(), total, r.lost.Load()) {
+	h := r.head.Load()
+	if !r.fits(h&^perfHeadLocked, total, r.lost.Load()) {
 		r.lost.Add(1)
 		return errNoSpace
 	}
-	r.mu.Lock()
-	// lost is loaded once: a refusal without mu may add to it meanwhile,
-	// and the loss record is only written if its room was checked.
-	h, lost := r.head.Load(), r.lost.Load()
+	h = r.lock(h)
+	// lost is loaded once: a refusal without the lock may add to it
+	// meanwhile, and the loss record is only written if its room was
+	// checked.
+	lost := r.lost.Load()
 	if !r.fits(h, total, lost) {
-		r.mu.Unlock()
+		r.head.Store(h)
 		r.lost.Add(1)
 		return errNoSpace
 	}
 	if lost != 0 {
 		h = r.putLost(h, r.lost.Swap(0))
 	}
-	h = r.putSample(h, total, raw, meta, pkt)
-	r.head.Store(h)
-	r.mu.Unlock()
+	r.head.Store(r.putSample(h, total, raw, meta, pkt))
 	if a.waiting.Load() != 0 {
 		a.notify()
 	}
 	return nil
+}
+
+// perfHeadLocked is head's lock bit.
+const perfHeadLocked = 1
+
+// lock sets head's lock bit, from h, head as the caller last loaded it, and
+// returns head without the bit: the caller owns the ring's producer side
+// until it stores a new head.
+func (r *perfRing) lock(h uint64) uint64 {
+	for h&perfHeadLocked != 0 || !r.head.CompareAndSwap(h, h|perfHeadLocked) {
+		if h&perfHeadLocked != 0 {
+			runtime.Gosched()
+		}
+		h = r.head.Load()
+	}
+	return h
 }
 
 // fits says whether a sample of total bytes, and the loss record ahead of it
@@ -229,8 +249,8 @@ func (r *perfRing) putLost(h, lost uint64) uint64 {
 }
 
 // putSample writes a sample record at h and returns the new head: in place
-// when it does not wrap, else piece by piece. Caller holds mu and checked
-// the space.
+// when it does not wrap, else piece by piece. The caller holds head's lock
+// bit and checked the space.
 func (r *perfRing) putSample(h, total, raw uint64, meta, pkt []byte) uint64 {
 	// type, misc, size as perf_event_header; xnic keeps the frame bytes'
 	// length in type's upper half and the data's in misc (the consumer's
@@ -274,7 +294,7 @@ var (
 )
 
 // put copies b at h, wrapping, and returns the position after it; the
-// caller holds mu and checked the space.
+// caller holds head's lock bit and checked the space.
 func (r *perfRing) put(h uint64, b []byte) uint64 {
 	for len(b) > 0 {
 		n := copy(r.buf[h&r.mask:], b)
@@ -388,7 +408,7 @@ func (p *PerfReader) poll() (PerfRecord, bool) {
 	p.a.mu.Lock()
 	live := p.a.closed[:0]
 	for _, r := range p.a.closed {
-		if r.head.Load() != r.tail.Load() {
+		if r.head.Load()&^perfHeadLocked != r.tail.Load() {
 			live = append(live, r)
 		}
 	}
@@ -404,7 +424,7 @@ func (r *perfRing) take() (PerfRecord, bool) {
 	r.rmu.Lock()
 	defer r.rmu.Unlock()
 	t := r.tail.Load()
-	if r.head.Load() == t {
+	if r.head.Load()&^perfHeadLocked == t {
 		return PerfRecord{}, false
 	}
 	var hdr [perfHeaderSize]byte
