@@ -2,22 +2,12 @@ package maps
 
 import (
 	"runtime"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/xnic-dev/xnic/internal/kernelxdp"
 )
-
-// threadCPU is the CPU time of the calling thread.
-func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	const rusageThread = 1 // RUSAGE_THREAD
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
 
 // BenchmarkPerfOutput is PerfEventArray.Output of xdpdump's kind of sample
 // (8 bytes of the program's, 64 of the frame's) on its two paths: "full", a
@@ -47,20 +37,20 @@ func BenchmarkPerfOutput(b *testing.B) {
 			defer runtime.UnlockOSThread()
 			var reader time.Duration
 			n := 0
-			start := threadCPU()
+			start := kernelxdp.ThreadCPU()
 			for b.Loop() {
 				for range 512 {
 					_ = a.Output(PerfCurrentCPU, 0, meta, pkt)
 				}
 				n += 512
 				if path == "fits" {
-					t := threadCPU()
+					t := kernelxdp.ThreadCPU()
 					for _, ok := rd.Poll(); ok; _, ok = rd.Poll() {
 					}
-					reader += threadCPU() - t
+					reader += kernelxdp.ThreadCPU() - t
 				}
 			}
-			b.ReportMetric(float64((threadCPU()-start-reader).Nanoseconds())/float64(n), "cpu-ns/output")
+			b.ReportMetric(float64((kernelxdp.ThreadCPU()-start-reader).Nanoseconds())/float64(n), "cpu-ns/output")
 		})
 	}
 }
