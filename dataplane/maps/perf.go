@@ -58,9 +58,9 @@ type perfRing struct {
 	// that share a slot). Only producers write it.
 	head atomic.Uint64
 	// lost counts the records refused since the last loss record: a
-	// refusing producer adds to it without the lock; the producer that writes the
-	// loss record takes it to zero holding head's lock bit (rb->lost in
-	// the kernel).
+	// refusing producer adds to it without the lock; the producer that
+	// writes the loss record takes it to zero holding head's lock bit
+	// (rb->lost in the kernel).
 	lost atomic.Uint64
 	// Only the reader writes tail, under rmu (one reader at a time), after
 	// it copied the record out.
@@ -140,6 +140,7 @@ func (a *PerfEventArray) Open(index uint32, cpu int, perCPUBytes int) error {
 	if index >= a.spec.MaxEntries {
 		return mapErr(a.spec.Name, syscall.E2BIG, "slot %d of %d", index, a.spec.MaxEntries)
 	}
+	// The cap (a power of two, 1 GiB) bounds the rounding too, on 32 bits.
 	if uint64(perCPUBytes) > maxMapBytes {
 		return mapErr(a.spec.Name, syscall.ENOMEM, "%d bytes is over xnic's cap", perCPUBytes)
 	}

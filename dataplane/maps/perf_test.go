@@ -235,6 +235,20 @@ func TestPerfRingSize(t *testing.T) {
 	}
 }
 
+// TestPerfRingTooBig: a ring over xnic's cap, or a negative size, is
+// ENOMEM and leaves the slot as it was.
+func TestPerfRingTooBig(t *testing.T) {
+	a, _ := perfTestArray(t, 4096)
+	for _, n := range []int{maxMapBytes + 1, -1} {
+		if err := a.Open(0, 0, n); !errors.Is(err, syscall.ENOMEM) {
+			t.Errorf("Open of %d bytes: %v, want ENOMEM", n, err)
+		}
+	}
+	if err := a.Output(0, 0, []byte{1}, nil); err != nil {
+		t.Errorf("the slot after refused opens: %v", err)
+	}
+}
+
 // TestPerfConcurrent: writers on one slot (runners sharing a CPU slot) and
 // a reader at once. Every record is whole, each writer's sequence numbers
 // come in order, and the samples read plus the losses reported are every
