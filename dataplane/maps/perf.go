@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -28,22 +29,43 @@ import (
 type PerfEventArray struct {
 	spec  Spec
 	slots []atomic.Pointer[perfRing]
-	wake  chan struct{}
+	// wake is signalled by an output while waiting (readers blocked in
+	// Read) is not zero: a reader counts itself waiting before it polls a
+	// last time, an output loads waiting after it published its record, so
+	// one of them sees the other.
+	wake    chan struct{}
+	waiting atomic.Int32
 	// held keeps rings that were replaced or closed readable until the
 	// reader drains them.
 	mu     sync.Mutex
 	closed []*perfRing
 }
 
-// perfRing is one slot's ring: records in a byte ring, producer side under
-// mu (programs of one CPU, so uncontended).
+// perfRing is one slot's ring, shared by the programs that write it and the
+// reader as the kernel's perf ring is (kernel/events/ring_buffer.c): the
+// producer publishes records by advancing head, the reader frees them by
+// advancing tail, and neither takes the other's lock. Its size is a power of
+// two, so positions are masked, not divided.
 type perfRing struct {
-	cpu  int
-	mu   sync.Mutex
-	buf  []byte
-	head uint64 // bytes written (producer)
-	tail uint64 // bytes read (consumer)
-	lost uint64 // records refused since the reader last saw a loss
+	cpu  int    // immutable
+	buf  []byte // immutable slice; bytes [tail, head) are the reader's
+	mask uint64 // immutable: len(buf)-1
+	// head is where the next record goes; its low bit (records are 8-byte
+	// multiples, so otherwise clear) is the producers' lock: a producer
+	// sets it with a compare-and-swap, writes its record and stores the new
+	// head, which clears it and publishes the record at once (programs of
+	// one CPU slot, so uncontended; the bit only guards against runners
+	// that share a slot). Only producers write it.
+	head atomic.Uint64
+	// lost counts the records refused since the last loss record: a
+	// refusing producer adds to it without the lock; the producer that
+	// writes the loss record takes it to zero holding head's lock bit
+	// (rb->lost in the kernel).
+	lost atomic.Uint64
+	// Only the reader writes tail, under rmu (one reader at a time), after
+	// it copied the record out.
+	tail atomic.Uint64
+	rmu  sync.Mutex
 }
 
 const (
@@ -109,19 +131,25 @@ func (a *PerfEventArray) NextKey(key, next []byte) error {
 	return arrayNextKey(a.spec.MaxEntries, key, next)
 }
 
-// Open puts a ring of perCPUBytes (at least one page) in slot index, for
-// programs running on CPU slot cpu (what the kernel's event->oncpu is).
+// Open puts a ring of perCPUBytes (rounded up to a power of two, at least
+// one page) in slot index, for programs running on CPU slot cpu (what the
+// kernel's event->oncpu is). The kernel maps a power-of-two number of data
+// pages (kernel/events/core.c, perf_mmap) and cilium/ebpf's perf.NewReader
+// rounds its per-CPU size up the same way.
 func (a *PerfEventArray) Open(index uint32, cpu int, perCPUBytes int) error {
 	if index >= a.spec.MaxEntries {
 		return mapErr(a.spec.Name, syscall.E2BIG, "slot %d of %d", index, a.spec.MaxEntries)
 	}
-	if perCPUBytes < pageSize {
-		perCPUBytes = pageSize
-	}
+	// The cap (a power of two, 1 GiB) bounds the rounding too, on 32 bits.
 	if uint64(perCPUBytes) > maxMapBytes {
 		return mapErr(a.spec.Name, syscall.ENOMEM, "%d bytes is over xnic's cap", perCPUBytes)
 	}
-	if old := a.slots[index].Swap(&perfRing{cpu: cpu, buf: make([]byte, perCPUBytes)}); old != nil {
+	size := pageSize
+	for size < perCPUBytes {
+		size <<= 1
+	}
+	r := &perfRing{cpu: cpu, buf: make([]byte, size), mask: uint64(size - 1)}
+	if old := a.slots[index].Swap(r); old != nil {
 		a.retire(old)
 	}
 	return nil
@@ -142,12 +170,13 @@ func perfSampleSize(n uint64) (total, raw uint64) {
 
 // Output writes one sample of meta followed by pkt (bpf_perf_event_output)
 // to slot index (PerfCurrentCPU: the slot of cpu) for a program running on
-// CPU slot cpu. It does not allocate.
+// CPU slot cpu. It does not allocate. A full ring is refused after a few
+// loads and compares, without the lock (perf_output_begin's fail path).
 func (a *PerfEventArray) Output(index uint64, cpu int, meta, pkt []byte) error {
 	if index == PerfCurrentCPU {
 		index = uint64(cpu)
 	}
-	if index >= uint64(a.spec.MaxEntries) {
+	if index >= uint64(len(a.slots)) {
 		return errFull
 	}
 	r := a.slots[index].Load()
@@ -159,43 +188,99 @@ func (a *PerfEventArray) Output(index uint64, cpu int, meta, pkt []byte) error {
 	}
 	n := uint64(len(meta) + len(pkt))
 	total, raw := perfSampleSize(n)
-	r.mu.Lock()
-	need := total
-	if r.lost != 0 {
-		need += perfLostSize
-	}
-	// perf_output_begin: the ring never fills completely (CIRC_SPACE).
-	if r.head+need-r.tail >= uint64(len(r.buf)) {
-		r.lost++
-		r.mu.Unlock()
+	h := r.head.Load()
+	if !r.fits(h&^perfHeadLocked, total, r.lost.Load()) {
+		r.lost.Add(1)
 		return errNoSpace
 	}
-	if r.lost != 0 {
-		// The PERF_RECORD_LOST the kernel writes ahead of the next
-		// sample that fits: header, event id, count.
-		var rec [perfLostSize]byte
-		binary.LittleEndian.PutUint32(rec[0:], perfRecordLost)
-		binary.LittleEndian.PutUint16(rec[6:], perfLostSize)
-		binary.LittleEndian.PutUint64(rec[16:], r.lost)
-		r.put(rec[:])
-		r.lost = 0
+	h = r.lock(h)
+	// lost is loaded once: a refusal without the lock may add to it
+	// meanwhile, and the loss record is only written if its room was
+	// checked.
+	lost := r.lost.Load()
+	if !r.fits(h, total, lost) {
+		r.head.Store(h)
+		r.lost.Add(1)
+		return errNoSpace
 	}
-	var hdr [perfHeaderSize + 4]byte
+	if lost != 0 {
+		h = r.putLost(h, r.lost.Swap(0))
+	}
+	r.head.Store(r.putSample(h, total, raw, meta, pkt))
+	if a.waiting.Load() != 0 {
+		a.notify()
+	}
+	return nil
+}
+
+// perfHeadLocked is head's lock bit.
+const perfHeadLocked = 1
+
+// lock sets head's lock bit, from h, head as the caller last loaded it, and
+// returns head without the bit: the caller owns the ring's producer side
+// until it stores a new head.
+func (r *perfRing) lock(h uint64) uint64 {
+	for h&perfHeadLocked != 0 || !r.head.CompareAndSwap(h, h|perfHeadLocked) {
+		if h&perfHeadLocked != 0 {
+			runtime.Gosched()
+		}
+		h = r.head.Load()
+	}
+	return h
+}
+
+// fits says whether a sample of total bytes, and the loss record ahead of it
+// if lost is not zero, fit after head: the ring never fills completely
+// (perf_output_begin's CIRC_SPACE check).
+func (r *perfRing) fits(head, total, lost uint64) bool {
+	if lost != 0 {
+		total += perfLostSize
+	}
+	return head+total-r.tail.Load() < uint64(len(r.buf))
+}
+
+// putLost writes the PERF_RECORD_LOST the kernel writes ahead of the next
+// sample that fits (header, event id, count) at h and returns the new head.
+func (r *perfRing) putLost(h, lost uint64) uint64 {
+	var rec [perfLostSize]byte
+	binary.LittleEndian.PutUint32(rec[0:], perfRecordLost)
+	binary.LittleEndian.PutUint16(rec[6:], perfLostSize)
+	binary.LittleEndian.PutUint64(rec[16:], lost)
+	return r.put(h, rec[:])
+}
+
+// putSample writes a sample record at h and returns the new head: in place
+// when it does not wrap, else piece by piece. The caller holds head's lock
+// bit and checked the space.
+func (r *perfRing) putSample(h, total, raw uint64, meta, pkt []byte) uint64 {
 	// type, misc, size as perf_event_header; xnic keeps the frame bytes'
 	// length in type's upper half and the data's in misc (the consumer's
 	// FrameOffset/FrameLen; the kernel's sample does not say).
-	binary.LittleEndian.PutUint32(hdr[0:], perfRecordSample|uint32(min(len(pkt), 0xffff))<<16)
-	binary.LittleEndian.PutUint16(hdr[4:], uint16(min(len(meta), 0xffff)))
+	typ := perfRecordSample | uint32(min(len(pkt), 0xffff))<<16
+	misc := uint16(min(len(meta), 0xffff))
+	at := h & r.mask
+	if at+total <= uint64(len(r.buf)) {
+		rec := r.buf[at : at+total]
+		binary.LittleEndian.PutUint32(rec[0:], typ)
+		binary.LittleEndian.PutUint16(rec[4:], misc)
+		binary.LittleEndian.PutUint16(rec[6:], uint16(total))
+		binary.LittleEndian.PutUint32(rec[8:], uint32(raw))
+		data := rec[perfHeaderSize+4:]
+		k := copy(data, meta)
+		k += copy(data[k:], pkt)
+		clear(data[k:])
+		return h + total
+	}
+	var hdr [perfHeaderSize + 4]byte
+	binary.LittleEndian.PutUint32(hdr[0:], typ)
+	binary.LittleEndian.PutUint16(hdr[4:], misc)
 	binary.LittleEndian.PutUint16(hdr[6:], uint16(total))
 	binary.LittleEndian.PutUint32(hdr[8:], uint32(raw))
-	r.put(hdr[:])
-	r.put(meta)
-	r.put(pkt)
+	h = r.put(h, hdr[:])
+	h = r.put(h, meta)
+	h = r.put(h, pkt)
 	var pad [8]byte
-	r.put(pad[:raw-n])
-	r.mu.Unlock()
-	a.notify()
-	return nil
+	return r.put(h, pad[:raw-uint64(len(meta)+len(pkt))])
 }
 
 const (
@@ -209,23 +294,26 @@ var (
 	errNoSpace  error = syscall.ENOSPC
 )
 
-// put copies b at head, wrapping; caller holds mu and checked the space.
-func (r *perfRing) put(b []byte) {
+// put copies b at h, wrapping, and returns the position after it; the
+// caller holds head's lock bit and checked the space.
+func (r *perfRing) put(h uint64, b []byte) uint64 {
 	for len(b) > 0 {
-		at := r.head % uint64(len(r.buf))
-		n := copy(r.buf[at:], b)
+		n := copy(r.buf[h&r.mask:], b)
 		b = b[n:]
-		r.head += uint64(n)
+		h += uint64(n)
 	}
+	return h
 }
 
-func (r *perfRing) get(b []byte) {
+// get copies the bytes at t into b, wrapping, and returns the position
+// after them; the caller holds rmu and saw them published.
+func (r *perfRing) get(t uint64, b []byte) uint64 {
 	for len(b) > 0 {
-		at := r.tail % uint64(len(r.buf))
-		n := copy(b, r.buf[at:])
+		n := copy(b, r.buf[t&r.mask:])
 		b = b[n:]
-		r.tail += uint64(n)
+		t += uint64(n)
 	}
+	return t
 }
 
 func (a *PerfEventArray) notify() {
@@ -257,6 +345,8 @@ type PerfReader struct {
 	a *PerfEventArray
 	// next is the slot to look at first (round robin).
 	next int
+	// rings is poll's list, kept between calls.
+	rings []*perfRing
 }
 
 // NewPerfReader opens every slot i of a for CPU i with perCPUBytes each and
@@ -277,10 +367,18 @@ func (p *PerfReader) Read(ctx context.Context) (PerfRecord, error) {
 		if rec, ok := p.poll(); ok {
 			return rec, nil
 		}
+		p.a.waiting.Add(1)
+		rec, ok := p.poll()
+		if ok {
+			p.a.waiting.Add(-1)
+			return rec, nil
+		}
 		select {
 		case <-ctx.Done():
+			p.a.waiting.Add(-1)
 			return PerfRecord{}, fmt.Errorf("perf reader: %w", ctx.Err())
 		case <-p.a.wake:
+			p.a.waiting.Add(-1)
 		}
 	}
 }
@@ -288,57 +386,60 @@ func (p *PerfReader) Read(ctx context.Context) (PerfRecord, error) {
 // Poll returns the next record if one is waiting, without blocking.
 func (p *PerfReader) Poll() (PerfRecord, bool) { return p.poll() }
 
-// poll takes one record (or loss report) from any ring.
+// poll takes one record (or loss report) from any ring: the retired ones
+// first, then the slots round robin.
 func (p *PerfReader) poll() (PerfRecord, bool) {
 	p.a.mu.Lock()
-	rings := make([]*perfRing, 0, len(p.a.closed)+len(p.a.slots))
-	rings = append(rings, p.a.closed...)
+	p.rings = append(p.rings[:0], p.a.closed...)
 	p.a.mu.Unlock()
 	for i := range p.a.slots {
 		j := (p.next + i) % len(p.a.slots)
 		if r := p.a.slots[j].Load(); r != nil {
-			rings = append(rings, r)
+			p.rings = append(p.rings, r)
 		}
 	}
-	for _, r := range rings {
+	for _, r := range p.rings {
 		if rec, ok := r.take(); ok {
 			p.next = (p.next + 1) % max(len(p.a.slots), 1)
 			return rec, true
 		}
 	}
+	clear(p.rings)
 	// Drained retired rings are dropped.
 	p.a.mu.Lock()
 	live := p.a.closed[:0]
 	for _, r := range p.a.closed {
-		r.mu.Lock()
-		if r.head != r.tail {
+		if r.head.Load()&^perfHeadLocked != r.tail.Load() {
 			live = append(live, r)
 		}
-		r.mu.Unlock()
 	}
+	clear(p.a.closed[len(live):])
 	p.a.closed = live
 	p.a.mu.Unlock()
 	return PerfRecord{}, false
 }
 
+// take copies out the oldest record published in r, if any, and frees its
+// space.
 func (r *perfRing) take() (PerfRecord, bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.head == r.tail {
+	r.rmu.Lock()
+	defer r.rmu.Unlock()
+	t := r.tail.Load()
+	if r.head.Load()&^perfHeadLocked == t {
 		return PerfRecord{}, false
 	}
 	var hdr [perfHeaderSize]byte
-	r.get(hdr[:])
+	t = r.get(t, hdr[:])
 	typ := binary.LittleEndian.Uint32(hdr[:])
 	if typ == perfRecordLost {
 		var rest [perfLostSize - perfHeaderSize]byte
-		r.get(rest[:])
+		r.tail.Store(r.get(t, rest[:]))
 		return PerfRecord{CPU: r.cpu, LostSamples: binary.LittleEndian.Uint64(rest[8:])}, true
 	}
 	var size [4]byte
-	r.get(size[:])
+	t = r.get(t, size[:])
 	raw := make([]byte, binary.LittleEndian.Uint32(size[:]))
-	r.get(raw)
+	r.tail.Store(r.get(t, raw))
 	meta, pkt := int(binary.LittleEndian.Uint16(hdr[4:])), int(typ>>16)
 	if meta+pkt > len(raw) {
 		meta, pkt = len(raw), 0
