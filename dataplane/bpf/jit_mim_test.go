@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -335,6 +336,7 @@ func TestJITMapInMapSwapWhileRunning(t *testing.T) {
 	}
 	stop := make(chan struct{})
 	done := make(chan error)
+	var swaps atomic.Uint64
 	go func() {
 		slot := []byte{0, 0, 0, 0}
 		for i := 0; ; i++ {
@@ -347,12 +349,14 @@ func TestJITMapInMapSwapWhileRunning(t *testing.T) {
 			if i%7 == 6 {
 				_ = outer.Delete(slot)
 				runtime.GC()
+				swaps.Add(1)
 				continue
 			}
 			if err := outer.SetInner(slot, inners[i%fresh], maps.UpdateAny); err != nil {
 				done <- err
 				return
 			}
+			swaps.Add(1)
 		}
 	}()
 	r := NewRunner(0)
@@ -360,11 +364,21 @@ func TestJITMapInMapSwapWhileRunning(t *testing.T) {
 	f := newFrame(pkt)
 	seen := map[uint32]bool{}
 	end := time.Now().Add(30 * time.Second)
+	lastSwaps := uint64(0)
 	for i := 0; i < 200000 || (len(seen) < 3 && time.Now().Before(end)); i++ {
 		if i%256 == 255 {
 			// On a loaded machine the swapper may otherwise wait for this
 			// goroutine's whole time slice.
 			runtime.Gosched()
+		}
+		if i >= 200000 && i%256 == 0 {
+			// Or longer (two test binaries on two CPUs starved it for
+			// 30 s): past the first runs, wait for a swap between every
+			// 256 runs, so that swaps and runs interleave.
+			for swaps.Load() == lastSwaps && time.Now().Before(end) {
+				runtime.Gosched()
+			}
+			lastSwaps = swaps.Load()
 		}
 		resetFrame(f, pkt)
 		v, ok := r.RunFrame(p, f)
