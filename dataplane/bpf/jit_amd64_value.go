@@ -25,11 +25,7 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	c.shiftI(true, 5, xS1, 32) // the region number
 	c.aluRI(true, 7, xS1, regionStatic)
 	c.slowIf(ccB, pc) // NULL, or not a lookup's
-	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offRegionsLen), false)
-	c.slowIf(ccAE, pc)
-	c.rr(false, true, []byte{0x69}, xS1, xS1, false)
-	c.imm32(regionSize)
-	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false) // S1 = &table[number]
+	c.tableEntry(pc)  // S1 = &table[number] (jit_amd64_bytes.go)
 	c.cmpMemI(xmem{base: xS1, index: -1, disp: hi}, off+n)
 	c.slowIf(ccB, pc)
 	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS1, index: -1, disp: offRegionBuf}, false)

@@ -26,13 +26,7 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	c.bfm(a64Ubfm, aS1, arm64Regs[bpfBase&15%11], 32, 63) // the region number
 	c.w(a64Imm12(a64SubsImm, aZR, aS1, regionStatic))
 	c.slowIf(aLO, pc) // NULL, or not a lookup's
-	c.ldr(aS3, aCtx, offRegionsLen)
-	c.rrr(a64Subs, aZR, aS1, aS3)
-	c.slowIf(aHS, pc)
-	c.movImm(aS3, uint64(regionSize))
-	c.rrr(a64Mul, aS1, aS1, aS3)
-	c.ldr(aS3, aCtx, offRegions)
-	c.rrr(a64Add, aS1, aS1, aS3) // S1 = &table[number]
+	c.tableEntry(pc)  // S1 = &table[number] (jit_arm64_bytes.go)
 	c.ldr(aS3, aS1, hi)
 	c.movImm(aS4, uint64(off+n))
 	c.rrr(a64Subs, aZR, aS3, aS4)
@@ -75,13 +69,7 @@ func (c *arm64Compiler) leaveStubs(entry []uint32) {
 		c.bfm(a64Ubfm, aS1, 0, 32, 63) // the region number
 		c.w(a64Imm12(a64SubsImm, aZR, aS1, regionStatic))
 		c.slowIf(aLO, call+1)
-		c.ldr(aS3, aCtx, offRegionsLen)
-		c.cmp(aS1, aS3)
-		c.slowIf(aHS, call+1)
-		c.movImm(aS3, uint64(regionSize))
-		c.mul(aS1, aS1, aS3)
-		c.ldr(aS3, aCtx, offRegions)
-		c.rrr(a64Add, aS1, aS1, aS3) // S1 = &table[number]
+		c.tableEntry(call + 1) // S1 = &table[number]
 		c.cmpField(aS1, offRegionLo, aZR)
 		c.slowIf(aNE, call+1)
 		c.movImm(aS4, a.size)
