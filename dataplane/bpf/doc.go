@@ -313,6 +313,17 @@
 // get a record, bpf_ringbuf_submit and _discard exit to Go, which keeps
 // the records and their regions.
 //
+// On both backends, bpf_perf_event_output on a perf event array loaded into
+// r2 in a straight line answers natively when it fails (jit_perf.go,
+// jit_*_perf.go, maps.NativePerf): flags outside the index and ctx-length
+// masks (-EINVAL), more frame bytes than the frame has (-EFAULT), an index
+// past the slots (-E2BIG), an empty slot (-ENOENT), a ring of another CPU
+// (-EOPNOTSUPP) and a full ring (-ENOSPC, the loss counted with an atomic
+// add as Output counts it), from Output's lock-free first check (head,
+// lost, tail loaded in that order); r1 not the context, data the program may
+// not read and an output that fits go to Go, which writes the record under
+// the ring's lock bit and wakes a blocked reader.
+//
 // The XDP RX metadata kfuncs are native on both backends (jit_meta.go,
 // jit_*_meta.go; kfuncRows give them the helper table's native column):
 // r1 the context of a run with a frame and each out pointer checked as
