@@ -194,16 +194,17 @@ func (p *poller) poll() int {
 }
 
 // fillFrames points the burst's frames at its buffers and returns the sum
-// of their lengths.
+// of their lengths. The offsets are read into locals first: a store to the
+// frame could alias the buffer's fields for all the compiler knows, which
+// would reload them after each.
 func (p *poller) fillFrames(bufs []*dma.Buf) (rxBytes uint64) {
 	frames := p.frames[:len(bufs)]
 	for i, b := range bufs {
-		rxBytes += uint64(b.Len)
+		off, n, meta := b.Off, b.Len, b.Meta
+		rxBytes += uint64(n)
 		f := &frames[i]
 		f.Buf = b.Mem
-		f.Data = b.Off
-		f.DataMeta = b.Off - b.Meta
-		f.DataEnd = b.Off + b.Len
+		f.Data, f.DataMeta, f.DataEnd = off, off-meta, off+n
 	}
 	return rxBytes
 }
