@@ -385,7 +385,8 @@
 // tail calls: written only when a run changed them; the runs are counted
 // per burst), points the redirect helpers at the frame's own record
 // (jitState.rds, cleared by Go before the burst, read by it after) and
-// runs it, storing verdicts and going on; only a
+// runs it, storing verdicts and going on (XDP_REDIRECT ones counted in
+// jitState.rdn, so that Go reads no record after a burst with none); only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
 // invalid frame) returns, and Go finishes it before entering again. So
 // that the loop writes no Go pointer, native code reads the frame and the

@@ -8,7 +8,15 @@ import "github.com/xnic-dev/xnic/dataplane/maps"
 // (jitBurst clears the slots before the burst) or the last call found no
 // entry. A burst's redirects mostly name one map: the last one found is
 // kept, so that a frame costs no walk from the Runner to the map.
+//
+// The loop counted the XDP_REDIRECT verdicts it stored (jitState.rdn):
+// a burst with none, most of a DROP or TX workload's, looks at no
+// verdict, and the walk ends at the last one.
 func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect) {
+	left := r.jit.rdn
+	if left == 0 {
+		return
+	}
 	lastNum, lastMap := uint16(0), maps.Map(nil)
 	rds := r.jit.rds[1:]
 	n := min(len(verdicts), len(redirects), len(rds))
@@ -21,6 +29,9 @@ func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect) {
 			lastNum, lastMap = rd.mapNum, r.recordMap(rd.mapNum)
 		}
 		fillRedirect(&redirects[i], rd, lastMap)
+		if left--; left == 0 {
+			return
+		}
 	}
 }
 
