@@ -68,7 +68,7 @@ func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
 			return h, false
 		}
 	}
-	for _, off := range []uintptr{t.NextOff, t.HashOff, t.KeyOff, t.ValOff, t.IdxOff, t.RefOff, t.SeqOff} {
+	for _, off := range []uintptr{t.NextOff, t.HashOff, t.KeyOff, t.ValOff, t.IdxOff, t.RefOff, t.SeqOff, t.LockOff} {
 		if off > math.MaxInt32 {
 			return h, false
 		}

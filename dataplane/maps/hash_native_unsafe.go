@@ -16,9 +16,18 @@ import "unsafe"
 // raced a writer: the reader loads the sequence (odd: a writer is in the
 // stripe, give up), walks at most MaxWalk entries comparing the stored
 // hash and key words, loads the sequence again and trusts the answer only
-// if it did not move. Native code only reads this memory, except the LRU
+// if it did not move. A lookup only reads this memory, except the LRU
 // reference word (RefOff, a 32-bit number, no pointer: no write barrier),
-// which it sets to 1 as Lookup does. Maps made with BPF_F_NO_PREALLOC
+// which it sets to 1 as Lookup does.
+//
+// An update may take the stripe's lock (LockOff: a 32-bit word, 0 free, 1
+// held; hash_lock.go), which excludes Go's writers exactly as their own
+// Lock does: compare-and-swap it from 0 to 1, a bounded number of tries
+// (a holder is never waited for: the call goes to Go instead), release
+// it by storing 0 after the section's last write, and leave no path in
+// between without that store. Holding it, the chain is stable (no seq
+// check needed) and a per-CPU map's value slot of an entry found may be
+// written in place, as Hash.Update does for a key present. Maps made with BPF_F_NO_PREALLOC
 // (entries on the Go heap, freed by the collector) and keys over 16 bytes
 // (hashed with maphash) have no HashTable.
 //
@@ -31,6 +40,7 @@ type HashTable struct {
 	StripeSize uintptr // stride between stripes
 	StripeMask uint64
 	SeqOff     uintptr // the stripe's sequence word (odd while a writer relinks)
+	LockOff    uintptr // the stripe's lock word (uint32: 0 free, 1 held)
 	S0, S1     uint64  // the hash's seeds (Hash.hashOf)
 	KeySize    uint32  // 1..16 bytes: one or two key words
 	MaxWalk    uint64  // a longer walk followed reused entries: ask Go
@@ -66,6 +76,7 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		StripeSize: unsafe.Sizeof(stripe{}),
 		StripeMask: h.smask,
 		SeqOff:     unsafe.Offsetof(stripe{}.seq),
+		LockOff:    unsafe.Offsetof(stripe{}.mu) + unsafe.Offsetof(spinLock{}.w),
 		S0:         h.s0,
 		S1:         h.s1,
 		KeySize:    h.spec.KeySize,
