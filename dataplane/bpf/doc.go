@@ -272,10 +272,15 @@
 // above BPF_EXIST go to Go), the answers of bpf_map_update_elem and
 // bpf_map_delete_elem on those hash maps that write nothing (-EEXIST for
 // BPF_NOEXIST of a key present, -ENOENT for BPF_EXIST or a delete of a
-// key absent, from the lookup's probe), bpf_map_update_elem of a key
-// present in a per-CPU hash (jit_hashupd.go: its CPU slot written in place
-// holding the stripe's lock, maps.HashTable.LockOff, a word Go's writers
-// take too; a lock still held after a few tries goes to Go), and bpf_spin_lock and
+// key absent, from the lookup's probe; on amd64 only for maps whose values
+// hold a bpf_spin_lock), on amd64 every bpf_map_update_elem and
+// bpf_map_delete_elem on those hash maps (jit_hashupd.go,
+// jit_amd64_hashupd*.go: under the stripe's lock, maps.HashTable.LockOff,
+// a word Go's writers take too, a lock still held after a few tries going
+// to Go; a per-CPU map's CPU slot written in place; inserts, replacements
+// and deletes linking entries only while the collector's write barrier is
+// off, jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
+// empty spare slot, a per-CPU insert go to Go), and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into
@@ -295,8 +300,8 @@
 // constant key or flags is checked and looked up at load: Go builds
 // Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
-// other helper (hash inserts, replacements and deletes of a key present,
-// which link or unlink entries under the stripe's lock, lookups in maps
+// other helper (on arm64 hash inserts, replacements and deletes of a key
+// present, which link or unlink entries under the stripe's lock, lookups in maps
 // with keys past those limits or made BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,

@@ -8,15 +8,23 @@ import "syscall"
 // under the stripe's lock (see jit_hashupd.go).
 
 // hashUpdate emits bpf_map_update_elem on the hash map h: per-CPU maps
-// under the stripe's lock (hashLockedUpdate), the others' answers that
-// write nothing from the lock-free probe (hashNoWrite).
+// under the stripe's lock (hashLockedUpdate), the others too
+// (hashWriteUpdate) unless their values hold a bpf_spin_lock (only the
+// answers that write nothing, from the lock-free probe: hashNoWrite).
 func (c *amd64Compiler) hashUpdate(pc int, h jitHash) {
-	if h.t.PerCPU {
+	switch {
+	case h.t.PerCPU:
 		c.hashLockedUpdate(pc, h)
-		return
+	case !h.t.SpinLock:
+		c.hashWriteUpdate(pc, h) // jit_amd64_hashupd_write.go
+	default:
+		c.hashNoWrite(pc, h, false) // Go writes around the lock's word
 	}
-	c.hashNoWrite(pc, h, false)
 }
+
+// hashDelete emits bpf_map_delete_elem on the hash map h
+// (jit_amd64_hashupd_write.go).
+func (c *amd64Compiler) hashDelete(pc int, h jitHash) { c.hashWriteDelete(pc, h) }
 
 // hashLockedUpdate is bpf_map_update_elem on a per-CPU hash map (see
 // jit_hashupd.go): the checks, the key hashed, the stripe's lock taken,

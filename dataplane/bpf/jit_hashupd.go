@@ -3,7 +3,7 @@
 package bpf
 
 // Native bpf_map_update_elem on per-CPU hash maps (PERCPU_HASH,
-// LRU_PERCPU_HASH; jit_amd64_hashupd.go, jit_arm64_hashupd.go), with
+// LRU_PERCPU_HASH; jit_amd64_hashupd.go; amd64 only), with
 // hMapUpdate's steps and maps.Hash.Update's results for a key present:
 // the map's handle, the value and the key checked as the lock-free answers
 // check them (jit_update.go: a failure goes to Go, which faults), flags
@@ -25,3 +25,18 @@ package bpf
 // the way a read is retried. The write stores no pointer (a per-CPU value
 // lives in the map's byte area), so the garbage collector's write barrier
 // has no part in it.
+//
+// On the other two types (HASH, LRU_HASH; jit_amd64_hashupd_write.go),
+// and for bpf_map_delete_elem on all four, the same lock is taken after
+// the write barrier's flag is read clear (set: Go; jit_hashupd_unsafe.go)
+// and the call does what Hash.Update and Hash.Delete do, with the same
+// answers: -EEXIST, -ENOENT, -E2BIG for a new key in a full HASH (an LRU
+// map's eviction goes to Go); an insert pops an entry from the free list
+// and counts it under the free list's lock (taken after the stripe's, as
+// Go takes it), a replacement swaps the CPU's spare slot's entry for the
+// old one (an empty slot, or a CPU past the slots, goes to Go), a delete
+// pushes the entry back and uncounts it; every relink happens with the
+// stripe's sequence odd, the unlinked entry's live flag cleared and the
+// linked one's set, as stripe.write. A map whose values hold a
+// bpf_spin_lock keeps hashNoWrite for updates (Go writes around the
+// lock's word).

@@ -27,7 +27,20 @@ import "unsafe"
 // it by storing 0 after the section's last write, and leave no path in
 // between without that store. Holding it, the chain is stable (no seq
 // check needed) and a per-CPU map's value slot of an entry found may be
-// written in place, as Hash.Update does for a key present. Maps made with BPF_F_NO_PREALLOC
+// written in place, as Hash.Update does for a key present.
+//
+// Writing. Holding the stripe's lock, native code may also insert,
+// replace and delete, with Update's and Delete's steps, only while the
+// garbage collector's write barrier is off (it stores entry addresses in
+// the buckets, the next links, the spare slots and the free list: Go
+// pointers, which are written without the barrier only then): the same
+// sequence made odd around every relink, the live flag cleared on the
+// entry unlinked and set on the one linked, an insert's entry popped
+// from the free list and the live count raised under FreeLock (taken
+// after the stripe's lock, as Go takes it), a delete's entry pushed back
+// and the count lowered under it, a replacement's entry swapped with the
+// CPU's spare slot (compare-and-swap of the spare seen for the old entry,
+// which a failure relinks). Maps made with BPF_F_NO_PREALLOC
 // (entries on the Go heap, freed by the collector) and keys over 16 bytes
 // (hashed with maphash) have no HashTable.
 //
@@ -51,6 +64,19 @@ type HashTable struct {
 	// LRU reference word (uint32).
 	NextOff, HashOff, KeyOff, ValOff, IdxOff, RefOff uintptr
 	LRU                                              bool
+	// What an insert, a replacement and a delete write (see Writing,
+	// above): the entry's live flag (a byte), the per-CPU spare slots
+	// (Extra: NExtra words, each 0 or an entry's address), the free
+	// list's lock word (FreeLock, as LockOff), the free list's slice
+	// header (Free: data address, length, capacity; its data never
+	// moves) and the live count (Count, uint32, against MaxEntries).
+	LiveOff        uintptr
+	Extra          uintptr
+	NExtra         uint64
+	FreeLock, Free uintptr
+	Count          uintptr
+	MaxEntries     uint32
+	SpinLock       bool // values hold a bpf_spin_lock (Go writes around it)
 	// Per-CPU maps: slot cpu of entry idx is at PCPU + (cpu*Entries +
 	// idx)*ElemSize, for cpu below NCPU.
 	PerCPU   bool
@@ -89,6 +115,14 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		RefOff:     unsafe.Offsetof(e.ref),
 		LRU:        h.lru,
 		PerCPU:     h.percpu,
+		LiveOff:    unsafe.Offsetof(e.live),
+		Extra:      uintptr(unsafe.Pointer(unsafe.SliceData(h.extra))),
+		NExtra:     uint64(len(h.extra)),
+		FreeLock:   uintptr(unsafe.Pointer(&h.freeMu.w)),
+		Free:       uintptr(unsafe.Pointer(&h.free)),
+		Count:      uintptr(unsafe.Pointer(&h.count)),
+		MaxEntries: h.spec.MaxEntries,
+		SpinLock:   h.spec.SpinLock,
 	}
 	if h.percpu {
 		if len(h.pcpu) == 0 {

@@ -1,0 +1,248 @@
+//go:build linux && (amd64 || arm64)
+
+package bpf
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"reflect"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// Native inserts, replacements and deletes (jit_hashupd_unsafe.go,
+// jit_amd64_hashupd_write.go) racing Go's writers and the collector.
+
+// TestJITHashWriteRacesGo: a native runner inserts, replaces and deletes
+// its own keys while a goroutine does the same to others through Go, both
+// replace a shared key, and (gc) another goroutine runs the collector in
+// a loop (its write barrier on most of the time, sending native writes to
+// Go then; without it nearly every write is native). Each side tracks what its answers say its keys hold; afterwards
+// the map holds exactly those keys with those values, every lock is free
+// and every entry of the slab is live, free or a spare exactly once.
+func TestJITHashWriteRacesGo(t *testing.T) {
+	needJIT(t)
+	const ks, vs = 8, 8
+	for _, tc := range []struct {
+		typ ebpf.MapType
+		gc  bool
+	}{{ebpf.Hash, false}, {ebpf.LRUHash, false}, {ebpf.Hash, true}, {ebpf.LRUHash, true}} {
+		typ := tc.typ
+		t.Run(fmt.Sprintf("%v/gc=%v", typ, tc.gc), func(t *testing.T) {
+			c, p := loadUpdateSpec(t, hashUpdateRet(ks), &ebpf.MapSpec{Type: typ, KeySize: ks, ValueSize: vs, MaxEntries: 24}, 2, EngineJIT)
+			m, _ := c.Map("m")
+			keys := updKeys(ks, 17)
+			shared, mine, theirs := keys[0], keys[1:9], keys[9:]
+			if err := m.Update(shared, make([]byte, vs), maps.UpdateAny, 0); err != nil {
+				t.Fatal(err)
+			}
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			goState := map[string][]byte{}
+			wg.Add(2)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					if tc.gc {
+						runtime.GC()
+					} else {
+						runtime.Gosched()
+					}
+				}
+			}()
+			go func() {
+				defer wg.Done()
+				goWriter(t, m, shared, theirs, goState, stop)
+			}()
+			state := nativeWriter(t, p, shared, mine)
+			close(stop)
+			wg.Wait()
+			for k, v := range goState {
+				state[k] = v
+			}
+			checkUnlocked(t, m)
+			want := [][]byte{shared}
+			for k, v := range state {
+				want = append(want, []byte(k))
+				if got := m.Lookup([]byte(k), 0); !bytes.Equal(got, v) {
+					t.Fatalf("key %x: %x, want %x", k, got, v)
+				}
+			}
+			checkOnly(t, m, want)
+			checkEntries(t, m)
+		})
+	}
+}
+
+// nativeWriter runs updates (each flag) and deletes of keys through p on
+// Runner 1 and returns the keys its answers say are present, with their
+// values. Every answer must be one Update or Delete can give.
+func nativeWriter(t *testing.T, p *Program, shared []byte, keys [][]byte) map[string][]byte {
+	r := NewRunner(1)
+	state := map[string][]byte{}
+	for i := range 4000 {
+		k, flags, op := keys[i%len(keys)], uint32(i/len(keys)%3), byte(i/(3*len(keys))%3/2)
+		if i%5 == 0 {
+			k, flags, op = shared, 2, 0
+		}
+		f := newFrame(hashOpFrame(k, flags, op, byte(i)))
+		if a := r.Run(p, f); a != ActionPass || r.Fault() != nil {
+			t.Fatalf("run: %v (%v)", a, r.Fault())
+		}
+		got := syscall.Errno(-int32(binary.LittleEndian.Uint32(f.Buf[f.Data+60:])))
+		_, present := state[string(k)]
+		want := syscall.Errno(0)
+		switch {
+		case string(k) == string(shared):
+		case op == 1 && !present, op == 0 && flags == 2 && !present:
+			want = syscall.ENOENT
+		case op == 0 && flags == 1 && present:
+			want = syscall.EEXIST
+		}
+		if got != want {
+			t.Fatalf("run %d: key %x flags %d op %d: %v, want %v", i, k, flags, op, got, want)
+		}
+		switch {
+		case want != 0 || string(k) == string(shared):
+		case op == 1:
+			delete(state, string(k))
+		default:
+			state[string(k)] = bytes.Clone(f.Buf[f.Data+32 : f.Data+40])
+		}
+	}
+	return state
+}
+
+// goWriter is nativeWriter through Go's Update and Delete, until stop.
+func goWriter(t *testing.T, m maps.Map, shared []byte, keys [][]byte, state map[string][]byte, stop chan struct{}) {
+	val := make([]byte, 8)
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		val[0], val[1] = byte(i), byte(i>>8)
+		if err := m.Update(shared, val, maps.UpdateExist, 0); err != nil {
+			t.Errorf("Go update of the shared key: %v", err)
+			return
+		}
+		k := keys[i%len(keys)]
+		if i/len(keys)%2 == 1 {
+			if m.Delete(k) == nil {
+				delete(state, string(k))
+			}
+			continue
+		}
+		if err := m.Update(k, val, maps.UpdateAny, 0); err != nil {
+			t.Errorf("Go update: %v", err)
+			return
+		}
+		state[string(k)] = bytes.Clone(val)
+	}
+}
+
+// checkEntries fails unless every entry of m's slab is exactly one of
+// linked (live set), on the free list or in a spare slot (live clear), as
+// Hash keeps them.
+func checkEntries(t *testing.T, m maps.Map) {
+	t.Helper()
+	h := reflect.ValueOf(m).Elem()
+	slab := h.FieldByName("slab")
+	entry := func(p unsafe.Pointer) reflect.Value { return reflect.NewAt(slab.Type().Elem(), p).Elem() }
+	link := func(v reflect.Value) unsafe.Pointer { return v.FieldByName("v").UnsafePointer() } // an atomic.Pointer
+	where := make(map[unsafe.Pointer]string, slab.Len())
+	put := func(p unsafe.Pointer, what string) {
+		if prev, ok := where[p]; ok {
+			t.Fatalf("entry %p is %s and %s", p, prev, what)
+		}
+		where[p] = what
+		if live := entry(p).FieldByName("live").FieldByName("v").Uint() != 0; live != (what == "linked") {
+			t.Fatalf("entry %p is %s, live %v", p, what, live)
+		}
+	}
+	free := h.FieldByName("free")
+	for i := range free.Len() {
+		put(free.Index(i).UnsafePointer(), "free")
+	}
+	extra := h.FieldByName("extra")
+	for i := range extra.Len() {
+		if p := link(extra.Index(i)); p != nil {
+			put(p, "a spare")
+		}
+	}
+	buckets := h.FieldByName("buckets")
+	for i := range buckets.Len() {
+		for p := link(buckets.Index(i)); p != nil; p = link(entry(p).FieldByName("next")) {
+			put(p, "linked")
+		}
+	}
+	if len(where) != slab.Len() {
+		t.Fatalf("%d entries accounted for, the slab has %d", len(where), slab.Len())
+	}
+}
+
+// fakeBarrier is TestJITHashWriteBarrierOn's flag: a package variable,
+// whose address native code may keep (a stack one moves).
+var fakeBarrier [2]uint32
+
+// TestJITHashWriteBarrierOn: with the flag native code reads as the
+// write barrier's set (a stand-in word, as the runtime's cannot be set),
+// every hash write goes to Go before anything, and the answers that write
+// nothing too; with it clear, they run natively.
+func TestJITHashWriteBarrierOn(t *testing.T) {
+	needJIT(t)
+	if !nativeHashWrites {
+		t.Skip("the backend does not write hash maps natively")
+	}
+	flag := &fakeBarrier
+	old := writeBarrierFlag
+	writeBarrierFlag = uintptr(unsafe.Pointer(&flag[0]))
+	defer func() { writeBarrierFlag = old }()
+	noGC(t)
+	key := []byte{1, 2, 3, 4, 5, 6, 7, 8}
+	for _, tc := range []struct {
+		del   bool
+		flags int64
+	}{{false, 0}, {false, 1}, {false, 2}, {true, 0}} {
+		for _, on := range []uint32{1, 0} {
+			fn := asm.FnMapUpdateElem
+			if tc.del {
+				fn = asm.FnMapDeleteElem
+			}
+			insns := asm.Instructions{
+				asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
+				asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32),
+				asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, -64),
+				asm.Mov.Imm(asm.R4, int32(tc.flags)),
+				fn.Call(),
+				asm.Return(),
+			}
+			flag[0] = on
+			c, p := loadUpdateSpec(t, insns, &ebpf.MapSpec{Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4}, 1, EngineJIT)
+			m, _ := c.Map("m")
+			if tc.del || tc.flags != 0 {
+				if err := m.Update(key, make([]byte, 8), maps.UpdateAny, 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if slow, _ := updateEntry(t, NewRunner(0), c, p, key, tc.flags); slow != (on == 1) {
+				t.Fatalf("delete %v flags %d, barrier %d: slow %v", tc.del, tc.flags, on, slow)
+			}
+			checkUnlocked(t, m)
+		}
+	}
+}
