@@ -27,23 +27,14 @@ func (c *amd64Compiler) hashUpdate(pc int, h jitHash) {
 func (c *amd64Compiler) hashDelete(pc int, h jitHash) { c.hashWriteDelete(pc, h) }
 
 // hashLockedUpdate is bpf_map_update_elem on a per-CPU hash map (see
-// jit_hashupd.go): the checks, the key hashed, the stripe's lock taken,
+// jit_hashupd.go): the checks, the key hashed, the answers that write
+// nothing from the lock-free probe, else the stripe's lock taken,
 // the chain walked, then -EEXIST, -ENOENT or CPU slot r.cpu of the entry
 // found written in place, and the lock released; an insert, a walk too
 // long or a value overlapping the slot releases the lock and goes to Go
 // before anything is written.
 func (c *amd64Compiler) hashLockedUpdate(pc int, h jitHash) {
-	c.mapChecks(pc, h.handle, h.coll)
-	m := c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
-	c.rm(false, true, []byte{0x8d}, xS1, m, false) // lea: the value's address
-	c.rm(false, true, []byte{0x89}, xS1, hsMem(hsSeq), false)
-	c.aluRI(true, 7, xCX, int32(flagExist)) // flags above BPF_EXIST: Go (EINVAL)
-	c.slowIf(ccA, pc)
-	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offCPU), false)
-	c.aluRI(true, 7, xS2, int32(h.t.NCPU))
-	c.slowIf(ccAE, pc)
-	c.hashKey(pc, h)
-	c.hashLock(pc, h)
+	done := c.hashWriteEntry(pc, h, true) // jit_amd64_hashupd_write.go
 	c.ldq(xS1, xCtx, offHS+8*hsHash)
 	c.movRI(xS2, int64(h.t.Mask))
 	c.aluRR(true, 0x21, xS1, xS2)
@@ -51,7 +42,6 @@ func (c *amd64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	c.movRI(xAX, int64(h.t.Buckets))
 	c.rm(false, true, []byte{0x8b}, xAX, xmem{base: xAX, index: int8(xS1), disp: 0}, false)
 	found, missing, slow := c.hashWalk(h) // RCX in the spill slot
-	var done []int
 	for _, j := range missing {
 		c.patch(j, len(c.b))
 	}

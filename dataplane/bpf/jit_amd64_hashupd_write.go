@@ -12,10 +12,10 @@ import "syscall"
 
 // hashWriteUpdate is bpf_map_update_elem on a HASH or LRU_HASH.
 func (c *amd64Compiler) hashWriteUpdate(pc int, h jitHash) {
-	c.hashWriteEntry(pc, h, true)
+	done := c.hashWriteEntry(pc, h, true)
 	found, missing := c.hashLockedWalk(h)
 	c.patch(missing, len(c.b))
-	done := c.hashInsert(pc, h)
+	done = append(done, c.hashInsert(pc, h)...)
 	c.patch(found, len(c.b))
 	done = append(done, c.hashReplace(pc, h)...)
 	for _, j := range done {
@@ -25,13 +25,13 @@ func (c *amd64Compiler) hashWriteUpdate(pc int, h jitHash) {
 
 // hashWriteDelete is bpf_map_delete_elem on any of the four hash types.
 func (c *amd64Compiler) hashWriteDelete(pc int, h jitHash) {
-	c.hashWriteEntry(pc, h, false)
+	done := c.hashWriteEntry(pc, h, false)
 	found, missing := c.hashLockedWalk(h)
 	c.patch(missing, len(c.b))
 	c.ldq(xCX, xCtx, offSpill)
 	c.hashUnlock()
 	c.movRI(xAX, -int64(syscall.ENOENT))
-	done := c.jmp()
+	done = append(done, c.jmp())
 	c.patch(found, len(c.b))
 	c.stq(xCX, xCtx, offHS+8*hsW0) // the link to the entry
 	c.stq(xAX, xCtx, offHS+8*hsW1) // the entry
@@ -65,32 +65,91 @@ func (c *amd64Compiler) hashWriteDelete(pc int, h jitHash) {
 	c.hashUnlock()
 	c.ldq(xCX, xCtx, offSpill)
 	c.aluRR(false, 0x31, xAX, xAX)
-	c.patch(done, len(c.b))
+	for _, j := range done {
+		c.patch(j, len(c.b))
+	}
 }
 
-// hashWriteEntry emits the checks before the lock (the handle, for an
-// update the value as loadSlice checks it, its address kept in the
-// scratch's hsSeq, flags above BPF_EXIST and a CPU past the spare slots:
-// Go), the write barrier's flag (set: Go), the key hashed and the
+// hashWriteEntry emits what comes before the lock: the checks (the
+// handle, for an update the value as loadSlice checks it, flags above
+// BPF_EXIST and a CPU past the per-CPU slots or the spare slots: Go), the
+// key hashed, the answers that write nothing from the lock-free probe
+// (hashProbeFirst, whose jumps to the end it returns), then for what
+// writes the value's address kept in the scratch (hsSeq), the write
+// barrier's flag unless only a per-CPU value is written (set: Go) and the
 // stripe's lock taken.
-func (c *amd64Compiler) hashWriteEntry(pc int, h jitHash, update bool) {
+func (c *amd64Compiler) hashWriteEntry(pc int, h jitHash, update bool) (done []int) {
 	c.mapChecks(pc, h.handle, h.coll)
+	if update {
+		c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
+		c.aluRI(true, 7, xCX, int32(flagExist))
+		c.slowIf(ccA, pc)
+		c.ldq(xS2, xCtx, offCPU)
+		c.aluRI(true, 7, xS2, int32(map[bool]uint64{true: h.t.NCPU, false: h.t.NExtra}[h.t.PerCPU]))
+		c.slowIf(ccAE, pc)
+	}
+	c.hashKey(pc, h)
+	locked, done := c.hashProbeFirst(pc, h, !update)
+	for _, j := range locked {
+		c.patch(j, len(c.b))
+	}
 	if update {
 		m := c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
 		c.rm(false, true, []byte{0x8d}, xS1, m, false) // lea: the value's address
 		c.stq(xS1, xCtx, offHS+8*hsSeq)
-		c.aluRI(true, 7, xCX, int32(flagExist))
-		c.slowIf(ccA, pc)
-		c.ldq(xS2, xCtx, offCPU)
-		c.aluRI(true, 7, xS2, int32(h.t.NExtra))
-		c.slowIf(ccAE, pc)
 	}
-	c.movRI(xS1, int64(writeBarrierFlag))
-	c.rm(false, false, []byte{0x83}, 7, xmem{base: xS1, index: -1}, false) // cmp dword [S1], 0
-	c.byte1(0)
-	c.slowIf(ccNE, pc)
-	c.hashKey(pc, h)
+	if !update || !h.t.PerCPU {
+		c.movRI(xS1, int64(writeBarrierFlag))
+		c.rm(false, false, []byte{0x83}, 7, xmem{base: xS1, index: -1}, false) // cmp dword [S1], 0
+		c.byte1(0)
+		c.slowIf(ccNE, pc)
+	}
+	c.ldq(xS1, xCtx, offHS+8*hsHash)
 	c.hashLock(pc, h)
+	return done
+}
+
+// hashProbeFirst answers from the lock-free probe, as hashNoWrite, what
+// writes nothing (BPF_NOEXIST of a key present, BPF_EXIST or a delete of
+// a key absent), so those answers take no lock; everything else (BPF_ANY
+// at once, an outcome that writes, a probe that raced a writer or walked
+// too far) jumps to the locked path, whose jumps it returns with those to
+// the end. A writer in the stripe when the probe starts goes to Go.
+func (c *amd64Compiler) hashProbeFirst(pc int, h jitHash, del bool) (locked, done []int) {
+	if !del {
+		c.aluRR(true, 0x85, xCX, xCX) // BPF_ANY always writes
+		locked = append(locked, c.jcc(ccE))
+	}
+	found, missing, slow := c.hashProbe(pc, h) // RCX in the spill slot
+	for _, j := range missing {
+		c.patch(j, len(c.b))
+	}
+	c.seqRecheck()
+	c.ldq(xCX, xCtx, offSpill) // MOV leaves the flags
+	locked = append(locked, c.jcc(ccNE))
+	if !del {
+		c.aluRI(true, 7, xCX, int32(flagExist))
+		locked = append(locked, c.jcc(ccNE)) // an insert
+	}
+	c.movRI(xAX, -int64(syscall.ENOENT))
+	done = append(done, c.jmp())
+	c.patch(found, len(c.b))
+	c.seqRecheck()
+	c.ldq(xCX, xCtx, offSpill)
+	locked = append(locked, c.jcc(ccNE))
+	if del {
+		locked = append(locked, c.jmp()) // an unlink
+	} else {
+		c.aluRI(true, 7, xCX, int32(flagNoExist))
+		locked = append(locked, c.jcc(ccNE)) // a replacement or a write in place
+		c.movRI(xAX, -int64(syscall.EEXIST))
+		done = append(done, c.jmp())
+	}
+	for _, j := range slow {
+		c.patch(j, len(c.b))
+	}
+	c.ldq(xCX, xCtx, offSpill)
+	return append(locked, c.jmp()), done
 }
 
 // hashLockedWalk walks the key's chain holding the stripe's lock, as

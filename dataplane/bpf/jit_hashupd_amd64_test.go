@@ -2,7 +2,8 @@
 
 package bpf
 
-// nativeHashWrites says the backend writes hash maps natively (per-CPU
-// updates in place, inserts, replacements, deletes: jit_hashupd.go); the
-// arm64 backend answers only what writes nothing (hashNoWrite).
+// nativeHashWrites says the backend inserts, replaces and deletes hash
+// entries natively (jit_hashupd.go); both backends update per-CPU
+// entries in place natively, the arm64 one answers the rest only when
+// nothing is written (hashNoWrite).
 const nativeHashWrites = true

@@ -3,4 +3,4 @@
 package bpf
 
 // nativeHashWrites: see jit_hashupd_amd64_test.go.
-const nativeHashWrites = false
+const nativeHashWrites = false // per-CPU updates in place only

@@ -12,8 +12,9 @@ import (
 )
 
 // BenchmarkJITHashUpdate is BenchmarkJITUpdate for the hash updates that
-// write (jit_hashupd.go): an update of a key present, natively and
-// through the exit to Go.
+// write (jit_hashupd.go): an update of a key present (in place on
+// per-CPU maps, a replacement by the CPU's spare entry on the others),
+// natively and through the exit to Go.
 func BenchmarkJITHashUpdate(b *testing.B) {
 	needJIT(b)
 	for _, bc := range []struct {
@@ -22,7 +23,9 @@ func BenchmarkJITHashUpdate(b *testing.B) {
 		flags int32
 	}{
 		{"pcpu-hash-update-present", ebpf.PerCPUHash, 0},
-		{"lru-pcpu-hash-update-present", ebpf.LRUCPUHash, 2},
+		{"lru-pcpu-hash-update-present", ebpf.LRUCPUHash, 0},
+		{"hash-update-replace", ebpf.Hash, 0},
+		{"lru-hash-update-replace", ebpf.LRUHash, 0},
 	} {
 		for _, native := range []bool{true, false} {
 			name := bc.name + "/go"

@@ -65,9 +65,7 @@ func checkUnlocked(t *testing.T, m maps.Map) {
 // was.
 func TestJITHashPcpuUpdateEdges(t *testing.T) {
 	needJIT(t)
-	if !nativeHashWrites {
-		t.Skip("the backend does not write hash maps natively")
-	}
+
 	const ks, ncpu = 8, 2
 	for _, typ := range []ebpf.MapType{ebpf.PerCPUHash, ebpf.LRUCPUHash} {
 		for _, vs := range []uint32{1, 8, 13, 136} {
