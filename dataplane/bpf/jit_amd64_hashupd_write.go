@@ -362,11 +362,12 @@ func (c *amd64Compiler) hashLinkHead(h jitHash) {
 	c.byte1(1)
 }
 
-// hashSeqBump adds 1 to the locked stripe's sequence (LOCK ADD, as
-// stripe.write's atomic Add); S2 is clobbered.
+// hashSeqBump adds 1 to the locked stripe's sequence; S2 is clobbered.
+// A plain ADD does what stripe.write's atomic Add does: only the lock's
+// holder writes the sequence, and x86-64 makes stores visible in program
+// order, so readers see it odd before the links change and even after.
 func (c *amd64Compiler) hashSeqBump(h jitHash) {
 	c.ldq(xS2, xCtx, offHS+8*hsStripe)
-	c.byte1(0xf0)
 	c.rm(false, true, []byte{0x83}, 0, xmem{base: xS2, index: -1, disp: int32(h.t.SeqOff) - int32(h.t.LockOff)}, false)
 	c.byte1(1)
 }

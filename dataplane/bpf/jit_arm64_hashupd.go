@@ -19,7 +19,8 @@ func (c *arm64Compiler) hashUpdate(pc int, h jitHash) {
 	c.hashNoWrite(pc, h, false)
 }
 
-// hashLockedUpdate is the amd64 hashLockedUpdate. The value's address,
+// hashLockedUpdate is the amd64 hashLockedUpdate: the answers that write
+// nothing from the lock-free probe first. The value's address,
 // the hash and the key's words wait in the scratch while the lock is
 // taken; X0 is the entry, then the slot.
 func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
@@ -37,6 +38,14 @@ func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	c.str(aS1, aCtx, offHS+8*hsHash)
 	c.str(aS2, aCtx, offHS+8*hsW0)
 	c.str(aS3, aCtx, offHS+8*hsW1)
+	locked, done := c.hashProbeFirst(pc, h)
+	for _, f := range locked {
+		c.patch(f, len(c.b))
+	}
+	c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
+	c.rrr(a64Add, aS6, aS2, aS1)
+	c.str(aS6, aCtx, offHS+8*hsSeq) // the value's address (the probe used the slot)
+	c.ldr(aS1, aCtx, offHS+8*hsHash)
 	c.hashLock(pc, h)
 	c.ldr(aS1, aCtx, offHS+8*hsHash)
 	c.ldr(aS2, aCtx, offHS+8*hsW0)
@@ -47,7 +56,7 @@ func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	insert := c.branch(aNE)
 	c.hashUnlock()
 	c.movImm(0, negErrno(syscall.ENOENT))
-	done := []a64Fixup{c.branch(aAL)}
+	done = append(done, c.branch(aAL))
 	c.patch(insert, len(c.b))
 	c.hashUnlock()
 	c.slowIf(aAL, pc) // a new key: an insert
@@ -64,6 +73,31 @@ func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	for _, f := range done {
 		c.patch(f, len(c.b))
 	}
+}
+
+// hashProbeFirst is the amd64 hashProbeFirst for an update: what writes
+// nothing answered from the lock-free probe (hashNoWrite's steps), the
+// rest (BPF_ANY at once) branching to the locked path.
+func (c *arm64Compiler) hashProbeFirst(pc int, h jitHash) (locked, done []a64Fixup) {
+	c.w(a64Imm12(a64SubsImm, aZR, 4, 0))
+	locked = append(locked, c.branch(aEQ)) // BPF_ANY always writes
+	found, missing := c.hashProbe(pc, h)
+	for _, f := range missing {
+		c.patch(f, len(c.b))
+	}
+	c.seqRecheck()
+	locked = append(locked, c.branch(aNE))
+	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
+	locked = append(locked, c.branch(aNE)) // an insert
+	c.movImm(0, negErrno(syscall.ENOENT))
+	done = append(done, c.branch(aAL))
+	c.patch(found, len(c.b))
+	c.seqRecheck()
+	locked = append(locked, c.branch(aNE))
+	c.w(a64Imm12(a64SubsImm, aZR, 4, flagNoExist))
+	locked = append(locked, c.branch(aNE)) // a write in place
+	c.movImm(0, negErrno(syscall.EEXIST))
+	return locked, append(done, c.branch(aAL))
 }
 
 // hashLock takes the lock of the stripe of the hash in X9 (the word's
