@@ -272,15 +272,16 @@
 // above BPF_EXIST go to Go), the answers of bpf_map_update_elem and
 // bpf_map_delete_elem on those hash maps that write nothing (-EEXIST for
 // BPF_NOEXIST of a key present, -ENOENT for BPF_EXIST or a delete of a
-// key absent, from the lookup's probe; on amd64 only for maps whose values
-// hold a bpf_spin_lock), on amd64 every bpf_map_update_elem and
-// bpf_map_delete_elem on those hash maps (jit_hashupd.go,
-// jit_amd64_hashupd*.go: under the stripe's lock, maps.HashTable.LockOff,
-// a word Go's writers take too, a lock still held after a few tries going
-// to Go; a per-CPU map's CPU slot written in place; inserts, replacements
-// and deletes linking entries only while the collector's write barrier is
-// off, jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
-// empty spare slot, a per-CPU insert go to Go), and bpf_spin_lock and
+// key absent, from the lookup's probe, which writes take only past it),
+// what writes under the stripe's lock (jit_hashupd.go:
+// maps.HashTable.LockOff, a word Go's writers take too, a lock still held
+// after a few tries going to Go): on both backends a per-CPU map's CPU
+// slot of a key present written in place (jit_*_hashupd.go), on amd64
+// also inserts, replacements and deletes (jit_amd64_hashupd_write.go),
+// which link entries only while the collector's write barrier is off
+// (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
+// empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
+// to Go), and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into

@@ -3,12 +3,13 @@
 package bpf
 
 // Native bpf_map_update_elem on per-CPU hash maps (PERCPU_HASH,
-// LRU_PERCPU_HASH; jit_amd64_hashupd.go; amd64 only), with
+// LRU_PERCPU_HASH; jit_amd64_hashupd.go, jit_arm64_hashupd.go), with
 // hMapUpdate's steps and maps.Hash.Update's results for a key present:
 // the map's handle, the value and the key checked as the lock-free answers
 // check them (jit_update.go: a failure goes to Go, which faults), flags
-// above BPF_EXIST and a CPU out of range go to Go (EINVAL there); then
-// the stripe's lock (maps.HashTable.LockOff, the word Go's writers take)
+// above BPF_EXIST and a CPU out of range go to Go (EINVAL there); the
+// answers that write nothing come from the lock-free probe as there
+// (hashProbeFirst), so they take no lock; for the rest the stripe's lock (maps.HashTable.LockOff, the word Go's writers take)
 // is taken with a bounded number of compare-and-swaps, held or not the
 // call goes to Go; holding it, the chain is walked as Hash.find walks it
 // and the answer is Update's: BPF_NOEXIST of a key present -EEXIST,
@@ -26,8 +27,9 @@ package bpf
 // lives in the map's byte area), so the garbage collector's write barrier
 // has no part in it.
 //
-// On the other two types (HASH, LRU_HASH; jit_amd64_hashupd_write.go),
-// and for bpf_map_delete_elem on all four, the same lock is taken after
+// On amd64 only, on the other two types (HASH, LRU_HASH;
+// jit_amd64_hashupd_write.go), and for bpf_map_delete_elem on all four
+// (after the same probe), the same lock is taken after
 // the write barrier's flag is read clear (set: Go; jit_hashupd_unsafe.go)
 // and the call does what Hash.Update and Hash.Delete do, with the same
 // answers: -EEXIST, -ENOENT, -E2BIG for a new key in a full HASH (an LRU

@@ -246,3 +246,96 @@ func TestJITHashWriteBarrierOn(t *testing.T) {
 		}
 	}
 }
+
+// TestJITHashWriteEdges enters native hash writes directly (the collector
+// kept off): an insert of 1 to past the unrolled copy's bytes lands with
+// Len one higher; a replacement leaves a value slice taken before it
+// showing the old value, as the kernel's htab (the entry is swapped, not
+// written in place), and takes the CPU's spare; with no spare it goes to
+// Go; a new key in a full HASH is -E2BIG natively, in a full LRU_HASH
+// (an eviction) Go's; a delete lowers Len; the slab stays accounted for.
+func TestJITHashWriteEdges(t *testing.T) {
+	needJIT(t)
+	if !nativeHashWrites {
+		t.Skip("the backend does not write hash maps natively")
+	}
+	noGC(t)
+	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.LRUHash} {
+		for _, ks := range []uint32{4, 16} {
+			for _, vs := range []uint32{1, 136} {
+				t.Run(fmt.Sprintf("%v/k%d/v%d", typ, ks, vs), func(t *testing.T) {
+					hashWriteEdges(t, typ, ks, vs)
+				})
+			}
+		}
+	}
+}
+
+func hashWriteEdges(t *testing.T, typ ebpf.MapType, ks, vs uint32) {
+	spec := &ebpf.CollectionSpec{Maps: map[string]*ebpf.MapSpec{"m": {Name: "m", Type: typ, KeySize: ks, ValueSize: vs, MaxEntries: 2}}, Programs: map[string]*ebpf.ProgramSpec{
+		"u": {Name: "u", Type: ebpf.XDP, License: "GPL", Instructions: hashCallProg(asm.FnMapUpdateElem), SectionName: "xdp"},
+		"d": {Name: "d", Type: ebpf.XDP, License: "GPL", Instructions: hashCallProg(asm.FnMapDeleteElem), SectionName: "xdp"},
+	}}
+	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: EngineJIT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	pu, _ := c.Program("u")
+	pd, _ := c.Program("d")
+	m, _ := c.Map("m")
+	r := NewRunner(0)
+	keys := updKeys(int(ks), 4)[1:] // every key word non-zero
+	call := func(p *Program, k []byte, flags int64, fill byte) (bool, int64) {
+		slow, r0 := callEntry(t, r, c, p, "m", k, func(reg *[256]uint64) {
+			reg[3], reg[4] = reg[10]-200, uint64(flags)
+			copy(r.stack[stackSize-200:], bytes.Repeat([]byte{fill}, int(vs)))
+		})
+		checkUnlocked(t, m)
+		return slow, int64(r0)
+	}
+	expect := func(what string, slow bool, r0 int64, wantSlow bool, want int64) {
+		t.Helper()
+		if slow != wantSlow || !slow && r0 != want {
+			t.Fatalf("%s: slow %v r0 %d, want slow %v r0 %d", what, slow, r0, wantSlow, want)
+		}
+	}
+	slow, r0 := call(pu, keys[0], 0, 0x11)
+	expect("insert", slow, r0, false, 0)
+	old := m.Lookup(keys[0], 0)
+	if !bytes.Equal(old, bytes.Repeat([]byte{0x11}, int(vs))) || m.(interface{ Len() int }).Len() != 1 {
+		t.Fatalf("after the insert: %x, Len %d", old, m.(interface{ Len() int }).Len())
+	}
+	slow, r0 = call(pu, keys[0], 2, 0x22)
+	expect("replace", slow, r0, false, 0)
+	if got := m.Lookup(keys[0], 0); !bytes.Equal(got, bytes.Repeat([]byte{0x22}, int(vs))) || old[0] != 0x11 {
+		t.Fatalf("after the replacement: %x, the old slice %x", got, old[:1])
+	}
+	spare := reflect.ValueOf(m).Elem().FieldByName("extra").Index(0).FieldByName("v")
+	saved := spare.UnsafePointer()
+	*(*unsafe.Pointer)(unsafe.Pointer(spare.UnsafeAddr())) = nil
+	slow, _ = call(pu, keys[0], 0, 0x33)
+	expect("no spare", slow, 0, true, 0)
+	*(*unsafe.Pointer)(unsafe.Pointer(spare.UnsafeAddr())) = saved
+	slow, r0 = call(pu, keys[1], 1, 0x44)
+	expect("second insert", slow, r0, false, 0)
+	slow, r0 = call(pu, keys[2], 0, 0x55)
+	expect("full", slow, r0, typ == ebpf.LRUHash, -int64(syscall.E2BIG))
+	slow, r0 = call(pd, keys[1], 0, 0)
+	expect("delete", slow, r0, false, 0)
+	checkOnly(t, m, keys[:1])
+	checkEntries(t, m)
+}
+
+// hashCallProg is one call of fn on map "m": key at r10-32, value at
+// r10-200, flags in r4 as callEntry sets them.
+func hashCallProg(fn asm.BuiltinFunc) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
+		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32),
+		asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, -200),
+		asm.Mov.Imm(asm.R4, 0),
+		fn.Call(),
+		asm.Return(),
+	}
+}

@@ -45,7 +45,10 @@ import "unsafe"
 // (hashed with maphash) have no HashTable.
 //
 // Readers must load with acquire ordering: plain loads on amd64, where
-// writers' atomic stores (LOCK'd instructions) are seen in order.
+// stores are seen in program order. Native writers must store in program
+// order too (the sequence odd before the first relink, even after the
+// last): plain stores on amd64, the only writer of a stripe's sequence
+// being its lock's holder.
 type HashTable struct {
 	Buckets    uintptr // &buckets[0]: Mask+1 words, each 0 or an entry's address
 	Mask       uint64  // buckets - 1
