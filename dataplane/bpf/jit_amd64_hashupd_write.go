@@ -84,8 +84,12 @@ func (c *amd64Compiler) hashWriteEntry(pc int, h jitHash, update bool) (done []i
 		c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
 		c.aluRI(true, 7, xCX, int32(flagExist))
 		c.slowIf(ccA, pc)
+		slots := h.t.NExtra // the CPU's spare slot
+		if h.t.PerCPU {
+			slots = h.t.NCPU // the CPU's value slot
+		}
 		c.ldq(xS2, xCtx, offCPU)
-		c.aluRI(true, 7, xS2, int32(map[bool]uint64{true: h.t.NCPU, false: h.t.NExtra}[h.t.PerCPU]))
+		c.aluRI(true, 7, xS2, int32(slots))
 		c.slowIf(ccAE, pc)
 	}
 	c.hashKey(pc, h)
