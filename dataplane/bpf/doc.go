@@ -272,7 +272,16 @@
 // above BPF_EXIST go to Go), the answers of bpf_map_update_elem and
 // bpf_map_delete_elem on those hash maps that write nothing (-EEXIST for
 // BPF_NOEXIST of a key present, -ENOENT for BPF_EXIST or a delete of a
-// key absent, from the lookup's probe), and bpf_spin_lock and
+// key absent, from the lookup's probe, which writes take only past it),
+// what writes under the stripe's lock (jit_hashupd.go:
+// maps.HashTable.LockOff, a word Go's writers take too, a lock still held
+// after a few tries going to Go): on both backends a per-CPU map's CPU
+// slot of a key present written in place (jit_*_hashupd.go), on amd64
+// also inserts, replacements and deletes (jit_amd64_hashupd_write.go),
+// which link entries only while the collector's write barrier is off
+// (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
+// empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
+// to Go), and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into
@@ -292,8 +301,8 @@
 // constant key or flags is checked and looked up at load: Go builds
 // Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
-// other helper (hash inserts, replacements and deletes of a key present,
-// which link or unlink entries under the stripe's mutex, lookups in maps
+// other helper (on arm64 hash inserts, replacements and deletes of a key
+// present, which link or unlink entries under the stripe's lock, lookups in maps
 // with keys past those limits or made BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,
