@@ -156,16 +156,42 @@ func (c *amd64Compiler) ctxReuse(pc int, dst uint8, off int32) bool {
 	return true
 }
 
-// ctxStubs emits the re-entry stub of each context load ctxReuse
-// compiled: the full load (ctxFull), then on to the code after it.
+// ctxStubs emits the re-entry stub of each context load ctxReuse or
+// ctxField compiled with the frame the load before it left: the full
+// load (ctxFull, or the frame and the field), then on to the code after it.
 func (c *amd64Compiler) ctxStubs(entry []uint32) {
 	for _, r := range c.ctxResumes {
 		at := len(c.b)
 		dst, _ := regs(c.plain[r.pc])
-		c.ctxFull(r.pc, dst, ctxFieldOff(c.plain[r.pc].op))
+		if f := ctxScalarAt(c.ctxFields, r.pc); f != 0 {
+			c.frame(r.pc)
+			c.ldField(dst, f)
+		} else {
+			c.ctxFull(r.pc, dst, ctxFieldOff(c.plain[r.pc].op))
+		}
 		c.patch(c.jmp(), r.after)
 		entry[r.pc] = uint32(at)
 	}
+}
+
+// ctxField emits the load of the context's scalar field at xdp_md offset
+// f (ctxScalarLoads) into dst: a 32-bit load of the Frame's field, which
+// zero-extends it as the interpreter's slowLoad does. Right after another
+// context load (ctxAfterCtx) the frame that load left in S1 is used, and
+// Go re-enters through a stub that loads it again (ctxStubs).
+func (c *amd64Compiler) ctxField(pc int, dst uint8, f int32) {
+	if !ctxAfterCtx(c.plain, c.targets, pc) {
+		c.frame(pc)
+		c.ldField(dst, f)
+		return
+	}
+	c.ldField(dst, f)
+	c.ctxResumes = append(c.ctxResumes, jitResume{pc: pc, after: len(c.b)})
+}
+
+// ldField loads the Frame's field for xdp_md offset f from the frame at S1.
+func (c *amd64Compiler) ldField(dst uint8, f int32) {
+	c.rm(false, false, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: frameFieldOff(f)}, false)
 }
 
 // cmpMax compares the key in RAX (zero-extended) with a's max_entries: an
