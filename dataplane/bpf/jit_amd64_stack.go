@@ -31,10 +31,31 @@ func (c *amd64Compiler) stackAccessAt(pc int, bpfBase uint8, off, n int32) (xmem
 		return xmem{}, false
 	}
 	c.stackLeft[pc] = true
-	if scratchReuse(c.plain, c.targets, pc, 10, func(q int) bool { return c.stackLeft[q] }) {
+	if c.stackHeld(pc) {
 		return xmem{base: xS2, index: int8(reg(10)), disp: off}, true
 	}
 	return c.stackAccess(bpfBase, off, n)
+}
+
+// stackHeld reports whether S2 holds stackBase at pc: going back in a
+// straight line (no jump target in between) over instructions that keep
+// the scratch registers (keepsScratch) and proven packet accesses (a
+// single instruction through RBP, which never leaves for Go), the first
+// other instruction is a stack access that left it (stackLeft). r10, its
+// base, is never written.
+func (c *amd64Compiler) stackHeld(pc int) bool {
+	for q := pc - 1; q >= 0 && !c.targets[q+1]; q-- {
+		in := c.plain[q]
+		switch {
+		case c.stackLeft[q]:
+			return true
+		case (isLoad(in.op) || isStore(in.op)) && c.proven[q] == regionPacket:
+			continue
+		case !keepsScratch(in, opTable[in.op].form):
+			return false
+		}
+	}
+	return false
 }
 
 // stackKeyAccess is stackAccess for an access at reg(base)+off at pc
