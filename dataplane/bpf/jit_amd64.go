@@ -85,6 +85,8 @@ type xmem struct {
 // x86asm accumulates machine code.
 type x86asm struct {
 	b []byte
+	// patched are the displacements patch set, for threadJumps.
+	patched []int
 }
 
 func (a *x86asm) byte1(v ...byte) { a.b = append(a.b, v...) }
@@ -236,6 +238,7 @@ func (a *x86asm) jmp() int {
 // patch points the 32-bit displacement at pos to target.
 func (a *x86asm) patch(pos, target int) {
 	binary.LittleEndian.PutUint32(a.b[pos:], uint32(int32(target-(pos+4))))
+	a.patched = append(a.patched, pos)
 }
 
 // amd64Compiler turns one program into amd64 code.
@@ -309,6 +312,7 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		}
 		c.patch(f.pos, at)
 	}
+	c.threadJumps() // jit_amd64_cost.go
 	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
 }
 

@@ -3,6 +3,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 )
@@ -247,4 +248,29 @@ func (c *amd64Compiler) wholeValue(call int) []int {
 		bad = append(bad, c.jcc(ccB))
 	}
 	return bad
+}
+
+// threadJumps points each jump and conditional jump that patch resolved
+// (JMP rel32, E9, or Jcc rel32, 0F 8x) and that lands on an unconditional
+// JMP rel32 at the final target of that chain, which the code reaches
+// anyway and a JMP does nothing else on the way: a lookup's way out
+// through its done jump to the code after the null case is one jump
+// instead of two. Every target is an instruction's start, where E9 can
+// only be JMP. Other displacements (LEA of a return address, whose value
+// Go compares) are left alone.
+func (a *x86asm) threadJumps() {
+	for _, pos := range a.patched {
+		jump := pos >= 1 && a.b[pos-1] == 0xe9 || pos >= 2 && a.b[pos-2] == 0x0f && a.b[pos-1]&0xf0 == 0x80
+		if !jump {
+			continue
+		}
+		t := pos + 4 + int(int32(binary.LittleEndian.Uint32(a.b[pos:])))
+		to := t
+		for hops := 0; hops < 8 && to >= 0 && to+5 <= len(a.b) && a.b[to] == 0xe9; hops++ {
+			to += 5 + int(int32(binary.LittleEndian.Uint32(a.b[to+1:])))
+		}
+		if to != t {
+			binary.LittleEndian.PutUint32(a.b[pos:], uint32(int32(to-(pos+4))))
+		}
+	}
 }
