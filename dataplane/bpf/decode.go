@@ -369,10 +369,32 @@ func (d *decoder) lddw(i int, in *insn) error {
 // and the loads act as plain loads. The specialised loads carry the packet
 // region's tag in imm (regionPacket<<32).
 func specialiseCtx(code []insn, funcs []bool) {
+	in, seen := ctxRegsIn(code, funcs)
+	for i := range code {
+		c := &code[i]
+		if c.op != opLdxW || !seen[i] || in[i]&(1<<(c.src&15)) == 0 {
+			continue
+		}
+		switch c.off {
+		case xdpMdData:
+			c.op, c.imm = opLdCtxData, regionPacket<<32
+		case xdpMdDataEnd:
+			c.op, c.imm = opLdCtxDataEnd, regionPacket<<32
+		case xdpMdDataMeta:
+			c.op, c.imm = opLdCtxDataMeta, regionPacket<<32
+		}
+	}
+}
+
+// ctxRegsIn is specialiseCtx's analysis: for each instruction the set of
+// registers (bit i for ri) that hold the context on entry to it on every
+// path, and whether any path reaches it. The JIT uses it too, for the
+// context's scalar fields (ctxScalarLoads).
+func ctxRegsIn(code []insn, funcs []bool) (in []uint16, seen []bool) {
 	n := len(code)
 	const all = uint16(1<<11 - 1)
-	in := make([]uint16, n) // registers holding ctx on entry to each insn
-	seen := make([]bool, n)
+	in = make([]uint16, n) // registers holding ctx on entry to each insn
+	seen = make([]bool, n)
 	for i := range in {
 		in[i] = all
 	}
@@ -438,20 +460,7 @@ func specialiseCtx(code []insn, funcs []bool) {
 		}
 		flow(i+1, set)
 	}
-	for i := range code {
-		c := &code[i]
-		if c.op != opLdxW || !seen[i] || in[i]&(1<<(c.src&15)) == 0 {
-			continue
-		}
-		switch c.off {
-		case xdpMdData:
-			c.op, c.imm = opLdCtxData, regionPacket<<32
-		case xdpMdDataEnd:
-			c.op, c.imm = opLdCtxDataEnd, regionPacket<<32
-		case xdpMdDataMeta:
-			c.op, c.imm = opLdCtxDataMeta, regionPacket<<32
-		}
-	}
+	return in, seen
 }
 
 // checkStackOff refuses, at load, a load or store through r10 itself that the

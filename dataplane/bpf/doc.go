@@ -147,7 +147,13 @@
 // else the stack through r10 and the packet through any other register) and out of line for the others, unless the range
 // analysis proved it; an access through r10 itself has no
 // check, since the loader keeps it in the 512-byte frame below r10, which
-// is never written (stackProven). The stack's entry never changes, so the
+// is never written (stackProven), and neither has one through a register
+// that holds r10 plus a constant in a straight line (stackKeyOff: copies
+// of r10, helpers' keys) when the bytes lie in that frame; such an access
+// addresses [stackBase + r10 + off], stackBase being the stack's address
+// minus its tag (jitState), and on amd64 the next one in a straight line
+// reuses stackBase from the scratch register (stackHeld). The stack's
+// entry never changes, so the
 // check of another access guessed on the stack compares with the constant
 // bounds; an access through the result of
 // a native array lookup, reached from it in a straight line, is checked
@@ -204,9 +210,15 @@
 // programs over 16384 instructions or without a fixpoint in time. Proofs
 // about packet pointers rest on the specialised context loads reading a
 // frame: a bare run (RunRaw, no frame) of a program with proofs runs in the
-// interpreter (Runner.code). On amd64, a context load right after another (no jump target between)
+// interpreter (Runner.code), so the context loads of such a program do not
+// test for a frame (frameSure, jit_frame.go). A 4-byte load of
+// ingress_ifindex or rx_queue_index through a register that holds the
+// context on every path (ctxRegsIn, the analysis that specialises the
+// loads of data and data_end) reads the Frame's field (ctxScalarLoads).
+// On amd64, a context load right after another (no jump target between)
 // loads from the frame the first one checked (ctxAfterCtx, jit_cost.go),
-// and Go re-enters it through a stub that checks again.
+// and Go re-enters it through a stub that checks again; jumps that land
+// on an unconditional jump go to its target (threadJumps).
 //
 // Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
 // loaded with the map in a straight line before the call (mapAt), runs in
@@ -214,7 +226,7 @@
 // addRegion): r1 not compared with the map's handle nor the Runner's
 // collection with the program's (neither can differ: mapChecksProof in
 // jit_first.go), the key read through r2 with loadSlice's
-// check (on amd64 none when r2 is r10 plus a constant in the frame,
+// check (none when r2 is r10 plus a constant in the frame,
 // stackKeyOff), NULL for a key at or above max_entries or a CPU slot out of range,
 // and the value's region found among the last four entries of the table or
 // reused from the entry the same lookup left just past its end in the last

@@ -125,6 +125,10 @@ type jitState struct {
 	// pcpu is the address of Runner.cpu's slots in per-CPU array number k
 	// of the bound collection, 0 for none (jit_first.go).
 	pcpu [jitPCPUMaps]uint64
+	// stackBase is the address of the Runner's stack minus
+	// regionStack<<32 (NewRunner), so that [stackBase + r10 + off]
+	// addresses the stack at r10+off (jit_amd64_stack.go).
+	stackBase uint64
 }
 
 // jitCall is the frame of a native bpf-to-bpf call: callFrame without the

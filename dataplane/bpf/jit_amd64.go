@@ -85,6 +85,8 @@ type xmem struct {
 // x86asm accumulates machine code.
 type x86asm struct {
 	b []byte
+	// patched are the displacements patch set, for threadJumps.
+	patched []int
 }
 
 func (a *x86asm) byte1(v ...byte) { a.b = append(a.b, v...) }
@@ -236,6 +238,7 @@ func (a *x86asm) jmp() int {
 // patch points the 32-bit displacement at pos to target.
 func (a *x86asm) patch(pos, target int) {
 	binary.LittleEndian.PutUint32(a.b[pos:], uint32(int32(target-(pos+4))))
+	a.patched = append(a.patched, pos)
 }
 
 // amd64Compiler turns one program into amd64 code.
@@ -262,6 +265,11 @@ type amd64Compiler struct {
 	// exit first returns from a native call in progress; ncalls counts them.
 	calls  bool
 	ncalls int
+	// frameSure: the code runs only with a frame (frameSure); ctxFields:
+	// the context's scalar loads (ctxScalarLoads). jit_frame.go.
+	frameSure bool
+	ctxFields []int32
+	stackLeft []bool // accesses that left stackBase in S2 (stackAccessAt)
 }
 
 // jitFixup is a displacement at pos to resolve to instruction (or exit) pc.
@@ -275,6 +283,8 @@ const jitMaxCode = math.MaxInt32
 
 func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
 	c := &amd64Compiler{plain: plain, env: env, targets: targets, proven: proven, calls: nativeCalls(plain)}
+	c.frameSure, c.ctxFields = frameSure(plain, proven), ctxScalarLoads(plain, env.funcs)
+	c.stackLeft = make([]bool, len(plain))
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	return c
 }
@@ -302,6 +312,7 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		}
 		c.patch(f.pos, at)
 	}
+	c.threadJumps() // jit_amd64_cost.go
 	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
 }
 
@@ -454,18 +465,31 @@ func (c *amd64Compiler) emitCtx(pc int, in insn) {
 // ctxFull is emitCtx's load of the frame's field at off into dst, which
 // leaves the frame in S1 and the packet region's tag in S2.
 func (c *amd64Compiler) ctxFull(pc int, dst uint8, off int32) {
-	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
-	c.aluRR(true, 0x85, xS1, xS1)
-	c.slowIf(ccE, pc) // no frame: a bare run, the slow path loads
+	c.frame(pc)
 	c.rm(false, true, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: off}, false)
 	c.movRI(xS2, int64(regionPacket<<32))
 	c.aluRR(true, 0x09, dst, xS2)
+}
+
+// frame loads the frame's address into S1; for code that may run
+// without one (frameSure), a bare run goes to the slow path, which loads
+// as the interpreter does.
+func (c *amd64Compiler) frame(pc int) {
+	c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
+	if !c.frameSure {
+		c.aluRR(true, 0x85, xS1, xS1)
+		c.slowIf(ccE, pc)
+	}
 }
 
 // emitLoad emits a load of the row's size, zero- or sign-extended.
 func (c *amd64Compiler) emitLoad(pc int, in insn, info *opInfo) {
 	dst, _ := regs(in)
 	n, signed := info.width, info.signed
+	if f := ctxScalarAt(c.ctxFields, pc); f != 0 { // jit_frame.go
+		c.ctxField(pc, dst, f)
+		return
+	}
 	m := c.access(pc, in.src, in.off, int32(n), false)
 	switch {
 	case n == 1 && !signed:
@@ -698,7 +722,7 @@ func (c *amd64Compiler) atomicFetchLoop(pc int, in insn, src uint8, w bool, n in
 func (c *amd64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) xmem {
 	rg := c.proven[pc]
 	if rg == 0 {
-		if m, ok := c.stackAccess(bpfBase, off, n); ok {
+		if m, ok := c.stackAccessAt(pc, bpfBase, off, n); ok {
 			return m // jit_amd64_stack.go
 		}
 		if m, ok := c.valueAccess(pc, bpfBase, off, n, write); ok { // jit_amd64_value.go
@@ -749,7 +773,10 @@ func (c *amd64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	base := reg(bpfBase)
 	hi := limitField(write)
 	if guess == regionStack && n > 0 {
-		return c.stackCheck(pc, bpfBase, off, n, hi) // jit_amd64_stack.go
+		if m, ok := c.stackKeyAccess(pc, bpfBase, off, n); ok {
+			return m // jit_amd64_stack.go
+		}
+		return c.stackCheck(pc, bpfBase, off, n, hi)
 	}
 	field := func(off int32) xmem { return xmem{base: xS2, index: -1, disp: guess*regionSize + off} }
 	c.rm(false, true, []byte{0x8d}, xS1, xmem{base: base, index: -1, disp: off}, false) // lea
@@ -854,6 +881,10 @@ func (c *amd64Compiler) emitJcc(pc int, in insn, info *opInfo) {
 		c.aluRR(w, 0x39, dst, src)
 	case isSet:
 		c.testRI(w, dst, int32(in.imm))
+	case in.imm == 0:
+		// TEST sets the flags as CMP with 0 does (CF and OF clear, ZF and
+		// SF from the value), a byte shorter.
+		c.aluRR(w, 0x85, dst, dst)
 	default:
 		c.aluRI(w, 7, dst, int32(in.imm))
 	}

@@ -3,6 +3,7 @@
 package bpf
 
 import (
+	"encoding/binary"
 	"math"
 	"math/bits"
 )
@@ -156,16 +157,42 @@ func (c *amd64Compiler) ctxReuse(pc int, dst uint8, off int32) bool {
 	return true
 }
 
-// ctxStubs emits the re-entry stub of each context load ctxReuse
-// compiled: the full load (ctxFull), then on to the code after it.
+// ctxStubs emits the re-entry stub of each context load ctxReuse or
+// ctxField compiled with the frame the load before it left: the full
+// load (ctxFull, or the frame and the field), then on to the code after it.
 func (c *amd64Compiler) ctxStubs(entry []uint32) {
 	for _, r := range c.ctxResumes {
 		at := len(c.b)
 		dst, _ := regs(c.plain[r.pc])
-		c.ctxFull(r.pc, dst, ctxFieldOff(c.plain[r.pc].op))
+		if f := ctxScalarAt(c.ctxFields, r.pc); f != 0 {
+			c.frame(r.pc)
+			c.ldField(dst, f)
+		} else {
+			c.ctxFull(r.pc, dst, ctxFieldOff(c.plain[r.pc].op))
+		}
 		c.patch(c.jmp(), r.after)
 		entry[r.pc] = uint32(at)
 	}
+}
+
+// ctxField emits the load of the context's scalar field at xdp_md offset
+// f (ctxScalarLoads) into dst: a 32-bit load of the Frame's field, which
+// zero-extends it as the interpreter's slowLoad does. Right after another
+// context load (ctxAfterCtx) the frame that load left in S1 is used, and
+// Go re-enters through a stub that loads it again (ctxStubs).
+func (c *amd64Compiler) ctxField(pc int, dst uint8, f int32) {
+	if !ctxAfterCtx(c.plain, c.targets, pc) {
+		c.frame(pc)
+		c.ldField(dst, f)
+		return
+	}
+	c.ldField(dst, f)
+	c.ctxResumes = append(c.ctxResumes, jitResume{pc: pc, after: len(c.b)})
+}
+
+// ldField loads the Frame's field for xdp_md offset f from the frame at S1.
+func (c *amd64Compiler) ldField(dst uint8, f int32) {
+	c.rm(false, false, []byte{0x8b}, dst, xmem{base: xS1, index: -1, disp: frameFieldOff(f)}, false)
 }
 
 // cmpMax compares the key in RAX (zero-extended) with a's max_entries: an
@@ -221,4 +248,29 @@ func (c *amd64Compiler) wholeValue(call int) []int {
 		bad = append(bad, c.jcc(ccB))
 	}
 	return bad
+}
+
+// threadJumps points each jump and conditional jump that patch resolved
+// (JMP rel32, E9, or Jcc rel32, 0F 8x) and that lands on an unconditional
+// JMP rel32 at the final target of that chain, which the code reaches
+// anyway and a JMP does nothing else on the way: a lookup's way out
+// through its done jump to the code after the null case is one jump
+// instead of two. Every target is an instruction's start, where E9 can
+// only be JMP. Other displacements (LEA of a return address, whose value
+// Go compares) are left alone.
+func (a *x86asm) threadJumps() {
+	for _, pos := range a.patched {
+		jump := pos >= 1 && a.b[pos-1] == 0xe9 || pos >= 2 && a.b[pos-2] == 0x0f && a.b[pos-1]&0xf0 == 0x80
+		if !jump {
+			continue
+		}
+		t := pos + 4 + int(int32(binary.LittleEndian.Uint32(a.b[pos:])))
+		to := t
+		for hops := 0; hops < 8 && to >= 0 && to+5 <= len(a.b) && a.b[to] == 0xe9; hops++ {
+			to += 5 + int(int32(binary.LittleEndian.Uint32(a.b[to+1:])))
+		}
+		if to != t {
+			binary.LittleEndian.PutUint32(a.b[pos:], uint32(int32(to-(pos+4))))
+		}
+	}
 }

@@ -10,13 +10,70 @@ package bpf
 // region is [0, stackSize) for loads and stores in every Runner, so the
 // interpreter's check of such an access always passes. It reports false
 // for any other access, which the caller checks.
+//
+// The operand is [stackBase + r10 + off]: jitState.stackBase is the
+// stack's address minus regionStack<<32, which r10's tag adds back, so
+// only S2 is loaded (and S1 is left as it was).
 func (c *amd64Compiler) stackAccess(bpfBase uint8, off, n int32) (xmem, bool) {
 	if !stackProven(bpfBase, off, n) {
 		return xmem{}, false
 	}
-	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offStackBuf), false)
-	c.aluRR(false, 0x89, xS1, reg(10)) // the offset: low 32 bits
-	return xmem{base: xS2, index: xS1, disp: off}, true
+	c.rm(false, true, []byte{0x8b}, xS2, ctxMem(offStackBase), false)
+	return xmem{base: xS2, index: int8(reg(10)), disp: off}, true
+}
+
+// stackAccessAt is stackAccess for the load or store at pc, which records
+// that it left stackBase in S2; when the access before it in a straight
+// line did (scratchReuse: nothing in between writes the scratch
+// registers or enters from elsewhere), S2 is used as it is.
+func (c *amd64Compiler) stackAccessAt(pc int, bpfBase uint8, off, n int32) (xmem, bool) {
+	if !stackProven(bpfBase, off, n) {
+		return xmem{}, false
+	}
+	c.stackLeft[pc] = true
+	if c.stackHeld(pc) {
+		return xmem{base: xS2, index: int8(reg(10)), disp: off}, true
+	}
+	return c.stackAccess(bpfBase, off, n)
+}
+
+// stackHeld reports whether S2 holds stackBase at pc: going back in a
+// straight line (no jump target in between) over instructions that keep
+// the scratch registers (keepsScratch) and proven packet accesses (a
+// single instruction through RBP, which never leaves for Go), the first
+// other instruction is a stack access that left it (stackLeft). r10, its
+// base, is never written.
+func (c *amd64Compiler) stackHeld(pc int) bool {
+	for q := pc - 1; q >= 0 && !c.targets[q+1]; q-- {
+		in := c.plain[q]
+		switch {
+		case c.stackLeft[q]:
+			return true
+		case (isLoad(in.op) || isStore(in.op)) && c.proven[q] == regionPacket:
+			continue
+		case !keepsScratch(in, opTable[in.op].form):
+			return false
+		}
+	}
+	return false
+}
+
+// stackKeyAccess is stackAccess for an access at reg(base)+off at pc
+// where base holds r10 plus a constant (stackKeyOff: the key of a helper
+// call, say, or a copy of r10 the program addresses through).
+func (c *amd64Compiler) stackKeyAccess(pc int, base uint8, off, n int32) (xmem, bool) {
+	o := int32(0)
+	if base != 10 {
+		var ok bool
+		if o, ok = stackKeyOff(c.plain, c.targets, pc, base); !ok {
+			return xmem{}, false
+		}
+	}
+	at := int64(o) + int64(off)
+	if at != int64(int32(at)) {
+		return xmem{}, false
+	}
+	return c.stackAccess(10, int32(at), n)
 }
 
 // stackCheck is checkIn for an access guessed on the stack. The stack's

@@ -90,6 +90,10 @@ type arm64Compiler struct {
 	calls  bool
 	ncalls int
 	adrs   []a64Fixup
+	// frameSure: the code runs only with a frame (frameSure); ctxFields:
+	// the context's scalar loads (ctxScalarLoads). jit_frame.go.
+	frameSure bool
+	ctxFields []int32
 }
 
 func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b, i) }
@@ -99,6 +103,7 @@ const jitMaxCode = 1 << 27
 
 func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
 	c := &arm64Compiler{plain: plain, env: env, targets: targets, proven: proven}
+	c.frameSure, c.ctxFields = frameSure(plain, proven), ctxScalarLoads(plain, env.funcs)
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
@@ -402,12 +407,21 @@ func (c *arm64Compiler) emitLddw(in insn) {
 func (c *arm64Compiler) emitCtx(pc int, in insn) {
 	d, _ := a64Regs(in)
 	off := ctxFieldOff(in.op)
-	c.ldr(aS1, aCtx, offJFrame)
-	c.w(a64Imm12(a64SubsImm, aZR, aS1, 0)) // cmp x9, #0
-	c.slowIf(aEQ, pc)
+	c.frame(pc)
 	c.ldr(d, aS1, off)
 	c.movImm(aS2, regionPacket<<32)
 	c.rrr(a64Orr, d, d, aS2)
+}
+
+// frame loads the frame's address into S1; for code that may run
+// without one (frameSure), a bare run goes to the slow path, which loads
+// as the interpreter does.
+func (c *arm64Compiler) frame(pc int) {
+	c.ldr(aS1, aCtx, offJFrame)
+	if !c.frameSure {
+		c.w(a64Imm12(a64SubsImm, aZR, aS1, 0)) // cmp x9, #0
+		c.slowIf(aEQ, pc)
+	}
 }
 
 // a64Loads and a64Stores are the register-offset loads and stores of each
@@ -420,6 +434,11 @@ var (
 // emitLoad emits a load of the row's size, zero- or sign-extended.
 func (c *arm64Compiler) emitLoad(pc int, in insn, info *opInfo) {
 	d, _ := a64Regs(in)
+	if f := ctxScalarAt(c.ctxFields, pc); f != 0 { // jit_frame.go
+		c.frame(pc)
+		c.ldrWOff(d, aS1, frameFieldOff(f)) // zero-extended
+		return
+	}
 	b := c.access(pc, in.src, in.off, int32(info.width), false)
 	k := info.width
 	if info.signed {
@@ -622,7 +641,9 @@ func (c *arm64Compiler) checkIn(pc int, bpfBase uint8, off, n int32, write bool,
 	base := arm64Regs[bpfBase&15%11]
 	hi := limitField(write)
 	if guess == regionStack && n > 0 {
-		c.stackCheck(pc, bpfBase, off, n, hi) // jit_arm64_stack.go
+		if !c.stackKeyAccess(pc, bpfBase, off, n) { // jit_arm64_stack.go
+			c.stackCheck(pc, bpfBase, off, n, hi)
+		}
 		return aS2
 	}
 	c.addOff(aS1, base, off, 0)                        // jit_arm64_stack.go

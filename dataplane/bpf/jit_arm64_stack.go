@@ -2,19 +2,34 @@
 
 package bpf
 
-// stackAccess leaves in X10 the stack's buffer and in X9 the offset of an
+// stackAccess leaves in X10 and X9 two numbers whose sum addresses an
 // n-byte access at r10+off without a region check, when off lies in the
 // 512-byte frame below r10 (see the amd64 version for why that always
 // passes the interpreter's check); it reports false for any other access,
-// which the caller checks.
+// which the caller checks. X10 is jitState.stackBase, the stack's address
+// minus regionStack<<32, and X9 is r10+off, whose tag adds it back.
 func (c *arm64Compiler) stackAccess(bpfBase uint8, off, n int32) bool {
 	if !stackProven(bpfBase, off, n) {
 		return false
 	}
-	c.ldr(aS2, aCtx, offStackBuf)
-	c.rrr(a64Orr&^a64W, aS1, aZR, arm64Regs[10]) // the offset: low 32 bits
-	c.w(a64Imm12(a64SubImm, aS1, aS1, uint32(-off)))
+	c.ldr(aS2, aCtx, offStackBase)
+	c.w(a64Imm12(a64SubImm, aS1, arm64Regs[10], uint32(-off))) // off < 0
 	return true
+}
+
+// stackKeyAccess is stackAccess for an access at base+off at pc where
+// base holds r10 plus a constant (stackKeyOff: the key of a helper call,
+// say, or a copy of r10 the program addresses through).
+func (c *arm64Compiler) stackKeyAccess(pc int, base uint8, off, n int32) bool {
+	o := int32(0)
+	if base != 10 {
+		var ok bool
+		if o, ok = stackKeyOff(c.plain, c.targets, pc, base); !ok {
+			return false
+		}
+	}
+	at := int64(o) + int64(off)
+	return at == int64(int32(at)) && c.stackAccess(10, int32(at), n)
 }
 
 // stackCheck is checkIn for an access guessed on the stack, as the amd64

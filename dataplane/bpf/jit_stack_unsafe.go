@@ -8,3 +8,8 @@ import "unsafe"
 // buffer of regions[regionStack], which NewRunner makes and nothing
 // replaces), which the backends' stack checks read (stackCheck).
 var offStackBuf = int32(unsafe.Offsetof(Runner{}.stack))
+
+// offStackBase is where the Runner keeps jitState.stackBase, its stack's
+// address minus regionStack<<32, which the amd64 backend's unchecked stack
+// accesses index with r10 itself (arm64: add r10 plus the offset to).
+var offStackBase = int32(unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.stackBase))

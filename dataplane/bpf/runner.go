@@ -110,6 +110,7 @@ func NewRunner(cpu int) *Runner {
 	r := &Runner{cpu: cpu, fixed: regionStatic, rng: uint64(time.Now().UnixNano())*2 + 1}
 	// A separate allocation: 8-byte aligned, for atomics on the stack.
 	r.stack = make([]byte, stackSize)
+	r.jit.stackBase = stackBase(r.stack)
 	r.regions = make([]region, regionStatic, 64)
 	r.regions[regionStack] = region{buf: r.stack, hi: stackSize, whi: stackSize}
 	r.regions[regionCtx] = region{lo: 1} // never matches: handled by ctxLoad
