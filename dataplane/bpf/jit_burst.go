@@ -2,18 +2,18 @@ package bpf
 
 import "github.com/xnic-dev/xnic/dataplane/maps"
 
-// fillRedirects sets redirects[i] for each frame i of a native burst that
-// ended with XDP_REDIRECT, from the record its helper wrote in
+// fillRedirects sets redirects[i] for each frame i (from on) of a native
+// burst that ended with XDP_REDIRECT, from the record its helper wrote in
 // jitState.rds[i+1] (fillRedirect): the empty Redirect when none did
 // (jitBurst clears the slots before the burst) or the last call found no
 // entry. A burst's redirects mostly name one map: the last one found is
 // kept, so that a frame costs no walk from the Runner to the map.
-func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect) {
+func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect, from int) {
 	lastNum, lastMap := uint16(0), maps.Map(nil)
 	rds := r.jit.rds[1:]
 	n := min(len(verdicts), len(redirects), len(rds))
-	for i, a := range verdicts[:n] {
-		if a != ActionRedirect {
+	for i := from; i < n; i++ {
+		if verdicts[i] != ActionRedirect {
 			continue
 		}
 		rd := &rds[i]
