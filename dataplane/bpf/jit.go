@@ -618,7 +618,9 @@ func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []A
 	filled := 0
 	for resumed := true; resumed && exit&0xff == jitExitSlow; {
 		// What a panic in the helper leaves behind is the Go path's.
-		r.fillRedirects(verdicts[:done], redirects, filled) // jit_burst.go
+		if len(redirects) > filled {
+			r.fillRedirects(verdicts[:done], redirects, filled) // jit_burst.go
+		}
 		filled, *next = done, start+done
 		done, exit, r0, resumed = r.burstCall(p, j, frames, verdicts, done, exit, r0) // jit_resume.go
 	}

@@ -28,6 +28,12 @@ import "unsafe"
 //     Go call frames, which native bpf-to-bpf calls in progress keep in
 //     jitState.calls until Go adopts them: any other helper sees neither).
 //
+// A load native code leaves to Go (context loads it does not specialise,
+// as in a subprogram given the context; an access its inline check
+// refused) is the same: the slow path's load (slowLdx) has no effect but
+// its register, or a fault, which the slow path reports again when the
+// frame ends in Go.
+//
 // When any of these fails after the helper ran, the frame goes on in Go
 // after the call (jitExitCalled) as it would have after the helper in
 // jitAfter. Go's view during the helper is finishBurst's: Runner.frame and
@@ -38,23 +44,33 @@ import "unsafe"
 // slot, and a tail call's target stays jitState.tail, which the exit codes
 // of the rest of the frame are read against.
 
-// burstCall runs the helper call at which frame d of frames stopped a
-// native burst (exit code e, r0 v) and resumes the burst with the frame
-// (resumed true): it returns what jitBurst does, with done counted from
-// frames[0]. When it cannot, it returns d, e and v as they were, or
-// jitExitCalled at the call when the helper ran but the frame must end in
-// Go (see above).
+// burstCall runs the helper call (or load, below) at which frame d of
+// frames stopped a native burst (exit code e, r0 v) and resumes the burst
+// with the frame (resumed true): it returns what jitBurst does, with done
+// counted from frames[0]. When it cannot, it returns d, e and v as they
+// were, or jitExitCalled at the call when the helper ran but the frame
+// must end in Go (see above).
 func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Action, d int, e uint32, v uint64) (int, uint32, uint64, bool) {
 	q, qj := r.tailTarget(p, j)
 	pc := int(e >> 8)
 	slot := r.jit.rdUsed // the stopped frame's redirect slot
 	n := min(len(frames), len(verdicts), jitBurstMax)
 	if d >= n || slot != uint64(d)+1 || r.jit.rds[slot].kind != 0 || r.jit.spin[0] != 0 ||
-		uint(pc+1) >= uint(len(qj.entry)) || uint(pc) >= uint(len(q.code)) || q.code[pc].op != opCall {
+		uint(pc+1) >= uint(len(qj.entry)) || uint(pc) >= uint(len(q.code)) {
 		return d, e, v, false
 	}
-	run := burstHelper(q.code[pc].imm)
-	if run == nil {
+	in := &q.code[pc]
+	var run helperFn
+	switch opTable[in.op].form {
+	case formCall:
+		if in.op == opCall {
+			run = burstHelper(in.imm)
+		}
+		if run == nil {
+			return d, e, v, false
+		}
+	case formLdx, formCtx:
+	default:
 		return d, e, v, false
 	}
 	f := &frames[d]
@@ -63,9 +79,19 @@ func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Ac
 	r.depth = 0
 	r.records = r.records[:0]
 	reg := &r.regs[0]
-	reg[0] = run(r, q, pc, (*[16]uint64)(reg[:16]))
-	if r.faulted || len(r.records) != 0 || r.redirect.Kind != RedirectNone {
-		return d, jitExitCalled | uint32(pc)<<8, 0, false
+	if run == nil {
+		// A load native code left to Go (a context load it does not
+		// specialise, an access its inline check refused): the slow
+		// path's. A fault stands, and the slow path finds it again when
+		// finishBurst runs the load.
+		if !r.slowLdx(q, pc, in, reg) {
+			return d, e, v, false
+		}
+	} else {
+		reg[0] = run(r, q, pc, (*[16]uint64)(reg[:16]))
+		if r.faulted || len(r.records) != 0 || r.redirect.Kind != RedirectNone {
+			return d, jitExitCalled | uint32(pc)<<8, 0, false
+		}
 	}
 	tail := r.jit.tail
 	r.syncJIT() // clears tail
