@@ -379,7 +379,8 @@
 // runs it, storing verdicts and going on; only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
 // invalid frame) returns, and Go finishes it before entering again. A
-// frame that returns at a call of a helper run in Go has the helper run
+// frame that returns at a call of a helper run in Go (or at a load native
+// code leaves to Go, such as a context load in a subprogram) has it run
 // and goes on in the same loop when nothing is left for Go to finish
 // (burstCall, jit_resume_unsafe.go: no fault, ring buffer record, lock or
 // redirect pending in Go, a helper that runs no program code): the

@@ -572,7 +572,9 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 //     bound collection (this check, or runFrame's bind), and a burst runs
 //     one program's code for all its frames with no Go in between.
 //   - Go re-enters native code after an exit to it (jitAfter: helpers, the
-//     slow path, faults handled in Go) only for the program the run is in
+//     slow path, faults handled in Go; burstCall, which goes on with a
+//     burst after a helper or load run in Go, through tailTarget as
+//     jitAfter through tailProg) only for the program the run is in
 //     now: the run's own program, the caller of a bpf-to-bpf call or of
 //     a callback (the same program: subprograms and callbacks are part
 //     of it), or the target of a tail call (tailProg, which looks the

@@ -13,7 +13,7 @@ import (
 
 // goCallBody is a program whose frames call helpers that run in Go
 // (bpf_get_numa_node_id, bpf_map_push_elem on the queue q) in the middle
-// of a burst, on a path the packet's first byte picks (its low three
+// of a burst, on a path the packet's first byte picks (its low four
 // bits), after r1-r5 were set to constants and r6-r9 hold the context, the
 // packet's data and its first two bytes:
 // 0 returns the sum of every register after the call (r10 included),
@@ -22,8 +22,11 @@ import (
 // returns the second byte's low three bits (5-7: an unknown action); 5
 // pushes with r1 not a map (a fault in Go); 6 pushes and then loads at
 // data plus the second byte unchecked (a load fault past the end); 7
-// pushes and writes the push's result into the packet. Frames shorter
-// than two bytes pass.
+// pushes and writes the push's result into the packet; 8 reserves a ring
+// buffer record (in Go, which keeps it: the frame ends in Go) and
+// returns XDP_REDIRECT without a redirect of its own; 9 redirects
+// through the devmap dm in Go (to a slot the second byte picks, some
+// empty); 10-15 are 0. Frames shorter than two bytes pass.
 func goCallBody() asm.Instructions {
 	push := func(r1 asm.Instruction) asm.Instructions {
 		return asm.Instructions{r1, asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, -8),
@@ -46,10 +49,10 @@ func goCallBody() asm.Instructions {
 		asm.LoadMem(asm.R2, asm.R7, 1, asm.Byte), // proven: data + 2 was checked
 		asm.Add.Reg(asm.R0, asm.R2),
 		asm.StoreMem(asm.R10, -8, asm.R0, asm.DWord),
-		asm.Mov.Reg(asm.R1, asm.R9), asm.And.Imm(asm.R1, 7),
+		asm.Mov.Reg(asm.R1, asm.R9), asm.And.Imm(asm.R1, 15),
 		asm.JEq.Imm(asm.R1, 1, "p1"), asm.JEq.Imm(asm.R1, 2, "p2"), asm.JEq.Imm(asm.R1, 3, "p3"),
 		asm.JEq.Imm(asm.R1, 4, "p4"), asm.JEq.Imm(asm.R1, 5, "p5"), asm.JEq.Imm(asm.R1, 6, "p6"),
-		asm.JEq.Imm(asm.R1, 7, "p7"),
+		asm.JEq.Imm(asm.R1, 7, "p7"), asm.JEq.Imm(asm.R1, 8, "p8"), asm.JEq.Imm(asm.R1, 9, "p9"),
 		asm.And.Imm(asm.R0, 3), asm.Return(),
 		asm.FnGetNumaNodeId.Call().WithSymbol("p1"),
 		asm.LoadMem(asm.R2, asm.R10, -8, asm.DWord), asm.Add.Reg(asm.R0, asm.R2), asm.Add.Reg(asm.R0, asm.R1),
@@ -68,16 +71,29 @@ func goCallBody() asm.Instructions {
 	insns = append(insns, asm.StoreMem(asm.R7, 0, asm.R0, asm.Byte), // proven
 		asm.Mov.Imm(asm.R0, int32(ActionPass)), asm.Return(),
 		asm.Mov.Imm(asm.R0, int32(ActionPass)).WithSymbol("pass"), asm.Return())
+	insns = append(insns, asm.LoadMapPtr(asm.R1, 0).WithReference("rb").WithSymbol("p8"),
+		asm.Mov.Imm(asm.R2, 8), asm.Mov.Imm(asm.R3, 0), asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "p8ret"),
+		asm.Mov.Reg(asm.R1, asm.R0), asm.Mov.Imm(asm.R2, 0), asm.FnRingbufDiscard.Call(),
+		asm.Mov.Imm(asm.R0, int32(ActionRedirect)).WithSymbol("p8ret"), asm.Return())
+	// The jump makes the call a jump target: its map is not known where it
+	// is compiled, so Go runs it.
+	insns = append(insns, asm.LoadMapPtr(asm.R1, 0).WithReference("dm").WithSymbol("p9"),
+		asm.Mov.Reg(asm.R2, asm.R8), asm.And.Imm(asm.R2, 7), asm.Mov.Imm(asm.R3, 0),
+		asm.Ja.Label("p9call"), asm.FnRedirectMap.Call().WithSymbol("p9call"), asm.Return())
 	return insns
 }
 
-// goCallSpec is a collection of the programs named, with the queue q and
-// the program array jmp (slot 0: the program "t" when there is one).
+// goCallSpec is a collection of the programs named, with the queue q, the
+// ring buffer rb, the devmap dm and the program array jmp (slot 0: the program "t" when
+// there is one).
 func goCallSpec(progs map[string]asm.Instructions) *ebpf.CollectionSpec {
 	spec := &ebpf.CollectionSpec{
 		Maps: map[string]*ebpf.MapSpec{
 			"q":   {Name: "q", Type: ebpf.Queue, ValueSize: 8, MaxEntries: 40},
 			"jmp": {Name: "jmp", Type: ebpf.ProgramArray, KeySize: 4, ValueSize: 4, MaxEntries: 1},
+			"rb":  {Name: "rb", Type: ebpf.RingBuf, MaxEntries: 4096},
+			"dm":  {Name: "dm", Type: ebpf.DevMap, KeySize: 4, ValueSize: 4, MaxEntries: 8},
 		},
 		Programs: map[string]*ebpf.ProgramSpec{},
 	}
@@ -88,7 +104,7 @@ func goCallSpec(progs map[string]asm.Instructions) *ebpf.CollectionSpec {
 }
 
 // loadGoCall loads spec for engine e and returns its program "main", with
-// "t" in jmp's slot 0 when there is one.
+// "t" in jmp's slot 0 when there is one and dm's slots 0-4 set.
 func loadGoCall(t *testing.T, spec *ebpf.CollectionSpec, e Engine) (*Collection, *Program) {
 	t.Helper()
 	c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
@@ -103,6 +119,15 @@ func loadGoCall(t *testing.T, spec *ebpf.CollectionSpec, e Engine) (*Collection,
 		}
 		v := []byte{byte(tp.ID()), byte(tp.ID() >> 8), byte(tp.ID() >> 16), byte(tp.ID() >> 24)}
 		if err := jmp.Update([]byte{0, 0, 0, 0}, v, 0, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dm, err := c.Map("dm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range byte(5) {
+		if err := dm.Update([]byte{k, 0, 0, 0}, []byte{k + 1, 0, 0, 0}, 0, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -189,7 +214,10 @@ func checkGoCallBursts(t *testing.T, spec *ebpf.CollectionSpec, seed uint64, bur
 		}
 		for i := range got {
 			g, w := got[i], want[i]
-			if gotV[i] != wantV[i] || gotR[i] != wantR[i] {
+			gr, wr := gotR[i], wantR[i]
+			// The two collections' maps: the same one when both or neither.
+			gr.Map, wr.Map = nil, nil
+			if gotV[i] != wantV[i] || gr != wr || (gotR[i].Map == nil) != (wantR[i].Map == nil) {
 				t.Errorf("round %d frame %d: %v %+v, interpreter %v %+v", round, i, gotV[i], gotR[i], wantV[i], wantR[i])
 			}
 			if g.DataMeta != w.DataMeta || g.Data != w.Data || g.DataEnd != w.DataEnd || !bytes.Equal(g.Buf, w.Buf) {

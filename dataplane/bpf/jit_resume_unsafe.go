@@ -19,11 +19,11 @@ import "unsafe"
 // when nothing its end must look at in Go is pending, exactly what
 // finishBurst and endRun would otherwise handle:
 //   - no fault (the run ends there), no ring buffer record or spin lock
-//     held by Go (Runner.records, which endRun drops), no redirect set in
-//     Go (Runner.redirect, which the loop's frames do not read) nor
-//     recorded by native code in the frame's slot before the call (a Go
-//     helper may overwrite it: the record would be stale), no spin lock
-//     held by native code (Go adopts it at every exit);
+//     held by Go (Runner.records, which endRun drops), no redirect set or
+//     cleared in Go (Runner.redirect, which the loop's frames do not read:
+//     it must still be the one the frame's slot records, if any, which
+//     the loop reads when the frame ends), no spin lock held by native
+//     code (Go adopts it at every exit);
 //   - the helper runs no program code (bpf_loop in Go and the like use the
 //     Go call frames, which native bpf-to-bpf calls in progress keep in
 //     jitState.calls until Go adopts them: any other helper sees neither).
@@ -55,7 +55,7 @@ func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Ac
 	pc := int(e >> 8)
 	slot := r.jit.rdUsed // the stopped frame's redirect slot
 	n := min(len(frames), len(verdicts), jitBurstMax)
-	if d >= n || slot != uint64(d)+1 || r.jit.rds[slot].kind != 0 || r.jit.spin[0] != 0 ||
+	if d >= n || slot != uint64(d)+1 || r.jit.spin[0] != 0 ||
 		uint(pc+1) >= uint(len(qj.entry)) || uint(pc) >= uint(len(q.code)) {
 		return d, e, v, false
 	}
@@ -88,10 +88,16 @@ func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Ac
 			return d, e, v, false
 		}
 	} else {
+		// The redirect the frame's record describes (jitBurst's
+		// endBurstRedirect made it), which the helper must leave alone.
+		rd := r.redirect
 		reg[0] = run(r, q, pc, (*[16]uint64)(reg[:16]))
-		if r.faulted || len(r.records) != 0 || r.redirect.Kind != RedirectNone {
+		if r.faulted || len(r.records) != 0 || !sameRedirect(&r.redirect, &rd) {
 			return d, jitExitCalled | uint32(pc)<<8, 0, false
 		}
+	}
+	if r.redirect.Kind != RedirectNone {
+		r.redirect = Redirect{} // as enterBurst: the frame's record stands
 	}
 	tail := r.jit.tail
 	r.syncJIT() // clears tail
@@ -113,6 +119,12 @@ func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Ac
 	r.jit.rdUsed = last
 	r.endBurstRedirect(last)
 	return d + k, uint32(e2), v2, true
+}
+
+// sameRedirect reports whether a and b are the same redirect. Map is
+// compared last: every maps.Map is a pointer, whose compare cannot panic.
+func sameRedirect(a, b *Redirect) bool {
+	return a.Kind == b.Kind && a.Ifindex == b.Ifindex && a.Key == b.Key && a.Flags == b.Flags && a.Map == b.Map
 }
 
 // burstHelpers are the Go implementations of the helpers burstCall may
