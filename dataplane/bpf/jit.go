@@ -116,6 +116,13 @@ type jitState struct {
 	// lock word's address and the pointer r1 held; 0 when none. Go takes
 	// it over whenever the code returns to it (adoptSpin).
 	spin [2]uint64
+	// resume, when not 0, is where the next jitEnterBurst goes on with its
+	// first frame, a run Go stopped at a helper call and ran the helper of
+	// (burstCall): with the registers in Runner.regs and the frame's state
+	// as it left it, instead of starting that frame. The trampoline clears
+	// it. resumes counts them, for tests.
+	resume  uintptr
+	resumes uint64
 	// loops are the native bpf_loop calls in progress (jit_loop.go), by
 	// the frame index of their callback's frame.
 	loops [maxFrames]jitLoop
@@ -125,13 +132,6 @@ type jitState struct {
 	// pcpu is the address of Runner.cpu's slots in per-CPU array number k
 	// of the bound collection, 0 for none (jit_first.go).
 	pcpu [jitPCPUMaps]uint64
-	// resume, when not 0, is where the next jitEnterBurst goes on with its
-	// first frame, a run Go stopped at a helper call and ran the helper of
-	// (burstCall): with the registers in Runner.regs and the frame's state
-	// as it left it, instead of starting that frame. The trampoline clears
-	// it. resumes counts them, for tests.
-	resume  uintptr
-	resumes uint64
 }
 
 // jitCall is the frame of a native bpf-to-bpf call: callFrame without the
