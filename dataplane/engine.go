@@ -392,7 +392,7 @@ func (e *Engine) Stop() error {
 				}
 				time.Sleep(100 * time.Microsecond)
 			}
-			t.pub.publish(&t.ctr, &txSide)
+			t.pub.publish(&t.ctr, txSide)
 			t.mu.Unlock()
 		}
 	}
@@ -509,7 +509,7 @@ func (e *Engine) stackReader(p *port, r StackReader) {
 			if n > 0 {
 				t.mu.Lock()
 				t.ctr[TxStackErrors]++
-				t.pub.publish(&t.ctr, &txSide)
+				t.pub.publish(&t.ctr, txSide)
 				t.mu.Unlock()
 				p.noBuf.Add(1)
 			}
@@ -536,7 +536,7 @@ func (e *Engine) stackReader(p *port, r StackReader) {
 			t.ctr[TxStackErrors]++
 			b.Free()
 		}
-		t.pub.publish(&t.ctr, &txSide)
+		t.pub.publish(&t.ctr, txSide)
 		t.mu.Unlock()
 	}
 }
@@ -568,9 +568,9 @@ func (e *Engine) Snapshot() Snapshot {
 		for qi, t := range p.txqs {
 			var qs QueueStats
 			qs.Queue = qi
-			t.pub.load(&qs.Counters, &txSide)
+			t.pub.load(&qs.Counters, txSide)
 			if qi < len(p.pollers) {
-				p.pollers[qi].pub.load(&qs.Counters, &rxSide)
+				p.pollers[qi].pub.load(&qs.Counters, rxSide)
 			}
 			if qi == 0 {
 				qs.Counters[NoBuffer] += p.noBuf.Load()

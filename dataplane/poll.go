@@ -53,10 +53,12 @@ type poller struct {
 	verdicts  []bpf.Action   // verdicts[i] is frames[i]'s
 	redirects []bpf.Redirect // where frames[i] goes when its verdict is REDIRECT
 	bufs      []*dma.Buf     // received burst
-	drop      []*dma.Buf     // frames to free at the end of the poll (all from pool)
+	dropped   int            // bufs[:dropped] are its XDP_DROP frames, once act ran
+	drop      []*dma.Buf     // other frames to free at the end of the poll (all from pool)
 	tx        []*dma.Buf     // XDP_TX frames
 	txBytes   uint64         // the sum of their lengths
 	dev       []devBulk      // per target port
+	lastDev   *port          // the port the last redirect to a port went to
 	reach     []bool         // per target port: its device can read our pool
 	cpuq      []cpuBulk      // per CPU worker
 	xdirt     []*XSK         // XSKs with unpublished frames
@@ -154,7 +156,7 @@ func (p *poller) loop(cpu int, ready chan<- error) {
 	if p.faulted {
 		p.recordFault()
 	}
-	p.pub.publish(&p.ctr, &rxSide)
+	p.pub.publish(&p.ctr, rxSide)
 }
 
 // reclaimOwn hands back what the port's own TX queue has sent.
@@ -176,33 +178,114 @@ func (p *poller) poll() int {
 	if n == 0 {
 		return 0
 	}
-	frames := p.frames[:n]
-	var rxBytes uint64
-	for i, b := range p.bufs[:n] {
-		rxBytes += uint64(b.Len)
-		f := &frames[i]
-		f.Buf = b.Mem
-		f.Data = b.Off
-		f.DataMeta = b.Off - b.Meta
-		f.DataEnd = b.Off + b.Len
-	}
+	p.ctr[RxPackets] += uint64(n)
+	p.ctr[RxBytes] += p.fillFrames(p.bufs[:n])
 	if p.metas != nil {
 		p.fillRxMeta(p.bufs[:n])
 	}
-	p.ctr[RxPackets] += uint64(n)
-	p.ctr[RxBytes] += rxBytes
 	ran, firstFault := p.run.RunBurst(p.frames[:n], p.verdicts[:n], p.redirects[:n])
 	for i := ran; i < n; i++ {
 		// A Runner that ran short of the burst: its frames are aborted.
 		p.verdicts[i] = bpf.ActionAborted
 	}
-	for i, b := range p.bufs[:n] {
-		p.bufs[i] = nil
-		f := &p.frames[i]
+	p.act(n, firstFault)
+	p.flush()
+	return n
+}
+
+// fillFrames points the burst's frames at its buffers and returns the sum
+// of their lengths. The offsets are read into locals first: a store to the
+// frame could alias the buffer's fields for all the compiler knows, which
+// would reload them after each.
+func (p *poller) fillFrames(bufs []*dma.Buf) (rxBytes uint64) {
+	frames := p.frames[:len(bufs)]
+	for i, b := range bufs {
+		off, n, meta := b.Off, b.Len, b.Meta
+		rxBytes += uint64(n)
+		f := &frames[i]
+		f.Buf = b.Mem
+		f.Data, f.DataMeta, f.DataEnd = off, off-meta, off+n
+	}
+	return rxBytes
+}
+
+// act takes the first n frames of the burst each down its verdict's path,
+// in frame order. Most frames of a burst are XDP_DROP or XDP_TX, whose
+// paths only gather the buffer: actCommon runs those, in a loop with no call
+// (so no state of it goes to the stack and back per frame), and stops at the
+// first frame that needs more, which actEach takes on with as many frames
+// after it as need more too. With a capture on, actEach runs every frame
+// (the Dumper sees them in order).
+//
+// XDP_DROP frames are packed at the front of p.bufs itself (slot dropped <=
+// i is free by the time frame i lands there; no frame after it is moved),
+// XDP_TX frames gather in p.tx with their bytes; flush hands both on with
+// one call each. Their counters are the lengths of those lists, added once
+// per burst: Snapshot sees counters only when flush publishes them, so they
+// are as exact as counted per frame.
+func (p *poller) act(n, firstFault int) {
+	if p.dump != nil {
+		p.actEach(0, n, firstFault, true)
+	} else {
+		for i := 0; i < n; {
+			if i = p.actCommon(i, n); i < n {
+				i = p.actEach(i, n, firstFault, false)
+			}
+		}
+	}
+	p.ctr[RxXDPDrop] += uint64(p.dropped)
+	p.ctr[RxXDPTx] += uint64(len(p.tx))
+}
+
+// actCommon gathers frames i, i+1, ... of the burst while their verdict is
+// XDP_DROP or XDP_TX and their offsets are good, and returns the index of
+// the first frame that is not such (n: none). A dropped frame's buffer keeps
+// the offsets it arrived with: nothing reads them before the pool resets
+// them for its next frame.
+func (p *poller) actCommon(i, n int) int {
+	bufs := p.bufs[:n]
+	frames := p.frames[:len(bufs)]
+	verdicts := p.verdicts[:len(bufs)]
+	// p.tx by index, not append: a loop with no call in it keeps its state
+	// in registers. Its capacity is the budget (newPoller), at least n.
+	nd, nt, tx, txBytes := p.dropped, len(p.tx), p.tx[:cap(p.tx)], p.txBytes
+	for ; i < len(bufs); i++ {
+		b, f := bufs[i], &frames[i]
+		// Unsigned: DataEnd within the buffer and each offset at most the
+		// next one means none is negative.
+		if uint(f.DataMeta) > uint(f.Data) || uint(f.Data) > uint(f.DataEnd) || uint(f.DataEnd) > uint(len(b.Mem)) {
+			break
+		}
+		if a := verdicts[i]; a == bpf.ActionDrop {
+			bufs[nd] = b
+			nd++
+		} else if a == bpf.ActionTX {
+			b.Off, b.Len, b.Meta = f.Data, f.DataEnd-f.Data, f.Data-f.DataMeta
+			tx[nt] = b
+			nt++
+			txBytes += uint64(b.Len)
+		} else {
+			break
+		}
+	}
+	p.dropped, p.tx, p.txBytes = nd, tx[:nt], txBytes
+	return i
+}
+
+// actEach takes frames i, i+1, ... of the burst down their verdict's path,
+// every frame when all is set, otherwise until one that actCommon gathers,
+// and returns the index it stopped at (n: the end).
+func (p *poller) actEach(i, n, firstFault int, all bool) int {
+	bufs := p.bufs[:n]
+	for ; i < len(bufs); i++ {
+		b, f := bufs[i], &p.frames[i]
 		act := p.verdicts[i]
-		if f.DataMeta < 0 || f.DataMeta > f.Data || f.Data > f.DataEnd || f.DataEnd > len(b.Mem) {
+		if uint(f.DataMeta) > uint(f.Data) || uint(f.Data) > uint(f.DataEnd) || uint(f.DataEnd) > uint(len(b.Mem)) {
 			p.abort(b, act, errBadBounds)
 			continue
+		}
+		if !all && (act == bpf.ActionDrop || act == bpf.ActionTX) {
+			return i
 		}
 		b.Off, b.Len, b.Meta = f.Data, f.DataEnd-f.Data, f.Data-f.DataMeta
 		if p.dump != nil && p.dump.Want(act) {
@@ -210,15 +293,14 @@ func (p *poller) poll() int {
 		}
 		switch act {
 		case bpf.ActionDrop:
-			p.ctr[RxXDPDrop]++
-			p.drop = append(p.drop, b)
+			bufs[p.dropped] = b
+			p.dropped++
 		case bpf.ActionTX:
-			p.ctr[RxXDPTx]++
 			p.tx = append(p.tx, b)
 			p.txBytes += uint64(b.Len)
 		case bpf.ActionRedirect:
 			p.ctr[RxXDPRedirect]++
-			if !p.redirect(p.redirects[i], b) {
+			if !p.redirect(&p.redirects[i], b) {
 				p.ctr[RxXDPRedirectErrors]++
 				p.drop = append(p.drop, b)
 			}
@@ -236,8 +318,7 @@ func (p *poller) poll() int {
 			p.abort(b, act, err)
 		}
 	}
-	p.flush()
-	return n
+	return i
 }
 
 // abort drops a frame whose program aborted or faulted. The first abort of a
@@ -274,15 +355,20 @@ func (p *poller) pass(b *dma.Buf) {
 
 // redirect queues b for rd, the target of its XDP_REDIRECT. It reports false
 // when there is no such target; b then stays with the caller.
-func (p *poller) redirect(rd bpf.Redirect, b *dma.Buf) bool {
+func (p *poller) redirect(rd *bpf.Redirect, b *dma.Buf) bool {
 	switch rd.Kind {
 	case bpf.RedirectIfindex, bpf.RedirectDevMap:
 		if rd.Flags&bpfFBroadcast != 0 {
 			return false
 		}
-		t := p.e.portByIfindex(rd.Ifindex)
-		if t == nil {
-			return false
+		// A burst's redirects mostly go to one port: the last one found
+		// is tried first (the engine's ports never change).
+		t := p.lastDev
+		if t == nil || t.ifindex != rd.Ifindex {
+			if t = p.e.portByIfindex(rd.Ifindex); t == nil {
+				return false
+			}
+			p.lastDev = t
 		}
 		if !p.reach[t.idx] {
 			if b = bounce(t, b); b == nil {
@@ -336,13 +422,13 @@ func flushDevBulk(t *port, q int, bq *devBulk) {
 // publishTx stores the TX-side counters; the caller holds t.mu.
 // Only the ones that changed are stored (see published.publish).
 func (t *txq) publishTx() {
-	t.pub.publish(&t.ctr, &txSide)
+	t.pub.publish(&t.ctr, txSide)
 }
 
 // toCPU queues b for the CPU worker of the cpumap entry. The entry comes from a
 // *maps.CPUMap (Target: qsize and program), or from any map whose value is a
 // struct bpf_cpumap_val.
-func (p *poller) toCPU(rd bpf.Redirect, b *dma.Buf) bool {
+func (p *poller) toCPU(rd *bpf.Redirect, b *dma.Buf) bool {
 	k := int(rd.Key)
 	if rd.Map == nil || k >= len(p.cpuq) {
 		return false
@@ -393,7 +479,7 @@ func (p *poller) flushCPU(k int) {
 
 // toXSK puts b on the ring of the XSK bound at the xskmap entry, which must be
 // bound to this port and queue (as the kernel requires).
-func (p *poller) toXSK(rd bpf.Redirect, b *dma.Buf) bool {
+func (p *poller) toXSK(rd *bpf.Redirect, b *dma.Buf) bool {
 	if rd.Map == nil {
 		return false
 	}
@@ -457,6 +543,11 @@ func (p *poller) flush() {
 	}
 	clear(p.xdirt)
 	p.xdirt = p.xdirt[:0]
+	if p.dropped > 0 {
+		// The XDP_DROP frames, which act packed at the front of p.bufs.
+		p.pool.PutBurst(p.bufs[:p.dropped])
+		p.dropped = 0
+	}
 	if len(p.drop) > 0 {
 		p.pool.PutBurst(p.drop)
 		clear(p.drop)
@@ -465,5 +556,5 @@ func (p *poller) flush() {
 	if p.faulted {
 		p.recordFault()
 	}
-	p.pub.publish(&p.ctr, &rxSide)
+	p.pub.publish(&p.ctr, rxSide)
 }

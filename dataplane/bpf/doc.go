@@ -272,7 +272,16 @@
 // above BPF_EXIST go to Go), the answers of bpf_map_update_elem and
 // bpf_map_delete_elem on those hash maps that write nothing (-EEXIST for
 // BPF_NOEXIST of a key present, -ENOENT for BPF_EXIST or a delete of a
-// key absent, from the lookup's probe), and bpf_spin_lock and
+// key absent, from the lookup's probe, which writes take only past it),
+// what writes under the stripe's lock (jit_hashupd.go:
+// maps.HashTable.LockOff, a word Go's writers take too, a lock still held
+// after a few tries going to Go): on both backends a per-CPU map's CPU
+// slot of a key present written in place (jit_*_hashupd.go), on amd64
+// also inserts, replacements and deletes (jit_amd64_hashupd_write.go),
+// which link entries only while the collector's write barrier is off
+// (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
+// empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
+// to Go), and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into
@@ -292,8 +301,8 @@
 // constant key or flags is checked and looked up at load: Go builds
 // Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
-// other helper (hash inserts, replacements and deletes of a key present,
-// which link or unlink entries under the stripe's mutex, lookups in maps
+// other helper (on arm64 hash inserts, replacements and deletes of a key
+// present, which link or unlink entries under the stripe's lock, lookups in maps
 // with keys past those limits or made BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,
@@ -312,6 +321,17 @@
 // consumer positions read in that order (maps.NativeRing); a call that may
 // get a record, bpf_ringbuf_submit and _discard exit to Go, which keeps
 // the records and their regions.
+//
+// On both backends, bpf_perf_event_output on a perf event array loaded into
+// r2 in a straight line answers natively when it fails (jit_perf.go,
+// jit_*_perf.go, maps.NativePerf): flags outside the index and ctx-length
+// masks (-EINVAL), more frame bytes than the frame has (-EFAULT), an index
+// past the slots (-E2BIG), an empty slot (-ENOENT), a ring of another CPU
+// (-EOPNOTSUPP) and a full ring (-ENOSPC, the loss counted with an atomic
+// add as Output counts it), from Output's lock-free first check (head,
+// lost, tail loaded in that order); r1 not the context, data the program may
+// not read and an output that fits go to Go, which writes the record under
+// the ring's lock bit and wakes a blocked reader.
 //
 // The XDP RX metadata kfuncs are native on both backends (jit_meta.go,
 // jit_*_meta.go; kfuncRows give them the helper table's native column):
@@ -376,7 +396,8 @@
 // tail calls: written only when a run changed them; the runs are counted
 // per burst), points the redirect helpers at the frame's own record
 // (jitState.rds, cleared by Go before the burst, read by it after) and
-// runs it, storing verdicts and going on; only a
+// runs it, storing verdicts and going on (XDP_REDIRECT ones counted in
+// jitState.rdn, so that Go reads no record after a burst with none); only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
 // invalid frame) returns, and Go finishes it before entering again. A
 // frame that returns at a call of a helper run in Go (or at a load native

@@ -11,7 +11,8 @@ import (
 // BPF_F_CURRENT_CPU for this CPU) and, in bits 32-51 (BPF_F_CTXLEN_MASK), how
 // many bytes of the frame to append to the data; other bits are -EINVAL and
 // more frame bytes than the frame has -EFAULT. The rest is
-// maps.PerfEventArray.Output.
+// maps.PerfEventArray.Output. The JIT answers the refusals in native code
+// with these steps (jit_perf.go); the outputs that fit come here.
 const (
 	perfIndexMask  = 0xffffffff            // BPF_F_INDEX_MASK
 	perfCtxLenMask = uint64(0xfffff) << 32 // BPF_F_CTXLEN_MASK

@@ -158,7 +158,7 @@ var helperRows = []helperInfo{
 	{id: asm.FnGetSmpProcessorId, run: hSmpProcessorID, keepsPacket: true, native: "always"},
 	{id: asm.FnTailCall, args: sig(argCtx, argMap, argScalar), inLoop: true, native: "a program array loaded into r2, to a target with native code, in a run with a frame"},
 	{id: asm.FnRedirect, args: sig(argScalar, argScalar), run: hRedirect, keepsPacket: true, native: "always"},
-	{id: asm.FnPerfEventOutput, args: sig(argCtx, argMap, argScalar, argMem, argSize), run: (*Runner).perfEventOutput, keepsPacket: true},
+	{id: asm.FnPerfEventOutput, args: sig(argCtx, argMap, argScalar, argMem, argSize), run: (*Runner).perfEventOutput, keepsPacket: true, native: "its refusals (bad flags, frame bytes past the frame, no slot or ring for this CPU, a full ring) when r2 is a perf event array loaded in a straight line"},
 	{id: asm.FnCsumDiff, args: sig(argMem, argSize, argMem, argSize, argScalar), run: (*Runner).csumDiff, keepsPacket: true, native: "lengths that are multiples of 4, up to 65532 bytes"},
 	{id: asm.FnGetNumaNodeId, run: hNumaNodeID, keepsPacket: true},
 	{id: asm.FnXdpAdjustHead, args: sig(argCtx, argScalar), run: (*Runner).adjustHead, native: "r1 the context of a run with a frame"},

@@ -98,6 +98,10 @@ type jitState struct {
 	// rdUsed is the last slot of rds a burst may have written since Go
 	// last cleared them (jitBurst): the slots past it are clear.
 	rdUsed uint64
+	// rdn is the number of frames the last native burst stored an
+	// XDP_REDIRECT verdict for (jitEnterBurst counts them): a burst with
+	// none has no redirect to fill in (fillRedirects).
+	rdn uint64
 	// tail is the id of the program a native tail call went to (0: none
 	// since native code was entered, which clears it): the program whose
 	// instructions the exit code now counts (tailProg).

@@ -100,7 +100,8 @@ done:
 // helpers at its record (jitState.rdo: rds[i+1], which Go cleared), clears
 // the tail call state, sets the budget, drops the last run's regions, and
 // runs the code (jitBurst counts the runs). A run that ends in its first
-// round with a verdict up to XDP_REDIRECT stores it in verdicts[i] and the
+// round with a verdict up to XDP_REDIRECT stores it in verdicts[i] (an
+// XDP_REDIRECT one counted in jitState.rdn, which Go cleared) and the
 // loop goes on. Otherwise it returns with done = i, the number of frames
 // finished: exit 0 when i = n or frame i failed
 // its check (not run), else the exit code and r0 of frame i's first round
@@ -176,6 +177,7 @@ ran:
 	JNE slow
 	CMPL AX, $const_ActionRedirect
 	JA verdict
+	JEQ redirected
 store:
 	MOVQ done+56(FP), CX
 	MOVQ verdicts+40(FP), DX
@@ -218,6 +220,11 @@ verdict:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)
 	RET
+redirected:
+	// Counted for fillRedirects (jitState.rdn): R11 is the code's now.
+	MOVQ r+0(FP), R11
+	INCQ (Runner_jit+jitState_rdn)(R11)
+	JMP store
 slow:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)

@@ -67,6 +67,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		c.spinUnlock(pc)
 	case helperRingbufReserve, helperRingbufOutput:
 		return emitRing(c, c.env, c.plain, c.targets, pc) // jit_ringbuf.go
+	case helperPerfEventOutput:
+		return emitPerf(c, c.env, c.plain, c.targets, pc) // jit_perf.go
 	case helperKtimeGetNs, helperKtimeGetCoarseNs:
 		return c.ktime(pc) // jit_amd64_time.go
 	case helperLoop:

@@ -21,7 +21,7 @@ func (c *amd64Compiler) updateAt(pc int) bool {
 	}
 	h, ok := c.env.hashUpdateFor(k)
 	if ok {
-		c.hashNoWrite(pc, h, false)
+		c.hashUpdate(pc, h) // jit_amd64_hashupd.go
 	}
 	return ok
 }
@@ -34,7 +34,7 @@ func (c *amd64Compiler) deleteAt(pc int) bool {
 	}
 	h, ok := c.env.hashUpdateFor(k)
 	if ok {
-		c.hashNoWrite(pc, h, true)
+		c.hashDelete(pc, h) // jit_amd64_hashupd.go
 	}
 	return ok
 }

@@ -161,6 +161,7 @@ ran:
 	MOVWU R0, R10
 	CMP $const_ActionRedirect, R10
 	BHI verdict
+	BEQ redirected
 store:
 	MOVD done+56(FP), R11
 	MOVD verdicts+40(FP), R12
@@ -204,6 +205,14 @@ verdict:
 	MOVD R9, exit+64(FP)
 	MOVD R0, r0+72(FP)
 	RET
+redirected:
+	// Counted for fillRedirects (jitState.rdn); R11 and R12 are free
+	// until store loads them.
+	MOVD r+0(FP), R11
+	MOVD (Runner_jit+jitState_rdn)(R11), R12
+	ADD $1, R12, R12
+	MOVD R12, (Runner_jit+jitState_rdn)(R11)
+	B store
 slow:
 	MOVD R9, exit+64(FP)
 	MOVD R0, r0+72(FP)

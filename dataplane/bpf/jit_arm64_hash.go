@@ -31,6 +31,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		return true
 	}
 	switch int32(c.plain[pc].imm) {
+	case helperPerfEventOutput:
+		return emitPerf(c, c.env, c.plain, c.targets, pc) // jit_perf.go
 	case helperMapUpdateElem:
 		return c.updateAt(pc) // jit_arm64_update.go
 	case helperMapDeleteElem:

@@ -39,7 +39,7 @@ func (c *arm64Compiler) updateAt(pc int) bool {
 	}
 	h, ok := c.hashUpdateAt(k)
 	if ok {
-		c.hashNoWrite(pc, h, false)
+		c.hashUpdate(pc, h) // jit_arm64_hashupd.go
 	}
 	return ok
 }
@@ -61,7 +61,7 @@ func (c *arm64Compiler) deleteAt(pc int) bool {
 // the entry's fields (as hashAt) and the value's size fits the checks.
 func (c *arm64Compiler) hashUpdateAt(k uint32) (jitHash, bool) {
 	h, ok := c.env.hashUpdateFor(k)
-	for _, off := range []uintptr{h.t.NextOff, h.t.HashOff, h.t.KeyOff} {
+	for _, off := range []uintptr{h.t.NextOff, h.t.HashOff, h.t.KeyOff, h.t.IdxOff} {
 		ok = ok && off%8 == 0 && off < 8*4096
 	}
 	return h, ok && h.size < 4096

@@ -8,7 +8,17 @@ import "github.com/xnic-dev/xnic/dataplane/maps"
 // (jitBurst clears the slots before the burst) or the last call found no
 // entry. A burst's redirects mostly name one map: the last one found is
 // kept, so that a frame costs no walk from the Runner to the map.
+//
+// The loop counted the XDP_REDIRECT verdicts it stored (jitState.rdn,
+// over the resumed bursts of burstCall too): a burst with none, most of a
+// DROP or TX workload's, looks at no verdict, and the walk ends at the
+// last one (from the frame the last call stopped at, when Go went on
+// with the burst, an upper bound of those left).
 func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect, from int) {
+	left := r.jit.rdn
+	if left == 0 {
+		return
+	}
 	lastNum, lastMap := uint16(0), maps.Map(nil)
 	rds := r.jit.rds[1:]
 	n := min(len(verdicts), len(redirects), len(rds))
@@ -21,6 +31,9 @@ func (r *Runner) fillRedirects(verdicts []Action, redirects []Redirect, from int
 			lastNum, lastMap = rd.mapNum, r.recordMap(rd.mapNum)
 		}
 		fillRedirect(&redirects[i], rd, lastMap)
+		if left--; left == 0 {
+			return
+		}
 	}
 }
 

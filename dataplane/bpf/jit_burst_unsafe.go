@@ -18,7 +18,8 @@ func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames uns
 // its first native round, or exit 0 when the frame failed runJIT's check
 // and did not run. len(verdicts) must be at least len(frames). The packet
 // region and frame that native code reads (jitState) point at the last
-// frame run; Runner.frame and regions[regionPacket] are left as they were.
+// frame run; Runner.frame and regions[regionPacket] are left as they were;
+// jitState.rdn is the number of XDP_REDIRECT verdicts stored.
 func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (done int, exit uint32, r0 uint64) {
 	if len(frames) == 0 || len(verdicts) < len(frames) {
 		return 0, 0, 0
@@ -28,6 +29,7 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	// written, not the burst's whole length, which would cost a burst
 	// whose every frame leaves for Go (a Go helper) O(n^2).
 	clear(r.jit.rds[1 : min(r.jit.rdUsed, jitBurstMax)+1])
+	r.jit.rdn = 0 // the loop counts the XDP_REDIRECT verdicts it stores
 	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
 	// The loop counts no run (a store per frame): the frames it finished,

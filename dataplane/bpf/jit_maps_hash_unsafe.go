@@ -63,12 +63,12 @@ func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
 	if !ok || t.KeySize != m.keySize {
 		return h, false
 	}
-	for _, v := range []uint64{t.MaxWalk, t.Entries, t.ElemSize, t.NCPU, uint64(t.StripeSize)} {
+	for _, v := range []uint64{t.MaxWalk, t.Entries, t.ElemSize, t.NCPU, uint64(t.StripeSize), t.NExtra} {
 		if v > math.MaxInt32 {
 			return h, false
 		}
 	}
-	for _, off := range []uintptr{t.NextOff, t.HashOff, t.KeyOff, t.ValOff, t.IdxOff, t.RefOff, t.SeqOff} {
+	for _, off := range []uintptr{t.NextOff, t.HashOff, t.KeyOff, t.ValOff, t.IdxOff, t.RefOff, t.SeqOff, t.LockOff, t.LiveOff} {
 		if off > math.MaxInt32 {
 			return h, false
 		}

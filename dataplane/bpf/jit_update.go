@@ -53,12 +53,11 @@ const (
 // of a key absent (-ENOENT), found by the lock-free probe of the native
 // lookup (the stripe's sequence even and unchanged across the walk, as
 // Hash.get trusts it), which is linearisable with Go's writers as that
-// lookup is. Whatever links, unlinks or writes an entry (an insert, a
-// replacement, a per-CPU slot written in place, a delete of a key
-// present, an LRU eviction) goes to Go, which takes the stripe's mutex:
-// linking entries writes Go pointers, which needs the runtime's write
-// barrier, and a contended sync.Mutex needs the scheduler to wake its
-// waiters.
+// lookup is. What writes takes the stripe's lock (jit_hashupd.go): a
+// per-CPU slot written in place on both backends; inserts, replacements
+// and deletes of a key present on amd64 only while the collector's write
+// barrier is off (linking entries writes Go pointers), else in Go, as an
+// LRU eviction always is.
 func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
 	h, ok := env.hashFor(k)
 	if !ok || !env.mapRef(k).updateOK {

@@ -66,7 +66,11 @@
 //     NativeSlots and NativeProgSlots (devmap, cpumap, xskmap, prog_array
 //     slots), NativeHash (a preallocated hash map's buckets, stripes and
 //     entry layout, walked under the stripes' sequence counters as Lookup
-//     walks them) and NativeLPM (an lpm_trie's root and node layout). Each
+//     walks them, and written holding the stripes' and the free list's
+//     lock words, hash_lock.go, which Go's writers take too), NativeLPM
+//     (an lpm_trie's root and node layout) and NativePerf (a perf event
+//     array's slots and its rings' positions, for the refusals of
+//     bpf_perf_event_output: perf_native_unsafe.go). Each
 //     says why its addresses stay valid while native code reads them.
 //   - bpf_ringbuf_reserve/submit/discard/output/query: RingBuf.Reserve,
 //     Submit, Discard, Output, Query. Reserve returns the record's region and

@@ -32,15 +32,16 @@ import (
 //
 // # Locking
 //
-// Buckets are guarded by striped mutexes (stripe = bucket index modulo the
-// stripe count), each with a sequence counter that writers make odd while they
+// Buckets are guarded by striped locks (stripe = bucket index modulo the
+// stripe count; spin locks, hash_lock.go, which native code can take as
+// well), each with a sequence counter that writers make odd while they
 // relink a chain. Lookup takes no lock and writes no shared memory: it reads
 // the sequence, walks the chain through atomic links comparing keys held as
 // atomic 64-bit words, and retries (after a few tries, under the stripe lock)
 // if the sequence moved, as a reader may have followed an entry that was
 // unlinked and reused meanwhile; the kernel's hlist_nulls walk solves the same
 // problem. Update, Delete and NextKey hold the key's stripe lock. The free list
-// and the live count have their own mutex, always taken after a stripe lock,
+// and the live count have their own lock, always taken after a stripe lock,
 // never before. LRU eviction (evictMu) takes one stripe lock at a time, never
 // while the evicting updater holds one.
 //
@@ -73,7 +74,7 @@ type Hash struct {
 	nwords  int                     // 64-bit words per key
 	maxWalk int                     // longest chain walk before a reader gives up and locks
 
-	freeMu sync.Mutex
+	freeMu spinLock
 	free   []*entry // guarded by freeMu; capacity fixed at creation
 	count  uint32   // live entries; guarded by freeMu
 
@@ -85,7 +86,7 @@ type Hash struct {
 }
 
 type stripe struct {
-	mu  sync.Mutex
+	mu  spinLock      // hash_lock.go: native code takes it too (HashTable.LockOff)
 	seq atomic.Uint64 // odd while a writer (holding mu) relinks one of the stripe's chains
 	_   [64 - 16]byte // keep stripes on separate cache lines
 }

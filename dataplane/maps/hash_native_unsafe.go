@@ -16,14 +16,39 @@ import "unsafe"
 // raced a writer: the reader loads the sequence (odd: a writer is in the
 // stripe, give up), walks at most MaxWalk entries comparing the stored
 // hash and key words, loads the sequence again and trusts the answer only
-// if it did not move. Native code only reads this memory, except the LRU
+// if it did not move. A lookup only reads this memory, except the LRU
 // reference word (RefOff, a 32-bit number, no pointer: no write barrier),
-// which it sets to 1 as Lookup does. Maps made with BPF_F_NO_PREALLOC
+// which it sets to 1 as Lookup does.
+//
+// An update may take the stripe's lock (LockOff: a 32-bit word, 0 free, 1
+// held; hash_lock.go), which excludes Go's writers exactly as their own
+// Lock does: compare-and-swap it from 0 to 1, a bounded number of tries
+// (a holder is never waited for: the call goes to Go instead), release
+// it by storing 0 after the section's last write, and leave no path in
+// between without that store. Holding it, the chain is stable (no seq
+// check needed) and a per-CPU map's value slot of an entry found may be
+// written in place, as Hash.Update does for a key present.
+//
+// Writing. Holding the stripe's lock, native code may also insert,
+// replace and delete, with Update's and Delete's steps, only while the
+// garbage collector's write barrier is off (it stores entry addresses in
+// the buckets, the next links, the spare slots and the free list: Go
+// pointers, which are written without the barrier only then): the same
+// sequence made odd around every relink, the live flag cleared on the
+// entry unlinked and set on the one linked, an insert's entry popped
+// from the free list and the live count raised under FreeLock (taken
+// after the stripe's lock, as Go takes it), a delete's entry pushed back
+// and the count lowered under it, a replacement's entry swapped with the
+// CPU's spare slot (compare-and-swap of the spare seen for the old entry,
+// which a failure relinks). Maps made with BPF_F_NO_PREALLOC
 // (entries on the Go heap, freed by the collector) and keys over 16 bytes
 // (hashed with maphash) have no HashTable.
 //
 // Readers must load with acquire ordering: plain loads on amd64, where
-// writers' atomic stores (LOCK'd instructions) are seen in order.
+// stores are seen in program order. Native writers must store in program
+// order too (the sequence odd before the first relink, even after the
+// last): plain stores on amd64, the only writer of a stripe's sequence
+// being its lock's holder.
 type HashTable struct {
 	Buckets    uintptr // &buckets[0]: Mask+1 words, each 0 or an entry's address
 	Mask       uint64  // buckets - 1
@@ -31,6 +56,7 @@ type HashTable struct {
 	StripeSize uintptr // stride between stripes
 	StripeMask uint64
 	SeqOff     uintptr // the stripe's sequence word (odd while a writer relinks)
+	LockOff    uintptr // the stripe's lock word (uint32: 0 free, 1 held)
 	S0, S1     uint64  // the hash's seeds (Hash.hashOf)
 	KeySize    uint32  // 1..16 bytes: one or two key words
 	MaxWalk    uint64  // a longer walk followed reused entries: ask Go
@@ -41,6 +67,19 @@ type HashTable struct {
 	// LRU reference word (uint32).
 	NextOff, HashOff, KeyOff, ValOff, IdxOff, RefOff uintptr
 	LRU                                              bool
+	// What an insert, a replacement and a delete write (see Writing,
+	// above): the entry's live flag (a byte), the per-CPU spare slots
+	// (Extra: NExtra words, each 0 or an entry's address), the free
+	// list's lock word (FreeLock, as LockOff), the free list's slice
+	// header (Free: data address, length, capacity; its data never
+	// moves) and the live count (Count, uint32, against MaxEntries).
+	LiveOff        uintptr
+	Extra          uintptr
+	NExtra         uint64
+	FreeLock, Free uintptr
+	Count          uintptr
+	MaxEntries     uint32
+	SpinLock       bool // values hold a bpf_spin_lock (Go writes around it)
 	// Per-CPU maps: slot cpu of entry idx is at PCPU + (cpu*Entries +
 	// idx)*ElemSize, for cpu below NCPU.
 	PerCPU   bool
@@ -66,6 +105,7 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		StripeSize: unsafe.Sizeof(stripe{}),
 		StripeMask: h.smask,
 		SeqOff:     unsafe.Offsetof(stripe{}.seq),
+		LockOff:    unsafe.Offsetof(stripe{}.mu) + unsafe.Offsetof(spinLock{}.w),
 		S0:         h.s0,
 		S1:         h.s1,
 		KeySize:    h.spec.KeySize,
@@ -78,6 +118,14 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		RefOff:     unsafe.Offsetof(e.ref),
 		LRU:        h.lru,
 		PerCPU:     h.percpu,
+		LiveOff:    unsafe.Offsetof(e.live),
+		Extra:      uintptr(unsafe.Pointer(unsafe.SliceData(h.extra))),
+		NExtra:     uint64(len(h.extra)),
+		FreeLock:   uintptr(unsafe.Pointer(&h.freeMu.w)),
+		Free:       uintptr(unsafe.Pointer(&h.free)),
+		Count:      uintptr(unsafe.Pointer(&h.count)),
+		MaxEntries: h.spec.MaxEntries,
+		SpinLock:   h.spec.SpinLock,
 	}
 	if h.percpu {
 		if len(h.pcpu) == 0 {

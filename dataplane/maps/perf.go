@@ -45,7 +45,10 @@ type PerfEventArray struct {
 // reader as the kernel's perf ring is (kernel/events/ring_buffer.c): the
 // producer publishes records by advancing head, the reader frees them by
 // advancing tail, and neither takes the other's lock. Its size is a power of
-// two, so positions are masked, not divided.
+// two, so positions are masked, not divided. The JIT reads cpu, mask,
+// head, lost and tail and adds to lost from native code (PerfLayout in
+// perf_native_unsafe.go): a change to these fields or to Output's first,
+// lock-free check changes that code's contract too.
 type perfRing struct {
 	cpu  int    // immutable
 	buf  []byte // immutable slice; bytes [tail, head) are the reader's

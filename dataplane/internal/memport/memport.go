@@ -290,19 +290,27 @@ func (r *RxQueue) Pending() int {
 	return r.n
 }
 
+// Recv takes the frames at the ring's head: at most two runs of slots
+// (before and after the ring wraps), each moved with one copy and cleared
+// with one clear, as a driver walks a run of completed descriptors; the
+// per-frame work left is the change of owner.
 func (r *RxQueue) Recv(bufs []*dma.Buf) int {
 	r.mu.Lock()
 	k := min(r.n, len(bufs))
 	h := r.head
-	for i := range bufs[:k] {
-		b := r.ring[h]
-		r.ring[h] = nil
-		h = r.next(h)
-		b.SetOwner(dma.OwnerApp)
-		bufs[i] = b
+	first := min(k, len(r.ring)-h)
+	copy(bufs[:first], r.ring[h:h+first])
+	clear(r.ring[h : h+first])
+	copy(bufs[first:k], r.ring[:k-first])
+	clear(r.ring[:k-first])
+	if h += k; h >= len(r.ring) {
+		h -= len(r.ring)
 	}
 	r.head, r.n = h, r.n-k
 	r.mu.Unlock()
+	for _, b := range bufs[:k] {
+		b.SetOwner(dma.OwnerApp)
+	}
 	return k
 }
 
@@ -371,27 +379,37 @@ type TxQueue struct {
 	launch  []uint64      // launch times asked for, when Record; guarded by mu
 }
 
+// Send puts what the ring has room for on it. The queue's counters are
+// atomics (Counts reads them from any goroutine): they are added to once
+// per call, not per frame, as a device's statistics registers are read
+// rather than written per descriptor.
 func (t *TxQueue) Send(bufs []*dma.Buf) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	n := min(len(bufs), t.size-len(t.ring))
+	record := t.port.cfg.Record
+	var bytes, bad uint64
 	for i, b := range bufs[:n] {
 		if b.TxFlags != 0 && !t.request(b) {
 			n = i
 			break
 		}
-		if b.Owner() == dma.OwnerFree || b.Owner() == dma.OwnerTx || b.Owner() == dma.OwnerRx {
-			t.bad.Add(1)
+		if o := b.Owner(); o == dma.OwnerFree || o == dma.OwnerTx || o == dma.OwnerRx {
+			bad++
 		}
 		b.SetOwner(dma.OwnerTx)
-		t.ring = append(t.ring, b)
-		t.packets.Add(1)
-		t.bytes.Add(uint64(b.Len))
-		if t.port.cfg.Record {
+		bytes += uint64(b.Len)
+		if record {
 			t.sent = append(t.sent, append([]byte(nil), b.Data()...))
 		}
 	}
+	t.ring = append(t.ring, bufs[:n]...)
+	if bad > 0 {
+		t.bad.Add(bad)
+	}
 	if n > 0 {
+		t.packets.Add(uint64(n))
+		t.bytes.Add(bytes)
 		t.tails.Add(1)
 	}
 	if !t.port.cfg.Hold {
