@@ -398,7 +398,9 @@
 // index is checked first) and a fault in native code could not be
 // recovered anyway; a run that comes back for the slow path goes on under
 // the recover (finishJIT), which also resets the state only the slow path
-// reads (call depth, ring buffer records).
+// reads (ring buffer records); runJIT and the burst reset the call depth,
+// which native bpf-to-bpf calls add to (a run that ended in Go inside a
+// call left it above 0).
 //
 // Bursts. RunBurst enters native code once per burst of up to 64 frames
 // (jitEnterBurst, jitBurst): the trampoline checks each frame as runJIT
@@ -409,7 +411,15 @@
 // runs it, storing verdicts and going on (XDP_REDIRECT ones counted in
 // jitState.rdn, so that Go reads no record after a burst with none); only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
-// invalid frame) returns, and Go finishes it before entering again. So
+// invalid frame) returns, and Go finishes it before entering again. A
+// frame that returns at a call of a helper run in Go (or at a load native
+// code leaves to Go, such as a context load in a subprogram) has it run
+// and goes on in the same loop when nothing is left for Go to finish
+// (burstCall, jit_resume_unsafe.go: no fault, ring buffer record, lock or
+// redirect pending in Go, a helper that runs no program code): the
+// trampoline resumes it after the call (jitState.resume) with the
+// registers Go holds, so such a frame costs one exit to Go instead of two
+// and a new burst. So
 // that the loop writes no Go pointer, native code reads the frame and the
 // packet region from plain copies in jitState (frame, pkt), which Go
 // refreshes at every entry (syncJIT) and the loop sets per frame; the

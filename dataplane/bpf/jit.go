@@ -63,6 +63,10 @@ func JITAvailable() bool { return jitArch }
 const (
 	jitExitDone = 1 // an exit instruction at pc: Go pops the frame or ends
 	jitExitSlow = 2 // the interpreter's slow path runs the instruction at pc
+	// jitExitCalled is never left by native code: Go ran the helper call at
+	// pc of a burst's frame (burstCall) and reg[0] holds its result, but the
+	// frame cannot go on in the burst loop; jitAfter goes on after the call.
+	jitExitCalled = 3
 )
 
 // jitState is the part of the Runner that only native code uses (at
@@ -116,6 +120,13 @@ type jitState struct {
 	// lock word's address and the pointer r1 held; 0 when none. Go takes
 	// it over whenever the code returns to it (adoptSpin).
 	spin [2]uint64
+	// resume, when not 0, is where the next jitEnterBurst goes on with its
+	// first frame, a run Go stopped at a helper call and ran the helper of
+	// (burstCall): with the registers in Runner.regs and the frame's state
+	// as it left it, instead of starting that frame. The trampoline clears
+	// it. resumes counts them, for tests.
+	resume  uintptr
+	resumes uint64
 	// loops are the native bpf_loop calls in progress (jit_loop.go), by
 	// the frame index of their callback's frame.
 	loops [maxFrames]jitLoop
@@ -485,8 +496,9 @@ func (r *Runner) code(p *Program) *jitProg {
 // does the whole run under the recover), and no recover could catch a
 // fault in native code anyway (a signal there is fatal). A round that
 // comes back for the slow path (helpers, calls, faults) goes on under the
-// recover (finishJIT); the state only the slow path reads (call depth,
-// ring buffer records) is reset there.
+// recover (finishJIT); the state only the slow path reads (ring buffer
+// records) is reset there, the call depth (which native bpf-to-bpf calls
+// read too) before the first round.
 func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	if p == nil {
 		return r.runGuarded(p, f)
@@ -511,6 +523,9 @@ func (r *Runner) runJIT(p *Program, f *Frame) Action {
 	r.runs++
 	r.faulted = false
 	r.tails = 0 // native tail calls count from the first round
+	// Native bpf-to-bpf calls count their depth from Runner.depth, which
+	// a run that ended in Go inside a call (a fault, a panic) left above 0.
+	r.depth = 0
 	if r.redirect.Kind != RedirectNone {
 		r.redirect = Redirect{}
 	}
@@ -565,7 +580,9 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 //     bound collection (this check, or runFrame's bind), and a burst runs
 //     one program's code for all its frames with no Go in between.
 //   - Go re-enters native code after an exit to it (jitAfter: helpers, the
-//     slow path, faults handled in Go) only for the program the run is in
+//     slow path, faults handled in Go; burstCall, which goes on with a
+//     burst after a helper or load run in Go, through tailTarget as
+//     jitAfter through tailProg) only for the program the run is in
 //     now: the run's own program, the caller of a bpf-to-bpf call or of
 //     a callback (the same program: subprograms and callbacks are part
 //     of it), or the target of a tail call (tailProg, which looks the
@@ -582,21 +599,44 @@ func (r *Runner) burstReady(p *Program, j *jitProg) bool {
 // TestJITGlobalsBoundColl covers each of these.
 func jitBoundColl(r *Runner, p *Program) bool { return r.coll == p.coll }
 
-// enterBurst runs frames in one native burst (jitBurst) with the state a
-// run starts from: no fault, no redirect, and the packet region of the
-// table (which native code does not read, but its out-of-line check would)
-// matching nothing until Go points it at a frame again. It returns what
-// jitBurst does, having stored in redirects (when long enough) the targets
-// of the frames the loop finished with XDP_REDIRECT.
-func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []Action, redirects []Redirect) (done int, exit uint32, r0 uint64) {
+// enterBurst runs frames[*next:] in one native burst (jitBurst) with the
+// state a run starts from: no fault, no redirect, and the packet region of
+// the table (which native code does not read, but its out-of-line check
+// would) matching nothing until Go points it at a frame again. A frame that
+// stops the burst at a call of a helper run in Go has its helper run here
+// and the burst goes on with it (burstCall) when nothing the frame's end
+// must look at is pending. It advances *next past the frames finished, so
+// that an internal panic (burst's recover) names the frame it happened in,
+// and returns, for the frame at *next when one is left, what jitBurst does
+// or jitExitCalled (see finishBurst). The targets of the frames the loop
+// finished with XDP_REDIRECT are stored in redirects (when long enough).
+func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []Action, redirects []Redirect, next *int) (exit uint32, r0 uint64) {
+	start := *next
+	frames, verdicts = frames[start:], verdicts[start:]
+	if start < len(redirects) {
+		redirects = redirects[start:]
+	} else {
+		redirects = nil
+	}
 	r.faulted = false
 	if r.redirect.Kind != RedirectNone {
 		r.redirect = Redirect{}
 	}
+	r.depth = 0 // as runJIT
 	r.regions[regionPacket] = region{lo: 1}
-	done, exit, r0 = jitBurst(r, j, frames, verdicts, p.budget)
-	r.fillRedirects(verdicts[:done], redirects) // jit_burst.go
-	return done, exit, r0
+	done, exit, r0 := jitBurst(r, j, frames, verdicts, p.budget)
+	filled := 0
+	for resumed := true; resumed && exit&0xff == jitExitSlow; {
+		// What a panic in the helper leaves behind is the Go path's.
+		if len(redirects) > filled {
+			r.fillRedirects(verdicts[:done], redirects, filled) // jit_burst.go
+		}
+		filled, *next = done, start+done
+		done, exit, r0, resumed = r.burstCall(p, j, frames, verdicts, done, exit, r0) // jit_resume.go
+	}
+	r.fillRedirects(verdicts[:done], redirects, filled)
+	*next = start + done
+	return exit, r0
 }
 
 // finishBurst finishes the run of f at which a native burst stopped with
@@ -604,7 +644,8 @@ func (r *Runner) enterBurst(p *Program, j *jitProg, frames []Frame, verdicts []A
 // failed the frame check and did not run (run reports it); a run done in
 // its first round left a verdict for verdict; any other exit goes on in Go
 // from the slow path, with the frame and packet region set in Go as
-// native code had them. Called under burst's recover.
+// native code had them (jitExitCalled: after the helper call burstCall
+// ran, whose records and faults stand). Called under burst's recover.
 func (r *Runner) finishBurst(p *Program, j *jitProg, f *Frame, e uint32, v uint64) Action {
 	switch {
 	case e == 0:
@@ -614,8 +655,10 @@ func (r *Runner) finishBurst(p *Program, j *jitProg, f *Frame, e uint32, v uint6
 	}
 	r.frame = f
 	r.setPacket(f)
-	r.depth = 0
-	r.records = r.records[:0]
+	if e&0xff != jitExitCalled {
+		r.depth = 0
+		r.records = r.records[:0]
+	}
 	ret, ok := r.endRun(r.resumeJIT(j, p, e, &r.regs[0]))
 	return r.verdict(p, ret, ok)
 }
@@ -645,13 +688,21 @@ func (r *Runner) fastJIT(j *jitProg, p *Program, pc, base int, reg *[256]uint64)
 }
 
 // tailProg is the program native code ran last: p, or the one a native
-// tail call went to (jitState.tail), with its code.
+// tail call went to (jitState.tail), with its code. It clears the tail
+// call's id: the next exit codes are read against the program returned.
 func (r *Runner) tailProg(p *Program, j *jitProg) (*Program, *jitProg) {
+	q, qj := r.tailTarget(p, j)
+	r.jit.tail = 0
+	return q, qj
+}
+
+// tailTarget is tailProg without clearing jitState.tail, for a run that
+// goes on in native code (burstCall).
+func (r *Runner) tailTarget(p *Program, j *jitProg) (*Program, *jitProg) {
 	id := r.jit.tail
 	if id == 0 {
 		return p, j
 	}
-	r.jit.tail = 0
 	if r.coll != nil {
 		for _, q := range r.coll.progs {
 			if uint64(q.id) == id {
@@ -684,7 +735,9 @@ func (r *Runner) jitAfter(j *jitProg, p *Program, e uint32, base int, reg *[256]
 			if uint(pc) >= uint(len(p.code)) || p.code[pc].op != opCall {
 				return pc, p, false
 			}
-			reg[0] = r.callHelper(p, pc, int32(p.code[pc].imm), (*[16]uint64)(reg[:16]))
+			if e&0xff != jitExitCalled { // else burstCall ran it
+				reg[0] = r.callHelper(p, pc, int32(p.code[pc].imm), (*[16]uint64)(reg[:16]))
+			}
 			if r.faulted {
 				reg[0] = 0
 				return pc, p, true

@@ -113,9 +113,19 @@ done:
 // state, the budget, the regions a lookup added) is compared and written
 // out of line only when it differs, the common verdicts take no branch,
 // and the loop closes with one.
+//
+// When jitState.resume is not 0, frame 0 is not started but goes on from
+// there (burstCall, jit_resume_unsafe.go): a run that stopped the last
+// burst at a helper call Go has just run, its registers in reg, the frame,
+// packet region, redirect slot, budget and tail call state as Go left
+// them. The loop then goes on with frame 1 as usual.
 TEXT ·jitEnterBurst(SB), NOSPLIT, $8-80
 	MOVQ $0, done+56(FP)
 	MOVQ $0, exit+64(FP)
+	MOVQ r+0(FP), R11
+	MOVQ (Runner_jit+jitState_resume)(R11), R9
+	TESTQ R9, R9
+	JNE resume
 	XORL AX, AX
 	CMPQ AX, n+32(FP)
 	JGE out
@@ -162,6 +172,7 @@ regs:
 	MOVQ $(const_regionStack<<32|const_stackSize), R12
 	MOVQ entry+16(FP), R9
 	CALL R9
+ran:
 	CMPB R9, $const_jitExitDone
 	JNE slow
 	CMPL AX, $const_ActionRedirect
@@ -188,6 +199,23 @@ setbudget:
 trim:
 	MOVQ R8, (Runner_regions+8)(R11)
 	JMP regs
+resume:
+	MOVQ $0, (Runner_jit+jitState_resume)(R11)
+	PKTBASE
+	MOVQ reg+8(FP), R10
+	MOVQ 0(R10), AX
+	MOVQ 8(R10), DI
+	MOVQ 16(R10), SI
+	MOVQ 24(R10), DX
+	MOVQ 32(R10), CX
+	MOVQ 40(R10), R8
+	MOVQ 48(R10), BX
+	MOVQ 56(R10), R13
+	MOVQ 64(R10), R14
+	MOVQ 72(R10), R15
+	MOVQ 80(R10), R12
+	CALL R9
+	JMP ran
 verdict:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)

@@ -88,9 +88,15 @@ done:
 //
 // The burst loop: see the amd64 version (the same out-of-line writes of
 // what a run rarely changes, and one taken branch per frame).
+//
+// When jitState.resume is not 0, frame 0 goes on from there instead of
+// starting, with the registers in reg (see the amd64 version).
 TEXT ·jitEnterBurst(SB), NOSPLIT, $16-80
 	MOVD ZR, done+56(FP)
 	MOVD ZR, exit+64(FP)
+	MOVD r+0(FP), R24
+	MOVD (Runner_jit+jitState_resume)(R24), R9
+	CBNZ R9, resume
 	MOVD ZR, R8
 	MOVD n+32(FP), R9
 	CMP R9, R8
@@ -148,6 +154,7 @@ regs:
 	MOVD $(const_regionStack<<32|const_stackSize), R23
 	MOVD entry+16(FP), R9
 	CALL (R9)
+ran:
 	AND $0xff, R9, R10
 	CMP $const_jitExitDone, R10
 	BNE slow
@@ -176,6 +183,24 @@ setbudget:
 trim:
 	MOVD R9, (Runner_regions+8)(R24)
 	B regs
+resume:
+	MOVD ZR, (Runner_jit+jitState_resume)(R24)
+	MOVD R9, R7
+	PKTBASE
+	MOVD reg+8(FP), R8
+	MOVD 0(R8), R0
+	MOVD 8(R8), R1
+	MOVD 16(R8), R2
+	MOVD 24(R8), R3
+	MOVD 32(R8), R4
+	MOVD 40(R8), R5
+	MOVD 48(R8), R19
+	MOVD 56(R8), R20
+	MOVD 64(R8), R21
+	MOVD 72(R8), R22
+	MOVD 80(R8), R23
+	CALL (R7)
+	B ran
 verdict:
 	MOVD R9, exit+64(FP)
 	MOVD R0, r0+72(FP)

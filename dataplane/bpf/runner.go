@@ -325,12 +325,8 @@ func (r *Runner) burst(p *Program, frames []Frame, verdicts []Action, redirects 
 		switch {
 		case j != nil && r.burstReady(p, j):
 			// Native code runs the frames it can in one entry (jit.go).
-			var rds []Redirect
-			if next < len(redirects) {
-				rds = redirects[next:]
-			}
-			k, e, v := r.enterBurst(p, j, frames[next:], verdicts[next:], rds)
-			if next += k; next >= len(frames) || next >= len(verdicts) {
+			e, v := r.enterBurst(p, j, frames, verdicts, redirects, &next)
+			if next >= len(frames) || next >= len(verdicts) {
 				return next
 			}
 			a = r.finishBurst(p, j, &frames[next], e, v)
