@@ -12,6 +12,34 @@
 	MOVQ (Runner_jit+jitState_pkt+jitRegion_buf)(R11), BP \
 	SUBQ pktbias<>(SB), BP
 
+// LOADBPF loads BPF r0-r10 from the array at R10 into the registers the
+// amd64 backend gives them (jit_amd64.go); STOREBPF stores them back.
+#define LOADBPF \
+	MOVQ 0(R10), AX \
+	MOVQ 8(R10), DI \
+	MOVQ 16(R10), SI \
+	MOVQ 24(R10), DX \
+	MOVQ 32(R10), CX \
+	MOVQ 40(R10), R8 \
+	MOVQ 48(R10), BX \
+	MOVQ 56(R10), R13 \
+	MOVQ 64(R10), R14 \
+	MOVQ 72(R10), R15 \
+	MOVQ 80(R10), R12
+
+#define STOREBPF \
+	MOVQ AX, 0(R10) \
+	MOVQ DI, 8(R10) \
+	MOVQ SI, 16(R10) \
+	MOVQ DX, 24(R10) \
+	MOVQ CX, 32(R10) \
+	MOVQ R8, 40(R10) \
+	MOVQ BX, 48(R10) \
+	MOVQ R13, 56(R10) \
+	MOVQ R14, 64(R10) \
+	MOVQ R15, 72(R10) \
+	MOVQ R12, 80(R10)
+
 // pktbias is regionPacket<<32, which SUBQ cannot take as an immediate.
 DATA pktbias<>+0(SB)/8, $(const_regionPacket<<32)
 GLOBL pktbias<>(SB), RODATA, $8
@@ -29,31 +57,11 @@ TEXT ·jitEnter(SB), NOSPLIT, $8-32
 	PKTBASE
 	MOVQ reg+8(FP), R10
 	MOVQ entry+16(FP), R9
-	MOVQ 0(R10), AX
-	MOVQ 8(R10), DI
-	MOVQ 16(R10), SI
-	MOVQ 24(R10), DX
-	MOVQ 32(R10), CX
-	MOVQ 40(R10), R8
-	MOVQ 48(R10), BX
-	MOVQ 56(R10), R13
-	MOVQ 64(R10), R14
-	MOVQ 72(R10), R15
-	MOVQ 80(R10), R12
+	LOADBPF
 	CALL R9
 	MOVQ R9, exit+24(FP)
 	MOVQ reg+8(FP), R10
-	MOVQ AX, 0(R10)
-	MOVQ DI, 8(R10)
-	MOVQ SI, 16(R10)
-	MOVQ DX, 24(R10)
-	MOVQ CX, 32(R10)
-	MOVQ R8, 40(R10)
-	MOVQ BX, 48(R10)
-	MOVQ R13, 56(R10)
-	MOVQ R14, 64(R10)
-	MOVQ R15, 72(R10)
-	MOVQ R12, 80(R10)
+	STOREBPF
 	RET
 
 // func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
@@ -77,17 +85,7 @@ TEXT ·jitEnterRun(SB), NOSPLIT, $8-56
 	CMPB R9, $1 // jitExitDone
 	JEQ done
 	MOVQ reg+8(FP), R10
-	MOVQ AX, 0(R10)
-	MOVQ DI, 8(R10)
-	MOVQ SI, 16(R10)
-	MOVQ DX, 24(R10)
-	MOVQ CX, 32(R10)
-	MOVQ R8, 40(R10)
-	MOVQ BX, 48(R10)
-	MOVQ R13, 56(R10)
-	MOVQ R14, 64(R10)
-	MOVQ R15, 72(R10)
-	MOVQ R12, 80(R10)
+	STOREBPF
 done:
 	RET
 
@@ -203,17 +201,7 @@ resume:
 	MOVQ $0, (Runner_jit+jitState_resume)(R11)
 	PKTBASE
 	MOVQ reg+8(FP), R10
-	MOVQ 0(R10), AX
-	MOVQ 8(R10), DI
-	MOVQ 16(R10), SI
-	MOVQ 24(R10), DX
-	MOVQ 32(R10), CX
-	MOVQ 40(R10), R8
-	MOVQ 48(R10), BX
-	MOVQ 56(R10), R13
-	MOVQ 64(R10), R14
-	MOVQ 72(R10), R15
-	MOVQ 80(R10), R12
+	LOADBPF
 	CALL R9
 	JMP ran
 verdict:
@@ -229,16 +217,6 @@ slow:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)
 	MOVQ reg+8(FP), R10
-	MOVQ AX, 0(R10)
-	MOVQ DI, 8(R10)
-	MOVQ SI, 16(R10)
-	MOVQ DX, 24(R10)
-	MOVQ CX, 32(R10)
-	MOVQ R8, 40(R10)
-	MOVQ BX, 48(R10)
-	MOVQ R13, 56(R10)
-	MOVQ R14, 64(R10)
-	MOVQ R15, 72(R10)
-	MOVQ R12, 80(R10)
+	STOREBPF
 out:
 	RET

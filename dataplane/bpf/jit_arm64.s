@@ -11,6 +11,34 @@
 	MOVD $(const_regionPacket<<32), R9 \
 	SUB R9, R25, R25
 
+// LOADBPF loads BPF r0-r10 from the array at R8 into X0-X5 and X19-X23
+// (jit_arm64.go); STOREBPF stores them back.
+#define LOADBPF \
+	MOVD 0(R8), R0 \
+	MOVD 8(R8), R1 \
+	MOVD 16(R8), R2 \
+	MOVD 24(R8), R3 \
+	MOVD 32(R8), R4 \
+	MOVD 40(R8), R5 \
+	MOVD 48(R8), R19 \
+	MOVD 56(R8), R20 \
+	MOVD 64(R8), R21 \
+	MOVD 72(R8), R22 \
+	MOVD 80(R8), R23
+
+#define STOREBPF \
+	MOVD R0, 0(R8) \
+	MOVD R1, 8(R8) \
+	MOVD R2, 16(R8) \
+	MOVD R3, 24(R8) \
+	MOVD R4, 32(R8) \
+	MOVD R5, 40(R8) \
+	MOVD R19, 48(R8) \
+	MOVD R20, 56(R8) \
+	MOVD R21, 64(R8) \
+	MOVD R22, 72(R8) \
+	MOVD R23, 80(R8)
+
 // func jitEnter(r unsafe.Pointer, reg *[256]uint64, entry uintptr) (exit uint64)
 //
 // Loads BPF r0-r10 from reg into X0-X5 and X19-X23 (see jit_arm64.go),
@@ -24,31 +52,11 @@ TEXT ·jitEnter(SB), NOSPLIT, $16-32
 	PKTBASE
 	MOVD reg+8(FP), R8
 	MOVD entry+16(FP), R9
-	MOVD 0(R8), R0
-	MOVD 8(R8), R1
-	MOVD 16(R8), R2
-	MOVD 24(R8), R3
-	MOVD 32(R8), R4
-	MOVD 40(R8), R5
-	MOVD 48(R8), R19
-	MOVD 56(R8), R20
-	MOVD 64(R8), R21
-	MOVD 72(R8), R22
-	MOVD 80(R8), R23
+	LOADBPF
 	CALL (R9)
 	MOVD R9, exit+24(FP)
 	MOVD reg+8(FP), R8
-	MOVD R0, 0(R8)
-	MOVD R1, 8(R8)
-	MOVD R2, 16(R8)
-	MOVD R3, 24(R8)
-	MOVD R4, 32(R8)
-	MOVD R5, 40(R8)
-	MOVD R19, 48(R8)
-	MOVD R20, 56(R8)
-	MOVD R21, 64(R8)
-	MOVD R22, 72(R8)
-	MOVD R23, 80(R8)
+	STOREBPF
 	RET
 
 // func jitEnterRun(r unsafe.Pointer, reg *[256]uint64, entry uintptr, r1, r10 uint64) (exit, r0 uint64)
@@ -70,17 +78,7 @@ TEXT ·jitEnterRun(SB), NOSPLIT, $16-56
 	CMP $1, R10 // jitExitDone
 	BEQ done
 	MOVD reg+8(FP), R8
-	MOVD R0, 0(R8)
-	MOVD R1, 8(R8)
-	MOVD R2, 16(R8)
-	MOVD R3, 24(R8)
-	MOVD R4, 32(R8)
-	MOVD R5, 40(R8)
-	MOVD R19, 48(R8)
-	MOVD R20, 56(R8)
-	MOVD R21, 64(R8)
-	MOVD R22, 72(R8)
-	MOVD R23, 80(R8)
+	STOREBPF
 done:
 	RET
 
@@ -188,17 +186,7 @@ resume:
 	MOVD R9, R7
 	PKTBASE
 	MOVD reg+8(FP), R8
-	MOVD 0(R8), R0
-	MOVD 8(R8), R1
-	MOVD 16(R8), R2
-	MOVD 24(R8), R3
-	MOVD 32(R8), R4
-	MOVD 40(R8), R5
-	MOVD 48(R8), R19
-	MOVD 56(R8), R20
-	MOVD 64(R8), R21
-	MOVD 72(R8), R22
-	MOVD 80(R8), R23
+	LOADBPF
 	CALL (R7)
 	B ran
 verdict:
@@ -217,17 +205,7 @@ slow:
 	MOVD R9, exit+64(FP)
 	MOVD R0, r0+72(FP)
 	MOVD reg+8(FP), R8
-	MOVD R0, 0(R8)
-	MOVD R1, 8(R8)
-	MOVD R2, 16(R8)
-	MOVD R3, 24(R8)
-	MOVD R4, 32(R8)
-	MOVD R5, 40(R8)
-	MOVD R19, 48(R8)
-	MOVD R20, 56(R8)
-	MOVD R21, 64(R8)
-	MOVD R22, 72(R8)
-	MOVD R23, 80(R8)
+	STOREBPF
 out:
 	RET
 
