@@ -88,15 +88,7 @@ func (c *amd64Compiler) hashLock(pc int, h jitHash) {
 	c.stq(xS2, xCtx, offHS+8*hsStripe)
 	c.stq(xCX, xCtx, offSpill)
 	c.movRI(xCX, spinTries)
-	try := len(c.b)
-	c.aluRR(false, 0x31, xAX, xAX)
-	c.movRI(xS1, 1)
-	c.byte1(0xf0)                                                                  // lock
-	c.rm(false, false, []byte{0x0f, 0xb1}, xS1, xmem{base: xS2, index: -1}, false) // cmpxchg [S2], S1d
-	got := c.jcc(ccE)
-	c.byte1(0xf3, 0x90) // pause
-	c.aluRI(true, 5, xCX, 1)
-	c.patch(c.jcc(ccNE), try)
+	got := c.casSpin(func() { c.aluRI(true, 5, xCX, 1) }) // sub rcx, 1
 	c.ldq(xCX, xCtx, offSpill)
 	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
 	c.patch(got, len(c.b))

@@ -382,15 +382,7 @@ func (c *amd64Compiler) hashSeqBump(h jitHash) {
 func (c *amd64Compiler) hashFreeLock(pc int, h jitHash) {
 	c.movRI(xS2, int64(h.t.FreeLock))
 	c.movRI(xCX, spinTries)
-	try := len(c.b)
-	c.aluRR(false, 0x31, xAX, xAX)
-	c.movRI(xS1, 1)
-	c.byte1(0xf0)                                                                  // lock
-	c.rm(false, false, []byte{0x0f, 0xb1}, xS1, xmem{base: xS2, index: -1}, false) // cmpxchg [S2], S1d
-	got := c.jcc(ccE)
-	c.byte1(0xf3, 0x90) // pause
-	c.aluRI(true, 5, xCX, 1)
-	c.patch(c.jcc(ccNE), try)
+	got := c.casSpin(func() { c.aluRI(true, 5, xCX, 1) }) // sub rcx, 1
 	c.ldq(xCX, xCtx, offSpill)
 	c.hashUnlock()
 	c.slows = append(c.slows, jitFixup{c.jmp(), pc})

@@ -32,15 +32,7 @@ func (c *amd64Compiler) spinLock(pc int) {
 	c.slowIf(ccNE, pc)
 	c.aluRR(true, 0x89, xS2, xAX)
 	c.movMemI(ctxMem(offSpill), spinTries)
-	try := len(c.b)
-	c.aluRR(false, 0x31, xAX, xAX)
-	c.movRI(xS1, 1)
-	c.byte1(0xf0)                                                                  // lock
-	c.rm(false, false, []byte{0x0f, 0xb1}, xS1, xmem{base: xS2, index: -1}, false) // cmpxchg [S2], S1d
-	got := c.jcc(ccE)
-	c.byte1(0xf3, 0x90)                                         // pause
-	c.rm(false, true, []byte{0xff}, 1, ctxMem(offSpill), false) // dec qword
-	c.patch(c.jcc(ccNE), try)
+	got := c.casSpin(func() { c.rm(false, true, []byte{0xff}, 1, ctxMem(offSpill), false) }) // dec qword
 	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
 	c.patch(got, len(c.b))
 	c.stq(xS2, xCtx, offSpin)
@@ -61,4 +53,22 @@ func (c *amd64Compiler) spinUnlock(pc int) {
 	c.imm32(0)
 	c.movMemI(ctxMem(offSpin), 0)
 	c.aluRR(false, 0x31, xAX, xAX)
+}
+
+// casSpin emits the loop that takes the 32-bit lock word at [S2] from 0 to
+// 1 with LOCK CMPXCHG (RAX and S1 clobbered), with PAUSE and dec, which
+// counts the tries down and sets ZF at the last, between failed tries. It
+// returns the fixup of the jump taken when the word was won; the code
+// after the loop is the caller's for a lock still held after every try.
+func (c *amd64Compiler) casSpin(dec func()) (got int) {
+	try := len(c.b)
+	c.aluRR(false, 0x31, xAX, xAX)
+	c.movRI(xS1, 1)
+	c.byte1(0xf0)                                                                  // lock
+	c.rm(false, false, []byte{0x0f, 0xb1}, xS1, xmem{base: xS2, index: -1}, false) // cmpxchg [S2], S1d
+	got = c.jcc(ccE)
+	c.byte1(0xf3, 0x90) // pause
+	dec()
+	c.patch(c.jcc(ccNE), try)
+	return got
 }
