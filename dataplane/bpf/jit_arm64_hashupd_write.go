@@ -13,15 +13,17 @@ import "syscall"
 // arm64 orders memory weakly, so every store a lock-free reader
 // (findLockFree, the native probe) can observe is made as Go's
 // sync/atomic makes it on arm64 (no LSE assumed, as jit_arm64_spin.go):
-//   - the stripe's sequence: Add, an LDAXR/STLXR loop. Its release half
-//     orders what came before (the lock taken) and its acquire half keeps
-//     the relinks after it from being seen before the odd value;
+//   - the stripe's sequence: Add, an LDAXR/STLXR loop. Its STLXR
+//     releases, so the closing Add orders every link before the even
+//     value; the opening one alone would not keep later stores from being
+//     seen before the odd value (a release orders only what precedes it),
+//     which is why every store that follows it and that a reader sees is
+//     itself a release store, ordered after the STLXR;
 //   - links (buckets, next), a reused entry's key words and hash, the
 //     live flag and the LRU reference: Store, STLR (STLRB for the bool).
 //     A release store is ordered after every earlier access, so the key,
 //     hash, value and next link of an entry are visible before the link
-//     that publishes it, and the odd sequence before any link changes;
-//     the closing Add then orders every link before the even value.
+//     that publishes it, and the odd sequence before any link changes.
 //     A reader checks the sequence again after a DMB ISHLD
 //     (seqRecheck), so a walk that saw any of these stores retries;
 //   - the spare slot's compare-and-swap: CompareAndSwap, an LDAXR/STLXR
