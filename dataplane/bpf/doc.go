@@ -288,9 +288,10 @@
 // what writes under the stripe's lock (jit_hashupd.go:
 // maps.HashTable.LockOff, a word Go's writers take too, a lock still held
 // after a few tries going to Go): on both backends a per-CPU map's CPU
-// slot of a key present written in place (jit_*_hashupd.go), on amd64
-// also inserts, replacements and deletes (jit_amd64_hashupd_write.go),
-// which link entries only while the collector's write barrier is off
+// slot of a key present written in place (jit_*_hashupd.go), and
+// inserts, replacements and deletes (jit_*_hashupd_write.go; on arm64
+// every store a lock-free reader sees made as Go's atomics make it: STLR,
+// LDAXR/STLXR), which link entries only while the collector's write barrier is off
 // (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
 // empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
 // to Go), and bpf_spin_lock and
@@ -313,8 +314,7 @@
 // constant key or flags is checked and looked up at load: Go builds
 // Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
-// other helper (on arm64 hash inserts, replacements and deletes of a key
-// present, which link or unlink entries under the stripe's lock, lookups in maps
+// other helper (lookups in maps
 // with keys past those limits or made BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,

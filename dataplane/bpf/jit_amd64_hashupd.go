@@ -12,10 +12,10 @@ import "syscall"
 // (hashWriteUpdate) unless their values hold a bpf_spin_lock (only the
 // answers that write nothing, from the lock-free probe: hashNoWrite).
 func (c *amd64Compiler) hashUpdate(pc int, h jitHash) {
-	switch {
-	case h.t.PerCPU:
+	switch hashUpdateKind(h) {
+	case hashUpdInPlace:
 		c.hashLockedUpdate(pc, h)
-	case !h.t.SpinLock:
+	case hashUpdWrite:
 		c.hashWriteUpdate(pc, h) // jit_amd64_hashupd_write.go
 	default:
 		c.hashNoWrite(pc, h, false) // Go writes around the lock's word

@@ -84,12 +84,8 @@ func (c *amd64Compiler) hashWriteEntry(pc int, h jitHash, update bool) (done []i
 		c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
 		c.aluRI(true, 7, xCX, int32(flagExist))
 		c.slowIf(ccA, pc)
-		slots := h.t.NExtra // the CPU's spare slot
-		if h.t.PerCPU {
-			slots = h.t.NCPU // the CPU's value slot
-		}
 		c.ldq(xS2, xCtx, offCPU)
-		c.aluRI(true, 7, xS2, int32(slots))
+		c.aluRI(true, 7, xS2, int32(hashWriteSlots(h)))
 		c.slowIf(ccAE, pc)
 	}
 	c.hashKey(pc, h)
@@ -102,7 +98,7 @@ func (c *amd64Compiler) hashWriteEntry(pc int, h jitHash, update bool) (done []i
 		c.rm(false, true, []byte{0x8d}, xS1, m, false) // lea: the value's address
 		c.stq(xS1, xCtx, offHS+8*hsSeq)
 	}
-	if !update || !h.t.PerCPU {
+	if hashWritesPointers(h, update) {
 		c.movRI(xS1, int64(writeBarrierFlag))
 		c.rm(false, false, []byte{0x83}, 7, xmem{base: xS1, index: -1}, false) // cmp dword [S1], 0
 		c.byte1(0)

@@ -8,48 +8,31 @@ import "syscall"
 // (see jit_hashupd.go): the amd64 steps (jit_amd64_hashupd.go), the
 // stripe's lock word taken with an LDAXR/STLXR loop and released with
 // STLR, as bpf_spin_lock does (jit_arm64_spin.go). Inserts, replacements
-// and deletes stay with Go on arm64 (hashNoWrite).
+// and deletes are in jit_arm64_hashupd_write.go.
 
-// hashUpdate emits bpf_map_update_elem on the hash map h.
+// hashUpdate emits bpf_map_update_elem on the hash map h, as the amd64
+// hashUpdate (hashUpdateKind, jit_hashupd.go).
 func (c *arm64Compiler) hashUpdate(pc int, h jitHash) {
-	if h.t.PerCPU {
+	switch hashUpdateKind(h) {
+	case hashUpdInPlace:
 		c.hashLockedUpdate(pc, h)
-		return
+	case hashUpdWrite:
+		c.hashWriteUpdate(pc, h) // jit_arm64_hashupd_write.go
+	default:
+		c.hashNoWrite(pc, h, false)
 	}
-	c.hashNoWrite(pc, h, false)
 }
 
+// hashDelete emits bpf_map_delete_elem on the hash map h
+// (jit_arm64_hashupd_write.go).
+func (c *arm64Compiler) hashDelete(pc int, h jitHash) { c.hashWriteDelete(pc, h) }
+
 // hashLockedUpdate is the amd64 hashLockedUpdate: the answers that write
-// nothing from the lock-free probe first. The value's address,
-// the hash and the key's words wait in the scratch while the lock is
-// taken; X0 is the entry, then the slot.
+// nothing from the lock-free probe first (hashWriteEntry), then under the
+// stripe's lock the chain walked and the CPU's slot of the entry found
+// written in place; X0 is the entry, then the slot.
 func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
-	c.mapChecks(pc, h.handle, h.coll)
-	c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
-	c.rrr(a64Add, aS6, aS2, aS1)
-	c.str(aS6, aCtx, offHS+8*hsSeq) // the value's address
-	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
-	c.slowIf(aHI, pc) // flags above BPF_EXIST: Go (EINVAL)
-	c.ldr(aS4, aCtx, offCPU)
-	c.movImm(aS5, h.t.NCPU)
-	c.cmp(aS4, aS5)
-	c.slowIf(aHS, pc)
-	c.hashKey(pc, h)
-	c.str(aS1, aCtx, offHS+8*hsHash)
-	c.str(aS2, aCtx, offHS+8*hsW0)
-	c.str(aS3, aCtx, offHS+8*hsW1)
-	locked, done := c.hashProbeFirst(pc, h)
-	for _, f := range locked {
-		c.patch(f, len(c.b))
-	}
-	c.checkIn(pc, 3, 0, int32(h.size), false, regionStack)
-	c.rrr(a64Add, aS6, aS2, aS1)
-	c.str(aS6, aCtx, offHS+8*hsSeq) // the value's address (the probe used the slot)
-	c.ldr(aS1, aCtx, offHS+8*hsHash)
-	c.hashLock(pc, h)
-	c.ldr(aS1, aCtx, offHS+8*hsHash)
-	c.ldr(aS2, aCtx, offHS+8*hsW0)
-	c.ldr(aS3, aCtx, offHS+8*hsW1)
+	done := c.hashWriteEntry(pc, h, true) // jit_arm64_hashupd_write.go
 	found, missing := c.hashLockedWalk(h)
 	c.patch(missing, len(c.b))
 	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
@@ -75,27 +58,35 @@ func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	}
 }
 
-// hashProbeFirst is the amd64 hashProbeFirst for an update: what writes
-// nothing answered from the lock-free probe (hashNoWrite's steps), the
-// rest (BPF_ANY at once) branching to the locked path.
-func (c *arm64Compiler) hashProbeFirst(pc int, h jitHash) (locked, done []a64Fixup) {
-	c.w(a64Imm12(a64SubsImm, aZR, 4, 0))
-	locked = append(locked, c.branch(aEQ)) // BPF_ANY always writes
+// hashProbeFirst is the amd64 hashProbeFirst: what writes nothing
+// answered from the lock-free probe (hashNoWrite's steps), the rest
+// (BPF_ANY at once, an insert, a replacement, a write in place, an
+// unlink, a probe that raced a writer) branching to the locked path.
+func (c *arm64Compiler) hashProbeFirst(pc int, h jitHash, del bool) (locked, done []a64Fixup) {
+	if !del {
+		c.w(a64Imm12(a64SubsImm, aZR, 4, 0))
+		locked = append(locked, c.branch(aEQ)) // BPF_ANY always writes
+	}
 	found, missing := c.hashProbe(pc, h)
 	for _, f := range missing {
 		c.patch(f, len(c.b))
 	}
 	c.seqRecheck()
 	locked = append(locked, c.branch(aNE))
-	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
-	locked = append(locked, c.branch(aNE)) // an insert
+	if !del {
+		c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
+		locked = append(locked, c.branch(aNE)) // an insert
+	}
 	c.movImm(0, negErrno(syscall.ENOENT))
 	done = append(done, c.branch(aAL))
 	c.patch(found, len(c.b))
 	c.seqRecheck()
 	locked = append(locked, c.branch(aNE))
+	if del {
+		return append(locked, c.branch(aAL)), done // an unlink
+	}
 	c.w(a64Imm12(a64SubsImm, aZR, 4, flagNoExist))
-	locked = append(locked, c.branch(aNE)) // a write in place
+	locked = append(locked, c.branch(aNE)) // a replacement or a write in place
 	c.movImm(0, negErrno(syscall.EEXIST))
 	return locked, append(done, c.branch(aAL))
 }
@@ -112,6 +103,18 @@ func (c *arm64Compiler) hashLock(pc int, h jitHash) {
 	c.movImm(aS5, uint64(h.t.Stripes+h.t.LockOff))
 	c.rrr(a64Add, 0, 0, aS5) // X0 = the lock word
 	c.str(0, aCtx, offHS+8*hsStripe)
+	got := c.spinTry()
+	c.slowIf(aAL, pc)
+	c.patch(got, len(c.b))
+}
+
+// spinTry takes the lock word at X0: LDAXR, and STLXR of 1 when it reads
+// 0 (the acquire orders the section's accesses after the lock is seen
+// free; the store-exclusive fails if another took it meanwhile), retried
+// spinTries times with YIELD while another CPU or goroutine holds it, as
+// maps' spinLock. It returns the branch taken once held and falls through
+// when it never was. X11-X14 are clobbered.
+func (c *arm64Compiler) spinTry() a64Fixup {
 	c.movImm(aS5, spinTries)
 	c.movImm(aS3, 1)
 	loop := len(c.b)
@@ -125,8 +128,7 @@ func (c *arm64Compiler) hashLock(pc int, h jitHash) {
 	c.w(a64Yield)
 	c.w(a64Imm12(a64SubsImm, aS5, aS5, 1))
 	c.w(a64Branch(a64Bcond, int32(loop-len(c.b))/4, aNE))
-	c.slowIf(aAL, pc)
-	c.patch(got, len(c.b))
+	return got
 }
 
 // hashUnlock releases the lock hashLock took: STLR of 0 (the section's
@@ -138,14 +140,16 @@ func (c *arm64Compiler) hashUnlock() {
 
 // hashLockedWalk walks the chain of the hash in X9 for the key words in
 // X10 and X11 holding the stripe's lock (as Hash.find: no sequence, no
-// length bound); X0 is the entry. It returns the branch taken with the
-// entry found and the one taken at the chain's end.
+// length bound, plain loads: the chain cannot change under the lock);
+// X0 is the entry, X12 the address of the link to it. It returns the
+// branch taken with the entry found and the one taken at the chain's end.
 func (c *arm64Compiler) hashLockedWalk(h jitHash) (found, missing a64Fixup) {
 	c.movImm(aS5, h.t.Mask)
 	c.rrr(a64And, aS6, aS1, aS5)
 	c.movImm(aS5, uint64(h.t.Buckets))
-	c.w(a64RRR(a64LdrXLsl3, 0, aS5, aS6))
+	c.w(a64RRRShift(a64Add, aS4, aS5, aS6, 3)) // the bucket
 	loop := len(c.b)
+	c.ldr(0, aS4, 0)
 	c.cmp(0, aZR)
 	missing = c.branch(aEQ)
 	var next []a64Fixup
@@ -165,7 +169,7 @@ func (c *arm64Compiler) hashLockedWalk(h jitHash) (found, missing a64Fixup) {
 	for _, f := range next {
 		c.patch(f, len(c.b))
 	}
-	c.ldr(0, 0, int32(h.t.NextOff))
+	c.fieldAddr(aS4, 0, h.t.NextOff)
 	c.patch(c.branch(aAL), loop)
 	return found, missing
 }

@@ -52,7 +52,7 @@ func (c *arm64Compiler) deleteAt(pc int) bool {
 	}
 	h, ok := c.hashUpdateAt(k)
 	if ok {
-		c.hashNoWrite(pc, h, true)
+		c.hashDelete(pc, h) // jit_arm64_hashupd.go
 	}
 	return ok
 }

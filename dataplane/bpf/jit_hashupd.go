@@ -27,8 +27,8 @@ package bpf
 // lives in the map's byte area), so the garbage collector's write barrier
 // has no part in it.
 //
-// On amd64 only, on the other two types (HASH, LRU_HASH;
-// jit_amd64_hashupd_write.go), and for bpf_map_delete_elem on all four
+// On the other two types (HASH, LRU_HASH; jit_amd64_hashupd_write.go,
+// jit_arm64_hashupd_write.go), and for bpf_map_delete_elem on all four
 // (after the same probe), the same lock is taken after
 // the write barrier's flag is read clear (set: Go; jit_hashupd_unsafe.go)
 // and the call does what Hash.Update and Hash.Delete do, with the same
@@ -42,3 +42,38 @@ package bpf
 // linked one's set, as stripe.write. A map whose values hold a
 // bpf_spin_lock keeps hashNoWrite for updates (Go writes around the
 // lock's word).
+
+// hashUpdKind is how a backend emits bpf_map_update_elem on a hash map.
+type hashUpdKind int
+
+const (
+	hashUpdInPlace hashUpdKind = iota // per-CPU: the CPU's slot written under the lock
+	hashUpdWrite                      // inserts and replacements under the lock
+	hashUpdNoWrite                    // only the answers that write nothing (hashNoWrite)
+)
+
+// hashUpdateKind picks h's update: a map whose values hold a
+// bpf_spin_lock keeps hashNoWrite (Go writes around the lock's word).
+func hashUpdateKind(h jitHash) hashUpdKind {
+	switch {
+	case h.t.PerCPU:
+		return hashUpdInPlace
+	case !h.t.SpinLock:
+		return hashUpdWrite
+	}
+	return hashUpdNoWrite
+}
+
+// hashWriteSlots bounds r.cpu for an update of h: the CPU's value slot of
+// a per-CPU map, else its spare slot (a replacement takes the spare).
+func hashWriteSlots(h jitHash) uint64 {
+	if h.t.PerCPU {
+		return h.t.NCPU
+	}
+	return h.t.NExtra
+}
+
+// hashWritesPointers says an update (or a delete) of h may store entry
+// addresses, so it must find the write barrier off (jit_hashupd_unsafe.go):
+// all but a per-CPU update in place, which stores only value bytes.
+func hashWritesPointers(h jitHash, update bool) bool { return !update || !h.t.PerCPU }

@@ -205,9 +205,6 @@ var fakeBarrier [2]uint32
 // a delete) goes to Go before anything; with it clear, they run natively.
 func TestJITHashWriteBarrierOn(t *testing.T) {
 	needJIT(t)
-	if !nativeHashWrites {
-		t.Skip("the backend does not write hash maps natively")
-	}
 	flag := &fakeBarrier
 	old := writeBarrierFlag
 	writeBarrierFlag = uintptr(unsafe.Pointer(&flag[0]))
@@ -256,9 +253,6 @@ func TestJITHashWriteBarrierOn(t *testing.T) {
 // (an eviction) Go's; a delete lowers Len; the slab stays accounted for.
 func TestJITHashWriteEdges(t *testing.T) {
 	needJIT(t)
-	if !nativeHashWrites {
-		t.Skip("the backend does not write hash maps natively")
-	}
 	noGC(t)
 	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.LRUHash} {
 		for _, ks := range []uint32{4, 16} {
