@@ -168,6 +168,8 @@ func TestJITHashPcpuUpdateRacesGo(t *testing.T) {
 			}
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
+			halt := sync.OnceFunc(func() { close(stop); wg.Wait() }) // before the subtest ends, even on Fatalf
+			defer halt()
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -200,8 +202,7 @@ func TestJITHashPcpuUpdateRacesGo(t *testing.T) {
 					t.Fatalf("run %d: flags %d: %d, want %d", i, flags, got, want)
 				}
 			}
-			close(stop)
-			wg.Wait()
+			halt()
 			checkUnlocked(t, m)
 			checkOnly(t, m, [][]byte{present})
 			f := newFrame(hashOpFrame(present, 2, 0, 0x70))

@@ -46,6 +46,11 @@ func TestJITHashWriteRacesGo(t *testing.T) {
 			}
 			stop := make(chan struct{})
 			var wg sync.WaitGroup
+			// A failing nativeWriter ends the test goroutine: the writers
+			// must stop before the subtest ends, or their t.Errorf fails
+			// the whole run as a call after the test completed.
+			halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+			defer halt()
 			goState := map[string][]byte{}
 			wg.Add(2)
 			go func() {
@@ -68,8 +73,7 @@ func TestJITHashWriteRacesGo(t *testing.T) {
 				goWriter(t, m, shared, theirs, goState, stop)
 			}()
 			state := nativeWriter(t, p, shared, mine)
-			close(stop)
-			wg.Wait()
+			halt()
 			for k, v := range goState {
 				state[k] = v
 			}
