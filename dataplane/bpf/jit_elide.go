@@ -142,9 +142,10 @@ func regDead(plain []insn, pc int, reg uint8, steps *int) bool {
 				return false
 			}
 		case formCall:
-			// A helper reads r1-r5 and writes r0-r5; a tail call's
-			// program starts with the registers it finds.
-			if in.op != opCall || int32(in.imm) == helperTailCall || reg >= 1 && reg <= 5 {
+			// A helper reads r1-r5 and writes r0-r5; a tail call
+			// (opTailCall) starts its program with the registers it
+			// finds, a local call or kfunc may read any: reads.
+			if in.op != opCall || reg >= 1 && reg <= 5 {
 				return false
 			}
 			if reg == 0 {

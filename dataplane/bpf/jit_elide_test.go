@@ -77,3 +77,35 @@ func TestJITValueElided(t *testing.T) {
 		})
 	}
 }
+
+// TestRegDead checks regDead on the paths valueElided relies on: a write
+// kills, a read, exit (r0), a tail call, a backward jump or a read on
+// either way of a branch keeps the register live.
+func TestRegDead(t *testing.T) {
+	cases := []struct {
+		name  string
+		insns asm.Instructions
+		dead  bool
+	}{
+		{"mov", asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}, true},
+		{"exit", asm.Instructions{asm.Return()}, false},
+		{"add", asm.Instructions{asm.Add.Imm(asm.R0, 1), asm.Return()}, false},
+		{"load into", asm.Instructions{asm.LoadMem(asm.R0, asm.R1, 0, asm.Word), asm.Return()}, true},
+		{"load through", asm.Instructions{asm.LoadMem(asm.R0, asm.R0, 0, asm.Word), asm.Return()}, false},
+		{"spill", asm.Instructions{asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord), asm.Mov.Imm(asm.R0, 1), asm.Return()}, false},
+		{"helper", asm.Instructions{asm.FnKtimeGetNs.Call(), asm.Return()}, true},
+		{"tail call", asm.Instructions{asm.FnTailCall.Call(), asm.Mov.Imm(asm.R0, 1), asm.Return()}, false},
+		{"both ways", asm.Instructions{asm.JEq.Imm(asm.R1, 0, "l"), asm.Mov.Imm(asm.R0, 1), asm.Return(),
+			asm.Mov.Imm(asm.R0, 2).WithSymbol("l"), asm.Return()}, true},
+		{"read on the jump", asm.Instructions{asm.JEq.Imm(asm.R1, 0, "l"), asm.Mov.Imm(asm.R0, 1), asm.Return(),
+			asm.Mov.Reg(asm.R2, asm.R0).WithSymbol("l"), asm.Return()}, false},
+		{"goto", asm.Instructions{asm.Ja.Label("l"), asm.Return(), asm.Mov.Imm(asm.R0, 2).WithSymbol("l"), asm.Return()}, true},
+	}
+	for _, tc := range cases {
+		plain, _ := plainOf(t, tc.insns)
+		steps := elideMaxSteps
+		if got := regDead(plain, 0, 0, &steps); got != tc.dead {
+			t.Errorf("%s: regDead = %v, want %v", tc.name, got, tc.dead)
+		}
+	}
+}
