@@ -301,6 +301,9 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 		compileInsn(b, pc, in)
 	}
 	code, n := b.finish(entry)
+	if n.err != nil {
+		return nil, n.err
+	}
 	if len(code) >= jitMaxCode {
 		return nil, fmt.Errorf("code too large (%d bytes)", len(code))
 	}
@@ -314,9 +317,10 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 
 // jitCounts are what a backend compiled natively, for tests and jitProg.
 type jitCounts struct {
-	native int // helper calls
-	proven int // accesses without their check
-	calls  int // bpf-to-bpf calls
+	native int   // helper calls
+	proven int   // accesses without their check
+	calls  int   // bpf-to-bpf calls
+	err    error // the backend broke a promise it relied on (jit_elide.go)
 }
 
 // jitForms is a backend's code for each operand form of opTable's rows:

@@ -257,6 +257,8 @@ type amd64Compiler struct {
 	leaving bool    // the lookup being emitted leaves it
 	// unchk: jit_amd64_value.go
 	unchk jitUnchecked
+	// elided: jit_amd64_elide.go
+	elided map[int][]int
 	// ctxResumes are the context loads that reuse the one before (ctxReuse).
 	ctxResumes []jitResume
 	nproven    int
@@ -313,7 +315,7 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		c.patch(f.pos, at)
 	}
 	c.threadJumps() // jit_amd64_cost.go
-	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, err: c.elideErr()}
 }
 
 // exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears

@@ -58,6 +58,7 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	if c.leaving {
 		c.uncheckedCall(pc) // jit_amd64_value.go
 	}
+	elide := c.elideAt(pc, a) // jit_amd64_elide.go
 	defer func() { c.leaving, c.unchk.bufOnly = false, false }()
 	c.rm(false, false, []byte{0x8b}, xAX, m, false)
 	c.cmpMax(a) // jit_amd64_cost.go
@@ -65,7 +66,11 @@ func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
 	if j, ok := c.arraySlot(a); ok { // a CPU out of range finds nothing, as arrayValue
 		null = append(null, j)
 	}
-	c.valueRegion(pc, a)
+	if elide {
+		c.elideRegion()
+	} else {
+		c.valueRegion(pc, a)
+	}
 	done := c.jmp()
 	for _, n := range null {
 		c.patch(n, len(c.b))

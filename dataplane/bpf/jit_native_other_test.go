@@ -8,4 +8,5 @@ const (
 	nativeLPMArch  = 0
 	nativeTailArch = false // bpf_tail_call: no JIT here
 	nativeCsumArch = 0
+	elideArch      = 0 // lookups whose value region is left out (jit_elide.go)
 )
