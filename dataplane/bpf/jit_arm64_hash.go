@@ -196,14 +196,10 @@ func (c *arm64Compiler) hashProbe(pc int, h jitHash) (found a64Fixup, missing []
 	return c.hashWalk(pc, h)
 }
 
-// hashWalk walks the chain from the entry in X0 (see the amd64 version);
-// a walk longer than MaxWalk goes to the slow path.
-func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a64Fixup) {
-	c.word(aS4, h.dyn, offMimMaxWalk, h.t.MaxWalk)
-	loop := len(c.b)
-	c.cmp(0, aZR)
-	missing = append(missing, c.branch(aEQ))
-	var next []a64Fixup
+// hashEntryIs compares the entry in X0 with the hash in X9 and the key
+// words in X10 and X11 and returns the branches taken when it differs
+// (X13, X14 clobbered).
+func (c *arm64Compiler) hashEntryIs(h jitHash) (next []a64Fixup) {
 	c.ldr(aS6, 0, int32(h.t.HashOff))
 	c.cmp(aS6, aS1)
 	next = append(next, c.branch(aNE))
@@ -216,6 +212,17 @@ func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a
 		c.cmp(aS5, aS3)
 		next = append(next, c.branch(aNE))
 	}
+	return next
+}
+
+// hashWalk walks the chain from the entry in X0 (see the amd64 version);
+// a walk longer than MaxWalk goes to the slow path.
+func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a64Fixup) {
+	c.word(aS4, h.dyn, offMimMaxWalk, h.t.MaxWalk)
+	loop := len(c.b)
+	c.cmp(0, aZR)
+	missing = append(missing, c.branch(aEQ))
+	next := c.hashEntryIs(h)
 	found = c.branch(aAL)
 	for _, f := range next {
 		c.patch(f, len(c.b))

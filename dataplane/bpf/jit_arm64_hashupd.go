@@ -152,19 +152,7 @@ func (c *arm64Compiler) hashLockedWalk(h jitHash) (found, missing a64Fixup) {
 	c.ldr(0, aS4, 0)
 	c.cmp(0, aZR)
 	missing = c.branch(aEQ)
-	var next []a64Fixup
-	c.ldr(aS6, 0, int32(h.t.HashOff))
-	c.cmp(aS6, aS1)
-	next = append(next, c.branch(aNE))
-	c.ldr(aS6, 0, int32(h.t.KeyOff))
-	c.ldr(aS5, aS6, 0)
-	c.cmp(aS5, aS2)
-	next = append(next, c.branch(aNE))
-	if h.t.KeySize > 8 {
-		c.ldr(aS5, aS6, 8)
-		c.cmp(aS5, aS3)
-		next = append(next, c.branch(aNE))
-	}
+	next := c.hashEntryIs(h)
 	found = c.branch(aAL)
 	for _, f := range next {
 		c.patch(f, len(c.b))
