@@ -13,7 +13,9 @@ import (
 // BenchmarkJITUpdate measures one helper call per run, compiled natively
 // ("native") and, in the same program with a jump target on the call
 // (where the JIT cannot see which map r1 holds), through the exit to Go
-// ("go"): array update, the hash answers that write nothing, and a
+// ("go"): array update, the hash answers that write nothing, the hash
+// updates that write (jit_hashupd.go: a key present, updated in place on
+// per-CPU maps and replaced by the CPU's spare entry on the others), and a
 // lock/unlock pair. cpu-ns/run is the thread's CPU time per frame of
 // 64-frame bursts (as BenchmarkExamples: a shared machine's other
 // processes are left out).
@@ -30,6 +32,10 @@ func BenchmarkJITUpdate(b *testing.B) {
 		{"hash-update-noexist-present", ebpf.Hash, asm.FnMapUpdateElem, 1},
 		{"lru-update-exist-absent", ebpf.LRUHash, asm.FnMapUpdateElem, 2},
 		{"hash-delete-absent", ebpf.Hash, asm.FnMapDeleteElem, 0},
+		{"pcpu-hash-update-present", ebpf.PerCPUHash, asm.FnMapUpdateElem, 0},
+		{"lru-pcpu-hash-update-present", ebpf.LRUCPUHash, asm.FnMapUpdateElem, 0},
+		{"hash-update-replace", ebpf.Hash, asm.FnMapUpdateElem, 0},
+		{"lru-hash-update-replace", ebpf.LRUHash, asm.FnMapUpdateElem, 0},
 		{"spin-lock-unlock", ebpf.Array, asm.FnSpinLock, 0},
 	} {
 		for _, native := range []bool{true, false} {
