@@ -5,16 +5,17 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
-
 	"testing"
 	"time"
 
 	"github.com/xnic-dev/xnic/dwmac/dwmacsim"
 	"github.com/xnic-dev/xnic/igb/igbsim"
 	"github.com/xnic-dev/xnic/internal/vmtest/guestproto"
+	"github.com/xnic-dev/xnic/internal/vmtest/traffic"
 	"github.com/xnic-dev/xnic/sim"
 	"github.com/xnic-dev/xnic/vfiouser"
 )
@@ -472,21 +473,30 @@ func serveModel(ctx context.Context, t *testing.T, m *servedModel, dir string, s
 
 // bridgeQEMU connects the IP peer to QEMU's igb: QEMU's -netdev dgram
 // sends from and to a UDP port on 127.0.0.1 (qemuPort, picked free here),
-// the bridge's link carries frames between it and the peer.
-func bridgeQEMU(ipp *IPPeer) (qemuPort int, link *sim.UDPLink, err error) {
+// the bridge's link carries frames between it and the peer. The traffic
+// peer's own throttle sees only the IP peer's socket, which drains at once,
+// so the bridge holds frames back while QEMU's socket is half full (bl):
+// a burst past its receive buffer would lose frames there, and a lost last
+// frame stalls a windowed stream until the guest gives up.
+func bridgeQEMU(ipp *IPPeer) (qemuPort int, link *sim.UDPLink, bl *traffic.Backlog, err error) {
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	qemuPort = c.LocalAddr().(*net.UDPAddr).Port
 	c.Close() // QEMU binds it; nothing else on the host picks a port in between, as a rule
 	link, err = sim.NewUDPLink("127.0.0.1:0", fmt.Sprintf("127.0.0.1:%d", qemuPort))
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
-	ipp.SetReceiver(func(f []byte) { _ = link.Send(f) })
+	bl = traffic.NewBacklog(netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), uint16(qemuPort)), 20*time.Second)
+	ipp.SetReceiver(func(f []byte) {
+		if bl.Wait() == nil {
+			_ = link.Send(f)
+		}
+	})
 	link.SetReceiver(func(f []byte) { _ = ipp.Send(f) })
-	return qemuPort, link, nil
+	return qemuPort, link, bl, nil
 }
 
 // waitListening waits until the server's socket accepts connections (the

@@ -28,6 +28,7 @@ type deviceRun struct {
 	stats    *vfiouser.Stats
 	sock     string
 	bridge   *sim.UDPLink
+	backlog  *traffic.Backlog // QEMU's socket, behind the bridge
 	qemuPort int
 	addr     string // the guest's address, a.b.c.d/24
 	peerIP   string
@@ -50,7 +51,7 @@ func startDevice(ctx context.Context, t *testing.T, m *servedModel, i int, dir s
 	}
 	d.stop = append(d.stop, func() { d.ipp.Close() })
 	if m.qemuIGB {
-		if d.qemuPort, d.bridge, err = bridgeQEMU(d.ipp); err != nil {
+		if d.qemuPort, d.bridge, d.backlog, err = bridgeQEMU(d.ipp); err != nil {
 			t.Fatal(err)
 		}
 		d.stop = append(d.stop, func() { d.bridge.Close() })
@@ -338,6 +339,10 @@ func reference(t *testing.T, g *linuxGuestRun, served, qemu *deviceRun) {
 			tx, rx = tx+l["tx_packets"], rx+l["rx_packets"]
 		}
 		fmt.Fprintf(&b, "%s: guest counted tx %d rx %d packets, the peer received %d and sent %d\n", qemu.m.name, tx, rx, r.FromModel, r.ToModel)
+	}
+	if qemu.backlog != nil {
+		drops, waits := qemu.backlog.Stats()
+		fmt.Fprintf(&b, "%s: QEMU's netdev socket dropped %d datagrams; the bridge held back %d times\n", qemu.m.name, drops, waits)
 	}
 	t.Logf("Linux's igb on the served 82576 and on QEMU's igb:\n%s", b.String())
 	for _, name := range linuxSteps(g.ethtool, false, false, false) {

@@ -3,11 +3,15 @@ package traffic
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/netip"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // QEMU reads its -netdev dgram socket only while the guest's receive ring has
@@ -72,4 +76,99 @@ func remoteSocketStat(addr netip.AddrPort) (udpSocketStat, bool) {
 		return udpSocketStat{}, false
 	}
 	return parseProcNetUDP(b, addr)
+}
+
+// DefaultMaxBacklog is the bytes a sender lets wait in QEMU's socket before
+// it holds back: half of net.core.rmem_default's usual 208 KiB.
+const DefaultMaxBacklog = 96 << 10
+
+// waitBacklog waits while the local UDP socket bound to addr holds more than
+// max bytes, polling every 200 µs, and passes each reading to seen. It
+// returns whether it waited, and an error after timeout or when done closes.
+// A socket it cannot find (not on this host, closed) does not hold it back.
+func waitBacklog(addr netip.AddrPort, max int, timeout time.Duration, done <-chan struct{}, seen func(udpSocketStat)) (bool, error) {
+	deadline := time.Now().Add(timeout)
+	for waited := false; ; waited = true {
+		st, ok := remoteSocketStat(addr)
+		if ok && seen != nil {
+			seen(st)
+		}
+		if !ok || st.rxQueue <= max {
+			return waited, nil
+		}
+		if time.Now().After(deadline) {
+			return waited, fmt.Errorf("QEMU's socket still holds %d bytes after %v: the guest stopped taking frames", st.rxQueue, timeout)
+		}
+		select {
+		case <-done:
+			return waited, errClosedWaiting
+		case <-time.After(200 * time.Microsecond):
+		}
+	}
+}
+
+var errClosedWaiting = errors.New("closed while QEMU's socket drained")
+
+// Backlog holds back a forwarder that writes frames into QEMU's -netdev dgram
+// socket at addr (a bridge between a peer and QEMU, which the peer's own
+// throttle cannot see past): Wait returns once the socket holds at most
+// DefaultMaxBacklog bytes, checking every 8th call. It is safe for
+// concurrent use.
+type Backlog struct {
+	addr    netip.AddrPort
+	timeout time.Duration
+	calls   atomic.Uint64
+	drops0  int // the socket's drop count at NewBacklog (-1: unknown)
+	mu      sync.Mutex
+	drops   int // at the last reading
+	waits   int
+}
+
+// NewBacklog watches QEMU's socket at addr; a Wait gives up after timeout.
+func NewBacklog(addr netip.AddrPort, timeout time.Duration) *Backlog {
+	b := &Backlog{addr: addr, timeout: timeout, drops0: -1, drops: -1}
+	if st, ok := remoteSocketStat(addr); ok {
+		b.drops0, b.drops = st.drops, st.drops
+	}
+	return b
+}
+
+// Wait holds the caller while QEMU's socket is more than DefaultMaxBacklog
+// full; it returns an error when the socket does not drain within the
+// timeout.
+func (b *Backlog) Wait() error {
+	if b.calls.Add(1)%8 != 1 {
+		return nil
+	}
+	waited, err := waitBacklog(b.addr, DefaultMaxBacklog, b.timeout, nil, b.seen)
+	if waited {
+		b.mu.Lock()
+		b.waits++
+		b.mu.Unlock()
+	}
+	return err
+}
+
+func (b *Backlog) seen(st udpSocketStat) {
+	b.mu.Lock()
+	if b.drops0 < 0 {
+		b.drops0 = st.drops
+	}
+	b.drops = st.drops
+	b.mu.Unlock()
+}
+
+// Stats returns how many datagrams the socket dropped since NewBacklog (or
+// since it was first found; -1 if never), read now or, once the socket is
+// gone, at the last reading; and how many Waits held the caller back.
+func (b *Backlog) Stats() (drops, waits int) {
+	if st, ok := remoteSocketStat(b.addr); ok {
+		b.seen(st)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.drops0 < 0 {
+		return -1, b.waits
+	}
+	return b.drops - b.drops0, b.waits
 }

@@ -207,7 +207,7 @@ func NewPeer(cfg PeerConfig) (*Peer, error) {
 		p.ackTimeout = 20 * time.Second
 	}
 	if p.maxBacklog == 0 {
-		p.maxBacklog = 96 << 10
+		p.maxBacklog = DefaultMaxBacklog
 	}
 	p.localDropsAtStart = -1
 	if st, ok := remoteSocketStat(p.Addr().AddrPort()); ok {
@@ -665,34 +665,17 @@ func (p *Peer) throttle(i int) error {
 	p.mu.Lock()
 	to := p.remote
 	p.mu.Unlock()
-	deadline := time.Now().Add(p.ackTimeout)
-	waited := false
-	for {
-		st, ok := remoteSocketStat(to)
-		if ok {
-			p.mu.Lock()
-			p.lastDrops = st.drops
-			p.mu.Unlock()
-		}
-		if !ok || st.rxQueue <= p.maxBacklog {
-			break
-		}
-		if !waited {
-			waited = true
-			p.mu.Lock()
-			p.throttled++
-			p.mu.Unlock()
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("QEMU's socket still holds %d bytes after %v: the guest stopped taking frames", st.rxQueue, p.ackTimeout)
-		}
-		select {
-		case <-p.done:
-			return errors.New("peer closed while QEMU's socket drained")
-		case <-time.After(200 * time.Microsecond):
-		}
+	waited, err := waitBacklog(to, p.maxBacklog, p.ackTimeout, p.done, func(st udpSocketStat) {
+		p.mu.Lock()
+		p.lastDrops = st.drops
+		p.mu.Unlock()
+	})
+	if waited {
+		p.mu.Lock()
+		p.throttled++
+		p.mu.Unlock()
 	}
-	return nil
+	return err
 }
 
 // handleData checks a data frame from the guest against its expect session.
