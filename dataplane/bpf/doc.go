@@ -427,7 +427,17 @@
 // packet region from plain copies in jitState (frame, pkt), which Go
 // refreshes at every entry (syncJIT) and the loop sets per frame; the
 // table's packet entry matches nothing during a native burst (its
-// out-of-line check would otherwise read a stale entry).
+// out-of-line check would otherwise read a stale entry). On amd64, code
+// that writes none of the state the loop resets per frame (jitProg.burst
+// 0, jit_burst_flags.go: no bpf_tail_call or callx, no backward jump,
+// local call or bpf_loop charging the budget, no value region appended
+// natively, no bpf_redirect or bpf_redirect_map writing a record) runs in
+// the lean loop (jitEnterBurstLean): it resets that state once per entry,
+// after a resumed frame and before the first fresh one, since only Go
+// changes it then, and moves no redirect slot (Go works out the slot of
+// the frame it stopped at, burstEnd); per frame it checks the frame, points
+// jitState at it, runs the code and stores the verdict. arm64 runs every
+// program in the full loop.
 //
 // A run's start sets r1 and r10 only. The interpreter's other registers
 // are 0 at that point, so the code begins with a prologue that zeroes the

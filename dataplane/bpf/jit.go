@@ -98,6 +98,9 @@ type jitState struct {
 	// rdUsed is the last slot of rds a burst may have written since Go
 	// last cleared them (jitBurst): the slots past it are clear.
 	rdUsed uint64
+	// rdStop is the slot of the last frame the last entry into the burst
+	// loop ran (burstEnd): the one burstCall would go on with.
+	rdStop uint64
 	// rdn is the number of frames the last native burst stored an
 	// XDP_REDIRECT verdict for (jitEnterBurst counts them): a burst with
 	// none has no redirect to fill in (fillRedirects).
@@ -227,6 +230,9 @@ type jitProg struct {
 	proven int
 	// calls counts the bpf-to-bpf calls compiled natively, for tests.
 	calls int
+	// burst is the burst loop's per-frame work the code may need
+	// (jit_burst_flags.go): 0 runs its bursts in the lean loop.
+	burst uint8
 }
 
 // addr is the native address where instruction pc starts.
@@ -311,16 +317,23 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 	if err != nil {
 		return nil, err
 	}
+	burst := burstAll
+	if jitBurstLean {
+		burst = burstWork(plain, n.regions)
+	}
 	return &jitProg{mem: mem, entry: entry, base: base, pc0: base + uintptr(entry[0]),
-		native: n.native, proven: n.proven, calls: n.calls}, nil
+		native: n.native, proven: n.proven, calls: n.calls, burst: burst}, nil
 }
 
 // jitCounts are what a backend compiled natively, for tests and jitProg.
 type jitCounts struct {
-	native int   // helper calls
-	proven int   // accesses without their check
-	calls  int   // bpf-to-bpf calls
-	err    error // the backend broke a promise it relied on (jit_elide.go)
+	native int // helper calls
+	proven int // accesses without their check
+	calls  int // bpf-to-bpf calls
+	// regions counts the value-region appends (burstRegions); only a
+	// backend with the lean burst loop (jitBurstLean) counts them.
+	regions int
+	err     error // the backend broke a promise it relied on (jit_elide.go)
 }
 
 // jitForms is a backend's code for each operand form of opTable's rows:

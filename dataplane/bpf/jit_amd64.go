@@ -267,6 +267,9 @@ type amd64Compiler struct {
 	// exit first returns from a native call in progress; ncalls counts them.
 	calls  bool
 	ncalls int
+	// nregions counts the value-region appends emitted (valueRegion):
+	// the burst loop trims the table per frame only for code with some.
+	nregions int
 	// frameSure: the code runs only with a frame (frameSure); ctxFields:
 	// the context's scalar loads (ctxScalarLoads). jit_frame.go.
 	frameSure bool
@@ -315,7 +318,7 @@ func (c *amd64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		c.patch(f.pos, at)
 	}
 	c.threadJumps() // jit_amd64_cost.go
-	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, err: c.elideErr()}
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, regions: c.nregions, err: c.elideErr()}
 }
 
 // exit leaves the exit code for pc in R9 (S1; a 32-bit move, which clears

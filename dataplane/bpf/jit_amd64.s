@@ -40,6 +40,33 @@
 	MOVQ R15, 72(R10) \
 	MOVQ R12, 80(R10)
 
+// FRAMECHECK jumps to out unless the frame's DataMeta (CX), Data (DX),
+// DataEnd (SI) and len(Buf) (DI) are in order and below 2^31, runJIT's
+// check (0 <= DataMeta <= Data <= DataEnd <= len(Buf) <= MaxInt32). Compared
+// unsigned, a chain that ends at most 0x7fffffff holds only for numbers in
+// [0, 2^31), so the signed chain's test of DataMeta >= 0 is implied.
+#define FRAMECHECK \
+	CMPQ CX, DX \
+	JHI out \
+	CMPQ DX, SI \
+	JHI out \
+	CMPQ SI, DI \
+	JHI out \
+	CMPQ DI, $0x7fffffff \
+	JHI out
+
+// FRAMESET points jitState's frame and packet region at the frame at AX
+// (checked by FRAMECHECK: DataMeta in CX, DataEnd in SI) and BP at its
+// packet as PKTBASE would (R11 = the Runner).
+#define FRAMESET \
+	MOVQ AX, (Runner_jit+jitState_frame)(R11) \
+	MOVQ Frame_Buf(AX), BP \
+	MOVQ BP, (Runner_jit+jitState_pkt+jitRegion_buf)(R11) \
+	SUBQ pktbias<>(SB), BP \
+	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11) \
+	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11) \
+	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)
+
 // pktbias is regionPacket<<32, which SUBQ cannot take as an immediate.
 DATA pktbias<>+0(SB)/8, $(const_regionPacket<<32)
 GLOBL pktbias<>(SB), RODATA, $8
@@ -136,23 +163,8 @@ loop:
 	MOVQ Frame_Data(AX), DX
 	MOVQ Frame_DataEnd(AX), SI
 	MOVQ (Frame_Buf+8)(AX), DI
-	TESTQ CX, CX
-	JLT out
-	CMPQ CX, DX
-	JGT out
-	CMPQ DX, SI
-	JGT out
-	CMPQ SI, DI
-	JGT out
-	CMPQ DI, $0x7fffffff
-	JGT out
-	MOVQ AX, (Runner_jit+jitState_frame)(R11)
-	MOVQ Frame_Buf(AX), BP
-	MOVQ BP, (Runner_jit+jitState_pkt+jitRegion_buf)(R11)
-	SUBQ pktbias<>(SB), BP // as PKTBASE sets it
-	MOVQ CX, (Runner_jit+jitState_pkt+jitRegion_lo)(R11)
-	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_hi)(R11)
-	MOVQ SI, (Runner_jit+jitState_pkt+jitRegion_whi)(R11)
+	FRAMECHECK
+	FRAMESET
 	ADDQ $jitRedirect__size, (Runner_jit+jitState_rdo)(R11)
 	MOVQ (Runner_jit+jitState_tail)(R11), R8
 	ORQ Runner_tails(R11), R8
@@ -213,6 +225,105 @@ redirected:
 	MOVQ r+0(FP), R11
 	INCQ (Runner_jit+jitState_rdn)(R11)
 	JMP store
+slow:
+	MOVQ R9, exit+64(FP)
+	MOVQ AX, r0+72(FP)
+	MOVQ reg+8(FP), R10
+	STOREBPF
+out:
+	RET
+
+// func jitEnterBurstLean(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
+//
+// jitEnterBurst for code that writes none of the state the full loop
+// resets per frame (jitProg.burst == 0, jit_burst_flags.go): no tail call
+// state, budget or region beyond Runner.fixed, no redirect record. Its
+// frames then find that state as the entry's setup left it, so the loop
+// sets it once, after the resumed frame if any and before the first fresh
+// one, and per frame only checks the frame, points jitState and BP at it,
+// sets r1, runs the code and stores the verdict. It moves no redirect slot
+// (burstEnd finds it from done). R11 (the Runner) and R12 (r10) are set
+// once: no native code writes R11, and r10 is read-only in BPF and moved
+// only by the local calls such code does not make (jit_amd64.go).
+TEXT ·jitEnterBurstLean(SB), NOSPLIT, $8-80
+	MOVQ $0, done+56(FP)
+	MOVQ $0, exit+64(FP)
+	MOVQ r+0(FP), R11
+	MOVQ (Runner_jit+jitState_resume)(R11), R9
+	TESTQ R9, R9
+	JNE resume
+	XORL AX, AX
+setup:
+	// AX = i, the next frame's index. What the full loop resets per
+	// frame, set for all the frames this entry starts.
+	CMPQ AX, n+32(FP)
+	JGE out
+	XORL R8, R8
+	MOVQ R8, (Runner_jit+jitState_tail)(R11)
+	MOVQ R8, Runner_tails(R11)
+	MOVQ budget+48(FP), R8
+	MOVQ R8, Runner_budget(R11)
+	MOVQ Runner_fixed(R11), R8
+	CMPQ (Runner_regions+8)(R11), R8
+	JLE trimmed
+	MOVQ R8, (Runner_regions+8)(R11)
+trimmed:
+	MOVQ $(const_regionStack<<32|const_stackSize), R12
+loop:
+	// AX = i (done+56(FP) holds it too).
+	IMULQ $Frame__size, AX
+	ADDQ frames+24(FP), AX
+	MOVQ Frame_DataMeta(AX), CX
+	MOVQ Frame_Data(AX), DX
+	MOVQ Frame_DataEnd(AX), SI
+	MOVQ (Frame_Buf+8)(AX), DI
+	FRAMECHECK
+	FRAMESET
+	MOVQ $(const_regionCtx<<32), DI
+	MOVQ entry+16(FP), R9
+	CALL R9
+	CMPB R9, $const_jitExitDone
+	JNE slow
+	CMPL AX, $const_ActionRedirect
+	JA verdict
+	JEQ redirected
+store:
+	MOVQ done+56(FP), CX
+	MOVQ verdicts+40(FP), DX
+	MOVL AX, (DX)(CX*4)
+	INCQ CX
+	MOVQ CX, done+56(FP)
+	MOVQ CX, AX
+	CMPQ CX, n+32(FP)
+	JLT loop
+	RET
+redirected:
+	INCQ (Runner_jit+jitState_rdn)(R11)
+	JMP store
+resume:
+	// Frame 0 goes on where Go ran its helper (see jitEnterBurst); the
+	// frames after it are set up as at a fresh entry.
+	MOVQ $0, (Runner_jit+jitState_resume)(R11)
+	PKTBASE
+	MOVQ reg+8(FP), R10
+	LOADBPF
+	CALL R9
+	CMPB R9, $const_jitExitDone
+	JNE slow
+	CMPL AX, $const_ActionRedirect
+	JA verdict
+	JNE resumed
+	INCQ (Runner_jit+jitState_rdn)(R11)
+resumed:
+	MOVQ verdicts+40(FP), DX
+	MOVL AX, (DX)
+	MOVL $1, AX
+	MOVQ AX, done+56(FP)
+	JMP setup
+verdict:
+	MOVQ R9, exit+64(FP)
+	MOVQ AX, r0+72(FP)
+	RET
 slow:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)

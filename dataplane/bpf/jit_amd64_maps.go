@@ -146,6 +146,7 @@ func (c *amd64Compiler) arraySlotDyn(a jitArray) (badCPU int, ok bool) {
 // used: S1 = n, S2 = &table[n] (n*regionSize added to the table's base in
 // one instruction, so no BPF register needs spilling).
 func (c *amd64Compiler) valueRegion(pc int, a jitArray) {
+	c.nregions++ // the only code that grows the table (burstRegions)
 	done := -1
 	if a.first != 0 {
 		done = c.firstRegion(pc, a)

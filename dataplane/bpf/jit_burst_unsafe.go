@@ -19,7 +19,8 @@ func jitEnterBurst(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames uns
 // and did not run. len(verdicts) must be at least len(frames). The packet
 // region and frame that native code reads (jitState) point at the last
 // frame run; Runner.frame and regions[regionPacket] are left as they were;
-// jitState.rdn is the number of XDP_REDIRECT verdicts stored.
+// jitState.rdn is the number of XDP_REDIRECT verdicts stored, rdStop the
+// redirect slot of the last frame run (0: none).
 func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget int64) (done int, exit uint32, r0 uint64) {
 	if len(frames) == 0 || len(verdicts) < len(frames) {
 		return 0, 0, 0
@@ -29,8 +30,9 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	// written, not the burst's whole length, which would cost a burst
 	// whose every frame leaves for Go (a Go helper) O(n^2).
 	clear(r.jit.rds[1 : min(r.jit.rdUsed, jitBurstMax)+1])
+	r.jit.rdUsed = 0
 	r.jit.rdn = 0 // the loop counts the XDP_REDIRECT verdicts it stores
-	d, e, v := jitEnterBurst(unsafe.Pointer(r), &r.regs[0], j.base, unsafe.Pointer(unsafe.SliceData(frames)),
+	d, e, v := burstEnter(r, j, &r.regs[0], unsafe.Pointer(unsafe.SliceData(frames)),
 		len(frames), unsafe.Pointer(unsafe.SliceData(verdicts)), budget)
 	// The loop counts no run (a store per frame): the frames it finished,
 	// and the one it stopped at if that one ran.
@@ -38,8 +40,39 @@ func jitBurst(r *Runner, j *jitProg, frames []Frame, verdicts []Action, budget i
 	if e != 0 {
 		r.runs++
 	}
-	last := r.jit.rdo / uint64(unsafe.Sizeof(jitRedirect{}))
-	r.jit.rdUsed = last
-	r.endBurstRedirect(last)
+	r.burstEnd(j, d, e != 0)
 	return d, uint32(e), v
+}
+
+// burstEnter enters j's code in the burst loop (see jitBurst) on n frames:
+// the lean one when the code needs none of the per-frame work it leaves
+// out (jit_burst_flags.go).
+func burstEnter(r *Runner, j *jitProg, reg *[256]uint64, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64) {
+	if j.burst == 0 {
+		return jitEnterBurstLean(unsafe.Pointer(r), reg, j.base, frames, n, verdicts, budget)
+	}
+	return jitEnterBurst(unsafe.Pointer(r), reg, j.base, frames, n, verdicts, budget)
+}
+
+// burstEnd is Go's part of the redirect slots after an entry into the burst
+// loop that stopped at frame stop of the burst (or ended there, stop being
+// its length; ran: the frame ran): the slot of the last frame run,
+// jitState.rdStop, made Runner.redirect (endBurstRedirect), and rdUsed
+// raised to it when j's code may write records. The full loop moved
+// jitState.rdo to that slot; the lean loop moves none, its code writing no
+// record, and the slot is the one the full loop would have reached: frame
+// i's is i+1, whether the frame ran in this entry or the one before.
+func (r *Runner) burstEnd(j *jitProg, stop int, ran bool) {
+	last := r.jit.rdo / uint64(unsafe.Sizeof(jitRedirect{}))
+	if j.burst == 0 {
+		last = uint64(stop)
+		if ran {
+			last++
+		}
+	}
+	if j.burst&burstRedirect != 0 {
+		r.jit.rdUsed = last
+	}
+	r.jit.rdStop = last
+	r.endBurstRedirect(last)
 }

@@ -53,7 +53,7 @@ import "unsafe"
 func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Action, d int, e uint32, v uint64) (int, uint32, uint64, bool) {
 	q, qj := r.tailTarget(p, j)
 	pc := int(e >> 8)
-	slot := r.jit.rdUsed // the stopped frame's redirect slot
+	slot := r.jit.rdStop // the stopped frame's redirect slot
 	n := min(len(frames), len(verdicts), jitBurstMax)
 	if d >= n || slot != uint64(d)+1 || r.jit.spin[0] != 0 ||
 		uint(pc+1) >= uint(len(qj.entry)) || uint(pc) >= uint(len(q.code)) {
@@ -107,17 +107,14 @@ func (r *Runner) burstCall(p *Program, j *jitProg, frames []Frame, verdicts []Ac
 	r.jit.rdo = slot * uint64(unsafe.Sizeof(jitRedirect{}))
 	r.jit.resume = qj.addr(pc + 1)
 	r.jit.resumes++
-	k, e2, v2 := jitEnterBurst(unsafe.Pointer(r), reg, j.base, unsafe.Pointer(f), n-d,
-		unsafe.Pointer(&verdicts[d]), p.budget)
+	k, e2, v2 := burstEnter(r, j, reg, unsafe.Pointer(f), n-d, unsafe.Pointer(&verdicts[d]), p.budget)
 	// Frame d was counted when it stopped the burst (jitBurst); the frame
 	// this one stopped at, when it ran (e2 != 0), was not.
 	r.runs += uint64(k)
 	if e2 == 0 {
 		r.runs--
 	}
-	last := r.jit.rdo / uint64(unsafe.Sizeof(jitRedirect{}))
-	r.jit.rdUsed = last
-	r.endBurstRedirect(last)
+	r.burstEnd(j, d+k, e2 != 0)
 	return d + k, uint32(e2), v2, true
 }
 
