@@ -436,7 +436,9 @@
 // after a resumed frame and before the first fresh one, since only Go
 // changes it then, and moves no redirect slot (Go works out the slot of
 // the frame it stopped at, burstEnd); per frame it checks the frame, points
-// jitState at it, runs the code and stores the verdict. arm64 runs every
+// jitState at it, runs the code and stores the verdict. Both amd64 loops
+// walk the frames and verdicts by pointer (the next frame is the one
+// after jitState.frame, which native code only reads). arm64 runs every
 // program in the full loop.
 //
 // A run's start sets r1 and r10 only. The interpreter's other registers

@@ -137,28 +137,41 @@ done:
 // and taken branches. So the state a run rarely changes (the tail call
 // state, the budget, the regions a lookup added) is compared and written
 // out of line only when it differs, the common verdicts take no branch,
-// and the loop closes with one.
+// and the loop closes with one. It walks pointers: the next frame is the
+// one after jitState.frame, the next verdict's slot vp, and done is
+// worked out from vp when the loop returns. Code that needs none of that
+// per-frame state runs in jitEnterBurstLean instead.
 //
 // When jitState.resume is not 0, frame 0 is not started but goes on from
 // there (burstCall, jit_resume_unsafe.go): a run that stopped the last
 // burst at a helper call Go has just run, its registers in reg, the frame,
 // packet region, redirect slot, budget and tail call state as Go left
 // them. The loop then goes on with frame 1 as usual.
-TEXT ·jitEnterBurst(SB), NOSPLIT, $8-80
-	MOVQ $0, done+56(FP)
+TEXT ·jitEnterBurst(SB), NOSPLIT, $24-80
 	MOVQ $0, exit+64(FP)
 	MOVQ r+0(FP), R11
+	MOVQ verdicts+40(FP), DX
+	MOVQ DX, vp-8(SP)
+	MOVQ n+32(FP), CX
+	LEAQ (DX)(CX*4), CX
+	MOVQ CX, vend-16(SP)
 	MOVQ (Runner_jit+jitState_resume)(R11), R9
 	TESTQ R9, R9
 	JNE resume
 	XORL AX, AX
+start:
+	// AX = i, the next frame's index, at vp.
 	CMPQ AX, n+32(FP)
 	JGE out
-loop:
-	// AX = i, the frame's index (done+56(FP) holds it too).
 	IMULQ $Frame__size, AX
 	ADDQ frames+24(FP), AX
-	MOVQ r+0(FP), R11
+	JMP first
+loop:
+	// The frame after the last one (jitState.frame, which native code
+	// only reads).
+	MOVQ (Runner_jit+jitState_frame)(R11), AX
+	ADDQ $Frame__size, AX
+first:
 	MOVQ Frame_DataMeta(AX), CX
 	MOVQ Frame_Data(AX), DX
 	MOVQ Frame_DataEnd(AX), SI
@@ -182,22 +195,20 @@ regs:
 	MOVQ $(const_regionStack<<32|const_stackSize), R12
 	MOVQ entry+16(FP), R9
 	CALL R9
-ran:
+	// R11 is the Runner still: native code never writes it.
 	CMPB R9, $const_jitExitDone
 	JNE slow
 	CMPL AX, $const_ActionRedirect
 	JA verdict
 	JEQ redirected
 store:
-	MOVQ done+56(FP), CX
-	MOVQ verdicts+40(FP), DX
-	MOVL AX, (DX)(CX*4)
-	INCQ CX
-	MOVQ CX, done+56(FP)
-	MOVQ CX, AX
-	CMPQ CX, n+32(FP)
-	JLT loop
-	RET
+	MOVQ vp-8(SP), DX
+	MOVL AX, (DX)
+	ADDQ $4, DX
+	MOVQ DX, vp-8(SP)
+	CMPQ DX, vend-16(SP)
+	JB loop
+	JMP out
 clear:
 	XORL R8, R8
 	MOVQ R8, (Runner_jit+jitState_tail)(R11)
@@ -209,28 +220,44 @@ setbudget:
 trim:
 	MOVQ R8, (Runner_regions+8)(R11)
 	JMP regs
+redirected:
+	// Counted for fillRedirects (jitState.rdn).
+	INCQ (Runner_jit+jitState_rdn)(R11)
+	JMP store
 resume:
 	MOVQ $0, (Runner_jit+jitState_resume)(R11)
 	PKTBASE
 	MOVQ reg+8(FP), R10
 	LOADBPF
 	CALL R9
-	JMP ran
+	CMPB R9, $const_jitExitDone
+	JNE slow
+	CMPL AX, $const_ActionRedirect
+	JA verdict
+	JNE resumed
+	INCQ (Runner_jit+jitState_rdn)(R11)
+resumed:
+	MOVQ vp-8(SP), DX
+	MOVL AX, (DX)
+	ADDQ $4, DX
+	MOVQ DX, vp-8(SP)
+	MOVL $1, AX
+	JMP start
 verdict:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)
-	RET
-redirected:
-	// Counted for fillRedirects (jitState.rdn): R11 is the code's now.
-	MOVQ r+0(FP), R11
-	INCQ (Runner_jit+jitState_rdn)(R11)
-	JMP store
+	JMP out
 slow:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)
 	MOVQ reg+8(FP), R10
 	STOREBPF
 out:
+	// done: the verdicts stored.
+	MOVQ vp-8(SP), CX
+	SUBQ verdicts+40(FP), CX
+	SHRQ $2, CX
+	MOVQ CX, done+56(FP)
 	RET
 
 // func jitEnterBurstLean(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
@@ -244,18 +271,25 @@ out:
 // sets r1, runs the code and stores the verdict. It moves no redirect slot
 // (burstEnd finds it from done). R11 (the Runner) and R12 (r10) are set
 // once: no native code writes R11, and r10 is read-only in BPF and moved
-// only by the local calls such code does not make (jit_amd64.go).
-TEXT ·jitEnterBurstLean(SB), NOSPLIT, $8-80
-	MOVQ $0, done+56(FP)
+// only by the local calls such code does not make (jit_amd64.go). The
+// loop walks pointers: the next frame is the one jitState.frame names
+// (which native code only reads) plus one, the next verdict's slot is
+// vp, and done is worked out from vp when the loop returns.
+TEXT ·jitEnterBurstLean(SB), NOSPLIT, $24-80
 	MOVQ $0, exit+64(FP)
 	MOVQ r+0(FP), R11
+	MOVQ verdicts+40(FP), DX
+	MOVQ DX, vp-8(SP)
+	MOVQ n+32(FP), CX
+	LEAQ (DX)(CX*4), CX
+	MOVQ CX, vend-16(SP)
 	MOVQ (Runner_jit+jitState_resume)(R11), R9
 	TESTQ R9, R9
 	JNE resume
 	XORL AX, AX
 setup:
-	// AX = i, the next frame's index. What the full loop resets per
-	// frame, set for all the frames this entry starts.
+	// AX = i, the next frame's index, at vp. What the full loop resets
+	// per frame, set for all the frames this entry starts.
 	CMPQ AX, n+32(FP)
 	JGE out
 	XORL R8, R8
@@ -269,10 +303,13 @@ setup:
 	MOVQ R8, (Runner_regions+8)(R11)
 trimmed:
 	MOVQ $(const_regionStack<<32|const_stackSize), R12
-loop:
-	// AX = i (done+56(FP) holds it too).
 	IMULQ $Frame__size, AX
 	ADDQ frames+24(FP), AX
+	JMP first
+loop:
+	MOVQ (Runner_jit+jitState_frame)(R11), AX
+	ADDQ $Frame__size, AX
+first:
 	MOVQ Frame_DataMeta(AX), CX
 	MOVQ Frame_Data(AX), DX
 	MOVQ Frame_DataEnd(AX), SI
@@ -288,15 +325,13 @@ loop:
 	JA verdict
 	JEQ redirected
 store:
-	MOVQ done+56(FP), CX
-	MOVQ verdicts+40(FP), DX
-	MOVL AX, (DX)(CX*4)
-	INCQ CX
-	MOVQ CX, done+56(FP)
-	MOVQ CX, AX
-	CMPQ CX, n+32(FP)
-	JLT loop
-	RET
+	MOVQ vp-8(SP), DX
+	MOVL AX, (DX)
+	ADDQ $4, DX
+	MOVQ DX, vp-8(SP)
+	CMPQ DX, vend-16(SP)
+	JB loop
+	JMP out
 redirected:
 	INCQ (Runner_jit+jitState_rdn)(R11)
 	JMP store
@@ -315,19 +350,25 @@ resume:
 	JNE resumed
 	INCQ (Runner_jit+jitState_rdn)(R11)
 resumed:
-	MOVQ verdicts+40(FP), DX
+	MOVQ vp-8(SP), DX
 	MOVL AX, (DX)
+	ADDQ $4, DX
+	MOVQ DX, vp-8(SP)
 	MOVL $1, AX
-	MOVQ AX, done+56(FP)
 	JMP setup
 verdict:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)
-	RET
+	JMP out
 slow:
 	MOVQ R9, exit+64(FP)
 	MOVQ AX, r0+72(FP)
 	MOVQ reg+8(FP), R10
 	STOREBPF
 out:
+	// done: the verdicts stored.
+	MOVQ vp-8(SP), CX
+	SUBQ verdicts+40(FP), CX
+	SHRQ $2, CX
+	MOVQ CX, done+56(FP)
 	RET
