@@ -173,7 +173,9 @@
 // ranges, follows packet pointers (data + c, and data + c + v for a scalar
 // v of known range such as the IPv4 header length times 4), data_end and
 // pointers into global data (.data, .rodata, .bss, plus a constant or an
-// index of known range). A 64-bit compare of a packet pointer with data_end
+// index of known range; pointers into one region that reach an
+// instruction at different offsets meet in the range that holds both, as
+// in the tail clang merges for two counters bumped on two paths). A 64-bit compare of a packet pointer with data_end
 // proves, on the edge where it holds, that many bytes after the pointer's
 // base; global data regions have bounds fixed at load. A compare of a
 // register with a constant or a scalar of known range bounds it on the
