@@ -213,7 +213,11 @@
 // about packet pointers rest on the specialised context loads reading a
 // frame: a bare run (RunRaw, no frame) of a program with proofs runs in the
 // interpreter (Runner.code), so the context loads of such a program do not
-// test for a frame (frameSure, jit_frame.go). A 4-byte load of
+// test for a frame (frameSure, jit_frame.go), nor, on amd64, do its
+// native frame helpers (adjust_*, get_buff_len, load/store_bytes,
+// perf_event_output, the RX metadata kfuncs), which also leave out the
+// check that r1 is the context where r1 holds it on every path (ctxArgs).
+// A 4-byte load of
 // ingress_ifindex or rx_queue_index through a register that holds the
 // context on every path (ctxRegsIn, the analysis that specialises the
 // loads of data and data_end) reads the Frame's field (ctxScalarLoads).

@@ -102,14 +102,21 @@ func (c *amd64Compiler) stq(src, base uint8, disp int32) {
 
 // frameArg checks that r1 is the context and that there is a frame (else
 // the slow path, where the helper faults as the interpreter's does) and
-// leaves the Frame's address in S2.
+// leaves the Frame's address in S2. It leaves out the first check where
+// r1 holds the context on every path (ctxArgs) and the second where the
+// code runs only with a frame (frameSure): as the kernel's verifier
+// types r1, neither can fail there.
 func (c *amd64Compiler) frameArg(pc int) {
-	c.movRI(xS1, int64(regionCtx<<32))
-	c.aluRR(true, 0x39, xDI, xS1)
-	c.slowIf(ccNE, pc)
+	if !ctxArgAt(c.ctxR1, pc) {
+		c.movRI(xS1, int64(regionCtx<<32))
+		c.aluRR(true, 0x39, xDI, xS1)
+		c.slowIf(ccNE, pc)
+	}
 	c.ldq(xS2, xCtx, offJFrame)
-	c.aluRR(true, 0x85, xS2, xS2)
-	c.slowIf(ccE, pc)
+	if !c.frameSure {
+		c.aluRR(true, 0x85, xS2, xS2)
+		c.slowIf(ccE, pc)
+	}
 }
 
 // errnoTail emits the ends of a native adjust helper: the success path
