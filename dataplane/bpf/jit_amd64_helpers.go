@@ -143,20 +143,30 @@ func (c *amd64Compiler) errnoTail(fails map[syscall.Errno][]int) {
 // signed) must leave the metadata past the xdp_frame and ETH_HLEN bytes
 // before data_end, else -EINVAL; the metadata moves with data (moveMeta,
 // jit_amd64_bytes.go).
+//
+// A frame without metadata (the usual case) takes a short path: data_start
+// is then the xdp_frame's end, and data_meta becomes the new data.
 func (c *amd64Compiler) adjustHead(pc int) {
 	c.frameArg(pc)
-	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
-	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offData}, false)
 	c.ldq(xS1, xS2, offData)
+	c.rr(false, true, []byte{0x63}, xAX, xSI, false)                                           // movsxd: delta
+	c.aluRR(true, 0x01, xAX, xS1)                                                              // the new data
 	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false) // metalen
-	c.aluRI(true, 0, xS1, xdpFrameSize)
 	fails := map[syscall.Errno][]int{}
+	meta := c.jcc(ccNE)
+	c.aluRI(true, 7, xAX, xdpFrameSize)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.headEnd(fails)
+	c.stq(xAX, xS2, offData)
+	c.stq(xAX, xS2, offDataMeta)
+	c.stq(xAX, xCtx, offPktLo)
+	c.aluRR(false, 0x31, xAX, xAX)
+	short := c.jmp()
+	c.patch(meta, len(c.b))
+	c.aluRI(true, 0, xS1, xdpFrameSize)
 	c.aluRR(true, 0x39, xAX, xS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
-	c.ldq(xS1, xS2, offDataEnd)
-	c.aluRI(true, 5, xS1, ethHlen)
-	c.aluRR(true, 0x39, xAX, xS1)
-	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
+	c.headEnd(fails)
 	c.moveMeta()
 	c.ldq(xS1, xS2, offDataMeta)
 	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offData}, false)
@@ -166,6 +176,17 @@ func (c *amd64Compiler) adjustHead(pc int) {
 	c.stq(xS1, xCtx, offPktLo)
 	c.aluRR(false, 0x31, xAX, xAX)
 	c.errnoTail(fails)
+	c.patch(short, len(c.b))
+}
+
+// headEnd is adjustHead's other bound: the new data in RAX at most
+// ETH_HLEN bytes before data_end (Frame in S2), else -EINVAL. S1 is
+// clobbered.
+func (c *amd64Compiler) headEnd(fails map[syscall.Errno][]int) {
+	c.ldq(xS1, xS2, offDataEnd)
+	c.aluRI(true, 5, xS1, ethHlen)
+	c.aluRR(true, 0x39, xAX, xS1)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
 }
 
 // adjustMeta is bpf_xdp_adjust_meta (adjustMeta): data_meta + delta must

@@ -3,6 +3,8 @@
 package bpf
 
 import (
+	"bytes"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -82,5 +84,52 @@ func TestJITFrameArgBare(t *testing.T) {
 	vj, errj := rj.RunRaw(pj, make([]byte, 64))
 	if vi != vj || errString(erri) != errString(errj) || erri == nil {
 		t.Fatalf("interpreter %#x (%v), JIT %#x (%v); want the same fault", vi, erri, vj, errj)
+	}
+}
+
+// TestJITAdjustHeadRegion: after a native bpf_xdp_adjust_head, with or
+// without metadata, checked accesses around the new data and data_meta
+// (the packet region's new lo) fault exactly where the interpreter's do,
+// on random frames, headrooms, metadata and deltas.
+func TestJITAdjustHeadRegion(t *testing.T) {
+	needJIT(t)
+	insns := append(frameHead8(),
+		asm.LoadMem(asm.R7, asm.R2, 0, asm.Byte), asm.Sub.Imm(asm.R7, 128), // delta in [-128, 127]
+		asm.LoadMem(asm.R8, asm.R2, 1, asm.Byte), asm.And.Imm(asm.R8, 63), // how far below data
+		asm.Mov.Reg(asm.R1, asm.R6), asm.Mov.Reg(asm.R2, asm.R7), asm.FnXdpAdjustHead.Call(),
+		asm.LoadMem(asm.R2, asm.R6, 0, asm.Word), asm.Sub.Reg(asm.R2, asm.R8),
+		asm.LoadMem(asm.R0, asm.R2, 0, asm.Byte), asm.StoreImm(asm.R2, 0, 9, asm.Byte),
+		asm.And.Imm(asm.R0, 3), asm.Return(),
+		asm.Mov.Imm(asm.R0, 2).WithSymbol("pass"), asm.Return())
+	_, pi := helperProg(t, insns, EngineInterp)
+	_, pj := helperProg(t, insns, EngineJIT)
+	rng := rand.New(rand.NewPCG(21, 44))
+	ri, rj := NewRunner(0), NewRunner(0)
+	faults := 0
+	for i := range 3000 {
+		hr := rng.IntN(300)
+		ml := min(hr, rng.IntN(3)*4*rng.IntN(9))
+		n := 8 + rng.IntN(100)
+		buf := make([]byte, hr+n+rng.IntN(400))
+		for k := range buf {
+			buf[k] = byte(rng.Uint32())
+		}
+		f0 := Frame{Buf: buf, DataMeta: hr - ml, Data: hr, DataEnd: hr + n}
+		fi, fj := cloneFrame(f0), cloneFrame(f0)
+		vi, oki := ri.RunFrame(pi, &fi)
+		vj, okj := rj.RunFrame(pj, &fj)
+		if vi != vj || oki != okj || errString(ri.Fault()) != errString(rj.Fault()) {
+			t.Fatalf("case %d (headroom %d, metadata %d, %d bytes): interpreter %#x %v (%v), JIT %#x %v (%v)",
+				i, hr, ml, n, vi, oki, ri.Fault(), vj, okj, rj.Fault())
+		}
+		if fi.DataMeta != fj.DataMeta || fi.Data != fj.Data || !bytes.Equal(fi.Buf, fj.Buf) {
+			t.Fatalf("case %d: frames differ", i)
+		}
+		if !oki {
+			faults++
+		}
+	}
+	if faults < 300 || faults > 2700 {
+		t.Errorf("%d of 3000 runs faulted: the cases miss the region's edge", faults)
 	}
 }
