@@ -59,6 +59,11 @@ func ctxScalarLoads(plain []insn, funcs []bool) []int32 {
 // regionCtx<<32, as ctxScalarLoads says, so a helper call at such an
 // instruction needs no check that its r1 is the context.
 func ctxArgs(plain []insn, funcs []bool) []bool {
+	if len(funcs) < len(plain) { // a bare stream has no subprogram table
+		f := make([]bool, len(plain))
+		copy(f, funcs)
+		funcs = f
+	}
 	in, seen := ctxRegsIn(plain, funcs)
 	at := make([]bool, len(plain))
 	for pc := range plain {
