@@ -173,7 +173,9 @@
 // ranges, follows packet pointers (data + c, and data + c + v for a scalar
 // v of known range such as the IPv4 header length times 4), data_end and
 // pointers into global data (.data, .rodata, .bss, plus a constant or an
-// index of known range). A 64-bit compare of a packet pointer with data_end
+// index of known range; pointers into one region that reach an
+// instruction at different offsets meet in the range that holds both, as
+// in the tail clang merges for two counters bumped on two paths). A 64-bit compare of a packet pointer with data_end
 // proves, on the edge where it holds, that many bytes after the pointer's
 // base; global data regions have bounds fixed at load. A compare of a
 // register with a constant or a scalar of known range bounds it on the
@@ -211,7 +213,11 @@
 // about packet pointers rest on the specialised context loads reading a
 // frame: a bare run (RunRaw, no frame) of a program with proofs runs in the
 // interpreter (Runner.code), so the context loads of such a program do not
-// test for a frame (frameSure, jit_frame.go). A 4-byte load of
+// test for a frame (frameSure, jit_frame.go), nor, on amd64, do its
+// native frame helpers (adjust_*, get_buff_len, load/store_bytes,
+// perf_event_output, the RX metadata kfuncs), which also leave out the
+// check that r1 is the context where r1 holds it on every path (ctxArgs).
+// A 4-byte load of
 // ingress_ifindex or rx_queue_index through a register that holds the
 // context on every path (ctxRegsIn, the analysis that specialises the
 // loads of data and data_end) reads the Frame's field (ctxScalarLoads).

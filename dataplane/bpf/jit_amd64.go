@@ -274,6 +274,7 @@ type amd64Compiler struct {
 	// the context's scalar loads (ctxScalarLoads). jit_frame.go.
 	frameSure bool
 	ctxFields []int32
+	ctxR1     []bool // r1 holds the context (ctxArgs)
 	stackLeft []bool // accesses that left stackBase in S2 (stackAccessAt)
 }
 
@@ -289,6 +290,7 @@ const jitMaxCode = math.MaxInt32
 func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
 	c := &amd64Compiler{plain: plain, env: env, targets: targets, proven: proven, calls: nativeCalls(plain)}
 	c.frameSure, c.ctxFields = frameSure(plain, proven), ctxScalarLoads(plain, env.funcs)
+	c.ctxR1 = ctxArgs(plain, env.funcs)
 	c.stackLeft = make([]bool, len(plain))
 	c.b = make([]byte, 0, 24*len(plain)+64)
 	return c

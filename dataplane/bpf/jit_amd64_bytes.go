@@ -84,7 +84,7 @@ func (c *amd64Compiler) tableEntry(pc int) {
 
 // copyBytes copies ECX bytes (1 to 0xffff) from src to dst, which do not
 // overlap: 8 at a time, then 4, 2 and 1 as the rest has them. The count
-// runs down in EDI, which holds r1 = the context (frameArg checked it) and
+// runs down in EDI, which holds r1 = the context (frameArg made sure) and
 // gets it back; src, dst and RAX are clobbered.
 func (c *amd64Compiler) copyBytes(dst, src uint8) {
 	at := func(r uint8) xmem { return xmem{base: r, index: -1} }
@@ -125,7 +125,7 @@ func (c *amd64Compiler) copyBytes(dst, src uint8) {
 // zeroGrowth zeroes the bytes from the frame's data_end (of the Frame in
 // S2) to the new end in RAX when the new end is past it, as adjustTail
 // clears them: 8 at a time, then 4, 2 and 1. The address runs in RDI,
-// which holds r1 = the context (frameArg checked it) and gets it back; S1
+// which holds r1 = the context (frameArg made sure) and gets it back; S1
 // is clobbered.
 func (c *amd64Compiler) zeroGrowth() {
 	c.aluRR(true, 0x89, xS1, xAX)
@@ -168,7 +168,7 @@ func (c *amd64Compiler) zeroGrowth() {
 // bits, signed) as adjustHead's copy does, one byte at a time, upwards
 // from the first byte when it moves down and from the last when it moves
 // up (the two ranges may overlap). RAX, RSI and RDI are restored (RDI is
-// r1 = the context, which frameArg checked); S1 is clobbered.
+// r1 = the context, which frameArg made sure of); S1 is clobbered.
 func (c *amd64Compiler) moveMeta() {
 	c.ldq(xS1, xS2, offData)
 	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false) // metalen

@@ -102,14 +102,21 @@ func (c *amd64Compiler) stq(src, base uint8, disp int32) {
 
 // frameArg checks that r1 is the context and that there is a frame (else
 // the slow path, where the helper faults as the interpreter's does) and
-// leaves the Frame's address in S2.
+// leaves the Frame's address in S2. It leaves out the first check where
+// r1 holds the context on every path (ctxArgs) and the second where the
+// code runs only with a frame (frameSure): as the kernel's verifier
+// types r1, neither can fail there.
 func (c *amd64Compiler) frameArg(pc int) {
-	c.movRI(xS1, int64(regionCtx<<32))
-	c.aluRR(true, 0x39, xDI, xS1)
-	c.slowIf(ccNE, pc)
+	if !ctxArgAt(c.ctxR1, pc) {
+		c.movRI(xS1, int64(regionCtx<<32))
+		c.aluRR(true, 0x39, xDI, xS1)
+		c.slowIf(ccNE, pc)
+	}
 	c.ldq(xS2, xCtx, offJFrame)
-	c.aluRR(true, 0x85, xS2, xS2)
-	c.slowIf(ccE, pc)
+	if !c.frameSure {
+		c.aluRR(true, 0x85, xS2, xS2)
+		c.slowIf(ccE, pc)
+	}
 }
 
 // errnoTail emits the ends of a native adjust helper: the success path
@@ -136,20 +143,30 @@ func (c *amd64Compiler) errnoTail(fails map[syscall.Errno][]int) {
 // signed) must leave the metadata past the xdp_frame and ETH_HLEN bytes
 // before data_end, else -EINVAL; the metadata moves with data (moveMeta,
 // jit_amd64_bytes.go).
+//
+// A frame without metadata (the usual case) takes a short path: data_start
+// is then the xdp_frame's end, and data_meta becomes the new data.
 func (c *amd64Compiler) adjustHead(pc int) {
 	c.frameArg(pc)
-	c.rr(false, true, []byte{0x63}, xAX, xSI, false) // movsxd: delta
-	c.rm(false, true, []byte{0x03}, xAX, xmem{base: xS2, index: -1, disp: offData}, false)
 	c.ldq(xS1, xS2, offData)
+	c.rr(false, true, []byte{0x63}, xAX, xSI, false)                                           // movsxd: delta
+	c.aluRR(true, 0x01, xAX, xS1)                                                              // the new data
 	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offDataMeta}, false) // metalen
-	c.aluRI(true, 0, xS1, xdpFrameSize)
 	fails := map[syscall.Errno][]int{}
+	meta := c.jcc(ccNE)
+	c.aluRI(true, 7, xAX, xdpFrameSize)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
+	c.headEnd(fails)
+	c.stq(xAX, xS2, offData)
+	c.stq(xAX, xS2, offDataMeta)
+	c.stq(xAX, xCtx, offPktLo)
+	c.aluRR(false, 0x31, xAX, xAX)
+	short := c.jmp()
+	c.patch(meta, len(c.b))
+	c.aluRI(true, 0, xS1, xdpFrameSize)
 	c.aluRR(true, 0x39, xAX, xS1)
 	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccL))
-	c.ldq(xS1, xS2, offDataEnd)
-	c.aluRI(true, 5, xS1, ethHlen)
-	c.aluRR(true, 0x39, xAX, xS1)
-	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
+	c.headEnd(fails)
 	c.moveMeta()
 	c.ldq(xS1, xS2, offDataMeta)
 	c.rm(false, true, []byte{0x2b}, xS1, xmem{base: xS2, index: -1, disp: offData}, false)
@@ -159,6 +176,17 @@ func (c *amd64Compiler) adjustHead(pc int) {
 	c.stq(xS1, xCtx, offPktLo)
 	c.aluRR(false, 0x31, xAX, xAX)
 	c.errnoTail(fails)
+	c.patch(short, len(c.b))
+}
+
+// headEnd is adjustHead's other bound: the new data in RAX at most
+// ETH_HLEN bytes before data_end (Frame in S2), else -EINVAL. S1 is
+// clobbered.
+func (c *amd64Compiler) headEnd(fails map[syscall.Errno][]int) {
+	c.ldq(xS1, xS2, offDataEnd)
+	c.aluRI(true, 5, xS1, ethHlen)
+	c.aluRR(true, 0x39, xAX, xS1)
+	fails[syscall.EINVAL] = append(fails[syscall.EINVAL], c.jcc(ccG))
 }
 
 // adjustMeta is bpf_xdp_adjust_meta (adjustMeta): data_meta + delta must

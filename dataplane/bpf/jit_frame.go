@@ -54,6 +54,27 @@ func ctxScalarLoads(plain []insn, funcs []bool) []int32 {
 	return at
 }
 
+// ctxArgs returns, for each instruction of plain, whether r1 holds the
+// context on entry to it on every path (ctxRegsIn): there r1 is exactly
+// regionCtx<<32, as ctxScalarLoads says, so a helper call at such an
+// instruction needs no check that its r1 is the context.
+func ctxArgs(plain []insn, funcs []bool) []bool {
+	if len(funcs) < len(plain) { // a bare stream has no subprogram table
+		f := make([]bool, len(plain))
+		copy(f, funcs)
+		funcs = f
+	}
+	in, seen := ctxRegsIn(plain, funcs)
+	at := make([]bool, len(plain))
+	for pc := range plain {
+		at[pc] = seen[pc] && in[pc]&(1<<1) != 0
+	}
+	return at
+}
+
+// ctxArgAt is ctxArgs' answer at pc (false past the end).
+func ctxArgAt(at []bool, pc int) bool { return pc < len(at) && at[pc] }
+
 // ctxScalarAt is the xdp_md offset ctxScalarLoads found at pc, or 0.
 func ctxScalarAt(at []int32, pc int) int32 {
 	if pc >= len(at) {

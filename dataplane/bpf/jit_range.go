@@ -24,8 +24,10 @@ package bpf
 //     state at that instruction changed rangeExactJoins times): what a
 //     variable offset is; and which registers a move made equal (linked
 //     scalars, jit_range_link.go), so that a compare bounds them all;
-//   - pointers into global data (rkStatic), into the stack (rkStack:
-//     r10, copies, plus scalars) and into map values (rkValue: a lookup's
+//   - pointers into global data (rkStatic: a range of offsets in one
+//     region; pointers into one region at different offsets meet in the
+//     range that holds both, meetStatic), into the stack (rkStack: r10,
+//     copies, plus scalars) and into map values (rkValue: a lookup's
 //     result); the last two are guesses for the backends only;
 //
 // and per base id, the length N that a compare proved: base(id) + N <=
@@ -153,6 +155,13 @@ func (s *rangeState) meet(o *rangeState, widen bool) bool {
 			}
 			continue
 		}
+		if r, ok := meetStatic(s.regs[i], o.regs[i], widen); ok {
+			if r != s.regs[i] {
+				s.regs[i] = r
+				changed = true
+			}
+			continue
+		}
 		s.regs[i] = rangeReg{}
 		changed = true
 	}
@@ -185,6 +194,30 @@ func (s *rangeState) meet(o *rangeState, widen bool) bool {
 		}
 	}
 	return changed
+}
+
+// meetStatic is where two pointers into the same global data region meet:
+// the range of offsets that holds both, [min of the starts, max of the
+// ends]. clang merges the tails of branches that each bump their own
+// counter (pushed++ on one path, popped++ on the other) into one load,
+// add and store through a register that holds a different lddw on each
+// path; the kernel's verifier, which walks the paths apart, proves that
+// access on each, and this range proves it once. When widening (a pointer
+// moving round a loop), the range becomes [0, 2^k-1] so that it settles.
+// ok is false for pointers that are not both into one region.
+func meetStatic(a, b rangeReg, widen bool) (rangeReg, bool) {
+	if a.kind != rkStatic || b.kind != rkStatic || a.v>>32 != b.v>>32 {
+		return rangeReg{}, false
+	}
+	alo, blo := int64(uint32(a.v)), int64(uint32(b.v))
+	lo, hi := min(alo, blo), max(alo+a.w, blo+b.w)
+	if widen && (lo != alo || hi != alo+a.w) {
+		lo, hi = 0, widenScalar(hi)
+	}
+	if hi >= maxRangeOff {
+		return rangeReg{}, false
+	}
+	return rangeReg{kind: rkStatic, v: a.v&^0xffffffff | lo, w: hi - lo}, true
 }
 
 // widenIf is widenScalar(v) when widen, else v.
@@ -457,7 +490,7 @@ func (rg *ranger) markAccess(s *rangeState, pc int, base uint8, off int32, n int
 func addConst(r rangeReg, k int64) rangeReg {
 	switch r.kind {
 	case rkStatic:
-		if off := int64(uint32(r.v)) + k; off >= 0 && off < maxRangeOff {
+		if off := int64(uint32(r.v)) + k; off >= 0 && off+r.w < maxRangeOff {
 			return rangeReg{kind: rkStatic, v: r.v&^0xffffffff | off, w: r.w}
 		}
 	case rkPkt:

@@ -116,7 +116,9 @@ func rangeRandOp(rng *rand.Rand, reg func() asm.Register, i int, target func(int
 	j := jumps[rng.IntN(len(jumps))]
 	sizes := []asm.Size{asm.Byte, asm.Half, asm.Word, asm.DWord}
 	sz := sizes[rng.IntN(4)]
-	switch rng.IntN(17) {
+	switch rng.IntN(18) {
+	case 17: // two global pointers that meet (meetStatic), then an access
+		return rangeRandMerged(rng, x, y, z, i, sz), 0
 	case 14, 15, 16: // a copy compared, the other copy (or one written since) indexing
 		return rangeRandLinked(rng, reg, i, target), 0
 	case 0:
@@ -166,6 +168,25 @@ func rangeRandOp(rng *rand.Rand, reg func() asm.Register, i int, target func(int
 			asm.Mov.Reg(z, asm.RFP), asm.Add.Imm(z, -32), asm.Add.Reg(z, x), asm.LoadMem(y, z, 0, sz),
 		}, 0
 	}
+}
+
+// rangeRandMerged is clang's merged tail of two counters: z set to a
+// global pointer on each of two paths (the same region or not, offsets
+// apart by up to the region's size), then a load or store through z at an
+// offset that may reach past the region's end on one path only.
+func rangeRandMerged(rng *rand.Rand, x, y, z asm.Register, i int, sz asm.Size) asm.Instructions {
+	ptr := func() asm.Instruction {
+		if rng.IntN(4) == 0 {
+			return asm.LoadMapValue(z, 0, uint32(rng.IntN(8))).WithReference(".rodata")
+		}
+		return asm.LoadMapValue(z, 0, uint32(rng.IntN(linkTable))).WithReference(".data")
+	}
+	join := fmt.Sprintf("M%d", i)
+	acc := asm.LoadMem(y, z, int16(rng.IntN(10)-2), sz).WithSymbol(join)
+	if rng.IntN(2) == 0 {
+		acc = asm.StoreMem(z, int16(rng.IntN(10)-2), y, sz).WithSymbol(join)
+	}
+	return asm.Instructions{ptr(), asm.JGT.Imm(x, int32(rng.IntN(4)), join), ptr(), acc}
 }
 
 // rangeRandLinked is clang's pattern of linked scalars, now and then

@@ -287,6 +287,19 @@ func TestJITGlobalRanges(t *testing.T) {
 			asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.And.Imm(asm.R4, 7),
 			asm.LoadMapValue(asm.R5, 0, 0).WithReference(".rodata"), asm.Add.Reg(asm.R5, asm.R4),
 			asm.LoadMem(asm.R0, asm.R5, 0, asm.Byte), asm.Return().WithSymbol("out")}, ret...), 1},
+		// clang's merged tail of two counters (xdp_vlan's pushed++ and
+		// popped++): r1 holds one lddw or the other where the paths meet.
+		"merged counters":     {mergedGlobals(data(asm.R1, 0), data(asm.R1, 8), 0, asm.DWord), 3},
+		"merged, a byte over": {mergedGlobals(data(asm.R1, 0), data(asm.R1, 9), 0, asm.DWord), 1},
+		"merged, below":       {mergedGlobals(data(asm.R1, 0), data(asm.R1, 8), -1, asm.Byte), 1},
+		"merged regions": {mergedGlobals(data(asm.R1, 0),
+			asm.LoadMapValue(asm.R1, 0, 0).WithReference(".rodata"), 0, asm.Byte), 1},
+		// A pointer walking round a loop meets itself at ever larger
+		// offsets: the range widens until it gives up, and the walk past
+		// the end faults as in the interpreter.
+		"walk": {append(asm.Instructions{data(asm.R1, 0), asm.Mov.Imm(asm.R2, 0),
+			asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte).WithSymbol("loop"), asm.Add.Imm(asm.R1, 1), asm.Add.Imm(asm.R2, 1),
+			asm.JLT.Imm(asm.R2, 20, "loop")}, ret...), 0},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -312,5 +325,21 @@ func TestJITGlobalRanges(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// mergedGlobals is "r1 = a when the packet's first byte is 0, else b;
+// r0 = *(size *)(r1 + off); r0 += 1; *(size *)(r1 + off) = r0", the
+// packet byte's load proven.
+func mergedGlobals(a, b asm.Instruction, off int16, size asm.Size) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word), asm.LoadMem(asm.R3, asm.R1, 4, asm.Word),
+		asm.Mov.Imm(asm.R0, 0), asm.Mov.Reg(asm.R4, asm.R2), asm.Add.Imm(asm.R4, 1), asm.JGT.Reg(asm.R4, asm.R3, "out"),
+		asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.JEq.Imm(asm.R4, 0, "first"),
+		b, asm.Ja.Label("join"),
+		a.WithSymbol("first"),
+		asm.LoadMem(asm.R0, asm.R1, off, size).WithSymbol("join"), asm.Add.Imm(asm.R0, 1),
+		asm.StoreMem(asm.R1, off, asm.R0, size),
+		asm.And.Imm(asm.R0, 0xff), asm.Return().WithSymbol("out"),
 	}
 }
