@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -22,6 +24,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/bpf"
 	"github.com/xnic-dev/xnic/dataplane/fibfile"
 	"github.com/xnic-dev/xnic/dataplane/mapio"
+	"github.com/xnic-dev/xnic/internal/kernelxdp"
 )
 
 // Commands that run XDP programs offline, like BPF_PROG_TEST_RUN: run, bench,
@@ -30,8 +33,8 @@ import (
 func init() {
 	register(&command{name: "prog run", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap|IN.pcapng [--out OUT.pcap] [--json] [--ifindex N] [--queue N]",
 		summary: "run an XDP program on each frame of a pcap and show the verdicts", run: runProgRun})
-	register(&command{name: "prog bench", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--repeat N]",
-		summary: "time an XDP program on the frames of a pcap (median ns per run)", run: runProgBench})
+	register(&command{name: "prog bench", usage: "OBJ [--prog NAME | --sec SECTION] [--engine interp|jit] --in IN.pcap [--repeat N] [--burst N] [--kernel]",
+		summary: "time an XDP program on the frames of a pcap (median ns per run), beside the kernel's JIT with --kernel", run: runProgBench})
 	register(&command{name: "prog disasm", usage: "OBJ [--cilium [--prog NAME]]",
 		summary: "disassemble the programs of an ELF object", run: runProgDisasm})
 	register(&command{name: "prog maps", usage: "OBJ | --control PORT [NAME] [--json]",
@@ -351,6 +354,8 @@ func runProgBench(args []string, stdout, stderr io.Writer) error {
 	in := fs.String("in", "", "input pcap (Ethernet)")
 	repeat := fs.Int("repeat", 100000, "runs per frame in each round")
 	rounds := fs.Int("rounds", 5, "rounds; the median is reported")
+	burst := fs.Int("burst", 64, "frames per burst, as the dataplane runs programs (1: one run per call)")
+	kernel := fs.Bool("kernel", false, "also run the program in the kernel's JIT (BPF_PROG_TEST_RUN, root) and print xnic/kernel")
 	ifindex := fs.Uint("ifindex", 1, "ingress_ifindex of the context")
 	queue := fs.Uint("queue", 0, "rx_queue_index of the context")
 	pos, err := parseInterspersed(fs, args)
@@ -363,8 +368,11 @@ func runProgBench(args []string, stdout, stderr io.Writer) error {
 	if *in == "" {
 		return usageErrorf("--in is required")
 	}
-	if *repeat < 1 || *rounds < 1 {
-		return usageErrorf("--repeat and --rounds must be at least 1")
+	if *repeat < 1 || *rounds < 1 || *burst < 1 || *burst > maxBenchBurst {
+		return usageErrorf("--repeat and --rounds must be at least 1, --burst 1..%d", maxBenchBurst)
+	}
+	if *kernel && sel.fibFile != "" {
+		return usageErrorf("--kernel with --fib: the kernel's bpf_fib_lookup reads this host's routes, not the file's")
 	}
 	c, p, err := loadProg(pos[0], &sel, io.Discard)
 	if err != nil {
@@ -375,42 +383,97 @@ func runProgBench(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	type prepared struct {
-		f               bpf.Frame
-		meta, data, end int
-	}
-	var ps []*prepared
+	var data [][]byte
 	for i, fr := range frames {
-		pf := &prepared{}
-		if err := testRunFrame(&pf.f, fr.data, uint32(*ifindex), uint32(*queue)); err != nil {
+		var f bpf.Frame
+		if err := testRunFrame(&f, fr.data, uint32(*ifindex), uint32(*queue)); err != nil {
 			fmt.Fprintf(stderr, "frame %d skipped: %v\n", i, err)
 			continue
 		}
-		pf.meta, pf.data, pf.end = pf.f.DataMeta, pf.f.Data, pf.f.DataEnd
-		ps = append(ps, pf)
+		data = append(data, fr.data)
 	}
-	if len(ps) == 0 {
+	if len(data) == 0 {
 		return fmt.Errorf("%s: no frame the program can run on", *in)
 	}
-	r := bpf.NewRunner(0)
-	var perRun []float64
-	for round := 0; round < *rounds; round++ {
-		start := time.Now()
-		for _, pf := range ps {
-			for n := 0; n < *repeat; n++ {
-				// As the kernel's test run: the buffer offsets start afresh
-				// for each repetition.
-				pf.f.DataMeta, pf.f.Data, pf.f.DataEnd = pf.meta, pf.data, pf.end
-				r.Run(p, &pf.f)
-			}
+	b := benchSetup{p: p, frames: data, repeat: *repeat, burst: *burst, ifindex: uint32(*ifindex), queue: uint32(*queue)}
+	var kb *kernelBench
+	if *kernel {
+		if kb, err = openKernelBench(pos[0], p.Name(), c, stderr); err != nil {
+			return err
 		}
-		ns := float64(time.Since(start).Nanoseconds()) / float64(*repeat*len(ps))
-		perRun = append(perRun, ns)
-		fmt.Fprintf(stdout, "round %d: %.1f ns/run\n", round, ns)
+		defer kb.close()
 	}
-	sort.Float64s(perRun)
-	fmt.Fprintf(stdout, "%s (%s): %d frames x %d runs, median %.1f ns/run\n", p.Name(), p.Engine(), len(ps), *repeat, perRun[len(perRun)/2])
+	var xnicNs, kernelNs []float64
+	for round := 0; round < *rounds; round++ {
+		ns := b.round()
+		xnicNs = append(xnicNs, ns)
+		line := fmt.Sprintf("round %d: %.1f ns/run", round, ns)
+		if kb != nil {
+			kns, err := kb.round(&b)
+			if err != nil {
+				return err
+			}
+			kernelNs = append(kernelNs, kns)
+			line += fmt.Sprintf(", kernel %.1f ns/run", kns)
+		}
+		fmt.Fprintln(stdout, line)
+	}
+	xm := median(xnicNs)
+	summary := fmt.Sprintf("%s (%s): %d frames x %d runs, median %.1f ns/run", p.Name(), p.Engine(), len(data), *repeat, xm)
+	if kb != nil {
+		km := median(kernelNs)
+		summary += fmt.Sprintf("; kernel JIT %.1f ns/run, xnic/kernel %.2f", km, xm/max(km, 1))
+	}
+	fmt.Fprintln(stdout, summary)
 	return nil
+}
+
+// maxBenchBurst bounds prog bench's --burst: the frames of a burst each
+// have a 4 KiB buffer.
+const maxBenchBurst = 1024
+
+// median is the middle of xs (the upper one of an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+// benchSetup is xnic's side of prog bench: each frame runs repeat times in
+// bursts of burst copies, each copy in its own buffer and each run on what
+// the last run on that buffer left, as the kernel's repeat loop runs on one
+// buffer (bpf_test_run in net/bpf/test_run.c keeps the xdp_buff).
+type benchSetup struct {
+	p              *bpf.Program
+	frames         [][]byte
+	repeat, burst  int
+	ifindex, queue uint32
+}
+
+// round runs every frame repeat times and returns the time per run: the
+// thread's CPU time, as the kernel's test run stops its clock while it
+// yields the CPU (bpf_test_timer_continue), so that neither figure counts
+// the time other processes of the machine took.
+func (b *benchSetup) round() float64 {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	r := bpf.NewRunner(0)
+	copies := make([]bpf.Frame, b.burst)
+	verdicts := make([]bpf.Action, b.burst)
+	redirects := make([]bpf.Redirect, b.burst)
+	var took time.Duration
+	for _, data := range b.frames {
+		for i := range copies {
+			_ = testRunFrame(&copies[i], data, b.ifindex, b.queue) // checked when the frames were read
+		}
+		start := kernelxdp.ThreadCPU()
+		for left := b.repeat; left > 0; left -= b.burst {
+			n := min(left, b.burst)
+			r.RunBurst(b.p, copies[:n], verdicts[:n], redirects[:n])
+		}
+		took += kernelxdp.ThreadCPU() - start
+	}
+	return float64(took.Nanoseconds()) / float64(b.repeat*len(b.frames))
 }
 
 func runProgDisasm(args []string, stdout, stderr io.Writer) error {

@@ -10,8 +10,9 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Report gathers xnic's and the kernel's figures measured in one run (a
@@ -163,12 +164,13 @@ func CPUModel() string {
 
 // ThreadCPU is the CPU time (user and system) the calling OS thread has used:
 // on a shared machine it measures the work without the time other
-// processes took. Lock the goroutine to its thread around the measure.
+// processes took. Lock the goroutine to its thread around the measure. It
+// reads CLOCK_THREAD_CPUTIME_ID (clock_gettime(2)), the scheduler's exact
+// count, where getrusage(RUSAGE_THREAD) moves in clock ticks.
 func ThreadCPU() time.Duration {
-	var ru syscall.Rusage
-	const rusageThread = 1 // RUSAGE_THREAD (getrusage(2))
-	if err := syscall.Getrusage(rusageThread, &ru); err != nil {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
 		return 0
 	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return time.Duration(ts.Nano())
 }

@@ -26,6 +26,10 @@ var (
 	flagLinuxSeparate = flag.Bool("vmtest.linux-separate", false, "TestLinuxDriver: one guest per device instead of one for all")
 )
 
+// perDeviceTime is the least time a guest of TestLinuxDriver has for each
+// of its devices (runLinuxGuest).
+const perDeviceTime = 45 * time.Second
+
 const (
 	linuxPeerIP  = "10.0.2.2"
 	linuxPings   = guestproto.NetPings // echo requests each way
@@ -395,8 +399,11 @@ next:
 // of its name.
 func runLinuxGuest(ctx context.Context, t *testing.T, assets Assets, initPath string, models []*servedModel, seed int64) {
 	// Each guest has -vmtest.timeout of its own: one that ran long on a
-	// loaded machine must not leave the next no time to boot.
-	ctx, cancel := context.WithTimeout(ctx, *flagTimeout)
+	// loaded machine must not leave the next no time to boot. A guest of
+	// many devices has at least perDeviceTime for each: every device goes
+	// through the whole lifecycle in turn (nine took 3m52s under TCG on a
+	// loaded 2-core machine, where 5 minutes left too little for a stall).
+	ctx, cancel := context.WithTimeout(ctx, max(*flagTimeout, time.Duration(len(models))*perDeviceTime))
 	defer cancel()
 	dir := *flagDir
 	if dir == "" {
