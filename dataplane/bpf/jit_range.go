@@ -13,7 +13,8 @@ import "slices"
 // interpreter does, naming the same instruction.
 //
 // What is tracked, per register, on every path (a must-analysis: paths
-// that disagree meet in "unknown"):
+// that disagree meet in "unknown", except packet pointers, which meet in
+// a join base: joinPkt):
 //
 //   - pktPtr{id, c}: base(id) + c, where base(0) is the frame's data as the
 //     specialised context load (opLdCtxData) read it, and base(id) for
