@@ -200,7 +200,10 @@
 // A proven access through a global data pointer whose value the analysis
 // knows exactly (lddw plus constants) addresses the buffer at a constant
 // (jit_range_guess.go). The analysis is a must-analysis (paths meet in
-// "unknown", links hold only where they hold on every path, two scalar
+// "unknown", but packet pointers at known distances past data meet in a
+// join base, proven by the compares after the join, and an instruction
+// one edge reaches takes that edge's state as it is; links hold only
+// where they hold on every path, two scalar
 // ranges meet in the larger, rounded up to 2^k-1 once an instruction's
 // state changed 8 times, so the offsets of headers after an optional VLAN
 // tag stay a variable offset of known range and loops settle), forgets

@@ -1,5 +1,7 @@
 package bpf
 
+import "slices"
+
 // Packet range analysis for the JIT: at load, a forward dataflow over the
 // plain instruction stream proves some packet loads and stores in bounds
 // because the program compared a pointer at least as far with data_end
@@ -11,7 +13,8 @@ package bpf
 // interpreter does, naming the same instruction.
 //
 // What is tracked, per register, on every path (a must-analysis: paths
-// that disagree meet in "unknown"):
+// that disagree meet in "unknown", except packet pointers, which meet in
+// a join base: joinPkt):
 //
 //   - pktPtr{id, c}: base(id) + c, where base(0) is the frame's data as the
 //     specialised context load (opLdCtxData) read it, and base(id) for
@@ -102,6 +105,11 @@ func (s *rangeState) base(id int32) *baseFact {
 	return nil
 }
 
+// same reports whether s and o know the same.
+func (s *rangeState) same(o *rangeState) bool {
+	return s.reached == o.reached && s.regs == o.regs && s.link == o.link && slices.Equal(s.bases, o.bases)
+}
+
 func (s *rangeState) clone() rangeState {
 	c := *s
 	c.bases = append([]baseFact(nil), s.bases...)
@@ -129,7 +137,7 @@ func (s *rangeState) afterHelper() {
 // Ranges meet exactly ([0, a] and [0, b] in [0, max(a, b)]) until widen,
 // which the fixpoint sets at an instruction whose state changed often
 // (a bound growing round a loop): then the bound is rounded up.
-func (s *rangeState) meet(o *rangeState, widen bool) bool {
+func (s *rangeState) meet(o *rangeState, at int, widen bool) bool {
 	if !o.reached {
 		return false
 	}
@@ -138,9 +146,17 @@ func (s *rangeState) meet(o *rangeState, widen bool) bool {
 		return true
 	}
 	changed := s.meetLinks(o) // jit_range_link.go
+	var joined [11]bool       // registers whose join base (joinID) this meet set
 	for i := range s.regs {
 		if s.regs[i] == o.regs[i] || s.regs[i].kind == rkUnknown {
 			continue
+		}
+		if s.regs[i].kind == rkPkt && o.regs[i].kind == rkPkt {
+			if r, grew, ok := s.joinPkt(o, at, i, widen); ok {
+				changed = changed || grew || r != s.regs[i]
+				s.regs[i], joined[i] = r, true
+				continue
+			}
 		}
 		if s.regs[i].kind == rkScalar && o.regs[i].kind == rkScalar {
 			// [0, a] and [0, b] meet in [0, max(a, b)], when widening
@@ -167,6 +183,10 @@ func (s *rangeState) meet(o *rangeState, widen bool) bool {
 	}
 	kept := s.bases[:0]
 	for _, b := range s.bases {
+		if i, ok := joinReg(b.id); ok && joined[i] && s.regs[i].id == b.id {
+			kept = append(kept, b) // what joinPkt found on both paths
+			continue
+		}
 		ob := o.base(b.id)
 		switch {
 		case ob == nil:
@@ -220,6 +240,60 @@ func meetStatic(a, b rangeReg, widen bool) (rangeReg, bool) {
 	return rangeReg{kind: rkStatic, v: a.v&^0xffffffff | lo, w: hi - lo}, true
 }
 
+// A join base is the packet pointer a register holds where paths meet,
+// when each path gives it as a packet pointer at a known distance past
+// data: clang's parsers keep "the next header" so (14, 18 or 22 bytes past
+// data after no, one or two VLAN tags), where the kernel's verifier, which
+// walks each path apart, proves every one. The base of register i at the
+// meet at pc has id joinID(pc, i), past every add's (pc+1 <= maxRangeInsns);
+// it starts at most the largest distance of the paths past data (off) and
+// at least 0 past it (each path's offset is >= 0 from a base >= data), and
+// the bytes proved after it are the least any path proved (n). Only that
+// register holds it at pc: a meet makes no other. A loop that brings back
+// the base of an earlier pass plus a distance would grow the farthest
+// offset each round until it left what the analysis keeps (maxRangeOff):
+// the register is unknown at once instead.
+func joinID(pc, i int) int32 { return int32(maxRangeInsns + 1 + pc*11 + i) }
+
+// joinReg is the register of join base id, ok false for another base.
+func joinReg(id int32) (int, bool) {
+	if id <= maxRangeInsns {
+		return 0, false
+	}
+	return int(id-maxRangeInsns-1) % 11, true
+}
+
+// joinPkt meets packet pointers s.regs[i] and o.regs[i] (different) at pc
+// at in the join base of i, setting its fact in s (changed: it was not
+// that fact before); ok is false when they do not meet in one (then the
+// register is unknown).
+func (s *rangeState) joinPkt(o *rangeState, at, i int, widen bool) (r rangeReg, changed, ok bool) {
+	id := joinID(at, i)
+	a, b := s.regs[i], o.regs[i]
+	sa, ob := s.base(a.id), o.base(b.id)
+	if sa == nil || ob == nil || a.v < 0 || b.v < 0 || b.id == id {
+		return rangeReg{}, false, false
+	}
+	for j := range s.regs {
+		if j != i && ((s.regs[j].kind == rkPkt && s.regs[j].id == id) || (o.regs[j].kind == rkPkt && o.regs[j].id == id)) {
+			return rangeReg{}, false, false
+		}
+	}
+	off := widenIf(widen, max(sa.off+a.v, ob.off+b.v))
+	if off >= maxRangeOff {
+		return rangeReg{}, false, false
+	}
+	fact := baseFact{id: id, off: off, n: max(0, min(sa.n-a.v, ob.n-b.v))}
+	if f := s.base(id); f != nil {
+		changed = *f != fact
+		*f = fact
+	} else {
+		s.bases = append(s.bases, fact)
+		changed = true
+	}
+	return rangeReg{kind: rkPkt, id: id}, changed, true
+}
+
 // widenIf is widenScalar(v) when widen, else v.
 func widenIf(widen bool, v int64) int64 {
 	if widen {
@@ -262,10 +336,21 @@ func (rg *ranger) run(plain []insn, funcs []bool) bool {
 	}
 	states := make([]rangeState, len(plain)+1)
 	joins := make([]uint8, len(plain)) // changes of each state by a meet
+	// from[pc] is the one instruction whose edges reached pc so far (-1:
+	// none yet), or -2 once two did (a join, or an entry). An instruction
+	// one edge reaches takes the state that edge brings, as it is, each
+	// time (the state before it has no other source); the others meet the
+	// states of all their edges. So a value that paths bring apart is
+	// joined where they meet, not again at every instruction after it.
+	from := make([]int32, len(plain))
+	for i := range from {
+		from[i] = -1
+	}
 	entry := func(pc int) {
 		s := &states[pc]
 		s.reached = true
 		s.forget()
+		from[pc] = -2
 	}
 	entry(0)
 	for pc := range plain {
@@ -291,10 +376,25 @@ func (rg *ranger) run(plain []insn, funcs []bool) bool {
 		out := states[pc].clone()
 		taken, fall, jumps := rg.step(plain, pc, &out)
 		push := func(to int, s *rangeState) {
-			if to >= 0 && to < len(plain) && states[to].meet(s, joins[to] >= rangeExactJoins) {
+			if to < 0 || to >= len(plain) {
+				return
+			}
+			if f := from[to]; f == -1 || f == int32(pc) {
+				from[to] = int32(pc)
+				if !states[to].same(s) {
+					states[to] = s.clone()
+					work = append(work, to)
+				}
+				return
+			}
+			from[to] = -2
+			if states[to].meet(s, to, joins[to] >= rangeExactJoins) {
 				joins[to] = min(joins[to]+1, rangeExactJoins)
 				work = append(work, to)
 			}
+		}
+		if jumps && fall != nil && int(plain[pc].off) == pc+1 {
+			from[pc+1] = -2 // both edges of pc reach it
 		}
 		if jumps {
 			push(int(plain[pc].off), taken)
@@ -509,7 +609,8 @@ func addConst(r rangeReg, k int64) rangeReg {
 
 // addVar is the add at pc of src to the register r: a packet pointer at
 // base(id) + c, c >= 0, plus a scalar in [0, max] is a new base, id pc+1,
-// that starts at most (base's off) + c + max past data.
+// that starts at most (base's off) + c + max past data, and has at least
+// what base(id) proved less c + max after it.
 func (s *rangeState) addVar(pc int, r, src rangeReg) rangeReg {
 	switch {
 	case r.kind == rkScalar && src.kind == rkScalar:
@@ -533,11 +634,15 @@ func (s *rangeState) addVar(pc int, r, src rangeReg) rangeReg {
 		if off >= maxRangeOff {
 			break
 		}
+		// What the base has proved after it covers the new one, less the
+		// distance between them: base + n <= data_end, and the new base is
+		// at most c + max past it.
 		id := int32(pc + 1)
+		nf := baseFact{id: id, off: off, n: max(0, b.n-r.v-src.v)}
 		if nb := s.base(id); nb != nil {
-			*nb = baseFact{id: id, off: off}
+			*nb = nf
 		} else {
-			s.bases = append(s.bases, baseFact{id: id, off: off})
+			s.bases = append(s.bases, nf)
 		}
 		// Registers still pointing at an earlier base of this add no
 		// longer describe the new one.

@@ -67,6 +67,17 @@ func vlanOffset() asm.Instructions {
 	}
 }
 
+// vlanPointer leaves in r6 a pointer to the header after Ethernet: data
+// + 14, or data + 18 when the packet's byte 12 is 8, after a proven load
+// of that byte; the paths meet at "joined" with two packet pointers.
+func vlanPointer(data asm.Register) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R5, data, 12, asm.Byte), asm.Mov.Reg(asm.R6, data), asm.Add.Imm(asm.R6, 14),
+		asm.JNE.Imm(asm.R5, 8, "joined"), asm.Mov.Reg(asm.R6, data), asm.Add.Imm(asm.R6, 18),
+		asm.Mov.Imm(asm.R5, 0).WithSymbol("joined"),
+	}
+}
+
 func ld(dst, base asm.Register, off int16, size asm.Size) asm.Instructions {
 	return asm.Instructions{asm.LoadMem(dst, base, off, size)}
 }
@@ -163,6 +174,50 @@ func TestJITPacketRanges(t *testing.T) {
 			asm.Mov.Reg(asm.R6, asm.R2), asm.Add.Reg(asm.R6, asm.R4), asm.Mov.Reg(asm.R7, asm.R6),
 			asm.Add.Imm(asm.R7, 20), asm.JGT.Reg(asm.R7, asm.R3, "out")},
 			ld(asm.R5, asm.R6, 1, asm.Byte), ld(asm.R5, asm.R6, 19, asm.Half)), 2},
+		// Pointers that differ by path (clang keeps "the next header" as a
+		// pointer: 14 or 18 bytes past data) meet in a join base, which the
+		// compare after the join proves, as the kernel's verifier proves
+		// each path.
+		"pointers meet": {rangeProg(bound(14), vlanPointer(asm.R2), asm.Instructions{
+			asm.Mov.Reg(asm.R7, asm.R6), asm.Add.Imm(asm.R7, 20), asm.JGT.Reg(asm.R7, asm.R3, "out")},
+			ld(asm.R5, asm.R6, 1, asm.Byte), ld(asm.R5, asm.R6, 18, asm.Half)), 3},
+		"pointers meet, checked short": {rangeProg(bound(14), vlanPointer(asm.R2), asm.Instructions{
+			asm.Mov.Reg(asm.R7, asm.R6), asm.Add.Imm(asm.R7, 20), asm.JGT.Reg(asm.R7, asm.R3, "out")},
+			ld(asm.R5, asm.R6, 1, asm.Byte), ld(asm.R5, asm.R6, 19, asm.Half)), 2},
+		// Each path proved more than the join's farthest offset: what is
+		// left after it holds without another compare (22 - 18 = 4).
+		"pointers meet, proved before": {rangeProg(bound(22), vlanPointer(asm.R2),
+			ld(asm.R5, asm.R6, 2, asm.Half), ld(asm.R5, asm.R6, 3, asm.Half)), 2},
+		// The same, with the path of the shorter offset jumping to the
+		// join: the analysis walks the code after the join with that
+		// path's pointer before the other path arrives. The instructions
+		// after the join then take the joined state as it is (one edge
+		// reaches each), instead of meeting it with the first one in a
+		// join base of each register, which would lose r7 = r6 + 20.
+		"pointers meet after a jump": {rangeProg(bound(14), asm.Instructions{
+			asm.LoadMem(asm.R5, asm.R2, 12, asm.Byte), asm.JEq.Imm(asm.R5, 8, "tagged"),
+			asm.Mov.Reg(asm.R6, asm.R2), asm.Add.Imm(asm.R6, 14), asm.Ja.Label("joined"),
+			asm.Mov.Reg(asm.R6, asm.R2).WithSymbol("tagged"), asm.Add.Imm(asm.R6, 18),
+			asm.Mov.Reg(asm.R7, asm.R6).WithSymbol("joined"), asm.Add.Imm(asm.R7, 20), asm.JGT.Reg(asm.R7, asm.R3, "out")},
+			ld(asm.R5, asm.R6, 1, asm.Byte), ld(asm.R5, asm.R6, 18, asm.Half)), 3},
+		// On one path the register is no packet pointer: nothing joins.
+		"pointer meets a scalar": {rangeProg(bound(14), asm.Instructions{
+			asm.LoadMem(asm.R5, asm.R2, 12, asm.Byte), asm.Mov.Reg(asm.R6, asm.R2), asm.Add.Imm(asm.R6, 14),
+			asm.JNE.Imm(asm.R5, 8, "joined"), asm.Mov.Imm(asm.R6, 18), asm.Mov.Reg(asm.R7, asm.R6).WithSymbol("joined"),
+			asm.Add.Imm(asm.R7, 20), asm.JGT.Reg(asm.R7, asm.R3, "out")}, ld(asm.R5, asm.R6, 1, asm.Byte)), 1},
+		// A variable add keeps what its base proved, less the distance:
+		// data + 14 + [0, 7] has 24 - 14 - 7 = 3 bytes proven after it.
+		"variable add keeps the proof": {rangeProg(bound(24), ld(asm.R4, asm.R2, 12, asm.Byte), asm.Instructions{
+			asm.And.Imm(asm.R4, 7), asm.Mov.Reg(asm.R6, asm.R2), asm.Add.Imm(asm.R6, 14), asm.Add.Reg(asm.R6, asm.R4)},
+			ld(asm.R5, asm.R6, 1, asm.Half), ld(asm.R5, asm.R6, 2, asm.Half)), 2},
+		// A loop that moves the joined pointer brings back the join base
+		// plus a distance: the register is unknown in the loop, and the
+		// compare inside proves nothing (the pointer may walk any
+		// distance; the kernel's verifier walks the rounds instead).
+		"joined pointer walks": {rangeProg(bound(14), vlanPointer(asm.R2), asm.Instructions{
+			asm.Mov.Reg(asm.R7, asm.R6).WithSymbol("walk"), asm.Add.Imm(asm.R7, 2), asm.JGT.Reg(asm.R7, asm.R3, "out"),
+			asm.LoadMem(asm.R5, asm.R6, 0, asm.Half), asm.Add.Imm(asm.R6, 2), asm.JNE.Imm(asm.R5, 0, "walk")},
+			ld(asm.R5, asm.R6, 0, asm.Byte)), 1},
 		// A sum growing round a loop widens until it leaves the range the
 		// analysis keeps, then is unknown: the analysis settles (the load
 		// through data stays proven) and the pointer made from the sum is
