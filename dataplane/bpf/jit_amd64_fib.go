@@ -12,8 +12,8 @@ import "syscall"
 // the start: r1 not the context or no frame, another plen or flag, a
 // struct failing its check, another family, a table without a snapshot,
 // a port past the snapshot's (when there are such), a miss in main with
-// IPv4 routes in table default (without DIRECT), an IPv6 gateway and a
-// directly connected destination whose neighbour is needed. r1-r5 are
+// IPv4 routes in table default (without DIRECT) and an IPv6 gateway.
+// r1-r5 are
 // left as they were (saved in jitState while the lookup uses them).
 
 // The scratch slots of the lookup (jitState.hs): r3, r2 and the snapshot.
@@ -156,8 +156,6 @@ func (c *amd64Compiler) fibAnswer(f *fibExits) {
 	gw := c.jcc(ccE)
 	c.aluRI(false, 7, xS2, fibRecDirect)
 	f.slow = append(f.slow, c.jcc(ccNE))
-	c.flagTest(fibLookupSkipNeigh)
-	f.slow = append(f.slow, c.jcc(ccE))
 	c.patch(gw, len(c.b))
 	// checkFIBMTU.
 	c.ld16z(xS2, prmMem(fibTotLen))
@@ -181,15 +179,19 @@ func (c *amd64Compiler) fibAnswer(f *fibExits) {
 	// fibFinish.
 	c.flagTest(fibLookupSkipNeigh)
 	skip := c.jcc(ccNE)
+	c.rm(false, false, []byte{0x80}, 7, recMem(offRecHow), false)
+	c.byte1(fibRecGW)
+	direct := c.jcc(ccNE)
 	c.rm(false, false, []byte{0x80}, 7, recMem(offRecNeigh), false)
 	c.byte1(0)
 	f.noNeigh = append(f.noNeigh, c.jcc(ccE))
-	for _, mac := range [][2]int32{{offRecDmac, fibDmac}, {offRecSmac, fibSmac}} {
-		c.ld32(xS2, recMem(mac[0]))
-		c.st32(xS2, prmMem(mac[1]))
-		c.ld16z(xS2, recMem(mac[0]+4))
-		c.st16(xS2, prmMem(mac[1]+4))
-	}
+	c.copyMAC(recMem(offRecDmac), fibDmac)
+	smac := c.jmp()
+	c.patch(direct, len(c.b))
+	c.fibNeigh(f)
+	c.copyMAC(xmem{base: xS2, index: -1, disp: offSlotMAC}, fibDmac)
+	c.patch(smac, len(c.b))
+	c.copyMAC(recMem(offRecSmac), fibSmac)
 	c.patch(skip, len(c.b))
 	c.rm(false, false, []byte{0xc7}, 0, prmMem(fibVlanProto), false) // vlan_proto and vlan_TCI
 	c.imm32(0)
@@ -197,6 +199,56 @@ func (c *amd64Compiler) fibAnswer(f *fibExits) {
 	c.st16(xS2, prmMem(fibTotLen))
 	c.aluRR(false, 0x31, xAX, xAX) // SUCCESS
 	f.done = append(f.done, c.jmp())
+}
+
+// copyMAC copies the 6 bytes at from to the struct's bytes at off; S1 is
+// clobbered.
+func (c *amd64Compiler) copyMAC(from xmem, off int32) {
+	c.ld32(xS1, from)
+	c.st32(xS1, prmMem(off))
+	from.disp += 4
+	c.ld16z(xS1, from)
+	c.st16(xS1, prmMem(off+4))
+}
+
+// fibNeigh is fibTable.neighbour for the struct's destination on the
+// route's port (RDI: its record), a probe of the snapshot's neighbour
+// table (fib4Nat.neigh) that leaves the slot found in S2 or jumps to
+// f.noNeigh. RCX, RDX, RSI and S1 are clobbered.
+func (c *amd64Compiler) fibNeigh(f *fibExits) {
+	c.ld32(xDX, prmMem(fibDst))
+	c.rex(false, 0, 0, xDX, false)
+	c.byte1(0x0f, 0xc8|xDX&7) // bswap EDX: the address, host order
+	c.ld32(xCX, recMem(offRecIfindex))
+	// fibNeighHash in ESI.
+	c.rm(false, false, []byte{0x69}, xSI, recMem(offRecIfindex), false) // imul esi, [ifindex], K1
+	k1, k2 := uint32(fibNeighK1), uint32(fibNeighK2)
+	c.imm32(int32(k1))
+	c.aluRR(false, 0x31, xSI, xDX)
+	c.rr(false, false, []byte{0x69}, xSI, xSI, false)
+	c.imm32(int32(k2))
+	c.aluRR(false, 0x89, xS1, xSI)
+	c.shiftI(false, 5, xS1, 16)
+	c.aluRR(false, 0x31, xSI, xS1)
+	// The key in RCX.
+	c.shiftI(true, 4, xCX, 32)
+	c.aluRR(true, 0x09, xCX, xDX)
+	c.ldq(xS1, xCtx, offHS+8*fibSlotNat)
+	c.rm(false, false, []byte{0x23}, xSI, natMem(offFibNeighMask), false) // and
+	c.ldq(xS2, xS1, offFibNeigh)
+	loop := len(c.b)
+	c.aluRR(false, 0x89, xDX, xSI)
+	c.shiftI(true, 4, xDX, 4)
+	slot := xmem{base: xS2, index: int8(xDX)}
+	c.rm(false, true, []byte{0x3b}, xCX, slot, false) // cmp RCX, the slot's key
+	found := c.jcc(ccE)
+	c.cmpMemI(slot, 0)
+	f.noNeigh = append(f.noNeigh, c.jcc(ccE))
+	c.aluRI(false, 0, xSI, 1)
+	c.rm(false, false, []byte{0x23}, xSI, natMem(offFibNeighMask), false)
+	c.jmpTo(loop)
+	c.patch(found, len(c.b))
+	c.aluRR(true, 0x01, xS2, xDX)
 }
 
 // fibTail emits the lookup's ends: the answers, then r2-r4 restored (r1 is

@@ -29,6 +29,50 @@ type fib4Nat struct {
 	nodes     []uint32  // lpm4.nodes
 	recs      []fib4Rec // by group of the trie
 	ifs       []uint8   // by ifindex below nIfs: fibIfUp, fibIfFwd
+	// neigh are the IPv4 neighbours (fibTable.neigh4) in an open-addressing
+	// table of len(neigh) = neighMask+1 slots, a power of two at least twice
+	// their number (a probe always ends at an empty slot), at fibNeighHash
+	// and the slots after it.
+	neighMask uint32
+	neigh     []fibNeighSlot
+}
+
+// fibNeighSlot is a neighbour: key ifindex<<32 | address (0: an empty
+// slot; no port has ifindex 0), and its MAC.
+type fibNeighSlot struct {
+	key uint64
+	mac [6]byte
+	_   [2]byte
+}
+
+// fibNeighHash is where the probe for neighbour key starts before the
+// mask; the native probe computes the same in 32-bit arithmetic.
+func fibNeighHash(key uint64) uint32 {
+	h := (uint32(key) ^ uint32(key>>32)*fibNeighK1) * fibNeighK2
+	return h ^ h>>16
+}
+
+// Odd multipliers of fibNeighHash (the golden ratio's and murmur3's).
+const (
+	fibNeighK1 = 0x9e3779b1
+	fibNeighK2 = 0x85ebca6b
+)
+
+// fillNeigh fills n's neighbour table from t's IPv4 neighbours.
+func (n *fib4Nat) fillNeigh(t *fibTable) {
+	size := 2
+	for size < 2*len(t.neigh4) {
+		size *= 2
+	}
+	n.neigh = make([]fibNeighSlot, size)
+	n.neighMask = uint32(size - 1)
+	for key, mac := range t.neigh4 {
+		i := fibNeighHash(key) & n.neighMask
+		for n.neigh[i].key != 0 {
+			i = (i + 1) & n.neighMask
+		}
+		n.neigh[i] = fibNeighSlot{key: key, mac: mac}
+	}
 }
 
 // fib4Rec is the answer of a group's first route.
@@ -54,7 +98,7 @@ const (
 // fib4Rec.how: what the route's next hop asks of the lookup.
 const (
 	fibRecGW     = iota // an IPv4 gateway, its neighbour found at build
-	fibRecDirect        // none: the neighbour of dst, which Go looks up (unless SKIP_NEIGH)
+	fibRecDirect        // none: the neighbour of dst (fib4Nat.neigh)
 	fibRecGo            // an IPv6 gateway (the answer turns IPv6), or no MTU: Go
 )
 
@@ -86,6 +130,7 @@ func newFIB4Nat(t *fibTable) *fib4Nat {
 			}
 		}
 	}
+	n.fillNeigh(t)
 	n.recs = make([]fib4Rec, len(l.groups))
 	for g, grp := range l.groups {
 		n.recs[g] = t.rec4(&l.entries[grp.first])

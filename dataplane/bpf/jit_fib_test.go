@@ -386,6 +386,19 @@ func TestJITFIBNative(t *testing.T) {
 		q(fibLookupSkipNeigh, 2, "192.168.1.1", 100), // SUCCESS
 	}
 	want := []int64{0, 0, 0, 8, 8, 7, 1, 2, 3, 4, 4, 4, 5, -19, -19, 0}
+	// Directly connected hosts: every other one has a neighbour entry, so
+	// that probes of the neighbour table collide, find and miss.
+	for i := range 80 {
+		a := netip.AddrFrom4([4]byte{10, 0, 1, byte(i + 4)})
+		if i%2 == 0 {
+			f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: 3, IP: a, MAC: [6]byte{2, 0xcc, 0, 0, 1, byte(i)}})
+			want = append(want, fibRetSuccess)
+		} else {
+			want = append(want, fibRetNoNeigh)
+		}
+		frs = append(frs, q(0, 2, a.String(), 0))
+	}
+	g.setFIB(t, f)
 	for _, name := range []string{"fst", "fpkt"} {
 		toGo := g.diff(t, name, frs)
 		if name == "fst" && toGo != 0 {

@@ -18,6 +18,9 @@ var (
 	offFibNodes     = int32(unsafe.Offsetof(fib4Nat{}.nodes))
 	offFibRecs      = int32(unsafe.Offsetof(fib4Nat{}.recs))
 	offFibIfs       = int32(unsafe.Offsetof(fib4Nat{}.ifs))
+	offFibNeighMask = int32(unsafe.Offsetof(fib4Nat{}.neighMask))
+	offFibNeigh     = int32(unsafe.Offsetof(fib4Nat{}.neigh))
+	offSlotMAC      = int32(unsafe.Offsetof(fibNeighSlot{}.mac))
 
 	offRecIfindex = int32(unsafe.Offsetof(fib4Rec{}.ifindex))
 	offRecMetric  = int32(unsafe.Offsetof(fib4Rec{}.metric))
@@ -36,4 +39,6 @@ var (
 // (atomic.Pointer keeps it as its only word).
 func fibTableAddr(c *Collection) uintptr { return uintptr(unsafe.Pointer(&c.fib)) }
 
+var _ [unsafe.Sizeof(fibNeighSlot{}) - 16]struct{}                                    // slots of 16 bytes
+var _ [16 - unsafe.Sizeof(fibNeighSlot{})]struct{}                                    // (the probe shifts by 4)
 var _ [unsafe.Sizeof(atomic.Pointer[fibTable]{}) - unsafe.Sizeof(uintptr(0))]struct{} // one word
