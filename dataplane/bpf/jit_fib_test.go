@@ -193,11 +193,11 @@ func randFIBFrame(rng *rand.Rand, f *FIB, bases []uint32) []byte {
 // fibNatRig is a collection per engine with the same FIB, and a Runner for
 // runs one by one and one for bursts.
 type fibNatRig struct {
-	ci, cj           *Collection
-	ri, rj, rb       *Runner
-	progI, progJ     map[string]*Program
-	nativeCompiled   int
-	framesB, framesJ []Frame
+	ci, cj         *Collection
+	ri, rj, rb     *Runner
+	progI, progJ   map[string]*Program
+	nativeCompiled int
+	framesB        []Frame
 }
 
 func newFIBNatRig(t *testing.T) *fibNatRig {
