@@ -150,6 +150,8 @@ type fibTable struct {
 	local, main, dflt *fibRoutes
 	neigh4            map[uint64][6]byte
 	neigh6            map[neigh6Key][6]byte
+	// nat4 is what native IPv4 lookups read (jit_fib.go), nil for none.
+	nat4 *fib4Nat
 }
 
 // fibRoutes is one routing table.
@@ -169,6 +171,7 @@ func compileFIB(f *FIB) (*fibTable, error) {
 		t.tables[id] = buildRoutes(es)
 	}
 	t.local, t.main, t.dflt = t.tables[TableLocal], t.tables[TableMain], t.tables[TableDefault]
+	t.nat4 = newFIB4Nat(t)
 	return t, nil
 }
 

@@ -73,6 +73,8 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 		return c.ktime(pc) // jit_amd64_time.go
 	case helperLoop:
 		return c.loopAt(pc) // jit_amd64_loop.go
+	case helperFibLookup:
+		return c.fibLookup(pc) // jit_amd64_fib.go
 	case kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag:
 		return c.rxMeta(pc) // jit_amd64_meta.go
 	case helperXdpGetBuffLen:
