@@ -224,6 +224,10 @@
 // ingress_ifindex or rx_queue_index through a register that holds the
 // context on every path (ctxRegsIn, the analysis that specialises the
 // loads of data and data_end) reads the Frame's field (ctxScalarLoads).
+// On amd64, the out-of-line check of any other 4-byte load that finds a
+// context pointer (one the analysis lost, such as a context spilled to
+// the stack and loaded back) reads that field, or data, data_end or
+// data_meta as the packet pointer slowLoad makes of it, from the frame.
 // On amd64, a context load right after another (no jump target between)
 // loads from the frame the first one checked (ctxAfterCtx, jit_cost.go),
 // and Go re-enters it through a stub that checks again; jumps that land
@@ -266,8 +270,19 @@
 // bpf_xdp_load_bytes and _store_bytes with a buffer outside the packet
 // (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
 // bpf_get_prandom_u32
-// (the Runner's xorshift state); bpf_map_lookup_elem on a preallocated
-// hash map of any of the four hash types with keys of up to 16 bytes
+// (the Runner's xorshift state);
+// bpf_map_lookup_elem on a devmap, cpumap or xskmap (jit_amd64_slots.go:
+// the slot read once as maps.NativeSlots describes it, NULL past
+// max_entries or for an empty slot, else the region of the entry's value
+// found as a hash value's; a devmap of the hash kind goes to Go);
+// bpf_map_lookup_elem on a preallocated
+// hash map of any of the four hash types with keys of up to 64 bytes
+// (maps.NativeKeyMax; 16 on arm64 and in maps of maps: hashKeyMax),
+// hashed a finaliser round per key word as Hash.hashOf, the key (here and
+// in the slot lookups) checked inline in the region the range analysis
+// places r2 in at the call (keyCheck, keyHint in jit_range_key.go: the
+// packet, the stack at any offset, global data, a map value; arm64
+// guesses the stack), the other regions out of line
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
 // writer in the stripe sending the lookup to Go; the LRU mark set) and on

@@ -7,6 +7,8 @@ import (
 	"os"
 	"runtime"
 	"sync"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
 // Engine selects how programs run: the JIT (native code) or the interpreter.
@@ -110,9 +112,10 @@ type jitState struct {
 	// instructions the exit code now counts (tailProg).
 	tail uint64
 	// hs is scratch of the native hash lookup (jitHash): the key's hash,
-	// its two words, the stripe's sequence and the stripe's address; the
-	// map-in-map lookups' cache (hsDesc, hsMimID).
-	hs [7]uint64
+	// its first two words, the stripe's sequence and the stripe's address;
+	// the map-in-map lookups' cache (hsDesc, hsMimID); the words past
+	// the second of a longer key (hsWord).
+	hs [7 + maps.NativeKeyMax/8 - 2]uint64
 	// depth is the number of native bpf-to-bpf calls in progress, calls
 	// their frames (jit_amd64_calls.go): pushed and popped by native code
 	// above Runner.depth's frames, turned into those by Go whenever the

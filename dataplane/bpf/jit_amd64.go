@@ -843,15 +843,23 @@ func (c *amd64Compiler) emitCtxScalar(g jitGeneric) {
 	c.aluRI(true, 7, xS2, regionCtx)
 	other := c.jcc(ccNE)
 	var done []int
-	for _, f := range []struct{ ctxOff, field int32 }{
-		{xdpMdIngressIfindex, offIngress}, {xdpMdRxQueueIndex, offRxQueue},
+	for _, f := range []struct {
+		ctxOff, field int32
+		ptr           bool // a packet pointer, as ctxFull loads it
+	}{
+		{xdpMdIngressIfindex, offIngress, false}, {xdpMdRxQueueIndex, offRxQueue, false},
+		{xdpMdData, offData, true}, {xdpMdDataEnd, offDataEnd, true}, {xdpMdDataMeta, offDataMeta, true},
 	} {
 		c.aluRI(false, 7, xS1, f.ctxOff)
 		next := c.jcc(ccNE)
 		c.rm(false, true, []byte{0x8b}, xS1, ctxMem(offJFrame), false)
 		c.aluRR(true, 0x85, xS1, xS1)
 		c.slowIf(ccE, g.pc)
-		c.rm(false, false, []byte{0x8b}, g.dst, xmem{base: xS1, index: -1, disp: f.field}, false)
+		c.rm(false, f.ptr, []byte{0x8b}, g.dst, xmem{base: xS1, index: -1, disp: f.field}, false)
+		if f.ptr { // a context pointer the analysis lost (spilled to the stack): slowLoad's result
+			c.movRI(xS2, int64(regionPacket<<32))
+			c.aluRR(true, 0x09, g.dst, xS2)
+		}
 		done = append(done, c.jmp())
 		c.patch(next, len(c.b))
 	}

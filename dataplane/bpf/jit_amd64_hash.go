@@ -2,6 +2,8 @@
 
 package bpf
 
+import "github.com/xnic-dev/xnic/dataplane/maps"
+
 // Native bpf_map_lookup_elem on hash maps for the amd64 backend (see
 // jitHash and maps.HashTable).
 
@@ -13,7 +15,7 @@ func (c *amd64Compiler) hashAt(pc int) (jitHash, bool) {
 	if !ok {
 		return jitHash{}, false
 	}
-	return c.env.hashFor(k)
+	return c.env.hashForKeys(k, maps.NativeKeyMax)
 }
 
 func hsMem(slot int32) xmem { return ctxMem(offHS + 8*slot) }
@@ -64,25 +66,43 @@ func (c *amd64Compiler) fmix64() {
 	}
 }
 
+// keyCheck checks the n-byte key at r2 of the map helper call at pc as
+// loadSlice checks it and returns its operand: inline for the region the
+// range analysis places r2 in (keyHint: the packet, the stack at any
+// offset, global data, a map value; the stack when it knows nothing), the
+// other regions out of line (jitGeneric), a failure to the slow path,
+// where hMapLookup's loadSlice faults at the call.
+func (c *amd64Compiler) keyCheck(pc int, n int32) xmem {
+	if c.env.hintAt(pc).region == regionPacket {
+		return c.checkIn(pc, 2, 0, n, false, regionPacket)
+	}
+	if m, ok := c.guessedCheck(pc, 2, 0, n, false); ok { // jit_amd64_guess.go
+		return m
+	}
+	return c.checkIn(pc, 2, 0, n, false, regionStack)
+}
+
 // hashKey loads the key at r2 (checked as loadSlice checks it), stores its
-// words and hash (maps' Hash.hashOf) in the scratch and leaves the hash in
-// S1. RAX holds the key's address meanwhile.
+// words (hsWord) and hash (maps' Hash.hashOf: a finaliser round per word)
+// in the scratch and leaves the hash in S1. RAX holds the key's address
+// meanwhile.
 func (c *amd64Compiler) hashKey(pc int, h jitHash) {
 	ks := int32(h.t.KeySize)
-	m := c.checkIn(pc, 2, 0, ks, false, regionStack)
+	m := c.keyCheck(pc, ks)
 	c.rm(false, true, []byte{0x8d}, xAX, m, false) // lea RAX, key
-	c.keyWord(xAX, 0, min(ks, 8))
-	c.rm(false, true, []byte{0x89}, xS1, hsMem(hsW0), false)
-	if ks > 8 {
-		c.keyWord(xAX, 8, ks-8)
-		c.rm(false, true, []byte{0x89}, xS1, hsMem(hsW1), false)
+	nw := int(ks+7) / 8
+	for i := range nw {
+		c.keyWord(xAX, int32(8*i), min(ks-int32(8*i), 8))
+		c.rm(false, true, []byte{0x89}, xS1, hsMem(hsWord(i)), false)
+	}
+	if nw > 1 {
 		c.rm(false, true, []byte{0x8b}, xS1, hsMem(hsW0), false)
 	}
 	c.word(xS2, h.dyn, offMimS0, h.t.S0)
 	c.aluRR(true, 0x31, xS1, xS2)
 	c.fmix64()
-	if ks > 8 {
-		c.rm(false, true, []byte{0x33}, xS1, hsMem(hsW1), false) // xor
+	for i := 1; i < nw; i++ {
+		c.rm(false, true, []byte{0x33}, xS1, hsMem(hsWord(i)), false) // xor
 		c.word(xS2, h.dyn, offMimS1, h.t.S1)
 		c.aluRR(true, 0x31, xS1, xS2)
 		c.fmix64()
@@ -184,9 +204,9 @@ func (c *amd64Compiler) hashWalk(h jitHash) (found int, missing, slow []int) {
 	c.rm(false, true, []byte{0x8b}, xS1, xmem{base: xS2, index: -1}, false)
 	c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsW0), false)
 	next = append(next, c.jcc(ccNE))
-	if h.t.KeySize > 8 {
-		c.rm(false, true, []byte{0x8b}, xS1, xmem{base: xS2, index: -1, disp: 8}, false)
-		c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsW1), false)
+	for i := 1; i < int(h.t.KeySize+7)/8; i++ {
+		c.rm(false, true, []byte{0x8b}, xS1, xmem{base: xS2, index: -1, disp: int32(8 * i)}, false)
+		c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsWord(i)), false)
 		next = append(next, c.jcc(ccNE))
 	}
 	found = c.jmp()

@@ -34,6 +34,10 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 			c.lpmLookup(pc, l) // jit_amd64_lpm.go
 			return true
 		}
+		if sl, ok := c.slotsAt(pc); ok {
+			c.slotsLookup(pc, sl) // jit_amd64_slots.go
+			return true
+		}
 		return c.mimLookup(pc) // jit_amd64_mim.go
 	case helperRedirect:
 		c.redirectIfindex(pc) // jit_amd64_redirect.go

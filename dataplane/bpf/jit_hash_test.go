@@ -17,7 +17,8 @@ import (
 // 1, full maps, missing keys, key sizes of 1 to 16 bytes that are not
 // multiples of 8, per-CPU slots with the CPU out of range, LRU eviction
 // after native lookups marked entries) give the same return values,
-// faults, region tables and map contents in both engines.
+// faults, region tables and map contents in both engines. Keys of 17 to
+// 64 bytes are native on amd64 (longKeyArch), 65 bytes nowhere.
 
 // hashMaps are the maps of the hash tests; native says whether the JIT
 // looks them up natively.
@@ -35,7 +36,11 @@ var hashMaps = []struct {
 	{"h16", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 16, ValueSize: 4, MaxEntries: 8}, true},
 	{"lru16", ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 16, ValueSize: 4, MaxEntries: 1}, true},
 	{"ro7", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 7, ValueSize: 4, MaxEntries: 4, Flags: uint32(maps.FlagRdonlyProg)}, true},
-	{"h17", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 17, ValueSize: 4, MaxEntries: 4}, false},
+	{"h17", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 17, ValueSize: 4, MaxEntries: 4}, longKeyArch},
+	{"lru20", ebpf.MapSpec{Type: ebpf.LRUHash, KeySize: 20, ValueSize: 8, MaxEntries: 3}, longKeyArch},
+	{"pc37", ebpf.MapSpec{Type: ebpf.PerCPUHash, KeySize: 37, ValueSize: 8, MaxEntries: 4}, longKeyArch},
+	{"h64", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 64, ValueSize: 4, MaxEntries: 4}, longKeyArch},
+	{"h65", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 65, ValueSize: 4, MaxEntries: 4}, false},
 	{"np4", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: uint32(maps.FlagNoPrealloc)}, false},
 }
 
@@ -44,13 +49,18 @@ const hashKeys = 6 // keys 0..5 of every map: more than most maps hold
 // hashKeyByte is byte i of key k (distinct keys for distinct k).
 func hashKeyByte(k, i int) byte { return byte(k*37 + i*11 + 1) }
 
-// setHashKey writes key k of size ks at r10-32 and points r2 at it.
+// setHashKey writes key k of size ks at r10-32 (r10-160 for a key over 32
+// bytes, below the value at r10-64) and points r2 at it.
 func setHashKey(k int, ks uint32) asm.Instructions {
+	at := int16(-32)
+	if ks > 32 {
+		at = -160
+	}
 	var out asm.Instructions
 	for i := 0; i < int(ks); i++ {
-		out = append(out, asm.StoreImm(asm.RFP, int16(-32+i), int64(hashKeyByte(k, i)), asm.Byte))
+		out = append(out, asm.StoreImm(asm.RFP, at+int16(i), int64(hashKeyByte(k, i)), asm.Byte))
 	}
-	return append(out, asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32))
+	return append(out, asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, int32(at)))
 }
 
 // fold mixes r0 (a pointer's region number too) into r9.

@@ -22,6 +22,15 @@ const (
 	hsStripe
 )
 
+// hsWord is the scratch slot of key word i: hsW0, hsW1, then the slots
+// past the map-in-map cache (5 and 6).
+func hsWord(i int) int32 {
+	if i < 2 {
+		return int32(hsW0 + i)
+	}
+	return int32(7 + i - 2)
+}
+
 // jitHash is a hash map (HASH, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH)
 // whose bpf_map_lookup_elem a backend runs in native code, walking the
 // map's table as maps.HashTable describes it, with the result
@@ -55,12 +64,17 @@ func (env jitEnv) plainLookup(k uint32) (*mapRef, bool) {
 // code's 32-bit immediates; ok is false otherwise (the lookup then
 // returns to Go).
 func (env jitEnv) hashFor(k uint32) (h jitHash, ok bool) {
+	return env.hashForKeys(k, hashKeyMax)
+}
+
+// hashForKeys is hashFor for code that takes keys of up to maxKey bytes.
+func (env jitEnv) hashForKeys(k uint32, maxKey uint32) (h jitHash, ok bool) {
 	m, ok := env.plainLookup(k)
 	if !ok {
 		return h, false
 	}
 	t, ok := maps.NativeHash(m.m)
-	if !ok || t.KeySize != m.keySize {
+	if !ok || t.KeySize != m.keySize || t.KeySize > maxKey {
 		return h, false
 	}
 	for _, v := range []uint64{t.MaxWalk, t.Entries, t.ElemSize, t.NCPU, uint64(t.StripeSize), t.NExtra} {

@@ -438,6 +438,7 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 		compareScalar(in, &t, s) // jit_range_link.go
 		return &t, s, true
 	case o == opCall && callInfo(in.imm).keepsPacketRange(): // helpers_table.go, kfunc.go
+		rg.keyHint(s, pc, in.imm) // jit_range_key.go
 		s.afterHelper()
 		s.regs[0] = helperResult(in.imm) // jit_range_guess.go
 	case o == opCall || o == opCallLocal || o == opCallX || o == opTailCall:

@@ -155,7 +155,7 @@ func hashLayoutOK(t maps.HashTable) bool {
 			return false
 		}
 	}
-	return t.RefOff%4 == 0 && t.RefOff < 4*4096 && t.NCPU <= math.MaxInt32 && t.StripeSize <= math.MaxInt32 && t.SeqOff <= math.MaxInt32
+	return t.KeySize <= hashKeyMax && t.RefOff%4 == 0 && t.RefOff < 4*4096 && t.NCPU <= math.MaxInt32 && t.StripeSize <= math.MaxInt32 && t.SeqOff <= math.MaxInt32
 }
 
 // publish makes the descriptor of inner map id (ref) visible to native

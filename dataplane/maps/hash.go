@@ -2,7 +2,6 @@ package maps
 
 import (
 	"encoding/binary"
-	"hash/maphash"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
@@ -60,12 +59,11 @@ type Hash struct {
 	percpu   bool
 	lru      bool
 	prealloc bool
-	elemSize uint64       // value_size rounded up to 8 (per-CPU stride)
-	ncpu     int          // 1 unless per-CPU
-	valLen   uint64       // bytes of value storage per entry: elemSize*ncpu, or value_size
-	pcpu     []byte       // preallocated per-CPU values, CPU-major: slot c of entry idx at (c*len(slab)+idx)*elemSize
-	seed     maphash.Seed // keys over 16 bytes
-	s0, s1   uint64       // keys up to 16 bytes
+	elemSize uint64 // value_size rounded up to 8 (per-CPU stride)
+	ncpu     int    // 1 unless per-CPU
+	valLen   uint64 // bytes of value storage per entry: elemSize*ncpu, or value_size
+	pcpu     []byte // preallocated per-CPU values, CPU-major: slot c of entry idx at (c*len(slab)+idx)*elemSize
+	s0, s1   uint64 // hashOf's seeds
 
 	mask    uint64                  // len(buckets)-1; immutable
 	buckets []atomic.Pointer[entry] // chain heads; stored under stripes[b&smask].mu
@@ -187,7 +185,7 @@ func newHash(spec Spec) (*Hash, error) {
 	if percpu && elem > pcpuMinUnitSize {
 		return nil, mapErr(spec.Name, syscall.E2BIG, "per-CPU value size %d is over %d", spec.ValueSize, pcpuMinUnitSize)
 	}
-	h := &Hash{spec: spec, percpu: percpu, lru: lru, prealloc: prealloc, elemSize: elem, ncpu: 1, seed: maphash.MakeSeed(), s0: rand.Uint64(), s1: rand.Uint64()}
+	h := &Hash{spec: spec, percpu: percpu, lru: lru, prealloc: prealloc, elemSize: elem, ncpu: 1, s0: rand.Uint64(), s1: rand.Uint64()}
 	if percpu {
 		h.ncpu = spec.NumCPU
 		h.valLen = elem * uint64(h.ncpu)
@@ -265,18 +263,17 @@ func (h *Hash) extraSlot(cpu int) *atomic.Pointer[entry] {
 // Spec returns the map's spec (NumCPU filled in for per-CPU maps).
 func (h *Hash) Spec() Spec { return h.spec }
 
-// hashOf hashes a key: keys of up to 16 bytes (nearly every XDP map) with two
-// rounds of the murmur3 finaliser over the seeded key words, longer ones with
-// maphash. Either way the per-map random seed decides the buckets, as jhash's
-// random seed does in the kernel.
+// hashOf hashes a key: the murmur3 finaliser over the first seeded key
+// word, then one more round per further word, each xored in with the second
+// seed (two rounds for the keys of up to 16 bytes of nearly every XDP map).
+// The per-map random seeds decide the buckets, as jhash's random seed does
+// in the kernel. Native lookups compute the same (maps.HashTable).
 func (h *Hash) hashOf(key []byte) uint64 {
-	switch {
-	case len(key) <= 8:
-		return fmix64(keyWord(key, 0) ^ h.s0)
-	case len(key) <= 16:
-		return fmix64(fmix64(keyWord(key, 0)^h.s0) ^ keyWord(key, 1) ^ h.s1)
+	x := fmix64(keyWord(key, 0) ^ h.s0)
+	for i := 1; i*8 < len(key); i++ {
+		x = fmix64(x ^ keyWord(key, i) ^ h.s1)
 	}
-	return maphash.Bytes(h.seed, key)
+	return x
 }
 
 // fmix64 is murmur3's 64-bit finaliser: a bijection that spreads every input

@@ -41,8 +41,8 @@ import "unsafe"
 // and the count lowered under it, a replacement's entry swapped with the
 // CPU's spare slot (compare-and-swap of the spare seen for the old entry,
 // which a failure relinks). Maps made with BPF_F_NO_PREALLOC
-// (entries on the Go heap, freed by the collector) and keys over 16 bytes
-// (hashed with maphash) have no HashTable.
+// (entries on the Go heap, freed by the collector) and keys over
+// NativeKeyMax bytes have no HashTable.
 //
 // Readers must load with acquire ordering: plain loads on amd64, where
 // stores are seen in program order. Native writers must store in program
@@ -58,7 +58,7 @@ type HashTable struct {
 	SeqOff     uintptr // the stripe's sequence word (odd while a writer relinks)
 	LockOff    uintptr // the stripe's lock word (uint32: 0 free, 1 held)
 	S0, S1     uint64  // the hash's seeds (Hash.hashOf)
-	KeySize    uint32  // 1..16 bytes: one or two key words
+	KeySize    uint32  // 1..NativeKeyMax bytes: (KeySize+7)/8 key words
 	MaxWalk    uint64  // a longer walk followed reused entries: ask Go
 	// Offsets in an entry of the next link (address word), the stored
 	// hash, the address of the key words (a slice's data word; the words
@@ -89,12 +89,16 @@ type HashTable struct {
 	NCPU     uint64
 }
 
+// NativeKeyMax is the longest key a HashTable describes: eight key words,
+// whose hash (Hash.hashOf) is one finaliser round per word.
+const NativeKeyMax = 64
+
 // NativeHash returns the HashTable of m, when m is a preallocated Hash
-// (HASH, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH) with keys of at most 16
-// bytes; ok is false otherwise.
+// (HASH, PERCPU_HASH, LRU_HASH, LRU_PERCPU_HASH) with keys of at most
+// NativeKeyMax bytes; ok is false otherwise.
 func NativeHash(m Map) (t HashTable, ok bool) {
 	h, isHash := m.(*Hash)
-	if !isHash || !h.prealloc || h.spec.KeySize == 0 || h.spec.KeySize > 16 || len(h.buckets) == 0 || len(h.slab) == 0 {
+	if !isHash || !h.prealloc || h.spec.KeySize == 0 || h.spec.KeySize > NativeKeyMax || len(h.buckets) == 0 || len(h.slab) == 0 {
 		return t, false
 	}
 	var e entry
