@@ -128,6 +128,8 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 func (c *amd64Compiler) redirectSlot(rc jitRedirectCall) (none []int, hit bool) {
 	n := uint64(rc.slots.N)
 	switch {
+	case rc.slots.Chained:
+		return c.redirectChain(rc), true
 	case rc.keyK && uint64(uint32(rc.key)) >= n:
 		return nil, false
 	case rc.keyK:
@@ -142,4 +144,31 @@ func (c *amd64Compiler) redirectSlot(rc jitRedirectCall) (none []int, hit bool) 
 	}
 	c.aluRR(true, 0x85, xS2, xS2)
 	return append(none, c.jcc(ccE)), true
+}
+
+// redirectChain leaves in S2 the entry of rc's devmap_hash for the key
+// (r2's low 32 bits), the first of its bucket's chain with that key, as
+// DevMapHash.find walks it (maps.SlotTable), jumping to the fixups none
+// when there is none. The chain is finite: entries are immutable, and
+// each was published before the one that links to it.
+func (c *amd64Compiler) redirectChain(rc jitRedirectCall) (none []int) {
+	t := rc.slots
+	if rc.keyK {
+		c.movRI(xS2, int64(t.Base+8*uintptr(uint32(rc.key)&(t.N-1))))
+		c.ldq(xS2, xS2, 0)
+	} else {
+		c.aluRR(false, 0x89, xAX, xSI)       // key = uint32(r2)
+		c.aluRI(false, 4, xAX, int32(t.N-1)) // its bucket
+		c.movRI(xS2, int64(t.Base))
+		c.ldqScaled8(xS2, xS2, xAX)
+	}
+	loop := len(c.b)
+	c.aluRR(true, 0x85, xS2, xS2)
+	none = append(none, c.jcc(ccE))
+	c.rm(false, false, []byte{0x39}, xSI, xmem{base: xS2, index: -1, disp: int32(t.KeyOff)}, false) // entry key == uint32(r2)?
+	hit := c.jcc(ccE)
+	c.ldq(xS2, xS2, int32(t.NextOff))
+	c.patch(c.jmp(), loop)
+	c.patch(hit, len(c.b))
+	return none
 }
