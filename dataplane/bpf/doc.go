@@ -253,10 +253,10 @@
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, devmap_hash,
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a
 // devmap_hash's bucket chain of immutable entries walked to the key; a
-// broadcast goes to Go); bpf_xdp_adjust_head (the metadata moved with data), _meta and
-// _tail (a growth zeroed), which move the Frame's offsets in place;
-// bpf_xdp_load_bytes and _store_bytes with a buffer outside the packet
-// (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
+// broadcast goes to Go); bpf_xdp_adjust_head (the metadata moved with
+// data), _meta and _tail (a growth zeroed), which move the Frame's
+// offsets in place; bpf_xdp_load_bytes and _store_bytes with a buffer
+// outside the packet (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
 // bpf_get_prandom_u32
 // (the Runner's xorshift state); bpf_map_lookup_elem on a preallocated
 // hash map of any of the four hash types with keys of up to 16 bytes
@@ -468,11 +468,11 @@
 // storage of a single-entry array map, allocated once with the map), which
 // the Collection keeps alive as long as its code is mapped; the slot arrays of
 // devmaps, devmap_hashes (bucket heads), cpumaps, xskmaps and program
-// arrays, read as immediates too, live as long as their maps. Nothing of Go's is written but pointer-free
-// words (packet, stack, map values, the register file, the spill slot, the
-// region table's length when a lookup reuses an entry, the Frame's
-// offsets, the run and tail call counts and jitState), which need no
-// write barrier. No garbage collection
+// arrays, read as immediates too, live as long as their maps. Nothing of
+// Go's is written but pointer-free words (packet, stack, map values, the
+// register file, the spill slot, the region table's length when a lookup
+// reuses an entry, the Frame's offsets, the run and tail call counts and
+// jitState), which need no write barrier. No garbage collection
 // stop can catch the goroutine inside the code: a signal that lands there
 // (async preemption, profiling) finds a PC outside any Go function, and the
 // runtime's isAsyncSafePoint refuses to preempt at a PC without function
