@@ -24,6 +24,19 @@ func (c *amd64Compiler) movMem32I(m xmem, imm uint32) {
 	c.imm32(int32(imm))
 }
 
+// rdTagNoIfindex stores a record's tag and a zero ifindex (the two words
+// at rdOffTag): one 64-bit store when the tag is below 2^31, whose
+// immediate the CPU sign-extends with a zero high word, else two.
+func (c *amd64Compiler) rdTagNoIfindex(tag uint32) {
+	if tag < 1<<31 {
+		c.rm(false, true, []byte{0xc7}, 0, rdMem(rdOffTag), false)
+		c.imm32(int32(tag))
+		return
+	}
+	c.movMem32I(rdMem(rdOffTag), tag)
+	c.movMem32I(rdMem(rdOffIfindex), 0)
+}
+
 // ldqScaled8 is MOV dst, [base + index*8] (base neither RBP nor R13).
 func (c *amd64Compiler) ldqScaled8(dst, base, index uint8) {
 	c.rex(true, dst, index, base, false)
@@ -81,15 +94,15 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 	none, hit := c.redirectSlot(rc)
 	if hit {
 		c.rdSlot()
-		c.movMem32I(rdMem(rdOffTag), rc.hitTag())
-		if !rc.flagsK {
-			c.rm(false, false, []byte{0x88}, xDX, rdMem(rdOffTag+1), true) // flags' low byte
-		}
 		if rc.kind == RedirectDevMap {
+			c.movMem32I(rdMem(rdOffTag), rc.hitTag())
 			c.rm(false, false, []byte{0x8b}, xAX, xmem{base: xS2, index: -1, disp: int32(rc.slots.ValueOff)}, false)
 			c.rm(false, false, []byte{0x89}, xAX, rdMem(rdOffIfindex), false)
 		} else {
-			c.movMem32I(rdMem(rdOffIfindex), 0)
+			c.rdTagNoIfindex(rc.hitTag())
+		}
+		if !rc.flagsK {
+			c.rm(false, false, []byte{0x88}, xDX, rdMem(rdOffTag+1), true) // flags' low byte
 		}
 		if rc.keyK {
 			c.movMem32I(rdMem(rdOffKey), uint32(rc.key))
@@ -103,8 +116,7 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		c.patch(j, len(c.b))
 	}
 	c.rdSlot() // the empty Redirect, every field
-	c.movMem32I(rdMem(rdOffTag), rdTag(RedirectNone, 0, 0))
-	c.movMem32I(rdMem(rdOffIfindex), 0)
+	c.rdTagNoIfindex(rdTag(RedirectNone, 0, 0))
 	c.movMem32I(rdMem(rdOffKey), 0)
 	if rc.flagsK {
 		c.movRI(xAX, int64(rc.flags&flagsActionMask))
