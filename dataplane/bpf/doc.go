@@ -263,12 +263,13 @@
 // value's address, and the stub proves Go's entry covers the whole value
 // or leaves the rest of the run to Go (jit_value.go). On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
-// r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, cpumap or xskmap
-// (its slots read as maps.NativeSlots describes them; a broadcast goes to
-// Go); bpf_xdp_adjust_head (the metadata moved with data), _meta and
-// _tail (a growth zeroed), which move the Frame's offsets in place;
-// bpf_xdp_load_bytes and _store_bytes with a buffer outside the packet
-// (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
+// r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, devmap_hash,
+// cpumap or xskmap (its slots read as maps.NativeSlots describes them, a
+// devmap_hash's bucket chain of immutable entries walked to the key; a
+// broadcast goes to Go); bpf_xdp_adjust_head (the metadata moved with
+// data), _meta and _tail (a growth zeroed), which move the Frame's
+// offsets in place; bpf_xdp_load_bytes and _store_bytes with a buffer
+// outside the packet (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
 // bpf_get_prandom_u32
 // (the Runner's xorshift state);
 // bpf_map_lookup_elem on a devmap, cpumap or xskmap (jit_amd64_slots.go:
@@ -451,7 +452,9 @@
 // does, points the code at it, resets the run's state (budget, regions,
 // tail calls: written only when a run changed them; the runs are counted
 // per burst), points the redirect helpers at the frame's own record
-// (jitState.rds, cleared by Go before the burst, read by it after) and
+// (jitState.rds, cleared by Go before the burst, read by it after, each
+// record compared as two words with the last that differed and the
+// Redirect built for that one copied: fillRedirects) and
 // runs it, storing verdicts and going on (XDP_REDIRECT ones counted in
 // jitState.rdn, so that Go reads no record after a burst with none); only a
 // frame that needs Go (a slow path, a verdict above XDP_REDIRECT, an
@@ -517,12 +520,12 @@
 // data holds and addresses the buffer of its collection's region (the
 // storage of a single-entry array map, allocated once with the map), which
 // the Collection keeps alive as long as its code is mapped; the slot arrays of
-// devmaps, cpumaps, xskmaps and program arrays, read as immediates too,
-// live as long as their maps. Nothing of Go's is written but pointer-free
-// words (packet, stack, map values, the register file, the spill slot, the
-// region table's length when a lookup reuses an entry, the Frame's
-// offsets, the run and tail call counts and jitState), which need no
-// write barrier. No garbage collection
+// devmaps, devmap_hashes (bucket heads), cpumaps, xskmaps and program
+// arrays, read as immediates too, live as long as their maps. Nothing of
+// Go's is written but pointer-free words (packet, stack, map values, the
+// register file, the spill slot, the region table's length when a lookup
+// reuses an entry, the Frame's offsets, the run and tail call counts and
+// jitState), which need no write barrier. No garbage collection
 // stop can catch the goroutine inside the code: a signal that lands there
 // (async preemption, profiling) finds a PC outside any Go function, and the
 // runtime's isAsyncSafePoint refuses to preempt at a PC without function

@@ -24,6 +24,19 @@ func (c *amd64Compiler) movMem32I(m xmem, imm uint32) {
 	c.imm32(int32(imm))
 }
 
+// rdTagNoIfindex stores a record's tag and a zero ifindex (the two words
+// at rdOffTag): one 64-bit store when the tag is below 2^31, whose
+// immediate the CPU sign-extends with a zero high word, else two.
+func (c *amd64Compiler) rdTagNoIfindex(tag uint32) {
+	if tag < 1<<31 {
+		c.rm(false, true, []byte{0xc7}, 0, rdMem(rdOffTag), false)
+		c.imm32(int32(tag))
+		return
+	}
+	c.movMem32I(rdMem(rdOffTag), tag)
+	c.movMem32I(rdMem(rdOffIfindex), 0)
+}
+
 // ldqScaled8 is MOV dst, [base + index*8] (base neither RBP nor R13).
 func (c *amd64Compiler) ldqScaled8(dst, base, index uint8) {
 	c.rex(true, dst, index, base, false)
@@ -81,15 +94,15 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 	none, hit := c.redirectSlot(rc)
 	if hit {
 		c.rdSlot()
-		c.movMem32I(rdMem(rdOffTag), rc.hitTag())
-		if !rc.flagsK {
-			c.rm(false, false, []byte{0x88}, xDX, rdMem(rdOffTag+1), true) // flags' low byte
-		}
 		if rc.kind == RedirectDevMap {
+			c.movMem32I(rdMem(rdOffTag), rc.hitTag())
 			c.rm(false, false, []byte{0x8b}, xAX, xmem{base: xS2, index: -1, disp: int32(rc.slots.ValueOff)}, false)
 			c.rm(false, false, []byte{0x89}, xAX, rdMem(rdOffIfindex), false)
 		} else {
-			c.movMem32I(rdMem(rdOffIfindex), 0)
+			c.rdTagNoIfindex(rc.hitTag())
+		}
+		if !rc.flagsK {
+			c.rm(false, false, []byte{0x88}, xDX, rdMem(rdOffTag+1), true) // flags' low byte
 		}
 		if rc.keyK {
 			c.movMem32I(rdMem(rdOffKey), uint32(rc.key))
@@ -103,8 +116,7 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		c.patch(j, len(c.b))
 	}
 	c.rdSlot() // the empty Redirect, every field
-	c.movMem32I(rdMem(rdOffTag), rdTag(RedirectNone, 0, 0))
-	c.movMem32I(rdMem(rdOffIfindex), 0)
+	c.rdTagNoIfindex(rdTag(RedirectNone, 0, 0))
 	c.movMem32I(rdMem(rdOffKey), 0)
 	if rc.flagsK {
 		c.movRI(xAX, int64(rc.flags&flagsActionMask))
@@ -128,6 +140,8 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 func (c *amd64Compiler) redirectSlot(rc jitRedirectCall) (none []int, hit bool) {
 	n := uint64(rc.slots.N)
 	switch {
+	case rc.slots.Chained:
+		return c.redirectChain(rc), true
 	case rc.keyK && uint64(uint32(rc.key)) >= n:
 		return nil, false
 	case rc.keyK:
@@ -142,4 +156,31 @@ func (c *amd64Compiler) redirectSlot(rc jitRedirectCall) (none []int, hit bool) 
 	}
 	c.aluRR(true, 0x85, xS2, xS2)
 	return append(none, c.jcc(ccE)), true
+}
+
+// redirectChain leaves in S2 the entry of rc's devmap_hash for the key
+// (r2's low 32 bits), the first of its bucket's chain with that key, as
+// DevMapHash.find walks it (maps.SlotTable), jumping to the fixups none
+// when there is none. The chain is finite: entries are immutable, and
+// each was published before the one that links to it.
+func (c *amd64Compiler) redirectChain(rc jitRedirectCall) (none []int) {
+	t := rc.slots
+	if rc.keyK {
+		c.movRI(xS2, int64(t.Base+8*uintptr(uint32(rc.key)&(t.N-1))))
+		c.ldq(xS2, xS2, 0)
+	} else {
+		c.aluRR(false, 0x89, xAX, xSI)       // key = uint32(r2)
+		c.aluRI(false, 4, xAX, int32(t.N-1)) // its bucket
+		c.movRI(xS2, int64(t.Base))
+		c.ldqScaled8(xS2, xS2, xAX)
+	}
+	loop := len(c.b)
+	c.aluRR(true, 0x85, xS2, xS2)
+	none = append(none, c.jcc(ccE))
+	c.rm(false, false, []byte{0x39}, xSI, xmem{base: xS2, index: -1, disp: int32(t.KeyOff)}, false) // entry key == uint32(r2)?
+	hit := c.jcc(ccE)
+	c.ldq(xS2, xS2, int32(t.NextOff))
+	c.patch(c.jmp(), loop)
+	c.patch(hit, len(c.b))
+	return none
 }

@@ -173,6 +173,8 @@ func (c *arm64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 func (c *arm64Compiler) redirectSlot(rc jitRedirectCall) (none []a64Fixup, hit bool) {
 	n := uint64(rc.slots.N)
 	switch {
+	case rc.slots.Chained:
+		return c.redirectChain(rc), true
 	case rc.keyK && uint64(uint32(rc.key)) >= n:
 		return nil, false
 	case rc.keyK:
@@ -188,6 +190,36 @@ func (c *arm64Compiler) redirectSlot(rc jitRedirectCall) (none []a64Fixup, hit b
 	}
 	c.cmp(aS2, aZR)
 	return append(none, c.branch(aEQ)), true
+}
+
+// redirectChain leaves in X10 (S2) the entry of rc's devmap_hash for the
+// key (r2's low 32 bits), the first of its bucket's chain with that key,
+// as DevMapHash.find walks it (maps.SlotTable), branching to the fixups
+// none when there is none. Each load's address depends on the last one's
+// result, which orders them as the writer's release store published the
+// entries (the same as redirectSlot's plain load of a slot).
+func (c *arm64Compiler) redirectChain(rc jitRedirectCall) (none []a64Fixup) {
+	t := rc.slots
+	c.mov32(aS1, 2) // key = uint32(r2)
+	if rc.keyK {
+		c.movImm(aS2, uint64(t.Base+8*uintptr(uint32(rc.key)&(t.N-1))))
+		c.ldr(aS2, aS2, 0)
+	} else {
+		c.movImm(aS2, uint64(t.N-1))
+		c.rrr(a64And, aS5, aS1, aS2) // its bucket
+		c.movImm(aS2, uint64(t.Base))
+		c.w(a64RRR(a64LdrXLsl3, aS2, aS2, aS5))
+	}
+	loop := len(c.b)
+	c.cmp(aS2, aZR)
+	none = append(none, c.branch(aEQ))
+	c.ldrWAt(aS5, aS2, t.KeyOff)
+	c.cmp(aS5, aS1)
+	hit := c.branch(aEQ)
+	c.ldr(aS2, aS2, int32(t.NextOff))
+	c.patch(c.branch(aAL), loop)
+	c.patch(hit, len(c.b))
+	return none
 }
 
 // prandom is bpf_get_prandom_u32 as callHelper runs it: the Runner's

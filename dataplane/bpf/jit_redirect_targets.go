@@ -13,11 +13,12 @@ import (
 // of the call and its map, fixed at load (jit_amd64_redirect.go,
 // jit_arm64_redirect.go).
 
-// jitRedirectMap is a devmap, cpumap or xskmap whose bpf_redirect_map a
-// backend runs in native code (redirectMap's steps): the map's slots read
-// as maps.NativeSlots describes them, the redirect recorded as numbers
-// (jitRedirect). The map (and so its slots) lives as long as the
-// collection. The code checks neither r1 nor the Runner's collection:
+// jitRedirectMap is a devmap, devmap_hash, cpumap or xskmap whose
+// bpf_redirect_map a backend runs in native code (redirectMap's steps):
+// the map's slots read as maps.NativeSlots describes them (a devmap_hash's
+// chains walked), the redirect recorded as numbers (jitRedirect). The
+// map (and so its slots) lives as long as the collection. The code checks
+// neither r1 nor the Runner's collection:
 // r1 holds the map's handle at the call (redirectAt takes only a lddw that
 // reaches it in a straight line), and code compiled for a collection runs
 // only while the Runner is bound to it (jitBoundColl).
@@ -37,9 +38,9 @@ type jitRedirectCall struct {
 }
 
 // redirectFor returns the native bpf_redirect_map of map number k of env's
-// collection, when it is a devmap, cpumap or xskmap whose slots native code
-// can read (maps.NativeSlots), whose size fits a 32-bit immediate, and
-// whose number a record holds (rdMaps).
+// collection, when it is a devmap, devmap_hash, cpumap or xskmap whose
+// slots native code can read (maps.NativeSlots), whose size fits a 32-bit
+// immediate, and whose number a record holds (rdMaps).
 func (env jitEnv) redirectFor(k uint32) (jitRedirectMap, bool) {
 	m := env.mapRef(k)
 	if m == nil || m.outer != nil || k >= rdMaps {
@@ -47,7 +48,7 @@ func (env jitEnv) redirectFor(k uint32) (jitRedirectMap, bool) {
 	}
 	rm := jitRedirectMap{num: k, allowed: flagsActionMask}
 	switch m.spec.Type {
-	case ebpf.DevMap:
+	case ebpf.DevMap, ebpf.DevMapHash:
 		rm.kind = RedirectDevMap
 		rm.allowed |= flagBroadcast | flagExcludeIngr
 	case ebpf.CPUMap:

@@ -156,7 +156,7 @@ func (o redirectOracle) named(c *Collection, rd Redirect) string {
 	name := "<nil>"
 	if rd.Map != nil {
 		name = "<another map>"
-		for _, n := range []string{"dev", "cpu", "xsk"} {
+		for _, n := range []string{"dev", "cpu", "xsk", "devh"} {
 			if m, err := c.Map(n); err == nil && rd.Map == m {
 				name = n
 			}

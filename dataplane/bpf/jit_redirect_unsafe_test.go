@@ -11,7 +11,8 @@ import (
 // TestJITRedirectLayout: the record native helpers write is laid out as
 // rdTag and the rdOff words say (kind, flags and map number in the first
 // word, little-endian), its size is a power of two (the burst loop adds
-// it per frame), and every flag bpf_redirect_map takes fits in a byte.
+// it per frame) and a multiple of 8 from an 8-byte aligned start (Go
+// reads each as two words), and every flag bpf_redirect_map takes fits in a byte.
 func TestJITRedirectLayout(t *testing.T) {
 	var rd jitRedirect
 	offs := map[string][2]uintptr{
@@ -28,6 +29,9 @@ func TestJITRedirectLayout(t *testing.T) {
 	}
 	if n := unsafe.Sizeof(rd); n&(n-1) != 0 {
 		t.Errorf("jitRedirect is %d bytes, not a power of two", n)
+	}
+	if off := unsafe.Offsetof(Runner{}.jit) + unsafe.Offsetof(jitState{}.rds); off%8 != 0 || unsafe.Sizeof(rd)%8 != 0 {
+		t.Errorf("records at Runner+%d, %d bytes each: not 8-byte aligned (words)", off, unsafe.Sizeof(rd))
 	}
 	if rdFlagsMax > 0xff {
 		t.Errorf("flags %#x do not fit jitRedirect.flags", rdFlagsMax)

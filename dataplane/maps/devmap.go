@@ -20,6 +20,9 @@ type DevTarget struct {
 	Ifindex uint32
 	Prog    any    // program to run on the frame before transmit (BPF_XDP_DEVMAP), or nil
 	ProgID  uint32 // id reported in the value's second word
+	// next is the next entry of a DevMapHash bucket's chain, fixed before
+	// the entry is published like every other field.
+	next *DevTarget
 }
 
 // DevTargets is what the interpreter's bpf_redirect_map needs from a devmap or
@@ -235,11 +238,17 @@ func arrayNextKey(max uint32, key, next []byte) error {
 // gives the kernel's order. A new key in a full map is E2BIG; ifindex 0 is
 // EINVAL; BPF_EXIST on a missing key inserts it (the kernel checks only
 // BPF_NOEXIST); Delete of a missing key is ENOENT.
+//
+// Each bucket is an atomic pointer to a chain of immutable entries linked
+// by DevTarget.next: writers (under mu) publish a new chain with one
+// atomic store, copying the entries before the one they replace or remove,
+// so Lookup, Target and Each walk a chain lock-free and race-free, as
+// native code can (NativeSlots).
 type DevMapHash struct {
 	spec     Spec
-	mu       sync.RWMutex
-	buckets  [][]*DevTarget // elements guarded by mu; newest first; each bucket slice and entry immutable once stored (copy-on-write)
-	items    uint32         // guarded by mu
+	mu       sync.RWMutex                // writers; NextKey reads under it
+	heads    []atomic.Pointer[DevTarget] // immutable slice: a chain per bucket
+	items    uint32                      // guarded by mu
 	resolver atomic.Pointer[ProgResolver]
 	ifOK     atomic.Pointer[func(uint32) bool]
 }
@@ -257,7 +266,7 @@ func newDevMapHash(spec Spec) (*DevMapHash, error) {
 	}
 	spec.Flags |= FlagRdonlyProg
 	spec.NumCPU = 0
-	return &DevMapHash{spec: spec, buckets: make([][]*DevTarget, nb)}, nil
+	return &DevMapHash{spec: spec, heads: make([]atomic.Pointer[DevTarget], nb)}, nil
 }
 
 // Spec returns the map's spec (with BPF_F_RDONLY_PROG added).
@@ -269,16 +278,16 @@ func (d *DevMapHash) SetProgResolver(r ProgResolver) { d.resolver.Store(&r) }
 // SetIfindexCheck: see DevMap.SetIfindexCheck.
 func (d *DevMapHash) SetIfindexCheck(ok func(ifindex uint32) bool) { d.ifOK.Store(&ok) }
 
-func (d *DevMapHash) bucket(k uint32) int { return int(k & uint32(len(d.buckets)-1)) }
+func (d *DevMapHash) bucket(k uint32) int { return int(k & uint32(len(d.heads)-1)) }
 
-func (d *DevMapHash) find(k uint32) (*DevTarget, int) {
-	b := d.buckets[d.bucket(k)]
-	for i, e := range b {
+// find returns the entry of key k, nil for none.
+func (d *DevMapHash) find(k uint32) *DevTarget {
+	for e := d.heads[d.bucket(k)].Load(); e != nil; e = e.next {
 		if e.Key == k {
-			return e, i
+			return e
 		}
 	}
-	return nil, -1
+	return nil
 }
 
 // Lookup returns the entry's value, read-only for programs, or nil.
@@ -287,9 +296,7 @@ func (d *DevMapHash) Lookup(key []byte, cpu int) []byte {
 	if !ok {
 		return nil
 	}
-	d.mu.RLock()
-	e, _ := d.find(k)
-	d.mu.RUnlock()
+	e := d.find(k)
 	if e == nil {
 		return nil
 	}
@@ -298,9 +305,7 @@ func (d *DevMapHash) Lookup(key []byte, cpu int) []byte {
 
 // Target returns the entry of key for bpf_redirect_map. It does not allocate.
 func (d *DevMapHash) Target(key uint32) (DevTarget, bool) {
-	d.mu.RLock()
-	e, _ := d.find(key)
-	d.mu.RUnlock()
+	e := d.find(key)
 	if e == nil {
 		return DevTarget{}, false
 	}
@@ -308,14 +313,11 @@ func (d *DevMapHash) Target(key uint32) (DevTarget, bool) {
 }
 
 // Each calls fn for every entry in NextKey order until fn returns false,
-// without allocating. fn runs without the map's lock: bucket slices are
-// copy-on-write, so each bucket is walked as it was when Each reached it.
+// without allocating or locking: each bucket's chain is walked as it was
+// when Each reached it.
 func (d *DevMapHash) Each(fn func(DevTarget) bool) {
-	for bi := range d.buckets {
-		d.mu.RLock()
-		b := d.buckets[bi]
-		d.mu.RUnlock()
-		for _, e := range b {
+	for bi := range d.heads {
+		for e := d.heads[bi].Load(); e != nil; e = e.next {
 			if !fn(*e) {
 				return
 			}
@@ -338,7 +340,7 @@ func (d *DevMapHash) Update(key, value []byte, flags uint64, cpu int) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old, _ := d.find(k)
+	old := d.find(k)
 	if old != nil && flags&UpdateNoExist != 0 {
 		return errExists
 	}
@@ -351,22 +353,35 @@ func (d *DevMapHash) Update(key, value []byte, flags uint64, cpu int) error {
 
 func (d *DevMapHash) insertLocked(old, t *DevTarget) error {
 	bi := d.bucket(t.Key)
-	b := d.buckets[bi]
+	head := d.heads[bi].Load()
 	if old != nil {
-		_, i := d.find(t.Key)
-		b = append(b[:i:i], b[i+1:]...)
+		head = d.unlinkLocked(bi, old)
 	} else {
 		if d.items >= d.spec.MaxEntries {
 			return errFull
 		}
 		d.items++
 	}
-	// Copy on write: readers holding the old bucket slice see it unchanged.
-	nb := make([]*DevTarget, 0, len(b)+1)
-	nb = append(nb, t)
-	nb = append(nb, b...)
-	d.buckets[bi] = nb
+	t.next = head
+	d.heads[bi].Store(t)
 	return nil
+}
+
+// unlinkLocked returns bucket bi's chain without old (in it): copies of
+// the entries before old, then those after it. Readers walking the chain
+// published before see it unchanged.
+func (d *DevMapHash) unlinkLocked(bi int, old *DevTarget) *DevTarget {
+	var before []*DevTarget
+	for e := d.heads[bi].Load(); e != old; e = e.next {
+		before = append(before, e)
+	}
+	head := old.next
+	for i := len(before) - 1; i >= 0; i-- {
+		c := *before[i]
+		c.next = head
+		head = &c
+	}
+	return head
 }
 
 // Set is the control plane's typed update of key (ifindex must be non-zero).
@@ -379,7 +394,7 @@ func (d *DevMapHash) Set(key, ifindex uint32, prog any, progID uint32) error {
 	putIndex(t.val[4:8], progID)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old, _ := d.find(key)
+	old := d.find(key)
 	if err := d.insertLocked(old, t); err != nil {
 		return mapErr(d.spec.Name, syscall.E2BIG, "map full (%d entries)", d.spec.MaxEntries)
 	}
@@ -394,15 +409,12 @@ func (d *DevMapHash) Delete(key []byte) error {
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	old, i := d.find(k)
+	old := d.find(k)
 	if old == nil {
 		return errNoEntry
 	}
 	bi := d.bucket(k)
-	b := d.buckets[bi]
-	nb := make([]*DevTarget, 0, len(b)-1)
-	nb = append(nb, b[:i]...)
-	d.buckets[bi] = append(nb, b[i+1:]...)
+	d.heads[bi].Store(d.unlinkLocked(bi, old))
 	d.items--
 	return nil
 }
@@ -417,18 +429,17 @@ func (d *DevMapHash) NextKey(key, next []byte) error {
 	defer d.mu.RUnlock()
 	start := 0
 	if k, ok := keyIndex(key); ok && key != nil {
-		if e, i := d.find(k); e != nil {
-			b := d.buckets[d.bucket(k)]
-			if i+1 < len(b) {
-				putIndex(next, b[i+1].Key)
+		if e := d.find(k); e != nil {
+			if e.next != nil {
+				putIndex(next, e.next.Key)
 				return nil
 			}
 			start = d.bucket(k) + 1
 		}
 	}
-	for bi := start; bi < len(d.buckets); bi++ {
-		if b := d.buckets[bi]; len(b) > 0 {
-			putIndex(next, b[0].Key)
+	for bi := start; bi < len(d.heads); bi++ {
+		if e := d.heads[bi].Load(); e != nil {
+			putIndex(next, e.Key)
 			return nil
 		}
 	}
