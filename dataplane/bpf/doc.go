@@ -234,9 +234,10 @@
 // jitArray.first, skips the search: its region number is a constant when
 // the table is still at its fixed length, and the entry is proven by one
 // compare of a tag the Runner keeps, jit_first.go); r1-r5 are kept. On
-// amd64 a lookup whose result serves only its NULL check and accesses
-// compiled with no check, then dies, makes no region at all (r0 a non-NULL
-// stand-in no access can use: valueElided, jit_elide.go).
+// both backends a lookup whose result serves only its NULL check and
+// accesses compiled with no check, then dies, makes no region at all (r0 a
+// non-NULL stand-in no access can use: valueElided, jit_elide.go,
+// jit_*_elide.go).
 // Anything else (the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
 // leaves for the slow path before anything is written. On amd64 the first

@@ -81,6 +81,7 @@ type arm64Compiler struct {
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	// unchk: jit_value.go, jit_arm64_value.go
 	unchk   jitUnchecked
+	elided  map[int][]int // elided lookups' value accesses (jit_arm64_elide.go)
 	nproven int
 	exact   exactLeft // the last exact staticAccess (jit_arm64_guess.go)
 	native  int       // helper calls compiled natively
@@ -137,7 +138,7 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		}
 		c.patch(f, at)
 	}
-	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, err: c.elideErr()}
 }
 
 // patch resolves a branch at f.pos to byte offset to.

@@ -43,6 +43,8 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 		c.mapChecks(pc, a.handle, a.coll) // nothing (jit_first.go)
 	}
 	c.unchk.bufOnly = !a.dyn && c.unchk.decide(c.plain, c.targets, pc) // jit_value.go
+	// No region at all (jit_arm64_elide.go):
+	elide := c.elideAt(pc, a)
 	defer func() { c.unchk.bufOnly = false }()
 	c.checkIn(pc, 2, 0, 4, false, regionStack)
 	c.ldrW(0, aS2, aS1) // the key
@@ -52,7 +54,11 @@ func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
 	if f, ok := c.arraySlot(a); ok {
 		null = append(null, f)
 	}
-	c.valueRegion(pc, a)
+	if elide {
+		c.elideRegion()
+	} else {
+		c.valueRegion(pc, a)
+	}
 	done := c.branch(aAL)
 	for _, f := range null {
 		c.patch(f, len(c.b))
