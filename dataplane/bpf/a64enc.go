@@ -69,8 +69,13 @@ const (
 	a64Movn    = 0x92800000 // MOVN, hw in bits 22:21, imm16 in bits 20:5
 	a64Movz    = 0xd2800000 // MOVZ
 	a64Movk    = 0xf2800000 // MOVK
-	// Logical (immediate): N, immr and imms in the bitfield moves' bits.
+	// Logical (immediate): N, immr and imms in the bitfield moves' bits
+	// (a64LogicalImm gives them).
 	a64AndsImm = 0xf2000000 // ANDS (immediate); TST (immediate) with Rd = XZR
+	a64AndImm  = 0x92000000 // AND (immediate)
+	a64OrrImm  = 0xb2000000 // ORR (immediate)
+	a64EorImm  = 0xd2000000 // EOR (immediate)
+	a64AddsImm = 0xb1000000 // ADDS (immediate); CMN (immediate) with Rd = XZR
 	// Extract: lsb in imms (bits 15:10), N set with sf.
 	a64Extr  = 0x93c00000 // EXTR; ROR (immediate) with Rn = Rm
 	a64ExtrW = a64Extr &^ (a64W | a64N)
@@ -80,6 +85,7 @@ const (
 	a64Bcond = 0x54000000 // B.cond, imm19 in bits 23:5, cond in bits 3:0
 	a64CbnzW = 0x35000000 // CBNZ, 32-bit, imm19
 	a64Cbz   = 0xb4000000 // CBZ, 64-bit, imm19
+	a64Cbnz  = 0xb5000000 // CBNZ, 64-bit, imm19
 	a64Ret   = 0xd65f03c0 // RET (X30)
 	a64Br    = 0xd61f0000 // BR Xn
 	a64Adr   = 0x10000000 // ADR: PC + imm21 (immlo bits 30:29, immhi 23:5)
@@ -112,6 +118,14 @@ const (
 	// Unsigned offset: imm12 scaled by 4.
 	a64LdrWImm = 0xb9400000 // LDR (immediate), 32-bit
 	a64StrWImm = 0xb9000000 // STR (immediate), 32-bit
+	// Unsigned offset, imm12 scaled by the access size (1, 2, 4).
+	a64LdrbImm  = 0x39400000 // LDRB (immediate)
+	a64LdrsbImm = 0x39800000 // LDRSB (immediate), 64-bit
+	a64LdrhImm  = 0x79400000 // LDRH (immediate)
+	a64LdrshImm = 0x79800000 // LDRSH (immediate), 64-bit
+	a64LdrswImm = 0xb9800000 // LDRSW (immediate)
+	a64StrbImm  = 0x39000000 // STRB (immediate)
+	a64StrhImm  = 0x79000000 // STRH (immediate)
 	// Exclusives, acquire/release (Rt2 and Rs fields all ones where unused).
 	a64LdaxrW = 0x885ffc00 // LDAXR, 32-bit
 	a64LdaxrX = 0xc85ffc00 // LDAXR, 64-bit
@@ -190,4 +204,58 @@ func a64Branch(op uint32, words int32, low uint32) uint32 {
 		return op | uint32(words)&0x3ffffff
 	}
 	return op | (uint32(words)&0x7ffff)<<5 | low
+}
+
+// a64LogicalImm encodes v as the bitmask immediate of AND, ORR, EOR and
+// ANDS (immediate) (DecodeBitMasks in the Arm ARM's shared pseudocode):
+// an element of e bits (2, 4, ..., 64; at most 32 for the 32-bit forms,
+// is64 false, where v is the low 32 bits) repeated across the register,
+// each a run of s+1 ones (s < e-1) rotated right by immr. n is the N bit
+// in place (a64N, set only for 64-bit elements). ok is false for 0, all
+// ones and any value of no such form.
+func a64LogicalImm(v uint64, is64 bool) (n, immr, imms uint32, ok bool) {
+	width := uint(64)
+	if !is64 {
+		width, v = 32, v&0xffffffff
+	}
+	for e := uint(2); e <= width; e *= 2 {
+		mask := uint64(1)<<e - 1
+		if e == 64 {
+			mask = ^uint64(0)
+		}
+		elem := v & mask
+		if !a64Repeats(v, elem, e, width) {
+			continue
+		}
+		for r := uint(0); r < e; r++ {
+			x := (elem<<r | elem>>(e-r)) & mask // rotated left by r
+			if r == 0 {
+				x = elem
+			}
+			ones := uint(0)
+			for ones < e && x>>ones&1 == 1 {
+				ones++
+			}
+			if ones == 0 || ones == e || x != uint64(1)<<ones-1 {
+				continue
+			}
+			imms = uint32(0x3f&^(2*e-1)) | uint32(ones-1)
+			if e == 64 {
+				n = a64N
+			}
+			return n, uint32(r), imms, true
+		}
+		return 0, 0, 0, false
+	}
+	return 0, 0, 0, false
+}
+
+// a64Repeats reports whether v is elem repeated every e bits over width.
+func a64Repeats(v, elem uint64, e, width uint) bool {
+	for i := e; i < width; i += e {
+		if v>>i&(uint64(1)<<e-1) != elem {
+			return false
+		}
+	}
+	return true
 }

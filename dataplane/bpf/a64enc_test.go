@@ -96,6 +96,19 @@ var a64Known = []struct {
 	{a64Imm12(a64LdrWImm, 14, 0, 3), 0xb9400c0e, "ldr w14, [x0, #12]"},
 	{a64Imm12(a64StrWImm, 14, 0, 4095), 0xb93ffc0e, "str w14, [x0, #16380]"},
 	{a64Excl(a64Ldar, 0, 12, 14), 0xc8dffdcc, "ldar x12, [x14]"},
+	{a64BFM(a64AndImm|a64N, 1, 1, 0, 15), 0x92403c21, "and x1, x1, #0xffff"},
+	{a64BFM(a64OrrImm|a64N, 2, 2, 32, 1), 0xb2600442, "orr x2, x2, #0x300000000"},
+	{a64BFM(a64EorImm&^a64W, 3, 3, 0, 7), 0x52001c63, "eor w3, w3, #0xff"},
+	{a64Imm12(a64AddsImm, aZR, 3, 1), 0xb100047f, "adds xzr, x3, #1"},
+	{a64Imm12(a64LdrbImm, 1, 10, 4095), 0x397ffd41, "ldrb w1, [x10, #4095]"},
+	{a64Imm12(a64LdrsbImm, 1, 10, 1), 0x39800541, "ldrsb x1, [x10, #1]"},
+	{a64Imm12(a64LdrhImm, 1, 10, 4095), 0x797ffd41, "ldrh w1, [x10, #8190]"},
+	{a64Imm12(a64LdrshImm, 1, 10, 1), 0x79800541, "ldrsh x1, [x10, #2]"},
+	{a64Imm12(a64LdrswImm, 1, 10, 1), 0xb9800541, "ldrsw x1, [x10, #4]"},
+	{a64Imm12(a64StrbImm, 1, 10, 3), 0x39000d41, "strb w1, [x10, #3]"},
+	{a64Imm12(a64StrhImm, 1, 10, 3), 0x79000d41, "strh w1, [x10, #6]"},
+	{a64Branch(a64Cbnz, 2, 3), 0xb5000043, "cbnz x3, #8"},
+	{a64Branch(a64Cbz&^a64W, -1, 3), 0x34ffffe3, "cbz w3, #-4"},
 }
 
 // TestA64Encodings checks every named A64 encoding against the word the

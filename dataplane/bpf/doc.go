@@ -151,8 +151,9 @@
 // that holds r10 plus a constant in a straight line (stackKeyOff: copies
 // of r10, helpers' keys) when the bytes lie in that frame; such an access
 // addresses [stackBase + r10 + off], stackBase being the stack's address
-// minus its tag (jitState), and on amd64 the next one in a straight line
-// reuses stackBase from the scratch register (stackHeld). The stack's
+// minus its tag (jitState), and the next one in a straight line (on
+// arm64 also an array lookup's key) reuses stackBase from the scratch
+// register (stackHeld). The stack's
 // entry never changes, so the
 // check of another access guessed on the stack compares with the constant
 // bounds; an access through the result of
@@ -228,10 +229,14 @@
 // context pointer (one the analysis lost, such as a context spilled to
 // the stack and loaded back) reads that field, or data, data_end or
 // data_meta as the packet pointer slowLoad makes of it, from the frame.
-// On amd64, a context load right after another (no jump target between)
-// loads from the frame the first one checked (ctxAfterCtx, jit_cost.go),
-// and Go re-enters it through a stub that checks again; jumps that land
-// on an unconditional jump go to its target (threadJumps).
+// A context load right after another (no jump target between) loads
+// from the frame the first one checked (ctxAfterCtx, jit_cost.go), and Go
+// re-enters it through a stub that checks again; on amd64, jumps that
+// land on an unconditional jump go to its target (threadJumps). The arm64
+// backend emits constants as immediates where A64 has a form for them
+// (ADD/SUB and CMP/CMN of 12 bits, bitmask immediates of AND, ORR, EOR
+// and TST: a64LogicalImm; CBZ/CBNZ for a compare with 0; a value access
+// at a scaled offset), else through a scratch register.
 //
 // Helpers. bpf_map_lookup_elem of an array or per-CPU array map, when r1 is
 // loaded with the map in a straight line before the call (mapAt), runs in
@@ -247,9 +252,10 @@
 // jitArray.first, skips the search: its region number is a constant when
 // the table is still at its fixed length, and the entry is proven by one
 // compare of a tag the Runner keeps, jit_first.go); r1-r5 are kept. On
-// amd64 a lookup whose result serves only its NULL check and accesses
-// compiled with no check, then dies, makes no region at all (r0 a non-NULL
-// stand-in no access can use: valueElided, jit_elide.go).
+// both backends a lookup whose result serves only its NULL check and
+// accesses compiled with no check, then dies, makes no region at all (r0 a
+// non-NULL stand-in no access can use: valueElided, jit_elide.go,
+// jit_*_elide.go).
 // Anything else (the first lookup of a
 // value in a Runner, which appends in Go, a full table, a bad key pointer)
 // leaves for the slow path before anything is written. On amd64 the first

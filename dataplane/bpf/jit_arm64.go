@@ -80,10 +80,20 @@ type arm64Compiler struct {
 	proven  []int32 // provenIn
 	valued  []bool  // the accesses valueAccess compiled (valueReuse)
 	// unchk: jit_value.go, jit_arm64_value.go
-	unchk   jitUnchecked
-	nproven int
-	exact   exactLeft // the last exact staticAccess (jit_arm64_guess.go)
-	native  int       // helper calls compiled natively
+	unchk  jitUnchecked
+	elided map[int][]int // elided lookups' value accesses (jit_arm64_elide.go)
+	// disp: the offset the next load or store adds to its buffer
+	// register, when hasDisp (dispNext, jit_arm64_value.go).
+	disp    int32
+	hasDisp bool
+	// ctxResumes: the context loads that use the frame the one before
+	// left in S1 (ctxAfterCtx), re-entered through ctxStubs; stackLeft:
+	// the stack accesses that left stackBase in S2 (stackHeld).
+	ctxResumes []a64Resume
+	stackLeft  []bool
+	nproven    int
+	exact      exactLeft // the last exact staticAccess (jit_arm64_guess.go)
+	native     int       // helper calls compiled natively
 	// calls: local calls are compiled natively (nativeCalls, and
 	// every return address within ADR's 1 MiB); ncalls counts them; adrs
 	// are the ADRs to resolve to instruction starts.
@@ -102,7 +112,7 @@ func (c *arm64Compiler) w(i uint32) { c.b = binary.LittleEndian.AppendUint32(c.b
 const jitMaxCode = 1 << 27
 
 func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
-	c := &arm64Compiler{plain: plain, env: env, targets: targets, proven: proven}
+	c := &arm64Compiler{plain: plain, env: env, targets: targets, proven: proven, stackLeft: make([]bool, len(plain))}
 	c.frameSure, c.ctxFields = frameSure(plain, proven), ctxScalarLoads(plain, env.funcs)
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
@@ -127,6 +137,7 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(int(entry[f.target])-f.pos)))
 	}
 	c.leaveStubs(entry) // jit_arm64_value.go
+	c.ctxStubs(entry)   // jit_arm64_stack.go
 	stubs := map[int]int{}
 	for _, f := range c.slows {
 		at, ok := stubs[f.target]
@@ -137,7 +148,7 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		}
 		c.patch(f, at)
 	}
-	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls}
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, err: c.elideErr()}
 }
 
 // patch resolves a branch at f.pos to byte offset to.
@@ -266,14 +277,64 @@ func (c *arm64Compiler) alu(op uint32, is64 bool, d, m uint32) {
 	c.rrr(op, d, d, m)
 }
 
-func (c *arm64Compiler) aluK(op uint32, is64 bool, d uint32, imm int64) {
+// aluK emits d = d op imm for the BPF operation opn, in one instruction
+// when the constant fits the operation's immediate form (aluImm), else
+// through S3.
+func (c *arm64Compiler) aluK(opn opcode, is64 bool, d uint32, imm int64) {
 	v := uint64(imm)
 	if !is64 {
 		v = uint64(uint32(imm))
 	}
+	if c.aluImm(opn, is64, d, v) {
+		return
+	}
 	c.movImm(aS3, v)
-	c.alu(op, is64, d, aS3)
+	c.alu(a64Arith[opn], is64, d, aS3)
 }
+
+// aluImm emits d = d op v (v already truncated to the width) as one
+// immediate instruction and reports whether it could: ADD or SUB of a
+// 12-bit immediate, or of the negated one (the same sum modulo 2^64, or
+// 2^32 in the W form, which zeroes the high half as the interpreter's
+// 32-bit ALU does), AND, ORR or EOR of a bitmask immediate
+// (a64LogicalImm). d is never register 31, which these forms read as SP.
+func (c *arm64Compiler) aluImm(opn opcode, is64 bool, d uint32, v uint64) bool {
+	w := boolW(!is64)
+	neg := -v
+	if !is64 {
+		neg = uint64(uint32(neg))
+	}
+	var add, sub uint32 = a64AddImm, a64SubImm
+	switch opn {
+	case aluSub:
+		add, sub = sub, add
+		fallthrough
+	case aluAdd:
+		switch {
+		case v < 4096:
+			c.w(a64Imm12(add&^w, d, d, uint32(v)))
+		case neg < 4096:
+			c.w(a64Imm12(sub&^w, d, d, uint32(neg)))
+		default:
+			return false
+		}
+		return true
+	}
+	op, ok := a64LogicOps[opn]
+	if !ok {
+		return false
+	}
+	n, immr, imms, ok := a64LogicalImm(v, is64)
+	if !ok {
+		return false
+	}
+	c.w(a64BFM((op|n)&^w, d, d, immr, imms))
+	return true
+}
+
+// a64LogicOps are the logical (immediate) instructions of the BPF
+// operations that have one.
+var a64LogicOps = map[opcode]uint32{aluAnd: a64AndImm, aluOr: a64OrrImm, aluXor: a64EorImm}
 
 // shiftK emits a shift by a constant as its bitfield-move alias (LSL,
 // LSR, ASR (immediate)).
@@ -355,7 +416,7 @@ func (c *arm64Compiler) emitALU(in insn, info *opInfo) {
 	case opn == aluLsh || opn == aluRsh || opn == aluArsh:
 		c.shiftK(opn, is64, d, uint32(in.imm)&uint32(info.width-1))
 	default:
-		c.aluK(a64Arith[opn], is64, d, in.imm)
+		c.aluK(opn, is64, d, in.imm)
 	}
 }
 
@@ -407,8 +468,25 @@ func (c *arm64Compiler) emitLddw(in insn) {
 func (c *arm64Compiler) emitCtx(pc int, in insn) {
 	d, _ := a64Regs(in)
 	off := ctxFieldOff(in.op)
-	c.frame(pc)
+	reuse := ctxAfterCtx(c.plain, c.targets, pc) // jit_cost.go
+	if !reuse {
+		c.frame(pc)
+	}
 	c.ldr(d, aS1, off)
+	c.tagPacket(d)
+	if reuse {
+		c.ctxResumes = append(c.ctxResumes, a64Resume{pc: pc, after: len(c.b)})
+	}
+}
+
+// tagPacket sets d's tag to the packet region's: ORR of the bitmask
+// immediate regionPacket<<32 when it is one (a run of ones), else through
+// S2.
+func (c *arm64Compiler) tagPacket(d uint32) {
+	if n, immr, imms, ok := a64LogicalImm(regionPacket<<32, true); ok {
+		c.w(a64BFM(a64OrrImm|n, d, d, immr, imms))
+		return
+	}
 	c.movImm(aS2, regionPacket<<32)
 	c.rrr(a64Orr, d, d, aS2)
 }
@@ -435,8 +513,14 @@ var (
 func (c *arm64Compiler) emitLoad(pc int, in insn, info *opInfo) {
 	d, _ := a64Regs(in)
 	if f := ctxScalarAt(c.ctxFields, pc); f != 0 { // jit_frame.go
-		c.frame(pc)
+		reuse := ctxAfterCtx(c.plain, c.targets, pc)
+		if !reuse {
+			c.frame(pc)
+		}
 		c.ldrWOff(d, aS1, frameFieldOff(f)) // zero-extended
+		if reuse {
+			c.ctxResumes = append(c.ctxResumes, a64Resume{pc: pc, after: len(c.b)})
+		}
 		return
 	}
 	b := c.access(pc, in.src, in.off, int32(info.width), false)
@@ -444,7 +528,7 @@ func (c *arm64Compiler) emitLoad(pc int, in insn, info *opInfo) {
 	if info.signed {
 		k += 8
 	}
-	c.w(a64RRR(a64Loads[k], d, b, aS1))
+	c.memOp(false, k, int32(info.width), d, b)
 }
 
 // emitStore emits a store of the row's size, of the immediate (ST, through S5)
@@ -457,7 +541,7 @@ func (c *arm64Compiler) emitStore(pc int, in insn, info *opInfo) {
 		c.movImm(aS5, uint64(in.imm))
 		v = aS5
 	}
-	c.w(a64RRR(a64Stores[info.width], v, b, aS1))
+	c.memOp(true, info.width, int32(info.width), v, b)
 }
 
 // emitDiv emits the division or modulo in: UDIV and SDIV give the
@@ -586,7 +670,7 @@ func (c *arm64Compiler) cbnzLoop(loop int) {
 // check.
 func (c *arm64Compiler) access(pc int, bpfBase uint8, off, n int32, write bool) uint32 {
 	rg := c.proven[pc]
-	if rg == 0 && c.stackAccess(bpfBase, off, n) { // jit_arm64_stack.go
+	if rg == 0 && c.stackAccessAt(pc, bpfBase, off, n) { // jit_arm64_stack.go
 		return aS2
 	}
 	if rg == 0 {
@@ -693,20 +777,79 @@ func (c *arm64Compiler) emitJcc(pc int, in insn, info *opInfo) {
 	d, s := a64Regs(in)
 	is64, isX := info.width == 64, info.form == formJmpX
 	m := s
+	jset := info.code.operation() == jmpJSET
+	if !isX && in.imm == 0 && c.jumpZero(in, info, d) {
+		return
+	}
 	if !isX {
 		v := uint64(in.imm)
 		if !is64 {
 			v = uint64(uint32(in.imm))
 		}
+		if c.jccImm(jset, is64, d, v) {
+			c.jump(pc, in, arm64JumpCC[info.code.operation()])
+			return
+		}
 		c.movImm(aS3, v)
 		m = aS3
 	}
 	op := uint32(a64Subs) // cmp
-	if info.code.operation() == jmpJSET {
+	if jset {
 		op = a64Ands // tst
 	}
 	c.rrr(op&^boolW(!is64), aZR, d, m)
 	c.jump(pc, in, arm64JumpCC[info.code.operation()])
+}
+
+// jumpZero emits `if d == 0` and `if d != 0` (64- or 32-bit) that jump
+// forward as CBZ and CBNZ, which compare and branch in one instruction
+// within B.cond's range, and reports whether it did (not in the long
+// form, nor for a backward jump, which charges the budget first).
+func (c *arm64Compiler) jumpZero(in insn, info *opInfo, d uint32) bool {
+	op := uint32(a64Cbz)
+	switch info.code.operation() {
+	case jmpJEQ:
+	case jmpJNE:
+		op = a64Cbnz
+	default:
+		return false
+	}
+	if c.long || in.back != 0 {
+		return false
+	}
+	c.w(a64Branch(op&^boolW(info.width != 64), 0, d))
+	c.jumps = append(c.jumps, a64Fixup{pos: len(c.b) - 4, target: int(in.off), cond: true})
+	return true
+}
+
+// jccImm sets the flags as CMP d, v (TST d, v for jset) would with v in a
+// register, in one immediate instruction, and reports whether it could:
+// CMP of a 12-bit immediate; CMN of the negated one, whose flags are the
+// same (both are AddWithCarry of d and the same sum: d + NOT(-k) + 1 and
+// d + k + 0, with equal unsigned and signed sums for 0 < k < 4096); TST
+// of a bitmask immediate (a64LogicalImm).
+func (c *arm64Compiler) jccImm(jset, is64 bool, d uint32, v uint64) bool {
+	w := boolW(!is64)
+	if jset {
+		n, immr, imms, ok := a64LogicalImm(v, is64)
+		if ok {
+			c.w(a64BFM((a64AndsImm|n)&^w, aZR, d, immr, imms))
+		}
+		return ok
+	}
+	neg := -v
+	if !is64 {
+		neg = uint64(uint32(neg))
+	}
+	switch {
+	case v < 4096:
+		c.w(a64Imm12(a64SubsImm&^w, aZR, d, uint32(v)))
+	case neg < 4096:
+		c.w(a64Imm12(a64AddsImm&^w, aZR, d, uint32(neg)))
+	default:
+		return false
+	}
+	return true
 }
 
 // charge subtracts what a backward jump or call at pc to target costs

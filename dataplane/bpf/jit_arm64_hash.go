@@ -13,7 +13,7 @@ package bpf
 // bpf_csum_diff) and reports whether it did.
 func (c *arm64Compiler) nativeHelper(pc int) bool {
 	if a, ok := c.arrayAt(pc); ok {
-		c.arrayLookup(pc, a)
+		c.arrayLookup(pc, a, true)
 		return true
 	}
 	if h, ok := c.hashAt(pc); ok {

@@ -2,6 +2,8 @@
 
 package bpf
 
+import "math/bits"
+
 // Native bpf_map_lookup_elem on arrays for the arm64 backend: the same
 // steps as the amd64 one (jit_amd64_maps.go), in X0 (r0, which the call
 // overwrites) and the scratch registers X9-X12; r1-r5 are left alone.
@@ -30,6 +32,20 @@ func (c *arm64Compiler) subImm(d, n, imm uint32) { c.w(a64Imm12(a64SubImm, d, n,
 
 func (c *arm64Compiler) mul(d, n, m uint32) { c.w(a64RRR(a64Mul, d, n, m)) }
 
+// mulK multiplies X d by v, a map's figure known at compile time:
+// nothing for 1, LSL for a power of two, else MUL through X t.
+func (c *arm64Compiler) mulK(d uint32, v uint64, t uint32) {
+	switch {
+	case v == 1:
+	case v != 0 && v&(v-1) == 0:
+		s := uint32(bits.TrailingZeros64(v))
+		c.bfm(a64Ubfm, d, d, (64-s)&63, 63-s) // lsl
+	default:
+		c.movImm(t, v)
+		c.mul(d, d, t)
+	}
+}
+
 // cmpField compares the qword at [base+off] with X m.
 func (c *arm64Compiler) cmpField(base uint32, off int32, m uint32) {
 	c.ldr(aS3, base, off)
@@ -37,28 +53,54 @@ func (c *arm64Compiler) cmpField(base uint32, off int32, m uint32) {
 }
 
 // arrayLookup emits the call at pc as the interpreter runs
-// bpf_map_lookup_elem on a; see the amd64 version for the contract.
-func (c *arm64Compiler) arrayLookup(pc int, a jitArray) {
+// bpf_map_lookup_elem on a; see the amd64 version for the contract. fresh
+// says the call's code starts here (the scratch registers are as the
+// instruction before left them: arrayKey), not after a map of maps' probe.
+func (c *arm64Compiler) arrayLookup(pc int, a jitArray, fresh bool) {
 	if !a.dyn {
 		c.mapChecks(pc, a.handle, a.coll) // nothing (jit_first.go)
 	}
 	c.unchk.bufOnly = !a.dyn && c.unchk.decide(c.plain, c.targets, pc) // jit_value.go
+	// No region at all (jit_arm64_elide.go):
+	elide := c.elideAt(pc, a)
 	defer func() { c.unchk.bufOnly = false }()
-	c.checkIn(pc, 2, 0, 4, false, regionStack)
+	c.arrayKey(pc, fresh)
 	c.ldrW(0, aS2, aS1) // the key
-	c.word(aS3, a.dyn, offMimMax, a.max)
-	c.cmp(0, aS3)
+	if a.dyn {
+		c.word(aS3, a.dyn, offMimMax, a.max)
+		c.cmp(0, aS3)
+	} else {
+		c.cmpImm(0, a.max) // jit_arm64_tail.go
+	}
 	null := []a64Fixup{c.branch(aHS)}
 	if f, ok := c.arraySlot(a); ok {
 		null = append(null, f)
 	}
-	c.valueRegion(pc, a)
+	if elide {
+		c.elideRegion()
+	} else {
+		c.valueRegion(pc, a)
+	}
 	done := c.branch(aAL)
 	for _, f := range null {
 		c.patch(f, len(c.b))
 	}
 	c.movImm(0, 0) // NULL
 	c.patch(done, len(c.b))
+}
+
+// arrayKey leaves in S2 and S1 the buffer and offset of the 4-byte key
+// at r2 of the lookup at pc, checked as loadSlice checks it (checkIn),
+// with no check when r2 is r10 plus a constant in the frame
+// (stackKeyAccess), and with stackBase taken from S2 when the stack
+// access before the call left it there (stackHeld) and nothing of the
+// call is emitted before this (fresh).
+func (c *arm64Compiler) arrayKey(pc int, fresh bool) {
+	if off, ok := stackKeyOff(c.plain, c.targets, pc, 2); ok && fresh && stackProven(10, off, 4) && c.stackHeld(pc) {
+		c.w(a64Imm12(a64SubImm, aS1, arm64Regs[10], uint32(-off))) // off < 0
+		return
+	}
+	c.checkIn(pc, 2, 0, 4, false, regionStack)
 }
 
 // arraySlot is the amd64 arraySlot: the key in X0 becomes its slot's
@@ -68,8 +110,7 @@ func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
 		c.ldr(aS3, aCtx, offPCPU+8*k)
 		c.cmp(aS3, aZR)
 		badCPU = c.branch(aEQ) // no slots for this CPU
-		c.movImm(aS4, a.elem)
-		c.mul(0, 0, aS4)
+		c.mulK(0, a.elem, aS4)
 		c.rrr(a64Add, 0, 0, aS3) // X0 = the slot's first byte
 		return badCPU, true
 	}
@@ -82,8 +123,12 @@ func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
 		c.mul(aS3, aS3, aS4)
 		c.rrr(a64Add, 0, 0, aS3)
 	}
-	c.word(aS3, a.dyn, offMimElem, a.elem)
-	c.mul(0, 0, aS3)
+	if a.dyn {
+		c.word(aS3, a.dyn, offMimElem, a.elem)
+		c.mul(0, 0, aS3)
+	} else {
+		c.mulK(0, a.elem, aS3)
+	}
 	c.word(aS3, a.dyn, offMimData, uint64(a.data))
 	c.rrr(a64Add, 0, 0, aS3) // X0 = the slot's first byte
 	return badCPU, ok

@@ -147,7 +147,7 @@ func (c *arm64Compiler) innerLookup(pc int, shapes []jitInner) {
 		next := c.branch(aNE)
 		switch in.class {
 		case mimArray:
-			c.arrayLookup(pc, in.arr)
+			c.arrayLookup(pc, in.arr, false) // after the probe
 		case mimHash:
 			c.hashLookup(pc, in.hash)
 		default:

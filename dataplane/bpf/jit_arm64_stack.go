@@ -17,6 +17,73 @@ func (c *arm64Compiler) stackAccess(bpfBase uint8, off, n int32) bool {
 	return true
 }
 
+// stackAccessAt is stackAccess for the load or store at pc, which records
+// that it left stackBase in S2; when the access before it in a straight
+// line did (stackHeld), S2 is used as it is and only S1 is set.
+func (c *arm64Compiler) stackAccessAt(pc int, bpfBase uint8, off, n int32) bool {
+	if !stackProven(bpfBase, off, n) {
+		return false
+	}
+	c.stackLeft[pc] = true
+	if !c.stackHeld(pc) {
+		return c.stackAccess(bpfBase, off, n)
+	}
+	c.w(a64Imm12(a64SubImm, aS1, arm64Regs[10], uint32(-off))) // off < 0
+	return true
+}
+
+// stackHeld reports whether S2 holds stackBase at pc, as the amd64
+// stackHeld (jit_amd64_stack.go): going back in a straight line over
+// instructions that keep the scratch registers (keepsScratch) and proven
+// packet accesses (which set only S1, and S3 for a far offset, and never
+// leave for Go) and lddw's second slots, the first other instruction is a stack access that left
+// it (stackLeft). r10, its base, is never written.
+func (c *arm64Compiler) stackHeld(pc int) bool {
+	for q := pc - 1; q >= 0 && !c.targets[q+1]; q-- {
+		in := c.plain[q]
+		switch {
+		case c.stackLeft[q]:
+			return true
+		case in.op == opNop: // an lddw's second slot: no code
+			continue
+		case (isLoad(in.op) || isStore(in.op)) && c.proven[q] == regionPacket:
+			continue
+		case !keepsScratch(in, opTable[in.op].form):
+			return false
+		}
+	}
+	return false
+}
+
+// a64Resume is a load at pc that uses what the load before it left in the
+// scratch registers, its code ending at after: Go re-enters pc through a
+// stub that emits the full load and goes on at after (ctxStubs).
+type a64Resume struct{ pc, after int }
+
+// ctxStubs emits the re-entry stub of each context load that used the
+// frame the context load before it left in S1 (ctxAfterCtx: emitCtx, and
+// emitLoad for a scalar field): the frame loaded (and checked) again, the
+// load, then on to the code after it. Go enters pc only after running the
+// instruction before it, so native code reaches the load with the frame
+// in S1 only from that load. Called by finish once the jumps to
+// instruction starts are resolved (none goes to pc: it is no jump target).
+func (c *arm64Compiler) ctxStubs(entry []uint32) {
+	for _, r := range c.ctxResumes {
+		at := len(c.b)
+		in := c.plain[r.pc]
+		d, _ := a64Regs(in)
+		c.frame(r.pc)
+		if f := ctxScalarAt(c.ctxFields, r.pc); f != 0 {
+			c.ldrWOff(d, aS1, frameFieldOff(f))
+		} else {
+			c.ldr(d, aS1, ctxFieldOff(in.op))
+			c.tagPacket(d)
+		}
+		c.patch(c.branch(aAL), r.after)
+		entry[r.pc] = uint32(at)
+	}
+}
+
 // stackKeyAccess is stackAccess for an access at base+off at pc where
 // base holds r10 plus a constant (stackKeyOff: the key of a helper call,
 // say, or a copy of r10 the program addresses through).

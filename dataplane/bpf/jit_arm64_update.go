@@ -9,13 +9,9 @@ import "syscall"
 // value in X14 (S6), the bounce register X11 (S3) and the loop's count in
 // X12 (S4).
 
-// A64 encodings only the copy uses (Arm ARM C6.2: LDR/STR immediate,
-// unsigned offset scaled by the size, and 64-bit post-index).
+// A64 encodings only the copy uses (Arm ARM C6.2: LDR/STR 64-bit
+// post-index; the scaled immediate forms are in a64enc.go).
 const (
-	a64LdrhImm  = 0x79400000
-	a64StrhImm  = 0x79000000
-	a64LdrbImm  = 0x39400000
-	a64StrbImm  = 0x39000000
 	a64LdrXPost = 0xf8400400
 	a64StrXPost = 0xf8000400
 )

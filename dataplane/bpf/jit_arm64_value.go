@@ -12,7 +12,7 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 		return false
 	}
 	if c.unchk.access(c.plain, c.targets, c.valued, pc, bpfBase, reuse) { // S2 holds the buffer
-		c.movImm(aS1, uint64(off))
+		c.dispNext(off)
 		return true
 	}
 	if reuse { // S4 still holds the entry, S2 the buffer
@@ -20,7 +20,7 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 		c.movImm(aS1, uint64(off+n))
 		c.rrr(a64Subs, aZR, aS3, aS1)
 		c.slowIf(aLO, pc)
-		c.movImm(aS1, uint64(off))
+		c.dispNext(off)
 		return true
 	}
 	c.bfm(a64Ubfm, aS1, arm64Regs[bpfBase&15%11], 32, 63) // the region number
@@ -33,8 +33,42 @@ func (c *arm64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 	c.slowIf(aLO, pc)
 	c.ldr(aS2, aS1, offRegionBuf)
 	c.rrr(a64Orr, aS4, aZR, aS1) // the entry, for valueReuse
-	c.movImm(aS1, uint64(off))
+	c.dispNext(off)
 	return true
+}
+
+// dispNext makes the load or store that asked for the access (emitLoad,
+// emitStore) address [S2 + off]: one instruction with a scaled immediate
+// offset where off fits it (memOp), instead of S1 = off and [S2, S1].
+func (c *arm64Compiler) dispNext(off int32) { c.disp, c.hasDisp = off, true }
+
+// a64LoadImms and a64StoreImms are the unsigned-offset forms of the loads (sign-extending
+// ones at size+8) and stores of each size, as a64Loads and a64Stores.
+var (
+	a64LoadImms  = map[uint8]uint32{1: a64LdrbImm, 2: a64LdrhImm, 4: a64LdrWImm, 8: a64LdrXImm, 9: a64LdrsbImm, 10: a64LdrshImm, 12: a64LdrswImm}
+	a64StoreImms = map[uint8]uint32{1: a64StrbImm, 2: a64StrhImm, 4: a64StrWImm, 8: a64StrXImm}
+)
+
+// memOp emits the load or store of n bytes (k: a64Loads' key, or the size
+// for a store) of t at the operand access left: [b, S1], or [b + disp]
+// when dispNext asked for it (the immediate form when disp is a multiple
+// of n below 4096*n, else S1 = disp first).
+func (c *arm64Compiler) memOp(store bool, k uint8, n int32, t, b uint32) {
+	reg, imm := a64Loads[k], a64LoadImms[k]
+	if store {
+		reg, imm = a64Stores[k], a64StoreImms[k]
+	}
+	if !c.hasDisp {
+		c.w(a64RRR(reg, t, b, aS1))
+		return
+	}
+	c.hasDisp = false
+	if d := c.disp; d >= 0 && d%n == 0 && d/n < 4096 {
+		c.w(a64Imm12(imm, t, b, uint32(d/n)))
+		return
+	}
+	c.movImm(aS1, uint64(c.disp))
+	c.w(a64RRR(reg, t, b, aS1))
 }
 
 // leaveBuf leaves the value's address (X0) in X10 (S2) for an unchecked

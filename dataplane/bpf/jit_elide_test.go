@@ -10,7 +10,7 @@ import (
 )
 
 // TestJITValueElided runs lookups whose result is used only for its NULL
-// check and in-bounds accesses (the region left out on amd64: one table
+// check and in-bounds accesses (the region left out: one table
 // entry fewer than the interpreter's) beside ones where the pointer escapes
 // the analysis (spilled and reloaded, copied, compared, returned, used past
 // an exit to Go or out of bounds): those must keep their region, and every

@@ -9,5 +9,5 @@ const (
 	nativeLPMArch  = 1
 	nativeTailArch = true // bpf_tail_call
 	nativeCsumArch = 1
-	elideArch      = 0 // lookups whose value region is left out (jit_elide.go)
+	elideArch      = 1 // lookups whose value region is left out (jit_elide.go)
 )

@@ -23,6 +23,9 @@ type valueCase struct {
 	// that load's region entry and buffer (valueReuse) and checks only
 	// its own limit.
 	pair bool
+	// sx: the last load sign-extends (LDSX), after a store of 0xa5 bytes
+	// when store is set.
+	sx bool
 }
 
 // valueProg looks key up in c.m and accesses the value as c says; a load
@@ -50,7 +53,12 @@ func valueProg(c valueCase) asm.Instructions {
 	if c.pair {
 		insns = append(insns, asm.LoadMem(asm.R3, base, 0, asm.Byte))
 	}
-	if c.store {
+	if c.sx {
+		if c.store {
+			insns = append(insns, asm.Mov.Imm32(asm.R1, -0x5a5a5a5b), asm.StoreMem(base, c.off, asm.R1, c.size))
+		}
+		insns = append(insns, asm.LoadMemSX(asm.R0, base, c.off, c.size))
+	} else if c.store {
 		insns = append(insns,
 			asm.Mov.Imm(asm.R1, 0x5a),
 			asm.StoreMem(base, c.off, asm.R1, c.size),
@@ -79,12 +87,16 @@ func TestJITValueAccess(t *testing.T) {
 			vs = 8
 		}
 		for sz, n := range sizes {
-			for _, off := range []int16{0, vs - n, vs - n + 1, vs, -1, -n} {
+			for _, off := range []int16{0, 1, vs - n, vs - n + 1, vs, -1, -n} {
 				for _, store := range []bool{false, true} {
 					for _, key := range []int32{1, 9} {
 						for _, v := range []valueCase{{null: true}, {}, {null: true, copy: true}, {null: true, moved: true}, {null: true, pair: true}, {pair: true}, {null: true, copy: true, pair: true}} {
 							v.m, v.key, v.off, v.size, v.store = m, key, off, sz, store
 							cases = append(cases, v)
+							if sz != asm.DWord {
+								v.sx = true
+								cases = append(cases, v)
+							}
 						}
 					}
 				}
