@@ -18,7 +18,11 @@ import (
 // Report gathers xnic's and the kernel's figures measured in one run (a
 // benchmark binary's) and prints them side by side: for each row the median
 // of its samples (one per -count), the ratio xnic/kernel, and per section
-// the geometric mean and the worst ratio. Benchmarks Add to it and the
+// the geometric mean and the worst ratio. A row's ratio is the median of
+// its samples' ratios: each sample measures the kernel and xnic one right
+// after the other, so a shared machine that slows down for a while slows
+// both figures of a sample, where the ratio of the two medians can pair
+// one side's slow sample with the other's fast one. Benchmarks Add to it and the
 // package's TestMain prints it after the run. It is safe for concurrent use.
 type Report struct {
 	mu   sync.Mutex
@@ -28,6 +32,7 @@ type Report struct {
 type reportRow struct {
 	section, name string
 	xnic, kernel  []float64
+	ratios        []float64 // xnic/kernel of each sample with both figures
 	apart         []float64 // AddApart's samples
 	apartName     string
 	note          string
@@ -42,6 +47,9 @@ func (r *Report) Add(section, name string, xnicNs, kernelNs float64) {
 	row.xnic = append(row.xnic, xnicNs)
 	if kernelNs > 0 {
 		row.kernel = append(row.kernel, kernelNs)
+		if xnicNs > 0 {
+			row.ratios = append(row.ratios, xnicNs/kernelNs)
+		}
 	}
 }
 
@@ -94,7 +102,7 @@ func (r *Report) Print(w io.Writer) {
 		return
 	}
 	r.save(w) // report_file.go
-	fmt.Fprintf(w, "\nxnic against the kernel, same run: CPU %s, %d CPUs, %s/%s, %s; medians of each row's samples\n",
+	fmt.Fprintf(w, "\nxnic against the kernel, same run: CPU %s, %d CPUs, %s/%s, %s; medians of each row's samples (ratio: of the samples' ratios)\n",
 		CPUModel(), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 	var sections []string
 	for _, row := range r.rows {
@@ -110,10 +118,12 @@ func (r *Report) Print(w io.Writer) {
 			if row.section != s {
 				continue
 			}
-			x, k := median(row.xnic), median(row.kernel)
+			x, k, q := median(row.xnic), median(row.kernel), median(row.ratios)
+			if len(row.ratios) == 0 && k > 0 && x > 0 {
+				q = x / k // a report file written before samples kept their ratios
+			}
 			ratio := "-"
-			if k > 0 && x > 0 {
-				q := x / k
+			if q > 0 {
 				ratio = fmt.Sprintf("%.2f", q)
 				logSum += math.Log(q)
 				n++

@@ -20,6 +20,7 @@ type reportLine struct {
 	Name      string    `json:"name"`
 	Xnic      []float64 `json:"xnic"`
 	Kernel    []float64 `json:"kernel,omitempty"`
+	Ratios    []float64 `json:"ratios,omitempty"`
 	Apart     []float64 `json:"apart,omitempty"`
 	ApartName string    `json:"apart_name,omitempty"`
 	Note      string    `json:"note,omitempty"`
@@ -39,7 +40,7 @@ func (r *Report) save(w io.Writer) {
 	}
 	enc := json.NewEncoder(f)
 	for _, row := range r.rows {
-		if err := enc.Encode(reportLine{row.section, row.name, row.xnic, row.kernel, row.apart, row.apartName, row.note}); err != nil {
+		if err := enc.Encode(reportLine{row.section, row.name, row.xnic, row.kernel, row.ratios, row.apart, row.apartName, row.note}); err != nil {
 			fmt.Fprintf(w, "report not saved: %v\n", err)
 			break
 		}
@@ -70,6 +71,7 @@ func ReadReport(rd io.Reader) (*Report, error) {
 		row := r.row(l.Section, l.Name)
 		row.xnic = append(row.xnic, l.Xnic...)
 		row.kernel = append(row.kernel, l.Kernel...)
+		row.ratios = append(row.ratios, l.Ratios...)
 		row.apart = append(row.apart, l.Apart...)
 		if l.ApartName != "" {
 			row.apartName = l.ApartName

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestReport: medians of each row's samples, the ratio, the geometric mean
-// and the worst row per section, figures kept apart, nothing printed for
-// an empty report.
+// TestReport: medians of each row's samples, the ratio (the median of the
+// samples' ratios), the geometric mean and the worst row per section,
+// figures kept apart, nothing printed for an empty report.
 func TestReport(t *testing.T) {
 	var empty Report
 	var out bytes.Buffer
@@ -23,6 +23,11 @@ func TestReport(t *testing.T) {
 	}
 	r.Add("a", "quarter", 2, 8) // 0.25: with 4, a geometric mean of 1
 	r.Add("a", "nokernel", 7, 0)
+	// A machine slowed down for two of the samples: the medians are 11 and
+	// 7 (1.57), the samples' ratios 1, 1, 1.14, 0.88, 1.57: median 1.
+	for _, s := range [][2]float64{{7, 7}, {16, 16}, {8, 7}, {14, 16}, {11, 7}} {
+		r.Add("a", "paired", s[0], s[1])
+	}
 	r.Add("b", "half", 5, 10)
 	r.AddApart("b", "half", "injection", 3)
 	r.AddApart("b", "half", "injection", 9)
@@ -33,7 +38,8 @@ func TestReport(t *testing.T) {
 		"four                          3       20.0        5.0    4.00",
 		"quarter                       1        2.0        8.0    0.25",
 		"nokernel                      1        7.0          -       -",
-		"a          geometric mean xnic/kernel 1.00 over 2, worst 4.00 (four)",
+		"paired                        5       11.0        7.0    1.00",
+		"a          geometric mean xnic/kernel 1.00 over 3, worst 4.00 (four)",
 		"half                          1        5.0       10.0    0.50  injection 6.0 ns apart  (a note)",
 		"b          geometric mean xnic/kernel 0.50 over 1, worst 0.50 (half)",
 	} {
