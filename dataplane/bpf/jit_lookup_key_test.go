@@ -280,20 +280,26 @@ func refHash(s0, s1 uint64, key []byte) uint64 {
 // random others are not, in both engines alike; the native lookup of
 // amd64 (every size up to maps.NativeKeyMax) leaves in its scratch the
 // hash refHash gives, which is Hash.hashOf's (maps' TestHashOfWords).
+// keyFromPacketProg looks up map "m" with the key at the packet's start (r2
+// = data) and returns the value's first byte, or XDP_DROP on a miss.
+func keyFromPacketProg() asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
+		asm.FnMapLookupElem.Call(),
+		asm.Mov.Imm(asm.R1, int32(ActionDrop)),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Byte),
+		asm.Mov.Reg(asm.R0, asm.R1).WithSymbol("out"),
+		asm.Return(),
+	}
+}
+
 func TestJITHashKeySizes(t *testing.T) {
 	needJIT(t)
 	rng := rand.New(rand.NewPCG(3, 64))
 	for ks := 1; ks <= maps.NativeKeyMax+1; ks++ {
-		insns := asm.Instructions{
-			asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
-			asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
-			asm.FnMapLookupElem.Call(),
-			asm.Mov.Imm(asm.R1, int32(ActionDrop)),
-			asm.JEq.Imm(asm.R0, 0, "out"),
-			asm.LoadMem(asm.R1, asm.R0, 0, asm.Byte),
-			asm.Mov.Reg(asm.R0, asm.R1).WithSymbol("out"),
-			asm.Return(),
-		}
+		insns := keyFromPacketProg()
 		var runners [2]*Runner
 		var progs [2]*Program
 		keys := make([][]byte, 8)
@@ -384,16 +390,7 @@ func keyCollide(a []byte, d, j int, s0, s1 uint64, flip uint64) []byte {
 func TestJITHashCollisions(t *testing.T) {
 	needJIT(t)
 	rng := rand.New(rand.NewPCG(5, 16))
-	insns := asm.Instructions{
-		asm.LoadMem(asm.R2, asm.R1, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
-		asm.FnMapLookupElem.Call(),
-		asm.Mov.Imm(asm.R1, int32(ActionDrop)),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.Byte),
-		asm.Mov.Reg(asm.R0, asm.R1).WithSymbol("out"),
-		asm.Return(),
-	}
+	insns := keyFromPacketProg()
 	for _, ks := range []int{16, 20, 37, 40, 64} {
 		for j := 1; 8*j+8 <= ks; j++ {
 			for d := range j {
