@@ -342,7 +342,11 @@
 // with the registers, r10 included, as they are; its id is left in
 // jitState.tail, against which Go reads the exit codes of its
 // instructions; a target without native code, r1 not the context or a run
-// without a frame go to Go). Native code records a
+// without a frame go to Go; the checks the program proves at load are
+// left out: r2's handle where a straight line loads it, r1's where it
+// holds the context on every path, the frame's in code that runs only
+// with one, and a constant index's bound, its slot's address computed at
+// load: tailSite). Native code records a
 // redirect as numbers (jitRedirect: kind, map number, key, flags,
 // ifindex), never the map itself, which would need a write barrier; a
 // constant key or flags is checked and looked up at load: Go builds

@@ -249,51 +249,87 @@ const nativeHelpersArch = true
 
 // tailCallAt emits the tail call at pc natively (emitTail) and reports
 // whether it did.
-func (c *amd64Compiler) tailCallAt(pc int) bool { return emitTail(c, c.env, c.plain, c.targets, pc) }
+func (c *amd64Compiler) tailCallAt(pc int) bool {
+	return emitTail(c, c.env, c.plain, c.targets, tailFacts{c.ctxR1, c.frameSure}, pc)
+}
 
-// tailCall is bpf_tail_call through a (Runner.tailCall): past the limit of
-// maxTailCalls, or with no program of this collection in slot r3 (its low
-// 32 bits), the code goes on after the call with every register as it
-// was; r1 not the context is the slow path's fault; else the count goes
-// up, the target's id is left in jitState.tail (Go reads the exit codes
-// of its instructions against it: tailProg) and the code jumps to the
-// target's first instruction with the registers as they are. A target
-// without native code, or a run without a frame (whose proven accesses
-// would need one), goes to the slow path. Only S1 and S2 are written
-// before the jump: r0-r10 are the target's.
-func (c *amd64Compiler) tailCall(pc int, a jitProgArray) {
-	c.movRI(xS1, int64(a.handle))
-	c.aluRR(true, 0x39, xSI, xS1) // cmp r2, handle
-	c.slowIf(ccNE, pc)
-	c.movRI(xS1, int64(a.coll))
+// tailCall is bpf_tail_call through s's array (Runner.tailCall): past the
+// limit of maxTailCalls, or with no program of this collection in slot r3
+// (its low 32 bits), the code goes on after the call with every register
+// as it was; r1 not the context is the slow path's fault; else the count
+// goes up, the target's id is left in jitState.tail (Go reads the exit
+// codes of its instructions against it: tailProg) and the code jumps to
+// the target's first instruction with the registers as they are. A
+// target without native code, or a run without a frame (whose proven
+// accesses would need one), goes to the slow path. Only S1 and S2 are
+// written before the jump: r0-r10 are the target's. The checks s proves
+// at load are left out (tailSite).
+func (c *amd64Compiler) tailCall(pc int, s tailSite) {
+	if !s.r2Sure {
+		c.movRI(xS1, int64(s.handle))
+		c.aluRR(true, 0x39, xSI, xS1) // cmp r2, handle
+		c.slowIf(ccNE, pc)
+	}
+	c.movRI(xS1, int64(s.coll))
 	c.rm(false, true, []byte{0x39}, xS1, ctxMem(offColl), false)
 	c.slowIf(ccNE, pc)
 	var next []int
 	c.cmpMemI(ctxMem(offTails), maxTailCalls)
 	next = append(next, c.jcc(ccGE))
-	c.movRI(xS1, int64(regionCtx<<32))
-	c.aluRR(true, 0x39, xDI, xS1)
-	c.slowIf(ccNE, pc)
-	c.cmpMemI(ctxMem(offJFrame), 0)
-	c.slowIf(ccE, pc)
-	c.aluRR(false, 0x89, xS1, xDX) // index = uint32(r3)
-	c.aluRI(true, 7, xS1, int32(a.slots.N))
-	next = append(next, c.jcc(ccAE))
-	c.shiftI(true, 4, xS1, 3)
-	c.movRI(xS2, int64(a.slots.Base))
-	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: xS1}, false) // the slot's entry
+	if !s.ctxSure {
+		c.movRI(xS1, int64(regionCtx<<32))
+		c.aluRR(true, 0x39, xDI, xS1)
+		c.slowIf(ccNE, pc)
+	}
+	if !s.frameSure {
+		c.cmpMemI(ctxMem(offJFrame), 0)
+		c.slowIf(ccE, pc)
+	}
+	if s.idxSure && !s.inRange() {
+		next = append(next, c.jmp())
+	} else {
+		next = append(next, c.tailSlot(s)...)
+		c.tailJump(pc)
+	}
+	for _, j := range next {
+		c.patch(j, len(c.b))
+	}
+}
+
+// tailSlot loads into S2 the *Program in slot r3 of s's array (a constant
+// index's slot read at its address) and returns the jumps taken when
+// there is none of this collection: an index past the array, an empty
+// slot, another type in the entry, another collection's program.
+func (c *amd64Compiler) tailSlot(s tailSite) []int {
+	var next []int
+	if s.idxSure {
+		c.movRI(xS2, int64(s.slots.Base+8*uintptr(s.idx)))
+		c.ldq(xS2, xS2, 0) // the slot's entry
+	} else {
+		c.aluRR(false, 0x89, xS1, xDX) // index = uint32(r3)
+		c.aluRI(true, 7, xS1, int32(s.slots.N))
+		next = append(next, c.jcc(ccAE))
+		c.shiftI(true, 4, xS1, 3)
+		c.movRI(xS2, int64(s.slots.Base))
+		c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS2, index: xS1}, false) // the slot's entry
+	}
 	c.aluRR(true, 0x85, xS2, xS2)
 	next = append(next, c.jcc(ccE))
 	// The entry's interface must hold a *Program (its type word), not nil.
 	c.movRI(xS1, int64(progType))
-	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: int32(a.slots.ValueOff)}, false)
+	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: int32(s.slots.ValueOff)}, false)
 	next = append(next, c.jcc(ccNE))
-	c.ldq(xS2, xS2, int32(a.slots.ValueOff)+8)
+	c.ldq(xS2, xS2, int32(s.slots.ValueOff)+8)
 	c.aluRR(true, 0x85, xS2, xS2)
 	next = append(next, c.jcc(ccE))
-	c.movRI(xS1, int64(a.coll))
+	c.movRI(xS1, int64(s.coll))
 	c.rm(false, true, []byte{0x39}, xS1, xmem{base: xS2, index: -1, disp: offProgColl}, false)
-	next = append(next, c.jcc(ccNE))
+	return append(next, c.jcc(ccNE))
+}
+
+// tailJump enters the *Program in S2: its native code (none goes to the
+// slow path), the count up, its id left in jitState.tail.
+func (c *amd64Compiler) tailJump(pc int) {
 	c.ldq(xS1, xS2, offProgJIT)
 	c.aluRR(true, 0x85, xS1, xS1)
 	c.slowIf(ccE, pc)
@@ -302,9 +338,6 @@ func (c *amd64Compiler) tailCall(pc int, a jitProgArray) {
 	c.stq(xS2, xCtx, offTail)
 	c.ldq(xS1, xS1, offJITProgPC0)
 	c.rr(false, false, []byte{0xff}, 4, xS1, false) // jmp S1
-	for _, j := range next {
-		c.patch(j, len(c.b))
-	}
 }
 
 // prandom is bpf_get_prandom_u32 as callHelper runs it: the Runner's

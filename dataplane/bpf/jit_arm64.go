@@ -103,6 +103,7 @@ type arm64Compiler struct {
 	// frameSure: the code runs only with a frame (frameSure); ctxFields:
 	// the context's scalar loads (ctxScalarLoads). jit_frame.go.
 	frameSure bool
+	ctxR1     []bool // r1 holds the context (ctxArgs): tail calls read it
 	ctxFields []int32
 }
 
@@ -114,6 +115,7 @@ const jitMaxCode = 1 << 27
 func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBackend {
 	c := &arm64Compiler{plain: plain, env: env, targets: targets, proven: proven, stackLeft: make([]bool, len(plain))}
 	c.frameSure, c.ctxFields = frameSure(plain, proven), ctxScalarLoads(plain, env.funcs)
+	c.ctxR1 = ctxArgs(plain, env.funcs)
 	// At most about 30 instructions a slot plus the out-of-line code: past
 	// 4000 slots, branches take the long form.
 	c.long = len(plain) > 4000
@@ -373,7 +375,7 @@ func (c *arm64Compiler) emitExit(pc int) {
 // the slow path.
 func (c *arm64Compiler) emitCall(pc int, in insn) {
 	switch {
-	case in.op == opTailCall && emitTail(c, c.env, c.plain, c.targets, pc): // jit_tail_targets.go
+	case in.op == opTailCall && emitTail(c, c.env, c.plain, c.targets, tailFacts{c.ctxR1, c.frameSure}, pc): // jit_tail_targets.go
 		c.native++
 		return
 	case in.op == opCallLocal && c.calls:
