@@ -107,11 +107,14 @@ const (
 	a64StrX  = 0xf8206800 // STR (register), 64-bit
 	// Register offset with S (bit 12) set: [Xn, Xm, LSL #3].
 	a64LdrXLsl3 = a64LdrX | 1<<12 // LDR (register), 64-bit, scaled
+	a64LdrWLsl2 = a64LdrW | 1<<12 // LDR (register), 32-bit, [Xn, Xm, LSL #2]
 	// Unscaled immediate: imm9 (signed) in bits 20:12.
 	a64Ldurb = 0x38400000 // LDURB
 	a64Ldurh = 0x78400000 // LDURH
 	a64LdurW = 0xb8400000 // LDUR, 32-bit
 	a64LdurX = 0xf8400000 // LDUR, 64-bit
+	a64Sturh = 0x78000000 // STURH
+	a64SturW = 0xb8000000 // STUR, 32-bit
 	// Unsigned offset: imm12 scaled by 8, in bits 21:10.
 	a64LdrXImm = 0xf9400000 // LDR (immediate), 64-bit
 	a64StrXImm = 0xf9000000 // STR (immediate), 64-bit
@@ -181,7 +184,8 @@ func a64BFM(op, d, n, immr, imms uint32) uint32 {
 // a64ROR is ROR (immediate): EXTR (or a64ExtrW) Rd, Rn, Rn, #lsb.
 func a64ROR(op, d, n, lsb uint32) uint32 { return op | n<<16 | (lsb&63)<<10 | n<<5 | d }
 
-// a64Imm9 is a load with an unscaled signed offset: LDUR Rt, [Rn, #imm].
+// a64Imm9 is a load or store with an unscaled signed offset: LDUR Rt,
+// [Rn, #imm] (or STUR).
 func a64Imm9(op, t, n uint32, imm int32) uint32 { return op | (uint32(imm)&0x1ff)<<12 | n<<5 | t }
 
 // a64MovWide is MOVZ, MOVN or MOVK of imm16 shifted left by 16*hw.

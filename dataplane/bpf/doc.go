@@ -383,22 +383,23 @@
 // not read and an output that fits go to Go, which writes the record under
 // the ring's lock bit and wakes a blocked reader.
 //
-// On amd64, bpf_fib_lookup is native for IPv4 (jit_amd64_fib.go,
-// jit_fib.go) with plen 64 and flags among DIRECT, SKIP_NEIGH, SRC and
-// MARK, the struct checked as storeSlice checks it: the table SetFIB
-// compiles also holds a pointer-free snapshot of main's IPv4 trie (the
-// slots the Go lookup walks), the answer of each prefix's first route
-// precomputed (path MTU, preferred source, the gateway's neighbour, the
-// egress port's MAC) and the IPv4 neighbours in an open-addressing table
-// (twice as many slots as entries, so every probe ends). The code holds
-// the address of the Collection's table pointer as an immediate (the
-// Program keeps the Collection alive) and loads the pointer once per
-// lookup, so it sees one table whole; a table SetFIB drops meanwhile stays
-// allocated (the argument of mim_desc_unsafe.go). Every result code and
-// write is Runner.fibLookup's; another family, flag or plen, a struct
-// failing its check, a port past the snapshot's, a miss in main while
-// table default has IPv4 routes and an IPv6 gateway go to Go before
-// anything is written.
+// bpf_fib_lookup is native for IPv4 on both backends (jit_fib.go,
+// jit_amd64_fib.go, jit_arm64_fib.go) with plen 64 and flags among DIRECT,
+// SKIP_NEIGH, SRC and MARK, the struct checked as storeSlice checks it:
+// the table SetFIB compiles also holds a pointer-free snapshot of main's
+// IPv4 trie (the slots the Go lookup walks), the answer of each prefix's
+// first route precomputed (path MTU, preferred source, the gateway's
+// neighbour, the egress port's MAC) and the IPv4 neighbours in an
+// open-addressing table (twice as many slots as entries, so every probe
+// ends). The code holds the address of the Collection's table pointer as
+// an immediate (the Program keeps the Collection alive) and loads the
+// pointer once per lookup (on arm64 with LDAR, an acquire pairing with
+// SetFIB's atomic store, where amd64 relies on x86's load ordering), so it
+// sees one table whole; a table SetFIB drops meanwhile stays allocated
+// (the argument of mim_desc_unsafe.go). Every result code and write is
+// Runner.fibLookup's; another family, flag or plen, a struct failing its
+// check, a port past the snapshot's, a miss in main while table default
+// has IPv4 routes and an IPv6 gateway go to Go before anything is written.
 //
 // The XDP RX metadata kfuncs are native on both backends (jit_meta.go,
 // jit_*_meta.go; kfuncRows give them the helper table's native column):

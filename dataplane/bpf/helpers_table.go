@@ -165,7 +165,7 @@ var helperRows = []helperInfo{
 	{id: asm.FnRedirectMap, args: sig(argMap, argScalar, argScalar), run: (*Runner).redirectMap, keepsPacket: true, native: "devmaps, cpumaps and xskmaps loaded into r1 in a straight line"},
 	{id: asm.FnXdpAdjustMeta, args: sig(argCtx, argScalar), run: (*Runner).adjustMeta, native: "r1 the context of a run with a frame"},
 	{id: asm.FnXdpAdjustTail, args: sig(argCtx, argScalar), run: (*Runner).adjustTail, native: "r1 the context of a run with a frame"},
-	{id: asm.FnFibLookup, args: sig(argCtx, argMem, argSize, argScalar), run: (*Runner).fibLookup, keepsPacket: true, native: "amd64: IPv4 with plen 64 and flags among DIRECT, SKIP_NEIGH, SRC and MARK"},
+	{id: asm.FnFibLookup, args: sig(argCtx, argMem, argSize, argScalar), run: (*Runner).fibLookup, keepsPacket: true, native: "IPv4 with plen 64 and flags among DIRECT, SKIP_NEIGH, SRC and MARK"},
 	{id: asm.FnSkLookupTcp, why: whySocket},
 	{id: asm.FnSkLookupUdp, why: whySocket},
 	{id: asm.FnSkRelease, why: whySocket},

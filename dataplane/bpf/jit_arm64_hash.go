@@ -39,6 +39,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 		return c.deleteAt(pc)
 	case helperLoop:
 		return c.loopAt(pc) // jit_arm64_loop.go
+	case helperFibLookup:
+		return c.fibLookup(pc) // jit_arm64_fib.go
 	case kfuncRxTimestamp, kfuncRxHash, kfuncRxVLANTag:
 		return c.rxMeta(pc) // jit_arm64_meta.go
 	case helperRedirect, helperRedirectMap, helperGetPrandomU32, helperGetSmpProcessor:

@@ -13,15 +13,15 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Tests of the native bpf_fib_lookup (jit_amd64_fib.go, jit_fib.go):
-// random FIBs (nested prefixes of every kind, IPv4 and IPv6 gateways with
-// and without neighbours, route and port MTUs, preferred sources, ports
-// without forwarding or past the small ifindexes, routes in table
-// default) queried with random structs (families, ports, destinations,
-// lengths at the MTUs, flags of every bit, plen around 64, the struct on
-// the stack through r10, at an offset known only at run time, or in the
-// packet) give the interpreter's results, struct and faults in the JIT,
-// run by run and in bursts.
+// Tests of the native bpf_fib_lookup (jit_amd64_fib.go, jit_arm64_fib.go,
+// jit_fib.go): random FIBs (nested prefixes of every kind, IPv4 and IPv6
+// gateways with and without neighbours, route and port MTUs, preferred
+// sources, ports without forwarding or past the small ifindexes, routes in
+// table default) queried with random structs (families, ports,
+// destinations, lengths at the MTUs, flags of every bit, plen around 64,
+// the struct on the stack through r10, at an offset known only at run
+// time, or in the packet) give the interpreter's results, struct and
+// faults in the JIT, run by run and in bursts.
 
 // fibNatSpec is a program per way of passing the struct: "fst" copies the
 // frame's bytes 8-72 to r10-64 and passes r10-64; "fdyn" passes r10 less
@@ -84,7 +84,7 @@ func fibNatSpec() *ebpf.CollectionSpec {
 }
 
 // nativeFIBArch: the backends with a native bpf_fib_lookup.
-const nativeFIBArch = runtime.GOARCH == "amd64"
+const nativeFIBArch = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
 
 // farPort is an ifindex past smallIfindex: the snapshot leaves it to Go.
 const farPort = smallIfindex + 7
@@ -427,11 +427,15 @@ func TestJITFIBSetRace(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 21))
 	bases := []uint32{0xc0a80000, 0x0a000000}
 	fa, fb := randNatFIB(rng, bases), randNatFIB(rng, bases)
+	host := fibRaceHost(fa, fb)
 	frs := make([][]byte, jitBurstMax)
 	for i := range frs {
 		frs[i] = randFIBFrame(rng, fa, bases)
 		if i%2 == 1 {
 			frs[i] = randFIBFrame(rng, fb, bases)
+		}
+		if i%8 == 0 {
+			frs[i] = host
 		}
 	}
 	answers := func(f *FIB) []fibOutcome {
@@ -443,6 +447,10 @@ func TestJITFIBSetRace(t *testing.T) {
 		return out
 	}
 	wa, wb := answers(fa), answers(fb)
+	if len(wa[0].frame) != 88 || len(wb[0].frame) != 88 || bytes.Equal(wa[0].frame, wb[0].frame) ||
+		binary.LittleEndian.Uint64(wa[0].frame[72:]) != fibRetSuccess || binary.LittleEndian.Uint64(wb[0].frame[72:]) != fibRetSuccess {
+		t.Fatalf("the host's lookup, want two different successes: %x %x", wa[0].frame, wb[0].frame)
+	}
 	// The tables compiled once, stored as SetFIB stores them: a new table
 	// every few lookups.
 	ta, err := compileFIB(fa)
@@ -496,4 +504,25 @@ func TestJITFIBSetRace(t *testing.T) {
 			}
 		}
 	}
+}
+
+// fibRaceHost gives fa and fb a host that each routes directly through a
+// port of its own, with a neighbour there, and returns the frame looking
+// it up: a record of one table with the neighbours of the other (a lookup
+// that loaded the table pointer twice) finds no neighbour, neither
+// table's answer.
+func fibRaceHost(fa, fb *FIB) []byte {
+	host := netip.MustParseAddr("10.200.0.5")
+	for i, f := range []*FIB{fa, fb} {
+		port := uint32(100 + i)
+		f.Interfaces = append(f.Interfaces, FIBInterface{Ifindex: 99, Forwarding: true},
+			FIBInterface{Ifindex: port, MAC: [6]byte{2, 7, 7, 7, 7, byte(i)}})
+		f.Routes = append(f.Routes, FIBRoute{Dst: netip.MustParsePrefix("10.200.0.0/16"), Ifindex: port})
+		f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: port, IP: host, MAC: [6]byte{2, 8, 8, 8, 8, byte(i)}})
+	}
+	fr := make([]byte, 88)
+	binary.LittleEndian.PutUint32(fr[4:], 64)
+	copy(fr[8:], fibParams(afInet, 99, host, 0))
+	fr[80] = 64
+	return fr
 }
