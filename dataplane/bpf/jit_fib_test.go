@@ -14,15 +14,16 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// Tests of the native bpf_fib_lookup (jit_amd64_fib.go, jit_fib.go):
-// random FIBs (nested prefixes of every kind, IPv4 and IPv6 gateways with
-// and without neighbours, route and port MTUs, preferred sources, ports
-// without forwarding or past the small ifindexes, routes in table
-// default) queried with random structs (families, ports, destinations,
-// lengths at the MTUs, flags of every bit, plen around 64, the struct on
-// the stack through r10, at an offset known only at run time, or in the
-// packet) give the interpreter's results, struct and faults in the JIT,
-// run by run and in bursts.
+// Tests of the native bpf_fib_lookup (jit_amd64_fib.go, jit_fib.go,
+// jit_amd64_fib6.go, jit_fib6.go): random FIBs (nested IPv4 and IPv6
+// prefixes of every kind, IPv4 and IPv6 gateways with and without
+// neighbours, route and port MTUs, preferred sources or none, ports
+// without forwarding or past the small ifindexes, routes in tables local
+// and default) queried with random structs (families, ports, destinations
+// and sources, strict ones included, lengths at the MTUs, flags of every
+// bit, plen around 64, the struct on the stack through r10, at an offset
+// known only at run time, or in the packet) give the interpreter's
+// results, struct, r1-r5 and faults in the JIT, run by run and in bursts.
 
 // fibNatSpec is a program per way of passing the struct: "fst" copies the
 // frame's bytes 8-72 to r10-64 and passes r10-64; "fdyn" passes r10 less
