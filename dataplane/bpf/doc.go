@@ -401,6 +401,19 @@
 // check, a port past the snapshot's, a miss in main while table default
 // has IPv4 routes and an IPv6 gateway go to Go before anything is written.
 //
+// IPv6 (AF_INET6, jit_amd64_fib6.go, jit_fib6.go) is native under the
+// same checks and flags, from a second snapshot: the IPv6 prefixes of
+// local, main and default in one open-addressing table keyed by stage (a
+// prefix length of one table, in the order the default rules visit them;
+// DIRECT visits main's) and masked prefix, each prefix's answer without
+// an oif precomputed (lookup6's choice, path MTU, preferred source or
+// none, the gateway's neighbour, the egress port's MAC), and the IPv6
+// neighbours in a table of the same slots. Multicast, link-local and
+// loopback addresses are NOT_FWDED natively before the table is read; an
+// IPv4-mapped address, a port past the snapshot's and a route with no
+// path MTU go to Go before anything is written. The lookup saves
+// and restores r5 too (jitState.hs).
+//
 // The XDP RX metadata kfuncs are native on both backends (jit_meta.go,
 // jit_*_meta.go; kfuncRows give them the helper table's native column):
 // r1 the context of a run with a frame and each out pointer checked as

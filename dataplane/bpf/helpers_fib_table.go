@@ -152,6 +152,8 @@ type fibTable struct {
 	neigh6            map[neigh6Key][6]byte
 	// nat4 is what native IPv4 lookups read (jit_fib.go), nil for none.
 	nat4 *fib4Nat
+	// nat6 is what native IPv6 lookups read (jit_fib6.go).
+	nat6 *fib6Nat
 }
 
 // fibRoutes is one routing table.
@@ -172,6 +174,7 @@ func compileFIB(f *FIB) (*fibTable, error) {
 	}
 	t.local, t.main, t.dflt = t.tables[TableLocal], t.tables[TableMain], t.tables[TableDefault]
 	t.nat4 = newFIB4Nat(t)
+	t.nat6 = newFIB6Nat(t)
 	return t, nil
 }
 

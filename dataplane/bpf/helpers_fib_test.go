@@ -157,6 +157,37 @@ func BenchmarkFIBLookup(b *testing.B) {
 	}
 }
 
+// BenchmarkFIBLookup6: BenchmarkFIBLookup for IPv6, a successful lookup
+// through a gateway (gw) and to a directly connected host (direct).
+func BenchmarkFIBLookup6(b *testing.B) {
+	c, err := LoadCollectionSpec(fibSpec(), &Options{NumCPU: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := c.SetFIB(testFIB()); err != nil {
+		b.Fatal(err)
+	}
+	p, _ := c.Program("fib")
+	r := NewRunner(0)
+	for _, bc := range []struct{ name, dst string }{{"gw", "2001:db8:1::7"}, {"direct", "2001:db8::2"}} {
+		b.Run(bc.name, func(b *testing.B) {
+			fr := make([]byte, 80)
+			copy(fr[8:], fibParams(afInet6, 2, netip.MustParseAddr(bc.dst), 0))
+			src := netip.MustParseAddr("2001:db8::1").As16()
+			copy(fr[8+fibSrc:], src[:])
+			f := newFrame(fr)
+			b.ReportAllocs()
+			for b.Loop() {
+				resetFrame(f, fr)
+				r.Run(p, f)
+			}
+			if ret := binary.LittleEndian.Uint64(f.Buf[f.Data+72:]); ret != fibRetSuccess {
+				b.Fatalf("lookup returned %d", int64(ret))
+			}
+		})
+	}
+}
+
 // bigFIB4 is testFIB with n random IPv4 routes (/8 to /32, metrics 0-3)
 // through gateways on port 3 that all have neighbours, and a default route:
 // every IPv4 lookup from port 2 succeeds.

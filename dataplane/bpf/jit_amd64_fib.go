@@ -5,7 +5,7 @@ package bpf
 import "syscall"
 
 // Native bpf_fib_lookup for the amd64 backend (jit_fib.go): an IPv4
-// lookup with plen 64 and flags among fibNatFlags, the struct checked as
+// lookup (IPv6: jit_amd64_fib6.go) with plen 64 and flags among fibNatFlags, the struct checked as
 // storeSlice checks it, from the snapshot of the Collection's table, with
 // Runner.fibLookup's result and writes. What it does not answer goes to
 // the slow path before anything is written, where Go runs the helper from
@@ -16,11 +16,13 @@ import "syscall"
 // r1-r5 are
 // left as they were (saved in jitState while the lookup uses them).
 
-// The scratch slots of the lookup (jitState.hs): r3, r2 and the snapshot.
+// The scratch slots of the lookup (jitState.hs): r3, r2, the snapshot
+// and r5 (which the IPv6 lookup uses).
 const (
 	fibSlotR3 = iota
 	fibSlotR2
 	fibSlotNat
+	fibSlotR5
 )
 
 // fibLookup emits the call at pc and reports whether it did.
@@ -36,12 +38,13 @@ func (c *amd64Compiler) fibLookup(pc int) bool {
 	m := c.checkIn(pc, 2, 0, fibSize, true, regionStack)
 	c.rm(false, true, []byte{0x8d}, xAX, m, false) // lea RAX, the struct
 	c.rm(false, false, []byte{0x80}, 7, prmMem(fibFamily), false)
+	c.byte1(afInet6)
+	v6 := c.jcc(ccE)
+	c.rm(false, false, []byte{0x80}, 7, prmMem(fibFamily), false)
 	c.byte1(afInet)
 	c.slowIf(ccNE, pc)
-	c.stq(xCX, xCtx, offSpill)
-	c.stq(xDX, xCtx, offHS+8*fibSlotR3)
-	c.stq(xSI, xCtx, offHS+8*fibSlotR2)
-	f := fibExits{}
+	c.fibSave(false)
+	f := fibExits{mtuOff: offRecMTU}
 	// The table (Runner.fibTable: the Runner is bound to the program's
 	// collection while its native code runs, jitBoundColl), and its
 	// snapshot.
@@ -53,16 +56,33 @@ func (c *amd64Compiler) fibLookup(pc int) bool {
 	c.aluRR(true, 0x85, xS1, xS1)
 	f.slow = append(f.slow, c.jcc(ccE))
 	c.stq(xS1, xCtx, offHS+8*fibSlotNat)
-	c.fibInPort(&f)
+	c.fibInPort(&f, offFibNIfs, offFibIfs, offFibFar)
 	c.fibWalk(&f)
 	c.fibAnswer(&f)
 	c.fibTail(pc, &f)
+	end := c.jmp()
+	c.patch(v6, len(c.b))
+	c.fib6Lookup(pc)
+	c.patch(end, len(c.b))
 	return true
 }
 
-// fibExits are the jumps to the lookup's ends.
+// fibExits are the jumps to the lookup's ends; mtuOff is the record's
+// path MTU (fib4Rec's or fib6Rec's), r5 whether r5 was saved.
 type fibExits struct {
-	slow, enodev, fwdDisabled, noNeigh, notFwded, miss, frag, ret, done []int
+	slow, enodev, fwdDisabled, noNeigh, noSrc, notFwded, miss, frag, ret, done []int
+	mtuOff                                                                     int32
+	r5                                                                         bool
+}
+
+// fibSave saves r2-r4 (and r5) in jitState for fibRestore.
+func (c *amd64Compiler) fibSave(r5 bool) {
+	c.stq(xCX, xCtx, offSpill)
+	c.stq(xDX, xCtx, offHS+8*fibSlotR3)
+	c.stq(xSI, xCtx, offHS+8*fibSlotR2)
+	if r5 {
+		c.stq(xR8, xCtx, offHS+8*fibSlotR5)
+	}
 }
 
 func prmMem(off int32) xmem { return xmem{base: xAX, index: -1, disp: off} }
@@ -87,12 +107,13 @@ func (c *amd64Compiler) flagTest(mask uint8) {
 }
 
 // fibInPort is fibStart: params->ifindex must be a port (-ENODEV) with
-// IPv4 forwarding on (FWD_DISABLED). The snapshot is in S1.
-func (c *amd64Compiler) fibInPort(f *fibExits) {
+// the family's forwarding on (FWD_DISABLED). The snapshot is in S1, its
+// nIfs, ifs and far fields at the offsets given.
+func (c *amd64Compiler) fibInPort(f *fibExits, nIfs, ifs, farOff int32) {
 	c.ld32(xDX, prmMem(fibIfindex))
-	c.rm(false, false, []byte{0x3b}, xDX, natMem(offFibNIfs), false)
+	c.rm(false, false, []byte{0x3b}, xDX, natMem(nIfs), false)
 	far := c.jcc(ccAE)
-	c.ldq(xS2, xS1, offFibIfs)
+	c.ldq(xS2, xS1, ifs)
 	c.ld8z(xDX, xmem{base: xS2, index: int8(xDX)})
 	c.testRI(false, xDX, fibIfUp)
 	f.enodev = append(f.enodev, c.jcc(ccE))
@@ -100,7 +121,7 @@ func (c *amd64Compiler) fibInPort(f *fibExits) {
 	f.fwdDisabled = append(f.fwdDisabled, c.jcc(ccE))
 	known := c.jmp()
 	c.patch(far, len(c.b))
-	c.rm(false, false, []byte{0x83}, 7, natMem(offFibFar), false)
+	c.rm(false, false, []byte{0x83}, 7, natMem(farOff), false)
 	c.byte1(0)
 	f.slow = append(f.slow, c.jcc(ccNE))
 	f.enodev = append(f.enodev, c.jmp())
@@ -260,40 +281,49 @@ func (c *amd64Compiler) fibTail(pc int, f *fibExits) {
 		}
 	}
 	answer := func(js []int, v int64) {
+		if len(js) == 0 {
+			return
+		}
 		here(js)
 		c.movRI(xAX, v)
 		f.done = append(f.done, c.jmp())
 	}
 	here(f.frag)
-	c.ld32(xS2, recMem(offRecMTU))
+	c.ld32(xS2, recMem(f.mtuOff))
 	c.st16(xS2, prmMem(fibTotLen))
 	c.movRI(xAX, fibRetFragNeeded)
 	f.done = append(f.done, c.jmp())
 	here(f.ret)
 	c.aluRR(false, 0x89, xAX, xS2)
 	f.done = append(f.done, c.jmp())
-	here(f.miss)
-	c.flagTest(fibLookupDirect)
-	f.notFwded = append(f.notFwded, c.jcc(ccNE))
-	c.ldq(xS1, xCtx, offHS+8*fibSlotNat)
-	c.rm(false, false, []byte{0x83}, 7, natMem(offFibDflt), false)
-	c.byte1(0)
-	f.slow = append(f.slow, c.jcc(ccNE))
+	if len(f.miss) > 0 {
+		here(f.miss)
+		c.flagTest(fibLookupDirect)
+		f.notFwded = append(f.notFwded, c.jcc(ccNE))
+		c.ldq(xS1, xCtx, offHS+8*fibSlotNat)
+		c.rm(false, false, []byte{0x83}, 7, natMem(offFibDflt), false)
+		c.byte1(0)
+		f.slow = append(f.slow, c.jcc(ccNE))
+	}
 	answer(f.notFwded, fibRetNotFwded)
 	answer(f.noNeigh, fibRetNoNeigh)
+	answer(f.noSrc, fibRetNoSrcAddr)
 	answer(f.fwdDisabled, fibRetFwdDisabled)
 	answer(f.enodev, -int64(syscall.ENODEV))
 	here(f.slow)
-	c.fibRestore()
+	c.fibRestore(f.r5)
 	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
 	here(f.done)
-	c.fibRestore()
+	c.fibRestore(f.r5)
 }
 
-// fibRestore gives r1-r4 back their values.
-func (c *amd64Compiler) fibRestore() {
+// fibRestore gives r1-r4 (and r5) back their values.
+func (c *amd64Compiler) fibRestore(r5 bool) {
 	c.ldq(xCX, xCtx, offSpill)
 	c.ldq(xDX, xCtx, offHS+8*fibSlotR3)
 	c.ldq(xSI, xCtx, offHS+8*fibSlotR2)
+	if r5 {
+		c.ldq(xR8, xCtx, offHS+8*fibSlotR5)
+	}
 	c.movRI(xDI, int64(regionCtx<<32))
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 
@@ -14,14 +15,16 @@ import (
 )
 
 // Tests of the native bpf_fib_lookup (jit_amd64_fib.go, jit_arm64_fib.go,
-// jit_fib.go): random FIBs (nested prefixes of every kind, IPv4 and IPv6
-// gateways with and without neighbours, route and port MTUs, preferred
-// sources, ports without forwarding or past the small ifindexes, routes in
-// table default) queried with random structs (families, ports,
-// destinations, lengths at the MTUs, flags of every bit, plen around 64,
-// the struct on the stack through r10, at an offset known only at run
-// time, or in the packet) give the interpreter's results, struct and
-// faults in the JIT, run by run and in bursts.
+// jit_fib.go, jit_amd64_fib6.go, jit_fib6.go): random FIBs (nested IPv4
+// and IPv6 prefixes of every kind, IPv4 and IPv6 gateways with and
+// without neighbours, route and port MTUs, preferred sources or none,
+// ports without forwarding or past the small ifindexes, routes in tables
+// local and default) queried with random structs (families, ports,
+// destinations and sources, strict ones included, lengths at the MTUs,
+// flags of every bit, plen around 64, the struct on the stack through
+// r10, at an offset known only at run time, or in the packet) give the
+// interpreter's results, struct, r1-r5 and faults in the JIT, run by run
+// and in bursts; IPv6 lookups are native on amd64 only.
 
 // fibNatSpec is a program per way of passing the struct: "fst" copies the
 // frame's bytes 8-72 to r10-64 and passes r10-64; "fdyn" passes r10 less
@@ -62,8 +65,10 @@ func fibNatSpec() *ebpf.CollectionSpec {
 		insns = append(insns,
 			asm.LoadMem(asm.R3, asm.R7, 4, asm.Word),
 			asm.LoadMem(asm.R4, asm.R7, 0, asm.Word),
+			asm.Mov.Reg(asm.R5, asm.R7),
 			asm.FnFibLookup.Call(),
-			// r1-r4 as they were: the ctx, a pointer, plen and flags.
+			// r1-r5 as they were: the ctx, a pointer, plen, flags and r5.
+			asm.JNE.Reg(asm.R5, asm.R7, "bad"),
 			asm.StoreMem(asm.R7, 72, asm.R0, asm.DWord),
 			asm.LoadMem(asm.R0, asm.R7, 4, asm.Word),
 			asm.JNE.Reg(asm.R3, asm.R0, "bad"),
@@ -83,8 +88,12 @@ func fibNatSpec() *ebpf.CollectionSpec {
 	return &ebpf.CollectionSpec{Programs: progs}
 }
 
-// nativeFIBArch: the backends with a native bpf_fib_lookup.
-const nativeFIBArch = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
+// nativeFIBArch: the backends with a native bpf_fib_lookup;
+// nativeFIB6Arch: those whose native lookup answers IPv6 too.
+const (
+	nativeFIBArch  = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
+	nativeFIB6Arch = runtime.GOARCH == "amd64"
+)
 
 // farPort is an ifindex past smallIfindex: the snapshot leaves it to Go.
 const farPort = smallIfindex + 7
@@ -133,7 +142,122 @@ func randNatFIB(rng *rand.Rand, bases []uint32) *FIB {
 		in := f.Interfaces[rng.IntN(len(f.Interfaces))]
 		f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: in.Ifindex, IP: nearAddr(rng, bases), MAC: [6]byte{2, 0xbb, 1, 2, 3, byte(rng.IntN(256))}})
 	}
+	addRandFIB6(rng, f)
 	return f
+}
+
+// bases6 are the IPv6 prefixes the random IPv6 routes and queries are
+// near.
+var bases6 = []netip.Addr{netip.MustParseAddr("2001:db8::"), netip.MustParseAddr("2001:db8:0:7::"),
+	netip.MustParseAddr("fd00:1:2:3::"), netip.MustParseAddr("2a00::")}
+
+// nearAddr6 is an address near bases6: one of them with random low bits
+// from a random bit on, or with one bit flipped.
+func nearAddr6(rng *rand.Rand) netip.Addr {
+	b := bases6[rng.IntN(len(bases6))].As16()
+	switch k := rng.IntN(4); {
+	case k == 0:
+		i := rng.IntN(128)
+		b[i/8] ^= 0x80 >> (i % 8)
+	case k == 1:
+		b[15] = byte(rng.IntN(4))
+	default:
+		for i := 16 + rng.IntN(112); i < 128; i++ {
+			if rng.IntN(2) == 0 {
+				b[i/8] ^= 0x80 >> (i % 8)
+			}
+		}
+	}
+	return netip.AddrFrom16(b)
+}
+
+// randBits6 favours the lengths around the halves and the ends.
+func randBits6(rng *rand.Rand) int {
+	if rng.IntN(2) == 0 {
+		return []int{0, 1, 16, 32, 48, 63, 64, 65, 96, 120, 127, 128}[rng.IntN(12)]
+	}
+	return rng.IntN(129)
+}
+
+// addRandFIB6 adds IPv6 to f: ports' IPv6 forwarding and addresses (none
+// global sometimes, so that no source is found), routes of every kind in
+// local, main, default and another table with equal prefixes and
+// metrics, IPv6 gateways with and without neighbours, route MTUs and
+// sources, and neighbours of hosts.
+func addRandFIB6(rng *rand.Rand, f *FIB) {
+	noSrc := rng.IntN(4) == 0
+	for i := range f.Interfaces {
+		in := &f.Interfaces[i]
+		in.Forwarding6 = rng.IntN(4) != 0
+		if noSrc {
+			in.Addrs = slices.DeleteFunc(in.Addrs, func(a netip.Prefix) bool { return a.Addr().Is6() })
+		}
+		for range rng.IntN(3) {
+			a := nearAddr6(rng)
+			if noSrc || rng.IntN(5) == 0 {
+				a = netip.AddrFrom16([16]byte{0xfe, 0x80, 15: byte(i + 1)})
+			}
+			in.Addrs = append(in.Addrs, netip.PrefixFrom(a, []int{64, 48, 120, 128}[rng.IntN(4)]))
+		}
+	}
+	tables := []uint32{0, 0, 0, TableMain, TableLocal, TableDefault, 100}
+	for i := range rng.IntN(40) {
+		r := FIBRoute{
+			Table:   tables[rng.IntN(len(tables))],
+			Dst:     netip.PrefixFrom(nearAddr6(rng), randBits6(rng)).Masked(),
+			Type:    RouteType(rng.IntN(8) / 4 * rng.IntN(5)), // half unicast
+			Ifindex: f.Interfaces[rng.IntN(len(f.Interfaces))].Ifindex,
+			Metric:  uint32(rng.IntN(3)),
+		}
+		if r.Type != RouteUnicast && rng.IntN(3) == 0 {
+			r.Ifindex = 0
+		}
+		if r.Type == RouteUnicast && rng.IntN(2) == 0 {
+			r.Gateway = nearAddr6(rng)
+			if rng.IntN(4) != 0 {
+				f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: r.Ifindex, IP: r.Gateway, MAC: [6]byte{2, 0xa6, byte(i), 3, 4, byte(rng.IntN(256))}})
+			}
+		}
+		if rng.IntN(5) == 0 {
+			r.MTU = []uint32{1280, 1400, 9000, 70000}[rng.IntN(4)]
+		}
+		if rng.IntN(5) == 0 {
+			r.Src = nearAddr6(rng)
+		}
+		f.Routes = append(f.Routes, r)
+	}
+	for range rng.IntN(8) {
+		in := f.Interfaces[rng.IntN(len(f.Interfaces))]
+		f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: in.Ifindex, IP: nearAddr6(rng), MAC: [6]byte{2, 0xb6, 1, 2, 3, byte(rng.IntN(256))}})
+	}
+}
+
+// randDst6 is an IPv6 destination for f: near its routes, a neighbour, the
+// last address of a route, or one that is never forwarded or goes to Go.
+func randDst6(rng *rand.Rand, f *FIB) netip.Addr {
+	switch k := rng.IntN(20); {
+	case k < 4:
+		var ns []netip.Addr
+		for _, n := range f.Neighbours {
+			if n.IP.Is6() {
+				ns = append(ns, n.IP)
+			}
+		}
+		if len(ns) > 0 {
+			return ns[rng.IntN(len(ns))]
+		}
+	case k < 8:
+		if r := f.Routes[rng.IntN(len(f.Routes))]; r.Dst.Addr().Is6() {
+			return lastAddr(r.Dst.Masked())
+		}
+	case k == 8:
+		return []netip.Addr{netip.MustParseAddr("ff02::1"), netip.MustParseAddr("fe80::1"), netip.MustParseAddr("febf::1"),
+			netip.MustParseAddr("fec0::1"), netip.MustParseAddr("::1"), netip.MustParseAddr("::ffff:10.1.2.3"),
+			netip.MustParseAddr("::ffff:127.0.0.1"), netip.MustParseAddr("::2"), netip.MustParseAddr("0:0:1::"),
+			netip.MustParseAddr("::"), netip.MustParseAddr("::1:0:0:1"), netip.MustParseAddr("::ffff:224.0.0.1"),
+			netip.MustParseAddr("::ffff:169.254.1.1"), netip.MustParseAddr("::fffe:127.0.0.1"), netip.MustParseAddr("::100:0:0:0")}[rng.IntN(15)]
+	}
+	return nearAddr6(rng)
 }
 
 // randFIBFrame is a frame for fibNatSpec's programs asking f.
@@ -158,8 +282,11 @@ func randFIBFrame(rng *rand.Rand, f *FIB, bases []uint32) []byte {
 	}
 	binary.LittleEndian.PutUint32(fr[4:], plen)
 	fr[8+fibFamily] = afInet
-	if rng.IntN(10) == 0 {
+	switch k := rng.IntN(20); {
+	case k < 2:
 		fr[8+fibFamily] = []byte{afInet6, 0, 3, afInet | 0x100>>1}[rng.IntN(4)]
+	case k < 10:
+		fr[8+fibFamily] = afInet6
 	}
 	ifindex := f.Interfaces[rng.IntN(len(f.Interfaces))].Ifindex
 	if rng.IntN(6) == 0 {
@@ -177,6 +304,16 @@ func randFIBFrame(rng *rand.Rand, f *FIB, bases []uint32) []byte {
 	}
 	if dst.Is4() {
 		copy(fr[8+fibDst:], dst.AsSlice())
+	}
+	if fr[8+fibFamily] == afInet6 && rng.IntN(8) != 0 {
+		d6 := randDst6(rng, f).As16()
+		copy(fr[8+fibDst:], d6[:])
+		src := nearAddr6(rng)
+		if rng.IntN(10) == 0 {
+			src = randDst6(rng, f) // sometimes a strict one
+		}
+		s6 := src.As16()
+		copy(fr[8+fibSrc:], s6[:])
 	}
 	tl := uint16(rng.Uint32())
 	if rng.IntN(4) != 0 {
@@ -299,8 +436,8 @@ func TestJITFIBDifferential(t *testing.T) {
 	if testing.Short() {
 		fibs = 60
 	}
-	var frames, toGo uint64
-	codes := map[int64]int{}
+	var frames, frames6, toGo uint64
+	codes, codes6 := map[int64]int{}, map[int64]int{}
 	for n := range fibs {
 		bases := []uint32{rng.Uint32(), rng.Uint32(), 0x0a000000}
 		f := randNatFIB(rng, bases)
@@ -317,22 +454,38 @@ func TestJITFIBDifferential(t *testing.T) {
 			toGo += g.diff(t, name, frs)
 			frames += uint64(len(frs))
 			for _, fr := range frs {
+				if fr[8+fibFamily] == afInet6 {
+					frames6++
+				}
 				out := g.one(g.ri, g.progI[name], fr)
 				if len(out.frame) == 88 {
 					codes[int64(binary.LittleEndian.Uint64(out.frame[72:]))]++
+					if fr[8+fibFamily] == afInet6 {
+						codes6[int64(binary.LittleEndian.Uint64(out.frame[72:]))]++
+					}
 				}
 			}
 		}
 	}
-	t.Logf("%d frames, %d answered in Go; return codes %v", frames, toGo, codes)
+	t.Logf("%d frames, %d answered in Go; return codes %v, IPv6 %v", frames, toGo, codes, codes6)
 	for _, rc := range []int64{fibRetSuccess, fibRetBlackhole, fibRetUnreachable, fibRetProhibit, fibRetNotFwded,
 		fibRetFwdDisabled, fibRetNoNeigh, fibRetFragNeeded, -19, -22, -97} {
 		if codes[rc] == 0 {
 			t.Errorf("no lookup returned %d", rc)
 		}
 	}
-	if jitArch && nativeFIBArch && toGo > frames*3/4 {
-		t.Errorf("%d of %d frames answered in Go", toGo, frames)
+	for _, rc := range []int64{fibRetSuccess, fibRetBlackhole, fibRetUnreachable, fibRetProhibit, fibRetNotFwded,
+		fibRetFwdDisabled, fibRetNoNeigh, fibRetFragNeeded, fibRetNoSrcAddr, -19} {
+		if codes6[rc] == 0 {
+			t.Errorf("no IPv6 lookup returned %d", rc)
+		}
+	}
+	limit := frames * 3 / 4
+	if !nativeFIB6Arch { // every IPv6 lookup goes to Go
+		limit = frames6 + (frames-frames6)*3/4
+	}
+	if jitArch && nativeFIBArch && toGo > limit {
+		t.Errorf("%d of %d frames answered in Go (%d IPv6)", toGo, frames, frames6)
 	}
 }
 
@@ -412,6 +565,104 @@ func TestJITFIBNative(t *testing.T) {
 		}
 	}
 	// The benchmark's lookup allocates nothing.
+	fr := newFrame(frs[0])
+	if n := testing.AllocsPerRun(200, func() { resetFrame(fr, frs[0]); g.rj.Run(g.progJ["fst"], fr) }); n != 0 {
+		t.Errorf("%v allocations per lookup", n)
+	}
+}
+
+// TestJITFIB6Native: the IPv6 lookups the snapshot answers stay in
+// native code, with each answer's writes: routes in local, main and
+// default, gateways with and without neighbours, directly connected hosts
+// whose neighbour probes collide, the strict addresses, DIRECT.
+func TestJITFIB6Native(t *testing.T) {
+	needJIT(t)
+	if !nativeFIB6Arch {
+		t.Skip("IPv6 bpf_fib_lookup is not native here")
+	}
+	g := newFIBNatRig(t)
+	p6 := netip.MustParsePrefix
+	a6 := netip.MustParseAddr
+	f := &FIB{
+		Interfaces: []FIBInterface{
+			{Ifindex: 2, MAC: [6]byte{2, 0, 0, 0, 0, 2}, Forwarding6: true, Addrs: []netip.Prefix{p6("2001:db8:0:2::1/64")}},
+			{Ifindex: 3, MAC: [6]byte{2, 0, 0, 0, 0, 3}, MTU: 1400, Addrs: []netip.Prefix{p6("2001:db8:0:3::1/64")}},
+		},
+		Routes: []FIBRoute{
+			{Dst: p6("2001:db8:100::/48"), Gateway: a6("2001:db8:0:3::2"), Ifindex: 3, Metric: 7},
+			{Dst: p6("2001:db8:100:9::/64"), Gateway: a6("2001:db8:0:3::3"), Ifindex: 3, MTU: 1300, Src: a6("2001:db8::5")},
+			{Dst: p6("2001:db8:dead::/48"), Type: RouteBlackhole},
+			{Dst: p6("2001:db8:beef::/48"), Type: RouteUnreachable},
+			{Dst: p6("2001:db8:bad::/48"), Type: RouteProhibit},
+			{Dst: p6("2001:db8:1::/48"), Type: RouteLocal, Table: TableLocal, Ifindex: 2},
+			{Dst: p6("2a00::/16"), Gateway: a6("2001:db8:0:3::2"), Ifindex: 3, Table: TableDefault},
+		},
+		Neighbours: []FIBNeighbour{{Ifindex: 3, IP: a6("2001:db8:0:3::2"), MAC: [6]byte{2, 0xaa, 0, 0, 0, 2}}},
+	}
+	q := func(flags uint32, ifindex uint32, dst string, totLen uint16) []byte {
+		fr := make([]byte, 88)
+		binary.LittleEndian.PutUint32(fr, flags)
+		binary.LittleEndian.PutUint32(fr[4:], 64)
+		copy(fr[8:], fibParams(afInet6, ifindex, a6(dst), totLen))
+		src := a6("2001:db8:77::1").As16()
+		copy(fr[8+fibSrc:], src[:])
+		fr[80] = 64
+		return fr
+	}
+	frs := [][]byte{
+		q(0, 2, "2001:db8:100::1", 1400),                            // SUCCESS
+		q(fibLookupSrc, 2, "2001:db8:100:9::1", 0),                  // NO_NEIGH, source the route's
+		q(fibLookupSrc|fibLookupSkipNeigh, 2, "2001:db8:100::1", 0), // SUCCESS, source the port's
+		q(fibLookupSkipNeigh, 2, "2001:db8:0:3::9", 0),              // SUCCESS, connected
+		q(fibLookupDirect, 2, "2001:db8:100:9::1", 1301),            // FRAG_NEEDED (route MTU)
+		q(0, 2, "2001:db8:100::1", 1401),                            // FRAG_NEEDED (port MTU)
+		q(0, 2, "2001:db8:dead::1", 0),                              // BLACKHOLE
+		q(0, 2, "2001:db8:beef::1", 0),                              // UNREACHABLE
+		q(fibLookupMark, 2, "2001:db8:bad::1", 0),                   // PROHIBIT
+		q(0, 2, "2001:db8:0:2::1", 0),                               // NOT_FWDED: local
+		q(0, 2, "2001:db8:1::7", 0),                                 // NOT_FWDED: local table
+		q(fibLookupDirect, 2, "2001:db8:1::7", 0),                   // NOT_FWDED: DIRECT skips local
+		q(0, 2, "2a00::1", 0),                                       // SUCCESS: table default
+		q(fibLookupDirect, 2, "2a00::1", 0),                         // NOT_FWDED: not in main
+		q(0, 2, "ff02::1", 0),                                       // NOT_FWDED: multicast
+		q(0, 2, "::1", 0),                                           // NOT_FWDED: loopback
+		q(0, 2, "::2", 0),                                           // NOT_FWDED: no route
+		q(0, 4, "fe80::1", 0),                                       // NOT_FWDED: link-local, before the port
+		q(0, 3, "2001:db8:100::1", 0),                               // FWD_DISABLED
+		q(0, 4, "2001:db8:100::1", 0),                               // -ENODEV
+		q(0, smallIfindex+1, "2001:db8:100::1", 0),                  // -ENODEV
+	}
+	want := []int64{0, 7, 0, 0, 8, 8, 1, 2, 3, 4, 4, 4, 0, 4, 4, 4, 4, 4, 5, -19, -19}
+	// Directly connected hosts: every other one has a neighbour entry, so
+	// that probes of the neighbour table collide, find and miss.
+	for i := range 80 {
+		a := netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 3, 15: byte(i + 4)})
+		if i%2 == 0 {
+			f.Neighbours = append(f.Neighbours, FIBNeighbour{Ifindex: 3, IP: a, MAC: [6]byte{2, 0xcc, 0, 0, 1, byte(i)}})
+			want = append(want, fibRetSuccess)
+		} else {
+			want = append(want, fibRetNoNeigh)
+		}
+		frs = append(frs, q(0, 2, a.String(), 0))
+	}
+	g.setFIB(t, f)
+	for _, name := range []string{"fst", "fpkt"} {
+		toGo := g.diff(t, name, frs)
+		if name == "fst" && toGo != 0 {
+			t.Errorf("%s: %d frames answered in Go, want none", name, toGo)
+		}
+		for i, fr := range frs {
+			out := g.one(g.rj, g.progJ[name], fr)
+			if got := int64(binary.LittleEndian.Uint64(out.frame[72:])); got != want[i] {
+				t.Errorf("%s frame %d: %d, want %d", name, i, got, want[i])
+			}
+		}
+	}
+	// Without a table, IPv6 lookups still answer natively.
+	g.setFIB(t, nil)
+	if toGo := g.diff(t, "fst", frs); toGo != 0 {
+		t.Errorf("no FIB: %d frames answered in Go, want none", toGo)
+	}
 	fr := newFrame(frs[0])
 	if n := testing.AllocsPerRun(200, func() { resetFrame(fr, frs[0]); g.rj.Run(g.progJ["fst"], fr) }); n != 0 {
 		t.Errorf("%v allocations per lookup", n)
