@@ -292,7 +292,10 @@
 // guesses the stack), the other regions out of line
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
-// writer in the stripe sending the lookup to Go; the LRU mark set) and on
+// writer in the stripe sending the lookup to Go; the LRU mark set; on
+// amd64 a hash map made BPF_F_NO_PREALLOC, as maps.NativeHeapHash
+// describes it, only to answer a miss: a key found goes to Go, which
+// makes the value's region) and on
 // an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
 // bpf_csum_diff on buffers of up to 65532 bytes (jit_amd64_csum.go,
 // jit_amd64_csum64.go: x86-64 csum_partial's exact grouping, its 64-byte
@@ -349,7 +352,8 @@
 // Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
 // other helper (lookups in maps
-// with keys past those limits or made BPF_F_NO_PREALLOC,
+// with keys past those limits, keys found in maps made
+// BPF_F_NO_PREALLOC and, on arm64, any lookup in those,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or
