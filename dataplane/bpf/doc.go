@@ -272,7 +272,9 @@
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, devmap_hash,
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a
 // devmap_hash's bucket chain of immutable entries walked to the key; a
-// broadcast goes to Go); bpf_xdp_adjust_head (the metadata moved with
+// BPF_F_BROADCAST recorded with its flags, even for a key with no entry,
+// which the dataplane then sends to every port: jitBroadcast);
+// bpf_xdp_adjust_head (the metadata moved with
 // data), _meta and _tail (a growth zeroed), which move the Frame's
 // offsets in place; bpf_xdp_load_bytes and _store_bytes with a buffer
 // outside the packet (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
@@ -292,7 +294,10 @@
 // guesses the stack), the other regions out of line
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
-// writer in the stripe sending the lookup to Go; the LRU mark set) and on
+// writer in the stripe sending the lookup to Go; the LRU mark set; on
+// amd64 a hash map made BPF_F_NO_PREALLOC, as maps.NativeHeapHash
+// describes it, only to answer a miss: a key found goes to Go, which
+// makes the value's region) and on
 // an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
 // bpf_csum_diff on buffers of up to 65532 bytes (jit_amd64_csum.go,
 // jit_amd64_csum64.go: x86-64 csum_partial's exact grouping, its 64-byte
@@ -301,7 +306,7 @@
 // frame helpers (adjust_*, get_buff_len, load/store_bytes:
 // jit_arm64_bytes.go), bpf_redirect, bpf_redirect_map, bpf_get_prandom_u32
 // and bpf_get_smp_processor_id (jit_arm64_redirect.go, the same redirect
-// record); lookups in
+// record; a broadcast goes to Go); lookups in
 // maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
 // mim_desc_unsafe.go: the outer lookup of an array of maps reads the
 // slot's id, stored by Go with one atomic 32-bit store, that of a hash of
@@ -353,7 +358,8 @@
 // Runner.redirect from the record whenever native code returns
 // (afterNative), and refreshes the packet region from the frame. Every
 // other helper (lookups in maps
-// with keys past those limits or made BPF_F_NO_PREALLOC,
+// with keys past those limits, keys found in maps made
+// BPF_F_NO_PREALLOC and, on arm64, any lookup in those,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or

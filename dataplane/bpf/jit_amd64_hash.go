@@ -15,7 +15,25 @@ func (c *amd64Compiler) hashAt(pc int) (jitHash, bool) {
 	if !ok {
 		return jitHash{}, false
 	}
-	return c.env.hashForKeys(k, maps.NativeKeyMax)
+	if h, ok := c.env.hashForKeys(k, maps.NativeKeyMax); ok {
+		return h, true
+	}
+	return c.env.heapHashFor(k, maps.NativeKeyMax)
+}
+
+// heapHashFor is hashForKeys for a hash map made BPF_F_NO_PREALLOC
+// (maps.NativeHeapHash): t.Heap is set, and the native lookup answers only
+// misses, a key found going to Go.
+func (env jitEnv) heapHashFor(k uint32, maxKey uint32) (h jitHash, ok bool) {
+	m, ok := env.plainLookup(k)
+	if !ok {
+		return h, false
+	}
+	t, ok := maps.NativeHeapHash(m.m)
+	if !ok {
+		return h, false
+	}
+	return env.hashOfTable(k, m, t, maxKey)
 }
 
 func hsMem(slot int32) xmem { return ctxMem(offHS + 8*slot) }
@@ -148,6 +166,17 @@ func (c *amd64Compiler) hashLookup(pc int, h jitHash) {
 	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false)
 	c.slows = append(c.slows, jitFixup{c.jmp(), pc})
 	c.patch(found, len(c.b))
+	if h.t.Heap {
+		// A key found in a BPF_F_NO_PREALLOC map: Go looks it up and
+		// makes the value's region (maps.NativeHeapHash says why).
+		c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false)
+		c.slows = append(c.slows, jitFixup{c.jmp(), pc})
+		for _, j := range null {
+			c.patch(j, len(c.b))
+		}
+		c.aluRR(false, 0x31, xAX, xAX) // NULL
+		return
+	}
 	c.seqRecheck()
 	c.rm(false, true, []byte{0x8b}, xCX, ctxMem(offSpill), false) // MOV leaves the flags
 	c.slowIf(ccNE, pc)

@@ -8,8 +8,9 @@ package bpf
 // numbers in the slot jitState.rdo points at (jit_redirect.go: rds[0] in a
 // run entered from Go, the frame's own slot in a native burst), which Go
 // turns into Runner.redirect or the burst's Redirects. A constant key or
-// flags (constIn) is checked, and looked up, at load. A broadcast goes to
-// the slow path before anything is written, where Go runs the helper.
+// flags (constIn) is checked, and looked up, at load. A broadcast
+// (BPF_F_BROADCAST, devmaps only) is recorded as redirectMap records it,
+// even for a key with no entry (ifindex 0); the dataplane reads its flags.
 
 // rdMem is the 32-bit word at off in the record the helpers write:
 // [Runner + S1 + rds + off], S1 holding jitState.rdo (rdSlot).
@@ -74,8 +75,9 @@ func (c *amd64Compiler) redirectIfindex(pc int) {
 // redirectMap is bpf_redirect_map through rc's map: flags (r3) outside
 // what the map type takes give XDP_ABORTED and record nothing; a key (r2's
 // low 32 bits) with no entry clears the redirect and returns the flags'
-// action bits; else the redirect is recorded (a devmap's with the entry's
-// ifindex) and r0 is XDP_REDIRECT.
+// action bits, unless they ask for a broadcast; else the redirect is
+// recorded (a devmap's with the entry's ifindex, 0 for a broadcast to a
+// key with no entry) and r0 is XDP_REDIRECT.
 func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 	if rc.flagsK && rc.flags&^rc.allowed != 0 {
 		c.aluRR(false, 0x31, xAX, xAX)
@@ -85,10 +87,6 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 	if !rc.flagsK {
 		c.testRI(true, xDX, int32(^rc.allowed))
 		abort = c.jcc(ccNE)
-		if rc.allowed&flagBroadcast != 0 {
-			c.testRI(true, xDX, flagBroadcast)
-			c.slowIf(ccNE, pc)
-		}
 	}
 	var done []int
 	none, hit := c.redirectSlot(rc)
@@ -101,19 +99,29 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		} else {
 			c.rdTagNoIfindex(rc.hitTag())
 		}
-		if !rc.flagsK {
-			c.rm(false, false, []byte{0x88}, xDX, rdMem(rdOffTag+1), true) // flags' low byte
-		}
-		if rc.keyK {
-			c.movMem32I(rdMem(rdOffKey), uint32(rc.key))
-		} else {
-			c.rm(false, false, []byte{0x89}, xSI, rdMem(rdOffKey), false) // uint32(r2)
-		}
-		c.movRI(xAX, int64(ActionRedirect))
+		c.rdFlagsKey(rc)
 		done = append(done, c.jmp())
 	}
 	for _, j := range none {
 		c.patch(j, len(c.b))
+	}
+	if rc.allowed&flagBroadcast != 0 && (!rc.flagsK || rc.flags&flagBroadcast != 0) {
+		// A broadcast redirects even with no entry at the key, as
+		// redirectMap records it: the map, key and flags, ifindex 0.
+		empty := -1
+		if !rc.flagsK {
+			c.testRI(true, xDX, flagBroadcast)
+			empty = c.jcc(ccE)
+		}
+		c.rdSlot()
+		c.rdTagNoIfindex(rc.hitTag())
+		c.rdFlagsKey(rc)
+		if empty < 0 {
+			c.rdEnd(done, abort)
+			return
+		}
+		done = append(done, c.jmp())
+		c.patch(empty, len(c.b))
 	}
 	c.rdSlot() // the empty Redirect, every field
 	c.rdTagNoIfindex(rdTag(RedirectNone, 0, 0))
@@ -124,6 +132,12 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		c.aluRR(false, 0x89, xAX, xDX)
 		c.aluRI(false, 4, xAX, flagsActionMask)
 	}
+	c.rdEnd(done, abort)
+}
+
+// rdEnd ends redirectMap: the XDP_ABORTED of flags refused (abort, if
+// any, >= 0) and the jumps done patched to the end.
+func (c *amd64Compiler) rdEnd(done []int, abort int) {
 	if abort >= 0 {
 		done = append(done, c.jmp())
 		c.patch(abort, len(c.b))
@@ -132,6 +146,21 @@ func (c *amd64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 	for _, j := range done {
 		c.patch(j, len(c.b))
 	}
+}
+
+// rdFlagsKey completes a record redirectMap makes (the tag stored, S1 the
+// slot): the flags' low byte when they are not a constant (hitTag holds
+// a constant's), the key, and r0 = XDP_REDIRECT.
+func (c *amd64Compiler) rdFlagsKey(rc jitRedirectCall) {
+	if !rc.flagsK {
+		c.rm(false, false, []byte{0x88}, xDX, rdMem(rdOffTag+1), true) // flags' low byte
+	}
+	if rc.keyK {
+		c.movMem32I(rdMem(rdOffKey), uint32(rc.key))
+	} else {
+		c.rm(false, false, []byte{0x89}, xSI, rdMem(rdOffKey), false) // uint32(r2)
+	}
+	c.movRI(xAX, int64(ActionRedirect))
 }
 
 // redirectSlot leaves in S2 the entry rc's key names, jumping to the

@@ -3,6 +3,7 @@ package bpf
 import (
 	"bytes"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -18,7 +19,9 @@ import (
 // multiples of 8, per-CPU slots with the CPU out of range, LRU eviction
 // after native lookups marked entries) give the same return values,
 // faults, region tables and map contents in both engines. Keys of 17 to
-// 64 bytes are native on amd64 (longKeyArch), 65 bytes nowhere.
+// 64 bytes are native on amd64 (longKeyArch), 65 bytes nowhere; lookups
+// in BPF_F_NO_PREALLOC maps answer misses natively on amd64 (heapHashArch:
+// np1's one bucket makes every miss walk a chain).
 
 // hashMaps are the maps of the hash tests; native says whether the JIT
 // looks them up natively.
@@ -41,8 +44,15 @@ var hashMaps = []struct {
 	{"pc37", ebpf.MapSpec{Type: ebpf.PerCPUHash, KeySize: 37, ValueSize: 8, MaxEntries: 4}, longKeyArch},
 	{"h64", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 64, ValueSize: 4, MaxEntries: 4}, longKeyArch},
 	{"h65", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 65, ValueSize: 4, MaxEntries: 4}, false},
-	{"np4", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: uint32(maps.FlagNoPrealloc)}, false},
+	{"np4", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 4, Flags: uint32(maps.FlagNoPrealloc)}, heapHashArch},
+	{"np1", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 5, ValueSize: 4, MaxEntries: 1, Flags: uint32(maps.FlagNoPrealloc)}, heapHashArch},
+	{"npc8", ebpf.MapSpec{Type: ebpf.PerCPUHash, KeySize: 8, ValueSize: 8, MaxEntries: 4, Flags: uint32(maps.FlagNoPrealloc)}, heapHashArch},
+	{"np24", ebpf.MapSpec{Type: ebpf.Hash, KeySize: 24, ValueSize: 4, MaxEntries: 3, Flags: uint32(maps.FlagNoPrealloc)}, heapHashArch},
 }
+
+// heapHashArch says whether the JIT looks up BPF_F_NO_PREALLOC hash maps
+// natively (misses only): amd64.
+var heapHashArch = nativeHashArch == 1 && runtime.GOARCH == "amd64"
 
 const hashKeys = 6 // keys 0..5 of every map: more than most maps hold
 

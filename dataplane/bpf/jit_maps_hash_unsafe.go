@@ -74,7 +74,16 @@ func (env jitEnv) hashForKeys(k uint32, maxKey uint32) (h jitHash, ok bool) {
 		return h, false
 	}
 	t, ok := maps.NativeHash(m.m)
-	if !ok || t.KeySize != m.keySize || t.KeySize > maxKey {
+	if !ok {
+		return h, false
+	}
+	return env.hashOfTable(k, m, t, maxKey)
+}
+
+// hashOfTable is the jitHash of map number k (m) described by t, when its
+// figures fit the code's 32-bit immediates and its keys maxKey bytes.
+func (env jitEnv) hashOfTable(k uint32, m *mapRef, t maps.HashTable, maxKey uint32) (h jitHash, ok bool) {
+	if t.KeySize != m.keySize || t.KeySize > maxKey {
 		return h, false
 	}
 	for _, v := range []uint64{t.MaxWalk, t.Entries, t.ElemSize, t.NCPU, uint64(t.StripeSize), t.NExtra} {

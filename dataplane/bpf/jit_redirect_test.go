@@ -31,7 +31,7 @@ var redirectEdgeCases = []string{
 	"bpf_redirect(b1+1, 0)",
 	"bpf_redirect(b1, b2)",
 	"bpf_redirect(5, const 1)",
-	"dev const key 0, const flags broadcast|XDP_DROP (Go)",
+	"dev const key 0, const flags broadcast|XDP_DROP",
 	"dev const key 2, const flags exclude-ingress",
 	"cpu const key 0, const flags broadcast (refused)",
 	"Go helper, then dev const key 0",
@@ -42,6 +42,10 @@ var redirectEdgeCases = []string{
 	"dev const key 5 (past), flags 0 or XDP_DROP by b1, joining before the call",
 	"xsk const key 1 or b3 by b1, joining before the call, flags 0",
 	"cpu const key 0, flags XDP_PASS then + b2",
+	"dev const key 1 (empty), const flags broadcast",
+	"dev const key 9 (past the map), const flags broadcast|exclude-ingress|XDP_PASS",
+	"dev key b1, const flags broadcast|XDP_TX",
+	"dev key b1, flags b2|broadcast, then a Go helper, return XDP_REDIRECT",
 }
 
 // redirectEdgeInsns builds the program of redirectEdgeCases; any other
@@ -120,6 +124,10 @@ func redirectEdgeInsns() asm.Instructions {
 			asm.FnRedirectMap.Call(),
 		},
 		join(rmap("cpu", k(0), f(int32(ActionPass)))[:3], asm.Instructions{asm.Add.Reg(asm.R3, asm.R8), asm.FnRedirectMap.Call()}),
+		rmap("dev", k(1), f(flagBroadcast)),
+		rmap("dev", k(9), f(flagBroadcast|flagExcludeIngr|int32(ActionPass))),
+		rmap("dev", kr(asm.R7), f(flagBroadcast|int32(ActionTX))),
+		join(asm.Instructions{asm.Or.Imm(asm.R8, flagBroadcast)}, rmap("dev", kr(asm.R7), fr(asm.R8)), goHelper, ret(int32(redirect))),
 	}
 	bodies[11] = append(asm.Instructions{asm.Add.Imm(asm.R7, 1)}, bodies[11]...)
 	for i, b := range bodies {

@@ -67,7 +67,9 @@
 //     slots), NativeHash (a preallocated hash map's buckets, stripes and
 //     entry layout, walked under the stripes' sequence counters as Lookup
 //     walks them, and written holding the stripes' and the free list's
-//     lock words, hash_lock.go, which Go's writers take too), NativeLPM
+//     lock words, hash_lock.go, which Go's writers take too),
+//     NativeHeapHash (the same walk on a BPF_F_NO_PREALLOC hash map, for
+//     lookups that answer only misses natively), NativeLPM
 //     (an lpm_trie's root and node layout) and NativePerf (a perf event
 //     array's slots and its rings' positions, for the refusals of
 //     bpf_perf_event_output: perf_native_unsafe.go). Each

@@ -41,8 +41,9 @@ import "unsafe"
 // and the count lowered under it, a replacement's entry swapped with the
 // CPU's spare slot (compare-and-swap of the spare seen for the old entry,
 // which a failure relinks). Maps made with BPF_F_NO_PREALLOC
-// (entries on the Go heap, freed by the collector) and keys over
-// NativeKeyMax bytes have no HashTable.
+// (entries on the Go heap, freed by the collector) have only the
+// HashTable of a lookup that answers misses (NativeHeapHash); keys over
+// NativeKeyMax bytes have none.
 //
 // Readers must load with acquire ordering: plain loads on amd64, where
 // stores are seen in program order. Native writers must store in program
@@ -87,6 +88,11 @@ type HashTable struct {
 	Entries  uint64
 	ElemSize uint64
 	NCPU     uint64
+	// Heap: a map made with BPF_F_NO_PREALLOC (NativeHeapHash), whose
+	// entries live on the Go heap. Only the walk's fields above Extra are
+	// set (and NCPU for a per-CPU map); a key found goes to Go, which
+	// makes the value's region, so native code only answers misses.
+	Heap bool
 }
 
 // NativeKeyMax is the longest key a HashTable describes: eight key words,
@@ -138,6 +144,58 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		t.PCPU = uintptr(unsafe.Pointer(unsafe.SliceData(h.pcpu)))
 		t.Entries = uint64(len(h.slab))
 		t.ElemSize = h.elemSize
+		t.NCPU = uint64(h.ncpu)
+	}
+	return t, true
+}
+
+// NativeHeapHash returns the HashTable of m, when m is a Hash made with
+// BPF_F_NO_PREALLOC (of any kind but LRU, which must preallocate) with
+// keys of at most NativeKeyMax bytes, for a lookup that answers misses
+// natively: Heap is set, and the walk's fields (the buckets, stripes,
+// seeds, sizes and offsets a miss reads) are those NativeHash gives.
+//
+// Why the walk may read the chain's pointers although an entry deleted or
+// replaced is left to the garbage collector: as for LPMTable's nodes, an
+// entry stays allocated while a reader holds its address. A writer's
+// unlink shades the entry in a running collection cycle (the write
+// barrier), so it is freed only by a later cycle, whose stop-the-world
+// start waits for every goroutine to reach a safe point, which a goroutine
+// in native code (no Go function, so no safe point) reaches only when it
+// returns. An entry's hash and key words are set before it is linked and
+// never change while anyone can reach it (entries are not reused), and the
+// stripe's sequence tells the reader whether the walk raced a relink, as
+// for a preallocated map. A key found is not trusted to native code: its
+// value would outlive the walk in the region table, so Go looks it up.
+func NativeHeapHash(m Map) (t HashTable, ok bool) {
+	h, isHash := m.(*Hash)
+	if !isHash || h.prealloc || h.lru || h.spec.KeySize == 0 || h.spec.KeySize > NativeKeyMax || len(h.buckets) == 0 {
+		return t, false
+	}
+	var e entry
+	t = HashTable{
+		Buckets:    uintptr(unsafe.Pointer(unsafe.SliceData(h.buckets))),
+		Mask:       h.mask,
+		Stripes:    uintptr(unsafe.Pointer(unsafe.SliceData(h.stripes))),
+		StripeSize: unsafe.Sizeof(stripe{}),
+		StripeMask: h.smask,
+		SeqOff:     unsafe.Offsetof(stripe{}.seq),
+		LockOff:    unsafe.Offsetof(stripe{}.mu) + unsafe.Offsetof(spinLock{}.w),
+		S0:         h.s0,
+		S1:         h.s1,
+		KeySize:    h.spec.KeySize,
+		MaxWalk:    uint64(h.maxWalk),
+		NextOff:    unsafe.Offsetof(e.next),
+		HashOff:    unsafe.Offsetof(e.hash),
+		KeyOff:     unsafe.Offsetof(e.kw),
+		ValOff:     unsafe.Offsetof(e.val),
+		IdxOff:     unsafe.Offsetof(e.idx),
+		RefOff:     unsafe.Offsetof(e.ref),
+		LiveOff:    unsafe.Offsetof(e.live),
+		PerCPU:     h.percpu,
+		Heap:       true,
+	}
+	if h.percpu {
 		t.NCPU = uint64(h.ncpu)
 	}
 	return t, true

@@ -105,6 +105,13 @@ func LoadSpec(spec *ebpf.CollectionSpec, opts *Options) (*Object, error) {
 	}
 	coll, err := ebpf.NewCollection(cp)
 	if err != nil {
+		// An object's other programs (tc, tracing iterators) may need what
+		// this process lacks; the XDP ones alone may still load.
+		if xdp := xdpOnly(cp); xdp != nil {
+			if c, err2 := ebpf.NewCollection(xdp); err2 == nil {
+				return &Object{Spec: spec, Coll: c}, nil
+			}
+		}
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("kernelxdp: the kernel rejected the object: %+v", ve)
@@ -112,6 +119,30 @@ func LoadSpec(spec *ebpf.CollectionSpec, opts *Options) (*Object, error) {
 		return nil, fmt.Errorf("kernelxdp: loading the object into the kernel: %w", err)
 	}
 	return &Object{Spec: spec, Coll: coll}, nil
+}
+
+// xdpOnly is a copy of spec without its programs of other types than XDP,
+// or nil when it has none (or none of XDP). A prog_array can only hold XDP
+// programs for an XDP caller, so the calls between XDP programs stay.
+func xdpOnly(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	other, xdp := false, false
+	for _, p := range spec.Programs {
+		if p.Type == ebpf.XDP {
+			xdp = true
+		} else {
+			other = true
+		}
+	}
+	if !other || !xdp {
+		return nil
+	}
+	cp := spec.Copy()
+	for name, p := range cp.Programs {
+		if p.Type != ebpf.XDP {
+			delete(cp.Programs, name)
+		}
+	}
+	return cp
 }
 
 // Close releases every program and map.

@@ -504,3 +504,33 @@ func TestBenchInput(t *testing.T) {
 		t.Error("repeat 0 accepted")
 	}
 }
+
+// TestLoadSkipsOtherPrograms: an object whose tc program the kernel
+// refuses (it reads r2 before writing it) still loads its XDP program,
+// which runs; the refused program is not in the collection. An object
+// whose XDP program the kernel refuses still fails.
+func TestLoadSkipsOtherPrograms(t *testing.T) {
+	needKernel(t)
+	bad := asm.Instructions{asm.Mov.Reg(asm.R0, asm.R2), asm.Return()}
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{
+		"x":  {Name: "x", Type: ebpf.XDP, License: "MIT", Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 1), asm.Return()}},
+		"tc": {Name: "tc", Type: ebpf.SchedCLS, License: "MIT", Instructions: bad},
+	}}
+	obj, err := LoadSpec(spec, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obj.Close()
+	if _, err := obj.Program("tc"); err == nil {
+		t.Error("the refused tc program is in the collection")
+	}
+	res, err := obj.Run("x", Input{Frame: udp4(64, 9)})
+	if err != nil || res.Verdict != 1 {
+		t.Fatalf("x: verdict %d, %v; want XDP_DROP", res.Verdict, err)
+	}
+	spec.Programs["x"].Instructions = bad
+	if obj, err := LoadSpec(spec, nil); err == nil {
+		obj.Close()
+		t.Fatal("an XDP program the kernel refuses loaded")
+	}
+}
