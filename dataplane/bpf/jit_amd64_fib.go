@@ -10,7 +10,7 @@ import "syscall"
 // Runner.fibLookup's result and writes. What it does not answer goes to
 // the slow path before anything is written, where Go runs the helper from
 // the start: r1 not the context or no frame, another plen or flag, a
-// struct failing its check, another family, a table without a snapshot,
+// struct failing its check, a table without a snapshot,
 // a port past the snapshot's (when there are such), a miss in main with
 // IPv4 routes in table default (without DIRECT) and an IPv6 gateway.
 // r1-r5 are
@@ -42,7 +42,7 @@ func (c *amd64Compiler) fibLookup(pc int) bool {
 	v6 := c.jcc(ccE)
 	c.rm(false, false, []byte{0x80}, 7, prmMem(fibFamily), false)
 	c.byte1(afInet)
-	c.slowIf(ccNE, pc)
+	other := c.jcc(ccNE)
 	c.fibSave(false)
 	f := fibExits{mtuOff: offRecMTU}
 	// The table (Runner.fibTable: the Runner is bound to the program's
@@ -63,7 +63,13 @@ func (c *amd64Compiler) fibLookup(pc int) bool {
 	end := c.jmp()
 	c.patch(v6, len(c.b))
 	c.fib6Lookup(pc)
+	done := c.jmp()
+	// Another family: -EAFNOSUPPORT with nothing written, as fibLookup
+	// answers once the checks above have passed, table or none.
+	c.patch(other, len(c.b))
+	c.movRI(xAX, -int64(syscall.EAFNOSUPPORT))
 	c.patch(end, len(c.b))
+	c.patch(done, len(c.b))
 	return true
 }
 

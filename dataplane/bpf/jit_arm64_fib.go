@@ -61,7 +61,15 @@ func (c *arm64Compiler) fibLookup(pc int) bool {
 	c.rrr(a64Add, fibPrm, aS2, aS1)
 	c.ld(a64Ldurb, aS1, fibPrm, fibFamily)
 	c.w(a64Imm12(a64SubsImm&w, aZR, aS1, afInet))
-	c.slowIf(aNE, pc)
+	v4 := c.branch(aEQ)
+	c.w(a64Imm12(a64SubsImm&w, aZR, aS1, afInet6))
+	c.slowIf(aEQ, pc)
+	// Another family: -EAFNOSUPPORT with nothing written, as fibLookup
+	// answers once the checks above have passed, table or none.
+	enoaf := -int64(syscall.EAFNOSUPPORT)
+	c.movImm(0, uint64(enoaf))
+	other := c.branch(aAL)
+	c.patch(v4, len(c.b))
 	f := fibExits{}
 	// The table (Runner.fibTable: the Runner is bound to the program's
 	// collection while its native code runs, jitBoundColl), and its
@@ -77,6 +85,7 @@ func (c *arm64Compiler) fibLookup(pc int) bool {
 	c.fibWalk(&f)
 	c.fibAnswer(&f)
 	c.fibTail(pc, &f)
+	c.patch(other, len(c.b))
 	return true
 }
 

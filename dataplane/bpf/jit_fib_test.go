@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -539,6 +540,11 @@ func TestJITFIBNative(t *testing.T) {
 		q(fibLookupSkipNeigh, 2, "192.168.1.1", 100), // SUCCESS
 	}
 	want := []int64{0, 0, 0, 8, 8, 7, 1, 2, 3, 4, 4, 4, 5, -19, -19, 0}
+	for _, family := range []byte{0, 1, 3, 255} { // -EAFNOSUPPORT, nothing written
+		fr := q(0, 2, "192.168.1.1", 0)
+		fr[8+fibFamily] = family
+		frs, want = append(frs, fr), append(want, -int64(syscall.EAFNOSUPPORT))
+	}
 	// Directly connected hosts: every other one has a neighbour entry, so
 	// that probes of the neighbour table collide, find and miss.
 	for i := range 80 {
