@@ -164,6 +164,10 @@ type LPMTable struct {
 	// own), the prefix length (uint32), the address of the data bytes and
 	// of the value (slices' data words).
 	ChildOff, ImOff, PrefixOff, DataOff, ValueOff uintptr
+	// Writing (see above): the lock word's address, the key count's, the
+	// pool's array and count.
+	Lock, Count, Spare, NSpare uintptr
+	MaxEntries                 uint32
 }
 
 // NativeLPM returns the LPMTable of m, when m is an LPMTrie with keys of at
@@ -175,13 +179,18 @@ func NativeLPM(m Map) (t LPMTable, ok bool) {
 	}
 	var n lpmNode
 	return LPMTable{
-		Root:      uintptr(unsafe.Pointer(&l.root)),
-		DataSize:  l.dataSize,
-		MaxLen:    l.maxLen,
-		ChildOff:  unsafe.Offsetof(n.child),
-		ImOff:     unsafe.Offsetof(n.im),
-		PrefixOff: unsafe.Offsetof(n.prefixlen),
-		DataOff:   unsafe.Offsetof(n.data),
-		ValueOff:  unsafe.Offsetof(n.value),
+		Root:       uintptr(unsafe.Pointer(&l.root)),
+		DataSize:   l.dataSize,
+		MaxLen:     l.maxLen,
+		ChildOff:   unsafe.Offsetof(n.child),
+		ImOff:      unsafe.Offsetof(n.im),
+		PrefixOff:  unsafe.Offsetof(n.prefixlen),
+		DataOff:    unsafe.Offsetof(n.data),
+		ValueOff:   unsafe.Offsetof(n.value),
+		Lock:       uintptr(unsafe.Pointer(&l.mu.w)),
+		Count:      uintptr(unsafe.Pointer(&l.n)),
+		Spare:      uintptr(unsafe.Pointer(&l.spare[0])),
+		NSpare:     uintptr(unsafe.Pointer(&l.nspare)),
+		MaxEntries: l.spec.MaxEntries,
 	}, true
 }
