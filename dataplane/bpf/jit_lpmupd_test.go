@@ -530,3 +530,22 @@ func TestJITLPMWriteAllocs(t *testing.T) {
 		t.Fatalf("%d spares after 11 native replacements from %d", got, start)
 	}
 }
+
+// TestJITLPMWriteNativeCount: updates and deletes of tries of up to 8 data
+// bytes are native, unless their values are too large for a pool of two
+// spare nodes (the trie keeps none); of longer keys, Go's.
+func TestJITLPMWriteNativeCount(t *testing.T) {
+	needJIT(t)
+	for _, tc := range []struct {
+		ks, vs uint32
+		native int
+	}{{12, 8, 1}, {8, 30000, 1}, {8, 40000, 0}, {20, 8, 0}} {
+		for _, fn := range []asm.BuiltinFunc{asm.FnMapUpdateElem, asm.FnMapDeleteElem} {
+			_, p := loadUpdateSpec(t, hashCallProg(fn), &ebpf.MapSpec{Type: ebpf.LPMTrie, KeySize: tc.ks, ValueSize: tc.vs, MaxEntries: 4,
+				Flags: uint32(maps.FlagNoPrealloc)}, 1, EngineJIT)
+			if got := p.jit.Load().native; got != tc.native {
+				t.Errorf("key %d value %d %v: %d native, want %d", tc.ks, tc.vs, fn, got, tc.native)
+			}
+		}
+	}
+}

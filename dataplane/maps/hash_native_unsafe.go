@@ -165,7 +165,8 @@ type LPMTable struct {
 	// of the value (slices' data words).
 	ChildOff, ImOff, PrefixOff, DataOff, ValueOff uintptr
 	// Writing (see above): the lock word's address, the key count's, the
-	// pool's array and count.
+	// pool's array (0: the trie keeps no pool, its values being too large)
+	// and count.
 	Lock, Count, Spare, NSpare uintptr
 	MaxEntries                 uint32
 }
@@ -178,7 +179,7 @@ func NativeLPM(m Map) (t LPMTable, ok bool) {
 		return t, false
 	}
 	var n lpmNode
-	return LPMTable{
+	t = LPMTable{
 		Root:       uintptr(unsafe.Pointer(&l.root)),
 		DataSize:   l.dataSize,
 		MaxLen:     l.maxLen,
@@ -192,5 +193,9 @@ func NativeLPM(m Map) (t LPMTable, ok bool) {
 		Spare:      uintptr(unsafe.Pointer(&l.spare[0])),
 		NSpare:     uintptr(unsafe.Pointer(&l.nspare)),
 		MaxEntries: l.spec.MaxEntries,
-	}, true
+	}
+	if l.spares == 0 {
+		t.Spare = 0
+	}
+	return t, true
 }

@@ -56,8 +56,9 @@ type LPMTrie struct {
 // before one goes to Go, which refills it.
 const lpmSpares = 32
 
-// lpmPoolBytes bounds the pool's memory: large values get fewer spares
-// (never under two, one insert's worth).
+// lpmPoolBytes bounds the pool's memory: large values get fewer spares,
+// values too large for two (one insert's worth) no pool, and native code
+// leaves their writes to Go.
 const lpmPoolBytes = 64 << 10
 
 // lpmNativeData is the most data bytes of a trie native code writes to
@@ -91,8 +92,8 @@ func newLPM(spec Spec) (*LPMTrie, error) {
 	spec.NumCPU = 0
 	ds := spec.KeySize - 4
 	t := &LPMTrie{spec: spec, dataSize: ds, maxLen: ds * 8}
-	if ds <= lpmNativeData {
-		t.spares = uint32(max(2, min(lpmSpares, lpmPoolBytes/(64+uint64(spec.ValueSize)))))
+	if n := lpmPoolBytes / (64 + uint64(spec.ValueSize)); ds <= lpmNativeData && n >= 2 {
+		t.spares = uint32(min(lpmSpares, n))
 	}
 	t.refillLocked() // no one else sees t yet
 	return t, nil
