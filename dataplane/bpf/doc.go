@@ -333,7 +333,14 @@
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
 // (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
 // empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
-// to Go), and bpf_spin_lock and
+// to Go); on amd64 only, bpf_map_update_elem and bpf_map_delete_elem on
+// an LPM trie of up to 8 data bytes (jit_amd64_lpmupd.go, maps.LPMTable's
+// Writing: Update's and Delete's steps and answers under the trie's lock
+// word, which Go's writers take too, with the write barrier off as for
+// the hash writes, an insert's nodes popped from the trie's pool of
+// spares, which Go's Update refills; flags above BPF_EXIST, a prefix
+// length past the maximum, fewer than two spares, a held lock go to Go
+// before anything is written); and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into

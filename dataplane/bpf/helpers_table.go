@@ -150,8 +150,8 @@ const (
 // helperRows is the table, in the kernel's order.
 var helperRows = []helperInfo{
 	{id: asm.FnMapLookupElem, args: sig(argMap, argKey), run: hMapLookup, nativeLookup: true, keepsPacket: true, native: "arrays, per-CPU arrays, preallocated hash maps of the four kinds with keys of up to 64 bytes (16 on arm64), misses in BPF_F_NO_PREALLOC hash maps (amd64), LPM tries of up to 8 data bytes, devmaps, cpumaps and xskmaps (amd64), maps of maps"},
-	{id: asm.FnMapUpdateElem, args: sig(argMap, argKey, argValue, argScalar), run: hMapUpdate, keepsPacket: true, native: "arrays and per-CPU arrays; on hash maps, the answers that write nothing (-EEXIST, -ENOENT)"},
-	{id: asm.FnMapDeleteElem, args: sig(argMap, argKey), run: hMapDelete, keepsPacket: true, native: "hash maps: the delete of an absent key (-ENOENT)"},
+	{id: asm.FnMapUpdateElem, args: sig(argMap, argKey, argValue, argScalar), run: hMapUpdate, keepsPacket: true, native: "arrays and per-CPU arrays; preallocated hash maps (jit_hashupd.go); LPM tries of up to 8 data bytes (amd64)"},
+	{id: asm.FnMapDeleteElem, args: sig(argMap, argKey), run: hMapDelete, keepsPacket: true, native: "preallocated hash maps; LPM tries of up to 8 data bytes (amd64)"},
 	{id: asm.FnKtimeGetNs, run: hKtimeMono, keepsPacket: true, native: "from the CPU counter when it is constant-rate and in step on every CPU"},
 	{id: asm.FnTracePrintk, args: sig(argMem, argSize, argScalar, argScalar, argScalar), run: (*Runner).tracePrintk, keepsPacket: true},
 	{id: asm.FnGetPrandomU32, run: hPrandom, keepsPacket: true, native: "always"},

@@ -19,6 +19,10 @@ func (c *amd64Compiler) updateAt(pc int) bool {
 		c.arrayUpdate(pc, a)
 		return true
 	}
+	if l, ok := c.env.lpmUpdateFor(k); ok {
+		c.lpmUpdate(pc, l) // jit_amd64_lpmupd.go
+		return true
+	}
 	h, ok := c.env.hashUpdateFor(k)
 	if ok {
 		c.hashUpdate(pc, h) // jit_amd64_hashupd.go
@@ -26,11 +30,16 @@ func (c *amd64Compiler) updateAt(pc int) bool {
 	return ok
 }
 
-// deleteAt is updateAt for bpf_map_delete_elem, on hash maps.
+// deleteAt is updateAt for bpf_map_delete_elem, on hash maps and LPM
+// tries.
 func (c *amd64Compiler) deleteAt(pc int) bool {
 	k, ok := mapAt(c.plain, c.targets, pc)
 	if !ok {
 		return false
+	}
+	if l, ok := c.env.lpmUpdateFor(k); ok {
+		c.lpmDelete(pc, l) // jit_amd64_lpmupd.go
+		return true
 	}
 	h, ok := c.env.hashUpdateFor(k)
 	if ok {

@@ -13,11 +13,14 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
-// Tests of the native bpf_map_lookup_elem on LPM tries (jit_amd64_lpm.go):
-// random programs of lookups, updates and deletes over tries of 1, 4 and 8
-// data bytes (and one of 16, which stays in Go), with keys sharing
-// prefixes, prefix lengths from 0 to past the maximum, give the same
-// results, faults and trie contents in both engines.
+// Tests of the native bpf_map_lookup_elem on LPM tries (jit_amd64_lpm.go)
+// and of its updates and deletes (jit_amd64_lpmupd.go; more in
+// jit_lpmupd_test.go): random programs of lookups, updates (flags 0 to 3)
+// and deletes over tries of 1, 4 and 8 data bytes (and one of 16, which
+// stays in Go), small enough to fill, with keys on the stack or in the
+// packet sharing prefixes, prefix lengths from 0 to past the maximum, give
+// the same results, faults and trie contents (NextKey's walks and the
+// values) in both engines.
 
 var lpmMaps = []struct {
 	name   string
@@ -42,21 +45,30 @@ func lpmKey(rng *rand.Rand, ds uint32) []byte {
 	return key
 }
 
-func storeBytes(off int16, b []byte) asm.Instructions {
+func storeBytes(off int16, b []byte) asm.Instructions { return storeBytesAt(asm.RFP, off, b) }
+
+func storeBytesAt(base asm.Register, off int16, b []byte) asm.Instructions {
 	var out asm.Instructions
 	for i, v := range b {
-		out = append(out, asm.StoreImm(asm.RFP, off+int16(i), int64(v), asm.Byte))
+		out = append(out, asm.StoreImm(base, off+int16(i), int64(v), asm.Byte))
 	}
 	return out
 }
 
+// genLPMProg is n random lookups, updates (flags 0 to 3) and deletes of
+// keys on the stack or in the packet (r6 + 8).
 func genLPMProg(rng *rand.Rand, n int) asm.Instructions {
-	out := asm.Instructions{asm.Mov.Imm(asm.R9, 0)}
+	out := asm.Instructions{asm.Mov.Imm(asm.R9, 0), asm.LoadMem(asm.R6, asm.R1, 0, asm.Word)}
 	for range n {
 		m := lpmMaps[rng.IntN(len(lpmMaps))]
-		out = append(out, storeBytes(-32, lpmKey(rng, m.ds))...)
-		out = append(out, asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32),
-			asm.LoadMapPtr(asm.R1, 0).WithReference(m.name))
+		if rng.IntN(4) == 0 {
+			out = append(out, storeBytesAt(asm.R6, 8, lpmKey(rng, m.ds))...)
+			out = append(out, asm.Mov.Reg(asm.R2, asm.R6), asm.Add.Imm(asm.R2, 8))
+		} else {
+			out = append(out, storeBytes(-32, lpmKey(rng, m.ds))...)
+			out = append(out, asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32))
+		}
+		out = append(out, asm.LoadMapPtr(asm.R1, 0).WithReference(m.name))
 		switch op := rng.IntN(10); {
 		case op < 6:
 			out = append(out, asm.FnMapLookupElem.Call(),
@@ -67,7 +79,7 @@ func genLPMProg(rng *rand.Rand, n int) asm.Instructions {
 		case op < 9:
 			out = append(out, storeBytes(-48, []byte{byte(rng.IntN(256)), 1, 2, 3, 4, 5, 6, 7})...)
 			out = append(out, asm.Mov.Reg(asm.R3, asm.RFP), asm.Add.Imm(asm.R3, -48),
-				asm.Mov.Imm(asm.R4, int32(rng.IntN(3))), asm.FnMapUpdateElem.Call())
+				asm.Mov.Imm(asm.R4, int32(rng.IntN(4))), asm.FnMapUpdateElem.Call())
 		default:
 			out = append(out, asm.FnMapDeleteElem.Call())
 		}

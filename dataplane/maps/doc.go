@@ -41,7 +41,9 @@
 // cache lines only for reading. Hash maps preallocate every entry at creation (like the
 // kernel's default, non BPF_F_NO_PREALLOC, hash maps), so Update and Delete
 // allocate nothing either. lpm_trie requires BPF_F_NO_PREALLOC (as the
-// kernel does) and allocates a node per insert.
+// kernel does) and allocates a node per insert (and per replacement); a
+// trie of up to 8 data bytes keeps a small pool of spare nodes for native
+// writers, which Update refills.
 //
 // # For the interpreter
 //
@@ -69,8 +71,10 @@
 //     walks them, and written holding the stripes' and the free list's
 //     lock words, hash_lock.go, which Go's writers take too),
 //     NativeHeapHash (the same walk on a BPF_F_NO_PREALLOC hash map, for
-//     lookups that answer only misses natively), NativeLPM
-//     (an lpm_trie's root and node layout) and NativePerf (a perf event
+//     lookups that answer only misses natively), NativeLPM (an lpm_trie's
+//     root and node layout, walked as Lookup walks it, and written holding
+//     the trie's lock word with nodes from its pool of spares) and
+//     NativePerf (a perf event
 //     array's slots and its rings' positions, for the refusals of
 //     bpf_perf_event_output: perf_native_unsafe.go). Each
 //     says why its addresses stay valid while native code reads them.

@@ -222,6 +222,11 @@ type LPMTable struct {
 	// own), the prefix length (uint32), the address of the data bytes and
 	// of the value (slices' data words).
 	ChildOff, ImOff, PrefixOff, DataOff, ValueOff uintptr
+	// Writing (see above): the lock word's address, the key count's, the
+	// pool's array (0: the trie keeps no pool, its values being too large)
+	// and count.
+	Lock, Count, Spare, NSpare uintptr
+	MaxEntries                 uint32
 }
 
 // NativeLPM returns the LPMTable of m, when m is an LPMTrie with keys of at
@@ -232,14 +237,23 @@ func NativeLPM(m Map) (t LPMTable, ok bool) {
 		return t, false
 	}
 	var n lpmNode
-	return LPMTable{
-		Root:      uintptr(unsafe.Pointer(&l.root)),
-		DataSize:  l.dataSize,
-		MaxLen:    l.maxLen,
-		ChildOff:  unsafe.Offsetof(n.child),
-		ImOff:     unsafe.Offsetof(n.im),
-		PrefixOff: unsafe.Offsetof(n.prefixlen),
-		DataOff:   unsafe.Offsetof(n.data),
-		ValueOff:  unsafe.Offsetof(n.value),
-	}, true
+	t = LPMTable{
+		Root:       uintptr(unsafe.Pointer(&l.root)),
+		DataSize:   l.dataSize,
+		MaxLen:     l.maxLen,
+		ChildOff:   unsafe.Offsetof(n.child),
+		ImOff:      unsafe.Offsetof(n.im),
+		PrefixOff:  unsafe.Offsetof(n.prefixlen),
+		DataOff:    unsafe.Offsetof(n.data),
+		ValueOff:   unsafe.Offsetof(n.value),
+		Lock:       uintptr(unsafe.Pointer(&l.mu.w)),
+		Count:      uintptr(unsafe.Pointer(&l.n)),
+		Spare:      uintptr(unsafe.Pointer(&l.spare[0])),
+		NSpare:     uintptr(unsafe.Pointer(&l.nspare)),
+		MaxEntries: l.spec.MaxEntries,
+	}
+	if l.spares == 0 {
+		t.Spare = 0
+	}
+	return t, true
 }

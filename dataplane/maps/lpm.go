@@ -3,7 +3,6 @@ package maps
 import (
 	"encoding/binary"
 	"math/bits"
-	"sync"
 	"sync/atomic"
 	"syscall"
 )
@@ -24,23 +23,47 @@ import (
 //
 // The map must be created with BPF_F_NO_PREALLOC, as the kernel requires; each
 // insert allocates a node (and sometimes an intermediate node) from the Go
-// heap. Full is ENOSPC, as in the kernel. Update of an existing key installs a
+// heap. Native code, which cannot allocate, takes its nodes from a small
+// pool of spares (spare) that Go's Update refills (see NativeLPM). Full is ENOSPC, as in the kernel. Update of an existing key installs a
 // new node: a slice from an earlier Lookup keeps showing the old value (the
 // garbage collector keeps it, as RCU does in the kernel).
 //
 // Lookup takes no lock, as the kernel's RCU walk: the root and child links are
 // atomic pointers, a node is fully built before it is linked, and an unlinked
 // node stays valid for a reader still on it (the garbage collector frees it).
-// Update, Delete and NextKey hold mu.
+// Update, Delete and NextKey hold mu, a spinLock (hash_lock.go) rather than
+// a sync.Mutex so that native code (the JIT's bpf_map_update_elem and
+// bpf_map_delete_elem) can take it with a compare-and-swap.
 type LPMTrie struct {
 	spec     Spec
 	dataSize uint32
 	maxLen   uint32
 
-	mu   sync.Mutex
+	mu   spinLock
 	root atomic.Pointer[lpmNode] // stored under mu, loaded by lock-free readers
 	n    uint32                  // stored keys (intermediate nodes excluded); guarded by mu
+
+	// spare[:nspare] are unlinked nodes, each with its data and value
+	// buffers allocated and zero, for native inserts to pop (from the top);
+	// Update refills them. Guarded by mu.
+	spare  [lpmSpares]*lpmNode
+	nspare uint32
+	spares uint32 // the pool's size (lpmPoolSize), 0 without one
 }
+
+// lpmSpares bounds the pool: a native insert needs at most two nodes (a key
+// and an intermediate node), so a full pool of 32 lasts at least 16 inserts
+// before one goes to Go, which refills it.
+const lpmSpares = 32
+
+// lpmPoolBytes bounds the pool's memory: large values get fewer spares,
+// values too large for two (one insert's worth) no pool, and native code
+// leaves their writes to Go.
+const lpmPoolBytes = 64 << 10
+
+// lpmNativeData is the most data bytes of a trie native code writes to
+// (NativeLPM); only those tries keep a pool.
+const lpmNativeData = 8
 
 // lpmNode is one trie node. prefixlen, data and value are set before the node
 // is linked and never change (value's bytes belong to programs); child and im
@@ -68,7 +91,20 @@ func newLPM(spec Spec) (*LPMTrie, error) {
 	}
 	spec.NumCPU = 0
 	ds := spec.KeySize - 4
-	return &LPMTrie{spec: spec, dataSize: ds, maxLen: ds * 8}, nil
+	t := &LPMTrie{spec: spec, dataSize: ds, maxLen: ds * 8}
+	if n := lpmPoolBytes / (64 + uint64(spec.ValueSize)); ds <= lpmNativeData && n >= 2 {
+		t.spares = uint32(min(lpmSpares, n))
+	}
+	t.refillLocked() // no one else sees t yet
+	return t, nil
+}
+
+// refillLocked fills the pool of spare nodes; the caller holds mu. Only
+// tries native code writes to (NativeLPM) have one.
+func (t *LPMTrie) refillLocked() {
+	for ; t.nspare < t.spares; t.nspare++ {
+		t.spare[t.nspare] = t.newNode(0, nil, make([]byte, t.spec.ValueSize))
+	}
 }
 
 // Spec returns the map's spec.
@@ -190,7 +226,11 @@ func (t *LPMTrie) Update(key, value []byte, flags uint64, cpu int) error {
 	}
 	nn := t.newNode(plen, data, value)
 	t.mu.Lock()
-	defer t.mu.Unlock()
+	defer func() {
+		// Native inserts that found the pool short came here.
+		t.refillLocked()
+		t.mu.Unlock()
+	}()
 	slot := &t.root
 	var n *lpmNode
 	var m uint32
