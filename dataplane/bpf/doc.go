@@ -280,18 +280,19 @@
 // outside the packet (jit_amd64_bytes.go); bpf_xdp_get_buff_len, bpf_get_smp_processor_id and
 // bpf_get_prandom_u32
 // (the Runner's xorshift state);
-// bpf_map_lookup_elem on a devmap, cpumap or xskmap (jit_amd64_slots.go:
-// the slot read once as maps.NativeSlots describes it, NULL past
-// max_entries or for an empty slot, else the region of the entry's value
-// found as a hash value's; a devmap of the hash kind goes to Go);
+// bpf_map_lookup_elem on a devmap, cpumap or xskmap (jit_slots.go,
+// jit_amd64_slots.go: the slot read once as maps.NativeSlots describes
+// it, NULL past max_entries or for an empty slot, else the region of the
+// entry's value found as a hash value's; a devmap of the hash kind, whose
+// slots are bucket heads, goes to Go);
 // bpf_map_lookup_elem on a preallocated
 // hash map of any of the four hash types with keys of up to 64 bytes
-// (maps.NativeKeyMax; 16 on arm64 and in maps of maps: hashKeyMax),
+// (maps.NativeKeyMax; 16 in maps of maps and hash writes: hashKeyMax),
 // hashed a finaliser round per key word as Hash.hashOf, the key (here and
 // in the slot lookups) checked inline in the region the range analysis
 // places r2 in at the call (keyCheck, keyHint in jit_range_key.go: the
-// packet, the stack at any offset, global data, a map value; arm64
-// guesses the stack), the other regions out of line
+// packet, the stack at any offset, global data, a map value), the other
+// regions out of line
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
 // writer in the stripe sending the lookup to Go; the LRU mark set; on
@@ -302,7 +303,10 @@
 // bpf_csum_diff on buffers of up to 65532 bytes (jit_amd64_csum.go,
 // jit_amd64_csum64.go: x86-64 csum_partial's exact grouping, its 64-byte
 // rounds included, folded as the running kernel does), these
-// three on arm64 too (jit_arm64_hash.go, _lpm.go, _csum.go), as are the
+// three on arm64 too (jit_arm64_hash.go: the key words past the second
+// kept in jitState.hs, and the key checked as keyCheck checks it; _lpm.go,
+// _csum.go), as are the slot lookups (jit_arm64_slots.go: the slot read
+// with LDAR, as atomic.Pointer's Load on arm64), the
 // frame helpers (adjust_*, get_buff_len, load/store_bytes:
 // jit_arm64_bytes.go), bpf_redirect, bpf_redirect_map, bpf_get_prandom_u32
 // and bpf_get_smp_processor_id (jit_arm64_redirect.go, the same redirect
@@ -508,8 +512,8 @@
 // packet region from plain copies in jitState (frame, pkt), which Go
 // refreshes at every entry (syncJIT) and the loop sets per frame; the
 // table's packet entry matches nothing during a native burst (its
-// out-of-line check would otherwise read a stale entry). On amd64, code
-// that writes none of the state the loop resets per frame (jitProg.burst
+// out-of-line check would otherwise read a stale entry). On both
+// backends, code that writes none of the state the loop resets per frame (jitProg.burst
 // 0, jit_burst_flags.go: no bpf_tail_call or callx, no backward jump,
 // local call or bpf_loop charging the budget, no value region appended
 // natively, no bpf_redirect or bpf_redirect_map writing a record) runs in
@@ -517,10 +521,11 @@
 // after a resumed frame and before the first fresh one, since only Go
 // changes it then, and moves no redirect slot (Go works out the slot of
 // the frame it stopped at, burstEnd); per frame it checks the frame, points
-// jitState at it, runs the code and stores the verdict. Both amd64 loops
-// walk the frames and verdicts by pointer (the next frame is the one
-// after jitState.frame, which native code only reads). arm64 runs every
-// program in the full loop.
+// jitState at it, runs the code and stores the verdict (arm64's in 37
+// instructions around the code's, against 64 in the full loop). Both
+// amd64 loops and arm64's lean one walk the frames and verdicts by
+// pointer (the next frame is the one after jitState.frame, which native
+// code only reads).
 //
 // A run's start sets r1 and r10 only. The interpreter's other registers
 // are 0 at that point, so the code begins with a prologue that zeroes the

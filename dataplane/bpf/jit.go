@@ -333,8 +333,8 @@ type jitCounts struct {
 	native int // helper calls
 	proven int // accesses without their check
 	calls  int // bpf-to-bpf calls
-	// regions counts the value-region appends (burstRegions); only a
-	// backend with the lean burst loop (jitBurstLean) counts them.
+	// regions counts the value-region appends (burstRegions), which a
+	// backend with the lean burst loop (jitBurstLean) counts.
 	regions int
 	err     error // the backend broke a promise it relied on (jit_elide.go)
 }

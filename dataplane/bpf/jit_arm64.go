@@ -94,6 +94,7 @@ type arm64Compiler struct {
 	nproven    int
 	exact      exactLeft // the last exact staticAccess (jit_arm64_guess.go)
 	native     int       // helper calls compiled natively
+	nregions   int       // value-region appends emitted (valueRegion: burstRegions)
 	// calls: local calls are compiled natively (nativeCalls, and
 	// every return address within ADR's 1 MiB); ncalls counts them; adrs
 	// are the ADRs to resolve to instruction starts.
@@ -150,7 +151,7 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		}
 		c.patch(f, at)
 	}
-	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, err: c.elideErr()}
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, regions: c.nregions, err: c.elideErr()}
 }
 
 // patch resolves a branch at f.pos to byte offset to.

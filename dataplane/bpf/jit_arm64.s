@@ -209,6 +209,141 @@ slow:
 out:
 	RET
 
+// func jitEnterBurstLean(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)
+//
+// jitEnterBurst for code that writes none of the state the full loop
+// resets per frame (jitProg.burst == 0, jit_burst_flags.go): the amd64
+// version's loop. The tail call state, budget and regions are set once,
+// after the resumed frame if any and before the first fresh one; per
+// frame it checks the frame (unsigned compares: DataMeta <= Data <=
+// DataEnd <= len(Buf) < 2^31, which runJIT's signed ones with DataMeta >=
+// 0 also ask), points jitState and X25 at it, sets r1, runs the code and
+// stores the verdict, moving no redirect slot (burstEnd). R24 (the
+// Runner) and R23 (r10) are set once: native code never writes X24, and
+// r10 is moved only by the local calls such code does not make. The next
+// frame is the one after jitState.frame (which native code only reads),
+// the next verdict's slot vp; done is worked out from vp at the end.
+TEXT ·jitEnterBurstLean(SB), NOSPLIT, $32-80
+	MOVD ZR, exit+64(FP)
+	MOVD r+0(FP), R24
+	MOVD verdicts+40(FP), R9
+	MOVD R9, vp-8(SP)
+	MOVD n+32(FP), R10
+	ADD R10<<2, R9, R10
+	MOVD R10, vend-16(SP)
+	MOVD (Runner_jit+jitState_resume)(R24), R9
+	CBNZ R9, resume
+	MOVD ZR, R8
+setup:
+	// R8 = i, the next frame's index, at vp. What the full loop resets
+	// per frame, set for all the frames this entry starts.
+	MOVD n+32(FP), R9
+	CMP R9, R8
+	BGE out
+	MOVD ZR, (Runner_jit+jitState_tail)(R24)
+	MOVD ZR, Runner_tails(R24)
+	MOVD budget+48(FP), R9
+	MOVD R9, Runner_budget(R24)
+	MOVD Runner_fixed(R24), R9
+	MOVD (Runner_regions+8)(R24), R10
+	CMP R9, R10
+	BLE trimmed
+	MOVD R9, (Runner_regions+8)(R24)
+trimmed:
+	MOVD $(const_regionStack<<32|const_stackSize), R23
+	MOVD $Frame__size, R9
+	MUL R9, R8, R8
+	MOVD frames+24(FP), R9
+	ADD R9, R8, R8
+	B first
+loop:
+	MOVD (Runner_jit+jitState_frame)(R24), R8
+	ADD $Frame__size, R8, R8
+first:
+	MOVD Frame_DataMeta(R8), R10
+	MOVD Frame_Data(R8), R11
+	MOVD Frame_DataEnd(R8), R12
+	MOVD (Frame_Buf+8)(R8), R13
+	CMP R11, R10
+	BHI out
+	CMP R12, R11
+	BHI out
+	CMP R13, R12
+	BHI out
+	TST $0xffffffff80000000, R13
+	BNE out
+	MOVD R8, (Runner_jit+jitState_frame)(R24)
+	MOVD Frame_Buf(R8), R9
+	MOVD R9, (Runner_jit+jitState_pkt+jitRegion_buf)(R24)
+	MOVD $(const_regionPacket<<32), R25
+	SUB R25, R9, R25
+	MOVD R10, (Runner_jit+jitState_pkt+jitRegion_lo)(R24)
+	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_hi)(R24)
+	MOVD R12, (Runner_jit+jitState_pkt+jitRegion_whi)(R24)
+	MOVD $(const_regionCtx<<32), R1
+	MOVD entry+16(FP), R9
+	CALL (R9)
+	AND $0xff, R9, R10
+	CMP $const_jitExitDone, R10
+	BNE slow
+	CMPW $const_ActionRedirect, R0
+	BHI verdict
+	BEQ redirected
+store:
+	MOVD vp-8(SP), R11
+	MOVW.P R0, 4(R11)
+	MOVD R11, vp-8(SP)
+	MOVD vend-16(SP), R12
+	CMP R12, R11
+	BLO loop
+	B out
+redirected:
+	MOVD (Runner_jit+jitState_rdn)(R24), R12
+	ADD $1, R12, R12
+	MOVD R12, (Runner_jit+jitState_rdn)(R24)
+	B store
+resume:
+	// Frame 0 goes on where Go ran its helper (see jitEnterBurst); the
+	// frames after it are set up as at a fresh entry.
+	MOVD ZR, (Runner_jit+jitState_resume)(R24)
+	MOVD R9, R7
+	PKTBASE
+	MOVD reg+8(FP), R8
+	LOADBPF
+	CALL (R7)
+	AND $0xff, R9, R10
+	CMP $const_jitExitDone, R10
+	BNE slow
+	CMPW $const_ActionRedirect, R0
+	BHI verdict
+	BNE resumed
+	MOVD (Runner_jit+jitState_rdn)(R24), R12
+	ADD $1, R12, R12
+	MOVD R12, (Runner_jit+jitState_rdn)(R24)
+resumed:
+	MOVD vp-8(SP), R11
+	MOVW.P R0, 4(R11)
+	MOVD R11, vp-8(SP)
+	MOVD $1, R8
+	B setup
+verdict:
+	MOVD R9, exit+64(FP)
+	MOVD R0, r0+72(FP)
+	B out
+slow:
+	MOVD R9, exit+64(FP)
+	MOVD R0, r0+72(FP)
+	MOVD reg+8(FP), R8
+	STOREBPF
+out:
+	// done: the verdicts stored.
+	MOVD vp-8(SP), R9
+	MOVD verdicts+40(FP), R10
+	SUB R10, R9, R9
+	LSR $2, R9, R9
+	MOVD R9, done+56(FP)
+	RET
+
 // func jitFlush(p *byte, n uintptr)
 //
 // Cleans the data cache and invalidates the instruction cache over

@@ -2,6 +2,8 @@
 
 package bpf
 
+import "github.com/xnic-dev/xnic/dataplane/maps"
+
 // Native bpf_map_lookup_elem on hash maps for the arm64 backend: the steps
 // of the amd64 one (jit_amd64_hash.go) in X0 and the scratch registers
 // X9-X14. The stripe's sequence is read with LDAR before the walk and
@@ -9,8 +11,8 @@ package bpf
 // between the two), as Hash.get's atomic loads order them.
 
 // nativeHelper emits the helper call at pc natively when it can (an array,
-// hash or LPM lookup of a map r1 is loaded with in a straight line,
-// bpf_csum_diff) and reports whether it did.
+// hash, LPM, devmap, cpumap or xskmap lookup of a map r1 is loaded with in
+// a straight line, bpf_csum_diff, ...) and reports whether it did.
 func (c *arm64Compiler) nativeHelper(pc int) bool {
 	if a, ok := c.arrayAt(pc); ok {
 		c.arrayLookup(pc, a, true)
@@ -22,6 +24,10 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 	}
 	if l, ok := c.lpmAt(pc); ok {
 		c.lpmLookup(pc, l) // jit_arm64_lpm.go
+		return true
+	}
+	if sl, ok := c.slotsAt(pc); ok {
+		c.slotsLookup(pc, sl) // jit_arm64_slots.go
 		return true
 	}
 	if c.mimLookup(pc) { // jit_arm64_mim.go
@@ -59,13 +65,14 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 
 // hashAt is the native lookup for the helper call at pc, when it is
 // bpf_map_lookup_elem of a hash map loaded into r1 in a straight line
-// before it whose entry fields the code's immediate offsets reach.
+// before it whose entry fields the code's immediate offsets reach, with
+// keys of up to maps.NativeKeyMax bytes.
 func (c *arm64Compiler) hashAt(pc int) (jitHash, bool) {
 	k, ok := c.lookupMapAt(pc)
 	if !ok {
 		return jitHash{}, false
 	}
-	h, ok := c.env.hashFor(k)
+	h, ok := c.env.hashForKeys(k, maps.NativeKeyMax)
 	for _, off := range []uintptr{h.t.NextOff, h.t.HashOff, h.t.KeyOff, h.t.ValOff, h.t.IdxOff} {
 		ok = ok && off%8 == 0 && off < 8*4096
 	}
@@ -120,8 +127,9 @@ func (c *arm64Compiler) fmix64(x, tmp uint32) {
 
 // hashLookup emits the call at pc as hMapLookup runs it on a hash map; see
 // the amd64 version for the contract. Registers: X0 the entry, X9 the
-// hash, X10 and X11 the key's words, X12 the walk's budget, X13 and X14
-// loads.
+// hash, X10 and X11 the key's first two words (the others in the
+// scratch, hsWord), X12 the walk's budget, X13, X14 and, for a key of more
+// than two words, X15 loads.
 func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	if !h.dyn {
 		c.mapChecks(pc, h.handle, h.coll)
@@ -153,21 +161,42 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.patch(done, len(c.b))
 }
 
-// hashKey checks the key at r2 as loadSlice does, leaves its words in X10
-// and X11 and its hash (maps' Hash.hashOf) in X9; X0 is the key's address.
+// keyCheck checks the n-byte key at r2 of the map helper call at pc as
+// loadSlice checks it, inline in the region the range analysis places r2
+// in (keyHint: the packet, the stack at any offset, global data, a map
+// value; the stack when it knows nothing), the other regions out of line,
+// as the amd64 keyCheck. The key is at the register it returns plus X9.
+func (c *arm64Compiler) keyCheck(pc int, n int32) uint32 {
+	if c.env.hintAt(pc).region == regionPacket {
+		return c.checkIn(pc, 2, 0, n, false, regionPacket)
+	}
+	if c.guessedCheck(pc, 2, 0, n, false) { // jit_arm64_guess.go
+		return aS2
+	}
+	return c.checkIn(pc, 2, 0, n, false, regionStack)
+}
+
+// hashKey checks the key at r2 as loadSlice does (keyCheck), leaves its
+// first two words in X10 and X11, stores the others in the scratch
+// (hsWord) and leaves its hash (maps' Hash.hashOf: a finaliser round per
+// word) in X9; X0 is the key's address, X12 and X13 are clobbered.
 func (c *arm64Compiler) hashKey(pc int, h jitHash) {
 	ks := int32(h.t.KeySize)
-	c.checkIn(pc, 2, 0, ks, false, regionStack)
-	c.rrr(a64Add, 0, aS2, aS1) // X0 = the key
+	c.rrr(a64Add, 0, c.keyCheck(pc, ks), aS1) // X0 = the key
 	c.keyWord(aS2, aS5, 0, 0, min(ks, 8))
-	if ks > 8 {
-		c.keyWord(aS3, aS5, 0, 8, ks-8)
-	}
 	c.word(aS6, h.dyn, offMimS0, h.t.S0)
 	c.rrr(a64Eor, aS1, aS2, aS6)
 	c.fmix64(aS1, aS6)
-	if ks > 8 {
-		c.rrr(a64Eor, aS1, aS1, aS3)
+	for i := int32(1); 8*i < ks; i++ {
+		w := uint32(aS3)
+		if i >= 2 {
+			w = aS4
+		}
+		c.keyWord(w, aS5, 0, 8*i, min(ks-8*i, 8))
+		if i >= 2 {
+			c.str(w, aCtx, offHS+8*hsWord(int(i)))
+		}
+		c.rrr(a64Eor, aS1, aS1, w)
 		c.word(aS6, h.dyn, offMimS1, h.t.S1)
 		c.rrr(a64Eor, aS1, aS1, aS6)
 		c.fmix64(aS1, aS6)
@@ -199,8 +228,8 @@ func (c *arm64Compiler) hashProbe(pc int, h jitHash) (found a64Fixup, missing []
 }
 
 // hashEntryIs compares the entry in X0 with the hash in X9 and the key
-// words in X10 and X11 and returns the branches taken when it differs
-// (X13, X14 clobbered).
+// words in X10, X11 and the scratch (hashKey) and returns the branches
+// taken when it differs (X13, X14 and, past two words, X15 clobbered).
 func (c *arm64Compiler) hashEntryIs(h jitHash) (next []a64Fixup) {
 	c.ldr(aS6, 0, int32(h.t.HashOff))
 	c.cmp(aS6, aS1)
@@ -212,6 +241,16 @@ func (c *arm64Compiler) hashEntryIs(h jitHash) (next []a64Fixup) {
 	if h.t.KeySize > 8 {
 		c.ldr(aS5, aS6, 8)
 		c.cmp(aS5, aS3)
+		next = append(next, c.branch(aNE))
+	}
+	// The words past the second, against the scratch's (the scratch's
+	// load first: a far offset goes through X13). X15 is free: such a key
+	// is never a map-in-map lookup's (hashKeyMax), which keeps its
+	// descriptor there.
+	for i := int32(2); 8*i < int32(h.t.KeySize); i++ {
+		c.ldr(aMD, aCtx, offHS+8*hsWord(int(i)))
+		c.ldr(aS5, aS6, 8*i)
+		c.cmp(aS5, aMD)
 		next = append(next, c.branch(aNE))
 	}
 	return next

@@ -138,6 +138,7 @@ func (c *arm64Compiler) arraySlot(a jitArray) (badCPU a64Fixup, ok bool) {
 // addRegion does (see the amd64 version): X9 = n, X10 = &table[n], X12 =
 // the value's size.
 func (c *arm64Compiler) valueRegion(pc int, a jitArray) {
+	c.nregions++ // the only code that grows the table (burstRegions)
 	c.movImm(aS4, a.size)
 	var done []a64Fixup
 	if a.first != 0 {

@@ -4,8 +4,8 @@ package bpf
 // not need. The full loop, before each frame, clears the tail call state,
 // sets the budget, trims the regions a lookup added and moves the redirect
 // slot (jitState.rdo), each only in case the run before changed it. The
-// lean loop (jitEnterBurstLean, amd64) does the first three once per entry
-// into native code instead, and moves no slot: it runs the programs whose
+// lean loop (jitEnterBurstLean, both backends) does the first three once
+// per entry into native code instead, and moves no slot: it runs the programs whose
 // native code writes none of that state, jitProg.burst == 0. The state
 // then changes only in Go (a helper Go ran for a frame burstCall resumes,
 // or a run before the burst), and every entry into the lean loop, resumed
@@ -14,7 +14,7 @@ package bpf
 const (
 	// burstTail: the program calls bpf_tail_call, whose native code counts
 	// in Runner.tails and names its target in jitState.tail (tailCall,
-	// jit_amd64_helpers.go). Its targets may do anything: the program also
+	// jit_amd64_helpers.go, jit_arm64_tail.go). Its targets may do anything: the program also
 	// gets every other bit.
 	burstTail uint8 = 1 << iota
 	// burstBudget: the native code charges Runner.budget, which only
@@ -22,7 +22,7 @@ const (
 	// and bpf_loop's iterations (loopIteration) do; callx is counted too.
 	burstBudget
 	// burstRegions: the native code appends to the region table, which on
-	// amd64 only valueRegion's code does (a lookup whose region is elided
+	// both backends only valueRegion's code does (a lookup whose region is elided
 	// appends none): jitCounts.regions counts them.
 	burstRegions
 	// burstRedirect: the program calls bpf_redirect or bpf_redirect_map,

@@ -4,11 +4,12 @@ package bpf
 
 import "unsafe"
 
-// jitBurstLean: arm64 keeps the full burst loop for every program
-// (jit_burst_flags.go), whose code is compiled with burstAll.
-const jitBurstLean = false
+// jitBurstLean: arm64 has the lean burst loop (jit_burst_flags.go).
+const jitBurstLean = true
 
-// jitEnterBurstLean is never called on arm64 (no code has burst 0).
-func jitEnterBurstLean(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64) {
-	return jitEnterBurst(r, reg, entry, frames, n, verdicts, budget)
-}
+// jitEnterBurstLean is jitEnterBurst for code that needs none of the
+// per-frame work the lean loop leaves out (jitProg.burst == 0): see
+// jit_arm64.s.
+//
+//go:noescape
+func jitEnterBurstLean(r unsafe.Pointer, reg *[256]uint64, entry uintptr, frames unsafe.Pointer, n int, verdicts unsafe.Pointer, budget int64) (done int, exit, r0 uint64)

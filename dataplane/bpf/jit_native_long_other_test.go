@@ -1,7 +1,7 @@
-//go:build !(linux && amd64)
+//go:build !(linux && (amd64 || arm64))
 
 package bpf
 
 // longKeyArch: the JIT looks up hash keys of 17 to maps.NativeKeyMax bytes
-// natively (amd64 only).
+// natively (both backends).
 const longKeyArch = false
