@@ -172,7 +172,8 @@
 // Range analysis (jit_range.go, provenIn). At load, a forward dataflow over
 // the instruction stream, in the spirit of the kernel verifier's packet
 // ranges, follows packet pointers (data + c, and data + c + v for a scalar
-// v of known range such as the IPv4 header length times 4), data_end and
+// v of known range such as the IPv4 header length times 4, or an IPv6
+// extension header's length shifted by a count of known range), data_end and
 // pointers into global data (.data, .rodata, .bss, plus a constant or an
 // index of known range; pointers into one region that reach an
 // instruction at different offsets meet in the range that holds both, as
