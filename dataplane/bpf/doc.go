@@ -268,7 +268,11 @@
 // access within the value's size and reached only through the fall-through
 // of `if r0 == 0` (nonNullAt) has no check at all: the lookup leaves the
 // value's address, and the stub proves Go's entry covers the whole value
-// or leaves the rest of the run to Go (jit_value.go). On amd64 these run
+// or leaves the rest of the run to Go (jit_value.go); on amd64 one after
+// instructions that take the scratch registers (context loads, as in
+// xdp-tools' stats counter) finds the address from r0's region number,
+// also with no check (jitUnchecked.stale: no helper runs in that straight
+// line, so the entry is still the value's). On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, devmap_hash,
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a
