@@ -151,8 +151,8 @@
 // that holds r10 plus a constant in a straight line (stackKeyOff: copies
 // of r10, helpers' keys) when the bytes lie in that frame; such an access
 // addresses [stackBase + r10 + off], stackBase being the stack's address
-// minus its tag (jitState), and the next one in a straight line (on
-// arm64 also an array lookup's key) reuses stackBase from the scratch
+// minus its tag (jitState), and the next one in a straight line (also
+// an array lookup's key) reuses stackBase from the scratch
 // register (stackHeld). The stack's
 // entry never changes, so the
 // check of another access guessed on the stack compares with the constant
