@@ -151,8 +151,8 @@
 // that holds r10 plus a constant in a straight line (stackKeyOff: copies
 // of r10, helpers' keys) when the bytes lie in that frame; such an access
 // addresses [stackBase + r10 + off], stackBase being the stack's address
-// minus its tag (jitState), and the next one in a straight line (on
-// arm64 also an array lookup's key) reuses stackBase from the scratch
+// minus its tag (jitState), and the next one in a straight line (also
+// an array lookup's key) reuses stackBase from the scratch
 // register (stackHeld). The stack's
 // entry never changes, so the
 // check of another access guessed on the stack compares with the constant
@@ -172,7 +172,8 @@
 // Range analysis (jit_range.go, provenIn). At load, a forward dataflow over
 // the instruction stream, in the spirit of the kernel verifier's packet
 // ranges, follows packet pointers (data + c, and data + c + v for a scalar
-// v of known range such as the IPv4 header length times 4), data_end and
+// v of known range such as the IPv4 header length times 4, or an IPv6
+// extension header's length shifted by a count of known range), data_end and
 // pointers into global data (.data, .rodata, .bss, plus a constant or an
 // index of known range; pointers into one region that reach an
 // instruction at different offsets meet in the range that holds both, as
@@ -267,7 +268,11 @@
 // access within the value's size and reached only through the fall-through
 // of `if r0 == 0` (nonNullAt) has no check at all: the lookup leaves the
 // value's address, and the stub proves Go's entry covers the whole value
-// or leaves the rest of the run to Go (jit_value.go). On amd64 these run
+// or leaves the rest of the run to Go (jit_value.go); on amd64 one after
+// instructions that take the scratch registers (context loads, as in
+// xdp-tools' stats counter) finds the address from r0's region number,
+// also with no check (jitUnchecked.stale: no helper runs in that straight
+// line, so the entry is still the value's). On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, devmap_hash,
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a

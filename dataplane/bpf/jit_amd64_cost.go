@@ -12,11 +12,17 @@ import (
 // and returns the key's operand. A key at a constant offset from r10 that stackProven accepts
 // (stackKeyOff) is addressed with no region check; any other is checked
 // as loadSlice checks it (checkIn), failing to the slow path.
-func (c *amd64Compiler) arrayKey(pc int, a jitArray) xmem {
+func (c *amd64Compiler) arrayKey(pc int, a jitArray, fresh bool) xmem {
 	if !a.dyn {
 		c.mapChecks(pc, a.handle, a.coll)
 	}
 	if off, ok := stackKeyOff(c.plain, c.targets, pc, 2); ok {
+		if fresh && stackProven(10, off, 4) && c.stackHeld(pc) {
+			// The key's store left stackBase in S2 (xdp-filter's key =
+			// port; lookup(&key)), and nothing of the call is emitted
+			// yet: as arm64's arrayKey.
+			return xmem{base: xS2, index: int8(reg(10)), disp: off}
+		}
 		if m, ok := c.stackAccess(10, off, 4); ok {
 			return m
 		}

@@ -23,7 +23,7 @@ func (c *amd64Compiler) nativeHelper(pc int) bool {
 	switch int32(c.plain[pc].imm) {
 	case helperMapLookupElem:
 		if a, ok := c.arrayAt(pc); ok {
-			c.arrayLookup(pc, a)
+			c.arrayLookup(pc, a, true)
 			return true
 		}
 		if h, ok := c.hashAt(pc); ok {

@@ -50,10 +50,11 @@ func (c *amd64Compiler) cmpMemI(m xmem, imm int32) {
 // that fails its load check, a region table with no entry to reuse) goes
 // to the slow path, which runs
 // the helper in Go from the start: nothing is written before that point.
-func (c *amd64Compiler) arrayLookup(pc int, a jitArray) {
-	// The map's checks and the key's (jit_amd64_cost.go): 4 bytes at r2.
+func (c *amd64Compiler) arrayLookup(pc int, a jitArray, fresh bool) {
+	// The map's checks and the key's (jit_amd64_cost.go): 4 bytes at r2;
+	// fresh: no code of the call is emitted before this.
 	// r0 (RAX) is free, the call overwrites it.
-	m := c.arrayKey(pc, a)
+	m := c.arrayKey(pc, a, fresh)
 	c.leaving = !a.dyn && lookupFeeds(c.plain, c.targets, pc) // jit_amd64_cost.go
 	if c.leaving {
 		c.uncheckedCall(pc) // jit_amd64_value.go

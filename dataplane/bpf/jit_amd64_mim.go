@@ -151,7 +151,7 @@ func (c *amd64Compiler) innerLookup(pc int, shapes []jitInner) {
 		next := c.jcc(ccNE)
 		switch in.class {
 		case mimArray:
-			c.arrayLookup(pc, in.arr)
+			c.arrayLookup(pc, in.arr, false) // after the probe
 		case mimHash:
 			c.hashLookup(pc, in.hash)
 		default:

@@ -21,6 +21,10 @@ func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write b
 		c.slowIf(ccB, pc)
 		return xmem{base: xS2, index: -1, disp: off}, true
 	}
+	if c.unchk.stale(c.plain, c.targets, pc, bpfBase) {
+		c.valueBuf(bpfBase)
+		return xmem{base: xS2, index: -1, disp: off}, true
+	}
 	c.aluRR(true, 0x89, xS1, reg(bpfBase))
 	c.shiftI(true, 5, xS1, 32) // the region number
 	c.aluRI(true, 7, xS1, regionStatic)
@@ -42,4 +46,16 @@ func (c *amd64Compiler) uncheckedCall(call int) {
 // unchecked is jitUnchecked.access for the access at pc.
 func (c *amd64Compiler) unchecked(pc int, base uint8, reuse bool) bool {
 	return c.unchk.access(c.plain, c.targets, c.valued, pc, base, reuse)
+}
+
+// valueBuf leaves in S1 the region table entry whose number bpfBase holds
+// and in S2 its buffer, with no check (jitUnchecked.stale says why the
+// entry is the value's).
+func (c *amd64Compiler) valueBuf(bpfBase uint8) {
+	c.aluRR(true, 0x89, xS1, reg(bpfBase))
+	c.shiftI(true, 5, xS1, 32)                       // the region number
+	c.rr(false, true, []byte{0x69}, xS1, xS1, false) // imul: the entry's offset
+	c.imm32(regionSize)
+	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false)
+	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS1, index: -1, disp: offRegionBuf}, false)
 }

@@ -311,3 +311,55 @@ func TestJITLookupMapEdges(t *testing.T) {
 		}
 	}
 }
+
+// TestJITUncheckedStubAfterContext is TestJITUncheckedStub for ctxLenProg,
+// whose access at the value's last word comes after context loads that
+// take the scratch registers: with the loads after the first access, that
+// access finds the buffer from r0's region number with no check, which
+// holds only because the stub proved the entry (jitUnchecked.stale); with
+// the loads first, nothing is unchecked and the access checks the entry.
+// Either way an entry shorter than the value or read-only leaves the run
+// to Go, and the value's own runs through; with the loads after the first
+// access, so do one at an offset and one with lo above 0 (the stub checks
+// them; a checked access checks only the limit, which keeps it in the
+// buffer).
+func TestJITUncheckedStubAfterContext(t *testing.T) {
+	needJIT(t)
+	for _, early := range []bool{false, true} {
+		c, p := loadLookup(t, ctxLenProg("arr", 1, 8, early, false), EngineJIT)
+		j, call := nativeCall(t, p)
+		v := lookupArr(t, mustMap(t, c, "arr"), 1)
+		for _, tc := range []struct {
+			name string
+			rg   region
+			r0   uint64
+			ok   bool
+			stub bool // only the stub checks it
+		}{
+			{"the value's", region{buf: v, hi: 12, whi: 12}, 0, true, false},
+			{"short", region{buf: v, hi: 8, whi: 8}, 0, false, false},
+			{"read-only", region{buf: v, hi: 12}, 0, false, false},
+			{"offset", region{buf: v, hi: 12, whi: 12}, 4, false, true},
+			{"lo", region{buf: v, lo: 4, hi: 12, whi: 12}, 0, false, true},
+		} {
+			if early && tc.stub {
+				continue
+			}
+			r := NewRunner(0)
+			f := newFrame(udpFrame(9))
+			if _, ok := r.RunFrame(p, f); !ok {
+				t.Fatal(r.Fault())
+			}
+			reg := directEntry(r, p, f)
+			n := len(r.regions)
+			r.regions = append(r.regions, tc.rg)
+			reg[0] = uint64(n)<<32 | tc.r0
+			reg[7] = regionCtx << 32
+			reg[10] = regionStack<<32 | stackSize
+			e := jitRun(r, reg, j.addr(call+1))
+			if done := e&0xff == jitExitDone; done != tc.ok {
+				t.Errorf("early %v, %s: exit %#x (done %v, want %v)", early, tc.name, e, done, tc.ok)
+			}
+		}
+	}
+}

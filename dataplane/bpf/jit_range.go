@@ -511,6 +511,8 @@ func (rg *ranger) step(plain []insn, pc int, s *rangeState) (taken, fall *rangeS
 		} else {
 			set(rangeReg{})
 		}
+	case o == opLsh64X || o == opLsh32X:
+		set(shiftVar(s.regs[d], s.regs[sr]))
 	case o == opRsh64K:
 		r := s.regs[d]
 		if r.kind == rkScalar && in.imm >= 0 && in.imm < 64 {
@@ -606,6 +608,20 @@ func addConst(r rangeReg, k int64) rangeReg {
 		return r // still the stack's or the value's (a guess for the backends only)
 	}
 	return rangeReg{}
+}
+
+// shiftVar is r << src for a scalar r in [0, a] and a shift src in
+// [0, k]: [0, a<<k] when that stays in range. The IPv6 extension headers'
+// lengths are (hdrlen + 1) << 3, or << 2 for AH, with the shift chosen
+// by the header's type on the path: clang emits one shift by a register
+// (xdp-tools' parsing_helpers.h, skip_ip6hdrext). In 32 bits the result
+// is the same: a < 2^20 and k < 20, so nothing is shifted past bit 31 and
+// the count is below the width that masks it.
+func shiftVar(r, src rangeReg) rangeReg {
+	if r.kind != rkScalar || src.kind != rkScalar || src.v >= 20 || r.v<<src.v >= maxRangeOff {
+		return rangeReg{}
+	}
+	return rangeReg{kind: rkScalar, v: r.v << src.v}
 }
 
 // addVar is the add at pc of src to the register r: a packet pointer at

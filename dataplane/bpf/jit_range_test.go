@@ -78,6 +78,22 @@ func vlanPointer(data asm.Register) asm.Instructions {
 	}
 }
 
+// shiftBy leaves in r6 data + (byte 14 & 3) << r4, r4 being 3 when the
+// packet's byte 12 is 8 and 2 else (the paths meet in [0, 3]), shifted
+// in 32 bits when narrow; the two bytes are loaded proven.
+func shiftBy(narrow bool) asm.Instructions {
+	shift := asm.LSh.Reg(asm.R6, asm.R4)
+	if narrow {
+		shift = asm.LSh.Reg32(asm.R6, asm.R4)
+	}
+	return asm.Instructions{
+		asm.LoadMem(asm.R5, asm.R2, 12, asm.Byte), asm.Mov.Imm(asm.R4, 2), asm.JNE.Imm(asm.R5, 8, "shift"),
+		asm.Mov.Imm(asm.R4, 3),
+		asm.LoadMem(asm.R6, asm.R2, 14, asm.Byte).WithSymbol("shift"), asm.And.Imm(asm.R6, 3),
+		shift, asm.Add.Reg(asm.R6, asm.R2),
+	}
+}
+
 func ld(dst, base asm.Register, off int16, size asm.Size) asm.Instructions {
 	return asm.Instructions{asm.LoadMem(dst, base, off, size)}
 }
@@ -205,6 +221,18 @@ func TestJITPacketRanges(t *testing.T) {
 			asm.LoadMem(asm.R5, asm.R2, 12, asm.Byte), asm.Mov.Reg(asm.R6, asm.R2), asm.Add.Imm(asm.R6, 14),
 			asm.JNE.Imm(asm.R5, 8, "joined"), asm.Mov.Imm(asm.R6, 18), asm.Mov.Reg(asm.R7, asm.R6).WithSymbol("joined"),
 			asm.Add.Imm(asm.R7, 20), asm.JGT.Reg(asm.R7, asm.R3, "out")}, ld(asm.R5, asm.R6, 1, asm.Byte)), 1},
+		// A shift by a register of known range (IPv6 extension headers'
+		// (len + 1) << 3, or << 2 for AH: parsing_helpers.h): [0, 3] << [0,
+		// 3] is [0, 24], so data + [0, 24] + 14 has 2 bytes proven by
+		// the compare of data + 40; the frame's bytes give 3 << 3.
+		"variable shift":                {rangeProg(bound(40), shiftBy(false), ld(asm.R5, asm.R6, 14, asm.Half)), 3},
+		"variable shift in 32 bits":     {rangeProg(bound(40), shiftBy(true), ld(asm.R5, asm.R6, 14, asm.Half)), 3},
+		"variable shift, checked short": {rangeProg(bound(40), shiftBy(false), ld(asm.R5, asm.R6, 15, asm.Half)), 2},
+		// A count of unknown range (a whole byte): nothing is known of the
+		// result, nor of the pointer made from it.
+		"shift by a byte": {rangeProg(bound(40), ld(asm.R4, asm.R2, 13, asm.Byte), ld(asm.R6, asm.R2, 14, asm.Byte),
+			asm.Instructions{asm.And.Imm(asm.R6, 3), asm.LSh.Reg(asm.R6, asm.R4), asm.Add.Reg(asm.R6, asm.R2)},
+			ld(asm.R5, asm.R6, 14, asm.Half)), 2},
 		// A variable add keeps what its base proved, less the distance:
 		// data + 14 + [0, 7] has 24 - 14 - 7 = 3 bytes proven after it.
 		"variable add keeps the proof": {rangeProg(bound(24), ld(asm.R4, asm.R2, 12, asm.Byte), asm.Instructions{

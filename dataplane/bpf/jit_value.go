@@ -199,6 +199,29 @@ func (u *jitUnchecked) access(plain []insn, targets, valued []bool, pc int, base
 	return ok
 }
 
+// stale reports whether the value access at pc through base, which
+// access did not compile unchecked because something between the lookup
+// and pc used the scratch registers (xdp-tools' xdp_stats_record_action
+// loads data and data_end from the context between the NULL check and
+// its second counter), may still go without a check, finding the buffer
+// from the region number in base: the lookup is one of calls (its stub
+// proves Go's entry covers the whole value), the access is reached only
+// with its non-NULL result (nonNullAt) and base still holds it
+// (valueOrigin). In that straight line no helper runs, so nothing makes,
+// drops or moves a region: the entry the number names is the value's,
+// whether native code made it or Go did at the call; an exit to Go and a
+// re-entry in between (a context load's) leave the table and base as
+// they were. It records pc as unchecked when so (an access that reuses
+// its buffer is then unchecked too).
+func (u *jitUnchecked) stale(plain []insn, targets []bool, pc int, base uint8) bool {
+	call, found := valueOrigin(plain, targets, pc, base)
+	if !found || u.calls == nil || !u.calls[call] || !nonNullAt(plain, targets, call, pc) {
+		return false
+	}
+	mark(&u.accs, len(plain), pc)
+	return true
+}
+
 // mark sets (*b)[i], making *b n long first when nil.
 func mark(b *[]bool, n, i int) {
 	if *b == nil {
