@@ -323,12 +323,15 @@
 // maps.HashTable.LockOff, a word Go's writers take too, a lock still held
 // after a few tries going to Go): on both backends a per-CPU map's CPU
 // slot of a key present written in place (jit_*_hashupd.go), and
-// inserts, replacements and deletes (jit_*_hashupd_write.go; on arm64
+// inserts (a per-CPU map's on amd64 too, its other CPUs' slots cleared
+// as Hash.writeValue clears them), replacements and deletes, with keys
+// of up to maps.NativeKeyMax bytes on amd64 (hashWriteKeyMax; arm64:
+// hashKeyMax) (jit_*_hashupd_write.go; on arm64
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
 // (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
-// empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
-// to Go), and bpf_spin_lock and
+// empty spare slot, a per-CPU insert on arm64, a value holding a
+// bpf_spin_lock go to Go), and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into

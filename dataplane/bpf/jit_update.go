@@ -58,8 +58,10 @@ const (
 // and deletes of a key present on amd64 only while the collector's write
 // barrier is off (linking entries writes Go pointers), else in Go, as an
 // LRU eviction always is.
+//
+// Keys may be as long as the backend's writes take (hashWriteKeyMax).
 func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
-	h, ok := env.hashFor(k)
+	h, ok := env.hashForKeys(k, hashWriteKeyMax)
 	if !ok || !env.mapRef(k).updateOK {
 		return jitHash{}, false
 	}
