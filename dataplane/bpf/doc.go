@@ -329,9 +329,12 @@
 // hashKeyMax) (jit_*_hashupd_write.go; on arm64
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
-// (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
-// empty spare slot, a per-CPU insert on arm64, a value holding a
-// bpf_spin_lock go to Go), and bpf_spin_lock and
+// (jit_hashupd_unsafe.go says why that is sound; a full LRU map's
+// eviction on amd64 takes the entry Hash.evict would, sweeping the slab
+// from the same hand under the same lock, maps.HashTable's Evicting and
+// jit_amd64_hashevict.go; an LRU eviction and a per-CPU insert on arm64,
+// an empty spare slot, a value holding a bpf_spin_lock go to Go), and
+// bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into

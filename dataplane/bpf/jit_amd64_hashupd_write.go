@@ -228,6 +228,7 @@ func (c *amd64Compiler) hashInsert(pc int, h jitHash) (done []int) {
 	c.rm(false, false, []byte{0x83}, 0, xmem{base: xS1, index: -1}, false) // add dword [count], 1
 	c.byte1(1)
 	c.hashFreeUnlock(h)
+	fill := len(c.b) // RAX the entry; an eviction comes here too
 	c.ldq(xS2, xAX, int32(h.t.KeyOff))
 	for i := range int(h.t.KeySize+7) / 8 {
 		c.ldq(xS1, xCtx, offHS+8*hsWord(i))
@@ -250,13 +251,17 @@ func (c *amd64Compiler) hashInsert(pc int, h jitHash) (done []int) {
 	done = append(done, c.jmp())
 	c.patch(full, len(c.b))
 	c.hashFreeUnlock(h)
-	c.hashUnlock()
-	c.ldq(xCX, xCtx, offSpill)
-	if h.t.LRU {
-		c.slows = append(c.slows, jitFixup{c.jmp(), pc}) // an eviction
+	if hashEvicts(h) {
+		c.hashEvict(pc, h, fill) // jit_amd64_hashevict.go
 	} else {
-		c.movRI(xAX, -int64(syscall.E2BIG))
-		done = append(done, c.jmp())
+		c.hashUnlock()
+		c.ldq(xCX, xCtx, offSpill)
+		if h.t.LRU {
+			c.slows = append(c.slows, jitFixup{c.jmp(), pc}) // an eviction: Go's
+		} else {
+			c.movRI(xAX, -int64(syscall.E2BIG))
+			done = append(done, c.jmp())
+		}
 	}
 	c.patch(empty, len(c.b)) // every spare in flight: Go
 	c.hashFreeUnlock(h)
