@@ -337,19 +337,25 @@
 // maps.HashTable.LockOff, a word Go's writers take too, a lock still held
 // after a few tries going to Go): on both backends a per-CPU map's CPU
 // slot of a key present written in place (jit_*_hashupd.go), and
-// inserts, replacements and deletes (jit_*_hashupd_write.go; on arm64
+// inserts (a per-CPU map's on amd64 too, its other CPUs' slots cleared
+// as Hash.writeValue clears them), replacements and deletes, with keys
+// of up to maps.NativeKeyMax bytes on amd64 (hashWriteKeyMax; arm64:
+// hashKeyMax) (jit_*_hashupd_write.go; on arm64
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
-// (jit_hashupd_unsafe.go says why that is sound; an LRU eviction, an
-// empty spare slot, a per-CPU insert, a value holding a bpf_spin_lock go
-// to Go); on amd64 only, bpf_map_update_elem and bpf_map_delete_elem on
-// an LPM trie of up to 8 data bytes (jit_amd64_lpmupd.go, maps.LPMTable's
-// Writing: Update's and Delete's steps and answers under the trie's lock
-// word, which Go's writers take too, with the write barrier off as for
-// the hash writes, an insert's nodes popped from the trie's pool of
-// spares, which Go's Update refills; flags above BPF_EXIST, a prefix
-// length past the maximum, fewer than two spares, a held lock go to Go
-// before anything is written); and bpf_spin_lock and
+// (jit_hashupd_unsafe.go says why that is sound; a full LRU map's
+// eviction on amd64 takes the entry Hash.evict would, sweeping the slab
+// from the same hand under the same lock, maps.HashTable's Evicting and
+// jit_amd64_hashevict.go; an LRU eviction and a per-CPU insert on arm64,
+// an empty spare slot, a value holding a bpf_spin_lock go to Go); on
+// amd64 only, bpf_map_update_elem and bpf_map_delete_elem on an LPM trie
+// of up to 8 data bytes (jit_amd64_lpmupd.go, maps.LPMTable's Writing:
+// Update's and Delete's steps and answers under the trie's lock word,
+// which Go's writers take too, with the write barrier off as for the hash
+// writes, an insert's nodes popped from the trie's pool of spares, which
+// Go's Update refills; flags above BPF_EXIST, a prefix length past the
+// maximum, fewer than two spares, a held lock go to Go before anything is
+// written); and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into

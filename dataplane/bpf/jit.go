@@ -71,6 +71,13 @@ const (
 	jitExitCalled = 3
 )
 
+// The hash scratch's slots past the key words (jitState.hs): an LRU
+// eviction's (jit_amd64_hashevict.go).
+const (
+	hsEvict      = 7 + maps.NativeKeyMax/8 - 2
+	hsEvictSlots = 4
+)
+
 // jitState is the part of the Runner that only native code uses (at
 // offsets fixed when the code is generated). It holds no Go pointer.
 type jitState struct {
@@ -114,8 +121,9 @@ type jitState struct {
 	// hs is scratch of the native hash lookup (jitHash): the key's hash,
 	// its first two words, the stripe's sequence and the stripe's address;
 	// the map-in-map lookups' cache (hsDesc, hsMimID); the words past
-	// the second of a longer key (hsWord).
-	hs [7 + maps.NativeKeyMax/8 - 2]uint64
+	// the second of a longer key (hsWord); an LRU eviction's state
+	// (hsEvict).
+	hs [hsEvict + hsEvictSlots]uint64
 	// depth is the number of native bpf-to-bpf calls in progress, calls
 	// their frames (jit_amd64_calls.go): pushed and popped by native code
 	// above Runner.depth's frames, turned into those by Go whenever the

@@ -2,7 +2,16 @@
 
 package bpf
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
+
+// hashWriteKeyMax is the longest key whose hash writes amd64 runs
+// natively: every key a maps.HashTable describes (hashKey and the walks
+// take one scratch word per key word, hsWord).
+const hashWriteKeyMax = maps.NativeKeyMax
 
 // Native bpf_map_update_elem on per-CPU hash maps for the amd64 backend,
 // under the stripe's lock (see jit_hashupd.go).
@@ -29,10 +38,12 @@ func (c *amd64Compiler) hashDelete(pc int, h jitHash) { c.hashWriteDelete(pc, h)
 // hashLockedUpdate is bpf_map_update_elem on a per-CPU hash map (see
 // jit_hashupd.go): the checks, the key hashed, the answers that write
 // nothing from the lock-free probe, else the stripe's lock taken,
-// the chain walked, then -EEXIST, -ENOENT or CPU slot r.cpu of the entry
-// found written in place, and the lock released; an insert, a walk too
-// long or a value overlapping the slot releases the lock and goes to Go
-// before anything is written.
+// the chain walked, then -EEXIST, CPU slot r.cpu of the entry found
+// written in place, or for a key absent hashInsert's answer (-ENOENT, an
+// entry inserted with its other CPUs' slots cleared, -E2BIG), and the
+// lock released; a walk too long, a value overlapping the slot, the
+// write barrier on for an insert or an LRU eviction releases the lock
+// and goes to Go before anything is written.
 func (c *amd64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	done := c.hashWriteEntry(pc, h, true) // jit_amd64_hashupd_write.go
 	c.ldq(xS1, xCtx, offHS+8*hsHash)
@@ -45,12 +56,7 @@ func (c *amd64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	for _, j := range missing {
 		c.patch(j, len(c.b))
 	}
-	c.ldq(xCX, xCtx, offSpill)
-	c.hashUnlock()
-	c.aluRI(true, 7, xCX, int32(flagExist))
-	c.slowIf(ccNE, pc) // a new key: an insert
-	c.movRI(xAX, -int64(syscall.ENOENT))
-	done = append(done, c.jmp())
+	done = append(done, c.hashInsert(pc, h)...) // jit_amd64_hashupd_write.go
 	for _, j := range slow {
 		c.patch(j, len(c.b))
 	}

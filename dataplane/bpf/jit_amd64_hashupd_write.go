@@ -175,12 +175,9 @@ func (c *amd64Compiler) hashLockedWalk(h jitHash) (found, missing int) {
 	c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsHash), false)
 	next = append(next, c.jcc(ccNE))
 	c.ldq(xS2, xAX, int32(h.t.KeyOff))
-	c.ldq(xS1, xS2, 0)
-	c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsW0), false)
-	next = append(next, c.jcc(ccNE))
-	if h.t.KeySize > 8 {
-		c.ldq(xS1, xS2, 8)
-		c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsW1), false)
+	for i := range int(h.t.KeySize+7) / 8 {
+		c.ldq(xS1, xS2, int32(8*i))
+		c.rm(false, true, []byte{0x3b}, xS1, hsMem(hsWord(i)), false)
 		next = append(next, c.jcc(ccNE))
 	}
 	found = c.jmp()
@@ -193,14 +190,26 @@ func (c *amd64Compiler) hashLockedWalk(h jitHash) (found, missing int) {
 }
 
 // hashInsert is an update of a key absent (the walk's end): BPF_EXIST
-// -ENOENT; else, under the free list's lock, a full map -E2BIG (an LRU
-// map evicts: Go), an entry popped and counted, then filled with the key,
-// hash and value and linked at the chain's head. It returns the jumps to
-// the end.
+// -ENOENT; else (a per-CPU map: the write barrier read off first), under
+// the free list's lock, a full map -E2BIG (an LRU map evicts: Go), an
+// entry popped and counted, then filled with the key's words, hash and
+// value (hashFill, hashFillPerCPU) and linked at the chain's head. It
+// returns the jumps to the end.
 func (c *amd64Compiler) hashInsert(pc int, h jitHash) (done []int) {
 	c.ldq(xCX, xCtx, offSpill)
 	c.aluRI(true, 7, xCX, int32(flagExist))
 	noent := c.jcc(ccE)
+	if !hashWritesPointers(h, true) {
+		// A per-CPU update checked no barrier before the lock: only its
+		// insert links an entry (jit_hashupd_unsafe.go).
+		c.movRI(xS1, int64(writeBarrierFlag))
+		c.rm(false, false, []byte{0x83}, 7, xmem{base: xS1, index: -1}, false) // cmp dword [S1], 0
+		c.byte1(0)
+		off := c.jcc(ccE)
+		c.hashUnlock()
+		c.slows = append(c.slows, jitFixup{c.jmp(), pc})
+		c.patch(off, len(c.b))
+	}
 	c.hashFreeLock(pc, h)
 	c.movRI(xS1, int64(h.t.Count))
 	c.rm(false, false, []byte{0x8b}, xAX, xmem{base: xS1, index: -1}, false)
@@ -219,17 +228,20 @@ func (c *amd64Compiler) hashInsert(pc int, h jitHash) (done []int) {
 	c.rm(false, false, []byte{0x83}, 0, xmem{base: xS1, index: -1}, false) // add dword [count], 1
 	c.byte1(1)
 	c.hashFreeUnlock(h)
+	fill := len(c.b) // RAX the entry; an eviction comes here too
 	c.ldq(xS2, xAX, int32(h.t.KeyOff))
-	c.ldq(xS1, xCtx, offHS+8*hsW0)
-	c.stq(xS1, xS2, 0)
-	if h.t.KeySize > 8 {
-		c.ldq(xS1, xCtx, offHS+8*hsW1)
-		c.stq(xS1, xS2, 8)
+	for i := range int(h.t.KeySize+7) / 8 {
+		c.ldq(xS1, xCtx, offHS+8*hsWord(i))
+		c.stq(xS1, xS2, int32(8*i))
 	}
 	c.ldq(xS1, xCtx, offHS+8*hsHash)
 	c.stq(xS1, xAX, int32(h.t.HashOff))
 	c.ldq(xCX, xCtx, offSpill)
-	c.hashFill(h)
+	if h.t.PerCPU {
+		c.hashFillPerCPU(h)
+	} else {
+		c.hashFill(h)
+	}
 	c.hashSeqBump(h)
 	c.hashLinkHead(h)
 	c.hashSeqBump(h)
@@ -239,13 +251,17 @@ func (c *amd64Compiler) hashInsert(pc int, h jitHash) (done []int) {
 	done = append(done, c.jmp())
 	c.patch(full, len(c.b))
 	c.hashFreeUnlock(h)
-	c.hashUnlock()
-	c.ldq(xCX, xCtx, offSpill)
-	if h.t.LRU {
-		c.slows = append(c.slows, jitFixup{c.jmp(), pc}) // an eviction
+	if hashEvicts(h) {
+		c.hashEvict(pc, h, fill) // jit_amd64_hashevict.go
 	} else {
-		c.movRI(xAX, -int64(syscall.E2BIG))
-		done = append(done, c.jmp())
+		c.hashUnlock()
+		c.ldq(xCX, xCtx, offSpill)
+		if h.t.LRU {
+			c.slows = append(c.slows, jitFixup{c.jmp(), pc}) // an eviction: Go's
+		} else {
+			c.movRI(xAX, -int64(syscall.E2BIG))
+			done = append(done, c.jmp())
+		}
 	}
 	c.patch(empty, len(c.b)) // every spare in flight: Go
 	c.hashFreeUnlock(h)
@@ -344,6 +360,73 @@ func (c *amd64Compiler) hashFill(h jitHash) {
 	c.ldq(xS2, xCtx, offHS+8*hsSeq)
 	c.copyForward(int32(h.size))
 	c.ldq(xAX, xCtx, offHS+8*hsW0)
+}
+
+// hashFillPerCPU is hashFill for a per-CPU entry (RAX), as
+// Hash.writeValue of a fresh one: CPU by CPU from 0, the value (its
+// address in hsSeq) copied into slot r.cpu and the value_size bytes of
+// every other slot cleared, in Go's order, so that a value read from
+// another slot of this very entry (bpf_map_lookup_percpu_elem of a key
+// deleted since) reads what Go's copy reads. Such a value is a whole
+// slot (a region spans exactly value_size bytes), never a partial
+// overlap. hsHash keeps the slot, hsW1 the CPU; RCX must be r4.
+func (c *amd64Compiler) hashFillPerCPU(h jitHash) {
+	size := int32(h.size)
+	c.rm(false, false, []byte{0xc7}, 0, xmem{base: xAX, index: -1, disp: int32(h.t.RefOff)}, false) // mov dword, 0
+	c.imm32(0)
+	c.stq(xAX, xCtx, offHS+8*hsW0)
+	c.ldq(xS1, xAX, int32(h.t.IdxOff))
+	c.movRI(xAX, int64(h.t.ElemSize))
+	c.rr(false, true, []byte{0x0f, 0xaf}, xS1, xAX, false) // imul
+	c.movRI(xAX, int64(h.t.PCPU))
+	c.aluRR(true, 0x01, xAX, xS1) // CPU 0's slot
+	c.stq(xAX, xCtx, offHS+8*hsHash)
+	c.aluRR(false, 0x31, xS1, xS1)
+	c.stq(xS1, xCtx, offHS+8*hsW1)
+	loop := len(c.b)
+	c.ldq(xS1, xCtx, offHS+8*hsW1)
+	c.rm(false, true, []byte{0x3b}, xS1, ctxMem(offCPU), false)
+	other := c.jcc(ccNE)
+	c.ldq(xS2, xCtx, offHS+8*hsSeq)
+	c.copyForward(size)
+	next := c.jmp()
+	c.patch(other, len(c.b))
+	c.zeroForward(size)
+	c.patch(next, len(c.b))
+	c.ldq(xAX, xCtx, offHS+8*hsHash)
+	c.movRI(xS1, int64(h.t.Entries*h.t.ElemSize))
+	c.aluRR(true, 0x01, xAX, xS1)
+	c.stq(xAX, xCtx, offHS+8*hsHash)
+	c.ldq(xS1, xCtx, offHS+8*hsW1)
+	c.aluRI(true, 0, xS1, 1)
+	c.stq(xS1, xCtx, offHS+8*hsW1)
+	c.aluRI(true, 7, xS1, int32(h.t.NCPU))
+	c.patch(c.jcc(ccB), loop)
+	c.ldq(xAX, xCtx, offHS+8*hsW0)
+}
+
+// zeroForward clears n bytes at RAX as copyForward copies them (a loop
+// of words past updateUnrolled bytes, RCX saved in the spill slot, RAX
+// advanced); S1 is clobbered.
+func (c *amd64Compiler) zeroForward(n int32) {
+	c.aluRR(false, 0x31, xS1, xS1)
+	if n > updateUnrolled {
+		c.stq(xCX, xCtx, offSpill)
+		c.movRI(xCX, int64(n/8))
+		loop := len(c.b)
+		c.stq(xS1, xAX, 0)
+		c.aluRI(true, 0, xAX, 8)
+		c.aluRI(true, 5, xCX, 1)
+		c.patch(c.jcc(ccNE), loop)
+		c.ldq(xCX, xCtx, offSpill)
+		n %= 8
+	}
+	off := int32(0)
+	for _, p := range copyPieces(n) {
+		st := storeOps[p]
+		c.rm(st.p66, st.w, st.opc, xS1, xmem{base: xAX, index: -1, disp: off}, false)
+		off += p
+	}
 }
 
 // hashLinkHead links the entry in RAX at the head of its hash's chain and

@@ -4,6 +4,10 @@ package bpf
 
 import "syscall"
 
+// hashWriteKeyMax is the longest key whose hash writes arm64 runs
+// natively: two key words, as its lookup (hashKeyMax).
+const hashWriteKeyMax = hashKeyMax
+
 // Native bpf_map_update_elem on per-CPU hash maps for the arm64 backend
 // (see jit_hashupd.go): the amd64 steps (jit_amd64_hashupd.go), the
 // stripe's lock word taken with an LDAXR/STLXR loop and released with

@@ -16,9 +16,14 @@ package bpf
 // BPF_EXIST of a key absent -ENOENT, otherwise CPU slot r.cpu of the
 // entry found written in place (pcpu_copy_value; its other slots and the
 // LRU reference bit untouched, as Go leaves them) and r0 = 0. An insert
-// (BPF_ANY or BPF_NOEXIST of a key absent), a walk longer than any chain
-// and a value overlapping the slot from below release the lock and go to
-// Go before anything is written. r1-r5 are kept.
+// (BPF_ANY or BPF_NOEXIST of a key absent) is the other types' insert
+// below, with the write barrier's flag read after the lock (only it
+// links an entry) and the new entry's value written as Hash.writeValue
+// writes a fresh one: CPU by CPU from 0, slot r.cpu the value, every
+// other slot cleared. A walk longer than any chain and a value
+// overlapping the slot from below release the lock and go to Go before
+// anything is written. r1-r5 are kept. On amd64 the writes take keys of
+// up to maps.NativeKeyMax bytes (hashWriteKeyMax), on arm64 hashKeyMax.
 //
 // The in-place write needs the lock, not the lock-free probe's sequence
 // check: an entry found without the lock may be unlinked and reused for
@@ -32,8 +37,10 @@ package bpf
 // (after the same probe), the same lock is taken after
 // the write barrier's flag is read clear (set: Go; jit_hashupd_unsafe.go)
 // and the call does what Hash.Update and Hash.Delete do, with the same
-// answers: -EEXIST, -ENOENT, -E2BIG for a new key in a full HASH (an LRU
-// map's eviction goes to Go); an insert pops an entry from the free list
+// answers: -EEXIST, -ENOENT, -E2BIG for a new key in a full HASH (a full
+// LRU map evicts: on amd64 natively, with Hash.evict's sweep and victim,
+// jit_amd64_hashevict.go and maps.HashTable's Evicting; on arm64 in Go);
+// an insert pops an entry from the free list
 // and counts it under the free list's lock (taken after the stripe's, as
 // Go takes it), a replacement swaps the CPU's spare slot's entry for the
 // old one (an empty slot, or a CPU past the slots, goes to Go), a delete
@@ -74,6 +81,8 @@ func hashWriteSlots(h jitHash) uint64 {
 }
 
 // hashWritesPointers says an update (or a delete) of h may store entry
-// addresses, so it must find the write barrier off (jit_hashupd_unsafe.go):
-// all but a per-CPU update in place, which stores only value bytes.
+// addresses before it knows what it writes, so it must find the write
+// barrier off before the lock (jit_hashupd_unsafe.go): all but a per-CPU
+// update, whose write in place stores only value bytes and whose insert
+// reads the flag itself once it knows the key is absent.
 func hashWritesPointers(h jitHash, update bool) bool { return !update || !h.t.PerCPU }

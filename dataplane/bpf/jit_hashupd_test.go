@@ -59,12 +59,14 @@ func checkUnlocked(t *testing.T, m maps.Map) {
 // TestJITHashPcpuUpdateEdges enters the native update of a per-CPU hash
 // directly: a key present is written in place in the Runner's CPU slot
 // only (values of 1 byte up to past the unrolled copy), BPF_NOEXIST of it
-// is -EEXIST, BPF_EXIST of a key absent -ENOENT, all natively and with
-// every lock released; an insert, flags above BPF_EXIST, a CPU out of
-// range and a stripe whose lock is held go to Go, leaving the lock as it
-// was.
+// is -EEXIST, BPF_EXIST of a key absent -ENOENT, an insert writes the
+// Runner's slot and clears the others, a new key in a full map is
+// -E2BIG, all natively and with every lock released; an LRU eviction,
+// flags above BPF_EXIST, a CPU out of range and a stripe whose lock is
+// held go to Go, leaving the lock as it was.
 func TestJITHashPcpuUpdateEdges(t *testing.T) {
 	needJIT(t)
+	noGC(t) // an insert with the write barrier on goes to Go
 
 	const ks, ncpu = 8, 2
 	for _, typ := range []ebpf.MapType{ebpf.PerCPUHash, ebpf.LRUCPUHash} {
@@ -114,7 +116,7 @@ func pcpuUpdateEdges(t *testing.T, c *Collection, p *Program, vs uint32, ncpu in
 		r0    int64
 	}{
 		{0, key, 0, false, 0}, {1, key, 2, false, 0}, {1, key, 1, false, -int64(syscall.EEXIST)},
-		{0, absent, 2, false, -int64(syscall.ENOENT)}, {0, absent, 0, true, 0}, {1, absent, 1, true, 0},
+		{0, absent, 2, false, -int64(syscall.ENOENT)}, {1, absent, 0, !pcpuInsertArch, 0}, {0, absent, 1, !pcpuInsertArch, -int64(syscall.EEXIST)},
 		{0, key, 3, true, 0}, {0, key, -1, true, 0}, {ncpu, key, 0, true, 0},
 	} {
 		fill := byte(0x10 + i)
@@ -125,13 +127,16 @@ func pcpuUpdateEdges(t *testing.T, c *Collection, p *Program, vs uint32, ncpu in
 		}
 		for cpu := range ncpu {
 			want := before[cpu]
-			if !slow && r0 == 0 && cpu == tc.cpu {
+			if !slow && r0 == 0 && cpu == tc.cpu && bytes.Equal(tc.k, key) {
 				want = bytes.Repeat([]byte{fill}, int(vs))
 			}
 			if got := pk.Peek(key, cpu); !bytes.Equal(got, want) {
 				t.Fatalf("case %d: CPU %d slot %x, want %x", i, cpu, got, want)
 			}
 		}
+	}
+	if pcpuInsertArch {
+		pcpuInsertEdges(t, c, p, vs, ncpu, absent, run)
 	}
 	setLocks(t, m, 1)
 	slow, _ := callEntry(t, NewRunner(0), c, p, "m", key, func(reg *[256]uint64) { reg[3] = reg[10] - 200 })
@@ -143,6 +148,31 @@ func pcpuUpdateEdges(t *testing.T, c *Collection, p *Program, vs uint32, ncpu in
 	setLocks(t, m, 0)
 	if !slow {
 		t.Fatal("the stripe's lock held: updated natively")
+	}
+}
+
+// pcpuInsertEdges follows pcpuUpdateEdges where inserts are native: the
+// insert of absent (case 4, on CPU 1) wrote its slot and cleared the
+// other; two more fill the map (max_entries 4), and the next is -E2BIG,
+// or an LRU eviction (native where evictArch).
+func pcpuInsertEdges(t *testing.T, c *Collection, p *Program, vs uint32, ncpu int, absent []byte, run func(int, []byte, int64, byte) (bool, int64)) {
+	m, _ := c.Map("m")
+	pk := m.(interface{ Peek([]byte, int) []byte })
+	if got := pk.Peek(absent, 1); !bytes.Equal(got, bytes.Repeat([]byte{0x14}, int(vs))) {
+		t.Fatalf("inserted key: CPU 1 slot %x", got)
+	}
+	if got := pk.Peek(absent, 0); !bytes.Equal(got, make([]byte, vs)) {
+		t.Fatalf("inserted key: CPU 0 slot %x, want zeros", got)
+	}
+	lru := m.Spec().Type == ebpf.LRUCPUHash
+	for i, k := range [][]byte{{3}, {4}, {5}} {
+		k = append(k, 1, 1, 1, 1, 1, 1, 1)
+		slow, r0 := run(i%ncpu, k, 0, byte(0x40+i))
+		full := i == 2
+		want := map[bool]int64{false: 0, true: -int64(syscall.E2BIG)}[full && !lru]
+		if slow != (full && lru && !evictArch) || !slow && r0 != want {
+			t.Fatalf("insert %d: slow %v r0 %d", i, slow, r0)
+		}
 	}
 }
 

@@ -34,7 +34,8 @@ func TestJITHashWriteRacesGo(t *testing.T) {
 	for _, tc := range []struct {
 		typ ebpf.MapType
 		gc  bool
-	}{{ebpf.Hash, false}, {ebpf.LRUHash, false}, {ebpf.Hash, true}, {ebpf.LRUHash, true}} {
+	}{{ebpf.Hash, false}, {ebpf.LRUHash, false}, {ebpf.Hash, true}, {ebpf.LRUHash, true},
+		{ebpf.PerCPUHash, false}, {ebpf.LRUCPUHash, false}, {ebpf.PerCPUHash, true}} {
 		typ := tc.typ
 		t.Run(fmt.Sprintf("%v/gc=%v", typ, tc.gc), func(t *testing.T) {
 			c, p := loadUpdateSpec(t, hashUpdateRet(ks), &ebpf.MapSpec{Type: typ, KeySize: ks, ValueSize: vs, MaxEntries: 24}, 2, EngineJIT)
@@ -74,15 +75,19 @@ func TestJITHashWriteRacesGo(t *testing.T) {
 			}()
 			state := nativeWriter(t, p, shared, mine)
 			halt()
-			for k, v := range goState {
-				state[k] = v
-			}
 			checkUnlocked(t, m)
 			want := [][]byte{shared}
-			for k, v := range state {
-				want = append(want, []byte(k))
-				if got := m.Lookup([]byte(k), 0); !bytes.Equal(got, v) {
-					t.Fatalf("key %x: %x, want %x", k, got, v)
+			// Runner 1 writes CPU slot 1 of a per-CPU map, Go slot 0.
+			for i, st := range []map[string][]byte{state, goState} {
+				cpu := 0
+				if i == 0 && m.Spec().NumCPU > 1 {
+					cpu = 1
+				}
+				for k, v := range st {
+					want = append(want, []byte(k))
+					if got := m.Lookup([]byte(k), cpu); !bytes.Equal(got, v) {
+						t.Fatalf("key %x CPU %d: %x, want %x", k, cpu, got, v)
+					}
 				}
 			}
 			checkOnly(t, m, want)
@@ -206,7 +211,9 @@ var fakeBarrier [2]uint32
 // TestJITHashWriteBarrierOn: with the flag native code reads as the
 // write barrier's set (a stand-in word, as the runtime's cannot be set),
 // every hash write (an insert, with BPF_ANY or BPF_NOEXIST, a replacement,
-// a delete) goes to Go before anything; with it clear, they run natively.
+// a delete; a per-CPU map's too, but for a write in place, which stores
+// no address) goes to Go before anything; with it clear, they run
+// natively.
 func TestJITHashWriteBarrierOn(t *testing.T) {
 	needJIT(t)
 	flag := &fakeBarrier
@@ -218,7 +225,9 @@ func TestJITHashWriteBarrierOn(t *testing.T) {
 	for _, tc := range []struct {
 		del   bool
 		flags int64
-	}{{false, 0}, {false, 1}, {false, 2}, {true, 0}} {
+		typ   ebpf.MapType
+	}{{false, 0, ebpf.Hash}, {false, 1, ebpf.Hash}, {false, 2, ebpf.Hash}, {true, 0, ebpf.Hash},
+		{false, 0, ebpf.PerCPUHash}, {false, 1, ebpf.PerCPUHash}, {false, 2, ebpf.PerCPUHash}, {true, 0, ebpf.PerCPUHash}} {
 		for _, on := range []uint32{1, 0} {
 			fn := asm.FnMapUpdateElem
 			if tc.del {
@@ -233,14 +242,17 @@ func TestJITHashWriteBarrierOn(t *testing.T) {
 				asm.Return(),
 			}
 			flag[0] = on
-			c, p := loadUpdateSpec(t, insns, &ebpf.MapSpec{Type: ebpf.Hash, KeySize: 8, ValueSize: 8, MaxEntries: 4}, 1, EngineJIT)
+			c, p := loadUpdateSpec(t, insns, &ebpf.MapSpec{Type: tc.typ, KeySize: 8, ValueSize: 8, MaxEntries: 4}, 1, EngineJIT)
 			m, _ := c.Map("m")
 			if tc.del || tc.flags == 2 {
 				if err := m.Update(key, make([]byte, 8), maps.UpdateAny, 0); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if slow, _ := updateEntry(t, NewRunner(0), c, p, key, tc.flags); slow != (on == 1) {
+			pcpu := tc.typ == ebpf.PerCPUHash && !tc.del
+			inPlace := pcpu && tc.flags == 2 // stores no address
+			goInsert := pcpu && !inPlace && !pcpuInsertArch
+			if slow, _ := updateEntry(t, NewRunner(0), c, p, key, tc.flags); slow != (on == 1 && !inPlace || goInsert) {
 				t.Fatalf("delete %v flags %d, barrier %d: slow %v", tc.del, tc.flags, on, slow)
 			}
 			checkUnlocked(t, m)
@@ -254,7 +266,8 @@ func TestJITHashWriteBarrierOn(t *testing.T) {
 // showing the old value, as the kernel's htab (the entry is swapped, not
 // written in place), and takes the CPU's spare; with no spare it goes to
 // Go; a new key in a full HASH is -E2BIG natively, in a full LRU_HASH
-// (an eviction) Go's; a delete lowers Len; the slab stays accounted for.
+// an eviction (native where evictArch) leaves the other key and the new
+// one; a delete lowers Len; the slab stays accounted for.
 func TestJITHashWriteEdges(t *testing.T) {
 	needJIT(t)
 	noGC(t)
@@ -283,7 +296,7 @@ func hashWriteEdges(t *testing.T, typ ebpf.MapType, ks, vs uint32) {
 	pd, _ := c.Program("d")
 	m, _ := c.Map("m")
 	r := NewRunner(0)
-	keys := updKeys(int(ks), 4)[1:] // every key word non-zero
+	keys := updKeys(int(ks), 5)[1:] // every key word non-zero
 	call := func(p *Program, k []byte, flags int64, fill byte) (bool, int64) {
 		slow, r0 := callEntry(t, r, c, p, "m", k, func(reg *[256]uint64) {
 			reg[3], reg[4] = reg[10]-200, uint64(flags)
@@ -318,7 +331,25 @@ func hashWriteEdges(t *testing.T, typ ebpf.MapType, ks, vs uint32) {
 	slow, r0 = call(pu, keys[1], 1, 0x44)
 	expect("second insert", slow, r0, false, 0)
 	slow, r0 = call(pu, keys[2], 0, 0x55)
-	expect("full", slow, r0, typ == ebpf.LRUHash, -int64(syscall.E2BIG))
+	if typ == ebpf.LRUHash {
+		expect("full", slow, r0, !evictArch, 0) // an eviction
+		if slow {
+			return
+		}
+		kept := keys[0] // the sweep's victim is the other (its choice: TestJITHashEvictDiff)
+		if m.(interface{ Peek([]byte, int) []byte }).Peek(kept, 0) == nil {
+			kept = keys[1]
+		}
+		checkOnly(t, m, [][]byte{kept, keys[2]})
+		slow, r0 = call(pd, keys[2], 0, 0)
+		expect("delete", slow, r0, false, 0)
+		slow, r0 = call(pu, keys[3], 0, 0x66)
+		expect("insert after", slow, r0, false, 0)
+		checkOnly(t, m, [][]byte{kept, keys[3]})
+		checkEntries(t, m)
+		return
+	}
+	expect("full", slow, r0, false, -int64(syscall.E2BIG))
 	slow, r0 = call(pd, keys[1], 0, 0)
 	expect("delete", slow, r0, false, 0)
 	checkOnly(t, m, keys[:1])

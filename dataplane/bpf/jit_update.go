@@ -57,9 +57,11 @@ const (
 // per-CPU slot written in place on both backends; inserts, replacements
 // and deletes of a key present on amd64 only while the collector's write
 // barrier is off (linking entries writes Go pointers), else in Go, as an
-// LRU eviction always is.
+// LRU eviction is on arm64.
+//
+// Keys may be as long as the backend's writes take (hashWriteKeyMax).
 func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
-	h, ok := env.hashFor(k)
+	h, ok := env.hashForKeys(k, hashWriteKeyMax)
 	if !ok || !env.mapRef(k).updateOK {
 		return jitHash{}, false
 	}

@@ -22,26 +22,45 @@ import (
 
 // hashUpdateProg copies ks key bytes from data+8 to the stack, then, as
 // the packet's byte 4 says, deletes the key or updates it with the value
-// at data+32 and the flags at data+0 (u32). It returns r0 folded into a
-// verdict; frames under 64 bytes pass.
-func hashUpdateProg(ks int) asm.Instructions {
+// at data+valOff(ks) and the flags at data+0 (u32). It returns r0 folded
+// into a verdict; frames shorter than valOff(ks)+32 bytes pass.
+func hashUpdateProg(ks int) asm.Instructions { return hashUpdateProgAt(ks, false) }
+
+// valOff is where hashOpFrame puts the value after a ks-byte key: at 32
+// for keys of up to 24 bytes, past the longest native key (8+64) for
+// longer ones.
+func valOff(ks int) int16 {
+	if ks <= 24 {
+		return 32
+	}
+	return 72
+}
+
+// hashUpdateProgAt is hashUpdateProg whose key is the packet's bytes at
+// data+8 themselves (pkt) rather than their copy on the stack.
+func hashUpdateProgAt(ks int, pkt bool) asm.Instructions {
+	vo := valOff(ks)
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R7, asm.R1, 0, asm.Word),
 		asm.LoadMem(asm.R8, asm.R1, 4, asm.Word),
 		asm.Mov.Reg(asm.R1, asm.R7),
-		asm.Add.Imm(asm.R1, 64),
+		asm.Add.Imm(asm.R1, int32(vo)+32),
 		asm.JGT.Reg(asm.R1, asm.R8, "short"),
 	}
-	for i := range ks {
-		insns = append(insns, asm.LoadMem(asm.R1, asm.R7, int16(8+i), asm.Byte),
-			asm.StoreMem(asm.RFP, int16(-32+i), asm.R1, asm.Byte))
+	if pkt {
+		insns = append(insns, asm.Mov.Reg(asm.R2, asm.R7), asm.Add.Imm(asm.R2, 8))
+	} else {
+		for i := range ks {
+			insns = append(insns, asm.LoadMem(asm.R1, asm.R7, int16(8+i), asm.Byte),
+				asm.StoreMem(asm.RFP, int16(-72+i), asm.R1, asm.Byte))
+		}
+		insns = append(insns, asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -72))
 	}
 	insns = append(insns,
-		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -32),
 		asm.LoadMem(asm.R5, asm.R7, 4, asm.Byte),
 		asm.JSet.Imm(asm.R5, 1, "del"),
 		asm.LoadMapPtr(asm.R1, 0).WithReference("m"),
-		asm.Mov.Reg(asm.R3, asm.R7), asm.Add.Imm(asm.R3, 32),
+		asm.Mov.Reg(asm.R3, asm.R7), asm.Add.Imm(asm.R3, int32(vo)),
 		asm.LoadMem(asm.R4, asm.R7, 0, asm.Word),
 		asm.FnMapUpdateElem.Call(),
 		asm.Ja.Label("out"),
@@ -60,11 +79,12 @@ func hashUpdateProg(ks int) asm.Instructions {
 
 // hashOpFrame is a frame for hashUpdateProg: op 0 update, 1 delete.
 func hashOpFrame(key []byte, flags uint32, op byte, val byte) []byte {
-	b := make([]byte, 64)
+	vo := int(valOff(len(key)))
+	b := make([]byte, vo+32)
 	binary.LittleEndian.PutUint32(b, flags)
 	b[4] = op
 	copy(b[8:], key)
-	for i := 32; i < 64; i++ {
+	for i := vo; i < vo+32; i++ {
 		b[i] = val + byte(i)
 	}
 	return b
@@ -108,23 +128,28 @@ func TestJITHashUpdateDiff(t *testing.T) {
 	needJIT(t)
 	const max, ncpu = 4, 2
 	for _, typ := range []ebpf.MapType{ebpf.Hash, ebpf.LRUHash, ebpf.PerCPUHash, ebpf.LRUCPUHash} {
-		for _, ks := range []int{1, 4, 8, 13, 16, 17} {
+		for _, ks := range []int{1, 4, 8, 13, 16, 17, 24, 31, 40, 64, 65} {
 			for _, vs := range []uint32{1, 8, 12, 32} {
-				t.Run(fmt.Sprintf("%v/k%d/v%d", typ, ks, vs), func(t *testing.T) {
-					hashUpdateDiff(t, typ, ks, vs, max, ncpu)
-				})
+				for _, pkt := range []bool{false, true} {
+					if pkt && (vs != 12 || ks > maps.NativeKeyMax) {
+						continue
+					}
+					t.Run(fmt.Sprintf("%v/k%d/v%d/pkt=%v", typ, ks, vs, pkt), func(t *testing.T) {
+						hashUpdateDiff(t, typ, ks, vs, max, ncpu, pkt)
+					})
+				}
 			}
 		}
 	}
 }
 
-func hashUpdateDiff(t *testing.T, typ ebpf.MapType, ks int, vs, max uint32, ncpu int) {
+func hashUpdateDiff(t *testing.T, typ ebpf.MapType, ks int, vs, max uint32, ncpu int, pkt bool) {
 	load := func(e Engine) (*Collection, *Program) {
-		return loadUpdateSpec(t, hashUpdateProg(ks), &ebpf.MapSpec{Type: typ, KeySize: uint32(ks), ValueSize: vs, MaxEntries: max}, ncpu, e)
+		return loadUpdateSpec(t, hashUpdateProgAt(ks, pkt), &ebpf.MapSpec{Type: typ, KeySize: uint32(ks), ValueSize: vs, MaxEntries: max}, ncpu, e)
 	}
 	ci, pi := load(EngineInterp)
 	cj, pj := load(EngineJIT)
-	if want := 2 * nativeHashArch; ks > 16 {
+	if want := 2 * nativeHashArch; ks > maps.NativeKeyMax || ks > 16 && !longKeyArch {
 		if n := pj.jit.Load().native; n != 0 {
 			t.Fatalf("%d native calls with %d-byte keys", n, ks)
 		}

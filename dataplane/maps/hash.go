@@ -3,7 +3,6 @@ package maps
 import (
 	"encoding/binary"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"syscall"
 
@@ -41,7 +40,8 @@ import (
 // unlinked and reused meanwhile; the kernel's hlist_nulls walk solves the same
 // problem. Update, Delete and NextKey hold the key's stripe lock. The free list
 // and the live count have their own lock, always taken after a stripe lock,
-// never before. LRU eviction (evictMu) takes one stripe lock at a time, never
+// never before. LRU eviction (evictMu, a spin lock as the stripes', so that
+// native code can sweep too) takes one stripe lock at a time, never
 // while the evicting updater holds one.
 //
 // # LRU
@@ -78,9 +78,9 @@ type Hash struct {
 
 	extra []atomic.Pointer[entry] // per-CPU spare entries for replacements (prealloc only); immutable slice
 
-	evictMu sync.Mutex
-	slab    []entry // preallocated entries; immutable slice
-	hand    int     // CLOCK hand into slab; guarded by evictMu
+	evictMu spinLock // native code takes it too (HashTable.EvictLock)
+	slab    []entry  // preallocated entries; immutable slice
+	hand    int      // CLOCK hand into slab; guarded by evictMu
 }
 
 type stripe struct {

@@ -45,6 +45,18 @@ import "unsafe"
 // HashTable of a lookup that answers misses (NativeHeapHash); keys over
 // NativeKeyMax bytes have none.
 //
+// Evicting. An insert into a full LRU map may take an entry as
+// Hash.evict does, holding the stripe's lock of its own key (Go's
+// Update releases it first; holding it is one of the orders concurrent
+// writers may take, and alone the result is the same): EvictLock taken
+// as a stripe's, then the CLOCK sweep with evict's steps and choice
+// (the hand advanced for every entry looked at, reference bits cleared
+// in the first two sweeps, the first live entry without one taken), the
+// victim's stripe locked (unless it is the one held) and the victim
+// unlinked as Delete unlinks, the live count unchanged. A lock still held
+// after a bounded number of tries sends the call to Go, which goes on
+// sweeping from the hand where the native sweep left it.
+//
 // Readers must load with acquire ordering: plain loads on amd64, where
 // stores are seen in program order. Native writers must store in program
 // order too (the sequence odd before the first relink, even after the
@@ -81,6 +93,13 @@ type HashTable struct {
 	Count          uintptr
 	MaxEntries     uint32
 	SpinLock       bool // values hold a bpf_spin_lock (Go writes around it)
+	// An LRU map's eviction (see Evicting, above): the sweep's lock
+	// (EvictLock, as LockOff), its hand (Hand: an int, the slab index the
+	// sweep looks at next) and the slab (SlabLen entries of EntrySize
+	// bytes from Slab).
+	EvictLock, Hand, Slab uintptr
+	SlabLen               uint64
+	EntrySize             uintptr
 	// Per-CPU maps: slot cpu of entry idx is at PCPU + (cpu*Entries +
 	// idx)*ElemSize, for cpu below NCPU.
 	PerCPU   bool
@@ -136,6 +155,11 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		Count:      uintptr(unsafe.Pointer(&h.count)),
 		MaxEntries: h.spec.MaxEntries,
 		SpinLock:   h.spec.SpinLock,
+		EvictLock:  uintptr(unsafe.Pointer(&h.evictMu.w)),
+		Hand:       uintptr(unsafe.Pointer(&h.hand)),
+		Slab:       uintptr(unsafe.Pointer(unsafe.SliceData(h.slab))),
+		SlabLen:    uint64(len(h.slab)),
+		EntrySize:  unsafe.Sizeof(e),
 	}
 	if h.percpu {
 		if len(h.pcpu) == 0 {
