@@ -220,9 +220,16 @@ func (c *amd64Compiler) fibAnswer(f *fibExits) {
 	c.patch(smac, len(c.b))
 	c.copyMAC(recMem(offRecSmac), fibSmac)
 	c.patch(skip, len(c.b))
+	c.fibSuccess(f, recMem(offRecMTU))
+}
+
+// fibSuccess ends a lookup that forwards, its writes but these done:
+// vlan_proto and vlan_TCI cleared, tot_len the path MTU at mtu, r0
+// SUCCESS.
+func (c *amd64Compiler) fibSuccess(f *fibExits, mtu xmem) {
 	c.rm(false, false, []byte{0xc7}, 0, prmMem(fibVlanProto), false) // vlan_proto and vlan_TCI
 	c.imm32(0)
-	c.ld32(xS2, recMem(offRecMTU))
+	c.ld32(xS2, mtu)
 	c.st16(xS2, prmMem(fibTotLen))
 	c.aluRR(false, 0x31, xAX, xAX) // SUCCESS
 	f.done = append(f.done, c.jmp())

@@ -191,12 +191,7 @@ func (c *amd64Compiler) fib6Answer(f *fibExits) {
 	c.patch(smac, len(c.b))
 	c.copyMAC(rec(offRec6Smac), fibSmac)
 	c.patch(skip, len(c.b))
-	c.rm(false, false, []byte{0xc7}, 0, prmMem(fibVlanProto), false) // vlan_proto and vlan_TCI
-	c.imm32(0)
-	c.ld32(xS2, rec(offRec6MTU))
-	c.st16(xS2, prmMem(fibTotLen))
-	c.aluRR(false, 0x31, xAX, xAX) // SUCCESS
-	f.done = append(f.done, c.jmp())
+	c.fibSuccess(f, rec(offRec6MTU))
 }
 
 // copy16 copies the 16 bytes at from to the struct's bytes at off; S2 is

@@ -138,19 +138,26 @@ func newFIB4Nat(t *fibTable) *fib4Nat {
 	return n
 }
 
+// kindRet is the answer of a route of kind k that is no unicast route
+// (a reject or local route), 0 for a unicast one.
+func kindRet(k fibKind) uint8 {
+	switch k {
+	case kindBlackhole:
+		return fibRetBlackhole
+	case kindUnreachable:
+		return fibRetUnreachable
+	case kindProhibit:
+		return fibRetProhibit
+	case kindLocal:
+		return fibRetNotFwded
+	}
+	return 0
+}
+
 // rec4 is e's answer as lookup4 and fibFinish give it without an oif.
 func (t *fibTable) rec4(e *fibEntry) fib4Rec {
 	r := fib4Rec{ifindex: e.ifindex, metric: e.metric, mtu: e.mtu}
-	switch e.kind {
-	case kindBlackhole:
-		r.ret = fibRetBlackhole
-	case kindUnreachable:
-		r.ret = fibRetUnreachable
-	case kindProhibit:
-		r.ret = fibRetProhibit
-	case kindLocal:
-		r.ret = fibRetNotFwded
-	}
+	r.ret = kindRet(e.kind)
 	if r.ret != 0 {
 		return r
 	}

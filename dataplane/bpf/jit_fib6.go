@@ -175,16 +175,7 @@ func (n *fib6Nat) addTable(t *fibTable, l *lpm6) {
 // rec6 is e's answer as lookup6 and fibFinish give it without an oif.
 func (t *fibTable) rec6(e *fibEntry) fib6Rec {
 	r := fib6Rec{ifindex: e.ifindex, metric: e.metric, mtu: e.mtu}
-	switch e.kind {
-	case kindBlackhole:
-		r.ret = fibRetBlackhole
-	case kindUnreachable:
-		r.ret = fibRetUnreachable
-	case kindProhibit:
-		r.ret = fibRetProhibit
-	case kindLocal:
-		r.ret = fibRetNotFwded
-	}
+	r.ret = kindRet(e.kind)
 	if r.ret != 0 {
 		return r
 	}

@@ -127,7 +127,36 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		return t, false
 	}
 	var e entry
-	t = HashTable{
+	t = h.walkTable()
+	t.Extra = uintptr(unsafe.Pointer(unsafe.SliceData(h.extra)))
+	t.NExtra = uint64(len(h.extra))
+	t.FreeLock = uintptr(unsafe.Pointer(&h.freeMu.w))
+	t.Free = uintptr(unsafe.Pointer(&h.free))
+	t.Count = uintptr(unsafe.Pointer(&h.count))
+	t.MaxEntries = h.spec.MaxEntries
+	t.SpinLock = h.spec.SpinLock
+	t.EvictLock = uintptr(unsafe.Pointer(&h.evictMu.w))
+	t.Hand = uintptr(unsafe.Pointer(&h.hand))
+	t.Slab = uintptr(unsafe.Pointer(unsafe.SliceData(h.slab)))
+	t.SlabLen = uint64(len(h.slab))
+	t.EntrySize = unsafe.Sizeof(e)
+	if h.percpu {
+		if len(h.pcpu) == 0 {
+			return HashTable{}, false
+		}
+		t.PCPU = uintptr(unsafe.Pointer(unsafe.SliceData(h.pcpu)))
+		t.Entries = uint64(len(h.slab))
+		t.ElemSize = h.elemSize
+		t.NCPU = uint64(h.ncpu)
+	}
+	return t, true
+}
+
+// walkTable is the part of h's HashTable a lookup's walk reads: the
+// buckets, stripes, seeds, sizes and entry offsets.
+func (h *Hash) walkTable() HashTable {
+	var e entry
+	return HashTable{
 		Buckets:    uintptr(unsafe.Pointer(unsafe.SliceData(h.buckets))),
 		Mask:       h.mask,
 		Stripes:    uintptr(unsafe.Pointer(unsafe.SliceData(h.stripes))),
@@ -145,32 +174,10 @@ func NativeHash(m Map) (t HashTable, ok bool) {
 		ValOff:     unsafe.Offsetof(e.val),
 		IdxOff:     unsafe.Offsetof(e.idx),
 		RefOff:     unsafe.Offsetof(e.ref),
+		LiveOff:    unsafe.Offsetof(e.live),
 		LRU:        h.lru,
 		PerCPU:     h.percpu,
-		LiveOff:    unsafe.Offsetof(e.live),
-		Extra:      uintptr(unsafe.Pointer(unsafe.SliceData(h.extra))),
-		NExtra:     uint64(len(h.extra)),
-		FreeLock:   uintptr(unsafe.Pointer(&h.freeMu.w)),
-		Free:       uintptr(unsafe.Pointer(&h.free)),
-		Count:      uintptr(unsafe.Pointer(&h.count)),
-		MaxEntries: h.spec.MaxEntries,
-		SpinLock:   h.spec.SpinLock,
-		EvictLock:  uintptr(unsafe.Pointer(&h.evictMu.w)),
-		Hand:       uintptr(unsafe.Pointer(&h.hand)),
-		Slab:       uintptr(unsafe.Pointer(unsafe.SliceData(h.slab))),
-		SlabLen:    uint64(len(h.slab)),
-		EntrySize:  unsafe.Sizeof(e),
 	}
-	if h.percpu {
-		if len(h.pcpu) == 0 {
-			return HashTable{}, false
-		}
-		t.PCPU = uintptr(unsafe.Pointer(unsafe.SliceData(h.pcpu)))
-		t.Entries = uint64(len(h.slab))
-		t.ElemSize = h.elemSize
-		t.NCPU = uint64(h.ncpu)
-	}
-	return t, true
 }
 
 // NativeHeapHash returns the HashTable of m, when m is a Hash made with
@@ -196,29 +203,8 @@ func NativeHeapHash(m Map) (t HashTable, ok bool) {
 	if !isHash || h.prealloc || h.lru || h.spec.KeySize == 0 || h.spec.KeySize > NativeKeyMax || len(h.buckets) == 0 {
 		return t, false
 	}
-	var e entry
-	t = HashTable{
-		Buckets:    uintptr(unsafe.Pointer(unsafe.SliceData(h.buckets))),
-		Mask:       h.mask,
-		Stripes:    uintptr(unsafe.Pointer(unsafe.SliceData(h.stripes))),
-		StripeSize: unsafe.Sizeof(stripe{}),
-		StripeMask: h.smask,
-		SeqOff:     unsafe.Offsetof(stripe{}.seq),
-		LockOff:    unsafe.Offsetof(stripe{}.mu) + unsafe.Offsetof(spinLock{}.w),
-		S0:         h.s0,
-		S1:         h.s1,
-		KeySize:    h.spec.KeySize,
-		MaxWalk:    uint64(h.maxWalk),
-		NextOff:    unsafe.Offsetof(e.next),
-		HashOff:    unsafe.Offsetof(e.hash),
-		KeyOff:     unsafe.Offsetof(e.kw),
-		ValOff:     unsafe.Offsetof(e.val),
-		IdxOff:     unsafe.Offsetof(e.idx),
-		RefOff:     unsafe.Offsetof(e.ref),
-		LiveOff:    unsafe.Offsetof(e.live),
-		PerCPU:     h.percpu,
-		Heap:       true,
-	}
+	t = h.walkTable()
+	t.Heap = true
 	if h.percpu {
 		t.NCPU = uint64(h.ncpu)
 	}
