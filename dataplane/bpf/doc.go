@@ -425,11 +425,14 @@
 // SetFIB's atomic store, where amd64 relies on x86's load ordering), so it
 // sees one table whole; a table SetFIB drops meanwhile stays allocated
 // (the argument of mim_desc_unsafe.go). Every result code and write is
-// Runner.fibLookup's; another family, flag or plen, a struct failing its
-// check, a port past the snapshot's, a miss in main while table default
-// has IPv4 routes and an IPv6 gateway go to Go before anything is written.
+// Runner.fibLookup's; a family neither AF_INET nor AF_INET6 answers
+// -EAFNOSUPPORT natively, writing nothing; another flag or plen, a struct
+// failing its check, a port past the snapshot's, a miss in main while
+// table default has IPv4 routes and an IPv6 gateway go to Go before
+// anything is written.
 //
-// IPv6 (AF_INET6, jit_amd64_fib6.go, jit_fib6.go) is native under the
+// On amd64, IPv6 (AF_INET6, jit_amd64_fib6.go, jit_fib6.go; arm64 sends
+// it to Go) is native under the
 // same checks and flags, from a second snapshot: the IPv6 prefixes of
 // local, main and default in one open-addressing table keyed by stage (a
 // prefix length of one table, in the order the default rules visit them;
