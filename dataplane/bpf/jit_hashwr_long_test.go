@@ -47,7 +47,7 @@ func hashWriteCollide(t *testing.T, rng *rand.Rand, typ ebpf.MapType, ks, d, j i
 	spec := &ebpf.MapSpec{Type: typ, KeySize: uint32(ks), ValueSize: 8, MaxEntries: 8}
 	ci, pi := loadUpdateSpec(t, hashUpdateRet(ks), spec.Copy(), ncpu, EngineInterp)
 	cj, pj := loadUpdateSpec(t, hashUpdateRet(ks), spec.Copy(), ncpu, EngineJIT)
-	if want := 2 * nativeHashArch; longKeyArch && pj.jit.Load().native != want {
+	if want := 2 * nativeHashArch; longKeyWriteArch && pj.jit.Load().native != want {
 		t.Fatalf("%d native calls, want %d", pj.jit.Load().native, want)
 	}
 	mj, _ := cj.Map("m")

@@ -8,3 +8,7 @@ const pcpuInsertArch = true
 
 // evictArch: the JIT evicts from a full LRU hash map natively (amd64 only).
 const evictArch = true
+
+// longKeyWriteArch: the JIT inserts, replaces and deletes hash keys of 17
+// to maps.NativeKeyMax bytes natively (amd64 only: hashWriteKeyMax).
+const longKeyWriteArch = true

@@ -149,7 +149,7 @@ func hashUpdateDiff(t *testing.T, typ ebpf.MapType, ks int, vs, max uint32, ncpu
 	}
 	ci, pi := load(EngineInterp)
 	cj, pj := load(EngineJIT)
-	if want := 2 * nativeHashArch; ks > maps.NativeKeyMax || ks > 16 && !longKeyArch {
+	if want := 2 * nativeHashArch; ks > maps.NativeKeyMax || ks > 16 && !longKeyWriteArch {
 		if n := pj.jit.Load().native; n != 0 {
 			t.Fatalf("%d native calls with %d-byte keys", n, ks)
 		}
