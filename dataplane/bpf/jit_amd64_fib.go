@@ -172,22 +172,28 @@ func (c *amd64Compiler) fibWalk(f *fibExits) {
 	c.rm(false, true, []byte{0x8d}, xDI, xmem{base: xDI, index: int8(xS2), disp: -sizeFib4Rec}, false)
 }
 
-// fibAnswer is the rest of lookup4 for the route whose record is in RDI.
-func (c *amd64Compiler) fibAnswer(f *fibExits) {
-	c.ld8z(xS2, recMem(offRecRet))
+// fibAnswerChecks begins both families' answers for the record in RDI
+// (its fields ret, how and mtu at those offsets): a reject or local
+// route's code, Go's cases, then checkFIBMTU's FRAG_NEEDED, all before
+// anything is written.
+func (c *amd64Compiler) fibAnswerChecks(f *fibExits, ret, how, mtu int32) {
+	c.ld8z(xS2, recMem(ret))
 	c.aluRR(false, 0x85, xS2, xS2)
 	f.ret = append(f.ret, c.jcc(ccNE))
-	// Go's cases, before anything is written.
-	c.ld8z(xS2, recMem(offRecHow))
+	c.ld8z(xS2, recMem(how))
 	c.aluRI(false, 7, xS2, fibRecGW)
 	gw := c.jcc(ccE)
 	c.aluRI(false, 7, xS2, fibRecDirect)
 	f.slow = append(f.slow, c.jcc(ccNE))
 	c.patch(gw, len(c.b))
-	// checkFIBMTU.
 	c.ld16z(xS2, prmMem(fibTotLen))
-	c.rm(false, false, []byte{0x3b}, xS2, recMem(offRecMTU), false)
+	c.rm(false, false, []byte{0x3b}, xS2, recMem(mtu), false)
 	f.frag = append(f.frag, c.jcc(ccA))
+}
+
+// fibAnswer is the rest of lookup4 for the route whose record is in RDI.
+func (c *amd64Compiler) fibAnswer(f *fibExits) {
+	c.fibAnswerChecks(f, offRecRet, offRecHow, offRecMTU)
 	c.ld32(xS2, recMem(offRecMetric))
 	c.st32(xS2, prmMem(fibMetric))
 	c.ld32(xS2, recMem(offRecIfindex))
