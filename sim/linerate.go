@@ -127,7 +127,7 @@ func (w *Wire) SetLineRate(link func() nic.LinkState) {
 func (w *Wire) SetClock(c Clock) {
 	w.pmu.Lock()
 	w.clock = c
-	w.rx, w.tx = 0, 0
+	w.rx, w.tx, w.txBusy = 0, 0, false
 	w.pmu.Unlock()
 }
 
@@ -167,15 +167,23 @@ func (w *Wire) laneLocked(tx, full bool) *int64 {
 // the time the wire would have carried its frames, instead of losing it. So
 // over any interval T a lane carries at most (T + wireLag) of line rate, and
 // over a run its average is the line rate.
+//
+// A busy transmitter is not bound by it: a MAC sends back to back for as long
+// as its ring holds frames (802.3 4.2.3.2: the inter-frame gap is the only
+// gap), however late the model's engine goroutine woke, so its frames follow
+// the previous one on the lane until the model reports it idle (TxIdle).
 const wireLag = 200 * time.Microsecond
 
 // reserveLocked puts a frame of n bytes on a lane at the first moment after
-// the lane's previous frame (and not before now - wireLag), and returns when
-// it has passed.
-func (w *Wire) reserveLocked(lane *int64, n, mbps int, now int64) int64 {
-	*lane = max(*lane, now-int64(wireLag)*1000) + wirePS(n, mbps)
+// the lane's previous frame and not before floor (picoseconds on the clock),
+// and returns when it has passed.
+func (w *Wire) reserveLocked(lane *int64, n, mbps int, floor int64) int64 {
+	*lane = max(*lane, floor) + wirePS(n, mbps)
 	return *lane
 }
+
+// lagFloor is the earliest a frame reserved at now may start (wireLag).
+func lagFloor(now int64) int64 { return now - int64(wireLag)*1000 }
 
 // Arrive is a frame of n bytes (no FCS) arriving from the far end: it takes
 // its time on the receive lane, and Arrive returns once the frame has fully
@@ -189,7 +197,7 @@ func (w *Wire) Arrive(n int) {
 	}
 	mbps, full := w.rateLocked()
 	now := w.clockNow()
-	end := w.reserveLocked(w.laneLocked(false, full), n, mbps, now)
+	end := w.reserveLocked(w.laneLocked(false, full), n, mbps, lagFloor(now))
 	w.pmu.Unlock()
 	if end > now {
 		w.sleep(time.Duration((end - now + 999) / 1000))
@@ -209,7 +217,7 @@ func (w *Wire) ArriveBurst(frames [][]byte) {
 	lane := w.laneLocked(false, full)
 	end := now
 	for _, f := range frames {
-		end = w.reserveLocked(lane, len(f), mbps, now)
+		end = w.reserveLocked(lane, len(f), mbps, lagFloor(now))
 	}
 	w.pmu.Unlock()
 	if end > now {
@@ -219,13 +227,33 @@ func (w *Wire) ArriveBurst(frames [][]byte) {
 
 // Depart takes the time of a frame of n bytes (no FCS) the model puts on the
 // wire on the transmit lane. Call it (under the model's lock is fine) for
-// each frame the MAC sends, then TxWait before the next.
+// each frame the MAC sends, then TxWait before the next. The frame starts
+// right after the previous one while the transmitter is busy (no TxIdle since
+// that one), else no earlier than wireLag before now.
 func (w *Wire) Depart(n int) {
 	w.pmu.Lock()
 	if w.paced {
 		mbps, full := w.rateLocked()
-		w.reserveLocked(w.laneLocked(true, full), n, mbps, w.clockNow())
+		lane := w.laneLocked(true, full)
+		floor := lagFloor(w.clockNow())
+		if w.txBusy {
+			floor = *lane
+		}
+		w.reserveLocked(lane, n, mbps, floor)
+		w.txBusy = true
 	}
+	w.pmu.Unlock()
+}
+
+// TxIdle reports that the transmitter has no frame ready: its rings are
+// empty, stopped or reset, or what is left waits for something other than the
+// wire (a descriptor the driver has not handed over, a launch time). The wire
+// then idles, and the next frame departs no earlier than wireLag before its
+// Depart. A model calls it wherever its transmit engine stops for such a
+// reason; one that waits only for the wire (TxWait) stays busy.
+func (w *Wire) TxIdle() {
+	w.pmu.Lock()
+	w.txBusy = false
 	w.pmu.Unlock()
 }
 

@@ -109,6 +109,7 @@ func TestWireTxFIFOAndHalfDuplex(t *testing.T) {
 	// Half duplex: frames sent hold up a frame received.
 	st.FullDuplex = false
 	c.now += time.Millisecond // both lanes idle
+	w.TxIdle()
 	t0 := c.now
 	for i := 0; i < 20; i++ {
 		w.Depart(1514)
@@ -116,6 +117,48 @@ func TestWireTxFIFOAndHalfDuplex(t *testing.T) {
 	w.Arrive(1514)
 	if got, want := c.now-t0, 21*FrameTime(1514, 1000)-wireLag; got != want {
 		t.Errorf("half duplex: a frame received after 20 sent arrived after %v, want %v (one shared lane)", got, want)
+	}
+}
+
+// A transmitter that waited for its FIFO and woke late (its goroutine was not
+// run) loses no wire time while it stays busy: its frames follow the previous
+// ones back to back, so over the busy period the wire carries exactly the
+// line rate. Once the model reports it idle, the next frame starts no earlier
+// than wireLag before now.
+func TestWireBusyTransmitterKeepsTheLine(t *testing.T) {
+	st := nic.LinkState{Up: true, SpeedMbps: 1000, FullDuplex: true}
+	w, c := pacedWire(&st)
+	w.SetTxFIFO(2048)
+	ft := FrameTime(60, 1000)
+	start := c.now - wireLag // an idle lane starts wireLag back
+	sent := 0
+	for round := 0; round < 50; round++ {
+		for w.TxWait() == 0 {
+			w.Depart(60)
+			sent++
+		}
+		// The engine sleeps 3 ms instead of the TxWait it asked for.
+		c.now += w.TxWait() + 3*time.Millisecond
+	}
+	// Every frame went back to back from the start: the lane ends after
+	// exactly sent frame times.
+	if got, want := time.Duration(w.tx/1000)-start, time.Duration(sent)*ft; got != want {
+		t.Errorf("busy transmitter: %d frames ended the lane %v after its start, want %v (back to back)", sent, got, want)
+	}
+	// Busy and behind: the catch-up sends without waiting.
+	if w.TxWait() != 0 {
+		t.Error("a busy transmitter behind the clock was held")
+	}
+	w.TxIdle()
+	c.now += time.Second
+	w.Depart(60)
+	if got, want := time.Duration(w.tx/1000), c.now-wireLag+ft; got != want {
+		t.Errorf("after TxIdle the next frame ended at %v, want %v (wireLag before now)", got, want)
+	}
+	// Without the idle, the lane would have gone on from a second back.
+	w.Depart(60)
+	if got, want := time.Duration(w.tx/1000), c.now-wireLag+2*ft; got != want {
+		t.Errorf("the frame after it ended at %v, want %v", got, want)
 	}
 }
 

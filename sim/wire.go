@@ -26,6 +26,7 @@ type Wire struct {
 	clock  Clock                // nil: the monotonic clock
 	rx, tx int64                // picoseconds on the clock: when each lane is next free
 	txFIFO int                  // bytes the transmitter may hold beyond the wire (TxWait)
+	txBusy bool                 // a frame departed and the transmitter has not been idle since (TxIdle)
 }
 
 // Attach connects the wire to link, under mu: frames the model transmits go out

@@ -478,6 +478,7 @@ func (m *Model) resetFLR() { m.resetLocked(false) }
 // FLR (MAC_Address0 holds the firmware's address).
 func (m *Model) resetLocked(swr bool) {
 	m.gen++
+	m.wire.TxIdle()
 	m.ptp.reset(m.cfg.PTPClockHz)
 	m.macConfig, m.pktFilter = 0, 0
 	m.hash = [hashTableRegs]uint32{}

@@ -137,6 +137,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		ch := &m.ch[c]
 		r := &ch.tx
 		if m.txStoppedLocked(c, r) {
+			m.wire.TxIdle()
 			m.mu.Unlock()
 			return false
 		}
@@ -192,6 +193,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			return false
 		}
 		if len(batch) == 0 {
+			m.wire.TxIdle() // suspended, stopped or holding for a launch time
 			if res == gatherDMAError {
 				m.dmaErrorLocked(c, true)
 			}
@@ -219,6 +221,7 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 		if gen != m.gen || !r.run {
 			// Reset or channel stopped while the frames were on the wire: the
 			// ring is no longer the DMA's to write back.
+			m.wire.TxIdle()
 			m.txBatch, m.txArena = batch[:0], arena[:0]
 			m.mu.Unlock()
 			return false
@@ -229,6 +232,9 @@ func (m *Model) transmitChannel(c, budget int) (more bool) {
 			m.raiseLocked(c, stTI)
 		}
 		m.settleTxLocked(c, r, stop, seq)
+		if res == gatherDMAError || res == gatherHold {
+			m.wire.TxIdle() // the channel stops, or waits for a launch time
+		}
 		if res == gatherDMAError {
 			// The frames before the refused access went out and are written
 			// back; the refused one stops the channel.
@@ -313,6 +319,9 @@ func (m *Model) settleTxLocked(c int, r *ring, stop uint8, seq uint32) {
 		if r.cur == r.tailRaw || r.seq == seq {
 			r.susp = suspTail
 		}
+	}
+	if r.susp != suspNone {
+		m.wire.TxIdle() // nothing more until the driver hands over more
 	}
 }
 

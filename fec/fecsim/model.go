@@ -357,6 +357,7 @@ func (m *Model) Close() error {
 // The PHY is a separate chip and keeps its state.
 func (m *Model) resetLocked() {
 	m.gen++
+	m.wire.TxIdle()
 	if m.rxFIFO != nil {
 		m.rxFIFO.Flush() // a reset empties the receive FIFO
 	}

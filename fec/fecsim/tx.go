@@ -88,6 +88,7 @@ func (m *Model) txRun() {
 			if !more {
 				m.mu.Lock()
 				held = held || m.txHeldLocked(q)
+				m.wire.TxIdle() // drained, stopped, or waiting for the frame's next BD
 				m.mu.Unlock()
 				break
 			}

@@ -374,6 +374,7 @@ func (m *Model) resetFLR() { m.resetLocked(false) }
 // lasts ResetDelay: writes fault and EECD.AUTO_RD reads 0 until it ends.
 func (m *Model) resetLocked(delay bool) {
 	m.gen++
+	m.wire.TxIdle()
 	m.ctrl = ctrlFD | ctrlSpeed1000
 	m.ctrlExt = m.ctrlExtResetValue() | m.ctrlExt&m.keptCtrlExt() // pcs.go
 	m.status = statusPHYRA | statusLANInit

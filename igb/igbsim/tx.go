@@ -62,12 +62,14 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		m.mu.Lock()
 		x := &m.tx[q]
 		if x.dctl&dctlEnable == 0 || m.tctl&tctlEN == 0 || m.ctrl&ctrlGIOMasterDi != 0 || x.len == 0 || m.txStoppedLocked() {
+			m.wire.TxIdle()
 			m.mu.Unlock()
 			return false
 		}
 		if !m.mem.DMAEnabled() {
 			m.faults.Add("tx", regName(txBlockHigh+uint32(q)*blockHighLn+qTail), uint64(q),
 				"TX queue %d has descriptors to send while bus mastering is off", q)
+			m.wire.TxIdle()
 			m.mu.Unlock()
 			return false
 		}
@@ -105,6 +107,8 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		if len(batch) == 0 && wireWait > 0 {
 			m.txPend |= 1 << q
 			m.txT.ArmReal(wireWait)
+		} else if len(batch) == 0 {
+			m.wire.TxIdle() // drained, or waiting for the driver or a launch time
 		}
 		m.mu.Unlock()
 		if len(batch) == 0 {
@@ -124,6 +128,7 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		if gen != m.gen || x.dctl&dctlEnable == 0 {
 			// Reset or queue disabled while the frames were on the wire: the ring
 			// is no longer ours to write back.
+			m.wire.TxIdle()
 			m.mu.Unlock()
 			return false
 		}
@@ -176,6 +181,9 @@ func (m *Model) transmitQueue(q, budget int) (more bool) {
 		}
 		more := head != x.tail
 		held := x.hold > 0
+		if held {
+			m.wire.TxIdle() // the wire idles until the launch time
+		}
 		m.txBatch, m.txArena = batch[:0], arena[:0]
 		m.mu.Unlock()
 		if held {
