@@ -81,9 +81,7 @@ func RatesBetween(prev, cur *Snapshot) []Rates {
 			Drop: d(RxXDPDrop), Pass: d(RxXDPPass), TX: d(RxXDPTx), Redirect: d(RxXDPRedirect),
 			Aborted: d(RxXDPAborted), Xmit: d(TxXDPXmit),
 		}
-		for _, k := range errorCounters {
-			r.Errors += d(k)
-		}
+		r.Errors = float64(c.Errors()-p.Errors()) / dt
 		now, _ := HardwareDrops(&cur.Ports[i])
 		var before uint64
 		if i < len(prev.Ports) {

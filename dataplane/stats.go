@@ -76,6 +76,16 @@ func (cs *Counters) Get(c Counter) uint64 {
 	return cs[c]
 }
 
+// Errors is the sum of the counters of frames lost to a full ring, a missing
+// buffer or a failed transmit after their verdict (Rates.Errors per second).
+func (cs *Counters) Errors() uint64 {
+	var n uint64
+	for _, k := range errorCounters {
+		n += cs[k]
+	}
+	return n
+}
+
 func (cs *Counters) add(o *Counters) {
 	for i := range cs {
 		cs[i] += o[i]

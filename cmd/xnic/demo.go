@@ -274,7 +274,7 @@ loop:
 		res.Verdicts = c[dataplane.RxXDPRedirect]
 	}
 	t := s.Totals()
-	res.Errors = t[dataplane.RxXDPTxErrors] + t[dataplane.TxXDPXmitErrors] + t[dataplane.RxXDPRedirectErrors]
+	res.Errors = t.Errors()
 	res.WireOut = wire - wire0
 	res.RxPPS = float64(res.Rx) / el.Seconds()
 	res.VerdictPPS = float64(res.Verdicts) / el.Seconds()
