@@ -399,7 +399,7 @@ func TestJITMapInMapSwapWhileRunning(t *testing.T) {
 	if len(seen) < 3 {
 		// Under emulation (the arm64 tier runs -short under qemu-user)
 		// the swapper may not overlap the runs often enough to see.
-		msg := fmt.Sprintf("the runs saw %d inner maps: the swaps did not overlap them", len(seen))
+		msg := fmt.Sprintf("the runs saw %d inner maps (%v) in %d swaps: the swaps did not overlap them", len(seen), seen, swaps.Load())
 		if !testing.Short() {
 			t.Fatal(msg)
 		}
