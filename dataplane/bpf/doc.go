@@ -278,7 +278,7 @@
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a
 // devmap_hash's bucket chain of immutable entries walked to the key; a
 // BPF_F_BROADCAST recorded with its flags, even for a key with no entry,
-// which the dataplane then sends to every port: jitBroadcast);
+// which the dataplane then sends to every port);
 // bpf_xdp_adjust_head (the metadata moved with
 // data), _meta and _tail (a growth zeroed), which move the Frame's
 // offsets in place; bpf_xdp_load_bytes and _store_bytes with a buffer
@@ -315,7 +315,7 @@
 // frame helpers (adjust_*, get_buff_len, load/store_bytes:
 // jit_arm64_bytes.go), bpf_redirect, bpf_redirect_map, bpf_get_prandom_u32
 // and bpf_get_smp_processor_id (jit_arm64_redirect.go, the same redirect
-// record; a broadcast goes to Go); lookups in
+// record, a broadcast's included); lookups in
 // maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
 // mim_desc_unsafe.go: the outer lookup of an array of maps reads the
 // slot's id, stored by Go with one atomic 32-bit store, that of a hash of
