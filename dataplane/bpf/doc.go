@@ -278,7 +278,7 @@
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a
 // devmap_hash's bucket chain of immutable entries walked to the key; a
 // BPF_F_BROADCAST recorded with its flags, even for a key with no entry,
-// which the dataplane then sends to every port: jitBroadcast);
+// which the dataplane then sends to every port);
 // bpf_xdp_adjust_head (the metadata moved with
 // data), _meta and _tail (a growth zeroed), which move the Frame's
 // offsets in place; bpf_xdp_load_bytes and _store_bytes with a buffer
@@ -300,22 +300,24 @@
 // regions out of line
 // (jit_amd64_hash.go: the table as maps.NativeHash describes it, the
 // stripe's sequence read before and after the walk as Hash.get does, a
-// writer in the stripe sending the lookup to Go; the LRU mark set; on
-// amd64 a hash map made BPF_F_NO_PREALLOC, as maps.NativeHeapHash
-// describes it, only to answer a miss: a key found goes to Go, which
-// makes the value's region) and on
+// writer in the stripe sending the lookup to Go; the LRU mark set; a
+// hash map made BPF_F_NO_PREALLOC, as maps.NativeHeapHash describes it,
+// only to answer a miss: a key found goes to Go, which makes the value's
+// region) and on
 // an LPM trie of up to 8 data bytes (jit_amd64_lpm.go, maps.NativeLPM);
 // bpf_csum_diff on buffers of up to 65532 bytes (jit_amd64_csum.go,
 // jit_amd64_csum64.go: x86-64 csum_partial's exact grouping, its 64-byte
 // rounds included, folded as the running kernel does), these
 // three on arm64 too (jit_arm64_hash.go: the key words past the second
-// kept in jitState.hs, and the key checked as keyCheck checks it; _lpm.go,
+// kept in jitState.hs, and the key checked as keyCheck checks it; in a
+// BPF_F_NO_PREALLOC map the walk loads with LDAR what Go's reader loads
+// atomically, the bucket, next links, hash and key words; _lpm.go,
 // _csum.go), as are the slot lookups (jit_arm64_slots.go: the slot read
 // with LDAR, as atomic.Pointer's Load on arm64), the
 // frame helpers (adjust_*, get_buff_len, load/store_bytes:
 // jit_arm64_bytes.go), bpf_redirect, bpf_redirect_map, bpf_get_prandom_u32
 // and bpf_get_smp_processor_id (jit_arm64_redirect.go, the same redirect
-// record; a broadcast goes to Go); lookups in
+// record, a broadcast's included); lookups in
 // maps of maps on both backends (jit_amd64_mim.go, jit_arm64_mim.go,
 // mim_desc_unsafe.go: the outer lookup of an array of maps reads the
 // slot's id, stored by Go with one atomic 32-bit store, that of a hash of
@@ -381,7 +383,7 @@
 // (afterNative), and refreshes the packet region from the frame. Every
 // other helper (lookups in maps
 // with keys past those limits, keys found in maps made
-// BPF_F_NO_PREALLOC and, on arm64, any lookup in those,
+// BPF_F_NO_PREALLOC,
 // bpf_ktime_get_ns where the CPU counter is not usable, ring buffer calls
 // that get a record), bpf-to-bpf calls in programs with tail calls, callx,
 // loads from the context that are not specialised, and any access or

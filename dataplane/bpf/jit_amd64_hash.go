@@ -21,21 +21,6 @@ func (c *amd64Compiler) hashAt(pc int) (jitHash, bool) {
 	return c.env.heapHashFor(k, maps.NativeKeyMax)
 }
 
-// heapHashFor is hashForKeys for a hash map made BPF_F_NO_PREALLOC
-// (maps.NativeHeapHash): t.Heap is set, and the native lookup answers only
-// misses, a key found going to Go.
-func (env jitEnv) heapHashFor(k uint32, maxKey uint32) (h jitHash, ok bool) {
-	m, ok := env.plainLookup(k)
-	if !ok {
-		return h, false
-	}
-	t, ok := maps.NativeHeapHash(m.m)
-	if !ok {
-		return h, false
-	}
-	return env.hashOfTable(k, m, t, maxKey)
-}
-
 func hsMem(slot int32) xmem { return ctxMem(offHS + 8*slot) }
 
 // Loads of 1, 2, 4 and 8 bytes, zero-extended to 64 bits.

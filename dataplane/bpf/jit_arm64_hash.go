@@ -8,7 +8,11 @@ import "github.com/xnic-dev/xnic/dataplane/maps"
 // of the amd64 one (jit_amd64_hash.go) in X0 and the scratch registers
 // X9-X14. The stripe's sequence is read with LDAR before the walk and
 // again after a DMB ISHLD (a seqlock reader: the walk's loads are ordered
-// between the two), as Hash.get's atomic loads order them.
+// between the two), as Hash.get's atomic loads order them. In a map made
+// BPF_F_NO_PREALLOC (maps.NativeHeapHash: entries on the Go heap, a key
+// found going to Go) the walk's loads of what Go's findLockFree loads
+// atomically (the bucket, each next link, hash and key word) are LDARs
+// too, pairing with the writers' atomic stores (STLR on arm64).
 
 // nativeHelper emits the helper call at pc natively when it can (an array,
 // hash, LPM, devmap, cpumap or xskmap lookup of a map r1 is loaded with in
@@ -64,7 +68,8 @@ func (c *arm64Compiler) nativeHelper(pc int) bool {
 }
 
 // hashAt is the native lookup for the helper call at pc, when it is
-// bpf_map_lookup_elem of a hash map loaded into r1 in a straight line
+// bpf_map_lookup_elem of a hash map (preallocated, or made
+// BPF_F_NO_PREALLOC: heapHashFor) loaded into r1 in a straight line
 // before it whose entry fields the code's immediate offsets reach, with
 // keys of up to maps.NativeKeyMax bytes.
 func (c *arm64Compiler) hashAt(pc int) (jitHash, bool) {
@@ -73,9 +78,14 @@ func (c *arm64Compiler) hashAt(pc int) (jitHash, bool) {
 		return jitHash{}, false
 	}
 	h, ok := c.env.hashForKeys(k, maps.NativeKeyMax)
+	if !ok {
+		h, ok = c.env.heapHashFor(k, maps.NativeKeyMax) // jit_maps_hash_unsafe.go
+	}
 	for _, off := range []uintptr{h.t.NextOff, h.t.HashOff, h.t.KeyOff, h.t.ValOff, h.t.IdxOff} {
 		ok = ok && off%8 == 0 && off < 8*4096
 	}
+	// entryWord's ADD reaches NextOff and HashOff in a NO_PREALLOC map.
+	ok = ok && (!h.t.Heap || h.t.NextOff < 4096 && h.t.HashOff < 4096)
 	return h, ok && h.t.RefOff%4 == 0 && h.t.RefOff < 4*4096
 }
 
@@ -149,6 +159,17 @@ func (c *arm64Compiler) hashLookup(pc int, h jitHash) {
 	c.seqRecheck()
 	c.slowIf(aNE, pc)
 	null = append(null, c.branch(aAL))
+	if h.t.Heap {
+		// A key found in a BPF_F_NO_PREALLOC map: Go looks it up and
+		// makes the value's region (maps.NativeHeapHash says why).
+		found.target = pc
+		c.slows = append(c.slows, found)
+		for _, f := range null {
+			c.patch(f, len(c.b))
+		}
+		c.movImm(0, 0) // NULL
+		return
+	}
 	c.patch(found, len(c.b))
 	c.seqRecheck()
 	c.slowIf(aNE, pc)
@@ -223,7 +244,12 @@ func (c *arm64Compiler) hashProbe(pc int, h jitHash) (found a64Fixup, missing []
 	c.word(aS5, h.dyn, offMimMask, h.t.Mask)
 	c.rrr(a64And, aS6, aS1, aS5)
 	c.word(aS5, h.dyn, offMimBuckets, uint64(h.t.Buckets))
-	c.w(a64RRR(a64LdrXLsl3, 0, aS5, aS6))
+	if h.t.Heap {
+		c.w(a64RRRShift(a64Add, aS6, aS5, aS6, 3))
+		c.w(a64Excl(a64Ldar, 0, 0, aS6)) // as atomic.Pointer.Load
+	} else {
+		c.w(a64RRR(a64LdrXLsl3, 0, aS5, aS6))
+	}
 	return c.hashWalk(pc, h)
 }
 
@@ -231,15 +257,15 @@ func (c *arm64Compiler) hashProbe(pc int, h jitHash) (found a64Fixup, missing []
 // words in X10, X11 and the scratch (hashKey) and returns the branches
 // taken when it differs (X13, X14 and, past two words, X15 clobbered).
 func (c *arm64Compiler) hashEntryIs(h jitHash) (next []a64Fixup) {
-	c.ldr(aS6, 0, int32(h.t.HashOff))
+	c.entryWord(h, aS6, 0, aS6, h.t.HashOff)
 	c.cmp(aS6, aS1)
 	next = append(next, c.branch(aNE))
-	c.ldr(aS6, 0, int32(h.t.KeyOff))
-	c.ldr(aS5, aS6, 0)
+	c.ldr(aS6, 0, int32(h.t.KeyOff)) // the key words' address: set once, before the link
+	c.entryWord(h, aS5, aS6, aS5, 0)
 	c.cmp(aS5, aS2)
 	next = append(next, c.branch(aNE))
 	if h.t.KeySize > 8 {
-		c.ldr(aS5, aS6, 8)
+		c.entryWord(h, aS5, aS6, aS5, 8)
 		c.cmp(aS5, aS3)
 		next = append(next, c.branch(aNE))
 	}
@@ -249,7 +275,7 @@ func (c *arm64Compiler) hashEntryIs(h jitHash) (next []a64Fixup) {
 	// descriptor there.
 	for i := int32(2); 8*i < int32(h.t.KeySize); i++ {
 		c.ldr(aMD, aCtx, offHS+8*hsWord(int(i)))
-		c.ldr(aS5, aS6, 8*i)
+		c.entryWord(h, aS5, aS6, aS5, uintptr(8*i))
 		c.cmp(aS5, aMD)
 		next = append(next, c.branch(aNE))
 	}
@@ -270,9 +296,26 @@ func (c *arm64Compiler) hashWalk(pc int, h jitHash) (found a64Fixup, missing []a
 	}
 	c.w(a64Imm12(a64SubsImm, aS4, aS4, 1))
 	c.slowIf(aEQ, pc)
-	c.ldr(0, 0, int32(h.t.NextOff))
+	c.entryWord(h, 0, 0, 0, h.t.NextOff)
 	c.patch(c.branch(aAL), loop)
 	return found, missing
+}
+
+// entryWord loads the word at [X n + off] of an entry the walk reads into
+// X t: in a BPF_F_NO_PREALLOC map with LDAR through X tmp (which may be
+// n), those fields being Go atomics there (see the top of the file), else
+// plainly.
+func (c *arm64Compiler) entryWord(h jitHash, t, n, tmp uint32, off uintptr) {
+	if !h.t.Heap {
+		c.ldr(t, n, int32(off))
+		return
+	}
+	a := n
+	if off != 0 {
+		c.w(a64Imm12(a64AddImm, tmp, n, uint32(off))) // off < 4096: hashAt
+		a = tmp
+	}
+	c.w(a64Excl(a64Ldar, 0, t, a))
 }
 
 // seqRecheck compares the stripe's sequence now with the one read before

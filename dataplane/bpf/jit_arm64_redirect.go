@@ -10,8 +10,9 @@ package bpf
 // jitState.rdo points at (jit_redirect.go: rds[0] in a run entered from
 // Go, which Go turns into Runner.redirect when the code returns; the
 // frame's own slot in a native burst, fillRedirects). A constant key or
-// flags (constIn) is checked, and looked up, at load. A broadcast goes to
-// the slow path before anything is written, where Go runs the helper.
+// flags (constIn) is checked, and looked up, at load. A broadcast
+// (BPF_F_BROADCAST, devmaps only) is recorded as redirectMap records it,
+// even for a key with no entry (ifindex 0); the dataplane reads its flags.
 
 // redirectHelper emits the call at pc natively when it is one of these
 // and reports whether it did.
@@ -104,8 +105,9 @@ func (c *arm64Compiler) redirectIfindex(pc int) {
 // redirectMap is bpf_redirect_map through rc's map: flags (r3) outside
 // what the map type takes give XDP_ABORTED and record nothing; a key (r2's
 // low 32 bits) with no entry clears the redirect and returns the flags'
-// action bits; else the redirect is recorded (a devmap's with the entry's
-// ifindex) and r0 is XDP_REDIRECT.
+// action bits, unless they ask for a broadcast; else the redirect is
+// recorded (a devmap's with the entry's ifindex, 0 for a broadcast to a
+// key with no entry) and r0 is XDP_REDIRECT.
 func (c *arm64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 	if rc.flagsK && rc.flags&^rc.allowed != 0 {
 		c.movImm(0, 0)
@@ -116,36 +118,29 @@ func (c *arm64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		c.movImm(aS2, ^rc.allowed)
 		c.rrr(a64Tst, 0, 3, aS2)
 		abort = append(abort, c.branch(aNE))
-		if rc.allowed&flagBroadcast != 0 {
-			c.tstBit(3, flagBroadcast)
-			c.slowIf(aNE, pc)
-		}
 	}
 	var done []a64Fixup
 	none, hit := c.redirectSlot(rc)
 	if hit {
-		c.rdSlot()
-		c.movImm(aS4, uint64(rc.hitTag()))
-		if !rc.flagsK {
-			c.w(a64RRRShift(a64Orr, aS4, aS4, 3, 8)) // flags (below 256) in byte 1
-		}
-		c.rdStore(aS4, rdOffTag)
-		if rc.kind == RedirectDevMap {
-			c.ldrWAt(aS4, aS2, rc.slots.ValueOff) // the entry's ifindex
-			c.rdStore(aS4, rdOffIfindex)
-		} else {
-			c.rdStore(aZR, rdOffIfindex)
-		}
-		if rc.keyK {
-			c.rdStoreImm(uint32(rc.key), rdOffKey)
-		} else {
-			c.rdStore(2, rdOffKey) // uint32(r2)
-		}
-		c.movImm(0, uint64(ActionRedirect))
+		c.rdRecord(rc, rc.kind == RedirectDevMap)
 		done = append(done, c.branch(aAL))
 	}
 	for _, f := range none {
 		c.patch(f, len(c.b))
+	}
+	if rc.allowed&flagBroadcast != 0 && (!rc.flagsK || rc.flags&flagBroadcast != 0) {
+		// A broadcast redirects even with no entry at the key, as
+		// redirectMap records it: the map, key and flags, ifindex 0.
+		if rc.flagsK {
+			c.rdRecord(rc, false)
+			c.rdEnd(done, abort)
+			return
+		}
+		c.tstBit(3, flagBroadcast)
+		empty := c.branch(aEQ)
+		c.rdRecord(rc, false)
+		done = append(done, c.branch(aAL))
+		c.patch(empty, len(c.b))
 	}
 	c.rdSlot() // the empty Redirect, every field
 	c.rdStoreImm(rdTag(RedirectNone, 0, 0), rdOffTag)
@@ -157,6 +152,37 @@ func (c *arm64Compiler) redirectMap(pc int, rc jitRedirectCall) {
 		c.movImm(aS4, flagsActionMask)
 		c.rrr(a64And, 0, 3, aS4) // r0 = flags & XDP action bits
 	}
+	c.rdEnd(done, abort)
+}
+
+// rdRecord writes the record of a redirect through rc's map and sets r0
+// to XDP_REDIRECT: the tag with the flags (a constant's in hitTag, else
+// r3's low byte), the entry's ifindex (the entry in X10: redirectSlot)
+// when ifindex is set, else 0, and the key.
+func (c *arm64Compiler) rdRecord(rc jitRedirectCall, ifindex bool) {
+	c.rdSlot()
+	c.movImm(aS4, uint64(rc.hitTag()))
+	if !rc.flagsK {
+		c.w(a64RRRShift(a64Orr, aS4, aS4, 3, 8)) // flags (below 256) in byte 1
+	}
+	c.rdStore(aS4, rdOffTag)
+	if ifindex {
+		c.ldrWAt(aS4, aS2, rc.slots.ValueOff) // the entry's ifindex
+		c.rdStore(aS4, rdOffIfindex)
+	} else {
+		c.rdStore(aZR, rdOffIfindex)
+	}
+	if rc.keyK {
+		c.rdStoreImm(uint32(rc.key), rdOffKey)
+	} else {
+		c.rdStore(2, rdOffKey) // uint32(r2)
+	}
+	c.movImm(0, uint64(ActionRedirect))
+}
+
+// rdEnd ends redirectMap: the XDP_ABORTED of flags refused (abort, if
+// any) and the branches done patched to the end.
+func (c *arm64Compiler) rdEnd(done, abort []a64Fixup) {
 	if len(abort) > 0 {
 		done = append(done, c.branch(aAL))
 		c.patch(abort[0], len(c.b))

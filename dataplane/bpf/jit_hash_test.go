@@ -3,7 +3,6 @@ package bpf
 import (
 	"bytes"
 	"math/rand/v2"
-	"runtime"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -19,9 +18,9 @@ import (
 // multiples of 8, per-CPU slots with the CPU out of range, LRU eviction
 // after native lookups marked entries) give the same return values,
 // faults, region tables and map contents in both engines. Keys of 17 to
-// 64 bytes are native on amd64 (longKeyArch), 65 bytes nowhere; lookups
-// in BPF_F_NO_PREALLOC maps answer misses natively on amd64 (heapHashArch:
-// np1's one bucket makes every miss walk a chain).
+// 64 bytes are native on both backends (longKeyArch), 65 bytes nowhere;
+// lookups in BPF_F_NO_PREALLOC maps answer misses natively on both too
+// (heapHashArch: np1's one bucket makes every miss walk a chain).
 
 // hashMaps are the maps of the hash tests; native says whether the JIT
 // looks them up natively.
@@ -51,8 +50,8 @@ var hashMaps = []struct {
 }
 
 // heapHashArch says whether the JIT looks up BPF_F_NO_PREALLOC hash maps
-// natively (misses only): amd64.
-var heapHashArch = nativeHashArch == 1 && runtime.GOARCH == "amd64"
+// natively (misses only): both backends.
+var heapHashArch = nativeHashArch == 1
 
 const hashKeys = 6 // keys 0..5 of every map: more than most maps hold
 

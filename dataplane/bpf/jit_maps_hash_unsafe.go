@@ -80,6 +80,21 @@ func (env jitEnv) hashForKeys(k uint32, maxKey uint32) (h jitHash, ok bool) {
 	return env.hashOfTable(k, m, t, maxKey)
 }
 
+// heapHashFor is hashForKeys for a hash map made BPF_F_NO_PREALLOC
+// (maps.NativeHeapHash): t.Heap is set, and the native lookup answers only
+// misses, a key found going to Go.
+func (env jitEnv) heapHashFor(k uint32, maxKey uint32) (h jitHash, ok bool) {
+	m, ok := env.plainLookup(k)
+	if !ok {
+		return h, false
+	}
+	t, ok := maps.NativeHeapHash(m.m)
+	if !ok {
+		return h, false
+	}
+	return env.hashOfTable(k, m, t, maxKey)
+}
+
 // hashOfTable is the jitHash of map number k (m) described by t, when its
 // figures fit the code's 32-bit immediates and its keys maxKey bytes.
 func (env jitEnv) hashOfTable(k uint32, m *mapRef, t maps.HashTable, maxKey uint32) (h jitHash, ok bool) {

@@ -51,9 +51,9 @@ func bcastProg(t *testing.T, insns asm.Instructions, e Engine) (*Collection, *Pr
 // TestJITRedirectBroadcastNative: bpf_redirect_map with BPF_F_BROADCAST
 // (constant flags, or flags in a register) on a devmap and a devmap_hash,
 // to a key with an entry and one without, gives the interpreter's verdict
-// and Redirect, through Run and RunBurst; constant broadcast flags are
-// compiled natively where the backend records broadcasts (jitBroadcast). TestJITRedirectEdges
-// mixes broadcasts with the other edge cases.
+// and Redirect, through Run and RunBurst, compiled natively on both
+// backends. TestJITRedirectEdges mixes broadcasts with the other edge
+// cases.
 func TestJITRedirectBroadcastNative(t *testing.T) {
 	needJIT(t)
 	for _, m := range []string{"dev", "devh"} {
@@ -70,12 +70,8 @@ func TestJITRedirectBroadcastNative(t *testing.T) {
 				what := fmt.Sprintf("%s key %d %v", m, key, flags)
 				ci, pi := bcastProg(t, insns, EngineInterp)
 				cj, pj := bcastProg(t, insns, EngineJIT)
-				want := 1 // flags in a register: native, a broadcast tested at run time
-				if flags.OpCode.Source() == asm.ImmSource && !jitBroadcast {
-					want = 0
-				}
-				if got := pj.jit.Load().native; got != want {
-					t.Errorf("%s: %d native helper calls, want %d", what, got, want)
+				if got := pj.jit.Load().native; got != 1 {
+					t.Errorf("%s: %d native helper calls, want 1", what, got)
 				}
 				ri, rj := NewRunner(0), NewRunner(0)
 				vi := ri.Run(pi, newFrame(udpFrame(9)))

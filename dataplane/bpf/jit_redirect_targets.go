@@ -68,8 +68,7 @@ func (env jitEnv) redirectFor(k uint32) (jitRedirectMap, bool) {
 
 // redirectAt returns the native bpf_redirect_map for the call at pc, when
 // its map is loaded into r1 in a straight line before it and redirectFor
-// takes it, unless its flags are a constant asking for a broadcast and the
-// backend does not record one (jitBroadcast false: it runs in Go).
+// takes it. Both backends record a broadcast (BPF_F_BROADCAST) natively.
 func (env jitEnv) redirectAt(plain []insn, targets []bool, pc int) (jitRedirectCall, bool) {
 	k, ok := mapAt(plain, targets, pc)
 	if !ok {
@@ -82,9 +81,6 @@ func (env jitEnv) redirectAt(plain []insn, targets []bool, pc int) (jitRedirectC
 	rc := jitRedirectCall{jitRedirectMap: m}
 	rc.key, rc.keyK = constIn(plain, targets, pc, 2)
 	rc.flags, rc.flagsK = constIn(plain, targets, pc, 3)
-	if !jitBroadcast && rc.flagsK && rc.flags&^m.allowed == 0 && rc.flags&flagBroadcast != 0 {
-		return jitRedirectCall{}, false
-	}
 	return rc, true
 }
 
