@@ -350,14 +350,17 @@
 // from the same hand under the same lock, maps.HashTable's Evicting and
 // jit_amd64_hashevict.go; an LRU eviction and a per-CPU insert on arm64,
 // an empty spare slot, a value holding a bpf_spin_lock go to Go); on
-// amd64 only, bpf_map_update_elem and bpf_map_delete_elem on an LPM trie
-// of up to 8 data bytes (jit_amd64_lpmupd.go, maps.LPMTable's Writing:
-// Update's and Delete's steps and answers under the trie's lock word,
-// which Go's writers take too, with the write barrier off as for the hash
-// writes, an insert's nodes popped from the trie's pool of spares, which
-// Go's Update refills; flags above BPF_EXIST, a prefix length past the
-// maximum, fewer than two spares, a held lock go to Go before anything is
-// written); and bpf_spin_lock and
+// both backends too, bpf_map_update_elem and bpf_map_delete_elem on an
+// LPM trie of up to 8 data bytes (jit_*_lpmupd.go, maps.LPMTable's Writing: Update's and
+// Delete's steps and answers under the trie's lock word, which Go's
+// writers take too, with the write barrier off as for the hash writes,
+// an insert's nodes popped from the trie's pool of spares, which Go's
+// Update refills; flags above BPF_EXIST, a prefix length past the
+// maximum, fewer than two spares, a held lock, on arm64 a value of 4096
+// bytes or more go to Go before anything is written; on arm64 the links
+// and the intermediate flag a lock-free reader sees stored with STLR, the
+// lock taken with LDAXR/STLXR and released with STLR, as Go's atomics);
+// and bpf_spin_lock and
 // bpf_spin_unlock (jit_spin.go: the lock word checked as spinLockWord
 // does, taken with an atomic compare-and-swap a bounded number of times
 // before Go waits for it, and kept in jitState.spin, which Go adopts into

@@ -5,8 +5,10 @@ package bpf
 // Native bpf_map_lookup_elem on LPM tries for the arm64 backend: the walk
 // of the amd64 one (jit_amd64_lpm.go) in X0 and X9-X14. A child link is
 // loaded after the node that holds it and through its address, which
-// orders the loads (an address dependency); nodes never change once
-// linked.
+// orders the loads (an address dependency); a node's prefix length, data
+// and value never change once it is linked, and writers (LPMTrie's Update
+// and Delete, jit_arm64_lpmupd.go) change its links and intermediate flag
+// only with release stores.
 
 // lpmAt is hashAt for LPM tries.
 func (c *arm64Compiler) lpmAt(pc int) (jitLPM, bool) {
@@ -15,13 +17,21 @@ func (c *arm64Compiler) lpmAt(pc int) (jitLPM, bool) {
 		return jitLPM{}, false
 	}
 	l, ok := c.env.lpmFor(k)
+	return l, ok && lpmOffsetsOK(l)
+}
+
+// lpmOffsetsOK reports whether the node's fields are in reach of the
+// scaled 12-bit immediates of LDR and STR (X: the links, the data's and
+// the value's addresses; W: the flag, the prefix length).
+func lpmOffsetsOK(l jitLPM) bool {
+	ok := true
 	for _, off := range []uintptr{l.t.ChildOff, l.t.DataOff, l.t.ValueOff} {
 		ok = ok && off%8 == 0 && off+8 < 8*4096
 	}
 	for _, off := range []uintptr{l.t.ImOff, l.t.PrefixOff} {
 		ok = ok && off%4 == 0 && off < 4*4096
 	}
-	return l, ok
+	return ok
 }
 
 // lpmLookup emits the call at pc as hMapLookup runs it on an LPM trie;

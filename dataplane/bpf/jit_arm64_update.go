@@ -33,6 +33,10 @@ func (c *arm64Compiler) updateAt(pc int) bool {
 		c.arrayUpdate(pc, a)
 		return true
 	}
+	if l, ok := c.lpmUpdateAt(k); ok {
+		c.lpmUpdate(pc, l) // jit_arm64_lpmupd.go
+		return true
+	}
 	h, ok := c.hashUpdateAt(k)
 	if ok {
 		c.hashUpdate(pc, h) // jit_arm64_hashupd.go
@@ -40,11 +44,16 @@ func (c *arm64Compiler) updateAt(pc int) bool {
 	return ok
 }
 
-// deleteAt is updateAt for bpf_map_delete_elem, on hash maps.
+// deleteAt is updateAt for bpf_map_delete_elem, on hash maps and LPM
+// tries.
 func (c *arm64Compiler) deleteAt(pc int) bool {
 	k, ok := mapAt(c.plain, c.targets, pc)
 	if !ok {
 		return false
+	}
+	if l, ok := c.lpmUpdateAt(k); ok {
+		c.lpmDelete(pc, l) // jit_arm64_lpmupd.go
+		return true
 	}
 	h, ok := c.hashUpdateAt(k)
 	if ok {

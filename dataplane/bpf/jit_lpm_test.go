@@ -13,8 +13,8 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
-// Tests of the native bpf_map_lookup_elem on LPM tries (jit_amd64_lpm.go)
-// and of its updates and deletes (jit_amd64_lpmupd.go; more in
+// Tests of the native bpf_map_lookup_elem on LPM tries (jit_*_lpm.go)
+// and of its updates and deletes (jit_*_lpmupd.go; more in
 // jit_lpmupd_test.go): random programs of lookups, updates (flags 0 to 3)
 // and deletes over tries of 1, 4 and 8 data bytes (and one of 16, which
 // stays in Go), small enough to fill, with keys on the stack or in the

@@ -1,4 +1,4 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package bpf
 
@@ -23,7 +23,7 @@ import (
 )
 
 // Tests of the native bpf_map_update_elem and bpf_map_delete_elem on LPM
-// tries (jit_amd64_lpmupd.go), entered directly so that each call is known
+// tries (jit_amd64_lpmupd.go, jit_arm64_lpmupd.go), entered directly so that each call is known
 // to have run natively or gone to Go.
 
 // lpmWriteColl loads an update ("u") and a delete ("d") program of the LPM
@@ -537,13 +537,18 @@ func TestJITLPMWriteAllocs(t *testing.T) {
 
 // TestJITLPMWriteNativeCount: updates and deletes of tries of up to 8 data
 // bytes are native, unless their values are too large for a pool of two
-// spare nodes (the trie keeps none); of longer keys, Go's.
+// spare nodes (the trie keeps none), or on arm64 of 4096 bytes or more
+// (the checks' immediates); of longer keys, Go's.
 func TestJITLPMWriteNativeCount(t *testing.T) {
 	needJIT(t)
+	large := 1 // values of 4096 bytes or more: native on amd64 only
+	if runtime.GOARCH == "arm64" {
+		large = 0
+	}
 	for _, tc := range []struct {
 		ks, vs uint32
 		native int
-	}{{12, 8, 1}, {8, 30000, 1}, {8, 40000, 0}, {20, 8, 0}} {
+	}{{12, 8, 1}, {8, 4095, 1}, {8, 4096, large}, {8, 30000, large}, {8, 40000, 0}, {20, 8, 0}} {
 		for _, fn := range []asm.BuiltinFunc{asm.FnMapUpdateElem, asm.FnMapDeleteElem} {
 			_, p := loadUpdateSpec(t, hashCallProg(fn), &ebpf.MapSpec{Type: ebpf.LPMTrie, KeySize: tc.ks, ValueSize: tc.vs, MaxEntries: 4,
 				Flags: uint32(maps.FlagNoPrealloc)}, 1, EngineJIT)
