@@ -361,13 +361,15 @@ func (d *decoder) lddw(i int, in *insn) error {
 // specialiseCtx turns loads of data, data_end and data_meta through a
 // register that holds the context on every path into direct reads of the
 // frame. Which registers hold the context is a forward must-analysis over the
-// control flow: r1 at entry; copies (rX = rY) carry it; helper and local
-// calls clobber r0-r5 and keep r6-r9 (the kernel's calling convention);
-// other writes end it; subprogram entries start with none. Clang keeps the
-// context in r6 and reloads data/data_end after every helper call, so this
-// covers most context loads. In a bare (conformance) run there is no frame
-// and the loads act as plain loads. The specialised loads carry the packet
-// region's tag in imm (regionPacket<<32).
+// control flow: r1 at entry; copies (rX = rY) carry it, and so do stack
+// slots it was spilled to and filled from while nothing could have written
+// them (decode_ctx.go); helper and local calls clobber r0-r5 and keep
+// r6-r9 (the kernel's calling convention); other writes end it; subprogram
+// entries start with none. Clang keeps the context in r6 and reloads
+// data/data_end after every helper call, so this covers most context loads.
+// In a bare (conformance) run there is no frame and the loads act as plain
+// loads. The specialised loads carry the packet region's tag in imm
+// (regionPacket<<32).
 func specialiseCtx(code []insn, funcs []bool) {
 	in, seen := ctxRegsIn(code, funcs)
 	for i := range code {
@@ -389,39 +391,38 @@ func specialiseCtx(code []insn, funcs []bool) {
 // ctxRegsIn is specialiseCtx's analysis: for each instruction the set of
 // registers (bit i for ri) that hold the context on entry to it on every
 // path, and whether any path reaches it. The JIT uses it too, for the
-// context's scalar fields (ctxScalarLoads).
+// context's scalar fields (ctxScalarLoads) and helpers' r1 (ctxArgs).
 func ctxRegsIn(code []insn, funcs []bool) (in []uint16, seen []bool) {
 	n := len(code)
-	const all = uint16(1<<11 - 1)
-	in = make([]uint16, n) // registers holding ctx on entry to each insn
+	facts := make([]ctxFacts, n) // what holds ctx on entry to each insn
 	seen = make([]bool, n)
-	for i := range in {
-		in[i] = all
+	for i := range facts {
+		facts[i] = ctxAll
 	}
 	work := []int{0}
-	in[0], seen[0] = 1<<1, true
+	facts[0], seen[0] = ctxEntry, true
 	for _, c := range code {
 		if (c.op == opCallLocal || c.op == opLdFunc) && c.imm == 0 {
-			in[0] = 0 // the entry is also called as a subprogram
+			facts[0] = ctxFacts{} // the entry is also called as a subprogram
 		}
 	}
 	for i := 1; i < n; i++ {
 		if funcs[i] {
-			in[i], seen[i] = 0, true
+			facts[i], seen[i] = ctxFacts{}, true
 			work = append(work, i)
 		}
 	}
-	flow := func(to int, set uint16) {
+	flow := func(to int, f ctxFacts) {
 		if to < 0 || to >= n {
 			return
 		}
 		if !seen[to] {
-			in[to], seen[to] = set, true
+			facts[to], seen[to] = f, true
 			work = append(work, to)
 			return
 		}
-		if m := in[to] & set; m != in[to] {
-			in[to] = m
+		if m := facts[to].meet(f); m != facts[to] {
+			facts[to] = m
 			work = append(work, to)
 		}
 	}
@@ -429,36 +430,28 @@ func ctxRegsIn(code []insn, funcs []bool) (in []uint16, seen []bool) {
 		i := work[len(work)-1]
 		work = work[:len(work)-1]
 		c := &code[i]
-		set := in[i]
-		bit := uint16(1) << (c.dst & 15)
+		f := facts[i]
 		switch {
 		case c.op == opExit:
 			continue
 		case c.op == opJA:
-			flow(int(c.off), set)
+			flow(int(c.off), f)
 			continue
 		case c.op >= opJEQ64K && c.op <= opJSLE32X:
-			flow(int(c.off), set)
-			flow(i+1, set)
+			flow(int(c.off), f)
+			flow(i+1, f)
 			continue
-		case c.op == opCall || c.op == opTailCall || c.op == opCallLocal || c.op == opCallX:
-			set &^= 0x3f // r0-r5
-		case c.op == opMov64X:
-			if set&(1<<(c.src&15)) != 0 {
-				set |= bit
-			} else {
-				set &^= bit
-			}
-		case c.op == opAtomic32 || c.op == opAtomic64:
-			set &^= 1<<(c.src&15) | 1
-		case c.op >= opStB && c.op <= opStxDW:
 		case c.op == opLdImm64 || c.op == opLdMap || c.op == opLdMapValue || c.op == opLdFunc:
-			flow(i+2, set&^bit)
+			bit := uint16(1) << (c.dst & 15)
+			f.regs, f.safe = f.regs&^bit, f.safe&^bit
+			flow(i+2, f)
 			continue
-		default:
-			set &^= bit
 		}
-		flow(i+1, set)
+		flow(i+1, ctxStep(c, f))
+	}
+	in = make([]uint16, n)
+	for i := range facts {
+		in[i] = facts[i].regs
 	}
 	return in, seen
 }

@@ -226,9 +226,18 @@
 // ingress_ifindex or rx_queue_index through a register that holds the
 // context on every path (ctxRegsIn, the analysis that specialises the
 // loads of data and data_end) reads the Frame's field (ctxScalarLoads).
+// That analysis follows the context through copies and through a stack
+// slot it was spilled to (an 8-byte store through r10 at an aligned
+// offset) and filled from, as the kernel's verifier keeps a spilled
+// PTR_TO_CTX (decode_ctx.go): the slot holds it only while, on every
+// path, no store or atomic through r10 overlapped it, no store went
+// through another register that may address the stack (any but copies of
+// the entry's r1 and map lookups' results: a pointer is a number a
+// program can forge), and no call ran but of a helper that writes no
+// memory through its arguments and runs no program code (keepsStack).
 // On amd64, the out-of-line check of any other 4-byte load that finds a
-// context pointer (one the analysis lost, such as a context spilled to
-// the stack and loaded back) reads that field, or data, data_end or
+// context pointer (one the analysis lost, such as a context filled from a
+// slot some path may have written) reads that field, or data, data_end or
 // data_meta as the packet pointer slowLoad makes of it, from the frame.
 // A context load right after another (no jump target between) loads
 // from the frame the first one checked (ctxAfterCtx, jit_cost.go), and Go

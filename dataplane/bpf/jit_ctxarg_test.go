@@ -34,7 +34,11 @@ func TestJITFrameArgChecks(t *testing.T) {
 		"one path": {prog(asm.LoadMem(asm.R4, asm.R2, 0, asm.Byte), asm.JNE.Imm(asm.R4, 0, "call"),
 			asm.Mov.Reg(asm.R1, asm.R10), asm.Mov.Imm(asm.R0, 0).WithSymbol("call")), false},
 		"after a helper": {prog(asm.FnGetPrandomU32.Call()), false},
+		// Spilled and filled (decode_ctx.go), and a slot written since.
 		"filled": {prog(asm.StoreMem(asm.R10, -8, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.R10, -8, asm.DWord)), true},
+		"filled after a write": {prog(asm.StoreMem(asm.R10, -8, asm.R1, asm.DWord),
+			asm.StoreImm(asm.R10, -4, 0, asm.Word),
 			asm.LoadMem(asm.R1, asm.R10, -8, asm.DWord)), false},
 		// A subprogram is entered with nothing known of r1.
 		"subprogram": {append(prog(asm.Mov.Reg(asm.R1, asm.R6), asm.Call.Label("sub")),
