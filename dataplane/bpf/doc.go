@@ -483,12 +483,22 @@
 // first iteration; a budget exhausted between iterations goes to Go with
 // the call's arguments, where the interpreter's loop faults at the call.
 //
-// bpf_ktime_get_ns and bpf_ktime_get_coarse_ns are native (jit_*_time.go) where the CPU's
-// constant-rate counter is usable (an invariant TSC the kernel keeps time
-// with; arm64's CNTVCT_EL0): CLOCK_MONOTONIC from a line Go draws from
-// clock_gettime every 10 ms (ktime_counter.go), never going back, within
-// ktimeErrBound (20 us; under 0.1 us measured) of clock_gettime; Go's
-// helper reads the same line, so both engines give one clock.
+// bpf_ktime_get_ns and bpf_ktime_get_coarse_ns are native (jit_*_time.go)
+// where the CPU's constant-rate counter is usable (arm64's CNTVCT_EL0; an
+// invariant TSC, constant_tsc and nonstop_tsc, that the kernel keeps time
+// with or, on a kvm-clock guest, whose pairs with clock_gettime, read on
+// every CPU the process may run on over 20 ms, lie within 5 us of one
+// line and whose CPUs pass Linux's warp check: kvm-clock is the host's TSC
+// scaled, ktime_counter_tsc_amd64.go):
+// CLOCK_MONOTONIC from a line Go draws from clock_gettime every 10 ms
+// (ktime_counter.go), never going back, within ktimeErrBound (20 us; under
+// 0.2 us measured) of clock_gettime; a line that drifted 5 us from it has
+// the rate measured again. Go's helper reads the same line, so both
+// engines give one clock. A VM paused, migrated or restored from a
+// snapshot may find its TSC and kvm-clock moved apart: the line is off by
+// the jump (ahead by at most 10 ms, or behind) until the count leaves it,
+// at most 10 ms later; then Go measures the rate again, never going back
+// (ktime_counter.go, "A VM's stops").
 //
 // bpf-to-bpf calls (jit_amd64_calls.go, jit_arm64_calls.go) are native in
 // programs without tail calls: a call checks the depth (the Go frames and

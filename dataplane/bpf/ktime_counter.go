@@ -41,6 +41,26 @@ import (
 // difference found at a refresh: TestKtimeCounterBound asserts it and the
 // bound.
 //
+// A VM's stops. Steal (the host runs a vCPU late) moves the counter and
+// the clock alike: nothing to correct. A pause, a migration or a restore
+// from a snapshot may move them apart on a guest that keeps time with
+// kvm-clock (ktime_counter_tsc_amd64.go): the host sets the guest's TSC and
+// its pvclock separately (QEMU, for one, may restore kvm-clock to where it
+// stopped while the TSC ran on). A count still on the line then reads the
+// line, off by the jump (ahead by at most the line's rest when the counter
+// moved and the clock did not; behind when the clock moved and the counter
+// did not), for at most a line: once the count is past the limit, Go finds
+// the drift and measures the rate again, reading clock_gettime meanwhile,
+// never below the line's end (when ahead, the clock stands still until
+// clock_gettime catches up, at most a line). A count behind the line's
+// start by more than counterCalMax (the counter went back) withdraws the
+// line and measures the rate again too (lineDrop); Go reads clock_gettime
+// meanwhile, never below what the line gave, which the bound caps at the
+// clock plus ktimeErrBound (not the line's end, the counter not having
+// reached it). A new host's TSC at
+// another rate (a migration without TSC scaling) errs by the rates'
+// difference over at most a line before lineDrifted finds it.
+//
 // The line is a seqlock: Go makes seq odd, writes the fields, makes it
 // even (atomic stores: on arm64 STLR, each ordered after the one before);
 // native code reads seq, the fields and seq again (arm64: LDAR, then
@@ -63,6 +83,12 @@ const (
 	// counterWarm is how long after the first sample the rate is first
 	// computed (the slope's error falls as the baseline grows).
 	counterWarm = time.Millisecond
+	// counterCalMax is the farthest a calibration pair may be from its
+	// line (ktime_counter_tsc_amd64.go), and so a CPU's counter from
+	// another's: the drift over a line that makes lineDrifted measure the
+	// rate again, so a counter that fails it would be measured again at
+	// every line.
+	counterCalMax = ktimeErrBound / 4
 )
 
 var (
@@ -105,10 +131,21 @@ func ktimeCounter() (uint64, bool) {
 	if v, ok := lineRead(); ok {
 		return v, true
 	}
-	if lim := ktLine.limit.Load(); lim != 0 && readCounter() < ktLine.base.Load() {
-		// A count a little behind the line's start (another CPU's counter,
-		// a few cycles apart): its start.
-		return ktLine.ns.Load(), true
+	if ktLine.limit.Load() != 0 {
+		if c, base := readCounter(), ktLine.base.Load(); c < base {
+			if base-c <= uint64(counterCalMax)<<32/ktLine.mult.Load() {
+				// A count a little behind the line's start (another
+				// CPU's counter, apart by less than the calibration or
+				// the kernel's TSC check allows): its start.
+				return ktLine.ns.Load(), true
+			}
+			// The counter went back (a VM restored from a snapshot):
+			// the line no longer says where the clock is. It gave at
+			// most the clock and the bound, not its end: the floor
+			// comes down to that.
+			lineDrop()
+			ktFloor.Store(min(ktFloor.Load(), uint64(nanotime())+uint64(ktimeErrBound)))
+		}
 	}
 	lineRefresh()
 	if v, ok := lineRead(); ok {
@@ -181,10 +218,12 @@ func lineRefresh() {
 	if oldMult != 0 && lineDrifted(c, t) {
 		// The counter's rate changed (a VM moved to another host): the
 		// slope is measured again from here; until then Go reads
-		// clock_gettime, never below the last line's end.
+		// clock_gettime, never below the last line's end. The line is
+		// withdrawn, or the next refresh would find the same drift
+		// against it and never draw one again.
+		lineDrop()
 		ktCal.count, ktCal.ns = c, t
 		ktFloor.Store(max(ktFloor.Load(), t))
-		counterRecal.Add(1)
 		return
 	}
 	// The span: at most a sixteenth of the baseline, so that the slope's
@@ -210,6 +249,17 @@ func lineRefresh() {
 	ktFloor.Store(max(ktFloor.Load(), end))
 }
 
+// lineDrop withdraws the line and restarts the rate's measurement: until
+// a line is drawn again every read goes to Go, which reads clock_gettime,
+// never below the withdrawn line's end (ktFloor). ktMu is held.
+func lineDrop() {
+	ktLine.seq.Add(1)
+	ktLine.limit.Store(0)
+	ktLine.seq.Add(1)
+	ktCal.count = 0
+	counterRecal.Add(1)
+}
+
 // lineDrifted records how far the current line, extended to count c, is
 // from the clock t (counterErr, when c is within two lines of its start)
 // and reports whether it gained or lost more than a quarter of
@@ -226,7 +276,7 @@ func lineDrifted(c, t uint64) bool {
 	}
 	d, l := float64(c-base), float64(limit)
 	drift := (float64(off) - float64(ktAhead)*(1-d/l)) * l / d
-	return math.Abs(drift) > float64(ktimeErrBound/4)
+	return math.Abs(drift) > float64(counterCalMax)
 }
 
 // lineAt is the current line's value at count c, extended past its limit.

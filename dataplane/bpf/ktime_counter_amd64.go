@@ -14,27 +14,18 @@ import (
 func readCounter() uint64
 
 // counterOK: the time-stamp counter is usable for CLOCK_MONOTONIC when it
-// is invariant (the kernel's constant_tsc and nonstop_tsc flags: a
-// constant rate, not stopped in deep idle states; Intel SDM vol. 3B
-// 18.17.1) and the kernel itself keeps time with it (clocksource "tsc":
-// the kernel found it synchronized across CPUs and stable; it switches
-// away from an unstable one, and a VM without a usable TSC uses kvm-clock
-// or hpet). Otherwise bpf_ktime_get_ns exits to Go as before.
+// is invariant and the kernel keeps time with it, or, on a kvm-clock
+// guest, it measured within counterCalMax of clock_gettime on every CPU
+// (tscSound, ktime_counter_tsc_amd64.go). Otherwise bpf_ktime_get_ns exits
+// to Go as before.
 func counterOK() bool {
 	src, err := os.ReadFile("/sys/devices/system/clocksource/clocksource0/current_clocksource")
-	if err != nil || strings.TrimSpace(string(src)) != "tsc" {
+	if err != nil {
 		return false
 	}
 	info, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
 		return false
 	}
-	for _, line := range strings.Split(string(info), "\n") {
-		if !strings.HasPrefix(line, "flags") {
-			continue
-		}
-		f := " " + line + " "
-		return strings.Contains(f, " constant_tsc ") && strings.Contains(f, " nonstop_tsc ")
-	}
-	return false
+	return tscSound(strings.TrimSpace(string(src)), cpuFlags(info), counterCalibrate)
 }

@@ -164,4 +164,51 @@ func TestKtimeCounterRecalibrates(t *testing.T) {
 		}
 		last = k
 	}
+	waitLine(t) // the native code's again
+}
+
+// waitLine waits until the clock is read from a line that holds the
+// counter's value now (a line drawn, and not left behind by a test).
+func waitLine(t *testing.T) {
+	t.Helper()
+	for t0 := nanotime(); ; ktimeMono() {
+		if _, ok := lineRead(); ok {
+			return
+		}
+		if nanotime()-t0 > int64(time.Second) {
+			t.Fatalf("no line drawn in a second (recalibrated %d times)", counterRecal.Load())
+		}
+	}
+}
+
+// TestKtimeCounterJumpsBack puts the line's start a second of counts
+// ahead of the counter, as a VM restored from an earlier snapshot would
+// see its counter go back: the clock keeps going (it does not stay at the
+// line's start), never back and within the bound, the rate is measured
+// again and a line is drawn again.
+func TestKtimeCounterJumpsBack(t *testing.T) {
+	if !counterUsable() {
+		t.Skip("the CPU counter is not usable here")
+	}
+	waitLine(t)
+	recal0 := counterRecal.Load()
+	ktMu.Lock()
+	ktLine.seq.Add(1)
+	ktLine.base.Add(uint64(time.Second) << 32 / ktLine.mult.Load())
+	ktLine.seq.Add(1)
+	ktMu.Unlock()
+	var last uint64
+	for t0 := nanotime(); nanotime()-t0 < int64(3*counterSpan); {
+		a := uint64(nanotime())
+		k := ktimeMono()
+		b := uint64(nanotime())
+		if k < last || k+uint64(ktimeErrBound) < a || k > b+uint64(ktimeErrBound) {
+			t.Fatalf("after the jump: %d (last %d) outside [%d, %d] +- %v", k, last, a, b, ktimeErrBound)
+		}
+		last = k
+	}
+	if counterRecal.Load() == recal0 {
+		t.Error("the rate was not measured again")
+	}
+	waitLine(t)
 }
