@@ -337,8 +337,8 @@
 // maps.HashTable.LockOff, a word Go's writers take too, a lock still held
 // after a few tries going to Go): on both backends a per-CPU map's CPU
 // slot of a key present written in place (jit_*_hashupd.go), and
-// inserts (a per-CPU map's on amd64 too, its other CPUs' slots cleared
-// as Hash.writeValue clears them), replacements and deletes, with keys
+// inserts (a per-CPU map's too, its other CPUs' slots cleared as
+// Hash.writeValue clears them), replacements and deletes, with keys
 // of up to maps.NativeKeyMax bytes on amd64 (hashWriteKeyMax; arm64:
 // hashKeyMax) (jit_*_hashupd_write.go; on arm64
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
@@ -346,7 +346,7 @@
 // (jit_hashupd_unsafe.go says why that is sound; a full LRU map's
 // eviction on amd64 takes the entry Hash.evict would, sweeping the slab
 // from the same hand under the same lock, maps.HashTable's Evicting and
-// jit_amd64_hashevict.go; an LRU eviction and a per-CPU insert on arm64,
+// jit_amd64_hashevict.go; an LRU eviction on arm64,
 // an empty spare slot, a value holding a bpf_spin_lock go to Go); on
 // amd64 only, bpf_map_update_elem and bpf_map_delete_elem on an LPM trie
 // of up to 8 data bytes (jit_amd64_lpmupd.go, maps.LPMTable's Writing:

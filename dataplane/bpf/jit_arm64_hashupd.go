@@ -34,19 +34,13 @@ func (c *arm64Compiler) hashDelete(pc int, h jitHash) { c.hashWriteDelete(pc, h)
 // hashLockedUpdate is the amd64 hashLockedUpdate: the answers that write
 // nothing from the lock-free probe first (hashWriteEntry), then under the
 // stripe's lock the chain walked and the CPU's slot of the entry found
-// written in place; X0 is the entry, then the slot.
+// written in place, or a key absent inserted (hashInsert); X0 is the
+// entry, then the slot.
 func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	done := c.hashWriteEntry(pc, h, true) // jit_arm64_hashupd_write.go
 	found, missing := c.hashLockedWalk(h)
 	c.patch(missing, len(c.b))
-	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
-	insert := c.branch(aNE)
-	c.hashUnlock()
-	c.movImm(0, negErrno(syscall.ENOENT))
-	done = append(done, c.branch(aAL))
-	c.patch(insert, len(c.b))
-	c.hashUnlock()
-	c.slowIf(aAL, pc) // a new key: an insert
+	done = append(done, c.hashInsert(pc, h)...)
 	c.patch(found, len(c.b))
 	c.w(a64Imm12(a64SubsImm, aZR, 4, flagNoExist))
 	write := c.branch(aNE)

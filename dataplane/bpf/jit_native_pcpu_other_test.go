@@ -1,9 +1,9 @@
-//go:build !(linux && amd64)
+//go:build !(linux && (amd64 || arm64))
 
 package bpf
 
 // pcpuInsertArch: the JIT inserts keys into per-CPU hash maps natively
-// (amd64 only).
+// (amd64 and arm64: none here).
 const pcpuInsertArch = false
 
 // evictArch: the JIT evicts from a full LRU hash map natively (amd64 only).

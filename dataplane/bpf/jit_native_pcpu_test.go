@@ -1,14 +1,16 @@
-//go:build linux && amd64
+//go:build linux && (amd64 || arm64)
 
 package bpf
 
+import "runtime"
+
 // pcpuInsertArch: the JIT inserts keys into per-CPU hash maps natively
-// (amd64 only).
+// (both backends).
 const pcpuInsertArch = true
 
 // evictArch: the JIT evicts from a full LRU hash map natively (amd64 only).
-const evictArch = true
+const evictArch = runtime.GOARCH == "amd64"
 
 // longKeyWriteArch: the JIT inserts, replaces and deletes hash keys of 17
 // to maps.NativeKeyMax bytes natively (amd64 only: hashWriteKeyMax).
-const longKeyWriteArch = true
+const longKeyWriteArch = runtime.GOARCH == "amd64"
