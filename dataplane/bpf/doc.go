@@ -292,7 +292,7 @@
 // slots are bucket heads, goes to Go);
 // bpf_map_lookup_elem on a preallocated
 // hash map of any of the four hash types with keys of up to 64 bytes
-// (maps.NativeKeyMax; 16 in maps of maps and hash writes: hashKeyMax),
+// (maps.NativeKeyMax; 16 in maps of maps: hashKeyMax),
 // hashed a finaliser round per key word as Hash.hashOf, the key (here and
 // in the slot lookups) checked inline in the region the range analysis
 // places r2 in at the call (keyCheck, keyHint in jit_range_key.go: the
@@ -339,8 +339,8 @@
 // slot of a key present written in place (jit_*_hashupd.go), and
 // inserts (a per-CPU map's too, its other CPUs' slots cleared as
 // Hash.writeValue clears them), replacements and deletes, with keys
-// of up to maps.NativeKeyMax bytes on amd64 (hashWriteKeyMax; arm64:
-// hashKeyMax) (jit_*_hashupd_write.go; on arm64
+// of up to maps.NativeKeyMax bytes (hashWriteKeyMax;
+// jit_*_hashupd_write.go; on arm64
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
 // (jit_hashupd_unsafe.go says why that is sound; a full LRU map's

@@ -2,11 +2,17 @@
 
 package bpf
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
 
 // hashWriteKeyMax is the longest key whose hash writes arm64 runs
-// natively: two key words, as its lookup (hashKeyMax).
-const hashWriteKeyMax = hashKeyMax
+// natively: every key a maps.HashTable describes, as its lookup (the
+// words past the second kept in the scratch, hsWord, and compared
+// through X15 by hashEntryIs).
+const hashWriteKeyMax = maps.NativeKeyMax
 
 // Native bpf_map_update_elem on per-CPU hash maps for the arm64 backend
 // (see jit_hashupd.go): the amd64 steps (jit_amd64_hashupd.go), the

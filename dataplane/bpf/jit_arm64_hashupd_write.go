@@ -227,11 +227,9 @@ func (c *arm64Compiler) hashInsert(pc int, h jitHash) (done []a64Fixup) {
 // X13-X14 are clobbered.
 func (c *arm64Compiler) hashSetKey(h jitHash) {
 	c.ldr(aS2, 0, int32(h.t.KeyOff))
-	c.ldr(aS1, aCtx, offHS+8*hsW0)
-	c.stlr(a64StlrX, aS1, aS2)
-	if h.t.KeySize > 8 {
-		c.ldr(aS1, aCtx, offHS+8*hsW1)
-		c.w(a64Imm12(a64AddImm, aS6, aS2, 8))
+	for i := range int(h.t.KeySize+7) / 8 {
+		c.ldr(aS1, aCtx, offHS+8*hsWord(i))
+		c.w(a64Imm12(a64AddImm, aS6, aS2, uint32(8*i)))
 		c.stlr(a64StlrX, aS1, aS6)
 	}
 	c.ldr(aS1, aCtx, offHS+8*hsHash)

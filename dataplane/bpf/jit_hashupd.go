@@ -22,8 +22,8 @@ package bpf
 // writes a fresh one: CPU by CPU from 0, slot r.cpu the value, every
 // other slot cleared. A walk longer than any chain and a value
 // overlapping the slot from below release the lock and go to Go before
-// anything is written. r1-r5 are kept. On amd64 the writes take keys of
-// up to maps.NativeKeyMax bytes (hashWriteKeyMax), on arm64 hashKeyMax.
+// anything is written. r1-r5 are kept. The writes take keys of up to
+// maps.NativeKeyMax bytes (hashWriteKeyMax), as the lookups.
 //
 // The in-place write needs the lock, not the lock-free probe's sequence
 // check: an entry found without the lock may be unlinked and reused for

@@ -10,5 +10,5 @@ const pcpuInsertArch = false
 const evictArch = false
 
 // longKeyWriteArch: the JIT inserts, replaces and deletes hash keys of 17
-// to maps.NativeKeyMax bytes natively (amd64 only: hashWriteKeyMax).
+// to maps.NativeKeyMax bytes natively (amd64 and arm64: none here).
 const longKeyWriteArch = false

@@ -12,5 +12,5 @@ const pcpuInsertArch = true
 const evictArch = runtime.GOARCH == "amd64"
 
 // longKeyWriteArch: the JIT inserts, replaces and deletes hash keys of 17
-// to maps.NativeKeyMax bytes natively (amd64 only: hashWriteKeyMax).
-const longKeyWriteArch = runtime.GOARCH == "amd64"
+// to maps.NativeKeyMax bytes natively (both backends: hashWriteKeyMax).
+const longKeyWriteArch = true
