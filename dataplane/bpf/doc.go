@@ -344,10 +344,11 @@
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
 // (jit_hashupd_unsafe.go says why that is sound; a full LRU map's
-// eviction on amd64 takes the entry Hash.evict would, sweeping the slab
-// from the same hand under the same lock, maps.HashTable's Evicting and
-// jit_amd64_hashevict.go; an LRU eviction on arm64,
-// an empty spare slot, a value holding a bpf_spin_lock go to Go); on
+// eviction takes the entry Hash.evict would, sweeping the slab from the
+// same hand under the same lock, maps.HashTable's Evicting and
+// jit_*_hashevict.go, arm64's loading and storing what Go's atomics do
+// with LDAR and STLR; an
+// empty spare slot, a value holding a bpf_spin_lock go to Go); on
 // amd64 only, bpf_map_update_elem and bpf_map_delete_elem on an LPM trie
 // of up to 8 data bytes (jit_amd64_lpmupd.go, maps.LPMTable's Writing:
 // Update's and Delete's steps and answers under the trie's lock word,

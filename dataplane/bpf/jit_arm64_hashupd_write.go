@@ -203,13 +203,16 @@ func (c *arm64Compiler) hashInsert(pc int, h jitHash) (done []a64Fixup) {
 	done = append(done, c.branch(aAL))
 	c.patch(full, len(c.b))
 	c.hashFreeUnlock(h)
-	_ = fill
-	c.hashUnlock()
-	if h.t.LRU {
-		c.slowIf(aAL, pc) // an eviction: Go's
+	if hashEvicts(h) {
+		c.hashEvict(pc, h, fill) // jit_arm64_hashevict.go
 	} else {
-		c.movImm(0, negErrno(syscall.E2BIG))
-		done = append(done, c.branch(aAL))
+		c.hashUnlock()
+		if h.t.LRU {
+			c.slowIf(aAL, pc) // an eviction: Go's
+		} else {
+			c.movImm(0, negErrno(syscall.E2BIG))
+			done = append(done, c.branch(aAL))
+		}
 	}
 	c.patch(empty, len(c.b)) // every spare in flight: Go
 	c.hashFreeUnlock(h)
@@ -403,8 +406,12 @@ func (c *arm64Compiler) hashLinkHead(h jitHash) {
 // atomic Add does on arm64: an LDAXR/STLXR loop (only the lock's holder
 // writes the word, so it loops only on a lost reservation). X12-X14 are
 // clobbered.
-func (c *arm64Compiler) hashSeqBump(h jitHash) {
-	c.ldr(aS6, aCtx, offHS+8*hsStripe)
+func (c *arm64Compiler) hashSeqBump(h jitHash) { c.hashSeqBumpAt(h, hsStripe) }
+
+// hashSeqBumpAt is hashSeqBump for the stripe whose lock word's address
+// is in scratch slot slot.
+func (c *arm64Compiler) hashSeqBumpAt(h jitHash, slot int32) {
+	c.ldr(aS6, aCtx, offHS+8*slot)
 	c.movImm(aS5, uint64(int64(h.t.SeqOff)-int64(h.t.LockOff)))
 	c.rrr(a64Add, aS5, aS6, aS5)
 	loop := len(c.b)

@@ -17,7 +17,7 @@ import (
 	"github.com/xnic-dev/xnic/dataplane/maps"
 )
 
-// Native LRU evictions (jit_amd64_hashevict.go): the same victims as Go's
+// Native LRU evictions (jit_amd64_hashevict.go, jit_arm64_hashevict.go): the same victims as Go's
 // sweep, and evictions racing Go's writers.
 
 // hashEvictProg is hashUpdateRet with a lookup: as the packet's byte 4

@@ -38,8 +38,8 @@ package bpf
 // the write barrier's flag is read clear (set: Go; jit_hashupd_unsafe.go)
 // and the call does what Hash.Update and Hash.Delete do, with the same
 // answers: -EEXIST, -ENOENT, -E2BIG for a new key in a full HASH (a full
-// LRU map evicts: on amd64 natively, with Hash.evict's sweep and victim,
-// jit_amd64_hashevict.go and maps.HashTable's Evicting; on arm64 in Go);
+// LRU map evicts natively, with Hash.evict's sweep and victim,
+// jit_*_hashevict.go and maps.HashTable's Evicting);
 // an insert pops an entry from the free list
 // and counts it under the free list's lock (taken after the stripe's, as
 // Go takes it), a replacement swaps the CPU's spare slot's entry for the

@@ -6,7 +6,8 @@ package bpf
 // (amd64 and arm64: none here).
 const pcpuInsertArch = false
 
-// evictArch: the JIT evicts from a full LRU hash map natively (amd64 only).
+// evictArch: the JIT evicts from a full LRU hash map natively (amd64 and
+// arm64: none here).
 const evictArch = false
 
 // longKeyWriteArch: the JIT inserts, replaces and deletes hash keys of 17

@@ -57,7 +57,7 @@ const (
 // per-CPU slot written in place, inserts, replacements and deletes of a
 // key present on both backends, those that link entries only while the
 // collector's write barrier is off (linking entries writes Go pointers),
-// else in Go, as an LRU eviction is on arm64.
+// else in Go.
 //
 // Keys may be as long as the backend's writes take (hashWriteKeyMax).
 func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
