@@ -301,7 +301,7 @@
 // slots are bucket heads, goes to Go);
 // bpf_map_lookup_elem on a preallocated
 // hash map of any of the four hash types with keys of up to 64 bytes
-// (maps.NativeKeyMax; 16 in maps of maps and hash writes: hashKeyMax),
+// (maps.NativeKeyMax; 16 in maps of maps: hashKeyMax),
 // hashed a finaliser round per key word as Hash.hashOf, the key (here and
 // in the slot lookups) checked inline in the region the range analysis
 // places r2 in at the call (keyCheck, keyHint in jit_range_key.go: the
@@ -348,17 +348,18 @@
 // maps.HashTable.LockOff, a word Go's writers take too, a lock still held
 // after a few tries going to Go): on both backends a per-CPU map's CPU
 // slot of a key present written in place (jit_*_hashupd.go), and
-// inserts (a per-CPU map's on amd64 too, its other CPUs' slots cleared
-// as Hash.writeValue clears them), replacements and deletes, with keys
-// of up to maps.NativeKeyMax bytes on amd64 (hashWriteKeyMax; arm64:
-// hashKeyMax) (jit_*_hashupd_write.go; on arm64
+// inserts (a per-CPU map's too, its other CPUs' slots cleared as
+// Hash.writeValue clears them), replacements and deletes, with keys
+// of up to maps.NativeKeyMax bytes (hashWriteKeyMax;
+// jit_*_hashupd_write.go; on arm64
 // every store a lock-free reader sees made as Go's atomics make it: STLR,
 // LDAXR/STLXR), which link entries only while the collector's write barrier is off
 // (jit_hashupd_unsafe.go says why that is sound; a full LRU map's
-// eviction on amd64 takes the entry Hash.evict would, sweeping the slab
-// from the same hand under the same lock, maps.HashTable's Evicting and
-// jit_amd64_hashevict.go; an LRU eviction and a per-CPU insert on arm64,
-// an empty spare slot, a value holding a bpf_spin_lock go to Go); on
+// eviction takes the entry Hash.evict would, sweeping the slab from the
+// same hand under the same lock, maps.HashTable's Evicting and
+// jit_*_hashevict.go, arm64's loading and storing what Go's atomics do
+// with LDAR and STLR; an
+// empty spare slot, a value holding a bpf_spin_lock go to Go); on
 // both backends too, bpf_map_update_elem and bpf_map_delete_elem on an
 // LPM trie of up to 8 data bytes (jit_*_lpmupd.go, maps.LPMTable's Writing: Update's and
 // Delete's steps and answers under the trie's lock word, which Go's

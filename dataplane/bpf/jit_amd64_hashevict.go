@@ -2,25 +2,10 @@
 
 package bpf
 
-import "math"
-
 // Native LRU eviction for the amd64 backend: an insert into a full
 // LRU_HASH or LRU_PERCPU_HASH takes the entry maps.Hash.evict would take
 // (maps.HashTable, Evicting), so that the map keeps the keys Go's would.
-
-// The eviction's scratch slots (jitState.hs).
-const (
-	hsEvE     = hsEvict + iota // the entry looked at
-	hsEvHash                   // its hash, read before its stripe's lock
-	hsEvV                      // its stripe's lock word
-	hsEvTries                  // compare-and-swaps left on a lock
-)
-
-// hashEvicts says h's full-map insert evicts natively: an LRU map whose
-// slab's figures fit the code's 32-bit immediates.
-func hashEvicts(h jitHash) bool {
-	return h.t.LRU && h.t.Hand != 0 && h.t.SlabLen > 0 && h.t.SlabLen <= math.MaxInt32/3 && h.t.EntrySize <= math.MaxInt32
-}
+// The scratch slots and hashEvicts are shared with arm64 (jit_hashevict.go).
 
 // hashEvict is Hash.evict for an insert holding its key's stripe's lock
 // (hsStripe): the sweep's lock taken, then up to three sweeps of the

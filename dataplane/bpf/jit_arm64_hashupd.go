@@ -2,11 +2,17 @@
 
 package bpf
 
-import "syscall"
+import (
+	"syscall"
+
+	"github.com/xnic-dev/xnic/dataplane/maps"
+)
 
 // hashWriteKeyMax is the longest key whose hash writes arm64 runs
-// natively: two key words, as its lookup (hashKeyMax).
-const hashWriteKeyMax = hashKeyMax
+// natively: every key a maps.HashTable describes, as its lookup (the
+// words past the second kept in the scratch, hsWord, and compared
+// through X15 by hashEntryIs).
+const hashWriteKeyMax = maps.NativeKeyMax
 
 // Native bpf_map_update_elem on per-CPU hash maps for the arm64 backend
 // (see jit_hashupd.go): the amd64 steps (jit_amd64_hashupd.go), the
@@ -34,19 +40,13 @@ func (c *arm64Compiler) hashDelete(pc int, h jitHash) { c.hashWriteDelete(pc, h)
 // hashLockedUpdate is the amd64 hashLockedUpdate: the answers that write
 // nothing from the lock-free probe first (hashWriteEntry), then under the
 // stripe's lock the chain walked and the CPU's slot of the entry found
-// written in place; X0 is the entry, then the slot.
+// written in place, or a key absent inserted (hashInsert); X0 is the
+// entry, then the slot.
 func (c *arm64Compiler) hashLockedUpdate(pc int, h jitHash) {
 	done := c.hashWriteEntry(pc, h, true) // jit_arm64_hashupd_write.go
 	found, missing := c.hashLockedWalk(h)
 	c.patch(missing, len(c.b))
-	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
-	insert := c.branch(aNE)
-	c.hashUnlock()
-	c.movImm(0, negErrno(syscall.ENOENT))
-	done = append(done, c.branch(aAL))
-	c.patch(insert, len(c.b))
-	c.hashUnlock()
-	c.slowIf(aAL, pc) // a new key: an insert
+	done = append(done, c.hashInsert(pc, h)...)
 	c.patch(found, len(c.b))
 	c.w(a64Imm12(a64SubsImm, aZR, 4, flagNoExist))
 	write := c.branch(aNE)

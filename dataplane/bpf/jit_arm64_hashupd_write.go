@@ -155,10 +155,22 @@ func (c *arm64Compiler) hashWriteEntry(pc int, h jitHash, update bool) (done []a
 }
 
 // hashInsert is an update of a key absent (the walk's end; see the amd64
-// version). It returns the branches to the end.
+// version): a per-CPU map's reads the write barrier's flag first (its
+// update read none before the lock), and its entry is filled CPU by CPU
+// (hashFillPerCPU). It returns the branches to the end.
 func (c *arm64Compiler) hashInsert(pc int, h jitHash) (done []a64Fixup) {
 	c.w(a64Imm12(a64SubsImm, aZR, 4, flagExist))
 	noent := c.branch(aEQ)
+	if !hashWritesPointers(h, true) {
+		// Only a per-CPU insert links an entry (jit_hashupd_unsafe.go).
+		c.movImm(aS5, uint64(writeBarrierFlag))
+		c.w(a64Imm12(a64LdrWImm, aS6, aS5, 0))
+		c.cmp(aS6, aZR)
+		off := c.branch(aEQ)
+		c.hashUnlock()
+		c.slowIf(aAL, pc)
+		c.patch(off, len(c.b))
+	}
 	c.hashFreeLock(pc, h)
 	c.movImm(aS6, uint64(h.t.Count))
 	c.w(a64Imm12(a64LdrWImm, aS1, aS6, 0))
@@ -176,20 +188,13 @@ func (c *arm64Compiler) hashInsert(pc int, h jitHash) (done []a64Fixup) {
 	c.w(a64Imm12(a64AddImm, aS1, aS1, 1))
 	c.w(a64Imm12(a64StrWImm, aS1, aS6, 0))
 	c.hashFreeUnlock(h)
-	// The key's words and the hash: Go stores them atomically (a
-	// lock-free reader may still be looking at the reused entry).
-	c.ldr(aS6, 0, int32(h.t.KeyOff))
-	c.ldr(aS1, aCtx, offHS+8*hsW0)
-	c.stlr(a64StlrX, aS1, aS6)
-	if h.t.KeySize > 8 {
-		c.ldr(aS1, aCtx, offHS+8*hsW1)
-		c.w(a64Imm12(a64AddImm, aS6, aS6, 8))
-		c.stlr(a64StlrX, aS1, aS6)
+	fill := len(c.b) // X0 the entry; an eviction comes here too
+	c.hashSetKey(h)
+	if h.t.PerCPU {
+		c.hashFillPerCPU(h)
+	} else {
+		c.hashFill(h)
 	}
-	c.ldr(aS1, aCtx, offHS+8*hsHash)
-	c.fieldAddr(aS6, 0, h.t.HashOff)
-	c.stlr(a64StlrX, aS1, aS6)
-	c.hashFill(h)
 	c.hashSeqBump(h)
 	c.hashLinkHead(h)
 	c.hashSeqBump(h)
@@ -198,12 +203,16 @@ func (c *arm64Compiler) hashInsert(pc int, h jitHash) (done []a64Fixup) {
 	done = append(done, c.branch(aAL))
 	c.patch(full, len(c.b))
 	c.hashFreeUnlock(h)
-	c.hashUnlock()
-	if h.t.LRU {
-		c.slowIf(aAL, pc) // an eviction
+	if hashEvicts(h) {
+		c.hashEvict(pc, h, fill) // jit_arm64_hashevict.go
 	} else {
-		c.movImm(0, negErrno(syscall.E2BIG))
-		done = append(done, c.branch(aAL))
+		c.hashUnlock()
+		if h.t.LRU {
+			c.slowIf(aAL, pc) // an eviction: Go's
+		} else {
+			c.movImm(0, negErrno(syscall.E2BIG))
+			done = append(done, c.branch(aAL))
+		}
 	}
 	c.patch(empty, len(c.b)) // every spare in flight: Go
 	c.hashFreeUnlock(h)
@@ -213,6 +222,22 @@ func (c *arm64Compiler) hashInsert(pc int, h jitHash) (done []a64Fixup) {
 	c.hashUnlock()
 	c.movImm(0, negErrno(syscall.ENOENT))
 	return append(done, c.branch(aAL))
+}
+
+// hashSetKey stores the key's words (the scratch's, hsWord) and hash into
+// the entry in X0 as Go's setKey and hash.Store do: release stores (a
+// lock-free reader may still be looking at the reused entry). X9, X10 and
+// X13-X14 are clobbered.
+func (c *arm64Compiler) hashSetKey(h jitHash) {
+	c.ldr(aS2, 0, int32(h.t.KeyOff))
+	for i := range int(h.t.KeySize+7) / 8 {
+		c.ldr(aS1, aCtx, offHS+8*hsWord(i))
+		c.w(a64Imm12(a64AddImm, aS6, aS2, uint32(8*i)))
+		c.stlr(a64StlrX, aS1, aS6)
+	}
+	c.ldr(aS1, aCtx, offHS+8*hsHash)
+	c.fieldAddr(aS6, 0, h.t.HashOff)
+	c.stlr(a64StlrX, aS1, aS6)
 }
 
 // hashReplace is an update of the key present in X0 (X12 the link to it;
@@ -302,6 +327,62 @@ func (c *arm64Compiler) hashFill(h jitHash) {
 	c.ldr(0, aCtx, offHS+8*hsW0)
 }
 
+// hashFillPerCPU is hashFill for a per-CPU entry (X0), as the amd64
+// hashFillPerCPU and Hash.writeValue of a fresh one: CPU by CPU from 0,
+// the value (its address in hsSeq) copied into slot r.cpu and the
+// value_size bytes of every other slot cleared, in Go's order (a value
+// read from another slot of this very entry reads what Go's copy reads).
+// X9 counts the CPUs, X10 is the slot; the entry is kept in hsW0 and left
+// in X0.
+func (c *arm64Compiler) hashFillPerCPU(h jitHash) {
+	size := int32(h.size)
+	c.fieldAddr(aS6, 0, h.t.RefOff)
+	c.stlr(a64StlrW, aZR, aS6)
+	c.str(0, aCtx, offHS+8*hsW0)
+	c.ldr(aS1, 0, int32(h.t.IdxOff))
+	c.movImm(aS5, h.t.ElemSize)
+	c.mul(aS1, aS1, aS5)
+	c.movImm(aS2, uint64(h.t.PCPU))
+	c.rrr(a64Add, aS2, aS2, aS1) // CPU 0's slot
+	c.movImm(aS1, 0)
+	loop := len(c.b)
+	c.rrr(a64Orr, 0, aZR, aS2) // mov x0, x10
+	c.ldr(aS5, aCtx, offCPU)
+	c.cmp(aS1, aS5)
+	other := c.branch(aNE)
+	c.ldr(aS6, aCtx, offHS+8*hsSeq)
+	c.copyForward(size)
+	next := c.branch(aAL)
+	c.patch(other, len(c.b))
+	c.zeroForward(size)
+	c.patch(next, len(c.b))
+	c.movImm(aS5, h.t.Entries*h.t.ElemSize)
+	c.rrr(a64Add, aS2, aS2, aS5)
+	c.w(a64Imm12(a64AddImm, aS1, aS1, 1))
+	c.movImm(aS5, h.t.NCPU)
+	c.cmp(aS1, aS5)
+	c.patch(c.branch(aLO), loop)
+	c.ldr(0, aCtx, offHS+8*hsW0)
+}
+
+// zeroForward clears n bytes at X0 as copyForward copies them (a loop of
+// words, X0 advanced, past updateUnrolled bytes; X12 counts it).
+func (c *arm64Compiler) zeroForward(n int32) {
+	if n > updateUnrolled {
+		c.movImm(aS4, uint64(n/8))
+		loop := len(c.b)
+		c.w(a64Imm9(a64StrXPost, aZR, 0, 8))
+		c.w(a64Imm12(a64SubsImm, aS4, aS4, 1))
+		c.w(a64Branch(a64Bcond, int32(loop-len(c.b))/4, aNE))
+		n %= 8
+	}
+	off := int32(0)
+	for _, p := range copyPieces(n) {
+		c.w(a64Imm12(a64CopyOps[p][1], aZR, 0, uint32(off/p)))
+		off += p
+	}
+}
+
 // hashLinkHead links the entry in X0 at the head of its hash's chain and
 // sets its live flag (the sequence odd), as Hash.Update: next, the
 // bucket and the flag with release stores (Go's Store), the bucket's
@@ -325,8 +406,12 @@ func (c *arm64Compiler) hashLinkHead(h jitHash) {
 // atomic Add does on arm64: an LDAXR/STLXR loop (only the lock's holder
 // writes the word, so it loops only on a lost reservation). X12-X14 are
 // clobbered.
-func (c *arm64Compiler) hashSeqBump(h jitHash) {
-	c.ldr(aS6, aCtx, offHS+8*hsStripe)
+func (c *arm64Compiler) hashSeqBump(h jitHash) { c.hashSeqBumpAt(h, hsStripe) }
+
+// hashSeqBumpAt is hashSeqBump for the stripe whose lock word's address
+// is in scratch slot slot.
+func (c *arm64Compiler) hashSeqBumpAt(h jitHash, slot int32) {
+	c.ldr(aS6, aCtx, offHS+8*slot)
 	c.movImm(aS5, uint64(int64(h.t.SeqOff)-int64(h.t.LockOff)))
 	c.rrr(a64Add, aS5, aS6, aS5)
 	loop := len(c.b)

@@ -22,8 +22,8 @@ package bpf
 // writes a fresh one: CPU by CPU from 0, slot r.cpu the value, every
 // other slot cleared. A walk longer than any chain and a value
 // overlapping the slot from below release the lock and go to Go before
-// anything is written. r1-r5 are kept. On amd64 the writes take keys of
-// up to maps.NativeKeyMax bytes (hashWriteKeyMax), on arm64 hashKeyMax.
+// anything is written. r1-r5 are kept. The writes take keys of up to
+// maps.NativeKeyMax bytes (hashWriteKeyMax), as the lookups.
 //
 // The in-place write needs the lock, not the lock-free probe's sequence
 // check: an entry found without the lock may be unlinked and reused for
@@ -38,8 +38,8 @@ package bpf
 // the write barrier's flag is read clear (set: Go; jit_hashupd_unsafe.go)
 // and the call does what Hash.Update and Hash.Delete do, with the same
 // answers: -EEXIST, -ENOENT, -E2BIG for a new key in a full HASH (a full
-// LRU map evicts: on amd64 natively, with Hash.evict's sweep and victim,
-// jit_amd64_hashevict.go and maps.HashTable's Evicting; on arm64 in Go);
+// LRU map evicts natively, with Hash.evict's sweep and victim,
+// jit_*_hashevict.go and maps.HashTable's Evicting);
 // an insert pops an entry from the free list
 // and counts it under the free list's lock (taken after the stripe's, as
 // Go takes it), a replacement swaps the CPU's spare slot's entry for the

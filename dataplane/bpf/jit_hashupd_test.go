@@ -60,10 +60,10 @@ func checkUnlocked(t *testing.T, m maps.Map) {
 // directly: a key present is written in place in the Runner's CPU slot
 // only (values of 1 byte up to past the unrolled copy), BPF_NOEXIST of it
 // is -EEXIST, BPF_EXIST of a key absent -ENOENT, an insert writes the
-// Runner's slot and clears the others, a new key in a full map is
-// -E2BIG, all natively and with every lock released; an LRU eviction,
-// flags above BPF_EXIST, a CPU out of range and a stripe whose lock is
-// held go to Go, leaving the lock as it was.
+// Runner's slot and clears the others (of an entry Go left dirty), a new
+// key in a full map is -E2BIG or an eviction, all natively and with every
+// lock released; flags above BPF_EXIST, a CPU out of range and a stripe
+// whose lock is held go to Go, leaving the lock as it was.
 func TestJITHashPcpuUpdateEdges(t *testing.T) {
 	needJIT(t)
 	noGC(t) // an insert with the write barrier on goes to Go
@@ -94,6 +94,12 @@ func pcpuUpdateEdges(t *testing.T, c *Collection, p *Program, vs uint32, ncpu in
 	all := bytes.Repeat([]byte{0x55}, int(roundUp8(vs))*ncpu)
 	if err := m.Update(key, all, maps.UpdateAny, -1); err != nil {
 		t.Fatal(err)
+	}
+	// An entry left dirty on the free list's top: the native insert below
+	// reuses it, so its other CPUs' slots must be cleared, not found so.
+	dirty := []byte{7, 7, 7, 7, 7, 7, 7, 7}
+	if err := m.Update(dirty, all, maps.UpdateAny, -1); err != nil || m.Delete(dirty) != nil {
+		t.Fatal("dirtying an entry:", err)
 	}
 	run := func(cpu int, k []byte, flags int64, fill byte) (bool, int64) {
 		r := NewRunner(cpu)

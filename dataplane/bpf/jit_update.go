@@ -54,10 +54,10 @@ const (
 // lookup (the stripe's sequence even and unchanged across the walk, as
 // Hash.get trusts it), which is linearisable with Go's writers as that
 // lookup is. What writes takes the stripe's lock (jit_hashupd.go): a
-// per-CPU slot written in place on both backends; inserts, replacements
-// and deletes of a key present on amd64 only while the collector's write
-// barrier is off (linking entries writes Go pointers), else in Go, as an
-// LRU eviction is on arm64.
+// per-CPU slot written in place, inserts, replacements and deletes of a
+// key present on both backends, those that link entries only while the
+// collector's write barrier is off (linking entries writes Go pointers),
+// else in Go.
 //
 // Keys may be as long as the backend's writes take (hashWriteKeyMax).
 func (env jitEnv) hashUpdateFor(k uint32) (jitHash, bool) {
