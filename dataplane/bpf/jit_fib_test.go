@@ -788,3 +788,43 @@ func fibRaceHost(fa, fb *FIB) (v4, v6 []byte) {
 	}
 	return query(afInet, host), query(afInet6, host6)
 }
+
+// TestJITFIBManyCalls: a program of lookups, fewer slots than the arm64
+// backend's long branches start at, whose code passes B.cond's 1 MiB
+// reach there (a native lookup is hundreds of instructions): the first
+// call goes to Go (plen 63) through its slow-path exit, past every other
+// lookup's code, and gives Go's -EINVAL; the others answer natively
+// (-ENODEV, no table).
+func TestJITFIBManyCalls(t *testing.T) {
+	needJIT(t)
+	const n = 1500
+	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1), asm.Mov.Imm(asm.R3, 0)}
+	for i := int16(0); i < 64; i += 8 {
+		insns = append(insns, asm.StoreMem(asm.R10, -64+i, asm.R3, asm.DWord))
+	}
+	insns = append(insns, asm.Mov.Imm(asm.R3, afInet6), asm.StoreMem(asm.R10, -64, asm.R3, asm.Byte),
+		asm.Mov.Reg(asm.R2, asm.R10), asm.Add.Imm(asm.R2, -64), asm.Mov.Imm(asm.R3, 63), asm.Mov.Imm(asm.R4, 0),
+		asm.FnFibLookup.Call(), asm.Mov.Reg(asm.R7, asm.R0), asm.Mov.Imm(asm.R3, 64))
+	for range n - 1 {
+		insns = append(insns, asm.FnFibLookup.Call())
+	}
+	insns = append(insns, asm.JNE.Imm(asm.R7, -22, "bad"), asm.JNE.Imm(asm.R0, -19, "bad"),
+		asm.Mov.Imm(asm.R0, 2), asm.Return(), asm.Mov.Imm(asm.R0, 1).WithSymbol("bad"), asm.Return())
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{
+		"many": {Name: "many", Type: ebpf.XDP, SectionName: "xdp", License: "GPL", Instructions: insns}}}
+	for _, e := range []Engine{EngineInterp, EngineJIT} {
+		c, err := LoadCollectionSpec(spec, &Options{NumCPU: 1, Engine: e})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		p := mustProg(t, c, "many")
+		if j := p.jit.Load(); e == EngineJIT && nativeFIBArch && j.native != n {
+			t.Fatalf("%d lookups native, want %d", j.native, n)
+		}
+		r := NewRunner(0)
+		if v := r.Run(p, newFrame(make([]byte, 64))); v != ActionPass {
+			t.Errorf("%v: %v, %v", e, v, r.Fault())
+		}
+	}
+}
