@@ -115,6 +115,7 @@ const (
 	a64LdurX = 0xf8400000 // LDUR, 64-bit
 	a64Sturh = 0x78000000 // STURH
 	a64SturW = 0xb8000000 // STUR, 32-bit
+	a64SturX = 0xf8000000 // STUR, 64-bit
 	// Unsigned offset: imm12 scaled by 8, in bits 21:10.
 	a64LdrXImm = 0xf9400000 // LDR (immediate), 64-bit
 	a64StrXImm = 0xf9000000 // STR (immediate), 64-bit

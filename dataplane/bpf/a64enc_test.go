@@ -95,6 +95,7 @@ var a64Known = []struct {
 	{a64Imm9(a64LdurX, 10, 0, -256), 0xf850000a, "ldur x10, [x0, #-256]"},
 	{a64Imm9(a64Sturh, 12, 0, -2), 0x781fe00c, "sturh w12, [x0, #-2]"},
 	{a64Imm9(a64SturW, 9, 0, 255), 0xb80ff009, "stur w9, [x0, #255]"},
+	{a64Imm9(a64SturX, 10, 0, -8), 0xf81f800a, "stur x10, [x0, #-8]"},
 	{a64RRR(a64LdrWLsl2, 12, 10, 12), 0xb86c794c, "ldr w12, [x10, x12, lsl #2]"},
 	{a64Imm12(a64LdrWImm, 14, 0, 3), 0xb9400c0e, "ldr w14, [x0, #12]"},
 	{a64Imm12(a64StrWImm, 14, 0, 4095), 0xb93ffc0e, "str w14, [x0, #16380]"},

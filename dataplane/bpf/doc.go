@@ -446,19 +446,20 @@
 // table default has IPv4 routes and an IPv6 gateway go to Go before
 // anything is written.
 //
-// On amd64, IPv6 (AF_INET6, jit_amd64_fib6.go, jit_fib6.go; arm64 sends
-// it to Go) is native under the
-// same checks and flags, from a second snapshot: the IPv6 prefixes of
-// local, main and default in one open-addressing table keyed by stage (a
-// prefix length of one table, in the order the default rules visit them;
-// DIRECT visits main's) and masked prefix, each prefix's answer without
+// IPv6 (AF_INET6, jit_fib6.go, jit_amd64_fib6.go, jit_arm64_fib6.go) is
+// native on both backends under the same checks and flags (the table
+// pointer loaded once, on arm64 with LDAR), from a second snapshot: the
+// IPv6 prefixes of local, main and default in one open-addressing table
+// keyed by stage (a prefix length of one table, in the order the default
+// rules visit them; DIRECT visits main's) and masked prefix, each prefix's answer without
 // an oif precomputed (lookup6's choice, path MTU, preferred source or
 // none, the gateway's neighbour, the egress port's MAC), and the IPv6
 // neighbours in a table of the same slots. Multicast, link-local and
 // loopback addresses are NOT_FWDED natively before the table is read; an
 // IPv4-mapped address, a port past the snapshot's and a route with no
-// path MTU go to Go before anything is written. The lookup saves
-// and restores r5 too (jitState.hs).
+// path MTU go to Go before anything is written. The amd64 lookup saves
+// and restores r5 too (jitState.hs); the arm64 one leaves r1-r5 alone and
+// keeps a word in jitState.hs instead.
 //
 // The XDP RX metadata kfuncs are native on both backends (jit_meta.go,
 // jit_*_meta.go; kfuncRows give them the helper table's native column):

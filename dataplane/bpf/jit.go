@@ -268,7 +268,15 @@ type jitEnv struct {
 	coll  *Collection
 	funcs []bool
 	hints []accessHint // rangeIn: what the range analysis knows of each access
+	// long: every branch in its long form (arm64: a first compile found a
+	// short one out of reach, errFar).
+	long bool
 }
+
+// errFar is a backend's finish finding a branch it emitted in a short
+// form out of that form's reach: compileNative compiles again with
+// jitEnv.long.
+var errFar = errors.New("internal: a short branch out of reach")
 
 // mapRef is map number k of env's collection, nil when there is none.
 func (env jitEnv) mapRef(k uint32) *mapRef {
@@ -318,6 +326,10 @@ func compileNative(plain []insn, env jitEnv) (*jitProg, error) {
 		compileInsn(b, pc, in)
 	}
 	code, n := b.finish(entry)
+	if n.err == errFar && !env.long {
+		env.long = true
+		return compileNative(plain, env)
+	}
 	if n.err != nil {
 		return nil, n.err
 	}

@@ -72,6 +72,7 @@ type arm64Compiler struct {
 	b       []byte
 	plain   []insn
 	long    bool // branches may be out of B.cond's 1 MB range
+	far     bool // a B.cond, CBZ or ADR patched past its 1 MiB reach (errFar)
 	jumps   []a64Fixup
 	slows   []a64Fixup // target: pc of the slow exit
 	generic []a64Generic
@@ -118,8 +119,11 @@ func newBackend(plain []insn, env jitEnv, targets []bool, proven []int32) jitBac
 	c.frameSure, c.ctxFields = frameSure(plain, proven), ctxScalarLoads(plain, env.funcs)
 	c.ctxR1 = ctxArgs(plain, env.funcs)
 	// At most about 30 instructions a slot plus the out-of-line code: past
-	// 4000 slots, branches take the long form.
-	c.long = len(plain) > 4000
+	// 4000 slots, branches take the long form; so do those of code that
+	// came out larger than that (env.long: native helpers, such as a
+	// bpf_fib_lookup's hundreds of instructions, can pass 1 MiB in fewer
+	// slots).
+	c.long = len(plain) > 4000 || env.long
 	c.calls = nativeCalls(plain) && !c.long
 	c.b = make([]byte, 0, 64*len(plain)+64)
 	return c
@@ -137,7 +141,9 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		c.patch(f, int(entry[f.target]))
 	}
 	for _, f := range c.adrs {
-		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(int(entry[f.target])-f.pos)))
+		bytes := int(entry[f.target]) - f.pos
+		c.far = c.far || bytes < -1<<20 || bytes >= 1<<20
+		binary.LittleEndian.PutUint32(c.b[f.pos:], a64ADR(binary.LittleEndian.Uint32(c.b[f.pos:])&31, int32(bytes)))
 	}
 	c.leaveStubs(entry) // jit_arm64_value.go
 	c.ctxStubs(entry)   // jit_arm64_stack.go
@@ -151,12 +157,20 @@ func (c *arm64Compiler) finish(entry []uint32) ([]byte, jitCounts) {
 		}
 		c.patch(f, at)
 	}
-	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, regions: c.nregions, err: c.elideErr()}
+	err := c.elideErr()
+	if err == nil && c.far {
+		err = errFar
+	}
+	return c.b, jitCounts{native: c.native, proven: c.nproven, calls: c.ncalls, regions: c.nregions, err: err}
 }
 
-// patch resolves a branch at f.pos to byte offset to.
+// patch resolves a branch at f.pos to byte offset to; a B.cond or CBZ
+// (imm19) out of reach sets c.far.
 func (c *arm64Compiler) patch(f a64Fixup, to int) {
 	d := int32(to-f.pos) / 4
+	if f.cond && (d < -1<<18 || d >= 1<<18) {
+		c.far = true
+	}
 	i := binary.LittleEndian.Uint32(c.b[f.pos:])
 	if f.cond {
 		i |= (uint32(d) & 0x7ffff) << 5

@@ -6,12 +6,13 @@ import "syscall"
 
 // Native bpf_fib_lookup for the arm64 backend: the steps of the amd64 one
 // (jit_amd64_fib.go; jit_fib.go gives the snapshot) with its contract: an
-// IPv4 lookup with plen 64 and flags among fibNatFlags, the struct checked
-// as storeSlice checks it, Runner.fibLookup's result and writes, and the
-// same cases sent to the slow path before anything is written. r1-r5 are
-// left as they were: the lookup works in X0 (the struct, then the result),
-// X9-X14 and X15 (the snapshot; X15 is aMD, which only map-in-map lookups
-// use otherwise), and reads the flags in X4 where they are.
+// IPv4 lookup (IPv6: jit_arm64_fib6.go) with plen 64 and flags among
+// fibNatFlags, the struct checked as storeSlice checks it,
+// Runner.fibLookup's result and writes, and the same cases sent to the
+// slow path before anything is written. r1-r5 are left as they were: the
+// lookup works in X0 (the struct, then the result), X9-X14 and X15 (the
+// snapshot; X15 is aMD, which only map-in-map lookups use otherwise), and
+// reads the flags in X4 where they are.
 //
 // The Collection's table pointer is loaded once per lookup with LDAR, the
 // acquire that pairs with atomic.Pointer's store in SetFIB (amd64 relies
@@ -28,7 +29,7 @@ const (
 
 // fibExits are the branches to the lookup's ends.
 type fibExits struct {
-	slow, enodev, fwdDisabled, noNeigh, notFwded, miss, frag, ret, done []a64Fixup
+	slow, enodev, fwdDisabled, noNeigh, noSrc, notFwded, miss, frag, ret, done []a64Fixup
 }
 
 // fibOffsetsFit reports whether the snapshot's and records' fields are in
@@ -37,7 +38,12 @@ func fibOffsetsFit() bool {
 	for _, off := range []int32{offFibRootShift, offFibNIfs, offFibFar, offFibDflt, offFibRoot, offFibNodes,
 		offFibRecs, offFibIfs, offFibNeighMask, offFibNeigh, offSlotMAC + 4,
 		offRecIfindex, offRecMetric, offRecMTU, offRecGW, offRecSrc, offRecDmac + 4, offRecSmac + 4,
-		offRecRet, offRecHow, offRecNeigh} {
+		offRecRet, offRecHow, offRecNeigh,
+		offFib6NIfs, offFib6Far, offFib6NStages, offFib6MainFrom, offFib6MainTo, offFib6RouteMask,
+		offFib6NeighMask, offFib6HashK, offFib6Stages, offFib6Routes, offFib6Neigh, offFib6Recs, offFib6Ifs,
+		offSlot6Hi, offSlot6Lo, offSlot6Tag, offSlot6Val, offSlot6MAC + 4,
+		offRec6Ifindex, offRec6Metric, offRec6MTU, offRec6GW + 8, offRec6Src + 8, offRec6Dmac + 4,
+		offRec6Smac + 4, offRec6Ret, offRec6How, offRec6Neigh, offRec6SrcOK} {
 		if off < 0 || off > 255 {
 			return false
 		}
@@ -63,12 +69,15 @@ func (c *arm64Compiler) fibLookup(pc int) bool {
 	c.w(a64Imm12(a64SubsImm&w, aZR, aS1, afInet))
 	v4 := c.branch(aEQ)
 	c.w(a64Imm12(a64SubsImm&w, aZR, aS1, afInet6))
-	c.slowIf(aEQ, pc)
+	v6 := c.branch(aEQ)
 	// Another family: -EAFNOSUPPORT with nothing written, as fibLookup
 	// answers once the checks above have passed, table or none.
 	enoaf := -int64(syscall.EAFNOSUPPORT)
 	c.movImm(0, uint64(enoaf))
-	other := c.branch(aAL)
+	end := []a64Fixup{c.branch(aAL)}
+	c.patch(v6, len(c.b))
+	c.fib6Lookup(pc) // jit_arm64_fib6.go
+	end = append(end, c.branch(aAL))
 	c.patch(v4, len(c.b))
 	f := fibExits{}
 	// The table (Runner.fibTable: the Runner is bound to the program's
@@ -81,11 +90,13 @@ func (c *arm64Compiler) fibLookup(pc int) bool {
 	c.ldr(fibNat, aS1, offFibNat4)
 	c.cmp(fibNat, aZR)
 	f.slow = append(f.slow, c.branch(aEQ))
-	c.fibInPort(&f)
+	c.fibInPort(&f, offFibNIfs, offFibIfs, offFibFar)
 	c.fibWalk(&f)
 	c.fibAnswer(&f)
 	c.fibTail(pc, &f)
-	c.patch(other, len(c.b))
+	for _, j := range end {
+		c.patch(j, len(c.b))
+	}
 	return true
 }
 
@@ -102,13 +113,14 @@ func (c *arm64Compiler) flagBranch(bit int32, cond uint32) a64Fixup {
 }
 
 // fibInPort is fibStart: params->ifindex must be a port (-ENODEV) with
-// IPv4 forwarding on (FWD_DISABLED).
-func (c *arm64Compiler) fibInPort(f *fibExits) {
+// the family's forwarding on (FWD_DISABLED). The snapshot's nIfs, ifs and
+// far fields are at the offsets given.
+func (c *arm64Compiler) fibInPort(f *fibExits, nIfs, ifs, farOff int32) {
 	c.ld(a64LdurW, aS1, fibPrm, fibIfindex)
-	c.ld(a64LdurW, aS2, fibNat, offFibNIfs)
+	c.ld(a64LdurW, aS2, fibNat, nIfs)
 	c.cmp(aS1, aS2)
 	far := c.branch(aHS)
-	c.ldr(aS2, fibNat, offFibIfs)
+	c.ldr(aS2, fibNat, ifs)
 	c.rrr(a64Ldrb, aS1, aS2, aS1)
 	c.tstBit(aS1, fibIfUp)
 	f.enodev = append(f.enodev, c.branch(aEQ))
@@ -116,7 +128,7 @@ func (c *arm64Compiler) fibInPort(f *fibExits) {
 	f.fwdDisabled = append(f.fwdDisabled, c.branch(aEQ))
 	known := c.branch(aAL)
 	c.patch(far, len(c.b))
-	c.ld(a64LdurW, aS1, fibNat, offFibFar)
+	c.ld(a64LdurW, aS1, fibNat, farOff)
 	c.cmp(aS1, aZR)
 	f.slow = append(f.slow, c.branch(aNE))
 	f.enodev = append(f.enodev, c.branch(aAL))
@@ -156,21 +168,28 @@ func (c *arm64Compiler) fibWalk(f *fibExits) {
 	c.w(a64Msub3(a64Madd, fibRec, aS4, aS5, aS2)) // recs + group*size
 }
 
-// fibAnswer is the rest of lookup4 for the route whose record is in X14.
-func (c *arm64Compiler) fibAnswer(f *fibExits) {
+// fibAnswerChecks begins both families' answers for the record in X14
+// (its fields ret, how and mtu at those offsets): a reject or local
+// route's code (in X9 for fibTail), Go's cases (how past fibRecDirect),
+// then checkFIBMTU's FRAG_NEEDED (the path MTU in X11 for fibTail), all
+// before anything is written. It leaves how in X9.
+func (c *arm64Compiler) fibAnswerChecks(f *fibExits, ret, how, mtu int32) {
 	const w = ^uint32(a64W)
-	c.ld(a64Ldurb, aS1, fibRec, offRecRet)
+	c.ld(a64Ldurb, aS1, fibRec, ret)
 	c.cmp(aS1, aZR)
 	f.ret = append(f.ret, c.branch(aNE))
-	// Go's cases, before anything is written: how past fibRecDirect.
-	c.ld(a64Ldurb, aS1, fibRec, offRecHow)
+	c.ld(a64Ldurb, aS1, fibRec, how)
 	c.w(a64Imm12(a64SubsImm&w, aZR, aS1, fibRecDirect))
 	f.slow = append(f.slow, c.branch(aHI))
-	// checkFIBMTU.
 	c.ld(a64Ldurh, aS2, fibPrm, fibTotLen)
-	c.ld(a64LdurW, aS3, fibRec, offRecMTU)
+	c.ld(a64LdurW, aS3, fibRec, mtu)
 	c.cmp(aS2, aS3)
 	f.frag = append(f.frag, c.branch(aHI))
+}
+
+// fibAnswer is the rest of lookup4 for the route whose record is in X14.
+func (c *arm64Compiler) fibAnswer(f *fibExits) {
+	c.fibAnswerChecks(f, offRecRet, offRecHow, offRecMTU)
 	c.ld(a64LdurW, aS2, fibRec, offRecMetric)
 	c.st(a64SturW, aS2, fibPrm, fibMetric)
 	c.ld(a64LdurW, aS2, fibRec, offRecIfindex)
@@ -199,8 +218,15 @@ func (c *arm64Compiler) fibAnswer(f *fibExits) {
 	c.patch(smac, len(c.b))
 	c.copyMAC(fibRec, offRecSmac, fibSmac)
 	c.patch(skip, len(c.b))
+	c.fibSuccess(f, offRecMTU)
+}
+
+// fibSuccess ends a lookup that forwards, its writes but these done:
+// vlan_proto and vlan_TCI cleared, tot_len the path MTU (the record's
+// field at mtu), r0 SUCCESS.
+func (c *arm64Compiler) fibSuccess(f *fibExits, mtu int32) {
 	c.st(a64SturW, aZR, fibPrm, fibVlanProto) // vlan_proto and vlan_TCI
-	c.ld(a64LdurW, aS2, fibRec, offRecMTU)
+	c.ld(a64LdurW, aS2, fibRec, mtu)
 	c.st(a64Sturh, aS2, fibPrm, fibTotLen)
 	c.movImm(0, fibRetSuccess)
 	f.done = append(f.done, c.branch(aAL))
@@ -259,6 +285,9 @@ func (c *arm64Compiler) fibTail(pc int, f *fibExits) {
 		}
 	}
 	answer := func(js []a64Fixup, v int64) {
+		if len(js) == 0 {
+			return
+		}
 		here(js)
 		c.movImm(0, uint64(v))
 		f.done = append(f.done, c.branch(aAL))
@@ -270,13 +299,16 @@ func (c *arm64Compiler) fibTail(pc int, f *fibExits) {
 	here(f.ret)
 	c.rrr(a64Orr, 0, aZR, aS1)
 	f.done = append(f.done, c.branch(aAL))
-	here(f.miss)
-	f.notFwded = append(f.notFwded, c.flagBranch(fibLookupDirect, aNE))
-	c.ld(a64LdurW, aS1, fibNat, offFibDflt)
-	c.cmp(aS1, aZR)
-	f.slow = append(f.slow, c.branch(aNE))
+	if len(f.miss) > 0 { // IPv4's: table default may answer
+		here(f.miss)
+		f.notFwded = append(f.notFwded, c.flagBranch(fibLookupDirect, aNE))
+		c.ld(a64LdurW, aS1, fibNat, offFibDflt)
+		c.cmp(aS1, aZR)
+		f.slow = append(f.slow, c.branch(aNE))
+	}
 	answer(f.notFwded, fibRetNotFwded)
 	answer(f.noNeigh, fibRetNoNeigh)
+	answer(f.noSrc, fibRetNoSrcAddr)
 	answer(f.fwdDisabled, fibRetFwdDisabled)
 	answer(f.enodev, -int64(syscall.ENODEV))
 	here(f.slow)

@@ -2,10 +2,11 @@ package bpf
 
 import "encoding/binary"
 
-// What native IPv6 bpf_fib_lookup reads of a FIB (jit_amd64_fib6.go): the
-// lookup of the default rules (tables local, main, default) or of DIRECT
-// in main, without OUTPUT or TBID, from a snapshot compileFIB builds with
-// the table, shared and swapped as fib4Nat is (jit_fib.go).
+// What native IPv6 bpf_fib_lookup reads of a FIB (jit_amd64_fib6.go,
+// jit_arm64_fib6.go): the lookup of the default rules (tables local, main,
+// default) or of DIRECT in main, without OUTPUT or TBID, from a snapshot
+// compileFIB builds with the table, shared and swapped as fib4Nat is
+// (jit_fib.go).
 //
 // lpm6 keeps a Go map per prefix length; the snapshot flattens them into
 // one open-addressing table of pointer-free slots keyed by stage and
