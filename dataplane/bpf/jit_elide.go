@@ -81,9 +81,6 @@ func valueElided(plain []insn, targets []bool, call int, a jitArray) (accs []int
 // elideKeeps reports whether in, inside valueElided's straight line,
 // neither reads nor writes r0 nor can leave native code.
 func elideKeeps(in insn) bool {
-	if in.op == opNop { // an lddw's second slot, or le64: no code
-		return true
-	}
 	f := opTable[in.op].form
 	switch f {
 	case formALUK, formALUX, formNeg, formMovSX, formEnd:
@@ -105,16 +102,9 @@ func regDead(plain []insn, pc int, reg uint8, steps *int) bool {
 			return false
 		}
 		in := plain[pc]
-		if in.op == opNop { // an lddw's second slot, or le64: no register changes
-			continue
-		}
 		f := opTable[in.op].form
 		mov := opTable[in.op].code.operation() == aluMov
 		switch f {
-		case formLddw:
-			if in.dst == reg {
-				return true
-			}
 		case formExit:
 			return reg != 0
 		case formALUK, formNeg, formEnd, formDivK:
