@@ -281,7 +281,17 @@
 // instructions that take the scratch registers (context loads, as in
 // xdp-tools' stats counter) finds the address from r0's region number,
 // also with no check (jitUnchecked.stale: no helper runs in that straight
-// line, so the entry is still the value's). On amd64 these run
+// line, so the entry is still the value's). (These walks take an lddw's
+// second slot, opNop, as writing no register: writesDst.) On amd64 an
+// access within the value's size through a register that holds such a
+// lookup's non-NULL result on every path but not in a straight line from
+// it (clang's r6-r9 across helper calls and joins: valueFlow,
+// jit_value_flow.go, a must-analysis that forgets everything at calls
+// that run program code, move the packet or are bpf-to-bpf calls or tail
+// calls) finds the entry and buffer from the region number with no
+// compare (the number is a lookup's of this run, and no entry below the
+// table's length changes during a run but a ringbuf record's) and checks
+// only the entry's limit. On amd64 these run
 // natively too (jit_amd64_helpers.go), with the interpreter's results and
 // r1-r5 kept: bpf_redirect; bpf_redirect_map on a devmap, devmap_hash,
 // cpumap or xskmap (its slots read as maps.NativeSlots describes them, a

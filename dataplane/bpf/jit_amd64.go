@@ -249,12 +249,13 @@ type amd64Compiler struct {
 	slows   []jitFixup // to slow-path exits, by instruction
 	generic []jitGeneric
 	env     jitEnv
-	targets []bool  // jumpTargets
-	native  int     // helper calls compiled natively
-	proven  []int32 // provenIn
-	valued  []bool  // the accesses valueAccess compiled (valueReuse)
-	leaves  []bool  // array lookups that leave their entry (jit_amd64_cost.go)
-	leaving bool    // the lookup being emitted leaves it
+	targets []bool        // jumpTargets
+	native  int           // helper calls compiled natively
+	proven  []int32       // provenIn
+	valued  []bool        // the accesses valueAccess compiled (valueReuse)
+	vflow   *[]valueFacts // valueFlow, made at the first access that asks
+	leaves  []bool        // array lookups that leave their entry (jit_amd64_cost.go)
+	leaving bool          // the lookup being emitted leaves it
 	// unchk: jit_amd64_value.go
 	unchk jitUnchecked
 	// elided: jit_amd64_elide.go

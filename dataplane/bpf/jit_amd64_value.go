@@ -11,7 +11,7 @@ package bpf
 func (c *amd64Compiler) valueAccess(pc int, bpfBase uint8, off, n int32, write bool) (xmem, bool) {
 	hi, reuse, ok := valuePlan(c.plain, c.targets, &c.valued, c.arrayAt, pc, bpfBase, off, n, write)
 	if !ok {
-		return xmem{}, false
+		return c.valueFlowAccess(pc, bpfBase, off, n, write)
 	}
 	if c.unchecked(pc, bpfBase, reuse) { // S2 holds the buffer (jit_value.go)
 		return xmem{base: xS2, index: -1, disp: off}, true
@@ -58,4 +58,35 @@ func (c *amd64Compiler) valueBuf(bpfBase uint8) {
 	c.imm32(regionSize)
 	c.rm(false, true, []byte{0x03}, xS1, ctxMem(offRegions), false)
 	c.rm(false, true, []byte{0x8b}, xS2, xmem{base: xS1, index: -1, disp: offRegionBuf}, false)
+}
+
+// valueFlowAccess is valueAccess for an access through a register that
+// holds a native array lookup's non-NULL result on every path but not in
+// a straight line from it (valueFlow, jit_value_flow.go), within the
+// value's bounds: the entry its number names and the buffer found with no
+// compare (valueBuf), or reused from the access before it through the
+// same pointer (valueReuse), and the entry's limit checked.
+func (c *amd64Compiler) valueFlowAccess(pc int, bpfBase uint8, off, n int32, write bool) (xmem, bool) {
+	if c.vflow == nil {
+		f := valueFlow(c.plain, c.env.funcs, func(q int) bool { _, ok := c.arrayAt(q); return ok })
+		c.vflow = &f
+	}
+	call, ok := valueFlowCall(*c.vflow, pc, bpfBase)
+	if !ok {
+		return xmem{}, false
+	}
+	if a, ok := c.arrayAt(call); !ok || !valueIn(a, off, n, write) {
+		return xmem{}, false
+	}
+	mark(&c.valued, len(c.plain), pc)
+	reuse := valueReuse(c.plain, c.targets, c.valued, pc, bpfBase)
+	if c.unchecked(pc, bpfBase, reuse) { // the access before it was unchecked: S2 holds the buffer
+		return xmem{base: xS2, index: -1, disp: off}, true
+	}
+	if !reuse {
+		c.valueBuf(bpfBase)
+	}
+	c.cmpMemI(xmem{base: xS1, index: -1, disp: limitField(write)}, off+n)
+	c.slowIf(ccB, pc)
+	return xmem{base: xS2, index: -1, disp: off}, true
 }

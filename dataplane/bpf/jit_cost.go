@@ -25,7 +25,7 @@ func stackKeyOff(plain []insn, targets []bool, pc int, reg uint8) (off int32, ok
 			continue
 		case !straightLine(in.op) || opTable[in.op].form == formLegacy:
 			return 0, false
-		case !forms[opTable[in.op].form].writes || in.dst != reg:
+		case !writesDst(in) || in.dst != reg:
 			continue
 		case in.op == opAdd64K:
 			sum += in.imm

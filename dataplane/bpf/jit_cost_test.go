@@ -42,6 +42,7 @@ func TestStackKeyOff(t *testing.T) {
 		{"legacy load between", []insn{mov, add(-4), {op: opLdAbsW}, ld, call}, 0, 0, false},
 		{"far", []insn{mov, add(-1 << 30), add(-1 << 30), add(-1 << 30), ld, call}, 0, 0, false},
 		{"no mov", []insn{add(-4), ld, call}, 0, 0, false},
+		{"lddw between", []insn{mov, add(-4), ld, {op: opNop}, call}, 0, -4, true},
 	} {
 		targets := make([]bool, len(tc.code)+1)
 		if tc.target != 0 {
@@ -74,6 +75,11 @@ func TestLookupFeeds(t *testing.T) {
 		{"moved pointer", []insn{call, {op: opAdd64K, dst: 0, imm: 4}, ld0}, 0, false},
 		{"jump target", []insn{call, jeq, ld0}, 2, false},
 		{"shift by a register", []insn{call, {op: opLsh64X, dst: 4, src: 5}, ld0}, 0, false},
+		// An lddw's second slot (and le64) is opNop, whose row names r0:
+		// it writes no register (writesDst).
+		{"past an lddw", []insn{call, jeq, {op: opLdMapValue, dst: 1, imm: 7 << 32}, {op: opNop}, ld0}, 0, true},
+		{"past le64 of r0", []insn{call, jeq, {op: opNop}, ld0}, 0, true},
+		{"lddw into r0", []insn{call, jeq, {op: opLdImm64, dst: 0, imm: 1}, {op: opNop}, ld0}, 0, false},
 	} {
 		targets := make([]bool, len(tc.code)+1)
 		if tc.target != 0 {
@@ -83,7 +89,7 @@ func TestLookupFeeds(t *testing.T) {
 			t.Errorf("%s: feeds %v, want %v", tc.name, got, tc.feeds)
 		}
 		fresh := lookupFresh(tc.code, targets, len(tc.code)-1, func(q int) bool { return q == 0 })
-		if want := tc.feeds || tc.name == "other register" || tc.name == "moved pointer"; fresh != want {
+		if want := tc.feeds || tc.name == "other register" || tc.name == "moved pointer" || tc.name == "lddw into r0"; fresh != want {
 			t.Errorf("%s: fresh %v, want %v", tc.name, fresh, want)
 		}
 	}

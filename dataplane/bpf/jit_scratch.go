@@ -20,7 +20,7 @@ func scratchReuse(plain []insn, targets []bool, pc int, base uint8, left func(q 
 			}
 			return in.dst == base
 		}
-		if !keepsScratch(in, f) || opWrites(f) && in.dst == base {
+		if !keepsScratch(in, f) || writesDst(in) && in.dst == base {
 			return false
 		}
 	}
@@ -48,5 +48,11 @@ func keepsScratch(in insn, f form) bool {
 	return false
 }
 
-// opWrites reports whether an instruction of form f writes its dst register.
-func opWrites(f form) bool { return forms[f].writes }
+// writesDst reports whether in writes its dst register. opNop, the
+// second slot of an lddw (and le64, which changes no bit), writes none
+// although its table row (le64's, dst r0) has a form that writes: the
+// walks back from an access that ask whether a register still holds
+// what it held (valueOrigin, scratchReuse, stackKeyOff) would otherwise
+// lose r0 at every lddw, such as the load of a global that clang puts
+// between a lookup and the counter it bumps (xdp-bench's nr_cpus).
+func writesDst(in insn) bool { return in.op != opNop && forms[opTable[in.op].form].writes }

@@ -34,7 +34,7 @@ func valueOrigin(plain []insn, targets []bool, pc int, reg uint8) (call int, ok 
 			continue
 		case !straightLine(in.op):
 			return 0, false
-		case forms[opTable[in.op].form].writes && in.dst == reg:
+		case writesDst(in) && in.dst == reg: // jit_scratch.go
 			if in.op != opMov64X {
 				return 0, false
 			}

@@ -23,6 +23,13 @@ type valueCase struct {
 	// that load's region entry and buffer (valueReuse) and checks only
 	// its own limit.
 	pair bool
+	// wide: after that load, an lddw into another register, le64 of the
+	// pointer (both decoded to opNop's row, which names r0 as its dst)
+	// and a stack load (which takes the scratch registers), so that the
+	// access finds the lookup across them (writesDst) and, after a NULL
+	// check, addresses the value from the region number unchecked
+	// (jitUnchecked.stale).
+	wide bool
 	// sx: the last load sign-extends (LDSX), after a store of 0xa5 bytes
 	// when store is set.
 	sx bool
@@ -52,6 +59,10 @@ func valueProg(c valueCase) asm.Instructions {
 	}
 	if c.pair {
 		insns = append(insns, asm.LoadMem(asm.R3, base, 0, asm.Byte))
+	}
+	if c.wide {
+		insns = append(insns, asm.LoadImm(asm.R4, 1<<40, asm.DWord), asm.HostTo(asm.LE, base, asm.DWord),
+			asm.LoadMem(asm.R5, asm.R10, -4, asm.Word))
 	}
 	if c.sx {
 		if c.store {
@@ -90,7 +101,8 @@ func TestJITValueAccess(t *testing.T) {
 			for _, off := range []int16{0, 1, vs - n, vs - n + 1, vs, -1, -n} {
 				for _, store := range []bool{false, true} {
 					for _, key := range []int32{1, 9} {
-						for _, v := range []valueCase{{null: true}, {}, {null: true, copy: true}, {null: true, moved: true}, {null: true, pair: true}, {pair: true}, {null: true, copy: true, pair: true}} {
+						for _, v := range []valueCase{{null: true}, {}, {null: true, copy: true}, {null: true, moved: true}, {null: true, pair: true}, {pair: true}, {null: true, copy: true, pair: true},
+							{null: true, pair: true, wide: true}, {pair: true, wide: true}, {null: true, copy: true, pair: true, wide: true}} {
 							v.m, v.key, v.off, v.size, v.store = m, key, off, sz, store
 							cases = append(cases, v)
 							if sz != asm.DWord {
