@@ -83,13 +83,7 @@ func (c *arm64Compiler) fibLookup(pc int) bool {
 	// The table (Runner.fibTable: the Runner is bound to the program's
 	// collection while its native code runs, jitBoundColl), and its
 	// snapshot.
-	c.movImm(aS1, uint64(fibTableAddr(c.env.coll)))
-	c.w(a64Excl(a64Ldar, 0, aS1, aS1))
-	c.cmp(aS1, aZR)
-	f.enodev = append(f.enodev, c.branch(aEQ))
-	c.ldr(fibNat, aS1, offFibNat4)
-	c.cmp(fibNat, aZR)
-	f.slow = append(f.slow, c.branch(aEQ))
+	c.fibSnapshot(&f, offFibNat4)
 	c.fibInPort(&f, offFibNIfs, offFibIfs, offFibFar)
 	c.fibWalk(&f)
 	c.fibAnswer(&f)
@@ -110,6 +104,18 @@ func (c *arm64Compiler) st(op, t, n uint32, off int32) { c.w(a64Imm9(op, t, n, o
 func (c *arm64Compiler) flagBranch(bit int32, cond uint32) a64Fixup {
 	c.tstBit(4, bit) // jit_arm64_csum.go
 	return c.branch(cond)
+}
+
+// fibSnapshot loads the table pointer once with LDAR (no table: ENODEV)
+// and, from it, the family's snapshot at nat (none: Go) into fibNat.
+func (c *arm64Compiler) fibSnapshot(f *fibExits, nat int32) {
+	c.movImm(aS1, uint64(fibTableAddr(c.env.coll)))
+	c.w(a64Excl(a64Ldar, 0, aS1, aS1))
+	c.cmp(aS1, aZR)
+	f.enodev = append(f.enodev, c.branch(aEQ))
+	c.ldr(fibNat, aS1, nat)
+	c.cmp(fibNat, aZR)
+	f.slow = append(f.slow, c.branch(aEQ))
 }
 
 // fibInPort is fibStart: params->ifindex must be a port (-ENODEV) with

@@ -83,12 +83,7 @@ func TestJITValueFlow(t *testing.T) {
 							ci, pi := valueCollection(t, insns, EngineInterp)
 							cj, pj := valueCollection(t, insns, EngineJIT)
 							ri, rj := NewRunner(0), NewRunner(0)
-							gi, ei := ri.RunRaw(pi, nil)
-							gj, ej := rj.RunRaw(pj, nil)
-							if gi != gj || errString(ei) != errString(ej) {
-								t.Errorf("%s: interpreter %#x (%v), JIT %#x (%v)", name, gi, ei, gj, ej)
-							}
-							if ei != nil {
+							if runRawBoth(t, name, ri, pi, rj, pj) {
 								faults++
 							}
 							n++

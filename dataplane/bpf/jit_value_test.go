@@ -121,12 +121,7 @@ func TestJITValueAccess(t *testing.T) {
 		ri, rj := NewRunner(0), NewRunner(0)
 		ci, pi := valueCollection(t, valueProg(c), EngineInterp)
 		cj, pj := valueCollection(t, valueProg(c), EngineJIT)
-		gi, ei := ri.RunRaw(pi, nil)
-		gj, ej := rj.RunRaw(pj, nil)
-		if gi != gj || errString(ei) != errString(ej) {
-			t.Errorf("%s: interpreter %#x (%v), JIT %#x (%v)", name, gi, ei, gj, ej)
-		}
-		if ei != nil {
+		if runRawBoth(t, name, ri, pi, rj, pj) {
 			faults++
 		}
 		for k := uint32(0); k < 4; k++ {
@@ -196,4 +191,16 @@ func valueOf(t *testing.T, c *Collection, name string, k uint32) []byte {
 		t.Fatalf("%s[%d]: no value", name, k)
 	}
 	return append([]byte(nil), v...)
+}
+
+// runRawBoth runs pi on ri and pj on rj without a frame, fails t unless both
+// give the same result and fault, and reports whether they faulted.
+func runRawBoth(t *testing.T, name string, ri *Runner, pi *Program, rj *Runner, pj *Program) bool {
+	t.Helper()
+	gi, ei := ri.RunRaw(pi, nil)
+	gj, ej := rj.RunRaw(pj, nil)
+	if gi != gj || errString(ei) != errString(ej) {
+		t.Errorf("%s: interpreter %#x (%v), JIT %#x (%v)", name, gi, ei, gj, ej)
+	}
+	return ei != nil
 }

@@ -156,13 +156,7 @@ func TestKtimeCounterRecalibrates(t *testing.T) {
 		}
 	}
 	for range 1000 {
-		a := uint64(nanotime())
-		k := ktimeMono()
-		b := uint64(nanotime())
-		if k < last || k+uint64(ktimeErrBound) < a || k > b+uint64(ktimeErrBound) {
-			t.Fatalf("after the new rate: %d (last %d) outside [%d, %d] +- %v", k, last, a, b, ktimeErrBound)
-		}
-		last = k
+		last = readMono(t, "after the new rate", last)
 	}
 	waitLine(t) // the native code's again
 }
@@ -199,16 +193,23 @@ func TestKtimeCounterJumpsBack(t *testing.T) {
 	ktMu.Unlock()
 	var last uint64
 	for t0 := nanotime(); nanotime()-t0 < int64(3*counterSpan); {
-		a := uint64(nanotime())
-		k := ktimeMono()
-		b := uint64(nanotime())
-		if k < last || k+uint64(ktimeErrBound) < a || k > b+uint64(ktimeErrBound) {
-			t.Fatalf("after the jump: %d (last %d) outside [%d, %d] +- %v", k, last, a, b, ktimeErrBound)
-		}
-		last = k
+		last = readMono(t, "after the jump", last)
 	}
 	if counterRecal.Load() == recal0 {
 		t.Error("the rate was not measured again")
 	}
 	waitLine(t)
+}
+
+// readMono reads ktimeMono between two clock_gettime reads and fails t when
+// it is below last or more than ktimeErrBound outside them; it returns it.
+func readMono(t *testing.T, what string, last uint64) uint64 {
+	t.Helper()
+	a := uint64(nanotime())
+	k := ktimeMono()
+	b := uint64(nanotime())
+	if k < last || k+uint64(ktimeErrBound) < a || k > b+uint64(ktimeErrBound) {
+		t.Fatalf("%s: %d (last %d) outside [%d, %d] +- %v", what, k, last, a, b, ktimeErrBound)
+	}
+	return k
 }
